@@ -1,0 +1,32 @@
+"""Entry-point glue: every script's main() runs through :func:`run_main`.
+
+The core never prints; scripts do, through these helpers, so that text and
+``--json`` output carry the same data.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Callable
+
+from .errors import TaoError
+
+
+def run_main(main: Callable[[list[str]], int | None], argv: list[str] | None = None) -> None:
+    """Call ``main`` and turn a TaoError into one line on stderr plus its exit code."""
+    try:
+        rc = main(sys.argv[1:] if argv is None else argv)
+    except TaoError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+    sys.exit(rc or 0)
+
+
+def print_json(data: Any) -> None:
+    """Print ``data`` as stable, indented JSON (what ``--json`` emits)."""
+    print(json.dumps(data, indent=2, sort_keys=True, default=str))

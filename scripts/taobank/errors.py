@@ -1,0 +1,22 @@
+"""The one exception type for failures a user must act on."""
+from __future__ import annotations
+
+
+class TaoError(Exception):
+    """A user-facing failure: one line saying what failed and what to do.
+
+    ``exit_code`` is what the entry point exits with (1 by default; 2 is
+    reserved for "missing input file" style errors where a tool documents it).
+    """
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        # Keep it one line whatever the caller passed.
+        super().__init__(" ".join(str(message).split()))
+        self.exit_code = exit_code
+
+
+class UsageError(TaoError):
+    """Bad command-line input (exit 2, like argparse)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, exit_code=2)

@@ -1,0 +1,87 @@
+"""The one subprocess runner of the bank.
+
+argv lists only (never a shell string), secrets on stdin only, a timeout on
+every call, and a call log the tests and benchmarks read (``CALLS``).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from .errors import TaoError
+
+#: Every argv run in this process, in order (benchmarks count kubectl/ssh calls).
+CALLS: list[list[str]] = []
+
+#: When set (tests, benchmarks), each argv is also appended as one JSON line here.
+CALL_LOG_ENV = "TAO_CALL_LOG"
+
+
+@dataclass
+class Result:
+    argv: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    stdin: str | None = None,
+    timeout: float = 120.0,
+    check: bool = True,
+    env: Mapping[str, str] | None = None,
+    what: str | None = None,
+) -> Result:
+    """Run ``argv`` and capture its output.
+
+    ``stdin`` is the only way to hand a secret to a child. With ``check`` a
+    non-zero exit raises TaoError naming ``what`` (default: the program) and
+    the last line of stderr.
+    """
+    argv = [str(a) for a in argv]
+    CALLS.append(argv)
+    log = os.environ.get(CALL_LOG_ENV)
+    if log:
+        import json
+
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(argv) + "\n")
+    full_env = None
+    if env is not None:
+        full_env = dict(os.environ)
+        full_env.update(env)
+    label = what or os.path.basename(argv[0])
+    try:
+        proc = subprocess.run(
+            argv,
+            input=stdin if stdin is not None else None,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=full_env,
+        )
+    except FileNotFoundError:
+        raise TaoError(f"{argv[0]} not found on PATH: install it or fix PATH") from None
+    except subprocess.TimeoutExpired:
+        raise TaoError(f"{label} did not answer within {timeout:.0f}s: check connectivity and retry") from None
+    res = Result(argv, proc.returncode, proc.stdout, proc.stderr)
+    if check and not res.ok:
+        raise TaoError(f"{label} failed (exit {res.returncode}): {last_line(res.stderr or res.stdout)}")
+    return res
+
+
+def last_line(text: str) -> str:
+    """The last non-empty line of ``text`` (what a one-line error quotes)."""
+    for line in reversed((text or "").splitlines()):
+        if line.strip():
+            return line.strip()
+    return "(no output)"

@@ -1,0 +1,55 @@
+"""Shared pytest fixtures.
+
+The e2e fixtures reuse a running local cluster or start one. A cluster that
+cannot start FAILS the tests that need it (never a skip): run only
+``tests/unit`` when you have no cluster.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+BANK = Path(__file__).resolve().parents[1]
+SCRIPTS = BANK / "scripts"
+if str(SCRIPTS) not in sys.path:
+    sys.path.insert(0, str(SCRIPTS))
+
+from taobank.errors import TaoError  # noqa: E402
+
+
+def _cluster(platform: str) -> dict[str, str]:
+    import importlib
+
+    mod = importlib.import_module(f"taobank.local.{platform}")
+    try:
+        return mod.up()
+    except TaoError as exc:
+        pytest.fail(f"local {platform} cluster could not start: {exc}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def bank() -> Path:
+    return BANK
+
+
+@pytest.fixture(scope="session")
+def k8s_cluster() -> dict[str, str]:
+    """Env (KUBECONFIG, ...) of the running local Kubernetes cluster."""
+    return _cluster("kubernetes")
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> dict[str, str]:
+    """Env (SLURM_USER, SLURM_HOSTNAME, SSH_KEY_PATH, ...) of the local SLURM cluster."""
+    return _cluster("slurm")
+
+
+@pytest.fixture()
+def state_dir(tmp_path, monkeypatch) -> Path:
+    """A private TAO_STATE_DIR for one test (the record store lives there)."""
+    d = tmp_path / "state"
+    monkeypatch.setenv("TAO_STATE_DIR", str(d))
+    return d
