@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Set up a fresh machine and run the whole test suite against real local clusters.
+#   bash scripts/test.sh [pytest args...]
+# Installs the Python dependencies, brings up the local Kubernetes control plane
+# and the local SLURM cluster (cached builds make a second run fast), runs
+# pytest, and stops the clusters it started. A cluster that cannot start fails
+# the run: it is never skipped.
+set -euo pipefail
+BANK="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$BANK"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "python dependencies"
+python3 -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+
+started=()
+cleanup() {
+  for platform in "${started[@]}"; do
+    python3 scripts/local_cluster.py down "$platform" || true
+  done
+}
+trap cleanup EXIT
+
+for platform in slurm kubernetes; do
+  if python3 scripts/local_cluster.py status "$platform" >/dev/null 2>&1; then
+    step "local $platform cluster already running: reusing it"
+  else
+    step "local $platform cluster: up"
+    SECONDS=0
+    python3 scripts/local_cluster.py up "$platform" >/dev/null
+    started+=("$platform")
+    echo "local $platform cluster ready in ${SECONDS}s"
+  fi
+done
+
+step "pytest"
+python3 -m pytest "$@"
