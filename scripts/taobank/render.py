@@ -16,6 +16,7 @@ by code, never by user input).
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from pathlib import Path
 from typing import Any, Literal
@@ -31,10 +32,16 @@ class Raw(str):
     """A code-produced fragment emitted without escaping."""
 
 
+# Characters YAML refuses (or, like NEL, folds into a line break) even inside a
+# double-quoted scalar; JSON leaves them raw, so they are escaped here.
+_YAML_UNSAFE = re.compile("[\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
 def _json_value(value: Any) -> str:
     if isinstance(value, Raw):
         return str(value)
-    return json.dumps(value, ensure_ascii=False)
+    text = json.dumps(value, ensure_ascii=False)
+    return _YAML_UNSAFE.sub(lambda m: "\\u%04x" % ord(m.group()), text)
 
 
 def shell_value(value: Any) -> str:
