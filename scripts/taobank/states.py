@@ -1,0 +1,104 @@
+"""Job status vocabulary and the one transition table every platform obeys.
+
+The table is data: the record store enforces it, docs/job-record.md is
+checked against it by a test, and the tests iterate over it.
+
+Why each edge exists:
+
+* PENDING -> RUNNING | COMPLETE | ERROR | CANCELED | UNKNOWN: a poll can miss
+  the RUNNING phase of a short job, so PENDING may go straight to an end.
+* RUNNING -> PENDING: SLURM requeues a preempted or node-failed job under the
+  same job id (``--requeue``); the job waits again, it has not ended.
+* UNKNOWN -> RUNNING | COMPLETE | ERROR | CANCELED: contact came back (or the
+  exit marker was found). Never UNKNOWN -> PENDING: a poller that sees a
+  pending backend job for an UNKNOWN record leaves the record UNKNOWN until
+  the job runs or ends, so the history cannot loop PENDING/UNKNOWN.
+* COMPLETE, ERROR, CANCELED are terminal: nothing leaves them.
+"""
+from __future__ import annotations
+
+from .errors import TaoError
+
+STATES: tuple[str, ...] = ("PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELED", "UNKNOWN")
+TERMINAL: frozenset[str] = frozenset({"COMPLETE", "ERROR", "CANCELED"})
+ACTIVE: frozenset[str] = frozenset({"PENDING", "RUNNING", "UNKNOWN"})
+INITIAL: str = "PENDING"
+
+#: state -> states a mark may move it to (same-state marks are handled apart:
+#: allowed on an active record as an update, a no-op on a terminal one).
+TRANSITIONS: dict[str, tuple[str, ...]] = {
+    "PENDING": ("RUNNING", "COMPLETE", "ERROR", "CANCELED", "UNKNOWN"),
+    "RUNNING": ("PENDING", "COMPLETE", "ERROR", "CANCELED", "UNKNOWN"),
+    "UNKNOWN": ("RUNNING", "COMPLETE", "ERROR", "CANCELED"),
+    "COMPLETE": (),
+    "ERROR": (),
+    "CANCELED": (),
+}
+
+#: Failure classes; only an ERROR record may carry one (it is optional there).
+ERR_CLASSES: tuple[str, ...] = ("ERR_INFRA", "ERR_PROGRAM")
+
+#: Who wrote a mark.
+SOURCES: tuple[str, ...] = ("agent", "poller", "backend-hook")
+
+PLATFORMS: tuple[str, ...] = ("kubernetes", "slurm")
+_PLATFORM_ALIASES = {"kubernetes": "kubernetes", "k8s": "kubernetes", "kube": "kubernetes", "slurm": "slurm"}
+_STATE_ALIASES = {"CANCELLED": "CANCELED"}
+
+
+def canonical_platform(name: str) -> str:
+    """``k8s``/``K8S``/``kube``/``Kubernetes`` -> ``kubernetes``; ``SLURM`` -> ``slurm``."""
+    key = str(name).strip().lower()
+    if key not in _PLATFORM_ALIASES:
+        raise TaoError(f"unknown platform {name!r}: use one of {', '.join(PLATFORMS)} (k8s is accepted for kubernetes)")
+    return _PLATFORM_ALIASES[key]
+
+
+def canonical_state(name: str) -> str:
+    """Upper-case a state name (``running`` -> ``RUNNING``; ``CANCELLED`` -> ``CANCELED``)."""
+    key = str(name).strip().upper()
+    key = _STATE_ALIASES.get(key, key)
+    if key not in STATES:
+        raise TaoError(f"unknown state {name!r}: use one of {' '.join(STATES)}")
+    return key
+
+
+def canonical_err_class(name: str) -> str:
+    key = str(name).strip().upper()
+    if key not in ERR_CLASSES:
+        raise TaoError(f"unknown err_class {name!r}: use one of {' '.join(ERR_CLASSES)}")
+    return key
+
+
+def canonical_source(name: str) -> str:
+    key = str(name).strip().lower()
+    if key not in SOURCES:
+        raise TaoError(f"unknown source {name!r}: use one of {' '.join(SOURCES)}")
+    return key
+
+
+def is_allowed(current: str, new: str) -> bool:
+    """True when a mark may move a record from ``current`` to ``new`` (a different state)."""
+    return new in TRANSITIONS.get(current, ())
+
+
+def allowed_text(current: str) -> str:
+    """Human list of the moves out of ``current`` (for error lines)."""
+    targets = TRANSITIONS.get(current, ())
+    if not targets:
+        return f"{current} is terminal: no transition is allowed"
+    return f"allowed from {current}: {', '.join(targets)}"
+
+
+def markdown_table() -> str:
+    """The transition table as Markdown (docs/job-record.md embeds exactly this)."""
+    lines = ["| from \\ to | " + " | ".join(STATES) + " |", "|---" * (len(STATES) + 1) + "|"]
+    for src in STATES:
+        cells = []
+        for dst in STATES:
+            if dst == src:
+                cells.append("update" if src in ACTIVE else "no-op")
+            else:
+                cells.append("yes" if is_allowed(src, dst) else "-")
+        lines.append(f"| **{src}** | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"

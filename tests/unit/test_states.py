@@ -1,0 +1,66 @@
+"""The status vocabulary and transition table as data."""
+from __future__ import annotations
+
+import pytest
+
+from taobank import states
+from taobank.errors import TaoError
+
+
+def test_vocabulary():
+    assert states.STATES == ("PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELED", "UNKNOWN")
+    assert states.TERMINAL | states.ACTIVE == set(states.STATES)
+    assert not states.TERMINAL & states.ACTIVE
+    assert set(states.TRANSITIONS) == set(states.STATES)
+    assert states.ERR_CLASSES == ("ERR_INFRA", "ERR_PROGRAM")
+
+
+def test_table_shape():
+    for src, dsts in states.TRANSITIONS.items():
+        assert src not in dsts
+        assert set(dsts) <= set(states.STATES)
+        if src in states.TERMINAL:
+            assert dsts == ()
+    # the pitfalls: no PENDING/UNKNOWN loop
+    assert not states.is_allowed("UNKNOWN", "PENDING")
+    assert states.is_allowed("RUNNING", "PENDING")  # SLURM requeue
+
+
+@pytest.mark.parametrize("alias", ["k8s", "K8S", "kube", "Kubernetes", " kubernetes "])
+def test_platform_aliases(alias):
+    assert states.canonical_platform(alias) == "kubernetes"
+
+
+def test_platform_slurm_and_unknown():
+    assert states.canonical_platform("SLURM") == "slurm"
+    with pytest.raises(TaoError, match="unknown platform"):
+        states.canonical_platform("lsf")
+
+
+def test_canonical_state_and_classes():
+    assert states.canonical_state("running") == "RUNNING"
+    assert states.canonical_state("CANCELLED") == "CANCELED"
+    with pytest.raises(TaoError, match="PENDING RUNNING"):
+        states.canonical_state("DONE")
+    assert states.canonical_err_class("err_infra") == "ERR_INFRA"
+    with pytest.raises(TaoError):
+        states.canonical_err_class("ERR_OTHER")
+    with pytest.raises(TaoError):
+        states.canonical_source("user")
+
+
+def test_allowed_text():
+    assert "terminal" in states.allowed_text("ERROR")
+    assert states.allowed_text("UNKNOWN") == "allowed from UNKNOWN: RUNNING, COMPLETE, ERROR, CANCELED"
+
+
+def test_markdown_table_matches_data():
+    table = states.markdown_table()
+    for src in states.STATES:
+        row = next(l for l in table.splitlines() if l.startswith(f"| **{src}**"))
+        cells = [c.strip() for c in row.strip("|").split("|")][1:]
+        for dst, cell in zip(states.STATES, cells):
+            if dst == src:
+                assert cell in ("update", "no-op")
+            else:
+                assert (cell == "yes") == states.is_allowed(src, dst)
