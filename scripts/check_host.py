@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Host preflight for the TAO skill bank: print what is missing, exit 1 if anything is.
+
+  check_host.py [--platform kubernetes|slurm] [--json]
+
+Checks python3 against versions.yaml tools.python_min, the packages listed in
+requirements.txt, and the platform client (kubectl >= tools.kubectl_min for
+Kubernetes, ssh >= tools.openssh_min for SLURM). Read-only: installs nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import sys
+from importlib import metadata
+
+from taobank import BANK_ROOT, pins
+from taobank.cli import print_json, run_main
+from taobank.run import run
+
+_REQ = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?:>=\s*([0-9][0-9A-Za-z.]*))?")
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    """'1.28.3' / 'v1.28.3+k3s1' / '9.2p1' -> (1, 28, 3) / (9, 2): leading numeric fields only."""
+    m = re.search(r"\d+(?:\.\d+)*", text or "")
+    return tuple(int(p) for p in m.group(0).split(".")) if m else ()
+
+
+def at_least(found: str, minimum: str) -> bool:
+    return version_tuple(found) >= version_tuple(minimum)
+
+
+def _check(name: str, ok: bool, found: str, need: str, fix: str) -> dict:
+    return {"name": name, "ok": ok, "found": found, "need": need, "fix": "" if ok else fix}
+
+
+def check_python() -> dict:
+    need = str(pins.resolve("tools.python_min"))
+    found = ".".join(str(p) for p in sys.version_info[:3])
+    return _check("python3", at_least(found, need), found, f">= {need}", f"install Python >= {need} and run the helpers with it")
+
+
+def check_requirements() -> list[dict]:
+    out = []
+    req = BANK_ROOT / "requirements.txt"
+    for line in req.read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        m = _REQ.match(line)
+        if not line or line.startswith("-") or not m:
+            continue
+        dist, minimum = m.group(1), m.group(2) or ""
+        fix = f"{sys.executable} -m pip install -r {req}"
+        try:
+            found = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out.append(_check(dist, False, "not installed", f">= {minimum}" if minimum else "installed", fix))
+            continue
+        out.append(_check(dist, not minimum or at_least(found, minimum), found, f">= {minimum}" if minimum else "installed", fix))
+    return out
+
+
+def check_kubectl() -> dict:
+    need = str(pins.resolve("tools.kubectl_min"))
+    fix = "install kubectl (https://kubernetes.io/docs/tasks/tools/) and put it on PATH"
+    if not shutil.which("kubectl"):
+        return _check("kubectl", False, "not on PATH", f">= {need}", fix)
+    res = run(["kubectl", "version", "--client", "-o", "json"], check=False, timeout=20)
+    m = re.search(r'"gitVersion"\s*:\s*"v?([^"]+)"', res.stdout)
+    found = m.group(1) if m else "unknown"
+    return _check("kubectl", bool(m) and at_least(found, need), found, f">= {need}", f"upgrade kubectl to >= {need}")
+
+
+def check_ssh() -> dict:
+    need = str(pins.resolve("tools.openssh_min"))
+    if not shutil.which("ssh"):
+        return _check("ssh", False, "not on PATH", f"OpenSSH >= {need}", "install the OpenSSH client (apt-get install openssh-client)")
+    res = run(["ssh", "-V"], check=False, timeout=20)
+    m = re.search(r"OpenSSH_([0-9][0-9.p]*)", res.stderr + res.stdout)
+    found = m.group(1) if m else "unknown"
+    return _check("ssh", bool(m) and at_least(found, need), found, f"OpenSSH >= {need}", f"upgrade the OpenSSH client to >= {need}")
+
+
+def checks(platform: str | None) -> list[dict]:
+    out = [check_python(), *check_requirements()]
+    if platform == "kubernetes":
+        out.append(check_kubectl())
+    elif platform == "slurm":
+        out.append(check_ssh())
+    return out
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="check_host.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--platform", choices=["kubernetes", "slurm"], help="also check that platform's client")
+    parser.add_argument("--json", action="store_true", help="print the checks as JSON")
+    args = parser.parse_args(argv)
+    results = checks(args.platform)
+    ok = all(r["ok"] for r in results)
+    if args.json:
+        print_json({"ok": ok, "platform": args.platform, "checks": results})
+    else:
+        for r in results:
+            if r["ok"]:
+                print(f"OK: {r['name']} {r['found']} ({r['need']})")
+            else:
+                print(f"MISSING: {r['name']} {r['found']} (need {r['need']}): {r['fix']}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    run_main(main)

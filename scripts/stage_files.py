@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Copy files named by relative paths from a source root to a destination root, refusing escapes.
+
+  stage_files.py --list FILE|- --src DIR --dest DIR [--dry-run] [--json]
+
+Annotation files name images by relative path; a '../' or absolute entry
+joined onto the destination would write outside it. Every entry must stay
+inside --src (symlinks resolved) and inside --dest; the first one that does
+not stops the run with exit 1 before anything is copied.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from pathlib import Path, PurePosixPath
+
+from taobank.cli import print_json, run_main
+from taobank.errors import TaoError
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def plan(entries: list[str], src: Path, dest: Path) -> list[tuple[Path, Path]]:
+    """(source, target) pairs for ``entries``; TaoError on the first entry that escapes."""
+    src_root, dest_root = src.resolve(), dest.resolve()
+    pairs = []
+    for n, raw in enumerate(entries, 1):
+        rel = raw.strip()
+        if not rel:
+            continue
+        what = f"entry {n} {rel!r}"
+        if "\x00" in rel:
+            raise TaoError(f"{what} holds a NUL byte: fix the list")
+        p = PurePosixPath(rel.replace("\\", "/"))
+        if p.is_absolute() or ".." in p.parts:
+            raise TaoError(f"{what} is absolute or climbs with '..': list paths relative to --src, inside it")
+        source = (src_root / p).resolve()
+        if not _inside(source, src_root):
+            raise TaoError(f"{what} resolves outside --src {src_root} (symlink?): refusing")
+        target = (dest_root / p).resolve()
+        if not _inside(target, dest_root):
+            raise TaoError(f"{what} would land outside --dest {dest_root} (symlink?): refusing")
+        if not source.is_file():
+            raise TaoError(f"{what}: {source} is not a file: fix the list or --src")
+        pairs.append((source, target))
+    return pairs
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="stage_files.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--list", required=True, help="file with one relative path per line, or - for stdin")
+    parser.add_argument("--src", required=True, type=Path, help="source root the paths are relative to")
+    parser.add_argument("--dest", required=True, type=Path, help="destination root (created if missing)")
+    parser.add_argument("--dry-run", action="store_true", help="check and print, copy nothing")
+    parser.add_argument("--json", action="store_true", help="print the copies as JSON")
+    args = parser.parse_args(argv)
+    if not args.src.is_dir():
+        raise TaoError(f"--src {args.src} is not a directory")
+    try:
+        text = sys.stdin.read() if args.list == "-" else Path(args.list).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TaoError(f"cannot read --list {args.list}: {exc.strerror}", exit_code=2) from None
+    pairs = plan(text.splitlines(), args.src, args.dest)
+    if not args.dry_run:
+        for source, target in pairs:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            # Re-check after mkdir: a symlinked parent created meanwhile must not redirect the copy.
+            if not _inside(target.parent.resolve(), args.dest.resolve()):
+                raise TaoError(f"{target} would land outside --dest: refusing")
+            if target.is_symlink():
+                os.unlink(target)
+            shutil.copy2(source, target)
+    if args.json:
+        print_json({"dry_run": args.dry_run, "copied": [{"src": str(s), "dest": str(t)} for s, t in pairs]})
+    else:
+        verb = "would copy" if args.dry_run else "copied"
+        for source, target in pairs:
+            print(f"{verb} {source} -> {target}")
+        print(f"{len(pairs)} file(s) {verb}")
+    return 0
+
+
+if __name__ == "__main__":
+    run_main(main)
