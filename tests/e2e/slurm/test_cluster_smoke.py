@@ -1,0 +1,160 @@
+"""The local SLURM cluster is real: everything here goes through ``ssh -o BatchMode=yes``
+with the pinned known_hosts, exactly as a skill user reaches a login node."""
+from __future__ import annotations
+
+import shlex
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from taobank.local import slurm as local_slurm
+from taobank.run import Result, run
+
+TERMINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED"}
+
+
+def hosts(env: dict[str, str]) -> list[str]:
+    return env["SLURM_HOSTNAME"].split(",")
+
+
+def ssh(env: dict[str, str], command: str, *, stdin: str | None = None, host: str | None = None,
+        extra: tuple[str, ...] = ()) -> Result:
+    """One ssh round trip to the working login address (the second one)."""
+    argv = ["ssh", "-F", env["TAO_SSH_CONFIG"], "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
+            "-i", env["SSH_KEY_PATH"], "-l", env["SLURM_USER"], *extra, host or hosts(env)[-1], command]
+    return run(argv, stdin=stdin, timeout=60, check=False)
+
+
+def sbatch(env: dict[str, str], workdir: str, script: str, *opts: str) -> str:
+    cmd = " ".join(["sbatch", "--parsable", f"--chdir={shlex.quote(workdir)}",
+                    f"--partition={shlex.quote(env['SLURM_PARTITION'])}", *map(shlex.quote, opts)])
+    res = ssh(env, cmd, stdin=script)
+    assert res.ok, f"sbatch failed: {res.stderr}"
+    return res.stdout.strip().split(";")[0]
+
+
+def sacct(env: dict[str, str], job: str, fields: str = "State,ExitCode", *extra: str) -> list[list[str]]:
+    res = ssh(env, f"sacct -n -X -P {' '.join(extra)} -j {job} -o {fields}")
+    assert res.ok, res.stderr
+    return [line.split("|") for line in res.stdout.splitlines() if line.strip()]
+
+
+def wait_final(env: dict[str, str], job: str, timeout: float = 60.0) -> tuple[str, str]:
+    """Poll sacct until the job's state is terminal (sacct lags a few seconds)."""
+    deadline = time.monotonic() + timeout
+    last = ("", "")
+    while time.monotonic() < deadline:
+        rows = sacct(env, job)
+        if rows:
+            last = (rows[0][0].split()[0], rows[0][1])
+            if last[0] in TERMINAL:
+                return last
+        time.sleep(0.3)
+    pytest.fail(f"job {job} not terminal after {timeout}s (last sacct: {last})")
+
+
+def wait_running(env: dict[str, str], job: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ssh(env, f"squeue -h -j {job} -o %T").stdout.strip() == "RUNNING":
+            return
+        time.sleep(0.3)
+    pytest.fail(f"job {job} never RUNNING within {timeout}s")
+
+
+@pytest.fixture(scope="module")
+def workdir(slurm_cluster) -> str:
+    d = f"{slurm_cluster['SLURM_BASE_RESULTS_DIR']}/smoke-{uuid.uuid4().hex[:8]}"
+    assert ssh(slurm_cluster, f"mkdir -p {shlex.quote(d)}").ok
+    return d
+
+
+def test_env_names_both_login_addresses_refusing_first(slurm_cluster):
+    assert set(slurm_cluster) >= {
+        "SLURM_USER", "SLURM_HOSTNAME", "SSH_KEY_PATH", "TAO_SSH_CONFIG", "TAO_SSH_KNOWN_HOSTS",
+        "SLURM_PARTITION", "SLURM_BASE_RESULTS_DIR", "TAO_LOCAL_LUSTRE_ROOT",
+    }
+    assert slurm_cluster["TAO_SLURM_CONTAINER_RUNTIME"] == "none"
+    assert len(hosts(slurm_cluster)) == 2
+    assert local_slurm.status()["ready"] is True
+
+
+def test_refusing_address_really_refuses(slurm_cluster):
+    res = ssh(slurm_cluster, "true", host=hosts(slurm_cluster)[0])
+    assert res.returncode == 255
+    assert "Connection refused" in res.stderr
+
+
+def test_login_needs_the_pinned_host_key(slurm_cluster, tmp_path):
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    res = ssh(slurm_cluster, "true", extra=("-o", f"UserKnownHostsFile={empty}"))
+    assert res.returncode == 255
+    assert "Host key verification failed" in res.stderr
+    ok = ssh(slurm_cluster, "id -un")
+    assert ok.ok and ok.stdout.strip() == slurm_cluster["SLURM_USER"]
+
+
+def test_two_node_job_runs_one_task_per_node(slurm_cluster, workdir):
+    script = (
+        "#!/bin/bash\n"
+        "srun bash -c 'echo \"task $SLURM_NODEID $SLURMD_NODENAME $(getent hosts $SLURMD_NODENAME | cut -d\" \" -f1)\"'\n"
+    )
+    job = sbatch(slurm_cluster, workdir, script, "--nodes=2", "--ntasks-per-node=1", "--gres=gpu:2",
+                 "--output=multi-%j.out")
+    assert wait_final(slurm_cluster, job) == ("COMPLETED", "0:0")
+    out = ssh(slurm_cluster, f"cat {shlex.quote(workdir)}/multi-{job}.out").stdout
+    tasks = sorted(line.split()[1:] for line in out.splitlines() if line.startswith("task "))
+    # distinct SLURM_NODEID per node, and node names resolve to loopback (MASTER_ADDR rendezvous)
+    assert tasks == [["0", "node1", "127.0.0.1"], ["1", "node2", "127.0.0.1"]], out
+
+
+def test_sacct_reports_completed_failed_cancelled(slurm_cluster, workdir):
+    ok = sbatch(slurm_cluster, workdir, "#!/bin/bash\necho hello\n", "--output=ok-%j.out")
+    bad = sbatch(slurm_cluster, workdir, "#!/bin/bash\nexit 3\n", "--output=bad-%j.out")
+    slow = sbatch(slurm_cluster, workdir, "#!/bin/bash\nsleep 600\n", "--output=slow-%j.out")
+    assert wait_final(slurm_cluster, ok) == ("COMPLETED", "0:0")
+    assert wait_final(slurm_cluster, bad) == ("FAILED", "3:0")
+    wait_running(slurm_cluster, slow)
+    assert ssh(slurm_cluster, f"scancel {slow}").ok
+    assert wait_final(slurm_cluster, slow)[0] == "CANCELLED"
+    # the job wrote onto the shared "Lustre" directory the operator sees too
+    lustre_file = Path(workdir) / f"ok-{ok}.out"
+    assert lustre_file.read_text() == "hello\n"
+
+
+def test_more_gpus_than_any_node_is_refused_at_submit(slurm_cluster, workdir):
+    res = ssh(slurm_cluster, f"sbatch --chdir={shlex.quote(workdir)} --gres=gpu:100 --wrap=hostname")
+    assert res.returncode != 0
+    assert "Requested node configuration is not available" in res.stderr
+
+
+def test_memory_over_limit_is_killed_in_the_documented_form(slurm_cluster, workdir):
+    form = local_slurm.status()["memory_kill"]
+    script = '#!/bin/bash\npython3 -c "import time; a=bytearray(600*1024*1024); time.sleep(5)"\n'
+    job = sbatch(slurm_cluster, workdir, script, "--mem=100M", "--output=oom-%j.out")
+    state, code = wait_final(slurm_cluster, job)
+    if form == "OUT_OF_MEMORY":
+        assert state == "OUT_OF_MEMORY", (state, code)
+    else:
+        assert (state, code) == ("FAILED", "0:9")
+
+
+def test_requeued_job_runs_again(slurm_cluster, workdir):
+    script = "#!/bin/bash\necho run restart=${SLURM_RESTART_COUNT:-0}\nsleep 3\n"
+    job = sbatch(slurm_cluster, workdir, script, "--requeue", "--open-mode=append", "--output=rq-%j.out")
+    wait_running(slurm_cluster, job)
+    assert ssh(slurm_cluster, f"scontrol requeue {job}").ok
+    # the requeued job must leave RUNNING, then run again (cred_expire=10 keeps it short)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and ssh(slurm_cluster, f"squeue -h -j {job} -o %T").stdout.strip() == "RUNNING":
+        time.sleep(0.3)
+    assert wait_final(slurm_cluster, job, timeout=90) == ("COMPLETED", "0:0")
+    history = [row[0] for row in sacct(slurm_cluster, job, "State", "-D")]
+    assert history == ["REQUEUED", "COMPLETED"], history
+    out = ssh(slurm_cluster, f"cat {shlex.quote(workdir)}/rq-{job}.out").stdout
+    runs = [line for line in out.splitlines() if line.startswith("run ")]
+    assert runs == ["run restart=0", "run restart=1"], out
+    assert "DUE TO JOB REQUEUE" in out
