@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Lint files for inline credentials, or print text with secret values masked.
+
+  redact_secrets.py lint FILE...   exit 1 naming rule and file:line (never the value)
+  redact_secrets.py redact [FILE]  print FILE (or stdin) with values masked
+  redact_secrets.py rules          list the rule names
+
+Allow a reviewed line with a marker on it: '# lint-ok: RULE REASON'.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from taobank.cli import print_json, run_main
+from taobank.errors import TaoError
+
+
+def _read(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        raise TaoError(f"{path}: no such file: check the path", exit_code=2) from None
+    except OSError as exc:
+        raise TaoError(f"cannot read {path}: {exc.strerror}", exit_code=2) from None
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="redact_secrets.py", description=__doc__.split("\n\n")[0],
+                                 epilog="A line is allowed by a marker naming the rule and a reason, e.g. "
+                                 "'# lint-ok: credential-assignment fixed password of the local test cluster'; "
+                                 "lint lists every allowance it honoured.")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("lint", help="check files (- for stdin) for inline credentials")
+    p.add_argument("files", nargs="+")
+    p.add_argument("--json", action="store_true", help="print findings as JSON")
+    p = sub.add_parser("redact", help="print the input with every secret value masked")
+    p.add_argument("file", nargs="?", default="-")
+    p = sub.add_parser("rules", help="list the lint rules")
+    p.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+
+    from taobank import redact
+
+    if args.cmd == "rules":
+        rules = [{"name": r.name, "description": r.description} for r in redact.RULES]
+        if args.json:
+            print_json(rules)
+        else:
+            for r in rules:
+                print(f"{r['name']}: {r['description']}")
+        return 0
+    if args.cmd == "redact":
+        sys.stdout.write(redact.redact_text(_read(args.file)))
+        return 0
+    findings = []
+    for path in args.files:
+        findings.extend(redact.scan(_read(path), "<stdin>" if path == "-" else path))
+    bad = [f for f in findings if f.allowed is None]
+    if args.json:
+        print_json([f.to_dict() for f in findings])
+    else:
+        for f in findings:
+            print(f)
+    if bad:
+        print(f"error: {len(bad)} inline credential finding(s): use a reference ($VAR, valueFrom/secretRef, "
+              "a file of mode 600) or mark a reviewed line '# lint-ok: RULE REASON'", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    run_main(main)

@@ -1,0 +1,262 @@
+"""Secret lint/redact: every case issue 2 lists, caught or left alone; values never printed."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import assume, given, settings, strategies as st
+
+from taobank import redact
+
+BANK = Path(__file__).resolve().parents[2]
+CLI = BANK / "scripts" / "redact_secrets.py"
+
+SECRET = "s3cr3tVALUE42"  # the literal each positive plants; it must never be printed
+HF = "hf_" + "A1b2C3d4" * 5
+NVAPI = "nvapi-" + "Zx9_" * 8
+GHP = "ghp_" + "a1B2" * 10
+AKIA = "AKIA" + "ABCDEFGHIJ234567"
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+
+POSITIVES = [
+    ("credential-assignment", f"HF_TOKEN={SECRET}"),
+    ("credential-assignment", f'export NGC_API_KEY="{SECRET}"'),
+    ("credential-assignment", f"AWS_SECRET_ACCESS_KEY='{SECRET}'"),
+    ("credential-assignment", f"srun --export=ALL,WANDB_API_KEY={SECRET} train"),
+    ("credential-assignment", f"password: {SECRET}"),
+    ("credential-assignment", f'{{"clientSecret": "{SECRET}"}}'),
+    ("credential-assignment", f'DB_PASSWORD = "{SECRET}"'),
+    ("from-literal", f"kubectl create secret generic c --from-literal=HF_TOKEN={SECRET}"),
+    ("from-literal", f"kubectl create secret generic c --from-literal HF_TOKEN='{SECRET}'"),
+    ("docker-password", f"kubectl create secret docker-registry r --docker-username='$oauthtoken' --docker-password={SECRET}"),
+    ("docker-password", f'--docker-password "{SECRET}"'),
+    ("password-flag", f"docker login nvcr.io --password {SECRET}"),
+    ("password-flag", f"tool --token={SECRET}"),
+    ("password-flag", f"cli --api-key {SECRET}"),
+    ("authorization-header", f'curl -H "Authorization: Bearer {SECRET}" https://x'),
+    ("authorization-header", f"Authorization: Basic {SECRET}"),
+    ("url-credentials", f"git clone https://user:{SECRET}@example.com/repo.git"),
+    ("url-credentials", f"mysql://root:{SECRET}@db:3306/x"),
+    ("presigned-url", f"https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature={SECRET}"),
+    ("presigned-url", f"https://b.s3.amazonaws.com/k?X-Amz-Security-Token={SECRET}&x=1"),
+    ("presigned-url", f"https://storage.googleapis.com/b/o?X-Goog-Signature={SECRET}"),
+    ("aws-access-key", f"key id {AKIA} here"),
+    ("nvidia-api-key", f"echo {NVAPI}"),
+    ("huggingface-token", f"login {HF}"),
+    ("github-token", f"url {GHP}"),
+    ("jwt", f"token {JWT}"),
+    ("slack-token", "xoxb-" + "1234567890-abcdefghij"),
+    ("openai-key", "sk-proj-" + "Q" * 40),
+    ("google-api-key", "AIza" + "S" * 35),
+    ("private-key", f"-----BEGIN RSA PRIVATE KEY-----\n{SECRET}\n-----END RSA PRIVATE KEY-----"),
+    ("k8s-env-literal", f'- {{name: HF_TOKEN, value: "{SECRET}"}}'),
+    ("k8s-env-literal", f'{{"name": "NGC_API_KEY", "value": "{SECRET}"}}'),
+]
+
+NEGATIVES = [
+    "CRED_SECRET=tao-creds-$JOB_ID",
+    "HF_TOKEN_PATH=/run/x",
+    "NUM_TOKEN=5",
+    "MAX_TOKENS=4096",
+    'export HF_TOKEN="$HF_TOKEN"',
+    "export NGC_API_KEY=${NGC_API_KEY}",
+    'HF_TOKEN="$(cat /run/secrets/hf)"',
+    "kubectl create secret generic c --from-literal=HF_TOKEN=\"$HF_TOKEN\"",
+    "kubectl create secret generic c --from-literal=region=us-east-1",
+    "kubectl create secret generic c --from-env-file=/dev/stdin",
+    "docker login nvcr.io --username '$oauthtoken' --password-stdin",
+    "--token-file /run/secrets/t",
+    'curl -H "Authorization: Bearer $TOKEN" https://x',
+    "git clone https://github.com/x/y.git",
+    "git clone https://user@example.com/x",
+    "aws s3 cp s3://bucket/prefix/ /results/ --recursive",
+    "https://b.s3.amazonaws.com/k?versionId=3",
+    "valueFrom:",
+    "  secretKeyRef: {name: tao-creds-x, key: HF_TOKEN}",
+    "envFrom:\n- secretRef:\n    name: tao-creds-x",
+    "- name: HF_TOKEN\n  valueFrom:\n    secretKeyRef: {name: c, key: HF_TOKEN}",
+    "- name: HF_TOKEN_PATH\n  value: /run/x",
+    "- name: NUM_TOKEN\n  value: \"5\"",
+    "- name: main\n  image: nvcr.io/nvidia/tao/tao-toolkit:7.1.0-pyt",
+    "NGC_API_KEY=<your-key>",
+    "password: ''",
+    "token: null",
+    "PASSWORD_FILE=/run/secrets/pw",
+    "SECRET_NAME=tao-creds-abc",
+    "imagePullSecrets: [{name: ngc}]",
+    "secretName: tao-creds-abc",
+    "HF_TOKEN={{ hf_token }}",
+    "kind: ConfigMap\ndata:\n  a: b",
+    "Never pass `--password` on argv; use --password-stdin.",
+    "image: nvcr.io#nvidia/tao/tao-toolkit:7.1.0-pyt",
+    "ssh -i \"$SSH_KEY_PATH\" user@login",
+]
+
+
+@pytest.mark.parametrize("rule,line", POSITIVES)
+def test_positive_lines(rule, line):
+    text = f"# header\n{line}\n"
+    findings = redact.lint_text(text, "f.sh")
+    assert [(f.rule, f.line) for f in findings][:1] == [(rule, 2)], findings
+    for f in findings:
+        assert SECRET not in str(f) and SECRET not in repr(f.to_dict())
+    red = redact.redact_text(text)
+    for value in (SECRET, HF, NVAPI, GHP, AKIA, JWT):
+        assert value not in red
+    assert red.startswith("# header\n") and red.endswith("\n")
+    assert redact.MASK in red
+
+
+@pytest.mark.parametrize("text", NEGATIVES)
+def test_negative_lines(text):
+    assert redact.lint_text(text, "f") == []
+    assert redact.redact_text(text) == text
+
+
+K8S_ENV = """\
+apiVersion: batch/v1
+kind: Job
+spec:
+  template:
+    spec:
+      containers:
+      - name: main
+        env:
+        - name: HF_TOKEN
+          value: s3cr3tVALUE42   # planted
+        - value: "s3cr3tVALUE42"
+          name: NGC_API_KEY
+        - name: SAFE
+          value: plain
+        - name: WANDB_API_KEY
+          valueFrom:
+            secretKeyRef: {name: tao-creds-x, key: WANDB_API_KEY}
+"""
+
+SECRET_MANIFESTS = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cm}
+data:
+  config: fine
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: tao-creds-x
+type: Opaque
+stringData:
+  A_VALUE: s3cr3tVALUE42
+---
+apiVersion: v1
+kind: Secret
+data: {X: czNjcjN0VkFMVUU0Mg==}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: empty}
+data: {}
+"""
+
+
+def test_k8s_env_block_yaml():
+    findings = redact.lint_text(K8S_ENV, "job.yaml")
+    assert [(f.rule, f.line) for f in findings] == [("k8s-env-literal", 10), ("k8s-env-literal", 11)]
+    red = redact.redact_text(K8S_ENV)
+    assert SECRET not in red and "value: plain" in red and "# planted" in red
+
+
+def test_secret_manifests():
+    findings = redact.lint_text(SECRET_MANIFESTS, "s.yaml")
+    assert [(f.rule, f.line) for f in findings] == [("secret-manifest-data", 12), ("secret-manifest-data", 17)]
+    red = redact.redact_text(SECRET_MANIFESTS)
+    assert SECRET not in red and "czNjcjN0" not in red and "config: fine" in red
+
+
+def test_private_key_body_redacted():
+    text = "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAAbody1\nAAAAbody2\n-----END OPENSSH PRIVATE KEY-----\n"
+    red = redact.redact_text(text)
+    assert "AAAAbody" not in red and red.count("\n") == 4
+
+
+def test_allowance_marker():
+    text = (
+        "HF_TOKEN=s3cr3tVALUE42  # lint-ok: credential-assignment fixed token of the local test cluster\n"
+        "HF_TOKEN=s3cr3tVALUE42  # lint-ok: from-literal wrong rule named\n"
+        "HF_TOKEN=s3cr3tVALUE42  # lint-ok: credential-assignment\n"
+        "X=1  # lint-ok: no-such-rule because\n"
+        "| `password: s3cr3tVALUE42` | <!-- lint-ok: credential-assignment doc example -->\n"
+    )
+    allf = redact.lint_text(text, "a.sh", include_allowed=True)
+    got = [(f.rule, f.line, f.allowed) for f in allf]
+    assert ("credential-assignment", 1, "fixed token of the local test cluster") in got
+    assert ("credential-assignment", 2, None) in got
+    assert ("credential-assignment", 3, None) in got and ("bad-allowance", 3, None) in got
+    assert ("bad-allowance", 4, None) in got
+    assert ("credential-assignment", 5, "doc example") in got
+    failing = redact.lint_text(text, "a.sh")
+    assert {f.line for f in failing} == {2, 3, 4}
+    assert "allowed credential-assignment (fixed token" in str(allf[0])
+    assert SECRET not in redact.redact_text(text)
+
+
+def test_rules_are_data():
+    names = [r.name for r in redact.RULES]
+    assert len(names) == len(set(names))
+    planted = {rule for rule, _ in POSITIVES} | {"secret-manifest-data", "bad-allowance"}
+    assert planted == set(names), "every rule has a planted positive"
+
+
+@pytest.mark.parametrize("name,cred", [
+    ("HF_TOKEN", True), ("NGC_API_KEY", True), ("AWS_SECRET_ACCESS_KEY", True), ("password", True),
+    ("apiKey", True), ("clientSecret", True), ("DOCKER_PASSWORD", True), ("AWS_SESSION_TOKEN", True),
+    ("HF_TOKEN_PATH", False), ("NUM_TOKEN", False), ("MAX_TOKENS", False), ("SECRET_NAME", False),
+    ("AWS_ACCESS_KEY_ID", False), ("SSH_KEY_PATH", False), ("name", False), ("PWD", False), ("key", False),
+])
+def test_credential_names(name, cred):
+    assert redact.is_credential_name(name) is cred
+
+
+_secret_chars = st.text(alphabet=st.characters(whitelist_categories=("Lu", "Ll", "Nd"), max_codepoint=127),
+                        min_size=8, max_size=40)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_secret_chars, st.sampled_from(["HF_TOKEN={}", "export NGC_API_KEY='{}'", "password: {}",
+                                       "--from-literal=HF_TOKEN={}", "--password {}", "Authorization: Bearer {}",
+                                       "https://u:{}@host/x", "- {{name: HF_TOKEN, value: \"{}\"}}"]))
+def test_redaction_never_leaks(value, shape):
+    assume(value.lower() not in ("changeme", "redacted") and not set(value) <= set("xX"))
+    assume(value.lower() not in (shape + "line").lower())
+    text = "line\n" + shape.format(value) + "\n"
+    assert value not in redact.redact_text(text)
+    findings = redact.lint_text(text, "p")
+    assert findings and all(value not in str(f).replace(f.description, "") for f in findings)
+
+
+def _cli(*args, stdin=None):
+    return subprocess.run([sys.executable, str(CLI), *args], input=stdin, capture_output=True, text=True, timeout=60)
+
+
+def test_cli(tmp_path):
+    bad = tmp_path / "bad.sh"
+    bad.write_text(f"ok=1\nexport HF_TOKEN={SECRET}\n")
+    good = tmp_path / "good.sh"
+    good.write_text('export HF_TOKEN="$HF_TOKEN"\nHF_TOKEN=x1y2z3w4  # lint-ok: credential-assignment reviewed\n')
+    r = _cli("lint", str(bad), str(good))
+    assert r.returncode == 1
+    assert f"{bad}:2: credential-assignment" in r.stdout
+    assert f"{good}:2: allowed credential-assignment (reviewed)" in r.stdout
+    assert SECRET not in r.stdout + r.stderr
+    r = _cli("lint", str(good))
+    assert r.returncode == 0
+    r = _cli("lint", str(tmp_path / "missing"))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    r = _cli("redact", stdin=f"HF_TOKEN={SECRET}\n")
+    assert r.returncode == 0 and r.stdout == f"HF_TOKEN={redact.MASK}\n"
+    r = _cli("lint", "--json", "-", stdin=f"HF_TOKEN={SECRET}\n")
+    assert r.returncode == 1 and '"rule": "credential-assignment"' in r.stdout and SECRET not in r.stdout
+    r = _cli("rules")
+    assert "k8s-env-literal:" in r.stdout
