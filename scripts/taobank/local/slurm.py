@@ -28,7 +28,7 @@ from .. import pins
 from ..errors import TaoError
 from ..run import run
 from . import slurm_conf as conf
-from .slurm_procs import live_pid, not_ready, port_open, port_refuses, stop_pid, wait_for
+from .slurm_procs import FileLock, children, live_pid, log_tail, not_ready, port_open, port_refuses, stop_pid, wait_for
 
 PACKAGES = ("slurmctld", "slurmd", "slurm-client", "slurmdbd", "munge", "mariadb-server", "openssh-server")
 #: package -> versions.yaml key its Debian version must start with
@@ -271,7 +271,11 @@ def _ssh_material(lay: conf.Layout) -> bool:
     changed |= _write(lay.ssh_config, conf.ssh_config(lay), mode=0o644)
     home = Path(pwd.getpwnam(lay.user).pw_dir)
     _mkdir(home / ".ssh", owner=lay.user, mode=0o700)
-    _write(home / ".ssh" / "authorized_keys", lay.key.with_suffix(".pub").read_text(), owner=lay.user, mode=0o600)
+    # Add, never replace: an operator with another TAO_LOCAL_CLUSTER_DIR may share this cluster.
+    auth = home / ".ssh" / "authorized_keys"
+    have = auth.read_text() if auth.exists() else ""
+    mine = lay.key.with_suffix(".pub").read_text()
+    _write(auth, have if mine in have else have + mine, owner=lay.user, mode=0o600)
     changed |= _write(lay.etc / "sshd_config", conf.sshd_config(lay), mode=0o644)
     return changed
 
@@ -415,10 +419,22 @@ def _daemons(lay: conf.Layout) -> list[tuple[str, Callable[[conf.Layout], None],
 
 
 # ---------------------------------------------------------------------------- public verbs
+def _lock(lay: conf.Layout, verb: str) -> FileLock:
+    # Beside the daemons' tree, not in the state dir: two state dirs still share the ports.
+    return FileLock(lay.root.parent / f"{lay.root.name}.lock", f"`local_cluster.py {verb} slurm`")
+
+
 def up() -> dict[str, str]:
     """Install if needed, start what is not running, wait until every daemon answers."""
-    t0 = time.monotonic()
     lay = layout()
+    if os.geteuid() != 0:
+        raise TaoError("the local SLURM cluster needs root (packages, users, daemons): run it as root")
+    with _lock(lay, "up"):
+        return _up(lay)
+
+
+def _up(lay: conf.Layout) -> dict[str, str]:
+    t0 = time.monotonic()
     apt_s = _ensure_packages()
     _ensure_accounts(lay)
     cgroup = _cgroup_v1_writable()
@@ -438,7 +454,10 @@ def up() -> dict[str, str]:
             if port is not None and port_open(port):
                 raise TaoError(f"port {port} needed by {name} is in use by a process this cluster did not start: "
                                "free it (or run `local_cluster.py down slurm`) and retry")
-            start(lay)
+            try:
+                start(lay)
+            except TaoError as exc:
+                raise TaoError(f"{name} did not start ({exc}): see {logs[name]} (last line: {log_tail(logs[name])})") from None
             started.append(name)
         if not wait_for(ready, timeout, interval=0.2):
             raise not_ready(name, timeout, logs[name])
@@ -505,6 +524,11 @@ def _peek_pid(pidfile: Path, exe: str) -> int | None:
 def down() -> None:
     """Cancel jobs, stop every daemon by its pid file, remove the cluster's state."""
     lay = layout()
+    with _lock(lay, "down"):
+        _down(lay)
+
+
+def _down(lay: conf.Layout) -> None:
     info = _load_cluster(lay)
     pidfiles = _pidfiles(lay)
     if lay.slurm_conf.exists() and _peek_pid(*pidfiles["slurmctld"]) and _slurmctld_ok(lay):
@@ -520,6 +544,9 @@ def down() -> None:
             continue
         if name == "munged" and (info.get("munged_external") or info.get("munged_pid") != pid):
             continue  # not ours
+        if name == "sshd":  # open login sessions (ssh ControlMaster clients) end with the cluster
+            for kid in children(pid, exe):
+                stop_pid(kid, exe, grace=5.0)
         stop_pid(pid, exe, grace=20.0 if name == "mariadbd" else 10.0)
         pf.unlink(missing_ok=True)
     _remove_cgroups()
@@ -528,6 +555,10 @@ def down() -> None:
     if (lay.lustre / LUSTRE_MARK).exists():
         shutil.rmtree(lay.lustre, ignore_errors=True)
     _remove_hosts()
+    try:
+        (Path(pwd.getpwnam(lay.user).pw_dir) / ".ssh" / "authorized_keys").unlink(missing_ok=True)
+    except KeyError:
+        pass
 
 
 def _remove_cgroups() -> None:

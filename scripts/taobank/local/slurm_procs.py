@@ -125,3 +125,49 @@ def not_ready(daemon: str, timeout: float, log: Path) -> TaoError:
         f"{daemon} did not come up within {timeout:.0f}s: see {log} (last line: {log_tail(log)}); "
         "fix it, then rerun `local_cluster.py up slurm` (or `down slurm` first)"
     )
+
+
+def children(pid: int, exe: str) -> list[int]:
+    """Direct children of ``pid`` that run ``exe`` (an sshd listener's login sessions)."""
+    kids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[-1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid and pid_runs(int(entry.name), exe):
+            kids.append(int(entry.name))
+    return kids
+
+
+class FileLock:
+    """An exclusive flock on ``path`` so two ``up``/``down`` calls never interleave."""
+
+    def __init__(self, path: Path, what: str, timeout: float = 600.0) -> None:
+        self.path, self.what, self.timeout = path, what, timeout
+        self.fd: int | None = None
+
+    def __enter__(self) -> "FileLock":
+        import fcntl
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+
+        def take() -> bool:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                return False
+
+        if not wait_for(take, self.timeout, interval=0.5):
+            os.close(self.fd)
+            raise TaoError(f"another {self.what} still holds {self.path} after {self.timeout:.0f}s: wait for it and retry")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing releases the flock
+            self.fd = None
