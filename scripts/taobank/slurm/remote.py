@@ -1,0 +1,118 @@
+"""The constant shell scripts the verbs run on the login host.
+
+Each is run as ``sh -c SCRIPT tao ARG...`` through :meth:`Connection.script`:
+the script text is code, every user value arrives as a positional argument
+(quoted by ``shlex.join``), and secrets arrive on stdin only.
+"""
+from __future__ import annotations
+
+#: Print every argument path that does not exist (one remote command for all).
+MISSING = 'for p do [ -e "$p" ] || printf "%s\\n" "$p"; done'
+
+#: $1 job dir, $2 results dir; stdin: base64 tar of the staged files.
+STAGE = (
+    'umask 077 && mkdir -p -- "$1" "$2" && base64 -d | tar -x -o -f - -C "$1" '
+    '&& mkdir -p -- "$1/sbatch" "$1/slurm-logs" "$1/meta" "$1/specs" "$1/env"'
+)
+
+#: $1 script, $2 log root (<job_dir>/slurm-logs), $3 job name.
+#: Submitted held, so the job cannot start before its log folder
+#: <log root>/<name>-<id>/ exists (SLURM does not create it) and before
+#: the caller has the id; released at once.
+SBATCH = r'''
+out=$(sbatch --parsable --hold --job-name="$3" "$1") || exit 3
+jid=${out%%;*}
+case $jid in ''|*[!0-9]*) echo "unexpected sbatch answer: $out" >&2; exit 4;; esac
+if ! mkdir -p -- "$2/$3-$jid"; then scancel "$jid"; echo "cannot create $2/$3-$jid" >&2; exit 5; fi
+scontrol release "$jid" || { scancel "$jid"; exit 6; }
+echo "$jid"
+'''
+
+#: Reconcile by exact job name: $1 name.
+FIND = r'''
+squeue -h -o '%i|%T|%r|%j' --name="$1"
+echo "@@sacct"
+sacct -n -X -P -o JobIDRaw,JobName,State,ExitCode --name="$1" -S now-14days 2>/dev/null
+true
+'''
+
+#: Adopt a found job: $1 id, $2 log root, $3 name.
+ADOPT = 'mkdir -p -- "$2/$3-$1" && { scontrol release "$1" >/dev/null 2>&1; true; }'
+
+#: One sweep: $1 comma list of ids, then marker files. Exactly one squeue and one sacct.
+SWEEP = r'''
+ids=$1; shift
+echo "@@squeue"
+squeue -h -o '%i|%T|%r|%j' -j "$ids" 2>&1
+echo "@@rc $?"
+echo "@@sacct"
+sacct -n -X -P -o JobIDRaw,JobName,State,ExitCode -j "$ids" 2>&1
+echo "@@rc $?"
+for m do
+  echo "@@marker $m"
+  cat -- "$m" 2>/dev/null
+  echo
+done
+'''
+
+#: Last bytes of logs: args are files.
+TAIL_FILES = r'''
+n=$1; shift
+for f do
+  echo "@@file $f"
+  tail -c "$n" -- "$f" 2>/dev/null
+  echo
+done
+'''
+
+#: Logs: $1 lines, $2 out, $3 err.
+LOGS = r'''
+echo "@@out"
+tail -n "$1" -- "$2" 2>&1
+echo "@@err"
+tail -n "$1" -- "$3" 2>&1
+true
+'''
+
+#: Follow: $1 boundary, $2 out file, $3 out offset, $4 err file, $5 err offset.
+#: Prints sizes, then the new bytes of each file, split by the boundary.
+FOLLOW = r'''
+b=$1
+s2=$(wc -c < "$2" 2>/dev/null || echo 0); s4=$(wc -c < "$4" 2>/dev/null || echo 0)
+echo "$s2 $s4"
+echo "$b"
+[ "$s2" -gt "$3" ] && tail -c +$(($3 + 1)) -- "$2" | head -c $((s2 - $3))
+echo "$b"
+[ "$s4" -gt "$5" ] && tail -c +$(($5 + 1)) -- "$4" | head -c $((s4 - $5))
+true
+'''
+
+#: Remove files (credentials of finished jobs).
+REMOVE = 'rm -f -- "$@"'
+
+#: Enroot credentials: stdin carries the netrc line; $1 registry host.
+ENROOT_CREDS = r'''
+umask 077
+mkdir -p "$HOME/.config/enroot"
+f="$HOME/.config/enroot/.credentials"
+touch "$f"
+grep -v "^machine $1 " "$f" > "$f.tmp" || true
+cat >> "$f.tmp"
+mv -f "$f.tmp" "$f"
+chmod 600 "$f"
+'''
+
+#: Preflight facts: $1 partition list, $2 results base.
+PREFLIGHT = r'''
+for c in sbatch squeue sacct scancel srun sinfo scontrol; do command -v "$c" >/dev/null 2>&1 || echo "@@missing_cmd $c"; done
+echo "@@partitions"
+sinfo -h -o '%P|%a|%l|%D|%G' 2>&1
+echo "@@base"
+if [ -d "$2" ] && [ -w "$2" ]; then echo writable; elif [ -d "$2" ]; then echo readonly; else echo absent; fi
+echo "@@enroot"
+if [ -s "$HOME/.config/enroot/.credentials" ]; then echo present; else echo absent; fi
+echo "@@pyxis"
+if srun --help 2>/dev/null | grep -q -- --container-image; then echo yes; else echo no; fi
+echo "@@sacct"
+sacct -n -X -o JobID -S now-1hours >/dev/null 2>&1 && echo ok || echo unavailable
+'''

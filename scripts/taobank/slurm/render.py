@@ -1,0 +1,155 @@
+"""sbatch scripts from templates/slurm/*.sbatch.tmpl (pure: no I/O but lint).
+
+Every value goes through ``taobank.render`` with ``kind="shell"`` (shlex-quoted
+by construction, newlines refused). Directive values are further limited to
+characters that never need quoting, because sbatch parses ``#SBATCH`` lines
+with its own rules, not the shell's.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from ..errors import TaoError
+from ..render import Raw, render_text
+from . import storage
+from .resources import Resources
+
+SINGLE = "slurm/single-node.sbatch.tmpl"
+MULTI = "slurm/multi-node.sbatch.tmpl"
+RUNTIMES = ("pyxis", "none")
+_DIRECTIVE_VALUE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+\Z")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+#: Runs inside every task of a multi-node job (constant text, quoted as one argument).
+TASK_PROLOGUE = (
+    'export MASTER_ADDR="$TAO_MASTER_ADDR" MASTER_PORT="$TAO_MASTER_PORT" WORLD_SIZE="$TAO_WORLD_SIZE" '
+    'NUM_GPU_PER_NODE="$TAO_NUM_GPU_PER_NODE" NNODES="$TAO_WORLD_SIZE" NPROC_PER_NODE="$TAO_NUM_GPU_PER_NODE" '
+    'NODE_RANK="$SLURM_NODEID" RANK="$SLURM_NODEID"; exec "$@"'
+)
+
+
+@dataclass
+class ScriptInput:
+    job_id: str  # also the SLURM job name
+    job_dir: str
+    results_parent: str
+    command: Sequence[str]
+    resources: Resources
+    runtime: str = "pyxis"
+    image: str | None = None  # Pyxis form or .sqsh path
+    container_mounts: str = "/lustre"
+    env: dict[str, str] = field(default_factory=dict)
+    nccl_env: dict[str, str] = field(default_factory=dict)
+    has_credentials: bool = False
+    dataset_root: str | None = None
+    master_port: int = 29500
+
+
+def check_directive_value(option: str, value: str) -> str:
+    if not _DIRECTIVE_VALUE.match(value):
+        raise TaoError(
+            f"#SBATCH {option} value {value[:60]!r} has characters sbatch directives cannot carry safely "
+            "(newline, space, quote, ...): use letters, digits and _@%+=:,./-")
+    return value
+
+
+def directives(inp: ScriptInput) -> list[tuple[str, str | None]]:
+    """The intended ``#SBATCH`` list, checked value by value."""
+    log = f"{inp.job_dir}/{storage.LOG_DIR}/%x-%j"
+    out: list[tuple[str, str | None]] = [
+        ("--job-name", inp.job_id),
+        ("--output", f"{log}/main.out"),
+        ("--error", f"{log}/main.err"),
+        ("--open-mode", "append"),  # a requeued run appends to the same logs
+        ("--export", "ALL"),
+    ]
+    out += inp.resources.directives()
+    for opt, value in out:
+        if value is not None:
+            check_directive_value(opt, value)
+    return out
+
+
+def container_args(inp: ScriptInput) -> list[str]:
+    if inp.runtime not in RUNTIMES:
+        raise TaoError(f"container runtime {inp.runtime!r} is not supported: use pyxis (default) or none")
+    if inp.runtime == "none":
+        return []
+    if not inp.image:
+        raise TaoError("container runtime pyxis needs an image: give --image")
+    return [f"--container-image={inp.image}", f"--container-mounts={inp.container_mounts}"]
+
+
+def render(inp: ScriptInput) -> str:
+    """The sbatch script text (single- or multi-node template)."""
+    if not inp.command or not all(isinstance(a, str) for a in inp.command):
+        raise TaoError("command must be a non-empty list of strings")
+    for key in list(inp.env) + list(inp.nccl_env):
+        if not _ENV_NAME.match(key):
+            raise TaoError(f"env name {key!r} is not a shell variable name")
+    template = MULTI if inp.resources.nodes > 1 else SINGLE
+    ctx: dict[str, Any] = {
+        "template_name": template.split("/", 1)[1],
+        "directives": [(Raw(o), v) for o, v in directives(inp)],
+        "job_id": inp.job_id,
+        "job_dir": inp.job_dir,
+        "results_parent": inp.results_parent,
+        "marker_rel": storage.MARKER_FILE,
+        "creds_rel": storage.CREDS_FILE if inp.has_credentials else None,
+        "env_items": [(Raw(k), v) for k, v in sorted(inp.env.items())],
+        "nccl_items": [(Raw(k), v) for k, v in sorted(inp.nccl_env.items())],
+        "dataset_root": inp.dataset_root,
+        "gpus_per_node": inp.resources.gpus_per_node,
+        "nodes": inp.resources.nodes,
+        "timeout_seconds": inp.resources.timeout_seconds,
+        "container_args": container_args(inp),
+        "command": list(inp.command),
+        "master_port": int(inp.master_port),
+        "task_prologue": TASK_PROLOGUE,
+    }
+    return render_text(template, ctx, "shell")
+
+
+def parse_directives(text: str) -> list[str]:
+    """Every ``#SBATCH`` line sbatch would read (it stops at the first command line)."""
+    out = []
+    for line in text.splitlines()[1:]:
+        s = line.strip()
+        if s.startswith("#SBATCH"):
+            out.append(s[len("#SBATCH"):].strip())
+        elif s and not s.startswith("#"):
+            break
+    return out
+
+
+def intended_directives(inp: ScriptInput) -> list[str]:
+    return [opt if v is None else f"{opt}={v}" for opt, v in directives(inp)]
+
+
+def lint(text: str, filename: str = "job.sbatch") -> None:
+    """``bash -n``, shellcheck and the secret lint; TaoError on the first failure."""
+    import os
+    import shutil
+    import tempfile
+
+    from ..run import last_line, run
+
+    with tempfile.TemporaryDirectory(prefix="tao-sbatch-") as tmp:
+        path = os.path.join(tmp, os.path.basename(filename))
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        res = run(["bash", "-n", path], check=False, what="bash -n")
+        if not res.ok:
+            raise TaoError(f"rendered sbatch script has a syntax error: {last_line(res.stderr)}")
+        if shutil.which("shellcheck"):
+            res = run(["shellcheck", "-s", "bash", "-f", "gcc", path], check=False, what="shellcheck")
+            if not res.ok:
+                raise TaoError(f"rendered sbatch script fails shellcheck: {last_line(res.stdout or res.stderr)}")
+    from ..redact import lint_text
+
+    findings = lint_text(text, filename)
+    if findings:
+        f = findings[0]
+        raise TaoError(f"rendered sbatch script looks like it holds a secret ({f.rule} at line {f.line}): "
+                       "pass secrets by name under 'secrets', never as values")

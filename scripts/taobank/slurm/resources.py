@@ -1,0 +1,165 @@
+"""Resource mapping: job-spec fields + environment -> sbatch directive values.
+
+Defaults come from versions.yaml ``slurm.defaults`` (the seed's tao-core
+defaults). Rules that matter:
+
+* wall time: ``time_hours`` (else ``SLURM_TIME_HOURS``, else 4); never 12 h;
+  more than ``max_time_hours`` on the packaged default partitions is refused
+  unless another partition is named.
+* the command is stopped after ``timeout_hours`` (else ``SLURM_TIMEOUT_HOURS``,
+  else 3.8, scaled down with a shorter wall time) so status and outputs are
+  written before SLURM kills the job; ``timeout_hours: 0`` disables it.
+* ``num_gpus`` is the job's total; ``num_gpus >= max_num_gpus_per_node`` takes
+  whole nodes (``--exclusive``) and derives the node count.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from .. import pins
+from ..errors import TaoError
+
+_PARTITION = re.compile(r"[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*\Z")
+_ACCOUNT = re.compile(r"[A-Za-z0-9_.-]+\Z")
+_MEM = re.compile(r"[1-9][0-9]*[KMGT]?\Z")
+
+
+def defaults() -> dict[str, Any]:
+    """``slurm.defaults`` from versions.yaml (the only place they are written)."""
+    return dict(pins.resolve("slurm.defaults"))
+
+
+@dataclass
+class Resources:
+    nodes: int
+    gpus_per_node: int
+    total_gpus: int
+    cpus_per_task: int
+    time_minutes: int
+    time_hours: float
+    timeout_seconds: int  # 0 = no inner timeout
+    partition: str
+    account: str | None
+    requeue: bool
+    exclusive: bool
+    mem: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def directives(self) -> list[tuple[str, str | None]]:
+        """Resource directives as (option, value) pairs; value None = flag."""
+        out: list[tuple[str, str | None]] = [("--partition", self.partition)]
+        if self.account:
+            out.append(("--account", self.account))
+        out += [("--nodes", str(self.nodes)), ("--ntasks-per-node", "1"),
+                ("--cpus-per-task", str(self.cpus_per_task))]
+        if self.gpus_per_node:
+            out.append(("--gres", f"gpu:{self.gpus_per_node}"))
+        if self.exclusive:
+            out.append(("--exclusive", None))
+        if self.mem:
+            out.append(("--mem", self.mem))
+        out.append(("--time", str(self.time_minutes)))
+        out.append(("--requeue", None) if self.requeue else ("--no-requeue", None))
+        return out
+
+
+def _num(value: Any, name: str, kind=float, minimum: float = 0) -> Any:
+    try:
+        out = kind(value)
+    except (TypeError, ValueError):
+        raise TaoError(f"{name}={value!r} is not a number: give a {kind.__name__}") from None
+    if isinstance(value, bool) or out < minimum or (kind is float and not math.isfinite(out)):
+        raise TaoError(f"{name}={value!r} is out of range: it must be >= {minimum}")
+    if kind is int and float(value) != out:
+        raise TaoError(f"{name}={value!r} must be a whole number")
+    return out
+
+
+def _pick(spec: Mapping[str, Any], key: str, env: Mapping[str, str], env_key: str | None, default: Any) -> tuple[Any, bool]:
+    """Value and whether the user chose it (spec beats env beats default)."""
+    if spec.get(key) is not None:
+        return spec[key], True
+    if env_key and env.get(env_key):
+        return env[env_key], True
+    return default, False
+
+
+def resolve(spec: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Resources:
+    """Map a job spec's resource fields to concrete, checked values."""
+    env = os.environ if env is None else env
+    d = defaults()
+    notes: list[str] = []
+
+    partition, _ = _pick(spec, "partition", env, "SLURM_PARTITION", d["partition"])
+    partition = str(partition).replace(" ", "")
+    if not _PARTITION.match(partition):
+        raise TaoError(f"partition {partition!r} is not a comma list of partition names: fix SLURM_PARTITION or --partition")
+    account, _ = _pick(spec, "account", env, "SLURM_ACCOUNT", None)
+    if account is not None and not _ACCOUNT.match(str(account)):
+        raise TaoError(f"account {account!r} has characters SLURM accounts do not use: fix SLURM_ACCOUNT or --account")
+
+    time_raw, _ = _pick(spec, "time_hours", env, "SLURM_TIME_HOURS", d["time_hours"])
+    time_hours = _num(time_raw, "time_hours")
+    if time_hours <= 0:
+        raise TaoError("time_hours must be > 0: the default is 4 hours")
+    max_hours = float(d["max_time_hours"])
+    default_parts = {p for p in str(d["partition"]).split(",")}
+    if time_hours > max_hours and set(partition.split(",")) <= default_parts:
+        raise TaoError(
+            f"time_hours {time_hours:g} exceeds the {max_hours:g} h limit of the packaged default partitions "
+            f"{d['partition']}: name a partition that allows longer jobs (--partition / SLURM_PARTITION) or ask for <= {max_hours:g} h")
+    time_minutes = max(1, math.ceil(round(time_hours * 60, 6)))
+
+    timeout_raw, chosen = _pick(spec, "timeout_hours", env, "SLURM_TIMEOUT_HOURS", None)
+    if timeout_raw is None:
+        # 3.8 of 4 hours by default; keep the same 95 % ratio for other wall times.
+        ratio = float(d["timeout_hours"]) / float(d["time_hours"])
+        timeout_hours = min(float(d["timeout_hours"]), time_hours * ratio)
+    else:
+        timeout_hours = _num(timeout_raw, "timeout_hours")
+        if timeout_hours >= time_hours and timeout_hours != 0:
+            raise TaoError(
+                f"timeout_hours {timeout_hours:g} must be below time_hours {time_hours:g} so the job can write its "
+                "status before SLURM's wall time (or 0 to let the wall time end it)")
+    timeout_seconds = int(timeout_hours * 3600) if timeout_hours else 0
+    if timeout_hours and timeout_seconds < 1:
+        raise TaoError(f"timeout_hours {timeout_hours:g} is under one second: raise it or use 0")
+
+    max_per_node = _num(spec.get("max_num_gpus_per_node", d["max_num_gpus_per_node"]), "max_num_gpus_per_node", int, 1)
+    num_gpus = _num(spec.get("num_gpus", d["num_gpus"]), "num_gpus", int, 0)
+    nodes = _num(spec.get("num_nodes", d["num_nodes"]), "num_nodes", int, 1)
+    exclusive = False
+    if num_gpus >= max_per_node:
+        if num_gpus % max_per_node:
+            raise TaoError(
+                f"num_gpus {num_gpus} takes whole nodes of {max_per_node} GPUs but is not a multiple of it: "
+                f"ask for {num_gpus // max_per_node * max_per_node} or {(num_gpus // max_per_node + 1) * max_per_node}")
+        derived = num_gpus // max_per_node
+        if nodes not in (1, derived):
+            raise TaoError(
+                f"num_nodes {nodes} disagrees with num_gpus {num_gpus} at {max_per_node} GPUs per node "
+                f"({derived} nodes): drop num_nodes or fix num_gpus")
+        if derived != nodes:
+            notes.append(f"num_gpus {num_gpus} >= {max_per_node} per node: {derived} whole nodes")
+        nodes, gpus_per_node, exclusive = derived, max_per_node, True
+    else:
+        if num_gpus % nodes:
+            raise TaoError(f"num_gpus {num_gpus} cannot be split evenly over num_nodes {nodes}: fix one of them")
+        gpus_per_node = num_gpus // nodes
+
+    cpus = _num(spec.get("cpus_per_task", d["cpus_per_task"]), "cpus_per_task", int, 1)
+    mem = spec.get("mem")
+    if mem is not None and not _MEM.match(str(mem)):
+        raise TaoError(f"mem {mem!r} is not a SLURM size like 64G or 500M")
+    requeue = spec.get("use_requeue", d["use_requeue"])
+    if not isinstance(requeue, bool):
+        raise TaoError("use_requeue must be true or false")
+    return Resources(
+        nodes=nodes, gpus_per_node=gpus_per_node, total_gpus=nodes * gpus_per_node, cpus_per_task=cpus,
+        time_minutes=time_minutes, time_hours=time_hours, timeout_seconds=timeout_seconds,
+        partition=partition, account=str(account) if account else None, requeue=requeue,
+        exclusive=exclusive, mem=str(mem) if mem else None, notes=notes)

@@ -1,0 +1,205 @@
+"""Pure mapping from ``squeue`` / ``sacct`` / exit-marker data to the bank's
+status vocabulary (no I/O here: the verbs fetch, this module decides).
+
+Queries (one of each for a whole sweep)::
+
+    squeue -h -o '%i|%T|%r|%j' -j ID,ID,...
+    sacct -n -X -P -o JobIDRaw,JobName,State,ExitCode -j ID,ID,...
+
+``-P`` keeps ``CANCELLED by 1001`` whole; a fixed-width ``CANCELLED+`` is
+handled too (first word, ``+`` stripped).
+
+Classification choices:
+
+* NODE_FAIL and BOOT_FAIL are infrastructure (ERR_INFRA, retried); FAILED
+  and DEADLINE are too when the job's log matches an infrastructure pattern
+  (Xid, ECC, NCCL transport ... ``taobank.failures.infra_log_match``).
+* OUT_OF_MEMORY is ERR_PROGRAM: the job outgrew its own memory request; the
+  same job would fail again, so it is reported at once, not retried.
+* TIMEOUT is ERR_PROGRAM (raise ``time_hours`` or lower ``timeout_hours``).
+* SUSPENDED/STOPPED stay RUNNING with a "paused" message (the vocabulary has
+  no PAUSED state); REQUEUED/REQUEUE_HOLD and a PREEMPTED job still in
+  ``squeue`` are PENDING (``--requeue`` keeps the same job alive).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+SQUEUE_FORMAT = "%i|%T|%r|%j"
+SACCT_FIELDS = "JobIDRaw,JobName,State,ExitCode"
+
+PENDING_STATES = {"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD", "CONFIGURING"}
+RUNNING_STATES = {"RUNNING", "COMPLETING", "RESIZING", "SIGNALING", "STAGE_OUT"}
+PAUSED_STATES = {"SUSPENDED", "STOPPED"}
+FAILED_STATES = {"FAILED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY", "NODE_FAIL"}
+INFRA_STATES = {"NODE_FAIL", "BOOT_FAIL"}
+CANCEL_STATES = {"CANCELLED", "PREEMPTED", "REVOKED"}
+
+#: squeue pending reasons -> what they mean for the user.
+PENDING_REASONS: dict[str, str] = {
+    "None": "just submitted; the scheduler has not looked at it yet",
+    "Resources": "waiting for free nodes/GPUs (normal on a busy partition)",
+    "Priority": "higher-priority jobs are ahead in the queue",
+    "Dependency": "waiting for a job it depends on",
+    "DependencyNeverSatisfied": "a job it depends on failed: it will never start; cancel it",
+    "JobHeldUser": "held by the user: scontrol release <id>",
+    "JobHeldAdmin": "held by an administrator: ask the cluster admins",
+    "BeginTime": "its start time has not come yet",
+    "PartitionNodeLimit": "asks for more nodes than the partition allows: it will not start; cancel and resubmit with fewer nodes",
+    "PartitionTimeLimit": "asks for more time than the partition allows: cancel and resubmit with a shorter time_hours",
+    "PartitionDown": "the partition is down: wait or use another partition",
+    "ReqNodeNotAvail": "required nodes are down or reserved",
+    "Reservation": "waiting for its reservation",
+    "launch failed requeued held": "launch failed and the job was held: scontrol release <id> after fixing the node issue",
+}
+_LIMIT_PREFIXES = {"QOS": "a QOS limit of your account is reached (jobs, GPUs or time); it starts when your other jobs finish",
+                   "Assoc": "an association (account/user) limit is reached; it starts when your other jobs finish"}
+
+
+def explain_reason(reason: str) -> str:
+    """One human sentence for a squeue pending reason."""
+    r = (reason or "").strip().strip("()")
+    if r in PENDING_REASONS:
+        return PENDING_REASONS[r]
+    for prefix, text in _LIMIT_PREFIXES.items():
+        if r.startswith(prefix):
+            return f"{text} ({r})"
+    return r or "no reason given"
+
+
+def first_word(state: str) -> str:
+    """``CANCELLED by 1001`` / ``CANCELLED+`` -> ``CANCELLED``."""
+    word = (state or "").strip().split(" ")[0] if state else ""
+    return word.rstrip("+").upper()
+
+
+def parse_squeue(text: str) -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {}
+    for line in (text or "").splitlines():
+        parts = line.strip().split("|", 3)
+        if len(parts) < 4 or not parts[0]:
+            continue
+        jid, state, reason, name = parts
+        out[jid] = {"state": first_word(state), "reason": reason.strip(), "name": name}
+    return out
+
+
+def parse_sacct(text: str) -> dict[str, dict[str, str]]:
+    """Latest allocation record per job id (``-X``; step lines ignored)."""
+    out: dict[str, dict[str, str]] = {}
+    for line in (text or "").splitlines():
+        parts = line.strip().split("|")
+        if len(parts) < 4 or not parts[0] or "." in parts[0]:
+            continue
+        jid, name, state, exit_code = parts[:4]
+        out[jid] = {"state": first_word(state), "raw_state": state.strip(), "name": name, "exit_code": exit_code.strip()}
+    return out
+
+
+def parse_marker(text: str | None) -> dict[str, Any] | None:
+    if not text or not text.strip():
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+@dataclass
+class Verdict:
+    state: str  # a taobank.states state
+    message: str
+    slurm_state: str | None = None
+    err_class: str | None = None
+    retry: bool = False  # an infrastructure failure worth a resubmit
+    needs_log: bool = False  # classification needs the job's log tail
+    exit_code: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _exit_text(code: str | None) -> str:
+    if not code:
+        return ""
+    rc, _, sig = code.partition(":")
+    if sig and sig != "0":
+        return f" (killed by signal {sig})"
+    return f" (exit code {rc})"
+
+
+def _marker_verdict(marker: Mapping[str, Any], where: str) -> Verdict:
+    rc = marker.get("exit_code")
+    if rc == 0:
+        return Verdict("COMPLETE", f"finished; exit 0 ({where})", exit_code="0:0")
+    if marker.get("timed_out"):
+        return Verdict("ERROR", f"stopped after timeout_hours before the wall time ({where}); raise timeout_hours/time_hours "
+                       "or resume from the last checkpoint", err_class="ERR_PROGRAM", exit_code=f"{rc}:0")
+    return Verdict("ERROR", f"command exited with code {rc} ({where}); read main.err", err_class="ERR_PROGRAM",
+                   exit_code=f"{rc}:0", needs_log=True)
+
+
+def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
+             marker: Mapping[str, Any] | None, *, log_tail: str | None = None,
+             accounting: bool = True) -> Verdict:
+    """Decide the state of one SLURM job from what the batched queries saw."""
+    if squeue and squeue.get("state") and squeue["state"] not in FAILED_STATES | {"COMPLETED", "CANCELLED", "TIMEOUT", "REVOKED"}:
+        st, reason = squeue["state"], squeue.get("reason", "")
+        if st in RUNNING_STATES:
+            return Verdict("RUNNING", f"{st.lower()} on {reason}" if st == "RUNNING" and reason and reason != "None" else st.lower(), st)
+        if st in PAUSED_STATES:
+            return Verdict("RUNNING", f"paused ({st}): the job keeps its allocation; it resumes when released", st)
+        if st == "PREEMPTED":
+            return Verdict("PENDING", "preempted; requeued under the same job id", st)
+        if st in PENDING_STATES:
+            why = explain_reason(reason)
+            if st.startswith("REQUEUE"):
+                why = f"requeued ({st}); {why}"
+            return Verdict("PENDING", why, st, extra={"reason": reason})
+        return Verdict("UNKNOWN", f"unrecognised squeue state {st}", st)
+    rec = sacct if sacct and sacct.get("state") else (squeue if squeue and squeue.get("state") else None)
+    if rec is None:
+        if marker is not None:
+            return _marker_verdict(marker, "exit marker; no scheduler record")
+        why = "accounting unavailable" if not accounting else "not in squeue or sacct"
+        return Verdict("UNKNOWN", f"{why} and no exit marker on the shared filesystem yet")
+    st, code = rec["state"], rec.get("exit_code")
+    if st in PENDING_STATES:
+        return Verdict("PENDING", f"{st.lower()} (accounting)", st)
+    if st in RUNNING_STATES:
+        return Verdict("RUNNING", st.lower(), st)
+    if st in PAUSED_STATES:
+        return Verdict("RUNNING", f"paused ({st})", st)
+    if st == "COMPLETED":
+        if marker is not None:
+            v = _marker_verdict(marker, "exit marker")
+            v.slurm_state = st
+            return v
+        return Verdict("COMPLETE", "COMPLETED (no exit marker found)", st, exit_code=code)
+    if st == "TIMEOUT":
+        return Verdict("ERROR", "TIMEOUT: SLURM ended the job at its wall time; raise time_hours (or keep timeout_hours "
+                       "below it so outputs are written)", st, err_class="ERR_PROGRAM", exit_code=code)
+    if st in CANCEL_STATES:
+        who = rec.get("raw_state", st)
+        return Verdict("CANCELED", f"{who.lower()}" if who else st.lower(), st, exit_code=code)
+    if st in FAILED_STATES:
+        if st in INFRA_STATES:
+            return Verdict("ERROR", f"{st}: infrastructure failure (node/boot); resubmitting", st,
+                           err_class="ERR_INFRA", retry=True, exit_code=code)
+        if st == "OUT_OF_MEMORY":
+            return Verdict("ERROR", "OUT_OF_MEMORY: the job used more host memory than it asked for; raise mem or lower "
+                           "the batch size / workers", st, err_class="ERR_PROGRAM", exit_code=code)
+        if log_tail is None:
+            return Verdict("ERROR", f"{st}{_exit_text(code)}", st, err_class="ERR_PROGRAM", exit_code=code, needs_log=True)
+        from ..failures import infra_log_match
+
+        pattern = infra_log_match(log_tail)
+        if pattern:
+            return Verdict("ERROR", f"{st}{_exit_text(code)}; log matches infrastructure pattern {pattern}: resubmitting",
+                           st, err_class="ERR_INFRA", retry=True, exit_code=code)
+        detail = ""
+        if marker and marker.get("timed_out"):
+            detail = "; stopped after timeout_hours before the wall time"
+        return Verdict("ERROR", f"{st}{_exit_text(code)}{detail}; read main.err", st, err_class="ERR_PROGRAM", exit_code=code)
+    return Verdict("UNKNOWN", f"unrecognised SLURM state {rec.get('raw_state') or st}", st)

@@ -1,0 +1,172 @@
+"""Storage on the cluster's shared filesystem (Lustre) and job staging.
+
+Dataset URIs are ``lustre:///abs/path`` (``slurm://`` metadata paths map to
+the same Lustre path); a bare local path or ``file://`` is refused because the
+job runs on the cluster, not on the agent's machine. Results default to
+``<SLURM_BASE_RESULTS_DIR>/results/<job_id>``; the job directory holds
+``specs/ env/ meta/ sbatch/ slurm-logs/`` and the mode-600 credentials file.
+"""
+from __future__ import annotations
+
+import io
+import json
+import posixpath
+import re
+import shlex
+import tarfile
+import time
+from typing import Any, Iterable, Mapping
+
+from ..errors import TaoError
+
+#: Files inside a job directory (relative paths).
+SPEC_FILE = "specs/spec.json"
+ENV_FILE = "env/env.json"
+META_FILE = "meta/meta.json"
+CREDS_FILE = "env/credentials.sh"
+MARKER_FILE = "meta/exit.json"
+LOG_DIR = "slurm-logs"
+
+#: Secret variables a job may receive (names only in specs; values from the submitter's env).
+SECRET_NAMES = ("NGC_KEY", "NGC_API_KEY", "HF_TOKEN", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                "AWS_SESSION_TOKEN", "WANDB_API_KEY", "CLEARML_API_ACCESS_KEY", "CLEARML_API_SECRET_KEY")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_SECRETISH = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)S?\Z", re.I)
+_SPEC_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+\Z")
+
+
+def cluster_path(uri: str, what: str = "dataset") -> str:
+    """``lustre:///abs`` or ``slurm://[cluster]/abs`` -> ``/abs``; anything local is refused."""
+    text = str(uri).strip()
+    if text.startswith("lustre://"):
+        path = text[len("lustre://"):]
+    elif text.startswith("slurm://"):
+        rest = text[len("slurm://"):]
+        path = rest if rest.startswith("/") else "/" + rest.partition("/")[2]
+        if path == "/":
+            raise TaoError(f"{what} {uri!r} names no path: use lustre:///absolute/path")
+    elif text.startswith("file://") or text.startswith("/") or "://" not in text:
+        raise TaoError(
+            f"{what} {uri!r} is a local path: SLURM jobs run on the cluster, so put the data on its shared "
+            "filesystem and pass lustre:///absolute/path")
+    else:
+        raise TaoError(f"{what} {uri!r}: SLURM inputs must be lustre:///absolute/path (S3/HF/NGC only for small auxiliary files)")
+    if not path.startswith("/") or "\n" in path or "\x00" in path:
+        raise TaoError(f"{what} {uri!r} is not an absolute cluster path: use lustre:///absolute/path")
+    norm = posixpath.normpath(path)
+    if norm.startswith("//"):
+        norm = "/" + norm.lstrip("/")
+    return norm
+
+
+def base_dir(spec: Mapping[str, Any], env: Mapping[str, str]) -> str:
+    """``results_base`` of the spec, else ``SLURM_BASE_RESULTS_DIR``, else the pinned default."""
+    from .. import pins
+
+    raw = spec.get("results_base") or env.get("SLURM_BASE_RESULTS_DIR") or pins.resolve("slurm.base_results_dir")
+    raw = str(raw)
+    path = cluster_path(raw, "results base") if "://" in raw else raw
+    if not path.startswith("/") or any(c in path for c in "\n\r\x00"):
+        raise TaoError(f"results base {raw!r} must be an absolute path on the cluster: fix SLURM_BASE_RESULTS_DIR")
+    return posixpath.normpath(path)
+
+
+def results_dir(base: str, job_id: str) -> str:
+    return posixpath.join(base, "results", job_id)
+
+
+def results_parent(results: str, job_id: str) -> str:
+    """What TAO_API_RESULTS_DIR gets: the container appends the job id itself."""
+    if posixpath.basename(results) != job_id:
+        raise TaoError(f"results dir {results} does not end with the job id {job_id}: the container would write elsewhere")
+    return posixpath.dirname(results)
+
+
+def job_dir(base: str, job_id: str) -> str:
+    return posixpath.join(base, "jobs", job_id)
+
+
+def dataset_paths(spec: Mapping[str, Any]) -> tuple[list[str], dict[str, str], str | None]:
+    """Required cluster paths, spec-key overrides and the dataset root.
+
+    Root mode: ``dataset.root`` + ``dataset.required`` (files under the root).
+    Spec-key mode: ``dataset.spec_keys`` ``{"custom.train_dataset.annotation_path": "lustre:///..."}``.
+    """
+    ds = spec.get("dataset") or {}
+    required: list[str] = []
+    overrides: dict[str, str] = {}
+    root = None
+    if ds.get("root"):
+        root = cluster_path(ds["root"])
+        required.append(root)
+        for rel in ds.get("required") or []:
+            rel = str(rel)
+            joined = posixpath.normpath(posixpath.join(root, rel))
+            if rel.startswith("/") or not (joined + "/").startswith(root.rstrip("/") + "/"):
+                raise TaoError(f"dataset required entry {rel!r} leaves the dataset root {root}: give paths inside it")
+            required.append(joined)
+    for key, uri in (ds.get("spec_keys") or {}).items():
+        if not _SPEC_KEY.match(str(key)):
+            raise TaoError(f"spec key {key!r} is not a dotted spec field like custom.train_dataset.annotation_path")
+        overrides[str(key)] = cluster_path(uri, f"dataset {key}")
+        required.append(overrides[str(key)])
+    for uri in spec.get("inputs") or []:
+        required.append(cluster_path(uri, "input"))
+    return list(dict.fromkeys(required)), overrides, root
+
+
+def check_env(env_vars: Mapping[str, Any]) -> dict[str, str]:
+    """Plain environment of the job: names checked, secret-looking names refused."""
+    out = {}
+    for k, v in (env_vars or {}).items():
+        if not _ENV_NAME.match(str(k)):
+            raise TaoError(f"env name {k!r} is not a shell variable name")
+        if str(k) in SECRET_NAMES or _SECRETISH.search(str(k)):
+            raise TaoError(f"env {k} looks like a secret: list its name under 'secrets' and export it locally instead")
+        out[str(k)] = str(v)
+    return out
+
+
+def collect_secrets(names: Iterable[str], env: Mapping[str, str]) -> dict[str, str]:
+    """Secret values from the submitter's environment (never from a spec)."""
+    out = {}
+    for name in names or []:
+        if not _ENV_NAME.match(str(name)):
+            raise TaoError(f"secret name {name!r} is not a shell variable name")
+        value = env.get(str(name))
+        if not value:
+            raise TaoError(f"secret {name} is listed but not set in your environment: export it, then submit again")
+        out[str(name)] = value
+    return out
+
+
+def credentials_text(secrets: Mapping[str, str]) -> str:
+    """The mode-600 file the job sources (values shell-quoted)."""
+    lines = ["# job credentials: mode 600, removed when the job is really finished"]
+    lines += [f"export {k}={shlex.quote(v)}" for k, v in secrets.items()]
+    return "\n".join(lines) + "\n"
+
+
+def compact_json(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"), sort_keys=True)
+
+
+def bundle(files: Mapping[str, str]) -> str:
+    """Base64 of a tar of the staged files, sent on stdin and unpacked remotely
+    under ``umask 077`` (files 600, folders 700) in one remote command."""
+    buf = io.BytesIO()
+    now = time.time()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        dirs = sorted({posixpath.dirname(p) for p in files if posixpath.dirname(p)})
+        for d in dirs:
+            info = tarfile.TarInfo(d)
+            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o700, now
+            tar.addfile(info)
+        for path, text in files.items():
+            data = text.encode("utf-8")
+            info = tarfile.TarInfo(path)
+            info.size, info.mode, info.mtime = len(data), 0o600, now
+            tar.addfile(info, io.BytesIO(data))
+    import base64
+
+    return base64.b64encode(buf.getvalue()).decode("ascii")

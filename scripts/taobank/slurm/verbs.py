@@ -1,0 +1,464 @@
+"""submit / status / watch / logs / cancel for SLURM, over one SSH connection.
+
+submit: checks -> preflight on the login host (``test -e`` every input, one
+command) -> open the record -> stage (one command, secrets in a mode-600 file
+via stdin) -> render + lint -> ``sbatch --parsable --hold`` + log folder +
+release (one command) -> record ``slurm_job_id``/``job_dir``/``login_host``.
+A lost sbatch answer is reconciled by the exact job name before any resubmit.
+status: one ``squeue`` + one ``sacct`` (one remote command) for all records.
+"""
+from __future__ import annotations
+
+import os
+import posixpath
+import secrets as _secrets
+import time
+from typing import Any, Callable, Iterable, Mapping
+
+from .. import pins, records
+from ..errors import TaoError
+from ..run import last_line
+from . import images, remote, render, resources, spec as specmod, status as st, storage
+from .ssh import Connection
+
+PLATFORM = "slurm"
+
+
+def max_retries() -> int:
+    return int(pins.resolve("slurm.defaults.max_job_retries"))
+
+
+# --------------------------------------------------------------------------- submit
+def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Everything a submit decides without touching the cluster (fails early)."""
+    env = os.environ if env is None else env
+    spec = specmod.validate(spec)
+    res = resources.resolve(spec, env)
+    runtime = specmod.runtime(spec, env)
+    image = spec.get("image")
+    if runtime == "pyxis" and not image:
+        raise TaoError("container runtime pyxis needs an image: set image in the spec or --image")
+    pyxis = images.pyxis_image(image) if image else None
+    required, overrides, root = storage.dataset_paths(spec)
+    argv = specmod.command_argv(spec)
+    if overrides:
+        if not isinstance(spec["command"], list):
+            raise TaoError("dataset.spec_keys need an argv-list command (they are appended as key=value)")
+        argv += [f"{k}={v}" for k, v in overrides.items()]
+    base = storage.base_dir(spec, env)
+    secret_values = storage.collect_secrets(spec.get("secrets") or [], env)
+    d = resources.defaults()
+    sqsh = None
+    if runtime == "pyxis" and pyxis and not images.is_sqsh(pyxis) and spec.get("use_sqsh", d["use_sqsh"]):
+        cache = spec.get("sqsh_cache_dir") or posixpath.join(base, "sqsh-cache")
+        sqsh = images.sqsh_path(pyxis, cache)
+    return {
+        "spec": spec, "resources": res, "runtime": runtime, "image": image, "pyxis_image": pyxis, "sqsh": sqsh,
+        "required": required, "overrides": overrides, "dataset_root": root, "command": argv, "base": base,
+        "env": storage.check_env(spec.get("env") or {}), "nccl_env": {k: str(v) for k, v in (spec.get("nccl_env") or {}).items()},
+        "secrets": secret_values, "master_port": int(spec.get("master_port") or d["master_port"]),
+    }
+
+
+def preflight_paths(conn: Connection, paths: Iterable[str]) -> list[str]:
+    """Paths (of ``paths``) missing on the login host: ONE remote command."""
+    paths = list(paths)
+    if not paths:
+        return []
+    res = conn.script(remote.MISSING, paths, what="test -e", retry_on_drop=True)
+    return [line for line in res.stdout.splitlines() if line]
+
+
+def _convert(conn: Connection, p: Mapping[str, Any], exists: bool) -> str | None:
+    """The image srun gets: the cached .sqsh (converted now if needed) or the Pyxis ref."""
+    if not p["sqsh"]:
+        return p["pyxis_image"]
+    force = bool(p["spec"].get("force_reconvert_latest"))
+    if images.needs_conversion(p["pyxis_image"], exists, force):
+        part = p["spec"].get("conversion_partition") or p["resources"].partition
+        sqsh = p["sqsh"]
+        conn.script('mkdir -p -- "$(dirname -- "$1")"', [sqsh], what="mkdir sqsh cache")
+        res = conn.remote(images.conversion_argv(p["pyxis_image"], sqsh, part), timeout=3600, check=False,
+                          what="enroot import")
+        if not res.ok:
+            hint = ""
+            if "Could not process JSON input" in (res.stderr + res.stdout):
+                hint = " (registry login failed: install ~/.config/enroot/.credentials, see references/ssh-setup.md)"
+            raise TaoError(f"converting {p['pyxis_image']} to {sqsh} failed{hint}: {last_line(res.stderr or res.stdout)}; "
+                           "the job was not submitted (no fallback to a registry pull inside the GPU job)")
+        conn.remote(["mv", "-f", "--", sqsh + ".part", sqsh], what="mv sqsh")
+    return p["sqsh"]
+
+
+def _staged_files(p: Mapping[str, Any], job_id: str, job_dir: str, results: str, script: str, meta: dict) -> dict[str, str]:
+    files = {
+        storage.SPEC_FILE: storage.compact_json(p["spec"].get("specs") or {}),
+        storage.ENV_FILE: storage.compact_json(p["env"]),
+        storage.META_FILE: storage.compact_json(meta),
+        f"sbatch/job_{job_id}.sbatch": script,
+    }
+    if p["secrets"]:
+        files[storage.CREDS_FILE] = storage.credentials_text(p["secrets"])
+    return files
+
+
+def submit(spec: Mapping[str, Any], *, conn: Connection | None = None, env: Mapping[str, str] | None = None) -> dict:
+    """Submit one job; returns the record (state PENDING with slurm_job_id)."""
+    env = os.environ if env is None else env
+    p = plan(spec, env)
+    conn = conn or Connection(env)
+    conn.connect()
+    check = list(p["required"]) + ([p["sqsh"]] if p["sqsh"] else [])
+    missing = preflight_paths(conn, check)
+    data_missing = [m for m in missing if m != p["sqsh"]]
+    if data_missing:
+        raise TaoError(f"missing on the cluster ({conn.host.entry}): {', '.join(data_missing)}; put the data on the "
+                       "shared filesystem or fix the paths (nothing was submitted)")
+    image = _convert(conn, p, exists=p["sqsh"] not in missing) if p["runtime"] == "pyxis" else p["pyxis_image"]
+    s = p["spec"]
+    rec = records.open_record(
+        PLATFORM, p["image"] or "none", s["network_arch"], s["action"], "A", _results_placeholder(p["base"]),
+        backend={"backend_type": "slurm", "partition": p["resources"].partition,
+                 "cluster_name": s.get("cluster_name"), "container_runtime": p["runtime"]})
+    job_id = rec["id"]
+    try:
+        return _stage_and_sbatch(conn, p, rec, image)
+    except TaoError as exc:
+        cur = records.load(job_id)
+        if cur["state"] not in ("COMPLETE", "ERROR", "CANCELED") and not (cur.get("backend") or {}).get("slurm_job_id"):
+            records.mark(job_id, "ERROR", message=f"submit failed: {exc}", err_class="ERR_PROGRAM")
+        raise
+
+
+def _results_placeholder(base: str) -> str:
+    # results_dir is bound at open; the id is minted there, so the record
+    # holds <base>/results and the job's own folder is <base>/results/<id>.
+    return posixpath.join(base, "results")
+
+
+def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: str | None) -> dict:
+    job_id = rec["id"]
+    results = storage.results_dir(p["base"], job_id)
+    jdir = storage.job_dir(p["base"], job_id)
+    inp = render.ScriptInput(
+        job_id=job_id, job_dir=jdir, results_parent=storage.results_parent(results, job_id), command=p["command"],
+        resources=p["resources"], runtime=p["runtime"], image=image,
+        container_mounts=p["spec"].get("container_mounts") or resources.defaults()["container_mounts"],
+        env=p["env"], nccl_env=p["nccl_env"], has_credentials=bool(p["secrets"]),
+        dataset_root=p["dataset_root"], master_port=p["master_port"])
+    script = render.render(inp)
+    script_rel = f"sbatch/job_{job_id}.sbatch"
+    render.lint(script, f"job_{job_id}.sbatch")
+    meta = {"job_id": job_id, "network_arch": rec["network_arch"], "action": rec["action"],
+            "partition": p["resources"].partition, "nodes": p["resources"].nodes,
+            "gpus_per_node": p["resources"].gpus_per_node, "runtime": p["runtime"], "image": image,
+            "results_dir": results, "secrets": sorted(p["secrets"])}
+    files = _staged_files(p, job_id, jdir, results, script, meta)
+    conn.script(remote.STAGE, [jdir, results], stdin=storage.bundle(files), what="stage job dir")
+    backend = {"job_dir": jdir, "results_dir": results, "script": posixpath.join(jdir, script_rel),
+               "login_host": conn.host.entry, "job_name": job_id,
+               "has_credentials": bool(p["secrets"])}
+    records.mark(job_id, "PENDING", message="staged; submitting", backend=backend)
+    return sbatch_record(conn, job_id)
+
+
+def _log_dir(backend: Mapping[str, Any], name: str, jid: str) -> str:
+    return posixpath.join(backend["job_dir"], storage.LOG_DIR, f"{name}-{jid}")
+
+
+def find_by_name(conn: Connection, name: str) -> list[str]:
+    """SLURM job ids whose name is exactly ``name`` (squeue + sacct)."""
+    res = conn.script(remote.FIND, [name], what="find job by name", retry_on_drop=True)
+    q, _, a = res.stdout.partition("@@sacct")
+    ids = {j for j, v in st.parse_squeue(q).items() if v["name"] == name}
+    ids |= {j for j, v in st.parse_sacct(a).items() if v["name"] == name}
+    return sorted(ids, key=int)
+
+
+def sbatch_record(conn: Connection, job_id: str) -> dict:
+    """sbatch the staged script of a record that has none yet; reconcile first.
+
+    Safe to call again after a lost answer: a job already carrying the
+    record's exact name is adopted instead of submitting a second one.
+    """
+    rec = records.load(job_id)
+    b = dict(rec.get("backend") or {})
+    if b.get("slurm_job_id"):
+        return rec
+    name = b.get("job_name") or job_id
+    log_root = posixpath.join(b["job_dir"], storage.LOG_DIR)
+    found = find_by_name(conn, name)
+    if found:
+        jid = found[-1]
+        conn.script(remote.ADOPT, [jid, log_root, name], what="adopt job")
+        how = f"adopted existing SLURM job {jid} (an earlier sbatch answer was lost)"
+    else:
+        res = conn.script(remote.SBATCH, [b["script"], log_root, name], check=False, what="sbatch")
+        jid = res.stdout.strip().splitlines()[-1] if res.ok and res.stdout.strip() else ""
+        if not jid.isdigit():
+            # Lost or garbled answer: the job may exist anyway. Look before anything else.
+            found = find_by_name(conn, name)
+            if not found:
+                raise TaoError(_sbatch_error(res.stderr or res.stdout))
+            jid = found[-1]
+            conn.script(remote.ADOPT, [jid, log_root, name], what="adopt job")
+            how = f"sbatch answer lost; reconciled to SLURM job {jid} by name"
+        else:
+            how = f"submitted as SLURM job {jid}"
+    backend = {"slurm_job_id": jid, "log_dir": _log_dir(b, name, jid), "login_host": conn.host.entry}
+    return records.mark(job_id, "PENDING", backend_ref=f"slurm:{jid}", backend=backend, message=how)
+
+
+def _sbatch_error(text: str) -> str:
+    line = last_line(text)
+    if "Requested node configuration is not available" in text:
+        return (f"sbatch refused the job: {line}. The request (GPUs/CPUs/memory per node or node count) exceeds what "
+                "any node of the partition has: lower num_gpus/cpus_per_task/mem or use another partition")
+    if "Invalid account" in text or "Invalid qos" in text:
+        return f"sbatch refused the job: {line}. Set SLURM_ACCOUNT to an account you may use (sacctmgr show assoc user=$USER)"
+    if "invalid partition" in text.lower():
+        return f"sbatch refused the job: {line}. Check SLURM_PARTITION against sinfo -s"
+    if "time limit" in text.lower():
+        return f"sbatch refused the job: {line}. Lower time_hours or pick a partition with a longer limit"
+    return f"sbatch failed: {line}"
+
+
+# --------------------------------------------------------------------------- status
+def _marker_path(b: Mapping[str, Any]) -> str:
+    return posixpath.join(b["job_dir"], storage.MARKER_FILE)
+
+
+def _sections(text: str, prefix: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    key = None
+    for line in text.splitlines(keepends=True):
+        if line.startswith(prefix):
+            key = line[len(prefix):].strip()
+            out[key] = ""
+        elif key is not None:
+            out[key] += line
+    return out
+
+
+def sweep(conn: Connection, recs: list[dict]) -> dict[str, st.Verdict]:
+    """Verdict for every record: one remote command (one squeue + one sacct)."""
+    live = [r for r in recs if (r.get("backend") or {}).get("slurm_job_id")]
+    if not live:
+        return {}
+    ids = ",".join(sorted({r["backend"]["slurm_job_id"] for r in live}, key=int))
+    markers = [_marker_path(r["backend"]) for r in live]
+    res = conn.script(remote.SWEEP, [ids] + markers, what="squeue/sacct", retry_on_drop=True)
+    text = res.stdout
+    sq_part, _, rest = text.partition("@@sacct\n")
+    sq_body = sq_part.replace("@@squeue\n", "")
+    sq_body, _, sq_rc = sq_body.rpartition("@@rc ")
+    ac_body, _, rest2 = rest.partition("@@rc ")
+    ac_rc, _, marker_text = rest2.partition("\n")
+    accounting = ac_rc.strip() == "0" and "error" not in ac_body.lower()[:200]
+    squeue = st.parse_squeue(sq_body)
+    sacct = st.parse_sacct(ac_body) if accounting else {}
+    marks = _sections(marker_text, "@@marker ")
+    out: dict[str, st.Verdict] = {}
+    need_logs: list[dict] = []
+    for r in live:
+        b = r["backend"]
+        jid = b["slurm_job_id"]
+        marker = st.parse_marker(marks.get(_marker_path(b)))
+        if marker and str(marker.get("slurm_job_id")) != str(jid):
+            marker = None  # an earlier attempt's marker in a shared job dir
+        v = st.classify(squeue.get(jid), sacct.get(jid), marker, accounting=accounting)
+        out[r["id"]] = v
+        if v.needs_log:
+            need_logs.append(r)
+    if need_logs:  # only failed jobs: one more command for all of them
+        files = [posixpath.join(r["backend"]["log_dir"], "main.err") for r in need_logs] + \
+                [posixpath.join(r["backend"]["log_dir"], "main.out") for r in need_logs]
+        tails = _sections(conn.script(remote.TAIL_FILES, ["65536"] + files, what="log tails").stdout, "@@file ")
+        for r in need_logs:
+            b = r["backend"]
+            log = tails.get(posixpath.join(b["log_dir"], "main.err"), "") + tails.get(posixpath.join(b["log_dir"], "main.out"), "")
+            jid = b["slurm_job_id"]
+            marker = st.parse_marker(marks.get(_marker_path(b)))
+            if marker and str(marker.get("slurm_job_id")) != str(jid):
+                marker = None
+            out[r["id"]] = st.classify(squeue.get(jid), sacct.get(jid), marker, log_tail=log, accounting=accounting)
+    return out
+
+
+def _chain_attempt(rec: Mapping[str, Any]) -> int:
+    return int(rec.get("attempt") or 1)
+
+
+def status(ids: list[str] | None = None, *, conn: Connection | None = None, retry: bool = True,
+           env: Mapping[str, str] | None = None) -> list[dict]:
+    """Refresh records (given ids, or every active SLURM record) and mark them.
+
+    Infrastructure failures are resubmitted (new linked record) up to
+    MAX_JOB_RETRIES; credentials of chains that really ended are removed.
+    """
+    recs = [records.load(i) for i in ids] if ids else records.list_records(platform=PLATFORM, active=True)
+    for r in recs:
+        if r["platform"] != PLATFORM:
+            raise TaoError(f"record {r['id']} is a {r['platform']} job: use that platform's status helper")
+    active = [r for r in recs if r["state"] not in ("COMPLETE", "ERROR", "CANCELED")]
+    if not active:
+        return recs
+    conn = conn or Connection(env)
+    verdicts = sweep(conn, active)
+    out: dict[str, dict] = {r["id"]: r for r in recs}
+    cleanup: list[str] = []
+    for r in active:
+        v = verdicts.get(r["id"])
+        if v is None:
+            continue  # never submitted (no slurm_job_id): leave it
+        new_state = v.state
+        if r["state"] == "UNKNOWN" and new_state == "PENDING":
+            new_state = "UNKNOWN"  # the table forbids UNKNOWN -> PENDING; it moves once the job runs or ends
+        meta = {"slurm_state": v.slurm_state, "exit_code": v.exit_code}
+        out[r["id"]] = records.mark(r["id"], new_state, source="poller", message=v.message,
+                                    err_class=v.err_class if new_state == "ERROR" else None,
+                                    backend={k: x for k, x in meta.items() if x is not None})
+        if new_state == "ERROR" and v.retry and retry:
+            if _chain_attempt(r) <= max_retries():
+                nxt = resubmit(conn, out[r["id"]])
+                out[nxt["id"]] = nxt
+                continue
+            out[r["id"]] = records.mark(r["id"], "ERROR", source="poller",
+                                        message=f"{v.message}; retry limit {max_retries()} reached")
+        if new_state in ("COMPLETE", "ERROR", "CANCELED") and r["backend"].get("has_credentials"):
+            cleanup.append(posixpath.join(r["backend"]["job_dir"], storage.CREDS_FILE))
+    if cleanup:
+        conn.script(remote.REMOVE, cleanup, what="remove credentials")
+    return list(out.values())
+
+
+def resubmit(conn: Connection, failed: dict) -> dict:
+    """A new record linked by retry_of that sbatches the same staged script."""
+    b = failed["backend"]
+    rec = records.open_record(PLATFORM, failed["image"], failed["network_arch"], failed["action"],
+                              failed.get("storage_tier") or "A", failed["results_dir"], retry_of=failed["id"],
+                              backend={k: b.get(k) for k in ("backend_type", "partition", "cluster_name", "container_runtime")})
+    backend = {k: b[k] for k in ("job_dir", "results_dir", "script", "has_credentials") if k in b}
+    backend.update({"job_name": rec["id"], "login_host": conn.host.entry if conn.host else b.get("login_host")})
+    records.mark(rec["id"], "PENDING", message=f"infrastructure retry of {failed['id']}", backend=backend)
+    return sbatch_record(conn, rec["id"])
+
+
+def watch(ids: list[str] | None, *, on_line: Callable[[str], None], conn: Connection | None = None,
+          first: float = 5.0, cap: float = 60.0, sleep: Callable[[float], None] = time.sleep) -> list[dict]:
+    """Poll until every watched record is terminal. No time cap: queue waits are normal."""
+    conn = conn or Connection()
+    delay, last = first, None
+    watched = list(ids) if ids else [r["id"] for r in records.list_records(platform=PLATFORM, active=True)]
+    while True:
+        recs = status(watched, conn=conn)
+        for r in recs:  # follow retries
+            if r.get("retry_of") in watched and r["id"] not in watched:
+                watched.append(r["id"])
+        recs = [r for r in recs if r["id"] in watched]
+        line = summary_line(recs)
+        if line != last:
+            on_line(line)
+            delay, last = first, line
+        else:
+            delay = min(cap, delay * 2)
+        if all(r["state"] in ("COMPLETE", "ERROR", "CANCELED") for r in recs if not _superseded(r, recs)):
+            return recs
+        sleep(delay)
+
+
+def _superseded(r: Mapping[str, Any], recs: list[dict]) -> bool:
+    return any(x.get("retry_of") == r["id"] for x in recs)
+
+
+def summary_line(recs: list[dict]) -> str:
+    if len(recs) == 1:
+        r = recs[0]
+        last_msg = (r.get("transitions") or [{}])[-1].get("message") or ""
+        return f"{r['id']} {r['state']} slurm={(r.get('backend') or {}).get('slurm_job_id', '-')} {last_msg}".strip()
+    counts: dict[str, int] = {}
+    for r in recs:
+        counts[r["state"]] = counts.get(r["state"], 0) + 1
+    return f"{len(recs)} jobs: " + " ".join(f"{k}={v}" for k, v in sorted(counts.items()))
+
+
+# --------------------------------------------------------------------------- logs
+def _require_submitted(rec: Mapping[str, Any]) -> dict:
+    b = rec.get("backend") or {}
+    if not b.get("slurm_job_id") or not b.get("log_dir"):
+        raise TaoError(f"record {rec['id']} has no SLURM job yet (state {rec['state']}): submit it first")
+    return b
+
+
+def logs(job_id: str, *, lines: int = 200, conn: Connection | None = None) -> dict[str, str]:
+    """Last ``lines`` of main.out and main.err (tracebacks are on stderr)."""
+    rec = records.load(job_id)
+    b = _require_submitted(rec)
+    conn = conn or Connection()
+    out_f, err_f = posixpath.join(b["log_dir"], "main.out"), posixpath.join(b["log_dir"], "main.err")
+    res = conn.script(remote.LOGS, [str(int(lines)), out_f, err_f], what="tail logs", retry_on_drop=True)
+    body = res.stdout.split("@@out\n", 1)[-1]
+    out_text, _, err_text = body.partition("@@err\n")
+    return {"main.out": out_text, "main.err": err_text, "log_dir": b["log_dir"]}
+
+
+def follow(job_id: str, *, on_chunk: Callable[[str, str], None], conn: Connection | None = None,
+           interval: float = 3.0, sleep: Callable[[float], None] = time.sleep) -> dict:
+    """Stream new bytes of main.out/main.err until the job is terminal."""
+    rec = records.load(job_id)
+    b = _require_submitted(rec)
+    conn = conn or Connection()
+    out_f, err_f = posixpath.join(b["log_dir"], "main.out"), posixpath.join(b["log_dir"], "main.err")
+    offs = [0, 0]
+    polls = 0
+    while True:
+        done = rec["state"] in ("COMPLETE", "ERROR", "CANCELED")
+        boundary = "@@tao-" + _secrets.token_hex(8)
+        res = conn.script(remote.FOLLOW, [boundary, out_f, str(offs[0]), err_f, str(offs[1])], what="follow logs",
+                          retry_on_drop=True)
+        head, _, rest = res.stdout.partition("\n")
+        sizes = [int(x) for x in head.split()] if head.strip() else offs
+        parts = rest.split(boundary + "\n")
+        new_out = parts[1] if len(parts) > 1 else ""
+        new_err = parts[2] if len(parts) > 2 else ""
+        if new_out.endswith("\n" + boundary + "\n"):
+            new_out = new_out[: -len(boundary) - 1]
+        if new_out:
+            on_chunk("main.out", new_out)
+        if new_err:
+            on_chunk("main.err", new_err)
+        offs = [max(offs[0], sizes[0]), max(offs[1], sizes[1])]
+        if done:
+            return rec
+        polls += 1
+        if polls % 3 == 0 or polls == 1:
+            rec = status([job_id], conn=conn)[0]
+            if rec["state"] in ("COMPLETE", "ERROR", "CANCELED"):
+                continue  # one last read
+        sleep(interval)
+
+
+# --------------------------------------------------------------------------- cancel
+def cancel(job_id: str, *, conn: Connection | None = None) -> dict:
+    """scancel; a job that is gone or already ended counts as cancelled."""
+    rec = records.load(job_id)
+    if rec["state"] in ("COMPLETE", "ERROR", "CANCELED"):
+        return rec
+    b = rec.get("backend") or {}
+    conn = conn or Connection()
+    jid = b.get("slurm_job_id")
+    if not jid and b.get("job_dir"):  # submitted but the answer was lost?
+        found = find_by_name(conn, b.get("job_name") or job_id)
+        jid = found[-1] if found else None
+    msg = "cancelled before it reached SLURM"
+    if jid:
+        res = conn.remote(["scancel", jid], check=False, what="scancel")
+        if res.ok:
+            msg = f"scancel {jid}"
+        elif "Invalid job id" in res.stderr or "already completing or completed" in res.stderr:
+            msg = f"SLURM job {jid} was already gone: counted as cancelled"
+        else:
+            raise TaoError(f"scancel {jid} failed: {last_line(res.stderr)}")
+    if b.get("has_credentials") and b.get("job_dir"):
+        conn.script(remote.REMOVE, [posixpath.join(b["job_dir"], storage.CREDS_FILE)], what="remove credentials")
+    return records.mark(job_id, "CANCELED", message=msg)
