@@ -32,9 +32,9 @@ class Raw(str):
     """A code-produced fragment emitted without escaping."""
 
 
-# Characters YAML refuses (or, like NEL, folds into a line break) even inside a
+# Characters YAML refuses, or reads as line breaks (NEL, U+2028, U+2029), even in a
 # double-quoted scalar; JSON leaves them raw, so they are escaped here.
-_YAML_UNSAFE = re.compile("[\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+_YAML_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]")
 
 
 def _json_value(value: Any) -> str:
@@ -90,7 +90,10 @@ def render_yaml_documents(template: str, context: dict[str, Any]) -> list[dict]:
 def dump_yaml(objects: list[dict]) -> str:
     """Dump manifests as a multi-document YAML stream (safe dumper, no tags)."""
     yaml = require("yaml")
-    return yaml.safe_dump_all(objects, sort_keys=False, default_flow_style=False, allow_unicode=True)
+    # allow_unicode=False: PyYAML's emitter writes NEL (U+0085) raw inside a
+    # single-quoted scalar, where its own loader reads it as a line break.
+    # Escaping non-ASCII keeps every string round-tripping exactly.
+    return yaml.safe_dump_all(objects, sort_keys=False, default_flow_style=False, allow_unicode=False)
 
 
 def template_path(template: str) -> Path:
