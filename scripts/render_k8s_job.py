@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""Render the Kubernetes manifests (YAML) for a TAO job spec, without applying them.
+
+  render_k8s_job.py --spec job.yaml [--job-id ID] [--namespace NS]
+  render_k8s_job.py --image IMG --command 'dino train -e /s.yaml' --gpus 1 [--nodes 2] ...
+
+The spec file is YAML/JSON validated by schemas/k8s-job-spec.schema.json;
+flags given next to --spec override its fields. The per-job Secret is
+referenced only with --cred-secret (submit passes it when credentials exist).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from taobank.cli import run_main
+from taobank.errors import UsageError
+from taobank.kubernetes.specargs import spec_arguments, spec_from_args
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="render_k8s_job.py", description=__doc__.splitlines()[0])
+    spec_arguments(parser)
+    parser.add_argument("--job-id", default="tao-render-preview", help="record id the labels carry")
+    parser.add_argument("--namespace", default=os.environ.get("TAO_K8S_NAMESPACE") or "default")
+    parser.add_argument("--cred-secret", help="name of the per-job credential Secret to reference")
+    parser.add_argument("-o", "--output", help="write the YAML here instead of stdout")
+    args = parser.parse_args(argv)
+    if not args.spec and not args.image:
+        raise UsageError("give --spec FILE or at least --image and --command/--args-json")
+
+    from taobank.kubernetes.render import render_manifests
+    from taobank.render import dump_yaml
+
+    spec = spec_from_args(args)
+    text = dump_yaml(render_manifests(spec, job_id=args.job_id, namespace=args.namespace, cred_secret=args.cred_secret))
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    run_main(main)

@@ -1,0 +1,343 @@
+"""Job spec -> Kubernetes manifests (a pure function: no I/O but the template).
+
+The templates in ``templates/k8s/`` hold the fixed skeleton; this module
+builds every variable part (containers, env, volumes) as Python data and
+passes it through :func:`taobank.render.render_yaml_documents`, which emits
+each value as JSON. Whatever a string holds, the parsed manifest carries
+exactly that string; optional fields are omitted, never rendered empty.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from .. import names, pins
+from ..errors import TaoError
+from ..render import render_yaml_documents
+from . import JOB_LABEL, MANAGED_BY
+
+SINGLE_TEMPLATE = "k8s/single-pod-job.yaml.tmpl"
+INDEXED_TEMPLATE = "k8s/indexed-job.yaml.tmpl"
+
+#: The rendezvous variables a multi-node job sets; a user env may not override them.
+RENDEZVOUS_ENV = ("WORLD_SIZE", "NUM_GPU_PER_NODE", "NNODES", "NPROC_PER_NODE", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT")
+#: Names the bank itself sets in every pod.
+RESERVED_ENV = ("TAO_JOB_ID", "JOB_COMPLETION_INDEX", "TAO_STAGING_DIR")
+INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
+CONFIG_SHA_ANNOTATION = "tao-skill-bank/config-sha256"
+#: Longest Job name: the Job controller names pods <job>-<index>-<5 chars> and
+#: sets hostname <job>-<index>; both must stay within 63 characters.
+MAX_NAME_LEN = 52
+
+# Tier C scripts. Values never enter the script text: URIs and paths arrive as
+# positional parameters ("$1" "$2"), so no quoting of user data is needed.
+_ENDPOINT = 'if [ -n "${S3_ENDPOINT_URL:-}" ]; then export AWS_ENDPOINT_URL="$S3_ENDPOINT_URL"; fi\n'
+FETCH_SCRIPT = (
+    "set -eu\n" + _ENDPOINT
+    + 'while [ "$#" -ge 2 ]; do\n'
+    + '  mkdir -p "$(dirname "$2")"\n'
+    + '  case "$1" in */) aws s3 cp --recursive "$1" "$2" ;; *) aws s3 cp "$1" "$2" ;; esac\n'
+    + "  shift 2\n"
+    + "done\n"
+)
+# The main container runs the user's argv as "$@", records its exit code for
+# the uploader and exits with that same code (the user's status is preserved).
+MAIN_WRAPPER = (
+    'echo "$$" > "$TAO_STAGING_DIR/.tao-main-pid"\n'
+    '"$@"\n'
+    "rc=$?\n"
+    'echo "$rc" > "$TAO_STAGING_DIR/.tao-exit"\n'
+    'exit "$rc"\n'
+)
+# The uploader waits for the exit marker, or for the main process to vanish
+# without one (killed, e.g. OOM: the pod shares one process namespace), then
+# uploads whatever exists. Its own exit code reports the upload only.
+UPLOAD_SCRIPT = (
+    "set -u\n" + _ENDPOINT
+    + 'd="$TAO_STAGING_DIR"\n'
+    + 'while [ ! -f "$d/.tao-exit" ]; do\n'
+    + '  if [ -f "$d/.tao-main-pid" ] && ! kill -0 "$(cat "$d/.tao-main-pid")" 2>/dev/null; then break; fi\n'
+    + "  sleep 5\n"
+    + "done\n"
+    + "status=0\n"
+    + 'while [ "$#" -ge 2 ]; do\n'
+    + '  if [ -d "$1" ]; then aws s3 cp --recursive "$1" "$2" || status=1\n'
+    + '  elif [ -e "$1" ]; then aws s3 cp "$1" "$2" || status=1\n'
+    + '  else echo "tao-upload: $1 does not exist" >&2; status=1; fi\n'
+    + "  shift 2\n"
+    + "done\n"
+    + 'exit "$status"\n'
+)
+
+
+def job_name_for(job_id: str) -> str:
+    """The Kubernetes object name for a record id (ids are already RFC 1035 labels)."""
+    name = job_id if names.is_dns1035_label(job_id) else names.sanitize_label(job_id, MAX_NAME_LEN)
+    if len(name) > MAX_NAME_LEN:
+        name = names.sanitize_label(name, MAX_NAME_LEN)
+    return name
+
+
+def cred_secret_name(job_id: str) -> str:
+    return f"tao-creds-{job_name_for(job_id)}"[:63].rstrip("-")
+
+
+def pull_secret_name(job_id: str) -> str:
+    return f"tao-pull-{job_name_for(job_id)}"[:63].rstrip("-")
+
+
+def config_map_name(job_id: str) -> str:
+    return f"tao-config-{job_name_for(job_id)}"[:63].rstrip("-")
+
+
+def labels_for(job_id: str) -> dict[str, str]:
+    return {JOB_LABEL: job_id, **MANAGED_BY}
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _check_env(spec: dict, multinode: bool) -> None:
+    for key in spec.get("env") or {}:
+        if key in RESERVED_ENV or (multinode and key in RENDEZVOUS_ENV):
+            raise TaoError(
+                f"env {key} is set by the bank for {'multi-node ' if multinode else ''}jobs and may not be overridden: remove it from env"
+            )
+    for key in spec.get("nccl_env") or {}:
+        if not key.startswith("NCCL_"):
+            raise TaoError(f"nccl_env key {key} must start with NCCL_")
+        if key in (spec.get("env") or {}):
+            raise TaoError(f"{key} is in both env and nccl_env: keep one")
+
+
+def _env_list(spec: dict, job_id: str, name: str, service: str, multinode: bool, staging: str | None) -> list[dict]:
+    env: list[dict] = [{"name": "TAO_JOB_ID", "value": job_id}]
+    if staging:
+        env.append({"name": "TAO_STAGING_DIR", "value": staging})
+    if multinode:
+        nodes = int(spec.get("nodes", 1))
+        gpus = int(spec.get("gpus", 1))
+        port = int(spec.get("master_port") or pins.resolve("kubernetes.master_port"))
+        index_ref = {"fieldRef": {"fieldPath": f"metadata.annotations['{INDEX_ANNOTATION}']"}}
+        env += [
+            {"name": "WORLD_SIZE", "value": str(nodes)},  # TAO reads WORLD_SIZE as the node count
+            {"name": "NUM_GPU_PER_NODE", "value": str(gpus)},
+            {"name": "NNODES", "value": str(nodes)},
+            {"name": "NPROC_PER_NODE", "value": str(gpus)},
+            {"name": "NODE_RANK", "valueFrom": index_ref},
+            {"name": "MASTER_ADDR", "value": f"{name}-0.{service}"},
+            {"name": "MASTER_PORT", "value": str(port)},
+        ]
+    for key, value in (spec.get("nccl_env") or {}).items():
+        env.append({"name": key, "value": str(value)})
+    for key, value in (spec.get("env") or {}).items():
+        env.append({"name": key, "value": str(value)})
+    return env
+
+
+def _volumes_and_mounts(spec: dict, shm_size: str) -> tuple[list[dict], list[dict]]:
+    volumes: list[dict] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm_size}}]
+    mounts: list[dict] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    seen_paths = {"/dev/shm"}
+    by_source: dict[tuple, str] = {}
+    for m in spec.get("mounts") or []:
+        path = m["mount_path"]
+        if path in seen_paths:
+            raise TaoError(f"mount path {path} is used twice: give each mount its own path")
+        seen_paths.add(path)
+        if "pvc" in m:
+            key: tuple = ("pvc", m["pvc"])
+            source = {"persistentVolumeClaim": {"claimName": m["pvc"]}}
+        else:
+            key = ("nfs", m["nfs"]["server"], m["nfs"]["path"])
+            source = {"nfs": {"server": m["nfs"]["server"], "path": m["nfs"]["path"]}}
+        vol = by_source.get(key)
+        if vol is None:  # one volume per distinct source; aliases share it
+            vol = f"data-{len(by_source)}"
+            by_source[key] = vol
+            volumes.append({"name": vol, **source})
+        vm: dict[str, Any] = {"name": vol, "mountPath": path}
+        if m.get("sub_path"):
+            vm["subPath"] = m["sub_path"]
+        if m.get("read_only"):
+            vm["readOnly"] = True
+        mounts.append(vm)
+    return volumes, mounts
+
+
+def _resources(spec: dict) -> dict:
+    limits: dict[str, str] = {}
+    requests: dict[str, str] = {}
+    gpus = int(spec.get("gpus", 1))
+    if gpus > 0:
+        limits["nvidia.com/gpu"] = str(gpus)
+    if spec.get("cpu"):
+        requests["cpu"] = spec["cpu"]
+    if spec.get("memory"):
+        requests["memory"] = spec["memory"]
+    if spec.get("memory_limit"):
+        limits["memory"] = spec["memory_limit"]
+    out: dict[str, dict] = {}
+    if limits:
+        out["limits"] = limits
+    if requests:
+        out["requests"] = requests
+    return out
+
+
+def _under(path: str, root: str) -> bool:
+    root = root.rstrip("/") or "/"
+    return path == root or path.startswith(root + "/")
+
+
+def build_context(
+    spec: dict,
+    *,
+    job_id: str,
+    namespace: str,
+    name: str | None = None,
+    cred_secret: str | None = None,
+    pull_secrets: list[str] | tuple[str, ...] = (),
+    config: dict | None = None,
+) -> dict:
+    """Everything the templates need, as data.
+
+    ``cred_secret``/``pull_secrets`` are Secret *names*; they are referenced
+    only when given (a run without credentials has no envFrom and no
+    imagePullSecrets). ``config`` = {"text", "mount_path", "key"?} for a
+    config-mode request: the file goes into a ConfigMap mounted read-only.
+    """
+    name = name or job_name_for(job_id)
+    if not names.is_dns1035_label(name) or len(name) > MAX_NAME_LEN:
+        raise TaoError(f"job name {name!r} is not an RFC 1035 label of at most {MAX_NAME_LEN} characters")
+    if not names.is_dns1123_label(namespace):
+        raise TaoError(f"namespace {namespace!r} is not a valid Kubernetes namespace name")
+    nodes = int(spec.get("nodes", 1))
+    multinode = nodes > 1
+    _check_env(spec, multinode)
+    if spec.get("command") is not None and spec.get("args") is not None:
+        raise TaoError("give either command (shell text) or args (native argv), not both")
+    if spec.get("command") is None and not spec.get("args"):
+        raise TaoError("the job spec needs command (shell text) or args (native argv)")
+    tier = spec.get("storage_tier", "A")
+    shm = spec.get("shm_size") or pins.resolve(
+        "kubernetes.shm_size_multinode" if multinode else "kubernetes.shm_size_single"
+    )
+    labels = labels_for(job_id)
+    pod_labels = {**(spec.get("pod_labels") or {}), **labels}
+    pod_annotations = dict(spec.get("pod_annotations") or {})
+    volumes, mounts = _volumes_and_mounts(spec, shm)
+    env_from = [{"secretRef": {"name": cred_secret}}] if cred_secret else None
+
+    user_argv = ["/bin/sh", "-c", spec["command"]] if spec.get("command") is not None else list(spec["args"])
+    staging = None
+    init_containers: list[dict] = []
+    extra_containers: list[dict] = []
+    if tier == "C":
+        staging = spec.get("staging_dir") or "/tao-staging"
+        if staging in {m["mountPath"] for m in mounts}:
+            raise TaoError(f"staging_dir {staging} collides with a mount path")
+        for item in (spec.get("s3_inputs") or []) + (spec.get("s3_outputs") or []):
+            if not _under(item["path"], staging):
+                raise TaoError(f"tier C path {item['path']} must be under staging_dir {staging} (the shared emptyDir)")
+        if not cred_secret:
+            raise TaoError("storage tier C needs S3 credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) in the per-job Secret")
+        volumes.append({"name": "staging", "emptyDir": {}})
+        stage_mount = {"name": "staging", "mountPath": staging}
+        mounts.append(stage_mount)
+        s3_image = pins.resolve("images.s3_client")
+        staging_env = [{"name": "TAO_STAGING_DIR", "value": staging}]
+        fetch_args = [x for i in spec.get("s3_inputs") or [] for x in (i["uri"], i["path"])]
+        init_containers.append({
+            "name": "fetch",
+            "image": s3_image,
+            "command": ["/bin/sh", "-c", FETCH_SCRIPT, "tao-fetch", *fetch_args],
+            "env": staging_env,
+            "envFrom": env_from,
+            "volumeMounts": [stage_mount],
+        })
+        upload_args = [x for o in spec.get("s3_outputs") or [] for x in (o["path"], o["uri"])]
+        extra_containers.append({
+            "name": "upload",
+            "image": s3_image,
+            "command": ["/bin/sh", "-c", UPLOAD_SCRIPT, "tao-upload", *upload_args],
+            "env": staging_env,
+            "envFrom": env_from,
+            "volumeMounts": [stage_mount],
+        })
+        command = ["/bin/sh", "-c", MAIN_WRAPPER, "tao-main", *user_argv]
+    elif spec.get("s3_inputs") or spec.get("s3_outputs"):
+        raise TaoError("s3_inputs/s3_outputs need storage_tier C")
+    else:
+        command = user_argv
+
+    config_map = None
+    if config is not None:
+        cm_name = config_map_name(job_id)
+        key = config.get("key") or "config"
+        digest = sha256_text(config["text"])
+        if config.get("sha256") and config["sha256"] != digest:
+            raise TaoError("config file content does not match its sha256: re-materialise the config and pass the new hash")
+        config_map = {
+            "name": cm_name,
+            "annotations": {CONFIG_SHA_ANNOTATION: digest},
+            "data": {key: config["text"]},
+        }
+        if config["mount_path"] in {m["mountPath"] for m in mounts}:
+            raise TaoError(f"config mount path {config['mount_path']} collides with another mount")
+        volumes.append({"name": "tao-config", "configMap": {"name": cm_name}})
+        mounts.append({"name": "tao-config", "mountPath": config["mount_path"], "subPath": key, "readOnly": True})
+        pod_annotations[CONFIG_SHA_ANNOTATION] = digest
+
+    main: dict[str, Any] = {"name": "main", "image": spec["image"], "command": command}
+    if spec.get("working_dir"):
+        main["workingDir"] = spec["working_dir"]
+    main["env"] = _env_list(spec, job_id, name, name, multinode, staging)
+    if env_from:
+        main["envFrom"] = env_from
+    resources = _resources(spec)
+    if resources:
+        main["resources"] = resources
+    main["volumeMounts"] = mounts
+    for c in init_containers + extra_containers:
+        if c["envFrom"] is None:
+            del c["envFrom"]
+
+    pulls = [{"name": s} for s in [*pull_secrets, *([spec["image_pull_secret"]] if spec.get("image_pull_secret") else [])]]
+    return {
+        "name": name,
+        "service_name": name,
+        "namespace": namespace,
+        "labels": labels,
+        "pod_labels": pod_labels,
+        "pod_annotations": pod_annotations or None,
+        "selector": {JOB_LABEL: job_id},
+        "nodes": nodes,
+        "master_port": int(spec.get("master_port") or pins.resolve("kubernetes.master_port")),
+        "ttl_seconds_after_finished": int(
+            spec["ttl_seconds_after_finished"] if spec.get("ttl_seconds_after_finished") is not None
+            else pins.resolve("kubernetes.ttl_seconds_after_finished")
+        ),
+        "active_deadline_seconds": spec.get("active_deadline_seconds"),
+        "image_pull_secrets": pulls or None,
+        "node_selector": spec.get("node_selector") or None,
+        "tolerations": spec.get("tolerations") or None,
+        "share_process_namespace": tier == "C",
+        "init_containers": init_containers or None,
+        "containers": [main, *extra_containers],
+        "volumes": volumes,
+        "config_map": config_map,
+    }
+
+
+def render_manifests(spec: dict, **kwargs: Any) -> list[dict]:
+    """Render the manifests for ``spec``: [ConfigMap?] [Service (multi-node)] Job."""
+    ctx = build_context(spec, **kwargs)
+    template = INDEXED_TEMPLATE if ctx["nodes"] > 1 else SINGLE_TEMPLATE
+    return render_yaml_documents(template, ctx)
+
+
+def find(objs: list[dict], kind: str) -> dict | None:
+    """The first object of ``kind`` in a rendered list."""
+    return next((o for o in objs if o.get("kind") == kind), None)

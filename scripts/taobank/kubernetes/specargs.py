@@ -1,0 +1,94 @@
+"""Command-line flags that describe a job spec (shared by render_k8s_job.py and tao_k8s.py submit)."""
+from __future__ import annotations
+
+import argparse
+import os
+
+from ..errors import UsageError
+
+
+def _kv(items: list[str] | None, what: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"{what} {item!r} must look like KEY=VALUE")
+        out[key] = value
+    return out
+
+
+def spec_arguments(parser: argparse.ArgumentParser) -> None:
+    """Flags shared by render_k8s_job.py and tao_k8s.py submit."""
+    parser.add_argument("--spec", help="job spec file (YAML or JSON)")
+    parser.add_argument("--image")
+    cmd = parser.add_mutually_exclusive_group()
+    cmd.add_argument("--command", help="shell text, run as /bin/sh -c (never bash)")
+    cmd.add_argument("--args-json", help="native container argv as a JSON list (no shell)")
+    parser.add_argument("--network-arch")
+    parser.add_argument("--action")
+    parser.add_argument("--results-dir")
+    parser.add_argument("--storage-tier", choices=["A", "C"])
+    parser.add_argument("--gpus", type=int, help="GPUs per pod (per node)")
+    parser.add_argument("--nodes", type=int, help="pods/nodes; > 1 renders an Indexed Job + headless Service")
+    parser.add_argument("--cpu")
+    parser.add_argument("--memory")
+    parser.add_argument("--env", action="append", metavar="KEY=VALUE", help="non-secret env (repeatable)")
+    parser.add_argument("--nccl-env", action="append", metavar="NCCL_X=VALUE", help="per-cluster NCCL env (repeatable)")
+    parser.add_argument("--pvc-mount", action="append", metavar="CLAIM:/path", help="tier A PVC mount (repeatable)")
+    parser.add_argument("--node-selector", action="append", metavar="KEY=VALUE")
+    parser.add_argument("--pod-annotation", action="append", metavar="KEY=VALUE")
+    parser.add_argument("--ttl", type=int, dest="ttl_seconds_after_finished", help="ttlSecondsAfterFinished")
+    parser.add_argument("--active-deadline", type=int, dest="active_deadline_seconds")
+    parser.add_argument("--image-pull-secret", help="name of a pull secret already in the namespace")
+
+
+def spec_from_args(args: argparse.Namespace) -> dict:
+    """Merge --spec with flags, then validate against the schema."""
+    import json
+
+    from . import spec as specmod
+
+    spec: dict = specmod.load_file(args.spec) if args.spec else {}
+    for key in ("image", "command", "network_arch", "action", "results_dir", "storage_tier", "gpus", "nodes",
+                "cpu", "memory", "ttl_seconds_after_finished", "active_deadline_seconds", "image_pull_secret"):
+        value = getattr(args, key, None)
+        if value is not None:
+            spec[key] = value
+    if args.command is not None:
+        spec.pop("args", None)
+    if args.args_json is not None:
+        try:
+            argv = json.loads(args.args_json)
+        except ValueError:
+            raise UsageError("--args-json must be a JSON list of strings") from None
+        spec["args"] = argv
+        spec.pop("command", None)
+    for flag, key in (("env", "env"), ("nccl_env", "nccl_env"), ("node_selector", "node_selector"),
+                      ("pod_annotation", "pod_annotations")):
+        extra = _kv(getattr(args, flag), "--" + flag.replace("_", "-"))
+        if extra:
+            spec[key] = {**(spec.get(key) or {}), **extra}
+    nccl_file = os.environ.get("TAO_K8S_NCCL_ENV")
+    if nccl_file:  # per-cluster NCCL settings (KEY=VALUE lines); flags and spec win
+        spec["nccl_env"] = {**_read_env_file(nccl_file), **(spec.get("nccl_env") or {})}
+    for item in args.pvc_mount or []:
+        claim, sep, path = item.partition(":")
+        if not sep:
+            raise UsageError(f"--pvc-mount {item!r} must look like CLAIM:/mount/path")
+        spec.setdefault("mounts", []).append({"pvc": claim, "mount_path": path})
+    specmod.validate(spec, "k8s-job-spec.schema.json", "job spec")
+    return spec
+
+
+def _read_env_file(path: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    try:
+        lines = open(path, encoding="utf-8").read().splitlines()
+    except OSError as exc:
+        raise UsageError(f"TAO_K8S_NCCL_ENV={path}: {exc.strerror}") from None
+    for line in lines:
+        line = line.strip()
+        if line and not line.startswith("#"):
+            key, _, value = line.partition("=")
+            out[key.strip()] = value.strip()
+    return out
