@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""The job record: open a job (mint its id), mark its state, show and list records.
+
+  open --platform P --image I --network-arch A --action X --storage-tier T --results-dir R
+       [--retry-of ID] [--meta KEY=VALUE]...        prints only the new id
+  mark ID --state S [--backend-ref REF] [--source agent|poller|backend-hook]
+       [--message M] [--err-class ERR_INFRA|ERR_PROGRAM] [--meta KEY=VALUE]...
+  show ID [--json]
+  list [--platform P] [--state S] [--active] [--json]
+  dir ID                                             prints the job's artifact folder
+
+Records live in $TAO_STATE_DIR (default ${XDG_STATE_HOME:-~/.local/state}/tao-skill-bank/jobs).
+States: PENDING RUNNING COMPLETE ERROR CANCELED UNKNOWN; see docs/job-record.md for the
+transition table. An illegal mark exits 1 naming the allowed transitions.
+"""
+from __future__ import annotations
+
+import argparse
+
+from taobank.cli import print_json, run_main
+from taobank.errors import UsageError
+
+
+def _meta(pairs: list[str] | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--meta {pair!r} is not KEY=VALUE")
+        out[key] = value
+    return out
+
+
+def _show_text(rec: dict) -> None:
+    for key in ("id", "state", "err_class", "platform", "image", "network_arch", "action", "storage_tier",
+                "results_dir", "backend_ref", "retry_of", "attempt", "message", "created_at", "updated_at"):
+        value = rec.get(key)
+        print(f"{key}: {'' if value is None else value}")
+    for k, v in sorted(rec.get("backend", {}).items()):
+        print(f"backend.{k}: {v}")
+    print("transitions:")
+    for t in rec["transitions"]:
+        note = f" {t['message']}" if t.get("message") else ""
+        print(f"  {t['time']} {t['state']} ({t['source']}){note}")
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="tao_job_record.py", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__.split("\n\n", 1)[1])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    p = sub.add_parser("open", help="mint an id and store a PENDING record; prints the id")
+    p.add_argument("--platform", required=True, help="kubernetes (k8s) or slurm")
+    p.add_argument("--image", required=True)
+    p.add_argument("--network-arch", required=True)
+    p.add_argument("--action", required=True)
+    p.add_argument("--storage-tier", required=True, help="A (mounted volume) or C (S3 staging)")
+    p.add_argument("--results-dir", required=True, help="absolute path or URI (s3://, lustre://, pvc://...)")
+    p.add_argument("--retry-of", metavar="ID", help="the finished job this one retries")
+    p.add_argument("--meta", action="append", metavar="KEY=VALUE", help="backend metadata (repeatable)")
+    p.add_argument("--json", action="store_true", help="print the whole record instead of the id")
+
+    p = sub.add_parser("mark", help="move a record to a new state")
+    p.add_argument("id")
+    p.add_argument("--state", required=True)
+    p.add_argument("--backend-ref", help="e.g. <namespace>/<job-name> or the SLURM job id")
+    p.add_argument("--source", default="agent", help="agent (default), poller or backend-hook")
+    p.add_argument("--message", help="free text; secrets in it are redacted before storage")
+    p.add_argument("--err-class", help="ERR_INFRA or ERR_PROGRAM (only with --state ERROR)")
+    p.add_argument("--meta", action="append", metavar="KEY=VALUE", help="backend metadata (repeatable)")
+    p.add_argument("--json", action="store_true", help="print the stored record")
+
+    p = sub.add_parser("show", help="print one record")
+    p.add_argument("id")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("list", help="list records, oldest first")
+    p.add_argument("--platform")
+    p.add_argument("--state")
+    p.add_argument("--active", action="store_true", help="only PENDING, RUNNING, UNKNOWN")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("dir", help="print (and create) the job's mode-700 artifact folder")
+    p.add_argument("id")
+
+    args = ap.parse_args(argv)
+    from taobank import records
+
+    if args.cmd == "open":
+        rec = records.open_record(args.platform, args.image, args.network_arch, args.action, args.storage_tier,
+                                  args.results_dir, retry_of=args.retry_of, backend=_meta(args.meta))
+        if args.json:
+            print_json(rec)
+        else:
+            print(rec["id"])
+    elif args.cmd == "mark":
+        rec = records.mark(args.id, args.state, backend_ref=args.backend_ref, source=args.source,
+                           message=args.message, err_class=args.err_class, backend=_meta(args.meta))
+        if args.json:
+            print_json(rec)
+        else:
+            print(f"{rec['id']} {rec['state']}")
+    elif args.cmd == "show":
+        rec = records.load(args.id)
+        if args.json:
+            print_json(rec)
+        else:
+            _show_text(rec)
+    elif args.cmd == "list":
+        recs = records.list_records(args.platform, args.state, args.active)
+        if args.json:
+            print_json(recs)
+        else:
+            for r in recs:
+                print(f"{r['id']}\t{r['state']}\t{r['platform']}\t{r['backend_ref'] or '-'}\t{r['updated_at']}")
+    elif args.cmd == "dir":
+        print(records.artifact_dir(args.id))
+    return 0
+
+
+if __name__ == "__main__":
+    run_main(main)

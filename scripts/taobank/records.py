@@ -1,0 +1,385 @@
+"""The job-record store: one JSON file per job, the source of truth for a job.
+
+* Location: ``$TAO_STATE_DIR`` or ``${XDG_STATE_HOME:-~/.local/state}/tao-skill-bank/jobs``;
+  the folder is mode 700, every file 600 whatever the umask.
+* Writes are atomic (temp file in the same folder, fsync, rename, fsync of the
+  folder): a writer killed at any point leaves the old or the new record.
+* A read-modify-write holds an exclusive ``fcntl`` lock on ``<id>.lock``, so
+  concurrent marks from many processes lose no transition.
+* Every write is validated against ``schemas/job-record.schema.json`` and the
+  transition table of :mod:`taobank.states`.
+* A new id is linked into place with ``os.link`` (fails if the name exists), so
+  a colliding id is minted again, never overwritten.
+* Free text (``message``) passes through :func:`taobank.redact.redact_text`;
+  a ``results_dir`` carrying credentials is refused.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import tempfile
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from . import BANK_ROOT, names, states
+from .errors import TaoError
+
+STATE_DIR_ENV = "TAO_STATE_DIR"
+SCHEMA_FILE = BANK_ROOT / "schemas" / "job-record.schema.json"
+RECORD_VERSION = 1
+STORAGE_TIERS = ("A", "C")
+_MAX_MINT_TRIES = 32
+_MAX_TEXT = 4096
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_META_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+_validator = None
+
+
+# ---------------------------------------------------------------- paths
+def state_dir() -> Path:
+    """The record folder (created mode 700 on first use)."""
+    env = os.environ.get(STATE_DIR_ENV)
+    if env:
+        d = Path(env).expanduser()
+    else:
+        base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+        d = Path(base) / "tao-skill-bank" / "jobs"
+    d = d.absolute()
+    try:
+        d.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if (d.stat().st_mode & 0o777) != 0o700:
+            os.chmod(d, 0o700)
+    except OSError as exc:
+        raise TaoError(f"cannot use state directory {d}: {exc.strerror}: set {STATE_DIR_ENV} to a writable folder") from None
+    return d
+
+
+def _check_id(job_id: str) -> str:
+    if not isinstance(job_id, str) or not names.is_dns1035_label(job_id) or len(job_id) > names.MAX_ID_LEN:
+        raise TaoError(f"{job_id!r} is not a job id: ids are printed by 'tao_job_record.py open' (see 'list')")
+    return job_id
+
+
+def record_path(job_id: str) -> Path:
+    return state_dir() / f"{_check_id(job_id)}.json"
+
+
+def artifact_dir(job_id: str) -> Path:
+    """Mode-700 folder beside the record for saved logs and other artifacts of the job."""
+    load(job_id)  # only for jobs that exist
+    d = state_dir() / f"{job_id}.d"
+    d.mkdir(mode=0o700, exist_ok=True)
+    os.chmod(d, 0o700)
+    return d
+
+
+# ---------------------------------------------------------------- io
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _fsync_dir(d: Path) -> None:
+    fd = os.open(d, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_temp(d: Path, job_id: str, rec: dict) -> str:
+    data = (json.dumps(rec, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=f".{job_id}.", suffix=".tmp")  # mkstemp: mode 600
+    try:
+        os.fchmod(fd, 0o600)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        os.unlink(tmp)
+        raise
+    os.close(fd)
+    return tmp
+
+
+def _replace(job_id: str, rec: dict) -> None:
+    validate(rec)
+    d = state_dir()
+    tmp = _write_temp(d, job_id, rec)
+    try:
+        os.replace(tmp, d / f"{job_id}.json")
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    _fsync_dir(d)
+
+
+def _create(job_id: str, rec: dict) -> bool:
+    """Put a new record in place unless the id exists (False then). Never overwrites."""
+    validate(rec)
+    d = state_dir()
+    tmp = _write_temp(d, job_id, rec)
+    try:
+        os.link(tmp, d / f"{job_id}.json")
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(tmp)
+    _fsync_dir(d)
+    return True
+
+
+@contextmanager
+def _locked(job_id: str) -> Iterator[None]:
+    path = state_dir() / f"{job_id}.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing drops the lock
+
+
+def _read(path: Path) -> dict:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        raise TaoError(f"no job record {path.stem} in {path.parent}: see 'tao_job_record.py list'") from None
+    except (ValueError, OSError) as exc:
+        raise TaoError(f"job record {path} is unreadable ({exc}): restore it or remove it") from None
+
+
+# ---------------------------------------------------------------- validation
+def validate(rec: Mapping[str, Any]) -> None:
+    """Schema plus the rules a schema cannot say; TaoError naming the first problem."""
+    global _validator
+    if _validator is None:
+        from .deps import require
+
+        jsonschema = require("jsonschema")
+        schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+        _validator = jsonschema.Draft202012Validator(schema)
+    err = next(iter(sorted(_validator.iter_errors(rec), key=lambda e: list(e.path))), None)
+    if err is not None:
+        where = "/".join(str(p) for p in err.absolute_path) or "record"
+        raise TaoError(f"job record rejected at {where}: {err.message[:200]}")
+    trs = rec["transitions"]
+    if trs[0]["state"] != states.INITIAL or trs[-1]["state"] != rec["state"]:
+        raise TaoError("job record rejected: transitions must start at PENDING and end at the current state")
+    for a, b in zip(trs, trs[1:]):
+        if not states.is_allowed(a["state"], b["state"]):
+            raise TaoError(f"job record rejected: transition {a['state']} -> {b['state']} is not in the table")
+
+
+def check_results_dir(value: str) -> str:
+    """An absolute path or a ``scheme://`` URI without credentials; anything else is refused."""
+    from urllib.parse import urlsplit
+
+    v = str(value).strip()
+    if not v:
+        raise TaoError("results_dir is empty: give an absolute path or a URI such as s3://bucket/prefix")
+    if any(ord(c) < 32 or ord(c) == 127 for c in v):
+        raise TaoError("results_dir contains a control character: give a plain path or URI")
+    if _URI.match(v):
+        parts = urlsplit(v)
+        if parts.username is not None or parts.password is not None or "@" in parts.netloc:
+            raise TaoError("results_dir carries credentials (user@ or user:pass@): give the bare URI and keep credentials in the environment")
+        if parts.query or parts.fragment or "?" in v:
+            raise TaoError("results_dir has a query string (presigned URLs carry credentials): give the bare URI, e.g. s3://bucket/prefix")
+        if not (parts.netloc or parts.path.strip("/")):
+            raise TaoError(f"results_dir {v!r} names no location: add the bucket/volume and prefix")
+    elif not v.startswith("/"):
+        hint = "expand ~ first" if v.startswith("~") else "relative paths are refused"
+        raise TaoError(f"results_dir {v!r} is not absolute ({hint}): give /abs/path or a URI such as s3://bucket/prefix")
+    if ".." in v.split("/"):
+        raise TaoError(f"results_dir {v!r} contains '..': give the resolved path")
+    from .redact import lint_text
+
+    if lint_text(v, "results_dir"):
+        raise TaoError("results_dir looks like it carries a credential: give the bare path or URI")
+    return v
+
+
+def _clean_text(text: str | None) -> str | None:
+    if text is None:
+        return None
+    from .redact import redact_text
+
+    text = redact_text(str(text))
+    return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 3] + "..."
+
+
+def _clean_backend(backend: Mapping[str, Any] | None) -> dict:
+    out: dict = {}
+    if not backend:
+        return out
+    from .redact import redact_text
+
+    for k, v in backend.items():
+        if not isinstance(k, str) or not _META_KEY.match(k):
+            raise TaoError(f"backend metadata key {k!r} is invalid: use letters, digits, _ . - (max 64)")
+        if v is not None and not isinstance(v, (str, int, bool)):
+            raise TaoError(f"backend metadata {k} must be a string, integer or boolean")
+        if isinstance(v, str) and redact_text(f"{k}={v}") != f"{k}={v}":
+            raise TaoError(f"backend metadata {k} looks like a credential: never store secrets in a record")
+        out[k] = v
+    return out
+
+
+def _required(name: str, value: Any) -> str:
+    text = "" if value is None else str(value).strip()
+    if not text:
+        raise TaoError(f"{name} is required: pass a non-empty value")
+    if any(ord(c) < 32 for c in text):
+        raise TaoError(f"{name} contains a control character: refused")
+    return text
+
+
+# ---------------------------------------------------------------- API
+def open_record(
+    platform: str,
+    image: str,
+    network_arch: str,
+    action: str,
+    storage_tier: str,
+    results_dir: str,
+    *,
+    retry_of: str | None = None,
+    backend: Mapping[str, Any] | None = None,
+) -> dict:
+    """Mint an id and store a PENDING record; returns it (``rec["id"]``).
+
+    ``retry_of`` links a retry to a finished parent (attempt = parent's + 1);
+    retrying a job that is still active is refused (it would run twice).
+    """
+    tier = _required("storage_tier", storage_tier).upper()
+    if tier not in STORAGE_TIERS:
+        raise TaoError(f"storage tier {storage_tier!r} is unknown: use A (mounted volume) or C (S3 staging)")
+    attempt = 1
+    if retry_of is not None:
+        parent = load(retry_of)
+        if parent["state"] not in states.TERMINAL:
+            raise TaoError(f"job {retry_of} is {parent['state']}: mark it ERROR or CANCELED before opening a retry")
+        attempt = parent["attempt"] + 1
+    now = _now()
+    rec = {
+        "record_version": RECORD_VERSION,
+        "id": "",
+        "platform": states.canonical_platform(platform),
+        "image": _required("image", image),
+        "network_arch": _required("network_arch", network_arch),
+        "action": _required("action", action),
+        "storage_tier": tier,
+        "results_dir": check_results_dir(results_dir),
+        "backend_ref": None,
+        "backend": _clean_backend(backend),
+        "state": states.INITIAL,
+        "err_class": None,
+        "message": None,
+        "transitions": [{"time": now, "state": states.INITIAL, "source": "agent", "message": "opened"}],
+        "retry_of": retry_of,
+        "attempt": attempt,
+        "created_at": now,
+        "updated_at": now,
+    }
+    if _clean_text(rec["image"]) != rec["image"]:
+        raise TaoError("image looks like it carries a credential: give the bare image reference")
+    for _ in range(_MAX_MINT_TRIES):
+        rec["id"] = names.mint_job_id(rec["network_arch"], rec["action"])
+        if _create(rec["id"], rec):
+            return rec
+    raise TaoError(f"could not mint a free job id after {_MAX_MINT_TRIES} tries in {state_dir()}: check the folder")
+
+
+def load(job_id: str) -> dict:
+    """The record of ``job_id`` (TaoError if there is none)."""
+    return _read(record_path(job_id))
+
+
+def mark(
+    job_id: str,
+    state: str,
+    *,
+    backend_ref: str | None = None,
+    source: str = "agent",
+    message: str | None = None,
+    err_class: str | None = None,
+    backend: Mapping[str, Any] | None = None,
+) -> dict:
+    """Move a record to ``state`` under the transition table; returns the stored record.
+
+    Same state on an active record: updates backend_ref/backend/message only.
+    Same state on a terminal record: no-op. Anything outside the table: TaoError.
+    """
+    new = states.canonical_state(state)
+    src = states.canonical_source(source)
+    cls = states.canonical_err_class(err_class) if err_class else None
+    if cls and new != "ERROR":
+        raise TaoError(f"err_class {cls} is only allowed with --state ERROR (got {new})")
+    meta = _clean_backend(backend)
+    msg = _clean_text(message)
+    ref = None if backend_ref is None else _required("backend_ref", backend_ref)
+    if ref is not None and _clean_text(ref) != ref:
+        raise TaoError("backend_ref looks like it carries a credential: refused")
+    path = record_path(job_id)
+    with _locked(job_id):
+        rec = _read(path)
+        cur = rec["state"]
+        if cur in states.TERMINAL:
+            if new == cur:
+                return rec  # repeating a final mark (poller + agent) changes nothing
+            raise TaoError(f"job {job_id} is {cur} (terminal) and cannot become {new}: {states.allowed_text(cur)}")
+        if new != cur and not states.is_allowed(cur, new):
+            raise TaoError(f"illegal transition {cur} -> {new} for job {job_id}: {states.allowed_text(cur)}")
+        if ref is not None:
+            if rec["backend_ref"] not in (None, ref):
+                raise TaoError(f"job {job_id} is bound to backend_ref {rec['backend_ref']!r}: it cannot change to {ref!r}")
+            rec["backend_ref"] = ref
+        rec["backend"].update(meta)
+        now = _now()
+        if msg is not None:
+            rec["message"] = msg
+        if new != cur:
+            rec["state"] = new
+            rec["transitions"].append({"time": now, "state": new, "source": src, "message": msg})
+            if new == "ERROR":
+                rec["err_class"] = cls
+        rec["updated_at"] = now
+        _replace(job_id, rec)
+        return rec
+
+
+def list_records(platform: str | None = None, state: str | None = None, active: bool = False) -> list[dict]:
+    """Records, oldest first, filtered by platform, state and/or activity."""
+    plat = states.canonical_platform(platform) if platform else None
+    st = states.canonical_state(state) if state else None
+    out = []
+    for f in state_dir().glob("*.json"):
+        if not names.is_dns1035_label(f.stem):
+            continue
+        try:
+            rec = _read(f)
+        except TaoError as exc:
+            if isinstance(exc.__context__, FileNotFoundError) or not f.exists():
+                continue  # removed while listing
+            raise
+        if plat and rec.get("platform") != plat:
+            continue
+        if st and rec.get("state") != st:
+            continue
+        if active and rec.get("state") not in states.ACTIVE:
+            continue
+        out.append(rec)
+    out.sort(key=lambda r: (r.get("created_at", ""), r.get("id", "")))
+    return out
+
+
+__all__ = ["state_dir", "open_record", "mark", "load", "list_records", "artifact_dir", "check_results_dir",
+           "validate", "record_path", "STATE_DIR_ENV"]

@@ -1,0 +1,315 @@
+"""The record store: table enforcement, atomicity, locking, modes, refusals."""
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from taobank import names, records, states
+from taobank.errors import TaoError
+
+BANK = Path(__file__).resolve().parents[2]
+SCRIPTS = BANK / "scripts"
+
+
+def _open(**kw):
+    args = dict(platform="kubernetes", image="nvcr.io/nvidia/tao/tao-toolkit:7.1.0-pyt", network_arch="deformable_detr",
+                action="train", storage_tier="A", results_dir="/results/x")
+    args.update(kw)
+    return records.open_record(**args)
+
+
+def _at(state: str) -> str:
+    rec = _open()
+    if state != "PENDING":
+        records.mark(rec["id"], state)
+    return rec["id"]
+
+
+def test_open_record_fields(state_dir):
+    rec = _open(platform="K8S", storage_tier="c", results_dir="s3://bucket/prefix", backend={"namespace": "ns"})
+    assert names.is_dns1035_label(rec["id"]) and rec["id"].startswith("deformable-detr-train-")
+    assert rec["platform"] == "kubernetes" and rec["storage_tier"] == "C" and rec["state"] == "PENDING"
+    assert rec["attempt"] == 1 and rec["retry_of"] is None and rec["err_class"] is None
+    assert rec["backend"] == {"namespace": "ns"} and rec["backend_ref"] is None
+    assert [t["state"] for t in rec["transitions"]] == ["PENDING"]
+    assert records.load(rec["id"]) == rec
+    assert (state_dir / f"{rec['id']}.json").is_file()
+
+
+def test_state_dir_default(monkeypatch, tmp_path):
+    monkeypatch.delenv("TAO_STATE_DIR", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    assert records.state_dir() == tmp_path / "xdg" / "tao-skill-bank" / "jobs"
+    monkeypatch.delenv("XDG_STATE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert records.state_dir() == tmp_path / "home" / ".local" / "state" / "tao-skill-bank" / "jobs"
+
+
+@pytest.mark.parametrize("mask", [0o000, 0o022, 0o077])
+def test_modes_are_umask_independent(state_dir, mask):
+    old = os.umask(mask)
+    try:
+        rid = _open()["id"]
+        records.mark(rid, "RUNNING")
+        art = records.artifact_dir(rid)
+    finally:
+        os.umask(old)
+    assert state_dir.stat().st_mode & 0o777 == 0o700
+    assert art.stat().st_mode & 0o777 == 0o700 and art.parent == state_dir
+    for f in state_dir.iterdir():
+        if f.is_file():
+            assert f.stat().st_mode & 0o777 == 0o600, f
+
+
+def test_existing_wide_state_dir_is_tightened(tmp_path, monkeypatch):
+    d = tmp_path / "wide"
+    d.mkdir(mode=0o755)
+    os.chmod(d, 0o755)
+    monkeypatch.setenv("TAO_STATE_DIR", str(d))
+    _open()
+    assert d.stat().st_mode & 0o777 == 0o700
+
+
+CASES = [(src, dst) for src in states.STATES for dst in states.STATES]
+
+
+@pytest.mark.parametrize("src,dst", CASES)
+def test_transition_table_enforced(state_dir, src, dst):
+    rid = _at(src)
+    before = records.load(rid)
+    if dst == src:
+        rec = records.mark(rid, dst, message="again")
+        if src in states.TERMINAL:
+            assert rec == before == records.load(rid)  # no-op
+        else:
+            assert rec["state"] == src and rec["transitions"] == before["transitions"]
+            assert rec["message"] == "again"
+    elif states.is_allowed(src, dst):
+        rec = records.mark(rid, dst)
+        assert rec["state"] == dst and rec["transitions"][-1]["state"] == dst
+        assert len(rec["transitions"]) == len(before["transitions"]) + 1
+    else:
+        with pytest.raises(TaoError) as exc:
+            records.mark(rid, dst)
+        assert ("allowed from" in str(exc.value)) or ("terminal" in str(exc.value))
+        assert records.load(rid) == before
+
+
+def test_pitfall_sequence_refused(state_dir):
+    rid = _at("PENDING")
+    records.mark(rid, "UNKNOWN")
+    with pytest.raises(TaoError, match="allowed from UNKNOWN: RUNNING, COMPLETE, ERROR, CANCELED"):
+        records.mark(rid, "PENDING")
+
+
+@pytest.mark.parametrize("terminal", sorted(states.TERMINAL))
+def test_terminal_never_changes(state_dir, terminal):
+    rid = _at(terminal)
+    snap = records.load(rid)
+    for dst in states.STATES:
+        if dst != terminal:
+            with pytest.raises(TaoError):
+                records.mark(rid, dst)
+    records.mark(rid, terminal, backend_ref="ns/other", message="late", backend={"x": "y"})
+    assert records.load(rid) == snap
+
+
+def test_err_class_only_with_error(state_dir):
+    rid = _at("RUNNING")
+    for st in ("RUNNING", "COMPLETE", "CANCELED", "UNKNOWN", "PENDING"):
+        with pytest.raises(TaoError, match="only allowed with --state ERROR"):
+            records.mark(rid, st, err_class="ERR_INFRA")
+    rec = records.mark(rid, "error", err_class="err_program")
+    assert rec["state"] == "ERROR" and rec["err_class"] == "ERR_PROGRAM"
+    rid2 = _at("RUNNING")
+    assert records.mark(rid2, "ERROR")["err_class"] is None  # optional
+    with pytest.raises(TaoError, match="unknown err_class"):
+        records.mark(_at("RUNNING"), "ERROR", err_class="ERR_OOM")
+
+
+def test_schema_rejects_bad_records(state_dir):
+    rec = _open()
+    bad = dict(rec, state="RUNNING", err_class="ERR_INFRA", transitions=rec["transitions"] + [
+        {"time": rec["created_at"], "state": "RUNNING", "source": "agent", "message": None}])
+    with pytest.raises(TaoError, match="rejected"):
+        records.validate(bad)
+    for key, value in [("platform", "k8s"), ("storage_tier", "B"), ("results_dir", "rel/x"), ("attempt", 0),
+                       ("id", "Bad_Id"), ("state", "DONE")]:
+        with pytest.raises(TaoError, match="rejected"):
+            records.validate(dict(rec, **{key: value}))
+    extra = dict(rec, password="x")
+    with pytest.raises(TaoError, match="rejected"):
+        records.validate(extra)
+    loop = dict(rec, state="PENDING", transitions=rec["transitions"] + [
+        {"time": rec["created_at"], "state": "UNKNOWN", "source": "agent", "message": None},
+        {"time": rec["created_at"], "state": "PENDING", "source": "agent", "message": None}])
+    with pytest.raises(TaoError, match="UNKNOWN -> PENDING"):
+        records.validate(loop)
+
+
+def test_every_write_is_validated(state_dir):
+    """A hand-edited invalid record cannot be carried forward by a mark."""
+    rid = _at("PENDING")
+    path = state_dir / f"{rid}.json"
+    data = json.loads(path.read_text())
+    data["platform"] = "k8s"
+    path.write_text(json.dumps(data))
+    with pytest.raises(TaoError, match="rejected at platform"):
+        records.mark(rid, "RUNNING")
+    with pytest.raises(TaoError, match="string, integer or boolean"):
+        records.mark(_at("PENDING"), "RUNNING", backend={"x": [1]})
+
+
+@pytest.mark.parametrize("value", [
+    "relative/path", "./x", "~/results", "", "   ", "s3://user:pass@bucket/x", "s3://key@bucket/x",
+    "https://user:pw@host/x", "s3://b/k?X-Amz-Signature=abc", "https://b.s3.amazonaws.com/k?X-Amz-Credential=a",
+    "gs://b/x#frag", "/a/../b", "/res\nults", "s3://", "lustre://AKIAABCDEFGHIJKLMNOP/x",
+])
+def test_results_dir_refused(state_dir, value):
+    with pytest.raises(TaoError, match="results_dir"):
+        _open(results_dir=value)
+    assert records.list_records() == []
+
+
+@pytest.mark.parametrize("value", ["/lustre/fsw/x", "/results", "s3://bucket/prefix/run1", "lustre://fs/x",
+                                   "gs://b/p", "pvc://claim/sub", "nfs://server/export", "/path with space/x"])
+def test_results_dir_accepted(state_dir, value):
+    assert _open(results_dir=value)["results_dir"] == value
+
+
+def test_secret_in_message_is_redacted(state_dir):
+    rid = _at("PENDING")
+    records.mark(rid, "RUNNING", message="started with HF_TOKEN=s3cr3tVALUE42 and Authorization: Bearer zzzTOPzzz")
+    raw = (state_dir / f"{rid}.json").read_text()
+    assert "s3cr3tVALUE42" not in raw and "zzzTOPzzz" not in raw and "REDACTED" in raw
+    with pytest.raises(TaoError, match="credential"):
+        records.mark(rid, "RUNNING", backend={"login_host": "https://u:pw@x/"})
+    with pytest.raises(TaoError, match="credential"):
+        records.mark(rid, "RUNNING", backend_ref="hf_" + "a" * 34)
+
+
+def test_backend_merge_and_ref_binding(state_dir):
+    rid = _at("PENDING")
+    records.mark(rid, "RUNNING", backend_ref="ns/job", backend={"uid": "u1", "namespace": "ns"})
+    rec = records.mark(rid, "RUNNING", backend_ref="ns/job", backend={"name": "job", "slurm_job_id": 42})
+    assert rec["backend"] == {"uid": "u1", "namespace": "ns", "name": "job", "slurm_job_id": 42}
+    with pytest.raises(TaoError, match="bound to backend_ref"):
+        records.mark(rid, "RUNNING", backend_ref="ns/other")
+
+
+def test_retry_link(state_dir):
+    parent = _at("RUNNING")
+    with pytest.raises(TaoError, match="before opening a retry"):
+        _open(retry_of=parent)
+    records.mark(parent, "ERROR", err_class="ERR_INFRA")
+    child = _open(retry_of=parent)
+    assert child["retry_of"] == parent and child["attempt"] == 2
+    records.mark(child["id"], "ERROR")
+    grandchild = _open(retry_of=child["id"])
+    assert grandchild["attempt"] == 3
+    with pytest.raises(TaoError, match="no job record"):
+        _open(retry_of="nope-train-00000000")
+
+
+def test_collision_retried_never_overwritten(state_dir, monkeypatch):
+    suffixes = iter(["aaaaaaaa", "aaaaaaaa", "aaaaaaaa", "bbbbbbbb"])
+    monkeypatch.setattr(names, "_suffix", lambda: next(suffixes))
+    first = _open(action="train")
+    second = _open(action="train")
+    assert first["id"].endswith("-aaaaaaaa") and second["id"].endswith("-bbbbbbbb")
+    assert records.load(first["id"]) == first
+    monkeypatch.setattr(names, "_suffix", lambda: "aaaaaaaa")
+    with pytest.raises(TaoError, match="could not mint"):
+        _open(action="train")
+
+
+def test_bad_ids_and_missing(state_dir):
+    for bad in ("../etc/passwd", "A", "", "x" * 41, "a/b"):
+        with pytest.raises(TaoError, match="not a job id"):
+            records.load(bad)
+    with pytest.raises(TaoError, match="no job record"):
+        records.mark("dino-train-12345678", "RUNNING")
+
+
+def test_list_filters(state_dir):
+    a = _open(platform="k8s")["id"]
+    b = _open(platform="slurm")["id"]
+    records.mark(b, "RUNNING")
+    c = _open(platform="slurm")["id"]
+    records.mark(c, "COMPLETE")
+    (state_dir / ".junk.tmp").write_text("{")
+    assert [r["id"] for r in records.list_records()] == [a, b, c]
+    assert [r["id"] for r in records.list_records(platform="kube")] == [a]
+    assert [r["id"] for r in records.list_records(platform="slurm", active=True)] == [b]
+    assert [r["id"] for r in records.list_records(state="complete")] == [c]
+
+
+# ---------------------------------------------------------------- concurrency
+def _toggle_worker(args):
+    state_path, job_id, proc, n = args
+    os.environ["TAO_STATE_DIR"] = state_path
+    mine = 0
+    for i in range(n):
+        cur = records.load(job_id)["state"]
+        target = "PENDING" if cur == "RUNNING" else "RUNNING"
+        msg = f"p{proc}-{i}"
+        rec = records.mark(job_id, target, message=msg, backend={f"p{proc}_{i}": i}, source="poller")
+        if rec["transitions"][-1]["message"] == msg:
+            mine += 1
+    return mine
+
+
+def test_concurrent_marks_lose_nothing(state_dir):
+    rid = _at("PENDING")
+    procs, n = 8, 20
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(procs) as pool:
+        counts = pool.map(_toggle_worker, [(str(state_dir), rid, p, n) for p in range(procs)])
+    rec = records.load(rid)
+    assert len(rec["backend"]) == procs * n  # every read-modify-write kept
+    assert len(rec["transitions"]) - 1 == sum(counts)  # every transition kept
+    assert sum(counts) > 0
+    records.validate(rec)
+    msgs = [t["message"] for t in rec["transitions"][1:]]
+    assert len(msgs) == len(set(msgs))
+
+
+WRITER = """
+import sys
+sys.path.insert(0, {scripts!r})
+from taobank import records
+job = sys.argv[1]
+sys.stdout.write("go\\n"); sys.stdout.flush()
+i = 0
+while True:
+    i += 1
+    records.mark(job, "RUNNING", message="x" * 3000 + str(i), backend={{"k%d" % (i % 50): "v" * 200}})
+"""
+
+
+def test_kill_mid_write_never_corrupts(state_dir):
+    rid = _at("RUNNING")
+    code = WRITER.format(scripts=str(SCRIPTS))
+    env = dict(os.environ, TAO_STATE_DIR=str(state_dir))
+    for round_ in range(12):
+        p = subprocess.Popen([sys.executable, "-c", code, rid], stdout=subprocess.PIPE, env=env)
+        assert p.stdout.readline() == b"go\n"
+        time.sleep(0.05 + (round_ % 6) * 0.04)
+        p.send_signal(signal.SIGKILL)
+        p.wait(timeout=30)
+        rec = records.load(rid)  # parses
+        records.validate(rec)  # and validates
+        assert rec["state"] == "RUNNING"
+    # debris of killed writers is only dot-temp files, ignored by list
+    assert [r["id"] for r in records.list_records()] == [rid]
+    for f in state_dir.iterdir():
+        assert f.name.startswith(".") or f.name.startswith(rid), f.name
+    assert records.mark(rid, "COMPLETE")["state"] == "COMPLETE"
