@@ -1,0 +1,427 @@
+"""The bank's local Kubernetes cluster: a real control plane with fake GPU nodes (test infrastructure).
+
+Real etcd, kube-apiserver, kube-controller-manager and kube-scheduler, built
+from the Go module proxy at the versions pinned in versions.yaml
+(``test_clusters.kubernetes``; see :mod:`.k8s_build`), plus kwok playing the
+kubelets of three fake 8-GPU nodes. Everything listens on 127.0.0.1 only; the
+state (certificates, kubeconfigs, etcd data, logs, pid files) lives in
+``${TAO_LOCAL_CLUSTER_DIR:-~/.local/state/tao-skill-bank/clusters}/kubernetes``.
+
+Fake pods follow the Stages in ``testclusters/kubernetes/kwok/stages.yaml``,
+steered by the pod annotations below (put them in a Job's pod template).
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+from .. import BANK_ROOT
+from ..errors import TaoError
+from ..run import run
+from . import k8s_build, k8s_objects, k8s_pki
+from .k8s_objects import (  # noqa: F401  (re-exported: the names tests and skills use)
+    CORDONED_NODE, FAKE_PREFIX, GPU_NODES, GPU_RESOURCE, GPUS_PER_NODE, NAMESPACE, PV_NAME, PVC_NAME,
+    USER_NAME, busy_pod, cri_log, pod_logs,
+)
+from .slurm_procs import live_pid, log_tail, pid_runs, stop_pid, wait_for
+
+# -- the contract other engineers code against --------------------------------
+
+#: Go duration ("3s") a fake pod waits before Running (default 1s).
+START_DELAY_ANNOTATION = FAKE_PREFIX + "start-delay"
+#: Go duration a fake Job pod stays Running before it ends (default 6s).
+RUN_DURATION_ANNOTATION = FAKE_PREFIX + "run-duration"
+#: Non-zero exit code ("3"): the container terminates with it and the pod is Failed.
+FAIL_EXIT_CODE_ANNOTATION = FAKE_PREFIX + "exit-code"
+#: Terminated reason ("OOMKilled", "Error", ...): the pod is Failed with it.
+FAIL_REASON_ANNOTATION = FAKE_PREFIX + "fail-reason"
+#: "true": a Job pod never finishes (cancel/delete tests).
+KEEP_RUNNING_ANNOTATION = FAKE_PREFIX + "keep-running"
+OOM_REASON = "OOMKilled"
+OOM_EXIT_CODE = 137
+DEFAULT_START_DELAY_S = 1
+DEFAULT_RUN_DURATION_S = 6
+
+ADMIN_CONTEXT = "tao-local"
+USER_CONTEXT = "tao-local-restricted"
+#: env key naming the restricted user's kubeconfig (``up()``/``env()`` return it).
+USER_KUBECONFIG_ENV = "TAO_LOCAL_K8S_USER_KUBECONFIG"
+PVC_ENV = "TAO_LOCAL_K8S_PVC"
+
+DAEMONS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+STAGES_FILE = BANK_ROOT / "testclusters" / "kubernetes" / "kwok" / "stages.yaml"
+POD_CIDR = "10.244.0.0/16"
+
+START_TIMEOUT_S = {"etcd": 60, "kube-apiserver": 180, "kube-controller-manager": 90,
+                   "kube-scheduler": 90, "kwok": 90}
+
+
+# -- layout ------------------------------------------------------------------
+
+def state_root() -> Path:
+    base = os.environ.get("TAO_LOCAL_CLUSTER_DIR") or os.path.join(
+        os.path.expanduser("~"), ".local", "state", "tao-skill-bank", "clusters")
+    return Path(base) / "kubernetes"
+
+
+def _paths(root: Path | None = None) -> dict[str, Path]:
+    root = root or state_root()
+    return {
+        "root": root,
+        "cluster": root / "cluster.json",
+        "pki": root / "pki",
+        "admin": root / "admin.kubeconfig",
+        "user": root / "user.kubeconfig",
+        "kwok_config": root / "kwok.yaml",
+        "etcd_data": root / "etcd",
+        "logs": root / "logs",
+        "run": root / "run",
+        "pv": root / "pv",
+        "pod_logs": root / "pod-logs",
+    }
+
+
+def _log(name: str) -> Path:
+    return _paths()["logs"] / f"{name}.log"
+
+
+def _pidfile(name: str) -> Path:
+    return _paths()["run"] / f"{name}.pid"
+
+
+def _load_cluster() -> dict:
+    try:
+        return json.loads(_paths()["cluster"].read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _save_cluster(data: dict) -> None:
+    path = _paths()["cluster"]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+# -- public API --------------------------------------------------------------
+
+def env() -> dict[str, str]:
+    """What a skill user exports to drive this cluster (admin KUBECONFIG + restricted one)."""
+    p = _paths()
+    return {
+        "KUBECONFIG": str(p["admin"]),
+        USER_KUBECONFIG_ENV: str(p["user"]),
+        "TAO_K8S_NAMESPACE": NAMESPACE,
+        "TAO_K8S_SKIP_NODE_RUNTIME_CHECK": "1",
+        PVC_ENV: PVC_NAME,
+    }
+
+
+def status() -> dict:
+    """Daemon pids, the API address, versions, and ``ready`` (all alive and /readyz ok)."""
+    data = _load_cluster()
+    daemons = {}
+    for name in DAEMONS:
+        exe = data.get("exes", {}).get(name)
+        daemons[name] = live_pid(_pidfile(name), exe) if exe else None
+    ready = bool(data) and all(daemons.values()) and _api_ready(data)
+    return {
+        "ready": ready,
+        "server": data.get("server"),
+        "version": data.get("pins", {}).get("version"),
+        "pids": daemons,
+        "state_dir": str(state_root()),
+        "kubeconfig": str(_paths()["admin"]),
+    }
+
+
+def up() -> dict[str, str]:
+    """Start the cluster (idempotent: a ready cluster is left alone) and wait for readiness."""
+    root = state_root()
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with open(root.parent / "kubernetes.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if status()["ready"]:
+            return env()
+        _stop_all()
+        shutil.rmtree(root, ignore_errors=True)
+        bin_dir = k8s_build.ensure_binaries() / "bin"
+        try:
+            _start(bin_dir)
+        except BaseException:
+            _stop_all()  # keep logs and state for the post-mortem; the next up wipes them
+            raise
+    return env()
+
+
+def down() -> None:
+    """Stop every daemon this module started (by pid file) and remove the cluster state."""
+    root = state_root()
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with open(root.parent / "kubernetes.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _stop_all()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+# -- start -------------------------------------------------------------------
+
+def _free_ports(n: int) -> list[int]:
+    socks, ports = [], []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+            ports.append(s.getsockname()[1])
+    finally:
+        for s in socks:
+            s.close()
+    return ports
+
+
+def _start(bin_dir: Path) -> None:
+    t0 = time.monotonic()
+    p = _paths()
+    for key in ("root", "logs", "run", "pv", "pod_logs", "etcd_data"):
+        p[key].mkdir(parents=True, exist_ok=True)
+    os.chmod(p["root"], 0o700)
+    os.chmod(p["etcd_data"], 0o700)
+    pins = k8s_build.pins()
+    names = ("etcd", "etcd_peer", "apiserver", "controller_manager", "scheduler", "kwok")
+    ports = dict(zip(names, _free_ports(len(names))))
+    server = f"https://127.0.0.1:{ports['apiserver']}"
+    k8s_pki.make_pki(p["pki"], USER_NAME, k8s_objects.USER_GROUP)
+    _write_kubeconfigs(server)
+    exes = {name: str(bin_dir / name) for name in DAEMONS}
+    data = {"pins": pins, "ports": ports, "server": server, "exes": exes, "bin_dir": str(bin_dir)}
+    _save_cluster(data)
+    (p["pod_logs"] / "default.log").write_text(k8s_objects.cri_log([
+        "[tao-local] fake container on a kwok node: no process ran, this is canned log text",
+    ]), encoding="utf-8")
+    _write_kwok_config(ports["kwok"])
+
+    _spawn("etcd", _etcd_argv(exes["etcd"], ports))
+    _wait("etcd", lambda: _http_ok(f"http://127.0.0.1:{ports['etcd']}/health", want='"health":"true"'))
+    _spawn("kube-apiserver", _apiserver_argv(exes["kube-apiserver"], ports))
+    _wait("kube-apiserver", lambda: _api_ready(data))
+    _seed_objects(bin_dir.parent / "share" / "crds")
+    _spawn("kube-controller-manager", _controller_manager_argv(exes["kube-controller-manager"], ports))
+    _spawn("kube-scheduler", _scheduler_argv(exes["kube-scheduler"], ports))
+    _spawn("kwok", [exes["kwok"], "--kubeconfig", str(p["root"] / "kwok.kubeconfig"),
+                    "--config", str(p["kwok_config"])])
+    _wait("kube-controller-manager", lambda: _https_ok(ports["controller_manager"]))
+    _wait("kube-scheduler", lambda: _https_ok(ports["scheduler"]))
+    _wait("kwok", lambda: _https_ok(ports["kwok"]))
+    _wait("kwok", _nodes_ready, what="fake nodes Ready (kwok)")
+    _wait("kube-controller-manager", _namespace_ready, what=f"default ServiceAccount and bound PVC in {NAMESPACE}")
+    data["started_s"] = round(time.monotonic() - t0, 1)
+    data["ready_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    _save_cluster(data)
+
+
+def _write_kubeconfigs(server: str) -> None:
+    p = _paths()
+    pki = p["pki"]
+    admin = (ADMIN_CONTEXT, "tao-local-admin", "admin")
+    user = (USER_CONTEXT, USER_NAME, "user")
+    k8s_pki.write_private(p["admin"], k8s_pki.kubeconfig(server, pki, [admin, user], ADMIN_CONTEXT, NAMESPACE))
+    k8s_pki.write_private(p["user"], k8s_pki.kubeconfig(server, pki, [user], USER_CONTEXT, NAMESPACE))
+    for stem in ("controller-manager", "scheduler", "kwok"):
+        k8s_pki.write_private(p["root"] / f"{stem}.kubeconfig",
+                              k8s_pki.kubeconfig(server, pki, [(stem, stem, stem)], stem, None))
+
+
+def _write_kwok_config(port: int) -> None:
+    p = _paths()
+    config = {
+        "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
+        "kind": "KwokConfiguration",
+        "options": {
+            "cidr": POD_CIDR,
+            "nodeIP": "127.0.0.1",
+            "nodePort": port,
+            "serverAddress": f"127.0.0.1:{port}",
+            "tlsCertFile": str(p["pki"] / "kwok-serving.crt"),
+            "tlsPrivateKeyFile": str(p["pki"] / "kwok-serving.key"),
+            "manageNodesWithLabelSelector": f"{k8s_objects.FAKE_NODE_LABEL}=true",
+            "enableCRDs": ["Logs", "ClusterLogs"],
+            "nodeLeaseDurationSeconds": 40,
+        },
+    }
+    stages = STAGES_FILE.read_text(encoding="utf-8")
+    p["kwok_config"].write_text(json.dumps(config, indent=2) + "\n---\n" + stages, encoding="utf-8")
+
+
+def _etcd_argv(exe: str, ports: dict) -> list[str]:
+    client, peer = f"http://127.0.0.1:{ports['etcd']}", f"http://127.0.0.1:{ports['etcd_peer']}"
+    return [exe, "--name", "tao-local", "--data-dir", str(_paths()["etcd_data"]),
+            "--listen-client-urls", client, "--advertise-client-urls", client,
+            "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+            "--initial-cluster", f"tao-local={peer}", "--initial-cluster-state", "new",
+            "--unsafe-no-fsync", "--snapshot-count", "10000", "--log-level", "warn"]
+
+
+def _apiserver_argv(exe: str, ports: dict) -> list[str]:
+    pki = _paths()["pki"]
+    issuer = "https://kubernetes.default.svc.cluster.local"
+    return [exe,
+            f"--etcd-servers=http://127.0.0.1:{ports['etcd']}",
+            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+            f"--secure-port={ports['apiserver']}",
+            f"--tls-cert-file={pki / 'apiserver.crt'}", f"--tls-private-key-file={pki / 'apiserver.key'}",
+            f"--client-ca-file={pki / 'ca.crt'}",
+            f"--kubelet-client-certificate={pki / 'apiserver-kubelet-client.crt'}",
+            f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
+            "--kubelet-preferred-address-types=InternalIP",
+            f"--service-account-key-file={pki / 'sa.pub'}",
+            f"--service-account-signing-key-file={pki / 'sa.key'}",
+            f"--service-account-issuer={issuer}", f"--api-audiences={issuer}",
+            "--authorization-mode=Node,RBAC",
+            f"--service-cluster-ip-range={k8s_pki.SERVICE_CIDR}",
+            "--allow-privileged=true", "--endpoint-reconciler-type=none", "--profiling=false"]
+
+
+def _component_argv(exe: str, name: str, port: int) -> list[str]:
+    kubeconfig = str(_paths()["root"] / f"{name}.kubeconfig")
+    pki = _paths()["pki"]
+    return [exe, f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}", "--bind-address=127.0.0.1",
+            f"--secure-port={port}", f"--tls-cert-file={pki / (name + '.crt')}",
+            f"--tls-private-key-file={pki / (name + '.key')}", "--leader-elect=false", "--profiling=false"]
+
+
+def _controller_manager_argv(exe: str, ports: dict) -> list[str]:
+    pki = _paths()["pki"]
+    return _component_argv(exe, "controller-manager", ports["controller_manager"]) + [
+        f"--service-account-private-key-file={pki / 'sa.key'}",
+        f"--root-ca-file={pki / 'ca.crt'}",
+        "--use-service-account-credentials=true",
+        f"--cluster-cidr={POD_CIDR}", f"--service-cluster-ip-range={k8s_pki.SERVICE_CIDR}",
+        "--controllers=*",
+    ]
+
+
+def _scheduler_argv(exe: str, ports: dict) -> list[str]:
+    return _component_argv(exe, "scheduler", ports["scheduler"])
+
+
+def _spawn(name: str, argv: list[str]) -> None:
+    """Start a daemon detached from this process (own session), log to logs/<name>.log, record its pid."""
+    with open(_log(name), "ab") as log:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True, close_fds=True)
+    _pidfile(name).write_text(f"{proc.pid}\n", encoding="utf-8")
+
+
+def _wait(name: str, check, what: str | None = None) -> None:
+    timeout = START_TIMEOUT_S[name]
+    exe = _load_cluster().get("exes", {}).get(name, "")
+
+    def alive_and_ok() -> bool:
+        if not pid_runs(int(_pidfile(name).read_text().strip() or 0), exe):
+            raise _Died()
+        return check()
+
+    try:
+        ok = wait_for(alive_and_ok, timeout, interval=0.25)
+    except _Died:
+        raise TaoError(f"{name} exited during start-up: see {_log(name)} (last line: {log_tail(_log(name))})") from None
+    if not ok:
+        goal = f" ({what})" if what else ""
+        raise TaoError(f"{name} did not come up within {timeout}s{goal}: see {_log(name)} "
+                       f"(last line: {log_tail(_log(name))})")
+
+
+class _Died(Exception):
+    pass
+
+
+def _stop_all() -> None:
+    data = _load_cluster()
+    exes = data.get("exes", {})
+    for name in reversed(DAEMONS):
+        pidfile = _pidfile(name)
+        pid = live_pid(pidfile, exes[name]) if name in exes else None
+        if pid:
+            stop_pid(pid, exes[name], grace=15.0)
+        pidfile.unlink(missing_ok=True)
+
+
+# -- readiness ---------------------------------------------------------------
+
+def _http_ok(url: str, want: str = "ok", context: ssl.SSLContext | None = None) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=3, context=context) as resp:  # noqa: S310 (loopback only)
+            return resp.status == 200 and want in resp.read().decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return False
+
+
+def _https_ok(port: int) -> bool:
+    """A component's /healthz (its serving cert is ours; only liveness matters here)."""
+    ctx = ssl.create_default_context(cafile=str(_paths()["pki"] / "ca.crt"))
+    return _http_ok(f"https://127.0.0.1:{port}/healthz", context=ctx)
+
+
+def _api_ready(data: dict) -> bool:
+    server = data.get("server")
+    pki = _paths()["pki"]
+    if not server or not (pki / "admin.crt").exists():
+        return False
+    try:
+        ctx = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+        ctx.load_cert_chain(str(pki / "admin.crt"), str(pki / "admin.key"))
+    except (OSError, ssl.SSLError):
+        return False
+    return _http_ok(f"{server}/readyz", context=ctx)
+
+
+def kubectl(*args: str, stdin: str | None = None, check: bool = True, timeout: float = 60,
+            kubeconfig: Path | None = None):
+    """Run kubectl against the local cluster as admin (or ``kubeconfig``)."""
+    cfg = kubeconfig or _paths()["admin"]
+    return run(["kubectl", "--kubeconfig", str(cfg), *args], stdin=stdin, check=check, timeout=timeout)
+
+
+def _apply(objs: list[dict]) -> None:
+    kubectl("apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
+
+
+def _seed_objects(crd_dir: Path) -> None:
+    kubectl("apply", *[a for f in sorted(crd_dir.glob("*.yaml")) for a in ("-f", str(f))])
+    kubectl("wait", "--for=condition=Established", "--timeout=60s",
+            "crd/logs.kwok.x-k8s.io", "crd/clusterlogs.kwok.x-k8s.io", timeout=90)
+    version = k8s_build.pins()["version"]
+    nodes = [k8s_objects.node(n, kubelet_version=version) for n in GPU_NODES]
+    nodes.append(k8s_objects.node(CORDONED_NODE, kubelet_version=version, unschedulable=True))
+    _apply([k8s_objects.namespace()] + k8s_objects.rbac() + k8s_objects.storage(str(_paths()["pv"]))
+           + [k8s_objects.cluster_logs(str(_paths()["pod_logs"] / "default.log"))] + nodes)
+
+
+def _nodes_ready() -> bool:
+    res = kubectl("get", "nodes", "-o", "json", check=False)
+    if not res.ok:
+        return False
+    ready = {
+        item["metadata"]["name"]
+        for item in json.loads(res.stdout)["items"]
+        for cond in item.get("status", {}).get("conditions", [])
+        if cond.get("type") == "Ready" and cond.get("status") == "True"
+    }
+    return ready >= set(GPU_NODES) | {CORDONED_NODE}
+
+
+def _namespace_ready() -> bool:
+    if not kubectl("-n", NAMESPACE, "get", "serviceaccount", "default", check=False).ok:
+        return False
+    res = kubectl("-n", NAMESPACE, "get", "pvc", PVC_NAME, "-o", "jsonpath={.status.phase}", check=False)
+    return res.ok and res.stdout.strip() == "Bound"

@@ -1,0 +1,245 @@
+"""The local Kubernetes cluster is real: admission, scheduling, Job lifecycle, RBAC, logs.
+
+Every check runs the real kubectl against the real kube-apiserver (+ controllers,
+scheduler, kwok kubelets) started by the ``k8s_cluster`` fixture.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import time
+
+import pytest
+
+from taobank import pins
+from taobank.local import kubernetes as lk
+
+BUSYBOX = pins.resolve("images.busybox")
+
+
+def kc(env: dict[str, str], *args: str, stdin: str | None = None, kubeconfig: str | None = None,
+       check: bool = True) -> subprocess.CompletedProcess:
+    full = dict(os.environ, **env)
+    if kubeconfig:
+        full["KUBECONFIG"] = kubeconfig
+    proc = subprocess.run(["kubectl", *args], input=stdin, env=full, capture_output=True, text=True, timeout=60)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"kubectl {' '.join(args)} failed: {proc.stderr.strip()}")
+    return proc
+
+
+def job(name: str, *, gpus: int = 1, annotations: dict | None = None, namespace: str = lk.NAMESPACE) -> dict:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "backoffLimit": 0,
+            "ttlSecondsAfterFinished": 300,
+            "template": {
+                "metadata": {"annotations": annotations or {}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{
+                        "name": "train", "image": BUSYBOX, "command": ["true"],
+                        "resources": {"limits": {lk.GPU_RESOURCE: str(gpus)}},
+                    }],
+                },
+            },
+        },
+    }
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{secrets.token_hex(3)}"
+
+
+def create(env: dict, obj: dict, **kw) -> None:
+    kc(env, "apply", "-f", "-", stdin=json.dumps(obj), **kw)
+
+
+def pods_of(env: dict, job_name: str) -> list[dict]:
+    out = kc(env, "-n", lk.NAMESPACE, "get", "pods", "-l", f"job-name={job_name}", "-o", "json").stdout
+    return json.loads(out)["items"]
+
+
+def wait_pod(env: dict, job_name: str, pred, timeout: float = 60) -> dict:
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        for pod in pods_of(env, job_name):
+            last = pod
+            if pred(pod):
+                return pod
+        time.sleep(0.3)
+    raise AssertionError(f"pod of job {job_name} never matched; last status: {json.dumps((last or {}).get('status'))}")
+
+
+def job_condition(env: dict, name: str, timeout: float = 60) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        obj = json.loads(kc(env, "-n", lk.NAMESPACE, "get", "job", name, "-o", "json").stdout)
+        for cond in obj.get("status", {}).get("conditions", []):
+            if cond["type"] in ("Complete", "Failed") and cond["status"] == "True":
+                return cond["type"]
+        time.sleep(0.3)
+    raise AssertionError(f"job {name} did not finish within {timeout}s")
+
+
+def terminated(pod: dict) -> dict:
+    return pod["status"]["containerStatuses"][0]["state"]["terminated"]
+
+
+def test_server_reports_pinned_version(k8s_cluster):
+    info = json.loads(kc(k8s_cluster, "version", "-o", "json").stdout)
+    assert info["serverVersion"]["gitVersion"] == pins.resolve("test_clusters.kubernetes.version")
+
+
+def test_env_names_the_jobs_namespace_and_both_kubeconfigs(k8s_cluster):
+    assert k8s_cluster["TAO_K8S_NAMESPACE"] == lk.NAMESPACE
+    assert k8s_cluster["TAO_K8S_SKIP_NODE_RUNTIME_CHECK"] == "1"
+    ctx = kc(k8s_cluster, "config", "get-contexts", "-o", "name").stdout.split()
+    assert {lk.ADMIN_CONTEXT, lk.USER_CONTEXT} <= set(ctx)
+    for key in ("KUBECONFIG", lk.USER_KUBECONFIG_ENV):
+        assert os.stat(k8s_cluster[key]).st_mode & 0o077 == 0, f"{key} file must be mode 600"
+
+
+def test_server_side_dry_run_rejects_an_invalid_job(k8s_cluster):
+    good = job(unique("dry"))
+    kc(k8s_cluster, "apply", "--dry-run=server", "-f", "-", stdin=json.dumps(good))
+    bad = job(unique("dry"))
+    bad["spec"]["template"]["spec"]["restartPolicy"] = "Always"  # forbidden for Jobs
+    proc = kc(k8s_cluster, "apply", "--dry-run=server", "-f", "-", stdin=json.dumps(bad), check=False)
+    assert proc.returncode != 0
+    assert "spec.template.spec.restartPolicy" in proc.stderr
+    assert kc(k8s_cluster, "-n", lk.NAMESPACE, "get", "job", bad["metadata"]["name"], check=False).returncode != 0
+
+
+def test_nodes_two_schedulable_gpu_nodes_and_one_cordoned(k8s_cluster):
+    nodes = {n["metadata"]["name"]: n for n in json.loads(kc(k8s_cluster, "get", "nodes", "-o", "json").stdout)["items"]}
+    assert set(lk.GPU_NODES) | {lk.CORDONED_NODE} <= set(nodes)
+    for name in lk.GPU_NODES + (lk.CORDONED_NODE,):
+        assert nodes[name]["status"]["allocatable"][lk.GPU_RESOURCE] == str(lk.GPUS_PER_NODE)
+    assert nodes[lk.CORDONED_NODE]["spec"].get("unschedulable") is True
+    assert not any(nodes[n]["spec"].get("unschedulable") for n in lk.GPU_NODES)
+
+
+def test_gpu_job_schedules_on_a_gpu_node_is_seen_running_then_completes(k8s_cluster):
+    name = unique("gpu")
+    create(k8s_cluster, job(name, gpus=4, annotations={lk.RUN_DURATION_ANNOTATION: "4s"}))
+    running = wait_pod(k8s_cluster, name, lambda p: p["status"].get("phase") == "Running", timeout=30)
+    assert running["spec"]["nodeName"] in lk.GPU_NODES
+    assert running["spec"]["nodeName"] != lk.CORDONED_NODE
+    assert job_condition(k8s_cluster, name) == "Complete"
+    done = wait_pod(k8s_cluster, name, lambda p: p["status"].get("phase") == "Succeeded")
+    assert terminated(done)["exitCode"] == 0
+
+
+def test_job_larger_than_any_node_stays_pending_with_insufficient_gpu(k8s_cluster):
+    name = unique("huge")
+    create(k8s_cluster, job(name, gpus=lk.GPUS_PER_NODE * 2))
+
+    def unschedulable(pod: dict) -> bool:
+        return any(c["type"] == "PodScheduled" and c["status"] == "False" and c.get("reason") == "Unschedulable"
+                   for c in pod["status"].get("conditions", []))
+
+    pod = wait_pod(k8s_cluster, name, unschedulable, timeout=30)
+    cond = next(c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled")
+    assert "Insufficient nvidia.com/gpu" in cond["message"]
+    time.sleep(2)
+    assert all(p["status"].get("phase") == "Pending" for p in pods_of(k8s_cluster, name))
+    kc(k8s_cluster, "-n", lk.NAMESPACE, "delete", "job", name, "--wait=false")
+
+
+def test_a_busy_node_is_skipped(k8s_cluster):
+    busy = lk.busy_pod(lk.GPU_NODES[0], name=unique("busy"))
+    create(k8s_cluster, busy)
+    try:
+        name = unique("gpu8")
+        create(k8s_cluster, job(name, gpus=lk.GPUS_PER_NODE, annotations={lk.RUN_DURATION_ANNOTATION: "1s"}))
+        pod = wait_pod(k8s_cluster, name, lambda p: bool(p["spec"].get("nodeName")), timeout=30)
+        assert pod["spec"]["nodeName"] == lk.GPU_NODES[1]
+        assert job_condition(k8s_cluster, name) == "Complete"
+    finally:
+        kc(k8s_cluster, "-n", lk.NAMESPACE, "delete", "pod", busy["metadata"]["name"], "--wait=false")
+
+
+@pytest.mark.parametrize("annotations,code,reason", [
+    ({lk.FAIL_EXIT_CODE_ANNOTATION: "3"}, 3, "Error"),
+    ({lk.FAIL_REASON_ANNOTATION: lk.OOM_REASON}, lk.OOM_EXIT_CODE, "OOMKilled"),
+])
+def test_failure_injection_sets_exit_code_and_reason(k8s_cluster, annotations, code, reason):
+    name = unique("fail")
+    create(k8s_cluster, job(name, annotations={lk.RUN_DURATION_ANNOTATION: "1s", **annotations}))
+    pod = wait_pod(k8s_cluster, name, lambda p: p["status"].get("phase") == "Failed", timeout=30)
+    assert terminated(pod)["exitCode"] == code
+    assert terminated(pod)["reason"] == reason
+    assert job_condition(k8s_cluster, name) == "Failed"
+
+
+def test_keep_running_pod_stays_running_until_the_job_is_deleted(k8s_cluster):
+    name = unique("hold")
+    create(k8s_cluster, job(name, annotations={lk.KEEP_RUNNING_ANNOTATION: "true", lk.RUN_DURATION_ANNOTATION: "1s"}))
+    wait_pod(k8s_cluster, name, lambda p: p["status"].get("phase") == "Running", timeout=30)
+    time.sleep(3)
+    assert [p["status"]["phase"] for p in pods_of(k8s_cluster, name)] == ["Running"]
+    kc(k8s_cluster, "-n", lk.NAMESPACE, "delete", "job", name, "--cascade=foreground", "--timeout=60s")
+    assert pods_of(k8s_cluster, name) == []
+
+
+def test_restricted_user_can_run_jobs_only_in_its_namespace(k8s_cluster):
+    user = k8s_cluster[lk.USER_KUBECONFIG_ENV]
+
+    def can(*args: str) -> bool:
+        proc = kc(k8s_cluster, "auth", "can-i", *args, kubeconfig=user, check=False)
+        return proc.stdout.strip() == "yes"
+
+    for verb_res in (("create", "jobs.batch"), ("delete", "jobs.batch"), ("create", "secrets"),
+                     ("create", "services"), ("get", "pods/log"), ("watch", "pods")):
+        assert can(*verb_res, "-n", lk.NAMESPACE), verb_res
+    assert can("list", "nodes")
+    assert not can("create", "jobs.batch", "-n", "default")
+    assert not can("create", "secrets", "-n", "kube-system")
+    assert not can("delete", "nodes")
+    assert not can("create", "namespaces")
+    name = unique("user")
+    create(k8s_cluster, job(name, annotations={lk.RUN_DURATION_ANNOTATION: "1s"}), kubeconfig=user)
+    other = kc(k8s_cluster, "apply", "-f", "-", stdin=json.dumps(job(unique("user"), namespace="default")),
+               kubeconfig=user, check=False)
+    assert other.returncode != 0 and "forbidden" in other.stderr
+    assert job_condition(k8s_cluster, name) == "Complete"
+
+
+def test_tier_a_pvc_is_bound(k8s_cluster):
+    phase = kc(k8s_cluster, "-n", lk.NAMESPACE, "get", "pvc", lk.PVC_NAME, "-o", "jsonpath={.status.phase}").stdout
+    assert phase == "Bound"
+    assert k8s_cluster[lk.PVC_ENV] == lk.PVC_NAME
+
+
+def test_kubectl_logs_serves_default_and_per_pod_content(k8s_cluster, tmp_path):
+    name = unique("logs")
+    create(k8s_cluster, job(name, annotations={lk.KEEP_RUNNING_ANNOTATION: "true"}))
+    pod = wait_pod(k8s_cluster, name, lambda p: p["status"].get("phase") == "Running", timeout=30)
+    pod_name = pod["metadata"]["name"]
+    out = kc(k8s_cluster, "-n", lk.NAMESPACE, "logs", pod_name).stdout
+    assert "fake container on a kwok node" in out
+    log = tmp_path / "train.log"
+    log.write_text(lk.cri_log(["epoch 1/2 loss=0.5", "Xid 79: GPU has fallen off the bus"]))
+    create(k8s_cluster, lk.pod_logs(pod_name, lk.NAMESPACE, str(log)))
+    deadline = time.monotonic() + 20
+    while "Xid 79" not in out and time.monotonic() < deadline:
+        time.sleep(0.5)
+        out = kc(k8s_cluster, "-n", lk.NAMESPACE, "logs", pod_name).stdout
+    assert out.splitlines() == ["epoch 1/2 loss=0.5", "Xid 79: GPU has fallen off the bus"]
+    kc(k8s_cluster, "-n", lk.NAMESPACE, "delete", "job", name, "--wait=false")
+
+
+def test_up_again_is_a_no_op(k8s_cluster):
+    before = lk.status()
+    assert before["ready"]
+    t0 = time.monotonic()
+    assert lk.up() == k8s_cluster
+    assert time.monotonic() - t0 < 10
+    assert lk.status()["pids"] == before["pids"]
