@@ -39,7 +39,7 @@ MIN_CUDA="$(pin gpu_host.cuda)"
 MIN_CTK="$(pin gpu_host.nvidia_container_toolkit)"
 
 # ver_ge A B: version A >= version B (numeric fields, sort -V).
-ver_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
+ver_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | sed -n 1p)" = "$2" ]; }
 
 missing=0
 ok() { echo "OK: $*"; }
@@ -51,7 +51,9 @@ check_driver_and_cuda() {
     return
   fi
   local driver cuda
-  driver="$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n1 | tr -d ' \r')" || driver=""
+  # Capture whole outputs first: with pipefail, "| head" can SIGPIPE the writer (8-GPU nodes).
+  driver="$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null)" || driver=""
+  driver="$(printf '%s\n' "$driver" | sed -n '1{s/[[:space:]]//g;p;}')"
   if [ -z "$driver" ]; then
     miss "NVIDIA driver: nvidia-smi found no GPU or no driver (need branch >= $MIN_DRIVER)"
   elif ver_ge "${driver%%.*}" "$MIN_DRIVER"; then
@@ -59,7 +61,8 @@ check_driver_and_cuda() {
   else
     miss "NVIDIA driver $driver is older than branch $MIN_DRIVER"
   fi
-  cuda="$(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9][0-9.]*\).*/\1/p' | head -n1)" || cuda=""
+  cuda="$(nvidia-smi 2>/dev/null)" || cuda=""
+  cuda="$(printf '%s\n' "$cuda" | sed -n 's/.*CUDA Version: *\([0-9][0-9.]*\).*/\1/p' | sed -n 1p)"
   if [ -z "$cuda" ]; then
     miss "CUDA: nvidia-smi reports no CUDA version (need >= $MIN_CUDA)"
   elif ver_ge "$cuda" "$MIN_CUDA"; then
@@ -75,7 +78,8 @@ check_toolkit() {
     return
   fi
   local ctk
-  ctk="$(nvidia-ctk --version 2>/dev/null | sed -n 's/.*[Vv]ersion *\([0-9][0-9.]*\).*/\1/p' | head -n1)" || ctk=""
+  ctk="$(nvidia-ctk --version 2>/dev/null)" || ctk=""
+  ctk="$(printf '%s\n' "$ctk" | sed -n 's/.*[Vv]ersion *\([0-9][0-9.]*\).*/\1/p' | sed -n 1p)"
   if [ -z "$ctk" ]; then
     miss "NVIDIA Container Toolkit: cannot read a version from 'nvidia-ctk --version' (need >= $MIN_CTK)"
   elif ver_ge "$ctk" "$MIN_CTK"; then
