@@ -114,7 +114,7 @@ def render(inp: ScriptInput) -> str:
 def parse_directives(text: str) -> list[str]:
     """Every ``#SBATCH`` line sbatch would read (it stops at the first command line)."""
     out = []
-    for line in text.splitlines()[1:]:
+    for line in text.split("\n")[1:]:  # sbatch splits on \n only
         s = line.strip()
         if s.startswith("#SBATCH"):
             out.append(s[len("#SBATCH"):].strip())

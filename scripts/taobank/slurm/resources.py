@@ -95,7 +95,7 @@ def resolve(spec: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Re
     notes: list[str] = []
 
     partition, _ = _pick(spec, "partition", env, "SLURM_PARTITION", d["partition"])
-    partition = str(partition).replace(" ", "")
+    partition = ",".join(part.strip() for part in str(partition).split(","))
     if not _PARTITION.match(partition):
         raise TaoError(f"partition {partition!r} is not a comma list of partition names: fix SLURM_PARTITION or --partition")
     account, _ = _pick(spec, "account", env, "SLURM_ACCOUNT", None)

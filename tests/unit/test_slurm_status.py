@@ -1,0 +1,114 @@
+"""Status mapping from recorded squeue/sacct output (Slurm 22.05 on the local cluster)."""
+import pytest
+
+from taobank.states import STATES
+from taobank.slurm import status as st
+
+# Recorded: squeue -h -o '%i|%T|%r|%j' ; sacct -n -X -P -o JobIDRaw,JobName,State,ExitCode
+SQUEUE = """\
+11|PENDING|Resources|dino-train-aaaaaaaa
+12|PENDING|QOSMaxGRESPerUser|dino-train-bbbbbbbb
+13|RUNNING|None|dino-train-cccccccc
+14|COMPLETING|None|dino-train-dddddddd
+15|SUSPENDED|None|dino-train-eeeeeeee
+16|PENDING|BeginTime|dino-train-ffffffff
+17|REQUEUE_HOLD|JobHeldUser|dino-train-gggggggg
+18|PENDING|PartitionNodeLimit|dino-train-hhhhhhhh
+slurm_load_jobs error: Invalid job id specified
+"""
+SACCT = """\
+1|sbatch|COMPLETED|0:0
+3|sbatch|FAILED|3:0
+4|sbatch|CANCELLED by 1001|0:0
+4.batch|batch|CANCELLED|0:15
+5|x|TIMEOUT|0:0
+6|x|OUT_OF_MEMORY|0:125
+7|x|NODE_FAIL|0:0
+8|x|PREEMPTED|0:0
+9|x|BOOT_FAIL|0:0
+10|x|DEADLINE|0:0
+16|x|REQUEUED|0:0
+20|x|CANCELLED+|0:0
+"""
+
+
+def test_parse_squeue_and_sacct():
+    q = st.parse_squeue(SQUEUE)
+    assert q["11"] == {"state": "PENDING", "reason": "Resources", "name": "dino-train-aaaaaaaa"}
+    assert len(q) == 8
+    a = st.parse_sacct(SACCT)
+    assert a["4"]["state"] == "CANCELLED" and a["4"]["raw_state"] == "CANCELLED by 1001"
+    assert a["20"]["state"] == "CANCELLED"  # narrow-column truncation
+    assert "4.batch" not in a
+
+
+@pytest.mark.parametrize("jid,state,fragment", [
+    ("11", "PENDING", "free nodes"), ("12", "PENDING", "QOS limit"), ("13", "RUNNING", "running"),
+    ("14", "RUNNING", "completing"), ("15", "RUNNING", "paused"), ("16", "PENDING", "start time"),
+    ("17", "PENDING", "requeued"), ("18", "PENDING", "partition allows"),
+])
+def test_squeue_mapping(jid, state, fragment):
+    v = st.classify(st.parse_squeue(SQUEUE)[jid], None, None)
+    assert v.state == state and fragment in v.message
+
+
+@pytest.mark.parametrize("jid,state,err,retry", [
+    ("1", "COMPLETE", None, False), ("4", "CANCELED", None, False), ("20", "CANCELED", None, False),
+    ("5", "ERROR", "ERR_PROGRAM", False), ("6", "ERROR", "ERR_PROGRAM", False),
+    ("7", "ERROR", "ERR_INFRA", True), ("9", "ERROR", "ERR_INFRA", True), ("8", "CANCELED", None, False),
+    ("16", "PENDING", None, False),
+])
+def test_sacct_mapping(jid, state, err, retry):
+    v = st.classify(None, st.parse_sacct(SACCT)[jid], None)
+    assert (v.state, v.err_class, v.retry) == (state, err, retry)
+    assert v.state in STATES
+
+
+def test_failed_needs_the_log_then_classifies_by_pattern():
+    rec = st.parse_sacct(SACCT)["3"]
+    v = st.classify(None, rec, None)
+    assert v.needs_log and v.state == "ERROR" and "exit code 3" in v.message
+    v = st.classify(None, rec, None, log_tail="Traceback ...\nValueError: bad spec\n")
+    assert (v.err_class, v.retry) == ("ERR_PROGRAM", False)
+    v = st.classify(None, rec, None, log_tail="NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus\n")
+    assert (v.err_class, v.retry) == ("ERR_INFRA", True) and "xid" in v.message
+    v = st.classify(None, st.parse_sacct(SACCT)["10"], None, log_tail="")
+    assert v.err_class == "ERR_PROGRAM"
+
+
+def test_requeued_job_still_in_squeue_wins_over_a_terminal_looking_sacct_line():
+    # NODE_FAIL / PREEMPTED with --requeue: the same job id waits again.
+    for sacct_state in ("NODE_FAIL", "PREEMPTED"):
+        v = st.classify({"state": "PENDING", "reason": "BeginTime", "name": "x"},
+                        {"state": sacct_state, "raw_state": sacct_state, "exit_code": "0:0"}, None)
+        assert v.state == "PENDING"
+    v = st.classify({"state": "PREEMPTED", "reason": "None", "name": "x"}, None, None)
+    assert v.state == "PENDING" and "requeued" in v.message
+
+
+def test_completed_checks_the_exit_marker():
+    rec = st.parse_sacct(SACCT)["1"]
+    assert st.classify(None, rec, {"exit_code": 0}).state == "COMPLETE"
+    v = st.classify(None, rec, {"exit_code": 2})
+    assert v.state == "ERROR" and "exit" in v.message
+    assert st.classify(None, rec, None).state == "COMPLETE"
+
+
+def test_exit_marker_fallback_without_accounting():
+    assert st.classify(None, None, {"exit_code": 0}, accounting=False).state == "COMPLETE"
+    v = st.classify(None, None, {"exit_code": 124, "timed_out": True}, accounting=False)
+    assert v.state == "ERROR" and "timeout_hours" in v.message
+    v = st.classify(None, None, None, accounting=False)
+    assert v.state == "UNKNOWN" and "accounting unavailable" in v.message
+
+
+def test_every_pending_reason_is_explained():
+    for reason in ("Resources", "Priority", "Dependency", "JobHeldUser", "JobHeldAdmin", "PartitionNodeLimit",
+                   "QOSMaxJobsPerUserLimit", "AssocGrpGRES", "(Resources)"):
+        assert st.explain_reason(reason) != reason
+    assert st.first_word("CANCELLED by 0") == "CANCELLED" and st.first_word("CANCELLED+") == "CANCELLED"
+
+
+def test_marker_parse():
+    assert st.parse_marker('{"exit_code":0,"slurm_job_id":"5"}\n') == {"exit_code": 0, "slurm_job_id": "5"}
+    assert st.parse_marker("") is None and st.parse_marker("garbage") is None
