@@ -103,10 +103,10 @@ RULES: tuple[Rule, ...] = (
     Rule("presigned-url", "presigned/signed URL query parameter (signature, credential, token)",
          (r"[?&](?:X-Amz-Signature|X-Amz-Credential|X-Amz-Security-Token|X-Goog-Signature|X-Goog-Credential"
           r"|Signature|sig|AWSAccessKeyId)=(?P<v>[^&\s\"'#<>]+)",)),
-    Rule("from-literal", "kubectl --from-literal with a credential key and a literal value",
+    Rule("from-literal", "literal credential in kubectl --from-literal=KEY=VALUE",
          (r"--from-literal(?:=|\s+)[\"']?" + _NAME + r"=" + _V,)),
-    Rule("docker-password", "--docker-password with a literal value", (r"--docker-password(?:=|[ \t]+)" + _V,)),
-    Rule("password-flag", "--password/--token style flag with a literal value",
+    Rule("docker-password", "literal value after --docker-password", (r"--docker-password(?:=|[ \t]+)" + _V,)),
+    Rule("password-flag", "literal value after --password, --token, --api-key, --secret-key...",
          (r"--(?:password|passwd|token|api-key|apikey|access-token|auth-token|secret-key|client-secret)"
           r"(?:=|[ \t]+)(?!-)" + _V,)),
     Rule("k8s-env-literal", "Kubernetes env entry with a credential name and a literal value",
@@ -374,3 +374,9 @@ def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
         else:
             out.append((s, e))
     return out
+
+
+def rules_markdown() -> str:
+    """The rule list as a Markdown table (docs/secret-lint.md embeds exactly this)."""
+    rows = ["| rule | catches |", "|---|---|"] + [f"| `{r.name}` | {r.description} |" for r in RULES]
+    return "\n".join(rows) + "\n"
