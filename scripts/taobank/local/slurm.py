@@ -1,7 +1,7 @@
 """A real SLURM cluster on one Debian 12 host, reached over a real sshd (test infrastructure).
 
 ``up`` installs the Debian packages if missing, then starts munged, MariaDB
-(private datadir, 127.0.0.1), slurmdbd, slurmctld, two slurmd "nodes" with 4
+(private datadir, 127.0.0.1), slurmdbd, slurmctld, two slurmd "nodes" with 8
 fake GPUs each and an OpenSSH server on a loopback port with key-only login
 for an unprivileged test user. It is idempotent: running daemons are kept,
 dead ones (stale pid files) are restarted, and every step waits on a real

@@ -15,7 +15,13 @@ from pathlib import Path
 from ..errors import TaoError
 
 NODES = ("node1", "node2")
-GPUS_PER_NODE = 4
+#: Sized so the skill's defaults fit without overrides: 8 GPUs per node (the
+#: max_num_gpus_per_node default: 8 GPUs = a whole node) and 128 CPUs
+#: (cpus_per_task 16 x 8 tasks). slurmd declares them as configured
+#: (SlurmdParameters=config_overrides), whatever the host really has.
+GPUS_PER_NODE = 8
+SOCKETS, CORES_PER_SOCKET = 2, 64
+REAL_MEMORY_MB = 16000
 #: NVIDIA's character-device major: Slurm only stat()s the files, so fake
 #: devices with this major stand in for /dev/nvidiaN.
 NVIDIA_MAJOR = 195
@@ -171,7 +177,7 @@ def slurm_conf(lay: Layout, *, cgroup: bool, no_in_addr_any: bool) -> str:
         ("SchedulerParameters", "sched_interval=1,bf_interval=1"),
         ("SelectType", "select/cons_tres"),
         ("SelectTypeParameters", "CR_Core_Memory"),
-        ("DefMemPerCPU", 500),
+        ("DefMemPerCPU", 100),
         ("KillWait", 2),
         ("MinJobAge", 300),  # squeue keeps finished jobs 5 min; sacct keeps them forever
         ("InactiveLimit", 0),
@@ -204,7 +210,8 @@ def slurm_conf(lay: Layout, *, cgroup: bool, no_in_addr_any: bool) -> str:
     for name, port in zip(NODES, p.slurmd):
         text += _words([
             ("NodeName", name), ("NodeHostname", name), ("NodeAddr", "127.0.0.1"), ("Port", port),
-            ("Sockets", 1), ("CoresPerSocket", 4), ("ThreadsPerCore", 1), ("RealMemory", 4000),
+            ("Sockets", SOCKETS), ("CoresPerSocket", CORES_PER_SOCKET), ("ThreadsPerCore", 1),
+            ("RealMemory", REAL_MEMORY_MB),
             ("Gres", f"gpu:{GPUS_PER_NODE}"), ("State", "UNKNOWN"),
         ])
     text += _words([
