@@ -193,7 +193,11 @@ def test_secret_in_message_is_redacted(state_dir):
     with pytest.raises(TaoError, match="credential"):
         records.mark(rid, "RUNNING", backend={"login_host": "https://u:pw@x/"})
     with pytest.raises(TaoError, match="credential"):
+        records.mark(rid, "RUNNING", backend={"token": "nvapi-" + "a" * 30})
+    with pytest.raises(TaoError, match="credential"):
         records.mark(rid, "RUNNING", backend_ref="hf_" + "a" * 34)
+    rec = records.mark(rid, "RUNNING", backend={"cred_secret": "tao-creds-abc"})  # a Secret's name, not a secret
+    assert rec["backend"]["cred_secret"] == "tao-creds-abc"
 
 
 def test_backend_merge_and_ref_binding(state_dir):
