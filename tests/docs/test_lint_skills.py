@@ -324,3 +324,27 @@ def test_missing_stamper_is_reported(bank_copy):
     assert [str(p) for p in skill_lint.check_stamp(bank_copy)] == [
         "scripts/stamp_versions.py:1: stamp: missing: the pins stamper must exist to check literal pins"
     ]
+
+
+def test_run_site_forms_seen_in_the_seeds(bank_copy):
+    """$(...) with ${TAO_SKILL_BANK_PATH:?}, 'sudo', and a variable holding the path are run sites;
+    'python3 X' and 'bash X' are not."""
+    resolve = bank_copy / "scripts/resolve_versions_key.py"
+    resolve.chmod(0o644)
+    gpu = bank_copy / GPU_SCRIPT
+    gpu.chmod(0o644)
+    p = bank_copy / SETUP
+    p.write_text(p.read_text() + (
+        "\n```bash\n"
+        'PIN=$("${TAO_SKILL_BANK_PATH:?}/scripts/resolve_versions_key.py" wheels.tao_sdk_slurm)\n'
+        'python3 "$BANK/scripts/resolve_versions_key.py" images.busybox\n'
+        'SETUP_SCRIPT="$BANK/skills/platform/tao-setup-nvidia-gpu-host/scripts/setup-nvidia-gpu-host.sh"\n'
+        'bash "$SETUP_SCRIPT" --backend kubernetes --check-only\n'
+        'sudo "$SETUP_SCRIPT" --backend kubernetes --install --yes\n'
+        'echo "$PIN"\n'
+        "```\n"
+    ))
+    probs = [s for s in lines_of(lint(bank_copy, external=False)) if f"{SETUP}:" in s and ": exec-bit: " in s]
+    pin_line = line_no(bank_copy, SETUP, "PIN=$(")
+    sudo_line = line_no(bank_copy, SETUP, 'sudo "$SETUP_SCRIPT"')
+    assert [s.split(": exec-bit: ")[0] for s in probs] == [f"{SETUP}:{pin_line}", f"{SETUP}:{sudo_line}"], probs

@@ -200,3 +200,41 @@ def test_install_yes_needs_root(tmp_path):
     assert proc.stderr.strip() == "error: --install --yes must run as root (sudo)"
     assert not any("nvidia-ctk runtime configure" in ln for ln in proc.stdout.splitlines())  # k8s-only step
     assert not marker.exists()
+
+
+# ------------------------------------------------------------------ the SKILL.md step-0 block, run as written
+
+def _step0() -> str:
+    from taobank.skill_lint import BANK_CHECK_LINE, BANK_LINE, code_blocks
+
+    text = (BANK / "skills/platform/tao-setup-nvidia-gpu-host/SKILL.md").read_text()
+    (blk,) = [b for b in code_blocks(text) if any("TAO_K8S_SKIP_NODE_RUNTIME_CHECK:-0" in ln for ln in b.lines)]
+    return f"{BANK_LINE}\n{BANK_CHECK_LINE}\n" + "\n".join(blk.lines) + "\necho after\n"
+
+
+def test_step0_fails_clearly_without_gpu_runtime(tmp_path):
+    b = _bin(tmp_path)
+    env = {"PATH": str(b), "TAO_SKILL_BANK_PATH": str(BANK)}
+    proc = subprocess.run([str(b / "bash"), "-c", _step0()], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    out = proc.stdout.splitlines()
+    assert out[-1].startswith("MISSING: TAO Kubernetes GPU node runtime is not ready.")
+    assert "after" not in out
+
+
+def test_step0_skipped_on_managed_nodes(tmp_path):
+    b = _bin(tmp_path)
+    env = {"PATH": str(b), "TAO_SKILL_BANK_PATH": str(BANK), "TAO_K8S_SKIP_NODE_RUNTIME_CHECK": "1"}
+    proc = subprocess.run([str(b / "bash"), "-c", _step0()], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0
+    assert proc.stdout.splitlines() == ["SKIPPED: GPU node runtime check (TAO_K8S_SKIP_NODE_RUNTIME_CHECK=1)", "after"]
+
+
+def test_step0_passes_on_a_ready_node(tmp_path):
+    b = _bin(tmp_path)
+    fake_smi(b, "580.65.06", "13.0")
+    fake_ctk(b, "1.19.0")
+    env = {"PATH": str(b), "TAO_SKILL_BANK_PATH": str(BANK)}
+    proc = subprocess.run([str(b / "bash"), "-c", _step0()], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout
+    assert proc.stdout.splitlines()[-2:] == ["READY: GPU host runtime for kubernetes", "after"]
