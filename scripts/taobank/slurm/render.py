@@ -143,7 +143,7 @@ def lint(text: str, filename: str = "job.sbatch") -> None:
         if not res.ok:
             raise TaoError(f"rendered sbatch script has a syntax error: {last_line(res.stderr)}")
         if shutil.which("shellcheck"):
-            res = run(["shellcheck", "-s", "bash", "-f", "gcc", path], check=False, what="shellcheck")
+            res = run(["shellcheck", "-s", "bash", "-S", "warning", "-f", "gcc", path], check=False, what="shellcheck")
             if not res.ok:
                 raise TaoError(f"rendered sbatch script fails shellcheck: {last_line(res.stdout or res.stderr)}")
     from ..redact import lint_text

@@ -84,10 +84,8 @@ def control_dir() -> Path:
 
 
 def _remembered_file() -> Path:
-    try:
-        from ..records import state_dir
-    except ImportError:  # TODO(remove once taobank.records lands)
-        return Path(os.environ.get("TAO_STATE_DIR") or Path.home() / ".local/state/tao-skill-bank") / "slurm" / "login_host"
+    from ..records import state_dir
+
     return Path(state_dir()) / "slurm" / "login_host"
 
 

@@ -29,7 +29,7 @@ def max_retries() -> int:
 
 
 # --------------------------------------------------------------------------- submit
-def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None) -> dict[str, Any]:
+def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None, *, need_secrets: bool = True) -> dict[str, Any]:
     """Everything a submit decides without touching the cluster (fails early)."""
     env = os.environ if env is None else env
     spec = specmod.validate(spec)
@@ -46,7 +46,8 @@ def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None) -> dict[
             raise TaoError("dataset.spec_keys need an argv-list command (they are appended as key=value)")
         argv += [f"{k}={v}" for k, v in overrides.items()]
     base = storage.base_dir(spec, env)
-    secret_values = storage.collect_secrets(spec.get("secrets") or [], env)
+    names = spec.get("secrets") or []
+    secret_values = storage.collect_secrets(names, env) if need_secrets else {n: "" for n in names}
     d = resources.defaults()
     sqsh = None
     if runtime == "pyxis" and pyxis and not images.is_sqsh(pyxis) and spec.get("use_sqsh", d["use_sqsh"]):
@@ -136,16 +137,28 @@ def _results_placeholder(base: str) -> str:
     return posixpath.join(base, "results")
 
 
-def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: str | None) -> dict:
-    job_id = rec["id"]
+def script_input(p: Mapping[str, Any], job_id: str, image: str | None) -> render.ScriptInput:
     results = storage.results_dir(p["base"], job_id)
-    jdir = storage.job_dir(p["base"], job_id)
-    inp = render.ScriptInput(
-        job_id=job_id, job_dir=jdir, results_parent=storage.results_parent(results, job_id), command=p["command"],
+    return render.ScriptInput(
+        job_id=job_id, job_dir=storage.job_dir(p["base"], job_id), results_parent=storage.results_parent(results, job_id), command=p["command"],
         resources=p["resources"], runtime=p["runtime"], image=image,
         container_mounts=p["spec"].get("container_mounts") or resources.defaults()["container_mounts"],
         env=p["env"], nccl_env=p["nccl_env"], has_credentials=bool(p["secrets"]),
         dataset_root=p["dataset_root"], master_port=p["master_port"])
+
+
+def preview(spec: Mapping[str, Any], job_id: str, env: Mapping[str, str] | None = None) -> str:
+    """The sbatch script a submit would write (no cluster contact, no secrets needed)."""
+    p = plan(spec, env, need_secrets=False)
+    image = p["sqsh"] or p["pyxis_image"]
+    return render.render(script_input(p, job_id, image))
+
+
+def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: str | None) -> dict:
+    job_id = rec["id"]
+    results = storage.results_dir(p["base"], job_id)
+    jdir = storage.job_dir(p["base"], job_id)
+    inp = script_input(p, job_id, image)
     script = render.render(inp)
     script_rel = f"sbatch/job_{job_id}.sbatch"
     render.lint(script, f"job_{job_id}.sbatch")
@@ -157,7 +170,7 @@ def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: 
     conn.script(remote.STAGE, [jdir, results], stdin=storage.bundle(files), what="stage job dir")
     backend = {"job_dir": jdir, "results_dir": results, "script": posixpath.join(jdir, script_rel),
                "login_host": conn.host.entry, "job_name": job_id,
-               "has_credentials": bool(p["secrets"])}
+               "staged_secrets": bool(p["secrets"])}
     records.mark(job_id, "PENDING", message="staged; submitting", backend=backend)
     return sbatch_record(conn, job_id)
 
@@ -325,7 +338,7 @@ def status(ids: list[str] | None = None, *, conn: Connection | None = None, retr
                 continue
             out[r["id"]] = records.mark(r["id"], "ERROR", source="poller",
                                         message=f"{v.message}; retry limit {max_retries()} reached")
-        if new_state in ("COMPLETE", "ERROR", "CANCELED") and r["backend"].get("has_credentials"):
+        if new_state in ("COMPLETE", "ERROR", "CANCELED") and r["backend"].get("staged_secrets"):
             cleanup.append(posixpath.join(r["backend"]["job_dir"], storage.CREDS_FILE))
     if cleanup:
         conn.script(remote.REMOVE, cleanup, what="remove credentials")
@@ -338,7 +351,7 @@ def resubmit(conn: Connection, failed: dict) -> dict:
     rec = records.open_record(PLATFORM, failed["image"], failed["network_arch"], failed["action"],
                               failed.get("storage_tier") or "A", failed["results_dir"], retry_of=failed["id"],
                               backend={k: b.get(k) for k in ("backend_type", "partition", "cluster_name", "container_runtime")})
-    backend = {k: b[k] for k in ("job_dir", "results_dir", "script", "has_credentials") if k in b}
+    backend = {k: b[k] for k in ("job_dir", "results_dir", "script", "staged_secrets") if k in b}
     backend.update({"job_name": rec["id"], "login_host": conn.host.entry if conn.host else b.get("login_host")})
     records.mark(rec["id"], "PENDING", message=f"infrastructure retry of {failed['id']}", backend=backend)
     return sbatch_record(conn, rec["id"])
@@ -374,7 +387,7 @@ def _superseded(r: Mapping[str, Any], recs: list[dict]) -> bool:
 def summary_line(recs: list[dict]) -> str:
     if len(recs) == 1:
         r = recs[0]
-        last_msg = (r.get("transitions") or [{}])[-1].get("message") or ""
+        last_msg = r.get("message") or ""
         return f"{r['id']} {r['state']} slurm={(r.get('backend') or {}).get('slurm_job_id', '-')} {last_msg}".strip()
     counts: dict[str, int] = {}
     for r in recs:
@@ -459,6 +472,6 @@ def cancel(job_id: str, *, conn: Connection | None = None) -> dict:
             msg = f"SLURM job {jid} was already gone: counted as cancelled"
         else:
             raise TaoError(f"scancel {jid} failed: {last_line(res.stderr)}")
-    if b.get("has_credentials") and b.get("job_dir"):
+    if b.get("staged_secrets") and b.get("job_dir"):
         conn.script(remote.REMOVE, [posixpath.join(b["job_dir"], storage.CREDS_FILE)], what="remove credentials")
     return records.mark(job_id, "CANCELED", message=msg)

@@ -1,0 +1,86 @@
+"""Preflight on the login host (one remote command) and the enroot
+credentials install (the key travels on stdin only)."""
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping
+
+from ..errors import TaoError
+from . import remote, resources, storage
+from .ssh import Connection
+
+ENROOT_HINT = ("Pyxis on the compute nodes reads ~/.config/enroot/.credentials (not NGC_KEY from the job "
+               "environment); without it a private nvcr.io pull fails with \"Could not process JSON input\". "
+               "Install it once per (cluster, user): tao_slurm.py enroot-credentials (see references/ssh-setup.md)")
+
+
+def run_preflight(*, partition: str | None = None, private_registry: bool = False,
+                  env: Mapping[str, str] | None = None, conn: Connection | None = None) -> dict[str, Any]:
+    env = os.environ if env is None else env
+    conn = conn or Connection(env)
+    host = conn.connect()
+    spec = {"partition": partition} if partition else {}
+    parts = resources.resolve(spec, env).partition
+    base = storage.base_dir({}, env)
+    res = conn.script(remote.PREFLIGHT, [parts, base], what="preflight", retry_on_drop=True)
+    sections: dict[str, list[str]] = {}
+    key = "head"
+    missing_cmds = []
+    for line in res.stdout.splitlines():
+        if line.startswith("@@missing_cmd "):
+            missing_cmds.append(line.split(" ", 1)[1])
+        elif line.startswith("@@"):
+            key = line[2:].strip()
+            sections[key] = []
+        else:
+            sections.setdefault(key, []).append(line)
+    known = {}
+    for line in sections.get("partitions", []):
+        f = line.split("|")
+        if len(f) >= 5:
+            known[f[0].rstrip("*")] = {"avail": f[1], "timelimit": f[2], "nodes": f[3], "gres": f[4]}
+    lines = [f"OK ssh: {conn.user or ''}@{host.entry} (BatchMode, host key checked)"]
+    ok = True
+    if missing_cmds:
+        ok = False
+        lines.append(f"MISSING: SLURM commands not on the login host PATH: {' '.join(missing_cmds)}")
+    else:
+        lines.append("OK slurm commands: sbatch squeue sacct scancel srun sinfo scontrol")
+    wanted = [p for p in parts.split(",") if p]
+    absent = [p for p in wanted if p not in known]
+    if absent:
+        ok = False
+        lines.append(f"MISSING: partition(s) {', '.join(absent)} not in sinfo (have: {', '.join(sorted(known)) or 'none'}): set SLURM_PARTITION")
+    else:
+        lines.append("OK partitions: " + ", ".join(f"{p} ({known[p]['avail']}, limit {known[p]['timelimit']}, gres {known[p]['gres']})" for p in wanted))
+    base_state = (sections.get("base") or ["absent"])[0]
+    if base_state == "writable":
+        lines.append(f"OK results base: {base} writable")
+    else:
+        ok = False
+        lines.append(f"MISSING: results base {base} is {base_state}: set SLURM_BASE_RESULTS_DIR to your folder on the shared filesystem")
+    creds = (sections.get("enroot") or ["absent"])[0]
+    if private_registry and creds != "present":
+        ok = False
+        lines.append("MISSING: " + ENROOT_HINT)
+    else:
+        lines.append(f"{'OK' if creds == 'present' else 'INFO'} enroot credentials: {creds}")
+    pyxis = (sections.get("pyxis") or ["no"])[0] == "yes"
+    lines.append(f"INFO pyxis (srun --container-image): {'available' if pyxis else 'not available: use container_runtime none or ask the admins'}")
+    acct = (sections.get("sacct") or ["unavailable"])[0]
+    lines.append(f"INFO accounting (sacct): {acct}{'' if acct == 'ok' else '; status falls back to the exit marker'}")
+    return {"ok": ok, "login_host": host.entry, "partitions": known, "results_base": base, "results_base_state": base_state,
+            "enroot_credentials": creds, "pyxis": pyxis, "accounting": acct, "missing_commands": missing_cmds, "lines": lines}
+
+
+def install_enroot_credentials(registry: str, key: str, *, key_env: str = "NGC_KEY", conn: Connection | None = None) -> str:
+    """Append/replace the registry's netrc line; the key goes on stdin, never argv."""
+    if not key:
+        raise TaoError(f"{key_env} is not set: export it (read it with 'read -rs {key_env}'), then run again")
+    if not registry or any(c.isspace() for c in registry) or "/" in registry:
+        raise TaoError(f"registry {registry!r} must be a host name like nvcr.io")
+    conn = conn or Connection()
+    login = "$oauthtoken" if registry == "nvcr.io" else os.environ.get("ENROOT_REGISTRY_USER", "$oauthtoken")
+    conn.script(remote.ENROOT_CREDS, [registry], stdin=f"machine {registry} login {login} password {key}\n",
+                what="install enroot credentials")
+    return conn.host.entry
