@@ -19,14 +19,48 @@ from taobank.errors import UsageError
 from taobank.kubernetes.specargs import spec_arguments, spec_from_args
 
 
+def _request(args: argparse.Namespace) -> int:
+    import json
+
+    from taobank.kubernetes import action_request
+    from taobank.kubernetes.render import render_manifests, sha256_text
+    from taobank.render import dump_yaml
+
+    req = action_request.load(args.request)
+    if args.materialize_config:
+        text = action_request.materialize(req)
+        fd = os.open(args.materialize_config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        print(sha256_text(text))
+        return 0
+    if args.staging_map:
+        print(json.dumps(action_request.staging_map(req), indent=2))
+        return 0
+    spec, config = action_request.to_job_spec(args.request, config_file=args.config_file,
+                                              config_sha256=args.config_sha256)
+    text = dump_yaml(render_manifests(spec, job_id=args.job_id, namespace=args.namespace,
+                                      cred_secret=args.cred_secret, config=config))
+    sys.stdout.write(text)
+    return 0
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="render_k8s_job.py", description=__doc__.splitlines()[0])
     spec_arguments(parser)
     parser.add_argument("--job-id", default="tao-render-preview", help="record id the labels carry")
     parser.add_argument("--namespace", default=os.environ.get("TAO_K8S_NAMESPACE") or "default")
     parser.add_argument("--cred-secret", help="name of the per-job credential Secret to reference")
+    parser.add_argument("--request", help="producer action request (schemas/action-request.schema.json)")
+    parser.add_argument("--materialize-config", metavar="OUT",
+                        help="with --request (mode=config): write the config file to OUT and print its sha256")
+    parser.add_argument("--staging-map", action="store_true", help="with --request: print the pod path -> source map")
+    parser.add_argument("--config-file", help="with --request (mode=config): the materialised config")
+    parser.add_argument("--config-sha256")
     parser.add_argument("-o", "--output", help="write the YAML here instead of stdout")
     args = parser.parse_args(argv)
+    if args.request:
+        return _request(args)
     if not args.spec and not args.image:
         raise UsageError("give --spec FILE or at least --image and --command/--args-json")
 

@@ -1,0 +1,244 @@
+"""Job + pods JSON -> (state, err_class, reason, message): a pure mapping.
+
+Conditions are selected BY TYPE: on current Kubernetes the first condition of
+a finished Job can be ``FailureTarget`` or ``SuccessCriteriaMet``, so
+``conditions[0]`` lies. The record is the source of truth once terminal: a
+Job deleted by its TTL reads as UNKNOWN only while the record is still active.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .. import states
+from . import JOB_LABEL
+
+INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+#: Terminated reasons that are the platform's fault, not the program's.
+INFRA_REASONS = ("OOMKilled", "Evicted", "NodeLost", "Preempting", "ContainerStatusUnknown")
+IMAGE_REASONS = ("ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull")
+CONFIG_REASONS = ("CreateContainerConfigError", "CreateContainerError", "RunContainerError")
+
+
+@dataclass
+class Observation:
+    state: str
+    err_class: str | None = None
+    reason: str | None = None
+    message: str = ""
+    failed_pod: str | None = None
+    exit_code: int | None = None
+    pods: list[dict] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def condition(obj: dict | None, ctype: str) -> dict | None:
+    """The condition of type ``ctype`` whose status is "True" (or None)."""
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == ctype and cond.get("status") == "True":
+            return cond
+    return None
+
+
+def pod_rank(pod: dict) -> int | None:
+    """Completion index of an Indexed Job pod: the pod label (k8s >= 1.28), else the annotation."""
+    meta = pod.get("metadata") or {}
+    raw = (meta.get("labels") or {}).get(INDEX_LABEL) or (meta.get("annotations") or {}).get(INDEX_LABEL)
+    try:
+        return int(raw) if raw is not None else None
+    except ValueError:
+        return None
+
+
+def sort_pods(pods: list[dict]) -> list[dict]:
+    """Pods by rank, then creation time, then name (stable output for logs/status)."""
+    def key(p: dict) -> tuple:
+        r = pod_rank(p)
+        meta = p.get("metadata") or {}
+        return (r if r is not None else -1, meta.get("creationTimestamp") or "", meta.get("name") or "")
+    return sorted(pods, key=key)
+
+
+def _statuses(pod: dict, init: bool = False) -> list[dict]:
+    st = pod.get("status") or {}
+    return st.get("initContainerStatuses" if init else "containerStatuses") or []
+
+
+def pod_summary(pod: dict) -> dict:
+    st = pod.get("status") or {}
+    reason = st.get("reason")
+    for cs in _statuses(pod, True) + _statuses(pod):
+        state = cs.get("state") or {}
+        waiting = state.get("waiting") or {}
+        term = state.get("terminated") or {}
+        if waiting.get("reason") and waiting["reason"] not in ("ContainerCreating", "PodInitializing"):
+            reason = reason or waiting["reason"]
+        if term.get("reason") and term.get("exitCode"):
+            reason = reason or term["reason"]
+    return {
+        "name": (pod.get("metadata") or {}).get("name"),
+        "rank": pod_rank(pod),
+        "phase": st.get("phase"),
+        "node": (pod.get("spec") or {}).get("nodeName"),
+        "reason": reason,
+    }
+
+
+def _pending_diagnosis(pods: list[dict]) -> tuple[str, str]:
+    """Why the job is not running yet: (reason, message)."""
+    for pod in sort_pods(pods):
+        for cs in _statuses(pod, True) + _statuses(pod):
+            waiting = (cs.get("state") or {}).get("waiting") or {}
+            why = waiting.get("reason")
+            if why in IMAGE_REASONS:
+                return why, f"cannot pull image {cs.get('image')}: {waiting.get('message') or why} (check the image name and imagePullSecrets / NGC_KEY)"
+            if why in CONFIG_REASONS:
+                return why, f"{why}: {waiting.get('message') or ''} (a referenced Secret/ConfigMap may be missing)".strip()
+        sched = condition_any(pod, "PodScheduled")
+        if sched and sched.get("status") == "False":
+            msg = sched.get("message") or sched.get("reason") or "unschedulable"
+            if "persistentvolumeclaim" in msg and "not found" in msg:
+                return "MissingPVC", f"{msg} (create the PVC in the namespace or fix the mount)"
+            if "Insufficient nvidia.com/gpu" in msg:
+                return "InsufficientGPU", f"{msg} (no node has enough free nvidia.com/gpu; the job waits until GPUs free up)"
+            if "node affinity/selector" in msg or "node selector" in msg:
+                return "NoMatchingNode", f"{msg} (no node matches nodeSelector/affinity: fix node_selector)"
+            if "unbound immediate PersistentVolumeClaims" in msg:
+                return "UnboundPVC", msg
+            return sched.get("reason") or "Unschedulable", msg
+    if not pods:
+        return "NoPods", "the Job has created no pod yet"
+    return "Pending", "pods are starting"
+
+
+def condition_any(obj: dict, ctype: str) -> dict | None:
+    """The condition of type ``ctype`` whatever its status."""
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == ctype:
+            return cond
+    return None
+
+
+def _failure(job: dict, pods: list[dict], logs: dict[str, str] | None) -> tuple[str, str, str, str | None, int | None]:
+    """Classify a failed Job: (err_class, reason, message, pod, exit code)."""
+    from .. import failures
+
+    for pod in sort_pods(pods):
+        name = (pod.get("metadata") or {}).get("name")
+        st = pod.get("status") or {}
+        if st.get("reason") == "Evicted" or (condition(pod, "DisruptionTarget")):
+            cond = condition(pod, "DisruptionTarget") or {}
+            msg = st.get("message") or cond.get("message") or "pod evicted/disrupted"
+            return "ERR_INFRA", st.get("reason") or cond.get("reason") or "Disrupted", f"pod {name}: {msg}", name, None
+        # main container first: a sidecar (tier C upload) failing is reported after it
+        statuses = sorted(_statuses(pod) + _statuses(pod, True), key=lambda c: c.get("name") != "main")
+        for cs in statuses:
+            term = (cs.get("state") or {}).get("terminated") or {}
+            code = term.get("exitCode")
+            if not term or code in (None, 0):
+                continue
+            reason = term.get("reason") or "Error"
+            tail = (logs or {}).get(name or "", "")
+            if reason in INFRA_REASONS:
+                return "ERR_INFRA", reason, f"pod {name} container {cs.get('name')}: {reason} (exit {code}){_hint(reason)}", name, code
+            pattern = failures.infra_log_match(tail) if tail else None
+            if pattern:
+                return "ERR_INFRA", pattern, f"pod {name} exited {code}; log shows an infrastructure failure ({pattern}){_tail(tail)}", name, code
+            if cs.get("name") == "upload":
+                return "ERR_INFRA", "UploadFailed", f"pod {name}: result upload to S3 failed (exit {code}){_tail(tail)}", name, code
+            if cs.get("name") == "fetch":
+                return "ERR_INFRA", "FetchFailed", f"pod {name}: S3 input fetch failed (exit {code}){_tail(tail)}", name, code
+            return "ERR_PROGRAM", "NonZeroExit", f"pod {name} container {cs.get('name')} exited with code {code}{_tail(tail)}", name, code
+    cond = condition(job, "Failed") or condition(job, "FailureTarget") or {}
+    reason = cond.get("reason") or "Failed"
+    err = "ERR_INFRA" if reason in INFRA_REASONS or reason == "PodFailurePolicy" else "ERR_PROGRAM"
+    if reason == "DeadlineExceeded":
+        err = "ERR_PROGRAM"  # the job outran its own activeDeadlineSeconds
+    return err, reason, cond.get("message") or f"Job failed ({reason})", None, None
+
+
+def _hint(reason: str) -> str:
+    if reason == "OOMKilled":
+        return ": out of memory; lower the batch size or raise the memory limit"
+    return ""
+
+
+def _tail(text: str, lines: int = 5) -> str:
+    last = [ln for ln in (text or "").splitlines() if ln.strip()][-lines:]
+    return ("; last log lines: " + " | ".join(last)) if last else ""
+
+
+def observe(job: dict | None, pods: list[dict], logs: dict[str, str] | None = None) -> Observation:
+    """Map one Job (None = not found) and its pods to the bank's vocabulary."""
+    summaries = [pod_summary(p) for p in sort_pods(pods)]
+    if job is None:
+        return Observation("UNKNOWN", reason="NotFound",
+                           message="the Job no longer exists (TTL cleanup or deleted outside the bank)", pods=summaries)
+    st = job.get("status") or {}
+    if condition(job, "Complete") or condition(job, "SuccessCriteriaMet"):
+        return Observation("COMPLETE", reason="Complete", message=f"succeeded pods: {st.get('succeeded', 0)}", pods=summaries)
+    if condition(job, "Failed") or condition(job, "FailureTarget"):
+        err, reason, msg, pod, code = _failure(job, pods, logs)
+        return Observation("ERROR", err_class=err, reason=reason, message=msg, failed_pod=pod, exit_code=code, pods=summaries)
+    if (job.get("metadata") or {}).get("deletionTimestamp"):
+        return Observation("CANCELED", reason="Deleting", message="the Job is being deleted", pods=summaries)
+    if condition(job, "Suspended"):
+        return Observation("PENDING", reason="Suspended", message="the Job is suspended", pods=summaries)
+    live = [p for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+    running = [p for p in live if (p.get("status") or {}).get("phase") == "Running"]
+    if running and len(running) == len(live):
+        return Observation("RUNNING", reason="Running",
+                           message=f"{len(running)} pod(s) running, succeeded {st.get('succeeded', 0)}", pods=summaries)
+    reason, msg = _pending_diagnosis(live)
+    if running:  # some ranks run, others wait: report it as pending with the reason
+        msg = f"{len(running)}/{len(live)} pods running; {msg}"
+    return Observation("PENDING", reason=reason, message=msg, pods=summaries)
+
+
+def group_items(items: list[dict]) -> dict[str, dict]:
+    """Split one ``kubectl get jobs,pods -l tao-job-id -o json`` answer by job id."""
+    out: dict[str, dict] = {}
+    for obj in items:
+        jid = ((obj.get("metadata") or {}).get("labels") or {}).get(JOB_LABEL)
+        if not jid:
+            continue
+        entry = out.setdefault(jid, {"jobs": [], "pods": []})
+        if obj.get("kind") == "Job":
+            entry["jobs"].append(obj)
+        elif obj.get("kind") == "Pod":
+            entry["pods"].append(obj)
+    return out
+
+
+def pick_job(jobs: list[dict], uid: str | None, name: str | None) -> dict | None:
+    """The Job the record points at: same UID when one is recorded (another UID is not ours)."""
+    for job in jobs:
+        meta = job.get("metadata") or {}
+        if uid and meta.get("uid") == uid:
+            return job
+        if not uid and name and meta.get("name") == name:
+            return job
+    return None
+
+
+def pods_of(job: dict | None, pods: list[dict]) -> list[dict]:
+    """Pods owned by ``job`` (by owner UID), so a same-name Job's pods never mix in."""
+    if job is None:
+        return []
+    uid = (job.get("metadata") or {}).get("uid")
+    return [p for p in pods if any(o.get("uid") == uid for o in (p.get("metadata") or {}).get("ownerReferences") or [])]
+
+
+def next_state(record_state: str, observed: str) -> str | None:
+    """The state to mark, or None to leave the record as it is.
+
+    A terminal record stays (the record is the source of truth after the end);
+    moves the transition table forbids (e.g. UNKNOWN -> PENDING) are skipped.
+    """
+    if record_state in states.TERMINAL:
+        return None
+    if observed == record_state:
+        return record_state  # same-state update (message/metadata)
+    return observed if states.is_allowed(record_state, observed) else None

@@ -1,0 +1,447 @@
+"""submit / status / logs / cancel for Kubernetes jobs (the core never prints).
+
+submit: gates -> open record -> render -> secret lint -> server dry-run ->
+per-job Secret(s) from stdin -> apply -> ownerReferences -> mark.
+status: records -> ONE ``kubectl get jobs,pods -l tao-job-id`` per
+(context, namespace) -> :func:`status.observe` -> mark (+ final logs saved).
+"""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import stat
+from pathlib import Path
+
+from .. import pins, records, redact, states
+from ..errors import TaoError
+from ..render import dump_yaml
+from . import JOB_LABEL, gates, render, status
+from .kubectl import Kubectl
+
+PLATFORM = "kubernetes"
+ENV_NAME_OK = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+# -- credentials ---------------------------------------------------------------
+
+def read_secrets_file(path: str) -> dict[str, str]:
+    """KEY=VALUE lines from a file only its owner can read (mode 600 or stricter)."""
+    p = Path(path)
+    try:
+        mode = p.stat().st_mode
+    except OSError as exc:
+        raise TaoError(f"cannot read secrets file {p}: {exc.strerror}", exit_code=2) from None
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise TaoError(f"secrets file {p} is readable by others (mode {oct(mode & 0o777)}): chmod 600 {p}")
+    out: dict[str, str] = {}
+    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        key = key.strip().removeprefix("export ").strip()
+        if not sep or not key or set(key) - ENV_NAME_OK:
+            raise TaoError(f"secrets file {p} line {n}: expected KEY=VALUE (the value is not shown)")
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        out[key] = value
+    return out
+
+
+def collect_credentials(secret_env: list[str] | tuple[str, ...] = (), secrets_file: str | None = None) -> dict[str, str]:
+    """Secret values from this process's environment (names given) and/or a mode-600 env-file."""
+    creds: dict[str, str] = {}
+    if secrets_file:
+        creds.update(read_secrets_file(secrets_file))
+    for name in secret_env:
+        if set(name) - ENV_NAME_OK:
+            raise TaoError(f"--secret-env takes a variable NAME, got {name[:20]!r}...: never put a value on the command line")
+        value = os.environ.get(name)
+        if value is None or value == "":
+            raise TaoError(f"--secret-env {name}: {name} is not set in the environment: export it first")
+        creds[name] = value
+    return creds
+
+
+def _secret_object(name: str, namespace: str, job_id: str, creds: dict[str, str]) -> dict:
+    return {
+        "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+        "metadata": {"name": name, "namespace": namespace, "labels": render.labels_for(job_id)},
+        "data": {k: base64.b64encode(v.encode()).decode() for k, v in creds.items()},
+    }
+
+
+def _pull_secret_object(name: str, namespace: str, job_id: str, key: str, registry: str = "nvcr.io") -> dict:
+    user = "$oauthtoken"
+    auth = base64.b64encode(f"{user}:{key}".encode()).decode()
+    cfg = json.dumps({"auths": {registry: {"username": user, "password": key, "auth": auth}}})
+    return {
+        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
+        "metadata": {"name": name, "namespace": namespace, "labels": render.labels_for(job_id)},
+        "data": {".dockerconfigjson": base64.b64encode(cfg.encode()).decode()},
+    }
+
+
+def _create_secret(kube: Kubectl, obj: dict) -> None:
+    """Create (or, on a resumed submit, replace) a Secret sent on stdin; never ``apply``
+    (apply would copy the data into the last-applied-configuration annotation)."""
+    body = json.dumps(obj)
+    res = kube.run("create", "-f", "-", stdin=body, check=False, what="kubectl create secret")
+    if res.ok:
+        return
+    if "AlreadyExists" in res.stderr or "already exists" in res.stderr:
+        kube.run("replace", "-f", "-", stdin=body, what="kubectl replace secret")
+        return
+    raise TaoError(f"creating Secret {obj['metadata']['name']} failed: {res.stderr.strip().splitlines()[-1] if res.stderr.strip() else 'no output'}")
+
+
+# -- gates ---------------------------------------------------------------------
+
+def capacity_gate(kube: Kubectl, spec: dict) -> str:
+    """Free GPUs on schedulable nodes (see :mod:`gates`); returns the figures line."""
+    gpus, nodes = int(spec.get("gpus", 1)), int(spec.get("nodes", 1))
+    node_items = kube.items("nodes", what="kubectl get nodes")
+    res = kube.run("get", "pods", "--all-namespaces", "-o", "json",
+                   "--field-selector=status.phase!=Succeeded,status.phase!=Failed", check=False,
+                   what="kubectl get pods --all-namespaces")
+    note = ""
+    if res.ok:
+        pods = json.loads(res.stdout).get("items") or []
+    else:  # no cluster-wide pod read (RBAC): count what this namespace uses, and say so
+        pods = kube.items("pods", "--field-selector=status.phase!=Succeeded,status.phase!=Failed")
+        note = f" (pods outside namespace {kube.namespace} not visible to you: their GPUs are not subtracted)"
+    figures = gates.node_gpus(node_items, pods, node_selector=spec.get("node_selector"),
+                              tolerations=spec.get("tolerations"))
+    return gates.check_capacity(figures, gpus, nodes) + note
+
+
+def version_gate(kube: Kubectl) -> tuple[int, int]:
+    found = gates.server_version(kube.json("version", what="kubectl version"))
+    gates.check_version(found, pins.resolve("kubernetes.min_version_multinode"))
+    return found
+
+
+def permission_gate(kube: Kubectl, resources: list[str]) -> None:
+    missing = [r for r in resources if not kube.can_i("create", r)]
+    if missing:
+        raise TaoError(
+            f"you may not create {', '.join(missing)} in namespace {kube.namespace}"
+            f"{' (context ' + kube.context + ')' if kube.context else ''}: ask for a Role that allows it or pick another namespace"
+        )
+
+
+# -- submit --------------------------------------------------------------------
+
+def _owner_patch(job: dict) -> str:
+    meta = job["metadata"]
+    return json.dumps({"metadata": {"ownerReferences": [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"], "uid": meta["uid"]}
+    ]}})
+
+
+def _own(kube: Kubectl, job: dict, owned: list[tuple[str, str]]) -> None:
+    """Make Secrets/Service/ConfigMap dependents of the Job: TTL or cancel GC removes them."""
+    patch = _owner_patch(job)
+    for kind, name in owned:
+        kube.run("patch", kind, name, "--type", "merge", "-p", patch, what=f"kubectl patch {kind}")
+
+
+def _find_jobs(kube: Kubectl, job_id: str) -> list[dict]:
+    return kube.items("jobs", "-l", f"{JOB_LABEL}={job_id}", what="kubectl get jobs")
+
+
+def submit(
+    spec: dict,
+    *,
+    kube: Kubectl | None = None,
+    job_id: str | None = None,
+    secret_env: list[str] | tuple[str, ...] = (),
+    secrets_file: str | None = None,
+    ngc_pull_secret: bool = False,
+    config: dict | None = None,
+) -> dict:
+    """Launch ``spec``; returns {"id", "backend_ref", "uid", "state", "gate", "reconciled", ...}.
+
+    ``job_id`` resumes a record opened earlier (``tao_job_record.py open``):
+    if a Job with its label exists already, it is adopted, not created again.
+    """
+    kube = kube or Kubectl()
+    creds = collect_credentials(secret_env, secrets_file)
+    ngc_key = None
+    if ngc_pull_secret:
+        ngc_key = os.environ.get("NGC_KEY")
+        if not ngc_key:
+            raise TaoError("--ngc-pull-secret needs NGC_KEY in the environment: export NGC_KEY first")
+    nodes = int(spec.get("nodes", 1))
+    rec = None
+    if job_id:
+        rec = records.load(job_id)
+        if rec.get("platform") != PLATFORM:
+            raise TaoError(f"record {job_id} is for platform {rec.get('platform')}, not kubernetes")
+        if rec["state"] in states.TERMINAL:
+            raise TaoError(f"record {job_id} is {rec['state']} already: open a new record to run again")
+        existing = _find_jobs(kube, job_id)
+        if existing:
+            return _adopt(kube, rec, existing[0], spec, creds, ngc_key, config)
+
+    gate = capacity_gate(kube, spec)  # read-only checks come first: a refusal leaves no record
+    if nodes > 1:
+        version_gate(kube)
+    needed = ["jobs"] + (["secrets"] if creds or ngc_key else []) + (["services"] if nodes > 1 else []) \
+        + (["configmaps"] if config else [])
+    permission_gate(kube, needed)
+
+    if rec is None:
+        rec = records.open_record(
+            PLATFORM, spec["image"], spec.get("network_arch") or "custom", spec.get("action") or "run",
+            spec.get("storage_tier", "A"), spec.get("results_dir") or "/results",
+            backend={"namespace": kube.namespace, "context": kube.context or ""},
+        )
+    jid = rec["id"]
+    name = render.job_name_for(jid)
+    cred_name = render.cred_secret_name(jid) if creds else None
+    pull_name = render.pull_secret_name(jid) if ngc_key else None
+    created: list[tuple[str, str]] = []
+    try:
+        objs = render.render_manifests(spec, job_id=jid, namespace=kube.namespace, name=name,
+                                       cred_secret=cred_name, pull_secrets=[pull_name] if pull_name else [],
+                                       config=config)
+        findings = redact.lint_text(dump_yaml(objs), f"manifest of {jid}")
+        if findings:
+            raise TaoError(f"the rendered manifest holds what looks like a secret ({findings[0].rule} at line "
+                           f"{findings[0].line}): pass credentials with --secret-env/--secrets-file, never in env")
+        kube.apply(objs, dry_run=True)
+        if cred_name:
+            _create_secret(kube, _secret_object(cred_name, kube.namespace, jid, creds))
+            created.append(("secret", cred_name))
+        if pull_name:
+            _create_secret(kube, _pull_secret_object(pull_name, kube.namespace, jid, ngc_key or ""))
+            created.append(("secret", pull_name))
+        applied = kube.apply(objs)
+    except TaoError as exc:
+        for kind, obj_name in created:
+            kube.run("delete", kind, obj_name, "--ignore-not-found", check=False)
+        records.mark(jid, "ERROR", message=f"submit failed before launch: {exc}")
+        raise
+    job = render.find(applied, "Job") or {}
+    owned = created + [(o["kind"].lower(), o["metadata"]["name"]) for o in applied if o.get("kind") in ("Service", "ConfigMap")]
+    _own(kube, job, owned)
+    if config:
+        _verify_config(kube, applied)
+    return _record_launch(kube, jid, job, owned, gate, reconciled=False)
+
+
+def _adopt(kube: Kubectl, rec: dict, job: dict, spec: dict, creds: dict, ngc_key: str | None, config: dict | None) -> dict:
+    """A resumed submit found its Job: re-own its objects and bind the record; never create a second Job."""
+    jid = rec["id"]
+    owned: list[tuple[str, str]] = []
+    for kind in ("secret", "service", "configmap"):
+        for obj in kube.items(kind + "s", "-l", f"{JOB_LABEL}={jid}"):
+            owned.append((kind, obj["metadata"]["name"]))
+    _own(kube, job, owned)
+    return _record_launch(kube, jid, job, owned, "skipped: the Job already exists", reconciled=True)
+
+
+def _verify_config(kube: Kubectl, applied: list[dict]) -> None:
+    """Read the ConfigMap back and check its content hash (what the pod mounts is what was staged)."""
+    cm = render.find(applied, "ConfigMap")
+    if not cm:
+        return
+    live = kube.json("get", "configmap", cm["metadata"]["name"])
+    want = (cm["metadata"].get("annotations") or {}).get(render.CONFIG_SHA_ANNOTATION)
+    got = [render.sha256_text(v) for v in (live.get("data") or {}).values()]
+    if want not in got:
+        raise TaoError(f"ConfigMap {cm['metadata']['name']} content does not match sha256 {want}: re-submit")
+
+
+def _record_launch(kube: Kubectl, jid: str, job: dict, owned: list, gate: str, *, reconciled: bool) -> dict:
+    meta = job.get("metadata") or {}
+    ref = f"{kube.namespace}/{meta.get('name')}"
+    backend = {"uid": meta.get("uid"), "namespace": kube.namespace, "name": meta.get("name"),
+               "context": kube.context or "", "owned": [f"{k}/{n}" for k, n in owned],
+               "nodes": (job.get("spec") or {}).get("parallelism") or 1}
+    rec = records.load(jid)
+    state = rec["state"] if rec["state"] in states.ACTIVE else "PENDING"
+    msg = "reconciled with the existing Job" if reconciled else "Job created"
+    rec = records.mark(jid, state, backend_ref=ref, backend=backend, message=msg)
+    return {"id": jid, "backend_ref": ref, "uid": meta.get("uid"), "state": rec["state"], "gate": gate,
+            "reconciled": reconciled, "namespace": kube.namespace, "context": kube.context, "name": meta.get("name")}
+
+
+# -- status --------------------------------------------------------------------
+
+def _last_message(rec: dict) -> str | None:
+    tr = rec.get("transitions") or []
+    return tr[-1].get("message") if tr else None
+
+
+def _pod_logs(kube: Kubectl, pod: str, tail: int) -> str:
+    res = kube.run("logs", pod, "--all-containers=true", f"--tail={tail}", check=False, what="kubectl logs")
+    return res.stdout if res.ok else ""
+
+
+def save_final_logs(kube: Kubectl, rec: dict, pods: list[dict]) -> str | None:
+    """Write the pods' logs next to the record (they vanish with ttlSecondsAfterFinished)."""
+    if not pods:
+        return None
+    text = format_logs(kube, pods, int(pins.resolve("kubernetes.logs_tail")))
+    path = records.artifact_dir(rec["id"]) / "logs.txt"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(redact.redact_text(text))
+    return str(path)
+
+
+def format_logs(kube: Kubectl, pods: list[dict], tail: int) -> str:
+    """Logs of every pod, rank by rank; multi-pod output prefixes each line with [rank N pod]."""
+    pods = status.sort_pods(pods)
+    chunks = []
+    for pod in pods:
+        name = pod["metadata"]["name"]
+        text = _pod_logs(kube, name, tail)
+        if len(pods) == 1:
+            chunks.append(text)
+            continue
+        rank = status.pod_rank(pod)
+        prefix = f"[rank {rank} {name}] " if rank is not None else f"[{name}] "
+        chunks.append("".join(prefix + line + "\n" for line in text.splitlines()))
+    return "".join(chunks)
+
+
+def _observe_record(kube: Kubectl, rec: dict, entry: dict | None) -> tuple[status.Observation, list[dict]]:
+    b = rec.get("backend") or {}
+    entry = entry or {"jobs": [], "pods": []}
+    job = status.pick_job(entry["jobs"], b.get("uid"), b.get("name"))
+    pods = status.pods_of(job, entry["pods"])
+    obs = status.observe(job, pods)
+    if obs.state == "ERROR" and obs.failed_pod and rec["state"] not in states.TERMINAL:
+        logs = {obs.failed_pod: _pod_logs(kube, obs.failed_pod, 50)}
+        obs = status.observe(job, pods, logs)
+    return obs, pods
+
+
+def status_records(recs: list[dict], *, source: str = "poller") -> list[dict]:
+    """Observe and update ``recs`` with one list call per (context, namespace)."""
+    groups: dict[tuple, list[dict]] = {}
+    for rec in recs:
+        kube = Kubectl.for_record(rec)
+        groups.setdefault((kube.context, kube.namespace), []).append(rec)
+    out = []
+    for (context, namespace), group in groups.items():
+        kube = Kubectl(namespace, context)
+        selector = JOB_LABEL if len(group) > 1 else f"{JOB_LABEL}={group[0]['id']}"
+        items = kube.items("jobs,pods", "-l", selector, what="kubectl get jobs,pods")
+        by_id = status.group_items(items)
+        for rec in group:
+            out.append(_update(kube, rec, by_id.get(rec["id"]), source))
+    return out
+
+
+def _update(kube: Kubectl, rec: dict, entry: dict | None, source: str) -> dict:
+    if not rec.get("backend_ref"):
+        return {"id": rec["id"], "state": rec["state"], "observed": None,
+                "message": "not launched (no backend_ref): run submit --job-id " + rec["id"]}
+    obs, pods = _observe_record(kube, rec, entry)
+    was = rec["state"]
+    new = status.next_state(was, obs.state)
+    saved = None
+    if new and (new != was or obs.message != _last_message(rec)):
+        if new in states.TERMINAL and pods:
+            saved = save_final_logs(kube, rec, pods)
+        rec = records.mark(rec["id"], new, source=source, message=obs.message,
+                           err_class=obs.err_class if new == "ERROR" else None)
+    logs_file = records.artifact_dir(rec["id"]) / "logs.txt"
+    result = {
+        "id": rec["id"], "state": rec["state"], "observed": obs.state, "err_class": rec.get("err_class"),
+        "reason": obs.reason, "message": obs.message, "backend_ref": rec.get("backend_ref"),
+        "pods": obs.pods, "exit_code": obs.exit_code,
+        "saved_logs": str(logs_file) if logs_file.exists() else None,
+    }
+    if obs.state == "UNKNOWN" and rec["state"] in states.TERMINAL:
+        result["message"] = f"{obs.message}; the record is terminal ({rec['state']}) and stays the source of truth"
+    if saved:
+        result["saved_logs"] = saved
+    return result
+
+
+def status(job_ids: list[str] | None = None) -> list[dict]:
+    """Status of the given records, or of every active kubernetes record (a sweep)."""
+    if job_ids:
+        recs = [records.load(j) for j in job_ids]
+        for r in recs:
+            if r.get("platform") != PLATFORM:
+                raise TaoError(f"record {r['id']} is a {r.get('platform')} job: use that platform's status")
+    else:
+        recs = records.list_records(platform=PLATFORM, active=True)
+    return status_records(recs) if recs else []
+
+
+# -- logs ----------------------------------------------------------------------
+
+def logs(job_id: str, *, tail: int | None = None, follow: bool = False) -> tuple[str, int | None]:
+    """(text, None) or, with ``follow``, ("", exit code) after streaming to stdout."""
+    rec = records.load(job_id)
+    kube = Kubectl.for_record(rec)
+    tail = tail if tail is not None else int(pins.resolve("kubernetes.logs_tail"))
+    b = rec.get("backend") or {}
+    pods = [p for p in kube.items("pods", "-l", f"{JOB_LABEL}={job_id}", what="kubectl get pods")
+            if not b.get("uid") or any(o.get("uid") == b["uid"] for o in p["metadata"].get("ownerReferences") or [])]
+    saved = records.artifact_dir(job_id) / "logs.txt"
+    if not pods:
+        if saved.exists():
+            return f"# pods are gone; logs saved when the job ended ({saved}):\n" + saved.read_text(encoding="utf-8"), None
+        raise TaoError(f"job {job_id} has no pods (not started, or deleted by TTL) and no saved logs")
+    if follow:
+        nodes = int(b.get("nodes") or len(pods))
+        rc = kube.stream("logs", "-l", f"{JOB_LABEL}={job_id}", "--follow", "--prefix", "--all-containers=true",
+                         f"--tail={tail}", f"--max-log-requests={max(2 * nodes + 2, 5)}")
+        return "", rc
+    return format_logs(kube, pods, tail), None
+
+
+# -- cancel --------------------------------------------------------------------
+
+def cancel(job_id: str) -> dict:
+    """Delete the recorded Job (only if its UID matches), its Secrets/Service/ConfigMap; mark CANCELED."""
+    rec = records.load(job_id)
+    if rec["state"] in states.TERMINAL:
+        return {"id": job_id, "state": rec["state"], "deleted": False,
+                "message": f"already {rec['state']}: nothing to cancel"}
+    b = rec.get("backend") or {}
+    if not rec.get("backend_ref") or not b.get("uid"):
+        rec = records.mark(job_id, "CANCELED", message="canceled before launch")
+        return {"id": job_id, "state": "CANCELED", "deleted": False, "message": "never launched: record canceled"}
+    kube = Kubectl.for_record(rec)
+    name, uid = b["name"], b["uid"]
+    job = kube.json("get", "job", name, "--ignore-not-found", what="kubectl get job")
+    if not job or job["metadata"].get("uid") != uid:
+        other = " (a Job with that name but another UID exists and was left alone)" if job else ""
+        rec = records.mark(job_id, "CANCELED", message=f"the Job was already gone{other}")
+        return {"id": job_id, "state": "CANCELED", "deleted": False, "message": f"Job {name} already deleted{other}"}
+    pods = status.pods_of(job, kube.items("pods", "-l", f"{JOB_LABEL}={job_id}"))
+    obs = status.observe(job, pods)
+    if obs.state in ("COMPLETE", "ERROR"):
+        save_final_logs(kube, rec, pods)
+        rec = records.mark(job_id, obs.state, message=obs.message, err_class=obs.err_class)
+        return {"id": job_id, "state": obs.state, "deleted": False,
+                "message": f"already finished ({obs.state}): nothing to cancel"}
+    save_final_logs(kube, rec, pods)
+    # Server-side precondition: the API deletes only the object with this UID,
+    # so a Job re-created under the same name between our read and the delete is safe.
+    body = json.dumps({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Foreground",
+                       "preconditions": {"uid": uid}})
+    res = kube.run("delete", "--raw", f"/apis/batch/v1/namespaces/{kube.namespace}/jobs/{name}", "-f", "-",
+                   stdin=body, check=False, what="kubectl delete job")
+    if not res.ok:
+        text = res.stderr + res.stdout
+        if "Precondition failed" in text or "Conflict" in text or "UID in precondition" in text:
+            rec = records.mark(job_id, "CANCELED", message="the Job was replaced by another with the same name; left alone")
+            return {"id": job_id, "state": "CANCELED", "deleted": False,
+                    "message": f"Job {name} now has another UID: not deleted"}
+        if "NotFound" not in text and "not found" not in text:
+            raise TaoError(f"deleting Job {name} failed: {text.strip().splitlines()[-1] if text.strip() else 'no output'}")
+    kube.run("delete", "secret,service,configmap", "-l", f"{JOB_LABEL}={job_id}", "--ignore-not-found",
+             "--wait=false", what="kubectl delete secret,service,configmap")
+    rec = records.mark(job_id, "CANCELED", message="canceled by the agent (Job deleted, foreground)")
+    return {"id": job_id, "state": "CANCELED", "deleted": True, "message": f"Job {kube.namespace}/{name} deleted"}
+
