@@ -1,6 +1,7 @@
 """versions.yaml: one parser, quoted and Pyxis values survive, clear errors."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -120,7 +121,7 @@ def test_pins_is_the_only_versions_reader():
     for f in (BANK / "scripts").rglob("*.py"):
         if f.name in ("pins.py", "stamp.py"):
             continue
-        text = f.read_text(encoding="utf-8")
-        if "versions.yaml" in text and ("safe_load" in text or "yaml.load" in text):
-            offenders.append(str(f.relative_to(BANK)))
+        for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
+            if "versions.yaml" in line and re.search(r"open\(|read_text|read_bytes|safe_load|yaml\.load", line):
+                offenders.append(f"{f.relative_to(BANK)}:{n}")
     assert offenders == []

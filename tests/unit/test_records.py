@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from taobank import names, records, states
 from taobank.errors import TaoError
@@ -317,3 +318,27 @@ def test_kill_mid_write_never_corrupts(state_dir):
     for f in state_dir.iterdir():
         assert f.name.startswith(".") or f.name.startswith(rid), f.name
     assert records.mark(rid, "COMPLETE")["state"] == "COMPLETE"
+
+
+_printable = st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs")), min_size=1, max_size=60)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_printable, _printable)
+def test_any_arch_action_opens_with_valid_unique_id(tmp_path_factory, arch, action):
+    if not arch.strip() or not action.strip():
+        return
+    d = tmp_path_factory.mktemp("prop")
+    old = os.environ.get("TAO_STATE_DIR")
+    os.environ["TAO_STATE_DIR"] = str(d)
+    try:
+        ids = {_open(network_arch=arch, action=action)["id"] for _ in range(3)}
+        assert len(ids) == 3
+        for i in ids:
+            assert names.is_dns1035_label(i) and len(i) <= 40
+            assert records.load(i)["network_arch"] == arch.strip()
+    finally:
+        if old is None:
+            os.environ.pop("TAO_STATE_DIR", None)
+        else:
+            os.environ["TAO_STATE_DIR"] = old
