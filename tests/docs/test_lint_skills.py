@@ -348,3 +348,23 @@ def test_run_site_forms_seen_in_the_seeds(bank_copy):
     pin_line = line_no(bank_copy, SETUP, "PIN=$(")
     sudo_line = line_no(bank_copy, SETUP, 'sudo "$SETUP_SCRIPT"')
     assert [s.split(": exec-bit: ")[0] for s in probs] == [f"{SETUP}:{pin_line}", f"{SETUP}:{sudo_line}"], probs
+
+
+def test_metadata_must_map_strings_to_strings(bank_copy):
+    edit(bank_copy, SETUP, "  group: core", "  group: core\n  order: 1")
+    n = line_no(bank_copy, SETUP, "metadata:")
+    assert_one(lint(bank_copy, external=False), rf"{SETUP}:{n}: frontmatter: metadata must map strings to strings .*")
+
+
+def test_compatibility_length(bank_copy):
+    p = bank_copy / SETUP
+    p.write_text(re.sub(r"(?m)^compatibility: .*$", "compatibility: " + "x" * 501, p.read_text(), count=1))
+    n = line_no(bank_copy, SETUP, "compatibility:")
+    assert_one(lint(bank_copy, external=False), rf"{SETUP}:{n}: frontmatter: compatibility must be text of 1-500 characters")
+
+
+def test_skill_shell_scripts_are_shellchecked(bank_copy):
+    p = bank_copy / GPU_SCRIPT
+    p.write_text(p.read_text() + "\necho $BACKEND_DIR\n")
+    n = len(p.read_text().splitlines())
+    assert_one(lint(bank_copy, external=False), rf"{GPU_SCRIPT}:{n}: shellcheck: SC2086 \(info\) .*")
