@@ -55,7 +55,8 @@ def collect_credentials(secret_env: list[str] | tuple[str, ...] = (), secrets_fi
         creds.update(read_secrets_file(secrets_file))
     for name in secret_env:
         if set(name) - ENV_NAME_OK:
-            raise TaoError(f"--secret-env takes a variable NAME, got {name[:20]!r}...: never put a value on the command line")
+            shown = name.split("=", 1)[0][:40]
+            raise TaoError(f"--secret-env takes a variable NAME (got {shown}=...): never put a value on the command line")
         value = os.environ.get(name)
         if value is None or value == "":
             raise TaoError(f"--secret-env {name}: {name} is not set in the environment: export it first")
