@@ -342,3 +342,18 @@ def test_any_arch_action_opens_with_valid_unique_id(tmp_path_factory, arch, acti
             os.environ.pop("TAO_STATE_DIR", None)
         else:
             os.environ["TAO_STATE_DIR"] = old
+
+
+def test_failed_rename_leaves_old_record_and_no_temp(state_dir, monkeypatch):
+    rid = _at("RUNNING")
+    before = records.load(rid)
+
+    def boom(*a, **k):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(records.os, "replace", boom)
+        with pytest.raises(KeyboardInterrupt):
+            records.mark(rid, "COMPLETE")
+    assert records.load(rid) == before
+    assert not [f for f in state_dir.iterdir() if f.name.endswith(".tmp")]
