@@ -27,7 +27,7 @@ RULES: dict[str, str] = {
     "length": "SKILL.md is shorter than 500 lines (details go to references/)",
     "link": "every relative markdown link points to an existing file",
     "path": "every scripts/, references/, templates/, schemas/, skills/ path a file mentions exists (scripts/ against the bank root, then the skill folder)",
-    "exec-bit": "a script run directly (\"$BANK/scripts/x.py\" ...) and every script with a '#!' line in scripts/ or a skill's scripts/ is executable",
+    "exec-bit": "a script run directly (\"$BANK/scripts/x.py\" ...) and every script with a '#!' line in scripts/ or a skill's scripts/ is executable; every scripts/*.py starts with '#!'",
     "shellcheck": "every ```bash/```sh block passes 'shellcheck -s bash' (SC2034/SC2154/SC1090/SC1091 off: blocks are fragments of one session); every skills/*/*/scripts/*.sh passes it in full",
     "references-depth": "references/ holds files only (one level deep)",
     "bank-locate": "the bank is located by the canonical BANK= line (the one in skills/core/tao-setup/SKILL.md) before $BANK is used, followed by its check line",
@@ -295,6 +295,10 @@ def check_script_bits(root: Path) -> list[Problem]:
             with open(p, "rb") as fh:
                 head = fh.read(2)
         except OSError:
+            continue
+        if p.parent == root / "scripts" and p.suffix == ".py" and head != b"#!":
+            rel = p.relative_to(root).as_posix()
+            out.append(Problem(rel, 1, "exec-bit", f"helper has no '#!/usr/bin/env python3' first line: add it and chmod +x {rel}"))
             continue
         if head == b"#!" and not _is_exec(p):
             rel = p.relative_to(root).as_posix()

@@ -368,3 +368,8 @@ def test_skill_shell_scripts_are_shellchecked(bank_copy):
     p.write_text(p.read_text() + "\necho $BACKEND_DIR\n")
     n = len(p.read_text().splitlines())
     assert_one(lint(bank_copy, external=False), rf"{GPU_SCRIPT}:{n}: shellcheck: SC2086 \(info\) .*")
+
+
+def test_helper_without_shebang(bank_copy):
+    (bank_copy / "scripts/new_helper.py").write_text('"""A helper someone forgot to mark."""\n')
+    assert_one(lint(bank_copy, external=False), r"scripts/new_helper.py:1: exec-bit: helper has no '#!/usr/bin/env python3' first line: .*")
