@@ -18,8 +18,16 @@ STAGE = (
 #: $1 script, $2 log root (<job_dir>/slurm-logs), $3 job name.
 #: Submitted held, so the job cannot start before its log folder
 #: <log root>/<name>-<id>/ exists (SLURM does not create it) and before
-#: the caller has the id; released at once.
+#: the caller has the id; released at once. A held submit skips sbatch's
+#: node-configuration check (it would sit PENDING with BadConstraints), so
+#: ``--test-only`` runs first and its definite refusals stop the submit.
 SBATCH = r'''
+if ! t=$(sbatch --test-only --job-name="$3" "$1" 2>&1); then
+  case $t in
+    *"node configuration is not available"*|*"nvalid partition"*|*"nvalid account"*|*"nvalid qos"*|*"ime limit"*|*"nvalid generic resource"*|*"nvalid feature"*)
+      echo "$t" >&2; exit 3;;
+  esac
+fi
 out=$(sbatch --parsable --hold --job-name="$3" "$1") || exit 3
 jid=${out%%;*}
 case $jid in ''|*[!0-9]*) echo "unexpected sbatch answer: $out" >&2; exit 4;; esac

@@ -1,0 +1,71 @@
+"""Helpers shared by the SLURM skill's e2e tests (not a test module)."""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+from taobank.slurm import verbs
+
+TERMINAL = ("COMPLETE", "ERROR", "CANCELED")
+
+
+def base_spec(**kw) -> dict:
+    spec = {"network_arch": "dino", "action": "train", "num_gpus": 1, "max_num_gpus_per_node": 8,
+            "cpus_per_task": 1, "time_hours": 0.5, "command": ["true"]}
+    spec.update(kw)
+    return spec
+
+
+def wait_state(job_id: str, states=TERMINAL, timeout: float = 120, conn=None) -> dict:
+    """Poll the status verb until the record is in one of ``states``."""
+    deadline = time.time() + timeout
+    while True:
+        recs = verbs.status([job_id], conn=conn, retry=False)
+        rec = next(r for r in recs if r["id"] == job_id)
+        if rec["state"] in states:
+            return rec
+        assert time.time() < deadline, f"{job_id} still {rec['state']} ({rec.get('message')}) after {timeout}s"
+        time.sleep(1)
+
+
+def call_log(path: Path) -> list[list[str]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+class ArgvWatcher:
+    """Scans every process's argv (/proc/*/cmdline) while a block runs: what
+    ``ps`` would show any user on this host, remote sshd children included."""
+
+    def __init__(self, needle: str) -> None:
+        self.needle = needle.encode()
+        self.hits: list[str] = []
+        self.scans = 0
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            for pid in os.listdir("/proc"):
+                if not pid.isdigit():
+                    continue
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                        data = fh.read()
+                except OSError:
+                    continue
+                if self.needle in data:
+                    self.hits.append(data.replace(b"\0", b" ").decode(errors="replace"))
+            self.scans += 1
+
+    def __enter__(self) -> "ArgvWatcher":
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._t.join()

@@ -1,0 +1,352 @@
+"""The SLURM skill's verbs against the local SLURM cluster over real SSH."""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from taobank import records
+from taobank.errors import TaoError
+from taobank.slurm import remote, ssh, storage, verbs
+from taobank.slurm.ssh import Connection
+
+sys.path.insert(0, os.path.dirname(__file__))
+from slurm_helpers import ArgvWatcher, base_spec, call_log, wait_state  # noqa: E402
+
+SECRET = "tao-e2e-secret-7f3a9c1d5e"
+BANK = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+
+
+def test_submit_status_logs_complete_with_secret_kept_out_of_everything(slurm_env, monkeypatch):
+    monkeypatch.setenv("NGC_KEY", SECRET)
+    spec = base_spec(secrets=["NGC_KEY"], env={"EPOCHS": "3"}, command=[
+        "bash", "-c", 'echo "hello epochs=$EPOCHS keylen=${#NGC_KEY}"; echo "a traceback line" >&2'])
+    with ArgvWatcher(SECRET) as watcher:
+        rec = verbs.submit(spec)
+    assert watcher.scans > 0 and watcher.hits == []
+    b = rec["backend"]
+    assert rec["state"] == "PENDING" and b["slurm_job_id"].isdigit() and rec["backend_ref"] == f"slurm:{b['slurm_job_id']}"
+    assert b["log_dir"] == f"{b['job_dir']}/slurm-logs/{rec['id']}-{b['slurm_job_id']}"
+    assert rec["results_dir"] + "/" + rec["id"] == b["results_dir"]
+    done = wait_state(rec["id"])
+    assert done["state"] == "COMPLETE", done
+    out = verbs.logs(rec["id"])
+    assert f"hello epochs=3 keylen={len(SECRET)}" in out["main.out"]
+    assert "a traceback line" in out["main.err"]
+    conn = Connection()
+    # The needle goes on stdin (grep -f -): the test must not put the secret on argv either.
+    listing = conn.script('cd "$1" && find . -type f | sort && grep -rlF -f - . || true', [b["job_dir"]],
+                          stdin=SECRET + "\n").stdout
+    assert "./sbatch/job_%s.sbatch" % rec["id"] in listing
+    for f in ("./specs/spec.json", "./env/env.json", "./meta/meta.json", "./meta/exit.json"):
+        assert f in listing
+    assert storage.CREDS_FILE not in listing  # removed after success
+    assert SECRET not in listing  # grep found the secret in no file
+    calls = call_log(slurm_env["call_log"])
+    assert calls and not any(SECRET in " ".join(c) for c in calls)
+    assert SECRET not in json.dumps(records.load(rec["id"]))
+
+
+def test_cli_outputs_never_print_the_secret(slurm_env, tmp_path):
+    spec = tmp_path / "job.json"
+    spec.write_text(json.dumps(base_spec(secrets=["NGC_KEY"], command=["bash", "-c", "echo keylen=${#NGC_KEY}"])))
+    env = dict(os.environ, NGC_KEY=SECRET)
+    cli = [sys.executable, os.path.join(BANK, "scripts", "tao_slurm.py")]
+    sub = subprocess.run(cli + ["submit", "--spec", str(spec), "--json"], env=env, capture_output=True, text=True, timeout=120)
+    assert sub.returncode == 0, sub.stderr
+    job = json.loads(sub.stdout)["id"]
+    wait_state(job)
+    outs = [sub.stdout + sub.stderr]
+    for args in (["status", job, "--json"], ["logs", job], ["logs", job, "--json"], ["status", job]):
+        r = subprocess.run(cli + args, env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        outs.append(r.stdout + r.stderr)
+    assert f"keylen={len(SECRET)}" in outs[2]
+    assert not any(SECRET in o for o in outs)
+    assert not any(SECRET in " ".join(c) for c in call_log(slurm_env["call_log"]))
+
+
+def test_failed_job_reports_exit_code_as_program_error(slurm_env):
+    rec = verbs.submit(base_spec(command=["bash", "-c", "echo 'ValueError: bad spec' >&2; exit 3"]))
+    done = wait_state(rec["id"])
+    assert done["state"] == "ERROR" and done["err_class"] == "ERR_PROGRAM"
+    assert done["backend"]["slurm_state"] == "FAILED" and done["backend"]["exit_code"] == "3:0"
+    assert "exit code 3" in done["message"]
+    assert not records.list_records(platform="slurm", active=True)  # no retry for a program error
+
+
+def test_cancel_running_job_then_cancel_again(slurm_env):
+    rec = verbs.submit(base_spec(command=["sleep", "300"]))
+    wait_state(rec["id"], ("RUNNING",), timeout=60)
+    done = verbs.cancel(rec["id"])
+    assert done["state"] == "CANCELED" and "scancel" in done["message"]
+    conn = Connection()
+    jid = rec["backend"]["slurm_job_id"]
+    for _ in range(30):
+        state = conn.remote(["sacct", "-n", "-X", "-P", "-o", "State", "-j", jid]).stdout.strip()
+        if state.startswith("CANCELLED"):
+            break
+        import time
+        time.sleep(1)
+    assert state.startswith("CANCELLED")
+    assert verbs.cancel(rec["id"])["state"] == "CANCELED"  # idempotent
+
+
+def test_cancel_of_a_job_that_already_ended_counts_as_cancelled(slurm_env):
+    rec = verbs.submit(base_spec(command=["true"]))
+    jid = rec["backend"]["slurm_job_id"]
+    conn = Connection()
+    for _ in range(60):
+        if not conn.remote(["squeue", "-h", "-j", jid], check=False).stdout.strip():
+            break
+        import time
+        time.sleep(0.5)
+    done = verbs.cancel(rec["id"])  # the record is still PENDING: nobody polled
+    assert done["state"] == "CANCELED"
+
+
+def test_memory_kill_is_reported_as_program_error(slurm_env):
+    rec = verbs.submit(base_spec(mem="100M", command=[
+        "python3", "-c", "import time; a = bytearray(600 * 1024 * 1024); time.sleep(5)"]))
+    done = wait_state(rec["id"], timeout=90)
+    assert done["state"] == "ERROR" and done["err_class"] == "ERR_PROGRAM"
+    assert done["backend"]["slurm_state"] in ("OUT_OF_MEMORY", "FAILED")
+    if done["backend"]["slurm_state"] == "OUT_OF_MEMORY":
+        assert "raise mem" in done["message"]
+
+
+def test_gres_over_capacity_refused_at_submit_with_a_clear_line(slurm_env):
+    with pytest.raises(TaoError) as exc:
+        verbs.submit(base_spec(num_gpus=64, max_num_gpus_per_node=64))
+    msg = str(exc.value)
+    assert "Requested node configuration is not available" in msg and "lower num_gpus" in msg
+    assert "\n" not in msg
+    (rec,) = records.list_records(platform="slurm")
+    assert rec["state"] == "ERROR" and "slurm_job_id" not in rec["backend"]
+
+
+def test_missing_dataset_stops_before_anything_is_written(slurm_env):
+    lustre = slurm_env["env"]["TAO_LOCAL_LUSTRE_ROOT"]
+    spec = base_spec(dataset={"root": f"lustre://{lustre}/datasets/nope", "required": ["annotations.json"]})
+    with pytest.raises(TaoError, match="missing on the cluster.*datasets/nope.*annotations.json"):
+        verbs.submit(spec)
+    assert records.list_records() == []
+
+
+def test_local_dataset_path_refused_with_reason(slurm_env):
+    with pytest.raises(TaoError, match="local path"):
+        verbs.submit(base_spec(dataset={"root": "/home/me/data"}))
+    with pytest.raises(TaoError, match="local path"):
+        verbs.submit(base_spec(dataset={"root": "file:///home/me/data"}))
+
+
+def test_dataset_present_in_root_and_spec_key_modes(slurm_env):
+    lustre = slurm_env["env"]["TAO_LOCAL_LUSTRE_ROOT"]
+    conn = Connection()
+    ds = f"{slurm_env['env']['SLURM_BASE_RESULTS_DIR']}/datasets/coco-mini"
+    conn.script('mkdir -p "$1/images" && : > "$1/annotations.json"', [ds])
+    spec = base_spec(dataset={"root": f"lustre://{ds}", "required": ["annotations.json", "images"],
+                              "spec_keys": {"custom.train_dataset.annotation_path": f"lustre://{ds}/annotations.json"}},
+                     command=["bash", "-c", 'echo "root=$TAO_DATASET_ROOT args=$*"', "tao"])
+    rec = verbs.submit(spec)
+    assert wait_state(rec["id"])["state"] == "COMPLETE"
+    out = verbs.logs(rec["id"])["main.out"]
+    assert f"root={ds} args=custom.train_dataset.annotation_path={ds}/annotations.json" in out
+    assert lustre
+
+
+def test_two_node_job_distinct_node_rank_same_master_addr(slurm_env):
+    rec = verbs.submit(base_spec(num_gpus=16, max_num_gpus_per_node=8, command=[
+        "bash", "-c", 'echo "task rank=$NODE_RANK master=$MASTER_ADDR:$MASTER_PORT world=$WORLD_SIZE '
+                      'gpus=$NUM_GPU_PER_NODE host=$SLURMD_NODENAME"']))
+    done = wait_state(rec["id"], timeout=90)
+    assert done["state"] == "COMPLETE", done
+    lines = [line for line in verbs.logs(rec["id"])["main.out"].splitlines() if line.startswith("task ")]
+    assert len(lines) == 2, lines
+    fields = [dict(kv.split("=", 1) for kv in line.split()[1:]) for line in lines]
+    assert sorted(f["rank"] for f in fields) == ["0", "1"]
+    assert len({f["master"] for f in fields}) == 1 and fields[0]["master"].endswith(":29500")
+    assert {f["world"] for f in fields} == {"2"} and {f["gpus"] for f in fields} == {"8"}
+    assert sorted(f["host"] for f in fields) == ["node1", "node2"]
+    assert fields[0]["master"].split(":")[0] in ("node1", "node2")
+
+
+def test_requeued_job_still_finds_its_credentials(slurm_env, monkeypatch):
+    monkeypatch.setenv("NGC_KEY", SECRET)
+    rec = verbs.submit(base_spec(secrets=["NGC_KEY"], command=["bash", "-c",
+        'echo "run restart=${SLURM_RESTART_COUNT:-0} keylen=${#NGC_KEY}"; '
+        'if [ "${SLURM_RESTART_COUNT:-0}" = 0 ]; then sleep 120; fi']))
+    wait_state(rec["id"], ("RUNNING",), timeout=60)
+    conn = Connection()
+    jid = rec["backend"]["slurm_job_id"]
+    import time
+    time.sleep(2)  # let the first run print
+    conn.remote(["scontrol", "requeue", jid])
+    seen_pending = False
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        r = verbs.status([rec["id"]], retry=False)[0]
+        seen_pending |= r["state"] == "PENDING" and r["backend"].get("slurm_state") in ("PENDING", "REQUEUED", "REQUEUE_HOLD")
+        if r["state"] in ("COMPLETE", "ERROR", "CANCELED"):
+            break
+        time.sleep(1)
+    assert r["state"] == "COMPLETE", r
+    out = verbs.logs(rec["id"])["main.out"]
+    assert f"run restart=0 keylen={len(SECRET)}" in out
+    assert f"run restart=1 keylen={len(SECRET)}" in out, out
+    listing = conn.script('ls -A "$1/env"', [rec["backend"]["job_dir"]]).stdout
+    assert "credentials" not in listing  # removed once really finished
+    assert seen_pending or "restart=1" in out
+
+
+def test_status_of_many_jobs_is_one_squeue_and_one_sacct(slurm_env):
+    conn = Connection()
+    ids = [verbs.submit(base_spec(command=["sleep", "1"]), conn=conn)["id"] for _ in range(6)]
+    log = slurm_env["call_log"]
+    log.write_text("")
+    recs = verbs.status(ids, conn=conn, retry=False)
+    assert {r["id"] for r in recs} == set(ids)
+    remote_cmds = [c[-1] for c in call_log(log) if ssh.classify_argv(c) == "command"]
+    joined = "\n".join(remote_cmds)
+    assert len(remote_cmds) == 1, remote_cmds
+    assert joined.count("squeue -h") == 1 and joined.count("sacct -n") == 1
+    for jid in (records.load(i)["backend"]["slurm_job_id"] for i in ids):
+        assert jid in joined
+
+
+def test_lost_sbatch_answer_is_reconciled_without_a_duplicate(slurm_env, monkeypatch):
+    # The sbatch runs, but its answer never reaches us (as if the connection dropped).
+    lost = remote.SBATCH.replace('echo "$jid"', "true")
+    monkeypatch.setattr(remote, "SBATCH", lost)
+    rec = verbs.submit(base_spec(command=["sleep", "2"]))
+    jid = rec["backend"]["slurm_job_id"]
+    assert "reconciled" in rec["message"]
+    conn = Connection()
+    names = conn.remote(["sacct", "-n", "-X", "-P", "-o", "JobIDRaw", f"--name={rec['id']}", "-S", "now-1hours"]).stdout.split()
+    assert names == [jid]
+    # Calling the submit step again (e.g. after a crash) adopts, never resubmits.
+    assert verbs.sbatch_record(conn, rec["id"])["backend"]["slurm_job_id"] == jid
+    assert wait_state(rec["id"])["state"] == "COMPLETE"
+
+
+def test_resume_adopts_a_job_submitted_before_the_crash(slurm_env):
+    conn = Connection()
+    rec = verbs.submit(base_spec(command=["sleep", "1"]), conn=conn)
+    # A second record whose sbatch happened but was never recorded:
+    other = records.open_record("slurm", "none", "dino", "train", "A", rec["results_dir"])
+    b = dict(rec["backend"])
+    b["job_name"] = other["id"]
+    records.mark(other["id"], "PENDING", backend={k: b[k] for k in ("job_dir", "script", "job_name")})
+    res = conn.script(remote.SBATCH, [b["script"], b["job_dir"] + "/slurm-logs", other["id"]])
+    jid = res.stdout.strip()
+    adopted = verbs.sbatch_record(conn, other["id"])
+    assert adopted["backend"]["slurm_job_id"] == jid and "adopted" in adopted["message"]
+
+
+def test_failover_when_the_first_address_refuses(slurm_env, tmp_path, monkeypatch):
+    monkeypatch.setenv("TAO_STATE_DIR", str(tmp_path / "fresh"))
+    hosts = slurm_env["env"]["SLURM_HOSTNAME"].split(",")
+    conn = Connection()
+    assert [h.entry for h in conn.hosts] == hosts and len(hosts) == 2
+    assert conn.remote(["hostname"]).ok
+    assert conn.host.entry == hosts[1] and "refused" in conn.errors[hosts[0]]
+    assert ssh.remembered_host() == hosts[1]
+    # Next connection tries the remembered host first: no second refusal.
+    conn2 = Connection()
+    conn2.connect()
+    assert conn2.errors == {}
+    monkeypatch.setenv("SLURM_HOSTNAME", hosts[0])
+    with pytest.raises(TaoError, match="no SLURM login host answered.*refused"):
+        Connection().connect()
+
+
+def test_one_connection_reused_and_stale_socket_replaced(slurm_env):
+    import socket
+    import time
+
+    conn = Connection()
+    conn.close()
+    ssh.STATS.update(connections=0, commands=0)
+    conn = Connection()
+    for _ in range(3):
+        conn.remote(["true"])
+    assert ssh.STATS["connections"] == 1 and ssh.STATS["commands"] == 3
+    # A second Connection (the next verb) reuses the live master: no new connection.
+    Connection().remote(["true"])
+    assert ssh.STATS["connections"] == 1
+    # Kill the master and leave a dead socket file where it listened.
+    path = conn._socket(conn.host)
+    conn.close()
+    time.sleep(0.2)
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(path)
+    s.close()
+    assert os.path.exists(path)
+    fresh = Connection()
+    assert fresh.remote(["echo", "ok"]).stdout.strip() == "ok"
+    assert ssh.STATS["connections"] == 2
+
+
+def test_host_key_mismatch_is_never_accepted(slurm_env, tmp_path, monkeypatch):
+    bad = tmp_path / "known_hosts"
+    kh = open(slurm_env["env"]["TAO_SSH_KNOWN_HOSTS"]).read().split()
+    bad.write_text(f"{kh[0]} ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n")
+    monkeypatch.setenv("TAO_SSH_KNOWN_HOSTS", str(bad))
+    monkeypatch.setenv("TAO_SSH_CONTROL_DIR", str(tmp_path / "ctl"))
+    (tmp_path / "ctl").mkdir(mode=0o700)
+    monkeypatch.setenv("TAO_STATE_DIR", str(tmp_path / "fresh"))
+    with pytest.raises(TaoError, match="Host key verification failed|REMOTE HOST IDENTIFICATION"):
+        Connection().connect()
+
+
+def test_infrastructure_failure_is_resubmitted_and_linked(slurm_env):
+    once = '"$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID/failed-once"'
+    rec = verbs.submit(base_spec(command=["bash", "-c",
+        f'if [ -e {once} ]; then echo recovered; else : > {once}; '
+        'echo "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus." >&2; exit 1; fi']))
+    lines: list[str] = []
+    final = verbs.watch([rec["id"]], on_line=lines.append, first=1, cap=2)
+    first = records.load(rec["id"])
+    assert first["state"] == "ERROR" and first["err_class"] == "ERR_INFRA" and "xid" in first["message"]
+    (retry,) = [r for r in final if r.get("retry_of") == rec["id"]]
+    assert retry["state"] == "COMPLETE" and retry["attempt"] == 2
+    assert retry["backend"]["job_dir"] == first["backend"]["job_dir"]
+    assert retry["backend"]["slurm_job_id"] != first["backend"]["slurm_job_id"]
+    assert "recovered" in verbs.logs(retry["id"])["main.out"]
+    assert lines  # one progress line per change
+
+
+def test_follow_streams_both_logs_until_the_end(slurm_env):
+    rec = verbs.submit(base_spec(command=["bash", "-c", "for i in 1 2 3; do echo out$i; echo err$i >&2; sleep 1; done"]))
+    chunks: dict[str, str] = {"main.out": "", "main.err": ""}
+
+    def on_chunk(stream, text):
+        chunks[stream] += text
+
+    final = verbs.follow(rec["id"], on_chunk=on_chunk, interval=0.5)
+    assert final["state"] == "COMPLETE"
+    assert "out1\nout2\nout3\n" in chunks["main.out"] and "err1\nerr2\nerr3\n" in chunks["main.err"]
+
+
+def test_enroot_credentials_install_keeps_the_key_off_argv(slurm_env, monkeypatch):
+    from taobank.slurm import preflight
+
+    with ArgvWatcher(SECRET) as watcher:
+        host = preflight.install_enroot_credentials("nvcr.io", SECRET)
+        preflight.install_enroot_credentials("nvcr.io", SECRET)  # replaces, not duplicates
+    assert watcher.hits == [] and host
+    conn = Connection()
+    res = conn.script('f="$HOME/.config/enroot/.credentials"; stat -c %a "$f"; grep -c "^machine nvcr.io " "$f"; '
+                      'grep -cF -f - "$f"', stdin=SECRET + "\n")
+    mode, count, found = res.stdout.split("\n")[:3]
+    assert (mode, count, found) == ("600", "1", "1")
+    assert not any(SECRET in " ".join(c) for c in call_log(slurm_env["call_log"]))
+    report = preflight.run_preflight(private_registry=True)
+    assert report["enroot_credentials"] == "present"
+    conn.script('rm -f "$HOME/.config/enroot/.credentials"')
+    report = preflight.run_preflight(private_registry=True)
+    assert not report["ok"] and any("Could not process JSON input" in line for line in report["lines"])
