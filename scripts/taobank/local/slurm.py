@@ -259,7 +259,9 @@ def _remove_hosts() -> None:
 
 
 def _ssh_material(lay: conf.Layout) -> bool:
-    """Host key, client key, pinned known_hosts, authorized_keys. True if anything changed."""
+    """Host key, client key, pinned known_hosts, authorized_keys.
+
+    True when sshd's own config changed (client-side files never need a restart)."""
     _mkdir(lay.state, mode=0o700)
     _mkdir(lay.client_dir, mode=0o700)
     _mkdir(lay.sshd_dir, mode=0o700)
@@ -267,8 +269,8 @@ def _ssh_material(lay: conf.Layout) -> bool:
     for key, comment in ((host_key, "tao-local-slurm-host"), (lay.key, "tao-local-slurm-client")):
         if not key.exists():
             run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key, "-C", comment], timeout=30)
-    changed = _write(lay.known_hosts, conf.known_hosts_line(lay, (host_key.with_suffix(".pub")).read_text()), mode=0o644)
-    changed |= _write(lay.ssh_config, conf.ssh_config(lay), mode=0o644)
+    _write(lay.known_hosts, conf.known_hosts_line(lay, (host_key.with_suffix(".pub")).read_text()), mode=0o644)
+    _write(lay.ssh_config, conf.ssh_config(lay), mode=0o644)
     home = Path(pwd.getpwnam(lay.user).pw_dir)
     _mkdir(home / ".ssh", owner=lay.user, mode=0o700)
     # Add, never replace: an operator with another TAO_LOCAL_CLUSTER_DIR may share this cluster.
@@ -276,13 +278,12 @@ def _ssh_material(lay: conf.Layout) -> bool:
     have = auth.read_text() if auth.exists() else ""
     mine = lay.key.with_suffix(".pub").read_text()
     _write(auth, have if mine in have else have + mine, owner=lay.user, mode=0o600)
-    changed |= _write(lay.etc / "sshd_config", conf.sshd_config(lay), mode=0o644)
-    return changed
+    return _write(lay.etc / "sshd_config", conf.sshd_config(lay), mode=0o644)
 
 
 def _db_password(lay: conf.Layout) -> str:
-    """The slurm DB user's password: random once, kept in a mode-600 file."""
-    path = lay.state / "mariadb-slurm.password"
+    """The slurm DB user's password: random once, kept in a mode-600 root file beside the datadir."""
+    path = lay.root / "mariadb-slurm.password"
     if path.exists():
         return path.read_text().strip()
     value = secrets.token_hex(16)
