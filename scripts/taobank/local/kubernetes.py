@@ -255,6 +255,16 @@ def _write_kwok_config(port: int) -> None:
             "manageNodesWithLabelSelector": f"{k8s_objects.FAKE_NODE_LABEL}=true",
             "enableCRDs": ["Logs", "ClusterLogs"],
             "nodeLeaseDurationSeconds": 40,
+            "nodeLeaseParallelism": 4,
+            "podPlayStageParallelism": 4,
+            "nodePlayStageParallelism": 4,
+            "podsOnNodeSyncParallelism": 4,
+            # A config file skips kwok's defaulting: spell out what we rely on.
+            "enableDebuggingHandlers": True,  # serves kubectl logs
+            "enableProfilingHandler": False,
+            "enableContentionProfiling": False,
+            "enablePodsOnNodeSyncListPager": True,
+            "enablePodsOnNodeSyncStreamWatch": False,
         },
     }
     stages = STAGES_FILE.read_text(encoding="utf-8")
