@@ -158,3 +158,26 @@ def test_requeued_job_runs_again(slurm_cluster, workdir):
     runs = [line for line in out.splitlines() if line.startswith("run ")]
     assert runs == ["run restart=0", "run restart=1"], out
     assert "DUE TO JOB REQUEUE" in out
+
+
+def test_up_is_idempotent_and_restarts_a_daemon_behind_a_stale_pid_file(slurm_cluster):
+    import json
+    import os
+    import signal
+
+    lay = local_slurm.layout()
+    record = lambda: json.loads((lay.state / "cluster.json").read_text())["last_up"]  # noqa: E731
+    assert local_slurm.up() == slurm_cluster
+    assert record()["started"] == []
+    # sshd dies without cleaning up: its pid file stays, naming a dead process
+    pidfile = lay.run / "sshd.pid"
+    old = int(pidfile.read_text())
+    os.kill(old, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and Path(f"/proc/{old}/exe").exists():
+        time.sleep(0.1)
+    assert pidfile.exists()
+    assert local_slurm.up() == slurm_cluster
+    assert record()["started"] == ["sshd"]
+    assert int(pidfile.read_text()) != old
+    assert ssh(slurm_cluster, "id -un").stdout.strip() == slurm_cluster["SLURM_USER"]
