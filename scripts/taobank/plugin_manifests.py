@@ -103,10 +103,40 @@ def differences(root: Path) -> list[tuple[str, str]]:
         except json.JSONDecodeError as exc:
             out.append((rel, f"not valid JSON (line {exc.lineno}): run scripts/sync_plugin_manifests.py"))
             continue
-        for key in sorted(set(obj) | set(have)):
-            if obj.get(key) != have.get(key):
-                out.append((rel, f"field {key!r} is {_short(have.get(key))}, plugin.json and skills/ give {_short(obj.get(key))}: run scripts/sync_plugin_manifests.py"))
+        for where, msg in _diff(have, obj, ""):
+            out.append((rel, f"{where} {msg}: run scripts/sync_plugin_manifests.py"))
     return out
+
+
+def _diff(have: object, want: object, where: str) -> list[tuple[str, str]]:
+    """Where ``have`` differs from ``want``: (dotted path, what differs), down to the first leaf."""
+    label = where or "manifest"
+    if isinstance(have, dict) and isinstance(want, dict):
+        out = []
+        for key in sorted(set(have) | set(want)):
+            sub = f"{where}.{key}" if where else str(key)
+            if key not in have:
+                out.append((sub, f"missing, expected {_short(want[key])}"))
+            elif key not in want:
+                out.append((sub, f"unexpected (value {_short(have[key])})"))
+            else:
+                out.extend(_diff(have[key], want[key], sub))
+        return out
+    if isinstance(have, list) and isinstance(want, list):
+        if all(isinstance(x, str) for x in have + want):
+            missing = [x for x in want if x not in have]
+            extra = [x for x in have if x not in want]
+            if missing or extra:
+                parts = ([f"lacks {', '.join(missing)}"] if missing else []) + ([f"lists absent {', '.join(extra)}"] if extra else [])
+                return [(label, "; ".join(parts))]
+            return [] if have == want else [(label, "order differs")]
+        if len(have) != len(want):
+            return [(label, f"has {len(have)} entries, expected {len(want)}")]
+        out = []
+        for i, (h, w) in enumerate(zip(have, want)):
+            out.extend(_diff(h, w, f"{label}[{i}]"))
+        return out
+    return [] if have == want else [(label, f"is {_short(have)}, expected {_short(want)} (from plugin.json)")]
 
 
 def write(root: Path) -> list[str]:

@@ -379,6 +379,9 @@ def check_bank_locate(rel: str, blocks: list[Block], is_skill_md: bool) -> list[
                         out.append(Problem(rel, n + 1, "bank-locate", f"the BANK= line must be followed by its check line: {BANK_CHECK_LINE}"))
                 defined = True
                 continue
+            if "TAO_SKILL_BANK_ROOT" in line:
+                out.append(Problem(rel, n, "bank-locate", f"TAO_SKILL_BANK_ROOT is not set by the plugin or tao-setup: use $BANK from the canonical line: {BANK_LINE}"))
+                continue
             if is_skill_md and not defined and _USES_BANK.search(line):
                 out.append(Problem(rel, n, "bank-locate", f"$BANK used before it is set: put the canonical lines first (copy them from skills/core/tao-setup/SKILL.md): {BANK_LINE}"))
                 defined = True  # one report per file

@@ -292,7 +292,7 @@ def test_manifest_version_must_follow_versions_yaml(bank_copy):
 def test_derived_manifest_drift(bank_copy):
     p = bank_copy / ".codex-plugin/plugin.json"
     p.write_text(p.read_text().replace('"name": "tao-skill-bank"', '"name": "tao-bank"', 1))
-    assert_one(lint(bank_copy, external=False), r"\.codex-plugin/plugin.json:1: manifest: field 'name' is \"tao-bank\", plugin.json and skills/ give \"tao-skill-bank\": run scripts/sync_plugin_manifests.py")
+    assert_one(lint(bank_copy, external=False), r"\.codex-plugin/plugin.json:1: manifest: name is \"tao-bank\", expected \"tao-skill-bank\" \(from plugin.json\): run scripts/sync_plugin_manifests.py")
 
 
 def test_new_skill_must_be_listed_in_the_manifests(bank_copy):
@@ -300,8 +300,8 @@ def test_new_skill_must_be_listed_in_the_manifests(bank_copy):
     new.mkdir()
     (new / "SKILL.md").write_text("---\nname: tao-extra\ndescription: An extra skill for the test.\n---\n\n# Extra\n")
     probs = lines_of(lint(bank_copy, external=False))
-    assert any(s.startswith(".claude-plugin/marketplace.json:1: manifest: field 'plugins'") for s in probs), probs
-    assert any(s.startswith("plugin.json:1: manifest: field 'skills'") for s in probs), probs
+    assert ".claude-plugin/marketplace.json:1: manifest: plugins[0].skills lacks ./skills/core/tao-extra: run scripts/sync_plugin_manifests.py" in probs, probs
+    assert "plugin.json:1: manifest: skills lacks skills/core/tao-extra: run scripts/sync_plugin_manifests.py" in probs, probs
     proc = subprocess.run([sys.executable, str(bank_copy / "scripts/sync_plugin_manifests.py")], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert not [s for s in lines_of(lint(bank_copy, external=False)) if ": manifest: " in s]
@@ -373,3 +373,10 @@ def test_skill_shell_scripts_are_shellchecked(bank_copy):
 def test_helper_without_shebang(bank_copy):
     (bank_copy / "scripts/new_helper.py").write_text('"""A helper someone forgot to mark."""\n')
     assert_one(lint(bank_copy, external=False), r"scripts/new_helper.py:1: exec-bit: helper has no '#!/usr/bin/env python3' first line: .*")
+
+
+def test_seed_style_bank_root_is_flagged(bank_copy):
+    p = bank_copy / GPU
+    p.write_text(p.read_text() + '\n```bash\nTAO_SKILL_BANK_ROOT="${TAO_SKILL_BANK_ROOT:-$PWD}"\necho "$TAO_SKILL_BANK_ROOT"\n```\n')
+    n = line_no(bank_copy, GPU, 'TAO_SKILL_BANK_ROOT="')
+    assert_one(lint(bank_copy, external=False), rf"{GPU}:{n}: bank-locate: TAO_SKILL_BANK_ROOT is not set by the plugin or tao-setup: use \$BANK .*")
