@@ -3,7 +3,7 @@
 submit: gates -> open record -> render -> secret lint -> server dry-run ->
 per-job Secret(s) from stdin -> apply -> ownerReferences -> mark.
 status: records -> ONE ``kubectl get jobs,pods -l tao-job-id`` per
-(context, namespace) -> :func:`status.observe` -> mark (+ final logs saved).
+(context, namespace) -> :func:`smap.observe` -> mark (+ final logs saved).
 """
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from pathlib import Path
 from .. import pins, records, redact, states
 from ..errors import TaoError
 from ..render import dump_yaml
-from . import JOB_LABEL, gates, render, status
+from . import JOB_LABEL, gates, render
+from . import status as smap
 from .kubectl import Kubectl
 
 PLATFORM = "kubernetes"
@@ -259,7 +260,7 @@ def _record_launch(kube: Kubectl, jid: str, job: dict, owned: list, gate: str, *
     meta = job.get("metadata") or {}
     ref = f"{kube.namespace}/{meta.get('name')}"
     backend = {"uid": meta.get("uid"), "namespace": kube.namespace, "name": meta.get("name"),
-               "context": kube.context or "", "owned": [f"{k}/{n}" for k, n in owned],
+               "context": kube.context or "", "owned": ",".join(f"{k}/{n}" for k, n in owned),
                "nodes": (job.get("spec") or {}).get("parallelism") or 1}
     rec = records.load(jid)
     state = rec["state"] if rec["state"] in states.ACTIVE else "PENDING"
@@ -278,7 +279,10 @@ def _last_message(rec: dict) -> str | None:
 
 def _pod_logs(kube: Kubectl, pod: str, tail: int) -> str:
     res = kube.run("logs", pod, "--all-containers=true", f"--tail={tail}", check=False, what="kubectl logs")
-    return res.stdout if res.ok else ""
+    if res.ok:
+        return res.stdout
+    why = (res.stderr or "").strip().splitlines()
+    return f"# no logs from pod {pod}: {why[-1] if why else 'kubectl logs failed'}\n"
 
 
 def save_final_logs(kube: Kubectl, rec: dict, pods: list[dict]) -> str | None:
@@ -295,7 +299,7 @@ def save_final_logs(kube: Kubectl, rec: dict, pods: list[dict]) -> str | None:
 
 def format_logs(kube: Kubectl, pods: list[dict], tail: int) -> str:
     """Logs of every pod, rank by rank; multi-pod output prefixes each line with [rank N pod]."""
-    pods = status.sort_pods(pods)
+    pods = smap.sort_pods(pods)
     chunks = []
     for pod in pods:
         name = pod["metadata"]["name"]
@@ -303,21 +307,21 @@ def format_logs(kube: Kubectl, pods: list[dict], tail: int) -> str:
         if len(pods) == 1:
             chunks.append(text)
             continue
-        rank = status.pod_rank(pod)
+        rank = smap.pod_rank(pod)
         prefix = f"[rank {rank} {name}] " if rank is not None else f"[{name}] "
         chunks.append("".join(prefix + line + "\n" for line in text.splitlines()))
     return "".join(chunks)
 
 
-def _observe_record(kube: Kubectl, rec: dict, entry: dict | None) -> tuple[status.Observation, list[dict]]:
+def _observe_record(kube: Kubectl, rec: dict, entry: dict | None) -> tuple[smap.Observation, list[dict]]:
     b = rec.get("backend") or {}
     entry = entry or {"jobs": [], "pods": []}
-    job = status.pick_job(entry["jobs"], b.get("uid"), b.get("name"))
-    pods = status.pods_of(job, entry["pods"])
-    obs = status.observe(job, pods)
+    job = smap.pick_job(entry["jobs"], b.get("uid"), b.get("name"))
+    pods = smap.pods_of(job, entry["pods"])
+    obs = smap.observe(job, pods)
     if obs.state == "ERROR" and obs.failed_pod and rec["state"] not in states.TERMINAL:
         logs = {obs.failed_pod: _pod_logs(kube, obs.failed_pod, 50)}
-        obs = status.observe(job, pods, logs)
+        obs = smap.observe(job, pods, logs)
     return obs, pods
 
 
@@ -332,7 +336,7 @@ def status_records(recs: list[dict], *, source: str = "poller") -> list[dict]:
         kube = Kubectl(namespace, context)
         selector = JOB_LABEL if len(group) > 1 else f"{JOB_LABEL}={group[0]['id']}"
         items = kube.items("jobs,pods", "-l", selector, what="kubectl get jobs,pods")
-        by_id = status.group_items(items)
+        by_id = smap.group_items(items)
         for rec in group:
             out.append(_update(kube, rec, by_id.get(rec["id"]), source))
     return out
@@ -344,7 +348,7 @@ def _update(kube: Kubectl, rec: dict, entry: dict | None, source: str) -> dict:
                 "message": "not launched (no backend_ref): run submit --job-id " + rec["id"]}
     obs, pods = _observe_record(kube, rec, entry)
     was = rec["state"]
-    new = status.next_state(was, obs.state)
+    new = smap.next_state(was, obs.state)
     saved = None
     if new and (new != was or obs.message != _last_message(rec)):
         if new in states.TERMINAL and pods:
@@ -419,8 +423,8 @@ def cancel(job_id: str) -> dict:
         other = " (a Job with that name but another UID exists and was left alone)" if job else ""
         rec = records.mark(job_id, "CANCELED", message=f"the Job was already gone{other}")
         return {"id": job_id, "state": "CANCELED", "deleted": False, "message": f"Job {name} already deleted{other}"}
-    pods = status.pods_of(job, kube.items("pods", "-l", f"{JOB_LABEL}={job_id}"))
-    obs = status.observe(job, pods)
+    pods = smap.pods_of(job, kube.items("pods", "-l", f"{JOB_LABEL}={job_id}"))
+    obs = smap.observe(job, pods)
     if obs.state in ("COMPLETE", "ERROR"):
         save_final_logs(kube, rec, pods)
         rec = records.mark(job_id, obs.state, message=obs.message, err_class=obs.err_class)

@@ -1,0 +1,81 @@
+"""Support for the Kubernetes verb tests (test_k8s_*.py): run the real helpers against the local cluster."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+BANK = Path(__file__).resolve().parents[3]
+TAO_K8S = BANK / "scripts" / "tao_k8s.py"
+NAMESPACE = "tao-jobs"
+
+
+class K8s:
+    """Runs tao_k8s.py / kubectl with the cluster env, a private state dir and a call log."""
+
+    def __init__(self, env: dict[str, str], state: Path, call_log: Path) -> None:
+        self.env = {**os.environ, **env, "TAO_STATE_DIR": str(state), "TAO_CALL_LOG": str(call_log),
+                    "TAO_K8S_NAMESPACE": NAMESPACE}
+        self.env.pop("TAO_K8S_CONTEXT", None)
+        self.call_log = call_log
+        self.ids: list[str] = []
+
+    def tao(self, *args: str, check: bool = True, env: dict | None = None) -> subprocess.CompletedProcess:
+        proc = subprocess.run([sys.executable, str(TAO_K8S), *args], capture_output=True, text=True,
+                              env={**self.env, **(env or {})}, timeout=180)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"tao_k8s.py {' '.join(args)} failed ({proc.returncode}): {proc.stderr}{proc.stdout}")
+        return proc
+
+    def submit(self, *args: str, env: dict | None = None) -> dict:
+        out = json.loads(self.tao("submit", "--json", *args, env=env).stdout)
+        self.ids.append(out["id"])
+        return out
+
+    def status(self, job_id: str) -> dict:
+        return json.loads(self.tao("status", job_id, "--json").stdout)
+
+    def wait(self, job_id: str, pred, timeout: float = 90) -> dict:
+        end = time.time() + timeout
+        while True:
+            st = self.status(job_id)
+            if pred(st):
+                return st
+            if time.time() > end:
+                raise AssertionError(f"timed out waiting on {job_id}: last status {st}")
+            time.sleep(1)
+
+    def kubectl(self, *args: str, stdin: str | None = None, check: bool = True, ns: str = NAMESPACE) -> subprocess.CompletedProcess:
+        proc = subprocess.run(["kubectl", "-n", ns, *args], input=stdin, capture_output=True, text=True,
+                              env=self.env, timeout=60)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed: {proc.stderr}")
+        return proc
+
+    def kjson(self, *args: str, ns: str = NAMESPACE) -> dict:
+        return json.loads(self.kubectl(*args, "-o", "json", ns=ns).stdout or "{}")
+
+    def calls(self) -> list[list[str]]:
+        if not self.call_log.exists():
+            return []
+        return [json.loads(line) for line in self.call_log.read_text().splitlines() if line.strip()]
+
+    def record(self, job_id: str) -> dict:
+        return json.loads((Path(self.env["TAO_STATE_DIR"]) / f"{job_id}.json").read_text())
+
+    def cleanup(self) -> None:
+        for jid in self.ids:
+            self.kubectl("delete", "jobs,secrets,services,configmaps,pods", "-l", f"tao-job-id={jid}",
+                         "--ignore-not-found", "--wait=false", check=False)
+
+
+@pytest.fixture()
+def k8s(k8s_cluster, tmp_path):
+    helper = K8s(k8s_cluster, tmp_path / "state", tmp_path / "calls.jsonl")
+    yield helper
+    helper.cleanup()

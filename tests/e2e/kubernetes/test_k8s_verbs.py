@@ -1,0 +1,247 @@
+"""The four verbs against the local control plane (real apiserver, scheduler, controllers, kwok kubelets)."""
+from __future__ import annotations
+
+import base64
+import json
+import secrets
+import subprocess
+import sys
+import time
+
+import pytest
+from k8s_verbs_support import BANK, NAMESPACE, k8s  # noqa: F401  (k8s is a fixture)
+
+from taobank.local import kubernetes as lk
+
+pytestmark = pytest.mark.e2e
+
+BUSYBOX = "docker.io/library/busybox:1.37.0"
+BASE = ["--image", BUSYBOX, "--network-arch", "deformable_detr", "--action", "train", "--results-dir", "/results"]
+
+
+def ann(key: str, value: str) -> list[str]:
+    return ["--pod-annotation", f"{key}={value}"]
+
+
+def terminal(st: dict) -> bool:
+    return st["state"] in ("COMPLETE", "ERROR", "CANCELED")
+
+
+def test_single_pod_submit_status_complete_logs(k8s):
+    out = k8s.submit(*BASE, "--command", "echo hello", "--gpus", "1", "--pvc-mount", f"{lk.PVC_NAME}:/results",
+                     *ann(lk.RUN_DURATION_ANNOTATION, "3s"))
+    jid = out["id"]
+    assert out["backend_ref"] == f"{NAMESPACE}/{out['name']}" and out["uid"]
+    rec = k8s.record(jid)
+    assert rec["backend"]["uid"] == out["uid"] and rec["backend"]["namespace"] == NAMESPACE
+    job = k8s.kjson("get", "job", out["name"])
+    assert job["metadata"]["labels"]["tao-job-id"] == jid
+    assert job["spec"]["template"]["spec"]["containers"][0]["command"] == ["/bin/sh", "-c", "echo hello"]
+    assert "envFrom" not in job["spec"]["template"]["spec"]["containers"][0]  # no credentials -> no Secret ref
+    running = k8s.wait(jid, lambda s: s["state"] in ("RUNNING", "COMPLETE"))
+    final = k8s.wait(jid, terminal)
+    assert final["state"] == "COMPLETE", final
+    assert running["state"] in ("RUNNING", "COMPLETE")
+    assert final["saved_logs"]  # saved next to the record at the terminal transition
+    logs = k8s.tao("logs", jid)
+    assert logs.returncode == 0
+    # every kubectl call carried the namespace
+    for argv in k8s.calls():
+        if argv[0] == "kubectl":
+            assert "-n" in argv and argv[argv.index("-n") + 1] == NAMESPACE, argv
+
+
+def test_gate_refuses_too_many_gpus_and_leaves_no_record(k8s):
+    proc = k8s.tao("submit", *BASE, "--command", "true", "--gpus", str(lk.GPUS_PER_NODE + 1), check=False)
+    assert proc.returncode == 1
+    assert "insufficient GPUs" in proc.stderr and "tao-gpu-cordoned" in proc.stderr and "cordoned" in proc.stderr
+    state = k8s.env["TAO_STATE_DIR"]
+    assert not list(__import__("pathlib").Path(state).glob("*.json"))  # gate ran before the open
+    assert not any(a[:1] == ["kubectl"] and ("apply" in a or "create" in a) for a in k8s.calls())
+
+
+def test_gate_refuses_too_few_free_nodes_busy_and_cordoned_excluded(k8s):
+    busy = lk.busy_pod(lk.GPU_NODES[0], name=f"busy-{secrets.token_hex(3)}")
+    k8s.kubectl("create", "-f", "-", stdin=json.dumps(busy))
+    try:
+        proc = k8s.tao("submit", *BASE, "--command", "true", "--gpus", "1", "--nodes", "2", check=False)
+        assert proc.returncode == 1, proc.stdout
+        assert "need 2 nodes with 1 free nvidia.com/gpu each" in proc.stderr
+        assert f"{lk.GPU_NODES[0]} 0/8 free" in proc.stderr and "(cordoned)" in proc.stderr
+        assert not list(__import__("pathlib").Path(k8s.env["TAO_STATE_DIR"]).glob("*.json"))
+    finally:
+        k8s.kubectl("delete", "pod", busy["metadata"]["name"], "--wait=false", check=False)
+
+
+def test_pending_missing_pvc(k8s):
+    out = k8s.submit(*BASE, "--command", "true", "--gpus", "1", "--pvc-mount", "no-such-claim:/data")
+    st = k8s.wait(out["id"], lambda s: s["reason"] == "MissingPVC", timeout=60)
+    assert st["state"] == "PENDING" and 'persistentvolumeclaim "no-such-claim" not found' in st["message"]
+
+
+def test_pending_insufficient_gpu_when_capacity_vanished_after_the_gate(k8s):
+    """The gate cannot stop a race: render + apply a too-big Job as if GPUs vanished after it."""
+    from taobank import records  # noqa: PLC0415
+
+    import os  # noqa: PLC0415
+    os.environ["TAO_STATE_DIR"] = k8s.env["TAO_STATE_DIR"]
+    rec = records.open_record("kubernetes", BUSYBOX, "dino", "train", "A", "/results")
+    k8s.ids.append(rec["id"])
+    text = subprocess.run([sys.executable, str(BANK / "scripts" / "render_k8s_job.py"), "--image", BUSYBOX,
+                           "--command", "true", "--gpus", str(lk.GPUS_PER_NODE + 4), "--job-id", rec["id"],
+                           "--namespace", NAMESPACE], capture_output=True, text=True, check=True, env=k8s.env).stdout
+    job = json.loads(k8s.kubectl("create", "-f", "-", "-o", "json", stdin=text).stdout)
+    records.mark(rec["id"], "PENDING", backend_ref=f"{NAMESPACE}/{job['metadata']['name']}",
+                 backend={"uid": job["metadata"]["uid"], "namespace": NAMESPACE, "name": job["metadata"]["name"]})
+    st = k8s.wait(rec["id"], lambda s: s["reason"] == "InsufficientGPU", timeout=60)
+    assert st["state"] == "PENDING" and "Insufficient nvidia.com/gpu" in st["message"]
+
+
+@pytest.mark.parametrize("annotations,err_class,reason,code", [
+    ({lk.FAIL_REASON_ANNOTATION: lk.OOM_REASON}, "ERR_INFRA", "OOMKilled", 137),
+    ({lk.FAIL_EXIT_CODE_ANNOTATION: "3"}, "ERR_PROGRAM", "NonZeroExit", 3),
+])
+def test_error_classification(k8s, annotations, err_class, reason, code):
+    args = [x for k, v in annotations.items() for x in ann(k, v)]
+    out = k8s.submit(*BASE, "--command", "exit 3", "--gpus", "1", *args, *ann(lk.RUN_DURATION_ANNOTATION, "1s"))
+    st = k8s.wait(out["id"], terminal)
+    assert (st["state"], st["err_class"], st["reason"], st["exit_code"]) == ("ERROR", err_class, reason, code), st
+    rec = k8s.record(out["id"])
+    assert rec["state"] == "ERROR" and rec["err_class"] == err_class
+    if code == 3:
+        assert "exited with code 3" in st["message"]
+
+
+def test_cancel_running_job_deletes_job_and_secret(k8s):
+    token = "tok-" + secrets.token_hex(12)
+    out = k8s.submit(*BASE, "--command", "sleep 1000", "--gpus", "1", "--secret-env", "HF_TOKEN",
+                     *ann(lk.KEEP_RUNNING_ANNOTATION, "true"), env={"HF_TOKEN": token})
+    jid = out["id"]
+    k8s.wait(jid, lambda s: s["state"] == "RUNNING")
+    res = json.loads(k8s.tao("cancel", jid, "--json").stdout)
+    assert res["state"] == "CANCELED" and res["deleted"] is True
+    assert k8s.record(jid)["state"] == "CANCELED"
+    sec = k8s.kubectl("get", "secret", f"tao-creds-{out['name']}", "--ignore-not-found", "-o", "name").stdout
+    assert sec.strip() == ""
+    end = time.time() + 30
+    while k8s.kubectl("get", "job", out["name"], "--ignore-not-found", "-o", "name").stdout.strip():
+        assert time.time() < end, "Job not deleted"
+        time.sleep(1)
+    again = json.loads(k8s.tao("cancel", jid, "--json").stdout)
+    assert again["deleted"] is False and "already CANCELED" in again["message"]
+    # the delete carried the UID precondition, on stdin, and foreground propagation
+    deletes = [a for a in k8s.calls() if a[:1] == ["kubectl"] and "--raw" in a]
+    assert deletes and deletes[0][-2:] == ["-f", "-"]
+
+
+def test_cancel_never_touches_same_name_job_with_other_uid(k8s):
+    out = k8s.submit(*BASE, "--command", "sleep 1000", "--gpus", "1", *ann(lk.KEEP_RUNNING_ANNOTATION, "true"))
+    jid, name = out["id"], out["name"]
+    job = k8s.kjson("get", "job", name)
+    k8s.kubectl("delete", "job", name, "--wait=true", "--cascade=foreground", "--timeout=60s")
+    for key in ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields"):
+        job["metadata"].pop(key, None)
+    job.pop("status", None)
+    tmpl = job["spec"]["template"]
+    tmpl["metadata"]["labels"] = {"tao-job-id": jid, "impostor": "true"}
+    job["spec"].pop("selector", None)
+    newjob = json.loads(k8s.kubectl("create", "-f", "-", "-o", "json", stdin=json.dumps(job)).stdout)
+    assert newjob["metadata"]["uid"] != out["uid"]
+    res = json.loads(k8s.tao("cancel", jid, "--json").stdout)
+    assert res["deleted"] is False and "another UID" in res["message"]
+    still = k8s.kjson("get", "job", name)
+    assert still["metadata"]["uid"] == newjob["metadata"]["uid"] and not still["metadata"].get("deletionTimestamp")
+    # the server-side precondition itself: a delete naming the old UID is refused
+    body = json.dumps({"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": out["uid"]}})
+    refused = k8s.kubectl("delete", "--raw", f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs/{name}", "-f", "-",
+                          stdin=body, check=False)
+    assert refused.returncode != 0
+    assert k8s.kjson("get", "job", name)["metadata"]["uid"] == newjob["metadata"]["uid"]
+
+
+def test_cancel_finished_job_is_success_that_says_so(k8s):
+    out = k8s.submit(*BASE, "--command", "true", "--gpus", "1", *ann(lk.RUN_DURATION_ANNOTATION, "1s"))
+    end = time.time() + 60
+    while k8s.kjson("get", "job", out["name"]).get("status", {}).get("succeeded") != 1:
+        assert time.time() < end
+        time.sleep(1)
+    res = json.loads(k8s.tao("cancel", out["id"], "--json").stdout)
+    assert res["deleted"] is False and "already finished (COMPLETE)" in res["message"]
+    assert k8s.record(out["id"])["state"] == "COMPLETE"
+
+
+def test_ttl_deleted_job_reads_unknown_record_kept_logs_saved(k8s):
+    out = k8s.submit(*BASE, "--command", "true", "--gpus", "1", "--ttl", "3", *ann(lk.RUN_DURATION_ANNOTATION, "1s"))
+    jid = out["id"]
+    st = k8s.wait(jid, terminal)
+    assert st["state"] == "COMPLETE" and st["saved_logs"]
+    end = time.time() + 60
+    while k8s.kubectl("get", "job", out["name"], "--ignore-not-found", "-o", "name").stdout.strip():
+        assert time.time() < end, "TTL controller did not delete the Job"
+        time.sleep(1)
+    st = k8s.status(jid)
+    assert st["observed"] == "UNKNOWN" and st["state"] == "COMPLETE"
+    assert "source of truth" in st["message"]
+    logs = k8s.tao("logs", jid)
+    assert "logs saved when the job ended" in logs.stdout
+
+
+def test_secret_never_on_argv_manifest_or_record(k8s):
+    value = "AKIA" + secrets.token_hex(16)
+    hf = "hf_" + secrets.token_hex(16)
+    out = k8s.submit(*BASE, "--command", "true", "--gpus", "1", "--secret-env", "AWS_SECRET_ACCESS_KEY",
+                     "--secret-env", "HF_TOKEN", *ann(lk.KEEP_RUNNING_ANNOTATION, "true"),
+                     env={"AWS_SECRET_ACCESS_KEY": value, "HF_TOKEN": hf})
+    calls = k8s.call_log.read_text()
+    assert value not in calls and hf not in calls
+    job_yaml = k8s.kubectl("get", "job", out["name"], "-o", "yaml").stdout
+    assert value not in job_yaml and hf not in job_yaml
+    pod = k8s.kjson("get", "job", out["name"])["spec"]["template"]["spec"]
+    assert pod["containers"][0]["envFrom"] == [{"secretRef": {"name": f"tao-creds-{out['name']}"}}]
+    record_text = (k8s.record(out["id"]) and json.dumps(k8s.record(out["id"])))
+    assert value not in record_text
+    sec = k8s.kjson("get", "secret", f"tao-creds-{out['name']}")
+    assert base64.b64decode(sec["data"]["AWS_SECRET_ACCESS_KEY"]).decode() == value
+    assert "kubectl.kubernetes.io/last-applied-configuration" not in (sec["metadata"].get("annotations") or {})
+    owners = sec["metadata"].get("ownerReferences") or []
+    assert owners and owners[0]["uid"] == out["uid"] and owners[0]["kind"] == "Job"
+    st = k8s.tao("status", out["id"])
+    assert value not in st.stdout + st.stderr
+
+
+def test_resubmit_with_same_id_reconciles_instead_of_second_job(k8s):
+    out = k8s.submit(*BASE, "--command", "true", "--gpus", "1", *ann(lk.KEEP_RUNNING_ANNOTATION, "true"))
+    again = k8s.submit(*BASE, "--command", "true", "--gpus", "1", "--job-id", out["id"])
+    assert again["reconciled"] is True and again["uid"] == out["uid"]
+    jobs = k8s.kjson("get", "jobs", "-l", f"tao-job-id={out['id']}")["items"]
+    assert len(jobs) == 1
+
+
+def test_namespace_and_context_variables_honoured(k8s):
+    ns = "tao-k8s-ns-" + secrets.token_hex(3)
+    k8s.kubectl("create", "namespace", ns, ns="default")
+    try:
+        out = k8s.submit(*BASE, "--command", "true", "--gpus", "0",
+                         env={"TAO_K8S_NAMESPACE": ns, "TAO_K8S_CONTEXT": lk.ADMIN_CONTEXT})
+        assert out["backend_ref"].startswith(ns + "/") and out["context"] == lk.ADMIN_CONTEXT
+        assert k8s.kjson("get", "job", out["name"], ns=ns)["metadata"]["namespace"] == ns
+        st = json.loads(k8s.tao("status", out["id"], "--json", env={"TAO_K8S_NAMESPACE": "default"}).stdout)
+        assert st["state"] in ("PENDING", "RUNNING", "COMPLETE")  # found via the record, not the env
+        for argv in k8s.calls():
+            if argv[:1] == ["kubectl"]:
+                assert argv[1:5] == ["--context", lk.ADMIN_CONTEXT, "-n", ns], argv
+        # an unknown context is refused by kubectl itself: proof the flag is passed
+        bad = k8s.tao("submit", *BASE, "--command", "true", "--gpus", "0", check=False,
+                      env={"TAO_K8S_NAMESPACE": ns, "TAO_K8S_CONTEXT": "no-such-context"})
+        assert bad.returncode != 0 and "no-such-context" in bad.stderr
+    finally:
+        k8s.kubectl("delete", "namespace", ns, "--wait=false", ns="default", check=False)
+
+
+def test_restricted_user_context_can_submit_in_its_namespace(k8s):
+    env = {"KUBECONFIG": k8s.env[lk.USER_KUBECONFIG_ENV]}
+    out = k8s.submit(*BASE, "--command", "true", "--gpus", "1", env=env)
+    assert out["uid"]
+    bad = k8s.tao("submit", *BASE, "--command", "true", "--gpus", "0", check=False,
+                  env={**env, "TAO_K8S_NAMESPACE": "default"})
+    assert bad.returncode == 1 and "may not create jobs in namespace default" in bad.stderr
