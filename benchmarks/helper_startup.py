@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Start-up time of the core helpers against a bare `python3 -c pass` in the same run.
+"""Start-up time of the core helpers against a bare `python3 -c pass`, interleaved in one run.
 
 The helpers run many times per job (every mark, every poll), so their import
 cost matters. Prints median and p90 wall time over N runs, and the overhead
@@ -23,8 +23,9 @@ S = BANK / "scripts"
 def _time(argv: list[str], n: int, env: dict) -> list[float]:
     out = []
     for _ in range(n):
+        run_argv = argv
         t0 = time.perf_counter()
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
+        subprocess.run(run_argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
         out.append((time.perf_counter() - t0) * 1000)
     return out
 
@@ -43,7 +44,9 @@ def main() -> int:
             ("python3 -c pass (baseline)", [py, "-c", "pass"]),
             ("tao_job_record.py --help", [py, str(S / "tao_job_record.py"), "--help"]),
             ("tao_job_record.py show ID", [py, str(S / "tao_job_record.py"), "show", job]),
-            ("tao_job_record.py mark ID (same state)", [py, str(S / "tao_job_record.py"), "mark", job, "--state", "PENDING"]),
+            ("tao_job_record.py mark ID (nothing new)", [py, str(S / "tao_job_record.py"), "mark", job, "--state", "PENDING"]),
+            ("tao_job_record.py mark ID --meta (writes)",
+             [py, str(S / "tao_job_record.py"), "mark", job, "--state", "PENDING", "--meta", "poll={i}"]),
             ("tao_job_record.py list --active", [py, str(S / "tao_job_record.py"), "list", "--active"]),
             ("resolve_versions_key.py --help", [py, str(S / "resolve_versions_key.py"), "--help"]),
             ("resolve_versions_key.py KEY", [py, str(S / "resolve_versions_key.py"), "images.tao_toolkit.pyt"]),
@@ -51,7 +54,12 @@ def main() -> int:
             ("redact_secrets.py lint versions.yaml", [py, str(S / "redact_secrets.py"), "lint", str(BANK / "versions.yaml")]),
             ("stamp_versions.py --help", [py, str(S / "stamp_versions.py"), "--help"]),
         ]
-        results = [(label, _time(argv, args.n, env)) for label, argv in cases]
+        # round-robin, so load from other processes hits every command alike
+        times: dict[str, list[float]] = {label: [] for label, _ in cases}
+        for i in range(args.n):
+            for label, argv in cases:
+                times[label].append(_time([a.replace("{i}", str(i)) for a in argv], 1, env)[0])
+        results = list(times.items())
     base = statistics.median(results[0][1])
     print(f"{'command':44} {'median ms':>9} {'p90 ms':>8} {'over baseline':>13}   (n={args.n}, {py})")
     for label, ts in results:

@@ -316,7 +316,8 @@ def mark(
 ) -> dict:
     """Move a record to ``state`` under the transition table; returns the stored record.
 
-    Same state on an active record: updates backend_ref/backend/message only.
+    Same state on an active record: updates backend_ref/backend/message only
+    (nothing is written when none of them changes).
     Same state on a terminal record: no-op. Anything outside the table: TaoError.
     """
     new = states.canonical_state(state)
@@ -339,11 +340,14 @@ def mark(
             raise TaoError(f"job {job_id} is {cur} (terminal) and cannot become {new}: {states.allowed_text(cur)}")
         if new != cur and not states.is_allowed(cur, new):
             raise TaoError(f"illegal transition {cur} -> {new} for job {job_id}: {states.allowed_text(cur)}")
+        before = json.dumps(rec, sort_keys=True)
         if ref is not None:
             if rec["backend_ref"] not in (None, ref):
                 raise TaoError(f"job {job_id} is bound to backend_ref {rec['backend_ref']!r}: it cannot change to {ref!r}")
             rec["backend_ref"] = ref
         rec["backend"].update(meta)
+        if new == cur and (msg is None or msg == rec["message"]) and json.dumps(rec, sort_keys=True) == before:
+            return rec  # a poll that learnt nothing new writes nothing (and skips the schema import)
         now = _now()
         if msg is not None:
             rec["message"] = msg

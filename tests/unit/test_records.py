@@ -357,3 +357,12 @@ def test_failed_rename_leaves_old_record_and_no_temp(state_dir, monkeypatch):
             records.mark(rid, "COMPLETE")
     assert records.load(rid) == before
     assert not [f for f in state_dir.iterdir() if f.name.endswith(".tmp")]
+
+
+def test_same_state_mark_without_news_writes_nothing(state_dir):
+    rid = _at("RUNNING")
+    rec = records.mark(rid, "RUNNING", message="m", backend={"a": "1"})
+    mtime = (state_dir / f"{rid}.json").stat().st_mtime_ns
+    assert records.mark(rid, "RUNNING", message="m", backend={"a": "1"}) == rec
+    assert (state_dir / f"{rid}.json").stat().st_mtime_ns == mtime
+    assert records.mark(rid, "RUNNING", backend={"a": "2"})["updated_at"] > rec["updated_at"]
