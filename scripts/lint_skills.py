@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Lint every skills/*/*/SKILL.md (and its references/), the plugin manifests and the pins.
 
-  lint_skills.py [--root DIR] [--rules] [--json]
+  lint_skills.py [--root DIR] [--skill NAME]... [--rules] [--json]
 
 Prints one line per problem, 'file:line: rule: message', and exits 1 if
 there is any. --rules lists the rules. --root lints another checkout (tests
@@ -20,6 +20,7 @@ from taobank.errors import TaoError
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="lint_skills.py", description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=BANK_ROOT, help="bank checkout to lint (default: this bank)")
+    parser.add_argument("--skill", action="append", metavar="NAME", help="only this skill's per-skill rules (repeatable; bank-wide rules still run)")
     parser.add_argument("--rules", action="store_true", help="print the rules and exit")
     parser.add_argument("--json", action="store_true", help="print problems as JSON")
     args = parser.parse_args(argv)
@@ -32,7 +33,7 @@ def main(argv: list[str]) -> int:
         return 0
     if not (args.root / "skills").is_dir():
         raise TaoError(f"{args.root} has no skills/ folder: pass the bank root with --root", exit_code=2)
-    problems = lint(args.root)
+    problems = lint(args.root, only=args.skill)
     if args.json:
         print_json([p.__dict__ for p in problems])
     else:

@@ -494,13 +494,19 @@ def lint_file(root: Path, path: Path, skill_dir: Path) -> list[Problem]:
     return out
 
 
-def lint(root: Path, *, external: bool = True) -> list[Problem]:
-    """Every problem of the bank at ``root``. ``external=False`` skips stamp and agentskills."""
+def lint(root: Path, *, external: bool = True, only: list[str] | None = None) -> list[Problem]:
+    """Every problem of the bank at ``root``. ``external=False`` skips stamp and agentskills;
+    ``only`` limits the per-skill rules to those skill names (bank-wide rules always run)."""
     root = root.resolve()
     out: list[Problem] = []
     folders = skill_folders(root)
     if not folders:
         out.append(Problem("skills", 1, "frontmatter", "no skills/<group>/<skill>/SKILL.md found"))
+    if only:
+        unknown = sorted(set(only) - {d.name for d in folders})
+        for name in unknown:
+            out.append(Problem("skills", 1, "name", f"no skill named {name!r} (skills: {', '.join(d.name for d in folders)})"))
+        folders = [d for d in folders if d.name in only]
     for d in folders:
         out += lint_file(root, d / "SKILL.md", d)
         refs = d / "references"

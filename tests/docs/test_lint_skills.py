@@ -380,3 +380,13 @@ def test_seed_style_bank_root_is_flagged(bank_copy):
     p.write_text(p.read_text() + '\n```bash\nTAO_SKILL_BANK_ROOT="${TAO_SKILL_BANK_ROOT:-$PWD}"\necho "$TAO_SKILL_BANK_ROOT"\n```\n')
     n = line_no(bank_copy, GPU, 'TAO_SKILL_BANK_ROOT="')
     assert_one(lint(bank_copy, external=False), rf"{GPU}:{n}: bank-locate: TAO_SKILL_BANK_ROOT is not set by the plugin or tao-setup: use \$BANK .*")
+
+
+def test_skill_filter_limits_per_skill_rules(bank_copy):
+    edit(bank_copy, SETUP, "name: tao-setup", "name: tao-setup-x")
+    one = subprocess.run([sys.executable, str(bank_copy / "scripts/lint_skills.py"), "--skill", "tao-data-io"], capture_output=True, text=True, timeout=300)
+    assert one.returncode == 0, one.stdout
+    other = subprocess.run([sys.executable, str(bank_copy / "scripts/lint_skills.py"), "--skill", "tao-setup"], capture_output=True, text=True, timeout=300)
+    assert other.returncode == 1 and f"{SETUP}:2: name: name 'tao-setup-x' differs from the folder 'tao-setup': they must be equal" in other.stdout.splitlines()
+    bad = subprocess.run([sys.executable, str(bank_copy / "scripts/lint_skills.py"), "--skill", "nope"], capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 1 and bad.stdout.startswith("skills:1: name: no skill named 'nope' (skills: ")
