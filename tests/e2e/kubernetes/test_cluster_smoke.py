@@ -243,3 +243,32 @@ def test_up_again_is_a_no_op(k8s_cluster):
     assert lk.up() == k8s_cluster
     assert time.monotonic() - t0 < 10
     assert lk.status()["pids"] == before["pids"]
+
+
+def test_a_daemon_that_cannot_start_is_named_with_its_log(k8s_cluster, tmp_path, monkeypatch):
+    """A broken start fails with one line naming the daemon and its log, and leaves nothing running."""
+    monkeypatch.setenv("TAO_LOCAL_CLUSTER_DIR", str(tmp_path))
+    real = lk._apiserver_argv
+    monkeypatch.setattr(lk, "_apiserver_argv", lambda exe, ports: real(exe, ports) + ["--no-such-flag"])
+    with pytest.raises(lk.TaoError) as err:
+        lk.up()
+    msg = str(err.value)
+    log = tmp_path / "kubernetes" / "logs" / "kube-apiserver.log"
+    assert msg.startswith("kube-apiserver ") and str(log) in msg and "\n" not in msg
+    assert "unknown flag: --no-such-flag" in log.read_text()
+    assert lk.status()["pids"] == dict.fromkeys(lk.DAEMONS)  # etcd was stopped again
+    lk.down()
+    assert not (tmp_path / "kubernetes").exists()
+
+
+def test_down_then_up_gives_a_fresh_ready_cluster(k8s_cluster):
+    """Runs last: other test files that share the session cluster get a fresh one with the same env."""
+    old = lk.status()["pids"]
+    exes = {n: str(lk.k8s_build.cached() / "bin" / n) for n in lk.DAEMONS}
+    lk.down()
+    assert not lk.state_root().exists()
+    assert not any(lk.pid_runs(pid, exes[n]) for n, pid in old.items())
+    assert lk.status()["ready"] is False
+    assert lk.up() == k8s_cluster
+    assert lk.status()["ready"]
+    assert kc(k8s_cluster, "-n", lk.NAMESPACE, "get", "serviceaccount", "default").returncode == 0
