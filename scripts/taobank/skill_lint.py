@@ -210,11 +210,9 @@ def _resolve(path: str, var: str | None, root: Path, skill_dir: Path) -> list[Pa
 def check_paths(rel: str, text: str, root: Path, skill_dir: Path) -> list[Problem]:
     out = []
     for n, line in enumerate(text.splitlines(), 1):
-        seen: set[str] = set()
         for m in _VAR_PATH.finditer(line):
             var = m.group("v1") or m.group("v2")
             path = m.group("path")
-            seen.add(f"{m.start('path')}")
             if var not in _BANK_VARS | _SKILL_VARS or _partial(line, m.end("path")):
                 continue
             if not any(c.exists() for c in _resolve(path, var, root, skill_dir)):
