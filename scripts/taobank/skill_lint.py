@@ -500,6 +500,8 @@ def lint(root: Path, *, external: bool = True, only: list[str] | None = None) ->
     folders = skill_folders(root)
     if not folders:
         out.append(Problem("skills", 1, "frontmatter", "no skills/<group>/<skill>/SKILL.md found"))
+    for d in sorted(p for p in root.glob("skills/*/*") if p.is_dir() and not (p / "SKILL.md").is_file()):
+        out.append(Problem(d.relative_to(root).as_posix(), 1, "frontmatter", "skill folder without SKILL.md: add it or remove the folder"))
     if only:
         unknown = sorted(set(only) - {d.name for d in folders})
         for name in unknown:

@@ -390,3 +390,8 @@ def test_skill_filter_limits_per_skill_rules(bank_copy):
     assert other.returncode == 1 and f"{SETUP}:2: name: name 'tao-setup-x' differs from the folder 'tao-setup': they must be equal" in other.stdout.splitlines()
     bad = subprocess.run([sys.executable, str(bank_copy / "scripts/lint_skills.py"), "--skill", "nope"], capture_output=True, text=True, timeout=300)
     assert bad.returncode == 1 and bad.stdout.startswith("skills:1: name: no skill named 'nope' (skills: ")
+
+
+def test_skill_folder_without_skill_md(bank_copy):
+    (bank_copy / "skills/core/tao-half/references").mkdir(parents=True)
+    assert_one(lint(bank_copy, external=False), r"skills/core/tao-half:1: frontmatter: skill folder without SKILL.md: add it or remove the folder")
