@@ -23,8 +23,10 @@ from dataclasses import dataclass, field
 MASK = "***REDACTED***"
 
 # ---------------------------------------------------------------- names
-_CRED_LAST = {"password", "passwd", "passphrase", "pass", "secret", "token", "apikey", "credential", "credentials",
+_CRED_LAST = {"password", "passwd", "passphrase", "sshpass", "secret", "token", "apikey", "credential", "credentials",
               "creds"}
+#: Credential only after another word: DB_PASS is a password, a bare PASS=0 is a counter.
+_CRED_LAST_QUALIFIED = {"pass", "pw", "pwd"}
 _CRED_PAIRS = {("api", "key"), ("access", "key"), ("secret", "key"), ("private", "key"), ("auth", "key"),
                ("account", "key"), ("signing", "key"), ("encryption", "key"), ("master", "key"), ("ngc", "key"),
                ("session", "key"), ("client", "secret"), ("access", "token"), ("refresh", "token")}
@@ -41,7 +43,7 @@ def is_credential_name(name: str) -> bool:
     words = [w.lower() for w in _WORDS.findall(name)]
     if not words or words[0] in _QUANTITY_FIRST:
         return False
-    if words[-1] in _CRED_LAST:
+    if words[-1] in _CRED_LAST or (len(words) >= 2 and words[-1] in _CRED_LAST_QUALIFIED):
         return True
     return len(words) >= 2 and (words[-2], words[-1]) in _CRED_PAIRS
 

@@ -92,6 +92,8 @@ NEGATIVES = [
     "Never pass `--password` on argv; use --password-stdin.",
     "image: nvcr.io#nvidia/tao/tao-toolkit:7.1.0-pyt",
     "ssh -i \"$SSH_KEY_PATH\" user@login",
+    "PASS=0; FAIL=0",
+    "cd \"$OLDPWD\"; PWD=/tmp",
 ]
 
 
@@ -214,6 +216,7 @@ def test_rules_are_data():
     ("apiKey", True), ("clientSecret", True), ("DOCKER_PASSWORD", True), ("AWS_SESSION_TOKEN", True),
     ("HF_TOKEN_PATH", False), ("NUM_TOKEN", False), ("MAX_TOKENS", False), ("SECRET_NAME", False),
     ("AWS_ACCESS_KEY_ID", False), ("SSH_KEY_PATH", False), ("name", False), ("PWD", False), ("key", False),
+    ("SSHPASS", True), ("DB_PASS", True), ("SMTP_PW", True), ("PASS", False), ("OLDPWD", False),
 ])
 def test_credential_names(name, cred):
     assert redact.is_credential_name(name) is cred
