@@ -18,6 +18,7 @@ import os
 import pwd
 import secrets
 import shutil
+import signal
 import stat
 import subprocess
 import time
@@ -28,7 +29,7 @@ from .. import pins
 from ..errors import TaoError
 from ..run import run
 from . import slurm_conf as conf
-from .slurm_procs import FileLock, children, live_pid, log_tail, not_ready, port_open, port_refuses, stop_pid, wait_for
+from .slurm_procs import FileLock, alive, children, live_pid, log_tail, not_ready, port_open, port_refuses, stop_pid, wait_for
 
 PACKAGES = ("slurmctld", "slurmd", "slurm-client", "slurmdbd", "munge", "mariadb-server", "openssh-server")
 #: package -> versions.yaml key its Debian version must start with
@@ -532,24 +533,32 @@ def down() -> None:
 def _down(lay: conf.Layout) -> None:
     info = _load_cluster(lay)
     pidfiles = _pidfiles(lay)
-    if lay.slurm_conf.exists() and _peek_pid(*pidfiles["slurmctld"]) and _slurmctld_ok(lay):
-        senv = _slurm_env(lay)
-        run(["scancel", f"--partition={lay.partition}"], env=senv, timeout=30, check=False)
-        # let slurmstepd processes finish while slurmd is still up
-        wait_for(lambda: not run(["squeue", "-h", "-o", "%i"], env=senv, timeout=10).stdout.strip(), 30.0, 0.3)
-    order = [f"slurmd-{n}" for n in conf.NODES] + ["slurmctld", "slurmdbd", "sshd", "mariadbd", "munged"]
-    for name in order:
+
+    def stop(name: str) -> None:
         pf, exe = pidfiles[name]
         pid = _peek_pid(pf, exe)
         if pid is None:
-            continue
+            return
         if name == "munged" and (info.get("munged_external") or info.get("munged_pid") != pid):
-            continue  # not ours
+            return  # not ours
         if name == "sshd":  # open login sessions (ssh ControlMaster clients) end with the cluster
             for kid in children(pid, exe):
                 stop_pid(kid, exe, grace=5.0)
         stop_pid(pid, exe, grace=20.0 if name == "mariadbd" else 10.0)
         pf.unlink(missing_ok=True)
+
+    stop("sshd")  # first: no new submissions over ssh while jobs are cancelled
+    if lay.slurm_conf.exists() and _peek_pid(*pidfiles["slurmctld"]) and _slurmctld_ok(lay):
+        senv = _slurm_env(lay)
+        run(["scontrol", "update", f"PartitionName={lay.partition}", "State=INACTIVE"], env=senv, timeout=30, check=False)
+        run(["scancel", f"--partition={lay.partition}"], env=senv, timeout=30, check=False)
+        # let slurmstepd processes finish while slurmd is still up
+        wait_for(lambda: not run(["squeue", "-h", "-o", "%i"], env=senv, timeout=10).stdout.strip(), 30.0, 0.3)
+    for node in conf.NODES:
+        stop(f"slurmd-{node}")
+    _kill_job_processes()
+    for name in ("slurmctld", "slurmdbd", "mariadbd", "munged"):
+        stop(name)
     _remove_cgroups()
     for path in (lay.root, lay.state):
         shutil.rmtree(path, ignore_errors=True)
@@ -562,18 +571,39 @@ def _down(lay: conf.Layout) -> None:
         pass
 
 
+def _node_cgroups() -> list[Path]:
+    """The per-node cgroup v1 trees slurmd made: /sys/fs/cgroup/<ctrl>/slurm_<node>."""
+    tops = [Path("/sys/fs/cgroup") / ctrl / f"slurm_{node}" for ctrl in CGROUP_CONTROLLERS for node in conf.NODES]
+    return [top for top in tops if top.is_dir()]
+
+
+def _kill_job_processes() -> None:
+    """SIGKILL what still runs inside our nodes' job cgroups (a slurmstepd whose
+    slurmd is gone): found by cgroup membership, never by name."""
+    pids: set[int] = set()
+    for top in _node_cgroups():
+        for dirpath, _dirs, files in os.walk(top):
+            if "cgroup.procs" in files:
+                try:
+                    pids.update(int(x) for x in (Path(dirpath) / "cgroup.procs").read_text().split())
+                except (OSError, ValueError):
+                    pass
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    wait_for(lambda: not any(alive(pid) for pid in pids), 10.0)
+
+
 def _remove_cgroups() -> None:
     """Remove the (empty) per-node cgroup v1 trees slurmd made: /sys/fs/cgroup/<ctrl>/slurm_<node>."""
-    for ctrl in CGROUP_CONTROLLERS:
-        for node in conf.NODES:
-            top = Path("/sys/fs/cgroup") / ctrl / f"slurm_{node}"
-            if not top.is_dir():
-                continue
-            for dirpath, _dirs, _files in sorted(os.walk(top), key=lambda t: -len(t[0])):
-                try:
-                    os.rmdir(dirpath)
-                except OSError:
-                    pass
+    for top in _node_cgroups():
+        for dirpath, _dirs, _files in sorted(os.walk(top), key=lambda t: -len(t[0])):
+            try:
+                os.rmdir(dirpath)  # deepest first; a non-empty one stays
+            except OSError:
+                pass
 
 
 __all__ = ["up", "down", "status", "env", "layout", "ssh_argv"]

@@ -35,11 +35,12 @@ def pid_runs(pid: int, exe: str) -> bool:
         return False
     target = target.removesuffix(" (deleted)")
     if os.path.realpath(target) == os.path.realpath(exe):
-        return _not_zombie(pid)
+        return alive(pid)
     return False
 
 
-def _not_zombie(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie (this sandbox's init may never reap)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
