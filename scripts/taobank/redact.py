@@ -269,10 +269,10 @@ def _secret_hits(lines: list[str]) -> list[_Hit]:
             col, _, rest, _ = k
             rest = _strip_comment(rest)
             spans: list[tuple[int, int, int]] = []
-            if rest and rest not in ("{}", "null", "~"):
+            if rest and rest not in ("{}", "null", "~", "{", "{},"):
                 start = lines[i].rindex(rest)
                 spans.append((i, start, start + len(rest)))
-            elif not rest:
+            elif not rest or rest == "{":  # block YAML, or pretty JSON opening a mapping
                 for j in doc[pos + 1:]:
                     if _blank(lines[j]):
                         continue

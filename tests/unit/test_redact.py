@@ -263,3 +263,35 @@ def test_cli(tmp_path):
     assert r.returncode == 1 and '"rule": "credential-assignment"' in r.stdout and SECRET not in r.stdout
     r = _cli("rules")
     assert "k8s-env-literal:" in r.stdout
+
+
+JSON_MANIFEST = """\
+{
+  "apiVersion": "v1",
+  "kind": "Secret",
+  "metadata": {"name": "tao-creds-x"},
+  "stringData": {
+    "HF_TOKEN": "s3cr3tVALUE42"
+  }
+}
+{
+  "env": [
+    {
+      "name": "NGC_API_KEY",
+      "value": "s3cr3tVALUE42"
+    },
+    {
+      "name": "REGION",
+      "value": "us-east-1"
+    }
+  ]
+}
+"""
+
+
+def test_pretty_json_manifests():
+    got = [(f.rule, f.line) for f in redact.lint_text(JSON_MANIFEST, "m.json")]
+    assert ("secret-manifest-data", 5) in got and ("k8s-env-literal", 13) in got
+    assert all(line < 14 for _, line in got)
+    red = redact.redact_text(JSON_MANIFEST)
+    assert SECRET not in red and "us-east-1" in red
