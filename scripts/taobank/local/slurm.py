@@ -354,7 +354,13 @@ def _node_states(lay: conf.Layout) -> dict[str, str]:
 
 
 def _node_ok(lay: conf.Layout, node: str) -> bool:
-    return port_open(_ports(lay)[f"slurmd-{node}"]) and _node_states(lay).get(node) in NODE_OK
+    if not port_open(_ports(lay)[f"slurmd-{node}"]):
+        return False
+    state = _node_states(lay).get(node, "")
+    if state.rstrip("*~#!%$@^-") in {"drain", "drng", "down"}:
+        # A test cluster: a node drained by an earlier failure (e.g. "Kill task failed") goes back to work.
+        run(["scontrol", "update", f"NodeName={node}", "State=RESUME"], env=_slurm_env(lay), timeout=10, check=False)
+    return state in NODE_OK
 
 
 def ssh_argv(lay: conf.Layout, alias: str | None = None) -> list[str]:
