@@ -33,9 +33,10 @@ def test_executable_with_shebang_from_any_cwd(script, tmp_path):
 
 @pytest.mark.parametrize("script", CORE_CLIS)
 def test_help_imports_no_heavy_deps(script):
-    code = (f"import sys, runpy; sys.argv=[{str(SCRIPTS / script)!r}, '--help']; sys.path.insert(0, {str(SCRIPTS)!r})\n"
+    code = (f"import sys, runpy; before = set(sys.modules); sys.argv=[{str(SCRIPTS / script)!r}, '--help']; "
+            f"sys.path.insert(0, {str(SCRIPTS)!r})\n"
             "try:\n    runpy.run_path(sys.argv[0], run_name='__main__')\nexcept SystemExit:\n    pass\n"
-            "heavy = [m for m in ('yaml', 'jsonschema', 'jinja2') if m in sys.modules]\n"
+            "heavy = [m for m in ('yaml', 'jsonschema', 'jinja2') if m in sys.modules and m not in before]\n"
             "sys.stderr.write('HEAVY=' + ','.join(heavy))\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert "HEAVY=" in r.stderr and r.stderr.rsplit("HEAVY=", 1)[1] == ""
