@@ -181,3 +181,15 @@ def test_up_is_idempotent_and_restarts_a_daemon_behind_a_stale_pid_file(slurm_cl
     assert record()["started"] == ["sshd"]
     assert int(pidfile.read_text()) != old
     assert ssh(slurm_cluster, "id -un").stdout.strip() == slurm_cluster["SLURM_USER"]
+
+
+def test_cli_env_and_status_agree_with_the_fixture(slurm_cluster, bank):
+    import json
+    import sys
+
+    cli = [sys.executable, str(bank / "scripts" / "local_cluster.py")]
+    assert json.loads(run([*cli, "env", "slurm", "--json"]).stdout) == slurm_cluster
+    exports = run([*cli, "env", "slurm"]).stdout.splitlines()
+    assert exports[1] == f"export SLURM_HOSTNAME={slurm_cluster['SLURM_HOSTNAME']}"
+    st = run([*cli, "status", "slurm", "--json"], check=False)
+    assert st.returncode == 0 and json.loads(st.stdout)["ready"] is True
