@@ -209,11 +209,20 @@ def _start(bin_dir: Path) -> None:
     ]), encoding="utf-8")
     _write_kwok_config(ports["kwok"])
 
+    phases = data["phases_s"] = {}
+
+    def mark(phase: str) -> None:
+        phases[phase] = round(time.monotonic() - t0, 1)
+
+    mark("pki")
     _spawn("etcd", _etcd_argv(exes["etcd"], ports))
     _wait("etcd", lambda: _http_ok(f"http://127.0.0.1:{ports['etcd']}/health", want='"health":"true"'))
+    mark("etcd")
     _spawn("kube-apiserver", _apiserver_argv(exes["kube-apiserver"], ports))
     _wait("kube-apiserver", lambda: _api_ready(data))
+    mark("kube-apiserver")
     _seed_objects(bin_dir.parent / "share" / "crds")
+    mark("seed objects")
     _spawn("kube-controller-manager", _controller_manager_argv(exes["kube-controller-manager"], ports))
     _spawn("kube-scheduler", _scheduler_argv(exes["kube-scheduler"], ports))
     _spawn("kwok", [exes["kwok"], "--kubeconfig", str(p["root"] / "kwok.kubeconfig"),
@@ -221,8 +230,11 @@ def _start(bin_dir: Path) -> None:
     _wait("kube-controller-manager", lambda: _https_ok(ports["controller_manager"]))
     _wait("kube-scheduler", lambda: _https_ok(ports["scheduler"]))
     _wait("kwok", lambda: _https_ok(ports["kwok"]))
+    mark("components healthy")
     _wait("kwok", _nodes_ready, what="fake nodes Ready (kwok)")
+    mark("nodes Ready")
     _wait("kube-controller-manager", _namespace_ready, what=f"default ServiceAccount and bound PVC in {NAMESPACE}")
+    mark("namespace ready")
     data["started_s"] = round(time.monotonic() - t0, 1)
     data["ready_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     _save_cluster(data)
@@ -317,6 +329,8 @@ def _controller_manager_argv(exe: str, ports: dict) -> list[str]:
         "--use-service-account-credentials=true",
         f"--cluster-cidr={POD_CIDR}", f"--service-cluster-ip-range={k8s_pki.SERVICE_CIDR}",
         "--controllers=*",
+        # Bind the pre-made PV/PVC pair (and retry) within seconds, not the default 15 s.
+        "--pvclaimbinder-sync-period=2s",
     ]
 
 
