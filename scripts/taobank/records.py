@@ -134,6 +134,19 @@ def _create(job_id: str, rec: dict) -> bool:
     return True
 
 
+def _sweep_temps(job_id: str, min_age_s: float = 60.0) -> None:
+    """Remove temp files of writers killed mid-write (called under the record's lock)."""
+    import time
+
+    cutoff = time.time() - min_age_s
+    for tmp in state_dir().glob(f".{job_id}.*.tmp"):
+        try:
+            if tmp.stat().st_mtime < cutoff:
+                tmp.unlink()
+        except FileNotFoundError:
+            pass
+
+
 @contextmanager
 def _locked(job_id: str) -> Iterator[None]:
     path = state_dir() / f"{job_id}.lock"
@@ -358,6 +371,7 @@ def mark(
                 rec["err_class"] = cls
         rec["updated_at"] = now
         _replace(job_id, rec)
+        _sweep_temps(job_id)
         return rec
 
 

@@ -317,7 +317,13 @@ def test_kill_mid_write_never_corrupts(state_dir):
     assert [r["id"] for r in records.list_records()] == [rid]
     for f in state_dir.iterdir():
         assert f.name.startswith(".") or f.name.startswith(rid), f.name
+    old = time.time() - 3600
+    for f in state_dir.glob(".*.tmp"):
+        os.utime(f, (old, old))
+    fresh = state_dir / f".{rid}.fresh.tmp"
+    fresh.write_text("{")  # a writer that may still be alive: kept
     assert records.mark(rid, "COMPLETE")["state"] == "COMPLETE"
+    assert [f.name for f in state_dir.glob(".*.tmp")] == [fresh.name]
 
 
 _printable = st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs")), min_size=1, max_size=60)
