@@ -192,6 +192,17 @@ def _ensure_packages() -> float:
     return spent
 
 
+def _shadow_password(user: str) -> str | None:
+    try:
+        for line in Path("/etc/shadow").read_text().splitlines():
+            fields = line.split(":")
+            if fields[0] == user and len(fields) > 1:
+                return fields[1]
+    except OSError:
+        pass
+    return None
+
+
 def _ensure_accounts(lay: conf.Layout) -> None:
     for name in ("slurm", "munge", "mysql"):
         _ids(name)
@@ -200,7 +211,8 @@ def _ensure_accounts(lay: conf.Layout) -> None:
     except KeyError:
         run(["useradd", "-m", "-s", "/bin/bash", lay.user], timeout=30)
     # useradd leaves the password '!' (locked): sshd with UsePAM=no then refuses even keys.
-    run(["usermod", "-p", "*", lay.user], timeout=30)
+    if _shadow_password(lay.user) != "*":
+        run(["usermod", "-p", "*", lay.user], timeout=30)
     key = Path("/etc/munge/munge.key")
     if not key.exists() or key.stat().st_size == 0:
         run(["mungekey", "--create", f"--keyfile={key}"], timeout=30)
