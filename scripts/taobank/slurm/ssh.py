@@ -216,7 +216,7 @@ class Connection:
             full = self.command_argv(argv)
             STATS["commands"] += 1
             res = run(full, stdin=stdin, timeout=timeout, check=False, what=label)
-            if is_connection_error(res):
+            if is_connection_error(res) or (retry_on_drop and res.returncode == 255 and attempt == 1):
                 dropped = self.host.entry if self.host else "?"
                 self.host = None
                 if retry_on_drop and attempt == 1:

@@ -226,7 +226,13 @@ def test_lost_sbatch_answer_is_reconciled_without_a_duplicate(slurm_env, monkeyp
     jid = rec["backend"]["slurm_job_id"]
     assert "reconciled" in rec["message"]
     conn = Connection()
-    names = conn.remote(["sacct", "-n", "-X", "-P", "-o", "JobIDRaw", f"--name={rec['id']}", "-S", "now-1hours"]).stdout.split()
+    assert verbs.find_by_name(conn, rec["id"]) == [jid]
+    import time
+    for _ in range(30):  # accounting is written a moment later
+        names = conn.remote(["sacct", "-n", "-X", "-P", "-o", "JobIDRaw", f"--name={rec['id']}", "-S", "now-1hours"]).stdout.split()
+        if names:
+            break
+        time.sleep(0.5)
     assert names == [jid]
     # Calling the submit step again (e.g. after a crash) adopts, never resubmits.
     assert verbs.sbatch_record(conn, rec["id"])["backend"]["slurm_job_id"] == jid
