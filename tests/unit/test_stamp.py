@@ -51,6 +51,8 @@ CASES = [
      'pip install "nvidia-tao-sdk[slurm]==7.1.0rc42" --pre  # versions-key: wheels.sdk\n'),
     ("#SBATCH --gpus-per-node=8  # versions-key: slurm.num_gpus\n",
      "#SBATCH --gpus-per-node=4  # versions-key: slurm.num_gpus\n"),
+    ("IMAGE=nvcr.io#nvidia/tao/tao-toolkit:6.0-pyt  # versions-key: images.pyxis\n",
+     "IMAGE=nvcr.io#nvidia/tao/tao-toolkit:7.1.0-pyt  # versions-key: images.pyxis\n"),
     ("NUM_GPUS=2; # versions-key: slurm.num_gpus\n", "NUM_GPUS=4; # versions-key: slurm.num_gpus\n"),
     ("use_requeue: false  # versions-key: slurm.use_requeue\n", "use_requeue: true  # versions-key: slurm.use_requeue\n"),
     ("cuda 13.0 // versions-key: gpu_host.cuda\r\n", "cuda 13.0 // versions-key: gpu_host.cuda\r\n"),
