@@ -177,6 +177,20 @@ def test_failure_injection_sets_exit_code_and_reason(k8s_cluster, annotations, c
     assert terminated(pod)["exitCode"] == code
     assert terminated(pod)["reason"] == reason
     assert job_condition(k8s_cluster, name) == "Failed"
+    obj = json.loads(kc(k8s_cluster, "-n", lk.NAMESPACE, "get", "job", name, "-o", "json").stdout)
+    failed = next(c for c in obj["status"]["conditions"] if c["type"] == "Failed")
+    assert failed["reason"] == "BackoffLimitExceeded"
+
+
+def test_init_containers_complete_before_the_main_container_runs(k8s_cluster):
+    """Storage tier C fetches in an initContainer: the fake pod must walk through it."""
+    name = unique("init")
+    obj = job(name, annotations={lk.RUN_DURATION_ANNOTATION: "2s"})
+    obj["spec"]["template"]["spec"]["initContainers"] = [{"name": "fetch", "image": BUSYBOX}]
+    create(k8s_cluster, obj)
+    running = wait_pod(k8s_cluster, name, lambda p: p["status"].get("phase") == "Running", timeout=30)
+    assert running["status"]["initContainerStatuses"][0]["state"]["terminated"]["exitCode"] == 0
+    assert job_condition(k8s_cluster, name) == "Complete"
 
 
 def test_keep_running_pod_stays_running_until_the_job_is_deleted(k8s_cluster):
