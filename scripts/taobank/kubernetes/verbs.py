@@ -110,8 +110,11 @@ def capacity_gate(kube: Kubectl, spec: dict) -> str:
     if res.ok:
         pods = json.loads(res.stdout).get("items") or []
     else:  # no cluster-wide pod read (RBAC): count what this namespace uses, and say so
-        pods = kube.items("pods", "--field-selector=status.phase!=Succeeded,status.phase!=Failed")
-        note = f" (pods outside namespace {kube.namespace} not visible to you: their GPUs are not subtracted)"
+        res = kube.run("get", "pods", "-o", "json", "--field-selector=status.phase!=Succeeded,status.phase!=Failed",
+                       check=False, what="kubectl get pods")
+        pods = json.loads(res.stdout).get("items") or [] if res.ok else []
+        where = f"outside namespace {kube.namespace}" if res.ok else "in any namespace"
+        note = f" (pods {where} are not visible to you: their GPUs are not subtracted)"
     figures = gates.node_gpus(node_items, pods, node_selector=spec.get("node_selector"),
                               tolerations=spec.get("tolerations"))
     return gates.check_capacity(figures, gpus, nodes) + note
