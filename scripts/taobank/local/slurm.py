@@ -238,6 +238,18 @@ def _cgroup_v1_writable() -> bool:
     return True
 
 
+def _use_cgroup(lay: conf.Layout, running: bool) -> bool:
+    """cgroup v1 enforcement when possible. A running cluster keeps the mode it
+    was started with; TAO_LOCAL_SLURM_CGROUP=none forces the linuxproc fallback
+    (what a cgroup-v2-only host gets) so it can be tested on this machine."""
+    mode = os.environ.get("TAO_LOCAL_SLURM_CGROUP", "")
+    if mode not in ("", "auto", "none"):
+        raise TaoError(f"TAO_LOCAL_SLURM_CGROUP={mode!r} is not auto or none: fix it")
+    if not mode and running and lay.slurm_conf.exists():
+        return "ProctrackType=proctrack/cgroup\n" in lay.slurm_conf.read_text()
+    return mode != "none" and _cgroup_v1_writable()
+
+
 def _no_in_addr_any() -> bool:
     """Bind daemons to loopback only when the hostname resolves to 127.x."""
     import socket
@@ -271,10 +283,9 @@ def _remove_hosts() -> None:
             fh.write(kept)
 
 
-def _ssh_material(lay: conf.Layout) -> bool:
-    """Host key, client key, pinned known_hosts, authorized_keys.
-
-    True when sshd's own config changed (client-side files never need a restart)."""
+def _ssh_material(lay: conf.Layout) -> None:
+    """Host key, client key, pinned known_hosts, authorized_keys (client-side
+    files: rewriting them never needs a daemon restart)."""
     _mkdir(lay.state, mode=0o700)
     _mkdir(lay.client_dir, mode=0o700)
     _mkdir(lay.sshd_dir, mode=0o700)
@@ -291,7 +302,6 @@ def _ssh_material(lay: conf.Layout) -> bool:
     have = auth.read_text() if auth.exists() else ""
     mine = lay.key.with_suffix(".pub").read_text()
     _write(auth, have if mine in have else have + mine, owner=lay.user, mode=0o600)
-    return _write(lay.etc / "sshd_config", conf.sshd_config(lay), mode=0o644)
 
 
 def _db_password(lay: conf.Layout) -> str:
@@ -304,8 +314,32 @@ def _db_password(lay: conf.Layout) -> str:
     return value
 
 
-def _prepare_tree(lay: conf.Layout, cgroup: bool) -> bool:
-    """Create folders, fake GPU devices and config files. True if a config changed."""
+def _daemon_configs(lay: conf.Layout, cgroup: bool) -> dict[Path, tuple[str, str, int]]:
+    """Every file a daemon reads: path -> (text, owner, mode)."""
+    return {
+        lay.slurm_conf: (conf.slurm_conf(lay, cgroup=cgroup, no_in_addr_any=_no_in_addr_any()), "root", 0o644),
+        lay.etc / "gres.conf": (conf.gres_conf(lay), "root", 0o644),
+        lay.etc / "cgroup.conf": (conf.cgroup_conf(cgroup=cgroup), "root", 0o644),
+        # slurmdbd refuses a slurmdbd.conf that is not 600 and owned by SlurmUser.
+        lay.etc / "slurmdbd.conf": (conf.slurmdbd_conf(lay, _db_password(lay)), "slurm", 0o600),
+        lay.etc / "sshd_config": (conf.sshd_config(lay), "root", 0o644),
+    }
+
+
+def _stale_configs(lay: conf.Layout, cgroup: bool) -> list[str]:
+    """Config files whose text differs from what this code generates (read-only)."""
+    stale = []
+    for path, (text, _owner, _mode) in _daemon_configs(lay, cgroup).items():
+        try:
+            if path.read_text() != text:
+                stale.append(path.name)
+        except OSError:
+            stale.append(path.name)
+    return stale
+
+
+def _prepare_tree(lay: conf.Layout, cgroup: bool) -> None:
+    """Create folders, fake GPU devices and config files."""
     _mkdir(lay.state, mode=0o700)
     _mkdir(lay.root)
     _mkdir(lay.etc)
@@ -321,12 +355,9 @@ def _prepare_tree(lay: conf.Layout, cgroup: bool) -> bool:
         if not dev.exists():
             os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(conf.NVIDIA_MAJOR, i))
         os.chmod(dev, 0o666)
-    changed = _write(lay.slurm_conf, conf.slurm_conf(lay, cgroup=cgroup, no_in_addr_any=_no_in_addr_any()))
-    changed |= _write(lay.etc / "gres.conf", conf.gres_conf(lay))
-    changed |= _write(lay.etc / "cgroup.conf", conf.cgroup_conf(cgroup=cgroup))
-    # slurmdbd refuses a slurmdbd.conf that is not 600 and owned by SlurmUser.
-    changed |= _write(lay.etc / "slurmdbd.conf", conf.slurmdbd_conf(lay, _db_password(lay)), owner="slurm", mode=0o600)
-    changed |= _ssh_material(lay)
+    for path, (text, owner, mode) in _daemon_configs(lay, cgroup).items():
+        _write(path, text, owner=owner, mode=mode)
+    _ssh_material(lay)
     # The Lustre stand-in: owned by the test user, visible to jobs on both nodes.
     if not lay.lustre.exists():
         _mkdir(lay.lustre, owner=lay.user)
@@ -335,7 +366,6 @@ def _prepare_tree(lay: conf.Layout, cgroup: bool) -> bool:
     _mkdir(lay.lustre / "users", owner=lay.user)
     _mkdir(lay.results_dir, owner=lay.user)
     _ensure_hosts()
-    return changed
 
 
 # ---------------------------------------------------------------------------- readiness probes
@@ -457,13 +487,15 @@ def _up(lay: conf.Layout) -> dict[str, str]:
     t0 = time.monotonic()
     apt_s = _ensure_packages()
     _ensure_accounts(lay)
-    cgroup = _cgroup_v1_writable()
     pidfiles, logs, ports = _pidfiles(lay), _logs(lay), _ports(lay)
     running = {name: live_pid(pf, exe) for name, (pf, exe) in pidfiles.items()}
     info = _load_cluster(lay)
-    if _prepare_tree(lay, cgroup) and any(pid for name, pid in running.items() if name != "munged"):
-        raise TaoError("the local SLURM cluster's config changed while it runs: "
+    busy = any(pid for name, pid in running.items() if name != "munged")
+    cgroup = _use_cgroup(lay, busy)
+    if busy and lay.root.exists() and (stale := _stale_configs(lay, cgroup)):
+        raise TaoError(f"the running local SLURM cluster was started with other settings ({', '.join(stale)}): "
                        "run `local_cluster.py down slurm`, then `up slurm`")
+    _prepare_tree(lay, cgroup)
     started = []
     for name, start, ready, timeout in _daemons(lay):
         if running[name] is None:
