@@ -275,14 +275,28 @@ def test_a_daemon_that_cannot_start_is_named_with_its_log(k8s_cluster, tmp_path,
     assert not (tmp_path / "kubernetes").exists()
 
 
-def test_down_then_up_gives_a_fresh_ready_cluster(k8s_cluster):
-    """Runs last: other test files that share the session cluster get a fresh one with the same env."""
-    old = lk.status()["pids"]
+def test_private_cluster_up_noop_down_up_down(k8s_cluster, tmp_path, monkeypatch):
+    """A second cluster in its own state dir (the shared one is left alone): the full cycle."""
+    shared = lk.status()
+    monkeypatch.setenv("TAO_LOCAL_CLUSTER_DIR", str(tmp_path))
     exes = {n: str(lk.k8s_build.cached() / "bin" / n) for n in lk.DAEMONS}
-    lk.down()
-    assert not lk.state_root().exists()
-    assert not any(lk.pid_runs(pid, exes[n]) for n, pid in old.items())
-    assert lk.status()["ready"] is False
-    assert lk.up() == k8s_cluster
-    assert lk.status()["ready"]
-    assert kc(k8s_cluster, "-n", lk.NAMESPACE, "get", "serviceaccount", "default").returncode == 0
+    try:
+        env = lk.up()
+        assert env["KUBECONFIG"] == str(tmp_path / "kubernetes" / "admin.kubeconfig")
+        assert env["KUBECONFIG"] != k8s_cluster["KUBECONFIG"]
+        first = lk.status()
+        assert first["ready"] and first["server"] != shared["server"]
+        assert lk.up() == env and lk.status()["pids"] == first["pids"]
+        lk.down()
+        assert not (tmp_path / "kubernetes").exists()
+        assert not any(lk.pid_runs(pid, exes[n]) for n, pid in first["pids"].items())
+        assert lk.status()["ready"] is False
+        assert lk.up() == env
+        again = lk.status()
+        assert again["ready"] and set(again["pids"].values()).isdisjoint(first["pids"].values())
+        assert kc(env, "-n", lk.NAMESPACE, "get", "serviceaccount", "default").returncode == 0
+    finally:
+        lk.down()
+    assert not (tmp_path / "kubernetes").exists()
+    monkeypatch.delenv("TAO_LOCAL_CLUSTER_DIR")
+    assert lk.status()["pids"] == shared["pids"]  # the shared cluster was never touched
