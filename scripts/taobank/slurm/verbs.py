@@ -354,7 +354,10 @@ def resubmit(conn: Connection, failed: dict) -> dict:
     backend = {k: b[k] for k in ("job_dir", "results_dir", "script", "staged_secrets") if k in b}
     backend.update({"job_name": rec["id"], "login_host": conn.host.entry if conn.host else b.get("login_host")})
     records.mark(rec["id"], "PENDING", message=f"infrastructure retry of {failed['id']}", backend=backend)
-    return sbatch_record(conn, rec["id"])
+    try:
+        return sbatch_record(conn, rec["id"])
+    except TaoError as exc:  # the retry could not be submitted: say so on its record
+        return records.mark(rec["id"], "ERROR", message=f"resubmit failed: {exc}", err_class="ERR_INFRA")
 
 
 def watch(ids: list[str] | None, *, on_line: Callable[[str], None], conn: Connection | None = None,
