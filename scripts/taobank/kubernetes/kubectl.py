@@ -67,8 +67,7 @@ class Kubectl:
         extra = ["--dry-run=server"] if dry_run else []
         what = "kubectl " + verb[0] + (" --dry-run=server" if dry_run else "")
         res = self.run(*verb, *extra, "-f", "-", "-o", "json", stdin=body, what=what)
-        data = json.loads(res.stdout) if res.stdout.strip() else {}
-        return data.get("items") if data.get("kind") == "List" else [data]
+        return json_objects(res.stdout)
 
     def can_i(self, verb: str, resource: str) -> bool:
         res = self.run("auth", "can-i", verb, resource, check=False, what="kubectl auth can-i")
@@ -97,3 +96,22 @@ class Kubectl:
 
     def describe(self) -> dict[str, Any]:
         return {"namespace": self.namespace, "context": self.context}
+
+
+def json_objects(text: str) -> list[dict]:
+    """Objects from kubectl ``-o json`` output: one object, a List, or several objects back to back
+    (``kubectl create -f`` prints one document per object)."""
+    decoder = json.JSONDecoder()
+    out: list[dict] = []
+    i, n = 0, len(text)
+    while i < n:
+        while i < n and text[i].isspace():
+            i += 1
+        if i >= n:
+            break
+        try:
+            obj, i = decoder.raw_decode(text, i)
+        except ValueError:
+            raise TaoError("kubectl returned output that is not JSON") from None
+        out.extend(obj.get("items") or [] if obj.get("kind") == "List" else [obj])
+    return out
