@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -241,5 +242,9 @@ def ensure_binaries(p: dict[str, str] | None = None) -> Path:
         hit = cached(p)
         if hit:
             return hit
+        # The one message of a long silent step (stderr: stdout carries the env lines).
+        print(f"local kubernetes: building Kubernetes {p['version']}, etcd {p['etcd']} and kwok {p['kwok']} "
+              f"with Go into {d} (first run only; ~11 min on 2 cores; log: {d / 'build.log'})",
+              file=sys.stderr, flush=True)
         _build(d, p)
     return d

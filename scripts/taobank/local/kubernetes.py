@@ -149,17 +149,35 @@ def up() -> dict[str, str]:
     root.parent.mkdir(parents=True, exist_ok=True)
     with open(root.parent / "kubernetes.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if status()["ready"]:
+        pins = k8s_build.pins()
+        if status()["ready"] and _load_cluster().get("pins") == pins:
             return env()
-        _stop_all()
-        shutil.rmtree(root, ignore_errors=True)
-        bin_dir = k8s_build.ensure_binaries() / "bin"
-        try:
-            _start(bin_dir)
-        except BaseException:
-            _stop_all()  # keep logs and state for the post-mortem; the next up wipes them
-            raise
+        bin_dir = k8s_build.ensure_binaries(pins) / "bin"
+        for attempt in (1, 2):
+            _stop_all()
+            shutil.rmtree(root, ignore_errors=True)
+            try:
+                _start(bin_dir)
+                break
+            except TaoError as exc:
+                _stop_all()  # keep logs and state for the post-mortem; the next up wipes them
+                if attempt == 2 or not _lost_port_race():
+                    raise exc from None
+            except BaseException:
+                _stop_all()
+                raise
     return env()
+
+
+def _lost_port_race() -> bool:
+    """True when a daemon died because another process took its free port first (retry once)."""
+    for name in DAEMONS:
+        try:
+            if "address already in use" in _log(name).read_text(encoding="utf-8", errors="replace"):
+                return True
+        except OSError:
+            pass
+    return False
 
 
 def down() -> None:
