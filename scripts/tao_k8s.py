@@ -58,19 +58,21 @@ def _status(args: argparse.Namespace) -> int:
     from taobank import states
     from taobank.kubernetes import verbs
 
+    tty = sys.stdout.isatty()
+    last = None
     while True:
         results = verbs.status(args.job_ids or None)
         done = all(r["state"] in states.TERMINAL for r in results)
         if not args.watch:
             break
-        if args.json:
-            pass
-        else:
-            line = " | ".join(_line(r) for r in results) or "no active kubernetes jobs"
-            sys.stdout.write("\r\033[K" + line[:200] if sys.stdout.isatty() else line + "\n")
+        line = " | ".join(_line(r) for r in results) or "no active kubernetes jobs"
+        if not args.json and line != last:
+            # one progress line: rewritten in place on a terminal, a new line only on change otherwise
+            sys.stdout.write("\r\033[K" + line[:200] if tty else line + "\n")
             sys.stdout.flush()
+            last = line
         if done or not results:
-            if sys.stdout.isatty():
+            if tty and not args.json:
                 sys.stdout.write("\n")
             break
         time.sleep(args.interval)

@@ -25,9 +25,10 @@ class K8s:
         self.call_log = call_log
         self.ids: list[str] = []
 
-    def tao(self, *args: str, check: bool = True, env: dict | None = None) -> subprocess.CompletedProcess:
+    def tao(self, *args: str, check: bool = True, env: dict | None = None,
+            timeout: float = 180) -> subprocess.CompletedProcess:
         proc = subprocess.run([sys.executable, str(TAO_K8S), *args], capture_output=True, text=True,
-                              env={**self.env, **(env or {})}, timeout=180)
+                              env={**self.env, **(env or {})}, timeout=timeout)
         if check and proc.returncode != 0:
             raise AssertionError(f"tao_k8s.py {' '.join(args)} failed ({proc.returncode}): {proc.stderr}{proc.stdout}")
         return proc

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 
 import pytest
@@ -54,6 +55,12 @@ def test_multinode_pods_have_rendezvous_identity_and_env(k8s):
     lines = [ln for ln in logs.stdout.splitlines() if ln.strip()]
     assert lines and all(ln.startswith("[rank ") for ln in lines)
     assert any(ln.startswith("[rank 0 ") for ln in lines) and any(ln.startswith("[rank 1 ") for ln in lines)
+    try:  # --follow streams every pod with enough concurrent log requests for all ranks
+        k8s.tao("logs", jid, "--follow", "--tail", "5", check=False, timeout=20)
+    except subprocess.TimeoutExpired:
+        pass
+    follow = [a for a in k8s.calls() if a[:1] == ["kubectl"] and "--follow" in a]
+    assert follow and "--max-log-requests=6" in follow[0] and "--prefix" in follow[0]
     res = json.loads(k8s.tao("cancel", jid, "--json").stdout)
     assert res["deleted"] is True
     assert k8s.kubectl("get", "service", name, "--ignore-not-found", "-o", "name").stdout.strip() == ""
