@@ -112,3 +112,22 @@ def test_every_pending_reason_is_explained():
 def test_marker_parse():
     assert st.parse_marker('{"exit_code":0,"slurm_job_id":"5"}\n') == {"exit_code": 0, "slurm_job_id": "5"}
     assert st.parse_marker("") is None and st.parse_marker("garbage") is None
+
+
+def test_sweep_output_parsing_and_accounting_fallback():
+    from taobank.slurm import verbs
+
+    text = ("@@squeue\n21|RUNNING|None|job-a\n@@rc 0\n@@sacct\n21|job-a|RUNNING|0:0\n22|job-b|COMPLETED|0:0\n@@rc 0\n"
+            "@@marker /l/jobs/job-b/meta/exit.json\n{\"exit_code\":0,\"slurm_job_id\":\"22\"}\n\n"
+            "@@marker /l/jobs/job-c/meta/exit.json\n\n")
+    squeue, sacct, marks, accounting = verbs.parse_sweep(text)
+    assert accounting and set(squeue) == {"21"} and set(sacct) == {"21", "22"}
+    assert st.parse_marker(marks["/l/jobs/job-b/meta/exit.json"])["exit_code"] == 0
+    assert st.parse_marker(marks["/l/jobs/job-c/meta/exit.json"]) is None
+    no_acct = ("@@squeue\nslurm_load_jobs error: Invalid job id specified\n@@rc 1\n@@sacct\n"
+               "sacct: error: Problem talking to the database: Connection refused\n@@rc 1\n"
+               "@@marker /l/m.json\n{\"exit_code\":3,\"slurm_job_id\":\"9\"}\n\n")
+    squeue, sacct, marks, accounting = verbs.parse_sweep(no_acct)
+    assert (squeue, sacct, accounting) == ({}, {}, False)
+    v = st.classify(None, None, st.parse_marker(marks["/l/m.json"]), accounting=accounting)
+    assert v.state == "ERROR" and "exit marker" in v.message

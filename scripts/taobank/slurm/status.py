@@ -49,6 +49,7 @@ PENDING_REASONS: dict[str, str] = {
     "BeginTime": "its start time has not come yet",
     "PartitionNodeLimit": "asks for more nodes than the partition allows: it will not start; cancel and resubmit with fewer nodes",
     "PartitionTimeLimit": "asks for more time than the partition allows: cancel and resubmit with a shorter time_hours",
+    "BadConstraints": "no node can ever satisfy the request (GPUs/CPUs/memory/features): cancel and resubmit with less",
     "PartitionDown": "the partition is down: wait or use another partition",
     "ReqNodeNotAvail": "required nodes are down or reserved",
     "Reservation": "waiting for its reservation",

@@ -253,6 +253,19 @@ def _sections(text: str, prefix: str) -> dict[str, str]:
     return out
 
 
+def parse_sweep(text: str) -> tuple[dict, dict, dict[str, str], bool]:
+    """Split the SWEEP output: squeue rows, sacct rows, marker texts, accounting ok."""
+    sq_part, _, rest = text.partition("@@sacct\n")
+    sq_body = sq_part.replace("@@squeue\n", "")
+    sq_body, _, _ = sq_body.rpartition("@@rc ")
+    ac_body, _, rest2 = rest.partition("@@rc ")
+    ac_rc, _, marker_text = rest2.partition("\n")
+    accounting = ac_rc.strip() == "0" and "error" not in ac_body.lower()[:200]
+    squeue = st.parse_squeue(sq_body)
+    sacct = st.parse_sacct(ac_body) if accounting else {}
+    return squeue, sacct, _sections(marker_text, "@@marker "), accounting
+
+
 def sweep(conn: Connection, recs: list[dict]) -> dict[str, st.Verdict]:
     """Verdict for every record: one remote command (one squeue + one sacct)."""
     live = [r for r in recs if (r.get("backend") or {}).get("slurm_job_id")]
@@ -261,16 +274,7 @@ def sweep(conn: Connection, recs: list[dict]) -> dict[str, st.Verdict]:
     ids = ",".join(sorted({r["backend"]["slurm_job_id"] for r in live}, key=int))
     markers = [_marker_path(r["backend"]) for r in live]
     res = conn.script(remote.SWEEP, [ids] + markers, what="squeue/sacct", retry_on_drop=True)
-    text = res.stdout
-    sq_part, _, rest = text.partition("@@sacct\n")
-    sq_body = sq_part.replace("@@squeue\n", "")
-    sq_body, _, sq_rc = sq_body.rpartition("@@rc ")
-    ac_body, _, rest2 = rest.partition("@@rc ")
-    ac_rc, _, marker_text = rest2.partition("\n")
-    accounting = ac_rc.strip() == "0" and "error" not in ac_body.lower()[:200]
-    squeue = st.parse_squeue(sq_body)
-    sacct = st.parse_sacct(ac_body) if accounting else {}
-    marks = _sections(marker_text, "@@marker ")
+    squeue, sacct, marks, accounting = parse_sweep(res.stdout)
     out: dict[str, st.Verdict] = {}
     need_logs: list[dict] = []
     for r in live:

@@ -356,3 +356,20 @@ def test_enroot_credentials_install_keeps_the_key_off_argv(slurm_env, monkeypatc
     conn.script('rm -f "$HOME/.config/enroot/.credentials"')
     report = preflight.run_preflight(private_registry=True)
     assert not report["ok"] and any("Could not process JSON input" in line for line in report["lines"])
+
+
+def test_status_falls_back_to_the_exit_marker_without_accounting(slurm_env, monkeypatch):
+    rec = verbs.submit(base_spec(command=["bash", "-c", "exit 4"]))
+    import time
+    conn = Connection()
+    marker = rec["backend"]["job_dir"] + "/meta/exit.json"
+    for _ in range(60):
+        if conn.remote(["test", "-s", marker], check=False).ok:
+            break
+        time.sleep(0.5)
+    # This site has no accounting: the sweep's sacct is a command that does not exist,
+    # and the job is no longer in squeue (or only as a finished line).
+    monkeypatch.setattr(remote, "SWEEP", remote.SWEEP.replace("sacct -n", "tao-no-sacct -n")
+                        .replace("squeue -h", "squeue --states=PENDING,RUNNING -h"))
+    done = verbs.status([rec["id"]], retry=False)[0]
+    assert done["state"] == "ERROR" and "exit marker" in done["message"] and "4" in done["message"]
