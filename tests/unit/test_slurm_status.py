@@ -131,3 +131,12 @@ def test_sweep_output_parsing_and_accounting_fallback():
     assert (squeue, sacct, accounting) == ({}, {}, False)
     v = st.classify(None, None, st.parse_marker(marks["/l/m.json"]), accounting=accounting)
     assert v.state == "ERROR" and "exit marker" in v.message
+
+
+def test_only_one_poller_claims_a_retry(state_dir):
+    from taobank import records
+    from taobank.slurm import verbs
+
+    rec = records.open_record("slurm", "none", "dino", "train", "A", "/lustre/results")
+    assert verbs._claim_retry(rec["id"]) is True
+    assert verbs._claim_retry(rec["id"]) is False

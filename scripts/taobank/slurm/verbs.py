@@ -335,7 +335,7 @@ def status(ids: list[str] | None = None, *, conn: Connection | None = None, retr
         out[r["id"]] = records.mark(r["id"], new_state, source="poller", message=v.message,
                                     err_class=v.err_class if new_state == "ERROR" else None,
                                     backend={k: x for k, x in meta.items() if x is not None})
-        if new_state == "ERROR" and v.retry and retry:
+        if new_state == "ERROR" and v.retry and retry and _claim_retry(r["id"]):
             if _chain_attempt(r) <= max_retries():
                 nxt = resubmit(conn, out[r["id"]])
                 out[nxt["id"]] = nxt
@@ -347,6 +347,16 @@ def status(ids: list[str] | None = None, *, conn: Connection | None = None, retr
     if cleanup:
         conn.script(remote.REMOVE, cleanup, what="remove credentials")
     return list(out.values())
+
+
+def _claim_retry(job_id: str) -> bool:
+    """Only one poller may resubmit a failed record: the one that creates this file."""
+    try:
+        fd = os.open(records.artifact_dir(job_id) / "slurm-retry.claim", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return False
+    os.close(fd)
+    return True
 
 
 def resubmit(conn: Connection, failed: dict) -> dict:
