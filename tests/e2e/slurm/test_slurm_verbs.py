@@ -373,3 +373,30 @@ def test_status_falls_back_to_the_exit_marker_without_accounting(slurm_env, monk
                         .replace("squeue -h", "squeue --states=PENDING,RUNNING -h"))
     done = verbs.status([rec["id"]], retry=False)[0]
     assert done["state"] == "ERROR" and "exit marker" in done["message"] and "4" in done["message"]
+
+
+def test_failed_sqsh_conversion_stops_the_submit_without_registry_fallback(slurm_env):
+    # The local cluster has no enroot: the one-time import fails on the compute node.
+    spec = base_spec(container_runtime="pyxis", image="nvcr.io/nvidia/tao/tao-toolkit:7.1.0-pyt",
+                     sqsh_cache_dir=slurm_env["env"]["SLURM_BASE_RESULTS_DIR"] + "/sqsh-cache-e2e")
+    with pytest.raises(TaoError, match="converting nvcr.io#nvidia/tao/tao-toolkit:7.1.0-pyt to .*failed.*no fallback"):
+        verbs.submit(spec)
+    assert records.list_records() == []  # nothing opened, nothing submitted
+    calls = [c[-1] for c in call_log(slurm_env["call_log"]) if ssh.classify_argv(c) == "command"]
+    assert any(c.startswith("srun -n1 -p local enroot import -o ") for c in calls)
+    assert not any("sbatch" in c for c in calls)
+
+
+def test_pyxis_launch_line_reaches_srun_with_a_cached_sqsh(slurm_env):
+    cache = slurm_env["env"]["SLURM_BASE_RESULTS_DIR"] + "/sqsh-cache-e2e2"
+    image = "nvcr.io/nvidia/tao/tao-toolkit:7.1.0-pyt"
+    from taobank.slurm import images
+
+    sqsh = images.sqsh_path(image, cache)
+    Connection().script('mkdir -p -- "$(dirname -- "$1")" && : > "$1"', [sqsh])  # a cached image: no conversion
+    rec = verbs.submit(base_spec(container_runtime="pyxis", image=image, sqsh_cache_dir=cache, command=["true"]))
+    done = wait_state(rec["id"])
+    # Debian's SLURM has no Pyxis: srun rejects the option, which proves the line was built and run.
+    err = verbs.logs(rec["id"])["main.err"]
+    assert f"--container-image={sqsh}" in err and "unrecognized option" in err
+    assert done["state"] == "ERROR"
