@@ -338,7 +338,16 @@ def status_records(recs: list[dict], *, source: str = "poller") -> list[dict]:
     for (context, namespace), group in groups.items():
         kube = Kubectl(namespace, context)
         selector = JOB_LABEL if len(group) > 1 else f"{JOB_LABEL}={group[0]['id']}"
-        items = kube.items("jobs,pods", "-l", selector, what="kubectl get jobs,pods")
+        try:
+            items = kube.items("jobs,pods", "-l", selector, what="kubectl get jobs,pods")
+        except TaoError as exc:
+            if len(groups) == 1:
+                raise
+            # one unreachable cluster/namespace must not hide the others; records stay as they are
+            out += [{"id": r["id"], "state": r["state"], "observed": None, "err_class": r.get("err_class"),
+                     "reason": "QueryFailed", "message": str(exc), "backend_ref": r.get("backend_ref"),
+                     "pods": [], "exit_code": None, "saved_logs": None} for r in group]
+            continue
         by_id = smap.group_items(items)
         for rec in group:
             out.append(_update(kube, rec, by_id.get(rec["id"]), source))

@@ -245,3 +245,38 @@ def test_restricted_user_context_can_submit_in_its_namespace(k8s):
     bad = k8s.tao("submit", *BASE, "--command", "true", "--gpus", "0", check=False,
                   env={**env, "TAO_K8S_NAMESPACE": "default"})
     assert bad.returncode == 1 and "may not create jobs in namespace default" in bad.stderr
+
+
+def test_server_rejection_after_open_marks_error_and_leaves_no_objects(k8s):
+    token = "tok-" + secrets.token_hex(8)
+    proc = k8s.tao("submit", *BASE, "--command", "true", "--gpus", "1", "--secret-env", "HF_TOKEN",
+                   "--pod-annotation", "not a valid key!=x", check=False, env={"HF_TOKEN": token})
+    assert proc.returncode == 1 and "dry-run" in proc.stderr
+    recs = list(__import__("pathlib").Path(k8s.env["TAO_STATE_DIR"]).glob("*.json"))
+    assert len(recs) == 1
+    rec = json.loads(recs[0].read_text())
+    k8s.ids.append(rec["id"])
+    assert rec["state"] == "ERROR" and "submit failed before launch" in rec["transitions"][-1]["message"]
+    left = k8s.kubectl("get", "jobs,secrets", "-l", f"tao-job-id={rec['id']}", "-o", "name").stdout
+    assert left.strip() == ""  # the Secret is created only after the dry run passed
+    assert token not in proc.stderr + proc.stdout
+
+
+def test_job_deleted_outside_the_bank_reads_unknown(k8s):
+    out = k8s.submit(*BASE, "--command", "true", "--gpus", "1", *ann(lk.KEEP_RUNNING_ANNOTATION, "true"))
+    k8s.wait(out["id"], lambda s: s["state"] == "RUNNING")
+    k8s.kubectl("delete", "job", out["name"], "--cascade=background", "--wait=true", "--timeout=60s")
+    st = k8s.wait(out["id"], lambda s: s["observed"] == "UNKNOWN")
+    assert st["state"] == "UNKNOWN" and k8s.record(out["id"])["state"] == "UNKNOWN"
+
+
+def test_tier_c_job_lifecycle_with_fetch_and_upload_containers(k8s):
+    out = k8s.submit(*BASE, "--command", "train", "--gpus", "1", "--storage-tier", "C",
+                     "--secret-env", "AWS_ACCESS_KEY_ID", "--secret-env", "AWS_SECRET_ACCESS_KEY",
+                     *ann(lk.RUN_DURATION_ANNOTATION, "2s"),
+                     env={"AWS_ACCESS_KEY_ID": "AKIA" + secrets.token_hex(8), "AWS_SECRET_ACCESS_KEY": secrets.token_hex(20)})
+    pod = k8s.kjson("get", "job", out["name"])["spec"]["template"]["spec"]
+    assert [c["name"] for c in pod["initContainers"]] == ["fetch"]
+    assert [c["name"] for c in pod["containers"]] == ["main", "upload"]
+    st = k8s.wait(out["id"], terminal)
+    assert st["state"] == "COMPLETE", st
