@@ -280,3 +280,23 @@ def test_tier_c_job_lifecycle_with_fetch_and_upload_containers(k8s):
     assert [c["name"] for c in pod["containers"]] == ["main", "upload"]
     st = k8s.wait(out["id"], terminal)
     assert st["state"] == "COMPLETE", st
+
+
+def test_sweep_is_one_list_call_per_namespace_and_survives_a_bad_context(k8s):
+    ids = [k8s.submit(*BASE, "--command", "true", "--gpus", "0", *ann(lk.KEEP_RUNNING_ANNOTATION, "true"))["id"]
+           for _ in range(3)]
+    import os  # noqa: PLC0415
+
+    from taobank import records  # noqa: PLC0415
+
+    os.environ["TAO_STATE_DIR"] = k8s.env["TAO_STATE_DIR"]
+    lost = records.open_record("kubernetes", "busybox", "dino", "train", "A", "/results")
+    records.mark(lost["id"], "PENDING", backend_ref=f"{NAMESPACE}/gone",
+                 backend={"uid": "u", "namespace": NAMESPACE, "name": "gone", "context": "no-such-context"})
+    k8s.call_log.write_text("")
+    res = json.loads(k8s.tao("status", "--json").stdout)
+    by_id = {r["id"]: r for r in res}
+    assert set(ids) | {lost["id"]} <= set(by_id)
+    assert by_id[lost["id"]]["reason"] == "QueryFailed" and by_id[lost["id"]]["state"] == "PENDING"
+    lists = [a for a in k8s.calls() if a[:1] == ["kubectl"] and "jobs,pods" in a]
+    assert len(lists) == 2  # one per (context, namespace) group, not one per job
