@@ -169,7 +169,10 @@ def cmd_enroot(args: argparse.Namespace) -> int:
     from taobank.slurm import preflight
 
     host = preflight.install_enroot_credentials(args.registry, os.environ.get(args.key_env, ""), key_env=args.key_env)
-    print(f"enroot credentials for {args.registry} installed in ~/.config/enroot/.credentials on {host} (mode 600)")
+    if args.json:
+        print_json({"registry": args.registry, "login_host": host, "file": "~/.config/enroot/.credentials", "mode": "600"})
+    else:
+        print(f"enroot credentials for {args.registry} installed in ~/.config/enroot/.credentials on {host} (mode 600)")
     return 0
 
 
@@ -239,7 +242,8 @@ def main(argv: list[str]) -> int:
     p = sub.add_parser("enroot-credentials", help="install registry credentials for Pyxis (secret via stdin)")
     p.add_argument("--registry", default="nvcr.io")
     p.add_argument("--key-env", default="NGC_KEY", help="environment variable holding the key")
-    p.set_defaults(func=cmd_enroot, json=False)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_enroot)
 
     args = parser.parse_args(argv)
     return args.func(args)

@@ -186,7 +186,7 @@ def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
         return Verdict("CANCELED", f"{who.lower()}" if who else st.lower(), st, exit_code=code)
     if st in FAILED_STATES:
         if st in INFRA_STATES:
-            return Verdict("ERROR", f"{st}: infrastructure failure (node/boot); resubmitting", st,
+            return Verdict("ERROR", f"{st}: infrastructure failure (node/boot)", st,
                            err_class="ERR_INFRA", retry=True, exit_code=code)
         if st == "OUT_OF_MEMORY":
             return Verdict("ERROR", "OUT_OF_MEMORY: the job used more host memory than it asked for; raise mem or lower "
@@ -197,7 +197,7 @@ def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
 
         pattern = infra_log_match(log_tail)
         if pattern:
-            return Verdict("ERROR", f"{st}{_exit_text(code)}; log matches infrastructure pattern {pattern}: resubmitting",
+            return Verdict("ERROR", f"{st}{_exit_text(code)}; log matches infrastructure pattern {pattern}",
                            st, err_class="ERR_INFRA", retry=True, exit_code=code)
         detail = ""
         if marker and marker.get("timed_out"):

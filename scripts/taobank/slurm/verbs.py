@@ -332,17 +332,25 @@ def status(ids: list[str] | None = None, *, conn: Connection | None = None, retr
         if r["state"] == "UNKNOWN" and new_state == "PENDING":
             new_state = "UNKNOWN"  # the table forbids UNKNOWN -> PENDING; it moves once the job runs or ends
         meta = {"slurm_state": v.slurm_state, "exit_code": v.exit_code}
-        out[r["id"]] = records.mark(r["id"], new_state, source="poller", message=v.message,
+        message, retry_now, chain_continues = v.message, False, False
+        if new_state == "ERROR" and v.retry and retry:
+            if _chain_attempt(r) > max_retries():
+                message += f"; retry limit {max_retries()} reached"
+            else:
+                chain_continues = True  # keep the credentials: the retry sources them
+                if _claim_retry(r["id"]):  # one poller resubmits, never two
+                    message += f"; resubmitting (attempt {_chain_attempt(r) + 1})"
+                    retry_now = True
+        out[r["id"]] = records.mark(r["id"], new_state, source="poller", message=message,
                                     err_class=v.err_class if new_state == "ERROR" else None,
                                     backend={k: x for k, x in meta.items() if x is not None})
-        if new_state == "ERROR" and v.retry and retry and _claim_retry(r["id"]):
-            if _chain_attempt(r) <= max_retries():
-                nxt = resubmit(conn, out[r["id"]])
-                out[nxt["id"]] = nxt
+        if retry_now:
+            nxt = resubmit(conn, out[r["id"]])
+            out[nxt["id"]] = nxt
+            if nxt["state"] != "ERROR":  # the resubmit failed: the chain ends here
                 continue
-            out[r["id"]] = records.mark(r["id"], "ERROR", source="poller",
-                                        message=f"{v.message}; retry limit {max_retries()} reached")
-        if new_state in ("COMPLETE", "ERROR", "CANCELED") and r["backend"].get("staged_secrets"):
+            chain_continues = False
+        if new_state in ("COMPLETE", "ERROR", "CANCELED") and r["backend"].get("staged_secrets") and not chain_continues:
             cleanup.append(posixpath.join(r["backend"]["job_dir"], storage.CREDS_FILE))
     if cleanup:
         conn.script(remote.REMOVE, cleanup, what="remove credentials")

@@ -400,3 +400,29 @@ def test_pyxis_launch_line_reaches_srun_with_a_cached_sqsh(slurm_env):
     err = verbs.logs(rec["id"])["main.err"]
     assert f"--container-image={sqsh}" in err and "unrecognized option" in err
     assert done["state"] == "ERROR"
+
+
+def test_plain_host_port_and_user_at_host_entries_without_ssh_config(slurm_env, tmp_path, monkeypatch):
+    # The same login node addressed without the ssh_config aliases: host:port and user@host:port.
+    monkeypatch.delenv("TAO_SSH_CONFIG")
+    monkeypatch.setenv("TAO_STATE_DIR", str(tmp_path / "fresh"))
+    user = slurm_env["env"]["SLURM_USER"]
+    monkeypatch.setenv("SLURM_HOSTNAME", f"127.0.0.2:22022,{user}@127.0.0.1:22022")
+    conn = Connection()
+    assert conn.remote(["id", "-un"]).stdout.strip() == user
+    assert conn.host.port == 22022 and conn.host.user == user and "refused" in conn.errors["127.0.0.2:22022"]
+    rec = verbs.submit(base_spec(command=["true"]), conn=conn)
+    assert rec["backend"]["login_host"] == f"{user}@127.0.0.1:22022"
+    assert wait_state(rec["id"], conn=conn)["state"] == "COMPLETE"
+
+
+def test_infrastructure_retries_stop_at_the_limit(slurm_env, monkeypatch):
+    monkeypatch.setattr(verbs, "max_retries", lambda: 1)
+    rec = verbs.submit(base_spec(command=["bash", "-c",
+        'echo "NCCL WARN NET/IB : Got completion from peer 10.0.0.2 with error 12" >&2; exit 1']))
+    final = verbs.watch([rec["id"]], on_line=lambda line: None, first=1, cap=2)
+    chain = sorted(final, key=lambda r: r["attempt"])
+    assert [r["attempt"] for r in chain] == [1, 2]
+    assert all(r["state"] == "ERROR" and r["err_class"] == "ERR_INFRA" for r in chain)
+    assert "retry limit 1 reached" in chain[-1]["message"]
+    assert chain[1]["retry_of"] == chain[0]["id"]
