@@ -171,13 +171,18 @@ def test_cancel_finished_job_is_success_that_says_so(k8s):
 
 
 def test_ttl_deleted_job_reads_unknown_record_kept_logs_saved(k8s):
-    out = k8s.submit(*BASE, "--command", "true", "--gpus", "1", "--ttl", "3", *ann(lk.RUN_DURATION_ANNOTATION, "1s"))
+    out = k8s.submit(*BASE, "--command", "true", "--gpus", "1", "--ttl", "3", *ann(lk.RUN_DURATION_ANNOTATION, "1s"),
+                     "--secret-env", "HF_TOKEN", env={"HF_TOKEN": "hf_" + secrets.token_hex(8)})
     jid = out["id"]
     st = k8s.wait(jid, terminal)
     assert st["state"] == "COMPLETE" and st["saved_logs"]
     end = time.time() + 60
     while k8s.kubectl("get", "job", out["name"], "--ignore-not-found", "-o", "name").stdout.strip():
         assert time.time() < end, "TTL controller did not delete the Job"
+        time.sleep(1)
+    # the credential Secret is owned by the Job: the garbage collector removes it with the Job
+    while k8s.kubectl("get", "secret", f"tao-creds-{out['name']}", "--ignore-not-found", "-o", "name").stdout.strip():
+        assert time.time() < end + 30, "owned Secret outlived its Job"
         time.sleep(1)
     st = k8s.status(jid)
     assert st["observed"] == "UNKNOWN" and st["state"] == "COMPLETE"
