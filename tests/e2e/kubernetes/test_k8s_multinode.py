@@ -6,7 +6,7 @@ import subprocess
 import time
 
 import pytest
-from k8s_verbs_support import NAMESPACE, k8s  # noqa: F401  (k8s is a fixture)
+from k8s_verbs_support import k8s  # noqa: F401  (k8s is a fixture)
 
 from taobank.local import kubernetes as lk
 
