@@ -305,3 +305,20 @@ def test_sweep_is_one_list_call_per_namespace_and_survives_a_bad_context(k8s):
     assert by_id[lost["id"]]["reason"] == "QueryFailed" and by_id[lost["id"]]["state"] == "PENDING"
     lists = [a for a in k8s.calls() if a[:1] == ["kubectl"] and "jobs,pods" in a]
     assert len(lists) == 2  # one per (context, namespace) group, not one per job
+
+
+def test_ngc_pull_secret_from_env_on_stdin(k8s):
+    key = "nvapi-" + secrets.token_hex(16)
+    out = k8s.submit(*BASE, "--command", "true", "--gpus", "0", "--ngc-pull-secret", env={"NGC_KEY": key})
+    pod = k8s.kjson("get", "job", out["name"])["spec"]["template"]["spec"]
+    assert pod["imagePullSecrets"] == [{"name": f"tao-pull-{out['name']}"}]
+    assert "envFrom" not in pod["containers"][0]  # a pull secret is not an env credential
+    sec = k8s.kjson("get", "secret", f"tao-pull-{out['name']}")
+    assert sec["type"] == "kubernetes.io/dockerconfigjson"
+    cfg = json.loads(base64.b64decode(sec["data"][".dockerconfigjson"]))
+    assert cfg["auths"]["nvcr.io"]["password"] == key and cfg["auths"]["nvcr.io"]["username"] == "$oauthtoken"
+    assert sec["metadata"]["ownerReferences"][0]["uid"] == out["uid"]
+    assert key not in k8s.call_log.read_text()
+    missing = k8s.tao("submit", *BASE, "--command", "true", "--gpus", "0", "--ngc-pull-secret", check=False,
+                      env={"NGC_KEY": ""})
+    assert missing.returncode == 1 and "NGC_KEY" in missing.stderr
