@@ -185,6 +185,10 @@ def test_requeued_job_still_finds_its_credentials(slurm_env, monkeypatch):
     jid = rec["backend"]["slurm_job_id"]
     import time
     time.sleep(2)  # let the first run print
+    # While it runs, the secret is in exactly one file: the mode-600 credentials file.
+    holders = conn.script('cd "$1" && grep -rlF -f - . | while read -r f; do printf "%s %s\\n" "$f" "$(stat -c %a "$f")"; done',
+                          [rec["backend"]["job_dir"]], stdin=SECRET + "\n").stdout.split("\n")
+    assert [h for h in holders if h] == [f"./{storage.CREDS_FILE} 600"]
     conn.remote(["scontrol", "requeue", jid])
     seen_pending = False
     deadline = time.time() + 120
