@@ -68,14 +68,15 @@ def test_stages_read_exactly_the_documented_annotations():
                                                     "node-initialize"}
     used = set(re.findall(r"fake\.tao-skill-bank\.local/[\w-]+", text))
     documented = {lk.START_DELAY_ANNOTATION, lk.RUN_DURATION_ANNOTATION, lk.FAIL_EXIT_CODE_ANNOTATION,
-                  lk.FAIL_REASON_ANNOTATION, lk.KEEP_RUNNING_ANNOTATION,
-                  k8s_objects.FAKE_PREFIX + "kubelet-version", k8s_objects.FAKE_PREFIX + "container-runtime-version"}
+                  lk.FAIL_REASON_ANNOTATION, lk.KEEP_RUNNING_ANNOTATION, lk.WAITING_REASON_ANNOTATION,
+                  lk.WAITING_MESSAGE_ANNOTATION, k8s_objects.FAKE_PREFIX + "kubelet-version", k8s_objects.FAKE_PREFIX + "container-runtime-version"}
     assert used == documented
     doc = (lk.BANK_ROOT / "skills" / "platform" / "tao-run-on-kubernetes" / "references" / "local-cluster.md")
     if doc.exists():
         body = doc.read_text()
         for key in (lk.RUN_DURATION_ANNOTATION, lk.FAIL_EXIT_CODE_ANNOTATION, lk.FAIL_REASON_ANNOTATION,
-                    lk.KEEP_RUNNING_ANNOTATION, lk.START_DELAY_ANNOTATION):
+                    lk.KEEP_RUNNING_ANNOTATION, lk.START_DELAY_ANNOTATION, lk.WAITING_REASON_ANNOTATION,
+                    lk.WAITING_MESSAGE_ANNOTATION):
             assert key in body, key
 
 
@@ -111,4 +112,5 @@ def test_env_without_a_cluster_names_paths_under_the_state_dir(monkeypatch, tmp_
     env = lk.env()
     assert env["KUBECONFIG"] == str(tmp_path / "kubernetes" / "admin.kubeconfig")
     assert env[lk.USER_KUBECONFIG_ENV] == str(tmp_path / "kubernetes" / "user.kubeconfig")
+    assert env[lk.KUBECTL_ENV].endswith("/bin/kubectl")
     assert lk.status()["ready"] is False

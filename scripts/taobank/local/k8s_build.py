@@ -32,10 +32,11 @@ K8S_PACKAGES = (
     "k8s.io/kubernetes/cmd/kube-apiserver",
     "k8s.io/kubernetes/cmd/kube-controller-manager",
     "k8s.io/kubernetes/cmd/kube-scheduler",
+    "k8s.io/kubernetes/cmd/kubectl",  # a client matching the server, for machines without one
     "go.etcd.io/etcd/server/v3",  # etcd's main package (binary "server", renamed "etcd")
 )
 KWOK_PACKAGE = "sigs.k8s.io/kwok/cmd/kwok"
-BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kwok")
+BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "etcd", "kwok")
 #: kwok CRDs the cluster installs so tests can attach log files to fake pods.
 KWOK_CRDS = ("kwok.x-k8s.io_logs.yaml", "kwok.x-k8s.io_clusterlogs.yaml")
 BUILD_TIMEOUT_S = 90 * 60

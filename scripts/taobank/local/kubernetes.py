@@ -45,6 +45,10 @@ FAIL_EXIT_CODE_ANNOTATION = FAKE_PREFIX + "exit-code"
 FAIL_REASON_ANNOTATION = FAKE_PREFIX + "fail-reason"
 #: "true": a Job pod never finishes (cancel/delete tests).
 KEEP_RUNNING_ANNOTATION = FAKE_PREFIX + "keep-running"
+#: Waiting reason ("ImagePullBackOff", "CreateContainerConfigError", ...): the pod stays Pending with it.
+WAITING_REASON_ANNOTATION = FAKE_PREFIX + "waiting-reason"
+#: Message of that waiting state (optional).
+WAITING_MESSAGE_ANNOTATION = FAKE_PREFIX + "waiting-message"
 OOM_REASON = "OOMKilled"
 OOM_EXIT_CODE = 137
 DEFAULT_START_DELAY_S = 1
@@ -55,6 +59,8 @@ USER_CONTEXT = "tao-local-restricted"
 #: env key naming the restricted user's kubeconfig (``up()``/``env()`` return it).
 USER_KUBECONFIG_ENV = "TAO_LOCAL_K8S_USER_KUBECONFIG"
 PVC_ENV = "TAO_LOCAL_K8S_PVC"
+#: env key naming the kubectl built with the cluster (same version as the server).
+KUBECTL_ENV = "TAO_LOCAL_K8S_KUBECTL"
 
 DAEMONS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 STAGES_FILE = BANK_ROOT / "testclusters" / "kubernetes" / "kwok" / "stages.yaml"
@@ -122,7 +128,12 @@ def env() -> dict[str, str]:
         "TAO_K8S_NAMESPACE": NAMESPACE,
         "TAO_K8S_SKIP_NODE_RUNTIME_CHECK": "1",
         PVC_ENV: PVC_NAME,
+        KUBECTL_ENV: _kubectl_binary(),
     }
+
+
+def _kubectl_binary() -> str:
+    return _load_cluster().get("kubectl") or str(k8s_build.build_dir() / "bin" / "kubectl")
 
 
 def status() -> dict:
@@ -150,7 +161,7 @@ def up() -> dict[str, str]:
     with open(root.parent / "kubernetes.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         pins = k8s_build.pins()
-        if status()["ready"] and _load_cluster().get("pins") == pins:
+        if status()["ready"] and _load_cluster().get("config") == _config_digest(pins):
             return env()
         bin_dir = k8s_build.ensure_binaries(pins) / "bin"
         for attempt in (1, 2):
@@ -167,6 +178,14 @@ def up() -> dict[str, str]:
                 _stop_all()
                 raise
     return env()
+
+
+def _config_digest(pins: dict) -> str:
+    """Changes when the pins or the kwok Stages change: a running cluster is then restarted."""
+    import hashlib
+
+    blob = json.dumps(pins, sort_keys=True).encode() + STAGES_FILE.read_bytes()
+    return hashlib.sha256(blob).hexdigest()[:16]
 
 
 def _lost_port_race() -> bool:
@@ -220,7 +239,8 @@ def _start(bin_dir: Path) -> None:
     k8s_pki.make_pki(p["pki"], USER_NAME, k8s_objects.USER_GROUP)
     _write_kubeconfigs(server)
     exes = {name: str(bin_dir / name) for name in DAEMONS}
-    data = {"pins": pins, "ports": ports, "server": server, "exes": exes, "bin_dir": str(bin_dir)}
+    data = {"pins": pins, "ports": ports, "server": server, "exes": exes, "bin_dir": str(bin_dir),
+            "kubectl": str(bin_dir / "kubectl"), "config": _config_digest(pins)}
     _save_cluster(data)
     (p["pod_logs"] / "default.log").write_text(k8s_objects.cri_log([
         "[tao-local] fake container on a kwok node: no process ran, this is canned log text",
@@ -429,9 +449,9 @@ def _api_ready(data: dict) -> bool:
 
 def kubectl(*args: str, stdin: str | None = None, check: bool = True, timeout: float = 60,
             kubeconfig: Path | None = None):
-    """Run kubectl against the local cluster as admin (or ``kubeconfig``)."""
+    """Run the cluster's own kubectl (server's version) as admin (or with ``kubeconfig``)."""
     cfg = kubeconfig or _paths()["admin"]
-    return run(["kubectl", "--kubeconfig", str(cfg), *args], stdin=stdin, check=check, timeout=timeout)
+    return run([_kubectl_binary(), "--kubeconfig", str(cfg), *args], stdin=stdin, check=check, timeout=timeout)
 
 
 def _apply(objs: list[dict]) -> None:

@@ -182,6 +182,22 @@ def test_failure_injection_sets_exit_code_and_reason(k8s_cluster, annotations, c
     assert failed["reason"] == "BackoffLimitExceeded"
 
 
+def test_waiting_reason_keeps_the_pod_pending(k8s_cluster):
+    name = unique("pull")
+    create(k8s_cluster, job(name, annotations={lk.WAITING_REASON_ANNOTATION: "ImagePullBackOff",
+                                               lk.WAITING_MESSAGE_ANNOTATION: "Back-off pulling image"}))
+
+    def waiting(pod: dict) -> bool:
+        st = pod["status"].get("containerStatuses") or [{}]
+        return st[0].get("state", {}).get("waiting", {}).get("reason") == "ImagePullBackOff"
+
+    pod = wait_pod(k8s_cluster, name, waiting, timeout=30)
+    assert pod["status"]["containerStatuses"][0]["state"]["waiting"]["message"] == "Back-off pulling image"
+    time.sleep(2)
+    assert [p["status"]["phase"] for p in pods_of(k8s_cluster, name)] == ["Pending"]
+    kc(k8s_cluster, "-n", lk.NAMESPACE, "delete", "job", name, "--wait=false")
+
+
 def test_init_containers_complete_before_the_main_container_runs(k8s_cluster):
     """Storage tier C fetches in an initContainer: the fake pod must walk through it."""
     name = unique("init")
