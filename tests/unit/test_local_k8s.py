@@ -114,3 +114,32 @@ def test_env_without_a_cluster_names_paths_under_the_state_dir(monkeypatch, tmp_
     assert env[lk.USER_KUBECONFIG_ENV] == str(tmp_path / "kubernetes" / "user.kubeconfig")
     assert env[lk.KUBECTL_ENV].endswith("/bin/kubectl")
     assert lk.status()["ready"] is False
+
+
+def test_concurrent_ensure_binaries_build_once(monkeypatch, tmp_path):
+    """Two `up` calls racing on a cold cache: the lock makes the second wait and reuse the build."""
+    import threading
+    import time
+
+    monkeypatch.setenv("TAO_CACHE_DIR", str(tmp_path))
+    p = {"version": "v1.34.4", "etcd": "v3.6.4", "kwok": "v0.8.0"}
+    builds = []
+
+    def fake_build(d, pins):
+        builds.append(pins)
+        time.sleep(0.5)
+        (d / "bin").mkdir(parents=True)
+        for b in k8s_build.BINARIES:
+            (d / "bin" / b).write_text("")
+        (d / "build.json").write_text("{}")
+
+    monkeypatch.setattr(k8s_build, "_build", fake_build)
+    monkeypatch.setattr("sys.stderr", open("/dev/null", "w"))
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(k8s_build.ensure_binaries(p))) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(builds) == 1
+    assert results == [k8s_build.build_dir(p)] * 2
