@@ -140,3 +140,23 @@ def test_only_one_poller_claims_a_retry(state_dir):
     rec = records.open_record("slurm", "none", "dino", "train", "A", "/lustre/results")
     assert verbs._claim_retry(rec["id"]) is True
     assert verbs._claim_retry(rec["id"]) is False
+
+
+def test_skill_status_table_covers_and_matches_the_mapping():
+    """The SKILL.md table is documentation of status.py: every state appears, simple rows agree."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "skills/platform/tao-run-on-slurm/SKILL.md").read_text()
+    table = text[text.index("| SLURM | Record |"):].split("\n\n")[0]
+    every = (st.PENDING_STATES | st.RUNNING_STATES | st.PAUSED_STATES | st.FAILED_STATES | st.CANCEL_STATES
+             | {"COMPLETED", "TIMEOUT"}) - {"RESIZING", "SIGNALING", "STAGE_OUT", "REQUEUE_FED", "RESV_DEL_HOLD"}
+    assert not [s for s in every if s not in table]
+    for line in table.splitlines()[2:]:
+        left, right = [c.strip() for c in line.strip("|").split("|")]
+        expect = re.match(r"[A-Z]+", right)
+        if not expect or expect.group(0) not in ("PENDING", "RUNNING", "CANCELED", "ERROR"):
+            continue
+        for state in re.findall(r"\b[A-Z_]{4,}\b", left.split(";")[0].split("(")[0]):
+            v = st.classify(None, {"state": state, "raw_state": state, "exit_code": "0:0"}, None, log_tail="")
+            assert v.state == expect.group(0), (state, v)
