@@ -172,6 +172,18 @@ class Connection:
     def _master_alive(self, host: Host) -> bool:
         return run(self.options(host) + ["-O", "check", "--", host.host], check=False, timeout=15, what="ssh -O check").ok
 
+    def _master_gone(self, host: Host | None) -> bool:
+        """After a silent exit 255: is the master dead (it may take a moment to exit)?"""
+        import time
+
+        if host is None:
+            return True
+        for _ in range(3):
+            if not self._master_alive(host):
+                return True
+            time.sleep(0.2)
+        return False
+
     # ------------------------------------------------------------- connect
     def _order(self) -> list[Host]:
         first = remembered_host()
@@ -216,12 +228,15 @@ class Connection:
             full = self.command_argv(argv)
             STATS["commands"] += 1
             res = run(full, stdin=stdin, timeout=timeout, check=False, what=label)
-            if is_connection_error(res) or (retry_on_drop and res.returncode == 255 and attempt == 1):
+            # ssh's own failures exit 255; a master killed mid-command may print nothing,
+            # so a 255 with the master gone is a dropped connection too.
+            if res.returncode == 255 and (is_connection_error(res) or self._master_gone(self.host)):
                 dropped = self.host.entry if self.host else "?"
                 self.host = None
                 if retry_on_drop and attempt == 1:
                     continue
-                raise TaoError(f"SSH to {dropped} failed during {label}: {last_line(res.stderr)}")
+                why = last_line(res.stderr) if (res.stderr or "").strip() else "connection lost (exit 255)"
+                raise TaoError(f"SSH to {dropped} failed during {label}: {why}")
             break
         if check and not res.ok:
             raise TaoError(f"{label} failed on the login host (exit {res.returncode}): {last_line(res.stderr or res.stdout)}")

@@ -124,6 +124,8 @@ def submit(spec: Mapping[str, Any], *, conn: Connection | None = None, env: Mapp
     job_id = rec["id"]
     try:
         return _stage_and_sbatch(conn, p, rec, image)
+    except SubmitUncertain:
+        raise
     except TaoError as exc:
         cur = records.load(job_id)
         if cur["state"] not in ("COMPLETE", "ERROR", "CANCELED") and not (cur.get("backend") or {}).get("slurm_job_id"):
@@ -206,13 +208,24 @@ def sbatch_record(conn: Connection, job_id: str) -> dict:
         conn.script(remote.ADOPT, [jid, log_root, name], what="adopt job")
         how = f"adopted existing SLURM job {jid} (an earlier sbatch answer was lost)"
     else:
-        res = conn.script(remote.SBATCH, [b["script"], log_root, name], check=False, what="sbatch")
-        jid = res.stdout.strip().splitlines()[-1] if res.ok and res.stdout.strip() else ""
+        try:
+            res = conn.script(remote.SBATCH, [b["script"], log_root, name], check=False, what="sbatch")
+            jid = res.stdout.strip().splitlines()[-1] if res.ok and res.stdout.strip() else ""
+        except TaoError as exc:  # the connection dropped while sbatch ran: the job may exist
+            res, jid = None, ""
+            dropped = str(exc)
         if not jid.isdigit():
             # Lost or garbled answer: the job may exist anyway. Look before anything else.
-            found = find_by_name(conn, name)
+            try:
+                found = find_by_name(conn, name)
+            except TaoError as exc:
+                records.mark(job_id, "PENDING", message="sbatch answer lost and the cluster is unreachable; "
+                             f"finish with: tao_slurm.py resume {job_id}")
+                raise SubmitUncertain(f"sbatch answer lost ({exc}): the job may exist; when the cluster answers, "
+                                      f"run tao_slurm.py resume {job_id} (it never submits twice)") from None
             if not found:
-                raise TaoError(_sbatch_error(res.stderr or res.stdout))
+                raise TaoError(_sbatch_error(res.stderr or res.stdout) if res is not None else
+                               f"sbatch did not complete: {dropped}; nothing was submitted")
             jid = found[-1]
             conn.script(remote.ADOPT, [jid, log_root, name], what="adopt job")
             how = f"sbatch answer lost; reconciled to SLURM job {jid} by name"
@@ -220,6 +233,10 @@ def sbatch_record(conn: Connection, job_id: str) -> dict:
             how = f"submitted as SLURM job {jid}"
     backend = {"slurm_job_id": jid, "log_dir": _log_dir(b, name, jid), "login_host": conn.host.entry}
     return records.mark(job_id, "PENDING", backend_ref=f"slurm:{jid}", backend=backend, message=how)
+
+
+class SubmitUncertain(TaoError):
+    """sbatch may or may not have created the job: the record stays PENDING for ``resume``."""
 
 
 def _sbatch_error(text: str) -> str:

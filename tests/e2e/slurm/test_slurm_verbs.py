@@ -430,3 +430,20 @@ def test_infrastructure_retries_stop_at_the_limit(slurm_env, monkeypatch):
     assert all(r["state"] == "ERROR" and r["err_class"] == "ERR_INFRA" for r in chain)
     assert "retry limit 1 reached" in chain[-1]["message"]
     assert chain[1]["retry_of"] == chain[0]["id"]
+
+
+def test_connection_dropped_during_sbatch_is_reconciled_without_a_duplicate(slurm_env, monkeypatch):
+    # sbatch runs, then the SSH connection dies before the answer comes back
+    # (the remote script kills its own sshd session: a real dropped connection).
+    kill_session = ('p=$PPID; while [ "$p" -gt 1 ]; do '
+                    'if [ "$(cat /proc/$p/comm)" = sshd ]; then kill -9 "$p"; break; fi; '
+                    "p=$(awk '{print $4}' /proc/$p/stat); done; sleep 5")
+    dropped = remote.SBATCH.replace('echo "$jid"', kill_session)
+    monkeypatch.setattr(remote, "SBATCH", dropped)
+    ssh.STATS.update(connections=0, commands=0)
+    conn = Connection()
+    rec = verbs.submit(base_spec(command=["sleep", "1"]), conn=conn)
+    assert "reconciled" in rec["message"]
+    assert ssh.STATS["connections"] >= 1  # a fresh connection after the drop
+    assert verbs.find_by_name(conn, rec["id"]) == [rec["backend"]["slurm_job_id"]]
+    assert wait_state(rec["id"])["state"] == "COMPLETE"
