@@ -178,6 +178,9 @@ def submit(
         if not ngc_key:
             raise TaoError("--ngc-pull-secret needs NGC_KEY in the environment: export NGC_KEY first")
     nodes = int(spec.get("nodes", 1))
+    # the spec is checked (a pure render) before any cluster call: a bad spec costs nothing
+    render.build_context(spec, job_id="spec-check", namespace=kube.namespace, cred_secret="x" if creds else None,
+                         config=config)
     rec = None
     if job_id:
         rec = records.load(job_id)
