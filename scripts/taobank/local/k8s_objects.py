@@ -62,8 +62,11 @@ def node(name: str, *, kubelet_version: str, unschedulable: bool = False) -> dic
     return obj
 
 
-def namespace() -> dict:
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+def namespace() -> list[dict]:
+    """The jobs namespace and its default ServiceAccount (made here rather than waiting
+    for the controller-manager's informers: pods are admitted only once it exists)."""
+    return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": NAMESPACE}}]
 
 
 def storage(host_path: str) -> list[dict]:

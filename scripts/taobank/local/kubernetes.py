@@ -465,7 +465,7 @@ def _seed_objects(crd_dir: Path) -> None:
     version = k8s_build.pins()["version"]
     nodes = [k8s_objects.node(n, kubelet_version=version) for n in GPU_NODES]
     nodes.append(k8s_objects.node(CORDONED_NODE, kubelet_version=version, unschedulable=True))
-    _apply([k8s_objects.namespace()] + k8s_objects.rbac() + k8s_objects.storage(str(_paths()["pv"]))
+    _apply(k8s_objects.namespace() + k8s_objects.rbac() + k8s_objects.storage(str(_paths()["pv"]))
            + [k8s_objects.cluster_logs(str(_paths()["pod_logs"] / "default.log"))] + nodes)
 
 
