@@ -234,6 +234,11 @@ def test_restricted_user_can_run_jobs_only_in_its_namespace(k8s_cluster):
     assert not can("create", "secrets", "-n", "kube-system")
     assert not can("delete", "nodes")
     assert not can("create", "namespaces")
+    # The admin kubeconfig carries the restricted context too (what TAO_K8S_CONTEXT selects).
+    via_context = kc(k8s_cluster, "--context", lk.USER_CONTEXT, "auth", "can-i", "create", "jobs.batch",
+                     "-n", "default", check=False)
+    assert via_context.stdout.strip() == "no"
+    assert kc(k8s_cluster, "auth", "can-i", "create", "jobs.batch", "-n", "default").stdout.strip() == "yes"
     name = unique("user")
     create(k8s_cluster, job(name, annotations={lk.RUN_DURATION_ANNOTATION: "1s"}), kubeconfig=user)
     other = kc(k8s_cluster, "apply", "-f", "-", stdin=json.dumps(job(unique("user"), namespace="default")),
