@@ -24,7 +24,8 @@ CONTEXT_ENV = "TAO_K8S_CONTEXT"
 class Kubectl:
     def __init__(self, namespace: str | None = None, context: str | None = None) -> None:
         self.namespace = namespace or os.environ.get(NAMESPACE_ENV) or "default"
-        self.context = context if context is not None else (os.environ.get(CONTEXT_ENV) or None)
+        # None = take TAO_K8S_CONTEXT; "" = explicitly none (the kubeconfig's current context)
+        self.context = (context if context is not None else os.environ.get(CONTEXT_ENV)) or None
         if not names.is_dns1123_label(self.namespace):
             raise TaoError(f"namespace {self.namespace!r} is not a valid Kubernetes name: fix {NAMESPACE_ENV}")
 
@@ -34,7 +35,8 @@ class Kubectl:
         ns = b.get("namespace")
         if not ns and rec.get("backend_ref") and "/" in rec["backend_ref"]:
             ns = rec["backend_ref"].split("/", 1)[0]
-        return cls(ns, b.get("context") or None) if ns else cls()
+        # the cluster the job went to, not whatever the environment says today
+        return cls(ns, b.get("context", "") or "") if ns else cls()
 
     def argv(self, *args: str) -> list[str]:
         out = ["kubectl"]
