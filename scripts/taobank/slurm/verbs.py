@@ -51,7 +51,7 @@ def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None, *, need_
     d = resources.defaults()
     sqsh = None
     if runtime == "pyxis" and pyxis and not images.is_sqsh(pyxis) and spec.get("use_sqsh", d["use_sqsh"]):
-        cache = spec.get("sqsh_cache_dir") or posixpath.join(base, "sqsh-cache")
+        cache = spec.get("sqsh_cache_dir") or posixpath.join(base, pins.resolve("slurm.sqsh_cache_subdir"))
         sqsh = images.sqsh_path(pyxis, cache)
     return {
         "spec": spec, "resources": res, "runtime": runtime, "image": image, "pyxis_image": pyxis, "sqsh": sqsh,
@@ -74,7 +74,7 @@ def _convert(conn: Connection, p: Mapping[str, Any], exists: bool) -> str | None
     """The image srun gets: the cached .sqsh (converted now if needed) or the Pyxis ref."""
     if not p["sqsh"]:
         return p["pyxis_image"]
-    force = bool(p["spec"].get("force_reconvert_latest"))
+    force = bool(p["spec"].get("force_reconvert_latest", resources.defaults()["force_reconvert_latest"]))
     if images.needs_conversion(p["pyxis_image"], exists, force):
         part = p["spec"].get("conversion_partition") or p["resources"].partition
         sqsh = p["sqsh"]
