@@ -160,3 +160,11 @@ def test_skill_status_table_covers_and_matches_the_mapping():
         for state in re.findall(r"\b[A-Z_]{4,}\b", left.split(";")[0].split("(")[0]):
             v = st.classify(None, {"state": state, "raw_state": state, "exit_code": "0:0"}, None, log_tail="")
             assert v.state == expect.group(0), (state, v)
+
+
+def test_container_launch_failures_get_a_hint():
+    rec = {"state": "FAILED", "raw_state": "FAILED", "exit_code": "1:0"}
+    v = st.classify(None, rec, None, log_tail="pyxis: importing docker image ...\n[ERROR] Could not process JSON input\n")
+    assert v.err_class == "ERR_PROGRAM" and "enroot/.credentials" in v.message
+    v = st.classify(None, rec, None, log_tail="srun: unrecognized option '--container-image=x'\n")
+    assert "no Pyxis" in v.message

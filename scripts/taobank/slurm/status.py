@@ -59,6 +59,15 @@ _LIMIT_PREFIXES = {"QOS": "a QOS limit of your account is reached (jobs, GPUs or
                    "Assoc": "an association (account/user) limit is reached; it starts when your other jobs finish"}
 
 
+#: Container-launch failures worth a specific hint (the program never started).
+LOG_HINTS: tuple[tuple[str, str], ...] = (
+    ("Could not process JSON input", "the registry login failed: install ~/.config/enroot/.credentials on the cluster "
+     "(tao_slurm.py enroot-credentials; references/ssh-setup.md)"),
+    ("unrecognized option '--container-image", "this cluster has no Pyxis: ask the admins or use container_runtime none"),
+    ("pyxis: ", "Pyxis could not start the container: see main.err and references/troubleshooting.md"),
+)
+
+
 def explain_reason(reason: str) -> str:
     """One human sentence for a squeue pending reason."""
     r = (reason or "").strip().strip("()")
@@ -202,5 +211,9 @@ def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
         detail = ""
         if marker and marker.get("timed_out"):
             detail = "; stopped after timeout_hours before the wall time"
+        for needle, hint in LOG_HINTS:
+            if needle in log_tail:
+                detail += f"; {hint}"
+                break
         return Verdict("ERROR", f"{st}{_exit_text(code)}{detail}; read main.err", st, err_class="ERR_PROGRAM", exit_code=code)
     return Verdict("UNKNOWN", f"unrecognised SLURM state {rec.get('raw_state') or st}", st)

@@ -403,7 +403,7 @@ def test_pyxis_launch_line_reaches_srun_with_a_cached_sqsh(slurm_env):
     # Debian's SLURM has no Pyxis: srun rejects the option, which proves the line was built and run.
     err = verbs.logs(rec["id"])["main.err"]
     assert f"--container-image={sqsh}" in err and "unrecognized option" in err
-    assert done["state"] == "ERROR"
+    assert done["state"] == "ERROR" and "no Pyxis" in done["message"]
 
 
 def test_plain_host_port_and_user_at_host_entries_without_ssh_config(slurm_env, tmp_path, monkeypatch):
