@@ -44,6 +44,7 @@ class ArgvWatcher:
     def __init__(self, needle: str) -> None:
         self.needle = needle.encode()
         self.hits: list[str] = []
+        self.children: set[tuple[str, ...]] = set()  # argv of our own child processes
         self.scans = 0
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._loop, daemon=True)
@@ -60,6 +61,13 @@ class ArgvWatcher:
                     continue
                 if self.needle in data:
                     self.hits.append(data.replace(b"\0", b" ").decode(errors="replace"))
+                try:
+                    with open(f"/proc/{pid}/stat", "rb") as fh:
+                        ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
+                except (OSError, ValueError, IndexError):
+                    continue
+                if ppid == os.getpid() and data:
+                    self.children.add(tuple(data.decode(errors="replace").split("\0")[:-1]))
             self.scans += 1
 
     def __enter__(self) -> "ArgvWatcher":

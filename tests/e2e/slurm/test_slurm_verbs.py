@@ -48,6 +48,9 @@ def test_submit_status_logs_complete_with_secret_kept_out_of_everything(slurm_en
     assert SECRET not in listing  # grep found the secret in no file
     calls = call_log(slurm_env["call_log"])
     assert calls and not any(SECRET in " ".join(c) for c in calls)
+    # What `ps` showed for our child processes is exactly what the call log says we ran.
+    seen_ssh = [c for c in watcher.children if c and c[0] == "ssh"]
+    assert seen_ssh and all(list(c) in calls for c in seen_ssh)
     assert SECRET not in json.dumps(records.load(rec["id"]))
 
 
