@@ -102,6 +102,9 @@ def test_no_input_adds_a_directive_or_a_command(value, env_value, job_dir):
         return
     assert render.parse_directives(text) == render.intended_directives(inp)
     assert all(line.startswith("#SBATCH --") for line in text.split("\n") if line.startswith("#SBATCH"))
+    # The script has the same lines as with harmless values: nothing added, nothing split.
+    benign = render.render(make(command=["python3", "x", "--flag"], env={"USER_VALUE": "x"}, job_dir="/lustre/x"))
+    assert text.count("\n") == benign.count("\n")
     env_line = next(line for line in text.split("\n") if line.startswith("export USER_VALUE="))
     assert shlex.split(env_line) == ["export", f"USER_VALUE={env_value}"]
     srun = text[text.index("srun --nodes=1"):].split("\nrc=$?")[0]
