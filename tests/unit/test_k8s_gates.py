@@ -88,3 +88,17 @@ def test_secrets_file_must_be_private(tmp_path, monkeypatch):
     with pytest.raises(TaoError, match="NAME") as exc:
         collect_credentials(["HF_TOKEN=hf_leak"])
     assert "hf_leak" not in str(exc.value)
+
+
+def test_secret_in_plain_env_is_refused_before_any_cluster_call(state_dir):
+    from taobank import run
+    from taobank.kubernetes import verbs
+    from taobank.kubernetes.kubectl import Kubectl
+
+    before = len(run.CALLS)
+    spec = {"image": "busybox", "command": "true", "env": {"HF_TOKEN": "hf_abcdefghijklmnopqrstuvwxyz0123"}}
+    with pytest.raises(TaoError, match="looks like a secret") as exc:
+        verbs.submit(spec, kube=Kubectl("tao-jobs", ""))
+    assert "hf_abcdef" not in str(exc.value)
+    assert len(run.CALLS) == before  # no kubectl call, no record
+    assert not state_dir.exists() or not list(state_dir.glob("*.json"))

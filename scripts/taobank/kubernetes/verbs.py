@@ -151,6 +151,14 @@ def _own(kube: Kubectl, job: dict, owned: list[tuple[str, str]]) -> None:
         kube.run("patch", kind, name, "--type", "merge", "-p", patch, what=f"kubectl patch {kind}")
 
 
+def _lint(objs: list[dict], what: str) -> None:
+    """The secret lint (redact_secrets.py rules) over the manifest text; the value is never echoed."""
+    findings = redact.lint_text(dump_yaml(objs), what)
+    if findings:
+        raise TaoError(f"{what} holds what looks like a secret ({findings[0].rule} at manifest line "
+                       f"{findings[0].line}): pass credentials with --secret-env/--secrets-file, never in env")
+
+
 def _find_jobs(kube: Kubectl, job_id: str) -> list[dict]:
     return kube.items("jobs", "-l", f"{JOB_LABEL}={job_id}", what="kubectl get jobs")
 
@@ -179,8 +187,9 @@ def submit(
             raise TaoError("--ngc-pull-secret needs NGC_KEY in the environment: export NGC_KEY first")
     nodes = int(spec.get("nodes", 1))
     # the spec is checked (a pure render) before any cluster call: a bad spec costs nothing
-    render.build_context(spec, job_id="spec-check", namespace=kube.namespace, cred_secret="x" if creds else None,
-                         config=config)
+    preview = render.render_manifests(spec, job_id="spec-check", namespace=kube.namespace,
+                                      cred_secret="x" if creds else None, config=config)
+    _lint(preview, "the job spec")
     rec = None
     if job_id:
         rec = records.load(job_id)
@@ -214,10 +223,7 @@ def submit(
         objs = render.render_manifests(spec, job_id=jid, namespace=kube.namespace, name=name,
                                        cred_secret=cred_name, pull_secrets=[pull_name] if pull_name else [],
                                        config=config)
-        findings = redact.lint_text(dump_yaml(objs), f"manifest of {jid}")
-        if findings:
-            raise TaoError(f"the rendered manifest holds what looks like a secret ({findings[0].rule} at line "
-                           f"{findings[0].line}): pass credentials with --secret-env/--secrets-file, never in env")
+        _lint(objs, f"manifest of {jid}")
         kube.apply(objs, dry_run=True)
         if cred_name:
             _create_secret(kube, _secret_object(cred_name, kube.namespace, jid, creds))
