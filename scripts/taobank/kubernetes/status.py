@@ -191,6 +191,12 @@ def observe(job: dict | None, pods: list[dict], logs: dict[str, str] | None = No
     if running and len(running) == len(live):
         return Observation("RUNNING", reason="Running",
                            message=f"{len(running)} pod(s) running, succeeded {st.get('succeeded', 0)}", pods=summaries)
+    if pods and not live:
+        # Every pod ended but the Job controller has not written Complete/Failed
+        # yet: still running from the user's view (never back to PENDING).
+        return Observation("RUNNING", reason="Finishing",
+                           message=f"{len(pods)} pod(s) ended; waiting for the Job controller to record the outcome",
+                           pods=summaries)
     reason, msg = _pending_diagnosis(live)
     if running:  # some ranks run, others wait: report it as pending with the reason
         msg = f"{len(running)}/{len(live)} pods running; {msg}"
