@@ -17,18 +17,7 @@ from __future__ import annotations
 
 import argparse
 
-from taobank.cli import print_json, run_main
-from taobank.errors import UsageError
-
-
-def _meta(pairs: list[str] | None) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--meta {pair!r} is not KEY=VALUE")
-        out[key] = value
-    return out
+from taobank.cli import parse_kv, print_json, run_main
 
 
 def _show_text(rec: dict) -> None:
@@ -89,14 +78,14 @@ def main(argv: list[str]) -> int:
 
     if args.cmd == "open":
         rec = records.open_record(args.platform, args.image, args.network_arch, args.action, args.storage_tier,
-                                  args.results_dir, retry_of=args.retry_of, backend=_meta(args.meta))
+                                  args.results_dir, retry_of=args.retry_of, backend=parse_kv(args.meta, "--meta"))
         if args.json:
             print_json(rec)
         else:
             print(rec["id"])
     elif args.cmd == "mark":
         rec = records.mark(args.id, args.state, backend_ref=args.backend_ref, source=args.source,
-                           message=args.message, err_class=args.err_class, backend=_meta(args.meta))
+                           message=args.message, err_class=args.err_class, backend=parse_kv(args.meta, "--meta"))
         if args.json:
             print_json(rec)
         else:

@@ -18,18 +18,7 @@ import argparse
 import os
 import sys
 
-from taobank.cli import print_json, run_main
-from taobank.errors import TaoError, UsageError
-
-
-def _kv(items: list[str], what: str) -> dict[str, str]:
-    out = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"{what} {item!r} must be KEY=VALUE")
-        out[key] = value
-    return out
+from taobank.cli import parse_kv, print_json, run_main
 
 
 def _spec_from_args(args: argparse.Namespace) -> dict:
@@ -54,7 +43,7 @@ def _spec_from_args(args: argparse.Namespace) -> dict:
             ds["required"] = list(ds.get("required") or []) + args.require
         spec["dataset"] = ds
     if args.env:
-        spec["env"] = {**(spec.get("env") or {}), **_kv(args.env, "--env")}
+        spec["env"] = {**(spec.get("env") or {}), **parse_kv(args.env, "--env")}
     if args.secret:
         spec["secrets"] = list(dict.fromkeys(list(spec.get("secrets") or []) + args.secret))
     if args.command:

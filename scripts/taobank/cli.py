@@ -9,7 +9,7 @@ import json
 import sys
 from typing import Any, Callable
 
-from .errors import TaoError
+from .errors import TaoError, UsageError
 
 
 def run_main(main: Callable[[list[str]], int | None], argv: list[str] | None = None) -> None:
@@ -30,3 +30,14 @@ def run_main(main: Callable[[list[str]], int | None], argv: list[str] | None = N
 def print_json(data: Any) -> None:
     """Print ``data`` as stable, indented JSON (what ``--json`` emits)."""
     print(json.dumps(data, indent=2, sort_keys=True, default=str))
+
+
+def parse_kv(items: list[str] | None, flag: str) -> dict[str, str]:
+    """``["K=V", ...]`` from a repeatable ``flag`` into a dict; one-line error otherwise."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"{flag} {item!r} must look like KEY=VALUE")
+        out[key] = value
+    return out

@@ -1,0 +1,46 @@
+"""Job-spec files (YAML or JSON) and JSON Schema validation, for every platform.
+
+JSON is YAML, so one parser reads both. Each platform keeps only its schema
+(``schemas/<name>.schema.json``) and what it derives from a valid spec.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from . import BANK_ROOT
+from .deps import require
+from .errors import TaoError
+
+SCHEMAS = BANK_ROOT / "schemas"
+
+
+def load_file(path: str | Path) -> dict:
+    """Read a YAML or JSON mapping; one-line error when unreadable or not a mapping."""
+    yaml = require("yaml")
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TaoError(f"cannot read job spec {p}: {exc.strerror}", exit_code=2) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise TaoError(f"job spec {p} is not valid YAML/JSON: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise TaoError(f"job spec {p} must hold a mapping of fields")
+    return data
+
+
+def validate(obj: Any, schema_name: str, what: str) -> None:
+    """Validate ``obj`` against ``schemas/<schema_name>``; the first error as one line naming the field."""
+    jsonschema = require("jsonschema")
+    schema = json.loads((SCHEMAS / schema_name).read_text(encoding="utf-8"))
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(obj), key=lambda e: [str(p) for p in e.absolute_path])
+    if errors:
+        err = errors[0]
+        where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+        msg = err.message if len(err.message) < 160 else err.message[:157] + "..."
+        raise TaoError(f"invalid {what}: field {where}: {msg} (see schemas/{schema_name})")
