@@ -245,7 +245,7 @@ def ensure_binaries(p: dict[str, str] | None = None) -> Path:
             return hit
         # The one message of a long silent step (stderr: stdout carries the env lines).
         print(f"local kubernetes: building Kubernetes {p['version']}, etcd {p['etcd']} and kwok {p['kwok']} "
-              f"with Go into {d} (first run only; ~11 min on 2 cores; log: {d / 'build.log'})",
+              f"with Go into {d} (first run only; 11-15 min on 2 cores; log: {d / 'build.log'})",
               file=sys.stderr, flush=True)
         _build(d, p)
     return d
