@@ -143,7 +143,8 @@ def status() -> dict:
     for name in DAEMONS:
         exe = data.get("exes", {}).get(name)
         daemons[name] = live_pid(_pidfile(name), exe) if exe else None
-    ready = bool(data) and all(daemons.values()) and _api_ready(data)
+    # ready_at is written only after every readiness check of up() passed.
+    ready = bool(data.get("ready_at")) and all(daemons.values()) and _api_ready(data)
     return {
         "ready": ready,
         "server": data.get("server"),
@@ -271,7 +272,7 @@ def _start(bin_dir: Path) -> None:
     mark("components healthy")
     _wait("kwok", _nodes_ready, what="fake nodes Ready (kwok)")
     mark("nodes Ready")
-    _wait("kube-controller-manager", _namespace_ready, what=f"default ServiceAccount and bound PVC in {NAMESPACE}")
+    _wait("kube-controller-manager", _namespace_ready, what=f"PVC {PVC_NAME} in {NAMESPACE} Bound by the PV binder")
     mark("namespace ready")
     data["started_s"] = round(time.monotonic() - t0, 1)
     data["ready_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
