@@ -46,14 +46,7 @@ def run(
     non-zero exit raises TaoError naming ``what`` (default: the program) and
     the last line of stderr.
     """
-    argv = [str(a) for a in argv]
-    CALLS.append(argv)
-    log = os.environ.get(CALL_LOG_ENV)
-    if log:
-        import json
-
-        with open(log, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(argv) + "\n")
+    argv = _record([str(a) for a in argv])
     full_env = None
     if env is not None:
         full_env = dict(os.environ)
@@ -77,6 +70,30 @@ def run(
     if check and not res.ok:
         raise TaoError(f"{label} failed (exit {res.returncode}): {last_line(res.stderr or res.stdout)}")
     return res
+
+
+def _record(argv: list[str]) -> list[str]:
+    """Append ``argv`` to CALLS and, when TAO_CALL_LOG is set, to that file."""
+    CALLS.append(argv)
+    log = os.environ.get(CALL_LOG_ENV)
+    if log:
+        import json
+
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(argv) + "\n")
+    return argv
+
+
+def stream(argv: Sequence[str]) -> int:
+    """Run ``argv`` with its output passed straight through (follow modes); returns the exit code."""
+    import sys
+
+    argv = _record([str(a) for a in argv])
+    sys.stdout.flush()
+    try:
+        return subprocess.call(argv, stdin=subprocess.DEVNULL)
+    except FileNotFoundError:
+        raise TaoError(f"{argv[0]} not found on PATH: install it or fix PATH") from None
 
 
 def last_line(text: str) -> str:

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from typing import Any
 
 from .. import names
 from ..errors import TaoError
-from ..run import CALL_LOG_ENV, CALLS, Result, run
+from ..run import Result, run, stream
 
 NAMESPACE_ENV = "TAO_K8S_NAMESPACE"
 CONTEXT_ENV = "TAO_K8S_CONTEXT"
@@ -79,22 +77,8 @@ class Kubectl:
         return answer == "yes"
 
     def stream(self, *args: str) -> int:
-        """Run with stdout/stderr passed through (``logs --follow``); returns the exit code.
-
-        taobank.run.run captures output, which a follow cannot wait for, so
-        this records the argv the same way and lets the child print directly.
-        """
-        argv = self.argv(*args)
-        CALLS.append(argv)
-        log = os.environ.get(CALL_LOG_ENV)
-        if log:
-            with open(log, "a", encoding="utf-8") as fh:
-                fh.write(json.dumps(argv) + "\n")
-        sys.stdout.flush()
-        try:
-            return subprocess.call(argv, stdin=subprocess.DEVNULL)
-        except FileNotFoundError:
-            raise TaoError("kubectl not found on PATH: install kubectl") from None
+        """Run with output passed through (``logs --follow``); returns the exit code."""
+        return stream(self.argv(*args))
 
     def describe(self) -> dict[str, Any]:
         return {"namespace": self.namespace, "context": self.context}

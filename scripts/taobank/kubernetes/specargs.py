@@ -4,17 +4,8 @@ from __future__ import annotations
 import argparse
 import os
 
+from ..cli import parse_kv
 from ..errors import UsageError
-
-
-def _kv(items: list[str] | None, what: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"{what} {item!r} must look like KEY=VALUE")
-        out[key] = value
-    return out
 
 
 def spec_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,7 +56,7 @@ def spec_from_args(args: argparse.Namespace) -> dict:
         spec.pop("command", None)
     for flag, key in (("env", "env"), ("nccl_env", "nccl_env"), ("node_selector", "node_selector"),
                       ("pod_annotation", "pod_annotations")):
-        extra = _kv(getattr(args, flag), "--" + flag.replace("_", "-"))
+        extra = parse_kv(getattr(args, flag), "--" + flag.replace("_", "-"))
         if extra:
             spec[key] = {**(spec.get(key) or {}), **extra}
     nccl_file = os.environ.get("TAO_K8S_NCCL_ENV")
