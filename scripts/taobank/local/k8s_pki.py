@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import TaoError
 from ..run import run
 
 #: Service IP range of the local cluster; its first address is the kubernetes Service.
@@ -73,8 +74,23 @@ CERTS = (
 )
 
 
+def ensure_openssl() -> None:
+    """The openssl CLI (Debian package ``openssl``); installed with apt-get when missing and root."""
+    import shutil
+
+    if shutil.which("openssl"):
+        return
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        raise TaoError("openssl not found: install the openssl package (apt-get install openssl)")
+    apt_env = {"DEBIAN_FRONTEND": "noninteractive"}
+    run(["apt-get", "update", "-qq"], timeout=600, env=apt_env, what="apt-get update")
+    run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", "openssl"], timeout=600,
+        env=apt_env, what="apt-get install openssl")
+
+
 def make_pki(pki: Path, user: str, user_group: str) -> None:
     """Create the CA, every component certificate, the restricted user's and the SA key pair."""
+    ensure_openssl()
     pki.mkdir(parents=True, exist_ok=True)
     os.chmod(pki, 0o700)
     (pki / "openssl.cnf").write_text(_MIN_CONFIG, encoding="utf-8")
