@@ -159,6 +159,20 @@ def _lint(objs: list[dict], what: str) -> None:
                        f"{findings[0].line}): pass credentials with --secret-env/--secrets-file, never in env")
 
 
+def _server_check(kube: Kubectl, objs: list[dict]) -> None:
+    """Server dry-run of the spec preview: a missing namespace or a field the API rejects is refused
+    before the record opens (nothing to clean up, no ERROR record for a typo)."""
+    try:
+        kube.apply(objs, dry_run=True)
+    except TaoError as exc:
+        text = str(exc)
+        if f'namespaces "{kube.namespace}" not found' in text:
+            where = f" in context {kube.context}" if kube.context else ""
+            raise TaoError(f"namespace {kube.namespace} does not exist{where}: set TAO_K8S_NAMESPACE (or --namespace) "
+                           f"to an existing one, or ask for it to be created") from None
+        raise
+
+
 def _find_jobs(kube: Kubectl, job_id: str) -> list[dict]:
     return kube.items("jobs", "-l", f"{JOB_LABEL}={job_id}", what="kubectl get jobs")
 
@@ -207,6 +221,7 @@ def submit(
     needed = ["jobs"] + (["secrets"] if creds or ngc_key else []) + (["services"] if nodes > 1 else []) \
         + (["configmaps"] if config else [])
     permission_gate(kube, needed)
+    _server_check(kube, preview)  # the server's verdict on the spec, still before any record exists
 
     if rec is None:
         rec = records.open_record(

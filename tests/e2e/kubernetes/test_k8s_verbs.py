@@ -252,19 +252,25 @@ def test_restricted_user_context_can_submit_in_its_namespace(k8s):
     assert bad.returncode == 1 and "may not create jobs in namespace default" in bad.stderr
 
 
-def test_server_rejection_after_open_marks_error_and_leaves_no_objects(k8s):
+def test_server_rejection_leaves_no_record_and_no_objects(k8s):
+    """The server dry-run of the spec runs before the record opens: a rejected spec costs nothing."""
     token = "tok-" + secrets.token_hex(8)
     proc = k8s.tao("submit", *BASE, "--command", "true", "--gpus", "1", "--secret-env", "HF_TOKEN",
                    "--pod-annotation", "not a valid key!=x", check=False, env={"HF_TOKEN": token})
-    assert proc.returncode == 1 and "dry-run" in proc.stderr
-    recs = list(__import__("pathlib").Path(k8s.env["TAO_STATE_DIR"]).glob("*.json"))
-    assert len(recs) == 1
-    rec = json.loads(recs[0].read_text())
-    k8s.ids.append(rec["id"])
-    assert rec["state"] == "ERROR" and "submit failed before launch" in rec["transitions"][-1]["message"]
-    left = k8s.kubectl("get", "jobs,secrets", "-l", f"tao-job-id={rec['id']}", "-o", "name").stdout
-    assert left.strip() == ""  # the Secret is created only after the dry run passed
+    assert proc.returncode == 1 and "dry-run" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert not list(__import__("pathlib").Path(k8s.env["TAO_STATE_DIR"]).glob("*.json"))
+    writes = [a for a in k8s.calls() if a[:1] == ["kubectl"] and "--dry-run=server" not in a
+              and "auth" not in a and ("apply" in a or "create" in a)]
+    assert k8s.calls() and not writes  # no Secret, no Job
     assert token not in proc.stderr + proc.stdout
+
+
+def test_missing_namespace_is_one_actionable_line_and_no_record(k8s):
+    proc = k8s.tao("submit", *BASE, "--command", "true", "--gpus", "0", check=False,
+                   env={"TAO_K8S_NAMESPACE": "no-such-ns"})
+    assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "namespace no-such-ns does not exist" in proc.stderr and "TAO_K8S_NAMESPACE" in proc.stderr
+    assert not list(__import__("pathlib").Path(k8s.env["TAO_STATE_DIR"]).glob("*.json"))
 
 
 def test_job_deleted_outside_the_bank_reads_unknown(k8s):
