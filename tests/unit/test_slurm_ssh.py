@@ -65,6 +65,18 @@ def test_key_checks(tmp_path):
         ssh.Connection({"SLURM_HOSTNAME": "h"})
 
 
+def test_slurm_user_required_even_with_an_ssh_config(tmp_path):
+    """SLURM_USER is required (seed): an ssh_config must not hide that it is unset."""
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text("Host h\n  User someone\n")
+    with pytest.raises(TaoError, match="^SLURM_USER is not set: export SLURM_USER="):
+        ssh.Connection({"SLURM_HOSTNAME": "h", "TAO_SSH_CONFIG": str(cfg)})
+    with pytest.raises(TaoError, match="SLURM_USER"):  # one host with a user is not enough
+        ssh.Connection({"SLURM_HOSTNAME": "me@h1,h2"})
+    conn = ssh.Connection({"SLURM_HOSTNAME": "me@h1,you@h2:2200"})  # every entry names its user
+    assert [h.user for h in conn.hosts] == ["me", "you"]
+
+
 def test_control_dir_must_be_private(tmp_path, monkeypatch):
     d = tmp_path / "ctl"
     d.mkdir(mode=0o755)

@@ -126,8 +126,9 @@ class Connection:
         self.timeout = int(connect_timeout or env.get("TAO_SSH_CONNECT_TIMEOUT") or CONNECT_TIMEOUT)
         self.host: Host | None = None
         self.errors: dict[str, str] = {}
-        if not self.user and not self.config:
-            raise TaoError("SLURM_USER is not set: export SLURM_USER=<login user> (and SLURM_HOSTNAME)")
+        if not self.user and not all(h.user for h in self.hosts):
+            # Required by the skill; an ssh_config User would hide a missing setting.
+            raise TaoError("SLURM_USER is not set: export SLURM_USER=<login user> (or write every SLURM_HOSTNAME entry as user@host)")
         if self.key:
             p = Path(self.key).expanduser()
             if not p.is_file():
