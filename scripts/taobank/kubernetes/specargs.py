@@ -77,9 +77,12 @@ def _read_env_file(path: str) -> dict[str, str]:
         lines = open(path, encoding="utf-8").read().splitlines()
     except OSError as exc:
         raise UsageError(f"TAO_K8S_NCCL_ENV={path}: {exc.strerror}") from None
-    for line in lines:
+    for n, line in enumerate(lines, 1):
         line = line.strip()
         if line and not line.startswith("#"):
-            key, _, value = line.partition("=")
-            out[key.strip()] = value.strip()
+            key, sep, value = line.partition("=")
+            key = key.strip().removeprefix("export ").strip()
+            if not sep or not key:
+                raise UsageError(f"TAO_K8S_NCCL_ENV={path} line {n}: expected NCCL_NAME=value")
+            out[key] = value.strip()
     return out
