@@ -128,8 +128,15 @@ def submit(spec: Mapping[str, Any], *, conn: Connection | None = None, env: Mapp
         raise
     except TaoError as exc:
         cur = records.load(job_id)
-        if cur["state"] not in ("COMPLETE", "ERROR", "CANCELED") and not (cur.get("backend") or {}).get("slurm_job_id"):
+        cb = cur.get("backend") or {}
+        if cur["state"] not in ("COMPLETE", "ERROR", "CANCELED") and not cb.get("slurm_job_id"):
             records.mark(job_id, "ERROR", message=f"submit failed: {exc}", err_class="ERR_PROGRAM")
+            if cb.get("staged_secrets") and cb.get("job_dir"):  # no job will ever source them
+                creds = posixpath.join(cb["job_dir"], storage.CREDS_FILE)
+                try:
+                    conn.script(remote.REMOVE, [creds], what="remove credentials")
+                except TaoError:
+                    raise TaoError(f"{exc}; also could not remove {creds} on the cluster: delete it by hand") from None
         raise
 
 

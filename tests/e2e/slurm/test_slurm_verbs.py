@@ -6,6 +6,7 @@ import os
 import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -130,6 +131,19 @@ def test_gres_over_capacity_refused_at_submit_with_a_clear_line(slurm_env):
     assert "\n" not in msg
     (rec,) = records.list_records(platform="slurm")
     assert rec["state"] == "ERROR" and "slurm_job_id" not in rec["backend"]
+
+
+def test_refused_sbatch_leaves_no_credentials_file_behind(slurm_env, monkeypatch):
+    """A submit that fails after staging must not leave the secret on the cluster."""
+    monkeypatch.setenv("NGC_KEY", SECRET)
+    with pytest.raises(TaoError, match="Requested node configuration is not available"):
+        verbs.submit(base_spec(num_gpus=64, max_num_gpus_per_node=64, secrets=["NGC_KEY"]))
+    (rec,) = records.list_records(platform="slurm")
+    assert rec["state"] == "ERROR"
+    job_dir = Path(rec["backend"]["job_dir"])  # the local cluster's Lustre is this machine's /srv
+    assert (job_dir / "sbatch").is_dir()  # it was staged...
+    assert not (job_dir / "env" / "credentials.sh").exists()  # ...and the secret removed
+    assert SECRET not in (job_dir / "sbatch" / f"job_{rec['id']}.sbatch").read_text()
 
 
 def test_missing_dataset_stops_before_anything_is_written(slurm_env):
