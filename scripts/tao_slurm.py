@@ -58,7 +58,8 @@ def _print_record(rec: dict, as_json: bool) -> None:
         print_json(rec)
         return
     b = rec.get("backend") or {}
-    print(f"{rec['id']} {rec['state']} slurm_job_id={b.get('slurm_job_id', '-')} "
+    where = f"results={b['results_dir']} " if rec["state"] == "COMPLETE" and b.get("results_dir") else ""
+    print(f"{rec['id']} {rec['state']} slurm_job_id={b.get('slurm_job_id', '-')} {where}"
           f"{('err_class=' + rec['err_class'] + ' ') if rec.get('err_class') else ''}{rec.get('message') or ''}".rstrip())
 
 
@@ -77,6 +78,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
         print(f"submitted {rec['id']} as SLURM job {b['slurm_job_id']} on {b['login_host']}")
         print(f"job_dir: {b['job_dir']}")
         print(f"logs: {b['log_dir']}/main.out main.err")
+        print(f"results: {b['results_dir']}")
+        print(f"TAO_API_RESULTS_DIR={rec['results_dir']} (the record's results_dir: the parent; the container appends the job id)")
     return 0
 
 
@@ -84,7 +87,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     from taobank.slurm import verbs
 
     if args.watch:
-        recs = verbs.watch(args.ids or None, on_line=lambda line: print(line, flush=True))
+        out = sys.stderr if args.json else sys.stdout  # keep stdout one JSON document
+        recs = verbs.watch(args.ids or None, on_line=lambda line: print(line, file=out, flush=True))
     else:
         recs = verbs.status(args.ids or None, retry=not args.no_retry)
     if args.json:

@@ -74,6 +74,37 @@ def test_cli_outputs_never_print_the_secret(slurm_env, tmp_path):
     assert not any(SECRET in " ".join(c) for c in call_log(slurm_env["call_log"]))
 
 
+def test_cli_text_and_json_carry_the_same_data_and_name_the_real_results_dir(slurm_env, tmp_path):
+    spec = tmp_path / "job.json"
+    spec.write_text(json.dumps(base_spec(command=["bash", "-c", "echo out-line; echo err-line >&2; sleep 2"])))
+    cli = [sys.executable, os.path.join(BANK, "scripts", "tao_slurm.py")]
+
+    def call(*args):
+        r = subprocess.run(cli + list(args), capture_output=True, text=True, timeout=180)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    text = call("submit", "--spec", str(spec))
+    job = text.split()[1]
+    rec = records.load(job)
+    b = rec["backend"]
+    results = f"{rec['results_dir']}/{job}"
+    assert b["results_dir"] == results  # record: parent; backend: the job's own folder
+    assert f"results: {results}" in text.splitlines()
+    assert f"TAO_API_RESULTS_DIR={rec['results_dir']}" in text  # the parent, id not appended
+    assert f"as SLURM job {b['slurm_job_id']} on {b['login_host']}" in text and f"job_dir: {b['job_dir']}" in text
+    watched = json.loads(call("status", "--watch", "--json", job))  # progress lines must not spoil the JSON
+    (done,) = [r for r in watched if r["id"] == job]
+    assert done["state"] == "COMPLETE"
+    line = call("status", job).strip()
+    assert line.startswith(f"{job} COMPLETE slurm_job_id={b['slurm_job_id']} ") and f"results={results}" in line
+    as_json = json.loads(call("logs", job, "--json"))
+    as_text = call("logs", job)
+    assert "out-line" in as_json["main.out"] and "err-line" in as_json["main.err"]
+    assert as_text == (f"==> {as_json['log_dir']}/main.out <==\n{as_json['main.out']}"
+                       f"==> {as_json['log_dir']}/main.err <==\n{as_json['main.err']}")
+
+
 def test_failed_job_reports_exit_code_as_program_error(slurm_env):
     rec = verbs.submit(base_spec(command=["bash", "-c", "echo 'ValueError: bad spec' >&2; exit 3"]))
     done = wait_state(rec["id"])
