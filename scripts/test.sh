@@ -34,5 +34,14 @@ for platform in slurm kubernetes; do
   fi
 done
 
+# The skills call kubectl from PATH; a machine without one uses the client
+# built with the local control plane (same version as the server).
+if ! command -v kubectl >/dev/null 2>&1; then
+  eval "$(python3 scripts/local_cluster.py env kubernetes)"
+  PATH="$(dirname "$TAO_LOCAL_K8S_KUBECTL"):$PATH"
+  export PATH
+  echo "kubectl not on PATH: using $TAO_LOCAL_K8S_KUBECTL"
+fi
+
 step "pytest"
 python3 -m pytest "$@"

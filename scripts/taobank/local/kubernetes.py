@@ -31,7 +31,7 @@ from .k8s_objects import (  # noqa: F401  (re-exported: the names tests and skil
     CORDONED_NODE, FAKE_PREFIX, GPU_NODES, GPU_RESOURCE, GPUS_PER_NODE, NAMESPACE, PV_NAME, PVC_NAME,
     USER_NAME, busy_pod, cri_log, pod_logs,
 )
-from .slurm_procs import live_pid, log_tail, pid_runs, stop_pid, wait_for
+from .procs import live_pid, log_tail, pid_runs, stop_pid, wait_for
 
 # -- the contract other engineers code against --------------------------------
 

@@ -9,7 +9,7 @@ readiness probe with a timeout. ``down`` cancels jobs, stops each daemon by the
 pid in its pid file (never by name) and removes the cluster's state.
 
 Layout and config files: :mod:`taobank.local.slurm_conf`; pid/port/readiness
-plumbing: :mod:`taobank.local.slurm_procs`.
+plumbing: :mod:`taobank.local.procs`.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from .. import pins
 from ..errors import TaoError
 from ..run import run
 from . import slurm_conf as conf
-from .slurm_procs import FileLock, alive, children, live_pid, log_tail, not_ready, port_open, port_refuses, stop_pid, wait_for
+from .procs import FileLock, alive, children, live_pid, log_tail, not_ready, port_open, port_refuses, stop_pid, wait_for
 
 PACKAGES = ("slurmctld", "slurmd", "slurm-client", "slurmdbd", "munge", "mariadb-server", "openssh-server")
 #: package -> versions.yaml key its Debian version must start with
@@ -567,7 +567,7 @@ def status() -> dict:
 
 def _peek_pid(pidfile: Path, exe: str) -> int | None:
     """Like live_pid, but read-only (status never deletes anything)."""
-    from .slurm_procs import pid_runs, read_pid
+    from .procs import pid_runs, read_pid
 
     pid = read_pid(pidfile)
     return pid if pid is not None and pid_runs(pid, exe) else None

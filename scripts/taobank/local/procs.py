@@ -1,10 +1,9 @@
-"""Process plumbing for the local SLURM cluster: pid files, ports, readiness.
+"""Process plumbing for the local clusters (Kubernetes and SLURM): pid files, ports, readiness.
 
 Daemons are found and stopped ONLY through the pid files they (or we) wrote,
 and a pid is trusted only while ``/proc/<pid>/exe`` is still the expected
 program: a pid file left by a session that died is "stale", never a target.
-Nothing here looks processes up by name. (Generic enough for any local
-cluster: move to ``taobank/local/procs.py`` if the Kubernetes side needs it.)
+Nothing here looks processes up by name.
 """
 from __future__ import annotations
 
