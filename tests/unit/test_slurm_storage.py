@@ -28,6 +28,17 @@ def test_local_and_other_paths_refused_with_reason(uri, why):
         storage.cluster_path(uri)
 
 
+@pytest.mark.parametrize("uri", ["s3://bucket/ckpt.pth", "hf_model://org/model", "ngc://org/team/model:1"])
+def test_remote_object_store_inputs_say_how_to_stage_them(uri):
+    """No prefetch inside the GPU job (idle timeout): the one line says to copy to Lustre first."""
+    with pytest.raises(TaoError) as exc:
+        storage.dataset_paths({"inputs": [uri]})
+    msg = str(exc.value)
+    assert msg.startswith(f"input {uri!r} is not on the cluster") and "\n" not in msg
+    assert "copy it to the shared filesystem before submit" in msg and "lustre:///absolute/path" in msg
+    assert "GPU idle timeout" in msg and "never fetched inside the job" in msg
+
+
 def test_root_mode_and_spec_key_mode():
     req, over, root = storage.dataset_paths({"dataset": {"root": "lustre:///l/ds", "required": ["annotations.json", "images"]}})
     assert root == "/l/ds" and req == ["/l/ds", "/l/ds/annotations.json", "/l/ds/images"] and over == {}

@@ -50,7 +50,10 @@ def cluster_path(uri: str, what: str = "dataset") -> str:
             f"{what} {uri!r} is a local path: SLURM jobs run on the cluster, so put the data on its shared "
             "filesystem and pass lustre:///absolute/path")
     else:
-        raise TaoError(f"{what} {uri!r}: SLURM inputs must be lustre:///absolute/path (S3/HF/NGC only for small auxiliary files)")
+        # No S3/HF/NGC prefetch in the job: it would run inside the GPU allocation.
+        raise TaoError(f"{what} {uri!r} is not on the cluster: SLURM jobs read the shared filesystem and inputs are "
+                       "never fetched inside the job (GPU idle timeout); copy it to the shared filesystem before "
+                       "submit (tao-data-io skill) and pass lustre:///absolute/path")
     if not path.startswith("/") or "\n" in path or "\x00" in path:
         raise TaoError(f"{what} {uri!r} is not an absolute cluster path: use lustre:///absolute/path")
     norm = posixpath.normpath(path)
