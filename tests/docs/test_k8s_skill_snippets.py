@@ -103,3 +103,29 @@ def test_multinode_submit_status_cancel_as_written(env):
     assert st.returncode == 0 and job_id in st.stdout, st.stderr
     logs = run(b["preflight"] + f"JOB_ID={job_id}\n" + b["logs"], env)
     assert logs.returncode == 0 and "[rank 0 " in logs.stdout and "[rank 1 " in logs.stdout, logs.stdout + logs.stderr
+
+
+@pytest.mark.parametrize("case", ["no-such-namespace", "no-such-context", "unreachable-kubeconfig"])
+def test_preflight_refuses_a_bad_target_with_one_actionable_line(env, tmp_path, case):
+    bogus = tmp_path / "bogus.kubeconfig"
+    bogus.write_text("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+                     "users: [{name: u, user: {}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+                     "current-context: x\n")
+    bad, needle = {
+        "no-such-namespace": ({"TAO_K8S_NAMESPACE": "no-such-ns"}, "namespace no-such-ns"),
+        "no-such-context": ({"TAO_K8S_CONTEXT": "no-such-ctx"}, "context no-such-ctx"),
+        "unreachable-kubeconfig": ({"KUBECONFIG": str(bogus)}, "KUBECONFIG"),
+    }[case]
+    proc = run(blocks()["preflight"], {**env, **bad}, timeout=60)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    missing = [ln for ln in proc.stdout.splitlines() if ln.startswith("MISSING:")]
+    assert len(missing) == 1 and needle in missing[0], proc.stdout + proc.stderr
+    assert "OK: cluster reachable" not in proc.stdout
+
+
+def test_preflight_passes_for_a_user_who_may_not_read_namespaces(env):
+    """The namespace check reads NotFound only: a Forbidden answer (namespaced RBAC) is not a refusal."""
+    user_kc = env.get("TAO_LOCAL_K8S_USER_KUBECONFIG")
+    assert user_kc, "local cluster env lacks TAO_LOCAL_K8S_USER_KUBECONFIG"
+    proc = run(blocks()["preflight"], {**env, "KUBECONFIG": user_kc}, timeout=60)
+    assert proc.returncode == 0 and "OK: cluster reachable" in proc.stdout, proc.stdout + proc.stderr
