@@ -76,7 +76,7 @@ def test_cli_outputs_never_print_the_secret(slurm_env, tmp_path):
 
 def test_cli_text_and_json_carry_the_same_data_and_name_the_real_results_dir(slurm_env, tmp_path):
     spec = tmp_path / "job.json"
-    spec.write_text(json.dumps(base_spec(command=["bash", "-c", "echo out-line; echo err-line >&2; sleep 2"])))
+    spec.write_text(json.dumps(base_spec(command=["bash", "-c", 'echo "out-line writes=$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID"; echo err-line >&2; sleep 2'])))
     cli = [sys.executable, os.path.join(BANK, "scripts", "tao_slurm.py")]
 
     def call(*args):
@@ -100,7 +100,8 @@ def test_cli_text_and_json_carry_the_same_data_and_name_the_real_results_dir(slu
     assert line.startswith(f"{job} COMPLETE slurm_job_id={b['slurm_job_id']} ") and f"results={results}" in line
     as_json = json.loads(call("logs", job, "--json"))
     as_text = call("logs", job)
-    assert "out-line" in as_json["main.out"] and "err-line" in as_json["main.err"]
+    assert f"out-line writes={results}\n" in as_json["main.out"] and "err-line" in as_json["main.err"]
+    assert Path(results).is_dir()  # where the container writes: id appended once, by the container
     assert as_text == (f"==> {as_json['log_dir']}/main.out <==\n{as_json['main.out']}"
                        f"==> {as_json['log_dir']}/main.err <==\n{as_json['main.err']}")
 
