@@ -5,6 +5,7 @@ The core never prints; scripts do, through these helpers, so that text and
 """
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from typing import Any, Callable
@@ -12,8 +13,16 @@ from typing import Any, Callable
 from .errors import TaoError, UsageError
 
 
+def _one_line_usage_error(parser: argparse.ArgumentParser, message: str) -> None:
+    """argparse's usage error as ONE line (exit 2); the full usage is one ``--help`` away."""
+    parser.exit(2, f"error: {parser.prog}: {message} (see --help)\n")
+
+
 def run_main(main: Callable[[list[str]], int | None], argv: list[str] | None = None) -> None:
-    """Call ``main`` and turn a TaoError into one line on stderr plus its exit code."""
+    """Call ``main`` and turn a TaoError (or an argparse usage error) into one line on stderr."""
+    # Every helper's parsers (subcommands included) are built inside main(): make their
+    # usage errors one line like every other failure, without touching each script.
+    argparse.ArgumentParser.error = _one_line_usage_error  # type: ignore[method-assign]
     try:
         rc = main(sys.argv[1:] if argv is None else argv)
     except TaoError as exc:
