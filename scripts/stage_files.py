@@ -64,6 +64,8 @@ def main(argv: list[str]) -> int:
         text = sys.stdin.read() if args.list == "-" else Path(args.list).read_text(encoding="utf-8")
     except OSError as exc:
         raise TaoError(f"cannot read --list {args.list}: {exc.strerror}", exit_code=2) from None
+    except UnicodeDecodeError:
+        raise TaoError(f"--list {args.list} is not UTF-8 text: pass one relative path per line") from None
     pairs = plan(text.splitlines(), args.src, args.dest)
     if not args.dry_run:
         for source, target in pairs:

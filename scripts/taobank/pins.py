@@ -42,6 +42,8 @@ def load() -> dict:
         raise TaoError(f"{path} not found: run from a complete bank checkout or set {VERSIONS_ENV}", exit_code=2) from None
     except OSError as exc:
         raise TaoError(f"cannot read {path}: {exc.strerror}", exit_code=2) from None
+    except UnicodeDecodeError:
+        raise TaoError(f"{path} is not UTF-8 text: fix the file") from None
     yaml = require("yaml")
     try:
         data = yaml.safe_load(text)

@@ -24,6 +24,8 @@ def load_file(path: str | Path) -> dict:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise TaoError(f"cannot read job spec {p}: {exc.strerror}", exit_code=2) from None
+    except UnicodeDecodeError:
+        raise TaoError(f"job spec {p} is not UTF-8 text: pass a YAML or JSON file") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
