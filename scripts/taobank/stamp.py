@@ -110,11 +110,18 @@ def _stamp_text(text: str, rel: str) -> tuple[str, list[Drift]]:
 
 
 def iter_files(paths: Iterable[str | Path], root: Path = BANK_ROOT) -> list[Path]:
-    """Files under ``paths`` (relative to ``root``) that may carry markers; missing paths are skipped."""
+    """Files under ``paths`` (relative to ``root``) that may carry markers.
+
+    A missing default path is skipped (a fork may drop docs/); a missing path the
+    user named is an error, so a typo never passes --check by checking nothing.
+    """
     files: list[Path] = []
     for p in paths:
         path = Path(p)
         path = path if path.is_absolute() else root / path
+        if not path.exists() and p not in DEFAULT_PATHS:
+            raise TaoError(f"{p} does not exist: pass files or folders of the bank (default: {' '.join(DEFAULT_PATHS)})",
+                           exit_code=2)
         if path.is_file():
             files.append(path)
         elif path.is_dir():
@@ -125,6 +132,9 @@ def iter_files(paths: Iterable[str | Path], root: Path = BANK_ROOT) -> list[Path
 
 def stamp(paths: Iterable[str | Path] = DEFAULT_PATHS, *, check: bool = False, root: Path = BANK_ROOT) -> list[Drift]:
     """Rewrite drifted literals (or, with ``check``, only report them). Returns every drift."""
+    # Parse versions.yaml once up front: a missing parser or a broken pin file is one
+    # error, not an "unknown key" drift on every marked line.
+    pins.load()
     all_drifts: list[Drift] = []
     for f in iter_files(paths, root):
         try:
