@@ -43,8 +43,14 @@ def test_single_pod_submit_status_complete_logs(k8s):
     assert final["state"] == "COMPLETE", final
     assert running["state"] in ("RUNNING", "COMPLETE")
     assert final["saved_logs"]  # saved next to the record at the terminal transition
+    k8s.call_log.write_text("")
     logs = k8s.tao("logs", jid)
     assert logs.returncode == 0
+    from taobank import pins  # noqa: PLC0415
+
+    tail = int(pins.resolve("kubernetes.logs_tail"))
+    log_calls = [a for a in k8s.calls() if a[:2] == ["kubectl", "-n"] and "logs" in a]
+    assert log_calls and all(f"--tail={tail}" in a for a in log_calls) and tail > 10  # not kubectl's 10
     # every kubectl call carried the namespace
     for argv in k8s.calls():
         if argv[0] == "kubectl":
