@@ -442,6 +442,12 @@ def logs(job_id: str, *, tail: int | None = None, follow: bool = False) -> tuple
 
 # -- cancel --------------------------------------------------------------------
 
+def delete_options(uid: str) -> dict:
+    """DeleteOptions for cancel: foreground (pods go before the Job) and only the Job with this UID."""
+    return {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Foreground",
+            "preconditions": {"uid": uid}}
+
+
 def cancel(job_id: str) -> dict:
     """Delete the recorded Job (only if its UID matches), its Secrets/Service/ConfigMap; mark CANCELED."""
     rec = records.load(job_id)
@@ -469,8 +475,7 @@ def cancel(job_id: str) -> dict:
     save_final_logs(kube, rec, pods)
     # Server-side precondition: the API deletes only the object with this UID,
     # so a Job re-created under the same name between our read and the delete is safe.
-    body = json.dumps({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Foreground",
-                       "preconditions": {"uid": uid}})
+    body = json.dumps(delete_options(uid))
     res = kube.run("delete", "--raw", f"/apis/batch/v1/namespaces/{kube.namespace}/jobs/{name}", "-f", "-",
                    stdin=body, check=False, what="kubectl delete job")
     if not res.ok:
