@@ -102,7 +102,14 @@ def _create_secret(kube: Kubectl, obj: dict) -> None:
 def capacity_gate(kube: Kubectl, spec: dict) -> str:
     """Free GPUs on schedulable nodes (see :mod:`gates`); returns the figures line."""
     gpus, nodes = int(spec.get("gpus", 1)), int(spec.get("nodes", 1))
-    node_items = kube.items("nodes", what="kubectl get nodes")
+    try:
+        node_items = kube.items("nodes", what="kubectl get nodes")
+    except TaoError as exc:
+        if "Forbidden" not in str(exc) and "forbidden" not in str(exc):
+            raise
+        raise TaoError("the capacity gate may not list nodes"
+                       f"{' (context ' + kube.context + ')' if kube.context else ''}: ask the cluster admin for a "
+                       "ClusterRole with get/list on nodes (submit never launches without the gate)") from None
     res = kube.run("get", "pods", "--all-namespaces", "-o", "json",
                    "--field-selector=status.phase!=Succeeded,status.phase!=Failed", check=False,
                    what="kubectl get pods --all-namespaces")
@@ -127,10 +134,13 @@ def version_gate(kube: Kubectl) -> tuple[int, int]:
 
 
 def permission_gate(kube: Kubectl, resources: list[str]) -> None:
-    missing = [r for r in resources if not kube.can_i("create", r)]
+    """create for every kind; patch too for the kinds made owned by the Job after it exists
+    (without it a Secret or Service would outlive its Job)."""
+    wanted = [("create", r) for r in resources] + [("patch", r) for r in resources if r != "jobs"]
+    missing = [f"{verb} {r}" for verb, r in wanted if not kube.can_i(verb, r)]
     if missing:
         raise TaoError(
-            f"you may not create {', '.join(missing)} in namespace {kube.namespace}"
+            f"you may not {', '.join(missing)} in namespace {kube.namespace}"
             f"{' (context ' + kube.context + ')' if kube.context else ''}: ask for a Role that allows it or pick another namespace"
         )
 
@@ -254,10 +264,15 @@ def submit(
         raise
     job = render.find(applied, "Job") or {}
     owned = created + [(o["kind"].lower(), o["metadata"]["name"]) for o in applied if o.get("kind") in ("Service", "ConfigMap")]
-    _own(kube, job, owned)
+    out = _record_launch(kube, jid, job, owned, gate, reconciled=False)  # the Job exists: bind it first
+    try:
+        _own(kube, job, owned)
+    except TaoError as exc:
+        raise TaoError(f"Job {out['backend_ref']} is launched (record {jid}) but its Secret/Service could not be "
+                       f"made owned by it ({exc}): run tao_k8s.py cancel {jid} when done, or they outlive the Job") from None
     if config:
         _verify_config(kube, applied)
-    return _record_launch(kube, jid, job, owned, gate, reconciled=False)
+    return out
 
 
 def _adopt(kube: Kubectl, rec: dict, job: dict, spec: dict, creds: dict, ngc_key: str | None, config: dict | None) -> dict:

@@ -334,3 +334,57 @@ def test_ngc_pull_secret_from_env_on_stdin(k8s):
     missing = k8s.tao("submit", *BASE, "--command", "true", "--gpus", "0", "--ngc-pull-secret", check=False,
                       env={"NGC_KEY": ""})
     assert missing.returncode == 1 and "NGC_KEY" in missing.stderr
+
+
+def _token_kubeconfig(k8s, tmp_path, sa: str, rules: list[dict], read_nodes: bool = True) -> str:
+    """A kubeconfig for a ServiceAccount bound to a Role with exactly ``rules`` in the jobs namespace
+    (plus, with ``read_nodes``, a ClusterRole to list nodes, as the capacity gate needs)."""
+    rbac = "rbac.authorization.k8s.io"
+    subject = [{"kind": "ServiceAccount", "name": sa, "namespace": NAMESPACE}]
+    role = {"apiVersion": f"{rbac}/v1", "kind": "Role", "metadata": {"name": sa}, "rules": rules}
+    binding = {"apiVersion": f"{rbac}/v1", "kind": "RoleBinding", "metadata": {"name": sa},
+               "roleRef": {"apiGroup": rbac, "kind": "Role", "name": sa}, "subjects": subject}
+    objs = [{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa}}, role, binding]
+    if read_nodes:
+        objs += [{"apiVersion": f"{rbac}/v1", "kind": "ClusterRole", "metadata": {"name": f"{sa}-nodes"},
+                  "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]}]},
+                 {"apiVersion": f"{rbac}/v1", "kind": "ClusterRoleBinding", "metadata": {"name": f"{sa}-nodes"},
+                  "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": f"{sa}-nodes"}, "subjects": subject}]
+    k8s.kubectl("apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
+    token = k8s.kubectl("create", "token", sa, "--duration=10m").stdout.strip()
+    cfg = json.loads(k8s.kubectl("config", "view", "--raw", "--minify", "-o", "json").stdout)
+    cluster = cfg["clusters"][0]
+    kc = {"apiVersion": "v1", "kind": "Config", "clusters": [cluster],
+          "users": [{"name": sa, "user": {"token": token}}],
+          "contexts": [{"name": sa, "context": {"cluster": cluster["name"], "user": sa, "namespace": NAMESPACE}}],
+          "current-context": sa}
+    path = tmp_path / f"{sa}.kubeconfig"
+    path.write_text(json.dumps(kc))
+    path.chmod(0o600)
+    return str(path)
+
+
+def test_user_who_may_create_but_not_patch_secrets_is_refused_before_the_record(k8s, tmp_path):
+    """Owning the Secret needs a patch after the Job exists: without it the Secret would outlive the Job."""
+    all_verbs = ["get", "list", "watch", "create", "delete"]
+    rules = [{"apiGroups": ["batch"], "resources": ["jobs"], "verbs": all_verbs + ["patch"]},
+             {"apiGroups": [""], "resources": ["secrets"], "verbs": all_verbs},
+             {"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": ["get", "list"]}]
+    kc = _token_kubeconfig(k8s, tmp_path, "tao-nopatch", rules)
+    proc = k8s.tao("submit", *BASE, "--command", "true", "--gpus", "0", "--secret-env", "HF_TOKEN", check=False,
+                   env={"KUBECONFIG": kc, "HF_TOKEN": "hf_" + secrets.token_hex(8)})
+    assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr + proc.stdout
+    assert "patch secrets" in proc.stderr, proc.stderr
+    assert not list(__import__("pathlib").Path(k8s.env["TAO_STATE_DIR"]).glob("*.json"))
+    made = [a for a in k8s.calls() if a[:1] == ["kubectl"] and "auth" not in a and "--dry-run=server" not in a
+            and ("create" in a or "apply" in a)]
+    assert not made
+
+
+def test_user_who_may_not_list_nodes_gets_one_actionable_line(k8s, tmp_path):
+    rules = [{"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "create", "delete", "patch"]}]
+    kc = _token_kubeconfig(k8s, tmp_path, "tao-nonodes", rules, read_nodes=False)
+    proc = k8s.tao("submit", *BASE, "--command", "true", "--gpus", "0", check=False, env={"KUBECONFIG": kc})
+    assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr + proc.stdout
+    assert "capacity gate" in proc.stderr and "list nodes" in proc.stderr, proc.stderr
+    assert not list(__import__("pathlib").Path(k8s.env["TAO_STATE_DIR"]).glob("*.json"))
