@@ -24,6 +24,14 @@ def test_single_node_directives_and_container_line():
     inp = make()
     text = render.render(inp)
     assert render.parse_directives(text) == render.intended_directives(inp)
+    # The intended list is computed by the same code: pin the literal lines too.
+    assert [line for line in text.splitlines() if line.startswith("#SBATCH")] == [
+        "#SBATCH --job-name=dino-train-1a2b3c4d",
+        "#SBATCH --output=/lustre/me/jobs/dino-train-1a2b3c4d/slurm-logs/%x-%j/main.out",
+        "#SBATCH --error=/lustre/me/jobs/dino-train-1a2b3c4d/slurm-logs/%x-%j/main.err",
+        "#SBATCH --open-mode=append", "#SBATCH --export=ALL", "#SBATCH --partition=local",
+        "#SBATCH --nodes=1", "#SBATCH --ntasks-per-node=1", "#SBATCH --cpus-per-task=1",
+        "#SBATCH --gres=gpu:2", "#SBATCH --time=240", "#SBATCH --requeue"]
     assert "#SBATCH --output=/lustre/me/jobs/dino-train-1a2b3c4d/slurm-logs/%x-%j/main.out" in text
     assert "#SBATCH --error=/lustre/me/jobs/dino-train-1a2b3c4d/slurm-logs/%x-%j/main.err" in text
     assert "'--container-image=nvcr.io#nvidia/tao/tao-toolkit:7.1.0-pyt' --container-mounts=/lustre" in text
