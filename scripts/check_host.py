@@ -17,6 +17,7 @@ from importlib import metadata
 
 from taobank import BANK_ROOT, pins
 from taobank.cli import print_json, run_main
+from taobank.errors import MissingDependency
 from taobank.run import run
 
 _REQ = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?:>=\s*([0-9][0-9A-Za-z.]*))?")
@@ -36,9 +37,26 @@ def _check(name: str, ok: bool, found: str, need: str, fix: str) -> dict:
     return {"name": name, "ok": ok, "found": found, "need": need, "fix": "" if ok else fix}
 
 
+def _minimum(key: str) -> str | None:
+    """A minimum from versions.yaml, or None while pyyaml itself is missing.
+
+    This is the first thing a fresh host runs: without pyyaml it must still list
+    every gap (the package rows say what to install), not stop at the first one.
+    """
+    try:
+        return str(pins.resolve(key))
+    except MissingDependency:
+        return None
+
+
+_UNREAD = "minimum not checked until pyyaml is installed"
+
+
 def check_python() -> dict:
-    need = str(pins.resolve("tools.python_min"))
+    need = _minimum("tools.python_min")
     found = ".".join(str(p) for p in sys.version_info[:3])
+    if need is None:
+        return _check("python3", True, found, _UNREAD, "")
     return _check("python3", at_least(found, need), found, f">= {need}", f"install Python >= {need} and run the helpers with it")
 
 
@@ -62,23 +80,28 @@ def check_requirements() -> list[dict]:
 
 
 def check_kubectl() -> dict:
-    need = str(pins.resolve("tools.kubectl_min"))
+    need = _minimum("tools.kubectl_min")
     fix = "install kubectl (https://kubernetes.io/docs/tasks/tools/) and put it on PATH"
     if not shutil.which("kubectl"):
-        return _check("kubectl", False, "not on PATH", f">= {need}", fix)
+        return _check("kubectl", False, "not on PATH", f">= {need or '(see versions.yaml)'}", fix)
     res = run(["kubectl", "version", "--client", "-o", "json"], check=False, timeout=20)
     m = re.search(r'"gitVersion"\s*:\s*"v?([^"]+)"', res.stdout)
     found = m.group(1) if m else "unknown"
+    if need is None:
+        return _check("kubectl", True, found, _UNREAD, "")
     return _check("kubectl", bool(m) and at_least(found, need), found, f">= {need}", f"upgrade kubectl to >= {need}")
 
 
 def check_ssh() -> dict:
-    need = str(pins.resolve("tools.openssh_min"))
+    need = _minimum("tools.openssh_min")
     if not shutil.which("ssh"):
-        return _check("ssh", False, "not on PATH", f"OpenSSH >= {need}", "install the OpenSSH client (apt-get install openssh-client)")
+        return _check("ssh", False, "not on PATH", f"OpenSSH >= {need or '(see versions.yaml)'}",
+                      "install the OpenSSH client (apt-get install openssh-client)")
     res = run(["ssh", "-V"], check=False, timeout=20)
     m = re.search(r"OpenSSH_([0-9][0-9.p]*)", res.stderr + res.stdout)
     found = m.group(1) if m else "unknown"
+    if need is None:
+        return _check("ssh", True, found, _UNREAD, "")
     return _check("ssh", bool(m) and at_least(found, need), found, f"OpenSSH >= {need}", f"upgrade the OpenSSH client to >= {need}")
 
 

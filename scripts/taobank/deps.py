@@ -5,19 +5,19 @@ import importlib
 import sys
 from types import ModuleType
 
-from .errors import TaoError
+from .errors import MissingDependency
 
 # import name -> pip distribution name
 _PIP_NAMES = {"yaml": "pyyaml", "jsonschema": "jsonschema", "jinja2": "jinja2"}
 
 
 def require(module: str) -> ModuleType:
-    """Import ``module`` or raise a TaoError naming the pip package to install."""
+    """Import ``module`` or raise MissingDependency (a TaoError) naming the pip package to install."""
     try:
         return importlib.import_module(module)
     except ImportError:
         pip_name = _PIP_NAMES.get(module, module)
-        raise TaoError(
+        raise MissingDependency(
             f"missing Python dependency '{pip_name}': run "
             f"'{sys.executable} -m pip install {pip_name}' "
             f"(or pip install -r requirements.txt in the bank)"

@@ -20,3 +20,7 @@ class UsageError(TaoError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, exit_code=2)
+
+
+class MissingDependency(TaoError):
+    """A third-party Python package the helper needs is not installed (see :mod:`taobank.deps`)."""

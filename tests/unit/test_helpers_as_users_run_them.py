@@ -67,7 +67,6 @@ NEEDS = [
     (["stamp_versions.py", "--check"], "pyyaml"),
     (["stamp_versions.py", "--check", str(BANK / "skills")], "pyyaml"),
     (["lint_skills.py"], "pyyaml"),
-    (["check_host.py", "--platform", "slurm"], "pyyaml"),
     (["render_k8s_job.py", "--spec", "SPEC"], "pyyaml"),
     (["render_sbatch.py", "--spec", "SPEC"], "pyyaml"),
     (["tao_k8s.py", "submit", "--spec", "SPEC"], "pyyaml"),
@@ -84,6 +83,16 @@ def test_missing_dependency_is_one_line_naming_the_package(bare_python, spec_fil
     assert len(lines) == 1 and lines[0].startswith("error: missing Python dependency"), r.stderr
     assert f"pip install {package}" in lines[0]
     assert "drift:" not in r.stdout  # a missing parser is not a pin drift
+
+
+def test_host_preflight_on_a_bare_python_lists_every_gap(bare_python, tmp_path):
+    """check_host.py is what a fresh host runs first: it must report the missing packages, not die on them."""
+    r = run([bare_python, str(SCRIPTS / "check_host.py"), "--platform", "slurm"], cwd=tmp_path)
+    assert r.returncode == 1 and r.stderr == "" and "Traceback" not in r.stderr, r.stderr
+    missing = [ln.split()[1] for ln in r.stdout.splitlines() if ln.startswith("MISSING: ")]
+    assert {"pyyaml", "jsonschema", "jinja2"} <= set(missing), r.stdout
+    assert any(ln.startswith(("OK: ssh ", "MISSING: ssh ")) for ln in r.stdout.splitlines()), r.stdout
+    assert any(ln.startswith("OK: python3 ") for ln in r.stdout.splitlines()), r.stdout
 
 
 def test_job_record_reads_need_no_dependency(bare_python, state_dir, tmp_path):
