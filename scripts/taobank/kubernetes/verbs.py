@@ -278,6 +278,13 @@ def submit(
 def _adopt(kube: Kubectl, rec: dict, job: dict, spec: dict, creds: dict, ngc_key: str | None, config: dict | None) -> dict:
     """A resumed submit found its Job: re-own its objects and bind the record; never create a second Job."""
     jid = rec["id"]
+    # credentials given again: (re)create the per-job Secrets (one deleted by hand leaves the pod in
+    # CreateContainerConfigError); the object names are the ones the Job already references
+    ns = kube.namespace
+    if creds:
+        _create_secret(kube, _secret_object(render.cred_secret_name(jid), ns, jid, creds))
+    if ngc_key:
+        _create_secret(kube, _pull_secret_object(render.pull_secret_name(jid), ns, jid, ngc_key))
     owned: list[tuple[str, str]] = []
     for kind in ("secret", "service", "configmap"):
         for obj in kube.items(kind + "s", "-l", f"{JOB_LABEL}={jid}"):

@@ -388,3 +388,20 @@ def test_user_who_may_not_list_nodes_gets_one_actionable_line(k8s, tmp_path):
     assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr + proc.stdout
     assert "capacity gate" in proc.stderr and "list nodes" in proc.stderr, proc.stderr
     assert not list(__import__("pathlib").Path(k8s.env["TAO_STATE_DIR"]).glob("*.json"))
+
+
+def test_resubmit_with_job_id_recreates_a_missing_credential_secret(k8s):
+    """troubleshooting.md: CreateContainerConfigError (the Secret is gone) -> re-run submit with --job-id."""
+    token = "hf_" + secrets.token_hex(8)
+    out = k8s.submit(*BASE, "--command", "true", "--gpus", "0", "--secret-env", "HF_TOKEN",
+                     *ann(lk.KEEP_RUNNING_ANNOTATION, "true"), env={"HF_TOKEN": token})
+    name = f"tao-creds-{out['name']}"
+    k8s.kubectl("delete", "secret", name, "--wait=true")
+    again = k8s.submit(*BASE, "--command", "true", "--gpus", "0", "--secret-env", "HF_TOKEN", "--job-id", out["id"],
+                       env={"HF_TOKEN": token})
+    assert again["reconciled"] is True and again["uid"] == out["uid"]
+    sec = k8s.kjson("get", "secret", name)
+    assert base64.b64decode(sec["data"]["HF_TOKEN"]).decode() == token
+    assert sec["metadata"]["ownerReferences"][0]["uid"] == out["uid"]
+    assert token not in k8s.call_log.read_text()
+    assert len(k8s.kjson("get", "jobs", "-l", f"tao-job-id={out['id']}")["items"]) == 1
