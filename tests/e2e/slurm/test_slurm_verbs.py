@@ -496,3 +496,33 @@ def test_connection_dropped_during_sbatch_is_reconciled_without_a_duplicate(slur
     assert ssh.STATS["connections"] >= 1  # a fresh connection after the drop
     assert verbs.find_by_name(conn, rec["id"]) == [rec["backend"]["slurm_job_id"]]
     assert wait_state(rec["id"])["state"] == "COMPLETE"
+
+
+def test_agent_socket_instead_of_a_key_file(slurm_env, monkeypatch):
+    """SSH_AUTH_SOCK (advanced alternative): no SSH_KEY_PATH, the key only in an agent."""
+    import signal
+    import tempfile
+
+    short = tempfile.mkdtemp(prefix="tao-agent-", dir="/tmp")  # socket paths are limited to ~104 chars
+    os.chmod(short, 0o700)
+    sock = os.path.join(short, "agent")
+    out = subprocess.run(["ssh-agent", "-a", sock], capture_output=True, text=True, check=True).stdout
+    pid = int(out.split("SSH_AGENT_PID=")[1].split(";")[0])
+    try:
+        monkeypatch.delenv("TAO_SSH_CONFIG")  # its IdentityFile would log in without the agent
+        monkeypatch.delenv("SSH_KEY_PATH")
+        monkeypatch.setenv("TAO_SSH_CONTROL_DIR", os.path.join(short, "ctl"))  # no master to reuse
+        user = slurm_env["env"]["SLURM_USER"]
+        monkeypatch.setenv("SLURM_HOSTNAME", f"{user}@127.0.0.1:22022")
+        monkeypatch.setenv("SSH_AUTH_SOCK", sock)
+        with pytest.raises(TaoError, match="no SLURM login host answered"):
+            Connection().remote(["true"])  # the agent is empty: nothing else can log in
+        env = dict(os.environ, SSH_AUTH_SOCK=sock)
+        subprocess.run(["ssh-add", slurm_env["env"]["SSH_KEY_PATH"]], env=env, capture_output=True, check=True)
+        conn = Connection()
+        assert conn.remote(["id", "-un"]).stdout.strip() == user
+        conn.close()
+    finally:
+        os.kill(pid, signal.SIGTERM)
+        import shutil
+        shutil.rmtree(short, ignore_errors=True)
