@@ -129,3 +129,28 @@ def test_preflight_passes_for_a_user_who_may_not_read_namespaces(env):
     assert user_kc, "local cluster env lacks TAO_LOCAL_K8S_USER_KUBECONFIG"
     proc = run(blocks()["preflight"], {**env, "KUBECONFIG": user_kc}, timeout=60)
     assert proc.returncode == 0 and "OK: cluster reachable" in proc.stdout, proc.stdout + proc.stderr
+
+
+KUBECTL_CALL = re.compile(r'(?:^|[|;&(]|\$\(|\bthen|\|\|)\s*kubectl\s+(?!config\b)(.*)')
+
+
+def test_every_kubectl_in_the_skill_docs_carries_namespace_and_context():
+    """Pitfall: namespace/context documented but not passed. Every cluster call in a bash block of the
+    skill (SKILL.md and references, except the local-cluster guide) carries -n "$NS" and "${KCTX[@]}"."""
+    from taobank.skill_lint import code_blocks  # noqa: PLC0415
+
+    docs = [SKILL] + [p for p in sorted((SKILL.parent / "references").glob("*.md")) if p.name != "local-cluster.md"]
+    seen, bad = 0, []
+    for doc in docs:
+        for b in code_blocks(doc.read_text(encoding="utf-8")):
+            if b.lang != "bash":
+                continue
+            for n, line in enumerate(b.lines):
+                code = line.split(" #", 1)[0]
+                if code.strip().startswith("echo "):  # a hint printed for the user, not a call
+                    continue
+                for _ in KUBECTL_CALL.finditer(code):
+                    seen += 1
+                    if '"${KCTX[@]}"' not in code or '-n "$NS"' not in code:
+                        bad.append(f"{doc.name}:{b.start + n}: {line.strip()}")
+    assert seen >= 3 and not bad, bad
