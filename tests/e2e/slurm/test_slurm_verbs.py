@@ -526,3 +526,41 @@ def test_agent_socket_instead_of_a_key_file(slurm_env, monkeypatch):
         os.kill(pid, signal.SIGTERM)
         import shutil
         shutil.rmtree(short, ignore_errors=True)
+
+
+def test_bad_inputs_are_one_line_and_leave_nothing_behind(slurm_env, tmp_path):
+    """What a careless user gets from the CLI: one 'error:' line naming the fix,
+    no record, no job folder on the cluster, nothing in squeue."""
+    env0 = dict(os.environ, NGC_KEY=SECRET)
+    lustre = slurm_env["env"]["TAO_LOCAL_LUSTRE_ROOT"]
+    jobs = Path(slurm_env["env"]["SLURM_BASE_RESULTS_DIR"]) / "jobs"
+    before = set(os.listdir(jobs)) if jobs.exists() else set()
+    cli = [sys.executable, os.path.join(BANK, "scripts", "tao_slurm.py"), "submit", "--spec"]
+
+    def spec(**kw):
+        p = tmp_path / f"s{len(list(tmp_path.iterdir()))}.json"
+        p.write_text(json.dumps(base_spec(secrets=["NGC_KEY"], **kw)))
+        return str(p)
+
+    no_user = {k: v for k, v in env0.items() if k != "SLURM_USER"}
+    no_part = {k: v for k, v in env0.items() if k != "SLURM_PARTITION"}
+    no_key = {k: v for k, v in env0.items() if k != "NGC_KEY"}
+    refused = dict(env0, SLURM_HOSTNAME="tao-slurm-refused")
+    typo = tmp_path / "typo.json"
+    typo.write_text(json.dumps({**base_spec(), "num_gpu": 2}))
+    cases = [
+        (no_user, spec(), "SLURM_USER is not set: export SLURM_USER="),
+        (refused, spec(), "no SLURM login host answered over passwordless SSH (tao-slurm-refused: "),
+        (env0, spec(dataset={"root": f"lustre://{lustre}/datasets/absent"}), "missing on the cluster"),
+        (env0, spec(dataset={"root": "/home/me/data"}), "is a local path"),
+        (no_part, spec(time_hours=6), "exceeds the 4 h limit of the packaged default partitions"),
+        (env0, str(typo), "'num_gpu' was unexpected"),
+        (no_key, spec(), "secret NGC_KEY is listed but not set in your environment"),
+    ]
+    for env, path, fragment in cases:
+        r = subprocess.run(cli + [path], env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 1 and r.stdout == "", (fragment, r.stdout, r.stderr)
+        assert r.stderr.startswith("error: ") and r.stderr.count("\n") == 1 and fragment in r.stderr, r.stderr
+        assert SECRET not in r.stderr
+    assert records.list_records() == []
+    assert (set(os.listdir(jobs)) if jobs.exists() else set()) == before
