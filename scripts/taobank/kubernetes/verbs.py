@@ -477,11 +477,18 @@ def cancel(job_id: str) -> dict:
         return {"id": job_id, "state": rec["state"], "deleted": False,
                 "message": f"already {rec['state']}: nothing to cancel"}
     b = rec.get("backend") or {}
-    if not rec.get("backend_ref") or not b.get("uid"):
-        rec = records.mark(job_id, "CANCELED", message="canceled before launch")
-        return {"id": job_id, "state": "CANCELED", "deleted": False, "message": "never launched: record canceled"}
     kube = Kubectl.for_record(rec)
-    name, uid = b["name"], b["uid"]
+    name, uid = b.get("name"), b.get("uid")
+    if not rec.get("backend_ref") or not uid:
+        # an interrupted submit may have created its Secret and even its Job before binding the record:
+        # find them by the job-id label (the id is random, so the label is ours)
+        found = _find_jobs(kube, job_id)
+        if not found:
+            kube.run("delete", "secret,service,configmap", "-l", f"{JOB_LABEL}={job_id}", "--ignore-not-found",
+                     "--wait=false", what="kubectl delete secret,service,configmap")
+            rec = records.mark(job_id, "CANCELED", message="canceled before launch")
+            return {"id": job_id, "state": "CANCELED", "deleted": False, "message": "never launched: record canceled"}
+        name, uid = found[0]["metadata"]["name"], found[0]["metadata"]["uid"]
     job = kube.json("get", "job", name, "--ignore-not-found", what="kubectl get job")
     if not job or job["metadata"].get("uid") != uid:
         other = " (a Job with that name but another UID exists and was left alone)" if job else ""

@@ -405,3 +405,30 @@ def test_resubmit_with_job_id_recreates_a_missing_credential_secret(k8s):
     assert sec["metadata"]["ownerReferences"][0]["uid"] == out["uid"]
     assert token not in k8s.call_log.read_text()
     assert len(k8s.kjson("get", "jobs", "-l", f"tao-job-id={out['id']}")["items"]) == 1
+
+
+def test_cancel_of_an_interrupted_submit_deletes_its_job_and_secret(k8s):
+    """Submit killed after apply but before the record was bound (no backend_ref/uid): cancel must still find
+    the Job and Secret by the job-id label, not just mark the record and leave the GPUs held."""
+    opened = subprocess.run([sys.executable, str(BANK / "scripts" / "tao_job_record.py"), "open", "--platform",
+                             "kubernetes", "--image", BUSYBOX, "--network-arch", "dino", "--action", "train",
+                             "--storage-tier", "A", "--results-dir", "/results", "--meta", f"namespace={NAMESPACE}"],
+                            capture_output=True, text=True, env=k8s.env, check=True)
+    jid = opened.stdout.strip()
+    k8s.ids.append(jid)
+    rendered = subprocess.run([sys.executable, str(BANK / "scripts" / "render_k8s_job.py"), "--image", BUSYBOX,
+                               "--command", "sleep 1000", "--gpus", "0", "--job-id", jid, "--namespace", NAMESPACE,
+                               "--cred-secret", f"tao-creds-{jid}", *ann(lk.KEEP_RUNNING_ANNOTATION, "true")],
+                              capture_output=True, text=True, env=k8s.env, check=True).stdout
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"tao-creds-{jid}", "labels": {"tao-job-id": jid}},
+              "stringData": {"HF_TOKEN": "x"}}
+    k8s.kubectl("create", "-f", "-", stdin=json.dumps(secret))
+    k8s.kubectl("create", "-f", "-", stdin=rendered)
+    assert not k8s.record(jid).get("backend_ref")
+    res = json.loads(k8s.tao("cancel", jid, "--json").stdout)
+    assert res["state"] == "CANCELED" and res["deleted"] is True, res
+    end = time.time() + 30
+    while k8s.kubectl("get", "jobs,secrets", "-l", f"tao-job-id={jid}", "-o", "name").stdout.strip():
+        assert time.time() < end, "the interrupted submit's Job/Secret outlived the cancel"
+        time.sleep(1)
+    assert k8s.record(jid)["state"] == "CANCELED"
