@@ -119,8 +119,9 @@ def submit(spec: Mapping[str, Any], *, conn: Connection | None = None, env: Mapp
     s = p["spec"]
     rec = records.open_record(
         PLATFORM, p["image"] or "none", s["network_arch"], s["action"], "A", _results_placeholder(p["base"]),
-        backend={"backend_type": "slurm", "partition": p["resources"].partition,
-                 "cluster_name": s.get("cluster_name"), "container_runtime": p["runtime"]})
+        backend={k: v for k, v in {"backend_type": "slurm", "partition": p["resources"].partition,
+                                   "cluster_name": s.get("cluster_name"), "container_runtime": p["runtime"]}.items()
+                 if v is not None})  # an unset cluster_name is absent, not "None"
     job_id = rec["id"]
     try:
         return _stage_and_sbatch(conn, p, rec, image)
@@ -396,7 +397,8 @@ def resubmit(conn: Connection, failed: dict) -> dict:
     b = failed["backend"]
     rec = records.open_record(PLATFORM, failed["image"], failed["network_arch"], failed["action"],
                               failed.get("storage_tier") or "A", failed["results_dir"], retry_of=failed["id"],
-                              backend={k: b.get(k) for k in ("backend_type", "partition", "cluster_name", "container_runtime")})
+                              backend={k: b[k] for k in ("backend_type", "partition", "cluster_name", "container_runtime")
+                                       if b.get(k) is not None})
     backend = {k: b[k] for k in ("job_dir", "results_dir", "script", "staged_secrets") if k in b}
     backend.update({"job_name": rec["id"], "login_host": conn.host.entry if conn.host else b.get("login_host")})
     records.mark(rec["id"], "PENDING", message=f"infrastructure retry of {failed['id']}", backend=backend)

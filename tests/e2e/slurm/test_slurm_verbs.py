@@ -90,6 +90,8 @@ def test_cli_text_and_json_carry_the_same_data_and_name_the_real_results_dir(slu
     b = rec["backend"]
     results = f"{rec['results_dir']}/{job}"
     assert b["results_dir"] == results  # record: parent; backend: the job's own folder
+    assert b["backend_type"] == "slurm" and b["partition"] == slurm_env["env"]["SLURM_PARTITION"]
+    assert "cluster_name" not in b  # not given: absent (show printed "None")
     assert f"results: {results}" in text.splitlines()
     assert f"TAO_API_RESULTS_DIR={rec['results_dir']}" in text  # the parent, id not appended
     assert f"as SLURM job {b['slurm_job_id']} on {b['login_host']}" in text and f"job_dir: {b['job_dir']}" in text
