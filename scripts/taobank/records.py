@@ -303,8 +303,9 @@ def open_record(
         "created_at": now,
         "updated_at": now,
     }
-    if _clean_text(rec["image"]) != rec["image"]:
-        raise TaoError("image looks like it carries a credential: give the bare image reference")
+    for field in ("image", "network_arch", "action"):  # stored as given (and arch/action shape the id)
+        if _clean_text(rec[field]) != rec[field]:
+            raise TaoError(f"{field} looks like it carries a credential: give the bare value, never a secret")
     for _ in range(_MAX_MINT_TRIES):
         rec["id"] = names.mint_job_id(rec["network_arch"], rec["action"])
         if _create(rec["id"], rec):

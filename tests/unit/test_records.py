@@ -201,6 +201,17 @@ def test_secret_in_message_is_redacted(state_dir):
     assert rec["backend"]["cred_secret"] == "tao-creds-abc"
 
 
+@pytest.mark.parametrize("field", ["network_arch", "action", "image"])
+def test_secret_shaped_open_fields_are_refused(state_dir, field):
+    token = "ghp_" + "a1B2" * 10
+    kw = {"platform": "slurm", "image": "nvcr.io/x:1", "network_arch": "dino", "action": "train",
+          "storage_tier": "A", "results_dir": "/r"}
+    kw[field] = f"HF_TOKEN={token}" if field == "action" else token
+    with pytest.raises(TaoError, match=f"{field} looks like it carries a credential"):
+        records.open_record(**kw)
+    assert list(state_dir.glob("*.json")) == []
+
+
 def test_backend_merge_and_ref_binding(state_dir):
     rid = _at("PENDING")
     records.mark(rid, "RUNNING", backend_ref="ns/job", backend={"uid": "u1", "namespace": "ns"})
