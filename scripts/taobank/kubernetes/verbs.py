@@ -402,8 +402,9 @@ def status_records(recs: list[dict], *, source: str = "poller") -> list[dict]:
 
 def _update(kube: Kubectl, rec: dict, entry: dict | None, source: str) -> dict:
     if not rec.get("backend_ref"):
-        return {"id": rec["id"], "state": rec["state"], "observed": None,
-                "message": "not launched (no backend_ref): run submit --job-id " + rec["id"]}
+        return {"id": rec["id"], "state": rec["state"], "observed": None, "err_class": rec.get("err_class"),
+                "reason": "NotLaunched", "message": "not launched (no backend_ref): run submit --job-id " + rec["id"],
+                "backend_ref": None, "pods": [], "exit_code": None, "saved_logs": None}
     obs, pods = _observe_record(kube, rec, entry)
     was = rec["state"]
     new = smap.next_state(was, obs.state)

@@ -432,3 +432,18 @@ def test_cancel_of_an_interrupted_submit_deletes_its_job_and_secret(k8s):
         assert time.time() < end, "the interrupted submit's Job/Secret outlived the cancel"
         time.sleep(1)
     assert k8s.record(jid)["state"] == "CANCELED"
+
+
+def test_status_json_of_an_unlaunched_record_has_the_same_fields(k8s):
+    opened = subprocess.run([sys.executable, str(BANK / "scripts" / "tao_job_record.py"), "open", "--platform",
+                             "kubernetes", "--image", BUSYBOX, "--network-arch", "dino", "--action", "train",
+                             "--storage-tier", "A", "--results-dir", "/results", "--meta", f"namespace={NAMESPACE}"],
+                            capture_output=True, text=True, env=k8s.env, check=True)
+    jid = opened.stdout.strip()
+    out = k8s.submit(*BASE, "--command", "true", "--gpus", "0", *ann(lk.KEEP_RUNNING_ANNOTATION, "true"))
+    launched = k8s.status(out["id"])
+    unlaunched = k8s.status(jid)
+    assert set(unlaunched) == set(launched), (sorted(unlaunched), sorted(launched))
+    assert unlaunched["state"] == "PENDING" and f"submit --job-id {jid}" in unlaunched["message"]
+    text = k8s.tao("status", jid).stdout.strip()
+    assert text == f"{jid} PENDING: {unlaunched['message']}"
