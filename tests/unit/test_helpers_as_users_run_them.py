@@ -35,6 +35,14 @@ def test_help_from_another_folder_by_path_and_by_python3(script, tmp_path):
         assert r.returncode == 0 and r.stdout.strip() and "Traceback" not in r.stderr, (argv, r.stderr)
 
 
+@pytest.mark.parametrize("script", HELPERS)
+def test_help_imports_no_heavy_dependency(script, tmp_path):
+    """Helpers run many times per job: --help (and argument parsing) must not import yaml/jsonschema/jinja2."""
+    r = run([sys.executable, "-X", "importtime", str(SCRIPTS / script), "--help"], cwd=tmp_path)
+    heavy = [ln for ln in r.stderr.splitlines() if ln.rsplit("|", 1)[-1].strip() in ("yaml", "jsonschema", "jinja2")]
+    assert r.returncode == 0 and heavy == [], heavy
+
+
 # ------------------------------------------------------------------ without pyyaml/jsonschema/jinja2
 
 @pytest.fixture(scope="module")
