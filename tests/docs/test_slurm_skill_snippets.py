@@ -67,3 +67,12 @@ def test_submit_cancel_blocks(session):
     res = session(["submit", "cancel"], spec)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "CANCELED" in res.stdout
+
+
+def test_failed_submit_block_prints_one_line_and_stops(session):
+    """A refused submit must reach the user as the helper's one line, not a JSON traceback,
+    and the snippets after it must not run with an empty JOB_ID."""
+    spec = dict(SPEC, command=["true"], dataset={"root": "/home/me/data"})
+    res = session(["submit", "status"], spec)
+    assert res.returncode == 1 and res.stdout == "", res.stdout
+    assert res.stderr.startswith("error: dataset '/home/me/data' is a local path") and res.stderr.count("\n") == 1, res.stderr
