@@ -132,8 +132,8 @@ def submit(spec: Mapping[str, Any], *, conn: Connection | None = None, env: Mapp
         cb = cur.get("backend") or {}
         if cur["state"] not in ("COMPLETE", "ERROR", "CANCELED") and not cb.get("slurm_job_id"):
             records.mark(job_id, "ERROR", message=f"submit failed: {exc}", err_class="ERR_PROGRAM")
-            if cb.get("staged_secrets") and cb.get("job_dir"):  # no job will ever source them
-                creds = posixpath.join(cb["job_dir"], storage.CREDS_FILE)
+            if cb.get("staged_secrets") and _job_dir(cb):  # no job will ever source them
+                creds = posixpath.join(_job_dir(cb), storage.CREDS_FILE)
                 try:
                     conn.script(remote.REMOVE, [creds], what="remove credentials")
                 except TaoError:
@@ -178,15 +178,21 @@ def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: 
             "results_dir": results, "secrets": sorted(p["secrets"])}
     files = _staged_files(p, job_id, jdir, results, script, meta)
     conn.script(remote.STAGE, [jdir, results], stdin=storage.bundle(files), what="stage job dir")
-    backend = {"job_dir": jdir, "results_dir": results, "script": posixpath.join(jdir, script_rel),
+    # job_dir is runtime metadata: written with slurm_job_id once sbatch answered (never before).
+    backend = {"staged_dir": jdir, "results_dir": results, "script": posixpath.join(jdir, script_rel),
                "login_host": conn.host.entry, "job_name": job_id,
                "staged_secrets": bool(p["secrets"])}
     records.mark(job_id, "PENDING", message="staged; submitting", backend=backend)
     return sbatch_record(conn, job_id)
 
 
+def _job_dir(backend: Mapping[str, Any]) -> str | None:
+    """The job folder: ``job_dir`` once sbatch answered, ``staged_dir`` before."""
+    return backend.get("job_dir") or backend.get("staged_dir")
+
+
 def _log_dir(backend: Mapping[str, Any], name: str, jid: str) -> str:
-    return posixpath.join(backend["job_dir"], storage.LOG_DIR, f"{name}-{jid}")
+    return posixpath.join(_job_dir(backend), storage.LOG_DIR, f"{name}-{jid}")
 
 
 def find_by_name(conn: Connection, name: str) -> list[str]:
@@ -209,7 +215,7 @@ def sbatch_record(conn: Connection, job_id: str) -> dict:
     if b.get("slurm_job_id"):
         return rec
     name = b.get("job_name") or job_id
-    log_root = posixpath.join(b["job_dir"], storage.LOG_DIR)
+    log_root = posixpath.join(_job_dir(b), storage.LOG_DIR)
     found = find_by_name(conn, name)
     if found:
         jid = found[-1]
@@ -239,7 +245,8 @@ def sbatch_record(conn: Connection, job_id: str) -> dict:
             how = f"sbatch answer lost; reconciled to SLURM job {jid} by name"
         else:
             how = f"submitted as SLURM job {jid}"
-    backend = {"slurm_job_id": jid, "log_dir": _log_dir(b, name, jid), "login_host": conn.host.entry}
+    backend = {"slurm_job_id": jid, "job_dir": _job_dir(b), "log_dir": _log_dir(b, name, jid),
+               "login_host": conn.host.entry}
     return records.mark(job_id, "PENDING", backend_ref=f"slurm:{jid}", backend=backend, message=how)
 
 
@@ -263,7 +270,7 @@ def _sbatch_error(text: str) -> str:
 
 # --------------------------------------------------------------------------- status
 def _marker_path(b: Mapping[str, Any]) -> str:
-    return posixpath.join(b["job_dir"], storage.MARKER_FILE)
+    return posixpath.join(_job_dir(b), storage.MARKER_FILE)
 
 
 def _sections(text: str, prefix: str) -> dict[str, str]:
@@ -376,7 +383,7 @@ def status(ids: list[str] | None = None, *, conn: Connection | None = None, retr
                 continue
             chain_continues = False
         if new_state in ("COMPLETE", "ERROR", "CANCELED") and r["backend"].get("staged_secrets") and not chain_continues:
-            cleanup.append(posixpath.join(r["backend"]["job_dir"], storage.CREDS_FILE))
+            cleanup.append(posixpath.join(_job_dir(r["backend"]), storage.CREDS_FILE))
     if cleanup:
         conn.script(remote.REMOVE, cleanup, what="remove credentials")
     return list(out.values())
@@ -399,7 +406,8 @@ def resubmit(conn: Connection, failed: dict) -> dict:
                               failed.get("storage_tier") or "A", failed["results_dir"], retry_of=failed["id"],
                               backend={k: b[k] for k in ("backend_type", "partition", "cluster_name", "container_runtime")
                                        if b.get(k) is not None})
-    backend = {k: b[k] for k in ("job_dir", "results_dir", "script", "staged_secrets") if k in b}
+    backend = {k: b[k] for k in ("results_dir", "script", "staged_secrets") if k in b}
+    backend["staged_dir"] = _job_dir(b)  # the same staged folder; job_dir comes with the new sbatch answer
     backend.update({"job_name": rec["id"], "login_host": conn.host.entry if conn.host else b.get("login_host")})
     records.mark(rec["id"], "PENDING", message=f"infrastructure retry of {failed['id']}", backend=backend)
     try:
@@ -511,7 +519,7 @@ def cancel(job_id: str, *, conn: Connection | None = None) -> dict:
     b = rec.get("backend") or {}
     conn = conn or Connection()
     jid = b.get("slurm_job_id")
-    if not jid and b.get("job_dir"):  # submitted but the answer was lost?
+    if not jid and _job_dir(b):  # submitted but the answer was lost?
         found = find_by_name(conn, b.get("job_name") or job_id)
         jid = found[-1] if found else None
     msg = "cancelled before it reached SLURM"
@@ -523,6 +531,6 @@ def cancel(job_id: str, *, conn: Connection | None = None) -> dict:
             msg = f"SLURM job {jid} was already gone: counted as cancelled"
         else:
             raise TaoError(f"scancel {jid} failed: {last_line(res.stderr)}")
-    if b.get("staged_secrets") and b.get("job_dir"):
-        conn.script(remote.REMOVE, [posixpath.join(b["job_dir"], storage.CREDS_FILE)], what="remove credentials")
+    if b.get("staged_secrets") and _job_dir(b):
+        conn.script(remote.REMOVE, [posixpath.join(_job_dir(b), storage.CREDS_FILE)], what="remove credentials")
     return records.mark(job_id, "CANCELED", message=msg)

@@ -174,7 +174,9 @@ def test_refused_sbatch_leaves_no_credentials_file_behind(slurm_env, monkeypatch
         verbs.submit(base_spec(num_gpus=64, max_num_gpus_per_node=64, secrets=["NGC_KEY"]))
     (rec,) = records.list_records(platform="slurm")
     assert rec["state"] == "ERROR"
-    job_dir = Path(rec["backend"]["job_dir"])  # the local cluster's Lustre is this machine's /srv
+    # Runtime metadata (slurm_job_id, job_dir) is written only after sbatch answered: none here.
+    assert "job_dir" not in rec["backend"] and "slurm_job_id" not in rec["backend"]
+    job_dir = Path(rec["backend"]["staged_dir"])  # the local cluster's Lustre is this machine's /srv
     assert (job_dir / "sbatch").is_dir()  # it was staged...
     assert not (job_dir / "env" / "credentials.sh").exists()  # ...and the secret removed
     assert SECRET not in (job_dir / "sbatch" / f"job_{rec['id']}.sbatch").read_text()
