@@ -25,6 +25,16 @@ def test_shorter_wall_time_scales_the_inner_timeout():
     assert r.timeout_seconds == int(0.95 * 3600)
 
 
+def test_longer_wall_time_scales_the_inner_timeout_too():
+    """A 10 h job on a long partition must not be stopped at the 4 h default's 3.8 h
+    (troubleshooting.md tells users to raise time_hours for exactly that error)."""
+    r = resources.resolve({"time_hours": 10, "partition": "long"}, {})
+    assert r.time_minutes == 600 and r.timeout_seconds == int(0.95 * 10 * 3600)
+    r = resources.resolve({"partition": "long"}, {"SLURM_TIME_HOURS": "8"})
+    assert r.timeout_seconds == int(0.95 * 8 * 3600)
+    assert resources.resolve({}, {}).timeout_seconds == int(3.8 * 3600)  # the seed's default pair
+
+
 def test_more_than_four_hours_on_default_partitions_refused():
     with pytest.raises(TaoError, match="exceeds the 4 h limit.*name a partition"):
         resources.resolve({"time_hours": 6}, {})

@@ -7,7 +7,7 @@ defaults). Rules that matter:
   more than ``max_time_hours`` on the packaged default partitions is refused
   unless another partition is named.
 * the command is stopped after ``timeout_hours`` (else ``SLURM_TIMEOUT_HOURS``,
-  else 3.8, scaled down with a shorter wall time) so status and outputs are
+  else 3.8, scaled with the wall time: 95 %) so status and outputs are
   written before SLURM kills the job; ``timeout_hours: 0`` disables it.
 * ``num_gpus`` is the job's total; ``num_gpus >= max_num_gpus_per_node`` takes
   whole nodes (``--exclusive``) and derives the node count.
@@ -116,9 +116,10 @@ def resolve(spec: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Re
 
     timeout_raw, chosen = _pick(spec, "timeout_hours", env, "SLURM_TIMEOUT_HOURS", None)
     if timeout_raw is None:
-        # 3.8 of 4 hours by default; keep the same 95 % ratio for other wall times.
+        # 3.8 of 4 hours by default; keep the same 95 % ratio for other wall times,
+        # longer ones too (a 10 h job must not stop at 3.8 h).
         ratio = float(d["timeout_hours"]) / float(d["time_hours"])
-        timeout_hours = min(float(d["timeout_hours"]), time_hours * ratio)
+        timeout_hours = time_hours * ratio
     else:
         timeout_hours = _num(timeout_raw, "timeout_hours")
         if timeout_hours >= time_hours and timeout_hours != 0:
