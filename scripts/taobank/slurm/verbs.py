@@ -109,9 +109,10 @@ def submit(spec: Mapping[str, Any], *, conn: Connection | None = None, env: Mapp
     p = plan(spec, env)
     conn = conn or Connection(env)
     conn.connect()
-    check = list(p["required"]) + ([p["sqsh"]] if p["sqsh"] else [])
+    given_sqsh = p["pyxis_image"] if p["runtime"] == "pyxis" and p["pyxis_image"] and images.is_sqsh(p["pyxis_image"]) else None
+    check = list(p["required"]) + ([given_sqsh] if given_sqsh else []) + ([p["sqsh"]] if p["sqsh"] else [])
     missing = preflight_paths(conn, check)
-    data_missing = [m for m in missing if m != p["sqsh"]]
+    data_missing = [m for m in missing if m != p["sqsh"]]  # a missing cache .sqsh is converted below
     if data_missing:
         raise TaoError(f"missing on the cluster ({conn.host.entry}): {', '.join(data_missing)}; put the data on the "
                        "shared filesystem or fix the paths (nothing was submitted)")

@@ -190,6 +190,15 @@ def test_missing_dataset_stops_before_anything_is_written(slurm_env):
     assert records.list_records() == []
 
 
+def test_missing_sqsh_image_stops_before_anything_is_written(slurm_env):
+    """A /path/image.sqsh that is not on the cluster would fail inside the GPU allocation."""
+    lustre = slurm_env["env"]["TAO_LOCAL_LUSTRE_ROOT"]
+    spec = base_spec(container_runtime="pyxis", image=f"{lustre}/images/absent.sqsh")
+    with pytest.raises(TaoError, match=f"missing on the cluster.*{lustre}/images/absent.sqsh"):
+        verbs.submit(spec)
+    assert records.list_records() == []
+
+
 def test_local_dataset_path_refused_with_reason(slurm_env):
     with pytest.raises(TaoError, match="local path"):
         verbs.submit(base_spec(dataset={"root": "/home/me/data"}))
