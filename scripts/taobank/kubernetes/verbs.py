@@ -428,13 +428,18 @@ def _update(kube: Kubectl, rec: dict, entry: dict | None, source: str) -> dict:
     return result
 
 
+def load_record(job_id: str, verb: str = "status") -> dict:
+    """The record, refused (one line, nothing touched) when it belongs to another platform."""
+    rec = records.load(job_id)
+    if rec.get("platform") != PLATFORM:
+        raise TaoError(f"record {job_id} is a {rec.get('platform')} job: use that platform's {verb}")
+    return rec
+
+
 def status(job_ids: list[str] | None = None) -> list[dict]:
     """Status of the given records, or of every active kubernetes record (a sweep)."""
     if job_ids:
-        recs = [records.load(j) for j in job_ids]
-        for r in recs:
-            if r.get("platform") != PLATFORM:
-                raise TaoError(f"record {r['id']} is a {r.get('platform')} job: use that platform's status")
+        recs = [load_record(j) for j in job_ids]
     else:
         recs = records.list_records(platform=PLATFORM, active=True)
     return status_records(recs) if recs else []
@@ -444,7 +449,7 @@ def status(job_ids: list[str] | None = None) -> list[dict]:
 
 def logs(job_id: str, *, tail: int | None = None, follow: bool = False) -> tuple[str, int | None]:
     """(text, None) or, with ``follow``, ("", exit code) after streaming to stdout."""
-    rec = records.load(job_id)
+    rec = load_record(job_id, "logs")
     kube = Kubectl.for_record(rec)
     tail = tail if tail is not None else int(pins.resolve("kubernetes.logs_tail"))
     b = rec.get("backend") or {}
@@ -473,7 +478,7 @@ def delete_options(uid: str) -> dict:
 
 def cancel(job_id: str) -> dict:
     """Delete the recorded Job (only if its UID matches), its Secrets/Service/ConfigMap; mark CANCELED."""
-    rec = records.load(job_id)
+    rec = load_record(job_id, "cancel")
     if rec["state"] in states.TERMINAL:
         return {"id": job_id, "state": rec["state"], "deleted": False,
                 "message": f"already {rec['state']}: nothing to cancel"}
