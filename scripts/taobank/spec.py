@@ -44,5 +44,21 @@ def validate(obj: Any, schema_name: str, what: str) -> None:
     if errors:
         err = errors[0]
         where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
-        msg = err.message if len(err.message) < 160 else err.message[:157] + "..."
+        msg = _safe_message(err)
+        msg = msg if len(msg) < 160 else msg[:157] + "..."
         raise TaoError(f"invalid {what}: field {where}: {msg} (see schemas/{schema_name})")
+
+
+#: Fields whose values may be credentials: an error there never quotes the value.
+_QUIET_FIELDS = {"env", "nccl_env", "config", "secrets"}
+
+
+def _safe_message(err: Any) -> str:
+    """jsonschema's message without the offending value where it could be a whole spec or a secret."""
+    if err.validator in ("oneOf", "anyOf"):
+        shapes = [" + ".join(sub.get("required") or []) for sub in err.validator_value if isinstance(sub, dict)]
+        shapes = [s for s in shapes if s]
+        return f"needs exactly one of: {' | '.join(shapes)}" if shapes else "matches none of the allowed shapes"
+    if err.validator == "not" or _QUIET_FIELDS & {str(p) for p in err.absolute_path}:
+        return f"value refused by the schema rule '{err.validator}' (the value is not shown)"
+    return err.message
