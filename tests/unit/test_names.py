@@ -77,5 +77,15 @@ def test_sanitize_label_property(s, n):
 @settings(max_examples=50, deadline=None)
 @given(st.text(max_size=40), st.text(max_size=20))
 def test_ids_are_unique(arch, action):
-    ids = {names.mint_job_id(arch, action) for _ in range(200)}
+    # Distinct random suffixes must give distinct ids whatever the arch/action
+    # (the stem truncation never eats the suffix). The suffixes are fed in
+    # deterministically: a real 32-bit draw would collide by chance ~1e-4 of
+    # runs; the store retries such a collision (test_records covers that).
+    suffixes = iter(f"{i:08x}" for i in range(200))
+    orig = names._suffix
+    names._suffix = lambda: next(suffixes)
+    try:
+        ids = {names.mint_job_id(arch, action) for _ in range(200)}
+    finally:
+        names._suffix = orig
     assert len(ids) == 200
