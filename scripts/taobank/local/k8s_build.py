@@ -199,16 +199,17 @@ def _go_build(src: Path, out: Path, pkgs: tuple[str, ...], mod_flag: str, ldflag
     return time.monotonic() - start
 
 
-#: kwok v0.8.0's go.mod says go 1.26.0; GOTOOLCHAIN=local forbids fetching a newer toolchain.
-GO_MIN = (1, 26)
-
-
 def check_go() -> None:
+    """Refuse a Go older than test_clusters.kubernetes.go_min (versions.yaml)."""
+    from .. import pins
+
+    want = str(pins.resolve("test_clusters.kubernetes.go_min"))
+    go_min = tuple(int(x) for x in want.split(".")[:2])
     res = run([go_binary(), "env", "GOVERSION"], timeout=60, what="go env")
     m = re.match(r"go(\d+)\.(\d+)", res.stdout.strip())
-    if not m or (int(m.group(1)), int(m.group(2))) < GO_MIN:
+    if not m or (int(m.group(1)), int(m.group(2))) < go_min:
         raise TaoError(f"{res.stdout.strip() or 'go'} is too old to build the local Kubernetes cluster: "
-                       f"install Go >= {GO_MIN[0]}.{GO_MIN[1]}")
+                       f"install Go >= {want}")
 
 
 def _build(d: Path, p: dict[str, str]) -> None:
