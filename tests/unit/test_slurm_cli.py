@@ -2,7 +2,6 @@
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 BANK = Path(__file__).resolve().parents[2]
