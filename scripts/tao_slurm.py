@@ -68,7 +68,12 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
     spec = _spec_from_args(args)
     if args.dry_run:
-        print(verbs.preview(spec, args.job_id or "preview-job"), end="")
+        job_id = args.job_id or "preview-job"
+        script = verbs.preview(spec, job_id)
+        if args.json:
+            print_json({"job_id": job_id, "script": script})
+        else:
+            print(script, end="")
         return 0
     rec = verbs.submit(spec)
     if args.json:

@@ -66,6 +66,14 @@ def test_submit_dry_run_needs_no_cluster_and_no_secret(tmp_path):
     assert '. "$TAO_CREDS_FILE"' in res.stdout
 
 
+def test_submit_dry_run_json_is_the_same_script(tmp_path):
+    path = str(spec_file(tmp_path))
+    text = run("tao_slurm.py", "submit", "--spec", path, "--dry-run", "--job-id", "dino-train-00000000")
+    as_json = run("tao_slurm.py", "submit", "--spec", path, "--dry-run", "--job-id", "dino-train-00000000", "--json")
+    assert text.returncode == 0 and as_json.returncode == 0, as_json.stderr
+    assert json.loads(as_json.stdout) == {"job_id": "dino-train-00000000", "script": text.stdout}
+
+
 def test_missing_connection_settings_are_one_line(tmp_path, monkeypatch):
     res = run("tao_slurm.py", "preflight", env={"TAO_STATE_DIR": str(tmp_path)})
     assert res.returncode == 1 and res.stderr.startswith("error: SLURM_HOSTNAME is empty")
