@@ -194,3 +194,17 @@ def test_watch_backs_off_5_to_60_s_and_has_no_time_cap(monkeypatch):
     assert delays[i] == 5.0 and delays[i + 1] == 10.0
     assert lines == ["dino-train-aaaaaaaa PENDING slurm=7 pending", "dino-train-aaaaaaaa RUNNING slurm=7 running",
                      "dino-train-aaaaaaaa COMPLETE slurm=7 complete"]
+
+
+def test_logs_of_a_record_whose_sbatch_answer_was_lost_points_to_resume(state_dir):
+    from taobank import records
+    from taobank.errors import TaoError
+    from taobank.slurm import verbs
+
+    rec = records.open_record("slurm", "none", "dino", "train", "A", "/lustre/results")
+    records.mark(rec["id"], "PENDING", backend={"staged_dir": "/lustre/jobs/x", "job_name": rec["id"]})
+    with pytest.raises(TaoError, match=f"tao_slurm.py resume {rec['id']}"):
+        verbs.logs(rec["id"])
+    bare = records.open_record("slurm", "none", "dino", "train", "A", "/lustre/results")
+    with pytest.raises(TaoError, match="has no SLURM job yet"):
+        verbs.logs(bare["id"])

@@ -459,6 +459,9 @@ def summary_line(recs: list[dict]) -> str:
 def _require_submitted(rec: Mapping[str, Any]) -> dict:
     b = rec.get("backend") or {}
     if not b.get("slurm_job_id") or not b.get("log_dir"):
+        if rec["state"] not in ("COMPLETE", "ERROR", "CANCELED") and _job_dir(b):
+            raise TaoError(f"record {rec['id']} was staged but its sbatch answer was not recorded: "
+                           f"run tao_slurm.py resume {rec['id']} (it never submits twice)")
         raise TaoError(f"record {rec['id']} has no SLURM job yet (state {rec['state']}): submit it first")
     return b
 
