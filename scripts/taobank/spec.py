@@ -5,6 +5,7 @@ JSON is YAML, so one parser reads both. Each platform keeps only its schema
 """
 from __future__ import annotations
 
+import difflib
 import json
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,15 @@ def _safe_message(err: Any) -> str:
         shapes = [" + ".join(sub.get("required") or []) for sub in err.validator_value if isinstance(sub, dict)]
         shapes = [s for s in shapes if s]
         return f"needs exactly one of: {' | '.join(shapes)}" if shapes else "matches none of the allowed shapes"
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        known = sorted((err.schema.get("properties") or {}).keys())
+        extra = sorted(k for k in err.instance if k not in known)
+        hints = []
+        for key in extra:
+            near = difflib.get_close_matches(str(key), known, n=1)
+            hints.append(f"{key!r} (did you mean {near[0]!r}?)" if near else repr(key))
+        if hints:
+            return "unknown field " + ", ".join(hints)
     if err.validator == "not" or _QUIET_FIELDS & {str(p) for p in err.absolute_path}:
         return f"value refused by the schema rule '{err.validator}' (the value is not shown)"
     return err.message

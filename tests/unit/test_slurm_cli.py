@@ -50,7 +50,7 @@ def test_bad_input_is_one_line(tmp_path):
         (spec_file(tmp_path, dataset={"root": "/home/me/data"}), "local path"),
         (spec_file(tmp_path, env={"NGC_KEY": "x"}), "looks like a secret"),
         (spec_file(tmp_path, partition="gpu\n#SBATCH --uid=0"), "partition"),
-        (spec_file(tmp_path, bogus=1), "Additional properties"),
+        (spec_file(tmp_path, bogus=1), "unknown field 'bogus'"),
     ]
     for path, fragment in cases:
         res = run("render_sbatch.py", "--spec", str(path))

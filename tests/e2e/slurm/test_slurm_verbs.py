@@ -568,7 +568,7 @@ def test_bad_inputs_are_one_line_and_leave_nothing_behind(slurm_env, tmp_path):
         (env0, spec(dataset={"root": f"lustre://{lustre}/datasets/absent"}), "missing on the cluster"),
         (env0, spec(dataset={"root": "/home/me/data"}), "is a local path"),
         (no_part, spec(time_hours=6), "exceeds the 4 h limit of the packaged default partitions"),
-        (env0, str(typo), "'num_gpu' was unexpected"),
+        (env0, str(typo), "unknown field 'num_gpu' (did you mean 'num_gpus'?)"),
         (no_key, spec(), "secret NGC_KEY is listed but not set in your environment"),
     ]
     for env, path, fragment in cases:
