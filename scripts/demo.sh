@@ -20,7 +20,7 @@ step "python dependencies"
 python3 -m pip install -q --disable-pip-version-check -r "$BANK/requirements.txt"
 
 demo_kubernetes() (
-  step "local Kubernetes cluster (first run builds the control plane with Go: ~25 min; then seconds)"
+  step "local Kubernetes cluster (first run builds the control plane with Go: ~15 min; then seconds)"
   eval "$("$BANK/scripts/local_cluster.py" up kubernetes)"
   command -v kubectl >/dev/null 2>&1 || PATH="$(dirname "$TAO_LOCAL_K8S_KUBECTL"):$PATH"
   step "submit (capacity gate, record, render, lint, server dry-run, apply)"
