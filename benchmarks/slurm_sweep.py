@@ -2,19 +2,30 @@
 """SLURM skill load figures: SSH connections and remote commands per submit and
 per status sweep, and wall time, for N = 1, 10, 100 jobs on the local cluster.
 
-  python3 benchmarks/slurm_sweep.py [--sizes 1,10,100] [--cli-sizes 1,10]
+  python3 benchmarks/slurm_sweep.py [--sizes 1,10,100] [--cli-sizes 1,10] [--no-naive-submit]
+
+The default sizes take about 5 minutes on the local cluster (the naive baseline
+at N=100 is ~500 ssh sessions); every job runs `true` and is scancel-ed at the end.
 
 Counts come from the bank's own call log (taobank.run.CALLS: every ssh argv)
 classified by taobank.slurm.ssh.classify_argv: "connect" = a new SSH
 connection (ControlMaster opened), "command" = one remote command over it,
 "control" = local ``ssh -O check``/``-G`` calls that open no connection.
-Prints figures; asserts nothing (tests assert behaviour).
+
+Baseline, measured in the same run on the same jobs: the naive way peers did
+it (see shared pitfalls): a new SSH session per remote command
+(``ControlMaster=no``, ``ControlPath=none``; every other option -- host, key,
+known_hosts, ssh_config -- taken from the bank's own ``Connection.options``)
+and, for the sweep, one ``squeue -h -j ID`` plus one ``sacct -j ID`` per job.
+Figures are printed as ratios naive/bank. Prints figures; asserts nothing
+(tests assert behaviour).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -24,6 +35,7 @@ from pathlib import Path
 BANK = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(BANK / "scripts"))
 
+from taobank import records  # noqa: E402
 from taobank import run as runmod  # noqa: E402
 from taobank.local import slurm as local_slurm  # noqa: E402
 from taobank.slurm import ssh, verbs  # noqa: E402
@@ -41,6 +53,57 @@ def counts(calls: list[list[str]]) -> dict[str, int]:
     return out
 
 
+_CONTROL_OPTS = ("ControlMaster=", "ControlPath=", "ControlPersist=")
+
+
+def plain_options(opts: list[str]) -> list[str]:
+    """The bank's ssh options with its multiplexing removed: one new session per call."""
+    out: list[str] = []
+    i = 0
+    while i < len(opts):
+        if opts[i] == "-o" and i + 1 < len(opts) and opts[i + 1].startswith(_CONTROL_OPTS):
+            i += 2
+            continue
+        out.append(opts[i])
+        i += 1
+    return out + ["-o", "ControlMaster=no", "-o", "ControlPath=none"]
+
+
+class NaiveConnection(ssh.Connection):
+    """Same hosts/key/known_hosts/config as the bank, but no shared master (baseline only)."""
+
+    def options(self, host: ssh.Host) -> list[str]:
+        return plain_options(super().options(host))
+
+
+def naive_sweep(conn: ssh.Connection, slurm_ids: list[str]) -> dict:
+    """One squeue and one sacct per job, each over its own new SSH session."""
+    host = conn.connect()  # the login host the bank found (no failover cost charged to the baseline)
+    base = plain_options(conn.options(host)) + ["--", host.host]
+    calls = failed = 0
+    t0 = time.perf_counter()
+    for jid in slurm_ids:
+        for cmd in (["squeue", "-h", "-j", jid], ["sacct", "-j", jid]):
+            res = runmod.run(base + [shlex.join(cmd)], check=False, timeout=60, what="naive " + cmd[0])
+            calls += 1
+            failed += res.returncode == 255  # ssh itself failed: the figure would be wrong
+    wall = time.perf_counter() - t0
+    return {"connections": calls, "commands": calls, "wall_s": wall, "ssh_failures": failed}
+
+
+def naive_submit(n: int) -> dict:
+    """The bank's submit verb over a connection that opens a new session per remote command."""
+    conn = NaiveConnection()
+    start = len(runmod.CALLS)
+    t0 = time.perf_counter()
+    recs = [verbs.submit(SPEC, conn=conn) for _ in range(n)]
+    wall = time.perf_counter() - t0
+    c = counts(runmod.CALLS[start:])
+    sids = [r["backend"]["slurm_job_id"] for r in recs]
+    # every non-control ssh call is its own session: the connect probe and each command
+    return {"connections": c["connect"] + c["command"], "commands": c["command"], "wall_s": wall, "slurm_ids": sids}
+
+
 def in_process(n: int) -> dict:
     conn = ssh.Connection()
     conn.close()  # start cold: the first submit opens the one connection
@@ -53,13 +116,17 @@ def in_process(n: int) -> dict:
     t_submit = time.perf_counter() - t0
     sub = counts(runmod.CALLS[start:])
     time.sleep(2)
+    conn.close()  # sweep from cold too: the bank pays for opening its one connection, like the baseline
+    conn = ssh.Connection()
     start = len(runmod.CALLS)
     t0 = time.perf_counter()
     recs = verbs.status(ids, conn=conn, retry=False)
     t_status = time.perf_counter() - t0
     st = counts(runmod.CALLS[start:])
     done = sum(r["state"] == "COMPLETE" for r in recs)
-    return {"n": n, "submit_connect_attempts": sub["connect"], "submit_connections": opened,
+    sids = [r["backend"]["slurm_job_id"] for r in recs]
+    return {"slurm_ids": sids, "submit_commands": sub["command"], "submit_wall_s": t_submit,
+            "submit_new_sessions": sub["connect"], "n": n, "submit_connect_attempts": sub["connect"], "submit_connections": opened,
             "submit_commands_per_job": sub["command"] / n,
             "submit_wall_s_per_job": t_submit / n, "status_connections": st["connect"],
             "status_commands": st["command"], "status_wall_s": t_status, "complete_after_sweep": done}
@@ -86,7 +153,8 @@ def cli(n: int, tmp: Path) -> dict:
     subprocess.run(exe + ["status", *ids, "--json"], env=env, capture_output=True, text=True, check=True)
     t_status = time.perf_counter() - t0
     st = counts([json.loads(x) for x in log.read_text().splitlines()])
-    return {"n": n, "submit_connect_attempts": sub["connect"], "submit_connections": "-",
+    return {"slurm_ids": [r["backend"]["slurm_job_id"] for r in (records.load(i) for i in ids)],
+            "n": n, "submit_connect_attempts": sub["connect"], "submit_connections": "-",
             "submit_commands_per_job": sub["command"] / n,
             "submit_wall_s_per_job": t_submit / n, "status_connections": st["connect"],
             "status_commands": st["command"], "status_wall_s": t_status}
@@ -101,23 +169,79 @@ def table(title: str, rows: list[dict]) -> None:
         print(" | ".join(f"{r[c]:.2f}" if isinstance(r[c], float) else str(r[c]) for c in cols))
 
 
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:.1f}x" if b else "-"
+
+
+def compare(title: str, rows: list[tuple[int, dict, dict]]) -> None:
+    print(f"\n{title}")
+    cols = ["n", "bank_conn", "bank_cmds", "bank_wall_s", "naive_conn", "naive_cmds", "naive_wall_s",
+            "conn_ratio", "cmds_ratio", "wall_ratio"]
+    print(" | ".join(cols))
+    for n, b, v in rows:
+        print(" | ".join([str(n), str(b["connections"]), str(b["commands"]), f"{b['wall_s']:.2f}",
+                          str(v["connections"]), str(v["commands"]), f"{v['wall_s']:.2f}",
+                          ratio(v["connections"], b["connections"]), ratio(v["commands"], b["commands"]),
+                          ratio(v["wall_s"], b["wall_s"])]))
+
+
+def cleanup(slurm_ids: list[str]) -> None:
+    """scancel whatever is still queued (the jobs run ``true``; most have ended already)."""
+    if not slurm_ids:
+        return
+    conn = ssh.Connection()
+    for i in range(0, len(slurm_ids), 200):
+        conn.remote(["scancel", *slurm_ids[i:i + 200]], check=False, what="scancel")
+    left = conn.remote(["squeue", "-h", "-u", conn.user or "", "-o", "%i", "-j", ",".join(slurm_ids)], check=False,
+                       what="squeue").stdout.split()
+    print(f"\ncleanup: scancel {len(slurm_ids)} jobs; still queued afterwards: {len(left)}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1,10,100")
     ap.add_argument("--cli-sizes", default="1,10")
+    ap.add_argument("--no-naive-submit", action="store_true", help="skip the naive submit baseline (sweep only)")
     args = ap.parse_args()
     for key, value in local_slurm.up().items():
         os.environ[key] = value
     with tempfile.TemporaryDirectory(prefix="tao-slurm-bench-") as tmp:
         os.environ["TAO_STATE_DIR"] = str(Path(tmp) / "state")
-        rows = [in_process(int(n)) for n in args.sizes.split(",") if n]
-        table("in-process verbs (one Connection object)", rows)
-        crow = [cli(int(n), Path(tmp)) for n in args.cli_sizes.split(",") if n]
-        table("CLI, one process per verb (ControlPersist master shared)", crow)
+        all_ids: list[str] = []
+        rows, sweeps, submits = [], [], []
+        try:
+            for n in (int(x) for x in args.sizes.split(",") if x):
+                row = in_process(n)
+                all_ids += row["slurm_ids"]
+                rows.append(row)
+                conn = ssh.Connection()
+                naive = naive_sweep(conn, row["slurm_ids"])
+                if naive["ssh_failures"]:
+                    print(f"WARNING: {naive['ssh_failures']} naive ssh calls failed at n={n}", file=sys.stderr)
+                sweeps.append((n, {"connections": row["status_connections"], "commands": row["status_commands"],
+                                   "wall_s": row["status_wall_s"]}, naive))
+                if not args.no_naive_submit:
+                    nsub = naive_submit(n)
+                    all_ids += nsub["slurm_ids"]
+                    submits.append((n, {"connections": row["submit_connections"], "commands": row["submit_commands"],
+                                        "wall_s": row["submit_wall_s"]}, nsub))
+            table("in-process verbs (one Connection object)", rows)
+            compare("status sweep of N jobs: bank (one command: one squeue + one sacct for all) vs naive "
+                    "(squeue -h -j ID + sacct -j ID per job, new SSH session each); ratios = naive/bank", sweeps)
+            if submits:
+                compare("submit of N jobs: bank (one ControlMaster connection for all) vs naive (same submit verb, "
+                        "new SSH session per remote command); ratios = naive/bank", submits)
+            crow = [cli(int(n), Path(tmp)) for n in args.cli_sizes.split(",") if n]
+            all_ids += [i for r in crow for i in r["slurm_ids"]]
+            table("CLI, one process per verb (ControlPersist master shared)", crow)
+        finally:
+            cleanup(all_ids)
     print("\nconnect_attempts = ssh connection attempts (the local cluster lists a refusing address first, so a fresh\n"
           "state dir pays one refused attempt before the working host is remembered); connections = SSH connections\n"
           "opened (ControlMaster); commands = remote commands over it (a submit: test -e preflight, stage, sbatch);\n"
-          "status = one remote command holding exactly one squeue and one sacct for all N jobs")
+          "status = one remote command holding exactly one squeue and one sacct for all N jobs, measured from a\n"
+          "closed master (bank_conn 1 = the connection it opens). Naive = the same options without multiplexing,\n"
+          "run right after the bank on the same jobs and login host; ratios = naive/bank.")
     return 0
 
 
