@@ -1,0 +1,105 @@
+"""tao_k8s.py nccl-probe against the local cluster. kwok runs no containers: the fake pods succeed or
+fail by annotation, so these tests prove the lifecycle (submit path, wait, verdict, per-cluster cache,
+advice), never real NCCL traffic."""
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+from k8s_verbs_support import k8s  # noqa: F401  (k8s is a fixture)
+
+from taobank.kubernetes import nccl_probe
+from taobank.local import kubernetes as lk
+
+pytestmark = pytest.mark.e2e
+
+FAST = ["--interval", "1", "--pod-annotation", f"{lk.RUN_DURATION_ANNOTATION}=1s"]
+
+
+def _probe(k8s, *args: str, check: bool = True):
+    proc = k8s.tao("nccl-probe", "--json", *FAST, *args, check=check, timeout=240)
+    return proc, json.loads(proc.stdout)
+
+
+def _launches(calls: list[list[str]]) -> list[list[str]]:
+    return [a for a in calls if a[:1] == ["kubectl"] and "apply" in a and "--dry-run=server" not in a]
+
+
+def _cache(k8s) -> dict:
+    path = Path(k8s.env["TAO_STATE_DIR"]) / nccl_probe.CACHE_FILE
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    return json.loads(path.read_text())
+
+
+def test_probe_ok_is_cached_per_cluster_and_reused_until_force(k8s, tmp_path):
+    nccl_file = tmp_path / "nccl.env"
+    nccl_file.write_text("NCCL_SOCKET_IFNAME=eth0\n")
+    env = {"TAO_K8S_NCCL_ENV": str(nccl_file)}
+    proc = k8s.tao("nccl-probe", "--json", *FAST, env=env, timeout=240)
+    first = json.loads(proc.stdout)
+    k8s.ids.append(first["job_id"])
+    assert first["verdict"] == "ok" and first["cached"] is False and first["state"] == "COMPLETE"
+    assert first["nccl_env"] == {"NCCL_SOCKET_IFNAME": "eth0"}
+    # the probe went through the normal submit path: a record, a 2-pod Indexed Job with the cluster NCCL env
+    rec = k8s.record(first["job_id"])
+    assert rec["platform"] == "kubernetes" and rec["state"] == "COMPLETE" and rec["network_arch"] == "nccl-probe"
+    job = k8s.kjson("get", "job", rec["backend"]["name"])
+    assert job["spec"]["completionMode"] == "Indexed" and job["spec"]["parallelism"] == 2
+    main = job["spec"]["template"]["spec"]["containers"][0]
+    assert main["image"] == "nvcr.io/nvidia/pytorch:25.08-py3"
+    assert main["command"][:2] == ["/bin/sh", "-c"] and main["command"][2].startswith("timeout -k 10 300 torchrun")
+    assert {"name": "NCCL_SOCKET_IFNAME", "value": "eth0"} in main["env"]
+    assert "envFrom" not in main  # Secret-less
+    calls = k8s.calls()
+    assert len(_launches(calls)) == 1 and any("version" in a for a in calls)  # multi-node gates ran
+    key = first["cluster"]
+    assert key.endswith(k8s.kjson("config", "view", "--minify")["clusters"][0]["cluster"]["server"])
+    assert _cache(k8s)[key]["verdict"] == "ok"
+
+    before = len(calls)
+    proc = k8s.tao("nccl-probe", *FAST, env=env)
+    assert proc.stdout.startswith("nccl-probe ok on ") and "cached" in proc.stdout
+    again = k8s.calls()[before:]
+    assert _launches(again) == [] and len(again) == 1 and "config" in again[0]  # only the cluster lookup
+
+    proc, forced = _probe(k8s, "--force")
+    k8s.ids.append(forced["job_id"])
+    assert forced["verdict"] == "ok" and forced["cached"] is False and forced["job_id"] != first["job_id"]
+    assert _cache(k8s)[key]["job_id"] == forced["job_id"]
+    assert json.loads(k8s.tao("status", "--json").stdout) == []  # the cache file is no record
+
+
+def test_probe_timeout_gives_one_line_advice_and_is_not_cached_as_ok(k8s):
+    proc, out = _probe(k8s, "--pod-annotation", f"{lk.FAIL_EXIT_CODE_ANNOTATION}=124", check=False)
+    k8s.ids.append(out["job_id"])
+    assert proc.returncode == 1
+    assert out["verdict"] == "hang/timeout" and out["exit_code"] == 124 and out["state"] == "ERROR"
+    err = proc.stderr.strip().splitlines()
+    assert len(err) == 1 and "hang/timeout" in err[0] and "TAO_K8S_NCCL_ENV" in err[0]
+    assert "NCCL_SOCKET_IFNAME" in err[0] and "--force" in err[0]
+    assert _cache(k8s)[out["cluster"]]["verdict"] == "hang/timeout"
+    # no ok cached: the next call probes again, without --force
+    proc2, out2 = _probe(k8s, check=False)
+    k8s.ids.append(out2["job_id"])
+    assert out2["cached"] is False and out2["job_id"] != out["job_id"] and out2["verdict"] == "ok"
+    assert proc2.returncode == 0 and _cache(k8s)[out["cluster"]]["verdict"] == "ok"
+
+
+def test_probe_still_running_at_max_wait_is_canceled_as_a_hang(k8s):
+    proc, out = _probe(k8s, "--timeout", "5", "--max-wait", "6",
+                       "--pod-annotation", f"{lk.KEEP_RUNNING_ANNOTATION}=true", check=False)
+    k8s.ids.append(out["job_id"])
+    assert proc.returncode == 1 and out["verdict"] == "hang/timeout" and out["state"] == "CANCELED"
+    assert k8s.record(out["job_id"])["state"] == "CANCELED"
+    assert "TAO_K8S_NCCL_ENV" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_probe_pods_that_never_start_are_not_blamed_on_nccl(k8s):
+    proc, out = _probe(k8s, "--max-wait", "6",
+                       "--pod-annotation", f"{lk.WAITING_REASON_ANNOTATION}=ImagePullBackOff", check=False)
+    k8s.ids.append(out["job_id"])
+    assert proc.returncode == 1 and out["verdict"] == "not-run" and out["exit_code"] is None
+    assert "never started" in proc.stderr and "TAO_K8S_NCCL_ENV" not in proc.stderr
+    assert _cache(k8s)[out["cluster"]]["verdict"] == "not-run"
