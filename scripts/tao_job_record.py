@@ -6,7 +6,7 @@
   mark ID --state S [--backend-ref REF] [--source agent|poller|backend-hook]
        [--message M] [--err-class ERR_INFRA|ERR_PROGRAM] [--meta KEY=VALUE]...
   show ID [--json]
-  list [--platform P] [--state S] [--active] [--json]
+  list [--platform P] [--state S] [--active] [--no-headers] [--json]   (the tao_jobs.py table)
   dir ID                                             prints the job's artifact folder
 
 Records live in $TAO_STATE_DIR (default ${XDG_STATE_HOME:-~/.local/state}/tao-skill-bank/jobs).
@@ -16,6 +16,7 @@ transition table. An illegal mark exits 1 naming the allowed transitions.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from taobank.cli import parse_kv, print_json, run_main
 
@@ -37,6 +38,9 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="tao_job_record.py", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split("\n\n", 1)[1])
+    from taobank.verbcli import add_version
+
+    add_version(ap)
     sub = ap.add_subparsers(dest="cmd", required=True)
 
     p = sub.add_parser("open", help="mint an id and store a PENDING record; prints the id")
@@ -48,6 +52,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--results-dir", required=True, help="absolute path or URI (s3://, lustre://, pvc://...)")
     p.add_argument("--retry-of", metavar="ID", help="the finished job this one retries")
     p.add_argument("--meta", action="append", metavar="KEY=VALUE", help="backend metadata (repeatable)")
+    p.add_argument("--name", dest="description", metavar="TEXT", help="free text that tells jobs apart")
     p.add_argument("--json", action="store_true", help="print the whole record instead of the id")
 
     p = sub.add_parser("mark", help="move a record to a new state")
@@ -68,6 +73,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--platform")
     p.add_argument("--state")
     p.add_argument("--active", action="store_true", help="only PENDING, RUNNING, UNKNOWN")
+    p.add_argument("--no-headers", action="store_true")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("dir", help="print (and create) the job's mode-700 artifact folder")
@@ -78,7 +84,8 @@ def main(argv: list[str]) -> int:
 
     if args.cmd == "open":
         rec = records.open_record(args.platform, args.image, args.network_arch, args.action, args.storage_tier,
-                                  args.results_dir, retry_of=args.retry_of, backend=parse_kv(args.meta, "--meta"))
+                                  args.results_dir, retry_of=args.retry_of, backend=parse_kv(args.meta, "--meta"),
+                                  description=args.description)
         if args.json:
             print_json(rec)
         else:
@@ -101,8 +108,9 @@ def main(argv: list[str]) -> int:
         if args.json:
             print_json(recs)
         else:
-            for r in recs:
-                print(f"{r['id']}\t{r['state']}\t{r['platform']}\t{r['backend_ref'] or '-'}\t{r['updated_at']}")
+            from taobank import jobtable
+
+            sys.stdout.write(jobtable.render(recs, headers=not args.no_headers))
     elif args.cmd == "dir":
         print(records.artifact_dir(args.id))
     return 0

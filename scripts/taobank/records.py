@@ -247,6 +247,18 @@ def _clean_backend(backend: Mapping[str, Any] | None) -> dict:
     return out
 
 
+def _description(value: str | None) -> str | None:
+    """Free text naming the job (submit --name): one line, at most 200 characters, no credential."""
+    if value is None or not str(value).strip():
+        return None
+    text = " ".join(str(value).split())
+    if len(text) > 200:
+        raise TaoError("the job name/description is longer than 200 characters: shorten it")
+    if _clean_text(text) != text:
+        raise TaoError("the job name/description looks like it carries a credential: refused")
+    return text
+
+
 def _required(name: str, value: Any) -> str:
     text = "" if value is None else str(value).strip()
     if not text:
@@ -267,6 +279,7 @@ def open_record(
     *,
     retry_of: str | None = None,
     backend: Mapping[str, Any] | None = None,
+    description: str | None = None,
 ) -> dict:
     """Mint an id and store a PENDING record; returns it (``rec["id"]``).
 
@@ -290,6 +303,7 @@ def open_record(
         "image": _required("image", image),
         "network_arch": _required("network_arch", network_arch),
         "action": _required("action", action),
+        "description": _description(description),
         "storage_tier": tier,
         "results_dir": check_results_dir(results_dir),
         "backend_ref": None,

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import os
 import subprocess
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 from .errors import TaoError
 
@@ -29,6 +30,27 @@ class Result:
     @property
     def ok(self) -> bool:
         return self.returncode == 0
+
+
+#: A stand-in for the operating system in unit tests: ``(argv, stdin) -> Result``
+#: (or raise TaoError). None runs real processes. Set with :func:`fake_processes`.
+_fake: Callable[[list[str], str | None], "Result"] | None = None
+
+
+@contextmanager
+def fake_processes(answer: Callable[[list[str], str | None], "Result"]) -> Iterator[None]:
+    """Route every :func:`run` and :func:`stream` of this process to ``answer`` (unit tests).
+
+    Every kubectl and ssh call of the bank goes through this module, so the
+    orchestration (submit, adopt, retry, cancel) can be tested in
+    milliseconds against recorded answers.
+    """
+    global _fake
+    saved, _fake = _fake, answer
+    try:
+        yield
+    finally:
+        _fake = saved
 
 
 def run(
@@ -52,6 +74,11 @@ def run(
         full_env = dict(os.environ)
         full_env.update(env)
     label = what or os.path.basename(argv[0])
+    if _fake is not None:
+        res = _fake(argv, stdin)
+        if check and not res.ok:
+            raise TaoError(f"{label} failed (exit {res.returncode}): {last_line(res.stderr or res.stdout)}")
+        return res
     try:
         proc = subprocess.run(
             argv,
@@ -90,6 +117,10 @@ def stream(argv: Sequence[str]) -> int:
 
     argv = _record([str(a) for a in argv])
     sys.stdout.flush()
+    if _fake is not None:
+        res = _fake(argv, None)
+        sys.stdout.write(res.stdout)
+        return res.returncode
     try:
         return subprocess.call(argv, stdin=subprocess.DEVNULL)
     except FileNotFoundError:

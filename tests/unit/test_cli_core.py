@@ -72,7 +72,10 @@ def test_job_record_flow(state_dir):
     child = r.stdout.strip()
     assert json.loads(run("tao_job_record.py", "show", child, "--json").stdout)["attempt"] == 2
     r = run("tao_job_record.py", "list", "--active")
-    assert r.stdout.split("\t")[0] == child and job not in r.stdout
+    head, row = r.stdout.splitlines()
+    assert head.split()[:3] == ["ID", "NAME", "ARCH/ACTION"] and row.split()[0] == child and job not in r.stdout
+    r = run("tao_job_record.py", "list", "--active", "--no-headers")
+    assert r.stdout.split()[0] == child
     r = run("tao_job_record.py", "list", "--platform", "kubernetes", "--state", "ERROR", "--json")
     assert [x["id"] for x in json.loads(r.stdout)] == [job]
     r = run("tao_job_record.py", "dir", job)

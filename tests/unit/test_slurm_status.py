@@ -170,32 +170,6 @@ def test_container_launch_failures_get_a_hint():
     assert "no Pyxis" in v.message
 
 
-def test_watch_backs_off_5_to_60_s_and_has_no_time_cap(monkeypatch):
-    """--watch: one line per change, backoff 5 s doubling to 60 s, reset on a change,
-    and it keeps polling for hours of queue wait until the job is terminal."""
-    from taobank.slurm import verbs
-
-    polls = {"n": 0}
-    pending_polls = 200  # 200 polls at 60 s: ~3 h 20 min of simulated queue wait
-
-    def fake_status(ids, conn=None, retry=True):
-        polls["n"] += 1
-        n = polls["n"]
-        state = "PENDING" if n <= pending_polls else ("RUNNING" if n <= pending_polls + 3 else "COMPLETE")
-        return [{"id": ids[0], "state": state, "backend": {"slurm_job_id": "7"}, "message": state.lower()}]
-
-    monkeypatch.setattr(verbs, "status", fake_status)
-    delays, lines = [], []
-    final = verbs.watch(["dino-train-aaaaaaaa"], on_line=lines.append, conn=object(), sleep=delays.append)
-    assert final[0]["state"] == "COMPLETE"
-    assert delays[:6] == [5.0, 10.0, 20.0, 40.0, 60.0, 60.0]
-    assert max(delays) == 60.0 and sum(delays) > 3 * 3600  # no time cap
-    i = pending_polls  # the first RUNNING poll: a change resets the backoff
-    assert delays[i] == 5.0 and delays[i + 1] == 10.0
-    assert lines == ["dino-train-aaaaaaaa PENDING slurm=7 pending", "dino-train-aaaaaaaa RUNNING slurm=7 running",
-                     "dino-train-aaaaaaaa COMPLETE slurm=7 complete"]
-
-
 def test_logs_of_a_record_whose_sbatch_answer_was_lost_points_to_resume(state_dir):
     from taobank import records
     from taobank.errors import TaoError

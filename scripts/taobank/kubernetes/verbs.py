@@ -13,7 +13,7 @@ import os
 import stat
 from pathlib import Path
 
-from .. import pins, records, redact, states
+from .. import pins, platform, records, redact, states
 from ..errors import TaoError
 from ..render import dump_yaml
 from . import JOB_LABEL, gates, render
@@ -196,6 +196,7 @@ def submit(
     secrets_file: str | None = None,
     ngc_pull_secret: bool = False,
     config: dict | None = None,
+    description: str | None = None,
 ) -> dict:
     """Launch ``spec``; returns {"id", "backend_ref", "uid", "state", "gate", "reconciled", ...}.
 
@@ -216,9 +217,7 @@ def submit(
     _lint(preview, "the job spec")
     rec = None
     if job_id:
-        rec = records.load(job_id)
-        if rec.get("platform") != PLATFORM:
-            raise TaoError(f"record {job_id} is for platform {rec.get('platform')}, not kubernetes")
+        rec = platform.load_for(job_id, PLATFORM, "submit --job-id")
         if rec["state"] in states.TERMINAL:
             raise TaoError(f"record {job_id} is {rec['state']} already: open a new record to run again")
         existing = _find_jobs(kube, job_id)
@@ -237,7 +236,7 @@ def submit(
         rec = records.open_record(
             PLATFORM, spec["image"], spec.get("network_arch") or "custom", spec.get("action") or "run",
             spec.get("storage_tier", "A"), spec.get("results_dir") or "/results",
-            backend={"namespace": kube.namespace, "context": kube.context or ""},
+            backend={"namespace": kube.namespace, "context": kube.context or ""}, description=description,
         )
     jid = rec["id"]
     name = render.job_name_for(jid)
@@ -428,44 +427,59 @@ def _update(kube: Kubectl, rec: dict, entry: dict | None, source: str) -> dict:
     return result
 
 
-def load_record(job_id: str, verb: str = "status") -> dict:
-    """The record, refused (one line, nothing touched) when it belongs to another platform."""
-    rec = records.load(job_id)
-    if rec.get("platform") != PLATFORM:
-        raise TaoError(f"record {job_id} is a {rec.get('platform')} job: use that platform's {verb}")
-    return rec
-
-
 def status(job_ids: list[str] | None = None) -> list[dict]:
     """Status of the given records, or of every active kubernetes record (a sweep)."""
-    if job_ids:
-        recs = [load_record(j) for j in job_ids]
-    else:
-        recs = records.list_records(platform=PLATFORM, active=True)
+    recs = platform.select(PLATFORM, job_ids, "status")
     return status_records(recs) if recs else []
 
 
 # -- logs ----------------------------------------------------------------------
 
-def logs(job_id: str, *, tail: int | None = None, follow: bool = False) -> tuple[str, int | None]:
-    """(text, None) or, with ``follow``, ("", exit code) after streaming to stdout."""
-    rec = load_record(job_id, "logs")
+def _live_pods(kube: Kubectl, rec: dict) -> list[dict]:
+    """The job's pods (only those owned by the recorded Job UID)."""
+    uid = (rec.get("backend") or {}).get("uid")
+    return [p for p in kube.items("pods", "-l", f"{JOB_LABEL}={rec['id']}", what="kubectl get pods")
+            if not uid or any(o.get("uid") == uid for o in p["metadata"].get("ownerReferences") or [])]
+
+
+def read_logs(rec: dict, *, tail: int | None = None) -> tuple[str, str]:
+    """(text, source): the pods' logs ("live") or, once the pods are gone, the copy saved at the end ("saved")."""
     kube = Kubectl.for_record(rec)
     tail = tail if tail is not None else int(pins.resolve("kubernetes.logs_tail"))
-    b = rec.get("backend") or {}
-    pods = [p for p in kube.items("pods", "-l", f"{JOB_LABEL}={job_id}", what="kubectl get pods")
-            if not b.get("uid") or any(o.get("uid") == b["uid"] for o in p["metadata"].get("ownerReferences") or [])]
-    saved = records.artifact_dir(job_id) / "logs.txt"
+    pods = _live_pods(kube, rec)
+    if pods:
+        return format_logs(kube, pods, tail), "live"
+    saved = records.artifact_dir(rec["id"]) / "logs.txt"
+    if saved.exists():
+        return saved.read_text(encoding="utf-8"), "saved"
+    raise TaoError(f"job {rec['id']} has no pods (not started, or deleted by TTL) and no saved logs")
+
+
+def follow_logs(rec: dict, *, tail: int | None = None) -> int:
+    """Stream every pod's output (rank-prefixed) to stdout until the pods end; kubectl's exit code."""
+    kube = Kubectl.for_record(rec)
+    tail = tail if tail is not None else int(pins.resolve("kubernetes.logs_tail"))
+    pods = _live_pods(kube, rec)
     if not pods:
-        if saved.exists():
-            return f"# pods are gone; logs saved when the job ended ({saved}):\n" + saved.read_text(encoding="utf-8"), None
-        raise TaoError(f"job {job_id} has no pods (not started, or deleted by TTL) and no saved logs")
+        text, _ = read_logs(rec, tail=tail)
+        import sys
+
+        sys.stdout.write(text)
+        return 0
+    nodes = int((rec.get("backend") or {}).get("nodes") or len(pods))
+    return kube.stream("logs", "-l", f"{JOB_LABEL}={rec['id']}", "--follow", "--prefix", "--all-containers=true",
+                       f"--tail={tail}", f"--max-log-requests={max(2 * nodes + 2, 5)}")
+
+
+def logs(job_id: str, *, tail: int | None = None, follow: bool = False) -> tuple[str, int | None]:
+    """(text, None) or, with ``follow``, ("", exit code) after streaming to stdout."""
+    rec = platform.load_for(job_id, PLATFORM, "logs")
     if follow:
-        nodes = int(b.get("nodes") or len(pods))
-        rc = kube.stream("logs", "-l", f"{JOB_LABEL}={job_id}", "--follow", "--prefix", "--all-containers=true",
-                         f"--tail={tail}", f"--max-log-requests={max(2 * nodes + 2, 5)}")
-        return "", rc
-    return format_logs(kube, pods, tail), None
+        return "", follow_logs(rec, tail=tail)
+    text, source = read_logs(rec, tail=tail)
+    if source == "saved":
+        text = f"# pods are gone; logs saved when the job ended ({records.artifact_dir(job_id) / 'logs.txt'}):\n" + text
+    return text, None
 
 
 # -- cancel --------------------------------------------------------------------
@@ -478,7 +492,7 @@ def delete_options(uid: str) -> dict:
 
 def cancel(job_id: str) -> dict:
     """Delete the recorded Job (only if its UID matches), its Secrets/Service/ConfigMap; mark CANCELED."""
-    rec = load_record(job_id, "cancel")
+    rec = platform.load_for(job_id, PLATFORM, "cancel")
     if rec["state"] in states.TERMINAL:
         return {"id": job_id, "state": rec["state"], "deleted": False,
                 "message": f"already {rec['state']}: nothing to cancel"}

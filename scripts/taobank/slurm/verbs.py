@@ -15,7 +15,7 @@ import secrets as _secrets
 import time
 from typing import Any, Callable, Iterable, Mapping
 
-from .. import pins, records
+from .. import pins, platform, records, states
 from ..errors import TaoError
 from ..run import last_line
 from . import images, remote, render, resources, spec as specmod, status as st, storage
@@ -103,7 +103,8 @@ def _staged_files(p: Mapping[str, Any], job_id: str, job_dir: str, results: str,
     return files
 
 
-def submit(spec: Mapping[str, Any], *, conn: Connection | None = None, env: Mapping[str, str] | None = None) -> dict:
+def submit(spec: Mapping[str, Any], *, conn: Connection | None = None, env: Mapping[str, str] | None = None,
+           description: str | None = None) -> dict:
     """Submit one job; returns the record (state PENDING with slurm_job_id)."""
     env = os.environ if env is None else env
     p = plan(spec, env)
@@ -122,7 +123,8 @@ def submit(spec: Mapping[str, Any], *, conn: Connection | None = None, env: Mapp
         PLATFORM, p["image"] or "none", s["network_arch"], s["action"], "A", _results_placeholder(p["base"]),
         backend={k: v for k, v in {"backend_type": "slurm", "partition": p["resources"].partition,
                                    "cluster_name": s.get("cluster_name"), "container_runtime": p["runtime"]}.items()
-                 if v is not None})  # an unset cluster_name is absent, not "None"
+                 if v is not None},  # an unset cluster_name is absent, not "None"
+        description=description)
     job_id = rec["id"]
     try:
         return _stage_and_sbatch(conn, p, rec, image)
@@ -131,7 +133,7 @@ def submit(spec: Mapping[str, Any], *, conn: Connection | None = None, env: Mapp
     except TaoError as exc:
         cur = records.load(job_id)
         cb = cur.get("backend") or {}
-        if cur["state"] not in ("COMPLETE", "ERROR", "CANCELED") and not cb.get("slurm_job_id"):
+        if cur["state"] not in states.TERMINAL and not cb.get("slurm_job_id"):
             records.mark(job_id, "ERROR", message=f"submit failed: {exc}", err_class="ERR_PROGRAM")
             if cb.get("staged_secrets") and _job_dir(cb):  # no job will ever source them
                 creds = posixpath.join(_job_dir(cb), storage.CREDS_FILE)
@@ -205,13 +207,27 @@ def find_by_name(conn: Connection, name: str) -> list[str]:
     return sorted(ids, key=int)
 
 
+def resumable(job_id: str) -> dict:
+    """The record of a submit to finish: a SLURM record that was staged (checked before any connection)."""
+    rec = platform.load_for(job_id, PLATFORM, "resume")
+    b = rec.get("backend") or {}
+    if b.get("slurm_job_id"):
+        return rec
+    if rec["state"] in states.TERMINAL:
+        raise TaoError(f"job {job_id} is {rec['state']} and was never submitted to SLURM: nothing to resume; submit again")
+    if not _job_dir(b) or not b.get("script"):
+        raise TaoError(f"job {job_id} was never staged (no job folder or script in its record): nothing to resume; "
+                       "submit it again with tao_slurm.py submit")
+    return rec
+
+
 def sbatch_record(conn: Connection, job_id: str) -> dict:
     """sbatch the staged script of a record that has none yet; reconcile first.
 
     Safe to call again after a lost answer: a job already carrying the
     record's exact name is adopted instead of submitting a second one.
     """
-    rec = records.load(job_id)
+    rec = resumable(job_id)
     b = dict(rec.get("backend") or {})
     if b.get("slurm_job_id"):
         return rec
@@ -346,11 +362,14 @@ def status(ids: list[str] | None = None, *, conn: Connection | None = None, retr
     Infrastructure failures are resubmitted (new linked record) up to
     MAX_JOB_RETRIES; credentials of chains that really ended are removed.
     """
-    recs = [records.load(i) for i in ids] if ids else records.list_records(platform=PLATFORM, active=True)
-    for r in recs:
-        if r["platform"] != PLATFORM:
-            raise TaoError(f"record {r['id']} is a {r['platform']} job: use that platform's status helper")
-    active = [r for r in recs if r["state"] not in ("COMPLETE", "ERROR", "CANCELED")]
+    recs = platform.select(PLATFORM, ids, "status")
+    return refresh(recs, conn=conn, retry=retry, env=env)
+
+
+def refresh(recs: list[dict], *, conn: Connection | None = None, retry: bool = True,
+            env: Mapping[str, str] | None = None) -> list[dict]:
+    """Observe ``recs`` (SLURM records) with one sweep and mark them; retries are appended."""
+    active = [r for r in recs if r["state"] not in states.TERMINAL]
     if not active:
         return recs
     conn = conn or Connection(env)
@@ -383,7 +402,7 @@ def status(ids: list[str] | None = None, *, conn: Connection | None = None, retr
             if nxt["state"] != "ERROR":  # the resubmit failed: the chain ends here
                 continue
             chain_continues = False
-        if new_state in ("COMPLETE", "ERROR", "CANCELED") and r["backend"].get("staged_secrets") and not chain_continues:
+        if new_state in states.TERMINAL and r["backend"].get("staged_secrets") and not chain_continues:
             cleanup.append(posixpath.join(_job_dir(r["backend"]), storage.CREDS_FILE))
     if cleanup:
         conn.script(remote.REMOVE, cleanup, what="remove credentials")
@@ -405,6 +424,7 @@ def resubmit(conn: Connection, failed: dict) -> dict:
     b = failed["backend"]
     rec = records.open_record(PLATFORM, failed["image"], failed["network_arch"], failed["action"],
                               failed.get("storage_tier") or "A", failed["results_dir"], retry_of=failed["id"],
+                              description=failed.get("description"),
                               backend={k: b[k] for k in ("backend_type", "partition", "cluster_name", "container_runtime")
                                        if b.get(k) is not None})
     backend = {k: b[k] for k in ("results_dir", "script", "staged_secrets") if k in b}
@@ -417,49 +437,11 @@ def resubmit(conn: Connection, failed: dict) -> dict:
         return records.mark(rec["id"], "ERROR", message=f"resubmit failed: {exc}", err_class="ERR_INFRA")
 
 
-def watch(ids: list[str] | None, *, on_line: Callable[[str], None], conn: Connection | None = None,
-          first: float = 5.0, cap: float = 60.0, sleep: Callable[[float], None] = time.sleep) -> list[dict]:
-    """Poll until every watched record is terminal. No time cap: queue waits are normal."""
-    conn = conn or Connection()
-    delay, last = first, None
-    watched = list(ids) if ids else [r["id"] for r in records.list_records(platform=PLATFORM, active=True)]
-    while True:
-        recs = status(watched, conn=conn)
-        for r in recs:  # follow retries
-            if r.get("retry_of") in watched and r["id"] not in watched:
-                watched.append(r["id"])
-        recs = [r for r in recs if r["id"] in watched]
-        line = summary_line(recs)
-        if line != last:
-            on_line(line)
-            delay, last = first, line
-        else:
-            delay = min(cap, delay * 2)
-        if all(r["state"] in ("COMPLETE", "ERROR", "CANCELED") for r in recs if not _superseded(r, recs)):
-            return recs
-        sleep(delay)
-
-
-def _superseded(r: Mapping[str, Any], recs: list[dict]) -> bool:
-    return any(x.get("retry_of") == r["id"] for x in recs)
-
-
-def summary_line(recs: list[dict]) -> str:
-    if len(recs) == 1:
-        r = recs[0]
-        last_msg = r.get("message") or ""
-        return f"{r['id']} {r['state']} slurm={(r.get('backend') or {}).get('slurm_job_id', '-')} {last_msg}".strip()
-    counts: dict[str, int] = {}
-    for r in recs:
-        counts[r["state"]] = counts.get(r["state"], 0) + 1
-    return f"{len(recs)} jobs: " + " ".join(f"{k}={v}" for k, v in sorted(counts.items()))
-
-
 # --------------------------------------------------------------------------- logs
 def _require_submitted(rec: Mapping[str, Any]) -> dict:
     b = rec.get("backend") or {}
     if not b.get("slurm_job_id") or not b.get("log_dir"):
-        if rec["state"] not in ("COMPLETE", "ERROR", "CANCELED") and _job_dir(b):
+        if rec["state"] not in states.TERMINAL and _job_dir(b):
             raise TaoError(f"record {rec['id']} was staged but its sbatch answer was not recorded: "
                            f"run tao_slurm.py resume {rec['id']} (it never submits twice)")
         raise TaoError(f"record {rec['id']} has no SLURM job yet (state {rec['state']}): submit it first")
@@ -468,7 +450,7 @@ def _require_submitted(rec: Mapping[str, Any]) -> dict:
 
 def logs(job_id: str, *, lines: int = 200, conn: Connection | None = None) -> dict[str, str]:
     """Last ``lines`` of main.out and main.err (tracebacks are on stderr)."""
-    rec = records.load(job_id)
+    rec = platform.load_for(job_id, PLATFORM, "logs")
     b = _require_submitted(rec)
     conn = conn or Connection()
     out_f, err_f = posixpath.join(b["log_dir"], "main.out"), posixpath.join(b["log_dir"], "main.err")
@@ -481,14 +463,14 @@ def logs(job_id: str, *, lines: int = 200, conn: Connection | None = None) -> di
 def follow(job_id: str, *, on_chunk: Callable[[str, str], None], conn: Connection | None = None,
            interval: float = 3.0, sleep: Callable[[float], None] = time.sleep) -> dict:
     """Stream new bytes of main.out/main.err until the job is terminal."""
-    rec = records.load(job_id)
+    rec = platform.load_for(job_id, PLATFORM, "logs")
     b = _require_submitted(rec)
     conn = conn or Connection()
     out_f, err_f = posixpath.join(b["log_dir"], "main.out"), posixpath.join(b["log_dir"], "main.err")
     offs = [0, 0]
     polls = 0
     while True:
-        done = rec["state"] in ("COMPLETE", "ERROR", "CANCELED")
+        done = rec["state"] in states.TERMINAL
         boundary = "@@tao-" + _secrets.token_hex(8)
         res = conn.script(remote.FOLLOW, [boundary, out_f, str(offs[0]), err_f, str(offs[1])], what="follow logs",
                           retry_on_drop=True)
@@ -509,7 +491,7 @@ def follow(job_id: str, *, on_chunk: Callable[[str, str], None], conn: Connectio
         polls += 1
         if polls % 3 == 0 or polls == 1:
             rec = status([job_id], conn=conn)[0]
-            if rec["state"] in ("COMPLETE", "ERROR", "CANCELED"):
+            if rec["state"] in states.TERMINAL:
                 continue  # one last read
         sleep(interval)
 
@@ -517,8 +499,8 @@ def follow(job_id: str, *, on_chunk: Callable[[str, str], None], conn: Connectio
 # --------------------------------------------------------------------------- cancel
 def cancel(job_id: str, *, conn: Connection | None = None) -> dict:
     """scancel; a job that is gone or already ended counts as cancelled."""
-    rec = records.load(job_id)
-    if rec["state"] in ("COMPLETE", "ERROR", "CANCELED"):
+    rec = platform.load_for(job_id, PLATFORM, "cancel")
+    if rec["state"] in states.TERMINAL:
         return rec
     b = rec.get("backend") or {}
     conn = conn or Connection()
@@ -537,4 +519,5 @@ def cancel(job_id: str, *, conn: Connection | None = None) -> dict:
             raise TaoError(f"scancel {jid} failed: {last_line(res.stderr)}")
     if b.get("staged_secrets") and _job_dir(b):
         conn.script(remote.REMOVE, [posixpath.join(_job_dir(b), storage.CREDS_FILE)], what="remove credentials")
-    return records.mark(job_id, "CANCELED", message=msg)
+    # the backend state shown by show/status must not stay RUNNING after a cancel
+    return records.mark(job_id, "CANCELED", message=msg, backend={"slurm_state": "CANCELLED"} if jid else None)

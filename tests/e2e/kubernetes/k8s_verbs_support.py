@@ -48,7 +48,8 @@ class K8s:
         return out
 
     def status(self, job_id: str) -> dict:
-        return json.loads(self.tao("status", job_id, "--json").stdout)
+        (view,) = json.loads(self.tao("status", job_id, "--json").stdout)  # always a list
+        return view
 
     def wait(self, job_id: str, pred, timeout: float = 90) -> dict:
         end = time.time() + timeout

@@ -61,7 +61,7 @@ def test_multinode_pods_have_rendezvous_identity_and_env(k8s):
         pass
     follow = [a for a in k8s.calls() if a[:1] == ["kubectl"] and "--follow" in a]
     assert follow and "--max-log-requests=6" in follow[0] and "--prefix" in follow[0]
-    res = json.loads(k8s.tao("cancel", jid, "--json").stdout)
+    (res,) = json.loads(k8s.tao("cancel", jid, "--json").stdout)
     assert res["deleted"] is True
     assert k8s.kubectl("get", "service", name, "--ignore-not-found", "-o", "name").stdout.strip() == ""
 

@@ -124,7 +124,7 @@ def test_cancel_running_job_deletes_job_and_secret(k8s):
                      *ann(lk.KEEP_RUNNING_ANNOTATION, "true"), env={"HF_TOKEN": token})
     jid = out["id"]
     k8s.wait(jid, lambda s: s["state"] == "RUNNING")
-    res = json.loads(k8s.tao("cancel", jid, "--json").stdout)
+    (res,) = json.loads(k8s.tao("cancel", jid, "--json").stdout)
     assert res["state"] == "CANCELED" and res["deleted"] is True
     assert k8s.record(jid)["state"] == "CANCELED"
     sec = k8s.kubectl("get", "secret", f"tao-creds-{out['name']}", "--ignore-not-found", "-o", "name").stdout
@@ -133,7 +133,7 @@ def test_cancel_running_job_deletes_job_and_secret(k8s):
     while k8s.kubectl("get", "job", out["name"], "--ignore-not-found", "-o", "name").stdout.strip():
         assert time.time() < end, "Job not deleted"
         time.sleep(1)
-    again = json.loads(k8s.tao("cancel", jid, "--json").stdout)
+    (again,) = json.loads(k8s.tao("cancel", jid, "--json").stdout)
     assert again["deleted"] is False and "already CANCELED" in again["message"]
     # the delete carried the UID precondition, on stdin, and foreground propagation
     deletes = [a for a in k8s.calls() if a[:1] == ["kubectl"] and "--raw" in a]
@@ -153,7 +153,7 @@ def test_cancel_never_touches_same_name_job_with_other_uid(k8s):
     job["spec"].pop("selector", None)
     newjob = json.loads(k8s.kubectl("create", "-f", "-", "-o", "json", stdin=json.dumps(job)).stdout)
     assert newjob["metadata"]["uid"] != out["uid"]
-    res = json.loads(k8s.tao("cancel", jid, "--json").stdout)
+    (res,) = json.loads(k8s.tao("cancel", jid, "--json").stdout)
     assert res["deleted"] is False and "another UID" in res["message"]
     still = k8s.kjson("get", "job", name)
     assert still["metadata"]["uid"] == newjob["metadata"]["uid"] and not still["metadata"].get("deletionTimestamp")
@@ -171,7 +171,7 @@ def test_cancel_finished_job_is_success_that_says_so(k8s):
     while k8s.kjson("get", "job", out["name"]).get("status", {}).get("succeeded") != 1:
         assert time.time() < end
         time.sleep(1)
-    res = json.loads(k8s.tao("cancel", out["id"], "--json").stdout)
+    (res,) = json.loads(k8s.tao("cancel", out["id"], "--json").stdout)
     assert res["deleted"] is False and "already finished (COMPLETE)" in res["message"]
     assert k8s.record(out["id"])["state"] == "COMPLETE"
 
@@ -236,7 +236,7 @@ def test_namespace_and_context_variables_honoured(k8s):
                          env={"TAO_K8S_NAMESPACE": ns, "TAO_K8S_CONTEXT": lk.ADMIN_CONTEXT})
         assert out["backend_ref"].startswith(ns + "/") and out["context"] == lk.ADMIN_CONTEXT
         assert k8s.kjson("get", "job", out["name"], ns=ns)["metadata"]["namespace"] == ns
-        st = json.loads(k8s.tao("status", out["id"], "--json", env={"TAO_K8S_NAMESPACE": "default"}).stdout)
+        (st,) = json.loads(k8s.tao("status", out["id"], "--json", env={"TAO_K8S_NAMESPACE": "default"}).stdout)
         assert st["state"] in ("PENDING", "RUNNING", "COMPLETE")  # found via the record, not the env
         for argv in k8s.calls():
             if argv[:1] == ["kubectl"]:
@@ -425,7 +425,7 @@ def test_cancel_of_an_interrupted_submit_deletes_its_job_and_secret(k8s):
     k8s.kubectl("create", "-f", "-", stdin=json.dumps(secret))
     k8s.kubectl("create", "-f", "-", stdin=rendered)
     assert not k8s.record(jid).get("backend_ref")
-    res = json.loads(k8s.tao("cancel", jid, "--json").stdout)
+    (res,) = json.loads(k8s.tao("cancel", jid, "--json").stdout)
     assert res["state"] == "CANCELED" and res["deleted"] is True, res
     end = time.time() + 30
     while k8s.kubectl("get", "jobs,secrets", "-l", f"tao-job-id={jid}", "-o", "name").stdout.strip():

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from taobank import records
+from taobank import platform, records
 from taobank.errors import TaoError
 from taobank.slurm import remote, ssh, storage, verbs
 from taobank.slurm.ssh import Connection
@@ -382,7 +382,7 @@ def test_infrastructure_failure_is_resubmitted_and_linked(slurm_env):
         f'if [ -e {once} ]; then echo recovered; else : > {once}; '
         'echo "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus." >&2; exit 1; fi']))
     lines: list[str] = []
-    final = verbs.watch([rec["id"]], on_line=lines.append, first=1, cap=2)
+    final = [v.to_dict() for v in platform.watch("slurm", [rec["id"]], on_line=lines.append, first=1, cap=2)]
     first = records.load(rec["id"])
     assert first["state"] == "ERROR" and first["err_class"] == "ERR_INFRA" and "xid" in first["message"]
     (retry,) = [r for r in final if r.get("retry_of") == rec["id"]]
@@ -487,7 +487,7 @@ def test_infrastructure_retries_stop_at_the_limit(slurm_env, monkeypatch):
     monkeypatch.setattr(verbs, "max_retries", lambda: 1)
     rec = verbs.submit(base_spec(command=["bash", "-c",
         'echo "NCCL WARN NET/IB : Got completion from peer 10.0.0.2 with error 12" >&2; exit 1']))
-    final = verbs.watch([rec["id"]], on_line=lambda line: None, first=1, cap=2)
+    final = [v.to_dict() for v in platform.watch("slurm", [rec["id"]], on_line=lambda line: None, first=1, cap=2)]
     chain = sorted(final, key=lambda r: r["attempt"])
     assert [r["attempt"] for r in chain] == [1, 2]
     assert all(r["state"] == "ERROR" and r["err_class"] == "ERR_INFRA" for r in chain)

@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Every TAO job of this machine, whatever its platform: list | status | logs | cancel.
+
+  tao_jobs.py list [--platform P] [--state S] [--active] [--no-headers] [--json]   (records only, no cluster call)
+  tao_jobs.py status [ID...] [--watch] [--no-headers] [--json]   (refreshes: one query per platform)
+  tao_jobs.py logs ID [--tail N] [-f/--follow] [--json]
+  tao_jobs.py cancel ID... | --all [--json]
+
+Each verb dispatches on the record's platform (kubernetes or slurm), exactly
+as tao_k8s.py / tao_slurm.py would. Records are per machine: they live in
+$TAO_STATE_DIR (default ${XDG_STATE_HOME:-~/.local/state}/tao-skill-bank/jobs).
+Exit codes: 0 ok, 1 failed (or a watched job ended in ERROR), 2 usage, 130 interrupted.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from taobank import verbcli
+from taobank.cli import print_json, run_main
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from taobank import jobtable, records
+    from taobank.platform import JobView
+
+    recs = records.list_records(args.platform, args.state, args.active)
+    if args.json:
+        print_json([JobView.from_record(r).to_dict() for r in recs])
+    elif recs:
+        sys.stdout.write(jobtable.render(recs, headers=not args.no_headers))
+    else:
+        print(f"no job records in {records.state_dir()}", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    parser, sub = verbcli.parser("tao_jobs.py", __doc__)
+    p = sub.add_parser("list", help="the job table from the records (no cluster contact)")
+    p.add_argument("--platform", help="kubernetes (k8s) or slurm")
+    p.add_argument("--state", help="PENDING RUNNING COMPLETE ERROR CANCELED UNKNOWN")
+    p.add_argument("--active", action="store_true", help="only PENDING, RUNNING, UNKNOWN")
+    p.add_argument("--no-headers", action="store_true")
+    p.add_argument("--json", action="store_true", help="a JSON list of job views")
+    p.set_defaults(func=cmd_list)
+    p = verbcli.add_status(sub, None)
+    p.add_argument("--no-headers", action="store_true")
+    p.set_defaults(table=True)
+    verbcli.add_logs(sub, None)
+    verbcli.add_cancel(sub, None)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    run_main(main)

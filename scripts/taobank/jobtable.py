@@ -1,0 +1,72 @@
+"""The job table every listing prints (like ``squeue`` / ``sky jobs queue``)."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Iterable, Mapping
+
+from . import states
+
+COLUMNS = ("ID", "NAME", "ARCH/ACTION", "PLATFORM", "BACKEND", "SUBMITTED", "DURATION", "ATTEMPT", "STATE",
+           "MESSAGE")
+MESSAGE_WIDTH = 60
+
+
+def _parse(ts: str | None) -> datetime | None:
+    if not ts:
+        return None
+    try:
+        return datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return None
+
+
+def _ago(then: datetime | None, now: datetime) -> str:
+    if then is None:
+        return "-"
+    return human(now - then) + " ago"
+
+
+def human(delta: Any) -> str:
+    """``timedelta`` -> ``42s``, ``5m``, ``3h12m``, ``2d4h``."""
+    secs = max(0, int(delta.total_seconds()))
+    if secs < 60:
+        return f"{secs}s"
+    mins, _ = divmod(secs, 60)
+    if mins < 60:
+        return f"{mins}m"
+    hours, mins = divmod(mins, 60)
+    if hours < 24:
+        return f"{hours}h{mins:02d}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d{hours}h"
+
+
+def row(rec: Mapping[str, Any], now: datetime | None = None) -> list[str]:
+    """One table row of a record or a JobView dict."""
+    now = now or datetime.now(timezone.utc)
+    created = _parse(rec.get("created_at"))
+    end = _parse(rec.get("updated_at")) if rec.get("state") in states.TERMINAL else now
+    duration = human(end - created) if created and end else "-"
+    msg = " ".join(str(rec.get("message") or "").split())
+    if len(msg) > MESSAGE_WIDTH:
+        msg = msg[: MESSAGE_WIDTH - 3] + "..."
+    state = rec.get("state", "?") + (f" ({rec['err_class']})" if rec.get("err_class") else "")
+    return [rec.get("id", "?"), rec.get("description") or "-",
+            f"{rec.get('network_arch', '?')}/{rec.get('action', '?')}", rec.get("platform", "?"),
+            rec.get("backend_ref") or "-", _ago(created, now), duration, str(rec.get("attempt") or 1), state,
+            msg or "-"]
+
+
+def render(recs: Iterable[Mapping[str, Any]], *, headers: bool = True) -> str:
+    """Aligned columns; the last column (MESSAGE) is not padded."""
+    rows = [row(r) for r in recs]
+    if headers:
+        rows.insert(0, list(COLUMNS))
+    if not rows:
+        return ""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS) - 1)]
+    lines = []
+    for r in rows:
+        cells = [c.ljust(w) for c, w in zip(r, widths)] + [r[-1]]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines) + "\n"

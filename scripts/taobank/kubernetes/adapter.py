@@ -1,0 +1,57 @@
+"""Kubernetes' side of the platform contract: the hooks, over :mod:`.verbs` and kubectl."""
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+from .. import records
+from ..platform import JobView, Logs, Platform
+from . import verbs
+
+
+def _view(result: Mapping[str, Any]) -> JobView:
+    """A verbs result dict (status/cancel/submit) as the common view of its record."""
+    rec = records.load(result["id"])
+    seen = {k: v for k, v in result.items() if k not in ("id", "state", "err_class", "backend_ref")}
+    return JobView.from_record(rec, **seen)
+
+
+class Kubernetes(Platform):
+    name = verbs.PLATFORM
+
+    def observe(self, recs: list[dict], *, retry: bool = True) -> list[JobView]:
+        # Kubernetes retries nothing itself (backoffLimit 0): ``retry`` has no effect here.
+        return [_view(r) for r in verbs.status_records(recs)]
+
+    def read_logs(self, rec: dict, *, tail: int | None) -> Logs:
+        text, source = verbs.read_logs(rec, tail=tail)
+        return Logs(rec["id"], {"pods": text}, source=source)
+
+    def follow_logs(self, rec: dict, *, tail: int | None, emit: Callable[[str, str], None]) -> int:
+        return verbs.follow_logs(rec, tail=tail)
+
+    def cancel_one(self, rec: dict, context: dict) -> JobView:
+        return _view(verbs.cancel(rec["id"]))
+
+    def submit(self, spec: dict, options: Mapping[str, Any]) -> JobView:
+        from .kubectl import Kubectl
+
+        out = verbs.submit(spec, kube=Kubectl(options.get("namespace"), options.get("context")),
+                           job_id=options.get("job_id"), secret_env=options.get("secret_env") or [],
+                           secrets_file=options.get("secrets_file"),
+                           ngc_pull_secret=bool(options.get("ngc_pull_secret")), config=options.get("config"),
+                           description=options.get("description"))
+        return _view(out)
+
+    def preview(self, spec: dict, options: Mapping[str, Any]) -> str:
+        import os
+
+        from ..render import dump_yaml
+        from . import render
+
+        namespace = options.get("namespace") or os.environ.get("TAO_K8S_NAMESPACE") or "default"
+        objs = render.render_manifests(spec, job_id=options.get("job_id") or "tao-render-preview",
+                                       namespace=namespace, config=options.get("config"))
+        return dump_yaml(objs)
+
+
+PLATFORM = Kubernetes()

@@ -1,0 +1,296 @@
+"""The platform contract: what a platform supplies, and the verbs the core runs over it.
+
+Kubernetes and SLURM differ in how a job is launched, observed, read and
+stopped; everything else is common and lives here, once:
+
+* loading a record for a verb (another platform's record is refused in one line),
+* choosing the records of a verb (ids given, ``--all``, or every active one),
+* the watch loop (backoff, retry chains followed, one progress line on change),
+* terminal-state handling and the exit-code rule.
+
+A platform is a :class:`Platform` subclass that fills in four hooks
+(``observe``, ``read_logs``, ``follow_logs``, ``cancel_one``) plus ``submit``
+and ``preview``; :func:`get` routes a platform name to its adapter, imported
+only when used (a SLURM verb never imports the Kubernetes code).
+"""
+from __future__ import annotations
+
+import importlib
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from . import records, states
+from .errors import TaoError, UsageError
+
+#: Exit codes of every verb of every helper (README "Exit codes").
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+#: platform name -> module whose ``PLATFORM`` object implements the contract.
+ADAPTERS: dict[str, str] = {
+    "kubernetes": "taobank.kubernetes.adapter",
+    "slurm": "taobank.slurm.adapter",
+}
+
+
+@dataclass
+class JobView:
+    """One job as every verb reports it, whatever the platform (``--json`` prints ``to_dict()``)."""
+
+    id: str
+    platform: str
+    state: str
+    err_class: str | None = None
+    message: str | None = None
+    backend_ref: str | None = None
+    attempt: int = 1
+    retry_of: str | None = None
+    network_arch: str = ""
+    action: str = ""
+    description: str | None = None
+    results_dir: str | None = None
+    created_at: str = ""
+    updated_at: str = ""
+    #: what the backend said this time (None when it was not asked)
+    observed: str | None = None
+    exit_code: int | None = None
+    reason: str | None = None
+    backend: dict = field(default_factory=dict)
+    #: platform facts worth showing (pods, saved_logs, ...), merged into to_dict()
+    extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_record(cls, rec: Mapping[str, Any], **seen: Any) -> "JobView":
+        b = dict(rec.get("backend") or {})
+        view = cls(
+            id=rec["id"], platform=rec.get("platform", ""), state=rec["state"], err_class=rec.get("err_class"),
+            message=rec.get("message"), backend_ref=rec.get("backend_ref"), attempt=int(rec.get("attempt") or 1),
+            retry_of=rec.get("retry_of"), network_arch=rec.get("network_arch", ""), action=rec.get("action", ""),
+            description=rec.get("description"), results_dir=rec.get("results_dir"),
+            created_at=rec.get("created_at", ""), updated_at=rec.get("updated_at", ""), backend=b)
+        for key, value in seen.items():
+            if hasattr(view, key) and key != "extra":
+                setattr(view, key, value)
+            else:
+                view.extra[key] = value
+        return view
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in states.TERMINAL
+
+    def to_dict(self) -> dict:
+        out = {k: v for k, v in self.__dict__.items() if k != "extra"}
+        out.update(self.extra)
+        return out
+
+    def line(self) -> str:
+        """The one-line text form: ``ID STATE (ERR_CLASS) observed=X: message``."""
+        extra = f" ({self.err_class})" if self.err_class else ""
+        obs = f" observed={self.observed}" if self.observed and self.observed != self.state else ""
+        att = f" attempt={self.attempt}" if self.attempt > 1 else ""
+        return f"{self.id} {self.state}{extra}{att}{obs}: {self.message or ''}".rstrip(": ").rstrip()
+
+
+@dataclass
+class Logs:
+    """What ``logs`` returns: named sections (one per pod set or per stream) in order."""
+
+    id: str
+    sections: dict[str, str]
+    source: str = "live"  # or "saved" when read from the copy kept after the job ended
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "source": self.source, "sections": self.sections}
+
+
+class Platform(ABC):
+    """The hooks a platform implements; the core verbs below do the rest."""
+
+    name: str = ""
+
+    @abstractmethod
+    def observe(self, recs: list[dict], *, retry: bool = True) -> list[JobView]:
+        """Ask the backend about ``recs`` (one batched query), mark the records, return their views.
+
+        ``retry`` lets a platform that resubmits infrastructure failures do so;
+        retries appear as extra views whose ``retry_of`` names the failed job.
+        """
+
+    @abstractmethod
+    def read_logs(self, rec: dict, *, tail: int | None) -> Logs:
+        """The last ``tail`` lines (platform default when None) of the job's output."""
+
+    @abstractmethod
+    def follow_logs(self, rec: dict, *, tail: int | None, emit: Callable[[str, str], None]) -> int:
+        """Stream output as it comes (``emit(section, text)``) until the job ends; the exit code."""
+
+    @abstractmethod
+    def cancel_one(self, rec: dict, context: dict) -> JobView:
+        """Stop one active job and mark it CANCELED (or what it really ended as).
+
+        ``context`` is shared by the calls of one ``cancel`` (an open connection, say).
+        """
+
+    @abstractmethod
+    def submit(self, spec: dict, options: Mapping[str, Any]) -> JobView:
+        """Gate, open the record, stage, render, lint, launch; the view of the new job."""
+
+    @abstractmethod
+    def preview(self, spec: dict, options: Mapping[str, Any]) -> str:
+        """What submit would send (manifest or script text), contacting nothing."""
+
+
+def get(name: str) -> Platform:
+    """The adapter of platform ``name`` (``k8s`` is accepted for kubernetes)."""
+    canonical = states.canonical_platform(name)
+    return importlib.import_module(ADAPTERS[canonical]).PLATFORM
+
+
+# ------------------------------------------------------------------ record selection
+def load_for(job_id: str, platform: str | None, verb: str) -> dict:
+    """The record of ``job_id``; refused in one line when it belongs to another platform."""
+    rec = records.load(job_id)
+    if platform is not None and rec.get("platform") != platform:
+        other = rec.get("platform") or "unknown"
+        helper = {"kubernetes": "tao_k8s.py", "slurm": "tao_slurm.py"}.get(other, "tao_jobs.py")
+        raise TaoError(f"job {job_id} is a {other} job, not {platform}: run {helper} {verb} {job_id} "
+                       f"(or tao_jobs.py {verb} {job_id}); nothing was done")
+    return rec
+
+
+def select(platform: str | None, ids: list[str] | None, verb: str, *, all_active: bool = True) -> list[dict]:
+    """Records for a verb: the ids given (each checked), else every active record of ``platform``."""
+    if ids:
+        return [load_for(i, platform, verb) for i in dict.fromkeys(ids)]
+    if not all_active:
+        return []
+    return records.list_records(platform=platform, active=True)
+
+
+def by_platform(recs: list[dict]) -> dict[str, list[dict]]:
+    groups: dict[str, list[dict]] = {}
+    for rec in recs:
+        groups.setdefault(rec.get("platform") or "", []).append(rec)
+    return groups
+
+
+# ------------------------------------------------------------------ verbs
+def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = True) -> list[JobView]:
+    """Refresh the chosen records (terminal ones are shown as stored) with one query per platform."""
+    recs = select(platform, ids, "status")
+    views: dict[str, JobView] = {}
+    for name, group in by_platform(recs).items():
+        active = [r for r in group if r["state"] not in states.TERMINAL]
+        for rec in group:
+            views[rec["id"]] = JobView.from_record(rec)
+        if active:
+            for view in get(name).observe(active, retry=retry):
+                views[view.id] = view
+    order = [r["id"] for r in recs]
+    return [views[i] for i in order] + [v for i, v in views.items() if i not in set(order)]
+
+
+def superseded(view: JobView, views: list[JobView]) -> bool:
+    """A failed attempt whose retry is among ``views`` (the chain goes on)."""
+    return any(v.retry_of == view.id for v in views)
+
+
+def finished(views: list[JobView]) -> bool:
+    return all(v.terminal for v in views if not superseded(v, views))
+
+
+def summary_line(views: list[JobView]) -> str:
+    """The watch progress line: the job's own line, or counts per state for several."""
+    if not views:
+        return "no active jobs"
+    if len(views) == 1:
+        return views[0].line()
+    counts: dict[str, int] = {}
+    for v in views:
+        counts[v.state] = counts.get(v.state, 0) + 1
+    return f"{len(views)} jobs: " + " ".join(f"{k}={n}" for k, n in sorted(counts.items()))
+
+
+def watch(platform: str | None, ids: list[str] | None, *, on_line: Callable[[str], None], retry: bool = True,
+          first: float = 5.0, cap: float = 60.0, sleep: Callable[[float], None] = time.sleep,
+          max_unknown: int = 60) -> list[JobView]:
+    """Poll until every watched job is terminal; no overall time cap (queue waits are normal).
+
+    The delay starts at ``first`` seconds and doubles up to ``cap`` while
+    nothing changes; a change resets it. Retries are followed. A job the
+    backend cannot see for ``max_unknown`` polls in a row ends the watch
+    (it is reported, never marked, so the record stays the source of truth).
+    """
+    if not (first > 0 and cap > 0):
+        raise UsageError("--interval must be a positive number of seconds")
+    watched = [r["id"] for r in select(platform, ids, "status")]
+    delay, last, unknown_polls = first, None, 0
+    while True:
+        views = [v for v in status(platform, watched, retry=retry)]
+        for v in views:  # follow retry chains
+            if v.retry_of in watched and v.id not in watched:
+                watched.append(v.id)
+        views = [v for v in views if v.id in watched]
+        line = summary_line(views)
+        if line != last:
+            on_line(line)
+            delay, last = first, line
+        else:
+            delay = min(cap, delay * 2)
+        if finished(views):
+            return views
+        live = [v for v in views if not superseded(v, views) and not v.terminal]
+        unknown_polls = unknown_polls + 1 if live and all(v.state == "UNKNOWN" for v in live) else 0
+        if unknown_polls >= max_unknown:
+            on_line(f"stopped watching: the backend has not seen {', '.join(v.id for v in live)} for "
+                    f"{unknown_polls} polls (job gone, or cluster unreachable); check it and run status again")
+            return views
+        sleep(delay)
+
+
+def watch_exit_code(views: list[JobView]) -> int:
+    """1 when a watched job ended in ERROR (and no retry took over) or was left unresolved; else 0."""
+    for v in views:
+        if superseded(v, views):
+            continue
+        if v.state == "ERROR" or not v.terminal:
+            return EXIT_FAILED
+    return EXIT_OK
+
+
+def logs(platform: str | None, job_id: str, *, tail: int | None = None) -> Logs:
+    rec = load_for(job_id, platform, "logs")
+    if tail is not None and tail < 1:
+        raise UsageError("--tail must be a positive number of lines")
+    return get(rec["platform"]).read_logs(rec, tail=tail)
+
+
+def follow(platform: str | None, job_id: str, *, tail: int | None, emit: Callable[[str, str], None]) -> int:
+    rec = load_for(job_id, platform, "logs")
+    return get(rec["platform"]).follow_logs(rec, tail=tail, emit=emit)
+
+
+def cancel(platform: str | None, ids: list[str] | None, *, all_active: bool = False) -> tuple[list[JobView], list[str]]:
+    """Cancel the given jobs (or every active one with ``all_active``); (views, one-line errors).
+
+    A job already terminal is reported as it is; one failure does not stop
+    the others (its error line is returned and the verb exits 1).
+    """
+    if not ids and not all_active:
+        raise UsageError("cancel needs job ids or --all")
+    recs = select(platform, ids, "cancel", all_active=all_active)
+    views: list[JobView] = []
+    errors: list[str] = []
+    contexts: dict[str, dict] = {}
+    for rec in recs:
+        if rec["state"] in states.TERMINAL:
+            views.append(JobView.from_record(rec, message=f"already {rec['state']}: nothing to cancel"))
+            continue
+        try:
+            adapter = get(rec["platform"])
+            views.append(adapter.cancel_one(rec, contexts.setdefault(rec["platform"], {})))
+        except TaoError as exc:
+            errors.append(f"{rec['id']}: {exc}")
+    return views, errors

@@ -1,0 +1,58 @@
+"""SLURM's side of the platform contract: the hooks, over :mod:`.verbs` and one SSH connection."""
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+from ..platform import JobView, Logs, Platform
+from . import verbs
+
+DEFAULT_TAIL = 200
+
+
+def view(rec: Mapping[str, Any], **seen: Any) -> JobView:
+    b = rec.get("backend") or {}
+    code = b.get("exit_code")
+    return JobView.from_record(rec, observed=b.get("slurm_state"),
+                               exit_code=int(code) if isinstance(code, int) else None, **seen)
+
+
+class Slurm(Platform):
+    name = verbs.PLATFORM
+
+    def observe(self, recs: list[dict], *, retry: bool = True) -> list[JobView]:
+        return [view(r) for r in verbs.refresh(recs, retry=retry)]
+
+    def read_logs(self, rec: dict, *, tail: int | None) -> Logs:
+        out = verbs.logs(rec["id"], lines=tail or DEFAULT_TAIL)
+        d = out["log_dir"]
+        return Logs(rec["id"], {f"{d}/main.out": out["main.out"], f"{d}/main.err": out["main.err"]})
+
+    def follow_logs(self, rec: dict, *, tail: int | None, emit: Callable[[str, str], None]) -> int:
+        verbs.follow(rec["id"], on_chunk=emit)
+        return 0
+
+    def cancel_one(self, rec: dict, context: dict) -> JobView:
+        if "conn" not in context:
+            from .ssh import Connection
+
+            context["conn"] = Connection()
+        return view(verbs.cancel(rec["id"], conn=context["conn"]))
+
+    def submit(self, spec: dict, options: Mapping[str, Any]) -> JobView:
+        rec = verbs.submit(spec, description=options.get("description"))
+        b = rec["backend"]
+        return view(rec, job_dir=b.get("job_dir"), log_dir=b.get("log_dir"))
+
+    def preview(self, spec: dict, options: Mapping[str, Any]) -> str:
+        return verbs.preview(spec, options.get("job_id") or "preview-job")
+
+    def resume(self, job_id: str) -> JobView:
+        from .ssh import Connection
+
+        rec = verbs.resumable(job_id)  # refused before any connection when there is nothing to resume
+        if (rec.get("backend") or {}).get("slurm_job_id"):
+            return view(rec, message="already submitted: nothing to resume")
+        return view(verbs.sbatch_record(Connection(), job_id))
+
+
+PLATFORM = Slurm()

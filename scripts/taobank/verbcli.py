@@ -1,0 +1,214 @@
+"""One command-line grammar for the job verbs of every helper (tao_k8s.py, tao_slurm.py, tao_jobs.py).
+
+  status [ID...] [--watch] [--interval S] [--no-retry] [--json]   --json is always a list
+  logs ID [--tail N] [-f/--follow] [--json]
+  cancel ID... | --all [--json]
+  submit ... [--dry-run] [--quiet] [--json] [--name TEXT]
+  --version
+
+Exit codes (every helper): 0 ok; 1 failed, or a watched job ended in ERROR;
+2 usage; 130 interrupted. Old spellings keep working for one release and
+print a deprecation line on stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable
+
+from . import platform as core
+from .cli import print_json
+from .errors import TaoError, UsageError
+
+#: old flag -> (new flag, helper it came from); accepted for one release
+DEPRECATED = {"--lines": "--tail", "--secret": "--secret-env"}
+
+
+def deprecated(old: str) -> None:
+    print(f"warning: {old} is deprecated and will be removed in the next release: use {DEPRECATED[old]}",
+          file=sys.stderr)
+
+
+def version() -> str:
+    from . import pins
+
+    return f"{pins.resolve('bank.name')} {pins.resolve('bank.version')}"
+
+
+class _Version(argparse.Action):
+    """--version without loading versions.yaml unless asked."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"{parser.prog} ({version()})")
+        parser.exit(0)
+
+
+def add_version(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--version", action=_Version, help="print the bank version and exit")
+
+
+def parser(prog: str, doc: str) -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
+    """The top-level parser of a helper: description from ``doc``'s first line, the rest as epilog."""
+    lines = doc.strip("\n").splitlines()
+    p = argparse.ArgumentParser(prog=prog, description=lines[0], epilog="\n".join(lines[2:]),
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_version(p)
+    sub = p.add_subparsers(dest="verb", required=True)
+    return p, sub
+
+
+# ------------------------------------------------------------------ status
+def add_status(sub: argparse._SubParsersAction, platform: str | None) -> argparse.ArgumentParser:
+    where = f"{platform} " if platform else ""
+    p = sub.add_parser("status", help=f"refresh and print job states (no id: every active {where}job)")
+    p.add_argument("ids", nargs="*", metavar="ID")
+    p.add_argument("--watch", action="store_true", help="poll with backoff until every job is terminal")
+    p.add_argument("--interval", type=float, default=5.0, help="first poll delay in seconds for --watch (doubles up "
+                   "to 60 while nothing changes)")
+    p.add_argument("--no-retry", action="store_true", help="never resubmit an infrastructure failure (SLURM)")
+    p.add_argument("--json", action="store_true", help="print a JSON list (always a list)")
+    p.set_defaults(func=lambda a: cmd_status(a, platform))
+    return p
+
+
+def _progress(as_json: bool) -> Callable[[str], None]:
+    """Watch lines: rewritten in place on a terminal, one line per change otherwise; stderr under --json."""
+    out = sys.stderr if as_json else sys.stdout
+    tty = out.isatty()
+
+    def emit(line: str) -> None:
+        out.write("\r\033[K" + line[:200] if tty else line + "\n")
+        out.flush()
+
+    emit.tty = tty  # type: ignore[attr-defined]
+    return emit
+
+
+def cmd_status(args: argparse.Namespace, platform: str | None) -> int:
+    if args.interval is None or not args.interval > 0:
+        raise UsageError("--interval must be a positive number of seconds")
+    retry = not args.no_retry
+    if args.watch:
+        emit = _progress(args.json)
+        views = core.watch(platform, args.ids or None, on_line=emit, retry=retry, first=args.interval)
+        if emit.tty:  # type: ignore[attr-defined]
+            (sys.stderr if args.json else sys.stdout).write("\n")
+        if args.json:
+            print_json([v.to_dict() for v in views])
+        return core.watch_exit_code(views)
+    views = core.status(platform, args.ids or None, retry=retry)
+    if args.json:
+        print_json([v.to_dict() for v in views])
+    elif not views:
+        print(f"no active {platform or ''} jobs".replace("  ", " "))
+    elif getattr(args, "table", False):
+        from . import jobtable
+
+        sys.stdout.write(jobtable.render([v.to_dict() for v in views], headers=not args.no_headers))
+    else:
+        for v in views:
+            print(v.line())
+    return core.EXIT_OK
+
+
+# ------------------------------------------------------------------ logs
+def add_logs(sub: argparse._SubParsersAction, platform: str | None) -> argparse.ArgumentParser:
+    p = sub.add_parser("logs", help="the job's output (every pod / main.out and main.err)")
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--tail", type=int, metavar="N", help="last N lines (per pod / per stream)")
+    p.add_argument("--lines", type=int, help=argparse.SUPPRESS)  # deprecated spelling of --tail
+    p.add_argument("-f", "--follow", action="store_true", help="stream new output until the job ends")
+    p.add_argument("--json", action="store_true", help='{"id", "source", "sections": {name: text}}')
+    p.set_defaults(func=lambda a: cmd_logs(a, platform))
+    return p
+
+
+def cmd_logs(args: argparse.Namespace, platform: str | None) -> int:
+    tail = args.tail
+    if args.lines is not None:
+        deprecated("--lines")
+        tail = tail if tail is not None else args.lines
+    if tail is not None and tail < 1:
+        raise UsageError("--tail must be a positive number of lines")
+    if args.follow:
+        if args.json:
+            raise UsageError("--follow streams text: drop --json")
+
+        def emit(section: str, text: str) -> None:
+            stream = sys.stderr if section.endswith("main.err") else sys.stdout
+            stream.write(text)
+            stream.flush()
+
+        return core.follow(platform, args.id, tail=tail, emit=emit)
+    out = core.logs(platform, args.id, tail=tail)
+    if args.json:
+        print_json(out.to_dict())
+        return core.EXIT_OK
+    if out.source == "saved":
+        print("# the job's pods are gone; these are the logs saved when it ended", file=sys.stderr)
+    many = len(out.sections) > 1
+    for name, text in out.sections.items():
+        if many:
+            print(f"==> {name} <==")
+        sys.stdout.write(text if not text or text.endswith("\n") else text + "\n")
+    return core.EXIT_OK
+
+
+# ------------------------------------------------------------------ cancel
+def add_cancel(sub: argparse._SubParsersAction, platform: str | None) -> argparse.ArgumentParser:
+    where = f"{platform} " if platform else ""
+    p = sub.add_parser("cancel", help="stop jobs and mark them CANCELED (their credentials are removed)")
+    p.add_argument("ids", nargs="*", metavar="ID")
+    p.add_argument("--all", action="store_true", help=f"every active {where}job of this machine's records")
+    p.add_argument("--json", action="store_true", help="print a JSON list")
+    p.set_defaults(func=lambda a: cmd_cancel(a, platform))
+    return p
+
+
+def cmd_cancel(args: argparse.Namespace, platform: str | None) -> int:
+    if args.ids and args.all:
+        raise UsageError("give job ids or --all, not both")
+    views, errors = core.cancel(platform, args.ids or None, all_active=args.all)
+    if args.json:
+        print_json([v.to_dict() for v in views])
+    else:
+        for v in views:
+            print(v.line())
+        if not views and not errors:
+            print("no active jobs to cancel")
+    for line in errors:
+        print(f"error: {line}", file=sys.stderr)
+    return core.EXIT_FAILED if errors else core.EXIT_OK
+
+
+# ------------------------------------------------------------------ submit
+def add_submit_outputs(p: argparse.ArgumentParser) -> None:
+    """The flags every submit shares: what to print, and a name that tells jobs apart."""
+    p.add_argument("--name", dest="description", metavar="TEXT",
+                   help="free text stored in the record and shown by tao_jobs.py list (max 200 chars)")
+    p.add_argument("--dry-run", action="store_true", help="print what would be sent (manifest / script); "
+                   "contact nothing, open no record")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the new job's view as JSON")
+    out.add_argument("-q", "--quiet", action="store_true", help="print only the job id")
+
+
+def print_submitted(view: core.JobView, args: argparse.Namespace, details: list[str]) -> None:
+    if args.json:
+        print_json(view.to_dict())
+    elif args.quiet:
+        print(view.id)
+    else:
+        print(f"{view.id} submitted: {view.backend_ref or '-'} state={view.state}")
+        for line in details:
+            print(line)
+
+
+def add_common(sub: argparse._SubParsersAction, platform: str | None) -> None:
+    """status, logs and cancel, identical for every helper."""
+    add_status(sub, platform)
+    add_logs(sub, platform)
+    add_cancel(sub, platform)
