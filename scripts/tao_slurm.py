@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 from taobank import verbcli
 from taobank.cli import parse_kv, print_json, run_main

@@ -90,7 +90,9 @@ class JobView:
         extra = f" ({self.err_class})" if self.err_class else ""
         obs = f" observed={self.observed}" if self.observed and self.observed != self.state else ""
         att = f" attempt={self.attempt}" if self.attempt > 1 else ""
-        return f"{self.id} {self.state}{extra}{att}{obs}: {self.message or ''}".rstrip(": ").rstrip()
+        ref = f" ref={self.backend_ref}" if self.backend_ref else ""
+        where = f" results={self.extra.get('results') or self.results_dir}" if self.state == "COMPLETE" else ""
+        return f"{self.id} {self.state}{extra}{att}{ref}{obs}{where}: {self.message or ''}".rstrip(": ").rstrip()
 
 
 @dataclass
@@ -109,6 +111,10 @@ class Platform(ABC):
     """The hooks a platform implements; the core verbs below do the rest."""
 
     name: str = ""
+
+    def view(self, rec: Mapping[str, Any]) -> JobView:
+        """The view of a record as stored (no backend call); platforms add their facts."""
+        return JobView.from_record(rec)
 
     @abstractmethod
     def observe(self, recs: list[dict], *, retry: bool = True) -> list[JobView]:
@@ -182,11 +188,12 @@ def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = 
     recs = select(platform, ids, "status")
     views: dict[str, JobView] = {}
     for name, group in by_platform(recs).items():
+        adapter = get(name)
         active = [r for r in group if r["state"] not in states.TERMINAL]
         for rec in group:
-            views[rec["id"]] = JobView.from_record(rec)
+            views[rec["id"]] = adapter.view(rec)
         if active:
-            for view in get(name).observe(active, retry=retry):
+            for view in adapter.observe(active, retry=retry):
                 views[view.id] = view
     order = [r["id"] for r in recs]
     return [views[i] for i in order] + [v for i, v in views.items() if i not in set(order)]
@@ -285,11 +292,13 @@ def cancel(platform: str | None, ids: list[str] | None, *, all_active: bool = Fa
     errors: list[str] = []
     contexts: dict[str, dict] = {}
     for rec in recs:
-        if rec["state"] in states.TERMINAL:
-            views.append(JobView.from_record(rec, message=f"already {rec['state']}: nothing to cancel"))
-            continue
         try:
             adapter = get(rec["platform"])
+            if rec["state"] in states.TERMINAL:
+                view = adapter.view(rec)
+                view.message = f"already {rec['state']}: nothing to cancel"
+                views.append(view)
+                continue
             views.append(adapter.cancel_one(rec, contexts.setdefault(rec["platform"], {})))
         except TaoError as exc:
             errors.append(f"{rec['id']}: {exc}")

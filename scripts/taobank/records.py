@@ -19,13 +19,12 @@ import fcntl
 import json
 import os
 import re
-import tempfile
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from . import BANK_ROOT, names, states
+from . import BANK_ROOT, fsio, names, states
 from .errors import TaoError
 
 STATE_DIR_ENV = "TAO_STATE_DIR"
@@ -82,29 +81,9 @@ def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _fsync_dir(d: Path) -> None:
-    fd = os.open(d, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _write_temp(d: Path, job_id: str, rec: dict) -> str:
     data = (json.dumps(rec, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=f".{job_id}.", suffix=".tmp")  # mkstemp: mode 600
-    try:
-        os.fchmod(fd, 0o600)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        os.unlink(tmp)
-        raise
-    os.close(fd)
-    return tmp
+    return fsio.write_temp(d, f".{job_id}.", data)
 
 
 def _replace(job_id: str, rec: dict) -> None:
@@ -116,7 +95,7 @@ def _replace(job_id: str, rec: dict) -> None:
     except BaseException:
         os.unlink(tmp)
         raise
-    _fsync_dir(d)
+    fsio.fsync_dir(d)
 
 
 def _create(job_id: str, rec: dict) -> bool:
@@ -130,7 +109,7 @@ def _create(job_id: str, rec: dict) -> bool:
         return False
     finally:
         os.unlink(tmp)
-    _fsync_dir(d)
+    fsio.fsync_dir(d)
     return True
 
 

@@ -18,7 +18,7 @@ from typing import Callable
 
 from . import platform as core
 from .cli import print_json
-from .errors import TaoError, UsageError
+from .errors import UsageError
 
 #: old flag -> (new flag, helper it came from); accepted for one release
 DEPRECATED = {"--lines": "--tail", "--secret": "--secret-env"}

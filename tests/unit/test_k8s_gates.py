@@ -97,7 +97,7 @@ def test_secret_in_plain_env_is_refused_before_any_cluster_call(state_dir):
 
     before = len(run.CALLS)
     spec = {"image": "busybox", "command": "true", "env": {"HF_TOKEN": "hf_abcdefghijklmnopqrstuvwxyz0123"}}
-    with pytest.raises(TaoError, match="looks like a secret") as exc:
+    with pytest.raises(TaoError, match="looks like a credential") as exc:
         verbs.submit(spec, kube=Kubectl("tao-jobs", ""))
     assert "hf_abcdef" not in str(exc.value)
     assert len(run.CALLS) == before  # no kubectl call, no record

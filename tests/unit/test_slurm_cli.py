@@ -48,7 +48,7 @@ def test_bad_input_is_one_line(tmp_path):
         (spec_file(tmp_path, time_hours=12), "exceeds the 4 h limit"),
         (spec_file(tmp_path, num_gpus=12), "not a multiple"),
         (spec_file(tmp_path, dataset={"root": "/home/me/data"}), "local path"),
-        (spec_file(tmp_path, env={"NGC_KEY": "x"}), "looks like a secret"),
+        (spec_file(tmp_path, env={"NGC_KEY": "x"}), "looks like a credential"),
         (spec_file(tmp_path, partition="gpu\n#SBATCH --uid=0"), "partition"),
         (spec_file(tmp_path, bogus=1), "unknown field 'bogus'"),
     ]

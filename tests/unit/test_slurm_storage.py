@@ -77,10 +77,14 @@ def test_base_dir_sources():
 
 
 def test_env_and_secrets():
-    assert storage.check_env({"EPOCHS": 3}) == {"EPOCHS": "3"}
-    for bad in ({"NGC_KEY": "x"}, {"MY_TOKEN": "x"}, {"A B": "x"}):
+    assert storage.check_env({"EPOCHS": 3}) == ({"EPOCHS": "3"}, {})
+    assert storage.check_env({}, {"NCCL_DEBUG": "INFO"}) == ({}, {"NCCL_DEBUG": "INFO"})
+    for bad in ({"NGC_KEY": "x"}, {"MY_TOKEN": "x"}, {"A B": "x"}, {"TAO_CREDS_FILE": "/home/me/x"}):
         with pytest.raises(TaoError):
             storage.check_env(bad)
+    for bad_nccl in ({"HOME": "/x"}, {"NCCL_IB_PASSWORD": "x"}):
+        with pytest.raises(TaoError):
+            storage.check_env({}, bad_nccl)
     assert storage.collect_secrets(["NGC_KEY"], {"NGC_KEY": "k"}) == {"NGC_KEY": "k"}
     with pytest.raises(TaoError, match="not set"):
         storage.collect_secrets(["NGC_KEY"], {})

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
-import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .. import pins, records, states
+from .. import fsio, pins, records, states
 from ..errors import TaoError, UsageError
 from . import verbs
 from .kubectl import Kubectl
@@ -109,18 +107,7 @@ def save_verdict(key: str, entry: dict) -> None:
     path = cache_path()
     data = load_cache()
     data[key] = entry
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".k8s-nccl-probe.", suffix=".tmp")  # mode 600
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    fsio.write_private(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def verdict_of(result: dict) -> str:

@@ -99,16 +99,10 @@ def sha256_text(text: str) -> str:
 
 
 def _check_env(spec: dict, multinode: bool) -> None:
-    for key in spec.get("env") or {}:
-        if key in RESERVED_ENV or (multinode and key in RENDEZVOUS_ENV):
-            raise TaoError(
-                f"env {key} is set by the bank for {'multi-node ' if multinode else ''}jobs and may not be overridden: remove it from env"
-            )
-    for key in spec.get("nccl_env") or {}:
-        if not key.startswith("NCCL_"):
-            raise TaoError(f"nccl_env key {key} must start with NCCL_")
-        if key in (spec.get("env") or {}):
-            raise TaoError(f"{key} is in both env and nccl_env: keep one")
+    from ..envfile import check_job_env
+
+    check_job_env(spec.get("env"), spec.get("nccl_env"),
+                  reserved=RESERVED_ENV + (RENDEZVOUS_ENV if multinode else ()))
 
 
 def _env_list(spec: dict, job_id: str, name: str, service: str, multinode: bool, staging: str | None) -> list[dict]:

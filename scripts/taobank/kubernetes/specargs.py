@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from .. import envfile
 from ..cli import parse_kv
 from ..errors import UsageError
 
@@ -61,7 +62,7 @@ def spec_from_args(args: argparse.Namespace) -> dict:
             spec[key] = {**(spec.get(key) or {}), **extra}
     nccl_file = os.environ.get("TAO_K8S_NCCL_ENV")
     if nccl_file:  # per-cluster NCCL settings (KEY=VALUE lines); flags and spec win
-        spec["nccl_env"] = {**_read_env_file(nccl_file), **(spec.get("nccl_env") or {})}
+        spec["nccl_env"] = {**envfile.read(nccl_file, what="TAO_K8S_NCCL_ENV file"), **(spec.get("nccl_env") or {})}
     for item in args.pvc_mount or []:
         claim, sep, path = item.partition(":")
         if not sep:
@@ -69,20 +70,3 @@ def spec_from_args(args: argparse.Namespace) -> dict:
         spec.setdefault("mounts", []).append({"pvc": claim, "mount_path": path})
     specmod.validate(spec, "k8s-job-spec.schema.json", "job spec")
     return spec
-
-
-def _read_env_file(path: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    try:
-        lines = open(path, encoding="utf-8").read().splitlines()
-    except OSError as exc:
-        raise UsageError(f"TAO_K8S_NCCL_ENV={path}: {exc.strerror}") from None
-    for n, line in enumerate(lines, 1):
-        line = line.strip()
-        if line and not line.startswith("#"):
-            key, sep, value = line.partition("=")
-            key = key.strip().removeprefix("export ").strip()
-            if not sep or not key:
-                raise UsageError(f"TAO_K8S_NCCL_ENV={path} line {n}: expected NCCL_NAME=value")
-            out[key] = value.strip()
-    return out

@@ -10,10 +10,8 @@ from __future__ import annotations
 import base64
 import json
 import os
-import stat
-from pathlib import Path
 
-from .. import pins, platform, records, redact, states
+from .. import envfile, fsio, pins, platform, records, redact, states
 from ..errors import TaoError
 from ..render import dump_yaml
 from . import JOB_LABEL, gates, render
@@ -21,32 +19,13 @@ from . import status as smap
 from .kubectl import Kubectl
 
 PLATFORM = "kubernetes"
-ENV_NAME_OK = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
 
 # -- credentials ---------------------------------------------------------------
 
 def read_secrets_file(path: str) -> dict[str, str]:
     """KEY=VALUE lines from a file only its owner can read (mode 600 or stricter)."""
-    p = Path(path)
-    try:
-        mode = p.stat().st_mode
-    except OSError as exc:
-        raise TaoError(f"cannot read secrets file {p}: {exc.strerror}", exit_code=2) from None
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise TaoError(f"secrets file {p} is readable by others (mode {oct(mode & 0o777)}): chmod 600 {p}")
-    out: dict[str, str] = {}
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        key, sep, value = line.partition("=")
-        key = key.strip().removeprefix("export ").strip()
-        if not sep or not key or set(key) - ENV_NAME_OK:
-            raise TaoError(f"secrets file {p} line {n}: expected KEY=VALUE (the value is not shown)")
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        out[key] = value
-    return out
+    return envfile.read(path, what="secrets file", private=True)
 
 
 def collect_credentials(secret_env: list[str] | tuple[str, ...] = (), secrets_file: str | None = None) -> dict[str, str]:
@@ -55,9 +34,7 @@ def collect_credentials(secret_env: list[str] | tuple[str, ...] = (), secrets_fi
     if secrets_file:
         creds.update(read_secrets_file(secrets_file))
     for name in secret_env:
-        if set(name) - ENV_NAME_OK:
-            shown = name.split("=", 1)[0][:40]
-            raise TaoError(f"--secret-env takes a variable NAME (got {shown}=...): never put a value on the command line")
+        envfile.check_name(name, "--secret-env")
         value = os.environ.get(name)
         if value is None or value == "":
             raise TaoError(f"--secret-env {name}: {name} is not set in the environment: export it first")
@@ -339,9 +316,7 @@ def save_final_logs(kube: Kubectl, rec: dict, pods: list[dict]) -> str | None:
         return None
     text = format_logs(kube, pods, int(pins.resolve("kubernetes.logs_tail")))
     path = records.artifact_dir(rec["id"]) / "logs.txt"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(redact.redact_text(text))
+    fsio.write_private(path, redact.redact_text(text))
     return str(path)
 
 

@@ -12,12 +12,17 @@ DEFAULT_TAIL = 200
 def view(rec: Mapping[str, Any], **seen: Any) -> JobView:
     b = rec.get("backend") or {}
     code = b.get("exit_code")
+    if b.get("results_dir"):
+        seen.setdefault("results", b["results_dir"])  # the job's own folder (the record keeps the parent)
     return JobView.from_record(rec, observed=b.get("slurm_state"),
                                exit_code=int(code) if isinstance(code, int) else None, **seen)
 
 
 class Slurm(Platform):
     name = verbs.PLATFORM
+
+    def view(self, rec: Mapping[str, Any]) -> JobView:
+        return view(rec)
 
     def observe(self, recs: list[dict], *, retry: bool = True) -> list[JobView]:
         return [view(r) for r in verbs.refresh(recs, retry=retry)]

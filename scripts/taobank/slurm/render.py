@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from ..envfile import check_name
 from ..errors import TaoError
 from ..render import Raw, render_text
 from . import storage
@@ -20,7 +21,6 @@ SINGLE = "slurm/single-node.sbatch.tmpl"
 MULTI = "slurm/multi-node.sbatch.tmpl"
 RUNTIMES = ("pyxis", "none")
 _DIRECTIVE_VALUE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+\Z")
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 #: Runs inside every task of a multi-node job (constant text, quoted as one argument).
 TASK_PROLOGUE = (
     'export MASTER_ADDR="$TAO_MASTER_ADDR" MASTER_PORT="$TAO_MASTER_PORT" WORLD_SIZE="$TAO_WORLD_SIZE" '
@@ -86,8 +86,7 @@ def render(inp: ScriptInput) -> str:
     if not inp.command or not all(isinstance(a, str) for a in inp.command):
         raise TaoError("command must be a non-empty list of strings")
     for key in list(inp.env) + list(inp.nccl_env):
-        if not _ENV_NAME.match(key):
-            raise TaoError(f"env name {key!r} is not a shell variable name")
+        check_name(key)
     template = MULTI if inp.resources.nodes > 1 else SINGLE
     ctx: dict[str, Any] = {
         "template_name": template.split("/", 1)[1],

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from .. import fsio
 from ..errors import TaoError
 from ..run import Result, last_line, run
 
@@ -100,11 +101,7 @@ def remember_host(entry: str) -> None:
     path = _remembered_file()
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = path.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(entry + "\n")
-        os.replace(tmp, path)
+        fsio.write_private(path, entry + "\n")
     except OSError:
         pass  # remembering is an optimisation, never a failure
 

@@ -17,6 +17,7 @@ import tarfile
 import time
 from typing import Any, Iterable, Mapping
 
+from ..envfile import check_job_env, check_name
 from ..errors import TaoError
 
 #: Files inside a job directory (relative paths).
@@ -27,11 +28,11 @@ CREDS_FILE = "env/credentials.sh"
 MARKER_FILE = "meta/exit.json"
 LOG_DIR = "slurm-logs"
 
-#: Secret variables a job may receive (names only in specs; values from the submitter's env).
-SECRET_NAMES = ("NGC_KEY", "NGC_API_KEY", "HF_TOKEN", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
-                "AWS_SESSION_TOKEN", "WANDB_API_KEY", "CLEARML_API_ACCESS_KEY", "CLEARML_API_SECRET_KEY")
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_SECRETISH = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)S?\Z", re.I)
+#: What the sbatch script itself sets; a job's env may not override it (the footer reads TAO_CREDS_FILE).
+RESERVED_ENV = ("TAO_CREDS_FILE", "TAO_JOB_DIR", "TAO_MARKER", "TAO_MASTER_ADDR", "TAO_MASTER_PORT",
+                "TAO_API_JOB_ID", "TAO_API_RESULTS_DIR", "TAO_DATASET_ROOT", "TAO_NUM_GPU_PER_NODE", "TAO_WORLD_SIZE",
+                "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "NUM_GPU_PER_NODE", "NODE_RANK", "NNODES",
+                "NPROC_PER_NODE")
 _SPEC_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+\Z")
 
 
@@ -118,28 +119,20 @@ def dataset_paths(spec: Mapping[str, Any]) -> tuple[list[str], dict[str, str], s
     return list(dict.fromkeys(required)), overrides, root
 
 
-def check_env(env_vars: Mapping[str, Any]) -> dict[str, str]:
-    """Plain environment of the job: names checked, secret-looking names refused."""
-    out = {}
-    for k, v in (env_vars or {}).items():
-        if not _ENV_NAME.match(str(k)):
-            raise TaoError(f"env name {k!r} is not a shell variable name")
-        if str(k) in SECRET_NAMES or _SECRETISH.search(str(k)):
-            raise TaoError(f"env {k} looks like a secret: list its name under 'secrets' and export it locally instead")
-        out[str(k)] = str(v)
-    return out
+def check_env(env_vars: Mapping[str, Any] | None, nccl_env: Mapping[str, Any] | None = None) -> tuple[dict, dict]:
+    """Plain and NCCL environment of the job (the bank's one env rule; secret-looking names refused)."""
+    return check_job_env(dict(env_vars or {}), dict(nccl_env or {}), reserved=RESERVED_ENV)
 
 
 def collect_secrets(names: Iterable[str], env: Mapping[str, str]) -> dict[str, str]:
     """Secret values from the submitter's environment (never from a spec)."""
     out = {}
     for name in names or []:
-        if not _ENV_NAME.match(str(name)):
-            raise TaoError(f"secret name {name!r} is not a shell variable name")
-        value = env.get(str(name))
+        key = check_name(name, "secret name")
+        value = env.get(key)
         if not value:
-            raise TaoError(f"secret {name} is listed but not set in your environment: export it, then submit again")
-        out[str(name)] = value
+            raise TaoError(f"secret {key} is listed but not set in your environment: export it, then submit again")
+        out[key] = value
     return out
 
 

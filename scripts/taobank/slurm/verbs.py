@@ -46,6 +46,7 @@ def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None, *, need_
             raise TaoError("dataset.spec_keys need an argv-list command (they are appended as key=value)")
         argv += [f"{k}={v}" for k, v in overrides.items()]
     base = storage.base_dir(spec, env)
+    env_vars, nccl_env = storage.check_env(spec.get("env"), spec.get("nccl_env"))
     names = spec.get("secrets") or []
     secret_values = storage.collect_secrets(names, env) if need_secrets else {n: "" for n in names}
     d = resources.defaults()
@@ -56,7 +57,7 @@ def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None, *, need_
     return {
         "spec": spec, "resources": res, "runtime": runtime, "image": image, "pyxis_image": pyxis, "sqsh": sqsh,
         "required": required, "overrides": overrides, "dataset_root": root, "command": argv, "base": base,
-        "env": storage.check_env(spec.get("env") or {}), "nccl_env": {k: str(v) for k, v in (spec.get("nccl_env") or {}).items()},
+        "env": env_vars, "nccl_env": nccl_env,
         "secrets": secret_values, "master_port": int(spec.get("master_port") or d["master_port"]),
     }
 

@@ -84,7 +84,7 @@ def test_cli_text_and_json_carry_the_same_data_and_name_the_real_results_dir(slu
         return r.stdout
 
     text = call("submit", "--spec", str(spec))
-    job = text.split()[1]
+    job = text.split()[0]
     rec = records.load(job)
     b = rec["backend"]
     results = f"{rec['results_dir']}/{job}"
@@ -93,18 +93,21 @@ def test_cli_text_and_json_carry_the_same_data_and_name_the_real_results_dir(slu
     assert "cluster_name" not in b  # not given: absent (show printed "None")
     assert f"results: {results}" in text.splitlines()
     assert f"TAO_API_RESULTS_DIR={rec['results_dir']}" in text  # the parent, id not appended
-    assert f"as SLURM job {b['slurm_job_id']} on {b['login_host']}" in text and f"job_dir: {b['job_dir']}" in text
+    assert f"SLURM job {b['slurm_job_id']} on {b['login_host']}" in text and f"job_dir: {b['job_dir']}" in text
     watched = json.loads(call("status", "--watch", "--json", job))  # progress lines must not spoil the JSON
     (done,) = [r for r in watched if r["id"] == job]
-    assert done["state"] == "COMPLETE"
+    assert done["state"] == "COMPLETE" and done["results"] == results
     line = call("status", job).strip()
-    assert line.startswith(f"{job} COMPLETE slurm_job_id={b['slurm_job_id']} ") and f"results={results}" in line
+    assert line.startswith(f"{job} COMPLETE ref=slurm:{b['slurm_job_id']} ") and f"results={results}" in line
     as_json = json.loads(call("logs", job, "--json"))
     as_text = call("logs", job)
-    assert f"out-line writes={results}\n" in as_json["main.out"] and "err-line" in as_json["main.err"]
+    out_name, err_name = f"{b['log_dir']}/main.out", f"{b['log_dir']}/main.err"
+    assert sorted(as_json["sections"]) == [err_name, out_name]
+    assert f"out-line writes={results}\n" in as_json["sections"][out_name]
+    assert "err-line" in as_json["sections"][err_name]
     assert Path(results).is_dir()  # where the container writes: id appended once, by the container
-    assert as_text == (f"==> {as_json['log_dir']}/main.out <==\n{as_json['main.out']}"
-                       f"==> {as_json['log_dir']}/main.err <==\n{as_json['main.err']}")
+    assert as_text == (f"==> {out_name} <==\n{as_json['sections'][out_name]}"
+                       f"==> {err_name} <==\n{as_json['sections'][err_name]}")
 
 
 def test_failed_job_reports_exit_code_as_program_error(slurm_env):

@@ -1,0 +1,93 @@
+"""Environment variables: the one name check and the one KEY=VALUE file reader of the bank."""
+from __future__ import annotations
+
+import re
+import stat
+from pathlib import Path
+
+from .errors import TaoError
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def is_name(name: object) -> bool:
+    """A POSIX shell / container environment variable name."""
+    return isinstance(name, str) and bool(_NAME.match(name))
+
+
+def check_name(name: object, what: str = "env name") -> str:
+    """``name`` if it is a variable name; a one-line error otherwise (the text is never echoed whole)."""
+    if not is_name(name):
+        shown = str(name).split("=", 1)[0][:40]
+        hint = " (give the NAME only; values never go on the command line)" if "=" in str(name) else ""
+        raise TaoError(f"{what} {shown!r} is not a variable name: letters, digits and _, not starting with a digit{hint}")
+    return str(name)
+
+
+def check_plain(name: object, what: str = "env") -> str:
+    """A variable name that is not a credential's (those travel as secrets, never as plain env)."""
+    from .redact import is_credential_name
+
+    key = check_name(name, f"{what} name")
+    if is_credential_name(key):
+        raise TaoError(f"{what} {key} looks like a credential: pass it as a secret (--secret-env {key} / the spec's "
+                       "'secrets' list) with its value exported locally, never as plain env")
+    return key
+
+
+def read(path: str | Path, *, what: str = "env file", private: bool = False) -> dict[str, str]:
+    """``KEY=VALUE`` lines (``export`` prefix, ``#`` comments, blank lines, one pair of matching quotes stripped).
+
+    ``private``: the file must be readable by its owner only (it holds secrets);
+    a bad line is reported by number, never with its value.
+    """
+    p = Path(path)
+    try:
+        st = p.stat()
+        if stat.S_ISDIR(st.st_mode):
+            raise TaoError(f"{what} {p} is a directory: give the file")
+        if private and st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise TaoError(f"{what} {p} is readable by others (mode {oct(st.st_mode & 0o777)}): chmod 600 {p}")
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise TaoError(f"cannot read {what} {p}: {exc.strerror}", exit_code=2) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise TaoError(f"{what} {p} is not UTF-8 text: save it as UTF-8") from None
+    out: dict[str, str] = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        key, sep, value = stripped.partition("=")
+        key = key.strip().removeprefix("export ").strip()
+        if not sep or not is_name(key):
+            raise TaoError(f"{what} {p} line {n}: expected KEY=VALUE (the line is not shown)")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        out[key] = value
+    return out
+
+
+def check_job_env(env: dict | None, nccl_env: dict | None, *, reserved: tuple[str, ...] = ()) -> tuple[dict, dict]:
+    """The plain env and NCCL env of a job, checked by the one rule both platforms use.
+
+    Names are variable names; no credential-looking name (those are secrets);
+    nccl_env names start with ``NCCL_``; no name in both; none of ``reserved``
+    (what the bank itself sets in the job: overriding it would break the job).
+    """
+    plain = {check_plain(k, "env"): str(v) for k, v in (env or {}).items()}
+    nccl = {}
+    for k, v in (nccl_env or {}).items():
+        key = check_plain(k, "nccl_env")
+        if not key.startswith("NCCL_"):
+            raise TaoError(f"nccl_env {key} must start with NCCL_ (other variables go in env)")
+        if key in plain:
+            raise TaoError(f"{key} is in both env and nccl_env: keep one")
+        nccl[key] = str(v)
+    for key in list(plain) + list(nccl):
+        if key in reserved:
+            raise TaoError(f"env {key} is set by the bank itself and may not be overridden: remove it")
+    return plain, nccl
