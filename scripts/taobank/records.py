@@ -35,7 +35,6 @@ _MAX_MINT_TRIES = 32
 _MAX_TEXT = 4096
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _META_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
-_validator = None
 
 
 # ---------------------------------------------------------------- paths
@@ -151,14 +150,9 @@ def _read(path: Path) -> dict:
 # ---------------------------------------------------------------- validation
 def validate(rec: Mapping[str, Any]) -> None:
     """Schema plus the rules a schema cannot say; TaoError naming the first problem."""
-    global _validator
-    if _validator is None:
-        from .deps import require
+    from .spec import first_error
 
-        jsonschema = require("jsonschema")
-        schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
-        _validator = jsonschema.Draft202012Validator(schema)
-    err = next(iter(sorted(_validator.iter_errors(rec), key=lambda e: list(e.path))), None)
+    err = first_error(rec, SCHEMA_FILE.name)
     if err is not None:
         where = "/".join(str(p) for p in err.absolute_path) or "record"
         raise TaoError(f"job record rejected at {where}: {err.message[:200]}")

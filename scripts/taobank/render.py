@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from pathlib import Path
 from typing import Any, Literal
 
 from . import BANK_ROOT
@@ -94,7 +93,3 @@ def dump_yaml(objects: list[dict]) -> str:
     # single-quoted scalar, where its own loader reads it as a line break.
     # Escaping non-ASCII keeps every string round-tripping exactly.
     return yaml.safe_dump_all(objects, sort_keys=False, default_flow_style=False, allow_unicode=False)
-
-
-def template_path(template: str) -> Path:
-    return TEMPLATES / template

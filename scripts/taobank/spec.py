@@ -6,6 +6,7 @@ JSON is YAML, so one parser reads both. Each platform keeps only its schema
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -36,12 +37,23 @@ def load_file(path: str | Path) -> dict:
     return data
 
 
-def validate(obj: Any, schema_name: str, what: str) -> None:
-    """Validate ``obj`` against ``schemas/<schema_name>``; the first error as one line naming the field."""
+@functools.lru_cache(maxsize=None)
+def validator(schema_name: str) -> Any:
+    """The (cached) Draft 2020-12 validator of ``schemas/<schema_name>``: the bank's one schema validator."""
     jsonschema = require("jsonschema")
     schema = json.loads((SCHEMAS / schema_name).read_text(encoding="utf-8"))
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(obj), key=lambda e: [str(p) for p in e.absolute_path])
+    return jsonschema.Draft202012Validator(schema)
+
+
+def first_error(obj: Any, schema_name: str) -> Any:
+    """The first schema error of ``obj`` (ordered by path), or None."""
+    errors = sorted(validator(schema_name).iter_errors(obj), key=lambda e: [str(p) for p in e.absolute_path])
+    return errors[0] if errors else None
+
+
+def validate(obj: Any, schema_name: str, what: str) -> None:
+    """Validate ``obj`` against ``schemas/<schema_name>``; the first error as one line naming the field."""
+    errors = [e for e in [first_error(obj, schema_name)] if e is not None]
     if errors:
         err = errors[0]
         where = ".".join(str(p) for p in err.absolute_path) or "(top level)"

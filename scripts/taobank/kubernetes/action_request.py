@@ -21,7 +21,7 @@ from typing import Any
 from .. import states
 from ..deps import require
 from ..errors import TaoError
-from . import spec as specmod
+from .. import spec as specmod
 from .render import sha256_text
 
 SCHEMA = "action-request.schema.json"

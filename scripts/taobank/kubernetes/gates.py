@@ -10,7 +10,7 @@ scheduling: a partial start leaves rank 0 waiting forever).
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from ..errors import TaoError
 
@@ -34,9 +34,6 @@ class NodeGPUs:
     @property
     def free(self) -> int:
         return max(self.allocatable - self.used, 0)
-
-    def to_dict(self) -> dict:
-        return {**asdict(self), "free": self.free}
 
 
 def _qty(value) -> int:

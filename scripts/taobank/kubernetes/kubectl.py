@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
 
 from .. import names
 from ..errors import TaoError
@@ -79,9 +78,6 @@ class Kubectl:
     def stream(self, *args: str) -> int:
         """Run with output passed through (``logs --follow``); returns the exit code."""
         return stream(self.argv(*args))
-
-    def describe(self) -> dict[str, Any]:
-        return {"namespace": self.namespace, "context": self.context}
 
 
 def json_objects(text: str) -> list[dict]:

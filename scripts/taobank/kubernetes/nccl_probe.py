@@ -1,7 +1,6 @@
 """NCCL probe: a tiny multi-node all-reduce submitted like any job, its verdict cached per cluster.
 
-Seed step "NCCL probe first": before a long multi-node run, prove the pods can
-all-reduce over NCCL. The probe goes through :func:`verbs.submit` (same gates,
+Before a long multi-node run, prove the pods can all-reduce over NCCL. The probe goes through :func:`verbs.submit` (same gates,
 record, no Secret) and :func:`verbs.status`; only the command is special. The
 verdict is cached per cluster (kube context + API server URL) in the state dir,
 so an "ok" costs nothing the next time. On the local kwok cluster no container

@@ -38,7 +38,7 @@ def spec_from_args(args: argparse.Namespace) -> dict:
     """Merge --spec with flags, then validate against the schema."""
     import json
 
-    from . import spec as specmod
+    from .. import spec as specmod
 
     spec: dict = specmod.load_file(args.spec) if args.spec else {}
     for key in ("image", "command", "network_arch", "action", "results_dir", "storage_tier", "gpus", "nodes",

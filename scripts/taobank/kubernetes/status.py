@@ -7,8 +7,7 @@ Job deleted by its TTL reads as UNKNOWN only while the record is still active.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
 
 from .. import states
 from . import JOB_LABEL
@@ -29,9 +28,6 @@ class Observation:
     failed_pod: str | None = None
     exit_code: int | None = None
     pods: list[dict] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def condition(obj: dict | None, ctype: str) -> dict | None:

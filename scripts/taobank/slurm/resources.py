@@ -1,7 +1,7 @@
 """Resource mapping: job-spec fields + environment -> sbatch directive values.
 
-Defaults come from versions.yaml ``slurm.defaults`` (the seed's tao-core
-defaults). Rules that matter:
+Defaults come from versions.yaml ``slurm.defaults`` (the defaults of TAO's
+own SLURM launcher). Rules that matter:
 
 * wall time: ``time_hours`` (else ``SLURM_TIME_HOURS``, else 4); never 12 h;
   more than ``max_time_hours`` on the packaged default partitions is refused
