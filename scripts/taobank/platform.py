@@ -297,6 +297,7 @@ def cancel(platform: str | None, ids: list[str] | None, *, all_active: bool = Fa
             if rec["state"] in states.TERMINAL:
                 view = adapter.view(rec)
                 view.message = f"already {rec['state']}: nothing to cancel"
+                view.extra.setdefault("deleted", False)
                 views.append(view)
                 continue
             views.append(adapter.cancel_one(rec, contexts.setdefault(rec["platform"], {})))

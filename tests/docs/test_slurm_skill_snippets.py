@@ -56,7 +56,7 @@ def test_submit_watch_logs_blocks(session):
     spec = dict(SPEC, command=["bash", "-c", "echo from-the-skill-snippet; echo on-stderr >&2"])
     res = session(["submit", "status", "logs"], spec)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert " submitted: slurm:" in res.stdout
+    assert "submitted dino-train-" in res.stdout
     assert "COMPLETE" in res.stdout
     assert "from-the-skill-snippet" in res.stdout and "on-stderr" in res.stdout
     assert "main.err" in res.stdout

@@ -18,6 +18,10 @@ def _view(result: Mapping[str, Any]) -> JobView:
 class Kubernetes(Platform):
     name = verbs.PLATFORM
 
+    def view(self, rec: Mapping[str, Any]) -> JobView:
+        saved = records.state_dir() / f"{rec['id']}.d" / "logs.txt"
+        return JobView.from_record(rec, saved_logs=str(saved) if saved.is_file() else None)
+
     def observe(self, recs: list[dict], *, retry: bool = True) -> list[JobView]:
         # Kubernetes retries nothing itself (backoffLimit 0): ``retry`` has no effect here.
         return [_view(r) for r in verbs.status_records(recs)]

@@ -224,9 +224,13 @@ def test_dataset_present_in_root_and_spec_key_modes(slurm_env):
 
 
 def test_two_node_job_distinct_node_rank_same_master_addr(slurm_env):
-    # Values a Pyxis PyTorch hook (or the batch step) would inject must lose to the task's own.
+    # The rendezvous variables are the bank's: a spec may not set them (a Pyxis PyTorch hook that injects
+    # them into the container is overridden inside each task, see the multi-node template).
     injected = {"MASTER_ADDR": "injected-host", "WORLD_SIZE": "16", "NODE_RANK": "0", "MASTER_PORT": "1"}
-    rec = verbs.submit(base_spec(num_gpus=16, max_num_gpus_per_node=8, env=injected, command=[
+    for key, value in injected.items():
+        with pytest.raises(TaoError, match=f"env {key} is set by the bank itself"):
+            verbs.plan(base_spec(num_gpus=16, max_num_gpus_per_node=8, env={key: value}, command=["true"]))
+    rec = verbs.submit(base_spec(num_gpus=16, max_num_gpus_per_node=8, command=[
         "bash", "-c", 'echo "task rank=$NODE_RANK master=$MASTER_ADDR:$MASTER_PORT world=$WORLD_SIZE '
                       'gpus=$NUM_GPU_PER_NODE host=$SLURMD_NODENAME"']))
     done = wait_state(rec["id"], timeout=90)
