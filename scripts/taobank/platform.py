@@ -222,14 +222,17 @@ def summary_line(views: list[JobView]) -> str:
 
 def watch(platform: str | None, ids: list[str] | None, *, on_line: Callable[[str], None], retry: bool = True,
           first: float = 5.0, cap: float = 60.0, sleep: Callable[[float], None] = time.sleep,
-          max_unknown: int = 60) -> list[JobView]:
+          max_unknown: int = 60, deadline: float | None = None) -> list[JobView]:
     """Poll until every watched job is terminal; no overall time cap (queue waits are normal).
 
     The delay starts at ``first`` seconds and doubles up to ``cap`` while
     nothing changes; a change resets it. Retries are followed. A job the
     backend cannot see for ``max_unknown`` polls in a row ends the watch
     (it is reported, never marked, so the record stays the source of truth).
+    ``deadline`` (seconds) bounds the watch for callers that must give up
+    (the NCCL probe); the views are returned as they are then.
     """
+    end = None if deadline is None else time.monotonic() + deadline
     if not (first > 0 and cap > 0):
         raise UsageError("--interval must be a positive number of seconds")
     watched = [r["id"] for r in select(platform, ids, "status")]
@@ -254,7 +257,9 @@ def watch(platform: str | None, ids: list[str] | None, *, on_line: Callable[[str
             on_line(f"stopped watching: the backend has not seen {', '.join(v.id for v in live)} for "
                     f"{unknown_polls} polls (job gone, or cluster unreachable); check it and run status again")
             return views
-        sleep(delay)
+        if end is not None and time.monotonic() >= end:
+            return views
+        sleep(delay if end is None else max(0.0, min(delay, end - time.monotonic())))
 
 
 def watch_exit_code(views: list[JobView]) -> int:

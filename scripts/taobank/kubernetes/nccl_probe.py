@@ -11,11 +11,10 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .. import fsio, pins, records, states
+from .. import fsio, pins, platform, records
 from ..errors import TaoError, UsageError
 from . import verbs
 from .kubectl import Kubectl
@@ -121,19 +120,17 @@ def verdict_of(result: dict) -> str:
 
 
 def wait_terminal(job_id: str, deadline_s: float, interval: float) -> dict:
-    """Poll :func:`verbs.status` until the record is terminal or the deadline passes (then cancel)."""
-    end = time.monotonic() + deadline_s
-    while True:
-        result = verbs.status([job_id])[0]
-        if result["state"] in states.TERMINAL:
-            return result
-        if time.monotonic() >= end:
-            if verbs.cancel(job_id)["state"] != "CANCELED":  # it finished meanwhile: take that verdict
-                return verbs.status([job_id])[0]
-            ran = result["state"] == "RUNNING"  # PENDING this long is scheduling/pull trouble, not NCCL
-            return {**result, "state": "CANCELED", "exit_code": TIMEOUT_EXIT if ran else None, "never_ran": not ran,
-                    "message": f"still {result['state']} after {int(deadline_s)}s ({result.get('message') or ''}): canceled"}
-        time.sleep(interval)
+    """Watch the record until it is terminal or the deadline passes (then cancel it)."""
+    (view,) = platform.watch(verbs.PLATFORM, [job_id], on_line=lambda line: None, first=interval, cap=interval,
+                             deadline=deadline_s)
+    result = view.to_dict()
+    if view.terminal:
+        return result
+    if verbs.cancel(job_id)["state"] != "CANCELED":  # it finished meanwhile: take that verdict
+        return verbs.status([job_id])[0]
+    ran = result["state"] == "RUNNING"  # PENDING this long is scheduling/pull trouble, not NCCL
+    return {**result, "state": "CANCELED", "exit_code": TIMEOUT_EXIT if ran else None, "never_ran": not ran,
+            "message": f"still {result['state']} after {int(deadline_s)}s ({result.get('message') or ''}): canceled"}
 
 
 def probe(*, kube: Kubectl, nodes: int = 2, gpus: int = 1, image: str | None = None, timeout: int = 300,
