@@ -21,17 +21,24 @@ import sys
 from taobank.cli import parse_kv, print_json, run_main
 
 
+def _one_line(value: object) -> str:
+    """A stored value on one line: newlines and other control characters shown escaped, so a
+    message can never forge a ``state:`` line of its own."""
+    text = "" if value is None else str(value)
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _show_text(rec: dict) -> None:
-    for key in ("id", "state", "err_class", "platform", "image", "network_arch", "action", "storage_tier",
-                "results_dir", "backend_ref", "retry_of", "attempt", "message", "created_at", "updated_at"):
-        value = rec.get(key)
-        print(f"{key}: {'' if value is None else value}")
+    for key in ("id", "state", "err_class", "platform", "image", "network_arch", "action", "description",
+                "storage_tier", "results_dir", "backend_ref", "retry_of", "attempt", "message", "created_at",
+                "updated_at"):
+        print(f"{key}: {_one_line(rec.get(key))}")
     for k, v in sorted(rec.get("backend", {}).items()):
-        print(f"backend.{k}: {v}")
+        print(f"backend.{_one_line(k)}: {_one_line(v)}")
     print("transitions:")
     for t in rec["transitions"]:
-        note = f" {t['message']}" if t.get("message") else ""
-        print(f"  {t['time']} {t['state']} ({t['source']}){note}")
+        note = f" {_one_line(t['message'])}" if t.get("message") else ""
+        print(f"  {_one_line(t.get('time'))} {t['state']} ({_one_line(t.get('source'))}){note}")
 
 
 def main(argv: list[str]) -> int:
@@ -104,7 +111,10 @@ def main(argv: list[str]) -> int:
         else:
             _show_text(rec)
     elif args.cmd == "list":
-        recs = records.list_records(args.platform, args.state, args.active)
+        problems: list[str] = []
+        recs = records.list_records(args.platform, args.state, args.active, problems=problems)
+        for line in problems:
+            print(f"warning: skipped {line}", file=sys.stderr)
         if args.json:
             print_json(recs)
         else:

@@ -24,7 +24,10 @@ def cmd_list(args: argparse.Namespace) -> int:
     from taobank import jobtable, records
     from taobank.platform import JobView
 
-    recs = records.list_records(args.platform, args.state, args.active)
+    problems: list[str] = []
+    recs = records.list_records(args.platform, args.state, args.active, problems=problems)
+    for line in problems:
+        print(f"warning: skipped {line}", file=sys.stderr)
     if args.json:
         print_json([JobView.from_record(r).to_dict() for r in recs])
     elif recs:

@@ -33,7 +33,28 @@ def run_main(main: Callable[[list[str]], int | None], argv: list[str] | None = N
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    except OSError as exc:  # disk full, read-only or immutable file, permissions: one line, no traceback
+        print(f"error: {os_error_line(exc)}", file=sys.stderr)
+        sys.exit(1)
+    except UnicodeError:
+        print("error: an input is not valid UTF-8 text (or holds a lone surrogate): save it as UTF-8", file=sys.stderr)
+        sys.exit(1)
     sys.exit(rc or 0)
+
+
+def os_error_line(exc: OSError) -> str:
+    """What failed and what to do, for an OSError that reached the entry point."""
+    import errno
+
+    where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
+    advice = {
+        errno.ENOSPC: "free some space and run it again",
+        errno.EDQUOT: "free some space (quota) and run it again",
+        errno.EROFS: "the filesystem is read-only: point TAO_STATE_DIR (or the path) at a writable folder",
+        errno.EACCES: "check the permissions, or use a folder you own",
+        errno.EPERM: "the file is protected (immutable or owned by another user): check chattr/ownership",
+    }.get(exc.errno or 0, "check the path and run it again")
+    return f"cannot write or read{where}: {exc.strerror or exc}: {advice}"
 
 
 def print_json(data: Any) -> None:

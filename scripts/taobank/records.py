@@ -15,10 +15,12 @@
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
 import re
+import stat
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -33,13 +35,18 @@ RECORD_VERSION = 1
 STORAGE_TIERS = ("A", "C")
 _MAX_MINT_TRIES = 32
 _MAX_TEXT = 4096
+_MAX_RECORD_BYTES = 4 * 1024 * 1024
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _META_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 
 
 # ---------------------------------------------------------------- paths
 def state_dir() -> Path:
-    """The record folder (created mode 700 on first use)."""
+    """The record folder: created mode 700 when new; an existing one is used as it is, never chmod-ed.
+
+    Refused when another user owns it or when it is group/world-writable
+    (anyone could then plant or swap records there, e.g. ``TAO_STATE_DIR=/tmp``).
+    """
     env = os.environ.get(STATE_DIR_ENV)
     if env:
         d = Path(env).expanduser()
@@ -48,11 +55,19 @@ def state_dir() -> Path:
         d = Path(base) / "tao-skill-bank" / "jobs"
     d = d.absolute()
     try:
-        d.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if (d.stat().st_mode & 0o777) != 0o700:
-            os.chmod(d, 0o700)
+        if not d.exists():
+            d.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            d.mkdir(mode=0o700, exist_ok=True)
+        st = d.stat()
     except OSError as exc:
         raise TaoError(f"cannot use state directory {d}: {exc.strerror}: set {STATE_DIR_ENV} to a writable folder") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise TaoError(f"state directory {d} is not a folder: set {STATE_DIR_ENV} to a folder of your own")
+    if st.st_uid != os.getuid():
+        raise TaoError(f"state directory {d} belongs to another user: set {STATE_DIR_ENV} to a folder of your own")
+    if st.st_mode & 0o022:
+        raise TaoError(f"state directory {d} is writable by others (mode {oct(st.st_mode & 0o777)}): "
+                       f"chmod 700 {d}, or set {STATE_DIR_ENV} to a private folder")
     return d
 
 
@@ -67,11 +82,18 @@ def record_path(job_id: str) -> Path:
 
 
 def artifact_dir(job_id: str) -> Path:
-    """Mode-700 folder beside the record for saved logs and other artifacts of the job."""
+    """Mode-700 folder beside the record for saved logs and other artifacts of the job (never a symlink)."""
     load(job_id)  # only for jobs that exist
     d = state_dir() / f"{job_id}.d"
-    d.mkdir(mode=0o700, exist_ok=True)
-    os.chmod(d, 0o700)
+    try:
+        d.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(d)
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        raise TaoError(f"{d} is not a plain folder (a symlink or a file): remove it; the bank never follows links there")
+    if st.st_mode & 0o077:
+        os.chmod(d, 0o700)  # our own folder (checked above): keep its logs private
     return d
 
 
@@ -128,7 +150,15 @@ def _sweep_temps(job_id: str, min_age_s: float = 60.0) -> None:
 @contextmanager
 def _locked(job_id: str) -> Iterator[None]:
     path = state_dir() / f"{job_id}.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):
+            raise TaoError(f"{path} is a symlink: remove it; the bank never follows links in its state folder") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise TaoError(f"{path} is not a plain file: remove it")
     try:
         os.fchmod(fd, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -138,13 +168,58 @@ def _locked(job_id: str) -> Iterator[None]:
 
 
 def _read(path: Path) -> dict:
+    """A record file: a regular file (no symlink, no FIFO) holding a record-shaped JSON object."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
-        raise TaoError(f"no job record {path.stem} in {path.parent}: see 'tao_job_record.py list'") from None
-    except (ValueError, OSError) as exc:
-        raise TaoError(f"job record {path} is unreadable ({exc}): restore it or remove it") from None
+        raise TaoError(f"no job record {path.stem} in {path.parent}: see 'tao_jobs.py list'") from None
+    except OSError as exc:
+        why = "a symlink (never followed)" if exc.errno in (errno.ELOOP, errno.EMLINK) else exc.strerror
+        raise TaoError(f"job record {path} cannot be read: {why}: remove or restore it") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise TaoError(f"job record {path} is not a plain file: remove it")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            raw = fh.read(_MAX_RECORD_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(raw) > _MAX_RECORD_BYTES:
+        raise TaoError(f"job record {path} is larger than {_MAX_RECORD_BYTES} bytes: it is not a record; remove it")
+    try:
+        rec = json.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        raise TaoError(f"job record {path} is not valid JSON: restore it or remove it") from None
+    problem = _shape_problem(rec, path.stem)
+    if problem:
+        raise TaoError(f"job record {path} is damaged ({problem}): restore it or remove it")
+    return rec
+
+
+def _shape_problem(rec: Any, job_id: str) -> str | None:
+    """What makes ``rec`` unusable as a record (cheap: no schema import), or None."""
+    if not isinstance(rec, dict):
+        return "not a JSON object"
+    if rec.get("id") != job_id:
+        return "its id does not match the file name"
+    if rec.get("state") not in states.STATES:
+        return "unknown state"
+    if rec.get("platform") not in states.PLATFORMS:
+        return "unknown platform"
+    if not isinstance(rec.get("backend"), dict):
+        return "backend is not an object"
+    trs = rec.get("transitions")
+    if not isinstance(trs, list) or not trs or not all(isinstance(t, dict) and t.get("state") in states.STATES
+                                                      for t in trs):
+        return "transitions are not a list of states"
+    for key in ("image", "network_arch", "action", "results_dir", "created_at", "updated_at"):
+        if not isinstance(rec.get(key), str):
+            return f"{key} is not text"
+    if not isinstance(rec.get("attempt"), int) or isinstance(rec.get("attempt"), bool):
+        return "attempt is not a number"
+    for key in ("message", "backend_ref", "retry_of", "err_class", "description"):
+        if rec.get(key) is not None and not isinstance(rec.get(key), str):
+            return f"{key} is not text"
+    return None
 
 
 # ---------------------------------------------------------------- validation
@@ -193,9 +268,18 @@ def check_results_dir(value: str) -> str:
     return v
 
 
+def _encodable(text: str, what: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise TaoError(f"{what} holds characters that are not valid text (lone surrogates): give plain UTF-8") from None
+    return text
+
+
 def _clean_text(text: str | None) -> str | None:
     if text is None:
         return None
+    _encodable(str(text), "the message")
     from .redact import redact_text
 
     text = redact_text(str(text))
@@ -233,7 +317,7 @@ def _description(value: str | None) -> str | None:
 
 
 def _required(name: str, value: Any) -> str:
-    text = "" if value is None else str(value).strip()
+    text = _encodable("" if value is None else str(value).strip(), name)
     if not text:
         raise TaoError(f"{name} is required: pass a non-empty value")
     if any(ord(c) < 32 for c in text):
@@ -363,8 +447,13 @@ def mark(
         return rec
 
 
-def list_records(platform: str | None = None, state: str | None = None, active: bool = False) -> list[dict]:
-    """Records, oldest first, filtered by platform, state and/or activity."""
+def list_records(platform: str | None = None, state: str | None = None, active: bool = False,
+                 problems: list[str] | None = None) -> list[dict]:
+    """Records, oldest first, filtered by platform, state and/or activity.
+
+    A damaged or foreign file never hides the other jobs: it is skipped and,
+    when ``problems`` is given, described there (one line each).
+    """
     plat = states.canonical_platform(platform) if platform else None
     st = states.canonical_state(state) if state else None
     out = []
@@ -374,9 +463,10 @@ def list_records(platform: str | None = None, state: str | None = None, active: 
         try:
             rec = _read(f)
         except TaoError as exc:
-            if isinstance(exc.__context__, FileNotFoundError) or not f.exists():
-                continue  # removed while listing
-            raise
+            if f.exists() or f.is_symlink():  # not merely removed while listing
+                if problems is not None:
+                    problems.append(str(exc))
+            continue
         if plat and rec.get("platform") != plat:
             continue
         if st and rec.get("state") != st:

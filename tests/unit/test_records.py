@@ -70,13 +70,61 @@ def test_modes_are_umask_independent(state_dir, mask):
             assert f.stat().st_mode & 0o777 == 0o600, f
 
 
-def test_existing_wide_state_dir_is_tightened(tmp_path, monkeypatch):
-    d = tmp_path / "wide"
-    d.mkdir(mode=0o755)
+def test_existing_state_dir_is_left_alone_and_a_writable_one_refused(tmp_path, monkeypatch):
+    """An existing folder is never chmod-ed (TAO_STATE_DIR=/tmp would lose its sticky bit);
+    one others may write to is refused, since anyone could plant records there."""
+    d = tmp_path / "readable"
+    d.mkdir()
     os.chmod(d, 0o755)
     monkeypatch.setenv("TAO_STATE_DIR", str(d))
+    rec = _open()
+    assert d.stat().st_mode & 0o7777 == 0o755
+    assert (d / f"{rec['id']}.json").stat().st_mode & 0o777 == 0o600
+    for mode in (0o1777, 0o777, 0o775):
+        shared = tmp_path / f"shared-{mode:o}"
+        shared.mkdir()
+        os.chmod(shared, mode)
+        monkeypatch.setenv("TAO_STATE_DIR", str(shared))
+        with pytest.raises(TaoError, match="writable by others"):
+            records.list_records()
+        assert shared.stat().st_mode & 0o7777 == mode
+    fresh = tmp_path / "new" / "jobs"
+    monkeypatch.setenv("TAO_STATE_DIR", str(fresh))
     _open()
-    assert d.stat().st_mode & 0o777 == 0o700
+    assert fresh.stat().st_mode & 0o777 == 0o700
+
+
+def test_symlinks_in_the_store_are_never_followed(tmp_path, monkeypatch):
+    d = tmp_path / "state"
+    monkeypatch.setenv("TAO_STATE_DIR", str(d))
+    rec = _open()
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    os.chmod(target, 0o755)
+    (d / f"{rec['id']}.lock").symlink_to(target / "lockfile")
+    with pytest.raises(TaoError, match="symlink"):
+        records.mark(rec["id"], "RUNNING")
+    assert not (target / "lockfile").exists()
+    (d / f"{rec['id']}.lock").unlink()
+    (d / f"{rec['id']}.d").symlink_to(target)
+    with pytest.raises(TaoError, match="symlink"):
+        records.artifact_dir(rec["id"])
+    assert target.stat().st_mode & 0o777 == 0o755
+
+
+def test_damaged_or_strange_files_never_break_list(tmp_path, monkeypatch):
+    d = tmp_path / "state"
+    monkeypatch.setenv("TAO_STATE_DIR", str(d))
+    good = _open()
+    for i, body in enumerate(["null", "[]", "{}", '{"id": "x"}', "not json", "\u00ff\u00fe", '"text"']):
+        (d / f"bad-{i}.json").write_text(body)
+    os.mkfifo(d / "fifo-job.json")  # would block a plain open() forever
+    (d / "linked-job.json").symlink_to(d / f"{good['id']}.json")
+    problems: list[str] = []
+    assert [r["id"] for r in records.list_records(problems=problems)] == [good["id"]]
+    assert len(problems) == 9 and all("\n" not in p for p in problems)
+    with pytest.raises(TaoError, match="damaged|not valid JSON"):
+        records.load("bad-0")
 
 
 CASES = [(src, dst) for src in states.STATES for dst in states.STATES]
@@ -163,7 +211,7 @@ def test_every_write_is_validated(state_dir):
     data = json.loads(path.read_text())
     data["platform"] = "k8s"
     path.write_text(json.dumps(data))
-    with pytest.raises(TaoError, match="rejected at platform"):
+    with pytest.raises(TaoError, match="rejected at platform|damaged \\(unknown platform\\)"):
         records.mark(rid, "RUNNING")
     with pytest.raises(TaoError, match="string, integer or boolean"):
         records.mark(_at("PENDING"), "RUNNING", backend={"x": [1]})

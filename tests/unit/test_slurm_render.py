@@ -43,7 +43,7 @@ def test_single_node_directives_and_container_line():
 
 def test_runtime_none_runs_on_the_host():
     text = render.render(make(runtime="none", image=None))
-    assert "--container-image" not in text and "srun --nodes=1 --ntasks=1 \\" in text
+    assert "--container-image" not in text and "srun --nodes=1 --ntasks=1 -- \\" in text
     with pytest.raises(TaoError, match="use pyxis"):
         render.render(make(runtime="docker"))
     with pytest.raises(TaoError, match="needs an image"):
@@ -117,13 +117,34 @@ def test_no_input_adds_a_directive_or_a_command(value, env_value, job_dir):
     assert shlex.split(env_line) == ["export", f"USER_VALUE={env_value}"]
     srun = text[text.index("srun --nodes=1"):].split("\nrc=$?")[0]
     tokens = shlex.split(srun.replace("\\\n", " "))
-    assert tokens[-3:] == ["python3", value, "--flag"]
+    assert tokens[-3:] == ["python3", value, "--flag"] and tokens[-4] == "--"  # user argv after srun's "--"
 
 
 def test_bash_parses_the_command_words_exactly():
     """The shell itself (not only shlex) sees the hostile value as one argument."""
     hostile = "a'b\"c $(touch /tmp/pwned) `id` ; rm -rf / #\t*"
     text = render.render(make(runtime="none", image=None, command=["printf", "%s|", hostile, "end"]))
-    cmd = text[text.index("srun --nodes=1"):].split("\nrc=$?")[0].replace("srun --nodes=1 --ntasks=1", "")
+    cmd = text[text.index("srun --nodes=1"):].split("\nrc=$?")[0].replace("srun --nodes=1 --ntasks=1 --", "")
     out = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, check=True).stdout
     assert out == f"{hostile}|end|"
+
+
+_WORD = hst.text(hst.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=30)
+
+
+@settings(max_examples=150, deadline=None)
+@given(first=hst.sampled_from(["--version", "--container-mounts=/etc:/x", "--export=ALL", "-N9", "--", "-"]),
+       rest=hst.lists(_WORD, max_size=4), nodes=hst.sampled_from([1, 2]))
+def test_user_argv_starting_with_dashes_reaches_the_program_not_srun(first, rest, nodes):
+    """Whatever the first words are, srun's own options end at '--': the user's argv follows it verbatim."""
+    argv = [first] + rest
+    res = {"partition": "local", "cpus_per_task": 1, "num_gpus": 8 * nodes, "num_nodes": nodes,
+           "max_num_gpus_per_node": 8}
+    text = render.render(make(command=argv, res=res))
+    srun = text[text.index("srun --nodes="):].split("\nrc=$?")[0]
+    tokens = shlex.split(srun.replace("\\\n", " "))
+    cut = tokens.index("--")
+    assert all(t.startswith("--") or t == "srun" for t in tokens[:cut])  # only the bank's options before it
+    assert tokens[-len(argv):] == argv
+    if nodes == 1:
+        assert tokens[cut + 1:] == argv

@@ -16,6 +16,8 @@ from ..run import Result, run, stream
 
 NAMESPACE_ENV = "TAO_K8S_NAMESPACE"
 CONTEXT_ENV = "TAO_K8S_CONTEXT"
+#: The kind of every Kubernetes backend value of a record that reaches a kubectl command line.
+BACKEND_KINDS = {"namespace": "dns1123", "name": "dns1123", "uid": "uid", "context": "context", "nodes": "number"}
 
 
 class Kubectl:
@@ -28,7 +30,9 @@ class Kubectl:
 
     @classmethod
     def for_record(cls, rec: dict) -> "Kubectl":
-        b = rec.get("backend") or {}
+        from ..recvalues import checked
+
+        b = checked(rec, BACKEND_KINDS)
         ns = b.get("namespace")
         if not ns and rec.get("backend_ref") and "/" in rec["backend_ref"]:
             ns = rec["backend_ref"].split("/", 1)[0]

@@ -471,8 +471,8 @@ def cancel(job_id: str) -> dict:
     if rec["state"] in states.TERMINAL:
         return {"id": job_id, "state": rec["state"], "deleted": False,
                 "message": f"already {rec['state']}: nothing to cancel"}
+    kube = Kubectl.for_record(rec)  # checks every backend value before it reaches kubectl
     b = rec.get("backend") or {}
-    kube = Kubectl.for_record(rec)
     name, uid = b.get("name"), b.get("uid")
     if not rec.get("backend_ref") or not uid:
         # an interrupted submit may have created its Secret and even its Job before binding the record:

@@ -15,7 +15,7 @@ import secrets as _secrets
 import time
 from typing import Any, Callable, Iterable, Mapping
 
-from .. import pins, platform, records, states
+from .. import pins, platform, records, recvalues, states
 from ..errors import TaoError
 from ..run import last_line
 from . import images, remote, render, resources, spec as specmod, status as st, storage
@@ -190,6 +190,16 @@ def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: 
     return sbatch_record(conn, job_id)
 
 
+#: The kind of every SLURM backend value that reaches a remote command line.
+BACKEND_KINDS = {"slurm_job_id": "number", "job_dir": "abspath", "staged_dir": "abspath", "log_dir": "abspath",
+                 "script": "abspath", "results_dir": "abspath", "job_name": "dns1123"}
+
+
+def backend_of(rec: Mapping[str, Any]) -> dict:
+    """The record's backend, every value checked for its kind (see :mod:`taobank.recvalues`)."""
+    return recvalues.checked(rec, BACKEND_KINDS)
+
+
 def _job_dir(backend: Mapping[str, Any]) -> str | None:
     """The job folder: ``job_dir`` once sbatch answered, ``staged_dir`` before."""
     return backend.get("job_dir") or backend.get("staged_dir")
@@ -211,7 +221,7 @@ def find_by_name(conn: Connection, name: str) -> list[str]:
 def resumable(job_id: str) -> dict:
     """The record of a submit to finish: a SLURM record that was staged (checked before any connection)."""
     rec = platform.load_for(job_id, PLATFORM, "resume")
-    b = rec.get("backend") or {}
+    b = backend_of(rec)
     if b.get("slurm_job_id"):
         return rec
     if rec["state"] in states.TERMINAL:
@@ -318,7 +328,7 @@ def parse_sweep(text: str) -> tuple[dict, dict, dict[str, str], bool]:
 
 def sweep(conn: Connection, recs: list[dict]) -> dict[str, st.Verdict]:
     """Verdict for every record: one remote command (one squeue + one sacct)."""
-    live = [r for r in recs if (r.get("backend") or {}).get("slurm_job_id")]
+    live = [{**r, "backend": backend_of(r)} for r in recs if (r.get("backend") or {}).get("slurm_job_id")]
     if not live:
         return {}
     ids = ",".join(sorted({r["backend"]["slurm_job_id"] for r in live}, key=int))
@@ -404,7 +414,7 @@ def refresh(recs: list[dict], *, conn: Connection | None = None, retry: bool = T
                 continue
             chain_continues = False
         if new_state in states.TERMINAL and r["backend"].get("staged_secrets") and not chain_continues:
-            cleanup.append(posixpath.join(_job_dir(r["backend"]), storage.CREDS_FILE))
+            cleanup.append(posixpath.join(_job_dir(backend_of(r)), storage.CREDS_FILE))
     if cleanup:
         conn.script(remote.REMOVE, cleanup, what="remove credentials")
     return list(out.values())
@@ -440,7 +450,7 @@ def resubmit(conn: Connection, failed: dict) -> dict:
 
 # --------------------------------------------------------------------------- logs
 def _require_submitted(rec: Mapping[str, Any]) -> dict:
-    b = rec.get("backend") or {}
+    b = backend_of(rec)
     if not b.get("slurm_job_id") or not b.get("log_dir"):
         if rec["state"] not in states.TERMINAL and _job_dir(b):
             raise TaoError(f"record {rec['id']} was staged but its sbatch answer was not recorded: "
@@ -503,7 +513,7 @@ def cancel(job_id: str, *, conn: Connection | None = None) -> dict:
     rec = platform.load_for(job_id, PLATFORM, "cancel")
     if rec["state"] in states.TERMINAL:
         return rec
-    b = rec.get("backend") or {}
+    b = backend_of(rec)
     conn = conn or Connection()
     jid = b.get("slurm_job_id")
     if not jid and _job_dir(b):  # submitted but the answer was lost?

@@ -585,3 +585,12 @@ def test_bad_inputs_are_one_line_and_leave_nothing_behind(slurm_env, tmp_path):
         assert SECRET not in r.stderr
     assert records.list_records() == []
     assert (set(os.listdir(jobs)) if jobs.exists() else set()) == before
+
+
+def test_argv_that_looks_like_srun_options_reaches_the_program(slurm_env):
+    """`command: ["--version"]` once made srun print its version and the job 'succeed'."""
+    rec = verbs.submit(base_spec(command=["--version"]))
+    done = wait_state(rec["id"])
+    assert done["state"] == "ERROR", done  # srun exec'd a program named --version: it does not exist
+    err = verbs.logs(rec["id"])["main.err"]
+    assert "--version" in err and "slurm 22" not in verbs.logs(rec["id"])["main.out"].lower()

@@ -1,0 +1,51 @@
+"""Values read back from a job record, checked for their kind before they reach any argv.
+
+A record is a file the user (or anything with their rights) can edit: a
+``slurm_job_id`` of ``--user=u`` must never become ``scancel --user=u``, a
+``script`` of ``--wrap=id`` never an sbatch option, a Job ``name`` of
+``--all-namespaces`` never a kubectl flag.
+"""
+from __future__ import annotations
+
+import posixpath
+import re
+from typing import Any, Mapping
+
+from . import names
+from .errors import TaoError
+
+_UID = re.compile(r"[0-9a-fA-F-]{8,64}\Z")
+_CONTEXT = re.compile(r"[A-Za-z0-9@._:/+-]{1,253}\Z")
+
+
+def _ok(kind: str, value: Any) -> bool:
+    text = value if isinstance(value, str) else str(value) if isinstance(value, int) and not isinstance(value, bool) else None
+    if text is None:
+        return False
+    if kind == "number":
+        return text.isdigit() and len(text) <= 20
+    if kind == "abspath":
+        return (text.startswith("/") and posixpath.normpath(text) == text.rstrip("/") or text == "/") \
+            and not any(ord(c) < 32 or ord(c) == 127 for c in text)
+    if kind == "dns1123":
+        return names.is_dns1123_label(text)
+    if kind == "uid":
+        return bool(_UID.match(text))
+    if kind == "context":
+        return bool(_CONTEXT.match(text)) and not text.startswith("-")
+    raise ValueError(kind)
+
+
+def checked(rec: Mapping[str, Any], kinds: Mapping[str, str]) -> dict:
+    """The record's backend with every key of ``kinds`` that is present checked (one line on the first bad one)."""
+    b = dict(rec.get("backend") or {})
+    for key, kind in kinds.items():
+        value = b.get(key)
+        if value in (None, ""):
+            continue
+        if not _ok(kind, value):
+            what = {"number": "a number", "abspath": "an absolute path", "dns1123": "a Kubernetes name",
+                    "uid": "a Kubernetes UID", "context": "a kubeconfig context name"}[kind]
+            raise TaoError(f"job record {rec.get('id')} holds a backend.{key} that is not {what} (the value is not "
+                           "used): the record was edited or damaged; fix it or cancel the job by hand")
+    return b
