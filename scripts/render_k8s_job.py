@@ -29,9 +29,9 @@ def _request(args: argparse.Namespace) -> int:
     req = action_request.load(args.request)
     if args.materialize_config:
         text = action_request.materialize(req)
-        fd = os.open(args.materialize_config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        from taobank import fsio
+
+        fsio.write_private(args.materialize_config, text)  # mode 600: a config may carry paths and names
         print(sha256_text(text))
         return 0
     if args.staging_map:

@@ -27,6 +27,12 @@ def _inside(path: Path, root: Path) -> bool:
 def plan(entries: list[str], src: Path, dest: Path) -> list[tuple[Path, Path]]:
     """(source, target) pairs for ``entries``; TaoError on the first entry that escapes."""
     src_root, dest_root = src.resolve(), dest.resolve()
+    if not src_root.is_dir():
+        raise TaoError(f"--src {src} is not a folder: give the folder the list's paths are relative to")
+    if dest_root.exists() and not dest_root.is_dir():
+        raise TaoError(f"--dest {dest} exists and is not a folder: give a folder (it is created if missing)")
+    if _inside(dest_root, src_root) or _inside(src_root, dest_root):
+        raise TaoError(f"--dest {dest} and --src {src} overlap (one is inside the other): copy to a separate folder")
     pairs = []
     for n, raw in enumerate(entries, 1):
         rel = raw.strip()

@@ -18,9 +18,9 @@ def is_name(name: object) -> bool:
 def check_name(name: object, what: str = "env name") -> str:
     """``name`` if it is a variable name; a one-line error otherwise (the text is never echoed whole)."""
     if not is_name(name):
-        shown = str(name).split("=", 1)[0][:40]
         hint = " (give the NAME only; values never go on the command line)" if "=" in str(name) else ""
-        raise TaoError(f"{what} {shown!r} is not a variable name: letters, digits and _, not starting with a digit{hint}")
+        raise TaoError(f"{what} is not a variable name (it is not shown, in case it is a value): letters, digits "
+                       f"and _, not starting with a digit{hint}")
     return str(name)
 
 

@@ -222,7 +222,7 @@ def summary_line(views: list[JobView]) -> str:
 
 def watch(platform: str | None, ids: list[str] | None, *, on_line: Callable[[str], None], retry: bool = True,
           first: float = 5.0, cap: float = 60.0, sleep: Callable[[float], None] = time.sleep,
-          max_unknown: int = 60, deadline: float | None = None) -> list[JobView]:
+          max_unknown: int = 10, deadline: float | None = None) -> list[JobView]:
     """Poll until every watched job is terminal; no overall time cap (queue waits are normal).
 
     The delay starts at ``first`` seconds and doubles up to ``cap`` while

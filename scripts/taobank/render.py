@@ -51,7 +51,7 @@ def shell_value(value: Any) -> str:
         value = "true" if value else "false"
     text = str(value)
     if "\n" in text or "\r" in text or "\x00" in text:
-        raise TaoError(f"value {text[:40]!r}... contains a newline or NUL: refused in a shell script")
+        raise TaoError("a value contains a newline or NUL (the value is not shown): refused in a shell script")
     return shlex.quote(text)
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from .. import states
 from ..deps import require
 from ..errors import TaoError
+from ..paths import is_under
 from .. import spec as specmod
 from .render import sha256_text
 
@@ -59,9 +60,6 @@ def staging_map(req: dict) -> list[dict]:
     return rows
 
 
-def _under(path: str, root: str) -> bool:
-    root = root.rstrip("/") or "/"
-    return path == root or path.startswith(root + "/")
 
 
 def _strings(obj: Any):
@@ -81,7 +79,7 @@ def check_embedded_paths(req: dict, config_path: str) -> None:
     if req.get("results_dir", "").startswith("/"):
         roots.append(req["results_dir"])
     for s in _strings(req.get("config") or {}):
-        if s.startswith("/") and "\n" not in s and not any(_under(s, r) for r in roots):
+        if s.startswith("/") and "\n" not in s and not any(is_under(s, r) for r in roots):
             raise TaoError(f"config references {s}, which no mount provides in the pod: add the mount or an alias for it")
 
 

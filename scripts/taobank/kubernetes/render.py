@@ -13,6 +13,7 @@ from typing import Any
 
 from .. import names, pins
 from ..errors import TaoError
+from ..paths import is_under
 from ..render import render_yaml_documents
 from . import JOB_LABEL, MANAGED_BY
 
@@ -180,9 +181,6 @@ def _resources(spec: dict) -> dict:
     return out
 
 
-def _under(path: str, root: str) -> bool:
-    root = root.rstrip("/") or "/"
-    return path == root or path.startswith(root + "/")
 
 
 def build_context(
@@ -233,7 +231,7 @@ def build_context(
         if staging in {m["mountPath"] for m in mounts}:
             raise TaoError(f"staging_dir {staging} collides with a mount path")
         for item in (spec.get("s3_inputs") or []) + (spec.get("s3_outputs") or []):
-            if not _under(item["path"], staging):
+            if not is_under(item["path"], staging):
                 raise TaoError(f"tier C path {item['path']} must be under staging_dir {staging} (the shared emptyDir)")
         if not cred_secret:
             raise TaoError("storage tier C needs S3 credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) in the per-job Secret")

@@ -2,6 +2,8 @@
 credentials install (the key travels on stdin only)."""
 from __future__ import annotations
 
+import re
+
 import os
 from typing import Any, Mapping
 
@@ -12,6 +14,9 @@ from .ssh import Connection
 ENROOT_HINT = ("Pyxis on the compute nodes reads ~/.config/enroot/.credentials (not NGC_KEY from the job "
                "environment); without it a private nvcr.io pull fails with \"Could not process JSON input\". "
                "Install it once per (cluster, user): tao_slurm.py enroot-credentials (see references/ssh-setup.md)")
+
+
+_REGISTRY = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9-]{1,63})*(?::[0-9]{1,5})?\Z")
 
 
 def run_preflight(*, partition: str | None = None, private_registry: bool = False,
@@ -77,8 +82,8 @@ def install_enroot_credentials(registry: str, key: str, *, key_env: str = "NGC_K
     """Append/replace the registry's netrc line; the key goes on stdin, never argv."""
     if not key:
         raise TaoError(f"{key_env} is not set: export it (read it with 'read -rs {key_env}'), then run again")
-    if not registry or any(c.isspace() for c in registry) or "/" in registry:
-        raise TaoError(f"registry {registry!r} must be a host name like nvcr.io")
+    if not _REGISTRY.match(registry or ""):
+        raise TaoError("--registry must be a host name like nvcr.io (letters, digits, '.', '-', optional :port)")
     conn = conn or Connection()
     login = "$oauthtoken" if registry == "nvcr.io" else os.environ.get("ENROOT_REGISTRY_USER", "$oauthtoken")
     conn.script(remote.ENROOT_CREDS, [registry], stdin=f"machine {registry} login {login} password {key}\n",

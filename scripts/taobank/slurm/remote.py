@@ -104,7 +104,7 @@ umask 077
 mkdir -p "$HOME/.config/enroot"
 f="$HOME/.config/enroot/.credentials"
 touch "$f"
-grep -v "^machine $1 " "$f" > "$f.tmp" || true
+awk -v r="$1" '!($1 == "machine" && $2 == r)' "$f" > "$f.tmp"
 cat >> "$f.tmp"
 mv -f "$f.tmp" "$f"
 chmod 600 "$f"

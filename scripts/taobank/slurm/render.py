@@ -49,8 +49,8 @@ class ScriptInput:
 def check_directive_value(option: str, value: str) -> str:
     if not _DIRECTIVE_VALUE.match(value):
         raise TaoError(
-            f"#SBATCH {option} value {value[:60]!r} has characters sbatch directives cannot carry safely "
-            "(newline, space, quote, ...): use letters, digits and _@%+=:,./-")
+            f"#SBATCH {option} value has characters sbatch directives cannot carry safely (newline, space, "
+            "quote, ...; the value is not shown): use letters, digits and _@%+=:,./-")
     return value
 
 
