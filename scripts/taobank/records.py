@@ -297,6 +297,10 @@ def _clean_backend(backend: Mapping[str, Any] | None) -> dict:
             raise TaoError(f"backend metadata key {k!r} is invalid: use letters, digits, _ . - (max 64)")
         if v is not None and not isinstance(v, (str, int, bool)):
             raise TaoError(f"backend metadata {k} must be a string, integer or boolean")
+        from .redact import is_credential_name
+
+        if is_credential_name(k) and isinstance(v, str) and v:  # flags such as staged_secrets=true are fine
+            raise TaoError(f"backend metadata {k} is named like a credential: never store secrets in a record")
         # the value alone: token shapes, user:pass@, signed URLs (keys are ours, e.g. cred_secret=tao-creds-x)
         if isinstance(v, str) and redact_text(v) != v:
             raise TaoError(f"backend metadata {k} looks like a credential: never store secrets in a record")
@@ -374,6 +378,9 @@ def open_record(
         "created_at": now,
         "updated_at": now,
     }
+    if "@" in rec["image"].split("/", 1)[0]:  # user:password@registry/...; a digest's @ comes after a /
+        raise TaoError("image carries credentials (user@ or user:pass@ before the registry): give the bare image "
+                       "reference and use a pull secret")
     for field in ("image", "network_arch", "action"):  # stored as given (and arch/action shape the id)
         if _clean_text(rec[field]) != rec[field]:
             raise TaoError(f"{field} looks like it carries a credential: give the bare value, never a secret")

@@ -245,8 +245,12 @@ def test_secret_in_message_is_redacted(state_dir):
         records.mark(rid, "RUNNING", backend={"token": "nvapi-" + "a" * 30})
     with pytest.raises(TaoError, match="credential"):
         records.mark(rid, "RUNNING", backend_ref="hf_" + "a" * 34)
-    rec = records.mark(rid, "RUNNING", backend={"cred_secret": "tao-creds-abc"})  # a Secret's name, not a secret
-    assert rec["backend"]["cred_secret"] == "tao-creds-abc"
+    rec = records.mark(rid, "RUNNING", backend={"cred_secret_name": "tao-creds-abc"})  # a Secret's name
+    assert rec["backend"]["cred_secret_name"] == "tao-creds-abc"
+    for key in ("cred_secret", "password", "HF_TOKEN", "db_pass"):  # the key says "credential": refused whatever
+        with pytest.raises(TaoError, match="named like a credential"):
+            records.mark(rid, "RUNNING", backend={key: "hunter2"})
+    assert records.mark(rid, "RUNNING", backend={"staged_secrets": True})["backend"]["staged_secrets"] is True
 
 
 @pytest.mark.parametrize("field", ["network_arch", "action", "image"])
