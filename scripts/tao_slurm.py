@@ -37,6 +37,13 @@ def _spec_from_args(args: argparse.Namespace) -> dict:
         "container_runtime": args.runtime, "results_base": args.results_base, "cluster_name": args.cluster_name,
     }
     spec.update({k: v for k, v in flags.items() if v is not None})
+    # the vocabulary both helpers share: nodes and GPUs per node (SLURM's spec counts GPUs in total)
+    if args.nodes is not None:
+        spec["num_nodes"] = args.nodes
+    if args.gpus_per_node is not None:
+        nodes = int(spec.get("num_nodes") or 1)
+        spec["num_gpus"] = args.gpus_per_node * nodes
+        spec["max_num_gpus_per_node"] = max(args.gpus_per_node, 1)
     if args.no_requeue:
         spec["use_requeue"] = False
     if args.dataset_root or args.require:
@@ -127,8 +134,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("--network-arch")
     p.add_argument("--action")
     p.add_argument("--image")
-    p.add_argument("--num-nodes", type=int)
-    p.add_argument("--num-gpus", type=int, help="GPUs in total (spread over --num-nodes)")
+    p.add_argument("--nodes", type=int, help="nodes (same flag as tao_k8s.py)")
+    p.add_argument("--gpus-per-node", type=int, help="GPUs on each node (same flag as tao_k8s.py); sets num_gpus "
+                   "= nodes x this")
+    p.add_argument("--num-nodes", type=int, help="the spec's num_nodes")
+    p.add_argument("--num-gpus", type=int, help="the spec's num_gpus: GPUs in total (spread over the nodes)")
     p.add_argument("--max-gpus-per-node", type=int)
     p.add_argument("--cpus-per-task", type=int)
     p.add_argument("--mem")

@@ -20,7 +20,8 @@ def spec_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--action")
     parser.add_argument("--results-dir")
     parser.add_argument("--storage-tier", choices=["A", "C"])
-    parser.add_argument("--gpus", type=int, help="GPUs per pod (per node)")
+    parser.add_argument("--gpus-per-node", "--gpus", dest="gpus", type=int,
+                        help="GPUs per pod, i.e. per node (same flag as tao_slurm.py; --gpus is a synonym)")
     parser.add_argument("--nodes", type=int, help="pods/nodes; > 1 renders an Indexed Job + headless Service")
     parser.add_argument("--cpu")
     parser.add_argument("--memory")

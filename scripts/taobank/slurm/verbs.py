@@ -22,6 +22,8 @@ from . import images, remote, render, resources, spec as specmod, status as st, 
 from .ssh import Connection
 
 PLATFORM = "slurm"
+#: What a record says for a job that runs on the host (container runtime none, no image given).
+NO_IMAGE = "host (container runtime none)"
 
 
 def max_retries() -> int:
@@ -121,7 +123,7 @@ def submit(spec: Mapping[str, Any], *, conn: Connection | None = None, env: Mapp
     image = _convert(conn, p, exists=p["sqsh"] not in missing) if p["runtime"] == "pyxis" else p["pyxis_image"]
     s = p["spec"]
     rec = records.open_record(
-        PLATFORM, p["image"] or "none", s["network_arch"], s["action"], "A", _results_placeholder(p["base"]),
+        PLATFORM, p["image"] or NO_IMAGE, s["network_arch"], s["action"], "A", _results_placeholder(p["base"]),
         backend={k: v for k, v in {"backend_type": "slurm", "partition": p["resources"].partition,
                                    "cluster_name": s.get("cluster_name"), "container_runtime": p["runtime"]}.items()
                  if v is not None},  # an unset cluster_name is absent, not "None"
