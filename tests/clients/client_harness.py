@@ -98,6 +98,26 @@ def claude_inventory(details: str) -> dict[str, list[str]]:
     return out
 
 
+def claude_session(env: dict[str, str], cwd: Path, *args: str | Path) -> tuple[list[str], list[str]]:
+    """Start a real ``claude -p`` session (it stops at "Not logged in": no key, no model call).
+
+    Returns (lines the SessionStart hooks wrote for later shells, our skills in the
+    skill listing Claude Code put in the session for the model).
+    """
+    proc = claude(env, *args, "-p", "Which TAO skills do you have?", cwd=cwd)
+    config = Path(env["CLAUDE_CONFIG_DIR"])
+    hook_lines = [ln for f in sorted(config.glob("session-env/*/sessionstart-hook-*.sh")) for ln in f.read_text().splitlines()]
+    transcripts = sorted(config.glob("projects/*/*.jsonl"))
+    assert transcripts, f"claude -p recorded no session (exit {proc.returncode}): {proc.stdout[-1000:]} {proc.stderr[-1000:]}"
+    listed: list[str] = []
+    for transcript in transcripts:
+        for line in transcript.read_text(encoding="utf-8").splitlines():
+            att = json.loads(line).get("attachment") or {}
+            if att.get("type") == "skill_listing":
+                listed += [n.split(":", 1)[1] for n in att.get("names", []) if n.startswith(f"{NAME}:")]
+    return hook_lines, sorted(set(listed))
+
+
 # ------------------------------------------------------------------ Codex
 
 def codex(env: dict[str, str], *args: str | Path, cwd: Path) -> subprocess.CompletedProcess:

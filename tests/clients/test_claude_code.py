@@ -14,13 +14,16 @@ from client_harness import (
     claude,
     claude_installed,
     claude_inventory,
+    claude_session,
     client_env,
     copy_bank,
     ok,
+    run,
     skill_names,
 )
 
 from taobank.plugin_manifests import SESSION_HOOK
+from taobank.skill_lint import BANK_CHECK_LINE, BANK_LINE
 
 SKILLS = skill_names()
 
@@ -56,6 +59,19 @@ def test_marketplace_install_loads_every_skill_and_the_hook(bank, env, tmp_path)
     assert sorted(p.parent.name for p in cached.glob("skills/*/SKILL.md")) == SKILLS
 
 
+def test_a_session_runs_the_hook_and_offers_every_skill(bank, env, tmp_path):
+    install(env, bank, tmp_path)
+    hook_lines, listed = claude_session(env, tmp_path)
+    assert listed == SKILLS
+    # The hook points at the folder Claude Code runs the plugin from (a local marketplace: the clone).
+    entry = claude_installed(env, tmp_path)
+    assert entry["readFromFolder"] == str(bank)
+    assert hook_lines == [f"export TAO_SKILL_BANK_PATH={bank}"]
+    # What a later Bash tool call does: source the hook's output, then run a skill snippet.
+    snippet = "\n".join(hook_lines) + f"\n{BANK_LINE}\n{BANK_CHECK_LINE}\npython3 \"$BANK/scripts/resolve_versions_key.py\" bank.version\n"
+    assert ok(run(["bash", "-c", snippet], env, tmp_path)).stdout == f"{VERSION}\n"
+
+
 def test_plugin_dir_details_list_every_skill_and_the_hook(bank, env, tmp_path):
     out = ok(claude(env, "--plugin-dir", bank, "plugin", "details", NAME, cwd=tmp_path)).stdout
     assert out.startswith(f"{NAME} {VERSION}\n"), out[:200]
@@ -88,6 +104,7 @@ def test_conflicting_manifests_are_caught(bank, env, tmp_path):
     assert any("conflicting manifests" in e for e in entry.get("errors", [])), entry
     details = claude(env, "plugin", "details", PLUGIN_ID, cwd=tmp_path)
     assert details.returncode != 0 and "not found" in details.stdout + details.stderr
+    assert claude_session(env, tmp_path) == ([], [])
 
 
 def test_nested_skills_load_nothing(bank, env, tmp_path):
