@@ -202,7 +202,9 @@ def _diff(have: object, want: object, where: str, bank: dict[str, str]) -> list[
         return []
     leaf = label.rsplit(".", 1)[-1]
     origin = next((f"versions.yaml bank.{k}" for k in ("name", "version") if leaf == k and want == bank[k]), None)
-    if origin is None:
+    if leaf == "$schema":
+        origin = "Agent Plugins 1.0.0"
+    elif origin is None:
         origin = "plugin.json" if leaf in AGENT_PLUGINS_FIELDS or label.startswith(("owner", "metadata")) else "scripts/taobank/plugin_manifests.py"
     return [(label, f"is {_short(have)}, expected {_short(want)} (from {origin})")]
 
