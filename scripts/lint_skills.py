@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Lint every skills/*/*/SKILL.md (and its references/), the plugin manifests and the pins.
+"""Lint every skills/*/SKILL.md (and its references/), the plugin manifests and the pins.
 
   lint_skills.py [--root DIR] [--skill NAME]... [--rules] [--json]
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Set up a fresh machine and run the whole test suite against real local clusters.
 #   bash scripts/test.sh [pytest args...]
-# Installs the Python dependencies, brings up the local Kubernetes control plane
-# and the local SLURM cluster (cached builds make a second run fast), runs
-# pytest, and stops the clusters it started. A cluster that cannot start fails
-# the run: it is never skipped.
+# Installs the Python dependencies and the pinned agent CLIs (npm), brings up
+# the local Kubernetes control plane and the local SLURM cluster (cached builds
+# make a second run fast), runs pytest, and stops the clusters it started. A
+# cluster that cannot start fails the run: it is never skipped.
 set -euo pipefail
 BANK="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$BANK"
@@ -13,6 +13,11 @@ step() { printf '\n==> %s\n' "$*"; }
 
 step "python dependencies"
 python3 -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+
+# tests/clients drive the real Claude Code and Codex CLIs: the versions pinned in
+# versions.yaml (agent_clients), installed once under ~/.cache/tao-skill-bank/npm/.
+step "agent CLIs from npm"
+(cd scripts && python3 -m taobank.agent_clients install)
 
 started=()
 cleanup() {

@@ -1,29 +1,52 @@
-"""Plugin packaging: the root plugin.json is the source of truth.
+"""Plugin packaging: every manifest a client reads, built as data from two sources.
 
-``.claude-plugin/plugin.json``, ``.claude-plugin/marketplace.json`` and
-``.codex-plugin/plugin.json`` are derived from it (name, version,
-description, license) plus the list of skill folders found on disk.
-``expected(root)`` builds all four as data; ``sync_plugin_manifests.py``
-writes them and the skill lint compares them.
+- versions.yaml ``bank.name`` / ``bank.version``: the plugin's identity, stamped
+  into every manifest (one version everywhere).
+- ``plugin.json``: the vendor-neutral Agent Plugins 1.0.0 manifest (closed
+  schema); its description, author, license and keywords feed the others.
+
+Skills are not listed anywhere: every client discovers ``skills/<skill>/SKILL.md``
+by convention. The only component declared is Claude Code's SessionStart hook,
+in ``.claude-plugin/plugin.json`` (the marketplace entry declares none, so
+Claude Code's default ``strict`` mode reads the plugin's own manifest).
+``sync_plugin_manifests.py`` writes the files; the skill lint compares them.
 """
 from __future__ import annotations
 
 import json
+import os
+import re
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
-#: Fields every manifest must copy from plugin.json.
-SHARED = ("name", "version", "description")
+from . import pins
+
 ROOT_MANIFEST = "plugin.json"
 CLAUDE_PLUGIN = ".claude-plugin/plugin.json"
 CLAUDE_MARKET = ".claude-plugin/marketplace.json"
 CODEX_PLUGIN = ".codex-plugin/plugin.json"
+CODEX_MARKET = ".agents/plugins/marketplace.json"
+CHANGELOG = "CHANGELOG.md"
+
+AGENT_PLUGINS_SCHEMA = "https://agent-plugins.org/schemas/1.0.0/plugin.schema.json"
+#: The closed set of top-level keys of an Agent Plugins 1.0.0 manifest, in the order we write them.
+AGENT_PLUGINS_FIELDS = ("$schema", "name", "version", "description", "author", "homepage", "repository", "license", "keywords", "extensions")
+#: Agent Plugins name rule (also kebab-case for Claude Code and Codex, which we keep).
+NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
 #: Claude Code runs this at session start; it exports TAO_SKILL_BANK_PATH into $CLAUDE_ENV_FILE.
 SESSION_HOOK = 'python3 "${CLAUDE_PLUGIN_ROOT}/scripts/plugin_session_env.py"'
+#: What Codex shows in its plugin directory (interface.*).
+CODEX_DISPLAY_NAME = "TAO skill bank"
+CODEX_SHORT_DESCRIPTION = "Run NVIDIA TAO training jobs on Kubernetes and SLURM"
+CODEX_CATEGORY = "Developer Tools"
+SHORT_DESCRIPTION_MAX = 64
 
 
 def skill_dirs(root: Path) -> list[str]:
-    """``skills/<group>/<skill>`` for every SKILL.md, sorted (paths relative to root)."""
-    return sorted(p.parent.relative_to(root).as_posix() for p in root.glob("skills/*/*/SKILL.md"))
+    """``skills/<skill>`` for every SKILL.md a client discovers, sorted (relative to root)."""
+    return sorted(p.parent.relative_to(root).as_posix() for p in root.glob("skills/*/SKILL.md"))
 
 
 def load_json(path: Path) -> dict:
@@ -34,113 +57,160 @@ def dump_json(obj: dict) -> str:
     return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
 
 
-def expected(root: Path, source: dict | None = None) -> dict[str, dict]:
-    """Every manifest as it must be, from plugin.json (``source``) and the skills on disk."""
+@contextmanager
+def versions_of(root: Path) -> Iterator[None]:
+    """Point taobank.pins at ``root``'s versions.yaml for the duration (a copy of the bank works)."""
+    old = os.environ.get(pins.VERSIONS_ENV)
+    os.environ[pins.VERSIONS_ENV] = str(root / "versions.yaml")
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(pins.VERSIONS_ENV, None)
+        else:
+            os.environ[pins.VERSIONS_ENV] = old
+
+
+def bank_identity(root: Path) -> dict[str, str]:
+    """``{"name", "version"}`` from ``root``'s versions.yaml ``bank`` section."""
+    with versions_of(root):
+        return {"name": str(pins.resolve("bank.name")), "version": str(pins.resolve("bank.version"))}
+
+
+def expected(root: Path, source: dict | None = None, bank: dict[str, str] | None = None) -> dict[str, dict]:
+    """Every manifest as it must be, from versions.yaml (``bank``) and plugin.json (``source``)."""
     src = dict(source if source is not None else load_json(root / ROOT_MANIFEST))
-    skills = skill_dirs(root)
-    meta = {k: src.get(k) for k in SHARED}
-    author = src.get("author") or {"name": "TAO skill bank contributors"}
-    common = {**meta, "author": author, "license": src.get("license"), "keywords": src.get("keywords", [])}
-    if src.get("homepage"):
-        common["homepage"] = src["homepage"]
-    dotted = [f"./{s}" for s in skills]
-    root_manifest = {**src, "skills": skills}
-    # Claude Code: metadata only here; the marketplace entry (strict: false) declares the
-    # components, because nested skills/<group>/<skill> folders need explicit paths.
-    claude_plugin = dict(common)
+    bank = bank or bank_identity(root)
+    filled = {**src, "$schema": AGENT_PLUGINS_SCHEMA, **bank}
+    root_manifest = {k: filled[k] for k in AGENT_PLUGINS_FIELDS if k in filled}
+    author = src.get("author") or {"name": ""}
+    common = {k: root_manifest[k] for k in ("name", "version", "description", "author", "homepage", "repository", "license", "keywords") if k in root_manifest}
+    claude_plugin = {
+        **common,
+        "hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": SESSION_HOOK}]}]},
+    }
     claude_market = {
-        "name": meta["name"],
+        "name": bank["name"],
         "owner": author,
-        "metadata": {"description": meta["description"], "version": meta["version"]},
-        "plugins": [
-            {
-                **common,
-                "source": "./",
-                "strict": False,
-                "skills": dotted,
-                "hooks": {
-                    "SessionStart": [
-                        {"hooks": [{"type": "command", "command": SESSION_HOOK}]}
-                    ]
-                },
-            }
-        ],
+        "metadata": {"description": src.get("description"), "version": bank["version"]},
+        "plugins": [{**common, "source": "./"}],
     }
     codex_plugin = {
         **common,
         "skills": "./skills/",
         "interface": {
-            "displayName": "TAO skill bank",
-            "shortDescription": meta["description"],
+            "displayName": CODEX_DISPLAY_NAME,
+            "shortDescription": CODEX_SHORT_DESCRIPTION,
             "developerName": author.get("name", ""),
-            "category": "Developer Tools",
+            "category": CODEX_CATEGORY,
         },
+    }
+    codex_market = {
+        "name": bank["name"],
+        "interface": {"displayName": CODEX_DISPLAY_NAME},
+        "plugins": [
+            {
+                "name": bank["name"],
+                "source": {"source": "local", "path": "./"},
+                "policy": {"installation": "AVAILABLE", "authentication": "ON_INSTALL"},
+                "category": CODEX_CATEGORY,
+            }
+        ],
     }
     return {
         ROOT_MANIFEST: root_manifest,
         CLAUDE_PLUGIN: claude_plugin,
         CLAUDE_MARKET: claude_market,
         CODEX_PLUGIN: codex_plugin,
+        CODEX_MARKET: codex_market,
     }
 
 
-def differences(root: Path) -> list[tuple[str, str]]:
-    """(file, message) for every manifest that is missing or differs from :func:`expected`."""
+def differences(root: Path) -> list[tuple[str, int, str]]:
+    """(file, line, message) for every manifest that is missing or differs from :func:`expected`."""
+    from .errors import TaoError
+
     try:
-        want = expected(root)
+        src = load_json(root / ROOT_MANIFEST)
     except FileNotFoundError:
-        return [(ROOT_MANIFEST, "missing: create it (name, version, description, license, skills)")]
+        return [(ROOT_MANIFEST, 1, f"missing: create it ($schema {AGENT_PLUGINS_SCHEMA}, description, author, license)")]
     except json.JSONDecodeError as exc:
-        return [(ROOT_MANIFEST, f"not valid JSON (line {exc.lineno}): fix it")]
-    out = []
-    for rel, obj in want.items():
+        return [(ROOT_MANIFEST, exc.lineno, "not valid JSON: fix it")]
+    if not isinstance(src, dict):
+        return [(ROOT_MANIFEST, 1, "must be a JSON object: fix it")]
+    try:
+        bank = bank_identity(root)
+    except TaoError as exc:
+        return [("versions.yaml", 1, str(exc))]
+    out = [(ROOT_MANIFEST, _json_line(root / ROOT_MANIFEST, k), f"{k!r} is required (Claude Code and Codex copy it): add it") for k in ("description", "author", "license") if not src.get(k)]
+    if not NAME_RE.match(bank["name"]) or len(bank["name"]) > 64:
+        out.append(("versions.yaml", 1, f"bank.name {bank['name']!r} must be kebab-case, at most 64 characters"))
+    for rel, obj in expected(root, src, bank).items():
         path = root / rel
         if not path.is_file():
-            out.append((rel, "missing: run scripts/sync_plugin_manifests.py"))
+            out.append((rel, 1, "missing: run scripts/sync_plugin_manifests.py"))
             continue
         try:
             have = load_json(path)
         except json.JSONDecodeError as exc:
-            out.append((rel, f"not valid JSON (line {exc.lineno}): run scripts/sync_plugin_manifests.py"))
+            out.append((rel, exc.lineno, "not valid JSON: run scripts/sync_plugin_manifests.py"))
             continue
-        for where, msg in _diff(have, obj, ""):
-            out.append((rel, f"{where} {msg}: run scripts/sync_plugin_manifests.py"))
+        for where, msg in _diff(have, obj, "", bank):
+            out.append((rel, _json_line(path, where.rsplit(".", 1)[-1].split("[")[0]), f"{where} {msg}: run scripts/sync_plugin_manifests.py"))
+    out += _changelog_problems(root, bank["version"])
     return out
 
 
-def _diff(have: object, want: object, where: str) -> list[tuple[str, str]]:
+def _changelog_problems(root: Path, version: str) -> list[tuple[str, int, str]]:
+    """The newest CHANGELOG.md entry must be the current version (a bump is documented)."""
+    path = root / CHANGELOG
+    if not path.is_file():
+        return [(CHANGELOG, 1, f"missing: add it with a '## {version}' entry")]
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        m = re.match(r"^## \[?(\d+\.\d+\.\d+)\]?", line)
+        if m:
+            if m.group(1) != version:
+                return [(CHANGELOG, n, f"newest entry is {m.group(1)}, versions.yaml bank.version is {version}: add a '## {version}' entry above it")]
+            return []
+    return [(CHANGELOG, 1, f"no '## {version}' entry: add one for versions.yaml bank.version")]
+
+
+def _diff(have: object, want: object, where: str, bank: dict[str, str]) -> list[tuple[str, str]]:
     """Where ``have`` differs from ``want``: (dotted path, what differs), down to the first leaf."""
     label = where or "manifest"
     if isinstance(have, dict) and isinstance(want, dict):
         out = []
-        for key in sorted(set(have) | set(want)):
+        for key in list(want) + [k for k in have if k not in want]:
             sub = f"{where}.{key}" if where else str(key)
             if key not in have:
                 out.append((sub, f"missing, expected {_short(want[key])}"))
             elif key not in want:
                 out.append((sub, f"unexpected (value {_short(have[key])})"))
             else:
-                out.extend(_diff(have[key], want[key], sub))
+                out.extend(_diff(have[key], want[key], sub, bank))
         return out
     if isinstance(have, list) and isinstance(want, list):
         if all(isinstance(x, str) for x in have + want):
-            missing = [x for x in want if x not in have]
-            extra = [x for x in have if x not in want]
-            if missing or extra:
-                parts = ([f"lacks {', '.join(missing)}"] if missing else []) + ([f"lists absent {', '.join(extra)}"] if extra else [])
-                return [(label, "; ".join(parts))]
-            return [] if have == want else [(label, "order differs")]
+            return [] if have == want else [(label, f"is {_short(have)}, expected {_short(want)} (from plugin.json)")]
         if len(have) != len(want):
             return [(label, f"has {len(have)} entries, expected {len(want)}")]
         out = []
         for i, (h, w) in enumerate(zip(have, want)):
-            out.extend(_diff(h, w, f"{label}[{i}]"))
+            out.extend(_diff(h, w, f"{label}[{i}]", bank))
         return out
-    return [] if have == want else [(label, f"is {_short(have)}, expected {_short(want)} (from plugin.json)")]
+    if have == want:
+        return []
+    leaf = label.rsplit(".", 1)[-1]
+    origin = next((f"versions.yaml bank.{k}" for k in ("name", "version") if leaf == k and want == bank[k]), None)
+    if leaf == "$schema":
+        origin = "Agent Plugins 1.0.0"
+    elif origin is None:
+        origin = "plugin.json" if leaf in AGENT_PLUGINS_FIELDS or label.startswith(("owner", "metadata")) else "scripts/taobank/plugin_manifests.py"
+    return [(label, f"is {_short(have)}, expected {_short(want)} (from {origin})")]
 
 
 def write(root: Path) -> list[str]:
-    """Write every derived manifest; return the files that changed."""
+    """Write every manifest (plugin.json included: name and version stamped); return the changed files."""
     changed = []
     for rel, obj in expected(root).items():
         path = root / rel
@@ -150,6 +220,17 @@ def write(root: Path) -> list[str]:
             path.write_text(text, encoding="utf-8")
             changed.append(rel)
     return changed
+
+
+def _json_line(path: Path, key: str) -> int:
+    """First line of ``path`` naming ``"key"`` (1 when absent)."""
+    try:
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if f'"{key}"' in line:
+                return n
+    except OSError:
+        pass
+    return 1
 
 
 def _short(value: object) -> str:

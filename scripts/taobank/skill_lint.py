@@ -7,16 +7,13 @@ tests plant one broken case per rule. ``lint(root)`` checks a bank checkout
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import stat
 import subprocess
 import sys
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from .deps import require
 
@@ -28,11 +25,11 @@ RULES: dict[str, str] = {
     "link": "every relative markdown link points to an existing file",
     "path": "every scripts/, references/, templates/, schemas/, skills/ path a file mentions exists (scripts/ against the bank root, then the skill folder)",
     "exec-bit": "a script run directly (\"$BANK/scripts/x.py\" ...) and every script with a '#!' line in scripts/ or a skill's scripts/ is executable; every scripts/*.py starts with '#!'",
-    "shellcheck": "every ```bash/```sh block passes 'shellcheck -s bash' (SC2034/SC2154/SC1090/SC1091 off: blocks are fragments of one session); every skills/*/*/scripts/*.sh passes it in full",
+    "shellcheck": "every ```bash/```sh block passes 'shellcheck -s bash' (SC2034/SC2154/SC1090/SC1091 off: blocks are fragments of one session); every skills/*/scripts/*.sh passes it in full",
     "references-depth": "references/ holds files only (one level deep)",
-    "bank-locate": "the bank is located by the canonical BANK= line (the one in skills/core/tao-setup/SKILL.md) before $BANK is used, followed by its check line",
+    "bank-locate": "the bank is located by the canonical BANK= line (the one in skills/tao-setup/SKILL.md) before $BANK is used, followed by its check line",
     "stamp": "scripts/stamp_versions.py --check passes (no literal pin drifted from versions.yaml)",
-    "manifest": "plugin.json version equals versions.yaml bank.version and the Claude Code / Codex manifests agree with plugin.json and skills/",
+    "manifest": "plugin.json is an Agent Plugins 1.0.0 manifest named and versioned as versions.yaml bank says; the Claude Code / Codex manifests and marketplaces agree with it (scripts/sync_plugin_manifests.py); CHANGELOG.md's newest entry is that version",
     "agentskills": "'agentskills validate <skill-folder>' (skills-ref) passes",
 }
 
@@ -42,8 +39,8 @@ MAX_LINES = 500
 SHELLCHECK_EXCLUDE = "SC2034,SC2154,SC1090,SC1091"
 SHELL_LANGS = {"bash", "sh", "shell"}
 
-#: The one way a snippet finds the bank (see skills/core/tao-setup/SKILL.md).
-BANK_LINE = 'BANK="${TAO_SKILL_BANK_PATH:-${CLAUDE_SKILL_DIR}/../../..}"'
+#: The one way a snippet finds the bank (see skills/tao-setup/SKILL.md).
+BANK_LINE = 'BANK="${TAO_SKILL_BANK_PATH:-${CLAUDE_SKILL_DIR}/../..}"'
 BANK_CHECK_LINE = (
     '[ -f "$BANK/versions.yaml" ] || { echo "MISSING: TAO skill bank not found at \'$BANK\'. '
     'Run: export TAO_SKILL_BANK_PATH=/path/to/tao-skill-bank (see the tao-setup skill)"; exit 1; }'
@@ -285,7 +282,7 @@ def check_run_bits(rel: str, blocks: list[Block], root: Path, skill_dir: Path) -
 
 def check_script_bits(root: Path) -> list[Problem]:
     out = []
-    files = sorted(root.glob("scripts/*")) + sorted(root.glob("skills/*/*/scripts/*"))
+    files = sorted(root.glob("scripts/*")) + sorted(root.glob("skills/*/scripts/*"))
     for p in files:
         if not p.is_file() or p.suffix not in (".py", ".sh", ""):
             continue
@@ -381,7 +378,7 @@ def check_bank_locate(rel: str, blocks: list[Block], is_skill_md: bool) -> list[
                 out.append(Problem(rel, n, "bank-locate", f"TAO_SKILL_BANK_ROOT is not set by the plugin or tao-setup: use $BANK from the canonical line: {BANK_LINE}"))
                 continue
             if is_skill_md and not defined and _USES_BANK.search(line):
-                out.append(Problem(rel, n, "bank-locate", f"$BANK used before it is set: put the canonical lines first (copy them from skills/core/tao-setup/SKILL.md): {BANK_LINE}"))
+                out.append(Problem(rel, n, "bank-locate", f"$BANK used before it is set: put the canonical lines first (copy them from skills/tao-setup/SKILL.md): {BANK_LINE}"))
                 defined = True  # one report per file
     return out
 
@@ -407,51 +404,10 @@ def check_stamp(root: Path) -> list[Problem]:
     return out
 
 
-@contextmanager
-def _versions_of(root: Path) -> Iterator[None]:
-    """Point taobank.pins at ``root``'s versions.yaml for the duration."""
-    from . import pins
-
-    old = os.environ.get(pins.VERSIONS_ENV)
-    os.environ[pins.VERSIONS_ENV] = str(root / "versions.yaml")
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop(pins.VERSIONS_ENV, None)
-        else:
-            os.environ[pins.VERSIONS_ENV] = old
-
-
 def check_manifests(root: Path) -> list[Problem]:
-    from . import pins
-    from .errors import TaoError
-    from .plugin_manifests import ROOT_MANIFEST, differences, load_json
+    from .plugin_manifests import differences
 
-    out = [Problem(f, 1, "manifest", msg) for f, msg in differences(root)]
-    try:
-        src = load_json(root / ROOT_MANIFEST)
-    except (OSError, json.JSONDecodeError):
-        return out
-    for key in ("name", "version", "description", "license"):
-        if not src.get(key):
-            out.append(Problem(ROOT_MANIFEST, 1, "manifest", f"plugin.json lacks {key!r}"))
-    try:
-        with _versions_of(root):
-            want = {"version": str(pins.resolve("bank.version")), "name": str(pins.resolve("bank.name"))}
-    except TaoError as exc:
-        return out + [Problem("versions.yaml", 1, "manifest", str(exc))]
-    for key, value in want.items():
-        if src.get(key) != value:
-            out.append(Problem(ROOT_MANIFEST, _json_line(root / ROOT_MANIFEST, key), "manifest", f"{key} {src.get(key)!r} differs from versions.yaml bank.{key} {value!r}: make them equal, then run scripts/sync_plugin_manifests.py"))
-    return out
-
-
-def _json_line(path: Path, key: str) -> int:
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if f'"{key}"' in line:
-            return n
-    return 1
+    return [Problem(f, line, "manifest", msg) for f, line, msg in differences(root)]
 
 
 def check_agentskills(root: Path, skill_dir: Path) -> list[Problem]:
@@ -472,7 +428,7 @@ def check_agentskills(root: Path, skill_dir: Path) -> list[Problem]:
 # ---------------------------------------------------------------- driver
 
 def skill_folders(root: Path) -> list[Path]:
-    return sorted(p.parent for p in root.glob("skills/*/*/SKILL.md"))
+    return sorted(p.parent for p in root.glob("skills/*/SKILL.md"))
 
 
 def lint_file(root: Path, path: Path, skill_dir: Path) -> list[Problem]:
@@ -499,9 +455,9 @@ def lint(root: Path, *, external: bool = True, only: list[str] | None = None) ->
     out: list[Problem] = []
     folders = skill_folders(root)
     if not folders:
-        out.append(Problem("skills", 1, "frontmatter", "no skills/<group>/<skill>/SKILL.md found"))
-    for d in sorted(p for p in root.glob("skills/*/*") if p.is_dir() and not (p / "SKILL.md").is_file()):
-        out.append(Problem(d.relative_to(root).as_posix(), 1, "frontmatter", "skill folder without SKILL.md: add it or remove the folder"))
+        out.append(Problem("skills", 1, "frontmatter", "no skills/<skill>/SKILL.md found"))
+    for d in sorted(p for p in root.glob("skills/*") if p.is_dir() and not (p / "SKILL.md").is_file()):
+        out.append(Problem(d.relative_to(root).as_posix(), 1, "frontmatter", "folder under skills/ without SKILL.md (clients discover only skills/<skill>/SKILL.md): make it a skill or remove it"))
     if only:
         unknown = sorted(set(only) - {d.name for d in folders})
         for name in unknown:

@@ -29,7 +29,7 @@ def clean_env(home: Path) -> dict:
 # ------------------------------------------------------------------ tao-setup: credentials file
 
 def make_env_file(home: Path, mode: int) -> Path:
-    setup = block("core/tao-setup", "touch ~/.config/tao/.env")
+    setup = block("tao-setup", "touch ~/.config/tao/.env")
     assert bash(setup, clean_env(home), home).returncode == 0
     f = home / ".config/tao/.env"
     assert oct(f.stat().st_mode & 0o777) == "0o600" and oct(f.parent.stat().st_mode & 0o777) == "0o700"
@@ -40,7 +40,7 @@ def make_env_file(home: Path, mode: int) -> Path:
 
 def test_env_file_is_loaded_for_child_processes(tmp_path):
     make_env_file(tmp_path, 0o600)
-    load = block("core/tao-setup", "set -a")
+    load = block("tao-setup", "set -a")
     # a child process (not the shell itself) must see the values: set -a exports them
     proc = bash(load + 'python3 -c \'import os; print(os.environ["SLURM_USER"], len(os.environ["NGC_KEY"]))\'\n', clean_env(tmp_path), tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -49,7 +49,7 @@ def test_env_file_is_loaded_for_child_processes(tmp_path):
 
 def test_env_file_readable_by_others_is_refused(tmp_path):
     make_env_file(tmp_path, 0o644)
-    load = block("core/tao-setup", "set -a")
+    load = block("tao-setup", "set -a")
     proc = bash(load + "echo loaded\n", clean_env(tmp_path), tmp_path)
     assert proc.returncode == 1
     f = tmp_path / ".config/tao/.env"
@@ -58,7 +58,7 @@ def test_env_file_readable_by_others_is_refused(tmp_path):
 
 
 def test_no_env_file_is_not_an_error(tmp_path):
-    load = block("core/tao-setup", "set -a")
+    load = block("tao-setup", "set -a")
     proc = bash(load + "echo next\n", clean_env(tmp_path), tmp_path)
     assert proc.returncode == 0 and proc.stdout.strip() == "next"
 
@@ -66,7 +66,7 @@ def test_no_env_file_is_not_an_error(tmp_path):
 # ------------------------------------------------------------------ tao-data-io: legacy S3 names
 
 def test_legacy_s3_names_are_mapped_without_printing(tmp_path):
-    mapping = block("core/tao-data-io", "ACCESS_KEY")
+    mapping = block("tao-data-io", "ACCESS_KEY")
     env = {**clean_env(tmp_path), "ACCESS_KEY": "AKIAOLDSTYLE", "SECRET_KEY": "old-secret"}
     probe = 'python3 -c \'import os; print(os.environ["AWS_ACCESS_KEY_ID"] == "AKIAOLDSTYLE", os.environ["AWS_SECRET_ACCESS_KEY"] == "old-secret")\'\n'
     proc = bash(mapping + probe, env, tmp_path)
@@ -75,14 +75,14 @@ def test_legacy_s3_names_are_mapped_without_printing(tmp_path):
 
 
 def test_new_s3_names_win_over_legacy(tmp_path):
-    mapping = block("core/tao-data-io", "ACCESS_KEY")
+    mapping = block("tao-data-io", "ACCESS_KEY")
     env = {**clean_env(tmp_path), "ACCESS_KEY": "AKIAOLD", "AWS_ACCESS_KEY_ID": "AKIANEW", "AWS_SECRET_ACCESS_KEY": "new"}
     proc = bash(mapping + 'printf "%s %s" "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY"\n', env, tmp_path)
     assert proc.returncode == 0 and proc.stdout == "AKIANEW new"
 
 
 def test_no_credentials_no_exports(tmp_path):
-    mapping = block("core/tao-data-io", "ACCESS_KEY")
+    mapping = block("tao-data-io", "ACCESS_KEY")
     proc = bash(mapping + 'printf "[%s]" "${AWS_ACCESS_KEY_ID-unset}"\n', clean_env(tmp_path), tmp_path)
     assert proc.returncode == 0 and proc.stdout == "[unset]"
 
@@ -90,10 +90,10 @@ def test_no_credentials_no_exports(tmp_path):
 # ------------------------------------------------------------------ tao-setup: host preflight block
 
 def test_host_preflight_block_runs(tmp_path):
-    pre = block("core/tao-setup", "check_host.py")
+    pre = block("tao-setup", "check_host.py")
     env = {**clean_env(tmp_path), "TAO_SKILL_BANK_PATH": str(BANK)}
     # Only the first line of the block (kubernetes); the --json line is covered in test_check_host.
     first = pre.splitlines()[0] + "\n"
-    proc = bash(block("core/tao-setup", "BANK=") + first, env, tmp_path)
+    proc = bash(block("tao-setup", "BANK=") + first, env, tmp_path)
     assert proc.returncode in (0, 1), proc.stderr
     assert all(ln.startswith(("OK: ", "MISSING: ")) for ln in proc.stdout.splitlines()), proc.stdout

@@ -16,7 +16,7 @@ import pytest
 from taobank.skill_lint import code_blocks
 
 BANK = Path(__file__).resolve().parents[2]
-SKILL = BANK / "skills" / "platform" / "tao-run-on-kubernetes" / "SKILL.md"
+SKILL = BANK / "skills" / "tao-run-on-kubernetes" / "SKILL.md"
 MARK = re.compile(r"<!--\s*test:\s*([a-z0-9-]+)\s*-->")
 
 

@@ -6,6 +6,7 @@ stamp_versions.py and agentskills).
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -21,9 +22,9 @@ from taobank.skill_lint import BANK_CHECK_LINE, BANK_LINE, RULES, lint
 
 BANK = Path(__file__).resolve().parents[2]
 LINT = BANK / "scripts" / "lint_skills.py"
-SETUP = "skills/core/tao-setup/SKILL.md"
-GPU = "skills/platform/tao-setup-nvidia-gpu-host/SKILL.md"
-GPU_SCRIPT = "skills/platform/tao-setup-nvidia-gpu-host/scripts/setup-nvidia-gpu-host.sh"
+SETUP = "skills/tao-setup/SKILL.md"
+GPU = "skills/tao-setup-nvidia-gpu-host/SKILL.md"
+GPU_SCRIPT = "skills/tao-setup-nvidia-gpu-host/scripts/setup-nvidia-gpu-host.sh"
 _IGNORE = shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache", ".hypothesis", "out", ".venv", "testclusters")
 
 
@@ -120,10 +121,10 @@ def test_name_differs_from_folder(bank_copy):
 
 @pytest.mark.parametrize("bad", ["Tao-Setup", "tao--setup", "-tao", "tao_setup", "a" * 65])
 def test_name_pattern(bank_copy, bad):
-    folder = bank_copy / "skills" / "core" / bad
-    (bank_copy / "skills/core/tao-setup").rename(folder)
-    edit(bank_copy, f"skills/core/{bad}/SKILL.md", "name: tao-setup", f"name: {bad}")
-    assert_one(lint(bank_copy, external=False), rf"skills/core/{re.escape(bad)}/SKILL.md:2: name: name '{re.escape(bad)}' must match .*")
+    folder = bank_copy / "skills" / bad
+    (bank_copy / "skills/tao-setup").rename(folder)
+    edit(bank_copy, f"skills/{bad}/SKILL.md", "name: tao-setup", f"name: {bad}")
+    assert_one(lint(bank_copy, external=False), rf"skills/{re.escape(bad)}/SKILL.md:2: name: name '{re.escape(bad)}' must match .*")
 
 
 def test_description_with_angle_bracket(bank_copy):
@@ -158,7 +159,7 @@ def test_broken_relative_link(bank_copy):
 
 
 def test_existing_link_and_urls_pass(bank_copy):
-    refs = bank_copy / "skills/core/tao-setup/references"
+    refs = bank_copy / "skills/tao-setup/references"
     refs.mkdir()
     (refs / "guide.md").write_text("# Guide\n")
     p = bank_copy / SETUP
@@ -199,7 +200,7 @@ def test_script_run_through_a_variable_needs_exec_bit(bank_copy):
     script = bank_copy / GPU_SCRIPT
     script.chmod(0o644)
     n = line_no(bank_copy, GPU, '"$GPU_HOST_SETUP" --backend kubernetes --check-only')
-    assert_one(lint(bank_copy, external=False), rf"{GPU}:{n}: exec-bit: skills/platform/tao-setup-nvidia-gpu-host/scripts/setup-nvidia-gpu-host.sh is run directly .*")
+    assert_one(lint(bank_copy, external=False), rf"{GPU}:{n}: exec-bit: skills/tao-setup-nvidia-gpu-host/scripts/setup-nvidia-gpu-host.sh is run directly .*")
 
 
 def test_script_run_through_python3_needs_no_exec_bit(bank_copy):
@@ -229,17 +230,17 @@ def test_shellcheck_failure_maps_to_the_skill_line(bank_copy):
 
 
 def test_sh_blocks_and_references_are_shellchecked(bank_copy):
-    refs = bank_copy / "skills/core/tao-setup/references"
+    refs = bank_copy / "skills/tao-setup/references"
     refs.mkdir()
     (refs / "more.md").write_text("# More\n\n```sh\nrm -rf $TARGET/\n```\n")
-    assert_one(lint(bank_copy, external=False), r"skills/core/tao-setup/references/more.md:4: shellcheck: SC2115 .*|skills/core/tao-setup/references/more.md:4: shellcheck: SC2086 .*")
+    assert_one(lint(bank_copy, external=False), r"skills/tao-setup/references/more.md:4: shellcheck: SC2115 .*|skills/tao-setup/references/more.md:4: shellcheck: SC2086 .*")
 
 
 def test_references_one_level_deep(bank_copy):
-    sub = bank_copy / "skills/core/tao-setup/references/deep"
+    sub = bank_copy / "skills/tao-setup/references/deep"
     sub.mkdir(parents=True)
     (sub / "x.md").write_text("# x\n")
-    assert_one(lint(bank_copy, external=False), r"skills/core/tao-setup/references/deep:1: references-depth: references/ must be one level deep: .*")
+    assert_one(lint(bank_copy, external=False), r"skills/tao-setup/references/deep:1: references-depth: references/ must be one level deep: .*")
 
 
 def test_bank_line_must_be_canonical(bank_copy):
@@ -271,7 +272,7 @@ def test_canonical_bank_line_finds_the_bank_from_the_skill_folder(tmp_path):
     # What Claude Code does: ${CLAUDE_SKILL_DIR} is the skill folder; no TAO_SKILL_BANK_PATH.
     script = f"{BANK_LINE}\n{BANK_CHECK_LINE}\ncd \"$BANK\" && pwd -P\n"
     env = {k: v for k, v in os.environ.items() if k != "TAO_SKILL_BANK_PATH"}
-    env["CLAUDE_SKILL_DIR"] = str(BANK / "skills/core/tao-setup")
+    env["CLAUDE_SKILL_DIR"] = str(BANK / "skills/tao-setup")
     out = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=30, cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout.strip() == str(BANK.resolve())
@@ -285,26 +286,47 @@ def test_canonical_bank_line_finds_the_bank_from_the_skill_folder(tmp_path):
 # ------------------------------------------------------------------ manifests, stamp, agentskills (CLI)
 
 def test_manifest_version_must_follow_versions_yaml(bank_copy):
-    edit(bank_copy, "versions.yaml", 'version: "0.1.0"', 'version: "9.9.9"')
-    assert_one(lint(bank_copy, external=False), r"plugin.json:\d+: manifest: version '0\.1\.0' differs from versions.yaml bank.version '9\.9\.9': .*")
+    version = json.loads((bank_copy / "plugin.json").read_text())["version"]
+    edit(bank_copy, "versions.yaml", f'version: "{version}"', 'version: "9.9.9"')
+    probs = lines_of(lint(bank_copy, external=False))
+    assert f'plugin.json:4: manifest: version is "{version}", expected "9.9.9" (from versions.yaml bank.version): run scripts/sync_plugin_manifests.py' in probs, probs
+    assert any(re.fullmatch(rf"CHANGELOG.md:\d+: manifest: newest entry is {re.escape(version)}, versions.yaml bank.version is 9\.9\.9: .*", s) for s in probs), probs
+    # The sync refuses until the bump is documented, then stamps every manifest.
+    sync = [sys.executable, str(bank_copy / "scripts/sync_plugin_manifests.py")]
+    proc = subprocess.run(sync, capture_output=True, text=True, timeout=60)
+    n = line_no(bank_copy, "CHANGELOG.md", f"## {version}")
+    assert proc.returncode == 1
+    assert proc.stderr == f"error: CHANGELOG.md:{n}: newest entry is {version}, versions.yaml bank.version is 9.9.9: add a '## 9.9.9' entry above it\n"
+    edit(bank_copy, "CHANGELOG.md", f"## {version}", f"## 9.9.9 - today\n\n- A change.\n\n## {version}")
+    proc = subprocess.run(sync, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert not [s for s in lines_of(lint(bank_copy, external=False)) if ": manifest: " in s]
+    for rel in ("plugin.json", ".claude-plugin/plugin.json", ".claude-plugin/marketplace.json", ".codex-plugin/plugin.json"):
+        assert '"version": "9.9.9"' in (bank_copy / rel).read_text(), rel
 
 
 def test_derived_manifest_drift(bank_copy):
     p = bank_copy / ".codex-plugin/plugin.json"
     p.write_text(p.read_text().replace('"name": "tao-skill-bank"', '"name": "tao-bank"', 1))
-    assert_one(lint(bank_copy, external=False), r"\.codex-plugin/plugin.json:1: manifest: name is \"tao-bank\", expected \"tao-skill-bank\" \(from plugin.json\): run scripts/sync_plugin_manifests.py")
+    assert_one(lint(bank_copy, external=False), r"\.codex-plugin/plugin.json:2: manifest: name is \"tao-bank\", expected \"tao-skill-bank\" \(from versions.yaml bank.name\): run scripts/sync_plugin_manifests.py")
 
 
-def test_new_skill_must_be_listed_in_the_manifests(bank_copy):
-    new = bank_copy / "skills/core/tao-extra"
+def test_root_manifest_is_a_closed_agent_plugins_manifest(bank_copy):
+    edit(bank_copy, "plugin.json", '"license"', '"skills": ["skills/tao-setup"],\n  "license"')
+    assert_one(lint(bank_copy, external=False), r'plugin.json:\d+: manifest: skills unexpected \(value \["skills/tao-setup"\]\): run scripts/sync_plugin_manifests.py')
+    edit(bank_copy, "plugin.json", '"$schema": "https://agent-plugins.org/schemas/1.0.0/', '"$schema": "https://agent-plugins.org/schemas/0.9.0/')
+    assert any(s.startswith("plugin.json:2: manifest: $schema is ") for s in lines_of(lint(bank_copy, external=False)))
+
+
+def test_a_new_skill_needs_no_manifest_edit_but_a_nested_one_is_refused(bank_copy):
+    new = bank_copy / "skills/tao-extra"
     new.mkdir()
     (new / "SKILL.md").write_text("---\nname: tao-extra\ndescription: An extra skill for the test.\n---\n\n# Extra\n")
-    probs = lines_of(lint(bank_copy, external=False))
-    assert ".claude-plugin/marketplace.json:1: manifest: plugins[0].skills lacks ./skills/core/tao-extra: run scripts/sync_plugin_manifests.py" in probs, probs
-    assert "plugin.json:1: manifest: skills lacks skills/core/tao-extra: run scripts/sync_plugin_manifests.py" in probs, probs
-    proc = subprocess.run([sys.executable, str(bank_copy / "scripts/sync_plugin_manifests.py")], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
     assert not [s for s in lines_of(lint(bank_copy, external=False)) if ": manifest: " in s]
+    nested = bank_copy / "skills/extra-group/tao-nested"
+    nested.mkdir(parents=True)
+    (nested / "SKILL.md").write_text("---\nname: tao-nested\ndescription: A nested skill no client discovers.\n---\n\n# Nested\n")
+    assert_one(lint(bank_copy, external=False), r"skills/extra-group:1: frontmatter: folder under skills/ without SKILL.md \(clients discover only skills/<skill>/SKILL.md\): .*")
 
 
 def test_stamp_drift_and_agentskills_through_the_cli(bank_copy):
@@ -338,7 +360,7 @@ def test_run_site_forms_seen_in_the_seeds(bank_copy):
         "\n```bash\n"
         'PIN=$("${TAO_SKILL_BANK_PATH:?}/scripts/resolve_versions_key.py" wheels.tao_sdk_slurm)\n'
         'python3 "$BANK/scripts/resolve_versions_key.py" images.busybox\n'
-        'SETUP_SCRIPT="$BANK/skills/platform/tao-setup-nvidia-gpu-host/scripts/setup-nvidia-gpu-host.sh"\n'
+        'SETUP_SCRIPT="$BANK/skills/tao-setup-nvidia-gpu-host/scripts/setup-nvidia-gpu-host.sh"\n'
         'bash "$SETUP_SCRIPT" --backend kubernetes --check-only\n'
         'sudo "$SETUP_SCRIPT" --backend kubernetes --install --yes\n'
         'echo "$PIN"\n'
@@ -393,5 +415,5 @@ def test_skill_filter_limits_per_skill_rules(bank_copy):
 
 
 def test_skill_folder_without_skill_md(bank_copy):
-    (bank_copy / "skills/core/tao-half/references").mkdir(parents=True)
-    assert_one(lint(bank_copy, external=False), r"skills/core/tao-half:1: frontmatter: skill folder without SKILL.md: add it or remove the folder")
+    (bank_copy / "skills/tao-half/references").mkdir(parents=True)
+    assert_one(lint(bank_copy, external=False), r"skills/tao-half:1: frontmatter: folder under skills/ without SKILL.md \(clients discover only skills/<skill>/SKILL.md\): make it a skill or remove it")

@@ -1,6 +1,8 @@
-"""Plugin packaging: plugin.json is the source of truth, the Claude Code and Codex
-manifests agree with it, every skill is listed, and the SessionStart hook makes
-TAO_SKILL_BANK_PATH visible to later shells without the user exporting anything."""
+"""Plugin packaging as data: one name and version (versions.yaml) in every manifest,
+plugin.json a closed Agent Plugins 1.0.0 manifest, skills discovered by convention,
+one declared component (Claude Code's SessionStart hook), and the two ways the
+bank path reaches an agent's shells (the Claude Code hook, the Codex config line).
+What the real clients make of these files is tested in tests/clients/."""
 from __future__ import annotations
 
 import json
@@ -14,11 +16,19 @@ from pathlib import Path
 import pytest
 
 from taobank import pins
-from taobank.plugin_manifests import SESSION_HOOK, skill_dirs
+from taobank.plugin_manifests import (
+    AGENT_PLUGINS_FIELDS,
+    AGENT_PLUGINS_SCHEMA,
+    CODEX_SHORT_DESCRIPTION,
+    SESSION_HOOK,
+    SHORT_DESCRIPTION_MAX,
+    skill_dirs,
+)
 from taobank.skill_lint import BANK_CHECK_LINE, BANK_LINE
 
 BANK = Path(__file__).resolve().parents[2]
 KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+COMPONENT_KEYS = {"skills", "hooks", "commands", "agents", "mcpServers", "lspServers", "outputStyles", "monitors"}
 
 
 def load(rel: str) -> dict:
@@ -29,49 +39,60 @@ ROOT = load("plugin.json")
 CLAUDE = load(".claude-plugin/plugin.json")
 MARKET = load(".claude-plugin/marketplace.json")
 CODEX = load(".codex-plugin/plugin.json")
+CODEX_MARKET = load(".agents/plugins/marketplace.json")
+NAME = pins.resolve("bank.name")
+VERSION = str(pins.resolve("bank.version"))
 
 
-def test_root_manifest_is_complete_and_follows_versions_yaml():
-    assert ROOT["name"] == pins.resolve("bank.name") == "tao-skill-bank"
-    assert ROOT["version"] == str(pins.resolve("bank.version"))
-    assert ROOT["license"] == "Apache-2.0"
-    assert 0 < len(ROOT["description"]) <= 1024
-    assert ROOT["skills"] == skill_dirs(BANK)
+def test_root_manifest_is_agent_plugins_1_0_0_with_only_its_keys():
+    assert ROOT["$schema"] == AGENT_PLUGINS_SCHEMA
+    assert list(ROOT) == [k for k in AGENT_PLUGINS_FIELDS if k in ROOT], "unknown key or order differs"
+    assert re.fullmatch(r"(?!.*(?:--|\.\.))[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?", ROOT["name"]) and len(ROOT["name"]) <= 64
+    assert (ROOT["name"], ROOT["version"]) == (NAME, VERSION) == ("tao-skill-bank", VERSION)
+    assert ROOT["license"] == "Apache-2.0" and 0 < len(ROOT["description"]) <= 1024
 
 
-def test_skill_dirs_are_every_skill_on_disk():
-    on_disk = sorted(str(p.parent.relative_to(BANK)) for p in BANK.glob("skills/*/*/SKILL.md"))
-    assert skill_dirs(BANK) == on_disk
-    assert {"skills/core/tao-setup", "skills/core/tao-data-io", "skills/platform/tao-setup-nvidia-gpu-host"} <= set(on_disk)
+def test_license_file_is_the_apache_2_0_text_the_manifests_claim():
+    text = (BANK / "LICENSE").read_text(encoding="utf-8")
+    assert "Apache License" in text and "Version 2.0, January 2004" in text and "END OF TERMS AND CONDITIONS" in text
 
 
-@pytest.mark.parametrize("manifest", [CLAUDE, MARKET["plugins"][0], CODEX], ids=["claude", "marketplace-entry", "codex"])
-def test_derived_manifests_agree_with_the_root(manifest):
-    for key in ("name", "version", "description", "license"):
+def test_one_version_everywhere_and_the_changelog_names_it():
+    assert {CLAUDE["version"], MARKET["metadata"]["version"], MARKET["plugins"][0]["version"], CODEX["version"], ROOT["version"]} == {VERSION}
+    entries = re.findall(r"^## (\d+\.\d+\.\d+)", (BANK / "CHANGELOG.md").read_text(encoding="utf-8"), re.M)
+    assert entries[0] == VERSION and len(entries) == len(set(entries))
+
+
+def test_skills_sit_directly_under_skills_where_every_client_looks():
+    on_disk = sorted(p.parent.relative_to(BANK).as_posix() for p in BANK.rglob("SKILL.md"))
+    assert on_disk == skill_dirs(BANK) == [f"skills/{n}" for n in ("tao-data-io", "tao-run-on-kubernetes", "tao-run-on-slurm", "tao-setup", "tao-setup-nvidia-gpu-host")]
+
+
+@pytest.mark.parametrize("manifest", [CLAUDE, MARKET["plugins"][0], CODEX], ids=["claude", "claude-marketplace-entry", "codex"])
+def test_client_manifests_agree_with_the_root(manifest):
+    for key in ("name", "version", "description", "license", "author", "keywords"):
         assert manifest[key] == ROOT[key], key
     assert KEBAB.match(manifest["name"])
 
 
-def test_marketplace_lists_every_skill_and_each_exists():
-    assert KEBAB.match(MARKET["name"])
-    assert MARKET["owner"]["name"]
-    assert MARKET["metadata"]["version"] == ROOT["version"]
+def test_claude_components_are_declared_in_one_place():
     (entry,) = MARKET["plugins"]
+    assert MARKET["name"] == NAME and MARKET["owner"] == ROOT["author"]
     assert entry["source"] == "./"
-    # strict false: the entry is the whole component definition (nested skill folders need
-    # explicit paths), so .claude-plugin/plugin.json must not declare components itself.
-    assert entry["strict"] is False
-    assert not {"skills", "hooks", "commands", "agents", "mcpServers"} & set(CLAUDE)
-    assert entry["skills"] == [f"./{s}" for s in ROOT["skills"]]
-    for path in entry["skills"]:
-        assert path.startswith("./") and ".." not in path
-        assert (BANK / path / "SKILL.md").is_file(), path
+    # Default strict mode: the plugin's own manifest is the authority; the entry adds no components.
+    assert "strict" not in entry and not COMPONENT_KEYS & set(entry)
+    assert set(CLAUDE) & COMPONENT_KEYS == {"hooks"}, "skills are discovered under skills/, not listed"
 
 
-def test_codex_manifest_shape():
+def test_codex_manifest_and_marketplace():
     assert sorted(p.name for p in (BANK / ".codex-plugin").iterdir()) == ["plugin.json"]
     assert CODEX["skills"] == "./skills/"
-    assert CODEX["interface"]["displayName"]
+    ui = CODEX["interface"]
+    assert ui["shortDescription"] == CODEX_SHORT_DESCRIPTION and len(ui["shortDescription"]) <= SHORT_DESCRIPTION_MAX < len(ROOT["description"])
+    assert ui["displayName"] and ui["developerName"] == ROOT["author"]["name"]
+    (entry,) = CODEX_MARKET["plugins"]
+    assert CODEX_MARKET["name"] == NAME and entry["name"] == NAME
+    assert entry["source"] == {"source": "local", "path": "./"} and entry["policy"]["installation"] == "AVAILABLE"
 
 
 def test_sync_check_passes_on_the_bank():
@@ -79,21 +100,24 @@ def test_sync_check_passes_on_the_bank():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_sync_refuses_a_version_that_differs_from_versions_yaml(tmp_path):
+def test_sync_rewrites_a_drifted_manifest_and_check_names_it(tmp_path):
     root = tmp_path / "bank"
     shutil.copytree(BANK, root, ignore=shutil.ignore_patterns(".git", "__pycache__", ".hypothesis", "testclusters"))
-    p = root / "plugin.json"
-    p.write_text(p.read_text().replace(f'"version": "{ROOT["version"]}"', '"version": "0.0.9"'))
-    proc = subprocess.run([sys.executable, str(root / "scripts/sync_plugin_manifests.py")], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 1
-    assert proc.stderr.strip() == f"error: plugin.json version '0.0.9' differs from versions.yaml bank.version '{ROOT['version']}': edit plugin.json"
+    p = root / ".claude-plugin/marketplace.json"
+    p.write_text(p.read_text().replace('"source": "./"', '"source": "./",\n      "strict": false'))
+    script = [sys.executable, str(root / "scripts/sync_plugin_manifests.py")]
+    check = subprocess.run(script + ["--check"], capture_output=True, text=True, timeout=60)
+    assert check.returncode == 1
+    assert re.fullmatch(r"\.claude-plugin/marketplace.json:\d+: plugins\[0\]\.strict unexpected \(value false\): run scripts/sync_plugin_manifests.py\n", check.stdout)
+    proc = subprocess.run(script, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout == "wrote .claude-plugin/marketplace.json\n", proc.stdout + proc.stderr
+    assert p.read_text() == (BANK / ".claude-plugin/marketplace.json").read_text()
 
 
 # ------------------------------------------------------------------ the SessionStart hook
 
 def hook_command(plugin_root: Path) -> str:
-    (entry,) = MARKET["plugins"]
-    (group,) = entry["hooks"]["SessionStart"]
+    (group,) = CLAUDE["hooks"]["SessionStart"]
     (hook,) = group["hooks"]
     assert hook["type"] == "command" and hook["command"] == SESSION_HOOK
     # Claude Code substitutes ${CLAUDE_PLUGIN_ROOT} and also exports it to the hook.

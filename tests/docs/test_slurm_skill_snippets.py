@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 BANK = Path(__file__).resolve().parents[2]
-SKILL = BANK / "skills" / "platform" / "tao-run-on-slurm" / "SKILL.md"
+SKILL = BANK / "skills" / "tao-run-on-slurm" / "SKILL.md"
 _BLOCK = re.compile(r"<!-- test: (?P<name>[a-z-]+) -->\n```bash\n(?P<body>.*?)```", re.S)
 
 

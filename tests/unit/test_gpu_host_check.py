@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 BANK = Path(__file__).resolve().parents[2]
-SCRIPT = BANK / "skills/platform/tao-setup-nvidia-gpu-host/scripts/setup-nvidia-gpu-host.sh"
+SCRIPT = BANK / "skills/tao-setup-nvidia-gpu-host/scripts/setup-nvidia-gpu-host.sh"
 BASIC_TOOLS = ["bash", "sed", "sort", "head", "tr", "dirname", "cat", "uname", "id", "grep"]
 
 SMI_HEADER = """\
@@ -207,7 +207,7 @@ def test_install_yes_needs_root(tmp_path):
 def _step0() -> str:
     from taobank.skill_lint import BANK_CHECK_LINE, BANK_LINE, code_blocks
 
-    text = (BANK / "skills/platform/tao-setup-nvidia-gpu-host/SKILL.md").read_text()
+    text = (BANK / "skills/tao-setup-nvidia-gpu-host/SKILL.md").read_text()
     (blk,) = [b for b in code_blocks(text) if any("TAO_K8S_SKIP_NODE_RUNTIME_CHECK:-0" in ln for ln in b.lines)]
     return f"{BANK_LINE}\n{BANK_CHECK_LINE}\n" + "\n".join(blk.lines) + "\necho after\n"
 

@@ -71,7 +71,7 @@ def test_stages_read_exactly_the_documented_annotations():
                   lk.FAIL_REASON_ANNOTATION, lk.KEEP_RUNNING_ANNOTATION, lk.WAITING_REASON_ANNOTATION,
                   lk.WAITING_MESSAGE_ANNOTATION, k8s_objects.FAKE_PREFIX + "kubelet-version", k8s_objects.FAKE_PREFIX + "container-runtime-version"}
     assert used == documented
-    doc = (lk.BANK_ROOT / "skills" / "platform" / "tao-run-on-kubernetes" / "references" / "local-cluster.md")
+    doc = (lk.BANK_ROOT / "skills" / "tao-run-on-kubernetes" / "references" / "local-cluster.md")
     if doc.exists():
         body = doc.read_text()
         for key in (lk.RUN_DURATION_ANNOTATION, lk.FAIL_EXIT_CODE_ANNOTATION, lk.FAIL_REASON_ANNOTATION,

@@ -29,7 +29,7 @@ case "$BACKEND" in kubernetes|slurm) ;; *) die_usage "--backend must be kubernet
 [ -n "$MODE" ] || die_usage "choose --check-only or --install"
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-BANK="${TAO_SKILL_BANK_PATH:-$SCRIPT_DIR/../../../..}"
+BANK="${TAO_SKILL_BANK_PATH:-$SCRIPT_DIR/../../..}"
 RESOLVE="$BANK/scripts/resolve_versions_key.py"
 pin() {
   "$RESOLVE" "$1" || { echo "error: cannot read versions key $1 with $RESOLVE: set TAO_SKILL_BANK_PATH to the bank" >&2; exit 1; }
