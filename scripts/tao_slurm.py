@@ -14,7 +14,7 @@ command in a spec file runs under /bin/sh -c. Exit codes: 0 ok, 1 failed (or a
 watched job ended in ERROR), 2 usage, 130 interrupted.
 
 Connection: SLURM_USER, SLURM_HOSTNAME (comma list), SSH_KEY_PATH or SSH_AUTH_SOCK,
-optional TAO_SSH_CONFIG / TAO_SSH_KNOWN_HOSTS. See skills/platform/tao-run-on-slurm/SKILL.md.
+optional TAO_SSH_CONFIG / TAO_SSH_KNOWN_HOSTS. See skills/tao-run-on-slurm/SKILL.md.
 """
 from __future__ import annotations
 
