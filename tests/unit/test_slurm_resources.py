@@ -32,7 +32,7 @@ def test_longer_wall_time_scales_the_inner_timeout_too():
     assert r.time_minutes == 600 and r.timeout_seconds == int(0.95 * 10 * 3600)
     r = resources.resolve({"partition": "long"}, {"SLURM_TIME_HOURS": "8"})
     assert r.timeout_seconds == int(0.95 * 8 * 3600)
-    assert resources.resolve({}, {}).timeout_seconds == int(3.8 * 3600)  # the seed's default pair
+    assert resources.resolve({}, {}).timeout_seconds == int(3.8 * 3600)  # the pinned default pair (4 h wall, 3.8 h timeout)
 
 
 def test_more_than_four_hours_on_default_partitions_refused():
