@@ -351,10 +351,16 @@ def _observe_record(kube: Kubectl, rec: dict, entry: dict | None) -> tuple[smap.
 def status_records(recs: list[dict], *, source: str = "poller") -> list[dict]:
     """Observe and update ``recs`` with one list call per (context, namespace)."""
     groups: dict[tuple, list[dict]] = {}
-    for rec in recs:
-        kube = Kubectl.for_record(rec)
-        groups.setdefault((kube.context, kube.namespace), []).append(rec)
     out = []
+    for rec in recs:
+        try:
+            kube = Kubectl.for_record(rec)
+        except TaoError as exc:  # a damaged record is reported, never allowed to hide the others
+            if len(recs) == 1:
+                raise
+            out.append(_unqueried(rec, "BadRecord", str(exc)))
+            continue
+        groups.setdefault((kube.context, kube.namespace), []).append(rec)
     for (context, namespace), group in groups.items():
         kube = Kubectl(namespace, context)
         selector = JOB_LABEL if len(group) > 1 else f"{JOB_LABEL}={group[0]['id']}"
@@ -364,14 +370,19 @@ def status_records(recs: list[dict], *, source: str = "poller") -> list[dict]:
             if len(groups) == 1:
                 raise
             # one unreachable cluster/namespace must not hide the others; records stay as they are
-            out += [{"id": r["id"], "state": r["state"], "observed": None, "err_class": r.get("err_class"),
-                     "reason": "QueryFailed", "message": str(exc), "backend_ref": r.get("backend_ref"),
-                     "pods": [], "exit_code": None, "saved_logs": None} for r in group]
+            out += [_unqueried(r, "QueryFailed", str(exc)) for r in group]
             continue
         by_id = smap.group_items(items)
         for rec in group:
             out.append(_update(kube, rec, by_id.get(rec["id"]), source))
     return out
+
+
+def _unqueried(rec: dict, reason: str, message: str) -> dict:
+    """The result for a record that could not be asked about: it stays as it is."""
+    return {"id": rec["id"], "state": rec["state"], "observed": None, "err_class": rec.get("err_class"),
+            "reason": reason, "message": message, "backend_ref": rec.get("backend_ref"), "pods": [],
+            "exit_code": None, "saved_logs": None}
 
 
 def _update(kube: Kubectl, rec: dict, entry: dict | None, source: str) -> dict:

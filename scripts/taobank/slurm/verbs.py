@@ -330,7 +330,16 @@ def parse_sweep(text: str) -> tuple[dict, dict, dict[str, str], bool]:
 
 def sweep(conn: Connection, recs: list[dict]) -> dict[str, st.Verdict]:
     """Verdict for every record: one remote command (one squeue + one sacct)."""
-    live = [{**r, "backend": backend_of(r)} for r in recs if (r.get("backend") or {}).get("slurm_job_id")]
+    live = []
+    for r in recs:
+        if not (r.get("backend") or {}).get("slurm_job_id"):
+            continue
+        try:
+            live.append({**r, "backend": backend_of(r)})
+        except TaoError:
+            if len(recs) == 1:
+                raise
+            continue  # a damaged record is left as it is; it never hides the others (status of it alone says why)
     if not live:
         return {}
     ids = ",".join(sorted({r["backend"]["slurm_job_id"] for r in live}, key=int))

@@ -310,12 +310,17 @@ def test_sweep_is_one_list_call_per_namespace_and_survives_a_bad_context(k8s):
     os.environ["TAO_STATE_DIR"] = k8s.env["TAO_STATE_DIR"]
     lost = records.open_record("kubernetes", "busybox", "dino", "train", "A", "/results")
     records.mark(lost["id"], "PENDING", backend_ref=f"{NAMESPACE}/gone",
-                 backend={"uid": "u", "namespace": NAMESPACE, "name": "gone", "context": "no-such-context"})
+                 backend={"uid": "0b5c7a4e-0000-4000-8000-000000000001", "namespace": NAMESPACE, "name": "gone",
+                          "context": "no-such-context"})
+    damaged = records.open_record("kubernetes", "busybox", "dino", "train", "A", "/results")
+    records.mark(damaged["id"], "PENDING", backend_ref=f"{NAMESPACE}/x", backend={"name": "--all-namespaces"})
     k8s.call_log.write_text("")
     res = json.loads(k8s.tao("status", "--json").stdout)
     by_id = {r["id"]: r for r in res}
-    assert set(ids) | {lost["id"]} <= set(by_id)
+    assert set(ids) | {lost["id"], damaged["id"]} <= set(by_id)
     assert by_id[lost["id"]]["reason"] == "QueryFailed" and by_id[lost["id"]]["state"] == "PENDING"
+    assert by_id[damaged["id"]]["reason"] == "BadRecord" and "--all-namespaces" not in by_id[damaged["id"]]["message"]
+    assert not any("--all-namespaces" in a for a in k8s.calls())
     lists = [a for a in k8s.calls() if a[:1] == ["kubectl"] and "jobs,pods" in a]
     assert len(lists) == 2  # one per (context, namespace) group, not one per job
 
