@@ -199,8 +199,8 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
     "jwt": ("eyj",), "authorization-header": ("authorization",), "url-credentials": ("://",),
     "presigned-url": ("sig", "x-amz-", "x-goog-", "awsaccesskeyid"), "docker-config-auth": ("auth",),
     "from-literal": ("--from-literal",), "docker-password": ("--docker-password",), "password-flag": ("-",),
-    "short-password-flag": _TOOLS, "cli-credential": ("config", "wandb", "mc "), "k8s-env-literal": ("name",),
-    "pgpass-entry": (":",), "netrc-password": ("password",), "credential-assignment": ("=", ":", "<"),
+    "short-password-flag": _TOOLS, "cli-credential": ("config", "wandb", "mc ", "secret"), "k8s-env-literal": ("name",),
+    "pgpass-entry": (":",), "netrc-password": ("password",), "credential-assignment": ("=", ":", "<", "env", "arg"),
 }
 
 
@@ -255,7 +255,7 @@ RULES: tuple[Rule, ...] = (
     Rule("short-password-flag", "password after a short option of a login or database tool (-p of docker login, sshpass, "
          "mysql; -a of redis-cli; -w of ldapsearch; -P of sqlcmd, zip; user%pw of smbclient; user:pw of curl -u; "
          "-D...Password=)",
-         (r"\b(?:docker|podman|nerdctl|buildah|skopeo|helm|oras|crane|regctl|apptainer|singularity)\b[^\n|;&]{0,512}?"
+         (r"\b(?:docker|podman|nerdctl|buildah|skopeo|helm|oras|crane|regctl|apptainer|singularity|az|oc|cf)\b[^\n|;&]{0,512}?"
           r"\blogin\b[^\n|;&]{0,512}?[ \t]-p(?:=|[ \t]+)?(?!-)" + _V,
           r"\b(?:echo|printf)[ \t]+(?:-\w+[ \t]+)?" + _V + r"[ \t]*\|[^\n]{0,512}?(?:--password-stdin|\blogin\b|chpasswd|\bsudo[ \t]+-S)",
           r"\bhtpasswd\b[^\n|;&)]{0,256}?[ \t]-\w*b\w*\b[^\n|;&)]{0,512}[ \t]" + _V + r"[ \t]*(?=$|[)|;&])",
@@ -276,6 +276,7 @@ RULES: tuple[Rule, ...] = (
     Rule("cli-credential", "credential given to a CLI (aws configure set, npm config set, wandb login, mc alias set)",
          (r"\bconfig(?:ure)?[ \t]+set[ \t]+(?:--?[\w-]+[ \t]+){0,4}(?:[\w/:.@-]{0,256}[.:/])?" + _NAME + r"(?:[ \t]+|=)"
           + _V,
+          r"\bgh[ \t]+secret[ \t]+set\b[^\n|;&]{0,512}?[ \t](?:--body|-b)(?:=|[ \t]+)(?!-)" + _V,
           r"\bwandb\.login\([^)\n]{0,256}?\bkey\s{0,8}=\s{0,8}" + _V,
           r"\bwandb[ \t]+login\b[^\n|;&#]{0,512}?[ \t][\"']?(?P<v>(?:local-)?[A-Za-z0-9_]{32,256})",
           r"\brclone[ \t]+config[ \t]+(?:create|update)\b[^\n]{0,1024}?[ \t](?P<name>\w{0,64}(?:secret|password|pass|token|key))"
@@ -303,7 +304,11 @@ RULES: tuple[Rule, ...] = (
           r"<" + _NAME + r"(?:[ \t][^<>\n]{0,256})?>(?P<v>[^<\s]{1,4096})</",  # XML elements
           r"\[[\"']" + _NAME + r"[\"']\][ \t]*=[ \t]*(?P<v>\"[^\"\n]{0,4096}\"|'[^'\n]{0,4096}')",  # x["NAME"] = "..."
           r"(?<![\w$.\-])" + _NAME + r"[ \t]+=[ \t]+(?P<v>\"[^\"\n]{0,4096}\"|'[^'\n]{0,4096}')",  # NAME = "..."
-          r"^[ \t]*" + _NAME + r"[ \t]*=[ \t]*" + _V + r"[ \t]*(?:[#;].*)?$")),  # ini / aws credentials / toml
+          r"^[ \t]*" + _NAME + r"[ \t]*=[ \t]*" + _V + r"[ \t]*(?:[#;].*)?$",  # ini / aws credentials / toml
+          r"^[ \t]*pass[ \t]+=[ \t]+" + _V + r"[ \t]*$",  # rclone.conf ``pass = ...``
+          r"^[ \t]*(?:ENV|ARG)[ \t]+" + _SHNAME + r"[ \t]+" + _V,  # Dockerfile ``ENV NAME value``
+          r"[\"']username[\"']\s{0,8}:\s{0,8}[\"'][^\"'\n]{0,256}[\"']\s{0,8},\s{0,8}[\"']key[\"']\s{0,8}:\s{0,8}" + _V,
+          r"[\"']key[\"']\s{0,8}:\s{0,8}" + _V + r"\s{0,8},\s{0,8}[\"']username[\"']")),  # kaggle.json
     Rule("bad-allowance", "lint-ok marker without a known rule name and a reason"),
 )
 RULE_NAMES = tuple(r.name for r in RULES)
