@@ -140,7 +140,7 @@ def _own(kube: Kubectl, job: dict, owned: list[tuple[str, str]]) -> None:
 
 def _lint(objs: list[dict], what: str) -> None:
     """The secret lint (redact_secrets.py rules) over the manifest text; the value is never echoed."""
-    findings = redact.lint_text(dump_yaml(objs), what)
+    findings = redact.lint_objects(objs, what)
     if findings:
         raise TaoError(f"{what} holds what looks like a secret ({findings[0].rule} at manifest line "
                        f"{findings[0].line}): pass credentials with --secret-env/--secrets-file, never in env")

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Redaction time against input size: the scan must stay linear (saved logs and messages reach it).
+
+For each input shape, times ``redact_text`` at doubling sizes and prints the time and
+the growth factor per doubling (linear ~2x, quadratic ~4x). With --baseline REV (default:
+the last revision before the linear scan) the old rules run on the same inputs in the
+same run, and the old/new ratio is printed; the baseline only runs up to --baseline-max
+lines because it is quadratic (3,000 same-indent ``value:`` lines took ~17 s).
+
+Usage: python3 benchmarks/redact_scaling.py [--baseline e24a604] [--baseline-max 3000] [--max 24000]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+BANK = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(BANK / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from secret_lint_corpus import baseline  # noqa: E402
+from taobank import redact  # noqa: E402
+
+SHAPES = {
+    "value-lines": lambda n: "".join(f"  value: v{i}\n" for i in range(n)),  # the issue's shape
+    "env-list": lambda n: "env:\n" + "".join(f"- name: VAR_{i}\n  value: v{i}\n" for i in range(n // 2)),
+    "data-nested": lambda n: "kind: Secret\n" + "".join("  " * (i % 40) + "data:\n" for i in range(n)),
+    "pem-begins": lambda n: "".join("-----BEGIN RSA PRIVATE KEY-----\n" for _ in range(n)),
+    "log": lambda n: "".join(f"2026-12-03 10:00:{i % 60:02d} step {i} loss 0.{i % 97} lr 1e-4 "
+                             f"--token-budget {i} rank {i % 8}\n" for i in range(n)),
+    "one-long-line": lambda n: "a-" * (n * 20) + "\n",
+}
+
+
+def _time(mod, text: str, reps: int = 1) -> float:
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        mod.redact_text(text)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--baseline", default="e24a604", metavar="REV", help="old rules to compare with ('' for none)")
+    ap.add_argument("--baseline-max", type=int, default=3000, help="largest size the baseline runs (default 3000)")
+    ap.add_argument("--min", type=int, default=750, help="smallest size in lines (default 750)")
+    ap.add_argument("--max", type=int, default=24000, help="largest size in lines (default 24000)")
+    args = ap.parse_args()
+    old = baseline(args.baseline) if args.baseline else None
+    sizes = []
+    n = args.min
+    while n <= args.max:
+        sizes.append(n)
+        n *= 2
+    print(f"{'shape':<14}{'lines':>7}{'new s':>10}{'x/doubling':>12}{'old s':>10}{'x/doubling':>12}{'old/new':>9}")
+    for name, make in SHAPES.items():
+        prev_new = prev_old = None
+        for n in sizes:
+            text = make(n)
+            t_new = _time(redact, text, reps=3)
+            t_old = _time(old, text) if old is not None and n <= args.baseline_max else None
+            grow_new = f"{t_new / prev_new:.1f}" if prev_new else "-"
+            grow_old = f"{t_old / prev_old:.1f}" if t_old and prev_old else "-"
+            print(f"{name:<14}{n:>7}{t_new:>10.4f}{grow_new:>12}"
+                  f"{(f'{t_old:.3f}' if t_old is not None else '-'):>10}{grow_old:>12}"
+                  f"{(f'{t_old / t_new:.0f}' if t_old is not None else '-'):>9}")
+            prev_new, prev_old = t_new, t_old
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
