@@ -243,6 +243,8 @@ def check_results_dir(value: str) -> str:
     """An absolute path or a ``scheme://`` URI without credentials; anything else is refused."""
     from urllib.parse import urlsplit
 
+    from .redact import shown
+
     v = str(value).strip()
     if not v:
         raise TaoError("results_dir is empty: give an absolute path or a URI such as s3://bucket/prefix")
@@ -255,12 +257,12 @@ def check_results_dir(value: str) -> str:
         if parts.query or parts.fragment or "?" in v:
             raise TaoError("results_dir has a query string (presigned URLs carry credentials): give the bare URI, e.g. s3://bucket/prefix")
         if not (parts.netloc or parts.path.strip("/")):
-            raise TaoError(f"results_dir {v!r} names no location: add the bucket/volume and prefix")
+            raise TaoError(f"results_dir {shown(v)} names no location: add the bucket/volume and prefix")
     elif not v.startswith("/"):
         hint = "expand ~ first" if v.startswith("~") else "relative paths are refused"
-        raise TaoError(f"results_dir {v!r} is not absolute ({hint}): give /abs/path or a URI such as s3://bucket/prefix")
+        raise TaoError(f"results_dir {shown(v)} is not absolute ({hint}): give /abs/path or a URI such as s3://bucket/prefix")
     if ".." in v.split("/"):
-        raise TaoError(f"results_dir {v!r} contains '..': give the resolved path")
+        raise TaoError(f"results_dir {shown(v)} contains '..': give the resolved path")
     from .redact import lint_text
 
     if lint_text(v, "results_dir"):

@@ -696,3 +696,12 @@ def rules_markdown() -> str:
     """The rule list as a Markdown table (docs/secret-lint.md embeds exactly this)."""
     rows = ["| rule | catches |", "|---|---|"] + [f"| `{r.name}` | {r.description} |" for r in RULES]
     return "\n".join(rows) + "\n"
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """A value fit to quote in an error line: repr'd and cut, or withheld when it looks like a credential."""
+    text = str(value)
+    if redact_text(text) != text or lint_text(text, "value"):
+        return "(value not shown: it looks like it carries a credential)"
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+

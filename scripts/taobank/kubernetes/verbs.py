@@ -13,7 +13,6 @@ import os
 
 from .. import envfile, fsio, pins, platform, records, redact, states
 from ..errors import TaoError
-from ..render import dump_yaml
 from . import JOB_LABEL, gates, render
 from . import status as smap
 from .kubectl import Kubectl

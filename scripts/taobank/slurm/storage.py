@@ -19,6 +19,7 @@ from typing import Any, Iterable, Mapping
 
 from ..envfile import check_job_env, check_name
 from ..errors import TaoError
+from ..redact import shown
 
 #: Files inside a job directory (relative paths).
 SPEC_FILE = "specs/spec.json"
@@ -45,18 +46,18 @@ def cluster_path(uri: str, what: str = "dataset") -> str:
         rest = text[len("slurm://"):]
         path = rest if rest.startswith("/") else "/" + rest.partition("/")[2]
         if path == "/":
-            raise TaoError(f"{what} {uri!r} names no path: use lustre:///absolute/path")
+            raise TaoError(f"{what} {shown(uri)} names no path: use lustre:///absolute/path")
     elif text.startswith("file://") or text.startswith("/") or "://" not in text:
         raise TaoError(
-            f"{what} {uri!r} is a local path: SLURM jobs run on the cluster, so put the data on its shared "
+            f"{what} {shown(uri)} is a local path: SLURM jobs run on the cluster, so put the data on its shared "
             "filesystem and pass lustre:///absolute/path")
     else:
         # No S3/HF/NGC prefetch in the job: it would run inside the GPU allocation.
-        raise TaoError(f"{what} {uri!r} is not on the cluster: SLURM jobs read the shared filesystem and inputs are "
+        raise TaoError(f"{what} {shown(uri)} is not on the cluster: SLURM jobs read the shared filesystem and inputs are "
                        "never fetched inside the job (GPU idle timeout); copy it to the shared filesystem before "
                        "submit (tao-data-io skill) and pass lustre:///absolute/path")
     if not path.startswith("/") or "\n" in path or "\x00" in path:
-        raise TaoError(f"{what} {uri!r} is not an absolute cluster path: use lustre:///absolute/path")
+        raise TaoError(f"{what} {shown(uri)} is not an absolute cluster path: use lustre:///absolute/path")
     norm = posixpath.normpath(path)
     if norm.startswith("//"):
         norm = "/" + norm.lstrip("/")
@@ -71,7 +72,7 @@ def base_dir(spec: Mapping[str, Any], env: Mapping[str, str]) -> str:
     raw = str(raw)
     path = cluster_path(raw, "results base") if "://" in raw else raw
     if not path.startswith("/") or any(c in path for c in "\n\r\x00"):
-        raise TaoError(f"results base {raw!r} must be an absolute path on the cluster: fix SLURM_BASE_RESULTS_DIR")
+        raise TaoError(f"results base {shown(raw)} must be an absolute path on the cluster: fix SLURM_BASE_RESULTS_DIR")
     return posixpath.normpath(path)
 
 
