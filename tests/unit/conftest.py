@@ -1,6 +1,8 @@
 """Fixtures of the orchestration tests: the fake process runner, active for one test."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from fakeproc import FakeProcs, slurm_env
@@ -12,6 +14,8 @@ def fake(state_dir, monkeypatch):
     """A FakeProcs answering every kubectl/ssh call of the test, with a private TAO_STATE_DIR."""
     for name in ("TAO_K8S_NAMESPACE", "TAO_K8S_CONTEXT", "TAO_CALL_LOG"):
         monkeypatch.delenv(name, raising=False)
+    # durability is test_records.py's business; here an fsync per record write is 10x the test's time
+    monkeypatch.setattr(os, "fsync", lambda fd: None)
     procs = FakeProcs()
     with run.fake_processes(procs):
         yield procs
