@@ -224,7 +224,8 @@ def test_watch_interval_must_be_positive(world, helper, cli, interval):
     assert world.fake.calls == []
 
 
-def test_interrupt_is_exit_130(world, helper, cli):
+@pytest.mark.parametrize("verb", [["status", "--watch"], ["status"], ["logs"], ["cancel"]], ids=" ".join)
+def test_interrupt_is_exit_130(world, helper, cli, verb):
     jid = world.record()
 
     def interrupted(call):
@@ -232,8 +233,9 @@ def test_interrupt_is_exit_130(world, helper, cli):
 
     world.fake.on("kubectl", lambda c: True, interrupted)
     world.fake.on("ssh", lambda c: not c.control, interrupted)
-    out = cli(helper, "status", jid, "--watch")
+    out = cli(helper, verb[0], jid, *verb[1:])
     assert out.rc == 130 and out.err_lines == ["error: interrupted"], out
+    assert records.load(jid)["state"] == "RUNNING"
 
 
 # ------------------------------------------------------------------ logs

@@ -239,3 +239,17 @@ def test_watch_of_a_never_launched_record_does_not_poll_forever(fake):
 
     views = platform.watch("kubernetes", [rec["id"]], on_line=lambda _: None, sleep=sleep)
     assert platform.watch_exit_code(views) == 1
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: submit --job-id looks for the interrupted submit's Job in the namespace "
+                   "of the current shell (TAO_K8S_NAMESPACE/--namespace), not the one the record stored: resumed "
+                   "from another namespace it creates a second Job")
+def test_adopt_looks_where_the_record_says_its_job_went(fake):
+    rec = k8s_record(launched=False, namespace="team-a")  # submitted with --namespace team-a, then interrupted
+    jid = rec["id"]
+    cluster(fake)
+    fake.kubectl("get", "jobs", "-l", answer=lambda c: items([job(jid, "uid-a")] if c.namespace == "team-a" else []))
+    for kind in ("secrets", "services", "configmaps"):
+        fake.kubectl("get", kind, answer=items([]))
+    platform.get("kubernetes").submit(SPEC, {"job_id": jid})  # resumed without --namespace
+    assert writes(fake) == [] and records.load(jid)["backend"]["uid"] == "uid-a"
