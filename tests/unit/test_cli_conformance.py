@@ -371,3 +371,23 @@ def test_front_door_status_queries_each_platform_once(slurm, cli):
     out = cli("tao_jobs.py", "status", "--json")
     assert out.rc == 0 and {v["id"]: v["platform"] for v in json.loads(out.out)} == {a: "kubernetes", b: "slurm"}
     assert len(slurm.of("kubectl")) == 1 and slurm.count("SWEEP") == 1
+
+
+def test_front_door_cancel_all_reaches_every_platform(slurm, cli):
+    k, s = K8s(slurm), Slurm(slurm)
+    ids = [k.record(), s.record(), k.record()]
+    k.cancel_works()
+    s.cancel_works()
+    out = cli("tao_jobs.py", "cancel", "--all")
+    assert out.rc == 0, out
+    assert [records.load(i)["state"] for i in ids] == ["CANCELED"] * 3
+    assert len(slurm.of("ssh", control=True)) - len(slurm.of("ssh")) == 1  # one SSH connection for the SLURM ones
+
+
+@pytest.mark.parametrize("alias", ["k8s", "kubernetes", "slurm"])
+def test_front_door_list_filters_by_platform(slurm, cli, alias):
+    k, s = K8s(slurm), Slurm(slurm)
+    a, b = k.record(), s.record()
+    out = cli("tao_jobs.py", "list", "--platform", alias, "--json")
+    assert out.rc == 0 and [v["id"] for v in json.loads(out.out)] == ([b] if alias == "slurm" else [a])
+    assert slurm.calls == []
