@@ -19,7 +19,15 @@ def children(job_id: str) -> list[dict]:
 
 
 # ------------------------------------------------------------------ submit
-def test_lost_sbatch_answer_is_reconciled_by_exact_name_never_submitted_twice(slurm):
+LOST = {
+    "empty": dict(answer=""),
+    "garbled": dict(answer="sbatch: Submitted batch jo"),
+    "connection-dropped": dict(answer="", rc=255, stderr="client_loop: send disconnect: Broken pipe"),
+}
+
+
+@pytest.mark.parametrize("lost", LOST, ids=list(LOST))
+def test_lost_sbatch_answer_is_reconciled_by_exact_name_never_submitted_twice(slurm, lost):
     def find(call):
         name = call.args[0]
         decoy = squeue_row("7", "RUNNING", name + "-old")  # a longer name is another job
@@ -29,7 +37,7 @@ def test_lost_sbatch_answer_is_reconciled_by_exact_name_never_submitted_twice(sl
 
     slurm.ssh("STAGE")
     slurm.ssh("FIND", find)
-    slurm.ssh("SBATCH", "")  # sbatch ran, its answer was lost
+    slurm.ssh("SBATCH", **LOST[lost])  # sbatch ran, its answer was lost
     slurm.ssh("ADOPT")
     view = platform.get("slurm").submit(SPEC, {})
     rec = records.load(view.id)
@@ -98,6 +106,38 @@ def test_retry_claim_two_pollers_only_one_resubmits(slurm):
     assert retry["attempt"] == 2 and retry["backend"]["slurm_job_id"] == "102"
     assert records.load(rec["id"])["state"] == "ERROR"
     assert {r["id"] for r in first} == {rec["id"], retry["id"]} and {r["id"] for r in second} == {rec["id"]}
+
+
+def test_retry_claim_two_concurrent_pollers_only_one_resubmits(slurm):
+    """Both pollers see the failure before either marks it (a barrier in the sweep answer)."""
+    import threading
+
+    rec = slurm_record()
+    both_swept = threading.Barrier(2, timeout=10)
+    failed = sweep_answer(sacct=[sacct_row("101", rec["id"], NODE_FAIL)])
+
+    def sweep(call):
+        both_swept.wait()
+        return failed(call)
+
+    slurm.ssh("SWEEP", sweep, times=2)
+    slurm.ssh("FIND", find_answer())
+    slurm.ssh("SBATCH", "102\n")
+    errors: list[BaseException] = []
+
+    def poller():
+        try:
+            platform.status("slurm", [rec["id"]])
+        except BaseException as exc:  # surfaced below: a thread's failure must fail the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=poller) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert errors == [] and slurm.count("SWEEP") == 2
+    assert slurm.count("SBATCH") == 1 and len(children(rec["id"])) == 1
 
 
 def test_watch_no_retry_never_resubmits(slurm):
