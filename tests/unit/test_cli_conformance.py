@@ -344,6 +344,7 @@ def test_submit_secret_is_deprecated_but_works(world, cli, monkeypatch):
     assert len(out.err_lines) == 1 and "--secret is deprecated" in out.err and "--secret-env" in out.err
     assert world.secret_sent() == [SECRET]
     assert "value-never-printed-1234" not in out.out + out.err
+    no_secret_anywhere(world)
 
 
 def test_submit_secret_env_is_the_new_spelling(world, cli, monkeypatch):
@@ -352,6 +353,13 @@ def test_submit_secret_env_is_the_new_spelling(world, cli, monkeypatch):
     out = cli(world.helper, *world.submit_argv[:1], "--secret-env", SECRET, "--quiet", *world.submit_argv[1:])
     assert out.rc == 0 and out.err == "", out
     assert world.secret_sent() == [SECRET]
+    no_secret_anywhere(world)
+
+
+def no_secret_anywhere(world) -> None:
+    """The value reached the cluster on stdin only: never on an argv, never in a record."""
+    assert all("value-never-printed-1234" not in arg for c in world.fake.calls for arg in c.argv)
+    assert all("value-never-printed-1234" not in json.dumps(r) for r in records.list_records())
 
 
 # ------------------------------------------------------------------ usage

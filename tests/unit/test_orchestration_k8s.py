@@ -253,3 +253,15 @@ def test_adopt_looks_where_the_record_says_its_job_went(fake):
         fake.kubectl("get", kind, answer=items([]))
     platform.get("kubernetes").submit(SPEC, {"job_id": jid})  # resumed without --namespace
     assert writes(fake) == [] and records.load(jid)["backend"]["uid"] == "uid-a"
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: logs --tail N of a Kubernetes job whose pods are gone prints the whole "
+                   "saved log (read_logs ignores tail for the saved copy)")
+def test_logs_tail_applies_to_the_saved_copy_too(fake, cli):
+    rec = k8s_record()
+    jid = rec["id"]
+    records.mark(jid, "COMPLETE")
+    (records.artifact_dir(jid) / "logs.txt").write_text("".join(f"line {i}\n" for i in range(100)))
+    fake.kubectl("get", "pods", "-l", answer=items([]))  # TTL removed the pods
+    out = cli("tao_k8s.py", "logs", jid, "--tail", "5")
+    assert out.rc == 0 and out.out.splitlines() == [f"line {i}" for i in range(95, 100)], out

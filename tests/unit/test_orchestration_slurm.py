@@ -364,3 +364,13 @@ def test_watch_never_polls_faster_than_the_interval_asked(slurm):
     slept: list[float] = []
     platform.watch("slurm", [rec["id"]], on_line=lambda _: None, sleep=slept.append, first=120.0)
     assert min(slept) >= 120.0, slept
+
+
+def test_status_sweep_is_one_remote_command_for_many_records(slurm):
+    recs = [slurm_record(slurm_job_id=str(500 + i), state="PENDING") for i in range(4)]
+    slurm.ssh("SWEEP", sweep_answer(squeue=[squeue_row(str(500 + i), "RUNNING", r["id"], "node1")
+                                            for i, r in enumerate(recs)]))
+    views = platform.status("slurm")
+    assert [v.state for v in views] == ["RUNNING"] * 4
+    (sweep,) = slurm.of("ssh")
+    assert sweep.script == "SWEEP" and sweep.args[0] == "500,501,502,503"
