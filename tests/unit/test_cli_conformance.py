@@ -399,3 +399,11 @@ def test_front_door_list_filters_by_platform(slurm, cli, alias):
     out = cli("tao_jobs.py", "list", "--platform", alias, "--json")
     assert out.rc == 0 and [v["id"] for v in json.loads(out.out)] == ([b] if alias == "slurm" else [a])
     assert slurm.calls == []
+
+
+def test_watch_without_ids_follows_every_active_job(world, helper, cli):
+    a, b = world.record(), world.record()
+    world.status_is({a: "COMPLETE", b: "ERROR"})
+    out = cli(helper, "status", "--watch", "--json")
+    assert out.rc == 1, out  # one of them ended in ERROR
+    assert sorted((v["id"], v["state"]) for v in json.loads(out.out)) == sorted([(a, "COMPLETE"), (b, "ERROR")])
