@@ -8,6 +8,7 @@ import pytest
 from fakeproc import echo_applied, items, job, k8s_record, node, pod
 from taobank import platform, records
 from taobank.errors import TaoError
+from taobank.kubernetes import render
 
 SPEC = {"image": "nvcr.io/nvidia/tao/tao-toolkit:x", "command": "echo hi", "gpus": 4}
 
@@ -40,6 +41,51 @@ def test_gate_refusal_through_the_cli_is_one_line_exit_1(fake, cli):
     out = cli("tao_k8s.py", "submit", "--image", "img", "--command", "echo hi", "--gpus", "4")
     assert out.rc == 1 and len(out.err_lines) == 1 and "insufficient GPUs" in out.err, out
     assert records.list_records() == [] and writes(fake) == []
+
+
+REFUSALS = {
+    "rbac": (lambda f: f.kubectl("auth", "can-i", answer="no\n"), "you may not create jobs"),
+    "namespace": (lambda f: f.kubectl("apply", "--dry-run=server", rc=1,
+                                      stderr='Error from server (NotFound): namespaces "default" not found'),
+                  "namespace default does not exist"),
+    "nodes-forbidden": (lambda f: f.kubectl("get", "nodes", rc=1, stderr='Error from server (Forbidden): nodes is '
+                                            'forbidden: User "me" cannot list resource "nodes"'),
+                        "may not list nodes"),
+}
+
+
+@pytest.mark.parametrize("why", REFUSALS, ids=list(REFUSALS))
+def test_every_gate_refusal_opens_no_record_and_launches_nothing(fake, why):
+    cluster(fake)
+    setup, message = REFUSALS[why]
+    setup(fake)
+    with pytest.raises(TaoError, match=message):
+        platform.get("kubernetes").submit(SPEC, {})
+    assert records.list_records() == []
+    assert [c for c in writes(fake) if "--dry-run=server" not in c.words] == []
+
+
+def test_multi_node_on_an_old_server_is_refused_before_the_record(fake):
+    cluster(fake)
+    fake.kubectl("get", "nodes", answer=items([node("gpu-0"), node("gpu-1")]))
+    fake.kubectl("version", answer={"serverVersion": {"gitVersion": "v1.27.3"}})
+    with pytest.raises(TaoError, match="multi-node jobs need Kubernetes >= 1.28"):
+        platform.get("kubernetes").submit({**SPEC, "nodes": 2}, {})
+    assert records.list_records() == [] and writes(fake) == []
+
+
+def test_a_failed_apply_marks_the_record_error_and_removes_its_secret(fake, monkeypatch):
+    monkeypatch.setenv("NGC_KEY", "value-1234")
+    cluster(fake)
+    fake.kubectl("create", answer="{}")
+    fake.kubectl("delete", answer="")
+    fake.kubectl("apply", "-f", rc=1, stderr="error: admission webhook denied the request")
+    with pytest.raises(TaoError, match="admission webhook"):
+        platform.get("kubernetes").submit(SPEC, {"secret_env": ["NGC_KEY"]})
+    (rec,) = records.list_records()
+    assert rec["state"] == "ERROR" and "before launch" in rec["message"]
+    (delete,) = fake.kubectl_calls("delete")
+    assert delete.words[:3] == ["delete", "secret", render.cred_secret_name(rec["id"])]
 
 
 def test_submit_creates_one_job_and_binds_the_record(fake):
