@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from fakeproc import find_answer, sacct_row, slurm_record, squeue_row, sweep_answer
+from fakeproc import find_answer, ok, sacct_row, slurm_record, squeue_row, sweep_answer
 from taobank import platform, records
 from taobank.errors import TaoError
 from taobank.slurm import storage, verbs
@@ -374,3 +374,19 @@ def test_status_sweep_is_one_remote_command_for_many_records(slurm):
     assert [v.state for v in views] == ["RUNNING"] * 4
     (sweep,) = slurm.of("ssh")
     assert sweep.script == "SWEEP" and sweep.args[0] == "500,501,502,503"
+
+
+def test_missing_inputs_refuse_the_submit_before_any_record(slurm):
+    spec = {**SPEC, "dataset": {"root": "lustre:///data/coco", "required": ["train.json", "val.json"]}}
+    slurm.ssh("MISSING", lambda c: ok("".join(p + "\n" for p in c.args if p.endswith("val.json"))))
+    with pytest.raises(TaoError, match="missing on the cluster .*val.json"):
+        platform.get("slurm").submit(spec, {})
+    assert records.list_records() == [] and slurm.scripts() == ["MISSING"]
+
+
+def test_a_failed_stage_marks_the_record_error_and_never_sbatches(slurm):
+    slurm.ssh("STAGE", "", rc=2, stderr="mkdir: cannot create directory '/lustre/base': Permission denied")
+    with pytest.raises(TaoError, match="Permission denied"):
+        platform.get("slurm").submit(SPEC, {})
+    (rec,) = records.list_records()
+    assert rec["state"] == "ERROR" and slurm.count("SBATCH") == 0
