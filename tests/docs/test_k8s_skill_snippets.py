@@ -38,7 +38,7 @@ def blocks() -> dict[str, str]:
 
 
 def test_every_verb_has_a_marked_block():
-    assert {"quick-path", "preflight", "spec", "submit", "status", "list", "logs", "cancel",
+    assert {"quick-path", "preflight", "spec", "submit", "submit-credentials", "status", "list", "logs", "cancel",
             "submit-multinode"} <= set(blocks())
 
 
@@ -211,3 +211,27 @@ def test_every_kubectl_in_the_skill_docs_carries_namespace_and_context():
                     if '"${KCTX[@]}"' not in code or '-n "$NS"' not in code:
                         bad.append(f"{doc.name}:{b.start + n}: {line.strip()}")
     assert seen >= 3 and not bad, bad
+
+
+def test_credentials_submit_creates_the_documented_secrets(env):
+    """The skill names the per-job Secrets tao-creds-<job> and tao-pull-<job>: the cluster must hold exactly
+    those, and no value may reach the output or the record."""
+    b = blocks()
+    fake = {"AWS_ACCESS_KEY_ID": "AKIAFAKEDOCTEST12345", "AWS_SECRET_ACCESS_KEY": "fakeSecretValueForTheDocTest0123456789ab",
+            "HF_TOKEN": "hf_FakeTokenForTheDocTest0123456789", "NGC_KEY": "nvapi-FakeKeyForTheDocTest-0123456789"}
+    sub = run(b["preflight"] + b["submit-credentials"], {**env, **fake})
+    assert sub.returncode == 0, sub.stderr + sub.stdout
+    job_id = _job_id(sub.stdout)
+    try:
+        kubectl = env.get("TAO_LOCAL_K8S_KUBECTL") or "kubectl"
+        got = subprocess.run([kubectl, "-n", env["TAO_K8S_NAMESPACE"], "get", "secrets", "-l", f"tao-job-id={job_id}",
+                              "-o", "jsonpath={range .items[*]}{.metadata.name} {.type}{\"\\n\"}{end}"],
+                             env=env, capture_output=True, text=True, timeout=60)
+        assert got.returncode == 0, got.stderr
+        assert sorted(got.stdout.split("\n")[:-1]) == sorted([f"tao-creds-{job_id} Opaque",
+                                                            f"tao-pull-{job_id} kubernetes.io/dockerconfigjson"]), got.stdout
+        record = (Path(env["TAO_STATE_DIR"]) / f"{job_id}.json").read_text()
+        for value in fake.values():
+            assert value not in sub.stdout + sub.stderr and value not in record
+    finally:
+        run(b["preflight"] + f"JOB_ID={job_id}\n" + b["cancel"], env)
