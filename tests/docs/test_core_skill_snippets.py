@@ -28,14 +28,34 @@ def clean_env(home: Path) -> dict:
 
 # ------------------------------------------------------------------ tao-setup: credentials file
 
+CREATE = "install -m 600 /dev/null ~/.config/tao/.env"
+
+
 def make_env_file(home: Path, mode: int) -> Path:
-    setup = block("tao-setup", "touch ~/.config/tao/.env")
+    setup = block("tao-setup", CREATE)
     assert bash(setup, clean_env(home), home).returncode == 0
     f = home / ".config/tao/.env"
     assert oct(f.stat().st_mode & 0o777) == "0o600" and oct(f.parent.stat().st_mode & 0o777) == "0o700"
     f.write_text("NGC_KEY=nvapi-test-value\nSLURM_USER=alice\n")
     f.chmod(mode)
     return f
+
+
+def test_create_block_makes_an_empty_private_file_before_any_value(tmp_path):
+    proc = bash(block("tao-setup", CREATE), clean_env(tmp_path), tmp_path)
+    assert proc.returncode == 0 and proc.stdout == "", proc.stderr
+    f = tmp_path / ".config/tao/.env"
+    assert f.read_bytes() == b""
+    assert oct(f.stat().st_mode & 0o777) == "0o600" and oct(f.parent.stat().st_mode & 0o777) == "0o700"
+
+
+def test_create_block_rerun_keeps_the_values_and_restores_the_mode(tmp_path):
+    """Step 3 of the agent recipe: rerun after the agent's file tool wrote the key (and maybe reset the mode)."""
+    f = make_env_file(tmp_path, 0o644)
+    proc = bash(block("tao-setup", CREATE), clean_env(tmp_path), tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f.read_text() == "NGC_KEY=nvapi-test-value\nSLURM_USER=alice\n"
+    assert oct(f.stat().st_mode & 0o777) == "0o600"
 
 
 def test_env_file_is_loaded_for_child_processes(tmp_path):
@@ -97,3 +117,29 @@ def test_host_preflight_block_runs(tmp_path):
     proc = bash(block("tao-setup", "BANK=") + first, env, tmp_path)
     assert proc.returncode in (0, 1), proc.stderr
     assert all(ln.startswith(("OK: ", "MISSING: ")) for ln in proc.stdout.splitlines()), proc.stdout
+
+
+def test_tao_env_file_names_another_file(tmp_path):
+    other = tmp_path / "elsewhere.env"
+    other.write_text("SLURM_USER=bob\n")
+    other.chmod(0o600)
+    load = block("tao-setup", "set -a")
+    env = {**clean_env(tmp_path), "TAO_ENV_FILE": str(other)}
+    proc = bash(load + 'python3 -c \'import os; print(os.environ["SLURM_USER"])\'\n', env, tmp_path)
+    assert proc.returncode == 0 and proc.stdout.strip() == "bob", proc.stderr
+
+
+def test_single_quoted_value_reads_the_same_in_the_shell_and_in_the_helpers(tmp_path):
+    """The documented format: single quotes around a value with spaces or '$'. The shell load block and
+    the helpers' reader (--secrets-file) must agree on the value."""
+    import sys  # noqa: PLC0415
+
+    sys.path.insert(0, str(BANK / "scripts"))
+    from taobank import envfile  # noqa: PLC0415
+
+    f = make_env_file(tmp_path, 0o600)
+    f.write_text("HF_TOKEN='hf_a b$c'\n")
+    load = block("tao-setup", "set -a")
+    proc = bash(load + 'python3 -c \'import os; print(os.environ["HF_TOKEN"] == "hf_a b$c")\'\n', clean_env(tmp_path), tmp_path)
+    assert proc.returncode == 0 and proc.stdout.strip() == "True", proc.stderr
+    assert envfile.read(f, private=True) == {"HF_TOKEN": "hf_a b$c"}

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from taobank.skill_lint import code_blocks
 
@@ -30,21 +31,44 @@ def blocks() -> dict[str, str]:
         prev = lines[fence - 1] if fence >= 1 else ""
         m = MARK.search(prev)
         if m:
-            assert b.lang == "bash", f"block {m.group(1)} is not bash"
+            want = "yaml" if m.group(1) == "spec" else "bash"
+            assert b.lang == want, f"block {m.group(1)} is not {want}"
             out[m.group(1)] = "\n".join(b.lines) + "\n"
     return out
 
 
 def test_every_verb_has_a_marked_block():
-    assert {"preflight", "submit", "status", "logs", "cancel", "submit-multinode"} <= set(blocks())
+    assert {"quick-path", "preflight", "spec", "submit", "submit-credentials", "status", "list", "logs", "cancel",
+            "submit-multinode"} <= set(blocks())
+
+
+def test_quick_path_is_on_the_first_screen():
+    """The quick path opens the skill: its block starts within the first 40 lines and stays short."""
+    lines = SKILL.read_text(encoding="utf-8").splitlines()
+    start = next(n for n, ln in enumerate(lines, 1) if "<!-- test: quick-path -->" in ln)
+    assert start <= 20, start
+    block = blocks()["quick-path"].splitlines()
+    assert len(block) <= 15 and start + len(block) <= 40
+    for verb in ("submit", "status", "--watch", "logs", "cancel", "tao_jobs.py\" list"):
+        assert verb in blocks()["quick-path"], verb
+
+
+def test_documented_spec_is_the_pinned_image_and_a_valid_spec():
+    from taobank import pins  # noqa: PLC0415
+    from taobank import spec as specmod  # noqa: PLC0415
+
+    spec = yaml.safe_load(blocks()["spec"])
+    assert spec["image"] == pins.resolve("images.tao_toolkit.pyt")
+    specmod.validate(spec, "k8s-job-spec.schema.json", "job spec")
 
 
 def run(script: str, env: dict, timeout: float = 240) -> subprocess.CompletedProcess:
-    """Run a block; while other tests hold the shared cluster's GPUs, a gate refusal is retried."""
+    """Run a block (in the folder that holds job.yaml); while other tests hold the shared cluster's GPUs,
+    a gate refusal is retried."""
     end = time.time() + 120
     while True:
         proc = subprocess.run(["bash", "-c", "set -e\n" + script], env=env, capture_output=True, text=True,
-                              timeout=timeout, cwd=str(BANK))
+                              timeout=timeout, cwd=env.get("WORKDIR", str(BANK)))
         if proc.returncode == 0 or "insufficient GPUs" not in proc.stderr or time.time() > end:
             return proc
         time.sleep(3)
@@ -52,18 +76,51 @@ def run(script: str, env: dict, timeout: float = 240) -> subprocess.CompletedPro
 
 @pytest.fixture()
 def env(k8s_cluster, tmp_path):
+    """The skill's job.yaml as written, on the local cluster's PVC and with 1 GPU per pod (the cluster is
+    shared with other tests); kwok never pulls the image, so the pinned TAO image stays as documented."""
+    spec = yaml.safe_load(blocks()["spec"])
+    spec["gpus"] = 1
+    for m in spec["mounts"]:
+        m["pvc"] = k8s_cluster.get("TAO_LOCAL_K8S_PVC", "tao-results")
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(spec))
     keep = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "HOME")}
     return {**keep, **k8s_cluster, "TAO_SKILL_BANK_PATH": str(BANK), "TAO_STATE_DIR": str(tmp_path / "state"),
-            "TAO_K8S_SKIP_NODE_RUNTIME_CHECK": "1",
-            "IMAGE": "docker.io/library/busybox:1.37.0", "ARCH": "deformable_detr", "ACTION": "train",
-            "NUM_GPUS": "1", "RESULTS_DIR": "/results", "PVC": k8s_cluster.get("TAO_LOCAL_K8S_PVC", "tao-results"),
-            "COMMAND": 'echo "training $TAO_JOB_ID"', "GPUS_PER_NODE": "1", "NUM_NODES": "2"}
+            "TAO_K8S_SKIP_NODE_RUNTIME_CHECK": "1", "WORKDIR": str(tmp_path)}
 
 
 def _job_id(stdout: str) -> str:
     ids = [ln.split("=", 1)[1] for ln in stdout.splitlines() if ln.startswith("JOB_ID=")]
     assert ids, stdout
     return ids[-1]
+
+
+def test_quick_path_as_written(env):
+    """Preflight, then the quick path top to bottom: submit, watch to COMPLETE, logs, cancel (a no-op on a
+    finished job), and the job table showing the job under its --name."""
+    b = blocks()
+    proc = run(b["preflight"] + b["quick-path"], env)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    out = proc.stdout
+    table = [ln for ln in out.splitlines() if "dino coco baseline" in ln]
+    assert len(table) == 1 and "kubernetes" in table[0] and "COMPLETE" in table[0], out
+    job_id = table[0].split()[0]
+    assert f"{job_id} COMPLETE" in out and "nothing to cancel" in out, out
+    assert out.splitlines()[0].startswith("SKIPPED") and any(ln.startswith("ID ") and "NAME" in ln for ln in out.splitlines())
+
+
+def test_list_block_shows_the_name_and_the_state_dir_is_per_machine(env, tmp_path):
+    b = blocks()
+    sub = run(b["preflight"] + b["submit"], {**env, "NAME": "lr sweep 2e-4"})
+    assert sub.returncode == 0, sub.stderr + sub.stdout
+    job_id = _job_id(sub.stdout)
+    lst = run(b["preflight"] + b["list"], env)
+    assert lst.returncode == 0, lst.stderr
+    rows = [ln for ln in lst.stdout.splitlines() if ln.startswith(job_id)]
+    assert len(rows) == 2 and all("lr sweep 2e-4" in r for r in rows), lst.stdout  # the table, then --active (the record is not refreshed by list)
+    assert (tmp_path / "state" / f"{job_id}.json").is_file()
+    other = run(b["preflight"] + b["list"], {**env, "TAO_STATE_DIR": str(tmp_path / "other-machine")})
+    assert other.returncode == 0 and job_id not in other.stdout
+    run(b["preflight"] + f"JOB_ID={job_id}\n" + b["cancel"], env)
 
 
 def test_preflight_submit_status_logs_as_written(env):
@@ -154,3 +211,27 @@ def test_every_kubectl_in_the_skill_docs_carries_namespace_and_context():
                     if '"${KCTX[@]}"' not in code or '-n "$NS"' not in code:
                         bad.append(f"{doc.name}:{b.start + n}: {line.strip()}")
     assert seen >= 3 and not bad, bad
+
+
+def test_credentials_submit_creates_the_documented_secrets(env):
+    """The skill names the per-job Secrets tao-creds-<job> and tao-pull-<job>: the cluster must hold exactly
+    those, and no value may reach the output or the record."""
+    b = blocks()
+    fake = {"AWS_ACCESS_KEY_ID": "AKIAFAKEDOCTEST12345", "AWS_SECRET_ACCESS_KEY": "fakeSecretValueForTheDocTest0123456789ab",
+            "HF_TOKEN": "hf_FakeTokenForTheDocTest0123456789", "NGC_KEY": "nvapi-FakeKeyForTheDocTest-0123456789"}
+    sub = run(b["preflight"] + b["submit-credentials"], {**env, **fake})
+    assert sub.returncode == 0, sub.stderr + sub.stdout
+    job_id = _job_id(sub.stdout)
+    try:
+        kubectl = env.get("TAO_LOCAL_K8S_KUBECTL") or "kubectl"
+        got = subprocess.run([kubectl, "-n", env["TAO_K8S_NAMESPACE"], "get", "secrets", "-l", f"tao-job-id={job_id}",
+                              "-o", "jsonpath={range .items[*]}{.metadata.name} {.type}{\"\\n\"}{end}"],
+                             env=env, capture_output=True, text=True, timeout=60)
+        assert got.returncode == 0, got.stderr
+        assert sorted(got.stdout.split("\n")[:-1]) == sorted([f"tao-creds-{job_id} Opaque",
+                                                            f"tao-pull-{job_id} kubernetes.io/dockerconfigjson"]), got.stdout
+        record = (Path(env["TAO_STATE_DIR"]) / f"{job_id}.json").read_text()
+        for value in fake.values():
+            assert value not in sub.stdout + sub.stderr and value not in record
+    finally:
+        run(b["preflight"] + f"JOB_ID={job_id}\n" + b["cancel"], env)

@@ -20,7 +20,16 @@ def blocks() -> dict[str, str]:
 
 
 def test_every_verb_has_a_tested_block():
-    assert {"preflight", "submit", "status", "logs", "cancel"} <= set(blocks())
+    assert {"quick-path", "preflight", "submit", "submit-flags", "status", "list", "logs", "cancel"} <= set(blocks())
+
+
+def test_quick_path_is_on_the_first_screen():
+    lines = SKILL.read_text(encoding="utf-8").splitlines()
+    start = next(n for n, ln in enumerate(lines, 1) if "<!-- test: quick-path -->" in ln)
+    body = blocks()["quick-path"]
+    assert start <= 20 and start + len(body.splitlines()) <= 40, start
+    for verb in ("preflight", "submit", "status --watch", "logs", "cancel", 'tao_jobs.py" list'):
+        assert verb in body, verb
 
 
 @pytest.fixture()
@@ -31,11 +40,11 @@ def session(slurm_cluster, tmp_path):
     env["PATH"] = os.environ.get("PATH", env["PATH"])
     env.update(slurm_cluster)
 
-    def run(names: list[str], spec: dict | None = None) -> subprocess.CompletedProcess:
+    def run(names: list[str], spec: dict | None = None, **extra: str) -> subprocess.CompletedProcess:
         script = "\n".join(blocks()[n] for n in names)
-        e = dict(env)
+        e = {**env, **extra}
         if spec is not None:
-            path = tmp_path / "job.json"
+            path = tmp_path / "job.yaml"  # the quick path's literal file name; JSON is YAML
             path.write_text(json.dumps(spec))
             e["SPEC"] = str(path)
         return subprocess.run(["bash", "-c", script], env=e, cwd=tmp_path, capture_output=True, text=True, timeout=300)
@@ -56,8 +65,8 @@ def test_submit_watch_logs_blocks(session):
     spec = dict(SPEC, command=["bash", "-c", "echo from-the-skill-snippet; echo on-stderr >&2"])
     res = session(["submit", "status", "logs"], spec)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "submitted dino-train-" in res.stdout
-    assert "COMPLETE" in res.stdout
+    assert res.stdout.startswith("JOB_ID=")
+    assert " COMPLETE ref=slurm:" in res.stdout
     assert "from-the-skill-snippet" in res.stdout and "on-stderr" in res.stdout
     assert "main.err" in res.stdout
 
@@ -76,3 +85,38 @@ def test_failed_submit_block_prints_one_line_and_stops(session):
     res = session(["submit", "status"], spec)
     assert res.returncode == 1 and res.stdout == "", res.stdout
     assert res.stderr.startswith("error: dataset '/home/me/data' is a local path") and res.stderr.count("\n") == 1, res.stderr
+
+
+def test_quick_path_as_written(session):
+    """Preflight, submit job.yaml, watch to COMPLETE, logs, cancel (a no-op now), and the job table
+    showing the job under its --name."""
+    spec = dict(SPEC, command=["bash", "-c", "echo quick-path-ran"])
+    res = session(["quick-path"], spec)
+    assert res.returncode == 0, res.stdout + res.stderr
+    rows = [ln for ln in res.stdout.splitlines() if "dino coco baseline" in ln]
+    assert len(rows) == 1 and "slurm" in rows[0] and "COMPLETE" in rows[0], res.stdout
+    job_id = rows[0].split()[0]
+    assert "quick-path-ran" in res.stdout and f"{job_id} COMPLETE" in res.stdout, res.stdout
+
+
+def test_flags_only_submit_passes_the_argv_after_the_separator(session, tmp_path):
+    """The flags-only form: --name is stored, and `-e` after `--` reaches the command (here: dino, which
+    the local nodes do not have, so the job ends in ERROR with the program's own failure)."""
+    res = session(["submit-flags", "status", "logs", "list"], NAME="flags only form", TRAIN_SPEC="/no/such/train.yaml")
+    assert res.stdout.startswith("JOB_ID="), res.stdout + res.stderr
+    job_id = res.stdout.splitlines()[0].split("=", 1)[1]
+    assert f"{job_id} ERROR" in res.stdout and "dino" in res.stdout, res.stdout + res.stderr
+    rows = [ln for ln in res.stdout.splitlines() if ln.startswith(job_id) and "flags only form" in ln]
+    assert rows, res.stdout
+    rec = json.loads((tmp_path / "state" / f"{job_id}.json").read_text())
+    assert rec["description"] == "flags only form" and rec["network_arch"] == "dino"
+
+
+def test_list_block_reads_only_this_machines_records(session, tmp_path):
+    spec = dict(SPEC, command=["true"])
+    res = session(["submit", "list"], spec, NAME="per machine")
+    assert res.returncode == 0, res.stdout + res.stderr
+    job_id = res.stdout.splitlines()[0].split("=", 1)[1]
+    assert sum(1 for ln in res.stdout.splitlines() if ln.startswith(job_id)) == 2, res.stdout
+    other = session(["list"], TAO_STATE_DIR=str(tmp_path / "another-machine"))
+    assert other.returncode == 0 and job_id not in other.stdout
