@@ -51,10 +51,18 @@ def row(rec: Mapping[str, Any], now: datetime | None = None) -> list[str]:
     if len(msg) > MESSAGE_WIDTH:
         msg = msg[: MESSAGE_WIDTH - 3] + "..."
     state = rec.get("state", "?") + (f" ({rec['err_class']})" if rec.get("err_class") else "")
-    return [rec.get("id", "?"), rec.get("description") or "-",
-            f"{rec.get('network_arch', '?')}/{rec.get('action', '?')}", rec.get("platform", "?"),
-            rec.get("backend_ref") or "-", _ago(created, now), duration, str(rec.get("attempt") or 1), state,
-            msg or "-"]
+    cells = [rec.get("id", "?"), rec.get("description") or "-",
+             f"{rec.get('network_arch', '?')}/{rec.get('action', '?')}", rec.get("platform", "?"),
+             rec.get("backend_ref") or "-", _ago(created, now), duration, str(rec.get("attempt") or 1), state,
+             msg or "-"]
+    return [_cell(c) for c in cells]
+
+
+def _cell(value: object) -> str:
+    """One table cell on one line: whitespace runs (newlines included) become one space, other control
+    characters are shown escaped, so no field can split or forge a row."""
+    text = " ".join(str(value).split())
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text) or "-"
 
 
 def render(recs: Iterable[Mapping[str, Any]], *, headers: bool = True) -> str:

@@ -235,7 +235,8 @@ def watch(platform: str | None, ids: list[str] | None, *, on_line: Callable[[str
     end = None if deadline is None else time.monotonic() + deadline
     if not (first > 0 and cap > 0):
         raise UsageError("--interval must be a positive number of seconds")
-    watched = [r["id"] for r in select(platform, ids, "status")]
+    cap = max(cap, first)  # never poll faster than asked
+    watched = _with_retries([r["id"] for r in select(platform, ids, "status")])
     delay, last, unknown_polls = first, None, 0
     while True:
         views = [v for v in status(platform, watched, retry=retry)]
@@ -252,14 +253,32 @@ def watch(platform: str | None, ids: list[str] | None, *, on_line: Callable[[str
         if finished(views):
             return views
         live = [v for v in views if not superseded(v, views) and not v.terminal]
-        unknown_polls = unknown_polls + 1 if live and all(v.state == "UNKNOWN" for v in live) else 0
+        unknown_polls = unknown_polls + 1 if live and all(_unseen(v) for v in live) else 0
         if unknown_polls >= max_unknown:
             on_line(f"stopped watching: the backend has not seen {', '.join(v.id for v in live)} for "
-                    f"{unknown_polls} polls (job gone, or cluster unreachable); check it and run status again")
+                    f"{unknown_polls} polls (never launched, job gone, or cluster unreachable); check it "
+                    "(tao_jobs.py status ID) and finish or cancel it")
             return views
         if end is not None and time.monotonic() >= end:
             return views
         sleep(delay if end is None else max(0.0, min(delay, end - time.monotonic())))
+
+
+def _unseen(view: JobView) -> bool:
+    """The backend cannot tell us anything about this job: it vanished, or was never launched."""
+    return view.state == "UNKNOWN" or not view.backend_ref
+
+
+def _with_retries(ids: list[str]) -> list[str]:
+    """``ids`` plus every retry descending from them (a poll before the watch may have resubmitted one)."""
+    children: dict[str, list[str]] = {}
+    for rec in records.list_records():
+        if rec.get("retry_of"):
+            children.setdefault(rec["retry_of"], []).append(rec["id"])
+    out = list(ids)
+    for jid in out:  # grows while iterating: follows whole chains
+        out += [c for c in children.get(jid, []) if c not in out]
+    return out
 
 
 def watch_exit_code(views: list[JobView]) -> int:

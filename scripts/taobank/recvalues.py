@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from . import names
 from .errors import TaoError
 
-_UID = re.compile(r"[0-9a-fA-F-]{8,64}\Z")
+_UID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,63}\Z")
 _CONTEXT = re.compile(r"[A-Za-z0-9@._:/+-]{1,253}\Z")
 
 

@@ -138,9 +138,6 @@ def test_tao_jobs_list_never_crashes_on_anything_the_schema_allows(cli, recs):
             jobtable.row(r)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: jobtable.row prints description, network_arch, action and backend_ref "
-                   "as stored; a newline in one (the record schema allows it, only the record writer collapses "
-                   "whitespace) splits one job over two table lines")
 @pytest.mark.parametrize("field", ["description", "network_arch", "action", "backend_ref"])
 def test_a_newline_in_a_field_never_splits_a_table_row(field):
     rec = {"id": "dino-train-1a2b3c4d", "platform": "slurm", "state": "RUNNING", "network_arch": "dino",

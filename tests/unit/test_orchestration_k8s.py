@@ -258,8 +258,6 @@ def test_cancel_many_one_fails_the_others_are_still_cancelled(fake, cli):
     assert len(out.err_lines) == 1 and bad in out.err and "forbidden" in out.err
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: kubernetes cancel deletes the Job, then a failing delete of its "
-                   "Secrets/Service/ConfigMap raises before records.mark: the Job is gone but the record stays RUNNING")
 def test_cancel_marks_canceled_once_the_job_is_deleted_even_if_cleanup_fails(fake):
     rec = k8s_record()
     jid = rec["id"]
@@ -270,9 +268,6 @@ def test_cancel_marks_canceled_once_the_job_is_deleted_even_if_cleanup_fails(fak
     assert records.load(jid)["state"] == "CANCELED"
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "BUG: status --watch of an interrupted Kubernetes submit (no backend_ref; status reports NotLaunched and "
-    "never changes the record) polls every 60 s forever: max_unknown never counts it"))
 def test_watch_of_a_never_launched_record_does_not_poll_forever(fake):
     rec = k8s_record(launched=False)
     fake.kubectl("get", "jobs,pods", answer=items([]))
@@ -287,9 +282,6 @@ def test_watch_of_a_never_launched_record_does_not_poll_forever(fake):
     assert platform.watch_exit_code(views) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: submit --job-id looks for the interrupted submit's Job in the namespace "
-                   "of the current shell (TAO_K8S_NAMESPACE/--namespace), not the one the record stored: resumed "
-                   "from another namespace it creates a second Job")
 def test_adopt_looks_where_the_record_says_its_job_went(fake):
     rec = k8s_record(launched=False, namespace="team-a")  # submitted with --namespace team-a, then interrupted
     jid = rec["id"]
@@ -301,8 +293,6 @@ def test_adopt_looks_where_the_record_says_its_job_went(fake):
     assert writes(fake) == [] and records.load(jid)["backend"]["uid"] == "uid-a"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: logs --tail N of a Kubernetes job whose pods are gone prints the whole "
-                   "saved log (read_logs ignores tail for the saved copy)")
 def test_logs_tail_applies_to_the_saved_copy_too(fake, cli):
     rec = k8s_record()
     jid = rec["id"]

@@ -315,8 +315,6 @@ def test_logs_of_a_record_whose_sbatch_answer_was_lost_points_to_resume(slurm, c
     assert out.rc == 1 and f"tao_slurm.py resume {rec['id']}" in out.err and slurm.of("ssh") == []
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: slurm cancel runs scancel, then a failing removal of the staged "
-                   "credentials raises before records.mark: the job is cancelled but the record stays RUNNING")
 def test_cancel_marks_canceled_once_scancel_succeeded_even_if_cleanup_fails(slurm):
     rec = slurm_record(staged_secrets=True)
     slurm.ssh("scancel", "")
@@ -325,9 +323,6 @@ def test_cancel_marks_canceled_once_scancel_succeeded_even_if_cleanup_fails(slur
     assert records.load(rec["id"])["state"] == "CANCELED"
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "BUG: status --watch of a SLURM record staged but never sbatched (no slurm_job_id; refresh skips it) "
-    "polls every 60 s forever: max_unknown never counts it"))
 def test_watch_of_a_staged_record_without_a_slurm_job_does_not_poll_forever(slurm):
     rec = slurm_record(slurm_job_id=None, state="PENDING")
     slept: list[float] = []
@@ -341,9 +336,6 @@ def test_watch_of_a_staged_record_without_a_slurm_job_does_not_poll_forever(slur
     assert platform.watch_exit_code(views) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: status --watch of a job whose retry was resubmitted by an earlier "
-                   "status call shows the failed attempt as stored and exits 1: retries are followed only when "
-                   "created inside this watch")
 def test_watch_follows_a_retry_made_before_the_watch_started(slurm):
     rec = slurm_record()
     slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], NODE_FAIL)]), times=1)
@@ -356,8 +348,6 @@ def test_watch_follows_a_retry_made_before_the_watch_started(slurm):
     assert retry["id"] in [v.id for v in views] and platform.watch_exit_code(views) == 0
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: --interval above 60 s is cut back: the backoff cap (60) is applied to "
-                   "the first delay, so --interval 120 polls every 60 s after the first wait")
 def test_watch_never_polls_faster_than_the_interval_asked(slurm):
     rec = slurm_record()
     _running_then(slurm, rec, polls=5)

@@ -39,7 +39,10 @@ class Kubernetes(Platform):
     def submit(self, spec: dict, options: Mapping[str, Any]) -> JobView:
         from .kubectl import Kubectl
 
-        out = verbs.submit(spec, kube=Kubectl(options.get("namespace"), options.get("context")),
+        explicit = options.get("namespace") or options.get("context")
+        kube = Kubectl(options.get("namespace"), options.get("context")) if explicit or not options.get("job_id") \
+            else None  # resuming a record: its own namespace/context, not this shell's
+        out = verbs.submit(spec, kube=kube,
                            job_id=options.get("job_id"), secret_env=options.get("secret_env") or [],
                            secrets_file=options.get("secrets_file"),
                            ngc_pull_secret=bool(options.get("ngc_pull_secret")), config=options.get("config"),

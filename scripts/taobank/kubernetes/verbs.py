@@ -179,6 +179,15 @@ def submit(
     ``job_id`` resumes a record opened earlier (``tao_job_record.py open``):
     if a Job with its label exists already, it is adopted, not created again.
     """
+    if job_id and kube is None:
+        rec0 = platform.load_for(job_id, PLATFORM, "submit --job-id")
+        b0 = rec0.get("backend") or {}
+        kube = Kubectl.for_record(rec0) if b0.get("namespace") else Kubectl()
+    elif job_id and kube is not None:
+        b0 = (platform.load_for(job_id, PLATFORM, "submit --job-id").get("backend") or {})
+        if b0.get("namespace") and b0["namespace"] != kube.namespace:
+            raise TaoError(f"record {job_id} was submitted to namespace {b0['namespace']}, not {kube.namespace}: "
+                           "resume it without --namespace (or with the record's), so its Job is found, not created twice")
     kube = kube or Kubectl()
     creds = collect_credentials(secret_env, secrets_file)
     ngc_key = None
@@ -436,7 +445,8 @@ def read_logs(rec: dict, *, tail: int | None = None) -> tuple[str, str]:
         return format_logs(kube, pods, tail), "live"
     saved = records.artifact_dir(rec["id"]) / "logs.txt"
     if saved.exists():
-        return saved.read_text(encoding="utf-8"), "saved"
+        lines = saved.read_text(encoding="utf-8").splitlines(keepends=True)
+        return "".join(lines[-tail:]), "saved"
     raise TaoError(f"job {rec['id']} has no pods (not started, or deleted by TTL) and no saved logs")
 
 
@@ -520,8 +530,14 @@ def cancel(job_id: str) -> dict:
                     "message": f"Job {name} now has another UID: not deleted"}
         if "NotFound" not in text and "not found" not in text:
             raise TaoError(f"deleting Job {name} failed: {text.strip().splitlines()[-1] if text.strip() else 'no output'}")
-    kube.run("delete", "secret,service,configmap", "-l", f"{JOB_LABEL}={job_id}", "--ignore-not-found",
-             "--wait=false", what="kubectl delete secret,service,configmap")
+    # the Job is gone: the record says so first, whatever happens to the cleanup below
     rec = records.mark(job_id, "CANCELED", message="canceled by the agent (Job deleted, foreground)")
-    return {"id": job_id, "state": "CANCELED", "deleted": True, "message": f"Job {kube.namespace}/{name} deleted"}
+    message = f"Job {kube.namespace}/{name} deleted"
+    try:
+        kube.run("delete", "secret,service,configmap", "-l", f"{JOB_LABEL}={job_id}", "--ignore-not-found",
+                 "--wait=false", what="kubectl delete secret,service,configmap")
+    except TaoError as exc:  # owned by the Job, so the garbage collector removes them anyway
+        message += (f"; its Secret/Service/ConfigMap were not deleted now ({exc}): the garbage collector removes "
+                    f"them with the Job, or run kubectl delete secret,service,configmap -l {JOB_LABEL}={job_id}")
+    return {"id": job_id, "state": "CANCELED", "deleted": True, "message": message}
 

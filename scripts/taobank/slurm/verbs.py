@@ -539,7 +539,13 @@ def cancel(job_id: str, *, conn: Connection | None = None) -> dict:
             msg = f"SLURM job {jid} was already gone: counted as cancelled"
         else:
             raise TaoError(f"scancel {jid} failed: {last_line(res.stderr)}")
+    # the job is stopped: the record says so first (the backend state must not stay RUNNING either)
+    rec = records.mark(job_id, "CANCELED", message=msg, backend={"slurm_state": "CANCELLED"} if jid else None)
     if b.get("staged_secrets") and _job_dir(b):
-        conn.script(remote.REMOVE, [posixpath.join(_job_dir(b), storage.CREDS_FILE)], what="remove credentials")
-    # the backend state shown by show/status must not stay RUNNING after a cancel
-    return records.mark(job_id, "CANCELED", message=msg, backend={"slurm_state": "CANCELLED"} if jid else None)
+        creds = posixpath.join(_job_dir(b), storage.CREDS_FILE)
+        try:
+            conn.script(remote.REMOVE, [creds], what="remove credentials")
+        except TaoError as exc:
+            rec = {**rec, "message": f"{msg}; the staged credentials {creds} could not be removed ({exc}): "
+                                     "delete that file on the cluster by hand"}
+    return rec
