@@ -32,8 +32,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=2, help="start/stop cycles")
     args = parser.parse_args()
-    sys.path.insert(0, str(BANK / "scripts"))
-    from taobank.local import k8s_build
+    sys.path[:0] = [str(BANK / "scripts"), str(BANK)]
+    from testclusters.kubernetes import k8s_build
 
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, TAO_LOCAL_CLUSTER_DIR=tmp)

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from taobank import pins
-from taobank.local import kubernetes as lk
+import testclusters.kubernetes as lk
 
 BUSYBOX = pins.resolve("images.busybox")
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 from k8s_verbs_support import BANK, k8s  # noqa: F401  (k8s is a fixture)
 
-from taobank.local import kubernetes as lk
+import testclusters.kubernetes as lk
 
 pytestmark = pytest.mark.e2e
 RENDER = BANK / "scripts" / "render_k8s_job.py"

@@ -11,7 +11,7 @@ import time
 import pytest
 from k8s_verbs_support import BANK, NAMESPACE, k8s  # noqa: F401  (k8s is a fixture)
 
-from taobank.local import kubernetes as lk
+import testclusters.kubernetes as lk
 
 pytestmark = pytest.mark.e2e
 

@@ -8,8 +8,8 @@ dead ones (stale pid files) are restarted, and every step waits on a real
 readiness probe with a timeout. ``down`` cancels jobs, stops each daemon by the
 pid in its pid file (never by name) and removes the cluster's state.
 
-Layout and config files: :mod:`taobank.local.slurm_conf`; pid/port/readiness
-plumbing: :mod:`taobank.local.procs`.
+Layout and config files: :mod:`testclusters.slurm_conf`; pid/port/readiness
+plumbing: :mod:`testclusters.procs`.
 """
 from __future__ import annotations
 
@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from .. import pins
-from ..errors import TaoError
-from ..run import run
+from taobank import pins
+from taobank.errors import TaoError
+from taobank.run import run
 from . import slurm_conf as conf
 from .procs import FileLock, alive, children, live_pid, log_tail, not_ready, port_open, port_refuses, stop_pid, wait_for
 
@@ -361,7 +361,7 @@ def _prepare_tree(lay: conf.Layout, cgroup: bool) -> None:
     # The Lustre stand-in: owned by the test user, visible to jobs on both nodes.
     if not lay.lustre.exists():
         _mkdir(lay.lustre, owner=lay.user)
-        _write(lay.lustre / LUSTRE_MARK, "created by taobank.local.slurm; removed by `down`\n")
+        _write(lay.lustre / LUSTRE_MARK, "created by testclusters.slurm; removed by `down`\n")
     _mkdir(lay.lustre, owner=lay.user)
     _mkdir(lay.lustre / "users", owner=lay.user)
     _mkdir(lay.results_dir, owner=lay.user)

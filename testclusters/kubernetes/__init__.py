@@ -23,15 +23,15 @@ import time
 import urllib.request
 from pathlib import Path
 
-from .. import BANK_ROOT
-from ..errors import TaoError
-from ..run import run
+from taobank import BANK_ROOT
+from taobank.errors import TaoError
+from taobank.run import run
 from . import k8s_build, k8s_objects, k8s_pki
 from .k8s_objects import (  # noqa: F401  (re-exported: the names tests and skills use)
     CORDONED_NODE, FAKE_PREFIX, GPU_NODES, GPU_RESOURCE, GPUS_PER_NODE, NAMESPACE, PV_NAME, PVC_NAME,
     USER_NAME, busy_pod, cri_log, pod_logs,
 )
-from .procs import live_pid, log_tail, pid_runs, stop_pid, wait_for
+from ..procs import live_pid, log_tail, pid_runs, stop_pid, wait_for
 
 # -- the contract other engineers code against --------------------------------
 

@@ -21,9 +21,9 @@ import sys
 import time
 from pathlib import Path
 
-from .. import BANK_ROOT
-from ..errors import TaoError
-from ..run import last_line, run
+from taobank import BANK_ROOT
+from taobank.errors import TaoError
+from taobank.run import last_line, run
 
 #: Pins read from versions.yaml (section test_clusters.kubernetes).
 PIN_KEYS = ("version", "etcd", "kwok")
@@ -44,7 +44,7 @@ BUILD_TIMEOUT_S = 90 * 60
 
 def pins() -> dict[str, str]:
     """``{"version": "v1.34.4", "etcd": "v3.6.4", "kwok": "v0.8.0"}`` from versions.yaml."""
-    from .. import pins as pinsmod
+    from taobank import pins as pinsmod
 
     out = {}
     for key in PIN_KEYS:
@@ -201,7 +201,7 @@ def _go_build(src: Path, out: Path, pkgs: tuple[str, ...], mod_flag: str, ldflag
 
 def check_go() -> None:
     """Refuse a Go older than test_clusters.kubernetes.go_min (versions.yaml)."""
-    from .. import pins
+    from taobank import pins
 
     want = str(pins.resolve("test_clusters.kubernetes.go_min"))
     go_min = tuple(int(x) for x in want.split(".")[:2])

@@ -11,8 +11,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import TaoError
-from ..run import run
+from taobank.errors import TaoError
+from taobank.run import run
 
 #: Service IP range of the local cluster; its first address is the kubernetes Service.
 SERVICE_CIDR = "10.96.0.0/16"
