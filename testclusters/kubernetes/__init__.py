@@ -1,10 +1,19 @@
-"""The bank's local Kubernetes cluster: a real control plane with fake GPU nodes (test infrastructure).
+"""The bank's local Kubernetes cluster: a real control plane, real nodes and fake GPU nodes (test infrastructure).
 
 Real etcd, kube-apiserver, kube-controller-manager and kube-scheduler, built
 from the Go module proxy at the versions pinned in versions.yaml
-(``test_clusters.kubernetes``; see :mod:`.k8s_build`), plus kwok playing the
-kubelets of three fake 8-GPU nodes. Everything listens on 127.0.0.1 only; the
-state (certificates, kubeconfigs, etcd data, logs, pid files) lives in
+(``test_clusters.kubernetes``; see :mod:`.k8s_build`), plus:
+
+- two real nodes (``REAL_NODES``): a kubelet with its own containerd + runc
+  + CNI bridge each, advertising a fake ``nvidia.com/gpu`` capacity, with
+  CoreDNS for cluster names and a local registry that demands credentials
+  (:mod:`.realnodes`, images from :mod:`.images`). Select them with
+  ``--node-selector REAL_NODE_LABEL=true``;
+- kwok playing the kubelets of three fake 8-GPU nodes (busy, cordoned, ...
+  capacity scenarios). Select them with ``--node-selector FAKE_NODE_LABEL=true``.
+
+Everything listens on 127.0.0.1 or on the cluster's own bridge; the state
+(certificates, kubeconfigs, etcd data, logs, pid files, node folders) lives in
 ``${TAO_LOCAL_CLUSTER_DIR:-~/.local/state/tao-skill-bank/clusters}/kubernetes``.
 
 Fake pods follow the Stages in ``testclusters/kubernetes/kwok/stages.yaml``,
@@ -26,11 +35,12 @@ from pathlib import Path
 from taobank import BANK_ROOT
 from taobank.errors import TaoError
 from taobank.run import run
-from . import k8s_build, k8s_objects, k8s_pki
+from . import images, k8s_build, k8s_objects, k8s_pki, realnodes
 from .k8s_objects import (  # noqa: F401  (re-exported: the names tests and skills use)
-    CORDONED_NODE, FAKE_PREFIX, GPU_NODES, GPU_RESOURCE, GPUS_PER_NODE, NAMESPACE, PV_NAME, PVC_NAME,
-    USER_NAME, busy_pod, cri_log, pod_logs,
+    CORDONED_NODE, FAKE_NODE_LABEL, FAKE_PREFIX, GPU_NODES, GPU_RESOURCE, GPUS_PER_NODE, NAMESPACE, PV_NAME,
+    PVC_NAME, USER_NAME, busy_pod, cri_log, pod_logs,
 )
+from .realnodes import REAL_NODE_LABEL, REAL_NODES  # noqa: F401
 from ..procs import live_pid, log_tail, pid_runs, stop_pid, wait_for
 
 # -- the contract other engineers code against --------------------------------
@@ -61,6 +71,11 @@ USER_KUBECONFIG_ENV = "TAO_LOCAL_K8S_USER_KUBECONFIG"
 PVC_ENV = "TAO_LOCAL_K8S_PVC"
 #: env key naming the kubectl built with the cluster (same version as the server).
 KUBECTL_ENV = "TAO_LOCAL_K8S_KUBECTL"
+#: env key naming a mode-600 file holding the local registry's password for user ``$oauthtoken``
+#: (what ``--ngc-pull-secret`` reads from $NGC_KEY).
+NGC_KEY_FILE_ENV = "TAO_LOCAL_K8S_NGC_KEY_FILE"
+#: env key: the cluster bridge's gateway address (CoreDNS, S3; reachable from pods and this host).
+BRIDGE_IP_ENV = "TAO_LOCAL_K8S_BRIDGE_IP"
 
 DAEMONS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 STAGES_FILE = BANK_ROOT / "testclusters" / "kubernetes" / "kwok" / "stages.yaml"
@@ -68,6 +83,21 @@ POD_CIDR = "10.244.0.0/16"
 
 START_TIMEOUT_S = {"etcd": 60, "kube-apiserver": 180, "kube-controller-manager": 90,
                    "kube-scheduler": 90, "kwok": 90}
+DEFAULT_START_TIMEOUT_S = 90
+#: Images every real node holds before any pod starts (pulled by nobody).
+PRELOADED = ("busybox",)
+#: Images only the credential-checking registry serves (a pull needs the pull Secret).
+REGISTRY_ONLY = ("tao_toolkit",)
+
+
+def node_daemons() -> tuple[str, ...]:
+    """Daemons of the real nodes, in start order."""
+    return (("registry", "coredns") + tuple(f"containerd-{n}" for n in REAL_NODES)
+            + tuple(f"kubelet-{n}" for n in REAL_NODES))
+
+
+def all_daemons() -> tuple[str, ...]:
+    return DAEMONS + node_daemons()
 
 
 # -- layout ------------------------------------------------------------------
@@ -92,6 +122,9 @@ def _paths(root: Path | None = None) -> dict[str, Path]:
         "run": root / "run",
         "pv": root / "pv",
         "pod_logs": root / "pod-logs",
+        "nodes": root / "nodes",
+        "registry": root / "registry",
+        "dns": root / "dns",
     }
 
 
@@ -129,6 +162,8 @@ def env() -> dict[str, str]:
         "TAO_K8S_SKIP_NODE_RUNTIME_CHECK": "1",
         PVC_ENV: PVC_NAME,
         KUBECTL_ENV: _kubectl_binary(),
+        NGC_KEY_FILE_ENV: str(p["registry"] / "ngc-key"),
+        BRIDGE_IP_ENV: _load_cluster().get("net", {}).get("gateway", ""),
     }
 
 
@@ -140,7 +175,7 @@ def status() -> dict:
     """Daemon pids, the API address, versions, and ``ready`` (all alive and /readyz ok)."""
     data = _load_cluster()
     daemons = {}
-    for name in DAEMONS:
+    for name in all_daemons():
         exe = data.get("exes", {}).get(name)
         daemons[name] = live_pid(_pidfile(name), exe) if exe else None
     # ready_at is written only after every readiness check of up() passed.
@@ -165,11 +200,12 @@ def up() -> dict[str, str]:
         if status()["ready"] and _load_cluster().get("config") == _config_digest(pins):
             return env()
         bin_dir = k8s_build.ensure_binaries(pins) / "bin"
+        node_bin = k8s_build.ensure_node_binaries(pins) / "bin"
         for attempt in (1, 2):
             _stop_all()
             shutil.rmtree(root, ignore_errors=True)
             try:
-                _start(bin_dir)
+                _start(bin_dir, node_bin)
                 break
             except TaoError as exc:
                 _stop_all()  # keep logs and state for the post-mortem; the next up wipes them
@@ -191,7 +227,7 @@ def _config_digest(pins: dict) -> str:
 
 def _lost_port_race() -> bool:
     """True when a daemon died because another process took its free port first (retry once)."""
-    for name in DAEMONS:
+    for name in all_daemons():
         try:
             if "address already in use" in _log(name).read_text(encoding="utf-8", errors="replace"):
                 return True
@@ -226,10 +262,10 @@ def _free_ports(n: int) -> list[int]:
     return ports
 
 
-def _start(bin_dir: Path) -> None:
+def _start(bin_dir: Path, node_bin: Path) -> None:
     t0 = time.monotonic()
     p = _paths()
-    for key in ("root", "logs", "run", "pv", "pod_logs", "etcd_data"):
+    for key in ("root", "logs", "run", "pv", "pod_logs", "etcd_data", "nodes", "registry", "dns"):
         p[key].mkdir(parents=True, exist_ok=True)
     os.chmod(p["root"], 0o700)
     os.chmod(p["etcd_data"], 0o700)
@@ -274,6 +310,7 @@ def _start(bin_dir: Path) -> None:
     mark("nodes Ready")
     _wait("kube-controller-manager", _namespace_ready, what=f"PVC {PVC_NAME} in {NAMESPACE} Bound by the PV binder")
     mark("namespace ready")
+    _start_real_nodes(data, node_bin, mark)
     data["started_s"] = round(time.monotonic() - t0, 1)
     data["ready_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     _save_cluster(data)
@@ -386,7 +423,7 @@ def _spawn(name: str, argv: list[str]) -> None:
 
 
 def _wait(name: str, check, what: str | None = None) -> None:
-    timeout = START_TIMEOUT_S[name]
+    timeout = START_TIMEOUT_S.get(name, DEFAULT_START_TIMEOUT_S)
     exe = _load_cluster().get("exes", {}).get(name, "")
 
     def alive_and_ok() -> bool:
@@ -411,6 +448,7 @@ class _Died(Exception):
 def _stop_all() -> None:
     data = _load_cluster()
     exes = data.get("exes", {})
+    _stop_real_nodes(data)
     for name in reversed(DAEMONS):
         pidfile = _pidfile(name)
         pid = live_pid(pidfile, exes[name]) if name in exes else None
@@ -488,3 +526,251 @@ def _namespace_ready() -> bool:
         return False
     res = kubectl("-n", NAMESPACE, "get", "pvc", PVC_NAME, "-o", "jsonpath={.status.phase}", check=False)
     return res.ok and res.stdout.strip() == "Bound"
+
+
+# -- real nodes ----------------------------------------------------------------
+
+def _stop_daemon(name: str, exe: str | None, grace: float = 15.0) -> None:
+    pidfile = _pidfile(name)
+    pid = live_pid(pidfile, exe) if exe else None
+    if pid:
+        stop_pid(pid, exe, grace=grace)
+    pidfile.unlink(missing_ok=True)
+
+
+def _real_nodes(data: dict) -> list[realnodes.Node]:
+    return [realnodes.Node(name, i, Path(n["dir"]), n["ip"], n["kubelet_port"], n["healthz_port"])
+            for i, (name, n) in enumerate(sorted(data.get("nodes", {}).items()))]
+
+
+def _ctr(node: realnodes.Node, *args: str, check: bool = True, timeout: float = 120):
+    return run(["ctr", "--address", str(node.socket), "--namespace", "k8s.io", *args], check=check,
+               timeout=timeout, what=f"ctr ({node.name})")
+
+
+def _start_real_nodes(data: dict, node_bin: Path, mark) -> None:
+    """Bridge, registry, containerd x N, CoreDNS, images, kubelet x N; then fake GPUs on Ready nodes."""
+    p = _paths()
+    pki = p["pki"]
+    net = realnodes.plan_network(p["root"])
+    data["net"] = {"bridge": net.bridge, "prefix": net.prefix, "gateway": net.gateway}
+    _save_cluster(data)  # the bridge is ours from here on: down removes it
+    realnodes.ensure_bridge(net, len(REAL_NODES))
+    ports = _free_ports(3 + 2 * len(REAL_NODES))
+    registry_port, dns_ready, dns_health = ports[:3]
+    registry = f"127.0.0.1:{registry_port}"
+    nodes = [realnodes.Node(name, i, p["nodes"] / name, net.node_ip(i), ports[3 + 2 * i], ports[4 + 2 * i])
+             for i, name in enumerate(REAL_NODES)]
+    data["nodes"] = {n.name: {"dir": str(n.dir), "ip": n.ip, "kubelet_port": n.kubelet_port,
+                              "healthz_port": n.healthz_port, "cgroup": realnodes.cgroup_root(p["root"], n.name)}
+                     for n in nodes}
+    data["registry"] = registry
+    exes = data["exes"]
+    exes.update({"registry": _which("docker-registry"), "coredns": str(node_bin / "coredns")})
+    for n in nodes:
+        exes[f"containerd-{n.name}"] = _which("containerd")
+        exes[f"kubelet-{n.name}"] = str(node_bin / "kubelet")
+    _save_cluster(data)
+
+    _start_registry(registry_port)
+    for n in nodes:
+        _write_node_files(n, net, registry, data["nodes"][n.name]["cgroup"])
+        _spawn(f"containerd-{n.name}", realnodes.containerd_argv(n))
+    k8s_pki.issue(pki, k8s_pki.Cert("coredns", "tao-local-coredns", "system:masters"))
+    k8s_pki.write_private(p["dns"] / "coredns.kubeconfig",
+                          k8s_pki.kubeconfig(data["server"], pki, [("coredns", "coredns", "coredns")], "coredns"))
+    (p["dns"] / "Corefile").write_text(
+        realnodes.corefile(net.gateway, p["dns"] / "coredns.kubeconfig", dns_ready, dns_health), encoding="utf-8")
+    _spawn("coredns", [exes["coredns"], "-conf", str(p["dns"] / "Corefile"), "-dns.port", "53"])
+    mark("node daemons spawned")
+
+    pins = _image_pins()
+    preload = [images.pause()] + [images.busybox(pins[k]) for k in PRELOADED]
+    served = [images.busybox(pins[k]) for k in REGISTRY_ONLY]
+    archives = {img.ref: images.archive(img) for img in preload + served}
+    mark("images built")
+    _wait("registry", lambda: _registry_answers(registry_port))
+    for img in served:
+        _push(archives[img.ref], registry, realnodes.registry_path(img.ref))
+    for n in nodes:
+        _wait(f"containerd-{n.name}", lambda n=n: _ctr(n, "version", check=False, timeout=10).ok)
+        for img in preload:
+            _ctr(n, "images", "import", str(archives[img.ref]))
+    mark("images loaded")
+    for n in nodes:
+        _spawn(f"kubelet-{n.name}", realnodes.kubelet_argv(exes[f"kubelet-{n.name}"], n, GPUS_PER_NODE,
+                                                            k8s_objects.GPU_PRODUCT))
+    _wait("coredns", lambda: _http_ok(f"http://127.0.0.1:{dns_ready}/ready", want="OK"))
+    for n in nodes:
+        _wait(f"kubelet-{n.name}", lambda n=n: _node_ready(n.name), what=f"node {n.name} Ready")
+    _apply_fake_gpus(nodes)
+    _wait(f"kubelet-{nodes[-1].name}", lambda: all(_node_gpus(n.name) == GPUS_PER_NODE for n in nodes),
+          what=f"{GPU_RESOURCE} allocatable on the real nodes")
+    mark("real nodes Ready")
+
+
+def _which(program: str) -> str:
+    found = shutil.which(program)
+    if not found:
+        raise TaoError(f"{program} not found: apt-get install containerd runc containernetworking-plugins "
+                       "docker-registry umoci skopeo busybox-static apache2-utils")
+    return os.path.realpath(found)
+
+
+def _image_pins() -> dict[str, str]:
+    from taobank import pins as pinsmod
+
+    return {"busybox": str(pinsmod.resolve("images.busybox")),
+            "tao_toolkit": str(pinsmod.resolve("images.tao_toolkit.pyt"))}
+
+
+def _write_node_files(node: realnodes.Node, net: realnodes.Net, registry: str, cgroup: str) -> None:
+    p = _paths()
+    for d in ("containerd", "cni/net.d", "cni/ipam", "kubelet", "pod-logs", "volume-plugins"):
+        (node.dir / d).mkdir(parents=True, exist_ok=True)
+    os.chmod(node.dir, 0o700)
+    (node.dir / "containerd.toml").write_text(
+        realnodes.containerd_config(node, images.PAUSE_IMAGE, registry, p["pki"] / "ca.crt"), encoding="utf-8")
+    (node.dir / "cni" / "net.d" / "10-tao-local.conflist").write_text(
+        json.dumps(realnodes.cni_conflist(net, node), indent=2) + "\n", encoding="utf-8")
+    (node.dir / "resolv.conf").write_text("", encoding="utf-8")
+    (node.dir / "kubelet.yaml").write_text(json.dumps(realnodes.kubelet_config(
+        node, ca_file=p["pki"] / "ca.crt", cgroup=cgroup, dns_ip=net.gateway), indent=2) + "\n", encoding="utf-8")
+    stem = f"kubelet-{node.name}"
+    k8s_pki.issue(p["pki"], k8s_pki.Cert(stem, f"system:node:{node.name}", "system:nodes"))
+    k8s_pki.write_private(node.dir / "kubelet.kubeconfig", k8s_pki.kubeconfig(
+        _load_cluster()["server"], p["pki"], [(node.name, f"system:node:{node.name}", stem)], node.name))
+    realnodes.make_cgroup_roots(cgroup)
+
+
+def _start_registry(port: int) -> None:
+    """docker-registry on loopback: TLS from the cluster CA, one htpasswd user with a random password."""
+    import secrets
+
+    d = _paths()["registry"]
+    (d / "storage").mkdir(parents=True, exist_ok=True)
+    os.chmod(d, 0o700)
+    pki = _paths()["pki"]
+    k8s_pki.issue(pki, k8s_pki.Cert("registry", "tao-local-registry", server=True, client=False,
+                                    sans=k8s_pki.LOOPBACK_SANS))
+    key = secrets.token_urlsafe(24)
+    k8s_pki.write_private(d / "ngc-key", key)
+    res = run(["htpasswd", "-niB", realnodes.REGISTRY_USER], stdin=key + "\n", timeout=60, what="htpasswd")
+    k8s_pki.write_private(d / "htpasswd", res.stdout.strip() + "\n")
+    config = realnodes.registry_config(d / "storage", port, pki / "registry.crt", pki / "registry.key",
+                                       d / "htpasswd")
+    (d / "config.yml").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    import base64
+
+    auth = base64.b64encode(f"{realnodes.REGISTRY_USER}:{key}".encode()).decode()
+    k8s_pki.write_private(d / "auth.json", json.dumps({"auths": {f"127.0.0.1:{port}": {"auth": auth}}}))
+    (d / "certs").mkdir(exist_ok=True)
+    shutil.copyfile(pki / "ca.crt", d / "certs" / "ca.crt")
+    _spawn("registry", [_which("docker-registry"), "serve", str(d / "config.yml")])
+
+
+def _registry_answers(port: int) -> bool:
+    """The registry is up when /v2/ answers 401 (it demands credentials)."""
+    import urllib.error
+
+    ctx = ssl.create_default_context(cafile=str(_paths()["pki"] / "ca.crt"))
+    try:
+        urllib.request.urlopen(f"https://127.0.0.1:{port}/v2/", timeout=3, context=ctx)  # noqa: S310
+    except urllib.error.HTTPError as exc:
+        return exc.code == 401
+    except (OSError, ValueError):
+        return False
+    return False
+
+
+def _push(archive: Path, registry: str, path: str) -> None:
+    d = _paths()["registry"]
+    run(["skopeo", "copy", "--quiet", "--dest-authfile", str(d / "auth.json"), "--dest-cert-dir", str(d / "certs"),
+         f"oci-archive:{archive}", f"docker://{registry}/{path}"], timeout=300, what=f"skopeo copy to {path}")
+
+
+def _node_ready(name: str) -> bool:
+    res = kubectl("get", "node", name, "-o", "jsonpath={.status.conditions[?(@.type=='Ready')].status}",
+                  check=False, timeout=20)
+    return res.ok and res.stdout.strip() == "True"
+
+
+def _node_gpus(name: str) -> int:
+    res = kubectl("get", "node", name, "-o", "json", check=False, timeout=20)
+    if not res.ok:
+        return -1
+    alloc = json.loads(res.stdout).get("status", {}).get("allocatable", {})
+    return int(alloc.get(GPU_RESOURCE, "0") or 0)
+
+
+def _apply_fake_gpus(nodes: list[realnodes.Node]) -> None:
+    """Advertise GPUs the real kubelets do not have (an extended resource kept across status updates)."""
+    patch = json.dumps({"status": {"capacity": {GPU_RESOURCE: str(GPUS_PER_NODE)},
+                                   "allocatable": {GPU_RESOURCE: str(GPUS_PER_NODE)}}})
+    for n in nodes:
+        kubectl("patch", "node", n.name, "--subresource=status", "--type=merge", "-p", patch)
+
+
+def _stop_real_nodes(data: dict) -> None:
+    """Pods first (through the kubelets), then kubelets, leftover containers, containerd, DNS, registry."""
+    nodes = _real_nodes(data)
+    exes = data.get("exes", {})
+    if nodes and status_daemons_alive(data, [f"kubelet-{n.name}" for n in nodes] + ["kube-apiserver"]):
+        for n in nodes:
+            kubectl("delete", "pods", "--all-namespaces", f"--field-selector=spec.nodeName={n.name}",
+                    "--grace-period=1", "--timeout=30s", check=False, timeout=45)
+    for n in nodes:
+        _stop_daemon(f"kubelet-{n.name}", exes.get(f"kubelet-{n.name}"))
+    for n in nodes:
+        if live_pid(_pidfile(f"containerd-{n.name}"), exes.get(f"containerd-{n.name}", "")):
+            _remove_containers(n)
+        _stop_daemon(f"containerd-{n.name}", exes.get(f"containerd-{n.name}"))
+    for name in ("coredns", "registry"):
+        _stop_daemon(name, exes.get(name))
+    _unmount_under(_paths()["root"])
+    for n in data.get("nodes", {}).values():
+        realnodes.remove_cgroup_roots(n["cgroup"])
+    if data.get("net", {}).get("bridge"):
+        realnodes.remove_bridge(data["net"]["bridge"])
+
+
+def status_daemons_alive(data: dict, names: list[str]) -> bool:
+    exes = data.get("exes", {})
+    return all(name in exes and live_pid(_pidfile(name), exes[name]) for name in names)
+
+
+def _remove_containers(node: realnodes.Node) -> None:
+    """Kill what the kubelet left (its pods were deleted first); free the sandboxes' network namespaces."""
+    res = _ctr(node, "containers", "ls", "-q", check=False, timeout=30)
+    netns = []
+    for cid in res.stdout.split() if res.ok else []:
+        info = _ctr(node, "containers", "info", cid, check=False, timeout=30)
+        if info.ok:
+            try:
+                spaces = json.loads(info.stdout).get("Spec", {}).get("linux", {}).get("namespaces", [])
+            except ValueError:
+                spaces = []
+            netns += [s["path"] for s in spaces if s.get("type") == "network" and s.get("path")]
+        _ctr(node, "tasks", "kill", "--signal", "SIGKILL", cid, check=False, timeout=30)
+        _ctr(node, "tasks", "delete", "--force", cid, check=False, timeout=30)
+        _ctr(node, "containers", "delete", cid, check=False, timeout=30)
+    for path in netns:
+        if path.startswith(("/var/run/netns/", "/run/netns/")):
+            subprocess.run(["umount", path], capture_output=True, timeout=30)
+            Path(path).unlink(missing_ok=True)
+
+
+def _unmount_under(root: Path) -> None:
+    """Lazy-unmount whatever containerd/kubelet left mounted below the state folder (deepest first)."""
+    prefix = str(root.resolve()) + "/"
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return
+    points = []
+    for line in lines:
+        point = line.split()[4].encode().decode("unicode_escape")
+        if point.startswith(prefix):
+            points.append(point)
+    for point in sorted(set(points), key=len, reverse=True):
+        subprocess.run(["umount", "-l", point], capture_output=True, timeout=30)

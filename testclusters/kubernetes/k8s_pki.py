@@ -88,6 +88,11 @@ def ensure_openssl() -> None:
         env=apt_env, what="apt-get install openssl")
 
 
+def issue(pki: Path, cert: Cert) -> None:
+    """Sign one more certificate with the cluster's CA (kubelets, registry, CoreDNS)."""
+    _openssl_req(pki, cert)
+
+
 def make_pki(pki: Path, user: str, user_group: str) -> None:
     """Create the CA, every component certificate, the restricted user's and the SA key pair."""
     ensure_openssl()

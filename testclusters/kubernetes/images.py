@@ -1,0 +1,119 @@
+"""Container images for the real nodes, built here without any outside registry (test infrastructure).
+
+Each image is a single layer made from Debian packages on this machine
+(``busybox-static`` for a shell and coreutils) with ``umoci`` and saved as an
+OCI archive with ``skopeo``, cached by content under
+``$TAO_CACHE_DIR/images`` so a warm ``up`` only imports them. The names are
+the ones the skill and the tests use, so a pod spec needs no test-only image.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from taobank.errors import TaoError
+from taobank.run import last_line, run
+
+BUSYBOX = Path("/bin/busybox")
+#: The sandbox ("pause") image containerd starts for every pod; nothing can pull the real one here.
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+#: Keeps a pod's namespaces alive; exits on TERM/INT like the real pause binary.
+PAUSE_SCRIPT = "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"
+PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+@dataclass(frozen=True)
+class Image:
+    """One image: its reference, entrypoint and the files of its single layer."""
+
+    ref: str
+    entrypoint: tuple[str, ...] = ()
+    cmd: tuple[str, ...] = ("/bin/sh",)
+    #: extra files: path in the image -> text
+    files: dict = field(default_factory=dict)
+
+    def key(self) -> str:
+        blob = json.dumps([self.ref, self.entrypoint, self.cmd, sorted(self.files.items()),
+                           _busybox_digest()]).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("TAO_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "tao-skill-bank")
+    return Path(base) / "images"
+
+
+def _busybox_digest() -> str:
+    try:
+        return hashlib.sha256(BUSYBOX.read_bytes()).hexdigest()[:16]
+    except OSError:
+        raise TaoError(f"{BUSYBOX} missing: apt-get install busybox-static") from None
+
+
+def _rootfs(dest: Path, image: Image) -> None:
+    """A minimal root: static busybox and its applets, /etc basics, the image's own files."""
+    for d in ("bin", "etc", "tmp", "root", "proc", "sys", "dev", "var/tmp", "usr/bin"):
+        (dest / d).mkdir(parents=True, exist_ok=True)
+    os.chmod(dest / "tmp", 0o1777)
+    shutil.copy2(BUSYBOX, dest / "bin" / "busybox")
+    res = subprocess.run([str(BUSYBOX), "--list"], capture_output=True, text=True, check=True)
+    for applet in res.stdout.split():
+        if applet != "busybox" and not (dest / "bin" / applet).exists():
+            (dest / "bin" / applet).symlink_to("busybox")
+    (dest / "etc" / "passwd").write_text("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n")
+    (dest / "etc" / "group").write_text("root:x:0:\nnogroup:x:65534:\n")
+    for path, text in image.files.items():
+        target = dest / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        target.chmod(0o755)
+
+
+def _tool(name: str) -> str:
+    found = shutil.which(name)
+    if not found:
+        raise TaoError(f"{name} not found: apt-get install umoci skopeo (needed to build the local cluster's images)")
+    return found
+
+
+def archive(image: Image) -> Path:
+    """The OCI archive of ``image`` (built once, then reused from the cache)."""
+    out = cache_dir() / f"{image.key()}.tar"
+    if out.is_file():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="tao-image-", dir=out.parent) as tmp:
+        layout, rootfs = Path(tmp) / "layout", Path(tmp) / "rootfs"
+        _rootfs(rootfs, image)
+        umoci = _tool("umoci")
+        steps = [
+            [umoci, "init", "--layout", str(layout)],
+            [umoci, "new", "--image", f"{layout}:build"],
+            [umoci, "insert", "--rootless", "--image", f"{layout}:build", str(rootfs), "/"],
+            [umoci, "config", "--image", f"{layout}:build", "--architecture", "amd64", "--os", "linux",
+             "--config.env", PATH_ENV, "--config.workingdir", "/",
+             *[a for e in image.entrypoint for a in ("--config.entrypoint", e)],
+             *[a for c in image.cmd for a in ("--config.cmd", c)]],
+            [_tool("skopeo"), "copy", "--quiet", f"oci:{layout}:build", f"oci-archive:{out}.partial:{image.ref}"],
+        ]
+        for argv in steps:
+            res = run(argv, timeout=300, check=False, what=Path(argv[0]).name)
+            if not res.ok:
+                raise TaoError(f"building image {image.ref} failed at {Path(argv[0]).name} {argv[1]}: "
+                               f"{last_line(res.stderr or res.stdout)}")
+    Path(f"{out}.partial").replace(out)
+    return out
+
+
+def pause() -> Image:
+    return Image(PAUSE_IMAGE, entrypoint=("/bin/sh", "-c", PAUSE_SCRIPT), cmd=())
+
+
+def busybox(ref: str) -> Image:
+    return Image(ref)
