@@ -530,6 +530,24 @@ def _namespace_ready() -> bool:
 
 # -- real nodes ----------------------------------------------------------------
 
+def forget_image(ref: str) -> None:
+    """Remove ``ref`` from every real node's containerd, so the next pod that uses it must pull it."""
+    for n in _real_nodes(_load_cluster()):
+        _ctr(n, "images", "rm", ref, check=False)
+
+
+def running_containers() -> set[str]:
+    """IDs of the containers that have a running task on some real node (to prove a kill)."""
+    ids: set[str] = set()
+    for n in _real_nodes(_load_cluster()):
+        res = _ctr(n, "tasks", "ls", check=False, timeout=30)
+        for line in res.stdout.splitlines()[1:] if res.ok else []:
+            parts = line.split()
+            if len(parts) >= 3 and parts[2] == "RUNNING":
+                ids.add(parts[0])
+    return ids
+
+
 def _stop_daemon(name: str, exe: str | None, grace: float = 15.0) -> None:
     pidfile = _pidfile(name)
     pid = live_pid(pidfile, exe) if exe else None

@@ -42,6 +42,7 @@ def job(name: str, *, gpus: int = 1, annotations: dict | None = None, namespace:
                 "metadata": {"annotations": annotations or {}},
                 "spec": {
                     "restartPolicy": "Never",
+                    "nodeSelector": {lk.FAKE_NODE_LABEL: "true"},  # kwok plays these pods
                     "containers": [{
                         "name": "train", "image": BUSYBOX, "command": ["true"],
                         "resources": {"limits": {lk.GPU_RESOURCE: str(gpus)}},

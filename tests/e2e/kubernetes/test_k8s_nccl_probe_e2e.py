@@ -15,7 +15,8 @@ import testclusters.kubernetes as lk
 
 pytestmark = pytest.mark.e2e
 
-FAST = ["--interval", "1", "--pod-annotation", f"{lk.RUN_DURATION_ANNOTATION}=1s"]
+FAST = ["--interval", "1", "--pod-annotation", f"{lk.RUN_DURATION_ANNOTATION}=1s",
+        "--node-selector", f"{lk.FAKE_NODE_LABEL}=true"]
 
 
 def _probe(k8s, *args: str, check: bool = True):
