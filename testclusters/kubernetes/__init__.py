@@ -557,7 +557,9 @@ def _stop_daemon(name: str, exe: str | None, grace: float = 15.0) -> None:
 
 
 def _real_nodes(data: dict) -> list[realnodes.Node]:
-    return [realnodes.Node(name, i, Path(n["dir"]), n["ip"], n["kubelet_port"], n["healthz_port"])
+    return [realnodes.Node(name, i, Path(n["dir"]), n["ip"], n["kubelet_port"], n["healthz_port"],
+                           Path(n.get("run_dir") or Path(n["dir"]) / "containerd"),
+                           Path(n.get("kubelet_dir") or Path(n["dir"]) / "kubelet"))
             for i, (name, n) in enumerate(sorted(data.get("nodes", {}).items()))]
 
 
@@ -577,10 +579,14 @@ def _start_real_nodes(data: dict, node_bin: Path, mark) -> None:
     ports = _free_ports(3 + 2 * len(REAL_NODES))
     registry_port, dns_ready, dns_health = ports[:3]
     registry = f"127.0.0.1:{registry_port}"
-    nodes = [realnodes.Node(name, i, p["nodes"] / name, net.node_ip(i), ports[3 + 2 * i], ports[4 + 2 * i])
+    run_base, lib_base = realnodes.short_dirs(p["root"])
+    data["short_dirs"] = [str(run_base), str(lib_base)]
+    nodes = [realnodes.Node(name, i, p["nodes"] / name, net.node_ip(i), ports[3 + 2 * i], ports[4 + 2 * i],
+                            run_base / name, lib_base / name)
              for i, name in enumerate(REAL_NODES)]
     data["nodes"] = {n.name: {"dir": str(n.dir), "ip": n.ip, "kubelet_port": n.kubelet_port,
-                              "healthz_port": n.healthz_port, "cgroup": realnodes.cgroup_root(p["root"], n.name)}
+                              "healthz_port": n.healthz_port, "run_dir": str(n.run_dir),
+                              "kubelet_dir": str(n.kubelet_dir), "cgroup": realnodes.cgroup_root(p["root"], n.name)}
                      for n in nodes}
     data["registry"] = registry
     exes = data["exes"]
@@ -644,8 +650,11 @@ def _image_pins() -> dict[str, str]:
 
 def _write_node_files(node: realnodes.Node, net: realnodes.Net, registry: str, cgroup: str) -> None:
     p = _paths()
-    for d in ("containerd", "cni/net.d", "cni/ipam", "kubelet", "pod-logs", "volume-plugins"):
+    for d in ("containerd", "cni/net.d", "cni/ipam", "pod-logs", "volume-plugins"):
         (node.dir / d).mkdir(parents=True, exist_ok=True)
+    for d in (node.run_dir, node.kubelet_dir):
+        d.mkdir(parents=True, exist_ok=True)
+        os.chmod(d, 0o700)
     os.chmod(node.dir, 0o700)
     (node.dir / "containerd.toml").write_text(
         realnodes.containerd_config(node, images.PAUSE_IMAGE, registry, p["pki"] / "ca.crt"), encoding="utf-8")
@@ -745,7 +754,10 @@ def _stop_real_nodes(data: dict) -> None:
         _stop_daemon(f"containerd-{n.name}", exes.get(f"containerd-{n.name}"))
     for name in ("coredns", "registry"):
         _stop_daemon(name, exes.get(name))
-    _unmount_under(_paths()["root"])
+    for d in [_paths()["root"]] + [Path(s) for s in data.get("short_dirs", [])]:
+        _unmount_under(d)
+    for d in data.get("short_dirs", []):
+        shutil.rmtree(d, ignore_errors=True)
     for n in data.get("nodes", {}).values():
         realnodes.remove_cgroup_roots(n["cgroup"])
     if data.get("net", {}).get("bridge"):

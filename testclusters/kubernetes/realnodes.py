@@ -95,6 +95,13 @@ def remove_bridge(bridge: str) -> None:
     _ip("link", "del", bridge, check=False)
 
 
+def short_dirs(root: Path) -> tuple[Path, Path]:
+    """(sockets, kubelet roots) of this cluster: unix socket paths must stay under 108 bytes,
+    which a deep state folder would not allow."""
+    tag = hashlib.sha256(str(root).encode()).hexdigest()[:8]
+    return Path("/run/tao-local") / tag, Path("/var/lib/tao-local") / tag
+
+
 def cgroup_root(root: Path, node: str) -> str:
     """A cgroup root of this cluster's own per node (two kubelets must not share /kubepods)."""
     tag = hashlib.sha256(str(root).encode()).hexdigest()[:8]
@@ -135,10 +142,12 @@ class Node:
     ip: str
     kubelet_port: int
     healthz_port: int
+    run_dir: Path
+    kubelet_dir: Path
 
     @property
     def socket(self) -> Path:
-        return self.dir / "containerd" / "containerd.sock"
+        return self.run_dir / "containerd.sock"
 
 
 def containerd_config(node: Node, sandbox_image: str, registry: str, ca_file: Path) -> str:
@@ -159,7 +168,7 @@ def containerd_config(node: Node, sandbox_image: str, registry: str, ca_file: Pa
         "[grpc]",
         f"  address = {q(str(node.socket))}",
         "[ttrpc]",
-        f"  address = {q(str(c / 'containerd.ttrpc.sock'))}",
+        f"  address = {q(str(node.run_dir / 'containerd.ttrpc.sock'))}",
         f"[{cri}]",
         f"  sandbox_image = {q(sandbox_image)}",
         # Processes here lack CAP_SYS_RESOURCE: a negative oom_score_adj would fail every sandbox.
@@ -254,7 +263,7 @@ def kubelet_argv(exe: str, node: Node, gpus: int, gpu_product: str) -> list[str]
     labels = {REAL_NODE_LABEL: "true", "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": gpu_product,
               "nvidia.com/gpu.count": str(gpus)}
     return [exe, f"--config={node.dir / 'kubelet.yaml'}", f"--kubeconfig={node.dir / 'kubelet.kubeconfig'}",
-            f"--hostname-override={node.name}", f"--node-ip={node.ip}", f"--root-dir={node.dir / 'kubelet'}",
+            f"--hostname-override={node.name}", f"--node-ip={node.ip}", f"--root-dir={node.kubelet_dir}",
             "--node-labels=" + ",".join(f"{k}={v}" for k, v in labels.items()), "--v=1"]
 
 
