@@ -35,7 +35,8 @@ from pathlib import Path
 from taobank import BANK_ROOT
 from taobank.errors import TaoError
 from taobank.run import run
-from . import images, k8s_build, k8s_objects, k8s_pki, realnodes
+from .. import apt
+from . import images, k8s_build, k8s_objects, k8s_pki, realnodes, s3
 from .k8s_objects import (  # noqa: F401  (re-exported: the names tests and skills use)
     CORDONED_NODE, FAKE_NODE_LABEL, FAKE_PREFIX, GPU_NODES, GPU_RESOURCE, GPUS_PER_NODE, NAMESPACE, PV_NAME,
     PVC_NAME, USER_NAME, busy_pod, cri_log, pod_logs,
@@ -76,6 +77,8 @@ KUBECTL_ENV = "TAO_LOCAL_K8S_KUBECTL"
 NGC_KEY_FILE_ENV = "TAO_LOCAL_K8S_NGC_KEY_FILE"
 #: env key: the cluster bridge's gateway address (CoreDNS, S3; reachable from pods and this host).
 BRIDGE_IP_ENV = "TAO_LOCAL_K8S_BRIDGE_IP"
+#: env key: the local S3 endpoint URL (tier C), reachable from pods and this host.
+S3_ENDPOINT_ENV = "TAO_LOCAL_K8S_S3_ENDPOINT"
 
 DAEMONS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 STAGES_FILE = BANK_ROOT / "testclusters" / "kubernetes" / "kwok" / "stages.yaml"
@@ -84,15 +87,18 @@ POD_CIDR = "10.244.0.0/16"
 START_TIMEOUT_S = {"etcd": 60, "kube-apiserver": 180, "kube-controller-manager": 90,
                    "kube-scheduler": 90, "kwok": 90}
 DEFAULT_START_TIMEOUT_S = 90
-#: Images every real node holds before any pod starts (pulled by nobody).
-PRELOADED = ("busybox",)
+#: Debian packages of the real nodes; those in NODE_PINNED must match versions.yaml.
+NODE_PACKAGES = ("containerd", "runc", "containernetworking-plugins", "umoci", "skopeo", "docker-registry",
+                 "busybox-static", "apache2-utils", "iproute2", "openssl")
+NODE_PINNED = {pkg: f"test_clusters.kubernetes.debs.{pkg}"
+               for pkg in ("containerd", "runc", "umoci", "skopeo", "docker-registry")}
 #: Images only the credential-checking registry serves (a pull needs the pull Secret).
 REGISTRY_ONLY = ("tao_toolkit",)
 
 
 def node_daemons() -> tuple[str, ...]:
     """Daemons of the real nodes, in start order."""
-    return (("registry", "coredns") + tuple(f"containerd-{n}" for n in REAL_NODES)
+    return (("registry", "coredns", "s3") + tuple(f"containerd-{n}" for n in REAL_NODES)
             + tuple(f"kubelet-{n}" for n in REAL_NODES))
 
 
@@ -164,6 +170,7 @@ def env() -> dict[str, str]:
         KUBECTL_ENV: _kubectl_binary(),
         NGC_KEY_FILE_ENV: str(p["registry"] / "ngc-key"),
         BRIDGE_IP_ENV: _load_cluster().get("net", {}).get("gateway", ""),
+        S3_ENDPOINT_ENV: _load_cluster().get("s3_endpoint", ""),
     }
 
 
@@ -199,8 +206,11 @@ def up() -> dict[str, str]:
         pins = k8s_build.pins()
         if status()["ready"] and _load_cluster().get("config") == _config_digest(pins):
             return env()
+        found, _ = apt.ensure(NODE_PACKAGES, "Kubernetes cluster's real nodes")
+        apt.check_pins(found, NODE_PINNED)
         bin_dir = k8s_build.ensure_binaries(pins) / "bin"
         node_bin = k8s_build.ensure_node_binaries(pins) / "bin"
+        s3.ensure_venv(_image_pins()["moto"])
         for attempt in (1, 2):
             _stop_all()
             shutil.rmtree(root, ignore_errors=True)
@@ -248,18 +258,22 @@ def down() -> None:
 
 # -- start -------------------------------------------------------------------
 
-def _free_ports(n: int) -> list[int]:
+def _free_ports_on(host: str, n: int) -> list[int]:
     socks, ports = [], []
     try:
         for _ in range(n):
             s = socket.socket()
-            s.bind(("127.0.0.1", 0))
+            s.bind((host, 0))
             socks.append(s)
             ports.append(s.getsockname()[1])
     finally:
         for s in socks:
             s.close()
     return ports
+
+
+def _free_ports(n: int) -> list[int]:
+    return _free_ports_on("127.0.0.1", n)
 
 
 def _start(bin_dir: Path, node_bin: Path) -> None:
@@ -530,6 +544,30 @@ def _namespace_ready() -> bool:
 
 # -- real nodes ----------------------------------------------------------------
 
+def s3_endpoint() -> str:
+    return _load_cluster()["s3_endpoint"]
+
+
+def s3_make_bucket(bucket: str) -> None:
+    data = _load_cluster()
+    s3.make_bucket(data["s3_python"], data["s3_endpoint"], bucket)
+
+
+def s3_put(bucket: str, key: str, body: str) -> None:
+    data = _load_cluster()
+    s3.put(data["s3_python"], data["s3_endpoint"], bucket, key, body)
+
+
+def s3_get(bucket: str, key: str) -> str:
+    data = _load_cluster()
+    return s3.get(data["s3_python"], data["s3_endpoint"], bucket, key)
+
+
+def s3_keys(bucket: str, prefix: str = "") -> list[str]:
+    data = _load_cluster()
+    return s3.keys(data["s3_python"], data["s3_endpoint"], bucket, prefix)
+
+
 def forget_image(ref: str) -> None:
     """Remove ``ref`` from every real node's containerd, so the next pod that uses it must pull it."""
     for n in _real_nodes(_load_cluster()):
@@ -578,6 +616,9 @@ def _start_real_nodes(data: dict, node_bin: Path, mark) -> None:
     realnodes.ensure_bridge(net, len(REAL_NODES))
     ports = _free_ports(3 + 2 * len(REAL_NODES))
     registry_port, dns_ready, dns_health = ports[:3]
+    s3_port = _free_ports_on(net.gateway, 1)[0]
+    data["s3_endpoint"] = f"http://{net.gateway}:{s3_port}"
+    data["s3_python"] = str(s3.ensure_venv(_image_pins()["moto"]))
     registry = f"127.0.0.1:{registry_port}"
     run_base, lib_base = realnodes.short_dirs(p["root"])
     data["short_dirs"] = [str(run_base), str(lib_base)]
@@ -590,13 +631,15 @@ def _start_real_nodes(data: dict, node_bin: Path, mark) -> None:
                      for n in nodes}
     data["registry"] = registry
     exes = data["exes"]
-    exes.update({"registry": _which("docker-registry"), "coredns": str(node_bin / "coredns")})
+    exes.update({"registry": _which("docker-registry"), "coredns": str(node_bin / "coredns"),
+                 "s3": os.path.realpath(data["s3_python"])})
     for n in nodes:
         exes[f"containerd-{n.name}"] = _which("containerd")
         exes[f"kubelet-{n.name}"] = str(node_bin / "kubelet")
     _save_cluster(data)
 
     _start_registry(registry_port)
+    _spawn("s3", s3.server_argv(Path(data["s3_python"]), net.gateway, s3_port))
     for n in nodes:
         _write_node_files(n, net, registry, data["nodes"][n.name]["cgroup"])
         _spawn(f"containerd-{n.name}", realnodes.containerd_argv(n))
@@ -609,7 +652,7 @@ def _start_real_nodes(data: dict, node_bin: Path, mark) -> None:
     mark("node daemons spawned")
 
     pins = _image_pins()
-    preload = [images.pause()] + [images.busybox(pins[k]) for k in PRELOADED]
+    preload = [images.pause(), images.busybox(pins["busybox"]), images.s3_client(pins["s3_client"], pins["awscli"])]
     served = [images.busybox(pins[k]) for k in REGISTRY_ONLY]
     archives = {img.ref: images.archive(img) for img in preload + served}
     mark("images built")
@@ -625,6 +668,7 @@ def _start_real_nodes(data: dict, node_bin: Path, mark) -> None:
         _spawn(f"kubelet-{n.name}", realnodes.kubelet_argv(exes[f"kubelet-{n.name}"], n, GPUS_PER_NODE,
                                                             k8s_objects.GPU_PRODUCT))
     _wait("coredns", lambda: _http_ok(f"http://127.0.0.1:{dns_ready}/ready", want="OK"))
+    _wait("s3", lambda: _http_ok(data["s3_endpoint"] + "/", want="ListAllMyBucketsResult"))
     for n in nodes:
         _wait(f"kubelet-{n.name}", lambda n=n: _node_ready(n.name), what=f"node {n.name} Ready")
     _apply_fake_gpus(nodes)
@@ -645,7 +689,10 @@ def _image_pins() -> dict[str, str]:
     from taobank import pins as pinsmod
 
     return {"busybox": str(pinsmod.resolve("images.busybox")),
-            "tao_toolkit": str(pinsmod.resolve("images.tao_toolkit.pyt"))}
+            "tao_toolkit": str(pinsmod.resolve("images.tao_toolkit.pyt")),
+            "s3_client": str(pinsmod.resolve("images.s3_client")),
+            "awscli": str(pinsmod.resolve("test_clusters.kubernetes.awscli")),
+            "moto": str(pinsmod.resolve("test_clusters.kubernetes.moto"))}
 
 
 def _write_node_files(node: realnodes.Node, net: realnodes.Net, registry: str, cgroup: str) -> None:
@@ -752,7 +799,7 @@ def _stop_real_nodes(data: dict) -> None:
         if live_pid(_pidfile(f"containerd-{n.name}"), exes.get(f"containerd-{n.name}", "")):
             _remove_containers(n)
         _stop_daemon(f"containerd-{n.name}", exes.get(f"containerd-{n.name}"))
-    for name in ("coredns", "registry"):
+    for name in ("s3", "coredns", "registry"):
         _stop_daemon(name, exes.get(name))
     for d in [_paths()["root"]] + [Path(s) for s in data.get("short_dirs", [])]:
         _unmount_under(d)

@@ -1,10 +1,11 @@
 """Container images for the real nodes, built here without any outside registry (test infrastructure).
 
-Each image is a single layer made from Debian packages on this machine
-(``busybox-static`` for a shell and coreutils) with ``umoci`` and saved as an
-OCI archive with ``skopeo``, cached by content under
-``$TAO_CACHE_DIR/images`` so a warm ``up`` only imports them. The names are
-the ones the skill and the tests use, so a pod spec needs no test-only image.
+Each image is a single layer made from Debian packages (``busybox-static``
+for a shell and coreutils; for the S3 image also Python 3 from Debian and the
+AWS CLI from PyPI) with ``umoci`` and saved as an OCI archive with ``skopeo``,
+cached by content under ``$TAO_CACHE_DIR/images`` so a warm ``up`` only
+imports them. The names are the ones the skill and the tests use, so a pod
+spec needs no test-only image.
 """
 from __future__ import annotations
 
@@ -26,6 +27,13 @@ PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 #: Keeps a pod's namespaces alive; exits on TERM/INT like the real pause binary.
 PAUSE_SCRIPT = "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"
 PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#: Debian packages of the S3 image's Python (their dependency closure, minus what a
+#: read-only Python runtime never uses: dpkg, perl, tar ...).
+PYTHON_DEBS = ("python3-minimal", "libpython3.11-stdlib")
+SKIP_DEBS = frozenset({"dpkg", "install-info", "perl", "perl-base", "perl-modules-5.36", "libperl5.36",
+                       "libgdbm-compat4", "mailcap", "mime-support", "tar", "libacl1", "libselinux1",
+                       "libpcre2-8-0", "libmd0", "libzstd1"})
+AWS_WRAPPER = "#!/usr/bin/python3\nimport sys\nfrom awscli.clidriver import main\nsys.exit(main())\n"
 
 
 @dataclass(frozen=True)
@@ -37,10 +45,14 @@ class Image:
     cmd: tuple[str, ...] = ("/bin/sh",)
     #: extra files: path in the image -> text
     files: dict = field(default_factory=dict)
+    #: Debian packages (with their dependencies) unpacked into the image
+    debs: tuple[str, ...] = ()
+    #: PyPI requirements installed into the image's dist-packages
+    wheels: tuple[str, ...] = ()
 
     def key(self) -> str:
-        blob = json.dumps([self.ref, self.entrypoint, self.cmd, sorted(self.files.items()),
-                           _busybox_digest()]).encode()
+        blob = json.dumps([self.ref, self.entrypoint, self.cmd, sorted(self.files.items()), self.debs,
+                           self.wheels, _busybox_digest()]).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
 
@@ -60,6 +72,10 @@ def _rootfs(dest: Path, image: Image) -> None:
     """A minimal root: static busybox and its applets, /etc basics, the image's own files."""
     for d in ("bin", "etc", "tmp", "root", "proc", "sys", "dev", "var/tmp", "usr/bin"):
         (dest / d).mkdir(parents=True, exist_ok=True)
+    if image.debs:
+        _unpack_debs(dest, image.debs)
+    if image.wheels:
+        _install_wheels(dest / "usr" / "lib" / "python3" / "dist-packages", image.wheels)
     os.chmod(dest / "tmp", 0o1777)
     shutil.copy2(BUSYBOX, dest / "bin" / "busybox")
     res = subprocess.run([str(BUSYBOX), "--list"], capture_output=True, text=True, check=True)
@@ -73,6 +89,45 @@ def _rootfs(dest: Path, image: Image) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
         target.chmod(0o755)
+
+
+def deb_closure(roots: tuple[str, ...]) -> list[str]:
+    """``roots`` and everything they depend on (apt-cache), minus SKIP_DEBS."""
+    res = run(["apt-cache", "depends", "--recurse", "--no-recommends", "--no-suggests", "--no-conflicts",
+               "--no-breaks", "--no-replaces", "--no-enhances", *roots], timeout=120, what="apt-cache depends")
+    names = {line.strip() for line in res.stdout.splitlines() if line and not line.startswith((" ", "<"))}
+    return sorted(names - SKIP_DEBS)
+
+
+def _unpack_debs(dest: Path, roots: tuple[str, ...]) -> None:
+    """Download the .debs once (cached) and unpack them; no maintainer script runs."""
+    debs = cache_dir() / "debs"
+    debs.mkdir(parents=True, exist_ok=True)
+    names = deb_closure(roots)
+    have = {f.name.split("_", 1)[0] for f in debs.glob("*.deb")}
+    missing = [n for n in names if n not in have]
+    if missing:
+        res = subprocess.run(["apt-get", "download", "-q", *missing], cwd=debs, capture_output=True, text=True,
+                             timeout=900)
+        if res.returncode != 0:
+            raise TaoError(f"apt-get download of the S3 image's Python packages failed: {last_line(res.stderr)}")
+    for f in sorted(debs.glob("*.deb")):
+        if f.name.split("_", 1)[0] in names:
+            run(["dpkg-deb", "-x", str(f), str(dest)], timeout=300, what=f"dpkg-deb -x {f.name}")
+
+
+def _install_wheels(target: Path, requirements: tuple[str, ...]) -> None:
+    """Pure-Python (or cp311 manylinux) wheels from PyPI for the image's Python 3.11."""
+    import sys
+
+    target.mkdir(parents=True, exist_ok=True)
+    res = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                          "--no-compile", "--only-binary=:all:", "--python-version", "3.11",
+                          "--platform", "manylinux2014_x86_64", "--implementation", "cp",
+                          "--target", str(target), *requirements], capture_output=True, text=True, timeout=900)
+    if res.returncode != 0:
+        raise TaoError(f"pip install of {' '.join(requirements)} into the S3 image failed: {last_line(res.stderr)}")
+    shutil.rmtree(target / "bin", ignore_errors=True)  # console scripts point at this host's Python
 
 
 def _tool(name: str) -> str:
@@ -117,3 +172,9 @@ def pause() -> Image:
 
 def busybox(ref: str) -> Image:
     return Image(ref)
+
+
+def s3_client(ref: str, awscli: str) -> Image:
+    """/bin/sh, python3 and ``aws`` (the S3 client the tier C fetch/upload containers call)."""
+    return Image(ref, entrypoint=(), cmd=("/bin/sh",), files={"/usr/bin/aws": AWS_WRAPPER},
+                 debs=PYTHON_DEBS, wheels=(f"awscli=={awscli}",))

@@ -160,3 +160,28 @@ def test_two_ranks_meet_over_tcp_at_master_addr_on_two_real_nodes(k8s):
     assert sorted(p["spec"]["nodeName"] for p in pods) == sorted(lk.REAL_NODES)
     logs = k8s.tao("logs", out["id"]).stdout
     assert "rank 0 received: rank 1 of 2" in logs and "rank 1 sent" in logs
+
+
+def test_tier_c_fetches_its_input_from_s3_and_uploads_its_results(k8s, tmp_path):
+    bucket = "tao-" + secrets.token_hex(4)
+    lk.s3_make_bucket(bucket)
+    lk.s3_put(bucket, "inputs/numbers.txt", "20 22\n")
+    spec = tmp_path / "tier-c.yaml"
+    spec.write_text(yaml.safe_dump({
+        "image": BUSYBOX, "network_arch": "deformable_detr", "action": "train", "results_dir": "/tao-staging/out",
+        "storage_tier": "C", "gpus": 1, "node_selector": {lk.REAL_NODE_LABEL: "true"},
+        "s3_inputs": [{"uri": f"s3://{bucket}/inputs/numbers.txt", "path": "/tao-staging/in/numbers.txt"}],
+        "s3_outputs": [{"path": "/tao-staging/out", "uri": f"s3://{bucket}/results/"}],
+        "command": 'read a b < /tao-staging/in/numbers.txt && mkdir -p /tao-staging/out && '
+                   'echo "sum=$((a + b))" > /tao-staging/out/result.txt && echo "computed"',
+    }))
+    secret = secrets.token_hex(20)
+    # the fetch and upload containers read S3 settings from the per-job Secret only
+    creds = {"AWS_ACCESS_KEY_ID": lk.s3.ACCESS_KEY_ID, "AWS_SECRET_ACCESS_KEY": secret,
+             "AWS_DEFAULT_REGION": lk.s3.REGION, "S3_ENDPOINT_URL": lk.s3_endpoint()}
+    out = k8s.submit("--spec", str(spec), *[a for name in creds for a in ("--secret-env", name)], env=creds)
+    st = k8s.wait(out["id"], terminal, timeout=180)
+    assert st["state"] == "COMPLETE", json.dumps(st) + k8s.tao("logs", out["id"], check=False).stdout
+    # the initContainer fetched the object, the command read it, the sidecar uploaded what it wrote
+    assert lk.s3_get(bucket, "results/result.txt").strip() == "sum=42"
+    assert secret not in k8s.call_log.read_text() and secret not in json.dumps(k8s.record(out["id"]))
