@@ -304,6 +304,26 @@ def _start(bin_dir: Path, node_bin: Path) -> None:
         phases[phase] = round(time.monotonic() - t0, 1)
 
     mark("pki")
+    plan = _prepare_real_nodes(data, node_bin)
+    mark("node runtimes spawned")
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        loading = pool.submit(_load_images, plan)
+        _start_control_plane(data, bin_dir, ports, mark)
+        loading.result()
+    mark("images loaded")
+    _start_kubelets(data, plan)
+    mark("real nodes Ready")
+    data["started_s"] = round(time.monotonic() - t0, 1)
+    data["ready_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    _save_cluster(data)
+
+
+def _start_control_plane(data: dict, bin_dir: Path, ports: dict, mark) -> None:
+    """etcd, apiserver, seeded objects, controllers, scheduler, kwok; until the fake nodes and the PVC are ready."""
+    p = _paths()
+    exes = data["exes"]
     _spawn("etcd", _etcd_argv(exes["etcd"], ports))
     _wait("etcd", lambda: _http_ok(f"http://127.0.0.1:{ports['etcd']}/health", want='"health":"true"'))
     mark("etcd")
@@ -324,10 +344,6 @@ def _start(bin_dir: Path, node_bin: Path) -> None:
     mark("nodes Ready")
     _wait("kube-controller-manager", _namespace_ready, what=f"PVC {PVC_NAME} in {NAMESPACE} Bound by the PV binder")
     mark("namespace ready")
-    _start_real_nodes(data, node_bin, mark)
-    data["started_s"] = round(time.monotonic() - t0, 1)
-    data["ready_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    _save_cluster(data)
 
 
 def _write_kubeconfigs(server: str) -> None:
@@ -606,8 +622,11 @@ def _ctr(node: realnodes.Node, *args: str, check: bool = True, timeout: float = 
                timeout=timeout, what=f"ctr ({node.name})")
 
 
-def _start_real_nodes(data: dict, node_bin: Path, mark) -> None:
-    """Bridge, registry, containerd x N, CoreDNS, images, kubelet x N; then fake GPUs on Ready nodes."""
+def _prepare_real_nodes(data: dict, node_bin: Path) -> dict:
+    """Bridge, folders, certificates and configs; spawn the registry, S3 and one containerd per node.
+
+    Needs no API server, so it runs before the control plane starts; returns what the later steps use.
+    """
     p = _paths()
     pki = p["pki"]
     net = realnodes.plan_network(p["root"])
@@ -648,22 +667,39 @@ def _start_real_nodes(data: dict, node_bin: Path, mark) -> None:
                           k8s_pki.kubeconfig(data["server"], pki, [("coredns", "coredns", "coredns")], "coredns"))
     (p["dns"] / "Corefile").write_text(
         realnodes.corefile(net.gateway, p["dns"] / "coredns.kubeconfig", dns_ready, dns_health), encoding="utf-8")
-    _spawn("coredns", [exes["coredns"], "-conf", str(p["dns"] / "Corefile"), "-dns.port", "53"])
-    mark("node daemons spawned")
+    return {"nodes": nodes, "registry_port": registry_port, "dns_ready": dns_ready}
 
+
+def _load_images(plan: dict) -> None:
+    """Build (cached) and hand out the images: push the registry-only ones, import the rest on every node.
+
+    Runs in a thread while the control plane starts: it only waits and runs clients, never writes cluster.json.
+    """
+    nodes, registry_port = plan["nodes"], plan["registry_port"]
+    registry = f"127.0.0.1:{registry_port}"
     pins = _image_pins()
     preload = [images.pause(), images.busybox(pins["busybox"]), images.s3_client(pins["s3_client"], pins["awscli"])]
     served = [images.busybox(pins[k]) for k in REGISTRY_ONLY]
     archives = {img.ref: images.archive(img) for img in preload + served}
-    mark("images built")
     _wait("registry", lambda: _registry_answers(registry_port))
     for img in served:
         _push(archives[img.ref], registry, realnodes.registry_path(img.ref))
     for n in nodes:
         _wait(f"containerd-{n.name}", lambda n=n: _ctr(n, "version", check=False, timeout=10).ok)
-        for img in preload:
-            _ctr(n, "images", "import", str(archives[img.ref]))
-    mark("images loaded")
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(nodes) * len(preload)) as pool:  # I/O bound: one ctr per image and node
+        jobs = [pool.submit(_ctr, n, "images", "import", str(archives[img.ref])) for n in nodes for img in preload]
+        for job in jobs:
+            job.result()
+
+
+def _start_kubelets(data: dict, plan: dict) -> None:
+    """CoreDNS and the kubelets (they need the API server and the images); then fake GPUs on Ready nodes."""
+    nodes, dns_ready = plan["nodes"], plan["dns_ready"]
+    exes = data["exes"]
+    dns = _paths()["dns"]
+    _spawn("coredns", [exes["coredns"], "-conf", str(dns / "Corefile"), "-dns.port", "53"])
     for n in nodes:
         _spawn(f"kubelet-{n.name}", realnodes.kubelet_argv(exes[f"kubelet-{n.name}"], n, GPUS_PER_NODE,
                                                             k8s_objects.GPU_PRODUCT))
@@ -674,7 +710,6 @@ def _start_real_nodes(data: dict, node_bin: Path, mark) -> None:
     _apply_fake_gpus(nodes)
     _wait(f"kubelet-{nodes[-1].name}", lambda: all(_node_gpus(n.name) == GPUS_PER_NODE for n in nodes),
           what=f"{GPU_RESOURCE} allocatable on the real nodes")
-    mark("real nodes Ready")
 
 
 def _which(program: str) -> str:
