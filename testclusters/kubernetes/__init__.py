@@ -41,6 +41,7 @@ from .k8s_objects import (  # noqa: F401  (re-exported: the names tests and skil
     CORDONED_NODE, FAKE_NODE_LABEL, FAKE_PREFIX, GPU_NODES, GPU_RESOURCE, GPUS_PER_NODE, NAMESPACE, PV_NAME,
     PVC_NAME, USER_NAME, busy_pod, cri_log, pod_logs,
 )
+from .images import HANG_IMAGE  # noqa: F401
 from .realnodes import REAL_NODE_LABEL, REAL_NODES  # noqa: F401
 from ..procs import live_pid, log_tail, pid_runs, stop_pid, wait_for
 
@@ -228,10 +229,12 @@ def up() -> dict[str, str]:
 
 
 def _config_digest(pins: dict) -> str:
-    """Changes when the pins or the kwok Stages change: a running cluster is then restarted."""
+    """Changes when the pins, the images or the kwok Stages change: a running cluster is then restarted."""
     import hashlib
 
-    blob = json.dumps(pins, sort_keys=True).encode() + STAGES_FILE.read_bytes()
+    preload, served = _images()
+    blob = (json.dumps([pins, _image_pins(), [i.key() for i in preload + served]], sort_keys=True).encode()
+            + STAGES_FILE.read_bytes())
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
@@ -677,9 +680,7 @@ def _load_images(plan: dict) -> None:
     """
     nodes, registry_port = plan["nodes"], plan["registry_port"]
     registry = f"127.0.0.1:{registry_port}"
-    pins = _image_pins()
-    preload = [images.pause(), images.busybox(pins["busybox"]), images.s3_client(pins["s3_client"], pins["awscli"])]
-    served = [images.busybox(pins[k]) for k in REGISTRY_ONLY]
+    preload, served = _images()
     archives = {img.ref: images.archive(img) for img in preload + served}
     _wait("registry", lambda: _registry_answers(registry_port))
     for img in served:
@@ -718,6 +719,14 @@ def _which(program: str) -> str:
         raise TaoError(f"{program} not found: apt-get install containerd runc containernetworking-plugins "
                        "docker-registry umoci skopeo busybox-static apache2-utils")
     return os.path.realpath(found)
+
+
+def _images() -> tuple[list[images.Image], list[images.Image]]:
+    """(imported on every real node, served only by the credential-checking registry)."""
+    pins = _image_pins()
+    preload = [images.pause(), images.busybox(pins["busybox"]), images.s3_client(pins["s3_client"], pins["awscli"]),
+               images.hanging_torchrun()]
+    return preload, [images.busybox(pins[k]) for k in REGISTRY_ONLY]
 
 
 def _image_pins() -> dict[str, str]:

@@ -49,10 +49,15 @@ class Image:
     debs: tuple[str, ...] = ()
     #: PyPI requirements installed into the image's dist-packages
     wheels: tuple[str, ...] = ()
+    #: dependencies of ``debs`` left out (tools the image never runs)
+    skip_debs: frozenset = SKIP_DEBS
+    #: symlinks made last (path in the image -> target), replacing busybox's
+    links: dict = field(default_factory=dict)
 
     def key(self) -> str:
         blob = json.dumps([self.ref, self.entrypoint, self.cmd, sorted(self.files.items()), self.debs,
-                           self.wheels, _busybox_digest()]).encode()
+                           self.wheels, sorted(self.skip_debs), sorted(self.links.items()),
+                           _busybox_digest()]).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
 
@@ -73,7 +78,7 @@ def _rootfs(dest: Path, image: Image) -> None:
     for d in ("bin", "etc", "tmp", "root", "proc", "sys", "dev", "var/tmp", "usr/bin"):
         (dest / d).mkdir(parents=True, exist_ok=True)
     if image.debs:
-        _unpack_debs(dest, image.debs)
+        _unpack_debs(dest, image.debs, image.skip_debs)
     if image.wheels:
         _install_wheels(dest / "usr" / "lib" / "python3" / "dist-packages", image.wheels)
     os.chmod(dest / "tmp", 0o1777)
@@ -89,21 +94,25 @@ def _rootfs(dest: Path, image: Image) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
         target.chmod(0o755)
+    for path, points_to in image.links.items():
+        link = dest / path.lstrip("/")
+        link.unlink(missing_ok=True)
+        link.symlink_to(points_to)
 
 
-def deb_closure(roots: tuple[str, ...]) -> list[str]:
-    """``roots`` and everything they depend on (apt-cache), minus SKIP_DEBS."""
+def deb_closure(roots: tuple[str, ...], skip: frozenset = SKIP_DEBS) -> list[str]:
+    """``roots`` and everything they depend on (apt-cache), minus ``skip``."""
     res = run(["apt-cache", "depends", "--recurse", "--no-recommends", "--no-suggests", "--no-conflicts",
                "--no-breaks", "--no-replaces", "--no-enhances", *roots], timeout=120, what="apt-cache depends")
     names = {line.strip() for line in res.stdout.splitlines() if line and not line.startswith((" ", "<"))}
-    return sorted(names - SKIP_DEBS)
+    return sorted(names - skip)
 
 
-def _unpack_debs(dest: Path, roots: tuple[str, ...]) -> None:
+def _unpack_debs(dest: Path, roots: tuple[str, ...], skip: frozenset) -> None:
     """Download the .debs once (cached) and unpack them; no maintainer script runs."""
     debs = cache_dir() / "debs"
     debs.mkdir(parents=True, exist_ok=True)
-    names = deb_closure(roots)
+    names = deb_closure(roots, skip)
     have = {f.name.split("_", 1)[0] for f in debs.glob("*.deb")}
     missing = [n for n in names if n not in have]
     if missing:
@@ -178,3 +187,17 @@ def s3_client(ref: str, awscli: str) -> Image:
     """/bin/sh, python3 and ``aws`` (the S3 client the tier C fetch/upload containers call)."""
     return Image(ref, entrypoint=(), cmd=("/bin/sh",), files={"/usr/bin/aws": AWS_WRAPPER},
                  debs=PYTHON_DEBS, wheels=(f"awscli=={awscli}",))
+
+
+#: A torchrun that never returns, as a rank does whose peers never join (no GPU here can run the real
+#: all-reduce): it lets the NCCL probe's timeout path run on the real nodes. As in the real PyTorch
+#: image, /bin/sh is dash and ``timeout`` is GNU coreutils' (busybox's sh runs its own timeout applet,
+#: which execs the command as the container's PID 1, deaf to SIGTERM).
+HANGING_TORCHRUN = "#!/bin/sh\necho \"torchrun (local test image): waiting for peers that never join\"\nexec sleep 2147483647\n"
+HANG_IMAGE = "tao-local.test/torchrun-hang:1"
+
+
+def hanging_torchrun() -> Image:
+    return Image(HANG_IMAGE, files={"/usr/local/bin/torchrun": HANGING_TORCHRUN}, debs=("coreutils", "dash"),
+                 skip_debs=frozenset({"dpkg", "tar", "perl-base", "install-info", "debianutils"}),
+                 links={"/bin/sh": "dash"})
