@@ -202,8 +202,7 @@ def up() -> dict[str, str]:
     """Start the cluster (idempotent: a ready cluster is left alone) and wait for readiness."""
     root = state_root()
     root.parent.mkdir(parents=True, exist_ok=True)
-    with open(root.parent / "kubernetes.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with _state_lock(root):
         pins = k8s_build.pins()
         if status()["ready"] and _load_cluster().get("config") == _config_digest(pins):
             return env()
@@ -226,6 +225,12 @@ def up() -> dict[str, str]:
                 _stop_all()
                 raise
     return env()
+
+
+def _state_lock(root: Path):
+    """The lock of one state folder (up and down); says so when another up/down holds it."""
+    return k8s_build._locked(root.parent / "kubernetes.lock", _paths(root)["logs"],
+                             f"an up/down of the cluster in {root}")
 
 
 def _config_digest(pins: dict) -> str:
@@ -253,8 +258,7 @@ def down() -> None:
     """Stop every daemon this module started (by pid file) and remove the cluster state."""
     root = state_root()
     root.parent.mkdir(parents=True, exist_ok=True)
-    with open(root.parent / "kubernetes.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with _state_lock(root):
         _stop_all()
         shutil.rmtree(root, ignore_errors=True)
 

@@ -152,6 +152,9 @@ def archive(image: Image) -> Path:
     if out.is_file():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
+    import sys
+
+    print(f"local kubernetes: building image {image.ref} into {out} (first run only)", file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory(prefix="tao-image-", dir=out.parent) as tmp:
         layout, rootfs = Path(tmp) / "layout", Path(tmp) / "rootfs"
         _rootfs(rootfs, image)

@@ -244,7 +244,7 @@ def _wait_with_progress(proc: subprocess.Popen, what: str, start: float, log: Pa
     next_line = time.monotonic() + PROGRESS_EVERY_S
     while True:
         try:
-            return proc.wait(timeout=5)
+            return proc.wait(timeout=min(5.0, PROGRESS_EVERY_S))
         except subprocess.TimeoutExpired:
             pass
         now = time.monotonic()
@@ -319,7 +319,7 @@ def _locked(lock_path: Path, log: Path, what: str):
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        print(f"local kubernetes: waiting for the build lock {lock_path}: another process is building {what} "
+        print(f"local kubernetes: waiting for the lock {lock_path}: another process runs {what} "
               f"(log: {log})", file=sys.stderr, flush=True)
         fcntl.flock(lock, fcntl.LOCK_EX)
     return lock
@@ -333,7 +333,7 @@ def ensure_binaries(p: dict[str, str] | None = None) -> Path:
         return hit
     d = build_dir(p)
     d.mkdir(parents=True, exist_ok=True)
-    with _locked(d.parent / f"{d.name}.lock", d / "build.log", "the control plane"):
+    with _locked(d.parent / f"{d.name}.lock", d / "build.log", "the build of the control plane"):
         hit = cached(p)
         if hit:
             return hit
@@ -360,7 +360,7 @@ def ensure_node_binaries(p: dict[str, str] | None = None) -> Path:
         return hit
     d = node_build_dir(p)
     d.mkdir(parents=True, exist_ok=True)
-    with _locked(d.parent / f"{d.name}.lock", d / "build.log", "kubelet and CoreDNS"):
+    with _locked(d.parent / f"{d.name}.lock", d / "build.log", "the build of kubelet and CoreDNS"):
         hit = node_cached(p)
         if hit:
             return hit

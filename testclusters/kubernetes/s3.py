@@ -39,6 +39,8 @@ def ensure_venv(version: str) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (d / "installed").is_file():
             return py
+        print(f"local kubernetes: installing moto[server]=={version} into {d} (first run only)",
+              file=sys.stderr, flush=True)
         for argv in ([sys.executable, "-m", "venv", "--clear", str(d)],
                      [str(py), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                       f"moto[server]=={version}"]):
