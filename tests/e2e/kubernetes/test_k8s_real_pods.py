@@ -51,6 +51,14 @@ def test_command_output_reaches_logs_and_the_pvc(k8s):
     assert (lk.state_root() / "pv" / f"real-{marker}.txt").read_text().strip() == marker
 
 
+def test_dev_shm_is_a_memory_backed_mount_of_the_pinned_size(k8s):
+    want_kib = {"8Gi": 8 * 1024 * 1024, "16Gi": 16 * 1024 * 1024}[str(pins.resolve("kubernetes.shm_size_single"))]
+    out, st = run_to_end(k8s, "--gpus", "1", "--command", "grep ' /dev/shm ' /proc/mounts; df -k /dev/shm")
+    assert st["state"] == "COMPLETE", st
+    logs = k8s.tao("logs", out["id"]).stdout
+    assert "tmpfs /dev/shm tmpfs" in logs and str(want_kib) in logs, logs
+
+
 def test_nonzero_exit_is_err_program_with_its_code(k8s):
     out, st = run_to_end(k8s, "--gpus", "1", "--command", "echo about to fail; exit 3")
     assert (st["state"], st["err_class"], st["reason"], st["exit_code"]) == ("ERROR", "ERR_PROGRAM", "NonZeroExit", 3), st
