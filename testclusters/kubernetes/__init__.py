@@ -853,6 +853,10 @@ def _stop_real_nodes(data: dict) -> None:
         _unmount_under(d)
     for d in data.get("short_dirs", []):
         shutil.rmtree(d, ignore_errors=True)
+        try:
+            Path(d).parent.rmdir()  # /run/tao-local, /var/lib/tao-local: only when no other cluster uses them
+        except OSError:
+            pass
     for n in data.get("nodes", {}).values():
         realnodes.remove_cgroup_roots(n["cgroup"])
     if data.get("net", {}).get("bridge"):
