@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 
 BANK = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(BANK / "scripts"))
+sys.path[:0] = [str(BANK / "scripts"), str(BANK)]
 
-from taobank.local import kubernetes as lk  # noqa: E402
+import testclusters.kubernetes as lk  # noqa: E402
 
 NS = "tao-bench"
 

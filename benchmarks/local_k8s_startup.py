@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Timings of the local Kubernetes cluster: warm start, no-op up, down, and the recorded builds.
+"""Timings of the local Kubernetes cluster (control plane, real nodes, kwok): warm start, no-op up, down, builds.
 
 Runs a private cluster (its own TAO_LOCAL_CLUSTER_DIR, so a shared running one
 is left alone) from the cached binaries; builds them first if the cache is
@@ -32,12 +32,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=2, help="start/stop cycles")
     args = parser.parse_args()
-    sys.path.insert(0, str(BANK / "scripts"))
-    from taobank.local import k8s_build
+    sys.path[:0] = [str(BANK / "scripts"), str(BANK)]
+    from testclusters.kubernetes import k8s_build
 
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, TAO_LOCAL_CLUSTER_DIR=tmp)
-        cold = k8s_build.cached() is None
+        cold = k8s_build.cached() is None or k8s_build.node_cached() is None
         for i in range(args.n):
             up = _timed("up", env)
             phases = json.loads((Path(tmp) / "kubernetes" / "cluster.json").read_text())["phases_s"]
@@ -47,8 +47,9 @@ def main() -> int:
             print(f"cycle {i + 1}: up {label} {up:.1f} s, up again (no-op) {noop:.2f} s, down {down:.1f} s")
             print("  phases (s since start): " + ", ".join(f"{k} {v}" for k, v in
                                                          sorted(phases.items(), key=lambda kv: kv[1])))
-    build = json.loads((k8s_build.cached() / "build.json").read_text())
-    print(f"cached build of {build['pins']}: {build['seconds']} s (built {build['built_at']})")
+    for d in (k8s_build.cached(), k8s_build.node_cached()):
+        build = json.loads((d / "build.json").read_text())
+        print(f"cached build in {d.name}: {build['seconds']} s (built {build['built_at']})")
     return 0
 
 

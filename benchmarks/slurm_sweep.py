@@ -33,11 +33,11 @@ import time
 from pathlib import Path
 
 BANK = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(BANK / "scripts"))
+sys.path[:0] = [str(BANK / "scripts"), str(BANK)]
 
 from taobank import records  # noqa: E402
 from taobank import run as runmod  # noqa: E402
-from taobank.local import slurm as local_slurm  # noqa: E402
+from testclusters import slurm as local_slurm  # noqa: E402
 from taobank.slurm import ssh, verbs  # noqa: E402
 
 SPEC = {"network_arch": "bench", "action": "noop", "num_gpus": 0, "cpus_per_task": 1, "time_hours": 0.25,

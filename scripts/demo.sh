@@ -5,8 +5,9 @@
 #   bash scripts/demo.sh kubernetes   # only one platform
 #   bash scripts/demo.sh slurm
 # The clusters stay up afterwards (stop them with scripts/local_cluster.py down <platform>).
-# The fake nodes never pull or run the image: the Kubernetes pods are simulated by kwok
-# and the SLURM job runs its command on the host (container runtime "none").
+# The Kubernetes job runs a real container on one of the local cluster's real nodes
+# (its image comes from a local registry that demands the NGC pull secret); the
+# SLURM job runs its command on the host (container runtime "none").
 set -euo pipefail
 BANK="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export TAO_SKILL_BANK_PATH="$BANK"
@@ -23,12 +24,15 @@ demo_kubernetes() (
   step "local Kubernetes cluster (first run builds the control plane with Go: ~15 min; then seconds)"
   eval "$("$BANK/scripts/local_cluster.py" up kubernetes)"
   command -v kubectl >/dev/null 2>&1 || PATH="$(dirname "$TAO_LOCAL_K8S_KUBECTL"):$PATH"
-  step "submit (capacity gate, record, render, lint, server dry-run, apply)"
+  step "submit to a real node (capacity gate, record, pull secret, render, lint, server dry-run, apply)"
+  NGC_KEY="$(cat "$TAO_LOCAL_K8S_NGC_KEY_FILE")"  # the local registry's password, never printed
+  export NGC_KEY
   JOB_ID=$("$BANK/scripts/tao_k8s.py" submit --quiet \
-    --image "$("$BANK/scripts/resolve_versions_key.py" images.tao_toolkit.pyt)" \
+    --image "$("$BANK/scripts/resolve_versions_key.py" images.tao_toolkit.pyt)" --ngc-pull-secret \
+    --node-selector tao-skill-bank.local/real-kubelet=true \
     --network-arch deformable_detr --action train --gpus 2 --storage-tier A \
     --results-dir /results --pvc-mount "$TAO_LOCAL_K8S_PVC:/results" \
-    --command 'deformable_detr train -e /results/spec.yaml')
+    --command 'echo training; hostname; ls -d /results; echo done')
   echo "job id: $JOB_ID"
   step "status --watch (until a terminal state)"
   "$BANK/scripts/tao_k8s.py" status "$JOB_ID" --watch --interval 2

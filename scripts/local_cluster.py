@@ -11,13 +11,18 @@ from __future__ import annotations
 import argparse
 import importlib
 import shlex
+import sys
+from pathlib import Path
+
+# The clusters are test infrastructure kept beside scripts/ (testclusters/), not in taobank.
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 from taobank.cli import print_json, run_main
-from taobank.local import PLATFORMS
+from testclusters import PLATFORMS
 
 
 def _module(platform: str):
-    return importlib.import_module(f"taobank.local.{platform}")
+    return importlib.import_module(f"testclusters.{platform}")
 
 
 def _print_env(env: dict[str, str]) -> None:

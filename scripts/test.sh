@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Set up a fresh machine and run the whole test suite against real local clusters.
 #   bash scripts/test.sh [pytest args...]
-# Installs the Python dependencies and the pinned agent CLIs (npm), brings up
-# the local Kubernetes control plane and the local SLURM cluster (cached builds
-# make a second run fast), runs pytest, and stops the clusters it started. A
+# Installs the Python dependencies and the pinned agent CLIs (npm), brings up the
+# local Kubernetes cluster (control plane, real kubelet nodes with containerd,
+# CoreDNS, registry, S3, kwok nodes; apt packages and Go builds cached by version)
+# and the local SLURM cluster, runs pytest, and stops the clusters it started. A
 # cluster that cannot start fails the run: it is never skipped.
 set -euo pipefail
 BANK="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -14,8 +14,9 @@ import pytest
 
 BANK = Path(__file__).resolve().parents[1]
 SCRIPTS = BANK / "scripts"
-if str(SCRIPTS) not in sys.path:
-    sys.path.insert(0, str(SCRIPTS))
+for _path in (SCRIPTS, BANK):  # taobank (the helpers) and testclusters (test infrastructure)
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 
 from taobank.errors import TaoError  # noqa: E402
 
@@ -23,7 +24,7 @@ from taobank.errors import TaoError  # noqa: E402
 def _cluster(platform: str) -> dict[str, str]:
     import importlib
 
-    mod = importlib.import_module(f"taobank.local.{platform}")
+    mod = importlib.import_module(f"testclusters.{platform}")
     try:
         return mod.up()
     except TaoError as exc:

@@ -17,10 +17,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+BANK = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(BANK / "scripts"), str(BANK)]
 
 from taobank.cli import run_main  # noqa: E402
-from taobank.local import k8s_build  # noqa: E402
+from testclusters.kubernetes import k8s_build  # noqa: E402
 
 
 def main(argv: list[str]) -> int:

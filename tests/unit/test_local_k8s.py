@@ -6,8 +6,8 @@ import re
 
 import yaml
 
-from taobank.local import k8s_build, k8s_objects, k8s_pki
-from taobank.local import kubernetes as lk
+from testclusters.kubernetes import k8s_build, k8s_objects, k8s_pki
+import testclusters.kubernetes as lk
 
 KUBERNETES_GOMOD = """module k8s.io/kubernetes
 

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from taobank.errors import TaoError
-from taobank.local import slurm_conf as conf
+from testclusters import slurm_conf as conf
 
 
 def lay(state: str = "/tmp/tao-state/slurm") -> conf.Layout:

@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
+import testclusters.kubernetes as lk
+
 BANK = Path(__file__).resolve().parents[3]
+#: kwok-imitated scenarios (annotations steer the fake pods) stay on the fake nodes ...
+ON_KWOK = ["--node-selector", f"{lk.FAKE_NODE_LABEL}=true"]
+#: ... real-container tests go to the real kubelets.
+ON_REAL = ["--node-selector", f"{lk.REAL_NODE_LABEL}=true"]
 TAO_K8S = BANK / "scripts" / "tao_k8s.py"
 NAMESPACE = "tao-jobs"
 

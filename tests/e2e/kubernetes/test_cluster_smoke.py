@@ -10,11 +10,12 @@ import os
 import secrets
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
 from taobank import pins
-from taobank.local import kubernetes as lk
+import testclusters.kubernetes as lk
 
 BUSYBOX = pins.resolve("images.busybox")
 
@@ -42,6 +43,7 @@ def job(name: str, *, gpus: int = 1, annotations: dict | None = None, namespace:
                 "metadata": {"annotations": annotations or {}},
                 "spec": {
                     "restartPolicy": "Never",
+                    "nodeSelector": {lk.FAKE_NODE_LABEL: "true"},  # kwok plays these pods
                     "containers": [{
                         "name": "train", "image": BUSYBOX, "command": ["true"],
                         "resources": {"limits": {lk.GPU_RESOURCE: str(gpus)}},
@@ -115,6 +117,22 @@ def test_server_side_dry_run_rejects_an_invalid_job(k8s_cluster):
     assert proc.returncode != 0
     assert "spec.template.spec.restartPolicy" in proc.stderr
     assert kc(k8s_cluster, "-n", lk.NAMESPACE, "get", "job", bad["metadata"]["name"], check=False).returncode != 0
+
+
+def test_real_nodes_run_containerd_at_the_pinned_version_with_fake_gpus(k8s_cluster):
+    nodes = {n["metadata"]["name"]: n for n in json.loads(kc(k8s_cluster, "get", "nodes", "-o", "json").stdout)["items"]}
+    version = pins.resolve("test_clusters.kubernetes.version")
+    for name in lk.REAL_NODES:
+        node = nodes[name]
+        assert node["metadata"]["labels"][lk.REAL_NODE_LABEL] == "true"
+        assert lk.FAKE_NODE_LABEL not in node["metadata"]["labels"]
+        assert node["status"]["allocatable"][lk.GPU_RESOURCE] == str(lk.GPUS_PER_NODE)
+        info = node["status"]["nodeInfo"]
+        assert info["kubeletVersion"] == version and info["containerRuntimeVersion"].startswith("containerd://")
+        ready = [c for c in node["status"]["conditions"] if c["type"] == "Ready"]
+        assert ready and ready[0]["status"] == "True"
+    ips = {nodes[n]["status"]["addresses"][0]["address"] for n in lk.REAL_NODES}
+    assert len(ips) == len(lk.REAL_NODES) and k8s_cluster[lk.BRIDGE_IP_ENV] in ips
 
 
 def test_nodes_two_schedulable_gpu_nodes_and_one_cordoned(k8s_cluster):
@@ -291,7 +309,7 @@ def test_a_daemon_that_cannot_start_is_named_with_its_log(k8s_cluster, tmp_path,
     log = tmp_path / "kubernetes" / "logs" / "kube-apiserver.log"
     assert msg.startswith("kube-apiserver ") and str(log) in msg and "\n" not in msg
     assert "unknown flag: --no-such-flag" in log.read_text()
-    assert lk.status()["pids"] == dict.fromkeys(lk.DAEMONS)  # etcd was stopped again
+    assert lk.status()["pids"] == dict.fromkeys(lk.all_daemons())  # etcd was stopped again
     lk.down()
     assert not (tmp_path / "kubernetes").exists()
 
@@ -300,9 +318,11 @@ def test_private_cluster_up_noop_down_up_down(k8s_cluster, tmp_path, monkeypatch
     """A second cluster in its own state dir (the shared one is left alone): the full cycle."""
     shared = lk.status()
     monkeypatch.setenv("TAO_LOCAL_CLUSTER_DIR", str(tmp_path))
-    exes = {n: str(lk.k8s_build.cached() / "bin" / n) for n in lk.DAEMONS}
     try:
         env = lk.up()
+        cluster = lk._load_cluster()
+        exes, bridge = cluster["exes"], cluster["net"]["bridge"]
+        assert set(exes) == set(lk.all_daemons())
         assert env["KUBECONFIG"] == str(tmp_path / "kubernetes" / "admin.kubeconfig")
         assert env["KUBECONFIG"] != k8s_cluster["KUBECONFIG"]
         first = lk.status()
@@ -311,13 +331,21 @@ def test_private_cluster_up_noop_down_up_down(k8s_cluster, tmp_path, monkeypatch
         lk.down()
         assert not (tmp_path / "kubernetes").exists()
         assert not any(lk.pid_runs(pid, exes[n]) for n, pid in first["pids"].items())
+        # nothing of the real nodes outlives down: no mount below the state dir, no bridge, no cgroup root
+        assert str(tmp_path) not in Path("/proc/self/mountinfo").read_text()
+        assert subprocess.run(["ip", "link", "show", bridge], capture_output=True).returncode != 0
+        assert not any((Path("/sys/fs/cgroup/memory") / n["cgroup"].lstrip("/")).exists()
+                       for n in cluster["nodes"].values())
         assert lk.status()["ready"] is False
-        assert lk.up() == env
+        restarted = lk.up()
+        # the same env, except the S3 port (picked free at every start, on the same bridge address)
+        assert restarted.pop(lk.S3_ENDPOINT_ENV).rsplit(":", 1)[0] == env[lk.S3_ENDPOINT_ENV].rsplit(":", 1)[0]
+        assert restarted == {k: v for k, v in env.items() if k != lk.S3_ENDPOINT_ENV}
         again = lk.status()
         assert again["ready"] and set(again["pids"].values()).isdisjoint(first["pids"].values())
         assert kc(env, "-n", lk.NAMESPACE, "get", "serviceaccount", "default").returncode == 0
     finally:
         lk.down()
     assert not (tmp_path / "kubernetes").exists()
-    monkeypatch.delenv("TAO_LOCAL_CLUSTER_DIR")
+    monkeypatch.undo()  # back to the session's cluster (whatever TAO_LOCAL_CLUSTER_DIR it uses)
     assert lk.status()["pids"] == shared["pids"]  # the shared cluster was never touched

@@ -6,14 +6,14 @@ import subprocess
 import time
 
 import pytest
-from k8s_verbs_support import k8s  # noqa: F401  (k8s is a fixture)
+from k8s_verbs_support import ON_KWOK, k8s  # noqa: F401  (k8s is a fixture)
 
-from taobank.local import kubernetes as lk
+import testclusters.kubernetes as lk
 
 pytestmark = pytest.mark.e2e
 
 BASE = ["--image", "docker.io/library/busybox:1.37.0", "--network-arch", "dino", "--action", "train",
-        "--results-dir", "/results"]
+        "--results-dir", "/results", *ON_KWOK]
 
 
 def _pods(k8s, jid: str, n: int, timeout: float = 60) -> list[dict]:

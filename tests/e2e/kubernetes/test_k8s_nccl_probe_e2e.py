@@ -11,11 +11,12 @@ import pytest
 from k8s_verbs_support import k8s  # noqa: F401  (k8s is a fixture)
 
 from taobank.kubernetes import nccl_probe
-from taobank.local import kubernetes as lk
+import testclusters.kubernetes as lk
 
 pytestmark = pytest.mark.e2e
 
-FAST = ["--interval", "1", "--pod-annotation", f"{lk.RUN_DURATION_ANNOTATION}=1s"]
+FAST = ["--interval", "1", "--pod-annotation", f"{lk.RUN_DURATION_ANNOTATION}=1s",
+        "--node-selector", f"{lk.FAKE_NODE_LABEL}=true"]
 
 
 def _probe(k8s, *args: str, check: bool = True):
@@ -103,3 +104,27 @@ def test_probe_pods_that_never_start_are_not_blamed_on_nccl(k8s):
     assert proc.returncode == 1 and out["verdict"] == "not-run" and out["exit_code"] is None
     assert "never started" in proc.stderr and "TAO_K8S_NCCL_ENV" not in proc.stderr
     assert _cache(k8s)[out["cluster"]]["verdict"] == "not-run"
+
+
+ON_REAL = ["--interval", "1", "--node-selector", f"{lk.REAL_NODE_LABEL}=true"]
+
+
+def test_probe_on_real_nodes_whose_image_cannot_be_pulled_is_not_run(k8s):
+    """The pinned NGC PyTorch image is not in the local registry: the pull really fails."""
+    proc = k8s.tao("nccl-probe", "--json", *ON_REAL, "--max-wait", "25", check=False, timeout=240)
+    out = json.loads(proc.stdout)
+    k8s.ids.append(out["job_id"])
+    assert proc.returncode == 1 and out["verdict"] == "not-run" and out["exit_code"] is None, out
+    assert "never started" in proc.stderr and "TAO_K8S_NCCL_ENV" not in proc.stderr
+
+
+def test_probe_on_real_nodes_that_hangs_is_stopped_by_its_timeout(k8s):
+    """Both ranks run on the real kubelets; torchrun waits forever; coreutils-style timeout kills it (exit 124)."""
+    proc = k8s.tao("nccl-probe", "--json", *ON_REAL, "--image", lk.HANG_IMAGE, "--timeout", "5", "--force",
+                   check=False, timeout=240)
+    out = json.loads(proc.stdout)
+    k8s.ids.append(out["job_id"])
+    assert proc.returncode == 1 and out["verdict"] == "hang/timeout" and out["exit_code"] == 124, out
+    assert "TAO_K8S_NCCL_ENV" in proc.stderr
+    pods = k8s.kjson("get", "pods", "-l", f"tao-job-id={out['job_id']}")["items"]
+    assert pods and {p["spec"]["nodeName"] for p in pods} <= set(lk.REAL_NODES)

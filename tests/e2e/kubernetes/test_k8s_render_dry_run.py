@@ -7,7 +7,7 @@ import sys
 
 import pytest
 import yaml
-from k8s_verbs_support import BANK, NAMESPACE, k8s  # noqa: F401  (k8s is a fixture)
+from k8s_verbs_support import BANK, NAMESPACE, ON_KWOK, k8s  # noqa: F401  (k8s is a fixture)
 
 pytestmark = pytest.mark.e2e
 RENDER = BANK / "scripts" / "render_k8s_job.py"
@@ -51,12 +51,13 @@ def test_version_gate_refuses_multinode_below_minimum(k8s, tmp_path):
     vf = tmp_path / "versions.yaml"
     vf.write_text(yaml.safe_dump(pins))
     env = {"TAO_VERSIONS_FILE": str(vf)}
-    proc = k8s.tao("submit", "--image", "busybox", "--command", "true", "--gpus", "0", "--nodes", "2", check=False, env=env)
+    proc = k8s.tao("submit", "--image", "busybox", "--command", "true", "--gpus", "0", "--nodes", "2", *ON_KWOK,
+                   check=False, env=env)
     assert proc.returncode == 1
     assert "need Kubernetes >= 1.99, the server is 1.34" in proc.stderr
     assert "batch.kubernetes.io/job-completion-index" in proc.stderr and "1.21" in proc.stderr
     from pathlib import Path  # noqa: PLC0415
 
     assert not list(Path(k8s.env["TAO_STATE_DIR"]).glob("*.json"))  # refused before the record opened
-    single = k8s.submit("--image", "busybox", "--command", "true", "--gpus", "0", env=env)  # single-node: no version gate
+    single = k8s.submit("--image", "busybox", "--command", "true", "--gpus", "0", *ON_KWOK, env=env)  # single-node: no version gate
     assert single["uid"]

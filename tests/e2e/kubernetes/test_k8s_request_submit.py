@@ -7,9 +7,9 @@ import subprocess
 import sys
 
 import pytest
-from k8s_verbs_support import BANK, k8s  # noqa: F401  (k8s is a fixture)
+from k8s_verbs_support import BANK, ON_KWOK, k8s  # noqa: F401  (k8s is a fixture)
 
-from taobank.local import kubernetes as lk
+import testclusters.kubernetes as lk
 
 pytestmark = pytest.mark.e2e
 RENDER = BANK / "scripts" / "render_k8s_job.py"
@@ -42,7 +42,7 @@ def test_config_mode_stages_exact_file_read_only(k8s, tmp_path):
     digest = subprocess.run([sys.executable, str(RENDER), "--request", str(req), "--materialize-config", str(cfg)],
                             capture_output=True, text=True, check=True, env=k8s.env).stdout.strip()
     assert digest == hashlib.sha256(cfg.read_bytes()).hexdigest()
-    out = k8s.submit("--request", str(req), "--config-file", str(cfg), "--config-sha256", digest)
+    out = k8s.submit("--request", str(req), "--config-file", str(cfg), "--config-sha256", digest, *ON_KWOK)
     cm = k8s.kjson("get", "configmap", f"tao-config-{out['name']}")
     assert hashlib.sha256(cm["data"]["spec.yaml"].encode()).hexdigest() == digest
     assert cm["metadata"]["ownerReferences"][0]["uid"] == out["uid"]
@@ -74,7 +74,7 @@ def test_config_mode_refuses_unmounted_embedded_path(k8s, tmp_path):
 def test_args_mode_native_argv(k8s, tmp_path):
     req = tmp_path / "req.json"
     req.write_text(json.dumps(request("args")))
-    out = k8s.submit("--request", str(req))
+    out = k8s.submit("--request", str(req), *ON_KWOK)
     main = k8s.kjson("get", "job", out["name"])["spec"]["template"]["spec"]["containers"][0]
     assert main["command"] == ["python3", "-c", "import sys; print(sys.argv)", "--flag=$(id)"]
 

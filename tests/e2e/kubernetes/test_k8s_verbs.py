@@ -9,14 +9,15 @@ import sys
 import time
 
 import pytest
-from k8s_verbs_support import BANK, NAMESPACE, k8s  # noqa: F401  (k8s is a fixture)
+from k8s_verbs_support import BANK, NAMESPACE, ON_KWOK, k8s  # noqa: F401  (k8s is a fixture)
 
-from taobank.local import kubernetes as lk
+import testclusters.kubernetes as lk
 
 pytestmark = pytest.mark.e2e
 
 BUSYBOX = "docker.io/library/busybox:1.37.0"
-BASE = ["--image", BUSYBOX, "--network-arch", "deformable_detr", "--action", "train", "--results-dir", "/results"]
+BASE = ["--image", BUSYBOX, "--network-arch", "deformable_detr", "--action", "train", "--results-dir", "/results",
+        *ON_KWOK]
 
 
 def ann(key: str, value: str) -> list[str]:

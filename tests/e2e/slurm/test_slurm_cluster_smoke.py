@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from taobank.local import slurm as local_slurm
+from testclusters import slurm as local_slurm
 from taobank.run import Result, run
 
 TERMINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED"}

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ..errors import TaoError
+from taobank.errors import TaoError
 
 
 def read_pid(pidfile: Path) -> int | None:

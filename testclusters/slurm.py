@@ -8,8 +8,8 @@ dead ones (stale pid files) are restarted, and every step waits on a real
 readiness probe with a timeout. ``down`` cancels jobs, stops each daemon by the
 pid in its pid file (never by name) and removes the cluster's state.
 
-Layout and config files: :mod:`taobank.local.slurm_conf`; pid/port/readiness
-plumbing: :mod:`taobank.local.procs`.
+Layout and config files: :mod:`testclusters.slurm_conf`; pid/port/readiness
+plumbing: :mod:`testclusters.procs`.
 """
 from __future__ import annotations
 
@@ -25,9 +25,10 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from .. import pins
-from ..errors import TaoError
-from ..run import run
+from taobank import pins
+from taobank.errors import TaoError
+from taobank.run import run
+from . import apt
 from . import slurm_conf as conf
 from .procs import FileLock, alive, children, live_pid, log_tail, not_ready, port_open, port_refuses, stop_pid, wait_for
 
@@ -150,45 +151,12 @@ def _save_cluster(lay: conf.Layout, data: dict) -> None:
 
 
 # ---------------------------------------------------------------------------- install
-def _installed() -> dict[str, str]:
-    res = run(["dpkg-query", "-W", "-f", "${Package} ${Status} ${Version}\\n", *PACKAGES], check=False, timeout=30)
-    found = {}
-    for line in res.stdout.splitlines():
-        parts = line.split()
-        if len(parts) == 5 and parts[1:4] == ["install", "ok", "installed"]:
-            found[parts[0]] = parts[4]
-    return found
-
-
 def _ensure_packages() -> float:
     """apt-get install what is missing (no service may auto-start); return seconds spent."""
     if os.geteuid() != 0:
         raise TaoError("the local SLURM cluster needs root (packages, users, daemons): run it as root")
-    found = _installed()
-    spent = 0.0
-    if len(found) < len(PACKAGES):
-        if not shutil.which("apt-get"):
-            raise TaoError(f"missing packages {sorted(set(PACKAGES) - set(found))} and no apt-get: use Debian 12")
-        t0 = time.monotonic()
-        policy = Path("/usr/sbin/policy-rc.d")
-        guard = not policy.exists()
-        if guard:  # stop postinst scripts from starting system munge/mariadb/slurm on default ports
-            _write(policy, "#!/bin/sh\nexit 101\n", mode=0o755)
-        try:
-            apt_env = {"DEBIAN_FRONTEND": "noninteractive"}
-            run(["apt-get", "update", "-qq"], timeout=600, env=apt_env, what="apt-get update")
-            run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *PACKAGES],
-                timeout=1200, env=apt_env, what="apt-get install (SLURM packages)")
-        finally:
-            if guard:
-                policy.unlink(missing_ok=True)
-        spent = time.monotonic() - t0
-        found = _installed()
-    for pkg, key in PINNED.items():
-        want = str(pins.resolve(key))
-        have = found.get(pkg, "?").split(":", 1)[-1]
-        if not have.startswith(want):
-            raise TaoError(f"{pkg} {have} is installed but versions.yaml {key} pins {want}: use Debian 12 or update the pin")
+    found, spent = apt.ensure(PACKAGES, "SLURM cluster")
+    apt.check_pins(found, PINNED)
     return spent
 
 
@@ -361,7 +329,7 @@ def _prepare_tree(lay: conf.Layout, cgroup: bool) -> None:
     # The Lustre stand-in: owned by the test user, visible to jobs on both nodes.
     if not lay.lustre.exists():
         _mkdir(lay.lustre, owner=lay.user)
-        _write(lay.lustre / LUSTRE_MARK, "created by taobank.local.slurm; removed by `down`\n")
+        _write(lay.lustre / LUSTRE_MARK, "created by testclusters.slurm; removed by `down`\n")
     _mkdir(lay.lustre, owner=lay.user)
     _mkdir(lay.lustre / "users", owner=lay.user)
     _mkdir(lay.results_dir, owner=lay.user)

@@ -11,8 +11,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import TaoError
-from ..run import run
+from taobank.errors import TaoError
+from taobank.run import run
 
 #: Service IP range of the local cluster; its first address is the kubernetes Service.
 SERVICE_CIDR = "10.96.0.0/16"
@@ -86,6 +86,11 @@ def ensure_openssl() -> None:
     run(["apt-get", "update", "-qq"], timeout=600, env=apt_env, what="apt-get update")
     run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", "openssl"], timeout=600,
         env=apt_env, what="apt-get install openssl")
+
+
+def issue(pki: Path, cert: Cert) -> None:
+    """Sign one more certificate with the cluster's CA (kubelets, registry, CoreDNS)."""
+    _openssl_req(pki, cert)
 
 
 def make_pki(pki: Path, user: str, user_group: str) -> None:

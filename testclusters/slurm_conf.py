@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import TaoError
+from taobank.errors import TaoError
 
 NODES = ("node1", "node2")
 #: Sized so the skill's defaults fit without overrides: 8 GPUs per node (the
