@@ -310,12 +310,25 @@ def _last_message(rec: dict) -> str | None:
     return tr[-1].get("message") if tr else None
 
 
-def _pod_logs(kube: Kubectl, pod: str, tail: int) -> str:
-    res = kube.run("logs", pod, "--all-containers=true", f"--tail={tail}", check=False, what="kubectl logs")
+def _pod_logs(kube: Kubectl, pod: dict, tail: int) -> str:
+    """Every container's output of one pod. When one container cannot answer (the main container
+    still waiting behind a failed fetch initContainer, say), each container is asked on its own, so
+    the one that failed is still shown."""
+    name = pod["metadata"]["name"]
+    res = kube.run("logs", name, "--all-containers=true", f"--tail={tail}", check=False, what="kubectl logs")
     if res.ok:
         return res.stdout
+    spec = pod.get("spec") or {}
+    containers = [c.get("name") for c in (spec.get("initContainers") or []) + (spec.get("containers") or [])]
+    chunks = []
+    for cname in [c for c in containers if c]:
+        one = kube.run("logs", name, "-c", cname, f"--tail={tail}", check=False, what="kubectl logs")
+        if one.ok and one.stdout:
+            chunks.append(f"# container {cname}:\n" + one.stdout + ("" if one.stdout.endswith("\n") else "\n"))
+    if chunks:
+        return "".join(chunks)
     why = (res.stderr or "").strip().splitlines()
-    return f"# no logs from pod {pod}: {why[-1] if why else 'kubectl logs failed'}\n"
+    return f"# no logs from pod {name}: {why[-1] if why else 'kubectl logs failed'}\n"
 
 
 def save_final_logs(kube: Kubectl, rec: dict, pods: list[dict]) -> str | None:
@@ -334,7 +347,7 @@ def format_logs(kube: Kubectl, pods: list[dict], tail: int) -> str:
     chunks = []
     for pod in pods:
         name = pod["metadata"]["name"]
-        text = _pod_logs(kube, name, tail)
+        text = _pod_logs(kube, pod, tail)
         if len(pods) == 1:
             chunks.append(text)
             continue
@@ -351,7 +364,8 @@ def _observe_record(kube: Kubectl, rec: dict, entry: dict | None) -> tuple[smap.
     pods = smap.pods_of(job, entry["pods"])
     obs = smap.observe(job, pods)
     if obs.state == "ERROR" and obs.failed_pod and rec["state"] not in states.TERMINAL:
-        logs = {obs.failed_pod: _pod_logs(kube, obs.failed_pod, 50)}
+        failed = next(p for p in pods if p["metadata"]["name"] == obs.failed_pod)
+        logs = {obs.failed_pod: _pod_logs(kube, failed, 50)}
         obs = smap.observe(job, pods, logs)
     return obs, pods
 

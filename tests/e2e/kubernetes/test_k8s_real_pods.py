@@ -195,8 +195,6 @@ def test_tier_c_fetches_its_input_from_s3_and_uploads_its_results(k8s, tmp_path)
     assert secret not in k8s.call_log.read_text() and secret not in json.dumps(k8s.record(out["id"]))
 
 
-@pytest.mark.xfail(strict=True, reason="tao_k8s.py logs/status read only the main and upload containers: a failed "
-                                        "tier C fetch initContainer's own output (the S3 error) is never shown")
 def test_a_failed_s3_fetch_shows_the_fetch_containers_error(k8s, tmp_path):
     bucket = "tao-" + secrets.token_hex(4)
     lk.s3_make_bucket(bucket)
