@@ -299,8 +299,10 @@ def _sbatch_error(text: str) -> str:
 
 
 # --------------------------------------------------------------------------- status
-def _marker_path(b: Mapping[str, Any]) -> str:
-    return posixpath.join(_job_dir(b), storage.MARKER_FILE)
+def _marker_path(b: Mapping[str, Any]) -> str | None:
+    """The job's exit marker; None for a record that names no job folder (hand-made or damaged)."""
+    d = _job_dir(b)
+    return posixpath.join(d, storage.MARKER_FILE) if d else None
 
 
 def _sections(text: str, prefix: str) -> dict[str, str]:
@@ -343,7 +345,7 @@ def sweep(conn: Connection, recs: list[dict]) -> dict[str, st.Verdict]:
     if not live:
         return {}
     ids = ",".join(sorted({r["backend"]["slurm_job_id"] for r in live}, key=int))
-    markers = [_marker_path(r["backend"]) for r in live]
+    markers = [m for m in (_marker_path(r["backend"]) for r in live) if m]
     res = conn.script(remote.SWEEP, [ids] + markers, what="squeue/sacct", retry_on_drop=True)
     squeue, sacct, marks, accounting = parse_sweep(res.stdout)
     out: dict[str, st.Verdict] = {}
@@ -351,12 +353,12 @@ def sweep(conn: Connection, recs: list[dict]) -> dict[str, st.Verdict]:
     for r in live:
         b = r["backend"]
         jid = b["slurm_job_id"]
-        marker = st.parse_marker(marks.get(_marker_path(b)))
+        marker = st.parse_marker(marks.get(_marker_path(b) or ""))
         if marker and str(marker.get("slurm_job_id")) != str(jid):
             marker = None  # an earlier attempt's marker in a shared job dir
         v = st.classify(squeue.get(jid), sacct.get(jid), marker, accounting=accounting)
         out[r["id"]] = v
-        if v.needs_log:
+        if v.needs_log and r["backend"].get("log_dir"):
             need_logs.append(r)
     if need_logs:  # only failed jobs: one more command for all of them
         files = [posixpath.join(r["backend"]["log_dir"], "main.err") for r in need_logs] + \
@@ -366,7 +368,7 @@ def sweep(conn: Connection, recs: list[dict]) -> dict[str, st.Verdict]:
             b = r["backend"]
             log = tails.get(posixpath.join(b["log_dir"], "main.err"), "") + tails.get(posixpath.join(b["log_dir"], "main.out"), "")
             jid = b["slurm_job_id"]
-            marker = st.parse_marker(marks.get(_marker_path(b)))
+            marker = st.parse_marker(marks.get(_marker_path(b) or ""))
             if marker and str(marker.get("slurm_job_id")) != str(jid):
                 marker = None
             out[r["id"]] = st.classify(squeue.get(jid), sacct.get(jid), marker, log_tail=log, accounting=accounting)
