@@ -2,7 +2,7 @@
 """The job record: open a job (mint its id), mark its state, show and list records.
 
   open --platform P --image I --network-arch A --action X --storage-tier T --results-dir R
-       [--retry-of ID] [--meta KEY=VALUE]...        prints only the new id
+       [--retry-of ID] [--meta KEY=VALUE]... [--name TEXT]   prints only the new id
   mark ID --state S [--backend-ref REF] [--source agent|poller|backend-hook]
        [--message M] [--err-class ERR_INFRA|ERR_PROGRAM] [--meta KEY=VALUE]...
   show ID [--json]
@@ -22,10 +22,9 @@ from taobank.cli import parse_kv, print_json, run_main
 
 
 def _one_line(value: object) -> str:
-    """A stored value on one line: newlines and other control characters shown escaped, so a
-    message can never forge a ``state:`` line of its own."""
-    text = "" if value is None else str(value)
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    from taobank.cli import one_line
+
+    return one_line("" if value is None else value)
 
 
 def _show_text(rec: dict) -> None:

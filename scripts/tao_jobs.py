@@ -24,8 +24,16 @@ def cmd_list(args: argparse.Namespace) -> int:
     from taobank import jobtable, records
     from taobank.platform import JobView
 
+    from taobank import states
+    from taobank.errors import TaoError, UsageError
+
+    try:  # a wrong filter is a usage error (exit 2), found before the store is read
+        platform = states.canonical_platform(args.platform) if args.platform else None
+        state = states.canonical_state(args.state) if args.state else None
+    except TaoError as exc:
+        raise UsageError(str(exc)) from None
     problems: list[str] = []
-    recs = records.list_records(args.platform, args.state, args.active, problems=problems)
+    recs = records.list_records(platform, state, args.active, problems=problems)
     for line in problems:
         print(f"warning: skipped {line}", file=sys.stderr)
     if args.json:
@@ -33,7 +41,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     elif recs:
         sys.stdout.write(jobtable.render(recs, headers=not args.no_headers))
     else:
-        print(f"no job records in {records.state_dir()}", file=sys.stderr)
+        filtered = " matching the filters" if (platform or state or args.active) else ""
+        print(f"no job records{filtered} in {records.state_dir()}", file=sys.stderr)
     return 0
 
 

@@ -23,6 +23,7 @@ import os
 
 from taobank import verbcli
 from taobank.cli import parse_kv, print_json, run_main
+from taobank.errors import UsageError
 
 
 def _spec_from_args(args: argparse.Namespace) -> dict:
@@ -80,6 +81,9 @@ def _details(view) -> list[str]:
 def cmd_submit(args: argparse.Namespace) -> int:
     from taobank import platform
 
+    if args.job_id and not args.dry_run:
+        raise UsageError(f"--job-id only names a --dry-run preview here: to finish an interrupted SLURM submit run "
+                         f"tao_slurm.py resume {args.job_id}")
     spec = _spec_from_args(args)
     adapter = platform.get("slurm")
     if args.dry_run:

@@ -10,7 +10,7 @@ import json
 import sys
 from typing import Any, Callable
 
-from .errors import TaoError, UsageError
+from .errors import EXIT_INTERRUPTED, TaoError, UsageError
 
 
 def _one_line_usage_error(parser: argparse.ArgumentParser, message: str) -> None:
@@ -30,7 +30,7 @@ def run_main(main: Callable[[list[str]], int | None], argv: list[str] | None = N
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except BrokenPipeError:
         sys.exit(0)
     except OSError as exc:  # disk full, read-only or immutable file, permissions: one line, no traceback
@@ -57,6 +57,12 @@ def os_error_line(exc: OSError) -> str:
     return f"cannot write or read{where}: {exc.strerror or exc}: {advice}"
 
 
+def one_line(value: object) -> str:
+    """Text for one output line: newlines and other control characters shown escaped, so a stored
+    message can neither split a line nor forge another one."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(value))
+
+
 def print_json(data: Any) -> None:
     """Print ``data`` as stable, indented JSON (what ``--json`` emits)."""
     print(json.dumps(data, indent=2, sort_keys=True, default=str))
@@ -67,7 +73,7 @@ def parse_kv(items: list[str] | None, flag: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"{flag} {item!r} must look like KEY=VALUE")
+        if not sep or not key:  # the item is not shown: it may be a value
+            raise UsageError(f"each {flag} must look like KEY=VALUE (one does not; it is not shown)")
         out[key] = value
     return out

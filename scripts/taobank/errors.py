@@ -1,5 +1,8 @@
-"""The one exception type for failures a user must act on."""
+"""The one exception type for failures a user must act on, and the exit codes of every helper."""
 from __future__ import annotations
+
+#: Exit codes of every verb of every helper (README "Exit codes").
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 class TaoError(Exception):

@@ -61,8 +61,9 @@ def row(rec: Mapping[str, Any], now: datetime | None = None) -> list[str]:
 def _cell(value: object) -> str:
     """One table cell on one line: whitespace runs (newlines included) become one space, other control
     characters are shown escaped, so no field can split or forge a row."""
-    text = " ".join(str(value).split())
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text) or "-"
+    from .cli import one_line
+
+    return one_line(" ".join(str(value).split())) or "-"
 
 
 def render(recs: Iterable[Mapping[str, Any]], *, headers: bool = True) -> str:

@@ -16,16 +16,16 @@ only when used (a SLURM verb never imports the Kubernetes code).
 from __future__ import annotations
 
 import importlib
+import math
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from . import records, states
-from .errors import TaoError, UsageError
+from .cli import one_line
+from .errors import EXIT_FAILED, EXIT_OK, TaoError, UsageError
 
-#: Exit codes of every verb of every helper (README "Exit codes").
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 #: platform name -> module whose ``PLATFORM`` object implements the contract.
 ADAPTERS: dict[str, str] = {
@@ -92,7 +92,8 @@ class JobView:
         att = f" attempt={self.attempt}" if self.attempt > 1 else ""
         ref = f" ref={self.backend_ref}" if self.backend_ref else ""
         where = f" results={self.extra.get('results') or self.results_dir}" if self.state == "COMPLETE" else ""
-        return f"{self.id} {self.state}{extra}{att}{ref}{obs}{where}: {self.message or ''}".rstrip(": ").rstrip()
+        text = f"{self.id} {self.state}{extra}{att}{ref}{obs}{where}: {self.message or ''}".rstrip(": ").rstrip()
+        return one_line(text)
 
 
 @dataclass
@@ -161,8 +162,12 @@ def load_for(job_id: str, platform: str | None, verb: str) -> dict:
     if platform is not None and rec.get("platform") != platform:
         other = rec.get("platform") or "unknown"
         helper = {"kubernetes": "tao_k8s.py", "slurm": "tao_slurm.py"}.get(other, "tao_jobs.py")
-        raise TaoError(f"job {job_id} is a {other} job, not {platform}: run {helper} {verb} {job_id} "
-                       f"(or tao_jobs.py {verb} {job_id}); nothing was done")
+        if verb in ("status", "logs", "cancel"):
+            hint = f"run {helper} {verb} {job_id} (or tao_jobs.py {verb} {job_id})"
+        else:  # submit --job-id / resume exist on one platform each: say what finishes it there
+            hint = {"kubernetes": f"finish it with tao_k8s.py submit --job-id {job_id}",
+                    "slurm": f"finish it with tao_slurm.py resume {job_id}"}.get(other, "see tao_jobs.py list")
+        raise TaoError(f"job {job_id} is a {other} job, not {platform}: {hint}; nothing was done")
     return rec
 
 
@@ -193,7 +198,13 @@ def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = 
         for rec in group:
             views[rec["id"]] = adapter.view(rec)
         if active:
-            for view in adapter.observe(active, retry=retry):
+            try:
+                seen = adapter.observe(active, retry=retry)
+            except TaoError as exc:
+                if len(by_platform(recs)) == 1:
+                    raise
+                seen = [JobView.from_record(r, reason="QueryFailed", message=str(exc)) for r in active]
+            for view in seen:
                 views[view.id] = view
     order = [r["id"] for r in recs]
     return [views[i] for i in order] + [v for i, v in views.items() if i not in set(order)]
@@ -233,10 +244,10 @@ def watch(platform: str | None, ids: list[str] | None, *, on_line: Callable[[str
     (the NCCL probe); the views are returned as they are then.
     """
     end = None if deadline is None else time.monotonic() + deadline
-    if not (first > 0 and cap > 0):
+    if not (math.isfinite(first) and math.isfinite(cap) and first > 0 and cap > 0):
         raise UsageError("--interval must be a positive number of seconds")
     cap = max(cap, first)  # never poll faster than asked
-    watched = _with_retries([r["id"] for r in select(platform, ids, "status")])
+    watched = _with_retries([r["id"] for r in select(platform, ids, "status")], platform)
     delay, last, unknown_polls = first, None, 0
     while True:
         views = [v for v in status(platform, watched, retry=retry)]
@@ -264,15 +275,19 @@ def watch(platform: str | None, ids: list[str] | None, *, on_line: Callable[[str
         sleep(delay if end is None else max(0.0, min(delay, end - time.monotonic())))
 
 
+#: What a backend says of a job that is still there, only waiting (an UNKNOWN record stays UNKNOWN then).
+_WAITING = {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "RESIZING", "SUSPENDED"}
+
+
 def _unseen(view: JobView) -> bool:
     """The backend cannot tell us anything about this job: it vanished, or was never launched."""
-    return view.state == "UNKNOWN" or not view.backend_ref
+    return not view.backend_ref or (view.state == "UNKNOWN" and view.observed not in _WAITING)
 
 
-def _with_retries(ids: list[str]) -> list[str]:
+def _with_retries(ids: list[str], platform: str | None) -> list[str]:
     """``ids`` plus every retry descending from them (a poll before the watch may have resubmitted one)."""
     children: dict[str, list[str]] = {}
-    for rec in records.list_records():
+    for rec in records.list_records(platform=platform):
         if rec.get("retry_of"):
             children.setdefault(rec["retry_of"], []).append(rec["id"])
     out = list(ids)
@@ -291,14 +306,19 @@ def watch_exit_code(views: list[JobView]) -> int:
     return EXIT_OK
 
 
-def logs(platform: str | None, job_id: str, *, tail: int | None = None) -> Logs:
-    rec = load_for(job_id, platform, "logs")
+def _check_tail(tail: int | None) -> None:
     if tail is not None and tail < 1:
         raise UsageError("--tail must be a positive number of lines")
+
+
+def logs(platform: str | None, job_id: str, *, tail: int | None = None) -> Logs:
+    _check_tail(tail)
+    rec = load_for(job_id, platform, "logs")
     return get(rec["platform"]).read_logs(rec, tail=tail)
 
 
 def follow(platform: str | None, job_id: str, *, tail: int | None, emit: Callable[[str, str], None]) -> int:
+    _check_tail(tail)
     rec = load_for(job_id, platform, "logs")
     return get(rec["platform"]).follow_logs(rec, tail=tail, emit=emit)
 

@@ -355,6 +355,8 @@ def open_record(
     attempt = 1
     if retry_of is not None:
         parent = load(retry_of)
+        if parent["platform"] != states.canonical_platform(platform):
+            raise TaoError(f"job {retry_of} is a {parent['platform']} job: a retry runs on the same platform")
         if parent["state"] not in states.TERMINAL:
             raise TaoError(f"job {retry_of} is {parent['state']}: mark it ERROR or CANCELED before opening a retry")
         attempt = parent["attempt"] + 1

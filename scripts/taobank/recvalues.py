@@ -14,6 +14,7 @@ from typing import Any, Mapping
 from . import names
 from .errors import TaoError
 
+_NUMBER = re.compile(r"[0-9]{1,20}\Z")
 _UID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,63}\Z")
 _CONTEXT = re.compile(r"[A-Za-z0-9@._:/+-]{1,253}\Z")
 
@@ -23,7 +24,7 @@ def _ok(kind: str, value: Any) -> bool:
     if text is None:
         return False
     if kind == "number":
-        return text.isdigit() and len(text) <= 20
+        return bool(_NUMBER.match(text))
     if kind == "abspath":
         return (text.startswith("/") and posixpath.normpath(text) == text.rstrip("/") or text == "/") \
             and not any(ord(c) < 32 or ord(c) == 127 for c in text)
@@ -48,4 +49,6 @@ def checked(rec: Mapping[str, Any], kinds: Mapping[str, str]) -> dict:
                     "uid": "a Kubernetes UID", "context": "a kubeconfig context name"}[kind]
             raise TaoError(f"job record {rec.get('id')} holds a backend.{key} that is not {what} (the value is not "
                            "used): the record was edited or damaged; fix it or cancel the job by hand")
+        if kind == "number" and not isinstance(value, bool):
+            b[key] = str(value)  # one type for what goes on a command line
     return b

@@ -18,9 +18,9 @@ from typing import Callable
 
 from . import platform as core
 from .cli import print_json
-from .errors import UsageError
+from .errors import EXIT_FAILED, EXIT_OK, UsageError
 
-#: old flag -> (new flag, helper it came from); accepted for one release
+#: old flag -> the flag that replaces it; the old one is accepted for one release
 DEPRECATED = {"--lines": "--tail", "--secret": "--secret-env"}
 
 
@@ -88,8 +88,8 @@ def _progress(as_json: bool) -> Callable[[str], None]:
 
 
 def cmd_status(args: argparse.Namespace, platform: str | None) -> int:
-    if args.interval is None or not args.interval > 0:
-        raise UsageError("--interval must be a positive number of seconds")
+    if not 0.5 <= args.interval <= 3600:  # nan fails too
+        raise UsageError("--interval must be between 0.5 and 3600 seconds")
     retry = not args.no_retry
     if args.watch:
         emit = _progress(args.json)
@@ -111,7 +111,7 @@ def cmd_status(args: argparse.Namespace, platform: str | None) -> int:
     else:
         for v in views:
             print(v.line())
-    return core.EXIT_OK
+    return EXIT_OK
 
 
 # ------------------------------------------------------------------ logs
@@ -131,8 +131,6 @@ def cmd_logs(args: argparse.Namespace, platform: str | None) -> int:
     if args.lines is not None:
         deprecated("--lines")
         tail = tail if tail is not None else args.lines
-    if tail is not None and tail < 1:
-        raise UsageError("--tail must be a positive number of lines")
     if args.follow:
         if args.json:
             raise UsageError("--follow streams text: drop --json")
@@ -146,7 +144,7 @@ def cmd_logs(args: argparse.Namespace, platform: str | None) -> int:
     out = core.logs(platform, args.id, tail=tail)
     if args.json:
         print_json(out.to_dict())
-        return core.EXIT_OK
+        return EXIT_OK
     if out.source == "saved":
         print("# the job's pods are gone; these are the logs saved when it ended", file=sys.stderr)
     many = len(out.sections) > 1
@@ -154,7 +152,7 @@ def cmd_logs(args: argparse.Namespace, platform: str | None) -> int:
         if many:
             print(f"==> {name} <==")
         sys.stdout.write(text if not text or text.endswith("\n") else text + "\n")
-    return core.EXIT_OK
+    return EXIT_OK
 
 
 # ------------------------------------------------------------------ cancel
@@ -181,7 +179,7 @@ def cmd_cancel(args: argparse.Namespace, platform: str | None) -> int:
             print("no active jobs to cancel")
     for line in errors:
         print(f"error: {line}", file=sys.stderr)
-    return core.EXIT_FAILED if errors else core.EXIT_OK
+    return EXIT_FAILED if errors else EXIT_OK
 
 
 # ------------------------------------------------------------------ submit

@@ -41,7 +41,7 @@ class Kubernetes(Platform):
 
         explicit = options.get("namespace") or options.get("context")
         kube = Kubectl(options.get("namespace"), options.get("context")) if explicit or not options.get("job_id") \
-            else None  # resuming a record: its own namespace/context, not this shell's
+            else None  # resuming a record: its own namespace/context (verbs.submit checks an explicit one)
         out = verbs.submit(spec, kube=kube,
                            job_id=options.get("job_id"), secret_env=options.get("secret_env") or [],
                            secrets_file=options.get("secrets_file"),

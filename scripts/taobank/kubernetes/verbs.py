@@ -179,15 +179,15 @@ def submit(
     ``job_id`` resumes a record opened earlier (``tao_job_record.py open``):
     if a Job with its label exists already, it is adopted, not created again.
     """
-    if job_id and kube is None:
+    if job_id:  # resuming: the cluster and namespace the record names, never this shell's defaults
         rec0 = platform.load_for(job_id, PLATFORM, "submit --job-id")
-        b0 = rec0.get("backend") or {}
-        kube = Kubectl.for_record(rec0) if b0.get("namespace") else Kubectl()
-    elif job_id and kube is not None:
-        b0 = (platform.load_for(job_id, PLATFORM, "submit --job-id").get("backend") or {})
-        if b0.get("namespace") and b0["namespace"] != kube.namespace:
-            raise TaoError(f"record {job_id} was submitted to namespace {b0['namespace']}, not {kube.namespace}: "
-                           "resume it without --namespace (or with the record's), so its Job is found, not created twice")
+        if (rec0.get("backend") or {}).get("namespace"):
+            mine = Kubectl.for_record(rec0)
+            if kube is not None and (kube.namespace, kube.context or None) != (mine.namespace, mine.context or None):
+                raise TaoError(f"record {job_id} was submitted to namespace {mine.namespace} (context "
+                               f"{mine.context or 'the current one'}): resume it without --namespace/--context, so "
+                               "its Job is found there, never created twice")
+            kube = mine
     kube = kube or Kubectl()
     creds = collect_credentials(secret_env, secrets_file)
     ngc_key = None
@@ -478,17 +478,6 @@ def follow_logs(rec: dict, *, tail: int | None = None) -> int:
     nodes = int((rec.get("backend") or {}).get("nodes") or len(pods))
     return kube.stream("logs", "-l", f"{JOB_LABEL}={rec['id']}", "--follow", "--prefix", "--all-containers=true",
                        f"--tail={tail}", f"--max-log-requests={max(2 * nodes + 2, 5)}")
-
-
-def logs(job_id: str, *, tail: int | None = None, follow: bool = False) -> tuple[str, int | None]:
-    """(text, None) or, with ``follow``, ("", exit code) after streaming to stdout."""
-    rec = platform.load_for(job_id, PLATFORM, "logs")
-    if follow:
-        return "", follow_logs(rec, tail=tail)
-    text, source = read_logs(rec, tail=tail)
-    if source == "saved":
-        text = f"# pods are gone; logs saved when the job ended ({records.artifact_dir(job_id) / 'logs.txt'}):\n" + text
-    return text, None
 
 
 # -- cancel --------------------------------------------------------------------

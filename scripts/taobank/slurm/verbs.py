@@ -394,8 +394,8 @@ def refresh(recs: list[dict], *, conn: Connection | None = None, retry: bool = T
             env: Mapping[str, str] | None = None) -> list[dict]:
     """Observe ``recs`` (SLURM records) with one sweep and mark them; retries are appended."""
     active = [r for r in recs if r["state"] not in states.TERMINAL]
-    if not active:
-        return recs
+    if not any((r.get("backend") or {}).get("slurm_job_id") for r in active):
+        return recs  # nothing SLURM could tell: no connection needed
     conn = conn or Connection(env)
     verdicts = sweep(conn, active)
     out: dict[str, dict] = {r["id"]: r for r in recs}
@@ -426,8 +426,9 @@ def refresh(recs: list[dict], *, conn: Connection | None = None, retry: bool = T
             if nxt["state"] != "ERROR":  # the resubmit failed: the chain ends here
                 continue
             chain_continues = False
-        if new_state in states.TERMINAL and r["backend"].get("staged_secrets") and not chain_continues:
-            cleanup.append(posixpath.join(_job_dir(backend_of(r)), storage.CREDS_FILE))
+        folder = _job_dir(backend_of(r))
+        if new_state in states.TERMINAL and r["backend"].get("staged_secrets") and not chain_continues and folder:
+            cleanup.append(posixpath.join(folder, storage.CREDS_FILE))
     if cleanup:
         conn.script(remote.REMOVE, cleanup, what="remove credentials")
     return list(out.values())
