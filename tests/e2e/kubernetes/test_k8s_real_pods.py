@@ -108,7 +108,7 @@ def test_logs_are_saved_and_still_shown_after_the_ttl_deleted_the_job(k8s):
         assert time.time() < end, "TTL controller did not delete the Job"
         time.sleep(1)
     logs = k8s.tao("logs", out["id"])
-    assert "kept line 42" in logs.stdout and "logs saved when the job ended" in logs.stdout
+    assert "kept line 42" in logs.stdout and "logs saved when it ended" in logs.stderr
 
 
 def test_cancel_kills_the_running_container(k8s):
@@ -121,7 +121,7 @@ def test_cancel_kills_the_running_container(k8s):
     (pod,) = pods_of(k8s, out["id"])
     container = pod["status"]["containerStatuses"][0]["containerID"].split("://", 1)[1]
     assert container in lk.running_containers()
-    res = json.loads(k8s.tao("cancel", out["id"], "--json").stdout)
+    (res,) = json.loads(k8s.tao("cancel", out["id"], "--json").stdout)
     assert res["state"] == "CANCELED" and res["deleted"] is True
     end = time.time() + 60
     while pods_of(k8s, out["id"]) or container in lk.running_containers():
