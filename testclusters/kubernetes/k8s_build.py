@@ -24,6 +24,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 from taobank import BANK_ROOT
 from taobank.errors import TaoError
@@ -325,24 +326,29 @@ def _locked(lock_path: Path, log: Path, what: str):
     return lock
 
 
+def _ensure(d: Path, hit: Callable[[], Path | None], build: Callable[[], None], what: str, note: str) -> Path:
+    """The cache folder ``d``, built once under its lock (a second process waits, then finds it built)."""
+    found = hit()
+    if found:
+        return found
+    d.mkdir(parents=True, exist_ok=True)
+    with _locked(d.parent / f"{d.name}.lock", d / "build.log", f"the build of {what}"):
+        found = hit()
+        if found:
+            return found
+        # stderr: stdout carries the env lines.
+        print(f"local kubernetes: building {note} with Go into {d} (first run only; log: {d / 'build.log'})",
+              file=sys.stderr, flush=True)
+        build()
+    return d
+
+
 def ensure_binaries(p: dict[str, str] | None = None) -> Path:
     """Return the cache folder holding ``bin/<binary>`` for the pins, building once if needed."""
     p = p or pins()
-    hit = cached(p)
-    if hit:
-        return hit
     d = build_dir(p)
-    d.mkdir(parents=True, exist_ok=True)
-    with _locked(d.parent / f"{d.name}.lock", d / "build.log", "the build of the control plane"):
-        hit = cached(p)
-        if hit:
-            return hit
-        # stderr: stdout carries the env lines.
-        print(f"local kubernetes: building Kubernetes {p['version']}, etcd {p['etcd']} and kwok {p['kwok']} "
-              f"with Go into {d} (first run only; 11-15 min on 2 cores; log: {d / 'build.log'})",
-              file=sys.stderr, flush=True)
-        _build(d, p)
-    return d
+    return _ensure(d, lambda: cached(p), lambda: _build(d, p), "the control plane",
+                   f"Kubernetes {p['version']}, etcd {p['etcd']} and kwok {p['kwok']} (11-15 min on 2 cores)")
 
 
 def node_cached(p: dict[str, str] | None = None) -> Path | None:
@@ -355,20 +361,10 @@ def node_cached(p: dict[str, str] | None = None) -> Path | None:
 def ensure_node_binaries(p: dict[str, str] | None = None) -> Path:
     """The cache folder holding ``bin/kubelet`` and ``bin/coredns`` for the pins, built once."""
     p = p or pins()
-    hit = node_cached(p)
-    if hit:
-        return hit
     d = node_build_dir(p)
-    d.mkdir(parents=True, exist_ok=True)
-    with _locked(d.parent / f"{d.name}.lock", d / "build.log", "the build of kubelet and CoreDNS"):
-        hit = node_cached(p)
-        if hit:
-            return hit
-        print(f"local kubernetes: building kubelet {p['version']} and CoreDNS {p['coredns']} with Go into {d} "
-              f"(first run only; about 4 min on 2 cores after the control plane; log: {d / 'build.log'})",
-              file=sys.stderr, flush=True)
-        _build_nodes(d, p)
-    return d
+    return _ensure(d, lambda: node_cached(p), lambda: _build_nodes(d, p), "kubelet and CoreDNS",
+                   f"kubelet {p['version']} and CoreDNS {p['coredns']} (about 4 min on 2 cores after the "
+                   "control plane)")
 
 
 def _build_nodes(d: Path, p: dict[str, str]) -> None:

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from client_harness import copy_bank, skill_names
+from client_harness import skill_names
 
 SKILLS = skill_names()
 #: skillsaw rule families that judge packaging (the content rules, such as token budgets, are not ours here).
@@ -27,11 +27,6 @@ def skillsaw(root: Path, *args: str) -> dict:
 
 def packaging_violations(report: dict) -> list[str]:
     return [f"{v['rule_id']}: {v.get('file_path')}: {v['message']}" for v in report["violations"] if v["rule_id"].startswith(PACKAGING)]
-
-
-@pytest.fixture()
-def bank(tmp_path) -> Path:
-    return copy_bank(tmp_path / "clone")
 
 
 def test_detected_as_every_package_kind_with_every_skill_and_no_error(bank):

@@ -15,8 +15,6 @@ from client_harness import (
     claude_installed,
     claude_inventory,
     claude_session,
-    client_env,
-    copy_bank,
     ok,
     run,
     skill_names,
@@ -26,16 +24,6 @@ from taobank.plugin_manifests import SESSION_HOOK
 from taobank.skill_lint import BANK_CHECK_LINE, BANK_LINE
 
 SKILLS = skill_names()
-
-
-@pytest.fixture()
-def bank(tmp_path) -> Path:
-    return copy_bank(tmp_path / "clone")
-
-
-@pytest.fixture()
-def env(tmp_path) -> dict[str, str]:
-    return client_env(tmp_path / "home")
 
 
 def install(env: dict[str, str], bank: Path, cwd: Path) -> None:

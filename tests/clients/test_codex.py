@@ -8,17 +8,14 @@ import json
 import shlex
 from pathlib import Path
 
-import pytest
 from client_harness import (
     NAME,
     PLUGIN_ID,
     VERSION,
     AppServer,
-    client_env,
     codex,
     codex_model_visible_skills,
     codex_plugin_skills,
-    copy_bank,
     ok,
     run,
     skill_names,
@@ -28,16 +25,6 @@ from taobank.plugin_manifests import CODEX_MARKET, CODEX_SHORT_DESCRIPTION
 from taobank.skill_lint import BANK_CHECK_LINE, BANK_LINE
 
 SKILLS = skill_names()
-
-
-@pytest.fixture()
-def bank(tmp_path) -> Path:
-    return copy_bank(tmp_path / "clone")
-
-
-@pytest.fixture()
-def env(tmp_path) -> dict[str, str]:
-    return client_env(tmp_path / "home")
 
 
 def install(env: dict[str, str], bank: Path, cwd: Path) -> dict:
