@@ -33,8 +33,8 @@ class Slurm(Platform):
         return Logs(rec["id"], {f"{d}/main.out": out["main.out"], f"{d}/main.err": out["main.err"]})
 
     def follow_logs(self, rec: dict, *, tail: int | None, emit: Callable[[str, str], None]) -> int:
-        verbs.follow(rec["id"], on_chunk=emit)
-        return 0
+        verbs.follow(rec["id"], on_chunk=emit, tail=tail)
+        return 0  # like kubectl logs -f: the logs were read (status says how the job ended)
 
     def cancel_one(self, rec: dict, context: dict) -> JobView:
         if "conn" not in context:

@@ -83,15 +83,23 @@ true
 '''
 
 #: Follow: $1 boundary, $2 out file, $3 out offset, $4 err file, $5 err offset.
-#: Prints sizes, then the new bytes of each file, split by the boundary.
+#: Prints sizes, then the new bytes of each file, split by the boundary. An
+#: offset written ``tN`` means "the last N lines of what is there now" (the
+#: first read of ``logs -f --tail N``), cut from the same snapshot as the size.
 FOLLOW = r'''
 b=$1
 s2=$(wc -c < "$2" 2>/dev/null || echo 0); s4=$(wc -c < "$4" 2>/dev/null || echo 0)
 echo "$s2 $s4"
+part() {
+  case "$2" in
+    t*) head -c "$3" -- "$1" 2>/dev/null | tail -n "${2#t}" ;;
+    *) [ "$3" -gt "$2" ] && tail -c +$(($2 + 1)) -- "$1" | head -c $(($3 - $2)) ;;
+  esac
+}
 echo "$b"
-[ "$s2" -gt "$3" ] && tail -c +$(($3 + 1)) -- "$2" | head -c $((s2 - $3))
+part "$2" "$3" "$s2"
 echo "$b"
-[ "$s4" -gt "$5" ] && tail -c +$(($5 + 1)) -- "$4" | head -c $((s4 - $5))
+part "$4" "$5" "$s4"
 true
 '''
 

@@ -486,18 +486,21 @@ def logs(job_id: str, *, lines: int = 200, conn: Connection | None = None) -> di
 
 
 def follow(job_id: str, *, on_chunk: Callable[[str, str], None], conn: Connection | None = None,
-           interval: float = 3.0, sleep: Callable[[float], None] = time.sleep) -> dict:
-    """Stream new bytes of main.out/main.err until the job is terminal."""
+           interval: float = 3.0, sleep: Callable[[float], None] = time.sleep, tail: int | None = None) -> dict:
+    """Stream main.out/main.err until the job is terminal: from the start, or from the last ``tail`` lines."""
     rec = platform.load_for(job_id, PLATFORM, "logs")
     b = _require_submitted(rec)
     conn = conn or Connection()
     out_f, err_f = posixpath.join(b["log_dir"], "main.out"), posixpath.join(b["log_dir"], "main.err")
     offs = [0, 0]
+    first = [f"t{int(tail)}"] * 2 if tail else None
     polls = 0
     while True:
         done = rec["state"] in states.TERMINAL
         boundary = "@@tao-" + _secrets.token_hex(8)
-        res = conn.script(remote.FOLLOW, [boundary, out_f, str(offs[0]), err_f, str(offs[1])], what="follow logs",
+        at = first or [str(o) for o in offs]
+        first = None
+        res = conn.script(remote.FOLLOW, [boundary, out_f, at[0], err_f, at[1]], what="follow logs",
                           retry_on_drop=True)
         head, _, rest = res.stdout.partition("\n")
         sizes = [int(x) for x in head.split()] if head.strip() else offs

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -130,7 +131,6 @@ def test_cancel_running_job_then_cancel_again(slurm_env):
         state = conn.remote(["sacct", "-n", "-X", "-P", "-o", "State", "-j", jid]).stdout.strip()
         if state.startswith("CANCELLED"):
             break
-        import time
         time.sleep(1)
     assert state.startswith("CANCELLED")
     assert verbs.cancel(rec["id"])["state"] == "CANCELED"  # idempotent
@@ -143,7 +143,6 @@ def test_cancel_of_a_job_that_already_ended_counts_as_cancelled(slurm_env):
     for _ in range(60):
         if not conn.remote(["squeue", "-h", "-j", jid], check=False).stdout.strip():
             break
-        import time
         time.sleep(0.5)
     done = verbs.cancel(rec["id"])  # the record is still PENDING: nobody polled
     assert done["state"] == "CANCELED"
@@ -594,3 +593,16 @@ def test_argv_that_looks_like_srun_options_reaches_the_program(slurm_env):
     assert done["state"] == "ERROR", done  # srun exec'd a program named --version: it does not exist
     err = verbs.logs(rec["id"])["main.err"]
     assert "--version" in err and "slurm 22" not in verbs.logs(rec["id"])["main.out"].lower()
+
+
+def test_follow_with_tail_starts_at_the_last_lines(slurm_env):
+    """logs -f --tail N (the one grammar): the last N lines of what is there, then what comes."""
+    rec = verbs.submit(base_spec(command=["bash", "-c", "for i in 1 2 3 4 5 6; do echo line$i; done; sleep 3; "
+                                         "echo late"]))
+    wait_state(rec["id"], states=("RUNNING", "COMPLETE"))
+    time.sleep(1.5)  # the six lines are written
+    chunks: dict[str, str] = {"main.out": "", "main.err": ""}
+    final = verbs.follow(rec["id"], on_chunk=lambda s, t: chunks.__setitem__(s, chunks[s] + t), interval=0.5, tail=2)
+    assert final["state"] == "COMPLETE"
+    assert chunks["main.out"].startswith("line5\nline6\n") and "line4" not in chunks["main.out"], chunks
+    assert chunks["main.out"].rstrip().endswith("late")
