@@ -192,7 +192,8 @@ def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = 
     """Refresh the chosen records (terminal ones are shown as stored) with one query per platform."""
     recs = select(platform, ids, "status")
     views: dict[str, JobView] = {}
-    for name, group in by_platform(recs).items():
+    groups = by_platform(recs)
+    for name, group in groups.items():
         adapter = get(name)
         active = [r for r in group if r["state"] not in states.TERMINAL]
         for rec in group:
@@ -201,7 +202,7 @@ def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = 
             try:
                 seen = adapter.observe(active, retry=retry)
             except TaoError as exc:
-                if len(by_platform(recs)) == 1:
+                if len(groups) == 1:
                     raise
                 seen = [JobView.from_record(r, reason="QueryFailed", message=str(exc)) for r in active]
             for view in seen:
@@ -250,7 +251,7 @@ def watch(platform: str | None, ids: list[str] | None, *, on_line: Callable[[str
     watched = _with_retries([r["id"] for r in select(platform, ids, "status")], platform)
     delay, last, unknown_polls = first, None, 0
     while True:
-        views = [v for v in status(platform, watched, retry=retry)]
+        views = status(platform, watched, retry=retry)
         for v in views:  # follow retry chains
             if v.retry_of in watched and v.id not in watched:
                 watched.append(v.id)

@@ -292,15 +292,13 @@ def _clean_backend(backend: Mapping[str, Any] | None) -> dict:
     out: dict = {}
     if not backend:
         return out
-    from .redact import redact_text
+    from .redact import is_credential_name, redact_text
 
     for k, v in backend.items():
         if not isinstance(k, str) or not _META_KEY.match(k):
             raise TaoError(f"backend metadata key {k!r} is invalid: use letters, digits, _ . - (max 64)")
         if v is not None and not isinstance(v, (str, int, bool)):
             raise TaoError(f"backend metadata {k} must be a string, integer or boolean")
-        from .redact import is_credential_name
-
         if is_credential_name(k) and isinstance(v, str) and v:  # flags such as staged_secrets=true are fine
             raise TaoError(f"backend metadata {k} is named like a credential: never store secrets in a record")
         # the value alone: token shapes, user:pass@, signed URLs (keys are ours, e.g. cred_secret=tao-creds-x)

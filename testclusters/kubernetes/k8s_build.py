@@ -282,13 +282,19 @@ def check_go() -> None:
                        f"install Go >= {want}")
 
 
-def _build(d: Path, p: dict[str, str]) -> None:
+def _fresh(d: Path, p: dict[str, str]) -> tuple[Path, Path, Path]:
+    """(src, bin.partial, build.log) of a build folder, emptied for a new build and the log begun."""
     check_go()
     src, tmp, log = d / "src", d / "bin.partial", d / "build.log"
     shutil.rmtree(src, ignore_errors=True)
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     log.write_text(f"building {p} at {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n", encoding="utf-8")
+    return src, tmp, log
+
+
+def _build(d: Path, p: dict[str, str]) -> None:
+    src, tmp, log = _fresh(d, p)
     if _committed_matches(p):
         shutil.copytree(MODULES_DIR, src)
         mod_flag = "-mod=readonly"
@@ -368,12 +374,7 @@ def ensure_node_binaries(p: dict[str, str] | None = None) -> Path:
 
 
 def _build_nodes(d: Path, p: dict[str, str]) -> None:
-    check_go()
-    src, tmp, log = d / "src", d / "bin.partial", d / "build.log"
-    shutil.rmtree(src, ignore_errors=True)
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    log.write_text(f"building {p} at {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n", encoding="utf-8")
+    src, tmp, log = _fresh(d, p)
     if not (_committed_matches(p) and _coredns_matches(p)):
         raise TaoError("testclusters/kubernetes/build does not match versions.yaml test_clusters.kubernetes: "
                        "run python3 testclusters/kubernetes/gen_gomod.py and commit the result")

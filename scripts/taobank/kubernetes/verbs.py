@@ -179,10 +179,11 @@ def submit(
     ``job_id`` resumes a record opened earlier (``tao_job_record.py open``):
     if a Job with its label exists already, it is adopted, not created again.
     """
+    rec = None
     if job_id:  # resuming: the cluster and namespace the record names, never this shell's defaults
-        rec0 = platform.load_for(job_id, PLATFORM, "submit --job-id")
-        if (rec0.get("backend") or {}).get("namespace"):
-            mine = Kubectl.for_record(rec0)
+        rec = platform.load_for(job_id, PLATFORM, "submit --job-id")
+        if (rec.get("backend") or {}).get("namespace"):
+            mine = Kubectl.for_record(rec)
             if kube is not None and (kube.namespace, kube.context or None) != (mine.namespace, mine.context or None):
                 raise TaoError(f"record {job_id} was submitted to namespace {mine.namespace} (context "
                                f"{mine.context or 'the current one'}): resume it without --namespace/--context, so "
@@ -200,9 +201,7 @@ def submit(
     preview = render.render_manifests(spec, job_id="spec-check", namespace=kube.namespace,
                                       cred_secret="x" if creds else None, config=config)
     _lint(preview, "the job spec")
-    rec = None
-    if job_id:
-        rec = platform.load_for(job_id, PLATFORM, "submit --job-id")
+    if rec is not None:
         if rec["state"] in states.TERMINAL:
             raise TaoError(f"record {job_id} is {rec['state']} already: open a new record to run again")
         existing = _find_jobs(kube, job_id)
@@ -409,9 +408,7 @@ def _unqueried(rec: dict, reason: str, message: str) -> dict:
 
 def _update(kube: Kubectl, rec: dict, entry: dict | None, source: str) -> dict:
     if not rec.get("backend_ref"):
-        return {"id": rec["id"], "state": rec["state"], "observed": None, "err_class": rec.get("err_class"),
-                "reason": "NotLaunched", "message": "not launched (no backend_ref): run submit --job-id " + rec["id"],
-                "backend_ref": None, "pods": [], "exit_code": None, "saved_logs": None}
+        return _unqueried(rec, "NotLaunched", "not launched (no backend_ref): run submit --job-id " + rec["id"])
     obs, pods = _observe_record(kube, rec, entry)
     was = rec["state"]
     new = smap.next_state(was, obs.state)

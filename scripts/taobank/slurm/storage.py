@@ -19,6 +19,7 @@ from typing import Any, Iterable, Mapping
 
 from ..envfile import check_job_env, check_name
 from ..errors import TaoError
+from ..paths import is_under
 from ..redact import shown
 
 #: Files inside a job directory (relative paths).
@@ -107,7 +108,7 @@ def dataset_paths(spec: Mapping[str, Any]) -> tuple[list[str], dict[str, str], s
         for rel in ds.get("required") or []:
             rel = str(rel)
             joined = posixpath.normpath(posixpath.join(root, rel))
-            if rel.startswith("/") or not (joined + "/").startswith(root.rstrip("/") + "/"):
+            if rel.startswith("/") or not is_under(joined, root):
                 raise TaoError(f"dataset required entry {rel!r} leaves the dataset root {root}: give paths inside it")
             required.append(joined)
     for key, uri in (ds.get("spec_keys") or {}).items():
