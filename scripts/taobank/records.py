@@ -330,6 +330,10 @@ def _required(name: str, value: Any) -> str:
 
 
 # ---------------------------------------------------------------- API
+#: In ``results_dir`` given to :func:`open_record`, replaced by the minted id.
+ID_PLACEHOLDER = "{id}"
+
+
 def open_record(
     platform: str,
     image: str,
@@ -343,6 +347,9 @@ def open_record(
     description: str | None = None,
 ) -> dict:
     """Mint an id and store a PENDING record; returns it (``rec["id"]``).
+
+    ``results_dir`` may hold :data:`ID_PLACEHOLDER` (``/results/{id}``): it
+    becomes the minted id, so the record names the job's own folder.
 
     ``retry_of`` links a retry to a finished parent (attempt = parent's + 1);
     retrying a job that is still active is refused (it would run twice).
@@ -386,8 +393,10 @@ def open_record(
     for field in ("image", "network_arch", "action"):  # stored as given (and arch/action shape the id)
         if _clean_text(rec[field]) != rec[field]:
             raise TaoError(f"{field} looks like it carries a credential: give the bare value, never a secret")
+    template = rec["results_dir"]
     for _ in range(_MAX_MINT_TRIES):
         rec["id"] = names.mint_job_id(rec["network_arch"], rec["action"])
+        rec["results_dir"] = template.replace(ID_PLACEHOLDER, rec["id"])  # one folder per job, named by its id
         if _create(rec["id"], rec):
             return rec
     raise TaoError(f"could not mint a free job id after {_MAX_MINT_TRIES} tries in {state_dir()}: check the folder")

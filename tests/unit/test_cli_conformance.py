@@ -23,7 +23,7 @@ SECRET = "NGC_KEY"
 class K8s:
     helper = "tao_k8s.py"
     platform = "kubernetes"
-    submit_argv = ["submit", "--image", "nvcr.io/nvidia/tao/tao-toolkit:x", "--command", "echo hi"]
+    submit_argv = ["submit", "--image", "nvcr.io/nvidia/tao/tao-toolkit:x", "--command", "echo hi", "--pvc-mount", "ws:/results"]
 
     def __init__(self, fake) -> None:
         self.fake = fake

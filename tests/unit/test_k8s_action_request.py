@@ -18,7 +18,8 @@ def write(tmp_path, req: dict):
 
 def base(**kw) -> dict:
     req = {"backend": "kubernetes", "image": "img", "mode": "args", "argv": ["tao", "run"],
-           "mounts": [{"source": {"pvc": "data"}, "path": "/data", "aliases": ["/abs/embedded/data"], "read_only": True}]}
+           "mounts": [{"source": {"pvc": "data"}, "path": "/data", "aliases": ["/abs/embedded/data"], "read_only": True},
+                      {"source": {"pvc": "ws"}, "path": "/results"}]}
     req.update(kw)
     return req
 

@@ -10,7 +10,7 @@ import yaml
 
 BANK = Path(__file__).resolve().parents[2]
 RENDER = BANK / "scripts" / "render_k8s_job.py"
-ARGS = ["--image", "busybox", "--command", "true", "--gpus", "1", "--nodes", "2", "--job-id", "dino-train-0a1b2c3d"]
+ARGS = ["--image", "busybox", "--command", "true", "--gpus", "1", "--nodes", "2", "--job-id", "dino-train-0a1b2c3d", "--no-results"]
 
 
 def render(tmp_path: Path, text: str, *extra: str) -> subprocess.CompletedProcess:

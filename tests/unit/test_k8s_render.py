@@ -69,7 +69,7 @@ def expected_single_job(image, command, env, annotations, node_selector, ns):
 )
 def test_single_job_equals_intended_object(image, command, env, annotations, node_selector, ns):
     spec = {"image": image, "command": command, "env": env, "pod_annotations": annotations,
-            "node_selector": node_selector, "gpus": 1}
+            "node_selector": node_selector, "gpus": 1, "no_results": True}
     objs = render_manifests(spec, job_id=JOB_ID, namespace=ns)
     assert objs == [expected_single_job(image, command, env, annotations, node_selector, ns)]
     # and the YAML we print/apply parses back to the same objects
@@ -92,7 +92,7 @@ def test_args_mode_and_mounts_land_verbatim(argv, paths, claim):
 
 
 def test_optional_fields_absent_when_unused():
-    job = find(render_manifests({"image": "i", "command": "c"}, job_id=JOB_ID, namespace="default"), "Job")
+    job = find(render_manifests({"image": "i", "command": "c", "no_results": True}, job_id=JOB_ID, namespace="default"), "Job")
     pod = job["spec"]["template"]["spec"]
     for key in ("imagePullSecrets", "nodeSelector", "tolerations", "initContainers", "shareProcessNamespace"):
         assert key not in pod
@@ -105,7 +105,7 @@ def test_optional_fields_absent_when_unused():
 
 def test_credentials_referenced_only_by_name_when_present():
     spec = {"image": "i", "command": "c", "cpu": "2", "memory": "4Gi", "active_deadline_seconds": 60,
-            "tolerations": [{"key": "k", "operator": "Exists"}], "image_pull_secret": "ngc-pull"}
+            "tolerations": [{"key": "k", "operator": "Exists"}], "image_pull_secret": "ngc-pull", "no_results": True}
     job = find(render_manifests(spec, job_id=JOB_ID, namespace="default", cred_secret="tao-creds-x",
                                 pull_secrets=["tao-pull-x"]), "Job")
     pod = job["spec"]["template"]["spec"]
@@ -116,7 +116,7 @@ def test_credentials_referenced_only_by_name_when_present():
 
 
 def test_single_pod_job_essentials():
-    job = find(render_manifests({"image": "i", "command": "c", "gpus": 2}, job_id=JOB_ID, namespace="ns1"), "Job")
+    job = find(render_manifests({"image": "i", "command": "c", "gpus": 2, "no_results": True}, job_id=JOB_ID, namespace="ns1"), "Job")
     assert job["metadata"]["namespace"] == "ns1"
     assert job["spec"]["backoffLimit"] == 0 and job["spec"]["ttlSecondsAfterFinished"] > 0
     pod = job["spec"]["template"]["spec"]
@@ -129,7 +129,7 @@ def test_single_pod_job_essentials():
 
 def test_multinode_service_and_rendezvous_env():
     objs = render_manifests({"image": "i", "command": "torchrun ...", "gpus": 8, "nodes": 4,
-                             "nccl_env": {"NCCL_SOCKET_IFNAME": "eth0"}},
+                             "nccl_env": {"NCCL_SOCKET_IFNAME": "eth0"}, "no_results": True},
                             job_id=JOB_ID, namespace="default")
     svc, job = find(objs, "Service"), find(objs, "Job")
     assert svc["spec"]["clusterIP"] == "None" and svc["spec"]["publishNotReadyAddresses"] is True
@@ -153,7 +153,7 @@ def test_multinode_service_and_rendezvous_env():
 @pytest.mark.parametrize("key", RENDEZVOUS_ENV)
 def test_multinode_refuses_user_override_of_rendezvous_env(key):
     with pytest.raises(TaoError, match=key):
-        render_manifests({"image": "i", "command": "c", "nodes": 2, "env": {key: "x"}},
+        render_manifests({"image": "i", "command": "c", "nodes": 2, "env": {key: "x"}, "no_results": True},
                          job_id=JOB_ID, namespace="default")
 
 
@@ -162,7 +162,7 @@ def test_multinode_refuses_user_override_of_rendezvous_env(key):
 def test_tier_c_passes_uris_as_argv_and_keeps_user_command(uris, cmd):
     spec = {"image": "i", "command": cmd, "storage_tier": "C", "staging_dir": "/stage",
             "s3_inputs": [{"uri": "s3://b/" + u, "path": f"/stage/in{i}"} for i, u in enumerate(uris)],
-            "s3_outputs": [{"path": "/stage/out", "uri": "s3://b/results/"}]}
+            "s3_outputs": [{"path": "/stage/out", "uri": "s3://b/results/"}], "no_results": True}
     job = find(render_manifests(spec, job_id=JOB_ID, namespace="default", cred_secret="tao-creds-x"), "Job")
     pod = job["spec"]["template"]["spec"]
     fetch = pod["initContainers"][0]
@@ -177,7 +177,8 @@ def test_tier_c_passes_uris_as_argv_and_keeps_user_command(uris, cmd):
 
 
 def test_tier_c_requires_credentials_and_staged_paths():
-    spec = {"image": "i", "command": "c", "storage_tier": "C", "s3_inputs": [{"uri": "s3://b/x", "path": "/data/x"}]}
+    spec = {"image": "i", "command": "c", "storage_tier": "C", "s3_inputs": [{"uri": "s3://b/x", "path": "/data/x"}],
+            "no_results": True}
     with pytest.raises(TaoError, match="credentials"):
         render_manifests({**spec, "s3_inputs": [{"uri": "s3://b/x", "path": "/tao-staging/x"}]},
                          job_id=JOB_ID, namespace="default")
@@ -197,7 +198,7 @@ def test_every_arch_gives_valid_names(arch):
 
 
 def test_config_mount_is_read_only_and_hashed():
-    objs = render_manifests({"image": "i", "args": ["dino", "train", "-e", "/cfg/spec.yaml"]}, job_id=JOB_ID,
+    objs = render_manifests({"image": "i", "args": ["dino", "train", "-e", "/cfg/spec.yaml"], "no_results": True}, job_id=JOB_ID,
                             namespace="default", config={"text": "a: 1\n", "mount_path": "/cfg/spec.yaml"})
     cm, job = find(objs, "ConfigMap"), find(objs, "Job")
     digest = render.sha256_text("a: 1\n")
@@ -206,7 +207,7 @@ def test_config_mount_is_read_only_and_hashed():
     vm = job["spec"]["template"]["spec"]["containers"][0]["volumeMounts"][-1]
     assert vm == {"name": "tao-config", "mountPath": "/cfg/spec.yaml", "subPath": "config", "readOnly": True}
     with pytest.raises(TaoError, match="sha256"):
-        render_manifests({"image": "i", "command": "c"}, job_id=JOB_ID, namespace="default",
+        render_manifests({"image": "i", "command": "c", "no_results": True}, job_id=JOB_ID, namespace="default",
                          config={"text": "a: 2\n", "mount_path": "/c", "sha256": digest})
 
 

@@ -26,7 +26,7 @@ JOB_ID = "dino-train-0a1b2c3d"
        nodes=st.integers(min_value=2, max_value=5), gpus=st.integers(min_value=0, max_value=8))
 def test_indexed_job_values_land_verbatim(image, command, env, nccl, annotations, nodes, gpus):
     spec = {"image": image, "command": command, "env": env, "nccl_env": nccl, "pod_annotations": annotations,
-            "nodes": nodes, "gpus": gpus}
+            "nodes": nodes, "gpus": gpus, "no_results": True}
     objs = render_manifests(spec, job_id=JOB_ID, namespace="tao-jobs")
     assert list(yaml.safe_load_all(dump_yaml(objs))) == objs
     assert sorted(o["kind"] for o in objs) == ["Job", "Service"]

@@ -10,7 +10,8 @@ from taobank import platform, records
 from taobank.errors import TaoError
 from taobank.kubernetes import render
 
-SPEC = {"image": "nvcr.io/nvidia/tao/tao-toolkit:x", "command": "echo hi", "gpus": 4}
+SPEC = {"image": "nvcr.io/nvidia/tao/tao-toolkit:x", "command": "echo hi", "gpus": 4,
+        "mounts": [{"pvc": "ws", "mount_path": "/results"}]}
 
 
 def cluster(fake, *, gpus_per_node: int = 8) -> None:
@@ -38,7 +39,7 @@ def test_capacity_gate_refusal_opens_no_record_and_applies_nothing(fake, state_d
 
 def test_gate_refusal_through_the_cli_is_one_line_exit_1(fake, cli):
     cluster(fake, gpus_per_node=2)
-    out = cli("tao_k8s.py", "submit", "--image", "img", "--command", "echo hi", "--gpus", "4")
+    out = cli("tao_k8s.py", "submit", "--image", "img", "--command", "echo hi", "--gpus", "4", "--no-results")
     assert out.rc == 1 and len(out.err_lines) == 1 and "insufficient GPUs" in out.err, out
     assert records.list_records() == [] and writes(fake) == []
 
@@ -105,7 +106,7 @@ def test_interrupted_submit_is_adopted_by_job_id_never_created_twice(fake, cli):
     fake.kubectl("get", "secrets", answer=items([]))
     fake.kubectl("get", "services", answer=items([]))
     fake.kubectl("get", "configmaps", answer=items([]))
-    out = cli("tao_k8s.py", "submit", "--image", "img", "--command", "echo hi", "--job-id", jid, "--json")
+    out = cli("tao_k8s.py", "submit", "--image", "img", "--command", "echo hi", "--no-results", "--job-id", jid, "--json")
     assert out.rc == 0, out
     view = json.loads(out.out)
     assert view["id"] == jid and view["reconciled"] is True
@@ -118,7 +119,7 @@ def test_interrupted_submit_is_adopted_by_job_id_never_created_twice(fake, cli):
 def test_adopt_refuses_a_terminal_record(fake, cli):
     rec = k8s_record(launched=False)
     records.mark(rec["id"], "CANCELED")
-    out = cli("tao_k8s.py", "submit", "--image", "img", "--command", "echo hi", "--job-id", rec["id"])
+    out = cli("tao_k8s.py", "submit", "--image", "img", "--command", "echo hi", "--no-results", "--job-id", rec["id"])
     assert out.rc == 1 and "CANCELED already" in out.err and fake.of("kubectl") == []
 
 

@@ -67,7 +67,7 @@ def build_spec(*, nodes: int, gpus: int, image: str | None, timeout: int,
     args = parser.parse_args([])  # every submit flag at its default, then the probe's values
     args.image = image or pins.resolve("images.nccl_probe")
     args.command = probe_command(timeout)
-    args.network_arch, args.action, args.results_dir = "nccl-probe", "probe", "/results"
+    args.network_arch, args.action, args.no_results = "nccl-probe", "probe", True
     args.nodes, args.gpus = nodes, gpus
     args.active_deadline_seconds = int(timeout) + WAIT_SLACK_S  # the cluster stops it even if nobody waits
     args.pod_annotation, args.node_selector = pod_annotations, node_selector

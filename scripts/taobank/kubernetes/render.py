@@ -16,6 +16,7 @@ from ..errors import TaoError
 from ..paths import is_under
 from ..render import render_yaml_documents
 from . import JOB_LABEL, MANAGED_BY
+from . import results as resultsmod
 
 SINGLE_TEMPLATE = "k8s/single-pod-job.yaml.tmpl"
 INDEXED_TEMPLATE = "k8s/indexed-job.yaml.tmpl"
@@ -23,7 +24,7 @@ INDEXED_TEMPLATE = "k8s/indexed-job.yaml.tmpl"
 #: The rendezvous variables a multi-node job sets; a user env may not override them.
 RENDEZVOUS_ENV = ("WORLD_SIZE", "NUM_GPU_PER_NODE", "NNODES", "NPROC_PER_NODE", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT")
 #: Names the bank itself sets in every pod.
-RESERVED_ENV = ("TAO_JOB_ID", "JOB_COMPLETION_INDEX", "TAO_STAGING_DIR")
+RESERVED_ENV = ("TAO_JOB_ID", "JOB_COMPLETION_INDEX", "TAO_STAGING_DIR", resultsmod.RESULTS_ENV, resultsmod.JOB_ENV)
 INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 CONFIG_SHA_ANNOTATION = "tao-skill-bank/config-sha256"
 #: Longest Job name: the Job controller names pods <job>-<index>-<5 chars> and
@@ -45,6 +46,7 @@ FETCH_SCRIPT = (
 # the uploader and exits with that same code (the user's status is preserved).
 MAIN_WRAPPER = (
     'echo "$$" > "$TAO_STAGING_DIR/.tao-main-pid"\n'
+    'if [ -n "${TAO_API_RESULTS_DIR:-}" ]; then mkdir -p "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID"; fi\n'
     '"$@"\n'
     "rc=$?\n"
     'echo "$rc" > "$TAO_STAGING_DIR/.tao-exit"\n'
@@ -99,6 +101,11 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def staging_dir(spec: dict) -> str | None:
+    """The tier C shared emptyDir (None for tier A)."""
+    return (spec.get("staging_dir") or "/tao-staging") if spec.get("storage_tier", "A") == "C" else None
+
+
 def _check_env(spec: dict, multinode: bool) -> None:
     from ..envfile import check_job_env
 
@@ -106,8 +113,9 @@ def _check_env(spec: dict, multinode: bool) -> None:
                   reserved=RESERVED_ENV + (RENDEZVOUS_ENV if multinode else ()))
 
 
-def _env_list(spec: dict, job_id: str, name: str, service: str, multinode: bool, staging: str | None) -> list[dict]:
-    env: list[dict] = [{"name": "TAO_JOB_ID", "value": job_id}]
+def _env_list(spec: dict, job_id: str, name: str, service: str, multinode: bool, staging: str | None,
+              results: resultsmod.Results) -> list[dict]:
+    env: list[dict] = [{"name": "TAO_JOB_ID", "value": job_id}, *results.env()]
     if staging:
         env.append({"name": "TAO_STAGING_DIR", "value": staging})
     if multinode:
@@ -223,11 +231,11 @@ def build_context(
     env_from = [{"secretRef": {"name": cred_secret}}] if cred_secret else None
 
     user_argv = ["/bin/sh", "-c", spec["command"]] if spec.get("command") is not None else list(spec["args"])
-    staging = None
+    staging = staging_dir(spec)
+    results = resultsmod.plan(spec, staging=staging).for_job(job_id)
     init_containers: list[dict] = []
     extra_containers: list[dict] = []
     if tier == "C":
-        staging = spec.get("staging_dir") or "/tao-staging"
         if staging in {m["mountPath"] for m in mounts}:
             raise TaoError(f"staging_dir {staging} collides with a mount path")
         for item in (spec.get("s3_inputs") or []) + (spec.get("s3_outputs") or []):
@@ -250,6 +258,8 @@ def build_context(
             "volumeMounts": [stage_mount],
         })
         upload_args = [x for o in spec.get("s3_outputs") or [] for x in (o["path"], o["uri"])]
+        if results.upload:
+            upload_args += list(results.upload)
         extra_containers.append({
             "name": "upload",
             "image": s3_image,
@@ -285,7 +295,7 @@ def build_context(
     main: dict[str, Any] = {"name": "main", "image": spec["image"], "command": command}
     if spec.get("working_dir"):
         main["workingDir"] = spec["working_dir"]
-    main["env"] = _env_list(spec, job_id, name, name, multinode, staging)
+    main["env"] = _env_list(spec, job_id, name, name, multinode, staging, results)
     if env_from:
         main["envFrom"] = env_from
     resources = _resources(spec)

@@ -18,7 +18,13 @@ def spec_arguments(parser: argparse.ArgumentParser) -> None:
     cmd.add_argument("--args-json", help="native container argv as a JSON list (no shell)")
     parser.add_argument("--network-arch")
     parser.add_argument("--action")
-    parser.add_argument("--results-dir")
+    parser.add_argument("--results-dir", help="parent of the job's folder <dir>/<job id>: under a --pvc-mount, or "
+                        "s3://bucket/prefix (tier C); default: the first writable mount")
+    results = parser.add_mutually_exclusive_group()
+    results.add_argument("--results-exact", action="store_true", default=None,
+                         help="--results-dir is the job's folder itself (no <job id> folder)")
+    results.add_argument("--no-results", action="store_true", default=None,
+                         help="keep no results (probes, lifecycle checks): only the logs survive")
     parser.add_argument("--storage-tier", choices=["A", "C"])
     parser.add_argument("--gpus-per-node", "--gpus", dest="gpus", type=int,
                         help="GPUs per pod, i.e. per node (same flag as tao_slurm.py; --gpus is a synonym)")
@@ -43,7 +49,7 @@ def spec_from_args(args: argparse.Namespace) -> dict:
 
     spec: dict = specmod.load_file(args.spec) if args.spec else {}
     for key in ("image", "command", "network_arch", "action", "results_dir", "storage_tier", "gpus", "nodes",
-                "cpu", "memory", "ttl_seconds_after_finished", "active_deadline_seconds", "image_pull_secret"):
+                "cpu", "memory", "ttl_seconds_after_finished", "active_deadline_seconds", "image_pull_secret", "results_exact", "no_results"):
         value = getattr(args, key, None)
         if value is not None:
             spec[key] = value

@@ -14,6 +14,7 @@ import os
 from .. import envfile, fsio, pins, platform, records, redact, states
 from ..errors import TaoError
 from . import JOB_LABEL, gates, render
+from . import results as resultsmod
 from . import status as smap
 from .kubectl import Kubectl
 
@@ -201,6 +202,7 @@ def submit(
     preview = render.render_manifests(spec, job_id="spec-check", namespace=kube.namespace,
                                       cred_secret="x" if creds else None, config=config)
     _lint(preview, "the job spec")
+    results_plan = resultsmod.plan(spec, staging=render.staging_dir(spec))  # the folder the record keeps
     if rec is not None:
         if rec["state"] in states.TERMINAL:
             raise TaoError(f"record {job_id} is {rec['state']} already: open a new record to run again")
@@ -219,7 +221,7 @@ def submit(
     if rec is None:
         rec = records.open_record(
             PLATFORM, spec["image"], spec.get("network_arch") or "custom", spec.get("action") or "run",
-            spec.get("storage_tier", "A"), spec.get("results_dir") or "/results",
+            spec.get("storage_tier", "A"), results_plan.folder,
             backend={"namespace": kube.namespace, "context": kube.context or ""}, description=description,
         )
     jid = rec["id"]

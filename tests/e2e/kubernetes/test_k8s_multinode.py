@@ -13,7 +13,7 @@ import testclusters.kubernetes as lk
 pytestmark = pytest.mark.e2e
 
 BASE = ["--image", "docker.io/library/busybox:1.37.0", "--network-arch", "dino", "--action", "train",
-        "--results-dir", "/results", *ON_KWOK]
+        "--pvc-mount", f"{lk.PVC_NAME}:/results", *ON_KWOK]
 
 
 def _pods(k8s, jid: str, n: int, timeout: float = 60) -> list[dict]:

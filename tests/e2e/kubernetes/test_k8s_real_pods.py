@@ -23,7 +23,7 @@ pytestmark = pytest.mark.e2e
 BUSYBOX = str(pins.resolve("images.busybox"))
 #: Served only by the local registry, which demands the $oauthtoken credentials.
 TAO_IMAGE = str(pins.resolve("images.tao_toolkit.pyt"))
-BASE = ["--network-arch", "deformable_detr", "--action", "train", "--results-dir", "/results", *ON_REAL]
+BASE = ["--network-arch", "deformable_detr", "--action", "train", "--pvc-mount", f"{lk.PVC_NAME}:/results", *ON_REAL]
 
 
 def terminal(st: dict) -> bool:
@@ -41,7 +41,7 @@ def run_to_end(k8s, *args: str, env: dict | None = None, timeout: float = 150) -
 
 def test_command_output_reaches_logs_and_the_pvc(k8s):
     marker = secrets.token_hex(4)
-    out, st = run_to_end(k8s, "--gpus", "1", "--pvc-mount", f"{lk.PVC_NAME}:/results", "--command",
+    out, st = run_to_end(k8s, "--gpus", "1", "--command",
                          f'echo "sum=$((40+2)) job=$TAO_JOB_ID"; echo "{marker}" > "/results/real-{marker}.txt"')
     assert st["state"] == "COMPLETE", st
     (pod,) = pods_of(k8s, out["id"])
@@ -69,7 +69,7 @@ def test_nonzero_exit_is_err_program_with_its_code(k8s):
 def test_memory_limit_exceeded_is_a_real_oom_kill_and_err_infra(k8s, tmp_path):
     spec = tmp_path / "oom.yaml"
     spec.write_text(yaml.safe_dump({
-        "image": BUSYBOX, "network_arch": "deformable_detr", "action": "train", "results_dir": "/results",
+        "image": BUSYBOX, "network_arch": "deformable_detr", "action": "train", "no_results": True,
         "gpus": 1, "memory_limit": "32Mi", "node_selector": {lk.REAL_NODE_LABEL: "true"},
         # holds ~300 MB in one shell variable: far past the 32 MiB cgroup limit
         "command": "echo allocating; x=$(head -c 300000000 /dev/zero | tr '\\0' a); echo survived",
@@ -176,12 +176,12 @@ def test_tier_c_fetches_its_input_from_s3_and_uploads_its_results(k8s, tmp_path)
     lk.s3_put(bucket, "inputs/numbers.txt", "20 22\n")
     spec = tmp_path / "tier-c.yaml"
     spec.write_text(yaml.safe_dump({
-        "image": BUSYBOX, "network_arch": "deformable_detr", "action": "train", "results_dir": "/tao-staging/out",
+        "image": BUSYBOX, "network_arch": "deformable_detr", "action": "train",
+        "results_dir": f"s3://{bucket}/results",  # one folder per job under it, uploaded at the end
         "storage_tier": "C", "gpus": 1, "node_selector": {lk.REAL_NODE_LABEL: "true"},
         "s3_inputs": [{"uri": f"s3://{bucket}/inputs/numbers.txt", "path": "/tao-staging/in/numbers.txt"}],
-        "s3_outputs": [{"path": "/tao-staging/out", "uri": f"s3://{bucket}/results/"}],
-        "command": 'read a b < /tao-staging/in/numbers.txt && mkdir -p /tao-staging/out && '
-                   'echo "sum=$((a + b))" > /tao-staging/out/result.txt && echo "computed"',
+        "command": 'read a b < /tao-staging/in/numbers.txt && '
+                   'echo "sum=$((a + b))" > "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID/result.txt" && echo "computed"',
     }))
     secret = secrets.token_hex(20)
     # the fetch and upload containers read S3 settings from the per-job Secret only
@@ -191,7 +191,8 @@ def test_tier_c_fetches_its_input_from_s3_and_uploads_its_results(k8s, tmp_path)
     st = k8s.wait(out["id"], terminal, timeout=180)
     assert st["state"] == "COMPLETE", json.dumps(st) + k8s.tao("logs", out["id"], check=False).stdout
     # the initContainer fetched the object, the command read it, the sidecar uploaded what it wrote
-    assert lk.s3_get(bucket, "results/result.txt").strip() == "sum=42"
+    assert lk.s3_get(bucket, f"results/{out['id']}/result.txt").strip() == "sum=42"
+    assert k8s.record(out["id"])["results_dir"] == f"s3://{bucket}/results/{out['id']}"  # the record agrees
     assert secret not in k8s.call_log.read_text() and secret not in json.dumps(k8s.record(out["id"]))
 
 
@@ -200,7 +201,7 @@ def test_a_failed_s3_fetch_shows_the_fetch_containers_error(k8s, tmp_path):
     lk.s3_make_bucket(bucket)
     spec = tmp_path / "tier-c-missing.yaml"
     spec.write_text(yaml.safe_dump({
-        "image": BUSYBOX, "network_arch": "deformable_detr", "action": "train", "results_dir": "/tao-staging/out",
+        "image": BUSYBOX, "network_arch": "deformable_detr", "action": "train", "results_dir": f"s3://{bucket}/r",
         "storage_tier": "C", "gpus": 1, "node_selector": {lk.REAL_NODE_LABEL: "true"},
         "s3_inputs": [{"uri": f"s3://{bucket}/inputs/absent.txt", "path": "/tao-staging/in/absent.txt"}],
         "command": "echo never runs",

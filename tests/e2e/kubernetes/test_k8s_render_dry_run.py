@@ -18,10 +18,10 @@ SPECS = {
                "env": {"A": "x: y", "PASSWORD_FILE": "/run/secrets/p"}, "node_selector": {"nvidia.com/gpu.present": "true"},
                "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
                "active_deadline_seconds": 600, "mounts": [{"pvc": "tao-results", "mount_path": "/results"}]},
-    "args": {"image": "busybox", "args": ["python3", "-c", "print('hi')"], "gpus": 0},
+    "args": {"image": "busybox", "args": ["python3", "-c", "print('hi')"], "gpus": 0, "no_results": True},
     "multinode": {"image": "busybox", "command": "torchrun train.py", "gpus": 2, "nodes": 3,
-                  "nccl_env": {"NCCL_IB_HCA": "mlx5"}},
-    "tier-c": {"image": "busybox", "command": "train", "gpus": 1, "storage_tier": "C",
+                  "nccl_env": {"NCCL_IB_HCA": "mlx5"}, "mounts": [{"pvc": "tao-results", "mount_path": "/results"}]},
+    "tier-c": {"image": "busybox", "command": "train", "gpus": 1, "storage_tier": "C", "results_dir": "s3://b/runs",
                "s3_inputs": [{"uri": "s3://b/coco/", "path": "/tao-staging/coco"}],
                "s3_outputs": [{"path": "/tao-staging/out", "uri": "s3://b/out/"}]},
 }
@@ -51,7 +51,7 @@ def test_version_gate_refuses_multinode_below_minimum(k8s, tmp_path):
     vf = tmp_path / "versions.yaml"
     vf.write_text(yaml.safe_dump(pins))
     env = {"TAO_VERSIONS_FILE": str(vf)}
-    proc = k8s.tao("submit", "--image", "busybox", "--command", "true", "--gpus", "0", "--nodes", "2", *ON_KWOK,
+    proc = k8s.tao("submit", "--image", "busybox", "--command", "true", "--gpus", "0", "--nodes", "2", "--no-results", *ON_KWOK,
                    check=False, env=env)
     assert proc.returncode == 1
     assert "need Kubernetes >= 1.99, the server is 1.34" in proc.stderr

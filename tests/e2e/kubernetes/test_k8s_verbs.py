@@ -16,7 +16,7 @@ import testclusters.kubernetes as lk
 pytestmark = pytest.mark.e2e
 
 BUSYBOX = "docker.io/library/busybox:1.37.0"
-BASE = ["--image", BUSYBOX, "--network-arch", "deformable_detr", "--action", "train", "--results-dir", "/results",
+BASE = ["--image", BUSYBOX, "--network-arch", "deformable_detr", "--action", "train", "--pvc-mount", f"{lk.PVC_NAME}:/results",
         *ON_KWOK]
 
 
@@ -29,7 +29,7 @@ def terminal(st: dict) -> bool:
 
 
 def test_single_pod_submit_status_complete_logs(k8s):
-    out = k8s.submit(*BASE, "--command", "echo hello", "--gpus", "1", "--pvc-mount", f"{lk.PVC_NAME}:/results",
+    out = k8s.submit(*BASE, "--command", "echo hello", "--gpus", "1",
                      *ann(lk.RUN_DURATION_ANNOTATION, "3s"))
     jid = out["id"]
     assert out["backend_ref"] == f"{NAMESPACE}/{out['name']}" and out["uid"]
