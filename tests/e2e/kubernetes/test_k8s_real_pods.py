@@ -8,12 +8,14 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
-from k8s_verbs_support import ON_REAL, k8s  # noqa: F401  (k8s is a fixture)
+from k8s_verbs_support import BANK, ON_REAL, k8s  # noqa: F401  (k8s is a fixture)
 
 import testclusters.kubernetes as lk
 from taobank import pins
@@ -213,3 +215,30 @@ def test_a_failed_s3_fetch_shows_the_fetch_containers_error(k8s, tmp_path):
     assert (st["state"], st["err_class"], st["reason"]) == ("ERROR", "ERR_INFRA", "FetchFailed"), st
     logs = k8s.tao("logs", out["id"], check=False).stdout
     assert "404" in logs or "Not Found" in logs, logs  # aws s3 cp's own message about the missing object
+
+
+def test_results_go_to_one_folder_per_job_on_the_volume_and_the_record_agrees(k8s):
+    """The container writes where TAO_API_RESULTS_DIR/TAO_API_JOB_ID say; that is the record's results_dir."""
+    outs = [run_to_end(k8s, "--gpus", "0", "--command",
+                       'echo "$TAO_API_JOB_ID" > "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID/who.txt" || '
+                       '{ mkdir -p "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID" && '
+                       'echo "$TAO_API_JOB_ID" > "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID/who.txt"; }')
+            for _ in range(2)]
+    folders = set()
+    for out, st in outs:
+        assert st["state"] == "COMPLETE", st
+        rec = k8s.record(out["id"])
+        assert rec["results_dir"] == f"/results/{out['id']}"
+        folders.add(rec["results_dir"])
+        assert (lk.state_root() / "pv" / out["id"] / "who.txt").read_text().strip() == out["id"]
+    assert len(folders) == 2  # two jobs of the same command, two folders
+
+
+def test_results_dir_on_no_mounted_volume_is_refused_before_anything_exists(k8s):
+    proc = k8s.tao("submit", "--image", BUSYBOX, "--network-arch", "dino", "--action", "train", "--gpus", "0",
+                   "--results-dir", "/results/run1", "--command", "true", *ON_REAL, check=False)
+    assert proc.returncode == 1 and "is on no mounted volume" in proc.stderr and len(proc.stderr.splitlines()) == 1
+    assert not list(Path(k8s.env["TAO_STATE_DIR"]).glob("*.json"))
+    render = subprocess.run([sys.executable, str(BANK / "scripts" / "render_k8s_job.py"), "--image", BUSYBOX,
+                             "--results-dir", "/results/run1", "--command", "true"], capture_output=True, text=True)
+    assert render.returncode == 1 and "is on no mounted volume" in render.stderr and render.stdout == ""
