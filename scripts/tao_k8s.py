@@ -45,7 +45,8 @@ def _submit(args: argparse.Namespace) -> int:
         spec = spec_from_args(args)
     options = {"namespace": args.namespace, "context": args.context, "job_id": args.job_id,
                "secret_env": secret_env, "secrets_file": args.secrets_file,
-               "ngc_pull_secret": args.ngc_pull_secret, "config": config, "description": args.description}
+               "ngc_pull_secret": args.ngc_pull_secret, "config": config, "description": args.description,
+               "require_free": args.require_free}
     adapter = platform.get("kubernetes")
     if args.dry_run:
         text = adapter.preview(spec, options)
@@ -54,7 +55,10 @@ def _submit(args: argparse.Namespace) -> int:
         return 0
     view = adapter.submit(spec, options)
     how = "reconciled with the existing Job" if view.extra.get("reconciled") else "Job created"
-    verbcli.print_submitted(view, args, [f"{how}: uid={view.extra.get('uid')}", f"gate: {view.extra.get('gate')}"])
+    gate = str(view.extra.get("gate") or "")
+    if gate.startswith(("queued:", "warning:")):  # seen even under --quiet/--json
+        print(f"{'note' if gate.startswith('queued') else 'warning'}: {view.id} {gate.split(': ', 1)[1]}", file=sys.stderr)
+    verbcli.print_submitted(view, args, [f"{how}: uid={view.extra.get('uid')}", f"gate: {gate}"])
     return 0
 
 
@@ -95,6 +99,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--secret", action="append", help=argparse.SUPPRESS)  # spelling shared with SLURM's old flag
     p.add_argument("--secrets-file", help="KEY=VALUE env-file (mode 600) for the per-job Secret")
     p.add_argument("--ngc-pull-secret", action="store_true", help="create a per-job nvcr.io pull secret from $NGC_KEY")
+    p.add_argument("--require-free", action="store_true",
+                   help="refuse unless the GPUs are free now (default: a job that fits but finds them busy queues)")
     p.add_argument("--namespace", help="default: $TAO_K8S_NAMESPACE or 'default'")
     p.add_argument("--context", help="default: $TAO_K8S_CONTEXT")
     verbcli.add_submit_outputs(p)

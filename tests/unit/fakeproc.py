@@ -199,10 +199,12 @@ def pod(job_id: str, job_uid: str, phase: str = "Running", *, name: str | None =
 
 
 def echo_applied(uid_of: Callable[[dict], str] = lambda o: f"uid-{o['metadata']['name']}") -> Callable[[Call], Result]:
-    """An ``apply -f -`` answer: the objects sent on stdin, each given a uid (as the server does)."""
+    """An ``apply``/``create -f -`` answer: the objects sent on stdin (a List or one object), each given a
+    uid (as the server does)."""
 
     def answer(call: Call) -> Result:
-        sent = json.loads(call.stdin or "{}").get("items") or []
+        body = json.loads(call.stdin or "{}")
+        sent = body.get("items") or [] if body.get("kind") == "List" else [body]
         out = [{**o, "metadata": {**o["metadata"], "uid": uid_of(o)}} for o in sent]
         return ok(json.dumps(items(out)))
 

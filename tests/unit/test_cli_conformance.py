@@ -67,9 +67,7 @@ class K8s:
         self.fake.kubectl("get", "nodes", answer=items([node("gpu-0", 8)]))
         self.fake.kubectl("get", "pods", "--all-namespaces", answer=items([]))
         self.fake.kubectl("auth", "can-i", answer="yes\n")
-        self.fake.kubectl("apply", answer=echo_applied())
-        self.fake.kubectl("create", answer="{}")
-        self.fake.kubectl("patch", answer="{}")
+        self.fake.kubectl("create", answer=echo_applied())
 
     def secret_sent(self) -> list[str]:
         """Names of the secret values sent to the cluster (in a Secret on stdin)."""

@@ -41,7 +41,7 @@ def test_cordoned_notready_tainted_unmatched_nodes_do_not_count():
              node("other", labels={"gpu": "a100"}), node("ok", gpus=2, labels={"gpu": "h100"})]
     figs = gates.node_gpus(nodes, [], node_selector={"gpu": "h100"})
     assert [f.name for f in figs if f.usable] == ["ok"]
-    with pytest.raises(TaoError, match="insufficient GPUs: need 4 on one node.*most free on a schedulable node is 2"):
+    with pytest.raises(TaoError, match="can never run here: need 1 node with 4 nvidia.com/gpu.*the most on one is 2"):
         gates.check_capacity(figs, 4)
     assert "ok 2/2 free" in gates.check_capacity(figs, 2)
 
@@ -54,10 +54,25 @@ def test_tolerated_taint_counts():
 
 def test_multinode_needs_distinct_nodes_each_with_enough():
     figs = gates.node_gpus([node("a"), node("b"), node("c", cordoned=True)], [pod("b", 4)])
-    # total free = 12 >= 2*6 but only node a has 6 free: refused
-    with pytest.raises(TaoError, match="need 2 nodes with 6 free nvidia.com/gpu each, only 1"):
-        gates.check_capacity(figs, 6, nodes=2)
-    gates.check_capacity(figs, 4, nodes=2)
+    # only node a has 6 free now, but b has 8 allocatable: the job queues (submitted), --require-free refuses
+    line = gates.check_capacity(figs, 6, nodes=2)
+    assert line.startswith("queued:") and "(1 now)" in line and "b 4/8 free" in line and "c 8/8 free (cordoned)" in line
+    with pytest.raises(TaoError, match="--require-free.*need 2 nodes with 6 nvidia.com/gpu each free, 1 have it"):
+        gates.check_capacity(figs, 6, nodes=2, require_free=True)
+    assert gates.check_capacity(figs, 4, nodes=2).startswith("ok:")
+    # three nodes of 8 would be needed but only two are schedulable: never fits, refused
+    with pytest.raises(TaoError, match="can never run here: need 3 nodes with 1 nvidia.com/gpu each; 2 schedulable"):
+        gates.check_capacity(figs, 1, nodes=3)
+
+
+def test_busy_single_node_queues_with_per_node_figures():
+    figs = gates.node_gpus([node("a", gpus=8), node("b", gpus=8)], [pod("a", 8), pod("b", 5)])
+    line = gates.check_capacity(figs, 4)
+    assert line.startswith("queued: the GPUs are busy") and "a 0/8 free" in line and "b 3/8 free" in line
+    with pytest.raises(TaoError, match="insufficient free GPUs now"):
+        gates.check_capacity(figs, 4, require_free=True)
+    with pytest.raises(TaoError, match="can never run here"):
+        gates.check_capacity(figs, 9)
 
 
 def test_init_container_request_counts():

@@ -54,9 +54,17 @@ def test_capacity_gate_is_sound(nodes, pods, gpus, count):
         assert 0 <= f.free <= f.allocatable
         if n["spec"].get("unschedulable") or n["status"]["conditions"][0]["status"] != "True":
             assert not f.usable
+    fits = len([f for f in figs if f.usable and f.allocatable >= gpus]) >= count
+    free = len([f for f in figs if f.usable and f.free >= gpus]) >= count
     try:
-        gates.check_capacity(figs, gpus, count)
+        line = gates.check_capacity(figs, gpus, count)
     except TaoError:
-        assert len([f for f in figs if f.usable and f.free >= gpus]) < count
-    else:  # admitted: there really are `count` distinct usable nodes with enough free GPUs
-        assert len([f for f in figs if f.usable and f.free >= gpus]) >= count
+        assert not fits  # refused only what can never fit
+    else:  # admitted: `count` distinct usable nodes are big enough; it queues unless they are free now
+        assert fits and line.startswith("ok:" if free else "queued:")
+    try:
+        gates.check_capacity(figs, gpus, count, require_free=True)
+    except TaoError:
+        assert not free
+    else:
+        assert free

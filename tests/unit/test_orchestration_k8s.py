@@ -14,12 +14,19 @@ SPEC = {"image": "nvcr.io/nvidia/tao/tao-toolkit:x", "command": "echo hi", "gpus
         "mounts": [{"pvc": "ws", "mount_path": "/results"}]}
 
 
+def busy_pod(node_name: str, gpus: int) -> dict:
+    """Another user's running pod holding ``gpus`` on ``node_name``."""
+    return {"kind": "Pod", "metadata": {"name": "theirs", "namespace": "other"},
+            "spec": {"nodeName": node_name, "containers": [{"resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]},
+            "status": {"phase": "Running"}}
+
+
 def cluster(fake, *, gpus_per_node: int = 8) -> None:
     """A one-node cluster that lets us do everything and echoes what is applied."""
     fake.kubectl("get", "nodes", answer=items([node("gpu-0", gpus_per_node)]))
     fake.kubectl("get", "pods", "--all-namespaces", answer=items([]))
     fake.kubectl("auth", "can-i", answer="yes\n")
-    fake.kubectl("apply", answer=echo_applied())
+    fake.kubectl("create", answer=echo_applied())
 
 
 def writes(fake) -> list:
@@ -30,7 +37,7 @@ def writes(fake) -> list:
 # ------------------------------------------------------------------ submit
 def test_capacity_gate_refusal_opens_no_record_and_applies_nothing(fake, state_dir):
     cluster(fake, gpus_per_node=2)
-    with pytest.raises(TaoError, match="insufficient GPUs: need 4 on one node"):
+    with pytest.raises(TaoError, match="can never run here: need 1 node with 4 nvidia.com/gpu"):
         platform.get("kubernetes").submit(SPEC, {})
     assert records.list_records() == []
     assert writes(fake) == []
@@ -46,13 +53,11 @@ def test_gate_refusal_through_the_cli_is_one_line_exit_1(fake, cli):
 
 REFUSALS = {
     "rbac": (lambda f: f.kubectl("auth", "can-i", answer="no\n"), "you may not create jobs"),
-    "namespace": (lambda f: f.kubectl("apply", "--dry-run=server", rc=1,
+    "namespace": (lambda f: f.kubectl("create", "--dry-run=server", rc=1,
                                       stderr='Error from server (NotFound): namespaces "default" not found'),
                   "namespace default does not exist"),
-    "nodes-forbidden": (lambda f: f.kubectl("get", "nodes", rc=1, stderr='Error from server (Forbidden): nodes is '
-                                            'forbidden: User "me" cannot list resource "nodes"'),
-                        "may not list nodes"),
 }
+NODES_FORBIDDEN = 'Error from server (Forbidden): nodes is forbidden: User "me" cannot list resource "nodes"'
 
 
 @pytest.mark.parametrize("why", REFUSALS, ids=list(REFUSALS))
@@ -66,6 +71,32 @@ def test_every_gate_refusal_opens_no_record_and_launches_nothing(fake, why):
     assert [c for c in writes(fake) if "--dry-run=server" not in c.words] == []
 
 
+def test_without_node_list_permission_the_gate_warns_and_submit_goes_on(fake, cli):
+    cluster(fake)
+    fake.kubectl("create", answer=echo_applied())
+    fake.kubectl("get", "nodes", rc=1, stderr=NODES_FORBIDDEN)
+    out = cli("tao_k8s.py", "submit", "--image", "img", "--command", "echo hi", "--no-results", "--quiet")
+    assert out.rc == 0 and out.out.strip() == records.list_records()[0]["id"], out
+    assert "warning:" in out.err and "may not list nodes" in out.err
+    refused = cli("tao_k8s.py", "submit", "--image", "img", "--command", "echo hi", "--no-results", "--require-free")
+    assert refused.rc == 1 and "--require-free needs to list nodes" in refused.err
+
+
+def test_busy_gpus_queue_the_job_with_per_node_figures_unless_require_free(fake, cli):
+    cluster(fake)
+    fake.kubectl("create", answer=echo_applied())
+    fake.kubectl("get", "pods", "--all-namespaces", answer=items([busy_pod("gpu-0", 6)]))
+    refused = cli("tao_k8s.py", "submit", "--image", "img", "--command", "x", "--gpus", "4", "--no-results",
+                  "--require-free")
+    assert refused.rc == 1 and "insufficient free GPUs now" in refused.err and "gpu-0 2/8 free" in refused.err
+    assert records.list_records() == []
+    out = cli("tao_k8s.py", "submit", "--image", "img", "--command", "x", "--gpus", "4", "--no-results")
+    assert out.rc == 0, out
+    assert "note:" in out.err and "the Job waits until 1 node with 4 nvidia.com/gpu free up" in out.err
+    assert "gate: queued:" in out.out and "gpu-0 2/8 free" in out.out
+    assert [c for c in writes(fake) if "--dry-run=server" not in c.words and c.words[0] in ("apply", "create")]
+
+
 def test_multi_node_on_an_old_server_is_refused_before_the_record(fake):
     cluster(fake)
     fake.kubectl("get", "nodes", answer=items([node("gpu-0"), node("gpu-1")]))
@@ -75,28 +106,43 @@ def test_multi_node_on_an_old_server_is_refused_before_the_record(fake):
     assert records.list_records() == [] and writes(fake) == []
 
 
-def test_a_failed_apply_marks_the_record_error_and_removes_its_secret(fake, monkeypatch):
+def test_a_failed_create_after_the_job_marks_the_record_error_and_deletes_the_job(fake, monkeypatch):
     monkeypatch.setenv("NGC_KEY", "value-1234")
     cluster(fake)
-    fake.kubectl("create", answer="{}")
     fake.kubectl("delete", answer="")
-    fake.kubectl("apply", "-f", rc=1, stderr="error: admission webhook denied the request")
+    fake.kubectl("create", "-f", rc=1, stderr="error: admission webhook denied the request",
+                 where=lambda c: json.loads(c.stdin).get("kind") == "Secret")
     with pytest.raises(TaoError, match="admission webhook"):
         platform.get("kubernetes").submit(SPEC, {"secret_env": ["NGC_KEY"]})
     (rec,) = records.list_records()
     assert rec["state"] == "ERROR" and "before launch" in rec["message"]
-    (delete,) = fake.kubectl_calls("delete")
-    assert delete.words[:3] == ["delete", "secret", render.cred_secret_name(rec["id"])]
+    (delete,) = fake.kubectl_calls("delete")  # the Job, by UID: its owned objects go with it
+    assert delete.words[:2] == ["delete", "--raw"] and delete.words[2].endswith(f"/jobs/{rec['id']}")
+    assert json.loads(delete.stdin)["preconditions"] == {"uid": f"uid-{rec['id']}"}
 
 
-def test_submit_creates_one_job_and_binds_the_record(fake):
+def test_submit_creates_the_job_then_its_objects_already_owned_and_never_patches(fake, monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", "hf_value-1234")
     cluster(fake)
-    view = platform.get("kubernetes").submit(SPEC, {"description": "first try"})
+    fake.kubectl("get", "nodes", answer=items([node("gpu-0"), node("gpu-1")]))
+    fake.kubectl("version", answer={"serverVersion": {"gitVersion": "v1.34.4"}})
+    view = platform.get("kubernetes").submit({**SPEC, "nodes": 2}, {"description": "first try",
+                                                                    "secret_env": ["HF_TOKEN"]})
     rec = records.load(view.id)
     assert rec["backend_ref"] == f"default/{view.id}" and rec["backend"]["uid"] == f"uid-{view.id}"
     assert rec["description"] == "first try" and view.state == "PENDING"
-    applies = fake.kubectl_calls("apply")
-    assert [c.words[1] == "--dry-run=server" for c in applies] == [True, True, False]
+    creates = [c for c in fake.kubectl_calls("create") if "--dry-run=server" not in c.words]
+    kinds = [json.loads(c.stdin).get("kind") for c in creates]
+    assert kinds == ["List", "Secret", "List"]
+    assert [o["kind"] for o in json.loads(creates[0].stdin)["items"]] == ["Job"]  # the Job first
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": view.id, "uid": f"uid-{view.id}"}
+    assert json.loads(creates[1].stdin)["metadata"]["ownerReferences"] == [owner]
+    (svc,) = json.loads(creates[2].stdin)["items"]
+    assert svc["kind"] == "Service" and svc["metadata"]["ownerReferences"] == [owner]
+    assert not fake.kubectl_calls("patch") and not fake.kubectl_calls("apply")
+    # the permission gate asked exactly for what was done: create of jobs, secrets, services
+    asked = [c.words[2:4] for c in fake.kubectl_calls("auth", "can-i")]
+    assert asked == [["create", "jobs"], ["create", "secrets"], ["create", "services"]]
 
 
 def test_interrupted_submit_is_adopted_by_job_id_never_created_twice(fake, cli):
@@ -129,7 +175,7 @@ def test_job_id_without_a_job_launches_on_the_existing_record(fake):
     fake.kubectl("get", "jobs", "-l", answer=items([]))
     view = platform.get("kubernetes").submit(SPEC, {"job_id": rec["id"]})
     assert view.id == rec["id"] and len(records.list_records()) == 1
-    assert len([c for c in fake.kubectl_calls("apply") if "--dry-run=server" not in c.words]) == 1
+    assert len([c for c in fake.kubectl_calls("create") if "--dry-run=server" not in c.words]) == 1
 
 
 # ------------------------------------------------------------------ status

@@ -1,11 +1,13 @@
-"""Read-only checks before a submit: free GPUs, server version, RBAC.
+"""Read-only checks before a submit: GPU capacity, server version, RBAC.
 
-The capacity gate counts FREE ``nvidia.com/gpu`` per node: allocatable minus
-what non-terminal pods bound to the node request. Cordoned and NotReady nodes,
-nodes whose taints the job does not tolerate and nodes its nodeSelector does
-not match are not placement targets and do not count. A multi-node job needs
-``nodes`` distinct nodes with ``gpus_per_node`` free each (there is no gang
-scheduling: a partial start leaves rank 0 waiting forever).
+The capacity gate reads ``nvidia.com/gpu`` per node: allocatable, and free =
+allocatable minus what non-terminal pods bound to the node request. Cordoned
+and NotReady nodes, nodes whose taints the job does not tolerate and nodes
+its nodeSelector does not match are not placement targets and do not count.
+It refuses only a job that can never fit (no gang scheduling: fewer than
+``nodes`` such nodes with ``gpus_per_node`` allocatable each would leave it,
+or rank 0, waiting forever); a job that fits but finds the GPUs busy is
+submitted and queues, and the gate says so with the per-node figures.
 """
 from __future__ import annotations
 
@@ -98,28 +100,36 @@ def node_gpus(nodes: list[dict], pods: list[dict], *, node_selector: dict | None
     return out
 
 
-def check_capacity(figures: list[NodeGPUs], gpus_per_node: int, nodes: int = 1) -> str:
-    """Raise TaoError unless ``nodes`` usable nodes each have ``gpus_per_node`` free; return a summary."""
+def check_capacity(figures: list[NodeGPUs], gpus_per_node: int, nodes: int = 1, *, require_free: bool = False) -> str:
+    """Refuse only what can never fit; say when the job will queue behind busy GPUs.
+
+    Never fits (refused): fewer than ``nodes`` schedulable nodes whose *allocatable*
+    GPUs reach ``gpus_per_node``. Fits but busy: the Job is submitted and waits
+    in the queue (the returned line starts with ``queued:``), unless
+    ``require_free`` asks for the free GPUs now. Returns the figures line.
+    """
     usable = [n for n in figures if n.usable]
     free_total = sum(n.free for n in usable)
-    fitting = [n for n in usable if n.free >= gpus_per_node]
     detail = ", ".join(f"{n.name} {n.free}/{n.allocatable} free" + (f" ({n.why})" if n.why else "") for n in figures)
-    summary = f"free nvidia.com/gpu on schedulable nodes: {free_total} [{detail or 'no nodes'}]"
+    summary = f"free/allocatable nvidia.com/gpu per node: [{detail or 'no nodes'}], free on schedulable nodes: {free_total}"
     if gpus_per_node == 0:
         return summary + " (0 GPUs requested: GPU scheduling not verified)"
-    if nodes <= 1:
-        if not fitting:
-            best = max((n.free for n in usable), default=0)
-            raise TaoError(
-                f"insufficient GPUs: need {gpus_per_node} on one node, the most free on a schedulable node is "
-                f"{best}; {summary}. Wait for GPUs to free up, lower gpus, or add nodes"
-            )
-    elif len(fitting) < nodes:
+    big_enough = [n for n in usable if n.allocatable >= gpus_per_node]
+    free_now = [n for n in big_enough if n.free >= gpus_per_node]
+    want = f"{nodes} node{'s' if nodes > 1 else ''} with {gpus_per_node} nvidia.com/gpu{' each' if nodes > 1 else ''}"
+    if len(big_enough) < nodes:
+        most = max((n.allocatable for n in usable), default=0)
         raise TaoError(
-            f"insufficient GPUs: need {nodes} nodes with {gpus_per_node} free nvidia.com/gpu each, "
-            f"only {len(fitting)} have that; {summary}. No gang scheduling: a partial start would hang rank 0"
+            f"insufficient GPUs, the job can never run here: need {want}; {len(big_enough)} schedulable node(s) "
+            f"have that many allocatable (the most on one is {most}); {summary}. Lower gpus/nodes, or use a "
+            "cluster with bigger nodes" + (" (no gang scheduling: a partial start would hang rank 0)" if nodes > 1 else "")
         )
-    return summary
+    if len(free_now) >= nodes:
+        return "ok: " + summary
+    if require_free:
+        raise TaoError(f"insufficient free GPUs now (--require-free): need {want} free, {len(free_now)} have it; "
+                       f"{summary}. Submit without --require-free to queue, or wait")
+    return (f"queued: the GPUs are busy, the Job waits until {want} free up ({len(free_now)} now); {summary}")
 
 
 _VERSION = re.compile(r"v?(\d+)\.(\d+)")

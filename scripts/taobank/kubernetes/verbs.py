@@ -1,7 +1,8 @@
 """submit / status / logs / cancel for Kubernetes jobs (the core never prints).
 
 submit: gates -> open record -> render -> secret lint -> server dry-run ->
-per-job Secret(s) from stdin -> apply -> ownerReferences -> mark.
+create the Job -> create its Secret(s) (stdin), Service, ConfigMap already owned
+by it (ownerReferences to its UID) -> mark.
 status: records -> ONE ``kubectl get jobs,pods -l tao-job-id`` per
 (context, namespace) -> :func:`smap.observe` -> mark (+ final logs saved).
 """
@@ -76,17 +77,21 @@ def _create_secret(kube: Kubectl, obj: dict) -> None:
 
 # -- gates ---------------------------------------------------------------------
 
-def capacity_gate(kube: Kubectl, spec: dict) -> str:
-    """Free GPUs on schedulable nodes (see :mod:`gates`); returns the figures line."""
+def capacity_gate(kube: Kubectl, spec: dict, *, require_free: bool = False) -> str:
+    """Allocatable and free GPUs on schedulable nodes (see :mod:`gates`); returns the figures line.
+    Without permission to list nodes the gate cannot judge: it says so and lets the submit go on."""
     gpus, nodes = int(spec.get("gpus", 1)), int(spec.get("nodes", 1))
     try:
         node_items = kube.items("nodes", what="kubectl get nodes")
     except TaoError as exc:
         if "Forbidden" not in str(exc) and "forbidden" not in str(exc):
             raise
-        raise TaoError("the capacity gate may not list nodes"
-                       f"{' (context ' + kube.context + ')' if kube.context else ''}: ask the cluster admin for a "
-                       "ClusterRole with get/list on nodes (submit never launches without the gate)") from None
+        if require_free:
+            raise TaoError("--require-free needs to list nodes, which you may not"
+                           f"{' (context ' + kube.context + ')' if kube.context else ''}: ask the cluster admin for "
+                           "get/list on nodes, or submit without --require-free") from None
+        return (f"warning: not checked: you may not list nodes, so the GPU capacity is unknown; a Job that can "
+                f"never fit {gpus} nvidia.com/gpu x {nodes} would wait forever (tao_k8s.py status shows why)")
     res = kube.run("get", "pods", "--all-namespaces", "-o", "json",
                    "--field-selector=status.phase!=Succeeded,status.phase!=Failed", check=False,
                    what="kubectl get pods --all-namespaces")
@@ -101,7 +106,7 @@ def capacity_gate(kube: Kubectl, spec: dict) -> str:
         note = f" (pods {where} are not visible to you: their GPUs are not subtracted)"
     figures = gates.node_gpus(node_items, pods, node_selector=spec.get("node_selector"),
                               tolerations=spec.get("tolerations"))
-    return gates.check_capacity(figures, gpus, nodes) + note
+    return gates.check_capacity(figures, gpus, nodes, require_free=require_free) + note
 
 
 def version_gate(kube: Kubectl) -> tuple[int, int]:
@@ -110,10 +115,15 @@ def version_gate(kube: Kubectl) -> tuple[int, int]:
     return found
 
 
-def permission_gate(kube: Kubectl, resources: list[str]) -> None:
-    """create for every kind; patch too for the kinds made owned by the Job after it exists
-    (without it a Secret or Service would outlive its Job)."""
-    wanted = [("create", r) for r in resources] + [("patch", r) for r in resources if r != "jobs"]
+def needed_permissions(spec: dict, *, creds: bool, config: bool) -> list[tuple[str, str]]:
+    """Exactly the writes submit makes: ``create`` of the Job and of each owned kind it uses."""
+    kinds = ["jobs"] + (["secrets"] if creds else []) + (["services"] if int(spec.get("nodes", 1)) > 1 else []) \
+        + (["configmaps"] if config else [])
+    return [("create", k) for k in kinds]
+
+
+def permission_gate(kube: Kubectl, wanted: list[tuple[str, str]]) -> None:
+    """``kubectl auth can-i`` for each (verb, resource) submit will use; one line naming what is missing."""
     missing = [f"{verb} {r}" for verb, r in wanted if not kube.can_i(verb, r)]
     if missing:
         raise TaoError(
@@ -124,18 +134,15 @@ def permission_gate(kube: Kubectl, resources: list[str]) -> None:
 
 # -- submit --------------------------------------------------------------------
 
-def _owner_patch(job: dict) -> str:
+def owner_reference(job: dict) -> dict:
+    """The ownerReference that makes an object a dependent of ``job``: TTL or cancel GC removes it."""
     meta = job["metadata"]
-    return json.dumps({"metadata": {"ownerReferences": [
-        {"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"], "uid": meta["uid"]}
-    ]}})
+    return {"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"], "uid": meta["uid"]}
 
 
-def _own(kube: Kubectl, job: dict, owned: list[tuple[str, str]]) -> None:
-    """Make Secrets/Service/ConfigMap dependents of the Job: TTL or cancel GC removes them."""
-    patch = _owner_patch(job)
-    for kind, name in owned:
-        kube.run("patch", kind, name, "--type", "merge", "-p", patch, what=f"kubectl patch {kind}")
+def owned_by(obj: dict, job: dict) -> dict:
+    """``obj`` with its ownerReferences set, so it is created owned (no patch afterwards)."""
+    return {**obj, "metadata": {**obj["metadata"], "ownerReferences": [owner_reference(job)]}}
 
 
 def _lint(objs: list[dict], what: str) -> None:
@@ -150,7 +157,7 @@ def _server_check(kube: Kubectl, objs: list[dict]) -> None:
     """Server dry-run of the spec preview: a missing namespace or a field the API rejects is refused
     before the record opens (nothing to clean up, no ERROR record for a typo)."""
     try:
-        kube.apply(objs, dry_run=True)
+        kube.apply(objs, dry_run=True, create=True)
     except TaoError as exc:
         text = str(exc)
         if f'namespaces "{kube.namespace}" not found' in text:
@@ -174,6 +181,7 @@ def submit(
     ngc_pull_secret: bool = False,
     config: dict | None = None,
     description: str | None = None,
+    require_free: bool = False,
 ) -> dict:
     """Launch ``spec``; returns {"id", "backend_ref", "uid", "state", "gate", "reconciled", ...}.
 
@@ -210,12 +218,10 @@ def submit(
         if existing:
             return _adopt(kube, rec, existing[0], spec, creds, ngc_key, config)
 
-    gate = capacity_gate(kube, spec)  # read-only checks come first: a refusal leaves no record
+    gate = capacity_gate(kube, spec, require_free=require_free)  # read-only checks come first: a refusal leaves no record
     if nodes > 1:
         version_gate(kube)
-    needed = ["jobs"] + (["secrets"] if creds or ngc_key else []) + (["services"] if nodes > 1 else []) \
-        + (["configmaps"] if config else [])
-    permission_gate(kube, needed)
+    permission_gate(kube, needed_permissions(spec, creds=bool(creds or ngc_key), config=bool(config)))
     _server_check(kube, preview)  # the server's verdict on the spec, still before any record exists
 
     if rec is None:
@@ -228,36 +234,34 @@ def submit(
     name = render.job_name_for(jid)
     cred_name = render.cred_secret_name(jid) if creds else None
     pull_name = render.pull_secret_name(jid) if ngc_key else None
-    created: list[tuple[str, str]] = []
+    job: dict = {}
+    owned: list[tuple[str, str]] = []
     try:
         objs = render.render_manifests(spec, job_id=jid, namespace=kube.namespace, name=name,
                                        cred_secret=cred_name, pull_secrets=[pull_name] if pull_name else [],
                                        config=config)
         _lint(objs, f"manifest of {jid}")
-        kube.apply(objs, dry_run=True)
+        kube.apply(objs, dry_run=True, create=True)
+        # the Job first: its UID owns everything else, which is then created owned (create is the only verb)
+        (job,) = kube.apply([render.find(objs, "Job")], create=True)
         if cred_name:
-            _create_secret(kube, _secret_object(cred_name, kube.namespace, jid, creds))
-            created.append(("secret", cred_name))
+            _create_secret(kube, owned_by(_secret_object(cred_name, kube.namespace, jid, creds), job))
+            owned.append(("secret", cred_name))
         if pull_name:
-            _create_secret(kube, _pull_secret_object(pull_name, kube.namespace, jid, ngc_key or ""))
-            created.append(("secret", pull_name))
-        applied = kube.apply(objs)
+            _create_secret(kube, owned_by(_pull_secret_object(pull_name, kube.namespace, jid, ngc_key or ""), job))
+            owned.append(("secret", pull_name))
+        rest = [owned_by(o, job) for o in objs if o.get("kind") in ("Service", "ConfigMap")]
+        made = kube.apply(rest, create=True) if rest else []
+        owned += [(o["kind"].lower(), o["metadata"]["name"]) for o in made]
+        if config:
+            _verify_config(made)
     except TaoError as exc:
-        for kind, obj_name in created:
-            kube.run("delete", kind, obj_name, "--ignore-not-found", check=False)
+        if job.get("metadata", {}).get("uid"):  # the owned objects go with it (garbage collector)
+            kube.run("delete", "--raw", f"/apis/batch/v1/namespaces/{kube.namespace}/jobs/{name}", "-f", "-",
+                     stdin=json.dumps(delete_options(job["metadata"]["uid"], "Background")), check=False)
         records.mark(jid, "ERROR", message=f"submit failed before launch: {exc}")
         raise
-    job = render.find(applied, "Job") or {}
-    owned = created + [(o["kind"].lower(), o["metadata"]["name"]) for o in applied if o.get("kind") in ("Service", "ConfigMap")]
-    out = _record_launch(kube, jid, job, owned, gate, reconciled=False)  # the Job exists: bind it first
-    try:
-        _own(kube, job, owned)
-    except TaoError as exc:
-        raise TaoError(f"Job {out['backend_ref']} is launched (record {jid}) but its Secret/Service could not be "
-                       f"made owned by it ({exc}): run tao_k8s.py cancel {jid} when done, or they outlive the Job") from None
-    if config:
-        _verify_config(kube, applied)
-    return out
+    return _record_launch(kube, jid, job, owned, gate, reconciled=False)
 
 
 def _adopt(kube: Kubectl, rec: dict, job: dict, spec: dict, creds: dict, ngc_key: str | None, config: dict | None) -> dict:
@@ -267,25 +271,23 @@ def _adopt(kube: Kubectl, rec: dict, job: dict, spec: dict, creds: dict, ngc_key
     # CreateContainerConfigError); the object names are the ones the Job already references
     ns = kube.namespace
     if creds:
-        _create_secret(kube, _secret_object(render.cred_secret_name(jid), ns, jid, creds))
+        _create_secret(kube, owned_by(_secret_object(render.cred_secret_name(jid), ns, jid, creds), job))
     if ngc_key:
-        _create_secret(kube, _pull_secret_object(render.pull_secret_name(jid), ns, jid, ngc_key))
+        _create_secret(kube, owned_by(_pull_secret_object(render.pull_secret_name(jid), ns, jid, ngc_key), job))
     owned: list[tuple[str, str]] = []
     for kind in ("secret", "service", "configmap"):
         for obj in kube.items(kind + "s", "-l", f"{JOB_LABEL}={jid}"):
             owned.append((kind, obj["metadata"]["name"]))
-    _own(kube, job, owned)
     return _record_launch(kube, jid, job, owned, "skipped: the Job already exists", reconciled=True)
 
 
-def _verify_config(kube: Kubectl, applied: list[dict]) -> None:
-    """Read the ConfigMap back and check its content hash (what the pod mounts is what was staged)."""
-    cm = render.find(applied, "ConfigMap")
+def _verify_config(made: list[dict]) -> None:
+    """Check the content hash of the ConfigMap the server stored (what the pod mounts is what was staged)."""
+    cm = render.find(made, "ConfigMap")
     if not cm:
         return
-    live = kube.json("get", "configmap", cm["metadata"]["name"])
     want = (cm["metadata"].get("annotations") or {}).get(render.CONFIG_SHA_ANNOTATION)
-    got = [render.sha256_text(v) for v in (live.get("data") or {}).values()]
+    got = [render.sha256_text(v) for v in (cm.get("data") or {}).values()]
     if want not in got:
         raise TaoError(f"ConfigMap {cm['metadata']['name']} content does not match sha256 {want}: re-submit")
 
@@ -481,9 +483,9 @@ def follow_logs(rec: dict, *, tail: int | None = None) -> int:
 
 # -- cancel --------------------------------------------------------------------
 
-def delete_options(uid: str) -> dict:
+def delete_options(uid: str, propagation: str = "Foreground") -> dict:
     """DeleteOptions for cancel: foreground (pods go before the Job) and only the Job with this UID."""
-    return {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Foreground",
+    return {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation,
             "preconditions": {"uid": uid}}
 
 
