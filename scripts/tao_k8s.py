@@ -83,6 +83,23 @@ def _nccl_probe(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def _preflight(args: argparse.Namespace) -> int:
+    from taobank import spec as specmod
+    from taobank.kubernetes import preflight
+    from taobank.kubernetes.kubectl import Kubectl
+
+    pvcs = list(args.pvc or [])
+    if args.spec:
+        pvcs += [m["pvc"] for m in specmod.load_file(args.spec).get("mounts") or [] if m.get("pvc")]
+    findings = preflight.run(Kubectl(args.namespace, args.context), pvcs)
+    if args.json:
+        print_json(preflight.as_dicts(findings))
+    else:
+        for f in findings:
+            print(f.line())
+    return 1 if any(f.level == "MISSING" for f in findings) else 0
+
+
 def main(argv: list[str]) -> int:
     from taobank.kubernetes.specargs import spec_arguments
 
@@ -106,6 +123,14 @@ def main(argv: list[str]) -> int:
     verbcli.add_submit_outputs(p)
     p.set_defaults(func=_submit)
     verbcli.add_common(sub, "kubernetes")
+    p = sub.add_parser("preflight", help="cluster reachable, version skew, namespace, can-i create jobs, "
+                       "schedulable GPUs, PVCs Bound (exit 1 if something is MISSING)")
+    p.add_argument("--pvc", action="append", metavar="CLAIM", help="a PVC the job mounts: must be Bound (repeatable)")
+    p.add_argument("--spec", help="job spec file: check the PVCs its mounts name")
+    p.add_argument("--namespace", help="default: $TAO_K8S_NAMESPACE or 'default'")
+    p.add_argument("--context", help="default: $TAO_K8S_CONTEXT")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_preflight)
     p = sub.add_parser("nccl-probe", help="2-node NCCL all-reduce under timeout; verdict cached per cluster")
     p.add_argument("--nodes", type=int, default=2)
     p.add_argument("--gpus-per-node", type=int, default=1)

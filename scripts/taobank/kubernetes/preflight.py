@@ -1,0 +1,121 @@
+"""Cluster preflight for Kubernetes: what a submit will need, checked once, with true figures.
+
+Each check gives one finding: OK, WARN (submit may still work) or MISSING
+(fix it first). The GPU figure counts only nodes a Job can be placed on
+(the capacity gate's own rule: cordoned, NotReady and untolerated-taint
+nodes are left out); ``can-i create jobs`` and every named PVC being Bound
+are checked; a kubectl more than one minor version away from the server is
+reported (kubectl supports +/-1).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from ..errors import TaoError
+from . import gates
+from .kubectl import Kubectl
+
+#: kubectl's supported client/server minor version skew.
+MAX_SKEW = 1
+
+
+@dataclass
+class Finding:
+    level: str  # OK | WARN | MISSING
+    check: str
+    message: str
+
+    def line(self) -> str:
+        return f"{self.level}: {self.message}"
+
+
+def _minor(version: dict | None) -> tuple[int, int] | None:
+    try:
+        return gates.server_version({"serverVersion": version or {}})
+    except TaoError:
+        return None
+
+
+def version_findings(version_json: dict) -> list[Finding]:
+    server, client = _minor(version_json.get("serverVersion")), _minor(version_json.get("clientVersion"))
+    if server is None:
+        return [Finding("MISSING", "cluster", "no reachable cluster (kubectl version reports no server): set "
+                        "$KUBECONFIG or fix ~/.kube/config / TAO_K8S_CONTEXT")]
+    out = [Finding("OK", "cluster", f"cluster reachable, server v{server[0]}.{server[1]}")]
+    if client is not None and (client[0] != server[0] or abs(client[1] - server[1]) > MAX_SKEW):
+        out.append(Finding("WARN", "version-skew",
+                           f"kubectl v{client[0]}.{client[1]} is more than {MAX_SKEW} minor version from the server "
+                           f"v{server[0]}.{server[1]} (unsupported skew): install kubectl "
+                           f"v{server[0]}.{server[1]} (or v{server[0]}.{server[1] - 1} / v{server[0]}.{server[1] + 1})"))
+    return out
+
+
+def gpu_finding(nodes: list[dict]) -> Finding:
+    figures = gates.node_gpus(nodes, [])
+    usable = [f for f in figures if f.usable]
+    total = sum(f.allocatable for f in figures)
+    schedulable = sum(f.allocatable for f in usable)
+    left_out = ", ".join(f"{f.name} ({f.why})" for f in figures if not f.usable and f.allocatable)
+    detail = f" of {total} allocatable; not schedulable: {left_out}" if left_out else ""
+    if schedulable == 0:
+        return Finding("WARN", "gpus", f"no schedulable nvidia.com/gpu{detail}: install the NVIDIA GPU Operator "
+                       "(https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/getting-started.html) "
+                       "or uncordon GPU nodes")
+    biggest = max(f.allocatable for f in usable)
+    return Finding("OK", "gpus", f"schedulable nvidia.com/gpu: {schedulable} on {len(usable)} node(s), at most "
+                   f"{biggest} per node{detail}")
+
+
+def pvc_finding(kube: Kubectl, claim: str) -> Finding:
+    res = kube.run("get", "pvc", claim, "-o", "json", check=False, what="kubectl get pvc")
+    if not res.ok:
+        text = (res.stderr or "").strip()
+        if "NotFound" in text or "not found" in text:
+            return Finding("MISSING", "pvc", f"PVC {claim} does not exist in namespace {kube.namespace}: create it "
+                           "or fix the mount (kubectl get pvc)")
+        if "forbidden" in text.lower():
+            return Finding("WARN", "pvc", f"PVC {claim}: you may not read PVCs, so Bound is not checked")
+        raise TaoError(f"kubectl get pvc {claim} failed: {text.splitlines()[-1] if text else 'no output'}")
+    import json
+
+    phase = ((json.loads(res.stdout) or {}).get("status") or {}).get("phase") or "unknown"
+    if phase != "Bound":
+        return Finding("MISSING", "pvc", f"PVC {claim} is {phase}, not Bound: a pod mounting it stays Pending "
+                       "(kubectl describe pvc shows why)")
+    return Finding("OK", "pvc", f"PVC {claim} is Bound")
+
+
+def run(kube: Kubectl, pvcs: list[str] | tuple[str, ...] = ()) -> list[Finding]:
+    """Every check, in order; stops after an unreachable cluster (the rest would only repeat it)."""
+    import json
+
+    res = kube.run("version", "-o", "json", check=False, timeout=30, what="kubectl version")
+    try:
+        answer = json.loads(res.stdout) if res.stdout.strip() else {}
+    except ValueError:
+        answer = {}
+    out = version_findings(answer)
+    if out[0].level == "MISSING":
+        return out
+    ns = kube.run("get", "namespace", kube.namespace, "-o", "name", check=False, what="kubectl get namespace")
+    if not ns.ok and "NotFound" in ns.stderr:
+        return out + [Finding("MISSING", "namespace", f"namespace {kube.namespace} does not exist: set "
+                              "TAO_K8S_NAMESPACE to one you may use (kubectl get namespaces) or ask for it")]
+    out.append(Finding("OK", "namespace", f"namespace {kube.namespace}"))
+    if kube.can_i("create", "jobs"):
+        out.append(Finding("OK", "rbac", f"you may create jobs in namespace {kube.namespace}"))
+    else:
+        out.append(Finding("MISSING", "rbac", f"you may not create jobs in namespace {kube.namespace}: ask for a "
+                           "Role that allows it or pick another namespace"))
+    try:
+        out.append(gpu_finding(kube.items("nodes", what="kubectl get nodes")))
+    except TaoError as exc:
+        if "forbidden" not in str(exc).lower():
+            raise
+        out.append(Finding("WARN", "gpus", "you may not list nodes: GPU capacity unknown (submit warns and goes on)"))
+    out += [pvc_finding(kube, c) for c in dict.fromkeys(pvcs)]
+    return out
+
+
+def as_dicts(findings: list[Finding]) -> list[dict]:
+    return [asdict(f) for f in findings]
