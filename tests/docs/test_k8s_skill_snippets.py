@@ -177,7 +177,8 @@ def test_preflight_refuses_a_bad_target_with_one_actionable_line(env, tmp_path, 
     assert proc.returncode == 1, proc.stdout + proc.stderr
     missing = [ln for ln in proc.stdout.splitlines() if ln.startswith("MISSING:")]
     assert len(missing) == 1 and needle in missing[0], proc.stdout + proc.stderr
-    assert "OK: cluster reachable" not in proc.stdout
+    # the cluster is reachable when only the namespace is wrong, and the helper says so truthfully
+    assert ("OK: cluster reachable" in proc.stdout) == (case == "no-such-namespace"), proc.stdout
 
 
 def test_preflight_passes_for_a_user_who_may_not_read_namespaces(env):
@@ -210,7 +211,7 @@ def test_every_kubectl_in_the_skill_docs_carries_namespace_and_context():
                     seen += 1
                     if '"${KCTX[@]}"' not in code or '-n "$NS"' not in code:
                         bad.append(f"{doc.name}:{b.start + n}: {line.strip()}")
-    assert seen >= 3 and not bad, bad
+    assert seen >= 2 and not bad, bad  # the preflight cluster calls moved into tao_k8s.py preflight
 
 
 def test_credentials_submit_creates_the_documented_secrets(env):
