@@ -97,7 +97,10 @@ def _preflight(args: argparse.Namespace) -> int:
     else:
         for f in findings:
             print(f.line())
-    return 1 if any(f.level == "MISSING" for f in findings) else 0
+    missing = [f.check for f in findings if f.level == "MISSING"]
+    if missing:
+        print(f"error: preflight: fix what is MISSING ({', '.join(missing)}) before submitting", file=sys.stderr)
+    return 1 if missing else 0
 
 
 def main(argv: list[str]) -> int:

@@ -68,6 +68,7 @@ class K8s:
         self.fake.kubectl("get", "pods", "--all-namespaces", answer=items([]))
         self.fake.kubectl("auth", "can-i", answer="yes\n")
         self.fake.kubectl("create", answer=echo_applied())
+        self.fake.kubectl("version", answer={"serverVersion": {"gitVersion": "v1.34.4"}})
 
     def secret_sent(self) -> list[str]:
         """Names of the secret values sent to the cluster (in a Secret on stdin)."""

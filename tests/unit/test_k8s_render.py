@@ -52,7 +52,8 @@ def expected_single_job(image, command, env, annotations, node_selector, ns):
         "kind": "Job",
         "metadata": {"name": JOB_ID, "namespace": ns, "labels": dict(LABELS)},
         "spec": {
-            "backoffLimit": 0,
+            "backoffLimit": pins.resolve("kubernetes.disruption_retries"),
+            "podFailurePolicy": render.failure_policy(),
             "ttlSecondsAfterFinished": pins.resolve("kubernetes.ttl_seconds_after_finished"),
             "template": {"metadata": pod_meta, "spec": spec},
         },
@@ -118,7 +119,13 @@ def test_credentials_referenced_only_by_name_when_present():
 def test_single_pod_job_essentials():
     job = find(render_manifests({"image": "i", "command": "c", "gpus": 2, "no_results": True}, job_id=JOB_ID, namespace="ns1"), "Job")
     assert job["metadata"]["namespace"] == "ns1"
-    assert job["spec"]["backoffLimit"] == 0 and job["spec"]["ttlSecondsAfterFinished"] > 0
+    assert job["spec"]["backoffLimit"] == 3 and job["spec"]["ttlSecondsAfterFinished"] > 0
+    rules = job["spec"]["podFailurePolicy"]["rules"]
+    assert rules[0] == {"action": "Count", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}
+    assert rules[1] == {"action": "FailJob", "onExitCodes": {"operator": "NotIn", "values": [0]}}
+    old = find(render_manifests({"image": "i", "command": "c", "no_results": True}, job_id=JOB_ID, namespace="ns1",
+                                retry_disruptions=False), "Job")
+    assert old["spec"]["backoffLimit"] == 0 and "podFailurePolicy" not in old["spec"]  # server below 1.26
     pod = job["spec"]["template"]["spec"]
     assert pod["restartPolicy"] == "Never"
     assert pod["containers"][0]["command"][:2] == ["/bin/sh", "-c"]  # never bash

@@ -77,6 +77,7 @@ def test_the_record_keeps_the_jobs_folder(fake, state_dir):
     fake.kubectl("auth", "can-i", answer="yes\n")
     fake.kubectl("apply", answer=echo_applied())
     fake.kubectl("create", answer=echo_applied())
+    fake.kubectl("version", answer={"serverVersion": {"gitVersion": "v1.34.4"}})
     view = platform.get("kubernetes").submit({"image": "i", "command": "c", "gpus": 1, "mounts": [WS]}, {})
     rec = records.load(view.id)
     assert rec["results_dir"] == view.results_dir == f"/results/{view.id}"

@@ -27,6 +27,7 @@ def cluster(fake, *, gpus_per_node: int = 8) -> None:
     fake.kubectl("get", "pods", "--all-namespaces", answer=items([]))
     fake.kubectl("auth", "can-i", answer="yes\n")
     fake.kubectl("create", answer=echo_applied())
+    fake.kubectl("version", answer={"serverVersion": {"gitVersion": "v1.34.4"}})
 
 
 def writes(fake) -> list:

@@ -23,7 +23,7 @@ class Kubernetes(Platform):
         return JobView.from_record(rec, saved_logs=str(saved) if saved.is_file() else None)
 
     def observe(self, recs: list[dict], *, retry: bool = True) -> list[JobView]:
-        # Kubernetes retries nothing itself (backoffLimit 0): ``retry`` has no effect here.
+        # The Job controller itself replaces disrupted pods (podFailurePolicy): ``retry`` has no effect here.
         return [_view(r) for r in verbs.status_records(recs)]
 
     def read_logs(self, rec: dict, *, tail: int | None) -> Logs:

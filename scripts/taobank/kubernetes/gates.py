@@ -144,6 +144,14 @@ def server_version(version_json: dict) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
+def at_least(found: tuple[int, int], minimum: str) -> bool:
+    """``found`` (major, minor) >= the ``"1.26"``-style ``minimum``."""
+    m = _VERSION.match(str(minimum))
+    if not m:
+        raise TaoError(f"version {minimum!r} in versions.yaml is not MAJOR.MINOR: fix it")
+    return found >= (int(m.group(1)), int(m.group(2)))
+
+
 def check_version(found: tuple[int, int], minimum: str) -> None:
     m = _VERSION.match(str(minimum))
     want = (int(m.group(1)), int(m.group(2))) if m else (1, 28)

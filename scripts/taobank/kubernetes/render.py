@@ -101,6 +101,16 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def failure_policy() -> dict:
+    """podFailurePolicy: a disruption (drain, preemption, eviction) counts towards backoffLimit and the pod
+    is replaced; a non-zero exit of any container fails the Job at once (a bug does not run again).
+    The disruption rule comes first: an evicted container's own exit code (137, 143) is not its fault."""
+    return {"rules": [
+        {"action": "Count", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+        {"action": "FailJob", "onExitCodes": {"operator": "NotIn", "values": [0]}},
+    ]}
+
+
 def staging_dir(spec: dict) -> str | None:
     """The tier C shared emptyDir (None for tier A)."""
     return (spec.get("staging_dir") or "/tao-staging") if spec.get("storage_tier", "A") == "C" else None
@@ -200,8 +210,13 @@ def build_context(
     cred_secret: str | None = None,
     pull_secrets: list[str] | tuple[str, ...] = (),
     config: dict | None = None,
+    retry_disruptions: bool = True,
 ) -> dict:
     """Everything the templates need, as data.
+
+    ``retry_disruptions`` (a server with podFailurePolicy, see
+    :func:`failure_policy`) lets a disrupted pod be replaced; without it a
+    Job has ``backoffLimit: 0``.
 
     ``cred_secret``/``pull_secrets`` are Secret *names*; they are referenced
     only when given (a run without credentials has no envFrom and no
@@ -317,6 +332,8 @@ def build_context(
         "selector": {JOB_LABEL: job_id},
         "nodes": nodes,
         "master_port": int(spec.get("master_port") or pins.resolve("kubernetes.master_port")),
+        "backoff_limit": int(pins.resolve("kubernetes.disruption_retries")) if retry_disruptions else 0,
+        "pod_failure_policy": failure_policy() if retry_disruptions else None,
         "ttl_seconds_after_finished": int(
             spec["ttl_seconds_after_finished"] if spec.get("ttl_seconds_after_finished") is not None
             else pins.resolve("kubernetes.ttl_seconds_after_finished")

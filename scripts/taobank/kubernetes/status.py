@@ -28,6 +28,8 @@ class Observation:
     failed_pod: str | None = None
     exit_code: int | None = None
     pods: list[dict] = field(default_factory=list)
+    #: pods the Job has run so far (a disrupted pod is replaced: podFailurePolicy + backoffLimit)
+    pod_attempts: int = 0
 
 
 def condition(obj: dict | None, ctype: str) -> dict | None:
@@ -168,10 +170,22 @@ def _tail(text: str, lines: int = 5) -> str:
 
 def observe(job: dict | None, pods: list[dict], logs: dict[str, str] | None = None) -> Observation:
     """Map one Job (None = not found) and its pods to the bank's vocabulary."""
-    summaries = [pod_summary(p) for p in sort_pods(pods)]
     if job is None:
-        return Observation("UNKNOWN", reason="NotFound",
-                           message="the Job no longer exists (TTL cleanup or deleted outside the bank)", pods=summaries)
+        return Observation("UNKNOWN", reason="NotFound", message="the Job no longer exists (TTL cleanup or deleted "
+                           "outside the bank)", pods=[pod_summary(p) for p in sort_pods(pods)])
+    obs = _observe(job, pods, logs)
+    st = job.get("status") or {}
+    failed = int(st.get("failed") or 0)
+    obs.pod_attempts = failed + int(st.get("succeeded") or 0) + int(st.get("active") or 0) \
+        + int(st.get("terminating") or 0) if failed else 0
+    if failed and obs.state in ("PENDING", "RUNNING", "COMPLETE"):
+        limit = (job.get("spec") or {}).get("backoffLimit")
+        obs.message += f"; {failed} pod(s) disrupted and replaced (retry limit {limit})"
+    return obs
+
+
+def _observe(job: dict, pods: list[dict], logs: dict[str, str] | None) -> Observation:
+    summaries = [pod_summary(p) for p in sort_pods(pods)]
     st = job.get("status") or {}
     if condition(job, "Complete") or condition(job, "SuccessCriteriaMet"):
         return Observation("COMPLETE", reason="Complete", message=f"succeeded pods: {st.get('succeeded', 0)}", pods=summaries)

@@ -109,10 +109,18 @@ def capacity_gate(kube: Kubectl, spec: dict, *, require_free: bool = False) -> s
     return gates.check_capacity(figures, gpus, nodes, require_free=require_free) + note
 
 
-def version_gate(kube: Kubectl) -> tuple[int, int]:
+def version_gate(kube: Kubectl, nodes: int) -> tuple[bool, str]:
+    """The server version decides two things: multi-node needs ``min_version_multinode`` (refused
+    below it); podFailurePolicy (disruptions retried) needs ``min_version_pod_failure_policy``, below
+    which the Job gets backoffLimit 0. Returns (retry disruptions?, the line for the gate report)."""
     found = gates.server_version(kube.json("version", what="kubectl version"))
-    gates.check_version(found, pins.resolve("kubernetes.min_version_multinode"))
-    return found
+    if nodes > 1:
+        gates.check_version(found, pins.resolve("kubernetes.min_version_multinode"))
+    retry = gates.at_least(found, pins.resolve("kubernetes.min_version_pod_failure_policy"))
+    limit = int(pins.resolve("kubernetes.disruption_retries"))
+    line = (f"pod disruptions (drain, preemption, eviction) retried up to {limit} times, a non-zero exit fails at "
+            "once" if retry else f"server {found[0]}.{found[1]} has no podFailurePolicy: no retry (backoffLimit 0)")
+    return retry, line
 
 
 def needed_permissions(spec: dict, *, creds: bool, config: bool) -> list[tuple[str, str]]:
@@ -219,9 +227,11 @@ def submit(
             return _adopt(kube, rec, existing[0], spec, creds, ngc_key, config)
 
     gate = capacity_gate(kube, spec, require_free=require_free)  # read-only checks come first: a refusal leaves no record
-    if nodes > 1:
-        version_gate(kube)
+    retry, retry_line = version_gate(kube, nodes)
+    gate = f"{gate}; {retry_line}"
     permission_gate(kube, needed_permissions(spec, creds=bool(creds or ngc_key), config=bool(config)))
+    preview = render.render_manifests(spec, job_id="spec-check", namespace=kube.namespace,
+                                      cred_secret="x" if creds else None, config=config, retry_disruptions=retry)
     _server_check(kube, preview)  # the server's verdict on the spec, still before any record exists
 
     if rec is None:
@@ -239,7 +249,7 @@ def submit(
     try:
         objs = render.render_manifests(spec, job_id=jid, namespace=kube.namespace, name=name,
                                        cred_secret=cred_name, pull_secrets=[pull_name] if pull_name else [],
-                                       config=config)
+                                       config=config, retry_disruptions=retry)
         _lint(objs, f"manifest of {jid}")
         kube.apply(objs, dry_run=True, create=True)
         # the Job first: its UID owns everything else, which is then created owned (create is the only verb)
@@ -407,7 +417,7 @@ def _unqueried(rec: dict, reason: str, message: str) -> dict:
     """The result for a record that could not be asked about: it stays as it is."""
     return {"id": rec["id"], "state": rec["state"], "observed": None, "err_class": rec.get("err_class"),
             "reason": reason, "message": message, "backend_ref": rec.get("backend_ref"), "pods": [],
-            "exit_code": None, "saved_logs": None}
+            "exit_code": None, "pod_attempts": 0, "saved_logs": None}
 
 
 def _update(kube: Kubectl, rec: dict, entry: dict | None, source: str) -> dict:
@@ -426,7 +436,7 @@ def _update(kube: Kubectl, rec: dict, entry: dict | None, source: str) -> dict:
     result = {
         "id": rec["id"], "state": rec["state"], "observed": obs.state, "err_class": rec.get("err_class"),
         "reason": obs.reason, "message": obs.message, "backend_ref": rec.get("backend_ref"),
-        "pods": obs.pods, "exit_code": obs.exit_code,
+        "pods": obs.pods, "exit_code": obs.exit_code, "pod_attempts": obs.pod_attempts,
         "saved_logs": str(logs_file) if logs_file.exists() else None,
     }
     if obs.state == "UNKNOWN" and rec["state"] in states.TERMINAL:
