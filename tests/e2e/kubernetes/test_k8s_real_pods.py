@@ -242,3 +242,35 @@ def test_results_dir_on_no_mounted_volume_is_refused_before_anything_exists(k8s)
     render = subprocess.run([sys.executable, str(BANK / "scripts" / "render_k8s_job.py"), "--image", BUSYBOX,
                              "--results-dir", "/results/run1", "--command", "true"], capture_output=True, text=True)
     assert render.returncode == 1 and "is on no mounted volume" in render.stderr and render.stdout == ""
+
+
+def test_an_evicted_pod_is_replaced_and_the_job_completes_a_bug_is_not_retried(k8s):
+    """Eviction API on a real pod: DisruptionTarget -> the Job controller runs it again (podFailurePolicy);
+    the second attempt finds the first one's marker on the volume and finishes."""
+    script = ('d="$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID"; mkdir -p "$d"; '
+              'if [ -e "$d/first" ]; then echo "second attempt done"; exit 0; fi; '
+              'touch "$d/first"; echo "first attempt"; trap "exit 143" TERM; sleep 600 & wait')
+    out = k8s.submit("--image", BUSYBOX, *BASE, "--gpus", "1", "--command", script)
+    assert "retried up to 3 times" in out["gate"], out["gate"]
+    k8s.wait(out["id"], lambda s: s["state"] == "RUNNING", timeout=90)
+    end = time.time() + 30
+    while not (lk.state_root() / "pv" / out["id"] / "first").exists():
+        assert time.time() < end, "the first attempt never started its command"
+        time.sleep(0.5)
+    (pod,) = pods_of(k8s, out["id"])
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction",
+                "metadata": {"name": pod["metadata"]["name"], "namespace": pod["metadata"]["namespace"]}}
+    k8s.kubectl("create", "--raw", f"/api/v1/namespaces/{pod['metadata']['namespace']}/pods/"
+                f"{pod['metadata']['name']}/eviction", "-f", "-", stdin=json.dumps(eviction))
+    st = k8s.wait(out["id"], terminal, timeout=150)
+    assert st["state"] == "COMPLETE", st
+    assert st["pod_attempts"] == 2 and "1 pod(s) disrupted and replaced" in st["message"], st
+    job = k8s.kjson("get", "job", out["name"])
+    assert job["status"]["failed"] == 1 and job["status"]["succeeded"] == 1
+    assert "second attempt done" in k8s.tao("logs", out["id"]).stdout
+    # a bug is not retried: exit 3 fails the Job at once, one pod ever
+    bad, st = run_to_end(k8s, "--gpus", "1", "--command", "exit 3")
+    assert (st["state"], st["err_class"], st["exit_code"]) == ("ERROR", "ERR_PROGRAM", 3), st
+    failed = k8s.kjson("get", "job", bad["name"])
+    assert failed["status"].get("failed") == 1 and len(pods_of(k8s, bad["id"])) == 1
+    assert any(c["type"] == "Failed" and c["reason"] == "PodFailurePolicy" for c in failed["status"]["conditions"])
