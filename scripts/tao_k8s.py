@@ -46,7 +46,7 @@ def _submit(args: argparse.Namespace) -> int:
     options = {"namespace": args.namespace, "context": args.context, "job_id": args.job_id,
                "secret_env": secret_env, "secrets_file": args.secrets_file,
                "ngc_pull_secret": args.ngc_pull_secret, "config": config, "description": args.description,
-               "require_free": args.require_free}
+               "require_free": args.require_free, "skip_nccl_probe": args.skip_nccl_probe}
     adapter = platform.get("kubernetes")
     if args.dry_run:
         text = adapter.preview(spec, options)
@@ -121,6 +121,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--ngc-pull-secret", action="store_true", help="create a per-job nvcr.io pull secret from $NGC_KEY")
     p.add_argument("--require-free", action="store_true",
                    help="refuse unless the GPUs are free now (default: a job that fits but finds them busy queues)")
+    p.add_argument("--skip-nccl-probe", action="store_true",
+                   help="multi-node without an ok NCCL probe verdict for this cluster (recorded in the record)")
     p.add_argument("--namespace", help="default: $TAO_K8S_NAMESPACE or 'default'")
     p.add_argument("--context", help="default: $TAO_K8S_CONTEXT")
     verbcli.add_submit_outputs(p)

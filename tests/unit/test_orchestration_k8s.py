@@ -98,6 +98,34 @@ def test_busy_gpus_queue_the_job_with_per_node_figures_unless_require_free(fake,
     assert [c for c in writes(fake) if "--dry-run=server" not in c.words and c.words[0] in ("apply", "create")]
 
 
+def two_nodes(fake) -> None:
+    cluster(fake)
+    fake.kubectl("get", "nodes", answer=items([node("gpu-0"), node("gpu-1")]))
+    fake.kubectl("config", "view", answer={"current-context": "lab", "clusters": [{"cluster": {"server": "https://k"}}]})
+
+
+def test_multi_node_needs_an_ok_nccl_verdict_or_a_recorded_skip(fake, cli):
+    from taobank import nccl_probe
+
+    two_nodes(fake)
+    argv = ["tao_k8s.py", "submit", "--image", "img", "--command", "x", "--nodes", "2", "--gpus", "1", "--no-results"]
+    out = cli(*argv)
+    assert out.rc == 1 and "need an ok NCCL probe and no probe has run" in out.err and "--skip-nccl-probe" in out.err
+    assert records.list_records() == [] and writes(fake) == []
+    nccl_probe.save_verdict("kubernetes", "lab@https://k", {"verdict": "failed", "job_id": "p-1"})
+    out = cli(*argv)
+    assert out.rc == 1 and "the last probe said failed (job p-1)" in out.err
+    skipped = cli(*argv, "--skip-nccl-probe", "--json")
+    assert skipped.rc == 0, skipped
+    view = json.loads(skipped.out)
+    assert records.load(view["id"])["backend"]["nccl_probe"] == "skipped" and "NCCL probe skipped" in view["gate"]
+    nccl_probe.save_verdict("kubernetes", "lab@https://k", {"verdict": "ok", "job_id": "p-2", "checked_at": "T"})
+    ok = cli(*argv, "--json")
+    assert ok.rc == 0, ok
+    rec = records.load(json.loads(ok.out)["id"])
+    assert rec["backend"]["nccl_probe"] == "ok" and rec["backend"]["nccl_probe_job"] == "p-2"
+
+
 def test_multi_node_on_an_old_server_is_refused_before_the_record(fake):
     cluster(fake)
     fake.kubectl("get", "nodes", answer=items([node("gpu-0"), node("gpu-1")]))
@@ -124,11 +152,11 @@ def test_a_failed_create_after_the_job_marks_the_record_error_and_deletes_the_jo
 
 def test_submit_creates_the_job_then_its_objects_already_owned_and_never_patches(fake, monkeypatch):
     monkeypatch.setenv("HF_TOKEN", "hf_value-1234")
-    cluster(fake)
-    fake.kubectl("get", "nodes", answer=items([node("gpu-0"), node("gpu-1")]))
+    two_nodes(fake)
     fake.kubectl("version", answer={"serverVersion": {"gitVersion": "v1.34.4"}})
     view = platform.get("kubernetes").submit({**SPEC, "nodes": 2}, {"description": "first try",
-                                                                    "secret_env": ["HF_TOKEN"]})
+                                                                    "secret_env": ["HF_TOKEN"],
+                                                                    "skip_nccl_probe": True})
     rec = records.load(view.id)
     assert rec["backend_ref"] == f"default/{view.id}" and rec["backend"]["uid"] == f"uid-{view.id}"
     assert rec["description"] == "first try" and view.state == "PENDING"

@@ -46,7 +46,8 @@ class Kubernetes(Platform):
                            job_id=options.get("job_id"), secret_env=options.get("secret_env") or [],
                            secrets_file=options.get("secrets_file"),
                            ngc_pull_secret=bool(options.get("ngc_pull_secret")), config=options.get("config"),
-                           description=options.get("description"), require_free=bool(options.get("require_free")))
+                           description=options.get("description"), require_free=bool(options.get("require_free")),
+                           skip_nccl_probe=bool(options.get("skip_nccl_probe")))
         return _view(out)
 
     def preview(self, spec: dict, options: Mapping[str, Any]) -> str:

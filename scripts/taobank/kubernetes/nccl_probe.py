@@ -70,6 +70,6 @@ def probe(*, kube: Kubectl, nodes: int = 2, gpus: int = 1, image: str | None = N
     """Run (or reuse) the probe; returns {"verdict", "cached", "cluster", "job_id", "message", ...}."""
     spec = build_spec(nodes=nodes, gpus=gpus, image=image, timeout=timeout,
                       pod_annotations=pod_annotations, node_selector=node_selector)
-    return core.run(verbs.PLATFORM, cluster_key(kube), spec, lambda s: verbs.submit(s, kube=kube)["id"],
+    return core.run(verbs.PLATFORM, cluster_key(kube), spec, lambda s: verbs.submit(s, kube=kube, nccl_probe_run=True)["id"],
                     nodes=nodes, gpus_per_node=gpus, timeout=timeout, helper=HELPER, advice=ADVICE, force=force, interval=interval,
                     max_wait=max_wait)

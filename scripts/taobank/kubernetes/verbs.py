@@ -109,6 +109,15 @@ def capacity_gate(kube: Kubectl, spec: dict, *, require_free: bool = False) -> s
     return gates.check_capacity(figures, gpus, nodes, require_free=require_free) + note
 
 
+def nccl_gate(kube: Kubectl, *, skip: bool) -> dict:
+    """Multi-node submits need an ``ok`` NCCL probe verdict cached for this cluster (or ``--skip-nccl-probe``);
+    returns what the record keeps (``nccl_probe: ok|skipped``)."""
+    from .. import nccl_probe as core
+    from .nccl_probe import HELPER, cluster_key
+
+    return core.require_ok(PLATFORM, cluster_key(kube), helper=HELPER, skip=skip)
+
+
 def version_gate(kube: Kubectl, nodes: int) -> tuple[bool, str]:
     """The server version decides two things: multi-node needs ``min_version_multinode`` (refused
     below it); podFailurePolicy (disruptions retried) needs ``min_version_pod_failure_policy``, below
@@ -190,6 +199,8 @@ def submit(
     config: dict | None = None,
     description: str | None = None,
     require_free: bool = False,
+    skip_nccl_probe: bool = False,
+    nccl_probe_run: bool = False,
 ) -> dict:
     """Launch ``spec``; returns {"id", "backend_ref", "uid", "state", "gate", "reconciled", ...}.
 
@@ -229,6 +240,11 @@ def submit(
     gate = capacity_gate(kube, spec, require_free=require_free)  # read-only checks come first: a refusal leaves no record
     retry, retry_line = version_gate(kube, nodes)
     gate = f"{gate}; {retry_line}"
+    nccl: dict = {}
+    if nodes > 1 and not nccl_probe_run:  # the probe itself is the one multi-node job that needs no verdict
+        nccl = nccl_gate(kube, skip=skip_nccl_probe)
+        gate += "; NCCL probe " + ("skipped (--skip-nccl-probe)" if nccl["nccl_probe"] == "skipped"
+                                   else f"ok (job {nccl.get('nccl_probe_job')}, {nccl.get('nccl_probe_at')})")
     permission_gate(kube, needed_permissions(spec, creds=bool(creds or ngc_key), config=bool(config)))
     preview = render.render_manifests(spec, job_id="spec-check", namespace=kube.namespace,
                                       cred_secret="x" if creds else None, config=config, retry_disruptions=retry)
@@ -238,7 +254,7 @@ def submit(
         rec = records.open_record(
             PLATFORM, spec["image"], spec.get("network_arch") or "custom", spec.get("action") or "run",
             spec.get("storage_tier", "A"), results_plan.folder,
-            backend={"namespace": kube.namespace, "context": kube.context or ""}, description=description,
+            backend={"namespace": kube.namespace, "context": kube.context or "", **nccl}, description=description,
         )
     jid = rec["id"]
     name = render.job_name_for(jid)
