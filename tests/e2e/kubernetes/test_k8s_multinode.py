@@ -28,7 +28,7 @@ def _pods(k8s, jid: str, n: int, timeout: float = 60) -> list[dict]:
 
 def test_multinode_pods_have_rendezvous_identity_and_env(k8s):
     out = k8s.submit(*BASE, "--command", 'torchrun --nnodes="$NNODES" --node-rank="$NODE_RANK" train.py',
-                     "--gpus", "1", "--nodes", "2", "--nccl-env", "NCCL_SOCKET_IFNAME=eth0",
+                     "--gpus", "1", "--nodes", "2", "--skip-nccl-probe", "--nccl-env", "NCCL_SOCKET_IFNAME=eth0",
                      "--pod-annotation", f"{lk.KEEP_RUNNING_ANNOTATION}=true")
     jid, name = out["id"], out["name"]
     svc = k8s.kjson("get", "service", name)
@@ -73,6 +73,6 @@ def test_multinode_refuses_user_override_of_rendezvous_env(k8s):
 
 
 def test_multinode_version_gate_passes_on_pinned_server(k8s):
-    out = k8s.submit(*BASE, "--command", "true", "--gpus", "0", "--nodes", "2")
+    out = k8s.submit(*BASE, "--command", "true", "--gpus", "0", "--nodes", "2", "--skip-nccl-probe")
     assert any(a[:1] == ["kubectl"] and "version" in a for a in k8s.calls())
     assert out["uid"]

@@ -25,7 +25,9 @@ def _probe(k8s, *args: str, check: bool = True):
 
 
 def _launches(calls: list[list[str]]) -> list[list[str]]:
-    return [a for a in calls if a[:1] == ["kubectl"] and "apply" in a and "--dry-run=server" not in a]
+    """The writes of a launch: the Job, then what it owns (here the Service), each one ``kubectl create``."""
+    return [a for a in calls if a[:1] == ["kubectl"] and "create" in a and "auth" not in a
+            and "--dry-run=server" not in a]
 
 
 def _cache(k8s) -> dict:
@@ -54,7 +56,7 @@ def test_probe_ok_is_cached_per_cluster_and_reused_until_force(k8s, tmp_path):
     assert {"name": "NCCL_SOCKET_IFNAME", "value": "eth0"} in main["env"]
     assert "envFrom" not in main  # Secret-less
     calls = k8s.calls()
-    assert len(_launches(calls)) == 1 and any("version" in a for a in calls)  # multi-node gates ran
+    assert len(_launches(calls)) == 2 and any("version" in a for a in calls)  # Job + Service; gates ran
     key = first["cluster"]
     assert key.endswith(k8s.kjson("config", "view", "--minify")["clusters"][0]["cluster"]["server"])
     assert _cache(k8s)[key]["verdict"] == "ok"
@@ -70,6 +72,21 @@ def test_probe_ok_is_cached_per_cluster_and_reused_until_force(k8s, tmp_path):
     assert forced["verdict"] == "ok" and forced["cached"] is False and forced["job_id"] != first["job_id"]
     assert _cache(k8s)[key]["job_id"] == forced["job_id"]
     assert json.loads(k8s.tao("status", "--json").stdout) == []  # the cache file is no record
+
+    # with the ok verdict cached, a multi-node submit goes ahead without --skip-nccl-probe, and says so
+    out = k8s.submit("--image", "busybox", "--command", "true", "--gpus", "0", "--nodes", "2", "--no-results",
+                     *FAST[2:])
+    assert f"NCCL probe ok (job {forced['job_id']}" in out["gate"]
+    assert k8s.record(out["id"])["backend"]["nccl_probe"] == "ok"
+
+
+def test_multinode_submit_without_a_verdict_is_refused_and_a_skip_is_recorded(k8s):
+    argv = ["--image", "busybox", "--command", "true", "--gpus", "0", "--nodes", "2", "--no-results", *FAST[2:]]
+    proc = k8s.tao("submit", *argv, check=False)
+    assert proc.returncode == 1 and "need an ok NCCL probe and no probe has run" in proc.stderr, proc.stderr
+    assert not list(Path(k8s.env["TAO_STATE_DIR"]).glob("*.json"))
+    out = k8s.submit(*argv, "--skip-nccl-probe")
+    assert k8s.record(out["id"])["backend"]["nccl_probe"] == "skipped" and "NCCL probe skipped" in out["gate"]
 
 
 def test_probe_timeout_gives_one_line_advice_and_is_not_cached_as_ok(k8s):

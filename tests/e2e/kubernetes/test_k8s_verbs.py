@@ -82,7 +82,7 @@ def test_busy_gpus_queue_the_job_with_per_node_figures_require_free_refuses(k8s)
         never = k8s.tao("submit", *BASE, "--command", "true", "--gpus", "8", "--nodes", "3", check=False)
         assert never.returncode == 1 and "can never run here: need 3 nodes" in never.stderr, never.stderr
         assert not list(state.glob("*.json"))
-        proc = k8s.tao("submit", *BASE, "--command", "true", "--gpus", "8", "--nodes", "2", "--json",
+        proc = k8s.tao("submit", *BASE, "--command", "true", "--gpus", "8", "--nodes", "2", "--json", "--skip-nccl-probe",
                        *ann(lk.RUN_DURATION_ANNOTATION, "2s"), check=False)
         assert proc.returncode == 0, proc.stderr
         out = json.loads(proc.stdout)
@@ -393,7 +393,7 @@ def test_user_who_may_only_create_gets_a_job_whose_secret_and_service_are_owned_
     rules = [{"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create"]},
              {"apiGroups": [""], "resources": ["secrets", "services"], "verbs": ["create"]}]
     kc = _token_kubeconfig(k8s, tmp_path, "tao-createonly", rules)
-    proc = k8s.tao("submit", *BASE, "--command", "true", "--gpus", "0", "--nodes", "2", "--secret-env", "HF_TOKEN",
+    proc = k8s.tao("submit", *BASE, "--command", "true", "--gpus", "0", "--nodes", "2", "--skip-nccl-probe", "--secret-env", "HF_TOKEN",
                    "--json", check=False, env={"KUBECONFIG": kc, "HF_TOKEN": "hf_" + secrets.token_hex(8)})
     assert proc.returncode == 0, proc.stderr + proc.stdout
     out = json.loads(proc.stdout)
