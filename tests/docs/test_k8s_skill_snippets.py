@@ -8,12 +8,14 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
 
+import testclusters.kubernetes as lk
 from taobank.skill_lint import code_blocks
 
 BANK = Path(__file__).resolve().parents[2]
@@ -152,7 +154,15 @@ def test_submit_then_cancel_as_written(env):
 
 def test_multinode_submit_status_cancel_as_written(env):
     b = blocks()
-    sub = run(b["preflight"] + b["submit-multinode"], env)
+    # the probe on the fake nodes first (kwok runs no NCCL: a lifecycle-only "ok"), so the block's own
+    # nccl-probe line answers from the per-cluster cache, as it does for a user on their second job
+    probe = subprocess.run([sys.executable, str(BANK / "scripts" / "tao_k8s.py"), "nccl-probe", "--gpus-per-node", "1",
+                            "--interval", "1", "--node-selector", f"{lk.FAKE_NODE_LABEL}=true",
+                            "--pod-annotation", f"{lk.RUN_DURATION_ANNOTATION}=1s"],
+                           env=env, capture_output=True, text=True, timeout=240)
+    assert probe.returncode == 0, probe.stderr
+    sub = run(b["preflight"] + b["submit-multinode"], {**env, "GPUS_PER_NODE": "1"})
+    assert "cached" in sub.stdout, sub.stdout
     assert sub.returncode == 0, sub.stderr + sub.stdout
     job_id = _job_id(sub.stdout)
     time.sleep(1)
