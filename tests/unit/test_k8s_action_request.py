@@ -52,7 +52,8 @@ def test_aliases_share_one_volume_and_args_are_native(tmp_path):
     assert config is None and spec["args"] == ["python3", "-c", "print('$(id)')"]
     job = find(render_manifests(spec, job_id="x-1", namespace="default"), "Job")
     c = job["spec"]["template"]["spec"]["containers"][0]
-    assert c["command"] == ["python3", "-c", "print('$(id)')"]
+    # the argv reaches the log-copy wrapper as "$@": never re-parsed by a shell
+    assert c["command"][:2] == ["/bin/sh", "-c"] and c["command"][3:] == ["tao-main", "python3", "-c", "print('$(id)')"]
     names = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
     assert names["/data"] == names["/abs/embedded/data"]
     assert ar.staging_map(ar.load(write(tmp_path, base())))[1]["pod_path"] == "/abs/embedded/data"
@@ -86,4 +87,4 @@ def test_script_is_kept_verbatim_under_sh(tmp_path):
     del req["argv"]
     spec, _ = ar.to_job_spec(write(tmp_path, req))
     job = find(render_manifests(spec, job_id="x-1", namespace="default"), "Job")
-    assert job["spec"]["template"]["spec"]["containers"][0]["command"] == ["/bin/sh", "-c", script]
+    assert job["spec"]["template"]["spec"]["containers"][0]["command"][4:] == ["/bin/sh", "-c", script]

@@ -82,7 +82,7 @@ def test_single_job_equals_intended_object(image, command, env, annotations, nod
        claim=st.sampled_from(["data", "results-pvc"]))
 def test_args_mode_and_mounts_land_verbatim(argv, paths, claim):
     mounts = [{"pvc": claim, "mount_path": "/" + p} for p in paths]
-    spec = {"image": "img", "args": argv, "gpus": 0, "mounts": mounts}
+    spec = {"image": "img", "args": argv, "gpus": 0, "mounts": mounts, "log_copy": False}
     job = find(render_manifests(spec, job_id=JOB_ID, namespace="default"), "Job")
     c = job["spec"]["template"]["spec"]["containers"][0]
     assert c["command"] == argv  # native argv, no shell

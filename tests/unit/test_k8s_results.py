@@ -81,3 +81,24 @@ def test_the_record_keeps_the_jobs_folder(fake, state_dir):
     view = platform.get("kubernetes").submit({"image": "i", "command": "c", "gpus": 1, "mounts": [WS]}, {})
     rec = records.load(view.id)
     assert rec["results_dir"] == view.results_dir == f"/results/{view.id}"
+
+
+def test_output_copy_wraps_the_argv_unparsed_and_keeps_the_exit_code(tmp_path):
+    """The wrapper, run by a real POSIX sh: output on stdout and in <folder>/logs/<host>.log, same exit code."""
+    import subprocess
+
+    from taobank.kubernetes import render
+
+    spec = {"image": "i", "args": ["sh", "-c", 'echo "out $1"; echo err >&2; exit 7', "x", "a b; $(id)"],
+            "mounts": [WS]}
+    job = find(render_manifests(spec, job_id=JOB_ID, namespace="default"), "Job")
+    (main,) = job["spec"]["template"]["spec"]["containers"]
+    assert main["command"][:4] == ["/bin/sh", "-c", render.LOG_WRAPPER, "tao-main"]
+    assert main["command"][4:] == spec["args"]
+    env = {"PATH": "/usr/bin:/bin", "TAO_API_RESULTS_DIR": str(tmp_path), "TAO_API_JOB_ID": JOB_ID, "HOSTNAME": "p-0"}
+    proc = subprocess.run(main["command"], env=env, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 7 and proc.stdout == "out a b; $(id)\nerr\n"
+    assert (tmp_path / JOB_ID / "logs" / "p-0.log").read_text() == "out a b; $(id)\nerr\n"
+    assert not list((tmp_path / JOB_ID / "logs").glob(".exit-*"))
+    off = find(render_manifests({**spec, "log_copy": False}, job_id=JOB_ID, namespace="default"), "Job")
+    assert off["spec"]["template"]["spec"]["containers"][0]["command"] == spec["args"]

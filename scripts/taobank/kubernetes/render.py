@@ -52,6 +52,24 @@ MAIN_WRAPPER = (
     'echo "$rc" > "$TAO_STAGING_DIR/.tao-exit"\n'
     'exit "$rc"\n'
 )
+# Tier A with a results folder: the command's output (stdout and stderr) is also appended to
+# <results folder>/logs/<pod hostname>.log on the volume, so it survives the pod and its TTL with
+# nobody polling; the container exits with the command's own code. A TERM (eviction, cancel) is
+# passed to the command; tee ignores it so the last lines still reach the file.
+LOG_COPY_DIR = "logs"
+LOG_WRAPPER = (
+    'd="$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID/logs"; h="${HOSTNAME:-pod}"\n'
+    'mkdir -p "$d" 2>/dev/null || exec "$@"\n'
+    'rm -f "$d/.exit-$h"\n'
+    '{ "$@" 2>&1; echo "$?" > "$d/.exit-$h"; } | (trap "" TERM INT; exec tee -a "$d/$h.log") &\n'
+    'pid=$!\n'
+    "trap 'trap \"\" TERM INT; kill -TERM 0 2>/dev/null' TERM INT\n"
+    'wait "$pid"\n'
+    'while kill -0 "$pid" 2>/dev/null; do wait "$pid"; done\n'
+    'rc=143\n'
+    'if [ -s "$d/.exit-$h" ]; then rc=$(cat "$d/.exit-$h"); rm -f "$d/.exit-$h"; fi\n'
+    'exit "$rc"\n'
+)
 # The uploader waits for the exit marker, or for the main process to vanish
 # without one (killed, e.g. OOM: the pod shares one process namespace), then
 # uploads whatever exists. Its own exit code reports the upload only.
@@ -149,7 +167,7 @@ def _env_list(spec: dict, job_id: str, name: str, service: str, multinode: bool,
     return env
 
 
-def _volumes_and_mounts(spec: dict, shm_size: str) -> tuple[list[dict], list[dict]]:
+def volumes_and_mounts(spec: dict, shm_size: str) -> tuple[list[dict], list[dict]]:
     volumes: list[dict] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm_size}}]
     mounts: list[dict] = [{"name": "dshm", "mountPath": "/dev/shm"}]
     seen_paths = {"/dev/shm"}
@@ -242,7 +260,7 @@ def build_context(
     labels = labels_for(job_id)
     pod_labels = {**(spec.get("pod_labels") or {}), **labels}
     pod_annotations = dict(spec.get("pod_annotations") or {})
-    volumes, mounts = _volumes_and_mounts(spec, shm)
+    volumes, mounts = volumes_and_mounts(spec, shm)
     env_from = [{"secretRef": {"name": cred_secret}}] if cred_secret else None
 
     user_argv = ["/bin/sh", "-c", spec["command"]] if spec.get("command") is not None else list(spec["args"])
@@ -286,6 +304,8 @@ def build_context(
         command = ["/bin/sh", "-c", MAIN_WRAPPER, "tao-main", *user_argv]
     elif spec.get("s3_inputs") or spec.get("s3_outputs"):
         raise TaoError("s3_inputs/s3_outputs need storage_tier C")
+    elif results.pod_folder and spec.get("log_copy", True):
+        command = ["/bin/sh", "-c", LOG_WRAPPER, "tao-main", *user_argv]
     else:
         command = user_argv
 

@@ -20,6 +20,8 @@ from . import status as smap
 from .kubectl import Kubectl
 
 PLATFORM = "kubernetes"
+#: The job spec as submitted, next to the record (artifact folder).
+SPEC_FILE = "spec.json"
 
 
 # -- credentials ---------------------------------------------------------------
@@ -257,6 +259,8 @@ def submit(
             backend={"namespace": kube.namespace, "context": kube.context or "", **nccl}, description=description,
         )
     jid = rec["id"]
+    # the spec (secret-free: linted above) stays with the record: logs reads the volume copy through it
+    fsio.write_private(records.artifact_dir(jid) / SPEC_FILE, json.dumps(spec, sort_keys=True) + "\n")
     name = render.job_name_for(jid)
     cred_name = render.cred_secret_name(jid) if creds else None
     pull_name = render.pull_secret_name(jid) if ngc_key else None
@@ -488,7 +492,33 @@ def read_logs(rec: dict, *, tail: int | None = None) -> tuple[str, str]:
     if saved.exists():
         lines = saved.read_text(encoding="utf-8").splitlines(keepends=True)
         return "".join(lines[-tail:]), "saved"
-    raise TaoError(f"job {rec['id']} has no pods (not started, or deleted by TTL) and no saved logs")
+    kept = volume_logs(kube, rec, tail)
+    if kept:
+        return kept, "volume"
+    raise TaoError(f"job {rec['id']} has no pods (not started, or deleted by TTL), no saved logs and no output "
+                   "copy on a results volume")
+
+
+#: Prints the last N lines of every <pod>.log the job kept in its results folder.
+_READ_LOGS = ('for f in "$1"/*.log; do [ -f "$f" ] || continue; echo "==> ${f##*/} <=="; tail -n "$2" "$f"; done')
+
+
+def volume_logs(kube: Kubectl, rec: dict, tail: int) -> str | None:
+    """The output copy the job appended to ``<results folder>/logs`` (read by a short helper Job), or None."""
+    from . import volume_job
+
+    path = records.artifact_dir(rec["id"]) / SPEC_FILE
+    if not path.is_file():
+        return None
+    spec = json.loads(path.read_text(encoding="utf-8"))
+    if spec.get("storage_tier", "A") != "A" or not spec.get("log_copy", True):
+        return None
+    folder = resultsmod.plan(spec).for_job(rec["id"]).pod_folder
+    if not folder:
+        return None
+    _, text = volume_job.run(kube, spec, ["/bin/sh", "-c", _READ_LOGS, "tao-logs", f"{folder}/{render.LOG_COPY_DIR}",
+                                          str(tail)], purpose="reading the logs kept on the results volume")
+    return text or None
 
 
 def follow_logs(rec: dict, *, tail: int | None = None) -> int:
