@@ -274,3 +274,19 @@ def test_an_evicted_pod_is_replaced_and_the_job_completes_a_bug_is_not_retried(k
     failed = k8s.kjson("get", "job", bad["name"])
     assert failed["status"].get("failed") == 1 and len(pods_of(k8s, bad["id"])) == 1
     assert any(c["type"] == "Failed" and c["reason"] == "PodFailurePolicy" for c in failed["status"]["conditions"])
+
+
+def test_logs_survive_the_ttl_with_nobody_polling(k8s):
+    """No status call between submit and TTL cleanup: the copy the pod kept on the volume is what logs shows."""
+    out = k8s.submit("--image", BUSYBOX, *BASE, "--gpus", "1", "--ttl", "2", "--command",
+                     'echo "kept without a poller $((6*7))"; echo "to stderr" >&2; exit 5')
+    end = time.time() + 120
+    while k8s.kubectl("get", "job", out["name"], "--ignore-not-found", "-o", "name").stdout.strip():
+        assert time.time() < end, "TTL controller did not delete the Job"
+        time.sleep(1)
+    assert not (Path(k8s.env["TAO_STATE_DIR"]) / f"{out['id']}.d" / "logs.txt").exists()  # nobody saved them
+    logs = k8s.tao("logs", out["id"])
+    assert "kept without a poller 42" in logs.stdout and "to stderr" in logs.stdout, logs.stdout + logs.stderr
+    assert "output copy the job kept on its results volume" in logs.stderr
+    kept = (lk.state_root() / "pv" / out["id"] / "logs").glob("*.log")
+    assert any("kept without a poller 42" in p.read_text() for p in kept)
