@@ -134,11 +134,12 @@ def version_gate(kube: Kubectl, nodes: int) -> tuple[bool, str]:
     return retry, line
 
 
-def needed_permissions(spec: dict, *, creds: bool, config: bool) -> list[tuple[str, str]]:
-    """Exactly the writes submit makes: ``create`` of the Job and of each owned kind it uses."""
+def needed_permissions(spec: dict, *, creds: bool, config: bool, inputs: bool = False) -> list[tuple[str, str]]:
+    """Exactly what submit does: ``create`` of the Job and of each owned kind it uses; with inputs to check,
+    the reads of the check Job's pod and its output."""
     kinds = ["jobs"] + (["secrets"] if creds else []) + (["services"] if int(spec.get("nodes", 1)) > 1 else []) \
         + (["configmaps"] if config else [])
-    return [("create", k) for k in kinds]
+    return [("create", k) for k in kinds] + ([("list", "pods"), ("get", "pods/log")] if inputs else [])
 
 
 def permission_gate(kube: Kubectl, wanted: list[tuple[str, str]]) -> None:
@@ -247,10 +248,16 @@ def submit(
         nccl = nccl_gate(kube, skip=skip_nccl_probe)
         gate += "; NCCL probe " + ("skipped (--skip-nccl-probe)" if nccl["nccl_probe"] == "skipped"
                                    else f"ok (job {nccl.get('nccl_probe_job')}, {nccl.get('nccl_probe_at')})")
-    permission_gate(kube, needed_permissions(spec, creds=bool(creds or ngc_key), config=bool(config)))
+    from . import inputs as inputsmod
+
+    input_paths = inputsmod.paths(spec, results_plan.pod_folder)
+    permission_gate(kube, needed_permissions(spec, creds=bool(creds or ngc_key), config=bool(config),
+                                             inputs=bool(input_paths)))
     preview = render.render_manifests(spec, job_id="spec-check", namespace=kube.namespace,
                                       cred_secret="x" if creds else None, config=config, retry_disruptions=retry)
     _server_check(kube, preview)  # the server's verdict on the spec, still before any record exists
+    if input_paths:  # test -e next to the volumes, before a record or a GPU
+        gate += "; " + inputsmod.check(kube, spec, results_plan.pod_folder)
 
     if rec is None:
         rec = records.open_record(

@@ -290,3 +290,18 @@ def test_logs_survive_the_ttl_with_nobody_polling(k8s):
     assert "output copy the job kept on its results volume" in logs.stderr
     kept = (lk.state_root() / "pv" / out["id"] / "logs").glob("*.log")
     assert any("kept without a poller 42" in p.read_text() for p in kept)
+
+
+def test_missing_inputs_on_the_volume_are_refused_before_any_gpu_or_record(k8s):
+    """A GPU-less pod mounting the same PVC runs test -e on what the command names; missing ones are listed."""
+    here = f"inputs-{secrets.token_hex(3)}"
+    (lk.state_root() / "pv" / here).mkdir()
+    (lk.state_root() / "pv" / here / "train.yaml").write_text("epochs: 1\n")
+    cmd = f"cat /results/{here}/train.yaml; ls /results/{here}/coco"
+    proc = k8s.tao("submit", "--image", BUSYBOX, *BASE, "--gpus", "1", "--command", cmd, check=False)
+    assert proc.returncode == 1, proc.stdout
+    assert f"input path(s) missing on the job's volumes: /results/{here}/coco (checked" in proc.stderr, proc.stderr
+    assert not list(Path(k8s.env["TAO_STATE_DIR"]).glob("*.json"))
+    (lk.state_root() / "pv" / here / "coco").mkdir()
+    out, st = run_to_end(k8s, "--gpus", "1", "--command", cmd)
+    assert "inputs: 2 path(s) found on the volumes" in out["gate"] and st["state"] == "COMPLETE", (out, st)
