@@ -102,3 +102,10 @@ def test_output_copy_wraps_the_argv_unparsed_and_keeps_the_exit_code(tmp_path):
     assert not list((tmp_path / JOB_ID / "logs").glob(".exit-*"))
     off = find(render_manifests({**spec, "log_copy": False}, job_id=JOB_ID, namespace="default"), "Job")
     assert off["spec"]["template"]["spec"]["containers"][0]["command"] == spec["args"]
+
+
+def test_open_record_names_the_jobs_folder_with_its_minted_id(state_dir):
+    from taobank import records
+
+    rec = records.open_record("kubernetes", "i", "dino", "train", "A", "/results/{id}")
+    assert rec["results_dir"] == f"/results/{rec['id']}" == records.load(rec["id"])["results_dir"]
