@@ -305,3 +305,13 @@ def test_missing_inputs_on_the_volume_are_refused_before_any_gpu_or_record(k8s):
     (lk.state_root() / "pv" / here / "coco").mkdir()
     out, st = run_to_end(k8s, "--gpus", "1", "--command", cmd)
     assert "inputs: 2 path(s) found on the volumes" in out["gate"] and st["state"] == "COMPLETE", (out, st)
+
+
+def test_args_name_the_job_folder_with_kubernetes_var_expansion_as_the_skill_shows(k8s):
+    """The documented spec passes results_dir=$(TAO_API_RESULTS_DIR)/$(TAO_API_JOB_ID) in native args."""
+    argv = ["sh", "-c", 'echo "$1" > "${1#results_dir=}/arg.txt"; mkdir -p "${1#results_dir=}"; '
+            'echo "$1" > "${1#results_dir=}/arg.txt"', "x", "results_dir=$(TAO_API_RESULTS_DIR)/$(TAO_API_JOB_ID)"]
+    out, st = run_to_end(k8s, "--gpus", "0", "--args-json", json.dumps(argv))
+    assert st["state"] == "COMPLETE", st
+    kept = (lk.state_root() / "pv" / out["id"] / "arg.txt").read_text().strip()
+    assert kept == f"results_dir=/results/{out['id']}" == f"results_dir={k8s.record(out['id'])['results_dir']}"

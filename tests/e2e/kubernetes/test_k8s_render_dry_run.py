@@ -59,5 +59,5 @@ def test_version_gate_refuses_multinode_below_minimum(k8s, tmp_path):
     from pathlib import Path  # noqa: PLC0415
 
     assert not list(Path(k8s.env["TAO_STATE_DIR"]).glob("*.json"))  # refused before the record opened
-    single = k8s.submit("--image", "busybox", "--command", "true", "--gpus", "0", *ON_KWOK, env=env)  # single-node: no version gate
+    single = k8s.submit("--image", "busybox", "--command", "true", "--gpus", "0", "--no-results", *ON_KWOK, env=env)  # single-node: no version gate
     assert single["uid"]

@@ -37,7 +37,8 @@ def test_single_pod_submit_status_complete_logs(k8s):
     assert rec["backend"]["uid"] == out["uid"] and rec["backend"]["namespace"] == NAMESPACE
     job = k8s.kjson("get", "job", out["name"])
     assert job["metadata"]["labels"]["tao-job-id"] == jid
-    assert job["spec"]["template"]["spec"]["containers"][0]["command"] == ["/bin/sh", "-c", "echo hello"]
+    command = job["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert command[:2] == ["/bin/sh", "-c"] and command[3:] == ["tao-main", "/bin/sh", "-c", "echo hello"]
     assert "envFrom" not in job["spec"]["template"]["spec"]["containers"][0]  # no credentials -> no Secret ref
     running = k8s.wait(jid, lambda s: s["state"] in ("RUNNING", "COMPLETE"))
     final = k8s.wait(jid, terminal)
