@@ -48,6 +48,12 @@ class Layout:
     user: str = "taotest"
     cluster: str = "taolocal"
     partition: str = "local"
+    #: CPU partition standing in for a site's image-conversion partition (same nodes, no GPU asked).
+    convert_partition: str = "convert"
+    #: The account jobs must name: the user's default account may submit nothing
+    #: (MaxSubmitJobs=0 under AccountingStorageEnforce), like an account-required site.
+    account: str = "tao-local"
+    default_account: str = "tao-nobudget"
     login_alias: str = "tao-slurm-login"
     refused_alias: str = "tao-slurm-refused"
     #: 127.0.0.2 is loopback too, but sshd listens on 127.0.0.1 only: a
@@ -189,6 +195,8 @@ def slurm_conf(lay: Layout, *, cgroup: bool, no_in_addr_any: bool) -> str:
         ("AccountingStorageHost", "localhost"),
         ("AccountingStoragePort", p.slurmdbd),
         ("AccountingStorageTRES", "gres/gpu"),
+        # Jobs need an association, and its limits apply: see accounts_argv.
+        ("AccountingStorageEnforce", "associations,limits"),
         ("JobAcctGatherType", "jobacct_gather/linux"),
         ("JobAcctGatherFrequency", "task=1"),
         ("JobCompType", "jobcomp/none"),
@@ -218,7 +226,28 @@ def slurm_conf(lay: Layout, *, cgroup: bool, no_in_addr_any: bool) -> str:
         ("PartitionName", lay.partition), ("Nodes", ",".join(NODES)), ("Default", "YES"),
         ("MaxTime", "INFINITE"), ("State", "UP"),
     ])
+    text += _words([
+        ("PartitionName", lay.convert_partition), ("Nodes", ",".join(NODES)), ("Default", "NO"),
+        ("MaxTime", "02:00:00"), ("State", "UP"),
+    ])
     return text
+
+
+def accounts_argv(lay: Layout) -> list[list[str]]:
+    """``sacctmgr -i`` commands (idempotent) that make an account required for the test user.
+
+    The user's default account may submit no job (MaxSubmitJobs=0), so a job
+    without ``--account`` is refused at submit, as on sites that bill every
+    job; ``lay.account`` is the one to name.
+    """
+    c = f"cluster={_check(lay.cluster)}"
+    return [
+        ["sacctmgr", "-i", "add", "cluster", lay.cluster],
+        ["sacctmgr", "-i", "add", "account", f"{_check(lay.default_account)},{_check(lay.account)}", c],
+        ["sacctmgr", "-i", "add", "user", _check(lay.user), f"account={lay.default_account},{lay.account}",
+         f"defaultaccount={lay.default_account}", c],
+        ["sacctmgr", "-i", "modify", "account", "where", f"name={lay.default_account}", c, "set", "MaxSubmitJobs=0"],
+    ]
 
 
 def gres_conf(lay: Layout) -> str:
@@ -237,6 +266,7 @@ def cgroup_conf(*, cgroup: bool) -> str:
         ("ConstrainRAMSpace", "yes"),
         ("ConstrainSwapSpace", "no"),
         ("ConstrainDevices", "yes"),
+        ("ConstrainCores", "yes"),
     ])
 
 
@@ -323,6 +353,8 @@ def env(lay: Layout) -> dict[str, str]:
         "TAO_SSH_CONFIG": str(lay.ssh_config),
         "TAO_SSH_KNOWN_HOSTS": str(lay.known_hosts),
         "SLURM_PARTITION": lay.partition,
+        "SLURM_ACCOUNT": lay.account,
+        "TAO_SLURM_CONVERSION_PARTITION": lay.convert_partition,
         "SLURM_BASE_RESULTS_DIR": str(lay.results_dir),
         "TAO_LOCAL_LUSTRE_ROOT": str(lay.lustre),
         "TAO_SLURM_CONTAINER_RUNTIME": "none",
