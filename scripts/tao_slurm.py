@@ -34,9 +34,13 @@ def _spec_from_args(args: argparse.Namespace) -> dict:
         "network_arch": args.network_arch, "action": args.action, "image": args.image,
         "num_nodes": args.num_nodes, "num_gpus": args.num_gpus, "max_num_gpus_per_node": args.max_gpus_per_node,
         "cpus_per_task": args.cpus_per_task, "mem": args.mem, "time_hours": args.time_hours,
+        "time_minutes": args.time_minutes, "time": args.time,
         "timeout_hours": args.timeout_hours, "partition": args.partition, "account": args.account,
         "container_runtime": args.runtime, "results_base": args.results_base, "cluster_name": args.cluster_name,
     }
+    if any(flags[k] is not None for k in ("time_hours", "time_minutes", "time")):
+        for key in ("time_hours", "time_minutes", "time"):  # a wall time flag replaces the spec's
+            spec.pop(key, None)
     spec.update({k: v for k, v in flags.items() if v is not None})
     # the vocabulary both helpers share: nodes and GPUs per node (SLURM's spec counts GPUs in total)
     if args.nodes is not None:
@@ -146,7 +150,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--max-gpus-per-node", type=int)
     p.add_argument("--cpus-per-task", type=int)
     p.add_argument("--mem")
-    p.add_argument("--time-hours", type=float)
+    p.add_argument("--time-hours", type=float, help="wall time in hours (or --time-minutes / --time)")
+    p.add_argument("--time-minutes", type=float, help="wall time in minutes")
+    p.add_argument("--time", metavar="HH:MM:SS", help="wall time as HH:MM:SS or D-HH:MM:SS")
     p.add_argument("--timeout-hours", type=float)
     p.add_argument("--partition")
     p.add_argument("--account")

@@ -36,14 +36,16 @@ def test_single_node_directives_and_container_line():
     assert "#SBATCH --error=/lustre/me/jobs/dino-train-1a2b3c4d/slurm-logs/%x-%j/main.err" in text
     assert "'--container-image=nvcr.io#nvidia/tao/tao-toolkit:7.1.0-pyt' --container-mounts=/lustre" in text
     assert "#SBATCH --time=240" in text and "#SBATCH --requeue" in text
-    assert "timeout --signal=TERM --kill-after=120 13680" in text
+    assert "timeout --signal=TERM --kill-after=120 13560" in text  # SIGKILL at 3.8 h = 95 % of the 4 h wall time
+    # srun is told the CPUs itself (it does not take the batch step's -c on every SLURM release)
+    assert "srun --nodes=1 --ntasks=1 --cpus-per-task=1 '--container-image=" in text
     assert "export TAO_API_RESULTS_DIR=/lustre/me/results\n" in text  # the parent: the container appends the id
     assert "MASTER_ADDR" not in text
 
 
 def test_runtime_none_runs_on_the_host():
     text = render.render(make(runtime="none", image=None))
-    assert "--container-image" not in text and "srun --nodes=1 --ntasks=1 -- \\" in text
+    assert "--container-image" not in text and "srun --nodes=1 --ntasks=1 --cpus-per-task=1 -- \\" in text
     with pytest.raises(TaoError, match="use pyxis"):
         render.render(make(runtime="docker"))
     with pytest.raises(TaoError, match="needs an image"):
@@ -124,7 +126,7 @@ def test_bash_parses_the_command_words_exactly():
     """The shell itself (not only shlex) sees the hostile value as one argument."""
     hostile = "a'b\"c $(touch /tmp/pwned) `id` ; rm -rf / #\t*"
     text = render.render(make(runtime="none", image=None, command=["printf", "%s|", hostile, "end"]))
-    cmd = text[text.index("srun --nodes=1"):].split("\nrc=$?")[0].replace("srun --nodes=1 --ntasks=1 --", "")
+    cmd = text[text.index("srun --nodes=1"):].split("\nrc=$?")[0].replace("srun --nodes=1 --ntasks=1 --cpus-per-task=1 --", "")
     out = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, check=True).stdout
     assert out == f"{hostile}|end|"
 

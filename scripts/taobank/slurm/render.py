@@ -102,6 +102,9 @@ def render(inp: ScriptInput) -> str:
         "gpus_per_node": inp.resources.gpus_per_node,
         "nodes": inp.resources.nodes,
         "timeout_seconds": inp.resources.timeout_seconds,
+        "kill_grace_seconds": inp.resources.kill_grace_seconds,
+        # srun does not take the batch step's --cpus-per-task on every SLURM release: always say it.
+        "cpus_per_task": inp.resources.cpus_per_task,
         "container_args": container_args(inp),
         "command": list(inp.command),
         "master_port": int(inp.master_port),

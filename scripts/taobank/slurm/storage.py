@@ -65,11 +65,38 @@ def cluster_path(uri: str, what: str = "dataset") -> str:
     return norm
 
 
+_USER_DIR = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*\Z")
+
+
+def login_user(env: Mapping[str, str]) -> str | None:
+    """The cluster user: ``SLURM_USER``, else the ``user@`` of the first ``SLURM_HOSTNAME`` entry
+    (a submit needs one of them to connect); a ``--dry-run`` without either shows the local user."""
+    import getpass
+
+    user = (env.get("SLURM_USER") or "").strip()
+    if not user:
+        first = (env.get("SLURM_HOSTNAME") or "").split(",")[0].strip()
+        user = first.partition("@")[0] if "@" in first else ""
+    if not user:
+        try:
+            user = getpass.getuser()
+        except (KeyError, OSError):
+            user = ""
+    return user or None
+
+
 def base_dir(spec: Mapping[str, Any], env: Mapping[str, str]) -> str:
-    """``results_base`` of the spec, else ``SLURM_BASE_RESULTS_DIR``, else the pinned default."""
+    """``results_base`` of the spec, else ``SLURM_BASE_RESULTS_DIR``, else ``<pinned default>/<SLURM_USER>``
+    (one folder per user: a site's users never share, or overwrite, each other's results)."""
     from .. import pins
 
-    raw = spec.get("results_base") or env.get("SLURM_BASE_RESULTS_DIR") or pins.resolve("slurm.base_results_dir")
+    raw = spec.get("results_base") or env.get("SLURM_BASE_RESULTS_DIR")
+    if not raw:
+        user = login_user(env)
+        if not user or not _USER_DIR.match(user):
+            raise TaoError("no results base: set SLURM_BASE_RESULTS_DIR to your folder on the shared filesystem "
+                           "(or SLURM_USER, for the default <base>/<user>)")
+        raw = posixpath.join(str(pins.resolve("slurm.base_results_dir")), user)
     raw = str(raw)
     path = cluster_path(raw, "results base") if "://" in raw else raw
     if not path.startswith("/") or any(c in path for c in "\n\r\x00"):
