@@ -15,12 +15,16 @@ from pathlib import Path
 from taobank.errors import TaoError
 
 NODES = ("node1", "node2")
-#: Sized so the skill's defaults fit without overrides: 8 GPUs per node (the
-#: max_num_gpus_per_node default: 8 GPUs = a whole node) and 128 CPUs
-#: (cpus_per_task 16 x 8 tasks). slurmd declares them as configured
-#: (SlurmdParameters=config_overrides), whatever the host really has.
+#: 8 GPUs per node (the max_num_gpus_per_node default: 8 GPUs = a whole node).
+#: CPUs: the host's real ones (each node declares all of them), so
+#: cgroup.conf's ConstrainCores binds a step to CPUs that exist and a step
+#: given fewer CPUs than asked shows it (nproc). Jobs on this cluster ask for
+#: a CPU or two (cpus_per_task), not the default 16.
 GPUS_PER_NODE = 8
-SOCKETS, CORES_PER_SOCKET = 2, 64
+
+
+def host_cpus() -> int:
+    return max(1, len(os.sched_getaffinity(0)))
 REAL_MEMORY_MB = 16000
 #: NVIDIA's character-device major: Slurm only stat()s the files, so fake
 #: devices with this major stand in for /dev/nvidiaN.
@@ -150,7 +154,7 @@ def _words(pairs: list[tuple[str, object]]) -> str:
 
 
 # ----------------------------------------------------------------------------
-def slurm_conf(lay: Layout, *, cgroup: bool, no_in_addr_any: bool) -> str:
+def slurm_conf(lay: Layout, *, cgroup: bool, no_in_addr_any: bool, cpus: int | None = None) -> str:
     """slurm.conf: one controller, two slurmd "nodes" on 127.0.0.1, fake GPUs.
 
     ``cgroup``: the cgroup v1 controllers are writable, so proctrack/task
@@ -218,7 +222,7 @@ def slurm_conf(lay: Layout, *, cgroup: bool, no_in_addr_any: bool) -> str:
     for name, port in zip(NODES, p.slurmd):
         text += _words([
             ("NodeName", name), ("NodeHostname", name), ("NodeAddr", "127.0.0.1"), ("Port", port),
-            ("Sockets", SOCKETS), ("CoresPerSocket", CORES_PER_SOCKET), ("ThreadsPerCore", 1),
+            ("Sockets", 1), ("CoresPerSocket", cpus or host_cpus()), ("ThreadsPerCore", 1),
             ("RealMemory", REAL_MEMORY_MB),
             ("Gres", f"gpu:{GPUS_PER_NODE}"), ("State", "UNKNOWN"),
         ])

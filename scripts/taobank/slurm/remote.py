@@ -24,7 +24,7 @@ STAGE = (
 SBATCH = r'''
 if ! t=$(sbatch --test-only --job-name="$3" "$1" 2>&1); then
   case $t in
-    *"node configuration is not available"*|*"nvalid partition"*|*"nvalid account"*|*"nvalid qos"*|*"ime limit"*|*"nvalid generic resource"*|*"nvalid feature"*)
+    *"node configuration is not available"*|*"nvalid partition"*|*"nvalid account"*|*"nvalid qos"*|*"ime limit"*|*"nvalid generic resource"*|*"nvalid feature"*|*"accounting/QOS policy"*)
       echo "$t" >&2; exit 3;;
   esac
 fi

@@ -289,6 +289,9 @@ def _sbatch_error(text: str) -> str:
     if "Requested node configuration is not available" in text:
         return (f"sbatch refused the job: {line}. The request (GPUs/CPUs/memory per node or node count) exceeds what "
                 "any node of the partition has: lower num_gpus/cpus_per_task/mem or use another partition")
+    if "accounting/QOS policy" in text or "AssocMaxSubmitJobLimit" in text:
+        return (f"sbatch refused the job: {line}. Your account may not submit this job (no account named, or a limit "
+                "of it): set SLURM_ACCOUNT to an account you may use (sacctmgr show assoc user=$USER)")
     if "Invalid account" in text or "Invalid qos" in text:
         return f"sbatch refused the job: {line}. Set SLURM_ACCOUNT to an account you may use (sacctmgr show assoc user=$USER)"
     if "invalid partition" in text.lower():
