@@ -15,7 +15,7 @@ def make(**kw):
     res = resources.resolve(kw.pop("res", {"partition": "local", "cpus_per_task": 1, "num_gpus": 2}), {})
     base = dict(job_id="dino-train-1a2b3c4d", job_dir="/lustre/me/jobs/dino-train-1a2b3c4d",
                 results_parent="/lustre/me/results", command=["python3", "train.py"], resources=res,
-                runtime="pyxis", image="nvcr.io#nvidia/tao/tao-toolkit:7.1.0-pyt")
+                runtime="pyxis", image="nvcr.io#nvidia/tao/tao-toolkit:7.1.0-pyt", container_mounts="/lustre/me")
     base.update(kw)
     return render.ScriptInput(**base)
 
@@ -34,7 +34,7 @@ def test_single_node_directives_and_container_line():
         "#SBATCH --gres=gpu:2", "#SBATCH --time=240", "#SBATCH --requeue"]
     assert "#SBATCH --output=/lustre/me/jobs/dino-train-1a2b3c4d/slurm-logs/%x-%j/main.out" in text
     assert "#SBATCH --error=/lustre/me/jobs/dino-train-1a2b3c4d/slurm-logs/%x-%j/main.err" in text
-    assert "'--container-image=nvcr.io#nvidia/tao/tao-toolkit:7.1.0-pyt' --container-mounts=/lustre" in text
+    assert "'--container-image=nvcr.io#nvidia/tao/tao-toolkit:7.1.0-pyt' --container-mounts=/lustre/me" in text
     assert "#SBATCH --time=240" in text and "#SBATCH --requeue" in text
     assert "timeout --signal=TERM --kill-after=120 13560" in text  # SIGKILL at 3.8 h = 95 % of the 4 h wall time
     # srun is told the CPUs itself (it does not take the batch step's -c on every SLURM release)

@@ -38,7 +38,7 @@ class ScriptInput:
     resources: Resources
     runtime: str = "pyxis"
     image: str | None = None  # Pyxis form or .sqsh path
-    container_mounts: str = "/lustre"
+    container_mounts: str = ""  # derived by taobank.slurm.mounts
     env: dict[str, str] = field(default_factory=dict)
     nccl_env: dict[str, str] = field(default_factory=dict)
     has_credentials: bool = False
@@ -78,6 +78,8 @@ def container_args(inp: ScriptInput) -> list[str]:
         return []
     if not inp.image:
         raise TaoError("container runtime pyxis needs an image: give --image")
+    if not inp.container_mounts:
+        raise TaoError("container runtime pyxis needs container mounts (at least the results base)")
     return [f"--container-image={inp.image}", f"--container-mounts={inp.container_mounts}"]
 
 

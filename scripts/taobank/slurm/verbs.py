@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable, Mapping
 from .. import pins, platform, records, recvalues, states
 from ..errors import TaoError
 from ..run import last_line
-from . import images, remote, render, resources, spec as specmod, status as st, storage
+from . import images, mounts, remote, render, resources, spec as specmod, status as st, storage
 from .ssh import Connection
 
 PLATFORM = "slurm"
@@ -48,6 +48,11 @@ def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None, *, need_
             raise TaoError("dataset.spec_keys need an argv-list command (they are appended as key=value)")
         argv += [f"{k}={v}" for k, v in overrides.items()]
     base = storage.base_dir(spec, env)
+    mount_list = ""
+    if runtime == "pyxis":
+        extra = spec.get("container_mounts") or resources.defaults()["container_mounts"]
+        mount_list = mounts.text(mounts.derive([("results base", base)] + [("input", r) for r in required],
+                                               mounts.parse(extra)))
     env_vars, nccl_env = storage.check_env(spec.get("env"), spec.get("nccl_env"))
     names = spec.get("secrets") or []
     secret_values = storage.collect_secrets(names, env) if need_secrets else {n: "" for n in names}
@@ -59,6 +64,7 @@ def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None, *, need_
     return {
         "spec": spec, "resources": res, "runtime": runtime, "image": image, "pyxis_image": pyxis, "sqsh": sqsh,
         "required": required, "overrides": overrides, "dataset_root": root, "command": argv, "base": base,
+        "mounts": mount_list,
         "env": env_vars, "nccl_env": nccl_env,
         "secrets": secret_values, "master_port": int(spec.get("master_port") or d["master_port"]),
     }
@@ -158,7 +164,7 @@ def script_input(p: Mapping[str, Any], job_id: str, image: str | None) -> render
     return render.ScriptInput(
         job_id=job_id, job_dir=storage.job_dir(p["base"], job_id), results_parent=storage.results_parent(results, job_id), command=p["command"],
         resources=p["resources"], runtime=p["runtime"], image=image,
-        container_mounts=p["spec"].get("container_mounts") or resources.defaults()["container_mounts"],
+        container_mounts=p["mounts"],
         env=p["env"], nccl_env=p["nccl_env"], has_credentials=bool(p["secrets"]),
         dataset_root=p["dataset_root"], master_port=p["master_port"])
 

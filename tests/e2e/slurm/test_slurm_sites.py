@@ -48,3 +48,40 @@ def test_a_job_without_the_required_account_is_refused_with_the_fix(slurm_env, m
     monkeypatch.setenv("SLURM_ACCOUNT", slurm_env["env"]["SLURM_ACCOUNT"])
     rec = verbs.submit(base_spec())
     assert wait_state(rec["id"])["state"] == "COMPLETE"
+
+
+def _cached_image(env: dict, sub: str) -> tuple[str, str]:
+    from taobank.slurm import images
+
+    cache = env["SLURM_BASE_RESULTS_DIR"] + "/" + sub
+    image = "nvcr.io/nvidia/tao/tao-toolkit:7.1.0-pyt"
+    sqsh = images.sqsh_path(image, cache)
+    Connection().script('mkdir -p -- "$(dirname -- "$1")" && : > "$1"', [sqsh])  # a cached image: no conversion
+    return image, cache
+
+
+def test_container_mounts_cover_the_results_base_and_every_input(slurm_env):
+    env = slurm_env["env"]
+    lustre = env["TAO_LOCAL_LUSTRE_ROOT"]
+    data = f"{lustre}/datasets/mounts-e2e"
+    Connection().script('mkdir -p -- "$1" && : > "$1/annotations.json"', [data])
+    image, cache = _cached_image(env, "sqsh-cache-mounts")
+    rec = verbs.submit(base_spec(container_runtime="pyxis", image=image, sqsh_cache_dir=cache,
+                                 dataset={"root": f"lustre://{data}", "required": ["annotations.json"]}))
+    script = _remote(["cat", "--", rec["backend"]["script"]])
+    line = next(w for w in script.split() if w.startswith("--container-mounts="))
+    assert sorted(line.split("=", 1)[1].split(",")) == sorted([env["SLURM_BASE_RESULTS_DIR"], data])
+    wait_state(rec["id"])  # Debian's SLURM has no Pyxis: the job ends in ERROR (srun rejects the option)
+    err = verbs.logs(rec["id"])["main.err"]
+    assert "--container-image=" in err and "unrecognized option" in err
+
+
+def test_a_path_hidden_by_an_extra_mount_is_refused_before_anything_is_written(slurm_env):
+    env = slurm_env["env"]
+    image, cache = _cached_image(env, "sqsh-cache-mounts")
+    with pytest.raises(TaoError, match="results base .* is hidden in the container by the mount"):
+        verbs.submit(base_spec(container_runtime="pyxis", image=image, sqsh_cache_dir=cache,
+                               container_mounts=f"{env['TAO_LOCAL_LUSTRE_ROOT']}/other:{env['SLURM_BASE_RESULTS_DIR']}"))
+    from taobank import records
+
+    assert records.list_records() == []
