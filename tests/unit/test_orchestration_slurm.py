@@ -380,3 +380,38 @@ def test_a_failed_stage_marks_the_record_error_and_never_sbatches(slurm):
         platform.get("slurm").submit(SPEC, {})
     (rec,) = records.list_records()
     assert rec["state"] == "ERROR" and slurm.count("SBATCH") == 0
+
+
+# ------------------------------------------------------------------ TAO status.json
+TAO_LINES = {
+    "success": '{"status": "STARTED", "message": "Starting train"}\n{"status": "SUCCESS", "message": "Training finished"}\n',
+    "failure": '{"status": "RUNNING", "kpi": {"loss": 1}}\n{"status": "FAILURE", "message": "Dataset has no images"}\n',
+}
+
+
+@pytest.mark.parametrize("sacct_state,exit_code,tao,want", [
+    ("COMPLETED", "0:0", "failure", ("ERROR", "Dataset has no images")),   # exit 0 yet TAO failed
+    ("COMPLETED", "0:0", "success", ("COMPLETE", "Training finished")),
+    ("FAILED", "1:0", "success", ("COMPLETE", "exited 1:0 afterwards")),   # TAO finished; teardown failed
+    ("COMPLETED", "0:0", None, ("COMPLETE", "COMPLETED")),                 # no status.json: the exit code decides
+])
+def test_tao_status_json_decides_complete_vs_error(slurm, sacct_state, exit_code, tao, want):
+    rec = slurm_record()
+    status_file = rec["backend"]["results_dir"] + "/status.json"
+    slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], sacct_state, exit_code)],
+                                    markers={status_file: TAO_LINES[tao]} if tao else {}))
+    (view,) = platform.get("slurm").observe([records.load(rec["id"])])
+    assert (view.state, want[1] in (view.message or "")) == (want[0], True), view.message
+    assert status_file in slurm.calls[-1].args  # read in the same one remote command as squeue/sacct
+    if want[0] == "ERROR":
+        assert view.err_class == "ERR_PROGRAM"
+
+
+def test_failed_job_with_tao_failure_still_retries_an_infrastructure_log(slurm, monkeypatch):
+    rec = slurm_record()
+    status_file = rec["backend"]["results_dir"] + "/status.json"
+    slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], "FAILED", "1:0")],
+                                    markers={status_file: TAO_LINES["failure"]}))
+    slurm.ssh("TAIL_FILES", lambda call: ok(f"@@file {call.args[1]}\nNCCL WARN NET/IB : Got completion from peer with error 12\n"))
+    (view,) = platform.get("slurm").observe([records.load(rec["id"])], retry=False)
+    assert view.state == "ERROR" and view.err_class == "ERR_INFRA"

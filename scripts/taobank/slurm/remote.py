@@ -47,7 +47,8 @@ true
 #: Adopt a found job: $1 id, $2 log root, $3 name.
 ADOPT = 'mkdir -p -- "$2/$3-$1" && { scontrol release "$1" >/dev/null 2>&1; true; }'
 
-#: One sweep: $1 comma list of ids, then marker files. Exactly one squeue and one sacct.
+#: One sweep: $1 comma list of ids, then small files (exit markers, TAO status.json: their last 64 KiB).
+#: Exactly one squeue and one sacct.
 SWEEP = r'''
 ids=$1; shift
 echo "@@squeue"
@@ -58,7 +59,7 @@ sacct -n -X -P -o JobIDRaw,JobName,State,ExitCode -j "$ids" 2>&1
 echo "@@rc $?"
 for m do
   echo "@@marker $m"
-  cat -- "$m" 2>/dev/null
+  tail -c 65536 -- "$m" 2>/dev/null
   echo
 done
 '''

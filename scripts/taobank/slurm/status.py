@@ -118,6 +118,44 @@ def parse_marker(text: str | None) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+#: TAO's own terminal words in ``status.json`` (one JSON object per line, appended as it runs).
+TAO_SUCCESS = {"SUCCESS", "COMPLETE", "COMPLETED", "DONE"}
+TAO_FAILURE = {"FAILURE", "FAILED", "ERROR"}
+
+
+def parse_tao_status(text: str | None) -> dict[str, Any] | None:
+    """The last terminal entry of TAO's ``status.json`` (JSON lines, or one object / list), else None.
+
+    Only ``status`` and ``message`` are used; a torn last line (the file read
+    while TAO appends) is skipped.
+    """
+    if not text or not text.strip():
+        return None
+    entries: list[Any] = []
+    try:
+        whole = json.loads(text)
+        entries = whole if isinstance(whole, list) else [whole]
+    except ValueError:
+        for line in text.splitlines():
+            try:
+                entries.append(json.loads(line))
+            except ValueError:
+                continue
+    for entry in reversed(entries):
+        if isinstance(entry, dict) and str(entry.get("status", "")).upper() in TAO_SUCCESS | TAO_FAILURE:
+            return {"status": str(entry["status"]).upper(), "message": str(entry.get("message") or "")[:300]}
+    return None
+
+
+def _tao_verdict(tao: Mapping[str, Any], slurm_state: str | None, code: str | None) -> Verdict:
+    said = f": {tao['message']}" if tao.get("message") else ""
+    if tao["status"] in TAO_SUCCESS:
+        note = "" if code in (None, "", "0:0") else f"; the wrapper exited {code} afterwards"
+        return Verdict("COMPLETE", f"TAO status.json: {tao['status']}{said}{note}", slurm_state, exit_code=code)
+    return Verdict("ERROR", f"TAO status.json: {tao['status']}{said}; read main.err", slurm_state,
+                   err_class="ERR_PROGRAM", exit_code=code)
+
+
 @dataclass
 class Verdict:
     state: str  # a taobank.states state
@@ -152,8 +190,13 @@ def _marker_verdict(marker: Mapping[str, Any], where: str) -> Verdict:
 
 def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
              marker: Mapping[str, Any] | None, *, log_tail: str | None = None,
-             accounting: bool = True) -> Verdict:
-    """Decide the state of one SLURM job from what the batched queries saw."""
+             accounting: bool = True, tao: Mapping[str, Any] | None = None) -> Verdict:
+    """Decide the state of one SLURM job from what the batched queries saw.
+
+    Once the program ended on its own (COMPLETED, FAILED, or only the exit
+    marker is left), TAO's ``status.json`` (``tao``, see :func:`parse_tao_status`)
+    decides COMPLETE vs ERROR; the exit code decides when TAO wrote none.
+    """
     if squeue and squeue.get("state") and squeue["state"] not in FAILED_STATES | {"COMPLETED", "CANCELLED", "TIMEOUT", "REVOKED"}:
         st, reason = squeue["state"], squeue.get("reason", "")
         if st in RUNNING_STATES:
@@ -171,6 +214,8 @@ def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
     rec = sacct if sacct and sacct.get("state") else (squeue if squeue and squeue.get("state") else None)
     if rec is None:
         if marker is not None:
+            if tao:
+                return _tao_verdict(tao, None, f"{marker.get('exit_code')}:0")
             return _marker_verdict(marker, "exit marker; no scheduler record")
         why = "accounting unavailable" if not accounting else "not in squeue or sacct"
         return Verdict("UNKNOWN", f"{why} and no exit marker on the shared filesystem yet")
@@ -182,6 +227,8 @@ def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
     if st in PAUSED_STATES:
         return Verdict("RUNNING", f"paused ({st})", st)
     if st == "COMPLETED":
+        if tao:
+            return _tao_verdict(tao, st, code)
         if marker is not None:
             v = _marker_verdict(marker, "exit marker")
             v.slurm_state = st
@@ -200,6 +247,8 @@ def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
         if st == "OUT_OF_MEMORY":
             return Verdict("ERROR", "OUT_OF_MEMORY: the job used more host memory than it asked for; raise mem or lower "
                            "the batch size / workers", st, err_class="ERR_PROGRAM", exit_code=code)
+        if tao and tao["status"] in TAO_SUCCESS:
+            return _tao_verdict(tao, st, code)  # TAO finished its work; the wrapper failed afterwards
         if log_tail is None:
             return Verdict("ERROR", f"{st}{_exit_text(code)}", st, err_class="ERR_PROGRAM", exit_code=code, needs_log=True)
         from ..failures import infra_log_match
@@ -215,5 +264,9 @@ def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
             if needle in log_tail:
                 detail += f"; {hint}"
                 break
+        if tao:
+            v = _tao_verdict(tao, st, code)
+            v.message = f"{st}{_exit_text(code)}; {v.message}{detail}"
+            return v
         return Verdict("ERROR", f"{st}{_exit_text(code)}{detail}; read main.err", st, err_class="ERR_PROGRAM", exit_code=code)
     return Verdict("UNKNOWN", f"unrecognised SLURM state {rec.get('raw_state') or st}", st)

@@ -198,6 +198,8 @@ def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: 
     return sbatch_record(conn, job_id)
 
 
+TAO_STATUS_FILE = "status.json"
+
 #: The kind of every SLURM backend value that reaches a remote command line.
 BACKEND_KINDS = {"slurm_job_id": "number", "job_dir": "abspath", "staged_dir": "abspath", "log_dir": "abspath",
                  "script": "abspath", "results_dir": "abspath", "job_name": "dns1123"}
@@ -314,6 +316,11 @@ def _marker_path(b: Mapping[str, Any]) -> str | None:
     return posixpath.join(d, storage.MARKER_FILE) if d else None
 
 
+def _tao_status_path(b: Mapping[str, Any]) -> str | None:
+    """``status.json`` that TAO writes in the job's results folder (its own terminal status)."""
+    return posixpath.join(b["results_dir"], TAO_STATUS_FILE) if b.get("results_dir") else None
+
+
 def _sections(text: str, prefix: str) -> dict[str, str]:
     out: dict[str, str] = {}
     key = None
@@ -354,18 +361,23 @@ def sweep(conn: Connection, recs: list[dict]) -> dict[str, st.Verdict]:
     if not live:
         return {}
     ids = ",".join(sorted({r["backend"]["slurm_job_id"] for r in live}, key=int))
-    markers = [m for m in (_marker_path(r["backend"]) for r in live) if m]
-    res = conn.script(remote.SWEEP, [ids] + markers, what="squeue/sacct", retry_on_drop=True)
+    files = [m for r in live for m in (_marker_path(r["backend"]), _tao_status_path(r["backend"])) if m]
+    res = conn.script(remote.SWEEP, [ids] + files, what="squeue/sacct", retry_on_drop=True)
     squeue, sacct, marks, accounting = parse_sweep(res.stdout)
+
+    def seen(r: dict) -> dict:
+        b = r["backend"]
+        marker = st.parse_marker(marks.get(_marker_path(b) or ""))
+        if marker and str(marker.get("slurm_job_id")) != str(b["slurm_job_id"]):
+            marker = None  # an earlier attempt's marker in a shared job dir
+        return {"marker": marker, "tao": st.parse_tao_status(marks.get(_tao_status_path(b) or "")),
+                "accounting": accounting}
+
     out: dict[str, st.Verdict] = {}
     need_logs: list[dict] = []
     for r in live:
-        b = r["backend"]
-        jid = b["slurm_job_id"]
-        marker = st.parse_marker(marks.get(_marker_path(b) or ""))
-        if marker and str(marker.get("slurm_job_id")) != str(jid):
-            marker = None  # an earlier attempt's marker in a shared job dir
-        v = st.classify(squeue.get(jid), sacct.get(jid), marker, accounting=accounting)
+        jid = r["backend"]["slurm_job_id"]
+        v = st.classify(squeue.get(jid), sacct.get(jid), **seen(r))
         out[r["id"]] = v
         if v.needs_log and r["backend"].get("log_dir"):
             need_logs.append(r)
@@ -377,10 +389,7 @@ def sweep(conn: Connection, recs: list[dict]) -> dict[str, st.Verdict]:
             b = r["backend"]
             log = tails.get(posixpath.join(b["log_dir"], "main.err"), "") + tails.get(posixpath.join(b["log_dir"], "main.out"), "")
             jid = b["slurm_job_id"]
-            marker = st.parse_marker(marks.get(_marker_path(b) or ""))
-            if marker and str(marker.get("slurm_job_id")) != str(jid):
-                marker = None
-            out[r["id"]] = st.classify(squeue.get(jid), sacct.get(jid), marker, log_tail=log, accounting=accounting)
+            out[r["id"]] = st.classify(squeue.get(jid), sacct.get(jid), log_tail=log, **seen(r))
     return out
 
 

@@ -85,3 +85,15 @@ def test_a_path_hidden_by_an_extra_mount_is_refused_before_anything_is_written(s
     from taobank import records
 
     assert records.list_records() == []
+
+
+TAO_WRITES = ('d="$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID"; '
+              'echo \'{"status": "STARTED", "message": "Starting"}\' >> "$d/status.json"; '
+              'echo "{\\"status\\": \\"$1\\", \\"message\\": \\"$2\\"}" >> "$d/status.json"; exit "$3"')
+
+
+@pytest.mark.parametrize("tao,rc,want", [("FAILURE", 0, "ERROR"), ("SUCCESS", 0, "COMPLETE"), ("SUCCESS", 3, "COMPLETE")])
+def test_tao_status_json_decides_the_end_state(slurm_env, tao, rc, want):
+    rec = verbs.submit(base_spec(command=["bash", "-c", TAO_WRITES, "tao", tao, f"said {tao.lower()}", str(rc)]))
+    done = wait_state(rec["id"])
+    assert done["state"] == want and f"TAO status.json: {tao}: said {tao.lower()}" in done["message"], done
