@@ -415,3 +415,82 @@ def test_failed_job_with_tao_failure_still_retries_an_infrastructure_log(slurm, 
     slurm.ssh("TAIL_FILES", lambda call: ok(f"@@file {call.args[1]}\nNCCL WARN NET/IB : Got completion from peer with error 12\n"))
     (view,) = platform.get("slurm").observe([records.load(rec["id"])], retry=False)
     assert view.state == "ERROR" and view.err_class == "ERR_INFRA"
+
+
+# ------------------------------------------------------------------ image conversion job
+PYXIS = {**SPEC, "container_runtime": "pyxis", "image": "nvcr.io/nvidia/tao/x:1", "account": "acct",
+         "conversion_partition": "cpu"}
+
+
+def _staged(call) -> dict:
+    import base64
+    import io
+    import tarfile
+
+    tar = tarfile.open(fileobj=io.BytesIO(base64.b64decode(call.stdin)))
+    return {m.name: tar.extractfile(m).read().decode() for m in tar.getmembers() if m.isfile()}
+
+
+def test_missing_sqsh_is_a_conversion_job_the_training_job_waits_for(slurm):
+    slurm.ssh("MISSING", lambda call: ok(call.args[-1] + "\n"))  # the cached .sqsh is missing
+    slurm.ssh("STAGE")
+    slurm.ssh("CONVERT", "900\n")
+    slurm.ssh("FIND", find_answer())
+    slurm.ssh("SBATCH", "901\n")
+    view = platform.get("slurm").submit(PYXIS, {})
+    assert slurm.scripts() == ["MISSING", "STAGE", "CONVERT", "FIND", "SBATCH"]  # submit returns: nothing waits
+    rec = records.load(view.id)
+    b = rec["backend"]
+    assert (b["convert_job_id"], b["slurm_job_id"]) == ("900", "901")
+    assert b["convert_log"] == f"{b['job_dir']}/slurm-logs/convert-900.out"
+    sbatch = next(c for c in slurm.calls if c.script == "SBATCH")
+    assert sbatch.args[3] == "900"  # --dependency=afterok:900, --kill-on-invalid-dep=yes
+    files = _staged(next(c for c in slurm.calls if c.script == "STAGE"))
+    conv = files[f"sbatch/convert_{view.id}.sbatch"]
+    assert "#SBATCH --partition=cpu\n#SBATCH --account=acct\n" in conv and "enroot import" in conv
+    assert f"--container-image={b['job_dir'].rsplit('/jobs/', 1)[0]}/sqsh-cache/nvcr.io+nvidia+tao+x+1.sqsh" in \
+        files[f"sbatch/job_{view.id}.sbatch"]
+
+
+def test_a_cached_sqsh_needs_no_conversion_job(slurm):
+    slurm.ssh("MISSING", "")
+    slurm.ssh("STAGE")
+    slurm.ssh("FIND", find_answer())
+    slurm.ssh("SBATCH", "901\n")
+    view = platform.get("slurm").submit(PYXIS, {})
+    assert slurm.scripts() == ["MISSING", "STAGE", "FIND", "SBATCH"]
+    assert next(c for c in slurm.calls if c.script == "SBATCH").args[3] == ""
+    assert "convert_job_id" not in records.load(view.id)["backend"]
+
+
+def _converting(slurm) -> dict:
+    rec = slurm_record(state="PENDING")
+    jdir = rec["backend"]["staged_dir"]
+    return records.mark(rec["id"], "PENDING", backend={"convert_job_id": "100", "convert_log": f"{jdir}/slurm-logs/convert-100.out"})
+
+
+def test_training_waits_for_the_conversion_then_ends_in_error_with_its_log_tail(slurm):
+    rec = _converting(slurm)
+    slurm.ssh("SWEEP", sweep_answer(squeue=[squeue_row("101", "PENDING", rec["id"], "Dependency"),
+                                            squeue_row("100", "RUNNING", rec["id"] + "-sqsh")]))
+    (view,) = platform.get("slurm").observe([records.load(rec["id"])])
+    assert view.state == "PENDING" and "waiting for image conversion job 100 (running)" in view.message
+    assert slurm.calls[-1].args[0] == "100,101"  # one squeue/sacct for both jobs
+    # the import failed: SLURM cancels the dependent job; the record says why, from the conversion log
+    slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], "CANCELLED", "0:0"),
+                                           sacct_row("100", rec["id"] + "-sqsh", "FAILED", "1:0")]))
+    slurm.ssh("TAIL_FILES", lambda call: ok(f"@@file {call.args[1]}\ntao: converting x\n"
+                                            "[ERROR] Could not process JSON input\n"))
+    (view,) = platform.get("slurm").observe([records.load(rec["id"])])
+    assert view.state == "ERROR" and view.err_class == "ERR_PROGRAM"
+    assert "image conversion job 100 ended FAILED (exit code 1): tao: converting x | [ERROR] Could not process JSON " \
+           "input" in view.message and "enroot-credentials" in view.message
+    assert slurm.calls[-1].args[1:] == [rec["backend"]["convert_log"]]
+
+
+def test_a_finished_conversion_leaves_the_training_verdict_alone(slurm):
+    rec = _converting(slurm)
+    slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], "COMPLETED"),
+                                           sacct_row("100", rec["id"] + "-sqsh", "COMPLETED")]))
+    (view,) = platform.get("slurm").observe([records.load(rec["id"])])
+    assert view.state == "COMPLETE"

@@ -15,7 +15,9 @@ STAGE = (
     '&& mkdir -p -- "$1/sbatch" "$1/slurm-logs" "$1/meta" "$1/specs" "$1/env"'
 )
 
-#: $1 script, $2 log root (<job_dir>/slurm-logs), $3 job name.
+#: $1 script, $2 log root (<job_dir>/slurm-logs), $3 job name, $4 the image
+#: conversion job it waits for ("" = none): afterok, and SLURM cancels it if
+#: that job fails (--kill-on-invalid-dep), so it never holds a GPU for nothing.
 #: Submitted held, so the job cannot start before its log folder
 #: <log root>/<name>-<id>/ exists (SLURM does not create it) and before
 #: the caller has the id; released at once. A held submit skips sbatch's
@@ -28,11 +30,20 @@ if ! t=$(sbatch --test-only --job-name="$3" "$1" 2>&1); then
       echo "$t" >&2; exit 3;;
   esac
 fi
-out=$(sbatch --parsable --hold --job-name="$3" "$1") || exit 3
+if [ -n "$4" ]; then dep="--dependency=afterok:$4"; else dep="--kill-on-invalid-dep=yes"; fi
+out=$(sbatch --parsable --hold --kill-on-invalid-dep=yes "$dep" --job-name="$3" "$1") || exit 3
 jid=${out%%;*}
 case $jid in ''|*[!0-9]*) echo "unexpected sbatch answer: $out" >&2; exit 4;; esac
 if ! mkdir -p -- "$2/$3-$jid"; then scancel "$jid"; echo "cannot create $2/$3-$jid" >&2; exit 5; fi
 scontrol release "$jid" || { scancel "$jid"; exit 6; }
+echo "$jid"
+'''
+
+#: The image conversion job: $1 its script. Prints the job id.
+CONVERT = r'''
+out=$(sbatch --parsable "$1") || exit 3
+jid=${out%%;*}
+case $jid in ''|*[!0-9]*) echo "unexpected sbatch answer: $out" >&2; exit 4;; esac
 echo "$jid"
 '''
 

@@ -270,3 +270,37 @@ def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
             return v
         return Verdict("ERROR", f"{st}{_exit_text(code)}{detail}; read main.err", st, err_class="ERR_PROGRAM", exit_code=code)
     return Verdict("UNKNOWN", f"unrecognised SLURM state {rec.get('raw_state') or st}", st)
+
+
+def _last_lines(text: str, n: int = 3) -> str:
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+    return " | ".join(lines[-n:]) or "(the conversion log is empty)"
+
+
+def with_conversion(v: Verdict, conv: Mapping[str, str] | None, convert_id: str, *, log_tail: str | None = None) -> Verdict:
+    """The training job's verdict, seen through the image conversion job it depends on.
+
+    While the conversion runs, the job waits for it; when the conversion
+    failed, the job never started (SLURM cancels it: ``--kill-on-invalid-dep``)
+    and ends in ERROR with the conversion log's last lines.
+    """
+    if conv is None or not conv.get("state"):
+        return v
+    cstate = conv["state"]
+    if v.state in ("RUNNING", "COMPLETE", "ERROR") or cstate == "COMPLETED":
+        return v
+    if cstate in PENDING_STATES | RUNNING_STATES:
+        if v.state == "PENDING":
+            return Verdict("PENDING", f"waiting for image conversion job {convert_id} ({cstate.lower()})",
+                           v.slurm_state, extra=v.extra)
+        return v
+    # the conversion ended without success: the training job (PENDING, CANCELED by SLURM, or gone) never ran
+    head = f"image conversion job {convert_id} ended {cstate}{_exit_text(conv.get('exit_code'))}"
+    if log_tail is None:
+        return Verdict("ERROR", head, v.slurm_state, err_class="ERR_PROGRAM", needs_log=True,
+                       extra={"convert_log": True})
+    hint = ""
+    if "Could not process JSON input" in log_tail:
+        hint = "; " + LOG_HINTS[0][1]
+    return Verdict("ERROR", f"{head}: {_last_lines(log_tail)}{hint}; the training job never started",
+                   v.slurm_state, err_class="ERR_PROGRAM")

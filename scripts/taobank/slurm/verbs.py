@@ -79,27 +79,6 @@ def preflight_paths(conn: Connection, paths: Iterable[str]) -> list[str]:
     return [line for line in res.stdout.splitlines() if line]
 
 
-def _convert(conn: Connection, p: Mapping[str, Any], exists: bool) -> str | None:
-    """The image srun gets: the cached .sqsh (converted now if needed) or the Pyxis ref."""
-    if not p["sqsh"]:
-        return p["pyxis_image"]
-    force = bool(p["spec"].get("force_reconvert_latest", resources.defaults()["force_reconvert_latest"]))
-    if images.needs_conversion(p["pyxis_image"], exists, force):
-        part = p["spec"].get("conversion_partition") or p["resources"].partition
-        sqsh = p["sqsh"]
-        conn.script('mkdir -p -- "$(dirname -- "$1")"', [sqsh], what="mkdir sqsh cache")
-        res = conn.remote(images.conversion_argv(p["pyxis_image"], sqsh, part), timeout=3600, check=False,
-                          what="enroot import")
-        if not res.ok:
-            hint = ""
-            if "Could not process JSON input" in (res.stderr + res.stdout):
-                hint = " (registry login failed: install ~/.config/enroot/.credentials, see references/ssh-setup.md)"
-            raise TaoError(f"converting {p['pyxis_image']} to {sqsh} failed{hint}: {last_line(res.stderr or res.stdout)}; "
-                           "the job was not submitted (no fallback to a registry pull inside the GPU job)")
-        conn.remote(["mv", "-f", "--", sqsh + ".part", sqsh], what="mv sqsh")
-    return p["sqsh"]
-
-
 def _staged_files(p: Mapping[str, Any], job_id: str, job_dir: str, results: str, script: str, meta: dict) -> dict[str, str]:
     files = {
         storage.SPEC_FILE: storage.compact_json(p["spec"].get("specs") or {}),
@@ -126,7 +105,9 @@ def submit(spec: Mapping[str, Any], *, conn: Connection | None = None, env: Mapp
     if data_missing:
         raise TaoError(f"missing on the cluster ({conn.host.entry}): {', '.join(data_missing)}; put the data on the "
                        "shared filesystem or fix the paths (nothing was submitted)")
-    image = _convert(conn, p, exists=p["sqsh"] not in missing) if p["runtime"] == "pyxis" else p["pyxis_image"]
+    force = bool(p["spec"].get("force_reconvert_latest", resources.defaults()["force_reconvert_latest"]))
+    convert = bool(p["sqsh"]) and images.needs_conversion(p["pyxis_image"], p["sqsh"] not in missing, force)
+    image = (p["sqsh"] or p["pyxis_image"]) if p["runtime"] == "pyxis" else p["pyxis_image"]
     s = p["spec"]
     rec = records.open_record(
         PLATFORM, p["image"] or NO_IMAGE, s["network_arch"], s["action"], "A", _results_placeholder(p["base"]),
@@ -136,7 +117,7 @@ def submit(spec: Mapping[str, Any], *, conn: Connection | None = None, env: Mapp
         description=description)
     job_id = rec["id"]
     try:
-        return _stage_and_sbatch(conn, p, rec, image)
+        return _stage_and_sbatch(conn, p, rec, image, convert=convert, force=force, env=env)
     except SubmitUncertain:
         raise
     except TaoError as exc:
@@ -176,7 +157,16 @@ def preview(spec: Mapping[str, Any], job_id: str, env: Mapping[str, str] | None 
     return render.render(script_input(p, job_id, image))
 
 
-def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: str | None) -> dict:
+def conversion_job(p: Mapping[str, Any], job_id: str, *, force: bool, env: Mapping[str, str]) -> images.Conversion:
+    """The conversion job of a submit whose ``.sqsh`` is missing (or forced)."""
+    jdir = storage.job_dir(p["base"], job_id)
+    return images.conversion(f"{job_id}-sqsh", p["pyxis_image"], p["sqsh"],
+                             posixpath.join(jdir, storage.LOG_DIR, "convert-%j.out"), p["spec"], env,
+                             gpu_partition=p["resources"].partition, account=p["resources"].account, force=force)
+
+
+def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: str | None, *, convert: bool = False,
+                      force: bool = False, env: Mapping[str, str] | None = None) -> dict:
     job_id = rec["id"]
     results = storage.results_dir(p["base"], job_id)
     jdir = storage.job_dir(p["base"], job_id)
@@ -189,19 +179,31 @@ def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: 
             "gpus_per_node": p["resources"].gpus_per_node, "runtime": p["runtime"], "image": image,
             "results_dir": results, "secrets": sorted(p["secrets"])}
     files = _staged_files(p, job_id, jdir, results, script, meta)
+    conv = conversion_job(p, job_id, force=force, env=os.environ if env is None else env) if convert else None
+    if conv:
+        files[f"sbatch/convert_{job_id}.sbatch"] = images.render_conversion(conv)
+        render.lint(files[f"sbatch/convert_{job_id}.sbatch"], f"convert_{job_id}.sbatch")
     conn.script(remote.STAGE, [jdir, results], stdin=storage.bundle(files), what="stage job dir")
     # job_dir is runtime metadata: written with slurm_job_id once sbatch answered (never before).
     backend = {"staged_dir": jdir, "results_dir": results, "script": posixpath.join(jdir, script_rel),
                "login_host": conn.host.entry, "job_name": job_id,
                "staged_secrets": bool(p["secrets"])}
     records.mark(job_id, "PENDING", message="staged; submitting", backend=backend)
+    if conv:
+        res = conn.script(remote.CONVERT, [posixpath.join(jdir, f"sbatch/convert_{job_id}.sbatch")], check=False,
+                          what="sbatch (image conversion)")
+        cid = res.stdout.strip().splitlines()[-1] if res.ok and res.stdout.strip() else ""
+        if not cid.isdigit():
+            raise TaoError("image conversion job: " + _sbatch_error(res.stderr or res.stdout))
+        records.mark(job_id, "PENDING", message=f"image conversion job {cid} submitted", backend={
+            "convert_job_id": cid, "convert_log": conv.log.replace("%j", cid)})
     return sbatch_record(conn, job_id)
 
 
 TAO_STATUS_FILE = "status.json"
 
 #: The kind of every SLURM backend value that reaches a remote command line.
-BACKEND_KINDS = {"slurm_job_id": "number", "job_dir": "abspath", "staged_dir": "abspath", "log_dir": "abspath",
+BACKEND_KINDS = {"slurm_job_id": "number", "convert_job_id": "number", "convert_log": "abspath", "job_dir": "abspath", "staged_dir": "abspath", "log_dir": "abspath",
                  "script": "abspath", "results_dir": "abspath", "job_name": "dns1123"}
 
 
@@ -261,7 +263,8 @@ def sbatch_record(conn: Connection, job_id: str) -> dict:
         how = f"adopted existing SLURM job {jid} (an earlier sbatch answer was lost)"
     else:
         try:
-            res = conn.script(remote.SBATCH, [b["script"], log_root, name], check=False, what="sbatch")
+            res = conn.script(remote.SBATCH, [b["script"], log_root, name, b.get("convert_job_id") or ""],
+                              check=False, what="sbatch")
             jid = res.stdout.strip().splitlines()[-1] if res.ok and res.stdout.strip() else ""
         except TaoError as exc:  # the connection dropped while sbatch ran: the job may exist
             res, jid = None, ""
@@ -360,36 +363,41 @@ def sweep(conn: Connection, recs: list[dict]) -> dict[str, st.Verdict]:
             continue  # a damaged record is left as it is; it never hides the others (status of it alone says why)
     if not live:
         return {}
-    ids = ",".join(sorted({r["backend"]["slurm_job_id"] for r in live}, key=int))
+    ids = ",".join(sorted({j for r in live for j in (r["backend"]["slurm_job_id"], r["backend"].get("convert_job_id"))
+                           if j}, key=int))
     files = [m for r in live for m in (_marker_path(r["backend"]), _tao_status_path(r["backend"])) if m]
     res = conn.script(remote.SWEEP, [ids] + files, what="squeue/sacct", retry_on_drop=True)
     squeue, sacct, marks, accounting = parse_sweep(res.stdout)
 
-    def seen(r: dict) -> dict:
+    def verdict(r: dict, log: str | None = None) -> st.Verdict:
         b = r["backend"]
+        jid = b["slurm_job_id"]
         marker = st.parse_marker(marks.get(_marker_path(b) or ""))
-        if marker and str(marker.get("slurm_job_id")) != str(b["slurm_job_id"]):
+        if marker and str(marker.get("slurm_job_id")) != str(jid):
             marker = None  # an earlier attempt's marker in a shared job dir
-        return {"marker": marker, "tao": st.parse_tao_status(marks.get(_tao_status_path(b) or "")),
-                "accounting": accounting}
+        v = st.classify(squeue.get(jid), sacct.get(jid), marker, accounting=accounting, log_tail=log,
+                        tao=st.parse_tao_status(marks.get(_tao_status_path(b) or "")))
+        cid = b.get("convert_job_id")
+        if cid:
+            v = st.with_conversion(v, squeue.get(cid) or sacct.get(cid), cid,
+                                   log_tail=log)
+        return v
 
-    out: dict[str, st.Verdict] = {}
-    need_logs: list[dict] = []
-    for r in live:
-        jid = r["backend"]["slurm_job_id"]
-        v = st.classify(squeue.get(jid), sacct.get(jid), **seen(r))
-        out[r["id"]] = v
-        if v.needs_log and r["backend"].get("log_dir"):
-            need_logs.append(r)
+    def log_files(r: dict, v: st.Verdict) -> list[str]:
+        b = r["backend"]
+        if v.extra.get("convert_log"):
+            return [b["convert_log"]] if b.get("convert_log") else []
+        return [posixpath.join(b["log_dir"], "main.err"), posixpath.join(b["log_dir"], "main.out")] \
+            if b.get("log_dir") else []
+
+    out: dict[str, st.Verdict] = {r["id"]: verdict(r) for r in live}
+    need_logs = [r for r in live if out[r["id"]].needs_log and log_files(r, out[r["id"]])]
     if need_logs:  # only failed jobs: one more command for all of them
-        files = [posixpath.join(r["backend"]["log_dir"], "main.err") for r in need_logs] + \
-                [posixpath.join(r["backend"]["log_dir"], "main.out") for r in need_logs]
+        wanted = {r["id"]: log_files(r, out[r["id"]]) for r in need_logs}
+        files = [f for fs in wanted.values() for f in fs]
         tails = _sections(conn.script(remote.TAIL_FILES, ["65536"] + files, what="log tails").stdout, "@@file ")
         for r in need_logs:
-            b = r["backend"]
-            log = tails.get(posixpath.join(b["log_dir"], "main.err"), "") + tails.get(posixpath.join(b["log_dir"], "main.out"), "")
-            jid = b["slurm_job_id"]
-            out[r["id"]] = st.classify(squeue.get(jid), sacct.get(jid), log_tail=log, **seen(r))
+            out[r["id"]] = verdict(r, "".join(tails.get(f, "") for f in wanted[r["id"]]))
     return out
 
 
@@ -555,6 +563,8 @@ def cancel(job_id: str, *, conn: Connection | None = None) -> dict:
         found = find_by_name(conn, b.get("job_name") or job_id)
         jid = found[-1] if found else None
     msg = "cancelled before it reached SLURM"
+    if b.get("convert_job_id"):  # the image conversion it waits for: a finished one answers "already completed"
+        conn.remote(["scancel", b["convert_job_id"]], check=False, what="scancel (image conversion)")
     if jid:
         res = conn.remote(["scancel", jid], check=False, what="scancel")
         if res.ok:

@@ -448,16 +448,40 @@ def test_status_falls_back_to_the_exit_marker_without_accounting(slurm_env, monk
     assert done["state"] == "ERROR" and "exit marker" in done["message"] and "4" in done["message"]
 
 
-def test_failed_sqsh_conversion_stops_the_submit_without_registry_fallback(slurm_env):
-    # The local cluster has no enroot: the one-time import fails on the compute node.
-    spec = base_spec(container_runtime="pyxis", image="nvcr.io/nvidia/tao/tao-toolkit:7.1.0-pyt",
-                     sqsh_cache_dir=slurm_env["env"]["SLURM_BASE_RESULTS_DIR"] + "/sqsh-cache-e2e")
-    with pytest.raises(TaoError, match="converting nvcr.io#nvidia/tao/tao-toolkit:7.1.0-pyt to .*failed.*no fallback"):
-        verbs.submit(spec)
-    assert records.list_records() == []  # nothing opened, nothing submitted
-    calls = [c[-1] for c in call_log(slurm_env["call_log"]) if ssh.classify_argv(c) == "command"]
-    assert any(c.startswith("srun -n1 -p local enroot import -o ") for c in calls)
-    assert not any("sbatch" in c for c in calls)
+def test_failed_sqsh_conversion_job_ends_the_record_in_error_and_no_gpu_job_runs(slurm_env):
+    # The local cluster has no enroot: the conversion job (its own CPU job) fails on the compute node.
+    from taobank.slurm import images
+
+    cache = slurm_env["env"]["SLURM_BASE_RESULTS_DIR"] + "/sqsh-cache-e2e"
+    image = "nvcr.io/nvidia/tao/tao-toolkit:7.1.0-pyt"
+    sqsh = images.sqsh_path(image, cache)
+    # what an interrupted import left behind: enroot import would refuse to overwrite it
+    Connection().script('mkdir -p -- "$(dirname -- "$1")" && echo half > "$1.part"', [sqsh])
+    t0 = time.monotonic()
+    rec = verbs.submit(base_spec(container_runtime="pyxis", image=image, sqsh_cache_dir=cache,
+                                 conversion_cpus=1, conversion_mem="200M", conversion_time_minutes=5))
+    assert time.monotonic() - t0 < 30  # submit does not wait for the conversion
+    b = rec["backend"]
+    assert b["convert_job_id"].isdigit() and int(b["convert_job_id"]) < int(b["slurm_job_id"])
+    done = wait_state(rec["id"])
+    assert done["state"] == "ERROR" and done["err_class"] == "ERR_PROGRAM", done
+    assert f"image conversion job {b['convert_job_id']} ended FAILED" in done["message"]
+    assert "enroot: command not found" in done["message"] and "never started" in done["message"]
+    conv = Connection().remote(["scontrol", "show", "job", "-o", b["convert_job_id"]]).stdout
+    assert " Partition=convert " in conv and " JobState=FAILED " in conv  # the CPU partition, not a GPU one
+    # SLURM cancels the dependent job (--kill-on-invalid-dep) before it ever starts: no GPU was held
+    for _ in range(30):
+        train = Connection().remote(["scontrol", "show", "job", "-o", b["slurm_job_id"]]).stdout
+        if " JobState=PENDING " not in train:
+            break
+        time.sleep(1)
+    assert " JobState=CANCELLED " in train and " Reason=DependencyNeverSatisfied " in train
+    assert " StartTime=Unknown " in train
+    assert preflight_missing([sqsh + ".part", sqsh]) == [sqsh + ".part", sqsh]  # stale partial removed, no sqsh
+
+
+def preflight_missing(paths: list[str]) -> list[str]:
+    return verbs.preflight_paths(Connection(), paths)
 
 
 def test_pyxis_launch_line_reaches_srun_with_a_cached_sqsh(slurm_env):
