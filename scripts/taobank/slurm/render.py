@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from .. import failures
 from ..envfile import check_name
 from ..errors import TaoError
 from ..render import Raw, render_text
@@ -44,6 +45,8 @@ class ScriptInput:
     has_credentials: bool = False
     dataset_root: str | None = None
     master_port: int = 29500
+    #: max infrastructure retries the job makes itself (0: none; the status verb may resubmit instead)
+    self_retries: int = 0
 
 
 def check_directive_value(option: str, value: str) -> str:
@@ -111,6 +114,10 @@ def render(inp: ScriptInput) -> str:
         "command": list(inp.command),
         "master_port": int(inp.master_port),
         "task_prologue": TASK_PROLOGUE,
+        "script_rel": f"sbatch/job_{inp.job_id}.sbatch",
+        "self_retry": inp.self_retries > 0,
+        "max_retries": int(inp.self_retries),
+        "infra_pcre": failures.pcre(),
     }
     return render_text(template, ctx, "shell")
 

@@ -304,3 +304,24 @@ def with_conversion(v: Verdict, conv: Mapping[str, str] | None, convert_id: str,
         hint = "; " + LOG_HINTS[0][1]
     return Verdict("ERROR", f"{head}: {_last_lines(log_tail)}{hint}; the training job never started",
                    v.slurm_state, err_class="ERR_PROGRAM")
+
+
+def follow_retries(text: str | None, jid: str) -> dict[str, Any] | None:
+    """The last hop from ``jid`` in a job folder's ``meta/retries.jsonl`` (the job resubmitted itself), else None."""
+    hops: dict[str, dict[str, Any]] = {}
+    for line in (text or "").splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and str(entry.get("from", "")).isdigit() and str(entry.get("next", "")).isdigit():
+            hops[str(entry["from"])] = entry
+    cur, last, seen = str(jid), None, set()
+    while cur in hops and cur not in seen:
+        seen.add(cur)
+        last = hops[cur]
+        cur = str(last["next"])
+    if last is None:
+        return None
+    return {"next": cur, "attempt": int(last.get("attempt") or 0), "failed_on": str(last.get("failed_on") or ""),
+            "excluded": str(last.get("excluded") or "")}

@@ -28,10 +28,11 @@ ENV_FILE = "env/env.json"
 META_FILE = "meta/meta.json"
 CREDS_FILE = "env/credentials.sh"
 MARKER_FILE = "meta/exit.json"
+RETRIES_FILE = "meta/retries.jsonl"
 LOG_DIR = "slurm-logs"
 
 #: What the sbatch script itself sets; a job's env may not override it (the footer reads TAO_CREDS_FILE).
-RESERVED_ENV = ("TAO_CREDS_FILE", "TAO_JOB_DIR", "TAO_MARKER", "TAO_MASTER_ADDR", "TAO_MASTER_PORT",
+RESERVED_ENV = ("TAO_CREDS_FILE", "TAO_JOB_DIR", "TAO_MARKER", "TAO_SCRIPT", "TAO_MASTER_ADDR", "TAO_MASTER_PORT",
                 "TAO_API_JOB_ID", "TAO_API_RESULTS_DIR", "TAO_DATASET_ROOT", "TAO_NUM_GPU_PER_NODE", "TAO_WORLD_SIZE",
                 "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "NUM_GPU_PER_NODE", "NODE_RANK", "NNODES",
                 "NPROC_PER_NODE")

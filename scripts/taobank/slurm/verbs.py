@@ -147,7 +147,8 @@ def script_input(p: Mapping[str, Any], job_id: str, image: str | None) -> render
         resources=p["resources"], runtime=p["runtime"], image=image,
         container_mounts=p["mounts"],
         env=p["env"], nccl_env=p["nccl_env"], has_credentials=bool(p["secrets"]),
-        dataset_root=p["dataset_root"], master_port=p["master_port"])
+        dataset_root=p["dataset_root"], master_port=p["master_port"],
+        self_retries=max_retries() if p["resources"].requeue else 0)
 
 
 def preview(spec: Mapping[str, Any], job_id: str, env: Mapping[str, str] | None = None) -> str:
@@ -187,7 +188,7 @@ def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: 
     # job_dir is runtime metadata: written with slurm_job_id once sbatch answered (never before).
     backend = {"staged_dir": jdir, "results_dir": results, "script": posixpath.join(jdir, script_rel),
                "login_host": conn.host.entry, "job_name": job_id,
-               "staged_secrets": bool(p["secrets"])}
+               "staged_secrets": bool(p["secrets"]), "self_retry": inp.self_retries > 0}
     records.mark(job_id, "PENDING", message="staged; submitting", backend=backend)
     if conv:
         res = conn.script(remote.CONVERT, [posixpath.join(jdir, f"sbatch/convert_{job_id}.sbatch")], check=False,
@@ -319,6 +320,12 @@ def _marker_path(b: Mapping[str, Any]) -> str | None:
     return posixpath.join(d, storage.MARKER_FILE) if d else None
 
 
+def _retries_path(b: Mapping[str, Any]) -> str | None:
+    """What a job that resubmits itself appends to (``meta/retries.jsonl``): which SLURM job carries on."""
+    d = _job_dir(b)
+    return posixpath.join(d, storage.RETRIES_FILE) if d and b.get("self_retry") else None
+
+
 def _tao_status_path(b: Mapping[str, Any]) -> str | None:
     """``status.json`` that TAO writes in the job's results folder (its own terminal status)."""
     return posixpath.join(b["results_dir"], TAO_STATUS_FILE) if b.get("results_dir") else None
@@ -365,13 +372,19 @@ def sweep(conn: Connection, recs: list[dict]) -> dict[str, st.Verdict]:
         return {}
     ids = ",".join(sorted({j for r in live for j in (r["backend"]["slurm_job_id"], r["backend"].get("convert_job_id"))
                            if j}, key=int))
-    files = [m for r in live for m in (_marker_path(r["backend"]), _tao_status_path(r["backend"])) if m]
+    files = [m for r in live for m in (_marker_path(r["backend"]), _tao_status_path(r["backend"]),
+                                       _retries_path(r["backend"])) if m]
     res = conn.script(remote.SWEEP, [ids] + files, what="squeue/sacct", retry_on_drop=True)
     squeue, sacct, marks, accounting = parse_sweep(res.stdout)
 
     def verdict(r: dict, log: str | None = None) -> st.Verdict:
         b = r["backend"]
         jid = b["slurm_job_id"]
+        moved = st.follow_retries(marks.get(_retries_path(b) or ""), jid)
+        if moved:  # the job resubmitted itself after an infrastructure failure: follow it
+            return st.Verdict("PENDING", f"infrastructure failure on {moved['failed_on'] or '?'}: the job resubmitted "
+                              f"itself as SLURM job {moved['next']} (retry {moved['attempt']} of {max_retries()}, "
+                              f"excluding {moved['excluded'] or 'no node'})", extra={"moved": moved})
         marker = st.parse_marker(marks.get(_marker_path(b) or ""))
         if marker and str(marker.get("slurm_job_id")) != str(jid):
             marker = None  # an earlier attempt's marker in a shared job dir
@@ -434,8 +447,19 @@ def refresh(recs: list[dict], *, conn: Connection | None = None, retry: bool = T
         if r["state"] == "UNKNOWN" and new_state == "PENDING":
             new_state = "UNKNOWN"  # the table forbids UNKNOWN -> PENDING; it moves once the job runs or ends
         meta = {"slurm_state": v.slurm_state, "exit_code": v.exit_code}
+        moved = v.extra.get("moved")
+        if moved:
+            jid, name = moved["next"], r["backend"].get("job_name") or r["id"]
+            # backend_ref stays the first SLURM job (a record's ref is bound once); slurm_job_id is the live one
+            out[r["id"]] = records.mark(r["id"], "PENDING", source="poller", message=v.message,
+                                        backend={"slurm_job_id": jid, "log_dir": _log_dir(backend_of(r), name, jid),
+                                                 "self_retries": moved["attempt"], "excluded_nodes": moved["excluded"],
+                                                 "slurm_state": "REQUEUED"})
+            continue
         message, retry_now, chain_continues = v.message, False, False
-        if new_state == "ERROR" and v.retry and retry:
+        if new_state == "ERROR" and v.retry and r["backend"].get("self_retry"):
+            message += "; the job did not resubmit itself (retry limit reached, or sbatch refused on the node: see main.out)"
+        elif new_state == "ERROR" and v.retry and retry:
             if _chain_attempt(r) > max_retries():
                 message += f"; retry limit {max_retries()} reached"
             else:

@@ -97,3 +97,41 @@ def test_tao_status_json_decides_the_end_state(slurm_env, tao, rc, want):
     rec = verbs.submit(base_spec(command=["bash", "-c", TAO_WRITES, "tao", tao, f"said {tao.lower()}", str(rc)]))
     done = wait_state(rec["id"])
     assert done["state"] == want and f"TAO status.json: {tao}: said {tao.lower()}" in done["message"], done
+
+
+FLAKY_NODE = ('f="$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID/first-node"; '
+              'if [ ! -e "$f" ]; then echo "$SLURMD_NODENAME" > "$f"; '
+              'echo "x:1:2 [0] NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1> with error 12" >&2; exit 1; fi; '
+              'echo "second run on $SLURMD_NODENAME after $(cat "$f")"')
+
+
+def test_infrastructure_failure_resubmits_itself_on_another_node_without_a_poller(slurm_env):
+    rec = verbs.submit(base_spec(command=["bash", "-c", FLAKY_NODE]))
+    first = rec["backend"]["slurm_job_id"]
+    # nobody polls: wait on the cluster until the job has resubmitted itself and the retry finished
+    shown = ""
+    for _ in range(90):
+        shown = _remote(["sh", "-c", 'cat -- "$1" 2>/dev/null; true', "tao",
+                         rec["backend"]["job_dir"] + "/meta/retries.jsonl"])
+        if shown.strip():
+            break
+        import time
+
+        time.sleep(1)
+    assert f'"from":"{first}"' in shown and '"attempt":1' in shown, shown
+    done = wait_state(rec["id"])  # the first status after that follows the new SLURM job
+    b = done["backend"]
+    assert done["state"] == "COMPLETE" and b["slurm_job_id"] != first and b["self_retries"] == 1, done
+    failed_on = _remote(["cat", "--", done["results_dir"] + "/" + rec["id"] + "/first-node"]).strip()
+    assert b["excluded_nodes"] == failed_on
+    out = verbs.logs(rec["id"])["main.out"]
+    assert "second run on " in out and f"second run on {failed_on}" not in out  # the failing node was excluded
+    job = _remote(["scontrol", "show", "job", "-o", b["slurm_job_id"]])
+    assert f" ExcNodeList={failed_on} " in job
+
+
+def test_quota_and_shm_errors_are_program_errors_never_retried(slurm_env):
+    rec = verbs.submit(base_spec(command=["bash", "-c", "echo 'OSError: [Errno 122] Disk quota exceeded' >&2; exit 1"]))
+    done = wait_state(rec["id"])
+    assert done["state"] == "ERROR" and done["err_class"] == "ERR_PROGRAM"
+    assert "resubmitted" not in verbs.logs(rec["id"])["main.out"]
