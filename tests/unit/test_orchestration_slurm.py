@@ -494,3 +494,52 @@ def test_a_finished_conversion_leaves_the_training_verdict_alone(slurm):
                                            sacct_row("100", rec["id"] + "-sqsh", "COMPLETED")]))
     (view,) = platform.get("slurm").observe([records.load(rec["id"])])
     assert view.state == "COMPLETE"
+
+
+# ------------------------------------------------------------------ retries the job makes itself
+def _self_retrying(slurm) -> dict:
+    rec = slurm_record()
+    return records.mark(rec["id"], "RUNNING", backend={"self_retry": True})
+
+
+def test_status_follows_a_job_that_resubmitted_itself_and_never_resubmits_again(slurm):
+    rec = _self_retrying(slurm)
+    hops = rec["backend"]["staged_dir"] + "/meta/retries.jsonl"
+    lines = ('{"from":"101","next":"102","attempt":1,"failed_on":"node3","excluded":"node3"}\n'
+             '{"from":"102","next":"103","attempt":2,"failed_on":"node4","excluded":"node3,node4"}\n')
+    slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], "FAILED", "1:0")], markers={hops: lines}))
+    (view,) = platform.get("slurm").observe([records.load(rec["id"])])
+    b = records.load(rec["id"])["backend"]
+    assert view.state == "PENDING" and b["slurm_job_id"] == "103" and b["self_retries"] == 2
+    assert b["excluded_nodes"] == "node3,node4" and b["log_dir"].endswith(f"/slurm-logs/{rec['id']}-103")
+    assert "resubmitted itself as SLURM job 103 (retry 2 of 10, excluding node3,node4)" in view.message
+    assert children(rec["id"]) == []
+    # its last attempt failed with an infrastructure log and did not resubmit (limit): ERROR, no poller resubmit
+    slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("103", rec["id"], "FAILED", "1:0")], markers={hops: lines}))
+    slurm.ssh("TAIL_FILES", lambda call: ok(f"@@file {call.args[1]}\nNVRM: Xid (PCI:0000:3b:00): 79\n"))
+    (view,) = platform.get("slurm").observe([records.load(rec["id"])])
+    assert view.state == "ERROR" and view.err_class == "ERR_INFRA" and "did not resubmit itself" in view.message
+    assert children(rec["id"]) == [] and slurm.count("SBATCH") == 0
+
+
+def test_cancel_of_a_self_retrying_job_stops_every_job_of_its_name(slurm):
+    rec = _self_retrying(slurm)
+    slurm.ssh("scancel", "")
+    slurm.ssh("CANCEL_NAME", "")
+    view = platform.get("slurm").cancel_one(records.load(rec["id"]), {})
+    assert view.state == "CANCELED"
+    assert slurm.scripts() == ["scancel", "CANCEL_NAME"] and slurm.calls[-1].args == [rec["id"]]
+
+
+def test_cancel_of_a_failed_job_stops_its_running_retry(slurm):
+    first = slurm_record()
+    records.mark(first["id"], "ERROR", err_class="ERR_INFRA", message="xid")
+    retry = records.open_record("slurm", "none", "dino", "train", "A", first["results_dir"], retry_of=first["id"],
+                                backend={"backend_type": "slurm"})
+    records.mark(retry["id"], "PENDING", backend_ref="slurm:202", backend={
+        "slurm_job_id": "202", "job_dir": first["backend"]["staged_dir"], "job_name": retry["id"],
+        "log_dir": first["backend"]["staged_dir"] + f"/slurm-logs/{retry['id']}-202"})
+    slurm.ssh("scancel", "")
+    views, errors = platform.cancel("slurm", [first["id"]])
+    assert errors == [] and {v.id: v.state for v in views} == {first["id"]: "ERROR", retry["id"]: "CANCELED"}
+    assert [c.words for c in slurm.of("ssh") if c.words[:1] == ["scancel"]] == [["scancel", "202"]]

@@ -150,3 +150,17 @@ def test_user_argv_starting_with_dashes_reaches_the_program_not_srun(first, rest
     assert tokens[-len(argv):] == argv
     if nodes == 1:
         assert tokens[cut + 1:] == argv
+
+
+def test_the_job_resubmits_itself_only_with_requeue_and_checks_its_log_with_the_shared_patterns():
+    from taobank import failures
+
+    text = render.render(make(self_retries=3))
+    assert f"grep -qP -- {shlex.quote(failures.pcre())} || return 1" in text
+    assert '[ "$n" -gt 3 ]' in text and 'sbatch --parsable --hold --exclude="$excl"' in text
+    assert 'TAO_SCRIPT="$TAO_JOB_DIR"/sbatch/job_dino-train-1a2b3c4d.sbatch' in text
+    assert text.index("if tao_retry; then") < text.index('> "$TAO_MARKER.tmp"')  # no exit marker for a resubmitted run
+    plain = render.render(make())
+    assert "tao_retry" not in plain and "TAO_SCRIPT" not in plain
+    multi = render.render(make(self_retries=2, res={"partition": "local", "cpus_per_task": 1, "num_gpus": 16}))
+    assert "#SBATCH --wait-all-nodes=1" in multi and "tao_retry" in multi

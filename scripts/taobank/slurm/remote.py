@@ -115,6 +115,9 @@ part "$4" "$5" "$s4"
 true
 '''
 
+#: Cancel every job of ours named $1 (a job that resubmitted itself keeps its name).
+CANCEL_NAME = 'scancel --name="$1" --user="$(id -un)"'
+
 #: Remove files (credentials of finished jobs).
 REMOVE = 'rm -f -- "$@"'
 

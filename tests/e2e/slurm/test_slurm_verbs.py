@@ -383,8 +383,9 @@ def test_host_key_mismatch_is_never_accepted(slurm_env, tmp_path, monkeypatch):
 
 
 def test_infrastructure_failure_is_resubmitted_and_linked(slurm_env):
+    """Without --requeue the job does not resubmit itself: the status verb does, as a linked record."""
     once = '"$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID/failed-once"'
-    rec = verbs.submit(base_spec(command=["bash", "-c",
+    rec = verbs.submit(base_spec(use_requeue=False, command=["bash", "-c",
         f'if [ -e {once} ]; then echo recovered; else : > {once}; '
         'echo "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus." >&2; exit 1; fi']))
     lines: list[str] = []
@@ -514,8 +515,19 @@ def test_plain_host_port_and_user_at_host_entries_without_ssh_config(slurm_env, 
 
 
 def test_infrastructure_retries_stop_at_the_limit(slurm_env, monkeypatch):
-    monkeypatch.setattr(verbs, "max_retries", lambda: 1)
+    monkeypatch.setattr(verbs, "max_retries", lambda: 1)  # rendered into the job's own retry check
     rec = verbs.submit(base_spec(command=["bash", "-c",
+        'echo "NCCL WARN NET/IB : Got completion from peer 10.0.0.2 with error 12" >&2; exit 1']))
+    final = [v.to_dict() for v in platform.watch("slurm", [rec["id"]], on_line=lambda line: None, first=1, cap=2)]
+    (done,) = final  # one record: the job resubmitted itself once, under the same record
+    assert done["state"] == "ERROR" and done["err_class"] == "ERR_INFRA" and done["backend"]["self_retries"] == 1
+    assert "did not resubmit itself" in done["message"]
+    assert "retry limit 1 reached" in verbs.logs(rec["id"])["main.out"]
+
+
+def test_infrastructure_retries_of_a_job_without_requeue_stop_at_the_limit(slurm_env, monkeypatch):
+    monkeypatch.setattr(verbs, "max_retries", lambda: 1)
+    rec = verbs.submit(base_spec(use_requeue=False, command=["bash", "-c",
         'echo "NCCL WARN NET/IB : Got completion from peer 10.0.0.2 with error 12" >&2; exit 1']))
     final = [v.to_dict() for v in platform.watch("slurm", [rec["id"]], on_line=lambda line: None, first=1, cap=2)]
     chain = sorted(final, key=lambda r: r["attempt"])
