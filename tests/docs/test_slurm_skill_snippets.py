@@ -102,7 +102,8 @@ def test_quick_path_as_written(session):
 def test_flags_only_submit_passes_the_argv_after_the_separator(session, tmp_path):
     """The flags-only form: --name is stored, and `-e` after `--` reaches the command (here: dino, which
     the local nodes do not have, so the job ends in ERROR with the program's own failure)."""
-    res = session(["submit-flags", "status", "logs", "list"], NAME="flags only form", TRAIN_SPEC="/no/such/train.yaml")
+    res = session(["submit-flags", "status", "logs", "list"], NAME="flags only form", TRAIN_SPEC="/no/such/train.yaml",
+                  CPUS_PER_TASK="1")  # the local nodes have the host's few real CPUs
     assert res.stdout.startswith("JOB_ID="), res.stdout + res.stderr
     job_id = res.stdout.splitlines()[0].split("=", 1)[1]
     assert f"{job_id} ERROR" in res.stdout and "dino" in res.stdout, res.stdout + res.stderr

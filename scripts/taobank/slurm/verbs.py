@@ -457,7 +457,8 @@ def refresh(recs: list[dict], *, conn: Connection | None = None, retry: bool = T
                                                  "slurm_state": "REQUEUED"})
             continue
         message, retry_now, chain_continues = v.message, False, False
-        if new_state == "ERROR" and v.retry and r["backend"].get("self_retry"):
+        # NODE_FAIL/BOOT_FAIL: the job's own footer never ran, so only this verb can resubmit it
+        if new_state == "ERROR" and v.retry and r["backend"].get("self_retry") and v.slurm_state not in st.INFRA_STATES:
             message += "; the job did not resubmit itself (retry limit reached, or sbatch refused on the node: see main.out)"
         elif new_state == "ERROR" and v.retry and retry:
             if _chain_attempt(r) > max_retries():
