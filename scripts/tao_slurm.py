@@ -7,6 +7,7 @@
   tao_slurm.py logs ID [--tail N] [-f/--follow] [--json]
   tao_slurm.py cancel ID... | --all [--json]
   tao_slurm.py resume ID              (finish a submit whose sbatch answer was lost)
+  tao_slurm.py stage FILE... --dest lustre:///abs/dir [--force]   (small inputs to the cluster)
   tao_slurm.py enroot-credentials [--registry nvcr.io]   (reads NGC_KEY from the environment)
 
 A command after "--" is the container's argv, never read as options; a string
@@ -30,6 +31,14 @@ def _spec_from_args(args: argparse.Namespace) -> dict:
     from taobank.slurm import spec as specmod
 
     spec = specmod.load_file(args.spec) if args.spec else {}
+    if isinstance(spec.get("spec_files"), dict):  # paths in a spec file are relative to that file
+        here = os.path.dirname(os.path.abspath(args.spec))
+        spec["spec_files"] = {k: os.path.join(here, os.path.expanduser(str(v))) for k, v in spec["spec_files"].items()}
+    for item in args.spec_file or []:
+        name, sep, path = item.partition("=")
+        if not sep:
+            name, path = os.path.basename(os.path.normpath(item)), item
+        spec["spec_files"] = {**(spec.get("spec_files") or {}), name: path}
     flags = {
         "network_arch": args.network_arch, "action": args.action, "image": args.image,
         "num_nodes": args.num_nodes, "num_gpus": args.num_gpus, "max_num_gpus_per_node": args.max_gpus_per_node,
@@ -111,6 +120,18 @@ def cmd_resume(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_stage(args: argparse.Namespace) -> int:
+    from taobank.slurm import verbs
+
+    out = verbs.stage_inputs(args.files, args.dest, force=args.force)
+    if args.json:
+        print_json(out)
+    else:
+        for f in out["files"]:
+            print(f"staged {f['path']} ({f['bytes']} bytes, sha256 {f['sha256'][:12]}... checked on {out['login_host']})")
+    return 0
+
+
 def cmd_preflight(args: argparse.Namespace) -> int:
     from taobank.slurm import preflight
 
@@ -165,6 +186,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--secret-env", action="append", metavar="NAME",
                    help="NAME of a secret env var to pass (value read from your environment)")
     p.add_argument("--secret", action="append", help=argparse.SUPPRESS)  # deprecated spelling of --secret-env
+    p.add_argument("--spec-file", action="append", metavar="[NAME=]PATH",
+                   help="local file uploaded to <job_dir>/specs/NAME (repeat); the command names it {specs}/NAME")
     p.add_argument("--no-requeue", action="store_true")
     p.add_argument("--job-id", help="with --dry-run: the id the preview uses")
     verbcli.add_submit_outputs(p)
@@ -177,6 +200,13 @@ def main(argv: list[str]) -> int:
     p.add_argument("id")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_resume)
+
+    p = sub.add_parser("stage", help="copy small local files to a cluster folder (lustre:///abs/dir) over SSH")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--dest", required=True, metavar="lustre:///ABS/DIR")
+    p.add_argument("--force", action="store_true", help="replace files that exist there")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_stage)
 
     p = sub.add_parser("preflight", help="SSH, SLURM commands, partition, results dir, enroot credentials")
     p.add_argument("--partition")

@@ -9,11 +9,29 @@ from __future__ import annotations
 #: Print every argument path that does not exist (one remote command for all).
 MISSING = 'for p do [ -e "$p" ] || printf "%s\\n" "$p"; done'
 
-#: $1 job dir, $2 results dir; stdin: base64 tar of the staged files.
+#: $1 job dir, $2 results dir, then ``sha256sum -c`` lines of the uploaded spec files;
+#: stdin: base64 tar of the staged files.
 STAGE = (
     'umask 077 && mkdir -p -- "$1" "$2" && base64 -d | tar -x -o -f - -C "$1" '
-    '&& mkdir -p -- "$1/sbatch" "$1/slurm-logs" "$1/meta" "$1/specs" "$1/env"'
+    '&& mkdir -p -- "$1/sbatch" "$1/slurm-logs" "$1/meta" "$1/specs" "$1/env" '
+    '&& d=$1 && shift 2 && { [ $# -eq 0 ] || { cd -- "$d/specs" && printf "%s\\n" "$@" | sha256sum -c --quiet -; }; }'
 )
+
+#: Small inputs into a cluster folder: $1 the folder, $2 "force" or "keep", then
+#: ``sha256sum -c`` lines (``<hex>  <name>``); stdin: base64 tar of the files.
+STAGE_IN = r'''
+d=$1; mode=$2; shift 2
+umask 077
+mkdir -p -- "$d" || exit 3
+if [ "$mode" != force ]; then
+  for line do
+    n=${line#*  }
+    if [ -e "$d/$n" ]; then echo "$d/$n exists (use --force to replace it)" >&2; exit 5; fi
+  done
+fi
+base64 -d | tar -x -o -f - -C "$d" || exit 3
+cd -- "$d" && printf '%s\n' "$@" | sha256sum -c --quiet - >&2 || exit 4
+'''
 
 #: $1 script, $2 log root (<job_dir>/slurm-logs), $3 job name, $4 the image
 #: conversion job it waits for ("" = none): afterok, and SLURM cancels it if

@@ -177,7 +177,7 @@ def compact_json(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), sort_keys=True)
 
 
-def bundle(files: Mapping[str, str]) -> str:
+def bundle(files: Mapping[str, str | bytes]) -> str:
     """Base64 of a tar of the staged files, sent on stdin and unpacked remotely
     under ``umask 077`` (files 600, folders 700) in one remote command."""
     buf = io.BytesIO()
@@ -189,7 +189,7 @@ def bundle(files: Mapping[str, str]) -> str:
             info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o700, now
             tar.addfile(info)
         for path, text in files.items():
-            data = text.encode("utf-8")
+            data = text if isinstance(text, bytes) else text.encode("utf-8")
             info = tarfile.TarInfo(path)
             info.size, info.mode, info.mtime = len(data), 0o600, now
             tar.addfile(info, io.BytesIO(data))

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable, Mapping
 from .. import pins, platform, records, recvalues, states
 from ..errors import TaoError
 from ..run import last_line
-from . import images, mounts, remote, render, resources, spec as specmod, status as st, storage
+from . import images, mounts, remote, render, resources, spec as specmod, status as st, storage, uploads
 from .ssh import Connection
 
 PLATFORM = "slurm"
@@ -48,6 +48,8 @@ def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None, *, need_
             raise TaoError("dataset.spec_keys need an argv-list command (they are appended as key=value)")
         argv += [f"{k}={v}" for k, v in overrides.items()]
     base = storage.base_dir(spec, env)
+    spec_files = uploads.collect(spec.get("spec_files") or {}, what="spec_files")
+    uploads.substitute(argv, "/", [u.name for u in spec_files])  # a {specs}/X naming no file fails here, early
     mount_list = ""
     if runtime == "pyxis":
         extra = spec.get("container_mounts") or resources.defaults()["container_mounts"]
@@ -64,7 +66,7 @@ def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None, *, need_
     return {
         "spec": spec, "resources": res, "runtime": runtime, "image": image, "pyxis_image": pyxis, "sqsh": sqsh,
         "required": required, "overrides": overrides, "dataset_root": root, "command": argv, "base": base,
-        "mounts": mount_list,
+        "mounts": mount_list, "spec_files": spec_files,
         "env": env_vars, "nccl_env": nccl_env,
         "secrets": secret_values, "master_port": int(spec.get("master_port") or d["master_port"]),
     }
@@ -79,8 +81,10 @@ def preflight_paths(conn: Connection, paths: Iterable[str]) -> list[str]:
     return [line for line in res.stdout.splitlines() if line]
 
 
-def _staged_files(p: Mapping[str, Any], job_id: str, job_dir: str, results: str, script: str, meta: dict) -> dict[str, str]:
-    files = {
+def _staged_files(p: Mapping[str, Any], job_id: str, job_dir: str, results: str, script: str,
+                  meta: dict) -> dict[str, str | bytes]:
+    files: dict[str, str | bytes] = {f"specs/{u.name}": u.data for u in p["spec_files"]}
+    files |= {
         storage.SPEC_FILE: storage.compact_json(p["spec"].get("specs") or {}),
         storage.ENV_FILE: storage.compact_json(p["env"]),
         storage.META_FILE: storage.compact_json(meta),
@@ -143,7 +147,9 @@ def _results_placeholder(base: str) -> str:
 def script_input(p: Mapping[str, Any], job_id: str, image: str | None) -> render.ScriptInput:
     results = storage.results_dir(p["base"], job_id)
     return render.ScriptInput(
-        job_id=job_id, job_dir=storage.job_dir(p["base"], job_id), results_parent=storage.results_parent(results, job_id), command=p["command"],
+        job_id=job_id, job_dir=storage.job_dir(p["base"], job_id), results_parent=storage.results_parent(results, job_id),
+        command=uploads.substitute(p["command"], posixpath.join(storage.job_dir(p["base"], job_id), "specs"),
+                                   [u.name for u in p["spec_files"]]),
         resources=p["resources"], runtime=p["runtime"], image=image,
         container_mounts=p["mounts"],
         env=p["env"], nccl_env=p["nccl_env"], has_credentials=bool(p["secrets"]),
@@ -184,11 +190,15 @@ def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: 
     if conv:
         files[f"sbatch/convert_{job_id}.sbatch"] = images.render_conversion(conv)
         render.lint(files[f"sbatch/convert_{job_id}.sbatch"], f"convert_{job_id}.sbatch")
-    conn.script(remote.STAGE, [jdir, results], stdin=storage.bundle(files), what="stage job dir")
+    conn.script(remote.STAGE, [jdir, results] + uploads.checksums(p["spec_files"]), stdin=storage.bundle(files),
+                what="stage job dir")
     # job_dir is runtime metadata: written with slurm_job_id once sbatch answered (never before).
     backend = {"staged_dir": jdir, "results_dir": results, "script": posixpath.join(jdir, script_rel),
                "login_host": conn.host.entry, "job_name": job_id,
                "staged_secrets": bool(p["secrets"]), "self_retry": inp.self_retries > 0}
+    if p["spec_files"]:
+        # name=sha256 of each uploaded spec file (a record's backend holds scalars), checked on the cluster at staging
+        backend["spec_files"] = ",".join(f"{u.name}={u.sha256}" for u in p["spec_files"])
     records.mark(job_id, "PENDING", message="staged; submitting", backend=backend)
     if conv:
         res = conn.script(remote.CONVERT, [posixpath.join(jdir, f"sbatch/convert_{job_id}.sbatch")], check=False,
@@ -611,3 +621,27 @@ def cancel(job_id: str, *, conn: Connection | None = None) -> dict:
             rec = {**rec, "message": f"{msg}; the staged credentials {creds} could not be removed ({exc}): "
                                      "delete that file on the cluster by hand"}
     return rec
+
+
+# --------------------------------------------------------------------------- stage (small inputs)
+def stage_inputs(paths: list[str], dest: str, *, force: bool = False, conn: Connection | None = None) -> dict:
+    """Copy small local files into a cluster folder (``lustre:///abs/dir``) over one SSH command."""
+    if "://" not in str(dest):
+        raise TaoError("--dest must be a cluster URI like lustre:///lustre/fsw/me/inputs")
+    raw = str(dest).split("://", 1)[1]
+    if ".." in raw.split("/"):
+        raise TaoError("--dest must not contain '..': give the folder's absolute path")
+    folder = storage.cluster_path(dest, "--dest")
+    if folder == "/":
+        raise TaoError("--dest / is not a folder to stage into: give your folder on the shared filesystem")
+    if not paths:
+        raise TaoError("stage needs at least one local file")
+    files = uploads.collect([(os.path.basename(os.path.normpath(p)), p) for p in paths], what="stage")
+    conn = conn or Connection()
+    res = conn.script(remote.STAGE_IN, [folder, "force" if force else "keep"] + uploads.checksums(files),
+                      stdin=storage.bundle({u.name: u.data for u in files}), check=False, what="stage inputs")
+    if not res.ok:
+        raise TaoError(f"staging into {folder} failed on {conn.host.entry}: {last_line(res.stderr or res.stdout)}")
+    return {"dest": folder, "login_host": conn.host.entry,
+            "files": [{"name": u.name, "path": posixpath.join(folder, u.name), "bytes": len(u.data), "sha256": u.sha256}
+                      for u in files]}

@@ -135,3 +135,45 @@ def test_quota_and_shm_errors_are_program_errors_never_retried(slurm_env):
     done = wait_state(rec["id"])
     assert done["state"] == "ERROR" and done["err_class"] == "ERR_PROGRAM"
     assert "resubmitted" not in verbs.logs(rec["id"])["main.out"]
+
+
+def test_spec_files_reach_the_job_under_specs_checked_and_private(slurm_env, tmp_path):
+    train = tmp_path / "train.yaml"
+    train.write_text("train:\n  num_epochs: 3\n")
+    rec = verbs.submit(base_spec(spec_files={"train.yaml": str(train)},
+                                 command=["bash", "-c", 'echo "read: $(cat "$1")"; stat -c %a "$1"', "tao",
+                                          "{specs}/train.yaml"]))
+    assert wait_state(rec["id"])["state"] == "COMPLETE"
+    out = verbs.logs(rec["id"])["main.out"]
+    assert "read: train:\n  num_epochs: 3\n600\n" in out
+
+
+def test_a_spec_file_changed_in_transit_is_refused_on_the_cluster(slurm_env, tmp_path, monkeypatch):
+    from taobank import records
+    from taobank.slurm import uploads
+
+    train = tmp_path / "train.yaml"
+    train.write_text("a: 1\n")
+    monkeypatch.setattr(uploads, "checksums", lambda ups: [f"{'0' * 64}  {u.name}" for u in ups])
+    with pytest.raises(TaoError, match="stage job dir failed"):
+        verbs.submit(base_spec(spec_files={"train.yaml": str(train)}, command=["cat", "{specs}/train.yaml"]))
+    (rec,) = records.list_records()
+    assert rec["state"] == "ERROR" and not rec["backend"].get("slurm_job_id")
+
+
+def test_stage_copies_small_inputs_refuses_overwrite_and_traversal(slurm_env, tmp_path, monkeypatch):
+    import subprocess
+
+    ckpt = tmp_path / "model.pth"
+    ckpt.write_bytes(b"\x00\x01weights")
+    dest = slurm_env["env"]["SLURM_BASE_RESULTS_DIR"] + f"/inputs-{tmp_path.name}"
+    bank = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+    run = lambda *a: subprocess.run([f"{bank}/scripts/tao_slurm.py", "stage", *a], capture_output=True, text=True)  # noqa: E731
+    first = run(str(ckpt), "--dest", f"lustre://{dest}", "--json")
+    assert first.returncode == 0, first.stderr
+    assert _remote(["sh", "-c", 'od -c "$1" | head -1; stat -c %a "$1"', "tao", f"{dest}/model.pth"]).split("\n")[1] == "600"
+    again = run(str(ckpt), "--dest", f"lustre://{dest}")
+    assert again.returncode == 1 and "exists (use --force" in again.stderr and again.stderr.count("\n") == 1
+    assert run(str(ckpt), "--dest", f"lustre://{dest}", "--force").returncode == 0
+    bad = run(str(ckpt), "--dest", f"lustre://{dest}/../../etc")
+    assert bad.returncode == 1 and "'..'" in bad.stderr
