@@ -121,3 +121,13 @@ def test_list_block_reads_only_this_machines_records(session, tmp_path):
     assert sum(1 for ln in res.stdout.splitlines() if ln.startswith(job_id)) == 2, res.stdout
     other = session(["list"], TAO_STATE_DIR=str(tmp_path / "another-machine"))
     assert other.returncode == 0 and job_id not in other.stdout
+
+
+def test_stage_block_then_a_job_reads_the_input_it_staged(session, tmp_path, slurm_cluster):
+    (tmp_path / "labels.txt").write_text("cat\ndog\n")
+    where = f"{slurm_cluster['SLURM_BASE_RESULTS_DIR']}/inputs-{tmp_path.name}"
+    res = session(["stage"], INPUT="labels.txt", STAGE_DIR=where)
+    assert res.returncode == 0 and res.stdout.startswith(f"staged {where}/labels.txt ("), res.stdout + res.stderr
+    spec = dict(SPEC, inputs=[f"lustre://{where}/labels.txt"], command=["cat", f"{where}/labels.txt"])
+    res = session(["submit", "status", "logs"], spec)
+    assert res.returncode == 0 and "cat\ndog" in res.stdout, res.stdout + res.stderr
