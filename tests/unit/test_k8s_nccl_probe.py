@@ -1,15 +1,15 @@
-"""NCCL probe pieces that need no cluster: the script text, the shell command, the spec, the cache file."""
+"""Kubernetes NCCL probe pieces that need no cluster: the script text, the shell command, the spec."""
 from __future__ import annotations
 
 import ast
-import json
 import shlex
 import subprocess
 import sys
 
 import pytest
 
-from taobank import pins, records
+from taobank import nccl_probe as core
+from taobank import pins
 from taobank.errors import TaoError
 from taobank.kubernetes import nccl_probe
 
@@ -17,12 +17,12 @@ from taobank.kubernetes import nccl_probe
 def test_probe_script_is_valid_python_even_after_shell_quoting():
     # the exact check the brief asks for: python3 parses the script (torch is not installed, so never run it)
     proc = subprocess.run([sys.executable, "-c", "import ast,sys; ast.parse(sys.stdin.read())"],
-                          input=nccl_probe.SCRIPT, capture_output=True, text=True, timeout=30)
+                          input=core.SCRIPT, capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0, proc.stderr
-    tree = ast.parse(nccl_probe.SCRIPT)
+    tree = ast.parse(core.SCRIPT)
     calls = {n.func.attr for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)}
     assert {"init_process_group", "all_reduce", "destroy_process_group"} <= calls
-    assert '"nccl"' in nccl_probe.SCRIPT
+    assert '"nccl"' in core.SCRIPT
 
 
 def test_probe_command_runs_the_script_under_timeout_with_the_rendezvous_env():
@@ -30,7 +30,7 @@ def test_probe_command_runs_the_script_under_timeout_with_the_rendezvous_env():
     argv = shlex.split(cmd)  # sh -c word splitting: the script survives quoting byte for byte
     assert argv[:4] == ["timeout", "-k", "10", "90"]
     assert argv[4] == "torchrun" and "--no-python" in argv
-    assert argv[-3:-1] == ["python3", "-c"] and argv[-1] == nccl_probe.SCRIPT
+    assert argv[-3:-1] == ["python3", "-c"] and argv[-1] == core.SCRIPT
     for var in ("NNODES", "NPROC_PER_NODE", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT"):
         assert f'"${var}"' in cmd
     with pytest.raises(TaoError):
@@ -46,32 +46,10 @@ def test_spec_defaults_to_the_pinned_image_and_takes_the_cluster_nccl_env(tmp_pa
     assert spec["nodes"] == 2 and spec["gpus"] == 4
     assert spec["nccl_env"] == {"NCCL_SOCKET_IFNAME": "eth0", "NCCL_IB_HCA": "mlx5"}
     assert spec["command"] == nccl_probe.probe_command(120)
-    assert spec["active_deadline_seconds"] == 120 + nccl_probe.WAIT_SLACK_S
+    assert spec["active_deadline_seconds"] == 120 + core.WAIT_SLACK_S
 
 
 @pytest.mark.parametrize("nodes,gpus", [(1, 1), (2, 0)])
 def test_spec_refuses_a_probe_that_tests_nothing(nodes, gpus):
     with pytest.raises(TaoError):
         nccl_probe.build_spec(nodes=nodes, gpus=gpus, image="x", timeout=10)
-
-
-@pytest.mark.parametrize("result,verdict", [
-    ({"state": "COMPLETE", "exit_code": None}, "ok"),
-    ({"state": "ERROR", "exit_code": 124}, "hang/timeout"),
-    ({"state": "CANCELED", "exit_code": 124}, "hang/timeout"),
-    ({"state": "ERROR", "exit_code": 1}, "failed"),
-    ({"state": "CANCELED", "exit_code": None, "never_ran": True}, "not-run"),
-])
-def test_verdict(result, verdict):
-    assert nccl_probe.verdict_of(result) == verdict
-
-
-def test_cache_is_mode_600_and_invisible_to_the_record_list(state_dir):
-    nccl_probe.save_verdict("ctx@https://a", {"verdict": "ok"})
-    nccl_probe.save_verdict("ctx@https://b", {"verdict": "failed"})
-    path = nccl_probe.cache_path()
-    assert path.parent == records.state_dir()
-    assert path.stat().st_mode & 0o777 == 0o600
-    assert json.loads(path.read_text()) == {"ctx@https://a": {"verdict": "ok"}, "ctx@https://b": {"verdict": "failed"}}
-    assert records.list_records() == []
-    assert [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")] == []

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from k8s_verbs_support import k8s  # noqa: F401  (k8s is a fixture)
 
-from taobank.kubernetes import nccl_probe
+from taobank import nccl_probe
 import testclusters.kubernetes as lk
 
 pytestmark = pytest.mark.e2e
@@ -31,7 +31,7 @@ def _launches(calls: list[list[str]]) -> list[list[str]]:
 def _cache(k8s) -> dict:
     path = Path(k8s.env["TAO_STATE_DIR"]) / nccl_probe.CACHE_FILE
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    return json.loads(path.read_text())
+    return json.loads(path.read_text())["kubernetes"]
 
 
 def test_probe_ok_is_cached_per_cluster_and_reused_until_force(k8s, tmp_path):

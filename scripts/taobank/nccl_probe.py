@@ -1,0 +1,136 @@
+"""NCCL probe core: a tiny multi-node all-reduce run as an ordinary job, its verdict cached per cluster.
+
+Before a long multi-node run, prove the nodes can all-reduce over NCCL. Each
+platform supplies only what differs (how it names the cluster, the job spec
+and how to submit it); this module owns the all-reduce script, the verdict
+rule, the wait, the per-cluster cache and the gate multi-node submits pass.
+"""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from . import fsio, platform, records
+from .errors import TaoError
+
+CACHE_FILE = "nccl-probe.cache.json"  # the dot keeps it out of list_records (the stem is no record id)
+TIMEOUT_EXIT = 124  # what coreutils ``timeout`` returns when it had to stop the command
+WAIT_SLACK_S = 600  # scheduling + image pull on top of --timeout before the agent gives up waiting
+VERDICTS = ("ok", "hang/timeout", "not-run", "failed")
+
+# Runs once per GPU under torchrun: one all-reduce of ones; the sum must be the world size.
+SCRIPT = """\
+import datetime, os, sys
+import torch
+import torch.distributed as dist
+torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+dist.init_process_group("nccl", timeout=datetime.timedelta(seconds=60))
+t = torch.ones(1, device="cuda")
+dist.all_reduce(t)
+torch.cuda.synchronize()
+world = dist.get_world_size()
+ok = int(t.item()) == world
+print(f"nccl-probe rank {dist.get_rank()}/{world}: all_reduce sum={int(t.item())} {'ok' if ok else 'WRONG'}", flush=True)
+dist.destroy_process_group()
+sys.exit(0 if ok else 1)
+"""
+
+
+def cache_path() -> Path:
+    return records.state_dir() / CACHE_FILE
+
+
+def load_cache() -> dict:
+    """``{platform: {cluster: entry}}``; a missing or damaged cache reads as empty (it only costs a re-probe)."""
+    try:
+        data = json.loads(cache_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(v, dict)}
+
+
+def cached(platform_name: str, cluster: str) -> dict | None:
+    entry = load_cache().get(platform_name, {}).get(cluster)
+    return entry if isinstance(entry, dict) else None
+
+
+def save_verdict(platform_name: str, cluster: str, entry: dict) -> None:
+    """Atomic mode-600 write (temp file + rename), like the record store."""
+    data = load_cache()
+    data.setdefault(platform_name, {})[cluster] = entry
+    fsio.write_private(cache_path(), json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def verdict_of(result: dict) -> str:
+    """ok | hang/timeout | not-run | failed, from a terminal status result."""
+    if result["state"] == "COMPLETE":
+        return "ok"
+    if result.get("never_ran"):
+        return "not-run"
+    if result.get("exit_code") == TIMEOUT_EXIT:
+        return "hang/timeout"
+    return "failed"
+
+
+def wait_terminal(platform_name: str, job_id: str, deadline_s: float, interval: float) -> dict:
+    """Watch the job until it is terminal or the deadline passes (then cancel it)."""
+    (view,) = platform.watch(platform_name, [job_id], on_line=lambda line: None, first=interval, cap=interval,
+                             deadline=deadline_s)
+    result = view.to_dict()
+    if view.terminal:
+        return result
+    views, errors = platform.cancel(platform_name, [job_id])
+    if errors:
+        raise TaoError(f"NCCL probe {job_id} outlived its wait and cancel failed: {errors[0]}")
+    if views[0].state != "CANCELED":  # it finished meanwhile: take that verdict
+        return platform.status(platform_name, [job_id], retry=False)[0].to_dict()
+    ran = result["state"] == "RUNNING"  # PENDING this long is scheduling/pull trouble, not NCCL
+    return {**result, "state": "CANCELED", "exit_code": TIMEOUT_EXIT if ran else None, "never_ran": not ran,
+            "message": f"still {result['state']} after {int(deadline_s)}s ({result.get('message') or ''}): canceled"}
+
+
+def run(platform_name: str, cluster: str, spec: dict, submit: Callable[[dict], str], *, nodes: int,
+        gpus_per_node: int, timeout: int, helper: str, advice: str, force: bool = False, interval: float = 5.0,
+        max_wait: float | None = None) -> dict:
+    """Run (or reuse) the probe; returns {"verdict", "cached", "cluster", "job_id", "message", "advice", ...}.
+
+    ``submit`` sends ``spec`` through the platform's ordinary submit and returns the job id;
+    ``helper`` is the script name the advice tells the user to run again.
+    """
+    entry = cached(platform_name, cluster)
+    if entry and entry.get("verdict") == "ok" and not force:
+        return {**entry, "cached": True, "cluster": cluster}
+    job_id = submit(spec)
+    result = wait_terminal(platform_name, job_id, max_wait if max_wait is not None else timeout + WAIT_SLACK_S,
+                           interval)
+    verdict = verdict_of(result)
+    entry = {"verdict": verdict, "job_id": job_id, "state": result["state"], "exit_code": result.get("exit_code"),
+             "message": result.get("message") or "", "nodes": nodes,
+             "gpus_per_node": gpus_per_node, "image": spec.get("image"),
+             "nccl_env": spec.get("nccl_env") or {},
+             "checked_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    save_verdict(platform_name, cluster, entry)
+    note = None if verdict == "ok" else advice
+    if verdict == "not-run":
+        note = (f"the probe never started (see {helper} status {job_id}): fix that, then re-probe with "
+                f"{helper} nccl-probe --force")
+    return {**entry, "cached": False, "cluster": cluster, "advice": note}
+
+
+def require_ok(platform_name: str, cluster: str, *, helper: str, skip: bool) -> dict:
+    """The multi-node gate: an ``ok`` verdict cached for this cluster, or an explicit skip.
+
+    Returns what the record keeps (``{"nccl_probe": "ok"|"skipped", ...}``); raises one line otherwise.
+    """
+    entry = cached(platform_name, cluster)
+    if entry and entry.get("verdict") == "ok":
+        return {"nccl_probe": "ok", "nccl_probe_job": entry.get("job_id"), "nccl_probe_at": entry.get("checked_at")}
+    if skip:
+        return {"nccl_probe": "skipped"}
+    seen = f"the last probe said {entry.get('verdict')} (job {entry.get('job_id')})" if entry else "no probe has run"
+    raise TaoError(f"multi-node jobs on {cluster} need an ok NCCL probe and {seen}: run `{helper} nccl-probe` "
+                   "first, or pass --skip-nccl-probe to go on knowingly")

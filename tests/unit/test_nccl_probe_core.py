@@ -1,0 +1,59 @@
+"""The platform-neutral NCCL probe: verdict rule, per-cluster cache, the multi-node gate."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from taobank import nccl_probe, records
+from taobank.errors import TaoError
+
+
+@pytest.mark.parametrize("result,verdict", [
+    ({"state": "COMPLETE", "exit_code": None}, "ok"),
+    ({"state": "ERROR", "exit_code": 124}, "hang/timeout"),
+    ({"state": "CANCELED", "exit_code": 124}, "hang/timeout"),
+    ({"state": "ERROR", "exit_code": 1}, "failed"),
+    ({"state": "CANCELED", "exit_code": None, "never_ran": True}, "not-run"),
+])
+def test_verdict(result, verdict):
+    assert nccl_probe.verdict_of(result) == verdict
+
+
+def test_cache_is_mode_600_and_invisible_to_the_record_list(state_dir):
+    nccl_probe.save_verdict("kubernetes", "ctx@https://a", {"verdict": "ok"})
+    nccl_probe.save_verdict("kubernetes", "ctx@https://b", {"verdict": "failed"})
+    nccl_probe.save_verdict("slurm", "login@site", {"verdict": "ok"})
+    path = nccl_probe.cache_path()
+    assert path.parent == records.state_dir()
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert json.loads(path.read_text()) == {
+        "kubernetes": {"ctx@https://a": {"verdict": "ok"}, "ctx@https://b": {"verdict": "failed"}},
+        "slurm": {"login@site": {"verdict": "ok"}}}
+    assert records.list_records() == []
+    assert [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_a_damaged_cache_reads_as_empty(state_dir):
+    nccl_probe.cache_path().write_text("[not a mapping")
+    assert nccl_probe.load_cache() == {} and nccl_probe.cached("kubernetes", "x") is None
+    nccl_probe.cache_path().write_text('["a list"]')
+    assert nccl_probe.load_cache() == {}
+
+
+def test_gate_passes_on_a_cached_ok_for_this_cluster_only(state_dir):
+    nccl_probe.save_verdict("slurm", "login@site", {"verdict": "ok", "job_id": "j1", "checked_at": "T"})
+    assert nccl_probe.require_ok("slurm", "login@site", helper="tao_slurm.py", skip=False) == {
+        "nccl_probe": "ok", "nccl_probe_job": "j1", "nccl_probe_at": "T"}
+    with pytest.raises(TaoError, match="no probe has run: run `tao_k8s.py nccl-probe` first"):
+        nccl_probe.require_ok("kubernetes", "login@site", helper="tao_k8s.py", skip=False)
+    with pytest.raises(TaoError, match="no probe has run"):
+        nccl_probe.require_ok("slurm", "login@other", helper="tao_slurm.py", skip=False)
+
+
+@pytest.mark.parametrize("verdict", ["failed", "hang/timeout", "not-run"])
+def test_gate_refuses_a_bad_verdict_unless_skipped_knowingly(state_dir, verdict):
+    nccl_probe.save_verdict("kubernetes", "c@s", {"verdict": verdict, "job_id": "j9"})
+    with pytest.raises(TaoError, match=f"the last probe said {verdict} \\(job j9\\).*--skip-nccl-probe"):
+        nccl_probe.require_ok("kubernetes", "c@s", helper="tao_k8s.py", skip=False)
+    assert nccl_probe.require_ok("kubernetes", "c@s", helper="tao_k8s.py", skip=True) == {"nccl_probe": "skipped"}
