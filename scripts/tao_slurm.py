@@ -8,6 +8,7 @@
   tao_slurm.py cancel ID... | --all [--json]
   tao_slurm.py resume ID              (finish a submit whose sbatch answer was lost)
   tao_slurm.py stage FILE... --dest lustre:///abs/dir [--force]   (small inputs to the cluster)
+  tao_slurm.py nccl-probe [--nodes 2] [--gpus-per-node N] [--timeout S] [--force] [--json]
   tao_slurm.py enroot-credentials [--registry nvcr.io]   (reads NGC_KEY from the environment)
 
 A command after "--" is the container's argv, never read as options; a string
@@ -107,7 +108,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         else:
             print(script, end="")
         return 0
-    view = adapter.submit(spec, {"description": args.description})
+    view = adapter.submit(spec, {"description": args.description, "skip_nccl_probe": args.skip_nccl_probe})
     verbcli.print_submitted(view, args, _details(view))
     return 0
 
@@ -118,6 +119,29 @@ def cmd_resume(args: argparse.Namespace) -> int:
     view = platform.get("slurm").resume(args.id)
     print_json(view.to_dict()) if args.json else print(view.line())
     return 0
+
+
+def cmd_nccl_probe(args: argparse.Namespace) -> int:
+    import sys
+
+    from taobank.slurm import nccl_probe
+
+    out = nccl_probe.probe(nodes=args.nodes, gpus=args.gpus_per_node, image=args.image, timeout=args.timeout,
+                           force=args.force, interval=args.interval, max_wait=args.max_wait,
+                           partition=args.partition, account=args.account, cpus=args.cpus_per_task,
+                           nccl_env=parse_kv(args.nccl_env or [], "--nccl-env"), runtime=args.runtime,
+                           cluster_name=args.cluster_name)
+    ok = out["verdict"] == "ok"
+    if args.json:
+        print_json(out)
+    elif ok:
+        how = f"cached from {out['checked_at']} (job {out['job_id']}; --force re-probes)" if out["cached"] \
+            else f"job {out['job_id']}"
+        print(f"nccl-probe ok on {out['cluster']}: {how}")
+    if not ok:
+        print(f"error: NCCL probe {out['verdict']} on {out['cluster']} (job {out['job_id']}, exit code "
+              f"{out['exit_code']}): {out['advice']}", file=sys.stderr)
+    return 0 if ok else 1
 
 
 def cmd_stage(args: argparse.Namespace) -> int:
@@ -189,6 +213,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--spec-file", action="append", metavar="[NAME=]PATH",
                    help="local file uploaded to <job_dir>/specs/NAME (repeat); the command names it {specs}/NAME")
     p.add_argument("--no-requeue", action="store_true")
+    p.add_argument("--skip-nccl-probe", action="store_true",
+                   help="submit a multi-node job without an ok NCCL probe for this cluster (recorded as skipped)")
     p.add_argument("--job-id", help="with --dry-run: the id the preview uses")
     verbcli.add_submit_outputs(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- command args (overrides the spec's command)")
@@ -200,6 +226,24 @@ def main(argv: list[str]) -> int:
     p.add_argument("id")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_resume)
+
+    p = sub.add_parser("nccl-probe", help="multi-node NCCL all-reduce under timeout; verdict cached per cluster")
+    p.add_argument("--nodes", type=int, default=2)
+    p.add_argument("--gpus-per-node", type=int, default=1)
+    p.add_argument("--cpus-per-task", type=int, default=2)
+    p.add_argument("--image", help="default: versions.yaml images.nccl_probe")
+    p.add_argument("--timeout", type=int, default=300, help="seconds the all-reduce may take (coreutils timeout)")
+    p.add_argument("--force", action="store_true", help="probe again even if an ok verdict is cached")
+    p.add_argument("--interval", type=float, default=5.0, help="status poll interval")
+    p.add_argument("--max-wait", type=float, help="seconds to wait for the job before cancelling it "
+                   "(default: --timeout + 600)")
+    p.add_argument("--partition")
+    p.add_argument("--account")
+    p.add_argument("--runtime", choices=["pyxis", "none"])
+    p.add_argument("--cluster-name")
+    p.add_argument("--nccl-env", action="append", metavar="KEY=VALUE")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_nccl_probe)
 
     p = sub.add_parser("stage", help="copy small local files to a cluster folder (lustre:///abs/dir) over SSH")
     p.add_argument("files", nargs="+", metavar="FILE")

@@ -12,6 +12,8 @@ DEFAULT_TAIL = 200
 def view(rec: Mapping[str, Any], **seen: Any) -> JobView:
     b = rec.get("backend") or {}
     code = b.get("exit_code")
+    if isinstance(code, str) and code.partition(":")[0].isdigit():
+        code = int(code.partition(":")[0])  # sacct's "rc:signal"
     if b.get("results_dir"):
         seen.setdefault("results", b["results_dir"])  # the job's own folder (the record keeps the parent)
     return JobView.from_record(rec, observed=b.get("slurm_state"),
@@ -44,7 +46,8 @@ class Slurm(Platform):
         return view(verbs.cancel(rec["id"], conn=context["conn"]))
 
     def submit(self, spec: dict, options: Mapping[str, Any]) -> JobView:
-        rec = verbs.submit(spec, description=options.get("description"))
+        rec = verbs.submit(spec, description=options.get("description"),
+                           skip_nccl_probe=bool(options.get("skip_nccl_probe")))
         b = rec["backend"]
         return view(rec, job_dir=b.get("job_dir"), log_dir=b.get("log_dir"))
 

@@ -96,10 +96,20 @@ def _staged_files(p: Mapping[str, Any], job_id: str, job_dir: str, results: str,
 
 
 def submit(spec: Mapping[str, Any], *, conn: Connection | None = None, env: Mapping[str, str] | None = None,
-           description: str | None = None) -> dict:
-    """Submit one job; returns the record (state PENDING with slurm_job_id)."""
+           description: str | None = None, skip_nccl_probe: bool = False, nccl_gate: bool = True) -> dict:
+    """Submit one job; returns the record (state PENDING with slurm_job_id).
+
+    A multi-node job needs an ``ok`` NCCL probe cached for its cluster and
+    partition (``tao_slurm.py nccl-probe``) unless ``skip_nccl_probe``.
+    """
     env = os.environ if env is None else env
     p = plan(spec, env)
+    gate: dict = {}
+    if p["resources"].nodes > 1 and nccl_gate:
+        from .. import nccl_probe as probe_core
+        from .nccl_probe import HELPER, cluster_key
+
+        gate = probe_core.require_ok(PLATFORM, cluster_key(p["spec"], env), helper=HELPER, skip=skip_nccl_probe)
     conn = conn or Connection(env)
     conn.connect()
     given_sqsh = p["pyxis_image"] if p["runtime"] == "pyxis" and p["pyxis_image"] and images.is_sqsh(p["pyxis_image"]) else None
@@ -116,7 +126,8 @@ def submit(spec: Mapping[str, Any], *, conn: Connection | None = None, env: Mapp
     rec = records.open_record(
         PLATFORM, p["image"] or NO_IMAGE, s["network_arch"], s["action"], "A", _results_placeholder(p["base"]),
         backend={k: v for k, v in {"backend_type": "slurm", "partition": p["resources"].partition,
-                                   "cluster_name": s.get("cluster_name"), "container_runtime": p["runtime"]}.items()
+                                   "cluster_name": s.get("cluster_name"), "container_runtime": p["runtime"],
+                                   **gate}.items()
                  if v is not None},  # an unset cluster_name is absent, not "None"
         description=description)
     job_id = rec["id"]
@@ -154,7 +165,7 @@ def script_input(p: Mapping[str, Any], job_id: str, image: str | None) -> render
         container_mounts=p["mounts"],
         env=p["env"], nccl_env=p["nccl_env"], has_credentials=bool(p["secrets"]),
         dataset_root=p["dataset_root"], master_port=p["master_port"],
-        self_retries=max_retries() if p["resources"].requeue else 0)
+        self_retries=max_retries() if p["resources"].requeue and p["spec"].get("infra_retries", True) else 0)
 
 
 def preview(spec: Mapping[str, Any], job_id: str, env: Mapping[str, str] | None = None) -> str:
@@ -195,7 +206,8 @@ def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: 
     # job_dir is runtime metadata: written with slurm_job_id once sbatch answered (never before).
     backend = {"staged_dir": jdir, "results_dir": results, "script": posixpath.join(jdir, script_rel),
                "login_host": conn.host.entry, "job_name": job_id,
-               "staged_secrets": bool(p["secrets"]), "self_retry": inp.self_retries > 0}
+               "staged_secrets": bool(p["secrets"]), "self_retry": inp.self_retries > 0,
+               "infra_retries": bool(p["spec"].get("infra_retries", True))}
     if p["spec_files"]:
         # name=sha256 of each uploaded spec file (a record's backend holds scalars), checked on the cluster at staging
         backend["spec_files"] = ",".join(f"{u.name}={u.sha256}" for u in p["spec_files"])
@@ -470,7 +482,7 @@ def refresh(recs: list[dict], *, conn: Connection | None = None, retry: bool = T
         # NODE_FAIL/BOOT_FAIL: the job's own footer never ran, so only this verb can resubmit it
         if new_state == "ERROR" and v.retry and r["backend"].get("self_retry") and v.slurm_state not in st.INFRA_STATES:
             message += "; the job did not resubmit itself (retry limit reached, or sbatch refused on the node: see main.out)"
-        elif new_state == "ERROR" and v.retry and retry:
+        elif new_state == "ERROR" and v.retry and retry and r["backend"].get("infra_retries", True):
             if _chain_attempt(r) > max_retries():
                 message += f"; retry limit {max_retries()} reached"
             else:

@@ -177,3 +177,47 @@ def test_stage_copies_small_inputs_refuses_overwrite_and_traversal(slurm_env, tm
     assert run(str(ckpt), "--dest", f"lustre://{dest}", "--force").returncode == 0
     bad = run(str(ckpt), "--dest", f"lustre://{dest}/../../etc")
     assert bad.returncode == 1 and "'..'" in bad.stderr
+
+
+def _probe_cli(*args: str):
+    import json
+    import subprocess
+
+    bank = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+    res = subprocess.run([f"{bank}/scripts/tao_slurm.py", "nccl-probe", "--runtime", "none", "--cpus-per-task", "1",
+                          "--interval", "1", "--json", *args], capture_output=True, text=True, timeout=300)
+    return res, (json.loads(res.stdout) if res.stdout.strip() else None)
+
+
+def test_nccl_probe_lifecycle_and_the_multi_node_gate(slurm_env):
+    """No torch on the local nodes: the probe runs for real on both nodes and fails there (exit 127), which is
+    cached as 'failed', keeps the gate closed, and is never resubmitted as an infrastructure failure."""
+    from taobank import records
+
+    res, out = _probe_cli("--timeout", "60")
+    assert res.returncode == 1 and out["verdict"] == "failed" and out["cluster"].endswith("/local"), res.stderr
+    assert "error: NCCL probe failed" in res.stderr and "--nccl-env" in res.stderr
+    rec = records.load(out["job_id"])
+    assert rec["state"] == "ERROR" and rec["backend"]["infra_retries"] is False
+    assert "torchrun" in verbs.logs(out["job_id"])["main.err"]  # it ran on the nodes
+    two_nodes = base_spec(num_gpus=2, num_nodes=2)
+    with pytest.raises(TaoError, match="the last probe said failed"):
+        verbs.submit(two_nodes)
+    done = wait_state(verbs.submit(two_nodes, skip_nccl_probe=True)["id"])
+    assert done["state"] == "COMPLETE" and done["backend"]["nccl_probe"] == "skipped"
+
+
+def test_nccl_probe_that_cannot_start_is_cancelled_at_max_wait_as_not_run(slurm_env):
+    from taobank import records
+
+    # both nodes taken by another job: the probe stays PENDING (Resources) past its wait
+    acct = slurm_env["env"]["SLURM_ACCOUNT"]
+    blocker = _remote(["sbatch", "--parsable", "--exclusive", "-N2", f"--account={acct}", "--time=5",
+                       "--output=/dev/null", "--wrap", "sleep 120"]).strip()
+    try:
+        res, out = _probe_cli("--max-wait", "4", "--force")
+    finally:
+        _remote(["scancel", blocker])
+    assert res.returncode == 1 and out["verdict"] == "not-run", res.stderr
+    assert records.load(out["job_id"])["state"] == "CANCELED"
+    assert "never started" in out["advice"]
