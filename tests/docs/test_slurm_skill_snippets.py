@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
@@ -125,7 +126,7 @@ def test_list_block_reads_only_this_machines_records(session, tmp_path):
 
 def test_stage_block_then_a_job_reads_the_input_it_staged(session, tmp_path, slurm_cluster):
     (tmp_path / "labels.txt").write_text("cat\ndog\n")
-    where = f"{slurm_cluster['SLURM_BASE_RESULTS_DIR']}/inputs-{tmp_path.name}"
+    where = f"{slurm_cluster['SLURM_BASE_RESULTS_DIR']}/inputs-{uuid.uuid4().hex[:12]}"
     res = session(["stage"], INPUT="labels.txt", STAGE_DIR=where)
     assert res.returncode == 0 and res.stdout.startswith(f"staged {where}/labels.txt ("), res.stdout + res.stderr
     spec = dict(SPEC, inputs=[f"lustre://{where}/labels.txt"], command=["cat", f"{where}/labels.txt"])

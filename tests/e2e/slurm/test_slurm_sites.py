@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
+import uuid
 
 import pytest
 
@@ -166,7 +167,7 @@ def test_stage_copies_small_inputs_refuses_overwrite_and_traversal(slurm_env, tm
 
     ckpt = tmp_path / "model.pth"
     ckpt.write_bytes(b"\x00\x01weights")
-    dest = slurm_env["env"]["SLURM_BASE_RESULTS_DIR"] + f"/inputs-{tmp_path.name}"
+    dest = slurm_env["env"]["SLURM_BASE_RESULTS_DIR"] + f"/inputs-{uuid.uuid4().hex[:12]}"
     bank = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
     run = lambda *a: subprocess.run([f"{bank}/scripts/tao_slurm.py", "stage", *a], capture_output=True, text=True)  # noqa: E731
     first = run(str(ckpt), "--dest", f"lustre://{dest}", "--json")
