@@ -543,3 +543,14 @@ def test_cancel_of_a_failed_job_stops_its_running_retry(slurm):
     views, errors = platform.cancel("slurm", [first["id"]])
     assert errors == [] and {v.id: v.state for v in views} == {first["id"]: "ERROR", retry["id"]: "CANCELED"}
     assert [c.words for c in slurm.of("ssh") if c.words[:1] == ["scancel"]] == [["scancel", "202"]]
+
+
+def test_logs_show_the_conversion_log_of_a_job_that_waited_for_one(slurm):
+    rec = _converting(slurm)
+    records.mark(rec["id"], "PENDING", backend={"slurm_job_id": "101", "log_dir": rec["backend"]["staged_dir"] +
+                                                f"/slurm-logs/{rec['id']}-101"})
+    slurm.ssh("LOGS", "@@out\n@@err\n")
+    slurm.ssh("TAIL_FILES", lambda call: ok(f"@@file {call.args[1]}\n" + "".join(f"line {i}\n" for i in range(9))))
+    logs = platform.logs("slurm", rec["id"], tail=3)
+    conv = records.load(rec["id"])["backend"]["convert_log"]
+    assert list(logs.sections)[0] == conv and logs.sections[conv] == "line 6\nline 7\nline 8\n"

@@ -32,7 +32,10 @@ class Slurm(Platform):
     def read_logs(self, rec: dict, *, tail: int | None) -> Logs:
         out = verbs.logs(rec["id"], lines=tail or DEFAULT_TAIL)
         d = out["log_dir"]
-        return Logs(rec["id"], {f"{d}/main.out": out["main.out"], f"{d}/main.err": out["main.err"]})
+        sections = {f"{d}/main.out": out["main.out"], f"{d}/main.err": out["main.err"]}
+        if out.get("convert_log"):  # the image conversion job it waited for
+            sections = {out["convert_log"]: out["convert"], **sections}
+        return Logs(rec["id"], sections)
 
     def follow_logs(self, rec: dict, *, tail: int | None, emit: Callable[[str, str], None]) -> int:
         verbs.follow(rec["id"], on_chunk=emit, tail=tail)

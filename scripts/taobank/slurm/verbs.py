@@ -555,7 +555,13 @@ def logs(job_id: str, *, lines: int = 200, conn: Connection | None = None) -> di
     res = conn.script(remote.LOGS, [str(int(lines)), out_f, err_f], what="tail logs", retry_on_drop=True)
     body = res.stdout.split("@@out\n", 1)[-1]
     out_text, _, err_text = body.partition("@@err\n")
-    return {"main.out": out_text, "main.err": err_text, "log_dir": b["log_dir"]}
+    out = {"main.out": out_text, "main.err": err_text, "log_dir": b["log_dir"]}
+    if b.get("convert_log"):
+        tails = _sections(conn.script(remote.TAIL_FILES, [str(int(lines) * 200), b["convert_log"]],
+                                      what="conversion log").stdout, "@@file ")
+        text = tails.get(b["convert_log"], "")
+        out.update(convert_log=b["convert_log"], convert="".join(text.splitlines(keepends=True)[-int(lines):]))
+    return out
 
 
 def follow(job_id: str, *, on_chunk: Callable[[str, str], None], conn: Connection | None = None,

@@ -468,6 +468,8 @@ def test_failed_sqsh_conversion_job_ends_the_record_in_error_and_no_gpu_job_runs
     assert done["state"] == "ERROR" and done["err_class"] == "ERR_PROGRAM", done
     assert f"image conversion job {b['convert_job_id']} ended FAILED" in done["message"]
     assert "enroot: command not found" in done["message"] and "never started" in done["message"]
+    shown = platform.logs("slurm", rec["id"]).sections
+    assert "enroot: command not found" in shown[b["convert_log"]]  # logs shows the conversion job's log too
     conv = Connection().remote(["scontrol", "show", "job", "-o", b["convert_job_id"]]).stdout
     assert " Partition=convert " in conv and " JobState=FAILED " in conv  # the CPU partition, not a GPU one
     # SLURM cancels the dependent job (--kill-on-invalid-dep) before it ever starts: no GPU was held
@@ -477,7 +479,7 @@ def test_failed_sqsh_conversion_job_ends_the_record_in_error_and_no_gpu_job_runs
             break
         time.sleep(1)
     assert " JobState=CANCELLED " in train and " Reason=DependencyNeverSatisfied " in train
-    assert " StartTime=Unknown " in train
+    assert preflight_missing([b["log_dir"] + "/main.out"]) == [b["log_dir"] + "/main.out"]  # it never ran
     assert preflight_missing([sqsh + ".part", sqsh]) == [sqsh + ".part", sqsh]  # stale partial removed, no sqsh
 
 
