@@ -77,3 +77,4 @@ def test_the_one_line_form_runs_the_same_script(capsys):
     exec(nccl_probe.one_line_python("x = 6 * 7\nprint(f'sum={x}')\n"))
     assert capsys.readouterr().out == "sum=42\n"
     assert "\n" not in nccl_probe.probe_command(30)
+
