@@ -7,6 +7,8 @@
   tao_slurm.py logs ID [--tail N] [-f/--follow] [--json]
   tao_slurm.py cancel ID... | --all [--json]
   tao_slurm.py resume ID              (finish a submit whose sbatch answer was lost)
+  tao_slurm.py stage FILE... --dest lustre:///abs/dir [--force]   (small inputs to the cluster)
+  tao_slurm.py nccl-probe [--nodes 2] [--gpus-per-node N] [--timeout S] [--force] [--json]
   tao_slurm.py enroot-credentials [--registry nvcr.io]   (reads NGC_KEY from the environment)
 
 A command after "--" is the container's argv, never read as options; a string
@@ -30,13 +32,25 @@ def _spec_from_args(args: argparse.Namespace) -> dict:
     from taobank.slurm import spec as specmod
 
     spec = specmod.load_file(args.spec) if args.spec else {}
+    if isinstance(spec.get("spec_files"), dict):  # paths in a spec file are relative to that file
+        here = os.path.dirname(os.path.abspath(args.spec))
+        spec["spec_files"] = {k: os.path.join(here, os.path.expanduser(str(v))) for k, v in spec["spec_files"].items()}
+    for item in args.spec_file or []:
+        name, sep, path = item.partition("=")
+        if not sep:
+            name, path = os.path.basename(os.path.normpath(item)), item
+        spec["spec_files"] = {**(spec.get("spec_files") or {}), name: path}
     flags = {
         "network_arch": args.network_arch, "action": args.action, "image": args.image,
         "num_nodes": args.num_nodes, "num_gpus": args.num_gpus, "max_num_gpus_per_node": args.max_gpus_per_node,
         "cpus_per_task": args.cpus_per_task, "mem": args.mem, "time_hours": args.time_hours,
+        "time_minutes": args.time_minutes, "time": args.time,
         "timeout_hours": args.timeout_hours, "partition": args.partition, "account": args.account,
         "container_runtime": args.runtime, "results_base": args.results_base, "cluster_name": args.cluster_name,
     }
+    if any(flags[k] is not None for k in ("time_hours", "time_minutes", "time")):
+        for key in ("time_hours", "time_minutes", "time"):  # a wall time flag replaces the spec's
+            spec.pop(key, None)
     spec.update({k: v for k, v in flags.items() if v is not None})
     # the vocabulary both helpers share: nodes and GPUs per node (SLURM's spec counts GPUs in total)
     if args.nodes is not None:
@@ -94,7 +108,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         else:
             print(script, end="")
         return 0
-    view = adapter.submit(spec, {"description": args.description})
+    view = adapter.submit(spec, {"description": args.description, "skip_nccl_probe": args.skip_nccl_probe})
     verbcli.print_submitted(view, args, _details(view))
     return 0
 
@@ -104,6 +118,41 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
     view = platform.get("slurm").resume(args.id)
     print_json(view.to_dict()) if args.json else print(view.line())
+    return 0
+
+
+def cmd_nccl_probe(args: argparse.Namespace) -> int:
+    import sys
+
+    from taobank.slurm import nccl_probe
+
+    out = nccl_probe.probe(nodes=args.nodes, gpus=args.gpus_per_node, image=args.image, timeout=args.timeout,
+                           force=args.force, interval=args.interval, max_wait=args.max_wait,
+                           partition=args.partition, account=args.account, cpus=args.cpus_per_task,
+                           nccl_env=parse_kv(args.nccl_env or [], "--nccl-env"), runtime=args.runtime,
+                           cluster_name=args.cluster_name)
+    ok = out["verdict"] == "ok"
+    if args.json:
+        print_json(out)
+    elif ok:
+        how = f"cached from {out['checked_at']} (job {out['job_id']}; --force re-probes)" if out["cached"] \
+            else f"job {out['job_id']}"
+        print(f"nccl-probe ok on {out['cluster']}: {how}")
+    if not ok:
+        print(f"error: NCCL probe {out['verdict']} on {out['cluster']} (job {out['job_id']}, exit code "
+              f"{out['exit_code']}): {out['advice']}", file=sys.stderr)
+    return 0 if ok else 1
+
+
+def cmd_stage(args: argparse.Namespace) -> int:
+    from taobank.slurm import verbs
+
+    out = verbs.stage_inputs(args.files, args.dest, force=args.force)
+    if args.json:
+        print_json(out)
+    else:
+        for f in out["files"]:
+            print(f"staged {f['path']} ({f['bytes']} bytes, sha256 {f['sha256'][:12]}... checked on {out['login_host']})")
     return 0
 
 
@@ -146,7 +195,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--max-gpus-per-node", type=int)
     p.add_argument("--cpus-per-task", type=int)
     p.add_argument("--mem")
-    p.add_argument("--time-hours", type=float)
+    p.add_argument("--time-hours", type=float, help="wall time in hours (or --time-minutes / --time)")
+    p.add_argument("--time-minutes", type=float, help="wall time in minutes")
+    p.add_argument("--time", metavar="HH:MM:SS", help="wall time as HH:MM:SS or D-HH:MM:SS")
     p.add_argument("--timeout-hours", type=float)
     p.add_argument("--partition")
     p.add_argument("--account")
@@ -159,7 +210,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("--secret-env", action="append", metavar="NAME",
                    help="NAME of a secret env var to pass (value read from your environment)")
     p.add_argument("--secret", action="append", help=argparse.SUPPRESS)  # deprecated spelling of --secret-env
+    p.add_argument("--spec-file", action="append", metavar="[NAME=]PATH",
+                   help="local file uploaded to <job_dir>/specs/NAME (repeat); the command names it {specs}/NAME")
     p.add_argument("--no-requeue", action="store_true")
+    p.add_argument("--skip-nccl-probe", action="store_true",
+                   help="submit a multi-node job without an ok NCCL probe for this cluster (recorded as skipped)")
     p.add_argument("--job-id", help="with --dry-run: the id the preview uses")
     verbcli.add_submit_outputs(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- command args (overrides the spec's command)")
@@ -171,6 +226,31 @@ def main(argv: list[str]) -> int:
     p.add_argument("id")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_resume)
+
+    p = sub.add_parser("nccl-probe", help="multi-node NCCL all-reduce under timeout; verdict cached per cluster")
+    p.add_argument("--nodes", type=int, default=2)
+    p.add_argument("--gpus-per-node", type=int, default=1)
+    p.add_argument("--cpus-per-task", type=int, default=2)
+    p.add_argument("--image", help="default: versions.yaml images.nccl_probe")
+    p.add_argument("--timeout", type=int, default=300, help="seconds the all-reduce may take (coreutils timeout)")
+    p.add_argument("--force", action="store_true", help="probe again even if an ok verdict is cached")
+    p.add_argument("--interval", type=float, default=5.0, help="status poll interval")
+    p.add_argument("--max-wait", type=float, help="seconds to wait for the job before cancelling it "
+                   "(default: --timeout + 600)")
+    p.add_argument("--partition")
+    p.add_argument("--account")
+    p.add_argument("--runtime", choices=["pyxis", "none"])
+    p.add_argument("--cluster-name")
+    p.add_argument("--nccl-env", action="append", metavar="KEY=VALUE")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_nccl_probe)
+
+    p = sub.add_parser("stage", help="copy small local files to a cluster folder (lustre:///abs/dir) over SSH")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--dest", required=True, metavar="lustre:///ABS/DIR")
+    p.add_argument("--force", action="store_true", help="replace files that exist there")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_stage)
 
     p = sub.add_parser("preflight", help="SSH, SLURM commands, partition, results dir, enroot credentials")
     p.add_argument("--partition")

@@ -380,7 +380,7 @@ def ssh_argv(lay: conf.Layout, alias: str | None = None) -> list[str]:
 
 def _ssh_ok(lay: conf.Layout) -> bool:
     res = run([*ssh_argv(lay), "sinfo -h -o %P"], timeout=15, check=False)
-    return res.ok and res.stdout.strip().rstrip("*") == lay.partition
+    return res.ok and res.stdout.split()[:1] == [lay.partition + "*"]
 
 
 # ---------------------------------------------------------------------------- daemons
@@ -406,6 +406,15 @@ def _start_mariadbd(lay: conf.Layout) -> None:
 def _after_mariadbd(lay: conf.Layout) -> None:
     run(["mariadb", "--no-defaults", f"--socket={lay.mysql_socket}", "-u", "root"],
         stdin=conf.mariadb_grants_sql(_db_password(lay)), timeout=60, what="mariadb (slurm grants)")
+
+
+def _after_slurmdbd(lay: conf.Layout) -> None:
+    """The accounts (every step is idempotent: "already exists"/"nothing new" answers are fine)."""
+    for argv in conf.accounts_argv(lay):
+        res = run(argv, env=_slurm_env(lay), timeout=60, check=False, what="sacctmgr")
+        text = (res.stdout + res.stderr).lower()
+        if not res.ok and "already exist" not in text and "nothing new" not in text and "nothing modified" not in text:
+            raise TaoError(f"{' '.join(argv[:4])} failed: {(res.stderr or res.stdout).strip()[-200:]}")
 
 
 def _start_slurm(exe: str, *args: str) -> Callable[[conf.Layout], None]:
@@ -483,6 +492,8 @@ def _up(lay: conf.Layout) -> dict[str, str]:
             raise not_ready(name, timeout, logs[name])
         if name == "mariadbd":
             _after_mariadbd(lay)
+        if name == "slurmdbd":
+            _after_slurmdbd(lay)
         if name == "munged" and running[name] is None:
             info["munged_external"] = False
             info["munged_pid"] = live_pid(*pidfiles["munged"])

@@ -15,12 +15,16 @@ from pathlib import Path
 from taobank.errors import TaoError
 
 NODES = ("node1", "node2")
-#: Sized so the skill's defaults fit without overrides: 8 GPUs per node (the
-#: max_num_gpus_per_node default: 8 GPUs = a whole node) and 128 CPUs
-#: (cpus_per_task 16 x 8 tasks). slurmd declares them as configured
-#: (SlurmdParameters=config_overrides), whatever the host really has.
+#: 8 GPUs per node (the max_num_gpus_per_node default: 8 GPUs = a whole node).
+#: CPUs: the host's real ones (each node declares all of them), so
+#: cgroup.conf's ConstrainCores binds a step to CPUs that exist and a step
+#: given fewer CPUs than asked shows it (nproc). Jobs on this cluster ask for
+#: a CPU or two (cpus_per_task), not the default 16.
 GPUS_PER_NODE = 8
-SOCKETS, CORES_PER_SOCKET = 2, 64
+
+
+def host_cpus() -> int:
+    return max(1, len(os.sched_getaffinity(0)))
 REAL_MEMORY_MB = 16000
 #: NVIDIA's character-device major: Slurm only stat()s the files, so fake
 #: devices with this major stand in for /dev/nvidiaN.
@@ -48,6 +52,12 @@ class Layout:
     user: str = "taotest"
     cluster: str = "taolocal"
     partition: str = "local"
+    #: CPU partition standing in for a site's image-conversion partition (same nodes, no GPU asked).
+    convert_partition: str = "convert"
+    #: The account jobs must name: the user's default account may submit nothing
+    #: (MaxSubmitJobs=0 under AccountingStorageEnforce), like an account-required site.
+    account: str = "tao-local"
+    default_account: str = "tao-nobudget"
     login_alias: str = "tao-slurm-login"
     refused_alias: str = "tao-slurm-refused"
     #: 127.0.0.2 is loopback too, but sshd listens on 127.0.0.1 only: a
@@ -144,7 +154,7 @@ def _words(pairs: list[tuple[str, object]]) -> str:
 
 
 # ----------------------------------------------------------------------------
-def slurm_conf(lay: Layout, *, cgroup: bool, no_in_addr_any: bool) -> str:
+def slurm_conf(lay: Layout, *, cgroup: bool, no_in_addr_any: bool, cpus: int | None = None) -> str:
     """slurm.conf: one controller, two slurmd "nodes" on 127.0.0.1, fake GPUs.
 
     ``cgroup``: the cgroup v1 controllers are writable, so proctrack/task
@@ -189,6 +199,8 @@ def slurm_conf(lay: Layout, *, cgroup: bool, no_in_addr_any: bool) -> str:
         ("AccountingStorageHost", "localhost"),
         ("AccountingStoragePort", p.slurmdbd),
         ("AccountingStorageTRES", "gres/gpu"),
+        # Jobs need an association, and its limits apply: see accounts_argv.
+        ("AccountingStorageEnforce", "associations,limits"),
         ("JobAcctGatherType", "jobacct_gather/linux"),
         ("JobAcctGatherFrequency", "task=1"),
         ("JobCompType", "jobcomp/none"),
@@ -210,7 +222,7 @@ def slurm_conf(lay: Layout, *, cgroup: bool, no_in_addr_any: bool) -> str:
     for name, port in zip(NODES, p.slurmd):
         text += _words([
             ("NodeName", name), ("NodeHostname", name), ("NodeAddr", "127.0.0.1"), ("Port", port),
-            ("Sockets", SOCKETS), ("CoresPerSocket", CORES_PER_SOCKET), ("ThreadsPerCore", 1),
+            ("Sockets", 1), ("CoresPerSocket", cpus or host_cpus()), ("ThreadsPerCore", 1),
             ("RealMemory", REAL_MEMORY_MB),
             ("Gres", f"gpu:{GPUS_PER_NODE}"), ("State", "UNKNOWN"),
         ])
@@ -218,7 +230,28 @@ def slurm_conf(lay: Layout, *, cgroup: bool, no_in_addr_any: bool) -> str:
         ("PartitionName", lay.partition), ("Nodes", ",".join(NODES)), ("Default", "YES"),
         ("MaxTime", "INFINITE"), ("State", "UP"),
     ])
+    text += _words([
+        ("PartitionName", lay.convert_partition), ("Nodes", ",".join(NODES)), ("Default", "NO"),
+        ("MaxTime", "02:00:00"), ("State", "UP"),
+    ])
     return text
+
+
+def accounts_argv(lay: Layout) -> list[list[str]]:
+    """``sacctmgr -i`` commands (idempotent) that make an account required for the test user.
+
+    The user's default account may submit no job (MaxSubmitJobs=0), so a job
+    without ``--account`` is refused at submit, as on sites that bill every
+    job; ``lay.account`` is the one to name.
+    """
+    c = f"cluster={_check(lay.cluster)}"
+    return [
+        ["sacctmgr", "-i", "add", "cluster", lay.cluster],
+        ["sacctmgr", "-i", "add", "account", f"{_check(lay.default_account)},{_check(lay.account)}", c],
+        ["sacctmgr", "-i", "add", "user", _check(lay.user), f"account={lay.default_account},{lay.account}",
+         f"defaultaccount={lay.default_account}", c],
+        ["sacctmgr", "-i", "modify", "account", "where", f"name={lay.default_account}", c, "set", "MaxSubmitJobs=0"],
+    ]
 
 
 def gres_conf(lay: Layout) -> str:
@@ -237,6 +270,7 @@ def cgroup_conf(*, cgroup: bool) -> str:
         ("ConstrainRAMSpace", "yes"),
         ("ConstrainSwapSpace", "no"),
         ("ConstrainDevices", "yes"),
+        ("ConstrainCores", "yes"),
     ])
 
 
@@ -323,6 +357,8 @@ def env(lay: Layout) -> dict[str, str]:
         "TAO_SSH_CONFIG": str(lay.ssh_config),
         "TAO_SSH_KNOWN_HOSTS": str(lay.known_hosts),
         "SLURM_PARTITION": lay.partition,
+        "SLURM_ACCOUNT": lay.account,
+        "TAO_SLURM_CONVERSION_PARTITION": lay.convert_partition,
         "SLURM_BASE_RESULTS_DIR": str(lay.results_dir),
         "TAO_LOCAL_LUSTRE_ROOT": str(lay.lustre),
         "TAO_SLURM_CONTAINER_RUNTIME": "none",

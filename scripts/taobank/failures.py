@@ -5,7 +5,9 @@ explanation. Only signatures that a rerun on healthy hardware can fix belong
 here. Deliberately absent, because the program usually causes them and a
 retry would fail the same way: ``CUDA out of memory``, ``an illegal memory
 access``, Python tracebacks, ``Killed``/OOM kills of the host (the Kubernetes
-status mapping classifies a pod's ``OOMKilled`` reason itself).
+status mapping classifies a pod's ``OOMKilled`` reason itself), an exhausted
+``/dev/shm`` (too many loader workers for the shm size) and a full disk or
+quota (the same results folder is full on the next node too).
 """
 from __future__ import annotations
 
@@ -44,12 +46,14 @@ PATTERNS: tuple[InfraPattern, ...] = (
                  "lost the rendezvous/peer connection"),
     InfraPattern("node_failure", r"DUE TO NODE FAILURE|Node failure on|NODE_FAIL", "SLURM lost a node"),
     InfraPattern("preemption", r"DUE TO PREEMPTION|\bPREEMPTED\b", "job was preempted"),
-    InfraPattern("shm_exhausted", r"insufficient shared memory \(shm\)|Bus error[^\n]*(?:/dev/shm|shared memory)",
-                 "/dev/shm too small or exhausted (raise shm size)"),
-    InfraPattern("disk_full", r"No space left on device|Disk quota exceeded", "storage full or over quota"),
     InfraPattern("stale_filesystem", r"Stale file handle|Transport endpoint is not connected",
                  "shared filesystem mount failed (NFS/Lustre)"),
 )
+
+def pcre() -> str:
+    """Every pattern as one PCRE alternation (``grep -P``), for checks that run on the cluster itself."""
+    return "|".join(f"(?:{p.regex})" for p in PATTERNS)
+
 
 _COMPILED = tuple((p.name, re.compile(p.regex)) for p in PATTERNS)
 

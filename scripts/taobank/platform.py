@@ -333,6 +333,10 @@ def cancel(platform: str | None, ids: list[str] | None, *, all_active: bool = Fa
     if not ids and not all_active:
         raise UsageError("cancel needs job ids or --all")
     recs = select(platform, ids, "cancel", all_active=all_active)
+    if ids:  # a retry carries on for a failed job: cancelling the job stops the whole chain
+        chosen = {r["id"] for r in recs}
+        recs += [r for i in _with_retries(list(chosen), platform) if i not in chosen
+                 for r in [records.load(i)] if r["state"] not in states.TERMINAL]
     views: list[JobView] = []
     errors: list[str] = []
     contexts: dict[str, dict] = {}

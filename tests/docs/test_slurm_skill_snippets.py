@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
@@ -102,7 +103,8 @@ def test_quick_path_as_written(session):
 def test_flags_only_submit_passes_the_argv_after_the_separator(session, tmp_path):
     """The flags-only form: --name is stored, and `-e` after `--` reaches the command (here: dino, which
     the local nodes do not have, so the job ends in ERROR with the program's own failure)."""
-    res = session(["submit-flags", "status", "logs", "list"], NAME="flags only form", TRAIN_SPEC="/no/such/train.yaml")
+    res = session(["submit-flags", "status", "logs", "list"], NAME="flags only form", TRAIN_SPEC="/no/such/train.yaml",
+                  CPUS_PER_TASK="1")  # the local nodes have the host's few real CPUs
     assert res.stdout.startswith("JOB_ID="), res.stdout + res.stderr
     job_id = res.stdout.splitlines()[0].split("=", 1)[1]
     assert f"{job_id} ERROR" in res.stdout and "dino" in res.stdout, res.stdout + res.stderr
@@ -120,3 +122,13 @@ def test_list_block_reads_only_this_machines_records(session, tmp_path):
     assert sum(1 for ln in res.stdout.splitlines() if ln.startswith(job_id)) == 2, res.stdout
     other = session(["list"], TAO_STATE_DIR=str(tmp_path / "another-machine"))
     assert other.returncode == 0 and job_id not in other.stdout
+
+
+def test_stage_block_then_a_job_reads_the_input_it_staged(session, tmp_path, slurm_cluster):
+    (tmp_path / "labels.txt").write_text("cat\ndog\n")
+    where = f"{slurm_cluster['SLURM_BASE_RESULTS_DIR']}/inputs-{uuid.uuid4().hex[:12]}"
+    res = session(["stage"], INPUT="labels.txt", STAGE_DIR=where)
+    assert res.returncode == 0 and res.stdout.startswith(f"staged {where}/labels.txt ("), res.stdout + res.stderr
+    spec = dict(SPEC, inputs=[f"lustre://{where}/labels.txt"], command=["cat", f"{where}/labels.txt"])
+    res = session(["submit", "status", "logs"], spec)
+    assert res.returncode == 0 and "cat\ndog" in res.stdout, res.stdout + res.stderr

@@ -1,6 +1,8 @@
 """Infrastructure-failure log patterns: real-world lines match, program errors do not."""
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from taobank import failures
@@ -20,14 +22,16 @@ INFRA = [
     ("torch.distributed.DistStoreError: TCPStore recvValue failed: Connection reset by peer", "rendezvous_connection"),
     ("slurmstepd: error: *** JOB 4242 ON node7 CANCELLED AT 2026-01-01T00:00:00 DUE TO NODE FAILURE ***", "node_failure"),
     ("slurmstepd: error: *** JOB 4242 ON node7 CANCELLED AT 2026-01-01T00:00:00 DUE TO PREEMPTION ***", "preemption"),
-    ("RuntimeError: DataLoader worker (pid 99) is killed by signal: Bus error. It is possible that dataloader's workers "
-     "are out of shared memory. ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient "
-     "shared memory (shm).", "shm_exhausted"),
-    ("OSError: [Errno 28] No space left on device: '/results/ckpt.pth'", "disk_full"),
     ("OSError: [Errno 116] Stale file handle", "stale_filesystem"),
 ]
 
 PROGRAM = [
+    # the same job fails the same way on another node: program errors, never retried
+    "RuntimeError: DataLoader worker (pid 99) is killed by signal: Bus error. It is possible that dataloader's workers "
+    "are out of shared memory. ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient "
+    "shared memory (shm).",
+    "OSError: [Errno 28] No space left on device: '/results/ckpt.pth'",
+    "OSError: [Errno 122] Disk quota exceeded",
     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
     "RuntimeError: CUDA error: an illegal memory access was encountered",
     "KeyError: 'dataset'",
@@ -59,3 +63,10 @@ def test_patterns_are_data_with_unique_names():
         assert failures.why(p.name) == p.why
     covered = {name for _, name in INFRA}
     assert covered == set(names), "every pattern has a planted positive"
+
+
+def test_the_pcre_form_grep_runs_on_the_cluster_agrees_with_python():
+    for line, _ in INFRA:
+        assert subprocess.run(["grep", "-qP", "--", failures.pcre()], input=f"ok\n{line}\n", text=True).returncode == 0, line
+    for line in PROGRAM:
+        assert subprocess.run(["grep", "-qP", "--", failures.pcre()], input=f"{line}\n", text=True).returncode == 1, line

@@ -75,3 +75,19 @@ def test_any_state_dir_yields_one_value_per_line_or_a_clear_refusal(name):
         return
     for line in text.splitlines():
         assert len(line.split()) == 2, line  # "Key value": nothing injected
+
+
+def test_site_features_conversion_partition_required_account_real_cpus():
+    text = conf.slurm_conf(lay(), cgroup=True, no_in_addr_any=True, cpus=3)
+    assert "AccountingStorageEnforce=associations,limits" in text
+    parts = [ln for ln in text.splitlines() if ln.startswith("PartitionName=")]
+    assert [p.split()[0] for p in parts] == ["PartitionName=local", "PartitionName=convert"]
+    assert "Default=NO" in parts[1]
+    assert all("Sockets=1 CoresPerSocket=3 " in ln for ln in text.splitlines() if ln.startswith("NodeName="))
+    assert "ConstrainCores=yes" in conf.cgroup_conf(cgroup=True)
+    cmds = conf.accounts_argv(lay())
+    assert all(c[:2] == ["sacctmgr", "-i"] for c in cmds)
+    assert ["sacctmgr", "-i", "modify", "account", "where", "name=tao-nobudget", "cluster=taolocal", "set",
+            "MaxSubmitJobs=0"] in cmds  # the default account submits nothing: --account is required
+    env = conf.env(lay())
+    assert env["SLURM_ACCOUNT"] == "tao-local" and env["TAO_SLURM_CONVERSION_PARTITION"] == "convert"

@@ -380,3 +380,177 @@ def test_a_failed_stage_marks_the_record_error_and_never_sbatches(slurm):
         platform.get("slurm").submit(SPEC, {})
     (rec,) = records.list_records()
     assert rec["state"] == "ERROR" and slurm.count("SBATCH") == 0
+
+
+# ------------------------------------------------------------------ TAO status.json
+TAO_LINES = {
+    "success": '{"status": "STARTED", "message": "Starting train"}\n{"status": "SUCCESS", "message": "Training finished"}\n',
+    "failure": '{"status": "RUNNING", "kpi": {"loss": 1}}\n{"status": "FAILURE", "message": "Dataset has no images"}\n',
+}
+
+
+@pytest.mark.parametrize("sacct_state,exit_code,tao,want", [
+    ("COMPLETED", "0:0", "failure", ("ERROR", "Dataset has no images")),   # exit 0 yet TAO failed
+    ("COMPLETED", "0:0", "success", ("COMPLETE", "Training finished")),
+    ("FAILED", "1:0", "success", ("COMPLETE", "exited 1:0 afterwards")),   # TAO finished; teardown failed
+    ("COMPLETED", "0:0", None, ("COMPLETE", "COMPLETED")),                 # no status.json: the exit code decides
+])
+def test_tao_status_json_decides_complete_vs_error(slurm, sacct_state, exit_code, tao, want):
+    rec = slurm_record()
+    status_file = rec["backend"]["results_dir"] + "/status.json"
+    slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], sacct_state, exit_code)],
+                                    markers={status_file: TAO_LINES[tao]} if tao else {}))
+    (view,) = platform.get("slurm").observe([records.load(rec["id"])])
+    assert (view.state, want[1] in (view.message or "")) == (want[0], True), view.message
+    assert status_file in slurm.calls[-1].args  # read in the same one remote command as squeue/sacct
+    if want[0] == "ERROR":
+        assert view.err_class == "ERR_PROGRAM"
+
+
+def test_failed_job_with_tao_failure_still_retries_an_infrastructure_log(slurm, monkeypatch):
+    rec = slurm_record()
+    status_file = rec["backend"]["results_dir"] + "/status.json"
+    slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], "FAILED", "1:0")],
+                                    markers={status_file: TAO_LINES["failure"]}))
+    slurm.ssh("TAIL_FILES", lambda call: ok(f"@@file {call.args[1]}\nNCCL WARN NET/IB : Got completion from peer with error 12\n"))
+    (view,) = platform.get("slurm").observe([records.load(rec["id"])], retry=False)
+    assert view.state == "ERROR" and view.err_class == "ERR_INFRA"
+
+
+# ------------------------------------------------------------------ image conversion job
+PYXIS = {**SPEC, "container_runtime": "pyxis", "image": "nvcr.io/nvidia/tao/x:1", "account": "acct",
+         "conversion_partition": "cpu"}
+
+
+def _staged(call) -> dict:
+    import base64
+    import io
+    import tarfile
+
+    tar = tarfile.open(fileobj=io.BytesIO(base64.b64decode(call.stdin)))
+    return {m.name: tar.extractfile(m).read().decode() for m in tar.getmembers() if m.isfile()}
+
+
+def test_missing_sqsh_is_a_conversion_job_the_training_job_waits_for(slurm):
+    slurm.ssh("MISSING", lambda call: ok(call.args[-1] + "\n"))  # the cached .sqsh is missing
+    slurm.ssh("STAGE")
+    slurm.ssh("CONVERT", "900\n")
+    slurm.ssh("FIND", find_answer())
+    slurm.ssh("SBATCH", "901\n")
+    view = platform.get("slurm").submit(PYXIS, {})
+    assert slurm.scripts() == ["MISSING", "STAGE", "CONVERT", "FIND", "SBATCH"]  # submit returns: nothing waits
+    rec = records.load(view.id)
+    b = rec["backend"]
+    assert (b["convert_job_id"], b["slurm_job_id"]) == ("900", "901")
+    assert b["convert_log"] == f"{b['job_dir']}/slurm-logs/convert-900.out"
+    sbatch = next(c for c in slurm.calls if c.script == "SBATCH")
+    assert sbatch.args[3] == "900"  # --dependency=afterok:900, --kill-on-invalid-dep=yes
+    files = _staged(next(c for c in slurm.calls if c.script == "STAGE"))
+    conv = files[f"sbatch/convert_{view.id}.sbatch"]
+    assert "#SBATCH --partition=cpu\n#SBATCH --account=acct\n" in conv and "enroot import" in conv
+    assert f"--container-image={b['job_dir'].rsplit('/jobs/', 1)[0]}/sqsh-cache/nvcr.io+nvidia+tao+x+1.sqsh" in \
+        files[f"sbatch/job_{view.id}.sbatch"]
+
+
+def test_a_cached_sqsh_needs_no_conversion_job(slurm):
+    slurm.ssh("MISSING", "")
+    slurm.ssh("STAGE")
+    slurm.ssh("FIND", find_answer())
+    slurm.ssh("SBATCH", "901\n")
+    view = platform.get("slurm").submit(PYXIS, {})
+    assert slurm.scripts() == ["MISSING", "STAGE", "FIND", "SBATCH"]
+    assert next(c for c in slurm.calls if c.script == "SBATCH").args[3] == ""
+    assert "convert_job_id" not in records.load(view.id)["backend"]
+
+
+def _converting(slurm) -> dict:
+    rec = slurm_record(state="PENDING")
+    jdir = rec["backend"]["staged_dir"]
+    return records.mark(rec["id"], "PENDING", backend={"convert_job_id": "100", "convert_log": f"{jdir}/slurm-logs/convert-100.out"})
+
+
+def test_training_waits_for_the_conversion_then_ends_in_error_with_its_log_tail(slurm):
+    rec = _converting(slurm)
+    slurm.ssh("SWEEP", sweep_answer(squeue=[squeue_row("101", "PENDING", rec["id"], "Dependency"),
+                                            squeue_row("100", "RUNNING", rec["id"] + "-sqsh")]))
+    (view,) = platform.get("slurm").observe([records.load(rec["id"])])
+    assert view.state == "PENDING" and "waiting for image conversion job 100 (running)" in view.message
+    assert slurm.calls[-1].args[0] == "100,101"  # one squeue/sacct for both jobs
+    # the import failed: SLURM cancels the dependent job; the record says why, from the conversion log
+    slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], "CANCELLED", "0:0"),
+                                           sacct_row("100", rec["id"] + "-sqsh", "FAILED", "1:0")]))
+    slurm.ssh("TAIL_FILES", lambda call: ok(f"@@file {call.args[1]}\ntao: converting x\n"
+                                            "[ERROR] Could not process JSON input\n"))
+    (view,) = platform.get("slurm").observe([records.load(rec["id"])])
+    assert view.state == "ERROR" and view.err_class == "ERR_PROGRAM"
+    assert "image conversion job 100 ended FAILED (exit code 1): tao: converting x | [ERROR] Could not process JSON " \
+           "input" in view.message and "enroot-credentials" in view.message
+    assert slurm.calls[-1].args[1:] == [rec["backend"]["convert_log"]]
+
+
+def test_a_finished_conversion_leaves_the_training_verdict_alone(slurm):
+    rec = _converting(slurm)
+    slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], "COMPLETED"),
+                                           sacct_row("100", rec["id"] + "-sqsh", "COMPLETED")]))
+    (view,) = platform.get("slurm").observe([records.load(rec["id"])])
+    assert view.state == "COMPLETE"
+
+
+# ------------------------------------------------------------------ retries the job makes itself
+def _self_retrying(slurm) -> dict:
+    rec = slurm_record()
+    return records.mark(rec["id"], "RUNNING", backend={"self_retry": True})
+
+
+def test_status_follows_a_job_that_resubmitted_itself_and_never_resubmits_again(slurm):
+    rec = _self_retrying(slurm)
+    hops = rec["backend"]["staged_dir"] + "/meta/retries.jsonl"
+    lines = ('{"from":"101","next":"102","attempt":1,"failed_on":"node3","excluded":"node3"}\n'
+             '{"from":"102","next":"103","attempt":2,"failed_on":"node4","excluded":"node3,node4"}\n')
+    slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], "FAILED", "1:0")], markers={hops: lines}))
+    (view,) = platform.get("slurm").observe([records.load(rec["id"])])
+    b = records.load(rec["id"])["backend"]
+    assert view.state == "PENDING" and b["slurm_job_id"] == "103" and b["self_retries"] == 2
+    assert b["excluded_nodes"] == "node3,node4" and b["log_dir"].endswith(f"/slurm-logs/{rec['id']}-103")
+    assert "resubmitted itself as SLURM job 103 (retry 2 of 10, excluding node3,node4)" in view.message
+    assert children(rec["id"]) == []
+    # its last attempt failed with an infrastructure log and did not resubmit (limit): ERROR, no poller resubmit
+    slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("103", rec["id"], "FAILED", "1:0")], markers={hops: lines}))
+    slurm.ssh("TAIL_FILES", lambda call: ok(f"@@file {call.args[1]}\nNVRM: Xid (PCI:0000:3b:00): 79\n"))
+    (view,) = platform.get("slurm").observe([records.load(rec["id"])])
+    assert view.state == "ERROR" and view.err_class == "ERR_INFRA" and "did not resubmit itself" in view.message
+    assert children(rec["id"]) == [] and slurm.count("SBATCH") == 0
+
+
+def test_cancel_of_a_self_retrying_job_stops_every_job_of_its_name(slurm):
+    rec = _self_retrying(slurm)
+    slurm.ssh("scancel", "")
+    slurm.ssh("CANCEL_NAME", "")
+    view = platform.get("slurm").cancel_one(records.load(rec["id"]), {})
+    assert view.state == "CANCELED"
+    assert slurm.scripts() == ["scancel", "CANCEL_NAME"] and slurm.calls[-1].args == [rec["id"]]
+
+
+def test_cancel_of_a_failed_job_stops_its_running_retry(slurm):
+    first = slurm_record()
+    records.mark(first["id"], "ERROR", err_class="ERR_INFRA", message="xid")
+    retry = records.open_record("slurm", "none", "dino", "train", "A", first["results_dir"], retry_of=first["id"],
+                                backend={"backend_type": "slurm"})
+    records.mark(retry["id"], "PENDING", backend_ref="slurm:202", backend={
+        "slurm_job_id": "202", "job_dir": first["backend"]["staged_dir"], "job_name": retry["id"],
+        "log_dir": first["backend"]["staged_dir"] + f"/slurm-logs/{retry['id']}-202"})
+    slurm.ssh("scancel", "")
+    views, errors = platform.cancel("slurm", [first["id"]])
+    assert errors == [] and {v.id: v.state for v in views} == {first["id"]: "ERROR", retry["id"]: "CANCELED"}
+    assert [c.words for c in slurm.of("ssh") if c.words[:1] == ["scancel"]] == [["scancel", "202"]]
+
+
+def test_logs_show_the_conversion_log_of_a_job_that_waited_for_one(slurm):
+    rec = _converting(slurm)
+    records.mark(rec["id"], "PENDING", backend={"slurm_job_id": "101", "log_dir": rec["backend"]["staged_dir"] +
+                                                f"/slurm-logs/{rec['id']}-101"})
+    slurm.ssh("LOGS", "@@out\n@@err\n")
+    slurm.ssh("TAIL_FILES", lambda call: ok(f"@@file {call.args[1]}\n" + "".join(f"line {i}\n" for i in range(9))))
+    logs = platform.logs("slurm", rec["id"], tail=3)
+    conv = records.load(rec["id"])["backend"]["convert_log"]
+    assert list(logs.sections)[0] == conv and logs.sections[conv] == "line 6\nline 7\nline 8\n"

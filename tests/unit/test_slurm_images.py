@@ -1,4 +1,8 @@
 """Image forms accepted by the SLURM skill and the .sqsh cache rules."""
+import os
+import subprocess
+import time
+
 import pytest
 
 from taobank import pins
@@ -42,6 +46,74 @@ def test_cache_name_per_image_and_latest_rules():
     assert not images.needs_conversion("/x/y.sqsh", cached=False)
 
 
-def test_conversion_command_is_srun_enroot_import_into_a_part_file():
-    argv = images.conversion_argv("nvcr.io/nvidia/x:1", "/c/x.sqsh", "cpu,cpu2")
-    assert argv == ["srun", "-n1", "-p", "cpu", "enroot", "import", "-o", "/c/x.sqsh.part", "docker://nvcr.io#nvidia/x:1"]
+def _conv(tmp, **kw):
+    spec = kw.pop("spec", {})
+    env = kw.pop("env", {})
+    return images.conversion("dino-train-1a2b3c4d-sqsh", "nvcr.io/nvidia/x:1", f"{tmp}/cache/nvcr.io+nvidia+x+1.sqsh",
+                             f"{tmp}/convert-%j.out", spec, env, gpu_partition="gpu,gpu2", account="acct",
+                             force=kw.pop("force", False))
+
+
+def test_conversion_job_directives_come_from_pins_spec_and_env(tmp_path):
+    c = _conv(tmp_path)
+    assert c.directives() == [
+        ("--job-name", "dino-train-1a2b3c4d-sqsh"), ("--output", f"{tmp_path}/convert-%j.out"), ("--open-mode", "append"),
+        ("--partition", "gpu"), ("--account", "acct"), ("--nodes", "1"), ("--ntasks", "1"), ("--cpus-per-task", "8"),
+        ("--mem", "32G"), ("--time", "60"), ("--no-requeue", None)]
+    c = _conv(tmp_path, env={"TAO_SLURM_CONVERSION_PARTITION": "cpu"},
+              spec={"conversion_cpus": 2, "conversion_mem": "4G", "conversion_time_minutes": 20})
+    assert (c.partition, c.cpus, c.mem, c.time_minutes) == ("cpu", 2, "4G", 20)
+    assert _conv(tmp_path, spec={"conversion_partition": "convert", "conversion_account": "other"}).directives()[3:5] == [
+        ("--partition", "convert"), ("--account", "other")]
+    from taobank.slurm import render
+
+    render.lint(images.render_conversion(c), "convert.sbatch")  # bash -n, shellcheck, secret lint
+    with pytest.raises(TaoError, match="conversion_mem"):
+        _conv(tmp_path, spec={"conversion_mem": "lots"})
+
+
+def _run(script: str, tmp, enroot: str, job_id: str = "77") -> subprocess.CompletedProcess:
+    """The rendered script under bash with a stand-in ``enroot`` on PATH (the binary is all that is faked)."""
+    bindir = tmp / "bin"
+    bindir.mkdir(exist_ok=True)
+    (bindir / "enroot").write_text("#!/bin/bash\n" + enroot)
+    (bindir / "enroot").chmod(0o755)
+    path = tmp / "convert.sbatch"
+    path.write_text(script)
+    env = {"PATH": f"{bindir}:/usr/bin:/bin", "SLURM_JOB_ID": job_id, "TMPDIR": str(tmp / "node")}
+    return subprocess.run(["bash", str(path)], env=env, capture_output=True, text=True)
+
+
+IMPORT_OK = 'echo "temp=$ENROOT_TEMP_PATH" >&2; [ ! -e "$3" ] || { echo "exists" >&2; exit 1; }; echo sqsh > "$3"\n'
+
+
+def test_conversion_writes_a_part_file_renames_it_and_removes_stale_partials(tmp_path):
+    c = _conv(tmp_path)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    bare = cache / "nvcr.io+nvidia+x+1.sqsh.part"  # what an interrupted older import left: enroot refuses to overwrite it
+    stale = cache / "nvcr.io+nvidia+x+1.sqsh.part.12"
+    fresh = cache / "nvcr.io+nvidia+x+1.sqsh.part.13"  # a conversion that may still be running: kept
+    for f in (bare, stale, fresh):
+        f.write_text("half")
+    old = time.time() - 3 * 3600
+    os.utime(stale, (old, old))
+    res = _run(images.render_conversion(c), tmp_path, IMPORT_OK)
+    assert res.returncode == 0, res.stderr
+    assert (cache / "nvcr.io+nvidia+x+1.sqsh").read_text() == "sqsh\n"
+    assert not bare.exists() and not stale.exists() and fresh.exists()
+    assert not (cache / "nvcr.io+nvidia+x+1.sqsh.part.77").exists()
+    assert f"temp={tmp_path}/node/tao-enroot-77/tmp" in res.stderr  # node-local, not the shared filesystem
+    assert not (tmp_path / "node" / "tao-enroot-77").exists()
+
+
+def test_a_failed_import_leaves_no_sqsh_and_an_existing_one_is_kept(tmp_path):
+    c = _conv(tmp_path)
+    res = _run(images.render_conversion(c), tmp_path, 'echo "[ERROR] Could not process JSON input" >&2; exit 1\n')
+    assert res.returncode != 0 and "Could not process JSON input" in res.stderr
+    assert not (tmp_path / "cache" / "nvcr.io+nvidia+x+1.sqsh").exists()
+    (tmp_path / "cache" / "nvcr.io+nvidia+x+1.sqsh").write_text("cached")
+    res = _run(images.render_conversion(c), tmp_path, "exit 9\n")  # converted meanwhile by another job: no import
+    assert res.returncode == 0 and "already converted" in res.stdout
+    res = _run(images.render_conversion(_conv(tmp_path, force=True)), tmp_path, IMPORT_OK)
+    assert res.returncode == 0 and (tmp_path / "cache" / "nvcr.io+nvidia+x+1.sqsh").read_text() == "sqsh\n"

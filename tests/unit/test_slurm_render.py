@@ -15,7 +15,7 @@ def make(**kw):
     res = resources.resolve(kw.pop("res", {"partition": "local", "cpus_per_task": 1, "num_gpus": 2}), {})
     base = dict(job_id="dino-train-1a2b3c4d", job_dir="/lustre/me/jobs/dino-train-1a2b3c4d",
                 results_parent="/lustre/me/results", command=["python3", "train.py"], resources=res,
-                runtime="pyxis", image="nvcr.io#nvidia/tao/tao-toolkit:7.1.0-pyt")
+                runtime="pyxis", image="nvcr.io#nvidia/tao/tao-toolkit:7.1.0-pyt", container_mounts="/lustre/me")
     base.update(kw)
     return render.ScriptInput(**base)
 
@@ -34,16 +34,18 @@ def test_single_node_directives_and_container_line():
         "#SBATCH --gres=gpu:2", "#SBATCH --time=240", "#SBATCH --requeue"]
     assert "#SBATCH --output=/lustre/me/jobs/dino-train-1a2b3c4d/slurm-logs/%x-%j/main.out" in text
     assert "#SBATCH --error=/lustre/me/jobs/dino-train-1a2b3c4d/slurm-logs/%x-%j/main.err" in text
-    assert "'--container-image=nvcr.io#nvidia/tao/tao-toolkit:7.1.0-pyt' --container-mounts=/lustre" in text
+    assert "'--container-image=nvcr.io#nvidia/tao/tao-toolkit:7.1.0-pyt' --container-mounts=/lustre/me" in text
     assert "#SBATCH --time=240" in text and "#SBATCH --requeue" in text
-    assert "timeout --signal=TERM --kill-after=120 13680" in text
+    assert "timeout --signal=TERM --kill-after=120 13560" in text  # SIGKILL at 3.8 h = 95 % of the 4 h wall time
+    # srun is told the CPUs itself (it does not take the batch step's -c on every SLURM release)
+    assert "srun --nodes=1 --ntasks=1 --cpus-per-task=1 '--container-image=" in text
     assert "export TAO_API_RESULTS_DIR=/lustre/me/results\n" in text  # the parent: the container appends the id
     assert "MASTER_ADDR" not in text
 
 
 def test_runtime_none_runs_on_the_host():
     text = render.render(make(runtime="none", image=None))
-    assert "--container-image" not in text and "srun --nodes=1 --ntasks=1 -- \\" in text
+    assert "--container-image" not in text and "srun --nodes=1 --ntasks=1 --cpus-per-task=1 -- \\" in text
     with pytest.raises(TaoError, match="use pyxis"):
         render.render(make(runtime="docker"))
     with pytest.raises(TaoError, match="needs an image"):
@@ -124,7 +126,7 @@ def test_bash_parses_the_command_words_exactly():
     """The shell itself (not only shlex) sees the hostile value as one argument."""
     hostile = "a'b\"c $(touch /tmp/pwned) `id` ; rm -rf / #\t*"
     text = render.render(make(runtime="none", image=None, command=["printf", "%s|", hostile, "end"]))
-    cmd = text[text.index("srun --nodes=1"):].split("\nrc=$?")[0].replace("srun --nodes=1 --ntasks=1 --", "")
+    cmd = text[text.index("srun --nodes=1"):].split("\nrc=$?")[0].replace("srun --nodes=1 --ntasks=1 --cpus-per-task=1 --", "")
     out = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, check=True).stdout
     assert out == f"{hostile}|end|"
 
@@ -148,3 +150,17 @@ def test_user_argv_starting_with_dashes_reaches_the_program_not_srun(first, rest
     assert tokens[-len(argv):] == argv
     if nodes == 1:
         assert tokens[cut + 1:] == argv
+
+
+def test_the_job_resubmits_itself_only_with_requeue_and_checks_its_log_with_the_shared_patterns():
+    from taobank import failures
+
+    text = render.render(make(self_retries=3))
+    assert f"grep -qP -- {shlex.quote(failures.pcre())} <<< \"$tail_text\" || return 1" in text
+    assert '[ "$n" -gt 3 ]' in text and 'sbatch --parsable --hold --exclude="$excl"' in text
+    assert 'TAO_SCRIPT="$TAO_JOB_DIR"/sbatch/job_dino-train-1a2b3c4d.sbatch' in text
+    assert text.index("if tao_retry; then") < text.index('> "$TAO_MARKER.tmp"')  # no exit marker for a resubmitted run
+    plain = render.render(make())
+    assert "tao_retry" not in plain and "TAO_SCRIPT" not in plain
+    multi = render.render(make(self_retries=2, res={"partition": "local", "cpus_per_task": 1, "num_gpus": 16}))
+    assert "#SBATCH --wait-all-nodes=1" in multi and "tao_retry" in multi

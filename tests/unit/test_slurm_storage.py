@@ -71,7 +71,11 @@ def test_results_parent_never_appends_the_id_twice():
 def test_base_dir_sources():
     assert storage.base_dir({}, {"SLURM_BASE_RESULTS_DIR": "/lustre/me"}) == "/lustre/me"
     assert storage.base_dir({"results_base": "lustre:///lustre/x"}, {}) == "/lustre/x"
-    assert storage.base_dir({}, {}) == "/lustre/fsw/portfolios/edgeai"
+    # the default is one folder per user, never one folder for a whole site
+    assert storage.base_dir({}, {"SLURM_USER": "alice"}) == "/lustre/fsw/portfolios/edgeai/alice"
+    assert storage.base_dir({}, {"SLURM_HOSTNAME": "bob@login1,login2"}) == "/lustre/fsw/portfolios/edgeai/bob"
+    with pytest.raises(TaoError, match="no results base"):
+        storage.base_dir({}, {"SLURM_USER": ".."})
     with pytest.raises(TaoError):
         storage.base_dir({}, {"SLURM_BASE_RESULTS_DIR": "relative"})
 

@@ -12,6 +12,8 @@ DEFAULT_TAIL = 200
 def view(rec: Mapping[str, Any], **seen: Any) -> JobView:
     b = rec.get("backend") or {}
     code = b.get("exit_code")
+    if isinstance(code, str) and code.partition(":")[0].isdigit():
+        code = int(code.partition(":")[0])  # sacct's "rc:signal"
     if b.get("results_dir"):
         seen.setdefault("results", b["results_dir"])  # the job's own folder (the record keeps the parent)
     return JobView.from_record(rec, observed=b.get("slurm_state"),
@@ -30,7 +32,10 @@ class Slurm(Platform):
     def read_logs(self, rec: dict, *, tail: int | None) -> Logs:
         out = verbs.logs(rec["id"], lines=tail or DEFAULT_TAIL)
         d = out["log_dir"]
-        return Logs(rec["id"], {f"{d}/main.out": out["main.out"], f"{d}/main.err": out["main.err"]})
+        sections = {f"{d}/main.out": out["main.out"], f"{d}/main.err": out["main.err"]}
+        if out.get("convert_log"):  # the image conversion job it waited for
+            sections = {out["convert_log"]: out["convert"], **sections}
+        return Logs(rec["id"], sections)
 
     def follow_logs(self, rec: dict, *, tail: int | None, emit: Callable[[str, str], None]) -> int:
         verbs.follow(rec["id"], on_chunk=emit, tail=tail)
@@ -44,7 +49,8 @@ class Slurm(Platform):
         return view(verbs.cancel(rec["id"], conn=context["conn"]))
 
     def submit(self, spec: dict, options: Mapping[str, Any]) -> JobView:
-        rec = verbs.submit(spec, description=options.get("description"))
+        rec = verbs.submit(spec, description=options.get("description"),
+                           skip_nccl_probe=bool(options.get("skip_nccl_probe")))
         b = rec["backend"]
         return view(rec, job_dir=b.get("job_dir"), log_dir=b.get("log_dir"))
 

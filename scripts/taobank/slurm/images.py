@@ -2,13 +2,18 @@
 
 Accepted: ``/path/image.sqsh``, ``registry#image:tag``,
 ``docker://registry#image:tag`` and plain ``registry/image:tag`` (turned into
-the Pyxis form ``registry#image:tag``). A conversion that fails stops the
-submit: the GPU job never falls back to pulling from the registry itself.
+the Pyxis form ``registry#image:tag``). A missing ``.sqsh`` is made by a small
+conversion job on a CPU partition; the training job waits for it
+(``--dependency=afterok``) and is cancelled by SLURM if it fails: the GPU job
+never falls back to pulling from the registry itself, and ``submit`` never
+waits for a download.
 """
 from __future__ import annotations
 
 import posixpath
 import re
+from dataclasses import dataclass
+from typing import Any, Mapping
 
 from ..errors import TaoError
 
@@ -70,11 +75,61 @@ def needs_conversion(image: str, cached: bool, force_reconvert_latest: bool = Fa
     return force_reconvert_latest and is_latest(image)
 
 
-def conversion_argv(image: str, sqsh: str, partition: str) -> list[str]:
-    """One-time import on a compute node: ``srun -n1 -p <part> enroot import``.
+@dataclass
+class Conversion:
+    """The conversion job: its own small CPU job that the training job depends on (afterok)."""
 
-    Written to ``<sqsh>.part`` first and renamed, so a failed or interrupted
-    import never leaves a half file that a later job would use.
-    """
-    part = partition.split(",")[0]
-    return ["srun", "-n1", "-p", part, "enroot", "import", "-o", sqsh + ".part", "docker://" + pyxis_image(image)]
+    job_name: str
+    sqsh: str
+    image: str  # Pyxis form
+    log: str  # <job_dir>/slurm-logs/convert-%j.out
+    partition: str
+    account: str | None
+    time_minutes: int
+    cpus: int
+    mem: str
+    force: bool = False
+
+    def directives(self) -> list[tuple[str, str | None]]:
+        out: list[tuple[str, str | None]] = [
+            ("--job-name", self.job_name), ("--output", self.log), ("--open-mode", "append"),
+            ("--partition", self.partition)]
+        if self.account:
+            out.append(("--account", self.account))
+        out += [("--nodes", "1"), ("--ntasks", "1"), ("--cpus-per-task", str(self.cpus)), ("--mem", self.mem),
+                ("--time", str(self.time_minutes)), ("--no-requeue", None)]
+        return out
+
+
+def conversion(job_name: str, image: str, sqsh: str, log: str, spec: Mapping[str, Any], env: Mapping[str, str],
+               *, gpu_partition: str, account: str | None, force: bool) -> Conversion:
+    """Conversion settings: the spec's ``conversion_*`` fields, else the pins (``slurm.conversion``);
+    the partition also from ``TAO_SLURM_CONVERSION_PARTITION``, else the first GPU partition."""
+    from .. import pins
+    from .resources import _num
+
+    d = dict(pins.resolve("slurm.conversion"))
+    part = (spec.get("conversion_partition") or env.get("TAO_SLURM_CONVERSION_PARTITION") or d["partition"]
+            or gpu_partition.split(",")[0])
+    mem = str(spec.get("conversion_mem") or d["mem"])
+    if not re.match(r"[1-9][0-9]*[KMGT]?\Z", mem):
+        raise TaoError(f"conversion_mem {mem!r} is not a SLURM size like 32G")
+    return Conversion(
+        job_name=job_name, sqsh=sqsh, image=pyxis_image(image), log=log, partition=str(part).split(",")[0],
+        account=spec.get("conversion_account") or account,
+        time_minutes=_num(spec.get("conversion_time_minutes", d["time_minutes"]), "conversion_time_minutes", int, 1),
+        cpus=_num(spec.get("conversion_cpus", d["cpus"]), "conversion_cpus", int, 1), mem=mem, force=force)
+
+
+def render_conversion(c: Conversion) -> str:
+    """The conversion job's sbatch script (templates/slurm/convert.sbatch.tmpl)."""
+    from ..render import Raw, render_text
+    from .render import check_directive_value
+
+    dirs = c.directives()
+    for opt, value in dirs:
+        if value is not None:
+            check_directive_value(opt, value)
+    return render_text("slurm/convert.sbatch.tmpl", {
+        "directives": [(Raw(o), v) for o, v in dirs], "sqsh": c.sqsh, "image": c.image,
+        "force": "1" if c.force else "0", "stale_minutes": int(c.time_minutes)}, "shell")

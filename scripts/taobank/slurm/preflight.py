@@ -52,6 +52,9 @@ def run_preflight(*, partition: str | None = None, private_registry: bool = Fals
     else:
         lines.append("OK slurm commands: sbatch squeue sacct scancel srun sinfo scontrol")
     wanted = [p for p in parts.split(",") if p]
+    conv = (env.get("TAO_SLURM_CONVERSION_PARTITION") or "").strip()
+    if conv and conv not in wanted:
+        wanted.append(conv)  # the image conversion jobs' partition must exist too
     absent = [p for p in wanted if p not in known]
     if absent:
         ok = False

@@ -9,13 +9,33 @@ from __future__ import annotations
 #: Print every argument path that does not exist (one remote command for all).
 MISSING = 'for p do [ -e "$p" ] || printf "%s\\n" "$p"; done'
 
-#: $1 job dir, $2 results dir; stdin: base64 tar of the staged files.
+#: $1 job dir, $2 results dir, then ``sha256sum -c`` lines of the uploaded spec files;
+#: stdin: base64 tar of the staged files.
 STAGE = (
     'umask 077 && mkdir -p -- "$1" "$2" && base64 -d | tar -x -o -f - -C "$1" '
-    '&& mkdir -p -- "$1/sbatch" "$1/slurm-logs" "$1/meta" "$1/specs" "$1/env"'
+    '&& mkdir -p -- "$1/sbatch" "$1/slurm-logs" "$1/meta" "$1/specs" "$1/env" '
+    '&& d=$1 && shift 2 && { [ $# -eq 0 ] || { cd -- "$d/specs" && printf "%s\\n" "$@" | sha256sum -c --quiet -; }; }'
 )
 
-#: $1 script, $2 log root (<job_dir>/slurm-logs), $3 job name.
+#: Small inputs into a cluster folder: $1 the folder, $2 "force" or "keep", then
+#: ``sha256sum -c`` lines (``<hex>  <name>``); stdin: base64 tar of the files.
+STAGE_IN = r'''
+d=$1; mode=$2; shift 2
+umask 077
+mkdir -p -- "$d" || exit 3
+if [ "$mode" != force ]; then
+  for line do
+    n=${line#*  }
+    if [ -e "$d/$n" ]; then echo "$d/$n exists (use --force to replace it)" >&2; exit 5; fi
+  done
+fi
+base64 -d | tar -x -o -f - -C "$d" || exit 3
+cd -- "$d" && printf '%s\n' "$@" | sha256sum -c --quiet - >&2 || exit 4
+'''
+
+#: $1 script, $2 log root (<job_dir>/slurm-logs), $3 job name, $4 the image
+#: conversion job it waits for ("" = none): afterok, and SLURM cancels it if
+#: that job fails (--kill-on-invalid-dep), so it never holds a GPU for nothing.
 #: Submitted held, so the job cannot start before its log folder
 #: <log root>/<name>-<id>/ exists (SLURM does not create it) and before
 #: the caller has the id; released at once. A held submit skips sbatch's
@@ -24,15 +44,24 @@ STAGE = (
 SBATCH = r'''
 if ! t=$(sbatch --test-only --job-name="$3" "$1" 2>&1); then
   case $t in
-    *"node configuration is not available"*|*"nvalid partition"*|*"nvalid account"*|*"nvalid qos"*|*"ime limit"*|*"nvalid generic resource"*|*"nvalid feature"*)
+    *"node configuration is not available"*|*"nvalid partition"*|*"nvalid account"*|*"nvalid qos"*|*"ime limit"*|*"nvalid generic resource"*|*"nvalid feature"*|*"accounting/QOS policy"*)
       echo "$t" >&2; exit 3;;
   esac
 fi
-out=$(sbatch --parsable --hold --job-name="$3" "$1") || exit 3
+if [ -n "$4" ]; then dep="--dependency=afterok:$4"; else dep="--kill-on-invalid-dep=yes"; fi
+out=$(sbatch --parsable --hold --kill-on-invalid-dep=yes "$dep" --job-name="$3" "$1") || exit 3
 jid=${out%%;*}
 case $jid in ''|*[!0-9]*) echo "unexpected sbatch answer: $out" >&2; exit 4;; esac
 if ! mkdir -p -- "$2/$3-$jid"; then scancel "$jid"; echo "cannot create $2/$3-$jid" >&2; exit 5; fi
 scontrol release "$jid" || { scancel "$jid"; exit 6; }
+echo "$jid"
+'''
+
+#: The image conversion job: $1 its script. Prints the job id.
+CONVERT = r'''
+out=$(sbatch --parsable "$1") || exit 3
+jid=${out%%;*}
+case $jid in ''|*[!0-9]*) echo "unexpected sbatch answer: $out" >&2; exit 4;; esac
 echo "$jid"
 '''
 
@@ -47,7 +76,8 @@ true
 #: Adopt a found job: $1 id, $2 log root, $3 name.
 ADOPT = 'mkdir -p -- "$2/$3-$1" && { scontrol release "$1" >/dev/null 2>&1; true; }'
 
-#: One sweep: $1 comma list of ids, then marker files. Exactly one squeue and one sacct.
+#: One sweep: $1 comma list of ids, then small files (exit markers, TAO status.json: their last 64 KiB).
+#: Exactly one squeue and one sacct.
 SWEEP = r'''
 ids=$1; shift
 echo "@@squeue"
@@ -58,7 +88,7 @@ sacct -n -X -P -o JobIDRaw,JobName,State,ExitCode -j "$ids" 2>&1
 echo "@@rc $?"
 for m do
   echo "@@marker $m"
-  cat -- "$m" 2>/dev/null
+  tail -c 65536 -- "$m" 2>/dev/null
   echo
 done
 '''
@@ -102,6 +132,9 @@ echo "$b"
 part "$4" "$5" "$s4"
 true
 '''
+
+#: Cancel every job of ours named $1 (a job that resubmitted itself keeps its name).
+CANCEL_NAME = 'scancel --name="$1" --user="$(id -un)"'
 
 #: Remove files (credentials of finished jobs).
 REMOVE = 'rm -f -- "$@"'

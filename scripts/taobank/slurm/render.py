@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from .. import failures
 from ..envfile import check_name
 from ..errors import TaoError
 from ..render import Raw, render_text
@@ -38,12 +39,14 @@ class ScriptInput:
     resources: Resources
     runtime: str = "pyxis"
     image: str | None = None  # Pyxis form or .sqsh path
-    container_mounts: str = "/lustre"
+    container_mounts: str = ""  # derived by taobank.slurm.mounts
     env: dict[str, str] = field(default_factory=dict)
     nccl_env: dict[str, str] = field(default_factory=dict)
     has_credentials: bool = False
     dataset_root: str | None = None
     master_port: int = 29500
+    #: max infrastructure retries the job makes itself (0: none; the status verb may resubmit instead)
+    self_retries: int = 0
 
 
 def check_directive_value(option: str, value: str) -> str:
@@ -78,6 +81,8 @@ def container_args(inp: ScriptInput) -> list[str]:
         return []
     if not inp.image:
         raise TaoError("container runtime pyxis needs an image: give --image")
+    if not inp.container_mounts:
+        raise TaoError("container runtime pyxis needs container mounts (at least the results base)")
     return [f"--container-image={inp.image}", f"--container-mounts={inp.container_mounts}"]
 
 
@@ -102,10 +107,17 @@ def render(inp: ScriptInput) -> str:
         "gpus_per_node": inp.resources.gpus_per_node,
         "nodes": inp.resources.nodes,
         "timeout_seconds": inp.resources.timeout_seconds,
+        "kill_grace_seconds": inp.resources.kill_grace_seconds,
+        # srun does not take the batch step's --cpus-per-task on every SLURM release: always say it.
+        "cpus_per_task": inp.resources.cpus_per_task,
         "container_args": container_args(inp),
         "command": list(inp.command),
         "master_port": int(inp.master_port),
         "task_prologue": TASK_PROLOGUE,
+        "script_rel": f"sbatch/job_{inp.job_id}.sbatch",
+        "self_retry": inp.self_retries > 0,
+        "max_retries": int(inp.self_retries),
+        "infra_pcre": failures.pcre(),
     }
     return render_text(template, ctx, "shell")
 

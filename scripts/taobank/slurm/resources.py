@@ -3,12 +3,14 @@
 Defaults come from versions.yaml ``slurm.defaults`` (the defaults of TAO's
 own SLURM launcher). Rules that matter:
 
-* wall time: ``time_hours`` (else ``SLURM_TIME_HOURS``, else 4); never 12 h;
-  more than ``max_time_hours`` on the packaged default partitions is refused
-  unless another partition is named.
-* the command is stopped after ``timeout_hours`` (else ``SLURM_TIMEOUT_HOURS``,
-  else 3.8, scaled with the wall time: 95 %) so status and outputs are
-  written before SLURM kills the job; ``timeout_hours: 0`` disables it.
+* wall time: ``time`` (``HH:MM:SS``), ``time_minutes`` or ``time_hours``
+  (else ``SLURM_TIME_HOURS``, else 4); never 12 h; more than
+  ``max_time_hours`` on the packaged default partitions is refused unless
+  another partition is named. Rendered as whole minutes, rounded up.
+* the command is stopped (SIGTERM, SIGKILL ``kill_grace_seconds`` later) by
+  95 % of the wall time, grace included, unless ``timeout_hours`` (or
+  ``SLURM_TIMEOUT_HOURS``) says when; SIGTERM + grace never pass the wall
+  time; ``timeout_hours: 0`` disables it.
 * ``num_gpus`` is the job's total; ``num_gpus >= max_num_gpus_per_node`` takes
   whole nodes (``--exclusive``) and derives the node count.
 """
@@ -42,6 +44,7 @@ class Resources:
     time_minutes: int
     time_hours: float
     timeout_seconds: int  # 0 = no inner timeout
+    kill_grace_seconds: int  # SIGKILL this long after the SIGTERM at timeout_seconds (sum <= wall time)
     partition: str
     account: str | None
     requeue: bool
@@ -62,6 +65,8 @@ class Resources:
             out.append(("--exclusive", None))
         if self.mem:
             out.append(("--mem", self.mem))
+        if self.nodes > 1:
+            out.append(("--wait-all-nodes", "1"))  # start the batch step only when every node has booted
         out.append(("--time", str(self.time_minutes)))
         out.append(("--requeue", None) if self.requeue else ("--no-requeue", None))
         return out
@@ -88,6 +93,69 @@ def _pick(spec: Mapping[str, Any], key: str, env: Mapping[str, str], env_key: st
     return default, False
 
 
+#: Spec fields that give the wall time; at most one of them.
+WALL_TIME_FIELDS = ("time_hours", "time_minutes", "time")
+_CLOCK = re.compile(r"(?:(?P<d>[0-9]+)-)?(?P<h>[0-9]+):(?P<m>[0-5]?[0-9]):(?P<s>[0-5]?[0-9])\Z")
+
+
+def parse_clock(text: str) -> int:
+    """``HH:MM:SS`` or ``D-HH:MM:SS`` (SLURM's own forms) -> seconds."""
+    m = _CLOCK.match(str(text).strip())
+    if not m:
+        raise TaoError(f"time {text!r} is not HH:MM:SS or D-HH:MM:SS: write 00:10:00 for ten minutes, "
+                       "or use time_minutes / time_hours")
+    return ((int(m["d"] or 0) * 24 + int(m["h"])) * 60 + int(m["m"])) * 60 + int(m["s"])
+
+
+def wall_time_seconds(spec: Mapping[str, Any], env: Mapping[str, str], d: Mapping[str, Any] | None = None) -> int:
+    """The wall time asked for, in whole seconds: ``time`` (HH:MM:SS), ``time_minutes`` or ``time_hours``
+    (else ``SLURM_TIME_HOURS``, else the pinned default). Hours are rounded to the second first, so
+    ``0.1667`` h is 600 s (10 minutes), not 11 minutes."""
+    d = defaults() if d is None else d
+    given = [k for k in WALL_TIME_FIELDS if spec.get(k) is not None]
+    if len(given) > 1:
+        raise TaoError(f"give the wall time once: {' and '.join(given)} are both set (keep one of them)")
+    if given == ["time"]:
+        seconds = parse_clock(spec["time"])
+    elif given == ["time_minutes"]:
+        seconds = round(_num(spec["time_minutes"], "time_minutes") * 60)
+    else:
+        raw, _ = _pick(spec, "time_hours", env, "SLURM_TIME_HOURS", d["time_hours"])
+        seconds = round(_num(raw, "time_hours") * 3600)
+    if seconds <= 0:
+        raise TaoError(f"the wall time must be at least one second: the default is {d['time_hours']} hours")
+    return seconds
+
+
+def inner_timeout(spec: Mapping[str, Any], env: Mapping[str, str], d: Mapping[str, Any], wall: int) -> tuple[int, int]:
+    """(seconds until ``timeout`` sends SIGTERM, seconds until its SIGKILL after that); (0, 0) = none.
+
+    Unset: the SIGKILL lands at the pinned fraction of the wall time (95 %: 3.8 of 4 h), the
+    grace inside it (``kill_grace_seconds``, at most a tenth of that budget). Set
+    (``timeout_hours`` / ``SLURM_TIMEOUT_HOURS``): SIGTERM then, the grace cut so both fit in
+    the wall time. Either way the command is gone before SLURM's own kill.
+    """
+    grace_pin = int(d["kill_grace_seconds"])
+    raw, _ = _pick(spec, "timeout_hours", env, "SLURM_TIMEOUT_HOURS", None)
+    if raw is None:
+        budget = math.floor(wall * float(d["timeout_hours"]) / float(d["time_hours"]))
+        grace = min(grace_pin, budget // 10)
+        if budget - grace < 1:
+            return 0, 0
+        return budget - grace, grace
+    hours = _num(raw, "timeout_hours")
+    if hours == 0:
+        return 0, 0
+    seconds = round(hours * 3600)
+    if seconds < 1:
+        raise TaoError(f"timeout_hours {hours:g} is under one second: raise it or use 0")
+    if seconds >= wall:
+        raise TaoError(
+            f"timeout_hours {hours:g} must be below the wall time ({wall // 60} min) so the job can write its "
+            "status before SLURM's kill (or 0 to let the wall time end it; unset it for 95 %)")
+    return seconds, min(grace_pin, wall - seconds)
+
+
 def resolve(spec: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Resources:
     """Map a job spec's resource fields to concrete, checked values."""
     env = os.environ if env is None else env
@@ -102,33 +170,16 @@ def resolve(spec: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Re
     if account is not None and not _ACCOUNT.match(str(account)):
         raise TaoError(f"account {account!r} has characters SLURM accounts do not use: fix SLURM_ACCOUNT or --account")
 
-    time_raw, _ = _pick(spec, "time_hours", env, "SLURM_TIME_HOURS", d["time_hours"])
-    time_hours = _num(time_raw, "time_hours")
-    if time_hours <= 0:
-        raise TaoError("time_hours must be > 0: the default is 4 hours")
+    wall_seconds = wall_time_seconds(spec, env, d)
+    time_hours = wall_seconds / 3600
     max_hours = float(d["max_time_hours"])
     default_parts = {p for p in str(d["partition"]).split(",")}
     if time_hours > max_hours and set(partition.split(",")) <= default_parts:
         raise TaoError(
-            f"time_hours {time_hours:g} exceeds the {max_hours:g} h limit of the packaged default partitions "
+            f"wall time {time_hours:g} h exceeds the {max_hours:g} h limit of the packaged default partitions "
             f"{d['partition']}: name a partition that allows longer jobs (--partition / SLURM_PARTITION) or ask for <= {max_hours:g} h")
-    time_minutes = max(1, math.ceil(round(time_hours * 60, 6)))
-
-    timeout_raw, chosen = _pick(spec, "timeout_hours", env, "SLURM_TIMEOUT_HOURS", None)
-    if timeout_raw is None:
-        # 3.8 of 4 hours by default; keep the same 95 % ratio for other wall times,
-        # longer ones too (a 10 h job must not stop at 3.8 h).
-        ratio = float(d["timeout_hours"]) / float(d["time_hours"])
-        timeout_hours = time_hours * ratio
-    else:
-        timeout_hours = _num(timeout_raw, "timeout_hours")
-        if timeout_hours >= time_hours and timeout_hours != 0:
-            raise TaoError(
-                f"timeout_hours {timeout_hours:g} must be below time_hours {time_hours:g} so the job can write its "
-                "status before SLURM's wall time (or 0 to let the wall time end it)")
-    timeout_seconds = int(timeout_hours * 3600) if timeout_hours else 0
-    if timeout_hours and timeout_seconds < 1:
-        raise TaoError(f"timeout_hours {timeout_hours:g} is under one second: raise it or use 0")
+    time_minutes = max(1, math.ceil(wall_seconds / 60))  # SLURM's granularity: whole minutes, rounded up
+    timeout_seconds, grace = inner_timeout(spec, env, d, time_minutes * 60)
 
     max_per_node = _num(spec.get("max_num_gpus_per_node", d["max_num_gpus_per_node"]), "max_num_gpus_per_node", int, 1)
     num_gpus = _num(spec.get("num_gpus", d["num_gpus"]), "num_gpus", int, 0)
@@ -161,6 +212,7 @@ def resolve(spec: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Re
         raise TaoError("use_requeue must be true or false")
     return Resources(
         nodes=nodes, gpus_per_node=gpus_per_node, total_gpus=nodes * gpus_per_node, cpus_per_task=cpus,
-        time_minutes=time_minutes, time_hours=time_hours, timeout_seconds=timeout_seconds,
+        time_minutes=time_minutes, time_hours=time_minutes / 60, timeout_seconds=timeout_seconds,
+        kill_grace_seconds=grace,
         partition=partition, account=str(account) if account else None, requeue=requeue,
         exclusive=exclusive, mem=str(mem) if mem else None, notes=notes)

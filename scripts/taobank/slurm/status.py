@@ -118,6 +118,44 @@ def parse_marker(text: str | None) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+#: TAO's own terminal words in ``status.json`` (one JSON object per line, appended as it runs).
+TAO_SUCCESS = {"SUCCESS", "COMPLETE", "COMPLETED", "DONE"}
+TAO_FAILURE = {"FAILURE", "FAILED", "ERROR"}
+
+
+def parse_tao_status(text: str | None) -> dict[str, Any] | None:
+    """The last terminal entry of TAO's ``status.json`` (JSON lines, or one object / list), else None.
+
+    Only ``status`` and ``message`` are used; a torn last line (the file read
+    while TAO appends) is skipped.
+    """
+    if not text or not text.strip():
+        return None
+    entries: list[Any] = []
+    try:
+        whole = json.loads(text)
+        entries = whole if isinstance(whole, list) else [whole]
+    except ValueError:
+        for line in text.splitlines():
+            try:
+                entries.append(json.loads(line))
+            except ValueError:
+                continue
+    for entry in reversed(entries):
+        if isinstance(entry, dict) and str(entry.get("status", "")).upper() in TAO_SUCCESS | TAO_FAILURE:
+            return {"status": str(entry["status"]).upper(), "message": str(entry.get("message") or "")[:300]}
+    return None
+
+
+def _tao_verdict(tao: Mapping[str, Any], slurm_state: str | None, code: str | None) -> Verdict:
+    said = f": {tao['message']}" if tao.get("message") else ""
+    if tao["status"] in TAO_SUCCESS:
+        note = "" if code in (None, "", "0:0") else f"; the wrapper exited {code} afterwards"
+        return Verdict("COMPLETE", f"TAO status.json: {tao['status']}{said}{note}", slurm_state, exit_code=code)
+    return Verdict("ERROR", f"TAO status.json: {tao['status']}{said}; read main.err", slurm_state,
+                   err_class="ERR_PROGRAM", exit_code=code)
+
+
 @dataclass
 class Verdict:
     state: str  # a taobank.states state
@@ -152,8 +190,13 @@ def _marker_verdict(marker: Mapping[str, Any], where: str) -> Verdict:
 
 def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
              marker: Mapping[str, Any] | None, *, log_tail: str | None = None,
-             accounting: bool = True) -> Verdict:
-    """Decide the state of one SLURM job from what the batched queries saw."""
+             accounting: bool = True, tao: Mapping[str, Any] | None = None) -> Verdict:
+    """Decide the state of one SLURM job from what the batched queries saw.
+
+    Once the program ended on its own (COMPLETED, FAILED, or only the exit
+    marker is left), TAO's ``status.json`` (``tao``, see :func:`parse_tao_status`)
+    decides COMPLETE vs ERROR; the exit code decides when TAO wrote none.
+    """
     if squeue and squeue.get("state") and squeue["state"] not in FAILED_STATES | {"COMPLETED", "CANCELLED", "TIMEOUT", "REVOKED"}:
         st, reason = squeue["state"], squeue.get("reason", "")
         if st in RUNNING_STATES:
@@ -171,6 +214,8 @@ def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
     rec = sacct if sacct and sacct.get("state") else (squeue if squeue and squeue.get("state") else None)
     if rec is None:
         if marker is not None:
+            if tao:
+                return _tao_verdict(tao, None, f"{marker.get('exit_code')}:0")
             return _marker_verdict(marker, "exit marker; no scheduler record")
         why = "accounting unavailable" if not accounting else "not in squeue or sacct"
         return Verdict("UNKNOWN", f"{why} and no exit marker on the shared filesystem yet")
@@ -182,6 +227,8 @@ def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
     if st in PAUSED_STATES:
         return Verdict("RUNNING", f"paused ({st})", st)
     if st == "COMPLETED":
+        if tao:
+            return _tao_verdict(tao, st, code)
         if marker is not None:
             v = _marker_verdict(marker, "exit marker")
             v.slurm_state = st
@@ -200,6 +247,8 @@ def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
         if st == "OUT_OF_MEMORY":
             return Verdict("ERROR", "OUT_OF_MEMORY: the job used more host memory than it asked for; raise mem or lower "
                            "the batch size / workers", st, err_class="ERR_PROGRAM", exit_code=code)
+        if tao and tao["status"] in TAO_SUCCESS:
+            return _tao_verdict(tao, st, code)  # TAO finished its work; the wrapper failed afterwards
         if log_tail is None:
             return Verdict("ERROR", f"{st}{_exit_text(code)}", st, err_class="ERR_PROGRAM", exit_code=code, needs_log=True)
         from ..failures import infra_log_match
@@ -215,5 +264,64 @@ def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
             if needle in log_tail:
                 detail += f"; {hint}"
                 break
+        if tao:
+            v = _tao_verdict(tao, st, code)
+            v.message = f"{st}{_exit_text(code)}; {v.message}{detail}"
+            return v
         return Verdict("ERROR", f"{st}{_exit_text(code)}{detail}; read main.err", st, err_class="ERR_PROGRAM", exit_code=code)
     return Verdict("UNKNOWN", f"unrecognised SLURM state {rec.get('raw_state') or st}", st)
+
+
+def _last_lines(text: str, n: int = 3) -> str:
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+    return " | ".join(lines[-n:]) or "(the conversion log is empty)"
+
+
+def with_conversion(v: Verdict, conv: Mapping[str, str] | None, convert_id: str, *, log_tail: str | None = None) -> Verdict:
+    """The training job's verdict, seen through the image conversion job it depends on.
+
+    While the conversion runs, the job waits for it; when the conversion
+    failed, the job never started (SLURM cancels it: ``--kill-on-invalid-dep``)
+    and ends in ERROR with the conversion log's last lines.
+    """
+    if conv is None or not conv.get("state"):
+        return v
+    cstate = conv["state"]
+    if v.state in ("RUNNING", "COMPLETE", "ERROR") or cstate == "COMPLETED":
+        return v
+    if cstate in PENDING_STATES | RUNNING_STATES:
+        if v.state == "PENDING":
+            return Verdict("PENDING", f"waiting for image conversion job {convert_id} ({cstate.lower()})",
+                           v.slurm_state, extra=v.extra)
+        return v
+    # the conversion ended without success: the training job (PENDING, CANCELED by SLURM, or gone) never ran
+    head = f"image conversion job {convert_id} ended {cstate}{_exit_text(conv.get('exit_code'))}"
+    if log_tail is None:
+        return Verdict("ERROR", head, v.slurm_state, err_class="ERR_PROGRAM", needs_log=True,
+                       extra={"convert_log": True})
+    hint = ""
+    if "Could not process JSON input" in log_tail:
+        hint = "; " + LOG_HINTS[0][1]
+    return Verdict("ERROR", f"{head}: {_last_lines(log_tail)}{hint}; the training job never started",
+                   v.slurm_state, err_class="ERR_PROGRAM")
+
+
+def follow_retries(text: str | None, jid: str) -> dict[str, Any] | None:
+    """The last hop from ``jid`` in a job folder's ``meta/retries.jsonl`` (the job resubmitted itself), else None."""
+    hops: dict[str, dict[str, Any]] = {}
+    for line in (text or "").splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and str(entry.get("from", "")).isdigit() and str(entry.get("next", "")).isdigit():
+            hops[str(entry["from"])] = entry
+    cur, last, seen = str(jid), None, set()
+    while cur in hops and cur not in seen:
+        seen.add(cur)
+        last = hops[cur]
+        cur = str(last["next"])
+    if last is None:
+        return None
+    return {"next": cur, "attempt": int(last.get("attempt") or 0), "failed_on": str(last.get("failed_on") or ""),
+            "excluded": str(last.get("excluded") or "")}

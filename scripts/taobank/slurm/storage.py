@@ -28,10 +28,11 @@ ENV_FILE = "env/env.json"
 META_FILE = "meta/meta.json"
 CREDS_FILE = "env/credentials.sh"
 MARKER_FILE = "meta/exit.json"
+RETRIES_FILE = "meta/retries.jsonl"
 LOG_DIR = "slurm-logs"
 
 #: What the sbatch script itself sets; a job's env may not override it (the footer reads TAO_CREDS_FILE).
-RESERVED_ENV = ("TAO_CREDS_FILE", "TAO_JOB_DIR", "TAO_MARKER", "TAO_MASTER_ADDR", "TAO_MASTER_PORT",
+RESERVED_ENV = ("TAO_CREDS_FILE", "TAO_JOB_DIR", "TAO_MARKER", "TAO_SCRIPT", "TAO_MASTER_ADDR", "TAO_MASTER_PORT",
                 "TAO_API_JOB_ID", "TAO_API_RESULTS_DIR", "TAO_DATASET_ROOT", "TAO_NUM_GPU_PER_NODE", "TAO_WORLD_SIZE",
                 "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "NUM_GPU_PER_NODE", "NODE_RANK", "NNODES",
                 "NPROC_PER_NODE")
@@ -65,11 +66,38 @@ def cluster_path(uri: str, what: str = "dataset") -> str:
     return norm
 
 
+_USER_DIR = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*\Z")
+
+
+def login_user(env: Mapping[str, str]) -> str | None:
+    """The cluster user: ``SLURM_USER``, else the ``user@`` of the first ``SLURM_HOSTNAME`` entry
+    (a submit needs one of them to connect); a ``--dry-run`` without either shows the local user."""
+    import getpass
+
+    user = (env.get("SLURM_USER") or "").strip()
+    if not user:
+        first = (env.get("SLURM_HOSTNAME") or "").split(",")[0].strip()
+        user = first.partition("@")[0] if "@" in first else ""
+    if not user:
+        try:
+            user = getpass.getuser()
+        except (KeyError, OSError):
+            user = ""
+    return user or None
+
+
 def base_dir(spec: Mapping[str, Any], env: Mapping[str, str]) -> str:
-    """``results_base`` of the spec, else ``SLURM_BASE_RESULTS_DIR``, else the pinned default."""
+    """``results_base`` of the spec, else ``SLURM_BASE_RESULTS_DIR``, else ``<pinned default>/<SLURM_USER>``
+    (one folder per user: a site's users never share, or overwrite, each other's results)."""
     from .. import pins
 
-    raw = spec.get("results_base") or env.get("SLURM_BASE_RESULTS_DIR") or pins.resolve("slurm.base_results_dir")
+    raw = spec.get("results_base") or env.get("SLURM_BASE_RESULTS_DIR")
+    if not raw:
+        user = login_user(env)
+        if not user or not _USER_DIR.match(user):
+            raise TaoError("no results base: set SLURM_BASE_RESULTS_DIR to your folder on the shared filesystem "
+                           "(or SLURM_USER, for the default <base>/<user>)")
+        raw = posixpath.join(str(pins.resolve("slurm.base_results_dir")), user)
     raw = str(raw)
     path = cluster_path(raw, "results base") if "://" in raw else raw
     if not path.startswith("/") or any(c in path for c in "\n\r\x00"):
@@ -149,7 +177,7 @@ def compact_json(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), sort_keys=True)
 
 
-def bundle(files: Mapping[str, str]) -> str:
+def bundle(files: Mapping[str, str | bytes]) -> str:
     """Base64 of a tar of the staged files, sent on stdin and unpacked remotely
     under ``umask 077`` (files 600, folders 700) in one remote command."""
     buf = io.BytesIO()
@@ -161,7 +189,7 @@ def bundle(files: Mapping[str, str]) -> str:
             info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o700, now
             tar.addfile(info)
         for path, text in files.items():
-            data = text.encode("utf-8")
+            data = text if isinstance(text, bytes) else text.encode("utf-8")
             info = tarfile.TarInfo(path)
             info.size, info.mode, info.mtime = len(data), 0o600, now
             tar.addfile(info, io.BytesIO(data))

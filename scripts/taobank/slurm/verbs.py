@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable, Mapping
 from .. import pins, platform, records, recvalues, states
 from ..errors import TaoError
 from ..run import last_line
-from . import images, remote, render, resources, spec as specmod, status as st, storage
+from . import images, mounts, remote, render, resources, spec as specmod, status as st, storage, uploads
 from .ssh import Connection
 
 PLATFORM = "slurm"
@@ -48,6 +48,13 @@ def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None, *, need_
             raise TaoError("dataset.spec_keys need an argv-list command (they are appended as key=value)")
         argv += [f"{k}={v}" for k, v in overrides.items()]
     base = storage.base_dir(spec, env)
+    spec_files = uploads.collect(spec.get("spec_files") or {}, what="spec_files")
+    uploads.substitute(argv, "/", [u.name for u in spec_files])  # a {specs}/X naming no file fails here, early
+    mount_list = ""
+    if runtime == "pyxis":
+        extra = spec.get("container_mounts") or resources.defaults()["container_mounts"]
+        mount_list = mounts.text(mounts.derive([("results base", base)] + [("input", r) for r in required],
+                                               mounts.parse(extra)))
     env_vars, nccl_env = storage.check_env(spec.get("env"), spec.get("nccl_env"))
     names = spec.get("secrets") or []
     secret_values = storage.collect_secrets(names, env) if need_secrets else {n: "" for n in names}
@@ -59,6 +66,7 @@ def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None, *, need_
     return {
         "spec": spec, "resources": res, "runtime": runtime, "image": image, "pyxis_image": pyxis, "sqsh": sqsh,
         "required": required, "overrides": overrides, "dataset_root": root, "command": argv, "base": base,
+        "mounts": mount_list, "spec_files": spec_files,
         "env": env_vars, "nccl_env": nccl_env,
         "secrets": secret_values, "master_port": int(spec.get("master_port") or d["master_port"]),
     }
@@ -73,29 +81,10 @@ def preflight_paths(conn: Connection, paths: Iterable[str]) -> list[str]:
     return [line for line in res.stdout.splitlines() if line]
 
 
-def _convert(conn: Connection, p: Mapping[str, Any], exists: bool) -> str | None:
-    """The image srun gets: the cached .sqsh (converted now if needed) or the Pyxis ref."""
-    if not p["sqsh"]:
-        return p["pyxis_image"]
-    force = bool(p["spec"].get("force_reconvert_latest", resources.defaults()["force_reconvert_latest"]))
-    if images.needs_conversion(p["pyxis_image"], exists, force):
-        part = p["spec"].get("conversion_partition") or p["resources"].partition
-        sqsh = p["sqsh"]
-        conn.script('mkdir -p -- "$(dirname -- "$1")"', [sqsh], what="mkdir sqsh cache")
-        res = conn.remote(images.conversion_argv(p["pyxis_image"], sqsh, part), timeout=3600, check=False,
-                          what="enroot import")
-        if not res.ok:
-            hint = ""
-            if "Could not process JSON input" in (res.stderr + res.stdout):
-                hint = " (registry login failed: install ~/.config/enroot/.credentials, see references/ssh-setup.md)"
-            raise TaoError(f"converting {p['pyxis_image']} to {sqsh} failed{hint}: {last_line(res.stderr or res.stdout)}; "
-                           "the job was not submitted (no fallback to a registry pull inside the GPU job)")
-        conn.remote(["mv", "-f", "--", sqsh + ".part", sqsh], what="mv sqsh")
-    return p["sqsh"]
-
-
-def _staged_files(p: Mapping[str, Any], job_id: str, job_dir: str, results: str, script: str, meta: dict) -> dict[str, str]:
-    files = {
+def _staged_files(p: Mapping[str, Any], job_id: str, job_dir: str, results: str, script: str,
+                  meta: dict) -> dict[str, str | bytes]:
+    files: dict[str, str | bytes] = {f"specs/{u.name}": u.data for u in p["spec_files"]}
+    files |= {
         storage.SPEC_FILE: storage.compact_json(p["spec"].get("specs") or {}),
         storage.ENV_FILE: storage.compact_json(p["env"]),
         storage.META_FILE: storage.compact_json(meta),
@@ -107,10 +96,20 @@ def _staged_files(p: Mapping[str, Any], job_id: str, job_dir: str, results: str,
 
 
 def submit(spec: Mapping[str, Any], *, conn: Connection | None = None, env: Mapping[str, str] | None = None,
-           description: str | None = None) -> dict:
-    """Submit one job; returns the record (state PENDING with slurm_job_id)."""
+           description: str | None = None, skip_nccl_probe: bool = False, nccl_gate: bool = True) -> dict:
+    """Submit one job; returns the record (state PENDING with slurm_job_id).
+
+    A multi-node job needs an ``ok`` NCCL probe cached for its cluster and
+    partition (``tao_slurm.py nccl-probe``) unless ``skip_nccl_probe``.
+    """
     env = os.environ if env is None else env
     p = plan(spec, env)
+    gate: dict = {}
+    if p["resources"].nodes > 1 and nccl_gate:
+        from .. import nccl_probe as probe_core
+        from .nccl_probe import HELPER, cluster_key
+
+        gate = probe_core.require_ok(PLATFORM, cluster_key(p["spec"], env), helper=HELPER, skip=skip_nccl_probe)
     conn = conn or Connection(env)
     conn.connect()
     given_sqsh = p["pyxis_image"] if p["runtime"] == "pyxis" and p["pyxis_image"] and images.is_sqsh(p["pyxis_image"]) else None
@@ -120,17 +119,20 @@ def submit(spec: Mapping[str, Any], *, conn: Connection | None = None, env: Mapp
     if data_missing:
         raise TaoError(f"missing on the cluster ({conn.host.entry}): {', '.join(data_missing)}; put the data on the "
                        "shared filesystem or fix the paths (nothing was submitted)")
-    image = _convert(conn, p, exists=p["sqsh"] not in missing) if p["runtime"] == "pyxis" else p["pyxis_image"]
+    force = bool(p["spec"].get("force_reconvert_latest", resources.defaults()["force_reconvert_latest"]))
+    convert = bool(p["sqsh"]) and images.needs_conversion(p["pyxis_image"], p["sqsh"] not in missing, force)
+    image = (p["sqsh"] or p["pyxis_image"]) if p["runtime"] == "pyxis" else p["pyxis_image"]
     s = p["spec"]
     rec = records.open_record(
         PLATFORM, p["image"] or NO_IMAGE, s["network_arch"], s["action"], "A", _results_placeholder(p["base"]),
         backend={k: v for k, v in {"backend_type": "slurm", "partition": p["resources"].partition,
-                                   "cluster_name": s.get("cluster_name"), "container_runtime": p["runtime"]}.items()
+                                   "cluster_name": s.get("cluster_name"), "container_runtime": p["runtime"],
+                                   **gate}.items()
                  if v is not None},  # an unset cluster_name is absent, not "None"
         description=description)
     job_id = rec["id"]
     try:
-        return _stage_and_sbatch(conn, p, rec, image)
+        return _stage_and_sbatch(conn, p, rec, image, convert=convert, force=force, env=env)
     except SubmitUncertain:
         raise
     except TaoError as exc:
@@ -156,11 +158,14 @@ def _results_placeholder(base: str) -> str:
 def script_input(p: Mapping[str, Any], job_id: str, image: str | None) -> render.ScriptInput:
     results = storage.results_dir(p["base"], job_id)
     return render.ScriptInput(
-        job_id=job_id, job_dir=storage.job_dir(p["base"], job_id), results_parent=storage.results_parent(results, job_id), command=p["command"],
+        job_id=job_id, job_dir=storage.job_dir(p["base"], job_id), results_parent=storage.results_parent(results, job_id),
+        command=uploads.substitute(p["command"], posixpath.join(storage.job_dir(p["base"], job_id), "specs"),
+                                   [u.name for u in p["spec_files"]]),
         resources=p["resources"], runtime=p["runtime"], image=image,
-        container_mounts=p["spec"].get("container_mounts") or resources.defaults()["container_mounts"],
+        container_mounts=p["mounts"],
         env=p["env"], nccl_env=p["nccl_env"], has_credentials=bool(p["secrets"]),
-        dataset_root=p["dataset_root"], master_port=p["master_port"])
+        dataset_root=p["dataset_root"], master_port=p["master_port"],
+        self_retries=max_retries() if p["resources"].requeue and p["spec"].get("infra_retries", True) else 0)
 
 
 def preview(spec: Mapping[str, Any], job_id: str, env: Mapping[str, str] | None = None) -> str:
@@ -170,7 +175,16 @@ def preview(spec: Mapping[str, Any], job_id: str, env: Mapping[str, str] | None 
     return render.render(script_input(p, job_id, image))
 
 
-def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: str | None) -> dict:
+def conversion_job(p: Mapping[str, Any], job_id: str, *, force: bool, env: Mapping[str, str]) -> images.Conversion:
+    """The conversion job of a submit whose ``.sqsh`` is missing (or forced)."""
+    jdir = storage.job_dir(p["base"], job_id)
+    return images.conversion(f"{job_id}-sqsh", p["pyxis_image"], p["sqsh"],
+                             posixpath.join(jdir, storage.LOG_DIR, "convert-%j.out"), p["spec"], env,
+                             gpu_partition=p["resources"].partition, account=p["resources"].account, force=force)
+
+
+def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: str | None, *, convert: bool = False,
+                      force: bool = False, env: Mapping[str, str] | None = None) -> dict:
     job_id = rec["id"]
     results = storage.results_dir(p["base"], job_id)
     jdir = storage.job_dir(p["base"], job_id)
@@ -183,17 +197,36 @@ def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: 
             "gpus_per_node": p["resources"].gpus_per_node, "runtime": p["runtime"], "image": image,
             "results_dir": results, "secrets": sorted(p["secrets"])}
     files = _staged_files(p, job_id, jdir, results, script, meta)
-    conn.script(remote.STAGE, [jdir, results], stdin=storage.bundle(files), what="stage job dir")
+    conv = conversion_job(p, job_id, force=force, env=os.environ if env is None else env) if convert else None
+    if conv:
+        files[f"sbatch/convert_{job_id}.sbatch"] = images.render_conversion(conv)
+        render.lint(files[f"sbatch/convert_{job_id}.sbatch"], f"convert_{job_id}.sbatch")
+    conn.script(remote.STAGE, [jdir, results] + uploads.checksums(p["spec_files"]), stdin=storage.bundle(files),
+                what="stage job dir")
     # job_dir is runtime metadata: written with slurm_job_id once sbatch answered (never before).
     backend = {"staged_dir": jdir, "results_dir": results, "script": posixpath.join(jdir, script_rel),
                "login_host": conn.host.entry, "job_name": job_id,
-               "staged_secrets": bool(p["secrets"])}
+               "staged_secrets": bool(p["secrets"]), "self_retry": inp.self_retries > 0,
+               "infra_retries": bool(p["spec"].get("infra_retries", True))}
+    if p["spec_files"]:
+        # name=sha256 of each uploaded spec file (a record's backend holds scalars), checked on the cluster at staging
+        backend["spec_files"] = ",".join(f"{u.name}={u.sha256}" for u in p["spec_files"])
     records.mark(job_id, "PENDING", message="staged; submitting", backend=backend)
+    if conv:
+        res = conn.script(remote.CONVERT, [posixpath.join(jdir, f"sbatch/convert_{job_id}.sbatch")], check=False,
+                          what="sbatch (image conversion)")
+        cid = res.stdout.strip().splitlines()[-1] if res.ok and res.stdout.strip() else ""
+        if not cid.isdigit():
+            raise TaoError("image conversion job: " + _sbatch_error(res.stderr or res.stdout))
+        records.mark(job_id, "PENDING", message=f"image conversion job {cid} submitted", backend={
+            "convert_job_id": cid, "convert_log": conv.log.replace("%j", cid)})
     return sbatch_record(conn, job_id)
 
 
+TAO_STATUS_FILE = "status.json"
+
 #: The kind of every SLURM backend value that reaches a remote command line.
-BACKEND_KINDS = {"slurm_job_id": "number", "job_dir": "abspath", "staged_dir": "abspath", "log_dir": "abspath",
+BACKEND_KINDS = {"slurm_job_id": "number", "convert_job_id": "number", "convert_log": "abspath", "job_dir": "abspath", "staged_dir": "abspath", "log_dir": "abspath",
                  "script": "abspath", "results_dir": "abspath", "job_name": "dns1123"}
 
 
@@ -253,7 +286,8 @@ def sbatch_record(conn: Connection, job_id: str) -> dict:
         how = f"adopted existing SLURM job {jid} (an earlier sbatch answer was lost)"
     else:
         try:
-            res = conn.script(remote.SBATCH, [b["script"], log_root, name], check=False, what="sbatch")
+            res = conn.script(remote.SBATCH, [b["script"], log_root, name, b.get("convert_job_id") or ""],
+                              check=False, what="sbatch")
             jid = res.stdout.strip().splitlines()[-1] if res.ok and res.stdout.strip() else ""
         except TaoError as exc:  # the connection dropped while sbatch ran: the job may exist
             res, jid = None, ""
@@ -289,6 +323,9 @@ def _sbatch_error(text: str) -> str:
     if "Requested node configuration is not available" in text:
         return (f"sbatch refused the job: {line}. The request (GPUs/CPUs/memory per node or node count) exceeds what "
                 "any node of the partition has: lower num_gpus/cpus_per_task/mem or use another partition")
+    if "accounting/QOS policy" in text or "AssocMaxSubmitJobLimit" in text:
+        return (f"sbatch refused the job: {line}. Your account may not submit this job (no account named, or a limit "
+                "of it): set SLURM_ACCOUNT to an account you may use (sacctmgr show assoc user=$USER)")
     if "Invalid account" in text or "Invalid qos" in text:
         return f"sbatch refused the job: {line}. Set SLURM_ACCOUNT to an account you may use (sacctmgr show assoc user=$USER)"
     if "invalid partition" in text.lower():
@@ -303,6 +340,17 @@ def _marker_path(b: Mapping[str, Any]) -> str | None:
     """The job's exit marker; None for a record that names no job folder (hand-made or damaged)."""
     d = _job_dir(b)
     return posixpath.join(d, storage.MARKER_FILE) if d else None
+
+
+def _retries_path(b: Mapping[str, Any]) -> str | None:
+    """What a job that resubmits itself appends to (``meta/retries.jsonl``): which SLURM job carries on."""
+    d = _job_dir(b)
+    return posixpath.join(d, storage.RETRIES_FILE) if d and b.get("self_retry") else None
+
+
+def _tao_status_path(b: Mapping[str, Any]) -> str | None:
+    """``status.json`` that TAO writes in the job's results folder (its own terminal status)."""
+    return posixpath.join(b["results_dir"], TAO_STATUS_FILE) if b.get("results_dir") else None
 
 
 def _sections(text: str, prefix: str) -> dict[str, str]:
@@ -344,34 +392,47 @@ def sweep(conn: Connection, recs: list[dict]) -> dict[str, st.Verdict]:
             continue  # a damaged record is left as it is; it never hides the others (status of it alone says why)
     if not live:
         return {}
-    ids = ",".join(sorted({r["backend"]["slurm_job_id"] for r in live}, key=int))
-    markers = [m for m in (_marker_path(r["backend"]) for r in live) if m]
-    res = conn.script(remote.SWEEP, [ids] + markers, what="squeue/sacct", retry_on_drop=True)
+    ids = ",".join(sorted({j for r in live for j in (r["backend"]["slurm_job_id"], r["backend"].get("convert_job_id"))
+                           if j}, key=int))
+    files = [m for r in live for m in (_marker_path(r["backend"]), _tao_status_path(r["backend"]),
+                                       _retries_path(r["backend"])) if m]
+    res = conn.script(remote.SWEEP, [ids] + files, what="squeue/sacct", retry_on_drop=True)
     squeue, sacct, marks, accounting = parse_sweep(res.stdout)
-    out: dict[str, st.Verdict] = {}
-    need_logs: list[dict] = []
-    for r in live:
+
+    def verdict(r: dict, log: str | None = None) -> st.Verdict:
         b = r["backend"]
         jid = b["slurm_job_id"]
+        moved = st.follow_retries(marks.get(_retries_path(b) or ""), jid)
+        if moved:  # the job resubmitted itself after an infrastructure failure: follow it
+            return st.Verdict("PENDING", f"infrastructure failure on {moved['failed_on'] or '?'}: the job resubmitted "
+                              f"itself as SLURM job {moved['next']} (retry {moved['attempt']} of {max_retries()}, "
+                              f"excluding {moved['excluded'] or 'no node'})", extra={"moved": moved})
         marker = st.parse_marker(marks.get(_marker_path(b) or ""))
         if marker and str(marker.get("slurm_job_id")) != str(jid):
             marker = None  # an earlier attempt's marker in a shared job dir
-        v = st.classify(squeue.get(jid), sacct.get(jid), marker, accounting=accounting)
-        out[r["id"]] = v
-        if v.needs_log and r["backend"].get("log_dir"):
-            need_logs.append(r)
+        v = st.classify(squeue.get(jid), sacct.get(jid), marker, accounting=accounting, log_tail=log,
+                        tao=st.parse_tao_status(marks.get(_tao_status_path(b) or "")))
+        cid = b.get("convert_job_id")
+        if cid:
+            v = st.with_conversion(v, squeue.get(cid) or sacct.get(cid), cid,
+                                   log_tail=log)
+        return v
+
+    def log_files(r: dict, v: st.Verdict) -> list[str]:
+        b = r["backend"]
+        if v.extra.get("convert_log"):
+            return [b["convert_log"]] if b.get("convert_log") else []
+        return [posixpath.join(b["log_dir"], "main.err"), posixpath.join(b["log_dir"], "main.out")] \
+            if b.get("log_dir") else []
+
+    out: dict[str, st.Verdict] = {r["id"]: verdict(r) for r in live}
+    need_logs = [r for r in live if out[r["id"]].needs_log and log_files(r, out[r["id"]])]
     if need_logs:  # only failed jobs: one more command for all of them
-        files = [posixpath.join(r["backend"]["log_dir"], "main.err") for r in need_logs] + \
-                [posixpath.join(r["backend"]["log_dir"], "main.out") for r in need_logs]
+        wanted = {r["id"]: log_files(r, out[r["id"]]) for r in need_logs}
+        files = [f for fs in wanted.values() for f in fs]
         tails = _sections(conn.script(remote.TAIL_FILES, ["65536"] + files, what="log tails").stdout, "@@file ")
         for r in need_logs:
-            b = r["backend"]
-            log = tails.get(posixpath.join(b["log_dir"], "main.err"), "") + tails.get(posixpath.join(b["log_dir"], "main.out"), "")
-            jid = b["slurm_job_id"]
-            marker = st.parse_marker(marks.get(_marker_path(b) or ""))
-            if marker and str(marker.get("slurm_job_id")) != str(jid):
-                marker = None
-            out[r["id"]] = st.classify(squeue.get(jid), sacct.get(jid), marker, log_tail=log, accounting=accounting)
+            out[r["id"]] = verdict(r, "".join(tails.get(f, "") for f in wanted[r["id"]]))
     return out
 
 
@@ -408,8 +469,20 @@ def refresh(recs: list[dict], *, conn: Connection | None = None, retry: bool = T
         if r["state"] == "UNKNOWN" and new_state == "PENDING":
             new_state = "UNKNOWN"  # the table forbids UNKNOWN -> PENDING; it moves once the job runs or ends
         meta = {"slurm_state": v.slurm_state, "exit_code": v.exit_code}
+        moved = v.extra.get("moved")
+        if moved:
+            jid, name = moved["next"], r["backend"].get("job_name") or r["id"]
+            # backend_ref stays the first SLURM job (a record's ref is bound once); slurm_job_id is the live one
+            out[r["id"]] = records.mark(r["id"], "PENDING", source="poller", message=v.message,
+                                        backend={"slurm_job_id": jid, "log_dir": _log_dir(backend_of(r), name, jid),
+                                                 "self_retries": moved["attempt"], "excluded_nodes": moved["excluded"],
+                                                 "slurm_state": "REQUEUED"})
+            continue
         message, retry_now, chain_continues = v.message, False, False
-        if new_state == "ERROR" and v.retry and retry:
+        # NODE_FAIL/BOOT_FAIL: the job's own footer never ran, so only this verb can resubmit it
+        if new_state == "ERROR" and v.retry and r["backend"].get("self_retry") and v.slurm_state not in st.INFRA_STATES:
+            message += "; the job did not resubmit itself (retry limit reached, or sbatch refused on the node: see main.out)"
+        elif new_state == "ERROR" and v.retry and retry and r["backend"].get("infra_retries", True):
             if _chain_attempt(r) > max_retries():
                 message += f"; retry limit {max_retries()} reached"
             else:
@@ -482,7 +555,13 @@ def logs(job_id: str, *, lines: int = 200, conn: Connection | None = None) -> di
     res = conn.script(remote.LOGS, [str(int(lines)), out_f, err_f], what="tail logs", retry_on_drop=True)
     body = res.stdout.split("@@out\n", 1)[-1]
     out_text, _, err_text = body.partition("@@err\n")
-    return {"main.out": out_text, "main.err": err_text, "log_dir": b["log_dir"]}
+    out = {"main.out": out_text, "main.err": err_text, "log_dir": b["log_dir"]}
+    if b.get("convert_log"):
+        tails = _sections(conn.script(remote.TAIL_FILES, [str(int(lines) * 200), b["convert_log"]],
+                                      what="conversion log").stdout, "@@file ")
+        text = tails.get(b["convert_log"], "")
+        out.update(convert_log=b["convert_log"], convert="".join(text.splitlines(keepends=True)[-int(lines):]))
+    return out
 
 
 def follow(job_id: str, *, on_chunk: Callable[[str, str], None], conn: Connection | None = None,
@@ -537,6 +616,8 @@ def cancel(job_id: str, *, conn: Connection | None = None) -> dict:
         found = find_by_name(conn, b.get("job_name") or job_id)
         jid = found[-1] if found else None
     msg = "cancelled before it reached SLURM"
+    if b.get("convert_job_id"):  # the image conversion it waits for: a finished one answers "already completed"
+        conn.remote(["scancel", b["convert_job_id"]], check=False, what="scancel (image conversion)")
     if jid:
         res = conn.remote(["scancel", jid], check=False, what="scancel")
         if res.ok:
@@ -545,6 +626,9 @@ def cancel(job_id: str, *, conn: Connection | None = None) -> dict:
             msg = f"SLURM job {jid} was already gone: counted as cancelled"
         else:
             raise TaoError(f"scancel {jid} failed: {last_line(res.stderr)}")
+    if jid and b.get("self_retry"):
+        # a job that resubmitted itself runs under another id with the same name: stop every one of them
+        conn.script(remote.CANCEL_NAME, [b.get("job_name") or job_id], check=False, what="scancel --name")
     # the job is stopped: the record says so first (the backend state must not stay RUNNING either)
     rec = records.mark(job_id, "CANCELED", message=msg, backend={"slurm_state": "CANCELLED"} if jid else None)
     if b.get("staged_secrets") and _job_dir(b):
@@ -555,3 +639,27 @@ def cancel(job_id: str, *, conn: Connection | None = None) -> dict:
             rec = {**rec, "message": f"{msg}; the staged credentials {creds} could not be removed ({exc}): "
                                      "delete that file on the cluster by hand"}
     return rec
+
+
+# --------------------------------------------------------------------------- stage (small inputs)
+def stage_inputs(paths: list[str], dest: str, *, force: bool = False, conn: Connection | None = None) -> dict:
+    """Copy small local files into a cluster folder (``lustre:///abs/dir``) over one SSH command."""
+    if "://" not in str(dest):
+        raise TaoError("--dest must be a cluster URI like lustre:///lustre/fsw/me/inputs")
+    raw = str(dest).split("://", 1)[1]
+    if ".." in raw.split("/"):
+        raise TaoError("--dest must not contain '..': give the folder's absolute path")
+    folder = storage.cluster_path(dest, "--dest")
+    if folder == "/":
+        raise TaoError("--dest / is not a folder to stage into: give your folder on the shared filesystem")
+    if not paths:
+        raise TaoError("stage needs at least one local file")
+    files = uploads.collect([(os.path.basename(os.path.normpath(p)), p) for p in paths], what="stage")
+    conn = conn or Connection()
+    res = conn.script(remote.STAGE_IN, [folder, "force" if force else "keep"] + uploads.checksums(files),
+                      stdin=storage.bundle({u.name: u.data for u in files}), check=False, what="stage inputs")
+    if not res.ok:
+        raise TaoError(f"staging into {folder} failed on {conn.host.entry}: {last_line(res.stderr or res.stdout)}")
+    return {"dest": folder, "login_host": conn.host.entry,
+            "files": [{"name": u.name, "path": posixpath.join(folder, u.name), "bytes": len(u.data), "sha256": u.sha256}
+                      for u in files]}

@@ -16,6 +16,7 @@ def base_spec(**kw) -> dict:
     spec = {"network_arch": "dino", "action": "train", "num_gpus": 1, "max_num_gpus_per_node": 8,
             "cpus_per_task": 1, "time_hours": 0.5, "command": ["true"]}
     spec.update(kw)
+    spec = {k: v for k, v in spec.items() if v is not None}
     return spec
 
 

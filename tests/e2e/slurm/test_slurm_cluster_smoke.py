@@ -29,7 +29,9 @@ def ssh(env: dict[str, str], command: str, *, stdin: str | None = None, host: st
 
 def sbatch(env: dict[str, str], workdir: str, script: str, *opts: str) -> str:
     cmd = " ".join(["sbatch", "--parsable", f"--chdir={shlex.quote(workdir)}",
-                    f"--partition={shlex.quote(env['SLURM_PARTITION'])}", *map(shlex.quote, opts)])
+                    f"--partition={shlex.quote(env['SLURM_PARTITION'])}",
+                    f"--account={shlex.quote(env['SLURM_ACCOUNT'])}",  # the cluster requires one
+                    *map(shlex.quote, opts)])
     res = ssh(env, cmd, stdin=script)
     assert res.ok, f"sbatch failed: {res.stderr}"
     return res.stdout.strip().split(";")[0]
@@ -126,7 +128,8 @@ def test_sacct_reports_completed_failed_cancelled(slurm_cluster, workdir):
 
 
 def test_more_gpus_than_any_node_is_refused_at_submit(slurm_cluster, workdir):
-    res = ssh(slurm_cluster, f"sbatch --chdir={shlex.quote(workdir)} --gres=gpu:100 --wrap=hostname")
+    acct = shlex.quote(slurm_cluster["SLURM_ACCOUNT"])
+    res = ssh(slurm_cluster, f"sbatch --chdir={shlex.quote(workdir)} --account={acct} --gres=gpu:100 --wrap=hostname")
     assert res.returncode != 0
     assert "Requested node configuration is not available" in res.stderr
 
@@ -193,3 +196,10 @@ def test_cli_env_and_status_agree_with_the_fixture(slurm_cluster, bank):
     assert exports[1] == f"export SLURM_HOSTNAME={slurm_cluster['SLURM_HOSTNAME']}"
     st = run([*cli, "status", "slurm", "--json"], check=False)
     assert st.returncode == 0 and json.loads(st.stdout)["ready"] is True
+
+
+def test_an_account_is_required_and_the_conversion_partition_exists(slurm_cluster, workdir):
+    res = ssh(slurm_cluster, f"sbatch --chdir={shlex.quote(workdir)} --wrap=hostname")
+    assert res.returncode != 0 and "Job violates accounting/QOS policy" in res.stderr
+    job = sbatch(slurm_cluster, workdir, "#!/bin/bash\nhostname\n", "--partition=convert", "--cpus-per-task=1")
+    assert wait_final(slurm_cluster, job) == ("COMPLETED", "0:0")

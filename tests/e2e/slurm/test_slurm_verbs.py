@@ -229,7 +229,7 @@ def test_two_node_job_distinct_node_rank_same_master_addr(slurm_env):
     for key, value in injected.items():
         with pytest.raises(TaoError, match=f"env {key} is set by the bank itself"):
             verbs.plan(base_spec(num_gpus=16, max_num_gpus_per_node=8, env={key: value}, command=["true"]))
-    rec = verbs.submit(base_spec(num_gpus=16, max_num_gpus_per_node=8, command=[
+    rec = verbs.submit(skip_nccl_probe=True, spec=base_spec(num_gpus=16, max_num_gpus_per_node=8, command=[
         "bash", "-c", 'echo "task rank=$NODE_RANK master=$MASTER_ADDR:$MASTER_PORT world=$WORLD_SIZE '
                       'gpus=$NUM_GPU_PER_NODE host=$SLURMD_NODENAME"']))
     done = wait_state(rec["id"], timeout=90)
@@ -383,8 +383,9 @@ def test_host_key_mismatch_is_never_accepted(slurm_env, tmp_path, monkeypatch):
 
 
 def test_infrastructure_failure_is_resubmitted_and_linked(slurm_env):
+    """Without --requeue the job does not resubmit itself: the status verb does, as a linked record."""
     once = '"$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID/failed-once"'
-    rec = verbs.submit(base_spec(command=["bash", "-c",
+    rec = verbs.submit(base_spec(use_requeue=False, command=["bash", "-c",
         f'if [ -e {once} ]; then echo recovered; else : > {once}; '
         'echo "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus." >&2; exit 1; fi']))
     lines: list[str] = []
@@ -448,16 +449,42 @@ def test_status_falls_back_to_the_exit_marker_without_accounting(slurm_env, monk
     assert done["state"] == "ERROR" and "exit marker" in done["message"] and "4" in done["message"]
 
 
-def test_failed_sqsh_conversion_stops_the_submit_without_registry_fallback(slurm_env):
-    # The local cluster has no enroot: the one-time import fails on the compute node.
-    spec = base_spec(container_runtime="pyxis", image="nvcr.io/nvidia/tao/tao-toolkit:7.1.0-pyt",
-                     sqsh_cache_dir=slurm_env["env"]["SLURM_BASE_RESULTS_DIR"] + "/sqsh-cache-e2e")
-    with pytest.raises(TaoError, match="converting nvcr.io#nvidia/tao/tao-toolkit:7.1.0-pyt to .*failed.*no fallback"):
-        verbs.submit(spec)
-    assert records.list_records() == []  # nothing opened, nothing submitted
-    calls = [c[-1] for c in call_log(slurm_env["call_log"]) if ssh.classify_argv(c) == "command"]
-    assert any(c.startswith("srun -n1 -p local enroot import -o ") for c in calls)
-    assert not any("sbatch" in c for c in calls)
+def test_failed_sqsh_conversion_job_ends_the_record_in_error_and_no_gpu_job_runs(slurm_env):
+    # The local cluster has no enroot: the conversion job (its own CPU job) fails on the compute node.
+    from taobank.slurm import images
+
+    cache = slurm_env["env"]["SLURM_BASE_RESULTS_DIR"] + "/sqsh-cache-e2e"
+    image = "nvcr.io/nvidia/tao/tao-toolkit:7.1.0-pyt"
+    sqsh = images.sqsh_path(image, cache)
+    # what an interrupted import left behind: enroot import would refuse to overwrite it
+    Connection().script('mkdir -p -- "$(dirname -- "$1")" && echo half > "$1.part"', [sqsh])
+    t0 = time.monotonic()
+    rec = verbs.submit(base_spec(container_runtime="pyxis", image=image, sqsh_cache_dir=cache,
+                                 conversion_cpus=1, conversion_mem="200M", conversion_time_minutes=5))
+    assert time.monotonic() - t0 < 30  # submit does not wait for the conversion
+    b = rec["backend"]
+    assert b["convert_job_id"].isdigit() and int(b["convert_job_id"]) < int(b["slurm_job_id"])
+    done = wait_state(rec["id"])
+    assert done["state"] == "ERROR" and done["err_class"] == "ERR_PROGRAM", done
+    assert f"image conversion job {b['convert_job_id']} ended FAILED" in done["message"]
+    assert "enroot: command not found" in done["message"] and "never started" in done["message"]
+    shown = platform.logs("slurm", rec["id"]).sections
+    assert "enroot: command not found" in shown[b["convert_log"]]  # logs shows the conversion job's log too
+    conv = Connection().remote(["scontrol", "show", "job", "-o", b["convert_job_id"]]).stdout
+    assert " Partition=convert " in conv and " JobState=FAILED " in conv  # the CPU partition, not a GPU one
+    # SLURM cancels the dependent job (--kill-on-invalid-dep) before it ever starts: no GPU was held
+    for _ in range(30):
+        train = Connection().remote(["scontrol", "show", "job", "-o", b["slurm_job_id"]]).stdout
+        if " JobState=PENDING " not in train:
+            break
+        time.sleep(1)
+    assert " JobState=CANCELLED " in train and " Reason=DependencyNeverSatisfied " in train
+    assert preflight_missing([b["log_dir"] + "/main.out"]) == [b["log_dir"] + "/main.out"]  # it never ran
+    assert preflight_missing([sqsh + ".part", sqsh]) == [sqsh + ".part", sqsh]  # stale partial removed, no sqsh
+
+
+def preflight_missing(paths: list[str]) -> list[str]:
+    return verbs.preflight_paths(Connection(), paths)
 
 
 def test_pyxis_launch_line_reaches_srun_with_a_cached_sqsh(slurm_env):
@@ -490,8 +517,19 @@ def test_plain_host_port_and_user_at_host_entries_without_ssh_config(slurm_env, 
 
 
 def test_infrastructure_retries_stop_at_the_limit(slurm_env, monkeypatch):
-    monkeypatch.setattr(verbs, "max_retries", lambda: 1)
+    monkeypatch.setattr(verbs, "max_retries", lambda: 1)  # rendered into the job's own retry check
     rec = verbs.submit(base_spec(command=["bash", "-c",
+        'echo "NCCL WARN NET/IB : Got completion from peer 10.0.0.2 with error 12" >&2; exit 1']))
+    final = [v.to_dict() for v in platform.watch("slurm", [rec["id"]], on_line=lambda line: None, first=1, cap=2)]
+    (done,) = final  # one record: the job resubmitted itself once, under the same record
+    assert done["state"] == "ERROR" and done["err_class"] == "ERR_INFRA" and done["backend"]["self_retries"] == 1
+    assert "did not resubmit itself" in done["message"]
+    assert "retry limit 1 reached" in verbs.logs(rec["id"])["main.out"]
+
+
+def test_infrastructure_retries_of_a_job_without_requeue_stop_at_the_limit(slurm_env, monkeypatch):
+    monkeypatch.setattr(verbs, "max_retries", lambda: 1)
+    rec = verbs.submit(base_spec(use_requeue=False, command=["bash", "-c",
         'echo "NCCL WARN NET/IB : Got completion from peer 10.0.0.2 with error 12" >&2; exit 1']))
     final = [v.to_dict() for v in platform.watch("slurm", [rec["id"]], on_line=lambda line: None, first=1, cap=2)]
     chain = sorted(final, key=lambda r: r["attempt"])

@@ -1,0 +1,98 @@
+"""``srun --container-mounts`` derived from every cluster path a job uses.
+
+Pyxis shows the container only what is mounted into it: a results folder
+outside every mount is written into the container's own throwaway
+filesystem and lost when the job ends, while the login host's ``test -e``
+still passes. So the mount list is not a constant: it is every path the job
+names (results base, which holds the job folder and results; dataset root,
+required files, spec-key paths, inputs), each mounted at the same path, plus
+the user's extra mounts (``container_mounts``, Pyxis' ``SRC[:DST[:FLAGS]]``
+comma list). A path that would land under another mount's destination (and
+so show that mount's files instead of its own) is refused at submit.
+
+The ``.sqsh`` cache is not mounted: enroot reads the image on the host,
+outside the container.
+"""
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+from typing import Iterable
+
+from ..errors import TaoError
+from ..paths import is_under
+
+_FLAGS = re.compile(r"[a-z_+]+\Z")
+
+
+@dataclass(frozen=True)
+class Mount:
+    src: str
+    dst: str
+    flags: str = ""
+
+    def text(self) -> str:
+        if self.src == self.dst and not self.flags:
+            return self.src
+        return f"{self.src}:{self.dst}" + (f":{self.flags}" if self.flags else "")
+
+
+def _path(text: str, what: str) -> str:
+    if not text.startswith("/") or ".." in text.split("/") or any(c in text for c in ",:\n\r\x00 \t"):
+        raise TaoError(f"{what} {text!r} cannot be a container mount: it must be an absolute path without "
+                       "'..', ',', ':' or spaces (Pyxis splits on them)")
+    norm = posixpath.normpath(text)
+    if norm == "/":
+        raise TaoError(f"{what} / cannot be a container mount (it would replace the image's own filesystem)")
+    return norm
+
+
+def parse(text: str | None) -> list[Mount]:
+    """The user's extra mounts: ``SRC[:DST[:FLAGS]]`` items separated by commas."""
+    out = []
+    for item in (text or "").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        parts = item.split(":")
+        if len(parts) > 3:
+            raise TaoError(f"container mount {item!r} is not SRC[:DST[:FLAGS]]")
+        src = _path(parts[0], "container mount source")
+        dst = _path(parts[1], "container mount destination") if len(parts) > 1 and parts[1] else src
+        flags = parts[2] if len(parts) == 3 else ""
+        if flags and not _FLAGS.match(flags):
+            raise TaoError(f"container mount {item!r} has flags {flags!r}: Pyxis takes ro, rw, ... (letters, '+', '_')")
+        out.append(Mount(src, dst, flags))
+    return out
+
+
+def derive(paths: Iterable[tuple[str, str]], extra: Iterable[Mount] = ()) -> list[Mount]:
+    """Mounts covering every ``(label, path)`` at its own path, then the extra ones.
+
+    A path already inside a same-path mount (``SRC`` = ``DST``, extra or
+    derived) adds nothing; a path inside another mount's destination is
+    refused in one line naming both.
+    """
+    extra = list(dict.fromkeys(extra))
+    items = [(label, _path(p, label)) for label, p in paths]
+    # Outermost first, so a folder's mount covers the files named below it.
+    items.sort(key=lambda lp: (lp[1].count("/"), lp[1]))
+    same = [m for m in extra if m.src == m.dst]
+    moved = [m for m in extra if m.src != m.dst]
+    derived: list[Mount] = []
+    for label, path in items:
+        for m in moved:
+            if is_under(path, m.dst) or is_under(m.dst, path):
+                raise TaoError(f"{label} {path} is hidden in the container by the mount {m.text()} (its destination "
+                               f"{m.dst} overlaps it): mount that data at its own path, or move the mount elsewhere")
+        if any(is_under(path, m.src) for m in same + derived):
+            continue
+        derived.append(Mount(path, path))
+    # A derived folder that holds an extra same-path mount makes that mount redundant, not wrong.
+    kept = [m for m in extra if not (m.src == m.dst and not m.flags and any(is_under(m.src, d.src) for d in derived))]
+    return derived + kept
+
+
+def text(mounts: Iterable[Mount]) -> str:
+    return ",".join(m.text() for m in mounts)

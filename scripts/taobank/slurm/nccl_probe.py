@@ -1,0 +1,83 @@
+"""SLURM side of the NCCL probe: the cluster key, the probe's job spec and its submit.
+
+The probe is an ordinary SLURM job through :func:`verbs.submit` (same render,
+staging and record); the all-reduce script, verdict rule, wait and
+per-cluster cache are :mod:`taobank.nccl_probe`'s. Infrastructure retries are
+off for it: an NCCL failure is the verdict, not something to resubmit.
+"""
+from __future__ import annotations
+
+import math
+import os
+import shlex
+from typing import Any, Mapping
+
+from .. import nccl_probe as core
+from .. import pins
+from ..errors import TaoError, UsageError
+from . import resources, verbs
+
+HELPER = "tao_slurm.py"
+ADVICE = ("give the cluster's NCCL variables (NCCL_SOCKET_IFNAME, NCCL_IB_HCA, ...) with --nccl-env KEY=VALUE "
+          "(and under nccl_env in your job specs) and re-probe: tao_slurm.py nccl-probe --force")
+
+
+def probe_command(timeout: int) -> str:
+    """Shell text run in every srun task (after the task prologue set the rendezvous variables):
+    torchrun, one process per GPU, under coreutils ``timeout``."""
+    if int(timeout) < 1:
+        raise UsageError("--timeout must be at least 1 second")
+    return (f"timeout -k 10 {int(timeout)} torchrun --nnodes=\"$NNODES\" --nproc-per-node=\"$NPROC_PER_NODE\" "
+            "--node-rank=\"$NODE_RANK\" --master-addr=\"$MASTER_ADDR\" --master-port=\"$MASTER_PORT\" "
+            f"--no-python python3 -c {shlex.quote(one_line_python(core.SCRIPT))}")
+
+
+def one_line_python(script: str) -> str:
+    """The probe script as one line (sbatch values may not hold a newline): base64, run with exec."""
+    import base64
+
+    return f"import base64; exec(base64.b64decode('{base64.b64encode(script.encode()).decode()}'))"
+
+
+def cluster_key(spec: Mapping[str, Any], env: Mapping[str, str] | None = None) -> str:
+    """``cluster_name`` of the spec, else the login hosts; then ``/<partition>`` (nodes of another
+    partition are other hardware and another network)."""
+    env = os.environ if env is None else env
+    name = spec.get("cluster_name") or ",".join(sorted(h.strip() for h in env.get("SLURM_HOSTNAME", "").split(",")
+                                                        if h.strip()))
+    if not name:
+        raise TaoError("cannot name the cluster for the NCCL probe: set SLURM_HOSTNAME (or cluster_name)")
+    return f"{name}/{resources.resolve(spec, env).partition}"
+
+
+def build_spec(*, nodes: int, gpus: int, image: str | None, timeout: int, partition: str | None = None,
+               account: str | None = None, cpus: int = 2, nccl_env: Mapping[str, str] | None = None,
+               runtime: str | None = None, cluster_name: str | None = None) -> dict:
+    if nodes < 2:
+        raise UsageError("--nodes must be at least 2: the probe tests traffic between nodes")
+    if gpus < 1:
+        raise UsageError("--gpus-per-node must be at least 1: NCCL needs a GPU per process")
+    spec: dict[str, Any] = {
+        "network_arch": "nccl-probe", "action": "probe", "image": image or pins.resolve("images.nccl_probe"),
+        "num_nodes": nodes, "num_gpus": nodes * gpus, "max_num_gpus_per_node": max(gpus, 1) if gpus >= 8 else 8,
+        "cpus_per_task": cpus, "command": probe_command(timeout),
+        # the command's own timeout decides; the wall time only has to cover it and the start
+        "time_minutes": math.ceil(timeout / 60) + 10, "timeout_hours": 0,
+        "infra_retries": False, "nccl_env": dict(nccl_env or {}),
+    }
+    for key, value in (("partition", partition), ("account", account), ("container_runtime", runtime),
+                       ("cluster_name", cluster_name)):
+        if value:
+            spec[key] = value
+    return spec
+
+
+def probe(*, nodes: int = 2, gpus: int = 1, image: str | None = None, timeout: int = 300, force: bool = False,
+          interval: float = 5.0, max_wait: float | None = None, env: Mapping[str, str] | None = None,
+          **spec_kw: Any) -> dict:
+    """Run (or reuse) the probe; returns {"verdict", "cached", "cluster", "job_id", "message", ...}."""
+    spec = build_spec(nodes=nodes, gpus=gpus, image=image, timeout=timeout, **spec_kw)
+    return core.run(verbs.PLATFORM, cluster_key(spec, env), spec,
+                    lambda s: verbs.submit(s, env=env, nccl_gate=False)["id"],
+                    nodes=nodes, gpus_per_node=gpus, timeout=timeout, helper=HELPER, advice=ADVICE, force=force,
+                    interval=interval, max_wait=max_wait)

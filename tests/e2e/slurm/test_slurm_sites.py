@@ -1,0 +1,224 @@
+"""What real sites need, run on the local SLURM cluster: CPUs, wall-time units, a required account."""
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+
+import pytest
+
+from taobank.errors import TaoError
+from taobank.slurm import verbs
+from taobank.slurm.ssh import Connection
+
+sys.path.insert(0, os.path.dirname(__file__))
+from slurm_helpers import base_spec, wait_state  # noqa: E402
+
+CPUS = "grep Cpus_allowed_list /proc/self/status; echo nproc=$(nproc)"
+
+
+def _remote(argv: list[str]) -> str:
+    return Connection().remote(argv, what="test").stdout
+
+
+@pytest.mark.parametrize("cpus", [1, 2])
+def test_the_step_gets_the_cpus_per_task_asked(slurm_env, cpus):
+    """cgroup.conf ConstrainCores: a step bound to fewer CPUs than asked would print fewer."""
+    rec = verbs.submit(base_spec(cpus_per_task=cpus, command=["bash", "-c", CPUS]))
+    assert wait_state(rec["id"])["state"] == "COMPLETE"
+    assert f"nproc={cpus}\n" in verbs.logs(rec["id"])["main.out"]
+
+
+def test_wall_time_in_minutes_and_timeout_inside_it(slurm_env):
+    rec = verbs.submit(base_spec(time_hours=None, time="00:10:00", command=["true"]))
+    jid = rec["backend"]["slurm_job_id"]
+    shown = _remote(["scontrol", "show", "job", "-o", jid])
+    assert " TimeLimit=00:10:00 " in shown, shown  # not 11 minutes
+    script = _remote(["cat", "--", rec["backend"]["script"]])
+    assert "timeout --signal=TERM --kill-after=57 513 \\" in script  # SIGKILL at 570 s of 600
+    assert wait_state(rec["id"])["state"] == "COMPLETE"
+
+
+def test_a_job_without_the_required_account_is_refused_with_the_fix(slurm_env, monkeypatch):
+    monkeypatch.delenv("SLURM_ACCOUNT")
+    with pytest.raises(TaoError, match="set SLURM_ACCOUNT to an account you may use"):
+        verbs.submit(base_spec())
+    monkeypatch.setenv("SLURM_ACCOUNT", "no-such-account")
+    with pytest.raises(TaoError, match="Invalid account.*SLURM_ACCOUNT"):
+        verbs.submit(base_spec())
+    monkeypatch.setenv("SLURM_ACCOUNT", slurm_env["env"]["SLURM_ACCOUNT"])
+    rec = verbs.submit(base_spec())
+    assert wait_state(rec["id"])["state"] == "COMPLETE"
+
+
+def _cached_image(env: dict, sub: str) -> tuple[str, str]:
+    from taobank.slurm import images
+
+    cache = env["SLURM_BASE_RESULTS_DIR"] + "/" + sub
+    image = "nvcr.io/nvidia/tao/tao-toolkit:7.1.0-pyt"
+    sqsh = images.sqsh_path(image, cache)
+    Connection().script('mkdir -p -- "$(dirname -- "$1")" && : > "$1"', [sqsh])  # a cached image: no conversion
+    return image, cache
+
+
+def test_container_mounts_cover_the_results_base_and_every_input(slurm_env):
+    env = slurm_env["env"]
+    lustre = env["TAO_LOCAL_LUSTRE_ROOT"]
+    data = f"{lustre}/datasets/mounts-e2e"
+    Connection().script('mkdir -p -- "$1" && : > "$1/annotations.json"', [data])
+    image, cache = _cached_image(env, "sqsh-cache-mounts")
+    rec = verbs.submit(base_spec(container_runtime="pyxis", image=image, sqsh_cache_dir=cache,
+                                 dataset={"root": f"lustre://{data}", "required": ["annotations.json"]}))
+    script = _remote(["cat", "--", rec["backend"]["script"]])
+    line = next(w for w in script.split() if w.startswith("--container-mounts="))
+    assert sorted(line.split("=", 1)[1].split(",")) == sorted([env["SLURM_BASE_RESULTS_DIR"], data])
+    wait_state(rec["id"])  # Debian's SLURM has no Pyxis: the job ends in ERROR (srun rejects the option)
+    err = verbs.logs(rec["id"])["main.err"]
+    assert "--container-image=" in err and "unrecognized option" in err
+
+
+def test_a_path_hidden_by_an_extra_mount_is_refused_before_anything_is_written(slurm_env):
+    env = slurm_env["env"]
+    image, cache = _cached_image(env, "sqsh-cache-mounts")
+    with pytest.raises(TaoError, match="results base .* is hidden in the container by the mount"):
+        verbs.submit(base_spec(container_runtime="pyxis", image=image, sqsh_cache_dir=cache,
+                               container_mounts=f"{env['TAO_LOCAL_LUSTRE_ROOT']}/other:{env['SLURM_BASE_RESULTS_DIR']}"))
+    from taobank import records
+
+    assert records.list_records() == []
+
+
+TAO_WRITES = ('d="$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID"; '
+              'echo \'{"status": "STARTED", "message": "Starting"}\' >> "$d/status.json"; '
+              'echo "{\\"status\\": \\"$1\\", \\"message\\": \\"$2\\"}" >> "$d/status.json"; exit "$3"')
+
+
+@pytest.mark.parametrize("tao,rc,want", [("FAILURE", 0, "ERROR"), ("SUCCESS", 0, "COMPLETE"), ("SUCCESS", 3, "COMPLETE")])
+def test_tao_status_json_decides_the_end_state(slurm_env, tao, rc, want):
+    rec = verbs.submit(base_spec(command=["bash", "-c", TAO_WRITES, "tao", tao, f"said {tao.lower()}", str(rc)]))
+    done = wait_state(rec["id"])
+    assert done["state"] == want and f"TAO status.json: {tao}: said {tao.lower()}" in done["message"], done
+
+
+FLAKY_NODE = ('f="$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID/first-node"; '
+              'if [ ! -e "$f" ]; then echo "$SLURMD_NODENAME" > "$f"; '
+              'echo "x:1:2 [0] NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1> with error 12" >&2; exit 1; fi; '
+              'echo "second run on $SLURMD_NODENAME after $(cat "$f")"')
+
+
+def test_infrastructure_failure_resubmits_itself_on_another_node_without_a_poller(slurm_env):
+    rec = verbs.submit(base_spec(command=["bash", "-c", FLAKY_NODE]))
+    first = rec["backend"]["slurm_job_id"]
+    # nobody polls: wait on the cluster until the job has resubmitted itself and the retry finished
+    shown = ""
+    for _ in range(90):
+        shown = _remote(["sh", "-c", 'cat -- "$1" 2>/dev/null; true', "tao",
+                         rec["backend"]["job_dir"] + "/meta/retries.jsonl"])
+        if shown.strip():
+            break
+        import time
+
+        time.sleep(1)
+    assert f'"from":"{first}"' in shown and '"attempt":1' in shown, shown
+    done = wait_state(rec["id"])  # the first status after that follows the new SLURM job
+    b = done["backend"]
+    assert done["state"] == "COMPLETE" and b["slurm_job_id"] != first and b["self_retries"] == 1, done
+    failed_on = _remote(["cat", "--", done["results_dir"] + "/" + rec["id"] + "/first-node"]).strip()
+    assert b["excluded_nodes"] == failed_on
+    out = verbs.logs(rec["id"])["main.out"]
+    assert "second run on " in out and f"second run on {failed_on}" not in out  # the failing node was excluded
+    job = _remote(["scontrol", "show", "job", "-o", b["slurm_job_id"]])
+    assert f" ExcNodeList={failed_on} " in job
+
+
+def test_quota_and_shm_errors_are_program_errors_never_retried(slurm_env):
+    rec = verbs.submit(base_spec(command=["bash", "-c", "echo 'OSError: [Errno 122] Disk quota exceeded' >&2; exit 1"]))
+    done = wait_state(rec["id"])
+    assert done["state"] == "ERROR" and done["err_class"] == "ERR_PROGRAM"
+    assert "resubmitted" not in verbs.logs(rec["id"])["main.out"]
+
+
+def test_spec_files_reach_the_job_under_specs_checked_and_private(slurm_env, tmp_path):
+    train = tmp_path / "train.yaml"
+    train.write_text("train:\n  num_epochs: 3\n")
+    rec = verbs.submit(base_spec(spec_files={"train.yaml": str(train)},
+                                 command=["bash", "-c", 'echo "read: $(cat "$1")"; stat -c %a "$1"', "tao",
+                                          "{specs}/train.yaml"]))
+    assert wait_state(rec["id"])["state"] == "COMPLETE"
+    out = verbs.logs(rec["id"])["main.out"]
+    assert "read: train:\n  num_epochs: 3\n600\n" in out
+
+
+def test_a_spec_file_changed_in_transit_is_refused_on_the_cluster(slurm_env, tmp_path, monkeypatch):
+    from taobank import records
+    from taobank.slurm import uploads
+
+    train = tmp_path / "train.yaml"
+    train.write_text("a: 1\n")
+    monkeypatch.setattr(uploads, "checksums", lambda ups: [f"{'0' * 64}  {u.name}" for u in ups])
+    with pytest.raises(TaoError, match="stage job dir failed"):
+        verbs.submit(base_spec(spec_files={"train.yaml": str(train)}, command=["cat", "{specs}/train.yaml"]))
+    (rec,) = records.list_records()
+    assert rec["state"] == "ERROR" and not rec["backend"].get("slurm_job_id")
+
+
+def test_stage_copies_small_inputs_refuses_overwrite_and_traversal(slurm_env, tmp_path, monkeypatch):
+    import subprocess
+
+    ckpt = tmp_path / "model.pth"
+    ckpt.write_bytes(b"\x00\x01weights")
+    dest = slurm_env["env"]["SLURM_BASE_RESULTS_DIR"] + f"/inputs-{uuid.uuid4().hex[:12]}"
+    bank = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+    run = lambda *a: subprocess.run([f"{bank}/scripts/tao_slurm.py", "stage", *a], capture_output=True, text=True)  # noqa: E731
+    first = run(str(ckpt), "--dest", f"lustre://{dest}", "--json")
+    assert first.returncode == 0, first.stderr
+    assert _remote(["sh", "-c", 'od -c "$1" | head -1; stat -c %a "$1"', "tao", f"{dest}/model.pth"]).split("\n")[1] == "600"
+    again = run(str(ckpt), "--dest", f"lustre://{dest}")
+    assert again.returncode == 1 and "exists (use --force" in again.stderr and again.stderr.count("\n") == 1
+    assert run(str(ckpt), "--dest", f"lustre://{dest}", "--force").returncode == 0
+    bad = run(str(ckpt), "--dest", f"lustre://{dest}/../../etc")
+    assert bad.returncode == 1 and "'..'" in bad.stderr
+
+
+def _probe_cli(*args: str):
+    import json
+    import subprocess
+
+    bank = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+    res = subprocess.run([f"{bank}/scripts/tao_slurm.py", "nccl-probe", "--runtime", "none", "--cpus-per-task", "1",
+                          "--interval", "1", "--json", *args], capture_output=True, text=True, timeout=300)
+    return res, (json.loads(res.stdout) if res.stdout.strip() else None)
+
+
+def test_nccl_probe_lifecycle_and_the_multi_node_gate(slurm_env):
+    """No torch on the local nodes: the probe runs for real on both nodes and fails there (exit 127), which is
+    cached as 'failed', keeps the gate closed, and is never resubmitted as an infrastructure failure."""
+    from taobank import records
+
+    res, out = _probe_cli("--timeout", "60")
+    assert res.returncode == 1 and out["verdict"] == "failed" and out["cluster"].endswith("/local"), res.stderr
+    assert "error: NCCL probe failed" in res.stderr and "--nccl-env" in res.stderr
+    rec = records.load(out["job_id"])
+    assert rec["state"] == "ERROR" and rec["backend"]["infra_retries"] is False
+    assert "torchrun" in verbs.logs(out["job_id"])["main.err"]  # it ran on the nodes
+    two_nodes = base_spec(num_gpus=2, num_nodes=2)
+    with pytest.raises(TaoError, match="the last probe said failed"):
+        verbs.submit(two_nodes)
+    done = wait_state(verbs.submit(two_nodes, skip_nccl_probe=True)["id"])
+    assert done["state"] == "COMPLETE" and done["backend"]["nccl_probe"] == "skipped"
+
+
+def test_nccl_probe_that_cannot_start_is_cancelled_at_max_wait_as_not_run(slurm_env):
+    from taobank import records
+
+    # both nodes taken by another job: the probe stays PENDING (Resources) past its wait
+    acct = slurm_env["env"]["SLURM_ACCOUNT"]
+    blocker = _remote(["sbatch", "--parsable", "--exclusive", "-N2", f"--account={acct}", "--time=5",
+                       "--output=/dev/null", "--wrap", "sleep 120"]).strip()
+    try:
+        res, out = _probe_cli("--max-wait", "4", "--force")
+    finally:
+        _remote(["scancel", blocker])
+    assert res.returncode == 1 and out["verdict"] == "not-run", res.stderr
+    assert records.load(out["job_id"])["state"] == "CANCELED"
+    assert "never started" in out["advice"]

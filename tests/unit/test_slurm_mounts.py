@@ -1,0 +1,62 @@
+"""Container mounts derived from every path a job names; a hidden path is refused."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, strategies as hst
+
+from taobank.errors import TaoError
+from taobank.paths import is_under
+from taobank.slurm import mounts, verbs
+
+SPEC = {"network_arch": "dino", "action": "train", "command": ["true"], "num_gpus": 1, "cpus_per_task": 1,
+        "time_hours": 0.5, "partition": "local", "image": "nvcr.io/nvidia/tao/tao-toolkit:7.1.0-pyt", "use_sqsh": False}
+
+
+def mount_line(script: str) -> str:
+    return next(w for w in script.split() if w.startswith("--container-mounts=")).split("=", 1)[1]
+
+
+def test_results_base_off_lustre_is_mounted_not_lost():
+    """The old constant /lustre left a /scratch results base in the container's throwaway filesystem."""
+    spec = {**SPEC, "results_base": "/scratch/me", "dataset": {"root": "lustre:///lustre/data/coco", "required": ["a.json"]},
+            "inputs": ["lustre:///lustre/ckpt/model.pth"]}
+    line = mount_line(verbs.preview(spec, "dino-train-00000000", env={"SLURM_USER": "me"}))
+    assert line.split(",") == ["/scratch/me", "/lustre/ckpt/model.pth", "/lustre/data/coco"]
+
+
+def test_extra_mounts_are_kept_and_a_covering_one_absorbs_the_derived():
+    spec = {**SPEC, "results_base": "/lustre/me", "container_mounts": "/lustre,/opt/tools:/tools:ro",
+            "dataset": {"root": "lustre:///lustre/data"}}
+    line = mount_line(verbs.preview(spec, "dino-train-00000000", env={}))
+    assert line == "/lustre,/opt/tools:/tools:ro"
+
+
+def test_a_path_hidden_by_another_mounts_destination_is_refused():
+    spec = {**SPEC, "results_base": "/scratch/me", "container_mounts": "/lustre/other:/scratch"}
+    with pytest.raises(TaoError, match=r"results base /scratch/me is hidden in the container by the mount "
+                                       r"/lustre/other:/scratch"):
+        verbs.plan(spec, {}, need_secrets=False)
+
+
+@pytest.mark.parametrize("bad", ["relative", "/a,b", "/a:/b:/c:/d", "/x/../etc", "/", "/a:/b:rw;rm"])
+def test_bad_mount_text_is_one_line(bad):
+    with pytest.raises(TaoError):
+        mounts.parse(bad)
+
+
+def test_runtime_none_has_no_mounts():
+    script = verbs.preview({**SPEC, "container_runtime": "none", "results_base": "/scratch/me"}, "dino-train-00000000", env={})
+    assert "--container-mounts" not in script
+
+
+_SEG = hst.sampled_from(["a", "b", "lustre", "scratch", "data"])
+_PATH = hst.lists(_SEG, min_size=1, max_size=4).map(lambda s: "/" + "/".join(s))
+
+
+@given(paths=hst.lists(_PATH, min_size=1, max_size=6), extra=hst.lists(_PATH, max_size=3))
+def test_every_path_is_covered_by_a_same_path_mount(paths, extra):
+    out = mounts.derive([("input", p) for p in paths], [mounts.Mount(e, e) for e in extra])
+    for p in paths:
+        assert any(m.src == m.dst and is_under(p, m.src) for m in out)
+    srcs = [m.src for m in out]
+    assert len(srcs) == len(set(srcs))

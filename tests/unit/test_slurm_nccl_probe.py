@@ -1,0 +1,80 @@
+"""SLURM NCCL probe: a thin adapter over taobank.nccl_probe (key, spec, submit) and the multi-node gate."""
+from __future__ import annotations
+
+import pytest
+
+from fakeproc import find_answer, sacct_row, sweep_answer
+from taobank import nccl_probe as core
+from taobank import platform, records
+from taobank.errors import TaoError
+from taobank.slurm import nccl_probe, verbs
+
+TWO_NODES = {"network_arch": "dino", "action": "train", "container_runtime": "none", "num_nodes": 2, "num_gpus": 2,
+             "partition": "gpu", "command": ["true"]}
+
+
+def _probe_job(slurm, state="COMPLETED", code="0:0"):
+    slurm.ssh("STAGE")
+    slurm.ssh("FIND", find_answer())
+    slurm.ssh("SBATCH", "901\n")
+    slurm.ssh("SWEEP", lambda call: sweep_answer(sacct=[sacct_row("901", _only_id(), state, code)])(call))
+
+
+def _only_id() -> str:
+    (rec,) = records.list_records("slurm")
+    return rec["id"]
+
+
+def test_the_probe_is_an_ordinary_job_without_retries_and_its_ok_opens_the_gate(slurm):
+    with pytest.raises(TaoError, match=r"need an ok NCCL probe and no probe has run: run `tao_slurm.py nccl-probe`"):
+        verbs.submit(TWO_NODES)
+    assert slurm.calls == []  # refused before any connection
+    _probe_job(slurm)
+    out = nccl_probe.probe(runtime="none", partition="gpu", interval=0.5)
+    assert out["verdict"] == "ok" and out["cluster"] == "login1/gpu" and not out["cached"]
+    rec = records.load(out["job_id"])
+    assert rec["backend"]["infra_retries"] is False and rec["backend"]["self_retry"] is False
+    sbatch = next(c for c in slurm.calls if c.script == "STAGE")
+    from test_orchestration_slurm import _staged
+
+    script = _staged(sbatch)[f"sbatch/job_{rec['id']}.sbatch"]
+    assert "timeout -k 10 300 torchrun --nnodes=" in script and "#SBATCH --nodes=2" in script
+    assert "#SBATCH --wait-all-nodes=1" in script and "tao_retry" not in script
+    again = nccl_probe.probe(runtime="none", partition="gpu")
+    assert again["cached"] and again["job_id"] == out["job_id"]
+    # the gate is open for this cluster and partition, and the record says why
+    slurm.ssh("SBATCH", "902\n")
+    job = verbs.submit(TWO_NODES)
+    assert job["backend"]["nccl_probe"] == "ok" and job["backend"]["nccl_probe_job"] == out["job_id"]
+    with pytest.raises(TaoError, match="need an ok NCCL probe"):  # another partition: other nodes, other network
+        verbs.submit({**TWO_NODES, "partition": "other"})
+
+
+@pytest.mark.parametrize("code,verdict", [("124:0", "hang/timeout"), ("1:0", "failed")])
+def test_a_failed_probe_is_cached_as_such_and_the_gate_stays_closed(slurm, code, verdict):
+    _probe_job(slurm, "FAILED", code)
+    slurm.ssh("TAIL_FILES", "")
+    out = nccl_probe.probe(runtime="none", partition="gpu", interval=0.5)
+    assert out["verdict"] == verdict and "--nccl-env" in out["advice"]
+    assert core.cached("slurm", "login1/gpu")["verdict"] == verdict
+    assert records.load(out["job_id"])["state"] == "ERROR" and len(records.list_records("slurm")) == 1  # no resubmit
+    with pytest.raises(TaoError, match=f"the last probe said {verdict}"):
+        verbs.submit(TWO_NODES)
+
+
+def test_skip_is_explicit_and_recorded(slurm):
+    slurm.ssh("STAGE")
+    slurm.ssh("FIND", find_answer())
+    slurm.ssh("SBATCH", "903\n")
+    view = platform.get("slurm").submit(TWO_NODES, {"skip_nccl_probe": True})
+    assert records.load(view.id)["backend"]["nccl_probe"] == "skipped"
+    single = {**TWO_NODES, "num_nodes": 1, "num_gpus": 1}
+    slurm.ssh("SBATCH", "904\n")
+    assert "nccl_probe" not in verbs.submit(single)["backend"]  # one node: no gate
+
+
+def test_the_one_line_form_runs_the_same_script(capsys):
+    exec(nccl_probe.one_line_python("x = 6 * 7\nprint(f'sum={x}')\n"))
+    assert capsys.readouterr().out == "sum=42\n"
+    assert "\n" not in nccl_probe.probe_command(30)
+

@@ -1,0 +1,81 @@
+"""Spec files and small inputs sent over SSH: names, size caps, {specs} placeholder, checksums."""
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from fakeproc import find_answer
+from taobank import platform, records
+from taobank.errors import TaoError
+from taobank.slurm import uploads, verbs
+
+SPEC = {"network_arch": "dino", "action": "train", "container_runtime": "none", "num_gpus": 1,
+        "command": ["dino", "train", "-e", "{specs}/train.yaml"]}
+
+
+@pytest.mark.parametrize("name", ["../x", "a/b", ".hidden", "-rf", "", "a b", "spec.json"])
+def test_bad_names_are_refused(tmp_path, name):
+    f = tmp_path / "f"
+    f.write_text("x")
+    with pytest.raises(TaoError):
+        uploads.collect({name: str(f)}, what="spec_files")
+
+
+def test_folders_missing_files_and_big_files_are_refused(tmp_path, monkeypatch):
+    with pytest.raises(TaoError, match="not a regular file"):
+        uploads.collect({"d": str(tmp_path)}, what="spec_files")
+    with pytest.raises(TaoError, match="does not exist"):
+        uploads.collect({"x": str(tmp_path / "nope")}, what="spec_files")
+    big = tmp_path / "big"
+    big.write_bytes(b"0" * 2048)
+    monkeypatch.setattr(uploads, "limits", lambda: {"max_file_bytes": 1024, "max_total_bytes": 4096})
+    with pytest.raises(TaoError, match="over the .* upload limit"):
+        uploads.collect({"big": str(big)}, what="spec_files")
+    small = tmp_path / "small"
+    small.write_bytes(b"0" * 1000)
+    with pytest.raises(TaoError, match="in all, over the"):
+        uploads.collect([(f"s{i}", str(small)) for i in range(5)], what="stage")
+
+
+def test_placeholder_is_replaced_and_must_name_an_upload():
+    assert uploads.substitute(["-e", "{specs}/train.yaml", "x={specs}/a.json"], "/j/specs", ["train.yaml", "a.json"]) == \
+        ["-e", "/j/specs/train.yaml", "x=/j/specs/a.json"]
+    with pytest.raises(TaoError, match=r"names \{specs\}/other.yaml but spec_files has no other.yaml"):
+        uploads.substitute(["{specs}/other.yaml"], "/j/specs", ["train.yaml"])
+
+
+def test_submit_uploads_spec_files_in_the_one_staging_command_and_checks_them_there(slurm, tmp_path):
+    train = tmp_path / "train.yaml"
+    train.write_text("train:\n  epochs: 3\n")
+    slurm.ssh("STAGE")
+    slurm.ssh("FIND", find_answer())
+    slurm.ssh("SBATCH", "901\n")
+    view = platform.get("slurm").submit({**SPEC, "spec_files": {"train.yaml": str(train)}}, {})
+    stage = next(c for c in slurm.calls if c.script == "STAGE")
+    digest = hashlib.sha256(train.read_bytes()).hexdigest()
+    assert stage.args[2:] == [f"{digest}  train.yaml"]  # sha256sum -c on the cluster
+    from test_orchestration_slurm import _staged
+
+    files = _staged(stage)
+    jdir = records.load(view.id)["backend"]["job_dir"]
+    assert files["specs/train.yaml"] == "train:\n  epochs: 3\n"
+    assert f"dino train -e {jdir}/specs/train.yaml" in files[f"sbatch/job_{view.id}.sbatch"]
+    assert records.load(view.id)["backend"]["spec_files"] == f"train.yaml={digest}"
+    assert slurm.scripts() == ["STAGE", "FIND", "SBATCH"]  # no extra SSH command for the upload
+
+
+def test_a_command_naming_a_missing_spec_file_is_refused_before_any_cluster_call(slurm):
+    with pytest.raises(TaoError, match="spec_files has no train.yaml"):
+        platform.get("slurm").submit(SPEC, {})
+    assert slurm.calls == [] and records.list_records() == []
+
+
+@pytest.mark.parametrize("dest,match", [("/lustre/x", "cluster URI"), ("lustre:///lustre/../etc", r"'\.\.'"),
+                                        ("s3://bucket/x", "not on the cluster"), ("lustre:///", "not a folder")])
+def test_stage_refuses_bad_destinations_before_connecting(slurm, tmp_path, dest, match):
+    f = tmp_path / "a.pth"
+    f.write_text("x")
+    with pytest.raises(TaoError, match=match):
+        verbs.stage_inputs([str(f)], dest)
+    assert slurm.calls == []
