@@ -63,6 +63,7 @@ def _submit(args: argparse.Namespace) -> int:
 
 
 def _nccl_probe(args: argparse.Namespace) -> int:
+    from taobank import nccl_probe as nccl_core
     from taobank.kubernetes import nccl_probe
     from taobank.kubernetes.kubectl import Kubectl
 
@@ -70,17 +71,7 @@ def _nccl_probe(args: argparse.Namespace) -> int:
                            image=args.image, timeout=args.timeout, force=args.force, interval=args.interval,
                            pod_annotations=args.pod_annotation, node_selector=args.node_selector,
                            max_wait=args.max_wait)
-    ok = out["verdict"] == "ok"
-    if args.json:
-        print_json(out)
-    elif ok:
-        how = f"cached from {out['checked_at']} (job {out['job_id']}; --force re-probes)" if out["cached"] \
-            else f"job {out['job_id']}"
-        print(f"nccl-probe ok on {out['cluster']}: {how}")
-    if not ok:
-        print(f"error: NCCL probe {out['verdict']} on {out['cluster']} (job {out['job_id']}, exit code "
-              f"{out['exit_code']}): {out['advice']}", file=sys.stderr)
-    return 0 if ok else 1
+    return nccl_core.report(out, as_json=args.json)
 
 
 def _preflight(args: argparse.Namespace) -> int:
@@ -136,19 +127,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("--context", help="default: $TAO_K8S_CONTEXT")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_preflight)
-    p = sub.add_parser("nccl-probe", help="2-node NCCL all-reduce under timeout; verdict cached per cluster")
-    p.add_argument("--nodes", type=int, default=2)
-    p.add_argument("--gpus-per-node", type=int, default=1)
-    p.add_argument("--image", help="default: versions.yaml images.nccl_probe")
-    p.add_argument("--timeout", type=int, default=300, help="seconds the all-reduce may take (coreutils timeout)")
-    p.add_argument("--force", action="store_true", help="probe again even if an ok verdict is cached")
-    p.add_argument("--interval", type=float, default=5.0, help="status poll interval")
-    p.add_argument("--max-wait", type=float, help="seconds to wait for the Job before canceling it (default: --timeout + 600)")
+    p = verbcli.add_nccl_probe(sub, "2-node NCCL all-reduce under timeout; verdict cached per cluster")
     p.add_argument("--node-selector", action="append", metavar="KEY=VALUE")
     p.add_argument("--pod-annotation", action="append", metavar="KEY=VALUE")
     p.add_argument("--namespace", help="default: $TAO_K8S_NAMESPACE or 'default'")
     p.add_argument("--context", help="default: $TAO_K8S_CONTEXT")
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=_nccl_probe)
     args = parser.parse_args(argv)
     return args.func(args)

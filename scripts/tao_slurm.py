@@ -122,8 +122,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_nccl_probe(args: argparse.Namespace) -> int:
-    import sys
-
+    from taobank import nccl_probe as nccl_core
     from taobank.slurm import nccl_probe
 
     out = nccl_probe.probe(nodes=args.nodes, gpus=args.gpus_per_node, image=args.image, timeout=args.timeout,
@@ -131,17 +130,7 @@ def cmd_nccl_probe(args: argparse.Namespace) -> int:
                            partition=args.partition, account=args.account, cpus=args.cpus_per_task,
                            nccl_env=parse_kv(args.nccl_env or [], "--nccl-env"), runtime=args.runtime,
                            cluster_name=args.cluster_name)
-    ok = out["verdict"] == "ok"
-    if args.json:
-        print_json(out)
-    elif ok:
-        how = f"cached from {out['checked_at']} (job {out['job_id']}; --force re-probes)" if out["cached"] \
-            else f"job {out['job_id']}"
-        print(f"nccl-probe ok on {out['cluster']}: {how}")
-    if not ok:
-        print(f"error: NCCL probe {out['verdict']} on {out['cluster']} (job {out['job_id']}, exit code "
-              f"{out['exit_code']}): {out['advice']}", file=sys.stderr)
-    return 0 if ok else 1
+    return nccl_core.report(out, as_json=args.json)
 
 
 def cmd_stage(args: argparse.Namespace) -> int:
@@ -227,22 +216,13 @@ def main(argv: list[str]) -> int:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_resume)
 
-    p = sub.add_parser("nccl-probe", help="multi-node NCCL all-reduce under timeout; verdict cached per cluster")
-    p.add_argument("--nodes", type=int, default=2)
-    p.add_argument("--gpus-per-node", type=int, default=1)
+    p = verbcli.add_nccl_probe(sub, "multi-node NCCL all-reduce under timeout; verdict cached per cluster")
     p.add_argument("--cpus-per-task", type=int, default=2)
-    p.add_argument("--image", help="default: versions.yaml images.nccl_probe")
-    p.add_argument("--timeout", type=int, default=300, help="seconds the all-reduce may take (coreutils timeout)")
-    p.add_argument("--force", action="store_true", help="probe again even if an ok verdict is cached")
-    p.add_argument("--interval", type=float, default=5.0, help="status poll interval")
-    p.add_argument("--max-wait", type=float, help="seconds to wait for the job before cancelling it "
-                   "(default: --timeout + 600)")
     p.add_argument("--partition")
     p.add_argument("--account")
     p.add_argument("--runtime", choices=["pyxis", "none"])
     p.add_argument("--cluster-name")
     p.add_argument("--nccl-env", action="append", metavar="KEY=VALUE")
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_nccl_probe)
 
     p = sub.add_parser("stage", help="copy small local files to a cluster folder (lustre:///abs/dir) over SSH")

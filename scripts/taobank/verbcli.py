@@ -207,6 +207,21 @@ def print_submitted(view: core.JobView, args: argparse.Namespace, details: list[
             print(line)
 
 
+def add_nccl_probe(sub: argparse._SubParsersAction, help: str) -> argparse.ArgumentParser:
+    """The nccl-probe options both helpers share; each adds only its platform's placement flags."""
+    p = sub.add_parser("nccl-probe", help=help)
+    p.add_argument("--nodes", type=int, default=2)
+    p.add_argument("--gpus-per-node", type=int, default=1)
+    p.add_argument("--image", help="default: versions.yaml images.nccl_probe")
+    p.add_argument("--timeout", type=int, default=300, help="seconds the all-reduce may take (coreutils timeout)")
+    p.add_argument("--force", action="store_true", help="probe again even if an ok verdict is cached")
+    p.add_argument("--interval", type=float, default=5.0, help="status poll interval")
+    p.add_argument("--max-wait", type=float, help="seconds to wait for the job before cancelling it "
+                   "(default: --timeout + 600)")
+    p.add_argument("--json", action="store_true")
+    return p
+
+
 def add_common(sub: argparse._SubParsersAction, platform: str | None) -> None:
     """status, logs and cancel, identical for every helper."""
     add_status(sub, platform)
