@@ -58,6 +58,9 @@ def _submit(args: argparse.Namespace) -> int:
     gate = str(view.extra.get("gate") or "")
     if gate.startswith(("queued:", "warning:")):  # seen even under --quiet/--json
         print(f"{'note' if gate.startswith('queued') else 'warning'}: {view.id} {gate.split(': ', 1)[1]}", file=sys.stderr)
+    for part in gate.split("; ")[1:]:
+        if part.startswith("warning: "):
+            print(f"warning: {view.id} {part.split(': ', 1)[1]}", file=sys.stderr)
     verbcli.print_submitted(view, args, [f"{how}: uid={view.extra.get('uid')}", f"gate: {gate}"])
     return 0
 
@@ -80,9 +83,9 @@ def _preflight(args: argparse.Namespace) -> int:
     from taobank.kubernetes.kubectl import Kubectl
 
     pvcs = list(args.pvc or [])
-    if args.spec:
-        pvcs += [m["pvc"] for m in specmod.load_file(args.spec).get("mounts") or [] if m.get("pvc")]
-    findings = preflight.run(Kubectl(args.namespace, args.context), pvcs)
+    spec = specmod.load_file(args.spec) if args.spec else {}
+    pvcs += [m["pvc"] for m in spec.get("mounts") or [] if m.get("pvc")]
+    findings = preflight.run(Kubectl(args.namespace, args.context), pvcs, placement=spec)
     if args.json:
         print_json(preflight.as_dicts(findings))
     else:
@@ -122,7 +125,8 @@ def main(argv: list[str]) -> int:
     p = sub.add_parser("preflight", help="cluster reachable, version skew, namespace, can-i create jobs, "
                        "schedulable GPUs, PVCs Bound (exit 1 if something is MISSING)")
     p.add_argument("--pvc", action="append", metavar="CLAIM", help="a PVC the job mounts: must be Bound (repeatable)")
-    p.add_argument("--spec", help="job spec file: check the PVCs its mounts name")
+    p.add_argument("--spec", help="job spec file: check the PVCs its mounts name, count GPUs as its "
+                   "node_selector/tolerations allow")
     p.add_argument("--namespace", help="default: $TAO_K8S_NAMESPACE or 'default'")
     p.add_argument("--context", help="default: $TAO_K8S_CONTEXT")
     p.add_argument("--json", action="store_true")

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from . import fsio, platform, records
+from . import fsio, pins, platform, records
 from .errors import TaoError
 
 CACHE_FILE = "nccl-probe.cache.json"  # the dot keeps it out of list_records (the stem is no record id)
@@ -66,6 +66,23 @@ def save_verdict(platform_name: str, cluster: str, entry: dict) -> None:
     fsio.write_private(cache_path(), json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
+def age_days(entry: dict, now: datetime | None = None) -> float | None:
+    """Days since the verdict was taken (None when the entry carries no readable time)."""
+    try:
+        taken = datetime.strptime(str(entry.get("checked_at")), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return None
+    return ((now or datetime.now(timezone.utc)) - taken).total_seconds() / 86400
+
+
+def fresh_ok(entry: dict | None, now: datetime | None = None) -> bool:
+    """An ``ok`` verdict younger than ``nccl_probe.max_age_days``."""
+    if not entry or entry.get("verdict") != "ok":
+        return False
+    age = age_days(entry, now)
+    return age is not None and age <= float(pins.resolve("nccl_probe.max_age_days"))
+
+
 def verdict_of(result: dict) -> str:
     """ok | hang/timeout | not-run | failed, from a terminal status result."""
     if result["state"] == "COMPLETE":
@@ -103,7 +120,7 @@ def run(platform_name: str, cluster: str, spec: dict, submit: Callable[[dict], s
     ``helper`` is the script name the advice tells the user to run again.
     """
     entry = cached(platform_name, cluster)
-    if entry and entry.get("verdict") == "ok" and not force:
+    if fresh_ok(entry) and not force:
         return {**entry, "cached": True, "cluster": cluster}
     job_id = submit(spec)
     result = wait_terminal(platform_name, job_id, max_wait if max_wait is not None else timeout + WAIT_SLACK_S,
@@ -128,27 +145,16 @@ def require_ok(platform_name: str, cluster: str, *, helper: str, skip: bool) -> 
     Returns what the record keeps (``{"nccl_probe": "ok"|"skipped", ...}``); raises one line otherwise.
     """
     entry = cached(platform_name, cluster)
-    if entry and entry.get("verdict") == "ok":
+    if fresh_ok(entry):
         return {"nccl_probe": "ok", "nccl_probe_job": entry.get("job_id"), "nccl_probe_at": entry.get("checked_at")}
     if skip:
         return {"nccl_probe": "skipped"}
-    seen = f"the last probe said {entry.get('verdict')} (job {entry.get('job_id')})" if entry else "no probe has run"
+    if not entry:
+        seen = "no probe has run"
+    elif entry.get("verdict") == "ok":
+        seen = (f"the last ok probe (job {entry.get('job_id')}, {entry.get('checked_at')}) is older than "
+                f"{pins.resolve('nccl_probe.max_age_days')} days")
+    else:
+        seen = f"the last probe said {entry.get('verdict')} (job {entry.get('job_id')})"
     raise TaoError(f"multi-node jobs on {cluster} need an ok NCCL probe and {seen}: run `{helper} nccl-probe` "
                    "first, or pass --skip-nccl-probe to go on knowingly")
-
-
-def report(out: dict, *, as_json: bool) -> int:
-    """Print a probe result the one way both helpers do; the exit code is 0 only for ``ok``."""
-    from .cli import print_json
-
-    ok = out["verdict"] == "ok"
-    if as_json:
-        print_json(out)
-    elif ok:
-        how = f"cached from {out['checked_at']} (job {out['job_id']}; --force re-probes)" if out["cached"] \
-            else f"job {out['job_id']}"
-        print(f"nccl-probe ok on {out['cluster']}: {how}")
-    if not ok:
-        print(f"error: NCCL probe {out['verdict']} on {out['cluster']} (job {out['job_id']}, exit code "
-              f"{out['exit_code']}): {out['advice']}", file=sys.stderr)
-    return 0 if ok else 1

@@ -18,11 +18,27 @@ def test_paths_named_under_mounts_are_inputs_outputs_are_not():
             "args": ["dino", "train", "-e", "/data/specs/train.yaml", "dataset.root=/data/coco",
                      "results_dir=/results/run1", "output_dir=/data/out", "/etc/hosts", "/data/*.json",
                      "/results/r/{id}/x", "/data/coco"]}
-    assert inputs.paths(spec, "/results/r") == ["/data/coco/annotations.json", "/data/specs/train.yaml", "/data/coco"]
+    found = inputs.paths(spec, "/results/r")
+    assert found.required == ["/data/coco/annotations.json", "/data/specs/train.yaml", "/data/coco"]
+    assert found.possible == []  # the bare /data/coco is already required through dataset.root
     cmd = {"image": "i", "mounts": WS, "command": "cat /data/s.yaml; dino train -e '/data/a b.yaml' > /data/log.txt"}
-    assert inputs.paths(cmd, "/results/x") == ["/data/s.yaml", "/data/a b.yaml"]
+    found = inputs.paths(cmd, "/results/x")
+    assert (found.required, found.possible) == (["/data/a b.yaml"], ["/data/s.yaml"])
     with pytest.raises(TaoError, match="input /elsewhere/x is on no mounted volume"):
         inputs.paths({"image": "i", "mounts": WS, "inputs": ["/elsewhere/x"]}, None)
+
+
+@pytest.mark.parametrize("command,required,possible", [
+    # outputs named as plain words (a results flag, mkdir, tee) are only possible inputs: never refused
+    ("tao model dino train -e /data/t.yaml -r /results/run7", ["/data/t.yaml"], ["/results/run7"]),
+    ("mkdir -p /data/out && python train.py --output_dir /data/out", [], ["/data/out"]),
+    ("python t.py | tee /data/run.log", [], ["/data/run.log"]),
+    ("python t.py --checkpoint-dir /data/ckpt --config /data/c.yaml", ["/data/c.yaml"], ["/data/ckpt"]),
+    ("train spec_file=/data/s.yaml train.checkpoint_dir=/data/ck log_file=/data/l", ["/data/s.yaml"], []),
+])
+def test_only_plain_inputs_are_required(command, required, possible):
+    found = inputs.paths({"image": "i", "mounts": WS, "command": command}, None)
+    assert (found.required, found.possible) == (required, possible)
 
 
 def test_verdict_reads_the_check_output():
@@ -64,3 +80,36 @@ def test_inputs_found_let_the_submit_go_on_and_say_so(fake):
     spec = {"image": "i", "gpus": 1, "mounts": WS, "args": ["dino", "train", "-e", "/data/specs/train.yaml"]}
     view = platform.get("kubernetes").submit(spec, {})
     assert "inputs: 1 path(s) found on the volumes" in view.extra["gate"]
+
+
+def test_a_missing_possible_output_only_warns(fake):
+    _cluster(fake, "ok /data/specs/train.yaml\nmissing /data/out\n")
+    spec = {"image": "i", "gpus": 1, "mounts": WS,
+            "command": "mkdir -p /data/out && dino train -e /data/specs/train.yaml"}
+    view = platform.get("kubernetes").submit(spec, {})
+    assert "warning: not found on the volumes: /data/out (the command names them" in view.extra["gate"]
+    assert "; " not in view.extra["gate"].split("warning: ", 1)[1]  # the helper shows it as one warning
+    assert view.state == "PENDING"
+
+
+def test_a_helper_pod_that_cannot_run_warns_instead_of_blocking(fake, monkeypatch):
+    from taobank.kubernetes import volume_job
+
+    def stuck(*a, **k):
+        raise TaoError("checking the inputs on the volumes: the helper Job tao-vol-1 did not finish in 120s "
+                       "(ImagePullBackOff)")
+    monkeypatch.setattr(volume_job, "run", stuck)
+    _cluster(fake, "")
+    spec = {"image": "i", "gpus": 1, "mounts": WS, "args": ["dino", "train", "-e", "/data/specs/train.yaml"]}
+    view = platform.get("kubernetes").submit(spec, {})
+    assert "warning: inputs not checked (checking the inputs" in view.extra["gate"] and "--no-input-check" in \
+        view.extra["gate"]
+
+
+def test_no_input_check_skips_the_helper_and_its_permissions(fake):
+    _cluster(fake, "missing /data/specs/train.yaml\n")
+    spec = {"image": "i", "gpus": 1, "mounts": WS, "check_inputs": False,
+            "args": ["dino", "train", "-e", "/data/specs/train.yaml"]}
+    view = platform.get("kubernetes").submit(spec, {})
+    assert "inputs" not in view.extra["gate"]
+    assert [c.words[2:4] for c in fake.kubectl_calls("auth", "can-i")] == [["create", "jobs"]]

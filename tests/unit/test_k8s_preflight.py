@@ -67,3 +67,14 @@ def test_spec_mounts_name_the_pvcs_and_no_node_permission_warns(fake, cli, tmp_p
     spec.write_text("image: i\ncommand: c\nmounts: [{pvc: ws, mount_path: /results}]\n")
     out = cli("tao_k8s.py", "preflight", "--spec", str(spec))
     assert out.rc == 0 and "OK: PVC ws is Bound" in out.out and "WARN: you may not list nodes" in out.out, out
+
+
+def test_gpu_figure_follows_the_spec_tolerations_like_the_submit_gate(fake, cli, tmp_path):
+    taint = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+    cluster(fake, nodes=[node("a", taints=taint), node("b", taints=taint)])
+    out = cli("tao_k8s.py", "preflight")
+    assert "no schedulable nvidia.com/gpu of 16 allocatable" in out.out
+    spec = tmp_path / "job.yaml"
+    spec.write_text("image: i\ntolerations:\n- {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}\n")
+    out = cli("tao_k8s.py", "preflight", "--spec", str(spec))
+    assert out.rc == 0 and "OK: schedulable nvidia.com/gpu: 16 on 2 node(s)" in out.out, out

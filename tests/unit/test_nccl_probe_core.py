@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -41,10 +42,25 @@ def test_a_damaged_cache_reads_as_empty(state_dir):
     assert nccl_probe.load_cache() == {}
 
 
+def _stamp(t: datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_an_ok_verdict_expires_after_the_pinned_age(state_dir):
+    days = float(nccl_probe.pins.resolve("nccl_probe.max_age_days"))
+    old = _stamp(datetime.now(timezone.utc) - timedelta(days=days + 1))
+    nccl_probe.save_verdict("kubernetes", "c@s", {"verdict": "ok", "job_id": "j7", "checked_at": old})
+    with pytest.raises(TaoError, match=f"the last ok probe \\(job j7, {old}\\) is older than"):
+        nccl_probe.require_ok("kubernetes", "c@s", helper="tao_k8s.py", skip=False)
+    assert not nccl_probe.fresh_ok({"verdict": "ok", "checked_at": "not a time"})
+    assert nccl_probe.fresh_ok({"verdict": "ok", "checked_at": _stamp(datetime.now(timezone.utc))})
+
+
 def test_gate_passes_on_a_cached_ok_for_this_cluster_only(state_dir):
-    nccl_probe.save_verdict("slurm", "login@site", {"verdict": "ok", "job_id": "j1", "checked_at": "T"})
+    now = _stamp(datetime.now(timezone.utc))
+    nccl_probe.save_verdict("slurm", "login@site", {"verdict": "ok", "job_id": "j1", "checked_at": now})
     assert nccl_probe.require_ok("slurm", "login@site", helper="tao_slurm.py", skip=False) == {
-        "nccl_probe": "ok", "nccl_probe_job": "j1", "nccl_probe_at": "T"}
+        "nccl_probe": "ok", "nccl_probe_job": "j1", "nccl_probe_at": now}
     with pytest.raises(TaoError, match="no probe has run: run `tao_k8s.py nccl-probe` first"):
         nccl_probe.require_ok("kubernetes", "login@site", helper="tao_k8s.py", skip=False)
     with pytest.raises(TaoError, match="no probe has run"):

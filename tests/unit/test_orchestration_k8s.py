@@ -119,7 +119,9 @@ def test_multi_node_needs_an_ok_nccl_verdict_or_a_recorded_skip(fake, cli):
     assert skipped.rc == 0, skipped
     view = json.loads(skipped.out)
     assert records.load(view["id"])["backend"]["nccl_probe"] == "skipped" and "NCCL probe skipped" in view["gate"]
-    nccl_probe.save_verdict("kubernetes", "lab@https://k", {"verdict": "ok", "job_id": "p-2", "checked_at": "T"})
+    nccl_probe.save_verdict("kubernetes", "lab@https://k", {"verdict": "ok", "job_id": "p-2",
+                                                             "checked_at": nccl_probe.datetime.now(
+                                                                 nccl_probe.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")})
     ok = cli(*argv, "--json")
     assert ok.rc == 0, ok
     rec = records.load(json.loads(ok.out)["id"])

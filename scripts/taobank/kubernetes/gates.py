@@ -129,7 +129,9 @@ def check_capacity(figures: list[NodeGPUs], gpus_per_node: int, nodes: int = 1, 
     if require_free:
         raise TaoError(f"insufficient free GPUs now (--require-free): need {want} free, {len(free_now)} have it; "
                        f"{summary}. Submit without --require-free to queue, or wait")
-    return (f"queued: the GPUs are busy, the Job waits until {want} free up ({len(free_now)} now); {summary}")
+    gang = (" (multi-node: pods that start first hold their GPUs while they wait for the rest, "
+            "--require-free refuses instead)") if nodes > 1 else ""
+    return f"queued: the GPUs are busy, the Job waits until {want} free up ({len(free_now)} now){gang}; {summary}"
 
 
 _VERSION = re.compile(r"v?(\d+)\.(\d+)")

@@ -1,61 +1,84 @@
-"""Inputs checked before GPUs are spent: the paths a job names on its volumes must exist.
+"""Inputs checked before GPUs are spent: the paths a job reads from its volumes must exist.
 
 The agent's machine cannot see a PVC, so a short GPU-less Job mounting the
-same volumes runs ``test -e`` on each path (as SLURM's submit does over SSH)
-and submit refuses with the list of the missing ones. The paths are the
-spec's ``inputs`` plus every absolute path the command names (``-e
-/workspace/specs/train.yaml``, ``dataset.root=/data/coco``) that lies under a
-mount, except outputs: paths in the job's results folder and values of keys
-that name an output (``results_dir=``, ``output_dir=``).
+same volumes runs ``test -e`` on each path (as SLURM's submit does over SSH).
+A command names outputs as readily as inputs (``-r /workspace/results``,
+``mkdir -p /workspace/out``), so only paths that are plainly inputs refuse
+the submit: the spec's ``inputs``, the word after an input flag (``-e``,
+``--spec``, ``--config``, ``--data-dir``...) and values of input keys
+(``dataset.root=``, ``spec_file=``). Other absolute paths under a mount are
+checked too, but a missing one is only reported: it may be an output.
 """
 from __future__ import annotations
 
 import re
 import shlex
+from dataclasses import dataclass
 
 from ..errors import TaoError
 from ..paths import is_under
 
-_OUTPUT_KEY = re.compile(r"(result|output)", re.IGNORECASE)
+_OUTPUT_KEY = re.compile(r"(result|output|log|save|checkpoint_dir|ckpt_dir)", re.IGNORECASE)
+_INPUT_KEY = re.compile(r"(spec|config|dataset|data_?(root|dir|path|file)|annotation|label|image_dir|pretrain|"
+                        r"resume|inputs?$)", re.IGNORECASE)
+_INPUT_FLAGS = frozenset({"-e", "--experiment_spec", "--experiment_spec_file", "--experiment-spec", "--spec",
+                          "--spec-file", "--spec_file", "--config", "--config-file", "--config_file", "--data",
+                          "--dataset", "--data-dir", "--data_dir", "--data-root", "--data_root", "--inputs"})
 _NOT_A_PATH = re.compile(r"[*?\[\]$`{}]")  # globs and shell expansions: the check cannot name them
+_REDIRECTS = (">", ">>", "&>", ">|")
 #: One line per path: "ok PATH" or "missing PATH".
 CHECK_SCRIPT = 'for p in "$@"; do if [ -e "$p" ]; then echo "ok $p"; else echo "missing $p"; fi; done'
 
 
-def _tokens(spec: dict) -> list[str]:
+@dataclass
+class Inputs:
+    """``required``: a missing one refuses the submit; ``possible``: a missing one is reported only."""
+
+    required: list[str]
+    possible: list[str]
+
+    @property
+    def all(self) -> list[str]:
+        return self.required + self.possible
+
+
+def _words(spec: dict) -> list[str]:
     if spec.get("args"):
         return list(spec["args"])
     lex = shlex.shlex(spec.get("command") or "", posix=True, punctuation_chars=True)
     lex.whitespace_split = True
     try:
-        words = list(lex)
+        return list(lex)
     except ValueError:  # unbalanced quotes: the shell will say so; nothing to check here
         return []
-    # shell operators are not paths, and what follows a redirection (> file) is an output
-    return [w for i, w in enumerate(words) if not set(w) <= set(";&|<>()")
-            and not (i and words[i - 1] in (">", ">>", "&>", ">|"))]
 
 
-def paths(spec: dict, results_folder: str | None) -> list[str]:
-    """The input paths of ``spec`` to check, in order, each once."""
+def paths(spec: dict, results_folder: str | None) -> Inputs:
+    """The paths of ``spec`` to check, each once, split into required and possible inputs."""
     roots = [m["mount_path"] for m in spec.get("mounts") or []]
     for p in spec.get("inputs") or []:
         if not any(is_under(p, r) for r in roots):
             raise TaoError(f"input {p} is on no mounted volume (mounted: {', '.join(roots) or 'none'}): mount it "
                            "(--pvc-mount CLAIM:PATH) or fix the path")
-    out = list(spec.get("inputs") or [])
-    for tok in _tokens(spec):
-        key, sep, value = tok.partition("=")
-        cand = value if sep and not key.startswith("/") else tok
+    required = list(spec.get("inputs") or [])
+    possible: list[str] = []
+    words = _words(spec)
+    for i, word in enumerate(words):
+        before = words[i - 1] if i else ""
+        if set(word) <= set(";&|<>()") or before in _REDIRECTS:
+            continue  # shell operators are no paths; what follows a redirection is an output
+        key, sep, value = word.partition("=")
+        cand = value if sep and not key.startswith("/") else word
         if sep and _OUTPUT_KEY.search(key):
             continue
-        if not cand.startswith("/") or _NOT_A_PATH.search(cand):
+        if not cand.startswith("/") or _NOT_A_PATH.search(cand) or not any(is_under(cand, r) for r in roots):
             continue
         if results_folder and is_under(cand, results_folder):
             continue
-        if any(is_under(cand, r) for r in roots):
-            out.append(cand)
-    return list(dict.fromkeys(out))
+        input_key = bool(sep) and not key.startswith("/") and bool(_INPUT_KEY.search(key))
+        (required if before in _INPUT_FLAGS or input_key else possible).append(cand)
+    required = list(dict.fromkeys(required))
+    return Inputs(required, [p for p in dict.fromkeys(possible) if p not in required])
 
 
 def verdict(wanted: list[str], output: str) -> tuple[list[str], list[str]]:
@@ -69,19 +92,31 @@ def verdict(wanted: list[str], output: str) -> tuple[list[str], list[str]]:
 
 
 def check(kube, spec: dict, results_folder: str | None) -> str:
-    """Refuse when a named input is missing; the line for the gate report otherwise."""
+    """Refuse when a required input is missing; the line for the gate report otherwise (``warning: ...``,
+    free of ``; `` so the helper can show it on its own, when the check could not run or a path that may be
+    an output was not found)."""
     from . import volume_job
 
-    wanted = paths(spec, results_folder)
+    found = paths(spec, results_folder)
+    wanted = found.all
     if not wanted:
         return "inputs: none named on a mounted volume"
-    code, output = volume_job.run(kube, spec, ["/bin/sh", "-c", CHECK_SCRIPT, "tao-inputs", *wanted],
-                                  purpose="checking the inputs on the volumes")
+    try:
+        code, output = volume_job.run(kube, spec, ["/bin/sh", "-c", CHECK_SCRIPT, "tao-inputs", *wanted],
+                                      purpose="checking the inputs on the volumes")
+    except TaoError as exc:  # a helper pod that cannot run must not block every submit
+        return (f"warning: inputs not checked ({exc}), submit with --no-input-check to skip the check, "
+                "or fix what kept the helper pod from running")
     missing, unchecked = verdict(wanted, output)
-    if missing:
-        raise TaoError(f"input path(s) missing on the job's volumes: {', '.join(missing)} (checked by a GPU-less "
-                       "pod mounting the same volumes): fix the paths or put the data there, then submit again")
+    refused = [p for p in missing if p in found.required]
+    if refused:
+        raise TaoError(f"input path(s) missing on the job's volumes: {', '.join(refused)} (checked by a GPU-less "
+                       "pod mounting the same volumes): fix the paths or put the data there, then submit again "
+                       "(--no-input-check skips the check)")
     if unchecked:
         return (f"inputs: {len(unchecked)} of {len(wanted)} path(s) not checked (the check pod printed nothing, "
                 f"exit {code}: a node that runs no containers?)")
+    if missing:
+        return (f"warning: not found on the volumes: {', '.join(missing)} (the command names them, fine if the job "
+                f"creates them), {len(wanted) - len(missing)} other path(s) found")
     return f"inputs: {len(wanted)} path(s) found on the volumes"

@@ -50,8 +50,12 @@ def version_findings(version_json: dict) -> list[Finding]:
     return out
 
 
-def gpu_finding(nodes: list[dict]) -> Finding:
-    figures = gates.node_gpus(nodes, [])
+def gpu_finding(nodes: list[dict], placement: dict | None = None) -> Finding:
+    """GPUs on the nodes a job may use: schedulable, and matching ``placement``'s node_selector/tolerations
+    (a job spec's) as the submit gate counts them."""
+    placement = placement or {}
+    figures = gates.node_gpus(nodes, [], node_selector=placement.get("node_selector"),
+                              tolerations=placement.get("tolerations"))
     usable = [f for f in figures if f.usable]
     total = sum(f.allocatable for f in figures)
     schedulable = sum(f.allocatable for f in usable)
@@ -85,7 +89,7 @@ def pvc_finding(kube: Kubectl, claim: str) -> Finding:
     return Finding("OK", "pvc", f"PVC {claim} is Bound")
 
 
-def run(kube: Kubectl, pvcs: list[str] | tuple[str, ...] = ()) -> list[Finding]:
+def run(kube: Kubectl, pvcs: list[str] | tuple[str, ...] = (), placement: dict | None = None) -> list[Finding]:
     """Every check, in order; stops after an unreachable cluster (the rest would only repeat it)."""
     import json
 
@@ -108,7 +112,7 @@ def run(kube: Kubectl, pvcs: list[str] | tuple[str, ...] = ()) -> list[Finding]:
         out.append(Finding("MISSING", "rbac", f"you may not create jobs in namespace {kube.namespace}: ask for a "
                            "Role that allows it or pick another namespace"))
     try:
-        out.append(gpu_finding(kube.items("nodes", what="kubectl get nodes")))
+        out.append(gpu_finding(kube.items("nodes", what="kubectl get nodes"), placement))
     except TaoError as exc:
         if "forbidden" not in str(exc).lower():
             raise

@@ -119,12 +119,15 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def failure_policy() -> dict:
+def failure_policy(multinode: bool = False) -> dict:
     """podFailurePolicy: a disruption (drain, preemption, eviction) counts towards backoffLimit and the pod
     is replaced; a non-zero exit of any container fails the Job at once (a bug does not run again).
-    The disruption rule comes first: an evicted container's own exit code (137, 143) is not its fault."""
+    The disruption rule comes first: an evicted container's own exit code (137, 143) is not its fault.
+    Multi-node: a replaced rank cannot rejoin ranks stuck in a collective (they would hang until the NCCL
+    timeout and then fail anyway), so a disruption fails the Job at once and says so."""
     return {"rules": [
-        {"action": "Count", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+        {"action": "FailJob" if multinode else "Count",
+         "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
         {"action": "FailJob", "onExitCodes": {"operator": "NotIn", "values": [0]}},
     ]}
 
@@ -352,8 +355,8 @@ def build_context(
         "selector": {JOB_LABEL: job_id},
         "nodes": nodes,
         "master_port": int(spec.get("master_port") or pins.resolve("kubernetes.master_port")),
-        "backoff_limit": int(pins.resolve("kubernetes.disruption_retries")) if retry_disruptions else 0,
-        "pod_failure_policy": failure_policy() if retry_disruptions else None,
+        "backoff_limit": int(pins.resolve("kubernetes.disruption_retries")) if retry_disruptions and nodes == 1 else 0,
+        "pod_failure_policy": failure_policy(nodes > 1) if retry_disruptions else None,
         "ttl_seconds_after_finished": int(
             spec["ttl_seconds_after_finished"] if spec.get("ttl_seconds_after_finished") is not None
             else pins.resolve("kubernetes.ttl_seconds_after_finished")

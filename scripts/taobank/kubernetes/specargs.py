@@ -39,6 +39,8 @@ def spec_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ttl", type=int, dest="ttl_seconds_after_finished", help="ttlSecondsAfterFinished")
     parser.add_argument("--active-deadline", type=int, dest="active_deadline_seconds")
     parser.add_argument("--image-pull-secret", help="name of a pull secret already in the namespace")
+    parser.add_argument("--no-input-check", action="store_false", default=None, dest="check_inputs",
+                        help="skip the GPU-less pod that checks the job's input paths before submit")
 
 
 def spec_from_args(args: argparse.Namespace) -> dict:
@@ -49,7 +51,7 @@ def spec_from_args(args: argparse.Namespace) -> dict:
 
     spec: dict = specmod.load_file(args.spec) if args.spec else {}
     for key in ("image", "command", "network_arch", "action", "results_dir", "storage_tier", "gpus", "nodes",
-                "cpu", "memory", "ttl_seconds_after_finished", "active_deadline_seconds", "image_pull_secret", "results_exact", "no_results"):
+                "cpu", "memory", "ttl_seconds_after_finished", "active_deadline_seconds", "image_pull_secret", "results_exact", "no_results", "check_inputs"):
         value = getattr(args, key, None)
         if value is not None:
             spec[key] = value

@@ -129,8 +129,14 @@ def version_gate(kube: Kubectl, nodes: int) -> tuple[bool, str]:
         gates.check_version(found, pins.resolve("kubernetes.min_version_multinode"))
     retry = gates.at_least(found, pins.resolve("kubernetes.min_version_pod_failure_policy"))
     limit = int(pins.resolve("kubernetes.disruption_retries"))
-    line = (f"pod disruptions (drain, preemption, eviction) retried up to {limit} times, a non-zero exit fails at "
-            "once" if retry else f"server {found[0]}.{found[1]} has no podFailurePolicy: no retry (backoffLimit 0)")
+    if not retry:
+        line = f"server {found[0]}.{found[1]} has no podFailurePolicy: no retry (backoffLimit 0)"
+    elif nodes > 1:
+        line = ("a pod disruption (drain, preemption, eviction) fails the multi-node Job at once (a replaced rank "
+                "cannot rejoin the others), as does a non-zero exit")
+    else:
+        line = (f"pod disruptions (drain, preemption, eviction) retried up to {limit} times, a non-zero exit fails "
+                "at once")
     return retry, line
 
 
@@ -250,7 +256,7 @@ def submit(
                                    else f"ok (job {nccl.get('nccl_probe_job')}, {nccl.get('nccl_probe_at')})")
     from . import inputs as inputsmod
 
-    input_paths = inputsmod.paths(spec, results_plan.pod_folder)
+    input_paths = inputsmod.paths(spec, results_plan.pod_folder).all if spec.get("check_inputs", True) else []
     permission_gate(kube, needed_permissions(spec, creds=bool(creds or ngc_key), config=bool(config),
                                              inputs=bool(input_paths)))
     preview = render.render_manifests(spec, job_id="spec-check", namespace=kube.namespace,

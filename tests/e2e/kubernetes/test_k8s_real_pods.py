@@ -293,18 +293,29 @@ def test_logs_survive_the_ttl_with_nobody_polling(k8s):
 
 
 def test_missing_inputs_on_the_volume_are_refused_before_any_gpu_or_record(k8s):
-    """A GPU-less pod mounting the same PVC runs test -e on what the command names; missing ones are listed."""
+    """A GPU-less pod mounting the same PVC runs test -e on what the command names: a missing input (after -e,
+    a dataset key) refuses with the list; a missing path that may be an output (mkdir -p) only warns."""
     here = f"inputs-{secrets.token_hex(3)}"
     (lk.state_root() / "pv" / here).mkdir()
     (lk.state_root() / "pv" / here / "train.yaml").write_text("epochs: 1\n")
-    cmd = f"cat /results/{here}/train.yaml; ls /results/{here}/coco"
+    cmd = (f"set -- -e /results/{here}/train.yaml dataset.root=/results/{here}/coco; cat /results/{here}/train.yaml; "
+           f"ls /results/{here}/coco; mkdir -p /results/{here}/out")
     proc = k8s.tao("submit", "--image", BUSYBOX, *BASE, "--gpus", "1", "--command", cmd, check=False)
     assert proc.returncode == 1, proc.stdout
     assert f"input path(s) missing on the job's volumes: /results/{here}/coco (checked" in proc.stderr, proc.stderr
     assert not list(Path(k8s.env["TAO_STATE_DIR"]).glob("*.json"))
     (lk.state_root() / "pv" / here / "coco").mkdir()
-    out, st = run_to_end(k8s, "--gpus", "1", "--command", cmd)
-    assert "inputs: 2 path(s) found on the volumes" in out["gate"] and st["state"] == "COMPLETE", (out, st)
+    proc = k8s.tao("submit", "--json", "--image", BUSYBOX, *BASE, "--gpus", "1", "--command", cmd)
+    out = json.loads(proc.stdout)
+    k8s.ids.append(out["id"])
+    assert f"warning: {out['id']} not found on the volumes: /results/{here}/out (the command names them" \
+        in proc.stderr, proc.stderr
+    assert "2 other path(s) found" in out["gate"]
+    st = k8s.wait(out["id"], terminal, timeout=150)
+    assert st["state"] == "COMPLETE", st
+    # --no-input-check: no helper pod, the gate says nothing about inputs
+    out2, st2 = run_to_end(k8s, "--gpus", "1", "--no-input-check", "--command", f"ls /results/{here}/coco")
+    assert "inputs" not in out2["gate"] and st2["state"] == "COMPLETE", (out2, st2)
 
 
 def test_args_name_the_job_folder_with_kubernetes_var_expansion_as_the_skill_shows(k8s):
