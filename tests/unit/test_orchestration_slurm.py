@@ -554,3 +554,39 @@ def test_logs_show_the_conversion_log_of_a_job_that_waited_for_one(slurm):
     logs = platform.logs("slurm", rec["id"], tail=3)
     conv = records.load(rec["id"])["backend"]["convert_log"]
     assert list(logs.sections)[0] == conv and logs.sections[conv] == "line 6\nline 7\nline 8\n"
+
+
+def test_a_status_retry_of_a_self_retrying_job_keeps_its_self_retry(slurm):
+    """NODE_FAIL never reaches the footer: the poller resubmits the same script, footer included, so the
+    new record must still read retries.jsonl and cancel by name."""
+    rec = records.mark(slurm_record()["id"], "RUNNING", backend={"self_retry": True, "infra_retries": True})
+    slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], NODE_FAIL, "0:0")]))
+    slurm.ssh("FIND", find_answer())
+    slurm.ssh("SBATCH", "102\n")
+    verbs.refresh([records.load(rec["id"])])
+    (retry,) = children(rec["id"])
+    assert retry["backend"]["self_retry"] is True and retry["backend"]["infra_retries"] is True
+    # the retry's own footer resubmitted it: status follows the hop and never resubmits a second job
+    hops = rec["backend"]["staged_dir"] + "/meta/retries.jsonl"
+    line = '{"from":"102","next":"103","attempt":1,"failed_on":"node3","excluded":"node3"}\n'
+    slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("102", retry["id"], "FAILED", "1:0")], markers={hops: line}))
+    verbs.refresh([records.load(retry["id"])])
+    assert records.load(retry["id"])["backend"]["slurm_job_id"] == "103" and slurm.count("SBATCH") == 1
+    slurm.ssh("scancel", "")
+    slurm.ssh("CANCEL_NAME", "")
+    platform.get("slurm").cancel_one(records.load(retry["id"]), {})
+    assert slurm.calls[-1].script == "CANCEL_NAME" and slurm.calls[-1].args == [retry["id"]]
+
+
+def test_a_retry_hop_seen_from_unknown_is_not_an_illegal_transition(slurm):
+    rec = _self_retrying(slurm)
+    records.mark(rec["id"], "UNKNOWN", message="lost contact")
+    other = _self_retrying(slurm)
+    hops = rec["backend"]["staged_dir"] + "/meta/retries.jsonl"
+    line = '{"from":"101","next":"102","attempt":1,"failed_on":"node3","excluded":"node3"}\n'
+    slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], "FAILED", "1:0"),
+                                           sacct_row("101", other["id"], "RUNNING")], markers={hops: line}))
+    out = {r["id"]: r for r in verbs.refresh([records.load(rec["id"]), records.load(other["id"])])}
+    assert out[rec["id"]]["state"] == "UNKNOWN" and out[rec["id"]]["backend"]["slurm_job_id"] == "102"
+    assert "resubmitted itself as SLURM job 102" in out[rec["id"]]["message"]
+    assert out[other["id"]]["state"] == "RUNNING"  # the rest of the sweep is still observed

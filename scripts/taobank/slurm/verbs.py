@@ -473,7 +473,9 @@ def refresh(recs: list[dict], *, conn: Connection | None = None, retry: bool = T
         if moved:
             jid, name = moved["next"], r["backend"].get("job_name") or r["id"]
             # backend_ref stays the first SLURM job (a record's ref is bound once); slurm_job_id is the live one
-            out[r["id"]] = records.mark(r["id"], "PENDING", source="poller", message=v.message,
+            # from UNKNOWN the table allows no PENDING: the job ran (it failed and resubmitted itself)
+            hop_state = "UNKNOWN" if r["state"] == "UNKNOWN" else "PENDING"
+            out[r["id"]] = records.mark(r["id"], hop_state, source="poller", message=v.message,
                                         backend={"slurm_job_id": jid, "log_dir": _log_dir(backend_of(r), name, jid),
                                                  "self_retries": moved["attempt"], "excluded_nodes": moved["excluded"],
                                                  "slurm_state": "REQUEUED"})
@@ -525,7 +527,9 @@ def resubmit(conn: Connection, failed: dict) -> dict:
                               description=failed.get("description"),
                               backend={k: b[k] for k in ("backend_type", "partition", "cluster_name", "container_runtime")
                                        if b.get(k) is not None})
-    backend = {k: b[k] for k in ("results_dir", "script", "staged_secrets") if k in b}
+    # the same staged script, so the same footer: self_retry decides whether retries.jsonl is read and
+    # whether cancel stops every job of the name; infra_retries whether this verb may resubmit again
+    backend = {k: b[k] for k in ("results_dir", "script", "staged_secrets", "self_retry", "infra_retries") if k in b}
     backend["staged_dir"] = _job_dir(b)  # the same staged folder; job_dir comes with the new sbatch answer
     backend.update({"job_name": rec["id"], "login_host": conn.host.entry if conn.host else b.get("login_host")})
     records.mark(rec["id"], "PENDING", message=f"infrastructure retry of {failed['id']}", backend=backend)
