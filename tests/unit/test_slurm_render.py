@@ -156,8 +156,10 @@ def test_the_job_resubmits_itself_only_with_requeue_and_checks_its_log_with_the_
     from taobank import failures
 
     text = render.render(make(self_retries=3))
-    assert f"grep -qP -- {shlex.quote(failures.pcre())} <<< \"$tail_text\" || return 1" in text
-    assert '[ "$n" -gt 3 ]' in text and 'sbatch --parsable --hold --exclude="$excl"' in text
+    pcre = failures.pcre(exclude=failures.REQUEUED_BY_SLURM)
+    assert f"grep -qP -- {shlex.quote(pcre)} <<< \"$tail_text\" || return 1" in text
+    assert "NODE FAILURE" not in pcre and "PREEMPTION" not in pcre and "Xid" in pcre  # SLURM requeues those itself
+    assert '[ "$n" -gt 3 ]' in text and 'args+=(--exclude="$excl")' in text
     assert 'TAO_SCRIPT="$TAO_JOB_DIR"/sbatch/job_dino-train-1a2b3c4d.sbatch' in text
     assert text.index("if tao_retry; then") < text.index('> "$TAO_MARKER.tmp"')  # no exit marker for a resubmitted run
     plain = render.render(make())

@@ -163,7 +163,7 @@ def script_input(p: Mapping[str, Any], job_id: str, image: str | None) -> render
                                    [u.name for u in p["spec_files"]]),
         resources=p["resources"], runtime=p["runtime"], image=image,
         container_mounts=p["mounts"],
-        env=p["env"], nccl_env=p["nccl_env"], has_credentials=bool(p["secrets"]),
+        env=p["env"], nccl_env=p["nccl_env"], has_credentials=bool(p["secrets"]), secret_names=tuple(p["secrets"]),
         dataset_root=p["dataset_root"], master_port=p["master_port"],
         self_retries=max_retries() if p["resources"].requeue and p["spec"].get("infra_retries", True) else 0)
 
