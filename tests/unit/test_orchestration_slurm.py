@@ -590,3 +590,12 @@ def test_a_retry_hop_seen_from_unknown_is_not_an_illegal_transition(slurm):
     assert out[rec["id"]]["state"] == "UNKNOWN" and out[rec["id"]]["backend"]["slurm_job_id"] == "102"
     assert "resubmitted itself as SLURM job 102" in out[rec["id"]]["message"]
     assert out[other["id"]]["state"] == "RUNNING"  # the rest of the sweep is still observed
+
+
+def test_a_self_retrying_job_stopped_at_its_deadline_is_error_and_never_resubmitted(slurm):
+    rec = _self_retrying(slurm)
+    slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], "DEADLINE", "0:0")]))
+    slurm.ssh("TAIL_FILES", lambda call: ok(f"@@file {call.args[1]}\nNVRM: Xid (PCI:0000:3b:00): 79\n"))
+    (view,) = platform.get("slurm").observe([records.load(rec["id"])])
+    assert view.state == "ERROR" and "stopped at its deadline" in view.message and "did not resubmit" not in view.message
+    assert children(rec["id"]) == [] and slurm.count("SBATCH") == 0

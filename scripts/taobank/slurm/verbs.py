@@ -482,7 +482,9 @@ def refresh(recs: list[dict], *, conn: Connection | None = None, retry: bool = T
             continue
         message, retry_now, chain_continues = v.message, False, False
         # NODE_FAIL/BOOT_FAIL: the job's own footer never ran, so only this verb can resubmit it
-        if new_state == "ERROR" and v.retry and r["backend"].get("self_retry") and v.slurm_state not in st.INFRA_STATES:
+        if new_state == "ERROR" and v.retry and r["backend"].get("self_retry") and v.slurm_state == "DEADLINE":
+            message += "; stopped at its deadline (its own retry check never ran): not resubmitted"
+        elif new_state == "ERROR" and v.retry and r["backend"].get("self_retry") and v.slurm_state not in st.INFRA_STATES:
             message += "; the job did not resubmit itself (retry limit reached, or sbatch refused on the node: see main.out)"
         elif new_state == "ERROR" and v.retry and retry and r["backend"].get("infra_retries", True):
             if _chain_attempt(r) > max_retries():
