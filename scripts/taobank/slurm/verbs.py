@@ -53,8 +53,8 @@ def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None, *, need_
     mount_list = ""
     if runtime == "pyxis":
         extra = spec.get("container_mounts") or resources.defaults()["container_mounts"]
-        mount_list = mounts.text(mounts.derive([("results base", base)] + [("input", r) for r in required],
-                                               mounts.parse(extra)))
+        mount_list = mounts.text(mounts.derive([("input", r) for r in required], mounts.parse(extra),
+                                               write=[("results base", base)]))
     env_vars, nccl_env = storage.check_env(spec.get("env"), spec.get("nccl_env"))
     names = spec.get("secrets") or []
     secret_values = storage.collect_secrets(names, env) if need_secrets else {n: "" for n in names}
