@@ -599,3 +599,41 @@ def test_a_self_retrying_job_stopped_at_its_deadline_is_error_and_never_resubmit
     (view,) = platform.get("slurm").observe([records.load(rec["id"])])
     assert view.state == "ERROR" and "stopped at its deadline" in view.message and "did not resubmit" not in view.message
     assert children(rec["id"]) == [] and slurm.count("SBATCH") == 0
+
+
+def test_the_conversion_is_held_until_the_training_job_exists_and_released_by_its_sbatch(slurm):
+    from taobank.slurm import remote
+
+    assert "sbatch --parsable --hold" in remote.CONVERT
+    # the training sbatch releases the conversion ($4) only after its own job was created and released
+    assert remote.SBATCH.index('scontrol release "$4"') > remote.SBATCH.index('scontrol release "$jid"')
+    assert 'scontrol release "$4"' in remote.ADOPT
+
+
+def test_a_refused_training_sbatch_cancels_the_held_conversion(slurm):
+    slurm.ssh("MISSING", lambda call: ok(call.args[-1] + "\n"))
+    slurm.ssh("STAGE")
+    slurm.ssh("CONVERT", "900\n")
+    slurm.ssh("FIND", find_answer())
+    slurm.ssh("SBATCH", ok("", rc=3, stderr="sbatch: error: Invalid generic resource (gres) specification"))
+    slurm.ssh("scancel", "")
+    with pytest.raises(TaoError, match=r"Invalid generic resource.*image conversion job 900 cancelled"):
+        platform.get("slurm").submit(PYXIS, {})
+    assert [c.words for c in slurm.of("ssh") if c.words[:1] == ["scancel"]] == [["scancel", "900"]]
+    (rec,) = records.list_records("slurm")
+    assert rec["state"] == "ERROR" and "image conversion job 900 cancelled" in rec["message"]
+
+
+def test_a_lost_training_answer_is_adopted_and_the_adoption_releases_the_conversion(slurm):
+    slurm.ssh("MISSING", lambda call: ok(call.args[-1] + "\n"))
+    slurm.ssh("STAGE")
+    slurm.ssh("CONVERT", "900\n")
+    slurm.ssh("FIND", lambda call: ok(find_answer(squeue=[squeue_row("901", "PENDING", call.args[0], "JobHeldUser")])))
+    slurm.ssh("FIND", find_answer(), times=1)  # nothing by that name before the sbatch
+    slurm.ssh("SBATCH", "")  # the answer was lost
+    slurm.ssh("ADOPT")
+    view = platform.get("slurm").submit(PYXIS, {})
+    assert records.load(view.id)["backend"]["slurm_job_id"] == "901"
+    assert next(c for c in slurm.calls if c.script == "ADOPT").args[1:] == [
+        records.load(view.id)["backend"]["job_dir"] + "/slurm-logs", view.id, "900"]
+    assert not [c for c in slurm.of("ssh") if c.words[:1] == ["scancel"]]

@@ -218,8 +218,15 @@ def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: 
         cid = res.stdout.strip().splitlines()[-1] if res.ok and res.stdout.strip() else ""
         if not cid.isdigit():
             raise TaoError("image conversion job: " + _sbatch_error(res.stderr or res.stdout))
-        records.mark(job_id, "PENDING", message=f"image conversion job {cid} submitted", backend={
+        records.mark(job_id, "PENDING", message=f"image conversion job {cid} submitted (held)", backend={
             "convert_job_id": cid, "convert_log": conv.log.replace("%j", cid)})
+        try:
+            return sbatch_record(conn, job_id)  # releases the conversion once the training job exists
+        except SubmitUncertain:
+            raise  # the training job may exist: resume adopts it and releases the conversion
+        except TaoError as exc:  # refused: the held conversion would otherwise run for nobody
+            conn.remote(["scancel", cid], check=False, what="scancel (image conversion)")
+            raise TaoError(f"{exc} (image conversion job {cid} cancelled)") from None
     return sbatch_record(conn, job_id)
 
 
@@ -282,7 +289,7 @@ def sbatch_record(conn: Connection, job_id: str) -> dict:
     found = find_by_name(conn, name)
     if found:
         jid = found[-1]
-        conn.script(remote.ADOPT, [jid, log_root, name], what="adopt job")
+        conn.script(remote.ADOPT, [jid, log_root, name, b.get("convert_job_id") or ""], what="adopt job")
         how = f"adopted existing SLURM job {jid} (an earlier sbatch answer was lost)"
     else:
         try:
@@ -305,7 +312,7 @@ def sbatch_record(conn: Connection, job_id: str) -> dict:
                 raise TaoError(_sbatch_error(res.stderr or res.stdout) if res is not None else
                                f"sbatch did not complete: {dropped}; nothing was submitted")
             jid = found[-1]
-            conn.script(remote.ADOPT, [jid, log_root, name], what="adopt job")
+            conn.script(remote.ADOPT, [jid, log_root, name, b.get("convert_job_id") or ""], what="adopt job")
             how = f"sbatch answer lost; reconciled to SLURM job {jid} by name"
         else:
             how = f"submitted as SLURM job {jid}"
