@@ -162,7 +162,11 @@ for c in sbatch squeue sacct scancel srun sinfo scontrol; do command -v "$c" >/d
 echo "@@partitions"
 sinfo -h -o '%P|%a|%l|%D|%G' 2>&1
 echo "@@base"
-if [ -d "$2" ] && [ -w "$2" ]; then echo writable; elif [ -d "$2" ]; then echo readonly; else echo absent; fi
+if [ -d "$2" ] && [ -w "$2" ]; then echo writable; elif [ -d "$2" ]; then echo readonly; else
+  p=$2; while [ ! -e "$p" ] && [ "$p" != / ]; do p=$(dirname -- "$p"); done
+  # submit makes the folder (mkdir -p): a writable nearest existing parent is enough
+  if [ -d "$p" ] && [ -w "$p" ]; then echo "creatable $p"; else echo absent; fi
+fi
 echo "@@enroot"
 if [ -s "$HOME/.config/enroot/.credentials" ]; then echo present; else echo absent; fi
 echo "@@pyxis"
