@@ -104,3 +104,19 @@ def test_spec_files_are_relative_to_the_spec_file_for_every_helper(tmp_path):
     res = subprocess.run([sys.executable, str(bank / "scripts/render_sbatch.py"), "--spec", str(folder / "job.yaml")],
                          cwd=elsewhere, capture_output=True, text=True, env={**os.environ, "SLURM_USER": "me"})
     assert res.returncode == 0 and "/specs/train.yaml" in res.stdout, res.stderr
+
+
+def test_specs_in_a_string_command_is_one_shell_word_even_with_spaces(tmp_path):
+    import shlex
+    import subprocess
+
+    from taobank.slurm import uploads
+
+    folder = tmp_path / "my base" / "specs"
+    folder.mkdir(parents=True)
+    (folder / "train.yaml").write_text("epochs: 1\n")
+    (cmd,) = uploads.substitute(["cat {specs}/train.yaml"], str(folder), ["train.yaml"], shell=True)
+    assert cmd == f"cat {shlex.quote(str(folder))}/train.yaml"
+    assert subprocess.run(["bash", "-c", cmd], capture_output=True, text=True).stdout == "epochs: 1\n"
+    # an argv list is not shell text: the path goes in as it is
+    assert uploads.substitute(["{specs}/train.yaml"], str(folder), ["train.yaml"]) == [f"{folder}/train.yaml"]

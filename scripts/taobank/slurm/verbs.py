@@ -160,7 +160,7 @@ def script_input(p: Mapping[str, Any], job_id: str, image: str | None) -> render
     return render.ScriptInput(
         job_id=job_id, job_dir=storage.job_dir(p["base"], job_id), results_parent=storage.results_parent(results, job_id),
         command=uploads.substitute(p["command"], posixpath.join(storage.job_dir(p["base"], job_id), "specs"),
-                                   [u.name for u in p["spec_files"]]),
+                                   [u.name for u in p["spec_files"]], shell=isinstance(p["spec"]["command"], str)),
         resources=p["resources"], runtime=p["runtime"], image=image,
         container_mounts=p["mounts"],
         env=p["env"], nccl_env=p["nccl_env"], has_credentials=bool(p["secrets"]), secret_names=tuple(p["secrets"]),
