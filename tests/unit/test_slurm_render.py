@@ -85,6 +85,9 @@ def test_credentials_sourced_without_exit_trap():
     {}, {"has_credentials": True}, {"runtime": "none", "image": None},
     {"res": {"partition": "local", "cpus_per_task": 1, "num_gpus": 8, "max_num_gpus_per_node": 4}},
     {"res": {"partition": "local", "num_gpus": 0, "timeout_hours": 0}, "env": {"A": "x y"}, "dataset_root": "/l/d"},
+    {"self_retries": 3, "has_credentials": True, "secret_names": ("NGC_API_KEY", "HF_TOKEN")},
+    {"self_retries": 2, "res": {"partition": "local", "cpus_per_task": 1, "num_gpus": 8, "max_num_gpus_per_node": 4}},
+    {"self_retries": 2, "res": {"partition": "local", "num_gpus": 1, "timeout_hours": 0}},
 ])
 def test_rendered_scripts_pass_bash_n_shellcheck_and_secret_lint(kw):
     render.lint(render.render(make(**kw)))
