@@ -31,10 +31,7 @@ from taobank.errors import UsageError
 def _spec_from_args(args: argparse.Namespace) -> dict:
     from taobank.slurm import spec as specmod
 
-    spec = specmod.load_file(args.spec) if args.spec else {}
-    if isinstance(spec.get("spec_files"), dict):  # paths in a spec file are relative to that file
-        here = os.path.dirname(os.path.abspath(args.spec))
-        spec["spec_files"] = {k: os.path.join(here, os.path.expanduser(str(v))) for k, v in spec["spec_files"].items()}
+    spec = specmod.load_file(args.spec) if args.spec else {}  # its spec_files are relative to it
     for item in args.spec_file or []:
         name, sep, path = item.partition("=")
         if not sep:

@@ -50,9 +50,13 @@ PATTERNS: tuple[InfraPattern, ...] = (
                  "shared filesystem mount failed (NFS/Lustre)"),
 )
 
-def pcre() -> str:
-    """Every pattern as one PCRE alternation (``grep -P``), for checks that run on the cluster itself."""
-    return "|".join(f"(?:{p.regex})" for p in PATTERNS)
+#: Failures SLURM requeues itself under ``--requeue`` (same job id): a job's own retry must leave them alone.
+REQUEUED_BY_SLURM: frozenset[str] = frozenset({"node_failure", "preemption"})
+
+
+def pcre(exclude: frozenset[str] | set[str] = frozenset()) -> str:
+    """The patterns (less ``exclude``) as one PCRE alternation (``grep -P``), for checks that run on the cluster."""
+    return "|".join(f"(?:{p.regex})" for p in PATTERNS if p.name not in exclude)
 
 
 _COMPILED = tuple((p.name, re.compile(p.regex)) for p in PATTERNS)

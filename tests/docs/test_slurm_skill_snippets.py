@@ -132,3 +132,11 @@ def test_stage_block_then_a_job_reads_the_input_it_staged(session, tmp_path, slu
     spec = dict(SPEC, inputs=[f"lustre://{where}/labels.txt"], command=["cat", f"{where}/labels.txt"])
     res = session(["submit", "status", "logs"], spec)
     assert res.returncode == 0 and "cat\ndog" in res.stdout, res.stdout + res.stderr
+
+
+def test_stage_block_without_a_folder_stops_before_staging_anywhere(session, tmp_path):
+    """SLURM_BASE_RESULTS_DIR is optional: the block must not fall back to lustre:///inputs without it."""
+    (tmp_path / "labels.txt").write_text("cat\n")
+    res = session(["stage"], INPUT="labels.txt", STAGE_DIR="", SLURM_BASE_RESULTS_DIR="")
+    assert res.returncode != 0 and "set STAGE_DIR to your folder" in res.stderr, res.stdout + res.stderr
+    assert "staged" not in res.stdout

@@ -554,3 +554,86 @@ def test_logs_show_the_conversion_log_of_a_job_that_waited_for_one(slurm):
     logs = platform.logs("slurm", rec["id"], tail=3)
     conv = records.load(rec["id"])["backend"]["convert_log"]
     assert list(logs.sections)[0] == conv and logs.sections[conv] == "line 6\nline 7\nline 8\n"
+
+
+def test_a_status_retry_of_a_self_retrying_job_keeps_its_self_retry(slurm):
+    """NODE_FAIL never reaches the footer: the poller resubmits the same script, footer included, so the
+    new record must still read retries.jsonl and cancel by name."""
+    rec = records.mark(slurm_record()["id"], "RUNNING", backend={"self_retry": True, "infra_retries": True})
+    slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], NODE_FAIL, "0:0")]))
+    slurm.ssh("FIND", find_answer())
+    slurm.ssh("SBATCH", "102\n")
+    verbs.refresh([records.load(rec["id"])])
+    (retry,) = children(rec["id"])
+    assert retry["backend"]["self_retry"] is True and retry["backend"]["infra_retries"] is True
+    # the retry's own footer resubmitted it: status follows the hop and never resubmits a second job
+    hops = rec["backend"]["staged_dir"] + "/meta/retries.jsonl"
+    line = '{"from":"102","next":"103","attempt":1,"failed_on":"node3","excluded":"node3"}\n'
+    slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("102", retry["id"], "FAILED", "1:0")], markers={hops: line}))
+    verbs.refresh([records.load(retry["id"])])
+    assert records.load(retry["id"])["backend"]["slurm_job_id"] == "103" and slurm.count("SBATCH") == 1
+    slurm.ssh("scancel", "")
+    slurm.ssh("CANCEL_NAME", "")
+    platform.get("slurm").cancel_one(records.load(retry["id"]), {})
+    assert slurm.calls[-1].script == "CANCEL_NAME" and slurm.calls[-1].args == [retry["id"]]
+
+
+def test_a_retry_hop_seen_from_unknown_is_not_an_illegal_transition(slurm):
+    rec = _self_retrying(slurm)
+    records.mark(rec["id"], "UNKNOWN", message="lost contact")
+    other = _self_retrying(slurm)
+    hops = rec["backend"]["staged_dir"] + "/meta/retries.jsonl"
+    line = '{"from":"101","next":"102","attempt":1,"failed_on":"node3","excluded":"node3"}\n'
+    slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], "FAILED", "1:0"),
+                                           sacct_row("101", other["id"], "RUNNING")], markers={hops: line}))
+    out = {r["id"]: r for r in verbs.refresh([records.load(rec["id"]), records.load(other["id"])])}
+    assert out[rec["id"]]["state"] == "UNKNOWN" and out[rec["id"]]["backend"]["slurm_job_id"] == "102"
+    assert "resubmitted itself as SLURM job 102" in out[rec["id"]]["message"]
+    assert out[other["id"]]["state"] == "RUNNING"  # the rest of the sweep is still observed
+
+
+def test_a_self_retrying_job_stopped_at_its_deadline_is_error_and_never_resubmitted(slurm):
+    rec = _self_retrying(slurm)
+    slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], "DEADLINE", "0:0")]))
+    slurm.ssh("TAIL_FILES", lambda call: ok(f"@@file {call.args[1]}\nNVRM: Xid (PCI:0000:3b:00): 79\n"))
+    (view,) = platform.get("slurm").observe([records.load(rec["id"])])
+    assert view.state == "ERROR" and "stopped at its deadline" in view.message and "did not resubmit" not in view.message
+    assert children(rec["id"]) == [] and slurm.count("SBATCH") == 0
+
+
+def test_the_conversion_is_held_until_the_training_job_exists_and_released_by_its_sbatch(slurm):
+    from taobank.slurm import remote
+
+    assert "sbatch --parsable --hold" in remote.CONVERT
+    # the training sbatch releases the conversion ($4) only after its own job was created and released
+    assert remote.SBATCH.index('scontrol release "$4"') > remote.SBATCH.index('scontrol release "$jid"')
+    assert 'scontrol release "$4"' in remote.ADOPT
+
+
+def test_a_refused_training_sbatch_cancels_the_held_conversion(slurm):
+    slurm.ssh("MISSING", lambda call: ok(call.args[-1] + "\n"))
+    slurm.ssh("STAGE")
+    slurm.ssh("CONVERT", "900\n")
+    slurm.ssh("FIND", find_answer())
+    slurm.ssh("SBATCH", ok("", rc=3, stderr="sbatch: error: Invalid generic resource (gres) specification"))
+    slurm.ssh("scancel", "")
+    with pytest.raises(TaoError, match=r"Invalid generic resource.*image conversion job 900 cancelled"):
+        platform.get("slurm").submit(PYXIS, {})
+    assert [c.words for c in slurm.of("ssh") if c.words[:1] == ["scancel"]] == [["scancel", "900"]]
+    (rec,) = records.list_records("slurm")
+    assert rec["state"] == "ERROR" and "image conversion job 900 cancelled" in rec["message"]
+
+
+def test_a_lost_training_answer_is_adopted_and_the_adoption_releases_the_conversion(slurm):
+    slurm.ssh("MISSING", lambda call: ok(call.args[-1] + "\n"))
+    slurm.ssh("STAGE")
+    slurm.ssh("CONVERT", "900\n")
+    slurm.ssh("FIND", lambda call: ok(find_answer(squeue=[squeue_row("901", "PENDING", call.args[0], "JobHeldUser")])))
+    slurm.ssh("FIND", find_answer(), times=1)  # nothing by that name before the sbatch
+    slurm.ssh("SBATCH", "")  # the answer was lost
+    slurm.ssh("ADOPT")
+    view = platform.get("slurm").submit(PYXIS, {})
+    assert records.load(view.id)["backend"]["slurm_job_id"] == "901"
+    assert next(c for c in slurm.calls if c.script == "ADOPT").args[1:] == [
+        records.load(view.id)["backend"]["job_dir"] + "/slurm-logs", view.id, "900"]
+    assert not [c for c in slurm.of("ssh") if c.words[:1] == ["scancel"]]

@@ -60,3 +60,43 @@ def test_every_path_is_covered_by_a_same_path_mount(paths, extra):
         assert any(m.src == m.dst and is_under(p, m.src) for m in out)
     srcs = [m.src for m in out]
     assert len(srcs) == len(set(srcs))
+
+
+@pytest.mark.parametrize("extra,want", [
+    ("/lustre:/lustre:ro", "/lustre:/lustre:ro,/lustre/me"),  # read-only cannot hold the results: mounted rw below
+    ("/lustre:/lustre:ro+private", "/lustre:/lustre:ro+private,/lustre/me"),
+    ("/lustre:/lustre:rw", "/lustre:/lustre:rw"),
+    ("/lustre", "/lustre"),
+])
+def test_only_a_writable_mount_covers_the_results_base(extra, want):
+    spec = {**SPEC, "results_base": "/lustre/me", "container_mounts": extra}
+    assert mount_line(verbs.preview(spec, "dino-train-00000000", env={})) == want
+
+
+def test_a_read_only_mount_covers_inputs_and_datasets():
+    spec = {**SPEC, "results_base": "/scratch/me", "container_mounts": "/lustre:/lustre:ro",
+            "dataset": {"root": "lustre:///lustre/data/coco"}, "inputs": ["lustre:///lustre/ckpt/model.pth"]}
+    assert mount_line(verbs.preview(spec, "dino-train-00000000", env={})) == "/lustre:/lustre:ro,/scratch/me"
+
+
+def test_parents_come_before_children_whatever_order_they_were_given():
+    out = mounts.derive([("input", "/lustre/data/a.json")], mounts.parse("/lustre/data/sub:/lustre/data/sub:ro,/lustre"),
+                        write=[("results base", "/lustre/me/base")])
+    depth = [m.dst.count("/") for m in out]
+    assert depth == sorted(depth) and out[0].dst == "/lustre"
+
+
+@given(paths=hst.lists(_PATH, min_size=1, max_size=4), write=hst.lists(_PATH, min_size=1, max_size=2),
+       extra=hst.lists(_PATH, max_size=3), ro=hst.lists(hst.booleans(), min_size=3, max_size=3))
+def test_every_written_path_is_under_a_writable_mount_and_parents_come_first(paths, write, extra, ro):
+    given_mounts = [mounts.Mount(e, e, "ro" if r else "") for e, r in zip(extra, ro)]
+    try:
+        out = mounts.derive([("input", p) for p in paths], given_mounts, write=[("results base", w) for w in write])
+    except TaoError:
+        return
+    for w in write:
+        assert any(m.src == m.dst and not m.read_only and is_under(w, m.src) for m in out)
+    for p in paths:
+        assert any(m.src == m.dst and is_under(p, m.src) for m in out)
+    for i, m in enumerate(out):
+        assert not any(is_under(m.dst, later.dst) and later.dst != m.dst for later in out[i + 1:])

@@ -78,3 +78,13 @@ def test_the_one_line_form_runs_the_same_script(capsys):
     assert capsys.readouterr().out == "sum=42\n"
     assert "\n" not in nccl_probe.probe_command(30)
 
+
+
+@pytest.mark.parametrize("nodes,gpus", [(2, 1), (2, 4), (4, 2), (3, 4), (2, 7), (2, 8), (3, 8), (2, 16)])
+def test_any_nodes_by_gpus_per_node_resolves_to_exactly_that(nodes, gpus):
+    from taobank.slurm import resources
+    from taobank.slurm.nccl_probe import build_spec
+
+    res = resources.resolve(build_spec(nodes=nodes, gpus=gpus, image=None, timeout=60, partition="gpu"), {})
+    assert (res.nodes, res.gpus_per_node) == (nodes, gpus)
+    assert res.exclusive == (gpus >= int(resources.defaults()["max_num_gpus_per_node"]))

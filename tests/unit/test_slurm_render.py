@@ -85,6 +85,9 @@ def test_credentials_sourced_without_exit_trap():
     {}, {"has_credentials": True}, {"runtime": "none", "image": None},
     {"res": {"partition": "local", "cpus_per_task": 1, "num_gpus": 8, "max_num_gpus_per_node": 4}},
     {"res": {"partition": "local", "num_gpus": 0, "timeout_hours": 0}, "env": {"A": "x y"}, "dataset_root": "/l/d"},
+    {"self_retries": 3, "has_credentials": True, "secret_names": ("NGC_API_KEY", "HF_TOKEN")},
+    {"self_retries": 2, "res": {"partition": "local", "cpus_per_task": 1, "num_gpus": 8, "max_num_gpus_per_node": 4}},
+    {"self_retries": 2, "res": {"partition": "local", "num_gpus": 1, "timeout_hours": 0}},
 ])
 def test_rendered_scripts_pass_bash_n_shellcheck_and_secret_lint(kw):
     render.lint(render.render(make(**kw)))
@@ -156,8 +159,10 @@ def test_the_job_resubmits_itself_only_with_requeue_and_checks_its_log_with_the_
     from taobank import failures
 
     text = render.render(make(self_retries=3))
-    assert f"grep -qP -- {shlex.quote(failures.pcre())} <<< \"$tail_text\" || return 1" in text
-    assert '[ "$n" -gt 3 ]' in text and 'sbatch --parsable --hold --exclude="$excl"' in text
+    pcre = failures.pcre(exclude=failures.REQUEUED_BY_SLURM)
+    assert f"grep -qP -- {shlex.quote(pcre)} <<< \"$tail_text\" || return 1" in text
+    assert "NODE FAILURE" not in pcre and "PREEMPTION" not in pcre and "Xid" in pcre  # SLURM requeues those itself
+    assert '[ "$n" -gt 3 ]' in text and 'args+=(--exclude="$excl")' in text
     assert 'TAO_SCRIPT="$TAO_JOB_DIR"/sbatch/job_dino-train-1a2b3c4d.sbatch' in text
     assert text.index("if tao_retry; then") < text.index('> "$TAO_MARKER.tmp"')  # no exit marker for a resubmitted run
     plain = render.render(make())

@@ -182,3 +182,18 @@ def test_logs_of_a_record_whose_sbatch_answer_was_lost_points_to_resume(state_di
     bare = records.open_record("slurm", "none", "dino", "train", "A", "/lustre/results")
     with pytest.raises(TaoError, match="has no SLURM job yet"):
         verbs.logs(bare["id"])
+
+
+@pytest.mark.parametrize("lines,want", [
+    (["STARTED", "FAILURE", "STARTED", "RUNNING"], None),  # the retry runs: the first attempt's FAILURE is history
+    (["STARTED", "FAILURE", "STARTED", "SUCCESS"], "SUCCESS"),
+    (["STARTED", "SUCCESS", "STARTED", "FAILURE"], "FAILURE"),
+    (["STARTED", "FAILURE", "STARTED"], None),
+    (["FAILURE"], "FAILURE"),  # no STARTED at all: the whole file
+])
+def test_tao_status_counts_only_entries_since_the_last_started(lines, want):
+    import json as _json
+
+    text = "".join(_json.dumps({"status": s, "message": s.lower()}) + "\n" for s in lines)
+    got = st.parse_tao_status(text)
+    assert (got["status"] if got else None) == want

@@ -79,3 +79,44 @@ def test_stage_refuses_bad_destinations_before_connecting(slurm, tmp_path, dest,
     with pytest.raises(TaoError, match=match):
         verbs.stage_inputs([str(f)], dest)
     assert slurm.calls == []
+
+
+def test_spec_files_are_relative_to_the_spec_file_for_every_helper(tmp_path):
+    """One loader holds the rule: render_sbatch.py run from elsewhere finds the spec file's neighbours."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from taobank.slurm import spec as specmod
+
+    folder = tmp_path / "x"
+    folder.mkdir()
+    (folder / "train.yaml").write_text("epochs: 1\n")
+    job = {"network_arch": "dino", "action": "train", "container_runtime": "none", "num_gpus": 1,
+           "spec_files": {"train.yaml": "train.yaml"}, "command": ["cat", "{specs}/train.yaml"]}
+    (folder / "job.yaml").write_text(json.dumps(job))
+    assert specmod.load_file(str(folder / "job.yaml"))["spec_files"] == {"train.yaml": str(folder / "train.yaml")}
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    bank = Path(__file__).resolve().parents[2]
+    res = subprocess.run([sys.executable, str(bank / "scripts/render_sbatch.py"), "--spec", str(folder / "job.yaml")],
+                         cwd=elsewhere, capture_output=True, text=True, env={**os.environ, "SLURM_USER": "me"})
+    assert res.returncode == 0 and "/specs/train.yaml" in res.stdout, res.stderr
+
+
+def test_specs_in_a_string_command_is_one_shell_word_even_with_spaces(tmp_path):
+    import shlex
+    import subprocess
+
+    from taobank.slurm import uploads
+
+    folder = tmp_path / "my base" / "specs"
+    folder.mkdir(parents=True)
+    (folder / "train.yaml").write_text("epochs: 1\n")
+    (cmd,) = uploads.substitute(["cat {specs}/train.yaml"], str(folder), ["train.yaml"], shell=True)
+    assert cmd == f"cat {shlex.quote(str(folder))}/train.yaml"
+    assert subprocess.run(["bash", "-c", cmd], capture_output=True, text=True).stdout == "epochs: 1\n"
+    # an argv list is not shell text: the path goes in as it is
+    assert uploads.substitute(["{specs}/train.yaml"], str(folder), ["train.yaml"]) == [f"{folder}/train.yaml"]

@@ -106,13 +106,13 @@ def conversion(job_name: str, image: str, sqsh: str, log: str, spec: Mapping[str
     """Conversion settings: the spec's ``conversion_*`` fields, else the pins (``slurm.conversion``);
     the partition also from ``TAO_SLURM_CONVERSION_PARTITION``, else the first GPU partition."""
     from .. import pins
-    from .resources import _num
+    from .resources import _MEM, _num
 
     d = dict(pins.resolve("slurm.conversion"))
     part = (spec.get("conversion_partition") or env.get("TAO_SLURM_CONVERSION_PARTITION") or d["partition"]
             or gpu_partition.split(",")[0])
     mem = str(spec.get("conversion_mem") or d["mem"])
-    if not re.match(r"[1-9][0-9]*[KMGT]?\Z", mem):
+    if not _MEM.match(mem):
         raise TaoError(f"conversion_mem {mem!r} is not a SLURM size like 32G")
     return Conversion(
         job_name=job_name, sqsh=sqsh, image=pyxis_image(image), log=log, partition=str(part).split(",")[0],

@@ -37,6 +37,10 @@ class Mount:
             return self.src
         return f"{self.src}:{self.dst}" + (f":{self.flags}" if self.flags else "")
 
+    @property
+    def read_only(self) -> bool:
+        return "ro" in self.flags.split("+")
+
 
 def _path(text: str, what: str) -> str:
     if not text.startswith("/") or ".." in text.split("/") or any(c in text for c in ",:\n\r\x00 \t"):
@@ -67,31 +71,35 @@ def parse(text: str | None) -> list[Mount]:
     return out
 
 
-def derive(paths: Iterable[tuple[str, str]], extra: Iterable[Mount] = ()) -> list[Mount]:
-    """Mounts covering every ``(label, path)`` at its own path, then the extra ones.
+def derive(paths: Iterable[tuple[str, str]], extra: Iterable[Mount] = (),
+           write: Iterable[tuple[str, str]] = ()) -> list[Mount]:
+    """Mounts covering every ``(label, path)`` (read) and ``write`` path at its own path, plus the extra ones.
 
     A path already inside a same-path mount (``SRC`` = ``DST``, extra or
-    derived) adds nothing; a path inside another mount's destination is
-    refused in one line naming both.
+    derived) adds nothing, unless it must be written and that mount is
+    read-only; a path inside another mount's destination is refused in one
+    line naming both. Parents come before children (Pyxis mounts in order:
+    a later parent would hide an earlier child).
     """
     extra = list(dict.fromkeys(extra))
-    items = [(label, _path(p, label)) for label, p in paths]
+    items = [(label, _path(p, label), False) for label, p in paths]
+    items += [(label, _path(p, label), True) for label, p in write]
     # Outermost first, so a folder's mount covers the files named below it.
     items.sort(key=lambda lp: (lp[1].count("/"), lp[1]))
     same = [m for m in extra if m.src == m.dst]
     moved = [m for m in extra if m.src != m.dst]
     derived: list[Mount] = []
-    for label, path in items:
+    for label, path, writable in items:
         for m in moved:
             if is_under(path, m.dst) or is_under(m.dst, path):
                 raise TaoError(f"{label} {path} is hidden in the container by the mount {m.text()} (its destination "
                                f"{m.dst} overlaps it): mount that data at its own path, or move the mount elsewhere")
-        if any(is_under(path, m.src) for m in same + derived):
+        if any(is_under(path, m.src) and not (writable and m.read_only) for m in same + derived):
             continue
         derived.append(Mount(path, path))
     # A derived folder that holds an extra same-path mount makes that mount redundant, not wrong.
     kept = [m for m in extra if not (m.src == m.dst and not m.flags and any(is_under(m.src, d.src) for d in derived))]
-    return derived + kept
+    return sorted(derived + kept, key=lambda m: m.dst.count("/"))  # stable: same depth keeps its order
 
 
 def text(mounts: Iterable[Mount]) -> str:

@@ -50,6 +50,13 @@ def cluster_key(spec: Mapping[str, Any], env: Mapping[str, str] | None = None) -
     return f"{name}/{resources.resolve(spec, env).partition}"
 
 
+def _node_size(nodes: int, gpus: int) -> int:
+    """The ``max_num_gpus_per_node`` that makes resources resolve to exactly ``nodes`` x ``gpus``: whole
+    (exclusive) nodes from the packaged node size up, else a size no request reaches (shared nodes)."""
+    whole = int(resources.defaults()["max_num_gpus_per_node"])
+    return gpus if gpus >= whole else nodes * gpus + 1
+
+
 def build_spec(*, nodes: int, gpus: int, image: str | None, timeout: int, partition: str | None = None,
                account: str | None = None, cpus: int = 2, nccl_env: Mapping[str, str] | None = None,
                runtime: str | None = None, cluster_name: str | None = None) -> dict:
@@ -59,7 +66,7 @@ def build_spec(*, nodes: int, gpus: int, image: str | None, timeout: int, partit
         raise UsageError("--gpus-per-node must be at least 1: NCCL needs a GPU per process")
     spec: dict[str, Any] = {
         "network_arch": "nccl-probe", "action": "probe", "image": image or pins.resolve("images.nccl_probe"),
-        "num_nodes": nodes, "num_gpus": nodes * gpus, "max_num_gpus_per_node": max(gpus, 1) if gpus >= 8 else 8,
+        "num_nodes": nodes, "num_gpus": nodes * gpus, "max_num_gpus_per_node": _node_size(nodes, gpus),
         "cpus_per_task": cpus, "command": probe_command(timeout),
         # the command's own timeout decides; the wall time only has to cover it and the start
         "time_minutes": math.ceil(timeout / 60) + 10, "timeout_hours": 0,

@@ -64,6 +64,10 @@ def run_preflight(*, partition: str | None = None, private_registry: bool = Fals
     base_state = (sections.get("base") or ["absent"])[0]
     if base_state == "writable":
         lines.append(f"OK results base: {base} writable")
+    elif base_state.startswith("creatable "):
+        lines.append(f"OK results base: {base} does not exist yet; submit creates it ({base_state.split(' ', 1)[1]} "
+                     "is writable)")
+        base_state = "creatable"
     else:
         ok = False
         lines.append(f"MISSING: results base {base} is {base_state}: set SLURM_BASE_RESULTS_DIR to your folder on the shared filesystem")

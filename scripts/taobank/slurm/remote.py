@@ -54,12 +54,16 @@ jid=${out%%;*}
 case $jid in ''|*[!0-9]*) echo "unexpected sbatch answer: $out" >&2; exit 4;; esac
 if ! mkdir -p -- "$2/$3-$jid"; then scancel "$jid"; echo "cannot create $2/$3-$jid" >&2; exit 5; fi
 scontrol release "$jid" || { scancel "$jid"; exit 6; }
+# the conversion was submitted held: it starts only now that the job waiting for it exists
+if [ -n "$4" ]; then scontrol release "$4" >/dev/null 2>&1 || true; fi
 echo "$jid"
 '''
 
-#: The image conversion job: $1 its script. Prints the job id.
+#: The image conversion job: $1 its script. Prints the job id. Held: released by SBATCH (or ADOPT) once
+#: the training job exists, so a fast failure cannot end before the dependency does, and a refused
+#: training sbatch leaves nothing running (the caller cancels the held conversion).
 CONVERT = r'''
-out=$(sbatch --parsable "$1") || exit 3
+out=$(sbatch --parsable --hold "$1") || exit 3
 jid=${out%%;*}
 case $jid in ''|*[!0-9]*) echo "unexpected sbatch answer: $out" >&2; exit 4;; esac
 echo "$jid"
@@ -73,8 +77,9 @@ sacct -n -X -P -o JobIDRaw,JobName,State,ExitCode --name="$1" -S now-14days 2>/d
 true
 '''
 
-#: Adopt a found job: $1 id, $2 log root, $3 name.
-ADOPT = 'mkdir -p -- "$2/$3-$1" && { scontrol release "$1" >/dev/null 2>&1; true; }'
+#: Adopt a found job: $1 id, $2 log root, $3 name, $4 the held conversion job to release ("" = none).
+ADOPT = ('mkdir -p -- "$2/$3-$1" && { scontrol release "$1" >/dev/null 2>&1; '
+         'if [ -n "$4" ]; then scontrol release "$4" >/dev/null 2>&1; fi; true; }')
 
 #: One sweep: $1 comma list of ids, then small files (exit markers, TAO status.json: their last 64 KiB).
 #: Exactly one squeue and one sacct.
@@ -157,7 +162,11 @@ for c in sbatch squeue sacct scancel srun sinfo scontrol; do command -v "$c" >/d
 echo "@@partitions"
 sinfo -h -o '%P|%a|%l|%D|%G' 2>&1
 echo "@@base"
-if [ -d "$2" ] && [ -w "$2" ]; then echo writable; elif [ -d "$2" ]; then echo readonly; else echo absent; fi
+if [ -d "$2" ] && [ -w "$2" ]; then echo writable; elif [ -d "$2" ]; then echo readonly; else
+  p=$2; while [ ! -e "$p" ] && [ "$p" != / ]; do p=$(dirname -- "$p"); done
+  # submit makes the folder (mkdir -p): a writable nearest existing parent is enough
+  if [ -d "$p" ] && [ -w "$p" ]; then echo "creatable $p"; else echo absent; fi
+fi
 echo "@@enroot"
 if [ -s "$HOME/.config/enroot/.credentials" ]; then echo present; else echo absent; fi
 echo "@@pyxis"

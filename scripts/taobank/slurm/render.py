@@ -43,6 +43,8 @@ class ScriptInput:
     env: dict[str, str] = field(default_factory=dict)
     nccl_env: dict[str, str] = field(default_factory=dict)
     has_credentials: bool = False
+    #: names in the credentials file: kept out of the environment of the job's own resubmission
+    secret_names: Sequence[str] = ()
     dataset_root: str | None = None
     master_port: int = 29500
     #: max infrastructure retries the job makes itself (0: none; the status verb may resubmit instead)
@@ -117,7 +119,8 @@ def render(inp: ScriptInput) -> str:
         "script_rel": f"sbatch/job_{inp.job_id}.sbatch",
         "self_retry": inp.self_retries > 0,
         "max_retries": int(inp.self_retries),
-        "infra_pcre": failures.pcre(),
+        "infra_pcre": failures.pcre(exclude=failures.REQUEUED_BY_SLURM),
+        "secret_names": [check_name(n) for n in sorted(inp.secret_names)],
     }
     return render_text(template, ctx, "shell")
 

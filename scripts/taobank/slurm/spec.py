@@ -8,7 +8,15 @@ from typing import Any, Mapping
 from .. import spec as core_spec
 
 SCHEMA_NAME = "slurm-job-spec.schema.json"
-load_file = core_spec.load_file
+
+
+def load_file(path: str) -> dict:
+    """A SLURM job spec file; its ``spec_files`` paths are relative to the spec file (wherever it is run from)."""
+    spec = core_spec.load_file(path)
+    if isinstance(spec.get("spec_files"), dict):
+        here = os.path.dirname(os.path.abspath(path))
+        spec["spec_files"] = {k: os.path.join(here, os.path.expanduser(str(v))) for k, v in spec["spec_files"].items()}
+    return spec
 
 
 def validate(spec: Mapping[str, Any]) -> dict:

@@ -124,10 +124,12 @@ TAO_FAILURE = {"FAILURE", "FAILED", "ERROR"}
 
 
 def parse_tao_status(text: str | None) -> dict[str, Any] | None:
-    """The last terminal entry of TAO's ``status.json`` (JSON lines, or one object / list), else None.
+    """The last terminal entry of TAO's ``status.json`` (JSON lines, or one object / list) since its last
+    ``STARTED``, else None.
 
-    Only ``status`` and ``message`` are used; a torn last line (the file read
-    while TAO appends) is skipped.
+    Retries share the results folder, so an earlier attempt's SUCCESS or
+    FAILURE says nothing about this one. Only ``status`` and ``message`` are
+    used; a torn last line (the file read while TAO appends) is skipped.
     """
     if not text or not text.strip():
         return None
@@ -141,6 +143,9 @@ def parse_tao_status(text: str | None) -> dict[str, Any] | None:
                 entries.append(json.loads(line))
             except ValueError:
                 continue
+    said = [str(e.get("status", "")).upper() if isinstance(e, dict) else "" for e in entries]
+    if "STARTED" in said:
+        entries = entries[len(said) - said[::-1].index("STARTED"):]
     for entry in reversed(entries):
         if isinstance(entry, dict) and str(entry.get("status", "")).upper() in TAO_SUCCESS | TAO_FAILURE:
             return {"status": str(entry["status"]).upper(), "message": str(entry.get("message") or "")[:300]}

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
@@ -97,8 +98,12 @@ def checksums(uploads: Iterable[Upload]) -> list[str]:
     return [f"{u.sha256}  {u.name}" for u in uploads]
 
 
-def substitute(argv: list[str], specs_dir: str, names: Iterable[str]) -> list[str]:
-    """``{specs}`` -> the job's spec folder in every argument; a ``{specs}/X`` naming no upload is refused."""
+def substitute(argv: list[str], specs_dir: str, names: Iterable[str], *, shell: bool = False) -> list[str]:
+    """``{specs}`` -> the job's spec folder in every argument; a ``{specs}/X`` naming no upload is refused.
+
+    ``shell``: the arguments are shell text (a string command run by ``bash -c``), so the folder goes in
+    shell-quoted: a results base with spaces stays one word.
+    """
     known = set(names)
     out = []
     for arg in argv:
@@ -107,6 +112,6 @@ def substitute(argv: list[str], specs_dir: str, names: Iterable[str]) -> list[st
                 if m.group(1) not in known:
                     raise TaoError(f"the command names {PLACEHOLDER}/{m.group(1)} but spec_files has no "
                                    f"{m.group(1)}: add it (spec_files: {{{m.group(1)}: ./{m.group(1)}}})")
-            arg = arg.replace(PLACEHOLDER, specs_dir)
+            arg = arg.replace(PLACEHOLDER, shlex.quote(specs_dir) if shell else specs_dir)
         out.append(arg)
     return out

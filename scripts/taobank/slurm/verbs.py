@@ -53,8 +53,8 @@ def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None, *, need_
     mount_list = ""
     if runtime == "pyxis":
         extra = spec.get("container_mounts") or resources.defaults()["container_mounts"]
-        mount_list = mounts.text(mounts.derive([("results base", base)] + [("input", r) for r in required],
-                                               mounts.parse(extra)))
+        mount_list = mounts.text(mounts.derive([("input", r) for r in required], mounts.parse(extra),
+                                               write=[("results base", base)]))
     env_vars, nccl_env = storage.check_env(spec.get("env"), spec.get("nccl_env"))
     names = spec.get("secrets") or []
     secret_values = storage.collect_secrets(names, env) if need_secrets else {n: "" for n in names}
@@ -160,10 +160,10 @@ def script_input(p: Mapping[str, Any], job_id: str, image: str | None) -> render
     return render.ScriptInput(
         job_id=job_id, job_dir=storage.job_dir(p["base"], job_id), results_parent=storage.results_parent(results, job_id),
         command=uploads.substitute(p["command"], posixpath.join(storage.job_dir(p["base"], job_id), "specs"),
-                                   [u.name for u in p["spec_files"]]),
+                                   [u.name for u in p["spec_files"]], shell=isinstance(p["spec"]["command"], str)),
         resources=p["resources"], runtime=p["runtime"], image=image,
         container_mounts=p["mounts"],
-        env=p["env"], nccl_env=p["nccl_env"], has_credentials=bool(p["secrets"]),
+        env=p["env"], nccl_env=p["nccl_env"], has_credentials=bool(p["secrets"]), secret_names=tuple(p["secrets"]),
         dataset_root=p["dataset_root"], master_port=p["master_port"],
         self_retries=max_retries() if p["resources"].requeue and p["spec"].get("infra_retries", True) else 0)
 
@@ -218,8 +218,15 @@ def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: 
         cid = res.stdout.strip().splitlines()[-1] if res.ok and res.stdout.strip() else ""
         if not cid.isdigit():
             raise TaoError("image conversion job: " + _sbatch_error(res.stderr or res.stdout))
-        records.mark(job_id, "PENDING", message=f"image conversion job {cid} submitted", backend={
+        records.mark(job_id, "PENDING", message=f"image conversion job {cid} submitted (held)", backend={
             "convert_job_id": cid, "convert_log": conv.log.replace("%j", cid)})
+        try:
+            return sbatch_record(conn, job_id)  # releases the conversion once the training job exists
+        except SubmitUncertain:
+            raise  # the training job may exist: resume adopts it and releases the conversion
+        except TaoError as exc:  # refused: the held conversion would otherwise run for nobody
+            conn.remote(["scancel", cid], check=False, what="scancel (image conversion)")
+            raise TaoError(f"{exc} (image conversion job {cid} cancelled)") from None
     return sbatch_record(conn, job_id)
 
 
@@ -282,7 +289,7 @@ def sbatch_record(conn: Connection, job_id: str) -> dict:
     found = find_by_name(conn, name)
     if found:
         jid = found[-1]
-        conn.script(remote.ADOPT, [jid, log_root, name], what="adopt job")
+        conn.script(remote.ADOPT, [jid, log_root, name, b.get("convert_job_id") or ""], what="adopt job")
         how = f"adopted existing SLURM job {jid} (an earlier sbatch answer was lost)"
     else:
         try:
@@ -305,7 +312,7 @@ def sbatch_record(conn: Connection, job_id: str) -> dict:
                 raise TaoError(_sbatch_error(res.stderr or res.stdout) if res is not None else
                                f"sbatch did not complete: {dropped}; nothing was submitted")
             jid = found[-1]
-            conn.script(remote.ADOPT, [jid, log_root, name], what="adopt job")
+            conn.script(remote.ADOPT, [jid, log_root, name, b.get("convert_job_id") or ""], what="adopt job")
             how = f"sbatch answer lost; reconciled to SLURM job {jid} by name"
         else:
             how = f"submitted as SLURM job {jid}"
@@ -473,14 +480,18 @@ def refresh(recs: list[dict], *, conn: Connection | None = None, retry: bool = T
         if moved:
             jid, name = moved["next"], r["backend"].get("job_name") or r["id"]
             # backend_ref stays the first SLURM job (a record's ref is bound once); slurm_job_id is the live one
-            out[r["id"]] = records.mark(r["id"], "PENDING", source="poller", message=v.message,
+            # from UNKNOWN the table allows no PENDING: the job ran (it failed and resubmitted itself)
+            hop_state = "UNKNOWN" if r["state"] == "UNKNOWN" else "PENDING"
+            out[r["id"]] = records.mark(r["id"], hop_state, source="poller", message=v.message,
                                         backend={"slurm_job_id": jid, "log_dir": _log_dir(backend_of(r), name, jid),
                                                  "self_retries": moved["attempt"], "excluded_nodes": moved["excluded"],
                                                  "slurm_state": "REQUEUED"})
             continue
         message, retry_now, chain_continues = v.message, False, False
         # NODE_FAIL/BOOT_FAIL: the job's own footer never ran, so only this verb can resubmit it
-        if new_state == "ERROR" and v.retry and r["backend"].get("self_retry") and v.slurm_state not in st.INFRA_STATES:
+        if new_state == "ERROR" and v.retry and r["backend"].get("self_retry") and v.slurm_state == "DEADLINE":
+            message += "; stopped at its deadline (its own retry check never ran): not resubmitted"
+        elif new_state == "ERROR" and v.retry and r["backend"].get("self_retry") and v.slurm_state not in st.INFRA_STATES:
             message += "; the job did not resubmit itself (retry limit reached, or sbatch refused on the node: see main.out)"
         elif new_state == "ERROR" and v.retry and retry and r["backend"].get("infra_retries", True):
             if _chain_attempt(r) > max_retries():
@@ -525,7 +536,9 @@ def resubmit(conn: Connection, failed: dict) -> dict:
                               description=failed.get("description"),
                               backend={k: b[k] for k in ("backend_type", "partition", "cluster_name", "container_runtime")
                                        if b.get(k) is not None})
-    backend = {k: b[k] for k in ("results_dir", "script", "staged_secrets") if k in b}
+    # the same staged script, so the same footer: self_retry decides whether retries.jsonl is read and
+    # whether cancel stops every job of the name; infra_retries whether this verb may resubmit again
+    backend = {k: b[k] for k in ("results_dir", "script", "staged_secrets", "self_retry", "infra_retries") if k in b}
     backend["staged_dir"] = _job_dir(b)  # the same staged folder; job_dir comes with the new sbatch answer
     backend.update({"job_name": rec["id"], "login_host": conn.host.entry if conn.host else b.get("login_host")})
     records.mark(rec["id"], "PENDING", message=f"infrastructure retry of {failed['id']}", backend=backend)

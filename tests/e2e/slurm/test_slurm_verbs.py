@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -644,3 +645,20 @@ def test_follow_with_tail_starts_at_the_last_lines(slurm_env):
     assert final["state"] == "COMPLETE"
     assert chunks["main.out"].startswith("line5\nline6\n") and "line4" not in chunks["main.out"], chunks
     assert "\nlate\n" in chunks["main.out"]  # what came after the first read is streamed too
+
+
+def test_a_refused_training_sbatch_cancels_its_held_conversion_job(slurm_env):
+    from taobank.slurm import images
+
+    cache = slurm_env["env"]["SLURM_BASE_RESULTS_DIR"] + "/sqsh-cache-e2e-refused"
+    image = "nvcr.io/nvidia/tao/tao-toolkit:7.1.0-pyt"
+    Connection().script('rm -f -- "$1"', [images.sqsh_path(image, cache)])
+    with pytest.raises(TaoError, match=r"image conversion job (\d+) cancelled") as err:
+        verbs.submit(base_spec(container_runtime="pyxis", image=image, sqsh_cache_dir=cache, cpus_per_task=999,
+                               conversion_cpus=1, conversion_mem="200M", conversion_time_minutes=5))
+    cid = re.search(r"image conversion job (\d+) cancelled", str(err.value)).group(1)
+    conv = Connection().remote(["scontrol", "show", "job", "-o", cid]).stdout
+    # it never ran: submitted held, cancelled when the training sbatch was refused
+    assert " JobState=CANCELLED " in conv and " RunTime=00:00:00 " in conv, conv
+    (rec,) = [r for r in records.list_records("slurm") if r["backend"].get("convert_job_id") == cid]
+    assert rec["state"] == "ERROR" and not rec["backend"].get("slurm_job_id")

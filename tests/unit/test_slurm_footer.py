@@ -1,0 +1,130 @@
+"""The rendered job script's own end (exit marker, self-resubmission) run under bash with stand-in SLURM clients."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from taobank.slurm import render, resources, storage
+
+JOB = "dino-train-1a2b3c4d"
+STANDINS = {
+    # srun: run what follows "--" (once: the stand-in node count does not matter for the footer)
+    "srun": 'while [ "$#" -gt 0 ] && [ "$1" != -- ]; do shift; done; shift; exec "$@"',
+    # sbatch: keep its argv and its environment, answer a job id
+    "sbatch": 'printf "%s\\n" "$@" > "$TAO_T/sbatch.args"; env > "$TAO_T/sbatch.env"; echo 555',
+    "scontrol": 'if [ "$1 $2" = "show hostnames" ]; then printf "%s\\n" $TAO_T_NODES; fi',
+    "sinfo": 'printf "%s\\n" $TAO_T_PARTITION',
+    "scancel": "true",
+}
+
+
+def run_job(tmp_path: Path, command: list[str], *, nodes: int = 1, secrets: dict[str, str] | None = None,
+            partition: str = "n1 n2 n3 n4", timeout: tuple[int, int] | None = None, old_log: str = "",
+            excluded: str = "") -> dict:
+    res = resources.resolve({"partition": "local", "cpus_per_task": 1, "num_gpus": nodes, "gpus_per_node": 1}, {})
+    if timeout:
+        res = dataclasses.replace(res, timeout_seconds=timeout[0], kill_grace_seconds=timeout[1])
+    jdir = tmp_path / "jobs" / JOB
+    inp = render.ScriptInput(job_id=JOB, job_dir=str(jdir), results_parent=str(tmp_path / "results"), command=command,
+                             resources=res, runtime="none", has_credentials=bool(secrets),
+                             secret_names=tuple(secrets or ()), self_retries=3)
+    text = render.render(inp)
+    render.lint(text)
+    for d in ("meta", "sbatch", f"slurm-logs/{JOB}-101"):
+        (jdir / d).mkdir(parents=True, exist_ok=True)
+    (jdir / "sbatch" / f"job_{JOB}.sbatch").write_text(text)
+    if secrets:
+        (jdir / storage.CREDS_FILE).parent.mkdir(parents=True, exist_ok=True)
+        (jdir / storage.CREDS_FILE).write_text(storage.credentials_text(secrets))
+    if excluded:
+        (jdir / "meta" / "excluded_nodes").write_text(excluded + "\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for name, body in STANDINS.items():
+        f = bin_dir / name
+        f.write_text("#!/bin/bash\n" + body + "\n")
+        f.chmod(f.stat().st_mode | stat.S_IXUSR)
+    node_names = " ".join(f"n{i + 1}" for i in range(nodes))
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "TAO_T": str(tmp_path), "TAO_T_NODES": node_names,
+           "TAO_T_PARTITION": partition, "SLURM_JOB_ID": "101", "SLURM_JOB_NAME": JOB, "SLURMD_NODENAME": "n1",
+           "SLURM_JOB_NODELIST": node_names.replace(" ", ","), "SLURM_JOB_NUM_NODES": str(nodes),
+           "SLURM_JOB_PARTITION": "local", "SLURM_NODEID": "0", "HOME": str(tmp_path)}
+    logs = jdir / "slurm-logs" / f"{JOB}-101"
+    (logs / "main.err").write_text(old_log)
+    with open(logs / "main.out", "ab") as out, open(logs / "main.err", "ab") as err:
+        rc = subprocess.run(["bash", str(jdir / "sbatch" / f"job_{JOB}.sbatch")], stdout=out, stderr=err, env=env,
+                            timeout=60).returncode
+    hops = jdir / "meta" / "retries.jsonl"
+    sb = tmp_path / "sbatch.args"
+    return {"rc": rc, "out": (logs / "main.out").read_text(), "err": (logs / "main.err").read_text(),
+            "hops": [json.loads(line) for line in hops.read_text().splitlines()] if hops.exists() else [],
+            "sbatch": sb.read_text().splitlines() if sb.exists() else None,
+            "sbatch_env": (tmp_path / "sbatch.env").read_text() if sb.exists() else "",
+            "marker": (jdir / storage.MARKER_FILE).exists()}
+
+
+def fails_with(line: str) -> list[str]:
+    return ["bash", "-c", f'echo "$1" >&2; exit 1', "tao", line]
+
+
+NCCL = "NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1> with error 12"
+
+
+def test_an_infrastructure_failure_resubmits_without_the_secrets_in_its_environment(tmp_path):
+    secret = "s3cr3t-" + "x" * 20
+    job = run_job(tmp_path, ["bash", "-c", 'test "$NGC_API_KEY" = "$1" && echo "$2" >&2; exit 1', "tao", secret,
+                             "x:1:2 [0] " + NCCL], secrets={"NGC_API_KEY": secret})
+    assert job["sbatch"] is not None and job["hops"][0]["next"] == "555", job  # the command did see the secret
+    assert secret not in job["sbatch_env"] and "NGC_API_KEY" not in job["sbatch_env"]
+    assert "--exclude=n1" in job["sbatch"] and not job["marker"]
+
+
+def test_a_program_error_writes_the_marker_and_never_resubmits(tmp_path):
+    job = run_job(tmp_path, fails_with("Traceback: ValueError"))
+    assert job["sbatch"] is None and job["marker"] and job["rc"] == 1
+
+
+@pytest.mark.parametrize("line", ["slurmstepd: error: *** JOB 101 ON n1 CANCELLED DUE TO NODE FAILURE ***",
+                                  "slurmstepd: error: *** JOB 101 ON n1 CANCELLED DUE TO PREEMPTION ***"])
+def test_node_failure_and_preemption_are_left_to_slurm_requeue(tmp_path, line):
+    job = run_job(tmp_path, fails_with(line))
+    assert job["sbatch"] is None and job["marker"]
+
+
+def test_an_earlier_runs_log_lines_do_not_resubmit_a_requeued_run(tmp_path):
+    job = run_job(tmp_path, fails_with("Traceback: ValueError"), old_log=f"x:1:2 [0] {NCCL}\n")
+    assert job["sbatch"] is None and job["marker"]
+
+
+def test_a_run_killed_after_the_kill_grace_counts_as_timed_out_and_is_never_resubmitted(tmp_path):
+    job = run_job(tmp_path, ["bash", "-c", f'trap "" TERM; echo "{NCCL}" >&2; sleep 10'], timeout=(1, 1))
+    marker = json.loads((tmp_path / "jobs" / JOB / storage.MARKER_FILE).read_text())
+    assert job["rc"] == 137 and marker["timed_out"] is True and job["sbatch"] is None
+
+
+def test_multi_node_excludes_only_the_node_that_printed_the_failure(tmp_path):
+    job = run_job(tmp_path, fails_with(f"n3:4242:4250 [2] {NCCL}"), nodes=4, partition="n1 n2 n3 n4 n5 n6")
+    assert "--exclude=n3" in job["sbatch"] and job["hops"][0]["failed_on"] == "n3"
+
+
+def test_multi_node_that_cannot_tell_the_node_excludes_none(tmp_path):
+    every = "; ".join(f"echo 'n{i}:1:2 [0] {NCCL}' >&2" for i in (1, 2, 3, 4))
+    for command in (fails_with(NCCL), ["bash", "-c", every + "; exit 1"]):
+        job = run_job(tmp_path, command, nodes=4, partition="n1 n2 n3 n4 n5 n6")
+        assert not [a for a in job["sbatch"] if a.startswith("--exclude")], job["sbatch"]
+        (tmp_path / "sbatch.args").unlink()
+        (tmp_path / "jobs" / JOB / "meta" / "retries.jsonl").unlink()
+
+
+def test_exclusions_are_capped_so_the_partition_can_still_hold_the_job(tmp_path):
+    job = run_job(tmp_path, fails_with(f"n3:4242:4250 [2] {NCCL}"), nodes=4, partition="n1 n2 n3 n4 n5 n6",
+                  excluded="n7,n8")
+    assert "--exclude=n8,n3" in job["sbatch"]  # 6 nodes, 4 needed: 2 exclusions at most, the oldest goes
+    job = run_job(tmp_path, fails_with(f"n3:4242:4250 [2] {NCCL}"), nodes=4, partition="")  # sinfo says nothing
+    assert not [a for a in job["sbatch"] if a.startswith("--exclude")]
