@@ -158,3 +158,20 @@ def require_ok(platform_name: str, cluster: str, *, helper: str, skip: bool) -> 
         seen = f"the last probe said {entry.get('verdict')} (job {entry.get('job_id')})"
     raise TaoError(f"multi-node jobs on {cluster} need an ok NCCL probe and {seen}: run `{helper} nccl-probe` "
                    "first, or pass --skip-nccl-probe to go on knowingly")
+
+
+def report(out: dict, *, as_json: bool) -> int:
+    """Print a probe result the one way both helpers do; the exit code is 0 only for ``ok``."""
+    from .cli import print_json
+
+    ok = out["verdict"] == "ok"
+    if as_json:
+        print_json(out)
+    elif ok:
+        how = f"cached from {out['checked_at']} (job {out['job_id']}; --force re-probes)" if out["cached"] \
+            else f"job {out['job_id']}"
+        print(f"nccl-probe ok on {out['cluster']}: {how}")
+    if not ok:
+        print(f"error: NCCL probe {out['verdict']} on {out['cluster']} (job {out['job_id']}, exit code "
+              f"{out['exit_code']}): {out['advice']}", file=sys.stderr)
+    return 0 if ok else 1
