@@ -40,4 +40,36 @@ def test_disruptions_past_the_limit_are_err_infra():
 
 def test_no_disruption_no_attempt_figure():
     obs = smap.observe(_job(failed=0, active=1), [_pod("b", "Running")])
-    assert obs.pod_attempts == 0 and "disrupted" not in obs.message
+    assert obs.pod_attempts == 1 and "disrupted" not in obs.message
+
+
+def _aged(pod: dict, created: str) -> dict:
+    pod["metadata"]["creationTimestamp"] = created
+    return pod
+
+
+def test_the_newer_pod_that_exited_1_is_blamed_not_the_evicted_one_before_it():
+    pods = [_aged(_pod("a", "Failed", disrupted=True, code=143), "2026-01-01T00:00:00Z"),
+            _aged(_pod("b", "Failed", code=1), "2026-01-01T01:00:00Z")]
+    job = _job(failed=2, active=0)
+    job["status"]["conditions"] = [{"type": "Failed", "status": "True", "reason": "PodFailurePolicy",
+                                    "message": "Container main for pod ns/b failed with exit code 1 matching FailJob rule at index 1"}]
+    for order in (pods, pods[::-1]):
+        obs = smap.observe(job, order)
+        assert (obs.err_class, obs.failed_pod, obs.exit_code) == ("ERR_PROGRAM", "b", 1)
+    job["status"]["conditions"][0]["message"] = "Job failed"  # no pod named: newest first
+    assert smap.observe(job, pods).failed_pod == "b"
+
+
+def test_pod_failure_policy_without_pods_is_the_program_unless_it_names_a_disruption():
+    job = _job(failed=1, active=0)
+    job["status"]["conditions"] = [{"type": "Failed", "status": "True", "reason": "PodFailurePolicy",
+                                    "message": "Container main for pod ns/b failed with exit code 2"}]
+    assert smap.observe(job, []).err_class == "ERR_PROGRAM"
+    job["status"]["conditions"][0]["message"] = "Pod ns/b has condition DisruptionTarget matching FailJob rule at index 0"
+    assert smap.observe(job, []).err_class == "ERR_INFRA"
+
+
+def test_a_running_first_pod_is_one_attempt():
+    assert smap.observe(_job(failed=0, active=1), [_pod("b", "Running")]).pod_attempts == 1
+    assert smap.observe(_job(failed=0, active=0, succeeded=2, cond="Complete"), []).pod_attempts == 2

@@ -174,7 +174,7 @@ def test_tier_c_passes_uris_as_argv_and_keeps_user_command(uris, cmd):
     pod = job["spec"]["template"]["spec"]
     fetch = pod["initContainers"][0]
     assert fetch["image"] == pins.resolve("images.s3_client")
-    assert fetch["command"][:2] == ["/bin/sh", "-c"] and fetch["command"][2] == render.FETCH_SCRIPT
+    assert fetch["command"][:2] == ["/bin/sh", "-c"] and fetch["command"][2] == render.kube_literal(render.FETCH_SCRIPT)
     assert fetch["command"][4:] == [x for i, u in enumerate(uris) for x in ("s3://b/" + u, f"/stage/in{i}")]
     assert fetch["envFrom"] == [{"secretRef": {"name": "tao-creds-x"}}]
     main, upload = pod["containers"]

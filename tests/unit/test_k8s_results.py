@@ -93,10 +93,11 @@ def test_output_copy_wraps_the_argv_unparsed_and_keeps_the_exit_code(tmp_path):
             "mounts": [WS]}
     job = find(render_manifests(spec, job_id=JOB_ID, namespace="default"), "Job")
     (main,) = job["spec"]["template"]["spec"]["containers"]
-    assert main["command"][:4] == ["/bin/sh", "-c", render.LOG_WRAPPER, "tao-main"]
+    assert main["command"][:4] == ["/bin/sh", "-c", render.kube_literal(render.LOG_WRAPPER), "tao-main"]
     assert main["command"][4:] == spec["args"]
     env = {"PATH": "/usr/bin:/bin", "TAO_API_RESULTS_DIR": str(tmp_path), "TAO_API_JOB_ID": JOB_ID, "HOSTNAME": "p-0"}
-    proc = subprocess.run(main["command"], env=env, capture_output=True, text=True, timeout=30)
+    as_kubelet_passes_it = [a.replace("$$", "$") for a in main["command"][:4]] + main["command"][4:]
+    proc = subprocess.run(as_kubelet_passes_it, env=env, capture_output=True, text=True, timeout=30)
     assert proc.returncode == 7 and proc.stdout == "out a b; $(id)\nerr\n"
     assert (tmp_path / JOB_ID / "logs" / "p-0.log").read_text() == "out a b; $(id)\nerr\n"
     assert not list((tmp_path / JOB_ID / "logs").glob(".exit-*"))

@@ -54,20 +54,26 @@ MAIN_WRAPPER = (
 )
 # Tier A with a results folder: the command's output (stdout and stderr) is also appended to
 # <results folder>/logs/<pod hostname>.log on the volume, so it survives the pod and its TTL with
-# nobody polling; the container exits with the command's own code. A TERM (eviction, cancel) is
-# passed to the command; tee ignores it so the last lines still reach the file.
+# nobody polling. The copy is best effort, the exit code is not: the wrapper waits for the command
+# itself (its code never passes through a file), a log that cannot be opened leaves the command
+# writing to the pod log alone, a TERM (eviction, cancel) goes to the command while tee (TERM
+# ignored) keeps draining, and a background child left holding the pipe cannot keep the pod alive:
+# tee gets a short grace after the command ends, then the wrapper exits with the command's code.
 LOG_COPY_DIR = "logs"
 LOG_WRAPPER = (
-    'd="$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID/logs"; h="${HOSTNAME:-pod}"\n'
-    'mkdir -p "$d" 2>/dev/null || exec "$@"\n'
-    'rm -f "$d/.exit-$h"\n'
-    '{ "$@" 2>&1; echo "$?" > "$d/.exit-$h"; } | (trap "" TERM INT; exec tee -a "$d/$h.log") &\n'
-    'pid=$!\n'
-    "trap 'trap \"\" TERM INT; kill -TERM 0 2>/dev/null' TERM INT\n"
-    'wait "$pid"\n'
-    'while kill -0 "$pid" 2>/dev/null; do wait "$pid"; done\n'
-    'rc=143\n'
-    'if [ -s "$d/.exit-$h" ]; then rc=$(cat "$d/.exit-$h"); rm -f "$d/.exit-$h"; fi\n'
+    'd="$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID/logs"; h="${HOSTNAME:-pod}"; f="/dev/shm/.tao-log-$h"\n'
+    '{ mkdir -p "$d" && true >> "$d/$h.log" && rm -f "$f" && mkfifo "$f"; } 2>/dev/null || exec "$@"\n'
+    '(trap "" TERM INT; exec tee -a "$d/$h.log" < "$f") &\n'
+    'tpid=$!\n'
+    '"$@" > "$f" 2>&1 &\n'
+    'cpid=$!\n'
+    "t=0\n"
+    "trap 't=1; kill -TERM \"$cpid\" 2>/dev/null' TERM INT\n"
+    'wait "$cpid"; rc=$?\n'
+    'while [ "$t" = 1 ]; do t=0; wait "$cpid"; r=$?; if [ "$r" != 127 ]; then rc=$r; fi; done\n'
+    "i=0\n"
+    'while kill -0 "$tpid" 2>/dev/null && [ "$i" -lt 20 ]; do sleep 0.1 2>/dev/null || sleep 1; i=$((i + 1)); done\n'
+    'kill -KILL "$tpid" 2>/dev/null; rm -f "$f"\n'
     'exit "$rc"\n'
 )
 # The uploader waits for the exit marker, or for the main process to vanish
@@ -89,6 +95,15 @@ UPLOAD_SCRIPT = (
     + "done\n"
     + 'exit "$status"\n'
 )
+
+
+def kube_literal(script: str) -> str:
+    """``script`` as it must stand in a container's command so the shell receives it unchanged.
+
+    The kubelet expands ``$(VAR)`` in command/args and turns ``$$`` into ``$``; doubling every
+    ``$`` of the bank's own scripts keeps ``$$``, ``$(...)`` and ``$((...))`` as written. The
+    user's argv is left alone: its ``$(VAR)`` expansion is a documented feature."""
+    return script.replace("$", "$$")
 
 
 def job_name_for(job_id: str) -> str:
@@ -288,7 +303,7 @@ def build_context(
         init_containers.append({
             "name": "fetch",
             "image": s3_image,
-            "command": ["/bin/sh", "-c", FETCH_SCRIPT, "tao-fetch", *fetch_args],
+            "command": ["/bin/sh", "-c", kube_literal(FETCH_SCRIPT), "tao-fetch", *fetch_args],
             "env": staging_env,
             "envFrom": env_from,
             "volumeMounts": [stage_mount],
@@ -299,16 +314,16 @@ def build_context(
         extra_containers.append({
             "name": "upload",
             "image": s3_image,
-            "command": ["/bin/sh", "-c", UPLOAD_SCRIPT, "tao-upload", *upload_args],
+            "command": ["/bin/sh", "-c", kube_literal(UPLOAD_SCRIPT), "tao-upload", *upload_args],
             "env": staging_env,
             "envFrom": env_from,
             "volumeMounts": [stage_mount],
         })
-        command = ["/bin/sh", "-c", MAIN_WRAPPER, "tao-main", *user_argv]
+        command = ["/bin/sh", "-c", kube_literal(MAIN_WRAPPER), "tao-main", *user_argv]
     elif spec.get("s3_inputs") or spec.get("s3_outputs"):
         raise TaoError("s3_inputs/s3_outputs need storage_tier C")
     elif results.pod_folder and spec.get("log_copy", True):
-        command = ["/bin/sh", "-c", LOG_WRAPPER, "tao-main", *user_argv]
+        command = ["/bin/sh", "-c", kube_literal(LOG_WRAPPER), "tao-main", *user_argv]
     else:
         command = user_argv
 

@@ -119,11 +119,27 @@ def condition_any(obj: dict, ctype: str) -> dict | None:
     return None
 
 
+def blame_order(job: dict, pods: list[dict]) -> list[dict]:
+    """Pods in the order a failure is explained: the pod the Failed condition names, then newest first.
+
+    A disrupted pod is replaced; the pod that failed the Job is the newer one, so the oldest
+    (evicted) pod must not be blamed for it."""
+    cond = condition(job, "Failed") or condition(job, "FailureTarget") or {}
+    text = cond.get("message") or ""
+    ordered = sorted(sort_pods(pods), key=lambda p: (p.get("metadata") or {}).get("creationTimestamp") or "",
+                     reverse=True)
+
+    def named(p: dict) -> bool:
+        name = (p.get("metadata") or {}).get("name") or ""
+        return bool(name) and (f"/{name} " in text or f"pod {name} " in text or text.endswith(f"/{name}"))
+    return sorted(ordered, key=lambda p: not named(p))
+
+
 def _failure(job: dict, pods: list[dict], logs: dict[str, str] | None) -> tuple[str, str, str, str | None, int | None]:
     """Classify a failed Job: (err_class, reason, message, pod, exit code)."""
     from .. import failures
 
-    for pod in sort_pods(pods):
+    for pod in blame_order(job, pods):
         name = (pod.get("metadata") or {}).get("name")
         st = pod.get("status") or {}
         if st.get("reason") == "Evicted" or (condition(pod, "DisruptionTarget")):
@@ -151,7 +167,9 @@ def _failure(job: dict, pods: list[dict], logs: dict[str, str] | None) -> tuple[
             return "ERR_PROGRAM", "NonZeroExit", f"pod {name} container {cs.get('name')} exited with code {code}{_tail(tail)}", name, code
     cond = condition(job, "Failed") or condition(job, "FailureTarget") or {}
     reason = cond.get("reason") or "Failed"
-    err = "ERR_INFRA" if reason in INFRA_REASONS or reason == "PodFailurePolicy" else "ERR_PROGRAM"
+    err = "ERR_INFRA" if reason in INFRA_REASONS else "ERR_PROGRAM"
+    if reason == "PodFailurePolicy" and "DisruptionTarget" in (cond.get("message") or ""):
+        err = "ERR_INFRA"  # a FailJob rule on a disruption, not the program's exit code
     if reason == "DeadlineExceeded":
         err = "ERR_PROGRAM"  # the job outran its own activeDeadlineSeconds
     return err, reason, cond.get("message") or f"Job failed ({reason})", None, None
@@ -177,7 +195,7 @@ def observe(job: dict | None, pods: list[dict], logs: dict[str, str] | None = No
     st = job.get("status") or {}
     failed = int(st.get("failed") or 0)
     obs.pod_attempts = failed + int(st.get("succeeded") or 0) + int(st.get("active") or 0) \
-        + int(st.get("terminating") or 0) if failed else 0
+        + int(st.get("terminating") or 0)
     if failed and obs.state in ("PENDING", "RUNNING", "COMPLETE"):
         limit = (job.get("spec") or {}).get("backoffLimit")
         obs.message += f"; {failed} pod(s) disrupted and replaced (retry limit {limit})"

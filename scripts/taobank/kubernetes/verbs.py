@@ -307,21 +307,75 @@ def submit(
     return _record_launch(kube, jid, job, owned, gate, reconciled=False)
 
 
+def _referenced_secrets(job: dict) -> set[str]:
+    """Secret names the Job's pods need (envFrom and imagePullSecrets): missing ones stop its pods."""
+    pod = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+    out = {p.get("name") for p in pod.get("imagePullSecrets") or []}
+    for c in (pod.get("containers") or []) + (pod.get("initContainers") or []):
+        out |= {(e.get("secretRef") or {}).get("name") for e in c.get("envFrom") or []}
+    return {n for n in out if n}
+
+
+def _create_missing(kube: Kubectl, obj: dict) -> bool:
+    """``kubectl create`` one object; one that exists already (a race with another resume) is left as it is."""
+    res = kube.run("create", "-f", "-", "-o", "json", stdin=json.dumps(obj), check=False,
+                   what=f"kubectl create {obj['kind'].lower()}")
+    if res.ok:
+        return True
+    if "AlreadyExists" in res.stderr or "already exists" in res.stderr:
+        return False
+    last = res.stderr.strip().splitlines()[-1] if res.stderr.strip() else "no output"
+    raise TaoError(f"creating {obj['kind']} {obj['metadata']['name']} failed: {last}")
+
+
 def _adopt(kube: Kubectl, rec: dict, job: dict, spec: dict, creds: dict, ngc_key: str | None, config: dict | None) -> dict:
-    """A resumed submit found its Job: re-own its objects and bind the record; never create a second Job."""
+    """A resumed submit found its Job: create the owned objects it lacks (a submit that died between
+    the Job and its Service/ConfigMap/Secrets) and bind the record; never create a second Job."""
     jid = rec["id"]
+    ns = kube.namespace
+    name = (job.get("metadata") or {}).get("name") or render.job_name_for(jid)
+    wanted = _referenced_secrets(job)
+    cred_name, pull_name = render.cred_secret_name(jid), render.pull_secret_name(jid)
+    existing: dict[str, set[str]] = {}
+    for kind in ("secret", "service", "configmap"):
+        existing[kind] = {o["metadata"]["name"] for o in kube.items(kind + "s", "-l", f"{JOB_LABEL}={jid}")}
     # credentials given again: (re)create the per-job Secrets (one deleted by hand leaves the pod in
     # CreateContainerConfigError); the object names are the ones the Job already references
-    ns = kube.namespace
     if creds:
-        _create_secret(kube, owned_by(_secret_object(render.cred_secret_name(jid), ns, jid, creds), job))
+        _create_secret(kube, owned_by(_secret_object(cred_name, ns, jid, creds), job))
+        existing["secret"].add(cred_name)
     if ngc_key:
-        _create_secret(kube, owned_by(_pull_secret_object(render.pull_secret_name(jid), ns, jid, ngc_key), job))
-    owned: list[tuple[str, str]] = []
-    for kind in ("secret", "service", "configmap"):
-        for obj in kube.items(kind + "s", "-l", f"{JOB_LABEL}={jid}"):
-            owned.append((kind, obj["metadata"]["name"]))
-    return _record_launch(kube, jid, job, owned, "skipped: the Job already exists", reconciled=True)
+        _create_secret(kube, owned_by(_pull_secret_object(pull_name, ns, jid, ngc_key), job))
+        existing["secret"].add(pull_name)
+    objs = render.render_manifests(spec, job_id=jid, namespace=ns, name=name,
+                                   cred_secret=cred_name if (creds or cred_name in wanted) else None,
+                                   pull_secrets=[pull_name] if (ngc_key or pull_name in wanted) else [],
+                                   config=config)
+    made = []
+    for obj in objs:
+        kind = obj.get("kind", "").lower()
+        if kind in ("service", "configmap") and obj["metadata"]["name"] not in existing[kind]:
+            if _create_missing(kube, owned_by(obj, job)):
+                made.append(obj)
+            existing[kind].add(obj["metadata"]["name"])
+    owned = [(kind, n) for kind in ("secret", "service", "configmap") for n in sorted(existing[kind])]
+    gate = "skipped: the Job already exists"
+    if made:
+        gate += "; created what it lacked: " + ", ".join(f"{o['kind']} {o['metadata']['name']}" for o in made)
+    out = _record_launch(kube, jid, job, owned, gate, reconciled=True)
+    lacking = sorted(wanted - existing["secret"])
+    if cred_name in lacking:
+        raise TaoError(f"the Job's Secret {cred_name} is missing and its pods cannot start: resume again with the "
+                       "same --secret-env/--secrets-file as the first submit")
+    if pull_name in lacking:
+        raise TaoError(f"the Job's pull Secret {pull_name} is missing and its pods cannot start: export NGC_KEY and "
+                       "resume again with --ngc-pull-secret")
+    if config is None and any(v.get("configMap") for v in ((job.get("spec") or {}).get("template") or {})
+                              .get("spec", {}).get("volumes") or []) \
+            and render.config_map_name(jid) not in existing["configmap"]:
+        raise TaoError(f"the Job's ConfigMap {render.config_map_name(jid)} is missing and its pods cannot start: "
+                       "resume again with the same config file as the first submit")
+    return out
 
 
 def _verify_config(made: list[dict]) -> None:

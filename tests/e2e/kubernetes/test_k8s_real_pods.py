@@ -198,6 +198,43 @@ def test_tier_c_fetches_its_input_from_s3_and_uploads_its_results(k8s, tmp_path)
     assert secret not in k8s.call_log.read_text() and secret not in json.dumps(k8s.record(out["id"]))
 
 
+def test_tier_c_uploader_waits_for_a_slow_command_whose_pid_file_is_its_real_pid(k8s, tmp_path):
+    """The kubelet turns $$ into $: the wrapper's pid file must still hold the wrapper's pid, or the
+    uploader's `kill -0` fails at once and it uploads before the command has written anything."""
+    bucket = "tao-" + secrets.token_hex(4)
+    lk.s3_make_bucket(bucket)
+    spec = tmp_path / "tier-c-slow.yaml"
+    spec.write_text(yaml.safe_dump({
+        "image": BUSYBOX, "network_arch": "deformable_detr", "action": "train",
+        "results_dir": f"s3://{bucket}/results", "storage_tier": "C", "gpus": 1,
+        "node_selector": {lk.REAL_NODE_LABEL: "true"},
+        "command": 'echo "pidfile=$(cat "$TAO_STAGING_DIR/.tao-main-pid") parent=$PPID"; sleep 12; '
+                   'echo late > "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID/late.txt"',
+    }))
+    creds = {"AWS_ACCESS_KEY_ID": lk.s3.ACCESS_KEY_ID, "AWS_SECRET_ACCESS_KEY": secrets.token_hex(20),
+             "AWS_DEFAULT_REGION": lk.s3.REGION, "S3_ENDPOINT_URL": lk.s3_endpoint()}
+    out = k8s.submit("--spec", str(spec), *[a for name in creds for a in ("--secret-env", name)], env=creds)
+    st = k8s.wait(out["id"], terminal, timeout=180)
+    logs = k8s.tao("logs", out["id"], check=False).stdout
+    assert st["state"] == "COMPLETE", json.dumps(st) + logs
+    line = next(ln for ln in logs.splitlines() if "pidfile=" in ln)
+    pid, parent = line.split("pidfile=")[1].split(" parent=")
+    assert pid.strip().isdigit() and pid.strip() == parent.strip(), line  # the wrapper's own pid, not "$"
+    assert lk.s3_get(bucket, f"results/{out['id']}/late.txt").strip() == "late"  # uploaded after the command
+
+
+def test_the_output_copy_wrapper_on_a_real_pod_ends_with_the_command_despite_a_lingering_child(k8s):
+    """`sleep & exit 3`: the background child holds the pipe, yet the container ends with the command
+    (not at the deadline), the exit code is 3 and the copy on the volume has the output."""
+    t0 = time.time()
+    out, st = run_to_end(k8s, "--gpus", "1", "--active-deadline", "100", "--command",
+                         'echo "lingering $((40+2))"; sleep 300 & exit 3')
+    assert (st["state"], st["err_class"], st.get("exit_code")) == ("ERROR", "ERR_PROGRAM", 3), st
+    assert time.time() - t0 < 90, "the wrapper waited for the background child"
+    kept = (lk.state_root() / "pv" / out["id"] / "logs").glob("*.log")
+    assert any("lingering 42" in p.read_text() for p in kept)
+
+
 def test_a_failed_s3_fetch_shows_the_fetch_containers_error(k8s, tmp_path):
     bucket = "tao-" + secrets.token_hex(4)
     lk.s3_make_bucket(bucket)

@@ -248,6 +248,20 @@ def test_resubmit_with_same_id_reconciles_instead_of_second_job(k8s):
     assert len(jobs) == 1
 
 
+def test_resubmit_creates_the_service_a_dead_submit_never_made_owned_by_the_job(k8s):
+    """The first submit died between the Job and its headless Service (deleted here to stand for it)."""
+    out = k8s.submit(*BASE, "--command", "true", "--gpus", "1", "--nodes", "2", "--skip-nccl-probe",
+                     *ann(lk.KEEP_RUNNING_ANNOTATION, "true"))
+    k8s.kubectl("delete", "service", out["name"], "--wait=true")
+    again = k8s.submit(*BASE, "--command", "true", "--gpus", "1", "--nodes", "2", "--skip-nccl-probe",
+                       "--job-id", out["id"])
+    assert again["reconciled"] is True and again["uid"] == out["uid"]
+    assert f"Service {out['name']}" in again["gate"]
+    svc = k8s.kjson("get", "service", out["name"])
+    assert [o["uid"] for o in svc["metadata"]["ownerReferences"]] == [out["uid"]]
+    assert len(k8s.kjson("get", "jobs", "-l", f"tao-job-id={out['id']}")["items"]) == 1
+
+
 def test_namespace_and_context_variables_honoured(k8s):
     ns = "tao-k8s-ns-" + secrets.token_hex(3)
     k8s.kubectl("create", "namespace", ns, ns="default")
