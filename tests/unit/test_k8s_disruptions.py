@@ -73,3 +73,11 @@ def test_pod_failure_policy_without_pods_is_the_program_unless_it_names_a_disrup
 def test_a_running_first_pod_is_one_attempt():
     assert smap.observe(_job(failed=0, active=1), [_pod("b", "Running")]).pod_attempts == 1
     assert smap.observe(_job(failed=0, active=0, succeeded=2, cond="Complete"), []).pod_attempts == 2
+
+
+def test_a_deadline_is_blamed_on_the_deadline_not_on_the_killed_pod():
+    job = _job(failed=1, active=0)
+    job["status"]["conditions"] = [{"type": "Failed", "status": "True", "reason": "DeadlineExceeded",
+                                    "message": "Job was active longer than specified deadline"}]
+    obs = smap.observe(job, [_pod("a", "Failed", code=137)])
+    assert (obs.state, obs.err_class, obs.reason) == ("ERROR", "ERR_PROGRAM", "DeadlineExceeded")

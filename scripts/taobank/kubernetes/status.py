@@ -139,6 +139,9 @@ def _failure(job: dict, pods: list[dict], logs: dict[str, str] | None) -> tuple[
     """Classify a failed Job: (err_class, reason, message, pod, exit code)."""
     from .. import failures
 
+    cond = condition(job, "Failed") or condition(job, "FailureTarget") or {}
+    if cond.get("reason") == "DeadlineExceeded":  # the pods' kill is the deadline's doing, not their own failure
+        return "ERR_PROGRAM", "DeadlineExceeded", cond.get("message") or "Job failed (DeadlineExceeded)", None, None
     for pod in blame_order(job, pods):
         name = (pod.get("metadata") or {}).get("name")
         st = pod.get("status") or {}
@@ -170,8 +173,6 @@ def _failure(job: dict, pods: list[dict], logs: dict[str, str] | None) -> tuple[
     err = "ERR_INFRA" if reason in INFRA_REASONS else "ERR_PROGRAM"
     if reason == "PodFailurePolicy" and "DisruptionTarget" in (cond.get("message") or ""):
         err = "ERR_INFRA"  # a FailJob rule on a disruption, not the program's exit code
-    if reason == "DeadlineExceeded":
-        err = "ERR_PROGRAM"  # the job outran its own activeDeadlineSeconds
     return err, reason, cond.get("message") or f"Job failed ({reason})", None, None
 
 
