@@ -19,7 +19,7 @@ from .errors import TaoError
 CACHE_FILE = "nccl-probe.cache.json"  # the dot keeps it out of list_records (the stem is no record id)
 TIMEOUT_EXIT = 124  # what coreutils ``timeout`` returns when it had to stop the command
 WAIT_SLACK_S = 600  # scheduling + image pull on top of --timeout before the agent gives up waiting
-VERDICTS = ("ok", "hang/timeout", "not-run", "failed")
+STAMP = "%Y-%m-%dT%H:%M:%SZ"  # checked_at, UTC
 
 # Runs once per GPU under torchrun: one all-reduce of ones; the sum must be the world size.
 SCRIPT = """\
@@ -69,7 +69,7 @@ def save_verdict(platform_name: str, cluster: str, entry: dict) -> None:
 def age_days(entry: dict, now: datetime | None = None) -> float | None:
     """Days since the verdict was taken (None when the entry carries no readable time)."""
     try:
-        taken = datetime.strptime(str(entry.get("checked_at")), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+        taken = datetime.strptime(str(entry.get("checked_at")), STAMP).replace(tzinfo=timezone.utc)
     except ValueError:
         return None
     return ((now or datetime.now(timezone.utc)) - taken).total_seconds() / 86400
@@ -130,7 +130,7 @@ def run(platform_name: str, cluster: str, spec: dict, submit: Callable[[dict], s
              "message": result.get("message") or "", "nodes": nodes,
              "gpus_per_node": gpus_per_node, "image": spec.get("image"),
              "nccl_env": spec.get("nccl_env") or {},
-             "checked_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+             "checked_at": datetime.now(timezone.utc).strftime(STAMP)}
     save_verdict(platform_name, cluster, entry)
     note = None if verdict == "ok" else advice
     if verdict == "not-run":
