@@ -1,7 +1,43 @@
-"""Absolute POSIX paths on a cluster: the one "is this under that folder" rule."""
+"""Absolute POSIX paths on a cluster: the one path-value rule and the one "is this under that folder" rule."""
 from __future__ import annotations
 
 import posixpath
+import re
+
+from .errors import TaoError
+
+#: Characters a path value may hold. No space, quote, ``%`` (sbatch file patterns),
+#: ``,``/``:`` (Pyxis mount separators), ``$`` or glob characters; and because it
+#: must start with ``/``, never a leading ``-`` that a command would read as an option.
+PATH_CHARS = "A-Za-z0-9._+@/-"
+_ABS = re.compile(rf"/[{PATH_CHARS}]*\Z")
+#: URI schemes a location field may use; the code that reads each one checks what follows.
+_URI = re.compile(rf"(?:lustre|slurm|s3)://[{PATH_CHARS}]*\Z")
+ALLOWED = "an absolute path of letters, digits and . _ + @ / - (no spaces, no '..')"
+
+
+def abs_path(value: object, what: str) -> str:
+    """``value`` normalised, when it is an absolute path of safe characters without ``..``; else one-line TaoError.
+
+    Every path value passes here before it reaches a template, a manifest or argv.
+    """
+    from .redact import shown
+
+    if not is_path(value):
+        raise TaoError(f"{what} {shown(value)} is not {ALLOWED}")
+    text = str(value)
+    norm = posixpath.normpath(text)
+    return "/" + norm.lstrip("/") if norm.startswith("//") else norm
+
+
+def is_path(value: object) -> bool:
+    """The JSON Schema format ``tao-path``: :func:`abs_path` would accept ``value``."""
+    return isinstance(value, str) and bool(_ABS.match(value)) and ".." not in value.split("/")
+
+
+def is_location(value: object) -> bool:
+    """The JSON Schema format ``tao-location``: a path, or a ``lustre://``/``slurm://``/``s3://`` URI of path characters."""
+    return is_path(value) or (isinstance(value, str) and bool(_URI.match(value)) and ".." not in value.split("/"))
 
 
 def is_under(path: str, root: str) -> bool:

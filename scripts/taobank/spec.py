@@ -11,11 +11,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from . import BANK_ROOT
+from . import BANK_ROOT, paths
 from .deps import require
 from .errors import TaoError
+from .redact import shown
 
 SCHEMAS = BANK_ROOT / "schemas"
+#: Schema formats: an absolute path of safe characters; or that, or a lustre://, slurm:// or s3:// URI.
+PATH_FORMAT = "tao-path"
+LOCATION_FORMAT = "tao-location"
 
 
 def load_file(path: str | Path) -> dict:
@@ -42,7 +46,15 @@ def validator(schema_name: str) -> Any:
     """The (cached) Draft 2020-12 validator of ``schemas/<schema_name>``: the bank's one schema validator."""
     jsonschema = require("jsonschema")
     schema = json.loads((SCHEMAS / schema_name).read_text(encoding="utf-8"))
-    return jsonschema.Draft202012Validator(schema)
+    return jsonschema.Draft202012Validator(schema, format_checker=_formats(jsonschema))
+
+
+def _formats(jsonschema: Any) -> Any:
+    """The bank's own formats (the one path rule of :mod:`taobank.paths`), checked on every validation."""
+    checker = jsonschema.FormatChecker(formats=())
+    checker.checks(PATH_FORMAT)(paths.is_path)
+    checker.checks(LOCATION_FORMAT)(paths.is_location)
+    return checker
 
 
 def first_error(obj: Any, schema_name: str) -> Any:
@@ -81,6 +93,9 @@ def _safe_message(err: Any) -> str:
             hints.append(f"{key!r} (did you mean {near[0]!r}?)" if near else repr(key))
         if hints:
             return "unknown field " + ", ".join(hints)
+    if err.validator == "format" and err.validator_value in (PATH_FORMAT, LOCATION_FORMAT):
+        uri = " or a lustre:///, s3:// URI" if err.validator_value == LOCATION_FORMAT else ""
+        return f"{shown(err.instance)} is not {paths.ALLOWED}{uri}"
     if err.validator == "not" or _QUIET_FIELDS & {str(p) for p in err.absolute_path}:
         return f"value refused by the schema rule '{err.validator}' (the value is not shown)"
     return err.message

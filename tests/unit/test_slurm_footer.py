@@ -26,14 +26,15 @@ STANDINS = {
 
 def run_job(tmp_path: Path, command: list[str], *, nodes: int = 1, secrets: dict[str, str] | None = None,
             partition: str = "n1 n2 n3 n4", timeout: tuple[int, int] | None = None, old_log: str = "",
-            excluded: str = "") -> dict:
+            excluded: str = "", self_retries: int = 3, poller_retries: bool = True) -> dict:
     res = resources.resolve({"partition": "local", "cpus_per_task": 1, "num_gpus": nodes, "gpus_per_node": 1}, {})
     if timeout:
         res = dataclasses.replace(res, timeout_seconds=timeout[0], kill_grace_seconds=timeout[1])
     jdir = tmp_path / "jobs" / JOB
     inp = render.ScriptInput(job_id=JOB, job_dir=str(jdir), results_parent=str(tmp_path / "results"), command=command,
                              resources=res, runtime="none", has_credentials=bool(secrets),
-                             secret_names=tuple(secrets or ()), self_retries=3)
+                             secret_names=tuple(secrets or ()), self_retries=self_retries,
+                             poller_retries=poller_retries)
     text = render.render(inp)
     render.lint(text)
     for d in ("meta", "sbatch", f"slurm-logs/{JOB}-101"):
@@ -66,7 +67,7 @@ def run_job(tmp_path: Path, command: list[str], *, nodes: int = 1, secrets: dict
             "hops": [json.loads(line) for line in hops.read_text().splitlines()] if hops.exists() else [],
             "sbatch": sb.read_text().splitlines() if sb.exists() else None,
             "sbatch_env": (tmp_path / "sbatch.env").read_text() if sb.exists() else "",
-            "marker": (jdir / storage.MARKER_FILE).exists()}
+            "marker": (jdir / storage.MARKER_FILE).exists(), "creds": (jdir / storage.CREDS_FILE).exists()}
 
 
 def fails_with(line: str) -> list[str]:
@@ -128,3 +129,37 @@ def test_exclusions_are_capped_so_the_partition_can_still_hold_the_job(tmp_path)
     assert "--exclude=n8,n3" in job["sbatch"]  # 6 nodes, 4 needed: 2 exclusions at most, the oldest goes
     job = run_job(tmp_path, fails_with(f"n3:4242:4250 [2] {NCCL}"), nodes=4, partition="")  # sinfo says nothing
     assert not [a for a in job["sbatch"] if a.startswith("--exclude")]
+
+
+SECRET = {"HF_TOKEN": "hf_" + "q" * 30}
+
+
+@pytest.mark.parametrize("self_retries", [3, 0])
+@pytest.mark.parametrize("command", [["true"], ["false"], ["bash", "-c", "echo Traceback >&2; exit 3"]])
+def test_a_finished_run_removes_its_credentials_itself(tmp_path, self_retries, command):
+    """Success or a program failure ends the job: the credentials leave the shared filesystem at once."""
+    job = run_job(tmp_path, command, secrets=SECRET, self_retries=self_retries)
+    assert job["marker"] and not job["creds"]
+
+
+def test_a_run_that_resubmitted_itself_keeps_its_credentials(tmp_path):
+    job = run_job(tmp_path, fails_with(NCCL), secrets=SECRET)
+    assert job["hops"] and job["creds"]
+
+
+def test_an_infrastructure_failure_keeps_the_credentials_for_the_status_verb_retry(tmp_path):
+    job = run_job(tmp_path, fails_with(NCCL), secrets=SECRET, self_retries=0)
+    assert not job["hops"] and job["creds"]
+
+
+def test_without_any_retry_an_infrastructure_failure_removes_the_credentials(tmp_path):
+    job = run_job(tmp_path, fails_with(NCCL), secrets=SECRET, self_retries=0, poller_retries=False)
+    assert not job["hops"] and not job["creds"]
+
+
+def test_a_self_retrying_job_past_its_retry_limit_removes_the_credentials(tmp_path):
+    jdir = tmp_path / "jobs" / JOB / "meta"
+    jdir.mkdir(parents=True)
+    (jdir / "attempts").write_text("3\n")
+    job = run_job(tmp_path, fails_with(NCCL), secrets=SECRET)
+    assert not job["hops"] and not job["creds"]

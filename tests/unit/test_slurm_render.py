@@ -76,7 +76,7 @@ def test_credentials_sourced_without_exit_trap():
     text = render.render(make(has_credentials=True))
     commands = [line for line in text.split("\n") if line.strip() and not line.lstrip().startswith("#")]
     assert not [line for line in commands if "trap" in line]
-    assert '. "$TAO_CREDS_FILE"' in text and 'if [ "$rc" -eq 0 ]; then rm -f -- "$TAO_CREDS_FILE"; fi' in text
+    assert '. "$TAO_CREDS_FILE"' in text and 'rm -f -- "$TAO_CREDS_FILE"' in text
     assert "TAO_CREDS_FILE" not in render.render(make(has_credentials=False))
 
 
@@ -160,7 +160,7 @@ def test_the_job_resubmits_itself_only_with_requeue_and_checks_its_log_with_the_
 
     text = render.render(make(self_retries=3))
     pcre = failures.pcre(exclude=failures.REQUEUED_BY_SLURM)
-    assert f"grep -qP -- {shlex.quote(pcre)} <<< \"$tail_text\" || return 1" in text
+    assert f"grep -qP -- {shlex.quote(pcre)} <<< \"$tail_text\"" in text and "tao_infra_failure || return 1" in text
     assert "NODE FAILURE" not in pcre and "PREEMPTION" not in pcre and "Xid" in pcre  # SLURM requeues those itself
     assert '[ "$n" -gt 3 ]' in text and 'args+=(--exclude="$excl")' in text
     assert 'TAO_SCRIPT="$TAO_JOB_DIR"/sbatch/job_dino-train-1a2b3c4d.sbatch' in text

@@ -37,7 +37,7 @@ _ENDPOINT = 'if [ -n "${S3_ENDPOINT_URL:-}" ]; then export AWS_ENDPOINT_URL="$S3
 FETCH_SCRIPT = (
     "set -eu\n" + _ENDPOINT
     + 'while [ "$#" -ge 2 ]; do\n'
-    + '  mkdir -p "$(dirname "$2")"\n'
+    + '  mkdir -p -- "$(dirname -- "$2")"\n'
     + '  case "$1" in */) aws s3 cp --recursive "$1" "$2" ;; *) aws s3 cp "$1" "$2" ;; esac\n'
     + "  shift 2\n"
     + "done\n"
@@ -46,7 +46,7 @@ FETCH_SCRIPT = (
 # the uploader and exits with that same code (the user's status is preserved).
 MAIN_WRAPPER = (
     'echo "$$" > "$TAO_STAGING_DIR/.tao-main-pid"\n'
-    'if [ -n "${TAO_API_RESULTS_DIR:-}" ]; then mkdir -p "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID"; fi\n'
+    'if [ -n "${TAO_API_RESULTS_DIR:-}" ]; then mkdir -p -- "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID"; fi\n'
     '"$@"\n'
     "rc=$?\n"
     'echo "$rc" > "$TAO_STAGING_DIR/.tao-exit"\n'
@@ -62,8 +62,8 @@ MAIN_WRAPPER = (
 LOG_COPY_DIR = "logs"
 LOG_WRAPPER = (
     'd="$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID/logs"; h="${HOSTNAME:-pod}"; f="/dev/shm/.tao-log-$h"\n'
-    '{ mkdir -p "$d" && true >> "$d/$h.log" && rm -f "$f" && mkfifo "$f"; } 2>/dev/null || exec "$@"\n'
-    '(trap "" TERM INT; exec tee -a "$d/$h.log" < "$f") &\n'
+    '{ mkdir -p -- "$d" && true >> "$d/$h.log" && rm -f -- "$f" && mkfifo -- "$f"; } 2>/dev/null || exec "$@"\n'
+    '(trap "" TERM INT; exec tee -a -- "$d/$h.log" < "$f") &\n'
     'tpid=$!\n'
     '"$@" > "$f" 2>&1 &\n'
     'cpid=$!\n'
@@ -73,7 +73,7 @@ LOG_WRAPPER = (
     'while [ "$t" = 1 ]; do t=0; wait "$cpid"; r=$?; if [ "$r" != 127 ]; then rc=$r; fi; done\n'
     "i=0\n"
     'while kill -0 "$tpid" 2>/dev/null && [ "$i" -lt 20 ]; do sleep 0.1 2>/dev/null || sleep 1; i=$((i + 1)); done\n'
-    'kill -KILL "$tpid" 2>/dev/null; rm -f "$f"\n'
+    'kill -KILL "$tpid" 2>/dev/null; rm -f -- "$f"\n'
     'exit "$rc"\n'
 )
 # The uploader waits for the exit marker, or for the main process to vanish
@@ -83,7 +83,7 @@ UPLOAD_SCRIPT = (
     "set -u\n" + _ENDPOINT
     + 'd="$TAO_STAGING_DIR"\n'
     + 'while [ ! -f "$d/.tao-exit" ]; do\n'
-    + '  if [ -f "$d/.tao-main-pid" ] && ! kill -0 "$(cat "$d/.tao-main-pid")" 2>/dev/null; then break; fi\n'
+    + '  if [ -f "$d/.tao-main-pid" ] && ! kill -0 "$(cat -- "$d/.tao-main-pid")" 2>/dev/null; then break; fi\n'
     + "  sleep 5\n"
     + "done\n"
     + "status=0\n"

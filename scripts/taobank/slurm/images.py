@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..errors import TaoError
+from ..paths import abs_path
 
 _REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@#+-]*\Z")
 
@@ -28,7 +29,7 @@ def pyxis_image(image: str) -> str:
     if img.startswith("/"):
         if not img.endswith(".sqsh"):
             raise TaoError(f"image path {img} is not a .sqsh file: give /path/image.sqsh or a registry image")
-        return posixpath.normpath(img)
+        return abs_path(img, "image path")
     if img.startswith("docker://"):
         img = img[len("docker://"):]
     elif "://" in img:

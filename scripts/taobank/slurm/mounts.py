@@ -15,13 +15,12 @@ outside the container.
 """
 from __future__ import annotations
 
-import posixpath
 import re
 from dataclasses import dataclass
 from typing import Iterable
 
 from ..errors import TaoError
-from ..paths import is_under
+from ..paths import abs_path, is_under
 
 _FLAGS = re.compile(r"[a-z_+]+\Z")
 
@@ -43,10 +42,7 @@ class Mount:
 
 
 def _path(text: str, what: str) -> str:
-    if not text.startswith("/") or ".." in text.split("/") or any(c in text for c in ",:\n\r\x00 \t"):
-        raise TaoError(f"{what} {text!r} cannot be a container mount: it must be an absolute path without "
-                       "'..', ',', ':' or spaces (Pyxis splits on them)")
-    norm = posixpath.normpath(text)
+    norm = abs_path(text, what)  # the one path rule: no ',' ':' or spaces either (Pyxis splits on them)
     if norm == "/":
         raise TaoError(f"{what} / cannot be a container mount (it would replace the image's own filesystem)")
     return norm

@@ -49,6 +49,8 @@ class ScriptInput:
     master_port: int = 29500
     #: max infrastructure retries the job makes itself (0: none; the status verb may resubmit instead)
     self_retries: int = 0
+    #: whether the status verb may resubmit an infrastructure failure (it sources the credentials again)
+    poller_retries: bool = True
 
 
 def check_directive_value(option: str, value: str) -> str:
@@ -118,6 +120,9 @@ def render(inp: ScriptInput) -> str:
         "task_prologue": TASK_PROLOGUE,
         "script_rel": f"sbatch/job_{inp.job_id}.sbatch",
         "self_retry": inp.self_retries > 0,
+        # the run's own log is checked for an infrastructure failure: to resubmit itself, or to keep the
+        # credentials for the status verb's resubmission
+        "infra_check": inp.self_retries > 0 or (inp.has_credentials and inp.poller_retries),
         "max_retries": int(inp.self_retries),
         "infra_pcre": failures.pcre(exclude=failures.REQUEUED_BY_SLURM),
         "secret_names": [check_name(n) for n in sorted(inp.secret_names)],

@@ -19,7 +19,7 @@ from typing import Any, Iterable, Mapping
 
 from ..envfile import check_job_env, check_name
 from ..errors import TaoError
-from ..paths import is_under
+from ..paths import abs_path, is_under
 from ..redact import shown
 
 #: Files inside a job directory (relative paths).
@@ -58,12 +58,7 @@ def cluster_path(uri: str, what: str = "dataset") -> str:
         raise TaoError(f"{what} {shown(uri)} is not on the cluster: SLURM jobs read the shared filesystem and inputs are "
                        "never fetched inside the job (GPU idle timeout); copy it to the shared filesystem before "
                        "submit (tao-data-io skill) and pass lustre:///absolute/path")
-    if not path.startswith("/") or "\n" in path or "\x00" in path:
-        raise TaoError(f"{what} {shown(uri)} is not an absolute cluster path: use lustre:///absolute/path")
-    norm = posixpath.normpath(path)
-    if norm.startswith("//"):
-        norm = "/" + norm.lstrip("/")
-    return norm
+    return abs_path(posixpath.normpath(path) if path.startswith("/") else path, what)  # a URI's '..' is resolved
 
 
 _USER_DIR = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*\Z")
@@ -99,10 +94,13 @@ def base_dir(spec: Mapping[str, Any], env: Mapping[str, str]) -> str:
                            "(or SLURM_USER, for the default <base>/<user>)")
         raw = posixpath.join(str(pins.resolve("slurm.base_results_dir")), user)
     raw = str(raw)
-    path = cluster_path(raw, "results base") if "://" in raw else raw
-    if not path.startswith("/") or any(c in path for c in "\n\r\x00"):
-        raise TaoError(f"results base {shown(raw)} must be an absolute path on the cluster: fix SLURM_BASE_RESULTS_DIR")
-    return posixpath.normpath(path)
+    return any_cluster_path(raw, "results base")
+
+
+def any_cluster_path(value: str, what: str) -> str:
+    """A folder given as ``lustre:///abs`` (or ``slurm://``) or as the bare absolute path, checked by the one path rule."""
+    text = str(value)
+    return cluster_path(text, what) if "://" in text else abs_path(text, what)
 
 
 def results_dir(base: str, job_id: str) -> str:
@@ -135,9 +133,9 @@ def dataset_paths(spec: Mapping[str, Any]) -> tuple[list[str], dict[str, str], s
         required.append(root)
         for rel in ds.get("required") or []:
             rel = str(rel)
-            joined = posixpath.normpath(posixpath.join(root, rel))
-            if rel.startswith("/") or not is_under(joined, root):
-                raise TaoError(f"dataset required entry {rel!r} leaves the dataset root {root}: give paths inside it")
+            if rel.startswith("/") or ".." in rel.split("/"):
+                raise TaoError(f"dataset required entry {shown(rel)} leaves the dataset root {root}: give paths inside it")
+            joined = abs_path(posixpath.join(root, rel), "dataset required entry")
             required.append(joined)
     for key, uri in (ds.get("spec_keys") or {}).items():
         if not _SPEC_KEY.match(str(key)):

@@ -61,7 +61,8 @@ def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None, *, need_
     d = resources.defaults()
     sqsh = None
     if runtime == "pyxis" and pyxis and not images.is_sqsh(pyxis) and spec.get("use_sqsh", d["use_sqsh"]):
-        cache = spec.get("sqsh_cache_dir") or posixpath.join(base, pins.resolve("slurm.sqsh_cache_subdir"))
+        cache = storage.any_cluster_path(spec["sqsh_cache_dir"], "sqsh_cache_dir") if spec.get("sqsh_cache_dir") \
+            else posixpath.join(base, pins.resolve("slurm.sqsh_cache_subdir"))
         sqsh = images.sqsh_path(pyxis, cache)
     return {
         "spec": spec, "resources": res, "runtime": runtime, "image": image, "pyxis_image": pyxis, "sqsh": sqsh,
@@ -165,7 +166,8 @@ def script_input(p: Mapping[str, Any], job_id: str, image: str | None) -> render
         container_mounts=p["mounts"],
         env=p["env"], nccl_env=p["nccl_env"], has_credentials=bool(p["secrets"]), secret_names=tuple(p["secrets"]),
         dataset_root=p["dataset_root"], master_port=p["master_port"],
-        self_retries=max_retries() if p["resources"].requeue and p["spec"].get("infra_retries", True) else 0)
+        self_retries=max_retries() if p["resources"].requeue and p["spec"].get("infra_retries", True) else 0,
+        poller_retries=bool(p["spec"].get("infra_retries", True)))
 
 
 def preview(spec: Mapping[str, Any], job_id: str, env: Mapping[str, str] | None = None) -> str:
