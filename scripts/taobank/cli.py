@@ -18,11 +18,24 @@ def _one_line_usage_error(parser: argparse.ArgumentParser, message: str) -> None
     parser.exit(2, f"error: {parser.prog}: {message} (see --help)\n")
 
 
+_ARGPARSE_GET_VALUES = argparse.ArgumentParser._get_values
+
+
+def _get_values_keeping_dash_dash(self: argparse.ArgumentParser, action: argparse.Action, arg_strings: list) -> Any:
+    """``--flag=--`` is the value ``--`` (Python 3.11's argparse drops it and hands the action ``[]``)."""
+    if action.option_strings and action.nargs in (None, argparse.OPTIONAL) and arg_strings == ["--"]:
+        value = self._get_value(action, "--")
+        self._check_value(action, value)
+        return value
+    return _ARGPARSE_GET_VALUES(self, action, arg_strings)
+
+
 def run_main(main: Callable[[list[str]], int | None], argv: list[str] | None = None) -> None:
     """Call ``main`` and turn a TaoError (or an argparse usage error) into one line on stderr."""
     # Every helper's parsers (subcommands included) are built inside main(): make their
     # usage errors one line like every other failure, without touching each script.
     argparse.ArgumentParser.error = _one_line_usage_error  # type: ignore[method-assign]
+    argparse.ArgumentParser._get_values = _get_values_keeping_dash_dash  # type: ignore[method-assign]
     try:
         rc = main(sys.argv[1:] if argv is None else argv)
     except TaoError as exc:
@@ -35,6 +48,9 @@ def run_main(main: Callable[[list[str]], int | None], argv: list[str] | None = N
         sys.exit(0)
     except OSError as exc:  # disk full, read-only or immutable file, permissions: one line, no traceback
         print(f"error: {os_error_line(exc)}", file=sys.stderr)
+        sys.exit(1)
+    except RecursionError:  # a safety net: every parser of the bank caps nesting itself
+        print("error: an input is nested too deeply to read: simplify it", file=sys.stderr)
         sys.exit(1)
     except UnicodeError:
         print("error: an input is not valid UTF-8 text (or holds a lone surrogate): save it as UTF-8", file=sys.stderr)

@@ -5,6 +5,7 @@ import re
 import stat
 from pathlib import Path
 
+from . import fsio
 from .errors import TaoError
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -48,9 +49,9 @@ def read(path: str | Path, *, what: str = "env file", private: bool = False) -> 
             raise TaoError(f"{what} {p} is a directory: give the file")
         if private and st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
             raise TaoError(f"{what} {p} is readable by others (mode {oct(st.st_mode & 0o777)}): chmod 600 {p}")
-        raw = p.read_bytes()
     except OSError as exc:
         raise TaoError(f"cannot read {what} {p}: {exc.strerror}", exit_code=2) from None
+    raw = fsio.read_regular(p, what, max_bytes=1024 * 1024) or b""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

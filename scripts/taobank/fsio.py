@@ -1,4 +1,4 @@
-"""Private, atomic file writes: the one way the bank writes a file of its own state.
+"""Private, atomic file writes and bounded reads: the one way the bank writes and reads a file.
 
 A temp file in the same folder (created mode 600 whatever the umask), written
 and fsynced, then renamed over the target and the folder fsynced: a writer
@@ -6,7 +6,9 @@ killed at any point leaves the old file or the new one, never a torn one.
 """
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -46,3 +48,68 @@ def write_private(path: Path | str, text: str) -> None:
         os.unlink(tmp)
         raise
     fsync_dir(path.parent)
+
+
+#: Largest file the bank reads whole: specs, records, caches, env files and logs are far smaller.
+MAX_READ_BYTES = 16 * 1024 * 1024
+
+
+def read_regular(path: Path | str, what: str, *, max_bytes: int = MAX_READ_BYTES, follow_links: bool = True,
+                 missing_ok: bool = False) -> bytes | None:
+    """The bytes of ``path`` when it is a regular file of at most ``max_bytes``; else one-line TaoError.
+
+    The one way the bank reads a file: a FIFO, a device (``/dev/zero``) or a
+    socket never blocks or exhausts memory, because the file is opened
+    non-blocking and checked with ``fstat`` before any read. ``follow_links``
+    False (the bank's own state files) refuses a symlink. ``missing_ok``: a
+    missing file gives None.
+    """
+    from .errors import TaoError
+
+    p = Path(path)
+    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_links else os.O_NOFOLLOW)
+    try:
+        fd = os.open(p, flags)
+    except FileNotFoundError:
+        if missing_ok:
+            return None
+        raise TaoError(f"cannot read {what} {p}: no such file", exit_code=2) from None
+    except OSError as exc:
+        why = "a symlink (never followed here)" if exc.errno in (errno.ELOOP, errno.EMLINK) else exc.strerror
+        raise TaoError(f"cannot read {what} {p}: {why}", exit_code=2) from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise TaoError(f"{what} {p} is a directory: give the file", exit_code=2)
+        if not stat.S_ISREG(st.st_mode):
+            raise TaoError(f"{what} {p} is not a regular file (a FIFO, device or socket): give a plain file", exit_code=2)
+        if st.st_size > max_bytes:
+            raise TaoError(f"{what} {p} is larger than {max_bytes} bytes: that is not a {what}", exit_code=2)
+        chunks, left = [], max_bytes + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError as exc:
+        raise TaoError(f"cannot read {what} {p}: {exc.strerror}", exit_code=2) from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > max_bytes:
+        raise TaoError(f"{what} {p} is larger than {max_bytes} bytes: that is not a {what}", exit_code=2)
+    return data
+
+
+def read_text(path: Path | str, what: str, **kwargs: object) -> str | None:
+    """:func:`read_regular` decoded as UTF-8 (one-line TaoError when it is not)."""
+    from .errors import TaoError
+
+    data = read_regular(path, what, **kwargs)  # type: ignore[arg-type]
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise TaoError(f"{what} {path} is not UTF-8 text: save it as UTF-8") from None

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from . import fsio, pins, platform, records
+from . import fsio, pins, platform, records, safeparse
 from .errors import TaoError
 
 CACHE_FILE = "nccl-probe.cache.json"  # the dot keeps it out of list_records (the stem is no record id)
@@ -46,8 +46,10 @@ def cache_path() -> Path:
 def load_cache() -> dict:
     """``{platform: {cluster: entry}}``; a missing or damaged cache reads as empty (it only costs a re-probe)."""
     try:
-        data = json.loads(cache_path().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        raw = fsio.read_regular(cache_path(), "NCCL probe cache", max_bytes=1024 * 1024, follow_links=False,
+                                missing_ok=True)
+        data = safeparse.json_value(raw, "NCCL probe cache") if raw else {}
+    except TaoError:
         return {}
     if not isinstance(data, dict):
         return {}

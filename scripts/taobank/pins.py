@@ -12,8 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from . import BANK_ROOT
-from .deps import require
+from . import BANK_ROOT, fsio, safeparse
 from .errors import TaoError
 
 #: Environment override of the pins file (tests, forks).
@@ -37,20 +36,12 @@ def load() -> dict:
         key = (str(path), st.st_mtime_ns, st.st_size)
         if key in _cache:
             return _cache[key]
-        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise TaoError(f"{path} not found: run from a complete bank checkout or set {VERSIONS_ENV}", exit_code=2) from None
     except OSError as exc:
         raise TaoError(f"cannot read {path}: {exc.strerror}", exit_code=2) from None
-    except UnicodeDecodeError:
-        raise TaoError(f"{path} is not UTF-8 text: fix the file") from None
-    yaml = require("yaml")
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise TaoError(f"{path}{where} is not valid YAML: fix the file") from None
+    text = fsio.read_text(path, "versions file", max_bytes=1024 * 1024) or ""
+    data = safeparse.yaml_value(text, str(path))
     if not isinstance(data, dict):
         raise TaoError(f"{path} must be a YAML mapping of sections: fix the file")
     _cache[key] = data

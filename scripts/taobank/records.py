@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from . import BANK_ROOT, fsio, names, states
+from . import BANK_ROOT, fsio, names, safeparse, states
 from .errors import TaoError
 
 STATE_DIR_ENV = "TAO_STATE_DIR"
@@ -170,25 +170,15 @@ def _locked(job_id: str) -> Iterator[None]:
 def _read(path: Path) -> dict:
     """A record file: a regular file (no symlink, no FIFO) holding a record-shaped JSON object."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        raise TaoError(f"no job record {path.stem} in {path.parent}: see 'tao_jobs.py list'") from None
-    except OSError as exc:
-        why = "a symlink (never followed)" if exc.errno in (errno.ELOOP, errno.EMLINK) else exc.strerror
-        raise TaoError(f"job record {path} cannot be read: {why}: remove or restore it") from None
+        raw = fsio.read_regular(path, "job record", max_bytes=_MAX_RECORD_BYTES, follow_links=False, missing_ok=True)
+    except TaoError as exc:
+        raise TaoError(f"{exc}: remove or restore it") from None
+    if raw is None:
+        raise TaoError(f"no job record {path.stem} in {path.parent}: see 'tao_jobs.py list'")
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise TaoError(f"job record {path} is not a plain file: remove it")
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            raw = fh.read(_MAX_RECORD_BYTES + 1)
-    finally:
-        os.close(fd)
-    if len(raw) > _MAX_RECORD_BYTES:
-        raise TaoError(f"job record {path} is larger than {_MAX_RECORD_BYTES} bytes: it is not a record; remove it")
-    try:
-        rec = json.loads(raw.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        raise TaoError(f"job record {path} is not valid JSON: restore it or remove it") from None
+        rec = safeparse.json_value(raw, f"job record {path}")
+    except TaoError as exc:
+        raise TaoError(f"{exc}: restore it or remove it") from None
     problem = _shape_problem(rec, path.stem)
     if problem:
         raise TaoError(f"job record {path} is damaged ({problem}): restore it or remove it")

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from . import BANK_ROOT, paths
+from . import BANK_ROOT, fsio, paths, safeparse
 from .deps import require
 from .errors import TaoError
 from .redact import shown
@@ -20,22 +20,15 @@ SCHEMAS = BANK_ROOT / "schemas"
 #: Schema formats: an absolute path of safe characters; or that, or a lustre://, slurm:// or s3:// URI.
 PATH_FORMAT = "tao-path"
 LOCATION_FORMAT = "tao-location"
+#: A job spec is a page of YAML; anything larger is a mistake (or an attack on the parser).
+MAX_SPEC_BYTES = 1024 * 1024
 
 
 def load_file(path: str | Path) -> dict:
     """Read a YAML or JSON mapping; one-line error when unreadable or not a mapping."""
-    yaml = require("yaml")
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise TaoError(f"cannot read job spec {p}: {exc.strerror}", exit_code=2) from None
-    except UnicodeDecodeError:
-        raise TaoError(f"job spec {p} is not UTF-8 text: pass a YAML or JSON file") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise TaoError(f"job spec {p} is not valid YAML/JSON: {str(exc).splitlines()[0]}") from None
+    text = fsio.read_text(p, "job spec", max_bytes=MAX_SPEC_BYTES)
+    data = safeparse.yaml_value(text or "", f"job spec {p}")
     if not isinstance(data, dict):
         raise TaoError(f"job spec {p} must hold a mapping of fields")
     return data

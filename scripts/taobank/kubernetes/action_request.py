@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .. import states
+from .. import fsio, states
 from ..deps import require
 from ..errors import TaoError
 from ..paths import is_under
@@ -113,7 +113,7 @@ def to_job_spec(path: str | Path, *, config_file: str | None = None, config_sha2
         check_embedded_paths(req, config_path)
         if not config_file or not config_sha256:
             raise TaoError("mode=config needs --config-file (from render_k8s_job.py --materialize-config) and --config-sha256")
-        text = Path(config_file).read_text(encoding="utf-8")
+        text = fsio.read_text(config_file, "--config-file") or ""
         digest = sha256_text(text)
         if digest != config_sha256:
             raise TaoError(f"{config_file} has sha256 {digest}, not the {config_sha256} you staged: re-materialise it")

@@ -45,9 +45,8 @@ def spec_arguments(parser: argparse.ArgumentParser) -> None:
 
 def spec_from_args(args: argparse.Namespace) -> dict:
     """Merge --spec with flags, then validate against the schema."""
-    import json
-
-    from .. import spec as specmod
+    from .. import safeparse, spec as specmod
+    from ..errors import TaoError
 
     spec: dict = specmod.load_file(args.spec) if args.spec else {}
     for key in ("image", "command", "network_arch", "action", "results_dir", "storage_tier", "gpus", "nodes",
@@ -59,8 +58,8 @@ def spec_from_args(args: argparse.Namespace) -> dict:
         spec.pop("args", None)
     if args.args_json is not None:
         try:
-            argv = json.loads(args.args_json)
-        except ValueError:
+            argv = safeparse.json_value(args.args_json, "--args-json")
+        except TaoError:
             raise UsageError("--args-json must be a JSON list of strings") from None
         spec["args"] = argv
         spec.pop("command", None)

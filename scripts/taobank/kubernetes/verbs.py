@@ -12,7 +12,7 @@ import base64
 import json
 import os
 
-from .. import envfile, fsio, pins, platform, records, redact, states
+from .. import envfile, fsio, pins, platform, records, redact, safeparse, states
 from ..errors import TaoError
 from . import JOB_LABEL, gates, render
 from . import results as resultsmod
@@ -557,7 +557,8 @@ def read_logs(rec: dict, *, tail: int | None = None) -> tuple[str, str]:
         return format_logs(kube, pods, tail), "live"
     saved = records.artifact_dir(rec["id"]) / "logs.txt"
     if saved.exists():
-        lines = saved.read_text(encoding="utf-8").splitlines(keepends=True)
+        lines = (fsio.read_regular(saved, "saved logs", follow_links=False) or b"").decode(
+            "utf-8", "replace").splitlines(keepends=True)
         return "".join(lines[-tail:]), "saved"
     kept = volume_logs(kube, rec, tail)
     if kept:
@@ -577,7 +578,9 @@ def volume_logs(kube: Kubectl, rec: dict, tail: int) -> str | None:
     path = records.artifact_dir(rec["id"]) / SPEC_FILE
     if not path.is_file():
         return None
-    spec = json.loads(path.read_text(encoding="utf-8"))
+    spec = safeparse.json_value(fsio.read_regular(path, "saved job spec", follow_links=False) or b"", f"saved job spec {path}")
+    if not isinstance(spec, dict):
+        return None
     if spec.get("storage_tier", "A") != "A" or not spec.get("log_copy", True):
         return None
     folder = resultsmod.plan(spec).for_job(rec["id"]).pod_folder

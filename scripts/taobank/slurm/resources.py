@@ -72,15 +72,20 @@ class Resources:
         return out
 
 
+#: Larger than any count or duration a cluster takes; bigger values are typos (and overflow floats).
+_MAX_NUMBER = 10 ** 12
+
+
 def _num(value: Any, name: str, kind=float, minimum: float = 0) -> Any:
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
     try:
         out = kind(value)
-    except (TypeError, ValueError):
-        raise TaoError(f"{name}={value!r} is not a number: give a {kind.__name__}") from None
-    if isinstance(value, bool) or out < minimum or (kind is float and not math.isfinite(out)):
-        raise TaoError(f"{name}={value!r} is out of range: it must be >= {minimum}")
+    except (TypeError, ValueError, OverflowError):
+        raise TaoError(f"{name}={shown} is not a number: give a {kind.__name__}") from None
+    if isinstance(value, bool) or not (minimum <= out <= _MAX_NUMBER) or (kind is float and not math.isfinite(out)):
+        raise TaoError(f"{name}={shown} is out of range: it must be >= {minimum} and <= {_MAX_NUMBER}")
     if kind is int and float(value) != out:
-        raise TaoError(f"{name}={value!r} must be a whole number")
+        raise TaoError(f"{name}={shown} must be a whole number")
     return out
 
 

@@ -91,16 +91,23 @@ def _remembered_file() -> Path:
 
 
 def remembered_host() -> str | None:
+    """The login host that answered last (a hint for the failover order); None when absent or not a plain file."""
     try:
-        return _remembered_file().read_text(encoding="utf-8").strip() or None
-    except OSError:
+        text = fsio.read_text(_remembered_file(), "remembered login host", max_bytes=4096, follow_links=False,
+                              missing_ok=True)
+    except TaoError:
         return None
+    return (text or "").strip() or None
 
 
 def remember_host(entry: str) -> None:
+    """Remember ``entry`` inside the state folder only: a symlinked ``slurm`` folder is never written through."""
     path = _remembered_file()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path.parent.mkdir(exist_ok=True, mode=0o700)
+        st = os.lstat(path.parent)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            return  # a symlink or a foreign folder: remembering is an optimisation, never a reason to write elsewhere
         fsio.write_private(path, entry + "\n")
     except OSError:
         pass  # remembering is an optimisation, never a failure
@@ -108,6 +115,16 @@ def remember_host(entry: str) -> None:
 
 def is_connection_error(res: Result) -> bool:
     return res.returncode == 255 and any(p in (res.stderr or "") for p in _CONN_ERRORS)
+
+
+def _seconds(raw: str | None, name: str, default: int) -> int:
+    """A whole number of seconds from the environment (1 to 3600), else the default when unset."""
+    text = (raw or "").strip()
+    if not text:
+        return default
+    if not text.isdigit() or not 1 <= int(text[:6]) <= 3600 or len(text) > 6:
+        raise TaoError(f"{name} must be a whole number of seconds from 1 to 3600: fix or unset it")
+    return int(text)
 
 
 class Connection:
@@ -120,7 +137,8 @@ class Connection:
         self.key = (env.get("SSH_KEY_PATH") or "").strip() or None
         self.config = (env.get("TAO_SSH_CONFIG") or "").strip() or None
         self.known_hosts = (env.get("TAO_SSH_KNOWN_HOSTS") or "").strip() or None
-        self.timeout = int(connect_timeout or env.get("TAO_SSH_CONNECT_TIMEOUT") or CONNECT_TIMEOUT)
+        self.timeout = connect_timeout or _seconds(env.get("TAO_SSH_CONNECT_TIMEOUT"), "TAO_SSH_CONNECT_TIMEOUT",
+                                                   CONNECT_TIMEOUT)
         self.host: Host | None = None
         self.errors: dict[str, str] = {}
         if not self.user and not all(h.user for h in self.hosts):

@@ -113,7 +113,7 @@ def parse_marker(text: str | None) -> dict[str, Any] | None:
         return None
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 
@@ -137,11 +137,11 @@ def parse_tao_status(text: str | None) -> dict[str, Any] | None:
     try:
         whole = json.loads(text)
         entries = whole if isinstance(whole, list) else [whole]
-    except ValueError:
+    except (ValueError, RecursionError):
         for line in text.splitlines():
             try:
                 entries.append(json.loads(line))
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
     said = [str(e.get("status", "")).upper() if isinstance(e, dict) else "" for e in entries]
     if "STARTED" in said:
@@ -317,7 +317,7 @@ def follow_retries(text: str | None, jid: str) -> dict[str, Any] | None:
     for line in (text or "").splitlines():
         try:
             entry = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(entry, dict) and str(entry.get("from", "")).isdigit() and str(entry.get("next", "")).isdigit():
             hops[str(entry["from"])] = entry

@@ -19,7 +19,7 @@ from typing import Any, Iterable, Mapping
 
 from ..envfile import check_job_env, check_name
 from ..errors import TaoError
-from ..paths import abs_path, is_under
+from ..paths import abs_path
 from ..redact import shown
 
 #: Files inside a job directory (relative paths).

@@ -1,0 +1,83 @@
+"""JSON and YAML from files and flags that anyone may have written: bounded, never a traceback.
+
+Every document the bank reads (job specs, action requests, records, caches,
+versions.yaml, ``--args-json``) is parsed here. YAML aliases are refused (a
+few nested anchors expand to gigabytes), nesting is capped (deep nesting
+overflows the parser's recursion), and every parser error, including
+Python's limit on integer digits, becomes one line naming the source.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .deps import require
+from .errors import TaoError
+
+#: Deepest nesting a document may have; a job spec needs fewer than ten levels.
+MAX_DEPTH = 64
+
+
+def _depth_ok(value: Any) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            if depth > MAX_DEPTH:
+                return False
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return True
+
+
+def json_value(text: str | bytes, what: str) -> Any:
+    """``text`` parsed as JSON; one-line TaoError when it is not JSON or is nested deeper than MAX_DEPTH."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError, UnicodeDecodeError) as exc:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else "not valid JSON"
+        raise TaoError(f"{what} is {why}") from None
+    if not _depth_ok(value):
+        raise TaoError(f"{what} is nested deeper than {MAX_DEPTH} levels")
+    return value
+
+
+_LOADER: Any = None
+
+
+def _loader() -> Any:
+    """A SafeLoader that refuses aliases and nesting deeper than MAX_DEPTH while composing (before any expansion)."""
+    global _LOADER
+    if _LOADER is None:
+        yaml = require("yaml")
+
+        class Loader(yaml.SafeLoader):
+            _depth = 0
+
+            def compose_node(self, parent: Any, index: Any) -> Any:
+                if self.check_event(yaml.AliasEvent):
+                    mark = self.peek_event().start_mark
+                    raise yaml.YAMLError(f"line {mark.line + 1}: YAML aliases (*name) are not accepted: "
+                                         "write the value out")
+                self._depth += 1
+                try:
+                    if self._depth > MAX_DEPTH:
+                        raise yaml.YAMLError(f"nested deeper than {MAX_DEPTH} levels")
+                    return super().compose_node(parent, index)
+                finally:
+                    self._depth -= 1
+
+        _LOADER = Loader
+    return _LOADER
+
+
+def yaml_value(text: str, what: str) -> Any:
+    """``text`` parsed as YAML (JSON is YAML); one-line TaoError naming ``what`` on any problem."""
+    yaml = require("yaml")
+    try:
+        return yaml.load(text, Loader=_loader())  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TaoError(f"{what} is not valid YAML/JSON: {first}") from None
+    except (ValueError, RecursionError, OverflowError):  # e.g. an integer of more than 4,300 digits
+        raise TaoError(f"{what} holds a value YAML cannot represent here (a number too long, or nesting too deep)") from None
