@@ -16,10 +16,28 @@ from .errors import TaoError
 
 _NUMBER = re.compile(r"[0-9]{1,20}\Z")
 _UID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,63}\Z")
-_CONTEXT = re.compile(r"[A-Za-z0-9@._:/+-]{1,253}\Z")
+_CONTEXT = re.compile(r"[A-Za-z0-9@._:/+][A-Za-z0-9@._:/+-]{0,252}\Z")
+#: The kubeconfig context names the bank accepts, in words (for the refusals).
+CONTEXT_RULE = "letters, digits and @ . _ : / + -, not starting with -, at most 253 characters"
+
+
+def is_context_name(value: Any) -> bool:
+    """A kubeconfig context name the bank puts on a kubectl command line: the one rule for the
+    client (``--context``, ``TAO_K8S_CONTEXT``) and for a record's ``backend.context``, so a job
+    submitted to a context can always be read back, and never an option (no leading ``-``)."""
+    return isinstance(value, str) and bool(_CONTEXT.match(value))
+
+
+def is_namespace_name(value: Any) -> bool:
+    """A Kubernetes namespace: an RFC 1123 label (the one rule for the client and for records)."""
+    return names.is_dns1123_label(value)
 
 
 def _ok(kind: str, value: Any) -> bool:
+    if kind == "context":  # strings only, as the kubectl client takes them
+        return is_context_name(value)
+    if kind == "namespace":
+        return is_namespace_name(value)
     text = value if isinstance(value, str) else str(value) if isinstance(value, int) and not isinstance(value, bool) else None
     if text is None:
         return False
@@ -32,8 +50,6 @@ def _ok(kind: str, value: Any) -> bool:
         return names.is_dns1123_label(text)
     if kind == "uid":
         return bool(_UID.match(text))
-    if kind == "context":
-        return bool(_CONTEXT.match(text)) and not text.startswith("-")
     raise ValueError(kind)
 
 
@@ -46,6 +62,7 @@ def checked(rec: Mapping[str, Any], kinds: Mapping[str, str]) -> dict:
             continue
         if not _ok(kind, value):
             what = {"number": "a number", "abspath": "an absolute path", "dns1123": "a Kubernetes name",
+                    "namespace": "a Kubernetes namespace name",
                     "uid": "a Kubernetes UID", "context": "a kubeconfig context name"}[kind]
             raise TaoError(f"job record {rec.get('id')} holds a backend.{key} that is not {what} (the value is not "
                            "used): the record was edited or damaged; fix it or cancel the job by hand")

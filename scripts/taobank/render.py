@@ -3,7 +3,8 @@
 Templates are Jinja2 files whose every ``{{ expression }}`` passes through a
 ``finalize`` hook, so a value can never be pasted in raw:
 
-* ``kind="yaml"``: each value is emitted as JSON (a YAML flow scalar/collection),
+* ``kind="yaml"``: each value is emitted as JSON (a YAML flow scalar/collection;
+  a mapping key too long for an implicit YAML key as an explicit ``? key``),
   then the text is parsed back with ``yaml.safe_load``. Any string, whatever
   quotes, newlines, ``{{`` or YAML fragments it holds, lands as exactly that
   string in the parsed object.
@@ -15,6 +16,7 @@ by code, never by user input).
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shlex
@@ -36,11 +38,37 @@ class Raw(str):
 _YAML_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]")
 
 
+#: YAML readers take an implicit mapping key of at most 1024 characters (PyYAML raises on a longer
+#: one); a key longer than this is written as an explicit key (``? "key": value``), which has no limit.
+_MAX_IMPLICIT_KEY = 1000
+
+
+def _json_scalar(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return _YAML_UNSAFE.sub(lambda m: "\\u%04x" % ord(m.group()), text)
+
+
+def _flow_key(key: Any) -> str:
+    """A mapping key as a JSON string (non-strings converted as JSON does), explicit when long."""
+    if not isinstance(key, str):
+        key = next(iter(json.loads(json.dumps({key: 0}))))
+    text = _json_scalar(key)
+    return text if len(text) <= _MAX_IMPLICIT_KEY else "? " + text
+
+
+def _flow(value: Any) -> str:
+    """``value`` as a YAML flow node: JSON, but a long mapping key is written as an explicit key."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_flow_key(k)}: {_flow(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_flow(v) for v in value) + "]"
+    return _json_scalar(value)
+
+
 def _json_value(value: Any) -> str:
     if isinstance(value, Raw):
         return str(value)
-    text = json.dumps(value, ensure_ascii=False)
-    return _YAML_UNSAFE.sub(lambda m: "\\u%04x" % ord(m.group()), text)
+    return _flow(value)
 
 
 def shell_value(value: Any) -> str:
@@ -83,13 +111,58 @@ def render_yaml_documents(template: str, context: dict[str, Any]) -> list[dict]:
     """Render a YAML template and parse it back into objects (one per document)."""
     yaml = require("yaml")
     text = render_text(template, context, "yaml")
-    return [doc for doc in yaml.safe_load_all(text) if doc is not None]
+    try:
+        return [doc for doc in yaml.safe_load_all(text) if doc is not None]
+    except yaml.YAMLError as exc:  # a template bug: still one line, never a traceback
+        where = getattr(exc, "problem_mark", None)
+        at = f" (line {where.line + 1})" if where is not None else ""
+        raise TaoError(f"template {template} rendered YAML that does not parse{at}: a bug in the bank, "
+                       "report it with the command you ran") from None
+
+
+#: A mapping key left unquoted must start with a letter and hold only these characters: no
+#: YAML 1.1 reader (PyYAML, kubectl's go-yaml) then takes it for a number, date, merge key or null.
+_PLAIN_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_./-]*\Z")
+#: ... unless it is one of the words those readers take for a boolean or null (in any case).
+_YAML11_WORDS = frozenset({"y", "yes", "n", "no", "true", "false", "on", "off", "null"})
+
+
+def is_plain_key(text: str) -> bool:
+    """True when ``text`` reads back as the same string, unquoted, as a mapping key in every YAML reader."""
+    return bool(_PLAIN_KEY.match(text)) and text.lower() not in _YAML11_WORDS
+
+
+@functools.lru_cache(maxsize=None)
+def _quoting_dumper() -> type:
+    """A SafeDumper that double-quotes every string value (and every key :func:`is_plain_key` refuses).
+
+    PyYAML leaves ``y``, ``1e3``, ``09``, ``0o17`` or ``2001-12-14`` unquoted (strings to its YAML 1.1
+    resolver) and kubectl reads them back as true, 1000, 9, 15...: a quoted scalar is a string to all."""
+    yaml = require("yaml")
+
+    class QuotingDumper(yaml.SafeDumper):
+        def represent_str(self, data: str):
+            return self.represent_scalar("tag:yaml.org,2002:str", data, style='"')
+
+        def represent_mapping(self, tag, mapping, flow_style=None):
+            node = super().represent_mapping(tag, mapping, flow_style)
+            for key, _ in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.tag == "tag:yaml.org,2002:str" \
+                        and is_plain_key(key.value):
+                    key.style = None  # readable keys: apiVersion, nvidia.com/gpu
+            return node
+
+    QuotingDumper.add_representer(str, QuotingDumper.represent_str)
+    return QuotingDumper
 
 
 def dump_yaml(objects: list[dict]) -> str:
-    """Dump manifests as a multi-document YAML stream (safe dumper, no tags)."""
+    """Dump manifests as a multi-document YAML stream that kubectl reads back exactly (no tags).
+
+    Every string value is double-quoted (see :func:`_quoting_dumper`), with escapes for what is
+    not printable ASCII; a multi-line string (a script) stays one quoted scalar with ``\\n``."""
     yaml = require("yaml")
-    # allow_unicode=False: PyYAML's emitter writes NEL (U+0085) raw inside a
-    # single-quoted scalar, where its own loader reads it as a line break.
-    # Escaping non-ASCII keeps every string round-tripping exactly.
-    return yaml.safe_dump_all(objects, sort_keys=False, default_flow_style=False, allow_unicode=False)
+    # allow_unicode=False: PyYAML's emitter writes NEL (U+0085) raw, where its own loader reads it as a
+    # line break; escaping non-ASCII keeps every string round-tripping exactly.
+    return yaml.dump_all(objects, Dumper=_quoting_dumper(), sort_keys=False, default_flow_style=False,
+                         allow_unicode=False)

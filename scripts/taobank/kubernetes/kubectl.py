@@ -2,40 +2,60 @@
 
 Built from ``TAO_K8S_NAMESPACE`` (default ``default``) and ``TAO_K8S_CONTEXT``
 or from a record's ``backend`` (so status/cancel talk to the cluster the job
-was submitted to). All calls go through :func:`taobank.run.run`; Secret
-material only ever travels on stdin.
+was submitted to). Both are checked here, by the rule a record's values are
+checked with (:mod:`taobank.recvalues`): what submit accepts, status and cancel
+read back, and neither can reach kubectl as an option. All calls go through
+:func:`taobank.run.run`; Secret material only ever travels on stdin.
 """
 from __future__ import annotations
 
 import json
 import os
 
-from .. import names
+from .. import recvalues
 from ..errors import TaoError
 from ..run import Result, run, stream
 
 NAMESPACE_ENV = "TAO_K8S_NAMESPACE"
 CONTEXT_ENV = "TAO_K8S_CONTEXT"
 #: The kind of every Kubernetes backend value of a record that reaches a kubectl command line.
-BACKEND_KINDS = {"namespace": "dns1123", "name": "dns1123", "uid": "uid", "context": "context", "nodes": "number"}
+BACKEND_KINDS = {"namespace": "namespace", "name": "dns1123", "uid": "uid", "context": "context", "nodes": "number"}
+
+
+def checked_namespace(value: str, source: str) -> str:
+    """``value`` if it is a namespace a record can carry back (:mod:`taobank.recvalues`' rule), else one line
+    naming where it came from (``source``: the flag or the variable)."""
+    if not recvalues.is_namespace_name(value):
+        raise TaoError(f"namespace {value!r} (from {source}) is not a valid Kubernetes namespace name "
+                       "(lower-case letters, digits and -, at most 63 characters): fix it")
+    return value
+
+
+def checked_context(value: str, source: str) -> str:
+    """``value`` if it is a context name a record can carry back (:mod:`taobank.recvalues`' rule), so
+    status and cancel can always reach a job submit created; checked before anything is created."""
+    if not recvalues.is_context_name(value):
+        raise TaoError(f"context {value!r} (from {source}) is not a kubeconfig context name the bank can use "
+                       f"({recvalues.CONTEXT_RULE}): rename it with kubectl config rename-context")
+    return value
 
 
 class Kubectl:
     def __init__(self, namespace: str | None = None, context: str | None = None) -> None:
-        self.namespace = namespace or os.environ.get(NAMESPACE_ENV) or "default"
+        ns_source = "--namespace" if namespace else NAMESPACE_ENV
+        self.namespace = checked_namespace(namespace or os.environ.get(NAMESPACE_ENV) or "default", ns_source)
         # None = take TAO_K8S_CONTEXT; "" = explicitly none (the kubeconfig's current context)
-        self.context = (context if context is not None else os.environ.get(CONTEXT_ENV)) or None
-        if not names.is_dns1123_label(self.namespace):
-            raise TaoError(f"namespace {self.namespace!r} is not a valid Kubernetes name: fix {NAMESPACE_ENV}")
+        ctx_source = "--context" if context is not None else CONTEXT_ENV
+        ctx = (context if context is not None else os.environ.get(CONTEXT_ENV)) or None
+        self.context = checked_context(ctx, ctx_source) if ctx is not None else None
 
     @classmethod
     def for_record(cls, rec: dict) -> "Kubectl":
-        from ..recvalues import checked
-
-        b = checked(rec, BACKEND_KINDS)
+        b = recvalues.checked(rec, BACKEND_KINDS)
         ns = b.get("namespace")
         if not ns and rec.get("backend_ref") and "/" in rec["backend_ref"]:
-            ns = rec["backend_ref"].split("/", 1)[0]
+            ref_ns = {"namespace": rec["backend_ref"].split("/", 1)[0]}
+            ns = recvalues.checked({**rec, "backend": ref_ns}, {"namespace": "namespace"})["namespace"]
         # the cluster the job went to, not whatever the environment says today
         return cls(ns, b.get("context", "") or "") if ns else cls()
 

@@ -152,6 +152,22 @@ def staging_dir(spec: dict) -> str | None:
     return (spec.get("staging_dir") or "/tao-staging") if spec.get("storage_tier", "A") == "C" else None
 
 
+#: Longest label/annotation/nodeSelector key Kubernetes accepts: a DNS subdomain prefix, "/", a name.
+MAX_QUALIFIED_KEY_LEN = 253 + 1 + 63
+#: The spec's maps whose keys become label/annotation keys, with the flag that fills each (if any).
+_QUALIFIED_KEY_FIELDS = {"pod_labels": None, "pod_annotations": "--pod-annotation", "node_selector": "--node-selector"}
+
+
+def _check_key_lengths(spec: dict) -> None:
+    """Refuse a key no Kubernetes server accepts, naming the field (the API would refuse it later, less clearly)."""
+    for field, flag in _QUALIFIED_KEY_FIELDS.items():
+        for key in spec.get(field) or {}:
+            if len(str(key)) > MAX_QUALIFIED_KEY_LEN:
+                where = f"{field} ({flag})" if flag else field
+                raise TaoError(f"a {where} key is {len(str(key))} characters long: Kubernetes allows at most "
+                               f"{MAX_QUALIFIED_KEY_LEN} (a 253-character prefix, '/', a 63-character name): shorten it")
+
+
 def _check_env(spec: dict, multinode: bool) -> None:
     from ..envfile import check_job_env
 
@@ -267,6 +283,7 @@ def build_context(
     nodes = int(spec.get("nodes", 1))
     multinode = nodes > 1
     _check_env(spec, multinode)
+    _check_key_lengths(spec)
     if spec.get("command") is not None and spec.get("args") is not None:
         raise TaoError("give either command (shell text) or args (native argv), not both")
     if spec.get("command") is None and not spec.get("args"):
