@@ -54,3 +54,14 @@ def state_dir(tmp_path, monkeypatch) -> Path:
     d = tmp_path / "state"
     monkeypatch.setenv("TAO_STATE_DIR", str(d))
     return d
+
+
+CLUSTER_FIXTURES = {"k8s_cluster", "slurm_cluster"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test that needs a cluster (directly or through another fixture) is an e2e test, marked or not:
+    ``pytest -m "not e2e"`` then never starts a cluster."""
+    for item in items:
+        if CLUSTER_FIXTURES & set(getattr(item, "fixturenames", ())) and not item.get_closest_marker("e2e"):
+            item.add_marker(pytest.mark.e2e)
