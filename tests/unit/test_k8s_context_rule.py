@@ -134,3 +134,17 @@ def test_any_context_submit_accepts_is_read_back_by_status_and_cancel(fake, cont
     assert errors == [] and views[0].state == "CANCELED"
     calls = fake.calls[seen:]
     assert calls and all(c.context == context for c in calls)  # status and cancel went to the same cluster
+
+
+@pytest.mark.parametrize("ctx", ["team a", "-dash", "ctx=prod"])
+def test_a_dry_run_refuses_the_context_a_real_submit_would_refuse(ctx, tmp_path):
+    import subprocess
+    import sys
+
+    from taobank import BANK_ROOT
+
+    res = subprocess.run([sys.executable, str(BANK_ROOT / "scripts" / "tao_k8s.py"), "submit", "--dry-run",
+                          "--context", ctx, "--image", "x", "--command", "true", "--no-results"],
+                         capture_output=True, text=True, timeout=60,
+                         env={**__import__("os").environ, "TAO_STATE_DIR": str(tmp_path / "s")})
+    assert res.returncode != 0 and "--context" in res.stderr and "Traceback" not in res.stderr, res.stderr

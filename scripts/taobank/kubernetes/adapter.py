@@ -51,12 +51,12 @@ class Kubernetes(Platform):
         return _view(out)
 
     def preview(self, spec: dict, options: Mapping[str, Any]) -> str:
-        import os
-
         from ..render import dump_yaml
         from . import render
+        from .kubectl import Kubectl
 
-        namespace = options.get("namespace") or os.environ.get("TAO_K8S_NAMESPACE") or "default"
+        # the same checks of --namespace/--context as a real submit: a dry run that passes, submits
+        namespace = Kubectl(options.get("namespace"), options.get("context")).namespace
         objs = render.render_manifests(spec, job_id=options.get("job_id") or "tao-render-preview",
                                        namespace=namespace, config=options.get("config"))
         return dump_yaml(objs)
