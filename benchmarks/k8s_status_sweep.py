@@ -42,7 +42,7 @@ def setup(n: int, env: dict) -> list[str]:
         rec = records.open_record("kubernetes", "busybox", "dino", "train", "A", "/results",
                                   backend={"namespace": NS, "context": ""})
         ids.append(rec["id"])
-        objs += render_manifests({"image": "busybox", "command": "true", "gpus": 0,
+        objs += render_manifests({"image": "busybox", "command": "true", "gpus": 0, "no_results": True,
                                   "pod_annotations": {lk.KEEP_RUNNING_ANNOTATION: "true"}},
                                  job_id=rec["id"], namespace=NS)
     from taobank.kubernetes.kubectl import json_objects
@@ -77,6 +77,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1,10,100")
     parser.add_argument("--no-naive", action="store_true", help="skip the per-job comparison")
+    parser.add_argument("--check", action="store_true", help="exit 1 unless every sweep took exactly one kubectl call")
     args = parser.parse_args()
     if not lk.status().get("ready"):
         print("error: local Kubernetes cluster is not running: python3 scripts/local_cluster.py up kubernetes",
@@ -95,6 +96,7 @@ def main() -> int:
             print(f"error: namespace {NS} is {phase or 'missing'}: try again later", file=sys.stderr)
             return 1
         time.sleep(2)
+    bad = []
     print(f"{'N':>5} {'sweep kubectl calls':>20} {'sweep wall s':>13} {'naive calls':>12} {'naive wall s':>13}")
     try:
         for n in (int(x) for x in args.sizes.split(",")):
@@ -105,9 +107,14 @@ def main() -> int:
                 calls, wall = sweep(env, Path(state) / "calls.jsonl")
                 ncalls, nwall = (0, 0.0) if args.no_naive else naive(ids, env)
                 print(f"{n:>5} {calls:>20} {wall:>13.2f} {ncalls:>12} {nwall:>13.2f}", flush=True)
+                if calls != 1:
+                    bad.append(f"N={n}: {calls} kubectl calls")
                 sh(["kubectl", "-n", NS, "delete", "jobs,pods", "-l", "tao-job-id", "--wait=false"], env)
     finally:
         subprocess.run(["kubectl", "delete", "namespace", NS, "--wait=false"], env=env, capture_output=True)
+    if args.check and bad:
+        print("error: a status sweep must take one kubectl call: " + "; ".join(bad), file=sys.stderr)
+        return 1
     return 0
 
 
