@@ -7,7 +7,13 @@ the last revision before the linear scan) the old rules run on the same inputs i
 same run, and the old/new ratio is printed; the baseline only runs up to --baseline-max
 lines because it is quadratic (3,000 same-indent ``value:`` lines took ~17 s).
 
+The ``line:`` shapes are one line of SIZE x 40 bytes: runs of ``a=``, ``--a ``, ``"a":``,
+``:``, ``=`` and quotes, and keys whose values are rejected (``TOKEN=<``). They were linear
+but with a constant of ~48 us a byte (1.2 MB of ``a=a=...`` took 58 s), because a value was
+matched again from every position of a long run; ``ordinary`` is a plain line to compare.
+
 Usage: python3 benchmarks/redact_scaling.py [--baseline e24a604] [--baseline-max 3000] [--max 24000]
+       [--only line:]   (shapes whose name starts with this)
 """
 from __future__ import annotations
 
@@ -28,10 +34,25 @@ SHAPES = {
     "env-list": lambda n: "env:\n" + "".join(f"- name: VAR_{i}\n  value: v{i}\n" for i in range(n // 2)),
     "data-nested": lambda n: "kind: Secret\n" + "".join("  " * (i % 40) + "data:\n" for i in range(n)),
     "pem-begins": lambda n: "".join("-----BEGIN RSA PRIVATE KEY-----\n" for _ in range(n)),
+    "cred-keys-nested": lambda n: "".join("  " * (i % 64) + "token:\n" for i in range(n)),  # each a bare key
+    "anchors-nested": lambda n: "".join("  " * (i % 64) + f"a{i}: &x{i} |\n" for i in range(n)),
     "log": lambda n: "".join(f"2026-12-03 10:00:{i % 60:02d} step {i} loss 0.{i % 97} lr 1e-4 "
                              f"--token-budget {i} rank {i % 8}\n" for i in range(n)),
     "one-long-line": lambda n: "a-" * (n * 20) + "\n",
 }
+
+
+def _one_line(unit: str):
+    """A shape: one line of ``unit`` repeated to SIZE x 40 bytes."""
+    return lambda n: (unit * (n * 40 // len(unit) + 1))[: n * 40] + "\n"
+
+
+LINE_UNITS = {"ordinary": "step 100 loss=0.231 lr: 1e-4 --epochs 80 name=run7 /data/x.json ",
+              "a=": "a=", "--a": "--a ", '"a":': '"a":', ":": ":", "=": "=", '"': '"', "'": "'",
+              "TOKEN=<": "TOKEN=<", "--token=$": "--token=$", "?sig=$": "?sig=$", "-Da=": "-Da=",
+              "docker login": "docker login ", "htpasswd -b": "htpasswd -b ",
+              "BEGIN": "-----BEGIN RSA PRIVATE KEY-----"}
+SHAPES.update({f"line:{name}": _one_line(unit) for name, unit in LINE_UNITS.items()})
 
 
 def _time(mod, text: str, reps: int = 1) -> float:
@@ -49,6 +70,7 @@ def main() -> int:
     ap.add_argument("--baseline-max", type=int, default=3000, help="largest size the baseline runs (default 3000)")
     ap.add_argument("--min", type=int, default=750, help="smallest size in lines (default 750)")
     ap.add_argument("--max", type=int, default=24000, help="largest size in lines (default 24000)")
+    ap.add_argument("--only", default="", metavar="PREFIX", help="only the shapes whose name starts with PREFIX")
     args = ap.parse_args()
     old = baseline(args.baseline) if args.baseline else None
     sizes = []
@@ -56,8 +78,10 @@ def main() -> int:
     while n <= args.max:
         sizes.append(n)
         n *= 2
-    print(f"{'shape':<14}{'lines':>7}{'new s':>10}{'x/doubling':>12}{'old s':>10}{'x/doubling':>12}{'old/new':>9}")
+    print(f"{'shape':<19}{'size':>7}{'new s':>10}{'x/doubling':>12}{'old s':>10}{'x/doubling':>12}{'old/new':>9}")
     for name, make in SHAPES.items():
+        if not name.startswith(args.only):
+            continue
         prev_new = prev_old = None
         for n in sizes:
             text = make(n)
@@ -65,7 +89,7 @@ def main() -> int:
             t_old = _time(old, text) if old is not None and n <= args.baseline_max else None
             grow_new = f"{t_new / prev_new:.1f}" if prev_new else "-"
             grow_old = f"{t_old / prev_old:.1f}" if t_old and prev_old else "-"
-            print(f"{name:<14}{n:>7}{t_new:>10.4f}{grow_new:>12}"
+            print(f"{name:<19}{n:>7}{t_new:>10.4f}{grow_new:>12}"
                   f"{(f'{t_old:.3f}' if t_old is not None else '-'):>10}{grow_old:>12}"
                   f"{(f'{t_old / t_new:.0f}' if t_old is not None else '-'):>9}")
             prev_new, prev_old = t_new, t_old

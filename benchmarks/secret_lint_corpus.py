@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The secret lint against its corpus: caught / missed / false positives, and whether redaction holds.
+"""The secret lint against its corpora: caught / missed / false positives, and whether redaction holds.
 
 tests/fixtures/secret_corpus/ holds texts with fake credentials (secrets.yaml) and
 clean texts, the bank's own files among them (clean.yaml). Prints, for the current
@@ -9,6 +9,14 @@ rules and (with --baseline REV) for the rules of another git revision in the sam
   redacted    secret texts whose planted values are all gone after redact
   relint      secret texts whose redacted form lints clean (redact removes what lint flags)
   false pos.  clean texts with a finding
+
+The placement corpus (tests/fixtures/secret_corpus/placements.py, built in memory) writes
+~70 distinct secrets in every YAML, shell, JSON and sbatch style they turn up in (plain,
+quoted, folded, literal, anchored, tagged, flow, env list, flags, exports, Secret and
+ConfigMap data...), and non-secrets -- digests, ids, paths, versions, tokenizer entries,
+references -- the same ways. For it this prints recall, false positives, "leaked" (flagged
+texts in which redact left a 6+ character piece of a secret value visible) and "objects"
+(YAML/JSON texts that lint_objects, the submit-time lint, flags once parsed).
 
 --list prints the ids of the missed and false-positive texts (never their values).
 --store writes the figures to figures.json (what tests/unit/test_secret_corpus.py holds as the floor).
@@ -28,8 +36,13 @@ CORPUS = BANK / "tests" / "fixtures" / "secret_corpus"
 sys.path.insert(0, str(BANK / "scripts"))
 sys.path.insert(0, str(CORPUS))
 
+import placements  # noqa: E402
+import yaml  # noqa: E402
 from generate import load  # noqa: E402
 from taobank import redact  # noqa: E402
+
+#: placements whose text is YAML or JSON (what the Kubernetes submit lints as objects once parsed)
+_OBJECT_STYLES = tuple(k for k in placements.PLACEMENTS if k.startswith(("yaml-", "k8s-", "json", "compose-")))
 
 
 def corpus() -> tuple[list[dict], list[dict]]:
@@ -62,6 +75,49 @@ def figures(mod, secrets: list[dict], clean: list[dict]) -> dict:
             "missed_ids": missed, "not_redacted_ids": not_redacted, "relint_ids": relint, "false_positive_ids": fps}
 
 
+def _published(mod) -> set[str]:
+    """6-character pieces of what the rules publish anyway (``github_pat_``, ``PRIVATE KEY``): no part of a secret."""
+    text = " ".join(r.description + " " + " ".join(r.patterns) for r in mod.RULES)
+    return {text[i:i + 6] for i in range(len(text) - 5)}
+
+
+def leaked_pieces(hidden: list[str], text: str, published: set[str]) -> list[str]:
+    """The 6+ character pieces of the ``hidden`` values still visible in ``text``."""
+    return [h[i:i + 6] for h in hidden for i in range(len(h) - 5) if h[i:i + 6] in text and h[i:i + 6] not in published]
+
+
+def _lints_as_objects(mod, text: str) -> bool:
+    try:
+        objs = [o for o in yaml.safe_load_all(text) if o is not None]
+    except yaml.YAMLError:
+        return False
+    return bool(mod.lint_objects(objs, "objects"))
+
+
+def placement_figures(mod) -> dict:
+    """The placement-corpus figures of one redact module."""
+    secrets, clean = placements.secret_entries(), placements.clean_entries()
+    published = _published(mod)
+    missed, leaked, not_objects, fps = [], [], [], []
+    objects = 0
+    for e in secrets:
+        if not mod.lint_text(e.text, e.id):
+            missed.append(e.id)
+        elif leaked_pieces(e.sensitive, mod.redact_text(e.text), published):
+            leaked.append(e.id)
+        if e.style in _OBJECT_STYLES:
+            objects += 1
+            if not _lints_as_objects(mod, e.text):
+                not_objects.append(e.id)
+    fps = [e.id for e in clean if mod.lint_text(e.text, e.id)]
+    n, c = len(secrets), len(clean)
+    return {"secrets": n, "distinct_secrets": len(placements.secrets()), "styles": len(placements.PLACEMENTS),
+            "clean": c, "caught": n - len(missed), "missed": len(missed), "recall": round((n - len(missed)) / n, 4),
+            "leaked": len(leaked), "false_positives": len(fps), "false_positive_rate": round(len(fps) / c, 4),
+            "objects": objects, "objects_caught": objects - len(not_objects),
+            "missed_ids": missed, "leaked_ids": leaked, "false_positive_ids": fps, "not_objects_ids": not_objects}
+
+
 def baseline(rev: str):
     """The redact module of git revision ``rev``, loaded beside the current one."""
     src = subprocess.run(["git", "-C", str(BANK), "show", f"{rev}:scripts/taobank/redact.py"], capture_output=True,
@@ -80,6 +136,13 @@ def _row(label: str, f: dict) -> str:
             f"false positives {f['false_positives']}/{c} ({100 * f['false_positives'] / c:.1f}%)")
 
 
+def _placement_row(label: str, f: dict) -> str:
+    return (f"{label:<10} placements: caught {f['caught']}/{f['secrets']} ({100 * f['recall']:.2f}%, "
+            f"{f['distinct_secrets']} secrets x {f['styles']} styles)  leaked {f['leaked']}  "
+            f"false positives {f['false_positives']}/{f['clean']} ({100 * f['false_positive_rate']:.2f}%)  "
+            f"as objects {f['objects_caught']}/{f['objects']}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--baseline", metavar="REV", help="also measure the rules of this git revision")
@@ -88,14 +151,21 @@ def main() -> int:
     args = ap.parse_args()
     secrets, clean = corpus()
     now = figures(redact, secrets, clean)
+    placed = placement_figures(redact)
     if args.baseline:
-        print(_row(args.baseline, figures(baseline(args.baseline), secrets, clean)))
+        old = baseline(args.baseline)
+        print(_row(args.baseline, figures(old, secrets, clean)))
+        print(_placement_row(args.baseline, placement_figures(old)))
     print(_row("current", now))
+    print(_placement_row("current", placed))
     if args.list:
         for key in ("missed_ids", "not_redacted_ids", "relint_ids", "false_positive_ids"):
             print(f"{key}: {' '.join(now[key]) or '-'}")
+        for key in ("missed_ids", "leaked_ids", "false_positive_ids", "not_objects_ids"):
+            print(f"placements {key}: {' '.join(placed[key]) or '-'}")
     if args.store:
         keep = {k: v for k, v in now.items() if not k.endswith("_ids")}
+        keep["placements"] = {k: v for k, v in placed.items() if not k.endswith("_ids")}
         (CORPUS / "figures.json").write_text(json.dumps(keep, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         print(f"stored in {CORPUS / 'figures.json'}")
     return 0

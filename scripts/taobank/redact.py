@@ -18,13 +18,18 @@ reason, e.g. ``# lint-ok: credential-assignment fixed password of the local
 test cluster``. Lint lists every allowance it honoured; a marker with an
 unknown rule or no reason is itself a finding (``bad-allowance``).
 
-Every scan is linear in the size of the text: line rules use bounded
-quantifiers, and the YAML structure rules walk the lines once with a stack.
+Every scan is linear in the size of the text, with a small constant: a line
+rule's regex only finds where a value starts (``--token ``, ``HF_TOKEN=``), and
+the value is cut from the line's runs of value characters, each found once, so
+no long line is rescanned from every position; the YAML structure rules walk
+the lines once with a stack.
 """
 from __future__ import annotations
 
 import base64
 import binascii
+import bisect
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -62,6 +67,7 @@ _NOT_CRED_FIRST = {"existing", "num", "n", "nb", "max", "min", "count", "total",
 _WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 
 
+@functools.lru_cache(maxsize=4096)  # a long line repeats a few names many times
 def is_credential_name(name: str) -> bool:
     """True when a variable or key named ``name`` holds a secret: HF_TOKEN, NGC_API_KEY, PGPASSWORD, WANDB_KEY.
 
@@ -69,7 +75,8 @@ def is_credential_name(name: str) -> bool:
     CRED_SECRET_FILE and SECRET_NAME name a place, and SORT_KEY, MONKEY, MAX_TOKENS are no secret.
     docs/secret-lint.md states the rule in full.
     """
-    words = [w.lower() for w in _WORDS.findall(name.rstrip(".").rsplit(".", 1)[-1])]  # auth.password: its last part
+    last_part = re.split(r"[./]", name.rstrip("./"))[-1]  # auth.password, example.com/token: the last part
+    words = [w.lower() for w in _WORDS.findall(last_part)]
     if not words or words[0] in _NOT_CRED_FIRST:
         return False
     last = words[-1]
@@ -98,12 +105,33 @@ _IDENT = re.compile(r"(?:[a-z_][a-z0-9_]*|[a-z]+[A-Z]\w*)(?:\.[A-Za-z_]\w*)*")
 _PATH = re.compile(r"(?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]*)+")
 _PATH_WORD = re.compile(r"/[a-z]{3,}(?=/)")
 _PRINTF = re.compile(r"%[-0-9.]*[sdqb](?:\\n)*")
+#: YAML syntax in a value's place, no value: ``&anchor``/``*alias``/``!!str`` alone, a ``|``/``>-`` block indicator.
+_YAML_SYNTAX = re.compile(r"[&*][\w.-]+|!!\w*|[|>][-+0-9]*")
 _WHOLE_REF = re.compile(r"\$\{?[A-Za-z_]\w*\}?|\$\([^()]*\)|\{\{.*\}\}|%[A-Za-z_]\w*%")
+
+
+#: A URL with no user:password, query or fragment (``CTK_KEY=https://host/gpgkey`` says where a key is).
+_PLAIN_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s@?#]+")
+
+
+def _looks_random(piece: str) -> bool:
+    """A run of letters and digits that no one types as a name: 16+ mixing letters and digits, or 12+
+    mixing upper case, lower case and digits (a key, a token, a generated password)."""
+    digit = any(c.isdigit() for c in piece)
+    if len(piece) >= 16 and digit and any(c.isalpha() for c in piece):
+        return True
+    return len(piece) >= 12 and digit and any(c.isupper() for c in piece) and any(c.islower() for c in piece)
+
+
+def _has_random_piece(text: str) -> bool:
+    return any(_looks_random(p) for p in re.split(r"[^A-Za-z0-9]+", text))
 
 
 def _unquote(value: str) -> str:
     v = value.strip()
-    if len(v) >= 2 and v[0] == v[-1] and v[0] in "\"'":
+    if len(v) >= 4 and v.startswith('\\"') and v.endswith('\\"'):  # quoted inside a JSON string
+        v = v[2:-2].strip()
+    elif len(v) >= 2 and v[0] == v[-1] and v[0] in "\"'":
         v = v[1:-1].strip()
     return v
 
@@ -115,9 +143,11 @@ def is_reference(value: str) -> bool:
         return True
     if "$" in v or "`" in v or "{{" in v or "{%" in v or _PRINTF.fullmatch(v):
         return True
-    if _PLACEHOLDER.fullmatch(v) or _ENV_NAME.fullmatch(v) or v.startswith("<"):
+    if _PLACEHOLDER.fullmatch(v) or _ENV_NAME.fullmatch(v) or v.startswith("<") or _YAML_SYNTAX.fullmatch(v):
         return True
     if _IDENT.fullmatch(v) and is_credential_name(v.rsplit(".", 1)[-1]):
+        return True
+    if _PLAIN_URL.fullmatch(v) and not _has_random_piece(v):  # a webhook URL with a token in it is a secret
         return True
     return bool(_PATH.fullmatch(v) and _PATH_WORD.search(v))
 
@@ -146,6 +176,28 @@ def _not_spec(v: str) -> bool:
     return not re.match(r"[A-Za-z][\w-]*=(?!=|$)", _unquote(v)) and _not_prose(v)
 
 
+def _b64decode(v: str) -> bytes:
+    """``v`` decoded as (standard or URL-safe) base64, or ``b""``."""
+    v = v.strip("\"'")
+    try:
+        return base64.b64decode(v.replace("-", "+").replace("_", "/") + "=" * (-len(v) % 4))
+    except (binascii.Error, ValueError):
+        return b""
+
+
+_JSON_STRING_PAIR = re.compile(r'"(?P<k>[\w.-]{1,64})"\s{0,8}:\s{0,8}"(?P<v>[^"\\]{1,4096})"')
+
+
+def _is_encoded_credential_json(v: str) -> bool:
+    """Base64 of JSON that holds a literal credential: a docker config's ``auth``/``password``, an ``api_key``."""
+    text = _b64decode(v).decode("utf-8", "replace")
+    for m in _JSON_STRING_PAIR.finditer(text):
+        if (m.group("k") in ("auth", "identitytoken") or is_credential_name(m.group("k"))) \
+                and not is_reference(m.group("v")):
+            return True
+    return False
+
+
 def _is_private_key_b64(v: str) -> bool:
     head = v[: len(v) // 4 * 4][:96]
     try:
@@ -163,8 +215,16 @@ _V = (r"""(?P<v>"(?:[^"\\\n]|\\.){0,4096}"|'[^'\n]{0,4096}'|(?![{\[])""" + _VCHA
       + r")(?![(\[]))")
 _NAME = r"(?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,127})"
 _SHNAME = r"(?P<name>[A-Za-z_][A-Za-z0-9_]{0,127})"
+#: A YAML/JSON key: a dotted or slashed name too (``auth.password``, ``example.com/token``).
+_KEYNAME = r"(?P<name>[A-Za-z_][A-Za-z0-9_./-]{0,127})"
 #: Before a key: start of line or a delimiter (a lookbehind, so a skipped match never hides the next key).
 _KEY_START = r"(?<![^\s{,\[(`;])"
+#: YAML node properties before a value: ``&anchor``, ``!!str``, ``!tag`` (the value follows them).
+_PROPS = r"(?:(?:&[^\s,{}\[\]]{1,128}|![^\s,{}\[\]]{0,128})[ \t]+){0,2}"
+#: A value that starts with "-" and is no option: 20+ characters with a digit (a random token).
+_DASH_TOKEN = r"(?=-(?!-)(?=[A-Za-z_-]{0,4096}[0-9])[\w-]{19,4096}(?![^\s\"'`]))"
+#: An authorization header's value: a scheme, then the credential.
+_AUTH_SCHEME = r"(?:Bearer|Basic|Token|Bot|Digest)"
 
 
 @dataclass(frozen=True)
@@ -192,7 +252,8 @@ _TOOLS = ("login", "sshpass", "mysql", "mariadb", "curl", "http", "xh ", "redis-
 _NEEDLES: dict[str, tuple[str, ...]] = {
     "private-key": ("private key",), "private-key-base64": ("ls0tls1crudjt",),
     "aws-access-key": ("akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa"), "nvidia-api-key": ("nvapi-",),
-    "huggingface-token": ("hf_",), "github-token": ("gh", "github_pat_"), "slack-token": ("xox", "hooks.slack"),
+    "huggingface-token": ("hf_",), "github-token": ("gh", "github_pat_"),
+    "slack-token": ("xox", "xapp-", "hooks.slack"), "encoded-credential-json": ("eyj",),
     "openai-key": ("sk-",), "google-api-key": ("aiza",),
     "service-token": ("sk_", "rk_", "whsec_", "glpat-", "npm_", "pypi-", "dckr_pat_", "hvs.", "sg.", "dop_v1_",
                       "dapi"),
@@ -206,7 +267,7 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
 
 RULES: tuple[Rule, ...] = (
     Rule("private-key", "private key block (PEM, also on one line)",
-         (r"-----BEGIN (?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)?-----(?P<v>.{0,65536}?)(?=-----END|$)",),
+         (r"-----BEGIN (?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)?-----(?P<v>.{0,65536}?)(?=-----END|-----BEGIN|$)",),
          reference="never"),
     Rule("private-key-base64", "base64-encoded PEM private key (LS0tLS1CRUdJTi...)",
          (r"(?<![A-Za-z0-9+/])(?P<v>LS0tLS1CRUdJT[A-Za-z0-9+/]{16,65536}={0,2})",), reference="never",
@@ -218,8 +279,9 @@ RULES: tuple[Rule, ...] = (
          reference="never"),
     Rule("github-token", "GitHub token (ghp_/gho_/ghs_/github_pat_...)",
          (r"\b(?P<v>gh[pousr]_[A-Za-z0-9]{36,512}|github_pat_[A-Za-z0-9_]{22,512})\b",), reference="never"),
-    Rule("slack-token", "Slack token (xox...-) or webhook URL",
-         (r"\b(?P<v>xox[abprs]-[A-Za-z0-9-]{10,512})", r"hooks\.slack\.com/services/(?P<v>[A-Za-z0-9/]{16,256})"),
+    Rule("slack-token", "Slack token (xoxb-/xoxp-/xoxa-/xoxe-..., xapp-) or webhook URL",
+         (r"\b(?P<v>(?:xox[abeoprs]|xapp)-[A-Za-z0-9-]{10,512}|xoxe\.xox[a-z]-[A-Za-z0-9-]{10,512})",
+          r"hooks\.slack\.com/services/(?P<v>[A-Za-z0-9/]{16,256})"),
          reference="never"),
     Rule("openai-key", "OpenAI/Anthropic-style secret key (sk-...)",
          (r"\b(?P<v>sk-(?:ant-|proj-|svcacct-)?[A-Za-z0-9_-]{32,512})",), reference="never"),
@@ -230,23 +292,27 @@ RULES: tuple[Rule, ...] = (
           r"|SG\.[A-Za-z0-9_-]{16,64}\.[A-Za-z0-9_-]{16,128}|dop_v1_[a-f0-9]{64}|dapi[a-f0-9]{32})",),
          reference="never"),
     Rule("jwt", "JSON Web Token (eyJ...)",
-         (r"\b(?P<v>eyJ[A-Za-z0-9_-]{10,4096}\.eyJ[A-Za-z0-9_-]{10,8192}\.[A-Za-z0-9_-]{10,4096})",),
+         (r"(?<![A-Za-z0-9_-])(?P<v>eyJ[A-Za-z0-9_-]{10,4096}\.eyJ[A-Za-z0-9_-]{10,8192}\.[A-Za-z0-9_-]{10,4096})",),
          reference="never"),
     Rule("authorization-header", "Authorization header with a literal credential",
-         (r"Authorization\s{0,8}[:=]\s{0,8}(?:Bearer|Basic|Token|Bot|Digest)\s{1,8}" + _V,), flags=re.I),
+         (r"Authorization[\"']?\s{0,8}[:=]\s{0,8}" + _PROPS + r"[\"']?" + _AUTH_SCHEME + r"\s{1,8}" + _V,), flags=re.I),
     Rule("url-credentials", "user:password@ in a URL (an empty user too)",
          (r"\b[A-Za-z][A-Za-z0-9+.-]{0,30}://[^/\s:@\"'<>]{0,256}:(?P<v>[^/\s@\"'<>]{1,1024})@",), reference="whole"),
     Rule("presigned-url", "presigned/signed URL query parameter (signature, credential, token)",
          (r"[?&](?:X-Amz-Signature|X-Amz-Credential|X-Amz-Security-Token|X-Goog-Signature|X-Goog-Credential"
-          r"|Signature|sig|AWSAccessKeyId)=(?P<v>[^&\s\"'#<>]{1,4096})",)),
+          r"|Signature|sig|AWSAccessKeyId)=(?P<v>[^&?\s\"'#<>]{1,4096})",)),
     Rule("docker-config-auth", "docker/containers config \"auth\" (base64 user:password)",
-         (r"[\"']auth[\"']\s{0,8}:\s{0,8}(?P<v>\"[A-Za-z0-9+/]{8,4096}={0,2}\"|'[A-Za-z0-9+/]{8,4096}={0,2}')",),
+         (r"\\?[\"']auth\\?[\"']\s{0,8}:\s{0,8}"  # also escaped inside a JSON string: \"auth\":\"...\"
+          r"(?P<v>\\?\"[A-Za-z0-9+/]{8,4096}={0,2}\\?\"|'[A-Za-z0-9+/]{8,4096}={0,2}')",),
          reference="never"),
+    Rule("encoded-credential-json", "base64 of JSON holding a credential (.dockerconfigjson, a key file), anywhere",
+         (r"(?<![A-Za-z0-9+/_-])(?P<v>eyJ[A-Za-z0-9+/_-]{16,65536}={0,2})(?![A-Za-z0-9+/=_.-])",), reference="never",
+         check=_is_encoded_credential_json),
     Rule("from-literal", "literal credential in kubectl --from-literal=KEY=VALUE",
          (r"--from-literal(?:=|[ \t]+)[\"']?" + _NAME + r"=" + _V,)),
     Rule("docker-password", "literal value after --docker-password", (r"--docker-password(?:=|[ \t]+)" + _V,)),
     Rule("password-flag", "literal value after a credential flag (--password, --token, --api-key, -storepass...)",
-         (r"(?<![\w-])--(?P<name>[A-Za-z][\w-]{0,63})(?:=|[ \t]+)(?!-)" + _V,
+         (r"(?<![\w-])--(?P<name>[A-Za-z][\w-]{0,63})(?:=|[ \t]+(?:(?!-)|" + _DASH_TOKEN + "))" + _V,
           r"(?<![\w-])--(?P<name>[A-Za-z][\w-]{0,63})[\"']?\s{0,8},\s{0,8}(?!-)(?P<v>\"(?:[^\"\\\n]|\\.){0,4096}\""
           r"|'[^'\n]{0,4096}'|[^\s\"'`#,=\[\]{}()]{1,4096}(?=\s{0,8}[,\]]))",  # ["--token", "VALUE"]
           r"(?<![\w-])-(?:pass(?:in|out)?|passphrase)[ \t]+(?:pass:|env:(?=\$))" + _V,
@@ -255,10 +321,13 @@ RULES: tuple[Rule, ...] = (
     Rule("short-password-flag", "password after a short option of a login or database tool (-p of docker login, sshpass, "
          "mysql; -a of redis-cli; -w of ldapsearch; -P of sqlcmd, zip; user%pw of smbclient; user:pw of curl -u; "
          "-D...Password=)",
-         (r"\b(?:docker|podman|nerdctl|buildah|skopeo|helm|oras|crane|regctl|apptainer|singularity|az|oc|cf)\b[^\n|;&]{0,512}?"
-          r"\blogin\b[^\n|;&]{0,512}?[ \t]-p(?:=|[ \t]+)?(?!-)" + _V,
-          r"\b(?:echo|printf)[ \t]+(?:-\w+[ \t]+)?" + _V + r"[ \t]*\|[^\n]{0,512}?(?:--password-stdin|\blogin\b|chpasswd|\bsudo[ \t]+-S)",
-          r"\bhtpasswd\b[^\n|;&)]{0,256}?[ \t]-\w*b\w*\b[^\n|;&)]{0,512}[ \t]" + _V + r"[ \t]*(?=$|[)|;&])",
+         (r"\b(?:docker|podman|nerdctl|buildah|skopeo|helm|oras|crane|regctl|apptainer|singularity|az|oc|cf)\b"
+          r"(?:(?!\blogin\b)[^\n|;&]){0,512}\blogin\b(?:(?!\blogin\b)[^\n|;&]){0,512}?[ \t]-p(?:=|[ \t]+)?(?!-)" + _V,
+          r"\b(?:echo|printf)[ \t]+(?:-\w+[ \t]+)?" + _V
+          + r"[ \t]*\|[^\n|;&]{0,512}?(?:--password-stdin|\blogin\b|chpasswd|\bsudo[ \t]+-S)",
+          r"\bhtpasswd(?=[^\n|;&)]{0,256}?[ \t]-\w*b)(?:[ \t]+[^\s|;&)]{1,256}){1,8}?[ \t]+"  # its last word
+          r"(?=(?:\"[^\"\n]{0,4096}\"|'[^'\n]{0,4096}'|[^\s|;&)\"']{1,4096})[ \t]*(?:$|[)|;&]))" + _V
+          + r"[ \t]*(?=$|[)|;&])",
           r"\bredis-cli\b[^\n|;&]{0,512}?[ \t]-a[ \t]+(?!-)" + _V,
           r"\b(?:ldapsearch|ldapadd|ldapmodify|ldapdelete|ldappasswd|ldapwhoami)\b[^\n|;&]{0,512}?[ \t]-w[ \t]+(?!-)" + _V,
           r"\b(?:mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport)\b[^\n|;&]{0,512}?[ \t]-p[ \t]+(?!-)" + _V,
@@ -279,17 +348,18 @@ RULES: tuple[Rule, ...] = (
           r"\bgh[ \t]+secret[ \t]+set\b[^\n|;&]{0,512}?[ \t](?:--body|-b)(?:=|[ \t]+)(?!-)" + _V,
           r"\bwandb\.login\([^)\n]{0,256}?\bkey\s{0,8}=\s{0,8}" + _V,
           r"\bwandb[ \t]+login\b[^\n|;&#]{0,512}?[ \t][\"']?(?P<v>(?:local-)?[A-Za-z0-9_]{32,256})",
-          r"\brclone[ \t]+config[ \t]+(?:create|update)\b[^\n]{0,1024}?[ \t](?P<name>\w{0,64}(?:secret|password|pass|token|key))"
-          r"[ \t]+" + _V,
+          r"\brclone[ \t]+config[ \t]+(?:create|update)\b(?:(?!rclone)[^\n|;&]){0,1024}?"
+          r"[ \t](?P<name>\w{0,64}(?:secret|password|pass|token|key))[ \t]+" + _V,
           r"\bmc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S{1,256}[ \t]+\S{1,1024}[ \t]+\S{1,256}[ \t]+"
           + _V)),
     Rule("k8s-env-literal", "Kubernetes env entry with a credential name and a literal value",
          (r"[\"']?name[\"']?\s{0,8}:\s{0,8}[\"']?" + _NAME + r"[\"']?\s{0,8},\s{0,8}[\"']?value[\"']?\s{0,8}:\s{0,8}"
-          + _V,)),
+          + _PROPS + _V,)),
     Rule("secret-manifest-data", "Secret manifest carrying data/stringData (block, flow or one-line JSON)"),
     Rule("pgpass-entry", "line of a .pgpass file (host:port:database:user:password)",
-         (r"(?<![\w.:/-])[\w*-]{0,128}[A-Za-z.*][\w.*-]{0,128}:(?:[0-9]{1,5}|\*):[\w.*-]{0,128}[A-Za-z*][\w.*-]{0,128}:"
-          r"[\w.*@-]{0,128}[A-Za-z*][\w.*@-]{0,128}:(?P<v>[^\s:'\"]{1,1024})",)),
+         (r"(?<![\w.:/-])(?=[\w*-]{0,128}?[A-Za-z.*])[\w.*-]{1,257}:(?:[0-9]{1,5}|\*):"
+          r"(?=[\w.*-]{0,128}?[A-Za-z*])[\w.*-]{1,257}:(?=[\w.*@-]{0,128}?[A-Za-z*])[\w.*@-]{1,257}:"
+          r"(?P<v>[^\s:'\"]{1,1024})",)),
     Rule("netrc-password", "password entry of a .netrc file",
          (r"\b(?:machine[ \t]+\S{1,256}|default)(?:[ \t]+(?:login|account|port)[ \t]+\S{1,256}){0,3}[ \t]+password"
           r"[ \t]+" + _V,
@@ -298,8 +368,8 @@ RULES: tuple[Rule, ...] = (
          (r"(?:(?<![\w$.\-/])|(?<=\\n))" + _SHNAME + r"=" + _V,  # shell, env files, srun --export, Azure strings
           r"--set(?:-string)?(?:=|[ \t]+)[\"']?(?:[^\s=,\"']{1,256}=[^\s,\"']{0,1024},){0,16}"
           r"(?P<name>[A-Za-z_][\w.\[\]-]{0,127})=" + _V,  # helm --set a.b=x,auth.password=y
-          _KEY_START + r"[\"']" + _NAME + r"[\"']\s{0,8}:\s{0,8}" + _V,  # JSON / quoted YAML keys
-          r"(?<![^\s{,\[(`;\"'])(?:-[ \t]+)?" + _NAME + r":[ \t]+" + _V
+          _KEY_START + r"\\?[\"']" + _KEYNAME + r"\\?[\"']\s{0,8}:\s{0,8}" + _PROPS + _V,  # JSON / quoted YAML keys
+          r"(?<![^\s{,\[(`;\"'])(?:-[ \t]+)?" + _KEYNAME + r":[ \t]+" + _PROPS + _V
           + r"(?=[ \t]*(?:#.*)?$|[ \t]*[,}\]\"'`|])",  # YAML keys, quoted HTTP headers (a phrase is prose)
           r"<" + _NAME + r"(?:[ \t][^<>\n]{0,256})?>(?P<v>[^<\s]{1,4096})</",  # XML elements
           r"\[[\"']" + _NAME + r"[\"']\][ \t]*=[ \t]*(?P<v>\"[^\"\n]{0,4096}\"|'[^'\n]{0,4096}')",  # x["NAME"] = "..."
@@ -312,7 +382,33 @@ RULES: tuple[Rule, ...] = (
     Rule("bad-allowance", "lint-ok marker without a known rule name and a reason"),
 )
 RULE_NAMES = tuple(r.name for r in RULES)
-_COMPILED = tuple((r, r.needles, tuple(re.compile(p, r.flags) for p in r.patterns)) for r in RULES if r.patterns)
+
+
+@dataclass(frozen=True)
+class _Pattern:
+    """A compiled line pattern. One built around ``_V`` is split there: ``rx`` ends where the value starts
+    and ``tail`` (if any) must follow the value, which :func:`_value_at` cuts from the line's runs. So the
+    regex engine never walks a value, and a long run is walked once, not from every position in it."""
+
+    rx: re.Pattern
+    tail: re.Pattern | None = None
+    split: bool = False
+    named: bool = False  # a ``name`` group: checked before the value is cut
+
+
+#: Where a value can start: a quote or a value character (never ``{``/``[``, a flow mapping or sequence).
+_VSTART = r"(?=[\"']|" + _VCHARS + ")"
+
+
+def _compile(pattern: str, flags: int) -> _Pattern:
+    named = "(?P<name>" in pattern
+    if _V not in pattern:
+        return _Pattern(re.compile(pattern, flags), named=named)
+    head, tail = pattern.split(_V)
+    return _Pattern(re.compile(head + _VSTART, flags), re.compile(tail, flags) if tail else None, True, named)
+
+
+_COMPILED = tuple((r, r.needles, tuple(_compile(p, r.flags) for p in r.patterns)) for r in RULES if r.patterns)
 _ORDER = {name: i for i, name in enumerate(RULE_NAMES)}
 _DESCRIPTIONS = {r.name: r.description for r in RULES}
 
@@ -363,25 +459,114 @@ def _value_ok(rule: Rule, v: str) -> bool:
     return rule.check is None or rule.check(v)
 
 
+_QUOTED = re.compile(r"\"(?:[^\"\\\n]|\\.){0,4096}\"|'[^'\n]{0,4096}'|\\\"[^\"\n]{0,4096}(?<=\\)\"")
+#: A run of value characters; a ")" inside a word is one of them (``ab*)cd``), one that ends a call, a group or
+#: a subshell is not (``f(x=None):``, ``(x=ab)``).
+_RUN = re.compile("(?:" + _VCHARS + r"|\)(?=[A-Za-z0-9]))*")
+_MAX_VALUE = 4096
+
+
+class _Runs:
+    """The end of the run of value characters around a position, each run walked once (the last one is kept:
+    one pattern's matches come in line order)."""
+
+    def __init__(self, line: str) -> None:
+        self.line, self.start, self.end = line, 0, 0
+
+    def end_of(self, pos: int) -> int:
+        if not self.start <= pos < self.end:
+            self.start, self.end = pos, _RUN.match(self.line, pos).end()
+        return self.end
+
+
+def _value_at(line: str, pos: int, runs: _Runs) -> tuple[int, bool] | None:
+    """(end, quoted) of the value starting at ``pos``: a quoted string, or a whole run of value characters
+    of at most ``_MAX_VALUE`` (a longer run, or one followed by ``(``/``[``, a call, is no value)."""
+    if line[pos] in "\"'" or line.startswith('\\"', pos):
+        m = _QUOTED.match(line, pos)
+        return (m.end(), True) if m else None
+    end = runs.end_of(pos)
+    if end - pos > _MAX_VALUE or line[end:end + 1] in ("(", "["):
+        return None
+    return end, False
+
+
+_AUTH_VALUE = re.compile(r"[\"']?" + _AUTH_SCHEME + r"\s{1,8}[^\s\"']", re.I)
+
+
+def _is_auth_name(name: str) -> bool:
+    """``Authorization``, ``PROXY_AUTHORIZATION``: a header name, whose value holds a secret after a scheme."""
+    words = _WORDS.findall(re.split(r"[./]", name)[-1])
+    return bool(words) and words[-1].lower() == "authorization"
+
+
+def _named_value_ok(name: str, value: str) -> bool:
+    """The value under ``name`` is a secret by its name (or, under an authorization name, by its scheme)."""
+    return is_credential_name(name) or bool(_AUTH_VALUE.match(value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _may_name_secret(name: str) -> bool:
+    """A credential's name, or an authorization header's (whose value then must carry a scheme)."""
+    return is_credential_name(name) or _is_auth_name(name)
+
+
+def _cut(pat: _Pattern, m: re.Match, line: str, runs: _Runs, rejected_end: int
+         ) -> tuple[int, int, int, bool] | None:
+    """(start, end, end of the match, a bare run) of the value match ``m`` points at; None when no value
+    starts there, the tail does not follow, or the value is a suffix of a run already rejected (same run,
+    same verdict: ``TOKEN=<TOKEN=<...``)."""
+    if not pat.split:
+        return m.start("v"), m.end("v"), m.end(), False
+    start = m.end()
+    cut = _value_at(line, start, runs)
+    if cut is None or (not cut[1] and cut[0] == rejected_end):
+        return None
+    end, quoted = cut
+    tail = pat.tail.match(line, end) if pat.tail else None
+    if pat.tail and not tail:
+        return None
+    return start, end, (tail.end() if tail else end), not quoted
+
+
+def _pattern_hits(rule: Rule, pat: _Pattern, i: int, line: str, hits: list[_Hit]) -> None:
+    """The hits of one pattern on one line. A rejected match (NAME="...;AccountKey=x" with NAME no
+    credential) must not hide what it spans, so the search goes on from inside it."""
+    m = pat.rx.search(line)
+    if m is None:  # most lines: one search, nothing more
+        return
+    runs, rejected_end, search = _Runs(line), -1, pat.rx.search
+    while m is not None:
+        pos = m.start() + 1
+        if pat.named and not _may_name_secret(m.group("name")):  # checked before any value is cut
+            m = search(line, pos)
+            continue
+        cut = _cut(pat, m, line, runs, rejected_end)
+        if cut is not None:
+            start, end, after, bare = cut
+            value = line[start:end]
+            if (not pat.named or _named_value_ok(m.group("name"), value)) and _value_ok(rule, value):
+                hits.append(_Hit(rule.name, i, start, end))
+                pos = max(after, pos)
+            elif bare:
+                rejected_end = end
+        m = search(line, pos) if pos <= len(line) else None
+
+
 def _line_hits(lines: list[str]) -> list[_Hit]:
     hits: list[_Hit] = []
     for i, line in enumerate(lines):
         low = line.lower()
-        for rule, needles, rxs in _COMPILED:
+        for rule, needles, pats in _COMPILED:
             if not any(n in low for n in needles):
                 continue
-            for rx in rxs:
-                pos = 0
-                while pos <= len(line) and (m := rx.search(line, pos)):
-                    ok = ("name" not in rx.groupindex or is_credential_name(m.group("name"))) and _value_ok(rule, m.group("v"))
-                    if ok:
-                        hits.append(_Hit(rule.name, i, m.start("v"), m.end("v")))
-                    # a rejected match (NAME="...;AccountKey=x" with NAME no credential) must not hide what it spans
-                    pos = max(m.end(), m.start() + 1) if ok else m.start() + 1
+            for pat in pats:
+                _pattern_hits(rule, pat, i, line, hits)
     return hits
 
 
-_KEY = re.compile(r"^(?P<ind>[ \t]*)(?P<dash>-[ \t]+)?(?P<q>[\"']?)(?P<key>[A-Za-z_][\w.-]*)(?P=q)[ \t]*:(?:[ \t]+(?P<rest>.*))?$")
+_KEY = re.compile(r"^(?P<ind>[ \t]*)(?P<dash>-[ \t]+)?(?P<q>[\"']?)(?P<key>[A-Za-z_.][\w./-]*)(?P=q)[ \t]*:"
+                  r"(?:[ \t]+(?P<rest>.*))?$")
 _BLOCK_SCALAR = re.compile(r"[|>][-+0-9]*")
 
 
@@ -415,6 +600,44 @@ def _strip_comment(rest: str) -> str:
     return re.split(r"[ \t]#", rest, maxsplit=1)[0].strip().rstrip(",")
 
 
+_NODE_PROPS = re.compile(r"(?:(?:&(?P<anchor>[^\s,{}\[\]]+)|![^\s,{}\[\]]*)(?:[ \t]+|$))*")
+_ALIAS = re.compile(r"\*(?P<alias>[^\s,{}\[\]]+)")
+
+
+def _scalar(rest: str) -> tuple[str | None, str]:
+    """(anchor, value) of the text after ``key:``: node properties (``&a``, ``!!str``) and a comment dropped."""
+    value = _strip_comment(rest)
+    m = _NODE_PROPS.match(value)
+    return m.group("anchor"), value[m.end():]
+
+
+def _block(lines: list[str], i: int, col: int) -> list[int]:
+    """The lines of the block below line ``i`` (indented deeper than ``col``), blank lines left out."""
+    out = []
+    for j in range(i + 1, len(lines)):
+        if not lines[j].strip():
+            continue
+        if _indent(lines[j]) <= col:
+            break
+        out.append(j)
+    return out
+
+
+def _next_line(lines: list[str], i: int) -> int | None:
+    """The first line after ``i`` that is not blank."""
+    for j in range(i + 1, len(lines)):
+        if lines[j].strip():
+            return j
+    return None
+
+
+def _is_nested_node(line: str) -> bool:
+    """The first line below a bare ``key:`` opens a mapping, a list, a flow collection or is a comment:
+    no scalar continues there."""
+    s = line.strip()
+    return bool(_key(line)) or s[:1] in ("-", "{", "[", "#", "?", "&", "!", "*")
+
+
 @dataclass
 class _Item:
     """The keys of one mapping at one column (a ``- name: X`` list item, a JSON object)."""
@@ -423,6 +646,7 @@ class _Item:
     name: str | None = None
     values: list[tuple[int, int, int]] = field(default_factory=list)  # (line, start, end) of literal values
     block: list[tuple[int, int, int]] = field(default_factory=list)  # lines of a ``value: |`` block scalar
+    texts: list[str] = field(default_factory=list)  # the value's text (an authorization value needs its scheme)
 
 
 def _env_hits(lines: list[str]) -> list[_Hit]:
@@ -433,7 +657,9 @@ def _env_hits(lines: list[str]) -> list[_Hit]:
     block_col = 0
 
     def close(item: _Item) -> None:
-        if item.name and is_credential_name(item.name.strip("\"'")) and (item.values or item.block):
+        text = "\n".join(item.texts).strip()
+        if (item.name and (item.values or item.block) and _named_value_ok(item.name.strip("\"'"), text)
+                and not (item.block and is_reference(text))):
             spans = item.values + item.block
             ln, s, e = spans[0]
             hits.append(_Hit("k8s-env-literal", ln, s, e, extra=spans[1:]))
@@ -446,6 +672,7 @@ def _env_hits(lines: list[str]) -> list[_Hit]:
             if ind > block_col:
                 if MASK not in line:
                     block_of.block.append((i, ind, len(line)))
+                    block_of.texts.append(line.strip())
                 continue
             block_of = None
         while stack and stack[-1].col > ind:  # a dash line (ind < key column) closes the previous item too
@@ -457,17 +684,85 @@ def _env_hits(lines: list[str]) -> list[_Hit]:
         if not stack or stack[-1].col != col:
             stack.append(_Item(col))
         item = stack[-1]
-        value = _strip_comment(rest)
         if key == "name":
-            item.name = value
-        elif key == "value" and value:
+            item.name = _strip_comment(rest)
+            continue
+        _, value = _scalar(rest)
+        if key == "value" and value:
             if _BLOCK_SCALAR.fullmatch(value):
                 block_of, block_col = item, col
             elif not is_reference(value):
                 item.values.append((i, *_value_span(line, rest, value)))
+                item.texts.append(_unquote(value))
     while stack:
         close(stack.pop())
     return hits
+
+
+def _yaml_hits(lines: list[str]) -> list[_Hit]:
+    """Credential keys whose value no line rule sees whole: a block scalar (``|``, ``>-``, under any key), a
+    plain value on the lines below the key, ``Bearer TOKEN`` as a plain value, and an alias (``*a``) of an
+    anchored literal (``&a``) -- the anchored value is masked. One pass: a block read as a value (a string,
+    not keys) is not read again, and a bare ``key:`` looks at one line below it before reading a block."""
+    hits: list[_Hit] = []
+    anchors: dict[str, tuple[str, list[tuple[int, int, int]]]] = {}  # anchor -> (text, spans) of its scalar
+    covered = -1
+    for i, line in enumerate(lines):
+        if i <= covered:
+            continue
+        k = _key(line)
+        if not k:
+            continue
+        col, key, rest, _ = k
+        anchor, value = _scalar(rest)
+        cred = is_credential_name(key) or _is_auth_name(key)
+        rule = "authorization-header" if _is_auth_name(key) and not is_credential_name(key) else "credential-assignment"
+        alias = _ALIAS.fullmatch(value)
+        if alias:
+            text, spans = anchors.get(alias.group("alias"), ("", []))
+            if cred and spans and _named_value_ok(key, text) and not is_reference(text):
+                hits.append(_Hit(rule, i, len(line), len(line), extra=spans))
+            continue
+        is_block = not value or bool(_BLOCK_SCALAR.fullmatch(value))
+        if is_block:
+            if not (anchor or cred):
+                continue
+            if not value:  # a bare key: a scalar continues below it, or a mapping/list is nested there
+                j = _next_line(lines, i)
+                if j is None or _indent(lines[j]) <= col or _is_nested_node(lines[j]):
+                    continue
+            block = _block(lines, i, col)
+            if block:
+                covered = block[-1]
+            spans = [(j, _indent(lines[j]), len(lines[j])) for j in block if MASK not in lines[j]]
+            text = "\n".join(lines[j].strip() for j in block)
+        elif anchor or (cred and _is_plain_scalar(value)):
+            spans, text = [(i, *_value_span(line, rest, value))], _unquote(value)
+        else:
+            continue
+        if anchor and spans:
+            anchors[anchor] = (text, spans)
+        if not (cred and spans and _named_value_ok(key, text)) or is_reference(_credential_part(text)):
+            continue
+        if is_block:
+            hits.append(_Hit(rule, i, len(line), len(line), extra=spans))  # the finding names the key's line
+        elif _not_prose(text):
+            hits.append(_Hit(rule, i, spans[0][1], spans[0][2]))
+    return hits
+
+
+def _is_plain_scalar(value: str) -> bool:
+    """A YAML plain value the line rules may cut short: one word (``)`` and ``(`` are value characters in YAML),
+    or ``Bearer TOKEN``; never a quoted string, a flow collection or a phrase."""
+    if value[:1] in ("\"", "'", "{", "[", "("):
+        return False
+    return not re.search(r"\s", value) or bool(_AUTH_VALUE.match(value))
+
+
+def _credential_part(text: str) -> str:
+    """The part of a value that is the secret: the token after an authorization scheme, else all of it."""
+    m = _AUTH_VALUE.match(text)
+    return text[m.end() - 1:] if m else text
 
 
 _KIND_SECRET = re.compile(r"[\"']?\bkind[\"']?\s{0,8}:\s{0,8}[\"']?Secret\b(?![\w-])")
@@ -538,7 +833,8 @@ _PEM_LINE = re.compile(r"[\"']?[A-Za-z0-9+/=]{8,}(?:\\n)?[\"']?,?")
 
 def _private_key_bodies(lines: list[str], hits: list[_Hit]) -> list[_Hit]:
     """Mask the body lines of each block; a block with no base64 body (prose naming the BEGIN line,
-    a body already masked) is no finding."""
+    a body already masked) is no finding. Only a body that runs to the end of its line goes on to the
+    next lines (one stopped by an END or another BEGIN on the line is whole)."""
     kept = []
     for h in hits:
         if h.rule != "private-key":
@@ -546,7 +842,7 @@ def _private_key_bodies(lines: list[str], hits: list[_Hit]) -> list[_Hit]:
             continue
         body = lines[h.line][h.start:h.end]
         literal = bool(_PEM_ONE_LINE.fullmatch(body)) and len(re.findall(r"[A-Za-z0-9+/=]", body)) >= 8
-        if "-----END" not in lines[h.line][h.end:]:
+        if h.end == len(lines[h.line]):
             for j in range(h.line + 1, len(lines)):
                 if "-----END" in lines[j] or "-----BEGIN" in lines[j]:
                     break
@@ -560,42 +856,69 @@ def _private_key_bodies(lines: list[str], hits: list[_Hit]) -> list[_Hit]:
 
 
 _FLAG_ITEM = re.compile(r"^[ \t]*(?:-[ \t]+)?[\"']?--(?P<name>[A-Za-z][\w-]{0,63})[\"']?[ \t]*,?[ \t]*$")
-_VALUE_ITEM = re.compile(r"^[ \t]*(?:-[ \t]+)?(?P<v>\"(?:[^\"\\]|\\.){1,4096}\"|'[^']{1,4096}'|[^\s#\"',-][^\s#]{0,4096})"
+_VALUE_ITEM = re.compile(r"^[ \t]*(?:-[ \t]+)?(?P<v>\"(?:[^\"\\]|\\.){1,4096}\"|'[^']{1,4096}'"
+                         r"|(?:" + _AUTH_SCHEME + r"[ \t]+)?[^\s#\"',-][^\s#]{0,4096})"
                          r"[ \t]*,?[ \t]*$")
 
 
 def _flag_item_hits(lines: list[str]) -> list[_Hit]:
     """``- --token`` then ``- VALUE``: a credential flag and its value as two list items (YAML or JSON)."""
     hits = []
-    pending = False
+    flag: str | None = None  # the credential (or authorization) flag of the item before
     for i, line in enumerate(lines):
         if _blank(line):
             continue
-        if pending:
+        if flag:
             m = _VALUE_ITEM.match(line)
-            if m and not is_reference(m.group("v")) and _not_spec(m.group("v")):
+            v = m.group("v") if m else ""
+            if m and _named_value_ok(flag, v) and not is_reference(_credential_part(v)) and _not_spec(v):
                 hits.append(_Hit("password-flag", i, m.start("v"), m.end("v")))
         m = _FLAG_ITEM.match(line)
-        pending = bool(m and is_credential_name(m.group("name")))
+        flag = m.group("name") if m and _may_name_secret(m.group("name")) else None
     return hits
 
 
 def _scan(text: str) -> tuple[list[str], list[_Hit]]:
+    lines, kept, _ = _scan_all(text)
+    return lines, kept
+
+
+def _scan_all(text: str) -> tuple[list[str], list[_Hit], list[_Hit]]:
+    """(lines, the hits that become findings -- one per span --, every hit)."""
     lines = text.splitlines()
-    hits = _line_hits(lines) + _flag_item_hits(lines) + _env_hits(lines) + _secret_hits(lines)
+    hits = _line_hits(lines) + _flag_item_hits(lines) + _env_hits(lines) + _yaml_hits(lines) + _secret_hits(lines)
     hits = _private_key_bodies(lines, hits)
     hits.sort(key=lambda h: (h.line, _ORDER[h.rule], h.start))
     kept: list[_Hit] = []
-    by_line: dict[int, list[_Hit]] = {}
+    spans: dict[int, _Spans] = {}
     for h in hits:  # overlapping spans on one line: the earlier rule wins
-        same = by_line.setdefault(h.line, [])
-        if any(k.start < h.end and h.start < k.end for k in same):
-            continue
-        if h.start == h.end and any(k.rule == h.rule for k in same):
-            continue
-        same.append(h)
-        kept.append(h)
-    return lines, kept
+        if spans.setdefault(h.line, _Spans()).add(h):
+            kept.append(h)
+    return lines, kept, hits
+
+
+class _Spans:
+    """The kept spans of one line, disjoint and sorted: a new one is checked against its two neighbours
+    (not against every kept one: a long line can hold many findings)."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.rules: set[str] = set()
+
+    def add(self, h: _Hit) -> bool:
+        """Keep ``h`` unless it overlaps a kept span (or is a second zero-width finding of its rule)."""
+        if h.start == h.end and h.rule in self.rules:
+            return False
+        k = bisect.bisect_left(self.starts, h.start)
+        if k > 0 and self.ends[k - 1] > h.start:
+            return False
+        if k < len(self.starts) and self.starts[k] < h.end and h.start < self.ends[k]:
+            return False
+        self.starts.insert(k, h.start)
+        self.ends.insert(k, h.end)
+        self.rules.add(h.rule)
+        return True
 
 
 def scan(text: str, filename: str = "<stdin>") -> list[Finding]:
@@ -660,8 +983,9 @@ def lint_objects(objs: Iterable[Any], what: str = "<objects>") -> list[Finding]:
 
 
 def redact_text(text: str) -> str:
-    """``text`` with every value lint flags masked (allowance markers do not apply here)."""
-    lines, hits = _scan(text)
+    """``text`` with every value lint flags masked (allowance markers do not apply here). Every span any rule
+    found is masked, also one that overlaps a finding of another rule (it may reach further)."""
+    lines, _, hits = _scan_all(text)
     spans: dict[int, list[tuple[int, int]]] = {}
     for h in hits:
         for ln, s, e in [(h.line, h.start, h.end), *h.extra]:
@@ -696,6 +1020,13 @@ def rules_markdown() -> str:
     """The rule list as a Markdown table (docs/secret-lint.md embeds exactly this)."""
     rows = ["| rule | catches |", "|---|---|"] + [f"| `{r.name}` | {r.description} |" for r in RULES]
     return "\n".join(rows) + "\n"
+
+
+def looks_like_secret(text: str) -> bool:
+    """True when ``text`` is, or holds, what may be a credential: a shape the lint knows (``hf_...``,
+    ``AKIA...``, ``ghp_...``) or a long random-looking word. Such text is never printed, not even in an
+    error that says it is no valid name (a token pasted where a name belongs)."""
+    return bool(text.strip()) and (_has_random_piece(text) or bool(lint_text(text, "value")))
 
 
 def shown(value: object, limit: int = 80) -> str:

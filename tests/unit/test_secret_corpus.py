@@ -47,6 +47,58 @@ def test_no_regression_from_stored_figures():
     assert now["false_positives"] <= stored["false_positives"], now["false_positive_ids"]
 
 
+# ---------------------------------------------------------------- the placement corpus
+PLACED = BENCH.placement_figures(redact)
+
+
+def test_placement_corpus_is_built_the_way_it_claims():
+    """~70 distinct secrets, each in every style it fits; non-secrets in the same styles."""
+    f = PLACED
+    assert f["distinct_secrets"] >= 70 and f["styles"] >= 15
+    assert f["secrets"] >= 1200 and f["clean"] >= 600
+    styles = {e.style for e in BENCH.placements.secret_entries()}
+    assert {"yaml-folded", "yaml-literal", "yaml-anchor", "yaml-alias", "yaml-tag", "yaml-flow", "k8s-env",
+            "k8s-secret-data", "k8s-configmap", "flag-space", "flag-equals", "shell-assign", "shell-export",
+            "json", "sbatch-export"} <= styles
+
+
+def test_placement_recall_and_false_positives():
+    """Recall >= 99% and false positives <= 1% on secrets x placement styles (folded, anchored, tagged,
+    literal blocks under any key, base64 docker configs outside a Secret, Slack app tokens...)."""
+    f = PLACED
+    assert f["caught"] / f["secrets"] >= 0.99, f["missed_ids"]
+    assert f["false_positives"] / f["clean"] <= 0.01, f["false_positive_ids"]
+
+
+def test_placement_redaction_leaves_no_piece_of_a_value():
+    """For every flagged text, redact leaves no 6+ character piece of the secret visible (the value itself
+    is masked -- not the ``>-``/``&a``/``!!str`` in front of it)."""
+    assert PLACED["leaked"] == 0, PLACED["leaked_ids"]
+
+
+def test_placement_submit_time_lint_of_objects():
+    """The Kubernetes submit lints the parsed objects: every YAML/JSON placement is flagged that way too."""
+    assert PLACED["objects_caught"] == PLACED["objects"], PLACED["not_objects_ids"]
+
+
+def test_placement_no_regression_from_stored_figures():
+    stored = json.loads((CORPUS / "figures.json").read_text(encoding="utf-8"))["placements"]
+    now = PLACED
+    assert now["secrets"] >= stored["secrets"] and now["clean"] >= stored["clean"]
+    assert now["caught"] >= stored["caught"], now["missed_ids"]
+    assert now["leaked"] <= stored["leaked"], now["leaked_ids"]
+    assert now["false_positives"] <= stored["false_positives"], now["false_positive_ids"]
+    assert now["objects_caught"] >= stored["objects_caught"], now["not_objects_ids"]
+
+
+def test_placement_findings_never_echo_a_value():
+    for e in BENCH.placements.secret_entries()[::7]:
+        out = "\n".join(str(f) + repr(f.to_dict()) for f in redact.lint_text(e.text, "f"))
+        for r in redact.RULES:
+            out = out.replace(r.description, "").replace(r.name, "")
+        assert not BENCH.leaked_pieces(e.sensitive, out, set()), e.id
+
+
 def test_schema_and_bank_files_lint_clean():
     for e in CLEAN:
         if e["id"].startswith("bank:"):

@@ -1,0 +1,103 @@
+"""A token pasted where a variable NAME belongs is never printed, not even in the error that rejects it.
+
+Kubernetes (``--secret-env``, collect_credentials) and SLURM (the spec's ``secrets``, collect_secrets)
+ask the same predicate, :func:`taobank.redact.looks_like_secret`.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from taobank.errors import TaoError
+from taobank.kubernetes.verbs import collect_credentials
+from taobank.slurm.storage import collect_secrets
+
+BANK = Path(__file__).resolve().parents[2]
+
+# vendor prefixes are joined at run time so that push-protection scanners do not take the file for a leak
+TOKENS = [
+    "hf" + "_" + "AbCdEfGh12345678" * 2,
+    "gh" + "p_" + "x1Y2" * 9,
+    "AK" + "IA" + "ABCDEFGHIJ234567",
+    "github" + "_pat_" + "A1b2C3d4" * 4,
+    "fa4e" + "0123456789abcdef" * 2,  # a hex API key (W&B)
+    "Xk3vQ9pL2mWr7tZsB8nC",  # a generated password
+]
+
+
+def _pieces(value: str, n: int = 6) -> set[str]:
+    return {value[i:i + n] for i in range(len(value) - n + 1)}
+
+
+def _assert_not_shown(message: str, token: str) -> None:
+    assert not [p for p in _pieces(token) if p in message], message
+    assert "not shown" in message and len(message.splitlines()) == 1
+
+
+@pytest.mark.parametrize("token", TOKENS)
+def test_k8s_secret_env_never_echoes_a_token(token, monkeypatch):
+    monkeypatch.delenv(token, raising=False)
+    with pytest.raises(TaoError) as exc:
+        collect_credentials([token])
+    _assert_not_shown(str(exc.value), token)
+
+
+@pytest.mark.parametrize("token", TOKENS)
+def test_k8s_token_rejected_even_when_exported_under_that_name(token, monkeypatch):
+    """A variable that happens to be named like a token still names nothing a user meant: never use it."""
+    monkeypatch.setenv(token, "value")
+    with pytest.raises(TaoError) as exc:
+        collect_credentials([token])
+    _assert_not_shown(str(exc.value), token)
+
+
+@pytest.mark.parametrize("token", TOKENS)
+def test_slurm_secrets_never_echo_a_token(token):
+    with pytest.raises(TaoError) as exc:
+        collect_secrets([token], {})
+    _assert_not_shown(str(exc.value), token)
+
+
+def test_real_names_are_still_named_in_the_error(monkeypatch):
+    monkeypatch.delenv("MY_HF_TOKEN", raising=False)
+    with pytest.raises(TaoError, match="MY_HF_TOKEN is not set"):
+        collect_credentials(["MY_HF_TOKEN"])
+    with pytest.raises(TaoError, match="secret NGC_API_KEY is listed but not set"):
+        collect_secrets(["NGC_API_KEY"], {})
+    monkeypatch.setenv("MY_HF_TOKEN", "v")
+    assert collect_credentials(["MY_HF_TOKEN"]) == {"MY_HF_TOKEN": "v"}
+    assert collect_secrets(["NGC_API_KEY"], {"NGC_API_KEY": "k"}) == {"NGC_API_KEY": "k"}
+
+
+def test_cli_submit_never_echoes_a_token(tmp_path):
+    """Through tao_k8s.py submit: stderr says what is wrong without the token (it was printed twice)."""
+    token = TOKENS[0]
+    env = {k: v for k, v in os.environ.items() if k != token}
+    env["TAO_HOME"] = str(tmp_path)
+    r = subprocess.run([sys.executable, str(BANK / "scripts" / "tao_k8s.py"), "submit", "--image",
+                        "nvcr.io/nvidia/tao/tao-toolkit:5.5.0-pyt", "--command", "echo hi", "--secret-env", token],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode != 0
+    out = r.stdout + r.stderr
+    assert not [p for p in _pieces(token) if p in out], out
+    assert "--secret-env" in r.stderr and "not shown" in r.stderr
+
+
+def test_a_slurm_dry_run_never_prints_a_token_listed_as_a_secret_name(tmp_path):
+    import subprocess
+    import sys
+
+    from taobank import BANK_ROOT
+
+    token = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123"
+    spec = tmp_path / "job.yaml"
+    spec.write_text(f"network_arch: dino\naction: train\ncommand: [python3, t.py]\nsecrets: [{token}]\n"
+                    "container_runtime: none\nresults_base: /lustre/me\n")
+    res = subprocess.run([sys.executable, str(BANK_ROOT / "scripts" / "tao_slurm.py"), "submit", "--dry-run",
+                          "--spec", str(spec)], capture_output=True, text=True, timeout=60,
+                         env={"PATH": "/usr/bin:/bin", "TAO_STATE_DIR": str(tmp_path / "s"), "SLURM_USER": "me"})
+    assert res.returncode != 0 and token not in res.stdout + res.stderr and token[:12] not in res.stderr
