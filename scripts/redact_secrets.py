@@ -12,20 +12,23 @@ from __future__ import annotations
 import argparse
 import sys
 
+from taobank import fsio
 from taobank.cli import print_json, run_main
 from taobank.errors import TaoError
 
 
+#: Largest input: manifests, scripts and saved logs are far smaller (a device or FIFO is never read).
+MAX_BYTES = 64 * 1024 * 1024
+
+
 def _read(path: str) -> str:
     if path == "-":
-        return sys.stdin.read()
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read()
-    except FileNotFoundError:
-        raise TaoError(f"{path}: no such file: check the path", exit_code=2) from None
-    except OSError as exc:
-        raise TaoError(f"cannot read {path}: {exc.strerror}", exit_code=2) from None
+        text = sys.stdin.read(MAX_BYTES + 1)
+        if len(text) > MAX_BYTES:
+            raise TaoError(f"stdin is larger than {MAX_BYTES} bytes: lint it in parts", exit_code=2)
+        return text
+    data = fsio.read_regular(path, "file", max_bytes=MAX_BYTES) or b""
+    return data.decode("utf-8", errors="replace")
 
 
 def main(argv: list[str]) -> int:

@@ -25,6 +25,17 @@ def check_name(name: object, what: str = "env name") -> str:
     return str(name)
 
 
+def check_secret_name(name: object, what: str = "secret name") -> str:
+    """The NAME of an exported variable that holds a secret; a token pasted in its place is refused unseen."""
+    from .redact import looks_like_secret
+
+    key = check_name(name, what)
+    if looks_like_secret(key):
+        raise TaoError(f"a {what} looks like a credential value (not shown): give the NAME of an exported variable "
+                       "(e.g. HF_TOKEN), never the value")
+    return key
+
+
 def check_plain(name: object, what: str = "env") -> str:
     """A variable name that is not a credential's (those travel as secrets, never as plain env)."""
     from .redact import is_credential_name

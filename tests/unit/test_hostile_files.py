@@ -154,3 +154,10 @@ def test_a_bad_ssh_timeout_setting_is_one_line(value):
 def test_dash_dash_as_a_flag_value_and_deep_flags_are_one_line(argv, state_dir):
     res = _helper(str(SCRIPTS / argv[0]), *argv[1:], env={"TAO_STATE_DIR": str(state_dir)})
     _one_line_error(res)
+
+
+@pytest.mark.parametrize("name", ["/dev/zero", "fifo"])
+def test_lint_never_reads_a_device_or_fifo(fifo, name):
+    res = _helper(str(SCRIPTS / "redact_secrets.py"), "lint", str(fifo if name == "fifo" else name), timeout=20)
+    _one_line_error(res)
+    assert res.returncode == 2

@@ -37,7 +37,7 @@ def collect_credentials(secret_env: list[str] | tuple[str, ...] = (), secrets_fi
     if secrets_file:
         creds.update(read_secrets_file(secrets_file))
     for name in secret_env:
-        envfile.check_name(name, "--secret-env")
+        envfile.check_secret_name(name, "--secret-env name")
         value = os.environ.get(name)
         if value is None or value == "":
             raise TaoError(f"--secret-env {name}: {name} is not set in the environment: export it first")

@@ -17,7 +17,7 @@ import tarfile
 import time
 from typing import Any, Iterable, Mapping
 
-from ..envfile import check_job_env, check_name
+from ..envfile import check_job_env, check_secret_name
 from ..errors import TaoError
 from ..paths import abs_path
 from ..redact import shown
@@ -156,7 +156,7 @@ def collect_secrets(names: Iterable[str], env: Mapping[str, str]) -> dict[str, s
     """Secret values from the submitter's environment (never from a spec)."""
     out = {}
     for name in names or []:
-        key = check_name(name, "secret name")
+        key = check_secret_name(name)
         value = env.get(key)
         if not value:
             raise TaoError(f"secret {key} is listed but not set in your environment: export it, then submit again")

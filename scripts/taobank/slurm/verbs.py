@@ -16,6 +16,7 @@ import time
 from typing import Any, Callable, Iterable, Mapping
 
 from .. import pins, platform, records, recvalues, states
+from ..envfile import check_secret_name
 from ..errors import TaoError
 from ..run import last_line
 from . import images, mounts, remote, render, resources, spec as specmod, status as st, storage, uploads
@@ -57,7 +58,7 @@ def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None, *, need_
                                                write=[("results base", base)]))
     env_vars, nccl_env = storage.check_env(spec.get("env"), spec.get("nccl_env"))
     names = spec.get("secrets") or []
-    secret_values = storage.collect_secrets(names, env) if need_secrets else {n: "" for n in names}
+    secret_values = storage.collect_secrets(names, env) if need_secrets else {check_secret_name(n): "" for n in names}
     d = resources.defaults()
     sqsh = None
     if runtime == "pyxis" and pyxis and not images.is_sqsh(pyxis) and spec.get("use_sqsh", d["use_sqsh"]):
