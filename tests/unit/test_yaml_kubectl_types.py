@@ -16,6 +16,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from taobank import render
+from tests.support.kube_objects import SCRIPT, objects
 from taobank.errors import TaoError
 from taobank.kubernetes.render import MAX_QUALIFIED_KEY_LEN, build_context, render_manifests
 
@@ -28,7 +29,6 @@ YAML11_FORMS = [
     " lead", "trail ", "\t", "\x00", "\x85", "\xa0", "\u2028", "\u2029", "\ufeff", "\ufffe", "\x7f", "\x1b",
     "\r\n", "a\nb\n", "\n\n", " \n ", "\\\n", "\U0001F600", "é",
 ]
-SCRIPT = "set -eu\nfor f in a b; do\n  echo \"$f\" | tr a b  \n\tdone\n\n" + "word " * 40 + "\n"
 
 strings = st.one_of(
     st.sampled_from(YAML11_FORMS),
@@ -60,19 +60,11 @@ def _unquoted(text: str) -> list[str]:
             if n.style != '"' and (not is_key or n.style is not None or not render.is_plain_key(n.value))]
 
 
-def _objects(values: list[str], names: list[str]) -> list[dict]:
-    """A ConfigMap whose data holds ``values`` (under ``names``) and a Job whose env/args hold them."""
-    data = dict(zip(names, values))
-    env = [{"name": f"E{i}", "value": v} for i, v in enumerate(values)]
-    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "tao-x", "labels": data},
-           "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never", "containers": [
-               {"name": "main", "image": "busybox", "command": ["/bin/sh", "-c", SCRIPT, *values], "env": env}]}}}}
-    return [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "tao-cm"}, "data": data}, job]
 
 
 @pytest.mark.parametrize("value", YAML11_FORMS)
 def test_every_yaml11_form_is_written_quoted_and_reads_back(value):
-    objs = _objects([value], [value or "k"])
+    objs = objects([value], [value or "k"])
     text = render.dump_yaml(objs)
     assert list(yaml.safe_load_all(text)) == objs
     assert _unquoted(text) == []
@@ -81,7 +73,7 @@ def test_every_yaml11_form_is_written_quoted_and_reads_back(value):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(values=st.lists(strings, min_size=1, max_size=8), names=st.lists(keys, min_size=1, max_size=8))
 def test_any_strings_dump_quoted_and_load_back_exactly(values, names):
-    objs = _objects(values, names)
+    objs = objects(values, names)
     text = render.dump_yaml(objs)
     assert list(yaml.safe_load_all(text)) == objs
     assert _unquoted(text) == []

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from taobank.kubernetes.kubectl import json_objects
 from taobank.render import dump_yaml
+from tests.support.kube_objects import SCRIPT, objects
 
 pytestmark = pytest.mark.e2e
 KUBECTL_ENV = "TAO_LOCAL_K8S_KUBECTL"
@@ -36,7 +37,6 @@ SPECIAL = [
     " lead", "trail ", "\t", "\x00", "\x85", "\xa0", "\u2028", "\u2029", "\ufeff", "\ufffe", "\x7f", "\x1b",
     "\r\n", "a\nb\n", "\n\n", " \n ", "\\\n", "\U0001F600", "\u00e9",
 ]
-SCRIPT = "set -eu\nfor f in a b; do\n  echo \"$f\" | tr a b  \n\tdone\n\n" + "word " * 40 + "\n"
 
 _chars = st.characters(blacklist_categories=("Cs",))  # a lone surrogate is no UTF-8: no JSON carries it
 strings = st.one_of(
@@ -90,14 +90,6 @@ def kubectl(request, tmp_path_factory):
     return read_back
 
 
-def _objects(values: list[str], names: list[str]) -> list[dict]:
-    """A ConfigMap whose data holds ``values`` under ``names``; a Job whose labels, args and env values hold them."""
-    data = dict(zip(names, values))
-    env = [{"name": f"E{i}", "value": v} for i, v in enumerate(values)]
-    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "tao-x", "labels": data},
-           "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never", "containers": [
-               {"name": "main", "image": "busybox", "command": ["/bin/sh", "-c", SCRIPT, *values], "env": env}]}}}}
-    return [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "tao-cm"}, "data": data}, job]
 
 
 def _strings_in(obj) -> bool:
@@ -109,8 +101,8 @@ def _strings_in(obj) -> bool:
 
 
 def test_every_special_form_comes_back_a_string(kubectl):
-    objs = _objects(SPECIAL + [SCRIPT], [f"k{i}" for i in range(len(SPECIAL) + 1)])
-    objs += _objects(SPECIAL[:-1], [s or "empty" for s in SPECIAL[1:]])  # and as keys
+    objs = objects(SPECIAL + [SCRIPT], [f"k{i}" for i in range(len(SPECIAL) + 1)])
+    objs += objects(SPECIAL[:-1], [s or "empty" for s in SPECIAL[1:]])  # and as keys
     got = kubectl(dump_yaml(objs))
     assert all(_strings_in(o) for o in got)
     assert got == objs
@@ -120,7 +112,7 @@ def test_every_special_form_comes_back_a_string(kubectl):
                                                                  HealthCheck.too_slow])
 @given(values=st.lists(strings, min_size=1, max_size=30), names=st.lists(keys, min_size=1, max_size=30))
 def test_random_strings_come_back_identical_through_kubectl(kubectl, values, names):
-    objs = _objects(values, names)
+    objs = objects(values, names)
     got = kubectl(dump_yaml(objs))  # one kubectl call for the whole batch
     assert all(_strings_in(o) for o in got)
     assert got == objs
@@ -128,7 +120,7 @@ def test_random_strings_come_back_identical_through_kubectl(kubectl, values, nam
 
 def test_control_a_plain_dump_is_retyped_by_kubectl(kubectl):
     """The fault this guards against, shown with PyYAML's own dumper (so the harness can see it)."""
-    objs = _objects(["y", "1e3", "09"], ["F", "L", "I"])
+    objs = objects(["y", "1e3", "09"], ["F", "L", "I"])
     del objs[1]["metadata"]["labels"]  # kubectl decodes metadata typed: a retyped label is refused outright
     cm, job_obj = kubectl(yaml.safe_dump_all(objs, sort_keys=False))
     assert cm["data"] == {"F": True, "L": 1000, "I": 9}
