@@ -662,3 +662,21 @@ def test_a_refused_training_sbatch_cancels_its_held_conversion_job(slurm_env):
     assert " JobState=CANCELLED " in conv and " RunTime=00:00:00 " in conv, conv
     (rec,) = [r for r in records.list_records("slurm") if r["backend"].get("convert_job_id") == cid]
     assert rec["state"] == "ERROR" and not rec["backend"].get("slurm_job_id")
+
+
+def test_a_failed_job_removes_its_credentials_itself_before_any_status(slurm_env, monkeypatch):
+    """No poller needed: the job's own exit path takes the secret off the shared filesystem."""
+    monkeypatch.setenv("NGC_KEY", SECRET)
+    rec = verbs.submit(base_spec(secrets=["NGC_KEY"], command=["bash", "-c", "echo keylen=${#NGC_KEY}; exit 3"]))
+    jdir = rec["backend"]["job_dir"]
+    conn = Connection()
+    probe = 'for f in "$1/meta/exit.json" "$1/env/credentials.sh"; do if [ -e "$f" ]; then echo yes; else echo no; fi; done'
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        marker, creds = conn.script(probe, [jdir]).stdout.split()
+        if marker == "yes":
+            break
+        time.sleep(1)
+    assert (marker, creds) == ("yes", "no")
+    assert records.load(rec["id"])["state"] == "PENDING"  # no status ran: the job did it itself
+    assert wait_state(rec["id"])["state"] == "ERROR"
