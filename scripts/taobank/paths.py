@@ -11,8 +11,9 @@ from .errors import TaoError
 #: must start with ``/``, never a leading ``-`` that a command would read as an option.
 PATH_CHARS = "A-Za-z0-9._+@/-"
 _ABS = re.compile(rf"/[{PATH_CHARS}]*\Z")
-#: URI schemes a location field may use; the code that reads each one checks what follows.
-_URI = re.compile(rf"(?:lustre|slurm|s3)://[{PATH_CHARS}]*\Z")
+#: A URI of path characters (lustre:///x, s3://bucket/x, file:///x, hf://org/x): the code that reads a
+#: location field decides which schemes it takes, with a message of its own for the others.
+_URI = re.compile(rf"[a-z][a-z0-9+.-]*://[{PATH_CHARS}]*\Z")
 ALLOWED = "an absolute path of letters, digits and . _ + @ / - (no spaces, no '..')"
 
 
@@ -36,7 +37,7 @@ def is_path(value: object) -> bool:
 
 
 def is_location(value: object) -> bool:
-    """The JSON Schema format ``tao-location``: a path, or a ``lustre://``/``slurm://``/``s3://`` URI of path characters."""
+    """The JSON Schema format ``tao-location``: a path, or a URI (``lustre://``, ``s3://``, ...) of path characters."""
     return is_path(value) or (isinstance(value, str) and bool(_URI.match(value)) and ".." not in value.split("/"))
 
 

@@ -87,7 +87,7 @@ def _safe_message(err: Any) -> str:
         if hints:
             return "unknown field " + ", ".join(hints)
     if err.validator == "format" and err.validator_value in (PATH_FORMAT, LOCATION_FORMAT):
-        uri = " or a lustre:///, s3:// URI" if err.validator_value == LOCATION_FORMAT else ""
+        uri = " or such a URI (lustre:///path, s3://bucket/path)" if err.validator_value == LOCATION_FORMAT else ""
         return f"{shown(err.instance)} is not {paths.ALLOWED}{uri}"
     if err.validator == "not" or _QUIET_FIELDS & {str(p) for p in err.absolute_path}:
         return f"value refused by the schema rule '{err.validator}' (the value is not shown)"
