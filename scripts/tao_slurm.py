@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run TAO jobs on a SLURM cluster over SSH: submit, status, logs, cancel, preflight.
 
-  tao_slurm.py preflight [--private-registry] [--json]
+  tao_slurm.py preflight [--private-registry [--registry nvcr.io]] [--json]
   tao_slurm.py submit --spec job.yaml [flags] [--name TEXT] [--dry-run] [--quiet|--json] [-- command args...]
   tao_slurm.py status [ID...] [--watch] [--no-retry] [--json]
   tao_slurm.py logs ID [--tail N] [-f/--follow] [--json]
@@ -145,7 +145,8 @@ def cmd_stage(args: argparse.Namespace) -> int:
 def cmd_preflight(args: argparse.Namespace) -> int:
     from taobank.slurm import preflight
 
-    report = preflight.run_preflight(partition=args.partition, private_registry=args.private_registry)
+    report = preflight.run_preflight(partition=args.partition, private_registry=args.private_registry,
+                                     registry=args.registry)
     if args.json:
         print_json(report)
     else:
@@ -158,10 +159,13 @@ def cmd_enroot(args: argparse.Namespace) -> int:
     from taobank.slurm import preflight
 
     host = preflight.install_enroot_credentials(args.registry, os.environ.get(args.key_env, ""), key_env=args.key_env)
+    machines = preflight.credential_machines(args.registry)
     if args.json:
-        print_json({"registry": args.registry, "login_host": host, "file": "~/.config/enroot/.credentials", "mode": "600"})
+        print_json({"registry": args.registry, "machines": list(machines), "login_host": host,
+                    "file": "~/.config/enroot/.credentials", "mode": "600"})
     else:
-        print(f"enroot credentials for {args.registry} installed in ~/.config/enroot/.credentials on {host} (mode 600)")
+        print(f"enroot credentials for {', '.join(machines)} installed in ~/.config/enroot/.credentials on {host} "
+              "(mode 600)")
     return 0
 
 
@@ -170,8 +174,8 @@ def main(argv: list[str]) -> int:
 
     p = sub.add_parser("submit", help="stage, render and sbatch one job")
     p.add_argument("--spec", help="job spec file (YAML or JSON; schemas/slurm-job-spec.schema.json)")
-    p.add_argument("--network-arch")
-    p.add_argument("--action")
+    p.add_argument("--network-arch", help="TAO network, e.g. dino (default custom: a generic command)")
+    p.add_argument("--action", help="TAO action, e.g. train (default run)")
     p.add_argument("--image")
     p.add_argument("--nodes", type=int, help="nodes (same flag as tao_k8s.py)")
     p.add_argument("--gpus-per-node", type=int, help="GPUs on each node (same flag as tao_k8s.py); sets num_gpus "
@@ -231,7 +235,10 @@ def main(argv: list[str]) -> int:
 
     p = sub.add_parser("preflight", help="SSH, SLURM commands, partition, results dir, enroot credentials")
     p.add_argument("--partition")
-    p.add_argument("--private-registry", action="store_true", help="also require ~/.config/enroot/.credentials")
+    p.add_argument("--private-registry", action="store_true",
+                   help="also require the registry's machine lines in ~/.config/enroot/.credentials (nvcr.io: "
+                        "nvcr.io and authn.nvidia.com)")
+    p.add_argument("--registry", default="nvcr.io", help="the registry --private-registry checks")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_preflight)
 

@@ -101,9 +101,10 @@ def test_quick_path_as_written(session):
 
 
 def test_flags_only_submit_passes_the_argv_after_the_separator(session, tmp_path):
-    """The flags-only form: --name is stored, and `-e` after `--` reaches the command (here: dino, which
-    the local nodes do not have, so the job ends in ERROR with the program's own failure)."""
-    res = session(["submit-flags", "status", "logs", "list"], NAME="flags only form", TRAIN_SPEC="/no/such/train.yaml",
+    """The flags-only form: --name is stored, the local spec is uploaded, and `-e` after `--` reaches the command
+    (here: dino, which the local nodes do not have, so the job ends in ERROR with the program's own failure)."""
+    (tmp_path / "my-train.yaml").write_text("train:\n  num_epochs: 1\n")
+    res = session(["submit-flags", "status", "logs", "list"], NAME="flags only form", TRAIN_SPEC="my-train.yaml",
                   CPUS_PER_TASK="1")  # the local nodes have the host's few real CPUs
     assert res.stdout.startswith("JOB_ID="), res.stdout + res.stderr
     job_id = res.stdout.splitlines()[0].split("=", 1)[1]

@@ -176,6 +176,13 @@ def test_submit_creates_the_job_then_its_objects_already_owned_and_never_patches
     assert asked == [["create", "jobs"], ["create", "secrets"], ["create", "services"]]
 
 
+def test_a_generic_command_is_recorded_as_custom_run_as_on_slurm(fake):
+    cluster(fake)
+    view = platform.get("kubernetes").submit(SPEC, {})  # no network_arch, no action: `echo hi`
+    rec = records.load(view.id)
+    assert (rec["network_arch"], rec["action"]) == ("custom", "run") and rec["id"].startswith("custom-run-")
+
+
 def test_interrupted_submit_is_adopted_by_job_id_never_created_twice(fake, cli):
     rec = k8s_record(launched=False)  # the record opened, the Job created, then the process died
     jid = rec["id"]

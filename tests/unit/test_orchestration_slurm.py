@@ -637,3 +637,67 @@ def test_a_lost_training_answer_is_adopted_and_the_adoption_releases_the_convers
     assert next(c for c in slurm.calls if c.script == "ADOPT").args[1:] == [
         records.load(view.id)["backend"]["job_dir"] + "/slurm-logs", view.id, "900"]
     assert not [c for c in slurm.of("ssh") if c.words[:1] == ["scancel"]]
+
+
+# ------------------------------------------------------------------ the one preflight command
+def test_the_paths_the_command_names_are_checked_in_the_one_preflight_command(slurm):
+    spec = {**SPEC, "command": ["dino", "train", "-e", "/lustre/fsw/other/specs/train.yaml", "results_dir=/lustre/out"]}
+    slurm.ssh("MISSING", lambda c: ok("".join(p + "\n" for p in c.args if p.endswith("train.yaml"))))
+    with pytest.raises(TaoError, match=r"missing on the cluster \(login1\): /lustre/fsw/other/specs/train.yaml; put "):
+        platform.get("slurm").submit(spec, {})
+    assert records.list_records() == [] and slurm.scripts() == ["MISSING"]
+    assert slurm.calls[-1].args == ["/lustre/fsw/other/specs/train.yaml"]  # an output (results_dir=) may not exist yet
+
+
+@pytest.mark.parametrize("cached", ["empty", "not squashfs"])
+def test_an_empty_or_foreign_cached_sqsh_is_converted_again(slurm, cached):
+    from taobank.slurm import remote
+
+    slurm.ssh("MISSING", lambda call: ok(f"{call.args[-1]} (empty or not a squashfs image)\n"))
+    slurm.ssh("STAGE")
+    slurm.ssh("CONVERT", "900\n")
+    slurm.ssh("FIND", find_answer())
+    slurm.ssh("SBATCH", "901\n")
+    view = platform.get("slurm").submit(PYXIS, {})
+    check = next(c for c in slurm.calls if c.script == "MISSING")
+    assert check.args[-2] == remote.SQSH_MARK and check.args[-1].endswith("/sqsh-cache/nvcr.io+nvidia+tao+x+1.sqsh")
+    assert slurm.scripts() == ["MISSING", "STAGE", "CONVERT", "FIND", "SBATCH"]
+    assert records.load(view.id)["backend"]["convert_job_id"] == "900"
+
+
+def test_a_given_sqsh_that_is_no_squashfs_image_is_refused_before_any_record(slurm):
+    from taobank.slurm import remote
+
+    spec = {**PYXIS, "image": "/lustre/images/tao.sqsh"}
+    slurm.ssh("MISSING", lambda call: ok(f"{call.args[-1]} (empty or not a squashfs image)\n"))
+    with pytest.raises(TaoError, match=r"missing on the cluster \(login1\): /lustre/images/tao.sqsh \(empty or not a "
+                                       r"squashfs image\)"):
+        platform.get("slurm").submit(spec, {})
+    assert records.list_records() == [] and slurm.calls[-1].args[-2:] == [remote.SQSH_MARK, "/lustre/images/tao.sqsh"]
+
+
+# ------------------------------------------------------------------ a generic command
+def test_a_generic_command_needs_no_tao_network(slurm, cli):
+    """A new user's `sleep 600` failed with a schema error: network_arch and action were required."""
+    slurm.ssh("MISSING", "")
+    slurm.ssh("STAGE")
+    slurm.ssh("FIND", find_answer())
+    slurm.ssh("SBATCH", "901\n")
+    out = cli("tao_slurm.py", "submit", "--runtime", "none", "--num-gpus", "1", "--quiet", "--", "sleep", "600")
+    assert out.rc == 0, out
+    rec = records.load(out.out.strip())
+    assert (rec["network_arch"], rec["action"]) == ("custom", "run") and rec["id"].startswith("custom-run-")
+
+
+# ------------------------------------------------------------------ OUT_OF_MEMORY
+def test_an_out_of_memory_job_with_an_infrastructure_log_is_retried(slurm):
+    rec = slurm_record()
+    slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], "OUT_OF_MEMORY", "0:125")]))
+    slurm.ssh("TAIL_FILES", lambda call: ok(f"@@file {call.args[1]}\nNVRM: Xid (PCI:0000:3b:00): 79\n"))
+    slurm.ssh("FIND", find_answer())
+    slurm.ssh("SBATCH", "102\n")
+    verbs.refresh([records.load(rec["id"])])
+    first = records.load(rec["id"])
+    assert (first["state"], first["err_class"]) == ("ERROR", "ERR_INFRA") and "resubmitting" in first["message"]
+    (retry,) = children(rec["id"])
+    assert retry["backend"]["slurm_job_id"] == "102"

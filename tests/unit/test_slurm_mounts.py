@@ -21,7 +21,7 @@ def test_results_base_off_lustre_is_mounted_not_lost():
     spec = {**SPEC, "results_base": "/scratch/me", "dataset": {"root": "lustre:///lustre/data/coco", "required": ["a.json"]},
             "inputs": ["lustre:///lustre/ckpt/model.pth"]}
     line = mount_line(verbs.preview(spec, "dino-train-00000000", env={"SLURM_USER": "me"}))
-    assert line.split(",") == ["/scratch/me", "/lustre/ckpt/model.pth", "/lustre/data/coco"]
+    assert line.split(",") == ["/scratch", "/lustre/ckpt/model.pth", "/lustre/data/coco"]  # /scratch: the site root
 
 
 def test_extra_mounts_are_kept_and_a_covering_one_absorbs_the_derived():
@@ -76,7 +76,7 @@ def test_only_a_writable_mount_covers_the_results_base(extra, want):
 def test_a_read_only_mount_covers_inputs_and_datasets():
     spec = {**SPEC, "results_base": "/scratch/me", "container_mounts": "/lustre:/lustre:ro",
             "dataset": {"root": "lustre:///lustre/data/coco"}, "inputs": ["lustre:///lustre/ckpt/model.pth"]}
-    assert mount_line(verbs.preview(spec, "dino-train-00000000", env={})) == "/lustre:/lustre:ro,/scratch/me"
+    assert mount_line(verbs.preview(spec, "dino-train-00000000", env={})) == "/scratch,/lustre:/lustre:ro"
 
 
 def test_parents_come_before_children_whatever_order_they_were_given():
@@ -100,3 +100,52 @@ def test_every_written_path_is_under_a_writable_mount_and_parents_come_first(pat
         assert any(m.src == m.dst and is_under(p, m.src) for m in out)
     for i, m in enumerate(out):
         assert not any(is_under(m.dst, later.dst) and later.dst != m.dst for later in out[i + 1:])
+
+
+# ------------------------------------------------------------------ site roots and the paths the command names
+def test_a_spec_the_command_names_outside_the_results_base_is_mounted():
+    """The new-user finding: `submit --dry-run -- dino train -e /lustre/fsw/other/specs/train.yaml` mounted only
+    the results base, so the spec was invisible inside Pyxis."""
+    spec = {**SPEC, "command": ["dino", "train", "-e", "/lustre/fsw/other/specs/train.yaml"]}
+    line = mount_line(verbs.preview(spec, "dino-train-00000000", env={"SLURM_USER": "me"}))
+    assert line == "/lustre"  # the results base /lustre/fsw/portfolios/edgeai/me's root covers both
+
+
+def test_site_roots_setting_and_every_path_the_command_and_spec_files_name(tmp_path):
+    train = tmp_path / "train.yaml"
+    train.write_text("dataset:\n  annotation_path: /data/coco/annotations.json\n  images: [/data/coco/images]\n"
+                     "results_dir: /results/dino\nmodel:\n  pretrained: /lustre/fsw/models/dino.pth\n")
+    spec = {**SPEC, "spec_files": {"train.yaml": str(train)},
+            "command": ["/usr/bin/env", "dino", "train", "-e", "{specs}/train.yaml", "-o", "/scratch/out",
+                        "train.resume=/scratch/ckpt/last.pth", "results_dir=/elsewhere/out", "--url=https://x.io/a",
+                        "--cache=/lustre/fsw/portfolios/edgeai/me/cache"]}
+    env = {"SLURM_USER": "me", "SLURM_CONTAINER_MOUNTS": "/lustre/fsw/portfolios/edgeai"}
+    p = verbs.plan(spec, env, need_secrets=False)
+    # checked with test -e before sbatch; not: /usr (the image's), {specs} (staged), outputs (-o, results_dir), URLs
+    assert p["named"] == ["/scratch/ckpt/last.pth", "/lustre/fsw/portfolios/edgeai/me/cache", "/data/coco/annotations.json",
+                          "/data/coco/images", "/lustre/fsw/models/dino.pth"]
+    assert p["mounts"].split(",") == ["/data/coco/annotations.json", "/data/coco/images", "/scratch/ckpt/last.pth",
+                                      "/lustre/fsw/models/dino.pth", "/lustre/fsw/portfolios/edgeai"]
+
+
+def test_the_command_in_a_shell_string_names_paths_too():
+    spec = {**SPEC, "command": "cat /scratch/in/a.txt > /scratch/out/b.txt 2>/dev/null && ls /tmp"}
+    assert verbs.plan(spec, {"SLURM_USER": "me"}, need_secrets=False)["named"] == ["/scratch/in/a.txt"]
+
+
+@pytest.mark.parametrize("word", ["/lustre/x/../../etc/passwd", "--spec=/lustre/a/../b"])
+def test_a_path_the_command_names_passes_the_one_path_rule(word):
+    with pytest.raises(TaoError, match=r"path in the command .* is not an absolute path .*no '\.\.'"):
+        verbs.plan({**SPEC, "command": ["dino", word]}, {"SLURM_USER": "me"}, need_secrets=False)
+
+
+@pytest.mark.parametrize("bad", ["relative", "/", "/a b"])
+def test_a_bad_site_roots_setting_is_one_line(bad):
+    with pytest.raises(TaoError):
+        verbs.plan(SPEC, {"SLURM_USER": "me", "SLURM_CONTAINER_MOUNTS": bad}, need_secrets=False)
+
+
+def test_runtime_none_still_checks_the_paths_the_command_names():
+    p = verbs.plan({**SPEC, "container_runtime": "none", "command": ["cat", "/scratch/in.txt"]}, {"SLURM_USER": "me"},
+                   need_secrets=False)
+    assert p["named"] == ["/scratch/in.txt"] and p["mounts"] == ""

@@ -146,3 +146,22 @@ def test_ten_minute_job_renders_a_fitting_timeout():
 def test_multi_node_waits_for_all_nodes():
     assert ("--wait-all-nodes", "1") in resources.resolve({"num_gpus": 16}, {}).directives()
     assert not any(o == "--wait-all-nodes" for o, _ in resources.resolve({"num_gpus": 4}, {}).directives())
+
+
+@pytest.mark.parametrize("spec,env,want", [
+    ({}, {}, True),                                                   # the pin
+    ({}, {"SLURM_USE_REQUEUE": "false"}, False),                      # the seed's variable sets the default
+    ({}, {"SLURM_USE_REQUEUE": "0"}, False),
+    ({}, {"SLURM_USE_REQUEUE": "True"}, True),
+    ({"use_requeue": True}, {"SLURM_USE_REQUEUE": "false"}, True),   # the spec beats the environment
+    ({"use_requeue": False}, {"SLURM_USE_REQUEUE": "yes"}, False),
+])
+def test_use_requeue_spec_beats_env_beats_pin(spec, env, want):
+    res = resources.resolve(spec, env)
+    assert res.requeue is want
+    assert res.directives()[-1] == (("--requeue" if want else "--no-requeue"), None)
+
+
+def test_a_use_requeue_env_that_is_no_switch_is_one_line():
+    with pytest.raises(TaoError, match="SLURM_USE_REQUEUE='maybe' is not a switch: set it to true or false"):
+        resources.resolve({}, {"SLURM_USE_REQUEUE": "maybe"})

@@ -76,6 +76,17 @@ def test_failed_needs_the_log_then_classifies_by_pattern():
     assert v.err_class == "ERR_PROGRAM"
 
 
+def test_out_of_memory_is_a_program_error_unless_its_log_shows_an_infrastructure_cause():
+    rec = st.parse_sacct(SACCT)["6"]
+    v = st.classify(None, rec, None)
+    assert v.needs_log and (v.state, v.err_class, v.retry) == ("ERROR", "ERR_PROGRAM", False)  # log tail fetched next
+    v = st.classify(None, rec, None, log_tail="RuntimeError: DataLoader worker (pid 77) is killed by signal: Killed\n")
+    assert (v.err_class, v.retry, v.needs_log) == ("ERR_PROGRAM", False, False) and "raise mem" in v.message
+    v = st.classify(None, rec, None, log_tail="OSError: [Errno 116] Stale file handle: '/lustre/data/x.jpg'\n")
+    assert (v.state, v.err_class, v.retry) == ("ERROR", "ERR_INFRA", True) and "stale_filesystem" in v.message
+    assert v.slurm_state == "OUT_OF_MEMORY"
+
+
 def test_requeued_job_still_in_squeue_wins_over_a_terminal_looking_sacct_line():
     # NODE_FAIL / PREEMPTED with --requeue: the same job id waits again.
     for sacct_state in ("NODE_FAIL", "PREEMPTED"):

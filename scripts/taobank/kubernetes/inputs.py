@@ -12,20 +12,18 @@ checked too, but a missing one is only reported: it may be an output.
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass
 
+from ..cmdwords import OUTPUT_KEY as _OUTPUT_KEY, shell_words, skipped
 from ..errors import TaoError
 from ..paths import is_under
 
-_OUTPUT_KEY = re.compile(r"(result|output|log|save|checkpoint_dir|ckpt_dir)", re.IGNORECASE)
 _INPUT_KEY = re.compile(r"(spec|config|dataset|data_?(root|dir|path|file)|annotation|label|image_dir|pretrain|"
                         r"resume|inputs?$)", re.IGNORECASE)
 _INPUT_FLAGS = frozenset({"-e", "--experiment_spec", "--experiment_spec_file", "--experiment-spec", "--spec",
                           "--spec-file", "--spec_file", "--config", "--config-file", "--config_file", "--data",
                           "--dataset", "--data-dir", "--data_dir", "--data-root", "--data_root", "--inputs"})
 _NOT_A_PATH = re.compile(r"[*?\[\]$`{}]")  # globs and shell expansions: the check cannot name them
-_REDIRECTS = (">", ">>", "&>", ">|")
 #: One line per path: "ok PATH" or "missing PATH".
 CHECK_SCRIPT = 'for p in "$@"; do if [ -e "$p" ]; then echo "ok $p"; else echo "missing $p"; fi; done'
 
@@ -45,12 +43,7 @@ class Inputs:
 def _words(spec: dict) -> list[str]:
     if spec.get("args"):
         return list(spec["args"])
-    lex = shlex.shlex(spec.get("command") or "", posix=True, punctuation_chars=True)
-    lex.whitespace_split = True
-    try:
-        return list(lex)
-    except ValueError:  # unbalanced quotes: the shell will say so; nothing to check here
-        return []
+    return shell_words(spec.get("command") or "")
 
 
 def paths(spec: dict, results_folder: str | None) -> Inputs:
@@ -65,7 +58,7 @@ def paths(spec: dict, results_folder: str | None) -> Inputs:
     words = _words(spec)
     for i, word in enumerate(words):
         before = words[i - 1] if i else ""
-        if set(word) <= set(";&|<>()") or before in _REDIRECTS:
+        if skipped(word, before):
             continue  # shell operators are no paths; what follows a redirection is an output
         key, sep, value = word.partition("=")
         cand = value if sep and not key.startswith("/") else word

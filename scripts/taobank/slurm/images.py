@@ -19,6 +19,10 @@ from ..errors import TaoError
 from ..paths import abs_path
 
 _REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@#+-]*\Z")
+#: The first 4 bytes of every squashfs image (0x73717368, little-endian); remote.MISSING checks the same.
+SQUASHFS_MAGIC = "hsqs"
+#: Where the conversion job's enroot unpacks the image (else the node's local disk): first set wins.
+TEMP_PATH_ENV = ("TAO_ENROOT_TEMP_PATH", "ENROOT_TEMP_PATH")
 
 
 def pyxis_image(image: str) -> str:
@@ -90,6 +94,7 @@ class Conversion:
     cpus: int
     mem: str
     force: bool = False
+    temp_path: str = ""  # ENROOT_TEMP_PATH of the import; "" = the node's local disk
 
     def directives(self) -> list[tuple[str, str | None]]:
         out: list[tuple[str, str | None]] = [
@@ -105,7 +110,9 @@ class Conversion:
 def conversion(job_name: str, image: str, sqsh: str, log: str, spec: Mapping[str, Any], env: Mapping[str, str],
                *, gpu_partition: str, account: str | None, force: bool) -> Conversion:
     """Conversion settings: the spec's ``conversion_*`` fields, else the pins (``slurm.conversion``);
-    the partition also from ``TAO_SLURM_CONVERSION_PARTITION``, else the first GPU partition."""
+    the partition also from ``TAO_SLURM_CONVERSION_PARTITION``, else the first GPU partition; the enroot
+    temp folder from the submitter's ``TAO_ENROOT_TEMP_PATH`` or ``ENROOT_TEMP_PATH`` (a node's small
+    local disk cannot hold a large image unpacked)."""
     from .. import pins
     from .resources import _MEM, _num
 
@@ -119,7 +126,16 @@ def conversion(job_name: str, image: str, sqsh: str, log: str, spec: Mapping[str
         job_name=job_name, sqsh=sqsh, image=pyxis_image(image), log=log, partition=str(part).split(",")[0],
         account=spec.get("conversion_account") or account,
         time_minutes=_num(spec.get("conversion_time_minutes", d["time_minutes"]), "conversion_time_minutes", int, 1),
-        cpus=_num(spec.get("conversion_cpus", d["cpus"]), "conversion_cpus", int, 1), mem=mem, force=force)
+        cpus=_num(spec.get("conversion_cpus", d["cpus"]), "conversion_cpus", int, 1), mem=mem, force=force,
+        temp_path=enroot_temp_path(env))
+
+
+def enroot_temp_path(env: Mapping[str, str]) -> str:
+    """The submitter's enroot temp folder for the import (one path rule), "" when none is set."""
+    for name in TEMP_PATH_ENV:
+        if env.get(name):
+            return abs_path(env[name], name)
+    return ""
 
 
 def render_conversion(c: Conversion) -> str:
@@ -133,4 +149,5 @@ def render_conversion(c: Conversion) -> str:
             check_directive_value(opt, value)
     return render_text("slurm/convert.sbatch.tmpl", {
         "directives": [(Raw(o), v) for o, v in dirs], "sqsh": c.sqsh, "image": c.image,
-        "force": "1" if c.force else "0", "stale_minutes": int(c.time_minutes)}, "shell")
+        "force": "1" if c.force else "0", "stale_minutes": int(c.time_minutes), "temp_path": c.temp_path,
+        "magic": SQUASHFS_MAGIC}, "shell")

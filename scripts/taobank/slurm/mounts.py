@@ -3,12 +3,15 @@
 Pyxis shows the container only what is mounted into it: a results folder
 outside every mount is written into the container's own throwaway
 filesystem and lost when the job ends, while the login host's ``test -e``
-still passes. So the mount list is not a constant: it is every path the job
-names (results base, which holds the job folder and results; dataset root,
-required files, spec-key paths, inputs), each mounted at the same path, plus
-the user's extra mounts (``container_mounts``, Pyxis' ``SRC[:DST[:FLAGS]]``
-comma list). A path that would land under another mount's destination (and
-so show that mount's files instead of its own) is refused at submit.
+still passes. So the mount list is not a constant: it is the site roots
+(``SLURM_CONTAINER_MOUNTS``, else the results base's first folder such as
+``/lustre``) plus every path the job names outside them (results base, which
+holds the job folder and results; dataset root, required files, spec-key
+paths, inputs; paths the command and its spec files name), each mounted at
+the same path, plus the user's extra mounts (``container_mounts``, Pyxis'
+``SRC[:DST[:FLAGS]]`` comma list). A path that would land under another
+mount's destination (and so show that mount's files instead of its own) is
+refused at submit.
 
 The ``.sqsh`` cache is not mounted: enroot reads the image on the host,
 outside the container.
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from ..errors import TaoError
 from ..paths import abs_path, is_under
@@ -65,6 +68,23 @@ def parse(text: str | None) -> list[Mount]:
             raise TaoError(f"container mount {item!r} has flags {flags!r}: Pyxis takes ro, rw, ... (letters, '+', '_')")
         out.append(Mount(src, dst, flags))
     return out
+
+
+#: The site's shared filesystem roots, mounted into every container (Pyxis ``SRC[:DST[:FLAGS]]`` list).
+SITE_ROOTS_ENV = "SLURM_CONTAINER_MOUNTS"
+
+
+def site_roots(env: Mapping[str, str], base: str, extra: Iterable[Mount] = ()) -> list[Mount]:
+    """``SLURM_CONTAINER_MOUNTS``, else the results base's first folder (``/lustre/fsw/me`` -> ``/lustre``),
+    so a job sees every path of the shared filesystem; a root an ``extra`` mount's destination covers is the
+    user's to mount (their ``:ro`` wins)."""
+    given = (env.get(SITE_ROOTS_ENV) or "").strip()
+    if given:
+        roots = parse(given)
+    else:
+        root = _path("/" + base.strip("/").split("/")[0], "results base root")
+        roots = [Mount(root, root)]
+    return [r for r in roots if not any(is_under(r.dst, m.dst) for m in extra)]
 
 
 def derive(paths: Iterable[tuple[str, str]], extra: Iterable[Mount] = (),

@@ -18,10 +18,22 @@ ENROOT_HINT = ("Pyxis on the compute nodes reads ~/.config/enroot/.credentials (
 
 _REGISTRY = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9-]{1,63})*(?::[0-9]{1,5})?\Z")
 
+#: The netrc machines a registry's pulls authenticate against: NGC's token service is its own host
+#: (enroot's import documentation lists both lines for nvcr.io).
+CREDENTIAL_MACHINES: dict[str, tuple[str, ...]] = {"nvcr.io": ("nvcr.io", "authn.nvidia.com")}
 
-def run_preflight(*, partition: str | None = None, private_registry: bool = False,
+
+def credential_machines(registry: str) -> tuple[str, ...]:
+    """The ``machine`` lines ``registry`` needs in ~/.config/enroot/.credentials."""
+    if not _REGISTRY.match(registry or ""):
+        raise TaoError("--registry must be a host name like nvcr.io (letters, digits, '.', '-', optional :port)")
+    return CREDENTIAL_MACHINES.get(registry, (registry,))
+
+
+def run_preflight(*, partition: str | None = None, private_registry: bool = False, registry: str = "nvcr.io",
                   env: Mapping[str, str] | None = None, conn: Connection | None = None) -> dict[str, Any]:
     env = os.environ if env is None else env
+    needed = credential_machines(registry)
     conn = conn or Connection(env)
     host = conn.connect()
     spec = {"partition": partition} if partition else {}
@@ -72,27 +84,31 @@ def run_preflight(*, partition: str | None = None, private_registry: bool = Fals
         ok = False
         lines.append(f"MISSING: results base {base} is {base_state}: set SLURM_BASE_RESULTS_DIR to your folder on the shared filesystem")
     creds = (sections.get("enroot") or ["absent"])[0]
-    if private_registry and creds != "present":
+    machines = [ln.split(" ", 1)[1] for ln in (sections.get("enroot") or [])[1:] if ln.startswith("machine ")]
+    lacking = [m for m in needed if m not in machines]
+    if private_registry and lacking:
         ok = False
-        lines.append("MISSING: " + ENROOT_HINT)
+        lines.append(f"MISSING: enroot credentials have no machine line for {', '.join(lacking)}. " + ENROOT_HINT)
     else:
-        lines.append(f"{'OK' if creds == 'present' else 'INFO'} enroot credentials: {creds}")
+        shown = f" (machines: {', '.join(machines)})" if machines else ""
+        lines.append(f"{'OK' if creds == 'present' else 'INFO'} enroot credentials: {creds}{shown}")
     pyxis = (sections.get("pyxis") or ["no"])[0] == "yes"
     lines.append(f"INFO pyxis (srun --container-image): {'available' if pyxis else 'not available: use container_runtime none or ask the admins'}")
     acct = (sections.get("sacct") or ["unavailable"])[0]
     lines.append(f"INFO accounting (sacct): {acct}{'' if acct == 'ok' else '; status falls back to the exit marker'}")
     return {"ok": ok, "login_host": host.entry, "partitions": known, "results_base": base, "results_base_state": base_state,
-            "enroot_credentials": creds, "pyxis": pyxis, "accounting": acct, "missing_commands": missing_cmds, "lines": lines}
+            "enroot_credentials": creds, "enroot_machines": machines,
+            "pyxis": pyxis, "accounting": acct, "missing_commands": missing_cmds, "lines": lines}
 
 
 def install_enroot_credentials(registry: str, key: str, *, key_env: str = "NGC_KEY", conn: Connection | None = None) -> str:
-    """Append/replace the registry's netrc line; the key goes on stdin, never argv."""
+    """Append/replace the registry's netrc lines (nvcr.io: also authn.nvidia.com); the key goes on stdin, never argv."""
     if not key:
         raise TaoError(f"{key_env} is not set: export it (read it with 'read -rs {key_env}'), then run again")
-    if not _REGISTRY.match(registry or ""):
-        raise TaoError("--registry must be a host name like nvcr.io (letters, digits, '.', '-', optional :port)")
+    machines = credential_machines(registry)
     conn = conn or Connection()
     login = "$oauthtoken" if registry == "nvcr.io" else os.environ.get("ENROOT_REGISTRY_USER", "$oauthtoken")
-    conn.script(remote.ENROOT_CREDS, [registry], stdin=f"machine {registry} login {login} password {key}\n",
+    conn.script(remote.ENROOT_CREDS, list(machines),
+                stdin="".join(f"machine {m} login {login} password {key}\n" for m in machines),
                 what="install enroot credentials")
     return conn.host.entry

@@ -6,8 +6,22 @@ the script text is code, every user value arrives as a positional argument
 """
 from __future__ import annotations
 
-#: Print every argument path that does not exist (one remote command for all).
-MISSING = 'for p do [ -e "$p" ] || printf "%s\\n" "$p"; done'
+#: Separates the data paths of :data:`MISSING` from the ``.sqsh`` images it checks.
+SQSH_MARK = "@@sqsh"
+
+#: Print every argument path that does not exist (one remote command for all). After SQSH_MARK, a
+#: ``.sqsh`` that is empty or lacks the squashfs magic (``hsqs``, its first 4 bytes: a failed or
+#: half-copied import) is printed too, as ``PATH (empty or not a squashfs image)``.
+MISSING = r'''
+sq=0
+for p do
+  if [ "$p" = @@sqsh ]; then sq=1; continue; fi
+  if [ ! -e "$p" ]; then printf '%s\n' "$p"
+  elif [ "$sq" = 1 ] && [ "$(head -c 4 -- "$p" 2>/dev/null | tr -c 'a-z' .)" != hsqs ]; then
+    printf '%s (empty or not a squashfs image)\n' "$p"
+  fi
+done
+'''
 
 #: $1 job dir, $2 results dir, then ``sha256sum -c`` lines of the uploaded spec files;
 #: stdin: base64 tar of the staged files.
@@ -144,13 +158,15 @@ CANCEL_NAME = 'scancel --name="$1" --user="$(id -un)"'
 #: Remove files (credentials of finished jobs).
 REMOVE = 'rm -f -- "$@"'
 
-#: Enroot credentials: stdin carries the netrc line; $1 registry host.
+#: Enroot credentials: stdin carries the netrc lines; the args are their machine names (lines
+#: of exactly those machines are replaced, compared as strings, never as patterns).
 ENROOT_CREDS = r'''
 umask 077
 mkdir -p "$HOME/.config/enroot"
 f="$HOME/.config/enroot/.credentials"
 touch "$f"
-awk -v r="$1" '!($1 == "machine" && $2 == r)' "$f" > "$f.tmp"
+awk 'BEGIN { for (i = 1; i < ARGC; i++) drop[ARGV[i]] = 1; ARGC = 1 }
+     !($1 == "machine" && ($2 in drop))' "$@" < "$f" > "$f.tmp"
 cat >> "$f.tmp"
 mv -f "$f.tmp" "$f"
 chmod 600 "$f"
@@ -168,7 +184,11 @@ if [ -d "$2" ] && [ -w "$2" ]; then echo writable; elif [ -d "$2" ]; then echo r
   if [ -d "$p" ] && [ -w "$p" ]; then echo "creatable $p"; else echo absent; fi
 fi
 echo "@@enroot"
-if [ -s "$HOME/.config/enroot/.credentials" ]; then echo present; else echo absent; fi
+# only the machine names (fields 1-2 of machine lines): the values are never read out
+f="$HOME/.config/enroot/.credentials"
+if [ -s "$f" ]; then
+  echo present; awk '$1 == "machine" && NF >= 2 { print "machine", $2 }' "$f" 2>/dev/null
+else echo absent; fi
 echo "@@pyxis"
 if srun --help 2>/dev/null | grep -q -- --container-image; then echo yes; else echo no; fi
 echo "@@sacct"

@@ -13,6 +13,9 @@ own SLURM launcher). Rules that matter:
   time; ``timeout_hours: 0`` disables it.
 * ``num_gpus`` is the job's total; ``num_gpus >= max_num_gpus_per_node`` takes
   whole nodes (``--exclusive``) and derives the node count.
+* ``use_requeue`` (else ``SLURM_USE_REQUEUE``, else the pin) decides
+  ``--requeue`` and whether the job resubmits itself after an infrastructure
+  failure.
 """
 from __future__ import annotations
 
@@ -96,6 +99,17 @@ def _pick(spec: Mapping[str, Any], key: str, env: Mapping[str, str], env_key: st
     if env_key and env.get(env_key):
         return env[env_key], True
     return default, False
+
+
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
+
+
+def _env_flag(text: str, name: str) -> bool:
+    """An environment switch: true/false (also 1/0, yes/no, on/off)."""
+    word = text.strip().lower()
+    if word not in _TRUE | _FALSE:
+        raise TaoError(f"{name}={text[:20]!r} is not a switch: set it to true or false")
+    return word in _TRUE
 
 
 #: Spec fields that give the wall time; at most one of them.
@@ -212,7 +226,9 @@ def resolve(spec: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Re
     mem = spec.get("mem")
     if mem is not None and not _MEM.match(str(mem)):
         raise TaoError(f"mem {mem!r} is not a SLURM size like 64G or 500M")
-    requeue = spec.get("use_requeue", d["use_requeue"])
+    requeue, _ = _pick(spec, "use_requeue", env, "SLURM_USE_REQUEUE", d["use_requeue"])
+    if spec.get("use_requeue") is None and isinstance(requeue, str):
+        requeue = _env_flag(requeue, "SLURM_USE_REQUEUE")
     if not isinstance(requeue, bool):
         raise TaoError("use_requeue must be true or false")
     return Resources(

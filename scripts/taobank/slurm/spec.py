@@ -19,10 +19,15 @@ def load_file(path: str) -> dict:
     return spec
 
 
+#: What a generic command (``sleep 600``, a script) is recorded as: a record needs both; Kubernetes says the same.
+GENERIC = {"network_arch": "custom", "action": "run"}
+
+
 def validate(spec: Mapping[str, Any]) -> dict:
-    """Schema check of a SLURM job spec; the first error as one line naming the field."""
+    """Schema check of a SLURM job spec (the first error as one line naming the field); an unset
+    network_arch/action is :data:`GENERIC`."""
     core_spec.validate(dict(spec), SCHEMA_NAME, "SLURM job spec")
-    return dict(spec)
+    return {**GENERIC, **spec}
 
 
 def command_argv(spec: Mapping[str, Any]) -> list[str]:

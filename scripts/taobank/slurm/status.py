@@ -15,7 +15,9 @@ Classification choices:
   and DEADLINE are too when the job's log matches an infrastructure pattern
   (Xid, ECC, NCCL transport ... ``taobank.failures.infra_log_match``).
 * OUT_OF_MEMORY is ERR_PROGRAM: the job outgrew its own memory request; the
-  same job would fail again, so it is reported at once, not retried.
+  same job would fail again, so it is reported at once, not retried; unless
+  its log shows an infrastructure cause (an Xid, a stale mount ... that
+  made the program balloon or hang): then ERR_INFRA, retried.
 * TIMEOUT is ERR_PROGRAM (raise ``time_hours`` or lower ``timeout_hours``).
 * SUSPENDED/STOPPED stay RUNNING with a "paused" message (the vocabulary has
   no PAUSED state); REQUEUED/REQUEUE_HOLD and a PREEMPTED job still in
@@ -250,8 +252,7 @@ def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
             return Verdict("ERROR", f"{st}: infrastructure failure (node/boot)", st,
                            err_class="ERR_INFRA", retry=True, exit_code=code)
         if st == "OUT_OF_MEMORY":
-            return Verdict("ERROR", "OUT_OF_MEMORY: the job used more host memory than it asked for; raise mem or lower "
-                           "the batch size / workers", st, err_class="ERR_PROGRAM", exit_code=code)
+            return _oom_verdict(log_tail, code)
         if tao and tao["status"] in TAO_SUCCESS:
             return _tao_verdict(tao, st, code)  # TAO finished its work; the wrapper failed afterwards
         if log_tail is None:
@@ -275,6 +276,19 @@ def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
             return v
         return Verdict("ERROR", f"{st}{_exit_text(code)}{detail}; read main.err", st, err_class="ERR_PROGRAM", exit_code=code)
     return Verdict("UNKNOWN", f"unrecognised SLURM state {rec.get('raw_state') or st}", st)
+
+
+def _oom_verdict(log_tail: str | None, code: str | None) -> Verdict:
+    """OUT_OF_MEMORY: a program error (raise mem), unless the log tail matches an infrastructure pattern."""
+    from ..failures import infra_log_match
+
+    pattern = infra_log_match(log_tail or "")
+    if pattern:
+        return Verdict("ERROR", f"OUT_OF_MEMORY{_exit_text(code)}; log matches infrastructure pattern {pattern}",
+                       "OUT_OF_MEMORY", err_class="ERR_INFRA", retry=True, exit_code=code)
+    return Verdict("ERROR", "OUT_OF_MEMORY: the job used more host memory than it asked for; raise mem or lower "
+                   "the batch size / workers", "OUT_OF_MEMORY", err_class="ERR_PROGRAM", exit_code=code,
+                   needs_log=log_tail is None)
 
 
 def _last_lines(text: str, n: int = 3) -> str:

@@ -19,7 +19,7 @@ from .. import pins, platform, records, recvalues, states
 from ..envfile import check_secret_name
 from ..errors import TaoError
 from ..run import last_line
-from . import images, mounts, remote, render, resources, spec as specmod, status as st, storage, uploads
+from . import cmdpaths, images, mounts, remote, render, resources, spec as specmod, status as st, storage, uploads
 from .ssh import Connection
 
 PLATFORM = "slurm"
@@ -51,10 +51,14 @@ def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None, *, need_
     base = storage.base_dir(spec, env)
     spec_files = uploads.collect(spec.get("spec_files") or {}, what="spec_files")
     uploads.substitute(argv, "/", [u.name for u in spec_files])  # a {specs}/X naming no file fails here, early
-    mount_list = ""
+    mount_list, given = "", []
     if runtime == "pyxis":
-        extra = spec.get("container_mounts") or resources.defaults()["container_mounts"]
-        mount_list = mounts.text(mounts.derive([("input", r) for r in required], mounts.parse(extra),
+        extra = mounts.parse(spec.get("container_mounts") or resources.defaults()["container_mounts"])
+        given = mounts.site_roots(env, base, extra) + extra
+    named = [n for n in named_paths(spec["command"], argv, spec_files, [m.dst for m in given]) if n not in required]
+    if runtime == "pyxis":
+        mount_list = mounts.text(mounts.derive([("input", r) for r in required] +
+                                               [("path the job names", n) for n in named], given,
                                                write=[("results base", base)]))
     env_vars, nccl_env = storage.check_env(spec.get("env"), spec.get("nccl_env"))
     names = spec.get("secrets") or []
@@ -67,19 +71,31 @@ def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None, *, need_
         sqsh = images.sqsh_path(pyxis, cache)
     return {
         "spec": spec, "resources": res, "runtime": runtime, "image": image, "pyxis_image": pyxis, "sqsh": sqsh,
-        "required": required, "overrides": overrides, "dataset_root": root, "command": argv, "base": base,
+        "required": required, "named": named, "overrides": overrides, "dataset_root": root, "command": argv,
+        "base": base,
         "mounts": mount_list, "spec_files": spec_files,
         "env": env_vars, "nccl_env": nccl_env,
         "secrets": secret_values, "master_port": int(spec.get("master_port") or d["master_port"]),
     }
 
 
-def preflight_paths(conn: Connection, paths: Iterable[str]) -> list[str]:
-    """Paths (of ``paths``) missing on the login host: ONE remote command."""
-    paths = list(paths)
-    if not paths:
+def named_paths(command: str | list[str], argv: list[str], spec_files: Iterable[uploads.Upload],
+                mounted: Iterable[str]) -> list[str]:
+    """Cluster paths the command and the uploaded spec files name (:mod:`taobank.slurm.cmdpaths`)."""
+    found = cmdpaths.command_paths(command, argv)
+    for u in spec_files:
+        found += cmdpaths.spec_file_paths(u.name, u.data)
+    return cmdpaths.cluster_paths(found, mounted)
+
+
+def preflight_paths(conn: Connection, paths: Iterable[str], sqsh_files: Iterable[str] = ()) -> list[str]:
+    """Paths (of ``paths``) missing on the login host, and ``sqsh_files`` missing or not squashfs
+    (``PATH (empty or not a squashfs image)``): ONE remote command."""
+    paths, sqsh_files = list(paths), list(sqsh_files)
+    if not paths and not sqsh_files:
         return []
-    res = conn.script(remote.MISSING, paths, what="test -e", retry_on_drop=True)
+    args = paths + ([remote.SQSH_MARK] + sqsh_files if sqsh_files else [])
+    res = conn.script(remote.MISSING, args, what="test -e", retry_on_drop=True)
     return [line for line in res.stdout.splitlines() if line]
 
 
@@ -115,14 +131,15 @@ def submit(spec: Mapping[str, Any], *, conn: Connection | None = None, env: Mapp
     conn = conn or Connection(env)
     conn.connect()
     given_sqsh = p["pyxis_image"] if p["runtime"] == "pyxis" and p["pyxis_image"] and images.is_sqsh(p["pyxis_image"]) else None
-    check = list(p["required"]) + ([given_sqsh] if given_sqsh else []) + ([p["sqsh"]] if p["sqsh"] else [])
-    missing = preflight_paths(conn, check)
-    data_missing = [m for m in missing if m != p["sqsh"]]  # a missing cache .sqsh is converted below
+    sqsh_checks = ([given_sqsh] if given_sqsh else []) + ([p["sqsh"]] if p["sqsh"] else [])
+    missing = preflight_paths(conn, list(p["required"]) + list(p["named"]), sqsh_checks)
+    cache_bad = [m for m in missing if m.split(" ")[0] == p["sqsh"]]  # missing, empty or no squashfs: converted below
+    data_missing = [m for m in missing if m not in cache_bad]
     if data_missing:
         raise TaoError(f"missing on the cluster ({conn.host.entry}): {', '.join(data_missing)}; put the data on the "
                        "shared filesystem or fix the paths (nothing was submitted)")
     force = bool(p["spec"].get("force_reconvert_latest", resources.defaults()["force_reconvert_latest"]))
-    convert = bool(p["sqsh"]) and images.needs_conversion(p["pyxis_image"], p["sqsh"] not in missing, force)
+    convert = bool(p["sqsh"]) and images.needs_conversion(p["pyxis_image"], not cache_bad, force)
     image = (p["sqsh"] or p["pyxis_image"]) if p["runtime"] == "pyxis" else p["pyxis_image"]
     s = p["spec"]
     rec = records.open_record(

@@ -57,24 +57,52 @@ def _cached_image(env: dict, sub: str) -> tuple[str, str]:
     cache = env["SLURM_BASE_RESULTS_DIR"] + "/" + sub
     image = "nvcr.io/nvidia/tao/tao-toolkit:7.1.0-pyt"
     sqsh = images.sqsh_path(image, cache)
-    Connection().script('mkdir -p -- "$(dirname -- "$1")" && : > "$1"', [sqsh])  # a cached image: no conversion
+    # a cached image (squashfs magic first): no conversion
+    Connection().script('mkdir -p -- "$(dirname -- "$1")" && printf hsqs > "$1"', [sqsh])
     return image, cache
 
 
-def test_container_mounts_cover_the_results_base_and_every_input(slurm_env):
+def _mount_line(rec: dict) -> list[str]:
+    script = _remote(["cat", "--", rec["backend"]["script"]])
+    return next(w for w in script.split() if w.startswith("--container-mounts=")).split("=", 1)[1].split(",")
+
+
+def test_container_mounts_cover_the_results_base_and_every_input(slurm_env, monkeypatch):
     env = slurm_env["env"]
     lustre = env["TAO_LOCAL_LUSTRE_ROOT"]
     data = f"{lustre}/datasets/mounts-e2e"
-    Connection().script('mkdir -p -- "$1" && : > "$1/annotations.json"', [data])
+    train = f"{lustre}/other/specs/train.yaml"  # outside the results base: the new-user finding
+    Connection().script('mkdir -p -- "$1" "$(dirname -- "$2")" && : > "$1/annotations.json" && : > "$2"', [data, train])
     image, cache = _cached_image(env, "sqsh-cache-mounts")
-    rec = verbs.submit(base_spec(container_runtime="pyxis", image=image, sqsh_cache_dir=cache,
-                                 dataset={"root": f"lustre://{data}", "required": ["annotations.json"]}))
-    script = _remote(["cat", "--", rec["backend"]["script"]])
-    line = next(w for w in script.split() if w.startswith("--container-mounts="))
-    assert sorted(line.split("=", 1)[1].split(",")) == sorted([env["SLURM_BASE_RESULTS_DIR"], data])
+    spec = base_spec(container_runtime="pyxis", image=image, sqsh_cache_dir=cache, command=["dino", "train", "-e", train],
+                     dataset={"root": f"lustre://{data}", "required": ["annotations.json"]})
+    rec = verbs.submit(spec)
+    assert _mount_line(rec) == ["/" + lustre.strip("/").split("/")[0]]  # the site root: the results base's first folder
+    monkeypatch.setenv("SLURM_CONTAINER_MOUNTS", env["SLURM_BASE_RESULTS_DIR"])
+    rec = verbs.submit(spec)
+    assert sorted(_mount_line(rec)) == sorted([env["SLURM_BASE_RESULTS_DIR"], data, train])
     wait_state(rec["id"])  # Debian's SLURM has no Pyxis: the job ends in ERROR (srun rejects the option)
     err = verbs.logs(rec["id"])["main.err"]
     assert "--container-image=" in err and "unrecognized option" in err
+
+
+def test_a_path_the_command_names_is_checked_on_the_cluster_before_anything_is_written(slurm_env, tmp_path):
+    from taobank import records
+
+    lustre = slurm_env["env"]["TAO_LOCAL_LUSTRE_ROOT"]
+    found = f"{lustre}/other/specs/read-me-{uuid.uuid4().hex[:8]}.yaml"
+    absent = f"{lustre}/other/specs/absent.yaml"
+    train = tmp_path / "train.yaml"
+    train.write_text(f"model:\n  pretrained: {absent}\nresults_dir: {lustre}/not/yet/made\n")
+    with pytest.raises(TaoError, match=f"missing on the cluster .*: {absent}; "):
+        verbs.submit(base_spec(spec_files={"train.yaml": str(train)}, command=["cat", "{specs}/train.yaml"]))
+    with pytest.raises(TaoError, match=f"missing on the cluster .*: {absent}; "):
+        verbs.submit(base_spec(command=["cat", absent]))
+    assert records.list_records() == []
+    Connection().script('mkdir -p -- "$(dirname -- "$1")" && echo spec-on-lustre > "$1"', [found])
+    rec = verbs.submit(base_spec(command=["cat", found, f"results_dir={lustre}/not/yet/made"]))  # outputs need not exist
+    wait_state(rec["id"])
+    assert "spec-on-lustre" in verbs.logs(rec["id"])["main.out"]
 
 
 def test_a_path_hidden_by_an_extra_mount_is_refused_before_anything_is_written(slurm_env):

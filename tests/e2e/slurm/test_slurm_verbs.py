@@ -422,12 +422,17 @@ def test_enroot_credentials_install_keeps_the_key_off_argv(slurm_env, monkeypatc
     assert watcher.hits == [] and host
     conn = Connection()
     res = conn.script('f="$HOME/.config/enroot/.credentials"; stat -c %a "$f"; grep -c "^machine nvcr.io " "$f"; '
-                      'grep -cF -f - "$f"', stdin=SECRET + "\n")
-    mode, count, found = res.stdout.split("\n")[:3]
-    assert (mode, count, found) == ("600", "1", "1")
+                      'grep -c "^machine authn.nvidia.com " "$f"; grep -cF -f - "$f"', stdin=SECRET + "\n")
+    mode, count, authn, found = res.stdout.split("\n")[:4]
+    assert (mode, count, authn, found) == ("600", "1", "1", "2")  # both NGC lines, each once, with the key
     assert not any(SECRET in " ".join(c) for c in call_log(slurm_env["call_log"]))
+    with ArgvWatcher(SECRET) as watcher:
+        report = preflight.run_preflight(private_registry=True)
+    assert report["ok"] and report["enroot_machines"] == ["nvcr.io", "authn.nvidia.com"]
+    assert watcher.hits == [] and SECRET not in json.dumps(report)
+    conn.script('f="$HOME/.config/enroot/.credentials"; grep -v "^machine authn" "$f" > "$f.x"; mv "$f.x" "$f"')
     report = preflight.run_preflight(private_registry=True)
-    assert report["enroot_credentials"] == "present"
+    assert not report["ok"] and any("no machine line for authn.nvidia.com" in line for line in report["lines"])
     conn.script('rm -f "$HOME/.config/enroot/.credentials"')
     report = preflight.run_preflight(private_registry=True)
     assert not report["ok"] and any("Could not process JSON input" in line for line in report["lines"])
@@ -457,8 +462,9 @@ def test_failed_sqsh_conversion_job_ends_the_record_in_error_and_no_gpu_job_runs
     cache = slurm_env["env"]["SLURM_BASE_RESULTS_DIR"] + "/sqsh-cache-e2e"
     image = "nvcr.io/nvidia/tao/tao-toolkit:7.1.0-pyt"
     sqsh = images.sqsh_path(image, cache)
-    # what an interrupted import left behind: enroot import would refuse to overwrite it
-    Connection().script('mkdir -p -- "$(dirname -- "$1")" && echo half > "$1.part"', [sqsh])
+    # what an interrupted import left behind: enroot import would refuse to overwrite it; and an empty
+    # cached .sqsh (a failed copy): no squashfs magic, so it is converted again, not used
+    Connection().script('mkdir -p -- "$(dirname -- "$1")" && echo half > "$1.part" && : > "$1"', [sqsh])
     t0 = time.monotonic()
     rec = verbs.submit(base_spec(container_runtime="pyxis", image=image, sqsh_cache_dir=cache,
                                  conversion_cpus=1, conversion_mem="200M", conversion_time_minutes=5))
@@ -481,7 +487,9 @@ def test_failed_sqsh_conversion_job_ends_the_record_in_error_and_no_gpu_job_runs
         time.sleep(1)
     assert " JobState=CANCELLED " in train and " Reason=DependencyNeverSatisfied " in train
     assert preflight_missing([b["log_dir"] + "/main.out"]) == [b["log_dir"] + "/main.out"]  # it never ran
-    assert preflight_missing([sqsh + ".part", sqsh]) == [sqsh + ".part", sqsh]  # stale partial removed, no sqsh
+    assert preflight_missing([sqsh + ".part"]) == [sqsh + ".part"]  # stale partial removed
+    assert verbs.preflight_paths(Connection(), [], [sqsh]) == [f"{sqsh} (empty or not a squashfs image)"]
+    assert "is empty or not a squashfs image: converting it again" in shown[b["convert_log"]]
 
 
 def preflight_missing(paths: list[str]) -> list[str]:
@@ -494,8 +502,10 @@ def test_pyxis_launch_line_reaches_srun_with_a_cached_sqsh(slurm_env):
     from taobank.slurm import images
 
     sqsh = images.sqsh_path(image, cache)
-    Connection().script('mkdir -p -- "$(dirname -- "$1")" && : > "$1"', [sqsh])  # a cached image: no conversion
+    # a cached image (squashfs magic first): no conversion
+    Connection().script('mkdir -p -- "$(dirname -- "$1")" && printf hsqs > "$1"', [sqsh])
     rec = verbs.submit(base_spec(container_runtime="pyxis", image=image, sqsh_cache_dir=cache, command=["true"]))
+    assert "convert_job_id" not in rec["backend"]
     done = wait_state(rec["id"])
     # Debian's SLURM has no Pyxis: srun rejects the option, which proves the line was built and run.
     err = verbs.logs(rec["id"])["main.err"]
