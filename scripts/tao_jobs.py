@@ -2,9 +2,9 @@
 """Every TAO job of this machine, whatever its platform: list | status | logs | cancel.
 
   tao_jobs.py list [--platform P] [--state S] [--active] [--no-headers] [--json]   (records only, no cluster call)
-  tao_jobs.py status [ID...] [--watch] [--no-headers] [--json]   (refreshes: one query per platform)
-  tao_jobs.py logs ID [--tail N] [-f/--follow] [--json]
-  tao_jobs.py cancel ID... | --all [--json]
+  tao_jobs.py status [ID... | --last] [--watch] [--no-headers] [--json]   (refreshes: one query per platform)
+  tao_jobs.py logs ID | --last [--tail N] [-f/--follow] [--json]
+  tao_jobs.py cancel ID... | --last | --all [--json]
 
 Each verb dispatches on the record's platform (kubernetes or slurm), exactly
 as tao_k8s.py / tao_slurm.py would. Records are per machine: they live in

@@ -3,9 +3,9 @@
 
   tao_k8s.py submit --spec job.yaml [--job-id ID] [--secret-env NAME ...] [--secrets-file F] [--ngc-pull-secret]
                     [--name TEXT] [--dry-run] [--quiet|--json]
-  tao_k8s.py status [ID ...] [--watch] [--json]   (no id: every active kubernetes record, one list call)
-  tao_k8s.py logs ID [--tail N] [-f/--follow] [--json]
-  tao_k8s.py cancel ID... | --all [--json]
+  tao_k8s.py status [ID ... | --last] [--watch] [--json]   (no id: every active kubernetes record, one list call)
+  tao_k8s.py logs ID | --last [--tail N] [-f/--follow] [--json]
+  tao_k8s.py cancel ID... | --last | --all [--json]
   tao_k8s.py nccl-probe [--nodes 2] [--gpus-per-node N] [--image IMAGE] [--timeout S] [--force] [--json]
 
 Namespace/context: TAO_K8S_NAMESPACE (default "default") and TAO_K8S_CONTEXT,
@@ -28,6 +28,7 @@ from taobank.errors import UsageError
 def _submit(args: argparse.Namespace) -> int:
     from taobank import platform
     from taobank.kubernetes import action_request
+    from taobank.kubernetes.adapter import PREVIEW_ID
     from taobank.kubernetes.specargs import spec_from_args
 
     secret_env = list(args.secret_env or [])
@@ -50,7 +51,7 @@ def _submit(args: argparse.Namespace) -> int:
     adapter = platform.get("kubernetes")
     if args.dry_run:
         text = adapter.preview(spec, options)
-        print_json({"job_id": args.job_id or "tao-render-preview", "manifest": text}) if args.json \
+        print_json({"job_id": args.job_id or PREVIEW_ID, "manifest": text}) if args.json \
             else sys.stdout.write(text)
         return 0
     view = adapter.submit(spec, options)

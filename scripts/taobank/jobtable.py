@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Iterable, Mapping
 
-from . import states
+from . import records, states
 
 COLUMNS = ("ID", "NAME", "ARCH/ACTION", "PLATFORM", "BACKEND", "SUBMITTED", "DURATION", "ATTEMPT", "STATE",
            "MESSAGE")
@@ -12,12 +12,13 @@ MESSAGE_WIDTH = 60
 
 
 def _parse(ts: str | None) -> datetime | None:
-    if not ts:
-        return None
-    try:
-        return datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
-    except ValueError:
-        return None
+    """A record time (with or without a fraction of a second); None when absent or not a real time."""
+    for fmt in ("%Y-%m-%dT%H:%M:%S.%fZ", "%Y-%m-%dT%H:%M:%SZ"):
+        try:
+            return datetime.strptime(str(ts), fmt).replace(tzinfo=timezone.utc) if ts else None
+        except ValueError:
+            continue
+    return None
 
 
 def _ago(then: datetime | None, now: datetime) -> str:
@@ -41,19 +42,34 @@ def human(delta: Any) -> str:
     return f"{days}d{hours}h"
 
 
+def duration(rec: Mapping[str, Any], now: datetime) -> str:
+    """How long the job ran: from when it was first seen RUNNING to its end (now while it runs).
+
+    Transitions are what the polls saw, so a job that started and ended between two polls was never
+    seen RUNNING: it counts from its submission (an upper bound), never 0s. A job not launched yet, or
+    still waiting for its first start, shows "-".
+    """
+    if not rec.get("backend_ref"):
+        return "-"
+    started, ended = (rec.get("started_at"), rec.get("ended_at")) if "started_at" in rec else records.run_times(rec)
+    terminal = rec.get("state") in states.TERMINAL
+    start = _parse(started) or (_parse(rec.get("created_at")) if terminal else None)
+    end = _parse(ended) if terminal else now
+    return human(end - start) if start and end else "-"
+
+
 def row(rec: Mapping[str, Any], now: datetime | None = None) -> list[str]:
     """One table row of a record or a JobView dict."""
     now = now or datetime.now(timezone.utc)
     created = _parse(rec.get("created_at"))
-    end = _parse(rec.get("updated_at")) if rec.get("state") in states.TERMINAL else now
-    duration = human(end - created) if created and end else "-"
+    duration_text = duration(rec, now)
     msg = " ".join(str(rec.get("message") or "").split())
     if len(msg) > MESSAGE_WIDTH:
         msg = msg[: MESSAGE_WIDTH - 3] + "..."
     state = rec.get("state", "?") + (f" ({rec['err_class']})" if rec.get("err_class") else "")
     cells = [rec.get("id", "?"), rec.get("description") or "-",
              f"{rec.get('network_arch', '?')}/{rec.get('action', '?')}", rec.get("platform", "?"),
-             rec.get("backend_ref") or "-", _ago(created, now), duration, str(rec.get("attempt") or 1), state,
+             rec.get("backend_ref") or "-", _ago(created, now), duration_text, str(rec.get("attempt") or 1), state,
              msg or "-"]
     return [_cell(c) for c in cells]
 

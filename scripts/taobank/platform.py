@@ -5,7 +5,7 @@ stopped; everything else is common and lives here, once:
 
 * loading a record for a verb (another platform's record is refused in one line),
 * choosing the records of a verb (ids given, ``--all``, or every active one),
-* the watch loop (backoff, retry chains followed, one progress line on change),
+* the watch loop (backoff, retry chains followed, one progress line per job change),
 * terminal-state handling and the exit-code rule.
 
 A platform is a :class:`Platform` subclass that fills in four hooks
@@ -52,6 +52,9 @@ class JobView:
     results_dir: str | None = None
     created_at: str = ""
     updated_at: str = ""
+    #: when the job was first seen RUNNING / reached its end (records.run_times); the table's DURATION
+    started_at: str | None = None
+    ended_at: str | None = None
     #: what the backend said this time (None when it was not asked)
     observed: str | None = None
     exit_code: int | None = None
@@ -63,12 +66,14 @@ class JobView:
     @classmethod
     def from_record(cls, rec: Mapping[str, Any], **seen: Any) -> "JobView":
         b = dict(rec.get("backend") or {})
+        started, ended = records.run_times(rec)
         view = cls(
             id=rec["id"], platform=rec.get("platform", ""), state=rec["state"], err_class=rec.get("err_class"),
             message=rec.get("message"), backend_ref=rec.get("backend_ref"), attempt=int(rec.get("attempt") or 1),
             retry_of=rec.get("retry_of"), network_arch=rec.get("network_arch", ""), action=rec.get("action", ""),
             description=rec.get("description"), results_dir=rec.get("results_dir"),
-            created_at=rec.get("created_at", ""), updated_at=rec.get("updated_at", ""), backend=b)
+            created_at=rec.get("created_at", ""), updated_at=rec.get("updated_at", ""), started_at=started,
+            ended_at=ended, backend=b)
         for key, value in seen.items():
             if hasattr(view, key) and key != "extra":
                 setattr(view, key, value)
@@ -91,9 +96,18 @@ class JobView:
         obs = f" observed={self.observed}" if self.observed and self.observed != self.state else ""
         att = f" attempt={self.attempt}" if self.attempt > 1 else ""
         ref = f" ref={self.backend_ref}" if self.backend_ref else ""
-        where = f" results={self.extra.get('results') or self.results_dir}" if self.state == "COMPLETE" else ""
+        where = self._where()
         text = f"{self.id} {self.state}{extra}{att}{ref}{obs}{where}: {self.message or ''}".rstrip(": ").rstrip()
         return one_line(text)
+
+    def _where(self) -> str:
+        """Where a finished job left its results; a job run with --no-results says so instead of /dev/null."""
+        if self.state != "COMPLETE":
+            return ""
+        folder = self.extra.get("results") or self.results_dir
+        if folder == records.NO_RESULTS_DIR:
+            return " (no results)"
+        return f" results={folder}" if folder else ""
 
 
 @dataclass
@@ -140,6 +154,11 @@ class Platform(ABC):
         ``context`` is shared by the calls of one ``cancel`` (an open connection, say).
         """
 
+    def clean_finished(self, rec: dict, context: dict) -> str | None:
+        """Remove what a finished job still holds (its credentials) when ``cancel`` names it; a note for the
+        cancel line, or None when there was nothing to do. The default holds nothing."""
+        return None
+
     @abstractmethod
     def submit(self, spec: dict, options: Mapping[str, Any]) -> JobView:
         """Gate, open the record, stage, render, lint, launch; the view of the new job."""
@@ -178,6 +197,16 @@ def select(platform: str | None, ids: list[str] | None, verb: str, *, all_active
     if not all_active:
         return []
     return records.list_records(platform=platform, active=True)
+
+
+def last_id(platform: str | None) -> str:
+    """The id of the most recently created record (of ``platform``): what ``--last`` stands for."""
+    recs = records.list_records(platform=platform)
+    if not recs:
+        where = f"{platform} " if platform else ""
+        raise TaoError(f"--last: there is no {where}job record in {records.state_dir()}: submit a job first, "
+                       "or give its id")
+    return recs[-1]["id"]
 
 
 def by_platform(recs: list[dict]) -> dict[str, list[dict]]:
@@ -220,16 +249,13 @@ def finished(views: list[JobView]) -> bool:
     return all(v.terminal for v in views if not superseded(v, views))
 
 
-def summary_line(views: list[JobView]) -> str:
-    """The watch progress line: the job's own line, or counts per state for several."""
-    if not views:
-        return "no active jobs"
-    if len(views) == 1:
-        return views[0].line()
-    counts: dict[str, int] = {}
-    for v in views:
-        counts[v.state] = counts.get(v.state, 0) + 1
-    return f"{len(views)} jobs: " + " ".join(f"{k}={n}" for k, n in sorted(counts.items()))
+def changed_lines(views: list[JobView], shown: dict[str, str]) -> list[str]:
+    """The watch progress: the line of each job whose line changed since it was last shown (``shown``,
+    id -> line, is updated), so several jobs print one line per job change, never a bare count."""
+    now = {v.id: v.line() for v in views} if views else {"": "no active jobs"}
+    fresh = [line for key, line in now.items() if shown.get(key) != line]
+    shown.update(now)
+    return fresh
 
 
 def watch(platform: str | None, ids: list[str] | None, *, on_line: Callable[[str], None], retry: bool = True,
@@ -249,19 +275,17 @@ def watch(platform: str | None, ids: list[str] | None, *, on_line: Callable[[str
         raise UsageError("--interval must be a positive number of seconds")
     cap = max(cap, first)  # never poll faster than asked
     watched = _with_retries([r["id"] for r in select(platform, ids, "status")], platform)
-    delay, last, unknown_polls = first, None, 0
+    delay, shown, unknown_polls = first, {}, 0  # shown: id -> the line last printed for it
     while True:
         views = status(platform, watched, retry=retry)
         for v in views:  # follow retry chains
             if v.retry_of in watched and v.id not in watched:
                 watched.append(v.id)
         views = [v for v in views if v.id in watched]
-        line = summary_line(views)
-        if line != last:
+        fresh = changed_lines(views, shown)
+        for line in fresh:
             on_line(line)
-            delay, last = first, line
-        else:
-            delay = min(cap, delay * 2)
+        delay = first if fresh else min(cap, delay * 2)
         if finished(views):
             return views
         live = [v for v in views if not superseded(v, views) and not v.terminal]
@@ -344,8 +368,9 @@ def cancel(platform: str | None, ids: list[str] | None, *, all_active: bool = Fa
         try:
             adapter = get(rec["platform"])
             if rec["state"] in states.TERMINAL:
+                note = adapter.clean_finished(rec, contexts.setdefault(rec["platform"], {}))
                 view = adapter.view(rec)
-                view.message = f"already {rec['state']}: nothing to cancel"
+                view.message = f"already {rec['state']}: nothing to cancel" + (f"; {note}" if note else "")
                 view.extra.setdefault("deleted", False)
                 views.append(view)
                 continue

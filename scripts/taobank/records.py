@@ -322,6 +322,8 @@ def _required(name: str, value: Any) -> str:
 # ---------------------------------------------------------------- API
 #: In ``results_dir`` given to :func:`open_record`, replaced by the minted id.
 ID_PLACEHOLDER = "{id}"
+#: The ``results_dir`` of a job told to keep no results (``--no-results``): shown as "no results".
+NO_RESULTS_DIR = "/dev/null"
 
 
 def open_record(
@@ -455,6 +457,18 @@ def mark(
         return rec
 
 
+def run_times(rec: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """(started_at, ended_at) from the transitions: when the job was first seen RUNNING and when it reached
+    its terminal state; None for what has not happened (or was never seen: a job may end between two polls)."""
+    trs = [t for t in rec.get("transitions") or [] if isinstance(t, Mapping)]
+    started = next((t.get("time") for t in trs if t.get("state") == "RUNNING"), None)
+    ended = None
+    if rec.get("state") in states.TERMINAL:
+        ended = next((t.get("time") for t in reversed(trs) if t.get("state") == rec["state"]), None) \
+            or rec.get("updated_at")
+    return started, ended
+
+
 def list_records(platform: str | None = None, state: str | None = None, active: bool = False,
                  problems: list[str] | None = None) -> list[dict]:
     """Records, oldest first, filtered by platform, state and/or activity.
@@ -486,5 +500,5 @@ def list_records(platform: str | None = None, state: str | None = None, active: 
     return out
 
 
-__all__ = ["state_dir", "open_record", "mark", "load", "list_records", "artifact_dir", "check_results_dir",
+__all__ = ["state_dir", "open_record", "mark", "load", "list_records", "run_times", "artifact_dir", "check_results_dir",
            "validate", "record_path", "STATE_DIR_ENV"]

@@ -1,10 +1,13 @@
 """One command-line grammar for the job verbs of every helper (tao_k8s.py, tao_slurm.py, tao_jobs.py).
 
-  status [ID...] [--watch] [--interval S] [--no-retry] [--json]   --json is always a list
-  logs ID [--tail N] [-f/--follow] [--json]
-  cancel ID... | --all [--json]
+  status [ID... | --last] [--watch] [--interval S] [--no-retry] [--json]   --json is always a list
+  logs ID | --last [--tail N] [-f/--follow] [--json]
+  cancel ID... | --last | --all [--json]
   submit ... [--dry-run] [--quiet] [--json] [--name TEXT]
   --version
+
+--last stands for the most recently created record (of the helper's platform;
+any platform for tao_jobs.py).
 
 Exit codes (every helper): 0 ok; 1 failed, or a watched job ended in ERROR;
 2 usage; 130 interrupted. Old spellings keep working for one release and
@@ -60,11 +63,28 @@ def parser(prog: str, doc: str) -> tuple[argparse.ArgumentParser, argparse._SubP
     return p, sub
 
 
+# ------------------------------------------------------------------ --last
+def add_last(p: argparse.ArgumentParser, platform: str | None) -> None:
+    where = f"{platform} " if platform else ""
+    p.add_argument("--last", action="store_true", help=f"the {where}job submitted last (the newest record)")
+
+
+def chosen_ids(args: argparse.Namespace, platform: str | None) -> list[str]:
+    """The ids a verb acts on: those given, or the newest record's with --last (never both)."""
+    ids = list(getattr(args, "ids", None) or ([args.id] if getattr(args, "id", None) else []))
+    if not args.last:
+        return ids
+    if ids or getattr(args, "all", False):
+        raise UsageError("--last names one job: give it without job ids or --all")
+    return [core.last_id(platform)]
+
+
 # ------------------------------------------------------------------ status
 def add_status(sub: argparse._SubParsersAction, platform: str | None) -> argparse.ArgumentParser:
     where = f"{platform} " if platform else ""
     p = sub.add_parser("status", help=f"refresh and print job states (no id: every active {where}job)")
     p.add_argument("ids", nargs="*", metavar="ID")
+    add_last(p, platform)
     p.add_argument("--watch", action="store_true", help="poll with backoff until every job is terminal")
     p.add_argument("--interval", type=float, default=5.0, help="first poll delay in seconds for --watch (doubles up "
                    "to 60 while nothing changes)")
@@ -75,12 +95,19 @@ def add_status(sub: argparse._SubParsersAction, platform: str | None) -> argpars
 
 
 def _progress(as_json: bool) -> Callable[[str], None]:
-    """Watch lines: rewritten in place on a terminal, one line per change otherwise; stderr under --json."""
+    """Watch lines, one per job change: on a terminal a job's new line rewrites its previous one when that
+    was the last line printed; stderr under --json."""
     out = sys.stderr if as_json else sys.stdout
     tty = out.isatty()
+    last_job: list[str] = []  # the job whose line the terminal shows last
 
     def emit(line: str) -> None:
-        out.write("\r\033[K" + line[:200] if tty else line + "\n")
+        if tty:
+            job = line.split(" ", 1)[0]
+            out.write(("\r\033[K" if last_job == [job] else "\n" if last_job else "") + line[:200])
+            last_job[:] = [job]
+        else:
+            out.write(line + "\n")
         out.flush()
 
     emit.tty = tty  # type: ignore[attr-defined]
@@ -91,15 +118,16 @@ def cmd_status(args: argparse.Namespace, platform: str | None) -> int:
     if not 0.5 <= args.interval <= 3600:  # nan fails too
         raise UsageError("--interval must be between 0.5 and 3600 seconds")
     retry = not args.no_retry
+    ids = chosen_ids(args, platform)
     if args.watch:
         emit = _progress(args.json)
-        views = core.watch(platform, args.ids or None, on_line=emit, retry=retry, first=args.interval)
+        views = core.watch(platform, ids or None, on_line=emit, retry=retry, first=args.interval)
         if emit.tty:  # type: ignore[attr-defined]
             (sys.stderr if args.json else sys.stdout).write("\n")
         if args.json:
             print_json([v.to_dict() for v in views])
         return core.watch_exit_code(views)
-    views = core.status(platform, args.ids or None, retry=retry)
+    views = core.status(platform, ids or None, retry=retry)
     if args.json:
         print_json([v.to_dict() for v in views])
     elif not views:
@@ -117,7 +145,8 @@ def cmd_status(args: argparse.Namespace, platform: str | None) -> int:
 # ------------------------------------------------------------------ logs
 def add_logs(sub: argparse._SubParsersAction, platform: str | None) -> argparse.ArgumentParser:
     p = sub.add_parser("logs", help="the job's output (every pod / main.out and main.err)")
-    p.add_argument("id", metavar="ID")
+    p.add_argument("id", metavar="ID", nargs="?")
+    add_last(p, platform)
     p.add_argument("--tail", type=int, metavar="N", help="last N lines (per pod / per stream)")
     p.add_argument("--lines", type=int, help=argparse.SUPPRESS)  # deprecated spelling of --tail
     p.add_argument("-f", "--follow", action="store_true", help="stream new output until the job ends")
@@ -127,6 +156,10 @@ def add_logs(sub: argparse._SubParsersAction, platform: str | None) -> argparse.
 
 
 def cmd_logs(args: argparse.Namespace, platform: str | None) -> int:
+    ids = chosen_ids(args, platform)
+    if not ids:
+        raise UsageError("logs needs a job id or --last")
+    job_id = ids[0]
     tail = args.tail
     if args.lines is not None:
         deprecated("--lines")
@@ -140,8 +173,8 @@ def cmd_logs(args: argparse.Namespace, platform: str | None) -> int:
             stream.write(text)
             stream.flush()
 
-        return core.follow(platform, args.id, tail=tail, emit=emit)
-    out = core.logs(platform, args.id, tail=tail)
+        return core.follow(platform, job_id, tail=tail, emit=emit)
+    out = core.logs(platform, job_id, tail=tail)
     if args.json:
         print_json(out.to_dict())
         return EXIT_OK
@@ -162,6 +195,7 @@ def add_cancel(sub: argparse._SubParsersAction, platform: str | None) -> argpars
     where = f"{platform} " if platform else ""
     p = sub.add_parser("cancel", help="stop jobs and mark them CANCELED (their credentials are removed)")
     p.add_argument("ids", nargs="*", metavar="ID")
+    add_last(p, platform)
     p.add_argument("--all", action="store_true", help=f"every active {where}job of this machine's records")
     p.add_argument("--json", action="store_true", help="print a JSON list")
     p.set_defaults(func=lambda a: cmd_cancel(a, platform))
@@ -171,7 +205,7 @@ def add_cancel(sub: argparse._SubParsersAction, platform: str | None) -> argpars
 def cmd_cancel(args: argparse.Namespace, platform: str | None) -> int:
     if args.ids and args.all:
         raise UsageError("give job ids or --all, not both")
-    views, errors = core.cancel(platform, args.ids or None, all_active=args.all)
+    views, errors = core.cancel(platform, chosen_ids(args, platform) or None, all_active=args.all)
     if args.json:
         print_json([v.to_dict() for v in views])
     else:

@@ -406,3 +406,94 @@ def test_watch_without_ids_follows_every_active_job(world, helper, cli):
     out = cli(helper, "status", "--watch", "--json")
     assert out.rc == 1, out  # one of them ended in ERROR
     assert sorted((v["id"], v["state"]) for v in json.loads(out.out)) == sorted([(a, "COMPLETE"), (b, "ERROR")])
+
+
+# ------------------------------------------------------------------ watch: one line per job change
+def test_watch_of_several_jobs_prints_one_line_per_job_change(world):
+    from taobank import platform
+
+    a, b, c = world.record(), world.record(), world.record()
+    polls = [{a: "RUNNING", b: "RUNNING", c: "RUNNING"}, {a: "COMPLETE"}, {a: "COMPLETE"}, {c: "COMPLETE"},
+             {b: "ERROR"}]
+    world.status_is(polls.pop(0))
+    lines: list[str] = []
+    views = platform.watch(world.platform, [a, b, c], on_line=lines.append,
+                           sleep=lambda _: world.status_is(polls.pop(0)))
+    assert [words(ln) for ln in lines] == [[a, "RUNNING"], [b, "RUNNING"], [c, "RUNNING"], [a, "COMPLETE"],
+                                           [c, "COMPLETE"], [b, "ERROR"]], lines
+    assert platform.watch_exit_code(views) == 1
+
+
+def test_on_a_terminal_a_jobs_new_line_replaces_its_own_previous_line_only(monkeypatch):
+    import io
+    import sys
+
+    from taobank import verbcli
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stdout", Tty())
+    emit = verbcli._progress(as_json=False)
+    for line in ("a PENDING", "a RUNNING", "b RUNNING", "a COMPLETE"):
+        emit(line)
+    assert sys.stdout.getvalue() == "a PENDING\r\033[Ka RUNNING\nb RUNNING\na COMPLETE"
+
+
+def test_watch_of_several_jobs_through_the_cli_names_each_job(world, helper, cli):
+    a, b = world.record(), world.record()
+    world.status_is({a: "COMPLETE", b: "COMPLETE"})
+    out = cli(helper, "status", a, b, "--watch")
+    assert out.rc == 0 and [words(ln) for ln in out.out.splitlines()] == [[a, "COMPLETE"], [b, "COMPLETE"]], out
+
+
+def test_a_job_run_without_results_says_so_not_dev_null(fake, cli):
+    k = K8s(fake)
+    k.submit_works()
+    jid = cli("tao_k8s.py", *K8s.submit_argv[:5], "--no-results", "--quiet").out.strip()
+    assert records.load(jid)["results_dir"] == records.NO_RESULTS_DIR
+    k.status_is({jid: "COMPLETE"})
+    for helper in ("tao_k8s.py", "tao_jobs.py"):
+        out = cli(helper, "status", jid, "--watch")
+        assert out.rc == 0 and "(no results)" in out.out and "/dev/null" not in out.out, out
+
+
+# ------------------------------------------------------------------ --last
+def test_last_is_the_newest_record_for_status_logs_and_cancel(world, helper, cli):
+    older, newest = world.record(), world.record()
+    world.status_is({older: "RUNNING", newest: "RUNNING"})
+    out = cli(helper, "status", "--last", "--json")
+    assert out.rc == 0 and [v["id"] for v in json.loads(out.out)] == [newest], out
+    world.logs_are("epoch 9\n")
+    logs = cli(helper, "logs", "--last", "--json")
+    assert logs.rc == 0 and json.loads(logs.out)["id"] == newest, logs
+    world.cancel_works()
+    gone = cli(helper, "cancel", "--last")
+    assert gone.rc == 0 and [words(ln) for ln in gone.out.splitlines()] == [[newest, "CANCELED"]], gone
+    assert [records.load(i)["state"] for i in (older, newest)] == ["RUNNING", "CANCELED"]
+
+
+def test_a_platform_helpers_last_is_its_own_platforms_newest(slurm, cli):
+    k, s = K8s(slurm), Slurm(slurm)
+    mine_k8s, mine_slurm = k.record(), s.record()
+    newest_k8s = k.record()
+    k.status_is({mine_k8s: "RUNNING", newest_k8s: "RUNNING"})
+    s.status_is({mine_slurm: "RUNNING"})
+    picked = {helper: json.loads(cli(helper, "status", "--last", "--json").out)[0]["id"]
+              for helper in ("tao_k8s.py", "tao_slurm.py", "tao_jobs.py")}
+    assert picked == {"tao_k8s.py": newest_k8s, "tao_slurm.py": mine_slurm, "tao_jobs.py": newest_k8s}
+
+
+@pytest.mark.parametrize("argv", [["status", "ID", "--last"], ["logs", "ID", "--last"], ["cancel", "ID", "--last"],
+                                  ["cancel", "--all", "--last"], ["logs"]], ids=" ".join)
+def test_last_with_ids_or_all_is_a_usage_error(world, helper, cli, argv):
+    jid = world.record()
+    out = cli(helper, *[jid if a == "ID" else a for a in argv])
+    assert out.rc == 2 and len(out.err_lines) == 1, out
+    assert records.load(jid)["state"] == "RUNNING" and world.fake.calls == []
+
+
+def test_last_without_records_is_one_line_exit_1(world, helper, cli):
+    out = cli(helper, "status", "--last")
+    assert out.rc == 1 and len(out.err_lines) == 1 and "--last" in out.err and "no " in out.err, out

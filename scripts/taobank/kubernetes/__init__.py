@@ -7,3 +7,6 @@ Every kubectl call goes through :class:`kubectl.Kubectl`, which always adds
 #: Label put on every object a submit creates (Job, pods, Service, Secrets, ConfigMap).
 JOB_LABEL = "tao-job-id"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "tao-skill-bank"}
+#: Label on the objects a Job owns (Secrets, Service, ConfigMap): the Job's UID, so a cleanup by label
+#: deletes only what was made for that very Job, never a same-name object made for another.
+OWNER_UID_LABEL = "tao-job-uid"

@@ -15,6 +15,10 @@ def _view(result: Mapping[str, Any]) -> JobView:
     return JobView.from_record(rec, **seen)
 
 
+#: The job id a dry run without --job-id renders with (its Secret names follow from it).
+PREVIEW_ID = "tao-render-preview"
+
+
 class Kubernetes(Platform):
     name = verbs.PLATFORM
 
@@ -36,6 +40,9 @@ class Kubernetes(Platform):
     def cancel_one(self, rec: dict, context: dict) -> JobView:
         return _view(verbs.cancel(rec["id"]))
 
+    def clean_finished(self, rec: dict, context: dict) -> str | None:
+        return verbs.remove_credentials(rec)
+
     def submit(self, spec: dict, options: Mapping[str, Any]) -> JobView:
         from .kubectl import Kubectl
 
@@ -52,13 +59,13 @@ class Kubernetes(Platform):
 
     def preview(self, spec: dict, options: Mapping[str, Any]) -> str:
         from ..render import dump_yaml
-        from . import render
         from .kubectl import Kubectl
 
         # the same checks of --namespace/--context as a real submit: a dry run that passes, submits
         namespace = Kubectl(options.get("namespace"), options.get("context")).namespace
-        objs = render.render_manifests(spec, job_id=options.get("job_id") or "tao-render-preview",
-                                       namespace=namespace, config=options.get("config"))
+        objs = verbs.preview(spec, namespace=namespace, job_id=options.get("job_id") or PREVIEW_ID,
+                             secret_env=options.get("secret_env") or [], secrets_file=options.get("secrets_file"),
+                             ngc_pull_secret=bool(options.get("ngc_pull_secret")), config=options.get("config"))
         return dump_yaml(objs)
 
 

@@ -19,13 +19,13 @@ from dataclasses import dataclass
 
 from ..errors import TaoError
 from ..paths import is_under
-from ..records import ID_PLACEHOLDER
+from ..records import ID_PLACEHOLDER, NO_RESULTS_DIR
 
 #: The variables the TAO container reads to know where to write (the parent + the folder name).
 RESULTS_ENV = "TAO_API_RESULTS_DIR"
 JOB_ENV = "TAO_API_JOB_ID"
 #: What the record keeps for a job that was told to keep no results (--no-results).
-NO_RESULTS = "/dev/null"
+NO_RESULTS = NO_RESULTS_DIR
 #: Under the tier C staging emptyDir, where the results are written before the upload.
 STAGED_RESULTS = "results"
 

@@ -7,7 +7,8 @@ Job deleted by its TTL reads as UNKNOWN only while the record is still active.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 
 from .. import states
 from . import JOB_LABEL
@@ -17,6 +18,13 @@ INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 INFRA_REASONS = ("OOMKilled", "Evicted", "NodeLost", "Preempting", "ContainerStatusUnknown")
 IMAGE_REASONS = ("ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull")
 CONFIG_REASONS = ("CreateContainerConfigError", "CreateContainerError", "RunContainerError")
+#: The waiting reasons a kubelet alternates between while it retries one failing pull: one condition, so
+#: they share one message and a watch prints no new line when only the reason flips.
+PULL_RETRY_REASONS = ("ErrImagePull", "ImagePullBackOff")
+#: The pull error as a back-off message repeats it: 'Back-off pulling image "X": ErrImagePull: <error>'.
+_BACKOFF_PREFIX = re.compile(r'^Back-off pulling image "[^"]*"(: )?(ErrImagePull: )?')
+#: What an older kubelet's back-off message says once the prefix is gone: nothing about the error.
+PULL_BACKOFF_ONLY = "the kubelet backs off before retrying the pull"
 
 
 @dataclass
@@ -91,7 +99,7 @@ def _pending_diagnosis(pods: list[dict]) -> tuple[str, str]:
             waiting = (cs.get("state") or {}).get("waiting") or {}
             why = waiting.get("reason")
             if why in IMAGE_REASONS:
-                return why, f"cannot pull image {cs.get('image')}: {waiting.get('message') or why} (check the image name and imagePullSecrets / NGC_KEY)"
+                return why, f"cannot pull image {cs.get('image')}: {pull_error(why, waiting.get('message'))} (check the image name and imagePullSecrets / NGC_KEY)"
             if why in CONFIG_REASONS:
                 return why, f"{why}: {waiting.get('message') or ''} (a referenced Secret/ConfigMap may be missing)".strip()
         sched = condition_any(pod, "PodScheduled")
@@ -109,6 +117,25 @@ def _pending_diagnosis(pods: list[dict]) -> tuple[str, str]:
     if not pods:
         return "NoPods", "the Job has created no pod yet"
     return "Pending", "pods are starting"
+
+
+def pull_error(reason: str, message: str | None) -> str:
+    """The pull error itself, the same text whether the kubelet says ErrImagePull or its back-off."""
+    if reason not in PULL_RETRY_REASONS:
+        return message or reason
+    error = _BACKOFF_PREFIX.sub("", message or "").strip()
+    if error:
+        return error
+    return reason if reason == "ErrImagePull" else PULL_BACKOFF_ONLY
+
+
+def settle_pull_retry(obs: Observation, recorded: str | None) -> Observation:
+    """An older kubelet's back-off message says nothing about the error: while the pull is retried, keep the
+    pull error already recorded, so the reason flipping is not a change (one watch line, not one per flip)."""
+    retrying = obs.reason in PULL_RETRY_REASONS and PULL_BACKOFF_ONLY in obs.message
+    if retrying and "cannot pull image " in (recorded or ""):
+        return replace(obs, message=str(recorded))
+    return obs
 
 
 def condition_any(obj: dict, ctype: str) -> dict | None:

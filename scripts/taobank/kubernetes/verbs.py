@@ -14,7 +14,7 @@ import os
 
 from .. import envfile, fsio, pins, platform, records, redact, safeparse, states
 from ..errors import TaoError
-from . import JOB_LABEL, gates, render
+from . import JOB_LABEL, OWNER_UID_LABEL, gates, render
 from . import results as resultsmod
 from . import status as smap
 from .kubectl import Kubectl
@@ -45,6 +45,24 @@ def collect_credentials(secret_env: list[str] | tuple[str, ...] = (), secrets_fi
     return creds
 
 
+def credential_names(secret_env: list[str] | tuple[str, ...] = (), secrets_file: str | None = None) -> list[str]:
+    """The names submit puts in the per-job Secret, checked as submit checks them, for a dry run: each
+    --secret-env variable must be set and the file private and well formed; no value is kept or shown."""
+    found = list(read_secrets_file(secrets_file)) if secrets_file else []  # the keys only
+    for name in secret_env:
+        envfile.check_secret_name(name, "--secret-env name")
+        if not os.environ.get(name):
+            raise TaoError(f"--secret-env {name}: {name} is not set in the environment: export it first")
+        found.append(name)
+    return list(dict.fromkeys(found))
+
+
+def check_ngc_key() -> None:
+    """--ngc-pull-secret needs NGC_KEY set (a dry run checks only that)."""
+    if not os.environ.get("NGC_KEY"):
+        raise TaoError("--ngc-pull-secret needs NGC_KEY in the environment: export NGC_KEY first")
+
+
 def _secret_object(name: str, namespace: str, job_id: str, creds: dict[str, str]) -> dict:
     return {
         "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
@@ -62,6 +80,15 @@ def _pull_secret_object(name: str, namespace: str, job_id: str, key: str, regist
         "metadata": {"name": name, "namespace": namespace, "labels": render.labels_for(job_id)},
         "data": {".dockerconfigjson": base64.b64encode(cfg.encode()).decode()},
     }
+
+
+#: What a dry run shows in place of every Secret value: never the value, not even its base64.
+MASKED = "<masked>"
+
+
+def masked(obj: dict) -> dict:
+    """A Secret object with every data value replaced by :data:`MASKED` (the keys stay)."""
+    return {**obj, "data": {key: MASKED for key in obj.get("data") or {}}}
 
 
 def _create_secret(kube: Kubectl, obj: dict) -> None:
@@ -167,8 +194,32 @@ def owner_reference(job: dict) -> dict:
 
 
 def owned_by(obj: dict, job: dict) -> dict:
-    """``obj`` with its ownerReferences set, so it is created owned (no patch afterwards)."""
-    return {**obj, "metadata": {**obj["metadata"], "ownerReferences": [owner_reference(job)]}}
+    """``obj`` with its ownerReferences set, so it is created owned (no patch afterwards), and labelled
+    with the Job's UID (:data:`OWNER_UID_LABEL`), so a cleanup by label finds only this Job's objects."""
+    meta = obj["metadata"]
+    labels = {**(meta.get("labels") or {}), OWNER_UID_LABEL: job["metadata"]["uid"]}
+    return {**obj, "metadata": {**meta, "labels": labels, "ownerReferences": [owner_reference(job)]}}
+
+
+def preview(spec: dict, *, namespace: str, job_id: str, secret_env: list[str] | tuple[str, ...] = (),
+            secrets_file: str | None = None, ngc_pull_secret: bool = False, config: dict | None = None) -> list[dict]:
+    """What submit creates, in its order (the Job, its Secrets, then Service/ConfigMap): the same Secret
+    names and references (envFrom, imagePullSecrets), every Secret value masked. Contacts nothing; no
+    value is read from the environment (only that the variables are set) and of a secrets file only
+    the keys are kept."""
+    names = credential_names(secret_env, secrets_file)
+    if ngc_pull_secret:
+        check_ngc_key()
+    cred_name = render.cred_secret_name(job_id) if names else None
+    pull_name = render.pull_secret_name(job_id) if ngc_pull_secret else None
+    objs = render.render_manifests(spec, job_id=job_id, namespace=namespace, cred_secret=cred_name,
+                                   pull_secrets=[pull_name] if pull_name else [], config=config)
+    _lint(objs, "the job spec")
+    secrets = [masked(_secret_object(cred_name, namespace, job_id, dict.fromkeys(names, "")))] if cred_name else []
+    if pull_name:
+        secrets.append(masked(_pull_secret_object(pull_name, namespace, job_id, "")))
+    job = render.find(objs, "Job")
+    return [job, *secrets, *[o for o in objs if o is not job]]
 
 
 def _lint(objs: list[dict], what: str) -> None:
@@ -230,9 +281,8 @@ def submit(
     creds = collect_credentials(secret_env, secrets_file)
     ngc_key = None
     if ngc_pull_secret:
+        check_ngc_key()
         ngc_key = os.environ.get("NGC_KEY")
-        if not ngc_key:
-            raise TaoError("--ngc-pull-secret needs NGC_KEY in the environment: export NGC_KEY first")
     nodes = int(spec.get("nodes", 1))
     # the spec is checked (a pure render) before any cluster call: a bad spec costs nothing
     preview = render.render_manifests(spec, job_id="spec-check", namespace=kube.namespace,
@@ -495,9 +545,26 @@ def status_records(recs: list[dict], *, source: str = "poller") -> list[dict]:
             out += [_unqueried(r, "QueryFailed", str(exc)) for r in group]
             continue
         by_id = smap.group_items(items)
-        for rec in group:
-            out.append(_update(kube, rec, by_id.get(rec["id"]), source))
+        results = [_update(kube, rec, by_id.get(rec["id"]), source) for rec in group]
+        _remove_ended_credentials(kube, group, results)
+        out += results
     return out
+
+
+def _remove_ended_credentials(kube: Kubectl, before: list[dict], results: list[dict]) -> None:
+    """The jobs of this poll that just ended no longer need their credentials: ONE ``kubectl delete
+    secret`` for all of them (none when no job with Secrets ended), not one per job. The Job itself
+    stays until its TTL for status and logs. A failed delete only adds a note (the garbage collector
+    removes the Secrets with the Job)."""
+    ended = [(rec, res) for rec, res in zip(before, results) if rec["state"] not in states.TERMINAL
+             and res["state"] in states.TERMINAL and credential_secrets(rec) and (rec.get("backend") or {}).get("uid")]
+    if not ended:
+        return
+    try:
+        delete_credentials(kube, [rec["backend"]["uid"] for rec, _ in ended])
+    except TaoError as exc:
+        for _, res in ended:
+            res["message"] = f"{res['message']}; {_kept_note(exc)}"
 
 
 def _unqueried(rec: dict, reason: str, message: str) -> dict:
@@ -512,6 +579,8 @@ def _update(kube: Kubectl, rec: dict, entry: dict | None, source: str) -> dict:
         return _unqueried(rec, "NotLaunched", "not launched (no backend_ref): run submit --job-id " + rec["id"])
     obs, pods = _observe_record(kube, rec, entry)
     was = rec["state"]
+    if obs.state == was:
+        obs = smap.settle_pull_retry(obs, rec.get("message"))
     new = smap.next_state(was, obs.state)
     saved = None
     if new and (new != was or obs.message != _last_message(rec)):
@@ -607,6 +676,48 @@ def follow_logs(rec: dict, *, tail: int | None = None) -> int:
                        f"--tail={tail}", f"--max-log-requests={max(2 * nodes + 2, 5)}")
 
 
+# -- credentials of finished jobs -----------------------------------------------
+
+def credential_secrets(rec: dict) -> list[str]:
+    """The names of the credential Secrets submit made for the record's Job (``backend.owned``)."""
+    owned = str((rec.get("backend") or {}).get("owned") or "")
+    return [item.split("/", 1)[1] for item in owned.split(",") if item.startswith("secret/")]
+
+
+def delete_credentials(kube: Kubectl, uids: list[str]) -> list[str]:
+    """Delete the Secrets made for the Jobs with these UIDs, in one call; the names deleted.
+
+    The selector is the owner-UID label submit puts on them, so a Secret of the same name made for
+    another Job (or by someone else) is never touched.
+    """
+    selector = f"{OWNER_UID_LABEL} in ({','.join(sorted(set(uids)))})"
+    res = kube.run("delete", "secret", "-l", selector, "--ignore-not-found", "--wait=false", "-o", "name",
+                   what="kubectl delete secret")
+    return [line.strip().split("/", 1)[-1] for line in res.stdout.splitlines() if line.strip()]
+
+
+def _kept_note(exc: Exception) -> str:
+    return (f"its credential Secrets were not deleted now ({exc}): the garbage collector removes them with the "
+            "Job at its TTL")
+
+
+def remove_credentials(rec: dict) -> str | None:
+    """``cancel`` of a job that already finished: delete its credential Secrets (status does it when it sees
+    the end; this covers a job nobody polled). The note for the cancel line, or None (nothing held)."""
+    uid = (rec.get("backend") or {}).get("uid")
+    if rec["state"] == "CANCELED" or not uid or not credential_secrets(rec):
+        return None  # a canceled Job was deleted: the garbage collector took its Secrets with it
+    return _credentials_note(Kubectl.for_record(rec), uid)
+
+
+def _credentials_note(kube: Kubectl, uid: str) -> str:
+    try:
+        gone = delete_credentials(kube, [uid])
+    except TaoError as exc:
+        return _kept_note(exc)
+    return f"deleted its credential Secret(s) {', '.join(gone)}" if gone else "its credential Secrets are gone already"
+
+
 # -- cancel --------------------------------------------------------------------
 
 def delete_options(uid: str, propagation: str = "Foreground") -> dict:
@@ -644,8 +755,9 @@ def cancel(job_id: str) -> dict:
     if obs.state in ("COMPLETE", "ERROR"):
         save_final_logs(kube, rec, pods)
         rec = records.mark(job_id, obs.state, message=obs.message, err_class=obs.err_class)
+        note = _credentials_note(kube, uid) if credential_secrets(rec) else None
         return {"id": job_id, "state": obs.state, "deleted": False,
-                "message": f"already finished ({obs.state}): nothing to cancel"}
+                "message": f"already finished ({obs.state}): nothing to cancel" + (f"; {note}" if note else "")}
     save_final_logs(kube, rec, pods)
     # Server-side precondition: the API deletes only the object with this UID,
     # so a Job re-created under the same name between our read and the delete is safe.
