@@ -15,7 +15,15 @@ from .errors import EXIT_INTERRUPTED, TaoError, UsageError
 
 def _one_line_usage_error(parser: argparse.ArgumentParser, message: str) -> None:
     """argparse's usage error as ONE line (exit 2); the full usage is one ``--help`` away."""
-    parser.exit(2, f"error: {parser.prog}: {message} (see --help)\n")
+    parser.exit(2, f"error: {parser.prog}: {_masked(message)} (see --help)\n")
+
+
+def _masked(text: str) -> str:
+    """An error line with any credential the lint can see masked: a token pasted into the wrong flag is
+    quoted back by argparse and by many checks, and must never reach the terminal."""
+    from .redact import redact_text
+
+    return redact_text(text)
 
 
 _ARGPARSE_GET_VALUES = argparse.ArgumentParser._get_values
@@ -39,7 +47,7 @@ def run_main(main: Callable[[list[str]], int | None], argv: list[str] | None = N
     try:
         rc = main(sys.argv[1:] if argv is None else argv)
     except TaoError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_masked(str(exc))}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)

@@ -101,3 +101,37 @@ def test_a_slurm_dry_run_never_prints_a_token_listed_as_a_secret_name(tmp_path):
                           "--spec", str(spec)], capture_output=True, text=True, timeout=60,
                          env={"PATH": "/usr/bin:/bin", "TAO_STATE_DIR": str(tmp_path / "s"), "SLURM_USER": "me"})
     assert res.returncode != 0 and token not in res.stdout + res.stderr and token[:12] not in res.stderr
+
+
+_HF = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYzAbCd"
+_AK = "AKIA" + "ABCDEFGHIJKLMNOP"
+_K8S = ["tao_k8s.py", "submit", "--dry-run", "--image", "x", "--command", "true", "--no-results"]
+_SLURM_SPEC = ("network_arch: dino\naction: train\ncommand: [python3, t.py]\ncontainer_runtime: none\n"
+               "results_base: /lustre/me\n")
+
+
+@pytest.mark.parametrize("extra", [["--namespace", _HF], ["--image-pull-secret", _HF], ["--pvc-mount", _HF],
+                                   ["--pvc-mount", _HF + ":/d"], ["--cpu", _HF], ["--ttl", _HF],
+                                   ["--storage-tier", _HF], [_HF], ["--request", _HF], ["--env", f"X_{_HF}=1"],
+                                   ["--nccl-env", f"NCCL_{_AK}=1"], ["--env", f"X={_HF}"]])
+def test_a_token_in_any_kubernetes_flag_is_never_printed(extra, tmp_path):
+    _refused_unseen(_K8S + extra, tmp_path)
+
+
+@pytest.mark.parametrize("extra", [["--mem", _HF], ["--time", _HF], ["--job-id", _HF], ["--partition", _HF],
+                                   ["--account", _HF], ["--cpus-per-task", _HF], [_HF], ["--env", f"X={_HF}"],
+                                   ["--env", f"{_AK}=x"]])
+def test_a_token_in_any_slurm_flag_is_never_printed(extra, tmp_path):
+    spec = tmp_path / "job.yaml"
+    spec.write_text(_SLURM_SPEC)
+    _refused_unseen(["tao_slurm.py", "submit", "--dry-run", "--spec", str(spec)] + extra, tmp_path)
+
+
+def _refused_unseen(argv: list[str], tmp_path) -> None:
+    from taobank import BANK_ROOT
+
+    res = subprocess.run([sys.executable, str(BANK_ROOT / "scripts" / argv[0]), *argv[1:]], capture_output=True,
+                         text=True, timeout=60, env={**os.environ, "TAO_STATE_DIR": str(tmp_path / "s"),
+                                                     "SLURM_USER": "me"})
+    out = res.stdout + res.stderr
+    assert res.returncode != 0 and _HF[:12] not in out and _AK[:10] not in out and "Traceback" not in out, out

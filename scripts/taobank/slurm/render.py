@@ -165,6 +165,11 @@ def lint(text: str, filename: str = "job.sbatch") -> None:
             res = run(["shellcheck", "-s", "bash", "-S", "warning", "-f", "gcc", path], check=False, what="shellcheck")
             if not res.ok:
                 raise TaoError(f"rendered sbatch script fails shellcheck: {last_line(res.stdout or res.stderr)}")
+    lint_secrets(text, filename)
+
+
+def lint_secrets(text: str, filename: str = "job.sbatch") -> None:
+    """The secret lint alone (what every preview runs too): TaoError naming rule and line, never the value."""
     from ..redact import lint_text
 
     findings = lint_text(text, filename)

@@ -189,10 +189,13 @@ def script_input(p: Mapping[str, Any], job_id: str, image: str | None) -> render
 
 
 def preview(spec: Mapping[str, Any], job_id: str, env: Mapping[str, str] | None = None) -> str:
-    """The sbatch script a submit would write (no cluster contact, no secrets needed)."""
+    """The sbatch script a submit would write (no cluster contact, no secrets needed), refused as the submit
+    would refuse it when it holds a credential: a preview never prints one."""
     p = plan(spec, env, need_secrets=False)
     image = p["sqsh"] or p["pyxis_image"]
-    return render.render(script_input(p, job_id, image))
+    text = render.render(script_input(p, job_id, image))
+    render.lint_secrets(text, f"job_{job_id}.sbatch")
+    return text
 
 
 def conversion_job(p: Mapping[str, Any], job_id: str, *, force: bool, env: Mapping[str, str]) -> images.Conversion:
