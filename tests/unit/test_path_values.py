@@ -182,3 +182,9 @@ def test_a_path_error_names_the_field_and_never_shows_a_secret():
         spec.validate({"image": "x", "command": "true", "working_dir": "-ghp_" + "A1b2" * 9},
                       "k8s-job-spec.schema.json", "spec")
     assert "working_dir" in str(exc.value) and "ghp_" not in str(exc.value)
+
+
+@pytest.mark.parametrize("uri,ok", [("s3://bucket/x", True), ("s3://my.bucket-1", True), ("s3://-x/y", False),
+                                    ("s3://Bucket/x", False), ("s3://ab", False), ("lustre:///a/b", True)])
+def test_an_s3_location_names_a_valid_bucket(uri, ok):
+    assert paths.is_location(uri) is ok
