@@ -21,9 +21,9 @@ SPECS = {
     "args": {"image": "busybox", "args": ["python3", "-c", "print('hi')"], "gpus": 0, "no_results": True},
     "multinode": {"image": "busybox", "command": "torchrun train.py", "gpus": 2, "nodes": 3,
                   "nccl_env": {"NCCL_IB_HCA": "mlx5"}, "mounts": [{"pvc": "tao-results", "mount_path": "/results"}]},
-    "tier-c": {"image": "busybox", "command": "train", "gpus": 1, "storage_tier": "C", "results_dir": "s3://b/runs",
-               "s3_inputs": [{"uri": "s3://b/coco/", "path": "/tao-staging/coco"}],
-               "s3_outputs": [{"path": "/tao-staging/out", "uri": "s3://b/out/"}]},
+    "tier-c": {"image": "busybox", "command": "train", "gpus": 1, "storage_tier": "C", "results_dir": "s3://bucket/runs",
+               "s3_inputs": [{"uri": "s3://bucket/coco/", "path": "/tao-staging/coco"}],
+               "s3_outputs": [{"path": "/tao-staging/out", "uri": "s3://bucket/out/"}]},
 }
 
 
