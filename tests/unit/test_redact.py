@@ -5,7 +5,6 @@ import base64
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -500,26 +499,6 @@ def test_each_value_is_vetted_once_per_run(shape, monkeypatch):
     monkeypatch.setattr(redact, "_value_ok", counting)
     redact.lint_text(_line(shape, n))
     assert seen["calls"] <= n // 2 and seen["chars"] <= 2 * n + 8192, seen
-
-
-def _best_time(text: str, reps: int) -> float:
-    best = float("inf")
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        redact.lint_text(text)
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
-def test_lint_time_on_adversarial_lines_is_a_small_multiple_of_an_ordinary_line():
-    """Each adversarial line lints in under 10x the time of an ordinary line of the same size, both timed
-    here, the 1 MB ``a=a=...`` line of the report included (the old scan: 79x at 1 MB, growing with the
-    size). Measured now: under 2x."""
-    for n, shapes, reps in ((1 << 20, ["a="], 1), (1 << 16, ADVERSARIAL, 3)):
-        base = _best_time(_line(BASELINE, n), 2)
-        for shape in shapes:
-            ratio = _best_time(_line(shape, n), reps) / base
-            assert ratio < 10, (shape, n, round(ratio, 1))
 
 
 # ---------------------------------------------------------------- a token where a name belongs
