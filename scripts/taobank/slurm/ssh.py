@@ -122,7 +122,7 @@ def _seconds(raw: str | None, name: str, default: int) -> int:
     text = (raw or "").strip()
     if not text:
         return default
-    if not text.isdigit() or not 1 <= int(text[:6]) <= 3600 or len(text) > 6:
+    if not text.isdigit() or len(text) > 4 or not 1 <= int(text) <= 3600:
         raise TaoError(f"{name} must be a whole number of seconds from 1 to 3600: fix or unset it")
     return int(text)
 
