@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from typing import Iterator
 
 #: A ``key=`` (or spec-file key) whose value the job writes: an output, never an input to check.
 OUTPUT_KEY = re.compile(r"(result|output|log|save|checkpoint_dir|ckpt_dir)", re.IGNORECASE)
@@ -25,3 +26,18 @@ def shell_words(text: str) -> list[str]:
 def skipped(word: str, before: str) -> bool:
     """A shell operator, or the target of a redirection: no path the job reads."""
     return set(word) <= OPERATORS or before in REDIRECTS
+
+
+def read_candidates(words: list[str]) -> Iterator[tuple[str, str, str]]:
+    """``(word before, candidate, key)`` for each word that may name something the job reads: the value
+    of a ``key=value`` word (``key`` set), else the word itself (``key`` ""). Operators, redirection
+    targets and values of output keys are left out; each platform classifies what remains."""
+    for i, word in enumerate(words):
+        before = words[i - 1] if i else ""
+        if skipped(word, before):
+            continue
+        key, sep, value = word.partition("=")
+        if sep and OUTPUT_KEY.search(key):
+            continue
+        keyed = bool(sep) and not key.startswith("/")
+        yield before, (value if keyed else word), (key if keyed else "")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..cmdwords import OUTPUT_KEY as _OUTPUT_KEY, shell_words, skipped
+from ..cmdwords import read_candidates, shell_words
 from ..errors import TaoError
 from ..paths import is_under
 
@@ -56,19 +56,12 @@ def paths(spec: dict, results_folder: str | None) -> Inputs:
     required = list(spec.get("inputs") or [])
     possible: list[str] = []
     words = _words(spec)
-    for i, word in enumerate(words):
-        before = words[i - 1] if i else ""
-        if skipped(word, before):
-            continue  # shell operators are no paths; what follows a redirection is an output
-        key, sep, value = word.partition("=")
-        cand = value if sep and not key.startswith("/") else word
-        if sep and _OUTPUT_KEY.search(key):
-            continue
+    for before, cand, key in read_candidates(words):
         if not cand.startswith("/") or _NOT_A_PATH.search(cand) or not any(is_under(cand, r) for r in roots):
             continue
         if results_folder and is_under(cand, results_folder):
             continue
-        input_key = bool(sep) and not key.startswith("/") and bool(_INPUT_KEY.search(key))
+        input_key = bool(key) and bool(_INPUT_KEY.search(key))
         (required if before in _INPUT_FLAGS or input_key else possible).append(cand)
     required = list(dict.fromkeys(required))
     return Inputs(required, [p for p in dict.fromkeys(possible) if p not in required])

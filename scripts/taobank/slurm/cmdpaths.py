@@ -20,7 +20,7 @@ import re
 from typing import Any, Iterable, Iterator
 
 from .. import pins
-from ..cmdwords import OUTPUT_KEY as _OUTPUT_KEY, shell_words, skipped
+from ..cmdwords import OUTPUT_KEY as _OUTPUT_KEY, read_candidates, shell_words
 from ..errors import TaoError
 from ..paths import abs_path, is_under
 from ..safeparse import yaml_value
@@ -47,16 +47,9 @@ def command_paths(command: str | list[str], argv: list[str]) -> list[str]:
     """Paths the command reads: ``argv`` word by word, or the shell words of a string ``command``."""
     words = shell_words(command) if isinstance(command, str) else list(argv)
     out: list[str] = []
-    for i, word in enumerate(words):
-        before = words[i - 1] if i else ""
-        if skipped(word, before) or _is_output_flag(before):
-            continue
-        key, sep, value = word.partition("=")
-        if sep and not key.startswith("/"):
-            if _OUTPUT_KEY.search(key):
-                continue
-            word = value
-        out += _paths_in(word, "path in the command")
+    for before, cand, _key in read_candidates(words):
+        if not _is_output_flag(before):
+            out += _paths_in(cand, "path in the command")
     return out
 
 
