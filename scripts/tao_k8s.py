@@ -27,6 +27,7 @@ from taobank.errors import UsageError
 
 def _submit(args: argparse.Namespace) -> int:
     from taobank import platform
+    from taobank.contract import SubmitOptions
     from taobank.kubernetes import action_request
     from taobank.kubernetes.adapter import PREVIEW_ID
     from taobank.kubernetes.specargs import spec_from_args
@@ -44,10 +45,10 @@ def _submit(args: argparse.Namespace) -> int:
         if not args.spec and not args.image:
             raise UsageError("give --spec FILE, --request FILE, or --image with --command/--args-json")
         spec = spec_from_args(args)
-    options = {"namespace": args.namespace, "context": args.context, "job_id": args.job_id,
-               "secret_env": secret_env, "secrets_file": args.secrets_file,
-               "ngc_pull_secret": args.ngc_pull_secret, "config": config, "description": args.description,
-               "require_free": args.require_free, "skip_nccl_probe": args.skip_nccl_probe}
+    options = SubmitOptions(namespace=args.namespace, context=args.context, job_id=args.job_id,
+                            secret_env=tuple(secret_env), secrets_file=args.secrets_file,
+                            ngc_pull_secret=args.ngc_pull_secret, config=config, description=args.description,
+                            require_free=args.require_free, skip_nccl_probe=args.skip_nccl_probe)
     adapter = platform.get("kubernetes")
     if args.dry_run:
         text = adapter.preview(spec, options)

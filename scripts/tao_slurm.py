@@ -84,13 +84,12 @@ def _details(view) -> list[str]:
     return [f"SLURM job {b.get('slurm_job_id')} on {b.get('login_host')}",
             f"job_dir: {b.get('job_dir')}",
             f"logs: {b.get('log_dir')}/main.out main.err",
-            f"results: {b.get('results_dir')}",
-            f"TAO_API_RESULTS_DIR={view.results_dir} (the record's results_dir: the parent; the container appends "
-            "the job id)"]
+            f"results: {view.results_dir} (TAO_API_RESULTS_DIR is its parent: the container appends the job id)"]
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
     from taobank import platform
+    from taobank.contract import SubmitOptions
 
     if args.job_id and not args.dry_run:
         raise UsageError(f"--job-id only names a --dry-run preview here: to finish an interrupted SLURM submit run "
@@ -99,13 +98,13 @@ def cmd_submit(args: argparse.Namespace) -> int:
     adapter = platform.get("slurm")
     if args.dry_run:
         job_id = args.job_id or "preview-job"
-        script = adapter.preview(spec, {"job_id": job_id})
+        script = adapter.preview(spec, SubmitOptions(job_id=job_id))
         if args.json:
             print_json({"job_id": job_id, "script": script})
         else:
             print(script, end="")
         return 0
-    view = adapter.submit(spec, {"description": args.description, "skip_nccl_probe": args.skip_nccl_probe})
+    view = adapter.submit(spec, SubmitOptions(description=args.description, skip_nccl_probe=args.skip_nccl_probe))
     verbcli.print_submitted(view, args, _details(view))
     return 0
 

@@ -27,3 +27,8 @@ class UsageError(TaoError):
 
 class MissingDependency(TaoError):
     """A third-party Python package the helper needs is not installed (see :mod:`taobank.deps`)."""
+
+
+class SubmitUncertain(TaoError):
+    """A launch may or may not have created the job (its answer was lost): the record stays PENDING for a
+    resume, which looks before it creates anything."""

@@ -7,19 +7,17 @@ rule, the wait, the per-cluster cache and the gate multi-node submits pass.
 """
 from __future__ import annotations
 
-import json
 import sys
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Callable
 
-from . import fsio, pins, platform, records, safeparse
+from . import pins, platform
+from .nccl_verdicts import (CACHE_FILE, STAMP, age_days, cache_path, cached, fresh_ok,
+                            load_cache, require_ok, save_verdict)
 from .errors import TaoError
 
-CACHE_FILE = "nccl-probe.cache.json"  # the dot keeps it out of list_records (the stem is no record id)
 TIMEOUT_EXIT = 124  # what coreutils ``timeout`` returns when it had to stop the command
 WAIT_SLACK_S = 600  # scheduling + image pull on top of --timeout before the agent gives up waiting
-STAMP = "%Y-%m-%dT%H:%M:%SZ"  # checked_at, UTC
 
 # Runs once per GPU under torchrun: one all-reduce of ones; the sum must be the world size.
 SCRIPT = """\
@@ -37,52 +35,6 @@ print(f"nccl-probe rank {dist.get_rank()}/{world}: all_reduce sum={int(t.item())
 dist.destroy_process_group()
 sys.exit(0 if ok else 1)
 """
-
-
-def cache_path() -> Path:
-    return records.state_dir() / CACHE_FILE
-
-
-def load_cache() -> dict:
-    """``{platform: {cluster: entry}}``; a missing or damaged cache reads as empty (it only costs a re-probe)."""
-    try:
-        raw = fsio.read_regular(cache_path(), "NCCL probe cache", max_bytes=1024 * 1024, follow_links=False,
-                                missing_ok=True)
-        data = safeparse.json_value(raw, "NCCL probe cache") if raw else {}
-    except TaoError:
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    return {k: v for k, v in data.items() if isinstance(v, dict)}
-
-
-def cached(platform_name: str, cluster: str) -> dict | None:
-    entry = load_cache().get(platform_name, {}).get(cluster)
-    return entry if isinstance(entry, dict) else None
-
-
-def save_verdict(platform_name: str, cluster: str, entry: dict) -> None:
-    """Atomic mode-600 write (temp file + rename), like the record store."""
-    data = load_cache()
-    data.setdefault(platform_name, {})[cluster] = entry
-    fsio.write_private(cache_path(), json.dumps(data, indent=2, sort_keys=True) + "\n")
-
-
-def age_days(entry: dict, now: datetime | None = None) -> float | None:
-    """Days since the verdict was taken (None when the entry carries no readable time)."""
-    try:
-        taken = datetime.strptime(str(entry.get("checked_at")), STAMP).replace(tzinfo=timezone.utc)
-    except ValueError:
-        return None
-    return ((now or datetime.now(timezone.utc)) - taken).total_seconds() / 86400
-
-
-def fresh_ok(entry: dict | None, now: datetime | None = None) -> bool:
-    """An ``ok`` verdict younger than ``nccl_probe.max_age_days``."""
-    if not entry or entry.get("verdict") != "ok":
-        return False
-    age = age_days(entry, now)
-    return age is not None and age <= float(pins.resolve("nccl_probe.max_age_days"))
 
 
 def verdict_of(result: dict) -> str:
@@ -141,27 +93,6 @@ def run(platform_name: str, cluster: str, spec: dict, submit: Callable[[dict], s
     return {**entry, "cached": False, "cluster": cluster, "advice": note}
 
 
-def require_ok(platform_name: str, cluster: str, *, helper: str, skip: bool) -> dict:
-    """The multi-node gate: an ``ok`` verdict cached for this cluster, or an explicit skip.
-
-    Returns what the record keeps (``{"nccl_probe": "ok"|"skipped", ...}``); raises one line otherwise.
-    """
-    entry = cached(platform_name, cluster)
-    if fresh_ok(entry):
-        return {"nccl_probe": "ok", "nccl_probe_job": entry.get("job_id"), "nccl_probe_at": entry.get("checked_at")}
-    if skip:
-        return {"nccl_probe": "skipped"}
-    if not entry:
-        seen = "no probe has run"
-    elif entry.get("verdict") == "ok":
-        seen = (f"the last ok probe (job {entry.get('job_id')}, {entry.get('checked_at')}) is older than "
-                f"{pins.resolve('nccl_probe.max_age_days')} days")
-    else:
-        seen = f"the last probe said {entry.get('verdict')} (job {entry.get('job_id')})"
-    raise TaoError(f"multi-node jobs on {cluster} need an ok NCCL probe and {seen}: run `{helper} nccl-probe` "
-                   "first, or pass --skip-nccl-probe to go on knowingly")
-
-
 def report(out: dict, *, as_json: bool) -> int:
     """Print a probe result the one way both helpers do; the exit code is 0 only for ``ok``."""
     from .cli import print_json
@@ -177,3 +108,9 @@ def report(out: dict, *, as_json: bool) -> int:
         print(f"error: NCCL probe {out['verdict']} on {out['cluster']} (job {out['job_id']}, exit code "
               f"{out['exit_code']}): {out['advice']}", file=sys.stderr)
     return 0 if ok else 1
+
+
+#: The verdict cache and gate live in :mod:`taobank.nccl_verdicts`; named here too for the probe's callers.
+__all__ = ["SCRIPT", "TIMEOUT_EXIT", "WAIT_SLACK_S", "verdict_of", "wait_terminal", "run", "report", "pins",
+           "CACHE_FILE", "STAMP", "age_days", "cache_path", "cached", "fresh_ok", "load_cache", "require_ok",
+           "save_verdict"]

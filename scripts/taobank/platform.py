@@ -8,10 +8,14 @@ stopped; everything else is common and lives here, once:
 * the watch loop (backoff, retry chains followed, one progress line per job change),
 * terminal-state handling and the exit-code rule.
 
-A platform is a :class:`Platform` subclass that fills in four hooks
-(``observe``, ``read_logs``, ``follow_logs``, ``cancel_one``) plus ``submit``
-and ``preview``; :func:`get` routes a platform name to its adapter, imported
-only when used (a SLURM verb never imports the Kubernetes code).
+* the order of a submit: plan, NCCL gate, checks, open the record, launch, mark.
+
+A platform is a :class:`Platform` subclass that fills in the hooks: for
+submit ``plan``, ``check``, ``launch`` (and ``adopt``, ``cluster_key``,
+``preview``), then ``observe``, ``read_logs``, ``follow_logs`` and
+``cancel_one``. The values they exchange are typed (:mod:`taobank.contract`).
+:func:`get` routes a platform name to its adapter, imported only when used (a
+SLURM verb never imports the Kubernetes code).
 """
 from __future__ import annotations
 
@@ -22,9 +26,10 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from . import records, states
+from . import nccl_verdicts, records, states
 from .cli import one_line
-from .errors import EXIT_FAILED, EXIT_OK, TaoError, UsageError
+from .contract import Gate, Launch, Plan, SubmitOptions
+from .errors import EXIT_FAILED, EXIT_OK, SubmitUncertain, TaoError, UsageError
 
 
 #: platform name -> module whose ``PLATFORM`` object implements the contract.
@@ -159,12 +164,92 @@ class Platform(ABC):
         cancel line, or None when there was nothing to do. The default holds nothing."""
         return None
 
-    @abstractmethod
-    def submit(self, spec: dict, options: Mapping[str, Any]) -> JobView:
-        """Gate, open the record, stage, render, lint, launch; the view of the new job."""
+    # -------------------------------------------------------------- submit: the core owns the order
+    #: the helper a user runs for this platform (named in hints)
+    helper: str = ""
+
+    def submit(self, spec: dict, opts: SubmitOptions) -> JobView:
+        """Plan, gate, open the record, launch, mark: the same order on every platform.
+
+        Everything that can be refused without a record is refused before the
+        record opens (a bad spec costs no cluster call; a failed gate leaves no
+        record). A launch that fails marks the record ERROR; one whose outcome
+        is unknown (:class:`SubmitUncertain`) leaves it PENDING for a resume.
+        """
+        rec = None
+        if opts.job_id:  # a record opened earlier: finish that one
+            rec = load_for(opts.job_id, self.name, "submit --job-id")
+            if rec["state"] in states.TERMINAL:
+                raise TaoError(f"record {opts.job_id} is {rec['state']} already: open a new record to run again")
+        plan = self.plan(spec, opts, rec)
+        gate = Gate()
+        if rec is not None:
+            launch = self.adopt(plan, rec, gate)
+            if launch is not None:
+                return self._bind(rec, launch, gate)
+        verdict = {}
+        if plan.nodes > 1 and not opts.probe:  # the probe is the one multi-node job that needs no verdict
+            verdict = nccl_verdicts.require_ok(self.name, self.cluster_key(plan), helper=self.helper,
+                                               skip=opts.skip_nccl_probe)
+        self.check(plan, gate)
+        if verdict:
+            gate.lines.append("NCCL probe " + ("skipped (--skip-nccl-probe)" if verdict["nccl_probe"] == "skipped"
+                                               else f"ok (job {verdict.get('nccl_probe_job')}, "
+                                                    f"{verdict.get('nccl_probe_at')})"))
+            gate.backend.update(verdict)
+        if rec is None:
+            rec = records.open_record(self.name, plan.image, plan.network_arch, plan.action, plan.storage_tier,
+                                      plan.results_dir, backend={**plan.backend, **gate.backend},
+                                      description=opts.description, job_id=plan.job_id)
+        try:
+            launch = self.launch(plan, rec)
+        except SubmitUncertain:
+            raise
+        except TaoError as exc:
+            cur = records.load(rec["id"])
+            if cur["state"] not in states.TERMINAL and not cur.get("backend_ref"):
+                records.mark(rec["id"], "ERROR", message=f"submit failed before launch: {exc}",
+                             err_class="ERR_PROGRAM")
+            raise
+        return self._bind(rec, launch, gate)
+
+    def _bind(self, rec: dict, launch: Launch, gate: Gate) -> JobView:
+        state = rec["state"] if rec["state"] in states.ACTIVE else states.INITIAL
+        rec = records.mark(rec["id"], state, backend_ref=launch.backend_ref, backend=launch.backend,
+                           message=launch.message)
+        if launch.error:
+            raise TaoError(launch.error)
+        view = self.view(rec)
+        view.extra.update(launch.details)
+        view.extra["gate"] = gate.text()
+        return view
 
     @abstractmethod
-    def preview(self, spec: dict, options: Mapping[str, Any]) -> str:
+    def plan(self, spec: dict, opts: SubmitOptions, rec: dict | None) -> Plan:
+        """Validate ``spec`` and decide everything a submit can without a cluster call (``rec``: the record
+        being finished, or None)."""
+
+    def adopt(self, plan: Plan, rec: dict, gate: Gate) -> Launch | None:
+        """A record being finished whose job exists already (an earlier submit died after creating it):
+        its launch, so nothing is created twice (what was done goes to ``gate``); None when there is none.
+        Default: never."""
+        return None
+
+    @abstractmethod
+    def cluster_key(self, plan: Plan) -> str:
+        """Which cluster (and partition) the job would run on: the NCCL probe verdicts are kept per key."""
+
+    @abstractmethod
+    def check(self, plan: Plan, gate: Gate) -> None:
+        """The read-only cluster checks before any record (capacity, permissions, paths): raise to refuse,
+        add report lines and record facts to ``gate``."""
+
+    @abstractmethod
+    def launch(self, plan: Plan, rec: dict) -> Launch:
+        """Create the job for the opened record; clean up what it made itself when it fails."""
+
+    @abstractmethod
+    def preview(self, spec: dict, opts: SubmitOptions) -> str:
         """What submit would send (manifest or script text), contacting nothing."""
 
 

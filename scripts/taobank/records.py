@@ -337,8 +337,13 @@ def open_record(
     retry_of: str | None = None,
     backend: Mapping[str, Any] | None = None,
     description: str | None = None,
+    job_id: str | None = None,
 ) -> dict:
     """Mint an id and store a PENDING record; returns it (``rec["id"]``).
+
+    ``job_id`` is an id minted up front (:func:`names.mint_job_id`, so a
+    platform can render names from it before the record exists); it is refused
+    if a record already has it.
 
     ``results_dir`` may hold :data:`ID_PLACEHOLDER` (``/results/{id}``): it
     becomes the minted id, so the record names the job's own folder.
@@ -386,11 +391,13 @@ def open_record(
         if _clean_text(rec[field]) != rec[field]:
             raise TaoError(f"{field} looks like it carries a credential: give the bare value, never a secret")
     template = rec["results_dir"]
-    for _ in range(_MAX_MINT_TRIES):
-        rec["id"] = names.mint_job_id(rec["network_arch"], rec["action"])
+    for _ in range(1 if job_id else _MAX_MINT_TRIES):
+        rec["id"] = _check_id(job_id) if job_id else names.mint_job_id(rec["network_arch"], rec["action"])
         rec["results_dir"] = template.replace(ID_PLACEHOLDER, rec["id"])  # one folder per job, named by its id
         if _create(rec["id"], rec):
             return rec
+    if job_id:
+        raise TaoError(f"a record {job_id} exists already in {state_dir()}: submit again (a new id is minted)")
     raise TaoError(f"could not mint a free job id after {_MAX_MINT_TRIES} tries in {state_dir()}: check the folder")
 
 

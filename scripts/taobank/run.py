@@ -111,20 +111,24 @@ def _record(argv: list[str]) -> list[str]:
     return argv
 
 
-def stream(argv: Sequence[str]) -> int:
-    """Run ``argv`` with its output passed straight through (follow modes); returns the exit code."""
-    import sys
-
+def stream(argv: Sequence[str], on_text: Callable[[str], None]) -> int:
+    """Run ``argv`` and hand its output to ``on_text`` line by line as it comes (follow modes); the exit code."""
     argv = _record([str(a) for a in argv])
-    sys.stdout.flush()
     if _fake is not None:
         res = _fake(argv, None)
-        sys.stdout.write(res.stdout)
+        if res.stdout:
+            on_text(res.stdout)
         return res.returncode
     try:
-        return subprocess.call(argv, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,
+                                encoding="utf-8", errors="replace", bufsize=1)
     except FileNotFoundError:
         raise TaoError(f"{argv[0]} not found on PATH: install it or fix PATH") from None
+    assert proc.stdout is not None
+    with proc.stdout:
+        for line in proc.stdout:
+            on_text(line)
+    return proc.wait()
 
 
 def last_line(text: str) -> str:

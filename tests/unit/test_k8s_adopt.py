@@ -8,7 +8,9 @@ import pytest
 from fakeproc import echo_applied, items, job, k8s_record
 from taobank import records
 from taobank.errors import TaoError
-from taobank.kubernetes import render, verbs
+from taobank.contract import SubmitOptions
+from taobank.kubernetes import render
+from taobank.kubernetes.adapter import PLATFORM
 
 MULTI = {"image": "nvcr.io/nvidia/tao/tao-toolkit:x", "command": "echo hi", "gpus": 1, "nodes": 2,
          "mounts": [{"pvc": "ws", "mount_path": "/results"}]}
@@ -39,7 +41,7 @@ def created(fake) -> list[dict]:
 
 def test_the_missing_service_and_configmap_are_created_owned_by_the_job(fake, state_dir):
     jid, _ = interrupted(fake)
-    view = verbs.submit(MULTI, job_id=jid, config=CONFIG)
+    view = PLATFORM.submit(MULTI, SubmitOptions(job_id=jid, config=CONFIG)).to_dict()
     owner = [{"apiVersion": "batch/v1", "kind": "Job", "name": jid, "uid": "uid-live"}]
     made = {o["kind"]: o for o in created(fake)}
     assert set(made) == {"Service", "ConfigMap"}  # never a second Job
@@ -54,7 +56,7 @@ def test_objects_that_exist_are_left_alone_and_already_exists_is_no_error(fake, 
     jid, _ = interrupted(fake)
     fake.kubectl("get", "services", answer=items([{"kind": "Service", "metadata": {"name": jid}}]))
     fake.kubectl("create", rc=1, stderr=f'Error from server (AlreadyExists): configmaps "{render.config_map_name(jid)}" already exists')
-    view = verbs.submit(MULTI, job_id=jid, config=CONFIG)
+    view = PLATFORM.submit(MULTI, SubmitOptions(job_id=jid, config=CONFIG)).to_dict()
     assert [o["kind"] for o in created(fake)] == ["ConfigMap"]  # the Service was seen, not sent again
     assert view["reconciled"] is True and records.load(jid)["backend"]["uid"] == "uid-live"
 
@@ -62,7 +64,7 @@ def test_objects_that_exist_are_left_alone_and_already_exists_is_no_error(fake, 
 def test_a_missing_credentials_secret_is_created_from_the_resumed_inputs(fake, state_dir, monkeypatch):
     jid, _ = interrupted(fake, template=needs_creds)
     monkeypatch.setenv("WANDB_API_KEY", "k-123")
-    verbs.submit({**MULTI, "nodes": 1}, job_id=jid, secret_env=["WANDB_API_KEY"])
+    PLATFORM.submit({**MULTI, "nodes": 1}, SubmitOptions(job_id=jid, secret_env=("WANDB_API_KEY",)))
     (secret,) = [o for o in created(fake) if o["kind"] == "Secret"]
     assert secret["metadata"]["name"] == render.cred_secret_name(jid)
     assert secret["metadata"]["ownerReferences"][0]["uid"] == "uid-live"
@@ -71,6 +73,6 @@ def test_a_missing_credentials_secret_is_created_from_the_resumed_inputs(fake, s
 def test_a_missing_secret_without_its_values_says_what_to_pass(fake, state_dir):
     jid, _ = interrupted(fake, template=needs_creds)
     with pytest.raises(TaoError, match="resume again with the same --secret-env/--secrets-file") as err:
-        verbs.submit({**MULTI, "nodes": 1}, job_id=jid)
+        PLATFORM.submit({**MULTI, "nodes": 1}, SubmitOptions(job_id=jid))
     assert "\n" not in str(err.value)
     assert records.load(jid)["backend"]["uid"] == "uid-live"  # the record is bound to the Job all the same

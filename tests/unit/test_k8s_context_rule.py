@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fakeproc import echo_applied, items, job, node, pod
+from taobank.contract import SubmitOptions
 from taobank import platform, records, recvalues
 from taobank.errors import TaoError
 from taobank.kubernetes.kubectl import Kubectl
@@ -118,7 +119,7 @@ def test_the_client_and_the_record_check_accept_the_same_namespaces(namespace):
 @given(context=st.text(alphabet=ALPHABET, min_size=1, max_size=253).filter(_client_accepts))
 def test_any_context_submit_accepts_is_read_back_by_status_and_cancel(fake, context):
     _cluster(fake)
-    view = platform.get("kubernetes").submit(SPEC, {"context": context})
+    view = platform.get("kubernetes").submit(SPEC, SubmitOptions(context=context))
     jid, uid = view.id, f"uid-{view.id}"
     assert records.load(jid)["backend"]["context"] == context
     seen = len(fake.calls)

@@ -10,9 +10,10 @@ import yaml
 
 from fakeproc import k8s_record
 from test_orchestration_k8s import cluster
+from taobank.contract import SubmitOptions
 from taobank import platform, records
 from taobank.kubernetes import render
-from taobank.kubernetes.verbs import MASKED
+from taobank.kubernetes.credentials import MASKED
 
 HF = "hf_dryrunvalue7f3a9c1d5e0b"
 AWS = "aws-dry-run-secret-4c2e9a7b1d"
@@ -79,7 +80,7 @@ def test_the_preview_references_and_shows_the_secrets_submit_creates_values_mask
 
 def test_the_preview_job_is_the_job_submit_creates(fake, creds):
     rec = k8s_record(launched=False)  # tao_job_record.py open: the id both runs use
-    options = {"job_id": rec["id"], "secret_env": ["HF_TOKEN"], "ngc_pull_secret": True}
+    options = SubmitOptions(job_id=rec["id"], secret_env=("HF_TOKEN",), ngc_pull_secret=True)
     spec = {"image": "nvcr.io/nvidia/tao/tao-toolkit:x", "command": "echo hi", "no_results": True, "gpus": 1}
     preview = list(yaml.safe_load_all(platform.get("kubernetes").preview(spec, options)))
     assert fake.calls == []

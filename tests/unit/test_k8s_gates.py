@@ -7,7 +7,7 @@ import pytest
 
 from taobank.errors import TaoError
 from taobank.kubernetes import gates
-from taobank.kubernetes.verbs import collect_credentials, read_secrets_file
+from taobank.kubernetes.credentials import collect_credentials, read_secrets_file
 
 
 def node(name, gpus=8, ready=True, cordoned=False, taints=None, labels=None):
@@ -107,13 +107,13 @@ def test_secrets_file_must_be_private(tmp_path, monkeypatch):
 
 def test_secret_in_plain_env_is_refused_before_any_cluster_call(state_dir):
     from taobank import run
-    from taobank.kubernetes import verbs
-    from taobank.kubernetes.kubectl import Kubectl
+    from taobank.contract import SubmitOptions
+    from taobank.kubernetes.adapter import PLATFORM
 
     before = len(run.CALLS)
     spec = {"image": "busybox", "command": "true", "env": {"HF_TOKEN": "hf_abcdefghijklmnopqrstuvwxyz0123"}}
     with pytest.raises(TaoError, match="looks like a credential") as exc:
-        verbs.submit(spec, kube=Kubectl("tao-jobs", ""))
+        PLATFORM.submit(spec, SubmitOptions(namespace="tao-jobs"))
     assert "hf_abcdef" not in str(exc.value)
     assert len(run.CALLS) == before  # no kubectl call, no record
     assert not state_dir.exists() or not list(state_dir.glob("*.json"))

@@ -6,6 +6,7 @@ import json
 import pytest
 
 from fakeproc import echo_applied, items, node
+from taobank.contract import SubmitOptions
 from taobank import platform, records
 from taobank.errors import TaoError
 from taobank.kubernetes import inputs
@@ -62,7 +63,7 @@ def test_a_missing_input_is_refused_with_the_list_before_any_record(fake):
     spec = {"image": "i", "gpus": 1, "mounts": WS, "args": ["dino", "train", "-e", "/data/specs/train.yaml",
                                                              "dataset.root=/data/coco"]}
     with pytest.raises(TaoError, match=r"input path\(s\) missing on the job's volumes: /data/coco \(checked"):
-        platform.get("kubernetes").submit(spec, {})
+        platform.get("kubernetes").submit(spec, SubmitOptions())
     assert records.list_records() == []
     (check,) = [json.loads(c.stdin)["items"][0] for c in fake.kubectl_calls("create")
                 if "--dry-run=server" not in c.words]
@@ -78,7 +79,7 @@ def test_a_missing_input_is_refused_with_the_list_before_any_record(fake):
 def test_inputs_found_let_the_submit_go_on_and_say_so(fake):
     _cluster(fake, "ok /data/specs/train.yaml\n")
     spec = {"image": "i", "gpus": 1, "mounts": WS, "args": ["dino", "train", "-e", "/data/specs/train.yaml"]}
-    view = platform.get("kubernetes").submit(spec, {})
+    view = platform.get("kubernetes").submit(spec, SubmitOptions())
     assert "inputs: 1 path(s) found on the volumes" in view.extra["gate"]
 
 
@@ -86,7 +87,7 @@ def test_a_missing_possible_output_only_warns(fake):
     _cluster(fake, "ok /data/specs/train.yaml\nmissing /data/out\n")
     spec = {"image": "i", "gpus": 1, "mounts": WS,
             "command": "mkdir -p /data/out && dino train -e /data/specs/train.yaml"}
-    view = platform.get("kubernetes").submit(spec, {})
+    view = platform.get("kubernetes").submit(spec, SubmitOptions())
     assert "warning: not found on the volumes: /data/out (the command names them" in view.extra["gate"]
     assert "; " not in view.extra["gate"].split("warning: ", 1)[1]  # the helper shows it as one warning
     assert view.state == "PENDING"
@@ -101,7 +102,7 @@ def test_a_helper_pod_that_cannot_run_warns_instead_of_blocking(fake, monkeypatc
     monkeypatch.setattr(volume_job, "run", stuck)
     _cluster(fake, "")
     spec = {"image": "i", "gpus": 1, "mounts": WS, "args": ["dino", "train", "-e", "/data/specs/train.yaml"]}
-    view = platform.get("kubernetes").submit(spec, {})
+    view = platform.get("kubernetes").submit(spec, SubmitOptions())
     assert "warning: inputs not checked (checking the inputs" in view.extra["gate"] and "--no-input-check" in \
         view.extra["gate"]
 
@@ -110,6 +111,6 @@ def test_no_input_check_skips_the_helper_and_its_permissions(fake):
     _cluster(fake, "missing /data/specs/train.yaml\n")
     spec = {"image": "i", "gpus": 1, "mounts": WS, "check_inputs": False,
             "args": ["dino", "train", "-e", "/data/specs/train.yaml"]}
-    view = platform.get("kubernetes").submit(spec, {})
+    view = platform.get("kubernetes").submit(spec, SubmitOptions())
     assert "inputs" not in view.extra["gate"]
     assert [c.words[2:4] for c in fake.kubectl_calls("auth", "can-i")] == [["create", "jobs"]]

@@ -9,6 +9,7 @@ import pytest
 
 from fakeproc import items, job, k8s_record, pod
 from test_orchestration_k8s import SPEC, cluster
+from taobank.contract import SubmitOptions
 from taobank import platform, records
 from taobank.kubernetes import OWNER_UID_LABEL
 
@@ -80,7 +81,7 @@ def test_a_failed_delete_never_fails_status_and_says_the_ttl_removes_them(fake):
 def test_submit_labels_the_secrets_with_the_job_uid(fake, monkeypatch):
     monkeypatch.setenv("HF_TOKEN", "hf_value-1234")
     cluster(fake)
-    view = platform.get("kubernetes").submit(SPEC, {"secret_env": ["HF_TOKEN"]})
+    view = platform.get("kubernetes").submit(SPEC, SubmitOptions(secret_env=("HF_TOKEN",)))
     (secret,) = [json.loads(c.stdin) for c in fake.kubectl_calls("create") if json.loads(c.stdin)["kind"] == "Secret"]
     assert secret["metadata"]["labels"][OWNER_UID_LABEL] == f"uid-{view.id}"
     assert secret["metadata"]["ownerReferences"][0]["uid"] == f"uid-{view.id}"

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from taobank.contract import SubmitOptions
 from taobank.errors import TaoError
 from taobank.kubernetes import results
 from taobank.kubernetes.render import find, render_manifests
@@ -78,7 +79,7 @@ def test_the_record_keeps_the_jobs_folder(fake, state_dir):
     fake.kubectl("apply", answer=echo_applied())
     fake.kubectl("create", answer=echo_applied())
     fake.kubectl("version", answer={"serverVersion": {"gitVersion": "v1.34.4"}})
-    view = platform.get("kubernetes").submit({"image": "i", "command": "c", "gpus": 1, "mounts": [WS]}, {})
+    view = platform.get("kubernetes").submit({"image": "i", "command": "c", "gpus": 1, "mounts": [WS]}, SubmitOptions())
     rec = records.load(view.id)
     assert rec["results_dir"] == view.results_dir == f"/results/{view.id}"
 

@@ -54,12 +54,12 @@ def test_lint_objects_reads_every_string_and_the_structure():
 @pytest.mark.parametrize("pad", range(0, 100, 7))
 def test_submit_refuses_a_credential_the_dump_would_fold(state_dir, pad):
     from taobank import run
-    from taobank.kubernetes import verbs
-    from taobank.kubernetes.kubectl import Kubectl
+    from taobank.contract import SubmitOptions
+    from taobank.kubernetes.adapter import PLATFORM
 
     before = len(run.CALLS)
     spec = {"image": "busybox", "command": "echo " + "y" * pad + " && tool --password " + SECRET, "no_results": True}
     with pytest.raises(TaoError, match="looks like a secret") as exc:
-        verbs.submit(spec, kube=Kubectl("tao-jobs", ""))
+        PLATFORM.submit(spec, SubmitOptions(namespace="tao-jobs"))
     assert SECRET[:4] not in str(exc.value)
     assert len(run.CALLS) == before  # refused before any kubectl call

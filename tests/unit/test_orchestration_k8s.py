@@ -6,6 +6,7 @@ import json
 import pytest
 
 from fakeproc import echo_applied, items, job, k8s_record, node, pod
+from taobank.contract import SubmitOptions
 from taobank import platform, records
 from taobank.errors import TaoError
 from taobank.kubernetes import render
@@ -39,7 +40,7 @@ def writes(fake) -> list:
 def test_capacity_gate_refusal_opens_no_record_and_applies_nothing(fake, state_dir):
     cluster(fake, gpus_per_node=2)
     with pytest.raises(TaoError, match="can never run here: need 1 node with 4 nvidia.com/gpu"):
-        platform.get("kubernetes").submit(SPEC, {})
+        platform.get("kubernetes").submit(SPEC, SubmitOptions())
     assert records.list_records() == []
     assert writes(fake) == []
     assert [c.words[:2] for c in fake.of("kubectl")] == [["get", "nodes"], ["get", "pods"]]
@@ -67,7 +68,7 @@ def test_every_gate_refusal_opens_no_record_and_launches_nothing(fake, why):
     setup, message = REFUSALS[why]
     setup(fake)
     with pytest.raises(TaoError, match=message):
-        platform.get("kubernetes").submit(SPEC, {})
+        platform.get("kubernetes").submit(SPEC, SubmitOptions())
     assert records.list_records() == []
     assert [c for c in writes(fake) if "--dry-run=server" not in c.words] == []
 
@@ -129,11 +130,10 @@ def test_multi_node_needs_an_ok_nccl_verdict_or_a_recorded_skip(fake, cli):
 
 
 def test_multi_node_on_an_old_server_is_refused_before_the_record(fake):
-    cluster(fake)
-    fake.kubectl("get", "nodes", answer=items([node("gpu-0"), node("gpu-1")]))
+    two_nodes(fake)
     fake.kubectl("version", answer={"serverVersion": {"gitVersion": "v1.27.3"}})
-    with pytest.raises(TaoError, match="multi-node jobs need Kubernetes >= 1.28"):
-        platform.get("kubernetes").submit({**SPEC, "nodes": 2}, {})
+    with pytest.raises(TaoError, match="multi-node jobs need Kubernetes >= 1.28"):  # (the NCCL gate comes first)
+        platform.get("kubernetes").submit({**SPEC, "nodes": 2}, SubmitOptions(skip_nccl_probe=True))
     assert records.list_records() == [] and writes(fake) == []
 
 
@@ -144,7 +144,7 @@ def test_a_failed_create_after_the_job_marks_the_record_error_and_deletes_the_jo
     fake.kubectl("create", "-f", rc=1, stderr="error: admission webhook denied the request",
                  where=lambda c: json.loads(c.stdin).get("kind") == "Secret")
     with pytest.raises(TaoError, match="admission webhook"):
-        platform.get("kubernetes").submit(SPEC, {"secret_env": ["NGC_KEY"]})
+        platform.get("kubernetes").submit(SPEC, SubmitOptions(secret_env=("NGC_KEY",)))
     (rec,) = records.list_records()
     assert rec["state"] == "ERROR" and "before launch" in rec["message"]
     (delete,) = fake.kubectl_calls("delete")  # the Job, by UID: its owned objects go with it
@@ -156,9 +156,7 @@ def test_submit_creates_the_job_then_its_objects_already_owned_and_never_patches
     monkeypatch.setenv("HF_TOKEN", "hf_value-1234")
     two_nodes(fake)
     fake.kubectl("version", answer={"serverVersion": {"gitVersion": "v1.34.4"}})
-    view = platform.get("kubernetes").submit({**SPEC, "nodes": 2}, {"description": "first try",
-                                                                    "secret_env": ["HF_TOKEN"],
-                                                                    "skip_nccl_probe": True})
+    view = platform.get("kubernetes").submit({**SPEC, "nodes": 2}, SubmitOptions(description="first try", secret_env=("HF_TOKEN",), skip_nccl_probe=True))
     rec = records.load(view.id)
     assert rec["backend_ref"] == f"default/{view.id}" and rec["backend"]["uid"] == f"uid-{view.id}"
     assert rec["description"] == "first try" and view.state == "PENDING"
@@ -178,7 +176,7 @@ def test_submit_creates_the_job_then_its_objects_already_owned_and_never_patches
 
 def test_a_generic_command_is_recorded_as_custom_run_as_on_slurm(fake):
     cluster(fake)
-    view = platform.get("kubernetes").submit(SPEC, {})  # no network_arch, no action: `echo hi`
+    view = platform.get("kubernetes").submit(SPEC, SubmitOptions())  # no network_arch, no action: `echo hi`
     rec = records.load(view.id)
     assert (rec["network_arch"], rec["action"]) == ("custom", "run") and rec["id"].startswith("custom-run-")
 
@@ -211,7 +209,7 @@ def test_job_id_without_a_job_launches_on_the_existing_record(fake):
     rec = k8s_record(launched=False)
     cluster(fake)
     fake.kubectl("get", "jobs", "-l", answer=items([]))
-    view = platform.get("kubernetes").submit(SPEC, {"job_id": rec["id"]})
+    view = platform.get("kubernetes").submit(SPEC, SubmitOptions(job_id=rec["id"]))
     assert view.id == rec["id"] and len(records.list_records()) == 1
     assert len([c for c in fake.kubectl_calls("create") if "--dry-run=server" not in c.words]) == 1
 
@@ -374,7 +372,7 @@ def test_adopt_looks_where_the_record_says_its_job_went(fake):
     fake.kubectl("get", "jobs", "-l", answer=lambda c: items([job(jid, "uid-a")] if c.namespace == "team-a" else []))
     for kind in ("secrets", "services", "configmaps"):
         fake.kubectl("get", kind, answer=items([]))
-    platform.get("kubernetes").submit(SPEC, {"job_id": jid})  # resumed without --namespace
+    platform.get("kubernetes").submit(SPEC, SubmitOptions(job_id=jid))  # resumed without --namespace
     assert writes(fake) == [] and records.load(jid)["backend"]["uid"] == "uid-a"
 
 

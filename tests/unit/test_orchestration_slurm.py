@@ -6,6 +6,7 @@ import json
 import pytest
 
 from fakeproc import find_answer, ok, sacct_row, slurm_record, squeue_row, sweep_answer
+from taobank.contract import SubmitOptions
 from taobank import platform, records
 from taobank.errors import TaoError
 from taobank.slurm import storage, verbs
@@ -39,7 +40,7 @@ def test_lost_sbatch_answer_is_reconciled_by_exact_name_never_submitted_twice(sl
     slurm.ssh("FIND", find)
     slurm.ssh("SBATCH", **LOST[lost])  # sbatch ran, its answer was lost
     slurm.ssh("ADOPT")
-    view = platform.get("slurm").submit(SPEC, {})
+    view = platform.get("slurm").submit(SPEC, SubmitOptions())
     rec = records.load(view.id)
     assert rec["backend_ref"] == "slurm:4242" and rec["backend"]["slurm_job_id"] == "4242"
     assert "reconciled" in rec["message"]
@@ -52,7 +53,7 @@ def test_lost_sbatch_answer_and_no_job_by_that_name_is_an_error_without_resubmit
     slurm.ssh("FIND", find_answer())
     slurm.ssh("SBATCH", "", rc=3, stderr="sbatch: error: Batch job submission failed: Invalid partition name specified")
     with pytest.raises(TaoError, match="Check SLURM_PARTITION"):
-        platform.get("slurm").submit(SPEC, {})
+        platform.get("slurm").submit(SPEC, SubmitOptions())
     assert slurm.count("SBATCH") == 1
     (rec,) = records.list_records("slurm")
     assert rec["state"] == "ERROR"
@@ -64,7 +65,7 @@ def test_sbatch_answer_lost_and_cluster_gone_leaves_a_resumable_record(slurm):
     slurm.ssh("FIND", find_answer(), times=1)  # the latest rule wins: this answers the first FIND only
     slurm.ssh("SBATCH", "")
     with pytest.raises(verbs.SubmitUncertain, match="resume"):
-        platform.get("slurm").submit(SPEC, {})
+        platform.get("slurm").submit(SPEC, SubmitOptions())
     (rec,) = records.list_records("slurm")
     assert rec["state"] == "PENDING" and not rec["backend"].get("slurm_job_id")
     # resume later: the job did reach SLURM -> adopted, sbatch never runs again
@@ -370,14 +371,14 @@ def test_missing_inputs_refuse_the_submit_before_any_record(slurm):
     spec = {**SPEC, "dataset": {"root": "lustre:///data/coco", "required": ["train.json", "val.json"]}}
     slurm.ssh("MISSING", lambda c: ok("".join(p + "\n" for p in c.args if p.endswith("val.json"))))
     with pytest.raises(TaoError, match="missing on the cluster .*val.json"):
-        platform.get("slurm").submit(spec, {})
+        platform.get("slurm").submit(spec, SubmitOptions())
     assert records.list_records() == [] and slurm.scripts() == ["MISSING"]
 
 
 def test_a_failed_stage_marks_the_record_error_and_never_sbatches(slurm):
     slurm.ssh("STAGE", "", rc=2, stderr="mkdir: cannot create directory '/lustre/base': Permission denied")
     with pytest.raises(TaoError, match="Permission denied"):
-        platform.get("slurm").submit(SPEC, {})
+        platform.get("slurm").submit(SPEC, SubmitOptions())
     (rec,) = records.list_records()
     assert rec["state"] == "ERROR" and slurm.count("SBATCH") == 0
 
@@ -437,7 +438,7 @@ def test_missing_sqsh_is_a_conversion_job_the_training_job_waits_for(slurm):
     slurm.ssh("CONVERT", "900\n")
     slurm.ssh("FIND", find_answer())
     slurm.ssh("SBATCH", "901\n")
-    view = platform.get("slurm").submit(PYXIS, {})
+    view = platform.get("slurm").submit(PYXIS, SubmitOptions())
     assert slurm.scripts() == ["MISSING", "STAGE", "CONVERT", "FIND", "SBATCH"]  # submit returns: nothing waits
     rec = records.load(view.id)
     b = rec["backend"]
@@ -457,7 +458,7 @@ def test_a_cached_sqsh_needs_no_conversion_job(slurm):
     slurm.ssh("STAGE")
     slurm.ssh("FIND", find_answer())
     slurm.ssh("SBATCH", "901\n")
-    view = platform.get("slurm").submit(PYXIS, {})
+    view = platform.get("slurm").submit(PYXIS, SubmitOptions())
     assert slurm.scripts() == ["MISSING", "STAGE", "FIND", "SBATCH"]
     assert next(c for c in slurm.calls if c.script == "SBATCH").args[3] == ""
     assert "convert_job_id" not in records.load(view.id)["backend"]
@@ -618,7 +619,7 @@ def test_a_refused_training_sbatch_cancels_the_held_conversion(slurm):
     slurm.ssh("SBATCH", ok("", rc=3, stderr="sbatch: error: Invalid generic resource (gres) specification"))
     slurm.ssh("scancel", "")
     with pytest.raises(TaoError, match=r"Invalid generic resource.*image conversion job 900 cancelled"):
-        platform.get("slurm").submit(PYXIS, {})
+        platform.get("slurm").submit(PYXIS, SubmitOptions())
     assert [c.words for c in slurm.of("ssh") if c.words[:1] == ["scancel"]] == [["scancel", "900"]]
     (rec,) = records.list_records("slurm")
     assert rec["state"] == "ERROR" and "image conversion job 900 cancelled" in rec["message"]
@@ -632,7 +633,7 @@ def test_a_lost_training_answer_is_adopted_and_the_adoption_releases_the_convers
     slurm.ssh("FIND", find_answer(), times=1)  # nothing by that name before the sbatch
     slurm.ssh("SBATCH", "")  # the answer was lost
     slurm.ssh("ADOPT")
-    view = platform.get("slurm").submit(PYXIS, {})
+    view = platform.get("slurm").submit(PYXIS, SubmitOptions())
     assert records.load(view.id)["backend"]["slurm_job_id"] == "901"
     assert next(c for c in slurm.calls if c.script == "ADOPT").args[1:] == [
         records.load(view.id)["backend"]["job_dir"] + "/slurm-logs", view.id, "900"]
@@ -644,7 +645,7 @@ def test_the_paths_the_command_names_are_checked_in_the_one_preflight_command(sl
     spec = {**SPEC, "command": ["dino", "train", "-e", "/lustre/fsw/other/specs/train.yaml", "results_dir=/lustre/out"]}
     slurm.ssh("MISSING", lambda c: ok("".join(p + "\n" for p in c.args if p.endswith("train.yaml"))))
     with pytest.raises(TaoError, match=r"missing on the cluster \(login1\): /lustre/fsw/other/specs/train.yaml; put "):
-        platform.get("slurm").submit(spec, {})
+        platform.get("slurm").submit(spec, SubmitOptions())
     assert records.list_records() == [] and slurm.scripts() == ["MISSING"]
     assert slurm.calls[-1].args == ["/lustre/fsw/other/specs/train.yaml"]  # an output (results_dir=) may not exist yet
 
@@ -658,7 +659,7 @@ def test_an_empty_or_foreign_cached_sqsh_is_converted_again(slurm, cached):
     slurm.ssh("CONVERT", "900\n")
     slurm.ssh("FIND", find_answer())
     slurm.ssh("SBATCH", "901\n")
-    view = platform.get("slurm").submit(PYXIS, {})
+    view = platform.get("slurm").submit(PYXIS, SubmitOptions())
     check = next(c for c in slurm.calls if c.script == "MISSING")
     assert check.args[-2] == remote.SQSH_MARK and check.args[-1].endswith("/sqsh-cache/nvcr.io+nvidia+tao+x+1.sqsh")
     assert slurm.scripts() == ["MISSING", "STAGE", "CONVERT", "FIND", "SBATCH"]
@@ -672,7 +673,7 @@ def test_a_given_sqsh_that_is_no_squashfs_image_is_refused_before_any_record(slu
     slurm.ssh("MISSING", lambda call: ok(f"{call.args[-1]} (empty or not a squashfs image)\n"))
     with pytest.raises(TaoError, match=r"missing on the cluster \(login1\): /lustre/images/tao.sqsh \(empty or not a "
                                        r"squashfs image\)"):
-        platform.get("slurm").submit(spec, {})
+        platform.get("slurm").submit(spec, SubmitOptions())
     assert records.list_records() == [] and slurm.calls[-1].args[-2:] == [remote.SQSH_MARK, "/lustre/images/tao.sqsh"]
 
 

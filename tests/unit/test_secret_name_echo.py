@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from taobank.errors import TaoError
-from taobank.kubernetes.verbs import collect_credentials
+from taobank.kubernetes.credentials import collect_credentials
 from taobank.slurm.storage import collect_secrets
 
 BANK = Path(__file__).resolve().parents[2]

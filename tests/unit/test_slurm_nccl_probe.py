@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from fakeproc import find_answer, sacct_row, sweep_answer
+from taobank.contract import SubmitOptions
 from taobank import nccl_probe as core
 from taobank import platform, records
 from taobank.errors import TaoError
@@ -66,7 +67,7 @@ def test_skip_is_explicit_and_recorded(slurm):
     slurm.ssh("STAGE")
     slurm.ssh("FIND", find_answer())
     slurm.ssh("SBATCH", "903\n")
-    view = platform.get("slurm").submit(TWO_NODES, {"skip_nccl_probe": True})
+    view = platform.get("slurm").submit(TWO_NODES, SubmitOptions(skip_nccl_probe=True))
     assert records.load(view.id)["backend"]["nccl_probe"] == "skipped"
     single = {**TWO_NODES, "num_nodes": 1, "num_gpus": 1}
     slurm.ssh("SBATCH", "904\n")

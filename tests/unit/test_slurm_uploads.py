@@ -6,6 +6,7 @@ import hashlib
 import pytest
 
 from fakeproc import find_answer
+from taobank.contract import SubmitOptions
 from taobank import platform, records
 from taobank.errors import TaoError
 from taobank.slurm import uploads, verbs
@@ -51,7 +52,7 @@ def test_submit_uploads_spec_files_in_the_one_staging_command_and_checks_them_th
     slurm.ssh("STAGE")
     slurm.ssh("FIND", find_answer())
     slurm.ssh("SBATCH", "901\n")
-    view = platform.get("slurm").submit({**SPEC, "spec_files": {"train.yaml": str(train)}}, {})
+    view = platform.get("slurm").submit({**SPEC, "spec_files": {"train.yaml": str(train)}}, SubmitOptions())
     stage = next(c for c in slurm.calls if c.script == "STAGE")
     digest = hashlib.sha256(train.read_bytes()).hexdigest()
     assert stage.args[2:] == [f"{digest}  train.yaml"]  # sha256sum -c on the cluster
@@ -67,7 +68,7 @@ def test_submit_uploads_spec_files_in_the_one_staging_command_and_checks_them_th
 
 def test_a_command_naming_a_missing_spec_file_is_refused_before_any_cluster_call(slurm):
     with pytest.raises(TaoError, match="spec_files has no train.yaml"):
-        platform.get("slurm").submit(SPEC, {})
+        platform.get("slurm").submit(SPEC, SubmitOptions())
     assert slurm.calls == [] and records.list_records() == []
 
 

@@ -1,9 +1,10 @@
-"""Kubernetes platform: kubectl client, gates, rendering, status mapping, verbs.
+"""Kubernetes platform: kubectl client, gates, rendering, status mapping, and one module per verb.
 
 Every kubectl call goes through :class:`kubectl.Kubectl`, which always adds
 ``-n <namespace>`` and ``--context <context>`` (when one is set).
 """
 
+PLATFORM = "kubernetes"
 #: Label put on every object a submit creates (Job, pods, Service, Secrets, ConfigMap).
 JOB_LABEL = "tao-job-id"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "tao-skill-bank"}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Callable
 
 from .. import recvalues
 from ..errors import TaoError
@@ -99,9 +100,20 @@ class Kubectl:
             raise TaoError(f"kubectl auth can-i {verb} {resource} failed: {(res.stderr or res.stdout).strip()[:200]}")
         return answer == "yes"
 
-    def stream(self, *args: str) -> int:
-        """Run with output passed through (``logs --follow``); returns the exit code."""
-        return stream(self.argv(*args))
+    def cluster_key(self) -> str:
+        """``<context>@<server URL>`` of the cluster kubectl talks to (what NCCL probe verdicts are kept by)."""
+        view = self.json("config", "view", "--minify", what="kubectl config view")
+        context = self.context or view.get("current-context") or ""
+        clusters = view.get("clusters") or [{}]
+        server = (clusters[0].get("cluster") or {}).get("server") or ""
+        if not server:
+            raise TaoError("cannot tell which cluster kubectl talks to (no server in kubectl config view): "
+                           "check KUBECONFIG / --context")
+        return f"{context}@{server}"
+
+    def stream(self, *args: str, on_text: Callable[[str], None]) -> int:
+        """Run with its output handed to ``on_text`` as it comes (``logs --follow``); returns the exit code."""
+        return stream(self.argv(*args), on_text)
 
 
 def json_objects(text: str) -> list[dict]:

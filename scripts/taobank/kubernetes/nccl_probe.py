@@ -1,6 +1,6 @@
 """Kubernetes side of the NCCL probe: the cluster key, the probe's job spec and its submit.
 
-The probe goes through :func:`verbs.submit` (same gates, record, no Secret);
+The probe goes through the core's submit (same gates, record, no Secret);
 the verdict, wait and per-cluster cache are :mod:`taobank.nccl_probe`'s. On the
 local kwok nodes no container runs: the probe then exercises the lifecycle
 only, never real NCCL traffic.
@@ -11,9 +11,9 @@ import argparse
 import shlex
 
 from .. import nccl_probe as core
-from .. import pins
-from ..errors import TaoError, UsageError
-from . import verbs
+from .. import pins, platform
+from ..contract import SubmitOptions
+from ..errors import UsageError
 from .kubectl import Kubectl
 
 HELPER = "tao_k8s.py"
@@ -52,24 +52,14 @@ def build_spec(*, nodes: int, gpus: int, image: str | None, timeout: int,
     return spec_from_args(args)
 
 
-def cluster_key(kube: Kubectl) -> str:
-    """``<context>@<server URL>`` of the cluster kubectl talks to."""
-    view = kube.json("config", "view", "--minify", what="kubectl config view")
-    context = kube.context or view.get("current-context") or ""
-    clusters = view.get("clusters") or [{}]
-    server = (clusters[0].get("cluster") or {}).get("server") or ""
-    if not server:
-        raise TaoError("cannot tell which cluster kubectl talks to (no server in kubectl config view): "
-                       "check KUBECONFIG / --context")
-    return f"{context}@{server}"
-
-
 def probe(*, kube: Kubectl, nodes: int = 2, gpus: int = 1, image: str | None = None, timeout: int = 300,
           force: bool = False, interval: float = 5.0, pod_annotations: list[str] | None = None,
           node_selector: list[str] | None = None, max_wait: float | None = None) -> dict:
     """Run (or reuse) the probe; returns {"verdict", "cached", "cluster", "job_id", "message", ...}."""
     spec = build_spec(nodes=nodes, gpus=gpus, image=image, timeout=timeout,
                       pod_annotations=pod_annotations, node_selector=node_selector)
-    return core.run(verbs.PLATFORM, cluster_key(kube), spec, lambda s: verbs.submit(s, kube=kube, nccl_probe_run=True)["id"],
+    adapter = platform.get("kubernetes")
+    opts = SubmitOptions(probe=True, namespace=kube.namespace, context=kube.context or None)
+    return core.run(adapter.name, kube.cluster_key(), spec, lambda s: adapter.submit(s, opts).id,
                     nodes=nodes, gpus_per_node=gpus, timeout=timeout, helper=HELPER, advice=ADVICE, force=force, interval=interval,
                     max_wait=max_wait)

@@ -415,3 +415,15 @@ def render_manifests(spec: dict, **kwargs: Any) -> list[dict]:
 def find(objs: list[dict], kind: str) -> dict | None:
     """The first object of ``kind`` in a rendered list."""
     return next((o for o in objs if o.get("kind") == kind), None)
+
+
+def without_disruption_retry(objs: list[dict]) -> list[dict]:
+    """The manifests for a server without podFailurePolicy: the Job gets ``backoffLimit: 0`` and no policy
+    (what rendering with ``retry_disruptions=False`` gives), so the one render serves either server."""
+    out = []
+    for obj in objs:
+        if obj.get("kind") == "Job":
+            spec = {k: v for k, v in obj["spec"].items() if k != "podFailurePolicy"}
+            obj = {**obj, "spec": {**spec, "backoffLimit": 0}}
+        out.append(obj)
+    return out

@@ -1,10 +1,14 @@
 """SLURM's side of the platform contract: the hooks, over :mod:`.verbs` and one SSH connection."""
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, Mapping
 
+from ..contract import Gate, Launch, SubmitOptions
+from ..errors import UsageError
 from ..platform import JobView, Logs, Platform
-from . import verbs
+from . import resources, verbs
+from .verbs import SlurmPlan
 
 DEFAULT_TAIL = 200
 
@@ -14,14 +18,15 @@ def view(rec: Mapping[str, Any], **seen: Any) -> JobView:
     code = b.get("exit_code")
     if isinstance(code, str) and code.partition(":")[0].isdigit():
         code = int(code.partition(":")[0])  # sacct's "rc:signal"
-    if b.get("results_dir"):
-        seen.setdefault("results", b["results_dir"])  # the job's own folder (the record keeps the parent)
+    if b.get("results_dir"):  # the job's own folder (records made before it was the top-level value kept the parent)
+        seen.setdefault("results_dir", b["results_dir"])
     return JobView.from_record(rec, observed=b.get("slurm_state"),
                                exit_code=int(code) if isinstance(code, int) else None, **seen)
 
 
 class Slurm(Platform):
     name = verbs.PLATFORM
+    helper = "tao_slurm.py"
 
     def view(self, rec: Mapping[str, Any]) -> JobView:
         return view(rec)
@@ -48,14 +53,23 @@ class Slurm(Platform):
             context["conn"] = Connection()
         return view(verbs.cancel(rec["id"], conn=context["conn"]))
 
-    def submit(self, spec: dict, options: Mapping[str, Any]) -> JobView:
-        rec = verbs.submit(spec, description=options.get("description"),
-                           skip_nccl_probe=bool(options.get("skip_nccl_probe")))
-        b = rec["backend"]
-        return view(rec, job_dir=b.get("job_dir"), log_dir=b.get("log_dir"))
+    # -- submit hooks (the order is the core's: Platform.submit)
+    def plan(self, spec: dict, opts: SubmitOptions, rec: dict | None) -> SlurmPlan:
+        if rec is not None:
+            raise UsageError(f"to finish an interrupted SLURM submit run tao_slurm.py resume {rec['id']}")
+        return verbs.plan_submit(spec, os.environ if opts.env is None else opts.env, opts.connection)
 
-    def preview(self, spec: dict, options: Mapping[str, Any]) -> str:
-        return verbs.preview(spec, options.get("job_id") or "preview-job")
+    def cluster_key(self, plan: SlurmPlan) -> str:  # type: ignore[override]
+        return resources.cluster_key(plan.spec, plan.env)
+
+    def check(self, plan: SlurmPlan, gate: Gate) -> None:  # type: ignore[override]
+        verbs.check(plan, gate)
+
+    def launch(self, plan: SlurmPlan, rec: dict) -> Launch:  # type: ignore[override]
+        return verbs.launch(plan, rec)
+
+    def preview(self, spec: dict, opts: SubmitOptions) -> str:
+        return verbs.preview(spec, opts.job_id or "preview-job", opts.env)
 
     def resume(self, job_id: str) -> JobView:
         from .ssh import Connection

@@ -1,6 +1,6 @@
 """SLURM side of the NCCL probe: the cluster key, the probe's job spec and its submit.
 
-The probe is an ordinary SLURM job through :func:`verbs.submit` (same render,
+The probe is an ordinary SLURM job through the core's submit (same render,
 staging and record); the all-reduce script, verdict rule, wait and
 per-cluster cache are :mod:`taobank.nccl_probe`'s. Infrastructure retries are
 off for it: an NCCL failure is the verdict, not something to resubmit.
@@ -8,14 +8,14 @@ off for it: an NCCL failure is the verdict, not something to resubmit.
 from __future__ import annotations
 
 import math
-import os
 import shlex
 from typing import Any, Mapping
 
 from .. import nccl_probe as core
-from .. import pins
-from ..errors import TaoError, UsageError
-from . import resources, verbs
+from .. import pins, platform
+from ..contract import SubmitOptions
+from ..errors import UsageError
+from . import resources
 
 HELPER = "tao_slurm.py"
 ADVICE = ("give the cluster's NCCL variables (NCCL_SOCKET_IFNAME, NCCL_IB_HCA, ...) with --nccl-env KEY=VALUE "
@@ -37,17 +37,6 @@ def one_line_python(script: str) -> str:
     import base64
 
     return f"import base64; exec(base64.b64decode('{base64.b64encode(script.encode()).decode()}'))"
-
-
-def cluster_key(spec: Mapping[str, Any], env: Mapping[str, str] | None = None) -> str:
-    """``cluster_name`` of the spec, else the login hosts; then ``/<partition>`` (nodes of another
-    partition are other hardware and another network)."""
-    env = os.environ if env is None else env
-    name = spec.get("cluster_name") or ",".join(sorted(h.strip() for h in env.get("SLURM_HOSTNAME", "").split(",")
-                                                        if h.strip()))
-    if not name:
-        raise TaoError("cannot name the cluster for the NCCL probe: set SLURM_HOSTNAME (or cluster_name)")
-    return f"{name}/{resources.resolve(spec, env).partition}"
 
 
 def _node_size(nodes: int, gpus: int) -> int:
@@ -84,7 +73,8 @@ def probe(*, nodes: int = 2, gpus: int = 1, image: str | None = None, timeout: i
           **spec_kw: Any) -> dict:
     """Run (or reuse) the probe; returns {"verdict", "cached", "cluster", "job_id", "message", ...}."""
     spec = build_spec(nodes=nodes, gpus=gpus, image=image, timeout=timeout, **spec_kw)
-    return core.run(verbs.PLATFORM, cluster_key(spec, env), spec,
-                    lambda s: verbs.submit(s, env=env, nccl_gate=False)["id"],
+    adapter = platform.get("slurm")
+    return core.run(adapter.name, resources.cluster_key(spec, env), spec,
+                    lambda s: adapter.submit(s, SubmitOptions(env=env, probe=True)).id,
                     nodes=nodes, gpus_per_node=gpus, timeout=timeout, helper=HELPER, advice=ADVICE, force=force,
                     interval=interval, max_wait=max_wait)

@@ -237,3 +237,14 @@ def resolve(spec: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Re
         kill_grace_seconds=grace,
         partition=partition, account=str(account) if account else None, requeue=requeue,
         exclusive=exclusive, mem=str(mem) if mem else None, notes=notes)
+
+
+def cluster_key(spec: Mapping[str, Any], env: Mapping[str, str] | None = None) -> str:
+    """``cluster_name`` of the spec, else the login hosts; then ``/<partition>`` (nodes of another
+    partition are other hardware and another network)."""
+    env = os.environ if env is None else env
+    name = spec.get("cluster_name") or ",".join(sorted(h.strip() for h in env.get("SLURM_HOSTNAME", "").split(",")
+                                                        if h.strip()))
+    if not name:
+        raise TaoError("cannot name the cluster for the NCCL probe: set SLURM_HOSTNAME (or cluster_name)")
+    return f"{name}/{resolve(spec, env).partition}"

@@ -15,9 +15,12 @@ import secrets as _secrets
 import time
 from typing import Any, Callable, Iterable, Mapping
 
+from dataclasses import dataclass, field
+
 from .. import pins, platform, records, recvalues, states
+from ..contract import Gate, Launch, Plan, SubmitOptions
 from ..envfile import check_secret_name
-from ..errors import TaoError
+from ..errors import SubmitUncertain, TaoError
 from ..run import last_line
 from . import cmdpaths, images, mounts, remote, render, resources, spec as specmod, status as st, storage, uploads
 from .ssh import Connection
@@ -113,65 +116,81 @@ def _staged_files(p: Mapping[str, Any], job_id: str, job_dir: str, results: str,
     return files
 
 
-def submit(spec: Mapping[str, Any], *, conn: Connection | None = None, env: Mapping[str, str] | None = None,
-           description: str | None = None, skip_nccl_probe: bool = False, nccl_gate: bool = True) -> dict:
-    """Submit one job; returns the record (state PENDING with slurm_job_id).
+@dataclass
+class SlurmPlan(Plan):
+    """A SLURM submit's decisions (:func:`plan`), and what the login host told the checks."""
 
-    A multi-node job needs an ``ok`` NCCL probe cached for its cluster and
-    partition (``tao_slurm.py nccl-probe``) unless ``skip_nccl_probe``.
-    """
-    env = os.environ if env is None else env
+    decided: dict = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict)
+    conn: Connection | None = None
+    #: set by :func:`check`: the image the job runs, and whether a conversion job makes its .sqsh first
+    run_image: str | None = None
+    convert: bool = False
+    force: bool = False
+
+
+def plan_submit(spec: Mapping[str, Any], env: Mapping[str, str], conn: Connection | None = None) -> SlurmPlan:
+    """:func:`plan` as the core's submit takes it."""
     p = plan(spec, env)
-    gate: dict = {}
-    if p["resources"].nodes > 1 and nccl_gate:
-        from .. import nccl_probe as probe_core
-        from .nccl_probe import HELPER, cluster_key
+    s = p["spec"]
+    return SlurmPlan(spec=s, image=p["image"] or NO_IMAGE, network_arch=s["network_arch"], action=s["action"],
+                     storage_tier="A", results_dir=storage.results_dir(p["base"], records.ID_PLACEHOLDER),
+                     nodes=p["resources"].nodes, decided=p, env=env, conn=conn,
+                     backend={k: v for k, v in {"backend_type": "slurm", "partition": p["resources"].partition,
+                                                "cluster_name": s.get("cluster_name"),
+                                                "container_runtime": p["runtime"]}.items()
+                              if v is not None})  # an unset cluster_name is absent, not "None"
 
-        gate = probe_core.require_ok(PLATFORM, cluster_key(p["spec"], env), helper=HELPER, skip=skip_nccl_probe)
-    conn = conn or Connection(env)
+
+def check(sp: SlurmPlan, gate: Gate) -> None:
+    """ONE remote command on the login host: every input and every path the command names exists, and a
+    cached .sqsh is a squashfs image (a bad one is converted again)."""
+    p = sp.decided
+    conn = sp.conn = sp.conn or Connection(sp.env)
     conn.connect()
     given_sqsh = p["pyxis_image"] if p["runtime"] == "pyxis" and p["pyxis_image"] and images.is_sqsh(p["pyxis_image"]) else None
     sqsh_checks = ([given_sqsh] if given_sqsh else []) + ([p["sqsh"]] if p["sqsh"] else [])
-    missing = preflight_paths(conn, list(p["required"]) + list(p["named"]), sqsh_checks)
+    wanted = list(p["required"]) + list(p["named"])
+    missing = preflight_paths(conn, wanted, sqsh_checks)
     cache_bad = [m for m in missing if m.split(" ")[0] == p["sqsh"]]  # missing, empty or no squashfs: converted below
     data_missing = [m for m in missing if m not in cache_bad]
     if data_missing:
         raise TaoError(f"missing on the cluster ({conn.host.entry}): {', '.join(data_missing)}; put the data on the "
                        "shared filesystem or fix the paths (nothing was submitted)")
-    force = bool(p["spec"].get("force_reconvert_latest", resources.defaults()["force_reconvert_latest"]))
-    convert = bool(p["sqsh"]) and images.needs_conversion(p["pyxis_image"], not cache_bad, force)
-    image = (p["sqsh"] or p["pyxis_image"]) if p["runtime"] == "pyxis" else p["pyxis_image"]
-    s = p["spec"]
-    rec = records.open_record(
-        PLATFORM, p["image"] or NO_IMAGE, s["network_arch"], s["action"], "A", _results_placeholder(p["base"]),
-        backend={k: v for k, v in {"backend_type": "slurm", "partition": p["resources"].partition,
-                                   "cluster_name": s.get("cluster_name"), "container_runtime": p["runtime"],
-                                   **gate}.items()
-                 if v is not None},  # an unset cluster_name is absent, not "None"
-        description=description)
-    job_id = rec["id"]
+    sp.force = bool(p["spec"].get("force_reconvert_latest", resources.defaults()["force_reconvert_latest"]))
+    sp.convert = bool(p["sqsh"]) and images.needs_conversion(p["pyxis_image"], not cache_bad, sp.force)
+    sp.run_image = (p["sqsh"] or p["pyxis_image"]) if p["runtime"] == "pyxis" else p["pyxis_image"]
+    if wanted:
+        gate.lines.append(f"{len(wanted)} path(s) found on {conn.host.entry}")
+    if sp.convert:
+        gate.lines.append(f"{p['pyxis_image']} is converted to {p['sqsh']} first")
+
+
+def launch(sp: SlurmPlan, rec: dict) -> Launch:
+    """Stage, render, lint and sbatch; a refusal removes the credentials it staged (no job will source them)."""
+    conn = sp.conn
+    assert conn is not None
     try:
-        return _stage_and_sbatch(conn, p, rec, image, convert=convert, force=force, env=env)
+        return _stage_and_sbatch(conn, sp.decided, rec, sp.run_image, convert=sp.convert, force=sp.force, env=sp.env)
     except SubmitUncertain:
         raise
     except TaoError as exc:
-        cur = records.load(job_id)
-        cb = cur.get("backend") or {}
-        if cur["state"] not in states.TERMINAL and not cb.get("slurm_job_id"):
-            records.mark(job_id, "ERROR", message=f"submit failed: {exc}", err_class="ERR_PROGRAM")
-            if cb.get("staged_secrets") and _job_dir(cb):  # no job will ever source them
-                creds = posixpath.join(_job_dir(cb), storage.CREDS_FILE)
-                try:
-                    conn.script(remote.REMOVE, [creds], what="remove credentials")
-                except TaoError:
-                    raise TaoError(f"{exc}; also could not remove {creds} on the cluster: delete it by hand") from None
+        cb = records.load(rec["id"]).get("backend") or {}
+        if cb.get("staged_secrets") and _job_dir(cb) and not cb.get("slurm_job_id"):
+            creds = posixpath.join(_job_dir(cb), storage.CREDS_FILE)
+            try:
+                conn.script(remote.REMOVE, [creds], what="remove credentials")
+            except TaoError:
+                raise TaoError(f"{exc}; also could not remove {creds} on the cluster: delete it by hand") from None
         raise
 
 
-def _results_placeholder(base: str) -> str:
-    # results_dir is bound at open; the id is minted there, so the record
-    # holds <base>/results and the job's own folder is <base>/results/<id>.
-    return posixpath.join(base, "results")
+def submit(spec: Mapping[str, Any], *, conn: Connection | None = None, env: Mapping[str, str] | None = None,
+           description: str | None = None, skip_nccl_probe: bool = False, probe: bool = False) -> dict:
+    """The core's submit (:meth:`taobank.platform.Platform.submit`) with SLURM's options; the stored record."""
+    opts = SubmitOptions(connection=conn, env=env, description=description, skip_nccl_probe=skip_nccl_probe,
+                         probe=probe)
+    return records.load(platform.get(PLATFORM).submit(dict(spec), opts).id)
 
 
 def script_input(p: Mapping[str, Any], job_id: str, image: str | None) -> render.ScriptInput:
@@ -207,7 +226,7 @@ def conversion_job(p: Mapping[str, Any], job_id: str, *, force: bool, env: Mappi
 
 
 def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: str | None, *, convert: bool = False,
-                      force: bool = False, env: Mapping[str, str] | None = None) -> dict:
+                      force: bool = False, env: Mapping[str, str] | None = None) -> Launch:
     job_id = rec["id"]
     results = storage.results_dir(p["base"], job_id)
     jdir = storage.job_dir(p["base"], job_id)
@@ -244,13 +263,13 @@ def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: 
         records.mark(job_id, "PENDING", message=f"image conversion job {cid} submitted (held)", backend={
             "convert_job_id": cid, "convert_log": conv.log.replace("%j", cid)})
         try:
-            return sbatch_record(conn, job_id)  # releases the conversion once the training job exists
+            return sbatch(conn, job_id)  # releases the conversion once the training job exists
         except SubmitUncertain:
             raise  # the training job may exist: resume adopts it and releases the conversion
         except TaoError as exc:  # refused: the held conversion would otherwise run for nobody
             conn.remote(["scancel", cid], check=False, what="scancel (image conversion)")
             raise TaoError(f"{exc} (image conversion job {cid} cancelled)") from None
-    return sbatch_record(conn, job_id)
+    return sbatch(conn, job_id)
 
 
 TAO_STATUS_FILE = "status.json"
@@ -298,15 +317,22 @@ def resumable(job_id: str) -> dict:
 
 
 def sbatch_record(conn: Connection, job_id: str) -> dict:
-    """sbatch the staged script of a record that has none yet; reconcile first.
+    """``resume``: sbatch the staged script of a record that has none yet (reconciled first); the record."""
+    rec = resumable(job_id)
+    if (rec.get("backend") or {}).get("slurm_job_id"):
+        return rec
+    done = sbatch(conn, job_id)
+    return records.mark(job_id, "PENDING", backend_ref=done.backend_ref, backend=done.backend, message=done.message)
+
+
+def sbatch(conn: Connection, job_id: str) -> Launch:
+    """sbatch the staged script of a record, looking first for a job of its exact name.
 
     Safe to call again after a lost answer: a job already carrying the
     record's exact name is adopted instead of submitting a second one.
     """
     rec = resumable(job_id)
     b = dict(rec.get("backend") or {})
-    if b.get("slurm_job_id"):
-        return rec
     name = b.get("job_name") or job_id
     log_root = posixpath.join(_job_dir(b), storage.LOG_DIR)
     found = find_by_name(conn, name)
@@ -341,11 +367,7 @@ def sbatch_record(conn: Connection, job_id: str) -> dict:
             how = f"submitted as SLURM job {jid}"
     backend = {"slurm_job_id": jid, "job_dir": _job_dir(b), "log_dir": _log_dir(b, name, jid),
                "login_host": conn.host.entry}
-    return records.mark(job_id, "PENDING", backend_ref=f"slurm:{jid}", backend=backend, message=how)
-
-
-class SubmitUncertain(TaoError):
-    """sbatch may or may not have created the job: the record stays PENDING for ``resume``."""
+    return Launch(f"slurm:{jid}", backend, how, details={"job_dir": backend["job_dir"], "log_dir": backend["log_dir"]})
 
 
 def _sbatch_error(text: str) -> str:

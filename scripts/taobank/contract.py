@@ -1,0 +1,84 @@
+"""The typed values that pass between the core and a platform adapter.
+
+The core owns the order of a submit (:meth:`taobank.platform.Platform.submit`);
+an adapter only fills in what differs. These are the shapes both sides agree
+on, so an adapter never receives a loose mapping of options.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True)
+class SubmitOptions:
+    """How to submit, beyond the job spec itself (the same fields on every platform).
+
+    A field a platform has no use for is ignored there (``namespace`` on SLURM,
+    ``connection`` on Kubernetes); the CLI offers only the flags a platform reads.
+    """
+
+    #: a record opened earlier (``tao_job_record.py open``): finish that one, never a second job
+    job_id: str | None = None
+    description: str | None = None
+    skip_nccl_probe: bool = False
+    #: this submit is the NCCL probe itself: it needs no probe verdict and is never retried
+    probe: bool = False
+    require_free: bool = False
+    #: credentials: names of variables of this process, and/or a mode-600 KEY=VALUE file
+    secret_env: tuple[str, ...] = ()
+    secrets_file: str | None = None
+    ngc_pull_secret: bool = False
+    #: a staged config file (action request, config mode): {"text", "mount_path", "key"?, "sha256"?}
+    config: Mapping[str, Any] | None = None
+    #: Kubernetes: where to submit (None: TAO_K8S_NAMESPACE / TAO_K8S_CONTEXT, or the record's own)
+    namespace: str | None = None
+    context: str | None = None
+    #: SLURM: the settings (os.environ when None) and an open connection to reuse
+    env: Mapping[str, str] | None = None
+    connection: Any = None
+
+
+@dataclass
+class Plan:
+    """What a submit decided before any cluster call; a platform subclasses it with its own facts."""
+
+    spec: dict
+    image: str
+    network_arch: str
+    action: str
+    storage_tier: str
+    #: the job's own results folder; ``{id}`` stands for the job id until the record is opened
+    results_dir: str
+    nodes: int = 1
+    #: the record's backend facts known before launch (namespace, partition ...)
+    backend: dict = field(default_factory=dict)
+    #: the id the record will get (minted up front so names can be rendered once), or None
+    job_id: str | None = None
+
+
+@dataclass
+class Gate:
+    """What the read-only checks before a launch found: report lines and facts for the record."""
+
+    lines: list[str] = field(default_factory=list)
+    backend: dict = field(default_factory=dict)
+
+    def text(self) -> str:
+        return "; ".join(line for line in self.lines if line)
+
+
+@dataclass
+class Launch:
+    """What a platform created: the core binds it to the record."""
+
+    backend_ref: str
+    backend: dict
+    message: str
+    #: facts to show with the new job (uid, reconciled, job_dir ...)
+    details: dict = field(default_factory=dict)
+    #: the job exists and the record is bound to it, but it cannot run as it is: what to do (raised after binding)
+    error: str | None = None
+
+
+__all__ = ["SubmitOptions", "Plan", "Gate", "Launch"]

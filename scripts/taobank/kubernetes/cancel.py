@@ -1,0 +1,69 @@
+"""cancel on Kubernetes: delete the recorded Job (only the one with the recorded UID) and what it owns."""
+from __future__ import annotations
+
+import json
+
+from .. import platform, records, states
+from ..errors import TaoError
+from . import JOB_LABEL, PLATFORM, credentials, logs
+from . import status as smap
+from .kubectl import Kubectl
+from .objects import delete_options, find_jobs
+
+
+def cancel(job_id: str) -> dict:
+    """Delete the recorded Job (only if its UID matches), its Secrets/Service/ConfigMap; mark CANCELED."""
+    rec = platform.load_for(job_id, PLATFORM, "cancel")
+    if rec["state"] in states.TERMINAL:
+        return {"id": job_id, "state": rec["state"], "deleted": False,
+                "message": f"already {rec['state']}: nothing to cancel"}
+    kube = Kubectl.for_record(rec)  # checks every backend value before it reaches kubectl
+    b = rec.get("backend") or {}
+    name, uid = b.get("name"), b.get("uid")
+    if not rec.get("backend_ref") or not uid:
+        # an interrupted submit may have created its Secret and even its Job before binding the record:
+        # find them by the job-id label (the id is random, so the label is ours)
+        found = find_jobs(kube, job_id)
+        if not found:
+            kube.run("delete", "secret,service,configmap", "-l", f"{JOB_LABEL}={job_id}", "--ignore-not-found",
+                     "--wait=false", what="kubectl delete secret,service,configmap")
+            rec = records.mark(job_id, "CANCELED", message="canceled before launch")
+            return {"id": job_id, "state": "CANCELED", "deleted": False, "message": "never launched: record canceled"}
+        name, uid = found[0]["metadata"]["name"], found[0]["metadata"]["uid"]
+    job = kube.json("get", "job", name, "--ignore-not-found", what="kubectl get job")
+    if not job or job["metadata"].get("uid") != uid:
+        other = " (a Job with that name but another UID exists and was left alone)" if job else ""
+        rec = records.mark(job_id, "CANCELED", message=f"the Job was already gone{other}")
+        return {"id": job_id, "state": "CANCELED", "deleted": False, "message": f"Job {name} already deleted{other}"}
+    pods = smap.pods_of(job, kube.items("pods", "-l", f"{JOB_LABEL}={job_id}"))
+    obs = smap.observe(job, pods)
+    if obs.state in ("COMPLETE", "ERROR"):
+        logs.save_final_logs(kube, rec, pods)
+        rec = records.mark(job_id, obs.state, message=obs.message, err_class=obs.err_class)
+        note = credentials.credentials_note(kube, uid) if credentials.credential_secrets(rec) else None
+        return {"id": job_id, "state": obs.state, "deleted": False,
+                "message": f"already finished ({obs.state}): nothing to cancel" + (f"; {note}" if note else "")}
+    logs.save_final_logs(kube, rec, pods)
+    # Server-side precondition: the API deletes only the object with this UID,
+    # so a Job re-created under the same name between our read and the delete is safe.
+    body = json.dumps(delete_options(uid))
+    res = kube.run("delete", "--raw", f"/apis/batch/v1/namespaces/{kube.namespace}/jobs/{name}", "-f", "-",
+                   stdin=body, check=False, what="kubectl delete job")
+    if not res.ok:
+        text = res.stderr + res.stdout
+        if "Precondition failed" in text or "Conflict" in text or "UID in precondition" in text:
+            rec = records.mark(job_id, "CANCELED", message="the Job was replaced by another with the same name; left alone")
+            return {"id": job_id, "state": "CANCELED", "deleted": False,
+                    "message": f"Job {name} now has another UID: not deleted"}
+        if "NotFound" not in text and "not found" not in text:
+            raise TaoError(f"deleting Job {name} failed: {text.strip().splitlines()[-1] if text.strip() else 'no output'}")
+    # the Job is gone: the record says so first, whatever happens to the cleanup below
+    rec = records.mark(job_id, "CANCELED", message="canceled by the agent (Job deleted, foreground)")
+    message = f"Job {kube.namespace}/{name} deleted"
+    try:
+        kube.run("delete", "secret,service,configmap", "-l", f"{JOB_LABEL}={job_id}", "--ignore-not-found",
+                 "--wait=false", what="kubectl delete secret,service,configmap")
+    except TaoError as exc:  # owned by the Job, so the garbage collector removes them anyway
+        message += (f"; its Secret/Service/ConfigMap were not deleted now ({exc}): the garbage collector removes "
+                    f"them with the Job, or run kubectl delete secret,service,configmap -l {JOB_LABEL}={job_id}")
+    return {"id": job_id, "state": "CANCELED", "deleted": True, "message": message}

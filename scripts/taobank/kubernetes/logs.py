@@ -1,0 +1,126 @@
+"""logs on Kubernetes: every pod's output, the copy saved when the job ended, or the copy on its volume."""
+from __future__ import annotations
+
+from typing import Callable
+
+from .. import fsio, pins, records, redact, safeparse
+from ..errors import TaoError
+from . import JOB_LABEL, render
+from . import results as resultsmod
+from . import status as smap
+from .kubectl import Kubectl
+
+#: The job spec as submitted, next to the record (artifact folder): logs reads the volume copy through it.
+SPEC_FILE = "spec.json"
+
+
+def pod_logs(kube: Kubectl, pod: dict, tail: int) -> str:
+    """Every container's output of one pod. When one container cannot answer (the main container
+    still waiting behind a failed fetch initContainer, say), each container is asked on its own, so
+    the one that failed is still shown."""
+    name = pod["metadata"]["name"]
+    res = kube.run("logs", name, "--all-containers=true", f"--tail={tail}", check=False, what="kubectl logs")
+    if res.ok:
+        return res.stdout
+    spec = pod.get("spec") or {}
+    containers = [c.get("name") for c in (spec.get("initContainers") or []) + (spec.get("containers") or [])]
+    chunks = []
+    for cname in [c for c in containers if c]:
+        one = kube.run("logs", name, "-c", cname, f"--tail={tail}", check=False, what="kubectl logs")
+        if one.ok and one.stdout:
+            chunks.append(f"# container {cname}:\n" + one.stdout + ("" if one.stdout.endswith("\n") else "\n"))
+    if chunks:
+        return "".join(chunks)
+    why = (res.stderr or "").strip().splitlines()
+    return f"# no logs from pod {name}: {why[-1] if why else 'kubectl logs failed'}\n"
+
+
+def save_final_logs(kube: Kubectl, rec: dict, pods: list[dict]) -> str | None:
+    """Write the pods' logs next to the record (they vanish with ttlSecondsAfterFinished)."""
+    if not pods:
+        return None
+    text = format_logs(kube, pods, int(pins.resolve("kubernetes.logs_tail")))
+    path = records.artifact_dir(rec["id"]) / "logs.txt"
+    fsio.write_private(path, redact.redact_text(text))
+    return str(path)
+
+
+def format_logs(kube: Kubectl, pods: list[dict], tail: int) -> str:
+    """Logs of every pod, rank by rank; multi-pod output prefixes each line with [rank N pod]."""
+    pods = smap.sort_pods(pods)
+    chunks = []
+    for pod in pods:
+        name = pod["metadata"]["name"]
+        text = pod_logs(kube, pod, tail)
+        if len(pods) == 1:
+            chunks.append(text)
+            continue
+        rank = smap.pod_rank(pod)
+        prefix = f"[rank {rank} {name}] " if rank is not None else f"[{name}] "
+        chunks.append("".join(prefix + line + "\n" for line in text.splitlines()))
+    return "".join(chunks)
+
+
+def _live_pods(kube: Kubectl, rec: dict) -> list[dict]:
+    """The job's pods (only those owned by the recorded Job UID)."""
+    uid = (rec.get("backend") or {}).get("uid")
+    return [p for p in kube.items("pods", "-l", f"{JOB_LABEL}={rec['id']}", what="kubectl get pods")
+            if not uid or any(o.get("uid") == uid for o in p["metadata"].get("ownerReferences") or [])]
+
+
+def read_logs(rec: dict, *, tail: int | None = None) -> tuple[str, str]:
+    """(text, source): the pods' logs ("live") or, once the pods are gone, the copy saved at the end ("saved")."""
+    kube = Kubectl.for_record(rec)
+    tail = tail if tail is not None else int(pins.resolve("kubernetes.logs_tail"))
+    pods = _live_pods(kube, rec)
+    if pods:
+        return format_logs(kube, pods, tail), "live"
+    saved = records.artifact_dir(rec["id"]) / "logs.txt"
+    if saved.exists():
+        lines = (fsio.read_regular(saved, "saved logs", follow_links=False) or b"").decode(
+            "utf-8", "replace").splitlines(keepends=True)
+        return "".join(lines[-tail:]), "saved"
+    kept = volume_logs(kube, rec, tail)
+    if kept:
+        return kept, "volume"
+    raise TaoError(f"job {rec['id']} has no pods (not started, or deleted by TTL), no saved logs and no output "
+                   "copy on a results volume")
+
+
+#: Prints the last N lines of every <pod>.log the job kept in its results folder.
+_READ_LOGS = ('for f in "$1"/*.log; do [ -f "$f" ] || continue; echo "==> ${f##*/} <=="; tail -n "$2" "$f"; done')
+
+
+def volume_logs(kube: Kubectl, rec: dict, tail: int) -> str | None:
+    """The output copy the job appended to ``<results folder>/logs`` (read by a short helper Job), or None."""
+    from . import volume_job
+
+    path = records.artifact_dir(rec["id"]) / SPEC_FILE
+    if not path.is_file():
+        return None
+    spec = safeparse.json_value(fsio.read_regular(path, "saved job spec", follow_links=False) or b"", f"saved job spec {path}")
+    if not isinstance(spec, dict):
+        return None
+    if spec.get("storage_tier", "A") != "A" or not spec.get("log_copy", True):
+        return None
+    folder = resultsmod.plan(spec).for_job(rec["id"]).pod_folder
+    if not folder:
+        return None
+    _, text = volume_job.run(kube, spec, ["/bin/sh", "-c", _READ_LOGS, "tao-logs", f"{folder}/{render.LOG_COPY_DIR}",
+                                          str(tail)], purpose="reading the logs kept on the results volume")
+    return text or None
+
+
+def follow_logs(rec: dict, *, emit: Callable[[str, str], None], tail: int | None = None) -> int:
+    """Hand every pod's output (rank-prefixed) to ``emit("pods", text)`` until the pods end; kubectl's exit code."""
+    kube = Kubectl.for_record(rec)
+    tail = tail if tail is not None else int(pins.resolve("kubernetes.logs_tail"))
+    pods = _live_pods(kube, rec)
+    if not pods:
+        text, _ = read_logs(rec, tail=tail)
+        emit("pods", text)
+        return 0
+    nodes = int((rec.get("backend") or {}).get("nodes") or len(pods))
+    return kube.stream("logs", "-l", f"{JOB_LABEL}={rec['id']}", "--follow", "--prefix", "--all-containers=true",
+                       f"--tail={tail}", f"--max-log-requests={max(2 * nodes + 2, 5)}",
+                       on_text=lambda text: emit("pods", text))

@@ -1,0 +1,345 @@
+"""submit on Kubernetes: the hooks the core's submit runs (plan, check, launch, adopt) and the dry run.
+
+plan renders the manifests once, with the job's final id and names, before any
+cluster call (a bad spec costs nothing). check reads the cluster: GPU
+capacity, server version, RBAC, a server dry-run of the manifests and the
+job's input paths; a refusal leaves no record. launch creates the Job first,
+then its Secrets (on stdin), Service and ConfigMap already owned by it, so the
+garbage collector removes them with the Job.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+from .. import fsio, names, pins, records, redact
+from ..contract import Gate, Launch, Plan, SubmitOptions
+from ..errors import TaoError
+from . import JOB_LABEL, credentials, gates, render
+from .objects import delete_options, find_jobs, owned_by
+from . import results as resultsmod
+from .kubectl import Kubectl
+from .logs import SPEC_FILE
+
+@dataclass
+class KubePlan(Plan):
+    """A Kubernetes submit's decisions: where, with which credentials, and the manifests (rendered once)."""
+
+    kube: Kubectl | None = None
+    objs: list[dict] = field(default_factory=list)
+    creds: dict = field(default_factory=dict)
+    ngc_key: str | None = None
+    config: dict | None = None
+    pod_folder: str | None = None
+    require_free: bool = False
+
+
+def target(opts: SubmitOptions, rec: dict | None) -> Kubectl:
+    """Where to submit: the record's own namespace/context when finishing one (an explicit other one is
+    refused, so its Job is found there, never created twice), else the flags or the environment."""
+    if rec is not None and (rec.get("backend") or {}).get("namespace"):
+        mine = Kubectl.for_record(rec)
+        if (opts.namespace or opts.context) and (Kubectl(opts.namespace, opts.context).namespace, opts.context or None) \
+                != (mine.namespace, mine.context or None):
+            raise TaoError(f"record {rec['id']} was submitted to namespace {mine.namespace} (context "
+                           f"{mine.context or 'the current one'}): resume it without --namespace/--context, so "
+                           "its Job is found there, never created twice")
+        return mine
+    return Kubectl(opts.namespace, opts.context)
+
+
+def plan(spec: dict, opts: SubmitOptions, rec: dict | None) -> KubePlan:
+    """Credentials read, names chosen, manifests rendered and linted: no cluster call yet."""
+    kube = target(opts, rec)
+    creds = credentials.collect_credentials(opts.secret_env, opts.secrets_file)
+    ngc_key = None
+    if opts.ngc_pull_secret:
+        credentials.check_ngc_key()
+        ngc_key = os.environ.get("NGC_KEY")
+    arch, action = spec.get("network_arch") or "custom", spec.get("action") or "run"
+    jid = rec["id"] if rec is not None else names.mint_job_id(arch, action)
+    config = dict(opts.config) if opts.config is not None else None
+    objs = render.render_manifests(spec, job_id=jid, namespace=kube.namespace, name=render.job_name_for(jid),
+                                   cred_secret=render.cred_secret_name(jid) if creds else None,
+                                   pull_secrets=[render.pull_secret_name(jid)] if ngc_key else [], config=config)
+    _lint(objs, "the job spec")
+    results = resultsmod.plan(spec, staging=render.staging_dir(spec))
+    return KubePlan(spec=spec, image=spec["image"], network_arch=arch, action=action,
+                    storage_tier=spec.get("storage_tier", "A"), results_dir=results.folder,
+                    nodes=int(spec.get("nodes", 1)), job_id=jid,
+                    backend={"namespace": kube.namespace, "context": kube.context or ""},
+                    kube=kube, objs=objs, creds=creds, ngc_key=ngc_key, config=config,
+                    pod_folder=results.for_job(jid).pod_folder, require_free=opts.require_free)
+
+
+def check(p: KubePlan, gate: Gate) -> None:
+    """The read-only checks, cheapest first; the server's dry-run verdict on the very manifests launched."""
+    from . import inputs as inputsmod
+
+    kube = p.kube
+    assert kube is not None
+    gate.lines.append(capacity_gate(kube, p.spec, require_free=p.require_free))
+    retry, retry_line = version_gate(kube, p.nodes)
+    gate.lines.append(retry_line)
+    if not retry:
+        p.objs = render.without_disruption_retry(p.objs)
+    input_paths = inputsmod.paths(p.spec, p.pod_folder).all if p.spec.get("check_inputs", True) else []
+    permission_gate(kube, needed_permissions(p.spec, creds=bool(p.creds or p.ngc_key), config=bool(p.config),
+                                             inputs=bool(input_paths)))
+    _server_check(kube, p.objs)
+    if input_paths:  # test -e next to the volumes, before a record or a GPU
+        gate.lines.append(inputsmod.check(kube, p.spec, p.pod_folder))
+
+
+def launch(p: KubePlan, rec: dict) -> Launch:
+    """Create the Job, then what it owns; a failure deletes the Job (its owned objects go with it)."""
+    kube = p.kube
+    assert kube is not None
+    jid = rec["id"]
+    # the spec (secret-free: linted) stays with the record: logs reads the volume copy through it
+    fsio.write_private(records.artifact_dir(jid) / SPEC_FILE, json.dumps(p.spec, sort_keys=True) + "\n")
+    name = render.job_name_for(jid)
+    cred_name = render.cred_secret_name(jid) if p.creds else None
+    pull_name = render.pull_secret_name(jid) if p.ngc_key else None
+    job: dict = {}
+    owned: list[tuple[str, str]] = []
+    try:
+        # the Job first: its UID owns everything else, which is then created owned (create is the only verb)
+        (job,) = kube.apply([render.find(p.objs, "Job")], create=True)
+        if cred_name:
+            credentials.create_secret(kube, owned_by(credentials.secret_object(cred_name, kube.namespace, jid,
+                                                                               p.creds), job))
+            owned.append(("secret", cred_name))
+        if pull_name:
+            credentials.create_secret(kube, owned_by(credentials.pull_secret_object(
+                pull_name, kube.namespace, jid, p.ngc_key or ""), job))
+            owned.append(("secret", pull_name))
+        rest = [owned_by(o, job) for o in p.objs if o.get("kind") in ("Service", "ConfigMap")]
+        made = kube.apply(rest, create=True) if rest else []
+        owned += [(o["kind"].lower(), o["metadata"]["name"]) for o in made]
+        if p.config:
+            _verify_config(made)
+    except TaoError:
+        if job.get("metadata", {}).get("uid"):  # the owned objects go with it (garbage collector)
+            kube.run("delete", "--raw", f"/apis/batch/v1/namespaces/{kube.namespace}/jobs/{name}", "-f", "-",
+                     stdin=json.dumps(delete_options(job["metadata"]["uid"], "Background")), check=False)
+        raise
+    return launched(kube, job, owned, reconciled=False)
+
+
+def launched(kube: Kubectl, job: dict, owned: list[tuple[str, str]], *, reconciled: bool,
+             error: str | None = None) -> Launch:
+    """What the record keeps of a created (or adopted) Job."""
+    meta = job.get("metadata") or {}
+    ref = f"{kube.namespace}/{meta.get('name')}"
+    backend = {"uid": meta.get("uid"), "namespace": kube.namespace, "name": meta.get("name"),
+               "context": kube.context or "", "owned": ",".join(f"{k}/{n}" for k, n in owned),
+               "nodes": (job.get("spec") or {}).get("parallelism") or 1}
+    return Launch(ref, backend, "reconciled with the existing Job" if reconciled else "Job created",
+                  details={"uid": meta.get("uid"), "reconciled": reconciled, "namespace": kube.namespace,
+                           "context": kube.context, "name": meta.get("name")}, error=error)
+
+
+def adopt(p: KubePlan, rec: dict, gate: Gate) -> Launch | None:
+    """A record being finished whose Job exists (found by its job-id label): adopt it, never create twice."""
+    assert p.kube is not None
+    existing = find_jobs(p.kube, rec["id"])
+    return _adopt(p.kube, rec, existing[0], p.spec, p.creds, p.ngc_key, p.config, gate) if existing else None
+
+
+def capacity_gate(kube: Kubectl, spec: dict, *, require_free: bool = False) -> str:
+    """Allocatable and free GPUs on schedulable nodes (see :mod:`gates`); returns the figures line.
+    Without permission to list nodes the gate cannot judge: it says so and lets the submit go on."""
+    gpus, nodes = int(spec.get("gpus", 1)), int(spec.get("nodes", 1))
+    try:
+        node_items = kube.items("nodes", what="kubectl get nodes")
+    except TaoError as exc:
+        if "Forbidden" not in str(exc) and "forbidden" not in str(exc):
+            raise
+        if require_free:
+            raise TaoError("--require-free needs to list nodes, which you may not"
+                           f"{' (context ' + kube.context + ')' if kube.context else ''}: ask the cluster admin for "
+                           "get/list on nodes, or submit without --require-free") from None
+        return (f"warning: not checked: you may not list nodes, so the GPU capacity is unknown; a Job that can "
+                f"never fit {gpus} nvidia.com/gpu x {nodes} would wait forever (tao_k8s.py status shows why)")
+    res = kube.run("get", "pods", "--all-namespaces", "-o", "json",
+                   "--field-selector=status.phase!=Succeeded,status.phase!=Failed", check=False,
+                   what="kubectl get pods --all-namespaces")
+    note = ""
+    if res.ok:
+        pods = json.loads(res.stdout).get("items") or []
+    else:  # no cluster-wide pod read (RBAC): count what this namespace uses, and say so
+        res = kube.run("get", "pods", "-o", "json", "--field-selector=status.phase!=Succeeded,status.phase!=Failed",
+                       check=False, what="kubectl get pods")
+        pods = json.loads(res.stdout).get("items") or [] if res.ok else []
+        where = f"outside namespace {kube.namespace}" if res.ok else "in any namespace"
+        note = f" (pods {where} are not visible to you: their GPUs are not subtracted)"
+    figures = gates.node_gpus(node_items, pods, node_selector=spec.get("node_selector"),
+                              tolerations=spec.get("tolerations"))
+    return gates.check_capacity(figures, gpus, nodes, require_free=require_free) + note
+
+
+def version_gate(kube: Kubectl, nodes: int) -> tuple[bool, str]:
+    """The server version decides two things: multi-node needs ``min_version_multinode`` (refused
+    below it); podFailurePolicy (disruptions retried) needs ``min_version_pod_failure_policy``, below
+    which the Job gets backoffLimit 0. Returns (retry disruptions?, the line for the gate report)."""
+    found = gates.server_version(kube.json("version", what="kubectl version"))
+    if nodes > 1:
+        gates.check_version(found, pins.resolve("kubernetes.min_version_multinode"))
+    retry = gates.at_least(found, pins.resolve("kubernetes.min_version_pod_failure_policy"))
+    limit = int(pins.resolve("kubernetes.disruption_retries"))
+    if not retry:
+        line = f"server {found[0]}.{found[1]} has no podFailurePolicy: no retry (backoffLimit 0)"
+    elif nodes > 1:
+        line = ("a pod disruption (drain, preemption, eviction) fails the multi-node Job at once (a replaced rank "
+                "cannot rejoin the others), as does a non-zero exit")
+    else:
+        line = (f"pod disruptions (drain, preemption, eviction) retried up to {limit} times, a non-zero exit fails "
+                "at once")
+    return retry, line
+
+
+def needed_permissions(spec: dict, *, creds: bool, config: bool, inputs: bool = False) -> list[tuple[str, str]]:
+    """Exactly what submit does: ``create`` of the Job and of each owned kind it uses; with inputs to check,
+    the reads of the check Job's pod and its output."""
+    kinds = ["jobs"] + (["secrets"] if creds else []) + (["services"] if int(spec.get("nodes", 1)) > 1 else []) \
+        + (["configmaps"] if config else [])
+    return [("create", k) for k in kinds] + ([("list", "pods"), ("get", "pods/log")] if inputs else [])
+
+
+def permission_gate(kube: Kubectl, wanted: list[tuple[str, str]]) -> None:
+    """``kubectl auth can-i`` for each (verb, resource) submit will use; one line naming what is missing."""
+    missing = [f"{verb} {r}" for verb, r in wanted if not kube.can_i(verb, r)]
+    if missing:
+        raise TaoError(
+            f"you may not {', '.join(missing)} in namespace {kube.namespace}"
+            f"{' (context ' + kube.context + ')' if kube.context else ''}: ask for a Role that allows it or pick another namespace"
+        )
+
+
+def preview(spec: dict, *, namespace: str, job_id: str, secret_env: list[str] | tuple[str, ...] = (),
+            secrets_file: str | None = None, ngc_pull_secret: bool = False, config: dict | None = None) -> list[dict]:
+    """What submit creates, in its order (the Job, its Secrets, then Service/ConfigMap): the same Secret
+    names and references (envFrom, imagePullSecrets), every Secret value masked. Contacts nothing; no
+    value is read from the environment (only that the variables are set) and of a secrets file only
+    the keys are kept."""
+    names = credentials.credential_names(secret_env, secrets_file)
+    if ngc_pull_secret:
+        credentials.check_ngc_key()
+    cred_name = render.cred_secret_name(job_id) if names else None
+    pull_name = render.pull_secret_name(job_id) if ngc_pull_secret else None
+    objs = render.render_manifests(spec, job_id=job_id, namespace=namespace, cred_secret=cred_name,
+                                   pull_secrets=[pull_name] if pull_name else [], config=config)
+    _lint(objs, "the job spec")
+    secrets = [credentials.masked(credentials.secret_object(cred_name, namespace, job_id, dict.fromkeys(names, "")))] if cred_name else []
+    if pull_name:
+        secrets.append(credentials.masked(credentials.pull_secret_object(pull_name, namespace, job_id, "")))
+    job = render.find(objs, "Job")
+    return [job, *secrets, *[o for o in objs if o is not job]]
+
+
+def _lint(objs: list[dict], what: str) -> None:
+    """The secret lint (redact_secrets.py rules) over the manifest text; the value is never echoed."""
+    findings = redact.lint_objects(objs, what)
+    if findings:
+        raise TaoError(f"{what} holds what looks like a secret ({findings[0].rule} at manifest line "
+                       f"{findings[0].line}): pass credentials with --secret-env/--secrets-file, never in env")
+
+
+def _server_check(kube: Kubectl, objs: list[dict]) -> None:
+    """Server dry-run of the spec preview: a missing namespace or a field the API rejects is refused
+    before the record opens (nothing to clean up, no ERROR record for a typo)."""
+    try:
+        kube.apply(objs, dry_run=True, create=True)
+    except TaoError as exc:
+        text = str(exc)
+        if f'namespaces "{kube.namespace}" not found' in text:
+            where = f" in context {kube.context}" if kube.context else ""
+            raise TaoError(f"namespace {kube.namespace} does not exist{where}: set TAO_K8S_NAMESPACE (or --namespace) "
+                           f"to an existing one, or ask for it to be created") from None
+        raise
+
+
+def _referenced_secrets(job: dict) -> set[str]:
+    """Secret names the Job's pods need (envFrom and imagePullSecrets): missing ones stop its pods."""
+    pod = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+    out = {p.get("name") for p in pod.get("imagePullSecrets") or []}
+    for c in (pod.get("containers") or []) + (pod.get("initContainers") or []):
+        out |= {(e.get("secretRef") or {}).get("name") for e in c.get("envFrom") or []}
+    return {n for n in out if n}
+
+
+def _create_missing(kube: Kubectl, obj: dict) -> bool:
+    """``kubectl create`` one object; one that exists already (a race with another resume) is left as it is."""
+    res = kube.run("create", "-f", "-", "-o", "json", stdin=json.dumps(obj), check=False,
+                   what=f"kubectl create {obj['kind'].lower()}")
+    if res.ok:
+        return True
+    if "AlreadyExists" in res.stderr or "already exists" in res.stderr:
+        return False
+    last = res.stderr.strip().splitlines()[-1] if res.stderr.strip() else "no output"
+    raise TaoError(f"creating {obj['kind']} {obj['metadata']['name']} failed: {last}")
+
+
+def _adopt(kube: Kubectl, rec: dict, job: dict, spec: dict, creds: dict, ngc_key: str | None, config: dict | None,
+           gate: Gate) -> Launch:
+    """A resumed submit found its Job: create the owned objects it lacks (a submit that died between
+    the Job and its Service/ConfigMap/Secrets); never create a second Job. The record is bound to it even
+    when a Secret it needs cannot be made again (``Launch.error`` then says what to do)."""
+    jid = rec["id"]
+    ns = kube.namespace
+    name = (job.get("metadata") or {}).get("name") or render.job_name_for(jid)
+    wanted = _referenced_secrets(job)
+    cred_name, pull_name = render.cred_secret_name(jid), render.pull_secret_name(jid)
+    existing: dict[str, set[str]] = {}
+    for kind in ("secret", "service", "configmap"):
+        existing[kind] = {o["metadata"]["name"] for o in kube.items(kind + "s", "-l", f"{JOB_LABEL}={jid}")}
+    # credentials given again: (re)create the per-job Secrets (one deleted by hand leaves the pod in
+    # CreateContainerConfigError); the object names are the ones the Job already references
+    if creds:
+        credentials.create_secret(kube, owned_by(credentials.secret_object(cred_name, ns, jid, creds), job))
+        existing["secret"].add(cred_name)
+    if ngc_key:
+        credentials.create_secret(kube, owned_by(credentials.pull_secret_object(pull_name, ns, jid, ngc_key), job))
+        existing["secret"].add(pull_name)
+    objs = render.render_manifests(spec, job_id=jid, namespace=ns, name=name,
+                                   cred_secret=cred_name if (creds or cred_name in wanted) else None,
+                                   pull_secrets=[pull_name] if (ngc_key or pull_name in wanted) else [],
+                                   config=config)
+    made = []
+    for obj in objs:
+        kind = obj.get("kind", "").lower()
+        if kind in ("service", "configmap") and obj["metadata"]["name"] not in existing[kind]:
+            if _create_missing(kube, owned_by(obj, job)):
+                made.append(obj)
+            existing[kind].add(obj["metadata"]["name"])
+    owned = [(kind, n) for kind in ("secret", "service", "configmap") for n in sorted(existing[kind])]
+    gate.lines.append("skipped: the Job already exists")
+    if made:
+        gate.lines.append("created what it lacked: " + ", ".join(f"{o['kind']} {o['metadata']['name']}" for o in made))
+    lacking = sorted(wanted - existing["secret"])
+    error = None
+    if cred_name in lacking:
+        error = (f"the Job's Secret {cred_name} is missing and its pods cannot start: resume again with the "
+                 "same --secret-env/--secrets-file as the first submit")
+    elif pull_name in lacking:
+        error = (f"the Job's pull Secret {pull_name} is missing and its pods cannot start: export NGC_KEY and "
+                 "resume again with --ngc-pull-secret")
+    elif config is None and any(v.get("configMap") for v in ((job.get("spec") or {}).get("template") or {})
+                                .get("spec", {}).get("volumes") or []) \
+            and render.config_map_name(jid) not in existing["configmap"]:
+        error = (f"the Job's ConfigMap {render.config_map_name(jid)} is missing and its pods cannot start: "
+                 "resume again with the same config file as the first submit")
+    return launched(kube, job, owned, reconciled=True, error=error)
+
+
+def _verify_config(made: list[dict]) -> None:
+    """Check the content hash of the ConfigMap the server stored (what the pod mounts is what was staged)."""
+    cm = render.find(made, "ConfigMap")
+    if not cm:
+        return
+    want = (cm["metadata"].get("annotations") or {}).get(render.CONFIG_SHA_ANNOTATION)
+    got = [render.sha256_text(v) for v in (cm.get("data") or {}).values()]
+    if want not in got:
+        raise TaoError(f"ConfigMap {cm['metadata']['name']} content does not match sha256 {want}: re-submit")
