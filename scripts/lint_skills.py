@@ -10,7 +10,11 @@ lint planted copies this way).
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+
+# The dev tooling lives beside scripts/ (devtools/), outside the runtime package taobank.
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 from taobank import BANK_ROOT
 from taobank.cli import print_json, run_main
@@ -25,7 +29,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--json", action="store_true", help="print problems as JSON")
     args = parser.parse_args(argv)
 
-    from taobank.skill_lint import RULES, lint
+    from devtools.skill_lint import RULES, lint
 
     if args.rules:
         for rule, text in RULES.items():

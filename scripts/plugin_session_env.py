@@ -49,7 +49,7 @@ def codex_home() -> Path:
 def bank_identity(root: Path = ROOT) -> tuple[str, str]:
     """(name, version) of this bank, from its versions.yaml."""
     sys.path.insert(0, str(root / "scripts"))
-    from taobank.plugin_manifests import bank_identity as identity
+    from taobank.plugin_identity import bank_identity as identity
 
     ident = identity(root)
     return ident["name"], ident["version"]

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
+# The dev tooling lives beside scripts/ (devtools/), outside the runtime package taobank.
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
+
+from devtools.stamp import DEFAULT_PATHS, RULE
 from taobank.cli import print_json, run_main
-from taobank.stamp import DEFAULT_PATHS, RULE
 
 
 def main(argv: list[str]) -> int:
@@ -22,7 +27,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--json", action="store_true", help="print the drift list as JSON")
     args = ap.parse_args(argv)
 
-    from taobank.stamp import stamp
+    from devtools.stamp import stamp
 
     drifts = stamp(args.paths or DEFAULT_PATHS, check=args.check)
     if args.json:

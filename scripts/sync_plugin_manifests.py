@@ -12,11 +12,16 @@ versions.yaml (bank.name, bank.version) and add a CHANGELOG.md entry.
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
+# The dev tooling lives beside scripts/ (devtools/), outside the runtime package taobank.
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
+
+from devtools.plugin_manifests import differences, write
 from taobank import BANK_ROOT
 from taobank.cli import run_main
 from taobank.errors import TaoError
-from taobank.plugin_manifests import differences, write
 
 
 def main(argv: list[str]) -> int:

@@ -18,7 +18,7 @@ python3 -m pip install -q --disable-pip-version-check -r requirements-dev.txt
 # tests/clients drive the real Claude Code and Codex CLIs: the versions pinned in
 # versions.yaml (agent_clients), installed once under ~/.cache/tao-skill-bank/npm/.
 step "agent CLIs from npm"
-(cd scripts && python3 -m taobank.agent_clients install)
+python3 -m devtools.agent_clients install
 
 started=()
 cleanup() {

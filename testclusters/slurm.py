@@ -25,7 +25,6 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from taobank import pins
 from taobank.errors import TaoError
 from taobank.run import run
 from . import apt

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from taobank import agent_clients, pins
+from devtools import agent_clients
+from taobank import pins
 
 BANK = Path(__file__).resolve().parents[2]
 NAME = str(pins.resolve("bank.name"))
@@ -31,7 +32,7 @@ def skill_names(root: Path = BANK) -> list[str]:
 def binary(key: str) -> Path:
     c = agent_clients.client(key)
     if not c.installed():
-        pytest.fail(f"{c.spec} is not installed under {c.prefix}: run 'bash scripts/test.sh' (or: cd scripts && python3 -m taobank.agent_clients install)", pytrace=False)
+        pytest.fail(f"{c.spec} is not installed under {c.prefix}: run 'bash scripts/test.sh' (or, from the bank root: python3 -m devtools.agent_clients install)", pytrace=False)
     return c.binary
 
 

@@ -20,8 +20,8 @@ from client_harness import (
     skill_names,
 )
 
-from taobank.plugin_manifests import SESSION_HOOK
-from taobank.skill_lint import BANK_CHECK_LINE, BANK_LINE
+from devtools.plugin_manifests import SESSION_HOOK
+from devtools.skill_lint import BANK_CHECK_LINE, BANK_LINE
 
 SKILLS = skill_names()
 

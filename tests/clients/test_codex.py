@@ -21,8 +21,8 @@ from client_harness import (
     skill_names,
 )
 
-from taobank.plugin_manifests import CODEX_MARKET, CODEX_SHORT_DESCRIPTION
-from taobank.skill_lint import BANK_CHECK_LINE, BANK_LINE
+from devtools.plugin_manifests import CODEX_MARKET, CODEX_SHORT_DESCRIPTION
+from devtools.skill_lint import BANK_CHECK_LINE, BANK_LINE
 
 SKILLS = skill_names()
 

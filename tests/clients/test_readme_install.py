@@ -23,7 +23,7 @@ from client_harness import (
     skill_names,
 )
 
-from taobank.skill_lint import BANK_CHECK_LINE, BANK_LINE
+from devtools.skill_lint import BANK_CHECK_LINE, BANK_LINE
 
 SKILLS = skill_names()
 SECTION = (BANK / "README.md").read_text(encoding="utf-8").split("\n## Installing\n", 1)[1].split("\n## ", 1)[0]

@@ -5,7 +5,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from taobank.skill_lint import code_blocks
+from devtools.skill_lint import code_blocks
 
 BANK = Path(__file__).resolve().parents[2]
 

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 import testclusters.kubernetes as lk
-from taobank.skill_lint import code_blocks
+from devtools.skill_lint import code_blocks
 
 BANK = Path(__file__).resolve().parents[2]
 SKILL = BANK / "skills" / "tao-run-on-kubernetes" / "SKILL.md"
@@ -205,7 +205,7 @@ KUBECTL_CALL = re.compile(r'(?:^|[|;&(]|\$\(|\bthen|\|\|)\s*kubectl\s+(?!config\
 def test_every_kubectl_in_the_skill_docs_carries_namespace_and_context():
     """Pitfall: namespace/context documented but not passed. Every cluster call in a bash block of the
     skill (SKILL.md and references, except the local-cluster guide) carries -n "$NS" and "${KCTX[@]}"."""
-    from taobank.skill_lint import code_blocks  # noqa: PLC0415
+    from devtools.skill_lint import code_blocks  # noqa: PLC0415
 
     docs = [SKILL] + [p for p in sorted((SKILL.parent / "references").glob("*.md")) if p.name != "local-cluster.md"]
     seen, bad = 0, []

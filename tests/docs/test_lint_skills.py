@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from taobank import skill_lint
-from taobank.skill_lint import BANK_CHECK_LINE, BANK_LINE, RULES, lint
+from devtools import skill_lint
+from devtools.skill_lint import BANK_CHECK_LINE, BANK_LINE, RULES, lint
 
 BANK = Path(__file__).resolve().parents[2]
 LINT = BANK / "scripts" / "lint_skills.py"

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from taobank import pins
-from taobank.plugin_manifests import (
+from devtools.plugin_manifests import (
     AGENT_PLUGINS_FIELDS,
     AGENT_PLUGINS_SCHEMA,
     CODEX_SHORT_DESCRIPTION,
@@ -24,7 +23,8 @@ from taobank.plugin_manifests import (
     SHORT_DESCRIPTION_MAX,
     skill_dirs,
 )
-from taobank.skill_lint import BANK_CHECK_LINE, BANK_LINE
+from devtools.skill_lint import BANK_CHECK_LINE, BANK_LINE
+from taobank import pins
 
 BANK = Path(__file__).resolve().parents[2]
 KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")

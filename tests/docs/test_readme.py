@@ -63,7 +63,7 @@ def test_helper_table_names_real_subcommands_and_flags(call):
             assert r.returncode == 0 and sub in top.stdout, f"README: {words[0]} {sub}: {r.stderr.strip()}"
 
 
-PATH_RE = re.compile(r"`((?:skills|scripts|templates|schemas|docs|benchmarks|tests|\.ci|\.claude-plugin|\.codex-plugin)"
+PATH_RE = re.compile(r"`((?:skills|scripts|templates|schemas|docs|benchmarks|tests|testclusters|devtools|\.ci|\.claude-plugin|\.codex-plugin)"
                      r"(?:/[A-Za-z0-9_.-]+)*/?)`")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from taobank import agent_clients
+from devtools import agent_clients
 from taobank.errors import TaoError
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from taobank import stamp
+from devtools import stamp
 
 BANK = Path(__file__).resolve().parents[2]
 STAMP = BANK / "scripts" / "stamp_versions.py"

@@ -16,6 +16,7 @@ import pytest
 
 from taobank import pins
 import testclusters.kubernetes as lk
+from testclusters.kubernetes import cluster_state, control_plane
 
 BUSYBOX = pins.resolve("images.busybox")
 
@@ -301,8 +302,8 @@ def test_up_again_is_a_no_op(k8s_cluster):
 def test_a_daemon_that_cannot_start_is_named_with_its_log(k8s_cluster, tmp_path, monkeypatch):
     """A broken start fails with one line naming the daemon and its log, and leaves nothing running."""
     monkeypatch.setenv("TAO_LOCAL_CLUSTER_DIR", str(tmp_path))
-    real = lk._apiserver_argv
-    monkeypatch.setattr(lk, "_apiserver_argv", lambda exe, ports: real(exe, ports) + ["--no-such-flag"])
+    real = control_plane._apiserver_argv
+    monkeypatch.setattr(control_plane, "_apiserver_argv", lambda exe, ports: real(exe, ports) + ["--no-such-flag"])
     with pytest.raises(lk.TaoError) as err:
         lk.up()
     msg = str(err.value)
@@ -320,7 +321,7 @@ def test_private_cluster_up_noop_down_up_down(k8s_cluster, tmp_path, monkeypatch
     monkeypatch.setenv("TAO_LOCAL_CLUSTER_DIR", str(tmp_path))
     try:
         env = lk.up()
-        cluster = lk._load_cluster()
+        cluster = cluster_state._load_cluster()
         exes, bridge = cluster["exes"], cluster["net"]["bridge"]
         assert set(exes) == set(lk.all_daemons())
         assert env["KUBECONFIG"] == str(tmp_path / "kubernetes" / "admin.kubeconfig")

@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .deps import require
+from taobank.deps import require
 
 RULES: dict[str, str] = {
     "frontmatter": "SKILL.md starts with a '---' YAML mapping holding only name, description, license, compatibility (1-500 chars), metadata (strings to strings), allowed-tools",

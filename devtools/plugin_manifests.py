@@ -14,13 +14,10 @@ Claude Code's default ``strict`` mode reads the plugin's own manifest).
 from __future__ import annotations
 
 import json
-import os
 import re
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
-from . import pins
+from taobank.plugin_identity import bank_identity
 
 ROOT_MANIFEST = "plugin.json"
 CLAUDE_PLUGIN = ".claude-plugin/plugin.json"
@@ -55,26 +52,6 @@ def load_json(path: Path) -> dict:
 
 def dump_json(obj: dict) -> str:
     return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
-
-
-@contextmanager
-def versions_of(root: Path) -> Iterator[None]:
-    """Point taobank.pins at ``root``'s versions.yaml for the duration (a copy of the bank works)."""
-    old = os.environ.get(pins.VERSIONS_ENV)
-    os.environ[pins.VERSIONS_ENV] = str(root / "versions.yaml")
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop(pins.VERSIONS_ENV, None)
-        else:
-            os.environ[pins.VERSIONS_ENV] = old
-
-
-def bank_identity(root: Path) -> dict[str, str]:
-    """``{"name", "version"}`` from ``root``'s versions.yaml ``bank`` section."""
-    with versions_of(root):
-        return {"name": str(pins.resolve("bank.name")), "version": str(pins.resolve("bank.version"))}
 
 
 def expected(root: Path, source: dict | None = None, bank: dict[str, str] | None = None) -> dict[str, dict]:
@@ -128,7 +105,7 @@ def expected(root: Path, source: dict | None = None, bank: dict[str, str] | None
 
 def differences(root: Path) -> list[tuple[str, int, str]]:
     """(file, line, message) for every manifest that is missing or differs from :func:`expected`."""
-    from .errors import TaoError
+    from taobank.errors import TaoError
 
     try:
         src = load_json(root / ROOT_MANIFEST)
@@ -205,7 +182,7 @@ def _diff(have: object, want: object, where: str, bank: dict[str, str]) -> list[
     if leaf == "$schema":
         origin = "Agent Plugins 1.0.0"
     elif origin is None:
-        origin = "plugin.json" if leaf in AGENT_PLUGINS_FIELDS or label.startswith(("owner", "metadata")) else "scripts/taobank/plugin_manifests.py"
+        origin = "plugin.json" if leaf in AGENT_PLUGINS_FIELDS or label.startswith(("owner", "metadata")) else "devtools/plugin_manifests.py"
     return [(label, f"is {_short(have)}, expected {_short(want)} (from {origin})")]
 
 

@@ -4,8 +4,8 @@ Each pin in versions.yaml ``agent_clients`` (``<package>@<version>``) is
 installed once into ``$TAO_CACHE_DIR/npm/<package>@<version>`` (default
 ``~/.cache/tao-skill-bank``), so a warm CI run only checks a marker file.
 
-  python3 -m taobank.agent_clients install    (from scripts/) install what is missing
-  python3 -m taobank.agent_clients paths      print KEY=BIN for each client
+  python3 -m devtools.agent_clients install    (from the bank root) install what is missing
+  python3 -m devtools.agent_clients paths      print KEY=BIN for each client
 """
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import pins
-from .errors import TaoError
+from taobank import pins
+from taobank.errors import TaoError
 
 #: versions.yaml key -> the executable the package installs.
 BINARIES = {"claude_code": "claude", "codex": "codex"}
@@ -104,11 +104,11 @@ def main(argv: list[str]) -> int:
         for c in clients():
             print(f"{c.key}={c.binary}")
         return 0
-    print("usage: python3 -m taobank.agent_clients install|paths", file=sys.stderr)
+    print("usage: python3 -m devtools.agent_clients install|paths", file=sys.stderr)
     return 2
 
 
 if __name__ == "__main__":
-    from .cli import run_main
+    from taobank.cli import run_main
 
     run_main(main)

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from . import BANK_ROOT, pins
-from .errors import TaoError
+from taobank import BANK_ROOT, pins
+from taobank.errors import TaoError
 
 RULE = """\
 Which literal is the pin: take the text before the marker, minus the comment
