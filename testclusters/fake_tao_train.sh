@@ -45,10 +45,11 @@ status=$status_dir/status.json
 steps_per_epoch=10
 
 # TAO writes "3/7/2025" and "9:5:3": date's padded fields with one leading zero dropped
-# (no %-m, which not every date supports).
+# (no %-m, which not every date supports). FAKE_TAO_NOW="MM DD YYYY HH MM SS" stands in for
+# the clock in tests (busybox sh runs its own date applet whatever PATH says).
 stamp() {
-  # shellcheck disable=SC2046 # word splitting of date's output is the point
-  set -- $(date '+%m %d %Y %H %M %S')
+  # shellcheck disable=SC2046,SC2086 # word splitting of the six fields is the point
+  set -- ${FAKE_TAO_NOW:-$(date '+%m %d %Y %H %M %S')}
   printf '"date": "%s/%s/%s", "time": "%s:%s:%s"' "${1#0}" "${2#0}" "$3" "${4#0}" "${5#0}" "${6#0}"
 }
 

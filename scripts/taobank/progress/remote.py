@@ -44,7 +44,7 @@ done
 exit 0
 '''
 
-_REL = re.compile(r"(?:[^/]+/)?status\.json")
+_REL = re.compile(r"(?:(?!\.\.?/)[^/]+/)?status\.json")  # the glob never yields . or ..
 
 
 def read_argv(results_dir: str) -> list[str]:
