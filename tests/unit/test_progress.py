@@ -15,7 +15,7 @@ import types
 from datetime import datetime, timedelta
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from taobank.errors import TaoError, UsageError
@@ -347,6 +347,31 @@ def test_plotext_5_is_asked_to_upgrade(monkeypatch):
     monkeypatch.setitem(sys.modules, "plotext", types.SimpleNamespace(plot=lambda *a: None, build=lambda: ""))
     with pytest.raises(TaoError, match="plotext 6 or newer: pip install --upgrade plotext"):
         plot_terminal(ROWS)
+
+
+_VALUES = st.lists(st.none() | st.floats() | st.integers(-10**15, 10**15), min_size=1, max_size=12)
+
+
+def _rows_of(values: list) -> list[dict]:
+    return [{"epoch": i, "a": v, "b": -v if isinstance(v, (int, float)) else None} for i, v in enumerate(values)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(_VALUES)
+def test_the_terminal_plot_of_any_values_is_text_or_one_line(values):
+    try:
+        assert isinstance(plot_terminal(_rows_of(values), width=40, height=10), str)
+    except TaoError as exc:
+        assert str(exc).startswith("nothing to plot yet")
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_VALUES)
+def test_the_png_plot_of_any_values_is_a_png_or_one_line(tmp_path, values):
+    try:
+        assert plot_png(_rows_of(values), ["a", "b"], tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
+    except TaoError as exc:
+        assert str(exc).startswith("nothing to plot yet")
 
 
 def test_no_nan_reaches_the_plots():

@@ -17,6 +17,8 @@ from .statusfile import is_finite_number
 
 #: Marker characters told apart without colour (one per KPI, in turn).
 _MARKERS = "*+ox#@%&"
+#: Values beyond this magnitude are left out like NaN: a diverged KPI, and the plot libraries overflow near 1e308.
+MAX_PLOTTED = 1e100
 
 
 def _optional(module: str, package: str, why: str) -> Any:
@@ -27,17 +29,19 @@ def _optional(module: str, package: str, why: str) -> Any:
 
 
 def _lines(rows: Sequence[Row], kpis: Sequence[str] | None) -> list[tuple[str, list[int], list[float]]]:
-    """(name, xs, ys) of each chosen KPI, finite points only; one-line TaoError when nothing can be drawn."""
+    """(name, xs, ys) of each chosen KPI, finite points within MAX_PLOTTED only; one-line TaoError when nothing
+    can be drawn."""
     names = list(kpis) if kpis else kpi_names(rows)
     require_kpis(rows, names)
     key = key_column(rows)
     out = []
     for name in names:
-        points = [(row[key], row[name]) for row in rows if is_finite_number(row.get(name))]
+        points = [(row[key], row[name]) for row in rows
+                  if is_finite_number(row.get(name)) and abs(row[name]) <= MAX_PLOTTED]
         if points:
             out.append((name, [x for x, _ in points], [float(y) for _, y in points]))
     if not out:
-        raise TaoError(f"nothing to plot yet: {', '.join(names)} has no finite value")
+        raise TaoError(f"nothing to plot yet: {', '.join(names)} has no finite value within ±{MAX_PLOTTED:g}")
     return out
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..errors import TaoError
@@ -41,9 +41,9 @@ _STATUS = re.compile(r"[A-Za-z_]{1,32}")
 Number = int | float
 
 
-@dataclass(frozen=True)
-class Event:
-    """One status line, cleaned: absent or unusable fields are None."""
+@dataclass
+class Fields:
+    """What a status line says of a training; absent or unusable values are None."""
 
     status: str | None = None
     message: str | None = None
@@ -51,9 +51,22 @@ class Event:
     max_epoch: int | None = None
     step: int | None = None
     max_step: int | None = None
+    #: seconds
     eta: float | None = None
+    #: seconds
     time_per_epoch: float | None = None
+    #: KPI name -> value, in the order first written
     kpis: dict[str, Number] = field(default_factory=dict)
+
+
+#: The fields of :class:`Fields` that a later line overrides only when it writes them.
+_CARRIED = ("epoch", "max_epoch", "step", "max_step", "eta", "time_per_epoch")
+
+
+@dataclass
+class Event(Fields):
+    """One status line, cleaned."""
+
     #: ``date`` and ``time`` as TAO wrote them ("3/7/2025 9:5:3"; local clock, no zone)
     stamp: str | None = None
 
@@ -241,21 +254,10 @@ def parse(text: str | bytes | None) -> StatusLog:
 
 
 @dataclass
-class Progress:
-    """Where the latest run stands: each field is the last value written in that run (None: never written)."""
+class Progress(Fields):
+    """Where the latest run stands: each field is the last value written in that run (None: never written);
+    ``kpis`` holds the latest value of each KPI."""
 
-    status: str | None = None
-    message: str | None = None
-    epoch: int | None = None
-    max_epoch: int | None = None
-    step: int | None = None
-    max_step: int | None = None
-    #: seconds
-    eta: float | None = None
-    #: seconds
-    time_per_epoch: float | None = None
-    #: the latest value of each KPI, in the order first written
-    kpis: dict[str, Number] = field(default_factory=dict)
     #: ``date time`` of the last line, as TAO wrote it (local clock of the trainer, no zone)
     last_update: str | None = None
 
@@ -264,9 +266,9 @@ class Progress:
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as strict JSON values (a NaN KPI becomes "nan")."""
-        return {"status": self.status, "message": self.message, "epoch": self.epoch, "max_epoch": self.max_epoch,
-                "step": self.step, "max_step": self.max_step, "eta": self.eta, "time_per_epoch": self.time_per_epoch,
-                "kpis": {k: json_number(v) for k, v in self.kpis.items()}, "last_update": self.last_update}
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["kpis"] = {k: json_number(v) for k, v in self.kpis.items()}
+        return out
 
     def line(self) -> str:
         """One compact line: ``epoch 3/10 eta 0:12:30 train_loss=0.412 mAP=0.31`` ("" when nothing is known).
@@ -301,7 +303,7 @@ def progress(log: StatusLog) -> Progress:
     for event in log.latest:
         if event.status is not None:
             out.status, out.message = event.status, event.message
-        for name in ("epoch", "max_epoch", "step", "max_step", "eta", "time_per_epoch"):
+        for name in _CARRIED:
             value = getattr(event, name)
             if value is not None:
                 setattr(out, name, value)
