@@ -38,10 +38,10 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def write_private(path: Path | str, text: str) -> None:
-    """Replace ``path`` atomically with ``text`` (UTF-8), mode 600."""
+def write_private(path: Path | str, text: str | bytes) -> None:
+    """Replace ``path`` atomically with ``text`` (UTF-8, or bytes as they are), mode 600."""
     path = Path(path)
-    tmp = write_temp(path.parent, f".{path.name}.", text.encode("utf-8"))
+    tmp = write_temp(path.parent, f".{path.name}.", text if isinstance(text, bytes) else text.encode("utf-8"))
     try:
         os.replace(tmp, path)
     except BaseException:

@@ -1,0 +1,144 @@
+"""The KPI history of a training, one row per epoch, and its renderings (text table, JSON, CSV) and best().
+
+A row is ``{"epoch": 3, "train_loss": 0.41, "val_loss": None, ...}``: the key
+column first ("step" when the file never wrote an epoch), then every KPI in
+the order first written. A KPI's value at an epoch is the value in effect at
+the last line of that epoch (TAO repeats a KPI until it changes); a line
+without an epoch belongs to the epoch last written before it.
+
+Restarts: each run's rows are taken in file order, and a run replaces every
+earlier row from its own first epoch on; so the rows before a resumed run's
+first epoch are kept, and the latest run's view of an epoch wins. KPI values
+do not carry across runs.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+from typing import Any, Sequence
+
+from ..errors import TaoError, UsageError
+from .statusfile import Event, Number, StatusLog, format_number, is_finite_number, json_number
+
+Row = dict[str, Any]
+
+
+def _key_column(log: StatusLog) -> str | None:
+    if any(e.epoch is not None for e in log.events):
+        return "epoch"
+    if any(e.step is not None for e in log.events):
+        return "step"
+    return None
+
+
+def _run_rows(run: list[Event], key: str) -> dict[int, dict[str, Number]]:
+    rows: dict[int, dict[str, Number]] = {}
+    state: dict[str, Number] = {}
+    current: int | None = None
+    for event in run:
+        state.update(event.kpis)
+        at = getattr(event, key)
+        current = at if at is not None else current
+        if current is not None and (at is not None or event.kpis):
+            rows[current] = dict(state)
+    return rows
+
+
+def series(log: StatusLog) -> list[Row]:
+    """The KPI series by epoch (or by step when no epoch was written), sorted; [] before any progress."""
+    key = _key_column(log)
+    if key is None:
+        return []
+    merged: dict[int, dict[str, Number]] = {}
+    for run in log.runs:
+        rows = _run_rows(run, key)
+        if rows:
+            first = min(rows)
+            merged = {k: v for k, v in merged.items() if k < first}
+            merged.update(rows)
+    names: list[str] = []
+    for values in merged.values():
+        names += [n for n in values if n not in names and n != key]
+    return [{key: k, **{n: merged[k].get(n) for n in names}} for k in sorted(merged)]
+
+
+def key_column(rows: Sequence[Row]) -> str:
+    """"epoch" or "step": the first column of the rows."""
+    return next(iter(rows[0])) if rows else "epoch"
+
+
+def kpi_names(rows: Sequence[Row]) -> list[str]:
+    """The KPI columns of the rows, in order."""
+    return list(rows[0])[1:] if rows else []
+
+
+def require_kpis(rows: Sequence[Row], wanted: Sequence[str]) -> None:
+    """One-line TaoError naming the KPIs that exist when one of ``wanted`` is not among them."""
+    names = kpi_names(rows)
+    missing = [k for k in wanted if k not in names]
+    if not missing:
+        return
+    if not names:
+        raise TaoError(f"no KPI {missing[0]!r}: the status file holds no KPI values yet")
+    raise TaoError(f"no KPI {missing[0]!r} in the status file: it has {', '.join(names)}")
+
+
+def best(rows: Sequence[Row], kpi: str, mode: str = "min") -> Row:
+    """The row where ``kpi`` is lowest (``min``) or highest (``max``); the earliest on a tie, NaN ignored."""
+    if mode not in ("min", "max"):
+        raise UsageError(f"best mode {mode!r} is unknown: use min or max")
+    require_kpis(rows, [kpi])
+    found = [row for row in rows if is_finite_number(row.get(kpi))]
+    if not found:
+        raise TaoError(f"KPI {kpi!r} has no finite value yet (only missing or NaN values)")
+    chooser = min if mode == "min" else max
+    return dict(chooser(found, key=lambda row: row[kpi]))
+
+
+# ---------------------------------------------------------------- renderings
+def to_json(rows: Sequence[Row]) -> list[Row]:
+    """The rows as strict JSON values (NaN/infinite KPIs become "nan"/"inf"/"-inf"): what ``--json`` prints."""
+    return [{k: json_number(v) for k, v in row.items()} for row in rows]
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    return format_number(value, 6)
+
+
+def table(rows: Sequence[Row]) -> str:
+    """An aligned text table, right-aligned columns, "-" where a KPI had no value yet."""
+    if not rows:
+        return "no KPI values in the status file yet"
+    columns = list(rows[0])
+    cells = [columns] + [[_cell(row.get(c)) for c in columns] for row in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
+    return "\n".join("  ".join(text.rjust(w) for text, w in zip(line, widths)).rstrip() for line in cells)
+
+
+def _csv_safe(name: str) -> str:
+    """A header a spreadsheet will not run as a formula (a KPI name is written by the training container)."""
+    return "'" + name if name[:1] in ("=", "+", "-", "@") else name
+
+
+def _csv_value(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float) and not math.isfinite(value):
+        return json_number(value)
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def to_csv(rows: Sequence[Row]) -> str:
+    """The rows as CSV text (header first; an empty cell where a KPI had no value); "" when there are none."""
+    if not rows:
+        return ""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    columns = list(rows[0])
+    writer.writerow([_csv_safe(c) for c in columns])
+    for row in rows:
+        writer.writerow([_csv_value(row.get(c)) for c in columns])
+    return buf.getvalue()

@@ -1,0 +1,167 @@
+"""The shell side of training progress, run for real with /bin/sh (and busybox sh where installed):
+the one-command status reader of taobank.progress.remote, pick(), and the stand-in trainer
+testclusters/fake_tao_train.sh whose output the parser must read."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from taobank.errors import TaoError
+from taobank.progress import READ_STATUS_SH, best, parse, pick, progress, read_argv, series, split_files
+from taobank.progress import remote
+from taobank.progress.statusfile import stamp_key
+
+TRAINER = Path(__file__).resolve().parents[2] / "testclusters" / "fake_tao_train.sh"
+SHELLS = [pytest.param(["/bin/sh"], id="sh"),
+          pytest.param(["busybox", "sh"], id="busybox",
+                       marks=pytest.mark.skipif(not shutil.which("busybox"), reason="busybox is not installed"))]
+
+
+def run_sh(shell: list[str], *argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(shell + list(argv), capture_output=True, text=True, timeout=60, env=env)
+
+
+def read_remote(shell: list[str], results: str) -> dict[str, str]:
+    res = run_sh(shell, *read_argv(results)[1:])
+    assert res.returncode == 0 and res.stderr == ""
+    return split_files(res.stdout)
+
+
+# ---------------------------------------------------------------- the reader
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_reader_prints_the_top_and_every_action_status_file(shell, tmp_path):
+    (tmp_path / "train").mkdir()
+    (tmp_path / "odd name $(touch pwned)").mkdir()
+    (tmp_path / "line\nbreak").mkdir()
+    (tmp_path / "no_status").mkdir()
+    (tmp_path / "status.json").write_text('{"a": 1}\n{"b": 2')  # torn last line, no newline
+    (tmp_path / "train" / "status.json").write_text('{"c": 3}\n#status-file 9 evil/status.json\n|{"x": 1}\n')
+    (tmp_path / "odd name $(touch pwned)" / "status.json").write_text("")
+    (tmp_path / "line\nbreak" / "status.json").write_text("{}\n")
+    files = read_remote(shell, str(tmp_path))
+    assert files == {"status.json": '{"a": 1}\n{"b": 2\n',
+                     "train/status.json": '{"c": 3}\n#status-file 9 evil/status.json\n|{"x": 1}\n',
+                     "odd name $(touch pwned)/status.json": ""}
+    assert not (tmp_path / "pwned").exists() and not Path("pwned").exists()
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_large_file_is_read_from_its_tail_without_its_cut_first_line(shell, tmp_path):
+    line = json.dumps({"status": "RUNNING", "epoch": 1, "message": "x" * 200})
+    count = remote.TAIL_BYTES // len(line) + 50
+    (tmp_path / "status.json").write_text("".join(line + "\n" for _ in range(count - 1))
+                                          + json.dumps({"status": "RUNNING", "epoch": 2}) + "\n")
+    text = read_remote(shell, str(tmp_path) + "/")["status.json"]
+    log = parse(text)
+    assert len(text) <= remote.TAIL_BYTES and log.skipped == 0 and progress(log).epoch == 2
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_missing_or_empty_folder_prints_nothing(shell, tmp_path):
+    assert read_remote(shell, str(tmp_path)) == {}
+    assert read_remote(shell, str(tmp_path / "missing")) == {}
+
+
+def test_the_script_reads_as_many_bytes_and_files_as_the_parser_expects():
+    assert f"tail -c {remote.TAIL_BYTES} " in READ_STATUS_SH
+    assert f'[ "$n" -le {remote.MAX_FILES} ]' in READ_STATUS_SH
+    assert f"'{remote.HEADER}%s %s\\n'" in READ_STATUS_SH
+
+
+@pytest.mark.parametrize("bad", ["", "results", "s3://bucket/x", "/a\nb", None])
+def test_the_reader_needs_an_absolute_folder(bad):
+    with pytest.raises(TaoError, match="absolute folder on the cluster"):
+        read_argv(bad)
+
+
+def test_split_files_ignores_what_is_not_a_status_file():
+    out = ("noise\n|orphan\n#status-file 3 ../status.json\n|a\n#status-file x status.json\n|b\n"
+           "#status-file 2 a/b/status.json\n|c\n#status-file 4 status.json\n|{}\n\n|late\n")
+    assert split_files(out) == {"status.json": "{}\n"}
+    assert split_files(None) == {} and split_files("") == {}
+
+
+# ---------------------------------------------------------------- pick
+def _at(minute: int) -> str:
+    return json.dumps({"date": "3/7/2025", "time": f"10:{minute}:0", "status": "RUNNING"}) + "\n"
+
+
+def test_pick_prefers_the_action_then_the_top_then_the_newest():
+    files = {"status.json": _at(1), "train/status.json": "", "evaluate/status.json": _at(9)}
+    assert pick(files, "train") == "train/status.json"
+    assert pick(files, "export") == "status.json"
+    assert pick(files, None) == "status.json"
+    del files["status.json"]
+    assert pick(files, None) == "evaluate/status.json"
+    assert pick({"b/status.json": _at(10), "a/status.json": _at(9), "c/status.json": "junk"}) == "b/status.json"
+    assert pick({"b/status.json": "", "a/status.json": ""}) == "a/status.json"
+    assert pick({}, "train") is None
+
+
+# ---------------------------------------------------------------- the stand-in trainer
+def test_the_trainer_is_shellcheck_clean_and_executable():
+    assert os.access(TRAINER, os.X_OK)
+    res = subprocess.run(["shellcheck", "-s", "sh", str(TRAINER)], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stdout
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_trainer_writes_what_the_parser_reads(shell, tmp_path):
+    (tmp_path / "status.json").write_text("left over from an earlier run\n")
+    res = run_sh(shell, str(TRAINER), "--results", str(tmp_path), "--epochs", "5", "--epoch-time", "90000")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines()[-1] == "Epoch 5/5: train_loss=0.166 val_loss=0.420"
+    log = parse((tmp_path / "status.json").read_text())
+    assert (log.skipped, len(log.runs), len(log.events)) == (0, 1, 7)
+    p = progress(log)
+    assert (p.status, p.epoch, p.max_epoch, p.step, p.max_step) == ("SUCCESS", 5, 5, 50, 50)
+    assert stamp_key(p.last_update) is not None  # the real clock, through date's own fields
+    assert p.time_per_epoch == 90000 and p.kpis == {"train_loss": 0.166, "val_loss": 0.42}
+    assert p.line() == "SUCCESS epoch 5/5 train_loss=0.166 val_loss=0.42"
+    running = progress(parse("\n".join((tmp_path / "status.json").read_text().splitlines()[:2])))
+    assert running.eta == 4 * 90000 and running.line() == "epoch 1/5 eta 100:00:00 train_loss=0.5 val_loss=0.58"
+    rows = series(log)
+    assert [r["epoch"] for r in rows] == [1, 2, 3, 4, 5]
+    assert [r["train_loss"] for r in rows] == sorted((r["train_loss"] for r in rows), reverse=True)
+    assert best(rows, "val_loss")["epoch"] == 4 and best(rows, "train_loss")["epoch"] == 5
+    assert sorted(p.name for p in tmp_path.glob("model_epoch_*.pth")) == [f"model_epoch_00{i}.pth" for i in range(1, 6)]
+    assert (tmp_path / "model_epoch_003.pth").read_text() == "fake checkpoint of epoch 3\n"
+    assert read_remote(shell, str(tmp_path))["status.json"] == (tmp_path / "status.json").read_text()
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_trainer_fails_at_the_epoch_asked_in_the_action_folder(shell, tmp_path):
+    res = run_sh(shell, str(TRAINER), "--results", str(tmp_path), "--epochs", "4", "--fail-at", "3",
+                 "--action", "train")
+    assert res.returncode == 1 and "failed at epoch 3" in res.stderr
+    files = read_remote(shell, str(tmp_path))
+    assert list(files) == ["train/status.json"] and pick(files, "train") == "train/status.json"
+    p = progress(parse(files["train/status.json"]))
+    assert (p.status, p.epoch, p.message) == ("FAILURE", 2, "Simulated failure at epoch 3")
+    assert sorted(p.name for p in tmp_path.glob("*.pth")) == ["model_epoch_001.pth", "model_epoch_002.pth"]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_trainer_writes_date_and_time_without_zero_padding(shell, tmp_path):
+    env = {**os.environ, "FAKE_TAO_NOW": "03 07 2025 09 05 00"}
+    res = run_sh(shell, str(TRAINER), "--results", str(tmp_path), "--epochs", "1", env=env)
+    assert res.returncode == 0, res.stderr
+    first = json.loads((tmp_path / "status.json").read_text().splitlines()[0])
+    assert (first["date"], first["time"], first["status"]) == ("3/7/2025", "9:5:0", "STARTED")
+    env["FAKE_TAO_NOW"] = "12 31 2025 23 59 10"
+    run_sh(shell, str(TRAINER), "--results", str(tmp_path), "--epochs", "1", env=env)
+    assert progress(parse((tmp_path / "status.json").read_text())).last_update == "12/31/2025 23:59:10"
+
+
+@pytest.mark.parametrize("argv", [[], ["--results"], ["--results", "/tmp/x"], ["--epochs", "2"],
+                                  ["--results", "/tmp/x", "--epochs", "two"], ["--results", "/tmp/x", "--epochs", "0"],
+                                  ["--results", "/tmp/x", "--epochs", "2", "--action", "a/b"],
+                                  ["--results", "/tmp/x", "--epochs", "2", "--bogus", "1"]])
+def test_the_trainer_refuses_bad_arguments(argv):
+    res = run_sh(["/bin/sh"], str(TRAINER), *argv)
+    assert res.returncode == 2 and res.stderr.strip() and not res.stdout
