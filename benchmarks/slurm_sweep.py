@@ -38,7 +38,8 @@ sys.path[:0] = [str(BANK / "scripts"), str(BANK)]
 from taobank import records  # noqa: E402
 from taobank import run as runmod  # noqa: E402
 from testclusters import slurm as local_slurm  # noqa: E402
-from taobank.slurm import ssh, verbs  # noqa: E402
+from taobank.slurm import ssh  # noqa: E402
+from taobank.slurm import observe as slurm_observe, submit as slurm_submit  # noqa: E402
 
 SPEC = {"network_arch": "bench", "action": "noop", "num_gpus": 0, "cpus_per_task": 1, "time_hours": 0.25,
         "command": ["true"]}
@@ -96,7 +97,7 @@ def naive_submit(n: int) -> dict:
     conn = NaiveConnection()
     start = len(runmod.CALLS)
     t0 = time.perf_counter()
-    recs = [verbs.submit(SPEC, conn=conn) for _ in range(n)]
+    recs = [slurm_submit.submit(SPEC, conn=conn) for _ in range(n)]
     wall = time.perf_counter() - t0
     c = counts(runmod.CALLS[start:])
     sids = [r["backend"]["slurm_job_id"] for r in recs]
@@ -111,7 +112,7 @@ def in_process(n: int) -> dict:
     start = len(runmod.CALLS)
     opened0 = ssh.STATS["connections"]
     t0 = time.perf_counter()
-    ids = [verbs.submit(SPEC, conn=conn)["id"] for _ in range(n)]
+    ids = [slurm_submit.submit(SPEC, conn=conn)["id"] for _ in range(n)]
     opened = ssh.STATS["connections"] - opened0
     t_submit = time.perf_counter() - t0
     sub = counts(runmod.CALLS[start:])
@@ -120,7 +121,7 @@ def in_process(n: int) -> dict:
     conn = ssh.Connection()
     start = len(runmod.CALLS)
     t0 = time.perf_counter()
-    recs = verbs.status(ids, conn=conn, retry=False)
+    recs = slurm_observe.status(ids, conn=conn, retry=False)
     t_status = time.perf_counter() - t0
     st = counts(runmod.CALLS[start:])
     done = sum(r["state"] == "COMPLETE" for r in recs)

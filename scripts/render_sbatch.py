@@ -21,9 +21,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--directives", action="store_true", help="print only the #SBATCH lines")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    from taobank.slurm import render, spec as specmod, verbs
+    from taobank.slurm import render, spec as specmod
+    from taobank.slurm import submit as slurm_submit
 
-    text = verbs.preview(specmod.load_file(args.spec), args.job_id)
+    text = slurm_submit.preview(specmod.load_file(args.spec), args.job_id)
     if args.lint:
         render.lint(text, f"job_{args.job_id}.sbatch")
     if args.json:

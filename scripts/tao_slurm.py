@@ -130,9 +130,9 @@ def cmd_nccl_probe(args: argparse.Namespace) -> int:
 
 
 def cmd_stage(args: argparse.Namespace) -> int:
-    from taobank.slurm import verbs
+    from taobank.slurm import stage as slurm_stage
 
-    out = verbs.stage_inputs(args.files, args.dest, force=args.force)
+    out = slurm_stage.stage_inputs(args.files, args.dest, force=args.force)
     if args.json:
         print_json(out)
     else:

@@ -28,10 +28,10 @@ def _rec(**backend) -> dict:
     ("job_dir", "/x\n/y"), ("job_name", "--all"),
 ])
 def test_slurm_record_values_are_checked_before_argv(key, value):
-    from taobank.slurm import verbs
+    from taobank.slurm import facts as slurm_facts
 
     with pytest.raises(TaoError, match=f"backend.{key} that is not") as exc:
-        verbs.backend_of(_rec(**{key: value}))
+        slurm_facts.backend_of(_rec(**{key: value}))
     assert value not in str(exc.value)
 
 
@@ -48,9 +48,9 @@ def test_kubernetes_record_values_are_checked_before_argv(key, value):
 
 def test_good_record_values_pass():
     from taobank.kubernetes.kubectl import BACKEND_KINDS
-    from taobank.slurm import verbs
+    from taobank.slurm import facts as slurm_facts
 
-    b = verbs.backend_of(_rec(slurm_job_id="123", script="/lustre/j/x.sbatch", job_name="dino-train-aaaaaaaa"))
+    b = slurm_facts.backend_of(_rec(slurm_job_id="123", script="/lustre/j/x.sbatch", job_name="dino-train-aaaaaaaa"))
     assert b["slurm_job_id"] == "123"
     good = {"name": "dino-train-aaaaaaaa", "namespace": "tao-jobs", "uid": "1f0c3c2e-8d0b-4c43-9f4e-1d5c1a6b7e11",
             "context": "arn:aws:eks:us-east-1:123:cluster/gpu", "nodes": 2}

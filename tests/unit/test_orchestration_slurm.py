@@ -8,8 +8,9 @@ import pytest
 from fakeproc import find_answer, ok, sacct_row, slurm_record, squeue_row, sweep_answer
 from taobank.contract import SubmitOptions
 from taobank import platform, records
-from taobank.errors import TaoError
-from taobank.slurm import storage, verbs
+from taobank.errors import SubmitUncertain, TaoError
+from taobank.slurm import storage
+from taobank.slurm import facts as slurm_facts, observe as slurm_observe
 
 SPEC = {"network_arch": "dino", "action": "train", "container_runtime": "none", "num_gpus": 1,
         "command": ["python", "train.py"]}
@@ -64,7 +65,7 @@ def test_sbatch_answer_lost_and_cluster_gone_leaves_a_resumable_record(slurm):
     slurm.ssh("FIND", "", rc=1, stderr="squeue: error: slurm_load_jobs error: Unable to contact slurm controller")
     slurm.ssh("FIND", find_answer(), times=1)  # the latest rule wins: this answers the first FIND only
     slurm.ssh("SBATCH", "")
-    with pytest.raises(verbs.SubmitUncertain, match="resume"):
+    with pytest.raises(SubmitUncertain, match="resume"):
         platform.get("slurm").submit(SPEC, SubmitOptions())
     (rec,) = records.list_records("slurm")
     assert rec["state"] == "PENDING" and not rec["backend"].get("slurm_job_id")
@@ -100,8 +101,8 @@ def test_retry_claim_two_pollers_only_one_resubmits(slurm):
     slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], NODE_FAIL, "0:0")]))
     slurm.ssh("FIND", find_answer())
     slurm.ssh("SBATCH", "102\n")
-    first = verbs.refresh([stale_a])
-    second = verbs.refresh([stale_b])
+    first = slurm_observe.refresh([stale_a])
+    second = slurm_observe.refresh([stale_b])
     assert slurm.count("SBATCH") == 1
     (retry,) = children(rec["id"])
     assert retry["attempt"] == 2 and retry["backend"]["slurm_job_id"] == "102"
@@ -288,7 +289,7 @@ def test_cli_watch_exit_code_follows_the_end_state(slurm, cli, end, code):
 
 
 def test_retry_limit_reached_is_not_resubmitted(slurm, monkeypatch):
-    monkeypatch.setattr(verbs, "max_retries", lambda: 0)
+    monkeypatch.setattr(slurm_facts, "max_retries", lambda: 0)
     rec = slurm_record()
     slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], NODE_FAIL)]))
     (view,) = platform.status("slurm", [rec["id"]])
@@ -564,14 +565,14 @@ def test_a_status_retry_of_a_self_retrying_job_keeps_its_self_retry(slurm):
     slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], NODE_FAIL, "0:0")]))
     slurm.ssh("FIND", find_answer())
     slurm.ssh("SBATCH", "102\n")
-    verbs.refresh([records.load(rec["id"])])
+    slurm_observe.refresh([records.load(rec["id"])])
     (retry,) = children(rec["id"])
     assert retry["backend"]["self_retry"] is True and retry["backend"]["infra_retries"] is True
     # the retry's own footer resubmitted it: status follows the hop and never resubmits a second job
     hops = rec["backend"]["staged_dir"] + "/meta/retries.jsonl"
     line = '{"from":"102","next":"103","attempt":1,"failed_on":"node3","excluded":"node3"}\n'
     slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("102", retry["id"], "FAILED", "1:0")], markers={hops: line}))
-    verbs.refresh([records.load(retry["id"])])
+    slurm_observe.refresh([records.load(retry["id"])])
     assert records.load(retry["id"])["backend"]["slurm_job_id"] == "103" and slurm.count("SBATCH") == 1
     slurm.ssh("scancel", "")
     slurm.ssh("CANCEL_NAME", "")
@@ -587,7 +588,7 @@ def test_a_retry_hop_seen_from_unknown_is_not_an_illegal_transition(slurm):
     line = '{"from":"101","next":"102","attempt":1,"failed_on":"node3","excluded":"node3"}\n'
     slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], "FAILED", "1:0"),
                                            sacct_row("101", other["id"], "RUNNING")], markers={hops: line}))
-    out = {r["id"]: r for r in verbs.refresh([records.load(rec["id"]), records.load(other["id"])])}
+    out = {r["id"]: r for r in slurm_observe.refresh([records.load(rec["id"]), records.load(other["id"])])}
     assert out[rec["id"]]["state"] == "UNKNOWN" and out[rec["id"]]["backend"]["slurm_job_id"] == "102"
     assert "resubmitted itself as SLURM job 102" in out[rec["id"]]["message"]
     assert out[other["id"]]["state"] == "RUNNING"  # the rest of the sweep is still observed
@@ -697,7 +698,7 @@ def test_an_out_of_memory_job_with_an_infrastructure_log_is_retried(slurm):
     slurm.ssh("TAIL_FILES", lambda call: ok(f"@@file {call.args[1]}\nNVRM: Xid (PCI:0000:3b:00): 79\n"))
     slurm.ssh("FIND", find_answer())
     slurm.ssh("SBATCH", "102\n")
-    verbs.refresh([records.load(rec["id"])])
+    slurm_observe.refresh([records.load(rec["id"])])
     first = records.load(rec["id"])
     assert (first["state"], first["err_class"]) == ("ERROR", "ERR_INFRA") and "resubmitting" in first["message"]
     (retry,) = children(rec["id"])

@@ -17,7 +17,8 @@ from hypothesis import given, settings, strategies as st
 
 from taobank import paths, spec
 from taobank.errors import TaoError
-from taobank.slurm import storage, verbs
+from taobank.slurm import storage
+from taobank.slurm import submit as slurm_submit
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 FORMATS = {spec.PATH_FORMAT, spec.LOCATION_FORMAT}
@@ -126,7 +127,7 @@ def test_the_path_rule_never_lets_a_dash_or_an_unsafe_character_through(text):
 def _slurm_plan(extra: dict, env: dict | None = None) -> dict:
     base = {"network_arch": "dino", "action": "train", "command": ["python3", "train.py"],
             "image": "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt", "container_runtime": "pyxis"}
-    return verbs.plan({**base, **extra}, env or {"SLURM_BASE_RESULTS_DIR": "/lustre/me"})
+    return slurm_submit.plan({**base, **extra}, env or {"SLURM_BASE_RESULTS_DIR": "/lustre/me"})
 
 
 def test_a_dash_sqsh_cache_dir_never_reaches_the_conversion_script():

@@ -6,7 +6,8 @@ from hypothesis import given, strategies as hst
 
 from taobank.errors import TaoError
 from taobank.paths import is_under
-from taobank.slurm import mounts, verbs
+from taobank.slurm import mounts
+from taobank.slurm import submit as slurm_submit
 
 SPEC = {"network_arch": "dino", "action": "train", "command": ["true"], "num_gpus": 1, "cpus_per_task": 1,
         "time_hours": 0.5, "partition": "local", "image": "nvcr.io/nvidia/tao/tao-toolkit:7.1.0-pyt", "use_sqsh": False}
@@ -20,14 +21,14 @@ def test_results_base_off_lustre_is_mounted_not_lost():
     """The old constant /lustre left a /scratch results base in the container's throwaway filesystem."""
     spec = {**SPEC, "results_base": "/scratch/me", "dataset": {"root": "lustre:///lustre/data/coco", "required": ["a.json"]},
             "inputs": ["lustre:///lustre/ckpt/model.pth"]}
-    line = mount_line(verbs.preview(spec, "dino-train-00000000", env={"SLURM_USER": "me"}))
+    line = mount_line(slurm_submit.preview(spec, "dino-train-00000000", env={"SLURM_USER": "me"}))
     assert line.split(",") == ["/scratch", "/lustre/ckpt/model.pth", "/lustre/data/coco"]  # /scratch: the site root
 
 
 def test_extra_mounts_are_kept_and_a_covering_one_absorbs_the_derived():
     spec = {**SPEC, "results_base": "/lustre/me", "container_mounts": "/lustre,/opt/tools:/tools:ro",
             "dataset": {"root": "lustre:///lustre/data"}}
-    line = mount_line(verbs.preview(spec, "dino-train-00000000", env={}))
+    line = mount_line(slurm_submit.preview(spec, "dino-train-00000000", env={}))
     assert line == "/lustre,/opt/tools:/tools:ro"
 
 
@@ -35,7 +36,7 @@ def test_a_path_hidden_by_another_mounts_destination_is_refused():
     spec = {**SPEC, "results_base": "/scratch/me", "container_mounts": "/lustre/other:/scratch"}
     with pytest.raises(TaoError, match=r"results base /scratch/me is hidden in the container by the mount "
                                        r"/lustre/other:/scratch"):
-        verbs.plan(spec, {}, need_secrets=False)
+        slurm_submit.plan(spec, {}, need_secrets=False)
 
 
 @pytest.mark.parametrize("bad", ["relative", "/a,b", "/a:/b:/c:/d", "/x/../etc", "/", "/a:/b:rw;rm"])
@@ -45,7 +46,7 @@ def test_bad_mount_text_is_one_line(bad):
 
 
 def test_runtime_none_has_no_mounts():
-    script = verbs.preview({**SPEC, "container_runtime": "none", "results_base": "/scratch/me"}, "dino-train-00000000", env={})
+    script = slurm_submit.preview({**SPEC, "container_runtime": "none", "results_base": "/scratch/me"}, "dino-train-00000000", env={})
     assert "--container-mounts" not in script
 
 
@@ -70,13 +71,13 @@ def test_every_path_is_covered_by_a_same_path_mount(paths, extra):
 ])
 def test_only_a_writable_mount_covers_the_results_base(extra, want):
     spec = {**SPEC, "results_base": "/lustre/me", "container_mounts": extra}
-    assert mount_line(verbs.preview(spec, "dino-train-00000000", env={})) == want
+    assert mount_line(slurm_submit.preview(spec, "dino-train-00000000", env={})) == want
 
 
 def test_a_read_only_mount_covers_inputs_and_datasets():
     spec = {**SPEC, "results_base": "/scratch/me", "container_mounts": "/lustre:/lustre:ro",
             "dataset": {"root": "lustre:///lustre/data/coco"}, "inputs": ["lustre:///lustre/ckpt/model.pth"]}
-    assert mount_line(verbs.preview(spec, "dino-train-00000000", env={})) == "/scratch,/lustre:/lustre:ro"
+    assert mount_line(slurm_submit.preview(spec, "dino-train-00000000", env={})) == "/scratch,/lustre:/lustre:ro"
 
 
 def test_parents_come_before_children_whatever_order_they_were_given():
@@ -107,7 +108,7 @@ def test_a_spec_the_command_names_outside_the_results_base_is_mounted():
     """The new-user finding: `submit --dry-run -- dino train -e /lustre/fsw/other/specs/train.yaml` mounted only
     the results base, so the spec was invisible inside Pyxis."""
     spec = {**SPEC, "command": ["dino", "train", "-e", "/lustre/fsw/other/specs/train.yaml"]}
-    line = mount_line(verbs.preview(spec, "dino-train-00000000", env={"SLURM_USER": "me"}))
+    line = mount_line(slurm_submit.preview(spec, "dino-train-00000000", env={"SLURM_USER": "me"}))
     assert line == "/lustre"  # the results base /lustre/fsw/portfolios/edgeai/me's root covers both
 
 
@@ -120,7 +121,7 @@ def test_site_roots_setting_and_every_path_the_command_and_spec_files_name(tmp_p
                         "train.resume=/scratch/ckpt/last.pth", "results_dir=/elsewhere/out", "--url=https://x.io/a",
                         "--cache=/lustre/fsw/portfolios/edgeai/me/cache"]}
     env = {"SLURM_USER": "me", "SLURM_CONTAINER_MOUNTS": "/lustre/fsw/portfolios/edgeai"}
-    p = verbs.plan(spec, env, need_secrets=False)
+    p = slurm_submit.plan(spec, env, need_secrets=False)
     # checked with test -e before sbatch; not: /usr (the image's), {specs} (staged), outputs (-o, results_dir), URLs
     assert p["named"] == ["/scratch/ckpt/last.pth", "/lustre/fsw/portfolios/edgeai/me/cache", "/data/coco/annotations.json",
                           "/data/coco/images", "/lustre/fsw/models/dino.pth"]
@@ -130,22 +131,22 @@ def test_site_roots_setting_and_every_path_the_command_and_spec_files_name(tmp_p
 
 def test_the_command_in_a_shell_string_names_paths_too():
     spec = {**SPEC, "command": "cat /scratch/in/a.txt > /scratch/out/b.txt 2>/dev/null && ls /tmp"}
-    assert verbs.plan(spec, {"SLURM_USER": "me"}, need_secrets=False)["named"] == ["/scratch/in/a.txt"]
+    assert slurm_submit.plan(spec, {"SLURM_USER": "me"}, need_secrets=False)["named"] == ["/scratch/in/a.txt"]
 
 
 @pytest.mark.parametrize("word", ["/lustre/x/../../etc/passwd", "--spec=/lustre/a/../b"])
 def test_a_path_the_command_names_passes_the_one_path_rule(word):
     with pytest.raises(TaoError, match=r"path in the command .* is not an absolute path .*no '\.\.'"):
-        verbs.plan({**SPEC, "command": ["dino", word]}, {"SLURM_USER": "me"}, need_secrets=False)
+        slurm_submit.plan({**SPEC, "command": ["dino", word]}, {"SLURM_USER": "me"}, need_secrets=False)
 
 
 @pytest.mark.parametrize("bad", ["relative", "/", "/a b"])
 def test_a_bad_site_roots_setting_is_one_line(bad):
     with pytest.raises(TaoError):
-        verbs.plan(SPEC, {"SLURM_USER": "me", "SLURM_CONTAINER_MOUNTS": bad}, need_secrets=False)
+        slurm_submit.plan(SPEC, {"SLURM_USER": "me", "SLURM_CONTAINER_MOUNTS": bad}, need_secrets=False)
 
 
 def test_runtime_none_still_checks_the_paths_the_command_names():
-    p = verbs.plan({**SPEC, "container_runtime": "none", "command": ["cat", "/scratch/in.txt"]}, {"SLURM_USER": "me"},
+    p = slurm_submit.plan({**SPEC, "container_runtime": "none", "command": ["cat", "/scratch/in.txt"]}, {"SLURM_USER": "me"},
                    need_secrets=False)
     assert p["named"] == ["/scratch/in.txt"] and p["mounts"] == ""

@@ -8,7 +8,8 @@ from taobank.contract import SubmitOptions
 from taobank import nccl_probe as core
 from taobank import platform, records
 from taobank.errors import TaoError
-from taobank.slurm import nccl_probe, verbs
+from taobank.slurm import nccl_probe
+from taobank.slurm import submit as slurm_submit
 
 TWO_NODES = {"network_arch": "dino", "action": "train", "container_runtime": "none", "num_nodes": 2, "num_gpus": 2,
              "partition": "gpu", "command": ["true"]}
@@ -28,7 +29,7 @@ def _only_id() -> str:
 
 def test_the_probe_is_an_ordinary_job_without_retries_and_its_ok_opens_the_gate(slurm):
     with pytest.raises(TaoError, match=r"need an ok NCCL probe and no probe has run: run `tao_slurm.py nccl-probe`"):
-        verbs.submit(TWO_NODES)
+        slurm_submit.submit(TWO_NODES)
     assert slurm.calls == []  # refused before any connection
     _probe_job(slurm)
     out = nccl_probe.probe(runtime="none", partition="gpu", interval=0.5)
@@ -45,10 +46,10 @@ def test_the_probe_is_an_ordinary_job_without_retries_and_its_ok_opens_the_gate(
     assert again["cached"] and again["job_id"] == out["job_id"]
     # the gate is open for this cluster and partition, and the record says why
     slurm.ssh("SBATCH", "902\n")
-    job = verbs.submit(TWO_NODES)
+    job = slurm_submit.submit(TWO_NODES)
     assert job["backend"]["nccl_probe"] == "ok" and job["backend"]["nccl_probe_job"] == out["job_id"]
     with pytest.raises(TaoError, match="need an ok NCCL probe"):  # another partition: other nodes, other network
-        verbs.submit({**TWO_NODES, "partition": "other"})
+        slurm_submit.submit({**TWO_NODES, "partition": "other"})
 
 
 @pytest.mark.parametrize("code,verdict", [("124:0", "hang/timeout"), ("1:0", "failed")])
@@ -60,7 +61,7 @@ def test_a_failed_probe_is_cached_as_such_and_the_gate_stays_closed(slurm, code,
     assert core.cached("slurm", "login1/gpu")["verdict"] == verdict
     assert records.load(out["job_id"])["state"] == "ERROR" and len(records.list_records("slurm")) == 1  # no resubmit
     with pytest.raises(TaoError, match=f"the last probe said {verdict}"):
-        verbs.submit(TWO_NODES)
+        slurm_submit.submit(TWO_NODES)
 
 
 def test_skip_is_explicit_and_recorded(slurm):
@@ -71,7 +72,7 @@ def test_skip_is_explicit_and_recorded(slurm):
     assert records.load(view.id)["backend"]["nccl_probe"] == "skipped"
     single = {**TWO_NODES, "num_nodes": 1, "num_gpus": 1}
     slurm.ssh("SBATCH", "904\n")
-    assert "nccl_probe" not in verbs.submit(single)["backend"]  # one node: no gate
+    assert "nccl_probe" not in slurm_submit.submit(single)["backend"]  # one node: no gate
 
 
 def test_the_one_line_form_runs_the_same_script(capsys):

@@ -126,19 +126,19 @@ def test_marker_parse():
 
 
 def test_sweep_output_parsing_and_accounting_fallback():
-    from taobank.slurm import verbs
+    from taobank.slurm import observe as slurm_observe
 
     text = ("@@squeue\n21|RUNNING|None|job-a\n@@rc 0\n@@sacct\n21|job-a|RUNNING|0:0\n22|job-b|COMPLETED|0:0\n@@rc 0\n"
             "@@marker /l/jobs/job-b/meta/exit.json\n{\"exit_code\":0,\"slurm_job_id\":\"22\"}\n\n"
             "@@marker /l/jobs/job-c/meta/exit.json\n\n")
-    squeue, sacct, marks, accounting = verbs.parse_sweep(text)
+    squeue, sacct, marks, accounting = slurm_observe.parse_sweep(text)
     assert accounting and set(squeue) == {"21"} and set(sacct) == {"21", "22"}
     assert st.parse_marker(marks["/l/jobs/job-b/meta/exit.json"])["exit_code"] == 0
     assert st.parse_marker(marks["/l/jobs/job-c/meta/exit.json"]) is None
     no_acct = ("@@squeue\nslurm_load_jobs error: Invalid job id specified\n@@rc 1\n@@sacct\n"
                "sacct: error: Problem talking to the database: Connection refused\n@@rc 1\n"
                "@@marker /l/m.json\n{\"exit_code\":3,\"slurm_job_id\":\"9\"}\n\n")
-    squeue, sacct, marks, accounting = verbs.parse_sweep(no_acct)
+    squeue, sacct, marks, accounting = slurm_observe.parse_sweep(no_acct)
     assert (squeue, sacct, accounting) == ({}, {}, False)
     v = st.classify(None, None, st.parse_marker(marks["/l/m.json"]), accounting=accounting)
     assert v.state == "ERROR" and "exit marker" in v.message
@@ -146,11 +146,11 @@ def test_sweep_output_parsing_and_accounting_fallback():
 
 def test_only_one_poller_claims_a_retry(state_dir):
     from taobank import records
-    from taobank.slurm import verbs
+    from taobank.slurm import observe as slurm_observe
 
     rec = records.open_record("slurm", "none", "dino", "train", "A", "/lustre/results")
-    assert verbs._claim_retry(rec["id"]) is True
-    assert verbs._claim_retry(rec["id"]) is False
+    assert slurm_observe._claim_retry(rec["id"]) is True
+    assert slurm_observe._claim_retry(rec["id"]) is False
 
 
 def test_skill_status_table_covers_and_matches_the_mapping():
@@ -184,15 +184,15 @@ def test_container_launch_failures_get_a_hint():
 def test_logs_of_a_record_whose_sbatch_answer_was_lost_points_to_resume(state_dir):
     from taobank import records
     from taobank.errors import TaoError
-    from taobank.slurm import verbs
+    from taobank.slurm import logs as slurm_logs
 
     rec = records.open_record("slurm", "none", "dino", "train", "A", "/lustre/results")
     records.mark(rec["id"], "PENDING", backend={"staged_dir": "/lustre/jobs/x", "job_name": rec["id"]})
     with pytest.raises(TaoError, match=f"tao_slurm.py resume {rec['id']}"):
-        verbs.logs(rec["id"])
+        slurm_logs.logs(rec["id"])
     bare = records.open_record("slurm", "none", "dino", "train", "A", "/lustre/results")
     with pytest.raises(TaoError, match="has no SLURM job yet"):
-        verbs.logs(bare["id"])
+        slurm_logs.logs(bare["id"])
 
 
 @pytest.mark.parametrize("lines,want", [

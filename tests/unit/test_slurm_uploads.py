@@ -9,7 +9,8 @@ from fakeproc import find_answer
 from taobank.contract import SubmitOptions
 from taobank import platform, records
 from taobank.errors import TaoError
-from taobank.slurm import uploads, verbs
+from taobank.slurm import uploads
+from taobank.slurm import stage as slurm_stage
 
 SPEC = {"network_arch": "dino", "action": "train", "container_runtime": "none", "num_gpus": 1,
         "command": ["dino", "train", "-e", "{specs}/train.yaml"]}
@@ -78,7 +79,7 @@ def test_stage_refuses_bad_destinations_before_connecting(slurm, tmp_path, dest,
     f = tmp_path / "a.pth"
     f.write_text("x")
     with pytest.raises(TaoError, match=match):
-        verbs.stage_inputs([str(f)], dest)
+        slurm_stage.stage_inputs([str(f)], dest)
     assert slurm.calls == []
 
 

@@ -84,7 +84,7 @@ def check_embedded_paths(req: dict, config_path: str) -> None:
 
 
 def to_job_spec(path: str | Path, *, config_file: str | None = None, config_sha256: str | None = None) -> tuple[dict, dict | None]:
-    """(job spec, config) for :func:`verbs.submit`; config is None for mode=args."""
+    """(job spec, config) for the submit; config is None for mode=args."""
     req = load(path)
     res = req.get("resources") or {}
     spec: dict[str, Any] = {"image": req["image"], "gpus": res.get("gpus", 1), "nodes": res.get("nodes", 1)}

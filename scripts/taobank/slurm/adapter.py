@@ -1,4 +1,4 @@
-"""SLURM's side of the platform contract: the hooks, over :mod:`.verbs` and one SSH connection."""
+"""SLURM's side of the platform contract: the hooks, over one module per verb and one SSH connection."""
 from __future__ import annotations
 
 import os
@@ -7,8 +7,8 @@ from typing import Any, Callable, Mapping
 from ..contract import Gate, Launch, SubmitOptions
 from ..errors import UsageError
 from ..platform import JobView, Logs, Platform
-from . import resources, verbs
-from .verbs import SlurmPlan
+from . import cancel, facts, logs, observe, resources, submit
+from .submit import SlurmPlan
 
 DEFAULT_TAIL = 200
 
@@ -25,17 +25,17 @@ def view(rec: Mapping[str, Any], **seen: Any) -> JobView:
 
 
 class Slurm(Platform):
-    name = verbs.PLATFORM
+    name = facts.PLATFORM
     helper = "tao_slurm.py"
 
     def view(self, rec: Mapping[str, Any]) -> JobView:
         return view(rec)
 
     def observe(self, recs: list[dict], *, retry: bool = True) -> list[JobView]:
-        return [view(r) for r in verbs.refresh(recs, retry=retry)]
+        return [view(r) for r in observe.refresh(recs, retry=retry)]
 
     def read_logs(self, rec: dict, *, tail: int | None) -> Logs:
-        out = verbs.logs(rec["id"], lines=tail or DEFAULT_TAIL)
+        out = logs.logs(rec["id"], lines=tail or DEFAULT_TAIL)
         d = out["log_dir"]
         sections = {f"{d}/main.out": out["main.out"], f"{d}/main.err": out["main.err"]}
         if out.get("convert_log"):  # the image conversion job it waited for
@@ -43,7 +43,7 @@ class Slurm(Platform):
         return Logs(rec["id"], sections)
 
     def follow_logs(self, rec: dict, *, tail: int | None, emit: Callable[[str, str], None]) -> int:
-        verbs.follow(rec["id"], on_chunk=emit, tail=tail)
+        logs.follow(rec["id"], on_chunk=emit, tail=tail)
         return 0  # like kubectl logs -f: the logs were read (status says how the job ended)
 
     def cancel_one(self, rec: dict, context: dict) -> JobView:
@@ -51,33 +51,33 @@ class Slurm(Platform):
             from .ssh import Connection
 
             context["conn"] = Connection()
-        return view(verbs.cancel(rec["id"], conn=context["conn"]))
+        return view(cancel.cancel(rec["id"], conn=context["conn"]))
 
     # -- submit hooks (the order is the core's: Platform.submit)
     def plan(self, spec: dict, opts: SubmitOptions, rec: dict | None) -> SlurmPlan:
         if rec is not None:
             raise UsageError(f"to finish an interrupted SLURM submit run tao_slurm.py resume {rec['id']}")
-        return verbs.plan_submit(spec, os.environ if opts.env is None else opts.env, opts.connection)
+        return submit.plan_submit(spec, os.environ if opts.env is None else opts.env, opts.connection)
 
     def cluster_key(self, plan: SlurmPlan) -> str:  # type: ignore[override]
         return resources.cluster_key(plan.spec, plan.env)
 
     def check(self, plan: SlurmPlan, gate: Gate) -> None:  # type: ignore[override]
-        verbs.check(plan, gate)
+        submit.check(plan, gate)
 
     def launch(self, plan: SlurmPlan, rec: dict) -> Launch:  # type: ignore[override]
-        return verbs.launch(plan, rec)
+        return submit.launch(plan, rec)
 
     def preview(self, spec: dict, opts: SubmitOptions) -> str:
-        return verbs.preview(spec, opts.job_id or "preview-job", opts.env)
+        return submit.preview(spec, opts.job_id or "preview-job", opts.env)
 
     def resume(self, job_id: str) -> JobView:
         from .ssh import Connection
 
-        rec = verbs.resumable(job_id)  # refused before any connection when there is nothing to resume
+        rec = submit.resumable(job_id)  # refused before any connection when there is nothing to resume
         if (rec.get("backend") or {}).get("slurm_job_id"):
             return view(rec, message="already submitted: nothing to resume")
-        return view(verbs.sbatch_record(Connection(), job_id))
+        return view(submit.sbatch_record(Connection(), job_id))
 
 
 PLATFORM = Slurm()

@@ -7,7 +7,7 @@ import threading
 import time
 from pathlib import Path
 
-from taobank.slurm import verbs
+from taobank.slurm import observe as slurm_observe
 
 TERMINAL = ("COMPLETE", "ERROR", "CANCELED")
 
@@ -24,7 +24,7 @@ def wait_state(job_id: str, states=TERMINAL, timeout: float = 120, conn=None) ->
     """Poll the status verb until the record is in one of ``states``."""
     deadline = time.time() + timeout
     while True:
-        recs = verbs.status([job_id], conn=conn, retry=False)
+        recs = slurm_observe.status([job_id], conn=conn, retry=False)
         rec = next(r for r in recs if r["id"] == job_id)
         if rec["state"] in states:
             return rec

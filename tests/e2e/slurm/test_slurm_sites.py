@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from taobank.errors import TaoError
-from taobank.slurm import verbs
+from taobank.slurm import logs as slurm_logs, submit as slurm_submit
 from taobank.slurm.ssh import Connection
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -24,13 +24,13 @@ def _remote(argv: list[str]) -> str:
 @pytest.mark.parametrize("cpus", [1, 2])
 def test_the_step_gets_the_cpus_per_task_asked(slurm_env, cpus):
     """cgroup.conf ConstrainCores: a step bound to fewer CPUs than asked would print fewer."""
-    rec = verbs.submit(base_spec(cpus_per_task=cpus, command=["bash", "-c", CPUS]))
+    rec = slurm_submit.submit(base_spec(cpus_per_task=cpus, command=["bash", "-c", CPUS]))
     assert wait_state(rec["id"])["state"] == "COMPLETE"
-    assert f"nproc={cpus}\n" in verbs.logs(rec["id"])["main.out"]
+    assert f"nproc={cpus}\n" in slurm_logs.logs(rec["id"])["main.out"]
 
 
 def test_wall_time_in_minutes_and_timeout_inside_it(slurm_env):
-    rec = verbs.submit(base_spec(time_hours=None, time="00:10:00", command=["true"]))
+    rec = slurm_submit.submit(base_spec(time_hours=None, time="00:10:00", command=["true"]))
     jid = rec["backend"]["slurm_job_id"]
     shown = _remote(["scontrol", "show", "job", "-o", jid])
     assert " TimeLimit=00:10:00 " in shown, shown  # not 11 minutes
@@ -42,12 +42,12 @@ def test_wall_time_in_minutes_and_timeout_inside_it(slurm_env):
 def test_a_job_without_the_required_account_is_refused_with_the_fix(slurm_env, monkeypatch):
     monkeypatch.delenv("SLURM_ACCOUNT")
     with pytest.raises(TaoError, match="set SLURM_ACCOUNT to an account you may use"):
-        verbs.submit(base_spec())
+        slurm_submit.submit(base_spec())
     monkeypatch.setenv("SLURM_ACCOUNT", "no-such-account")
     with pytest.raises(TaoError, match="Invalid account.*SLURM_ACCOUNT"):
-        verbs.submit(base_spec())
+        slurm_submit.submit(base_spec())
     monkeypatch.setenv("SLURM_ACCOUNT", slurm_env["env"]["SLURM_ACCOUNT"])
-    rec = verbs.submit(base_spec())
+    rec = slurm_submit.submit(base_spec())
     assert wait_state(rec["id"])["state"] == "COMPLETE"
 
 
@@ -76,13 +76,13 @@ def test_container_mounts_cover_the_results_base_and_every_input(slurm_env, monk
     image, cache = _cached_image(env, "sqsh-cache-mounts")
     spec = base_spec(container_runtime="pyxis", image=image, sqsh_cache_dir=cache, command=["dino", "train", "-e", train],
                      dataset={"root": f"lustre://{data}", "required": ["annotations.json"]})
-    rec = verbs.submit(spec)
+    rec = slurm_submit.submit(spec)
     assert _mount_line(rec) == ["/" + lustre.strip("/").split("/")[0]]  # the site root: the results base's first folder
     monkeypatch.setenv("SLURM_CONTAINER_MOUNTS", env["SLURM_BASE_RESULTS_DIR"])
-    rec = verbs.submit(spec)
+    rec = slurm_submit.submit(spec)
     assert sorted(_mount_line(rec)) == sorted([env["SLURM_BASE_RESULTS_DIR"], data, train])
     wait_state(rec["id"])  # Debian's SLURM has no Pyxis: the job ends in ERROR (srun rejects the option)
-    err = verbs.logs(rec["id"])["main.err"]
+    err = slurm_logs.logs(rec["id"])["main.err"]
     assert "--container-image=" in err and "unrecognized option" in err
 
 
@@ -95,21 +95,21 @@ def test_a_path_the_command_names_is_checked_on_the_cluster_before_anything_is_w
     train = tmp_path / "train.yaml"
     train.write_text(f"model:\n  pretrained: {absent}\nresults_dir: {lustre}/not/yet/made\n")
     with pytest.raises(TaoError, match=f"missing on the cluster .*: {absent}; "):
-        verbs.submit(base_spec(spec_files={"train.yaml": str(train)}, command=["cat", "{specs}/train.yaml"]))
+        slurm_submit.submit(base_spec(spec_files={"train.yaml": str(train)}, command=["cat", "{specs}/train.yaml"]))
     with pytest.raises(TaoError, match=f"missing on the cluster .*: {absent}; "):
-        verbs.submit(base_spec(command=["cat", absent]))
+        slurm_submit.submit(base_spec(command=["cat", absent]))
     assert records.list_records() == []
     Connection().script('mkdir -p -- "$(dirname -- "$1")" && echo spec-on-lustre > "$1"', [found])
-    rec = verbs.submit(base_spec(command=["cat", found, f"results_dir={lustre}/not/yet/made"]))  # outputs need not exist
+    rec = slurm_submit.submit(base_spec(command=["cat", found, f"results_dir={lustre}/not/yet/made"]))  # outputs need not exist
     wait_state(rec["id"])
-    assert "spec-on-lustre" in verbs.logs(rec["id"])["main.out"]
+    assert "spec-on-lustre" in slurm_logs.logs(rec["id"])["main.out"]
 
 
 def test_a_path_hidden_by_an_extra_mount_is_refused_before_anything_is_written(slurm_env):
     env = slurm_env["env"]
     image, cache = _cached_image(env, "sqsh-cache-mounts")
     with pytest.raises(TaoError, match="results base .* is hidden in the container by the mount"):
-        verbs.submit(base_spec(container_runtime="pyxis", image=image, sqsh_cache_dir=cache,
+        slurm_submit.submit(base_spec(container_runtime="pyxis", image=image, sqsh_cache_dir=cache,
                                container_mounts=f"{env['TAO_LOCAL_LUSTRE_ROOT']}/other:{env['SLURM_BASE_RESULTS_DIR']}"))
     from taobank import records
 
@@ -123,7 +123,7 @@ TAO_WRITES = ('d="$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID"; '
 
 @pytest.mark.parametrize("tao,rc,want", [("FAILURE", 0, "ERROR"), ("SUCCESS", 0, "COMPLETE"), ("SUCCESS", 3, "COMPLETE")])
 def test_tao_status_json_decides_the_end_state(slurm_env, tao, rc, want):
-    rec = verbs.submit(base_spec(command=["bash", "-c", TAO_WRITES, "tao", tao, f"said {tao.lower()}", str(rc)]))
+    rec = slurm_submit.submit(base_spec(command=["bash", "-c", TAO_WRITES, "tao", tao, f"said {tao.lower()}", str(rc)]))
     done = wait_state(rec["id"])
     assert done["state"] == want and f"TAO status.json: {tao}: said {tao.lower()}" in done["message"], done
 
@@ -135,7 +135,7 @@ FLAKY_NODE = ('f="$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID/first-node"; '
 
 
 def test_infrastructure_failure_resubmits_itself_on_another_node_without_a_poller(slurm_env):
-    rec = verbs.submit(base_spec(command=["bash", "-c", FLAKY_NODE]))
+    rec = slurm_submit.submit(base_spec(command=["bash", "-c", FLAKY_NODE]))
     first = rec["backend"]["slurm_job_id"]
     # nobody polls: wait on the cluster until the job has resubmitted itself and the retry finished
     shown = ""
@@ -153,27 +153,27 @@ def test_infrastructure_failure_resubmits_itself_on_another_node_without_a_polle
     assert done["state"] == "COMPLETE" and b["slurm_job_id"] != first and b["self_retries"] == 1, done
     failed_on = _remote(["cat", "--", done["results_dir"] + "/" + rec["id"] + "/first-node"]).strip()
     assert b["excluded_nodes"] == failed_on
-    out = verbs.logs(rec["id"])["main.out"]
+    out = slurm_logs.logs(rec["id"])["main.out"]
     assert "second run on " in out and f"second run on {failed_on}" not in out  # the failing node was excluded
     job = _remote(["scontrol", "show", "job", "-o", b["slurm_job_id"]])
     assert f" ExcNodeList={failed_on} " in job
 
 
 def test_quota_and_shm_errors_are_program_errors_never_retried(slurm_env):
-    rec = verbs.submit(base_spec(command=["bash", "-c", "echo 'OSError: [Errno 122] Disk quota exceeded' >&2; exit 1"]))
+    rec = slurm_submit.submit(base_spec(command=["bash", "-c", "echo 'OSError: [Errno 122] Disk quota exceeded' >&2; exit 1"]))
     done = wait_state(rec["id"])
     assert done["state"] == "ERROR" and done["err_class"] == "ERR_PROGRAM"
-    assert "resubmitted" not in verbs.logs(rec["id"])["main.out"]
+    assert "resubmitted" not in slurm_logs.logs(rec["id"])["main.out"]
 
 
 def test_spec_files_reach_the_job_under_specs_checked_and_private(slurm_env, tmp_path):
     train = tmp_path / "train.yaml"
     train.write_text("train:\n  num_epochs: 3\n")
-    rec = verbs.submit(base_spec(spec_files={"train.yaml": str(train)},
+    rec = slurm_submit.submit(base_spec(spec_files={"train.yaml": str(train)},
                                  command=["bash", "-c", 'echo "read: $(cat "$1")"; stat -c %a "$1"', "tao",
                                           "{specs}/train.yaml"]))
     assert wait_state(rec["id"])["state"] == "COMPLETE"
-    out = verbs.logs(rec["id"])["main.out"]
+    out = slurm_logs.logs(rec["id"])["main.out"]
     assert "read: train:\n  num_epochs: 3\n600\n" in out
 
 
@@ -185,7 +185,7 @@ def test_a_spec_file_changed_in_transit_is_refused_on_the_cluster(slurm_env, tmp
     train.write_text("a: 1\n")
     monkeypatch.setattr(uploads, "checksums", lambda ups: [f"{'0' * 64}  {u.name}" for u in ups])
     with pytest.raises(TaoError, match="stage job dir failed"):
-        verbs.submit(base_spec(spec_files={"train.yaml": str(train)}, command=["cat", "{specs}/train.yaml"]))
+        slurm_submit.submit(base_spec(spec_files={"train.yaml": str(train)}, command=["cat", "{specs}/train.yaml"]))
     (rec,) = records.list_records()
     assert rec["state"] == "ERROR" and not rec["backend"].get("slurm_job_id")
 
@@ -228,11 +228,11 @@ def test_nccl_probe_lifecycle_and_the_multi_node_gate(slurm_env):
     assert "error: NCCL probe failed" in res.stderr and "--nccl-env" in res.stderr
     rec = records.load(out["job_id"])
     assert rec["state"] == "ERROR" and rec["backend"]["infra_retries"] is False
-    assert "torchrun" in verbs.logs(out["job_id"])["main.err"]  # it ran on the nodes
+    assert "torchrun" in slurm_logs.logs(out["job_id"])["main.err"]  # it ran on the nodes
     two_nodes = base_spec(num_gpus=2, num_nodes=2)
     with pytest.raises(TaoError, match="the last probe said failed"):
-        verbs.submit(two_nodes)
-    done = wait_state(verbs.submit(two_nodes, skip_nccl_probe=True)["id"])
+        slurm_submit.submit(two_nodes)
+    done = wait_state(slurm_submit.submit(two_nodes, skip_nccl_probe=True)["id"])
     assert done["state"] == "COMPLETE" and done["backend"]["nccl_probe"] == "skipped"
 
 

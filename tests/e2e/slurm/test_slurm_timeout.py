@@ -4,15 +4,15 @@ from __future__ import annotations
 import os
 import sys
 
-from taobank.slurm import verbs
+from taobank.slurm import submit as slurm_submit
 
 sys.path.insert(0, os.path.dirname(__file__))
 from slurm_helpers import base_spec, wait_state  # noqa: E402
 
 
 def test_wall_time_gives_timeout_error_and_inner_timeout_writes_a_marker(slurm_env):
-    wall = verbs.submit(base_spec(time_hours=1 / 60, timeout_hours=0, command=["sleep", "600"]))
-    inner = verbs.submit(base_spec(time_hours=1 / 60, timeout_hours=2 / 3600, command=["sleep", "600"]))
+    wall = slurm_submit.submit(base_spec(time_hours=1 / 60, timeout_hours=0, command=["sleep", "600"]))
+    inner = slurm_submit.submit(base_spec(time_hours=1 / 60, timeout_hours=2 / 3600, command=["sleep", "600"]))
     done_inner = wait_state(inner["id"], timeout=60)
     assert done_inner["state"] == "ERROR" and "timeout_hours" in done_inner["message"]
     assert done_inner["backend"]["exit_code"] == "124:0"

@@ -13,7 +13,8 @@ import pytest
 
 from taobank import platform, records
 from taobank.errors import TaoError
-from taobank.slurm import remote, ssh, storage, verbs
+from taobank.slurm import remote, ssh, storage
+from taobank.slurm import cancel as slurm_cancel, facts as slurm_facts, logs as slurm_logs, observe as slurm_observe, submit as slurm_submit
 from taobank.slurm.ssh import Connection
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -28,7 +29,7 @@ def test_submit_status_logs_complete_with_secret_kept_out_of_everything(slurm_en
     spec = base_spec(secrets=["NGC_KEY"], env={"EPOCHS": "3"}, command=[
         "bash", "-c", 'echo "hello epochs=$EPOCHS keylen=${#NGC_KEY}"; echo "a traceback line" >&2'])
     with ArgvWatcher(SECRET) as watcher:
-        rec = verbs.submit(spec)
+        rec = slurm_submit.submit(spec)
     assert watcher.scans > 0 and watcher.hits == []
     b = rec["backend"]
     assert rec["state"] == "PENDING" and b["slurm_job_id"].isdigit() and rec["backend_ref"] == f"slurm:{b['slurm_job_id']}"
@@ -36,7 +37,7 @@ def test_submit_status_logs_complete_with_secret_kept_out_of_everything(slurm_en
     assert rec["results_dir"] + "/" + rec["id"] == b["results_dir"]
     done = wait_state(rec["id"])
     assert done["state"] == "COMPLETE", done
-    out = verbs.logs(rec["id"])
+    out = slurm_logs.logs(rec["id"])
     assert f"hello epochs=3 keylen={len(SECRET)}" in out["main.out"]
     assert "a traceback line" in out["main.err"]
     conn = Connection()
@@ -113,7 +114,7 @@ def test_cli_text_and_json_carry_the_same_data_and_name_the_real_results_dir(slu
 
 
 def test_failed_job_reports_exit_code_as_program_error(slurm_env):
-    rec = verbs.submit(base_spec(command=["bash", "-c", "echo 'ValueError: bad spec' >&2; exit 3"]))
+    rec = slurm_submit.submit(base_spec(command=["bash", "-c", "echo 'ValueError: bad spec' >&2; exit 3"]))
     done = wait_state(rec["id"])
     assert done["state"] == "ERROR" and done["err_class"] == "ERR_PROGRAM"
     assert done["backend"]["slurm_state"] == "FAILED" and done["backend"]["exit_code"] == "3:0"
@@ -122,9 +123,9 @@ def test_failed_job_reports_exit_code_as_program_error(slurm_env):
 
 
 def test_cancel_running_job_then_cancel_again(slurm_env):
-    rec = verbs.submit(base_spec(command=["sleep", "300"]))
+    rec = slurm_submit.submit(base_spec(command=["sleep", "300"]))
     wait_state(rec["id"], ("RUNNING",), timeout=60)
-    done = verbs.cancel(rec["id"])
+    done = slurm_cancel.cancel(rec["id"])
     assert done["state"] == "CANCELED" and "scancel" in done["message"]
     conn = Connection()
     jid = rec["backend"]["slurm_job_id"]
@@ -134,23 +135,23 @@ def test_cancel_running_job_then_cancel_again(slurm_env):
             break
         time.sleep(1)
     assert state.startswith("CANCELLED")
-    assert verbs.cancel(rec["id"])["state"] == "CANCELED"  # idempotent
+    assert slurm_cancel.cancel(rec["id"])["state"] == "CANCELED"  # idempotent
 
 
 def test_cancel_of_a_job_that_already_ended_counts_as_cancelled(slurm_env):
-    rec = verbs.submit(base_spec(command=["true"]))
+    rec = slurm_submit.submit(base_spec(command=["true"]))
     jid = rec["backend"]["slurm_job_id"]
     conn = Connection()
     for _ in range(60):
         if not conn.remote(["squeue", "-h", "-j", jid], check=False).stdout.strip():
             break
         time.sleep(0.5)
-    done = verbs.cancel(rec["id"])  # the record is still PENDING: nobody polled
+    done = slurm_cancel.cancel(rec["id"])  # the record is still PENDING: nobody polled
     assert done["state"] == "CANCELED"
 
 
 def test_memory_kill_is_reported_as_program_error(slurm_env):
-    rec = verbs.submit(base_spec(mem="100M", command=[
+    rec = slurm_submit.submit(base_spec(mem="100M", command=[
         "python3", "-c", "import time; a = bytearray(600 * 1024 * 1024); time.sleep(5)"]))
     done = wait_state(rec["id"], timeout=90)
     assert done["state"] == "ERROR" and done["err_class"] == "ERR_PROGRAM"
@@ -161,7 +162,7 @@ def test_memory_kill_is_reported_as_program_error(slurm_env):
 
 def test_gres_over_capacity_refused_at_submit_with_a_clear_line(slurm_env):
     with pytest.raises(TaoError) as exc:
-        verbs.submit(base_spec(num_gpus=64, max_num_gpus_per_node=64))
+        slurm_submit.submit(base_spec(num_gpus=64, max_num_gpus_per_node=64))
     msg = str(exc.value)
     assert "Requested node configuration is not available" in msg and "lower num_gpus" in msg
     assert "\n" not in msg
@@ -173,7 +174,7 @@ def test_refused_sbatch_leaves_no_credentials_file_behind(slurm_env, monkeypatch
     """A submit that fails after staging must not leave the secret on the cluster."""
     monkeypatch.setenv("NGC_KEY", SECRET)
     with pytest.raises(TaoError, match="Requested node configuration is not available"):
-        verbs.submit(base_spec(num_gpus=64, max_num_gpus_per_node=64, secrets=["NGC_KEY"]))
+        slurm_submit.submit(base_spec(num_gpus=64, max_num_gpus_per_node=64, secrets=["NGC_KEY"]))
     (rec,) = records.list_records(platform="slurm")
     assert rec["state"] == "ERROR"
     # Runtime metadata (slurm_job_id, job_dir) is written only after sbatch answered: none here.
@@ -188,7 +189,7 @@ def test_missing_dataset_stops_before_anything_is_written(slurm_env):
     lustre = slurm_env["env"]["TAO_LOCAL_LUSTRE_ROOT"]
     spec = base_spec(dataset={"root": f"lustre://{lustre}/datasets/nope", "required": ["annotations.json"]})
     with pytest.raises(TaoError, match="missing on the cluster.*datasets/nope.*annotations.json"):
-        verbs.submit(spec)
+        slurm_submit.submit(spec)
     assert records.list_records() == []
 
 
@@ -197,15 +198,15 @@ def test_missing_sqsh_image_stops_before_anything_is_written(slurm_env):
     lustre = slurm_env["env"]["TAO_LOCAL_LUSTRE_ROOT"]
     spec = base_spec(container_runtime="pyxis", image=f"{lustre}/images/absent.sqsh")
     with pytest.raises(TaoError, match=f"missing on the cluster.*{lustre}/images/absent.sqsh"):
-        verbs.submit(spec)
+        slurm_submit.submit(spec)
     assert records.list_records() == []
 
 
 def test_local_dataset_path_refused_with_reason(slurm_env):
     with pytest.raises(TaoError, match="local path"):
-        verbs.submit(base_spec(dataset={"root": "/home/me/data"}))
+        slurm_submit.submit(base_spec(dataset={"root": "/home/me/data"}))
     with pytest.raises(TaoError, match="local path"):
-        verbs.submit(base_spec(dataset={"root": "file:///home/me/data"}))
+        slurm_submit.submit(base_spec(dataset={"root": "file:///home/me/data"}))
 
 
 def test_dataset_present_in_root_and_spec_key_modes(slurm_env):
@@ -216,9 +217,9 @@ def test_dataset_present_in_root_and_spec_key_modes(slurm_env):
     spec = base_spec(dataset={"root": f"lustre://{ds}", "required": ["annotations.json", "images"],
                               "spec_keys": {"custom.train_dataset.annotation_path": f"lustre://{ds}/annotations.json"}},
                      command=["bash", "-c", 'echo "root=$TAO_DATASET_ROOT args=$*"', "tao"])
-    rec = verbs.submit(spec)
+    rec = slurm_submit.submit(spec)
     assert wait_state(rec["id"])["state"] == "COMPLETE"
-    out = verbs.logs(rec["id"])["main.out"]
+    out = slurm_logs.logs(rec["id"])["main.out"]
     assert f"root={ds} args=custom.train_dataset.annotation_path={ds}/annotations.json" in out
     assert lustre
 
@@ -229,13 +230,13 @@ def test_two_node_job_distinct_node_rank_same_master_addr(slurm_env):
     injected = {"MASTER_ADDR": "injected-host", "WORLD_SIZE": "16", "NODE_RANK": "0", "MASTER_PORT": "1"}
     for key, value in injected.items():
         with pytest.raises(TaoError, match=f"env {key} is set by the bank itself"):
-            verbs.plan(base_spec(num_gpus=16, max_num_gpus_per_node=8, env={key: value}, command=["true"]))
-    rec = verbs.submit(skip_nccl_probe=True, spec=base_spec(num_gpus=16, max_num_gpus_per_node=8, command=[
+            slurm_submit.plan(base_spec(num_gpus=16, max_num_gpus_per_node=8, env={key: value}, command=["true"]))
+    rec = slurm_submit.submit(skip_nccl_probe=True, spec=base_spec(num_gpus=16, max_num_gpus_per_node=8, command=[
         "bash", "-c", 'echo "task rank=$NODE_RANK master=$MASTER_ADDR:$MASTER_PORT world=$WORLD_SIZE '
                       'gpus=$NUM_GPU_PER_NODE host=$SLURMD_NODENAME"']))
     done = wait_state(rec["id"], timeout=90)
     assert done["state"] == "COMPLETE", done
-    lines = [line for line in verbs.logs(rec["id"])["main.out"].splitlines() if line.startswith("task ")]
+    lines = [line for line in slurm_logs.logs(rec["id"])["main.out"].splitlines() if line.startswith("task ")]
     assert len(lines) == 2, lines
     fields = [dict(kv.split("=", 1) for kv in line.split()[1:]) for line in lines]
     assert sorted(f["rank"] for f in fields) == ["0", "1"]
@@ -247,7 +248,7 @@ def test_two_node_job_distinct_node_rank_same_master_addr(slurm_env):
 
 def test_requeued_job_still_finds_its_credentials(slurm_env, monkeypatch):
     monkeypatch.setenv("NGC_KEY", SECRET)
-    rec = verbs.submit(base_spec(secrets=["NGC_KEY"], command=["bash", "-c",
+    rec = slurm_submit.submit(base_spec(secrets=["NGC_KEY"], command=["bash", "-c",
         'echo "run restart=${SLURM_RESTART_COUNT:-0} keylen=${#NGC_KEY}"; '
         'if [ "${SLURM_RESTART_COUNT:-0}" = 0 ]; then sleep 120; fi']))
     wait_state(rec["id"], ("RUNNING",), timeout=60)
@@ -263,13 +264,13 @@ def test_requeued_job_still_finds_its_credentials(slurm_env, monkeypatch):
     seen_pending = False
     deadline = time.time() + 120
     while time.time() < deadline:
-        r = verbs.status([rec["id"]], retry=False)[0]
+        r = slurm_observe.status([rec["id"]], retry=False)[0]
         seen_pending |= r["state"] == "PENDING" and r["backend"].get("slurm_state") in ("PENDING", "REQUEUED", "REQUEUE_HOLD")
         if r["state"] in ("COMPLETE", "ERROR", "CANCELED"):
             break
         time.sleep(1)
     assert r["state"] == "COMPLETE", r
-    out = verbs.logs(rec["id"])["main.out"]
+    out = slurm_logs.logs(rec["id"])["main.out"]
     assert f"run restart=0 keylen={len(SECRET)}" in out
     assert f"run restart=1 keylen={len(SECRET)}" in out, out
     listing = conn.script('ls -A "$1/env"', [rec["backend"]["job_dir"]]).stdout
@@ -279,10 +280,10 @@ def test_requeued_job_still_finds_its_credentials(slurm_env, monkeypatch):
 
 def test_status_of_many_jobs_is_one_squeue_and_one_sacct(slurm_env):
     conn = Connection()
-    ids = [verbs.submit(base_spec(command=["sleep", "1"]), conn=conn)["id"] for _ in range(6)]
+    ids = [slurm_submit.submit(base_spec(command=["sleep", "1"]), conn=conn)["id"] for _ in range(6)]
     log = slurm_env["call_log"]
     log.write_text("")
-    recs = verbs.status(ids, conn=conn, retry=False)
+    recs = slurm_observe.status(ids, conn=conn, retry=False)
     assert {r["id"] for r in recs} == set(ids)
     remote_cmds = [c[-1] for c in call_log(log) if ssh.classify_argv(c) == "command"]
     joined = "\n".join(remote_cmds)
@@ -296,11 +297,11 @@ def test_lost_sbatch_answer_is_reconciled_without_a_duplicate(slurm_env, monkeyp
     # The sbatch runs, but its answer never reaches us (as if the connection dropped).
     lost = remote.SBATCH.replace('echo "$jid"', "true")
     monkeypatch.setattr(remote, "SBATCH", lost)
-    rec = verbs.submit(base_spec(command=["sleep", "2"]))
+    rec = slurm_submit.submit(base_spec(command=["sleep", "2"]))
     jid = rec["backend"]["slurm_job_id"]
     assert "reconciled" in rec["message"]
     conn = Connection()
-    assert verbs.find_by_name(conn, rec["id"]) == [jid]
+    assert slurm_submit.find_by_name(conn, rec["id"]) == [jid]
     import time
     for _ in range(30):  # accounting is written a moment later
         names = conn.remote(["sacct", "-n", "-X", "-P", "-o", "JobIDRaw", f"--name={rec['id']}", "-S", "now-1hours"]).stdout.split()
@@ -309,13 +310,13 @@ def test_lost_sbatch_answer_is_reconciled_without_a_duplicate(slurm_env, monkeyp
         time.sleep(0.5)
     assert names == [jid]
     # Calling the submit step again (e.g. after a crash) adopts, never resubmits.
-    assert verbs.sbatch_record(conn, rec["id"])["backend"]["slurm_job_id"] == jid
+    assert slurm_submit.sbatch_record(conn, rec["id"])["backend"]["slurm_job_id"] == jid
     assert wait_state(rec["id"])["state"] == "COMPLETE"
 
 
 def test_resume_adopts_a_job_submitted_before_the_crash(slurm_env):
     conn = Connection()
-    rec = verbs.submit(base_spec(command=["sleep", "1"]), conn=conn)
+    rec = slurm_submit.submit(base_spec(command=["sleep", "1"]), conn=conn)
     # A second record whose sbatch happened but was never recorded:
     other = records.open_record("slurm", "none", "dino", "train", "A", rec["results_dir"])
     b = dict(rec["backend"])
@@ -323,7 +324,7 @@ def test_resume_adopts_a_job_submitted_before_the_crash(slurm_env):
     records.mark(other["id"], "PENDING", backend={k: b[k] for k in ("job_dir", "script", "job_name")})
     res = conn.script(remote.SBATCH, [b["script"], b["job_dir"] + "/slurm-logs", other["id"]])
     jid = res.stdout.strip()
-    adopted = verbs.sbatch_record(conn, other["id"])
+    adopted = slurm_submit.sbatch_record(conn, other["id"])
     assert adopted["backend"]["slurm_job_id"] == jid and "adopted" in adopted["message"]
 
 
@@ -386,7 +387,7 @@ def test_host_key_mismatch_is_never_accepted(slurm_env, tmp_path, monkeypatch):
 def test_infrastructure_failure_is_resubmitted_and_linked(slurm_env):
     """Without --requeue the job does not resubmit itself: the status verb does, as a linked record."""
     once = '"$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID/failed-once"'
-    rec = verbs.submit(base_spec(use_requeue=False, command=["bash", "-c",
+    rec = slurm_submit.submit(base_spec(use_requeue=False, command=["bash", "-c",
         f'if [ -e {once} ]; then echo recovered; else : > {once}; '
         'echo "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus." >&2; exit 1; fi']))
     lines: list[str] = []
@@ -397,18 +398,18 @@ def test_infrastructure_failure_is_resubmitted_and_linked(slurm_env):
     assert retry["state"] == "COMPLETE" and retry["attempt"] == 2
     assert retry["backend"]["job_dir"] == first["backend"]["job_dir"]
     assert retry["backend"]["slurm_job_id"] != first["backend"]["slurm_job_id"]
-    assert "recovered" in verbs.logs(retry["id"])["main.out"]
+    assert "recovered" in slurm_logs.logs(retry["id"])["main.out"]
     assert lines  # one progress line per change
 
 
 def test_follow_streams_both_logs_until_the_end(slurm_env):
-    rec = verbs.submit(base_spec(command=["bash", "-c", "for i in 1 2 3; do echo out$i; echo err$i >&2; sleep 1; done"]))
+    rec = slurm_submit.submit(base_spec(command=["bash", "-c", "for i in 1 2 3; do echo out$i; echo err$i >&2; sleep 1; done"]))
     chunks: dict[str, str] = {"main.out": "", "main.err": ""}
 
     def on_chunk(stream, text):
         chunks[stream] += text
 
-    final = verbs.follow(rec["id"], on_chunk=on_chunk, interval=0.5)
+    final = slurm_logs.follow(rec["id"], on_chunk=on_chunk, interval=0.5)
     assert final["state"] == "COMPLETE"
     assert "out1\nout2\nout3\n" in chunks["main.out"] and "err1\nerr2\nerr3\n" in chunks["main.err"]
 
@@ -439,7 +440,7 @@ def test_enroot_credentials_install_keeps_the_key_off_argv(slurm_env, monkeypatc
 
 
 def test_status_falls_back_to_the_exit_marker_without_accounting(slurm_env, monkeypatch):
-    rec = verbs.submit(base_spec(command=["bash", "-c", "exit 4"]))
+    rec = slurm_submit.submit(base_spec(command=["bash", "-c", "exit 4"]))
     import time
     conn = Connection()
     marker = rec["backend"]["job_dir"] + "/meta/exit.json"
@@ -451,7 +452,7 @@ def test_status_falls_back_to_the_exit_marker_without_accounting(slurm_env, monk
     # and the job is no longer in squeue (or only as a finished line).
     monkeypatch.setattr(remote, "SWEEP", remote.SWEEP.replace("sacct -n", "tao-no-sacct -n")
                         .replace("squeue -h", "squeue --states=PENDING,RUNNING -h"))
-    done = verbs.status([rec["id"]], retry=False)[0]
+    done = slurm_observe.status([rec["id"]], retry=False)[0]
     assert done["state"] == "ERROR" and "exit marker" in done["message"] and "4" in done["message"]
 
 
@@ -466,7 +467,7 @@ def test_failed_sqsh_conversion_job_ends_the_record_in_error_and_no_gpu_job_runs
     # cached .sqsh (a failed copy): no squashfs magic, so it is converted again, not used
     Connection().script('mkdir -p -- "$(dirname -- "$1")" && echo half > "$1.part" && : > "$1"', [sqsh])
     t0 = time.monotonic()
-    rec = verbs.submit(base_spec(container_runtime="pyxis", image=image, sqsh_cache_dir=cache,
+    rec = slurm_submit.submit(base_spec(container_runtime="pyxis", image=image, sqsh_cache_dir=cache,
                                  conversion_cpus=1, conversion_mem="200M", conversion_time_minutes=5))
     assert time.monotonic() - t0 < 30  # submit does not wait for the conversion
     b = rec["backend"]
@@ -488,12 +489,12 @@ def test_failed_sqsh_conversion_job_ends_the_record_in_error_and_no_gpu_job_runs
     assert " JobState=CANCELLED " in train and " Reason=DependencyNeverSatisfied " in train
     assert preflight_missing([b["log_dir"] + "/main.out"]) == [b["log_dir"] + "/main.out"]  # it never ran
     assert preflight_missing([sqsh + ".part"]) == [sqsh + ".part"]  # stale partial removed
-    assert verbs.preflight_paths(Connection(), [], [sqsh]) == [f"{sqsh} (empty or not a squashfs image)"]
+    assert slurm_submit.preflight_paths(Connection(), [], [sqsh]) == [f"{sqsh} (empty or not a squashfs image)"]
     assert "is empty or not a squashfs image: converting it again" in shown[b["convert_log"]]
 
 
 def preflight_missing(paths: list[str]) -> list[str]:
-    return verbs.preflight_paths(Connection(), paths)
+    return slurm_submit.preflight_paths(Connection(), paths)
 
 
 def test_pyxis_launch_line_reaches_srun_with_a_cached_sqsh(slurm_env):
@@ -504,11 +505,11 @@ def test_pyxis_launch_line_reaches_srun_with_a_cached_sqsh(slurm_env):
     sqsh = images.sqsh_path(image, cache)
     # a cached image (squashfs magic first): no conversion
     Connection().script('mkdir -p -- "$(dirname -- "$1")" && printf hsqs > "$1"', [sqsh])
-    rec = verbs.submit(base_spec(container_runtime="pyxis", image=image, sqsh_cache_dir=cache, command=["true"]))
+    rec = slurm_submit.submit(base_spec(container_runtime="pyxis", image=image, sqsh_cache_dir=cache, command=["true"]))
     assert "convert_job_id" not in rec["backend"]
     done = wait_state(rec["id"])
     # Debian's SLURM has no Pyxis: srun rejects the option, which proves the line was built and run.
-    err = verbs.logs(rec["id"])["main.err"]
+    err = slurm_logs.logs(rec["id"])["main.err"]
     assert f"--container-image={sqsh}" in err and "unrecognized option" in err
     assert done["state"] == "ERROR" and "no Pyxis" in done["message"]
 
@@ -522,25 +523,25 @@ def test_plain_host_port_and_user_at_host_entries_without_ssh_config(slurm_env, 
     conn = Connection()
     assert conn.remote(["id", "-un"]).stdout.strip() == user
     assert conn.host.port == 22022 and conn.host.user == user and "refused" in conn.errors["127.0.0.2:22022"]
-    rec = verbs.submit(base_spec(command=["true"]), conn=conn)
+    rec = slurm_submit.submit(base_spec(command=["true"]), conn=conn)
     assert rec["backend"]["login_host"] == f"{user}@127.0.0.1:22022"
     assert wait_state(rec["id"], conn=conn)["state"] == "COMPLETE"
 
 
 def test_infrastructure_retries_stop_at_the_limit(slurm_env, monkeypatch):
-    monkeypatch.setattr(verbs, "max_retries", lambda: 1)  # rendered into the job's own retry check
-    rec = verbs.submit(base_spec(command=["bash", "-c",
+    monkeypatch.setattr(slurm_facts, "max_retries", lambda: 1)  # rendered into the job's own retry check
+    rec = slurm_submit.submit(base_spec(command=["bash", "-c",
         'echo "NCCL WARN NET/IB : Got completion from peer 10.0.0.2 with error 12" >&2; exit 1']))
     final = [v.to_dict() for v in platform.watch("slurm", [rec["id"]], on_line=lambda line: None, first=1, cap=2)]
     (done,) = final  # one record: the job resubmitted itself once, under the same record
     assert done["state"] == "ERROR" and done["err_class"] == "ERR_INFRA" and done["backend"]["self_retries"] == 1
     assert "did not resubmit itself" in done["message"]
-    assert "retry limit 1 reached" in verbs.logs(rec["id"])["main.out"]
+    assert "retry limit 1 reached" in slurm_logs.logs(rec["id"])["main.out"]
 
 
 def test_infrastructure_retries_of_a_job_without_requeue_stop_at_the_limit(slurm_env, monkeypatch):
-    monkeypatch.setattr(verbs, "max_retries", lambda: 1)
-    rec = verbs.submit(base_spec(use_requeue=False, command=["bash", "-c",
+    monkeypatch.setattr(slurm_facts, "max_retries", lambda: 1)
+    rec = slurm_submit.submit(base_spec(use_requeue=False, command=["bash", "-c",
         'echo "NCCL WARN NET/IB : Got completion from peer 10.0.0.2 with error 12" >&2; exit 1']))
     final = [v.to_dict() for v in platform.watch("slurm", [rec["id"]], on_line=lambda line: None, first=1, cap=2)]
     chain = sorted(final, key=lambda r: r["attempt"])
@@ -560,10 +561,10 @@ def test_connection_dropped_during_sbatch_is_reconciled_without_a_duplicate(slur
     monkeypatch.setattr(remote, "SBATCH", dropped)
     ssh.STATS.update(connections=0, commands=0)
     conn = Connection()
-    rec = verbs.submit(base_spec(command=["sleep", "1"]), conn=conn)
+    rec = slurm_submit.submit(base_spec(command=["sleep", "1"]), conn=conn)
     assert "reconciled" in rec["message"]
     assert ssh.STATS["connections"] >= 1  # a fresh connection after the drop
-    assert verbs.find_by_name(conn, rec["id"]) == [rec["backend"]["slurm_job_id"]]
+    assert slurm_submit.find_by_name(conn, rec["id"]) == [rec["backend"]["slurm_job_id"]]
     assert wait_state(rec["id"])["state"] == "COMPLETE"
 
 
@@ -637,21 +638,21 @@ def test_bad_inputs_are_one_line_and_leave_nothing_behind(slurm_env, tmp_path):
 
 def test_argv_that_looks_like_srun_options_reaches_the_program(slurm_env):
     """`command: ["--version"]` once made srun print its version and the job 'succeed'."""
-    rec = verbs.submit(base_spec(command=["--version"]))
+    rec = slurm_submit.submit(base_spec(command=["--version"]))
     done = wait_state(rec["id"])
     assert done["state"] == "ERROR", done  # srun exec'd a program named --version: it does not exist
-    err = verbs.logs(rec["id"])["main.err"]
-    assert "--version" in err and "slurm 22" not in verbs.logs(rec["id"])["main.out"].lower()
+    err = slurm_logs.logs(rec["id"])["main.err"]
+    assert "--version" in err and "slurm 22" not in slurm_logs.logs(rec["id"])["main.out"].lower()
 
 
 def test_follow_with_tail_starts_at_the_last_lines(slurm_env):
     """logs -f --tail N (the one grammar): the last N lines of what is there, then what comes."""
-    rec = verbs.submit(base_spec(command=["bash", "-c", "for i in 1 2 3 4 5 6; do echo line$i; done; sleep 3; "
+    rec = slurm_submit.submit(base_spec(command=["bash", "-c", "for i in 1 2 3 4 5 6; do echo line$i; done; sleep 3; "
                                          "echo late"]))
     wait_state(rec["id"], states=("RUNNING", "COMPLETE"))
     time.sleep(1.5)  # the six lines are written
     chunks: dict[str, str] = {"main.out": "", "main.err": ""}
-    final = verbs.follow(rec["id"], on_chunk=lambda s, t: chunks.__setitem__(s, chunks[s] + t), interval=0.5, tail=2)
+    final = slurm_logs.follow(rec["id"], on_chunk=lambda s, t: chunks.__setitem__(s, chunks[s] + t), interval=0.5, tail=2)
     assert final["state"] == "COMPLETE"
     assert chunks["main.out"].startswith("line5\nline6\n") and "line4" not in chunks["main.out"], chunks
     assert "\nlate\n" in chunks["main.out"]  # what came after the first read is streamed too
@@ -664,7 +665,7 @@ def test_a_refused_training_sbatch_cancels_its_held_conversion_job(slurm_env):
     image = "nvcr.io/nvidia/tao/tao-toolkit:7.1.0-pyt"
     Connection().script('rm -f -- "$1"', [images.sqsh_path(image, cache)])
     with pytest.raises(TaoError, match=r"image conversion job (\d+) cancelled") as err:
-        verbs.submit(base_spec(container_runtime="pyxis", image=image, sqsh_cache_dir=cache, cpus_per_task=999,
+        slurm_submit.submit(base_spec(container_runtime="pyxis", image=image, sqsh_cache_dir=cache, cpus_per_task=999,
                                conversion_cpus=1, conversion_mem="200M", conversion_time_minutes=5))
     cid = re.search(r"image conversion job (\d+) cancelled", str(err.value)).group(1)
     conv = Connection().remote(["scontrol", "show", "job", "-o", cid]).stdout
@@ -677,7 +678,7 @@ def test_a_refused_training_sbatch_cancels_its_held_conversion_job(slurm_env):
 def test_a_failed_job_removes_its_credentials_itself_before_any_status(slurm_env, monkeypatch):
     """No poller needed: the job's own exit path takes the secret off the shared filesystem."""
     monkeypatch.setenv("NGC_KEY", SECRET)
-    rec = verbs.submit(base_spec(secrets=["NGC_KEY"], command=["bash", "-c", "echo keylen=${#NGC_KEY}; exit 3"]))
+    rec = slurm_submit.submit(base_spec(secrets=["NGC_KEY"], command=["bash", "-c", "echo keylen=${#NGC_KEY}; exit 3"]))
     jdir = rec["backend"]["job_dir"]
     conn = Connection()
     probe = 'for f in "$1/meta/exit.json" "$1/env/credentials.sh"; do if [ -e "$f" ]; then echo yes; else echo no; fi; done'

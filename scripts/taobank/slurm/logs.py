@@ -1,0 +1,68 @@
+"""logs on SLURM: the tails of main.out/main.err (and of the image conversion), or a follow by offsets."""
+from __future__ import annotations
+
+import posixpath
+import secrets as _secrets
+import time
+from typing import Callable
+
+from .. import platform, states
+from . import facts, observe, remote
+from .ssh import Connection
+
+
+def logs(job_id: str, *, lines: int = 200, conn: Connection | None = None) -> dict[str, str]:
+    """Last ``lines`` of main.out and main.err (tracebacks are on stderr)."""
+    rec = platform.load_for(job_id, facts.PLATFORM, "logs")
+    b = facts.require_submitted(rec)
+    conn = conn or Connection()
+    out_f, err_f = posixpath.join(b["log_dir"], "main.out"), posixpath.join(b["log_dir"], "main.err")
+    res = conn.script(remote.LOGS, [str(int(lines)), out_f, err_f], what="tail logs", retry_on_drop=True)
+    body = res.stdout.split("@@out\n", 1)[-1]
+    out_text, _, err_text = body.partition("@@err\n")
+    out = {"main.out": out_text, "main.err": err_text, "log_dir": b["log_dir"]}
+    if b.get("convert_log"):
+        tails = observe.sections(conn.script(remote.TAIL_FILES, [str(int(lines) * 200), b["convert_log"]],
+                                      what="conversion log").stdout, "@@file ")
+        text = tails.get(b["convert_log"], "")
+        out.update(convert_log=b["convert_log"], convert="".join(text.splitlines(keepends=True)[-int(lines):]))
+    return out
+
+
+def follow(job_id: str, *, on_chunk: Callable[[str, str], None], conn: Connection | None = None,
+           interval: float = 3.0, sleep: Callable[[float], None] = time.sleep, tail: int | None = None) -> dict:
+    """Stream main.out/main.err until the job is terminal: from the start, or from the last ``tail`` lines."""
+    rec = platform.load_for(job_id, facts.PLATFORM, "logs")
+    b = facts.require_submitted(rec)
+    conn = conn or Connection()
+    out_f, err_f = posixpath.join(b["log_dir"], "main.out"), posixpath.join(b["log_dir"], "main.err")
+    offs = [0, 0]
+    first = [f"t{int(tail)}"] * 2 if tail else None
+    polls = 0
+    while True:
+        done = rec["state"] in states.TERMINAL
+        boundary = "@@tao-" + _secrets.token_hex(8)
+        at = first or [str(o) for o in offs]
+        first = None
+        res = conn.script(remote.FOLLOW, [boundary, out_f, at[0], err_f, at[1]], what="follow logs",
+                          retry_on_drop=True)
+        head, _, rest = res.stdout.partition("\n")
+        sizes = [int(x) for x in head.split()] if head.strip() else offs
+        parts = rest.split(boundary + "\n")
+        new_out = parts[1] if len(parts) > 1 else ""
+        new_err = parts[2] if len(parts) > 2 else ""
+        if new_out.endswith("\n" + boundary + "\n"):
+            new_out = new_out[: -len(boundary) - 1]
+        if new_out:
+            on_chunk("main.out", new_out)
+        if new_err:
+            on_chunk("main.err", new_err)
+        offs = [max(offs[0], sizes[0]), max(offs[1], sizes[1])]
+        if done:
+            return rec
+        polls += 1
+        if polls % 3 == 0 or polls == 1:
+            rec = observe.status([job_id], conn=conn)[0]
+            if rec["state"] in states.TERMINAL:
+                continue  # one last read
+        sleep(interval)

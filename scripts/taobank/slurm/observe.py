@@ -1,0 +1,217 @@
+"""status on SLURM: ONE remote command (one squeue + one sacct, exit markers, TAO's status.json) for
+every record, mapped to states; infrastructure failures are resubmitted (bounded)."""
+from __future__ import annotations
+
+import os
+import posixpath
+from typing import Any, Mapping
+
+from .. import platform, records, states
+from ..errors import TaoError
+from . import facts, remote, status as st, storage, submit
+from .ssh import Connection
+
+
+def _marker_path(b: Mapping[str, Any]) -> str | None:
+    """The job's exit marker; None for a record that names no job folder (hand-made or damaged)."""
+    d = facts.job_dir_of(b)
+    return posixpath.join(d, storage.MARKER_FILE) if d else None
+
+
+def _retries_path(b: Mapping[str, Any]) -> str | None:
+    """What a job that resubmits itself appends to (``meta/retries.jsonl``): which SLURM job carries on."""
+    d = facts.job_dir_of(b)
+    return posixpath.join(d, storage.RETRIES_FILE) if d and b.get("self_retry") else None
+
+
+def _tao_status_path(b: Mapping[str, Any]) -> str | None:
+    """``status.json`` that TAO writes in the job's results folder (its own terminal status)."""
+    return posixpath.join(b["results_dir"], facts.TAO_STATUS_FILE) if b.get("results_dir") else None
+
+
+def sections(text: str, prefix: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    key = None
+    for line in text.splitlines(keepends=True):
+        if line.startswith(prefix):
+            key = line[len(prefix):].strip()
+            out[key] = ""
+        elif key is not None:
+            out[key] += line
+    return out
+
+
+def parse_sweep(text: str) -> tuple[dict, dict, dict[str, str], bool]:
+    """Split the SWEEP output: squeue rows, sacct rows, marker texts, accounting ok."""
+    sq_part, _, rest = text.partition("@@sacct\n")
+    sq_body = sq_part.replace("@@squeue\n", "")
+    sq_body, _, _ = sq_body.rpartition("@@rc ")
+    ac_body, _, rest2 = rest.partition("@@rc ")
+    ac_rc, _, marker_text = rest2.partition("\n")
+    accounting = ac_rc.strip() == "0" and "error" not in ac_body.lower()[:200]
+    squeue = st.parse_squeue(sq_body)
+    sacct = st.parse_sacct(ac_body) if accounting else {}
+    return squeue, sacct, sections(marker_text, "@@marker "), accounting
+
+
+def sweep(conn: Connection, recs: list[dict]) -> dict[str, st.Verdict]:
+    """Verdict for every record: one remote command (one squeue + one sacct)."""
+    live = []
+    for r in recs:
+        if not (r.get("backend") or {}).get("slurm_job_id"):
+            continue
+        try:
+            live.append({**r, "backend": facts.backend_of(r)})
+        except TaoError:
+            if len(recs) == 1:
+                raise
+            continue  # a damaged record is left as it is; it never hides the others (status of it alone says why)
+    if not live:
+        return {}
+    ids = ",".join(sorted({j for r in live for j in (r["backend"]["slurm_job_id"], r["backend"].get("convert_job_id"))
+                           if j}, key=int))
+    files = [m for r in live for m in (_marker_path(r["backend"]), _tao_status_path(r["backend"]),
+                                       _retries_path(r["backend"])) if m]
+    res = conn.script(remote.SWEEP, [ids] + files, what="squeue/sacct", retry_on_drop=True)
+    squeue, sacct, marks, accounting = parse_sweep(res.stdout)
+
+    def verdict(r: dict, log: str | None = None) -> st.Verdict:
+        b = r["backend"]
+        jid = b["slurm_job_id"]
+        moved = st.follow_retries(marks.get(_retries_path(b) or ""), jid)
+        if moved:  # the job resubmitted itself after an infrastructure failure: follow it
+            return st.Verdict("PENDING", f"infrastructure failure on {moved['failed_on'] or '?'}: the job resubmitted "
+                              f"itself as SLURM job {moved['next']} (retry {moved['attempt']} of {facts.max_retries()}, "
+                              f"excluding {moved['excluded'] or 'no node'})", extra={"moved": moved})
+        marker = st.parse_marker(marks.get(_marker_path(b) or ""))
+        if marker and str(marker.get("slurm_job_id")) != str(jid):
+            marker = None  # an earlier attempt's marker in a shared job dir
+        v = st.classify(squeue.get(jid), sacct.get(jid), marker, accounting=accounting, log_tail=log,
+                        tao=st.parse_tao_status(marks.get(_tao_status_path(b) or "")))
+        cid = b.get("convert_job_id")
+        if cid:
+            v = st.with_conversion(v, squeue.get(cid) or sacct.get(cid), cid,
+                                   log_tail=log)
+        return v
+
+    def log_files(r: dict, v: st.Verdict) -> list[str]:
+        b = r["backend"]
+        if v.extra.get("convert_log"):
+            return [b["convert_log"]] if b.get("convert_log") else []
+        return [posixpath.join(b["log_dir"], "main.err"), posixpath.join(b["log_dir"], "main.out")] \
+            if b.get("log_dir") else []
+
+    out: dict[str, st.Verdict] = {r["id"]: verdict(r) for r in live}
+    need_logs = [r for r in live if out[r["id"]].needs_log and log_files(r, out[r["id"]])]
+    if need_logs:  # only failed jobs: one more command for all of them
+        wanted = {r["id"]: log_files(r, out[r["id"]]) for r in need_logs}
+        files = [f for fs in wanted.values() for f in fs]
+        tails = sections(conn.script(remote.TAIL_FILES, ["65536"] + files, what="log tails").stdout, "@@file ")
+        for r in need_logs:
+            out[r["id"]] = verdict(r, "".join(tails.get(f, "") for f in wanted[r["id"]]))
+    return out
+
+
+def _chain_attempt(rec: Mapping[str, Any]) -> int:
+    return int(rec.get("attempt") or 1)
+
+
+def status(ids: list[str] | None = None, *, conn: Connection | None = None, retry: bool = True,
+           env: Mapping[str, str] | None = None) -> list[dict]:
+    """Refresh records (given ids, or every active SLURM record) and mark them.
+
+    Infrastructure failures are resubmitted (new linked record) up to
+    MAX_JOB_RETRIES; credentials of chains that really ended are removed.
+    """
+    recs = platform.select(facts.PLATFORM, ids, "status")
+    return refresh(recs, conn=conn, retry=retry, env=env)
+
+
+def refresh(recs: list[dict], *, conn: Connection | None = None, retry: bool = True,
+            env: Mapping[str, str] | None = None) -> list[dict]:
+    """Observe ``recs`` (SLURM records) with one sweep and mark them; retries are appended."""
+    active = [r for r in recs if r["state"] not in states.TERMINAL]
+    if not any((r.get("backend") or {}).get("slurm_job_id") for r in active):
+        return recs  # nothing SLURM could tell: no connection needed
+    conn = conn or Connection(env)
+    verdicts = sweep(conn, active)
+    out: dict[str, dict] = {r["id"]: r for r in recs}
+    cleanup: list[str] = []
+    for r in active:
+        v = verdicts.get(r["id"])
+        if v is None:
+            continue  # never submitted (no slurm_job_id): leave it
+        new_state = v.state
+        if r["state"] == "UNKNOWN" and new_state == "PENDING":
+            new_state = "UNKNOWN"  # the table forbids UNKNOWN -> PENDING; it moves once the job runs or ends
+        meta = {"slurm_state": v.slurm_state, "exit_code": v.exit_code}
+        moved = v.extra.get("moved")
+        if moved:
+            jid, name = moved["next"], r["backend"].get("job_name") or r["id"]
+            # backend_ref stays the first SLURM job (a record's ref is bound once); slurm_job_id is the live one
+            # from UNKNOWN the table allows no PENDING: the job ran (it failed and resubmitted itself)
+            hop_state = "UNKNOWN" if r["state"] == "UNKNOWN" else "PENDING"
+            out[r["id"]] = records.mark(r["id"], hop_state, source="poller", message=v.message,
+                                        backend={"slurm_job_id": jid, "log_dir": facts.log_dir_of(facts.backend_of(r), name, jid),
+                                                 "self_retries": moved["attempt"], "excluded_nodes": moved["excluded"],
+                                                 "slurm_state": "REQUEUED"})
+            continue
+        message, retry_now, chain_continues = v.message, False, False
+        # NODE_FAIL/BOOT_FAIL: the job's own footer never ran, so only this verb can resubmit it
+        if new_state == "ERROR" and v.retry and r["backend"].get("self_retry") and v.slurm_state == "DEADLINE":
+            message += "; stopped at its deadline (its own retry check never ran): not resubmitted"
+        elif new_state == "ERROR" and v.retry and r["backend"].get("self_retry") and v.slurm_state not in st.INFRA_STATES:
+            message += "; the job did not resubmit itself (retry limit reached, or sbatch refused on the node: see main.out)"
+        elif new_state == "ERROR" and v.retry and retry and r["backend"].get("infra_retries", True):
+            if _chain_attempt(r) > facts.max_retries():
+                message += f"; retry limit {facts.max_retries()} reached"
+            else:
+                chain_continues = True  # keep the credentials: the retry sources them
+                if _claim_retry(r["id"]):  # one poller resubmits, never two
+                    message += f"; resubmitting (attempt {_chain_attempt(r) + 1})"
+                    retry_now = True
+        out[r["id"]] = records.mark(r["id"], new_state, source="poller", message=message,
+                                    err_class=v.err_class if new_state == "ERROR" else None,
+                                    backend={k: x for k, x in meta.items() if x is not None})
+        if retry_now:
+            nxt = resubmit(conn, out[r["id"]])
+            out[nxt["id"]] = nxt
+            if nxt["state"] != "ERROR":  # the resubmit failed: the chain ends here
+                continue
+            chain_continues = False
+        folder = facts.job_dir_of(facts.backend_of(r))
+        if new_state in states.TERMINAL and r["backend"].get("staged_secrets") and not chain_continues and folder:
+            cleanup.append(posixpath.join(folder, storage.CREDS_FILE))
+    if cleanup:
+        conn.script(remote.REMOVE, cleanup, what="remove credentials")
+    return list(out.values())
+
+
+def _claim_retry(job_id: str) -> bool:
+    """Only one poller may resubmit a failed record: the one that creates this file."""
+    try:
+        fd = os.open(records.artifact_dir(job_id) / "slurm-retry.claim", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return False
+    os.close(fd)
+    return True
+
+
+def resubmit(conn: Connection, failed: dict) -> dict:
+    """A new record linked by retry_of that sbatches the same staged script."""
+    b = failed["backend"]
+    rec = records.open_record(facts.PLATFORM, failed["image"], failed["network_arch"], failed["action"],
+                              failed.get("storage_tier") or "A", failed["results_dir"], retry_of=failed["id"],
+                              description=failed.get("description"),
+                              backend={k: b[k] for k in ("backend_type", "partition", "cluster_name", "container_runtime")
+                                       if b.get(k) is not None})
+    # the same staged script, so the same footer: self_retry decides whether retries.jsonl is read and
+    # whether cancel stops every job of the name; infra_retries whether this verb may resubmit again
+    backend = {k: b[k] for k in ("results_dir", "script", "staged_secrets", "self_retry", "infra_retries") if k in b}
+    backend["staged_dir"] = facts.job_dir_of(b)  # the same staged folder; job_dir comes with the new sbatch answer
+    backend.update({"job_name": rec["id"], "login_host": conn.host.entry if conn.host else b.get("login_host")})
+    records.mark(rec["id"], "PENDING", message=f"infrastructure retry of {failed['id']}", backend=backend)
+    try:
+        return submit.sbatch_record(conn, rec["id"])
+    except TaoError as exc:  # the retry could not be submitted: say so on its record
+        return records.mark(rec["id"], "ERROR", message=f"resubmit failed: {exc}", err_class="ERR_INFRA")

@@ -1,0 +1,354 @@
+"""submit on SLURM: the hooks the core's submit runs, over one SSH connection.
+
+plan decides everything without the cluster; check runs ONE remote command
+(``test -e`` of every input and path the command names, and the squashfs
+check of a cached image); launch stages the job folder (one command, secrets
+in a mode-600 file via stdin), renders and lints the script, then
+``sbatch --parsable --hold`` + log folder + release (one command). A lost
+sbatch answer is reconciled by the exact job name before any resubmit.
+"""
+from __future__ import annotations
+
+import os
+import posixpath
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from .. import pins, platform, records, states
+from ..contract import Gate, Launch, Plan, SubmitOptions
+from ..envfile import check_secret_name
+from ..errors import SubmitUncertain, TaoError
+from ..run import last_line
+from . import cmdpaths, facts, images, mounts, remote, render, resources, spec as specmod, status as st, storage, uploads
+from .ssh import Connection
+
+
+def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None, *, need_secrets: bool = True) -> dict[str, Any]:
+    """Everything a submit decides without touching the cluster (fails early)."""
+    env = os.environ if env is None else env
+    spec = specmod.validate(spec)
+    res = resources.resolve(spec, env)
+    runtime = specmod.runtime(spec, env)
+    image = spec.get("image")
+    if runtime == "pyxis" and not image:
+        raise TaoError("container runtime pyxis needs an image: set image in the spec or --image")
+    pyxis = images.pyxis_image(image) if image else None
+    required, overrides, root = storage.dataset_paths(spec)
+    argv = specmod.command_argv(spec)
+    if overrides:
+        if not isinstance(spec["command"], list):
+            raise TaoError("dataset.spec_keys need an argv-list command (they are appended as key=value)")
+        argv += [f"{k}={v}" for k, v in overrides.items()]
+    base = storage.base_dir(spec, env)
+    spec_files = uploads.collect(spec.get("spec_files") or {}, what="spec_files")
+    uploads.substitute(argv, "/", [u.name for u in spec_files])  # a {specs}/X naming no file fails here, early
+    mount_list, given = "", []
+    if runtime == "pyxis":
+        extra = mounts.parse(spec.get("container_mounts") or resources.defaults()["container_mounts"])
+        given = mounts.site_roots(env, base, extra) + extra
+    named = [n for n in named_paths(spec["command"], argv, spec_files, [m.dst for m in given]) if n not in required]
+    if runtime == "pyxis":
+        mount_list = mounts.text(mounts.derive([("input", r) for r in required] +
+                                               [("path the job names", n) for n in named], given,
+                                               write=[("results base", base)]))
+    env_vars, nccl_env = storage.check_env(spec.get("env"), spec.get("nccl_env"))
+    names = spec.get("secrets") or []
+    secret_values = storage.collect_secrets(names, env) if need_secrets else {check_secret_name(n): "" for n in names}
+    d = resources.defaults()
+    sqsh = None
+    if runtime == "pyxis" and pyxis and not images.is_sqsh(pyxis) and spec.get("use_sqsh", d["use_sqsh"]):
+        cache = storage.any_cluster_path(spec["sqsh_cache_dir"], "sqsh_cache_dir") if spec.get("sqsh_cache_dir") \
+            else posixpath.join(base, pins.resolve("slurm.sqsh_cache_subdir"))
+        sqsh = images.sqsh_path(pyxis, cache)
+    return {
+        "spec": spec, "resources": res, "runtime": runtime, "image": image, "pyxis_image": pyxis, "sqsh": sqsh,
+        "required": required, "named": named, "overrides": overrides, "dataset_root": root, "command": argv,
+        "base": base,
+        "mounts": mount_list, "spec_files": spec_files,
+        "env": env_vars, "nccl_env": nccl_env,
+        "secrets": secret_values, "master_port": int(spec.get("master_port") or d["master_port"]),
+    }
+
+
+def named_paths(command: str | list[str], argv: list[str], spec_files: Iterable[uploads.Upload],
+                mounted: Iterable[str]) -> list[str]:
+    """Cluster paths the command and the uploaded spec files name (:mod:`taobank.slurm.cmdpaths`)."""
+    found = cmdpaths.command_paths(command, argv)
+    for u in spec_files:
+        found += cmdpaths.spec_file_paths(u.name, u.data)
+    return cmdpaths.cluster_paths(found, mounted)
+
+
+def preflight_paths(conn: Connection, paths: Iterable[str], sqsh_files: Iterable[str] = ()) -> list[str]:
+    """Paths (of ``paths``) missing on the login host, and ``sqsh_files`` missing or not squashfs
+    (``PATH (empty or not a squashfs image)``): ONE remote command."""
+    paths, sqsh_files = list(paths), list(sqsh_files)
+    if not paths and not sqsh_files:
+        return []
+    args = paths + ([remote.SQSH_MARK] + sqsh_files if sqsh_files else [])
+    res = conn.script(remote.MISSING, args, what="test -e", retry_on_drop=True)
+    return [line for line in res.stdout.splitlines() if line]
+
+
+def _staged_files(p: Mapping[str, Any], job_id: str, job_dir: str, results: str, script: str,
+                  meta: dict) -> dict[str, str | bytes]:
+    files: dict[str, str | bytes] = {f"specs/{u.name}": u.data for u in p["spec_files"]}
+    files |= {
+        storage.SPEC_FILE: storage.compact_json(p["spec"].get("specs") or {}),
+        storage.ENV_FILE: storage.compact_json(p["env"]),
+        storage.META_FILE: storage.compact_json(meta),
+        f"sbatch/job_{job_id}.sbatch": script,
+    }
+    if p["secrets"]:
+        files[storage.CREDS_FILE] = storage.credentials_text(p["secrets"])
+    return files
+
+
+@dataclass
+class SlurmPlan(Plan):
+    """A SLURM submit's decisions (:func:`plan`), and what the login host told the checks."""
+
+    decided: dict = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict)
+    conn: Connection | None = None
+    #: set by :func:`check`: the image the job runs, and whether a conversion job makes its .sqsh first
+    run_image: str | None = None
+    convert: bool = False
+    force: bool = False
+
+
+def plan_submit(spec: Mapping[str, Any], env: Mapping[str, str], conn: Connection | None = None) -> SlurmPlan:
+    """:func:`plan` as the core's submit takes it."""
+    p = plan(spec, env)
+    s = p["spec"]
+    return SlurmPlan(spec=s, image=p["image"] or facts.NO_IMAGE, network_arch=s["network_arch"], action=s["action"],
+                     storage_tier="A", results_dir=storage.results_dir(p["base"], records.ID_PLACEHOLDER),
+                     nodes=p["resources"].nodes, decided=p, env=env, conn=conn,
+                     backend={k: v for k, v in {"backend_type": "slurm", "partition": p["resources"].partition,
+                                                "cluster_name": s.get("cluster_name"),
+                                                "container_runtime": p["runtime"]}.items()
+                              if v is not None})  # an unset cluster_name is absent, not "None"
+
+
+def check(sp: SlurmPlan, gate: Gate) -> None:
+    """ONE remote command on the login host: every input and every path the command names exists, and a
+    cached .sqsh is a squashfs image (a bad one is converted again)."""
+    p = sp.decided
+    conn = sp.conn = sp.conn or Connection(sp.env)
+    conn.connect()
+    given_sqsh = p["pyxis_image"] if p["runtime"] == "pyxis" and p["pyxis_image"] and images.is_sqsh(p["pyxis_image"]) else None
+    sqsh_checks = ([given_sqsh] if given_sqsh else []) + ([p["sqsh"]] if p["sqsh"] else [])
+    wanted = list(p["required"]) + list(p["named"])
+    missing = preflight_paths(conn, wanted, sqsh_checks)
+    cache_bad = [m for m in missing if m.split(" ")[0] == p["sqsh"]]  # missing, empty or no squashfs: converted below
+    data_missing = [m for m in missing if m not in cache_bad]
+    if data_missing:
+        raise TaoError(f"missing on the cluster ({conn.host.entry}): {', '.join(data_missing)}; put the data on the "
+                       "shared filesystem or fix the paths (nothing was submitted)")
+    sp.force = bool(p["spec"].get("force_reconvert_latest", resources.defaults()["force_reconvert_latest"]))
+    sp.convert = bool(p["sqsh"]) and images.needs_conversion(p["pyxis_image"], not cache_bad, sp.force)
+    sp.run_image = (p["sqsh"] or p["pyxis_image"]) if p["runtime"] == "pyxis" else p["pyxis_image"]
+    if wanted:
+        gate.lines.append(f"{len(wanted)} path(s) found on {conn.host.entry}")
+    if sp.convert:
+        gate.lines.append(f"{p['pyxis_image']} is converted to {p['sqsh']} first")
+
+
+def launch(sp: SlurmPlan, rec: dict) -> Launch:
+    """Stage, render, lint and sbatch; a refusal removes the credentials it staged (no job will source them)."""
+    conn = sp.conn
+    assert conn is not None
+    try:
+        return _stage_and_sbatch(conn, sp.decided, rec, sp.run_image, convert=sp.convert, force=sp.force, env=sp.env)
+    except SubmitUncertain:
+        raise
+    except TaoError as exc:
+        cb = records.load(rec["id"]).get("backend") or {}
+        if cb.get("staged_secrets") and facts.job_dir_of(cb) and not cb.get("slurm_job_id"):
+            creds = posixpath.join(facts.job_dir_of(cb), storage.CREDS_FILE)
+            try:
+                conn.script(remote.REMOVE, [creds], what="remove credentials")
+            except TaoError:
+                raise TaoError(f"{exc}; also could not remove {creds} on the cluster: delete it by hand") from None
+        raise
+
+
+def submit(spec: Mapping[str, Any], *, conn: Connection | None = None, env: Mapping[str, str] | None = None,
+           description: str | None = None, skip_nccl_probe: bool = False, probe: bool = False) -> dict:
+    """The core's submit (:meth:`taobank.platform.Platform.submit`) with SLURM's options; the stored record."""
+    opts = SubmitOptions(connection=conn, env=env, description=description, skip_nccl_probe=skip_nccl_probe,
+                         probe=probe)
+    return records.load(platform.get(facts.PLATFORM).submit(dict(spec), opts).id)
+
+
+def script_input(p: Mapping[str, Any], job_id: str, image: str | None) -> render.ScriptInput:
+    results = storage.results_dir(p["base"], job_id)
+    return render.ScriptInput(
+        job_id=job_id, job_dir=storage.job_dir(p["base"], job_id), results_parent=storage.results_parent(results, job_id),
+        command=uploads.substitute(p["command"], posixpath.join(storage.job_dir(p["base"], job_id), "specs"),
+                                   [u.name for u in p["spec_files"]], shell=isinstance(p["spec"]["command"], str)),
+        resources=p["resources"], runtime=p["runtime"], image=image,
+        container_mounts=p["mounts"],
+        env=p["env"], nccl_env=p["nccl_env"], has_credentials=bool(p["secrets"]), secret_names=tuple(p["secrets"]),
+        dataset_root=p["dataset_root"], master_port=p["master_port"],
+        self_retries=facts.max_retries() if p["resources"].requeue and p["spec"].get("infra_retries", True) else 0,
+        poller_retries=bool(p["spec"].get("infra_retries", True)))
+
+
+def preview(spec: Mapping[str, Any], job_id: str, env: Mapping[str, str] | None = None) -> str:
+    """The sbatch script a submit would write (no cluster contact, no secrets needed), refused as the submit
+    would refuse it when it holds a credential: a preview never prints one."""
+    p = plan(spec, env, need_secrets=False)
+    image = p["sqsh"] or p["pyxis_image"]
+    text = render.render(script_input(p, job_id, image))
+    render.lint_secrets(text, f"job_{job_id}.sbatch")
+    return text
+
+
+def conversion_job(p: Mapping[str, Any], job_id: str, *, force: bool, env: Mapping[str, str]) -> images.Conversion:
+    """The conversion job of a submit whose ``.sqsh`` is missing (or forced)."""
+    jdir = storage.job_dir(p["base"], job_id)
+    return images.conversion(f"{job_id}-sqsh", p["pyxis_image"], p["sqsh"],
+                             posixpath.join(jdir, storage.LOG_DIR, "convert-%j.out"), p["spec"], env,
+                             gpu_partition=p["resources"].partition, account=p["resources"].account, force=force)
+
+
+def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: str | None, *, convert: bool = False,
+                      force: bool = False, env: Mapping[str, str] | None = None) -> Launch:
+    job_id = rec["id"]
+    results = storage.results_dir(p["base"], job_id)
+    jdir = storage.job_dir(p["base"], job_id)
+    inp = script_input(p, job_id, image)
+    script = render.render(inp)
+    script_rel = f"sbatch/job_{job_id}.sbatch"
+    render.lint(script, f"job_{job_id}.sbatch")
+    meta = {"job_id": job_id, "network_arch": rec["network_arch"], "action": rec["action"],
+            "partition": p["resources"].partition, "nodes": p["resources"].nodes,
+            "gpus_per_node": p["resources"].gpus_per_node, "runtime": p["runtime"], "image": image,
+            "results_dir": results, "secrets": sorted(p["secrets"])}
+    files = _staged_files(p, job_id, jdir, results, script, meta)
+    conv = conversion_job(p, job_id, force=force, env=os.environ if env is None else env) if convert else None
+    if conv:
+        files[f"sbatch/convert_{job_id}.sbatch"] = images.render_conversion(conv)
+        render.lint(files[f"sbatch/convert_{job_id}.sbatch"], f"convert_{job_id}.sbatch")
+    conn.script(remote.STAGE, [jdir, results] + uploads.checksums(p["spec_files"]), stdin=storage.bundle(files),
+                what="stage job dir")
+    # job_dir is runtime metadata: written with slurm_job_id once sbatch answered (never before).
+    backend = {"staged_dir": jdir, "results_dir": results, "script": posixpath.join(jdir, script_rel),
+               "login_host": conn.host.entry, "job_name": job_id,
+               "staged_secrets": bool(p["secrets"]), "self_retry": inp.self_retries > 0,
+               "infra_retries": bool(p["spec"].get("infra_retries", True))}
+    if p["spec_files"]:
+        # name=sha256 of each uploaded spec file (a record's backend holds scalars), checked on the cluster at staging
+        backend["spec_files"] = ",".join(f"{u.name}={u.sha256}" for u in p["spec_files"])
+    records.mark(job_id, "PENDING", message="staged; submitting", backend=backend)
+    if conv:
+        res = conn.script(remote.CONVERT, [posixpath.join(jdir, f"sbatch/convert_{job_id}.sbatch")], check=False,
+                          what="sbatch (image conversion)")
+        cid = res.stdout.strip().splitlines()[-1] if res.ok and res.stdout.strip() else ""
+        if not cid.isdigit():
+            raise TaoError("image conversion job: " + sbatch_error(res.stderr or res.stdout))
+        records.mark(job_id, "PENDING", message=f"image conversion job {cid} submitted (held)", backend={
+            "convert_job_id": cid, "convert_log": conv.log.replace("%j", cid)})
+        try:
+            return sbatch(conn, job_id)  # releases the conversion once the training job exists
+        except SubmitUncertain:
+            raise  # the training job may exist: resume adopts it and releases the conversion
+        except TaoError as exc:  # refused: the held conversion would otherwise run for nobody
+            conn.remote(["scancel", cid], check=False, what="scancel (image conversion)")
+            raise TaoError(f"{exc} (image conversion job {cid} cancelled)") from None
+    return sbatch(conn, job_id)
+
+
+def find_by_name(conn: Connection, name: str) -> list[str]:
+    """SLURM job ids whose name is exactly ``name`` (squeue + sacct)."""
+    res = conn.script(remote.FIND, [name], what="find job by name", retry_on_drop=True)
+    q, _, a = res.stdout.partition("@@sacct")
+    ids = {j for j, v in st.parse_squeue(q).items() if v["name"] == name}
+    ids |= {j for j, v in st.parse_sacct(a).items() if v["name"] == name}
+    return sorted(ids, key=int)
+
+
+def resumable(job_id: str) -> dict:
+    """The record of a submit to finish: a SLURM record that was staged (checked before any connection)."""
+    rec = platform.load_for(job_id, facts.PLATFORM, "resume")
+    b = facts.backend_of(rec)
+    if b.get("slurm_job_id"):
+        return rec
+    if rec["state"] in states.TERMINAL:
+        raise TaoError(f"job {job_id} is {rec['state']} and was never submitted to SLURM: nothing to resume; submit again")
+    if not facts.job_dir_of(b) or not b.get("script"):
+        raise TaoError(f"job {job_id} was never staged (no job folder or script in its record): nothing to resume; "
+                       "submit it again with tao_slurm.py submit")
+    return rec
+
+
+def sbatch_record(conn: Connection, job_id: str) -> dict:
+    """``resume``: sbatch the staged script of a record that has none yet (reconciled first); the record."""
+    rec = resumable(job_id)
+    if (rec.get("backend") or {}).get("slurm_job_id"):
+        return rec
+    done = sbatch(conn, job_id)
+    return records.mark(job_id, "PENDING", backend_ref=done.backend_ref, backend=done.backend, message=done.message)
+
+
+def sbatch(conn: Connection, job_id: str) -> Launch:
+    """sbatch the staged script of a record, looking first for a job of its exact name.
+
+    Safe to call again after a lost answer: a job already carrying the
+    record's exact name is adopted instead of submitting a second one.
+    """
+    rec = resumable(job_id)
+    b = dict(rec.get("backend") or {})
+    name = b.get("job_name") or job_id
+    log_root = posixpath.join(facts.job_dir_of(b), storage.LOG_DIR)
+    found = find_by_name(conn, name)
+    if found:
+        jid = found[-1]
+        conn.script(remote.ADOPT, [jid, log_root, name, b.get("convert_job_id") or ""], what="adopt job")
+        how = f"adopted existing SLURM job {jid} (an earlier sbatch answer was lost)"
+    else:
+        try:
+            res = conn.script(remote.SBATCH, [b["script"], log_root, name, b.get("convert_job_id") or ""],
+                              check=False, what="sbatch")
+            jid = res.stdout.strip().splitlines()[-1] if res.ok and res.stdout.strip() else ""
+        except TaoError as exc:  # the connection dropped while sbatch ran: the job may exist
+            res, jid = None, ""
+            dropped = str(exc)
+        if not jid.isdigit():
+            # Lost or garbled answer: the job may exist anyway. Look before anything else.
+            try:
+                found = find_by_name(conn, name)
+            except TaoError as exc:
+                records.mark(job_id, "PENDING", message="sbatch answer lost and the cluster is unreachable; "
+                             f"finish with: tao_slurm.py resume {job_id}")
+                raise SubmitUncertain(f"sbatch answer lost ({exc}): the job may exist; when the cluster answers, "
+                                      f"run tao_slurm.py resume {job_id} (it never submits twice)") from None
+            if not found:
+                raise TaoError(sbatch_error(res.stderr or res.stdout) if res is not None else
+                               f"sbatch did not complete: {dropped}; nothing was submitted")
+            jid = found[-1]
+            conn.script(remote.ADOPT, [jid, log_root, name, b.get("convert_job_id") or ""], what="adopt job")
+            how = f"sbatch answer lost; reconciled to SLURM job {jid} by name"
+        else:
+            how = f"submitted as SLURM job {jid}"
+    backend = {"slurm_job_id": jid, "job_dir": facts.job_dir_of(b), "log_dir": facts.log_dir_of(b, name, jid),
+               "login_host": conn.host.entry}
+    return Launch(f"slurm:{jid}", backend, how, details={"job_dir": backend["job_dir"], "log_dir": backend["log_dir"]})
+
+
+def sbatch_error(text: str) -> str:
+    line = last_line(text)
+    if "Requested node configuration is not available" in text:
+        return (f"sbatch refused the job: {line}. The request (GPUs/CPUs/memory per node or node count) exceeds what "
+                "any node of the partition has: lower num_gpus/cpus_per_task/mem or use another partition")
+    if "accounting/QOS policy" in text or "AssocMaxSubmitJobLimit" in text:
+        return (f"sbatch refused the job: {line}. Your account may not submit this job (no account named, or a limit "
+                "of it): set SLURM_ACCOUNT to an account you may use (sacctmgr show assoc user=$USER)")
+    if "Invalid account" in text or "Invalid qos" in text:
+        return f"sbatch refused the job: {line}. Set SLURM_ACCOUNT to an account you may use (sacctmgr show assoc user=$USER)"
+    if "invalid partition" in text.lower():
+        return f"sbatch refused the job: {line}. Check SLURM_PARTITION against sinfo -s"
+    if "time limit" in text.lower():
+        return f"sbatch refused the job: {line}. Lower time_hours or pick a partition with a longer limit"
+    return f"sbatch failed: {line}"
