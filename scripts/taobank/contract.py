@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from .states import State
+
 
 @dataclass(frozen=True)
 class SubmitOptions:
@@ -81,4 +83,34 @@ class Launch:
     error: str | None = None
 
 
-__all__ = ["SubmitOptions", "Plan", "Gate", "Launch"]
+@dataclass
+class Observation:
+    """What the backend says of one job, mapped to the bank's states (the same type on every platform)."""
+
+    state: State
+    message: str = ""
+    err_class: str | None = None
+    #: the backend's short why (a Kubernetes condition reason, a SLURM pending reason)
+    reason: str | None = None
+    #: the backend's own state word (SLURM: RUNNING, TIMEOUT ...; Kubernetes: None, ``reason`` says it)
+    observed: str | None = None
+    exit_code: int | None = None
+    #: the signal that ended the program, when the backend tells it
+    signal: int | None = None
+    #: an infrastructure failure worth a resubmit
+    retry: bool = False
+    #: the verdict may change once the job's log tail is read
+    needs_log: bool = False
+    #: Kubernetes: the pod whose failure decided it, the pods' summaries, the pods run so far
+    failed_pod: str | None = None
+    pods: list[dict] = field(default_factory=list)
+    pod_attempts: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def exit_status(self) -> str | None:
+        """``rc:signal`` as SLURM's accounting writes it (what a SLURM record keeps), or None."""
+        return None if self.exit_code is None else f"{self.exit_code}:{self.signal or 0}"
+
+
+__all__ = ["SubmitOptions", "Plan", "Gate", "Launch", "Observation"]

@@ -11,6 +11,7 @@ import sys
 from datetime import datetime, timezone
 from typing import Callable
 
+from .states import State
 from . import pins, platform
 from .nccl_verdicts import (CACHE_FILE, STAMP, age_days, cache_path, cached, fresh_ok,
                             load_cache, require_ok, save_verdict)
@@ -39,7 +40,7 @@ sys.exit(0 if ok else 1)
 
 def verdict_of(result: dict) -> str:
     """ok | hang/timeout | not-run | failed, from a terminal status result."""
-    if result["state"] == "COMPLETE":
+    if result["state"] == State.COMPLETE:
         return "ok"
     if result.get("never_ran"):
         return "not-run"
@@ -58,10 +59,10 @@ def wait_terminal(platform_name: str, job_id: str, deadline_s: float, interval: 
     views, errors = platform.cancel(platform_name, [job_id])
     if errors:
         raise TaoError(f"NCCL probe {job_id} outlived its wait and cancel failed: {errors[0]}")
-    if views[0].state != "CANCELED":  # it finished meanwhile: take that verdict
+    if views[0].state != State.CANCELED:  # it finished meanwhile: take that verdict
         return platform.status(platform_name, [job_id], retry=False)[0].to_dict()
-    ran = result["state"] == "RUNNING"  # PENDING this long is scheduling/pull trouble, not NCCL
-    return {**result, "state": "CANCELED", "exit_code": TIMEOUT_EXIT if ran else None, "never_ran": not ran,
+    ran = result["state"] == State.RUNNING  # PENDING this long is scheduling/pull trouble, not NCCL
+    return {**result, "state": State.CANCELED, "exit_code": TIMEOUT_EXIT if ran else None, "never_ran": not ran,
             "message": f"still {result['state']} after {int(deadline_s)}s ({result.get('message') or ''}): canceled"}
 
 

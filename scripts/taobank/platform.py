@@ -26,6 +26,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from .states import State
 from . import nccl_verdicts, records, states
 from .cli import one_line
 from .contract import Gate, Launch, Plan, SubmitOptions
@@ -107,7 +108,7 @@ class JobView:
 
     def _where(self) -> str:
         """Where a finished job left its results; a job run with --no-results says so instead of /dev/null."""
-        if self.state != "COMPLETE":
+        if self.state != State.COMPLETE:
             return ""
         folder = self.extra.get("results") or self.results_dir
         if folder == records.NO_RESULTS_DIR:
@@ -208,7 +209,7 @@ class Platform(ABC):
         except TaoError as exc:
             cur = records.load(rec["id"])
             if cur["state"] not in states.TERMINAL and not cur.get("backend_ref"):
-                records.mark(rec["id"], "ERROR", message=f"submit failed before launch: {exc}",
+                records.mark(rec["id"], State.ERROR, message=f"submit failed before launch: {exc}",
                              err_class="ERR_PROGRAM")
             raise
         return self._bind(rec, launch, gate)
@@ -391,7 +392,7 @@ _WAITING = {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "RESIZING", "S
 
 def _unseen(view: JobView) -> bool:
     """The backend cannot tell us anything about this job: it vanished, or was never launched."""
-    return not view.backend_ref or (view.state == "UNKNOWN" and view.observed not in _WAITING)
+    return not view.backend_ref or (view.state == State.UNKNOWN and view.observed not in _WAITING)
 
 
 def _with_retries(ids: list[str], platform: str | None) -> list[str]:
@@ -411,7 +412,7 @@ def watch_exit_code(views: list[JobView]) -> int:
     for v in views:
         if superseded(v, views):
             continue
-        if v.state == "ERROR" or not v.terminal:
+        if v.state == State.ERROR or not v.terminal:
             return EXIT_FAILED
     return EXIT_OK
 

@@ -26,6 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from .states import State
 from . import BANK_ROOT, fsio, names, safeparse, states
 from .errors import TaoError
 
@@ -425,7 +426,7 @@ def mark(
     new = states.canonical_state(state)
     src = states.canonical_source(source)
     cls = states.canonical_err_class(err_class) if err_class else None
-    if cls and new != "ERROR":
+    if cls and new != State.ERROR:
         raise TaoError(f"err_class {cls} is only allowed with --state ERROR (got {new})")
     meta = _clean_backend(backend)
     msg = _clean_text(message)
@@ -456,7 +457,7 @@ def mark(
         if new != cur:
             rec["state"] = new
             rec["transitions"].append({"time": now, "state": new, "source": src, "message": msg})
-            if new == "ERROR":
+            if new == State.ERROR:
                 rec["err_class"] = cls
         rec["updated_at"] = now
         _replace(job_id, rec)
@@ -468,7 +469,7 @@ def run_times(rec: Mapping[str, Any]) -> tuple[str | None, str | None]:
     """(started_at, ended_at) from the transitions: when the job was first seen RUNNING and when it reached
     its terminal state; None for what has not happened (or was never seen: a job may end between two polls)."""
     trs = [t for t in rec.get("transitions") or [] if isinstance(t, Mapping)]
-    started = next((t.get("time") for t in trs if t.get("state") == "RUNNING"), None)
+    started = next((t.get("time") for t in trs if t.get("state") == State.RUNNING), None)
     ended = None
     if rec.get("state") in states.TERMINAL:
         ended = next((t.get("time") for t in reversed(trs) if t.get("state") == rec["state"]), None) \

@@ -17,22 +17,45 @@ Why each edge exists:
 """
 from __future__ import annotations
 
+from enum import StrEnum
+
 from .errors import TaoError
 
-STATES: tuple[str, ...] = ("PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELED", "UNKNOWN")
-TERMINAL: frozenset[str] = frozenset({"COMPLETE", "ERROR", "CANCELED"})
-ACTIVE: frozenset[str] = frozenset({"PENDING", "RUNNING", "UNKNOWN"})
-INITIAL: str = "PENDING"
+
+class State(StrEnum):
+    """A job's state in the bank's vocabulary (a ``str``: records and ``--json`` hold the plain name)."""
+
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    COMPLETE = "COMPLETE"
+    ERROR = "ERROR"
+    CANCELED = "CANCELED"
+    UNKNOWN = "UNKNOWN"
+
+    @property
+    def is_terminal(self) -> bool:
+        """Nothing leaves a terminal state."""
+        return self in TERMINAL
+
+    @property
+    def is_active(self) -> bool:
+        return self in ACTIVE
+
+
+STATES: tuple[State, ...] = tuple(State)
+TERMINAL: frozenset[State] = frozenset({State.COMPLETE, State.ERROR, State.CANCELED})
+ACTIVE: frozenset[State] = frozenset({State.PENDING, State.RUNNING, State.UNKNOWN})
+INITIAL: State = State.PENDING
 
 #: state -> states a mark may move it to (same-state marks are handled apart:
 #: allowed on an active record as an update, a no-op on a terminal one).
-TRANSITIONS: dict[str, tuple[str, ...]] = {
-    "PENDING": ("RUNNING", "COMPLETE", "ERROR", "CANCELED", "UNKNOWN"),
-    "RUNNING": ("PENDING", "COMPLETE", "ERROR", "CANCELED", "UNKNOWN"),
-    "UNKNOWN": ("RUNNING", "COMPLETE", "ERROR", "CANCELED"),
-    "COMPLETE": (),
-    "ERROR": (),
-    "CANCELED": (),
+TRANSITIONS: dict[State, tuple[State, ...]] = {
+    State.PENDING: (State.RUNNING, State.COMPLETE, State.ERROR, State.CANCELED, State.UNKNOWN),
+    State.RUNNING: (State.PENDING, State.COMPLETE, State.ERROR, State.CANCELED, State.UNKNOWN),
+    State.UNKNOWN: (State.RUNNING, State.COMPLETE, State.ERROR, State.CANCELED),
+    State.COMPLETE: (),
+    State.ERROR: (),
+    State.CANCELED: (),
 }
 
 #: Failure classes; only an ERROR record may carry one (it is optional there).
@@ -54,13 +77,13 @@ def canonical_platform(name: str) -> str:
     return _PLATFORM_ALIASES[key]
 
 
-def canonical_state(name: str) -> str:
+def canonical_state(name: str) -> State:
     """Upper-case a state name (``running`` -> ``RUNNING``; ``CANCELLED`` -> ``CANCELED``)."""
     key = str(name).strip().upper()
     key = _STATE_ALIASES.get(key, key)
     if key not in STATES:
         raise TaoError(f"unknown state {name!r}: use one of {' '.join(STATES)}")
-    return key
+    return State(key)
 
 
 def canonical_err_class(name: str) -> str:

@@ -84,7 +84,7 @@ def test_out_of_memory_is_a_program_error_unless_its_log_shows_an_infrastructure
     assert (v.err_class, v.retry, v.needs_log) == ("ERR_PROGRAM", False, False) and "raise mem" in v.message
     v = st.classify(None, rec, None, log_tail="OSError: [Errno 116] Stale file handle: '/lustre/data/x.jpg'\n")
     assert (v.state, v.err_class, v.retry) == ("ERROR", "ERR_INFRA", True) and "stale_filesystem" in v.message
-    assert v.slurm_state == "OUT_OF_MEMORY"
+    assert v.observed == "OUT_OF_MEMORY"
 
 
 def test_requeued_job_still_in_squeue_wins_over_a_terminal_looking_sacct_line():

@@ -1,6 +1,8 @@
 """The status vocabulary and transition table as data."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from taobank import states
@@ -64,3 +66,25 @@ def test_markdown_table_matches_data():
                 assert cell in ("update", "no-op")
             else:
                 assert (cell == "yes") == states.is_allowed(src, dst)
+
+
+def test_the_state_enum_is_the_vocabulary_and_knows_its_ends():
+    from taobank.states import State
+
+    assert [s.value for s in State] == list(states.STATES) == ["PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELED", "UNKNOWN"]
+    assert {s for s in State if s.is_terminal} == set(states.TERMINAL) == {State.COMPLETE, State.ERROR, State.CANCELED}
+    assert {s for s in State if s.is_active} == set(states.ACTIVE)
+    assert states.canonical_state("cancelled") is State.CANCELED
+    assert State.ERROR == "ERROR" and json.dumps({"state": State.ERROR}) == '{"state": "ERROR"}'  # records stay plain
+
+
+def test_one_observation_type_carries_both_platforms_exit_codes():
+    from taobank.contract import Observation
+    from taobank.kubernetes import status as kstatus
+    from taobank.slurm import status as sstatus
+
+    v = sstatus.verdict("ERROR", "killed", "FAILED", exit_code="0:9")
+    assert isinstance(v, Observation) and (v.exit_code, v.signal, v.exit_status, v.observed) == (0, 9, "0:9", "FAILED")
+    assert sstatus.verdict("ERROR", "x", exit_code="garbage").exit_status is None
+    gone = kstatus.observe(None, [])
+    assert isinstance(gone, Observation) and gone.state == "UNKNOWN" and gone.exit_status is None

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+from ..states import State
 from .. import platform, records, states
 from ..errors import TaoError
 from . import JOB_LABEL, PLATFORM, credentials, logs
@@ -27,17 +28,17 @@ def cancel(job_id: str) -> dict:
         if not found:
             kube.run("delete", "secret,service,configmap", "-l", f"{JOB_LABEL}={job_id}", "--ignore-not-found",
                      "--wait=false", what="kubectl delete secret,service,configmap")
-            rec = records.mark(job_id, "CANCELED", message="canceled before launch")
-            return {"id": job_id, "state": "CANCELED", "deleted": False, "message": "never launched: record canceled"}
+            rec = records.mark(job_id, State.CANCELED, message="canceled before launch")
+            return {"id": job_id, "state": State.CANCELED, "deleted": False, "message": "never launched: record canceled"}
         name, uid = found[0]["metadata"]["name"], found[0]["metadata"]["uid"]
     job = kube.json("get", "job", name, "--ignore-not-found", what="kubectl get job")
     if not job or job["metadata"].get("uid") != uid:
         other = " (a Job with that name but another UID exists and was left alone)" if job else ""
-        rec = records.mark(job_id, "CANCELED", message=f"the Job was already gone{other}")
-        return {"id": job_id, "state": "CANCELED", "deleted": False, "message": f"Job {name} already deleted{other}"}
+        rec = records.mark(job_id, State.CANCELED, message=f"the Job was already gone{other}")
+        return {"id": job_id, "state": State.CANCELED, "deleted": False, "message": f"Job {name} already deleted{other}"}
     pods = smap.pods_of(job, kube.items("pods", "-l", f"{JOB_LABEL}={job_id}"))
     obs = smap.observe(job, pods)
-    if obs.state in ("COMPLETE", "ERROR"):
+    if obs.state in (State.COMPLETE, State.ERROR):
         logs.save_final_logs(kube, rec, pods)
         rec = records.mark(job_id, obs.state, message=obs.message, err_class=obs.err_class)
         note = credentials.credentials_note(kube, uid) if credentials.credential_secrets(rec) else None
@@ -52,13 +53,13 @@ def cancel(job_id: str) -> dict:
     if not res.ok:
         text = res.stderr + res.stdout
         if "Precondition failed" in text or "Conflict" in text or "UID in precondition" in text:
-            rec = records.mark(job_id, "CANCELED", message="the Job was replaced by another with the same name; left alone")
-            return {"id": job_id, "state": "CANCELED", "deleted": False,
+            rec = records.mark(job_id, State.CANCELED, message="the Job was replaced by another with the same name; left alone")
+            return {"id": job_id, "state": State.CANCELED, "deleted": False,
                     "message": f"Job {name} now has another UID: not deleted"}
         if "NotFound" not in text and "not found" not in text:
             raise TaoError(f"deleting Job {name} failed: {text.strip().splitlines()[-1] if text.strip() else 'no output'}")
     # the Job is gone: the record says so first, whatever happens to the cleanup below
-    rec = records.mark(job_id, "CANCELED", message="canceled by the agent (Job deleted, foreground)")
+    rec = records.mark(job_id, State.CANCELED, message="canceled by the agent (Job deleted, foreground)")
     message = f"Job {kube.namespace}/{name} deleted"
     try:
         kube.run("delete", "secret,service,configmap", "-l", f"{JOB_LABEL}={job_id}", "--ignore-not-found",
@@ -66,4 +67,4 @@ def cancel(job_id: str) -> dict:
     except TaoError as exc:  # owned by the Job, so the garbage collector removes them anyway
         message += (f"; its Secret/Service/ConfigMap were not deleted now ({exc}): the garbage collector removes "
                     f"them with the Job, or run kubectl delete secret,service,configmap -l {JOB_LABEL}={job_id}")
-    return {"id": job_id, "state": "CANCELED", "deleted": True, "message": message}
+    return {"id": job_id, "state": State.CANCELED, "deleted": True, "message": message}

@@ -11,6 +11,7 @@ import base64
 import json
 import os
 
+from ..states import State
 from .. import envfile
 from ..errors import TaoError
 from . import OWNER_UID_LABEL, render
@@ -122,7 +123,7 @@ def remove_credentials(rec: dict) -> str | None:
     """``cancel`` of a job that already finished: delete its credential Secrets (status does it when it sees
     the end; this covers a job nobody polled). The note for the cancel line, or None (nothing held)."""
     uid = (rec.get("backend") or {}).get("uid")
-    if rec["state"] == "CANCELED" or not uid or not credential_secrets(rec):
+    if rec["state"] == State.CANCELED or not uid or not credential_secrets(rec):
         return None  # a canceled Job was deleted: the garbage collector took its Secrets with it
     return credentials_note(Kubectl.for_record(rec), uid)
 

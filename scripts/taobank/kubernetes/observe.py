@@ -5,6 +5,7 @@ a job that ended has its logs saved and its credential Secrets deleted.
 """
 from __future__ import annotations
 
+from ..states import State
 from .. import records, states
 from ..errors import TaoError
 from . import JOB_LABEL, credentials, logs
@@ -23,7 +24,7 @@ def _observe_record(kube: Kubectl, rec: dict, entry: dict | None) -> tuple[smap.
     job = smap.pick_job(entry["jobs"], b.get("uid"), b.get("name"))
     pods = smap.pods_of(job, entry["pods"])
     obs = smap.observe(job, pods)
-    if obs.state == "ERROR" and obs.failed_pod and rec["state"] not in states.TERMINAL:
+    if obs.state == State.ERROR and obs.failed_pod and rec["state"] not in states.TERMINAL:
         failed = next(p for p in pods if p["metadata"]["name"] == obs.failed_pod)
         texts = {obs.failed_pod: logs.pod_logs(kube, failed, 50)}
         obs = smap.observe(job, pods, texts)
@@ -97,7 +98,7 @@ def _update(kube: Kubectl, rec: dict, entry: dict | None, source: str) -> dict:
         if new in states.TERMINAL and pods:
             saved = logs.save_final_logs(kube, rec, pods)
         rec = records.mark(rec["id"], new, source=source, message=obs.message,
-                           err_class=obs.err_class if new == "ERROR" else None)
+                           err_class=obs.err_class if new == State.ERROR else None)
     logs_file = records.artifact_dir(rec["id"]) / "logs.txt"
     result = {
         "id": rec["id"], "state": rec["state"], "observed": obs.state, "err_class": rec.get("err_class"),
@@ -105,7 +106,7 @@ def _update(kube: Kubectl, rec: dict, entry: dict | None, source: str) -> dict:
         "pods": obs.pods, "exit_code": obs.exit_code, "pod_attempts": obs.pod_attempts,
         "saved_logs": str(logs_file) if logs_file.exists() else None,
     }
-    if obs.state == "UNKNOWN" and rec["state"] in states.TERMINAL:
+    if obs.state == State.UNKNOWN and rec["state"] in states.TERMINAL:
         result["message"] = f"{obs.message}; the record is terminal ({rec['state']}) and stays the source of truth"
     if saved:
         result["saved_logs"] = saved

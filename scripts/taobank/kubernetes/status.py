@@ -8,9 +8,11 @@ Job deleted by its TTL reads as UNKNOWN only while the record is still active.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
+from ..states import State
 from .. import states
+from ..contract import Observation
 from . import JOB_LABEL
 
 INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
@@ -25,19 +27,6 @@ PULL_RETRY_REASONS = ("ErrImagePull", "ImagePullBackOff")
 _BACKOFF_PREFIX = re.compile(r'^Back-off pulling image "[^"]*"(: )?(ErrImagePull: )?')
 #: What an older kubelet's back-off message says once the prefix is gone: nothing about the error.
 PULL_BACKOFF_ONLY = "the kubelet backs off before retrying the pull"
-
-
-@dataclass
-class Observation:
-    state: str
-    err_class: str | None = None
-    reason: str | None = None
-    message: str = ""
-    failed_pod: str | None = None
-    exit_code: int | None = None
-    pods: list[dict] = field(default_factory=list)
-    #: pods the Job has run so far (a disrupted pod is replaced: podFailurePolicy + backoffLimit)
-    pod_attempts: int = 0
 
 
 def condition(obj: dict | None, ctype: str) -> dict | None:
@@ -217,14 +206,14 @@ def _tail(text: str, lines: int = 5) -> str:
 def observe(job: dict | None, pods: list[dict], logs: dict[str, str] | None = None) -> Observation:
     """Map one Job (None = not found) and its pods to the bank's vocabulary."""
     if job is None:
-        return Observation("UNKNOWN", reason="NotFound", message="the Job no longer exists (TTL cleanup or deleted "
+        return Observation(State.UNKNOWN, reason="NotFound", message="the Job no longer exists (TTL cleanup or deleted "
                            "outside the bank)", pods=[pod_summary(p) for p in sort_pods(pods)])
     obs = _observe(job, pods, logs)
     st = job.get("status") or {}
     failed = int(st.get("failed") or 0)
     obs.pod_attempts = failed + int(st.get("succeeded") or 0) + int(st.get("active") or 0) \
         + int(st.get("terminating") or 0)
-    if failed and obs.state in ("PENDING", "RUNNING", "COMPLETE"):
+    if failed and obs.state in (State.PENDING, State.RUNNING, State.COMPLETE):
         limit = (job.get("spec") or {}).get("backoffLimit")
         obs.message += f"; {failed} pod(s) disrupted and replaced (retry limit {limit})"
     return obs
@@ -234,29 +223,29 @@ def _observe(job: dict, pods: list[dict], logs: dict[str, str] | None) -> Observ
     summaries = [pod_summary(p) for p in sort_pods(pods)]
     st = job.get("status") or {}
     if condition(job, "Complete") or condition(job, "SuccessCriteriaMet"):
-        return Observation("COMPLETE", reason="Complete", message=f"succeeded pods: {st.get('succeeded', 0)}", pods=summaries)
+        return Observation(State.COMPLETE, reason="Complete", message=f"succeeded pods: {st.get('succeeded', 0)}", pods=summaries)
     if condition(job, "Failed") or condition(job, "FailureTarget"):
         err, reason, msg, pod, code = _failure(job, pods, logs)
-        return Observation("ERROR", err_class=err, reason=reason, message=msg, failed_pod=pod, exit_code=code, pods=summaries)
+        return Observation(State.ERROR, err_class=err, reason=reason, message=msg, failed_pod=pod, exit_code=code, pods=summaries)
     if (job.get("metadata") or {}).get("deletionTimestamp"):
-        return Observation("CANCELED", reason="Deleting", message="the Job is being deleted", pods=summaries)
+        return Observation(State.CANCELED, reason="Deleting", message="the Job is being deleted", pods=summaries)
     if condition(job, "Suspended"):
-        return Observation("PENDING", reason="Suspended", message="the Job is suspended", pods=summaries)
+        return Observation(State.PENDING, reason="Suspended", message="the Job is suspended", pods=summaries)
     live = [p for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
     running = [p for p in live if (p.get("status") or {}).get("phase") == "Running"]
     if running and len(running) == len(live):
-        return Observation("RUNNING", reason="Running",
+        return Observation(State.RUNNING, reason="Running",
                            message=f"{len(running)} pod(s) running, succeeded {st.get('succeeded', 0)}", pods=summaries)
     if pods and not live:
         # Every pod ended but the Job controller has not written Complete/Failed
         # yet: still running from the user's view (never back to PENDING).
-        return Observation("RUNNING", reason="Finishing",
+        return Observation(State.RUNNING, reason="Finishing",
                            message=f"{len(pods)} pod(s) ended; waiting for the Job controller to record the outcome",
                            pods=summaries)
     reason, msg = _pending_diagnosis(live)
     if running:  # some ranks run, others wait: report it as pending with the reason
         msg = f"{len(running)}/{len(live)} pods running; {msg}"
-    return Observation("PENDING", reason=reason, message=msg, pods=summaries)
+    return Observation(State.PENDING, reason=reason, message=msg, pods=summaries)
 
 
 def group_items(items: list[dict]) -> dict[str, dict]:

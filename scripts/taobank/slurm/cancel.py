@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import posixpath
 
+from ..states import State
 from .. import platform, records, states
 from ..errors import TaoError
 from ..run import last_line
@@ -36,7 +37,7 @@ def cancel(job_id: str, *, conn: Connection | None = None) -> dict:
         # a job that resubmitted itself runs under another id with the same name: stop every one of them
         conn.script(remote.CANCEL_NAME, [b.get("job_name") or job_id], check=False, what="scancel --name")
     # the job is stopped: the record says so first (the backend state must not stay RUNNING either)
-    rec = records.mark(job_id, "CANCELED", message=msg, backend={"slurm_state": "CANCELLED"} if jid else None)
+    rec = records.mark(job_id, State.CANCELED, message=msg, backend={"slurm_state": "CANCELLED"} if jid else None)
     if b.get("staged_secrets") and facts.job_dir_of(b):
         creds = posixpath.join(facts.job_dir_of(b), storage.CREDS_FILE)
         try:

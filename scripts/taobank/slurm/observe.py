@@ -6,7 +6,9 @@ import os
 import posixpath
 from typing import Any, Mapping
 
+from ..states import State
 from .. import platform, records, states
+from ..contract import Observation
 from ..errors import TaoError
 from . import facts, remote, status as st, storage, submit
 from .ssh import Connection
@@ -54,7 +56,7 @@ def parse_sweep(text: str) -> tuple[dict, dict, dict[str, str], bool]:
     return squeue, sacct, sections(marker_text, "@@marker "), accounting
 
 
-def sweep(conn: Connection, recs: list[dict]) -> dict[str, st.Verdict]:
+def sweep(conn: Connection, recs: list[dict]) -> dict[str, Observation]:
     """Verdict for every record: one remote command (one squeue + one sacct)."""
     live = []
     for r in recs:
@@ -75,12 +77,12 @@ def sweep(conn: Connection, recs: list[dict]) -> dict[str, st.Verdict]:
     res = conn.script(remote.SWEEP, [ids] + files, what="squeue/sacct", retry_on_drop=True)
     squeue, sacct, marks, accounting = parse_sweep(res.stdout)
 
-    def verdict(r: dict, log: str | None = None) -> st.Verdict:
+    def verdict(r: dict, log: str | None = None) -> Observation:
         b = r["backend"]
         jid = b["slurm_job_id"]
         moved = st.follow_retries(marks.get(_retries_path(b) or ""), jid)
         if moved:  # the job resubmitted itself after an infrastructure failure: follow it
-            return st.Verdict("PENDING", f"infrastructure failure on {moved['failed_on'] or '?'}: the job resubmitted "
+            return st.verdict(State.PENDING, f"infrastructure failure on {moved['failed_on'] or '?'}: the job resubmitted "
                               f"itself as SLURM job {moved['next']} (retry {moved['attempt']} of {facts.max_retries()}, "
                               f"excluding {moved['excluded'] or 'no node'})", extra={"moved": moved})
         marker = st.parse_marker(marks.get(_marker_path(b) or ""))
@@ -94,14 +96,14 @@ def sweep(conn: Connection, recs: list[dict]) -> dict[str, st.Verdict]:
                                    log_tail=log)
         return v
 
-    def log_files(r: dict, v: st.Verdict) -> list[str]:
+    def log_files(r: dict, v: Observation) -> list[str]:
         b = r["backend"]
         if v.extra.get("convert_log"):
             return [b["convert_log"]] if b.get("convert_log") else []
         return [posixpath.join(b["log_dir"], "main.err"), posixpath.join(b["log_dir"], "main.out")] \
             if b.get("log_dir") else []
 
-    out: dict[str, st.Verdict] = {r["id"]: verdict(r) for r in live}
+    out: dict[str, Observation] = {r["id"]: verdict(r) for r in live}
     need_logs = [r for r in live if out[r["id"]].needs_log and log_files(r, out[r["id"]])]
     if need_logs:  # only failed jobs: one more command for all of them
         wanted = {r["id"]: log_files(r, out[r["id"]]) for r in need_logs}
@@ -142,15 +144,15 @@ def refresh(recs: list[dict], *, conn: Connection | None = None, retry: bool = T
         if v is None:
             continue  # never submitted (no slurm_job_id): leave it
         new_state = v.state
-        if r["state"] == "UNKNOWN" and new_state == "PENDING":
-            new_state = "UNKNOWN"  # the table forbids UNKNOWN -> PENDING; it moves once the job runs or ends
-        meta = {"slurm_state": v.slurm_state, "exit_code": v.exit_code}
+        if r["state"] == State.UNKNOWN and new_state == State.PENDING:
+            new_state = State.UNKNOWN  # the table forbids UNKNOWN -> PENDING; it moves once the job runs or ends
+        meta = {"slurm_state": v.observed, "exit_code": v.exit_status}
         moved = v.extra.get("moved")
         if moved:
             jid, name = moved["next"], r["backend"].get("job_name") or r["id"]
             # backend_ref stays the first SLURM job (a record's ref is bound once); slurm_job_id is the live one
             # from UNKNOWN the table allows no PENDING: the job ran (it failed and resubmitted itself)
-            hop_state = "UNKNOWN" if r["state"] == "UNKNOWN" else "PENDING"
+            hop_state = State.UNKNOWN if r["state"] == State.UNKNOWN else State.PENDING
             out[r["id"]] = records.mark(r["id"], hop_state, source="poller", message=v.message,
                                         backend={"slurm_job_id": jid, "log_dir": facts.log_dir_of(facts.backend_of(r), name, jid),
                                                  "self_retries": moved["attempt"], "excluded_nodes": moved["excluded"],
@@ -158,11 +160,11 @@ def refresh(recs: list[dict], *, conn: Connection | None = None, retry: bool = T
             continue
         message, retry_now, chain_continues = v.message, False, False
         # NODE_FAIL/BOOT_FAIL: the job's own footer never ran, so only this verb can resubmit it
-        if new_state == "ERROR" and v.retry and r["backend"].get("self_retry") and v.slurm_state == "DEADLINE":
+        if new_state == State.ERROR and v.retry and r["backend"].get("self_retry") and v.observed == "DEADLINE":
             message += "; stopped at its deadline (its own retry check never ran): not resubmitted"
-        elif new_state == "ERROR" and v.retry and r["backend"].get("self_retry") and v.slurm_state not in st.INFRA_STATES:
+        elif new_state == State.ERROR and v.retry and r["backend"].get("self_retry") and v.observed not in st.INFRA_STATES:
             message += "; the job did not resubmit itself (retry limit reached, or sbatch refused on the node: see main.out)"
-        elif new_state == "ERROR" and v.retry and retry and r["backend"].get("infra_retries", True):
+        elif new_state == State.ERROR and v.retry and retry and r["backend"].get("infra_retries", True):
             if _chain_attempt(r) > facts.max_retries():
                 message += f"; retry limit {facts.max_retries()} reached"
             else:
@@ -171,12 +173,12 @@ def refresh(recs: list[dict], *, conn: Connection | None = None, retry: bool = T
                     message += f"; resubmitting (attempt {_chain_attempt(r) + 1})"
                     retry_now = True
         out[r["id"]] = records.mark(r["id"], new_state, source="poller", message=message,
-                                    err_class=v.err_class if new_state == "ERROR" else None,
+                                    err_class=v.err_class if new_state == State.ERROR else None,
                                     backend={k: x for k, x in meta.items() if x is not None})
         if retry_now:
             nxt = resubmit(conn, out[r["id"]])
             out[nxt["id"]] = nxt
-            if nxt["state"] != "ERROR":  # the resubmit failed: the chain ends here
+            if nxt["state"] != State.ERROR:  # the resubmit failed: the chain ends here
                 continue
             chain_continues = False
         folder = facts.job_dir_of(facts.backend_of(r))
@@ -210,8 +212,8 @@ def resubmit(conn: Connection, failed: dict) -> dict:
     backend = {k: b[k] for k in ("results_dir", "script", "staged_secrets", "self_retry", "infra_retries") if k in b}
     backend["staged_dir"] = facts.job_dir_of(b)  # the same staged folder; job_dir comes with the new sbatch answer
     backend.update({"job_name": rec["id"], "login_host": conn.host.entry if conn.host else b.get("login_host")})
-    records.mark(rec["id"], "PENDING", message=f"infrastructure retry of {failed['id']}", backend=backend)
+    records.mark(rec["id"], State.PENDING, message=f"infrastructure retry of {failed['id']}", backend=backend)
     try:
         return submit.sbatch_record(conn, rec["id"])
     except TaoError as exc:  # the retry could not be submitted: say so on its record
-        return records.mark(rec["id"], "ERROR", message=f"resubmit failed: {exc}", err_class="ERR_INFRA")
+        return records.mark(rec["id"], State.ERROR, message=f"resubmit failed: {exc}", err_class="ERR_INFRA")

@@ -26,8 +26,11 @@ Classification choices:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any, Mapping
+
+from ..states import State
+from .. import states
+from ..contract import Observation
 
 SQUEUE_FORMAT = "%i|%T|%r|%j"
 SACCT_FIELDS = "JobIDRaw,JobName,State,ExitCode"
@@ -154,25 +157,30 @@ def parse_tao_status(text: str | None) -> dict[str, Any] | None:
     return None
 
 
-def _tao_verdict(tao: Mapping[str, Any], slurm_state: str | None, code: str | None) -> Verdict:
+def _tao_verdict(tao: Mapping[str, Any], slurm_state: str | None, code: str | None) -> Observation:
     said = f": {tao['message']}" if tao.get("message") else ""
     if tao["status"] in TAO_SUCCESS:
         note = "" if code in (None, "", "0:0") else f"; the wrapper exited {code} afterwards"
-        return Verdict("COMPLETE", f"TAO status.json: {tao['status']}{said}{note}", slurm_state, exit_code=code)
-    return Verdict("ERROR", f"TAO status.json: {tao['status']}{said}; read main.err", slurm_state,
+        return verdict(State.COMPLETE, f"TAO status.json: {tao['status']}{said}{note}", slurm_state, exit_code=code)
+    return verdict(State.ERROR, f"TAO status.json: {tao['status']}{said}; read main.err", slurm_state,
                    err_class="ERR_PROGRAM", exit_code=code)
 
 
-@dataclass
-class Verdict:
-    state: str  # a taobank.states state
-    message: str
-    slurm_state: str | None = None
-    err_class: str | None = None
-    retry: bool = False  # an infrastructure failure worth a resubmit
-    needs_log: bool = False  # classification needs the job's log tail
-    exit_code: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+def verdict(state: str, message: str, observed: str | None = None, *, err_class: str | None = None,
+            retry: bool = False, needs_log: bool = False, exit_code: str | None = None,
+            extra: dict[str, Any] | None = None) -> Observation:
+    """An :class:`Observation` from SLURM's words: ``exit_code`` as accounting writes it (``rc:signal``)."""
+    rc, _, sig = (exit_code or "").partition(":")
+    return Observation(states.canonical_state(state), message, err_class, observed=observed,
+                       exit_code=_number(rc), signal=_number(sig),
+                       retry=retry, needs_log=needs_log, extra=dict(extra or {}))
+
+
+def _number(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
 
 
 def _exit_text(code: str | None) -> str:
@@ -184,20 +192,20 @@ def _exit_text(code: str | None) -> str:
     return f" (exit code {rc})"
 
 
-def _marker_verdict(marker: Mapping[str, Any], where: str) -> Verdict:
+def _marker_verdict(marker: Mapping[str, Any], where: str) -> Observation:
     rc = marker.get("exit_code")
     if rc == 0:
-        return Verdict("COMPLETE", f"finished; exit 0 ({where})", exit_code="0:0")
+        return verdict(State.COMPLETE, f"finished; exit 0 ({where})", exit_code="0:0")
     if marker.get("timed_out"):
-        return Verdict("ERROR", f"stopped after timeout_hours before the wall time ({where}); raise timeout_hours/time_hours "
+        return verdict(State.ERROR, f"stopped after timeout_hours before the wall time ({where}); raise timeout_hours/time_hours "
                        "or resume from the last checkpoint", err_class="ERR_PROGRAM", exit_code=f"{rc}:0")
-    return Verdict("ERROR", f"command exited with code {rc} ({where}); read main.err", err_class="ERR_PROGRAM",
+    return verdict(State.ERROR, f"command exited with code {rc} ({where}); read main.err", err_class="ERR_PROGRAM",
                    exit_code=f"{rc}:0", needs_log=True)
 
 
 def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
              marker: Mapping[str, Any] | None, *, log_tail: str | None = None,
-             accounting: bool = True, tao: Mapping[str, Any] | None = None) -> Verdict:
+             accounting: bool = True, tao: Mapping[str, Any] | None = None) -> Observation:
     """Decide the state of one SLURM job from what the batched queries saw.
 
     Once the program ended on its own (COMPLETED, FAILED, or only the exit
@@ -207,17 +215,17 @@ def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
     if squeue and squeue.get("state") and squeue["state"] not in FAILED_STATES | {"COMPLETED", "CANCELLED", "TIMEOUT", "REVOKED"}:
         st, reason = squeue["state"], squeue.get("reason", "")
         if st in RUNNING_STATES:
-            return Verdict("RUNNING", f"{st.lower()} on {reason}" if st == "RUNNING" and reason and reason != "None" else st.lower(), st)
+            return verdict("RUNNING", f"{st.lower()} on {reason}" if st == "RUNNING" and reason and reason != "None" else st.lower(), st)
         if st in PAUSED_STATES:
-            return Verdict("RUNNING", f"paused ({st}): the job keeps its allocation; it resumes when released", st)
+            return verdict(State.RUNNING, f"paused ({st}): the job keeps its allocation; it resumes when released", st)
         if st == "PREEMPTED":
-            return Verdict("PENDING", "preempted; requeued under the same job id", st)
+            return verdict(State.PENDING, "preempted; requeued under the same job id", st)
         if st in PENDING_STATES:
             why = explain_reason(reason)
             if st.startswith("REQUEUE"):
                 why = f"requeued ({st}); {why}"
-            return Verdict("PENDING", why, st, extra={"reason": reason})
-        return Verdict("UNKNOWN", f"unrecognised squeue state {st}", st)
+            return verdict(State.PENDING, why, st, extra={"reason": reason})
+        return verdict(State.UNKNOWN, f"unrecognised squeue state {st}", st)
     rec = sacct if sacct and sacct.get("state") else (squeue if squeue and squeue.get("state") else None)
     if rec is None:
         if marker is not None:
@@ -225,43 +233,43 @@ def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
                 return _tao_verdict(tao, None, f"{marker.get('exit_code')}:0")
             return _marker_verdict(marker, "exit marker; no scheduler record")
         why = "accounting unavailable" if not accounting else "not in squeue or sacct"
-        return Verdict("UNKNOWN", f"{why} and no exit marker on the shared filesystem yet")
+        return verdict(State.UNKNOWN, f"{why} and no exit marker on the shared filesystem yet")
     st, code = rec["state"], rec.get("exit_code")
     if st in PENDING_STATES:
-        return Verdict("PENDING", f"{st.lower()} (accounting)", st)
+        return verdict(State.PENDING, f"{st.lower()} (accounting)", st)
     if st in RUNNING_STATES:
-        return Verdict("RUNNING", st.lower(), st)
+        return verdict(State.RUNNING, st.lower(), st)
     if st in PAUSED_STATES:
-        return Verdict("RUNNING", f"paused ({st})", st)
+        return verdict(State.RUNNING, f"paused ({st})", st)
     if st == "COMPLETED":
         if tao:
             return _tao_verdict(tao, st, code)
         if marker is not None:
             v = _marker_verdict(marker, "exit marker")
-            v.slurm_state = st
+            v.observed = st
             return v
-        return Verdict("COMPLETE", "COMPLETED (no exit marker found)", st, exit_code=code)
+        return verdict(State.COMPLETE, "COMPLETED (no exit marker found)", st, exit_code=code)
     if st == "TIMEOUT":
-        return Verdict("ERROR", "TIMEOUT: SLURM ended the job at its wall time; raise time_hours (or keep timeout_hours "
+        return verdict(State.ERROR, "TIMEOUT: SLURM ended the job at its wall time; raise time_hours (or keep timeout_hours "
                        "below it so outputs are written)", st, err_class="ERR_PROGRAM", exit_code=code)
     if st in CANCEL_STATES:
         who = rec.get("raw_state", st)
-        return Verdict("CANCELED", f"{who.lower()}" if who else st.lower(), st, exit_code=code)
+        return verdict(State.CANCELED, f"{who.lower()}" if who else st.lower(), st, exit_code=code)
     if st in FAILED_STATES:
         if st in INFRA_STATES:
-            return Verdict("ERROR", f"{st}: infrastructure failure (node/boot)", st,
+            return verdict(State.ERROR, f"{st}: infrastructure failure (node/boot)", st,
                            err_class="ERR_INFRA", retry=True, exit_code=code)
         if st == "OUT_OF_MEMORY":
             return _oom_verdict(log_tail, code)
         if tao and tao["status"] in TAO_SUCCESS:
             return _tao_verdict(tao, st, code)  # TAO finished its work; the wrapper failed afterwards
         if log_tail is None:
-            return Verdict("ERROR", f"{st}{_exit_text(code)}", st, err_class="ERR_PROGRAM", exit_code=code, needs_log=True)
+            return verdict(State.ERROR, f"{st}{_exit_text(code)}", st, err_class="ERR_PROGRAM", exit_code=code, needs_log=True)
         from ..failures import infra_log_match
 
         pattern = infra_log_match(log_tail)
         if pattern:
-            return Verdict("ERROR", f"{st}{_exit_text(code)}; log matches infrastructure pattern {pattern}",
+            return verdict(State.ERROR, f"{st}{_exit_text(code)}; log matches infrastructure pattern {pattern}",
                            st, err_class="ERR_INFRA", retry=True, exit_code=code)
         detail = ""
         if marker and marker.get("timed_out"):
@@ -274,19 +282,19 @@ def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
             v = _tao_verdict(tao, st, code)
             v.message = f"{st}{_exit_text(code)}; {v.message}{detail}"
             return v
-        return Verdict("ERROR", f"{st}{_exit_text(code)}{detail}; read main.err", st, err_class="ERR_PROGRAM", exit_code=code)
-    return Verdict("UNKNOWN", f"unrecognised SLURM state {rec.get('raw_state') or st}", st)
+        return verdict(State.ERROR, f"{st}{_exit_text(code)}{detail}; read main.err", st, err_class="ERR_PROGRAM", exit_code=code)
+    return verdict(State.UNKNOWN, f"unrecognised SLURM state {rec.get('raw_state') or st}", st)
 
 
-def _oom_verdict(log_tail: str | None, code: str | None) -> Verdict:
+def _oom_verdict(log_tail: str | None, code: str | None) -> Observation:
     """OUT_OF_MEMORY: a program error (raise mem), unless the log tail matches an infrastructure pattern."""
     from ..failures import infra_log_match
 
     pattern = infra_log_match(log_tail or "")
     if pattern:
-        return Verdict("ERROR", f"OUT_OF_MEMORY{_exit_text(code)}; log matches infrastructure pattern {pattern}",
+        return verdict(State.ERROR, f"OUT_OF_MEMORY{_exit_text(code)}; log matches infrastructure pattern {pattern}",
                        "OUT_OF_MEMORY", err_class="ERR_INFRA", retry=True, exit_code=code)
-    return Verdict("ERROR", "OUT_OF_MEMORY: the job used more host memory than it asked for; raise mem or lower "
+    return verdict(State.ERROR, "OUT_OF_MEMORY: the job used more host memory than it asked for; raise mem or lower "
                    "the batch size / workers", "OUT_OF_MEMORY", err_class="ERR_PROGRAM", exit_code=code,
                    needs_log=log_tail is None)
 
@@ -296,7 +304,7 @@ def _last_lines(text: str, n: int = 3) -> str:
     return " | ".join(lines[-n:]) or "(the conversion log is empty)"
 
 
-def with_conversion(v: Verdict, conv: Mapping[str, str] | None, convert_id: str, *, log_tail: str | None = None) -> Verdict:
+def with_conversion(v: Observation, conv: Mapping[str, str] | None, convert_id: str, *, log_tail: str | None = None) -> Observation:
     """The training job's verdict, seen through the image conversion job it depends on.
 
     While the conversion runs, the job waits for it; when the conversion
@@ -306,23 +314,23 @@ def with_conversion(v: Verdict, conv: Mapping[str, str] | None, convert_id: str,
     if conv is None or not conv.get("state"):
         return v
     cstate = conv["state"]
-    if v.state in ("RUNNING", "COMPLETE", "ERROR") or cstate == "COMPLETED":
+    if v.state in (State.RUNNING, State.COMPLETE, State.ERROR) or cstate == "COMPLETED":
         return v
     if cstate in PENDING_STATES | RUNNING_STATES:
-        if v.state == "PENDING":
-            return Verdict("PENDING", f"waiting for image conversion job {convert_id} ({cstate.lower()})",
-                           v.slurm_state, extra=v.extra)
+        if v.state == State.PENDING:
+            return verdict(State.PENDING, f"waiting for image conversion job {convert_id} ({cstate.lower()})",
+                           v.observed, extra=v.extra)
         return v
     # the conversion ended without success: the training job (PENDING, CANCELED by SLURM, or gone) never ran
     head = f"image conversion job {convert_id} ended {cstate}{_exit_text(conv.get('exit_code'))}"
     if log_tail is None:
-        return Verdict("ERROR", head, v.slurm_state, err_class="ERR_PROGRAM", needs_log=True,
+        return verdict(State.ERROR, head, v.observed, err_class="ERR_PROGRAM", needs_log=True,
                        extra={"convert_log": True})
     hint = ""
     if "Could not process JSON input" in log_tail:
         hint = "; " + LOG_HINTS[0][1]
-    return Verdict("ERROR", f"{head}: {_last_lines(log_tail)}{hint}; the training job never started",
-                   v.slurm_state, err_class="ERR_PROGRAM")
+    return verdict(State.ERROR, f"{head}: {_last_lines(log_tail)}{hint}; the training job never started",
+                   v.observed, err_class="ERR_PROGRAM")
 
 
 def follow_retries(text: str | None, jid: str) -> dict[str, Any] | None:

@@ -14,6 +14,7 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from ..states import State
 from .. import pins, platform, records, states
 from ..contract import Gate, Launch, Plan, SubmitOptions
 from ..envfile import check_secret_name
@@ -241,14 +242,14 @@ def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: 
     if p["spec_files"]:
         # name=sha256 of each uploaded spec file (a record's backend holds scalars), checked on the cluster at staging
         backend["spec_files"] = ",".join(f"{u.name}={u.sha256}" for u in p["spec_files"])
-    records.mark(job_id, "PENDING", message="staged; submitting", backend=backend)
+    records.mark(job_id, State.PENDING, message="staged; submitting", backend=backend)
     if conv:
         res = conn.script(remote.CONVERT, [posixpath.join(jdir, f"sbatch/convert_{job_id}.sbatch")], check=False,
                           what="sbatch (image conversion)")
         cid = res.stdout.strip().splitlines()[-1] if res.ok and res.stdout.strip() else ""
         if not cid.isdigit():
             raise TaoError("image conversion job: " + sbatch_error(res.stderr or res.stdout))
-        records.mark(job_id, "PENDING", message=f"image conversion job {cid} submitted (held)", backend={
+        records.mark(job_id, State.PENDING, message=f"image conversion job {cid} submitted (held)", backend={
             "convert_job_id": cid, "convert_log": conv.log.replace("%j", cid)})
         try:
             return sbatch(conn, job_id)  # releases the conversion once the training job exists
@@ -289,7 +290,7 @@ def sbatch_record(conn: Connection, job_id: str) -> dict:
     if (rec.get("backend") or {}).get("slurm_job_id"):
         return rec
     done = sbatch(conn, job_id)
-    return records.mark(job_id, "PENDING", backend_ref=done.backend_ref, backend=done.backend, message=done.message)
+    return records.mark(job_id, State.PENDING, backend_ref=done.backend_ref, backend=done.backend, message=done.message)
 
 
 def sbatch(conn: Connection, job_id: str) -> Launch:
@@ -320,7 +321,7 @@ def sbatch(conn: Connection, job_id: str) -> Launch:
             try:
                 found = find_by_name(conn, name)
             except TaoError as exc:
-                records.mark(job_id, "PENDING", message="sbatch answer lost and the cluster is unreachable; "
+                records.mark(job_id, State.PENDING, message="sbatch answer lost and the cluster is unreachable; "
                              f"finish with: tao_slurm.py resume {job_id}")
                 raise SubmitUncertain(f"sbatch answer lost ({exc}): the job may exist; when the cluster answers, "
                                       f"run tao_slurm.py resume {job_id} (it never submits twice)") from None
