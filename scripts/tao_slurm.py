@@ -28,57 +28,6 @@ from taobank.cli import parse_kv, print_json, run_main
 from taobank.errors import UsageError
 
 
-def _spec_from_args(args: argparse.Namespace) -> dict:
-    from taobank.slurm import spec as specmod
-
-    spec = specmod.load_file(args.spec) if args.spec else {}  # its spec_files are relative to it
-    for item in args.spec_file or []:
-        name, sep, path = item.partition("=")
-        if not sep:
-            name, path = os.path.basename(os.path.normpath(item)), item
-        spec["spec_files"] = {**(spec.get("spec_files") or {}), name: path}
-    flags = {
-        "network_arch": args.network_arch, "action": args.action, "image": args.image,
-        "num_nodes": args.num_nodes, "num_gpus": args.num_gpus, "max_num_gpus_per_node": args.max_gpus_per_node,
-        "cpus_per_task": args.cpus_per_task, "mem": args.mem, "time_hours": args.time_hours,
-        "time_minutes": args.time_minutes, "time": args.time,
-        "timeout_hours": args.timeout_hours, "partition": args.partition, "account": args.account,
-        "container_runtime": args.runtime, "results_base": args.results_base, "cluster_name": args.cluster_name,
-    }
-    if any(flags[k] is not None for k in ("time_hours", "time_minutes", "time")):
-        for key in ("time_hours", "time_minutes", "time"):  # a wall time flag replaces the spec's
-            spec.pop(key, None)
-    spec.update({k: v for k, v in flags.items() if v is not None})
-    # the vocabulary both helpers share: nodes and GPUs per node (SLURM's spec counts GPUs in total)
-    if args.nodes is not None:
-        spec["num_nodes"] = args.nodes
-    if args.gpus_per_node is not None:
-        nodes = int(spec.get("num_nodes") or 1)
-        spec["num_gpus"] = args.gpus_per_node * nodes
-        spec["max_num_gpus_per_node"] = max(args.gpus_per_node, 1)
-    if args.no_requeue:
-        spec["use_requeue"] = False
-    if args.dataset_root or args.require:
-        ds = dict(spec.get("dataset") or {})
-        if args.dataset_root:
-            ds["root"] = args.dataset_root
-        if args.require:
-            ds["required"] = list(ds.get("required") or []) + args.require
-        spec["dataset"] = ds
-    if args.env:
-        spec["env"] = {**(spec.get("env") or {}), **parse_kv(args.env, "--env")}
-    if args.secret:
-        verbcli.deprecated("--secret")
-    names = (args.secret_env or []) + (args.secret or [])
-    if names:
-        spec["secrets"] = list(dict.fromkeys(list(spec.get("secrets") or []) + names))
-    if args.command:
-        cmd = args.command[1:] if args.command[0] == "--" else args.command
-        if cmd:
-            spec["command"] = cmd
-    return spec
-
-
 def _details(view) -> list[str]:
     b = view.backend
     return [f"SLURM job {b.get('slurm_job_id')} on {b.get('login_host')}",
@@ -94,7 +43,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if args.job_id and not args.dry_run:
         raise UsageError(f"--job-id only names a --dry-run preview here: to finish an interrupted SLURM submit run "
                          f"tao_slurm.py resume {args.job_id}")
-    spec = _spec_from_args(args)
+    from taobank.slurm.specargs import spec_from_args
+
+    spec = spec_from_args(args)
     adapter = platform.get("slurm")
     if args.dry_run:
         job_id = args.job_id or "preview-job"
@@ -169,39 +120,12 @@ def cmd_enroot(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str]) -> int:
+    from taobank.slurm.specargs import spec_arguments
+
     parser, sub = verbcli.parser("tao_slurm.py", __doc__)
 
     p = sub.add_parser("submit", help="stage, render and sbatch one job")
-    p.add_argument("--spec", help="job spec file (YAML or JSON; schemas/slurm-job-spec.schema.json)")
-    p.add_argument("--network-arch", help="TAO network, e.g. dino (default custom: a generic command)")
-    p.add_argument("--action", help="TAO action, e.g. train (default run)")
-    p.add_argument("--image")
-    p.add_argument("--nodes", type=int, help="nodes (same flag as tao_k8s.py)")
-    p.add_argument("--gpus-per-node", type=int, help="GPUs on each node (same flag as tao_k8s.py); sets num_gpus "
-                   "= nodes x this")
-    p.add_argument("--num-nodes", type=int, help="the spec's num_nodes")
-    p.add_argument("--num-gpus", type=int, help="the spec's num_gpus: GPUs in total (spread over the nodes)")
-    p.add_argument("--max-gpus-per-node", type=int)
-    p.add_argument("--cpus-per-task", type=int)
-    p.add_argument("--mem")
-    p.add_argument("--time-hours", type=float, help="wall time in hours (or --time-minutes / --time)")
-    p.add_argument("--time-minutes", type=float, help="wall time in minutes")
-    p.add_argument("--time", metavar="HH:MM:SS", help="wall time as HH:MM:SS or D-HH:MM:SS")
-    p.add_argument("--timeout-hours", type=float)
-    p.add_argument("--partition")
-    p.add_argument("--account")
-    p.add_argument("--runtime", choices=["pyxis", "none"])
-    p.add_argument("--results-base")
-    p.add_argument("--cluster-name")
-    p.add_argument("--dataset-root", help="lustre:///abs/path (root mode)")
-    p.add_argument("--require", action="append", help="file under the dataset root that must exist (repeat)")
-    p.add_argument("--env", action="append", help="KEY=VALUE for the job (not secrets)")
-    p.add_argument("--secret-env", action="append", metavar="NAME",
-                   help="NAME of a secret env var to pass (value read from your environment)")
-    p.add_argument("--secret", action="append", help=argparse.SUPPRESS)  # deprecated spelling of --secret-env
-    p.add_argument("--spec-file", action="append", metavar="[NAME=]PATH",
-                   help="local file uploaded to <job_dir>/specs/NAME (repeat); the command names it {specs}/NAME")
-    p.add_argument("--no-requeue", action="store_true")
+    spec_arguments(p)
     p.add_argument("--skip-nccl-probe", action="store_true",
                    help="submit a multi-node job without an ok NCCL probe for this cluster (recorded as skipped)")
     p.add_argument("--job-id", help="with --dry-run: the id the preview uses")

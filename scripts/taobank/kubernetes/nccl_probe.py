@@ -46,7 +46,7 @@ def build_spec(*, nodes: int, gpus: int, image: str | None, timeout: int,
     args.image = image or pins.resolve("images.nccl_probe")
     args.command = probe_command(timeout)
     args.network_arch, args.action, args.no_results = "nccl-probe", "probe", True
-    args.nodes, args.gpus = nodes, gpus
+    args.nodes, args.gpus_per_node = nodes, gpus
     args.active_deadline_seconds = int(timeout) + core.WAIT_SLACK_S  # the cluster stops it even if nobody waits
     args.pod_annotation, args.node_selector = pod_annotations, node_selector
     return spec_from_args(args)

@@ -1,23 +1,24 @@
-"""Command-line flags that describe a job spec (shared by render_k8s_job.py and tao_k8s.py submit)."""
+"""Command-line flags that describe a Kubernetes job spec (render_k8s_job.py and tao_k8s.py submit).
+
+The flags every platform shares come from :mod:`taobank.jobflags`; the ones
+here are Kubernetes' own (PVC mounts, node selectors, TTL ...).
+"""
 from __future__ import annotations
 
 import argparse
 import os
 
-from .. import envfile
+from .. import envfile, jobflags
 from ..cli import parse_kv
 from ..errors import UsageError
 
 
 def spec_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags shared by render_k8s_job.py and tao_k8s.py submit."""
-    parser.add_argument("--spec", help="job spec file (YAML or JSON)")
-    parser.add_argument("--image")
+    jobflags.add_arguments(parser, "kubernetes")
     cmd = parser.add_mutually_exclusive_group()
     cmd.add_argument("--command", help="shell text, run as /bin/sh -c (never bash)")
     cmd.add_argument("--args-json", help="native container argv as a JSON list (no shell)")
-    parser.add_argument("--network-arch")
-    parser.add_argument("--action")
     parser.add_argument("--results-dir", help="parent of the job's folder <dir>/<job id>: under a --pvc-mount, or "
                         "s3://bucket/prefix (tier C); default: the first writable mount")
     results = parser.add_mutually_exclusive_group()
@@ -26,13 +27,6 @@ def spec_arguments(parser: argparse.ArgumentParser) -> None:
     results.add_argument("--no-results", action="store_true", default=None,
                          help="keep no results (probes, lifecycle checks): only the logs survive")
     parser.add_argument("--storage-tier", choices=["A", "C"])
-    parser.add_argument("--gpus-per-node", "--gpus", dest="gpus", type=int,
-                        help="GPUs per pod, i.e. per node (same flag as tao_slurm.py; --gpus is a synonym)")
-    parser.add_argument("--nodes", type=int, help="pods/nodes; > 1 renders an Indexed Job + headless Service")
-    parser.add_argument("--cpu")
-    parser.add_argument("--memory")
-    parser.add_argument("--env", action="append", metavar="KEY=VALUE", help="non-secret env (repeatable)")
-    parser.add_argument("--nccl-env", action="append", metavar="NCCL_X=VALUE", help="per-cluster NCCL env (repeatable)")
     parser.add_argument("--pvc-mount", action="append", metavar="CLAIM:/path", help="tier A PVC mount (repeatable)")
     parser.add_argument("--node-selector", action="append", metavar="KEY=VALUE")
     parser.add_argument("--pod-annotation", action="append", metavar="KEY=VALUE")
@@ -49,8 +43,9 @@ def spec_from_args(args: argparse.Namespace) -> dict:
     from ..errors import TaoError
 
     spec: dict = specmod.load_file(args.spec) if args.spec else {}
-    for key in ("image", "command", "network_arch", "action", "results_dir", "storage_tier", "gpus", "nodes",
-                "cpu", "memory", "ttl_seconds_after_finished", "active_deadline_seconds", "image_pull_secret", "results_exact", "no_results", "check_inputs"):
+    jobflags.apply(spec, args, "kubernetes")
+    for key in ("command", "results_dir", "storage_tier", "ttl_seconds_after_finished", "active_deadline_seconds",
+                "image_pull_secret", "results_exact", "no_results", "check_inputs"):
         value = getattr(args, key, None)
         if value is not None:
             spec[key] = value
@@ -63,8 +58,7 @@ def spec_from_args(args: argparse.Namespace) -> dict:
             raise UsageError("--args-json must be a JSON list of strings") from None
         spec["args"] = argv
         spec.pop("command", None)
-    for flag, key in (("env", "env"), ("nccl_env", "nccl_env"), ("node_selector", "node_selector"),
-                      ("pod_annotation", "pod_annotations")):
+    for flag, key in (("node_selector", "node_selector"), ("pod_annotation", "pod_annotations")):
         extra = parse_kv(getattr(args, flag), "--" + flag.replace("_", "-"))
         if extra:
             spec[key] = {**(spec.get(key) or {}), **extra}
