@@ -113,4 +113,25 @@ class Observation:
         return None if self.exit_code is None else f"{self.exit_code}:{self.signal or 0}"
 
 
-__all__ = ["SubmitOptions", "Plan", "Gate", "Launch", "Observation"]
+@dataclass(frozen=True)
+class Finding:
+    """One preflight check's result (the same on every platform): ``level`` is OK, INFO, WARN or MISSING;
+    a MISSING finding fails the preflight."""
+
+    level: str
+    check: str
+    message: str
+
+    def line(self) -> str:
+        return f"{self.level}: {self.message}"
+
+    def to_dict(self) -> dict:
+        return {"level": self.level, "check": self.check, "message": self.message}
+
+
+def preflight_ok(findings: list[Finding]) -> bool:
+    """A preflight passes when nothing is MISSING."""
+    return not any(f.level == "MISSING" for f in findings)
+
+
+__all__ = ["SubmitOptions", "Plan", "Gate", "Launch", "Observation", "Finding", "preflight_ok"]

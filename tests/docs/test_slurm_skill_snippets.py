@@ -59,7 +59,7 @@ SPEC = {"network_arch": "dino", "action": "train", "num_gpus": 1, "cpus_per_task
 def test_preflight_block(session):
     res = session(["preflight"])
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "OK ssh:" in res.stdout and "OK partitions: local" in res.stdout
+    assert "OK: ssh:" in res.stdout and "OK: partitions: local" in res.stdout
 
 
 def test_submit_watch_logs_blocks(session):

@@ -28,7 +28,7 @@ def test_a_new_users_base_that_submit_would_create_is_ok(slurm):
     slurm.ssh("PREFLIGHT", _answer("creatable /lustre/site"))
     report = preflight.run_preflight(partition="gpu")
     assert report["ok"] and report["results_base_state"] == "creatable"
-    assert any(ln.startswith("OK results base:") and "submit creates it (/lustre/site is writable)" in ln
+    assert any(ln.startswith("OK: results base:") and "submit creates it (/lustre/site is writable)" in ln
                for ln in report["lines"])
     for state in ("absent", "readonly"):
         slurm.ssh("PREFLIGHT", _answer(state))

@@ -7,7 +7,6 @@ only, never real NCCL traffic.
 """
 from __future__ import annotations
 
-import argparse
 import shlex
 
 from .. import nccl_probe as core
@@ -33,23 +32,23 @@ def probe_command(timeout: int) -> str:
 
 def build_spec(*, nodes: int, gpus: int, image: str | None, timeout: int,
                pod_annotations: list[str] | None = None, node_selector: list[str] | None = None) -> dict:
-    """The probe's job spec, through the same flag merge as submit (TAO_K8S_NCCL_ENV applies)."""
-    from .specargs import spec_arguments, spec_from_args
+    """The probe's job spec, finished as every submit's spec is (TAO_K8S_NCCL_ENV applies)."""
+    from ..cli import parse_kv
+    from .specargs import finish
 
     if nodes < 2:
         raise UsageError("--nodes must be at least 2: the probe tests traffic between nodes")
     if gpus < 1:
         raise UsageError("--gpus-per-node must be at least 1: NCCL needs a GPU per process")
-    parser = argparse.ArgumentParser(add_help=False)
-    spec_arguments(parser)
-    args = parser.parse_args([])  # every submit flag at its default, then the probe's values
-    args.image = image or pins.resolve("images.nccl_probe")
-    args.command = probe_command(timeout)
-    args.network_arch, args.action, args.no_results = "nccl-probe", "probe", True
-    args.nodes, args.gpus_per_node = nodes, gpus
-    args.active_deadline_seconds = int(timeout) + core.WAIT_SLACK_S  # the cluster stops it even if nobody waits
-    args.pod_annotation, args.node_selector = pod_annotations, node_selector
-    return spec_from_args(args)
+    spec: dict = {"image": image or pins.resolve("images.nccl_probe"), "command": probe_command(timeout),
+                  "network_arch": "nccl-probe", "action": "probe", "no_results": True, "nodes": nodes, "gpus": gpus,
+                  # the cluster stops it even if nobody waits
+                  "active_deadline_seconds": int(timeout) + core.WAIT_SLACK_S}
+    for flag, key, given in (("--pod-annotation", "pod_annotations", pod_annotations),
+                             ("--node-selector", "node_selector", node_selector)):
+        if given:
+            spec[key] = parse_kv(given, flag)
+    return finish(spec)
 
 
 def probe(*, kube: Kubectl, nodes: int = 2, gpus: int = 1, image: str | None = None, timeout: int = 300,

@@ -9,24 +9,13 @@ reported (kubectl supports +/-1).
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-
+from ..contract import Finding
 from ..errors import TaoError
 from . import gates
 from .kubectl import Kubectl
 
 #: kubectl's supported client/server minor version skew.
 MAX_SKEW = 1
-
-
-@dataclass
-class Finding:
-    level: str  # OK | WARN | MISSING
-    check: str
-    message: str
-
-    def line(self) -> str:
-        return f"{self.level}: {self.message}"
 
 
 def _minor(version: dict | None) -> tuple[int, int] | None:
@@ -122,4 +111,4 @@ def run(kube: Kubectl, pvcs: list[str] | tuple[str, ...] = (), placement: dict |
 
 
 def as_dicts(findings: list[Finding]) -> list[dict]:
-    return [asdict(f) for f in findings]
+    return [f.to_dict() for f in findings]

@@ -62,13 +62,20 @@ def spec_from_args(args: argparse.Namespace) -> dict:
         extra = parse_kv(getattr(args, flag), "--" + flag.replace("_", "-"))
         if extra:
             spec[key] = {**(spec.get(key) or {}), **extra}
-    nccl_file = os.environ.get("TAO_K8S_NCCL_ENV")
-    if nccl_file:  # per-cluster NCCL settings (KEY=VALUE lines); flags and spec win
-        spec["nccl_env"] = {**envfile.read(nccl_file, what="TAO_K8S_NCCL_ENV file"), **(spec.get("nccl_env") or {})}
     for item in args.pvc_mount or []:
         claim, sep, path = item.partition(":")
         if not sep:
             raise UsageError(f"--pvc-mount {item!r} must look like CLAIM:/mount/path")
         spec.setdefault("mounts", []).append({"pvc": claim, "mount_path": path})
+    return finish(spec)
+
+
+def finish(spec: dict) -> dict:
+    """The last step of every Kubernetes spec made here: the cluster's NCCL settings, then the schema."""
+    from .. import spec as specmod
+
+    nccl_file = os.environ.get("TAO_K8S_NCCL_ENV")
+    if nccl_file:  # per-cluster NCCL settings (KEY=VALUE lines); flags and spec win
+        spec["nccl_env"] = {**envfile.read(nccl_file, what="TAO_K8S_NCCL_ENV file"), **(spec.get("nccl_env") or {})}
     specmod.validate(spec, "k8s-job-spec.schema.json", "job spec")
     return spec

@@ -7,6 +7,7 @@ import re
 import os
 from typing import Any, Mapping
 
+from ..contract import Finding, preflight_ok
 from ..errors import TaoError
 from . import remote, resources, storage
 from .ssh import Connection
@@ -56,49 +57,51 @@ def run_preflight(*, partition: str | None = None, private_registry: bool = Fals
         f = line.split("|")
         if len(f) >= 5:
             known[f[0].rstrip("*")] = {"avail": f[1], "timelimit": f[2], "nodes": f[3], "gres": f[4]}
-    lines = [f"OK ssh: {conn.user or ''}@{host.entry} (BatchMode, host key checked)"]
-    ok = True
+    found = [Finding("OK", "ssh", f"ssh: {conn.user or ''}@{host.entry} (BatchMode, host key checked)")]
     if missing_cmds:
-        ok = False
-        lines.append(f"MISSING: SLURM commands not on the login host PATH: {' '.join(missing_cmds)}")
+        found.append(Finding("MISSING", "slurm", f"SLURM commands not on the login host PATH: {' '.join(missing_cmds)}"))
     else:
-        lines.append("OK slurm commands: sbatch squeue sacct scancel srun sinfo scontrol")
+        found.append(Finding("OK", "slurm", "slurm commands: sbatch squeue sacct scancel srun sinfo scontrol"))
     wanted = [p for p in parts.split(",") if p]
     conv = (env.get("TAO_SLURM_CONVERSION_PARTITION") or "").strip()
     if conv and conv not in wanted:
         wanted.append(conv)  # the image conversion jobs' partition must exist too
     absent = [p for p in wanted if p not in known]
     if absent:
-        ok = False
-        lines.append(f"MISSING: partition(s) {', '.join(absent)} not in sinfo (have: {', '.join(sorted(known)) or 'none'}): set SLURM_PARTITION")
+        found.append(Finding("MISSING", "partitions", f"partition(s) {', '.join(absent)} not in sinfo (have: "
+                             f"{', '.join(sorted(known)) or 'none'}): set SLURM_PARTITION"))
     else:
-        lines.append("OK partitions: " + ", ".join(f"{p} ({known[p]['avail']}, limit {known[p]['timelimit']}, gres {known[p]['gres']})" for p in wanted))
+        found.append(Finding("OK", "partitions", "partitions: " + ", ".join(
+            f"{p} ({known[p]['avail']}, limit {known[p]['timelimit']}, gres {known[p]['gres']})" for p in wanted)))
     base_state = (sections.get("base") or ["absent"])[0]
     if base_state == "writable":
-        lines.append(f"OK results base: {base} writable")
+        found.append(Finding("OK", "results-base", f"results base: {base} writable"))
     elif base_state.startswith("creatable "):
-        lines.append(f"OK results base: {base} does not exist yet; submit creates it ({base_state.split(' ', 1)[1]} "
-                     "is writable)")
+        found.append(Finding("OK", "results-base", f"results base: {base} does not exist yet; submit creates it "
+                             f"({base_state.split(' ', 1)[1]} is writable)"))
         base_state = "creatable"
     else:
-        ok = False
-        lines.append(f"MISSING: results base {base} is {base_state}: set SLURM_BASE_RESULTS_DIR to your folder on the shared filesystem")
+        found.append(Finding("MISSING", "results-base", f"results base {base} is {base_state}: set "
+                             "SLURM_BASE_RESULTS_DIR to your folder on the shared filesystem"))
     creds = (sections.get("enroot") or ["absent"])[0]
     machines = [ln.split(" ", 1)[1] for ln in (sections.get("enroot") or [])[1:] if ln.startswith("machine ")]
     lacking = [m for m in needed if m not in machines]
     if private_registry and lacking:
-        ok = False
-        lines.append(f"MISSING: enroot credentials have no machine line for {', '.join(lacking)}. " + ENROOT_HINT)
+        found.append(Finding("MISSING", "enroot", f"enroot credentials have no machine line for {', '.join(lacking)}. "
+                             + ENROOT_HINT))
     else:
         shown = f" (machines: {', '.join(machines)})" if machines else ""
-        lines.append(f"{'OK' if creds == 'present' else 'INFO'} enroot credentials: {creds}{shown}")
+        found.append(Finding("OK" if creds == "present" else "INFO", "enroot", f"enroot credentials: {creds}{shown}"))
     pyxis = (sections.get("pyxis") or ["no"])[0] == "yes"
-    lines.append(f"INFO pyxis (srun --container-image): {'available' if pyxis else 'not available: use container_runtime none or ask the admins'}")
+    found.append(Finding("INFO", "pyxis", "pyxis (srun --container-image): " + (
+        "available" if pyxis else "not available: use container_runtime none or ask the admins")))
     acct = (sections.get("sacct") or ["unavailable"])[0]
-    lines.append(f"INFO accounting (sacct): {acct}{'' if acct == 'ok' else '; status falls back to the exit marker'}")
-    return {"ok": ok, "login_host": host.entry, "partitions": known, "results_base": base, "results_base_state": base_state,
-            "enroot_credentials": creds, "enroot_machines": machines,
-            "pyxis": pyxis, "accounting": acct, "missing_commands": missing_cmds, "lines": lines}
+    found.append(Finding("INFO", "accounting", f"accounting (sacct): {acct}"
+                         f"{'' if acct == 'ok' else '; status falls back to the exit marker'}"))
+    return {"ok": preflight_ok(found), "login_host": host.entry, "partitions": known, "results_base": base,
+            "results_base_state": base_state, "enroot_credentials": creds, "enroot_machines": machines,
+            "pyxis": pyxis, "accounting": acct, "missing_commands": missing_cmds,
+            "findings": [f.to_dict() for f in found], "lines": [f.line() for f in found]}
 
 
 def install_enroot_credentials(registry: str, key: str, *, key_env: str = "NGC_KEY", conn: Connection | None = None) -> str:
