@@ -6,6 +6,7 @@
   tao_k8s.py status [ID ... | --last] [--watch] [--json]   (no id: every active kubernetes record, one list call)
   tao_k8s.py logs ID | --last [--tail N] [-f/--follow] [--json]
   tao_k8s.py cancel ID... | --last | --all [--json]
+  tao_k8s.py metrics ID | --last [--json | --csv | --plot] [--kpi NAME...] [--png FILE]
   tao_k8s.py nccl-probe [--nodes 2] [--gpus-per-node N] [--image IMAGE] [--timeout S] [--force] [--json]
 
 Namespace/context: TAO_K8S_NAMESPACE (default "default") and TAO_K8S_CONTEXT,

@@ -6,6 +6,7 @@
   tao_slurm.py status [ID...] [--watch] [--no-retry] [--json]
   tao_slurm.py logs ID [--tail N] [-f/--follow] [--json]
   tao_slurm.py cancel ID... | --all [--json]
+  tao_slurm.py metrics ID [--json | --csv | --plot] [--kpi NAME...] [--png FILE]
   tao_slurm.py resume ID              (finish a submit whose sbatch answer was lost)
   tao_slurm.py stage FILE... --dest lustre:///abs/dir [--force]   (small inputs to the cluster)
   tao_slurm.py nccl-probe [--nodes 2] [--gpus-per-node N] [--timeout S] [--force] [--json]

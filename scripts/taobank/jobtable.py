@@ -64,6 +64,9 @@ def row(rec: Mapping[str, Any], now: datetime | None = None) -> list[str]:
     created = _parse(rec.get("created_at"))
     duration_text = duration(rec, now)
     msg = " ".join(str(rec.get("message") or "").split())
+    progress = rec.get("progress") if isinstance(rec.get("progress"), dict) else None
+    if progress and progress.get("line"):  # how far a running training is, before the backend's words
+        msg = f"[{progress['line']}] {msg}".rstrip()
     if len(msg) > MESSAGE_WIDTH:
         msg = msg[: MESSAGE_WIDTH - 3] + "..."
     state = rec.get("state", "?") + (f" ({rec['err_class']})" if rec.get("err_class") else "")

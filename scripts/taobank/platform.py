@@ -66,6 +66,8 @@ class JobView:
     exit_code: int | None = None
     reason: str | None = None
     backend: dict = field(default_factory=dict)
+    #: how the training goes (epoch, ETA, latest KPIs; ``line`` its short form), when TAO's status file was read
+    progress: dict | None = None
     #: platform facts worth showing (pods, saved_logs, ...), merged into to_dict()
     extra: dict = field(default_factory=dict)
 
@@ -79,7 +81,7 @@ class JobView:
             retry_of=rec.get("retry_of"), network_arch=rec.get("network_arch", ""), action=rec.get("action", ""),
             description=rec.get("description"), results_dir=rec.get("results_dir"),
             created_at=rec.get("created_at", ""), updated_at=rec.get("updated_at", ""), started_at=started,
-            ended_at=ended, backend=b)
+            ended_at=ended, backend=b, progress=rec.get("progress"))
         for key, value in seen.items():
             if hasattr(view, key) and key != "extra":
                 setattr(view, key, value)
@@ -104,6 +106,8 @@ class JobView:
         ref = f" ref={self.backend_ref}" if self.backend_ref else ""
         where = self._where()
         text = f"{self.id} {self.state}{extra}{att}{ref}{obs}{where}: {self.message or ''}".rstrip(": ").rstrip()
+        if self.progress and self.progress.get("line"):
+            text += f" [{self.progress['line']}]"
         return one_line(text)
 
     def _where(self) -> str:
@@ -159,6 +163,15 @@ class Platform(ABC):
 
         ``context`` is shared by the calls of one ``cancel`` (an open connection, say).
         """
+
+    #: whether ``observe`` reads TAO's status files in its one batched query (progress for every job at no cost)
+    progress_in_sweep: bool = False
+
+    def read_status_files(self, rec: dict, *, live: bool) -> dict[str, str]:
+        """The job's TAO status files, ``{path relative to its results folder: text}`` (empty: none yet).
+        ``live``: only if the running job can be asked cheaply (one call); else by any means the platform has
+        (a finished job's volume, say). Raise TaoError with what is needed when it cannot be read."""
+        raise TaoError(f"reading training progress is not supported on {self.name}")
 
     def clean_finished(self, rec: dict, context: dict) -> str | None:
         """Remove what a finished job still holds (its credentials) when ``cancel`` names it; a note for the
@@ -323,7 +336,44 @@ def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = 
             for view in seen:
                 views[view.id] = view
     order = [r["id"] for r in recs]
-    return [views[i] for i in order] + [v for i, v in views.items() if i not in set(order)]
+    out = [views[i] for i in order] + [v for i, v in views.items() if i not in set(order)]
+    _add_progress(out, {r["id"]: r for r in recs})
+    return out
+
+
+#: What ``status`` says of a running job whose progress it did not read (one more call per job).
+PROGRESS_HINT = "progress: status of this job alone shows its epoch, ETA and KPIs"
+
+
+def _add_progress(views: list[JobView], recs: Mapping[str, dict]) -> None:
+    """Progress for the one running job of a platform that cannot read it in its sweep (at most one more call);
+    the other running jobs get a hint. A failed read never fails the status."""
+    from . import training
+
+    for name, group in by_platform([recs[v.id] for v in views if v.id in recs]).items():
+        adapter = get(name)
+        if adapter.progress_in_sweep:
+            continue
+        running = [v for v in views if v.platform == name and v.state == states.State.RUNNING and not v.progress]
+        if len(running) != 1:
+            for v in running:
+                v.extra["progress_hint"] = PROGRESS_HINT
+            continue
+        view = running[0]
+        try:
+            files = adapter.read_status_files(recs[view.id], live=True)
+            view.progress = training.progress_of(files, view.action or None)
+        except TaoError as exc:
+            view.extra["progress_error"] = str(exc)
+
+
+def metrics(platform: str | None, job_id: str) -> tuple[list[dict], Any, str]:
+    """The KPI series of a job by epoch (also after it ended): (rows, the parsed log, the file read)."""
+    from . import training
+
+    rec = load_for(job_id, platform, "metrics")
+    files = get(rec["platform"]).read_status_files(rec, live=False)
+    return training.metrics_of(files, rec.get("action") or None, job_id)
 
 
 def superseded(view: JobView, views: list[JobView]) -> bool:

@@ -139,6 +139,9 @@ def cmd_status(args: argparse.Namespace, platform: str | None) -> int:
     else:
         for v in views:
             print(v.line())
+    hinted = [v.id for v in views if v.extra.get("progress_hint")]
+    if hinted and not args.json:
+        print(f"note: {core.PROGRESS_HINT} ({len(hinted)} running jobs here; e.g. status {hinted[0]})", file=sys.stderr)
     return EXIT_OK
 
 
@@ -219,6 +222,48 @@ def cmd_cancel(args: argparse.Namespace, platform: str | None) -> int:
 
 
 # ------------------------------------------------------------------ submit
+# ------------------------------------------------------------------ metrics
+def add_metrics(sub: argparse._SubParsersAction, platform: str | None) -> argparse.ArgumentParser:
+    p = sub.add_parser("metrics", help="the KPIs a TAO training logged, by epoch (also after the job ended)")
+    p.add_argument("id", metavar="ID", nargs="?")
+    add_last(p, platform)
+    shape = p.add_mutually_exclusive_group()
+    shape.add_argument("--json", action="store_true", help='{"id", "file", "skipped_lines", "rows": [...]}')
+    shape.add_argument("--csv", action="store_true", help="the table as CSV")
+    shape.add_argument("--plot", action="store_true", help="a terminal chart (needs the plotext package)")
+    p.add_argument("--kpi", action="append", metavar="NAME", help="the KPIs to chart (repeatable; default: all)")
+    p.add_argument("--png", metavar="FILE", help="also write the chart as an image (needs matplotlib)")
+    p.set_defaults(func=lambda a: cmd_metrics(a, platform))
+    return p
+
+
+def cmd_metrics(args: argparse.Namespace, platform: str | None) -> int:
+    from . import progress
+    from .progress.series import require_kpis
+
+    ids = chosen_ids(args, platform)
+    if not ids:
+        raise UsageError("metrics needs a job id or --last")
+    if args.kpi and not (args.plot or args.png):
+        raise UsageError("--kpi chooses what --plot or --png draws: add one of them")
+    rows, log, chosen = core.metrics(platform, ids[0])
+    if args.kpi:
+        require_kpis(rows, args.kpi)
+    if args.json:
+        print_json({"id": ids[0], "file": chosen, "skipped_lines": log.skipped, "rows": progress.to_json(rows)})
+    elif args.csv:
+        sys.stdout.write(progress.to_csv(rows))
+    elif args.plot:
+        sys.stdout.write(progress.plot_terminal(rows, args.kpi) + "\n")
+    else:
+        sys.stdout.write(progress.table(rows))
+    if log.skipped and not args.json:
+        print(f"note: {log.skipped} unreadable line(s) of {chosen} skipped", file=sys.stderr)
+    if args.png:
+        print(f"wrote {progress.plot_png(rows, args.kpi, args.png)}", file=sys.stderr)
+    return EXIT_OK
+
+
 def add_submit_outputs(p: argparse.ArgumentParser) -> None:
     """The flags every submit shares: what to print, and a name that tells jobs apart."""
     p.add_argument("--name", dest="description", metavar="TEXT",
@@ -257,7 +302,8 @@ def add_nccl_probe(sub: argparse._SubParsersAction, help: str) -> argparse.Argum
 
 
 def add_common(sub: argparse._SubParsersAction, platform: str | None) -> None:
-    """status, logs and cancel, identical for every helper."""
+    """status, logs, cancel and metrics, identical for every helper."""
     add_status(sub, platform)
     add_logs(sub, platform)
     add_cancel(sub, platform)
+    add_metrics(sub, platform)

@@ -20,11 +20,13 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
+from taobank.progress import READ_STATUS_SH
 from taobank.run import Result
 from taobank.slurm import remote
 
-#: script text -> the remote.py constant's name
+#: script text -> the remote.py constant's name (and the status-file reader's, which SLURM also runs)
 SCRIPTS: dict[str, str] = {v: k for k, v in vars(remote).items() if k.isupper() and isinstance(v, str)}
+SCRIPTS[READ_STATUS_SH] = "READ_STATUS_SH"
 
 
 @dataclass

@@ -39,6 +39,11 @@ class Kubernetes(Platform):
     def follow_logs(self, rec: dict, *, tail: int | None, emit: Callable[[str, str], None]) -> int:
         return logs.follow_logs(rec, tail=tail, emit=emit)
 
+    def read_status_files(self, rec: dict, *, live: bool) -> dict[str, str]:
+        from . import statusfiles
+
+        return statusfiles.read(rec, live=live)
+
     def cancel_one(self, rec: dict, context: dict) -> JobView:
         return _view(cancel.cancel(rec["id"]))
 

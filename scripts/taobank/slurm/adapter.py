@@ -46,6 +46,11 @@ class Slurm(Platform):
         logs.follow(rec["id"], on_chunk=emit, tail=tail)
         return 0  # like kubectl logs -f: the logs were read (status says how the job ended)
 
+    progress_in_sweep = True  # the one sweep command reads every job's status files
+
+    def read_status_files(self, rec: dict, *, live: bool) -> dict[str, str]:
+        return logs.status_files(rec)
+
     def cancel_one(self, rec: dict, context: dict) -> JobView:
         if "conn" not in context:
             from .ssh import Connection

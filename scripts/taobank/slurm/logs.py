@@ -4,9 +4,10 @@ from __future__ import annotations
 import posixpath
 import secrets as _secrets
 import time
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 from .. import platform, states
+from ..errors import TaoError
 from . import facts, observe, remote
 from .ssh import Connection
 
@@ -66,3 +67,14 @@ def follow(job_id: str, *, on_chunk: Callable[[str, str], None], conn: Connectio
             if rec["state"] in states.TERMINAL:
                 continue  # one last read
         sleep(interval)
+
+
+def status_files(rec: Mapping[str, Any], *, conn: Connection | None = None) -> dict[str, str]:
+    """TAO's status files in the job's results folder, ONE remote command (also after the job ended)."""
+    from ..progress import READ_STATUS_SH, split_files
+
+    folder = facts.backend_of(rec).get("results_dir") or rec.get("results_dir")
+    if not folder:
+        raise TaoError(f"job {rec['id']} has no results folder on record: it was never staged")
+    res = (conn or Connection()).script(READ_STATUS_SH, [folder], what="read status.json", retry_on_drop=True)
+    return split_files(res.stdout)

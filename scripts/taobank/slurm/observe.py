@@ -7,7 +7,7 @@ import posixpath
 from typing import Any, Mapping
 
 from ..states import State
-from .. import platform, records, states
+from .. import platform, records, states, training
 from ..contract import Observation
 from ..errors import TaoError
 from . import facts, remote, status as st, storage, submit
@@ -24,6 +24,12 @@ def _retries_path(b: Mapping[str, Any]) -> str | None:
     """What a job that resubmits itself appends to (``meta/retries.jsonl``): which SLURM job carries on."""
     d = facts.job_dir_of(b)
     return posixpath.join(d, storage.RETRIES_FILE) if d and b.get("self_retry") else None
+
+
+def _status_paths(rec: Mapping[str, Any]) -> list[str]:
+    """TAO's status files of a job (its results folder, and the action's sub-folder): read in the sweep."""
+    folder = (rec.get("backend") or {}).get("results_dir")
+    return training.status_paths(folder, rec.get("action")) if folder else []
 
 
 def _tao_status_path(b: Mapping[str, Any]) -> str | None:
@@ -72,8 +78,8 @@ def sweep(conn: Connection, recs: list[dict]) -> dict[str, Observation]:
         return {}
     ids = ",".join(sorted({j for r in live for j in (r["backend"]["slurm_job_id"], r["backend"].get("convert_job_id"))
                            if j}, key=int))
-    files = [m for r in live for m in (_marker_path(r["backend"]), _tao_status_path(r["backend"]),
-                                       _retries_path(r["backend"])) if m]
+    files = [m for r in live for m in (_marker_path(r["backend"]), *_status_paths(r), _retries_path(r["backend"]))
+             if m]
     res = conn.script(remote.SWEEP, [ids] + files, what="squeue/sacct", retry_on_drop=True)
     squeue, sacct, marks, accounting = parse_sweep(res.stdout)
 
@@ -94,6 +100,13 @@ def sweep(conn: Connection, recs: list[dict]) -> dict[str, Observation]:
         if cid:
             v = st.with_conversion(v, squeue.get(cid) or sacct.get(cid), cid,
                                    log_tail=log)
+        folder = b.get("results_dir")
+        # the sweep prints an empty section for a file that does not exist: only files with lines count
+        texts = {path[len(folder) + 1:]: marks[path] for path in _status_paths(r)
+                 if (marks.get(path) or "").strip()} if folder else {}
+        seen = training.progress_of(texts, r.get("action")) if texts else None
+        if seen:
+            v.extra["progress"] = seen
         return v
 
     def log_files(r: dict, v: Observation) -> list[str]:
@@ -175,6 +188,8 @@ def refresh(recs: list[dict], *, conn: Connection | None = None, retry: bool = T
         out[r["id"]] = records.mark(r["id"], new_state, source="poller", message=message,
                                     err_class=v.err_class if new_state == State.ERROR else None,
                                     backend={k: x for k, x in meta.items() if x is not None})
+        if v.extra.get("progress"):  # shown, never stored: the record changes only when the state does
+            out[r["id"]] = {**out[r["id"]], "progress": v.extra["progress"]}
         if retry_now:
             nxt = resubmit(conn, out[r["id"]])
             out[nxt["id"]] = nxt

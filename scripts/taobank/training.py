@@ -1,0 +1,52 @@
+"""How a training goes, whatever the platform: its progress for ``status`` and its KPI series for ``metrics``.
+
+A platform only reads the job's status files (:meth:`Platform.read_status_files`,
+``{relative path: text}``); choosing the file, parsing it and shaping what a
+user sees happens here, once. TAO writes ``<results>/status.json`` or one per
+action (``<results>/train/status.json``).
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from . import progress as tao
+from .errors import TaoError
+
+
+def status_paths(results_dir: str, action: str | None) -> list[str]:
+    """Where TAO's status file of a job can be: the folder itself, then the action's sub-folder."""
+    base = results_dir.rstrip("/")
+    out = [f"{base}/{tao.remote.TOP}"]
+    if action and "/" not in action and action not in (".", ".."):
+        out.append(f"{base}/{action}/{tao.remote.TOP}")
+    return out
+
+
+def progress_of(files: Mapping[str, str], action: str | None) -> dict[str, Any] | None:
+    """The progress the status files show (``line`` is its one-line form), or None when there is none."""
+    chosen = tao.pick(dict(files), action)
+    if chosen is None:
+        return None
+    log = tao.parse(files[chosen])
+    now = tao.progress(log)
+    line = now.line()
+    if not line:
+        return None
+    return {**now.to_dict(), "line": line, "file": chosen, "skipped_lines": log.skipped}
+
+
+def metrics_of(files: Mapping[str, str], action: str | None, job_id: str) -> tuple[list[dict], tao.StatusLog, str]:
+    """(the KPI series by epoch, the parsed log, the file it came from); one line when there is nothing to show."""
+    chosen = tao.pick(dict(files), action)
+    if chosen is None:
+        raise TaoError(f"job {job_id} has no TAO status file (status.json) in its results folder yet: it writes one "
+                       "once training starts (a generic command writes none)")
+    log = tao.parse(files[chosen])
+    rows = tao.series(log)
+    if not rows:
+        raise TaoError(f"job {job_id}'s {chosen} holds no epoch or KPI yet ({log.lines} line(s), {log.skipped} "
+                       "unreadable): try again once an epoch has ended")
+    return rows, log, chosen
+
+
+__all__ = ["status_paths", "progress_of", "metrics_of"]

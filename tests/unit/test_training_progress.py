@@ -1,0 +1,162 @@
+"""Training you can watch: status shows a running job's epoch, ETA and KPIs; metrics prints the KPI series.
+
+SLURM reads every job's status files in its one sweep command; Kubernetes reads
+one running job's with one ``kubectl exec`` and hints for the rest.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fakeproc import SLURM_BASE, items, job, k8s_record, ok, pod, sacct_row, slurm_record, squeue_row, sweep_answer
+from taobank import platform, records
+from taobank.errors import TaoError
+from taobank.kubernetes.logs import SPEC_FILE
+
+
+def line(epoch: int, loss: float, *, status: str = "RUNNING", max_epoch: int = 10) -> str:
+    """One progress line as TAO's StatusLogger writes it (date and time not zero-padded)."""
+    return json.dumps({"date": "3/7/2025", "time": f"9:{epoch}:3", "status": status, "verbosity": "INFO",
+                       "epoch": epoch, "max_epoch": max_epoch, "eta": "0:12:30", "time_per_epoch": "0:01:00.500000",
+                       "kpi": {"train_loss": loss}}) + "\n"
+
+
+TRAINING = (json.dumps({"date": "3/7/2025", "time": "9:0:1", "status": "STARTED", "verbosity": "INFO",
+                        "message": "Starting train"}) + "\n" + line(1, 0.9) + line(2, 0.6) + line(3, 0.41))
+
+
+# ------------------------------------------------------------------ SLURM: in the one sweep
+def test_slurm_status_shows_every_running_jobs_progress_in_its_one_command(slurm, cli):
+    a, b, c = slurm_record(), slurm_record(slurm_job_id="102"), slurm_record(slurm_job_id="103")
+    top = f"{a['backend']['results_dir']}/status.json"
+    per_action = f"{b['backend']['results_dir']}/train/status.json"  # TAO's per-action sub-folder
+    slurm.ssh("SWEEP", sweep_answer(squeue=[squeue_row(j, "RUNNING", r["id"]) for j, r in
+                                            (("101", a), ("102", b), ("103", c))],
+                                    markers={top: TRAINING, per_action: TRAINING + "{torn"}))
+    out = cli("tao_slurm.py", "status", "--json")
+    assert out.rc == 0, out
+    views = {v["id"]: v for v in json.loads(out.out)}
+    assert slurm.scripts() == ["SWEEP"]  # squeue, sacct, markers and every status file: one remote command
+    for rid in (a["id"], b["id"]):
+        p = views[rid]["progress"]
+        assert (p["epoch"], p["max_epoch"], p["eta"], p["kpis"]) == (3, 10, 750.0, {"train_loss": 0.41})
+        assert p["line"].startswith("epoch 3/10 eta 0:12:30") and "train_loss=0.41" in p["line"]
+    assert views[b["id"]]["progress"]["skipped_lines"] == 1 and views[b["id"]]["progress"]["file"] == "train/status.json"
+    assert views[c["id"]]["progress"] is None  # no status file: its state as before
+    text = cli("tao_slurm.py", "status", a["id"])
+    assert "RUNNING" in text.out and "[epoch 3/10 eta 0:12:30 train_loss=0.41]" in text.out
+    assert "progress" not in records.load(a["id"])  # shown, never stored
+
+
+def test_slurm_metrics_reads_the_series_in_one_command_also_after_the_end(slurm, cli):
+    rec = slurm_record(state="PENDING")
+    records.mark(rec["id"], "COMPLETE", message="done")
+    folder = rec["backend"]["results_dir"]
+    slurm.ssh("READ_STATUS_SH", lambda call: ok(f"#status-file 10 status.json\n" + "".join(
+        "|" + ln + "\n" for ln in TRAINING.splitlines()) + "\n"))
+    out = cli("tao_jobs.py", "metrics", rec["id"], "--json")
+    assert out.rc == 0, out
+    data = json.loads(out.out)
+    assert [r["epoch"] for r in data["rows"]] == [1, 2, 3] and data["rows"][-1]["train_loss"] == 0.41
+    assert slurm.count("READ_STATUS_SH") == 1 and slurm.of("ssh")[-1].args == [folder]
+    csv = cli("tao_jobs.py", "metrics", rec["id"], "--csv")
+    assert csv.out.splitlines()[0] == "epoch,train_loss" and csv.out.splitlines()[-1] == "3,0.41"
+    table = cli("tao_slurm.py", "metrics", rec["id"])
+    assert "train_loss" in table.out.splitlines()[0] and len(table.out.splitlines()) == 4
+
+
+def test_metrics_of_a_job_without_a_status_file_is_one_line(slurm, cli):
+    rec = slurm_record()
+    slurm.ssh("READ_STATUS_SH", "")
+    out = cli("tao_jobs.py", "metrics", rec["id"])
+    assert out.rc == 1 and "no TAO status file" in out.err and len(out.err.strip().splitlines()) == 1
+
+
+def test_metrics_kpi_needs_a_chart_and_an_existing_kpi(slurm, cli):
+    rec = slurm_record()
+    slurm.ssh("READ_STATUS_SH", lambda call: ok("#status-file 1 status.json\n" + "".join(
+        "|" + ln + "\n" for ln in TRAINING.splitlines())))
+    assert cli("tao_jobs.py", "metrics", rec["id"], "--kpi", "train_loss").rc == 2
+    bad = cli("tao_jobs.py", "metrics", rec["id"], "--plot", "--kpi", "mAP")
+    assert bad.rc == 1 and "train_loss" in bad.err  # names the KPIs that exist
+
+
+# ------------------------------------------------------------------ Kubernetes: one exec for one job
+def k8s_job(fake, *, with_spec: bool = True) -> dict:
+    rec = k8s_record()
+    if with_spec:
+        (records.artifact_dir(rec["id"]) / SPEC_FILE).write_text(json.dumps(
+            {"image": "i", "command": "c", "mounts": [{"pvc": "ws", "mount_path": "/results"}]}))
+    return rec
+
+
+def test_k8s_status_of_one_running_job_reads_its_progress_with_one_exec(fake, cli):
+    rec = k8s_job(fake)
+    fake.kubectl("get", "jobs,pods", answer=items([job(rec["id"], f"uid-{rec['id']}"),
+                                                    pod(rec["id"], f"uid-{rec['id']}")]))
+    fake.kubectl("exec", answer="#status-file 9 status.json\n" + "".join("|" + ln + "\n" for ln in TRAINING.splitlines()))
+    out = cli("tao_k8s.py", "status", rec["id"], "--json")
+    assert out.rc == 0, out
+    (view,) = json.loads(out.out)
+    assert view["progress"]["epoch"] == 3 and view["progress"]["kpis"] == {"train_loss": 0.41}
+    (exec_call,) = fake.kubectl_calls("exec")
+    assert exec_call.words[:5] == ["exec", f"job/{rec['id']}", "-c", "main", "--"]
+    assert exec_call.words[-1] == f"/results/{rec['id']}"  # the folder is an argument, never in the script
+    assert len(fake.of("kubectl")) == 2  # the one status query and the one exec
+
+
+def test_k8s_status_of_several_running_jobs_adds_no_call_per_job_but_a_hint(fake, cli):
+    recs = [k8s_job(fake) for _ in range(3)]
+    fake.kubectl("get", "jobs,pods", answer=items([o for r in recs for o in (job(r["id"], f"uid-{r['id']}"),
+                                                                             pod(r["id"], f"uid-{r['id']}"))]))
+    out = cli("tao_k8s.py", "status", "--json")
+    views = json.loads(out.out)
+    assert out.rc == 0 and len(views) == 3 and len(fake.of("kubectl")) == 1
+    assert all(v["progress"] is None and v["progress_hint"] == platform.PROGRESS_HINT for v in views)
+
+
+def test_a_failed_progress_read_never_fails_the_status(fake, cli):
+    rec = k8s_job(fake)
+    fake.kubectl("get", "jobs,pods", answer=items([job(rec["id"], f"uid-{rec['id']}"), pod(rec["id"], f"uid-{rec['id']}")]))
+    fake.kubectl("exec", rc=1, stderr="error: unable to upgrade connection: container not found")
+    out = cli("tao_k8s.py", "status", rec["id"], "--json")
+    (view,) = json.loads(out.out)
+    assert out.rc == 0 and view["state"] == "RUNNING" and "container not found" in view["progress_error"]
+
+
+def test_k8s_metrics_after_the_pods_are_gone_reads_the_volume(fake, cli, monkeypatch):
+    from taobank.kubernetes import volume_job
+
+    rec = k8s_job(fake)
+    fake.kubectl("exec", rc=1, stderr='Error from server (NotFound): jobs.batch "x" not found')
+    seen = {}
+
+    def run(kube, spec, argv, *, purpose, **kw):
+        seen["argv"] = argv
+        return 0, "#status-file 9 status.json\n" + "".join("|" + ln + "\n" for ln in TRAINING.splitlines())
+
+    monkeypatch.setattr(volume_job, "run", run)
+    out = cli("tao_jobs.py", "metrics", rec["id"], "--json")
+    assert out.rc == 0, out
+    assert [r["epoch"] for r in json.loads(out.out)["rows"]] == [1, 2, 3]
+    assert seen["argv"][-1] == f"/results/{rec['id']}"
+
+
+def test_progress_of_a_no_results_job_says_why(fake):
+    from taobank.kubernetes import statusfiles
+
+    rec = k8s_record()
+    (records.artifact_dir(rec["id"]) / SPEC_FILE).write_text(json.dumps({"image": "i", "command": "c",
+                                                                          "no_results": True}))
+    with pytest.raises(TaoError, match="keeps no results"):
+        statusfiles.read(rec, live=False)
+
+
+def test_the_status_paths_never_leave_the_results_folder():
+    from taobank import training
+
+    assert training.status_paths(f"{SLURM_BASE}/results/x", "train") == [
+        f"{SLURM_BASE}/results/x/status.json", f"{SLURM_BASE}/results/x/train/status.json"]
+    for action in ("..", "a/b", "."):
+        assert training.status_paths("/r", action) == ["/r/status.json"]
