@@ -24,11 +24,12 @@ import math
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from . import nccl_verdicts, records, states
 from .cli import one_line
-from .contract import Gate, Launch, Plan, SubmitOptions
+from .contract import Gate, Launch, Plan, ResultFile, ResultsListing, ResultsLocation, SubmitOptions, Transfer
 from .errors import EXIT_FAILED, EXIT_OK, SubmitUncertain, TaoError, UsageError
 
 
@@ -252,6 +253,30 @@ class Platform(ABC):
     def preview(self, spec: dict, opts: SubmitOptions) -> str:
         """What submit would send (manifest or script text), contacting nothing."""
 
+    # -------------------------------------------------------------- results: artifacts, fetch, prune
+    # The verbs (validation, best checkpoint, verification, temp + rename, confirmation) are the core's:
+    # taobank.results_verbs. A platform only reads, streams and removes the folder.
+    def results_location(self, rec: dict) -> ResultsLocation:
+        """Where the job's results are (no cluster call); TaoError when it keeps none that can be read."""
+        raise TaoError(f"job {rec['id']}: reading results is not available for {self.name or 'this platform'} jobs")
+
+    def list_results(self, rec: dict, loc: ResultsLocation, *, status: bool) -> ResultsListing:
+        """Every regular file of the folder, in ONE remote command; with ``status`` TAO's status files too."""
+        raise TaoError(f"job {rec['id']}: listing results is not available for {self.name or 'this platform'} jobs")
+
+    def fetch_results(self, rec: dict, loc: ResultsLocation, paths: list[str], into: Path,
+                      transfer: Transfer) -> list[ResultFile]:
+        """Download the regular files under ``paths`` (relative, checked; [] = all) into the empty private
+        folder ``into``: ``transfer.start(files)`` once the cluster has listed them, ``transfer.advance(n)``
+        as bytes arrive. Returns the cluster's facts of each file (size, sha256 or md5), which the core
+        verifies against what arrived."""
+        raise TaoError(f"job {rec['id']}: fetching results is not available for {self.name or 'this platform'} jobs")
+
+    def remove_results(self, rec: dict, loc: ResultsLocation) -> str:
+        """Delete the job's own folder after checking on the cluster that it is a folder named as recorded;
+        a note for the prune line."""
+        raise TaoError(f"job {rec['id']}: pruning results is not available for {self.name or 'this platform'} jobs")
+
 
 def get(name: str) -> Platform:
     """The adapter of platform ``name`` (``k8s`` is accepted for kubernetes)."""
@@ -266,7 +291,7 @@ def load_for(job_id: str, platform: str | None, verb: str) -> dict:
     if platform is not None and rec.get("platform") != platform:
         other = rec.get("platform") or "unknown"
         helper = {"kubernetes": "tao_k8s.py", "slurm": "tao_slurm.py"}.get(other, "tao_jobs.py")
-        if verb in ("status", "logs", "cancel"):
+        if verb in ("status", "logs", "cancel", "artifacts", "fetch", "prune"):
             hint = f"run {helper} {verb} {job_id} (or tao_jobs.py {verb} {job_id})"
         else:  # submit --job-id / resume exist on one platform each: say what finishes it there
             hint = {"kubernetes": f"finish it with tao_k8s.py submit --job-id {job_id}",

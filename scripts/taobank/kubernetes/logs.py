@@ -87,6 +87,16 @@ def read_logs(rec: dict, *, tail: int | None = None) -> tuple[str, str]:
                    "copy on a results volume")
 
 
+def saved_spec(rec: dict) -> dict | None:
+    """The job spec as submitted (kept beside the record): where its volumes and results folder are; None
+    for a record without one (made by an older helper)."""
+    path = records.artifact_dir(rec["id"]) / SPEC_FILE
+    if not path.is_file():
+        return None
+    spec = safeparse.json_value(fsio.read_regular(path, "saved job spec", follow_links=False) or b"", f"saved job spec {path}")
+    return spec if isinstance(spec, dict) else None
+
+
 #: Prints the last N lines of every <pod>.log the job kept in its results folder.
 _READ_LOGS = ('for f in "$1"/*.log; do [ -f "$f" ] || continue; echo "==> ${f##*/} <=="; tail -n "$2" "$f"; done')
 
@@ -95,11 +105,8 @@ def volume_logs(kube: Kubectl, rec: dict, tail: int) -> str | None:
     """The output copy the job appended to ``<results folder>/logs`` (read by a short helper Job), or None."""
     from . import volume_job
 
-    path = records.artifact_dir(rec["id"]) / SPEC_FILE
-    if not path.is_file():
-        return None
-    spec = safeparse.json_value(fsio.read_regular(path, "saved job spec", follow_links=False) or b"", f"saved job spec {path}")
-    if not isinstance(spec, dict):
+    spec = saved_spec(rec)
+    if spec is None:
         return None
     if spec.get("storage_tier", "A") != "A" or not spec.get("log_copy", True):
         return None

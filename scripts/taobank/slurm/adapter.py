@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ..contract import Gate, Launch, SubmitOptions
+from ..contract import Gate, Launch, ResultFile, ResultsListing, ResultsLocation, SubmitOptions, Transfer
 from ..errors import UsageError
 from ..platform import JobView, Logs, Platform
-from . import resources, verbs
+from . import resources, results_access, verbs
 from .verbs import SlurmPlan
 
 DEFAULT_TAIL = 200
@@ -78,6 +79,20 @@ class Slurm(Platform):
         if (rec.get("backend") or {}).get("slurm_job_id"):
             return view(rec, message="already submitted: nothing to resume")
         return view(verbs.sbatch_record(Connection(), job_id))
+
+    # -- results (the verbs are the core's: taobank.results_verbs)
+    def results_location(self, rec: dict) -> ResultsLocation:
+        return results_access.location(rec)
+
+    def list_results(self, rec: dict, loc: ResultsLocation, *, status: bool) -> ResultsListing:
+        return results_access.list_results(rec, loc, status=status)
+
+    def fetch_results(self, rec: dict, loc: ResultsLocation, paths: list[str], into: Path,
+                      transfer: Transfer) -> list[ResultFile]:
+        return results_access.fetch_results(rec, loc, paths, into, transfer)
+
+    def remove_results(self, rec: dict, loc: ResultsLocation) -> str:
+        return results_access.remove_results(rec, loc)
 
 
 PLATFORM = Slurm()
