@@ -77,11 +77,13 @@ def rel_path(value: object, what: str) -> str:
     """
     from .redact import shown
 
-    if not isinstance(value, str) or not value or value.startswith(("/", "-")) or value.strip(".") == "" \
-            or ".." in value.split("/") or not is_path("/" + value):
+    if not isinstance(value, str) or not value or value.startswith(("/", "-")) or ".." in value.split("/") \
+            or not is_path("/" + value):
         raise TaoError(f"{what} {shown(value)} is not a path inside the folder: give a relative path of letters, "
                        "digits and . _ + @ / - (no leading / or -, no '..')")
     norm = abs_path("/" + value, what)[1:]
+    if not norm:  # "./." is the folder itself: fetching everything takes no PATH
+        raise TaoError(f"{what} {shown(value)} is the folder itself: give no PATH to fetch everything")
     if norm.startswith("-"):  # "./-x" names a file called -x: refused like -x itself
         raise TaoError(f"{what} {shown(value)} starts with '-' once normalised: rename the file or fetch its folder")
     return norm

@@ -342,7 +342,10 @@ def _place(staged: Path, dest: Path, rel: str, force: bool) -> Path:
 def fetch(platform: str | None, job_id: str, paths: list[str], to: str | Path, *, force: bool = False,
           emit: Callable[[str], None] | None = None, clock: Callable[[], float] = time.monotonic) -> list[Fetched]:
     """Download ``paths`` (all when empty) of the job's results under ``to``, each verified, then renamed."""
-    wanted = list(dict.fromkeys(rel_path(p, "PATH") for p in paths))
+    try:  # a PATH outside the folder is a usage error, found before any record or cluster is read
+        wanted = list(dict.fromkeys(rel_path(p, "PATH") for p in paths))
+    except TaoError as exc:
+        raise UsageError(str(exc)) from None
     if not str(to):
         raise UsageError("--to needs a folder")
     rec = load_for(job_id, platform, "fetch")
