@@ -17,12 +17,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from k8s_verbs_support import BANK, ON_REAL, k8s  # noqa: F401  (k8s is a fixture)
+import k8s_verbs_support
+from k8s_verbs_support import BANK, ON_REAL
 
 import testclusters.kubernetes as lk
 from taobank import pins
 
 pytestmark = pytest.mark.e2e
+k8s = k8s_verbs_support.k8s  # the fixture the tests take (pytest collects it under this name)
 
 BUSYBOX = str(pins.resolve("images.busybox"))
 TRAINER = BANK / "testclusters" / "fake_tao_train.sh"
