@@ -13,7 +13,9 @@ stopped; everything else is common and lives here, once:
 A platform is a :class:`Platform` subclass that fills in the hooks: for
 submit ``plan``, ``check``, ``launch`` (and ``adopt``, ``cluster_key``,
 ``preview``), then ``observe``, ``read_logs``, ``follow_logs`` and
-``cancel_one``. The values they exchange are typed (:mod:`taobank.contract`).
+``cancel_one``, and for a job's results ``results_location``, ``list_results``,
+``fetch_results`` and ``remove_results`` (those verbs are :mod:`taobank.results_verbs`).
+The values they exchange are typed (:mod:`taobank.contract`).
 :func:`get` routes a platform name to its adapter, imported only when used (a
 SLURM verb never imports the Kubernetes code).
 """
