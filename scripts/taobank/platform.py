@@ -257,14 +257,22 @@ class Platform(ABC):
 
     # -------------------------------------------------------------- results: artifacts, fetch, prune
     # The verbs (validation, best checkpoint, verification, temp + rename, confirmation) are the core's:
-    # taobank.results_verbs. A platform only reads, streams and removes the folder.
+    # taobank.results_verbs. A platform only reads, streams and removes the folder, in a module of its own
+    # with the functions location, list_results, fetch_results and remove_results (``results_access``).
+    results_access: Any = None
+
+    def _results(self, rec: dict, what: str) -> Any:
+        if self.results_access is None:
+            raise TaoError(f"job {rec['id']}: {what} is not available for {self.name or 'this platform'} jobs")
+        return self.results_access
+
     def results_location(self, rec: dict) -> ResultsLocation:
         """Where the job's results are (no cluster call); TaoError when it keeps none that can be read."""
-        raise TaoError(f"job {rec['id']}: reading results is not available for {self.name or 'this platform'} jobs")
+        return self._results(rec, "reading results").location(rec)
 
     def list_results(self, rec: dict, loc: ResultsLocation, *, status: bool) -> ResultsListing:
         """Every regular file of the folder, in ONE remote command; with ``status`` TAO's status files too."""
-        raise TaoError(f"job {rec['id']}: listing results is not available for {self.name or 'this platform'} jobs")
+        return self._results(rec, "listing results").list_results(rec, loc, status=status)
 
     def fetch_results(self, rec: dict, loc: ResultsLocation, paths: list[str], into: Path,
                       transfer: Transfer) -> list[ResultFile]:
@@ -272,13 +280,12 @@ class Platform(ABC):
         folder ``into``: ``transfer.start(files)`` once the cluster has listed them, ``transfer.advance(n)``
         as bytes arrive. Returns the cluster's facts of each file (size, sha256 or md5), which the core
         verifies against what arrived."""
-        raise TaoError(f"job {rec['id']}: fetching results is not available for {self.name or 'this platform'} jobs")
+        return self._results(rec, "fetching results").fetch_results(rec, loc, paths, into, transfer)
 
     def remove_results(self, rec: dict, loc: ResultsLocation) -> str:
         """Delete the job's own folder after checking on the cluster that it is a folder named as recorded;
         a note for the prune line."""
-        raise TaoError(f"job {rec['id']}: pruning results is not available for {self.name or 'this platform'} jobs")
-
+        return self._results(rec, "pruning results").remove_results(rec, loc)
 
 def get(name: str) -> Platform:
     """The adapter of platform ``name`` (``k8s`` is accepted for kubernetes)."""

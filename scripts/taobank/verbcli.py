@@ -222,6 +222,14 @@ def cmd_cancel(args: argparse.Namespace, platform: str | None) -> int:
 
 
 # ------------------------------------------------------------------ results: artifacts, fetch, prune
+def _one_job(args: argparse.Namespace, platform: str | None, verb: str) -> str:
+    """The one job a verb reads: the id given, or the newest record's with --last."""
+    ids = chosen_ids(args, platform)
+    if not ids:
+        raise UsageError(f"{verb} needs a job id or --last")
+    return ids[0]
+
+
 def add_artifacts(sub: argparse._SubParsersAction, platform: str | None) -> argparse.ArgumentParser:
     p = sub.add_parser("artifacts", help="list a job's results (size, time, checkpoints; the best by a KPI)")
     p.add_argument("id", metavar="ID", nargs="?")
@@ -237,17 +245,12 @@ def add_artifacts(sub: argparse._SubParsersAction, platform: str | None) -> argp
 def cmd_artifacts(args: argparse.Namespace, platform: str | None) -> int:
     from . import results_verbs
 
-    ids = chosen_ids(args, platform)
-    if not ids:
-        raise UsageError("artifacts needs a job id or --last")
-    found = results_verbs.artifacts(platform, ids[0], kpi=args.kpi, mode=args.mode)
+    found = results_verbs.artifacts(platform, _one_job(args, platform, "artifacts"), kpi=args.kpi, mode=args.mode)
     if args.json:
         print_json(found.to_dict())
-    else:
-        lines = found.lines()
-        stream = sys.stdout if found.listing.exists else sys.stderr
-        for line in lines:
-            print(line, file=stream)
+        return EXIT_OK
+    stream = sys.stdout if found.listing.exists else sys.stderr
+    print("\n".join(found.lines()), file=stream)
     return EXIT_OK
 
 
@@ -326,11 +329,9 @@ def cmd_prune(args: argparse.Namespace, platform: str | None) -> int:
     done, errors = results_verbs.prune(platform, args.ids, confirm=ask)
     if args.json:
         print_json([d.to_dict() for d in done])
-    else:
-        for d in done:
-            print(d.line())
-    for line in errors:
-        print(f"error: {line}", file=sys.stderr)
+    elif done:
+        print("\n".join(d.line() for d in done))
+    sys.stderr.write("".join(f"error: {line}\n" for line in errors))
     return EXIT_FAILED if errors else EXIT_OK
 
 

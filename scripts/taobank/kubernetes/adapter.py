@@ -1,11 +1,10 @@
 """Kubernetes' side of the platform contract: the hooks, over kubectl (one module per verb)."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from .. import records
-from ..contract import Gate, Launch, ResultFile, ResultsListing, ResultsLocation, SubmitOptions, Transfer
+from ..contract import Gate, Launch, SubmitOptions
 from ..platform import JobView, Logs, Platform
 from . import PLATFORM, cancel, credentials, logs, observe, results_access, submit
 from .submit import KubePlan
@@ -24,6 +23,7 @@ def _view(result: Mapping[str, Any]) -> JobView:
 class Kubernetes(Platform):
     name = PLATFORM
     helper = "tao_k8s.py"
+    results_access = results_access  # artifacts / fetch / prune (the verbs: taobank.results_verbs)
 
     def view(self, rec: Mapping[str, Any]) -> JobView:
         saved = records.state_dir() / f"{rec['id']}.d" / "logs.txt"
@@ -74,20 +74,6 @@ class Kubernetes(Platform):
                               ngc_pull_secret=opts.ngc_pull_secret,
                               config=dict(opts.config) if opts.config is not None else None)
         return dump_yaml(objs)
-
-    # -- results (the verbs are the core's: taobank.results_verbs)
-    def results_location(self, rec: dict) -> ResultsLocation:
-        return results_access.location(rec)
-
-    def list_results(self, rec: dict, loc: ResultsLocation, *, status: bool) -> ResultsListing:
-        return results_access.list_results(rec, loc, status=status)
-
-    def fetch_results(self, rec: dict, loc: ResultsLocation, paths: list[str], into: Path,
-                      transfer: Transfer) -> list[ResultFile]:
-        return results_access.fetch_results(rec, loc, paths, into, transfer)
-
-    def remove_results(self, rec: dict, loc: ResultsLocation) -> str:
-        return results_access.remove_results(rec, loc)
 
 
 PLATFORM = Kubernetes()

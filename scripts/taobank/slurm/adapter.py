@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ..contract import Gate, Launch, ResultFile, ResultsListing, ResultsLocation, SubmitOptions, Transfer
+from ..contract import Gate, Launch, SubmitOptions
 from ..errors import UsageError
 from ..platform import JobView, Logs, Platform
 from . import resources, results_access, verbs
@@ -28,6 +27,7 @@ def view(rec: Mapping[str, Any], **seen: Any) -> JobView:
 class Slurm(Platform):
     name = verbs.PLATFORM
     helper = "tao_slurm.py"
+    results_access = results_access  # artifacts / fetch / prune (the verbs: taobank.results_verbs)
 
     def view(self, rec: Mapping[str, Any]) -> JobView:
         return view(rec)
@@ -79,20 +79,6 @@ class Slurm(Platform):
         if (rec.get("backend") or {}).get("slurm_job_id"):
             return view(rec, message="already submitted: nothing to resume")
         return view(verbs.sbatch_record(Connection(), job_id))
-
-    # -- results (the verbs are the core's: taobank.results_verbs)
-    def results_location(self, rec: dict) -> ResultsLocation:
-        return results_access.location(rec)
-
-    def list_results(self, rec: dict, loc: ResultsLocation, *, status: bool) -> ResultsListing:
-        return results_access.list_results(rec, loc, status=status)
-
-    def fetch_results(self, rec: dict, loc: ResultsLocation, paths: list[str], into: Path,
-                      transfer: Transfer) -> list[ResultFile]:
-        return results_access.fetch_results(rec, loc, paths, into, transfer)
-
-    def remove_results(self, rec: dict, loc: ResultsLocation) -> str:
-        return results_access.remove_results(rec, loc)
 
 
 PLATFORM = Slurm()

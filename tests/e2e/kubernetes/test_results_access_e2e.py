@@ -7,12 +7,9 @@ host folder), so the test needs no image of its own.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import secrets
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,29 +19,19 @@ from k8s_verbs_support import BANK, ON_REAL
 
 import testclusters.kubernetes as lk
 from taobank import pins
+from tests.support.results_cli import tao_jobs, tree
 
 pytestmark = pytest.mark.e2e
 k8s = k8s_verbs_support.k8s  # the fixture the tests take (pytest collects it under this name)
 
 BUSYBOX = str(pins.resolve("images.busybox"))
 TRAINER = BANK / "testclusters" / "fake_tao_train.sh"
-TAO_JOBS = BANK / "scripts" / "tao_jobs.py"
 EPOCHS = 5
 BEST_EPOCH = (2 * EPOCHS + 2) // 3  # where the fake trainer's val_loss is lowest
 
 
-def jobs(k8s, *args: str, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, str(TAO_JOBS), *args], capture_output=True, text=True,
-                          env={**k8s.env, **(env or {})}, timeout=300, stdin=subprocess.DEVNULL)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"tao_jobs.py {' '.join(args)} failed ({proc.returncode}): {proc.stderr}{proc.stdout}")
-    return proc
-
-
-def tree(root: Path) -> dict[str, str]:
-    """relative path -> sha256 of every regular file under ``root``."""
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in root.rglob("*") if p.is_file() and not p.is_symlink()}
+def jobs(k8s, *args: str, env: dict | None = None, check: bool = True):
+    return tao_jobs(*args, env={**k8s.env, **(env or {})}, check=check)
 
 
 @pytest.fixture()
@@ -101,24 +88,25 @@ def test_artifacts_fetch_and_prune_through_a_reader_pod_on_the_pvc(k8s, trainer_
                 and not r["metadata"].get("deletionTimestamp")], "a reader pod was left behind"
 
 
+#: A tier C job writing two checkpoints and an action's status file, uploaded to S3 at the end.
+TIER_C = {"image": BUSYBOX, "network_arch": "deformable_detr", "action": "train", "storage_tier": "C", "gpus": 1,
+          "node_selector": {lk.REAL_NODE_LABEL: "true"},
+          "command": 'd="$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID" && mkdir -p "$d/train" && '
+                     'echo "epoch 1" > "$d/model_epoch_001.pth" && echo "epoch 2" > "$d/model_epoch_002.pth" && '
+                     'printf \'{"epoch": 1, "kpi": {"mAP": 0.5}}\\n{"epoch": 2, "kpi": {"mAP": 0.7}}\\n\' '
+                     '> "$d/train/status.json"'}
+S3_SETTINGS = {"AWS_ACCESS_KEY_ID": lk.s3.ACCESS_KEY_ID, "AWS_DEFAULT_REGION": lk.s3.REGION}
+
+
 def test_tier_c_results_are_listed_fetched_and_pruned_in_s3(k8s, tmp_path):
     if not shutil.which("aws"):
         pytest.fail("the AWS CLI is needed on this machine for tier C results (pip install awscli)")
     bucket = "tao-" + secrets.token_hex(4)
     lk.s3_make_bucket(bucket)
     spec = tmp_path / "tier-c.yaml"
-    spec.write_text(yaml.safe_dump({
-        "image": BUSYBOX, "network_arch": "deformable_detr", "action": "train",
-        "results_dir": f"s3://{bucket}/results", "storage_tier": "C", "gpus": 1,
-        "node_selector": {lk.REAL_NODE_LABEL: "true"},
-        "command": 'd="$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID" && mkdir -p "$d/train" && '
-                   'echo "epoch 1" > "$d/model_epoch_001.pth" && echo "epoch 2" > "$d/model_epoch_002.pth" && '
-                   'printf \'{"epoch": 1, "kpi": {"mAP": 0.5}}\\n{"epoch": 2, "kpi": {"mAP": 0.7}}\\n\' '
-                   '> "$d/train/status.json"',
-    }))
+    spec.write_text(yaml.safe_dump({**TIER_C, "results_dir": f"s3://{bucket}/results"}))
     secret = secrets.token_hex(20)
-    creds = {"AWS_ACCESS_KEY_ID": lk.s3.ACCESS_KEY_ID, "AWS_SECRET_ACCESS_KEY": secret,
-             "AWS_DEFAULT_REGION": lk.s3.REGION, "S3_ENDPOINT_URL": lk.s3_endpoint()}
+    creds = {**S3_SETTINGS, "AWS_SECRET_ACCESS_KEY": secret, "S3_ENDPOINT_URL": lk.s3_endpoint()}
     out = k8s.submit("--spec", str(spec), *[a for name in creds for a in ("--secret-env", name)], env=creds)
     jid = out["id"]
     st = k8s.wait(jid, lambda s: s["state"] in ("COMPLETE", "ERROR", "CANCELED"), timeout=180)

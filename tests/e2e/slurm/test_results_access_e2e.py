@@ -7,17 +7,14 @@ also reads directly to compare.
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from slurm_helpers import base_spec, call_log, wait_state
 
 from taobank.slurm import verbs
+from tests.support.results_cli import tao_jobs as jobs, tree
 
 pytestmark = pytest.mark.e2e
 
@@ -25,19 +22,6 @@ BANK = Path(__file__).resolve().parents[3]
 TRAINER = BANK / "testclusters" / "fake_tao_train.sh"
 EPOCHS = 5
 BEST_EPOCH = (2 * EPOCHS + 2) // 3  # where the fake trainer's val_loss is lowest
-
-
-def jobs(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, str(BANK / "scripts" / "tao_jobs.py"), *args], capture_output=True,
-                          text=True, timeout=300, stdin=subprocess.DEVNULL, env=dict(os.environ))
-    if check and proc.returncode != 0:
-        raise AssertionError(f"tao_jobs.py {' '.join(args)} failed ({proc.returncode}): {proc.stderr}{proc.stdout}")
-    return proc
-
-
-def tree(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in root.rglob("*") if p.is_file() and not p.is_symlink()}
 
 
 def ssh_commands(log: Path) -> int:
