@@ -14,7 +14,8 @@ A platform is a :class:`Platform` subclass that fills in the hooks: for
 submit ``plan``, ``check``, ``launch`` (and ``adopt``, ``cluster_key``,
 ``preview``), then ``observe``, ``read_logs``, ``follow_logs`` and
 ``cancel_one``, and for a job's results ``results_location``, ``list_results``,
-``fetch_results`` and ``remove_results`` (those verbs are :mod:`taobank.results_verbs`).
+``fetch_results`` and ``remove_results`` (answered by default from the module a
+platform names as ``results_access``; those verbs are :mod:`taobank.results_verbs`).
 The values they exchange are typed (:mod:`taobank.contract`).
 :func:`get` routes a platform name to its adapter, imported only when used (a
 SLURM verb never imports the Kubernetes code).

@@ -90,6 +90,9 @@ rm -rf -- "$d" || exit 6
 echo "@@removed"
 '''
 
+#: How long one text command may run: FILE_FACTS hashes every file it sends (tens of GB of checkpoints).
+TEXT_TIMEOUT_S = 3600
+
 _FILE = re.compile(r"(\d{1,20}) (\d{1,20}) \./(.+)")
 _FACT = re.compile(r"(\d{1,20}) (\d{1,20}) ([0-9a-f]{64}) \./(.+)")
 

@@ -95,9 +95,10 @@ class Reader:
                               "sh", "-c", script, "tao", *args)
 
     def text(self, script: str, args: list[str], *, what: str) -> Result:
+        from ..results_sh import TEXT_TIMEOUT_S
         from ..run import run
 
-        return run(self.argv(script, args), check=False, timeout=600, what=what)
+        return run(self.argv(script, args), check=False, timeout=TEXT_TIMEOUT_S, what=what)
 
     def stream(self, script: str, args: list[str], *, stdin: str, what: str) -> ContextManager[BinaryIO]:
         return pipe(self.argv(script, args, stdin=True), stdin=stdin, what=what)

@@ -26,7 +26,7 @@ class _Login:
         self.conn = conn
 
     def text(self, script: str, args: list[str], *, what: str) -> Result:
-        return self.conn.script(script, args, check=False, timeout=600, what=what)
+        return self.conn.script(script, args, check=False, timeout=results_sh.TEXT_TIMEOUT_S, what=what)
 
     def stream(self, script: str, args: list[str], *, stdin: str, what: str) -> ContextManager[BinaryIO]:
         return pipe(self.conn.command_argv(["sh", "-c", script, "tao", *args]), stdin=stdin, what=what)
