@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
-"""Every TAO job of this machine, whatever its platform: list | status | logs | cancel | metrics.
+"""Every TAO job of this machine, whatever its platform: list | status | logs | cancel | metrics |
+artifacts | fetch | prune.
 
   tao_jobs.py list [--platform P] [--state S] [--active] [--no-headers] [--json]   (records only, no cluster call)
   tao_jobs.py status [ID... | --last] [--watch] [--no-headers] [--json]   (refreshes: one query per platform)
   tao_jobs.py logs ID | --last [--tail N] [-f/--follow] [--json]
   tao_jobs.py cancel ID... | --last | --all [--json]
   tao_jobs.py metrics ID | --last [--json | --csv | --plot] [--kpi NAME...] [--png FILE]
+  tao_jobs.py artifacts ID | --last [--kpi NAME [--mode min|max]] [--json]   (the results folder; best checkpoint)
+  tao_jobs.py fetch ID [PATH...] | --last [PATH...] --to DIR [--force] [--json]   (size and sha256 verified)
+  tao_jobs.py prune ID... [--yes] [--json]   (deletes finished jobs' own results folders; asks first)
 
 Each verb dispatches on the record's platform (kubernetes or slurm), exactly
 as tao_k8s.py / tao_slurm.py would. Records are per machine: they live in
@@ -62,6 +66,7 @@ def main(argv: list[str]) -> int:
     verbcli.add_logs(sub, None)
     verbcli.add_cancel(sub, None)
     verbcli.add_metrics(sub, None)
+    verbcli.add_results(sub, None)
     args = parser.parse_args(argv)
     return args.func(args)
 

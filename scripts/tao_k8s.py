@@ -7,6 +7,9 @@
   tao_k8s.py logs ID | --last [--tail N] [-f/--follow] [--json]
   tao_k8s.py cancel ID... | --last | --all [--json]
   tao_k8s.py metrics ID | --last [--json | --csv | --plot] [--kpi NAME...] [--png FILE]
+  tao_k8s.py artifacts ID | --last [--kpi NAME [--mode min|max]] [--json]   (the job's results; best checkpoint)
+  tao_k8s.py fetch ID [PATH...] --to DIR [--force] [--json]   (download, size and sha256 verified)
+  tao_k8s.py prune ID... [--yes] [--json]   (delete finished jobs' own results folders; asks first)
   tao_k8s.py nccl-probe [--nodes 2] [--gpus-per-node N] [--image IMAGE] [--timeout S] [--force] [--json]
 
 Namespace/context: TAO_K8S_NAMESPACE (default "default") and TAO_K8S_CONTEXT,
@@ -125,6 +128,7 @@ def main(argv: list[str]) -> int:
     verbcli.add_submit_outputs(p)
     p.set_defaults(func=_submit)
     verbcli.add_common(sub, "kubernetes")
+    verbcli.add_results(sub, "kubernetes")
     p = sub.add_parser("preflight", help="cluster reachable, version skew, namespace, can-i create jobs, "
                        "schedulable GPUs, PVCs Bound (exit 1 if something is MISSING)")
     p.add_argument("--pvc", action="append", metavar="CLAIM", help="a PVC the job mounts: must be Bound (repeatable)")

@@ -7,6 +7,9 @@
   tao_slurm.py logs ID [--tail N] [-f/--follow] [--json]
   tao_slurm.py cancel ID... | --all [--json]
   tao_slurm.py metrics ID [--json | --csv | --plot] [--kpi NAME...] [--png FILE]
+  tao_slurm.py artifacts ID | --last [--kpi NAME [--mode min|max]] [--json]   (the job's results; best checkpoint)
+  tao_slurm.py fetch ID [PATH...] --to DIR [--force] [--json]   (download, size and sha256 verified)
+  tao_slurm.py prune ID... [--yes] [--json]   (delete finished jobs' own results folders; asks first)
   tao_slurm.py resume ID              (finish a submit whose sbatch answer was lost)
   tao_slurm.py stage FILE... --dest lustre:///abs/dir [--force]   (small inputs to the cluster)
   tao_slurm.py nccl-probe [--nodes 2] [--gpus-per-node N] [--timeout S] [--force] [--json]
@@ -135,6 +138,7 @@ def main(argv: list[str]) -> int:
     p.set_defaults(func=cmd_submit)
 
     verbcli.add_common(sub, "slurm")
+    verbcli.add_results(sub, "slurm")
 
     p = sub.add_parser("resume", help="reconcile a submit whose sbatch answer was lost")
     p.add_argument("id")

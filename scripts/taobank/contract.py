@@ -7,7 +7,7 @@ on, so an adapter never receives a loose mapping of options.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol
 
 from .states import State
 
@@ -134,4 +134,78 @@ def preflight_ok(findings: list[Finding]) -> bool:
     return not any(f.level == "MISSING" for f in findings)
 
 
-__all__ = ["SubmitOptions", "Plan", "Gate", "Launch", "Observation", "Finding", "preflight_ok"]
+# ------------------------------------------------------------------ a job's results (artifacts, fetch, prune)
+#: What counts as a checkpoint in a results folder (by file name ending, case-insensitive): the one list.
+CHECKPOINT_SUFFIXES = (".pth", ".ckpt", ".pt", ".tlt", ".hdf5", ".onnx", ".engine")
+
+
+def is_checkpoint(path: str) -> bool:
+    return path.lower().endswith(CHECKPOINT_SUFFIXES)
+
+
+@dataclass(frozen=True)
+class ResultFile:
+    """One regular file in a job's results folder, as the cluster saw it."""
+
+    #: relative to the job's results folder ("train/model_epoch_004.pth")
+    path: str
+    size: int
+    #: modification time, seconds since the epoch (UTC)
+    mtime: float
+    #: computed on the cluster when asked (fetch); None in a plain listing
+    sha256: str | None = None
+    #: S3 only: the object's ETag when it is a plain MD5 (single-part upload), for verification
+    md5: str | None = None
+
+    @property
+    def checkpoint(self) -> bool:
+        return is_checkpoint(self.path)
+
+    def to_dict(self) -> dict:
+        from datetime import datetime, timezone
+
+        when = datetime.fromtimestamp(self.mtime, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        out: dict = {"path": self.path, "size": self.size, "mtime": self.mtime, "modified": when,
+                     "checkpoint": self.checkpoint}
+        if self.sha256 is not None:
+            out["sha256"] = self.sha256
+        return out
+
+
+@dataclass(frozen=True)
+class ResultsLocation:
+    """Where a job's results are, as the platform reads it from the record (no cluster call)."""
+
+    #: as a user sees it: the folder in the pod or on the cluster, or the s3:// URI
+    folder: str
+    #: the job's own folder, named after its id: prune may delete it
+    own: bool
+    #: when not ``own``: why prune refuses (one clause)
+    why_not_own: str = ""
+
+
+@dataclass
+class ResultsListing:
+    """A results folder read in one remote command: its files and TAO's status files (for the best checkpoint)."""
+
+    folder: str
+    files: list[ResultFile] = field(default_factory=list)
+    #: relative path -> text of status.json / <action>/status.json (empty unless asked)
+    status_files: dict[str, str] = field(default_factory=dict)
+    #: False when the folder does not exist (not written yet, or pruned)
+    exists: bool = True
+
+
+class Transfer(Protocol):
+    """What the core hands a platform's fetch: told the files before any byte moves, then the bytes."""
+
+    def start(self, files: list[ResultFile]) -> None:
+        """The files the cluster is about to send (with its sizes and digests): the core refuses here,
+        before the transfer (an existing file without --force, nothing to fetch)."""
+
+    def advance(self, done: int) -> None:
+        """Bytes of file content received so far (the progress line)."""
+
+
+__all__ = ["SubmitOptions", "Plan", "Gate", "Launch", "Observation", "Finding", "preflight_ok", "CHECKPOINT_SUFFIXES", "is_checkpoint", "ResultFile",
+           "ResultsLocation", "ResultsListing", "Transfer"]

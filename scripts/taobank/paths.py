@@ -66,3 +66,36 @@ def is_under(path: str, root: str) -> bool:
     if r.startswith("//"):
         r = "/" + r.lstrip("/")
     return p == r or r == "/" or p.startswith(r + "/")
+
+
+def rel_path(value: object, what: str) -> str:
+    """``value`` normalised, when it is a relative path inside a folder: not absolute, no leading ``-``
+    (never read as an option), no ``..``, and :func:`abs_path`'s characters; else one-line TaoError.
+
+    Every path a user names inside a job's results folder (``fetch ID PATH``) passes here, so the
+    folder's own rule and this one cannot drift apart: ``value`` is checked as ``/value``.
+    """
+    from .redact import shown
+
+    if not isinstance(value, str) or not value or value.startswith(("/", "-")) or ".." in value.split("/") \
+            or not is_path("/" + value):
+        raise TaoError(f"{what} {shown(value)} is not a path inside the folder: give a relative path of letters, "
+                       "digits and . _ + @ / - (no leading / or -, no '..')")
+    norm = abs_path("/" + value, what)[1:]
+    if not norm:  # "./." is the folder itself: fetching everything takes no PATH
+        raise TaoError(f"{what} {shown(value)} is the folder itself: give no PATH to fetch everything")
+    if norm.startswith("-"):  # "./-x" names a file called -x: refused like -x itself
+        raise TaoError(f"{what} {shown(value)} starts with '-' once normalised: rename the file or fetch its folder")
+    return norm
+
+
+def is_member(value: object) -> bool:
+    """A name a cluster reported inside a results folder that may be written under a local folder: relative,
+    no empty, ``.`` or ``..`` component after a leading ``./``, no control character (spaces are allowed: the
+    name comes from the cluster's listing, never from the command line)."""
+    if not isinstance(value, str) or not value or value.startswith("/") or "\\" in value:
+        return False
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        return False
+    parts = value.split("/")
+    return all(p not in ("", ".", "..") for p in parts)

@@ -13,7 +13,10 @@ stopped; everything else is common and lives here, once:
 A platform is a :class:`Platform` subclass that fills in the hooks: for
 submit ``plan``, ``check``, ``launch`` (and ``adopt``, ``cluster_key``,
 ``preview``), then ``observe``, ``read_logs``, ``follow_logs`` and
-``cancel_one``. The values they exchange are typed (:mod:`taobank.contract`).
+``cancel_one``, and for a job's results ``results_location``, ``list_results``,
+``fetch_results`` and ``remove_results`` (answered by default from the module a
+platform names as ``results_access``; those verbs are :mod:`taobank.results_verbs`).
+The values they exchange are typed (:mod:`taobank.contract`).
 :func:`get` routes a platform name to its adapter, imported only when used (a
 SLURM verb never imports the Kubernetes code).
 """
@@ -24,12 +27,13 @@ import math
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from .states import State
 from . import nccl_verdicts, records, states
 from .cli import one_line
-from .contract import Gate, Launch, Plan, SubmitOptions
+from .contract import Gate, Launch, Plan, ResultFile, ResultsListing, ResultsLocation, SubmitOptions, Transfer
 from .errors import EXIT_FAILED, EXIT_OK, SubmitUncertain, TaoError, UsageError
 
 
@@ -266,6 +270,37 @@ class Platform(ABC):
     def preview(self, spec: dict, opts: SubmitOptions) -> str:
         """What submit would send (manifest or script text), contacting nothing."""
 
+    # -------------------------------------------------------------- results: artifacts, fetch, prune
+    # The verbs (validation, best checkpoint, verification, temp + rename, confirmation) are the core's:
+    # taobank.results_verbs. A platform only reads, streams and removes the folder, in a module of its own
+    # with the functions location, list_results, fetch_results and remove_results (``results_access``).
+    results_access: Any = None
+
+    def _results(self, rec: dict, what: str) -> Any:
+        if self.results_access is None:
+            raise TaoError(f"job {rec['id']}: {what} is not available for {self.name or 'this platform'} jobs")
+        return self.results_access
+
+    def results_location(self, rec: dict) -> ResultsLocation:
+        """Where the job's results are (no cluster call); TaoError when it keeps none that can be read."""
+        return self._results(rec, "reading results").location(rec)
+
+    def list_results(self, rec: dict, loc: ResultsLocation, *, status: bool) -> ResultsListing:
+        """Every regular file of the folder, in ONE remote command; with ``status`` TAO's status files too."""
+        return self._results(rec, "listing results").list_results(rec, loc, status=status)
+
+    def fetch_results(self, rec: dict, loc: ResultsLocation, paths: list[str], into: Path,
+                      transfer: Transfer) -> list[ResultFile]:
+        """Download the regular files under ``paths`` (relative, checked; [] = all) into the empty private
+        folder ``into``: ``transfer.start(files)`` once the cluster has listed them, ``transfer.advance(n)``
+        as bytes arrive. Returns the cluster's facts of each file (size, sha256 or md5), which the core
+        verifies against what arrived."""
+        return self._results(rec, "fetching results").fetch_results(rec, loc, paths, into, transfer)
+
+    def remove_results(self, rec: dict, loc: ResultsLocation) -> str:
+        """Delete the job's own folder after checking on the cluster that it is a folder named as recorded;
+        a note for the prune line."""
+        return self._results(rec, "pruning results").remove_results(rec, loc)
 
 def get(name: str) -> Platform:
     """The adapter of platform ``name`` (``k8s`` is accepted for kubernetes)."""
@@ -280,7 +315,7 @@ def load_for(job_id: str, platform: str | None, verb: str) -> dict:
     if platform is not None and rec.get("platform") != platform:
         other = rec.get("platform") or "unknown"
         helper = {"kubernetes": "tao_k8s.py", "slurm": "tao_slurm.py"}.get(other, "tao_jobs.py")
-        if verb in ("status", "logs", "cancel"):
+        if verb in ("status", "logs", "cancel", "artifacts", "fetch", "prune"):
             hint = f"run {helper} {verb} {job_id} (or tao_jobs.py {verb} {job_id})"
         else:  # submit --job-id / resume exist on one platform each: say what finishes it there
             hint = {"kubernetes": f"finish it with tao_k8s.py submit --job-id {job_id}",

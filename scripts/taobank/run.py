@@ -9,7 +9,7 @@ import os
 import subprocess
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import BinaryIO, Callable, Iterator, Mapping, Sequence
 
 from .errors import TaoError
 
@@ -129,6 +129,78 @@ def stream(argv: Sequence[str], on_text: Callable[[str], None]) -> int:
         for line in proc.stdout:
             on_text(line)
     return proc.wait()
+
+
+@contextmanager
+def pipe(argv: Sequence[str], *, stdin: str | None = None, what: str | None = None) -> Iterator[BinaryIO]:
+    """Run ``argv`` and hand its standard output as a binary stream (a tar over ``kubectl exec`` or ssh).
+
+    No timeout: a transfer takes as long as it takes (ssh's keep-alives end a dead link). ``stdin`` is
+    written by a thread, so a child that writes before it has read everything cannot deadlock. On leaving
+    the block the exit code is checked (non-zero: TaoError with stderr's last line); a block that fails
+    kills the child, and the child's own error, when it has one, is the one reported.
+    """
+    import io
+    import tempfile
+    import threading
+
+    argv = _record([str(a) for a in argv])
+    label = what or os.path.basename(argv[0])
+    if _fake is not None:
+        res = _fake(argv, stdin)
+        data = res.stdout if isinstance(res.stdout, bytes) else (res.stdout or "").encode("utf-8")
+        try:
+            yield io.BytesIO(data)
+        except (TaoError, OSError, EOFError):
+            if not res.ok:
+                raise TaoError(f"{label} failed (exit {res.returncode}): {last_line(res.stderr or '')}") from None
+            raise
+        if not res.ok:
+            raise TaoError(f"{label} failed (exit {res.returncode}): {last_line(res.stderr or '')}")
+        return
+    with tempfile.TemporaryFile() as err:
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=err)
+        except FileNotFoundError:
+            raise TaoError(f"{argv[0]} not found on PATH: install it or fix PATH") from None
+        feeder = None
+        if stdin is not None:
+            def feed() -> None:
+                try:
+                    proc.stdin.write(stdin.encode("utf-8"))  # type: ignore[union-attr]
+                    proc.stdin.close()  # type: ignore[union-attr]
+                except OSError:
+                    pass  # the child stopped reading: its exit code says why
+            feeder = threading.Thread(target=feed, daemon=True)
+            feeder.start()
+
+        def failure() -> TaoError | None:
+            err.seek(0)
+            text = err.read().decode("utf-8", "replace")
+            return None if proc.returncode == 0 else TaoError(
+                f"{label} failed (exit {proc.returncode}): {last_line(text)}")
+
+        assert proc.stdout is not None
+        try:
+            yield proc.stdout
+        except BaseException:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            why = failure()
+            if why is not None and proc.returncode > 0:  # the child's own error (not our kill) explains it best
+                raise why from None
+            raise
+        finally:
+            if feeder is not None:
+                feeder.join(timeout=5)
+        while proc.stdout.read(1 << 16):  # what the reader left (a tar's end padding)
+            pass
+        proc.wait()
+        why = failure()
+        if why is not None:
+            raise why
 
 
 def last_line(text: str) -> str:

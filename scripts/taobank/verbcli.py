@@ -3,6 +3,9 @@
   status [ID... | --last] [--watch] [--interval S] [--no-retry] [--json]   --json is always a list
   logs ID | --last [--tail N] [-f/--follow] [--json]
   cancel ID... | --last | --all [--json]
+  artifacts ID | --last [--kpi NAME [--mode min|max]] [--json]
+  fetch ID [PATH...] | --last [PATH...] --to DIR [--force] [--json]
+  prune ID... [--yes] [--json]
   submit ... [--dry-run] [--quiet] [--json] [--name TEXT]
   --version
 
@@ -219,6 +222,127 @@ def cmd_cancel(args: argparse.Namespace, platform: str | None) -> int:
     for line in errors:
         print(f"error: {line}", file=sys.stderr)
     return EXIT_FAILED if errors else EXIT_OK
+
+
+# ------------------------------------------------------------------ results: artifacts, fetch, prune
+def _one_job(args: argparse.Namespace, platform: str | None, verb: str) -> str:
+    """The one job a verb reads: the id given, or the newest record's with --last."""
+    ids = chosen_ids(args, platform)
+    if not ids:
+        raise UsageError(f"{verb} needs a job id or --last")
+    return ids[0]
+
+
+def add_artifacts(sub: argparse._SubParsersAction, platform: str | None) -> argparse.ArgumentParser:
+    p = sub.add_parser("artifacts", help="list a job's results (size, time, checkpoints; the best by a KPI)")
+    p.add_argument("id", metavar="ID", nargs="?")
+    add_last(p, platform)
+    p.add_argument("--kpi", metavar="NAME", help="mark the best checkpoint by this KPI of status.json (val_loss ...)")
+    p.add_argument("--mode", choices=("min", "max"), default="min", help="best is the lowest (min, default) or "
+                   "the highest (max) value")
+    p.add_argument("--json", action="store_true", help='{"folder", "files": [...], "best": {...}}')
+    p.set_defaults(func=lambda a: cmd_artifacts(a, platform))
+    return p
+
+
+def cmd_artifacts(args: argparse.Namespace, platform: str | None) -> int:
+    from . import results_verbs
+
+    found = results_verbs.artifacts(platform, _one_job(args, platform, "artifacts"), kpi=args.kpi, mode=args.mode)
+    if args.json:
+        print_json(found.to_dict())
+        return EXIT_OK
+    stream = sys.stdout if found.listing.exists else sys.stderr
+    print("\n".join(found.lines()), file=stream)
+    return EXIT_OK
+
+
+def add_fetch(sub: argparse._SubParsersAction, platform: str | None) -> argparse.ArgumentParser:
+    p = sub.add_parser("fetch", help="download a job's results (all, or the PATHs inside its folder), verified")
+    p.add_argument("words", nargs="*", metavar="ID [PATH...]", help="the job id, then paths relative to its "
+                   "results folder (none: everything); with --last only paths")
+    add_last(p, platform)
+    p.add_argument("--to", required=True, metavar="DIR", help="local folder (made if missing)")
+    p.add_argument("--force", action="store_true", help="replace files that exist under --to")
+    p.add_argument("--json", action="store_true", help="a JSON list of the files fetched")
+    p.set_defaults(func=lambda a: cmd_fetch(a, platform))
+    return p
+
+
+def _progress_line() -> Callable[[str], None]:
+    """Transfer progress on stderr: rewritten in place on a terminal, one line each otherwise."""
+    tty = sys.stderr.isatty()
+
+    def emit(text: str) -> None:
+        sys.stderr.write(("\r\033[K" + text) if tty else text + "\n")
+        sys.stderr.flush()
+
+    emit.tty = tty  # type: ignore[attr-defined]
+    return emit
+
+
+def cmd_fetch(args: argparse.Namespace, platform: str | None) -> int:
+    from . import results_verbs
+
+    words = list(args.words)
+    if args.last:
+        job_id = core.last_id(platform)
+    elif words:
+        job_id = words.pop(0)
+    else:
+        raise UsageError("fetch needs a job id or --last")
+    emit = _progress_line()
+    try:
+        got = results_verbs.fetch(platform, job_id, words, args.to, force=args.force, emit=emit)
+    finally:
+        if emit.tty:  # type: ignore[attr-defined]
+            sys.stderr.write("\r\033[K")
+    if args.json:
+        print_json([f.to_dict() for f in got])
+    else:
+        total = sum(f.file.size for f in got)
+        print(f"fetched {len(got)} files ({results_verbs.human(total)}) of {job_id}, each verified:")
+        for f in got:
+            print(f"  {f.line()}")
+    return EXIT_OK
+
+
+def add_prune(sub: argparse._SubParsersAction, platform: str | None) -> argparse.ArgumentParser:
+    p = sub.add_parser("prune", help="delete finished jobs' results folders (asks first; --yes for scripts)")
+    p.add_argument("ids", nargs="+", metavar="ID")
+    p.add_argument("--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)")
+    p.add_argument("--json", action="store_true", help="a JSON list")
+    p.set_defaults(func=lambda a: cmd_prune(a, platform))
+    return p
+
+
+def cmd_prune(args: argparse.Namespace, platform: str | None) -> int:
+    from . import results_verbs
+
+    if not args.yes and not sys.stdin.isatty():
+        raise UsageError("prune deletes results for good: run it on a terminal to confirm, or pass --yes")
+
+    def ask(question: str) -> bool:
+        if args.yes:
+            return True
+        sys.stderr.write(question)
+        sys.stderr.flush()
+        return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+    done, errors = results_verbs.prune(platform, args.ids, confirm=ask)
+    if args.json:
+        print_json([d.to_dict() for d in done])
+    elif done:
+        print("\n".join(d.line() for d in done))
+    sys.stderr.write("".join(f"error: {line}\n" for line in errors))
+    return EXIT_FAILED if errors else EXIT_OK
+
+
+def add_results(sub: argparse._SubParsersAction, platform: str | None) -> None:
+    """artifacts, fetch and prune, identical for every helper."""
+    add_artifacts(sub, platform)
+    add_fetch(sub, platform)
+    add_prune(sub, platform)
 
 
 # ------------------------------------------------------------------ submit

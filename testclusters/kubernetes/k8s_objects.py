@@ -111,6 +111,8 @@ def rbac() -> list[dict]:
             {"apiGroups": [""], "resources": ["secrets", "services", "configmaps"], "verbs": verbs},
             {"apiGroups": [""], "resources": ["pods"], "verbs": read + ["delete"]},
             {"apiGroups": [""], "resources": ["pods/log", "events", "persistentvolumeclaims"], "verbs": read},
+            # artifacts / fetch / prune run their commands in a reader pod with kubectl exec
+            {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create"]},
             {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": read},
         ],
     }

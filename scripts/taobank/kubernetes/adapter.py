@@ -6,7 +6,7 @@ from typing import Any, Callable, Mapping
 from .. import records
 from ..contract import Gate, Launch, SubmitOptions
 from ..platform import JobView, Logs, Platform
-from . import PLATFORM, cancel, credentials, logs, observe, submit
+from . import PLATFORM, cancel, credentials, logs, observe, results_access, submit
 from .submit import KubePlan
 
 #: The job id a dry run without --job-id renders with (its Secret names follow from it).
@@ -23,6 +23,7 @@ def _view(result: Mapping[str, Any]) -> JobView:
 class Kubernetes(Platform):
     name = PLATFORM
     helper = "tao_k8s.py"
+    results_access = results_access  # artifacts / fetch / prune (the verbs: taobank.results_verbs)
 
     def view(self, rec: Mapping[str, Any]) -> JobView:
         saved = records.state_dir() / f"{rec['id']}.d" / "logs.txt"

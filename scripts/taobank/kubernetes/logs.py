@@ -87,17 +87,18 @@ def read_logs(rec: dict, *, tail: int | None = None) -> tuple[str, str]:
                    "copy on a results volume")
 
 
-#: Prints the last N lines of every <pod>.log the job kept in its results folder.
-_READ_LOGS = ('for f in "$1"/*.log; do [ -f "$f" ] || continue; echo "==> ${f##*/} <=="; tail -n "$2" "$f"; done')
-
-
 def saved_spec(rec: dict) -> dict | None:
-    """The job spec submit kept next to the record (secret-free), or None for a record without one."""
+    """The job spec as submitted (kept beside the record): where its volumes and results folder are; None
+    for a record without one (made by an older helper)."""
     path = records.artifact_dir(rec["id"]) / SPEC_FILE
     if not path.is_file():
         return None
     spec = safeparse.json_value(fsio.read_regular(path, "saved job spec", follow_links=False) or b"", f"saved job spec {path}")
     return spec if isinstance(spec, dict) else None
+
+
+#: Prints the last N lines of every <pod>.log the job kept in its results folder.
+_READ_LOGS = ('for f in "$1"/*.log; do [ -f "$f" ] || continue; echo "==> ${f##*/} <=="; tail -n "$2" "$f"; done')
 
 
 def volume_logs(kube: Kubectl, rec: dict, tail: int) -> str | None:

@@ -5,25 +5,35 @@ that the inputs a job names exist before GPUs are spent; ``logs`` uses it to
 read the copy of the output a job kept on its results volume after TTL
 cleanup removed the pods. It is a Job (not a bare Pod) so ``create jobs`` is
 the only write it needs and its own TTL removes it.
+
+:func:`reader` keeps such a pod up so several commands can run in it with
+``kubectl exec`` (a byte-exact stream, unlike a Job's logs): ``artifacts``,
+``fetch`` and ``prune`` use it, and also need ``create pods/exec``.
 """
 from __future__ import annotations
 
 import secrets
 import time
+from contextlib import contextmanager
+from typing import BinaryIO, ContextManager, Iterator
 
 from .. import pins
 from ..errors import TaoError
 from . import MANAGED_BY, render
+from ..run import Result, pipe
 from .kubectl import Kubectl
 
 #: Label of the helper Jobs (never the job-id label: status and cancel must not see them as the job's pods).
 HELPER_LABEL = "tao-skill-bank/volume-job"
 
 
-def manifest(spec: dict, name: str, namespace: str, argv: list[str], *, deadline_s: int) -> dict:
-    """The helper Job: the job's mounts (read-only), its node placement and pull secret, no GPU."""
+def manifest(spec: dict, name: str, namespace: str, argv: list[str], *, deadline_s: int,
+             writable: bool = False) -> dict:
+    """The helper Job: the job's mounts (read-only unless ``writable``: prune), its node placement and pull
+    secret, no GPU."""
     volumes, mounts = render.volumes_and_mounts(spec, "64Mi")
-    mounts = [{**m, "readOnly": True} if m["mountPath"] != "/dev/shm" else m for m in mounts]
+    if not writable:
+        mounts = [{**m, "readOnly": True} if m["mountPath"] != "/dev/shm" else m for m in mounts]
     pod: dict = {"restartPolicy": "Never", "containers": [{
         "name": "check", "image": pins.resolve("kubernetes.volume_job_image"), "command": argv,
         "volumeMounts": mounts, "resources": {"limits": {"cpu": "200m", "memory": "64Mi"}}}],
@@ -72,3 +82,54 @@ def _waiting(pod: dict) -> str:
         if why and why != "ContainerCreating":
             return why
     return ""
+
+
+class Reader:
+    """A running helper pod: scripts run in it with ``kubectl exec`` (text, or a binary stream)."""
+
+    def __init__(self, kube: Kubectl, pod: str) -> None:
+        self.kube, self.pod = kube, pod
+
+    def argv(self, script: str, args: list[str], *, stdin: bool = False) -> list[str]:
+        return self.kube.argv("exec", *(["-i"] if stdin else []), self.pod, "-c", "check", "--",
+                              "sh", "-c", script, "tao", *args)
+
+    def text(self, script: str, args: list[str], *, what: str) -> Result:
+        from ..results_sh import TEXT_TIMEOUT_S
+        from ..run import run
+
+        return run(self.argv(script, args), check=False, timeout=TEXT_TIMEOUT_S, what=what)
+
+    def stream(self, script: str, args: list[str], *, stdin: str, what: str) -> ContextManager[BinaryIO]:
+        return pipe(self.argv(script, args, stdin=True), stdin=stdin, what=what)
+
+
+@contextmanager
+def reader(kube: Kubectl, spec: dict, *, purpose: str, writable: bool = False,
+           sleep=time.sleep) -> Iterator[Reader]:
+    """A helper pod on the job's volumes (at the job's paths) kept up by ``sleep`` until the block ends, then
+    deleted; if that delete is lost, its deadline (``kubernetes.results_reader_max_s``) and TTL remove it."""
+    max_s = int(pins.resolve("kubernetes.results_reader_max_s"))
+    wait_s = int(pins.resolve("kubernetes.volume_job_timeout_s"))
+    name = f"tao-read-{secrets.token_hex(4)}"
+    obj = manifest(spec, name, kube.namespace, ["sleep", str(max_s)], deadline_s=max_s, writable=writable)
+    obj["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 1  # sleep as PID 1 ignores TERM
+    kube.apply([obj], create=True)
+    try:
+        end = time.monotonic() + wait_s
+        while True:
+            pods = kube.items("pods", "-l", f"job-name={name}", what="kubectl get pods")
+            up = [p for p in pods if any("running" in (cs.get("state") or {})
+                                         for cs in (p.get("status") or {}).get("containerStatuses") or [])]
+            if up:
+                break
+            ended = [p for p in pods if (p.get("status") or {}).get("phase") in ("Succeeded", "Failed")]
+            if ended or time.monotonic() > end:
+                why = "; ".join(filter(None, (_waiting(p) for p in pods))) or ("it ended" if ended else "not scheduled")
+                raise TaoError(f"{purpose}: the reader pod of Job {name} did not start in {wait_s}s ({why}): check "
+                               f"the volumes with kubectl describe job {name}")
+            sleep(1)
+        yield Reader(kube, up[0]["metadata"]["name"])
+    finally:
+        kube.run("delete", "job", name, "--ignore-not-found", "--wait=false", check=False,
+                 what="kubectl delete job")

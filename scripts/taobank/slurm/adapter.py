@@ -7,7 +7,7 @@ from typing import Any, Callable, Mapping
 from ..contract import Gate, Launch, SubmitOptions
 from ..errors import UsageError
 from ..platform import JobView, Logs, Platform
-from . import cancel, facts, logs, observe, resources, submit
+from . import cancel, facts, logs, observe, resources, results_access, submit
 from .submit import SlurmPlan
 
 DEFAULT_TAIL = 200
@@ -27,6 +27,7 @@ def view(rec: Mapping[str, Any], **seen: Any) -> JobView:
 class Slurm(Platform):
     name = facts.PLATFORM
     helper = "tao_slurm.py"
+    results_access = results_access  # artifacts / fetch / prune (the verbs: taobank.results_verbs)
 
     def view(self, rec: Mapping[str, Any]) -> JobView:
         return view(rec)

@@ -6,6 +6,8 @@ the script text is code, every user value arrives as a positional argument
 """
 from __future__ import annotations
 
+from .. import results_sh
+
 #: Separates the data paths of :data:`MISSING` from the ``.sqsh`` images it checks.
 SQSH_MARK = "@@sqsh"
 
@@ -194,3 +196,10 @@ if srun --help 2>/dev/null | grep -q -- --container-image; then echo yes; else e
 echo "@@sacct"
 sacct -n -X -o JobID -S now-1hours >/dev/null 2>&1 && echo ok || echo unavailable
 '''
+
+#: artifacts / fetch / prune: the results scripts shared with Kubernetes' reader pod, named here like every
+#: script run over ssh (folder as $1; see taobank.results_sh).
+LIST_RESULTS = results_sh.LIST_RESULTS
+FILE_FACTS = results_sh.FILE_FACTS
+TAR_FILES = results_sh.TAR_FILES
+REMOVE_FOLDER = results_sh.REMOVE_FOLDER

@@ -1,0 +1,434 @@
+"""A job's results: ``artifacts`` (list, best checkpoint), ``fetch`` (download, verified) and ``prune`` (delete).
+
+The verbs are written once, here, over four platform hooks
+(:meth:`~taobank.platform.Platform.results_location`, ``list_results``,
+``fetch_results``, ``remove_results``); a platform only reads, streams and
+removes. What is decided here, the same everywhere:
+
+* every PATH a user names is relative, inside the folder, never an option
+  (:func:`taobank.paths.rel_path`);
+* the best checkpoint: TAO's status file (``taobank.progress``) gives the
+  epoch where a KPI is best, and the checkpoint is the one whose name carries
+  that epoch (``model_epoch_004.pth``);
+* a download lands in a private temp folder inside the destination, every
+  file's size and digest is checked against what the cluster computed, and
+  only then is each renamed to its final name: a partial or corrupt file is
+  never left under that name, and an existing file is never replaced
+  without ``force``;
+* progress (bytes so far) once a transfer has run for :data:`QUIET_S`;
+* prune deletes only a finished job's own folder, after confirmation.
+
+The core never prints: callers pass ``emit`` (progress lines) and
+``confirm`` (the prompt) and print what is returned.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from . import fsio, records, states
+from .contract import ResultFile, ResultsListing, ResultsLocation
+from .errors import TaoError, UsageError
+from .paths import rel_path
+from .platform import get, load_for
+
+#: A transfer says nothing for this long (seconds), then shows bytes so far at most every EVERY_S.
+QUIET_S = 10.0
+EVERY_S = 2.0
+#: Beside the record: where and when prune deleted the job's results.
+PRUNED_FILE = "pruned.json"
+
+
+def human(n: float) -> str:
+    """1536 -> '1.5 KiB'."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+# ------------------------------------------------------------------ best checkpoint
+def number_in_name(path: str, key: str) -> int | None:
+    """The epoch (or step) a checkpoint's file name carries: the number after ``epoch`` (``model_epoch_004``,
+    ``epoch=4-step=100``), else, for epochs, the name's last number; None when it has none."""
+    stem = path.rsplit("/", 1)[-1].split(".", 1)[0]
+    tagged = re.findall(rf"{key}[_=-]?(\d+)", stem, flags=re.IGNORECASE)
+    if tagged:
+        return int(tagged[-1])
+    if key == "epoch":
+        bare = re.findall(r"\d+", stem)
+        return int(bare[-1]) if bare else None
+    return None
+
+
+@dataclass
+class Best:
+    """The best checkpoint by one KPI, or why there is none (``note``)."""
+
+    kpi: str
+    mode: str
+    key: str = "epoch"
+    at: int | None = None
+    value: Any = None
+    checkpoints: list[str] = field(default_factory=list)
+    status_file: str | None = None
+    note: str | None = None
+
+    def to_dict(self) -> dict:
+        from .progress.statusfile import json_number
+
+        return {"kpi": self.kpi, "mode": self.mode, self.key: self.at, "value": json_number(self.value)
+                if self.value is not None else None, "checkpoints": self.checkpoints, "status_file": self.status_file,
+                "note": self.note}
+
+    def line(self) -> str:
+        from .progress.statusfile import format_number
+
+        if self.at is None:
+            return f"best {self.kpi} ({self.mode}): {self.note}"
+        where = ", ".join(self.checkpoints) if self.checkpoints else f"no checkpoint ({self.note})"
+        return f"best {self.kpi} ({self.mode}) = {format_number(self.value, 6)} at {self.key} {self.at}: {where}"
+
+
+def find_best(listing: ResultsListing, kpi: str, mode: str, action: str | None) -> Best:
+    """The checkpoint of the epoch where ``kpi`` is best; a KPI name the status file lacks is a TaoError."""
+    from .progress import best, key_column, parse, pick, series
+    from .progress.series import kpi_names
+
+    found = Best(kpi, mode)
+    if not listing.status_files:
+        found.note = "no status.json in the results folder (TAO writes one per training), so no KPI to rank by"
+        return found
+    rel = pick(listing.status_files, action)
+    assert rel is not None
+    found.status_file = rel
+    rows = series(parse(listing.status_files[rel]))
+    if not rows or not kpi_names(rows):
+        found.note = f"{rel} holds no KPI values yet"
+        return found
+    found.key = key_column(rows)
+    try:
+        row = best(rows, kpi, mode)
+    except TaoError as exc:
+        if kpi not in kpi_names(rows):
+            raise  # a misspelt KPI: the line names the ones there are
+        found.note = str(exc)
+        return found
+    found.at, found.value = int(row[found.key]), row[kpi]
+    found.checkpoints = [f.path for f in listing.files
+                         if f.checkpoint and number_in_name(f.path, found.key) == found.at]
+    if not found.checkpoints:
+        found.note = f"none of the {sum(f.checkpoint for f in listing.files)} checkpoints is named for " \
+                     f"{found.key} {found.at}"
+    return found
+
+
+# ------------------------------------------------------------------ artifacts
+@dataclass
+class Artifacts:
+    """What ``artifacts`` reports: the folder, its files (checkpoints marked) and the best checkpoint."""
+
+    id: str
+    platform: str
+    listing: ResultsListing
+    best: Best | None = None
+    pruned: dict | None = None
+
+    def to_dict(self) -> dict:
+        files = [{**f.to_dict(), "best": bool(self.best and f.path in self.best.checkpoints)}
+                 for f in self.listing.files]
+        return {"id": self.id, "platform": self.platform, "folder": self.listing.folder,
+                "exists": self.listing.exists, "files": files, "total_bytes": sum(f.size for f in self.listing.files),
+                "checkpoints": sum(f.checkpoint for f in self.listing.files),
+                "best": self.best.to_dict() if self.best else None, "pruned": self.pruned}
+
+    def lines(self) -> list[str]:
+        """The text form: a header line, a table (SIZE, MODIFIED, KIND, PATH), the best line."""
+        from datetime import datetime, timezone
+
+        from .cli import one_line
+
+        ls = self.listing
+        if not ls.exists:
+            gone = f" (pruned {self.pruned.get('at')})" if self.pruned else " (not written yet, or deleted)"
+            return [one_line(f"{self.id}: the results folder {ls.folder} does not exist{gone}")]
+        total = sum(f.size for f in ls.files)
+        out = [one_line(f"{self.id}: {len(ls.files)} files, {human(total)} in {ls.folder}")]
+        if ls.files:
+            chosen = set(self.best.checkpoints) if self.best else set()
+            rows = [("SIZE", "MODIFIED (UTC)", "KIND", "PATH")]
+            for f in ls.files:
+                kind = "best" if f.path in chosen else "ckpt" if f.checkpoint else ""
+                when = datetime.fromtimestamp(f.mtime, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+                rows.append((human(f.size), when, kind, one_line(f.path)))
+            widths = [max(len(r[i]) for r in rows) for i in range(3)]
+            out += [f"{r[0]:>{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}".rstrip() for r in rows]
+        if self.best:
+            out.append(one_line(self.best.line()))
+        return out
+
+
+def _pruned_note(job_id: str) -> dict | None:
+    from .safeparse import json_value
+
+    path = records.state_dir() / f"{job_id}.d" / PRUNED_FILE
+    data = fsio.read_regular(path, "prune note", follow_links=False, missing_ok=True)
+    if not data:
+        return None
+    try:
+        note = json_value(data, f"prune note {path}")
+    except TaoError:
+        return None
+    return note if isinstance(note, dict) else None
+
+
+def artifacts(platform: str | None, job_id: str, *, kpi: str | None = None, mode: str = "min") -> Artifacts:
+    """The job's results folder as the cluster sees it now (one remote command), with the best checkpoint."""
+    if mode not in ("min", "max"):
+        raise UsageError(f"--mode {mode!r} is unknown: use min or max")
+    if kpi is not None and not kpi.strip():
+        raise UsageError("--kpi needs a KPI name (as in status.json, e.g. val_loss)")
+    rec = load_for(job_id, platform, "artifacts")
+    adapter = get(rec["platform"])
+    loc = adapter.results_location(rec)
+    listing = adapter.list_results(rec, loc, status=kpi is not None)
+    found = find_best(listing, kpi, mode, rec.get("action")) if kpi is not None and listing.exists else None
+    return Artifacts(rec["id"], rec["platform"], listing, found, None if listing.exists else _pruned_note(rec["id"]))
+
+
+# ------------------------------------------------------------------ fetch
+class Meter:
+    """Progress of one transfer: silent for ``quiet`` seconds, then one line at most every ``every`` seconds
+    through ``emit`` (bytes so far, of the total when known). The clock is injected (tests never wait)."""
+
+    def __init__(self, emit: Callable[[str], None] | None, *, clock: Callable[[], float] = time.monotonic,
+                 quiet: float = QUIET_S, every: float = EVERY_S) -> None:
+        self.emit, self.clock, self.quiet, self.every = emit, clock, quiet, every
+        self.began = clock()
+        self.total: int | None = None
+        self.done = 0
+        self.shown_at: float | None = None
+
+    def text(self) -> str:
+        of = f" of {human(self.total)} ({100 * self.done // max(self.total, 1)}%)" if self.total else ""
+        rate = self.done / max(self.clock() - self.began, 1e-9)
+        return f"fetched {human(self.done)}{of}, {human(rate)}/s"
+
+    def advance(self, done: int) -> None:
+        self.done = done
+        if self.emit is None:
+            return
+        now = self.clock()
+        if now - self.began < self.quiet or (self.shown_at is not None and now - self.shown_at < self.every):
+            return
+        self.shown_at = now
+        self.emit(self.text())
+
+    def finish(self) -> None:
+        if self.emit is not None and self.shown_at is not None:  # only a transfer that showed progress
+            self.emit(self.text())
+
+
+@dataclass
+class Fetched:
+    """One downloaded file: the cluster's facts, where it now is, and what was checked."""
+
+    file: ResultFile
+    local: str
+    verified: str
+
+    def to_dict(self) -> dict:
+        return {**self.file.to_dict(), "local": self.local, "verified": self.verified}
+
+    def line(self) -> str:
+        from .cli import one_line
+
+        return one_line(f"{self.local} ({human(self.file.size)}, {self.verified})")
+
+
+class _Transfer:
+    """The core's side of a platform's fetch: refuses before any byte moves, counts bytes."""
+
+    def __init__(self, dest: Path, force: bool, meter: Meter) -> None:
+        self.dest, self.force, self.meter = dest, force, meter
+        self.files: list[ResultFile] = []
+
+    def start(self, files: list[ResultFile]) -> None:
+        if not files:
+            raise TaoError("nothing to fetch: the paths hold no regular file")
+        for f in files:
+            _final_target(self.dest, f.path, self.force)
+        self.files = list(files)
+        self.meter.total = sum(f.size for f in files)
+
+    def advance(self, done: int) -> None:
+        self.meter.advance(done)
+
+
+def _final_target(dest: Path, rel: str, force: bool) -> Path:
+    """Where ``rel`` goes under ``dest``; refused when a file is there (without ``force``) or the way is blocked."""
+    target = dest / rel
+    for parent in list(target.parents)[: len(Path(rel).parts) - 1]:
+        if parent.is_symlink() or (parent.exists() and not parent.is_dir()):
+            raise TaoError(f"{parent} is in the way of {rel} (a file or a link, not a folder): move it or pick "
+                           "another --to")
+    if target.is_symlink() or target.is_dir():
+        raise TaoError(f"{target} exists and is not a plain file: move it or pick another --to")
+    if target.exists() and not force:
+        raise TaoError(f"{target} exists: pass --force to replace it, or pick another --to")
+    return target
+
+
+def _digests(path: Path) -> tuple[int, str, str]:
+    sha, md5, size = hashlib.sha256(), hashlib.md5(usedforsecurity=False), 0
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            sha.update(chunk)
+            md5.update(chunk)
+            size += len(chunk)
+    return size, sha.hexdigest(), md5.hexdigest()
+
+
+def _verify(staged: Path, f: ResultFile) -> str:
+    """What was checked of one arrived file against the cluster's facts; TaoError on any difference."""
+    path = staged / f.path
+    if not path.is_file() or path.is_symlink():
+        raise TaoError(f"{f.path} did not arrive: run the fetch again")
+    size, sha, md5 = _digests(path)
+    if size != f.size:
+        raise TaoError(f"{f.path} arrived with {size} bytes, the cluster has {f.size}: it changed during the "
+                       "download or the transfer broke; run the fetch again")
+    if f.sha256 is not None:
+        if sha != f.sha256:
+            raise TaoError(f"{f.path}: sha256 mismatch (cluster {f.sha256[:12]}, received {sha[:12]}): it changed "
+                           "during the download or the transfer broke; run the fetch again")
+        return "size+sha256"
+    if f.md5 is not None:
+        if md5 != f.md5:
+            raise TaoError(f"{f.path}: MD5 mismatch with the S3 ETag: run the fetch again")
+        return "size+md5"
+    return "size only (S3 keeps no whole-file digest for multipart uploads)"
+
+
+def _place(staged: Path, dest: Path, rel: str, force: bool) -> Path:
+    """Move one verified file from the temp folder to its final name: never over a file without ``force``."""
+    target = _final_target(dest, rel, force)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    src = staged / rel
+    if force:
+        os.replace(src, target)
+        return target
+    try:
+        os.link(src, target)  # fails if the name exists: no window to replace a file that appeared meanwhile
+    except FileExistsError:
+        raise TaoError(f"{target} exists: pass --force to replace it, or pick another --to") from None
+    except OSError:  # a filesystem without hard links
+        if target.exists():
+            raise TaoError(f"{target} exists: pass --force to replace it, or pick another --to") from None
+        os.rename(src, target)
+        return target
+    os.unlink(src)
+    return target
+
+
+def fetch(platform: str | None, job_id: str, paths: list[str], to: str | Path, *, force: bool = False,
+          emit: Callable[[str], None] | None = None, clock: Callable[[], float] = time.monotonic) -> list[Fetched]:
+    """Download ``paths`` (all when empty) of the job's results under ``to``, each verified, then renamed."""
+    try:  # a PATH outside the folder is a usage error, found before any record or cluster is read
+        wanted = list(dict.fromkeys(rel_path(p, "PATH") for p in paths))
+    except TaoError as exc:
+        raise UsageError(str(exc)) from None
+    if not str(to):
+        raise UsageError("--to needs a folder")
+    rec = load_for(job_id, platform, "fetch")
+    adapter = get(rec["platform"])
+    loc = adapter.results_location(rec)
+    dest = Path(to)
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise TaoError(f"--to {dest} exists and is not a folder") from None
+    if not dest.is_dir():
+        raise TaoError(f"--to {dest} is not a folder")
+    meter = Meter(emit, clock=clock)
+    transfer = _Transfer(dest, force, meter)
+    staged = Path(tempfile.mkdtemp(prefix=".tao-fetch-", dir=dest))
+    try:
+        facts = adapter.fetch_results(rec, loc, wanted, staged, transfer)
+        meter.finish()
+        if not facts:
+            raise TaoError("nothing to fetch: the paths hold no regular file")
+        checked = [(f, _verify(staged, f)) for f in facts]  # all verified before any is moved
+        return [Fetched(f, str(_place(staged, dest, f.path, force)), how) for f, how in checked]
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ prune
+@dataclass
+class Pruned:
+    id: str
+    folder: str
+    removed: bool
+    message: str
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "folder": self.folder, "removed": self.removed, "message": self.message}
+
+    def line(self) -> str:
+        from .cli import one_line
+
+        return one_line(f"{self.id}: {self.message}")
+
+
+def prunable(rec: dict, loc: ResultsLocation) -> None:
+    """Refuse (one line) a job whose folder prune must not delete: active, or not its own folder."""
+    if rec["state"] not in states.TERMINAL:
+        raise TaoError(f"job {rec['id']} is {rec['state']}: its results may still be written; wait for it to end "
+                       f"(or cancel it: tao_jobs.py cancel {rec['id']}) and prune it then")
+    if not loc.own:
+        raise TaoError(f"job {rec['id']}: {loc.folder} is not the job's own folder ({loc.why_not_own}); prune "
+                       "deletes only a folder named after the job: remove it yourself if you mean it")
+
+
+def prune(platform: str | None, ids: list[str], *, confirm: Callable[[str], bool]) -> tuple[list[Pruned], list[str]]:
+    """Delete each finished job's own results folder after ``confirm(question)``; (results, one-line errors).
+
+    One job's failure does not stop the others.
+    """
+    if not ids:
+        raise UsageError("prune needs job ids")
+    done: list[Pruned] = []
+    errors: list[str] = []
+    for job_id in dict.fromkeys(ids):
+        try:
+            rec = load_for(job_id, platform, "prune")
+            adapter = get(rec["platform"])
+            loc = adapter.results_location(rec)
+            prunable(rec, loc)
+            if not confirm(f"delete {loc.folder} (the results of {rec['state']} job {rec['id']}) and everything "
+                           "in it? [y/N] "):
+                done.append(Pruned(rec["id"], loc.folder, False, f"kept {loc.folder} (not confirmed)"))
+                continue
+            note = adapter.remove_results(rec, loc)
+            fsio.write_private(records.artifact_dir(rec["id"]) / PRUNED_FILE,
+                               _note_json(loc.folder))
+            done.append(Pruned(rec["id"], loc.folder, True, note))
+        except TaoError as exc:
+            errors.append(f"{job_id}: {exc}")
+    return done, errors
+
+
+def _note_json(folder: str) -> str:
+    import json
+    from datetime import datetime, timezone
+
+    return json.dumps({"folder": folder, "at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}) + "\n"

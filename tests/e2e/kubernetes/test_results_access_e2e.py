@@ -1,0 +1,125 @@
+"""artifacts, fetch and prune on the local cluster: a real reader pod on the job's PVC (tier A), and S3 (tier C).
+
+The job is testclusters/fake_tao_train.sh run by busybox on a real kubelet
+node: it writes TAO's status.json and one checkpoint per epoch into the
+job's folder on the PVC. The trainer reaches the pod through that PVC (its
+host folder), so the test needs no image of its own.
+"""
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+import k8s_verbs_support
+from k8s_verbs_support import BANK, ON_REAL
+
+import testclusters.kubernetes as lk
+from taobank import pins
+from tests.support.results_cli import tao_jobs, tree
+
+pytestmark = pytest.mark.e2e
+k8s = k8s_verbs_support.k8s  # the fixture the tests take (pytest collects it under this name)
+
+BUSYBOX = str(pins.resolve("images.busybox"))
+TRAINER = BANK / "testclusters" / "fake_tao_train.sh"
+EPOCHS = 5
+BEST_EPOCH = (2 * EPOCHS + 2) // 3  # where the fake trainer's val_loss is lowest
+
+
+def jobs(k8s, *args: str, env: dict | None = None, check: bool = True):
+    return tao_jobs(*args, env={**k8s.env, **(env or {})}, check=check)
+
+
+@pytest.fixture()
+def trainer_on_pvc():
+    """The fake trainer in a folder of the PVC (its host path), as /results/<folder>/fake_tao_train.sh in a pod."""
+    folder = f".e2e-trainer-{secrets.token_hex(4)}"
+    host = lk.state_root() / "pv" / folder
+    host.mkdir(parents=True)
+    shutil.copy(TRAINER, host / "fake_tao_train.sh")
+    yield f"/results/{folder}/fake_tao_train.sh"
+    shutil.rmtree(host, ignore_errors=True)
+
+
+def test_artifacts_fetch_and_prune_through_a_reader_pod_on_the_pvc(k8s, trainer_on_pvc, tmp_path):
+    out = k8s.submit("--image", BUSYBOX, "--network-arch", "deformable_detr", "--action", "train", "--pvc-mount",
+                     f"{lk.PVC_NAME}:/results", *ON_REAL, "--gpus", "1", "--command",
+                     f'sh {trainer_on_pvc} --results "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID" --epochs {EPOCHS}')
+    jid = out["id"]
+    st = k8s.wait(jid, lambda s: s["state"] in ("COMPLETE", "ERROR", "CANCELED"), timeout=180)
+    assert st["state"] == "COMPLETE", json.dumps(st) + k8s.tao("logs", jid, check=False).stdout
+    on_pvc = lk.state_root() / "pv" / jid  # the same folder, seen from the host
+
+    listed = json.loads(jobs(k8s, "artifacts", jid, "--kpi", "val_loss", "--json").stdout)
+    assert listed["folder"] == f"/results/{jid}" and listed["exists"] is True
+    paths = {f["path"]: f for f in listed["files"]}
+    assert set(paths) == set(tree(on_pvc)), (sorted(paths), sorted(tree(on_pvc)))
+    assert {p for p, f in paths.items() if f["checkpoint"]} == {f"model_epoch_{e:03d}.pth" for e in range(1, EPOCHS + 1)}
+    assert all(paths[p]["size"] == (on_pvc / p).stat().st_size for p in paths)
+    assert listed["best"]["epoch"] == BEST_EPOCH and listed["best"]["checkpoints"] == [f"model_epoch_{BEST_EPOCH:03d}.pth"]
+    text = jobs(k8s, "artifacts", jid, "--kpi", "val_loss").stdout
+    assert f"at epoch {BEST_EPOCH}: model_epoch_{BEST_EPOCH:03d}.pth" in text
+
+    dest = tmp_path / "all"
+    got = json.loads(jobs(k8s, "fetch", jid, "--to", str(dest), "--json").stdout)
+    assert tree(dest) == tree(on_pvc) and {g["verified"] for g in got} == {"size+sha256"}
+    assert {g["sha256"] for g in got} == set(tree(on_pvc).values())
+    one = tmp_path / "one"
+    jobs(k8s, "fetch", jid, f"model_epoch_{BEST_EPOCH:03d}.pth", "logs", "--to", str(one))
+    assert set(tree(one)) == {f"model_epoch_{BEST_EPOCH:03d}.pth"} | {p for p in paths if p.startswith("logs/")}
+    again = jobs(k8s, "fetch", jid, f"model_epoch_{BEST_EPOCH:03d}.pth", "--to", str(one), check=False)
+    assert again.returncode == 1 and "exists: pass --force" in again.stderr
+    outside = jobs(k8s, "fetch", jid, "../" + trainer_on_pvc.split("/")[2], "--to", str(one), check=False)
+    assert outside.returncode == 2 and "is not a path inside the folder" in outside.stderr
+
+    refused = jobs(k8s, "prune", jid, check=False)  # no terminal, no --yes
+    assert refused.returncode == 2 and on_pvc.is_dir()
+    pruned = jobs(k8s, "prune", jid, "--yes")
+    assert f"deleted /results/{jid}" in pruned.stdout and not on_pvc.exists()
+    assert Path(trainer_on_pvc.replace("/results", str(lk.state_root() / "pv"))).is_file()  # the rest is kept
+    gone = jobs(k8s, "artifacts", jid)
+    assert "does not exist (pruned" in gone.stderr
+    readers = k8s.kjson("get", "jobs", "-l", "tao-skill-bank/volume-job=true")["items"]
+    assert not [r for r in readers if r["metadata"]["name"].startswith("tao-read-")
+                and not r["metadata"].get("deletionTimestamp")], "a reader pod was left behind"
+
+
+#: A tier C job writing two checkpoints and an action's status file, uploaded to S3 at the end.
+TIER_C = {"image": BUSYBOX, "network_arch": "deformable_detr", "action": "train", "storage_tier": "C", "gpus": 1,
+          "node_selector": {lk.REAL_NODE_LABEL: "true"},
+          "command": 'd="$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID" && mkdir -p "$d/train" && '
+                     'echo "epoch 1" > "$d/model_epoch_001.pth" && echo "epoch 2" > "$d/model_epoch_002.pth" && '
+                     'printf \'{"epoch": 1, "kpi": {"mAP": 0.5}}\\n{"epoch": 2, "kpi": {"mAP": 0.7}}\\n\' '
+                     '> "$d/train/status.json"'}
+S3_SETTINGS = {"AWS_ACCESS_KEY_ID": lk.s3.ACCESS_KEY_ID, "AWS_DEFAULT_REGION": lk.s3.REGION}
+
+
+def test_tier_c_results_are_listed_fetched_and_pruned_in_s3(k8s, tmp_path):
+    if not shutil.which("aws"):
+        pytest.fail("the AWS CLI is needed on this machine for tier C results (pip install awscli)")
+    bucket = "tao-" + secrets.token_hex(4)
+    lk.s3_make_bucket(bucket)
+    spec = tmp_path / "tier-c.yaml"
+    spec.write_text(yaml.safe_dump({**TIER_C, "results_dir": f"s3://{bucket}/results"}))
+    secret = secrets.token_hex(20)
+    creds = {**S3_SETTINGS, "AWS_SECRET_ACCESS_KEY": secret, "S3_ENDPOINT_URL": lk.s3_endpoint()}
+    out = k8s.submit("--spec", str(spec), *[a for name in creds for a in ("--secret-env", name)], env=creds)
+    jid = out["id"]
+    st = k8s.wait(jid, lambda s: s["state"] in ("COMPLETE", "ERROR", "CANCELED"), timeout=180)
+    assert st["state"] == "COMPLETE", json.dumps(st)
+
+    listed = json.loads(jobs(k8s, "artifacts", jid, "--kpi", "mAP", "--mode", "max", "--json", env=creds).stdout)
+    assert listed["folder"] == f"s3://{bucket}/results/{jid}"
+    assert sorted(f["path"] for f in listed["files"]) == ["model_epoch_001.pth", "model_epoch_002.pth",
+                                                          "train/status.json"]
+    assert listed["best"]["checkpoints"] == ["model_epoch_002.pth"] and listed["best"]["status_file"] == "train/status.json"
+    got = json.loads(jobs(k8s, "fetch", jid, "--to", str(tmp_path / "dl"), "--json", env=creds).stdout)
+    assert (tmp_path / "dl" / "model_epoch_002.pth").read_text() == "epoch 2\n"
+    assert {g["verified"] for g in got} == {"size+md5"}
+    jobs(k8s, "prune", jid, "--yes", env=creds)
+    assert lk.s3_keys(bucket, f"results/{jid}/") == []
+    assert secret not in k8s.call_log.read_text()

@@ -1,0 +1,77 @@
+"""artifacts, fetch and prune on the local SLURM cluster, over the one SSH connection.
+
+The job runs testclusters/fake_tao_train.sh (sent with the job as a spec
+file, container runtime none): TAO's status.json and one checkpoint per
+epoch in ``<base>/results/<id>`` on the shared filesystem, which this test
+also reads directly to compare.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from slurm_helpers import base_spec, call_log, wait_state
+
+from taobank.slurm import cancel as slurm_cancel, logs as slurm_logs, submit as slurm_submit
+from tests.support.results_cli import tao_jobs as jobs, tree
+
+pytestmark = pytest.mark.e2e
+
+BANK = Path(__file__).resolve().parents[3]
+TRAINER = BANK / "testclusters" / "fake_tao_train.sh"
+EPOCHS = 5
+BEST_EPOCH = (2 * EPOCHS + 2) // 3  # where the fake trainer's val_loss is lowest
+
+
+def ssh_commands(log: Path) -> int:
+    return sum(1 for argv in call_log(log) if Path(argv[0]).name == "ssh" and "-O" not in argv and "-G" not in argv
+               and argv[-1] != "true")
+
+
+def test_artifacts_fetch_and_prune_over_one_connection(slurm_env, tmp_path):
+    rec = slurm_submit.submit(base_spec(
+        container_runtime="none", spec_files={"fake_tao_train.sh": str(TRAINER)},
+        command=["sh", "-c", f'exec sh "$1" --results "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID" --epochs {EPOCHS}',
+                 "tao", "{specs}/fake_tao_train.sh"]))
+    jid = rec["id"]
+    done = wait_state(jid)
+    assert done["state"] == "COMPLETE", slurm_logs.logs(jid)
+    folder = Path(slurm_env["env"]["SLURM_BASE_RESULTS_DIR"]) / "results" / jid
+    assert (folder / "status.json").is_file()
+
+    before = ssh_commands(slurm_env["call_log"])
+    listed = json.loads(jobs("artifacts", jid, "--kpi", "val_loss", "--json").stdout)
+    assert ssh_commands(slurm_env["call_log"]) - before == 1  # one remote command for files and status
+    assert listed["folder"] == str(folder)
+    assert {f["path"] for f in listed["files"]} == set(tree(folder))
+    assert listed["best"]["epoch"] == BEST_EPOCH
+    assert listed["best"]["checkpoints"] == [f"model_epoch_{BEST_EPOCH:03d}.pth"]
+
+    before = ssh_commands(slurm_env["call_log"])
+    got = json.loads(jobs("fetch", jid, "--to", str(tmp_path / "all"), "--json").stdout)
+    assert ssh_commands(slurm_env["call_log"]) - before == 2  # facts (sha256), then the tar stream
+    assert tree(tmp_path / "all") == tree(folder) and {g["verified"] for g in got} == {"size+sha256"}
+    again = jobs("fetch", jid, "status.json", "--to", str(tmp_path / "all"), check=False)
+    assert again.returncode == 1 and "exists: pass --force" in again.stderr
+    jobs("fetch", jid, "status.json", "--to", str(tmp_path / "all"), "--force")
+    escape = jobs("fetch", jid, "../../jobs", "--to", str(tmp_path / "x"), check=False)
+    assert escape.returncode == 2 and not (tmp_path / "x").exists()
+
+    assert jobs("prune", jid, check=False).returncode == 2 and folder.is_dir()  # no terminal, no --yes
+    pruned = jobs("prune", jid, "--yes", "--json")
+    assert json.loads(pruned.stdout)[0]["removed"] is True and not folder.exists()
+    assert folder.parent.is_dir()  # only the job's own folder went
+    assert (Path(slurm_env["env"]["SLURM_BASE_RESULTS_DIR"]) / "jobs" / jid).is_dir()  # logs and specs stay
+    assert "does not exist (pruned" in jobs("artifacts", jid).stderr
+    assert "nothing to do" in jobs("prune", jid, "--yes").stdout  # a second prune finds nothing
+
+
+def test_prune_refuses_an_active_job_without_touching_it(slurm_env):
+    rec = slurm_submit.submit(base_spec(container_runtime="none", command=["sleep", "60"]))
+    try:
+        wait_state(rec["id"], ("RUNNING",), timeout=60)
+        out = jobs("prune", rec["id"], "--yes", check=False)
+        assert out.returncode == 1 and "is RUNNING: its results may still be written" in out.stderr
+    finally:
+        slurm_cancel.cancel(rec["id"])

@@ -1,0 +1,83 @@
+"""Property tests: no PATH a user gives and no name a cluster sends can reach outside the job's folder."""
+from __future__ import annotations
+
+import io
+import posixpath
+import tarfile
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from taobank import results_verbs
+from taobank.errors import TaoError, UsageError
+from taobank.paths import rel_path
+from taobank.tarstream import extract, member_name
+
+FOLDER = "/results/job-1"
+PARTS = st.sampled_from(["..", ".", "", "a", "b.pth", "-x", "job-1", "~", " ", "a b", "\\", "\n", "é", "*"])
+PATHS = st.one_of(st.text(max_size=40),
+                  st.lists(PARTS, min_size=1, max_size=6).map("/".join),
+                  st.lists(PARTS, min_size=1, max_size=6).map(lambda p: "/" + "/".join(p)))
+
+
+def inside(rel: str) -> bool:
+    joined = posixpath.normpath(posixpath.join(FOLDER, rel))
+    return joined.startswith(FOLDER + "/")
+
+
+@given(PATHS)
+def test_an_accepted_path_is_relative_inside_and_never_an_option(value):
+    try:
+        rel = rel_path(value, "PATH")
+    except TaoError:
+        return
+    assert inside(rel) and not rel.startswith(("-", "/")) and ".." not in rel.split("/")
+    assert rel == posixpath.normpath(rel)
+
+
+@given(PATHS)
+def test_a_path_outside_the_folder_is_always_refused(value):
+    if isinstance(value, str) and value and not value.startswith("/") and inside(value) \
+            and ".." not in value.split("/"):
+        return  # inside: may be accepted (subject to the character rule)
+    with pytest.raises(TaoError):
+        rel_path(value, "PATH")
+
+
+@settings(max_examples=50, deadline=None)
+@given(value=PATHS)
+def test_fetch_refuses_it_before_any_record_or_cluster_call(value, tmp_path_factory):
+    try:
+        rel_path(value, "PATH")
+    except TaoError:
+        with pytest.raises(UsageError):  # before load_for: the job id need not even exist
+            results_verbs.fetch(None, "no-such-job", [value], tmp_path_factory.getbasetemp() / "never-made")
+        assert not (tmp_path_factory.getbasetemp() / "never-made").exists()
+
+
+@given(PATHS)
+def test_a_tar_member_name_accepted_stays_inside(raw):
+    name = member_name(raw)
+    if name is not None:
+        assert inside(name) and not name.startswith("/") and "\n" not in name
+
+
+@settings(max_examples=40, deadline=None)
+@given(raw=PATHS)
+def test_extract_writes_only_inside_the_folder(raw, tmp_path_factory):
+    base = tmp_path_factory.mktemp("x")
+    into = base / "into"
+    into.mkdir()
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo(raw or "empty")
+        info.size = 2
+        tar.addfile(info, io.BytesIO(b"hi"))
+    buf.seek(0)
+    name = member_name(raw or "empty")
+    try:
+        extract(buf, into, [name] if name else [], lambda n: None)
+    except TaoError:
+        pass
+    written = [p for p in base.rglob("*") if p.is_file()]
+    assert all(into in p.parents for p in written)

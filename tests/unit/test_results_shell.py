@@ -1,0 +1,130 @@
+"""The results scripts (taobank.results_sh) run for real with /bin/sh and busybox sh, as the login node and the
+reader pod run them: listing, facts with sha256, the tar stream through the safe extractor, the guarded rm."""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from taobank import results_sh
+from taobank.errors import TaoError
+from taobank.run import Result
+from taobank.tarstream import extract
+
+TRAINER = Path(__file__).resolve().parents[2] / "testclusters" / "fake_tao_train.sh"
+SHELLS = [pytest.param(["/bin/sh"], id="sh"),
+          pytest.param(["busybox", "sh"], id="busybox",
+                       marks=pytest.mark.skipif(not shutil.which("busybox"), reason="busybox is not installed"))]
+
+
+class Local:
+    """A results_sh.Shell that runs the scripts here (what the pod and the login node do there)."""
+
+    def __init__(self, shell: list[str]) -> None:
+        self.shell = shell
+
+    def text(self, script: str, args: list[str], *, what: str) -> Result:
+        p = subprocess.run(self.shell + ["-c", script, "tao", *args], capture_output=True, text=True, timeout=60)
+        return Result([], p.returncode, p.stdout, p.stderr)
+
+    def stream(self, script: str, args: list[str], *, stdin: str, what: str):
+        from taobank.run import pipe
+
+        return pipe(self.shell + ["-c", script, "tao", *args], stdin=stdin, what=what)
+
+
+class Counting:
+    def __init__(self) -> None:
+        self.files: list = []
+        self.done = 0
+
+    def start(self, files) -> None:
+        self.files = files
+
+    def advance(self, done: int) -> None:
+        self.done = done
+
+
+@pytest.fixture()
+def job(tmp_path) -> Path:
+    """A results folder as the fake trainer leaves it, plus the awkward names a training may write."""
+    folder = tmp_path / "results" / "job-1"
+    subprocess.run(["sh", str(TRAINER), "--results", str(folder), "--epochs", "3", "--action", "train"], check=True,
+                   capture_output=True, env={**os.environ, "FAKE_TAO_NOW": "03 07 2025 09 05 03"})
+    (folder / "a b.txt").write_text("space\n")
+    (folder / "line\nbreak.pth").write_text("x")
+    (folder / "-rf").write_text("dash\n")
+    (tmp_path / "secret").write_text("outside\n")
+    (folder / "escape").symlink_to(tmp_path / "secret")
+    (folder / "up").symlink_to(tmp_path)
+    return folder
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_listing_is_every_regular_file_with_status_files(shell, job):
+    got = results_sh.list_folder(Local(shell), str(job), status=True)
+    assert [f.path for f in got.files] == ["-rf", "a b.txt", "model_epoch_001.pth", "model_epoch_002.pth",
+                                           "model_epoch_003.pth", "train/status.json"]  # no link, no newline name
+    assert all(f.size == (job / f.path).stat().st_size and int(f.mtime) == int((job / f.path).stat().st_mtime)
+               for f in got.files)
+    assert list(got.status_files) == ["train/status.json"]
+    missing = results_sh.list_folder(Local(shell), str(job) + "-nope", status=False)
+    assert missing.exists is False
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_fetch_streams_exactly_the_listed_files_with_their_sha256(shell, job, tmp_path):
+    into = tmp_path / "into"
+    into.mkdir()
+    seen = Counting()
+    facts = results_sh.fetch_files(Local(shell), str(job), [], into, seen)
+    assert {f.path for f in facts} == {"-rf", "a b.txt", "model_epoch_001.pth", "model_epoch_002.pth",
+                                       "model_epoch_003.pth", "train/status.json"}
+    for f in facts:
+        data = (into / f.path).read_bytes()
+        assert data == (job / f.path).read_bytes() and hashlib.sha256(data).hexdigest() == f.sha256
+    assert seen.done == sum(f.size for f in facts) and seen.files == facts
+    assert not (into / "escape").exists() and not (into / "up").exists()
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+@pytest.mark.parametrize("path,why", [("escape", "is a link or leads out"), ("up/secret", "is a link or leads out"),
+                                      ("nope.pth", "is not in the results folder")])
+def test_a_path_through_a_link_or_absent_is_refused_on_the_cluster(shell, job, tmp_path, path, why):
+    with pytest.raises(TaoError, match=why):
+        results_sh.fetch_files(Local(shell), str(job), [path], tmp_path, Counting())
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_tar_script_refuses_names_that_are_not_dot_slash_paths(shell, job):
+    for names in ("/etc/passwd\n", "./a/../../../etc/passwd\n", "-rf\n", "\n"):
+        res = subprocess.run(shell + ["-c", results_sh.TAR_FILES, "tao", str(job)], input=names.encode(),
+                             capture_output=True, timeout=60)
+        assert res.returncode in (4, 5) and res.stdout == b"", names
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_remove_deletes_only_a_directory_named_as_asked(shell, job, tmp_path):
+    sh = Local(shell)
+    with pytest.raises(TaoError, match="is not named other"):
+        results_sh.remove_folder(sh, str(job), "other")
+    (tmp_path / "link-1").symlink_to(job)
+    with pytest.raises(TaoError, match="is not a directory"):
+        results_sh.remove_folder(sh, str(tmp_path / "link-1"), "link-1")
+    with pytest.raises(TaoError, match="not an absolute folder"):
+        results_sh.remove_folder(sh, "job-1", "job-1")
+    assert job.is_dir()
+    assert results_sh.remove_folder(sh, str(job), "job-1") == f"deleted {job}"
+    assert not job.exists() and (tmp_path / "secret").read_text() == "outside\n"  # a link's target is kept
+    assert "nothing to do" in results_sh.remove_folder(sh, str(job), "job-1")
+
+
+def test_extract_refuses_a_stream_that_is_not_a_tar(tmp_path):
+    import io
+
+    with pytest.raises(TaoError, match="not a complete tar stream"):
+        extract(io.BytesIO(b"not a tar at all" * 100), tmp_path, ["x"], lambda n: None)
