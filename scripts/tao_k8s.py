@@ -93,7 +93,7 @@ def _preflight(args: argparse.Namespace) -> int:
         print_json(preflight.as_dicts(findings))
     else:
         for f in findings:
-            print(f.line())
+            print("\n".join(f.lines()))
     missing = [f.check for f in findings if f.level == "MISSING"]
     if missing:
         print(f"error: preflight: fix what is MISSING ({', '.join(missing)}) before submitting", file=sys.stderr)
@@ -126,7 +126,7 @@ def main(argv: list[str]) -> int:
     p.set_defaults(func=_submit)
     verbcli.add_common(sub, "kubernetes")
     p = sub.add_parser("preflight", help="cluster reachable, version skew, namespace, can-i create jobs, "
-                       "schedulable GPUs, PVCs Bound (exit 1 if something is MISSING)")
+                       "schedulable GPUs, which GPU nodes can run the job, PVCs Bound (exit 1 if something is MISSING)")
     p.add_argument("--pvc", action="append", metavar="CLAIM", help="a PVC the job mounts: must be Bound (repeatable)")
     p.add_argument("--spec", help="job spec file: check the PVCs its mounts name, count GPUs as its "
                    "node_selector/tolerations allow")
