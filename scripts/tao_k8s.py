@@ -8,6 +8,7 @@
   tao_k8s.py cancel ID... | --last | --all [--json]
   tao_k8s.py metrics ID | --last [--json | --csv | --plot] [--kpi NAME...] [--png FILE]
   tao_k8s.py nccl-probe [--nodes 2] [--gpus-per-node N] [--image IMAGE] [--timeout S] [--force] [--json]
+                        [--ngc-pull-secret | --image-pull-secret NAME]
 
 Namespace/context: TAO_K8S_NAMESPACE (default "default") and TAO_K8S_CONTEXT,
 or --namespace/--context; status/logs/cancel use what the record stored.
@@ -76,7 +77,8 @@ def _nccl_probe(args: argparse.Namespace) -> int:
     out = nccl_probe.probe(kube=Kubectl(args.namespace, args.context), nodes=args.nodes, gpus=args.gpus_per_node,
                            image=args.image, timeout=args.timeout, force=args.force, interval=args.interval,
                            pod_annotations=args.pod_annotation, node_selector=args.node_selector,
-                           max_wait=args.max_wait)
+                           max_wait=args.max_wait, ngc_pull_secret=args.ngc_pull_secret,
+                           image_pull_secret=args.image_pull_secret)
     return nccl_core.report(out, as_json=args.json)
 
 
@@ -137,6 +139,8 @@ def main(argv: list[str]) -> int:
     p = verbcli.add_nccl_probe(sub, "2-node NCCL all-reduce under timeout; verdict cached per cluster")
     p.add_argument("--node-selector", action="append", metavar="KEY=VALUE")
     p.add_argument("--pod-annotation", action="append", metavar="KEY=VALUE")
+    p.add_argument("--ngc-pull-secret", action="store_true", help="create a per-job nvcr.io pull secret from $NGC_KEY")
+    p.add_argument("--image-pull-secret", metavar="NAME", help="name of a pull secret already in the namespace")
     p.add_argument("--namespace", help="default: $TAO_K8S_NAMESPACE or 'default'")
     p.add_argument("--context", help="default: $TAO_K8S_CONTEXT")
     p.set_defaults(func=_nccl_probe)
