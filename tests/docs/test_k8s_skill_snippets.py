@@ -86,8 +86,11 @@ def env(k8s_cluster, tmp_path):
         m["pvc"] = k8s_cluster.get("TAO_LOCAL_K8S_PVC", "tao-results")
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(spec))
     keep = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "HOME")}
+    # the skill's submits carry --ngc-pull-secret: NGC_KEY is the local registry's key, as its reference says
+    key_file = Path(k8s_cluster[lk.NGC_KEY_FILE_ENV])
     return {**keep, **k8s_cluster, "TAO_SKILL_BANK_PATH": str(BANK), "TAO_STATE_DIR": str(tmp_path / "state"),
-            "TAO_K8S_SKIP_NODE_RUNTIME_CHECK": "1", "WORKDIR": str(tmp_path)}
+            "TAO_K8S_SKIP_NODE_RUNTIME_CHECK": "1", "WORKDIR": str(tmp_path),
+            "NGC_KEY": key_file.read_text(encoding="utf-8").splitlines()[0]}
 
 
 def _job_id(stdout: str) -> str:
