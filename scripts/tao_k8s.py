@@ -11,6 +11,7 @@
   tao_k8s.py fetch ID [PATH...] --to DIR [--force] [--json]   (download, size and sha256 verified)
   tao_k8s.py prune ID... [--yes] [--json]   (delete finished jobs' own results folders; asks first)
   tao_k8s.py nccl-probe [--nodes 2] [--gpus-per-node N] [--image IMAGE] [--timeout S] [--force] [--json]
+                        [--ngc-pull-secret | --image-pull-secret NAME]
 
 Namespace/context: TAO_K8S_NAMESPACE (default "default") and TAO_K8S_CONTEXT,
 or --namespace/--context; status/logs/cancel use what the record stored.
@@ -79,7 +80,8 @@ def _nccl_probe(args: argparse.Namespace) -> int:
     out = nccl_probe.probe(kube=Kubectl(args.namespace, args.context), nodes=args.nodes, gpus=args.gpus_per_node,
                            image=args.image, timeout=args.timeout, force=args.force, interval=args.interval,
                            pod_annotations=args.pod_annotation, node_selector=args.node_selector,
-                           max_wait=args.max_wait)
+                           max_wait=args.max_wait, ngc_pull_secret=args.ngc_pull_secret,
+                           image_pull_secret=args.image_pull_secret)
     return nccl_core.report(out, as_json=args.json)
 
 
@@ -96,7 +98,7 @@ def _preflight(args: argparse.Namespace) -> int:
         print_json(preflight.as_dicts(findings))
     else:
         for f in findings:
-            print(f.line())
+            print("\n".join(f.lines()))
     missing = [f.check for f in findings if f.level == "MISSING"]
     if missing:
         print(f"error: preflight: fix what is MISSING ({', '.join(missing)}) before submitting", file=sys.stderr)
@@ -130,7 +132,7 @@ def main(argv: list[str]) -> int:
     verbcli.add_common(sub, "kubernetes")
     verbcli.add_results(sub, "kubernetes")
     p = sub.add_parser("preflight", help="cluster reachable, version skew, namespace, can-i create jobs, "
-                       "schedulable GPUs, PVCs Bound (exit 1 if something is MISSING)")
+                       "schedulable GPUs, which GPU nodes can run the job, PVCs Bound (exit 1 if something is MISSING)")
     p.add_argument("--pvc", action="append", metavar="CLAIM", help="a PVC the job mounts: must be Bound (repeatable)")
     p.add_argument("--spec", help="job spec file: check the PVCs its mounts name, count GPUs as its "
                    "node_selector/tolerations allow")
@@ -141,6 +143,8 @@ def main(argv: list[str]) -> int:
     p = verbcli.add_nccl_probe(sub, "2-node NCCL all-reduce under timeout; verdict cached per cluster")
     p.add_argument("--node-selector", action="append", metavar="KEY=VALUE")
     p.add_argument("--pod-annotation", action="append", metavar="KEY=VALUE")
+    p.add_argument("--ngc-pull-secret", action="store_true", help="create a per-job nvcr.io pull secret from $NGC_KEY")
+    p.add_argument("--image-pull-secret", metavar="NAME", help="name of a pull secret already in the namespace")
     p.add_argument("--namespace", help="default: $TAO_K8S_NAMESPACE or 'default'")
     p.add_argument("--context", help="default: $TAO_K8S_CONTEXT")
     p.set_defaults(func=_nccl_probe)

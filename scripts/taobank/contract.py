@@ -121,12 +121,25 @@ class Finding:
     level: str
     check: str
     message: str
+    #: lines that follow the first one in the text output (commands to run, one node per line ...)
+    details: tuple[str, ...] = ()
+    #: the same facts, structured, for ``--json``
+    data: Any = None
 
     def line(self) -> str:
         return f"{self.level}: {self.message}"
 
+    def lines(self) -> list[str]:
+        """The finding as printed: its one line, then each detail indented."""
+        return [self.line(), *(f"  {d}" for d in self.details)]
+
     def to_dict(self) -> dict:
-        return {"level": self.level, "check": self.check, "message": self.message}
+        out = {"level": self.level, "check": self.check, "message": self.message}
+        if self.details:
+            out["details"] = list(self.details)
+        if self.data is not None:
+            out["data"] = self.data
+        return out
 
 
 def preflight_ok(findings: list[Finding]) -> bool:

@@ -25,7 +25,8 @@ One module per part; this package re-exports the names tests, benchmarks and
 - :mod:`.lifecycle`: ``up``, ``down``, ``status``; :mod:`.cluster_env`: ``env``;
 - :mod:`.cluster_state`: the state folder, logs, pid files, cluster.json;
 - :mod:`.daemons`: daemon processes (ports, spawn, wait, stop); :mod:`.health`;
-- :mod:`.control_plane`: etcd, apiserver, controllers, scheduler, kwok, seeding;
+- :mod:`.control_plane`: etcd, apiserver (Secrets encrypted at rest), controllers, scheduler, kwok,
+  seeding; ``etcd_get`` reads a raw etcd value;
 - :mod:`.fake_pods`: the annotations that steer kwok's fake pods;
 - :mod:`.realnodes_start`, :mod:`.realnodes_stop`, :mod:`.realnodes_ctr`: the
   real nodes (with CoreDNS); :mod:`.registry`, :mod:`.node_images`: their images;
@@ -47,7 +48,7 @@ from .cluster_env import (
 from .cluster_kubectl import kubectl
 from .cluster_s3 import s3_endpoint, s3_get, s3_keys, s3_make_bucket, s3_put
 from .cluster_state import state_root
-from .control_plane import ADMIN_CONTEXT, POD_CIDR, USER_CONTEXT
+from .control_plane import ADMIN_CONTEXT, ENCRYPTED_PREFIX, POD_CIDR, USER_CONTEXT, etcd_get
 from .daemons import DAEMONS, DEFAULT_START_TIMEOUT_S, START_TIMEOUT_S, all_daemons, node_daemons, status_daemons_alive
 from .fake_pods import (
     DEFAULT_RUN_DURATION_S, DEFAULT_START_DELAY_S, FAIL_EXIT_CODE_ANNOTATION, FAIL_REASON_ANNOTATION,
@@ -69,14 +70,14 @@ from .realnodes_start import NODE_PACKAGES, NODE_PINNED
 #: and the helpers tests reach through it).
 __all__ = [
     "ADMIN_CONTEXT", "BANK_ROOT", "BRIDGE_IP_ENV", "CORDONED_NODE", "DAEMONS", "DEFAULT_RUN_DURATION_S",
-    "DEFAULT_START_DELAY_S", "DEFAULT_START_TIMEOUT_S", "FAIL_EXIT_CODE_ANNOTATION", "FAIL_REASON_ANNOTATION",
+    "DEFAULT_START_DELAY_S", "DEFAULT_START_TIMEOUT_S", "ENCRYPTED_PREFIX", "FAIL_EXIT_CODE_ANNOTATION", "FAIL_REASON_ANNOTATION",
     "FAKE_NODE_LABEL", "FAKE_PREFIX", "GPUS_PER_NODE", "GPU_NODES", "GPU_RESOURCE", "HANG_IMAGE",
     "KEEP_RUNNING_ANNOTATION", "KUBECTL_ENV", "NAMESPACE", "NGC_KEY_FILE_ENV", "NODE_PACKAGES", "NODE_PINNED",
     "OOM_EXIT_CODE", "OOM_REASON", "POD_CIDR", "PVC_ENV", "PVC_NAME", "PV_NAME", "Path", "REAL_NODES",
     "REAL_NODE_LABEL", "REGISTRY_ONLY", "RUN_DURATION_ANNOTATION", "S3_ENDPOINT_ENV", "STAGES_FILE",
     "START_DELAY_ANNOTATION", "START_TIMEOUT_S", "TaoError", "USER_CONTEXT", "USER_KUBECONFIG_ENV", "USER_NAME",
     "WAITING_MESSAGE_ANNOTATION", "WAITING_REASON_ANNOTATION", "all_daemons", "apt", "busy_pod", "cri_log",
-    "down", "env", "forget_image", "images", "k8s_build", "k8s_objects", "k8s_pki", "kubectl", "live_pid",
+    "down", "env", "etcd_get", "forget_image", "images", "k8s_build", "k8s_objects", "k8s_pki", "kubectl", "live_pid",
     "log_tail", "node_daemons", "pid_runs", "pod_logs", "realnodes", "run", "running_containers", "s3",
     "s3_endpoint", "s3_get", "s3_keys", "s3_make_bucket", "s3_put", "state_root", "status",
     "status_daemons_alive", "stop_pid", "up", "wait_for",

@@ -7,7 +7,10 @@ namespace, PV/PVC, RBAC), and the start order with a readiness wait per step.
 """
 from __future__ import annotations
 
+import base64
 import json
+import os
+import secrets
 from pathlib import Path
 
 from . import k8s_build, k8s_objects, k8s_pki
@@ -21,6 +24,12 @@ from .k8s_objects import CORDONED_NODE, GPU_NODES, NAMESPACE, PVC_NAME, USER_NAM
 ADMIN_CONTEXT = "tao-local"
 USER_CONTEXT = "tao-local-restricted"
 POD_CIDR = "10.244.0.0/16"
+#: Secrets are encrypted at rest in etcd with this provider (what the skill tells cluster owners to enable);
+#: part of the cluster's config digest, so a running cluster without it is restarted by ``up``.
+ENCRYPTION_PROVIDER = "secretbox"
+#: the prefix the apiserver writes in front of every encrypted value in etcd
+ENCRYPTED_PREFIX = f"k8s:enc:{ENCRYPTION_PROVIDER}:v1:"
+ENCRYPTION_KEY_NAME = "tao-local-1"
 
 
 def _start_control_plane(data: dict, bin_dir: Path, ports: dict, mark) -> None:
@@ -30,6 +39,7 @@ def _start_control_plane(data: dict, bin_dir: Path, ports: dict, mark) -> None:
     _spawn("etcd", _etcd_argv(exes["etcd"], ports))
     _wait("etcd", lambda: _http_ok(f"http://127.0.0.1:{ports['etcd']}/health", want='"health":"true"'))
     mark("etcd")
+    _write_encryption_config()
     _spawn("kube-apiserver", _apiserver_argv(exes["kube-apiserver"], ports))
     _wait("kube-apiserver", lambda: _api_ready(data))
     mark("kube-apiserver")
@@ -92,6 +102,49 @@ def _write_kwok_config(port: int) -> None:
     p["kwok_config"].write_text(json.dumps(config, indent=2) + "\n---\n" + stages, encoding="utf-8")
 
 
+def encryption_config_path() -> Path:
+    return _paths()["pki"] / "encryption-config.yaml"
+
+
+def _write_encryption_config() -> Path:
+    """Secrets encrypted at rest (secretbox), with a random 32-byte key made once per cluster and kept
+    mode 600 in the private pki folder: etcd then never holds a Secret's value in plaintext."""
+    path = encryption_config_path()
+    if path.exists():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(path.parent, 0o700)
+    key = base64.b64encode(secrets.token_bytes(32)).decode()
+    config = {
+        "apiVersion": "apiserver.config.k8s.io/v1",
+        "kind": "EncryptionConfiguration",
+        "resources": [{
+            "resources": ["secrets"],
+            # the first provider encrypts every write; identity still reads anything stored before
+            "providers": [{ENCRYPTION_PROVIDER: {"keys": [{"name": ENCRYPTION_KEY_NAME, "secret": key}]}},
+                          {"identity": {}}],
+        }],
+    }
+    k8s_pki.write_private(path, json.dumps(config, indent=2) + "\n")
+    return path
+
+
+def etcd_get(key: str) -> bytes | None:
+    """The raw value etcd stores under ``key`` (e.g. ``/registry/secrets/NS/NAME``), read over etcd's v3
+    HTTP gateway: what someone with etcd or its backups sees, below the apiserver. None when absent."""
+    import urllib.request
+
+    from .cluster_state import _load_cluster
+
+    port = _load_cluster()["ports"]["etcd"]
+    body = json.dumps({"key": base64.b64encode(key.encode()).decode()}).encode()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v3/kv/range", data=body,
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        kvs = json.loads(resp.read()).get("kvs") or []
+    return base64.b64decode(kvs[0].get("value") or "") if kvs else None
+
+
 def _etcd_argv(exe: str, ports: dict) -> list[str]:
     client, peer = f"http://127.0.0.1:{ports['etcd']}", f"http://127.0.0.1:{ports['etcd_peer']}"
     return [exe, "--name", "tao-local", "--data-dir", str(_paths()["etcd_data"]),
@@ -117,6 +170,7 @@ def _apiserver_argv(exe: str, ports: dict) -> list[str]:
             f"--service-account-signing-key-file={pki / 'sa.key'}",
             f"--service-account-issuer={issuer}", f"--api-audiences={issuer}",
             "--authorization-mode=Node,RBAC",
+            f"--encryption-provider-config={encryption_config_path()}",
             f"--service-cluster-ip-range={k8s_pki.SERVICE_CIDR}",
             "--allow-privileged=true", "--endpoint-reconciler-type=none", "--profiling=false"]
 

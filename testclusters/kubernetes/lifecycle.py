@@ -14,7 +14,7 @@ from ..procs import live_pid, stop_pid
 from . import k8s_build, k8s_objects, k8s_pki, s3
 from .cluster_env import env
 from .cluster_state import _load_cluster, _log, _paths, _pidfile, _save_cluster, state_root
-from .control_plane import _start_control_plane, _write_kubeconfigs, _write_kwok_config
+from .control_plane import ENCRYPTION_PROVIDER, _start_control_plane, _write_kubeconfigs, _write_kwok_config
 from .daemons import DAEMONS, _free_ports, all_daemons
 from .fake_pods import STAGES_FILE
 from .health import _api_ready
@@ -79,11 +79,13 @@ def _state_lock(root: Path):
 
 
 def _config_digest(pins: dict) -> str:
-    """Changes when the pins, the images or the kwok Stages change: a running cluster is then restarted."""
+    """Changes when the pins, the images, the kwok Stages or the Secret encryption change: a running cluster
+    is then restarted."""
     import hashlib
 
     preload, served = _images()
-    blob = (json.dumps([pins, _image_pins(), [i.key() for i in preload + served]], sort_keys=True).encode()
+    blob = (json.dumps([pins, _image_pins(), [i.key() for i in preload + served], ENCRYPTION_PROVIDER],
+                       sort_keys=True).encode()
             + STAGES_FILE.read_bytes())
     return hashlib.sha256(blob).hexdigest()[:16]
 

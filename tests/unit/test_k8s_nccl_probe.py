@@ -53,3 +53,47 @@ def test_spec_defaults_to_the_pinned_image_and_takes_the_cluster_nccl_env(tmp_pa
 def test_spec_refuses_a_probe_that_tests_nothing(nodes, gpus):
     with pytest.raises(TaoError):
         nccl_probe.build_spec(nodes=nodes, gpus=gpus, image="x", timeout=10)
+
+
+def test_probe_cli_passes_a_pull_secret_to_the_submit(cli, monkeypatch):
+    """The probe image is on nvcr.io like TAO's: --ngc-pull-secret / --image-pull-secret reach the core submit."""
+    from types import SimpleNamespace
+
+    from taobank import platform
+
+    sent = []
+
+    class Adapter:
+        name = "kubernetes"
+
+        def submit(self, spec, opts):
+            sent.append((spec, opts))
+            return SimpleNamespace(id="probe-1")
+
+    def fake_run(platform_name, cluster, spec, submit, **kw):
+        job = submit(spec)
+        return {"verdict": "ok", "job_id": job, "cached": False, "cluster": cluster, "message": ""}
+
+    monkeypatch.setattr(platform, "get", lambda name: Adapter())
+    monkeypatch.setattr(nccl_probe.core, "run", fake_run)
+    monkeypatch.setattr(nccl_probe.Kubectl, "cluster_key", lambda self: "ctx@server")
+    out = cli("tao_k8s.py", "nccl-probe", "--ngc-pull-secret", "--image-pull-secret", "site-pull",
+              "--namespace", "ns1", "--json")
+    assert out.rc == 0, out
+    ((spec, opts),) = sent
+    assert opts.probe and opts.ngc_pull_secret and opts.namespace == "ns1"
+    assert spec["image_pull_secret"] == "site-pull"
+    sent.clear()
+    assert cli("tao_k8s.py", "nccl-probe", "--json").rc == 0
+    ((spec, opts),) = sent
+    assert not opts.ngc_pull_secret and "image_pull_secret" not in spec
+
+
+def test_probe_spec_with_an_existing_pull_secret_renders_image_pull_secrets():
+    from taobank.kubernetes import render
+
+    spec = nccl_probe.build_spec(nodes=2, gpus=1, image="nvcr.io/nvidia/pytorch:x", timeout=60,
+                                 image_pull_secret="site-pull")
+    objs = render.render_manifests(spec, job_id="p-1", namespace="ns", name="p-1")
+    (job,) = [o for o in objs if o["kind"] == "Job"]
+    assert job["spec"]["template"]["spec"]["imagePullSecrets"] == [{"name": "site-pull"}]

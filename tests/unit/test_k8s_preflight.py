@@ -78,3 +78,52 @@ def test_gpu_figure_follows_the_spec_tolerations_like_the_submit_gate(fake, cli,
     spec.write_text("image: i\ntolerations:\n- {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}\n")
     out = cli("tao_k8s.py", "preflight", "--spec", str(spec))
     assert out.rc == 0 and "OK: schedulable nvidia.com/gpu: 16 on 2 node(s)" in out.out, out
+
+
+def test_unreachable_cluster_lists_each_sites_kubeconfig_command(fake, cli):
+    fake.kubectl("version", rc=1, answer=json.dumps({"clientVersion": {"gitVersion": "v1.34.0"}}),
+                 stderr="The connection to the server localhost:8080 was refused")
+    out = cli("tao_k8s.py", "preflight")
+    first, *rest = out.out.splitlines()
+    assert first.startswith("MISSING: no reachable cluster") and len(first) < 200
+    assert "  EKS: aws eks update-kubeconfig --name CLUSTER --region REGION" in rest
+    assert "  GKE: gcloud container clusters get-credentials CLUSTER --region REGION" in rest
+    assert "  AKS: az aks get-credentials --resource-group RG --name CLUSTER" in rest
+    (local,) = [line for line in rest if line.startswith("  local: ")]
+    assert local.endswith('scripts/local_cluster.py env kubernetes)"') and local.startswith('  local: eval "$(python3 ')
+    (found,) = json.loads(cli("tao_k8s.py", "preflight", "--json").out)
+    assert found["level"] == "MISSING" and set(found["data"]["kubeconfig_commands"]) == {"EKS", "GKE", "AKS", "local"}
+    assert len(found["details"]) == 4
+
+
+def test_gpu_nodes_say_which_can_run_the_job_and_why_not(fake, cli, tmp_path):
+    taint = [{"key": "dedicated", "value": "infer", "effect": "NoSchedule"},
+             {"key": "soft", "effect": "PreferNoSchedule"}]
+    runs = {"site.example/runs-containers": "true"}
+    cluster(fake, nodes=[node("a", labels=runs), node("b"), node("c", cordoned=True, labels=runs),
+                         node("d", taints=taint, labels=runs), node("cpu", gpus=0)])
+    spec = tmp_path / "job.yaml"
+    spec.write_text("image: i\nnode_selector: {site.example/runs-containers: 'true'}\n")
+    out = cli("tao_k8s.py", "preflight", "--spec", str(spec))
+    assert out.rc == 0, out
+    lines = out.out.splitlines()
+    at = lines.index("INFO: GPU nodes that can run the job with node_selector site.example/runs-containers=true: 1 of 4")
+    assert lines[at + 1:at + 5] == [
+        "  a: 8 GPUs, can run it",
+        "  b: 8 GPUs, node_selector does not match",
+        "  c: 8 GPUs, cordoned",
+        "  d: 8 GPUs, untolerated taint(s) dedicated=infer:NoSchedule",
+    ]
+    (nodes,) = [f for f in json.loads(cli("tao_k8s.py", "preflight", "--spec", str(spec), "--json").out)
+                if f["check"] == "nodes"]
+    by = {r["name"]: r for r in nodes["data"]}
+    assert set(by) == {"a", "b", "c", "d"} and by["a"]["can_run"] and by["b"]["matches_node_selector"] is False
+    assert by["d"]["untolerated_taints"] == ["dedicated=infer:NoSchedule"] and by["d"]["matches_node_selector"]
+
+
+def test_gpu_node_list_without_a_selector_and_capped_in_text(fake, cli):
+    cluster(fake, nodes=[node(f"n{i:02d}") for i in range(preflight.MAX_NODE_LINES + 3)])
+    out = cli("tao_k8s.py", "preflight")
+    assert f"INFO: GPU nodes that can run the job: {preflight.MAX_NODE_LINES + 3} of " in out.out
+    assert "  ... 3 more GPU nodes (--json lists all)" in out.out
+    assert "matches_node_selector" not in out.out

@@ -1,4 +1,4 @@
-"""The Kubernetes status table of SKILL.md is documentation of status.py: every row is checked against it."""
+"""The Kubernetes status table of the skill (references/states.md) is documentation of status.py: every row is checked against it."""
 from __future__ import annotations
 
 import re
@@ -6,7 +6,7 @@ from pathlib import Path
 
 from taobank.kubernetes import status as smap
 
-SKILL = Path(__file__).resolve().parents[2] / "skills/tao-run-on-kubernetes/SKILL.md"
+SKILL = Path(__file__).resolve().parents[2] / "skills/tao-run-on-kubernetes/references/states.md"
 
 
 def table() -> list[tuple[str, str, str]]:

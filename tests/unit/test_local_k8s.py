@@ -143,3 +143,25 @@ def test_concurrent_ensure_binaries_build_once(monkeypatch, tmp_path):
         t.join()
     assert len(builds) == 1
     assert results == [k8s_build.build_dir(p)] * 2
+
+
+def test_apiserver_encrypts_secrets_at_rest_with_a_private_random_key(monkeypatch, tmp_path):
+    from testclusters.kubernetes import control_plane
+
+    monkeypatch.setenv("TAO_LOCAL_CLUSTER_DIR", str(tmp_path))
+    path = control_plane._write_encryption_config()
+    assert path.parent == lk.state_root() / "pki"
+    assert path.stat().st_mode & 0o777 == 0o600 and path.parent.stat().st_mode & 0o777 == 0o700
+    config = yaml.safe_load(path.read_text())
+    assert config["kind"] == "EncryptionConfiguration"
+    (rule,) = config["resources"]
+    assert rule["resources"] == ["secrets"]
+    first, fallback = rule["providers"]
+    (key,) = first[control_plane.ENCRYPTION_PROVIDER]["keys"]
+    import base64
+
+    assert len(base64.b64decode(key["secret"])) == 32 and fallback == {"identity": {}}
+    assert control_plane._write_encryption_config() == path and yaml.safe_load(path.read_text()) == config  # once
+    argv = control_plane._apiserver_argv("kube-apiserver", {"etcd": 1, "apiserver": 2})
+    assert f"--encryption-provider-config={path}" in argv
+    assert control_plane.ENCRYPTED_PREFIX == "k8s:enc:secretbox:v1:"

@@ -154,11 +154,11 @@ def test_only_one_poller_claims_a_retry(state_dir):
 
 
 def test_skill_status_table_covers_and_matches_the_mapping():
-    """The SKILL.md table is documentation of status.py: every state appears, simple rows agree."""
+    """The skill's state table (references/states.md) is documentation of status.py: every state appears, simple rows agree."""
     import re
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[2] / "skills/tao-run-on-slurm/SKILL.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "skills/tao-run-on-slurm/references/states.md").read_text()
     table = text[text.index("| SLURM | Record |"):].split("\n\n")[0]
     every = (st.PENDING_STATES | st.RUNNING_STATES | st.PAUSED_STATES | st.FAILED_STATES | st.CANCEL_STATES
              | {"COMPLETED", "TIMEOUT"}) - {"RESIZING", "SIGNALING", "STAGE_OUT", "REQUEUE_FED", "RESV_DEL_HOLD"}

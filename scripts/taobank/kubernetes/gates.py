@@ -71,6 +71,12 @@ def _tolerated(taint: dict, tolerations: list[dict]) -> bool:
     return False
 
 
+def untolerated_taints(node: dict, tolerations: list[dict] | None) -> list[dict]:
+    """The node's scheduling taints (NoSchedule, NoExecute) that ``tolerations`` do not tolerate."""
+    return [t for t in (node.get("spec") or {}).get("taints") or []
+            if t.get("effect") in ("NoSchedule", "NoExecute") and not _tolerated(t, tolerations or [])]
+
+
 def node_gpus(nodes: list[dict], pods: list[dict], *, node_selector: dict | None = None,
               tolerations: list[dict] | None = None) -> list[NodeGPUs]:
     """Per-node allocatable / used / usable figures from ``kubectl get nodes,pods -o json`` items."""
@@ -90,8 +96,7 @@ def node_gpus(nodes: list[dict], pods: list[dict], *, node_selector: dict | None
         elif not ready:
             why = "NotReady"
         else:
-            blocking = [t for t in spec.get("taints") or [] if t.get("effect") in ("NoSchedule", "NoExecute")
-                        and not _tolerated(t, tolerations or [])]
+            blocking = untolerated_taints(node, tolerations)
             if blocking:
                 why = f"taint {blocking[0].get('key')}"
             elif node_selector and any((meta.get("labels") or {}).get(k) != v for k, v in node_selector.items()):

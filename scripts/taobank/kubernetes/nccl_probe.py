@@ -1,6 +1,6 @@
 """Kubernetes side of the NCCL probe: the cluster key, the probe's job spec and its submit.
 
-The probe goes through the core's submit (same gates, record, no Secret);
+The probe goes through the core's submit (same gates, record; a pull Secret only when asked for);
 the verdict, wait and per-cluster cache are :mod:`taobank.nccl_probe`'s. On the
 local kwok nodes no container runs: the probe then exercises the lifecycle
 only, never real NCCL traffic.
@@ -31,7 +31,8 @@ def probe_command(timeout: int) -> str:
 
 
 def build_spec(*, nodes: int, gpus: int, image: str | None, timeout: int,
-               pod_annotations: list[str] | None = None, node_selector: list[str] | None = None) -> dict:
+               pod_annotations: list[str] | None = None, node_selector: list[str] | None = None,
+               image_pull_secret: str | None = None) -> dict:
     """The probe's job spec, finished as every submit's spec is (TAO_K8S_NCCL_ENV applies)."""
     from ..cli import parse_kv
     from .specargs import finish
@@ -48,17 +49,23 @@ def build_spec(*, nodes: int, gpus: int, image: str | None, timeout: int,
                              ("--node-selector", "node_selector", node_selector)):
         if given:
             spec[key] = parse_kv(given, flag)
+    if image_pull_secret:
+        spec["image_pull_secret"] = image_pull_secret
     return finish(spec)
 
 
 def probe(*, kube: Kubectl, nodes: int = 2, gpus: int = 1, image: str | None = None, timeout: int = 300,
           force: bool = False, interval: float = 5.0, pod_annotations: list[str] | None = None,
-          node_selector: list[str] | None = None, max_wait: float | None = None) -> dict:
-    """Run (or reuse) the probe; returns {"verdict", "cached", "cluster", "job_id", "message", ...}."""
-    spec = build_spec(nodes=nodes, gpus=gpus, image=image, timeout=timeout,
-                      pod_annotations=pod_annotations, node_selector=node_selector)
+          node_selector: list[str] | None = None, max_wait: float | None = None,
+          ngc_pull_secret: bool = False, image_pull_secret: str | None = None) -> dict:
+    """Run (or reuse) the probe; returns {"verdict", "cached", "cluster", "job_id", "message", ...}.
+    The probe image (nvcr.io) may need a pull secret as any job's: ``ngc_pull_secret`` makes the per-job
+    one from $NGC_KEY, ``image_pull_secret`` names one already in the namespace."""
+    spec = build_spec(nodes=nodes, gpus=gpus, image=image, timeout=timeout, pod_annotations=pod_annotations,
+                      node_selector=node_selector, image_pull_secret=image_pull_secret)
     adapter = platform.get("kubernetes")
-    opts = SubmitOptions(probe=True, namespace=kube.namespace, context=kube.context or None)
+    opts = SubmitOptions(probe=True, namespace=kube.namespace, context=kube.context or None,
+                         ngc_pull_secret=ngc_pull_secret)
     return core.run(adapter.name, kube.cluster_key(), spec, lambda s: adapter.submit(s, opts).id,
                     nodes=nodes, gpus_per_node=gpus, timeout=timeout, helper=HELPER, advice=ADVICE, force=force, interval=interval,
                     max_wait=max_wait)

@@ -1,9 +1,11 @@
 """Cluster preflight for Kubernetes: what a submit will need, checked once, with true figures.
 
 Each check gives one finding: OK, WARN (submit may still work) or MISSING
-(fix it first). The GPU figure counts only nodes a Job can be placed on
+(fix it first); an unreachable cluster's finding lists the kubeconfig
+command of each kind of site. The GPU figure counts only nodes a Job can be placed on
 (the capacity gate's own rule: cordoned, NotReady and untolerated-taint
-nodes are left out); ``can-i create jobs`` and every named PVC being Bound
+nodes are left out), and a list of the GPU nodes says which can run the job
+and why the others cannot; ``can-i create jobs`` and every named PVC being Bound
 are checked; a kubectl more than one minor version away from the server is
 reported (kubectl supports +/-1).
 """
@@ -16,6 +18,24 @@ from .kubectl import Kubectl
 
 #: kubectl's supported client/server minor version skew.
 MAX_SKEW = 1
+#: GPU node lines shown in the text output (all of them in --json)
+MAX_NODE_LINES = 20
+
+
+def kubeconfig_commands() -> dict[str, str]:
+    """How each kind of site writes a kubeconfig entry (placeholders in capitals): the fix for an
+    unreachable cluster, one command per site."""
+    import shlex
+
+    from .. import BANK_ROOT
+
+    local = shlex.quote(str(BANK_ROOT / "scripts" / "local_cluster.py"))
+    return {
+        "EKS": "aws eks update-kubeconfig --name CLUSTER --region REGION",
+        "GKE": "gcloud container clusters get-credentials CLUSTER --region REGION",
+        "AKS": "az aks get-credentials --resource-group RG --name CLUSTER",
+        "local": f'eval "$(python3 {local} env kubernetes)"',
+    }
 
 
 def _minor(version: dict | None) -> tuple[int, int] | None:
@@ -28,8 +48,10 @@ def _minor(version: dict | None) -> tuple[int, int] | None:
 def version_findings(version_json: dict) -> list[Finding]:
     server, client = _minor(version_json.get("serverVersion")), _minor(version_json.get("clientVersion"))
     if server is None:
-        return [Finding("MISSING", "cluster", "no reachable cluster (kubectl version reports no server): set "
-                        "$KUBECONFIG or fix ~/.kube/config / TAO_K8S_CONTEXT")]
+        return [Finding("MISSING", "cluster", "no reachable cluster (kubectl version reports no server): get "
+                        "credentials with your cluster's command below, or fix $KUBECONFIG / TAO_K8S_CONTEXT",
+                        details=tuple(f"{site}: {cmd}" for site, cmd in kubeconfig_commands().items()),
+                        data={"kubeconfig_commands": kubeconfig_commands()})]
     out = [Finding("OK", "cluster", f"cluster reachable, server v{server[0]}.{server[1]}")]
     if client is not None and (client[0] != server[0] or abs(client[1] - server[1]) > MAX_SKEW):
         out.append(Finding("WARN", "version-skew",
@@ -57,6 +79,44 @@ def gpu_finding(nodes: list[dict], placement: dict | None = None) -> Finding:
     biggest = max(f.allocatable for f in usable)
     return Finding("OK", "gpus", f"schedulable nvidia.com/gpu: {schedulable} on {len(usable)} node(s), at most "
                    f"{biggest} per node{detail}")
+
+
+def _taint_text(taint: dict) -> str:
+    value = f"={taint['value']}" if taint.get("value") else ""
+    return f"{taint.get('key')}{value}:{taint.get('effect')}"
+
+
+def nodes_finding(nodes: list[dict], placement: dict | None = None) -> Finding:
+    """Which GPU nodes can run the job, one detail line per node: its allocatable GPUs, and what keeps it
+    out (cordoned, NotReady, taints the job does not tolerate, a node_selector it does not match)."""
+    placement = placement or {}
+    selector = placement.get("node_selector") or {}
+    rows = []
+    for node in nodes:
+        meta, st = node.get("metadata") or {}, node.get("status") or {}
+        gpus = gates._qty((st.get("allocatable") or {}).get(gates.GPU))
+        if not gpus:
+            continue
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in st.get("conditions") or [])
+        taints = [_taint_text(t) for t in gates.untolerated_taints(node, placement.get("tolerations"))]
+        labels = meta.get("labels") or {}
+        matches = all(labels.get(k) == v for k, v in selector.items()) if selector else None
+        why = (["cordoned"] if (node.get("spec") or {}).get("unschedulable") else []) + \
+              ([] if ready else ["NotReady"]) + \
+              ([f"untolerated taint(s) {', '.join(taints)}"] if taints else []) + \
+              (["node_selector does not match"] if matches is False else [])
+        rows.append({"name": meta.get("name", "?"), "gpus": gpus, "can_run": not why, "untolerated_taints": taints,
+                     "matches_node_selector": matches, "why_not": why})
+    wanted = f" with node_selector {','.join(f'{k}={v}' for k, v in selector.items())}" if selector else ""
+    if not rows:
+        return Finding("INFO", "nodes", "no node advertises nvidia.com/gpu", data=[])
+    able = sum(r["can_run"] for r in rows)
+    lines = [f"{r['name']}: {r['gpus']} GPUs, " + ("can run it" if r["can_run"] else "; ".join(r["why_not"]))
+             for r in sorted(rows, key=lambda r: (not r["can_run"], r["name"]))]
+    if len(lines) > MAX_NODE_LINES:
+        lines = lines[:MAX_NODE_LINES] + [f"... {len(lines) - MAX_NODE_LINES} more GPU nodes (--json lists all)"]
+    return Finding("INFO", "nodes", f"GPU nodes that can run the job{wanted}: {able} of {len(rows)}",
+                   details=tuple(lines), data=rows)
 
 
 def pvc_finding(kube: Kubectl, claim: str) -> Finding:
@@ -101,7 +161,8 @@ def run(kube: Kubectl, pvcs: list[str] | tuple[str, ...] = (), placement: dict |
         out.append(Finding("MISSING", "rbac", f"you may not create jobs in namespace {kube.namespace}: ask for a "
                            "Role that allows it or pick another namespace"))
     try:
-        out.append(gpu_finding(kube.items("nodes", what="kubectl get nodes"), placement))
+        nodes = kube.items("nodes", what="kubectl get nodes")
+        out += [gpu_finding(nodes, placement), nodes_finding(nodes, placement)]
     except TaoError as exc:
         if "forbidden" not in str(exc).lower():
             raise

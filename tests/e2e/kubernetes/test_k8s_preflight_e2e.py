@@ -61,3 +61,18 @@ def test_preflight_says_missing_when_the_user_may_not_create_jobs(k8s):
     assert proc.returncode == 1
     got = findings(proc)
     assert got["rbac"]["level"] == "MISSING" and "may not create jobs in namespace default" in got["rbac"]["message"]
+
+
+def test_preflight_lists_the_gpu_nodes_a_node_selector_picks(k8s, tmp_path):
+    spec = tmp_path / "job.yaml"
+    spec.write_text(json.dumps({"image": "i", "command": "true",
+                                "node_selector": {lk.REAL_NODE_LABEL: "true"}}))
+    proc = k8s.tao("preflight", "--spec", str(spec), "--json")
+    (nodes,) = [f for f in json.loads(proc.stdout) if f["check"] == "nodes"]
+    by = {r["name"]: r for r in nodes["data"]}
+    assert {n for n, r in by.items() if r["can_run"]} == set(lk.REAL_NODES)
+    assert all(by[n]["matches_node_selector"] is False for n in lk.GPU_NODES)
+    assert "cordoned" in by[lk.CORDONED_NODE]["why_not"]
+    assert nodes["message"].endswith(f": {len(lk.REAL_NODES)} of {len(by)}")
+    text = k8s.tao("preflight", "--spec", str(spec)).stdout
+    assert f"  {sorted(lk.REAL_NODES)[0]}: 8 GPUs, can run it" in text

@@ -76,11 +76,12 @@ def test_busy_gpus_queue_the_job_with_per_node_figures_require_free_refuses(k8s)
     state = __import__("pathlib").Path(k8s.env["TAO_STATE_DIR"])
     try:
         strict = k8s.tao("submit", *BASE, "--command", "true", "--gpus", "8", "--nodes", "2", "--require-free",
-                         check=False)
+                         "--skip-nccl-probe", check=False)  # (the NCCL gate comes first)
         assert strict.returncode == 1 and "insufficient free GPUs now (--require-free)" in strict.stderr, strict.stderr
         assert f"{lk.GPU_NODES[0]} 0/8 free" in strict.stderr and "(cordoned)" in strict.stderr
         assert not list(state.glob("*.json"))
-        never = k8s.tao("submit", *BASE, "--command", "true", "--gpus", "8", "--nodes", "3", check=False)
+        never = k8s.tao("submit", *BASE, "--command", "true", "--gpus", "8", "--nodes", "3", "--skip-nccl-probe",
+                        check=False)
         assert never.returncode == 1 and "can never run here: need 3 nodes" in never.stderr, never.stderr
         assert not list(state.glob("*.json"))
         proc = k8s.tao("submit", *BASE, "--command", "true", "--gpus", "8", "--nodes", "2", "--json", "--skip-nccl-probe",

@@ -151,7 +151,7 @@ def test_infrastructure_failure_resubmits_itself_on_another_node_without_a_polle
     done = wait_state(rec["id"])  # the first status after that follows the new SLURM job
     b = done["backend"]
     assert done["state"] == "COMPLETE" and b["slurm_job_id"] != first and b["self_retries"] == 1, done
-    failed_on = _remote(["cat", "--", done["results_dir"] + "/" + rec["id"] + "/first-node"]).strip()
+    failed_on = _remote(["cat", "--", done["results_dir"] + "/first-node"]).strip()
     assert b["excluded_nodes"] == failed_on
     out = slurm_logs.logs(rec["id"])["main.out"]
     assert "second run on " in out and f"second run on {failed_on}" not in out  # the failing node was excluded
