@@ -1,0 +1,64 @@
+"""Training you can watch on real kubelet pods: status of the one running job reads its progress with one
+kubectl exec, and metrics reads the KPI series from the results volume after the pods are gone.
+
+The job is testclusters/fake_tao_train.sh, reached through the PVC (its host folder), run by busybox.
+"""
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import time
+
+import pytest
+import k8s_verbs_support
+from k8s_verbs_support import ON_REAL
+
+import testclusters.kubernetes as lk
+from taobank import pins
+from tests.support.results_cli import tao_jobs
+
+pytestmark = pytest.mark.e2e
+k8s = k8s_verbs_support.k8s  # the fixture the tests take
+
+BUSYBOX = str(pins.resolve("images.busybox"))
+TRAINER = k8s_verbs_support.BANK / "testclusters" / "fake_tao_train.sh"
+EPOCHS = 6
+
+
+@pytest.fixture()
+def trainer_on_pvc():
+    folder = f".e2e-trainer-{secrets.token_hex(4)}"
+    host = lk.state_root() / "pv" / folder
+    host.mkdir(parents=True)
+    shutil.copy(TRAINER, host / "fake_tao_train.sh")
+    yield f"/results/{folder}/fake_tao_train.sh"
+    shutil.rmtree(host, ignore_errors=True)
+
+
+def test_progress_while_running_and_metrics_after_the_pods_are_gone(k8s, trainer_on_pvc):
+    out = k8s.submit("--image", BUSYBOX, "--network-arch", "dino", "--action", "train", "--pvc-mount",
+                     f"{lk.PVC_NAME}:/results", *ON_REAL, "--gpus", "1", "--ttl", "5", "--command",
+                     f'sh {trainer_on_pvc} --results "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID" --epochs {EPOCHS} --sleep 3')
+    jid = out["id"]
+    seen = None
+    end = time.time() + 180
+    while time.time() < end:
+        (view,) = json.loads(k8s.tao("status", jid, "--json").stdout)
+        if view["state"] == "RUNNING" and (view.get("progress") or {}).get("epoch", 0) >= 2:
+            seen = view
+            break
+        if view["state"] in ("COMPLETE", "ERROR", "CANCELED"):
+            break
+        time.sleep(2)
+    assert seen is not None, "never saw the running training's progress"
+    assert seen["progress"]["max_epoch"] == EPOCHS and "train_loss" in seen["progress"]["kpis"]
+    st = k8s.wait(jid, lambda s: s["state"] in ("COMPLETE", "ERROR", "CANCELED"), timeout=180)
+    assert st["state"] == "COMPLETE", st
+    gone = time.time() + 120  # the TTL controller removes the Job and its pods
+    while time.time() < gone and k8s.kubectl("get", "pods", "-l", f"tao-job-id={jid}", "-o", "name").stdout.strip():
+        time.sleep(2)
+    assert not k8s.kubectl("get", "pods", "-l", f"tao-job-id={jid}", "-o", "name").stdout.strip()
+    rows = json.loads(tao_jobs("metrics", jid, "--json", env=k8s.env).stdout)["rows"]
+    assert [r["epoch"] for r in rows] == list(range(1, EPOCHS + 1))
+    assert rows[0]["train_loss"] > rows[-1]["train_loss"]

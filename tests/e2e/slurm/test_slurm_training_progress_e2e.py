@@ -1,0 +1,61 @@
+"""Training you can watch on the local SLURM cluster: status shows the running training's epoch, ETA and KPIs
+in its one sweep command, and metrics prints the KPI series after the job ended.
+
+The job runs testclusters/fake_tao_train.sh (sent as a spec file, container runtime none), which writes
+TAO's status.json in the real format and sleeps between epochs, so the test sees it mid-run.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from slurm_helpers import base_spec, call_log, wait_state
+
+from taobank.slurm import logs as slurm_logs, submit as slurm_submit
+from tests.support.results_cli import tao_jobs as jobs
+
+pytestmark = pytest.mark.e2e
+
+BANK = Path(__file__).resolve().parents[3]
+TRAINER = BANK / "testclusters" / "fake_tao_train.sh"
+EPOCHS = 6
+
+
+def remote_commands(log: Path) -> int:
+    return sum(1 for argv in call_log(log) if Path(argv[0]).name == "ssh" and "-O" not in argv and "-G" not in argv
+               and argv[-1] != "true")
+
+
+def test_status_shows_progress_mid_run_and_metrics_the_series_after(slurm_env):
+    rec = slurm_submit.submit(base_spec(
+        container_runtime="none", spec_files={"fake_tao_train.sh": str(TRAINER)},
+        command=["sh", "-c", f'exec sh "$1" --results "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID" --epochs {EPOCHS} '
+                 "--sleep 3 --action train", "tao", "{specs}/fake_tao_train.sh"]))
+    jid = rec["id"]
+    seen = None
+    end = time.time() + 150
+    while time.time() < end:
+        before = remote_commands(slurm_env["call_log"])
+        (view,) = json.loads(jobs("status", jid, "--json").stdout)
+        assert remote_commands(slurm_env["call_log"]) - before == 1  # progress rides in the one sweep
+        if view["state"] == "RUNNING" and view.get("progress") and (view["progress"].get("epoch") or 0) >= 2:
+            seen = view
+            break
+        if view["state"] in ("COMPLETE", "ERROR", "CANCELED"):
+            break
+        time.sleep(2)
+    assert seen is not None, "never saw the running training's progress"
+    p = seen["progress"]
+    assert p["max_epoch"] == EPOCHS and p["file"] == "train/status.json" and "train_loss" in p["kpis"]
+    assert p["line"].startswith(f"epoch {p['epoch']}/{EPOCHS} eta ")
+    text = jobs("status", jid).stdout
+    assert "[epoch " in text and "train_loss=" in text
+    done = wait_state(jid)
+    assert done["state"] == "COMPLETE", slurm_logs.logs(jid)
+    rows = json.loads(jobs("metrics", jid, "--json").stdout)["rows"]
+    assert [r["epoch"] for r in rows] == list(range(1, EPOCHS + 1))
+    assert rows[0]["train_loss"] > rows[-1]["train_loss"]  # the fake trainer's loss goes down
+    csv = jobs("metrics", jid, "--csv").stdout.splitlines()
+    assert csv[0].startswith("epoch,") and len(csv) == EPOCHS + 1
