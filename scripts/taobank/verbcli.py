@@ -83,6 +83,14 @@ def chosen_ids(args: argparse.Namespace, platform: str | None) -> list[str]:
 
 
 # ------------------------------------------------------------------ status
+def one_job(args: argparse.Namespace, platform: str | None, verb: str) -> str:
+    """The one job a verb reads: the id given, or the newest record's with --last."""
+    ids = chosen_ids(args, platform)
+    if not ids:
+        raise UsageError(f"{verb} needs a job id or --last")
+    return ids[0]
+
+
 def add_status(sub: argparse._SubParsersAction, platform: str | None) -> argparse.ArgumentParser:
     where = f"{platform} " if platform else ""
     p = sub.add_parser("status", help=f"refresh and print job states (no id: every active {where}job)")
@@ -162,10 +170,7 @@ def add_logs(sub: argparse._SubParsersAction, platform: str | None) -> argparse.
 
 
 def cmd_logs(args: argparse.Namespace, platform: str | None) -> int:
-    ids = chosen_ids(args, platform)
-    if not ids:
-        raise UsageError("logs needs a job id or --last")
-    job_id = ids[0]
+    job_id = one_job(args, platform, "logs")
     tail = args.tail
     if args.lines is not None:
         deprecated("--lines")
@@ -225,14 +230,6 @@ def cmd_cancel(args: argparse.Namespace, platform: str | None) -> int:
 
 
 # ------------------------------------------------------------------ results: artifacts, fetch, prune
-def _one_job(args: argparse.Namespace, platform: str | None, verb: str) -> str:
-    """The one job a verb reads: the id given, or the newest record's with --last."""
-    ids = chosen_ids(args, platform)
-    if not ids:
-        raise UsageError(f"{verb} needs a job id or --last")
-    return ids[0]
-
-
 def add_artifacts(sub: argparse._SubParsersAction, platform: str | None) -> argparse.ArgumentParser:
     p = sub.add_parser("artifacts", help="list a job's results (size, time, checkpoints; the best by a KPI)")
     p.add_argument("id", metavar="ID", nargs="?")
@@ -248,7 +245,7 @@ def add_artifacts(sub: argparse._SubParsersAction, platform: str | None) -> argp
 def cmd_artifacts(args: argparse.Namespace, platform: str | None) -> int:
     from . import results_verbs
 
-    found = results_verbs.artifacts(platform, _one_job(args, platform, "artifacts"), kpi=args.kpi, mode=args.mode)
+    found = results_verbs.artifacts(platform, one_job(args, platform, "artifacts"), kpi=args.kpi, mode=args.mode)
     if args.json:
         print_json(found.to_dict())
         return EXIT_OK
@@ -365,16 +362,14 @@ def cmd_metrics(args: argparse.Namespace, platform: str | None) -> int:
     from . import progress
     from .progress.series import require_kpis
 
-    ids = chosen_ids(args, platform)
-    if not ids:
-        raise UsageError("metrics needs a job id or --last")
+    job_id = one_job(args, platform, "metrics")
     if args.kpi and not (args.plot or args.png):
         raise UsageError("--kpi chooses what --plot or --png draws: add one of them")
-    rows, log, chosen = core.metrics(platform, ids[0])
+    rows, log, chosen = core.metrics(platform, job_id)
     if args.kpi:
         require_kpis(rows, args.kpi)
     if args.json:
-        print_json({"id": ids[0], "file": chosen, "skipped_lines": log.skipped, "rows": progress.to_json(rows)})
+        print_json({"id": job_id, "file": chosen, "skipped_lines": log.skipped, "rows": progress.to_json(rows)})
     elif args.csv:
         sys.stdout.write(progress.to_csv(rows))
     elif args.plot:

@@ -96,3 +96,18 @@ def k8s(k8s_cluster, tmp_path):
     helper = K8s(k8s_cluster, tmp_path / "state", tmp_path / "calls.jsonl")
     yield helper
     helper.cleanup()
+
+
+@pytest.fixture()
+def trainer_on_pvc():
+    """The fake TAO trainer (testclusters/fake_tao_train.sh) in a folder of the local PVC (its host path), as
+    ``/results/<folder>/fake_tao_train.sh`` in a pod mounting that PVC at /results: no image of its own."""
+    import secrets as _secrets
+    import shutil
+
+    folder = f".e2e-trainer-{_secrets.token_hex(4)}"
+    host = lk.state_root() / "pv" / folder
+    host.mkdir(parents=True)
+    shutil.copy(BANK / "testclusters" / "fake_tao_train.sh", host / "fake_tao_train.sh")
+    yield f"/results/{folder}/fake_tao_train.sh"
+    shutil.rmtree(host, ignore_errors=True)

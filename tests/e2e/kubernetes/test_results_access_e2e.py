@@ -22,7 +22,8 @@ from taobank import pins
 from tests.support.results_cli import tao_jobs, tree
 
 pytestmark = pytest.mark.e2e
-k8s = k8s_verbs_support.k8s  # the fixture the tests take (pytest collects it under this name)
+k8s = k8s_verbs_support.k8s  # the fixtures the tests take (pytest collects them under these names)
+trainer_on_pvc = k8s_verbs_support.trainer_on_pvc
 
 BUSYBOX = str(pins.resolve("images.busybox"))
 TRAINER = BANK / "testclusters" / "fake_tao_train.sh"
@@ -32,17 +33,6 @@ BEST_EPOCH = (2 * EPOCHS + 2) // 3  # where the fake trainer's val_loss is lowes
 
 def jobs(k8s, *args: str, env: dict | None = None, check: bool = True):
     return tao_jobs(*args, env={**k8s.env, **(env or {})}, check=check)
-
-
-@pytest.fixture()
-def trainer_on_pvc():
-    """The fake trainer in a folder of the PVC (its host path), as /results/<folder>/fake_tao_train.sh in a pod."""
-    folder = f".e2e-trainer-{secrets.token_hex(4)}"
-    host = lk.state_root() / "pv" / folder
-    host.mkdir(parents=True)
-    shutil.copy(TRAINER, host / "fake_tao_train.sh")
-    yield f"/results/{folder}/fake_tao_train.sh"
-    shutil.rmtree(host, ignore_errors=True)
 
 
 def test_artifacts_fetch_and_prune_through_a_reader_pod_on_the_pvc(k8s, trainer_on_pvc, tmp_path):

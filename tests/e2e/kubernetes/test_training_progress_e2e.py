@@ -6,8 +6,6 @@ The job is testclusters/fake_tao_train.sh, reached through the PVC (its host fol
 from __future__ import annotations
 
 import json
-import secrets
-import shutil
 import time
 
 import pytest
@@ -16,24 +14,15 @@ from k8s_verbs_support import ON_REAL
 
 import testclusters.kubernetes as lk
 from taobank import pins
+from tests.support.progress_wait import wait_for_progress
 from tests.support.results_cli import tao_jobs
 
 pytestmark = pytest.mark.e2e
-k8s = k8s_verbs_support.k8s  # the fixture the tests take
+k8s = k8s_verbs_support.k8s  # the fixtures the tests take
+trainer_on_pvc = k8s_verbs_support.trainer_on_pvc
 
 BUSYBOX = str(pins.resolve("images.busybox"))
-TRAINER = k8s_verbs_support.BANK / "testclusters" / "fake_tao_train.sh"
 EPOCHS = 6
-
-
-@pytest.fixture()
-def trainer_on_pvc():
-    folder = f".e2e-trainer-{secrets.token_hex(4)}"
-    host = lk.state_root() / "pv" / folder
-    host.mkdir(parents=True)
-    shutil.copy(TRAINER, host / "fake_tao_train.sh")
-    yield f"/results/{folder}/fake_tao_train.sh"
-    shutil.rmtree(host, ignore_errors=True)
 
 
 def test_progress_while_running_and_metrics_after_the_pods_are_gone(k8s, trainer_on_pvc):
@@ -41,17 +30,7 @@ def test_progress_while_running_and_metrics_after_the_pods_are_gone(k8s, trainer
                      f"{lk.PVC_NAME}:/results", *ON_REAL, "--gpus", "1", "--ttl", "5", "--command",
                      f'sh {trainer_on_pvc} --results "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID" --epochs {EPOCHS} --sleep 3')
     jid = out["id"]
-    seen = None
-    end = time.time() + 180
-    while time.time() < end:
-        (view,) = json.loads(k8s.tao("status", jid, "--json").stdout)
-        if view["state"] == "RUNNING" and (view.get("progress") or {}).get("epoch", 0) >= 2:
-            seen = view
-            break
-        if view["state"] in ("COMPLETE", "ERROR", "CANCELED"):
-            break
-        time.sleep(2)
-    assert seen is not None, "never saw the running training's progress"
+    seen = wait_for_progress(lambda: json.loads(k8s.tao("status", jid, "--json").stdout)[0])
     assert seen["progress"]["max_epoch"] == EPOCHS and "train_loss" in seen["progress"]["kpis"]
     st = k8s.wait(jid, lambda s: s["state"] in ("COMPLETE", "ERROR", "CANCELED"), timeout=180)
     assert st["state"] == "COMPLETE", st

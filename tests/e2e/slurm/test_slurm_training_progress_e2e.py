@@ -7,13 +7,13 @@ TAO's status.json in the real format and sleeps between epochs, so the test sees
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
 from slurm_helpers import base_spec, call_log, wait_state
 
 from taobank.slurm import logs as slurm_logs, submit as slurm_submit
+from tests.support.progress_wait import wait_for_progress
 from tests.support.results_cli import tao_jobs as jobs
 
 pytestmark = pytest.mark.e2e
@@ -34,19 +34,16 @@ def test_status_shows_progress_mid_run_and_metrics_the_series_after(slurm_env):
         command=["sh", "-c", f'exec sh "$1" --results "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID" --epochs {EPOCHS} '
                  "--sleep 3 --action train", "tao", "{specs}/fake_tao_train.sh"]))
     jid = rec["id"]
-    seen = None
-    end = time.time() + 150
-    while time.time() < end:
+    commands: list[int] = []
+
+    def view() -> dict:
         before = remote_commands(slurm_env["call_log"])
-        (view,) = json.loads(jobs("status", jid, "--json").stdout)
-        assert remote_commands(slurm_env["call_log"]) - before == 1  # progress rides in the one sweep
-        if view["state"] == "RUNNING" and view.get("progress") and (view["progress"].get("epoch") or 0) >= 2:
-            seen = view
-            break
-        if view["state"] in ("COMPLETE", "ERROR", "CANCELED"):
-            break
-        time.sleep(2)
-    assert seen is not None, "never saw the running training's progress"
+        (one,) = json.loads(jobs("status", jid, "--json").stdout)
+        commands.append(remote_commands(slurm_env["call_log"]) - before)
+        return one
+
+    seen = wait_for_progress(view, timeout=150)
+    assert set(commands) == {1}  # progress rides in the one sweep command, every time
     p = seen["progress"]
     assert p["max_epoch"] == EPOCHS and p["file"] == "train/status.json" and "train_loss" in p["kpis"]
     assert p["line"].startswith(f"epoch {p['epoch']}/{EPOCHS} eta ")
