@@ -6,7 +6,6 @@ cannot start FAILS the tests that need it (never a skip): run only
 """
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 

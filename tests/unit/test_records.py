@@ -173,9 +173,9 @@ def test_terminal_never_changes(state_dir, terminal):
 
 def test_err_class_only_with_error(state_dir):
     rid = _at("RUNNING")
-    for st in ("RUNNING", "COMPLETE", "CANCELED", "UNKNOWN", "PENDING"):
+    for state in ("RUNNING", "COMPLETE", "CANCELED", "UNKNOWN", "PENDING"):
         with pytest.raises(TaoError, match="only allowed with --state ERROR"):
-            records.mark(rid, st, err_class="ERR_INFRA")
+            records.mark(rid, state, err_class="ERR_INFRA")
     rec = records.mark(rid, "error", err_class="err_program")
     assert rec["state"] == "ERROR" and rec["err_class"] == "ERR_PROGRAM"
     rid2 = _at("RUNNING")
