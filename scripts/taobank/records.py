@@ -6,8 +6,9 @@
   folder): a writer killed at any point leaves the old or the new record.
 * A read-modify-write holds an exclusive ``fcntl`` lock on ``<id>.lock``, so
   concurrent marks from many processes lose no transition.
-* Every write is validated against ``schemas/job-record.schema.json`` and the
-  transition table of :mod:`taobank.states`.
+* Every write is validated against ``schemas/job-record.schema.json`` (by a
+  hand check; jsonschema only words a refusal) and the transition table of
+  :mod:`taobank.states`.
 * A new id is linked into place with ``os.link`` (fails if the name exists), so
   a colliding id is minted again, never overwritten.
 * Free text (``message``) passes through :func:`taobank.redact.redact_text`;

@@ -51,15 +51,12 @@ def test_no_regression_from_stored_figures():
 # ---------------------------------------------------------------- the placement corpus
 @functools.cache
 def placed() -> dict:
-    """The placement figures (~4 s): computed once, when the first test needs them (not at collection, which
-    every xdist worker repeats); the tests that read them run on one worker (``xdist_group``)."""
+    """The placement figures (~4 s): computed once, when the first test needs them, not at collection (which
+    every xdist worker repeats); scripts/test.sh runs xdist with ``--dist loadfile``, so the tests of this file
+    share one worker and one computation."""
     return BENCH.placement_figures(redact)
 
 
-on_one_worker = pytest.mark.xdist_group("secret-placements")
-
-
-@on_one_worker
 def test_placement_corpus_is_built_the_way_it_claims():
     """~70 distinct secrets, each in every style it fits; non-secrets in the same styles."""
     f = placed()
@@ -71,7 +68,6 @@ def test_placement_corpus_is_built_the_way_it_claims():
             "json", "sbatch-export"} <= styles
 
 
-@on_one_worker
 def test_placement_recall_and_false_positives():
     """Recall >= 99% and false positives <= 1% on secrets x placement styles (folded, anchored, tagged,
     literal blocks under any key, base64 docker configs outside a Secret, Slack app tokens...)."""
@@ -80,7 +76,6 @@ def test_placement_recall_and_false_positives():
     assert f["false_positives"] / f["clean"] <= 0.01, f["false_positive_ids"]
 
 
-@on_one_worker
 def test_placement_redaction_leaves_no_piece_of_a_value():
     """For every flagged text, redact leaves no 6+ character piece of the secret visible (the value itself
     is masked -- not the ``>-``/``&a``/``!!str`` in front of it)."""
@@ -88,14 +83,12 @@ def test_placement_redaction_leaves_no_piece_of_a_value():
     assert f["leaked"] == 0, f["leaked_ids"]
 
 
-@on_one_worker
 def test_placement_submit_time_lint_of_objects():
     """The Kubernetes submit lints the parsed objects: every YAML/JSON placement is flagged that way too."""
     f = placed()
     assert f["objects_caught"] == f["objects"], f["not_objects_ids"]
 
 
-@on_one_worker
 def test_placement_no_regression_from_stored_figures():
     stored = json.loads((CORPUS / "figures.json").read_text(encoding="utf-8"))["placements"]
     now = placed()
