@@ -102,3 +102,23 @@ def test_secret_lint_corpus_check_names_what_fell_below_the_floor():
     assert mod.regressions(now, placed, stored) == ["caught below figures.json: s-1",
                                                     "placements leaked below figures.json: p-3"]
     assert mod.regressions({**now, "caught": 10, "missed": 0, "missed_ids": []}, {**placed, "leaked": 0}, stored) == []
+
+
+# ---------------------------------------------------------------- slurm_sweep.py (runs in tests/e2e/slurm)
+def test_slurm_sweep_check_holds_the_counts_of_a_good_run_and_names_each_broken_one():
+    """The e2e test runs the benchmark; here its --check is fed counts (importing it starts no cluster)."""
+    mod = load("slurm_sweep.py")
+    rows = [{"n": 1, "submit_connections": 1, "submit_connect_attempts": 2, "submit_commands": 3,
+             "status_connections": 1, "status_commands": 1},
+            {"n": 3, "submit_connections": 1, "submit_connect_attempts": 1, "submit_commands": 9,
+             "status_connections": 1, "status_commands": 1}]
+    sweeps = [(1, {}, {"connections": 2, "ssh_failures": 0}), (3, {}, {"connections": 6, "ssh_failures": 0})]
+    crow = [{"n": 3, "submit_connect_attempts": 1, "submit_commands_per_job": 3.0, "status_connections": 0,
+             "status_commands": 1}]
+    assert mod.check(rows, sweeps, crow, hosts=2) == []
+    rows[1]["submit_connections"] = 3  # a connection per submit
+    rows[0]["submit_commands"] = 4
+    sweeps[1][2]["ssh_failures"] = 1
+    crow[0].update(submit_connect_attempts=3, status_connections=1)  # the master did not persist
+    assert [line.split(":")[0].split(",")[0] for line in mod.check(rows, sweeps, crow, hosts=2)] == [
+        "in-process", "in-process", "naive sweep of 3 jobs", "CLI", "CLI status of 3 jobs"]

@@ -52,7 +52,7 @@ def test_no_regression_from_stored_figures():
 @functools.cache
 def placed() -> dict:
     """The placement figures (~4 s): computed once, when the first test needs them, not at collection (which
-    every xdist worker repeats); scripts/test.sh runs xdist with ``--dist loadfile``, so the tests of this file
+    every xdist worker repeats); pytest.ini runs xdist with ``--dist loadfile``, so the tests of this file
     share one worker and one computation."""
     return BENCH.placement_figures(redact)
 
