@@ -39,6 +39,7 @@ BANK = Path(__file__).resolve().parents[1]
 CORPUS = BANK / "tests" / "fixtures" / "secret_corpus"
 sys.path.insert(0, str(BANK / "scripts"))
 sys.path.insert(0, str(CORPUS))
+sys.path.insert(0, str(BANK / "benchmarks"))  # checks.py
 
 import placements  # noqa: E402
 import yaml  # noqa: E402
@@ -202,13 +203,11 @@ def main() -> int:
         (CORPUS / "figures.json").write_text(json.dumps(keep, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         print(f"stored in {CORPUS / 'figures.json'}")
     if args.check:
-        bad = regressions(now, placed, json.loads((CORPUS / "figures.json").read_text(encoding="utf-8")))
-        for line in bad:
-            print(f"error: {line}", file=sys.stderr)
-        if bad:
-            return 1
-        print(f"check: {now['secrets']} + {now['clean']} corpus texts and {placed['secrets']} + {placed['clean']} "
-              f"placements at or above figures.json")
+        from checks import verdict
+
+        return verdict(regressions(now, placed, json.loads((CORPUS / "figures.json").read_text(encoding="utf-8"))),
+                       f"{now['secrets']} + {now['clean']} corpus texts and {placed['secrets']} + {placed['clean']} "
+                       "placements at or above figures.json")
     return 0
 
 

@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 
 BANK = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(BANK / "scripts"), str(BANK)]
+sys.path[:0] = [str(BANK / "scripts"), str(BANK), str(BANK / "benchmarks")]  # taobank, testclusters, checks.py
 
 from taobank import records  # noqa: E402
 from taobank import run as runmod  # noqa: E402
@@ -294,13 +294,11 @@ def main() -> int:
           "closed master (bank_conn 1 = the connection it opens). Naive = the same options without multiplexing,\n"
           "run right after the bank on the same jobs and login host; ratios = naive/bank.")
     if args.check:
-        bad = check(rows, sweeps, crow, len(ssh.Connection().hosts))
-        for line in bad:
-            print(f"error: {line}", file=sys.stderr)
-        if bad:
-            return 1
-        print(f"check: every SSH count as expected (in-process N = {', '.join(str(r['n']) for r in rows)}; "
-              f"CLI N = {', '.join(str(r['n']) for r in crow)})")
+        from checks import verdict
+
+        return verdict(check(rows, sweeps, crow, len(ssh.Connection().hosts)),
+                       f"every SSH count as expected (in-process N = {', '.join(str(r['n']) for r in rows)}; "
+                       f"CLI N = {', '.join(str(r['n']) for r in crow)})")
     return 0
 
 
