@@ -419,7 +419,7 @@ class _Lazy:
         self._patterns, self._flags = patterns, flags
         self._compiled: tuple[_Pattern, ...] | None = None
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[_Pattern]:
         if self._compiled is None:
             self._compiled = tuple(_compile(p, self._flags) for p in self._patterns)
         return iter(self._compiled)

@@ -47,7 +47,7 @@ def test_helper_startup_check_fails_when_a_cheap_verb_imports_a_heavy_module(tmp
     """A sitecustomize that imports yaml into every interpreter: every cheap command now imports it."""
     (tmp_path / "sitecustomize.py").write_text("import yaml\n")
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    res = run("helper_startup.py", "-n", "1", "--check", env=env)
+    res = run("helper_startup.py", "-n", "1", "--no-bytecode-cache", "--check", env=env)
     assert res.returncode == 1
     assert "error: tao_job_record.py mark ID --meta (writes) imports yaml" in res.stderr.splitlines()
 
