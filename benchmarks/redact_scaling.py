@@ -12,8 +12,14 @@ The ``line:`` shapes are one line of SIZE x 40 bytes: runs of ``a=``, ``--a ``, 
 but with a constant of ~48 us a byte (1.2 MB of ``a=a=...`` took 58 s), because a value was
 matched again from every position of a long run; ``ordinary`` is a plain line to compare.
 
+--check (CI, at small sizes: --min 100 --max 800) prints the same table without the baseline and
+asserts work COUNTS, never times: per shape and size, the calls redact makes (its own functions and the
+regex/C calls they make, counted with sys.setprofile) grow at most 2.5x per doubling (linear ~2x,
+quadratic ~4x), and the values vetted stay within a linear bound of the input (at most one per two
+bytes, at most 2 x bytes + 8192 characters), which a scan restarting at every position breaks.
+
 Usage: python3 benchmarks/redact_scaling.py [--baseline e24a604] [--baseline-max 3000] [--max 24000]
-       [--only line:]   (shapes whose name starts with this)
+       [--only line:]   (shapes whose name starts with this)   [--check]
 """
 from __future__ import annotations
 
@@ -64,6 +70,43 @@ def _time(mod, text: str, reps: int = 1) -> float:
     return best
 
 
+#: --check: the most the call count may grow per doubling of the input (linear ~2x, quadratic ~4x)
+MAX_GROWTH = 2.5
+
+
+def counts(mod, text: str) -> tuple[int, int, int]:
+    """(calls, values vetted, characters vetted) of one ``mod.redact_text(text)``: deterministic work counts.
+
+    calls: every call of a function of ``mod`` and every C call (regex searches...) made from one.
+    """
+    seen = {"vetted": 0, "chars": 0}
+    real = getattr(mod, "_value_ok", None)  # rules older than the linear scan have none
+
+    def counting(rule, value):
+        seen["vetted"] += 1
+        seen["chars"] += len(value)
+        return real(rule, value)
+
+    calls = 0
+    code = mod.redact_text.__code__.co_filename
+
+    def profile(frame, event, arg):
+        nonlocal calls
+        if event in ("call", "c_call") and frame.f_code.co_filename == code:
+            calls += 1
+
+    if real is not None:
+        mod._value_ok = counting
+    sys.setprofile(profile)
+    try:
+        mod.redact_text(text)
+    finally:
+        sys.setprofile(None)
+        if real is not None:
+            mod._value_ok = real
+    return calls, seen["vetted"], seen["chars"]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--baseline", default="e24a604", metavar="REV", help="old rules to compare with ('' for none)")
@@ -71,28 +114,46 @@ def main() -> int:
     ap.add_argument("--min", type=int, default=750, help="smallest size in lines (default 750)")
     ap.add_argument("--max", type=int, default=24000, help="largest size in lines (default 24000)")
     ap.add_argument("--only", default="", metavar="PREFIX", help="only the shapes whose name starts with PREFIX")
+    ap.add_argument("--check", action="store_true",
+                    help="no baseline; exit 1 unless the work counts grow linearly (see above)")
     args = ap.parse_args()
-    old = baseline(args.baseline) if args.baseline else None
+    old = baseline(args.baseline) if args.baseline and not args.check else None
+    bad: list[str] = []
     sizes = []
     n = args.min
     while n <= args.max:
         sizes.append(n)
         n *= 2
-    print(f"{'shape':<19}{'size':>7}{'new s':>10}{'x/doubling':>12}{'old s':>10}{'x/doubling':>12}{'old/new':>9}")
+    print(f"{'shape':<19}{'size':>7}{'new s':>10}{'x/doubling':>12}{'old s':>10}{'x/doubling':>12}{'old/new':>9}"
+          + (f"{'calls':>10}{'x/doubling':>12}{'vetted':>8}{'chars':>9}" if args.check else ""))
     for name, make in SHAPES.items():
         if not name.startswith(args.only):
             continue
-        prev_new = prev_old = None
+        prev_new = prev_old = prev_calls = None
         for n in sizes:
             text = make(n)
             t_new = _time(redact, text, reps=3)
             t_old = _time(old, text) if old is not None and n <= args.baseline_max else None
             grow_new = f"{t_new / prev_new:.1f}" if prev_new else "-"
             grow_old = f"{t_old / prev_old:.1f}" if t_old and prev_old else "-"
-            print(f"{name:<19}{n:>7}{t_new:>10.4f}{grow_new:>12}"
-                  f"{(f'{t_old:.3f}' if t_old is not None else '-'):>10}{grow_old:>12}"
-                  f"{(f'{t_old / t_new:.0f}' if t_old is not None else '-'):>9}")
+            row = (f"{name:<19}{n:>7}{t_new:>10.4f}{grow_new:>12}"
+                   f"{(f'{t_old:.3f}' if t_old is not None else '-'):>10}{grow_old:>12}"
+                   f"{(f'{t_old / t_new:.0f}' if t_old is not None else '-'):>9}")
+            if args.check:
+                calls, vetted, chars = counts(redact, text)
+                growth = calls / prev_calls if prev_calls else None
+                row += f"{calls:>10}{(f'{growth:.2f}' if growth else '-'):>12}{vetted:>8}{chars:>9}"
+                if growth is not None and growth > MAX_GROWTH:
+                    bad.append(f"{name} at {n}: {growth:.2f}x the calls of half the size")
+                if vetted > len(text) // 2 + 1 or chars > 2 * len(text) + 8192:
+                    bad.append(f"{name} at {n}: {vetted} values ({chars} characters) vetted in {len(text)} bytes")
+                prev_calls = calls
+            print(row)
             prev_new, prev_old = t_new, t_old
+    if args.check:
+        from checks import verdict
+
+        return verdict(bad, "every shape's work counts grow linearly")
     return 0
 
 

@@ -20,7 +20,11 @@ texts in which redact left a 6+ character piece of a secret value visible) and "
 
 --list prints the ids of the missed and false-positive texts (never their values).
 --store writes the figures to figures.json (what tests/unit/test_secret_corpus.py holds as the floor).
-Usage: python3 benchmarks/secret_lint_corpus.py [--baseline e24a604] [--list] [--store]
+--sample K reads every K-th text of each corpus (CI runs a small N).
+--check exits 1 when the figures fall below figures.json: caught, redacted, relint-clean, placements caught
+and objects no lower, false positives and leaks no higher; on a sample, its misses, leaks and false
+positives no more than the whole corpus may have. Counts only, never times.
+Usage: python3 benchmarks/secret_lint_corpus.py [--baseline e24a604] [--list] [--store] [--sample K] [--check]
 """
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ BANK = Path(__file__).resolve().parents[1]
 CORPUS = BANK / "tests" / "fixtures" / "secret_corpus"
 sys.path.insert(0, str(BANK / "scripts"))
 sys.path.insert(0, str(CORPUS))
+sys.path.insert(0, str(BANK / "benchmarks"))  # checks.py
 
 import placements  # noqa: E402
 import yaml  # noqa: E402
@@ -94,9 +99,9 @@ def _lints_as_objects(mod, text: str) -> bool:
     return bool(mod.lint_objects(objs, "objects"))
 
 
-def placement_figures(mod) -> dict:
-    """The placement-corpus figures of one redact module."""
-    secrets, clean = placements.secret_entries(), placements.clean_entries()
+def placement_figures(mod, sample: int = 1) -> dict:
+    """The placement-corpus figures of one redact module (of every ``sample``-th text)."""
+    secrets, clean = placements.secret_entries()[::sample], placements.clean_entries()[::sample]
     published = _published(mod)
     missed, leaked, not_objects, fps = [], [], [], []
     objects = 0
@@ -129,6 +134,30 @@ def baseline(rev: str):
     return mod
 
 
+def regressions(now: dict, placed: dict, stored: dict) -> list[str]:
+    """How ``now`` and ``placed`` (figures, maybe of a sample) fall below the ``stored`` floor; [] when they do not."""
+    sp = stored["placements"]
+    whole = now["secrets"] >= stored["secrets"] and now["clean"] >= stored["clean"]
+    if whole:  # the whole corpus: what the floor says, count for count
+        pairs = [("caught", now["caught"] >= stored["caught"], now["missed_ids"]),
+                 ("redacted", now["redacted"] >= stored["redacted"], now["not_redacted_ids"]),
+                 ("relint_clean", now["relint_clean"] >= stored["relint_clean"], now["relint_ids"])]
+    else:  # a sample may not miss more than the whole corpus may
+        pairs = [("caught", now["missed"] <= stored["secrets"] - stored["caught"], now["missed_ids"]),
+                 ("redacted", now["secrets"] - now["redacted"] <= stored["secrets"] - stored["redacted"],
+                  now["not_redacted_ids"]),
+                 ("relint_clean", now["secrets"] - now["relint_clean"] <= stored["secrets"] - stored["relint_clean"],
+                  now["relint_ids"])]
+    pairs.append(("false_positives", now["false_positives"] <= stored["false_positives"], now["false_positive_ids"]))
+    pairs += [("placements caught", placed["missed"] <= sp["secrets"] - sp["caught"], placed["missed_ids"]),
+              ("placements leaked", placed["leaked"] <= sp["leaked"], placed["leaked_ids"]),
+              ("placements false_positives", placed["false_positives"] <= sp["false_positives"],
+               placed["false_positive_ids"]),
+              ("placements objects", placed["objects"] - placed["objects_caught"] <= sp["objects"] - sp["objects_caught"],
+               placed["not_objects_ids"])]
+    return [f"{name} below figures.json: {' '.join(ids) or '-'}" for name, ok, ids in pairs if not ok]
+
+
 def _row(label: str, f: dict) -> str:
     n, c = f["secrets"], f["clean"]
     return (f"{label:<10} caught {f['caught']}/{n} ({100 * f['caught'] / n:.1f}%)  missed {f['missed']}  "
@@ -148,14 +177,19 @@ def main() -> int:
     ap.add_argument("--baseline", metavar="REV", help="also measure the rules of this git revision")
     ap.add_argument("--list", action="store_true", help="print the ids of missed / false-positive texts")
     ap.add_argument("--store", action="store_true", help="write the current figures to figures.json")
+    ap.add_argument("--sample", type=int, default=1, metavar="K", help="every K-th text of each corpus (default 1)")
+    ap.add_argument("--check", action="store_true", help="exit 1 below the figures.json floor")
     args = ap.parse_args()
+    if args.sample < 1 or (args.store and args.sample != 1):
+        ap.error("--sample must be >= 1, and 1 with --store")
     secrets, clean = corpus()
+    secrets, clean = secrets[::args.sample], clean[::args.sample]
     now = figures(redact, secrets, clean)
-    placed = placement_figures(redact)
+    placed = placement_figures(redact, args.sample)
     if args.baseline:
         old = baseline(args.baseline)
         print(_row(args.baseline, figures(old, secrets, clean)))
-        print(_placement_row(args.baseline, placement_figures(old)))
+        print(_placement_row(args.baseline, placement_figures(old, args.sample)))
     print(_row("current", now))
     print(_placement_row("current", placed))
     if args.list:
@@ -168,6 +202,12 @@ def main() -> int:
         keep["placements"] = {k: v for k, v in placed.items() if not k.endswith("_ids")}
         (CORPUS / "figures.json").write_text(json.dumps(keep, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         print(f"stored in {CORPUS / 'figures.json'}")
+    if args.check:
+        from checks import verdict
+
+        return verdict(regressions(now, placed, json.loads((CORPUS / "figures.json").read_text(encoding="utf-8"))),
+                       f"{now['secrets']} + {now['clean']} corpus texts and {placed['secrets']} + {placed['clean']} "
+                       "placements at or above figures.json")
     return 0
 
 

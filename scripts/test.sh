@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Set up a fresh machine and run the whole test suite against real local clusters.
-#   bash scripts/test.sh [pytest args...]
-# Installs the Python dependencies and the pinned agent CLIs (npm), brings up the
+#   bash scripts/test.sh [pytest args...]      (the args go to both pytest runs)
+# Installs the Python dependencies and the pinned agent CLIs (npm), runs the tests
+# that need no cluster (-m "not e2e", one xdist worker per CPU), brings up the
 # local Kubernetes cluster (control plane, real kubelet nodes with containerd,
 # CoreDNS, registry, S3, kwok nodes; apt packages and Go builds cached by version)
-# and the local SLURM cluster, runs pytest, and stops the clusters it started. A
-# cluster that cannot start fails the run: it is never skipped.
+# and the local SLURM cluster, runs the e2e tests one at a time (they share the
+# clusters), and stops the clusters it started. A cluster that cannot start fails
+# the run: it is never skipped. Both runs always run; the script fails if either does.
 set -euo pipefail
 BANK="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$BANK"
@@ -20,7 +22,40 @@ python3 -m pip install -q --disable-pip-version-check -r requirements-dev.txt
 step "agent CLIs from npm"
 python3 -m devtools.agent_clients install
 
+# pytest's exit 5 ("no tests collected": the args selected none of this part) fails the run only when
+# neither part ran a test.
+status=0
+ran=no
+part() {
+  local rc=0
+  python3 -m pytest "$@" || rc=$?
+  if [ "$rc" -ne 5 ]; then
+    ran=yes
+  fi
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ]; then
+    status=$rc
+  fi
+}
+finish() {
+  if [ "$status" -eq 0 ] && [ "$ran" = no ]; then
+    status=5
+  fi
+  exit "$status"
+}
+
+# pytest.ini passes -n auto; tests/conftest.py gives workers to a -m "not e2e" run only.
+step "pytest -m 'not e2e': unit, docs and client tests, no cluster (one worker per CPU)"
+part -m "not e2e" "$@"
+
+e2e_rc=0
+python3 -m pytest -m e2e --collect-only -q "$@" >/dev/null 2>&1 || e2e_rc=$?
+if [ "$e2e_rc" -eq 5 ]; then
+  step "no e2e test selected: the clusters are not started"
+  finish
+fi
+
 started=()
+# shellcheck disable=SC2329  # run by the EXIT trap
 cleanup() {
   for platform in "${started[@]}"; do
     python3 scripts/local_cluster.py down "$platform" || true
@@ -49,5 +84,6 @@ if ! command -v kubectl >/dev/null 2>&1; then
   echo "kubectl not on PATH: using $TAO_LOCAL_K8S_KUBECTL"
 fi
 
-step "pytest"
-python3 -m pytest "$@"
+step "pytest -m e2e: against the local clusters, one test at a time"
+part -m e2e "$@"
+finish

@@ -6,7 +6,6 @@ cannot start FAILS the tests that need it (never a skip): run only
 """
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -65,3 +64,13 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if CLUSTER_FIXTURES & set(getattr(item, "fixturenames", ())) and not item.get_closest_marker("e2e"):
             item.add_marker(pytest.mark.e2e)
+
+
+def pytest_xdist_auto_num_workers(config) -> int | None:
+    """``-n auto`` (pytest.ini): a run of ``-m "not e2e"`` gets xdist's one worker per CPU (every such test keeps
+    its state in tmp_path/env); any other run stays in one process, because e2e tests share one local cluster
+    of each kind and run one at a time."""
+    expr = " ".join((config.getoption("markexpr", "") or "").split())
+    if expr == "not e2e" or expr.startswith("not e2e and "):
+        return None  # xdist's own count
+    return 0

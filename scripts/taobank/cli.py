@@ -101,3 +101,25 @@ def parse_kv(items: list[str] | None, flag: str) -> dict[str, str]:
             raise UsageError(f"each {flag} must look like KEY=VALUE (one does not; it is not shown)")
         out[key] = value
     return out
+
+
+# --version lives here, not in verbcli: tao_job_record.py offers it without importing the platform layer.
+def version() -> str:
+    from . import pins
+
+    return f"{pins.resolve('bank.name')} {pins.resolve('bank.version')}"
+
+
+class _Version(argparse.Action):
+    """--version without loading versions.yaml unless asked."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"{parser.prog} ({version()})")
+        parser.exit(0)
+
+
+def add_version(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--version", action=_Version, help="print the bank version and exit")

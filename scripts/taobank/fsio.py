@@ -77,6 +77,8 @@ def read_regular(path: Path | str, what: str, *, max_bytes: int = MAX_READ_BYTES
     except OSError as exc:
         why = "a symlink (never followed here)" if exc.errno in (errno.ELOOP, errno.EMLINK) else exc.strerror
         raise TaoError(f"cannot read {what} {p}: {why}", exit_code=2) from None
+    except ValueError:  # a NUL in the path: no file can have that name
+        raise TaoError(f"cannot read {what} {str(p)!r}: a path cannot hold a NUL character", exit_code=2) from None
     try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):

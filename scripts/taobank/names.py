@@ -9,7 +9,6 @@ creates the record file exclusively and mints again on a collision.
 from __future__ import annotations
 
 import re
-import secrets
 import unicodedata
 
 #: ``tao-creds-<id>`` (10 + 40) and ``<id>-<index>`` (40 + 1 + 5 digits) fit in 63.
@@ -58,6 +57,8 @@ def sanitize_label(s: str, max_len: int = MAX_LABEL_LEN, *, fallback: str = "x")
 
 
 def _suffix() -> str:
+    import secrets  # here, not at the top: only minting needs it (hmac/_hashlib are a poll's import cost)
+
     return secrets.token_hex(SUFFIX_LEN // 2)
 
 

@@ -408,7 +408,24 @@ def _compile(pattern: str, flags: int) -> _Pattern:
     return _Pattern(re.compile(head + _VSTART, flags), re.compile(tail, flags) if tail else None, True, named)
 
 
-_COMPILED = tuple((r, r.needles, tuple(_compile(p, r.flags) for p in r.patterns)) for r in RULES if r.patterns)
+class _Lazy:
+    """A rule's patterns, compiled the first time a line holds one of the rule's needles: a short text (a
+    record's metadata value, a message) wakes few of the rules, and compiling every pattern up front was most
+    of a helper's start-up."""
+
+    __slots__ = ("_patterns", "_flags", "_compiled")
+
+    def __init__(self, patterns: tuple[str, ...], flags: int) -> None:
+        self._patterns, self._flags = patterns, flags
+        self._compiled: tuple[_Pattern, ...] | None = None
+
+    def __iter__(self) -> Iterator[_Pattern]:
+        if self._compiled is None:
+            self._compiled = tuple(_compile(p, self._flags) for p in self._patterns)
+        return iter(self._compiled)
+
+
+_COMPILED = tuple((r, r.needles, _Lazy(r.patterns, r.flags)) for r in RULES if r.patterns)
 _ORDER = {name: i for i, name in enumerate(RULE_NAMES)}
 _DESCRIPTIONS = {r.name: r.description for r in RULES}
 

@@ -23,7 +23,7 @@ import sys
 from typing import Callable
 
 from . import platform as core
-from .cli import print_json
+from .cli import add_version, print_json
 from .errors import EXIT_FAILED, EXIT_OK, UsageError
 
 #: old flag -> the flag that replaces it; the old one is accepted for one release
@@ -33,27 +33,6 @@ DEPRECATED = {"--lines": "--tail", "--secret": "--secret-env"}
 def deprecated(old: str) -> None:
     print(f"warning: {old} is deprecated and will be removed in the next release: use {DEPRECATED[old]}",
           file=sys.stderr)
-
-
-def version() -> str:
-    from . import pins
-
-    return f"{pins.resolve('bank.name')} {pins.resolve('bank.version')}"
-
-
-class _Version(argparse.Action):
-    """--version without loading versions.yaml unless asked."""
-
-    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
-        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        print(f"{parser.prog} ({version()})")
-        parser.exit(0)
-
-
-def add_version(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--version", action=_Version, help="print the bank version and exit")
 
 
 def parser(prog: str, doc: str) -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:

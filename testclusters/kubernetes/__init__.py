@@ -60,7 +60,7 @@ from .k8s_objects import (
     CORDONED_NODE, FAKE_NODE_LABEL, FAKE_PREFIX, GPU_NODES, GPU_RESOURCE, GPUS_PER_NODE, NAMESPACE, PV_NAME,
     PVC_NAME, USER_NAME, busy_pod, cri_log, pod_logs,
 )
-from .lifecycle import down, status, up
+from .lifecycle import down, status, up, up_to_date
 from .node_images import REGISTRY_ONLY
 from .realnodes import REAL_NODE_LABEL, REAL_NODES
 from .realnodes_ctr import forget_image, running_containers
@@ -80,5 +80,5 @@ __all__ = [
     "down", "env", "etcd_get", "forget_image", "images", "k8s_build", "k8s_objects", "k8s_pki", "kubectl", "live_pid",
     "log_tail", "node_daemons", "pid_runs", "pod_logs", "realnodes", "run", "running_containers", "s3",
     "s3_endpoint", "s3_get", "s3_keys", "s3_make_bucket", "s3_put", "state_root", "status",
-    "status_daemons_alive", "stop_pid", "up", "wait_for",
+    "status_daemons_alive", "stop_pid", "up", "up_to_date", "wait_for",
 ]

@@ -43,13 +43,18 @@ def status() -> dict:
     }
 
 
+def up_to_date(pins: dict | None = None) -> bool:
+    """Ready, and started with the current pins, images and Stages: ``up`` then changes nothing (else it restarts)."""
+    return bool(status()["ready"]) and _load_cluster().get("config") == _config_digest(pins or k8s_build.pins())
+
+
 def up() -> dict[str, str]:
     """Start the cluster (idempotent: a ready cluster is left alone) and wait for readiness."""
     root = state_root()
     root.parent.mkdir(parents=True, exist_ok=True)
     with _state_lock(root):
         pins = k8s_build.pins()
-        if status()["ready"] and _load_cluster().get("config") == _config_digest(pins):
+        if up_to_date(pins):
             return env()
         found, _ = apt.ensure(NODE_PACKAGES, "Kubernetes cluster's real nodes")
         apt.check_pins(found, NODE_PINNED)

@@ -10,7 +10,7 @@ import importlib
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from taobank import records, run
 from taobank.cli import run_main
@@ -52,6 +52,7 @@ def store(tmp_path, monkeypatch):
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(helper=st.sampled_from(HELPERS), verb=st.sampled_from(VERBS + [""]), argv=st.lists(words, max_size=7))
+@example(helper="redact_secrets", verb="lint", argv=["\x00"])  # a NUL in a path once ended in a ValueError
 def test_any_argv_ends_cleanly(store, capsys, helper, verb, argv):
     argv = ([verb] if verb else []) + argv  # mostly a real verb first, so the verbs' own code runs
     main = importlib.import_module(helper).main

@@ -69,7 +69,6 @@ OPEN = ["open", "--platform", "slurm", "--image", "nvcr.io/x:1", "--network-arch
 
 # (helper args, the pip package the one line must name)
 NEEDS = [
-    (["tao_job_record.py", *OPEN], "jsonschema"),
     (["resolve_versions_key.py", "images.tao_toolkit.pyt"], "pyyaml"),
     (["resolve_versions_key.py", "--list"], "pyyaml"),
     (["stamp_versions.py", "--check"], "pyyaml"),
@@ -108,6 +107,34 @@ def test_job_record_reads_need_no_dependency(bare_python, state_dir, tmp_path):
     for args in (["show", job], ["list"], ["dir", job]):
         r = run([bare_python, str(SCRIPTS / "tao_job_record.py"), *args], cwd=tmp_path)
         assert r.returncode == 0 and r.stderr == "", (args, r.stderr)
+
+
+def test_job_record_writes_need_no_dependency(bare_python, state_dir, tmp_path):
+    """A record write is checked by hand against the schema (every poll writes one): no jsonschema needed."""
+    rec = [bare_python, str(SCRIPTS / "tao_job_record.py")]
+    r = run(rec + OPEN, cwd=tmp_path)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    job = r.stdout.strip()
+    for args in (["mark", job, "--state", "RUNNING", "--backend-ref", "slurm:1"], ["mark", job, "--state", "RUNNING",
+                 "--meta", "poll=2", "--message", "up"], ["mark", job, "--state", "ERROR", "--err-class", "ERR_INFRA"]):
+        r = run(rec + args, cwd=tmp_path)
+        assert r.returncode == 0 and r.stderr == "", (args, r.stderr)
+    r = run(rec + ["open", *OPEN[1:], "--retry-of", job], cwd=tmp_path)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+
+
+def test_a_record_the_cheap_check_refuses_needs_jsonschema_to_say_why(bare_python, state_dir, tmp_path):
+    """A hand-edited record the cheap check refuses goes to jsonschema for the error: without it, one line
+    naming the package."""
+    job = run([sys.executable, str(SCRIPTS / "tao_job_record.py"), *OPEN]).stdout.strip()
+    path = state_dir / f"{job}.json"
+    path.write_text(path.read_text().replace('"storage_tier": "A"', '"storage_tier": "B"'))
+    r = run([bare_python, str(SCRIPTS / "tao_job_record.py"), "mark", job, "--state", "RUNNING"], cwd=tmp_path)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode != 0 and len(lines) == 1 and lines[0].startswith("error: missing Python dependency"), r.stderr
+    assert "pip install jsonschema" in lines[0]
+    r = run([sys.executable, str(SCRIPTS / "tao_job_record.py"), "mark", job, "--state", "RUNNING"], cwd=tmp_path)
+    assert r.returncode == 1 and r.stderr.startswith("error: job record rejected at storage_tier: "), r.stderr
     r = run([bare_python, str(SCRIPTS / "redact_secrets.py"), "redact"], cwd=tmp_path)
     assert r.returncode == 0
 

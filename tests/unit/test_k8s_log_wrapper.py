@@ -94,11 +94,10 @@ def test_term_to_a_command_that_does_not_trap_it_is_143(tmp_path):
 
 def test_a_background_child_holding_the_pipe_does_not_keep_the_wrapper_alive(tmp_path):
     pid_file = tmp_path / "child.pid"
-    t0 = time.monotonic()
     proc, out = start(tmp_path, ["sh", "-c", 'echo before; sleep 30 & echo "$!" > "$1"; exit 0', "x", str(pid_file)])
     try:
         assert proc.wait(timeout=15) == 0
-        assert time.monotonic() - t0 < 10
+        os.kill(int(pid_file.read_text()), 0)  # the child still runs: the wrapper did not wait for it
     finally:
         if pid_file.exists():
             os.kill(int(pid_file.read_text()), signal.SIGKILL)  # in a pod, PID 1 exiting ends it

@@ -71,13 +71,30 @@ def test_main_wrapper_passes_native_argv_untouched(box):
     assert proc.stdout == "a b|$(id)|'q'|"
 
 
+FAKE_SLEEP = """#!/bin/sh
+printf '%s\\n' "$*" >> "$SLEEP_LOG"
+exec /bin/sleep 0.05
+"""
+
+
 def test_uploader_waits_for_marker_then_uploads(box):
+    """It polls (sleep 5 between looks; a stand-in sleep logs the interval and returns at once) until the
+    marker appears, then uploads."""
     tmp, stage, env = box
+    fake_sleep = tmp / "bin" / "sleep"
+    fake_sleep.write_text(FAKE_SLEEP)
+    fake_sleep.chmod(0o755)
+    log = tmp / "sleep.log"
+    env = {**env, "SLEEP_LOG": str(log)}
     (stage / "out").mkdir()
     up = subprocess.Popen(["/bin/sh", "-c", render.UPLOAD_SCRIPT, "tao", f"{stage}/out", "s3://b/r/"], env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1)
+    end = time.monotonic() + 15
+    while (not log.exists() or len(log.read_text().splitlines()) < 3) and time.monotonic() < end:
+        time.sleep(0.02)
     assert up.poll() is None  # still waiting: the main container has not finished
+    assert set(log.read_text().splitlines()) == {"5"}, log.read_text()  # it looked 3 times, 5 s apart
+    assert not (tmp / "aws.log").exists()
     (stage / ".tao-exit").write_text("3\n")
     assert up.wait(timeout=15) == 0  # the upload worked: exit 0 whatever the user's code was
     assert (tmp / "aws.log").read_text().splitlines() == [f"s3 cp --recursive {stage}/out s3://b/r/"]

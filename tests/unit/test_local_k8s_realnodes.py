@@ -113,10 +113,10 @@ def test_a_long_build_prints_progress_with_elapsed_time(monkeypatch, tmp_path, c
     import sys
     import time
 
-    monkeypatch.setattr(k8s_build, "PROGRESS_EVERY_S", 0.3)
+    monkeypatch.setattr(k8s_build, "PROGRESS_EVERY_S", 0.05)
     log = tmp_path / "build.log"
     log.write_text("k8s.io/kubernetes/pkg/kubelet\n")
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.5)"])
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.4)"])
     assert k8s_build._wait_with_progress(proc, "go build kubelet", time.monotonic(), log) == 0
     lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("local kubernetes: go build kubelet")]
     assert lines and "s elapsed" in lines[0] and "k8s.io/kubernetes/pkg/kubelet" in lines[0]
@@ -127,15 +127,19 @@ def test_a_second_process_says_it_waits_for_the_lock(tmp_path):
     import sys
 
     lock = tmp_path / "x.lock"
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import fcntl, sys, time; f = open(sys.argv[1], 'w'); fcntl.flock(f, fcntl.LOCK_EX); "
-        "print('held', flush=True); time.sleep(2)"), str(lock)], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen([sys.executable, "-c", (  # holds the lock until a line arrives on its stdin
+        "import fcntl, sys; f = open(sys.argv[1], 'w'); fcntl.flock(f, fcntl.LOCK_EX); "
+        "print('held', flush=True); sys.stdin.readline()"), str(lock)], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"
-    waiter = subprocess.run([sys.executable, "-c", (
+    waiter = subprocess.Popen([sys.executable, "-c", (
         "import sys; sys.path[:0] = sys.argv[2:]; from testclusters.kubernetes import k8s_build; "
         "from pathlib import Path; f = k8s_build._locked(Path(sys.argv[1]), Path('/x/build.log'), 'the build'); "
         "print('got it')"), str(lock), str(Path(k8s_build.__file__).parents[2] / "scripts"),
-        str(Path(k8s_build.__file__).parents[2])], capture_output=True, text=True, timeout=30)
-    holder.wait()
-    assert waiter.stdout.strip() == "got it"
-    assert "waiting for the lock" in waiter.stderr and "the build" in waiter.stderr and "/x/build.log" in waiter.stderr
+        str(Path(k8s_build.__file__).parents[2])], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    said = waiter.stderr.readline()  # printed before it blocks on the lock
+    assert waiter.poll() is None  # still waiting
+    holder.communicate("release\n", timeout=30)
+    out, err = waiter.communicate(timeout=30)
+    assert out.strip() == "got it"
+    assert "waiting for the lock" in said and "the build" in said and "/x/build.log" in said, said + err

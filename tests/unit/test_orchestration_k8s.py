@@ -9,7 +9,6 @@ from fakeproc import echo_applied, items, job, k8s_record, node, pod
 from taobank.contract import SubmitOptions
 from taobank import platform, records
 from taobank.errors import TaoError
-from taobank.kubernetes import render
 
 SPEC = {"image": "nvcr.io/nvidia/tao/tao-toolkit:x", "command": "echo hi", "gpus": 4,
         "mounts": [{"pvc": "ws", "mount_path": "/results"}]}

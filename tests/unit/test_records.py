@@ -173,9 +173,9 @@ def test_terminal_never_changes(state_dir, terminal):
 
 def test_err_class_only_with_error(state_dir):
     rid = _at("RUNNING")
-    for st in ("RUNNING", "COMPLETE", "CANCELED", "UNKNOWN", "PENDING"):
+    for state in ("RUNNING", "COMPLETE", "CANCELED", "UNKNOWN", "PENDING"):
         with pytest.raises(TaoError, match="only allowed with --state ERROR"):
-            records.mark(rid, st, err_class="ERR_INFRA")
+            records.mark(rid, state, err_class="ERR_INFRA")
     rec = records.mark(rid, "error", err_class="err_program")
     assert rec["state"] == "ERROR" and rec["err_class"] == "ERR_PROGRAM"
     rid2 = _at("RUNNING")
@@ -202,6 +202,94 @@ def test_schema_rejects_bad_records(state_dir):
         {"time": rec["created_at"], "state": "PENDING", "source": "agent", "message": None}])
     with pytest.raises(TaoError, match="UNKNOWN -> PENDING"):
         records.validate(loop)
+
+
+#: values a field of a record may be set to by the property below: each type the schema tells apart, the
+#: edges of every length and range, and the enum members
+_ODD_VALUES = [None, True, False, 0, 1, 2, -1, 1.0, 2.5, "", "x", "x" * 40, "x" * 41, "a" * 200, "a" * 201, "a" * 256,
+               "a" * 257, "a" * 512, "a" * 513, "a" * 4096, "a" * 4097, "/", "/r", "/r\n", "s3://b/p", "s3:/b", "rel/x",
+               "Bad_Id", "job-1", "job-", "2026-01-02T03:04:05Z", "2026-01-02T03:04:05.123Z", "2026-01-02 03:04:05Z",
+               "2026-01-02T03:04:05Z\n", "PENDING", "RUNNING", "ERROR", "DONE", "A", "C", "B", "kubernetes", "slurm",
+               "k8s", "ERR_INFRA", "ERR_PROGRAM", "ERR_OOM", "agent", "poller", "robot", [], {}, ["x"], {"k": "v"},
+               {"k": 1.5}, {"bad key": "v"}, {"k" * 65: "v"}, {"ok.key-1": None}]
+
+
+_NOW = "2026-01-02T03:04:05.000001Z"
+
+
+def _valid_record() -> dict:
+    return {"record_version": 1, "id": "dino-train-abc12", "platform": "slurm", "image": "img:1", "network_arch": "dino",
+            "action": "train", "description": None, "storage_tier": "A", "results_dir": "/r", "backend_ref": None,
+            "backend": {"k": "v", "n": 3, "b": True}, "state": "RUNNING", "err_class": None, "message": None,
+            "transitions": [{"time": _NOW, "state": "PENDING", "source": "agent", "message": "opened"},
+                            {"time": _NOW, "state": "RUNNING", "source": "poller", "message": None}],
+            "retry_of": None, "attempt": 1, "created_at": _NOW, "updated_at": _NOW}
+
+
+def _edited(edits: list[tuple[str, int]], transition: tuple[str, int] | None = None) -> dict:
+    """A valid record with ``edits`` (field, index into _ODD_VALUES; "-drop-" removes a field) applied."""
+    rec = _valid_record()
+    for field, i in edits:
+        if field == "-drop-":
+            rec.pop(sorted(records._FIELDS)[i % len(records._FIELDS)], None)
+        else:
+            rec[field] = _ODD_VALUES[i]
+    if transition is not None and isinstance(rec.get("transitions"), list) and rec["transitions"]:
+        t = rec["transitions"][-1]
+        field, i = transition
+        if isinstance(t, dict):
+            if field == "-drop-":
+                t.pop(("time", "state", "source", "message")[i % 4], None)
+            else:
+                t[field] = _ODD_VALUES[i]
+    return rec
+
+
+def _agrees(rec: dict) -> bool:
+    """The cheap check passes only what jsonschema passes."""
+    from taobank import spec
+
+    return not records._schema_ok(rec) or spec.first_error(rec, records.SCHEMA_FILE.name) is None
+
+
+def test_the_cheap_record_check_never_passes_what_the_schema_refuses():
+    """validate() skips jsonschema when the hand check passes: the hand check may refuse more (jsonschema then
+    decides and words the error), never less. Every field (and every transition field) set to every odd value,
+    every field dropped, and the fields the schema ties together (state/err_class, retry_of/attempt) in pairs."""
+    assert records._schema_ok(_valid_record()) and _agrees(_valid_record())
+    n = len(_ODD_VALUES)
+    fields = sorted(records._FIELDS) + ["extra"]
+    cases = [_edited([(f, i)]) for f in fields for i in range(n)]
+    cases += [_edited([("-drop-", i)]) for i in range(len(records._FIELDS))]
+    cases += [_edited([], (f, i)) for f in ("time", "state", "source", "message", "extra", "-drop-") for i in range(n)]
+    for a, b in (("state", "err_class"), ("retry_of", "attempt"), ("transitions", "state")):
+        cases += [_edited([(a, i), (b, j)]) for i in range(n) for j in range(n)]
+    accepted = [rec for rec in cases if records._schema_ok(rec)]
+    bad = [rec for rec in accepted if not _agrees(rec)]
+    assert not bad, bad[:3]
+    assert len(accepted) >= 100  # the check is not a blanket refusal: valid variants take the cheap path
+
+
+@settings(max_examples=300, deadline=None)
+@given(edits=st.lists(st.tuples(st.sampled_from(sorted(records._FIELDS) + ["extra", "-drop-"]),
+                                st.sampled_from(range(len(_ODD_VALUES)))), max_size=4),
+       transition=st.one_of(st.none(), st.tuples(st.sampled_from(["time", "state", "source", "message", "extra",
+                                                                  "-drop-"]),
+                                                 st.sampled_from(range(len(_ODD_VALUES))))))
+def test_the_cheap_record_check_agrees_on_any_combination_of_edits(edits, transition):
+    assert _agrees(_edited(edits, transition))
+
+
+def test_records_the_store_writes_skip_the_schema_import(state_dir, monkeypatch):
+    """open and mark validate every record they write by the cheap check alone (jsonschema is for a refusal)."""
+    from taobank import spec
+
+    monkeypatch.setattr(spec, "first_error", lambda *a: pytest.fail("jsonschema was asked about a valid record"))
+    rec = _open(backend={"namespace": "ns"}, description="a run", results_dir="s3://bucket/x/{id}")
+    records.mark(rec["id"], "RUNNING", backend_ref="ns/job", message="up", backend={"uid": "u-1", "n": 2, "f": False})
+    records.mark(rec["id"], "ERROR", err_class="ERR_INFRA", message="node lost")
+    retry = _open(retry_of=rec["id"])
+    assert retry["attempt"] == 2
 
 
 def test_every_write_is_validated(state_dir):

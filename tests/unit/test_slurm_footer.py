@@ -71,7 +71,7 @@ def run_job(tmp_path: Path, command: list[str], *, nodes: int = 1, secrets: dict
 
 
 def fails_with(line: str) -> list[str]:
-    return ["bash", "-c", f'echo "$1" >&2; exit 1', "tao", line]
+    return ["bash", "-c", 'echo "$1" >&2; exit 1', "tao", line]
 
 
 NCCL = "NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1> with error 12"
