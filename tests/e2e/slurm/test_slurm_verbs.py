@@ -98,7 +98,7 @@ def test_cli_text_and_json_carry_the_same_data_and_name_the_real_results_dir(slu
     assert f"SLURM job {b['slurm_job_id']} on {b['login_host']}" in text and f"job_dir: {b['job_dir']}" in text
     watched = json.loads(call("status", "--watch", "--json", job))  # progress lines must not spoil the JSON
     (done,) = [r for r in watched if r["id"] == job]
-    assert done["state"] == "COMPLETE" and done["results"] == results
+    assert done["state"] == "COMPLETE" and done["results_dir"] == results
     line = call("status", job).strip()
     assert line.startswith(f"{job} COMPLETE ref=slurm:{b['slurm_job_id']} ") and f"results={results}" in line
     as_json = json.loads(call("logs", job, "--json"))
