@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""Training you can watch, on the local SLURM cluster: the cost of `status` with progress for N = 1, 10, 100
+running jobs, and of `fetch` of a results folder against a plain `scp -r` of the same folder.
+
+  python3 benchmarks/training_watch.py [--sizes 1,10,100] [--fetch-mb 1024] [--check]
+
+status: N records of running trainings (each with TAO's status.json in its own results folder on the
+shared filesystem), all tied to one running SLURM job so N costs no cluster capacity. The bank reads
+every job's progress inside its one sweep command; the baseline reads each status.json with its own
+`ssh cat` (a new session each, as an agent improvising would). fetch: one file of --fetch-mb MiB in a
+finished job's folder; the bank (`tao_jobs.py fetch`: sha256 on the cluster, one tar stream, verified)
+against `scp -O -r` (the classic protocol: the local sshd has no SFTP) with the same host, key and
+known_hosts. Ratios are baseline/bank, measured in the
+same run.
+
+--check (CI: tests/e2e/slurm/test_benchmark_training_watch.py, small N and size) exits 1 unless every
+job's progress was read with ONE remote command and at most one connection per status, and the fetch
+took two remote commands and brought back identical bytes. Times are printed, never asserted.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BANK = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(BANK / "scripts"), str(BANK), str(BANK / "benchmarks")]  # taobank, testclusters, checks.py
+
+from taobank import records  # noqa: E402
+from taobank import run as runmod  # noqa: E402
+from taobank.slurm import observe as slurm_observe, ssh  # noqa: E402
+from testclusters import slurm as local_slurm  # noqa: E402
+
+from slurm_sweep import counts, plain_options  # noqa: E402
+
+EPOCH_LINE = ('{{"date": "3/7/2025", "time": "9:{e}:3", "status": "RUNNING", "verbosity": "INFO", "epoch": {e}, '
+              '"max_epoch": 10, "eta": "0:12:30", "time_per_epoch": "0:01:00", "kpi": {{"train_loss": {loss}}}}}\n')
+
+
+def shared_root() -> Path:
+    """The shared filesystem's folder for this user's results, as this host sees it (the local cluster's
+    login node and this host share it)."""
+    return Path(os.environ["SLURM_BASE_RESULTS_DIR"])
+
+
+def running_job(conn: ssh.Connection) -> str:
+    """One SLURM job that keeps running while the sweeps are measured (scancel-ed at the end)."""
+    site = [f"--{flag}={os.environ[var]}" for flag, var in (("partition", "SLURM_PARTITION"),
+                                                             ("account", "SLURM_ACCOUNT")) if os.environ.get(var)]
+    res = conn.remote(["sbatch", "--parsable", "--job-name=tao-bench-watch", "-t", "10", *site, "--wrap",
+                       "sleep 600"], what="sbatch (benchmark)")
+    return res.stdout.strip().split(";")[0]
+
+
+def records_for(n: int, jid: str, tmp: str) -> list[str]:
+    """N records of running trainings with status.json in their folders, all watching SLURM job ``jid``."""
+    ids = []
+    for _ in range(n):
+        rec = records.open_record("slurm", "none", "bench", "train", "A", str(shared_root() / "results" / "{id}"),
+                                  backend={"backend_type": "slurm", "partition": "bench"})
+        folder = Path(rec["results_dir"])
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "status.json").write_text("".join(EPOCH_LINE.format(e=e, loss=1 / e) for e in range(1, 4)))
+        jobs = shared_root() / "jobs" / rec["id"]
+        records.mark(rec["id"], "RUNNING", backend_ref=f"slurm:{jid}", message="bench", backend={
+            "slurm_job_id": jid, "job_dir": str(jobs), "results_dir": rec["results_dir"], "job_name": rec["id"]})
+        ids.append(rec["id"])
+    return ids
+
+
+def bank_status(ids: list[str]) -> dict:
+    ssh.Connection().close()  # from a closed master: the bank pays for its one connection, like the baseline
+    start = len(runmod.CALLS)
+    t0 = time.perf_counter()
+    recs = slurm_observe.status(ids, retry=False)
+    wall = time.perf_counter() - t0
+    c = counts(runmod.CALLS[start:])
+    shown = sum(1 for r in recs if (r.get("progress") or {}).get("epoch") == 3)
+    return {"connections": c["connect"], "commands": c["command"], "wall_s": wall, "with_progress": shown}
+
+
+def naive_status(conn: ssh.Connection, ids: list[str]) -> dict:
+    """One `cat status.json` per job, each over its own new SSH session (on top of the sweep it still needs)."""
+    host = conn.connect()
+    base = plain_options(conn.options(host)) + ["--", host.host]
+    t0 = time.perf_counter()
+    failed = 0
+    for job_id in ids:
+        folder = records.load(job_id)["results_dir"]
+        res = runmod.run(base + [shlex.join(["cat", "--", f"{folder}/status.json"])], check=False, timeout=60,
+                         what="naive cat")
+        failed += res.returncode != 0
+    return {"connections": len(ids), "commands": len(ids), "wall_s": time.perf_counter() - t0, "failed": failed}
+
+
+def scp_options(conn: ssh.Connection) -> tuple[list[str], str]:
+    """The bank's ssh options as scp takes them (user in the destination, -P for the port), unmultiplexed."""
+    host = conn.connect()
+    opts = plain_options(conn.options(host))[1:]  # without argv[0] ("ssh")
+    out: list[str] = []
+    user = None
+    i = 0
+    while i < len(opts):
+        if opts[i] == "-l":
+            user = opts[i + 1]
+        elif opts[i] == "-p":
+            out += ["-P", opts[i + 1]]
+        else:
+            out.append(opts[i])
+            i += 1
+            continue
+        i += 2
+    return out, f"{user}@{host.host}" if user else host.host
+
+
+def fetch_case(size_mb: int, tmp: Path, conn: ssh.Connection) -> dict:
+    """A finished job's folder holding one file of ``size_mb`` MiB: the bank's fetch against scp -r."""
+    rec = records.open_record("slurm", "none", "bench", "train", "A", str(shared_root() / "results" / "{id}"),
+                              backend={"backend_type": "slurm", "partition": "bench"})
+    folder = Path(rec["results_dir"])
+    folder.mkdir(parents=True, exist_ok=True)
+    blob = folder / "model_epoch_001.pth"
+    with blob.open("wb") as fh:
+        chunk = os.urandom(1024 * 1024)
+        for _ in range(size_mb):
+            fh.write(chunk)
+    records.mark(rec["id"], "COMPLETE", message="bench", backend={"results_dir": rec["results_dir"]})
+    want = hashlib.sha256(blob.read_bytes()).hexdigest()
+    log = tmp / "fetch-calls.jsonl"
+    env = dict(os.environ, TAO_CALL_LOG=str(log))
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, str(BANK / "scripts" / "tao_jobs.py"), "fetch", rec["id"], "--to",
+                    str(tmp / "bank")], env=env, check=True, capture_output=True, text=True, timeout=3600)
+    bank_wall = time.perf_counter() - t0
+    c = counts([json.loads(x) for x in log.read_text().splitlines()])
+    opts, dest = scp_options(conn)
+    t0 = time.perf_counter()
+    subprocess.run(["scp", "-O", "-q", "-r", *opts, f"{dest}:{folder}", str(tmp / "scp")], check=True,
+                   capture_output=True, text=True, timeout=3600)
+    scp_wall = time.perf_counter() - t0
+    got = tmp / "bank" / blob.name
+    same = got.is_file() and hashlib.sha256(got.read_bytes()).hexdigest() == want
+    copies = list((tmp / "scp").rglob(blob.name))  # scp -r into a new folder: the folder becomes it
+    same_scp = len(copies) == 1 and hashlib.sha256(copies[0].read_bytes()).hexdigest() == want
+    return {"mb": size_mb, "bank_wall_s": bank_wall, "scp_wall_s": scp_wall, "commands": c["command"],
+            "identical": same and same_scp}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1,10,100")
+    ap.add_argument("--fetch-mb", type=int, default=1024, help="size of the folder fetched, in MiB")
+    ap.add_argument("--check", action="store_true", help="exit 1 unless the command counts hold")
+    args = ap.parse_args()
+    if args.check:  # CI: the e2e fixtures run the cluster; a check never starts one
+        st = local_slurm.status()
+        if not st["ready"]:
+            print(f"error: the local SLURM cluster is not ready ({st.get('problem')}): "
+                  "python3 scripts/local_cluster.py up slurm", file=sys.stderr)
+            return 1
+    for key, value in (local_slurm.env() if args.check else local_slurm.up()).items():
+        os.environ[key] = value
+    bad: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="tao-watch-bench-") as tmp:
+        os.environ["TAO_STATE_DIR"] = str(Path(tmp) / "state")
+        conn = ssh.Connection()
+        jid = running_job(conn)
+        try:
+            rows = []
+            for n in (int(x) for x in args.sizes.split(",") if x):
+                ids = records_for(n, jid, tmp)
+                bank, naive = bank_status(ids), naive_status(ssh.Connection(), ids)
+                rows.append((n, bank, naive))
+                if (bank["commands"], bank["with_progress"]) != (1, n) or bank["connections"] > 1:
+                    bad.append(f"status of {n} running trainings: {bank['connections']} connections, "
+                               f"{bank['commands']} commands, progress for {bank['with_progress']} "
+                               f"(want <= 1, 1 and {n})")
+                if naive["failed"]:
+                    bad.append(f"the baseline's cat failed {naive['failed']} times at n={n}")
+            fetched = fetch_case(args.fetch_mb, Path(tmp), conn)
+            if fetched["commands"] != 2 or not fetched["identical"]:
+                bad.append(f"fetch: {fetched['commands']} remote commands (want 2: sha256 facts, then one tar "
+                           f"stream), identical bytes: {fetched['identical']}")
+        finally:
+            conn.remote(["scancel", jid], check=False, what="scancel (benchmark)")
+    print("status with progress of N running trainings: bank (one sweep command reads every status.json) vs "
+          "naive (one ssh cat per job, new session each); ratios = naive/bank")
+    print("n | bank_conn | bank_cmds | bank_wall_s | naive_conn | naive_cmds | naive_wall_s | wall_ratio")
+    for n, b, v in rows:
+        ratio = f"{v['wall_s'] / b['wall_s']:.1f}x" if b["wall_s"] else "-"
+        print(f"{n} | {b['connections']} | {b['commands']} | {b['wall_s']:.2f} | {v['connections']} | "
+              f"{v['commands']} | {v['wall_s']:.2f} | {ratio}")
+    print(f"\nfetch of {fetched['mb']} MiB: bank {fetched['bank_wall_s']:.2f} s ({fetched['commands']} remote commands, "
+          f"sha256 verified) vs scp -r {fetched['scp_wall_s']:.2f} s: "
+          f"{fetched['bank_wall_s'] / max(fetched['scp_wall_s'], 1e-9):.2f}x scp's time")
+    if args.check:
+        from checks import verdict
+
+        return verdict(bad, f"progress in one command for N = {', '.join(str(n) for n, _, _ in rows)}; "
+                            "fetch in two, bytes identical")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
