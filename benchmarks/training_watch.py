@@ -2,7 +2,7 @@
 """Training you can watch, on the local SLURM cluster: the cost of `status` with progress for N = 1, 10, 100
 running jobs, and of `fetch` of a results folder against a plain `scp -r` of the same folder.
 
-  python3 benchmarks/training_watch.py [--sizes 1,10,100] [--fetch-mb 1024] [--check]
+  python3 benchmarks/training_watch.py [--sizes 1,10,100] [--fetch-mb 1024] [--kubernetes] [--check]
 
 status: N records of running trainings (each with TAO's status.json in its own results folder on the
 shared filesystem), all tied to one running SLURM job so N costs no cluster capacity. The bank reads
@@ -11,7 +11,12 @@ every job's progress inside its one sweep command; the baseline reads each statu
 finished job's folder; the bank (`tao_jobs.py fetch`: sha256 on the cluster, one tar stream, verified)
 against `scp -O -r` (the classic protocol: the local sshd has no SFTP) with the same host, key and
 known_hosts. Ratios are baseline/bank, measured in the
-same run.
+same run. --kubernetes also fetches from a finished job's folder on the local cluster's PVC, the bank's
+reader pod included, against a pod mounting the PVC plus `kubectl cp` (that pod included).
+
+Measured here (2 cores): status of 100 running trainings in 0.7 s (one command) vs 23.6 s for a cat per job;
+fetch of 1 GiB 3.5x scp's time and of 256 MiB 2x kubectl cp's (the bank hashes every file on the cluster
+before the stream and again while writing).
 
 --check (CI: tests/e2e/slurm/test_benchmark_training_watch.py, small N and size) exits 1 unless every
 job's progress was read with ONE remote command and at most one connection per status, and the fetch
@@ -153,10 +158,71 @@ def fetch_case(size_mb: int, tmp: Path, conn: ssh.Connection) -> dict:
             "identical": same and same_scp}
 
 
+def k8s_fetch_case(size_mb: int, tmp: Path) -> dict:
+    """A finished Kubernetes job's folder on the local PVC (tier A) holding one file of ``size_mb`` MiB: the
+    bank's fetch (its reader pod included) against a pod mounting the PVC plus `kubectl cp` (pod included)."""
+    import testclusters.kubernetes as lk
+    from taobank import pins
+    from taobank.kubernetes.logs import SPEC_FILE
+
+    env = dict(os.environ, **lk.env())
+    os.environ.update(lk.env())
+    spec = {"image": "busybox", "command": "true", "mounts": [{"pvc": lk.PVC_NAME, "mount_path": "/results"}],
+            "node_selector": {lk.REAL_NODE_LABEL: "true"}}
+    rec = records.open_record("kubernetes", "busybox", "bench", "train", "A", "/results/{id}",
+                              backend={"namespace": lk.NAMESPACE, "context": ""})
+    (records.artifact_dir(rec["id"]) / SPEC_FILE).write_text(json.dumps(spec))
+    records.mark(rec["id"], "COMPLETE", message="bench")
+    host = lk.state_root() / "pv" / rec["id"]
+    host.mkdir(parents=True)
+    blob = host / "model_epoch_001.pth"
+    with blob.open("wb") as fh:
+        chunk = os.urandom(1024 * 1024)
+        for _ in range(size_mb):
+            fh.write(chunk)
+    want = hashlib.sha256(blob.read_bytes()).hexdigest()
+    try:
+        log = tmp / "k8s-fetch-calls.jsonl"
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, str(BANK / "scripts" / "tao_jobs.py"), "fetch", rec["id"], "--to",
+                        str(tmp / "k8s-bank")], env=dict(env, TAO_CALL_LOG=str(log)), check=True,
+                       capture_output=True, text=True, timeout=3600)
+        bank_wall = time.perf_counter() - t0
+        kubectl_calls = sum(1 for x in log.read_text().splitlines() if Path(json.loads(x)[0]).name == "kubectl")
+        pod = f"bench-cp-{rec['id'][-8:]}"
+        manifest = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod, "namespace": lk.NAMESPACE},
+                    "spec": {"nodeSelector": spec["node_selector"], "terminationGracePeriodSeconds": 1,
+                             "containers": [{"name": "cp", "image": str(pins.resolve("images.busybox")),
+                                             "command": ["sleep", "3600"],
+                                             "volumeMounts": [{"name": "r", "mountPath": "/results"}]}],
+                             "volumes": [{"name": "r", "persistentVolumeClaim": {"claimName": lk.PVC_NAME}}]}}
+        kubectl = [lk.env()[lk.KUBECTL_ENV], "-n", lk.NAMESPACE]
+        t0 = time.perf_counter()
+        subprocess.run(kubectl + ["create", "-f", "-"], input=json.dumps(manifest), env=env, check=True,
+                       capture_output=True, text=True)
+        subprocess.run(kubectl + ["wait", "--for=condition=Ready", f"pod/{pod}", "--timeout=120s"], env=env,
+                       check=True, capture_output=True, text=True)
+        subprocess.run(kubectl + ["cp", f"{pod}:/results/{rec['id']}", str(tmp / "k8s-cp")], env=env, check=True,
+                       capture_output=True, text=True, timeout=3600)
+        cp_wall = time.perf_counter() - t0
+        subprocess.run(kubectl + ["delete", "pod", pod, "--wait=false"], env=env, capture_output=True)
+        got = tmp / "k8s-bank" / blob.name
+        copies = list((tmp / "k8s-cp").rglob(blob.name))
+        same = (got.is_file() and hashlib.sha256(got.read_bytes()).hexdigest() == want and len(copies) == 1
+                and hashlib.sha256(copies[0].read_bytes()).hexdigest() == want)
+    finally:
+        import shutil
+
+        shutil.rmtree(host, ignore_errors=True)
+    return {"mb": size_mb, "bank_wall_s": bank_wall, "cp_wall_s": cp_wall, "kubectl_calls": kubectl_calls,
+            "identical": same}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1,10,100")
     ap.add_argument("--fetch-mb", type=int, default=1024, help="size of the folder fetched, in MiB")
+    ap.add_argument("--kubernetes", action="store_true", help="also fetch from the local Kubernetes PVC vs kubectl cp")
     ap.add_argument("--check", action="store_true", help="exit 1 unless the command counts hold")
     args = ap.parse_args()
     if args.check:  # CI: the e2e fixtures run the cluster; a check never starts one
@@ -188,6 +254,9 @@ def main() -> int:
             if fetched["commands"] != 2 or not fetched["identical"]:
                 bad.append(f"fetch: {fetched['commands']} remote commands (want 2: sha256 facts, then one tar "
                            f"stream), identical bytes: {fetched['identical']}")
+            k8s = k8s_fetch_case(args.fetch_mb, Path(tmp)) if args.kubernetes else None
+            if k8s and not k8s["identical"]:
+                bad.append("Kubernetes fetch: the bytes differ from the PVC's")
         finally:
             conn.remote(["scancel", jid], check=False, what="scancel (benchmark)")
     print("status with progress of N running trainings: bank (one sweep command reads every status.json) vs "
@@ -200,6 +269,10 @@ def main() -> int:
     print(f"\nfetch of {fetched['mb']} MiB: bank {fetched['bank_wall_s']:.2f} s ({fetched['commands']} remote commands, "
           f"sha256 verified) vs scp -r {fetched['scp_wall_s']:.2f} s: "
           f"{fetched['bank_wall_s'] / max(fetched['scp_wall_s'], 1e-9):.2f}x scp's time")
+    if k8s:
+        print(f"Kubernetes fetch of {k8s['mb']} MiB from the PVC: bank {k8s['bank_wall_s']:.2f} s (reader pod included, "
+              f"{k8s['kubectl_calls']} kubectl calls, sha256 verified) vs pod + kubectl cp {k8s['cp_wall_s']:.2f} s: "
+              f"{k8s['bank_wall_s'] / max(k8s['cp_wall_s'], 1e-9):.2f}x kubectl cp's time")
     if args.check:
         from checks import verdict
 

@@ -36,7 +36,8 @@ def manifest(spec: dict, name: str, namespace: str, argv: list[str], *, deadline
         mounts = [{**m, "readOnly": True} if m["mountPath"] != "/dev/shm" else m for m in mounts]
     pod: dict = {"restartPolicy": "Never", "containers": [{
         "name": "check", "image": pins.resolve("kubernetes.volume_job_image"), "command": argv,
-        "volumeMounts": mounts, "resources": {"limits": {"cpu": "200m", "memory": "64Mi"}}}],
+        "volumeMounts": mounts, "resources": {"requests": {"cpu": "100m", "memory": "64Mi"},
+                                              "limits": {"cpu": "1", "memory": "256Mi"}}}],
         "volumes": volumes}
     for key, field in (("node_selector", "nodeSelector"), ("tolerations", "tolerations")):
         if spec.get(key):
