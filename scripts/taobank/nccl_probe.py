@@ -38,15 +38,44 @@ sys.exit(0 if ok else 1)
 """
 
 
+#: Exit codes of a shell that found no program to run (127) or could not run it (126).
+MISSING_EXITS = (126, 127)
+#: What a backend says of an image it could not pull (Kubernetes reasons, enroot's words on SLURM).
+_PULL_WORDS = ("ImagePullBackOff", "ErrImagePull", "InvalidImageName", "image pull", "pull access denied",
+               "unauthorized", "Could not process JSON input", "enroot-import")
+
+
 def verdict_of(result: dict) -> str:
-    """ok | hang/timeout | not-run | failed, from a terminal status result."""
+    """The probe's verdict by cause, from a terminal status result: ok | hang/timeout | program-missing |
+    pull-failed | not-run | failed (the collective itself failed)."""
     if result["state"] == State.COMPLETE:
         return "ok"
+    said = " ".join(str(result.get(k) or "") for k in ("message", "reason"))
+    if any(word.lower() in said.lower() for word in _PULL_WORDS):
+        return "pull-failed"
     if result.get("never_ran"):
         return "not-run"
     if result.get("exit_code") == TIMEOUT_EXIT:
         return "hang/timeout"
+    if result.get("exit_code") in MISSING_EXITS:
+        return "program-missing"
     return "failed"
+
+
+def advice_for(verdict: str, *, helper: str, job_id: str, network_advice: str) -> str | None:
+    """What to do about a probe that did not pass, by its cause (NCCL variables only when NCCL is the cause)."""
+    if verdict == "ok":
+        return None
+    again = f"then re-probe with {helper} nccl-probe --force"
+    return {
+        "not-run": f"the probe never started (see {helper} status {job_id}): fix that, {again}",
+        "pull-failed": (f"the probe's image could not be pulled (see {helper} status {job_id}): give it a pull "
+                        f"secret (--ngc-pull-secret or --image-pull-secret on Kubernetes; enroot credentials on "
+                        f"SLURM: {helper} enroot-credentials), {again}"),
+        "program-missing": (f"the probe's program was not found (exit 127: torchrun or python3 with PyTorch is not in "
+                            f"the image or on the nodes; see {helper} logs {job_id}): probe with an image that has "
+                            f"PyTorch (--image), {again}"),
+    }.get(verdict, network_advice)
 
 
 def wait_terminal(platform_name: str, job_id: str, deadline_s: float, interval: float) -> dict:
@@ -87,10 +116,7 @@ def run(platform_name: str, cluster: str, spec: dict, submit: Callable[[dict], s
              "nccl_env": spec.get("nccl_env") or {},
              "checked_at": datetime.now(timezone.utc).strftime(STAMP)}
     save_verdict(platform_name, cluster, entry)
-    note = None if verdict == "ok" else advice
-    if verdict == "not-run":
-        note = (f"the probe never started (see {helper} status {job_id}): fix that, then re-probe with "
-                f"{helper} nccl-probe --force")
+    note = advice_for(verdict, helper=helper, job_id=job_id, network_advice=advice)
     return {**entry, "cached": False, "cluster": cluster, "advice": note}
 
 
@@ -112,6 +138,6 @@ def report(out: dict, *, as_json: bool) -> int:
 
 
 #: The verdict cache and gate live in :mod:`taobank.nccl_verdicts`; named here too for the probe's callers.
-__all__ = ["SCRIPT", "TIMEOUT_EXIT", "WAIT_SLACK_S", "verdict_of", "wait_terminal", "run", "report", "pins",
+__all__ = ["SCRIPT", "TIMEOUT_EXIT", "WAIT_SLACK_S", "MISSING_EXITS", "verdict_of", "advice_for", "wait_terminal", "run", "report", "pins",
            "CACHE_FILE", "STAMP", "age_days", "cache_path", "cached", "fresh_ok", "load_cache", "require_ok",
            "save_verdict"]

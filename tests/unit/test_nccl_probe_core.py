@@ -16,9 +16,23 @@ from taobank.errors import TaoError
     ({"state": "CANCELED", "exit_code": 124}, "hang/timeout"),
     ({"state": "ERROR", "exit_code": 1}, "failed"),
     ({"state": "CANCELED", "exit_code": None, "never_ran": True}, "not-run"),
+    ({"state": "ERROR", "exit_code": 127}, "program-missing"),
+    ({"state": "CANCELED", "exit_code": None, "never_ran": True, "reason": "ImagePullBackOff"}, "pull-failed"),
+    ({"state": "ERROR", "exit_code": None, "message": "image conversion job 7 ended FAILED: Could not process "
+                                                     "JSON input"}, "pull-failed"),
 ])
 def test_verdict(result, verdict):
     assert nccl_probe.verdict_of(result) == verdict
+
+
+@pytest.mark.parametrize("verdict,names", [
+    ("program-missing", ["exit 127", "--image"]), ("pull-failed", ["--ngc-pull-secret", "enroot-credentials"]),
+    ("not-run", ["never started"]), ("failed", ["NCCL_SOCKET_IFNAME"]), ("hang/timeout", ["NCCL_SOCKET_IFNAME"]),
+])
+def test_the_advice_names_the_cause_and_blames_nccl_only_for_nccl(verdict, names):
+    text = nccl_probe.advice_for(verdict, helper="tao_x.py", job_id="j1", network_advice="set NCCL_SOCKET_IFNAME")
+    assert all(n in text for n in names) and ("NCCL_SOCKET_IFNAME" in text) == (verdict in ("failed", "hang/timeout"))
+    assert nccl_probe.advice_for("ok", helper="h", job_id="j", network_advice="x") is None
 
 
 def test_cache_is_mode_600_and_invisible_to_the_record_list(state_dir):
