@@ -11,7 +11,7 @@
   tao_slurm.py fetch ID [PATH...] --to DIR [--force] [--json]   (download, size and sha256 verified)
   tao_slurm.py prune ID... [--yes] [--json]   (delete finished jobs' own results folders; asks first)
   tao_slurm.py resume ID              (finish a submit whose sbatch answer was lost)
-  tao_slurm.py stage FILE... --dest lustre:///abs/dir [--force]   (small inputs to the cluster)
+  tao_slurm.py stage FILE|DIR... --dest lustre:///abs/dir [--force]   (small inputs to the cluster)
   tao_slurm.py nccl-probe [--nodes 2] [--gpus-per-node N] [--timeout S] [--force] [--json]
   tao_slurm.py enroot-credentials [--registry nvcr.io]   (reads NGC_KEY from the environment)
 
@@ -154,8 +154,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--nccl-env", action="append", metavar="KEY=VALUE")
     p.set_defaults(func=cmd_nccl_probe)
 
-    p = sub.add_parser("stage", help="copy small local files to a cluster folder (lustre:///abs/dir) over SSH")
-    p.add_argument("files", nargs="+", metavar="FILE")
+    p = sub.add_parser("stage", help="copy small local files or folders to a cluster folder (lustre:///abs/dir) "
+                       "over SSH, sha256 checked there (a folder also gets a <folder>.sha256 manifest)")
+    p.add_argument("files", nargs="+", metavar="FILE|DIR")
     p.add_argument("--dest", required=True, metavar="lustre:///ABS/DIR")
     p.add_argument("--force", action="store_true", help="replace files that exist there")
     p.add_argument("--json", action="store_true")

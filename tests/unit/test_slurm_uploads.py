@@ -122,3 +122,68 @@ def test_specs_in_a_string_command_is_one_shell_word_even_with_spaces(tmp_path):
     assert subprocess.run(["bash", "-c", cmd], capture_output=True, text=True).stdout == "epochs: 1\n"
     # an argv list is not shell text: the path goes in as it is
     assert uploads.substitute(["{specs}/train.yaml"], str(folder), ["train.yaml"]) == [f"{folder}/train.yaml"]
+
+
+# ------------------------------------------------------------------ stage a folder
+def labels(tmp_path):
+    tree = tmp_path / "labels"
+    (tree / "val").mkdir(parents=True)
+    (tree / "map.txt").write_text("0 person\n")
+    (tree / "val" / "a.json").write_text("{}")
+    return tree
+
+
+def test_a_folder_keeps_its_layout_and_brings_a_manifest(tmp_path):
+    ups = uploads.collect_tree(str(labels(tmp_path)), what="stage")
+    assert [u.name for u in ups] == ["labels/map.txt", "labels/val/a.json", "labels.sha256"]
+    manifest = ups[-1].data.decode().splitlines()
+    assert manifest == [f"{u.sha256}  {u.name}" for u in ups[:-1]]
+
+
+@pytest.mark.parametrize("bad", ["link", "dotfile", "too-big"])
+def test_a_folder_with_a_link_a_bad_name_or_too_much_is_refused(tmp_path, monkeypatch, bad):
+    tree = labels(tmp_path)
+    if bad == "link":
+        (tree / "val" / "outside").symlink_to("/etc/hostname")
+        match = "link"
+    elif bad == "dotfile":
+        (tree / ".env").write_text("x")
+        match = "plain file name"
+    else:
+        monkeypatch.setattr(uploads, "limits", lambda: {"max_file_bytes": 99, "max_total_bytes": 99,
+                                                        "max_folder_bytes": 5})
+        match = "more than"
+    with pytest.raises(TaoError, match=match):
+        uploads.collect_tree(str(tree), what="stage")
+
+
+def test_stage_sends_a_folder_in_the_one_command_checked_by_its_manifest(slurm, tmp_path):
+    from fakeproc import ok
+
+    slurm.ssh("STAGE_IN", ok())
+    out = slurm_stage.stage_inputs([str(labels(tmp_path))], "lustre:///lustre/me/inputs")
+    (call,) = [c for c in slurm.of("ssh") if c.script == "STAGE_IN"]
+    assert call.args[:2] == ["/lustre/me/inputs", "keep"]
+    assert call.args[2:] == [f"{out['files'][-1]['sha256']}  labels.sha256", "manifest  labels.sha256"]
+    assert [f["path"] for f in out["files"]][-1] == "/lustre/me/inputs/labels.sha256"
+
+
+def test_the_stage_script_checks_a_folder_by_its_manifest_and_refuses_an_existing_one(tmp_path):
+    """remote.STAGE_IN run by a real sh: unpack, check the manifest, refuse the folder a second time."""
+    import subprocess
+
+    from taobank.slurm import remote, storage
+
+    ups = uploads.collect_tree(str(labels(tmp_path)), what="stage")
+    dest = tmp_path / "dest"
+    args = [str(dest), "keep", f"{ups[-1].sha256}  labels.sha256", "manifest  labels.sha256"]
+    bundle = storage.bundle({u.name: u.data for u in ups})
+    run = lambda b: subprocess.run(["sh", "-c", remote.STAGE_IN, "tao", *args], input=b, text=True,  # noqa: E731
+                                   capture_output=True)
+    first = run(bundle)
+    assert first.returncode == 0, first.stderr
+    assert (dest / "labels" / "val" / "a.json").read_text() == "{}"
+    assert run(bundle).returncode == 5  # exists: --force replaces it
+    tampered = storage.bundle({**{u.name: u.data for u in ups}, "labels/map.txt": b"changed\n"})
+    args[1] = "force"
+    assert run(tampered).returncode == 4  # the manifest no longer matches

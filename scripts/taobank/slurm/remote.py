@@ -34,7 +34,8 @@ STAGE = (
 )
 
 #: Small inputs into a cluster folder: $1 the folder, $2 "force" or "keep", then
-#: ``sha256sum -c`` lines (``<hex>  <name>``); stdin: base64 tar of the files.
+#: ``sha256sum -c`` lines (``<hex>  <name>``) and ``manifest  <folder>.sha256`` lines (a staged folder:
+#: its own manifest checks its files, and the folder must not exist unless forced); stdin: base64 tar.
 STAGE_IN = r'''
 d=$1; mode=$2; shift 2
 umask 077
@@ -42,11 +43,18 @@ mkdir -p -- "$d" || exit 3
 if [ "$mode" != force ]; then
   for line do
     n=${line#*  }
+    case $line in "manifest  "*) n=${n%.sha256};; esac
     if [ -e "$d/$n" ]; then echo "$d/$n exists (use --force to replace it)" >&2; exit 5; fi
   done
 fi
 base64 -d | tar -x -o -f - -C "$d" || exit 3
-cd -- "$d" && printf '%s\n' "$@" | sha256sum -c --quiet - >&2 || exit 4
+cd -- "$d" || exit 3
+for line do
+  case $line in
+    "manifest  "*) sha256sum -c --quiet -- "${line#manifest  }" >&2 || exit 4 ;;
+    *) printf '%s\n' "$line" | sha256sum -c --quiet - >&2 || exit 4 ;;
+  esac
+done
 '''
 
 #: $1 script, $2 log root (<job_dir>/slurm-logs), $3 job name, $4 the image

@@ -12,7 +12,10 @@ Two uses, one rule set:
 Names are plain file names (no folders, no ``..``), files are regular files
 read on this machine (a symlink is followed, a folder refused), and sizes are
 capped (versions.yaml ``slurm.uploads``): training data belongs on the shared
-filesystem already, not in an SSH stream.
+filesystem already, not in an SSH stream. ``stage`` also takes a folder
+(:func:`collect_tree`): every file under it keeps its relative path, links
+are refused, the folder's total is capped, and a ``<folder>.sha256``
+manifest goes next to it.
 """
 from __future__ import annotations
 
@@ -91,6 +94,39 @@ def collect(files: Mapping[str, str] | Iterable[tuple[str, str]], *, what: str) 
         raise TaoError(f"{what}: {_mib(total)} in all, over the {_mib(lim['max_total_bytes'])} limit: put large "
                        "files on the shared filesystem and pass their lustre:// paths")
     return out
+
+
+def collect_tree(local: str, *, what: str) -> list[Upload]:
+    """Every regular file under the local folder ``local`` as ``<folder>/<relative path>`` (each part a plain
+    name), no links, the folder's total capped (``max_folder_bytes``); plus the ``<folder>.sha256`` manifest
+    (``sha256sum -c`` lines) that goes next to it."""
+    lim = limits()
+    root = Path(os.path.expanduser(str(local)))
+    if root.is_symlink() or not root.is_dir():
+        raise TaoError(f"{shown(str(local))} is not a folder on this machine (links are not followed)")
+    top = check_name(root.resolve().name, f"{what} folder name")
+    out: list[Upload] = []
+    total = 0
+    for here, dirs, files in os.walk(root, followlinks=False):
+        dirs.sort()
+        rel_dir = Path(here).relative_to(root).as_posix()
+        for name in sorted(files) + [d for d in dirs if (Path(here) / d).is_symlink()]:
+            path = Path(here) / name
+            shown_rel = f"{top}/{'' if rel_dir == '.' else rel_dir + '/'}{name}"
+            if path.is_symlink() or not path.is_file():
+                raise TaoError(f"{what}: {shown(shown_rel)} is a link or not a regular file: stage regular files only")
+            parts = [check_name(p, f"{what} path part") for p in (rel_dir.split("/") if rel_dir != "." else [])]
+            total += path.stat().st_size
+            if total > lim["max_folder_bytes"]:
+                raise TaoError(f"{what}: folder {top} holds more than {_mib(lim['max_folder_bytes'])}: put large "
+                               "data on the shared filesystem with your site's copy tools")
+            data = path.read_bytes()
+            out.append(Upload("/".join([top, *parts, check_name(name, f"{what} file name")]), data,
+                              hashlib.sha256(data).hexdigest()))
+    if not out:
+        raise TaoError(f"{what}: folder {shown(str(local))} holds no file")
+    manifest = "".join(f"{u.sha256}  {u.name}\n" for u in out).encode()
+    return out + [Upload(f"{top}.sha256", manifest, hashlib.sha256(manifest).hexdigest())]
 
 
 def checksums(uploads: Iterable[Upload]) -> list[str]:

@@ -206,6 +206,16 @@ def test_stage_copies_small_inputs_refuses_overwrite_and_traversal(slurm_env, tm
     assert run(str(ckpt), "--dest", f"lustre://{dest}", "--force").returncode == 0
     bad = run(str(ckpt), "--dest", f"lustre://{dest}/../../etc")
     assert bad.returncode == 1 and "'..'" in bad.stderr
+    # a folder keeps its layout and gets a manifest beside it, checked there and usable later
+    tree = tmp_path / "labels"
+    (tree / "val").mkdir(parents=True)
+    (tree / "map.txt").write_text("0 person\n")
+    (tree / "val" / "a.json").write_text("{}")
+    assert run(str(tree), "--dest", f"lustre://{dest}").returncode == 0
+    check = _remote(["sh", "-c", 'cd "$1" && cat labels/val/a.json && sha256sum -c labels.sha256', "tao", dest])
+    assert check.startswith("{}") and "labels/map.txt: OK" in check and "labels/val/a.json: OK" in check
+    twice = run(str(tree), "--dest", f"lustre://{dest}")
+    assert twice.returncode == 1 and "labels exists (use --force" in twice.stderr
 
 
 def _probe_cli(*args: str):
@@ -220,17 +230,19 @@ def _probe_cli(*args: str):
 
 def test_nccl_probe_lifecycle_and_the_multi_node_gate(slurm_env):
     """No torch on the local nodes: the probe runs for real on both nodes and fails there (exit 127), which is
-    cached as 'failed', keeps the gate closed, and is never resubmitted as an infrastructure failure."""
+    cached as 'program-missing' (advice: an image with PyTorch, not NCCL variables), keeps the gate closed, and
+    is never resubmitted as an infrastructure failure."""
     from taobank import records
 
     res, out = _probe_cli("--timeout", "60")
-    assert res.returncode == 1 and out["verdict"] == "failed" and out["cluster"].endswith("/local"), res.stderr
-    assert "error: NCCL probe failed" in res.stderr and "--nccl-env" in res.stderr
+    assert res.returncode == 1 and out["verdict"] == "program-missing" and out["cluster"].endswith("/local"), res.stderr
+    assert "error: NCCL probe program-missing" in res.stderr and "exit 127" in res.stderr
+    assert "--nccl-env" not in res.stderr  # the cause is no PyTorch there, not the network
     rec = records.load(out["job_id"])
     assert rec["state"] == "ERROR" and rec["backend"]["infra_retries"] is False
     assert "torchrun" in slurm_logs.logs(out["job_id"])["main.err"]  # it ran on the nodes
     two_nodes = base_spec(num_gpus=2, num_nodes=2)
-    with pytest.raises(TaoError, match="the last probe said failed"):
+    with pytest.raises(TaoError, match="the last probe said program-missing"):
         slurm_submit.submit(two_nodes)
     done = wait_state(slurm_submit.submit(two_nodes, skip_nccl_probe=True)["id"])
     assert done["state"] == "COMPLETE" and done["backend"]["nccl_probe"] == "skipped"
