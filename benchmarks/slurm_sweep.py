@@ -242,6 +242,19 @@ def cleanup(slurm_ids: list[str]) -> None:
     print(f"\ncleanup: scancel {len(slurm_ids)} jobs; still queued afterwards: {len(left)}")
 
 
+def use_cluster(*, check: bool) -> bool:
+    """The local SLURM cluster's settings in os.environ; a check (CI: the e2e fixtures run the cluster) never
+    starts it and says so in one line when it is not ready."""
+    if check:
+        st = local_slurm.status()
+        if not st["ready"]:
+            print(f"error: the local SLURM cluster is not ready ({st.get('problem')}): "
+                  "python3 scripts/local_cluster.py up slurm", file=sys.stderr)
+            return False
+    os.environ.update(local_slurm.env() if check else local_slurm.up())
+    return True
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1,10,100")
@@ -249,14 +262,8 @@ def main() -> int:
     ap.add_argument("--no-naive-submit", action="store_true", help="skip the naive submit baseline (sweep only)")
     ap.add_argument("--check", action="store_true", help="exit 1 unless the connection and command counts hold")
     args = ap.parse_args()
-    if args.check:  # CI: the e2e fixtures run the cluster; a check never starts one
-        st = local_slurm.status()
-        if not st["ready"]:
-            print(f"error: the local SLURM cluster is not ready ({st.get('problem')}): "
-                  "python3 scripts/local_cluster.py up slurm", file=sys.stderr)
-            return 1
-    for key, value in (local_slurm.env() if args.check else local_slurm.up()).items():
-        os.environ[key] = value
+    if not use_cluster(check=args.check):
+        return 1
     with tempfile.TemporaryDirectory(prefix="tao-slurm-bench-") as tmp:
         os.environ["TAO_STATE_DIR"] = str(Path(tmp) / "state")
         all_ids: list[str] = []

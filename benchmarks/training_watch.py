@@ -41,9 +41,8 @@ sys.path[:0] = [str(BANK / "scripts"), str(BANK), str(BANK / "benchmarks")]  # t
 from taobank import records  # noqa: E402
 from taobank import run as runmod  # noqa: E402
 from taobank.slurm import observe as slurm_observe, ssh  # noqa: E402
-from testclusters import slurm as local_slurm  # noqa: E402
 
-from slurm_sweep import counts, plain_options  # noqa: E402
+from slurm_sweep import counts, plain_options, use_cluster  # noqa: E402
 
 EPOCH_LINE = ('{{"date": "3/7/2025", "time": "9:{e}:3", "status": "RUNNING", "verbosity": "INFO", "epoch": {e}, '
               '"max_epoch": 10, "eta": "0:12:30", "time_per_epoch": "0:01:00", "kpi": {{"train_loss": {loss}}}}}\n')
@@ -225,14 +224,8 @@ def main() -> int:
     ap.add_argument("--kubernetes", action="store_true", help="also fetch from the local Kubernetes PVC vs kubectl cp")
     ap.add_argument("--check", action="store_true", help="exit 1 unless the command counts hold")
     args = ap.parse_args()
-    if args.check:  # CI: the e2e fixtures run the cluster; a check never starts one
-        st = local_slurm.status()
-        if not st["ready"]:
-            print(f"error: the local SLURM cluster is not ready ({st.get('problem')}): "
-                  "python3 scripts/local_cluster.py up slurm", file=sys.stderr)
-            return 1
-    for key, value in (local_slurm.env() if args.check else local_slurm.up()).items():
-        os.environ[key] = value
+    if not use_cluster(check=args.check):
+        return 1
     bad: list[str] = []
     with tempfile.TemporaryDirectory(prefix="tao-watch-bench-") as tmp:
         os.environ["TAO_STATE_DIR"] = str(Path(tmp) / "state")
