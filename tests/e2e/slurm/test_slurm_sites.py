@@ -215,7 +215,7 @@ def test_stage_copies_small_inputs_refuses_overwrite_and_traversal(slurm_env, tm
     check = _remote(["sh", "-c", 'cd "$1" && cat labels/val/a.json && sha256sum -c labels.sha256', "tao", dest])
     assert check.startswith("{}") and "labels/map.txt: OK" in check and "labels/val/a.json: OK" in check
     twice = run(str(tree), "--dest", f"lustre://{dest}")
-    assert twice.returncode == 1 and "labels exists (use --force" in twice.stderr
+    assert twice.returncode == 1 and "/labels" in twice.stderr and "exists (use --force" in twice.stderr
 
 
 def _probe_cli(*args: str):
