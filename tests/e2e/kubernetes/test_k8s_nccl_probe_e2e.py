@@ -118,21 +118,22 @@ def test_probe_pods_that_never_start_are_not_blamed_on_nccl(k8s):
     proc, out = _probe(k8s, "--max-wait", "6",
                        "--pod-annotation", f"{lk.WAITING_REASON_ANNOTATION}=ImagePullBackOff", check=False)
     k8s.ids.append(out["job_id"])
-    assert proc.returncode == 1 and out["verdict"] == "not-run" and out["exit_code"] is None
-    assert "never started" in proc.stderr and "TAO_K8S_NCCL_ENV" not in proc.stderr
-    assert _cache(k8s)[out["cluster"]]["verdict"] == "not-run"
+    assert proc.returncode == 1 and out["verdict"] == "pull-failed" and out["exit_code"] is None
+    assert "could not be pulled" in proc.stderr and "--ngc-pull-secret" in proc.stderr
+    assert "TAO_K8S_NCCL_ENV" not in proc.stderr
+    assert _cache(k8s)[out["cluster"]]["verdict"] == "pull-failed"
 
 
 ON_REAL = ["--interval", "1", "--node-selector", f"{lk.REAL_NODE_LABEL}=true"]
 
 
-def test_probe_on_real_nodes_whose_image_cannot_be_pulled_is_not_run(k8s):
+def test_probe_on_real_nodes_whose_image_cannot_be_pulled_says_so(k8s):
     """The pinned NGC PyTorch image is not in the local registry: the pull really fails."""
     proc = k8s.tao("nccl-probe", "--json", *ON_REAL, "--max-wait", "25", check=False, timeout=240)
     out = json.loads(proc.stdout)
     k8s.ids.append(out["job_id"])
-    assert proc.returncode == 1 and out["verdict"] == "not-run" and out["exit_code"] is None, out
-    assert "never started" in proc.stderr and "TAO_K8S_NCCL_ENV" not in proc.stderr
+    assert proc.returncode == 1 and out["verdict"] == "pull-failed" and out["exit_code"] is None, out
+    assert "could not be pulled" in proc.stderr and "TAO_K8S_NCCL_ENV" not in proc.stderr
 
 
 def test_probe_on_real_nodes_that_hangs_is_stopped_by_its_timeout(k8s):
