@@ -100,17 +100,18 @@ class Best:
 
 def find_best(listing: ResultsListing, kpi: str, mode: str, action: str | None) -> Best:
     """The checkpoint of the epoch where ``kpi`` is best; a KPI name the status file lacks is a TaoError."""
-    from .progress import best, key_column, parse, pick, series
+    from .progress import best, key_column, series
     from .progress.series import kpi_names
+    from .training import chosen_log
 
     found = Best(kpi, mode)
-    if not listing.status_files:
+    chosen = chosen_log(listing.status_files, action)
+    if chosen is None:
         found.note = "no status.json in the results folder (TAO writes one per training), so no KPI to rank by"
         return found
-    rel = pick(listing.status_files, action)
-    assert rel is not None
+    rel, log = chosen
     found.status_file = rel
-    rows = series(parse(listing.status_files[rel]))
+    rows = series(log)
     if not rows or not kpi_names(rows):
         found.note = f"{rel} holds no KPI values yet"
         return found

@@ -22,12 +22,18 @@ def status_paths(results_dir: str, action: str | None) -> list[str]:
     return out
 
 
+def chosen_log(files: Mapping[str, str], action: str | None) -> tuple[str, tao.StatusLog] | None:
+    """(the status file to report, parsed), by :func:`taobank.progress.pick`; None when there is none."""
+    chosen = tao.pick(dict(files), action)
+    return None if chosen is None else (chosen, tao.parse(files[chosen]))
+
+
 def progress_of(files: Mapping[str, str], action: str | None) -> dict[str, Any] | None:
     """The progress the status files show (``line`` is its one-line form), or None when there is none."""
-    chosen = tao.pick(dict(files), action)
-    if chosen is None:
+    found = chosen_log(files, action)
+    if found is None:
         return None
-    log = tao.parse(files[chosen])
+    chosen, log = found
     now = tao.progress(log)
     line = now.line()
     if not line:
@@ -37,11 +43,11 @@ def progress_of(files: Mapping[str, str], action: str | None) -> dict[str, Any] 
 
 def metrics_of(files: Mapping[str, str], action: str | None, job_id: str) -> tuple[list[dict], tao.StatusLog, str]:
     """(the KPI series by epoch, the parsed log, the file it came from); one line when there is nothing to show."""
-    chosen = tao.pick(dict(files), action)
-    if chosen is None:
+    found = chosen_log(files, action)
+    if found is None:
         raise TaoError(f"job {job_id} has no TAO status file (status.json) in its results folder yet: it writes one "
                        "once training starts (a generic command writes none)")
-    log = tao.parse(files[chosen])
+    chosen, log = found
     rows = tao.series(log)
     if not rows:
         raise TaoError(f"job {job_id}'s {chosen} holds no epoch or KPI yet ({log.lines} line(s), {log.skipped} "
@@ -49,4 +55,4 @@ def metrics_of(files: Mapping[str, str], action: str | None, job_id: str) -> tup
     return rows, log, chosen
 
 
-__all__ = ["status_paths", "progress_of", "metrics_of"]
+__all__ = ["status_paths", "chosen_log", "progress_of", "metrics_of"]

@@ -20,7 +20,6 @@ def max_retries() -> int:
     return int(pins.resolve("slurm.defaults.max_job_retries"))
 
 
-TAO_STATUS_FILE = "status.json"
 
 
 #: The kind of every SLURM backend value that reaches a remote command line.

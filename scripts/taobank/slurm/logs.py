@@ -7,7 +7,6 @@ import time
 from typing import Any, Callable, Mapping
 
 from .. import platform, states
-from ..errors import TaoError
 from . import facts, observe, remote
 from .ssh import Connection
 
@@ -72,9 +71,8 @@ def follow(job_id: str, *, on_chunk: Callable[[str, str], None], conn: Connectio
 def status_files(rec: Mapping[str, Any], *, conn: Connection | None = None) -> dict[str, str]:
     """TAO's status files in the job's results folder, ONE remote command (also after the job ended)."""
     from ..progress import READ_STATUS_SH, split_files
+    from .results_access import location
 
-    folder = facts.backend_of(rec).get("results_dir") or rec.get("results_dir")
-    if not folder:
-        raise TaoError(f"job {rec['id']} has no results folder on record: it was never staged")
-    res = (conn or Connection()).script(READ_STATUS_SH, [folder], what="read status.json", retry_on_drop=True)
+    res = (conn or Connection()).script(READ_STATUS_SH, [location(dict(rec)).folder], what="read status.json",
+                                        retry_on_drop=True)
     return split_files(res.stdout)

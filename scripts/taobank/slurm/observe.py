@@ -34,7 +34,7 @@ def _status_paths(rec: Mapping[str, Any]) -> list[str]:
 
 def _tao_status_path(b: Mapping[str, Any]) -> str | None:
     """``status.json`` that TAO writes in the job's results folder (its own terminal status)."""
-    return posixpath.join(b["results_dir"], facts.TAO_STATUS_FILE) if b.get("results_dir") else None
+    return training.status_paths(b["results_dir"], None)[0] if b.get("results_dir") else None
 
 
 def sections(text: str, prefix: str) -> dict[str, str]:
