@@ -5,8 +5,8 @@
 # that need no cluster (-m "not e2e", one xdist worker per CPU), brings up the
 # local Kubernetes cluster (control plane, real kubelet nodes with containerd,
 # CoreDNS, registry, S3, kwok nodes; apt packages and Go builds cached by version)
-# and the local SLURM cluster, runs the e2e tests one at a time (they share the
-# clusters), and stops the clusters it started. A cluster that cannot start fails
+# and the local SLURM cluster, runs the e2e tests in one group per cluster (the groups at
+# the same time, each group's tests one at a time), and stops the clusters it started. A cluster that cannot start fails
 # the run: it is never skipped. Both runs always run; the script fails if either does.
 set -euo pipefail
 BANK="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -84,6 +84,28 @@ if ! command -v kubectl >/dev/null 2>&1; then
   echo "kubectl not on PATH: using $TAO_LOCAL_K8S_KUBECTL"
 fi
 
-step "pytest -m e2e: against the local clusters, one test at a time"
-part -m e2e "$@"
+# One e2e group per cluster, all at once: each group runs its tests one at a time (they share its
+# cluster), and the groups wait on different clusters. Each group's output is printed when it ends.
+step "pytest -m e2e: one group per local cluster at the same time"
+logs="$(mktemp -d)"
+groups=("e2e and kubernetes" "e2e and slurm and not kubernetes" "e2e and docker and not kubernetes and not slurm"
+        "e2e and not kubernetes and not slurm and not docker")
+pids=()
+for i in "${!groups[@]}"; do
+  python3 -m pytest "$@" -m "${groups[$i]}" >"$logs/$i.log" 2>&1 &
+  pids+=("$!")
+done
+for i in "${!groups[@]}"; do
+  rc=0
+  wait "${pids[$i]}" || rc=$?
+  step "e2e group: ${groups[$i]} (exit $rc)"
+  cat "$logs/$i.log"
+  if [ "$rc" -ne 5 ]; then
+    ran=yes
+  fi
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ]; then
+    status=$rc
+  fi
+done
+rm -rf "$logs"
 finish

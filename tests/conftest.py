@@ -55,15 +55,21 @@ def state_dir(tmp_path, monkeypatch) -> Path:
     return d
 
 
-CLUSTER_FIXTURES = {"k8s_cluster", "slurm_cluster"}
+#: cluster fixture -> the marker naming its cluster (scripts/test.sh runs one e2e group per cluster at once)
+CLUSTER_FIXTURES = {"k8s_cluster": "kubernetes", "slurm_cluster": "slurm", "docker_engine": "docker"}
 
 
 def pytest_collection_modifyitems(config, items):
     """A test that needs a cluster (directly or through another fixture) is an e2e test, marked or not:
-    ``pytest -m "not e2e"`` then never starts a cluster."""
+    ``pytest -m "not e2e"`` then never starts a cluster. It also carries its cluster's marker
+    (``-m "e2e and slurm"`` selects one cluster's group)."""
     for item in items:
-        if CLUSTER_FIXTURES & set(getattr(item, "fixturenames", ())) and not item.get_closest_marker("e2e"):
+        used = [m for f, m in CLUSTER_FIXTURES.items() if f in getattr(item, "fixturenames", ())]
+        if used and not item.get_closest_marker("e2e"):
             item.add_marker(pytest.mark.e2e)
+        for marker in used:
+            if not item.get_closest_marker(marker):
+                item.add_marker(getattr(pytest.mark, marker))
 
 
 def pytest_xdist_auto_num_workers(config) -> int | None:
