@@ -50,6 +50,11 @@ def _resolves(root: Path, skill_dir: Path, path: str) -> bool:
     return (root / path).is_file() or (skill_dir / path).is_file()
 
 
+def _asks_for_a_plan(question: str) -> bool:
+    """An eval runs without a cluster: its question asks what the agent would do ('How would you ...?', 'Plan ...')."""
+    return question.rstrip().endswith("?") or "plan" in question.lower()
+
+
 def helper_verbs(root: Path, script: str) -> list[str]:
     """The subcommands a helper's --help lists ('{submit,status,...}'); [] if it has none."""
     path = root / script
@@ -100,6 +105,9 @@ def check(root: Path, skill_dir: Path, skills: set[str]) -> list[tuple[str, int,
         for key in ("question", "ground_truth"):
             if isinstance(item.get(key), str) and not item[key].strip():
                 out.append((rel, line, f"eval {i}: {key} is empty"))
+        question = item.get("question")
+        if isinstance(question, str) and question.strip() and not _asks_for_a_plan(question):
+            out.append((rel, line, f"eval {i}: the question must ask for a plan, not execution: end it with '?' or say 'plan'"))
         behavior = item.get("expected_behavior")
         if isinstance(behavior, list) and (not behavior or not all(isinstance(b, str) and b.strip() for b in behavior)):
             out.append((rel, line, f"eval {i}: expected_behavior must be a non-empty list of non-empty strings"))
