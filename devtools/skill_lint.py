@@ -27,17 +27,23 @@ RULES: dict[str, str] = {
     "link": "every relative markdown link points to an existing file",
     "path": "every scripts/, references/, templates/, schemas/, skills/ path a file mentions exists (scripts/ against the bank root, then the skill folder)",
     "exec-bit": "a script run directly (\"$BANK/scripts/x.py\" ...) and every script with a '#!' line in scripts/ or a skill's scripts/ is executable; every scripts/*.py starts with '#!'",
-    "shellcheck": "every ```bash/```sh block passes 'shellcheck -s bash' (SC2034/SC2154/SC1090/SC1091 off: blocks are fragments of one session); every skills/*/scripts/*.sh passes it in full",
+    "shellcheck": "every ```bash/```sh block (of skills and docs/*.md) passes 'shellcheck -s bash' (SC2034/SC2154/SC1090/SC1091 off: blocks are fragments of one session); every skills/*/scripts/*.sh passes it in full",
     "references-depth": "references/ holds files only (one level deep)",
     "bank-locate": "the bank is located by the canonical BANK= line (the one in skills/tao-setup/SKILL.md) before $BANK is used, followed by its check line",
     "stamp": "scripts/stamp_versions.py --check passes (no literal pin drifted from versions.yaml)",
     "manifest": "plugin.json is an Agent Plugins 1.0.0 manifest named and versioned as versions.yaml bank says; the Claude Code / Codex manifests and marketplaces agree with it (scripts/sync_plugin_manifests.py); CHANGELOG.md's newest entry is that version",
     "agentskills": "'agentskills validate <skill-folder>' (skills-ref) passes",
+    "metadata": "metadata holds version (versions.yaml bank.version, stamped by '# versions-key: bank.version'), author (plugin.json author.name) and tags (comma-separated kebab-case words)",
+    "budget": "SKILL.md is at most 12,000 bytes for a platform skill (tao-run-on-*), 6,000 for any other (scripts/skill_budget.py)",
+    "toc": "a references/ file over 100 lines starts with a table of contents: before its first '## ' heading, a link to every '## ' heading (#anchor)",
+    "evals": "evals/evals.json is a JSON array of {id, question, expected_skill, expected_script, ground_truth, expected_behavior}; every expected_script exists; a platform skill has at least 12 evals covering every verb of its helper, credentials, multi-node, a failure, progress/results, resume and sweeps; any other skill at least 4",
 }
 
 ALLOWED_FIELDS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 MAX_LINES = 500
+TOC_MIN_LINES = 100
+_TAG_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 SHELLCHECK_EXCLUDE = "SC2034,SC2154,SC1090,SC1091"
 SHELL_LANGS = {"bash", "sh", "shell"}
 
@@ -184,6 +190,75 @@ def check_frontmatter(rel: str, skill_dir: Path, text: str) -> list[Problem]:
     if compat is not None and (not isinstance(compat, str) or not 1 <= len(compat) <= 500):
         out.append(Problem(rel, line_of("compatibility"), "frontmatter", "compatibility must be text of 1-500 characters"))
     return out
+
+
+def check_metadata(rel: str, text: str, root: Path) -> list[Problem]:
+    """metadata.version is the plugin's (one source: versions.yaml), author is plugin.json's, tags are given."""
+    fm, _ = split_frontmatter(text)
+    if fm is None:
+        return []
+    try:
+        data = require("yaml").safe_load(fm)
+    except Exception:  # noqa: BLE001 - check_frontmatter reports the YAML error
+        return []
+    meta = data.get("metadata") if isinstance(data, dict) else None
+    if not isinstance(meta, dict):
+        meta = {}
+    line = next((i + 2 for i, ln in enumerate(fm.splitlines()) if ln.startswith("metadata:")), 1)
+    out = []
+    from taobank.plugin_identity import bank_identity  # noqa: PLC0415
+
+    want = bank_identity(root)["version"]
+    if meta.get("version") != want:
+        out.append(Problem(rel, line, "metadata", f"metadata.version is {meta.get('version')!r}, the plugin's is {want!r}: add 'version: \"{want}\"  # versions-key: bank.version' under metadata (scripts/stamp_versions.py keeps it)"))
+    try:
+        author = (json.loads((root / "plugin.json").read_text(encoding="utf-8")).get("author") or {}).get("name")
+    except (OSError, json.JSONDecodeError):
+        author = None
+    if not isinstance(meta.get("author"), str) or not meta["author"].strip() or (author and meta["author"] != author):
+        out.append(Problem(rel, line, "metadata", f"metadata.author is {meta.get('author')!r}: set it to plugin.json's author name {author!r}"))
+    tags = meta.get("tags")
+    words = [t.strip() for t in tags.split(",")] if isinstance(tags, str) else []
+    if not words or not all(_TAG_RE.match(w) for w in words):
+        out.append(Problem(rel, line, "metadata", f"metadata.tags is {tags!r}: give comma-separated kebab-case words, e.g. 'tao, kubernetes, training'"))
+    return out
+
+
+def check_budget(rel: str, root: Path, path: Path) -> list[Problem]:
+    from .skill_budget import cost  # noqa: PLC0415
+
+    c = cost(root, path)
+    if c.over:
+        return [Problem(rel, 1, "budget", f"SKILL.md is {c.bytes} bytes (~{c.tokens} tokens), over its {c.limit}: move details into references/ and list them under References")]
+    return []
+
+
+def anchor(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to '-'."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def check_toc(rel: str, text: str) -> list[Problem]:
+    """A long reference opens with links to each of its sections, so an agent reads only the one it needs."""
+    lines = text.splitlines()
+    if len(lines) <= TOC_MIN_LINES:
+        return []
+    prose = _prose_lines(text)
+    headings = [(n, ln[3:]) for n, ln in prose if ln.startswith("## ")]
+    if not headings:
+        return [Problem(rel, 1, "toc", f"{len(lines)} lines without '## ' sections: split it into sections and list them at the top")]
+    first = headings[0][0]
+    listed = {m.group("target")[1:] for n, ln in prose if n < first for m in _LINK.finditer(ln) if m.group("target").startswith("#")}
+    missing = [h for _, h in headings if anchor(h) not in listed]
+    if missing:
+        return [Problem(rel, first, "toc", f"{len(lines)} lines: list every section before the first one (missing: {', '.join('[' + h + '](#' + anchor(h) + ')' for h in missing[:3])}{' ...' if len(missing) > 3 else ''})")]
+    return []
+
+
+def check_evals(root: Path, skill_dir: Path, skills: set[str]) -> list[Problem]:
+    from .skill_evals import check  # noqa: PLC0415
+
+    return [Problem(f, line, "evals", msg) for f, line, msg in check(root, skill_dir, skills)]
 
 
 def check_length(rel: str, text: str) -> list[Problem]:
@@ -503,16 +578,15 @@ def _files_of(skill_dir: Path) -> list[Path]:
     return [skill_dir / "SKILL.md"] + (sorted(refs.glob("*.md")) if refs.is_dir() else [])
 
 
-def _shellcheck_all(folders: list[Path]) -> tuple[dict[Path, list[list[dict] | str]], dict[str, list[dict] | str]]:
+def _shellcheck_all(folders: list[Path], docs: list[Path]) -> tuple[dict[Path, list[list[dict] | str]], dict[str, list[dict] | str]]:
     """Every shell block of every linted file, and every skill script, through shellcheck in two processes:
     (results by markdown file, results by script path)."""
     owners: list[tuple[Path, int]] = []
     blocks: list[Block] = []
-    for d in folders:
-        for path in _files_of(d):
-            found = _shell_blocks(code_blocks(path.read_text(encoding="utf-8")))
-            owners += [(path, len(found))]
-            blocks += found
+    for path in [p for d in folders for p in _files_of(d)] + docs:
+        found = _shell_blocks(code_blocks(path.read_text(encoding="utf-8")))
+        owners += [(path, len(found))]
+        blocks += found
     results = shellcheck_blocks(blocks)
     by_file: dict[Path, list[list[dict] | str]] = {}
     at = 0
@@ -523,6 +597,17 @@ def _shellcheck_all(folders: list[Path]) -> tuple[dict[Path, list[list[dict] | s
     return by_file, dict(zip(map(str, scripts), shellcheck_texts([p.read_bytes() for p in scripts], exclude=False)))
 
 
+def doc_files(root: Path) -> list[Path]:
+    """The bank's docs/*.md: their shell blocks are shellchecked and their links checked like a skill's."""
+    return sorted((root / "docs").glob("*.md"))
+
+
+def lint_doc(root: Path, path: Path, checked: list[list[dict] | str] | None = None) -> list[Problem]:
+    rel = path.relative_to(root).as_posix()
+    text = path.read_text(encoding="utf-8")
+    return check_links(rel, text, path, root) + check_shellcheck(rel, code_blocks(text), checked)
+
+
 def lint_file(root: Path, path: Path, skill_dir: Path, checked: list[list[dict] | str] | None = None) -> list[Problem]:
     rel = path.relative_to(root).as_posix()
     text = path.read_text(encoding="utf-8")
@@ -531,7 +616,11 @@ def lint_file(root: Path, path: Path, skill_dir: Path, checked: list[list[dict] 
     out: list[Problem] = []
     if is_skill:
         out += check_frontmatter(rel, skill_dir, text)
+        out += check_metadata(rel, text, root)
         out += check_length(rel, text)
+        out += check_budget(rel, root, path)
+    else:
+        out += check_toc(rel, text)
     out += check_links(rel, text, path, root)
     out += check_paths(rel, text, root, skill_dir)
     out += check_run_bits(rel, blocks, root, skill_dir)
@@ -555,14 +644,19 @@ def lint(root: Path, *, external: bool = True, only: list[str] | None = None) ->
         for name in unknown:
             out.append(Problem("skills", 1, "name", f"no skill named {name!r} (skills: {', '.join(d.name for d in folders)})"))
         folders = [d for d in folders if d.name in only]
-    by_file, by_script = _shellcheck_all(folders) if _tool("shellcheck") else ({}, None)
+    docs = doc_files(root)
+    by_file, by_script = _shellcheck_all(folders, docs) if _tool("shellcheck") else ({}, None)
+    names = {d.name for d in skill_folders(root)}
     for d in folders:
         for p in _files_of(d):
             out += lint_file(root, p, d, by_file.get(p))
         out += check_references(root, d)
+        out += check_evals(root, d, names)
         out += check_skill_scripts(root, d, by_script)
         if external:
             out += check_agentskills(root, d)
+    for p in docs:
+        out += lint_doc(root, p, by_file.get(p))
     out += check_script_bits(root)
     out += check_manifests(root)
     if external:

@@ -162,7 +162,7 @@ def test_broken_relative_link(bank_copy):
 
 def test_existing_link_and_urls_pass(bank_copy):
     refs = bank_copy / "skills/tao-setup/references"
-    refs.mkdir()
+    refs.mkdir(exist_ok=True)
     (refs / "guide.md").write_text("# Guide\n")
     p = bank_copy / SETUP
     p.write_text(p.read_text() + "\nSee [guide](references/guide.md), [web](https://example.com/x) and [top](#top).\n")
@@ -233,7 +233,7 @@ def test_shellcheck_failure_maps_to_the_skill_line(bank_copy):
 
 def test_sh_blocks_and_references_are_shellchecked(bank_copy):
     refs = bank_copy / "skills/tao-setup/references"
-    refs.mkdir()
+    refs.mkdir(exist_ok=True)
     (refs / "more.md").write_text("# More\n\n```sh\nrm -rf $TARGET/\n```\n")
     assert_one(lint(bank_copy, external=False), r"skills/tao-setup/references/more.md:4: shellcheck: SC2115 .*|skills/tao-setup/references/more.md:4: shellcheck: SC2086 .*")
 

@@ -1,4 +1,4 @@
-"""The tao-run-on-slurm SKILL.md verb snippets, executed as written against
+"""The tao-run-on-slurm verb snippets (SKILL.md and its references), executed as written against
 the local SLURM cluster (blocks marked ``<!-- test: NAME -->``), in the order
 an agent would run them in one shell session."""
 from __future__ import annotations
@@ -13,24 +13,45 @@ import pytest
 
 BANK = Path(__file__).resolve().parents[2]
 SKILL = BANK / "skills" / "tao-run-on-slurm" / "SKILL.md"
-_BLOCK = re.compile(r"<!-- test: (?P<name>[a-z-]+) -->\n```bash\n(?P<body>.*?)```", re.S)
+_BLOCK = re.compile(r"<!-- test: (?P<name>[a-z-]+) -->\n```(?P<lang>bash|yaml)\n(?P<body>.*?)```", re.S)
 
 
-def blocks() -> dict[str, str]:
-    return {m["name"]: m["body"] for m in _BLOCK.finditer(SKILL.read_text(encoding="utf-8"))}
+def blocks(lang: str = "bash") -> dict[str, str]:
+    """Marked blocks of SKILL.md and its references (a block may move between them), by name."""
+    out: dict[str, str] = {}
+    for doc in [SKILL, *sorted((SKILL.parent / "references").glob("*.md"))]:
+        for m in _BLOCK.finditer(doc.read_text(encoding="utf-8")):
+            if m["lang"] == lang:
+                assert m["name"] not in out, f"block {m['name']} is marked twice ({doc.name})"
+                out[m["name"]] = m["body"]
+    return out
 
 
 def test_every_verb_has_a_tested_block():
-    assert {"quick-path", "preflight", "submit", "submit-flags", "status", "list", "logs", "cancel"} <= set(blocks())
+    assert {"quick-path", "preflight", "submit", "submit-flags", "status", "list", "logs", "cancel", "stage"} <= set(blocks())
 
 
 def test_quick_path_is_on_the_first_screen():
+    """The quick path opens SKILL.md (first screen: 50 lines): the complete minimal job.yaml, then the verbs
+    that submit that very file."""
     lines = SKILL.read_text(encoding="utf-8").splitlines()
+    spec = next(n for n, ln in enumerate(lines, 1) if "<!-- test: spec -->" in ln)
     start = next(n for n, ln in enumerate(lines, 1) if "<!-- test: quick-path -->" in ln)
     body = blocks()["quick-path"]
-    assert start <= 20 and start + len(body.splitlines()) <= 40, start
-    for verb in ("preflight", "submit", "status --watch", "logs", "cancel", 'tao_jobs.py" list'):
+    assert spec <= 25 and spec < start and start + len(body.splitlines()) <= 50, (spec, start)
+    for verb in ("preflight", "submit --spec job.yaml", "status --watch", "logs", "cancel", 'tao_jobs.py" list'):
         assert verb in body, verb
+
+
+def test_documented_spec_is_the_pinned_image_and_a_valid_spec():
+    import yaml  # noqa: PLC0415
+
+    from taobank import pins  # noqa: PLC0415
+    from taobank import spec as specmod  # noqa: PLC0415
+
+    spec = yaml.safe_load(blocks("yaml")["spec"])
+    assert spec["image"] == pins.resolve("images.tao_toolkit.pyt")
+    specmod.validate(spec, "slurm-job-spec.schema.json", "job spec")
 
 
 @pytest.fixture()

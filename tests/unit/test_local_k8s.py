@@ -71,13 +71,11 @@ def test_stages_read_exactly_the_documented_annotations():
                   lk.FAIL_REASON_ANNOTATION, lk.KEEP_RUNNING_ANNOTATION, lk.WAITING_REASON_ANNOTATION,
                   lk.WAITING_MESSAGE_ANNOTATION, k8s_objects.FAKE_PREFIX + "kubelet-version", k8s_objects.FAKE_PREFIX + "container-runtime-version"}
     assert used == documented
-    doc = (lk.BANK_ROOT / "skills" / "tao-run-on-kubernetes" / "references" / "local-cluster.md")
-    if doc.exists():
-        body = doc.read_text()
-        for key in (lk.RUN_DURATION_ANNOTATION, lk.FAIL_EXIT_CODE_ANNOTATION, lk.FAIL_REASON_ANNOTATION,
-                    lk.KEEP_RUNNING_ANNOTATION, lk.START_DELAY_ANNOTATION, lk.WAITING_REASON_ANNOTATION,
-                    lk.WAITING_MESSAGE_ANNOTATION):
-            assert key in body, key
+    body = (lk.BANK_ROOT / "docs" / "local-kubernetes-cluster.md").read_text()
+    for key in (lk.RUN_DURATION_ANNOTATION, lk.FAIL_EXIT_CODE_ANNOTATION, lk.FAIL_REASON_ANNOTATION,
+                lk.KEEP_RUNNING_ANNOTATION, lk.START_DELAY_ANNOTATION, lk.WAITING_REASON_ANNOTATION,
+                lk.WAITING_MESSAGE_ANNOTATION):
+        assert key in body, key
 
 
 def test_fake_nodes_advertise_gpus_and_one_is_cordoned():

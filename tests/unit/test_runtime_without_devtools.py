@@ -9,7 +9,7 @@ BANK = Path(__file__).resolve().parents[2]
 RUNTIME = BANK / "scripts" / "taobank"
 DEV = BANK / "devtools"
 #: The only helpers in scripts/ that are entry points of the dev tooling.
-DEV_ENTRY_SCRIPTS = {"lint_skills.py", "stamp_versions.py", "sync_plugin_manifests.py"}
+DEV_ENTRY_SCRIPTS = {"lint_skills.py", "skill_budget.py", "stamp_versions.py", "sync_plugin_manifests.py"}
 
 
 def imported_modules(path: Path) -> list[tuple[int, str]]:
