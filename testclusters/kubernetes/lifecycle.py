@@ -43,9 +43,22 @@ def status() -> dict:
     }
 
 
-def up_to_date(pins: dict | None = None) -> bool:
-    """Ready, and started with the current pins, images and Stages: ``up`` then changes nothing (else it restarts)."""
-    return bool(status()["ready"]) and _load_cluster().get("config") == _config_digest(pins or k8s_build.pins())
+def up_to_date(pins: dict | None = None, *, settle: float = 0.0) -> bool:
+    """Ready, and started with the current pins, images and Stages: ``up`` then changes nothing (else it restarts).
+
+    ``settle``: seconds to keep asking a cluster whose daemons all live and whose config is current but whose
+    API did not answer ready. A busy machine (tests running against it) slows /readyz past its timeout, and
+    restarting then would kill every job of the tests using it."""
+    if _load_cluster().get("config") != _config_digest(pins or k8s_build.pins()):
+        return False
+    end = time.monotonic() + settle
+    while True:
+        st = status()
+        if st["ready"]:
+            return True
+        if not all(st["pids"].values()) or not _load_cluster().get("ready_at") or time.monotonic() >= end:
+            return False
+        time.sleep(2)
 
 
 def up() -> dict[str, str]:
@@ -54,7 +67,7 @@ def up() -> dict[str, str]:
     root.parent.mkdir(parents=True, exist_ok=True)
     with _state_lock(root):
         pins = k8s_build.pins()
-        if up_to_date(pins):
+        if up_to_date(pins, settle=90.0):
             return env()
         found, _ = apt.ensure(NODE_PACKAGES, "Kubernetes cluster's real nodes")
         apt.check_pins(found, NODE_PINNED)
