@@ -85,9 +85,11 @@ def run(script: str, env: dict, timeout: float = 240) -> subprocess.CompletedPro
 @pytest.fixture()
 def env(k8s_cluster, tmp_path):
     """The skill's job.yaml as written, on the local cluster's PVC and with 1 GPU per pod (the cluster is
-    shared with other tests); kwok never pulls the image, so the pinned TAO image stays as documented."""
+    shared with other tests), on kwok's nodes: kwok never pulls the image, so the pinned TAO image stays as documented."""
     spec = yaml.safe_load(blocks()["spec"])
     spec["gpus"] = 1
+    # on kwok's nodes only: a real kubelet would pull the image and run the TAO command, which is not in it
+    spec["node_selector"] = {lk.FAKE_NODE_LABEL: "true"}
     for m in spec["mounts"]:
         m["pvc"] = k8s_cluster.get("TAO_LOCAL_K8S_PVC", "tao-results")
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(spec))
