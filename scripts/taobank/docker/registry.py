@@ -83,5 +83,8 @@ def pull(e: eng.Engine, image: str, progress: Callable[[str], None]) -> None:
     if any(w in low for w in ("unauthorized", "authentication required", "denied", "no basic auth")):
         raise TaoError(f"pulling {image} was refused by {reg} (credentials): run tao_docker.py login --registry {reg} "
                        "(key from $NGC_KEY or --key-file); nothing was done")
-    raise TaoError(f"pulling {image} failed ({last}): check the name and tag (an unknown image), or the network to "
-                   f"{reg}; nothing was done")
+    if "manifest unknown" in low or "not found" in low or "does not exist" in low:
+        raise TaoError(f"image {image} is not in {reg} ({last}): check the name and tag (or log in: some registries "
+                       f"hide what you may not pull); nothing was done")
+    raise TaoError(f"pulling {image} failed ({last}): check the network to {reg}, or log in (tao_docker.py login "
+                   f"--registry {reg}); nothing was done")
