@@ -9,7 +9,7 @@ from . import facts
 
 
 def read(rec: dict, tail: int) -> dict[str, str]:
-    """``{"stdout": ..., "stderr": ...}``: the last ``tail`` lines of each stream."""
+    """``{"stdout": ..., "stderr": ...}``: the last ``tail`` lines of each stream (stderr only when it has any)."""
     e = eng.Engine.of(rec)
     name = facts.container_of(rec)
     res = e.run(["logs", "--tail", str(tail), name], check=False, what=f"{e.name} logs")
@@ -18,7 +18,7 @@ def read(rec: dict, tail: int) -> dict[str, str]:
             raise TaoError(f"job {rec['id']}: its container {name} is gone (removed outside the bank): its logs went "
                            f"with it; its results folder {rec.get('results_dir')} may hold the job's own output")
         raise TaoError(eng.explain(e.name, res.stderr, f"{e.name} logs", res.returncode))
-    return {"stdout": res.stdout, "stderr": res.stderr}
+    return {"stdout": res.stdout, **({"stderr": res.stderr} if res.stderr else {})}  # an empty stderr says nothing
 
 
 def follow(rec: dict, tail: int | None, emit: Callable[[str, str], None]) -> int:
