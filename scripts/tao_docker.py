@@ -59,7 +59,10 @@ def cmd_submit(args: argparse.Namespace) -> int:
 def cmd_preflight(args: argparse.Namespace) -> int:
     from taobank.docker import preflight
 
-    report = preflight.run_preflight(args.engine, no_gpus=args.no_gpus)
+    import os
+
+    no_gpus = args.no_gpus or os.environ.get("TAO_DOCKER_NO_GPUS") == "1"
+    report = preflight.run_preflight(args.engine, no_gpus=no_gpus)
     if args.json:
         print_json(report)
     else:
@@ -107,7 +110,8 @@ def main(argv: list[str]) -> int:
     verbcli.add_results(sub, PLATFORM)
 
     p = sub.add_parser("preflight", help="engine, NVIDIA runtime/CDI, GPUs, driver, compute capability")
-    p.add_argument("--no-gpus", action="store_true", help="a CPU-only host: report the GPU checks as not run")
+    p.add_argument("--no-gpus", action="store_true", help="a CPU-only host: report the GPU checks as not run "
+                   "(also TAO_DOCKER_NO_GPUS=1)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_preflight)
 
