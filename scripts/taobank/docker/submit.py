@@ -89,7 +89,7 @@ def plan_submit(spec: dict, opts: SubmitOptions, *, engine: str | None = None, j
         engine=name, job_id=jid, image=spec["image"], command=specmod.command_argv(spec), host_results=host_results,
         container_results=cres, user=caller(), gpus=request, cpus=spec.get("cpus"), memory=spec.get("memory"),
         shm_size=shm_size(spec, host_ram() if ram is None else ram), ipc_host=bool(spec.get("ipc_host")),
-        mounts=tuple(mounts), env=tuple(sorted((spec.get("env") or {}).items())),
+        mounts=tuple(mounts), env=tuple(sorted({**(spec.get("nccl_env") or {}), **(spec.get("env") or {})}.items())),
         secrets=tuple(spec.get("secrets") or ()), network=spec.get("network"),
         workdir=abs_path(spec["workdir"], "workdir") if spec.get("workdir") else None)
     host = eng.host_now(name)
