@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from .. import jobflags
+from .. import jobflags, verbcli
 from ..errors import UsageError
 
 
@@ -24,6 +24,7 @@ def spec_arguments(parser: argparse.ArgumentParser) -> None:
                         help="bind an existing host folder (read-only unless :rw) (repeatable)")
     parser.add_argument("--secret-env", action="append", metavar="NAME",
                         help="NAME of a variable of this shell handed to the container by name (repeatable)")
+    parser.add_argument("--secret", action="append", help=argparse.SUPPRESS)  # the other helpers' old spelling
     parser.add_argument("--network", choices=["default", "none", "host", "bridge"])
     parser.add_argument("--pull", choices=["missing", "always", "never"])
     parser.add_argument("--stop-grace", type=int, dest="stop_grace_seconds", metavar="SECONDS",
@@ -53,8 +54,11 @@ def spec_from_args(args: argparse.Namespace) -> dict:
             raise UsageError(f"--mount {item!r}: give HOST:CONTAINER or HOST:CONTAINER:rw (absolute paths)")
         spec["mounts"] = list(spec.get("mounts") or []) + [
             {"host": parts[0], "container": parts[1], "read_only": not (len(parts) == 3 and parts[2] == "rw")}]
-    if args.secret_env:
-        spec["secrets"] = list(dict.fromkeys(list(spec.get("secrets") or []) + args.secret_env))
+    if args.secret:
+        verbcli.deprecated("--secret")
+    names = (args.secret_env or []) + (args.secret or [])
+    if names:
+        spec["secrets"] = list(dict.fromkeys(list(spec.get("secrets") or []) + names))
     command = getattr(args, "command", None)
     if command:
         cmd = command[1:] if command[0] == "--" else command
