@@ -119,7 +119,8 @@ def preview(spec: dict, opts: SubmitOptions, engine: str | None = None) -> str:
 def check(plan: DockerPlan, gate: Gate) -> None:
     """The read-only checks, cheapest first; the image pull (when needed) is last."""
     e = eng.Engine(plan.engine, plan.host)
-    version = e.run(["version", "--format", "{{.Server.Version}}"], what=f"{plan.engine} version").stdout.strip()
+    fmt = "{{.Client.Version}}" if plan.engine == "podman" else "{{.Server.Version}}"  # podman has no daemon
+    version = e.run(["version", "--format", fmt], what=f"{plan.engine} version").stdout.strip()
     gate.lines.append(f"{plan.engine} engine {version or '?'}")
     got = gpus.check_request(plan.gpu_request, gpus.host_gpus() if plan.gpu_request not in (0, []) else [])
     if got:
