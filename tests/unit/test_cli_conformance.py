@@ -186,6 +186,7 @@ class Docker:
 
         self.fake.on("docker", lambda c: c.argv[1:3] == ["container", "inspect"], inspect)
         self.fake.on("docker", lambda c: c.argv[1] == "stop", lambda c: (self.stopped.add(c.argv[-1]), ok(""))[1])
+        self.fake.on("docker", lambda c: c.argv[1] == "logs", "")  # the ended job's logs, saved beside its record
 
     def submit_works(self) -> None:
         self.fake.on("docker", lambda c: c.argv[1] == "version", "20.10.24")

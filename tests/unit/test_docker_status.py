@@ -45,8 +45,13 @@ def test_one_inspect_for_every_job_and_a_gone_one_is_unknown(fake):
     fake.on("docker", lambda call: call.argv[1:3] == ["container", "inspect"], json.dumps(answer), rc=1,
             stderr="Error: No such container: job-c-000003")
     fake.on("sh", lambda call: True, "")  # the status files of the local results folders (none yet)
+    fake.on("docker", lambda call: call.argv[1] == "logs", "the end\n")
     views = {v.id: v for v in platform.status("docker")}
-    assert len([call for call in fake.calls if call.program == "docker"]) == 1
+    inspects = [call for call in fake.calls if call.program == "docker" and call.argv[1] == "container"]
+    assert len(inspects) == 1
+    # the job that ended has its logs saved once (the running one and the gone one do not)
+    saved = [call.argv[-1] for call in fake.calls if call.program == "docker" and call.argv[1] == "logs"]
+    assert saved == [a]
     assert views[a].state == "COMPLETE" and views[b].state == "RUNNING"
     assert views[c].state == "UNKNOWN" and "container is gone" in views[c].message
 

@@ -35,7 +35,8 @@ class Docker(Platform):
         return [view(r) for r in observe.refresh(recs)]
 
     def read_logs(self, rec: dict, *, tail: int | None) -> Logs:
-        return Logs(rec["id"], logs.read(rec, tail or int(facts.default("logs_tail"))))
+        sections, source = logs.read(rec, tail or int(facts.default("logs_tail")))
+        return Logs(rec["id"], sections, source=source)
 
     def follow_logs(self, rec: dict, *, tail: int | None, emit: Callable[[str, str], None]) -> int:
         return logs.follow(rec, tail, emit)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import records
 from ..states import State
 from . import engine as eng
-from . import facts, observe
+from . import facts, logs, observe
 
 
 def cancel(rec: dict) -> dict:
@@ -26,5 +26,6 @@ def cancel(rec: dict) -> dict:
         e.run(["kill", name], what=f"{e.name} kill")
         how = f"killed (still running {grace}s after SIGTERM)"
     code = after.get("ExitCode")
+    logs.save(rec, e)
     return records.mark(rec["id"], State.CANCELED, message=f"canceled: container {how}",
                         backend={"container_state": "exited", **({"exit_code": code} if isinstance(code, int) else {})})

@@ -16,7 +16,7 @@ from ..progress.remote import read_argv, split_files
 from ..run import run
 from ..states import State
 from . import engine as eng
-from . import facts
+from . import facts, logs
 
 _SIGNALS = {130: "SIGINT", 134: "SIGABRT", 137: "SIGKILL", 139: "SIGSEGV", 143: "SIGTERM"}
 
@@ -108,6 +108,8 @@ def refresh(recs: list[dict]) -> list[dict]:
                 v = classify(st, memory=(r.get("backend") or {}).get("memory"),
                              log_tail=(tail.stdout or "") + (tail.stderr or ""))
             out[r["id"]] = mark(r, v)
+            if v.state in (State.COMPLETE, State.ERROR) and st is not None:
+                logs.save(r, e)  # once, at the end: the logs outlive a later docker rm
     return list(out.values())
 
 
