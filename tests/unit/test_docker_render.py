@@ -82,3 +82,21 @@ def test_user_values_never_become_engine_options(cmd, env):
     for value in env.values():
         assert value not in [a for a in head if a.startswith("-")]
     assert all(a.startswith("--") or head[k - 1].startswith("--") or k < 2 for k, a in enumerate(head))
+
+
+@settings(max_examples=200, deadline=None)
+@given(host=st.text(min_size=1, max_size=40), target=st.text(min_size=1, max_size=40))
+def test_a_mount_reaches_argv_only_as_a_validated_absolute_path(host, target):
+    """Whatever a spec's mount holds, it is refused in one line or becomes one --mount of safe characters."""
+    from taobank.errors import TaoError
+
+    try:
+        p = plan(mounts=[{"host": host, "container": target}])
+    except TaoError as exc:
+        assert "\n" not in str(exc)
+        return
+    (src, dst, ro) = p.run.mounts[0]
+    for path in (src, dst):
+        assert path.startswith("/") and not set(path) & set(",= \n\"'") and ".." not in path.split("/")
+    argv = render.run_argv(p.run)
+    assert f"type=bind,source={src},target={dst},readonly" in argv
