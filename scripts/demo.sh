@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # End-to-end demo on a fresh machine: bring up a local cluster, submit a TAO-shaped
 # job through the skill's helpers, watch it to a terminal state, show its logs and record.
-#   bash scripts/demo.sh              # Kubernetes, then SLURM
-#   bash scripts/demo.sh kubernetes   # only one platform
+#   bash scripts/demo.sh              # Docker first (a job COMPLETE within minutes), then Kubernetes, then SLURM
+#   bash scripts/demo.sh docker       # only one platform
+#   bash scripts/demo.sh kubernetes
 #   bash scripts/demo.sh slurm
 # The clusters stay up afterwards (stop them with scripts/local_cluster.py down <platform>).
+# The Docker job is a real container on a local Docker engine (Debian's docker.io, its own dockerd).
 # The Kubernetes job runs a real container on one of the local cluster's real nodes
 # (its image comes from a local registry that demands the NGC pull secret); the
 # SLURM job runs its command on the host (container runtime "none").
@@ -13,12 +15,35 @@ BANK="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export TAO_SKILL_BANK_PATH="$BANK"
 export TAO_STATE_DIR="${TAO_STATE_DIR:-$HOME/.local/state/tao-skill-bank/demo-jobs}"
 platforms=("$@")
-[ ${#platforms[@]} -gt 0 ] || platforms=(kubernetes slurm)
+[ ${#platforms[@]} -gt 0 ] || platforms=(docker kubernetes slurm)
 
 step() { printf '\n==> %s\n' "$*"; }
 
 step "python dependencies"
 python3 -m pip install -q --disable-pip-version-check -r "$BANK/requirements.txt"
+
+demo_docker() (
+  step "local Docker engine (first run installs Debian's docker.io: ~1 min; then seconds)"
+  eval "$("$BANK/scripts/local_cluster.py" up docker)"
+  step "submit a TAO-shaped training (engine check, image, record, docker run --detach as you)"
+  # shellcheck disable=SC2016  # the container expands $RESULTS_DIR, not this shell
+  JOB_ID=$("$BANK/scripts/tao_docker.py" submit --quiet --image "$TAO_LOCAL_DOCKER_IMAGE" --gpus 0 \
+    --network-arch deformable_detr --action train --memory 256m --name "demo on docker" -- sh -c '
+      for e in 1 2 3; do
+        printf "{\"epoch\": %s, \"max_epoch\": 3, \"kpi\": {\"val_loss\": 0.%s}}\n" "$e" "$((9 - e))" >> "$RESULTS_DIR/status.json"
+        echo "checkpoint $e" > "$RESULTS_DIR/model_epoch_00$e.pth"; echo "epoch $e done"; sleep 1
+      done')
+  echo "job id: $JOB_ID"
+  step "status --watch (until a terminal state; the epoch comes from TAO's status.json)"
+  "$BANK/scripts/tao_docker.py" status "$JOB_ID" --watch --interval 1
+  step "logs"
+  "$BANK/scripts/tao_docker.py" logs "$JOB_ID"
+  step "artifacts (the best checkpoint by val_loss)"
+  "$BANK/scripts/tao_docker.py" artifacts "$JOB_ID" --kpi val_loss
+  step "job record"
+  "$BANK/scripts/tao_job_record.py" show "$JOB_ID"
+  [ "$("$BANK/scripts/tao_job_record.py" show "$JOB_ID" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')" = COMPLETE ]
+)
 
 demo_kubernetes() (
   step "local Kubernetes cluster (first run builds the control plane with Go: ~15 min; then seconds)"
@@ -73,9 +98,10 @@ SPEC
 
 for platform in "${platforms[@]}"; do
   case "$platform" in
+    docker) demo_docker ;;
     kubernetes|k8s) demo_kubernetes ;;
     slurm) demo_slurm ;;
-    *) echo "error: unknown platform '$platform' (kubernetes or slurm)" >&2; exit 2 ;;
+    *) echo "error: unknown platform '$platform' (docker, kubernetes or slurm)" >&2; exit 2 ;;
   esac
 done
 step "demo finished: every job reached COMPLETE"

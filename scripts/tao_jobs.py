@@ -11,8 +11,8 @@ artifacts | fetch | prune.
   tao_jobs.py fetch ID [PATH...] | --last [PATH...] --to DIR [--force] [--json]   (size and sha256 verified)
   tao_jobs.py prune ID... [--yes] [--json]   (deletes finished jobs' own results folders; asks first)
 
-Each verb dispatches on the record's platform (kubernetes or slurm), exactly
-as tao_k8s.py / tao_slurm.py would. Records are per machine: they live in
+Each verb dispatches on the record's platform (kubernetes, slurm or docker), exactly
+as tao_k8s.py / tao_slurm.py / tao_docker.py would. Records are per machine: they live in
 $TAO_STATE_DIR (default ${XDG_STATE_HOME:-~/.local/state}/tao-skill-bank/jobs).
 Exit codes: 0 ok, 1 failed (or a watched job ended in ERROR), 2 usage, 130 interrupted.
 """
@@ -54,7 +54,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def main(argv: list[str]) -> int:
     parser, sub = verbcli.parser("tao_jobs.py", __doc__)
     p = sub.add_parser("list", help="the job table from the records (no cluster contact)")
-    p.add_argument("--platform", help="kubernetes (k8s) or slurm")
+    p.add_argument("--platform", help="kubernetes (k8s), slurm or docker")
     p.add_argument("--state", help="PENDING RUNNING COMPLETE ERROR CANCELED UNKNOWN")
     p.add_argument("--active", action="store_true", help="only PENDING, RUNNING, UNKNOWN")
     p.add_argument("--no-headers", action="store_true")

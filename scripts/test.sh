@@ -63,7 +63,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-for platform in slurm kubernetes; do
+for platform in docker slurm kubernetes; do
   if python3 scripts/local_cluster.py status "$platform" >/dev/null 2>&1; then
     step "local $platform cluster already running: reusing it"
   else

@@ -6,4 +6,4 @@ Each platform module exposes the same four functions:
 """
 from __future__ import annotations
 
-PLATFORMS = ("kubernetes", "slurm")
+PLATFORMS = ("kubernetes", "slurm", "docker")

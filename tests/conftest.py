@@ -47,6 +47,12 @@ def slurm_cluster() -> dict[str, str]:
     return _cluster("slurm")
 
 
+@pytest.fixture(scope="session")
+def docker_cluster() -> dict[str, str]:
+    """Env (DOCKER_HOST, TAO_DOCKER_RESULTS_DIR, the local image ...) of the local Docker engine."""
+    return _cluster("docker")
+
+
 @pytest.fixture()
 def state_dir(tmp_path, monkeypatch) -> Path:
     """A private TAO_STATE_DIR for one test (the record store lives there)."""
@@ -56,13 +62,16 @@ def state_dir(tmp_path, monkeypatch) -> Path:
 
 
 #: cluster fixture -> the marker naming its cluster (scripts/test.sh runs one e2e group per cluster at once)
-CLUSTER_FIXTURES = {"k8s_cluster": "kubernetes", "slurm_cluster": "slurm", "docker_engine": "docker"}
+CLUSTER_FIXTURES = {"k8s_cluster": "kubernetes", "slurm_cluster": "slurm", "docker_cluster": "docker"}
 
 
 def pytest_collection_modifyitems(config, items):
     """A test that needs a cluster (directly or through another fixture) is an e2e test, marked or not:
     ``pytest -m "not e2e"`` then never starts a cluster. It also carries its cluster's marker
-    (``-m "e2e and slurm"`` selects one cluster's group)."""
+    (``-m "e2e and slurm"`` selects one cluster's group).
+
+    A test marked ``gpu`` needs a working NVIDIA driver (nvidia-smi). Where there is none it is not run,
+    and said so at the end of the run (``GPU-ONLY NOT RUN``): never a silent skip, never faked."""
     for item in items:
         used = [m for f, m in CLUSTER_FIXTURES.items() if f in getattr(item, "fixturenames", ())]
         if used and not item.get_closest_marker("e2e"):
@@ -70,6 +79,30 @@ def pytest_collection_modifyitems(config, items):
         for marker in used:
             if not item.get_closest_marker(marker):
                 item.add_marker(getattr(pytest.mark, marker))
+    gpu = [item for item in items if item.get_closest_marker("gpu")]
+    if gpu and not _gpu_host():
+        config._tao_gpu_not_run = [item.nodeid for item in gpu]
+        config.hook.pytest_deselected(items=gpu)
+        items[:] = [item for item in items if not item.get_closest_marker("gpu")]
+
+
+def _gpu_host() -> bool:
+    import shutil
+    import subprocess
+
+    if shutil.which("nvidia-smi") is None:
+        return False
+    return subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=60).returncode == 0
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    not_run = getattr(config, "_tao_gpu_not_run", [])
+    if not_run:
+        terminalreporter.section("GPU-ONLY NOT RUN")
+        terminalreporter.write_line(f"{len(not_run)} GPU-only test(s) were NOT RUN: this machine has no working "
+                                    "nvidia-smi. Run them on a GPU host (pytest -m gpu):")
+        for nodeid in not_run:
+            terminalreporter.write_line(f"  NOT RUN {nodeid}")
 
 
 def pytest_xdist_auto_num_workers(config) -> int | None:

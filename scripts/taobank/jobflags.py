@@ -17,19 +17,20 @@ from .errors import UsageError
 
 #: flag dest -> the spec key per platform (None: the platform derives it, see :func:`apply`).
 SPEC_KEYS: dict[str, dict[str, str | None]] = {
-    "image": {"kubernetes": "image", "slurm": "image"},
-    "network_arch": {"kubernetes": "network_arch", "slurm": "network_arch"},
-    "action": {"kubernetes": "action", "slurm": "action"},
-    "nodes": {"kubernetes": "nodes", "slurm": "num_nodes"},
-    "gpus_per_node": {"kubernetes": "gpus", "slurm": None},  # SLURM: num_gpus = nodes x this
-    "cpus": {"kubernetes": "cpu", "slurm": "cpus_per_task"},
-    "memory": {"kubernetes": "memory", "slurm": "mem"},
+    "image": {"kubernetes": "image", "slurm": "image", "docker": "image"},
+    "network_arch": {"kubernetes": "network_arch", "slurm": "network_arch", "docker": "network_arch"},
+    "action": {"kubernetes": "action", "slurm": "action", "docker": "action"},
+    "nodes": {"kubernetes": "nodes", "slurm": "num_nodes", "docker": None},  # Docker: one host (--nodes 1 only)
+    "gpus_per_node": {"kubernetes": "gpus", "slurm": None, "docker": "gpus"},  # SLURM: num_gpus = nodes x this
+    "cpus": {"kubernetes": "cpu", "slurm": "cpus_per_task", "docker": "cpus"},
+    "memory": {"kubernetes": "memory", "slurm": "mem", "docker": "memory"},
 }
 
 #: How each platform reads --cpus and --memory (the value goes to its scheduler as it is).
 _UNITS = {
     "kubernetes": ("CPUs per pod: 4, 0.5 or 500m", "memory per pod: a quantity such as 16Gi"),
     "slurm": ("CPUs per task (a whole number)", "memory per node: 16G, 64000M ..."),
+    "docker": ("a CPU quota for the container: 4 or 0.5", "the container's memory limit (an OOM kill above it): 32g"),
 }
 
 
@@ -60,6 +61,8 @@ def apply(spec: dict, args: argparse.Namespace, platform: str) -> dict:
         key = keys[platform]
         if value is None or key is None:
             continue
+        if (dest, platform) == ("cpus", "docker"):
+            value = _quota(value)
         spec[key] = _cpus(value) if (dest, platform) == ("cpus", "slurm") else value
     gpus = getattr(args, "gpus_per_node", None)
     if platform == "slurm" and gpus is not None:  # the spec counts GPUs in total
@@ -77,3 +80,13 @@ def _cpus(value: Any) -> int:
     if not text.isdigit() or int(text) < 1:
         raise UsageError(f"--cpus {text!r}: SLURM gives whole CPUs per task (a number of at least 1)")
     return int(text)
+
+
+def _quota(value: Any) -> float:
+    try:
+        quota = float(str(value).strip())
+    except ValueError:
+        quota = 0.0
+    if not 0 < quota <= 1024:
+        raise UsageError(f"--cpus {str(value).strip()!r}: Docker takes a CPU quota such as 4 or 0.5")
+    return quota

@@ -41,6 +41,7 @@ from .errors import EXIT_FAILED, EXIT_OK, SubmitUncertain, TaoError, UsageError
 ADAPTERS: dict[str, str] = {
     "kubernetes": "taobank.kubernetes.adapter",
     "slurm": "taobank.slurm.adapter",
+    "docker": "taobank.docker.adapter",
 }
 
 
@@ -314,12 +315,13 @@ def load_for(job_id: str, platform: str | None, verb: str) -> dict:
     rec = records.load(job_id)
     if platform is not None and rec.get("platform") != platform:
         other = rec.get("platform") or "unknown"
-        helper = {"kubernetes": "tao_k8s.py", "slurm": "tao_slurm.py"}.get(other, "tao_jobs.py")
+        helper = {"kubernetes": "tao_k8s.py", "slurm": "tao_slurm.py", "docker": "tao_docker.py"}.get(other, "tao_jobs.py")
         if verb in ("status", "logs", "cancel", "artifacts", "fetch", "prune"):
             hint = f"run {helper} {verb} {job_id} (or tao_jobs.py {verb} {job_id})"
         else:  # submit --job-id / resume exist on one platform each: say what finishes it there
             hint = {"kubernetes": f"finish it with tao_k8s.py submit --job-id {job_id}",
-                    "slurm": f"finish it with tao_slurm.py resume {job_id}"}.get(other, "see tao_jobs.py list")
+                    "slurm": f"finish it with tao_slurm.py resume {job_id}",
+                    "docker": f"finish it with tao_docker.py submit --job-id {job_id}"}.get(other, "see tao_jobs.py list")
         raise TaoError(f"job {job_id} is a {other} job, not {platform}: {hint}; nothing was done")
     return rec
 

@@ -242,7 +242,7 @@ def _schema_ok(rec: Any) -> bool:
     r = rec
     if not (type(r["record_version"]) is int and r["record_version"] == 1
             and _text(r["id"], 0, 40) and _JOB_ID.search(r["id"])
-            and r["platform"] in ("kubernetes", "slurm") and type(r["platform"]) is str
+            and r["platform"] in states.PLATFORMS and type(r["platform"]) is str
             and _text(r["image"], 1, 512) and _text(r["network_arch"], 1, 256) and _text(r["action"], 1, 256)
             and (r.get("description") is None or _text(r["description"], 0, 200))
             and type(r["storage_tier"]) is str and r["storage_tier"] in ("A", "C")

@@ -111,8 +111,11 @@ def _record(argv: list[str]) -> list[str]:
     return argv
 
 
-def stream(argv: Sequence[str], on_text: Callable[[str], None]) -> int:
-    """Run ``argv`` and hand its output to ``on_text`` line by line as it comes (follow modes); the exit code."""
+def stream(argv: Sequence[str], on_text: Callable[[str], None], *, env: Mapping[str, str] | None = None,
+           merge_stderr: bool = False) -> int:
+    """Run ``argv`` and hand its output to ``on_text`` line by line as it comes (follow modes); the exit code.
+    ``env``: variables added to this process's environment for the child (as :func:`run`); ``merge_stderr``:
+    its standard error comes through ``on_text`` too (a pull's refusal is read, not only shown)."""
     argv = _record([str(a) for a in argv])
     if _fake is not None:
         res = _fake(argv, None)
@@ -121,7 +124,9 @@ def stream(argv: Sequence[str], on_text: Callable[[str], None]) -> int:
         return res.returncode
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,
-                                encoding="utf-8", errors="replace", bufsize=1)
+                                encoding="utf-8", errors="replace", bufsize=1,
+                                env=None if env is None else {**os.environ, **env},
+                                stderr=subprocess.STDOUT if merge_stderr else None)
     except FileNotFoundError:
         raise TaoError(f"{argv[0]} not found on PATH: install it or fix PATH") from None
     assert proc.stdout is not None

@@ -64,8 +64,9 @@ ERR_CLASSES: tuple[str, ...] = ("ERR_INFRA", "ERR_PROGRAM")
 #: Who wrote a mark.
 SOURCES: tuple[str, ...] = ("agent", "poller", "backend-hook")
 
-PLATFORMS: tuple[str, ...] = ("kubernetes", "slurm")
-_PLATFORM_ALIASES = {"kubernetes": "kubernetes", "k8s": "kubernetes", "kube": "kubernetes", "slurm": "slurm"}
+PLATFORMS: tuple[str, ...] = ("kubernetes", "slurm", "docker")
+_PLATFORM_ALIASES = {"kubernetes": "kubernetes", "k8s": "kubernetes", "kube": "kubernetes", "slurm": "slurm",
+                     "docker": "docker"}
 _STATE_ALIASES = {"CANCELLED": "CANCELED"}
 
 

@@ -169,7 +169,7 @@ def cmd_logs(args: argparse.Namespace, platform: str | None) -> int:
         print_json(out.to_dict())
         return EXIT_OK
     if out.source == "saved":
-        print("# the job's pods are gone; these are the logs saved when it ended", file=sys.stderr)
+        print("# the job's pods (or container) are gone; these are the logs saved when it ended", file=sys.stderr)
     elif out.source == "volume":
         print("# the job's pods are gone; this is the output copy the job kept on its results volume", file=sys.stderr)
     many = len(out.sections) > 1

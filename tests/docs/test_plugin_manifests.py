@@ -65,7 +65,7 @@ def test_one_version_everywhere_and_the_changelog_names_it():
 
 def test_skills_sit_directly_under_skills_where_every_client_looks():
     on_disk = sorted(p.parent.relative_to(BANK).as_posix() for p in BANK.rglob("SKILL.md"))
-    assert on_disk == skill_dirs(BANK) == [f"skills/{n}" for n in ("tao-data-io", "tao-run-on-kubernetes", "tao-run-on-slurm", "tao-setup", "tao-setup-nvidia-gpu-host")]
+    assert on_disk == skill_dirs(BANK) == [f"skills/{n}" for n in ("tao-data-io", "tao-run-on-docker", "tao-run-on-kubernetes", "tao-run-on-slurm", "tao-setup", "tao-setup-nvidia-gpu-host")]
 
 
 @pytest.mark.parametrize("manifest", [CLAUDE, MARKET["plugins"][0], CODEX], ids=["claude", "claude-marketplace-entry", "codex"])

@@ -1,4 +1,4 @@
-"""One CLI grammar and one set of exit codes for tao_k8s.py, tao_slurm.py and (where the verb exists)
+"""One CLI grammar and one set of exit codes for tao_k8s.py, tao_slurm.py, tao_docker.py and (where the verb exists)
 tao_jobs.py, each run in-process against the fake kubectl/ssh.
 
 Grammar: ``status [ID...] [--watch] [--json]`` (always a list), ``logs ID [--tail N] [-f/--follow]
@@ -136,7 +136,70 @@ class Slurm:
         return [ln.split("=")[0].removeprefix("export ") for ln in creds.splitlines() if "=" in ln]
 
 
-@pytest.fixture(params=[K8s, Slurm], ids=["k8s", "slurm"])
+class Docker:
+    helper = "tao_docker.py"
+    platform = "docker"
+
+    def __init__(self, fake) -> None:
+        import tempfile
+
+        self.fake = fake
+        self.base = tempfile.mkdtemp(prefix="tao-docker-conformance-")
+        self.submit_argv = ["submit", "--image", "img:1", "--gpus", "0", "--results-dir", self.base, "--",
+                            "python", "train.py"]
+        self.stopped: set[str] = set()
+        self.ends: dict[str, str] = {}
+        fake.on("sh", lambda c: True, "")  # TAO's status files in the local results folders: none
+
+    def record(self, state: str = "RUNNING") -> str:
+        jid = f"custom-run-{len(records.list_records('docker')):08x}"
+        records.open_record("docker", "img:1", "custom", "run", "A", f"{self.base}/{jid}", job_id=jid,
+                            backend={"engine": "docker", "container": jid, "results_dir": f"{self.base}/{jid}"})
+        return records.mark(jid, state, backend_ref="0123456789ab")["id"]
+
+    def status_is(self, ends: dict[str, str]) -> None:
+        states = {"RUNNING": {"Status": "running", "Running": True}, "COMPLETE": {"Status": "exited", "ExitCode": 0},
+                  "ERROR": {"Status": "exited", "ExitCode": 1}}
+        self.ends.update(ends)  # a poll answers for every job told so far, as the engine would
+        self.fake.on("docker", lambda c: c.argv[1:3] == ["container", "inspect"],
+                     lambda c: ok(json.dumps([{"Name": "/" + jid, "Id": jid, "State": states[end]}
+                                              for jid, end in self.ends.items()])))
+        self.fake.on("docker", lambda c: c.argv[1] == "logs", "")
+
+    def logs_are(self, text: str) -> None:
+        self.fake.on("docker", lambda c: c.argv[1] == "logs", text)
+
+    def _logs(self) -> list:
+        return [c for c in self.fake.calls if c.program == "docker" and c.argv[1] == "logs"]
+
+    def tail_asked(self) -> list[str]:
+        return [c.argv[c.argv.index("--tail") + 1] for c in self._logs() if "--tail" in c.argv]
+
+    def followed(self) -> bool:
+        return any("--follow" in c.argv for c in self._logs())
+
+    def cancel_works(self) -> None:
+        def inspect(call):
+            return ok(json.dumps([{"Name": "/" + n, "Id": n, "State": (
+                {"Status": "exited", "ExitCode": 143, "Running": False} if n in self.stopped
+                else {"Status": "running", "Running": True})} for n in call.argv[3:]]))
+
+        self.fake.on("docker", lambda c: c.argv[1:3] == ["container", "inspect"], inspect)
+        self.fake.on("docker", lambda c: c.argv[1] == "stop", lambda c: (self.stopped.add(c.argv[-1]), ok(""))[1])
+        self.fake.on("docker", lambda c: c.argv[1] == "logs", "")  # the ended job's logs, saved beside its record
+
+    def submit_works(self) -> None:
+        self.fake.on("docker", lambda c: c.argv[1] == "version", "20.10.24")
+        self.fake.on("docker", lambda c: c.argv[1:3] == ["image", "inspect"], "sha256:1")
+        self.fake.on("docker", lambda c: c.argv[1] == "run", "0123456789abcdef0123\n")
+
+    def secret_sent(self) -> list[str]:
+        """Names handed to the engine by name (``--env NAME``): the engine reads the value from our environment."""
+        (run,) = [c for c in self.fake.calls if c.program == "docker" and c.argv[1] == "run"]
+        return [run.argv[i + 1] for i, a in enumerate(run.argv[:-1]) if a == "--env" and "=" not in run.argv[i + 1]]
+
+
+@pytest.fixture(params=[K8s, Slurm, Docker], ids=["k8s", "slurm", "docker"])
 def world(request, slurm):
     return request.param(slurm)
 
@@ -148,7 +211,7 @@ def helper(request, world) -> str:
 
 
 # ------------------------------------------------------------------ --version
-@pytest.mark.parametrize("name", ["tao_k8s.py", "tao_slurm.py", "tao_jobs.py"])
+@pytest.mark.parametrize("name", ["tao_k8s.py", "tao_slurm.py", "tao_docker.py", "tao_jobs.py"])
 def test_version_prints_the_bank_version(cli, bank, name):
     pins = yaml.safe_load((bank / "versions.yaml").read_text())
     out = cli(name, "--version")
@@ -232,6 +295,7 @@ def test_interrupt_is_exit_130(world, helper, cli, verb):
 
     world.fake.on("kubectl", lambda c: True, interrupted)
     world.fake.on("ssh", lambda c: not c.control, interrupted)
+    world.fake.on("docker", lambda c: True, interrupted)
     out = cli(helper, verb[0], jid, *verb[1:])
     assert out.rc == 130 and out.err_lines == ["error: interrupted"], out
     assert records.load(jid)["state"] == "RUNNING"

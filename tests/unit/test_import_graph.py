@@ -9,7 +9,7 @@ import ast
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[2] / "scripts" / "taobank"
-PLATFORMS = ("taobank.kubernetes", "taobank.slurm")
+PLATFORMS = ("taobank.kubernetes", "taobank.slurm", "taobank.docker")
 
 
 def _modules() -> dict[str, Path]:

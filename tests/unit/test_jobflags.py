@@ -5,7 +5,8 @@ import argparse
 
 import pytest
 
-from taobank import jobflags
+from taobank import jobflags, states
+from taobank.docker import specargs as docker_args
 from taobank.errors import UsageError
 from taobank.kubernetes import specargs as k8s_args
 from taobank.slurm import specargs as slurm_args
@@ -17,7 +18,7 @@ SHARED = ["--image", "nvcr.io/nvidia/tao/tao-toolkit:x", "--network-arch", "dino
 def parsed(module, argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     module.spec_arguments(parser)
-    if module is slurm_args:
+    if module in (slurm_args, docker_args):
         parser.add_argument("command", nargs=argparse.REMAINDER)
     return parser.parse_args(argv)
 
@@ -34,8 +35,8 @@ def test_the_shared_flags_mean_the_same_request_on_both_platforms():
 
 
 def test_every_shared_flag_is_mapped_for_every_platform():
-    assert all(set(keys) == {"kubernetes", "slurm"} for keys in jobflags.SPEC_KEYS.values())
-    for platform in ("kubernetes", "slurm"):
+    assert all(set(keys) == set(states.PLATFORMS) for keys in jobflags.SPEC_KEYS.values())
+    for platform in states.PLATFORMS:
         parser = argparse.ArgumentParser()
         jobflags.add_arguments(parser, platform)
         dests = {a.dest for a in parser._actions}
@@ -66,3 +67,14 @@ def test_both_helpers_validate_the_spec_at_the_same_step():
         k8s_args.spec_from_args(parsed(k8s_args, ["--image", "i:1", "--memory", "lots", "--command", "true"]))
     with pytest.raises(TaoError, match="mem"):
         slurm_args.spec_from_args(parsed(slurm_args, ["--image", "i:1", "--memory", "lots", "--", "true"]))
+
+
+def test_the_shared_flags_mean_the_same_on_one_docker_host():
+    one = [w for w in SHARED if w not in ("--nodes", "2")]
+    spec = docker_args.spec_from_args(parsed(docker_args, one + ["--memory", "32g", "--", "true"]))
+    assert (spec["gpus"], spec["cpus"], spec["memory"], spec["env"], spec["nccl_env"]) == (
+        4, 8.0, "32g", {"A": "1"}, {"NCCL_DEBUG": "INFO"})
+    with pytest.raises(UsageError, match="one host"):
+        docker_args.spec_from_args(parsed(docker_args, SHARED + ["--", "true"]))
+    with pytest.raises(UsageError, match="CPU quota"):
+        docker_args.spec_from_args(parsed(docker_args, ["--image", "i:1", "--cpus", "500m", "--", "true"]))

@@ -1,0 +1,63 @@
+"""logs on Docker: the container's stdout and stderr (``docker logs``), or followed until it ends.
+
+When status first sees a job end, the last lines of each stream are saved beside its record
+(:func:`save`), so the logs outlive a later ``docker rm``.
+"""
+from __future__ import annotations
+
+import json
+from typing import Callable
+
+from .. import fsio, records
+from ..errors import TaoError
+from . import engine as eng
+from . import facts
+
+#: Lines of each stream kept beside the record when the job ends.
+SAVED_TAIL = 2000
+SAVED = "container-logs.json"
+
+
+def save(rec: dict, e: eng.Engine) -> None:
+    """Keep the finished job's last lines (best effort: a container already gone has nothing to give)."""
+    res = e.run(["logs", "--tail", str(SAVED_TAIL), facts.container_of(rec)], check=False, what=f"{e.name} logs")
+    if res.ok:
+        fsio.write_private(records.artifact_dir(rec["id"]) / SAVED,
+                           json.dumps({"stdout": res.stdout, "stderr": res.stderr}))
+
+
+def _saved(rec: dict, tail: int) -> dict[str, str] | None:
+    path = records.state_dir() / f"{rec['id']}.d" / SAVED
+    if not path.is_file():
+        return None
+    data = json.loads((fsio.read_regular(path, "saved logs", follow_links=False) or b"{}").decode("utf-8", "replace"))
+    out = {k: "".join(str(data.get(k) or "").splitlines(keepends=True)[-tail:]) for k in ("stdout", "stderr")}
+    return {k: v for k, v in out.items() if v or k == "stdout"}
+
+
+def read(rec: dict, tail: int) -> tuple[dict[str, str], str]:
+    """(``{"stdout": ..., "stderr": ...}``, source): the last ``tail`` lines of each stream (stderr only when it has
+    any), live from the container, or "saved" when the container is gone."""
+    e = eng.Engine.of(rec)
+    name = facts.container_of(rec)
+    res = e.run(["logs", "--tail", str(tail), name], check=False, what=f"{e.name} logs")
+    if not res.ok:
+        if "no such container" in (res.stderr or "").lower():
+            saved = _saved(rec, tail)
+            if saved is not None:
+                return saved, "saved"
+            raise TaoError(f"job {rec['id']}: its container {name} is gone (removed outside the bank) and no copy of "
+                           f"its logs was saved; its results folder {rec.get('results_dir')} may hold its own output")
+        raise TaoError(eng.explain(e.name, res.stderr, f"{e.name} logs", res.returncode))
+    return {"stdout": res.stdout, **({"stderr": res.stderr} if res.stderr else {})}, "live"
+
+
+def follow(rec: dict, tail: int | None, emit: Callable[[str, str], None]) -> int:
+    """``docker logs --follow``: stdout through ``emit``, stderr straight to ours; returns when the container ends."""
+    e = eng.Engine.of(rec)
+    words = ["logs", "--follow"] + (["--tail", str(tail)] if tail else []) + [facts.container_of(rec)]
+    rc = e.stream(words, lambda text: emit("stdout", text))
+    if rc != 0:
+        raise TaoError(f"{e.name} logs --follow {facts.container_of(rec)} ended with exit {rc}: is the container "
+                       f"still there? (tao_docker.py status {rec['id']})")
+    return 0

@@ -1,0 +1,42 @@
+"""Docker's side of artifacts, fetch and prune: the results folder is a local bind mount, so the shared
+scripts of :mod:`taobank.results_sh` run in a local ``sh`` (the same rules as on the clusters)."""
+from __future__ import annotations
+
+import posixpath
+from pathlib import Path
+from typing import BinaryIO, ContextManager
+
+from .. import results_sh
+from ..contract import ResultFile, ResultsListing, ResultsLocation, Transfer
+from ..paths import abs_path
+from ..run import Result, pipe, run
+
+
+class _Local:
+    """This host as a :class:`taobank.results_sh.Shell`."""
+
+    def text(self, script: str, args: list[str], *, what: str) -> Result:
+        return run(["sh", "-c", script, "tao", *args], check=False, timeout=results_sh.TEXT_TIMEOUT_S, what=what)
+
+    def stream(self, script: str, args: list[str], *, stdin: str, what: str) -> ContextManager[BinaryIO]:
+        return pipe(["sh", "-c", script, "tao", *args], stdin=stdin, what=what)
+
+
+def location(rec: dict) -> ResultsLocation:
+    folder = abs_path((rec.get("backend") or {}).get("results_dir") or rec["results_dir"], "the record's results_dir")
+    if posixpath.basename(folder) != rec["id"]:
+        return ResultsLocation(folder, False, f"the folder is not named after the job ({rec['id']})")
+    return ResultsLocation(folder, True)
+
+
+def list_results(rec: dict, loc: ResultsLocation, *, status: bool) -> ResultsListing:
+    return results_sh.list_folder(_Local(), loc.folder, status=status)
+
+
+def fetch_results(rec: dict, loc: ResultsLocation, paths: list[str], into: Path,
+                  transfer: Transfer) -> list[ResultFile]:
+    return results_sh.fetch_files(_Local(), loc.folder, paths, into, transfer)
+
+
+def remove_results(rec: dict, loc: ResultsLocation) -> str:
+    return results_sh.remove_folder(_Local(), loc.folder, rec["id"])

@@ -1,0 +1,47 @@
+"""Docker job specs: load, validate against schemas/docker-job-spec.schema.json, and the values a submit derives."""
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping
+
+from .. import spec as core_spec
+from ..errors import TaoError
+from ..paths import abs_path
+from . import facts
+
+SCHEMA_NAME = "docker-job-spec.schema.json"
+#: What a generic command is recorded as (as on the other platforms).
+GENERIC = {"network_arch": "custom", "action": "run"}
+
+
+def load_file(path: str) -> dict:
+    return core_spec.load_file(path)
+
+
+def validate(spec: Mapping[str, Any]) -> dict:
+    """Schema check (the first error as one line naming the field); unset network_arch/action are generic."""
+    core_spec.validate(dict(spec), SCHEMA_NAME, "Docker job spec")
+    return {**GENERIC, **spec}
+
+
+def command_argv(spec: Mapping[str, Any]) -> list[str]:
+    """A list is the container's argv; a string runs under ``sh -c``."""
+    cmd = spec["command"]
+    return list(cmd) if isinstance(cmd, list) else ["sh", "-c", cmd]
+
+
+def results_base(spec: Mapping[str, Any], env: Mapping[str, str] | None = None) -> str:
+    """The host folder that holds every job's results folder: the spec's, $TAO_DOCKER_RESULTS_DIR, or the pin."""
+    env = os.environ if env is None else env
+    raw = spec.get("results_dir") or env.get(facts.RESULTS_ENV) or str(facts.default("results_base"))
+    return abs_path(os.path.expanduser(raw), "results_dir")
+
+
+def gpu_request(spec: Mapping[str, Any]) -> int | str | list[str]:
+    """What the job asks for: a count, ``"all"``, or named devices (a list)."""
+    if spec.get("gpu_devices"):
+        return [str(d) for d in spec["gpu_devices"]]
+    value = spec.get("gpus", facts.default("gpus"))
+    if value != "all" and (not isinstance(value, int) or value < 0):
+        raise TaoError(f"gpus {value!r}: give a number of GPUs (0 for none) or all")
+    return value

@@ -1,0 +1,197 @@
+"""submit on one Docker host: plan (no engine call), read-only checks, then ``docker run --detach``.
+
+The core owns the order (:meth:`taobank.platform.Platform.submit`). Everything that can be refused is
+refused in :func:`check`, before the record opens: no engine, no socket permission, GPUs the host does
+not have, a bind-mount path that does not exist, a secret not set, an image that cannot be had.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from .. import names
+from ..contract import Gate, Launch, Plan, SubmitOptions
+from ..errors import SubmitUncertain, TaoError
+from ..paths import abs_path
+from . import engine as eng
+from . import facts, gpus, registry, render, spec as specmod
+
+_SIZE = re.compile(r"([1-9][0-9]*)([bkmgBKMG]?)\Z")
+_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}
+
+
+@dataclass
+class DockerPlan(Plan):
+    run: render.RunSpec | None = None
+    engine: str = "docker"
+    host: str | None = None
+    gpu_request: Any = 0
+    pull: str = "missing"
+    #: host paths that must exist before the run (data mounts)
+    must_exist: list[str] = field(default_factory=list)
+
+
+def size_bytes(text: str) -> int:
+    m = _SIZE.match(str(text))
+    if not m:
+        raise TaoError(f"size {text!r}: give a number with an optional unit b, k, m or g (16g)")
+    return int(m.group(1)) * _UNITS[m.group(2).lower()]
+
+
+def host_ram() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 0
+
+
+def shm_size(spec: Mapping[str, Any], ram: int) -> str | None:
+    """The spec's size, or the pinned default capped at half the host's RAM (a tmpfs size caps, never reserves)."""
+    if spec.get("ipc_host"):
+        return None
+    if spec.get("shm_size"):
+        return str(spec["shm_size"])
+    pinned = str(facts.default("shm_size"))
+    if ram and size_bytes(pinned) > ram // 2:
+        return f"{ram // 2 // 1024 ** 2}m"
+    return pinned
+
+
+def caller() -> str:
+    """``UID:GID`` of the submitting user: the container writes the results as them, never as root."""
+    return f"{os.getuid()}:{os.getgid()}"
+
+
+def plan_submit(spec: dict, opts: SubmitOptions, *, engine: str | None = None, job_id: str | None = None,
+                env: Mapping[str, str] | None = None, ram: int | None = None) -> DockerPlan:
+    """Everything decided without an engine call: the id, the folders, the argv."""
+    env = os.environ if env is None else env
+    spec = specmod.validate(spec)
+    name = facts.engine_name(engine)
+    jid = job_id or opts.job_id or names.mint_job_id(spec["network_arch"], spec["action"])
+    base = specmod.results_base(spec, env)
+    host_results = f"{base.rstrip('/')}/{jid}"
+    mounts = []
+    for m in spec.get("mounts") or []:
+        host = abs_path(m["host"], "mounts.host")
+        target = abs_path(m["container"], "mounts.container")
+        mounts.append((host, target, bool(m.get("read_only", True))))
+    cres = facts.container_results_dir()
+    for _, target, _ in mounts:
+        if target == cres or target.startswith(cres + "/"):
+            raise TaoError(f"mount target {target} is inside {cres}, where the job's results folder is mounted: "
+                           "choose another container path")
+    request = specmod.gpu_request(spec)
+    rs = render.RunSpec(
+        engine=name, job_id=jid, image=spec["image"], command=specmod.command_argv(spec), host_results=host_results,
+        container_results=cres, user=caller(), gpus=request, cpus=spec.get("cpus"), memory=spec.get("memory"),
+        shm_size=shm_size(spec, host_ram() if ram is None else ram), ipc_host=bool(spec.get("ipc_host")),
+        mounts=tuple(mounts), env=tuple(sorted({**(spec.get("nccl_env") or {}), **(spec.get("env") or {})}.items())),
+        secrets=tuple(spec.get("secrets") or ()), network=spec.get("network"),
+        workdir=abs_path(spec["workdir"], "workdir") if spec.get("workdir") else None)
+    host = eng.host_now(name)
+    backend: dict[str, Any] = {"engine": name, "container": jid, "results_dir": host_results,
+                               "stop_grace_seconds": int(spec.get("stop_grace_seconds",
+                                                                  facts.default("stop_grace_seconds"))),
+                               "gpus": ",".join(request) if isinstance(request, list) else str(request)}
+    if host:
+        backend["engine_host"] = host
+    if spec.get("memory"):
+        backend["memory"] = str(spec["memory"])
+    return DockerPlan(spec=spec, image=spec["image"], network_arch=spec["network_arch"], action=spec["action"],
+                      storage_tier="A", results_dir=host_results, backend=backend, job_id=jid, run=rs, engine=name,
+                      host=host, gpu_request=request, pull=spec.get("pull", "missing"),
+                      must_exist=[m[0] for m in mounts])
+
+
+def preview(spec: dict, opts: SubmitOptions, engine: str | None = None) -> str:
+    """The command submit would run, shell-quoted, contacting nothing."""
+    import shlex
+
+    plan = plan_submit(spec, opts, engine=engine, job_id=opts.job_id or "preview-job")
+    assert plan.run is not None
+    return shlex.join([plan.engine, *render.run_argv(plan.run)]) + "\n"
+
+
+def check(plan: DockerPlan, gate: Gate) -> None:
+    """The read-only checks, cheapest first; the image pull (when needed) is last."""
+    e = eng.Engine(plan.engine, plan.host)
+    fmt = "{{.Client.Version}}" if plan.engine == "podman" else "{{.Server.Version}}"  # podman has no daemon
+    version = e.run(["version", "--format", fmt], what=f"{plan.engine} version").stdout.strip()
+    gate.lines.append(f"{plan.engine} engine {version or '?'}")
+    got = gpus.check_request(plan.gpu_request, gpus.host_gpus() if plan.gpu_request not in (0, []) else [])
+    if got:
+        gate.lines.append(f"GPUs {', '.join(g.index for g in got)} of this host")
+    for path in plan.must_exist:
+        if not os.path.exists(path):
+            raise TaoError(f"bind-mount path {path} does not exist on this host: create it or fix mounts; nothing was done")
+    base = os.path.dirname(plan.results_dir)
+    probe = base
+    while not os.path.exists(probe):  # the base may be made at launch; its nearest existing parent must be writable
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe) or not os.access(probe, os.W_OK | os.X_OK):
+        raise TaoError(f"results folder {base} cannot be written by you ({probe} is not a writable folder): "
+                       "set results_dir or TAO_DOCKER_RESULTS_DIR to a folder of yours; nothing was done")
+    if os.path.exists(plan.results_dir):
+        raise TaoError(f"{plan.results_dir} exists already: a job's results folder is its own; nothing was done")
+    assert plan.run is not None
+    missing = [n for n in plan.run.secrets if not os.environ.get(n)]
+    if missing:
+        raise TaoError(f"secret variable {', '.join(missing)} is not set in this shell: export it (the value goes "
+                       "to the container by name, never on a command line); nothing was done")
+    gate.lines.append(registry.ensure_image(e, plan.image, plan.pull, progress=_progress))
+
+
+def _progress(text: str) -> None:
+    """The pull's own progress, on stderr so --json output stays clean."""
+    sys.stderr.write(text)
+    sys.stderr.flush()
+
+
+def launch(plan: DockerPlan, rec: dict) -> Launch:
+    """Make the job's results folder (as the caller), then start the container detached."""
+    e = eng.Engine(plan.engine, plan.host)
+    assert plan.run is not None
+    try:
+        os.makedirs(plan.results_dir, mode=0o755)
+    except OSError as exc:
+        raise TaoError(f"cannot create the results folder {plan.results_dir}: {exc.strerror}") from None
+    try:
+        res = e.run(render.run_argv(plan.run), check=False, timeout=300, what=f"{plan.engine} run")
+    except TaoError as exc:
+        if "did not answer" in str(exc):
+            raise SubmitUncertain(f"{exc}: the container may exist; see {plan.engine} ps -a --filter "
+                                  f"name={rec['id']}") from None
+        _undo(e, plan, rec)
+        raise
+    if not res.ok:
+        _undo(e, plan, rec)
+        raise TaoError(eng.explain(plan.engine, res.stderr or res.stdout, f"{plan.engine} run", res.returncode)
+                       + "; nothing was left running")
+    cid = res.stdout.strip().splitlines()[-1][:64] if res.stdout.strip() else rec["id"]
+    return Launch(backend_ref=cid[:12], backend={"container_id": cid[:64]},
+                  message=f"container {rec['id']} started ({plan.engine} run --detach)",
+                  details={"container": rec["id"], "results": plan.results_dir})
+
+
+def _undo(e: eng.Engine, plan: DockerPlan, rec: dict) -> None:
+    """A failed run may leave a created container and the empty folder: remove both (best effort)."""
+    e.run(["rm", "--force", rec["id"]], check=False, what=f"{plan.engine} rm")
+    try:
+        os.rmdir(plan.results_dir)
+    except OSError:
+        pass
+
+
+def adopt(plan: DockerPlan, rec: dict, gate: Gate) -> Launch | None:
+    """A record being finished whose container exists already (an earlier submit lost its answer)."""
+    e = eng.Engine(plan.engine, plan.host)
+    res = e.run(["container", "inspect", "--format", "{{.Id}}", rec["id"]], check=False, what=f"{plan.engine} inspect")
+    if not res.ok:
+        return None
+    cid = res.stdout.strip()
+    gate.lines.append(f"container {rec['id']} exists already: adopted, not started twice")
+    return Launch(backend_ref=cid[:12], backend={"container_id": cid}, message=f"adopted container {rec['id']}")

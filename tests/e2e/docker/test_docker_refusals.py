@@ -1,0 +1,65 @@
+"""Bad input on a real engine: one line, exit 1, and nothing half-done (no record, no container, no folder)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from docker_support import SCRIPTS, Docker
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture()
+def dk(docker_cluster, tmp_path) -> Docker:
+    return Docker(docker_cluster, tmp_path)
+
+
+def refused(dk: Docker, *args: str, env: dict | None = None) -> str:
+    before = dk.docker("ps", "-aq", "--filter", "label=org.tao-skill-bank.managed").stdout.split()
+    res = dk.tao("submit", *args, env=env)
+    assert res.returncode == 1, (res.stdout, res.stderr)
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), res.stderr
+    assert dk.records() == [] and list(dk.results.iterdir()) == []
+    assert dk.docker("ps", "-aq", "--filter", "label=org.tao-skill-bank.managed").stdout.split() == before
+    return lines[0]
+
+
+def test_no_engine(dk, tmp_path):
+    line = refused(dk, "--image", dk.image, "--gpus", "0", "--", "true",
+                   env={"DOCKER_HOST": f"unix://{tmp_path}/no-such.sock"})
+    assert "no docker engine answers" in line
+
+
+def test_gpus_asked_on_a_host_without_gpus(dk):
+    if shutil.which("nvidia-smi"):
+        pytest.fail("this host has nvidia-smi: the GPU-less refusal is tested on hosts without one")
+    line = refused(dk, "--image", dk.image, "--gpus", "1", "--", "true")
+    assert "asks for GPUs (1) but this host has none" in line
+
+
+def test_an_unknown_image(dk):
+    line = refused(dk, "--image", "tao-local.test/no-such-image:1", "--gpus", "0", "--pull", "never", "--", "true")
+    assert "is not on this host" in line
+
+
+def test_a_bind_mount_path_that_does_not_exist(dk, tmp_path):
+    line = refused(dk, "--image", dk.image, "--gpus", "0", "--mount", f"{tmp_path}/no-data:/data", "--", "true")
+    assert "does not exist" in line
+
+
+def test_no_permission_on_the_socket(dk, tmp_path):
+    """A user outside the docker group: the engine's socket refuses them (run here as nobody)."""
+    home = tmp_path / "nobody"
+    home.mkdir()
+    os.chown(home, 65534, 65534)
+    env = {k: v for k, v in dk.env.items() if k != "TAO_CALL_LOG"}
+    env.update({"HOME": str(home), "TAO_STATE_DIR": str(home / "state"), "TAO_DOCKER_RESULTS_DIR": str(home)})
+    res = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable,
+                          str(SCRIPTS / "tao_docker.py"), "preflight", "--no-gpus"],
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 1 and "permission denied on the engine's socket" in res.stdout, (res.stdout, res.stderr)

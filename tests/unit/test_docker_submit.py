@@ -1,0 +1,97 @@
+"""tao_docker.py submit against recorded engine answers: the checks come before any record, the preview
+contacts nothing, and a refused run leaves nothing behind."""
+from __future__ import annotations
+
+import json
+
+from taobank import records
+
+
+def _engine(fake, *, have_image: bool = True, run_rc: int = 0):
+    fake.on("docker", lambda c: c.argv[1] == "version", "20.10.24")
+    fake.on("docker", lambda c: c.argv[1:3] == ["image", "inspect"], "sha256:1" if have_image else "",
+            rc=0 if have_image else 1, stderr="" if have_image else "Error: No such image")
+    fake.on("docker", lambda c: c.argv[1] == "run", "0123456789abcdef" if run_rc == 0 else "", rc=run_rc,
+            stderr="" if run_rc == 0 else "docker: Error response from daemon: OCI runtime create failed.")
+    fake.on("docker", lambda c: c.argv[1] == "rm", "")
+
+
+def test_dry_run_contacts_nothing(fake, cli, tmp_path):
+    out = cli("tao_docker.py", "submit", "--image", "img:1", "--gpus", "0", "--results-dir", str(tmp_path),
+              "--dry-run", "--", "echo", "--json")
+    assert out.rc == 0 and fake.calls == [] and records.list_records() == []
+    assert out.out.startswith("docker run --detach") and out.out.rstrip().endswith("img:1 echo --json")
+
+
+def test_a_submit_runs_detached_and_records_the_job(fake, cli, tmp_path):
+    _engine(fake)
+    out = cli("tao_docker.py", "submit", "--image", "img:1", "--gpus", "0", "--results-dir", str(tmp_path),
+              "--json", "--", "echo", "hi")
+    assert out.rc == 0, out
+    view = json.loads(out.out)
+    assert view["state"] == "PENDING" and view["backend_ref"] == "0123456789ab" and view["platform"] == "docker"
+    assert (tmp_path / view["id"]).is_dir()
+    run = [c for c in fake.calls if c.argv[1] == "run"][0]
+    assert run.argv[run.argv.index("--name") + 1] == view["id"]
+
+
+def test_gpus_on_a_host_without_them_is_refused_before_any_record(fake, cli, tmp_path, monkeypatch):
+    _engine(fake)
+    monkeypatch.setattr("shutil.which", lambda name: None if name == "nvidia-smi" else f"/usr/bin/{name}")
+    out = cli("tao_docker.py", "submit", "--image", "img:1", "--gpus", "2", "--results-dir", str(tmp_path), "--", "true")
+    assert out.rc == 1 and len(out.err_lines) == 1 and "this host has none" in out.err
+    assert records.list_records() == [] and not any(c.argv[1] == "run" for c in fake.calls)
+
+
+def test_too_many_gpus_and_unknown_devices(fake, cli, tmp_path, monkeypatch):
+    _engine(fake)
+    monkeypatch.setattr("shutil.which", lambda name: f"/usr/bin/{name}")
+    rows = "0, GPU-11111111-2222, NVIDIA H200, 580.82.07, 9.0, 143771\n"
+    fake.on("nvidia-smi", lambda c: True, rows)
+    out = cli("tao_docker.py", "submit", "--image", "img:1", "--gpus", "2", "--results-dir", str(tmp_path), "--", "true")
+    assert out.rc == 1 and "asks for 2 GPUs but this host has 1" in out.err
+    out = cli("tao_docker.py", "submit", "--image", "img:1", "--gpu-device", "3", "--results-dir", str(tmp_path), "--", "true")
+    assert out.rc == 1 and "GPU 3 is not on this host" in out.err
+    out = cli("tao_docker.py", "submit", "--image", "img:1", "--gpu-device", "GPU-11111111-2222", "--results-dir",
+              str(tmp_path), "--json", "--", "true")
+    assert out.rc == 0, out
+    run = [c for c in fake.calls if c.argv[1] == "run"][-1]
+    assert run.argv[run.argv.index("--gpus") + 1] == '"device=GPU-11111111-2222"'
+
+
+def test_a_failed_run_leaves_no_container_and_no_folder(fake, cli, tmp_path):
+    _engine(fake, run_rc=125)
+    res = tmp_path / "results"
+    res.mkdir()
+    out = cli("tao_docker.py", "submit", "--image", "img:1", "--gpus", "0", "--results-dir", str(res), "--", "true")
+    assert out.rc == 1 and "OCI runtime create failed" in out.err and "nothing was left running" in out.err
+    assert list(res.iterdir()) == [] and any(c.argv[1] == "rm" for c in fake.calls)
+    (rec,) = records.list_records()
+    assert rec["state"] == "ERROR"
+
+
+def test_a_secret_not_set_is_refused_by_name(fake, cli, tmp_path, monkeypatch):
+    _engine(fake)
+    monkeypatch.delenv("MY_TOKEN", raising=False)
+    out = cli("tao_docker.py", "submit", "--image", "img:1", "--gpus", "0", "--secret-env", "MY_TOKEN",
+              "--results-dir", str(tmp_path), "--", "true")
+    assert out.rc == 1 and "MY_TOKEN is not set" in out.err and records.list_records() == []
+
+
+def test_login_puts_the_key_on_stdin_only(fake, cli, monkeypatch):
+    monkeypatch.setenv("NGC_KEY", "nvapi-secretvalue1234567890")
+    fake.on("docker", lambda c: c.argv[1] == "login", "Login Succeeded")
+    out = cli("tao_docker.py", "login")
+    assert out.rc == 0
+    (call,) = fake.calls
+    assert call.stdin == "nvapi-secretvalue1234567890\n"
+    assert "nvapi-secretvalue1234567890" not in " ".join(call.argv) + out.out + out.err
+    assert call.argv[1:] == ["login", "nvcr.io", "--username", "$oauthtoken", "--password-stdin"]
+
+
+def test_a_refused_login_never_echoes_the_key(fake, cli, monkeypatch):
+    monkeypatch.setenv("NGC_KEY", "nvapi-secretvalue1234567890")
+    fake.on("docker", lambda c: c.argv[1] == "login", "", rc=1,
+            stderr="Error response from daemon: bad key nvapi-secretvalue1234567890")
+    out = cli("tao_docker.py", "login")
+    assert out.rc == 1 and "nvapi-secretvalue1234567890" not in out.err + out.out
