@@ -72,15 +72,15 @@ def test_budget_over_the_limit_exits_1_naming_the_file(bank_copy):
 
 
 def test_a_new_platform_skill_gets_the_platform_limit(bank_copy):
-    new = bank_copy / "skills" / "tao-run-on-docker"
+    new = bank_copy / "skills" / "tao-run-on-example"
     shutil.copytree(bank_copy / K8S, new)
     md = new / "SKILL.md"
-    text = md.read_text().replace("name: tao-run-on-kubernetes", "name: tao-run-on-docker")
+    text = md.read_text().replace("name: tao-run-on-kubernetes", "name: tao-run-on-example")
     md.write_text(text + "x" * (PLATFORM_MAX_BYTES - 1000 - len(text.encode())))  # 11,000 bytes: over 6,000, under 12,000
-    probs = lint(bank_copy, external=False, only=["tao-run-on-docker"])
+    probs = lint(bank_copy, external=False, only=["tao-run-on-example"])
     assert not found(probs, "budget"), found(probs, "budget")
     md.write_text(md.read_text() + "y" * PLATFORM_MAX_BYTES)
-    assert found(lint(bank_copy, external=False, only=["tao-run-on-docker"]), "budget")
+    assert found(lint(bank_copy, external=False, only=["tao-run-on-example"]), "budget")
 
 
 # ------------------------------------------------------------------ toc
