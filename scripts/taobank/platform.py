@@ -186,6 +186,11 @@ class Platform(ABC):
         cancel line, or None when there was nothing to do. The default holds nothing."""
         return None
 
+    def lineage_access(self, spec: dict, parent: dict, folder: str) -> dict:
+        """``spec`` of a child job (``submit --parent``) able to read the parent's results ``folder`` (as the
+        parent saw it). Default: unchanged (the folder is on storage every job of the platform sees)."""
+        return spec
+
     # -------------------------------------------------------------- submit: the core owns the order
     #: the helper a user runs for this platform (named in hints)
     helper: str = ""
