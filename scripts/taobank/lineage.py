@@ -21,7 +21,7 @@ from .states import State
 from . import checkpoints, records, savedspec, states
 from .contract import ResultFile, SubmitOptions
 from .errors import TaoError
-from .paths import is_under, rel_path
+from .paths import is_path, is_under, rel_path
 from .platform import JobView, get, load_for
 
 #: What a child's spec may name (replaced by text; nothing else of the form ``{parent.X}`` is allowed).
@@ -71,6 +71,14 @@ def _checkpoint(rec: dict, files: list[ResultFile], folder: str, named: str | No
     return posixpath.join(folder, found.path)
 
 
+def _plain(path: str, job_id: str) -> str:
+    """A checkpoint path that may stand in a command (argv or shell text): the path characters only."""
+    if not is_path(path):
+        raise TaoError(f"the checkpoint of job {job_id} has characters a path in a command may not ({path[:80]!r}): "
+                       "rename it (letters, digits and . _ + @ / -) or name another with --from")
+    return path
+
+
 def _resumed_command(spec: dict, ckpt: str, job_id: str) -> dict:
     """``spec`` whose argv (``args``, else a list ``command``) resumes from ``ckpt``."""
     out = dict(spec)
@@ -107,7 +115,7 @@ def continue_job(platform: str | None, job_id: str, *, checkpoint: str | None = 
         raise TaoError(f"job {job_id} is a {rec.get('action')} job: only {', '.join(checkpoints.table()['resume_actions'])} "
                        "jobs continue from a checkpoint; submit it again")
     loc, listing = _listing(rec, "job")
-    ckpt = _checkpoint(rec, listing.files, loc.folder, checkpoint)
+    ckpt = _plain(_checkpoint(rec, listing.files, loc.folder, checkpoint), job_id)
     new = _resumed_command(spec, ckpt, job_id)
     view = _submit(rec["platform"], new, options, continues=job_id, dry_run=dry_run,
                    description=description or rec.get("description"))
@@ -152,7 +160,8 @@ def with_parent(platform: str, spec: dict, parent_id: str, *, allow_incomplete: 
     table = {"{parent.results_dir}": loc.folder}
     latest = checkpoints.latest(listing.files, parent.get("action"))
     if latest is not None:
-        table["{parent.checkpoint}"] = posixpath.join(loc.folder, latest.path)
+        table["{parent.checkpoint}"] = _plain(posixpath.join(loc.folder, latest.path), parent_id)
+    _plain(loc.folder, parent_id)
     used: set[str] = set()
     child = _substitute(dict(spec), {**table, "{parent.checkpoint}": table.get("{parent.checkpoint}", "")}, used)
     if "{parent.checkpoint}" in used and latest is None:
