@@ -29,7 +29,7 @@ def table() -> dict:
 
 
 def resume_key() -> str:
-    return str(table()["resume_key"])
+    return str(table()["resume_setting"])
 
 
 def resumes(action: str | None) -> bool:
@@ -85,7 +85,7 @@ def shell_finder() -> str:
     t = table()
     key = resume_key()
     if not re.match(r"[A-Za-z0-9_.]+\Z", key):
-        raise TaoError(f"versions.yaml tao_checkpoints.resume_key {key!r} is not a dotted config key: fix it")
+        raise TaoError(f"versions.yaml tao_checkpoints.resume_setting {key!r} is not a dotted config key: fix it")
     return (
         "tao_latest_checkpoint() {  # $1 results folder, $2 action: newest complete checkpoint (versions.yaml tao_checkpoints)\n"
         '  for tao_d in "$1" "$1/$2"; do\n'

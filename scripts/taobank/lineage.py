@@ -67,7 +67,7 @@ def _checkpoint(rec: dict, files: list[ResultFile], folder: str, named: str | No
     found = checkpoints.latest(files, rec.get("action"))
     if found is None:
         raise TaoError(f"job {rec['id']} left no checkpoint in {folder} (TAO writes model_epoch_NNN.pth every "
-                       f"{checkpoints.table()['interval_key']} epochs): submit it again from the start")
+                       f"{checkpoints.table()['interval_setting']} epochs): submit it again from the start")
     return posixpath.join(folder, found.path)
 
 
@@ -111,6 +111,9 @@ def continue_job(platform: str | None, job_id: str, *, checkpoint: str | None = 
     if rec["state"] not in CONTINUABLE:
         raise TaoError(f"job {job_id} is {rec['state']}: cancel it first (or wait for it to end), then continue it")
     spec, options = savedspec.load(job_id)
+    for key in ("namespace", "context"):  # where the job ran, unless the submit named it (Kubernetes)
+        if not options.get(key) and (rec.get("backend") or {}).get(key):
+            options[key] = rec["backend"][key]
     if not checkpoints.resumes(rec.get("action")):
         raise TaoError(f"job {job_id} is a {rec.get('action')} job: only {', '.join(checkpoints.table()['resume_actions'])} "
                        "jobs continue from a checkpoint; submit it again")

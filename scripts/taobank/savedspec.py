@@ -27,6 +27,10 @@ def save(job_id: str, spec: Mapping[str, Any], options: Mapping[str, Any] | None
         text = json.dumps(data, sort_keys=True, default=str)
     except (TypeError, ValueError) as exc:
         raise TaoError(f"the spec of job {job_id} cannot be kept as JSON ({exc})") from None
+    from .redact import lint_text
+
+    if lint_text(text, FILE):  # a value that looks like a credential is never written down (continue refuses)
+        return
     fsio.write_private(records.artifact_dir(job_id) / FILE, text + "\n")
 
 

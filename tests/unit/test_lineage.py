@@ -220,3 +220,22 @@ def test_list_shows_the_parent_and_show_prints_the_chain(stand, cli):
                                                         f"{view.id}  PENDING  dino/train  continues {first['id']}"]
     missing = cli("tao_jobs.py", "continue", "dino-train-99999999")
     assert missing.rc == 1 and len(missing.err_lines) == 1
+
+
+@given(st.text(max_size=40))
+def test_any_from_text_is_a_file_of_the_folder_or_one_line(named):
+    rec = {"id": "dino-train-1a2b3c4d", "action": "train"}
+    files = [ResultFile("model_epoch_001.pth", 1, 0.0), ResultFile("train/model_epoch_002.pth", 1, 0.0)]
+    try:
+        got = lineage._checkpoint(rec, files, "/r/job", named)
+    except TaoError as exc:
+        assert "\n" not in str(exc)
+    else:
+        assert got in ("/r/job/model_epoch_001.pth", "/r/job/train/model_epoch_002.pth")
+
+
+def test_a_spec_holding_a_credential_is_never_kept(state_dir):
+    rec = records.open_record("slurm", "img", "dino", "train", "A", "/l/{id}")
+    savedspec.save(rec["id"], {"command": ["x"], "env": {"AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}})
+    with pytest.raises(TaoError, match="no saved spec"):
+        savedspec.load(rec["id"])
