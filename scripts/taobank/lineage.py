@@ -31,7 +31,7 @@ CONTINUABLE = (State.ERROR, State.CANCELED)
 
 
 # ------------------------------------------------------------------ helpers
-def _listing(rec: dict, what: str):
+def _listing(rec: dict, what: str, *, status: bool = False):
     """(location, listing) of a job's results: one cluster command; one line when they are gone."""
     adapter = get(rec["platform"])
     loc = adapter.results_location(rec)
@@ -40,7 +40,7 @@ def _listing(rec: dict, what: str):
     if loc.folder.startswith("s3://"):
         raise TaoError(f"{what} {rec['id']} keeps its results in {loc.folder} (tier C): fetch the checkpoint "
                        "(tao_jobs.py fetch) and name it as an s3_inputs entry instead")
-    listing = adapter.list_results(rec, loc, status=False)
+    listing = adapter.list_results(rec, loc, status=status)
     if not listing.exists:
         raise TaoError(f"{what} {rec['id']}'s results folder {loc.folder} is gone (pruned or deleted): "
                        "nothing to use")
@@ -145,9 +145,12 @@ def _substitute(value: Any, table: dict[str, str], used: set[str]) -> Any:
     return value
 
 
-def with_parent(platform: str, spec: dict, parent_id: str, *, allow_incomplete: bool = False) -> dict:
+def with_parent(platform: str, spec: dict, parent_id: str, *, allow_incomplete: bool = False,
+                kpi: str | None = None, mode: str = "min") -> dict:
     """``spec`` with the parent's placeholders filled and its folder reachable (refused in one line:
-    no such job, another platform, not COMPLETE, results gone, no checkpoint where one is named)."""
+    no such job, another platform, not COMPLETE, results gone, no checkpoint where one is named).
+    ``kpi``: ``{parent.checkpoint}`` is the checkpoint of the epoch where that KPI is best (``mode``),
+    as ``artifacts --kpi`` finds it, instead of the newest."""
     try:
         parent = records.load(parent_id)
     except TaoError:
@@ -159,9 +162,16 @@ def with_parent(platform: str, spec: dict, parent_id: str, *, allow_incomplete: 
     if parent["state"] != State.COMPLETE and not allow_incomplete:
         raise TaoError(f"--parent {parent_id} is {parent['state']}, not COMPLETE: wait for it, or add "
                        "--allow-incomplete-parent to use what it left; nothing was submitted")
-    loc, listing = _listing(parent, "--parent")
+    loc, listing = _listing(parent, "--parent", status=kpi is not None)
     table = {"{parent.results_dir}": loc.folder}
     latest = checkpoints.latest(listing.files, parent.get("action"))
+    if kpi is not None:
+        from .results_verbs import find_best
+
+        best = find_best(listing, kpi, mode, parent.get("action"))
+        if not best.checkpoints:
+            raise TaoError(f"--parent {parent_id}: {best.line()}; nothing was submitted")
+        latest = next(f for f in listing.files if f.path == best.checkpoints[0])
     if latest is not None:
         table["{parent.checkpoint}"] = _plain(posixpath.join(loc.folder, latest.path), parent_id)
     _plain(loc.folder, parent_id)
@@ -174,10 +184,11 @@ def with_parent(platform: str, spec: dict, parent_id: str, *, allow_incomplete: 
 
 
 def submit_with_parent(platform: str, spec: dict, opts: SubmitOptions, *, allow_incomplete: bool = False,
+                       kpi: str | None = None, mode: str = "min",
                        preview: Callable[[dict, SubmitOptions], Any] | None = None) -> Any:
     """The core's submit of a child job (``preview``: the dry-run instead)."""
     assert opts.parent
-    child = with_parent(platform, spec, opts.parent, allow_incomplete=allow_incomplete)
+    child = with_parent(platform, spec, opts.parent, allow_incomplete=allow_incomplete, kpi=kpi, mode=mode)
     if preview is not None:
         return preview(child, opts)
     return get(platform).submit(child, replace(opts, parent=opts.parent))

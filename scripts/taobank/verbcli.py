@@ -438,6 +438,9 @@ def add_parent(p: argparse.ArgumentParser) -> None:
                    "{parent.checkpoint} (its latest checkpoint) are filled in the command, args, env and specs")
     p.add_argument("--allow-incomplete-parent", action="store_true",
                    help="use a parent that is not COMPLETE (what it left so far)")
+    p.add_argument("--parent-kpi", metavar="NAME", help="{parent.checkpoint} is the checkpoint of the epoch where "
+                   "this KPI (as in status.json, e.g. val_loss) is best, not the newest")
+    p.add_argument("--parent-mode", choices=["min", "max"], default="min", help="best = lowest (min) or highest")
 
 
 def submit_lineage(platform: str, spec: dict, opts, args: argparse.Namespace, preview: Callable | None = None):
@@ -449,4 +452,5 @@ def submit_lineage(platform: str, spec: dict, opts, args: argparse.Namespace, pr
     if not getattr(args, "parent", None):
         return preview(spec, opts) if preview is not None else core.get(platform).submit(spec, opts)
     return lineage.submit_with_parent(platform, spec, replace(opts, parent=args.parent),
-                                      allow_incomplete=args.allow_incomplete_parent, preview=preview)
+                                      allow_incomplete=args.allow_incomplete_parent, kpi=args.parent_kpi,
+                                      mode=args.parent_mode, preview=preview)

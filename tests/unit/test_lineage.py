@@ -239,3 +239,23 @@ def test_a_spec_holding_a_credential_is_never_kept(state_dir):
     savedspec.save(rec["id"], {"command": ["x"], "env": {"AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}})
     with pytest.raises(TaoError, match="no saved spec"):
         savedspec.load(rec["id"])
+
+
+def test_parent_checkpoint_best_by_a_kpi(stand):
+    rows = [f'{{"epoch": {e}, "status": "RUNNING", "kpi": {{"val_loss": {v}}}}}' for e, v in ((2, 0.5), (9, 0.2), (10, 0.3))]
+    listing = stand.list_results
+
+    def with_status(rec, loc, *, status):
+        out = listing(rec, loc, status=status)
+        out.status_files = {"status.json": "\n".join(rows) + "\n"} if status else {}
+        return out
+
+    stand.list_results = with_status
+    parent = job(state="COMPLETE")
+    child = lineage.with_parent("slurm", {"command": ["{parent.checkpoint}"]}, parent["id"], kpi="val_loss")
+    assert child["command"] == [f"{parent['results_dir']}/model_epoch_009.pth"]
+    with pytest.raises(TaoError, match="it has val_loss"):  # a misspelt KPI names the ones there are
+        lineage.with_parent("slurm", {"command": ["x"]}, parent["id"], kpi="nope")
+    stand.files = [f for f in stand.files if "009" not in f.path]  # the best epoch left no checkpoint
+    with pytest.raises(TaoError, match="nothing was submitted"):
+        lineage.with_parent("slurm", {"command": ["{parent.checkpoint}"]}, parent["id"], kpi="val_loss")
