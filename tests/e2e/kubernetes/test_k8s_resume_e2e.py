@@ -59,7 +59,8 @@ def test_an_evicted_pod_is_replaced_by_one_that_resumes_from_the_checkpoint(k8s,
     k8s.kubectl("create", "--raw", f"/api/v1/namespaces/{pod['metadata']['namespace']}/pods/"
                 f"{pod['metadata']['name']}/eviction", "-f", "-", stdin=json.dumps(eviction))
     st = k8s.wait(out["id"], terminal, timeout=150)
-    assert st["state"] == "COMPLETE" and st["pod_attempts"] == 2, st
+    assert st["state"] == "COMPLETE" and st["pod_attempts"] == 2, \
+        (st, k8s.tao("logs", out["id"], check=False).stdout[-3000:], k8s.kjson("get", "job", out["name"])["status"])
     logs = k8s.tao("logs", out["id"]).stdout
     assert resumed_at(logs) >= 3 and "tao: resuming from checkpoint" in logs
     kept = "".join(p.read_text() for p in (folder / "logs").glob("*.log"))
