@@ -181,3 +181,13 @@ def test_follow_retries_reads_the_reason():
     old = slurm_status.follow_retries('{"from":"1","next":"2","attempt":1,"failed_on":"n","excluded":"n"}\n', "1")
     assert old["reason"] == "infra"
 
+
+
+def test_a_multi_node_chain_renders_and_passes_shellcheck():
+    two = resources.resolve({"partition": "local", "cpus_per_task": 1, "num_gpus": 16, "time_minutes": 30}, {})
+    c = chain.settings({"command": ["x"], "action": "train", "max_attempts": 2}, two)
+    text = render.render(render.ScriptInput(job_id=JOB, job_dir="/l/jobs/j", results_parent="/l/results",
+                                            command=["x", "-e", "s"], resources=two, runtime="none", chain=c,
+                                            action="train"))
+    render.lint(text)
+    assert two.nodes == 2 and 'tao-task \\\n"${tao_cmd[@]}" &' in text and "--signal=B:USR1@300" in text
