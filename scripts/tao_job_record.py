@@ -5,7 +5,7 @@
        [--retry-of ID] [--meta KEY=VALUE]... [--name TEXT]   prints only the new id
   mark ID --state S [--backend-ref REF] [--source agent|poller|backend-hook]
        [--message M] [--err-class ERR_INFRA|ERR_PROGRAM] [--meta KEY=VALUE]...
-  show ID [--json]
+  show ID [--json] [--lineage]   (--lineage: the job and the jobs it builds on, oldest first)
   list [--platform P] [--state S] [--active] [--no-headers] [--json]   (the tao_jobs.py table)
   dir ID                                             prints the job's artifact folder
 
@@ -29,7 +29,8 @@ def _one_line(value: object) -> str:
 
 def _show_text(rec: dict) -> None:
     for key in ("id", "state", "err_class", "platform", "image", "network_arch", "action", "description",
-                "storage_tier", "results_dir", "backend_ref", "retry_of", "attempt", "message", "created_at",
+                "storage_tier", "results_dir", "backend_ref", "retry_of", "parent", "continues", "attempt", "message",
+                "created_at",
                 "updated_at"):
         print(f"{key}: {_one_line(rec.get(key))}")
     for k, v in sorted(rec.get("backend", {}).items()):
@@ -72,6 +73,8 @@ def main(argv: list[str]) -> int:
     p = sub.add_parser("show", help="print one record")
     p.add_argument("id")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--lineage", action="store_true",
+                   help="the chain: the job and the jobs it continues, uses (--parent) or retries, oldest first")
 
     p = sub.add_parser("list", help="list records, oldest first")
     p.add_argument("--platform")
@@ -101,6 +104,17 @@ def main(argv: list[str]) -> int:
             print_json(rec)
         else:
             print(f"{rec['id']} {rec['state']}")
+    elif args.cmd == "show" and args.lineage:
+        from taobank import lineage
+
+        chain = lineage.chain(args.id)
+        if args.json:
+            print_json(chain)
+        for rec in [] if args.json else chain:
+            link = next((f"{word} {rec[k]}" for k, word in (("continues", "continues"), ("parent", "parent"),
+                                                             ("retry_of", "retry of")) if rec.get(k)), "")
+            print(_one_line(f"{rec['id']}  {rec['state']}  {rec.get('network_arch', '?')}/{rec.get('action', '?')}"
+                            f"  {link}".rstrip()))
     elif args.cmd == "show":
         rec = records.load(args.id)
         if args.json:

@@ -10,6 +10,7 @@ artifacts | fetch | prune.
   tao_jobs.py artifacts ID | --last [--kpi NAME [--mode min|max]] [--json]   (the results folder; best checkpoint)
   tao_jobs.py fetch ID [PATH...] | --last [PATH...] --to DIR [--force] [--json]   (size and sha256 verified)
   tao_jobs.py prune ID... [--yes] [--json]   (deletes finished jobs' own results folders; asks first)
+  tao_jobs.py continue ID [--from CHECKPOINT] [--json]   (a NEW job carrying on a failed/canceled/timed-out one)
 
 Each verb dispatches on the record's platform (kubernetes, slurm or docker), exactly
 as tao_k8s.py / tao_slurm.py / tao_docker.py would. Records are per machine: they live in
@@ -67,6 +68,7 @@ def main(argv: list[str]) -> int:
     verbcli.add_cancel(sub, None)
     verbcli.add_metrics(sub, None)
     verbcli.add_results(sub, None)
+    verbcli.add_continue(sub, None)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -2,7 +2,8 @@
 """Run TAO jobs on Kubernetes: submit | status | logs | cancel (plain kubectl underneath).
 
   tao_k8s.py submit --spec job.yaml [--job-id ID] [--secret-env NAME ...] [--secrets-file F] [--ngc-pull-secret]
-                    [--name TEXT] [--dry-run] [--quiet|--json]
+                    [--parent ID [--allow-incomplete-parent]] [--name TEXT] [--dry-run] [--quiet|--json]
+  tao_k8s.py continue ID [--from CHECKPOINT]   (a NEW job carrying on a failed/canceled/timed-out one)
   tao_k8s.py status [ID ... | --last] [--watch] [--json]   (no id: every active kubernetes record, one list call)
   tao_k8s.py logs ID | --last [--tail N] [-f/--follow] [--json]
   tao_k8s.py cancel ID... | --last | --all [--json]
@@ -56,11 +57,11 @@ def _submit(args: argparse.Namespace) -> int:
                             require_free=args.require_free, skip_nccl_probe=args.skip_nccl_probe)
     adapter = platform.get("kubernetes")
     if args.dry_run:
-        text = adapter.preview(spec, options)
+        text = verbcli.submit_lineage("kubernetes", spec, options, args, preview=adapter.preview)
         print_json({"job_id": args.job_id or PREVIEW_ID, "manifest": text}) if args.json \
             else sys.stdout.write(text)
         return 0
-    view = adapter.submit(spec, options)
+    view = verbcli.submit_lineage("kubernetes", spec, options, args)
     how = "reconciled with the existing Job" if view.extra.get("reconciled") else "Job created"
     gate = str(view.extra.get("gate") or "")
     if gate.startswith(("queued:", "warning:")):  # seen even under --quiet/--json
@@ -127,10 +128,12 @@ def main(argv: list[str]) -> int:
                    help="multi-node without an ok NCCL probe verdict for this cluster (recorded in the record)")
     p.add_argument("--namespace", help="default: $TAO_K8S_NAMESPACE or 'default'")
     p.add_argument("--context", help="default: $TAO_K8S_CONTEXT")
+    verbcli.add_parent(p)
     verbcli.add_submit_outputs(p)
     p.set_defaults(func=_submit)
     verbcli.add_common(sub, "kubernetes")
     verbcli.add_results(sub, "kubernetes")
+    verbcli.add_continue(sub, "kubernetes")
     p = sub.add_parser("preflight", help="cluster reachable, version skew, namespace, can-i create jobs, "
                        "schedulable GPUs, which GPU nodes can run the job, PVCs Bound (exit 1 if something is MISSING)")
     p.add_argument("--pvc", action="append", metavar="CLAIM", help="a PVC the job mounts: must be Bound (repeatable)")

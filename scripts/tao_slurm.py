@@ -2,7 +2,8 @@
 """Run TAO jobs on a SLURM cluster over SSH: submit, status, logs, cancel, preflight.
 
   tao_slurm.py preflight [--private-registry [--registry nvcr.io]] [--json]
-  tao_slurm.py submit --spec job.yaml [flags] [--name TEXT] [--dry-run] [--quiet|--json] [-- command args...]
+  tao_slurm.py submit --spec job.yaml [flags] [--parent ID] [--max-attempts N --max-total-time D] [--name TEXT]
+                      [--dry-run] [--quiet|--json] [-- command args...]
   tao_slurm.py status [ID...] [--watch] [--no-retry] [--json]
   tao_slurm.py logs ID [--tail N] [-f/--follow] [--json]
   tao_slurm.py cancel ID... | --all [--json]
@@ -11,6 +12,7 @@
   tao_slurm.py fetch ID [PATH...] --to DIR [--force] [--json]   (download, size and sha256 verified)
   tao_slurm.py prune ID... [--yes] [--json]   (delete finished jobs' own results folders; asks first)
   tao_slurm.py resume ID              (finish a submit whose sbatch answer was lost)
+  tao_slurm.py continue ID [--from CHECKPOINT]   (a NEW job carrying on a failed/canceled/timed-out one)
   tao_slurm.py stage FILE|DIR... --dest lustre:///abs/dir [--force]   (small inputs to the cluster)
   tao_slurm.py nccl-probe [--nodes 2] [--gpus-per-node N] [--timeout S] [--force] [--json]
   tao_slurm.py enroot-credentials [--registry nvcr.io]   (reads NGC_KEY from the environment)
@@ -53,13 +55,14 @@ def cmd_submit(args: argparse.Namespace) -> int:
     adapter = platform.get("slurm")
     if args.dry_run:
         job_id = args.job_id or "preview-job"
-        script = adapter.preview(spec, SubmitOptions(job_id=job_id))
+        script = verbcli.submit_lineage("slurm", spec, SubmitOptions(job_id=job_id), args, preview=adapter.preview)
         if args.json:
             print_json({"job_id": job_id, "script": script})
         else:
             print(script, end="")
         return 0
-    view = adapter.submit(spec, SubmitOptions(description=args.description, skip_nccl_probe=args.skip_nccl_probe))
+    view = verbcli.submit_lineage("slurm", spec, SubmitOptions(description=args.description,
+                                                               skip_nccl_probe=args.skip_nccl_probe), args)
     verbcli.print_submitted(view, args, _details(view))
     return 0
 
@@ -133,12 +136,14 @@ def main(argv: list[str]) -> int:
     p.add_argument("--skip-nccl-probe", action="store_true",
                    help="submit a multi-node job without an ok NCCL probe for this cluster (recorded as skipped)")
     p.add_argument("--job-id", help="with --dry-run: the id the preview uses")
+    verbcli.add_parent(p)
     verbcli.add_submit_outputs(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- command args (overrides the spec's command)")
     p.set_defaults(func=cmd_submit)
 
     verbcli.add_common(sub, "slurm")
     verbcli.add_results(sub, "slurm")
+    verbcli.add_continue(sub, "slurm")
 
     p = sub.add_parser("resume", help="reconcile a submit whose sbatch answer was lost")
     p.add_argument("id")

@@ -3,10 +3,13 @@
 # real format (JSON Lines; date M/D/YYYY and time H:M:S, not zero-padded; eta and
 # time_per_epoch as Python's str(timedelta)) and one small checkpoint per epoch.
 #   fake_tao_train.sh --results DIR --epochs N [--sleep S] [--epoch-time S] [--fail-at EPOCH] [--action NAME]
+#                     [train.resume_training_checkpoint_path=CKPT]
 # --sleep: whole seconds slept per epoch (default 0). --epoch-time: the time_per_epoch written (default:
 # --sleep; a test can claim days without waiting). --fail-at: write FAILURE at that epoch and exit 1.
 # --action: write DIR/NAME/status.json (TAO's per-action folder) instead of DIR/status.json.
-# POSIX sh (runs under busybox sh); needs only date, mkdir, sleep.
+# train.resume_training_checkpoint_path=CKPT (TAO's override form): carry on after the epoch CKPT's name
+# carries (model_epoch_007.pth -> epoch 8), appending to status.json as TAO does, and say so on stdout.
+# POSIX sh (runs under busybox sh); needs only date, mkdir, sleep, sed.
 set -eu
 
 usage() {
@@ -15,8 +18,11 @@ usage() {
 }
 number() { case $2 in '' | *[!0-9]*) echo "$0: $1 must be a whole number, got '$2'" >&2; exit 2 ;; esac; }
 
-results='' epochs='' pause=0 epoch_time='' fail_at=0 action=''
+results='' epochs='' pause=0 epoch_time='' fail_at=0 action='' resume=''
 while [ $# -gt 0 ]; do
+  case $1 in
+    train.resume_training_checkpoint_path=*) resume=${1#*=}; shift; continue ;;
+  esac
   [ $# -ge 2 ] || usage
   case $1 in
     --results) results=$2 ;;
@@ -66,10 +72,18 @@ thousandths() { printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)); }
 
 line() { printf '{%s, %s}\n' "$(stamp)" "$1" >> "$status"; }
 
-: > "$status"
+e=1
+if [ -n "$resume" ]; then
+  [ -f "$resume" ] || { echo "$0: checkpoint $resume does not exist" >&2; exit 1; }
+  done_epochs=$(printf '%s\n' "${resume##*/}" | sed -n 's/.*epoch_0*\([0-9][0-9]*\).*/\1/p')
+  [ -n "$done_epochs" ] || { echo "$0: $resume names no epoch" >&2; exit 1; }
+  e=$((done_epochs + 1))
+  echo "resumed from checkpoint $resume at epoch $done_epochs"
+else
+  : > "$status"
+fi
 line '"status": "STARTED", "verbosity": "INFO", "message": "Starting fake training"'
 best=$(((2 * epochs + 2) / 3))  # val_loss is lowest here, then rises (overfitting)
-e=1
 while [ "$e" -le "$epochs" ]; do
   sleep "$pause"
   if [ "$e" -eq "$fail_at" ]; then

@@ -39,6 +39,9 @@ class SubmitOptions:
     #: SLURM: the settings (os.environ when None) and an open connection to reuse
     env: Mapping[str, str] | None = None
     connection: Any = None
+    #: lineage (taobank.lineage): the job whose results this one uses / the job it continues
+    parent: str | None = None
+    continues: str | None = None
 
 
 @dataclass

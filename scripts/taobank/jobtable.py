@@ -6,7 +6,7 @@ from typing import Any, Iterable, Mapping
 
 from . import records, states
 
-COLUMNS = ("ID", "NAME", "ARCH/ACTION", "PLATFORM", "BACKEND", "SUBMITTED", "DURATION", "ATTEMPT", "STATE",
+COLUMNS = ("ID", "NAME", "ARCH/ACTION", "PLATFORM", "BACKEND", "SUBMITTED", "DURATION", "ATTEMPT", "PARENT", "STATE",
            "MESSAGE")
 MESSAGE_WIDTH = 60
 
@@ -72,8 +72,9 @@ def row(rec: Mapping[str, Any], now: datetime | None = None) -> list[str]:
     state = rec.get("state", "?") + (f" ({rec['err_class']})" if rec.get("err_class") else "")
     cells = [rec.get("id", "?"), rec.get("description") or "-",
              f"{rec.get('network_arch', '?')}/{rec.get('action', '?')}", rec.get("platform", "?"),
-             rec.get("backend_ref") or "-", _ago(created, now), duration_text, str(rec.get("attempt") or 1), state,
-             msg or "-"]
+             rec.get("backend_ref") or "-", _ago(created, now), duration_text, str(rec.get("attempt") or 1),
+             # the job it builds on: its parent (submit --parent), or the job it continues (continue ID)
+             rec.get("parent") or rec.get("continues") or "-", state, msg or "-"]
     return [_cell(c) for c in cells]
 
 

@@ -57,6 +57,9 @@ class JobView:
     backend_ref: str | None = None
     attempt: int = 1
     retry_of: str | None = None
+    #: lineage: the job whose results it uses (submit --parent), the job it continues (continue ID)
+    parent: str | None = None
+    continues: str | None = None
     network_arch: str = ""
     action: str = ""
     description: str | None = None
@@ -83,7 +86,8 @@ class JobView:
         view = cls(
             id=rec["id"], platform=rec.get("platform", ""), state=rec["state"], err_class=rec.get("err_class"),
             message=rec.get("message"), backend_ref=rec.get("backend_ref"), attempt=int(rec.get("attempt") or 1),
-            retry_of=rec.get("retry_of"), network_arch=rec.get("network_arch", ""), action=rec.get("action", ""),
+            retry_of=rec.get("retry_of"), parent=rec.get("parent"), continues=rec.get("continues"),
+            network_arch=rec.get("network_arch", ""), action=rec.get("action", ""),
             description=rec.get("description"), results_dir=rec.get("results_dir"),
             created_at=rec.get("created_at", ""), updated_at=rec.get("updated_at", ""), started_at=started,
             ended_at=ended, backend=b, progress=rec.get("progress"))
@@ -183,6 +187,11 @@ class Platform(ABC):
         cancel line, or None when there was nothing to do. The default holds nothing."""
         return None
 
+    def lineage_access(self, spec: dict, parent: dict, folder: str) -> dict:
+        """``spec`` of a child job (``submit --parent``) able to read the parent's results ``folder`` (as the
+        parent saw it). Default: unchanged (the folder is on storage every job of the platform sees)."""
+        return spec
+
     # -------------------------------------------------------------- submit: the core owns the order
     #: the helper a user runs for this platform (named in hints)
     helper: str = ""
@@ -219,8 +228,12 @@ class Platform(ABC):
         if rec is None:
             rec = records.open_record(self.name, plan.image, plan.network_arch, plan.action, plan.storage_tier,
                                       plan.results_dir, backend={**plan.backend, **gate.backend},
-                                      description=opts.description, job_id=plan.job_id)
+                                      description=opts.description, job_id=plan.job_id,
+                                      lineage={"parent": opts.parent, "continues": opts.continues})
         try:
+            from . import savedspec  # what `continue` runs again (no secret: names only)
+
+            savedspec.save(rec["id"], spec, {k: getattr(opts, k) for k in savedspec.KEPT_OPTIONS})
             launch = self.launch(plan, rec)
         except SubmitUncertain:
             raise

@@ -208,7 +208,7 @@ def _shape_problem(rec: Any, job_id: str) -> str | None:
             return f"{key} is not text"
     if not isinstance(rec.get("attempt"), int) or isinstance(rec.get("attempt"), bool):
         return "attempt is not a number"
-    for key in ("message", "backend_ref", "retry_of", "err_class", "description"):
+    for key in ("message", "backend_ref", "retry_of", "err_class", "description", "parent", "continues"):
         if rec.get(key) is not None and not isinstance(rec.get(key), str):
             return f"{key} is not text"
     return None
@@ -218,7 +218,9 @@ def _shape_problem(rec: Any, job_id: str) -> str | None:
 _REQUIRED = ("record_version", "id", "platform", "image", "network_arch", "action", "storage_tier", "results_dir",
              "backend_ref", "backend", "state", "err_class", "message", "transitions", "retry_of", "attempt",
              "created_at", "updated_at")
-_FIELDS = frozenset(_REQUIRED + ("description",))
+#: optional: lineage (taobank.lineage), absent on records that have none
+LINEAGE_FIELDS = ("parent", "continues")
+_FIELDS = frozenset(_REQUIRED + ("description",) + LINEAGE_FIELDS)
 _TRANSITION_FIELDS = frozenset(("time", "state", "source", "message"))
 _JOB_ID = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?\Z")
 _TIME = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z\Z")
@@ -253,6 +255,7 @@ def _schema_ok(rec: Any) -> bool:
                                             and r["state"] == "ERROR"))
             and (r["message"] is None or _text(r["message"], 0, 4096))
             and (r["retry_of"] is None or (_text(r["retry_of"], 0, 40) and _JOB_ID.search(r["retry_of"])))
+            and all(r.get(k) is None or (_text(r[k], 0, 40) and _JOB_ID.search(r[k])) for k in LINEAGE_FIELDS)
             and type(r["attempt"]) is int and (r["attempt"] == 1 if r["retry_of"] is None else r["attempt"] >= 2)
             and _text(r["created_at"], 0, 1 << 30) and _TIME.search(r["created_at"])
             and _text(r["updated_at"], 0, 1 << 30) and _TIME.search(r["updated_at"])):
@@ -396,6 +399,7 @@ def open_record(
     backend: Mapping[str, Any] | None = None,
     description: str | None = None,
     job_id: str | None = None,
+    lineage: Mapping[str, str | None] | None = None,
 ) -> dict:
     """Mint an id and store a PENDING record; returns it (``rec["id"]``).
 
@@ -408,6 +412,8 @@ def open_record(
 
     ``retry_of`` links a retry to a finished parent (attempt = parent's + 1);
     retrying a job that is still active is refused (it would run twice).
+
+    ``lineage`` (``parent``, ``continues``: job ids, checked by :mod:`taobank.lineage`) is stored as given.
     """
     tier = _required("storage_tier", storage_tier).upper()
     if tier not in STORAGE_TIERS:
@@ -442,6 +448,11 @@ def open_record(
         "created_at": now,
         "updated_at": now,
     }
+    for key, value in (lineage or {}).items():
+        if key not in LINEAGE_FIELDS:
+            raise TaoError(f"lineage field {key!r} is unknown: use {' or '.join(LINEAGE_FIELDS)}")
+        if value is not None:
+            rec[key] = _check_id(value)
     if "@" in rec["image"].split("/", 1)[0]:  # user:password@registry/...; a digest's @ comes after a /
         raise TaoError("image carries credentials (user@ or user:pass@ before the registry): give the bare image "
                        "reference and use a pull secret")
@@ -473,8 +484,12 @@ def mark(
     message: str | None = None,
     err_class: str | None = None,
     backend: Mapping[str, Any] | None = None,
+    rebind: bool = False,
 ) -> dict:
     """Move a record to ``state`` under the transition table; returns the stored record.
+
+    ``rebind``: ``backend_ref`` may change (a job that resubmitted itself under the same record:
+    the ref follows the live backend job); otherwise a bound ref never changes.
 
     Same state on an active record: updates backend_ref/backend/message only
     (nothing is written when none of them changes).
@@ -502,7 +517,7 @@ def mark(
             raise TaoError(f"illegal transition {cur} -> {new} for job {job_id}: {states.allowed_text(cur)}")
         before = json.dumps(rec, sort_keys=True)
         if ref is not None:
-            if rec["backend_ref"] not in (None, ref):
+            if rec["backend_ref"] not in (None, ref) and not rebind:
                 raise TaoError(f"job {job_id} is bound to backend_ref {rec['backend_ref']!r}: it cannot change to {ref!r}")
             rec["backend_ref"] = ref
         rec["backend"].update(meta)

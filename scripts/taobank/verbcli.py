@@ -405,3 +405,52 @@ def add_common(sub: argparse._SubParsersAction, platform: str | None) -> None:
     add_logs(sub, platform)
     add_cancel(sub, platform)
     add_metrics(sub, platform)
+
+
+# ------------------------------------------------------------------ lineage: continue, submit --parent
+def add_continue(sub: argparse._SubParsersAction, platform: str | None) -> argparse.ArgumentParser:
+    """``continue ID [--from CHECKPOINT]``: a new job carrying on a failed/canceled/timed-out one."""
+    p = sub.add_parser("continue", help="a NEW job continuing a failed, canceled or timed-out train job from its "
+                       "latest checkpoint (or --from); same spec otherwise; its record names the job it continues")
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--from", dest="checkpoint", metavar="CHECKPOINT",
+                   help="a checkpoint inside the job's results folder (relative to it, or absolute)")
+    add_submit_outputs(p)  # --name (default: the old job's), --quiet, --json
+    p.set_defaults(func=lambda a: cmd_continue(a, platform))
+    return p
+
+
+def cmd_continue(args: argparse.Namespace, platform: str | None) -> int:
+    from . import lineage
+
+    view = lineage.continue_job(platform, args.id, checkpoint=args.checkpoint, description=args.description,
+                                dry_run=args.dry_run)
+    if args.dry_run:
+        print_json({"continues": args.id, "preview": view}) if args.json else sys.stdout.write(view)
+        return EXIT_OK
+    print_submitted(view, args, [f"continues {args.id} from {view.extra.get('continues_from')}"])
+    return EXIT_OK
+
+
+def add_parent(p: argparse.ArgumentParser) -> None:
+    """``submit --parent ID``: a job using a train job's results ({parent.results_dir}, {parent.checkpoint})."""
+    p.add_argument("--parent", metavar="ID", help="a job whose results this one uses: {parent.results_dir} and "
+                   "{parent.checkpoint} (its latest checkpoint) are filled in the command, args, env and specs")
+    p.add_argument("--allow-incomplete-parent", action="store_true",
+                   help="use a parent that is not COMPLETE (what it left so far)")
+    p.add_argument("--parent-kpi", metavar="NAME", help="{parent.checkpoint} is the checkpoint of the epoch where "
+                   "this KPI (as in status.json, e.g. val_loss) is best, not the newest")
+    p.add_argument("--parent-mode", choices=["min", "max"], default="min", help="best = lowest (min) or highest")
+
+
+def submit_lineage(platform: str, spec: dict, opts, args: argparse.Namespace, preview: Callable | None = None):
+    """The submit (or with ``preview`` the dry run) of a spec, through :mod:`taobank.lineage` with --parent."""
+    from dataclasses import replace
+
+    from . import lineage
+
+    if not getattr(args, "parent", None):
+        return preview(spec, opts) if preview is not None else core.get(platform).submit(spec, opts)
+    return lineage.submit_with_parent(platform, spec, replace(opts, parent=args.parent),
+                                      allow_incomplete=args.allow_incomplete_parent, kpi=args.parent_kpi,
+                                      mode=args.parent_mode, preview=preview)

@@ -68,6 +68,11 @@ class Kubernetes(Platform):
     def launch(self, plan: KubePlan, rec: dict) -> Launch:  # type: ignore[override]
         return submit.launch(plan, rec)
 
+    def lineage_access(self, spec: dict, parent: dict, folder: str) -> dict:
+        from .lineage_access import reachable
+
+        return reachable(spec, parent, folder)
+
     def preview(self, spec: dict, opts: SubmitOptions) -> str:
         from ..render import dump_yaml
         from .kubectl import Kubectl

@@ -16,7 +16,7 @@ from ..errors import TaoError
 from ..paths import is_under
 from ..render import render_yaml_documents
 from . import JOB_LABEL, MANAGED_BY
-from . import results as resultsmod
+from . import results as resultsmod, resume
 
 SINGLE_TEMPLATE = "k8s/single-pod-job.yaml.tmpl"
 INDEXED_TEMPLATE = "k8s/indexed-job.yaml.tmpl"
@@ -343,6 +343,9 @@ def build_context(
         command = ["/bin/sh", "-c", kube_literal(LOG_WRAPPER), "tao-main", *user_argv]
     else:
         command = user_argv
+    if tier != "C" and resume.applies(spec, results.pod_folder):  # a replaced pod resumes (taobank.kubernetes.resume)
+        rest = command[2] if command is not user_argv else kube_literal('exec "$@"\n')
+        command = ["/bin/sh", "-c", kube_literal(resume.prologue(spec)) + rest, "tao-main", *user_argv]
 
     config_map = None
     if config is not None:

@@ -20,6 +20,10 @@ def view(rec: Mapping[str, Any], **seen: Any) -> JobView:
         code = int(code.partition(":")[0])  # sacct's "rc:signal"
     if b.get("results_dir"):  # the job's own folder (records made before it was the top-level value kept the parent)
         seen.setdefault("results_dir", b["results_dir"])
+    if b.get("walltime_chain"):  # the wall-time chain: the attempt and the run time of the attempts before it
+        seen.setdefault("attempt", int(b.get("chain_attempt") or 1))
+        seen.setdefault("chain_seconds", int(b.get("chain_seconds") or 0))
+        seen.setdefault("max_attempts", b.get("max_attempts"))
     return JobView.from_record(rec, observed=b.get("slurm_state"),
                                exit_code=int(code) if isinstance(code, int) else None, **seen)
 

@@ -33,7 +33,7 @@ def cancel(job_id: str, *, conn: Connection | None = None) -> dict:
             msg = f"SLURM job {jid} was already gone: counted as cancelled"
         else:
             raise TaoError(f"scancel {jid} failed: {last_line(res.stderr)}")
-    if jid and b.get("self_retry"):
+    if jid and (b.get("self_retry") or b.get("walltime_chain")):
         # a job that resubmitted itself runs under another id with the same name: stop every one of them
         conn.script(remote.CANCEL_NAME, [b.get("job_name") or job_id], check=False, what="scancel --name")
     # the job is stopped: the record says so first (the backend state must not stay RUNNING either)

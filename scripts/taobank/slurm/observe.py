@@ -23,7 +23,7 @@ def _marker_path(b: Mapping[str, Any]) -> str | None:
 def _retries_path(b: Mapping[str, Any]) -> str | None:
     """What a job that resubmits itself appends to (``meta/retries.jsonl``): which SLURM job carries on."""
     d = facts.job_dir_of(b)
-    return posixpath.join(d, storage.RETRIES_FILE) if d and b.get("self_retry") else None
+    return posixpath.join(d, storage.RETRIES_FILE) if d and (b.get("self_retry") or b.get("walltime_chain")) else None
 
 
 def _status_paths(rec: Mapping[str, Any]) -> list[str]:
@@ -87,6 +87,10 @@ def sweep(conn: Connection, recs: list[dict]) -> dict[str, Observation]:
         b = r["backend"]
         jid = b["slurm_job_id"]
         moved = st.follow_retries(marks.get(_retries_path(b) or ""), jid)
+        if moved and moved["reason"] == "walltime":  # the wall-time chain: the next attempt carries on
+            return st.verdict(State.PENDING, f"wall time reached: continued as SLURM job {moved['next']} (attempt "
+                              f"{moved['attempt']} of {b.get('max_attempts') or '?'}, {_hms(moved['run_seconds'])} run "
+                              "so far); it resumes from the latest checkpoint", extra={"moved": moved})
         if moved:  # the job resubmitted itself after an infrastructure failure: follow it
             return st.verdict(State.PENDING, f"infrastructure failure on {moved['failed_on'] or '?'}: the job resubmitted "
                               f"itself as SLURM job {moved['next']} (retry {moved['attempt']} of {facts.max_retries()}, "
@@ -96,6 +100,9 @@ def sweep(conn: Connection, recs: list[dict]) -> dict[str, Observation]:
             marker = None  # an earlier attempt's marker in a shared job dir
         v = st.classify(squeue.get(jid), sacct.get(jid), marker, accounting=accounting, log_tail=log,
                         tao=st.parse_tao_status(marks.get(_tao_status_path(b) or "")))
+        if b.get("walltime_chain") and int(b.get("chain_attempt") or 1) > 1 and v.state in (State.PENDING, State.RUNNING):
+            v.message = (f"{v.message}; attempt {b['chain_attempt']} of {b.get('max_attempts') or '?'} "
+                         f"({_hms(int(b.get('chain_seconds') or 0))} run before it)")
         cid = b.get("convert_job_id")
         if cid:
             v = st.with_conversion(v, squeue.get(cid) or sacct.get(cid), cid,
@@ -125,6 +132,12 @@ def sweep(conn: Connection, recs: list[dict]) -> dict[str, Observation]:
         for r in need_logs:
             out[r["id"]] = verdict(r, "".join(tails.get(f, "") for f in wanted[r["id"]]))
     return out
+
+
+def _hms(seconds: int) -> str:
+    """``3h04m`` / ``4m10s``: a run time in a status line."""
+    h, rest = divmod(int(seconds), 3600)
+    return f"{h}h{rest // 60:02d}m" if h else f"{rest // 60}m{rest % 60:02d}s"
 
 
 def _chain_attempt(rec: Mapping[str, Any]) -> int:
@@ -163,13 +176,17 @@ def refresh(recs: list[dict], *, conn: Connection | None = None, retry: bool = T
         moved = v.extra.get("moved")
         if moved:
             jid, name = moved["next"], r["backend"].get("job_name") or r["id"]
-            # backend_ref stays the first SLURM job (a record's ref is bound once); slurm_job_id is the live one
+            # backend_ref and slurm_job_id follow the live SLURM job (job_name stays: cancel stops every job of it)
             # from UNKNOWN the table allows no PENDING: the job ran (it failed and resubmitted itself)
             hop_state = State.UNKNOWN if r["state"] == State.UNKNOWN else State.PENDING
+            hop = {"self_retries": moved["attempt"], "excluded_nodes": moved["excluded"]} \
+                if moved["reason"] != "walltime" else {"chain_attempt": moved["attempt"],
+                                                       "chain_seconds": moved["run_seconds"]}
+            # the record's backend id follows the live SLURM job (status and cancel act on it)
             out[r["id"]] = records.mark(r["id"], hop_state, source="poller", message=v.message,
+                                        backend_ref=f"slurm:{jid}", rebind=True,
                                         backend={"slurm_job_id": jid, "log_dir": facts.log_dir_of(facts.backend_of(r), name, jid),
-                                                 "self_retries": moved["attempt"], "excluded_nodes": moved["excluded"],
-                                                 "slurm_state": "REQUEUED"})
+                                                 **hop, "slurm_state": "REQUEUED"})
             continue
         message, retry_now, chain_continues = v.message, False, False
         # NODE_FAIL/BOOT_FAIL: the job's own footer never ran, so only this verb can resubmit it

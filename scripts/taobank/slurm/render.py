@@ -51,6 +51,10 @@ class ScriptInput:
     self_retries: int = 0
     #: whether the status verb may resubmit an infrastructure failure (it sources the credentials again)
     poller_retries: bool = True
+    #: the wall-time chain (taobank.slurm.chain), None: the job ends at its wall time
+    chain: Any = None
+    #: the TAO action (the chain resumes a train action from its sub-folder's checkpoints too)
+    action: str = ""
 
 
 def check_directive_value(option: str, value: str) -> str:
@@ -72,6 +76,10 @@ def directives(inp: ScriptInput) -> list[tuple[str, str | None]]:
         ("--export", "ALL"),
     ]
     out += inp.resources.directives()
+    if inp.chain is not None:
+        from .chain import signal_directive
+
+        out.append(signal_directive(inp.chain))
     for opt, value in out:
         if value is not None:
             check_directive_value(opt, value)
@@ -110,7 +118,8 @@ def render(inp: ScriptInput) -> str:
         "dataset_root": inp.dataset_root,
         "gpus_per_node": inp.resources.gpus_per_node,
         "nodes": inp.resources.nodes,
-        "timeout_seconds": inp.resources.timeout_seconds,
+        # the chain's USR1 replaces the inner timeout (both would stop the program before the wall time)
+        "timeout_seconds": 0 if inp.chain is not None else inp.resources.timeout_seconds,
         "kill_grace_seconds": inp.resources.kill_grace_seconds,
         # srun does not take the batch step's --cpus-per-task on every SLURM release: always say it.
         "cpus_per_task": inp.resources.cpus_per_task,
@@ -126,8 +135,21 @@ def render(inp: ScriptInput) -> str:
         "max_retries": int(inp.self_retries),
         "infra_pcre": failures.pcre(exclude=failures.REQUEUED_BY_SLURM),
         "secret_names": [check_name(n) for n in sorted(inp.secret_names)],
+        "chain": inp.chain,
+        "action": inp.action or "-",
+        **_chain_shell(inp),
     }
     return render_text(template, ctx, "shell")
+
+
+def _chain_shell(inp: ScriptInput) -> dict[str, Any]:
+    """The checkpoint finder and the argv rewrite of a chained train job (built from the one table)."""
+    if inp.chain is None or not inp.chain.resume:
+        return {"chain_finder": None, "chain_resume_set": None}
+    from .. import checkpoints
+
+    return {"chain_finder": Raw(checkpoints.shell_finder().rstrip("\n")),
+            "chain_resume_set": Raw(checkpoints.resume_set().rstrip("\n"))}
 
 
 def parse_directives(text: str) -> list[str]:

@@ -34,6 +34,14 @@ def spec_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spec-file", action="append", metavar="[NAME=]PATH",
                         help="local file uploaded to <job_dir>/specs/NAME (repeat); the command names it {specs}/NAME")
     parser.add_argument("--no-requeue", action="store_true")
+    parser.add_argument("--max-attempts", type=int, metavar="N",
+                        help="wall-time chain: at the wall time the job resubmits itself (same record) and resumes "
+                             "from its latest checkpoint, up to N allocations in all")
+    parser.add_argument("--max-total-time", metavar="DURATION",
+                        help="wall-time chain: run time over every attempt (24h, 90m, 2d, or minutes)")
+    parser.add_argument("--walltime-margin", type=int, metavar="SECONDS", dest="walltime_margin_seconds",
+                        help="wall-time chain: USR1 this long before the wall time (default: versions.yaml "
+                             "slurm.defaults.walltime_margin_seconds)")
 
 
 def spec_from_args(args: argparse.Namespace) -> dict:
@@ -51,6 +59,8 @@ def spec_from_args(args: argparse.Namespace) -> dict:
         "time_minutes": args.time_minutes, "time": args.time, "timeout_hours": args.timeout_hours,
         "partition": args.partition, "account": args.account, "container_runtime": args.runtime,
         "results_base": args.results_base, "cluster_name": args.cluster_name,
+        "max_attempts": args.max_attempts, "max_total_time": args.max_total_time,
+        "walltime_margin_seconds": args.walltime_margin_seconds,
     }
     if any(own[k] is not None for k in ("time_hours", "time_minutes", "time")):
         for key in ("time_hours", "time_minutes", "time"):  # a wall time flag replaces the spec's

@@ -351,4 +351,5 @@ def follow_retries(text: str | None, jid: str) -> dict[str, Any] | None:
     if last is None:
         return None
     return {"next": cur, "attempt": int(last.get("attempt") or 0), "failed_on": str(last.get("failed_on") or ""),
-            "excluded": str(last.get("excluded") or "")}
+            "excluded": str(last.get("excluded") or ""), "reason": str(last.get("reason") or "infra"),
+            "run_seconds": int(last.get("run_seconds") or 0) if str(last.get("run_seconds") or "0").isdigit() else 0}

@@ -20,7 +20,7 @@ from ..contract import Gate, Launch, Plan, SubmitOptions
 from ..envfile import check_secret_name
 from ..errors import SubmitUncertain, TaoError
 from ..run import last_line
-from . import cmdpaths, facts, images, mounts, remote, render, resources, spec as specmod, status as st, storage, uploads
+from . import chain, cmdpaths, facts, images, mounts, remote, render, resources, spec as specmod, status as st, storage, uploads
 from .ssh import Connection
 
 
@@ -68,6 +68,7 @@ def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None, *, need_
         "mounts": mount_list, "spec_files": spec_files,
         "env": env_vars, "nccl_env": nccl_env,
         "secrets": secret_values, "master_port": int(spec.get("master_port") or d["master_port"]),
+        "chain": chain.settings(spec, res),
     }
 
 
@@ -193,7 +194,8 @@ def script_input(p: Mapping[str, Any], job_id: str, image: str | None) -> render
         env=p["env"], nccl_env=p["nccl_env"], has_credentials=bool(p["secrets"]), secret_names=tuple(p["secrets"]),
         dataset_root=p["dataset_root"], master_port=p["master_port"],
         self_retries=facts.max_retries() if p["resources"].requeue and p["spec"].get("infra_retries", True) else 0,
-        poller_retries=bool(p["spec"].get("infra_retries", True)))
+        poller_retries=bool(p["spec"].get("infra_retries", True)),
+        chain=p.get("chain"), action=str(p["spec"].get("action") or ""))
 
 
 def preview(spec: Mapping[str, Any], job_id: str, env: Mapping[str, str] | None = None) -> str:
@@ -238,6 +240,7 @@ def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: 
     backend = {"staged_dir": jdir, "results_dir": results, "script": posixpath.join(jdir, script_rel),
                "login_host": conn.host.entry, "job_name": job_id,
                "staged_secrets": bool(p["secrets"]), "self_retry": inp.self_retries > 0,
+               **({"walltime_chain": True, "max_attempts": inp.chain.max_attempts} if inp.chain else {}),
                "infra_retries": bool(p["spec"].get("infra_retries", True))}
     if p["spec_files"]:
         # name=sha256 of each uploaded spec file (a record's backend holds scalars), checked on the cluster at staging

@@ -1,0 +1,215 @@
+"""Jobs that build on other jobs, written once for every platform: ``continue`` and ``submit --parent``.
+
+* ``continue ID [--from CHECKPOINT]`` starts a NEW job that carries on a failed, canceled or
+  timed-out job from its latest checkpoint (or the one named), with the spec it was submitted with
+  (:mod:`taobank.savedspec`) plus TAO's resume override; its record names the job it continues.
+* ``submit --parent ID`` is an evaluate/export/inference job that uses a train job's results:
+  ``{parent.results_dir}`` and ``{parent.checkpoint}`` in the command, args, env or specs become the
+  parent's folder and its latest checkpoint; the record names the parent.
+
+The checkpoint is chosen by the one table (:mod:`taobank.checkpoints`) over the platform's one-command
+results listing; a platform adds only what differs (:meth:`Platform.lineage_access`: making the
+parent's folder reachable from the child). Every refusal is one line, before anything is created.
+"""
+from __future__ import annotations
+
+import posixpath
+from dataclasses import replace
+from typing import Any, Callable
+
+from .states import State
+from . import checkpoints, records, savedspec, states
+from .contract import ResultFile, SubmitOptions
+from .errors import TaoError
+from .paths import is_path, is_under, rel_path
+from .platform import JobView, get, load_for
+
+#: What a child's spec may name (replaced by text; nothing else of the form ``{parent.X}`` is allowed).
+PLACEHOLDERS = ("{parent.results_dir}", "{parent.checkpoint}")
+#: The states a job can be continued from (a timed-out job ends ERROR).
+CONTINUABLE = (State.ERROR, State.CANCELED)
+
+
+# ------------------------------------------------------------------ helpers
+def _listing(rec: dict, what: str, *, status: bool = False):
+    """(location, listing) of a job's results: one cluster command; one line when they are gone."""
+    adapter = get(rec["platform"])
+    loc = adapter.results_location(rec)
+    if loc.folder == records.NO_RESULTS_DIR:
+        raise TaoError(f"{what} {rec['id']} kept no results (--no-results): nothing to use")
+    if loc.folder.startswith("s3://"):
+        raise TaoError(f"{what} {rec['id']} keeps its results in {loc.folder} (tier C): fetch the checkpoint "
+                       "(tao_jobs.py fetch) and name it as an s3_inputs entry instead")
+    listing = adapter.list_results(rec, loc, status=status)
+    if not listing.exists:
+        raise TaoError(f"{what} {rec['id']}'s results folder {loc.folder} is gone (pruned or deleted): "
+                       "nothing to use")
+    return loc, listing
+
+
+def _checkpoint(rec: dict, files: list[ResultFile], folder: str, named: str | None) -> str:
+    """The checkpoint's path as the job sees it: ``named`` (relative to, or absolute inside, the job's
+    folder, and present there) or the latest by the table."""
+    if named is not None:
+        text = str(named).strip()
+        if text.startswith("/"):
+            if not is_under(text, folder) or text.rstrip("/") == folder.rstrip("/"):
+                raise TaoError(f"--from {text} is outside job {rec['id']}'s results folder {folder}: name a "
+                               "checkpoint inside it (relative paths are taken from that folder)")
+            text = text[len(folder.rstrip("/")) + 1:]
+        rel = rel_path(text, "--from")
+        if not any(f.path == rel for f in files):
+            have = sorted(f.path for f in files if f.checkpoint)[-3:]
+            raise TaoError(f"--from {rel}: no such file in {folder} (latest checkpoints: {', '.join(have) or 'none'})")
+        if not (checkpoints.epoch_of(rel) is not None or rel.lower().endswith(".pth")):
+            raise TaoError(f"--from {rel} is not a TAO checkpoint (model_epoch_NNN.pth): name one")
+        return posixpath.join(folder, rel)
+    found = checkpoints.latest(files, rec.get("action"))
+    if found is None:
+        raise TaoError(f"job {rec['id']} left no checkpoint in {folder} (TAO writes model_epoch_NNN.pth every "
+                       f"{checkpoints.table()['interval_setting']} epochs): submit it again from the start")
+    return posixpath.join(folder, found.path)
+
+
+def _plain(path: str, job_id: str) -> str:
+    """A checkpoint path that may stand in a command (argv or shell text): the path characters only."""
+    if not is_path(path):
+        raise TaoError(f"the checkpoint of job {job_id} has characters a path in a command may not ({path[:80]!r}): "
+                       "rename it (letters, digits and . _ + @ / -) or name another with --from")
+    return path
+
+
+def _resumed_command(spec: dict, ckpt: str, job_id: str) -> dict:
+    """``spec`` whose argv (``args``, else a list ``command``) resumes from ``ckpt``."""
+    out = dict(spec)
+    for key in ("args", "command"):
+        value = out.get(key)
+        if isinstance(value, list) and value:
+            out[key] = checkpoints.with_resume([str(a) for a in value], ckpt)
+            return out
+    if isinstance(out.get("command"), str):
+        raise TaoError(f"job {job_id} ran a shell-text command: the resume override cannot be added safely; submit "
+                       f"it again as an argv list with {checkpoints.override(ckpt)}")
+    raise TaoError(f"job {job_id}'s saved spec has no command: submit it again by hand")
+
+
+def _submit(rec_platform: str, spec: dict, options: dict, *, dry_run: bool = False, **lineage: Any) -> Any:
+    opts = SubmitOptions(**{k: tuple(v) if k == "secret_env" else v for k, v in options.items()
+                            if k in savedspec.KEPT_OPTIONS}, **lineage)
+    return get(rec_platform).preview(spec, opts) if dry_run else get(rec_platform).submit(spec, opts)
+
+
+# ------------------------------------------------------------------ continue
+def continue_job(platform: str | None, job_id: str, *, checkpoint: str | None = None,
+                 description: str | None = None, dry_run: bool = False) -> Any:
+    """A new job continuing ``job_id`` from its latest (or the named) checkpoint (its view; with
+    ``dry_run`` the text submit would send, creating nothing)."""
+    rec = load_for(job_id, platform, "continue")
+    if rec["state"] == State.COMPLETE:
+        raise TaoError(f"job {job_id} is COMPLETE: nothing to continue; to use its results submit with "
+                       f"--parent {job_id}")
+    if rec["state"] not in CONTINUABLE:
+        raise TaoError(f"job {job_id} is {rec['state']}: cancel it first (or wait for it to end), then continue it")
+    spec, options = savedspec.load(job_id)
+    for key in ("namespace", "context"):  # where the job ran, unless the submit named it (Kubernetes)
+        if not options.get(key) and (rec.get("backend") or {}).get(key):
+            options[key] = rec["backend"][key]
+    if not checkpoints.resumes(rec.get("action")):
+        raise TaoError(f"job {job_id} is a {rec.get('action')} job: only {', '.join(checkpoints.table()['resume_actions'])} "
+                       "jobs continue from a checkpoint; submit it again")
+    loc, listing = _listing(rec, "job")
+    ckpt = _plain(_checkpoint(rec, listing.files, loc.folder, checkpoint), job_id)
+    new = _resumed_command(spec, ckpt, job_id)
+    view = _submit(rec["platform"], new, options, continues=job_id, dry_run=dry_run,
+                   description=description or rec.get("description"))
+    if dry_run:
+        return view
+    view.extra["continues_from"] = ckpt
+    return view
+
+
+# ------------------------------------------------------------------ --parent
+def _substitute(value: Any, table: dict[str, str], used: set[str]) -> Any:
+    if isinstance(value, str):
+        for key, text in table.items():
+            if key in value:
+                used.add(key)
+                value = value.replace(key, text)
+        if "{parent." in value:
+            raise TaoError(f"unknown placeholder in {value[:80]!r}: use {' or '.join(PLACEHOLDERS)}")
+        return value
+    if isinstance(value, list):
+        return [_substitute(v, table, used) for v in value]
+    if isinstance(value, dict):
+        return {k: _substitute(v, table, used) for k, v in value.items()}
+    return value
+
+
+def with_parent(platform: str, spec: dict, parent_id: str, *, allow_incomplete: bool = False,
+                kpi: str | None = None, mode: str = "min") -> dict:
+    """``spec`` with the parent's placeholders filled and its folder reachable (refused in one line:
+    no such job, another platform, not COMPLETE, results gone, no checkpoint where one is named).
+    ``kpi``: ``{parent.checkpoint}`` is the checkpoint of the epoch where that KPI is best (``mode``),
+    as ``artifacts --kpi`` finds it, instead of the newest."""
+    try:
+        parent = records.load(parent_id)
+    except TaoError:
+        raise TaoError(f"--parent {parent_id}: there is no such job record (see tao_jobs.py list); nothing was "
+                       "submitted") from None
+    if parent.get("platform") != states.canonical_platform(platform):
+        raise TaoError(f"--parent {parent_id} is a {parent.get('platform')} job: a child runs on the same platform "
+                       "to reach its results; nothing was submitted")
+    if parent["state"] != State.COMPLETE and not allow_incomplete:
+        raise TaoError(f"--parent {parent_id} is {parent['state']}, not COMPLETE: wait for it, or add "
+                       "--allow-incomplete-parent to use what it left; nothing was submitted")
+    loc, listing = _listing(parent, "--parent", status=kpi is not None)
+    table = {"{parent.results_dir}": loc.folder}
+    latest = checkpoints.latest(listing.files, parent.get("action"))
+    if kpi is not None:
+        from .results_verbs import find_best
+
+        best = find_best(listing, kpi, mode, parent.get("action"))
+        if not best.checkpoints:
+            raise TaoError(f"--parent {parent_id}: {best.line()}; nothing was submitted")
+        latest = next(f for f in listing.files if f.path == best.checkpoints[0])
+    if latest is not None:
+        table["{parent.checkpoint}"] = _plain(posixpath.join(loc.folder, latest.path), parent_id)
+    _plain(loc.folder, parent_id)
+    used: set[str] = set()
+    child = _substitute(dict(spec), {**table, "{parent.checkpoint}": table.get("{parent.checkpoint}", "")}, used)
+    if "{parent.checkpoint}" in used and latest is None:
+        raise TaoError(f"--parent {parent_id} left no checkpoint in {loc.folder}: {{parent.checkpoint}} cannot be "
+                       "filled; nothing was submitted")
+    return get(parent["platform"]).lineage_access(child, parent, loc.folder)
+
+
+def submit_with_parent(platform: str, spec: dict, opts: SubmitOptions, *, allow_incomplete: bool = False,
+                       kpi: str | None = None, mode: str = "min",
+                       preview: Callable[[dict, SubmitOptions], Any] | None = None) -> Any:
+    """The core's submit of a child job (``preview``: the dry-run instead)."""
+    assert opts.parent
+    child = with_parent(platform, spec, opts.parent, allow_incomplete=allow_incomplete, kpi=kpi, mode=mode)
+    if preview is not None:
+        return preview(child, opts)
+    return get(platform).submit(child, replace(opts, parent=opts.parent))
+
+
+# ------------------------------------------------------------------ lineage of a record
+def chain(job_id: str) -> list[dict]:
+    """The job and its ancestors (by ``continues``, ``parent`` and ``retry_of``), oldest first."""
+    out: list[dict] = []
+    seen: set[str] = set()
+    cur: str | None = job_id
+    while cur and cur not in seen:
+        seen.add(cur)
+        try:
+            rec = records.load(cur)
+        except TaoError:
+            out.append({"id": cur, "state": "MISSING"})
+            break
+        out.append(rec)
+        cur = rec.get("continues") or rec.get("parent") or rec.get("retry_of")
+    return out[::-1]
+
+
+__all__ = ["continue_job", "with_parent", "submit_with_parent", "chain", "PLACEHOLDERS", "CONTINUABLE"]

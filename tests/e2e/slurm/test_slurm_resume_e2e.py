@@ -1,0 +1,96 @@
+"""Long runs on the local SLURM cluster: the wall-time chain, ``continue`` and ``--parent``.
+
+The job runs testclusters/fake_tao_train.sh (a spec file, container runtime none): one
+``model_epoch_NNN.pth`` per epoch in its results folder, and it honours TAO's
+``train.resume_training_checkpoint_path=`` override (it says "resumed from checkpoint ... at epoch N").
+"""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from slurm_helpers import base_spec, wait_state
+
+from taobank import records
+from taobank.slurm import logs as slurm_logs, submit as slurm_submit
+from tests.support.results_cli import tao_jobs as jobs
+
+pytestmark = pytest.mark.e2e
+
+BANK = Path(__file__).resolve().parents[3]
+TRAINER = BANK / "testclusters" / "fake_tao_train.sh"
+TAO_SLURM = BANK / "scripts" / "tao_slurm.py"
+
+
+def trainer_spec(epochs: int, sleep: int, **kw) -> dict:
+    """The stand-in trainer as an argv command: the bank's resume override arrives as its last arguments."""
+    return base_spec(container_runtime="none", spec_files={"fake_tao_train.sh": str(TRAINER)},
+                     command=["sh", "-c", 'f=$1; shift; exec sh "$f" --results "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID" '
+                              f'--epochs {epochs} --sleep {sleep} "$@"', "tao", "{specs}/fake_tao_train.sh"], **kw)
+
+
+def resumed_epoch(text: str) -> int | None:
+    found = re.search(r"resumed from checkpoint \S+model_epoch_(\d+)\.pth at epoch (\d+)", text)
+    return int(found.group(2)) if found else None
+
+
+def test_a_job_past_its_wall_time_resubmits_itself_and_completes_on_attempt_2(slurm_env):
+    rec = slurm_submit.submit(trainer_spec(50, 2, time_hours=None, time_minutes=2, max_attempts=3, walltime_margin_seconds=50))
+    jid = rec["id"]
+    first = rec["backend_ref"]
+    assert rec["backend"]["walltime_chain"] is True
+    done = wait_state(jid, timeout=330)
+    assert done["state"] == "COMPLETE", slurm_logs.logs(jid)
+    assert done["backend"]["chain_attempt"] == 2 and done["backend"]["chain_seconds"] > 0
+    assert done["backend_ref"] != first and done["backend_ref"] == f"slurm:{done['backend']['slurm_job_id']}"
+    out = slurm_logs.logs(jid)["main.out"]  # attempt 2's log: the live job's folder
+    assert "tao: attempt 2 of 3" in out
+    epoch = resumed_epoch(out)
+    assert epoch is not None and epoch > 0, out
+    assert f"Epoch {epoch + 1}/50" in out and "Epoch 1/50" not in out
+    (view,) = json.loads(jobs("status", jid, "--json").stdout)
+    assert view["attempt"] == 2 and view["chain_seconds"] > 0
+    folder = Path(slurm_env["env"]["SLURM_BASE_RESULTS_DIR"]) / "results" / jid
+    assert (folder / "model_epoch_050.pth").is_file()
+
+
+def test_continue_a_canceled_job_then_a_child_reads_its_checkpoint(slurm_env):
+    rec = slurm_submit.submit(trainer_spec(60, 1))
+    jid = rec["id"]
+    folder = Path(slurm_env["env"]["SLURM_BASE_RESULTS_DIR"]) / "results" / jid
+    deadline = time.time() + 90
+    while not (folder / "model_epoch_003.pth").exists():
+        assert time.time() < deadline, slurm_logs.logs(jid)
+        time.sleep(1)
+    jobs("cancel", jid)
+    bad = jobs("continue", jid, "--from", "/etc/passwd", check=False)
+    assert bad.returncode == 1 and "outside job" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    before = len(records.list_records())
+    missing = jobs("continue", jid, "--from", "model_epoch_999.pth", check=False)
+    assert missing.returncode == 1 and "no such file" in missing.stderr
+    assert len(records.list_records()) == before  # nothing half-written
+
+    new = json.loads(jobs("continue", jid, "--json").stdout)
+    assert new["continues"] == jid and new["id"] != jid
+    done = wait_state(new["id"], timeout=150)
+    assert done["state"] == "COMPLETE" and done["continues"] == jid
+    out = slurm_logs.logs(new["id"])["main.out"]
+    assert (resumed_epoch(out) or 0) >= 3, out
+    listed = jobs("list", "--json")
+    assert any(v["id"] == new["id"] and v["continues"] == jid for v in json.loads(listed.stdout))
+
+    child = json.loads(subprocess.run(
+        [sys.executable, str(TAO_SLURM), "submit", "--json", "--parent", new["id"],
+         "--network-arch", "dino", "--action", "evaluate", "--runtime", "none", "--num-gpus", "1",
+         "--max-gpus-per-node", "8", "--cpus", "1", "--time-minutes", "5",
+         "--", "sh", "-c", 'echo "evaluating $1"; test -f "$1"', "tao", "{parent.checkpoint}"],
+        capture_output=True, text=True, check=True).stdout)
+    assert child["parent"] == new["id"]
+    done = wait_state(child["id"], timeout=90)
+    assert done["state"] == "COMPLETE", slurm_logs.logs(child["id"])
+    assert f"evaluating {folder.parent / new['id']}/model_epoch_060.pth" in slurm_logs.logs(child["id"])["main.out"]

@@ -1,0 +1,261 @@
+"""continue and --parent, the core's rules (taobank.lineage) over a stand-in platform: which checkpoint, which
+refusals (one line, nothing created), what the new record names; and the one checkpoint table."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given, strategies as st
+
+from taobank import checkpoints, lineage, records, savedspec
+from taobank.contract import ResultFile, ResultsListing, ResultsLocation
+from taobank.errors import TaoError
+from taobank.platform import JobView
+
+KEY = "train.resume_training_checkpoint_path"
+
+
+class Stand:
+    """A platform that lists a fixed folder and records what it was asked to submit."""
+
+    name = "slurm"
+
+    def __init__(self, files: list[str], exists: bool = True) -> None:
+        self.files = [ResultFile(p, 1, float(i)) for i, p in enumerate(files)]
+        self.exists = exists
+        self.submitted: list[tuple[dict, object]] = []
+
+    def results_location(self, rec):
+        return ResultsLocation(rec["results_dir"], True)
+
+    def list_results(self, rec, loc, *, status):
+        return ResultsListing(loc.folder, self.files if self.exists else [], exists=self.exists)
+
+    def lineage_access(self, spec, parent, folder):
+        return {**spec, "reached": folder}
+
+    def submit(self, spec, opts):
+        self.submitted.append((spec, opts))
+        rec = records.open_record("slurm", "img", "dino", spec.get("action", "train"), "A", "/l/results/{id}",
+                                  lineage={"parent": opts.parent, "continues": opts.continues})
+        return JobView.from_record(rec)
+
+    def preview(self, spec, opts):
+        return f"preview {spec['command']}"
+
+
+@pytest.fixture()
+def stand(state_dir, monkeypatch):
+    made = Stand(["model_epoch_002.pth", "model_epoch_010.pth", "model_epoch_009.pth", "status.json",
+                  "other/model_epoch_099.pth"])
+    monkeypatch.setattr(lineage, "get", lambda name: made)
+    return made
+
+
+def job(state: str = "CANCELED", action: str = "train", command=None) -> dict:
+    rec = records.open_record("slurm", "img", "dino", action, "A", "/l/results/{id}")
+    savedspec.save(rec["id"], {"action": action, "command": command or ["dino", "train", "-e", "s.yaml"]},
+                   {"secret_env": ("NGC_KEY",), "namespace": None})
+    if state != "PENDING":
+        records.mark(rec["id"], "RUNNING")
+        records.mark(rec["id"], state, err_class="ERR_PROGRAM" if state == "ERROR" else None)
+    return records.load(rec["id"])
+
+
+def test_continue_resumes_from_the_highest_epoch_and_names_the_job_it_continues(stand):
+    old = job()
+    view = lineage.continue_job("slurm", old["id"])
+    spec, opts = stand.submitted[-1]
+    want = f"{old['results_dir']}/model_epoch_010.pth"
+    assert spec["command"] == ["dino", "train", "-e", "s.yaml", f"{KEY}={want}"]
+    assert opts.continues == old["id"] and opts.secret_env == ("NGC_KEY",)
+    assert records.load(view.id)["continues"] == old["id"] and view.extra["continues_from"] == want
+
+
+def test_continue_from_a_named_checkpoint_replaces_an_earlier_override(stand):
+    old = job(state="ERROR", command=["dino", "train", f"{KEY}=/x/model_epoch_001.pth"])
+    lineage.continue_job(None, old["id"], checkpoint=f"{old['results_dir']}/model_epoch_002.pth")
+    spec, _ = stand.submitted[-1]
+    assert spec["command"] == ["dino", "train", f"{KEY}={old['results_dir']}/model_epoch_002.pth"]
+
+
+@pytest.mark.parametrize("state,needle", [("COMPLETE", "nothing to continue"), ("PENDING", "cancel it first")])
+def test_continue_refuses_a_job_that_is_not_over_or_succeeded(stand, state, needle):
+    old = job(state=state)
+    with pytest.raises(TaoError, match=needle):
+        lineage.continue_job("slurm", old["id"])
+    assert stand.submitted == []
+
+
+@pytest.mark.parametrize("named,needle", [
+    ("/etc/passwd", "outside job"), ("model_epoch_777.pth", "no such file"), ("../x.pth", "not a path inside"),
+    ("-rf", "not a path inside"), ("status.json", "not a TAO checkpoint")])
+def test_a_bad_checkpoint_is_one_line_and_nothing_is_created(stand, named, needle):
+    old = job()
+    before = len(records.list_records())
+    with pytest.raises(TaoError, match=needle) as err:
+        lineage.continue_job("slurm", old["id"], checkpoint=named)
+    assert "\n" not in str(err.value) and len(records.list_records()) == before and stand.submitted == []
+
+
+def test_continue_refuses_gone_results_no_checkpoint_no_saved_spec_and_shell_text(stand, state_dir):
+    stand.exists = False
+    with pytest.raises(TaoError, match="is gone"):
+        lineage.continue_job("slurm", job()["id"])
+    stand.exists, stand.files = True, [ResultFile("status.json", 1, 0.0)]
+    with pytest.raises(TaoError, match="left no checkpoint"):
+        lineage.continue_job("slurm", job()["id"])
+    stand.files = [ResultFile("model_epoch_001.pth", 1, 0.0)]
+    with pytest.raises(TaoError, match="shell-text command"):
+        lineage.continue_job("slurm", job(command="dino train")["id"])
+    bare = records.open_record("slurm", "img", "dino", "train", "A", "/l/results/{id}")
+    records.mark(bare["id"], "CANCELED")
+    with pytest.raises(TaoError, match="no saved spec"):
+        lineage.continue_job("slurm", bare["id"])
+    with pytest.raises(TaoError, match="only train jobs continue"):
+        lineage.continue_job("slurm", job(action="evaluate")["id"])
+    assert stand.submitted == []
+
+
+def test_a_dry_run_creates_nothing(stand):
+    old = job()
+    before = len(records.list_records())
+    assert lineage.continue_job("slurm", old["id"], dry_run=True).startswith("preview [")
+    assert len(records.list_records()) == before
+
+
+# ------------------------------------------------------------------ --parent
+def test_parent_placeholders_are_filled_and_the_folder_reached(stand):
+    parent = job(state="COMPLETE")
+    folder = parent["results_dir"]
+    child = lineage.with_parent("slurm", {"command": ["eval", "-e", "s.yaml", "evaluate.checkpoint={parent.checkpoint}"],
+                                          "env": {"IN": "{parent.results_dir}/x"}}, parent["id"])
+    assert child["command"][-1] == f"evaluate.checkpoint={folder}/model_epoch_010.pth"
+    assert child["env"]["IN"] == f"{folder}/x" and child["reached"] == folder
+
+
+@pytest.mark.parametrize("case,needle", [("missing", "no such job record"), ("k8s", "is a kubernetes job"),
+                                         ("running", "not COMPLETE"), ("unknown", "unknown placeholder")])
+def test_parent_refusals_are_one_line(stand, case, needle):
+    if case == "missing":
+        pid = "dino-train-00000000"
+    elif case == "k8s":
+        pid = records.open_record("kubernetes", "img", "dino", "train", "A", "/r/{id}")["id"]
+    else:
+        pid = job(state="COMPLETE" if case == "unknown" else "PENDING")["id"]
+    with pytest.raises(TaoError, match=needle) as err:
+        lineage.with_parent("slurm", {"command": ["x", "{parent.best}" if case == "unknown" else "y"]}, pid)
+    assert "\n" not in str(err.value)
+
+
+def test_an_incomplete_parent_when_asked_and_a_missing_checkpoint(stand):
+    pid = job(state="ERROR")["id"]
+    assert lineage.with_parent("slurm", {"command": ["x"]}, pid, allow_incomplete=True)["command"] == ["x"]
+    stand.files = []
+    with pytest.raises(TaoError, match="left no checkpoint"):
+        lineage.with_parent("slurm", {"command": ["{parent.checkpoint}"]}, pid, allow_incomplete=True)
+    stand.exists = False
+    with pytest.raises(TaoError, match="is gone"):
+        lineage.with_parent("slurm", {"command": ["x"]}, pid, allow_incomplete=True)
+
+
+def test_the_chain_names_every_link(stand):
+    first = job()
+    view = lineage.continue_job("slurm", first["id"])
+    records.mark(view.id, "RUNNING")
+    records.mark(view.id, "COMPLETE")
+    child = records.open_record("slurm", "img", "dino", "evaluate", "A", "/l/{id}", lineage={"parent": view.id})
+    assert [r["id"] for r in lineage.chain(child["id"])] == [first["id"], view.id, child["id"]]
+
+
+def test_lineage_fields_are_job_ids(state_dir):
+    with pytest.raises(TaoError, match="not a job id"):
+        records.open_record("slurm", "img", "dino", "train", "A", "/l/{id}", lineage={"parent": "../x"})
+    with pytest.raises(TaoError, match="unknown"):
+        records.open_record("slurm", "img", "dino", "train", "A", "/l/{id}", lineage={"grandparent": "a"})
+
+
+# ------------------------------------------------------------------ the table
+def test_latest_prefers_epochs_then_a_copied_latest_file():
+    files = [ResultFile("train/model_epoch_1000.pth", 1, 1.0), ResultFile("train/model_epoch_999.pth", 1, 2.0),
+             ResultFile("x/model_epoch_5000.pth", 1, 3.0), ResultFile("dino_latest.pth", 1, 9.0)]
+    assert checkpoints.latest(files, "train").path == "train/model_epoch_1000.pth"
+    assert checkpoints.latest([ResultFile("dino_latest.pth", 1, 9.0)], "train").path == "dino_latest.pth"
+    assert checkpoints.latest([ResultFile("model.onnx", 1, 1.0)], "train") is None
+
+
+@given(st.lists(st.sampled_from([f"{KEY}=a", "x", "-e", f"{KEY}=", "y=1"]), max_size=6))
+def test_with_resume_leaves_exactly_one_override_last(argv):
+    out = checkpoints.with_resume(argv, "/r/model_epoch_003.pth")
+    assert [a for a in out if a.startswith(KEY + "=")] == [f"{KEY}=/r/model_epoch_003.pth"] and out[-1].startswith(KEY)
+    assert [a for a in out[:-1]] == [a for a in argv if not a.startswith(KEY + "=")]
+
+
+def test_the_shell_finder_takes_the_latest_link_else_the_highest_epoch(tmp_path: Path):
+    (tmp_path / "train").mkdir()
+    for e in (2, 999, 1000):
+        (tmp_path / "train" / f"model_epoch_{e:03d}.pth").write_text("x")
+
+    def found() -> str:
+        script = checkpoints.shell_finder() + f'tao_latest_checkpoint "{tmp_path}" train'
+        return subprocess.run(["sh", "-c", script], capture_output=True, text=True).stdout.strip()
+
+    assert found() == f"{tmp_path}/train/model_epoch_1000.pth"
+    (tmp_path / "dino_model_latest.pth").symlink_to("train/model_epoch_002.pth")
+    assert found() == f"{tmp_path}/train/model_epoch_002.pth"  # the link moves only after a save completed
+    (tmp_path / "train" / "model_epoch_002.pth").unlink()  # a dangling link is ignored
+    assert found() == f"{tmp_path}/train/model_epoch_1000.pth"
+
+
+def test_list_shows_the_parent_and_show_prints_the_chain(stand, cli):
+    first = job()
+    view = lineage.continue_job("slurm", first["id"])
+    listed = cli("tao_jobs.py", "list")
+    header, *rows = listed.out.splitlines()
+    assert "ATTEMPT  PARENT" in header
+    assert any(r.startswith(view.id) and f" {first['id']} " in r for r in rows)
+    shown = cli("tao_job_record.py", "show", view.id, "--lineage")
+    assert shown.rc == 0 and shown.out.splitlines() == [f"{first['id']}  CANCELED  dino/train",
+                                                        f"{view.id}  PENDING  dino/train  continues {first['id']}"]
+    missing = cli("tao_jobs.py", "continue", "dino-train-99999999")
+    assert missing.rc == 1 and len(missing.err_lines) == 1
+
+
+@given(st.text(max_size=40))
+def test_any_from_text_is_a_file_of_the_folder_or_one_line(named):
+    rec = {"id": "dino-train-1a2b3c4d", "action": "train"}
+    files = [ResultFile("model_epoch_001.pth", 1, 0.0), ResultFile("train/model_epoch_002.pth", 1, 0.0)]
+    try:
+        got = lineage._checkpoint(rec, files, "/r/job", named)
+    except TaoError as exc:
+        assert "\n" not in str(exc)
+    else:
+        assert got in ("/r/job/model_epoch_001.pth", "/r/job/train/model_epoch_002.pth")
+
+
+def test_a_spec_holding_a_credential_is_never_kept(state_dir):
+    rec = records.open_record("slurm", "img", "dino", "train", "A", "/l/{id}")
+    savedspec.save(rec["id"], {"command": ["x"], "env": {"AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}})
+    with pytest.raises(TaoError, match="no saved spec"):
+        savedspec.load(rec["id"])
+
+
+def test_parent_checkpoint_best_by_a_kpi(stand):
+    rows = [f'{{"epoch": {e}, "status": "RUNNING", "kpi": {{"val_loss": {v}}}}}' for e, v in ((2, 0.5), (9, 0.2), (10, 0.3))]
+    listing = stand.list_results
+
+    def with_status(rec, loc, *, status):
+        out = listing(rec, loc, status=status)
+        out.status_files = {"status.json": "\n".join(rows) + "\n"} if status else {}
+        return out
+
+    stand.list_results = with_status
+    parent = job(state="COMPLETE")
+    child = lineage.with_parent("slurm", {"command": ["{parent.checkpoint}"]}, parent["id"], kpi="val_loss")
+    assert child["command"] == [f"{parent['results_dir']}/model_epoch_009.pth"]
+    with pytest.raises(TaoError, match="it has val_loss"):  # a misspelt KPI names the ones there are
+        lineage.with_parent("slurm", {"command": ["x"]}, parent["id"], kpi="nope")
+    stand.files = [f for f in stand.files if "009" not in f.path]  # the best epoch left no checkpoint
+    with pytest.raises(TaoError, match="nothing was submitted"):
+        lineage.with_parent("slurm", {"command": ["{parent.checkpoint}"]}, parent["id"], kpi="val_loss")

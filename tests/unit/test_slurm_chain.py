@@ -1,0 +1,193 @@
+"""The SLURM wall-time chain: its settings, its script (run under bash with stand-in SLURM clients, USR1 sent
+as SLURM would), and status following the next attempt under the same record (fake ssh)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, strategies as st
+
+from fakeproc import sacct_row, slurm_record, squeue_row, sweep_answer
+from taobank import platform, records
+from taobank.errors import TaoError
+from taobank.slurm import chain, render, resources, status as slurm_status
+
+JOB = "dino-train-5e6f7a8b"
+STANDINS = {
+    "srun": 'while [ "$#" -gt 0 ] && [ "$1" != -- ]; do shift; done; shift; exec "$@"',
+    "sbatch": 'printf "%s\\n" "$@" > "$TAO_T/sbatch.args"; echo 777',
+    "scontrol": "true",
+    "scancel": "true",
+}
+
+
+def res(minutes: int = 10):
+    return resources.resolve({"partition": "local", "cpus_per_task": 1, "num_gpus": 1, "time_minutes": minutes}, {})
+
+
+# ------------------------------------------------------------------ settings
+@pytest.mark.parametrize("text,seconds", [("24h", 86400), ("90m", 5400), ("2d", 172800), ("3600s", 3600),
+                                          ("45", 2700), (30, 1800), ("1.5h", 5400)])
+def test_durations(text, seconds):
+    assert chain.parse_duration(text) == seconds
+
+
+@given(st.text(max_size=12))
+def test_any_duration_text_is_seconds_or_one_line(text):
+    try:
+        assert 60 <= chain.parse_duration(text) <= chain.MAX_TOTAL_SECONDS
+    except TaoError as exc:
+        assert "\n" not in str(exc) and "--max-total-time" in str(exc)
+
+
+def test_no_chain_unless_asked_and_a_margin_must_fit_the_wall_time():
+    assert chain.settings({"command": ["x"]}, res()) is None
+    c = chain.settings({"command": ["x"], "action": "train", "max_total_time": "1h"}, res(10))
+    assert c.max_attempts == 7 and c.max_total_seconds == 3600 and c.resume  # 6 allocations + 1
+    assert (c.margin_seconds, c.stop_grace_seconds, c.run_on_seconds) == (300, 100, 100)
+    shell = chain.settings({"command": "train.sh", "action": "train", "max_attempts": 3}, res(10))
+    assert shell.max_attempts == 3 and not shell.resume  # shell text cannot take the override
+    with pytest.raises(TaoError, match="more than half the wall time"):
+        chain.settings({"command": ["x"], "max_attempts": 2, "walltime_margin_seconds": 200}, res(5))
+
+
+def test_the_script_asks_for_usr1_and_drops_the_inner_timeout():
+    c = chain.settings({"command": ["x"], "action": "train", "max_attempts": 3, "walltime_margin_seconds": 60}, res(10))
+    inp = render.ScriptInput(job_id=JOB, job_dir="/l/jobs/j", results_parent="/l/results", command=["x", "-e", "s"],
+                             resources=res(10), runtime="none", chain=c, action="train")
+    text = render.render(inp)
+    render.lint(text)
+    assert "--signal=B:USR1@60" in render.parse_directives(text)
+    assert "timeout --signal" not in text and "tao_latest_checkpoint" in text
+    plain = render.render(render.ScriptInput(job_id=JOB, job_dir="/l/jobs/j", results_parent="/l/results",
+                                             command=["x"], resources=res(10), runtime="none"))
+    assert "USR1" not in plain and "tao_cmd" not in plain
+
+
+# ------------------------------------------------------------------ the script, under bash
+def _run(tmp_path: Path, *, attempt: int | None = None, max_attempts: int = 3, usr1: bool = True,
+         checkpoint: str | None = None) -> dict:
+    c = chain.Chain(max_attempts=max_attempts, max_total_seconds=0, margin_seconds=30, run_on_seconds=1,
+                    stop_grace_seconds=2, resume=True)
+    jdir = tmp_path / "jobs" / JOB
+    results = tmp_path / "results"
+    # the stand-in program: says its argv, then trains until stopped (TERM)
+    prog = ["sh", "-c", 'echo "argv: $*"; touch "$TAO_T/started"; trap "echo stopped; exit 143" TERM; '
+            'while :; do sleep 0.2; done', "prog", "train", "-e", "spec.yaml"]
+    if not usr1:
+        prog = ["sh", "-c", 'echo "argv: $*"', "prog", "train"]
+    text = render.render(render.ScriptInput(job_id=JOB, job_dir=str(jdir), results_parent=str(results), command=prog,
+                                            resources=res(10), runtime="none", chain=c, action="train"))
+    for d in ("meta", "sbatch", f"slurm-logs/{JOB}-101"):
+        (jdir / d).mkdir(parents=True, exist_ok=True)
+    (jdir / "sbatch" / f"job_{JOB}.sbatch").write_text(text)
+    if attempt:
+        (jdir / "meta" / "chain_attempt").write_text(f"{attempt}\n")
+        (jdir / "meta" / "chain_seconds").write_text("100\n")
+    if checkpoint:
+        (results / JOB / "train").mkdir(parents=True)
+        for name in ("model_epoch_009.pth", checkpoint, "notes.txt"):
+            (results / JOB / "train" / name).write_text("x")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in STANDINS.items():
+        (bin_dir / name).write_text("#!/bin/bash\n" + body + "\n")
+        (bin_dir / name).chmod(0o755)
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "TAO_T": str(tmp_path), "SLURM_JOB_ID": "101",
+           "SLURM_JOB_NAME": JOB, "HOME": str(tmp_path)}
+    out = tmp_path / "out.txt"
+    with open(out, "wb") as fh:
+        proc = subprocess.Popen(["bash", str(jdir / "sbatch" / f"job_{JOB}.sbatch")], stdout=fh, stderr=fh, env=env)
+        if usr1:
+            end = time.time() + 20
+            while not (tmp_path / "started").exists():
+                assert time.time() < end and proc.poll() is None, out.read_text()
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGUSR1)
+        rc = proc.wait(timeout=30)
+    hops = jdir / "meta" / "retries.jsonl"
+    sb = tmp_path / "sbatch.args"
+    return {"rc": rc, "out": out.read_text(), "marker": (jdir / "meta" / "exit.json").exists(),
+            "hops": [json.loads(x) for x in hops.read_text().splitlines()] if hops.exists() else [],
+            "sbatch": sb.read_text().splitlines() if sb.exists() else None,
+            "attempt": (jdir / "meta" / "chain_attempt").read_text().strip()
+            if (jdir / "meta" / "chain_attempt").exists() else None}
+
+
+def test_usr1_resubmits_the_next_attempt_stops_the_program_and_leaves_no_marker(tmp_path):
+    got = _run(tmp_path)
+    assert got["rc"] == 0 and not got["marker"], got["out"]
+    assert got["sbatch"][:4] == ["--parsable", "--hold", f"--job-name={JOB}", "--dependency=afterany:101"]
+    assert got["hops"] == [{"from": "101", "next": "777", "attempt": 2, "reason": "walltime",
+                            "run_seconds": got["hops"][0]["run_seconds"]}]
+    assert got["attempt"] == "2" and "stopped" in got["out"] and "attempt 1 of 3" in got["out"]
+
+
+def test_the_next_attempt_resumes_from_the_newest_checkpoint(tmp_path):
+    got = _run(tmp_path, attempt=2, checkpoint="model_epoch_011.pth")
+    newest = tmp_path / "results" / JOB / "train" / "model_epoch_011.pth"
+    assert f"argv: train -e spec.yaml train.resume_training_checkpoint_path={newest}" in got["out"]
+    assert "attempt 2 of 3 (wall-time chain; 100s run before it)" in got["out"]
+
+
+def test_the_last_attempt_is_not_resubmitted(tmp_path):
+    got = _run(tmp_path, attempt=3, max_attempts=3)
+    assert got["sbatch"] is None and got["hops"] == [] and "was the last (--max-attempts 3)" in got["out"]
+    assert got["marker"]  # it ended: the marker tells status how
+
+
+def test_a_run_that_ends_before_the_wall_time_is_a_plain_run(tmp_path):
+    got = _run(tmp_path, usr1=False)
+    assert got["rc"] == 0 and got["marker"] and got["sbatch"] is None and "argv: train" in got["out"]
+
+
+# ------------------------------------------------------------------ status and cancel follow the chain
+def _chained(slurm) -> dict:
+    rec = slurm_record()
+    return records.mark(rec["id"], "RUNNING", backend_ref="slurm:101",
+                        backend={"walltime_chain": True, "max_attempts": 3})
+
+
+def test_status_follows_the_next_attempt_under_the_same_record(slurm):
+    rec = _chained(slurm)
+    hops = rec["backend"]["staged_dir"] + "/meta/retries.jsonl"
+    line = '{"from":"101","next":"102","attempt":2,"reason":"walltime","run_seconds":118}\n'
+    slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], "COMPLETED", "0:0")], markers={hops: line}))
+    (view,) = platform.get("slurm").observe([records.load(rec["id"])])
+    now = records.load(rec["id"])
+    assert now["backend_ref"] == "slurm:102" and now["backend"]["slurm_job_id"] == "102"
+    assert now["backend"]["chain_attempt"] == 2 and now["backend"]["chain_seconds"] == 118
+    assert view.state == "PENDING" and "continued as SLURM job 102 (attempt 2 of 3, 1m58s run so far)" in view.message
+    assert view.attempt == 2 and view.to_dict()["chain_seconds"] == 118
+    slurm.ssh("SWEEP", sweep_answer(squeue=[squeue_row("102", "RUNNING", rec["id"])], markers={hops: line}))
+    (view,) = platform.get("slurm").observe([records.load(rec["id"])])
+    assert view.state == "RUNNING" and "attempt 2 of 3 (1m58s run before it)" in view.message
+    slurm.ssh("scancel", "")
+    slurm.ssh("CANCEL_NAME", "")
+    view = platform.get("slurm").cancel_one(records.load(rec["id"]), {})
+    assert view.state == "CANCELED"
+    assert [c.words for c in slurm.of("ssh") if c.words[:1] == ["scancel"]] == [["scancel", "102"]]
+    assert slurm.scripts()[-1] == "CANCEL_NAME"  # a job it resubmitted meanwhile goes too
+
+
+def test_follow_retries_reads_the_reason():
+    hop = slurm_status.follow_retries('{"from":"1","next":"2","attempt":2,"reason":"walltime","run_seconds":5}\n', "1")
+    assert hop["reason"] == "walltime" and hop["run_seconds"] == 5
+    old = slurm_status.follow_retries('{"from":"1","next":"2","attempt":1,"failed_on":"n","excluded":"n"}\n', "1")
+    assert old["reason"] == "infra"
+
+
+
+def test_a_multi_node_chain_renders_and_passes_shellcheck():
+    two = resources.resolve({"partition": "local", "cpus_per_task": 1, "num_gpus": 16, "time_minutes": 30}, {})
+    c = chain.settings({"command": ["x"], "action": "train", "max_attempts": 2}, two)
+    text = render.render(render.ScriptInput(job_id=JOB, job_dir="/l/jobs/j", results_parent="/l/results",
+                                            command=["x", "-e", "s"], resources=two, runtime="none", chain=c,
+                                            action="train"))
+    render.lint(text)
+    assert two.nodes == 2 and 'tao-task \\\n"${tao_cmd[@]}" &' in text and "--signal=B:USR1@300" in text
