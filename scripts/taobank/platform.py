@@ -270,6 +270,27 @@ class Platform(ABC):
     def preview(self, spec: dict, opts: SubmitOptions) -> str:
         """What submit would send (manifest or script text), contacting nothing."""
 
+    # -------------------------------------------------------------- sweeps (the verbs: taobank.sweeps)
+    #: trials are created held and released by the core as slots free (else the platform limits them itself)
+    holds_trials: bool = False
+
+    def launch_sweep(self, plans: list[Plan], recs: list[dict], max_concurrent: int) -> list[Launch]:
+        """Create every trial of a sweep in one batch (``recs[i]`` is the opened record of ``plans[i]``), at most
+        ``max_concurrent`` running at once; one Launch per trial. On failure remove what was made, then raise."""
+        raise TaoError(f"sweeps are not supported on {self.name or 'this platform'}")
+
+    def release_trials(self, recs: list[dict]) -> None:
+        """Let these held trials run (one call for all); only for ``holds_trials`` platforms."""
+        raise TaoError(f"{self.name} does not hold sweep trials")
+
+    def read_status_many(self, recs: list[dict]) -> dict[str, dict[str, str]]:
+        """TAO's status files of several running jobs, ``{id: {path: text}}``, in as few calls as the platform
+        can (default: one read per job)."""
+        out = {}
+        for rec in recs:
+            out[rec["id"]] = self.read_status_files(rec, live=True)
+        return out
+
     # -------------------------------------------------------------- results: artifacts, fetch, prune
     # The verbs (validation, best checkpoint, verification, temp + rename, confirmation) are the core's:
     # taobank.results_verbs. A platform only reads, streams and removes the folder, in a module of its own
@@ -351,8 +372,11 @@ def by_platform(recs: list[dict]) -> dict[str, list[dict]]:
 
 
 # ------------------------------------------------------------------ verbs
-def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = True) -> list[JobView]:
-    """Refresh the chosen records (terminal ones are shown as stored) with one query per platform."""
+def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = True,
+           progress: bool = True) -> list[JobView]:
+    """Refresh the chosen records (terminal ones are shown as stored) with one query per platform; held sweep
+    trials are released as slots free (:func:`taobank.sweepslots.release`). ``progress``: read the progress of a
+    lone running job the query could not read (sweeps read theirs in one batch instead)."""
     recs = select(platform, ids, "status")
     views: dict[str, JobView] = {}
     groups = by_platform(recs)
@@ -370,9 +394,15 @@ def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = 
                 seen = [JobView.from_record(r, reason="QueryFailed", message=str(exc)) for r in active]
             for view in seen:
                 views[view.id] = view
+            if any(r.get("sweep") for r in active):
+                from . import sweepslots
+
+                for jid in sweepslots.release(adapter, active):
+                    views[jid] = adapter.view(records.load(jid))
     order = [r["id"] for r in recs]
     out = [views[i] for i in order] + [v for i, v in views.items() if i not in set(order)]
-    _add_progress(out, {r["id"]: r for r in recs})
+    if progress:
+        _add_progress(out, {r["id"]: r for r in recs})
     return out
 
 
