@@ -274,6 +274,9 @@ class Platform(ABC):
     #: trials are created held and released by the core as slots free (else the platform limits them itself)
     holds_trials: bool = False
 
+    def check_sweep(self, plans: list[Plan]) -> None:
+        """Refuse, before any record opens, a sweep this platform cannot run (default: every sweep it can plan)."""
+
     def launch_sweep(self, plans: list[Plan], recs: list[dict], max_concurrent: int) -> list[Launch]:
         """Create every trial of a sweep in one batch (``recs[i]`` is the opened record of ``plans[i]``), at most
         ``max_concurrent`` running at once; one Launch per trial. On failure remove what was made, then raise."""

@@ -74,6 +74,12 @@ class Slurm(Platform):
     def launch(self, plan: SlurmPlan, rec: dict) -> Launch:  # type: ignore[override]
         return submit.launch(plan, rec)
 
+    # -- sweeps (the verbs: taobank.sweeps): one job array; SLURM itself keeps --max-concurrent (``%K``)
+    def launch_sweep(self, plans: list, recs: list[dict], max_concurrent: int) -> list[Launch]:
+        from . import sweep
+
+        return sweep.launch(plans, recs, max_concurrent)
+
     def preview(self, spec: dict, opts: SubmitOptions) -> str:
         return submit.preview(spec, opts.job_id or "preview-job", opts.env)
 
