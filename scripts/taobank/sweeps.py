@@ -178,10 +178,35 @@ def status(sweep_id: str, *, retry: bool = True) -> list[Row]:
                 v.progress = training.progress_of(files[v.id], v.action or None)
     rows = []
     for v in views:
+        v.progress = _remembered(v.id, v.progress)
         rec = by_id.get(v.id) or records.load(v.id)
         rows.append(Row(int(rec.get("trial") or 0), v.id, dict(rec.get("overrides") or {}), v.state,
                         _epoch(v.progress), _kpis(v.progress), bool((rec.get("backend") or {}).get("held"))))
     return rows
+
+
+#: The last progress a sweep status saw of a trial (next to its record): a finished trial keeps its final KPIs
+#: in the table without another cluster call. A cache only: the record never holds progress.
+PROGRESS_FILE = "sweep-progress.json"
+
+
+def _remembered(job_id: str, seen: dict | None) -> dict | None:
+    import json
+
+    from . import fsio
+
+    path = records.artifact_dir(job_id) / PROGRESS_FILE
+    if seen:
+        try:
+            fsio.write_private(path, json.dumps(seen, sort_keys=True) + "\n")
+        except OSError:
+            pass
+        return seen
+    try:
+        data = json.loads(fsio.read_regular(path, "sweep progress", follow_links=False, missing_ok=True) or "null")
+    except (TaoError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def table(rows: list[Row], *, headers: bool = True) -> str:
