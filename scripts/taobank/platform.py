@@ -27,6 +27,7 @@ import math
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -167,6 +168,17 @@ class Platform(ABC):
 
         ``context`` is shared by the calls of one ``cancel`` (an open connection, say).
         """
+
+    def cancel_many(self, recs: list[dict], context: dict) -> tuple[list[JobView], list[str]]:
+        """Stop several active jobs (a sweep, ``--all``) in as few calls as the platform can; (views, one-line
+        errors ``"<id>: ..."``). The default: :meth:`cancel_one` each."""
+        views, errors = [], []
+        for rec in recs:
+            try:
+                views.append(self.cancel_one(rec, context))
+            except TaoError as exc:
+                errors.append(f"{rec['id']}: {exc}")
+        return views, errors
 
     #: whether ``observe`` reads TAO's status files in its one batched query (progress for every job at no cost)
     progress_in_sweep: bool = False
@@ -552,8 +564,10 @@ def follow(platform: str | None, job_id: str, *, tail: int | None, emit: Callabl
     return get(rec["platform"]).follow_logs(rec, tail=tail, emit=emit)
 
 
-def cancel(platform: str | None, ids: list[str] | None, *, all_active: bool = False) -> tuple[list[JobView], list[str]]:
-    """Cancel the given jobs (or every active one with ``all_active``); (views, one-line errors).
+def cancel(platform: str | None, ids: list[str] | None, *, all_active: bool = False,
+           batch: bool = False) -> tuple[list[JobView], list[str]]:
+    """Cancel the given jobs (or every active one with ``all_active``); (views, one-line errors). ``batch``: the
+    active ones of each platform in one :meth:`Platform.cancel_many` (a sweep's trials), else one by one.
 
     A job already terminal is reported as it is; one failure does not stop
     the others (its error line is returned and the verb exits 1).
@@ -568,6 +582,7 @@ def cancel(platform: str | None, ids: list[str] | None, *, all_active: bool = Fa
     views: list[JobView] = []
     errors: list[str] = []
     contexts: dict[str, dict] = {}
+    active: dict[str, list[dict]] = {}
     for rec in recs:
         try:
             adapter = get(rec["platform"])
@@ -578,7 +593,15 @@ def cancel(platform: str | None, ids: list[str] | None, *, all_active: bool = Fa
                 view.extra.setdefault("deleted", False)
                 views.append(view)
                 continue
-            views.append(adapter.cancel_one(rec, contexts.setdefault(rec["platform"], {})))
+            active.setdefault(rec["platform"], []).append(rec)
         except TaoError as exc:
             errors.append(f"{rec['id']}: {exc}")
+    for name, group in active.items():  # one batch per platform (a sweep's trials: one scancel, one delete)
+        adapter = get(name)
+        many = adapter.cancel_many if batch and len(group) > 1 else partial(Platform.cancel_many, adapter)
+        seen, failed = many(group, contexts.setdefault(name, {}))
+        views += seen
+        errors += failed
+    order = {r["id"]: i for i, r in enumerate(recs)}
+    views.sort(key=lambda v: order.get(v.id, len(order)))
     return views, errors

@@ -226,11 +226,12 @@ def table(rows: list[Row], *, headers: bool = True) -> str:
 
 
 def cancel(sweep_id: str) -> tuple[list[Any], list[str]]:
-    """Cancel every trial of the sweep (held ones too); (views, one-line errors)."""
+    """Cancel every trial of the sweep (held ones too) in one batch per platform (one scancel of every array
+    task; one delete by the sweep's label); (views, one-line errors)."""
     from . import platform as core
 
     recs = trial_records(sweep_id)
-    return core.cancel(None, [r["id"] for r in recs])
+    return core.cancel(None, [r["id"] for r in recs], batch=True)
 
 
 @dataclass

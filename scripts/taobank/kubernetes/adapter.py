@@ -48,6 +48,10 @@ class Kubernetes(Platform):
     def cancel_one(self, rec: dict, context: dict) -> JobView:
         return _view(cancel.cancel(rec["id"]))
 
+    def cancel_many(self, recs: list[dict], context: dict) -> tuple[list[JobView], list[str]]:
+        done, errors = cancel.cancel_many(recs)
+        return [_view(r) for r in done], errors
+
     def clean_finished(self, rec: dict, context: dict) -> str | None:
         return credentials.remove_credentials(rec)
 

@@ -59,6 +59,14 @@ class Slurm(Platform):
             context["conn"] = Connection()
         return view(cancel.cancel(rec["id"], conn=context["conn"]))
 
+    def cancel_many(self, recs: list[dict], context: dict) -> tuple[list[JobView], list[str]]:
+        if "conn" not in context:
+            from .ssh import Connection
+
+            context["conn"] = Connection()
+        done, errors = cancel.cancel_many(recs, conn=context["conn"])
+        return [view(r) for r in done], errors
+
     # -- submit hooks (the order is the core's: Platform.submit)
     def plan(self, spec: dict, opts: SubmitOptions, rec: dict | None) -> SlurmPlan:
         if rec is not None:
