@@ -110,6 +110,9 @@ class Cluster:
         fake.kubectl("patch", "job", answer=self.patch)
         fake.kubectl("exec", answer="")
         fake.kubectl("logs", answer="last words\n")
+        fake.kubectl("logs", "-l", answer=lambda c: "".join(
+            f"[pod/{o['metadata']['name']}/main] words of {o['metadata']['labels']['tao-job-id']}\n"
+            for o in self.objects() if o["kind"] == "Pod"))
         fake.kubectl("get", "jobs", "-l", answer=lambda c: items(o for o in self.objects() if o["kind"] == "Job"))
         fake.kubectl("get", "pods", "-l", answer=lambda c: items(o for o in self.objects() if o["kind"] == "Pod"))
         fake.kubectl("delete", answer="")
@@ -181,17 +184,17 @@ def test_a_kubernetes_sweep_costs_the_same_few_kubectl_calls_for_any_n(fake, n):
     assert len(got) <= 3 + 1, got  # + the finished trial's saved logs
     assert rows[0].state == "COMPLETE"
 
-    # cancel --sweep: ONE get jobs, ONE get pods, the running trials' logs (at most K), ONE delete of the Jobs by
-    # the sweep's label, ONE delete of their Secrets/Services/ConfigMaps
+    # cancel --sweep: ONE get jobs, ONE get pods, ONE logs of every pod, ONE delete of the Jobs by the sweep's
+    # label, ONE delete of their Secrets/Services/ConfigMaps
     since = len(fake.calls)
     views, errors = sweeps.cancel(done.sweep)
     assert errors == []
     got = kubectl_calls(fake, since)
-    running = min(K, n - 1)
     if n > 2:
-        assert [c for c in got if not c.startswith("logs")] == ["get jobs", "get pods", "delete jobs",
-                                                                "delete secret,service,configmap"]
-        assert len([c for c in got if c.startswith("logs")]) == running
+        assert got == ["get jobs", "get pods", "logs -l", "delete jobs", "delete secret,service,configmap"]
+        running = ids[1:1 + K]
+        for jid in running:  # each running trial's last words, split out of the one logs call
+            assert (records.artifact_dir(jid) / "logs.txt").read_text() == f"words of {jid}\n"
         (delete,) = fake.kubectl_calls("delete", "jobs")
         assert delete.words[3].startswith(f"{SWEEP_LABEL}={done.sweep},tao-job-id in (")
         assert sorted(delete.words[3].split("(")[1].rstrip(")").split(",")) == sorted(ids[1:])
@@ -221,3 +224,31 @@ def test_kubernetes_cancel_sweep_that_cannot_delete_leaves_the_trials_active_wit
     ids = [v.id for v in done.views]
     assert len(errors) == 3 and all("forbidden" in e for e in errors)
     assert {records.load(i)["state"] for i in ids} == {"PENDING"}
+
+
+# ------------------------------------------------------------------ benchmarks/sweep.py --check (no cluster)
+def test_the_sweep_benchmark_check_flags_every_broken_count():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "sweep.py"
+    spec = importlib.util.spec_from_file_location("sweep_bench", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    ssh_cmd = ["ssh", "-l", "u", "--", "login", "sh -c 'scancel $ids' tao 1_0 1_1"]
+    good = {"platform": "slurm", "n": 4, "trials": 4, "after_cancel": ["CANCELED"] * 4,
+            "sweep_submit": {"calls": 2, "connections": 1, "writes": 0, "wall_s": 1.0},
+            "sweep_status": {"calls": 1, "connections": 0, "writes": 0, "wall_s": 1.0},
+            "sweep_cancel": {"calls": 1, "connections": 0, "writes": 0, "wall_s": 1.0},
+            "one_submit": {"calls": 3}, "cancel_log": [ssh_cmd]}
+    assert mod.check([good]) == []
+    bad = {**good, "sweep_submit": {**good["sweep_submit"], "calls": 4},
+           "sweep_status": {**good["sweep_status"], "calls": 3}, "cancel_log": [ssh_cmd, ssh_cmd],
+           "after_cancel": ["CANCELED", "RUNNING", "CANCELED", "CANCELED"]}
+    got = mod.check([bad])
+    assert len(got) == 5, got  # 4 > 3 commands, more than one submit's 3, status 3 > 2, two scancels, one running
+    k8s = {**good, "platform": "kubernetes", "sweep_submit": {**good["sweep_submit"], "calls": 6, "writes": 4},
+           "one_submit": {"calls": 6},
+           "cancel_log": [["kubectl", "-n", "ns", "delete", "--raw", "/apis/batch/v1/namespaces/ns/jobs/x"]]}
+    got = mod.check([k8s])
+    assert len(got) == 2 and "writing kubectl calls" in got[0] and "one by one" in got[1], got

@@ -71,10 +71,10 @@ def cancel(job_id: str) -> dict:
 
 
 def cancel_many(recs: list[dict]) -> tuple[list[dict], list[str]]:
-    """Cancel several launched jobs (a sweep's trials, ``--all``) per namespace in a fixed number of calls: ONE
-    ``get jobs`` and ONE ``get pods`` by their ids, ONE ``delete jobs`` by label (``tao-sweep=<id>`` when they
-    are one sweep's trials) of those still active, ONE delete of their Secrets/Service/ConfigMap; plus the logs of
-    each pod still there (saved next to its record). A job whose Job has another UID, or that is not launched,
+    """Cancel several launched jobs (a sweep's trials) per namespace in a fixed number of calls: ONE ``get jobs``
+    and ONE ``get pods`` by their ids, ONE ``logs -l`` of all their pods (saved next to each record), ONE
+    ``delete jobs`` by label (``tao-sweep=<id>`` when they are one sweep's trials) of those still active, ONE
+    delete of their Secrets/Service/ConfigMap. A job whose Job has another UID, or that is not launched,
     goes through :func:`cancel`. (results as :func:`cancel` returns them, one-line errors)."""
     from .sweep import SWEEP_LABEL
 
@@ -99,7 +99,7 @@ def cancel_many(recs: list[dict]) -> tuple[list[dict], list[str]]:
             errors += [f"{r['id']}: {exc}" for r in group]
             continue
         by_uid = {(j.get("metadata") or {}).get("uid"): j for j in jobs}
-        stop = []
+        stop, pods_of = [], {}
         for rec in group:
             job = by_uid.get(rec["backend"]["uid"])
             if job is None:  # gone (or replaced by another UID: that one is cancel()'s business)
@@ -112,13 +112,15 @@ def cancel_many(recs: list[dict]) -> tuple[list[dict], list[str]]:
                 continue
             mine = smap.pods_of(job, pods)
             obs = smap.observe(job, mine)
-            logs.save_final_logs(kube, rec, mine)
+            pods_of[rec["id"]] = mine
             if obs.state in (State.COMPLETE, State.ERROR):
                 records.mark(rec["id"], obs.state, message=obs.message, err_class=obs.err_class)
                 out.append({"id": rec["id"], "state": obs.state, "deleted": False,
                             "message": f"already finished ({obs.state}): nothing to cancel"})
                 continue
             stop.append(rec)
+        # every pod's last words before the Jobs go (one logs call for all), next to each record
+        logs.save_final_logs_many(kube, sel, {jid: mine for jid, mine in pods_of.items() if mine})
         if not stop:
             continue
         ids = ",".join(r["id"] for r in stop)
