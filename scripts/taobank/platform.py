@@ -325,6 +325,21 @@ class Platform(ABC):
         """Every regular file of the folder, in ONE remote command; with ``status`` TAO's status files too."""
         return self._results(rec, "listing results").list_results(rec, loc, status=status)
 
+    def list_results_many(self, recs: list[dict], locs: list[ResultsLocation], *,
+                          status: bool) -> list[ResultsListing | TaoError]:
+        """Several jobs' folders (a sweep's trials), in order; a folder that could not be listed is its TaoError.
+        One command where the platform's results module can (``list_results_many``), else one per folder."""
+        many = getattr(self._results(recs[0], "listing results"), "list_results_many", None) if recs else None
+        if many is not None:
+            return many(recs, locs, status=status)
+        out: list[ResultsListing | TaoError] = []
+        for rec, loc in zip(recs, locs):
+            try:
+                out.append(self.list_results(rec, loc, status=status))
+            except TaoError as exc:
+                out.append(exc)
+        return out
+
     def fetch_results(self, rec: dict, loc: ResultsLocation, paths: list[str], into: Path,
                       transfer: Transfer) -> list[ResultFile]:
         """Download the regular files under ``paths`` (relative, checked; [] = all) into the empty private

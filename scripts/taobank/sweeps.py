@@ -265,10 +265,10 @@ class Winner:
 
 
 def best(sweep_id: str, kpi: str, mode: str = "min") -> Winner:
-    """Rank the trials by their best ``kpi`` (each trial's status.json), then name the winner's checkpoint.
+    """Rank the trials by their best ``kpi`` (each trial's status.json), and name the winner's checkpoint.
 
-    Each trial's value comes from the same rule as ``artifacts --kpi`` (results_verbs.find_best); the
-    winner's folder is listed once more to name its checkpoint."""
+    Every trial's folder is listed in one batch (SLURM: one remote command for all); each trial's value comes
+    from the same rule as ``artifacts --kpi`` (results_verbs.find_best)."""
     from . import platform as core, results_verbs
 
     if mode not in ("min", "max"):
@@ -278,17 +278,27 @@ def best(sweep_id: str, kpi: str, mode: str = "min") -> Winner:
     recs = trial_records(sweep_id)
     win = Winner(sweep_id, kpi, mode)
     notes = []
+    located = []
     for rec in recs:
         try:
-            art = results_verbs.artifacts(None, rec["id"], kpi=kpi, mode=mode)
+            located.append((rec, core.get(rec["platform"]).results_location(rec)))
+        except TaoError as exc:
+            notes.append(f"trial {rec.get('trial')}: {exc}")
+    listings: list = []
+    if located:
+        adapter = core.get(located[0][0]["platform"])  # a sweep's trials share one platform
+        listings = adapter.list_results_many([r for r, _ in located], [loc for _, loc in located], status=True)
+    for (rec, loc), listing in zip(located, listings):
+        try:
+            if isinstance(listing, TaoError):
+                raise listing
+            b = results_verbs.find_best(listing, kpi, mode, rec.get("action")) if listing.exists else None
         except TaoError as exc:
             notes.append(f"trial {rec.get('trial')}: {exc}")
             continue
-        b = art.best
-        entry = {"trial": rec.get("trial"), "id": rec["id"], "state": rec["state"],
-                 "overrides": rec.get("overrides") or {}, "value": b.value if b else None,
-                 "checkpoints": b.checkpoints if b else [], "folder": art.listing.folder}
-        win.ranked.append(entry)
+        win.ranked.append({"trial": rec.get("trial"), "id": rec["id"], "state": rec["state"],
+                           "overrides": rec.get("overrides") or {}, "value": b.value if b else None,
+                           "checkpoints": b.checkpoints if b else [], "folder": listing.folder})
     scored = [e for e in win.ranked if isinstance(e["value"], (int, float))]
     scored.sort(key=lambda e: e["value"], reverse=(mode == "max"))
     win.ranked = scored + [e for e in win.ranked if e not in scored]

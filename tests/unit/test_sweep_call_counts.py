@@ -252,3 +252,38 @@ def test_the_sweep_benchmark_check_flags_every_broken_count():
            "cancel_log": [["kubectl", "-n", "ns", "delete", "--raw", "/apis/batch/v1/namespaces/ns/jobs/x"]]}
     got = mod.check([k8s])
     assert len(got) == 2 and "writing kubectl calls" in got[0] and "one by one" in got[1], got
+
+
+# ------------------------------------------------------------------ sweep best
+@pytest.mark.parametrize("n", (1, 10))
+def test_slurm_sweep_best_lists_every_trial_in_one_remote_command(slurm, tmp_path, monkeypatch, n):
+    """Each trial's folder written by the fake trainer (fake.best_val = its value); the fake login node runs the
+    real listing script on them: ONE remote command ranks all N."""
+    import subprocess
+    from pathlib import Path
+
+    from taobank import results_sh
+
+    monkeypatch.setenv("SLURM_BASE_RESULTS_DIR", str(tmp_path / "base"))
+    slurm.ssh("STAGE_MANY")
+    slurm.ssh("SBATCH_ARRAY", "777\n")
+    values = [str(300 + (i * 37) % 200) for i in range(n)]
+    done = sweeps.submit("slurm", SLURM_SPEC, SubmitOptions(), [{"fake.best_val": v} for v in values], K)
+    trainer = Path(__file__).resolve().parents[2] / "testclusters" / "fake_tao_train.sh"
+    for v, view in zip(values, done.views):
+        folder = records.load(view.id)["backend"]["results_dir"]
+        subprocess.run(["sh", str(trainer), "--results", folder, "--epochs", "3", "--action", "train",
+                        f"fake.best_val={v}"], check=True, capture_output=True)
+
+    def login(call):
+        p = subprocess.run(["sh", "-c", results_sh.LIST_MANY, "tao", *call.args], capture_output=True, text=True)
+        return ok(p.stdout, p.returncode, p.stderr)
+
+    slurm.ssh("LIST_MANY", login)
+    since = len(slurm.calls)
+    win = sweeps.best(done.sweep, "val_loss", "min")
+    assert remote_commands(slurm, since) == ["LIST_MANY"]
+    low = min(range(n), key=lambda i: int(values[i]))
+    assert win.id == done.views[low].id and abs(win.value - int(values[low]) / 1000) < 1e-9
+    assert win.checkpoints == ["model_epoch_002.pth"] and len(win.ranked) == n
+    assert [e["value"] for e in win.ranked] == sorted(int(v) / 1000 for v in values)
