@@ -2,10 +2,11 @@
 """Every TAO job of this machine, whatever its platform: list | status | logs | cancel | metrics |
 artifacts | fetch | prune.
 
-  tao_jobs.py list [--platform P] [--state S] [--active] [--no-headers] [--json]   (records only, no cluster call)
-  tao_jobs.py status [ID... | --last] [--watch] [--no-headers] [--json]   (refreshes: one query per platform)
+  tao_jobs.py list [--platform P] [--state S] [--active] [--sweep SWEEP] [--no-headers] [--json]   (records only)
+  tao_jobs.py status [ID... | --last | --sweep SWEEP] [--watch] [--no-headers] [--json]   (one query per platform)
   tao_jobs.py logs ID | --last [--tail N] [-f/--follow] [--json]
-  tao_jobs.py cancel ID... | --last | --all [--json]
+  tao_jobs.py cancel ID... | --last | --all | --sweep SWEEP [--json]
+  tao_jobs.py sweep best SWEEP --kpi NAME [--mode min|max] [--json]   (the winning trial and its checkpoint)
   tao_jobs.py metrics ID | --last [--json | --csv | --plot] [--kpi NAME...] [--png FILE]
   tao_jobs.py artifacts ID | --last [--kpi NAME [--mode min|max]] [--json]   (the results folder; best checkpoint)
   tao_jobs.py fetch ID [PATH...] | --last [PATH...] --to DIR [--force] [--json]   (size and sha256 verified)
@@ -39,7 +40,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     except TaoError as exc:
         raise UsageError(str(exc)) from None
     problems: list[str] = []
-    recs = records.list_records(platform, state, args.active, problems=problems)
+    recs = records.list_records(platform, state, args.active, problems=problems, sweep=args.sweep)
     for line in problems:
         print(f"warning: skipped {line}", file=sys.stderr)
     if args.json:
@@ -47,7 +48,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     elif recs:
         sys.stdout.write(jobtable.render(recs, headers=not args.no_headers))
     else:
-        filtered = " matching the filters" if (platform or state or args.active) else ""
+        filtered = " matching the filters" if (platform or state or args.active or args.sweep) else ""
         print(f"no job records{filtered} in {records.state_dir()}", file=sys.stderr)
     return 0
 
@@ -58,6 +59,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--platform", help="kubernetes (k8s), slurm or docker")
     p.add_argument("--state", help="PENDING RUNNING COMPLETE ERROR CANCELED UNKNOWN")
     p.add_argument("--active", action="store_true", help="only PENDING, RUNNING, UNKNOWN")
+    p.add_argument("--sweep", metavar="SWEEP", help="only the trials of this sweep")
     p.add_argument("--no-headers", action="store_true")
     p.add_argument("--json", action="store_true", help="a JSON list of job views")
     p.set_defaults(func=cmd_list)
@@ -69,6 +71,9 @@ def main(argv: list[str]) -> int:
     verbcli.add_metrics(sub, None)
     verbcli.add_results(sub, None)
     verbcli.add_continue(sub, None)
+    from taobank import sweepcli
+
+    sweepcli.add_sweep_verb(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -38,6 +38,9 @@ def _submit(args: argparse.Namespace) -> int:
     from taobank.kubernetes.adapter import PREVIEW_ID
     from taobank.kubernetes.specargs import spec_from_args
 
+    from taobank import sweepcli
+
+    trials = sweepcli.trials_of(args)  # a bad sweep is refused before anything else is read
     secret_env = list(args.secret_env or [])
     if args.secret:
         verbcli.deprecated("--secret")
@@ -55,6 +58,8 @@ def _submit(args: argparse.Namespace) -> int:
                             secret_env=tuple(secret_env), secrets_file=args.secrets_file,
                             ngc_pull_secret=args.ngc_pull_secret, config=config, description=args.description,
                             require_free=args.require_free, skip_nccl_probe=args.skip_nccl_probe)
+    if trials is not None:
+        return sweepcli.submit("kubernetes", spec, options, trials, args)
     adapter = platform.get("kubernetes")
     if args.dry_run:
         text = verbcli.submit_lineage("kubernetes", spec, options, args, preview=adapter.preview)
@@ -130,6 +135,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--context", help="default: $TAO_K8S_CONTEXT")
     verbcli.add_parent(p)
     verbcli.add_submit_outputs(p)
+    from taobank import sweepcli
+
+    sweepcli.add_submit_flags(p)
     p.set_defaults(func=_submit)
     verbcli.add_common(sub, "kubernetes")
     verbcli.add_results(sub, "kubernetes")

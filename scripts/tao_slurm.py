@@ -51,7 +51,13 @@ def cmd_submit(args: argparse.Namespace) -> int:
                          f"tao_slurm.py resume {args.job_id}")
     from taobank.slurm.specargs import spec_from_args
 
+    from taobank import sweepcli
+
+    trials = sweepcli.trials_of(args)
     spec = spec_from_args(args)
+    if trials is not None:
+        return sweepcli.submit("slurm", spec, SubmitOptions(description=args.description,
+                                                           skip_nccl_probe=args.skip_nccl_probe), trials, args)
     adapter = platform.get("slurm")
     if args.dry_run:
         job_id = args.job_id or "preview-job"
@@ -138,6 +144,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--job-id", help="with --dry-run: the id the preview uses")
     verbcli.add_parent(p)
     verbcli.add_submit_outputs(p)
+    from taobank import sweepcli
+
+    sweepcli.add_submit_flags(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- command args (overrides the spec's command)")
     p.set_defaults(func=cmd_submit)
 

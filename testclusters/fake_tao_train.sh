@@ -9,19 +9,26 @@
 # --action: write DIR/NAME/status.json (TAO's per-action folder) instead of DIR/status.json.
 # train.resume_training_checkpoint_path=CKPT (TAO's override form): carry on after the epoch CKPT's name
 # carries (model_epoch_007.pth -> epoch 8), appending to status.json as TAO does, and say so on stdout.
+# Other trailing KEY=VALUE arguments (what a sweep trial adds) are printed; -e FILE is accepted as TAO's
+# spec file. fake.best_val=N (thousandths) is the lowest val_loss written (default 400).
 # POSIX sh (runs under busybox sh); needs only date, mkdir, sleep, sed.
 set -eu
 
 usage() {
-  echo "usage: $0 --results DIR --epochs N [--sleep S] [--epoch-time S] [--fail-at EPOCH] [--action NAME]" >&2
+  echo "usage: $0 --results DIR --epochs N [--sleep S] [--epoch-time S] [--fail-at EPOCH] [--action NAME] [KEY=VALUE...]" >&2
   exit 2
 }
 number() { case $2 in '' | *[!0-9]*) echo "$0: $1 must be a whole number, got '$2'" >&2; exit 2 ;; esac; }
 
-results='' epochs='' pause=0 epoch_time='' fail_at=0 action='' resume=''
+results='' epochs='' pause=0 epoch_time='' fail_at=0 action='' resume='' best_val=400
 while [ $# -gt 0 ]; do
   case $1 in
     train.resume_training_checkpoint_path=*) resume=${1#*=}; shift; continue ;;
+    *=*)
+      echo "override $1"
+      case $1 in fake.best_val=*) best_val=${1#*=}; number fake.best_val "$best_val" ;; esac
+      shift
+      continue ;;
   esac
   [ $# -ge 2 ] || usage
   case $1 in
@@ -31,6 +38,7 @@ while [ $# -gt 0 ]; do
     --epoch-time) epoch_time=$2 ;;
     --fail-at) fail_at=$2 ;;
     --action) action=$2 ;;
+    -e) echo "spec file $2" ;;
     *) usage ;;
   esac
   shift 2
@@ -93,7 +101,7 @@ while [ "$e" -le "$epochs" ]; do
   fi
   train=$((1000 / (e + 1)))
   gap=$((e - best))
-  val=$((400 + 20 * gap * gap))
+  val=$((best_val + 20 * gap * gap))
   kpi="\"kpi\": {\"train_loss\": $(thousandths "$train"), \"val_loss\": $(thousandths "$val")}"
   line "\"status\": \"RUNNING\", \"verbosity\": \"INFO\", \"epoch\": $e, \"max_epoch\": $epochs, \
 \"step\": $((e * steps_per_epoch)), \"max_step\": $((epochs * steps_per_epoch)), \

@@ -27,6 +27,7 @@ import math
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -173,6 +174,17 @@ class Platform(ABC):
         ``context`` is shared by the calls of one ``cancel`` (an open connection, say).
         """
 
+    def cancel_many(self, recs: list[dict], context: dict) -> tuple[list[JobView], list[str]]:
+        """Stop several active jobs (a sweep, ``--all``) in as few calls as the platform can; (views, one-line
+        errors ``"<id>: ..."``). The default: :meth:`cancel_one` each."""
+        views, errors = [], []
+        for rec in recs:
+            try:
+                views.append(self.cancel_one(rec, context))
+            except TaoError as exc:
+                errors.append(f"{rec['id']}: {exc}")
+        return views, errors
+
     #: whether ``observe`` reads TAO's status files in its one batched query (progress for every job at no cost)
     progress_in_sweep: bool = False
 
@@ -284,6 +296,30 @@ class Platform(ABC):
     def preview(self, spec: dict, opts: SubmitOptions) -> str:
         """What submit would send (manifest or script text), contacting nothing."""
 
+    # -------------------------------------------------------------- sweeps (the verbs: taobank.sweeps)
+    #: trials are created held and released by the core as slots free (else the platform limits them itself)
+    holds_trials: bool = False
+
+    def check_sweep(self, plans: list[Plan]) -> None:
+        """Refuse, before any record opens, a sweep this platform cannot run (default: every sweep it can plan)."""
+
+    def launch_sweep(self, plans: list[Plan], recs: list[dict], max_concurrent: int) -> list[Launch]:
+        """Create every trial of a sweep in one batch (``recs[i]`` is the opened record of ``plans[i]``), at most
+        ``max_concurrent`` running at once; one Launch per trial. On failure remove what was made, then raise."""
+        raise TaoError(f"sweeps are not supported on {self.name or 'this platform'}")
+
+    def release_trials(self, recs: list[dict]) -> None:
+        """Let these held trials run (one call for all); only for ``holds_trials`` platforms."""
+        raise TaoError(f"{self.name} does not hold sweep trials")
+
+    def read_status_many(self, recs: list[dict]) -> dict[str, dict[str, str]]:
+        """TAO's status files of several running jobs, ``{id: {path: text}}``, in as few calls as the platform
+        can (default: one read per job)."""
+        out = {}
+        for rec in recs:
+            out[rec["id"]] = self.read_status_files(rec, live=True)
+        return out
+
     # -------------------------------------------------------------- results: artifacts, fetch, prune
     # The verbs (validation, best checkpoint, verification, temp + rename, confirmation) are the core's:
     # taobank.results_verbs. A platform only reads, streams and removes the folder, in a module of its own
@@ -302,6 +338,21 @@ class Platform(ABC):
     def list_results(self, rec: dict, loc: ResultsLocation, *, status: bool) -> ResultsListing:
         """Every regular file of the folder, in ONE remote command; with ``status`` TAO's status files too."""
         return self._results(rec, "listing results").list_results(rec, loc, status=status)
+
+    def list_results_many(self, recs: list[dict], locs: list[ResultsLocation], *,
+                          status: bool) -> list[ResultsListing | TaoError]:
+        """Several jobs' folders (a sweep's trials), in order; a folder that could not be listed is its TaoError.
+        One command where the platform's results module can (``list_results_many``), else one per folder."""
+        many = getattr(self._results(recs[0], "listing results"), "list_results_many", None) if recs else None
+        if many is not None:
+            return many(recs, locs, status=status)
+        out: list[ResultsListing | TaoError] = []
+        for rec, loc in zip(recs, locs):
+            try:
+                out.append(self.list_results(rec, loc, status=status))
+            except TaoError as exc:
+                out.append(exc)
+        return out
 
     def fetch_results(self, rec: dict, loc: ResultsLocation, paths: list[str], into: Path,
                       transfer: Transfer) -> list[ResultFile]:
@@ -366,8 +417,11 @@ def by_platform(recs: list[dict]) -> dict[str, list[dict]]:
 
 
 # ------------------------------------------------------------------ verbs
-def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = True) -> list[JobView]:
-    """Refresh the chosen records (terminal ones are shown as stored) with one query per platform."""
+def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = True,
+           progress: bool = True) -> list[JobView]:
+    """Refresh the chosen records (terminal ones are shown as stored) with one query per platform; held sweep
+    trials are released as slots free (:func:`taobank.sweepslots.release`). ``progress``: read the progress of a
+    lone running job the query could not read (sweeps read theirs in one batch instead)."""
     recs = select(platform, ids, "status")
     views: dict[str, JobView] = {}
     groups = by_platform(recs)
@@ -385,9 +439,15 @@ def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = 
                 seen = [JobView.from_record(r, reason="QueryFailed", message=str(exc)) for r in active]
             for view in seen:
                 views[view.id] = view
+            if any(r.get("sweep") for r in active):
+                from . import sweepslots
+
+                for jid in sweepslots.release(adapter, active):
+                    views[jid] = adapter.view(records.load(jid))
     order = [r["id"] for r in recs]
     out = [views[i] for i in order] + [v for i, v in views.items() if i not in set(order)]
-    _add_progress(out, {r["id"]: r for r in recs})
+    if progress:
+        _add_progress(out, {r["id"]: r for r in recs})
     return out
 
 
@@ -534,8 +594,10 @@ def follow(platform: str | None, job_id: str, *, tail: int | None, emit: Callabl
     return get(rec["platform"]).follow_logs(rec, tail=tail, emit=emit)
 
 
-def cancel(platform: str | None, ids: list[str] | None, *, all_active: bool = False) -> tuple[list[JobView], list[str]]:
-    """Cancel the given jobs (or every active one with ``all_active``); (views, one-line errors).
+def cancel(platform: str | None, ids: list[str] | None, *, all_active: bool = False,
+           batch: bool = False) -> tuple[list[JobView], list[str]]:
+    """Cancel the given jobs (or every active one with ``all_active``); (views, one-line errors). ``batch``: the
+    active ones of each platform in one :meth:`Platform.cancel_many` (a sweep's trials), else one by one.
 
     A job already terminal is reported as it is; one failure does not stop
     the others (its error line is returned and the verb exits 1).
@@ -550,6 +612,7 @@ def cancel(platform: str | None, ids: list[str] | None, *, all_active: bool = Fa
     views: list[JobView] = []
     errors: list[str] = []
     contexts: dict[str, dict] = {}
+    active: dict[str, list[dict]] = {}
     for rec in recs:
         try:
             adapter = get(rec["platform"])
@@ -560,7 +623,15 @@ def cancel(platform: str | None, ids: list[str] | None, *, all_active: bool = Fa
                 view.extra.setdefault("deleted", False)
                 views.append(view)
                 continue
-            views.append(adapter.cancel_one(rec, contexts.setdefault(rec["platform"], {})))
+            active.setdefault(rec["platform"], []).append(rec)
         except TaoError as exc:
             errors.append(f"{rec['id']}: {exc}")
+    for name, group in active.items():  # one batch per platform (a sweep's trials: one scancel, one delete)
+        adapter = get(name)
+        many = adapter.cancel_many if batch and len(group) > 1 else partial(Platform.cancel_many, adapter)
+        seen, failed = many(group, contexts.setdefault(name, {}))
+        views += seen
+        errors += failed
+    order = {r["id"]: i for i, r in enumerate(recs)}
+    views.sort(key=lambda v: order.get(v.id, len(order)))
     return views, errors

@@ -220,7 +220,9 @@ _REQUIRED = ("record_version", "id", "platform", "image", "network_arch", "actio
              "created_at", "updated_at")
 #: optional: lineage (taobank.lineage), absent on records that have none
 LINEAGE_FIELDS = ("parent", "continues")
-_FIELDS = frozenset(_REQUIRED + ("description",) + LINEAGE_FIELDS)
+#: a sweep trial's fields (taobank.sweeps): absent on every other record
+SWEEP_FIELDS = ("sweep", "trial", "overrides")
+_FIELDS = frozenset(_REQUIRED + ("description",) + LINEAGE_FIELDS + SWEEP_FIELDS)
 _TRANSITION_FIELDS = frozenset(("time", "state", "source", "message"))
 _JOB_ID = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?\Z")
 _TIME = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z\Z")
@@ -260,6 +262,8 @@ def _schema_ok(rec: Any) -> bool:
             and _text(r["created_at"], 0, 1 << 30) and _TIME.search(r["created_at"])
             and _text(r["updated_at"], 0, 1 << 30) and _TIME.search(r["updated_at"])):
         return False
+    if any(k in r for k in SWEEP_FIELDS) and not _sweep_ok(r):
+        return False
     backend = r["backend"]
     if type(backend) is not dict or not all(type(k) is str and _BACKEND_KEY.search(k) and
                                             (v is None or type(v) in (str, int, bool)) for k, v in backend.items()):
@@ -271,6 +275,19 @@ def _schema_ok(rec: Any) -> bool:
         and type(t["state"]) is str and t["state"] in states.STATES
         and type(t["source"]) is str and t["source"] in states.SOURCES
         and (t["message"] is None or _text(t["message"], 0, 4096)) for t in trs)
+
+
+_OVERRIDE_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_0-9]+)*\Z")
+_OVERRIDE_VALUE = re.compile(r"^[A-Za-z0-9_.+\-/:@%]+\Z")
+
+
+def _sweep_ok(r: Mapping[str, Any]) -> bool:
+    """The sweep fields as the schema has them (all three together on a trial)."""
+    sweep, trial, ov = r.get("sweep"), r.get("trial"), r.get("overrides")
+    return (_text(sweep, 1, 40) and bool(_JOB_ID.search(sweep)) and type(trial) is int and trial >= 0
+            and type(ov) is dict and len(ov) <= 64
+            and all(_text(k, 1, 256) and _OVERRIDE_KEY.search(k) and _text(v, 1, 256) and _OVERRIDE_VALUE.search(v)
+                    for k, v in ov.items()))
 
 
 def validate(rec: Mapping[str, Any]) -> None:
@@ -400,6 +417,7 @@ def open_record(
     description: str | None = None,
     job_id: str | None = None,
     lineage: Mapping[str, str | None] | None = None,
+    sweep: tuple[str, int, Mapping[str, str]] | None = None,
 ) -> dict:
     """Mint an id and store a PENDING record; returns it (``rec["id"]``).
 
@@ -453,6 +471,8 @@ def open_record(
             raise TaoError(f"lineage field {key!r} is unknown: use {' or '.join(LINEAGE_FIELDS)}")
         if value is not None:
             rec[key] = _check_id(value)
+    if sweep is not None:  # a sweep trial (taobank.sweeps): its sweep id, index and overrides
+        rec.update(sweep=sweep[0], trial=int(sweep[1]), overrides=dict(sweep[2]))
     if "@" in rec["image"].split("/", 1)[0]:  # user:password@registry/...; a digest's @ comes after a /
         raise TaoError("image carries credentials (user@ or user:pass@ before the registry): give the bare image "
                        "reference and use a pull secret")
@@ -550,7 +570,7 @@ def run_times(rec: Mapping[str, Any]) -> tuple[str | None, str | None]:
 
 
 def list_records(platform: str | None = None, state: str | None = None, active: bool = False,
-                 problems: list[str] | None = None) -> list[dict]:
+                 problems: list[str] | None = None, sweep: str | None = None) -> list[dict]:
     """Records, oldest first, filtered by platform, state and/or activity.
 
     A damaged or foreign file never hides the other jobs: it is skipped and,
@@ -574,6 +594,8 @@ def list_records(platform: str | None = None, state: str | None = None, active: 
         if st and rec.get("state") != st:
             continue
         if active and rec.get("state") not in states.ACTIVE:
+            continue
+        if sweep and rec.get("sweep") != sweep:
             continue
         out.append(rec)
     out.sort(key=lambda r: (r.get("created_at", ""), r.get("id", "")))

@@ -15,6 +15,7 @@ from . import names
 from .errors import TaoError
 
 _NUMBER = re.compile(r"[0-9]{1,20}\Z")
+_SLURM_ID = re.compile(r"[0-9]{1,20}(_[0-9]{1,10})?\Z")
 _UID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,63}\Z")
 _CONTEXT = re.compile(r"[A-Za-z0-9@._:/+][A-Za-z0-9@._:/+-]{0,252}\Z")
 #: The kubeconfig context names the bank accepts, in words (for the refusals).
@@ -43,6 +44,8 @@ def _ok(kind: str, value: Any) -> bool:
         return False
     if kind == "number":
         return bool(_NUMBER.match(text))
+    if kind == "slurm_id":  # a job, or one task of a job array (``123_4``: a sweep trial)
+        return bool(_SLURM_ID.match(text))
     if kind == "abspath":
         return (text.startswith("/") and posixpath.normpath(text) == text.rstrip("/") or text == "/") \
             and not any(ord(c) < 32 or ord(c) == 127 for c in text)
@@ -61,11 +64,11 @@ def checked(rec: Mapping[str, Any], kinds: Mapping[str, str]) -> dict:
         if value in (None, ""):
             continue
         if not _ok(kind, value):
-            what = {"number": "a number", "abspath": "an absolute path", "dns1123": "a Kubernetes name",
+            what = {"number": "a number", "slurm_id": "a SLURM job id", "abspath": "an absolute path", "dns1123": "a Kubernetes name",
                     "namespace": "a Kubernetes namespace name",
                     "uid": "a Kubernetes UID", "context": "a kubeconfig context name"}[kind]
             raise TaoError(f"job record {rec.get('id')} holds a backend.{key} that is not {what} (the value is not "
                            "used): the record was edited or damaged; fix it or cancel the job by hand")
-        if kind == "number" and not isinstance(value, bool):
+        if kind in ("number", "slurm_id") and not isinstance(value, bool):
             b[key] = str(value)  # one type for what goes on a command line
     return b

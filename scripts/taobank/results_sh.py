@@ -14,6 +14,7 @@ not recognise.
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 from typing import BinaryIO, ContextManager, Protocol
 
@@ -149,6 +150,36 @@ def list_folder(shell: Shell, folder: str, *, status: bool) -> ResultsListing:
     """:data:`LIST_RESULTS` in one command, parsed."""
     what = f"listing {folder}"
     return parse_listing(folder, _checked(shell.text(LIST_RESULTS, [folder], what=what), what), status=status)
+
+
+#: $1.. results folders: each one's :data:`LIST_RESULTS` answer under "@@folder <path>", then "@@rc <its exit>".
+LIST_MANY = ("for d do printf '@@folder %s\\n' \"$d\"; sh -c " + shlex.quote(LIST_RESULTS)
+             + " tao \"$d\"; printf '\\n@@rc %s\\n' \"$?\"; done")
+
+
+def list_folders(shell: Shell, folders: list[str], *, status: bool) -> list[ResultsListing | TaoError]:
+    """Several folders with :data:`LIST_MANY` in ONE command (a sweep's trials); a folder that could not be listed
+    is its one-line TaoError in its place, a failed command raises."""
+    if any("\n" in f for f in folders):
+        raise TaoError("a results folder with a newline in its name cannot be listed")
+    what = f"listing {len(folders)} results folders"
+    text = _checked(shell.text(LIST_MANY, folders, what=what), what)
+    parts: dict[str, tuple[str, str]] = {}
+    for chunk in re.split(r"^@@folder ", text, flags=re.M)[1:]:
+        name, _, rest = chunk.partition("\n")
+        body, _, rc = rest.rpartition("\n@@rc ")
+        parts[name] = (body, rc.strip())
+    out: list[ResultsListing | TaoError] = []
+    for folder in folders:
+        body, rc = parts.get(folder, ("", "missing"))
+        if rc != "0":
+            out.append(TaoError(f"listing {folder} failed (exit {rc}): {last_line(body) or 'no answer'}"))
+            continue
+        try:
+            out.append(parse_listing(folder, body, status=status))
+        except TaoError as exc:
+            out.append(exc)
+    return out
 
 
 def fetch_files(shell: Shell, folder: str, paths: list[str], into: Path, transfer: Transfer) -> list[ResultFile]:

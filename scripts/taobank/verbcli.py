@@ -80,6 +80,7 @@ def add_status(sub: argparse._SubParsersAction, platform: str | None) -> argpars
                    "to 60 while nothing changes)")
     p.add_argument("--no-retry", action="store_true", help="never resubmit an infrastructure failure (SLURM)")
     p.add_argument("--json", action="store_true", help="print a JSON list (always a list)")
+    p.add_argument("--sweep", metavar="SWEEP", help="one table of a sweep's trials (overrides, progress, KPIs)")
     p.set_defaults(func=lambda a: cmd_status(a, platform))
     return p
 
@@ -107,6 +108,12 @@ def _progress(as_json: bool) -> Callable[[str], None]:
 def cmd_status(args: argparse.Namespace, platform: str | None) -> int:
     if not 0.5 <= args.interval <= 3600:  # nan fails too
         raise UsageError("--interval must be between 0.5 and 3600 seconds")
+    if getattr(args, "sweep", None):
+        from . import sweepcli
+
+        if args.ids or getattr(args, "last", False):
+            raise UsageError("give job ids or --sweep, not both")
+        return sweepcli.status(args)
     retry = not args.no_retry
     ids = chosen_ids(args, platform)
     if args.watch:
@@ -187,6 +194,7 @@ def add_cancel(sub: argparse._SubParsersAction, platform: str | None) -> argpars
     p.add_argument("ids", nargs="*", metavar="ID")
     add_last(p, platform)
     p.add_argument("--all", action="store_true", help=f"every active {where}job of this machine's records")
+    p.add_argument("--sweep", metavar="SWEEP", help="every trial of this sweep (held ones too)")
     p.add_argument("--json", action="store_true", help="print a JSON list")
     p.set_defaults(func=lambda a: cmd_cancel(a, platform))
     return p
@@ -195,6 +203,12 @@ def add_cancel(sub: argparse._SubParsersAction, platform: str | None) -> argpars
 def cmd_cancel(args: argparse.Namespace, platform: str | None) -> int:
     if args.ids and args.all:
         raise UsageError("give job ids or --all, not both")
+    if getattr(args, "sweep", None):
+        from . import sweepcli
+
+        if args.ids or args.all or getattr(args, "last", False):
+            raise UsageError("give job ids, --all or --sweep, not two of them")
+        return sweepcli.cancel(args)
     views, errors = core.cancel(platform, chosen_ids(args, platform) or None, all_active=args.all)
     if args.json:
         print_json([v.to_dict() for v in views])

@@ -77,6 +77,33 @@ def test_listing_is_every_regular_file_with_status_files(shell, job):
 
 
 @pytest.mark.parametrize("shell", SHELLS)
+def test_many_folders_in_one_command_list_as_each_one_alone(shell, job, tmp_path):
+    """A sweep's ``best``: every trial's folder in ONE command, each parsed as its own listing would be."""
+    other = tmp_path / "results" / "job-2"
+    subprocess.run(["sh", str(TRAINER), "--results", str(other), "--epochs", "2", "--action", "train"], check=True,
+                   capture_output=True)
+    (tmp_path / "locked").mkdir(mode=0)
+    calls = []
+
+    class Once(Local):
+        def text(self, script, args, *, what):
+            calls.append(args)
+            return super().text(script, args, what=what)
+
+    folders = [str(job), str(job) + "-nope", str(other), str(tmp_path / "locked")]
+    got = results_sh.list_folders(Once(shell), folders, status=True)
+    assert len(calls) == 1
+    for folder, listing in zip(folders[:3], got[:3]):
+        alone = results_sh.list_folder(Local(shell), folder, status=True)
+        assert (listing.files, listing.status_files, listing.exists) == (alone.files, alone.status_files, alone.exists)
+    assert got[1].exists is False and [f.path for f in got[2].files][-1] == "train/status.json"
+    if os.geteuid() != 0:  # root reads a mode-0 folder anyway
+        assert isinstance(got[3], TaoError) and "exit 3" in str(got[3])
+    with pytest.raises(TaoError, match="newline"):
+        results_sh.list_folders(Local(shell), ["/a\nb"], status=False)
+
+
+@pytest.mark.parametrize("shell", SHELLS)
 def test_fetch_streams_exactly_the_listed_files_with_their_sha256(shell, job, tmp_path):
     into = tmp_path / "into"
     into.mkdir()

@@ -48,6 +48,10 @@ class Kubernetes(Platform):
     def cancel_one(self, rec: dict, context: dict) -> JobView:
         return _view(cancel.cancel(rec["id"]))
 
+    def cancel_many(self, recs: list[dict], context: dict) -> tuple[list[JobView], list[str]]:
+        done, errors = cancel.cancel_many(recs)
+        return [_view(r) for r in done], errors
+
     def clean_finished(self, rec: dict, context: dict) -> str | None:
         return credentials.remove_credentials(rec)
 
@@ -72,6 +76,29 @@ class Kubernetes(Platform):
         from .lineage_access import reachable
 
         return reachable(spec, parent, folder)
+
+    # -- sweeps (the verbs: taobank.sweeps): one create of every trial Job, the extra ones suspended
+    holds_trials = True
+
+    def check_sweep(self, plans: list) -> None:
+        from . import sweep
+
+        sweep.check(plans)
+
+    def launch_sweep(self, plans: list, recs: list[dict], max_concurrent: int) -> list[Launch]:
+        from . import sweep
+
+        return sweep.launch(plans, recs, max_concurrent)
+
+    def release_trials(self, recs: list[dict]) -> None:
+        from . import sweep
+
+        sweep.release(recs)
+
+    def read_status_many(self, recs: list[dict]) -> dict[str, dict[str, str]]:
+        from . import sweep
+
+        return sweep.read_status_many(recs)
 
     def preview(self, spec: dict, opts: SubmitOptions) -> str:
         from ..render import dump_yaml

@@ -68,3 +68,84 @@ def cancel(job_id: str) -> dict:
         message += (f"; its Secret/Service/ConfigMap were not deleted now ({exc}): the garbage collector removes "
                     f"them with the Job, or run kubectl delete secret,service,configmap -l {JOB_LABEL}={job_id}")
     return {"id": job_id, "state": State.CANCELED, "deleted": True, "message": message}
+
+
+def cancel_many(recs: list[dict]) -> tuple[list[dict], list[str]]:
+    """Cancel several launched jobs (a sweep's trials) per namespace in a fixed number of calls: ONE ``get jobs``
+    and ONE ``get pods`` by their ids, ONE ``logs -l`` of all their pods (saved next to each record), ONE
+    ``delete jobs`` by label (``tao-sweep=<id>`` when they are one sweep's trials) of those still active, ONE
+    delete of their Secrets/Service/ConfigMap. A job whose Job has another UID, or that is not launched,
+    goes through :func:`cancel`. (results as :func:`cancel` returns them, one-line errors)."""
+    from .sweep import SWEEP_LABEL
+
+    groups: dict[tuple, list[dict]] = {}
+    out: list[dict] = []
+    errors: list[str] = []
+    alone = []
+    for rec in recs:
+        b = rec.get("backend") or {}
+        if rec["state"] in states.TERMINAL or not rec.get("backend_ref") or not b.get("uid"):
+            alone.append(rec)
+            continue
+        kube = Kubectl.for_record(rec)
+        groups.setdefault((kube.namespace, kube.context), []).append(rec)
+    for (namespace, context), group in groups.items():
+        kube = Kubectl(namespace, context or "")
+        sel = f"{JOB_LABEL} in ({','.join(r['id'] for r in group)})"
+        try:
+            jobs = kube.items("jobs", "-l", sel, what="kubectl get jobs")
+            pods = kube.items("pods", "-l", sel, what="kubectl get pods")
+        except TaoError as exc:
+            errors += [f"{r['id']}: {exc}" for r in group]
+            continue
+        by_uid = {(j.get("metadata") or {}).get("uid"): j for j in jobs}
+        stop, pods_of = [], {}
+        for rec in group:
+            job = by_uid.get(rec["backend"]["uid"])
+            if job is None:  # gone (or replaced by another UID: that one is cancel()'s business)
+                if any(((j.get("metadata") or {}).get("labels") or {}).get(JOB_LABEL) == rec["id"] for j in jobs):
+                    alone.append(rec)
+                    continue
+                records.mark(rec["id"], State.CANCELED, message="the Job was already gone")
+                out.append({"id": rec["id"], "state": State.CANCELED, "deleted": False,
+                            "message": f"Job {rec['backend'].get('name')} already deleted"})
+                continue
+            mine = smap.pods_of(job, pods)
+            obs = smap.observe(job, mine)
+            pods_of[rec["id"]] = mine
+            if obs.state in (State.COMPLETE, State.ERROR):
+                records.mark(rec["id"], obs.state, message=obs.message, err_class=obs.err_class)
+                out.append({"id": rec["id"], "state": obs.state, "deleted": False,
+                            "message": f"already finished ({obs.state}): nothing to cancel"})
+                continue
+            stop.append(rec)
+        # every pod's last words before the Jobs go (one logs call for all), next to each record
+        logs.save_final_logs_many(kube, sel, {jid: mine for jid, mine in pods_of.items() if mine})
+        if not stop:
+            continue
+        ids = ",".join(r["id"] for r in stop)
+        sweeps = {r.get("sweep") for r in stop}
+        label = f"{SWEEP_LABEL}={next(iter(sweeps))}," if len(sweeps) == 1 and None not in sweeps else ""
+        res = kube.run("delete", "jobs", "-l", f"{label}{JOB_LABEL} in ({ids})", "--cascade=foreground",
+                       "--wait=false", "--ignore-not-found", check=False, what="kubectl delete jobs")
+        if not res.ok:
+            errors += [f"{r['id']}: deleting its Job failed: {(res.stderr or res.stdout).strip()[-200:] or 'no output'}"
+                       for r in stop]
+            continue
+        for rec in stop:  # the Jobs are going: the records say so first, whatever the cleanup below does
+            records.mark(rec["id"], State.CANCELED, message="canceled by the agent (Job deleted, foreground)")
+        note = ""
+        try:
+            kube.run("delete", "secret,service,configmap", "-l", f"{JOB_LABEL} in ({ids})", "--ignore-not-found",
+                     "--wait=false", what="kubectl delete secret,service,configmap")
+        except TaoError as exc:  # owned by the Jobs: the garbage collector removes them anyway
+            note = f"; their Secrets/Services/ConfigMaps were not deleted now ({exc}): the garbage collector removes them"
+        for rec in stop:
+            out.append({"id": rec["id"], "state": State.CANCELED, "deleted": True,
+                        "message": f"Job {namespace}/{rec['backend'].get('name')} deleted{note}"})
+    for rec in alone:
+        try:
+            out.append(cancel(rec["id"]))
+        except TaoError as exc:
+            errors.append(f"{rec['id']}: {exc}")
+    return out, errors

@@ -131,3 +131,33 @@ def follow_logs(rec: dict, *, emit: Callable[[str, str], None], tail: int | None
     return kube.stream("logs", "-l", f"{JOB_LABEL}={rec['id']}", "--follow", "--prefix", "--all-containers=true",
                        f"--tail={tail}", f"--max-log-requests={max(2 * nodes + 2, 5)}",
                        on_text=lambda text: emit("pods", text))
+
+
+def save_final_logs_many(kube: Kubectl, selector: str, pods_of: dict[str, list[dict]]) -> None:
+    """Save the logs of many jobs' pods (``{job id: its pods}``, all matched by ``selector``) with ONE ``kubectl
+    logs -l`` (every pod's lines prefixed with its name, split here); when that call fails, pod by pod."""
+    pods = [p for ps in pods_of.values() for p in ps]
+    if not pods:
+        return
+    tail = int(pins.resolve("kubernetes.logs_tail"))
+    res = kube.run("logs", "-l", selector, "--all-containers=true", "--prefix=true", f"--tail={tail}",
+                   f"--max-log-requests={max(5, 2 * len(pods))}", "--ignore-errors=true", check=False,
+                   what="kubectl logs (many pods)")
+    if not res.ok:
+        for jid, mine in pods_of.items():
+            save_final_logs(kube, {"id": jid}, mine)
+        return
+    lines: dict[str, list[str]] = {}
+    for line in res.stdout.splitlines(keepends=True):
+        if line.startswith("[pod/") and "] " in line:
+            head, text = line.split("] ", 1)
+            lines.setdefault(head[len("[pod/"):].split("/", 1)[0], []).append(text)
+    for jid, mine in pods_of.items():
+        if not mine:
+            continue
+        names = [p["metadata"]["name"] for p in smap.sort_pods(mine)]
+        if len(names) == 1:
+            text = "".join(lines.get(names[0], []))
+        else:
+            text = "".join(f"[{n}] {t}" for n in names for t in lines.get(n, []))
+        fsio.write_private(records.artifact_dir(jid) / "logs.txt", redact.redact_text(text))

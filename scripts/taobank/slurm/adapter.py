@@ -63,6 +63,14 @@ class Slurm(Platform):
             context["conn"] = Connection()
         return view(cancel.cancel(rec["id"], conn=context["conn"]))
 
+    def cancel_many(self, recs: list[dict], context: dict) -> tuple[list[JobView], list[str]]:
+        if "conn" not in context:
+            from .ssh import Connection
+
+            context["conn"] = Connection()
+        done, errors = cancel.cancel_many(recs, conn=context["conn"])
+        return [view(r) for r in done], errors
+
     # -- submit hooks (the order is the core's: Platform.submit)
     def plan(self, spec: dict, opts: SubmitOptions, rec: dict | None) -> SlurmPlan:
         if rec is not None:
@@ -77,6 +85,12 @@ class Slurm(Platform):
 
     def launch(self, plan: SlurmPlan, rec: dict) -> Launch:  # type: ignore[override]
         return submit.launch(plan, rec)
+
+    # -- sweeps (the verbs: taobank.sweeps): one job array; SLURM itself keeps --max-concurrent (``%K``)
+    def launch_sweep(self, plans: list, recs: list[dict], max_concurrent: int) -> list[Launch]:
+        from . import sweep
+
+        return sweep.launch(plans, recs, max_concurrent)
 
     def preview(self, spec: dict, opts: SubmitOptions) -> str:
         return submit.preview(spec, opts.job_id or "preview-job", opts.env)

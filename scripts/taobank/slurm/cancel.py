@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import posixpath
+import re
 
 from ..states import State
 from .. import platform, records, states
@@ -46,3 +47,69 @@ def cancel(job_id: str, *, conn: Connection | None = None) -> dict:
             rec = {**rec, "message": f"{msg}; the staged credentials {creds} could not be removed ({exc}): "
                                      "delete that file on the cluster by hand"}
     return rec
+
+
+#: One remote command for many jobs. $1 the job ids (array tasks ``<array>_<task>``), space separated and checked
+#: by :data:`JOB_ID` first; $2 the names of self-retrying jobs (each resubmits under another id with its name);
+#: then the staged credential files to remove.
+CANCEL_MANY = r'''
+ids=$1; names=$2; shift 2
+echo "@@scancel"
+# shellcheck disable=SC2086 # the ids are checked words, one argument each
+scancel $ids 2>&1
+echo "@@rc $?"
+for n in $names; do scancel --name="$n" --user="$(id -un)" >/dev/null 2>&1; done
+if [ "$#" -gt 0 ]; then rm -f -- "$@" 2>&1; echo "@@rm $?"; fi
+'''
+
+#: What may reach CANCEL_MANY unquoted: a SLURM job id or array task, a job name (the bank's ids).
+JOB_ID = re.compile(r"[0-9]+(_[0-9]+)?\Z")
+NAME = re.compile(r"[a-z][a-z0-9-]{0,62}\Z")
+_KILL_ERROR = re.compile(r"job id ([0-9_]+)[^:]*: (.*)")
+
+
+def cancel_many(recs: list[dict], *, conn: Connection) -> tuple[list[dict], list[str]]:
+    """Cancel several submitted jobs (the trials of a sweep) with ONE ``scancel`` of all their ids over one
+    connection; each record is marked CANCELED as :func:`cancel` would. A job this cannot take (no SLURM id
+    recorded, an image conversion to stop) goes through :func:`cancel`. (records, one-line errors)."""
+    batch, alone = [], []
+    for rec in recs:
+        b = facts.backend_of(rec)
+        jid, name = str(b.get("slurm_job_id") or ""), str(b.get("job_name") or rec["id"])
+        ok = JOB_ID.match(jid) and NAME.match(name) and not b.get("convert_job_id") and facts.job_dir_of(b)
+        (batch if ok and rec["state"] not in states.TERMINAL else alone).append(rec)
+    out, errors = [], []
+    for rec in alone:
+        try:
+            out.append(cancel(rec["id"], conn=conn))
+        except TaoError as exc:
+            errors.append(f"{rec['id']}: {exc}")
+    if not batch:
+        return out, errors
+    backends = [facts.backend_of(r) for r in batch]
+    ids = [str(b["slurm_job_id"]) for b in backends]
+    names = [str(b.get("job_name") or r["id"]) for r, b in zip(batch, backends) if b.get("self_retry")]
+    creds = [posixpath.join(facts.job_dir_of(b), storage.CREDS_FILE) for b in backends if b.get("staged_secrets")]
+    res = conn.script(CANCEL_MANY, [" ".join(ids), " ".join(names), *creds], check=False, what="scancel (many)")
+    text = res.stdout
+    rc = re.search(r"^@@rc (\d+)$", text, re.M)
+    if not res.ok or rc is None:  # the command itself failed (no connection): nothing is known
+        line = last_line(res.stderr or text)
+        return out, errors + [f"{r['id']}: scancel failed: {line}" for r in batch]
+    said = text.split("@@scancel\n", 1)[-1].split("@@rc", 1)[0]
+    per_id = {m.group(1): m.group(2) for m in map(_KILL_ERROR.search, said.splitlines()) if m}
+    rm_failed = re.search(r"^@@rm (\d+)$", text, re.M) is not None and not re.search(r"^@@rm 0$", text, re.M)
+    for rec, b, jid in zip(batch, backends, ids):
+        why = per_id.get(jid)
+        if why and "Invalid job id" not in why and "already completing or completed" not in why:
+            errors.append(f"{rec['id']}: scancel {jid} failed: {why}")
+            continue
+        if why is None and rc.group(1) != "0" and not per_id:
+            errors.append(f"{rec['id']}: scancel {jid} failed: {last_line(said) or 'exit ' + rc.group(1)}")
+            continue
+        msg = f"scancel {jid}" if why is None else f"SLURM job {jid} was already gone: counted as cancelled"
+        if rm_failed and b.get("staged_secrets"):
+            creds = posixpath.join(facts.job_dir_of(b), storage.CREDS_FILE)
+            msg += f"; the staged credentials {creds} could not be removed: delete that file on the cluster by hand"
+        out.append(records.mark(rec["id"], State.CANCELED, message=msg, backend={"slurm_state": "CANCELLED"}))
+    return out, errors

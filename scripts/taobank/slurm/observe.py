@@ -77,7 +77,7 @@ def sweep(conn: Connection, recs: list[dict]) -> dict[str, Observation]:
     if not live:
         return {}
     ids = ",".join(sorted({j for r in live for j in (r["backend"]["slurm_job_id"], r["backend"].get("convert_job_id"))
-                           if j}, key=int))
+                           if j}, key=lambda j: tuple(int(x) for x in j.split("_"))))
     files = [m for r in live for m in (_marker_path(r["backend"]), *_status_paths(r), _retries_path(r["backend"]))
              if m]
     res = conn.script(remote.SWEEP, [ids] + files, what="squeue/sacct", retry_on_drop=True)

@@ -106,14 +106,14 @@ ADOPT = ('mkdir -p -- "$2/$3-$1" && { scontrol release "$1" >/dev/null 2>&1; '
          'if [ -n "$4" ]; then scontrol release "$4" >/dev/null 2>&1; fi; true; }')
 
 #: One sweep: $1 comma list of ids, then small files (exit markers, TAO status.json: their last 64 KiB).
-#: Exactly one squeue and one sacct.
+#: Exactly one squeue and one sacct; array tasks (sweep trials) are one line each, as ``<array id>_<task>``.
 SWEEP = r'''
 ids=$1; shift
 echo "@@squeue"
-squeue -h -o '%i|%T|%r|%j' -j "$ids" 2>&1
+squeue -h -r -o '%i|%T|%r|%j' -j "$ids" 2>&1
 echo "@@rc $?"
 echo "@@sacct"
-sacct -n -X -P -o JobIDRaw,JobName,State,ExitCode -j "$ids" 2>&1
+sacct -n -X -P -o JobID,JobName,State,ExitCode -j "$ids" 2>&1
 echo "@@rc $?"
 for m do
   echo "@@marker $m"

@@ -2,7 +2,7 @@
 
 The job's folder is the record's ``results_dir``: ``<base>/results/<job id>``
 on the cluster's shared filesystem (``backend.results_dir`` on records made
-when the top-level value was the parent). Listing is one remote command;
+when the top-level value was the parent). Listing is one remote command (every trial of a sweep: one too);
 a fetch is two over the same ControlMaster connection (the files' sizes and
 sha256, then ``tar c`` of exactly those files streamed back); prune is one.
 """
@@ -14,6 +14,7 @@ from typing import BinaryIO, ContextManager
 
 from .. import results_sh
 from ..contract import ResultFile, ResultsListing, ResultsLocation, Transfer
+from ..errors import TaoError
 from ..paths import abs_path
 from ..run import Result, pipe
 from .ssh import Connection
@@ -42,6 +43,11 @@ def location(rec: dict) -> ResultsLocation:
 
 def list_results(rec: dict, loc: ResultsLocation, *, status: bool) -> ResultsListing:
     return results_sh.list_folder(_Login(Connection()), loc.folder, status=status)
+
+
+def list_results_many(recs: list[dict], locs: list[ResultsLocation], *, status: bool) -> list[ResultsListing | TaoError]:
+    """Every folder in ONE remote command (a sweep's trials: ``sweep best``)."""
+    return results_sh.list_folders(_Login(Connection()), [loc.folder for loc in locs], status=status)
 
 
 def fetch_results(rec: dict, loc: ResultsLocation, paths: list[str], into: Path,

@@ -1,0 +1,126 @@
+"""Sweeps on SLURM: ONE job array (``--array=0-(N-1)%K``) over every trial, in at most 3 remote commands.
+
+Each trial is staged as an ordinary job (its own folder, script, record), so its logs, status, cancel and
+retry work as for any job; the array's one script only picks the trial of its task and runs that trial's
+script, its output going to the trial's log folder ``<name>-<array id>_<task>``. The commands: the check
+(``test -e``, the core's gate), ONE staging of every folder (which first compares N with the cluster's
+``MaxArraySize``), ONE ``sbatch``.
+"""
+from __future__ import annotations
+
+import posixpath
+import shlex
+
+from ..contract import Launch
+from ..errors import TaoError
+from . import facts, render, storage
+from .submit import SlurmPlan, _staged_files, script_input
+
+#: $1 the jobs folder (parent of every staged folder), $2 the number of trials; then folders to make.
+#: stdin: base64 tar relative to $1. Refused before anything is written when N > MaxArraySize.
+STAGE_MANY = r'''
+root=$1; n=$2; shift 2
+max=$(scontrol show config 2>/dev/null | sed -n 's/^MaxArraySize *= *\([0-9][0-9]*\).*/\1/p')
+if [ -n "$max" ] && [ "$n" -gt "$max" ]; then
+  echo "the sweep has $n trials but this cluster's MaxArraySize is $max: split it into sweeps of at most $max trials (nothing was submitted)" >&2
+  exit 7
+fi
+umask 077
+mkdir -p -- "$root" "$@" || exit 3
+base64 -d | tar -x -o -f - -C "$root" || exit 3
+'''
+
+#: $1 the array script. Prints the array's job id.
+SBATCH_ARRAY = r'''
+out=$(sbatch --parsable "$1") || exit 3
+jid=${out%%;*}
+case $jid in ''|*[!0-9]*) echo "unexpected sbatch answer: $out" >&2; exit 4;; esac
+echo "$jid"
+'''
+
+#: The array task's job: pick the trial, send its output to the trial's log folder, run its script.
+DISPATCH = r'''
+set -o pipefail
+i=${SLURM_ARRAY_TASK_ID:?not an array task}
+name=${tao_names[$i]:?no trial $i}
+ref="${SLURM_ARRAY_JOB_ID}_${i}"
+log="${tao_dirs[$i]}/slurm-logs/$name-$ref"
+mkdir -p -- "$log"
+# the trial's script reads these: its log folder, its record's job reference and its own name
+export SLURM_JOB_NAME="$name" TAO_SLURM_JOB_REF="$ref"
+echo "tao: sweep trial $i ($name) in array task $ref"
+exec bash "${tao_scripts[$i]}" >> "$log/main.out" 2>> "$log/main.err"
+'''
+
+
+def array_script(sweep_id: str, sweep_dir: str, first: render.ScriptInput, names: list[str], dirs: list[str],
+                 scripts: list[str], max_concurrent: int) -> str:
+    """The one sbatch script of the array: the trials' resources, the array range, the dispatcher."""
+    n = len(names)
+    log = f"{sweep_dir}/{storage.LOG_DIR}/%x-%A_%a"
+    heads = [("--job-name", sweep_id), ("--output", f"{log}.out"), ("--error", f"{log}.err"),
+             ("--array", f"0-{n - 1}%{max_concurrent}"), ("--export", "ALL")]
+    heads += first.resources.directives()
+    lines = ["#!/bin/bash"]
+    for opt, value in heads:
+        lines.append(f"#SBATCH {opt}" if value is None else f"#SBATCH {opt}={render.check_directive_value(opt, value)}")
+    lines.append(f"# A tao-skill-bank sweep of {n} trials: each array task runs its trial's own staged script.")
+    for var, values in (("tao_names", names), ("tao_dirs", dirs), ("tao_scripts", scripts)):
+        lines.append(f"{var}=(" + " ".join(shlex.quote(v) for v in values) + ")")
+    return "\n".join(lines) + DISPATCH
+
+
+def launch(plans: list[SlurmPlan], recs: list[dict], max_concurrent: int) -> list[Launch]:
+    first = plans[0]
+    conn = first.conn
+    assert conn is not None
+    sweep_id = recs[0]["sweep"]
+    base = first.decided["base"]
+    if first.convert:
+        raise TaoError(f"the image {first.decided['pyxis_image']} is not converted to {first.decided['sqsh']} yet: "
+                       "submit one job first (it converts it), then the sweep")
+    root = posixpath.dirname(storage.job_dir(base, sweep_id))
+    sweep_dir = storage.job_dir(base, sweep_id)
+    files: dict[str, str | bytes] = {}
+    made: list[str] = [posixpath.join(sweep_dir, storage.LOG_DIR), posixpath.join(sweep_dir, "sbatch")]
+    backends, names, dirs, scripts = [], [], [], []
+    for p, rec in zip(plans, recs):
+        jid = rec["id"]
+        d = p.decided
+        jdir, results = storage.job_dir(base, jid), storage.results_dir(base, jid)
+        inp = script_input(d, jid, first.run_image)
+        text = render.render(inp)
+        render.lint_secrets(text, f"job_{jid}.sbatch")
+        meta = {"job_id": jid, "sweep": sweep_id, "trial": rec.get("trial"), "network_arch": rec["network_arch"],
+                "action": rec["action"], "partition": d["resources"].partition, "nodes": d["resources"].nodes,
+                "gpus_per_node": d["resources"].gpus_per_node, "runtime": d["runtime"], "image": first.run_image,
+                "results_dir": results, "secrets": sorted(d["secrets"])}
+        for rel, data in _staged_files(d, jid, jdir, results, text, meta).items():
+            files[f"{jid}/{rel}"] = data
+        made += [results] + [posixpath.join(jdir, sub) for sub in ("sbatch", storage.LOG_DIR, "meta", "specs", "env")]
+        script = posixpath.join(jdir, f"sbatch/job_{jid}.sbatch")
+        names.append(jid), dirs.append(jdir), scripts.append(script)
+        backends.append({"staged_dir": jdir, "results_dir": results, "script": script, "login_host": conn.host.entry,
+                         "job_name": jid, "staged_secrets": bool(d["secrets"]), "self_retry": inp.self_retries > 0,
+                         "infra_retries": bool(d["spec"].get("infra_retries", True))})
+    render.lint(render.render(script_input(first.decided, recs[0]["id"], first.run_image)), "trial.sbatch")
+    array = array_script(sweep_id, sweep_dir, script_input(first.decided, recs[0]["id"], first.run_image),
+                         names, dirs, scripts, max_concurrent)
+    render.lint(array, f"{sweep_id}.sbatch")
+    array_path = posixpath.join(sweep_dir, "sbatch", "array.sbatch")
+    files[f"{sweep_id}/sbatch/array.sbatch"] = array
+    conn.script(STAGE_MANY, [root, str(len(recs))] + made, stdin=storage.bundle(files), what="stage sweep")
+    res = conn.script(SBATCH_ARRAY, [array_path], check=False, what="sbatch (sweep array)")
+    aid = res.stdout.strip().splitlines()[-1] if res.ok and res.stdout.strip() else ""
+    if not aid.isdigit():
+        from .submit import sbatch_error
+
+        raise TaoError(sbatch_error(res.stderr or res.stdout))
+    out = []
+    for i, b in enumerate(backends):
+        ref = f"{aid}_{i}"
+        b.update({"slurm_job_id": ref, "array_job_id": aid, "job_dir": b["staged_dir"],
+                  "log_dir": facts.log_dir_of(b, b["job_name"], ref)})
+        out.append(Launch(f"slurm:{ref}", b, f"submitted as SLURM array task {ref}",
+                          details={"job_dir": b["job_dir"], "log_dir": b["log_dir"]}))
+    return out

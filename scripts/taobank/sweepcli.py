@@ -1,0 +1,107 @@
+"""The sweep flags and verbs of the helpers (one grammar for every platform; the work is taobank.sweeps).
+
+  submit ... --sweep KEY=V1,V2 [--sweep KEY2=...] | --sweep-file sweep.yaml [--max-concurrent K]
+  status --sweep ID [--watch] [--json]     cancel --sweep ID     tao_jobs.py sweep best ID --kpi NAME [--mode min|max]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import sweepfile
+from .cli import print_json
+from .errors import EXIT_FAILED, EXIT_OK, UsageError
+
+
+def add_submit_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("sweep (many trials of this job, one record each; references/sweeps.md)")
+    g.add_argument("--sweep", action="append", metavar="KEY=V1,V2", help="a TAO override and its values (repeatable: "
+                   "the cartesian product); each trial gets KEY=VALUE after its command")
+    g.add_argument("--sweep-file", metavar="FILE", help="grid, explicit trials, or seeded random samples (YAML)")
+    g.add_argument("--max-concurrent", type=int, metavar="K", help="at most K trials run at once (default: all)")
+
+
+def trials_of(args: argparse.Namespace) -> list[dict[str, str]] | None:
+    """The trials the flags describe, or None (a plain submit); --max-concurrent alone is refused."""
+    trials = sweepfile.trials(getattr(args, "sweep", None), getattr(args, "sweep_file", None))
+    if trials is None and getattr(args, "max_concurrent", None) is not None:
+        raise UsageError("--max-concurrent limits a sweep: give --sweep or --sweep-file too")
+    if trials is not None and getattr(args, "dry_run", False):
+        raise UsageError("--dry-run shows one job: drop --sweep (a trial adds KEY=VALUE arguments to the command)")
+    return trials
+
+
+def submit(platform: str, spec: dict, opts: object, trials: list[dict[str, str]], args: argparse.Namespace) -> int:
+    from . import sweeps
+
+    done = sweeps.submit(platform, spec, opts, trials, args.max_concurrent)  # type: ignore[arg-type]
+    if args.json:
+        print_json(done.to_dict())
+    elif args.quiet:
+        print(done.sweep)
+    else:
+        print(f"sweep {done.sweep} submitted: {len(done.views)} trials, at most {done.max_concurrent} at once")
+        for v in done.views:
+            print(f"  {v.id} {v.backend_ref or '-'} {' '.join(sweepfile.args_of(_overrides(v.id)))}")
+        print(f"watch it: tao_jobs.py status --sweep {done.sweep}")
+    return EXIT_OK
+
+
+def _overrides(job_id: str) -> dict:
+    from . import records
+
+    return dict(records.load(job_id).get("overrides") or {})
+
+
+def status(args: argparse.Namespace) -> int:
+    from . import platform as core, sweeps
+
+    if args.watch:
+        ids = [r["id"] for r in sweeps.trial_records(args.sweep)]
+        core.watch(None, ids, on_line=lambda line: print(line, file=sys.stderr), retry=not args.no_retry,
+                   first=args.interval)
+    rows = sweeps.status(args.sweep, retry=not args.no_retry)
+    if args.json:
+        print_json([r.to_dict() for r in rows])
+    else:
+        sys.stdout.write(sweeps.table(rows, headers=not getattr(args, "no_headers", False)))
+    if args.watch:
+        return EXIT_FAILED if any(r.state == "ERROR" for r in rows) else EXIT_OK
+    return EXIT_OK
+
+
+def cancel(args: argparse.Namespace) -> int:
+    from . import sweeps
+
+    views, errors = sweeps.cancel(args.sweep)
+    if args.json:
+        print_json([v.to_dict() for v in views])
+    else:
+        for v in views:
+            print(v.line())
+    for line in errors:
+        print(f"error: {line}", file=sys.stderr)
+    return EXIT_FAILED if errors else EXIT_OK
+
+
+def add_sweep_verb(sub: argparse._SubParsersAction) -> None:
+    """``tao_jobs.py sweep best ID --kpi NAME [--mode min|max]``."""
+    p = sub.add_parser("sweep", help="compare the trials of a sweep")
+    verbs = p.add_subparsers(dest="sweep_verb", required=True)
+    b = verbs.add_parser("best", help="the trial with the best KPI, and its best checkpoint")
+    b.add_argument("id", metavar="SWEEP")
+    b.add_argument("--kpi", required=True, metavar="NAME", help="a KPI of status.json (val_loss, mAP ...)")
+    b.add_argument("--mode", choices=("min", "max"), default="min", help="best is the lowest (default) or highest")
+    b.add_argument("--json", action="store_true", help="the winner and every trial ranked")
+    b.set_defaults(func=cmd_best)
+
+
+def cmd_best(args: argparse.Namespace) -> int:
+    from . import sweeps
+
+    win = sweeps.best(args.id, args.kpi, args.mode)
+    if args.json:
+        print_json(win.to_dict())
+    else:
+        print(win.line())
+    return EXIT_OK if win.id else EXIT_FAILED

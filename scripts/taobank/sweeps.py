@@ -1,0 +1,315 @@
+"""Sweeps: many trials of one job, submitted, watched, cancelled and compared as one unit.
+
+Written once for every platform. A sweep is N trial records sharing a sweep
+id (``sweep``, ``trial``, ``overrides`` on each record); each trial is an
+ordinary job (status, logs, cancel, artifacts work on it alone). The core
+owns the order of a sweep submit: validate the trials, plan every trial (no
+cluster call), gate once, open every record, then ONE batched launch by the
+adapter (a SLURM job array, a list of suspended Kubernetes Jobs). An adapter
+whose trials are created held (``Platform.holds_trials``) gets them released
+here, as slots free, during status and watch.
+"""
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from . import names, nccl_verdicts, records, states, sweepfile
+from .contract import Gate, SubmitOptions
+from .errors import TaoError, UsageError
+from .states import State
+
+
+
+def trial_spec(spec: Mapping[str, Any], overrides: Mapping[str, str]) -> dict:
+    """The job spec of one trial: its ``key=value`` arguments appended to the command (after ``-e spec.yaml``).
+
+    An argv list (``args``, or a list ``command``) gets them as arguments; a shell command string gets
+    them as quoted words (the values are safe words already: :mod:`taobank.sweepfile`)."""
+    out = dict(spec)
+    extra = sweepfile.args_of(overrides)
+    if isinstance(out.get("args"), list):
+        out["args"] = list(out["args"]) + extra
+    elif isinstance(out.get("command"), list):
+        out["command"] = list(out["command"]) + extra
+    elif isinstance(out.get("command"), str):
+        out["command"] = " ".join([out["command"], *map(shlex.quote, extra)])
+    else:
+        raise UsageError("a sweep needs a command (or args) to append the trials' key=value overrides to")
+    return out
+
+
+def check_concurrency(value: int | None, n: int) -> int:
+    if value is None:
+        return n
+    if value < 1:
+        raise UsageError("--max-concurrent must be at least 1")
+    return min(value, n)
+
+
+@dataclass
+class Submitted:
+    """A sweep as submitted: its id and the trials' views (in trial order)."""
+
+    sweep: str
+    views: list[Any]
+    max_concurrent: int
+    gate: str = ""
+
+    def to_dict(self) -> dict:
+        return {"sweep": self.sweep, "trials": len(self.views), "max_concurrent": self.max_concurrent,
+                "gate": self.gate, "jobs": [v.to_dict() for v in self.views]}
+
+
+def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dict[str, str]],
+           max_concurrent: int | None = None) -> Submitted:
+    """Plan every trial, gate once, open every record, then one batched launch; nothing half-submitted.
+
+    A bad trial or a failed gate leaves no record. A launch that fails marks every trial it did not
+    create ERROR (the adapter removes what it made); no trial runs without its record, since every
+    record exists before anything is created."""
+    from .platform import get
+
+    trials = sweepfile.check_trials(trials)
+    k = check_concurrency(max_concurrent, len(trials))
+    if opts.job_id:
+        raise UsageError("--job-id names one job: a sweep mints one id per trial")
+    adapter = get(platform_name)
+    plans = [adapter.plan(trial_spec(spec, t), opts, None) for t in trials]
+    first = plans[0]
+    gate = Gate()
+    if first.nodes > 1 and not opts.probe:
+        verdict = nccl_verdicts.require_ok(adapter.name, adapter.cluster_key(first), helper=adapter.helper,
+                                           skip=opts.skip_nccl_probe)
+        gate.backend.update(verdict)
+    adapter.check_sweep(plans)
+    adapter.check(first, gate)  # the trials differ only in their overrides: one gate for all
+    sweep_id = names.mint_job_id(first.network_arch, "sweep")
+    recs = []
+    try:
+        for i, (plan, t) in enumerate(zip(plans, trials)):
+            recs.append(records.open_record(
+                adapter.name, plan.image, plan.network_arch, plan.action, plan.storage_tier, plan.results_dir,
+                backend={**plan.backend, **gate.backend, "max_concurrent": k}, description=opts.description,
+                job_id=plan.job_id, sweep=(sweep_id, i, t)))
+    except TaoError as exc:
+        _fail(recs, f"sweep {sweep_id} not submitted: {exc}")
+        raise TaoError(f"sweep not submitted ({exc}); nothing was launched") from None
+    try:
+        launches = adapter.launch_sweep(plans, recs, k)
+    except TaoError as exc:
+        _fail(recs, f"sweep submit failed before launch: {exc}")
+        raise TaoError(f"sweep {sweep_id} failed to launch ({exc}); no trial runs and every record says ERROR") \
+            from None
+    views = []
+    for rec, launch in zip(recs, launches):
+        rec = records.mark(rec["id"], states.INITIAL, backend_ref=launch.backend_ref, backend=launch.backend,
+                           message=launch.message)
+        view = adapter.view(rec)
+        view.extra.update(launch.details)
+        views.append(view)
+    return Submitted(sweep_id, views, k, gate.text())
+
+
+def _fail(recs: list[dict], message: str) -> None:
+    for rec in recs:
+        cur = records.load(rec["id"])
+        if cur["state"] not in states.TERMINAL and not cur.get("backend_ref"):
+            records.mark(rec["id"], State.ERROR, message=message, err_class="ERR_PROGRAM")
+
+
+# ------------------------------------------------------------------ the trials of a sweep
+def trial_records(sweep_id: str, platform: str | None = None) -> list[dict]:
+    """The trials of ``sweep_id`` in trial order (retries of a trial follow it); one line when there are none."""
+    if not names.is_dns1035_label(sweep_id or ""):
+        raise UsageError(f"sweep id {str(sweep_id)[:60]!r} is not an id: see tao_jobs.py list")
+    recs = [r for r in records.list_records(platform=platform) if r.get("sweep") == sweep_id]
+    if not recs:
+        raise TaoError(f"no trials of sweep {sweep_id} in {records.state_dir()}: see tao_jobs.py list")
+    recs.sort(key=lambda r: (int(r.get("trial") or 0), r.get("attempt") or 1))
+    return recs
+
+
+@dataclass
+class Row:
+    """One trial in the sweep table."""
+
+    trial: int
+    id: str
+    overrides: dict
+    state: str
+    progress: str = ""
+    kpis: dict = field(default_factory=dict)
+    held: bool = False
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def _kpis(progress: Mapping[str, Any] | None) -> dict:
+    return dict((progress or {}).get("kpis") or {})
+
+
+def _epoch(progress: Mapping[str, Any] | None) -> str:
+    p = progress or {}
+    if p.get("epoch") is not None and p.get("max_epoch"):
+        return f"{p['epoch']}/{p['max_epoch']}"
+    return str(p.get("line") or "")[:30]
+
+
+def status(sweep_id: str, *, retry: bool = True) -> list[Row]:
+    """Every trial's state, progress and latest KPIs: the platform's one batched query, plus at most one read
+    of the status files of the trials it could not read in that query."""
+    from . import platform as core, training
+
+    recs = trial_records(sweep_id)
+    views = core.status(None, [r["id"] for r in recs], retry=retry, progress=False)
+    adapter = core.get(recs[0]["platform"])
+    by_id = {r["id"]: r for r in recs}
+    want = [by_id[v.id] for v in views if v.id in by_id and not v.progress and v.state == State.RUNNING]
+    if want and not adapter.progress_in_sweep:
+        try:
+            files = adapter.read_status_many(want)
+        except TaoError:
+            files = {}
+        for v in views:
+            if v.id in files:
+                v.progress = training.progress_of(files[v.id], v.action or None)
+    rows = []
+    for v in views:
+        v.progress = _remembered(v.id, v.progress)
+        rec = by_id.get(v.id) or records.load(v.id)
+        rows.append(Row(int(rec.get("trial") or 0), v.id, dict(rec.get("overrides") or {}), v.state,
+                        _epoch(v.progress), _kpis(v.progress), bool((rec.get("backend") or {}).get("held"))))
+    return rows
+
+
+#: The last progress a sweep status saw of a trial (next to its record): a finished trial keeps its final KPIs
+#: in the table without another cluster call. A cache only: the record never holds progress.
+PROGRESS_FILE = "sweep-progress.json"
+
+
+def _remembered(job_id: str, seen: dict | None) -> dict | None:
+    import json
+
+    from . import fsio
+
+    path = records.artifact_dir(job_id) / PROGRESS_FILE
+    if seen:
+        try:
+            fsio.write_private(path, json.dumps(seen, sort_keys=True) + "\n")
+        except OSError:
+            pass
+        return seen
+    try:
+        data = json.loads(fsio.read_regular(path, "sweep progress", follow_links=False, missing_ok=True) or "null")
+    except (TaoError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def table(rows: list[Row], *, headers: bool = True) -> str:
+    """The sweep table: TRIAL ID STATE PROGRESS OVERRIDES KPIS."""
+    from .progress.statusfile import format_number
+
+    lines = [("TRIAL", "ID", "STATE", "PROGRESS", "OVERRIDES", "KPIS")] if headers else []
+    for r in rows:
+        state = f"{r.state} (held)" if r.held and r.state == State.PENDING else r.state
+        kpis = " ".join(f"{k}={format_number(v, 4) if isinstance(v, (int, float)) else v}" for k, v in r.kpis.items())
+        lines.append((str(r.trial), r.id, state, r.progress or "-", " ".join(sweepfile.args_of(r.overrides)),
+                      kpis or "-"))
+    if not lines:
+        return ""
+    widths = [max(len(line[i]) for line in lines) for i in range(5)]
+    return "".join("  ".join(c.ljust(w) for c, w in zip(line[:5], widths)) + "  " + line[5] + "\n" for line in lines)
+
+
+def cancel(sweep_id: str) -> tuple[list[Any], list[str]]:
+    """Cancel every trial of the sweep (held ones too) in one batch per platform (one scancel of every array
+    task; one delete by the sweep's label); (views, one-line errors)."""
+    from . import platform as core
+
+    recs = trial_records(sweep_id)
+    return core.cancel(None, [r["id"] for r in recs], batch=True)
+
+
+@dataclass
+class Winner:
+    """The best trial of a sweep by one KPI, and its best checkpoint."""
+
+    sweep: str
+    kpi: str
+    mode: str
+    trial: int | None = None
+    id: str | None = None
+    overrides: dict = field(default_factory=dict)
+    value: Any = None
+    checkpoints: list[str] = field(default_factory=list)
+    folder: str | None = None
+    ranked: list[dict] = field(default_factory=list)
+    note: str | None = None
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+    def line(self) -> str:
+        from .progress.statusfile import format_number
+
+        if self.id is None:
+            return f"sweep {self.sweep}: no trial has {self.kpi} yet ({self.note})"
+        where = ", ".join(self.checkpoints) or "no checkpoint named for that epoch"
+        return (f"sweep {self.sweep}: best {self.kpi} ({self.mode}) = {format_number(self.value, 6)}: trial "
+                f"{self.trial} {self.id} ({' '.join(sweepfile.args_of(self.overrides))}) checkpoint {where} "
+                f"in {self.folder}")
+
+
+def best(sweep_id: str, kpi: str, mode: str = "min") -> Winner:
+    """Rank the trials by their best ``kpi`` (each trial's status.json), and name the winner's checkpoint.
+
+    Every trial's folder is listed in one batch (SLURM: one remote command for all); each trial's value comes
+    from the same rule as ``artifacts --kpi`` (results_verbs.find_best)."""
+    from . import platform as core, results_verbs
+
+    if mode not in ("min", "max"):
+        raise UsageError(f"--mode {mode!r} is unknown: use min or max")
+    if not kpi or not kpi.strip():
+        raise UsageError("--kpi needs a KPI name (as in status.json, e.g. val_loss)")
+    recs = trial_records(sweep_id)
+    win = Winner(sweep_id, kpi, mode)
+    notes = []
+    located = []
+    for rec in recs:
+        try:
+            located.append((rec, core.get(rec["platform"]).results_location(rec)))
+        except TaoError as exc:
+            notes.append(f"trial {rec.get('trial')}: {exc}")
+    listings: list = []
+    if located:
+        adapter = core.get(located[0][0]["platform"])  # a sweep's trials share one platform
+        listings = adapter.list_results_many([r for r, _ in located], [loc for _, loc in located], status=True)
+    for (rec, loc), listing in zip(located, listings):
+        try:
+            if isinstance(listing, TaoError):
+                raise listing
+            b = results_verbs.find_best(listing, kpi, mode, rec.get("action")) if listing.exists else None
+        except TaoError as exc:
+            notes.append(f"trial {rec.get('trial')}: {exc}")
+            continue
+        win.ranked.append({"trial": rec.get("trial"), "id": rec["id"], "state": rec["state"],
+                           "overrides": rec.get("overrides") or {}, "value": b.value if b else None,
+                           "checkpoints": b.checkpoints if b else [], "folder": listing.folder})
+    scored = [e for e in win.ranked if isinstance(e["value"], (int, float))]
+    scored.sort(key=lambda e: e["value"], reverse=(mode == "max"))
+    win.ranked = scored + [e for e in win.ranked if e not in scored]
+    if not scored:
+        win.note = "; ".join(notes) or f"no trial's status.json holds {kpi}"
+        return win
+    top = scored[0]
+    win.trial, win.id, win.overrides, win.value = top["trial"], top["id"], top["overrides"], top["value"]
+    win.checkpoints, win.folder = top["checkpoints"], top["folder"]
+    return win
+
+
+__all__ = ["trial_spec", "submit", "Submitted", "trial_records", "status", "table", "cancel", "best",
+           "Row", "Winner", "check_concurrency"]

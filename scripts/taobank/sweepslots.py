@@ -1,0 +1,34 @@
+"""Sweep concurrency for platforms whose trials are created held: which held trials may run now.
+
+Its own module (records and states only) so the core's status can release trials without importing
+the sweep verbs (:mod:`taobank.sweeps`), which import the core.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from . import records, states
+
+
+def release(adapter: Any, recs: list[dict]) -> list[str]:
+    """Free slots of each sweep among ``recs`` given to its held trials, oldest trial first (one adapter call).
+
+    A trial counts against ``max_concurrent`` while it is active and released."""
+    if not getattr(adapter, "holds_trials", False):
+        return []
+    sweeps = {r["sweep"] for r in recs if r.get("sweep")}
+    chosen: list[dict] = []
+    for sid in sorted(sweeps):
+        trials = [r for r in records.list_records(platform=adapter.name) if r.get("sweep") == sid]
+        trials.sort(key=lambda r: int(r.get("trial") or 0))
+        active = [r for r in trials if r["state"] in states.ACTIVE]
+        held = [r for r in active if (r.get("backend") or {}).get("held")]
+        k = int((trials[0].get("backend") or {}).get("max_concurrent") or len(trials))
+        free = k - (len(active) - len(held))
+        chosen += held[:max(0, free)]
+    if not chosen:
+        return []
+    adapter.release_trials(chosen)
+    for r in chosen:
+        records.mark(r["id"], r["state"], backend={"held": False}, message="released (a sweep slot is free)")
+    return [r["id"] for r in chosen]

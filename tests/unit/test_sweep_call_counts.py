@@ -1,0 +1,289 @@
+"""What a sweep costs the cluster, counted on the fake process runner for N = 1, 10, 100 trials: submit, status
+--sweep and cancel --sweep take a fixed number of SLURM remote commands / kubectl calls, whatever N is."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fakeproc import echo_applied, items, node, ok, sacct_row, squeue_row, sweep_answer
+from taobank import records, sweeps
+from taobank.contract import SubmitOptions
+from taobank.kubernetes.sweep import SWEEP_LABEL
+
+SIZES = (1, 10, 100)
+K = 2  # --max-concurrent
+
+SLURM_SPEC = {"network_arch": "dino", "action": "train", "container_runtime": "none", "num_gpus": 1,
+              "command": ["python", "train.py", "-e", "spec.yaml"]}
+K8S_SPEC = {"image": "nvcr.io/nvidia/tao/tao-toolkit:x", "command": "python train.py -e spec.yaml", "gpus": 1,
+            "mounts": [{"pvc": "ws", "mount_path": "/results"}]}
+
+
+def trials(n: int) -> list[dict[str, str]]:
+    return [{"train.lr": f"0.{i + 1:03d}"} for i in range(n)]
+
+
+# ------------------------------------------------------------------ SLURM
+def remote_commands(fake, since: int = 0) -> list[str]:
+    """The remote commands run over ssh after call ``since`` (ssh -O/-G open none)."""
+    return [c.script or c.words[0] for c in fake.calls[since:] if c.program == "ssh" and not c.control]
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_a_slurm_sweep_costs_the_same_few_remote_commands_for_any_n(slurm, n):
+    slurm.ssh("STAGE_MANY")
+    slurm.ssh("SBATCH_ARRAY", "777\n")
+    done = sweeps.submit("slurm", SLURM_SPEC, SubmitOptions(), trials(n), K)
+    assert remote_commands(slurm) == ["STAGE_MANY", "SBATCH_ARRAY"]  # <= 3: no path to check, one stage, one sbatch
+    (sbatch,) = [c for c in slurm.calls if c.script == "SBATCH_ARRAY"]
+    assert [v.backend_ref for v in done.views] == [f"slurm:777_{i}" for i in range(n)]
+    ids = [v.id for v in done.views]
+
+    # status --sweep: the one SWEEP command (one squeue, one sacct, every trial's status.json) for all N
+    running = [squeue_row(f"777_{i}", "RUNNING", ids[i]) for i in range(min(K, n))]
+    held = [squeue_row(f"777_{i}", "PENDING", ids[i], "JobArrayTaskLimit") for i in range(K, n)]
+    slurm.ssh("SWEEP", sweep_answer(running + held))
+    since = len(slurm.calls)
+    rows = sweeps.status(done.sweep)
+    assert remote_commands(slurm, since) == ["SWEEP"]
+    assert [r.state for r in rows] == ["RUNNING"] * min(K, n) + ["PENDING"] * (n - K if n > K else 0)
+    assert sbatch.args and len(rows) == n
+
+    # cancel --sweep: ONE scancel of every array task in one remote command (one trial: the plain cancel)
+    slurm.ssh("CANCEL_MANY", lambda c: ok("@@scancel\n@@rc 0\n"))
+    slurm.ssh("scancel", "")
+    slurm.ssh("CANCEL_NAME", "")
+    since = len(slurm.calls)
+    views, errors = sweeps.cancel(done.sweep)
+    assert errors == []
+    self_retry = records.load(ids[0])["backend"]["self_retry"]  # a trial that resubmits itself: also by its name
+    assert remote_commands(slurm, since) == (["CANCEL_MANY"] if n > 1 else
+                                             ["scancel", "CANCEL_NAME"] if self_retry else ["scancel"])
+    if n > 1:
+        (many,) = [c for c in slurm.calls[since:] if c.script == "CANCEL_MANY"]
+        assert many.args[0].split() == [f"777_{i}" for i in range(n)]
+        assert many.args[1].split() == (ids if self_retry else [])
+    assert {records.load(i)["state"] for i in ids} == {"CANCELED"} and len(views) == n
+
+
+def test_slurm_cancel_sweep_keeps_a_trial_scancel_refused_and_counts_gone_ones_cancelled(slurm):
+    slurm.ssh("STAGE_MANY")
+    slurm.ssh("SBATCH_ARRAY", "777\n")
+    done = sweeps.submit("slurm", SLURM_SPEC, SubmitOptions(), trials(3), K)
+    said = ("scancel: error: Kill job error on job id 777_1: Access/permission denied\n"
+            "scancel: error: Kill job error on job id 777_2: Job/step already completing or completed\n")
+    slurm.ssh("CANCEL_MANY", lambda c: ok(f"@@scancel\n{said}@@rc 1\n"))
+    views, errors = sweeps.cancel(done.sweep)
+    ids = [v.id for v in done.views]
+    assert [records.load(i)["state"] for i in ids] == ["CANCELED", "PENDING", "CANCELED"]
+    assert errors == [f"{ids[1]}: scancel 777_1 failed: Access/permission denied"]
+    assert "already gone" in records.load(ids[2])["message"]
+
+
+def test_slurm_cancel_of_one_trial_alone_is_the_plain_cancel(slurm, cli):
+    slurm.ssh("STAGE_MANY")
+    slurm.ssh("SBATCH_ARRAY", "777\n")
+    done = sweeps.submit("slurm", SLURM_SPEC, SubmitOptions(), trials(3), K)
+    slurm.ssh("scancel", "")
+    slurm.ssh("CANCEL_NAME", "")
+    since = len(slurm.calls)
+    out = cli("tao_slurm.py", "cancel", done.views[1].id)
+    assert out.rc == 0, out
+    assert [c.words for c in slurm.calls[since:] if c.program == "ssh" and not c.control][0] == ["scancel", "777_1"]
+    assert [records.load(v.id)["state"] for v in done.views] == ["PENDING", "CANCELED", "PENDING"]
+
+
+# ------------------------------------------------------------------ Kubernetes
+class Cluster:
+    """A fake API server for one sweep: the Jobs the create made; a trial's pod runs once its Job is released."""
+
+    def __init__(self, fake) -> None:
+        self.jobs: dict[str, dict] = {}
+        self.done: set[str] = set()
+        fake.kubectl("get", "nodes", answer=items([node("gpu-0", 8)]))
+        fake.kubectl("get", "pods", "--all-namespaces", answer=items([]))
+        fake.kubectl("auth", "can-i", answer="yes\n")
+        fake.kubectl("version", answer={"serverVersion": {"gitVersion": "v1.34.4"}})
+        fake.kubectl("create", answer=self.create)
+        fake.kubectl("get", "jobs,pods", answer=lambda c: items(self.objects()))
+        fake.kubectl("patch", "job", answer=self.patch)
+        fake.kubectl("exec", answer="")
+        fake.kubectl("logs", answer="last words\n")
+        fake.kubectl("logs", "-l", answer=lambda c: "".join(
+            f"[pod/{o['metadata']['name']}/main] words of {o['metadata']['labels']['tao-job-id']}\n"
+            for o in self.objects() if o["kind"] == "Pod"))
+        fake.kubectl("get", "jobs", "-l", answer=lambda c: items(o for o in self.objects() if o["kind"] == "Job"))
+        fake.kubectl("get", "pods", "-l", answer=lambda c: items(o for o in self.objects() if o["kind"] == "Pod"))
+        fake.kubectl("delete", answer="")
+
+    def create(self, call):
+        made = echo_applied()(call)
+        if "--dry-run=server" not in call.words:
+            for obj in json.loads(made.stdout)["items"]:
+                self.jobs[obj["metadata"]["labels"]["tao-job-id"]] = obj
+        return made
+
+    def patch(self, call):
+        for name in call.words[2:call.words.index("--type")]:
+            for j in self.jobs.values():
+                if j["metadata"]["name"] == name:
+                    j["spec"]["suspend"] = False
+        return ok("")
+
+    def objects(self) -> list[dict]:
+        out = []
+        for jid, j in self.jobs.items():
+            finished = jid in self.done
+            cond = [{"type": "Complete", "status": "True"}] if finished else []
+            out.append({**j, "kind": "Job", "status": {"conditions": cond}})
+            if not j["spec"].get("suspend"):
+                out.append({"kind": "Pod", "metadata": {"name": f"{jid}-0-abcde", "labels": {"tao-job-id": jid},
+                                                        "ownerReferences": [{"kind": "Job", "uid": j["metadata"]["uid"]}]},
+                            "spec": {"nodeName": "gpu-0"}, "status": {"phase": "Succeeded" if finished else "Running"}})
+        return out
+
+
+def kubectl_calls(fake, since: int = 0) -> list[str]:
+    return [" ".join(c.words[:2]) for c in fake.calls[since:] if c.program == "kubectl"]
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_a_kubernetes_sweep_costs_the_same_few_kubectl_calls_for_any_n(fake, n):
+    cluster = Cluster(fake)
+    done = sweeps.submit("kubernetes", K8S_SPEC, SubmitOptions(), trials(n), K)
+    calls = kubectl_calls(fake)
+    # every trial Job in ONE create; the rest is the gate a single submit pays too (capacity, version, can-i,
+    # the server's dry run of the whole List)
+    assert [c for c in calls if c.startswith(("create", "apply", "patch", "delete"))] == ["create --dry-run=server",
+                                                                                          "create -f"]
+    assert len(calls) == 6, calls
+    (create,) = [c for c in fake.kubectl_calls("create") if "--dry-run=server" not in c.words]
+    sent = json.loads(create.stdin)["items"]
+    assert [j["spec"]["suspend"] for j in sent] == [i >= K for i in range(n)]
+    assert {j["metadata"]["labels"][SWEEP_LABEL] for j in sent} == {done.sweep}
+    ids = [v.id for v in done.views]
+
+    # status --sweep, nothing to release: ONE get of every Job and pod, ONE exec reading the running trials'
+    # status files
+    since = len(fake.calls)
+    rows = sweeps.status(done.sweep)
+    assert kubectl_calls(fake, since) == ["get jobs,pods", "exec job/" + cluster.jobs[ids[0]]["metadata"]["name"]]
+    assert [r.state for r in rows] == ["RUNNING"] * min(K, n) + ["PENDING"] * max(0, n - K)
+    assert [r.held for r in rows] == [i >= K for i in range(n)]
+
+    # a trial ends: the next status releases the next held one in ONE patch (a slot's only extra call)
+    cluster.done.add(ids[0])
+    since = len(fake.calls)
+    rows = sweeps.status(done.sweep)
+    got = kubectl_calls(fake, since)
+    assert got[0] == "get jobs,pods"
+    assert [c for c in got if c.startswith("exec")] == (["exec job/" + cluster.jobs[ids[1]]["metadata"]["name"]]
+                                                        if n > 1 else [])
+    assert [c for c in got if c.startswith("patch")] == (["patch job"] if n > K else [])
+    assert len(got) <= 3 + 1, got  # + the finished trial's saved logs
+    assert rows[0].state == "COMPLETE"
+
+    # cancel --sweep: ONE get jobs, ONE get pods, ONE logs of every pod, ONE delete of the Jobs by the sweep's
+    # label, ONE delete of their Secrets/Services/ConfigMaps
+    since = len(fake.calls)
+    views, errors = sweeps.cancel(done.sweep)
+    assert errors == []
+    got = kubectl_calls(fake, since)
+    if n > 2:
+        assert got == ["get jobs", "get pods", "logs -l", "delete jobs", "delete secret,service,configmap"]
+        running = ids[1:1 + K]
+        for jid in running:  # each running trial's last words, split out of the one logs call
+            assert (records.artifact_dir(jid) / "logs.txt").read_text() == f"words of {jid}\n"
+        (delete,) = fake.kubectl_calls("delete", "jobs")
+        assert delete.words[3].startswith(f"{SWEEP_LABEL}={done.sweep},tao-job-id in (")
+        assert sorted(delete.words[3].split("(")[1].rstrip(")").split(",")) == sorted(ids[1:])
+    else:  # one active trial left: the plain cancel, by UID
+        assert len(got) <= 5 and not fake.kubectl_calls("delete", "jobs")
+    states = [records.load(i)["state"] for i in ids]
+    assert states == ["COMPLETE"] + ["CANCELED"] * (n - 1)
+
+
+def test_kubernetes_cancel_sweep_marks_a_trial_that_just_finished_as_it_ended_and_deletes_only_active_ones(fake):
+    cluster = Cluster(fake)
+    done = sweeps.submit("kubernetes", K8S_SPEC, SubmitOptions(), trials(4), K)
+    ids = [v.id for v in done.views]
+    cluster.done.add(ids[0])  # ended after the last status: the record still says PENDING
+    views, errors = sweeps.cancel(done.sweep)
+    assert errors == []
+    assert [records.load(i)["state"] for i in ids] == ["COMPLETE", "CANCELED", "CANCELED", "CANCELED"]
+    (delete,) = fake.kubectl_calls("delete", "jobs")
+    assert ids[0] not in delete.words[3]
+
+
+def test_kubernetes_cancel_sweep_that_cannot_delete_leaves_the_trials_active_with_one_line_each(fake):
+    Cluster(fake)
+    done = sweeps.submit("kubernetes", K8S_SPEC, SubmitOptions(), trials(3), K)
+    fake.kubectl("delete", "jobs", rc=1, stderr='Error from server (Forbidden): jobs.batch is forbidden')
+    views, errors = sweeps.cancel(done.sweep)
+    ids = [v.id for v in done.views]
+    assert len(errors) == 3 and all("forbidden" in e for e in errors)
+    assert {records.load(i)["state"] for i in ids} == {"PENDING"}
+
+
+# ------------------------------------------------------------------ benchmarks/sweep.py --check (no cluster)
+def test_the_sweep_benchmark_check_flags_every_broken_count():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "sweep.py"
+    spec = importlib.util.spec_from_file_location("sweep_bench", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    ssh_cmd = ["ssh", "-l", "u", "--", "login", "sh -c 'scancel $ids' tao 1_0 1_1"]
+    good = {"platform": "slurm", "n": 4, "trials": 4, "after_cancel": ["CANCELED"] * 4,
+            "sweep_submit": {"calls": 2, "connections": 1, "writes": 0, "wall_s": 1.0},
+            "sweep_status": {"calls": 1, "connections": 0, "writes": 0, "wall_s": 1.0},
+            "sweep_cancel": {"calls": 1, "connections": 0, "writes": 0, "wall_s": 1.0},
+            "one_submit": {"calls": 3}, "cancel_log": [ssh_cmd]}
+    assert mod.check([good]) == []
+    bad = {**good, "sweep_submit": {**good["sweep_submit"], "calls": 4},
+           "sweep_status": {**good["sweep_status"], "calls": 3}, "cancel_log": [ssh_cmd, ssh_cmd],
+           "after_cancel": ["CANCELED", "RUNNING", "CANCELED", "CANCELED"]}
+    got = mod.check([bad])
+    assert len(got) == 5, got  # 4 > 3 commands, more than one submit's 3, status 3 > 2, two scancels, one running
+    k8s = {**good, "platform": "kubernetes", "sweep_submit": {**good["sweep_submit"], "calls": 6, "writes": 4},
+           "one_submit": {"calls": 6},
+           "cancel_log": [["kubectl", "-n", "ns", "delete", "--raw", "/apis/batch/v1/namespaces/ns/jobs/x"]]}
+    got = mod.check([k8s])
+    assert len(got) == 2 and "writing kubectl calls" in got[0] and "one by one" in got[1], got
+
+
+# ------------------------------------------------------------------ sweep best
+@pytest.mark.parametrize("n", (1, 10))
+def test_slurm_sweep_best_lists_every_trial_in_one_remote_command(slurm, tmp_path, monkeypatch, n):
+    """Each trial's folder written by the fake trainer (fake.best_val = its value); the fake login node runs the
+    real listing script on them: ONE remote command ranks all N."""
+    import subprocess
+    from pathlib import Path
+
+    from taobank import results_sh
+
+    monkeypatch.setenv("SLURM_BASE_RESULTS_DIR", str(tmp_path / "base"))
+    slurm.ssh("STAGE_MANY")
+    slurm.ssh("SBATCH_ARRAY", "777\n")
+    values = [str(300 + (i * 37) % 200) for i in range(n)]
+    done = sweeps.submit("slurm", SLURM_SPEC, SubmitOptions(), [{"fake.best_val": v} for v in values], K)
+    trainer = Path(__file__).resolve().parents[2] / "testclusters" / "fake_tao_train.sh"
+    for v, view in zip(values, done.views):
+        folder = records.load(view.id)["backend"]["results_dir"]
+        subprocess.run(["sh", str(trainer), "--results", folder, "--epochs", "3", "--action", "train",
+                        f"fake.best_val={v}"], check=True, capture_output=True)
+
+    def login(call):
+        p = subprocess.run(["sh", "-c", results_sh.LIST_MANY, "tao", *call.args], capture_output=True, text=True)
+        return ok(p.stdout, p.returncode, p.stderr)
+
+    slurm.ssh("LIST_MANY", login)
+    since = len(slurm.calls)
+    win = sweeps.best(done.sweep, "val_loss", "min")
+    assert remote_commands(slurm, since) == ["LIST_MANY"]
+    low = min(range(n), key=lambda i: int(values[i]))
+    assert win.id == done.views[low].id and abs(win.value - int(values[low]) / 1000) < 1e-9
+    assert win.checkpoints == ["model_epoch_002.pth"] and len(win.ranked) == n
+    assert [e["value"] for e in win.ranked] == sorted(int(v) / 1000 for v in values)

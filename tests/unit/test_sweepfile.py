@@ -1,0 +1,104 @@
+"""Sweep descriptions: flags, files (grid, trials, seeded random incl. log-uniform) and the value rule."""
+from __future__ import annotations
+
+import math
+import shlex
+
+import pytest
+from hypothesis import given, strategies as st
+
+from taobank import records, sweepfile, sweeps
+from taobank.errors import UsageError
+
+
+def test_flags_make_the_cartesian_product_in_a_stable_order():
+    grid = sweepfile.parse_flags(["train.lr=0.1,0.01", "train.bs=8,16"])
+    assert sweepfile.product(grid) == [
+        {"train.lr": "0.1", "train.bs": "8"}, {"train.lr": "0.1", "train.bs": "16"},
+        {"train.lr": "0.01", "train.bs": "8"}, {"train.lr": "0.01", "train.bs": "16"}]
+
+
+@pytest.mark.parametrize("flags, words", [
+    (["lr=1", "lr=2"], "twice"), (["lr="], "empty"), (["lr=1,,2"], "empty"), (["lr=1,1"], "twice"),
+    (["lr"], "KEY=V1"), (["-lr=1"], "override key"), (["lr=a b"], "not safe"), (["lr=$(id)"], "not safe"),
+    (["lr=x'y"], "not safe")])
+def test_bad_flags_are_one_line_errors(flags, words):
+    with pytest.raises(UsageError, match=words) as err:
+        sweepfile.trials(flags, None)
+    assert "\n" not in str(err.value)
+
+
+def test_no_trials_and_both_forms_are_refused():
+    with pytest.raises(UsageError, match="N = 0"):
+        sweepfile.check_trials([])
+    with pytest.raises(UsageError, match="not both"):
+        sweepfile.trials(["a=1"], "f.yaml")
+    assert sweepfile.trials(None, None) is None
+
+
+def test_file_forms(tmp_path):
+    f = tmp_path / "s.yaml"
+    f.write_text("grid: {train.lr: [0.1, 0.01], model.arch: resnet18}\n")
+    assert sweepfile.trials(None, str(f)) == [{"train.lr": "0.1", "model.arch": "resnet18"},
+                                              {"train.lr": "0.01", "model.arch": "resnet18"}]
+    f.write_text("trials: [{train.lr: 0.1}, {train.lr: 0.01, train.bs: 16}, {amp: true}]\n")
+    assert sweepfile.trials(None, str(f))[2] == {"amp": "true"}
+    f.write_text("trials: [{a: 1}, {a: 1}]\n")
+    with pytest.raises(UsageError, match="repeats"):
+        sweepfile.trials(None, str(f))
+    f.write_text("grid: {a: [1]}\ntrials: []\n")
+    with pytest.raises(UsageError, match="exactly one"):
+        sweepfile.trials(None, str(f))
+
+
+def test_random_is_seeded_log_uniform_and_in_range():
+    block = {"samples": 50, "seed": 7, "params": {"train.lr": {"low": 1e-5, "high": 1e-1, "log": True},
+                                                  "train.epochs": {"low": 1, "high": 5, "int": True},
+                                                  "arch": {"choices": ["r18", "r34"]}}}
+    a, b = sweepfile.random_trials(block), sweepfile.random_trials(block)
+    assert a == b and len(a) == 50
+    lrs = [float(t["train.lr"]) for t in a]
+    assert all(1e-5 <= x <= 1e-1 for x in lrs)
+    assert sum(x < 1e-3 for x in lrs) > 15  # log-uniform: half the draws are below the geometric middle
+    assert {t["train.epochs"] for t in a} <= {"1", "2", "3", "4", "5"} and {t["arch"] for t in a} == {"r18", "r34"}
+    with pytest.raises(UsageError, match="above 0"):
+        sweepfile.random_trials({"samples": 1, "seed": 1, "params": {"x": {"low": 0, "high": 1, "log": True}}})
+
+
+@given(st.text(max_size=40))
+def test_every_accepted_value_is_one_safe_word(text):
+    try:
+        out = sweepfile.value_text("k", text)
+    except UsageError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert shlex.split(out) == [out] and shlex.quote(out) == out and "=" not in out and "," not in out
+    assert sweepfile.VALUE.match(out) and records._OVERRIDE_VALUE.search(out)
+
+
+@given(st.floats(allow_nan=True, allow_infinity=True) | st.integers() | st.booleans())
+def test_numbers_become_safe_words_or_one_line_errors(value):
+    try:
+        out = sweepfile.value_text("k", value)
+    except UsageError:
+        assert isinstance(value, float) and not math.isfinite(value)
+        return
+    assert sweepfile.VALUE.match(out)
+
+
+def test_trial_spec_appends_key_value_after_the_command():
+    ov = {"train.lr": "0.1", "bs": "8"}
+    assert sweeps.trial_spec({"command": ["tao", "-e", "s.yaml"]}, ov)["command"][-2:] == ["train.lr=0.1", "bs=8"]
+    assert sweeps.trial_spec({"args": ["-e", "s.yaml"]}, ov)["args"] == ["-e", "s.yaml", "train.lr=0.1", "bs=8"]
+    assert sweeps.trial_spec({"command": "tao train -e s.yaml"}, ov)["command"] == "tao train -e s.yaml train.lr=0.1 bs=8"
+    with pytest.raises(UsageError):
+        sweeps.trial_spec({}, ov)
+
+
+def test_a_trial_record_keeps_its_sweep_fields(state_dir):
+    rec = records.open_record("slurm", "img", "dino", "train", "A", "/r/{id}", sweep=("dino-sweep-abcd1234", 2,
+                                                                                     {"train.lr": "0.1"}))
+    again = records.load(rec["id"])
+    assert (again["sweep"], again["trial"], again["overrides"]) == ("dino-sweep-abcd1234", 2, {"train.lr": "0.1"})
+    assert [r["id"] for r in records.list_records(sweep="dino-sweep-abcd1234")] == [rec["id"]]
+    assert records.list_records(sweep="other-sweep-x") == []
