@@ -6,7 +6,7 @@
 # local Kubernetes cluster (control plane, real kubelet nodes with containerd,
 # CoreDNS, registry, S3, kwok nodes; apt packages and Go builds cached by version)
 # and the local SLURM cluster, runs the e2e tests in one group per cluster (the groups at
-# the same time, each group's tests one at a time), and stops the clusters it started. A cluster that cannot start fails
+# the same time), and stops the clusters it started. A cluster that cannot start fails
 # the run: it is never skipped. Both runs always run; the script fails if either does.
 set -euo pipefail
 BANK="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -84,15 +84,19 @@ if ! command -v kubectl >/dev/null 2>&1; then
   echo "kubectl not on PATH: using $TAO_LOCAL_K8S_KUBECTL"
 fi
 
-# One e2e group per cluster, all at once: each group runs its tests one at a time (they share its
-# cluster), and the groups wait on different clusters. Each group's output is printed when it ends.
+# One e2e group per cluster, all at once: the groups wait on different clusters. The Kubernetes tests
+# spend their time waiting on pods and each uses its own names, so that group runs 4 at a time (its
+# submits wait while other tests hold the GPUs); the others run one at a time. Each group's output is
+# printed when it ends.
 step "pytest -m e2e: one group per local cluster at the same time"
 logs="$(mktemp -d)"
 groups=("e2e and kubernetes" "e2e and slurm and not kubernetes" "e2e and docker and not kubernetes and not slurm"
         "e2e and not kubernetes and not slurm and not docker")
+workers=("-n 4 --dist load" "-n 0" "-n 0" "-n 0")
 pids=()
 for i in "${!groups[@]}"; do
-  python3 -m pytest "$@" -m "${groups[$i]}" >"$logs/$i.log" 2>&1 &
+  # shellcheck disable=SC2086  # the worker options are words
+  python3 -m pytest ${workers[$i]} "$@" -m "${groups[$i]}" >"$logs/$i.log" 2>&1 &
   pids+=("$!")
 done
 for i in "${!groups[@]}"; do
