@@ -34,6 +34,12 @@ def spec_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spec-file", action="append", metavar="[NAME=]PATH",
                         help="local file uploaded to <job_dir>/specs/NAME (repeat); the command names it {specs}/NAME")
     parser.add_argument("--no-requeue", action="store_true")
+    parser.add_argument("--prefetch", action="append", metavar="SOURCE=DEST",
+                        help="small input fetched by a CPU-only job before training (repeat): s3://bucket/key, "
+                             "hf://org/repo[/file][@rev] or ngc://org/[team/]model:version into <job_dir>/prefetch/"
+                             "DEST; the command names it {prefetch}/DEST (see references/prefetch.md)")
+    parser.add_argument("--prefetch-max-bytes", type=int, metavar="N",
+                        help="cap on all prefetches of the job (default versions.yaml slurm.uploads.max_prefetch_bytes)")
 
 
 def spec_from_args(args: argparse.Namespace) -> dict:
@@ -59,6 +65,13 @@ def spec_from_args(args: argparse.Namespace) -> dict:
     jobflags.apply(spec, args, "slurm")
     if args.no_requeue:
         spec["use_requeue"] = False
+    for item in args.prefetch or []:
+        from .prefetch import parse_item
+
+        dest, source = parse_item(item)
+        spec["prefetch"] = {**(spec.get("prefetch") or {}), dest: source}
+    if args.prefetch_max_bytes is not None:
+        spec["prefetch_max_bytes"] = args.prefetch_max_bytes
     if args.dataset_root or args.require:
         ds = dict(spec.get("dataset") or {})
         if args.dataset_root:
