@@ -84,5 +84,5 @@ def probe(*, nodes: int = 2, gpus: int = 1, image: str | None = None, timeout: i
     adapter = platform.get("slurm")
     return core.run(adapter.name, resources.cluster_key(spec, env), spec,
                     lambda s: adapter.submit(s, SubmitOptions(env=env, probe=True)).id,
-                    nodes=nodes, gpus_per_node=gpus, timeout=timeout, helper=HELPER, advice=ADVICE, force=force,
+                    nodes=nodes, gpus_per_node=0 if backend == "gloo-cpu" else gpus, timeout=timeout, helper=HELPER, advice=ADVICE, force=force,
                     interval=interval, max_wait=max_wait, backend=backend)
