@@ -227,3 +227,24 @@ def test_failed_prefetch_makes_the_training_job_error_with_the_logs_reason():
     assert v.message.startswith("prefetch job 700 ended FAILED") and "prefetch cap of 1000 bytes" in v.message
     running = slurm_status.with_prefetch(pending, {"state": "RUNNING"}, "700")
     assert running.state == State.PENDING and "waiting for prefetch job 700" in running.message
+
+
+def test_cli_dry_run_shows_the_prefetch_job_too_and_needs_no_keys():
+    import os
+    import subprocess
+    from pathlib import Path
+
+    bank = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "TAO_SSH", "TAO_SLURM", "AWS_"))}
+    res = subprocess.run([str(bank / "scripts" / "tao_slurm.py"), "submit", "--dry-run", "--runtime", "none",
+                          "--results-base", "/lustre/u", "--job-id", "dino-train-00000000",
+                          "--prefetch", "s3://bucket/pre/dino.pth=ckpt/dino.pth", "--prefetch-max-bytes", "4096",
+                          "--", "cat", "{prefetch}/ckpt/dino.pth"], capture_output=True, text=True, env=env, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert "cat /lustre/u/jobs/dino-train-00000000/prefetch/ckpt/dino.pth" in res.stdout
+    assert "sbatch/prefetch_dino-train-00000000.sbatch ----" in res.stdout and "TAO_MAX_BYTES=4096" in res.stdout
+    bad = subprocess.run([str(bank / "scripts" / "tao_slurm.py"), "submit", "--dry-run", "--runtime", "none",
+                          "--prefetch", "s3://bucket/x=../etc/passwd", "--", "true"], capture_output=True, text=True,
+                         env=env, timeout=60)
+    assert bad.returncode != 0 and "relative path under the job's prefetch folder" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
