@@ -248,3 +248,35 @@ def test_cli_dry_run_shows_the_prefetch_job_too_and_needs_no_keys():
                          env=env, timeout=60)
     assert bad.returncode != 0 and "relative path under the job's prefetch folder" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_cancel_stops_the_prefetch_job_too_and_removes_its_credentials(slurm):
+    rec = slurm_record(state="PENDING")
+    jdir = rec["backend"]["job_dir"]
+    records.mark(rec["id"], "PENDING", backend={"prefetch_job_id": "100", "staged_prefetch_secrets": True,
+                                                "prefetch_log": f"{jdir}/slurm-logs/prefetch-100.out"})
+    slurm.ssh("scancel", "")
+    slurm.ssh("REMOVE")
+    views, errors = platform.cancel("slurm", [rec["id"]])
+    assert errors == [] and views[0].state == "CANCELED"
+    assert [c.words for c in slurm.of("ssh") if c.words[:1] == ["scancel"]] == [["scancel", "100"], ["scancel", "101"]]
+    (rm,) = [c for c in slurm.of("ssh") if c.script == "REMOVE"]
+    assert rm.args == [f"{jdir}/{prefetch.CREDS_FILE}"]
+
+
+def test_a_lost_sbatch_answer_adopts_the_job_and_its_prefetch(slurm, monkeypatch):
+    for k, v in S3_ENV.items():
+        monkeypatch.setenv(k, v)
+
+    def find(call):
+        return find_answer([squeue_row("701", "PENDING", call.args[0])] if slurm.count("SBATCH") else [])
+
+    slurm.ssh("STAGE")
+    slurm.ssh("FIND", find)
+    slurm.ssh("SBATCH", "")  # the answer was lost
+    slurm.ssh("ADOPT", "@@prefetch 700\n")
+    view = platform.get("slurm").submit({**SPEC, "prefetch": {"ckpt/model.pth": "s3://bucket/m.pth"}}, SubmitOptions())
+    b = records.load(view.id)["backend"]
+    assert (b["slurm_job_id"], b["prefetch_job_id"]) == ("701", "700")
+    adopt = next(c for c in slurm.calls if c.script == "ADOPT")
+    assert adopt.args[-1] == "prefetch"  # releases the held prefetch job of the name
