@@ -11,7 +11,7 @@
   tao_k8s.py artifacts ID | --last [--kpi NAME [--mode min|max]] [--json]   (the job's results; best checkpoint)
   tao_k8s.py fetch ID [PATH...] --to DIR [--force] [--json]   (download, size and sha256 verified)
   tao_k8s.py prune ID... [--yes] [--json]   (delete finished jobs' own results folders; asks first)
-  tao_k8s.py nccl-probe [--nodes 2] [--gpus-per-node N] [--image IMAGE] [--timeout S] [--force] [--json]
+  tao_k8s.py nccl-probe [--nodes 2] [--gpus-per-node N] [--backend nccl|gloo-cpu] [--image IMAGE] [--timeout S] [--force] [--json]
                         [--ngc-pull-secret | --image-pull-secret NAME]
 
 Namespace/context: TAO_K8S_NAMESPACE (default "default") and TAO_K8S_CONTEXT,
@@ -87,7 +87,7 @@ def _nccl_probe(args: argparse.Namespace) -> int:
                            image=args.image, timeout=args.timeout, force=args.force, interval=args.interval,
                            pod_annotations=args.pod_annotation, node_selector=args.node_selector,
                            max_wait=args.max_wait, ngc_pull_secret=args.ngc_pull_secret,
-                           image_pull_secret=args.image_pull_secret)
+                           image_pull_secret=args.image_pull_secret, backend=args.backend)
     return nccl_core.report(out, as_json=args.json)
 
 

@@ -14,7 +14,7 @@
   tao_slurm.py resume ID              (finish a submit whose sbatch answer was lost)
   tao_slurm.py continue ID [--from CHECKPOINT]   (a NEW job carrying on a failed/canceled/timed-out one)
   tao_slurm.py stage FILE|DIR... --dest lustre:///abs/dir [--force]   (small inputs to the cluster)
-  tao_slurm.py nccl-probe [--nodes 2] [--gpus-per-node N] [--timeout S] [--force] [--json]
+  tao_slurm.py nccl-probe [--nodes 2] [--gpus-per-node N] [--backend nccl|gloo-cpu] [--timeout S] [--force] [--json]
   tao_slurm.py enroot-credentials [--registry nvcr.io]   (reads NGC_KEY from the environment)
 
 A command after "--" is the container's argv, never read as options; a string
@@ -89,7 +89,7 @@ def cmd_nccl_probe(args: argparse.Namespace) -> int:
                            force=args.force, interval=args.interval, max_wait=args.max_wait,
                            partition=args.partition, account=args.account, cpus=args.cpus_per_task,
                            nccl_env=parse_kv(args.nccl_env or [], "--nccl-env"), runtime=args.runtime,
-                           cluster_name=args.cluster_name)
+                           cluster_name=args.cluster_name, backend=args.backend)
     return nccl_core.report(out, as_json=args.json)
 
 

@@ -31,13 +31,18 @@ from . import apt
 from . import slurm_conf as conf
 from .procs import FileLock, alive, children, live_pid, log_tail, not_ready, port_open, port_refuses, stop_pid, wait_for
 
-PACKAGES = ("slurmctld", "slurmd", "slurm-client", "slurmdbd", "munge", "mariadb-server", "openssh-server")
+#: awscli: the S3 client a submit's CPU-only prefetch job runs on a node (tao_slurm.py submit --prefetch);
+#: python3-torch: PyTorch on CPU with gloo and torchrun, for nccl-probe --backend gloo-cpu between the nodes.
+PACKAGES = ("slurmctld", "slurmd", "slurm-client", "slurmdbd", "munge", "mariadb-server", "openssh-server",
+            "awscli", "python3-torch")
 #: package -> versions.yaml key its Debian version must start with
 PINNED = {
     "slurmctld": "test_clusters.slurm.slurm",
     "munge": "test_clusters.slurm.munge",
     "mariadb-server": "test_clusters.slurm.mariadb",
     "openssh-server": "test_clusters.slurm.openssh",
+    "awscli": "test_clusters.slurm.awscli",
+    "python3-torch": "test_clusters.slurm.torch",
 }
 MUNGE_PIDFILE = Path("/run/munge/munged.pid")
 HOSTS_MARK = "# tao-local-slurm"

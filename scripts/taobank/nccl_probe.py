@@ -4,6 +4,13 @@ Before a long multi-node run, prove the nodes can all-reduce over NCCL. Each
 platform supplies only what differs (how it names the cluster, the job spec
 and how to submit it); this module owns the all-reduce script, the verdict
 rule, the wait, the per-cluster cache and the gate multi-node submits pass.
+
+Two backends run the same check (an all-reduce of ones whose sum must be the
+world size): ``nccl`` (the default: torchrun, one process per GPU, NCCL over
+the GPUs) and ``gloo-cpu`` (one process per node, PyTorch's gloo over TCP on
+the CPU: it proves the rendezvous and the network path between the nodes, not
+NCCL over GPUs; it runs where no GPU is, such as the bank's local clusters).
+Every verdict says which backend proved what (:data:`PROVES`).
 """
 from __future__ import annotations
 
@@ -13,12 +20,18 @@ from typing import Callable
 
 from .states import State
 from . import pins, platform
+from . import nccl_verdicts
 from .nccl_verdicts import (CACHE_FILE, STAMP, age_days, cache_path, cached, fresh_ok,
                             load_cache, require_ok, save_verdict)
 from .errors import TaoError
 
 TIMEOUT_EXIT = 124  # what coreutils ``timeout`` returns when it had to stop the command
 WAIT_SLACK_S = 600  # scheduling + image pull on top of --timeout before the agent gives up waiting
+
+#: The probe backends: NCCL over GPUs (default), or gloo over TCP on the CPU.
+BACKENDS = ("nccl", "gloo-cpu")
+#: What an ok verdict of each backend proves (said by the probe, the cache and the gate).
+PROVES = nccl_verdicts.PROVES
 
 # Runs once per GPU under torchrun: one all-reduce of ones; the sum must be the world size.
 SCRIPT = """\
@@ -37,6 +50,66 @@ dist.destroy_process_group()
 sys.exit(0 if ok else 1)
 """
 
+# Runs once per node (no torchrun): gloo over TCP on the CPU, rendezvous from the bank's multi-node
+# variables (MASTER_ADDR, MASTER_PORT, NODE_RANK, NNODES); the same check. No PyTorch: exit 127.
+GLOO_CPU_SCRIPT = """\
+import datetime, os, socket, sys
+try:
+    import torch
+    import torch.distributed as dist
+except ImportError as exc:
+    print(f"gloo-cpu probe: PyTorch is not installed here ({exc})", file=sys.stderr, flush=True)
+    sys.exit(127)
+rank, world = int(os.environ["NODE_RANK"]), int(os.environ["NNODES"])
+addr, port = os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"]
+dist.init_process_group("gloo", init_method=f"tcp://{addr}:{port}", rank=rank, world_size=world,
+                        timeout=datetime.timedelta(seconds=60))
+t = torch.ones(1)
+dist.all_reduce(t)
+ok = int(t.item()) == world
+node = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
+print(f"gloo-cpu probe rank {rank}/{world} on {node}: all_reduce sum={int(t.item())} "
+      f"{'ok' if ok else 'WRONG'}", flush=True)
+dist.destroy_process_group()
+sys.exit(0 if ok else 1)
+"""
+
+
+#: What the NCCL probe exits with where PyTorch sees no CUDA GPU (before torchrun starts anything).
+NO_GPU_EXIT = 3
+_GPU_CHECK = ("import sys\ntry:\n    import torch\nexcept ImportError as exc:\n"
+              "    print(f'nccl-probe: PyTorch is not installed here ({exc})', file=sys.stderr); sys.exit(127)\n"
+              "if not torch.cuda.is_available():\n"
+              "    print('nccl-probe: PyTorch sees no CUDA GPU here: NCCL cannot run (use GPU nodes, or "
+              "--backend gloo-cpu to prove only the network path)', file=sys.stderr); sys.exit(3)\n")
+
+
+def gpu_precheck() -> str:
+    """Shell text run before torchrun by the NCCL probe: no PyTorch exits 127, no CUDA GPU exits
+    :data:`NO_GPU_EXIT` (a verdict of its own, not an NCCL failure). Skipped where python3 is missing
+    (torchrun then says so: 127)."""
+    import base64
+    import shlex
+
+    one_line = f"import base64; exec(base64.b64decode('{base64.b64encode(_GPU_CHECK.encode()).decode()}'))"
+    return f"if command -v python3 >/dev/null 2>&1; then python3 -c {shlex.quote(one_line)} || exit $?; fi; "
+
+
+def check_backend(backend: str) -> str:
+    if backend not in BACKENDS:
+        raise TaoError(f"probe backend {backend!r} is not one of {', '.join(BACKENDS)}")
+    return backend
+
+
+def script_for(backend: str) -> str:
+    """The Python each probe process runs."""
+    return GLOO_CPU_SCRIPT if check_backend(backend) == "gloo-cpu" else SCRIPT
+
+
+def backend_of(entry: dict | None) -> str:
+    """A cached verdict's backend (verdicts from before backends existed were NCCL's)."""
+    return str((entry or {}).get("backend") or "nccl")
+
 
 #: Exit codes of a shell that found no program to run (127) or could not run it (126).
 MISSING_EXITS = (126, 127)
@@ -47,7 +120,7 @@ _PULL_WORDS = ("ImagePullBackOff", "ErrImagePull", "InvalidImageName", "image pu
 
 def verdict_of(result: dict) -> str:
     """The probe's verdict by cause, from a terminal status result: ok | hang/timeout | program-missing |
-    pull-failed | not-run | failed (the collective itself failed)."""
+    no-gpu (the NCCL probe found no CUDA GPU) | pull-failed | not-run | failed (the collective itself failed)."""
     if result["state"] == State.COMPLETE:
         return "ok"
     said = " ".join(str(result.get(k) or "") for k in ("message", "reason"))
@@ -59,6 +132,8 @@ def verdict_of(result: dict) -> str:
         return "hang/timeout"
     if result.get("exit_code") in MISSING_EXITS:
         return "program-missing"
+    if result.get("exit_code") == NO_GPU_EXIT and result.get("backend", "nccl") == "nccl":
+        return "no-gpu"
     return "failed"
 
 
@@ -72,6 +147,9 @@ def advice_for(verdict: str, *, helper: str, job_id: str, network_advice: str) -
         "pull-failed": (f"the probe's image could not be pulled (see {helper} status {job_id}): give it a pull "
                         f"secret (--ngc-pull-secret or --image-pull-secret on Kubernetes; enroot credentials on "
                         f"SLURM: {helper} enroot-credentials), {again}"),
+        "no-gpu": (f"PyTorch saw no CUDA GPU where the probe ran (see {helper} logs {job_id}): probe on GPU nodes "
+                   f"(--partition / --node-selector) with a CUDA PyTorch image, {again}; on a cluster without "
+                   f"GPUs, --backend gloo-cpu proves the network path between nodes (not NCCL over GPUs)"),
         "program-missing": (f"the probe's program was not found (exit 127: torchrun or python3 with PyTorch is not in "
                             f"the image or on the nodes; see {helper} logs {job_id}): probe with an image that has "
                             f"PyTorch (--image), {again}"),
@@ -97,24 +175,26 @@ def wait_terminal(platform_name: str, job_id: str, deadline_s: float, interval: 
 
 def run(platform_name: str, cluster: str, spec: dict, submit: Callable[[dict], str], *, nodes: int,
         gpus_per_node: int, timeout: int, helper: str, advice: str, force: bool = False, interval: float = 5.0,
-        max_wait: float | None = None) -> dict:
+        max_wait: float | None = None, backend: str = "nccl") -> dict:
     """Run (or reuse) the probe; returns {"verdict", "cached", "cluster", "job_id", "message", "advice", ...}.
 
     ``submit`` sends ``spec`` through the platform's ordinary submit and returns the job id;
     ``helper`` is the script name the advice tells the user to run again.
     """
     entry = cached(platform_name, cluster)
-    if fresh_ok(entry) and not force:
-        return {**entry, "cached": True, "cluster": cluster}
+    if fresh_ok(entry) and not force and backend_of(entry) == check_backend(backend):
+        return {**entry, "backend": backend, "proves": PROVES[backend], "cached": True, "cluster": cluster}
     job_id = submit(spec)
     result = wait_terminal(platform_name, job_id, max_wait if max_wait is not None else timeout + WAIT_SLACK_S,
                            interval)
-    verdict = verdict_of(result)
+    verdict = verdict_of({**result, "backend": backend})
     entry = {"verdict": verdict, "job_id": job_id, "state": result["state"], "exit_code": result.get("exit_code"),
              "message": result.get("message") or "", "nodes": nodes,
              "gpus_per_node": gpus_per_node, "image": spec.get("image"),
-             "nccl_env": spec.get("nccl_env") or {},
+             "nccl_env": spec.get("nccl_env") or {}, "backend": backend,
              "checked_at": datetime.now(timezone.utc).strftime(STAMP)}
+    if verdict == "ok":
+        entry["proves"] = PROVES[backend]
     save_verdict(platform_name, cluster, entry)
     note = advice_for(verdict, helper=helper, job_id=job_id, network_advice=advice)
     return {**entry, "cached": False, "cluster": cluster, "advice": note}
@@ -130,14 +210,15 @@ def report(out: dict, *, as_json: bool) -> int:
     elif ok:
         how = f"cached from {out['checked_at']} (job {out['job_id']}; --force re-probes)" if out["cached"] \
             else f"job {out['job_id']}"
-        print(f"nccl-probe ok on {out['cluster']}: {how}")
+        print(f"nccl-probe ok on {out['cluster']}: {how}; backend {out.get('backend') or 'nccl'} proves "
+              f"{PROVES[backend_of(out)]}")
     if not ok:
-        print(f"error: NCCL probe {out['verdict']} on {out['cluster']} (job {out['job_id']}, exit code "
+        print(f"error: NCCL probe ({backend_of(out)}) {out['verdict']} on {out['cluster']} (job {out['job_id']}, exit code "
               f"{out['exit_code']}): {out['advice']}", file=sys.stderr)
     return 0 if ok else 1
 
 
 #: The verdict cache and gate live in :mod:`taobank.nccl_verdicts`; named here too for the probe's callers.
-__all__ = ["SCRIPT", "TIMEOUT_EXIT", "WAIT_SLACK_S", "MISSING_EXITS", "verdict_of", "advice_for", "wait_terminal", "run", "report", "pins",
+__all__ = ["SCRIPT", "GLOO_CPU_SCRIPT", "BACKENDS", "PROVES", "script_for", "backend_of", "check_backend", "TIMEOUT_EXIT", "WAIT_SLACK_S", "MISSING_EXITS", "verdict_of", "advice_for", "wait_terminal", "run", "report", "pins",
            "CACHE_FILE", "STAMP", "age_days", "cache_path", "cached", "fresh_ok", "load_cache", "require_ok",
            "save_verdict"]

@@ -63,17 +63,33 @@ def fresh_ok(entry: dict | None, now: datetime | None = None) -> bool:
     return age is not None and age <= float(pins.resolve("nccl_probe.max_age_days"))
 
 
+#: What an ok verdict of each probe backend proves (the probe and the gate say it the same way).
+PROVES = {"nccl": "NCCL over GPUs: an all-reduce between the nodes' GPUs",
+          "gloo-cpu": "gloo on CPU: the network path between nodes; NCCL over GPUs not proven"}
+
+
+def proves(backend: str | None) -> str:
+    return PROVES.get(str(backend or "nccl"), f"backend {backend}")
+
+
 def require_ok(platform_name: str, cluster: str, *, helper: str, skip: bool) -> dict:
-    """The multi-node gate: an ``ok`` verdict cached for this cluster, or an explicit skip.
+    """The multi-node gate: an ``ok`` verdict cached for this cluster, of a backend that
+    ``nccl_probe.gate_accepts`` lists (nccl, and gloo-cpu: the network path only), or an explicit skip.
 
     Returns what the record keeps (``{"nccl_probe": "ok"|"skipped", ...}``); raises one line otherwise.
     """
     entry = cached(platform_name, cluster)
-    if fresh_ok(entry):
-        return {"nccl_probe": "ok", "nccl_probe_job": entry.get("job_id"), "nccl_probe_at": entry.get("checked_at")}
+    backend = str((entry or {}).get("backend") or "nccl")
+    accepted = [str(b) for b in pins.resolve("nccl_probe.gate_accepts")]
+    if fresh_ok(entry) and backend in accepted:
+        return {"nccl_probe": "ok", "nccl_probe_job": entry.get("job_id"), "nccl_probe_at": entry.get("checked_at"),
+                "nccl_probe_backend": backend}
     if skip:
         return {"nccl_probe": "skipped"}
-    if not entry:
+    if fresh_ok(entry):
+        seen = (f"the last ok probe used the {backend} backend (job {entry.get('job_id')}), which versions.yaml "
+                f"nccl_probe.gate_accepts ({', '.join(accepted)}) does not accept")
+    elif not entry:
         seen = "no probe has run"
     elif entry.get("verdict") == "ok":
         seen = (f"the last ok probe (job {entry.get('job_id')}, {entry.get('checked_at')}) is older than "

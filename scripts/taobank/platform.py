@@ -235,7 +235,8 @@ class Platform(ABC):
         if verdict:
             gate.lines.append("NCCL probe " + ("skipped (--skip-nccl-probe)" if verdict["nccl_probe"] == "skipped"
                                                else f"ok (job {verdict.get('nccl_probe_job')}, "
-                                                    f"{verdict.get('nccl_probe_at')})"))
+                                                    f"{verdict.get('nccl_probe_at')}; "
+                                                    f"{nccl_verdicts.proves(verdict.get('nccl_probe_backend'))})"))
             gate.backend.update(verdict)
         if rec is None:
             rec = records.open_record(self.name, plan.image, plan.network_arch, plan.action, plan.storage_tier,

@@ -404,6 +404,9 @@ def add_nccl_probe(sub: argparse._SubParsersAction, help: str) -> argparse.Argum
     p.add_argument("--nodes", type=int, default=2)
     p.add_argument("--gpus-per-node", type=int, default=1)
     p.add_argument("--image", help="default: versions.yaml images.nccl_probe")
+    p.add_argument("--backend", choices=["nccl", "gloo-cpu"], default="nccl",
+                   help="nccl (default): NCCL all-reduce over the GPUs; gloo-cpu: gloo over TCP on the CPU, one "
+                        "process per node: proves the network path between nodes, not NCCL over GPUs")
     p.add_argument("--timeout", type=int, default=300, help="seconds the all-reduce may take (coreutils timeout)")
     p.add_argument("--force", action="store_true", help="probe again even if an ok verdict is cached")
     p.add_argument("--interval", type=float, default=5.0, help="status poll interval")

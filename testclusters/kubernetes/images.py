@@ -204,3 +204,20 @@ def hanging_torchrun() -> Image:
     return Image(HANG_IMAGE, files={"/usr/local/bin/torchrun": HANGING_TORCHRUN}, debs=("coreutils", "dash"),
                  skip_debs=frozenset({"dpkg", "tar", "perl-base", "install-info", "debianutils"}),
                  links={"/bin/sh": "dash"})
+
+
+#: PyTorch on CPU (Debian's python3-torch: gloo, no CUDA) for ``nccl-probe --backend gloo-cpu`` on the real
+#: nodes. Large (about 1 GB unpacked: Debian's torch loads OpenCV, Qt, GDAL ... on import): built once per
+#: version and cached like every image here, imported into the nodes only when a test needs it
+#: (:func:`testclusters.kubernetes.torch_image.ensure`). /bin/sh is dash and ``timeout`` GNU's, as in the
+#: real PyTorch image. The BLAS/LAPACK names are Debian alternatives (made by maintainer scripts, which
+#: never run here): linked by hand.
+TORCH_CPU_REPO = "tao-local.test/torch-cpu"
+_TORCH_SKIP = frozenset({"dpkg", "install-info", "perl", "perl-base", "perl-modules-5.36", "libperl5.36"})
+_MULTIARCH = "/usr/lib/x86_64-linux-gnu"
+
+
+def torch_cpu(version: str) -> Image:
+    return Image(f"{TORCH_CPU_REPO}:{version}", debs=("python3-torch", "coreutils", "dash"), skip_debs=_TORCH_SKIP,
+                 links={"/bin/sh": "dash", f"{_MULTIARCH}/libblas.so.3": "blas/libblas.so.3",
+                        f"{_MULTIARCH}/liblapack.so.3": "lapack/liblapack.so.3"})

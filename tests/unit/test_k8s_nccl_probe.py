@@ -27,9 +27,10 @@ def test_probe_script_is_valid_python_even_after_shell_quoting():
 
 def test_probe_command_runs_the_script_under_timeout_with_the_rendezvous_env():
     cmd = nccl_probe.probe_command(90)
-    argv = shlex.split(cmd)  # sh -c word splitting: the script survives quoting byte for byte
+    assert cmd.startswith(core.gpu_precheck())  # no PyTorch: 127; no CUDA GPU: exit 3 (verdict no-gpu)
+    argv = shlex.split(cmd[len(core.gpu_precheck()):])  # sh -c word splitting: the script survives byte for byte
     assert argv[:4] == ["timeout", "-k", "10", "90"]
-    assert argv[4] == "torchrun" and "--no-python" in argv
+    assert argv[4] == "torchrun" and "--no_python" in argv  # underscore options: every torchrun release
     assert argv[-3:-1] == ["python3", "-c"] and argv[-1] == core.SCRIPT
     for var in ("NNODES", "NPROC_PER_NODE", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT"):
         assert f'"${var}"' in cmd
@@ -97,3 +98,20 @@ def test_probe_spec_with_an_existing_pull_secret_renders_image_pull_secrets():
     objs = render.render_manifests(spec, job_id="p-1", namespace="ns", name="p-1")
     (job,) = [o for o in objs if o["kind"] == "Job"]
     assert job["spec"]["template"]["spec"]["imagePullSecrets"] == [{"name": "site-pull"}]
+
+
+def test_gloo_cpu_probe_runs_one_python_per_pod_one_pod_per_node_and_asks_for_no_gpu():
+    from taobank.kubernetes import render
+
+    cmd = nccl_probe.probe_command(90, "gloo-cpu")
+    argv = shlex.split(cmd)
+    assert argv[:6] == ["timeout", "-k", "10", "90", "python3", "-c"] and argv[6] == core.GLOO_CPU_SCRIPT
+    spec = nccl_probe.build_spec(nodes=2, gpus=1, image="img:1", timeout=60, backend="gloo-cpu")
+    assert spec["gpus"] == 0 and spec["one_pod_per_node"] is True
+    objs = render.render_manifests(spec, job_id="probe-1", namespace="ns")
+    pod = render.find(objs, "Job")["spec"]["template"]["spec"]
+    assert pod["affinity"] == {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"tao-job-id": "probe-1"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    assert "nvidia.com/gpu" not in str(pod["containers"][0].get("resources"))
+    plain = render.render_manifests({**spec, "one_pod_per_node": False}, job_id="probe-1", namespace="ns")
+    assert "affinity" not in render.find(plain, "Job")["spec"]["template"]["spec"]

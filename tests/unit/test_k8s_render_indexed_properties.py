@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from taobank.kubernetes import render
 from taobank.kubernetes.render import RENDEZVOUS_ENV, find, render_manifests
+from taobank.redact import is_credential_name
 from taobank.render import dump_yaml
 
 HOSTILE = ['"', "'", "\n", "\b", "\\b", "{{ x }}", "{% if %}", "a: b", "- x", '{"a": 1}', "$(id)", "`id`",
@@ -15,13 +16,15 @@ HOSTILE = ['"', "'", "\n", "\b", "\\b", "{{ x }}", "{% if %}", "a: b", "- x", '{
 text = st.one_of(st.sampled_from(HOSTILE), st.text(max_size=30),
                  st.lists(st.sampled_from(HOSTILE), min_size=1, max_size=4).map("".join))
 env_key = st.from_regex(r"[A-Z][A-Z0-9_]{0,10}", fullmatch=True).filter(
-    lambda k: k not in RENDEZVOUS_ENV and k not in render.RESERVED_ENV and not k.startswith("NCCL_"))
+    lambda k: k not in RENDEZVOUS_ENV and k not in render.RESERVED_ENV and not k.startswith("NCCL_")
+    and not is_credential_name(k))  # credential names are refused as plain env (they go as secrets)
 JOB_ID = "dino-train-0a1b2c3d"
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(image=text.filter(bool), command=text, env=st.dictionaries(env_key, text, max_size=3),
-       nccl=st.dictionaries(st.from_regex(r"NCCL_[A-Z]{1,8}", fullmatch=True), text, max_size=2),
+       nccl=st.dictionaries(st.from_regex(r"NCCL_[A-Z]{1,8}", fullmatch=True).filter(lambda k: not is_credential_name(k)),
+                            text, max_size=2),
        annotations=st.dictionaries(text.filter(bool), text, max_size=2),
        nodes=st.integers(min_value=2, max_value=5), gpus=st.integers(min_value=0, max_value=8))
 def test_indexed_job_values_land_verbatim(image, command, env, nccl, annotations, nodes, gpus):

@@ -74,7 +74,7 @@ def test_gate_passes_on_a_cached_ok_for_this_cluster_only(state_dir):
     now = _stamp(datetime.now(timezone.utc))
     nccl_probe.save_verdict("slurm", "login@site", {"verdict": "ok", "job_id": "j1", "checked_at": now})
     assert nccl_probe.require_ok("slurm", "login@site", helper="tao_slurm.py", skip=False) == {
-        "nccl_probe": "ok", "nccl_probe_job": "j1", "nccl_probe_at": now}
+        "nccl_probe": "ok", "nccl_probe_job": "j1", "nccl_probe_at": now, "nccl_probe_backend": "nccl"}
     with pytest.raises(TaoError, match="no probe has run: run `tao_k8s.py nccl-probe` first"):
         nccl_probe.require_ok("kubernetes", "login@site", helper="tao_k8s.py", skip=False)
     with pytest.raises(TaoError, match="no probe has run"):
@@ -92,9 +92,66 @@ def test_gate_refuses_a_bad_verdict_unless_skipped_knowingly(state_dir, verdict)
 def test_report_prints_one_line_and_exits_0_only_for_ok(capsys):
     ok = {"verdict": "ok", "cached": True, "checked_at": "2026-12-01T00:00:00Z", "job_id": "p-1", "cluster": "c@s"}
     assert nccl_probe.report(ok, as_json=False) == 0
-    assert capsys.readouterr().out == "nccl-probe ok on c@s: cached from 2026-12-01T00:00:00Z (job p-1; --force re-probes)\n"
+    assert capsys.readouterr().out == ("nccl-probe ok on c@s: cached from 2026-12-01T00:00:00Z (job p-1; --force "
+                                       "re-probes); backend nccl proves NCCL over GPUs: an all-reduce between the "
+                                       "nodes' GPUs\n")
     bad = {"verdict": "failed", "cached": False, "job_id": "p-2", "cluster": "c@s", "exit_code": 1, "advice": "fix it"}
     assert nccl_probe.report(bad, as_json=True) == 1
     out = capsys.readouterr()
     assert json.loads(out.out)["verdict"] == "failed"
-    assert out.err == "error: NCCL probe failed on c@s (job p-2, exit code 1): fix it\n"
+    assert out.err == "error: NCCL probe (nccl) failed on c@s (job p-2, exit code 1): fix it\n"
+
+
+# ------------------------------------------------------------------ backends: nccl (default) and gloo-cpu
+def test_a_gloo_verdict_passes_the_gate_and_says_nccl_over_gpus_was_not_proven(state_dir):
+    now = _stamp(datetime.now(timezone.utc))
+    nccl_probe.save_verdict("slurm", "c@s", {"verdict": "ok", "job_id": "g1", "checked_at": now, "backend": "gloo-cpu"})
+    got = nccl_probe.require_ok("slurm", "c@s", helper="tao_slurm.py", skip=False)
+    assert got["nccl_probe"] == "ok" and got["nccl_probe_backend"] == "gloo-cpu"
+    assert nccl_probe.nccl_verdicts.proves("gloo-cpu") == \
+        "gloo on CPU: the network path between nodes; NCCL over GPUs not proven"
+
+
+def test_a_site_that_accepts_only_nccl_refuses_a_gloo_verdict(state_dir, monkeypatch):
+    now = _stamp(datetime.now(timezone.utc))
+    nccl_probe.save_verdict("slurm", "c@s", {"verdict": "ok", "job_id": "g1", "checked_at": now, "backend": "gloo-cpu"})
+    real = nccl_probe.pins.resolve
+    monkeypatch.setattr(nccl_probe.pins, "resolve", lambda k: ["nccl"] if k == "nccl_probe.gate_accepts" else real(k))
+    with pytest.raises(TaoError, match="used the gloo-cpu backend .*gate_accepts \\(nccl\\) does not accept"):
+        nccl_probe.require_ok("slurm", "c@s", helper="tao_slurm.py", skip=False)
+
+
+def test_a_cached_verdict_of_another_backend_is_not_reused(state_dir):
+    now = _stamp(datetime.now(timezone.utc))
+    nccl_probe.save_verdict("slurm", "c@s", {"verdict": "ok", "job_id": "g1", "checked_at": now, "backend": "gloo-cpu"})
+    submitted = []
+    views = iter([])  # noqa: F841
+
+    def submit(spec):
+        submitted.append(spec)
+        raise TaoError("submitted")
+
+    with pytest.raises(TaoError, match="submitted"):  # an NCCL probe runs: the gloo verdict proves less
+        nccl_probe.run("slurm", "c@s", {}, submit, nodes=2, gpus_per_node=1, timeout=5, helper="h", advice="a")
+    out = nccl_probe.run("slurm", "c@s", {}, submit, nodes=2, gpus_per_node=1, timeout=5, helper="h", advice="a",
+                         backend="gloo-cpu")
+    assert out["cached"] and out["backend"] == "gloo-cpu" and len(submitted) == 1
+
+
+def test_no_gpu_is_its_own_verdict_with_advice_naming_gloo():
+    res = {"state": "ERROR", "exit_code": nccl_probe.NO_GPU_EXIT, "backend": "nccl", "message": "exit 3"}
+    assert nccl_probe.verdict_of(res) == "no-gpu"
+    advice = nccl_probe.advice_for("no-gpu", helper="tao_slurm.py", job_id="p", network_advice="NCCL_X")
+    assert "--backend gloo-cpu" in advice and "NCCL_X" not in advice
+    assert nccl_probe.verdict_of({**res, "backend": "gloo-cpu"}) == "failed"
+
+
+def test_gloo_script_runs_the_same_check_on_cpu_and_the_nccl_one_checks_for_a_gpu_first():
+    s = nccl_probe.script_for("gloo-cpu")
+    assert 'dist.init_process_group("gloo", init_method=f"tcp://{addr}:{port}"' in s and "cuda" not in s
+    assert "dist.all_reduce(t)" in s and "ok = int(t.item()) == world" in s and "sys.exit(127)" in s
+    assert nccl_probe.script_for("nccl") == nccl_probe.SCRIPT
+    pre = nccl_probe.gpu_precheck()
+    assert pre.startswith("if command -v python3 >/dev/null 2>&1; then python3 -c ") and "|| exit $?; fi; " in pre
+    with pytest.raises(TaoError, match="not one of nccl, gloo-cpu"):
+        nccl_probe.script_for("mpi")

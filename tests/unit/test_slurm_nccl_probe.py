@@ -90,3 +90,19 @@ def test_any_nodes_by_gpus_per_node_resolves_to_exactly_that(nodes, gpus):
     res = resources.resolve(build_spec(nodes=nodes, gpus=gpus, image=None, timeout=60, partition="gpu"), {})
     assert (res.nodes, res.gpus_per_node) == (nodes, gpus)
     assert res.exclusive == (gpus >= int(resources.defaults()["max_num_gpus_per_node"]))
+
+
+def test_gloo_cpu_probe_asks_for_no_gpu_and_runs_one_python_per_node():
+    spec = nccl_probe.build_spec(nodes=2, gpus=1, image=None, timeout=60, backend="gloo-cpu")
+    assert spec["num_gpus"] == 0 and spec["num_nodes"] == 2 and spec["mem"] == core.pins.resolve("nccl_probe.slurm_mem")
+    assert spec["command"].startswith("timeout -k 10 60 python3 -c ") and "torchrun" not in spec["command"]
+    from taobank.slurm import resources
+
+    res = resources.resolve(spec, {})
+    assert (res.nodes, res.gpus_per_node) == (2, 0)
+    nccl = nccl_probe.build_spec(nodes=2, gpus=1, image=None, timeout=60)
+    # the NCCL probe checks for PyTorch and a GPU before torchrun; torchrun's underscore options (every release)
+    assert nccl["command"].startswith(core.gpu_precheck()) and "--nproc_per_node=" in nccl["command"]
+    with pytest.raises(TaoError, match="NCCL needs a GPU"):
+        nccl_probe.build_spec(nodes=2, gpus=0, image=None, timeout=60)
+    assert nccl_probe.build_spec(nodes=2, gpus=0, image=None, timeout=60, backend="gloo-cpu")["num_gpus"] == 0

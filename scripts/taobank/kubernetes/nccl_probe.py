@@ -20,28 +20,38 @@ ADVICE = ("set TAO_K8S_NCCL_ENV to a file of NCCL_*=value lines for this cluster
           "NCCL_IB_HCA, ...) and re-probe: tao_k8s.py nccl-probe --force")
 
 
-def probe_command(timeout: int) -> str:
-    """Shell text for ``/bin/sh -c``: torchrun (one process per GPU) under ``timeout``.
+def probe_command(timeout: int, backend: str = "nccl") -> str:
+    """Shell text for ``/bin/sh -c`` under ``timeout``: nccl, torchrun (one process per GPU; underscore
+    options, which every torchrun release reads) after the GPU check; gloo-cpu, one python3 per pod.
     The rendezvous variables come from the pod env the bank sets for multi-node jobs."""
     if int(timeout) < 1:
         raise UsageError("--timeout must be at least 1 second")
-    return (f"timeout -k 10 {int(timeout)} torchrun --nnodes=\"$NNODES\" --nproc-per-node=\"$NPROC_PER_NODE\" "
-            "--node-rank=\"$NODE_RANK\" --master-addr=\"$MASTER_ADDR\" --master-port=\"$MASTER_PORT\" "
-            f"--no-python python3 -c {shlex.quote(core.SCRIPT)}")
+    script = shlex.quote(core.script_for(backend))
+    if backend == "gloo-cpu":
+        return f"timeout -k 10 {int(timeout)} python3 -c {script}"
+    return (core.gpu_precheck() + f"timeout -k 10 {int(timeout)} torchrun --nnodes=\"$NNODES\" "
+            "--nproc_per_node=\"$NPROC_PER_NODE\" --node_rank=\"$NODE_RANK\" --master_addr=\"$MASTER_ADDR\" "
+            f"--master_port=\"$MASTER_PORT\" --no_python python3 -c {script}")
 
 
 def build_spec(*, nodes: int, gpus: int, image: str | None, timeout: int,
                pod_annotations: list[str] | None = None, node_selector: list[str] | None = None,
-               image_pull_secret: str | None = None) -> dict:
-    """The probe's job spec, finished as every submit's spec is (TAO_K8S_NCCL_ENV applies)."""
+               image_pull_secret: str | None = None, backend: str = "nccl") -> dict:
+    """The probe's job spec, finished as every submit's spec is (TAO_K8S_NCCL_ENV applies). Its pods go one
+    per node (a required pod anti-affinity): two ranks on one node would prove nothing about the path between
+    nodes. gloo-cpu asks for no GPU."""
     from ..cli import parse_kv
     from .specargs import finish
 
+    core.check_backend(backend)
     if nodes < 2:
         raise UsageError("--nodes must be at least 2: the probe tests traffic between nodes")
-    if gpus < 1:
+    if gpus < 1 and backend == "nccl":
         raise UsageError("--gpus-per-node must be at least 1: NCCL needs a GPU per process")
-    spec: dict = {"image": image or pins.resolve("images.nccl_probe"), "command": probe_command(timeout),
+    if backend == "gloo-cpu":
+        gpus = 0
+    spec: dict = {"image": image or pins.resolve("images.nccl_probe"), "command": probe_command(timeout, backend),
+                  "one_pod_per_node": True,
                   "network_arch": "nccl-probe", "action": "probe", "no_results": True, "nodes": nodes, "gpus": gpus,
                   # the cluster stops it even if nobody waits
                   "active_deadline_seconds": int(timeout) + core.WAIT_SLACK_S}
@@ -57,15 +67,15 @@ def build_spec(*, nodes: int, gpus: int, image: str | None, timeout: int,
 def probe(*, kube: Kubectl, nodes: int = 2, gpus: int = 1, image: str | None = None, timeout: int = 300,
           force: bool = False, interval: float = 5.0, pod_annotations: list[str] | None = None,
           node_selector: list[str] | None = None, max_wait: float | None = None,
-          ngc_pull_secret: bool = False, image_pull_secret: str | None = None) -> dict:
+          ngc_pull_secret: bool = False, image_pull_secret: str | None = None, backend: str = "nccl") -> dict:
     """Run (or reuse) the probe; returns {"verdict", "cached", "cluster", "job_id", "message", ...}.
     The probe image (nvcr.io) may need a pull secret as any job's: ``ngc_pull_secret`` makes the per-job
     one from $NGC_KEY, ``image_pull_secret`` names one already in the namespace."""
     spec = build_spec(nodes=nodes, gpus=gpus, image=image, timeout=timeout, pod_annotations=pod_annotations,
-                      node_selector=node_selector, image_pull_secret=image_pull_secret)
+                      node_selector=node_selector, image_pull_secret=image_pull_secret, backend=backend)
     adapter = platform.get("kubernetes")
     opts = SubmitOptions(probe=True, namespace=kube.namespace, context=kube.context or None,
                          ngc_pull_secret=ngc_pull_secret)
     return core.run(adapter.name, kube.cluster_key(), spec, lambda s: adapter.submit(s, opts).id,
-                    nodes=nodes, gpus_per_node=gpus, timeout=timeout, helper=HELPER, advice=ADVICE, force=force, interval=interval,
-                    max_wait=max_wait)
+                    nodes=nodes, gpus_per_node=0 if backend == "gloo-cpu" else gpus, timeout=timeout, helper=HELPER, advice=ADVICE, force=force, interval=interval,
+                    max_wait=max_wait, backend=backend)

@@ -400,6 +400,10 @@ def build_context(
         "image_pull_secrets": pulls or None,
         "node_selector": spec.get("node_selector") or None,
         "tolerations": spec.get("tolerations") or None,
+        # one pod per node (the NCCL probe): pods of this job repel each other on a node
+        "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {JOB_LABEL: job_id}}, "topologyKey": "kubernetes.io/hostname"}]}}
+        if spec.get("one_pod_per_node") and nodes > 1 else None,
         "share_process_namespace": tier == "C",
         "init_containers": init_containers or None,
         "containers": [main, *extra_containers],

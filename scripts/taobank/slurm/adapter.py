@@ -45,6 +45,8 @@ class Slurm(Platform):
         sections = {f"{d}/main.out": out["main.out"], f"{d}/main.err": out["main.err"]}
         if out.get("convert_log"):  # the image conversion job it waited for
             sections = {out["convert_log"]: out["convert"], **sections}
+        if out.get("prefetch_log"):  # the CPU-only prefetch job it waited for
+            sections = {out["prefetch_log"]: out["prefetch"], **sections}
         return Logs(rec["id"], sections)
 
     def follow_logs(self, rec: dict, *, tail: int | None, emit: Callable[[str, str], None]) -> int:

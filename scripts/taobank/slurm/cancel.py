@@ -8,7 +8,7 @@ from ..states import State
 from .. import platform, records, states
 from ..errors import TaoError
 from ..run import last_line
-from . import facts, remote, storage, submit
+from . import facts, prefetch, remote, storage, submit
 from .ssh import Connection
 
 
@@ -26,6 +26,8 @@ def cancel(job_id: str, *, conn: Connection | None = None) -> dict:
     msg = "cancelled before it reached SLURM"
     if b.get("convert_job_id"):  # the image conversion it waits for: a finished one answers "already completed"
         conn.remote(["scancel", b["convert_job_id"]], check=False, what="scancel (image conversion)")
+    if b.get("prefetch_job_id"):  # the CPU-only prefetch it waits for
+        conn.remote(["scancel", b["prefetch_job_id"]], check=False, what="scancel (prefetch)")
     if jid:
         res = conn.remote(["scancel", jid], check=False, what="scancel")
         if res.ok:
@@ -39,10 +41,13 @@ def cancel(job_id: str, *, conn: Connection | None = None) -> dict:
         conn.script(remote.CANCEL_NAME, [b.get("job_name") or job_id], check=False, what="scancel --name")
     # the job is stopped: the record says so first (the backend state must not stay RUNNING either)
     rec = records.mark(job_id, State.CANCELED, message=msg, backend={"slurm_state": "CANCELLED"} if jid else None)
-    if b.get("staged_secrets") and facts.job_dir_of(b):
-        creds = posixpath.join(facts.job_dir_of(b), storage.CREDS_FILE)
+    staged = [f for f, on in ((storage.CREDS_FILE, b.get("staged_secrets")),
+                              (prefetch.CREDS_FILE, b.get("staged_prefetch_secrets"))) if on]
+    if staged and facts.job_dir_of(b):
+        paths = [posixpath.join(facts.job_dir_of(b), f) for f in staged]
+        creds = " ".join(paths)
         try:
-            conn.script(remote.REMOVE, [creds], what="remove credentials")
+            conn.script(remote.REMOVE, paths, what="remove credentials")
         except TaoError as exc:
             rec = {**rec, "message": f"{msg}; the staged credentials {creds} could not be removed ({exc}): "
                                      "delete that file on the cluster by hand"}

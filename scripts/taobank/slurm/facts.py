@@ -23,7 +23,9 @@ def max_retries() -> int:
 
 
 #: The kind of every SLURM backend value that reaches a remote command line.
-BACKEND_KINDS = {"slurm_job_id": "slurm_id", "array_job_id": "number", "convert_job_id": "number", "convert_log": "abspath", "job_dir": "abspath", "staged_dir": "abspath", "log_dir": "abspath",
+BACKEND_KINDS = {"slurm_job_id": "slurm_id", "array_job_id": "number", "convert_job_id": "number", "convert_log": "abspath",
+                 "prefetch_job_id": "number", "prefetch_log": "abspath", "prefetch_script": "abspath",
+                 "job_dir": "abspath", "staged_dir": "abspath", "log_dir": "abspath",
                  "script": "abspath", "results_dir": "abspath", "job_name": "dns1123"}
 
 

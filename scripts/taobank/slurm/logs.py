@@ -26,6 +26,11 @@ def logs(job_id: str, *, lines: int = 200, conn: Connection | None = None) -> di
                                       what="conversion log").stdout, "@@file ")
         text = tails.get(b["convert_log"], "")
         out.update(convert_log=b["convert_log"], convert="".join(text.splitlines(keepends=True)[-int(lines):]))
+    if b.get("prefetch_log"):
+        tails = observe.sections(conn.script(remote.TAIL_FILES, [str(int(lines) * 200), b["prefetch_log"]],
+                                      what="prefetch log").stdout, "@@file ")
+        text = tails.get(b["prefetch_log"], "")
+        out.update(prefetch_log=b["prefetch_log"], prefetch="".join(text.splitlines(keepends=True)[-int(lines):]))
     return out
 
 

@@ -10,7 +10,7 @@ from ..states import State
 from .. import platform, records, states, training
 from ..contract import Observation
 from ..errors import TaoError
-from . import facts, remote, status as st, storage, submit
+from . import facts, prefetch, remote, status as st, storage, submit
 from .ssh import Connection
 
 
@@ -76,8 +76,9 @@ def sweep(conn: Connection, recs: list[dict]) -> dict[str, Observation]:
             continue  # a damaged record is left as it is; it never hides the others (status of it alone says why)
     if not live:
         return {}
-    ids = ",".join(sorted({j for r in live for j in (r["backend"]["slurm_job_id"], r["backend"].get("convert_job_id"))
-                           if j}, key=lambda j: tuple(int(x) for x in j.split("_"))))
+    ids = ",".join(sorted({j for r in live for j in (r["backend"]["slurm_job_id"], r["backend"].get("convert_job_id"),
+                                                     r["backend"].get("prefetch_job_id")) if j},
+                          key=lambda j: tuple(int(x) for x in j.split("_"))))
     files = [m for r in live for m in (_marker_path(r["backend"]), *_status_paths(r), _retries_path(r["backend"]))
              if m]
     res = conn.script(remote.SWEEP, [ids] + files, what="squeue/sacct", retry_on_drop=True)
@@ -107,6 +108,9 @@ def sweep(conn: Connection, recs: list[dict]) -> dict[str, Observation]:
         if cid:
             v = st.with_conversion(v, squeue.get(cid) or sacct.get(cid), cid,
                                    log_tail=log)
+        pid = b.get("prefetch_job_id")
+        if pid and not v.extra.get("convert_log"):
+            v = st.with_prefetch(v, squeue.get(pid) or sacct.get(pid), pid, log_tail=log)
         folder = b.get("results_dir")
         # the sweep prints an empty section for a file that does not exist: only files with lines count
         texts = {path[len(folder) + 1:]: marks[path] for path in _status_paths(r)
@@ -120,6 +124,8 @@ def sweep(conn: Connection, recs: list[dict]) -> dict[str, Observation]:
         b = r["backend"]
         if v.extra.get("convert_log"):
             return [b["convert_log"]] if b.get("convert_log") else []
+        if v.extra.get("prefetch_log"):
+            return [b["prefetch_log"]] if b.get("prefetch_log") else []
         return [posixpath.join(b["log_dir"], "main.err"), posixpath.join(b["log_dir"], "main.out")] \
             if b.get("log_dir") else []
 
@@ -216,6 +222,8 @@ def refresh(recs: list[dict], *, conn: Connection | None = None, retry: bool = T
         folder = facts.job_dir_of(facts.backend_of(r))
         if new_state in states.TERMINAL and r["backend"].get("staged_secrets") and not chain_continues and folder:
             cleanup.append(posixpath.join(folder, storage.CREDS_FILE))
+        if new_state in states.TERMINAL and r["backend"].get("staged_prefetch_secrets") and folder:
+            cleanup.append(posixpath.join(folder, prefetch.CREDS_FILE))  # a prefetch that never ran left it
     if cleanup:
         conn.script(remote.REMOVE, cleanup, what="remove credentials")
     return list(out.values())

@@ -65,6 +65,10 @@ done
 #: the caller has the id; released at once. A held submit skips sbatch's
 #: node-configuration check (it would sit PENDING with BadConstraints), so
 #: ``--test-only`` runs first and its definite refusals stop the submit.
+#: $5 (optional) the prefetch job's script (:mod:`taobank.slurm.prefetch`): sbatched held first (a held
+#: one of the same name left by a lost answer is cancelled), the training job waits for it too (afterok),
+#: it is released after the training job, and its id is printed as ``@@prefetch ID`` before the job's id;
+#: a refused training sbatch cancels it. Same one remote command.
 SBATCH = r'''
 if ! t=$(sbatch --test-only --job-name="$3" "$1" 2>&1); then
   case $t in
@@ -72,14 +76,24 @@ if ! t=$(sbatch --test-only --job-name="$3" "$1" 2>&1); then
       echo "$t" >&2; exit 3;;
   esac
 fi
-if [ -n "$4" ]; then dep="--dependency=afterok:$4"; else dep="--kill-on-invalid-dep=yes"; fi
-out=$(sbatch --parsable --hold --kill-on-invalid-dep=yes "$dep" --job-name="$3" "$1") || exit 3
+pre=""
+if [ -n "${5:-}" ]; then
+  scancel --name="$3-prefetch" --user="$(id -un)" --state=PENDING >/dev/null 2>&1 || true
+  out=$(sbatch --parsable --hold --job-name="$3-prefetch" "$5") || exit 3
+  pre=${out%%;*}
+  case $pre in ''|*[!0-9]*) echo "unexpected sbatch answer (prefetch): $out" >&2; exit 4;; esac
+fi
+deps=$4
+if [ -n "$pre" ]; then deps=${deps:+$deps:}$pre; fi
+if [ -n "$deps" ]; then dep="--dependency=afterok:$deps"; else dep="--kill-on-invalid-dep=yes"; fi
+out=$(sbatch --parsable --hold --kill-on-invalid-dep=yes "$dep" --job-name="$3" "$1") || { [ -z "$pre" ] || scancel "$pre"; exit 3; }
 jid=${out%%;*}
 case $jid in ''|*[!0-9]*) echo "unexpected sbatch answer: $out" >&2; exit 4;; esac
-if ! mkdir -p -- "$2/$3-$jid"; then scancel "$jid"; echo "cannot create $2/$3-$jid" >&2; exit 5; fi
-scontrol release "$jid" || { scancel "$jid"; exit 6; }
-# the conversion was submitted held: it starts only now that the job waiting for it exists
+if ! mkdir -p -- "$2/$3-$jid"; then scancel "$jid" $pre; echo "cannot create $2/$3-$jid" >&2; exit 5; fi
+scontrol release "$jid" || { scancel "$jid" $pre; exit 6; }
+# the conversion (and prefetch) were submitted held: they start only now that the job waiting for them exists
 if [ -n "$4" ]; then scontrol release "$4" >/dev/null 2>&1 || true; fi
+if [ -n "$pre" ]; then scontrol release "$pre" >/dev/null 2>&1 || true; echo "@@prefetch $pre"; fi
 echo "$jid"
 '''
 
@@ -101,9 +115,12 @@ sacct -n -X -P -o JobIDRaw,JobName,State,ExitCode --name="$1" -S now-14days 2>/d
 true
 '''
 
-#: Adopt a found job: $1 id, $2 log root, $3 name, $4 the held conversion job to release ("" = none).
+#: Adopt a found job: $1 id, $2 log root, $3 name, $4 the held conversion job to release ("" = none),
+#: $5 (optional) "prefetch": also release the held prefetch job of the name and print ``@@prefetch ID``.
 ADOPT = ('mkdir -p -- "$2/$3-$1" && { scontrol release "$1" >/dev/null 2>&1; '
-         'if [ -n "$4" ]; then scontrol release "$4" >/dev/null 2>&1; fi; true; }')
+         'if [ -n "$4" ]; then scontrol release "$4" >/dev/null 2>&1; fi; '
+         'if [ -n "${5:-}" ]; then for p in $(squeue -h -o %i --name="$3-prefetch" 2>/dev/null); do '
+         'scontrol release "$p" >/dev/null 2>&1; echo "@@prefetch $p"; done; fi; true; }')
 
 #: One sweep: $1 comma list of ids, then small files (exit markers, TAO status.json: their last 64 KiB).
 #: Exactly one squeue and one sacct; array tasks (sweep trials) are one line each, as ``<array id>_<task>``.

@@ -42,6 +42,12 @@ def spec_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--walltime-margin", type=int, metavar="SECONDS", dest="walltime_margin_seconds",
                         help="wall-time chain: USR1 this long before the wall time (default: versions.yaml "
                              "slurm.defaults.walltime_margin_seconds)")
+    parser.add_argument("--prefetch", action="append", metavar="SOURCE=DEST",
+                        help="small input fetched by a CPU-only job before training (repeat): s3://bucket/key, "
+                             "hf://org/repo[/file][@rev] or ngc://org/[team/]model:version into <job_dir>/prefetch/"
+                             "DEST; the command names it {prefetch}/DEST (see references/prefetch.md)")
+    parser.add_argument("--prefetch-max-bytes", type=int, metavar="N",
+                        help="cap on all prefetches of the job (default versions.yaml slurm.uploads.max_prefetch_bytes)")
 
 
 def spec_from_args(args: argparse.Namespace) -> dict:
@@ -69,6 +75,13 @@ def spec_from_args(args: argparse.Namespace) -> dict:
     jobflags.apply(spec, args, "slurm")
     if args.no_requeue:
         spec["use_requeue"] = False
+    for item in args.prefetch or []:
+        from .prefetch import parse_item
+
+        dest, source = parse_item(item)
+        spec["prefetch"] = {**(spec.get("prefetch") or {}), dest: source}
+    if args.prefetch_max_bytes is not None:
+        spec["prefetch_max_bytes"] = args.prefetch_max_bytes
     if args.dataset_root or args.require:
         ds = dict(spec.get("dataset") or {})
         if args.dataset_root:

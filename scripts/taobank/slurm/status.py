@@ -333,6 +333,32 @@ def with_conversion(v: Observation, conv: Mapping[str, str] | None, convert_id: 
                    v.observed, err_class="ERR_PROGRAM")
 
 
+def with_prefetch(v: Observation, pre: Mapping[str, str] | None, prefetch_id: str, *,
+                  log_tail: str | None = None) -> Observation:
+    """The training job's verdict, seen through the CPU-only prefetch job it depends on
+    (:mod:`taobank.slurm.prefetch`): waiting while it runs; ERROR with its log's last lines when it failed
+    (over the cap, a missing object, no access): SLURM cancels the training job (``--kill-on-invalid-dep``),
+    or leaves it PENDING with reason DependencyNeverSatisfied; either way it never started."""
+    if pre is None or not pre.get("state"):
+        return v
+    pstate = pre["state"]
+    if v.state in (State.RUNNING, State.COMPLETE, State.ERROR) or pstate == "COMPLETED":
+        return v
+    if pstate in PENDING_STATES | RUNNING_STATES:
+        if v.state == State.PENDING:
+            return verdict(State.PENDING, f"waiting for prefetch job {prefetch_id} ({pstate.lower()}, CPU only)",
+                           v.observed, extra=v.extra)
+        return v
+    head = f"prefetch job {prefetch_id} ended {pstate}{_exit_text(pre.get('exit_code'))}"
+    if log_tail is None:
+        return verdict(State.ERROR, head, v.observed, err_class="ERR_PROGRAM", needs_log=True,
+                       extra={"prefetch_log": True})
+    said = [ln.strip() for ln in log_tail.splitlines() if ln.strip().startswith("tao: prefetch failed")]
+    why = said[-1].removeprefix("tao: ") if said else _last_lines(log_tail).replace("the conversion log", "the prefetch log")
+    return verdict(State.ERROR, f"{head}: {why}" + ("" if said else "; the training job never started"),
+                   v.observed, err_class="ERR_PROGRAM")
+
+
 def follow_retries(text: str | None, jid: str) -> dict[str, Any] | None:
     """The last hop from ``jid`` in a job folder's ``meta/retries.jsonl`` (the job resubmitted itself), else None."""
     hops: dict[str, dict[str, Any]] = {}

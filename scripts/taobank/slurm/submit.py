@@ -20,7 +20,7 @@ from ..contract import Gate, Launch, Plan, SubmitOptions
 from ..envfile import check_secret_name
 from ..errors import SubmitUncertain, TaoError
 from ..run import last_line
-from . import chain, cmdpaths, facts, images, mounts, remote, render, resources, spec as specmod, status as st, storage, uploads
+from . import chain, cmdpaths, facts, images, mounts, prefetch, remote, render, resources, spec as specmod, status as st, storage, uploads
 from .ssh import Connection
 
 
@@ -43,6 +43,11 @@ def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None, *, need_
     base = storage.base_dir(spec, env)
     spec_files = uploads.collect(spec.get("spec_files") or {}, what="spec_files")
     uploads.substitute(argv, "/", [u.name for u in spec_files])  # a {specs}/X naming no file fails here, early
+    pre = prefetch.collect(spec)
+    if not pre and any(prefetch.PLACEHOLDER in a for a in argv):
+        raise TaoError(f"the command names {prefetch.PLACEHOLDER} but the job has no prefetch: add --prefetch SOURCE=DEST")
+    pre_secrets = prefetch.secrets_for(pre, env, need_values=need_secrets)
+    prefetch.plain_env(pre, env)  # a bad S3_ENDPOINT_URL fails here, early
     mount_list, given = "", []
     if runtime == "pyxis":
         extra = mounts.parse(spec.get("container_mounts") or resources.defaults()["container_mounts"])
@@ -69,6 +74,7 @@ def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None, *, need_
         "env": env_vars, "nccl_env": nccl_env,
         "secrets": secret_values, "master_port": int(spec.get("master_port") or d["master_port"]),
         "chain": chain.settings(spec, res),
+        "prefetch": pre, "prefetch_secrets": pre_secrets,
     }
 
 
@@ -166,10 +172,13 @@ def launch(sp: SlurmPlan, rec: dict) -> Launch:
         raise
     except TaoError as exc:
         cb = records.load(rec["id"]).get("backend") or {}
-        if cb.get("staged_secrets") and facts.job_dir_of(cb) and not cb.get("slurm_job_id"):
-            creds = posixpath.join(facts.job_dir_of(cb), storage.CREDS_FILE)
+        staged = [f for f, on in ((storage.CREDS_FILE, cb.get("staged_secrets")),
+                                  (prefetch.CREDS_FILE, cb.get("staged_prefetch_secrets"))) if on]
+        if staged and facts.job_dir_of(cb) and not cb.get("slurm_job_id"):
+            paths = [posixpath.join(facts.job_dir_of(cb), f) for f in staged]
+            creds = " ".join(paths)
             try:
-                conn.script(remote.REMOVE, [creds], what="remove credentials")
+                conn.script(remote.REMOVE, paths, what="remove credentials")
             except TaoError:
                 raise TaoError(f"{exc}; also could not remove {creds} on the cluster: delete it by hand") from None
         raise
@@ -185,10 +194,14 @@ def submit(spec: Mapping[str, Any], *, conn: Connection | None = None, env: Mapp
 
 def script_input(p: Mapping[str, Any], job_id: str, image: str | None) -> render.ScriptInput:
     results = storage.results_dir(p["base"], job_id)
+    shell = isinstance(p["spec"]["command"], str)
+    command = uploads.substitute(p["command"], posixpath.join(storage.job_dir(p["base"], job_id), "specs"),
+                                 [u.name for u in p["spec_files"]], shell=shell)
+    if p.get("prefetch"):
+        command = prefetch.substitute(command, storage.job_dir(p["base"], job_id), shell=shell)
     return render.ScriptInput(
         job_id=job_id, job_dir=storage.job_dir(p["base"], job_id), results_parent=storage.results_parent(results, job_id),
-        command=uploads.substitute(p["command"], posixpath.join(storage.job_dir(p["base"], job_id), "specs"),
-                                   [u.name for u in p["spec_files"]], shell=isinstance(p["spec"]["command"], str)),
+        command=command,
         resources=p["resources"], runtime=p["runtime"], image=image,
         container_mounts=p["mounts"],
         env=p["env"], nccl_env=p["nccl_env"], has_credentials=bool(p["secrets"]), secret_names=tuple(p["secrets"]),
@@ -205,7 +218,21 @@ def preview(spec: Mapping[str, Any], job_id: str, env: Mapping[str, str] | None 
     image = p["sqsh"] or p["pyxis_image"]
     text = render.render(script_input(p, job_id, image))
     render.lint_secrets(text, f"job_{job_id}.sbatch")
+    pre = prefetch_job(p, job_id, os.environ if env is None else env)
+    if pre:  # the job it waits for is part of what submit applies
+        extra = prefetch.render(pre)
+        render.lint_secrets(extra, f"prefetch_{job_id}.sbatch")
+        text += f"\n# ---- and the CPU-only prefetch job it waits for (afterok): sbatch/prefetch_{job_id}.sbatch ----\n" + extra
     return text
+
+
+def prefetch_job(p: Mapping[str, Any], job_id: str, env: Mapping[str, str]) -> prefetch.PrefetchJob | None:
+    """The CPU-only prefetch job of a submit with ``prefetch`` (None without)."""
+    if not p.get("prefetch"):
+        return None
+    return prefetch.job(job_id, storage.job_dir(p["base"], job_id), p["prefetch"], p["spec"], env,
+                        gpu_partition=p["resources"].partition, account=p["resources"].account,
+                        has_credentials=bool(p["prefetch_secrets"]))
 
 
 def conversion_job(p: Mapping[str, Any], job_id: str, *, force: bool, env: Mapping[str, str]) -> images.Conversion:
@@ -234,6 +261,12 @@ def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: 
     if conv:
         files[f"sbatch/convert_{job_id}.sbatch"] = images.render_conversion(conv)
         render.lint(files[f"sbatch/convert_{job_id}.sbatch"], f"convert_{job_id}.sbatch")
+    pre = prefetch_job(p, job_id, os.environ if env is None else env)
+    if pre:
+        files[f"sbatch/prefetch_{job_id}.sbatch"] = prefetch.render(pre)
+        render.lint(files[f"sbatch/prefetch_{job_id}.sbatch"], f"prefetch_{job_id}.sbatch")
+        if p["prefetch_secrets"]:
+            files[prefetch.CREDS_FILE] = storage.credentials_text(p["prefetch_secrets"])
     conn.script(remote.STAGE, [jdir, results] + uploads.checksums(p["spec_files"]), stdin=storage.bundle(files),
                 what="stage job dir")
     # job_dir is runtime metadata: written with slurm_job_id once sbatch answered (never before).
@@ -242,6 +275,9 @@ def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: 
                "staged_secrets": bool(p["secrets"]), "self_retry": inp.self_retries > 0,
                **({"walltime_chain": True, "max_attempts": inp.chain.max_attempts} if inp.chain else {}),
                "infra_retries": bool(p["spec"].get("infra_retries", True))}
+    if pre:
+        backend.update(prefetch_script=posixpath.join(jdir, f"sbatch/prefetch_{job_id}.sbatch"),
+                       staged_prefetch_secrets=bool(p["prefetch_secrets"]))
     if p["spec_files"]:
         # name=sha256 of each uploaded spec file (a record's backend holds scalars), checked on the cluster at staging
         backend["spec_files"] = ",".join(f"{u.name}={u.sha256}" for u in p["spec_files"])
@@ -307,15 +343,20 @@ def sbatch(conn: Connection, job_id: str) -> Launch:
     name = b.get("job_name") or job_id
     log_root = posixpath.join(facts.job_dir_of(b), storage.LOG_DIR)
     found = find_by_name(conn, name)
+    pre_arg = [b["prefetch_script"]] if b.get("prefetch_script") else []
+    pre_id = ""
     if found:
         jid = found[-1]
-        conn.script(remote.ADOPT, [jid, log_root, name, b.get("convert_job_id") or ""], what="adopt job")
+        res = conn.script(remote.ADOPT, [jid, log_root, name, b.get("convert_job_id") or ""] + (["prefetch"] if pre_arg else []),
+                          what="adopt job")
+        pre_id = _prefetch_id(res.stdout)
         how = f"adopted existing SLURM job {jid} (an earlier sbatch answer was lost)"
     else:
         try:
-            res = conn.script(remote.SBATCH, [b["script"], log_root, name, b.get("convert_job_id") or ""],
+            res = conn.script(remote.SBATCH, [b["script"], log_root, name, b.get("convert_job_id") or ""] + pre_arg,
                               check=False, what="sbatch")
             jid = res.stdout.strip().splitlines()[-1] if res.ok and res.stdout.strip() else ""
+            pre_id = _prefetch_id(res.stdout)
         except TaoError as exc:  # the connection dropped while sbatch ran: the job may exist
             res, jid = None, ""
             dropped = str(exc)
@@ -332,13 +373,26 @@ def sbatch(conn: Connection, job_id: str) -> Launch:
                 raise TaoError(sbatch_error(res.stderr or res.stdout) if res is not None else
                                f"sbatch did not complete: {dropped}; nothing was submitted")
             jid = found[-1]
-            conn.script(remote.ADOPT, [jid, log_root, name, b.get("convert_job_id") or ""], what="adopt job")
+            res = conn.script(remote.ADOPT, [jid, log_root, name, b.get("convert_job_id") or ""]
+                              + (["prefetch"] if pre_arg else []), what="adopt job")
+            pre_id = _prefetch_id(res.stdout)
             how = f"sbatch answer lost; reconciled to SLURM job {jid} by name"
         else:
             how = f"submitted as SLURM job {jid}"
     backend = {"slurm_job_id": jid, "job_dir": facts.job_dir_of(b), "log_dir": facts.log_dir_of(b, name, jid),
                "login_host": conn.host.entry}
+    if pre_id:  # the CPU-only prefetch job it waits for
+        backend.update(prefetch_job_id=pre_id, prefetch_log=posixpath.join(
+            facts.job_dir_of(b), storage.LOG_DIR, f"prefetch-{pre_id}.out"))
+        how += f", after prefetch job {pre_id} (CPU only)"
     return Launch(f"slurm:{jid}", backend, how, details={"job_dir": backend["job_dir"], "log_dir": backend["log_dir"]})
+
+
+def _prefetch_id(stdout: str) -> str:
+    """The prefetch job's id that SBATCH / ADOPT printed (``@@prefetch ID``), "" when none."""
+    ids = [line.split()[1] for line in (stdout or "").splitlines()
+           if line.startswith("@@prefetch ") and len(line.split()) == 2 and line.split()[1].isdigit()]
+    return ids[-1] if ids else ""
 
 
 def sbatch_error(text: str) -> str:

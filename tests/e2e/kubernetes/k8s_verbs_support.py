@@ -111,3 +111,17 @@ def trainer_on_pvc():
     shutil.copy(BANK / "testclusters" / "fake_tao_train.sh", host / "fake_tao_train.sh")
     yield f"/results/{folder}/fake_tao_train.sh"
     shutil.rmtree(host, ignore_errors=True)
+
+
+def gloo_probe_on_real_nodes(k8s) -> dict:
+    """The gloo-cpu probe on the two real kubelets (PyTorch on CPU from Debian, in a local image): a real
+    all-reduce over TCP between two pods in their own network namespaces, on two nodes."""
+    from testclusters.kubernetes import torch_image
+
+    image = torch_image.ensure()  # built once per version, imported into each node's containerd when missing
+    proc = k8s.tao("nccl-probe", "--json", *ON_REAL, "--interval", "1", "--image", image, "--backend", "gloo-cpu", "--timeout", "120",
+                   "--force", check=False, timeout=400)
+    out = json.loads(proc.stdout)
+    k8s.ids.append(out["job_id"])
+    assert proc.returncode == 0 and out["verdict"] == "ok", (out, proc.stderr)
+    return out

@@ -1,6 +1,7 @@
 """tao_k8s.py nccl-probe against the local cluster. kwok runs no containers: the fake pods succeed or
-fail by annotation, so these tests prove the lifecycle (submit path, wait, verdict, per-cluster cache,
-advice), never real NCCL traffic."""
+fail by annotation, so those tests prove the lifecycle (submit path, wait, verdict, per-cluster cache,
+advice). On the two real kubelets the gloo-cpu backend runs a real all-reduce between two pods on two nodes;
+NCCL over GPUs is never proven here (no GPUs)."""
 from __future__ import annotations
 
 import json
@@ -8,7 +9,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from k8s_verbs_support import k8s  # noqa: F401  (k8s is a fixture)
+from k8s_verbs_support import gloo_probe_on_real_nodes, k8s  # noqa: F401  (k8s is a fixture)
 
 from taobank import nccl_probe
 import testclusters.kubernetes as lk
@@ -52,7 +53,8 @@ def test_probe_ok_is_cached_per_cluster_and_reused_until_force(k8s, tmp_path):
     assert job["spec"]["completionMode"] == "Indexed" and job["spec"]["parallelism"] == 2
     main = job["spec"]["template"]["spec"]["containers"][0]
     assert main["image"] == "nvcr.io/nvidia/pytorch:25.08-py3"
-    assert main["command"][:2] == ["/bin/sh", "-c"] and main["command"][2].startswith("timeout -k 10 300 torchrun")
+    pre = nccl_probe.gpu_precheck()  # PyTorch and a CUDA GPU first (else 127 / no-gpu), then torchrun
+    assert main["command"][:2] == ["/bin/sh", "-c"] and main["command"][2].startswith(pre + "timeout -k 10 300 torchrun")
     assert {"name": "NCCL_SOCKET_IFNAME", "value": "eth0"} in main["env"]
     assert "envFrom" not in main  # Secret-less
     calls = k8s.calls()
@@ -146,3 +148,22 @@ def test_probe_on_real_nodes_that_hangs_is_stopped_by_its_timeout(k8s):
     assert "TAO_K8S_NCCL_ENV" in proc.stderr
     pods = k8s.kjson("get", "pods", "-l", f"tao-job-id={out['job_id']}")["items"]
     assert pods and {p["spec"]["nodeName"] for p in pods} <= set(lk.REAL_NODES)
+
+
+def test_gloo_cpu_probe_all_reduces_between_two_real_nodes_and_opens_the_gate(k8s):
+    out = gloo_probe_on_real_nodes(k8s)
+    assert out["backend"] == "gloo-cpu" and out["gpus_per_node"] == 0
+    assert out["proves"] == "gloo on CPU: the network path between nodes; NCCL over GPUs not proven"
+    pods = k8s.kjson("get", "pods", "-l", f"tao-job-id={out['job_id']}")["items"]
+    assert sorted(p["spec"]["nodeName"] for p in pods) == sorted(lk.REAL_NODES)  # one pod per node
+    logs = k8s.tao("logs", out["job_id"]).stdout
+    for rank in (0, 1):
+        assert f"gloo-cpu probe rank {rank}/2 on {out['job_id']}-{rank}: all_reduce sum=2 ok" in logs, logs
+    assert _cache(k8s)[out["cluster"]]["backend"] == "gloo-cpu"
+    # the gate passes for real: a two-node submit with no --skip-nccl-probe, saying what was proven
+    sub = k8s.submit("--image", str(nccl_probe.pins.resolve("images.busybox")),
+                     "--network-arch", "dino", "--action", "train", "--no-results", "--command", "true",
+                     "--gpus", "0", "--nodes", "2", "--node-selector", f"{lk.REAL_NODE_LABEL}=true")
+    rec = k8s.record(sub["id"])
+    assert rec["backend"]["nccl_probe"] == "ok" and rec["backend"]["nccl_probe_backend"] == "gloo-cpu"
+    assert "gloo on CPU: the network path between nodes; NCCL over GPUs not proven" in sub["gate"], sub["gate"]

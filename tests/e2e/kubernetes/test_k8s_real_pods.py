@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from k8s_verbs_support import BANK, ON_REAL, k8s  # noqa: F401  (k8s is a fixture)
+from k8s_verbs_support import BANK, ON_REAL, gloo_probe_on_real_nodes, k8s  # noqa: F401  (k8s is a fixture)
 
 import testclusters.kubernetes as lk
 from taobank import pins
@@ -163,8 +163,10 @@ fi
 
 
 def test_two_ranks_meet_over_tcp_at_master_addr_on_two_real_nodes(k8s):
+    gloo_probe_on_real_nodes(k8s)  # the gate passes for real (gloo on CPU between the nodes): no --skip-nccl-probe
     # all 8 fake GPUs per pod: each rank needs a node of its own
-    out, st = run_to_end(k8s, "--gpus", str(lk.GPUS_PER_NODE), "--nodes", "2", "--skip-nccl-probe", "--command", RENDEZVOUS, timeout=240)
+    out, st = run_to_end(k8s, "--gpus", str(lk.GPUS_PER_NODE), "--nodes", "2", "--command", RENDEZVOUS, timeout=240)
+    assert k8s.record(out["id"])["backend"]["nccl_probe_backend"] == "gloo-cpu"
     assert st["state"] == "COMPLETE", st
     pods = pods_of(k8s, out["id"])
     assert sorted(p["spec"]["nodeName"] for p in pods) == sorted(lk.REAL_NODES)

@@ -229,23 +229,35 @@ def _probe_cli(*args: str):
 
 
 def test_nccl_probe_lifecycle_and_the_multi_node_gate(slurm_env):
-    """No torch on the local nodes: the probe runs for real on both nodes and fails there (exit 127), which is
-    cached as 'program-missing' (advice: an image with PyTorch, not NCCL variables), keeps the gate closed, and
-    is never resubmitted as an infrastructure failure."""
+    """The local nodes have PyTorch on CPU (Debian) and no GPU: the NCCL probe runs for real on both nodes and
+    stops before torchrun (exit 3), cached as 'no-gpu' (advice: GPU nodes, or --backend gloo-cpu; never NCCL
+    variables), keeps the gate closed, and is never resubmitted as an infrastructure failure. Then the gloo-cpu
+    probe all-reduces over TCP between the two nodes for real, and a two-node submit passes the gate with no
+    --skip-nccl-probe, its record and gate saying what gloo proved and that NCCL over GPUs was not."""
     from taobank import records
 
     res, out = _probe_cli("--timeout", "60")
-    assert res.returncode == 1 and out["verdict"] == "program-missing" and out["cluster"].endswith("/local"), res.stderr
-    assert "error: NCCL probe program-missing" in res.stderr and "exit 127" in res.stderr
-    assert "--nccl-env" not in res.stderr  # the cause is no PyTorch there, not the network
+    assert res.returncode == 1 and out["verdict"] == "no-gpu" and out["cluster"].endswith("/local"), res.stderr
+    assert "error: NCCL probe (nccl) no-gpu" in res.stderr and "exit code 3" in res.stderr
+    assert "--backend gloo-cpu" in res.stderr and "--nccl-env" not in res.stderr  # the cause is no GPU
     rec = records.load(out["job_id"])
     assert rec["state"] == "ERROR" and rec["backend"]["infra_retries"] is False
-    assert "torchrun" in slurm_logs.logs(out["job_id"])["main.err"]  # it ran on the nodes
+    assert "PyTorch sees no CUDA GPU here" in slurm_logs.logs(out["job_id"])["main.err"]  # it ran on the nodes
     two_nodes = base_spec(num_gpus=2, num_nodes=2)
-    with pytest.raises(TaoError, match="the last probe said program-missing"):
+    with pytest.raises(TaoError, match="the last probe said no-gpu"):
         slurm_submit.submit(two_nodes)
-    done = wait_state(slurm_submit.submit(two_nodes, skip_nccl_probe=True)["id"])
-    assert done["state"] == "COMPLETE" and done["backend"]["nccl_probe"] == "skipped"
+
+    res, out = _probe_cli("--timeout", "60", "--backend", "gloo-cpu")
+    assert res.returncode == 0 and out["verdict"] == "ok" and out["backend"] == "gloo-cpu", res.stderr
+    assert out["proves"] == "gloo on CPU: the network path between nodes; NCCL over GPUs not proven"
+    lines = [ln for ln in slurm_logs.logs(out["job_id"])["main.out"].splitlines() if "gloo-cpu probe rank" in ln]
+    assert sorted(lines) == ["gloo-cpu probe rank 0/2 on node1: all_reduce sum=2 ok",
+                             "gloo-cpu probe rank 1/2 on node2: all_reduce sum=2 ok"], lines
+    probe_rec = records.load(out["job_id"])
+    assert probe_rec["backend"].get("nccl_probe") is None  # the probe itself needs no verdict
+    done = wait_state(slurm_submit.submit(two_nodes)["id"])  # no --skip-nccl-probe
+    assert done["state"] == "COMPLETE" and done["backend"]["nccl_probe"] == "ok", done
+    assert done["backend"]["nccl_probe_backend"] == "gloo-cpu" and done["backend"]["nccl_probe_job"] == out["job_id"]
 
 
 def test_nccl_probe_that_cannot_start_is_cancelled_at_max_wait_as_not_run(slurm_env):

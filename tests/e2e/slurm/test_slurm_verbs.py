@@ -18,7 +18,7 @@ from taobank.slurm import cancel as slurm_cancel, facts as slurm_facts, logs as 
 from taobank.slurm.ssh import Connection
 
 sys.path.insert(0, os.path.dirname(__file__))
-from slurm_helpers import ArgvWatcher, base_spec, call_log, wait_state  # noqa: E402
+from slurm_helpers import ArgvWatcher, base_spec, call_log, probe_gloo_ok, wait_state  # noqa: E402
 
 SECRET = "tao-e2e-secret-7f3a9c1d5e"
 BANK = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
@@ -230,7 +230,8 @@ def test_two_node_job_distinct_node_rank_same_master_addr(slurm_env):
     for key, value in injected.items():
         with pytest.raises(TaoError, match=f"env {key} is set by the bank itself"):
             slurm_submit.plan(base_spec(num_gpus=16, max_num_gpus_per_node=8, env={key: value}, command=["true"]))
-    rec = slurm_submit.submit(skip_nccl_probe=True, spec=base_spec(num_gpus=16, max_num_gpus_per_node=8, command=[
+    probe_gloo_ok()  # the gate passes for real: no --skip-nccl-probe
+    rec = slurm_submit.submit(spec=base_spec(num_gpus=16, max_num_gpus_per_node=8, command=[
         "bash", "-c", 'echo "task rank=$NODE_RANK master=$MASTER_ADDR:$MASTER_PORT world=$WORLD_SIZE '
                       'gpus=$NUM_GPU_PER_NODE host=$SLURMD_NODENAME"']))
     done = wait_state(rec["id"], timeout=90)
