@@ -362,4 +362,6 @@ def env(lay: Layout) -> dict[str, str]:
         "SLURM_BASE_RESULTS_DIR": str(lay.results_dir),
         "TAO_LOCAL_LUSTRE_ROOT": str(lay.lustre),
         "TAO_SLURM_CONTAINER_RUNTIME": "none",
+        # no GPUs here: the gloo-cpu probe's ok (a real all-reduce between node1 and node2) opens the gate
+        "TAO_NCCL_GATE_ACCEPTS": "nccl,gloo-cpu",
     }

@@ -72,23 +72,42 @@ def proves(backend: str | None) -> str:
     return PROVES.get(str(backend or "nccl"), f"backend {backend}")
 
 
+#: Overrides ``nccl_probe.gate_accepts`` for this shell (comma-separated backends), e.g. on a GPU-less test cluster.
+GATE_ENV = "TAO_NCCL_GATE_ACCEPTS"
+
+
+def gate_accepts() -> list[str]:
+    """The probe backends whose ok opens the multi-node gate: $TAO_NCCL_GATE_ACCEPTS, else versions.yaml."""
+    import os
+
+    raw = os.environ.get(GATE_ENV, "").strip()
+    if not raw:
+        return [str(b) for b in pins.resolve("nccl_probe.gate_accepts")]
+    chosen = [b.strip() for b in raw.split(",") if b.strip()]
+    unknown = [b for b in chosen if b not in PROVES]
+    if unknown or not chosen:
+        raise TaoError(f"{GATE_ENV} must list probe backends among {', '.join(PROVES)} (comma-separated), "
+                       f"got {raw[:80]!r}")
+    return chosen
+
+
 def require_ok(platform_name: str, cluster: str, *, helper: str, skip: bool) -> dict:
     """The multi-node gate: an ``ok`` verdict cached for this cluster, of a backend that
-    ``nccl_probe.gate_accepts`` lists (nccl, and gloo-cpu: the network path only), or an explicit skip.
+    :func:`gate_accepts` lists (nccl by default; gloo-cpu proves the network path only), or an explicit skip.
 
     Returns what the record keeps (``{"nccl_probe": "ok"|"skipped", ...}``); raises one line otherwise.
     """
     entry = cached(platform_name, cluster)
     backend = str((entry or {}).get("backend") or "nccl")
-    accepted = [str(b) for b in pins.resolve("nccl_probe.gate_accepts")]
+    accepted = gate_accepts()
     if fresh_ok(entry) and backend in accepted:
         return {"nccl_probe": "ok", "nccl_probe_job": entry.get("job_id"), "nccl_probe_at": entry.get("checked_at"),
                 "nccl_probe_backend": backend}
     if skip:
         return {"nccl_probe": "skipped"}
     if fresh_ok(entry):
-        seen = (f"the last ok probe used the {backend} backend (job {entry.get('job_id')}), which versions.yaml "
-                f"nccl_probe.gate_accepts ({', '.join(accepted)}) does not accept")
+        seen = (f"the last ok probe used the {backend} backend (job {entry.get('job_id')}), which the gate "
+                f"does not accept ({', '.join(accepted)}: versions.yaml nccl_probe.gate_accepts or ${GATE_ENV})")
     elif not entry:
         seen = "no probe has run"
     elif entry.get("verdict") == "ok":

@@ -32,4 +32,6 @@ def env() -> dict[str, str]:
         NGC_KEY_FILE_ENV: str(p["registry"] / "ngc-key"),
         BRIDGE_IP_ENV: _load_cluster().get("net", {}).get("gateway", ""),
         S3_ENDPOINT_ENV: _load_cluster().get("s3_endpoint", ""),
+        # no GPUs here: the gloo-cpu probe's ok (a real all-reduce between the real nodes) opens the gate
+        "TAO_NCCL_GATE_ACCEPTS": "nccl,gloo-cpu",
     }

@@ -103,22 +103,26 @@ def test_report_prints_one_line_and_exits_0_only_for_ok(capsys):
 
 
 # ------------------------------------------------------------------ backends: nccl (default) and gloo-cpu
-def test_a_gloo_verdict_passes_the_gate_and_says_nccl_over_gpus_was_not_proven(state_dir):
+def test_a_gloo_verdict_opens_the_gate_only_where_the_cluster_accepts_it(state_dir, monkeypatch):
+    """By default the gate wants NCCL over GPUs; a GPU-less cluster accepts gloo-cpu by saying so."""
+    monkeypatch.delenv("TAO_NCCL_GATE_ACCEPTS", raising=False)
     now = _stamp(datetime.now(timezone.utc))
     nccl_probe.save_verdict("slurm", "c@s", {"verdict": "ok", "job_id": "g1", "checked_at": now, "backend": "gloo-cpu"})
+    with pytest.raises(TaoError, match=r"used the gloo-cpu backend .*does not accept \(nccl: versions.yaml "
+                                       r"nccl_probe.gate_accepts or \$TAO_NCCL_GATE_ACCEPTS\)"):
+        nccl_probe.require_ok("slurm", "c@s", helper="tao_slurm.py", skip=False)
+    monkeypatch.setenv("TAO_NCCL_GATE_ACCEPTS", "nccl,gloo-cpu")
     got = nccl_probe.require_ok("slurm", "c@s", helper="tao_slurm.py", skip=False)
     assert got["nccl_probe"] == "ok" and got["nccl_probe_backend"] == "gloo-cpu"
     assert nccl_probe.nccl_verdicts.proves("gloo-cpu") == \
         "gloo on CPU: the network path between nodes; NCCL over GPUs not proven"
 
 
-def test_a_site_that_accepts_only_nccl_refuses_a_gloo_verdict(state_dir, monkeypatch):
-    now = _stamp(datetime.now(timezone.utc))
-    nccl_probe.save_verdict("slurm", "c@s", {"verdict": "ok", "job_id": "g1", "checked_at": now, "backend": "gloo-cpu"})
-    real = nccl_probe.pins.resolve
-    monkeypatch.setattr(nccl_probe.pins, "resolve", lambda k: ["nccl"] if k == "nccl_probe.gate_accepts" else real(k))
-    with pytest.raises(TaoError, match="used the gloo-cpu backend .*gate_accepts \\(nccl\\) does not accept"):
-        nccl_probe.require_ok("slurm", "c@s", helper="tao_slurm.py", skip=False)
+@pytest.mark.parametrize("raw", ["gloo", "nccl,tcp", " , "])
+def test_a_gate_override_naming_no_known_backend_is_one_line(state_dir, monkeypatch, raw):
+    monkeypatch.setenv("TAO_NCCL_GATE_ACCEPTS", raw)
+    with pytest.raises(TaoError, match="TAO_NCCL_GATE_ACCEPTS must list probe backends among nccl, gloo-cpu"):
+        nccl_probe.nccl_verdicts.gate_accepts()
 
 
 def test_a_cached_verdict_of_another_backend_is_not_reused(state_dir):
