@@ -383,6 +383,8 @@ def load_for(job_id: str, platform: str | None, verb: str) -> dict:
         helper = {"kubernetes": "tao_k8s.py", "slurm": "tao_slurm.py", "docker": "tao_docker.py"}.get(other, "tao_jobs.py")
         if verb in ("status", "logs", "cancel", "artifacts", "fetch", "prune"):
             hint = f"run {helper} {verb} {job_id} (or tao_jobs.py {verb} {job_id})"
+        elif verb == "sweep":
+            hint = f"its sweep belongs to {helper} (or tao_jobs.py status --sweep / cancel --sweep)"
         else:  # submit --job-id / resume exist on one platform each: say what finishes it there
             hint = {"kubernetes": f"finish it with tao_k8s.py submit --job-id {job_id}",
                     "slurm": f"finish it with tao_slurm.py resume {job_id}",

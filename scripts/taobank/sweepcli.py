@@ -53,9 +53,18 @@ def _overrides(job_id: str) -> dict:
     return dict(records.load(job_id).get("overrides") or {})
 
 
-def status(args: argparse.Namespace) -> int:
+def _own(sweep_id: str, platform: str | None) -> None:
+    """A platform helper drives only its own platform's sweeps (as it does jobs); tao_jobs.py drives any."""
     from . import platform as core, sweeps
 
+    if platform is not None:
+        core.load_for(sweeps.trial_records(sweep_id)[0]["id"], platform, "sweep")
+
+
+def status(args: argparse.Namespace, platform: str | None = None) -> int:
+    from . import platform as core, sweeps
+
+    _own(args.sweep, platform)
     if args.watch:
         ids = [r["id"] for r in sweeps.trial_records(args.sweep)]
         core.watch(None, ids, on_line=lambda line: print(line, file=sys.stderr), retry=not args.no_retry,
@@ -70,9 +79,10 @@ def status(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cancel(args: argparse.Namespace) -> int:
+def cancel(args: argparse.Namespace, platform: str | None = None) -> int:
     from . import sweeps
 
+    _own(args.sweep, platform)
     views, errors = sweeps.cancel(args.sweep)
     if args.json:
         print_json([v.to_dict() for v in views])

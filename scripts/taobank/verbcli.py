@@ -113,7 +113,7 @@ def cmd_status(args: argparse.Namespace, platform: str | None) -> int:
 
         if args.ids or getattr(args, "last", False):
             raise UsageError("give job ids or --sweep, not both")
-        return sweepcli.status(args)
+        return sweepcli.status(args, platform)
     retry = not args.no_retry
     ids = chosen_ids(args, platform)
     if args.watch:
@@ -208,7 +208,7 @@ def cmd_cancel(args: argparse.Namespace, platform: str | None) -> int:
 
         if args.ids or args.all or getattr(args, "last", False):
             raise UsageError("give job ids, --all or --sweep, not two of them")
-        return sweepcli.cancel(args)
+        return sweepcli.cancel(args, platform)
     views, errors = core.cancel(platform, chosen_ids(args, platform) or None, all_active=args.all)
     if args.json:
         print_json([v.to_dict() for v in views])

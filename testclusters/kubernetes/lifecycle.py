@@ -101,10 +101,12 @@ def _config_digest(pins: dict) -> str:
     is then restarted."""
     import hashlib
 
+    import yaml
+
     preload, served = _images()
-    blob = (json.dumps([pins, _image_pins(), [i.key() for i in preload + served], ENCRYPTION_PROVIDER],
-                       sort_keys=True).encode()
-            + STAGES_FILE.read_bytes())
+    stages = list(yaml.safe_load_all(STAGES_FILE.read_text(encoding="utf-8")))  # its content: a comment edit restarts nothing
+    blob = json.dumps([pins, _image_pins(), [i.key() for i in preload + served], ENCRYPTION_PROVIDER, stages],
+                      sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 
 

@@ -19,7 +19,8 @@ def spec_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--all-gpus", action="store_true", help="every GPU of the host (--gpus all)")
     parser.add_argument("--shm-size", help="/dev/shm size, e.g. 16g (default: versions.yaml docker.defaults.shm_size)")
     parser.add_argument("--ipc-host", action="store_true", default=None, help="share the host's IPC and /dev/shm")
-    parser.add_argument("--results-dir", help="results base on the host: the job writes <dir>/<job id>")
+    parser.add_argument("--results-base", "--results-dir", dest="results_dir",
+                        help="results base on the host: the job writes <dir>/<job id> (as SLURM's --results-base)")
     parser.add_argument("--mount", action="append", metavar="HOST:CONTAINER[:rw]",
                         help="bind an existing host folder (read-only unless :rw) (repeatable)")
     parser.add_argument("--secret-env", action="append", metavar="NAME",
