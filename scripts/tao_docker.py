@@ -5,6 +5,10 @@
   tao_docker.py login [--registry nvcr.io] [--key-env NGC_KEY | --key-file FILE]   (key on stdin, never argv)
   tao_docker.py pull IMAGE   (with the engine's progress)
   tao_docker.py submit --spec job.yaml [flags] [--name TEXT] [--dry-run] [--quiet|--json] [-- command args...]
+                      [--parent ID [--parent-kpi NAME [--parent-mode min|max]] [--allow-incomplete-parent]]
+                      [--sweep KEY=V1,V2 ... | --sweep-file FILE] [--max-concurrent K]
+  tao_docker.py continue ID [--from CHECKPOINT]   (a NEW job carrying on a failed/canceled/timed-out one)
+  tao_docker.py status --sweep ID [--watch] [--json]     tao_docker.py cancel --sweep ID
   tao_docker.py status [ID... | --last] [--watch] [--json]
   tao_docker.py logs ID | --last [--tail N] [-f/--follow] [--json]
   tao_docker.py cancel ID... | --last | --all [--json]
@@ -26,6 +30,7 @@ import argparse
 
 from taobank import verbcli
 from taobank.cli import print_json, run_main
+from taobank.errors import UsageError
 
 PLATFORM = "docker"
 
@@ -40,20 +45,35 @@ def _adapter(args: argparse.Namespace):
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
+    from taobank import sweepcli
     from taobank.contract import SubmitOptions
     from taobank.docker.specargs import spec_from_args
 
+    trials = sweepcli.trials_of(args)  # a bad sweep is refused before anything else is read
     spec = spec_from_args(args)
     adapter = _adapter(args)
+    if trials is not None:
+        if args.parent:
+            raise UsageError("--parent names one job's results: submit the sweep's trials without it, or one by one")
+        return sweepcli.submit(PLATFORM, spec, SubmitOptions(job_id=args.job_id, description=args.description),
+                               trials, args)
     if args.dry_run:
-        text = adapter.preview(spec, SubmitOptions(job_id=args.job_id))
+        text = verbcli.submit_lineage(PLATFORM, spec, SubmitOptions(job_id=args.job_id), args, preview=adapter.preview)
         print_json({"job_id": args.job_id or "preview-job", "command": text.strip()}) if args.json else print(text, end="")
         return 0
-    view = adapter.submit(spec, SubmitOptions(job_id=args.job_id, description=args.description))
+    view = verbcli.submit_lineage(PLATFORM, spec, SubmitOptions(job_id=args.job_id, description=args.description), args)
     verbcli.print_submitted(view, args, [f"container: {view.extra.get('container', view.id)} "
                                          f"({adapter.engine} ps --filter label=org.tao-skill-bank.job-id={view.id})",
                                          f"results: {view.results_dir}", f"gate: {view.extra.get('gate', '')}"])
     return 0
+
+
+def cmd_continue(args: argparse.Namespace) -> int:
+    """The core's continue, on the engine the job ran on unless --engine names another."""
+    from taobank import platform
+
+    platform.get(PLATFORM).engine = args.engine
+    return verbcli.cmd_continue(args, PLATFORM)
 
 
 def cmd_preflight(args: argparse.Namespace) -> int:
@@ -102,12 +122,18 @@ def main(argv: list[str]) -> int:
     spec_arguments(p)
     p.add_argument("--job-id", help="finish a record opened earlier (an existing container is adopted), or the "
                    "id a --dry-run preview uses")
+    verbcli.add_parent(p)
     verbcli.add_submit_outputs(p)
+    from taobank import sweepcli
+
+    sweepcli.add_submit_flags(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- command args (overrides the spec's command)")
     p.set_defaults(func=cmd_submit)
 
     verbcli.add_common(sub, PLATFORM)
     verbcli.add_results(sub, PLATFORM)
+    p = verbcli.add_continue(sub, PLATFORM)
+    p.set_defaults(func=cmd_continue)
 
     p = sub.add_parser("preflight", help="engine, NVIDIA runtime/CDI, GPUs, driver, compute capability")
     p.add_argument("--no-gpus", action="store_true", help="a CPU-only host: report the GPU checks as not run "

@@ -47,9 +47,21 @@ class Docker(Platform):
     def cancel_one(self, rec: dict, context: dict) -> JobView:
         return view(cancel.cancel(rec))
 
+    def cancel_many(self, recs: list[dict], context: dict) -> tuple[list[JobView], list[str]]:
+        done, errors = cancel.cancel_many(recs)
+        return [view(r) for r in done], errors
+
+    def lineage_access(self, spec: dict, parent: dict, folder: str) -> dict:
+        from .lineage_access import reachable
+
+        return reachable(spec, parent, folder)
+
     # -- submit hooks (the order is the core's: Platform.submit)
     def plan(self, spec: dict, opts: SubmitOptions, rec: dict | None) -> DockerPlan:
-        return submit.plan_submit(spec, opts, engine=self.engine, job_id=rec["id"] if rec else None)
+        engine, host = self.engine, None
+        if opts.continues:  # carry on where the job ran, reading its folder (the checkpoint is a host path in it)
+            engine, host, spec = _continuing(spec, opts.continues, engine)
+        return submit.plan_submit(spec, opts, engine=engine, job_id=rec["id"] if rec else None, engine_host=host)
 
     def cluster_key(self, plan: DockerPlan) -> str:  # type: ignore[override]
         return f"docker:{plan.host or 'local'}"
@@ -64,7 +76,43 @@ class Docker(Platform):
         return submit.launch(plan, rec)
 
     def preview(self, spec: dict, opts: SubmitOptions) -> str:
+        if opts.continues:
+            _, _, spec = _continuing(spec, opts.continues, self.engine)
         return submit.preview(spec, opts, engine=self.engine)
+
+    # -- sweeps (the verbs: taobank.sweeps): a container per trial, the extra ones created and held
+    holds_trials = True
+
+    def check_sweep(self, plans: list) -> None:
+        from . import sweep
+
+        sweep.check(plans)
+
+    def launch_sweep(self, plans: list, recs: list[dict], max_concurrent: int) -> list[Launch]:
+        from . import sweep
+
+        return sweep.launch(plans, recs, max_concurrent)
+
+    def release_trials(self, recs: list[dict]) -> None:
+        from . import sweep
+
+        sweep.release(recs)
+
+
+def _continuing(spec: dict, job_id: str, engine: str | None) -> tuple[str | None, str | None, dict]:
+    """(engine, its address, spec) of a job continuing ``job_id``: its engine unless --engine names one, and its
+    results folder mounted, since the checkpoint the core resumes from is a path in it."""
+    from .. import records
+    from .lineage_access import reachable
+
+    rec = records.load(job_id)
+    b = rec.get("backend") or {}
+    folder = b.get("results_dir") or rec.get("results_dir")
+    if folder and folder != records.NO_RESULTS_DIR:
+        spec = reachable(spec, rec, folder)
+    if engine and facts.engine_name(engine) != facts.engine_of(rec):  # another engine: this shell's address
+        return engine, None, spec
+    return facts.engine_of(rec), b.get("engine_host") or None, spec
 
 
 PLATFORM = Docker()

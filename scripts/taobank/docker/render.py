@@ -80,3 +80,10 @@ def run_argv(s: RunSpec) -> list[str]:
         argv += ["--env", name]  # by name: the engine reads the value from our environment
     argv += ["--workdir", s.workdir or job_dir]
     return argv + [s.image, *s.command]
+
+
+def create_argv(s: RunSpec) -> list[str]:
+    """``create ...``: the same container as :func:`run_argv`, made but not started (a held sweep trial)."""
+    argv = run_argv(s)
+    assert argv[:2] == ["run", "--detach"]
+    return ["create", *argv[2:]]

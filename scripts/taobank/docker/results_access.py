@@ -8,6 +8,7 @@ from typing import BinaryIO, ContextManager
 
 from .. import results_sh
 from ..contract import ResultFile, ResultsListing, ResultsLocation, Transfer
+from ..errors import TaoError
 from ..paths import abs_path
 from ..run import Result, pipe, run
 
@@ -40,3 +41,8 @@ def fetch_results(rec: dict, loc: ResultsLocation, paths: list[str], into: Path,
 
 def remove_results(rec: dict, loc: ResultsLocation) -> str:
     return results_sh.remove_folder(_Local(), loc.folder, rec["id"])
+
+
+def list_results_many(recs: list[dict], locs: list[ResultsLocation], *, status: bool) -> list[ResultsListing | TaoError]:
+    """A sweep's folders in ONE local ``sh`` (the same script as SLURM's one remote command)."""
+    return results_sh.list_folders(_Local(), [loc.folder for loc in locs], status=status)

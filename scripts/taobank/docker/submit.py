@@ -15,7 +15,7 @@ from typing import Any, Mapping
 from .. import names
 from ..contract import Gate, Launch, Plan, SubmitOptions
 from ..errors import SubmitUncertain, TaoError
-from ..paths import abs_path
+from ..paths import abs_path, is_under
 from . import engine as eng
 from . import facts, gpus, registry, render, spec as specmod
 
@@ -66,8 +66,10 @@ def caller() -> str:
 
 
 def plan_submit(spec: dict, opts: SubmitOptions, *, engine: str | None = None, job_id: str | None = None,
-                env: Mapping[str, str] | None = None, ram: int | None = None) -> DockerPlan:
-    """Everything decided without an engine call: the id, the folders, the argv."""
+                env: Mapping[str, str] | None = None, ram: int | None = None,
+                engine_host: str | None = None) -> DockerPlan:
+    """Everything decided without an engine call: the id, the folders, the argv (``engine_host``: the engine's address
+    when it is not this shell's, e.g. the one a continued job ran on)."""
     env = os.environ if env is None else env
     spec = specmod.validate(spec)
     name = facts.engine_name(engine)
@@ -80,10 +82,11 @@ def plan_submit(spec: dict, opts: SubmitOptions, *, engine: str | None = None, j
         target = abs_path(m["container"], "mounts.container")
         mounts.append((host, target, bool(m.get("read_only", True))))
     cres = facts.container_results_dir()
-    for _, target, _ in mounts:
-        if target == cres or target.startswith(cres + "/"):
-            raise TaoError(f"mount target {target} is inside {cres}, where the job's results folder is mounted: "
-                           "choose another container path")
+    job_dir = f"{cres}/{jid}"
+    for _, target, _ in mounts:  # another job's folder beside it (a --parent's) is fine; its own, or above it, not
+        if is_under(target, job_dir) or is_under(job_dir, target):
+            raise TaoError(f"mount target {target} covers or shadows {job_dir}, where the job's results folder is "
+                           "mounted: choose another container path")
     request = specmod.gpu_request(spec)
     rs = render.RunSpec(
         engine=name, job_id=jid, image=spec["image"], command=specmod.command_argv(spec), host_results=host_results,
@@ -92,7 +95,7 @@ def plan_submit(spec: dict, opts: SubmitOptions, *, engine: str | None = None, j
         mounts=tuple(mounts), env=tuple(sorted({**(spec.get("nccl_env") or {}), **(spec.get("env") or {})}.items())),
         secrets=tuple(spec.get("secrets") or ()), network=spec.get("network"),
         workdir=abs_path(spec["workdir"], "workdir") if spec.get("workdir") else None)
-    host = eng.host_now(name)
+    host = eng.host_now(name) or engine_host
     backend: dict[str, Any] = {"engine": name, "container": jid, "results_dir": host_results,
                                "stop_grace_seconds": int(spec.get("stop_grace_seconds",
                                                                   facts.default("stop_grace_seconds"))),

@@ -1,0 +1,105 @@
+"""skills/tao-run-on-docker/references/resume-and-sweeps.md: its verb blocks (``<!-- test: NAME -->``) run as
+written against the local Docker engine, with the stand-in trainer testclusters/fake_tao_train.sh as the job."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+BANK = Path(__file__).resolve().parents[2]
+DOC = BANK / "skills" / "tao-run-on-docker" / "references" / "resume-and-sweeps.md"
+_BLOCK = re.compile(r"<!-- test: (?P<name>[a-z-]+) -->\n```bash\n(?P<body>.*?)```", re.S)
+TRAIN = 'exec sh /fake/fake_tao_train.sh --results "$RESULTS_DIR" --epochs "$EPOCHS" --sleep 1 "$@"'
+
+
+def blocks() -> dict[str, str]:
+    return {m["name"]: m["body"] for m in _BLOCK.finditer(DOC.read_text(encoding="utf-8"))}
+
+
+def test_every_verb_of_the_reference_has_a_tested_block():
+    assert set(blocks()) == {"continue", "parent", "sweep", "cancel-sweep"}
+
+
+@pytest.fixture()
+def bank(docker_cluster, tmp_path):
+    """(run a block, run a helper) in one private state and results folder; job.yaml is the fake training."""
+    env = {**os.environ, **docker_cluster, "TAO_SKILL_BANK_PATH": str(BANK), "TAO_STATE_DIR": str(tmp_path / "state"),
+           "TAO_DOCKER_RESULTS_DIR": str(tmp_path / "results")}
+    (tmp_path / "results").mkdir()
+
+    def spec(name: str, epochs: int, **extra) -> None:
+        (tmp_path / name).write_text(json.dumps({
+            "image": docker_cluster["TAO_LOCAL_DOCKER_IMAGE"], "network_arch": "dino", "action": "train", "gpus": 0,
+            "stop_grace_seconds": 2, "env": {"EPOCHS": str(epochs)},
+            "mounts": [{"host": str(BANK / "testclusters"), "container": "/fake"}],
+            "command": ["sh", "-c", TRAIN, "tao"], **extra}))  # JSON is YAML
+
+    def block(name: str, **extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", "-c", blocks()[name]], env={**env, **extra}, cwd=tmp_path, capture_output=True,
+                              text=True, timeout=300)
+
+    def helper(script: str, *args: str) -> str:
+        res = subprocess.run([sys.executable, str(BANK / "scripts" / script), *args], env=env, cwd=tmp_path,
+                             capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, (args, res.stdout, res.stderr)
+        return res.stdout
+
+    return spec, block, helper, tmp_path
+
+
+def _wait_for(path: Path, timeout: float = 60) -> None:
+    end = time.time() + timeout
+    while not path.exists():
+        assert time.time() < end, f"{path} never appeared"
+        time.sleep(0.3)
+
+
+def test_continue_block_resumes_a_canceled_training(bank):
+    spec, block, helper, tmp = bank
+    spec("job.yaml", 4)
+    jid = helper("tao_docker.py", "submit", "--spec", "job.yaml", "--quiet").strip()
+    _wait_for(tmp / "results" / jid / "model_epoch_001.pth")
+    helper("tao_docker.py", "cancel", jid)
+    res = block("continue", JOB_ID=jid)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.startswith("docker run --detach") and "train.resume_training_checkpoint_path=" in res.stdout
+    assert " COMPLETE" in res.stdout, res.stdout
+    (new,) = [r for r in json.loads(helper("tao_jobs.py", "list", "--json")) if r.get("continues") == jid]
+    assert "resumed from checkpoint" in helper("tao_docker.py", "logs", new["id"])
+
+
+def test_parent_block_evaluates_the_best_checkpoint(bank):
+    spec, block, helper, tmp = bank
+    spec("job.yaml", 3)
+    jid = helper("tao_docker.py", "submit", "--spec", "job.yaml", "--quiet").strip()
+    helper("tao_docker.py", "status", "--watch", "--interval", "0.5", jid)
+    spec("eval.yaml", 0, action="evaluate", command=["sh", "-c", 'cat "$1"', "tao", "{parent.checkpoint}"])
+    res = block("parent", JOB_ID=jid)
+    assert res.returncode == 0 and " COMPLETE" in res.stdout, res.stdout + res.stderr
+    (child,) = [r for r in json.loads(helper("tao_jobs.py", "list", "--json")) if r.get("parent") == jid]
+    assert "fake checkpoint of epoch 2" in helper("tao_docker.py", "logs", child["id"])  # val_loss is lowest at 2
+
+
+def test_sweep_block_runs_every_trial_and_names_the_best(bank):
+    spec, block, helper, tmp = bank
+    spec("job.yaml", 2)
+    res = block("sweep")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.count(" COMPLETE ") == 4, res.stdout
+    assert "best val_loss (min)" in res.stdout and "checkpoint model_epoch_002.pth" in res.stdout
+
+
+def test_cancel_sweep_block_cancels_every_trial(bank):
+    spec, block, helper, tmp = bank
+    spec("job.yaml", 60)
+    sid = helper("tao_docker.py", "submit", "--spec", "job.yaml", "--sweep", "train.optim.lr=0.1,0.2,0.3",
+                 "--max-concurrent", "2", "--quiet").strip()
+    res = block("cancel-sweep", SWEEP_ID=sid)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.count(" CANCELED") == 3, res.stdout

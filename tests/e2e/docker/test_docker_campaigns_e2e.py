@@ -1,0 +1,139 @@
+"""continue, submit --parent and sweeps on a real Docker engine (local_cluster.py up docker), with the stand-in
+trainer testclusters/fake_tao_train.sh bind-mounted read-only at /fake: it writes TAO's status.json and a
+checkpoint per epoch, and resumes from train.resume_training_checkpoint_path (it fails if it cannot read it)."""
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from docker_support import BANK, Docker, terminal
+
+pytestmark = pytest.mark.e2e
+
+FAKE = f"{BANK / 'testclusters'}:/fake"
+#: the trainer, with whatever the bank appends (a trial's KEY=VALUE, continue's resume override) as "$@"
+TRAIN = 'exec sh /fake/fake_tao_train.sh --results "$RESULTS_DIR" --epochs "$EPOCHS" --sleep "$SLEEP" "$@"'
+
+
+@pytest.fixture()
+def dk(docker_cluster, tmp_path) -> Docker:
+    return Docker(docker_cluster, tmp_path)
+
+
+def train(dk: Docker, *flags: str, epochs: int = 3, sleep: int = 1) -> dict:
+    return dk.submit("--network-arch", "dino", "--action", "train", "--mount", FAKE, "--env", f"EPOCHS={epochs}",
+                     "--env", f"SLEEP={sleep}", "--stop-grace", "2", *flags, "--", "sh", "-c", TRAIN, "tao")
+
+
+def engine_calls(dk: Docker, since: int) -> list[list[str]]:
+    lines = dk.call_log.read_text().splitlines() if dk.call_log.exists() else []
+    return [c for c in (json.loads(x) for x in lines[since:] if x.strip()) if c and c[0] == "docker"]
+
+
+def log_length(dk: Docker) -> int:
+    return len(dk.call_log.read_text().splitlines()) if dk.call_log.exists() else 0
+
+
+def test_continue_of_a_canceled_training_resumes_from_its_checkpoint(dk):
+    old = train(dk, epochs=8)["id"]
+    folder = dk.results / old
+    end = time.time() + 60
+    while not (folder / "model_epoch_002.pth").exists():
+        assert time.time() < end, "the training never wrote its second checkpoint"
+        time.sleep(0.3)
+    (view,) = json.loads(dk.ok("cancel", old, "--json").stdout)
+    assert view["state"] == "CANCELED", view
+    last = max(int(p.name[12:15]) for p in folder.glob("model_epoch_*.pth"))
+
+    new = json.loads(dk.ok("continue", old, "--json", drop=("DOCKER_HOST",)).stdout)  # the record knows the engine
+    ckpt = f"{folder}/model_epoch_{last:03d}.pth"
+    assert new["continues"] == old and new["continues_from"] == ckpt, new
+    done = dk.wait(new["id"], terminal, timeout=90)
+    assert done["state"] == "COMPLETE", done
+    assert f"resumed from checkpoint {ckpt} at epoch {last}" in dk.ok("logs", new["id"]).stdout
+    mine = sorted(p.name for p in (dk.results / new["id"]).glob("model_epoch_*.pth"))
+    assert mine == [f"model_epoch_{e:03d}.pth" for e in range(last + 1, 9)]  # it went on, it did not start over
+    assert done["progress"]["epoch"] == 8
+    assert sorted(p.name for p in folder.glob("model_epoch_*.pth"))[-1] == f"model_epoch_{last:03d}.pth"  # read-only
+    chain = json.loads(dk.run("tao_jobs.py", "status", new["id"], "--json").stdout)[0]
+    assert chain["continues"] == old
+
+
+def test_a_parent_child_reads_the_parents_checkpoint_and_cannot_write_its_folder(dk):
+    parent = train(dk, epochs=2, sleep=0)["id"]
+    assert dk.wait(parent, terminal)["state"] == "COMPLETE"
+    child = dk.submit("--action", "evaluate", "--parent", parent, "--", "sh", "-c",
+                      'cat "$1"; touch "$2/child-was-here" 2>/dev/null && echo WROTE || echo READ-ONLY', "tao",
+                      "{parent.checkpoint}", "{parent.results_dir}")
+    assert child["parent"] == parent
+    assert dk.wait(child["id"], terminal)["state"] == "COMPLETE"
+    out = dk.ok("logs", child["id"]).stdout
+    assert "fake checkpoint of epoch 2" in out and "READ-ONLY" in out and "WROTE" not in out, out
+    assert not (dk.results / parent / "child-was-here").exists()
+
+
+def _times(dk: Docker, ids: list[str]) -> list[tuple[datetime, datetime]]:
+    res = dk.docker("container", "inspect", "--format", "{{.State.StartedAt}} {{.State.FinishedAt}}", *ids)
+    assert res.returncode == 0, res.stderr
+    out = []
+    for line in res.stdout.split("\n"):
+        if line.strip():
+            a, b = (datetime.fromisoformat(t[:26].rstrip("Z")) for t in line.split())
+            out.append((a, b))
+    return out
+
+
+def test_a_sweep_runs_at_most_k_at_once_and_names_the_best_trial(dk):
+    since = log_length(dk)
+    done = json.loads(dk.ok("submit", "--json", "--image", dk.image, "--gpus", "0", "--network-arch", "dino",
+                            "--action", "train", "--mount", FAKE, "--env", "EPOCHS=3", "--env", "SLEEP=1",
+                            "--sweep", "fake.best_val=300,200,400", "--max-concurrent", "2",
+                            "--", "sh", "-c", TRAIN, "tao").stdout)
+    ids = [j["id"] for j in done["jobs"]]
+    assert len(ids) == 3 and done["max_concurrent"] == 2
+    words = [c[1] for c in engine_calls(dk, since)]
+    assert words.count("create") == 3 and words.count("start") == 1, words
+    assert dk.docker("inspect", "--format", "{{.State.Status}}", ids[2]).stdout.strip() == "created"  # held
+
+    end = time.time() + 120
+    while True:  # the sweep's status releases the held trial once a slot is free
+        rows = json.loads(dk.ok("status", "--sweep", done["sweep"], "--json").stdout)
+        if all(r["state"] == "COMPLETE" for r in rows):
+            break
+        assert not any(r["state"] in ("ERROR", "CANCELED") for r in rows), rows
+        assert time.time() < end, rows
+        time.sleep(0.5)
+    spans = _times(dk, ids)
+    for start, _ in spans:  # at every start, at most 2 containers were running (the containers' own times)
+        assert sum(1 for a, b in spans if a <= start < b) <= 2, spans
+    assert spans[2][0] >= min(spans[0][1], spans[1][1])  # the third started after one of the first two ended
+    assert rows[1]["kpis"]["val_loss"] == pytest.approx(0.2 + 0.02)  # 3 epochs: the last is one past the best
+
+    best = json.loads(dk.run("tao_jobs.py", "sweep", "best", done["sweep"], "--kpi", "val_loss", "--json").stdout)
+    assert best["id"] == ids[1] and best["value"] == pytest.approx(0.2) and best["checkpoints"] == ["model_epoch_002.pth"]
+    assert best["folder"] == str(dk.results / ids[1])
+
+
+def test_cancel_sweep_stops_the_running_trials_and_removes_the_held_one_in_one_call_each(dk):
+    done = json.loads(dk.ok("submit", "--json", "--image", dk.image, "--gpus", "0", "--network-arch", "dino",
+                            "--action", "train", "--mount", FAKE, "--env", "EPOCHS=60", "--env", "SLEEP=1",
+                            "--stop-grace", "2", "--sweep", "train.lr=0.1,0.2,0.3", "--max-concurrent", "2",
+                            "--", "sh", "-c", TRAIN, "tao").stdout)
+    ids = [j["id"] for j in done["jobs"]]
+    rows = json.loads(dk.ok("status", "--sweep", done["sweep"], "--json").stdout)
+    assert [r["state"] for r in rows][2] == "PENDING" and rows[2]["held"], rows
+    since = log_length(dk)
+    views = json.loads(dk.ok("cancel", "--sweep", done["sweep"], "--json").stdout)
+    assert [v["state"] for v in views] == ["CANCELED"] * 3, views
+    words = [c[1] for c in engine_calls(dk, since)]
+    assert words.count("stop") == 1 and words.count("rm") == 1, words
+    assert dk.docker("inspect", ids[2]).returncode != 0  # the held trial never ran: its container is gone
+    for jid in ids[:2]:
+        assert dk.docker("inspect", "--format", "{{.State.Running}}", jid).stdout.strip() == "false"
+    assert "before it started" in views[2]["message"]
+    rows = json.loads(dk.ok("status", "--sweep", done["sweep"], "--json").stdout)
+    assert {r["state"] for r in rows} == {"CANCELED"}

@@ -1,0 +1,276 @@
+"""Docker's side of the campaign features, on the fake process runner: sweeps cost a fixed number of engine
+calls for N = 1 and 10 trials (one create per container is the CLI's own limit), held trials are released with
+one ``docker start``, cancel --sweep stops/removes them all in one call each; continue and --parent mount the
+other job's folder read-only."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fakeproc import ok
+from taobank import lineage, records, sweeps
+from taobank.contract import SubmitOptions
+from taobank.docker.sweep import LABEL_SWEEP
+from taobank.states import State
+
+TRAINER = Path(__file__).resolve().parents[2] / "testclusters" / "fake_tao_train.sh"
+K = 2
+
+
+class Engine:
+    """A fake docker engine: containers by name with a status; every call the bank makes is answered here."""
+
+    def __init__(self, fake) -> None:
+        self.fake = fake
+        self.containers: dict[str, dict] = {}
+        fake.on("docker", lambda c: c.argv[1] == "version", "20.10.24")
+        fake.on("docker", lambda c: c.argv[1:3] == ["image", "inspect"], "sha256:1")
+        fake.on("docker", lambda c: c.argv[1] == "create", self.create)
+        fake.on("docker", lambda c: c.argv[1] == "run", self.run)
+        fake.on("docker", lambda c: c.argv[1] == "start", self.start)
+        fake.on("docker", lambda c: c.argv[1:3] == ["container", "inspect"], self.inspect)
+        fake.on("docker", lambda c: c.argv[1] == "stop", self.stop)
+        fake.on("docker", lambda c: c.argv[1] == "kill", "")
+        fake.on("docker", lambda c: c.argv[1] == "rm", self.rm)
+        fake.on("docker", lambda c: c.argv[1] == "logs", "last words\n")
+        fake.on("sh", lambda c: True, self.local_sh)  # the local results folders: the real scripts
+
+    def create(self, call):
+        name = call.argv[call.argv.index("--name") + 1]
+        self.containers[name] = {"Status": "created", "argv": call.argv}
+        return ok(f"{name}-cid\n")
+
+    def run(self, call):
+        out = self.create(call)
+        self.containers[call.argv[call.argv.index("--name") + 1]]["Status"] = "running"
+        return out
+
+    def start(self, call):
+        for name in call.argv[2:]:
+            self.containers[name]["Status"] = "running"
+        return ok("\n".join(call.argv[2:]) + "\n")
+
+    def stop(self, call):
+        for name in call.argv[4:]:
+            if self.containers[name]["Status"] == "running":
+                self.containers[name].update(Status="exited", ExitCode=143)
+        return ok("")
+
+    def rm(self, call):
+        for name in [a for a in call.argv[2:] if not a.startswith("-")]:
+            self.containers.pop(name, None)
+        return ok("")
+
+    def inspect(self, call):
+        rows = [{"Name": f"/{n}", "Id": f"{n}-cid", "State": {k: v for k, v in self.containers[n].items() if k != "argv"}
+                 | {"Running": self.containers[n]["Status"] == "running"}} for n in call.argv[3:] if n in self.containers]
+        return ok(json.dumps(rows))
+
+    @staticmethod
+    def local_sh(call):
+        p = subprocess.run(call.argv, input=call.stdin, capture_output=True, text=True, timeout=60)
+        return ok(p.stdout, p.returncode, p.stderr)
+
+    def calls(self, since: int = 0) -> list[str]:
+        """The engine calls after call ``since``, by their first word (inspect for container inspect)."""
+        return [c.argv[2] if c.argv[1] == "container" else c.argv[1] for c in self.fake.calls[since:]
+                if c.program == "docker"]
+
+
+@pytest.fixture()
+def engine(fake, monkeypatch, tmp_path):
+    monkeypatch.setenv("TAO_DOCKER_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    monkeypatch.delenv("TAO_DOCKER_ENGINE", raising=False)
+    from taobank import platform
+
+    monkeypatch.setattr(platform.get("docker"), "engine", None)
+    return Engine(fake)
+
+
+SPEC = {"image": "img:1", "gpus": 0, "network_arch": "dino", "action": "train",
+        "command": ["sh", "/fake/fake_tao_train.sh", "--epochs", "3"]}
+
+
+@pytest.mark.parametrize("n", (1, 10))
+def test_a_docker_sweep_costs_a_fixed_number_of_engine_calls(engine, n):
+    done = sweeps.submit("docker", SPEC, SubmitOptions(), [{"train.lr": f"0.{i + 1:03d}"} for i in range(n)], K)
+    ids = [v.id for v in done.views]
+    # the gate (version, image), one create per container (the CLI makes one a call), ONE start of the first K
+    assert engine.calls() == ["version", "image"] + ["create"] * n + ["start"]
+    (start,) = [c for c in engine.fake.calls if c.argv[1] == "start"]
+    assert start.argv[2:] == ids[:K]
+    creates = [c.argv for c in engine.fake.calls if c.argv[1] == "create"]
+    assert all(f"{LABEL_SWEEP}={done.sweep}" in a for a in creates)
+    assert [a[-1] for a in creates] == [f"train.lr=0.{i + 1:03d}" for i in range(n)]
+    assert [records.load(i)["backend"]["held"] for i in ids] == [i >= K for i in range(n)]
+
+    # status --sweep: ONE inspect of every container, nothing to release
+    since = len(engine.fake.calls)
+    rows = sweeps.status(done.sweep)
+    assert engine.calls(since) == ["inspect"]
+    assert [r.state for r in rows] == ["RUNNING"] * min(K, n) + ["PENDING"] * max(0, n - K)
+    assert [r.held for r in rows] == [i >= K for i in range(n)]
+
+    # a trial ends: ONE inspect, its logs saved once, ONE start releasing the next held trial
+    engine.containers[ids[0]].update(Status="exited", ExitCode=0)
+    since = len(engine.fake.calls)
+    rows = sweeps.status(done.sweep)
+    assert engine.calls(since) == ["inspect", "logs"] + (["start"] if n > K else [])
+    if n > K:
+        assert engine.fake.calls[-1].argv[2:] == [ids[K]] and engine.containers[ids[K]]["Status"] == "running"
+        assert records.load(ids[K])["backend"]["held"] is False
+    assert rows[0].state == "COMPLETE"
+
+    # cancel --sweep: ONE inspect, ONE rm of the held ones, ONE stop of the running ones, ONE inspect after, and
+    # the saved logs of each one that ran (at most K); a lone trial is the plain cancel
+    since = len(engine.fake.calls)
+    views, errors = sweeps.cancel(done.sweep)
+    assert errors == []
+    got = engine.calls(since)
+    running = min(K, n - 1)
+    if n > 2:
+        assert got == ["inspect", "rm", "stop", "inspect"] + ["logs"] * running, got
+        (stop,) = [c for c in engine.fake.calls[since:] if c.argv[1] == "stop"]
+        assert stop.argv[4:] == ids[1:1 + running]
+        assert set(engine.containers) == set(ids[:1 + running])  # the held ones are gone
+    else:
+        assert got == [], got  # n=1: the only trial had ended; nothing to cancel
+    assert [records.load(i)["state"] for i in ids] == ["COMPLETE"] + ["CANCELED"] * (n - 1)
+
+
+def test_a_failed_create_removes_every_container_made_and_marks_every_trial_error(engine, fake):
+    made = []
+
+    def create(call):
+        made.append(call)
+        if len(made) == 3:
+            return ok("", 1, "Error response from daemon: Conflict. The container name is already in use")
+        return engine.create(call)
+
+    fake.on("docker", lambda c: c.argv[1] == "create", create)
+    with pytest.raises(Exception) as exc:
+        sweeps.submit("docker", SPEC, SubmitOptions(), [{"train.lr": str(i)} for i in range(4)], K)
+    assert "already in use" in str(exc.value) and "no trial runs" in str(exc.value)
+    (rm,) = [c for c in fake.calls if c.program == "docker" and c.argv[1] == "rm"]
+    assert len(rm.argv[3:]) == 3 and not any(c.argv[1] == "start" for c in fake.calls if c.program == "docker")
+    assert {r["state"] for r in records.list_records()} == {State.ERROR}
+    assert engine.containers == {}
+
+
+def test_sweep_best_lists_every_trial_folder_in_one_local_command(engine, fake):
+    values = ["350", "210", "480"]
+    done = sweeps.submit("docker", SPEC, SubmitOptions(), [{"fake.best_val": v} for v in values], K)
+    for v, view in zip(values, done.views):
+        folder = records.load(view.id)["backend"]["results_dir"]
+        subprocess.run(["sh", str(TRAINER), "--results", folder, "--epochs", "3", f"fake.best_val={v}"],
+                       check=True, capture_output=True)
+    since = len(fake.calls)
+    win = sweeps.best(done.sweep, "val_loss", "min")
+    assert [c.program for c in fake.calls[since:]] == ["sh"]
+    assert win.id == done.views[1].id and abs(win.value - 0.21) < 1e-9 and win.checkpoints == ["model_epoch_002.pth"]
+
+
+def test_a_held_trial_canceled_alone_is_removed_not_stopped(engine, fake):
+    done = sweeps.submit("docker", SPEC, SubmitOptions(), [{"train.lr": str(i)} for i in range(3)], 1)
+    held = done.views[2].id
+    from taobank import platform
+
+    since = len(fake.calls)
+    (view,), errors = platform.cancel("docker", [held])
+    assert errors == [] and view.state == "CANCELED" and "before it started" in view.message
+    assert engine.calls(since) == ["inspect", "rm"] and held not in engine.containers
+
+
+# ------------------------------------------------------------------ continue and --parent
+def _finished_job(engine, cli, tmp_path, state: str) -> dict:
+    out = cli("tao_docker.py", "submit", "--spec", _spec_file(tmp_path), "--json")
+    assert out.rc == 0, out
+    jid = json.loads(out.out)["id"]
+    folder = records.load(jid)["backend"]["results_dir"]
+    subprocess.run(["sh", str(TRAINER), "--results", folder, "--epochs", "2"], check=True, capture_output=True)
+    if state == "CANCELED":  # still running: the cancel stops it
+        assert cli("tao_docker.py", "cancel", jid).rc == 0
+    else:
+        engine.containers[jid].update(Status="exited", ExitCode=0 if state == "COMPLETE" else 1)
+        assert cli("tao_docker.py", "status", jid).rc == 0
+    assert records.load(jid)["state"] == state
+    return records.load(jid)
+
+
+def _spec_file(tmp_path) -> str:
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(SPEC))
+    return str(path)
+
+
+def _mount_of(argv: list[str], folder: str) -> str:
+    mounts = [argv[i + 1] for i, a in enumerate(argv) if a == "--mount"]
+    (m,) = [m for m in mounts if f"source={folder}," in m]
+    return m
+
+
+def test_continue_mounts_the_old_folder_and_resumes_from_its_checkpoint(engine, cli, tmp_path, monkeypatch):
+    old = _finished_job(engine, cli, tmp_path, "ERROR")
+    folder = old["backend"]["results_dir"]
+    monkeypatch.setenv("TAO_DOCKER_ENGINE", "podman")  # a new shell elsewhere: the job's own engine is used
+    since = len(engine.fake.calls)
+    out = cli("tao_docker.py", "continue", old["id"], "--json")
+    assert out.rc == 0, out
+    view = json.loads(out.out)
+    assert view["continues"] == old["id"] and view["continues_from"] == f"{folder}/model_epoch_002.pth"
+    (run,) = [c.argv for c in engine.fake.calls[since:] if c.program == "docker" and c.argv[1] == "run"]
+    assert _mount_of(run, folder) == f"type=bind,source={folder},target={folder},readonly"
+    assert run[-1] == f"train.resume_training_checkpoint_path={folder}/model_epoch_002.pth"
+    assert records.load(view["id"])["backend"]["engine"] == "docker"
+
+
+def test_continue_dry_run_shows_the_mount_and_opens_nothing(engine, cli, tmp_path):
+    old = _finished_job(engine, cli, tmp_path, "CANCELED")
+    before = len(records.list_records())
+    out = cli("tao_docker.py", "continue", old["id"], "--dry-run", "--from", "model_epoch_001.pth")
+    assert out.rc == 0, out
+    folder = old["backend"]["results_dir"]
+    assert f"source={folder},target={folder},readonly" in out.out and "model_epoch_001.pth" in out.out
+    assert len(records.list_records()) == before
+
+
+def test_a_parent_child_reads_the_parents_checkpoint_through_a_read_only_mount(engine, cli, tmp_path):
+    parent = _finished_job(engine, cli, tmp_path, "COMPLETE")
+    folder = parent["backend"]["results_dir"]
+    out = cli("tao_docker.py", "submit", "--image", "img:1", "--gpus", "0", "--action", "evaluate", "--parent",
+              parent["id"], "--json", "--", "cat", "{parent.checkpoint}")
+    assert out.rc == 0, out
+    view = json.loads(out.out)
+    assert view["parent"] == parent["id"]
+    run = [c.argv for c in engine.fake.calls if c.program == "docker" and c.argv[1] == "run"][-1]
+    assert run[-2:] == ["cat", f"{folder}/model_epoch_002.pth"]
+    assert _mount_of(run, folder).endswith(",readonly")
+
+
+def test_a_mount_in_the_way_of_the_parents_folder_is_one_line(engine, cli, tmp_path):
+    parent = _finished_job(engine, cli, tmp_path, "COMPLETE")
+    folder = parent["backend"]["results_dir"]
+    other = tmp_path / "other"
+    other.mkdir()
+    n = len(records.list_records())
+    out = cli("tao_docker.py", "submit", "--image", "img:1", "--gpus", "0", "--mount", f"{other}:{folder}",
+              "--parent", parent["id"], "--", "ls", "{parent.results_dir}")
+    assert out.rc == 1 and len(out.err_lines) == 1 and "mount it elsewhere" in out.err
+    assert len(records.list_records()) == n
+
+
+def test_a_mount_already_showing_the_folder_is_kept(engine, cli, tmp_path):
+    parent = _finished_job(engine, cli, tmp_path, "COMPLETE")
+    base = str(Path(parent["backend"]["results_dir"]).parent)
+    spec = lineage.with_parent("docker", {**SPEC, "mounts": [{"host": base, "container": base}]}, parent["id"])
+    assert spec["mounts"] == [{"host": base, "container": base}]
+
+
+def test_a_mount_on_the_jobs_own_results_folder_is_still_refused(engine, cli, tmp_path):
+    out = cli("tao_docker.py", "submit", "--image", "img:1", "--gpus", "0", "--mount", f"{tmp_path}:/results",
+              "--", "true")
+    assert out.rc == 1 and "covers or shadows" in out.err
