@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .. import redact
+from ..errors import TaoError
 from . import facts
+
+#: What the bank itself sets in the container: a spec's env may not override them (the job would lose its folder).
+RESERVED_ENV = ("TAO_API_RESULTS_DIR", "TAO_API_JOB_ID", "RESULTS_DIR")
 
 
 @dataclass(frozen=True)
@@ -80,3 +85,12 @@ def run_argv(s: RunSpec) -> list[str]:
         argv += ["--env", name]  # by name: the engine reads the value from our environment
     argv += ["--workdir", s.workdir or job_dir]
     return argv + [s.image, *s.command]
+
+
+def lint_argv(argv: list[str]) -> None:
+    """The bank's secret lint over the argv (what ``ps`` and ``docker inspect`` show); the value is never echoed."""
+    findings = redact.lint_objects([argv], "docker run argv")
+    if findings:
+        raise TaoError(f"the docker run command line would hold what looks like a secret ({findings[0].rule}): pass "
+                       "credentials with --secret-env NAME (the value stays in your environment), never in env or "
+                       "the command; nothing was done")

@@ -14,6 +14,7 @@ from typing import Any, Mapping
 
 from .. import names
 from ..contract import Gate, Launch, Plan, SubmitOptions
+from ..envfile import check_job_env
 from ..errors import SubmitUncertain, TaoError
 from ..paths import abs_path
 from . import engine as eng
@@ -85,13 +86,15 @@ def plan_submit(spec: dict, opts: SubmitOptions, *, engine: str | None = None, j
             raise TaoError(f"mount target {target} is inside {cres}, where the job's results folder is mounted: "
                            "choose another container path")
     request = specmod.gpu_request(spec)
+    plain, nccl = check_job_env(spec.get("env"), spec.get("nccl_env"), reserved=render.RESERVED_ENV)
     rs = render.RunSpec(
         engine=name, job_id=jid, image=spec["image"], command=specmod.command_argv(spec), host_results=host_results,
         container_results=cres, user=caller(), gpus=request, cpus=spec.get("cpus"), memory=spec.get("memory"),
         shm_size=shm_size(spec, host_ram() if ram is None else ram), ipc_host=bool(spec.get("ipc_host")),
-        mounts=tuple(mounts), env=tuple(sorted({**(spec.get("nccl_env") or {}), **(spec.get("env") or {})}.items())),
+        mounts=tuple(mounts), env=tuple(sorted({**nccl, **plain}.items())),
         secrets=tuple(spec.get("secrets") or ()), network=spec.get("network"),
         workdir=abs_path(spec["workdir"], "workdir") if spec.get("workdir") else None)
+    render.lint_argv(render.run_argv(rs))  # before the preview and the run: a value pasted into env is refused
     host = eng.host_now(name)
     backend: dict[str, Any] = {"engine": name, "container": jid, "results_dir": host_results,
                                "stop_grace_seconds": int(spec.get("stop_grace_seconds",
@@ -155,12 +158,14 @@ def launch(plan: DockerPlan, rec: dict) -> Launch:
     """Make the job's results folder (as the caller), then start the container detached."""
     e = eng.Engine(plan.engine, plan.host)
     assert plan.run is not None
+    argv = render.run_argv(plan.run)
+    render.lint_argv(argv)
     try:
         os.makedirs(plan.results_dir, mode=0o755)
     except OSError as exc:
         raise TaoError(f"cannot create the results folder {plan.results_dir}: {exc.strerror}") from None
     try:
-        res = e.run(render.run_argv(plan.run), check=False, timeout=300, what=f"{plan.engine} run")
+        res = e.run(argv, check=False, timeout=300, what=f"{plan.engine} run")
     except TaoError as exc:
         if "did not answer" in str(exc):
             raise SubmitUncertain(f"{exc}: the container may exist; see {plan.engine} ps -a --filter "
