@@ -86,7 +86,7 @@ def test_login_puts_the_key_on_stdin_only(fake, cli, monkeypatch):
     (call,) = fake.calls
     assert call.stdin == "nvapi-secretvalue1234567890\n"
     assert "nvapi-secretvalue1234567890" not in " ".join(call.argv) + out.out + out.err
-    assert call.argv[1:] == ["login", "nvcr.io", "--username", "$oauthtoken", "--password-stdin"]
+    assert call.argv[1:] == ["login", "--username", "$oauthtoken", "--password-stdin", "--", "nvcr.io"]
 
 
 def test_a_refused_login_never_echoes_the_key(fake, cli, monkeypatch):
