@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .. import names
+from .. import names, records
 from ..contract import Gate, Launch, Plan, SubmitOptions
 from ..envfile import check_job_env
 from ..errors import SubmitUncertain, TaoError
@@ -33,6 +33,8 @@ class DockerPlan(Plan):
     pull: str = "missing"
     #: host paths that must exist before the run (data mounts)
     must_exist: list[str] = field(default_factory=list)
+    #: finishing a record opened earlier (submit --job-id): its own empty results folder may exist already
+    finishing: bool = False
 
 
 def size_bytes(text: str) -> int:
@@ -107,7 +109,7 @@ def plan_submit(spec: dict, opts: SubmitOptions, *, engine: str | None = None, j
     return DockerPlan(spec=spec, image=spec["image"], network_arch=spec["network_arch"], action=spec["action"],
                       storage_tier="A", results_dir=host_results, backend=backend, job_id=jid, run=rs, engine=name,
                       host=host, gpu_request=request, pull=spec.get("pull", "missing"),
-                      must_exist=[m[0] for m in mounts])
+                      must_exist=[m[0] for m in mounts], finishing=bool(opts.job_id))
 
 
 def preview(spec: dict, opts: SubmitOptions, engine: str | None = None) -> str:
@@ -138,7 +140,7 @@ def check(plan: DockerPlan, gate: Gate) -> None:
     if not os.path.isdir(probe) or not os.access(probe, os.W_OK | os.X_OK):
         raise TaoError(f"results folder {base} cannot be written by you ({probe} is not a writable folder): "
                        "set results_dir or TAO_DOCKER_RESULTS_DIR to a folder of yours; nothing was done")
-    if os.path.exists(plan.results_dir):
+    if os.path.exists(plan.results_dir) and not _own_empty_folder(plan):
         raise TaoError(f"{plan.results_dir} exists already: a job's results folder is its own; nothing was done")
     assert plan.run is not None
     missing = [n for n in plan.run.secrets if not os.environ.get(n)]
@@ -146,6 +148,18 @@ def check(plan: DockerPlan, gate: Gate) -> None:
         raise TaoError(f"secret variable {', '.join(missing)} is not set in this shell: export it (the value goes "
                        "to the container by name, never on a command line); nothing was done")
     gate.lines.append(registry.ensure_image(e, plan.image, plan.pull, progress=_progress))
+
+
+def _own_empty_folder(plan: DockerPlan) -> bool:
+    """A record being finished whose launch made its folder before the run's answer was lost: that folder, empty,
+    is the job's own (any other folder, or one with files, is never taken over)."""
+    if not plan.finishing or not os.path.isdir(plan.results_dir) or os.path.islink(plan.results_dir):
+        return False
+    try:
+        rec = records.load(plan.job_id)
+    except TaoError:
+        return False
+    return rec.get("results_dir") == plan.results_dir and not os.listdir(plan.results_dir)
 
 
 def _progress(text: str) -> None:
@@ -161,7 +175,8 @@ def launch(plan: DockerPlan, rec: dict) -> Launch:
     argv = render.run_argv(plan.run)
     render.lint_argv(argv)
     try:
-        os.makedirs(plan.results_dir, mode=0o755)
+        if not _own_empty_folder(plan):
+            os.makedirs(plan.results_dir, mode=0o755)
     except OSError as exc:
         raise TaoError(f"cannot create the results folder {plan.results_dir}: {exc.strerror}") from None
     try:
