@@ -14,7 +14,6 @@ def _engine(fake, *, lost: bool):
             raise TaoError("docker run did not answer within 300s: check connectivity and retry")
         return "0123456789abcdef"
 
-    fake.on("docker", lambda c: c.argv[1] == "version", "20.10.24")
     fake.on("docker", lambda c: c.argv[1] == "info", json.dumps({"ServerVersion": "20.10.24", "SecurityOptions": []}))
     fake.on("docker", lambda c: c.argv[1:3] == ["image", "inspect"], "sha256:1")
     fake.on("docker", lambda c: c.argv[1:3] == ["container", "inspect"], "", rc=1, stderr="Error: No such container: x")

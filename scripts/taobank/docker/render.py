@@ -38,6 +38,8 @@ class RunSpec:
     network: str | None = None
     workdir: str | None = None
     labels: dict = field(default_factory=dict)
+    #: ``--userns`` (rootless Podman: keep-id); an empty ``user`` means no ``--user`` (a rootless engine)
+    userns: str | None = None
 
 
 def gpu_args(engine: str, gpus: int | str | list[str]) -> list[str]:
@@ -62,7 +64,10 @@ def run_argv(s: RunSpec) -> list[str]:
             "--label", f"{facts.LABEL_JOB}={s.job_id}", "--label", f"{facts.LABEL_BANK}=true"]
     for key, value in sorted(s.labels.items()):
         argv += ["--label", f"{key}={value}"]
-    argv += ["--user", s.user]
+    if s.user:
+        argv += ["--user", s.user]
+    if s.userns:
+        argv += ["--userns", s.userns]
     argv += gpu_args(s.engine, s.gpus)
     if s.cpus is not None:
         argv += ["--cpus", f"{s.cpus:g}"]

@@ -6,6 +6,7 @@ not have, a bind-mount path that does not exist, a secret not set, an image that
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
@@ -18,7 +19,7 @@ from ..envfile import check_job_env
 from ..errors import SubmitUncertain, TaoError
 from ..paths import abs_path
 from . import engine as eng
-from . import facts, gpus, registry, render, spec as specmod
+from . import facts, gpus, registry, render, spec as specmod, userns
 
 _SIZE = re.compile(r"([1-9][0-9]*)([bkmgBKMG]?)\Z")
 _UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}
@@ -124,9 +125,12 @@ def preview(spec: dict, opts: SubmitOptions, engine: str | None = None) -> str:
 def check(plan: DockerPlan, gate: Gate) -> None:
     """The read-only checks, cheapest first; the image pull (when needed) is last."""
     e = eng.Engine(plan.engine, plan.host)
-    fmt = "{{.Client.Version}}" if plan.engine == "podman" else "{{.Server.Version}}"  # podman has no daemon
-    version = e.run(["version", "--format", fmt], what=f"{plan.engine} version").stdout.strip()
-    gate.lines.append(f"{plan.engine} engine {version or '?'}")
+    info = userns.read_info(e)
+    is_rootless = userns.rootless(info)
+    assert plan.run is not None
+    user, ns = userns.user_flags(plan.engine, is_rootless, plan.run.user or caller())
+    plan.run = dataclasses.replace(plan.run, user=user, userns=ns)
+    gate.lines.append(f"{plan.engine} engine {userns.version(info)}; the container {userns.note(plan.engine, is_rootless)}")
     got = gpus.check_request(plan.gpu_request, gpus.host_gpus() if plan.gpu_request not in (0, []) else [])
     if got:
         gate.lines.append(f"GPUs {', '.join(g.index for g in got)} of this host")
@@ -142,7 +146,6 @@ def check(plan: DockerPlan, gate: Gate) -> None:
                        "set results_dir or TAO_DOCKER_RESULTS_DIR to a folder of yours; nothing was done")
     if os.path.exists(plan.results_dir) and not _own_empty_folder(plan):
         raise TaoError(f"{plan.results_dir} exists already: a job's results folder is its own; nothing was done")
-    assert plan.run is not None
     missing = [n for n in plan.run.secrets if not os.environ.get(n)]
     if missing:
         raise TaoError(f"secret variable {', '.join(missing)} is not set in this shell: export it (the value goes "
