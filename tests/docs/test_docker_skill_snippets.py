@@ -59,13 +59,70 @@ TRAIN = ("echo '{\"epoch\": 1, \"max_epoch\": 1, \"kpi\": {\"val_loss\": 0.5}}' 
          "echo ckpt > $RESULTS_DIR/model.pth; echo quick-path-ran")
 
 
-def test_quick_path_as_written(session, docker_cluster):
-    res = session(["quick-path"], _spec(docker_cluster, ["sh", "-c", TRAIN]))
+def quick_path_spec() -> dict:
+    """The job.yaml the quick path shows (the yaml block before its bash block), as a user would save it."""
+    import yaml
+
+    text = SKILL.read_text(encoding="utf-8")
+    head = text[:text.index("<!-- test: quick-path -->")]
+    return yaml.safe_load(head[head.rindex("```yaml\n") + len("```yaml\n"):head.rindex("```")])
+
+
+#: A stand-in for TAO's ``dino`` entry point (the real one needs a GPU): it reads the ``-e`` spec and writes
+#: what TAO writes, where ``results_dir=`` says.
+DINO = """#!/bin/sh
+spec=; out=
+while [ $# -gt 0 ]; do
+  case $1 in -e) spec=$2; shift ;; results_dir=*) out=${1#results_dir=} ;; esac
+  shift
+done
+[ -f "$spec" ] || { echo "dino: no experiment spec $spec" >&2; exit 2; }
+mkdir -p "$out" || exit 3
+echo '{"epoch": 1, "max_epoch": 1, "kpi": {"val_loss": 0.5}}' > "$out/status.json"
+echo ckpt > "$out/model.pth"
+echo "quick-path-ran into $out"
+"""
+
+
+@pytest.fixture()
+def dino_image(docker_cluster, tmp_path):
+    """The local image plus the ``dino`` stand-in on its PATH (built offline from the local image; removed after)."""
+    import uuid
+
+    ctx = tmp_path / "dino-image"
+    ctx.mkdir()
+    (ctx / "dino").write_text(DINO)
+    (ctx / "dino").chmod(0o755)
+    base = docker_cluster["TAO_LOCAL_DOCKER_IMAGE"]
+    path = subprocess.run(["docker", "image", "inspect", "--format", "{{json .Config.Env}}", base], capture_output=True,
+                          text=True, env={**os.environ, **docker_cluster}, check=True).stdout
+    bindir = next((e.split("=", 1)[1].split(":")[0] for e in json.loads(path) or [] if e.startswith("PATH=")), "/bin")
+    (ctx / "Dockerfile").write_text(f"FROM {base}\nCOPY dino {bindir}/dino\n")
+    tag = f"tao-local.test/quick-path-dino:{uuid.uuid4().hex[:12]}"
+    env = {**os.environ, **docker_cluster, "DOCKER_BUILDKIT": "0"}
+    subprocess.run(["docker", "build", "-q", "-t", tag, str(ctx)], capture_output=True, text=True, env=env, check=True)
+    yield tag
+    subprocess.run(["docker", "rmi", "--force", tag], capture_output=True, env=env)
+
+
+def test_quick_path_as_written(session, docker_cluster, dino_image, tmp_path):
+    """The quick path's own job.yaml, changed only where this host differs (image, no GPU, folders): what TAO
+    writes lands in the job's results folder on the host."""
+    spec = quick_path_spec()
+    data = tmp_path / "coco"
+    (data / "specs").mkdir(parents=True)
+    (data / "specs" / "train.yaml").write_text("train: {num_epochs: 1}\n")
+    assert len(spec["mounts"]) == 1 and spec["gpus"] == 1
+    spec.update(image=dino_image, gpus=0, results_dir=str(tmp_path / "results"),
+                mounts=[{**spec["mounts"][0], "host": str(data)}])
+    res = session(["quick-path"], spec)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "not checked" in res.stdout  # the local engine has no GPU: preflight says what it did not check
     rows = [ln for ln in res.stdout.splitlines() if "dino coco baseline" in ln]
     assert len(rows) == 1 and "docker" in rows[0] and "COMPLETE" in rows[0], res.stdout
-    assert "quick-path-ran" in res.stdout and "model.pth" in res.stdout
+    assert "quick-path-ran" in res.stdout and "model.pth" in res.stdout, res.stdout
+    (job,) = [p for p in (tmp_path / "results").iterdir() if p.is_dir()]
+    assert (job / "model.pth").read_text() == "ckpt\n" and (job / "status.json").is_file()
 
 
 def test_submit_status_logs_results_blocks(session, docker_cluster, tmp_path):

@@ -189,7 +189,7 @@ class Docker:
         self.fake.on("docker", lambda c: c.argv[1] == "logs", "")  # the ended job's logs, saved beside its record
 
     def submit_works(self) -> None:
-        self.fake.on("docker", lambda c: c.argv[1] == "version", "20.10.24")
+        self.fake.on("docker", lambda c: c.argv[1] == "info", '{"ServerVersion": "20.10.24", "SecurityOptions": []}')
         self.fake.on("docker", lambda c: c.argv[1:3] == ["image", "inspect"], "sha256:1")
         self.fake.on("docker", lambda c: c.argv[1] == "run", "0123456789abcdef0123\n")
 

@@ -73,8 +73,15 @@ _TEXT = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_siz
 @settings(max_examples=200, deadline=None)
 @given(cmd=st.lists(_TEXT, min_size=1, max_size=5), env=st.dictionaries(st.from_regex(r"[A-Z_][A-Z0-9_]{0,10}", fullmatch=True), _TEXT, max_size=4))
 def test_user_values_never_become_engine_options(cmd, env):
-    """Whatever the command and env hold, the argv before the image is the bank's own words and pairs."""
-    p = plan(command=cmd, env=env)
+    """Whatever the command and env hold, the argv before the image is the bank's own words and pairs (or the
+    job is refused in one line: a credential-looking name or value, a name the bank sets itself)."""
+    from taobank.errors import TaoError
+
+    try:
+        p = plan(command=cmd, env=env)
+    except TaoError as exc:
+        assert "\n" not in str(exc) and ("credential" in str(exc) or "secret" in str(exc) or "set by the bank" in str(exc))
+        return
     argv = render.run_argv(p.run)
     i = argv.index(p.image)
     assert argv[i + 1:] == cmd

@@ -8,7 +8,7 @@ from taobank import records
 
 
 def _engine(fake, *, have_image: bool = True, run_rc: int = 0):
-    fake.on("docker", lambda c: c.argv[1] == "version", "20.10.24")
+    fake.on("docker", lambda c: c.argv[1] == "info", '{"ServerVersion": "20.10.24", "SecurityOptions": []}')
     fake.on("docker", lambda c: c.argv[1:3] == ["image", "inspect"], "sha256:1" if have_image else "",
             rc=0 if have_image else 1, stderr="" if have_image else "Error: No such image")
     fake.on("docker", lambda c: c.argv[1] == "run", "0123456789abcdef" if run_rc == 0 else "", rc=run_rc,
@@ -86,7 +86,7 @@ def test_login_puts_the_key_on_stdin_only(fake, cli, monkeypatch):
     (call,) = fake.calls
     assert call.stdin == "nvapi-secretvalue1234567890\n"
     assert "nvapi-secretvalue1234567890" not in " ".join(call.argv) + out.out + out.err
-    assert call.argv[1:] == ["login", "nvcr.io", "--username", "$oauthtoken", "--password-stdin"]
+    assert call.argv[1:] == ["login", "--username", "$oauthtoken", "--password-stdin", "--", "nvcr.io"]
 
 
 def test_a_refused_login_never_echoes_the_key(fake, cli, monkeypatch):

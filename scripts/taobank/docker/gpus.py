@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from .. import pins
 from ..errors import TaoError
-from ..run import run
+from ..run import last_line, run
 
 QUERY = ["nvidia-smi", "--query-gpu=index,uuid,name,driver_version,compute_cap,memory.total",
          "--format=csv,noheader,nounits"]
@@ -33,7 +33,7 @@ def parse(text: str) -> list[Gpu]:
             continue
         cells = [c.strip() for c in line.split(",")]
         if len(cells) != 6:
-            raise TaoError(f"nvidia-smi printed an unexpected row ({line[:80]!r}): check the driver (nvidia-smi)")
+            raise TaoError(f"nvidia-smi printed an unexpected row ({line.strip()[:80]!r}): check the driver (nvidia-smi)")
         mem = cells[5]
         out.append(Gpu(cells[0], cells[1], cells[2], cells[3], cells[4], int(mem) if mem.isdigit() else 0))
     return out
@@ -45,7 +45,7 @@ def host_gpus() -> list[Gpu] | None:
         return None
     res = run(QUERY, check=False, timeout=60, what="nvidia-smi")
     if not res.ok:
-        raise TaoError(f"nvidia-smi failed (exit {res.returncode}): {(res.stderr or res.stdout).strip()[:160]}: "
+        raise TaoError(f"nvidia-smi failed (exit {res.returncode}): {last_line(res.stderr or res.stdout)[:160]}: "
                        "the NVIDIA driver is not working on this host")
     return parse(res.stdout)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Callable
 
-from .. import fsio, records
+from .. import fsio, records, savedlogs
 from ..errors import TaoError
 from . import engine as eng
 from . import facts
@@ -22,8 +22,7 @@ def save(rec: dict, e: eng.Engine) -> None:
     """Keep the finished job's last lines (best effort: a container already gone has nothing to give)."""
     res = e.run(["logs", "--tail", str(SAVED_TAIL), facts.container_of(rec)], check=False, what=f"{e.name} logs")
     if res.ok:
-        fsio.write_private(records.artifact_dir(rec["id"]) / SAVED,
-                           json.dumps({"stdout": res.stdout, "stderr": res.stderr}))
+        savedlogs.save(rec["id"], SAVED, {"stdout": res.stdout, "stderr": res.stderr})
 
 
 def _saved(rec: dict, tail: int) -> dict[str, str] | None:

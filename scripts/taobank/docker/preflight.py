@@ -7,7 +7,6 @@ With ``no_gpus`` (a CPU-only host) the GPU checks say they were not run instead 
 from __future__ import annotations
 
 import glob
-import json
 import os
 import shutil
 
@@ -15,23 +14,19 @@ from .. import pins
 from ..contract import Finding, preflight_ok
 from ..errors import TaoError
 from . import engine as eng
-from . import gpus
+from . import gpus, userns
 
 CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
 
 
 def _engine(e: eng.Engine) -> tuple[Finding, dict | None]:
     try:
-        res = e.run(["info", "--format", "{{json .}}"], what=f"{e.name} info")
+        info = userns.read_info(e)
     except TaoError as exc:
         return Finding("MISSING", "engine", str(exc)), None
-    try:
-        info = json.loads(res.stdout)
-    except ValueError:
-        return Finding("MISSING", "engine", f"{e.name} info printed no JSON: check the engine"), None
-    version = info.get("ServerVersion") or (info.get("version") or {}).get("Version") or "?"
+    version = userns.version(info)
     where = e.host or "the default socket"
-    rootless = any("rootless" in str(o) for o in info.get("SecurityOptions") or [])
+    rootless = userns.rootless(info)
     return Finding("OK", "engine", f"{e.name} engine {version} reachable at {where}"
                    + (" (rootless)" if rootless else ""), data={"version": version, "host": e.host}), info
 

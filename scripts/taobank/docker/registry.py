@@ -13,6 +13,7 @@ from .. import fsio
 from ..errors import TaoError
 from ..redact import redact_text
 from . import engine as eng
+from .spec import check_image
 
 #: NGC's fixed user name for API keys.
 NGC_USER = "$oauthtoken"
@@ -46,7 +47,8 @@ def read_key(key_env: str = "NGC_KEY", key_file: str | None = None) -> str:
 
 def login(e: eng.Engine, registry: str, key: str, user: str = NGC_USER) -> str:
     """``<engine> login REGISTRY -u USER --password-stdin`` with the key on stdin; the engine's own line."""
-    res = e.run(["login", registry, "--username", user, "--password-stdin"], stdin=key + "\n", check=False,
+    check_image(registry, "registry")
+    res = e.run(["login", "--username", user, "--password-stdin", "--", registry], stdin=key + "\n", check=False,
                 what=f"{e.name} login {registry}")
     if not res.ok:
         text = redact_text((res.stderr or res.stdout).replace(key, "***"))  # never echo the key, even in an error
@@ -56,7 +58,8 @@ def login(e: eng.Engine, registry: str, key: str, user: str = NGC_USER) -> str:
 
 def ensure_image(e: eng.Engine, image: str, policy: str, progress: Callable[[str], None]) -> str:
     """Have ``image`` locally as ``policy`` says (missing, always, never); the gate line."""
-    have = e.run(["image", "inspect", "--format", "{{.Id}}", image], check=False, what=f"{e.name} image inspect").ok
+    check_image(image)
+    have = e.run(["image", "inspect", "--format", "{{.Id}}", "--", image], check=False, what=f"{e.name} image inspect").ok
     if policy == "never" or (have and policy == "missing"):
         if not have:
             raise TaoError(f"image {image} is not on this host and pull is never: {e.name} pull {image} first; "
@@ -74,7 +77,8 @@ def pull(e: eng.Engine, image: str, progress: Callable[[str], None]) -> None:
         lines.append(text)
         progress(text)
 
-    rc = e.stream(["pull", image], seen, merge_stderr=True)
+    check_image(image)
+    rc = e.stream(["pull", "--", image], seen, merge_stderr=True)
     if rc == 0:
         return
     last = (lines[-1].strip() if lines else "") or f"exit {rc}"

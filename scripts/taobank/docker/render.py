@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .. import redact
+from ..errors import TaoError
 from . import facts
+
+#: What the bank itself sets in the container: a spec's env may not override them (the job would lose its folder).
+RESERVED_ENV = ("TAO_API_RESULTS_DIR", "TAO_API_JOB_ID", "RESULTS_DIR")
 
 
 @dataclass(frozen=True)
@@ -33,6 +38,8 @@ class RunSpec:
     network: str | None = None
     workdir: str | None = None
     labels: dict = field(default_factory=dict)
+    #: ``--userns`` (rootless Podman: keep-id); an empty ``user`` means no ``--user`` (a rootless engine)
+    userns: str | None = None
 
 
 def gpu_args(engine: str, gpus: int | str | list[str]) -> list[str]:
@@ -57,7 +64,10 @@ def run_argv(s: RunSpec) -> list[str]:
             "--label", f"{facts.LABEL_JOB}={s.job_id}", "--label", f"{facts.LABEL_BANK}=true"]
     for key, value in sorted(s.labels.items()):
         argv += ["--label", f"{key}={value}"]
-    argv += ["--user", s.user]
+    if s.user:
+        argv += ["--user", s.user]
+    if s.userns:
+        argv += ["--userns", s.userns]
     argv += gpu_args(s.engine, s.gpus)
     if s.cpus is not None:
         argv += ["--cpus", f"{s.cpus:g}"]
@@ -87,3 +97,12 @@ def create_argv(s: RunSpec) -> list[str]:
     argv = run_argv(s)
     assert argv[:2] == ["run", "--detach"]
     return ["create", *argv[2:]]
+
+
+def lint_argv(argv: list[str]) -> None:
+    """The bank's secret lint over the argv (what ``ps`` and ``docker inspect`` show); the value is never echoed."""
+    findings = redact.lint_objects([argv], "docker run argv")
+    if findings:
+        raise TaoError(f"the docker run command line would hold what looks like a secret ({findings[0].rule}): pass "
+                       "credentials with --secret-env NAME (the value stays in your environment), never in env or "
+                       "the command; nothing was done")

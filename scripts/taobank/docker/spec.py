@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, Mapping
 
 from .. import spec as core_spec
 from ..errors import TaoError
 from ..paths import abs_path
+from ..redact import shown
 from . import facts
 
 SCHEMA_NAME = "docker-job-spec.schema.json"
@@ -22,6 +24,16 @@ def validate(spec: Mapping[str, Any]) -> dict:
     """Schema check (the first error as one line naming the field); unset network_arch/action are generic."""
     core_spec.validate(dict(spec), SCHEMA_NAME, "Docker job spec")
     return {**GENERIC, **spec}
+
+
+def check_image(value: object, what: str = "image") -> str:
+    """An image reference (or a registry host) by the schema's own image pattern: never an engine option."""
+    pattern = core_spec.validator(SCHEMA_NAME).schema["properties"]["image"]["pattern"]
+    text = str(value)
+    if not isinstance(value, str) or len(text) > 512 or not re.match(pattern, text):
+        raise TaoError(f"{what} {shown(text)} is not an image reference (registry/repository:tag or @sha256:digest: "
+                       "letters, digits and ._/:@-, starting with a letter or digit); nothing was done")
+    return text
 
 
 def command_argv(spec: Mapping[str, Any]) -> list[str]:

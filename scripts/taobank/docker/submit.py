@@ -6,18 +6,20 @@ not have, a bind-mount path that does not exist, a secret not set, an image that
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .. import names
+from .. import names, records
 from ..contract import Gate, Launch, Plan, SubmitOptions
+from ..envfile import check_job_env
 from ..errors import SubmitUncertain, TaoError
 from ..paths import abs_path, is_under
 from . import engine as eng
-from . import facts, gpus, registry, render, spec as specmod
+from . import facts, gpus, registry, render, spec as specmod, userns
 
 _SIZE = re.compile(r"([1-9][0-9]*)([bkmgBKMG]?)\Z")
 _UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}
@@ -32,6 +34,8 @@ class DockerPlan(Plan):
     pull: str = "missing"
     #: host paths that must exist before the run (data mounts)
     must_exist: list[str] = field(default_factory=list)
+    #: finishing a record opened earlier (submit --job-id): its own empty results folder may exist already
+    finishing: bool = False
 
 
 def size_bytes(text: str) -> int:
@@ -88,13 +92,15 @@ def plan_submit(spec: dict, opts: SubmitOptions, *, engine: str | None = None, j
             raise TaoError(f"mount target {target} covers or shadows {job_dir}, where the job's results folder is "
                            "mounted: choose another container path")
     request = specmod.gpu_request(spec)
+    plain, nccl = check_job_env(spec.get("env"), spec.get("nccl_env"), reserved=render.RESERVED_ENV)
     rs = render.RunSpec(
         engine=name, job_id=jid, image=spec["image"], command=specmod.command_argv(spec), host_results=host_results,
         container_results=cres, user=caller(), gpus=request, cpus=spec.get("cpus"), memory=spec.get("memory"),
         shm_size=shm_size(spec, host_ram() if ram is None else ram), ipc_host=bool(spec.get("ipc_host")),
-        mounts=tuple(mounts), env=tuple(sorted({**(spec.get("nccl_env") or {}), **(spec.get("env") or {})}.items())),
+        mounts=tuple(mounts), env=tuple(sorted({**nccl, **plain}.items())),
         secrets=tuple(spec.get("secrets") or ()), network=spec.get("network"),
         workdir=abs_path(spec["workdir"], "workdir") if spec.get("workdir") else None)
+    render.lint_argv(render.run_argv(rs))  # before the preview and the run: a value pasted into env is refused
     host = eng.host_now(name) or engine_host
     backend: dict[str, Any] = {"engine": name, "container": jid, "results_dir": host_results,
                                "stop_grace_seconds": int(spec.get("stop_grace_seconds",
@@ -107,7 +113,7 @@ def plan_submit(spec: dict, opts: SubmitOptions, *, engine: str | None = None, j
     return DockerPlan(spec=spec, image=spec["image"], network_arch=spec["network_arch"], action=spec["action"],
                       storage_tier="A", results_dir=host_results, backend=backend, job_id=jid, run=rs, engine=name,
                       host=host, gpu_request=request, pull=spec.get("pull", "missing"),
-                      must_exist=[m[0] for m in mounts])
+                      must_exist=[m[0] for m in mounts], finishing=bool(opts.job_id))
 
 
 def preview(spec: dict, opts: SubmitOptions, engine: str | None = None) -> str:
@@ -122,9 +128,12 @@ def preview(spec: dict, opts: SubmitOptions, engine: str | None = None) -> str:
 def check(plan: DockerPlan, gate: Gate) -> None:
     """The read-only checks, cheapest first; the image pull (when needed) is last."""
     e = eng.Engine(plan.engine, plan.host)
-    fmt = "{{.Client.Version}}" if plan.engine == "podman" else "{{.Server.Version}}"  # podman has no daemon
-    version = e.run(["version", "--format", fmt], what=f"{plan.engine} version").stdout.strip()
-    gate.lines.append(f"{plan.engine} engine {version or '?'}")
+    info = userns.read_info(e)
+    is_rootless = userns.rootless(info)
+    assert plan.run is not None
+    user, ns = userns.user_flags(plan.engine, is_rootless, plan.run.user or caller())
+    plan.run = dataclasses.replace(plan.run, user=user, userns=ns)
+    gate.lines.append(f"{plan.engine} engine {userns.version(info)}; the container {userns.note(plan.engine, is_rootless)}")
     got = gpus.check_request(plan.gpu_request, gpus.host_gpus() if plan.gpu_request not in (0, []) else [])
     if got:
         gate.lines.append(f"GPUs {', '.join(g.index for g in got)} of this host")
@@ -138,14 +147,25 @@ def check(plan: DockerPlan, gate: Gate) -> None:
     if not os.path.isdir(probe) or not os.access(probe, os.W_OK | os.X_OK):
         raise TaoError(f"results folder {base} cannot be written by you ({probe} is not a writable folder): "
                        "set results_dir or TAO_DOCKER_RESULTS_DIR to a folder of yours; nothing was done")
-    if os.path.exists(plan.results_dir):
+    if os.path.exists(plan.results_dir) and not _own_empty_folder(plan):
         raise TaoError(f"{plan.results_dir} exists already: a job's results folder is its own; nothing was done")
-    assert plan.run is not None
     missing = [n for n in plan.run.secrets if not os.environ.get(n)]
     if missing:
         raise TaoError(f"secret variable {', '.join(missing)} is not set in this shell: export it (the value goes "
                        "to the container by name, never on a command line); nothing was done")
     gate.lines.append(registry.ensure_image(e, plan.image, plan.pull, progress=_progress))
+
+
+def _own_empty_folder(plan: DockerPlan) -> bool:
+    """A record being finished whose launch made its folder before the run's answer was lost: that folder, empty,
+    is the job's own (any other folder, or one with files, is never taken over)."""
+    if not plan.finishing or not os.path.isdir(plan.results_dir) or os.path.islink(plan.results_dir):
+        return False
+    try:
+        rec = records.load(plan.job_id)
+    except TaoError:
+        return False
+    return rec.get("results_dir") == plan.results_dir and not os.listdir(plan.results_dir)
 
 
 def _progress(text: str) -> None:
@@ -158,12 +178,15 @@ def launch(plan: DockerPlan, rec: dict) -> Launch:
     """Make the job's results folder (as the caller), then start the container detached."""
     e = eng.Engine(plan.engine, plan.host)
     assert plan.run is not None
+    argv = render.run_argv(plan.run)
+    render.lint_argv(argv)
     try:
-        os.makedirs(plan.results_dir, mode=0o755)
+        if not _own_empty_folder(plan):
+            os.makedirs(plan.results_dir, mode=0o755)
     except OSError as exc:
         raise TaoError(f"cannot create the results folder {plan.results_dir}: {exc.strerror}") from None
     try:
-        res = e.run(render.run_argv(plan.run), check=False, timeout=300, what=f"{plan.engine} run")
+        res = e.run(argv, check=False, timeout=300, what=f"{plan.engine} run")
     except TaoError as exc:
         if "did not answer" in str(exc):
             raise SubmitUncertain(f"{exc}: the container may exist; see {plan.engine} ps -a --filter "

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .. import fsio, pins, records, redact, safeparse
+from .. import fsio, pins, records, safeparse, savedlogs
 from ..errors import TaoError
 from . import JOB_LABEL, render
 from . import results as resultsmod
@@ -40,9 +40,7 @@ def save_final_logs(kube: Kubectl, rec: dict, pods: list[dict]) -> str | None:
     if not pods:
         return None
     text = format_logs(kube, pods, int(pins.resolve("kubernetes.logs_tail")))
-    path = records.artifact_dir(rec["id"]) / "logs.txt"
-    fsio.write_private(path, redact.redact_text(text))
-    return str(path)
+    return str(savedlogs.save(rec["id"], "logs.txt", text))
 
 
 def format_logs(kube: Kubectl, pods: list[dict], tail: int) -> str:
@@ -160,4 +158,4 @@ def save_final_logs_many(kube: Kubectl, selector: str, pods_of: dict[str, list[d
             text = "".join(lines.get(names[0], []))
         else:
             text = "".join(f"[{n}] {t}" for n in names for t in lines.get(n, []))
-        fsio.write_private(records.artifact_dir(jid) / "logs.txt", redact.redact_text(text))
+        savedlogs.save(jid, "logs.txt", text)
