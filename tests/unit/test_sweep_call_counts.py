@@ -81,6 +81,42 @@ def test_slurm_cancel_sweep_keeps_a_trial_scancel_refused_and_counts_gone_ones_c
     assert "already gone" in records.load(ids[2])["message"]
 
 
+def test_a_chained_slurm_sweep_warns_each_task_and_status_and_cancel_follow_the_next_attempt(slurm):
+    """--max-attempts with --no-requeue in a sweep: the array asks SLURM for USR1, each trial's record is a chain,
+    status follows a trial's hop from its array task, and cancel --sweep stops the jobs the trials resubmitted."""
+    import base64
+    import io
+    import tarfile
+
+    slurm.ssh("STAGE_MANY")
+    slurm.ssh("SBATCH_ARRAY", "777\n")
+    done = sweeps.submit("slurm", {**SLURM_SPEC, "max_attempts": 3, "use_requeue": False}, SubmitOptions(),
+                         trials(3), K)
+    (stage,) = [c for c in slurm.calls if c.script == "STAGE_MANY"]
+    with tarfile.open(fileobj=io.BytesIO(base64.b64decode(stage.stdin))) as tar:
+        array = tar.extractfile(f"{done.sweep}/sbatch/array.sbatch").read().decode()
+    assert "#SBATCH --signal=B:USR1@300" in array.splitlines()
+    ids = [v.id for v in done.views]
+    backends = [records.load(i)["backend"] for i in ids]
+    assert [(b["walltime_chain"], b["max_attempts"], b["self_retry"]) for b in backends] == [(True, 3, False)] * 3
+
+    hops = backends[1]["staged_dir"] + "/meta/retries.jsonl"
+    line = '{"from":"777_1","next":"790","attempt":2,"reason":"walltime","run_seconds":3300}\n'
+    slurm.ssh("SWEEP", sweep_answer([squeue_row(f"777_{i}", "RUNNING", ids[i]) for i in (0, 2)],
+                                    [sacct_row("777_1", ids[1], "COMPLETED")], markers={hops: line}))
+    rows = sweeps.status(done.sweep)
+    moved = records.load(ids[1])
+    assert moved["backend"]["slurm_job_id"] == "790" and moved["backend"]["chain_attempt"] == 2
+    assert moved["backend"]["log_dir"].endswith(f"/slurm-logs/{ids[1]}-790")
+    assert [r.state for r in rows] == ["RUNNING", "PENDING", "RUNNING"]
+
+    slurm.ssh("CANCEL_MANY", lambda c: ok("@@scancel\n@@rc 0\n"))
+    sweeps.cancel(done.sweep)
+    (many,) = [c for c in slurm.calls if c.script == "CANCEL_MANY"]
+    assert many.args[0].split() == ["777_0", "790", "777_2"]
+    assert many.args[1].split() == ids  # every trial's name: a next attempt runs under another id
+
+
 def test_slurm_cancel_of_one_trial_alone_is_the_plain_cancel(slurm, cli):
     slurm.ssh("STAGE_MANY")
     slurm.ssh("SBATCH_ARRAY", "777\n")
