@@ -137,6 +137,7 @@ class Cluster:
     def __init__(self, fake) -> None:
         self.jobs: dict[str, dict] = {}
         self.done: set[str] = set()
+        self.others: list[dict] = []  # Jobs the bank did not make for these records (another UID)
         fake.kubectl("get", "nodes", answer=items([node("gpu-0", 8)]))
         fake.kubectl("get", "pods", "--all-namespaces", answer=items([]))
         fake.kubectl("auth", "can-i", answer="yes\n")
@@ -177,7 +178,7 @@ class Cluster:
                 out.append({"kind": "Pod", "metadata": {"name": f"{jid}-0-abcde", "labels": {"tao-job-id": jid},
                                                         "ownerReferences": [{"kind": "Job", "uid": j["metadata"]["uid"]}]},
                             "spec": {"nodeName": "gpu-0"}, "status": {"phase": "Succeeded" if finished else "Running"}})
-        return out
+        return out + self.others
 
 
 def kubectl_calls(fake, since: int = 0) -> list[str]:
@@ -250,6 +251,27 @@ def test_kubernetes_cancel_sweep_marks_a_trial_that_just_finished_as_it_ended_an
     assert [records.load(i)["state"] for i in ids] == ["COMPLETE", "CANCELED", "CANCELED", "CANCELED"]
     (delete,) = fake.kubectl_calls("delete", "jobs")
     assert ids[0] not in delete.words[3]
+
+
+def test_kubernetes_cancel_sweep_never_deletes_by_label_a_job_of_another_uid(fake):
+    """A Job of another UID carries a trial's label: the batch delete by label leaves that trial out, and the
+    trial's own Job is deleted alone with a UID precondition; the other Job is never named."""
+    cluster = Cluster(fake)
+    done = sweeps.submit("kubernetes", K8S_SPEC, SubmitOptions(), trials(4), K)
+    ids = [v.id for v in done.views]
+    own = cluster.jobs[ids[1]]
+    cluster.others.append({"kind": "Job", "metadata": {"name": "someone-else", "uid": "0000-other",
+                                                       "labels": dict(own["metadata"]["labels"])},
+                           "spec": {}, "status": {}})
+    fake.kubectl("get", "job", own["metadata"]["name"], answer={**own, "kind": "Job", "status": {}})
+    views, errors = sweeps.cancel(done.sweep)
+    assert errors == [] and [records.load(i)["state"] for i in ids] == ["CANCELED"] * 4
+    (by_label,) = fake.kubectl_calls("delete", "jobs")
+    assert sorted(by_label.words[3].split("(")[1].rstrip(")").split(",")) == sorted(ids[:1] + ids[2:])
+    (raw,) = [c for c in fake.kubectl_calls("delete") if "--raw" in c.words]
+    assert raw.words[raw.words.index("--raw") + 1].endswith("/jobs/" + own["metadata"]["name"])
+    assert json.loads(raw.stdin)["preconditions"] == {"uid": own["metadata"]["uid"]}
+    assert not any("someone-else" in " ".join(c.words) for c in fake.kubectl_calls("delete"))
 
 
 def test_kubernetes_cancel_sweep_that_cannot_delete_leaves_the_trials_active_with_one_line_each(fake):
