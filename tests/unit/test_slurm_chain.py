@@ -15,12 +15,15 @@ from hypothesis import given, strategies as st
 from fakeproc import sacct_row, slurm_record, squeue_row, sweep_answer
 from taobank import platform, records
 from taobank.errors import TaoError
-from taobank.slurm import chain, render, resources, status as slurm_status
+from taobank.slurm import chain, render, resources, status as slurm_status, sweep as slurm_sweep
 
 JOB = "dino-train-5e6f7a8b"
 STANDINS = {
     "srun": 'while [ "$#" -gt 0 ] && [ "$1" != -- ]; do shift; done; shift; exec "$@"',
-    "sbatch": 'printf "%s\\n" "$@" > "$TAO_T/sbatch.args"; echo 777',
+    # sbatch: like the real one it needs a script it can read; it keeps its argv and what it inherits
+    "sbatch": '[ -r "${!#}" ] || { echo "sbatch: error: Unable to open file ${!#}" >&2; exit 1; }; '
+              'printf "%s\\n" "$@" > "$TAO_T/sbatch.args"; echo "${TAO_SLURM_JOB_REF-unset}" > "$TAO_T/sbatch.ref"; '
+              'echo 777',
     "scontrol": "true",
     "scancel": "true",
 }
@@ -71,7 +74,9 @@ def test_the_script_asks_for_usr1_and_drops_the_inner_timeout():
 
 # ------------------------------------------------------------------ the script, under bash
 def _run(tmp_path: Path, *, attempt: int | None = None, max_attempts: int = 3, usr1: bool = True,
-         checkpoint: str | None = None) -> dict:
+         checkpoint: str | None = None, self_retries: int = 0, sweep: bool = False) -> dict:
+    """Run the chained job script under bash (``self_retries=0``: as ``--no-requeue`` or ``infra_retries: false``
+    render it); ``sweep``: as task 0 of array 900 (the array's own script, which runs the trial's)."""
     c = chain.Chain(max_attempts=max_attempts, max_total_seconds=0, margin_seconds=30, run_on_seconds=1,
                     stop_grace_seconds=2, resume=True)
     jdir = tmp_path / "jobs" / JOB
@@ -82,10 +87,20 @@ def _run(tmp_path: Path, *, attempt: int | None = None, max_attempts: int = 3, u
     if not usr1:
         prog = ["sh", "-c", 'echo "argv: $*"', "prog", "train"]
     text = render.render(render.ScriptInput(job_id=JOB, job_dir=str(jdir), results_parent=str(results), command=prog,
-                                            resources=res(10), runtime="none", chain=c, action="train"))
+                                            resources=res(10), runtime="none", chain=c, action="train",
+                                            self_retries=self_retries))
     for d in ("meta", "sbatch", f"slurm-logs/{JOB}-101"):
         (jdir / d).mkdir(parents=True, exist_ok=True)
-    (jdir / "sbatch" / f"job_{JOB}.sbatch").write_text(text)
+    script = jdir / "sbatch" / f"job_{JOB}.sbatch"
+    script.write_text(text)
+    array = None
+    if sweep:
+        inp = render.ScriptInput(job_id=JOB, job_dir=str(jdir), results_parent=str(results), command=prog,
+                                 resources=res(10), runtime="none", chain=c, action="train")
+        array = slurm_sweep.array_script("dino-sweep-0a0b0c0d", str(tmp_path / "jobs" / "dino-sweep-0a0b0c0d"),
+                                         inp, [JOB], [str(jdir)], [str(script)], 1)
+        render.lint(array, "array.sbatch")
+        (tmp_path / "array.sbatch").write_text(array)
     if attempt:
         (jdir / "meta" / "chain_attempt").write_text(f"{attempt}\n")
         (jdir / "meta" / "chain_seconds").write_text("100\n")
@@ -100,9 +115,12 @@ def _run(tmp_path: Path, *, attempt: int | None = None, max_attempts: int = 3, u
         (bin_dir / name).chmod(0o755)
     env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "TAO_T": str(tmp_path), "SLURM_JOB_ID": "101",
            "SLURM_JOB_NAME": JOB, "HOME": str(tmp_path)}
+    if sweep:
+        env.update(SLURM_ARRAY_JOB_ID="900", SLURM_ARRAY_TASK_ID="0", SLURM_JOB_NAME="dino-sweep-0a0b0c0d")
     out = tmp_path / "out.txt"
     with open(out, "wb") as fh:
-        proc = subprocess.Popen(["bash", str(jdir / "sbatch" / f"job_{JOB}.sbatch")], stdout=fh, stderr=fh, env=env)
+        proc = subprocess.Popen(["bash", str(tmp_path / "array.sbatch" if sweep else script)], stdout=fh, stderr=fh,
+                                env=env)
         if usr1:
             end = time.time() + 20
             while not (tmp_path / "started").exists():
@@ -112,7 +130,9 @@ def _run(tmp_path: Path, *, attempt: int | None = None, max_attempts: int = 3, u
         rc = proc.wait(timeout=30)
     hops = jdir / "meta" / "retries.jsonl"
     sb = tmp_path / "sbatch.args"
-    return {"rc": rc, "out": out.read_text(), "marker": (jdir / "meta" / "exit.json").exists(),
+    log = jdir / "slurm-logs" / f"{JOB}-900_0" / "main.out"  # the array task's output goes to the trial's log folder
+    return {"rc": rc, "out": out.read_text() + (log.read_text() if sweep and log.exists() else ""), "array": array,
+            "sbatch_ref": (tmp_path / "sbatch.ref").read_text().strip() if sb.exists() else None, "marker": (jdir / "meta" / "exit.json").exists(),
             "hops": [json.loads(x) for x in hops.read_text().splitlines()] if hops.exists() else [],
             "sbatch": sb.read_text().splitlines() if sb.exists() else None,
             "attempt": (jdir / "meta" / "chain_attempt").read_text().strip()
@@ -122,10 +142,35 @@ def _run(tmp_path: Path, *, attempt: int | None = None, max_attempts: int = 3, u
 def test_usr1_resubmits_the_next_attempt_stops_the_program_and_leaves_no_marker(tmp_path):
     got = _run(tmp_path)
     assert got["rc"] == 0 and not got["marker"], got["out"]
-    assert got["sbatch"][:4] == ["--parsable", "--hold", f"--job-name={JOB}", "--dependency=afterany:101"]
+    assert got["sbatch"] == ["--parsable", "--hold", f"--job-name={JOB}", "--dependency=afterany:101",
+                             str(tmp_path / "jobs" / JOB / "sbatch" / f"job_{JOB}.sbatch")]
     assert got["hops"] == [{"from": "101", "next": "777", "attempt": 2, "reason": "walltime",
                             "run_seconds": got["hops"][0]["run_seconds"]}]
     assert got["attempt"] == "2" and "stopped" in got["out"] and "attempt 1 of 3" in got["out"]
+
+
+@pytest.mark.parametrize("self_retries", [0, 3])
+def test_the_chain_resubmits_its_own_script_with_or_without_the_infrastructure_retry(tmp_path, self_retries):
+    """--no-requeue / infra_retries: false render no self-retry: the chain still names the script it resubmits."""
+    got = _run(tmp_path, self_retries=self_retries)
+    script = tmp_path / "jobs" / JOB / "sbatch" / f"job_{JOB}.sbatch"
+    assert f"TAO_SCRIPT=\"$TAO_JOB_DIR\"/sbatch/job_{JOB}.sbatch" in script.read_text()
+    assert got["sbatch"] is not None and got["sbatch"][-1] == str(script), got["out"]
+    assert [h["next"] for h in got["hops"]] == ["777"] and got["attempt"] == "2" and not got["marker"]
+
+
+def test_a_sweep_trial_chains_from_its_array_task_and_the_next_attempt_is_a_job_of_its_own(tmp_path):
+    """The array's batch shell gets USR1 (it runs the trial's script in place), the hop names the trial's array
+    task (the record's id, so status follows it), and the next attempt does not inherit the array reference."""
+    got = _run(tmp_path, sweep=True)
+    assert "--signal=B:USR1@30" in render.parse_directives(got["array"])
+    assert got["rc"] == 0 and not got["marker"], got["out"]
+    assert [(h["from"], h["next"], h["attempt"]) for h in got["hops"]] == [("900_0", "777", 2)]
+    assert got["sbatch"][3] == "--dependency=afterany:101"  # the task's own job id
+    assert got["sbatch_ref"] == "unset"  # its logs and exit marker are its own (<name>-777), not 900_0's
+    assert "sweep trial 0" in got["out"] and "stopped" in got["out"]
+    hop = slurm_status.follow_retries((tmp_path / "jobs" / JOB / "meta" / "retries.jsonl").read_text(), "900_0")
+    assert hop and hop["next"] == "777" and hop["reason"] == "walltime"
 
 
 def test_the_next_attempt_resumes_from_the_newest_checkpoint(tmp_path):

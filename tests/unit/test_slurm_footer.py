@@ -26,7 +26,9 @@ STANDINS = {
 
 def run_job(tmp_path: Path, command: list[str], *, nodes: int = 1, secrets: dict[str, str] | None = None,
             partition: str = "n1 n2 n3 n4", timeout: tuple[int, int] | None = None, old_log: str = "",
-            excluded: str = "", self_retries: int = 3, poller_retries: bool = True) -> dict:
+            excluded: str = "", self_retries: int = 3, poller_retries: bool = True, ref: str | None = None) -> dict:
+    """``ref``: run as a sweep trial does, in array task ``ref`` (the array's dispatcher exports TAO_SLURM_JOB_REF
+    and sends the output to ``<name>-<ref>``)."""
     res = resources.resolve({"partition": "local", "cpus_per_task": 1, "num_gpus": nodes, "gpus_per_node": 1}, {})
     if timeout:
         res = dataclasses.replace(res, timeout_seconds=timeout[0], kill_grace_seconds=timeout[1])
@@ -37,7 +39,7 @@ def run_job(tmp_path: Path, command: list[str], *, nodes: int = 1, secrets: dict
                              poller_retries=poller_retries)
     text = render.render(inp)
     render.lint(text)
-    for d in ("meta", "sbatch", f"slurm-logs/{JOB}-101"):
+    for d in ("meta", "sbatch", f"slurm-logs/{JOB}-{ref or 101}"):
         (jdir / d).mkdir(parents=True, exist_ok=True)
     (jdir / "sbatch" / f"job_{JOB}.sbatch").write_text(text)
     if secrets:
@@ -55,8 +57,9 @@ def run_job(tmp_path: Path, command: list[str], *, nodes: int = 1, secrets: dict
     env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "TAO_T": str(tmp_path), "TAO_T_NODES": node_names,
            "TAO_T_PARTITION": partition, "SLURM_JOB_ID": "101", "SLURM_JOB_NAME": JOB, "SLURMD_NODENAME": "n1",
            "SLURM_JOB_NODELIST": node_names.replace(" ", ","), "SLURM_JOB_NUM_NODES": str(nodes),
-           "SLURM_JOB_PARTITION": "local", "SLURM_NODEID": "0", "HOME": str(tmp_path)}
-    logs = jdir / "slurm-logs" / f"{JOB}-101"
+           "SLURM_JOB_PARTITION": "local", "SLURM_NODEID": "0", "HOME": str(tmp_path),
+           **({"TAO_SLURM_JOB_REF": ref} if ref else {})}
+    logs = jdir / "slurm-logs" / f"{JOB}-{ref or 101}"
     (logs / "main.err").write_text(old_log)
     with open(logs / "main.out", "ab") as out, open(logs / "main.err", "ab") as err:
         rc = subprocess.run(["bash", str(jdir / "sbatch" / f"job_{JOB}.sbatch")], stdout=out, stderr=err, env=env,
@@ -67,7 +70,8 @@ def run_job(tmp_path: Path, command: list[str], *, nodes: int = 1, secrets: dict
             "hops": [json.loads(line) for line in hops.read_text().splitlines()] if hops.exists() else [],
             "sbatch": sb.read_text().splitlines() if sb.exists() else None,
             "sbatch_env": (tmp_path / "sbatch.env").read_text() if sb.exists() else "",
-            "marker": (jdir / storage.MARKER_FILE).exists(), "creds": (jdir / storage.CREDS_FILE).exists()}
+            "marker": (jdir / storage.MARKER_FILE).exists(),
+            "marker_text": (jdir / storage.MARKER_FILE).read_text() if (jdir / storage.MARKER_FILE).exists() else "", "creds": (jdir / storage.CREDS_FILE).exists()}
 
 
 def fails_with(line: str) -> list[str]:
@@ -84,6 +88,23 @@ def test_an_infrastructure_failure_resubmits_without_the_secrets_in_its_environm
     assert job["sbatch"] is not None and job["hops"][0]["next"] == "555", job  # the command did see the secret
     assert secret not in job["sbatch_env"] and "NGC_API_KEY" not in job["sbatch_env"]
     assert "--exclude=n1" in job["sbatch"] and not job["marker"]
+
+
+def test_a_sweep_trial_s_retry_is_a_job_of_its_own_and_its_hop_names_the_array_task(tmp_path):
+    """The trial runs in array task 900_0 (its record's id): the hop starts there, so status follows it; the retry
+    does not inherit TAO_SLURM_JOB_REF, so it reads its own log folder and writes its exit marker under its id."""
+    from taobank.slurm import status as slurm_status
+
+    job = run_job(tmp_path, fails_with(NCCL), ref="900_0")
+    assert [(h["from"], h["next"]) for h in job["hops"]] == [("900_0", "555")], job
+    assert "TAO_SLURM_JOB_REF" not in job["sbatch_env"]
+    assert slurm_status.follow_retries("\n".join(json.dumps(h) for h in job["hops"]), "900_0")["next"] == "555"
+    # the retry as SLURM runs it (the environment sbatch passed on, its own id): it fails again, past the limit
+    (tmp_path / "jobs" / JOB / "meta" / "attempts").write_text("3\n")
+    env = dict(line.split("=", 1) for line in job["sbatch_env"].splitlines() if "=" in line)
+    again = run_job(tmp_path, fails_with(NCCL), ref=env.get("TAO_SLURM_JOB_REF"))
+    assert "retry limit 3 reached" in again["out"], again
+    assert json.loads(again["marker_text"])["slurm_job_id"] == "101"
 
 
 def test_a_program_error_writes_the_marker_and_never_resubmits(tmp_path):

@@ -81,6 +81,42 @@ def test_slurm_cancel_sweep_keeps_a_trial_scancel_refused_and_counts_gone_ones_c
     assert "already gone" in records.load(ids[2])["message"]
 
 
+def test_a_chained_slurm_sweep_warns_each_task_and_status_and_cancel_follow_the_next_attempt(slurm):
+    """--max-attempts with --no-requeue in a sweep: the array asks SLURM for USR1, each trial's record is a chain,
+    status follows a trial's hop from its array task, and cancel --sweep stops the jobs the trials resubmitted."""
+    import base64
+    import io
+    import tarfile
+
+    slurm.ssh("STAGE_MANY")
+    slurm.ssh("SBATCH_ARRAY", "777\n")
+    done = sweeps.submit("slurm", {**SLURM_SPEC, "max_attempts": 3, "use_requeue": False}, SubmitOptions(),
+                         trials(3), K)
+    (stage,) = [c for c in slurm.calls if c.script == "STAGE_MANY"]
+    with tarfile.open(fileobj=io.BytesIO(base64.b64decode(stage.stdin))) as tar:
+        array = tar.extractfile(f"{done.sweep}/sbatch/array.sbatch").read().decode()
+    assert "#SBATCH --signal=B:USR1@300" in array.splitlines()
+    ids = [v.id for v in done.views]
+    backends = [records.load(i)["backend"] for i in ids]
+    assert [(b["walltime_chain"], b["max_attempts"], b["self_retry"]) for b in backends] == [(True, 3, False)] * 3
+
+    hops = backends[1]["staged_dir"] + "/meta/retries.jsonl"
+    line = '{"from":"777_1","next":"790","attempt":2,"reason":"walltime","run_seconds":3300}\n'
+    slurm.ssh("SWEEP", sweep_answer([squeue_row(f"777_{i}", "RUNNING", ids[i]) for i in (0, 2)],
+                                    [sacct_row("777_1", ids[1], "COMPLETED")], markers={hops: line}))
+    rows = sweeps.status(done.sweep)
+    moved = records.load(ids[1])
+    assert moved["backend"]["slurm_job_id"] == "790" and moved["backend"]["chain_attempt"] == 2
+    assert moved["backend"]["log_dir"].endswith(f"/slurm-logs/{ids[1]}-790")
+    assert [r.state for r in rows] == ["RUNNING", "PENDING", "RUNNING"]
+
+    slurm.ssh("CANCEL_MANY", lambda c: ok("@@scancel\n@@rc 0\n"))
+    sweeps.cancel(done.sweep)
+    (many,) = [c for c in slurm.calls if c.script == "CANCEL_MANY"]
+    assert many.args[0].split() == ["777_0", "790", "777_2"]
+    assert many.args[1].split() == ids  # every trial's name: a next attempt runs under another id
+
+
 def test_slurm_cancel_of_one_trial_alone_is_the_plain_cancel(slurm, cli):
     slurm.ssh("STAGE_MANY")
     slurm.ssh("SBATCH_ARRAY", "777\n")
@@ -101,6 +137,7 @@ class Cluster:
     def __init__(self, fake) -> None:
         self.jobs: dict[str, dict] = {}
         self.done: set[str] = set()
+        self.others: list[dict] = []  # Jobs the bank did not make for these records (another UID)
         fake.kubectl("get", "nodes", answer=items([node("gpu-0", 8)]))
         fake.kubectl("get", "pods", "--all-namespaces", answer=items([]))
         fake.kubectl("auth", "can-i", answer="yes\n")
@@ -141,7 +178,7 @@ class Cluster:
                 out.append({"kind": "Pod", "metadata": {"name": f"{jid}-0-abcde", "labels": {"tao-job-id": jid},
                                                         "ownerReferences": [{"kind": "Job", "uid": j["metadata"]["uid"]}]},
                             "spec": {"nodeName": "gpu-0"}, "status": {"phase": "Succeeded" if finished else "Running"}})
-        return out
+        return out + self.others
 
 
 def kubectl_calls(fake, since: int = 0) -> list[str]:
@@ -214,6 +251,27 @@ def test_kubernetes_cancel_sweep_marks_a_trial_that_just_finished_as_it_ended_an
     assert [records.load(i)["state"] for i in ids] == ["COMPLETE", "CANCELED", "CANCELED", "CANCELED"]
     (delete,) = fake.kubectl_calls("delete", "jobs")
     assert ids[0] not in delete.words[3]
+
+
+def test_kubernetes_cancel_sweep_never_deletes_by_label_a_job_of_another_uid(fake):
+    """A Job of another UID carries a trial's label: the batch delete by label leaves that trial out, and the
+    trial's own Job is deleted alone with a UID precondition; the other Job is never named."""
+    cluster = Cluster(fake)
+    done = sweeps.submit("kubernetes", K8S_SPEC, SubmitOptions(), trials(4), K)
+    ids = [v.id for v in done.views]
+    own = cluster.jobs[ids[1]]
+    cluster.others.append({"kind": "Job", "metadata": {"name": "someone-else", "uid": "0000-other",
+                                                       "labels": dict(own["metadata"]["labels"])},
+                           "spec": {}, "status": {}})
+    fake.kubectl("get", "job", own["metadata"]["name"], answer={**own, "kind": "Job", "status": {}})
+    views, errors = sweeps.cancel(done.sweep)
+    assert errors == [] and [records.load(i)["state"] for i in ids] == ["CANCELED"] * 4
+    (by_label,) = fake.kubectl_calls("delete", "jobs")
+    assert sorted(by_label.words[3].split("(")[1].rstrip(")").split(",")) == sorted(ids[:1] + ids[2:])
+    (raw,) = [c for c in fake.kubectl_calls("delete") if "--raw" in c.words]
+    assert raw.words[raw.words.index("--raw") + 1].endswith("/jobs/" + own["metadata"]["name"])
+    assert json.loads(raw.stdin)["preconditions"] == {"uid": own["metadata"]["uid"]}
+    assert not any("someone-else" in " ".join(c.words) for c in fake.kubectl_calls("delete"))
 
 
 def test_kubernetes_cancel_sweep_that_cannot_delete_leaves_the_trials_active_with_one_line_each(fake):

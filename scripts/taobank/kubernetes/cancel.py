@@ -74,8 +74,10 @@ def cancel_many(recs: list[dict]) -> tuple[list[dict], list[str]]:
     """Cancel several launched jobs (a sweep's trials) per namespace in a fixed number of calls: ONE ``get jobs``
     and ONE ``get pods`` by their ids, ONE ``logs -l`` of all their pods (saved next to each record), ONE
     ``delete jobs`` by label (``tao-sweep=<id>`` when they are one sweep's trials) of those still active, ONE
-    delete of their Secrets/Service/ConfigMap. A job whose Job has another UID, or that is not launched,
-    goes through :func:`cancel`. (results as :func:`cancel` returns them, one-line errors)."""
+    delete of their Secrets/Service/ConfigMap. A delete by label has no UID precondition: it takes only jobs
+    whose label the listing shows on their own Job alone; one whose label a Job of another UID carries, or one
+    not launched, goes through :func:`cancel` (a delete by UID precondition). (results as :func:`cancel`
+    returns them, one-line errors)."""
     from .sweep import SWEEP_LABEL
 
     groups: dict[tuple, list[dict]] = {}
@@ -99,13 +101,19 @@ def cancel_many(recs: list[dict]) -> tuple[list[dict], list[str]]:
             errors += [f"{r['id']}: {exc}" for r in group]
             continue
         by_uid = {(j.get("metadata") or {}).get("uid"): j for j in jobs}
+        labelled: dict[str, set] = {}  # job id label -> the UIDs of the Jobs that carry it
+        for j in jobs:
+            meta = j.get("metadata") or {}
+            labelled.setdefault((meta.get("labels") or {}).get(JOB_LABEL), set()).add(meta.get("uid"))
         stop, pods_of = [], {}
         for rec in group:
             job = by_uid.get(rec["backend"]["uid"])
-            if job is None:  # gone (or replaced by another UID: that one is cancel()'s business)
-                if any(((j.get("metadata") or {}).get("labels") or {}).get(JOB_LABEL) == rec["id"] for j in jobs):
-                    alone.append(rec)
-                    continue
+            if labelled.get(rec["id"], set()) - {rec["backend"]["uid"]}:
+                # a Job of another UID carries its label: the delete by label would take it too, so this one
+                # goes through cancel() (a delete of its own UID only, a server-side precondition)
+                alone.append(rec)
+                continue
+            if job is None:  # gone
                 records.mark(rec["id"], State.CANCELED, message="the Job was already gone")
                 out.append({"id": rec["id"], "state": State.CANCELED, "deleted": False,
                             "message": f"Job {rec['backend'].get('name')} already deleted"})

@@ -55,7 +55,8 @@ def cancel(job_id: str, *, conn: Connection | None = None) -> dict:
 
 
 #: One remote command for many jobs. $1 the job ids (array tasks ``<array>_<task>``), space separated and checked
-#: by :data:`JOB_ID` first; $2 the names of self-retrying jobs (each resubmits under another id with its name);
+#: by :data:`JOB_ID` first; $2 the names of jobs that resubmit themselves (an infrastructure retry or the wall-time
+#: chain: each runs on under another id with its name);
 #: then the staged credential files to remove.
 CANCEL_MANY = r'''
 ids=$1; names=$2; shift 2
@@ -93,7 +94,8 @@ def cancel_many(recs: list[dict], *, conn: Connection) -> tuple[list[dict], list
         return out, errors
     backends = [facts.backend_of(r) for r in batch]
     ids = [str(b["slurm_job_id"]) for b in backends]
-    names = [str(b.get("job_name") or r["id"]) for r, b in zip(batch, backends) if b.get("self_retry")]
+    names = [str(b.get("job_name") or r["id"]) for r, b in zip(batch, backends)
+             if b.get("self_retry") or b.get("walltime_chain")]
     creds = [posixpath.join(facts.job_dir_of(b), storage.CREDS_FILE) for b in backends if b.get("staged_secrets")]
     res = conn.script(CANCEL_MANY, [" ".join(ids), " ".join(names), *creds], check=False, what="scancel (many)")
     text = res.stdout

@@ -26,6 +26,7 @@ Classification choices:
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Mapping
 
 from ..states import State
@@ -359,6 +360,9 @@ def with_prefetch(v: Observation, pre: Mapping[str, str] | None, prefetch_id: st
                    v.observed, err_class="ERR_PROGRAM")
 
 
+_HOP_FROM = re.compile(r"[0-9]+(_[0-9]+)?\Z")
+
+
 def follow_retries(text: str | None, jid: str) -> dict[str, Any] | None:
     """The last hop from ``jid`` in a job folder's ``meta/retries.jsonl`` (the job resubmitted itself), else None."""
     hops: dict[str, dict[str, Any]] = {}
@@ -367,7 +371,8 @@ def follow_retries(text: str | None, jid: str) -> dict[str, Any] | None:
             entry = json.loads(line)
         except (ValueError, RecursionError):
             continue
-        if isinstance(entry, dict) and str(entry.get("from", "")).isdigit() and str(entry.get("next", "")).isdigit():
+        # "from" may be a sweep trial's array task (<array id>_<task>); a resubmitted job is a plain id
+        if isinstance(entry, dict) and _HOP_FROM.match(str(entry.get("from", ""))) and str(entry.get("next", "")).isdigit():
             hops[str(entry["from"])] = entry
     cur, last, seen = str(jid), None, set()
     while cur in hops and cur not in seen:

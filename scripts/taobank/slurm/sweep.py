@@ -13,7 +13,7 @@ import shlex
 
 from ..contract import Launch
 from ..errors import TaoError
-from . import facts, render, storage
+from . import chain, facts, render, storage
 from .submit import SlurmPlan, _staged_files, script_input
 
 #: $1 the jobs folder (parent of every staged folder), $2 the number of trials; then folders to make.
@@ -46,7 +46,8 @@ name=${tao_names[$i]:?no trial $i}
 ref="${SLURM_ARRAY_JOB_ID}_${i}"
 log="${tao_dirs[$i]}/slurm-logs/$name-$ref"
 mkdir -p -- "$log"
-# the trial's script reads these: its log folder, its record's job reference and its own name
+# the trial's script reads these: its log folder, its record's job reference and its own name (a job the trial
+# resubmits, an infrastructure retry or the wall-time chain's next attempt, runs without TAO_SLURM_JOB_REF)
 export SLURM_JOB_NAME="$name" TAO_SLURM_JOB_REF="$ref"
 echo "tao: sweep trial $i ($name) in array task $ref"
 exec bash "${tao_scripts[$i]}" >> "$log/main.out" 2>> "$log/main.err"
@@ -61,6 +62,8 @@ def array_script(sweep_id: str, sweep_dir: str, first: render.ScriptInput, names
     heads = [("--job-name", sweep_id), ("--output", f"{log}.out"), ("--error", f"{log}.err"),
              ("--array", f"0-{n - 1}%{max_concurrent}"), ("--export", "ALL")]
     heads += first.resources.directives()
+    if first.chain is not None:  # the trials' wall-time chain: each task's batch shell (the trial's script) gets USR1
+        heads.append(chain.signal_directive(first.chain))
     lines = ["#!/bin/bash"]
     for opt, value in heads:
         lines.append(f"#SBATCH {opt}" if value is None else f"#SBATCH {opt}={render.check_directive_value(opt, value)}")
@@ -102,6 +105,7 @@ def launch(plans: list[SlurmPlan], recs: list[dict], max_concurrent: int) -> lis
         names.append(jid), dirs.append(jdir), scripts.append(script)
         backends.append({"staged_dir": jdir, "results_dir": results, "script": script, "login_host": conn.host.entry,
                          "job_name": jid, "staged_secrets": bool(d["secrets"]), "self_retry": inp.self_retries > 0,
+                         **({"walltime_chain": True, "max_attempts": inp.chain.max_attempts} if inp.chain else {}),
                          "infra_retries": bool(d["spec"].get("infra_retries", True))})
     render.lint(render.render(script_input(first.decided, recs[0]["id"], first.run_image)), "trial.sbatch")
     array = array_script(sweep_id, sweep_dir, script_input(first.decided, recs[0]["id"], first.run_image),

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from slurm_helpers import call_log
 
+from taobank import records
 from taobank.slurm.ssh import Connection
 from tests.support.results_cli import tao_jobs as jobs
 
@@ -24,11 +25,11 @@ BANK = Path(__file__).resolve().parents[3]
 TRAINER = BANK / "testclusters" / "fake_tao_train.sh"
 
 
-def submit(tmp_path: Path, *flags: str, sleep: int) -> dict:
+def submit(tmp_path: Path, *flags: str, sleep: int, epochs: int = 3) -> dict:
     spec = {"network_arch": "dino", "action": "train", "num_gpus": 1, "max_num_gpus_per_node": 8, "cpus_per_task": 1,
             "time_hours": 0.5, "container_runtime": "none", "spec_files": {"fake_tao_train.sh": str(TRAINER)},
             "command": ["sh", "-c", 'f=$1; shift; exec sh "$f" --results "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID" '
-                        f'--epochs 3 --sleep {sleep} "$@"', "tao", "{specs}/fake_tao_train.sh", "-e", "spec.yaml"]}
+                        f'--epochs {epochs} --sleep {sleep} "$@"', "tao", "{specs}/fake_tao_train.sh", "-e", "spec.yaml"]}
     path = tmp_path / f"spec-{sleep}.json"
     path.write_text(json.dumps(spec))
     proc = subprocess.run([sys.executable, str(BANK / "scripts" / "tao_slurm.py"), "submit", "--spec", str(path),
@@ -90,3 +91,30 @@ def test_cancel_sweep_leaves_nothing_running(slurm_env, tmp_path):
     while Connection().remote(["squeue", "-h", "-r", "-j", aid], check=False).stdout.strip():
         assert time.time() < deadline, "array tasks still queued or running after cancel --sweep"
         time.sleep(1)
+
+
+def test_sweep_trials_past_their_wall_time_continue_as_jobs_of_their_own_with_no_requeue(slurm_env, tmp_path):
+    """The wall-time chain inside the array, with --no-requeue (no self-retry): each task gets USR1 from SLURM,
+    resubmits its trial's script, and the next attempt resumes under the same record with its own logs and marker."""
+    done = submit(tmp_path, "--sweep", "fake.best_val=1,2", "--max-concurrent", "2", "--time-minutes", "2",
+                  "--max-attempts", "3", "--walltime-margin", "50", "--no-requeue", sleep=2, epochs=50)
+    ids = [j["id"] for j in done["jobs"]]
+    aid = done["jobs"][0]["backend_ref"].split(":")[1].split("_")[0]
+    deadline = time.time() + 360
+    while True:
+        seen = rows(done["sweep"])
+        if all(r["state"] in ("COMPLETE", "ERROR", "CANCELED") for r in seen) or time.time() > deadline:
+            break
+        time.sleep(5)
+    assert [r["state"] for r in seen] == ["COMPLETE"] * 2, seen
+    for jid in ids:
+        rec = json.loads(jobs("status", jid, "--json").stdout)[0]
+        assert rec["attempt"] == 2 and rec["chain_seconds"] > 0, rec
+        jdir = Path(records.load(jid)["backend"]["staged_dir"])
+        out = jobs("logs", jid).stdout  # attempt 2's log: the folder of the job the task resubmitted
+        assert "tao: attempt 2 of 3" in out and "resumed from checkpoint" in out, out[-2000:]
+        hops = (jdir / "meta" / "retries.jsonl").read_text()
+        (hop,) = [json.loads(x) for x in hops.splitlines()]
+        assert hop["from"].startswith(f"{aid}_") and hop["reason"] == "walltime"
+        marker = json.loads((jdir / "meta" / "exit.json").read_text())
+        assert marker["slurm_job_id"] == hop["next"] and marker["exit_code"] == 0  # its own id, not the task's
