@@ -98,6 +98,11 @@ class Slurm(Platform):
 
         return sweep.launch(plans, recs, max_concurrent)
 
+    def lineage_access(self, spec: dict, parent: dict, folder: str) -> dict:
+        from .lineage_access import reachable
+
+        return reachable(spec, parent, folder)
+
     def preview(self, spec: dict, opts: SubmitOptions) -> str:
         if opts.continues:
             from . import continued
