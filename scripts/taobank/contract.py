@@ -210,6 +210,8 @@ class ResultsListing:
     status_files: dict[str, str] = field(default_factory=dict)
     #: False when the folder does not exist (not written yet, or pruned)
     exists: bool = True
+    #: symbolic links whose target is a regular file inside the folder: link path -> target path (both relative)
+    links: dict[str, str] = field(default_factory=dict)
 
 
 class Transfer(Protocol):

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from .states import State
 from . import checkpoints, records, savedspec, states
-from .contract import ResultFile, SubmitOptions
+from .contract import ResultsListing, SubmitOptions
 from .errors import TaoError
 from .paths import is_path, is_under, rel_path
 from .platform import JobView, get, load_for
@@ -47,9 +47,10 @@ def _listing(rec: dict, what: str, *, status: bool = False):
     return loc, listing
 
 
-def _checkpoint(rec: dict, files: list[ResultFile], folder: str, named: str | None) -> str:
+def _checkpoint(rec: dict, listing: ResultsListing, folder: str, named: str | None) -> str:
     """The checkpoint's path as the job sees it: ``named`` (relative to, or absolute inside, the job's
-    folder, and present there) or the latest by the table."""
+    folder, and present there; a link names its target) or the latest by the table."""
+    files = listing.files
     if named is not None:
         text = str(named).strip()
         if text.startswith("/"):
@@ -58,13 +59,14 @@ def _checkpoint(rec: dict, files: list[ResultFile], folder: str, named: str | No
                                "checkpoint inside it (relative paths are taken from that folder)")
             text = text[len(folder.rstrip("/")) + 1:]
         rel = rel_path(text, "--from")
+        rel = listing.links.get(rel, rel)
         if not any(f.path == rel for f in files):
             have = sorted(f.path for f in files if f.checkpoint)[-3:]
             raise TaoError(f"--from {rel}: no such file in {folder} (latest checkpoints: {', '.join(have) or 'none'})")
         if not (checkpoints.epoch_of(rel) is not None or rel.lower().endswith(".pth")):
             raise TaoError(f"--from {rel} is not a TAO checkpoint (model_epoch_NNN.pth): name one")
         return posixpath.join(folder, rel)
-    found = checkpoints.latest(files, rec.get("action"))
+    found = checkpoints.latest(files, rec.get("action"), listing.links)
     if found is None:
         raise TaoError(f"job {rec['id']} left no checkpoint in {folder} (TAO writes model_epoch_NNN.pth every "
                        f"{checkpoints.table()['interval_setting']} epochs): submit it again from the start")
@@ -118,7 +120,7 @@ def continue_job(platform: str | None, job_id: str, *, checkpoint: str | None = 
         raise TaoError(f"job {job_id} is a {rec.get('action')} job: only {', '.join(checkpoints.table()['resume_actions'])} "
                        "jobs continue from a checkpoint; submit it again")
     loc, listing = _listing(rec, "job")
-    ckpt = _plain(_checkpoint(rec, listing.files, loc.folder, checkpoint), job_id)
+    ckpt = _plain(_checkpoint(rec, listing, loc.folder, checkpoint), job_id)
     new = _resumed_command(spec, ckpt, job_id)
     view = _submit(rec["platform"], new, options, continues=job_id, dry_run=dry_run,
                    description=description or rec.get("description"))
@@ -164,7 +166,7 @@ def with_parent(platform: str, spec: dict, parent_id: str, *, allow_incomplete: 
                        "--allow-incomplete-parent to use what it left; nothing was submitted")
     loc, listing = _listing(parent, "--parent", status=kpi is not None)
     table = {"{parent.results_dir}": loc.folder}
-    latest = checkpoints.latest(listing.files, parent.get("action"))
+    latest = checkpoints.latest(listing.files, parent.get("action"), listing.links)
     if kpi is not None:
         from .results_verbs import find_best
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from .states import State
-from . import BANK_ROOT, fsio, names, safeparse, states
+from . import BANK_ROOT, fsio, names, safeparse, states, sweepfile
 from .errors import TaoError
 
 STATE_DIR_ENV = "TAO_STATE_DIR"
@@ -277,8 +277,8 @@ def _schema_ok(rec: Any) -> bool:
         and (t["message"] is None or _text(t["message"], 0, 4096)) for t in trs)
 
 
-_OVERRIDE_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_0-9]+)*\Z")
-_OVERRIDE_VALUE = re.compile(r"^[A-Za-z0-9_.+\-/:@%]+\Z")
+#: A trial's override keys and values: the one rule is taobank.sweepfile's (``match``, anchored by ``\Z``).
+_OVERRIDE_KEY, _OVERRIDE_VALUE = sweepfile.KEY, sweepfile.VALUE
 
 
 def _sweep_ok(r: Mapping[str, Any]) -> bool:
@@ -286,7 +286,7 @@ def _sweep_ok(r: Mapping[str, Any]) -> bool:
     sweep, trial, ov = r.get("sweep"), r.get("trial"), r.get("overrides")
     return (_text(sweep, 1, 40) and bool(_JOB_ID.search(sweep)) and type(trial) is int and trial >= 0
             and type(ov) is dict and len(ov) <= 64
-            and all(_text(k, 1, 256) and _OVERRIDE_KEY.search(k) and _text(v, 1, 256) and _OVERRIDE_VALUE.search(v)
+            and all(_text(k, 1, 256) and _OVERRIDE_KEY.match(k) and _text(v, 1, 256) and _OVERRIDE_VALUE.match(v)
                     for k, v in ov.items()))
 
 

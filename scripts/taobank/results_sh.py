@@ -26,7 +26,9 @@ from .run import Result, last_line
 from .tarstream import extract
 
 #: $1: the results folder. "@@missing" when it does not exist; else "@@files", one "<size> <mtime> ./<name>"
-#: line per regular file (no link is followed), then "@@status" and TAO's status files
+#: line per regular file (no link is followed), then per symbolic link whose target is a regular file inside
+#: the folder "@@link ./<name>" and "@@to ./<target>" (the target relative to the folder: TAO's
+#: ``*_latest.pth`` link, which taobank.checkpoints.latest reads), then "@@status" and TAO's status files
 #: (progress.remote.READ_STATUS_SH, the same $1).
 LIST_RESULTS = r'''
 if [ ! -d "$1" ]; then echo "@@missing"; exit 0; fi
@@ -38,6 +40,19 @@ find . -type f -exec sh -c '
 "*|*\\*) continue ;; esac
     stat -c "%s %Y %n" "$f" 2>/dev/null
   done' tao-stat {} +
+root=$(pwd -P)
+find . -type l -exec sh -c '
+  root=$1; shift
+  for f do
+    case $f in *"
+"*|*\\*) continue ;; esac
+    t=$(readlink -f -- "$f" 2>/dev/null) || continue
+    [ -f "$t" ] || continue
+    case $t in "$root"/*) ;; *) continue ;; esac
+    case $t in *"
+"*|*\\*) continue ;; esac
+    printf "@@link %s\n@@to ./%s\n" "$f" "${t#"$root"/}"
+  done' tao-link "$root" {} +
 echo "@@status"
 ''' + READ_STATUS_SH
 
@@ -107,12 +122,18 @@ def parse_listing(folder: str, text: str, *, status: bool) -> ResultsListing:
     if "@@files" not in lines:
         raise TaoError(f"listing {folder} gave an answer that is not a listing: {lines[-1] if lines else '(none)'}")
     files = []
-    for line in lines[lines.index("@@files") + 1:]:
+    links: dict[str, str] = {}
+    body = lines[lines.index("@@files") + 1:]
+    for i, line in enumerate(body):
         m = _FILE.fullmatch(line)
         if m and is_member(m[3]):
             files.append(ResultFile(m[3], int(m[1]), float(m[2])))
+        elif line.startswith("@@link ./") and i + 1 < len(body) and body[i + 1].startswith("@@to ./"):
+            name, target = line[len("@@link ./"):], body[i + 1][len("@@to ./"):]
+            if is_member(name) and is_member(target):
+                links[name] = target
     files.sort(key=lambda f: f.path)
-    return ResultsListing(folder, files, split_files(rest) if status else {})
+    return ResultsListing(folder, files, split_files(rest) if status else {}, links=dict(sorted(links.items())))
 
 
 def parse_facts(folder: str, text: str) -> list[ResultFile]:

@@ -148,7 +148,7 @@ class Artifacts:
                  for f in self.listing.files]
         return {"id": self.id, "platform": self.platform, "folder": self.listing.folder,
                 "exists": self.listing.exists, "files": files, "total_bytes": sum(f.size for f in self.listing.files),
-                "checkpoints": sum(f.checkpoint for f in self.listing.files),
+                "checkpoints": sum(f.checkpoint for f in self.listing.files), "links": dict(self.listing.links),
                 "best": self.best.to_dict() if self.best else None, "pruned": self.pruned}
 
     def lines(self) -> list[str]:
@@ -172,6 +172,7 @@ class Artifacts:
                 rows.append((human(f.size), when, kind, one_line(f.path)))
             widths = [max(len(r[i]) for r in rows) for i in range(3)]
             out += [f"{r[0]:>{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}".rstrip() for r in rows]
+        out += [one_line(f"link {name} -> {target}") for name, target in ls.links.items()]
         if self.best:
             out.append(one_line(self.best.line()))
         return out

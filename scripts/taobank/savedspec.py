@@ -29,8 +29,11 @@ def save(job_id: str, spec: Mapping[str, Any], options: Mapping[str, Any] | None
         raise TaoError(f"the spec of job {job_id} cannot be kept as JSON ({exc})") from None
     from .redact import lint_text
 
-    if lint_text(text, FILE):  # a value that looks like a credential is never written down (continue refuses)
-        return
+    found = lint_text(text, FILE)
+    if found:  # a value that looks like a credential is never written down: only why (continue says it)
+        rules = ", ".join(sorted({f.rule for f in found}))
+        text = json.dumps({"not_kept": f"a value in its spec looks like a credential ({rules}); the bank never "
+                                       "writes one down"}, sort_keys=True)
     fsio.write_private(records.artifact_dir(job_id) / FILE, text + "\n")
 
 
@@ -42,6 +45,10 @@ def load(job_id: str) -> tuple[dict, dict]:
         raise TaoError(f"job {job_id} has no saved spec ({path}): it was submitted before this bank kept one, "
                        "or by hand; submit it again with train.resume_training_checkpoint_path=<checkpoint>")
     data = safeparse.json_value(raw, f"saved spec {path}")
+    if isinstance(data, dict) and isinstance(data.get("not_kept"), str):
+        raise TaoError(f"job {job_id}'s spec was not kept: {data['not_kept'][:200]}; pass secrets by name "
+                       "(secrets / --secret-env) and submit it again with train.resume_training_checkpoint_path="
+                       "<checkpoint>")
     if not isinstance(data, dict) or not isinstance(data.get("spec"), dict):
         raise TaoError(f"saved spec {path} is damaged: submit the job again by hand")
     return data["spec"], dict(data.get("options") or {})

@@ -34,7 +34,13 @@ def trials_of(args: argparse.Namespace) -> list[dict[str, str]] | None:
 def submit(platform: str, spec: dict, opts: object, trials: list[dict[str, str]], args: argparse.Namespace) -> int:
     from . import sweeps
 
-    done = sweeps.submit(platform, spec, opts, trials, args.max_concurrent)  # type: ignore[arg-type]
+    from dataclasses import replace
+
+    if getattr(args, "parent", None):
+        opts = replace(opts, parent=args.parent)  # type: ignore[type-var]
+    done = sweeps.submit(platform, spec, opts, trials, args.max_concurrent,  # type: ignore[arg-type]
+                         parent_kpi=getattr(args, "parent_kpi", None), parent_mode=getattr(args, "parent_mode", "min"),
+                         allow_incomplete_parent=bool(getattr(args, "allow_incomplete_parent", False)))
     if args.json:
         print_json(done.to_dict())
     elif args.quiet:

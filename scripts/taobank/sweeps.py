@@ -63,20 +63,34 @@ class Submitted:
 
 
 def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dict[str, str]],
-           max_concurrent: int | None = None) -> Submitted:
+           max_concurrent: int | None = None, *, parent_kpi: str | None = None, parent_mode: str = "min",
+           allow_incomplete_parent: bool = False) -> Submitted:
     """Plan every trial, gate once, open every record, then one batched launch; nothing half-submitted.
 
     A bad trial or a failed gate leaves no record. A launch that fails marks every trial it did not
     create ERROR (the adapter removes what it made); no trial runs without its record, since every
-    record exists before anything is created."""
+    record exists before anything is created. ``opts.parent`` (``--parent``): the parent's placeholders
+    are filled once (:func:`taobank.lineage.with_parent`, ``parent_kpi`` as ``--parent-kpi``) and every
+    trial record names the parent. Each trial's spec is kept (``continue`` runs one trial again)."""
+    from . import savedspec
     from .platform import get
 
     trials = sweepfile.check_trials(trials)
     k = check_concurrency(max_concurrent, len(trials))
     if opts.job_id:
         raise UsageError("--job-id names one job: a sweep mints one id per trial")
+    if opts.continues:
+        raise UsageError("continue carries on one job: continue a trial by its id")
+    if opts.parent:
+        from . import lineage
+
+        spec = lineage.with_parent(platform_name, spec, opts.parent, allow_incomplete=allow_incomplete_parent,
+                                   kpi=parent_kpi, mode=parent_mode)
+    elif parent_kpi is not None or allow_incomplete_parent:
+        raise UsageError("--parent-kpi and --allow-incomplete-parent choose from a parent: give --parent ID too")
     adapter = get(platform_name)
-    plans = [adapter.plan(trial_spec(spec, t), opts, None) for t in trials]
+    specs = [trial_spec(spec, t) for t in trials]
+    plans = [adapter.plan(one, opts, None) for one in specs]
     first = plans[0]
     gate = Gate()
     if first.nodes > 1 and not opts.probe:
@@ -92,7 +106,8 @@ def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dic
             recs.append(records.open_record(
                 adapter.name, plan.image, plan.network_arch, plan.action, plan.storage_tier, plan.results_dir,
                 backend={**plan.backend, **gate.backend, "max_concurrent": k}, description=opts.description,
-                job_id=plan.job_id, sweep=(sweep_id, i, t)))
+                job_id=plan.job_id, sweep=(sweep_id, i, t), lineage={"parent": opts.parent}))
+            savedspec.save(recs[-1]["id"], specs[i], {k: getattr(opts, k) for k in savedspec.KEPT_OPTIONS})
     except TaoError as exc:
         _fail(recs, f"sweep {sweep_id} not submitted: {exc}")
         raise TaoError(f"sweep not submitted ({exc}); nothing was launched") from None

@@ -467,6 +467,8 @@ def submit_lineage(platform: str, spec: dict, opts, args: argparse.Namespace, pr
     from . import lineage
 
     if not getattr(args, "parent", None):
+        if getattr(args, "parent_kpi", None) is not None or getattr(args, "allow_incomplete_parent", False):
+            raise UsageError("--parent-kpi and --allow-incomplete-parent choose from a parent: give --parent ID too")
         return preview(spec, opts) if preview is not None else core.get(platform).submit(spec, opts)
     return lineage.submit_with_parent(platform, spec, replace(opts, parent=args.parent),
                                       allow_incomplete=args.allow_incomplete_parent, kpi=args.parent_kpi,

@@ -227,7 +227,7 @@ def test_any_from_text_is_a_file_of_the_folder_or_one_line(named):
     rec = {"id": "dino-train-1a2b3c4d", "action": "train"}
     files = [ResultFile("model_epoch_001.pth", 1, 0.0), ResultFile("train/model_epoch_002.pth", 1, 0.0)]
     try:
-        got = lineage._checkpoint(rec, files, "/r/job", named)
+        got = lineage._checkpoint(rec, ResultsListing("/r/job", files), "/r/job", named)
     except TaoError as exc:
         assert "\n" not in str(exc)
     else:
@@ -237,7 +237,7 @@ def test_any_from_text_is_a_file_of_the_folder_or_one_line(named):
 def test_a_spec_holding_a_credential_is_never_kept(state_dir):
     rec = records.open_record("slurm", "img", "dino", "train", "A", "/l/{id}")
     savedspec.save(rec["id"], {"command": ["x"], "env": {"AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}})
-    with pytest.raises(TaoError, match="no saved spec"):
+    with pytest.raises(TaoError, match="spec was not kept"):
         savedspec.load(rec["id"])
 
 

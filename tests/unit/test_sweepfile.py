@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from taobank import records, sweepfile, sweeps
-from taobank.errors import UsageError
+from taobank.errors import TaoError, UsageError
 
 
 def test_flags_make_the_cartesian_product_in_a_stable_order():
@@ -73,7 +73,7 @@ def test_every_accepted_value_is_one_safe_word(text):
         assert "\n" not in str(exc)
         return
     assert shlex.split(out) == [out] and shlex.quote(out) == out and "=" not in out and "," not in out
-    assert sweepfile.VALUE.match(out) and records._OVERRIDE_VALUE.search(out)
+    assert sweepfile.VALUE.match(out) and records._OVERRIDE_VALUE.match(out)
 
 
 @given(st.floats(allow_nan=True, allow_infinity=True) | st.integers() | st.booleans())
@@ -84,6 +84,25 @@ def test_numbers_become_safe_words_or_one_line_errors(value):
         assert isinstance(value, float) and not math.isfinite(value)
         return
     assert sweepfile.VALUE.match(out)
+
+
+def test_the_override_rule_is_written_once():
+    """One regex per concept: records checks a trial's overrides with sweepfile's rule, and the record schema's
+    patterns say the same (anchored)."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    literal = sweepfile.VALUE.pattern
+    holders = [p.relative_to(root).as_posix() for p in (root / "scripts").rglob("*.py") if literal in p.read_text()]
+    assert holders == ["scripts/taobank/sweepfile.py"]
+    assert records._OVERRIDE_VALUE is sweepfile.VALUE and records._OVERRIDE_KEY is sweepfile.KEY
+    ov = json.loads((root / "schemas" / "job-record.schema.json").read_text())["properties"]["overrides"]
+    assert ov["additionalProperties"]["pattern"] == "^" + sweepfile.VALUE.pattern
+    assert ov["propertyNames"]["pattern"] == "^" + sweepfile.KEY.pattern
+    with pytest.raises(TaoError):  # the record store refuses what the sweep parser refuses
+        records.open_record("slurm", "img", "dino", "train", "A", "/r/{id}",
+                            sweep=("dino-sweep-abcd1234", 0, {"train.lr": "0.1 x"}))
 
 
 def test_trial_spec_appends_key_value_after_the_command():

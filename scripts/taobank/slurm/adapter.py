@@ -77,6 +77,10 @@ class Slurm(Platform):
     def plan(self, spec: dict, opts: SubmitOptions, rec: dict | None) -> SlurmPlan:
         if rec is not None:
             raise UsageError(f"to finish an interrupted SLURM submit run tao_slurm.py resume {rec['id']}")
+        if opts.continues:  # the same spec files as the job it continues, or a refusal
+            from . import continued
+
+            continued.check(spec, opts.continues)
         return submit.plan_submit(spec, os.environ if opts.env is None else opts.env, opts.connection)
 
     def cluster_key(self, plan: SlurmPlan) -> str:  # type: ignore[override]
@@ -94,7 +98,16 @@ class Slurm(Platform):
 
         return sweep.launch(plans, recs, max_concurrent)
 
+    def lineage_access(self, spec: dict, parent: dict, folder: str) -> dict:
+        from .lineage_access import reachable
+
+        return reachable(spec, parent, folder)
+
     def preview(self, spec: dict, opts: SubmitOptions) -> str:
+        if opts.continues:
+            from . import continued
+
+            continued.check(spec, opts.continues)
         return submit.preview(spec, opts.job_id or "preview-job", opts.env)
 
     def resume(self, job_id: str) -> JobView:

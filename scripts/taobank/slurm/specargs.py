@@ -59,7 +59,8 @@ def spec_from_args(args: argparse.Namespace) -> dict:
         name, sep, path = item.partition("=")
         if not sep:
             name, path = os.path.basename(os.path.normpath(item)), item
-        spec["spec_files"] = {**(spec.get("spec_files") or {}), name: path}
+        # absolute now: the saved spec must name this file wherever `continue` runs from (slurm.continued)
+        spec["spec_files"] = {**(spec.get("spec_files") or {}), name: os.path.abspath(os.path.expanduser(path))}
     own = {
         "num_gpus": args.num_gpus, "max_num_gpus_per_node": args.max_gpus_per_node, "time_hours": args.time_hours,
         "time_minutes": args.time_minutes, "time": args.time, "timeout_hours": args.timeout_hours,

@@ -1,0 +1,151 @@
+"""ONE rule for "the latest checkpoint": the Python answer (``checkpoints.latest`` over a results listing, used by
+``continue`` and ``--parent``) and the shell answer (``tao_latest_checkpoint``, rendered into the SLURM chain and
+the Kubernetes resume wrapper) agree on every folder; both read the ``*_latest.pth`` link first."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from taobank import checkpoints, results_sh
+from taobank.contract import ResultFile
+
+SHELLS = [["sh"]] + ([["busybox", "sh"]] if shutil.which("busybox") else [])
+
+
+def listing(folder: Path):
+    """The results listing exactly as the clusters make it (results_sh.LIST_RESULTS in a local sh)."""
+    out = subprocess.run(["sh", "-c", results_sh.LIST_RESULTS, "tao", str(folder)], capture_output=True, text=True,
+                         check=True, env={**os.environ, "LC_ALL": "C"})
+    return results_sh.parse_listing(str(folder), out.stdout, status=False)
+
+
+def python_answer(folder: Path, action: str) -> str | None:
+    lst = listing(folder)
+    found = checkpoints.latest(lst.files, action, lst.links)
+    return found.path if found else None
+
+
+def shell_answer(folder: Path, action: str, shell: list[str]) -> str | None:
+    script = checkpoints.shell_finder() + 'tao_latest_checkpoint "$1" "$2"'
+    out = subprocess.run([*shell, "-c", script, "tao", str(folder), action], capture_output=True, text=True,
+                         env={**os.environ, "LC_ALL": "C"})
+    text = out.stdout.strip()
+    if out.returncode != 0:
+        assert text == ""
+        return None
+    root = str(folder.resolve())
+    assert text.startswith(root + "/"), text
+    return text[len(root) + 1:]
+
+
+def test_a_save_cut_short_is_never_chosen_when_the_link_names_the_last_complete_one(tmp_path: Path):
+    """Canceled mid-save: epoch 11 is truncated, the link still names epoch 10; continue and the chain both take 10."""
+    (tmp_path / "train").mkdir()
+    (tmp_path / "train" / "model_epoch_010.pth").write_text("complete")
+    (tmp_path / "train" / "model_epoch_011.pth").write_text("trunc")
+    (tmp_path / "train" / "dino_model_latest.pth").symlink_to("model_epoch_010.pth")
+    lst = listing(tmp_path)
+    assert lst.links == {"train/dino_model_latest.pth": "train/model_epoch_010.pth"}
+    assert [f.path for f in lst.files] == ["train/model_epoch_010.pth", "train/model_epoch_011.pth"]
+    assert python_answer(tmp_path, "train") == "train/model_epoch_010.pth"
+    for shell in SHELLS:
+        assert shell_answer(tmp_path, "train", shell) == "train/model_epoch_010.pth"
+
+
+def test_latest_reads_links_first_then_epochs_then_a_copy():
+    files = [ResultFile("train/model_epoch_010.pth", 1, 1.0), ResultFile("train/model_epoch_011.pth", 1, 2.0),
+             ResultFile("dino_latest.pth", 1, 9.0)]
+    assert checkpoints.latest(files, "train", {"train/x_latest.pth": "train/model_epoch_010.pth"}).path \
+        == "train/model_epoch_010.pth"
+    assert checkpoints.latest(files, "train", {"other/x_latest.pth": "train/model_epoch_010.pth"}).path \
+        == "train/model_epoch_011.pth"  # a link outside the searched folders is not TAO's
+    assert checkpoints.latest(files, "train").path == "train/model_epoch_011.pth"
+    assert checkpoints.latest(files[2:], "train").path == "dino_latest.pth"
+    assert checkpoints.latest([ResultFile(".hidden_latest.pth", 1, 1.0)], "train") is None  # sh's * skips dot names
+
+
+# ------------------------------------------------------------------ the property: Python and shell agree
+DIRS = st.sampled_from(["", "train", "other"])
+EPOCH_NAME = st.builds(lambda e, w, tail: f"model_epoch_{e:0{w}d}{tail}.pth", st.integers(0, 10**6),
+                       st.integers(1, 4), st.sampled_from(["", "_x", "_epoch_7", "-ema"]))
+ODD_NAME = st.sampled_from(["model_epoch_.pth", "model_epoch_x.pth", "epoch_5.pth", "model_epoch_3.ckpt",
+                            ".model_epoch_9.pth", "status.json"])
+LATEST_NAME = st.sampled_from(["dino_model_latest.pth", "a_latest.pth", "z_latest.pth", ".h_latest.pth"])
+TARGET = st.sampled_from(["epoch", "missing", "outside", "dir", "other-link"])
+
+ENTRY = st.one_of(
+    st.tuples(st.just("file"), DIRS, EPOCH_NAME | ODD_NAME | LATEST_NAME),
+    st.tuples(st.just("link"), DIRS, LATEST_NAME | EPOCH_NAME, TARGET, st.integers(0, 20)),
+)
+
+
+def build(folder: Path, entries: list[tuple]) -> None:
+    outside = folder.parent / "outside.pth"
+    outside.write_text("x")
+    made: list[Path] = []
+    for entry in entries:
+        kind, where, name = entry[:3]
+        d = folder / where
+        d.mkdir(parents=True, exist_ok=True)
+        path = d / name
+        if path.exists() or path.is_symlink():
+            continue
+        if kind == "file":
+            path.write_text("x")
+            made.append(path)
+            continue
+        target, pick = entry[3], entry[4]
+        if target == "epoch" and made:
+            path.symlink_to(os.path.relpath(made[pick % len(made)], d))
+        elif target == "outside":
+            path.symlink_to(outside)
+        elif target == "dir":
+            path.symlink_to(folder)
+        elif target == "other-link" and made:
+            hop = d / f"hop{pick}.lnk"
+            if not hop.exists() and not hop.is_symlink():
+                hop.symlink_to(os.path.relpath(made[pick % len(made)], d))
+            path.symlink_to(hop.name)
+        else:
+            path.symlink_to("gone/model_epoch_999.pth")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(ENTRY, max_size=10), st.sampled_from(["train", "other", ""]))
+def test_python_and_shell_pick_the_same_checkpoint(entries, action):
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "job"
+        folder.mkdir()
+        build(folder, entries)
+        want = python_answer(folder, action)
+        for shell in SHELLS:
+            assert shell_answer(folder, action, shell) == want, (shell, want)
+
+
+@pytest.mark.parametrize("regex", ["epoch_([0-9]+)", "ep([0-9]+)"])
+def test_the_finder_reads_the_tables_epoch_regex(regex, monkeypatch):
+    real = checkpoints.table()
+    monkeypatch.setattr(checkpoints, "table", lambda: {**real, "epoch_regex": regex})
+    prefix = regex.split("(")[0]
+    assert f"s/.*{prefix}0*" in checkpoints.shell_finder()
+    monkeypatch.setattr(checkpoints, "table", lambda: {**real, "epoch_regex": "epoch_(\\d+)"})
+    from taobank.errors import TaoError
+
+    with pytest.raises(TaoError, match="epoch_regex"):
+        checkpoints.shell_finder()
+
+
+def test_artifacts_reports_the_links(tmp_path: Path):
+    from taobank.results_verbs import Artifacts
+
+    (tmp_path / "model_epoch_001.pth").write_text("x")
+    (tmp_path / "dino_latest.pth").symlink_to("model_epoch_001.pth")
+    found = Artifacts("dino-train-1a2b3c4d", "slurm", listing(tmp_path))
+    assert found.to_dict()["links"] == {"dino_latest.pth": "model_epoch_001.pth"}
+    assert "link dino_latest.pth -> model_epoch_001.pth" in found.lines()

@@ -1,0 +1,54 @@
+"""A Kubernetes child (``submit --parent``) reads the parent's folder on the parent's volume: a child mount at the
+parent's path is accepted only when it is the same volume and the same place in it (PVC or NFS, and sub_path)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from taobank import records
+from taobank.errors import TaoError
+from taobank.kubernetes import logs
+from taobank.kubernetes.lineage_access import reachable
+
+A = {"pvc": "team-a", "mount_path": "/results"}
+
+
+def parent_with(mount: dict) -> tuple[dict, str]:
+    rec = records.open_record("kubernetes", "img", "dino", "train", "A", "/results/{id}")
+    path = records.artifact_dir(rec["id"]) / logs.SPEC_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"image": "img", "command": ["x"], "mounts": [mount]}))
+    return rec, f"/results/{rec['id']}"
+
+
+@pytest.mark.parametrize("child", [
+    {"pvc": "team-b", "mount_path": "/results"},                            # another claim at the same path
+    {"pvc": "team-a", "mount_path": "/results", "sub_path": "other"},       # the same claim, another folder of it
+    {"nfs": {"server": "nas", "path": "/export"}, "mount_path": "/results"},
+])
+def test_another_volume_at_the_parents_path_is_refused(state_dir, child):
+    parent, folder = parent_with(A)
+    with pytest.raises(TaoError, match="but the parent's results folder .* is on PVC team-a") as exc:
+        reachable({"mounts": [child]}, parent, folder)
+    assert "\n" not in str(exc.value) and "nothing was submitted" in str(exc.value)
+
+
+def test_nfs_exports_and_sub_paths_are_compared_as_places(state_dir):
+    parent, folder = parent_with({"nfs": {"server": "nas", "path": "/export/a"}, "mount_path": "/results"})
+    with pytest.raises(TaoError, match="NFS nas:/export/a"):
+        reachable({"mounts": [{"nfs": {"server": "nas", "path": "/export/b"}, "mount_path": "/results"}]},
+                  parent, folder)
+    same = {"mounts": [{"nfs": {"server": "nas", "path": "/export/a/"}, "mount_path": "/results"}]}
+    assert reachable(same, parent, folder) == same
+    parent, folder = parent_with({"pvc": "ws", "mount_path": "/results", "sub_path": "runs"})
+    deeper = {"mounts": [{"pvc": "ws", "mount_path": "/results", "sub_path": "runs/"}]}
+    assert reachable(deeper, parent, folder) == deeper
+
+
+def test_the_same_volume_is_used_as_mounted_and_an_uncovered_folder_gets_the_parents_mount_read_only(state_dir):
+    parent, folder = parent_with(A)
+    same = {"mounts": [{"pvc": "team-a", "mount_path": "/results"}]}
+    assert reachable(same, parent, folder) == same
+    out = reachable({"mounts": [{"pvc": "data", "mount_path": "/data"}]}, parent, folder)
+    assert out["mounts"][-1] == {**A, "read_only": True}
