@@ -25,7 +25,7 @@ STANDINS = {
               'printf "%s\\n" "$@" > "$TAO_T/sbatch.args"; echo "${TAO_SLURM_JOB_REF-unset}" > "$TAO_T/sbatch.ref"; '
               'echo 777',
     "scontrol": "true",
-    "scancel": "true",
+    "scancel": 'printf "%s\\n" "$@" > "$TAO_T/scancel.args"',
 }
 
 
@@ -74,7 +74,7 @@ def test_the_script_asks_for_usr1_and_drops_the_inner_timeout():
 
 # ------------------------------------------------------------------ the script, under bash
 def _run(tmp_path: Path, *, attempt: int | None = None, max_attempts: int = 3, usr1: bool = True,
-         checkpoint: str | None = None, self_retries: int = 0, sweep: bool = False) -> dict:
+         checkpoint: str | None = None, self_retries: int = 0, sweep: bool = False, finishes: bool = False) -> dict:
     """Run the chained job script under bash (``self_retries=0``: as ``--no-requeue`` or ``infra_retries: false``
     render it); ``sweep``: as task 0 of array 900 (the array's own script, which runs the trial's)."""
     c = chain.Chain(max_attempts=max_attempts, max_total_seconds=0, margin_seconds=30, run_on_seconds=1,
@@ -86,6 +86,9 @@ def _run(tmp_path: Path, *, attempt: int | None = None, max_attempts: int = 3, u
             'while :; do sleep 0.2; done', "prog", "train", "-e", "spec.yaml"]
     if not usr1:
         prog = ["sh", "-c", 'echo "argv: $*"', "prog", "train"]
+    if finishes:  # ends by itself (its last epoch) just after USR1 came: well before the run-on time is up
+        prog = ["sh", "-c", 'echo "argv: $*"; touch "$TAO_T/started"; sleep 0.5; echo "training done"',
+                "prog", "train"]
     text = render.render(render.ScriptInput(job_id=JOB, job_dir=str(jdir), results_parent=str(results), command=prog,
                                             resources=res(10), runtime="none", chain=c, action="train",
                                             self_retries=self_retries))
@@ -135,6 +138,7 @@ def _run(tmp_path: Path, *, attempt: int | None = None, max_attempts: int = 3, u
             "sbatch_ref": (tmp_path / "sbatch.ref").read_text().strip() if sb.exists() else None, "marker": (jdir / "meta" / "exit.json").exists(),
             "hops": [json.loads(x) for x in hops.read_text().splitlines()] if hops.exists() else [],
             "sbatch": sb.read_text().splitlines() if sb.exists() else None,
+            "scancel": (tmp_path / "scancel.args").read_text().split() if (tmp_path / "scancel.args").exists() else None,
             "attempt": (jdir / "meta" / "chain_attempt").read_text().strip()
             if (jdir / "meta" / "chain_attempt").exists() else None}
 
@@ -184,6 +188,17 @@ def test_the_last_attempt_is_not_resubmitted(tmp_path):
     got = _run(tmp_path, attempt=3, max_attempts=3)
     assert got["sbatch"] is None and got["hops"] == [] and "was the last (--max-attempts 3)" in got["out"]
     assert got["marker"]  # it ended: the marker tells status how
+
+
+def test_a_program_that_finishes_during_the_run_on_drops_the_held_next_attempt(tmp_path):
+    """USR1 came while the last epoch was ending: the next attempt was submitted held, and is canceled (never
+    released) once the program ended by itself; the run ends as a plain run with its marker."""
+    got = _run(tmp_path, finishes=True)
+    assert got["rc"] == 0 and got["marker"] and "training done" in got["out"], got["out"]
+    assert got["sbatch"] is not None and "--hold" in got["sbatch"]  # submitted held when USR1 came
+    assert got["scancel"] == ["777"] and got["hops"] == [] and got["attempt"] is None
+    assert "ended by itself before the wall time: no next attempt" in got["out"]
+    assert not (tmp_path / "jobs" / JOB / "slurm-logs" / f"{JOB}-777").exists()
 
 
 def test_a_run_that_ends_before_the_wall_time_is_a_plain_run(tmp_path):
