@@ -75,6 +75,24 @@ def apply(spec: dict, args: argparse.Namespace, platform: str) -> dict:
     return spec
 
 
+def apply_secrets_and_argv(spec: dict, args: argparse.Namespace) -> dict:
+    """``--secret-env NAME`` (and the old ``--secret``) added to the spec's secrets, and the argv after ``--``
+    as its command: how the helpers whose command is an argv (SLURM, Docker) fold them in."""
+    from . import verbcli
+
+    if getattr(args, "secret", None):
+        verbcli.deprecated("--secret")
+    names = (getattr(args, "secret_env", None) or []) + (getattr(args, "secret", None) or [])
+    if names:
+        spec["secrets"] = list(dict.fromkeys(list(spec.get("secrets") or []) + names))
+    command = getattr(args, "command", None)
+    if command:
+        cmd = command[1:] if command[0] == "--" else command
+        if cmd:
+            spec["command"] = cmd
+    return spec
+
+
 def _cpus(value: Any) -> int:
     text = str(value).strip()
     if not text.isdigit() or int(text) < 1:

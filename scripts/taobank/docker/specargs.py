@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from .. import jobflags, verbcli
+from .. import jobflags
 from ..errors import UsageError
 
 
@@ -55,14 +55,5 @@ def spec_from_args(args: argparse.Namespace) -> dict:
             raise UsageError(f"--mount {item!r}: give HOST:CONTAINER or HOST:CONTAINER:rw (absolute paths)")
         spec["mounts"] = list(spec.get("mounts") or []) + [
             {"host": parts[0], "container": parts[1], "read_only": not (len(parts) == 3 and parts[2] == "rw")}]
-    if args.secret:
-        verbcli.deprecated("--secret")
-    names = (args.secret_env or []) + (args.secret or [])
-    if names:
-        spec["secrets"] = list(dict.fromkeys(list(spec.get("secrets") or []) + names))
-    command = getattr(args, "command", None)
-    if command:
-        cmd = command[1:] if command[0] == "--" else command
-        if cmd:
-            spec["command"] = cmd
+    jobflags.apply_secrets_and_argv(spec, args)
     return specmod.validate(spec)

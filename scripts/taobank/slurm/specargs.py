@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from .. import jobflags, verbcli
+from .. import jobflags
 
 
 def spec_arguments(parser: argparse.ArgumentParser) -> None:
@@ -90,14 +90,5 @@ def spec_from_args(args: argparse.Namespace) -> dict:
         if args.require:
             ds["required"] = list(ds.get("required") or []) + args.require
         spec["dataset"] = ds
-    if args.secret:
-        verbcli.deprecated("--secret")
-    names = (args.secret_env or []) + (args.secret or [])
-    if names:
-        spec["secrets"] = list(dict.fromkeys(list(spec.get("secrets") or []) + names))
-    command = getattr(args, "command", None)
-    if command:
-        cmd = command[1:] if command[0] == "--" else command
-        if cmd:
-            spec["command"] = cmd
+    jobflags.apply_secrets_and_argv(spec, args)
     return specmod.validate(spec)
