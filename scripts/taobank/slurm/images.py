@@ -97,14 +97,10 @@ class Conversion:
     temp_path: str = ""  # ENROOT_TEMP_PATH of the import; "" = the node's local disk
 
     def directives(self) -> list[tuple[str, str | None]]:
-        out: list[tuple[str, str | None]] = [
-            ("--job-name", self.job_name), ("--output", self.log), ("--open-mode", "append"),
-            ("--partition", self.partition)]
-        if self.account:
-            out.append(("--account", self.account))
-        out += [("--nodes", "1"), ("--ntasks", "1"), ("--cpus-per-task", str(self.cpus)), ("--mem", self.mem),
-                ("--time", str(self.time_minutes)), ("--no-requeue", None)]
-        return out
+        from .cpujob import directives
+
+        return directives(job_name=self.job_name, log=self.log, partition=self.partition, account=self.account,
+                          cpus=self.cpus, mem=self.mem, time_minutes=self.time_minutes)
 
 
 def conversion(job_name: str, image: str, sqsh: str, log: str, spec: Mapping[str, Any], env: Mapping[str, str],

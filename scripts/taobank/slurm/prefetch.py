@@ -233,15 +233,10 @@ class PrefetchJob:
     has_credentials: bool
 
     def directives(self) -> list[tuple[str, str | None]]:
-        out: list[tuple[str, str | None]] = [
-            ("--job-name", self.job_name), ("--output", self.log), ("--open-mode", "append"),
-            ("--partition", self.partition)]
-        if self.account:
-            out.append(("--account", self.account))
-        # no --gres / --gpus: this job never holds a GPU
-        out += [("--nodes", "1"), ("--ntasks", "1"), ("--cpus-per-task", str(self.cpus)), ("--mem", self.mem),
-                ("--time", str(self.time_minutes)), ("--no-requeue", None)]
-        return out
+        from .cpujob import directives
+
+        return directives(job_name=self.job_name, log=self.log, partition=self.partition, account=self.account,
+                          cpus=self.cpus, mem=self.mem, time_minutes=self.time_minutes)
 
 
 def job(job_id: str, job_dir: str, items: list[Prefetch], spec: Mapping[str, Any], env: Mapping[str, str], *,
