@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -345,10 +346,19 @@ def test_failover_when_the_first_address_refuses(slurm_env, tmp_path, monkeypatc
         Connection().connect()
 
 
-def test_one_connection_reused_and_stale_socket_replaced(slurm_env):
+def _short_control_dir(monkeypatch) -> None:
+    """A control-socket folder of this test alone (other tests' masters share the default one), short enough
+    for a unix socket path (under xdist tmp_path is too long)."""
+    import tempfile
+
+    monkeypatch.setenv("TAO_SSH_CONTROL_DIR", tempfile.mkdtemp(prefix="tao-ctl-", dir="/tmp"))
+
+
+def test_one_connection_reused_and_stale_socket_replaced(slurm_env, monkeypatch):
     import socket
     import time
 
+    _short_control_dir(monkeypatch)
     conn = Connection()
     conn.close()
     ssh.STATS.update(connections=0, commands=0)
@@ -377,8 +387,7 @@ def test_host_key_mismatch_is_never_accepted(slurm_env, tmp_path, monkeypatch):
     kh = open(slurm_env["env"]["TAO_SSH_KNOWN_HOSTS"]).read().split()
     bad.write_text(f"{kh[0]} ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n")
     monkeypatch.setenv("TAO_SSH_KNOWN_HOSTS", str(bad))
-    monkeypatch.setenv("TAO_SSH_CONTROL_DIR", str(tmp_path / "ctl"))
-    (tmp_path / "ctl").mkdir(mode=0o700)
+    _short_control_dir(monkeypatch)
     monkeypatch.setenv("TAO_STATE_DIR", str(tmp_path / "fresh"))
     with pytest.raises(TaoError, match="Host key verification failed|REMOTE HOST IDENTIFICATION"):
         Connection().connect()
@@ -601,9 +610,14 @@ def test_agent_socket_instead_of_a_key_file(slurm_env, monkeypatch):
 def test_bad_inputs_are_one_line_and_leave_nothing_behind(slurm_env, tmp_path):
     """What a careless user gets from the CLI: one 'error:' line naming the fix,
     no record, no job folder on the cluster, nothing in squeue."""
-    env0 = dict(os.environ, NGC_KEY=SECRET)
+    # a results base of this test alone (owned like the shared one): other tests' job folders never land in it
+    shared = Path(slurm_env["env"]["SLURM_BASE_RESULTS_DIR"])
+    base = shared / f"bad-inputs-{uuid.uuid4().hex[:8]}"
+    base.mkdir()
+    os.chown(base, shared.stat().st_uid, shared.stat().st_gid)
+    env0 = dict(os.environ, NGC_KEY=SECRET, SLURM_BASE_RESULTS_DIR=str(base))
     lustre = slurm_env["env"]["TAO_LOCAL_LUSTRE_ROOT"]
-    jobs = Path(slurm_env["env"]["SLURM_BASE_RESULTS_DIR"]) / "jobs"
+    jobs = base / "jobs"
     before = set(os.listdir(jobs)) if jobs.exists() else set()
     cli = [sys.executable, os.path.join(BANK, "scripts", "tao_slurm.py"), "submit", "--spec"]
 
@@ -634,6 +648,7 @@ def test_bad_inputs_are_one_line_and_leave_nothing_behind(slurm_env, tmp_path):
         assert SECRET not in r.stderr
     assert records.list_records() == []
     assert (set(os.listdir(jobs)) if jobs.exists() else set()) == before
+    base.rmdir()  # empty: nothing was left behind
 
 
 def test_argv_that_looks_like_srun_options_reaches_the_program(slurm_env):
