@@ -300,22 +300,40 @@ class Platform(ABC):
     # -------------------------------------------------------------- sweeps (the verbs: taobank.sweeps)
     #: trials are created held and released by the core as slots free (else the platform limits them itself)
     holds_trials: bool = False
+    #: the module (dotted name, imported when a sweep runs) that answers the sweep hooks below: ``launch`` (required),
+    #: and where the platform needs them ``check``, ``release`` and ``read_status_many``; None: no sweeps here
+    sweep_access: str | None = None
+
+    def _sweep_module(self) -> Any:
+        return importlib.import_module(self.sweep_access) if self.sweep_access else None
 
     def check_sweep(self, plans: list[Plan]) -> None:
         """Refuse, before any record opens, a sweep this platform cannot run (default: every sweep it can plan)."""
+        check = getattr(self._sweep_module(), "check", None)
+        if check is not None:
+            check(plans)
 
     def launch_sweep(self, plans: list[Plan], recs: list[dict], max_concurrent: int) -> list[Launch]:
         """Create every trial of a sweep in one batch (``recs[i]`` is the opened record of ``plans[i]``), at most
         ``max_concurrent`` running at once; one Launch per trial. On failure remove what was made, then raise."""
-        raise TaoError(f"sweeps are not supported on {self.name or 'this platform'}")
+        module = self._sweep_module()
+        if module is None:
+            raise TaoError(f"sweeps are not supported on {self.name or 'this platform'}")
+        return module.launch(plans, recs, max_concurrent)
 
     def release_trials(self, recs: list[dict]) -> None:
         """Let these held trials run (one call for all); only for ``holds_trials`` platforms."""
-        raise TaoError(f"{self.name} does not hold sweep trials")
+        release = getattr(self._sweep_module(), "release", None)
+        if release is None:
+            raise TaoError(f"{self.name} does not hold sweep trials")
+        release(recs)
 
     def read_status_many(self, recs: list[dict]) -> dict[str, dict[str, str]]:
         """TAO's status files of several running jobs, ``{id: {path: text}}``, in as few calls as the platform
         can (default: one read per job)."""
+        many = getattr(self._sweep_module(), "read_status_many", None)
+        if many is not None:
+            return many(recs)
         out = {}
         for rec in recs:
             out[rec["id"]] = self.read_status_files(rec, live=True)

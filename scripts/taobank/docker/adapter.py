@@ -82,21 +82,7 @@ class Docker(Platform):
 
     # -- sweeps (the verbs: taobank.sweeps): a container per trial, the extra ones created and held
     holds_trials = True
-
-    def check_sweep(self, plans: list) -> None:
-        from . import sweep
-
-        sweep.check(plans)
-
-    def launch_sweep(self, plans: list, recs: list[dict], max_concurrent: int) -> list[Launch]:
-        from . import sweep
-
-        return sweep.launch(plans, recs, max_concurrent)
-
-    def release_trials(self, recs: list[dict]) -> None:
-        from . import sweep
-
-        sweep.release(recs)
+    sweep_access = f"{__package__}.sweep"
 
 
 def _continuing(spec: dict, job_id: str, engine: str | None) -> tuple[str | None, str | None, dict]:

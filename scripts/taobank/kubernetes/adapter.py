@@ -79,26 +79,7 @@ class Kubernetes(Platform):
 
     # -- sweeps (the verbs: taobank.sweeps): one create of every trial Job, the extra ones suspended
     holds_trials = True
-
-    def check_sweep(self, plans: list) -> None:
-        from . import sweep
-
-        sweep.check(plans)
-
-    def launch_sweep(self, plans: list, recs: list[dict], max_concurrent: int) -> list[Launch]:
-        from . import sweep
-
-        return sweep.launch(plans, recs, max_concurrent)
-
-    def release_trials(self, recs: list[dict]) -> None:
-        from . import sweep
-
-        sweep.release(recs)
-
-    def read_status_many(self, recs: list[dict]) -> dict[str, dict[str, str]]:
-        from . import sweep
-
-        return sweep.read_status_many(recs)
+    sweep_access = f"{__package__}.sweep"
 
     def preview(self, spec: dict, opts: SubmitOptions) -> str:
         from ..render import dump_yaml

@@ -93,10 +93,7 @@ class Slurm(Platform):
         return submit.launch(plan, rec)
 
     # -- sweeps (the verbs: taobank.sweeps): one job array; SLURM itself keeps --max-concurrent (``%K``)
-    def launch_sweep(self, plans: list, recs: list[dict], max_concurrent: int) -> list[Launch]:
-        from . import sweep
-
-        return sweep.launch(plans, recs, max_concurrent)
+    sweep_access = f"{__package__}.sweep"
 
     def lineage_access(self, spec: dict, parent: dict, folder: str) -> dict:
         from .lineage_access import reachable
