@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..states import State
 from .. import states
@@ -300,64 +300,58 @@ def _oom_verdict(log_tail: str | None, code: str | None) -> Observation:
                    needs_log=log_tail is None)
 
 
-def _last_lines(text: str, n: int = 3) -> str:
+def _last_lines(text: str, what: str, n: int = 3) -> str:
     lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
-    return " | ".join(lines[-n:]) or "(the conversion log is empty)"
+    return " | ".join(lines[-n:]) or f"(the {what} log is empty)"
+
+
+def _through_helper_job(v: Observation, job: Mapping[str, str] | None, job_id: str, *, label: str, waiting: str,
+                        log_flag: str, log_tail: str | None, reason: Callable[[str], str]) -> Observation:
+    """The training job's verdict, seen through a CPU-only job it depends on (``afterok``): waiting while that
+    runs; when it ended without success the training job never started (SLURM cancels it,
+    ``--kill-on-invalid-dep``, or leaves it PENDING with DependencyNeverSatisfied), so ERROR with ``reason``
+    read from its log (``needs_log`` first, with ``log_flag`` saying which log)."""
+    if job is None or not job.get("state"):
+        return v
+    state = job["state"]
+    if v.state in (State.RUNNING, State.COMPLETE, State.ERROR) or state == "COMPLETED":
+        return v
+    if state in PENDING_STATES | RUNNING_STATES:
+        if v.state == State.PENDING:
+            return verdict(State.PENDING, f"waiting for {label} {job_id} ({state.lower()}{waiting})",
+                           v.observed, extra=v.extra)
+        return v
+    head = f"{label} {job_id} ended {state}{_exit_text(job.get('exit_code'))}"
+    if log_tail is None:
+        return verdict(State.ERROR, head, v.observed, err_class="ERR_PROGRAM", needs_log=True,
+                       extra={log_flag: True})
+    return verdict(State.ERROR, f"{head}: {reason(log_tail)}", v.observed, err_class="ERR_PROGRAM")
 
 
 def with_conversion(v: Observation, conv: Mapping[str, str] | None, convert_id: str, *, log_tail: str | None = None) -> Observation:
-    """The training job's verdict, seen through the image conversion job it depends on.
+    """The training job's verdict, seen through the image conversion job it depends on (the conversion log's
+    last lines when it failed)."""
+    def reason(log: str) -> str:
+        hint = "; " + LOG_HINTS[0][1] if "Could not process JSON input" in log else ""
+        return f"{_last_lines(log, 'conversion')}{hint}; the training job never started"
 
-    While the conversion runs, the job waits for it; when the conversion
-    failed, the job never started (SLURM cancels it: ``--kill-on-invalid-dep``)
-    and ends in ERROR with the conversion log's last lines.
-    """
-    if conv is None or not conv.get("state"):
-        return v
-    cstate = conv["state"]
-    if v.state in (State.RUNNING, State.COMPLETE, State.ERROR) or cstate == "COMPLETED":
-        return v
-    if cstate in PENDING_STATES | RUNNING_STATES:
-        if v.state == State.PENDING:
-            return verdict(State.PENDING, f"waiting for image conversion job {convert_id} ({cstate.lower()})",
-                           v.observed, extra=v.extra)
-        return v
-    # the conversion ended without success: the training job (PENDING, CANCELED by SLURM, or gone) never ran
-    head = f"image conversion job {convert_id} ended {cstate}{_exit_text(conv.get('exit_code'))}"
-    if log_tail is None:
-        return verdict(State.ERROR, head, v.observed, err_class="ERR_PROGRAM", needs_log=True,
-                       extra={"convert_log": True})
-    hint = ""
-    if "Could not process JSON input" in log_tail:
-        hint = "; " + LOG_HINTS[0][1]
-    return verdict(State.ERROR, f"{head}: {_last_lines(log_tail)}{hint}; the training job never started",
-                   v.observed, err_class="ERR_PROGRAM")
+    return _through_helper_job(v, conv, convert_id, label="image conversion job", waiting="",
+                               log_flag="convert_log", log_tail=log_tail, reason=reason)
 
 
 def with_prefetch(v: Observation, pre: Mapping[str, str] | None, prefetch_id: str, *,
                   log_tail: str | None = None) -> Observation:
     """The training job's verdict, seen through the CPU-only prefetch job it depends on
-    (:mod:`taobank.slurm.prefetch`): waiting while it runs; ERROR with its log's last lines when it failed
-    (over the cap, a missing object, no access): SLURM cancels the training job (``--kill-on-invalid-dep``),
-    or leaves it PENDING with reason DependencyNeverSatisfied; either way it never started."""
-    if pre is None or not pre.get("state"):
-        return v
-    pstate = pre["state"]
-    if v.state in (State.RUNNING, State.COMPLETE, State.ERROR) or pstate == "COMPLETED":
-        return v
-    if pstate in PENDING_STATES | RUNNING_STATES:
-        if v.state == State.PENDING:
-            return verdict(State.PENDING, f"waiting for prefetch job {prefetch_id} ({pstate.lower()}, CPU only)",
-                           v.observed, extra=v.extra)
-        return v
-    head = f"prefetch job {prefetch_id} ended {pstate}{_exit_text(pre.get('exit_code'))}"
-    if log_tail is None:
-        return verdict(State.ERROR, head, v.observed, err_class="ERR_PROGRAM", needs_log=True,
-                       extra={"prefetch_log": True})
-    said = [ln.strip() for ln in log_tail.splitlines() if ln.strip().startswith("tao: prefetch failed")]
-    why = said[-1].removeprefix("tao: ") if said else _last_lines(log_tail).replace("the conversion log", "the prefetch log")
-    return verdict(State.ERROR, f"{head}: {why}" + ("" if said else "; the training job never started"),
-                   v.observed, err_class="ERR_PROGRAM")
+    (:mod:`taobank.slurm.prefetch`): its own one-line reason when it failed (over the cap, a missing object,
+    no access), else its log's last lines."""
+    def reason(log: str) -> str:
+        said = [ln.strip() for ln in log.splitlines() if ln.strip().startswith("tao: prefetch failed")]
+        if said:
+            return said[-1].removeprefix("tao: ")
+        return f"{_last_lines(log, 'prefetch')}; the training job never started"
+
+    return _through_helper_job(v, pre, prefetch_id, label="prefetch job", waiting=", CPU only",
+                               log_flag="prefetch_log", log_tail=log_tail, reason=reason)
 
 
 _HOP_FROM = re.compile(r"[0-9]+(_[0-9]+)?\Z")
