@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import stat
 import subprocess
 import sys
@@ -25,18 +24,6 @@ LINT = BANK / "scripts" / "lint_skills.py"
 SETUP = "skills/tao-setup/SKILL.md"
 GPU = "skills/tao-setup-nvidia-gpu-host/SKILL.md"
 GPU_SCRIPT = "skills/tao-setup-nvidia-gpu-host/scripts/setup-nvidia-gpu-host.sh"
-#: what a copy leaves out: caches, and test code the lint never reads (each case copies the bank: fewer files, faster)
-_IGNORE = shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache", ".hypothesis", "out", ".venv", "testclusters",
-                                 "tests", "benchmarks")
-
-
-@pytest.fixture()
-def bank_copy(tmp_path) -> Path:
-    root = tmp_path / "bank"
-    shutil.copytree(BANK, root, ignore=_IGNORE, symlinks=True)
-    return root
-
-
 def run_lint(root: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(root / "scripts" / "lint_skills.py")], capture_output=True, text=True, timeout=300)
 

@@ -21,17 +21,6 @@ BANK = Path(__file__).resolve().parents[2]
 BUDGET = BANK / "scripts" / "skill_budget.py"
 K8S = "skills/tao-run-on-kubernetes"
 SETUP = "skills/tao-setup"
-_IGNORE = shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache", ".hypothesis", "out", ".venv", "testclusters",
-                                 "tests", "benchmarks")
-
-
-@pytest.fixture()
-def bank_copy(tmp_path) -> Path:
-    root = tmp_path / "bank"
-    shutil.copytree(BANK, root, ignore=_IGNORE, symlinks=True)
-    return root
-
-
 def found(problems, rule: str) -> list[str]:
     return [str(p) for p in problems if p.rule == rule]
 
