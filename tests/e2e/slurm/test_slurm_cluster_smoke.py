@@ -170,6 +170,7 @@ def test_requeued_job_runs_again(slurm_cluster, workdir):
     assert "DUE TO JOB REQUEUE" in out
 
 
+@pytest.mark.exclusive  # kills the shared sshd: another test would meet it down
 def test_up_is_idempotent_and_restarts_a_daemon_behind_a_stale_pid_file(slurm_cluster):
     import json
     import os
