@@ -16,8 +16,8 @@ everything made is cancelled or deleted at the end: the sweep with ``cancel --sw
 jobs with one scancel / one kubectl delete.
 
 --check (CI: tests/e2e/*/test_benchmark_sweep_*.py, at a small N) exits 1 unless: a sweep submit takes at most
-3 remote commands (SLURM) and creates every trial in at most 3 writing kubectl calls, its whole call count not
-above ONE single submit's (Kubernetes: the same gate); ``status --sweep`` at most 2 calls; ``cancel --sweep``
+3 remote commands (SLURM) or 3 kubectl calls (Kubernetes: the gate's one read and one server dry run, then one
+create of every trial), not above ONE single submit's; ``status --sweep`` at most 2 calls; ``cancel --sweep``
 stops every active trial in one scancel / one delete of Jobs. Times are never asserted.
 """
 from __future__ import annotations
@@ -188,8 +188,9 @@ def check(rows: list[dict]) -> list[str]:
             bad.append(f"{p} N={n}: the sweep made {r['trials']} trials")
         if p == "slurm" and sub["calls"] > 3:
             bad.append(f"slurm N={n}: submit --sweep ran {sub['calls']} remote commands (want at most 3)")
-        if p == "kubernetes" and not 1 <= sub["writes"] <= 3:
-            bad.append(f"kubernetes N={n}: submit --sweep made {sub['writes']} writing kubectl calls (want 1 to 3)")
+        if p == "kubernetes" and (sub["calls"] > 3 or sub["writes"] < 1):
+            bad.append(f"kubernetes N={n}: submit --sweep took {sub['calls']} kubectl calls, {sub['writes']} writing "
+                       "(want at most 3, one of them the create)")
         one = r.get("one_submit")
         if one and sub["calls"] > one["calls"]:
             bad.append(f"{p} N={n}: submit --sweep took {sub['calls']} calls, more than one single submit's "

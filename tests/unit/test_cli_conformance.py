@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from fakeproc import (echo_applied, find_answer, items, job, k8s_record, node, ok, pod,
-                      sacct_row, slurm_record, squeue_row, sweep_answer)
+                      sacct_row, slurm_record, squeue_row, sweep_answer, k8s_cluster)
 from taobank import records
 
 SECRET = "NGC_KEY"
@@ -64,11 +64,7 @@ class K8s:
         self.fake.kubectl("delete", answer="")
 
     def submit_works(self) -> None:
-        self.fake.kubectl("get", "nodes", answer=items([node("gpu-0", 8)]))
-        self.fake.kubectl("get", "pods", "--all-namespaces", answer=items([]))
-        self.fake.kubectl("auth", "can-i", answer="yes\n")
-        self.fake.kubectl("create", answer=echo_applied())
-        self.fake.kubectl("version", answer={"serverVersion": {"gitVersion": "v1.34.4"}})
+        k8s_cluster(self.fake)
 
     def secret_sent(self) -> list[str]:
         """Names of the secret values sent to the cluster (in a Secret on stdin)."""

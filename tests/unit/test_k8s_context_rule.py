@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from fakeproc import echo_applied, items, job, node, pod
+from fakeproc import echo_applied, items, job, node, pod, k8s_cluster
 from taobank.contract import SubmitOptions
 from taobank import platform, records, recvalues
 from taobank.errors import TaoError
@@ -26,11 +26,7 @@ SUBMIT = ["tao_k8s.py", "submit", "--image", "img", "--command", "echo hi", "--n
 
 def _cluster(fake) -> None:
     """A one-node cluster that lets us do everything and echoes what is created."""
-    fake.kubectl("get", "nodes", answer=items([node("gpu-0", 8)]))
-    fake.kubectl("get", "pods", "--all-namespaces", answer=items([]))
-    fake.kubectl("auth", "can-i", answer="yes\n")
-    fake.kubectl("create", answer=echo_applied())
-    fake.kubectl("version", answer={"serverVersion": {"gitVersion": "v1.34.4"}})
+    k8s_cluster(fake)
 
 
 def _client_accepts(context: str) -> bool:

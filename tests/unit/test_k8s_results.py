@@ -70,15 +70,11 @@ def test_no_results_sets_nothing_and_the_user_cannot_override_the_results_env():
 
 
 def test_the_record_keeps_the_jobs_folder(fake, state_dir):
-    from fakeproc import echo_applied, items, node
+    from fakeproc import echo_applied, items, node, k8s_cluster
     from taobank import platform, records
 
-    fake.kubectl("get", "nodes", answer=items([node("gpu-0", 8)]))
-    fake.kubectl("get", "pods", "--all-namespaces", answer=items([]))
-    fake.kubectl("auth", "can-i", answer="yes\n")
+    k8s_cluster(fake)
     fake.kubectl("apply", answer=echo_applied())
-    fake.kubectl("create", answer=echo_applied())
-    fake.kubectl("version", answer={"serverVersion": {"gitVersion": "v1.34.4"}})
     view = platform.get("kubernetes").submit({"image": "i", "command": "c", "gpus": 1, "mounts": [WS]}, SubmitOptions())
     rec = records.load(view.id)
     assert rec["results_dir"] == view.results_dir == f"/results/{view.id}"

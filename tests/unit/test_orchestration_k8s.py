@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from fakeproc import echo_applied, items, job, k8s_record, node, pod
+from fakeproc import echo_applied, items, job, k8s_cluster, k8s_record, node, ok, pod
 from taobank.contract import SubmitOptions
 from taobank import platform, records
 from taobank.errors import TaoError
@@ -23,11 +23,7 @@ def busy_pod(node_name: str, gpus: int) -> dict:
 
 def cluster(fake, *, gpus_per_node: int = 8) -> None:
     """A one-node cluster that lets us do everything and echoes what is applied."""
-    fake.kubectl("get", "nodes", answer=items([node("gpu-0", gpus_per_node)]))
-    fake.kubectl("get", "pods", "--all-namespaces", answer=items([]))
-    fake.kubectl("auth", "can-i", answer="yes\n")
-    fake.kubectl("create", answer=echo_applied())
-    fake.kubectl("version", answer={"serverVersion": {"gitVersion": "v1.34.4"}})
+    k8s_cluster(fake, [node("gpu-0", gpus_per_node)])
 
 
 def writes(fake) -> list:
@@ -42,7 +38,7 @@ def test_capacity_gate_refusal_opens_no_record_and_applies_nothing(fake, state_d
         platform.get("kubernetes").submit(SPEC, SubmitOptions())
     assert records.list_records() == []
     assert writes(fake) == []
-    assert [c.words[:2] for c in fake.of("kubectl")] == [["get", "nodes"], ["get", "pods"]]
+    assert [c.words[:2] for c in fake.of("kubectl")] == [["get", "nodes,pods"]]  # one read: nodes and pods
 
 
 def test_gate_refusal_through_the_cli_is_one_line_exit_1(fake, cli):
@@ -52,8 +48,11 @@ def test_gate_refusal_through_the_cli_is_one_line_exit_1(fake, cli):
     assert records.list_records() == [] and writes(fake) == []
 
 
+JOBS_FORBIDDEN = ('Error from server (Forbidden): error when creating "STDIN": jobs.batch is forbidden: User "me" '
+                  'cannot create resource "jobs" in API group "batch" in the namespace "default"')
 REFUSALS = {
-    "rbac": (lambda f: f.kubectl("auth", "can-i", answer="no\n"), "you may not create jobs"),
+    "rbac": (lambda f: f.kubectl("create", "--dry-run=server", rc=1, stderr=JOBS_FORBIDDEN),
+             "you may not create jobs in namespace default: ask for a Role"),
     "namespace": (lambda f: f.kubectl("create", "--dry-run=server", rc=1,
                                       stderr='Error from server (NotFound): namespaces "default" not found'),
                   "namespace default does not exist"),
@@ -75,6 +74,7 @@ def test_every_gate_refusal_opens_no_record_and_launches_nothing(fake, why):
 def test_without_node_list_permission_the_gate_warns_and_submit_goes_on(fake, cli):
     cluster(fake)
     fake.kubectl("create", answer=echo_applied())
+    fake.kubectl("get", "nodes,pods", rc=1, stderr=NODES_FORBIDDEN)
     fake.kubectl("get", "nodes", rc=1, stderr=NODES_FORBIDDEN)
     out = cli("tao_k8s.py", "submit", "--image", "img", "--command", "echo hi", "--no-results", "--quiet")
     assert out.rc == 0 and out.out.strip() == records.list_records()[0]["id"], out
@@ -86,7 +86,7 @@ def test_without_node_list_permission_the_gate_warns_and_submit_goes_on(fake, cl
 def test_busy_gpus_queue_the_job_with_per_node_figures_unless_require_free(fake, cli):
     cluster(fake)
     fake.kubectl("create", answer=echo_applied())
-    fake.kubectl("get", "pods", "--all-namespaces", answer=items([busy_pod("gpu-0", 6)]))
+    fake.kubectl("get", "nodes,pods", answer=items([node("gpu-0"), busy_pod("gpu-0", 6)]))
     refused = cli("tao_k8s.py", "submit", "--image", "img", "--command", "x", "--gpus", "4", "--no-results",
                   "--require-free")
     assert refused.rc == 1 and "insufficient free GPUs now" in refused.err and "gpu-0 2/8 free" in refused.err
@@ -98,9 +98,55 @@ def test_busy_gpus_queue_the_job_with_per_node_figures_unless_require_free(fake,
     assert [c for c in writes(fake) if "--dry-run=server" not in c.words and c.words[0] in ("apply", "create")]
 
 
+def test_a_plain_submit_costs_three_kubectl_calls(fake):
+    cluster(fake)
+    view = platform.get("kubernetes").submit(SPEC, SubmitOptions())
+    calls = [c.words[:2] for c in fake.of("kubectl")]
+    assert calls == [["get", "nodes,pods"], ["create", "--dry-run=server"], ["create", "-f"]], calls
+    job = json.loads(fake.of("kubectl")[-1].stdin)["items"][0]
+    assert "podFailurePolicy" in job["spec"] and "pod disruptions (drain, preemption, eviction) retried" in view.extra["gate"]
+
+
+def _dropping_policy(call):
+    """A server that does not keep podFailurePolicy (before 1.26, or the feature off): it drops the field."""
+    body = json.loads(call.stdin)
+    for o in body["items"]:
+        o["spec"].pop("podFailurePolicy", None)
+    return ok(json.dumps(body))
+
+
+@pytest.mark.parametrize("server", ["drops", "rejects"])
+def test_a_server_without_pod_failure_policy_gets_a_job_without_retry(fake, server):
+    cluster(fake)
+    if server == "drops":
+        fake.kubectl("create", "--dry-run=server", answer=_dropping_policy)
+    else:  # before the field existed: strict validation refuses it, the dry run without it passes
+        fake.kubectl("create", "--dry-run=server", rc=1, times=1,
+                     stderr='Error from server (BadRequest): error when creating "STDIN": Job in version "v1" '
+                            'cannot be handled as a Job: strict decoding error: unknown field "spec.podFailurePolicy"')
+    view = platform.get("kubernetes").submit(SPEC, SubmitOptions())
+    job = json.loads(fake.kubectl_calls("create", "-f")[-1].stdin)["items"][0]
+    assert "podFailurePolicy" not in job["spec"] and job["spec"]["backoffLimit"] == 0
+    assert "does not keep podFailurePolicy" in view.extra["gate"] and "no retry (backoffLimit 0)" in view.extra["gate"]
+    assert not fake.kubectl_calls("version")  # a single-node submit never asks the version
+
+
+def test_without_cluster_wide_pod_reads_the_gate_counts_the_namespace_and_says_so(fake, cli):
+    cluster(fake)
+    pods_forbidden = ('Error from server (Forbidden): pods is forbidden: User "me" cannot list resource "pods" '
+                      'in API group "" at the cluster scope')
+    fake.kubectl("get", "nodes,pods", rc=1, stderr=pods_forbidden)
+    fake.kubectl("get", "nodes", answer=items([node("gpu-0")]))
+    fake.kubectl("get", "pods", "--all-namespaces", rc=1, stderr=pods_forbidden)
+    fake.kubectl("get", "pods", "-o", answer=items([busy_pod("gpu-0", 6)]))
+    out = cli("tao_k8s.py", "submit", "--image", "img", "--command", "x", "--gpus", "4", "--no-results")
+    assert out.rc == 0, out
+    assert "gpu-0 2/8 free" in out.out and "pods outside namespace default are not visible to you" in out.out
+
+
 def two_nodes(fake) -> None:
     cluster(fake)
-    fake.kubectl("get", "nodes", answer=items([node("gpu-0"), node("gpu-1")]))
+    fake.kubectl("get", "nodes,pods", answer=items([node("gpu-0"), node("gpu-1")]))
     fake.kubectl("config", "view", answer={"current-context": "lab", "clusters": [{"cluster": {"server": "https://k"}}]})
 
 
@@ -168,9 +214,11 @@ def test_submit_creates_the_job_then_its_objects_already_owned_and_never_patches
     (svc,) = json.loads(creates[2].stdin)["items"]
     assert svc["kind"] == "Service" and svc["metadata"]["ownerReferences"] == [owner]
     assert not fake.kubectl_calls("patch") and not fake.kubectl_calls("apply")
-    # the permission gate asked exactly for what was done: create of jobs, secrets, services
+    # can-i only for what the server dry run did not authorize: the Secret (the Job and Service were in it)
     asked = [c.words[2:4] for c in fake.kubectl_calls("auth", "can-i")]
-    assert asked == [["create", "jobs"], ["create", "secrets"], ["create", "services"]]
+    assert asked == [["create", "secrets"]]
+    (dry,) = fake.kubectl_calls("create", "--dry-run=server")
+    assert sorted(o["kind"] for o in json.loads(dry.stdin)["items"]) == ["Job", "Service"]
 
 
 def test_a_generic_command_is_recorded_as_custom_run_as_on_slurm(fake):

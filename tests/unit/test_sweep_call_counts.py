@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from fakeproc import echo_applied, items, node, ok, sacct_row, squeue_row, sweep_answer
+from fakeproc import echo_applied, items, node, ok, sacct_row, squeue_row, sweep_answer, k8s_cluster
 from taobank import records, sweeps
 from taobank.contract import SubmitOptions
 from taobank.kubernetes.sweep import SWEEP_LABEL
@@ -138,10 +138,7 @@ class Cluster:
         self.jobs: dict[str, dict] = {}
         self.done: set[str] = set()
         self.others: list[dict] = []  # Jobs the bank did not make for these records (another UID)
-        fake.kubectl("get", "nodes", answer=items([node("gpu-0", 8)]))
-        fake.kubectl("get", "pods", "--all-namespaces", answer=items([]))
-        fake.kubectl("auth", "can-i", answer="yes\n")
-        fake.kubectl("version", answer={"serverVersion": {"gitVersion": "v1.34.4"}})
+        k8s_cluster(fake)
         fake.kubectl("create", answer=self.create)
         fake.kubectl("get", "jobs,pods", answer=lambda c: items(self.objects()))
         fake.kubectl("patch", "job", answer=self.patch)
@@ -190,11 +187,9 @@ def test_a_kubernetes_sweep_costs_the_same_few_kubectl_calls_for_any_n(fake, n):
     cluster = Cluster(fake)
     done = sweeps.submit("kubernetes", K8S_SPEC, SubmitOptions(), trials(n), K)
     calls = kubectl_calls(fake)
-    # every trial Job in ONE create; the rest is the gate a single submit pays too (capacity, version, can-i,
-    # the server's dry run of the whole List)
-    assert [c for c in calls if c.startswith(("create", "apply", "patch", "delete"))] == ["create --dry-run=server",
-                                                                                          "create -f"]
-    assert len(calls) == 6, calls
+    # every trial Job in ONE create, after the gate a single submit pays too (nodes and pods in one read, the
+    # server's dry run of a trial's manifests): 3 kubectl calls for any N
+    assert calls == ["get nodes,pods", "create --dry-run=server", "create -f"], calls
     (create,) = [c for c in fake.kubectl_calls("create") if "--dry-run=server" not in c.words]
     sent = json.loads(create.stdin)["items"]
     assert [j["spec"]["suspend"] for j in sent] == [i >= K for i in range(n)]
@@ -309,7 +304,7 @@ def test_the_sweep_benchmark_check_flags_every_broken_count():
            "one_submit": {"calls": 6},
            "cancel_log": [["kubectl", "-n", "ns", "delete", "--raw", "/apis/batch/v1/namespaces/ns/jobs/x"]]}
     got = mod.check([k8s])
-    assert len(got) == 2 and "writing kubectl calls" in got[0] and "one by one" in got[1], got
+    assert len(got) == 2 and "took 6 kubectl calls" in got[0] and "one by one" in got[1], got
 
 
 # ------------------------------------------------------------------ sweep best

@@ -1,9 +1,14 @@
 """submit on Kubernetes: the hooks the core's submit runs (plan, check, launch, adopt) and the dry run.
 
 plan renders the manifests once, with the job's final id and names, before any
-cluster call (a bad spec costs nothing). check reads the cluster: GPU
-capacity, server version, RBAC, a server dry-run of the manifests and the
-job's input paths; a refusal leaves no record. launch creates the Job first,
+cluster call (a bad spec costs nothing). check reads the cluster in as few
+calls as it can: nodes and pods in one read (GPU capacity), then one server
+dry-run of the manifests, which also answers RBAC for what it creates and
+whether the server keeps podFailurePolicy; the server version only for
+multi-node, ``can-i`` only for what the dry run does not create (Secrets,
+the input check's pod reads), then the job's input paths. A refusal leaves
+no record. A plain single-node submit costs 3 kubectl calls with its create.
+launch creates the Job first,
 then its Secrets (on stdin), Service and ConfigMap already owned by it, so the
 garbage collector removes them with the Job.
 """
@@ -11,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 
 from .. import fsio, names, pins, records, redact
@@ -80,14 +86,14 @@ def check(p: KubePlan, gate: Gate) -> None:
     kube = p.kube
     assert kube is not None
     gate.lines.append(capacity_gate(kube, p.spec, require_free=p.require_free))
-    retry, retry_line = version_gate(kube, p.nodes)
-    gate.lines.append(retry_line)
+    if p.nodes > 1:
+        multinode_version_gate(kube)
+    input_paths = inputsmod.paths(p.spec, p.pod_folder).all if p.spec.get("check_inputs", True) else []
+    permission_gate(kube, needed_permissions(creds=bool(p.creds or p.ngc_key), inputs=bool(input_paths)))
+    retry = _server_check(kube, p.objs)
     if not retry:
         p.objs = render.without_disruption_retry(p.objs)
-    input_paths = inputsmod.paths(p.spec, p.pod_folder).all if p.spec.get("check_inputs", True) else []
-    permission_gate(kube, needed_permissions(p.spec, creds=bool(p.creds or p.ngc_key), config=bool(p.config),
-                                             inputs=bool(input_paths)))
-    _server_check(kube, p.objs)
+    gate.lines.append(retry_line(retry, p.nodes))
     if input_paths:  # test -e next to the volumes, before a record or a GPU
         gate.lines.append(inputsmod.check(kube, p.spec, p.pod_folder))
 
@@ -148,14 +154,36 @@ def adopt(p: KubePlan, rec: dict, gate: Gate) -> Launch | None:
     return _adopt(p.kube, rec, existing[0], p.spec, p.creds, p.ngc_key, p.config, gate) if existing else None
 
 
+def _forbidden(exc: TaoError) -> bool:
+    return "forbidden" in str(exc).lower()
+
+
 def capacity_gate(kube: Kubectl, spec: dict, *, require_free: bool = False) -> str:
     """Allocatable and free GPUs on schedulable nodes (see :mod:`gates`); returns the figures line.
-    Without permission to list nodes the gate cannot judge: it says so and lets the submit go on."""
+    Nodes and every namespace's pods come in ONE read; a user who may not read one of them gets the
+    narrower reads below. Without permission to list nodes the gate cannot judge: it says so and lets the
+    submit go on."""
+    gpus, nodes = int(spec.get("gpus", 1)), int(spec.get("nodes", 1))
+    try:
+        both = kube.items("nodes,pods", "--all-namespaces", what="kubectl get nodes,pods --all-namespaces")
+    except TaoError as exc:
+        if not _forbidden(exc):
+            raise
+        return _capacity_gate_narrow(kube, spec, require_free)
+    node_items = [o for o in both if o.get("kind") == "Node"]
+    pods = [o for o in both if o.get("kind") == "Pod"]
+    figures = gates.node_gpus(node_items, pods, node_selector=spec.get("node_selector"),
+                              tolerations=spec.get("tolerations"))
+    return gates.check_capacity(figures, gpus, nodes, require_free=require_free)
+
+
+def _capacity_gate_narrow(kube: Kubectl, spec: dict, require_free: bool) -> str:
+    """The capacity gate for a user without cluster-wide reads: nodes alone, then pods as widely as allowed."""
     gpus, nodes = int(spec.get("gpus", 1)), int(spec.get("nodes", 1))
     try:
         node_items = kube.items("nodes", what="kubectl get nodes")
     except TaoError as exc:
-        if "Forbidden" not in str(exc) and "forbidden" not in str(exc):
+        if not _forbidden(exc):
             raise
         if require_free:
             raise TaoError("--require-free needs to list nodes, which you may not"
@@ -180,42 +208,43 @@ def capacity_gate(kube: Kubectl, spec: dict, *, require_free: bool = False) -> s
     return gates.check_capacity(figures, gpus, nodes, require_free=require_free) + note
 
 
-def version_gate(kube: Kubectl, nodes: int) -> tuple[bool, str]:
-    """The server version decides two things: multi-node needs ``min_version_multinode`` (refused
-    below it); podFailurePolicy (disruptions retried) needs ``min_version_pod_failure_policy``, below
-    which the Job gets backoffLimit 0. Returns (retry disruptions?, the line for the gate report)."""
+def multinode_version_gate(kube: Kubectl) -> None:
+    """Multi-node needs ``min_version_multinode`` (the rank labels on pods): refused below it."""
     found = gates.server_version(kube.json("version", what="kubectl version"))
-    if nodes > 1:
-        gates.check_version(found, pins.resolve("kubernetes.min_version_multinode"))
-    retry = gates.at_least(found, pins.resolve("kubernetes.min_version_pod_failure_policy"))
-    limit = int(pins.resolve("kubernetes.disruption_retries"))
+    gates.check_version(found, pins.resolve("kubernetes.min_version_multinode"))
+
+
+def retry_line(retry: bool, nodes: int) -> str:
+    """The gate report's line on what a pod disruption does to this Job."""
     if not retry:
-        line = f"server {found[0]}.{found[1]} has no podFailurePolicy: no retry (backoffLimit 0)"
-    elif nodes > 1:
-        line = ("a pod disruption (drain, preemption, eviction) fails the multi-node Job at once (a replaced rank "
+        return ("the server does not keep podFailurePolicy (Kubernetes before 1.26, or its JobPodFailurePolicy "
+                "feature off): no retry (backoffLimit 0)")
+    if nodes > 1:
+        return ("a pod disruption (drain, preemption, eviction) fails the multi-node Job at once (a replaced rank "
                 "cannot rejoin the others), as does a non-zero exit")
-    else:
-        line = (f"pod disruptions (drain, preemption, eviction) retried up to {limit} times, a non-zero exit fails "
-                "at once")
-    return retry, line
+    limit = int(pins.resolve("kubernetes.disruption_retries"))
+    return f"pod disruptions (drain, preemption, eviction) retried up to {limit} times, a non-zero exit fails at once"
 
 
-def needed_permissions(spec: dict, *, creds: bool, config: bool, inputs: bool = False) -> list[tuple[str, str]]:
-    """Exactly what submit does: ``create`` of the Job and of each owned kind it uses; with inputs to check,
-    the reads of the check Job's pod and its output."""
-    kinds = ["jobs"] + (["secrets"] if creds else []) + (["services"] if int(spec.get("nodes", 1)) > 1 else []) \
-        + (["configmaps"] if config else [])
-    return [("create", k) for k in kinds] + ([("list", "pods"), ("get", "pods/log")] if inputs else [])
+def needed_permissions(*, creds: bool, inputs: bool = False) -> list[tuple[str, str]]:
+    """What submit does that its server dry run does not authorize: Secrets (created on their own, never
+    dry-run with a value) and, with inputs to check, the reads of the check Job's pod and its output. The
+    Job, Service and ConfigMap are in the dry run, whose Forbidden names them (:func:`_server_check`)."""
+    return ([("create", "secrets")] if creds else []) + ([("list", "pods"), ("get", "pods/log")] if inputs else [])
 
 
 def permission_gate(kube: Kubectl, wanted: list[tuple[str, str]]) -> None:
     """``kubectl auth can-i`` for each (verb, resource) submit will use; one line naming what is missing."""
     missing = [f"{verb} {r}" for verb, r in wanted if not kube.can_i(verb, r)]
     if missing:
-        raise TaoError(
-            f"you may not {', '.join(missing)} in namespace {kube.namespace}"
-            f"{' (context ' + kube.context + ')' if kube.context else ''}: ask for a Role that allows it or pick another namespace"
-        )
+        _refuse_permissions(kube, missing)
+
+
+def _refuse_permissions(kube: Kubectl, missing: list[str]) -> None:
+    raise TaoError(
+        f"you may not {', '.join(missing)} in namespace {kube.namespace}"
+        f"{' (context ' + kube.context + ')' if kube.context else ''}: ask for a Role that allows it or pick another namespace"
+    )
 
 
 def preview(spec: dict, *, namespace: str, job_id: str, secret_env: list[str] | tuple[str, ...] = (),
@@ -247,18 +276,33 @@ def _lint(objs: list[dict], what: str) -> None:
                        f"{findings[0].line}): pass credentials with --secret-env/--secrets-file, never in env")
 
 
-def _server_check(kube: Kubectl, objs: list[dict]) -> None:
-    """Server dry-run of the spec preview: a missing namespace or a field the API rejects is refused
-    before the record opens (nothing to clean up, no ERROR record for a typo)."""
+_CANNOT = re.compile(r'cannot (\w+) resource "([\w./-]+)"')
+
+
+def _server_check(kube: Kubectl, objs: list[dict]) -> bool:
+    """Server dry-run of the manifests launched: a missing namespace, a field the API rejects or a create
+    RBAC forbids is refused before the record opens (nothing to clean up, no ERROR record for a typo).
+    Returns whether the server keeps the Job's podFailurePolicy (a server that does not know it, or has it
+    switched off, drops it or rejects it: the Job then goes without, backoffLimit 0)."""
+    job = render.find(objs, "Job")
+    wants = "podFailurePolicy" in job["spec"]
     try:
-        kube.apply(objs, dry_run=True, create=True)
+        made = kube.apply(objs, dry_run=True, create=True)
     except TaoError as exc:
         text = str(exc)
         if f'namespaces "{kube.namespace}" not found' in text:
             where = f" in context {kube.context}" if kube.context else ""
             raise TaoError(f"namespace {kube.namespace} does not exist{where}: set TAO_K8S_NAMESPACE (or --namespace) "
                            f"to an existing one, or ask for it to be created") from None
+        denied = [f"{verb} {res}" for verb, res in _CANNOT.findall(text)]
+        if denied:
+            _refuse_permissions(kube, list(dict.fromkeys(denied)))
+        if wants and "podFailurePolicy" in text:  # a server from before the field: try without it
+            kube.apply(render.without_disruption_retry(objs), dry_run=True, create=True)
+            return False
         raise
+    kept = next((o for o in made if o.get("kind") == "Job"), {})
+    return wants and "podFailurePolicy" in (kept.get("spec") or {})
 
 
 def _referenced_secrets(job: dict) -> set[str]:

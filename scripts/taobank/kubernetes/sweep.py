@@ -45,7 +45,7 @@ def launch(plans: list[KubePlan], recs: list[dict], max_concurrent: int) -> list
     kube = first.kube
     assert kube is not None
     sweep_id = recs[0]["sweep"]
-    no_policy = "podFailurePolicy" not in render.find(first.objs, "Job")["spec"]  # the version gate's verdict
+    no_policy = "podFailurePolicy" not in render.find(first.objs, "Job")["spec"]  # the dry run's verdict
     jobs = []
     for i, (p, rec) in enumerate(zip(plans, recs)):
         _refuse(p)

@@ -7,6 +7,7 @@ import secrets
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from k8s_verbs_support import BANK, NAMESPACE, ON_KWOK, k8s  # noqa: F401  (k8s is a fixture)
@@ -419,8 +420,26 @@ def test_user_who_may_only_create_gets_a_job_whose_secret_and_service_are_owned_
         refs = k8s.kjson("get", kind, name)["metadata"]["ownerReferences"]
         assert [{k: r[k] for k in ("apiVersion", "kind", "name", "uid")} for r in refs] == owner, kind
     assert not [a for a in k8s.calls() if a[:1] == ["kubectl"] and ("patch" in a or "apply" in a)]
+    # the server dry run authorized the Job and Service; can-i asked only for the Secret (never dry-run)
     asked = sorted(a[a.index("can-i") + 1] + " " + a[a.index("can-i") + 2] for a in k8s.calls() if "can-i" in a)
-    assert asked == ["create jobs", "create secrets", "create services"]
+    assert asked == ["create secrets"]
+
+
+@pytest.mark.parametrize("missing", ["services", "secrets"])
+def test_a_create_the_role_lacks_is_refused_before_the_record_by_name(k8s, tmp_path, missing):
+    """The Service is in the server dry run (its Forbidden is named); the Secret is asked with can-i."""
+    granted = [r for r in ("secrets", "services") if r != missing]
+    rules = [{"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create"]},
+             {"apiGroups": [""], "resources": granted, "verbs": ["create"]}]
+    kc = _token_kubeconfig(k8s, tmp_path, f"tao-no-{missing}", rules)
+    state = Path(k8s.env["TAO_STATE_DIR"])
+    before = sorted(state.glob("*.json"))
+    proc = k8s.tao("submit", *BASE, "--command", "true", "--gpus", "0", "--nodes", "2", "--skip-nccl-probe",
+                   "--secret-env", "HF_TOKEN", check=False,
+                   env={"KUBECONFIG": kc, "HF_TOKEN": "hf_" + secrets.token_hex(8)})
+    assert proc.returncode == 1 and f"you may not create {missing} in namespace {NAMESPACE}" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert sorted(state.glob("*.json")) == before  # no record opened
 
 
 def test_user_who_may_not_list_nodes_is_warned_and_the_job_goes_on(k8s, tmp_path):
