@@ -13,6 +13,7 @@ parent's folder reachable from the child). Every refusal is one line, before any
 """
 from __future__ import annotations
 
+import json
 import posixpath
 from dataclasses import replace
 from typing import Any, Callable
@@ -31,15 +32,15 @@ CONTINUABLE = (State.ERROR, State.CANCELED)
 
 
 # ------------------------------------------------------------------ helpers
-def _listing(rec: dict, what: str, *, status: bool = False):
-    """(location, listing) of a job's results: one cluster command; one line when they are gone."""
+def _listing(rec: dict, what: str, *, status: bool = False, spec: dict | None = None):
+    """(location, listing) of a job's results: one cluster command; one line when they are gone. With
+    ``spec`` (the new job's), results in object storage are listed only once that job can download them."""
     adapter = get(rec["platform"])
     loc = adapter.results_location(rec)
     if loc.folder == records.NO_RESULTS_DIR:
         raise TaoError(f"{what} {rec['id']} kept no results (--no-results): nothing to use")
-    if loc.folder.startswith("s3://"):
-        raise TaoError(f"{what} {rec['id']} keeps its results in {loc.folder} (tier C): fetch the checkpoint "
-                       "(tao_jobs.py fetch) and name it as an s3_inputs entry instead")
+    if spec is not None:
+        _fetched(spec, rec, loc.folder, {})
     listing = adapter.list_results(rec, loc, status=status)
     if not listing.exists:
         raise TaoError(f"{what} {rec['id']}'s results folder {loc.folder} is gone (pruned or deleted): "
@@ -53,6 +54,8 @@ def _checkpoint(rec: dict, listing: ResultsListing, folder: str, named: str | No
     files = listing.files
     if named is not None:
         text = str(named).strip()
+        if _remote(folder) and text.startswith(folder.rstrip("/") + "/"):  # the object's URI
+            text = text[len(folder.rstrip("/")) + 1:]
         if text.startswith("/"):
             if not is_under(text, folder) or text.rstrip("/") == folder.rstrip("/"):
                 raise TaoError(f"--from {text} is outside job {rec['id']}'s results folder {folder}: name a "
@@ -71,6 +74,20 @@ def _checkpoint(rec: dict, listing: ResultsListing, folder: str, named: str | No
         raise TaoError(f"job {rec['id']} left no checkpoint in {folder} (TAO writes model_epoch_NNN.pth every "
                        f"{checkpoints.table()['interval_setting']} epochs): submit it again from the start")
     return posixpath.join(folder, found.path)
+
+
+def _remote(folder: str) -> bool:
+    """Results in object storage (an ``s3://`` prefix): a new job downloads what it uses, it cannot mount it."""
+    return folder.startswith("s3://")
+
+
+def _fetched(spec: dict, rec: dict, folder: str, paths: dict[str, str]) -> tuple[dict, dict[str, str]]:
+    """(spec, paths as the new job sees them): ``paths`` (name -> path under ``folder``) unchanged on shared
+    storage; downloaded before the job runs (the platform's :meth:`Platform.lineage_fetch`) from object storage."""
+    if not _remote(folder):
+        return spec, paths
+    rel = {k: v[len(folder.rstrip("/")) + 1:] for k, v in paths.items()}
+    return get(rec["platform"]).lineage_fetch(spec, rec, folder, rel)
 
 
 def _plain(path: str, job_id: str) -> str:
@@ -120,7 +137,8 @@ def continue_job(platform: str | None, job_id: str, *, checkpoint: str | None = 
         raise TaoError(f"job {job_id} is a {rec.get('action')} job: only {', '.join(checkpoints.table()['resume_actions'])} "
                        "jobs continue from a checkpoint; submit it again")
     loc, listing = _listing(rec, "job")
-    ckpt = _plain(_checkpoint(rec, listing, loc.folder, checkpoint), job_id)
+    spec, where = _fetched(spec, rec, loc.folder, {"checkpoint": _checkpoint(rec, listing, loc.folder, checkpoint)})
+    ckpt = _plain(where["checkpoint"], job_id)
     new = _resumed_command(spec, ckpt, job_id)
     view = _submit(rec["platform"], new, options, continues=job_id, dry_run=dry_run,
                    description=description or rec.get("description"))
@@ -164,7 +182,7 @@ def with_parent(platform: str, spec: dict, parent_id: str, *, allow_incomplete: 
     if parent["state"] != State.COMPLETE and not allow_incomplete:
         raise TaoError(f"--parent {parent_id} is {parent['state']}, not COMPLETE: wait for it, or add "
                        "--allow-incomplete-parent to use what it left; nothing was submitted")
-    loc, listing = _listing(parent, "--parent", status=kpi is not None)
+    loc, listing = _listing(parent, "--parent", status=kpi is not None, spec=spec)
     table = {"{parent.results_dir}": loc.folder}
     latest = checkpoints.latest(listing.files, parent.get("action"), listing.links)
     if kpi is not None:
@@ -174,15 +192,24 @@ def with_parent(platform: str, spec: dict, parent_id: str, *, allow_incomplete: 
         if not best.checkpoints:
             raise TaoError(f"--parent {parent_id}: {best.line()}; nothing was submitted")
         latest = next(f for f in listing.files if f.path == best.checkpoints[0])
-    if latest is not None:
-        table["{parent.checkpoint}"] = _plain(posixpath.join(loc.folder, latest.path), parent_id)
-    _plain(loc.folder, parent_id)
-    used: set[str] = set()
-    child = _substitute(dict(spec), {**table, "{parent.checkpoint}": table.get("{parent.checkpoint}", "")}, used)
-    if "{parent.checkpoint}" in used and latest is None:
+    named = json.dumps(spec)
+    if "{parent.checkpoint}" in named and latest is None:
         raise TaoError(f"--parent {parent_id} left no checkpoint in {loc.folder}: {{parent.checkpoint}} cannot be "
                        "filled; nothing was submitted")
-    return get(parent["platform"]).lineage_access(child, parent, loc.folder)
+    if _remote(loc.folder):
+        if "{parent.results_dir}" in named:
+            raise TaoError(f"--parent {parent_id} keeps its results in {loc.folder}, which no job can mount: "
+                           "{parent.results_dir} has no folder to name; use {parent.checkpoint} (downloaded before "
+                           "the job runs) or list the files you need as s3_inputs; nothing was submitted")
+        wanted = {"{parent.checkpoint}": posixpath.join(loc.folder, latest.path)} \
+            if latest is not None and "{parent.checkpoint}" in named else {}
+        spec, table = _fetched(spec, parent, loc.folder, wanted)
+    elif latest is not None:
+        table["{parent.checkpoint}"] = posixpath.join(loc.folder, latest.path)
+    table = {k: _plain(v, parent_id) for k, v in table.items()}
+    used: set[str] = set()
+    child = _substitute(dict(spec), {**table, "{parent.checkpoint}": table.get("{parent.checkpoint}", "")}, used)
+    return child if _remote(loc.folder) else get(parent["platform"]).lineage_access(child, parent, loc.folder)
 
 
 def submit_with_parent(platform: str, spec: dict, opts: SubmitOptions, *, allow_incomplete: bool = False,

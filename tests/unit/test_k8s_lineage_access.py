@@ -52,3 +52,30 @@ def test_the_same_volume_is_used_as_mounted_and_an_uncovered_folder_gets_the_par
     assert reachable(same, parent, folder) == same
     out = reachable({"mounts": [{"pvc": "data", "mount_path": "/data"}]}, parent, folder)
     assert out["mounts"][-1] == {**A, "read_only": True}
+
+
+# ------------------------------------------------------------------ a parent whose results are in S3 (tier C)
+TIER_C = {"image": "img", "args": ["eval"], "storage_tier": "C", "results_dir": "s3://b/evals", "gpus": 1}
+
+
+def test_a_tier_c_job_downloads_the_files_it_uses_into_its_staging_folder(state_dir):
+    from taobank.kubernetes import render
+    from taobank.kubernetes.lineage_access import fetched
+
+    mine = {"uri": "s3://b/data/cfg.yaml", "path": "/tao-staging/cfg.yaml"}
+    spec, where = fetched({**TIER_C, "s3_inputs": [mine]}, {"id": "dino-train-1"}, "s3://b/runs/dino-train-1",
+                          {"ckpt": "train/model_epoch_002.pth"})
+    assert where == {"ckpt": "/tao-staging/from-dino-train-1/train/model_epoch_002.pth"}
+    assert spec["s3_inputs"] == [mine, {"uri": "s3://b/runs/dino-train-1/train/model_epoch_002.pth",
+                                        "path": where["ckpt"]}]
+    objs = render.render_manifests(spec, job_id="dino-evaluate-2", namespace="ns", cred_secret="c")
+    fetch = render.find(objs, "Job")["spec"]["template"]["spec"]["initContainers"][0]
+    assert fetch["command"][-2:] == [spec["s3_inputs"][1]["uri"], where["ckpt"]]  # the init container fetches it
+
+
+def test_a_tier_a_job_cannot_read_an_s3_parent(state_dir):
+    from taobank.kubernetes.lineage_access import fetched
+
+    with pytest.raises(TaoError, match="only as a tier C job") as exc:
+        fetched({"image": "img", "args": ["eval"]}, {"id": "dino-train-1"}, "s3://b/runs/dino-train-1", {"c": "m.pth"})
+    assert "\n" not in str(exc.value) and "nothing was submitted" in str(exc.value)

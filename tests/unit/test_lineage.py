@@ -259,3 +259,61 @@ def test_parent_checkpoint_best_by_a_kpi(stand):
     stand.files = [f for f in stand.files if "009" not in f.path]  # the best epoch left no checkpoint
     with pytest.raises(TaoError, match="nothing was submitted"):
         lineage.with_parent("slurm", {"command": ["{parent.checkpoint}"]}, parent["id"], kpi="val_loss")
+
+
+# ------------------------------------------------------------------ results in object storage
+class RemoteStand(Stand):
+    """Results under an s3:// prefix: the platform downloads what a new job uses (``lineage_fetch``)."""
+
+    def lineage_access(self, spec, parent, folder):
+        raise AssertionError("an S3 folder is never mounted")
+
+    def lineage_fetch(self, spec, job, folder, files):
+        return ({**spec, "fetch": {k: f"{folder}/{v}" for k, v in files.items()}},
+                {k: f"/stage/from-{job['id']}/{v}" for k, v in files.items()})
+
+
+@pytest.fixture()
+def remote(state_dir, monkeypatch):
+    made = RemoteStand(["model_epoch_002.pth", "model_epoch_010.pth", "status.json"])
+    monkeypatch.setattr(lineage, "get", lambda name: made)
+    return made
+
+
+def s3_job(state: str) -> dict:
+    rec = records.open_record("slurm", "img", "dino", "train", "C", "s3://b/runs/{id}")
+    savedspec.save(rec["id"], {"action": "train", "args": ["dino", "train", "-e", "s.yaml"]}, {})
+    records.mark(rec["id"], "RUNNING")
+    records.mark(rec["id"], state, err_class="ERR_PROGRAM" if state == "ERROR" else None)
+    return records.load(rec["id"])
+
+
+@pytest.mark.parametrize("named", [None, "model_epoch_002.pth", "URI"])
+def test_continue_from_s3_downloads_the_checkpoint_and_resumes_from_the_copy(remote, named):
+    old = s3_job("ERROR")
+    folder = old["results_dir"]
+    chosen = "model_epoch_010.pth" if named is None else "model_epoch_002.pth"
+    view = lineage.continue_job(None, old["id"], checkpoint=f"{folder}/{chosen}" if named == "URI" else named)
+    spec, _ = remote.submitted[-1]
+    local = f"/stage/from-{old['id']}/{chosen}"
+    assert spec["args"][-1] == f"{KEY}={local}" and spec["fetch"] == {"checkpoint": f"{folder}/{chosen}"}
+    assert view.extra["continues_from"] == local
+
+
+def test_an_s3_parents_checkpoint_is_downloaded_and_its_folder_cannot_be_named(remote):
+    parent = s3_job("COMPLETE")
+    child = lineage.with_parent("slurm", {"args": ["eval", "evaluate.checkpoint={parent.checkpoint}"]}, parent["id"])
+    assert child["args"][-1] == f"evaluate.checkpoint=/stage/from-{parent['id']}/model_epoch_010.pth"
+    assert child["fetch"] == {"{parent.checkpoint}": f"{parent['results_dir']}/model_epoch_010.pth"}
+    assert lineage.with_parent("slurm", {"args": ["eval"]}, parent["id"])["fetch"] == {}  # nothing named: nothing fetched
+    with pytest.raises(TaoError, match=r"no job can mount: \{parent.results_dir\} has no folder") as err:
+        lineage.with_parent("slurm", {"args": ["eval", "{parent.results_dir}/x"]}, parent["id"])
+    assert "\n" not in str(err.value)
+
+
+def test_a_platform_that_cannot_download_refuses_in_one_line(state_dir):
+    from taobank import platform
+
+    with pytest.raises(TaoError, match="slurm jobs cannot download them: fetch the checkpoint") as err:
+        platform.get("slurm").lineage_fetch({}, {"id": "dino-train-1"}, "s3://b/r/dino-train-1", {"c": "m.pth"})
+    assert "\n" not in str(err.value)

@@ -77,6 +77,11 @@ class Kubernetes(Platform):
 
         return reachable(spec, parent, folder)
 
+    def lineage_fetch(self, spec: dict, job: dict, folder: str, files: dict[str, str]) -> tuple[dict, dict[str, str]]:
+        from .lineage_access import fetched
+
+        return fetched(spec, job, folder, files)
+
     # -- sweeps (the verbs: taobank.sweeps): one create of every trial Job, the extra ones suspended
     holds_trials = True
     sweep_access = f"{__package__}.sweep"

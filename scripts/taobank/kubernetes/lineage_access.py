@@ -6,6 +6,9 @@ place in it after ``sub_path``): a different volume at the same path would make 
 name a file the parent never wrote, so it is refused. When no mount of the child covers it, the parent's
 own mount of that volume (from its saved spec) is added read-only at the same path, so
 ``{parent.results_dir}`` means the same folder in both pods.
+
+A parent that kept its results in S3 (tier C) has no folder to mount: the child, itself tier C, downloads
+the files it names (the checkpoint) in its fetch init container, as ``s3_inputs`` into its staging folder.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import posixpath
 from .. import savedspec
 from ..errors import TaoError
 from ..paths import is_under
+from .render import staging_dir
 
 
 def _parent_spec(parent: dict) -> dict:
@@ -76,3 +80,21 @@ def reachable(spec: dict, parent: dict, folder: str) -> dict:
         raise TaoError(f"--parent {parent['id']}: this job mounts something else at {src['mount_path']}, where the "
                        "parent's results volume is: mount that volume there instead; nothing was submitted")
     return {**spec, "mounts": mounts + [{**src, "read_only": True}]}
+
+
+def fetched(spec: dict, job: dict, folder: str, files: dict[str, str]) -> tuple[dict, dict[str, str]]:
+    """``spec`` downloading ``files`` (name -> path inside the S3 ``folder`` of ``job``) into its staging
+    folder before the command runs (``s3_inputs``), and their paths there; one line when ``spec`` is not tier C."""
+    staging = staging_dir(spec)
+    if staging is None:
+        raise TaoError(f"job {job['id']} keeps its results in S3 ({folder}): a job reads them only as a tier C job, "
+                       "whose fetch step downloads them: give it storage_tier C, an s3:// results_dir and the S3 "
+                       "credentials (--secret-env AWS_ACCESS_KEY_ID ...); nothing was submitted")
+    inputs = list(spec.get("s3_inputs") or [])
+    where: dict[str, str] = {}
+    for name, rel in files.items():
+        local = posixpath.join(staging, f"from-{job['id']}", rel)
+        if not any(i.get("path") == local for i in inputs):
+            inputs.append({"uri": f"{folder.rstrip('/')}/{rel}", "path": local})
+        where[name] = local
+    return {**spec, "s3_inputs": inputs}, where

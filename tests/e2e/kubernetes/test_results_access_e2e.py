@@ -113,3 +113,53 @@ def test_tier_c_results_are_listed_fetched_and_pruned_in_s3(k8s, tmp_path):
     jobs(k8s, "prune", jid, "--yes", env=creds)
     assert lk.s3_keys(bucket, f"results/{jid}/") == []
     assert secret not in k8s.call_log.read_text()
+
+
+#: A tier C train job as argv: not resumed, it writes epochs 1-2 and fails; resumed (TAO's override as an
+#: argument), it prints the checkpoint it was handed, writes epoch 3 and succeeds.
+RESUMABLE = ('d="$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID" && mkdir -p "$d" && '
+             'for a; do case "$a" in train.resume_training_checkpoint_path=*) '
+             'echo "resumed from $(cat "${a#*=}")"; echo "epoch 3" > "$d/model_epoch_003.pth"; exit 0;; esac; done; '
+             'echo "epoch 1" > "$d/model_epoch_001.pth" && echo "epoch 2" > "$d/model_epoch_002.pth" && exit 3')
+
+
+def test_a_tier_c_job_is_continued_and_its_checkpoint_evaluated_from_s3(k8s, tmp_path):
+    """Results in S3 are never mounted: continue and --parent download the checkpoint in the new job's
+    fetch step (s3_inputs into its staging folder), then hand it over as a path."""
+    if not shutil.which("aws"):
+        pytest.fail("the AWS CLI is needed on this machine for tier C results (pip install awscli)")
+    bucket = "tao-" + secrets.token_hex(4)
+    lk.s3_make_bucket(bucket)
+    creds = {**S3_SETTINGS, "AWS_SECRET_ACCESS_KEY": secrets.token_hex(20), "S3_ENDPOINT_URL": lk.s3_endpoint()}
+    cred_args = [a for name in creds for a in ("--secret-env", name)]
+    base = {k: v for k, v in TIER_C.items() if k != "command"}
+    train = tmp_path / "train.yaml"
+    train.write_text(yaml.safe_dump({**base, "results_dir": f"s3://{bucket}/runs",
+                                     "args": ["sh", "-c", RESUMABLE, "tao"]}))
+    first = k8s.submit("--spec", str(train), *cred_args, env=creds)["id"]
+    assert k8s.wait(first, lambda s: s["state"] in ("COMPLETE", "ERROR", "CANCELED"), timeout=180)["state"] == "ERROR"
+    assert lk.s3_keys(bucket, f"runs/{first}/model_epoch_002.pth") != []  # uploaded although it failed
+
+    cont = json.loads(k8s.tao("continue", first, "--json", env=creds).stdout)
+    k8s.ids.append(cont["id"])
+    assert cont["continues_from"] == f"/tao-staging/from-{first}/model_epoch_002.pth"
+    done = k8s.wait(cont["id"], lambda s: s["state"] in ("COMPLETE", "ERROR", "CANCELED"), timeout=180)
+    assert done["state"] == "COMPLETE", json.dumps(done)
+    assert "resumed from epoch 2" in k8s.tao("logs", cont["id"]).stdout
+
+    evaluate = tmp_path / "evaluate.yaml"
+    evaluate.write_text(yaml.safe_dump({**base, "action": "evaluate", "results_dir": f"s3://{bucket}/evals",
+                                        "args": ["sh", "-c", 'echo "evaluating $(cat "$1")"', "tao",
+                                                 "{parent.checkpoint}"]}))
+    child = k8s.submit("--spec", str(evaluate), "--parent", cont["id"], *cred_args, env=creds)["id"]
+    st = k8s.wait(child, lambda s: s["state"] in ("COMPLETE", "ERROR", "CANCELED"), timeout=180)
+    assert st["state"] == "COMPLETE", json.dumps(st)
+    assert "evaluating epoch 3" in k8s.tao("logs", child).stdout
+    assert k8s.record(child)["parent"] == cont["id"]
+    # a tier A child cannot reach an S3 parent: one line, nothing submitted
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(yaml.safe_dump({"image": BUSYBOX, "action": "evaluate", "network_arch": "deformable_detr",
+                                     "gpus": 0, "args": ["cat", "{parent.checkpoint}"]}))
+    refused = k8s.tao("submit", "--spec", str(plain), "--parent", cont["id"], "--no-results", check=False)
+    assert refused.returncode == 1 and "only as a tier C job" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
