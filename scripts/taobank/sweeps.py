@@ -97,7 +97,7 @@ def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dic
         verdict = nccl_verdicts.require_ok(adapter.name, adapter.cluster_key(first), helper=adapter.helper,
                                            skip=opts.skip_nccl_probe)
         gate.backend.update(verdict)
-    adapter.check_sweep(plans)
+    adapter.check_sweep(plans, k)
     adapter.check(first, gate)  # the trials differ only in their overrides: one gate for all
     sweep_id = names.mint_job_id(first.network_arch, "sweep")
     recs = []

@@ -13,7 +13,8 @@ from . import records, states
 def release(adapter: Any, recs: list[dict]) -> list[str]:
     """Free slots of each sweep among ``recs`` given to its held trials, oldest trial first (one adapter call).
 
-    A trial counts against ``max_concurrent`` while it is active and released."""
+    A trial counts against ``max_concurrent`` while it is active and released. A trial bound to a slot
+    (``backend["slot"]``: the GPUs a Docker trial was made with) waits until no running trial holds it."""
     if not getattr(adapter, "holds_trials", False):
         return []
     sweeps = {r["sweep"] for r in recs if r.get("sweep")}
@@ -25,10 +26,23 @@ def release(adapter: Any, recs: list[dict]) -> list[str]:
         held = [r for r in active if (r.get("backend") or {}).get("held")]
         k = int((trials[0].get("backend") or {}).get("max_concurrent") or len(trials))
         free = k - (len(active) - len(held))
-        chosen += held[:max(0, free)]
+        busy = {_slot(r) for r in active if r not in held} - {None}
+        for r in held:
+            if free <= 0:
+                break
+            if _slot(r) in busy:
+                continue
+            chosen.append(r)
+            free -= 1
+            if _slot(r) is not None:
+                busy.add(_slot(r))
     if not chosen:
         return []
     adapter.release_trials(chosen)
     for r in chosen:
         records.mark(r["id"], r["state"], backend={"held": False}, message="released (a sweep slot is free)")
     return [r["id"] for r in chosen]
+
+
+def _slot(rec: dict) -> Any:
+    return (rec.get("backend") or {}).get("slot")

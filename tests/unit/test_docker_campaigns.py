@@ -5,6 +5,7 @@ other job's folder read-only."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -274,3 +275,41 @@ def test_a_mount_on_the_jobs_own_results_folder_is_still_refused(engine, cli, tm
     out = cli("tao_docker.py", "submit", "--image", "img:1", "--gpus", "0", "--mount", f"{tmp_path}:/results",
               "--", "true")
     assert out.rc == 1 and "covers or shadows" in out.err
+
+
+# ------------------------------------------------------------------ GPUs of trials running at once
+def four_gpus(monkeypatch) -> None:
+    from taobank.docker import gpus
+
+    monkeypatch.setattr(gpus, "host_gpus", lambda: [gpus.Gpu(str(i), f"GPU-{i}", "H200", "575.57", "9.0", 143771)
+                                                  for i in range(4)])
+
+
+def test_trials_running_at_once_get_gpus_of_their_own_and_wait_for_their_slot(engine, monkeypatch):
+    """``--gpus 2`` alone gives every container the host's first two GPUs: each trial is made with its slot's."""
+    four_gpus(monkeypatch)
+    done = sweeps.submit("docker", {**SPEC, "gpus": 2}, SubmitOptions(), [{"train.lr": f"0.{i}"} for i in range(5)], 2)
+    ids = [v.id for v in done.views]
+    creates = [c.argv for c in engine.fake.calls if c.argv[1] == "create"]
+    devices = [a[a.index("--gpus") + 1] for a in creates]
+    assert devices == ['"device=0,1"', '"device=2,3"', '"device=0,1"', '"device=2,3"', '"device=0,1"']
+    assert [records.load(i)["backend"]["slot"] for i in ids] == [0, 1, 0, 1, 0]
+    # trial 1 (slot 1) ends while trial 0 holds slot 0: trial 3 starts on slot 1, trial 2 keeps waiting
+    engine.containers[ids[1]].update(Status="exited", ExitCode=0)
+    sweeps.status(done.sweep)
+    assert engine.fake.calls[-1].argv[1:] == ["start", ids[3]]
+    assert engine.containers[ids[2]]["Status"] == "created"
+
+
+@pytest.mark.parametrize("asked,k,needle", [
+    ({"gpus": 2}, 3, "3 trials at once with 2 GPU(s) each need 6 GPUs, this host has 4: use --max-concurrent 2 or fewer"),
+    ({"gpus": "all"}, 2, "every trial asks for the same GPUs (all): 2 at once would share them"),
+    ({"gpu_devices": ["0", "1"]}, 2, "every trial asks for the same GPUs (0,1): 2 at once would share them"),
+])
+def test_trials_that_would_share_gpus_are_refused_before_any_record(engine, monkeypatch, asked, k, needle):
+    four_gpus(monkeypatch)
+    spec = {**{k_: v for k_, v in SPEC.items() if k_ != "gpus"}, **asked}
+    with pytest.raises(Exception, match=re.escape(needle)) as err:
+        sweeps.submit("docker", spec, SubmitOptions(), [{"train.lr": f"0.{i}"} for i in range(4)], k)
+    assert "\n" not in str(err.value) and records.list_records() == []
+    assert "create" not in engine.calls()

@@ -63,7 +63,7 @@ def check_request(request: int | str | list[str], found: list[Gpu] | None) -> li
         return []
     if not found:
         why = "no nvidia-smi here (no NVIDIA driver)" if found is None else "nvidia-smi lists no GPU"
-        raise TaoError(f"the job asks for GPUs ({_shown(request)}) but this host has none ({why}): set gpus: 0 for a "
+        raise TaoError(f"the job asks for GPUs ({shown(request)}) but this host has none ({why}): set gpus: 0 for a "
                        "CPU-only run, or run it on a GPU host; nothing was done")
     if request == "all":
         return list(found)
@@ -79,7 +79,7 @@ def check_request(request: int | str | list[str], found: list[Gpu] | None) -> li
     return found[:request]
 
 
-def _shown(request: int | str | list[str]) -> str:
+def shown(request: int | str | list[str]) -> str:
     return ",".join(request) if isinstance(request, list) else str(request)
 
 

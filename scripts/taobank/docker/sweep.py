@@ -14,19 +14,49 @@ from dataclasses import replace
 from ..contract import Launch
 from ..errors import TaoError
 from . import engine as eng
-from . import facts, render
+from . import facts, gpus, render
 from .submit import DockerPlan
 
 #: The label every trial container carries (its sweep id): ``docker ps --filter label=...`` finds a sweep.
 LABEL_SWEEP = "org.tao-skill-bank.sweep"
 
 
-def check(plans: list[DockerPlan]) -> None:
-    """Each trial with a results folder of its own (the core's gate checked the first one's; refused before any
-    record)."""
+def check(plans: list[DockerPlan], max_concurrent: int) -> None:
+    """Each trial with a results folder of its own (the core's gate checked the first one's) and GPUs no other
+    running trial has; refused before any record."""
     taken = [p.results_dir for p in plans if os.path.exists(p.results_dir)]
     if taken:
         raise TaoError(f"{taken[0]} exists already: a trial's results folder is its own; nothing was done")
+    slots = gpu_slots(plans[0].gpu_request, min(max_concurrent, len(plans)))
+    for i, plan in enumerate(plans):
+        if slots:
+            assert plan.run is not None
+            plan.run = replace(plan.run, gpus=slots[i % len(slots)])
+            plan.backend["slot"] = i % len(slots)
+            plan.backend["gpus"] = ",".join(slots[i % len(slots)])
+
+
+def gpu_slots(request: int | str | list[str], k: int) -> list[list[str]]:
+    """The GPUs of each of ``k`` trials running at once, none shared: ``--gpus N`` alone would give every
+    container the host's first N. Trial i is made with slot ``i % k`` and starts when that slot is free
+    (:mod:`taobank.sweepslots`). [] when no GPU is asked for; one line when the host has too few, or when
+    the trials ask for the same named devices."""
+    if request in (0, []):
+        return []
+    if not isinstance(request, int):
+        if k > 1:
+            raise TaoError(f"every trial asks for the same GPUs ({gpus.shown(request)}): {k} at once would share "
+                           "them; ask for a count (gpus: N, each running trial gets its own) or --max-concurrent 1; "
+                           "nothing was done")
+        return []
+    found = gpus.host_gpus() or []
+    if k * request > len(found):
+        most = len(found) // request
+        raise TaoError(f"{k} trials at once with {request} GPU(s) each need {k * request} GPUs, this host has "
+                       f"{len(found)}: use --max-concurrent {most} or fewer; nothing was done" if most else
+                       f"the trials ask for {request} GPU(s) each, this host has {len(found)}: lower gpus; nothing "
+                       "was done")
+    return [[g.index for g in found[s * request:(s + 1) * request]] for s in range(k)]
 
 
 def launch(plans: list[DockerPlan], recs: list[dict], max_concurrent: int) -> list[Launch]:

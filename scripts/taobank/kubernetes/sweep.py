@@ -33,7 +33,7 @@ def _refuse(p: KubePlan) -> None:
                        "multi-node or --request trials one by one")
 
 
-def check(plans: list[KubePlan]) -> None:
+def check(plans: list[KubePlan], max_concurrent: int) -> None:
     """What a Kubernetes sweep cannot do, refused before any record opens."""
     _refuse(plans[0])
 
