@@ -69,11 +69,7 @@ def _submit(args: argparse.Namespace) -> int:
     view = verbcli.submit_lineage("kubernetes", spec, options, args)
     how = "reconciled with the existing Job" if view.extra.get("reconciled") else "Job created"
     gate = str(view.extra.get("gate") or "")
-    if gate.startswith(("queued:", "warning:")):  # seen even under --quiet/--json
-        print(f"{'note' if gate.startswith('queued') else 'warning'}: {view.id} {gate.split(': ', 1)[1]}", file=sys.stderr)
-    for part in gate.split("; ")[1:]:
-        if part.startswith("warning: "):
-            print(f"warning: {view.id} {part.split(': ', 1)[1]}", file=sys.stderr)
+    verbcli.print_gate_notes(view)
     verbcli.print_submitted(view, args, [f"{how}: uid={view.extra.get('uid')}", f"gate: {gate}"])
     return 0
 

@@ -93,22 +93,12 @@ logs="$(mktemp -d)"
 groups=("e2e and kubernetes" "e2e and slurm and not kubernetes" "e2e and docker and not kubernetes and not slurm"
         "e2e and not kubernetes and not slurm and not docker")
 workers=("-n 4 --dist load" "-n 2 --dist load" "-n 0" "-n 0")
-# A test marked `exclusive` stops or restarts a daemon the whole cluster shares (sshd, for one): it runs
-# alone, after its group's parallel part, so no other test meets the daemon down.
-group() {
-  local opts=$1 marks=$2 rc=0 rc2=0
-  shift 2
-  # shellcheck disable=SC2086  # the worker options are words
-  python3 -m pytest $opts "$@" -m "($marks) and not exclusive" || rc=$?
-  python3 -m pytest -n 0 "$@" -m "($marks) and exclusive" || rc2=$?
-  if [ "$rc" -eq 5 ] || { [ "$rc" -eq 0 ] && [ "$rc2" -ne 5 ]; }; then
-    rc=$rc2
-  fi
-  return "$rc"
-}
+# A test marked `exclusive` stops or restarts a daemon a whole cluster shares (sshd, for one): it runs
+# alone, after every group, so no other test meets the daemon down.
 pids=()
 for i in "${!groups[@]}"; do
-  group "${workers[$i]}" "${groups[$i]}" "$@" >"$logs/$i.log" 2>&1 &
+  # shellcheck disable=SC2086  # the worker options are words
+  python3 -m pytest ${workers[$i]} "$@" -m "(${groups[$i]}) and not exclusive" >"$logs/$i.log" 2>&1 &
   pids+=("$!")
 done
 for i in "${!groups[@]}"; do
@@ -123,5 +113,7 @@ for i in "${!groups[@]}"; do
     status=$rc
   fi
 done
+step "pytest -m 'e2e and exclusive': alone, after the groups"
+part -n 0 -m "e2e and exclusive" "$@"
 rm -rf "$logs"
 finish

@@ -97,6 +97,12 @@ def with_resume(argv: Sequence[str], path: str) -> list[str]:
     return [a for a in argv if not a.startswith(key)] + [override(path)]
 
 
+def resumed_from(argv: Sequence[str]) -> list[str]:
+    """The checkpoints ``argv``'s resume overrides name (what :func:`with_resume` replaces)."""
+    key = resume_key() + "="
+    return [a[len(key):] for a in argv if a.startswith(key)]
+
+
 def _epoch_sed() -> str:
     """The table's epoch regex as a ``sed`` expression printing the epoch (the last match, leading zeros off)."""
     found = re.fullmatch(r"([A-Za-z0-9_-]+)\(\[0-9\]\+\)", str(table()["epoch_regex"]))
@@ -167,5 +173,5 @@ def resume_set(var: str = "tao_ckpt") -> str:
     )
 
 
-__all__ = ["table", "resume_key", "resumes", "epoch_of", "latest", "override", "with_resume", "shell_finder",
+__all__ = ["table", "resume_key", "resumes", "epoch_of", "latest", "override", "with_resume", "resumed_from", "shell_finder",
            "resume_set"]

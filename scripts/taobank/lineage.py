@@ -13,7 +13,6 @@ parent's folder reachable from the child). Every refusal is one line, before any
 """
 from __future__ import annotations
 
-import json
 import posixpath
 from dataclasses import replace
 from typing import Any, Callable
@@ -81,13 +80,22 @@ def _remote(folder: str) -> bool:
     return folder.startswith("s3://")
 
 
-def _fetched(spec: dict, rec: dict, folder: str, paths: dict[str, str]) -> tuple[dict, dict[str, str]]:
+def _fetched(spec: dict, rec: dict, folder: str, paths: dict[str, str],
+             replaces: list[str] = ()) -> tuple[dict, dict[str, str]]:
     """(spec, paths as the new job sees them): ``paths`` (name -> path under ``folder``) unchanged on shared
     storage; downloaded before the job runs (the platform's :meth:`Platform.lineage_fetch`) from object storage."""
     if not _remote(folder):
         return spec, paths
     rel = {k: v[len(folder.rstrip("/")) + 1:] for k, v in paths.items()}
-    return get(rec["platform"]).lineage_fetch(spec, rec, folder, rel)
+    return get(rec["platform"]).lineage_fetch(spec, rec, folder, rel, replaces)
+
+
+def _argv(spec: dict) -> list[str]:
+    """The spec's argv (``args``, else a list ``command``); [] for shell text."""
+    for key in ("args", "command"):
+        if isinstance(spec.get(key), list) and spec[key]:
+            return [str(a) for a in spec[key]]
+    return []
 
 
 def _plain(path: str, job_id: str) -> str:
@@ -137,7 +145,8 @@ def continue_job(platform: str | None, job_id: str, *, checkpoint: str | None = 
         raise TaoError(f"job {job_id} is a {rec.get('action')} job: only {', '.join(checkpoints.table()['resume_actions'])} "
                        "jobs continue from a checkpoint; submit it again")
     loc, listing = _listing(rec, "job")
-    spec, where = _fetched(spec, rec, loc.folder, {"checkpoint": _checkpoint(rec, listing, loc.folder, checkpoint)})
+    spec, where = _fetched(spec, rec, loc.folder, {"checkpoint": _checkpoint(rec, listing, loc.folder, checkpoint)},
+                           replaces=checkpoints.resumed_from(_argv(spec)))
     ckpt = _plain(where["checkpoint"], job_id)
     new = _resumed_command(spec, ckpt, job_id)
     view = _submit(rec["platform"], new, options, continues=job_id, dry_run=dry_run,
@@ -149,19 +158,28 @@ def continue_job(platform: str | None, job_id: str, *, checkpoint: str | None = 
 
 
 # ------------------------------------------------------------------ --parent
-def _substitute(value: Any, table: dict[str, str], used: set[str]) -> Any:
+def _mentions(value: Any) -> set[str]:
+    """The placeholders in the values :func:`_substitute` fills (strings, at any depth; not dict keys)."""
+    if isinstance(value, str):
+        return {p for p in PLACEHOLDERS if p in value}
+    if isinstance(value, list):
+        return set().union(*(_mentions(v) for v in value))
+    if isinstance(value, dict):
+        return set().union(*(_mentions(v) for v in value.values()))
+    return set()
+
+
+def _substitute(value: Any, table: dict[str, str]) -> Any:
     if isinstance(value, str):
         for key, text in table.items():
-            if key in value:
-                used.add(key)
-                value = value.replace(key, text)
+            value = value.replace(key, text)
         if "{parent." in value:
             raise TaoError(f"unknown placeholder in {value[:80]!r}: use {' or '.join(PLACEHOLDERS)}")
         return value
     if isinstance(value, list):
-        return [_substitute(v, table, used) for v in value]
+        return [_substitute(v, table) for v in value]
     if isinstance(value, dict):
-        return {k: _substitute(v, table, used) for k, v in value.items()}
+        return {k: _substitute(v, table) for k, v in value.items()}
     return value
 
 
@@ -192,7 +210,7 @@ def with_parent(platform: str, spec: dict, parent_id: str, *, allow_incomplete: 
         if not best.checkpoints:
             raise TaoError(f"--parent {parent_id}: {best.line()}; nothing was submitted")
         latest = next(f for f in listing.files if f.path == best.checkpoints[0])
-    named = json.dumps(spec)
+    named = _mentions(spec)
     if "{parent.checkpoint}" in named and latest is None:
         raise TaoError(f"--parent {parent_id} left no checkpoint in {loc.folder}: {{parent.checkpoint}} cannot be "
                        "filled; nothing was submitted")
@@ -207,8 +225,7 @@ def with_parent(platform: str, spec: dict, parent_id: str, *, allow_incomplete: 
     elif latest is not None:
         table["{parent.checkpoint}"] = posixpath.join(loc.folder, latest.path)
     table = {k: _plain(v, parent_id) for k, v in table.items()}
-    used: set[str] = set()
-    child = _substitute(dict(spec), {**table, "{parent.checkpoint}": table.get("{parent.checkpoint}", "")}, used)
+    child = _substitute(dict(spec), {**table, "{parent.checkpoint}": table.get("{parent.checkpoint}", "")})
     return child if _remote(loc.folder) else get(parent["platform"]).lineage_access(child, parent, loc.folder)
 
 

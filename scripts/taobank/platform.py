@@ -204,10 +204,12 @@ class Platform(ABC):
         parent saw it). Default: unchanged (the folder is on storage every job of the platform sees)."""
         return spec
 
-    def lineage_fetch(self, spec: dict, job: dict, folder: str, files: dict[str, str]) -> tuple[dict, dict[str, str]]:
+    def lineage_fetch(self, spec: dict, job: dict, folder: str, files: dict[str, str],
+                      replaces: list[str] = ()) -> tuple[dict, dict[str, str]]:
         """``job``'s results are in object storage (``folder`` is an ``s3://`` prefix, no job can mount it):
         ``spec`` of a new job that downloads ``files`` (name -> path inside ``folder``) before it runs, and
-        where each lands as that job sees it. Default: refused in one line."""
+        where each lands as that job sees it; an earlier download to a path in ``replaces`` (the checkpoint
+        a continued job resumed from) is dropped. Default: refused in one line."""
         raise TaoError(f"job {job['id']} keeps its results in {folder}, and {self.name} jobs cannot download them: "
                        "fetch the checkpoint (tao_jobs.py fetch) and put it where the job can read it")
 

@@ -387,6 +387,14 @@ def add_submit_outputs(p: argparse.ArgumentParser) -> None:
     out.add_argument("-q", "--quiet", action="store_true", help="print only the job id")
 
 
+def print_gate_notes(view: core.JobView) -> None:
+    """The gate's ``queued:`` and ``warning:`` parts on stderr, seen even under --quiet/--json."""
+    for part in str(view.extra.get("gate") or "").split("; "):
+        for word, shown in (("queued: ", "note"), ("warning: ", "warning")):
+            if part.startswith(word):
+                print(f"{shown}: {view.id} {part[len(word):]}", file=sys.stderr)
+
+
 def print_submitted(view: core.JobView, args: argparse.Namespace, details: list[str]) -> None:
     if args.json:
         print_json(view.to_dict())

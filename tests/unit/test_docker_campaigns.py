@@ -14,6 +14,7 @@ import pytest
 from fakeproc import ok
 from taobank import lineage, records, sweeps
 from taobank.contract import SubmitOptions
+from taobank.errors import TaoError
 from taobank.docker.sweep import LABEL_SWEEP
 from taobank.states import State
 
@@ -299,6 +300,20 @@ def test_trials_running_at_once_get_gpus_of_their_own_and_wait_for_their_slot(en
     sweeps.status(done.sweep)
     assert engine.fake.calls[-1].argv[1:] == ["start", ids[3]]
     assert engine.containers[ids[2]]["Status"] == "created"
+    # a job submitted beside the sweep on the same GPUs is told so (the record store: no engine call)
+    from taobank import platform
+
+    view = platform.get("docker").submit({**SPEC, "gpus": 2}, SubmitOptions())
+    assert f"warning: GPU 0, 1 also used by running job {ids[0]}" in view.extra["gate"]
+
+
+def test_a_sweep_asking_for_gpus_on_a_host_without_them_is_told_why(engine, monkeypatch):
+    from taobank.docker import gpus
+
+    monkeypatch.setattr(gpus, "host_gpus", lambda: None)
+    with pytest.raises(TaoError, match=r"this host has none \(no nvidia-smi here \(no NVIDIA driver\)\): set gpus: 0"):
+        sweeps.submit("docker", {**SPEC, "gpus": 1}, SubmitOptions(), [{"train.lr": "0.1"}, {"train.lr": "0.2"}], 2)
+    assert records.list_records() == []
 
 
 @pytest.mark.parametrize("asked,k,needle", [
@@ -309,7 +324,7 @@ def test_trials_running_at_once_get_gpus_of_their_own_and_wait_for_their_slot(en
 def test_trials_that_would_share_gpus_are_refused_before_any_record(engine, monkeypatch, asked, k, needle):
     four_gpus(monkeypatch)
     spec = {**{k_: v for k_, v in SPEC.items() if k_ != "gpus"}, **asked}
-    with pytest.raises(Exception, match=re.escape(needle)) as err:
+    with pytest.raises(TaoError, match=re.escape(needle)) as err:
         sweeps.submit("docker", spec, SubmitOptions(), [{"train.lr": f"0.{i}"} for i in range(4)], k)
     assert "\n" not in str(err.value) and records.list_records() == []
     assert "create" not in engine.calls()

@@ -79,3 +79,14 @@ def test_a_tier_a_job_cannot_read_an_s3_parent(state_dir):
     with pytest.raises(TaoError, match="only as a tier C job") as exc:
         fetched({"image": "img", "args": ["eval"]}, {"id": "dino-train-1"}, "s3://b/runs/dino-train-1", {"c": "m.pth"})
     assert "\n" not in str(exc.value) and "nothing was submitted" in str(exc.value)
+
+
+def test_a_continued_jobs_old_checkpoint_download_is_dropped(state_dir):
+    from taobank.kubernetes.lineage_access import fetched
+
+    old = {"uri": "s3://b/runs/dino-train-1/model_epoch_002.pth", "path": "/tao-staging/from-dino-train-1/model_epoch_002.pth"}
+    keep = {"uri": "s3://b/data/cfg.yaml", "path": "/tao-staging/cfg.yaml"}
+    spec, where = fetched({**TIER_C, "s3_inputs": [old, keep]}, {"id": "dino-train-2"}, "s3://b/runs/dino-train-2",
+                          {"checkpoint": "model_epoch_004.pth"}, [old["path"]])
+    assert spec["s3_inputs"] == [keep, {"uri": "s3://b/runs/dino-train-2/model_epoch_004.pth",
+                                        "path": where["checkpoint"]}]

@@ -268,8 +268,8 @@ class RemoteStand(Stand):
     def lineage_access(self, spec, parent, folder):
         raise AssertionError("an S3 folder is never mounted")
 
-    def lineage_fetch(self, spec, job, folder, files):
-        return ({**spec, "fetch": {k: f"{folder}/{v}" for k, v in files.items()}},
+    def lineage_fetch(self, spec, job, folder, files, replaces=()):
+        return ({**spec, "fetch": {k: f"{folder}/{v}" for k, v in files.items()}, "dropped": list(replaces)},
                 {k: f"/stage/from-{job['id']}/{v}" for k, v in files.items()})
 
 
@@ -297,7 +297,17 @@ def test_continue_from_s3_downloads_the_checkpoint_and_resumes_from_the_copy(rem
     spec, _ = remote.submitted[-1]
     local = f"/stage/from-{old['id']}/{chosen}"
     assert spec["args"][-1] == f"{KEY}={local}" and spec["fetch"] == {"checkpoint": f"{folder}/{chosen}"}
-    assert view.extra["continues_from"] == local
+    assert view.extra["continues_from"] == local and spec["dropped"] == []
+
+
+def test_continuing_a_continued_s3_job_drops_the_download_it_resumed_from(remote):
+    old = s3_job("ERROR")
+    savedspec.save(old["id"], {"action": "train", "args": ["dino", "train", f"{KEY}=/stage/from-x/model_epoch_001.pth"]},
+                   {})
+    lineage.continue_job(None, old["id"])
+    spec, _ = remote.submitted[-1]
+    assert spec["dropped"] == ["/stage/from-x/model_epoch_001.pth"]
+    assert spec["args"] == ["dino", "train", f"{KEY}=/stage/from-{old['id']}/model_epoch_010.pth"]
 
 
 def test_an_s3_parents_checkpoint_is_downloaded_and_its_folder_cannot_be_named(remote):

@@ -115,6 +115,22 @@ def _dropping_policy(call):
     return ok(json.dumps(body))
 
 
+def test_the_dry_run_names_every_create_the_role_forbids_and_keeps_other_refusals(fake):
+    two_nodes(fake)
+    both = (JOBS_FORBIDDEN + "\n" + 'Error from server (Forbidden): error when creating "STDIN": services is '
+            'forbidden: User "me" cannot create resource "services" in API group "" in the namespace "default"')
+    fake.kubectl("create", "--dry-run=server", rc=1, stderr=both)
+    with pytest.raises(TaoError, match="you may not create jobs, create services in namespace default"):
+        platform.get("kubernetes").submit({**SPEC, "nodes": 2}, SubmitOptions(skip_nccl_probe=True))
+    # a webhook that refuses the field is the cluster's rule, not an old server: refused, retries never dropped
+    fake.kubectl("create", "--dry-run=server", rc=1,
+                 stderr='Error from server (Forbidden): admission webhook "policy.example" denied the request: '
+                        'Jobs must not set spec.podFailurePolicy')
+    with pytest.raises(TaoError, match="dry-run=server failed .*must not set spec.podFailurePolicy"):
+        platform.get("kubernetes").submit(SPEC, SubmitOptions())
+    assert records.list_records() == [] and not fake.kubectl_calls("create", "-f")
+
+
 @pytest.mark.parametrize("server", ["drops", "rejects"])
 def test_a_server_without_pod_failure_policy_gets_a_job_without_retry(fake, server):
     cluster(fake)

@@ -79,6 +79,19 @@ def check_request(request: int | str | list[str], found: list[Gpu] | None) -> li
     return found[:request]
 
 
+def in_use(besides: str | None = None) -> dict[str, str]:
+    """GPU index -> the active Docker job (from the record store, no engine call) that was given it."""
+    from .. import records
+
+    out: dict[str, str] = {}
+    for rec in records.list_records(platform="docker", active=True):
+        if rec["id"] != besides and not (rec.get("backend") or {}).get("held"):
+            for index in str((rec.get("backend") or {}).get("gpu_indices") or "").split(","):
+                if index:
+                    out.setdefault(index, rec["id"])
+    return out
+
+
 def shown(request: int | str | list[str]) -> str:
     return ",".join(request) if isinstance(request, list) else str(request)
 

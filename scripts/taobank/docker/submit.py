@@ -134,9 +134,16 @@ def check(plan: DockerPlan, gate: Gate) -> None:
     user, ns = userns.user_flags(plan.engine, is_rootless, plan.run.user or caller())
     plan.run = dataclasses.replace(plan.run, user=user, userns=ns)
     gate.lines.append(f"{plan.engine} engine {userns.version(info)}; the container {userns.note(plan.engine, is_rootless)}")
-    got = gpus.check_request(plan.gpu_request, gpus.host_gpus() if plan.gpu_request not in (0, []) else [])
+    got = gpus.check_request(plan.run.gpus, gpus.host_gpus() if plan.gpu_request not in (0, []) else [])
     if got:
-        gate.lines.append(f"GPUs {', '.join(g.index for g in got)} of this host")
+        mine = [g.index for g in got]
+        plan.backend["gpu_indices"] = ",".join(mine)
+        gate.lines.append(f"GPUs {', '.join(mine)} of this host")
+        busy = gpus.in_use(besides=plan.job_id)
+        shared = [i for i in mine if i in busy]
+        if shared:
+            gate.lines.append(f"warning: GPU {', '.join(shared)} also used by running job {busy[shared[0]]}: the "
+                              "jobs share it (--gpu-device names other GPUs)")
     for path in plan.must_exist:
         if not os.path.exists(path):
             raise TaoError(f"bind-mount path {path} does not exist on this host: create it or fix mounts; nothing was done")

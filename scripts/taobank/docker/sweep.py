@@ -33,7 +33,7 @@ def check(plans: list[DockerPlan], max_concurrent: int) -> None:
             assert plan.run is not None
             plan.run = replace(plan.run, gpus=slots[i % len(slots)])
             plan.backend["slot"] = i % len(slots)
-            plan.backend["gpus"] = ",".join(slots[i % len(slots)])
+            plan.backend["gpus"] = plan.backend["gpu_indices"] = ",".join(slots[i % len(slots)])
 
 
 def gpu_slots(request: int | str | list[str], k: int) -> list[list[str]]:
@@ -49,13 +49,12 @@ def gpu_slots(request: int | str | list[str], k: int) -> list[list[str]]:
                            "them; ask for a count (gpus: N, each running trial gets its own) or --max-concurrent 1; "
                            "nothing was done")
         return []
-    found = gpus.host_gpus() or []
+    host = gpus.host_gpus()
+    gpus.check_request(request, host)  # one line when the host has none, or too few for one trial
+    found = host or []
     if k * request > len(found):
-        most = len(found) // request
         raise TaoError(f"{k} trials at once with {request} GPU(s) each need {k * request} GPUs, this host has "
-                       f"{len(found)}: use --max-concurrent {most} or fewer; nothing was done" if most else
-                       f"the trials ask for {request} GPU(s) each, this host has {len(found)}: lower gpus; nothing "
-                       "was done")
+                       f"{len(found)}: use --max-concurrent {len(found) // request} or fewer; nothing was done")
     return [[g.index for g in found[s * request:(s + 1) * request]] for s in range(k)]
 
 

@@ -77,10 +77,11 @@ class Kubernetes(Platform):
 
         return reachable(spec, parent, folder)
 
-    def lineage_fetch(self, spec: dict, job: dict, folder: str, files: dict[str, str]) -> tuple[dict, dict[str, str]]:
+    def lineage_fetch(self, spec: dict, job: dict, folder: str, files: dict[str, str],
+                      replaces: list[str] = ()) -> tuple[dict, dict[str, str]]:
         from .lineage_access import fetched
 
-        return fetched(spec, job, folder, files)
+        return fetched(spec, job, folder, files, replaces)
 
     # -- sweeps (the verbs: taobank.sweeps): one create of every trial Job, the extra ones suspended
     holds_trials = True

@@ -82,15 +82,17 @@ def reachable(spec: dict, parent: dict, folder: str) -> dict:
     return {**spec, "mounts": mounts + [{**src, "read_only": True}]}
 
 
-def fetched(spec: dict, job: dict, folder: str, files: dict[str, str]) -> tuple[dict, dict[str, str]]:
+def fetched(spec: dict, job: dict, folder: str, files: dict[str, str],
+            replaces: list[str] = ()) -> tuple[dict, dict[str, str]]:
     """``spec`` downloading ``files`` (name -> path inside the S3 ``folder`` of ``job``) into its staging
-    folder before the command runs (``s3_inputs``), and their paths there; one line when ``spec`` is not tier C."""
+    folder before the command runs (``s3_inputs``), and their paths there; the entries that downloaded to a
+    path in ``replaces`` go (a continued job's old checkpoint). One line when ``spec`` is not tier C."""
     staging = staging_dir(spec)
     if staging is None:
         raise TaoError(f"job {job['id']} keeps its results in S3 ({folder}): a job reads them only as a tier C job, "
                        "whose fetch step downloads them: give it storage_tier C, an s3:// results_dir and the S3 "
                        "credentials (--secret-env AWS_ACCESS_KEY_ID ...); nothing was submitted")
-    inputs = list(spec.get("s3_inputs") or [])
+    inputs = [i for i in spec.get("s3_inputs") or [] if i.get("path") not in replaces]
     where: dict[str, str] = {}
     for name, rel in files.items():
         local = posixpath.join(staging, f"from-{job['id']}", rel)

@@ -22,10 +22,11 @@ from dataclasses import dataclass, field
 from .. import fsio, names, pins, records, redact
 from ..contract import Gate, Launch, Plan, SubmitOptions
 from ..errors import TaoError
+from ..run import Result, last_line
 from . import JOB_LABEL, credentials, gates, render
 from .objects import delete_options, find_jobs, owned_by
 from . import results as resultsmod
-from .kubectl import Kubectl
+from .kubectl import Kubectl, json_objects
 from .logs import SPEC_FILE
 
 @dataclass
@@ -160,8 +161,8 @@ def _forbidden(exc: TaoError) -> bool:
 
 def capacity_gate(kube: Kubectl, spec: dict, *, require_free: bool = False) -> str:
     """Allocatable and free GPUs on schedulable nodes (see :mod:`gates`); returns the figures line.
-    Nodes and every namespace's pods come in ONE read; a user who may not read one of them gets the
-    narrower reads below. Without permission to list nodes the gate cannot judge: it says so and lets the
+    Nodes and every namespace's pods come in ONE read (finished pods too: a field selector would refuse
+    nodes; they count for nothing); a user who may not read one of them gets the narrower reads below. Without permission to list nodes the gate cannot judge: it says so and lets the
     submit go on."""
     gpus, nodes = int(spec.get("gpus", 1)), int(spec.get("nodes", 1))
     try:
@@ -217,7 +218,8 @@ def multinode_version_gate(kube: Kubectl) -> None:
 def retry_line(retry: bool, nodes: int) -> str:
     """The gate report's line on what a pod disruption does to this Job."""
     if not retry:
-        return ("the server does not keep podFailurePolicy (Kubernetes before 1.26, or its JobPodFailurePolicy "
+        since = pins.resolve("kubernetes.min_version_pod_failure_policy")
+        return (f"the server does not keep podFailurePolicy (Kubernetes before {since}, or its JobPodFailurePolicy "
                 "feature off): no retry (backoffLimit 0)")
     if nodes > 1:
         return ("a pod disruption (drain, preemption, eviction) fails the multi-node Job at once (a replaced rank "
@@ -277,30 +279,38 @@ def _lint(objs: list[dict], what: str) -> None:
 
 
 _CANNOT = re.compile(r'cannot (\w+) resource "([\w./-]+)"')
+#: What a server (or kubectl's schema check) from before podFailurePolicy says of the field.
+_UNKNOWN_POLICY = re.compile(r'unknown field "(spec\.)?podFailurePolicy"')
+
+
+def _dry_run(kube: Kubectl, objs: list[dict]) -> tuple[list[dict] | None, Result]:
+    """The server's objects (None when it refused them) and the whole answer (one stderr line per object)."""
+    body = json.dumps({"apiVersion": "v1", "kind": "List", "items": objs})
+    res = kube.run("create", "--dry-run=server", "-f", "-", "-o", "json", stdin=body, check=False,
+                   what="kubectl create --dry-run=server")
+    return (json_objects(res.stdout) if res.ok else None), res
 
 
 def _server_check(kube: Kubectl, objs: list[dict]) -> bool:
     """Server dry-run of the manifests launched: a missing namespace, a field the API rejects or a create
     RBAC forbids is refused before the record opens (nothing to clean up, no ERROR record for a typo).
-    Returns whether the server keeps the Job's podFailurePolicy (a server that does not know it, or has it
-    switched off, drops it or rejects it: the Job then goes without, backoffLimit 0)."""
-    job = render.find(objs, "Job")
-    wants = "podFailurePolicy" in job["spec"]
-    try:
-        made = kube.apply(objs, dry_run=True, create=True)
-    except TaoError as exc:
-        text = str(exc)
+    Returns whether the server keeps the Job's podFailurePolicy: a server that has it switched off drops
+    it, one from before it rejects it as an unknown field; the Job then goes without (backoffLimit 0)."""
+    wants = "podFailurePolicy" in render.find(objs, "Job")["spec"]
+    made, res = _dry_run(kube, objs)
+    if made is None and wants and _UNKNOWN_POLICY.search(res.stderr):
+        wants = False
+        made, res = _dry_run(kube, render.without_disruption_retry(objs))
+    if made is None:
+        text = res.stderr or res.stdout
         if f'namespaces "{kube.namespace}" not found' in text:
             where = f" in context {kube.context}" if kube.context else ""
             raise TaoError(f"namespace {kube.namespace} does not exist{where}: set TAO_K8S_NAMESPACE (or --namespace) "
-                           f"to an existing one, or ask for it to be created") from None
-        denied = [f"{verb} {res}" for verb, res in _CANNOT.findall(text)]
+                           f"to an existing one, or ask for it to be created")
+        denied = [f"{verb} {kind}" for verb, kind in _CANNOT.findall(text)]
         if denied:
             _refuse_permissions(kube, list(dict.fromkeys(denied)))
-        if wants and "podFailurePolicy" in text:  # a server from before the field: try without it
-            kube.apply(render.without_disruption_retry(objs), dry_run=True, create=True)
-            return False
-        raise
+        raise TaoError(f"kubectl create --dry-run=server failed (exit {res.returncode}): {last_line(text)}")
     kept = next((o for o in made if o.get("kind") == "Job"), {})
     return wants and "podFailurePolicy" in (kept.get("spec") or {})
 

@@ -39,8 +39,26 @@ def resumed_epoch(text: str) -> int | None:
     return int(found.group(2)) if found else None
 
 
-def test_a_job_past_its_wall_time_resubmits_itself_and_completes_on_attempt_2(slurm_env):
-    rec = slurm_submit.submit(trainer_spec(50, 2, time_hours=None, time_minutes=2, max_attempts=3, walltime_margin_seconds=50))
+def two_node_trainer(**kw) -> dict:
+    """The trainer on two nodes: rank 0 writes the job's checkpoints, rank 1 its own epochs aside (TAO's other
+    ranks write none)."""
+    spec = trainer_spec(50, 2, num_gpus=2, max_num_gpus_per_node=1, **kw)  # fits beside a 1-GPU job
+    spec["command"][2] = spec["command"][2].replace(
+        'exec sh "$f" --results "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID"',
+        'r="$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID"; [ "$NODE_RANK" = 0 ] || r="$r/rank$NODE_RANK"; '
+        'echo "rank $NODE_RANK on $SLURMD_NODENAME"; exec sh "$f" --results "$r"')
+    return spec
+
+
+def test_jobs_past_their_wall_time_resubmit_themselves_and_complete_on_attempt_2(slurm_env):
+    """One node and two nodes at once (the two chains wait out their wall time side by side): the warning
+    stops every rank; attempt 2 resumes all of them from rank 0's checkpoint."""
+    from slurm_helpers import probe_gloo_ok
+
+    probe_gloo_ok()  # the multi-node gate passes for real
+    chain = dict(time_hours=None, time_minutes=2, max_attempts=3, walltime_margin_seconds=50)
+    rec = slurm_submit.submit(trainer_spec(50, 2, **chain))
+    pair = slurm_submit.submit(two_node_trainer(**chain))
     jid = rec["id"]
     first = rec["backend_ref"]
     assert rec["backend"]["walltime_chain"] is True
@@ -57,6 +75,17 @@ def test_a_job_past_its_wall_time_resubmits_itself_and_completes_on_attempt_2(sl
     assert view["attempt"] == 2 and view["chain_seconds"] > 0
     folder = Path(slurm_env["env"]["SLURM_BASE_RESULTS_DIR"]) / "results" / jid
     assert (folder / "model_epoch_050.pth").is_file()
+
+    done = wait_state(pair["id"], timeout=330)
+    assert done["state"] == "COMPLETE", slurm_logs.logs(pair["id"])
+    assert done["backend"]["chain_attempt"] == 2
+    out = slurm_logs.logs(pair["id"])["main.out"]
+    assert "tao: attempt 2 of 3" in out
+    ranks = dict(re.findall(r"rank (\d) on (node\d)", out))  # attempt 2's log: both ranks, on both nodes
+    assert sorted(ranks) == ["0", "1"] and sorted(ranks.values()) == ["node1", "node2"], out
+    resumed = re.findall(r"resumed from checkpoint \S+model_epoch_(\d+)\.pth at epoch (\d+)", out)
+    assert len(resumed) == 2 and len(set(resumed)) == 1 and int(resumed[0][1]) > 0, out  # both ranks, one checkpoint
+    assert (Path(slurm_env["env"]["SLURM_BASE_RESULTS_DIR"]) / "results" / pair["id"] / "model_epoch_050.pth").is_file()
 
 
 def test_continue_a_canceled_job_then_a_child_reads_its_checkpoint(slurm_env):
@@ -94,30 +123,3 @@ def test_continue_a_canceled_job_then_a_child_reads_its_checkpoint(slurm_env):
     done = wait_state(child["id"], timeout=90)
     assert done["state"] == "COMPLETE", slurm_logs.logs(child["id"])
     assert f"evaluating {folder.parent / new['id']}/model_epoch_060.pth" in slurm_logs.logs(child["id"])["main.out"]
-
-
-def test_a_two_node_job_past_its_wall_time_resubmits_itself_and_completes_on_attempt_2(slurm_env):
-    """The chain on two nodes: the warning stops every rank; attempt 2 resumes all of them from rank 0's
-    checkpoint (rank 1 writes its own epochs aside, as TAO's other ranks write none)."""
-    from slurm_helpers import probe_gloo_ok
-
-    probe_gloo_ok()  # the multi-node gate passes for real
-    spec = trainer_spec(50, 2, time_hours=None, time_minutes=2, max_attempts=3, walltime_margin_seconds=50,
-                        num_gpus=16, max_num_gpus_per_node=8)
-    spec["command"][2] = spec["command"][2].replace(
-        'exec sh "$f" --results "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID"',
-        'r="$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID"; [ "$NODE_RANK" = 0 ] || r="$r/rank$NODE_RANK"; '
-        'echo "rank $NODE_RANK on $SLURMD_NODENAME"; exec sh "$f" --results "$r"')
-    rec = slurm_submit.submit(spec)
-    jid = rec["id"]
-    done = wait_state(jid, timeout=330)
-    assert done["state"] == "COMPLETE", slurm_logs.logs(jid)
-    assert done["backend"]["chain_attempt"] == 2
-    out = slurm_logs.logs(jid)["main.out"]
-    assert "tao: attempt 2 of 3" in out
-    ranks = dict(re.findall(r"rank (\d) on (node\d)", out))  # attempt 2's log: both ranks, on both nodes
-    assert sorted(ranks) == ["0", "1"] and sorted(ranks.values()) == ["node1", "node2"], out
-    resumed = re.findall(r"resumed from checkpoint \S+model_epoch_(\d+)\.pth at epoch (\d+)", out)
-    assert len(resumed) == 2 and len(set(resumed)) == 1 and int(resumed[0][1]) > 0, out  # both ranks, one checkpoint
-    folder = Path(slurm_env["env"]["SLURM_BASE_RESULTS_DIR"]) / "results" / jid
-    assert (folder / "model_epoch_050.pth").is_file()

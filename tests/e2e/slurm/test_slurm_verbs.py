@@ -4,8 +4,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -568,13 +570,19 @@ def test_connection_dropped_during_sbatch_is_reconciled_without_a_duplicate(slur
                     "p=$(awk '{print $4}' /proc/$p/stat); done; sleep 5")
     dropped = remote.SBATCH.replace('echo "$jid"', kill_session)
     monkeypatch.setattr(remote, "SBATCH", dropped)
+    # its own ControlMaster (a short socket path): the sshd it kills carries every session multiplexed on the
+    # master, and other tests on this machine share the default one
+    control = tempfile.mkdtemp(prefix="tao-ssh-drop-", dir="/tmp")
+    monkeypatch.setenv("TAO_SSH_CONTROL_DIR", control)
     ssh.STATS.update(connections=0, commands=0)
     conn = Connection()
     rec = slurm_submit.submit(base_spec(command=["sleep", "1"]), conn=conn)
     assert "reconciled" in rec["message"]
     assert ssh.STATS["connections"] >= 1  # a fresh connection after the drop
     assert slurm_submit.find_by_name(conn, rec["id"]) == [rec["backend"]["slurm_job_id"]]
-    assert wait_state(rec["id"])["state"] == "COMPLETE"
+    assert wait_state(rec["id"], conn=conn)["state"] == "COMPLETE"
+    conn.close()
+    shutil.rmtree(control, ignore_errors=True)
 
 
 def test_agent_socket_instead_of_a_key_file(slurm_env, monkeypatch):
