@@ -42,7 +42,7 @@ def resumed_epoch(text: str) -> int | None:
 def two_node_trainer(**kw) -> dict:
     """The trainer on two nodes: rank 0 writes the job's checkpoints, rank 1 its own epochs aside (TAO's other
     ranks write none)."""
-    spec = trainer_spec(50, 2, num_gpus=2, max_num_gpus_per_node=1, **kw)  # fits beside a 1-GPU job
+    spec = trainer_spec(50, 2, num_gpus=2, num_nodes=2, **kw)  # one GPU and CPU per node: not whole nodes
     spec["command"][2] = spec["command"][2].replace(
         'exec sh "$f" --results "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID"',
         'r="$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID"; [ "$NODE_RANK" = 0 ] || r="$r/rank$NODE_RANK"; '

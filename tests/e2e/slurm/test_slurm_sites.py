@@ -148,7 +148,8 @@ def test_infrastructure_failure_resubmits_itself_on_another_node_without_a_polle
 
         time.sleep(1)
     assert f'"from":"{first}"' in shown and '"attempt":1' in shown, shown
-    done = wait_state(rec["id"])  # the first status after that follows the new SLURM job
+    # the first status after that follows the new SLURM job (it waits for the one node it may use)
+    done = wait_state(rec["id"], timeout=300)
     b = done["backend"]
     assert done["state"] == "COMPLETE" and b["slurm_job_id"] != first and b["self_retries"] == 1, done
     failed_on = _remote(["cat", "--", done["results_dir"] + "/first-node"]).strip()
@@ -268,6 +269,12 @@ def test_nccl_probe_that_cannot_start_is_cancelled_at_max_wait_as_not_run(slurm_
     blocker = _remote(["sbatch", "--parsable", "--exclusive", "-N2", f"--account={acct}", "--time=5",
                        "--output=/dev/null", "--wrap", "sleep 120"]).strip()
     try:
+        import time
+
+        deadline = time.monotonic() + 240  # other tests' jobs may hold the nodes first: the blocker must run
+        while _remote(["squeue", "-h", "-j", blocker, "-o", "%t"]).strip() != "R":
+            assert time.monotonic() < deadline, "the blocking job never started"
+            time.sleep(1)
         res, out = _probe_cli("--max-wait", "4", "--force")
     finally:
         _remote(["scancel", blocker])
