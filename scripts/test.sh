@@ -86,13 +86,13 @@ fi
 
 # One e2e group per cluster, all at once: the groups wait on different clusters. The Kubernetes and
 # SLURM tests spend their time waiting on pods and jobs and each uses its own names, so those groups run
-# 4 and 2 tests at a time (a submit waits while other tests hold the GPUs); the others run one at a
+# 4 and 3 tests at a time (a submit waits while other tests hold the GPUs); the others run one at a
 # time. Each group's output is printed when it ends.
 step "pytest -m e2e: one group per local cluster at the same time"
 logs="$(mktemp -d)"
 groups=("e2e and kubernetes" "e2e and slurm and not kubernetes" "e2e and docker and not kubernetes and not slurm"
         "e2e and not kubernetes and not slurm and not docker")
-workers=("-n 4 --dist load" "-n 2 --dist load" "-n 0" "-n 0")
+workers=("-n 4 --dist load" "-n 3 --dist load" "-n 0" "-n 0")
 # A test marked `exclusive` stops or restarts a daemon a whole cluster shares (sshd, for one): it runs
 # alone, after every group, so no other test meets the daemon down.
 pids=()
