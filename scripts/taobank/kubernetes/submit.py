@@ -162,8 +162,8 @@ def _forbidden(exc: TaoError) -> bool:
 def capacity_gate(kube: Kubectl, spec: dict, *, require_free: bool = False) -> str:
     """Allocatable and free GPUs on schedulable nodes (see :mod:`gates`); returns the figures line.
     Nodes and every namespace's pods come in ONE read (finished pods too: a field selector would refuse
-    nodes; they count for nothing); a user who may not read one of them gets the narrower reads below. Without permission to list nodes the gate cannot judge: it says so and lets the
-    submit go on."""
+    nodes; they count for nothing); a user who may not read one of them gets the narrower reads below.
+    Without permission to list nodes the gate cannot judge: it says so and lets the submit go on."""
     gpus, nodes = int(spec.get("gpus", 1)), int(spec.get("nodes", 1))
     try:
         both = kube.items("nodes,pods", "--all-namespaces", what="kubectl get nodes,pods --all-namespaces")
