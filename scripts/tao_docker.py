@@ -29,7 +29,7 @@ from __future__ import annotations
 import argparse
 
 from taobank import verbcli
-from taobank.cli import print_json, run_main
+from taobank.cli import print_gate_notes, print_json, run_main
 from taobank.errors import UsageError
 
 PLATFORM = "docker"
@@ -62,7 +62,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         print_json({"job_id": args.job_id or "preview-job", "command": text.strip()}) if args.json else print(text, end="")
         return 0
     view = verbcli.submit_lineage(PLATFORM, spec, SubmitOptions(job_id=args.job_id, description=args.description), args)
-    verbcli.print_gate_notes(view)
+    print_gate_notes(view.id, view.extra.get("gate_notes") or [])
     verbcli.print_submitted(view, args, [f"container: {view.extra.get('container', view.id)} "
                                          f"({adapter.engine} ps --filter label=org.tao-skill-bank.job-id={view.id})",
                                          f"results: {view.results_dir}", f"gate: {view.extra.get('gate', '')}"])

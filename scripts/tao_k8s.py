@@ -27,7 +27,7 @@ import argparse
 import sys
 
 from taobank import verbcli
-from taobank.cli import print_json, run_main
+from taobank.cli import print_gate_notes, print_json, run_main
 from taobank.errors import UsageError
 
 
@@ -69,7 +69,7 @@ def _submit(args: argparse.Namespace) -> int:
     view = verbcli.submit_lineage("kubernetes", spec, options, args)
     how = "reconciled with the existing Job" if view.extra.get("reconciled") else "Job created"
     gate = str(view.extra.get("gate") or "")
-    verbcli.print_gate_notes(view)
+    print_gate_notes(view.id, view.extra.get("gate_notes") or [])
     verbcli.print_submitted(view, args, [f"{how}: uid={view.extra.get('uid')}", f"gate: {gate}"])
     return 0
 

@@ -87,6 +87,14 @@ def one_line(value: object) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(value))
 
 
+def print_gate_notes(name: str, notes: list[str]) -> None:
+    """The gate's ``queued:`` and ``warning:`` lines (:meth:`Gate.notes`) on stderr, seen even under
+    --quiet/--json; ``name`` is the job or sweep they are about."""
+    for line in notes:
+        word, _, rest = line.partition(": ")
+        print(one_line(f"{'note' if word == 'queued' else 'warning'}: {name} {rest}"), file=sys.stderr)
+
+
 def print_json(data: Any) -> None:
     """Print ``data`` as stable, indented JSON (what ``--json`` emits)."""
     print(json.dumps(data, indent=2, sort_keys=True, default=str))

@@ -72,6 +72,10 @@ class Gate:
     def text(self) -> str:
         return "; ".join(line for line in self.lines if line)
 
+    def notes(self) -> list[str]:
+        """The lines a user must see even under --quiet/--json: ``queued: ...`` and ``warning: ...``."""
+        return [line for line in self.lines if line.startswith(("queued: ", "warning: "))]
+
 
 @dataclass
 class Launch:

@@ -276,6 +276,7 @@ class Platform(ABC):
         view = self.view(rec)
         view.extra.update(launch.details)
         view.extra["gate"] = gate.text()
+        view.extra["gate_notes"] = gate.notes()
         return view
 
     @abstractmethod
@@ -316,12 +317,13 @@ class Platform(ABC):
     def _sweep_module(self) -> Any:
         return importlib.import_module(self.sweep_access) if self.sweep_access else None
 
-    def check_sweep(self, plans: list[Plan], max_concurrent: int) -> None:
+    def check_sweep(self, plans: list[Plan], max_concurrent: int, gate: Gate) -> None:
         """Refuse, before any record opens, a sweep this platform cannot run (default: every sweep it can plan);
-        the platform may also bind each trial to a slot of ``max_concurrent`` (``backend["slot"]``)."""
+        the platform may also bind each trial to a slot of ``max_concurrent`` (``backend["slot"]``) and add
+        gate lines."""
         check = getattr(self._sweep_module(), "check", None)
         if check is not None:
-            check(plans, max_concurrent)
+            check(plans, max_concurrent, gate)
 
     def launch_sweep(self, plans: list[Plan], recs: list[dict], max_concurrent: int) -> list[Launch]:
         """Create every trial of a sweep in one batch (``recs[i]`` is the opened record of ``plans[i]``), at most

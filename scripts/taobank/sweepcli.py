@@ -9,7 +9,7 @@ import argparse
 import sys
 
 from . import sweepfile
-from .cli import print_json
+from .cli import print_gate_notes, print_json
 from .errors import EXIT_FAILED, EXIT_OK, UsageError
 
 
@@ -41,6 +41,7 @@ def submit(platform: str, spec: dict, opts: object, trials: list[dict[str, str]]
     done = sweeps.submit(platform, spec, opts, trials, args.max_concurrent,  # type: ignore[arg-type]
                          parent_kpi=getattr(args, "parent_kpi", None), parent_mode=getattr(args, "parent_mode", "min"),
                          allow_incomplete_parent=bool(getattr(args, "allow_incomplete_parent", False)))
+    print_gate_notes(f"sweep {done.sweep}", done.notes)
     if args.json:
         print_json(done.to_dict())
     elif args.quiet:

@@ -56,6 +56,8 @@ class Submitted:
     views: list[Any]
     max_concurrent: int
     gate: str = ""
+    #: the gate's queued:/warning: lines (:meth:`Gate.notes`)
+    notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"sweep": self.sweep, "trials": len(self.views), "max_concurrent": self.max_concurrent,
@@ -97,7 +99,7 @@ def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dic
         verdict = nccl_verdicts.require_ok(adapter.name, adapter.cluster_key(first), helper=adapter.helper,
                                            skip=opts.skip_nccl_probe)
         gate.backend.update(verdict)
-    adapter.check_sweep(plans, k)
+    adapter.check_sweep(plans, k, gate)
     adapter.check(first, gate)  # the trials differ only in their overrides: one gate for all
     sweep_id = names.mint_job_id(first.network_arch, "sweep")
     recs = []
@@ -124,7 +126,7 @@ def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dic
         view = adapter.view(rec)
         view.extra.update(launch.details)
         views.append(view)
-    return Submitted(sweep_id, views, k, gate.text())
+    return Submitted(sweep_id, views, k, gate.text(), gate.notes())
 
 
 def _fail(recs: list[dict], message: str) -> None:

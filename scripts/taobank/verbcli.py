@@ -23,7 +23,7 @@ import sys
 from typing import Callable
 
 from . import platform as core
-from .cli import add_version, print_json
+from .cli import add_version, print_gate_notes, print_json
 from .errors import EXIT_FAILED, EXIT_OK, UsageError
 
 #: old flag -> the flag that replaces it; the old one is accepted for one release
@@ -387,14 +387,6 @@ def add_submit_outputs(p: argparse.ArgumentParser) -> None:
     out.add_argument("-q", "--quiet", action="store_true", help="print only the job id")
 
 
-def print_gate_notes(view: core.JobView) -> None:
-    """The gate's ``queued:`` and ``warning:`` parts on stderr, seen even under --quiet/--json."""
-    for part in str(view.extra.get("gate") or "").split("; "):
-        for word, shown in (("queued: ", "note"), ("warning: ", "warning")):
-            if part.startswith(word):
-                print(f"{shown}: {view.id} {part[len(word):]}", file=sys.stderr)
-
-
 def print_submitted(view: core.JobView, args: argparse.Namespace, details: list[str]) -> None:
     if args.json:
         print_json(view.to_dict())
@@ -453,6 +445,7 @@ def cmd_continue(args: argparse.Namespace, platform: str | None) -> int:
     if args.dry_run:
         print_json({"continues": args.id, "preview": view}) if args.json else sys.stdout.write(view)
         return EXIT_OK
+    print_gate_notes(view.id, view.extra.get("gate_notes") or [])
     print_submitted(view, args, [f"continues {args.id} from {view.extra.get('continues_from')}"])
     return EXIT_OK
 

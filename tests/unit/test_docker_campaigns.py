@@ -304,7 +304,43 @@ def test_trials_running_at_once_get_gpus_of_their_own_and_wait_for_their_slot(en
     from taobank import platform
 
     view = platform.get("docker").submit({**SPEC, "gpus": 2}, SubmitOptions())
-    assert f"warning: GPU 0, 1 also used by running job {ids[0]}" in view.extra["gate"]
+    assert view.extra["gate_notes"] == [f"warning: GPU 0,1 to job {ids[0]} (active in the records): the jobs would "
+                                        "share them (--gpu-device names other GPUs)"]
+
+
+def _active(gpu_indices: str, **backend) -> str:
+    rec = records.open_record("docker", "img:1", "dino", "train", "A", "/r/{id}",
+                              backend={"gpu_indices": gpu_indices, **backend})
+    records.mark(rec["id"], "RUNNING")
+    return rec["id"]
+
+
+def test_gpus_in_use_are_the_active_jobs_of_the_same_engine_that_hold_them(engine):
+    from taobank.docker import gpus
+
+    mine = _active("1")
+    _active("0", held=True)                      # a held sweep trial has not started: it holds nothing yet
+    _active("2", engine_host="ssh://other-box")  # another machine's GPUs
+    done = _active("3")
+    records.mark(done, "COMPLETE")
+    assert gpus.in_use(None) == {"1": mine}
+    assert gpus.in_use("ssh://other-box") != {} and gpus.in_use(None, besides=mine) == {}
+
+
+def test_every_slot_of_a_sweep_is_checked_against_the_jobs_running_and_the_cli_says_so(engine, monkeypatch, cli,
+                                                                                        tmp_path):
+    import json as json_
+
+    four_gpus(monkeypatch)
+    other = _active("2")
+    spec = tmp_path / "job.json"
+    spec.write_text(json_.dumps({**SPEC, "gpus": 2}))
+    out = cli("tao_docker.py", "submit", "--spec", str(spec), "--sweep", "train.lr=0.1,0.2", "--max-concurrent", "2",
+              "--quiet")
+    assert out.rc == 0, out
+    assert f"warning: sweep {out.out.strip()} GPU 2 to job {other} (active in the records)" in out.err
+    one = cli("tao_docker.py", "submit", "--spec", str(spec), "--quiet")  # GPUs 0,1: the sweep's slot 0 has them
+    assert one.rc == 0 and f"warning: {one.out.strip()} GPU 0,1 to job " in one.err, one
 
 
 def test_a_sweep_asking_for_gpus_on_a_host_without_them_is_told_why(engine, monkeypatch):

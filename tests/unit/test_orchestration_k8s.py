@@ -126,8 +126,10 @@ def test_the_dry_run_names_every_create_the_role_forbids_and_keeps_other_refusal
     fake.kubectl("create", "--dry-run=server", rc=1,
                  stderr='Error from server (Forbidden): admission webhook "policy.example" denied the request: '
                         'Jobs must not set spec.podFailurePolicy')
+    before = len(fake.kubectl_calls("create", "--dry-run=server"))
     with pytest.raises(TaoError, match="dry-run=server failed .*must not set spec.podFailurePolicy"):
         platform.get("kubernetes").submit(SPEC, SubmitOptions())
+    assert len(fake.kubectl_calls("create", "--dry-run=server")) == before + 1  # no second try without the field
     assert records.list_records() == [] and not fake.kubectl_calls("create", "-f")
 
 

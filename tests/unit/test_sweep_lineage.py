@@ -41,7 +41,7 @@ class SweepStand:
         self.planned.append(spec)
         return Plan(spec, "img", "dino", "evaluate", "A", "/l/results/{id}")
 
-    def check_sweep(self, plans, max_concurrent):
+    def check_sweep(self, plans, max_concurrent, gate):
         pass
 
     def check(self, plan, gate):

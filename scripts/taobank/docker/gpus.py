@@ -79,17 +79,32 @@ def check_request(request: int | str | list[str], found: list[Gpu] | None) -> li
     return found[:request]
 
 
-def in_use(besides: str | None = None) -> dict[str, str]:
-    """GPU index -> the active Docker job (from the record store, no engine call) that was given it."""
+def in_use(host: str | None, besides: str | None = None) -> dict[str, str]:
+    """GPU index -> an active Docker job of the engine at ``host`` (None: this machine's) that was given it,
+    from the record store (no engine call; a held sweep trial holds none yet)."""
     from .. import records
 
     out: dict[str, str] = {}
     for rec in records.list_records(platform="docker", active=True):
-        if rec["id"] != besides and not (rec.get("backend") or {}).get("held"):
-            for index in str((rec.get("backend") or {}).get("gpu_indices") or "").split(","):
+        b = rec.get("backend") or {}
+        if rec["id"] != besides and not b.get("held") and (b.get("engine_host") or None) == (host or None):
+            for index in str(b.get("gpu_indices") or "").split(","):
                 if index:
                     out.setdefault(index, rec["id"])
     return out
+
+
+def sharing(mine: list[str], host: str | None, besides: str | None = None) -> str | None:
+    """The gate's warning when GPUs in ``mine`` were given to other active jobs (each job named with its GPUs)."""
+    busy = in_use(host, besides)
+    by_job: dict[str, list[str]] = {}
+    for index in mine:
+        if index in busy:
+            by_job.setdefault(busy[index], []).append(index)
+    if not by_job:
+        return None
+    who = ", ".join(f"GPU {','.join(idx)} to job {job}" for job, idx in by_job.items())
+    return f"warning: {who} (active in the records): the jobs would share them (--gpu-device names other GPUs)"
 
 
 def shown(request: int | str | list[str]) -> str:

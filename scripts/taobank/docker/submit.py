@@ -139,11 +139,9 @@ def check(plan: DockerPlan, gate: Gate) -> None:
         mine = [g.index for g in got]
         plan.backend["gpu_indices"] = ",".join(mine)
         gate.lines.append(f"GPUs {', '.join(mine)} of this host")
-        busy = gpus.in_use(besides=plan.job_id)
-        shared = [i for i in mine if i in busy]
-        if shared:
-            gate.lines.append(f"warning: GPU {', '.join(shared)} also used by running job {busy[shared[0]]}: the "
-                              "jobs share it (--gpu-device names other GPUs)")
+        note = None if "slot" in plan.backend else gpus.sharing(mine, plan.host, plan.job_id)  # trials: the sweep's
+        if note:
+            gate.lines.append(note)
     for path in plan.must_exist:
         if not os.path.exists(path):
             raise TaoError(f"bind-mount path {path} does not exist on this host: create it or fix mounts; nothing was done")

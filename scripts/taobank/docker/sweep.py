@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-from ..contract import Launch
+from ..contract import Gate, Launch
 from ..errors import TaoError
 from . import engine as eng
 from . import facts, gpus, render
@@ -21,19 +21,29 @@ from .submit import DockerPlan
 LABEL_SWEEP = "org.tao-skill-bank.sweep"
 
 
-def check(plans: list[DockerPlan], max_concurrent: int) -> None:
+def check(plans: list[DockerPlan], max_concurrent: int, gate: Gate) -> None:
     """Each trial with a results folder of its own (the core's gate checked the first one's) and GPUs no other
-    running trial has; refused before any record."""
+    running trial has; refused before any record. The record of each trial names the GPUs it gets, and the
+    gate warns when another active job has some of them."""
     taken = [p.results_dir for p in plans if os.path.exists(p.results_dir)]
     if taken:
         raise TaoError(f"{taken[0]} exists already: a trial's results folder is its own; nothing was done")
     slots = gpu_slots(plans[0].gpu_request, min(max_concurrent, len(plans)))
     for i, plan in enumerate(plans):
+        assert plan.run is not None
         if slots:
-            assert plan.run is not None
             plan.run = replace(plan.run, gpus=slots[i % len(slots)])
             plan.backend["slot"] = i % len(slots)
             plan.backend["gpus"] = plan.backend["gpu_indices"] = ",".join(slots[i % len(slots)])
+    if slots:
+        for slot in slots:
+            note = gpus.sharing(slot, plans[0].host)
+            if note:
+                gate.lines.append(note)
+    elif plans[0].gpu_request not in (0, []):  # the same named devices (or all) for every trial, one at a time
+        same = ",".join(g.index for g in gpus.check_request(plans[0].gpu_request, gpus.host_gpus()))
+        for plan in plans:
+            plan.backend["gpu_indices"] = same
 
 
 def gpu_slots(request: int | str | list[str], k: int) -> list[list[str]]:

@@ -9,7 +9,7 @@ import json
 import shlex
 
 from .. import fsio, records
-from ..contract import Launch
+from ..contract import Gate, Launch
 from ..errors import TaoError
 from ..progress import READ_STATUS_SH, split_files
 from ..run import last_line
@@ -33,7 +33,7 @@ def _refuse(p: KubePlan) -> None:
                        "multi-node or --request trials one by one")
 
 
-def check(plans: list[KubePlan], max_concurrent: int) -> None:
+def check(plans: list[KubePlan], max_concurrent: int, gate: Gate) -> None:
     """What a Kubernetes sweep cannot do, refused before any record opens."""
     _refuse(plans[0])
 
