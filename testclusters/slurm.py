@@ -359,7 +359,9 @@ def _slurmctld_ok(lay: conf.Layout) -> bool:
     return res.ok and "is UP" in res.stdout
 
 
-NODE_OK = {"idle", "mix", "alloc", "comp"}
+#: sinfo's short node states of a node that runs jobs ("plnd": the backfill scheduler planned it for a
+#: pending job, as a busy test run does when a multi-node job waits)
+NODE_OK = {"idle", "mix", "alloc", "comp", "plnd"}
 
 
 def _node_states(lay: conf.Layout) -> dict[str, str]:
