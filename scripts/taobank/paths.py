@@ -37,7 +37,7 @@ def is_path(value: object) -> bool:
 
 
 #: An S3 bucket name (3-63 lower-case letters, digits, '.', '-'; starting and ending with a letter or digit).
-_S3_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\Z")
+S3_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\Z")
 
 
 def is_location(value: object) -> bool:
@@ -46,7 +46,7 @@ def is_location(value: object) -> bool:
         return True
     if not (isinstance(value, str) and _URI.match(value) and ".." not in value.split("/")):
         return False
-    return not value.startswith("s3://") or bool(_S3_BUCKET.match(value[len("s3://"):].split("/", 1)[0]))
+    return not value.startswith("s3://") or bool(S3_BUCKET.match(value[len("s3://"):].split("/", 1)[0]))
 
 
 def is_under(path: str, root: str) -> bool:

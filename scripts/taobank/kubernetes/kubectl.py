@@ -84,14 +84,16 @@ class Kubectl:
     def items(self, *args: str, what: str | None = None) -> list[dict]:
         return self.json("get", *args, what=what).get("items") or []
 
-    def apply(self, objs: list[dict], *, dry_run: bool = False, create: bool = False) -> list[dict]:
+    def apply(self, objs: list[dict], *, create: bool = False) -> list[dict]:
         """Apply (or create) objects sent as JSON on stdin; return the server's objects."""
-        body = json.dumps({"apiVersion": "v1", "kind": "List", "items": objs})
-        verb = ["create"] if create else ["apply"]
-        extra = ["--dry-run=server"] if dry_run else []
-        what = "kubectl " + verb[0] + (" --dry-run=server" if dry_run else "")
-        res = self.run(*verb, *extra, "-f", "-", "-o", "json", stdin=body, what=what)
+        verb = "create" if create else "apply"
+        res = self.run(verb, "-f", "-", "-o", "json", stdin=_as_list(objs), what=f"kubectl {verb}")
         return json_objects(res.stdout)
+
+    def dry_run(self, objs: list[dict]) -> Result:
+        """The server's dry run of creating ``objs``, unchecked: a refusal's stderr names each object it refused."""
+        return self.run("create", "--dry-run=server", "-f", "-", "-o", "json", stdin=_as_list(objs), check=False,
+                        what="kubectl create --dry-run=server")
 
     def can_i(self, verb: str, resource: str) -> bool:
         res = self.run("auth", "can-i", verb, resource, check=False, what="kubectl auth can-i")
@@ -114,6 +116,10 @@ class Kubectl:
     def stream(self, *args: str, on_text: Callable[[str], None]) -> int:
         """Run with its output handed to ``on_text`` as it comes (``logs --follow``); returns the exit code."""
         return stream(self.argv(*args), on_text)
+
+
+def _as_list(objs: list[dict]) -> str:
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": objs})
 
 
 def json_objects(text: str) -> list[dict]:

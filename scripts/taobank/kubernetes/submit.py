@@ -285,9 +285,7 @@ _UNKNOWN_POLICY = re.compile(r'unknown field "(spec\.)?podFailurePolicy"')
 
 def _dry_run(kube: Kubectl, objs: list[dict]) -> tuple[list[dict] | None, Result]:
     """The server's objects (None when it refused them) and the whole answer (one stderr line per object)."""
-    body = json.dumps({"apiVersion": "v1", "kind": "List", "items": objs})
-    res = kube.run("create", "--dry-run=server", "-f", "-", "-o", "json", stdin=body, check=False,
-                   what="kubectl create --dry-run=server")
+    res = kube.dry_run(objs)
     return (json_objects(res.stdout) if res.ok else None), res
 
 

@@ -35,6 +35,7 @@ from typing import Any, Iterable, Mapping
 
 from .. import pins
 from ..errors import TaoError
+from ..paths import S3_BUCKET
 from ..s3results import ENDPOINT_ENV, _ENDPOINT
 
 #: The folder under the job folder that prefetches land in; the command names it ``{prefetch}``.
@@ -50,7 +51,6 @@ SECRETS = {"s3": (("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"), ("AWS_SESSION_
 #: plain (non-secret) settings passed to the prefetch job when the submitter has them
 PLAIN_ENV = ("AWS_DEFAULT_REGION", "AWS_REGION")
 
-_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\Z")
 _KEY = re.compile(r"[A-Za-z0-9!_.*'()+=,@-]+(/[A-Za-z0-9!_.*'()+=,@-]+)*/?\Z")
 _PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 _REV = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]*\Z")
@@ -93,7 +93,7 @@ def parse_source(source: str) -> tuple[str, tuple[str, ...]]:
         scheme = "hf"
     if scheme == "s3":
         bucket, _, key = rest.partition("/")
-        if not _BUCKET.match(bucket) or not key or not _KEY.match(key):
+        if not S3_BUCKET.match(bucket) or not key or not _KEY.match(key):
             raise TaoError(f"prefetch source {_shown(source)} is not s3://bucket/key (bucket: lowercase letters, "
                            "digits, '.-'; key: letters, digits and !_.*'()+=,@- with '/' between parts; a key "
                            "ending in '/' is a prefix)")
