@@ -11,11 +11,10 @@ here, as slots free, during status and watch.
 """
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from . import names, nccl_verdicts, records, states, sweepfile
+from . import names, nccl_verdicts, records, states, sweepfile, taoargs
 from .contract import Gate, SubmitOptions
 from .errors import TaoError, UsageError
 from .states import State
@@ -23,21 +22,11 @@ from .states import State
 
 
 def trial_spec(spec: Mapping[str, Any], overrides: Mapping[str, str]) -> dict:
-    """The job spec of one trial: its ``key=value`` arguments appended to the command (after ``-e spec.yaml``).
-
-    An argv list (``args``, or a list ``command``) gets them as arguments; a shell command string gets
-    them as quoted words (the values are safe words already: :mod:`taobank.sweepfile`)."""
-    out = dict(spec)
-    extra = sweepfile.args_of(overrides)
-    if isinstance(out.get("args"), list):
-        out["args"] = list(out["args"]) + extra
-    elif isinstance(out.get("command"), list):
-        out["command"] = list(out["command"]) + extra
-    elif isinstance(out.get("command"), str):
-        out["command"] = " ".join([out["command"], *map(shlex.quote, extra)])
-    else:
+    """The job spec of one trial: its ``key=value`` arguments appended to the command (after ``-e spec.yaml``;
+    the values are safe words already: :mod:`taobank.sweepfile`)."""
+    if not any(isinstance(spec.get(k), (list, str)) for k in ("args", "command")):
         raise UsageError("a sweep needs a command (or args) to append the trials' key=value overrides to")
-    return out
+    return taoargs.append_args(spec, sweepfile.args_of(overrides))
 
 
 def check_concurrency(value: int | None, n: int) -> int:

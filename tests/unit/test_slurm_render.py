@@ -40,7 +40,17 @@ def test_single_node_directives_and_container_line():
     # srun is told the CPUs itself (it does not take the batch step's -c on every SLURM release)
     assert "srun --nodes=1 --ntasks=1 --cpus-per-task=1 '--container-image=" in text
     assert "export TAO_API_RESULTS_DIR=/lustre/me/results\n" in text  # the parent: the container appends the id
-    assert "MASTER_ADDR" not in text
+    # One node: no rendezvous is set, and the task drops what a container hook or SLURM would leave for
+    # Lightning (its SLURM mode, RANK/LOCAL_RANK) and for TAO's multi-node path (any WORLD_SIZE).
+    assert not [line for line in text.splitlines() if "MASTER_ADDR=" in line]
+    srun = text[text.index("srun --nodes=1"):]
+    tokens = shlex.split(srun.split("\nrc=$?")[0].replace("\\\n", " "))
+    prologue = tokens[tokens.index("-c") + 1]
+    assert prologue == render.SINGLE_TASK_PROLOGUE and prologue.startswith("export SLURM_JOB_NAME=bash; unset ")
+    unset = prologue.split("unset ", 1)[1].split(";")[0].split()
+    assert {"SLURM_NTASKS", "SLURM_PROCID", "SLURM_LOCALID", "RANK", "LOCAL_RANK", "GROUP_RANK", "WORLD_SIZE",
+            "MASTER_ADDR", "MASTER_PORT", "NODE_RANK"} <= set(unset)
+    assert "SLURM_NODEID" not in unset and tokens[-2:] == ["python3", "train.py"]
 
 
 def test_runtime_none_runs_on_the_host():
@@ -65,7 +75,13 @@ def test_multi_node_rank_is_computed_inside_each_task():
     srun = text[text.index("srun --nodes=2"):]
     tokens = shlex.split(srun.split("\nrc=$?")[0].replace("\\\n", " "))
     prologue = tokens[tokens.index("-c") + 1]
-    assert prologue == render.TASK_PROLOGUE and 'NODE_RANK="$SLURM_NODEID"' in prologue
+    assert prologue == render.TASK_PROLOGUE and 'NODE_RANK="${SLURM_NODEID:?}"' in prologue
+    # Lightning's SLURM mode off, no RANK/LOCAL_RANK: TAO's Lightning networks start their own processes.
+    assert prologue.startswith("export SLURM_JOB_NAME=bash; unset SLURM_NTASKS ")
+    unset = prologue.split("unset ", 1)[1].split(";")[0].split()
+    assert {"SLURM_NTASKS", "SLURM_NNODES", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", "RANK",
+            "LOCAL_RANK", "GROUP_RANK"} == set(unset)
+    assert prologue.index("unset") < prologue.index("export MASTER_ADDR")
     for var in ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "NUM_GPU_PER_NODE"):
         assert f'{var}="$TAO_' in prologue
     assert tokens[-2:] == ["python3", "train.py"]
@@ -122,7 +138,8 @@ def test_no_input_adds_a_directive_or_a_command(value, env_value, job_dir):
     assert shlex.split(env_line) == ["export", f"USER_VALUE={env_value}"]
     srun = text[text.index("srun --nodes=1"):].split("\nrc=$?")[0]
     tokens = shlex.split(srun.replace("\\\n", " "))
-    assert tokens[-3:] == ["python3", value, "--flag"] and tokens[-4] == "--"  # user argv after srun's "--"
+    cut = tokens.index("--")  # user argv after srun's "--" and the task prologue
+    assert tokens[cut + 1:] == ["bash", "-c", render.SINGLE_TASK_PROLOGUE, "tao-task", "python3", value, "--flag"]
 
 
 def test_bash_parses_the_command_words_exactly():
@@ -151,8 +168,8 @@ def test_user_argv_starting_with_dashes_reaches_the_program_not_srun(first, rest
     cut = tokens.index("--")
     assert all(t.startswith("--") or t == "srun" for t in tokens[:cut])  # only the bank's options before it
     assert tokens[-len(argv):] == argv
-    if nodes == 1:
-        assert tokens[cut + 1:] == argv
+    prologue = render.TASK_PROLOGUE if nodes > 1 else render.SINGLE_TASK_PROLOGUE
+    assert tokens[cut + 1:] == ["bash", "-c", prologue, "tao-task", *argv]
 
 
 def test_the_job_resubmits_itself_only_with_requeue_and_checks_its_log_with_the_shared_patterns():

@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .. import names, records
+from .. import names, records, taoargs
 from ..contract import Gate, Launch, Plan, SubmitOptions
 from ..envfile import check_job_env
 from ..errors import SubmitUncertain, TaoError
@@ -92,6 +92,8 @@ def plan_submit(spec: dict, opts: SubmitOptions, *, engine: str | None = None, j
             raise TaoError(f"mount target {target} covers or shadows {job_dir}, where the job's results folder is "
                            "mounted: choose another container path")
     request = specmod.gpu_request(spec)
+    if request != "all":  # TAO reads its GPUs from its argv; "all" is counted when check reads the host's GPUs
+        spec = taoargs.with_gpu_args(spec, len(request) if isinstance(request, list) else int(request), 1)
     plain, nccl = check_job_env(spec.get("env"), spec.get("nccl_env"), reserved=render.RESERVED_ENV)
     rs = render.RunSpec(
         engine=name, job_id=jid, image=spec["image"], command=specmod.command_argv(spec), host_results=host_results,
@@ -135,6 +137,9 @@ def check(plan: DockerPlan, gate: Gate) -> None:
     plan.run = dataclasses.replace(plan.run, user=user, userns=ns)
     gate.lines.append(f"{plan.engine} engine {userns.version(info)}; the container {userns.note(plan.engine, is_rootless)}")
     got = gpus.check_request(plan.run.gpus, gpus.host_gpus() if plan.gpu_request not in (0, []) else [])
+    if plan.gpu_request == "all":
+        plan.spec = taoargs.with_gpu_args(plan.spec, len(got), 1)
+        plan.run = dataclasses.replace(plan.run, command=specmod.command_argv(plan.spec))
     if got:
         mine = [g.index for g in got]
         plan.backend["gpu_indices"] = ",".join(mine)

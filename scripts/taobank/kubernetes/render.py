@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from .. import names, pins
+from .. import names, pins, taoargs
 from ..errors import TaoError
 from ..paths import is_under
 from ..render import render_yaml_documents
@@ -288,6 +288,7 @@ def build_context(
         raise TaoError("give either command (shell text) or args (native argv), not both")
     if spec.get("command") is None and not spec.get("args"):
         raise TaoError("the job spec needs command (shell text) or args (native argv)")
+    spec = taoargs.with_gpu_args(spec, int(spec.get("gpus", 1)), nodes)  # TAO reads its GPUs from its argv
     tier = spec.get("storage_tier", "A")
     shm = spec.get("shm_size") or pins.resolve(
         "kubernetes.shm_size_multinode" if multinode else "kubernetes.shm_size_single"

@@ -22,11 +22,26 @@ SINGLE = "slurm/single-node.sbatch.tmpl"
 MULTI = "slurm/multi-node.sbatch.tmpl"
 RUNTIMES = ("pyxis", "none")
 _DIRECTIVE_VALUE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+\Z")
-#: Runs inside every task of a multi-node job (constant text, quoted as one argument).
+#: What each task unsets: with SLURM_NTASKS set (and a job name other than bash), PyTorch Lightning takes
+#: its SLURM mode and waits for one srun task per GPU, which one task per node never starts; a LOCAL_RANK or
+#: RANK (the Pyxis PyTorch hook sets both) stops it from starting its own processes too. TAO starts Lightning
+#: networks with plain ``python``, so every task presents what NVIDIA's SDK presents: SLURM_JOB_NAME=bash,
+#: these unset, SLURM_NODEID kept.
+TASK_UNSET = ("SLURM_NTASKS SLURM_NNODES SLURM_PROCID SLURM_LOCALID SLURM_NTASKS_PER_NODE "
+              "RANK LOCAL_RANK GROUP_RANK")
+#: Runs inside every task of a multi-node job (constant text, quoted as one argument): the rendezvous TAO
+#: reads (WORLD_SIZE is the node count), NODE_RANK from the task's own node.
 TASK_PROLOGUE = (
+    f'export SLURM_JOB_NAME=bash; unset {TASK_UNSET}; '
     'export MASTER_ADDR="$TAO_MASTER_ADDR" MASTER_PORT="$TAO_MASTER_PORT" WORLD_SIZE="$TAO_WORLD_SIZE" '
     'NUM_GPU_PER_NODE="$TAO_NUM_GPU_PER_NODE" NNODES="$TAO_WORLD_SIZE" NPROC_PER_NODE="$TAO_NUM_GPU_PER_NODE" '
-    'NODE_RANK="$SLURM_NODEID" RANK="$SLURM_NODEID"; exec "$@"'
+    'NODE_RANK="${SLURM_NODEID:?}"; exec "$@"'
+)
+#: The task of a one-node job: any WORLD_SIZE (TAO then takes its multi-node path, even at 1) or rendezvous
+#: value a site's container hook injects is dropped; NUM_GPU_PER_NODE stays (the batch step sets it).
+SINGLE_TASK_PROLOGUE = (
+    f'export SLURM_JOB_NAME=bash; unset {TASK_UNSET} WORLD_SIZE NODE_RANK MASTER_ADDR MASTER_PORT NNODES '
+    'NPROC_PER_NODE; exec "$@"'
 )
 
 
@@ -126,7 +141,7 @@ def render(inp: ScriptInput) -> str:
         "container_args": container_args(inp),
         "command": list(inp.command),
         "master_port": int(inp.master_port),
-        "task_prologue": TASK_PROLOGUE,
+        "task_prologue": TASK_PROLOGUE if inp.resources.nodes > 1 else SINGLE_TASK_PROLOGUE,
         "script_rel": f"sbatch/job_{inp.job_id}.sbatch",
         "self_retry": inp.self_retries > 0,
         # the run's own log is checked for an infrastructure failure: to resubmit itself, or to keep the

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from ..states import State
-from .. import pins, platform, records, states
+from .. import pins, platform, records, states, taoargs
 from ..contract import Gate, Launch, Plan, SubmitOptions
 from ..envfile import check_secret_name
 from ..errors import SubmitUncertain, TaoError
@@ -29,6 +29,7 @@ def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None, *, need_
     env = os.environ if env is None else env
     spec = specmod.validate(spec)
     res = resources.resolve(spec, env)
+    spec = taoargs.with_gpu_args(spec, res.gpus_per_node, res.nodes)  # TAO reads its GPUs from its argv
     runtime = specmod.runtime(spec, env)
     image = spec.get("image")
     if runtime == "pyxis" and not image:
