@@ -1,9 +1,10 @@
-"""How TAO names and finds its checkpoints: read from ONE table (versions.yaml ``tao_checkpoints``).
+"""How TAO names and finds its checkpoints, and how a run resumes: read from ONE table (versions.yaml
+``tao_checkpoints``), one row per network family (Lightning networks, mmengine's bevfusion).
 
 Used by ``continue`` and ``--parent`` (:mod:`taobank.lineage`, over a results listing) and by the
 platform code that resumes a replaced run (the shell function :func:`shell_finder`, rendered into the
 SLURM batch script and the Kubernetes pod wrapper). Nothing here guesses a name per network: the
-table says what every TAO Lightning trainer writes.
+table says what each family's trainer writes and which network is in which family.
 """
 from __future__ import annotations
 
@@ -16,32 +17,60 @@ from .contract import ResultFile
 from .errors import TaoError
 
 #: Characters a pinned glob may hold (it is written into shell text unquoted).
-_GLOB = re.compile(r"[A-Za-z0-9_.*-]+\Z")
+_GLOB = re.compile(r"[A-Za-z0-9_.*-]*\Z")
+#: A pinned override key (written into shell text unquoted).
+_KEY = re.compile(r"[A-Za-z0-9_.]*\Z")
 
 
-def table() -> dict:
-    """``tao_checkpoints`` of versions.yaml, checked (the globs reach shell text)."""
-    t = dict(pins.resolve("tao_checkpoints"))
+def family(network: str | None) -> str:
+    """The family of ``network`` (versions.yaml ``tao_checkpoints.networks``); unknown networks: the default."""
+    t = pins.resolve("tao_checkpoints")
+    for name, members in (t.get("networks") or {}).items():
+        if network in (members or []):
+            return str(name)
+    return str(t["default_family"])
+
+
+def table(network: str | None = None) -> dict:
+    """``tao_checkpoints`` of versions.yaml with the row of ``network``'s family, checked (globs and keys reach
+    shell text)."""
+    whole = dict(pins.resolve("tao_checkpoints"))
+    t = {k: v for k, v in whole.items() if k not in ("families", "networks")}
+    t.update(whole["families"][family(network)])
     for key in ("latest_glob", "epoch_glob"):
         if not _GLOB.match(str(t[key])):
-            raise TaoError(f"versions.yaml tao_checkpoints.{key} {t[key]!r} has characters a file glob may not: fix it")
+            raise TaoError(f"versions.yaml tao_checkpoints {key} {t[key]!r} has characters a file glob may not: fix it")
+    for key in ("resume_path", "resume_flag"):
+        if not _KEY.match(str(t[key])) or (key == "resume_path" and not t[key]):
+            raise TaoError(f"versions.yaml tao_checkpoints {key} {t[key]!r} is not a dotted config key: fix it")
     return t
 
 
-def resume_key() -> str:
-    return str(table()["resume_setting"])
+def resume_keys(network: str | None = None) -> list[str]:
+    """The override keys that say where a run of ``network`` resumes from (an earlier one is replaced)."""
+    t = table(network)
+    return [k for k in (t["resume_flag"], t["resume_path"]) if k]
 
 
 def resumes(action: str | None) -> bool:
     """Whether runs of ``action`` resume from a checkpoint (train does; evaluate/export run as given)."""
-    return (action or "") in set(table()["resume_actions"])
+    return (action or "") in set(pins.resolve("tao_checkpoints")["resume_actions"])
+
+
+def _number(path: str, regex_key: str) -> int | None:
+    found = list(re.finditer(str(pins.resolve("tao_checkpoints")[regex_key]), posixpath.basename(path)))
+    return int(found[-1].group(1)) if found else None
 
 
 def epoch_of(path: str) -> int | None:
-    """The epoch TAO reads from a checkpoint's name (``model_epoch_011.pth`` -> 11), else None; the last
-    match of the table's regex, as the shell finder's ``sed`` reads it."""
-    found = list(re.finditer(str(table()["epoch_regex"]), posixpath.basename(path)))
-    return int(found[-1].group(1)) if found else None
+    """The epoch in a checkpoint's name (``model_epoch_011_step_01200.pth`` -> 11), else None; the last match of
+    the table's regex, as the shell finder's ``sed`` reads it."""
+    return _number(path, "epoch_regex")
+
+
+def step_of(path: str) -> int | None:
+    """The step in a checkpoint's name (``model_epoch_011_step_01200.pth`` -> 1200), else None."""
+    return _number(path, "step_regex")
 
 
 def _fnmatch(name: str, glob: str) -> bool:
@@ -52,126 +81,148 @@ def _fnmatch(name: str, glob: str) -> bool:
 
 
 def latest(files: Iterable[ResultFile], action: str | None,
-           links: Mapping[str, str] | None = None) -> ResultFile | None:
+           links: Mapping[str, str] | None = None, network: str | None = None) -> ResultFile | None:
     """The checkpoint a run continues from, among a results listing (paths relative to the folder). The ONE
     rule, the same as :func:`shell_finder` (a property test holds them together); the folder is searched,
-    then its action's sub-folder, names in sorted order:
+    then its action's sub-folder, names in sorted order, with the globs of ``network``'s family:
 
     1. the target of a ``*_latest.pth`` link (``links``: the listing's links to regular files inside the
        folder): TAO moves it only after a save completed, so a save cut short is never chosen;
-    2. else the highest epoch of the regular epoch files (the first of equals);
+    2. else the regular epoch file of the highest epoch, and of that epoch the highest step (the first of
+       equals);
     3. else a regular ``*_latest.pth`` (a copy, not a link).
 
     None when there is none."""
-    t = table()
+    t = table(network)
     files = list(files)
     dirs = [""] + ([action] if action else [])
     by_path = {f.path: f for f in files}
 
     def in_order(paths: Iterable[str], glob: str) -> list[str]:
         return [p for d in dirs for p in sorted(paths)
-                if posixpath.dirname(p) == d and _fnmatch(posixpath.basename(p), glob)]
+                if glob and posixpath.dirname(p) == d and _fnmatch(posixpath.basename(p), glob)]
 
     for link in in_order((links or {}).keys(), t["latest_glob"]):
         target = (links or {})[link]
         return by_path.get(target) or ResultFile(target, 0, 0.0)
-    best: tuple[int, str] | None = None
+    best: tuple[int, int, str] | None = None
     for path in in_order(by_path, t["epoch_glob"]):
         epoch = epoch_of(path)
-        if epoch is not None and (best is None or epoch > best[0]):
-            best = (epoch, path)
+        step = step_of(path) or 0
+        if epoch is not None and (best is None or (epoch, step) > best[:2]):
+            best = (epoch, step, path)
     if best is not None:
-        return by_path[best[1]]
+        return by_path[best[2]]
     copies = in_order(by_path, t["latest_glob"])
     return by_path[copies[0]] if copies else None
 
 
-def override(path: str) -> str:
-    """The TAO override that resumes from ``path`` (``key=value`` after ``-e spec.yaml``)."""
-    return f"{resume_key()}={path}"
+def resume_args(path: str, network: str | None = None) -> list[str]:
+    """The TAO overrides that resume a run of ``network`` from ``path`` (``key=value`` after ``-e spec.yaml``)."""
+    t = table(network)
+    return ([f"{t['resume_flag']}=true"] if t["resume_flag"] else []) + [f"{t['resume_path']}={path}"]
 
 
-def with_resume(argv: Sequence[str], path: str) -> list[str]:
+def override(path: str, network: str | None = None) -> str:
+    """:func:`resume_args` as the words a person types."""
+    return " ".join(resume_args(path, network))
+
+
+def _is_resume_word(word: str, keys: Sequence[str]) -> bool:
+    return any(word.startswith(k + "=") for k in keys)
+
+
+def with_resume(argv: Sequence[str], path: str, network: str | None = None) -> list[str]:
     """``argv`` resuming from ``path``: an earlier resume override is replaced (Hydra refuses a key twice)."""
-    key = resume_key() + "="
-    return [a for a in argv if not a.startswith(key)] + [override(path)]
+    keys = resume_keys(network)
+    return [a for a in argv if not _is_resume_word(a, keys)] + resume_args(path, network)
 
 
-def resumed_from(argv: Sequence[str]) -> list[str]:
+def resumed_from(argv: Sequence[str], network: str | None = None) -> list[str]:
     """The checkpoints ``argv``'s resume overrides name (what :func:`with_resume` replaces)."""
-    key = resume_key() + "="
+    key = table(network)["resume_path"] + "="
     return [a[len(key):] for a in argv if a.startswith(key)]
 
 
-def _epoch_sed() -> str:
-    """The table's epoch regex as a ``sed`` expression printing the epoch (the last match, leading zeros off)."""
-    found = re.fullmatch(r"([A-Za-z0-9_-]+)\(\[0-9\]\+\)", str(table()["epoch_regex"]))
+def _sed(regex_key: str) -> str:
+    """A table regex as a ``sed`` expression printing its number (the last match, leading zeros off)."""
+    regex = str(pins.resolve("tao_checkpoints")[regex_key])
+    found = re.fullmatch(r"([A-Za-z0-9_-]+)\(\[0-9\]\+\)", regex)
     if not found:
-        raise TaoError(f"versions.yaml tao_checkpoints.epoch_regex {table()['epoch_regex']!r} must be a literal "
-                       "followed by ([0-9]+): fix it")
+        raise TaoError(f"versions.yaml tao_checkpoints.{regex_key} {regex!r} must be a literal followed by ([0-9]+): "
+                       "fix it")
     return f"s/.*{found.group(1)}0*\\([0-9][0-9]*\\).*/\\1/p"
 
 
-def shell_finder() -> str:
-    """POSIX sh functions (bash and busybox sh too) built from the table:
+def _latest_loop(glob: str, body: str) -> str:
+    if not glob:  # the family writes no latest link
+        return ""
+    return ('  for tao_d do\n'
+            f'    for tao_l in "$tao_d"/{glob}; do\n'
+            f'{body}'
+            "    done\n"
+            "  done\n")
+
+
+def shell_finder(network: str | None = None) -> str:
+    """POSIX sh functions (bash and busybox sh too) built from the table row of ``network``'s family:
 
     ``tao_latest_checkpoint FOLDER ACTION`` prints the newest complete checkpoint by the ONE rule of
-    :func:`latest`: the target of a ``*_latest.pth`` link (inside the folder), else the highest
-    ``epoch_NNN`` regular file, else a regular ``*_latest.pth``; nothing (status 1) when there is none.
+    :func:`latest`: the target of a ``*_latest.pth`` link (inside the folder), else the regular epoch file
+    of the highest epoch and step, else a regular ``*_latest.pth``; nothing (status 1) when there is none.
     A linked action sub-folder is not searched (a results listing does not follow it either).
     :func:`resume_set` then rewrites the caller's ``"$@"``.
     """
-    t = table()
-    key = resume_key()
-    if not re.match(r"[A-Za-z0-9_.]+\Z", key):
-        raise TaoError(f"versions.yaml tao_checkpoints.resume_setting {key!r} is not a dotted config key: fix it")
+    t = table(network)
     return (
         "tao_latest_checkpoint() {  # $1 results folder, $2 action: newest complete checkpoint (versions.yaml tao_checkpoints)\n"
-        '  tao_root=$(cd -P -- "$1" 2>/dev/null && pwd -P) || return 1\n'
-        '  set -- "$1" "$1/$2"\n'
+        + ('  tao_root=$(cd -P -- "$1" 2>/dev/null && pwd -P) || return 1\n' if t["latest_glob"]
+           else '  [ -d "$1" ] || return 1\n')
+        + '  set -- "$1" "$1/$2"\n'
         '  if [ -z "${2##*/}" ] || [ -L "$2" ]; then set -- "$1"; fi\n'
-        '  for tao_d do\n'
-        f'    for tao_l in "$tao_d"/{t["latest_glob"]}; do\n'
-        '      [ -L "$tao_l" ] || continue\n'
-        '      tao_t=$(readlink -f -- "$tao_l" 2>/dev/null) || continue\n'
-        '      case $tao_t in "$tao_root"/*) ;; *) continue ;; esac\n'
-        '      if [ -f "$tao_t" ]; then printf \'%s\\n\' "$tao_t"; return 0; fi\n'
-        "    done\n"
-        "  done\n"
-        '  tao_best=""; tao_n=-1\n'
+        + _latest_loop(t["latest_glob"],
+                       '      [ -L "$tao_l" ] || continue\n'
+                       '      tao_t=$(readlink -f -- "$tao_l" 2>/dev/null) || continue\n'
+                       '      case $tao_t in "$tao_root"/*) ;; *) continue ;; esac\n'
+                       '      if [ -f "$tao_t" ]; then printf \'%s\\n\' "$tao_t"; return 0; fi\n')
+        + '  tao_best=""; tao_n=-1; tao_m=-1\n'
         '  for tao_d do\n'
         f'    for tao_f in "$tao_d"/{t["epoch_glob"]}; do\n'
         '      [ -f "$tao_f" ] && [ ! -L "$tao_f" ] || continue\n'
-        f"      tao_e=$(printf '%s\\n' \"${{tao_f##*/}}\" | sed -n '{_epoch_sed()}')\n"
-        '      if [ -n "$tao_e" ] && [ "$tao_e" -gt "$tao_n" ]; then tao_n=$tao_e; tao_best=$tao_f; fi\n'
+        f"      tao_e=$(printf '%s\\n' \"${{tao_f##*/}}\" | sed -n '{_sed('epoch_regex')}')\n"
+        f"      tao_s=$(printf '%s\\n' \"${{tao_f##*/}}\" | sed -n '{_sed('step_regex')}')\n"
+        '      [ -n "$tao_e" ] || continue\n'
+        '      tao_s=${tao_s:-0}\n'
+        '      if [ "$tao_e" -gt "$tao_n" ] || { [ "$tao_e" -eq "$tao_n" ] && [ "$tao_s" -gt "$tao_m" ]; }; then\n'
+        '        tao_n=$tao_e; tao_m=$tao_s; tao_best=$tao_f\n'
+        '      fi\n'
         "    done\n"
         "  done\n"
         '  if [ -n "$tao_best" ]; then printf \'%s\\n\' "$tao_best"; return 0; fi\n'
-        '  for tao_d do\n'
-        f'    for tao_l in "$tao_d"/{t["latest_glob"]}; do\n'
-        '      if [ -f "$tao_l" ] && [ ! -L "$tao_l" ]; then printf \'%s\\n\' "$tao_l"; return 0; fi\n'
-        "    done\n"
-        "  done\n"
-        "  return 1\n"
+        + _latest_loop(t["latest_glob"],
+                       '      if [ -f "$tao_l" ] && [ ! -L "$tao_l" ]; then printf \'%s\\n\' "$tao_l"; return 0; fi\n')
+        + "  return 1\n"
         "}\n"
     )
 
 
-def resume_set(var: str = "tao_ckpt") -> str:
+def resume_set(var: str = "tao_ckpt", network: str | None = None) -> str:
     """sh lines that rewrite ``"$@"`` to resume from ``$var``: an earlier resume override is dropped."""
-    key = resume_key()
+    t = table(network)
+    drop = " | ".join(f"{k}=*" for k in resume_keys(network))
+    flag = f' "{t["resume_flag"]}=true"' if t["resume_flag"] else ""
     return (
         f'if [ -n "${{{var}:-}}" ]; then\n'
         '  tao_i=$#\n'
         '  while [ "$tao_i" -gt 0 ]; do\n'
         f'    tao_a=$1; shift; tao_i=$((tao_i - 1))\n'
-        f'    case $tao_a in {key}=*) ;; *) set -- "$@" "$tao_a" ;; esac\n'
+        f'    case $tao_a in {drop}) ;; *) set -- "$@" "$tao_a" ;; esac\n'
         "  done\n"
-        f'  set -- "$@" "{key}=${var}"\n'
+        f'  set -- "$@"{flag} "{t["resume_path"]}=${var}"\n'
         f'  echo "tao: resuming from checkpoint ${var}"\n'
         "fi\n"
     )
 
 
-__all__ = ["table", "resume_key", "resumes", "epoch_of", "latest", "override", "with_resume", "resumed_from", "shell_finder",
-           "resume_set"]
+__all__ = ["table", "family", "resume_keys", "resumes", "epoch_of", "step_of", "latest", "resume_args", "override",
+           "with_resume", "resumed_from", "shell_finder", "resume_set"]

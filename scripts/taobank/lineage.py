@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from .states import State
-from . import checkpoints, records, savedspec, states
+from . import checkpoints, records, savedspec, states, taoargs
 from .contract import ResultsListing, SubmitOptions
 from .errors import TaoError
 from .paths import is_path, is_under, rel_path
@@ -66,11 +66,11 @@ def _checkpoint(rec: dict, listing: ResultsListing, folder: str, named: str | No
             have = sorted(f.path for f in files if f.checkpoint)[-3:]
             raise TaoError(f"--from {rel}: no such file in {folder} (latest checkpoints: {', '.join(have) or 'none'})")
         if not (checkpoints.epoch_of(rel) is not None or rel.lower().endswith(".pth")):
-            raise TaoError(f"--from {rel} is not a TAO checkpoint (model_epoch_NNN.pth): name one")
+            raise TaoError(f"--from {rel} is not a TAO checkpoint (model_epoch_NNN_step_SSSSS.pth): name one")
         return posixpath.join(folder, rel)
-    found = checkpoints.latest(files, rec.get("action"), listing.links)
+    found = checkpoints.latest(files, rec.get("action"), listing.links, rec.get("network_arch"))
     if found is None:
-        raise TaoError(f"job {rec['id']} left no checkpoint in {folder} (TAO writes model_epoch_NNN.pth every "
+        raise TaoError(f"job {rec['id']} left no checkpoint in {folder} (TAO writes model_epoch_NNN_step_SSSSS.pth every "
                        f"{checkpoints.table()['interval_setting']} epochs): submit it again from the start")
     return posixpath.join(folder, found.path)
 
@@ -107,16 +107,21 @@ def _plain(path: str, job_id: str) -> str:
 
 
 def _resumed_command(spec: dict, ckpt: str, job_id: str) -> dict:
-    """``spec`` whose argv (``args``, else a list ``command``) resumes from ``ckpt``."""
+    """``spec`` whose command resumes from ``ckpt``: an argv (``args``, else a list ``command``) with an earlier
+    resume override replaced; shell text with the override appended as quoted words (as a sweep's are), unless
+    it holds one already (a word inside shell text cannot be replaced safely)."""
     out = dict(spec)
+    network = spec.get("network_arch")
     for key in ("args", "command"):
         value = out.get(key)
         if isinstance(value, list) and value:
-            out[key] = checkpoints.with_resume([str(a) for a in value], ckpt)
+            out[key] = checkpoints.with_resume([str(a) for a in value], ckpt, network)
             return out
     if isinstance(out.get("command"), str):
-        raise TaoError(f"job {job_id} ran a shell-text command: the resume override cannot be added safely; submit "
-                       f"it again as an argv list with {checkpoints.override(ckpt)}")
+        if any(k + "=" in out["command"] for k in checkpoints.resume_keys(network)):
+            raise TaoError(f"job {job_id} ran shell text that names a checkpoint already: submit it again with "
+                           f"that word changed to {checkpoints.override(ckpt, network)}")
+        return taoargs.append_args(out, checkpoints.resume_args(ckpt, network))
     raise TaoError(f"job {job_id}'s saved spec has no command: submit it again by hand")
 
 
@@ -146,7 +151,7 @@ def continue_job(platform: str | None, job_id: str, *, checkpoint: str | None = 
                        "jobs continue from a checkpoint; submit it again")
     loc, listing = _listing(rec, "job")
     spec, where = _fetched(spec, rec, loc.folder, {"checkpoint": _checkpoint(rec, listing, loc.folder, checkpoint)},
-                           replaces=checkpoints.resumed_from(_argv(spec)))
+                           replaces=checkpoints.resumed_from(_argv(spec), spec.get("network_arch")))
     ckpt = _plain(where["checkpoint"], job_id)
     new = _resumed_command(spec, ckpt, job_id)
     view = _submit(rec["platform"], new, options, continues=job_id, dry_run=dry_run,
@@ -202,7 +207,7 @@ def with_parent(platform: str, spec: dict, parent_id: str, *, allow_incomplete: 
                        "--allow-incomplete-parent to use what it left; nothing was submitted")
     loc, listing = _listing(parent, "--parent", status=kpi is not None, spec=spec)
     table = {"{parent.results_dir}": loc.folder}
-    latest = checkpoints.latest(listing.files, parent.get("action"), listing.links)
+    latest = checkpoints.latest(listing.files, parent.get("action"), listing.links, parent.get("network_arch"))
     if kpi is not None:
         from .results_verbs import find_best
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from . import fsio, records, states
+from . import checkpoints, fsio, records, states
 from .contract import ResultFile, ResultsListing, ResultsLocation
 from .errors import TaoError, UsageError
 from .paths import rel_path
@@ -124,8 +124,10 @@ def find_best(listing: ResultsListing, kpi: str, mode: str, action: str | None) 
         found.note = str(exc)
         return found
     found.at, found.value = int(row[found.key]), row[kpi]
-    found.checkpoints = [f.path for f in listing.files
-                         if f.checkpoint and number_in_name(f.path, found.key) == found.at]
+    # an epoch's KPIs are measured at its end: of its checkpoints (one per step interval), the last comes first
+    found.checkpoints = sorted((f.path for f in listing.files
+                                if f.checkpoint and number_in_name(f.path, found.key) == found.at),
+                               key=lambda p: -(checkpoints.step_of(p) or 0))
     if not found.checkpoints:
         found.note = f"none of the {sum(f.checkpoint for f in listing.files)} checkpoints is named for " \
                      f"{found.key} {found.at}"

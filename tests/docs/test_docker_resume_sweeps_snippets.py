@@ -64,7 +64,7 @@ def test_continue_block_resumes_a_canceled_training(bank):
     spec, block, helper, tmp = bank
     spec("job.yaml", 4)
     jid = helper("tao_docker.py", "submit", "--spec", "job.yaml", "--quiet").strip()
-    _wait_for(tmp / "results" / jid / "model_epoch_001.pth")
+    _wait_for(tmp / "results" / jid / "train" / "model_epoch_000_step_00010.pth")
     helper("tao_docker.py", "cancel", jid)
     res = block("continue", JOB_ID=jid)
     assert res.returncode == 0, res.stdout + res.stderr
@@ -83,7 +83,7 @@ def test_parent_block_evaluates_the_best_checkpoint(bank):
     res = block("parent", JOB_ID=jid)
     assert res.returncode == 0 and " COMPLETE" in res.stdout, res.stdout + res.stderr
     (child,) = [r for r in json.loads(helper("tao_jobs.py", "list", "--json")) if r.get("parent") == jid]
-    assert "fake checkpoint of epoch 2" in helper("tao_docker.py", "logs", child["id"])  # val_loss is lowest at 2
+    assert "fake checkpoint of epoch 1 step 20" in helper("tao_docker.py", "logs", child["id"])  # lowest val_loss
 
 
 def test_sweep_block_runs_every_trial_and_names_the_best(bank):
@@ -92,7 +92,7 @@ def test_sweep_block_runs_every_trial_and_names_the_best(bank):
     res = block("sweep")
     assert res.returncode == 0, res.stdout + res.stderr
     assert res.stdout.count(" COMPLETE ") == 4, res.stdout
-    assert "best val_loss (min)" in res.stdout and "checkpoint model_epoch_002.pth" in res.stdout
+    assert "best val_loss (min)" in res.stdout and "checkpoint train/model_epoch_001_step_00020.pth" in res.stdout
 
 
 def test_cancel_sweep_block_cancels_every_trial(bank):

@@ -73,7 +73,8 @@ def test_latest_reads_links_first_then_epochs_then_a_copy():
 # ------------------------------------------------------------------ the property: Python and shell agree
 DIRS = st.sampled_from(["", "train", "other"])
 EPOCH_NAME = st.builds(lambda e, w, tail: f"model_epoch_{e:0{w}d}{tail}.pth", st.integers(0, 10**6),
-                       st.integers(1, 4), st.sampled_from(["", "_x", "_epoch_7", "-ema"]))
+                       st.integers(1, 4), st.sampled_from(["", "_x", "_epoch_7", "-ema", "_step_00100", "_step_00150",
+                                                            "_step_1", "_step_"]))
 ODD_NAME = st.sampled_from(["model_epoch_.pth", "model_epoch_x.pth", "epoch_5.pth", "model_epoch_3.ckpt",
                             ".model_epoch_9.pth", "status.json"])
 LATEST_NAME = st.sampled_from(["dino_model_latest.pth", "a_latest.pth", "z_latest.pth", ".h_latest.pth"])
@@ -130,15 +131,55 @@ def test_python_and_shell_pick_the_same_checkpoint(entries, action):
 
 @pytest.mark.parametrize("regex", ["epoch_([0-9]+)", "ep([0-9]+)"])
 def test_the_finder_reads_the_tables_epoch_regex(regex, monkeypatch):
-    real = checkpoints.table()
-    monkeypatch.setattr(checkpoints, "table", lambda: {**real, "epoch_regex": regex})
-    prefix = regex.split("(")[0]
-    assert f"s/.*{prefix}0*" in checkpoints.shell_finder()
-    monkeypatch.setattr(checkpoints, "table", lambda: {**real, "epoch_regex": "epoch_(\\d+)"})
+    from taobank import pins
     from taobank.errors import TaoError
 
+    real = pins.resolve
+
+    def resolve(key, regex=regex):
+        value = real(key)
+        return {**value, "epoch_regex": regex} if key == "tao_checkpoints" else value
+
+    monkeypatch.setattr(pins, "resolve", resolve)
+    prefix = regex.split("(")[0]
+    assert f"s/.*{prefix}0*" in checkpoints.shell_finder()
+    monkeypatch.setattr(pins, "resolve", lambda key: resolve(key, "epoch_(\\d+)"))
     with pytest.raises(TaoError, match="epoch_regex"):
         checkpoints.shell_finder()
+
+
+def test_the_highest_step_of_the_highest_epoch_wins_in_python_and_shell(tmp_path: Path):
+    (tmp_path / "train").mkdir()
+    for name in ("model_epoch_001_step_00200.pth", "model_epoch_002_step_00250.pth", "model_epoch_002_step_00300.pth",
+                 "model_epoch_002_step_00275.pth"):
+        (tmp_path / "train" / name).write_text("x")
+    assert python_answer(tmp_path, "train") == "train/model_epoch_002_step_00300.pth"
+    for shell in SHELLS:
+        assert shell_answer(tmp_path, "train", shell) == "train/model_epoch_002_step_00300.pth"
+
+
+def test_each_network_family_has_its_names_and_resume_keys(tmp_path: Path):
+    assert checkpoints.family("dino") == "lightning" and checkpoints.family("bevfusion") == "mmengine"
+    assert checkpoints.family("some_new_net") == "lightning"
+    argv = ["dino", "train", "train.resume_training_checkpoint_path=/old.pth"]
+    assert checkpoints.with_resume(argv, "/r/model_epoch_003_step_00400.pth", "dino") == \
+        ["dino", "train", "train.resume_training_checkpoint_path=/r/model_epoch_003_step_00400.pth"]
+    bev = ["bevfusion", "train", "train.resume=false", "train.pretrained_checkpoint=/init.pth"]
+    assert checkpoints.with_resume(bev, "/r/epoch_4.pth", "bevfusion") == \
+        ["bevfusion", "train", "train.resume=true", "train.pretrained_checkpoint=/r/epoch_4.pth"]
+    assert checkpoints.resumed_from(bev, "bevfusion") == ["/init.pth"]
+    (tmp_path / "epoch_3.pth").write_text("x")
+    (tmp_path / "epoch_12.pth").write_text("x")
+    (tmp_path / "model_epoch_099_step_00001.pth").write_text("x")  # not an mmengine name
+    script = checkpoints.shell_finder("bevfusion") + 'tao_latest_checkpoint "$1" train\n' + \
+        'tao_ckpt=$(tao_latest_checkpoint "$1" train)\n' + 'set -- bevfusion train train.resume=false\n' + \
+        checkpoints.resume_set(network="bevfusion") + 'printf "%s|" "$@"\n'
+    for shell in SHELLS:
+        out = subprocess.run([*shell, "-c", script, "tao", str(tmp_path)], capture_output=True, text=True).stdout
+        assert out.splitlines()[0] == f"{tmp_path}/epoch_12.pth"
+        assert out.splitlines()[-1] == f"bevfusion|train|train.resume=true|train.pretrained_checkpoint={tmp_path}/epoch_12.pth|"
+    files = [ResultFile("epoch_3.pth", 1, 1.0), ResultFile("epoch_12.pth", 1, 2.0)]
+    assert checkpoints.latest(files, "train", {}, "bevfusion").path == "epoch_12.pth"
 
 
 def test_artifacts_reports_the_links(tmp_path: Path):

@@ -173,7 +173,8 @@ def test_sweep_best_lists_every_trial_folder_in_one_local_command(engine, fake):
     since = len(fake.calls)
     win = sweeps.best(done.sweep, "val_loss", "min")
     assert [c.program for c in fake.calls[since:]] == ["sh"]
-    assert win.id == done.views[1].id and abs(win.value - 0.21) < 1e-9 and win.checkpoints == ["model_epoch_002.pth"]
+    assert win.id == done.views[1].id and abs(win.value - 0.21) < 1e-9 \
+        and win.checkpoints == ["train/model_epoch_001_step_00020.pth"]
 
 
 def test_a_held_trial_canceled_alone_is_removed_not_stopped(engine, fake):
@@ -223,20 +224,20 @@ def test_continue_mounts_the_old_folder_and_resumes_from_its_checkpoint(engine, 
     out = cli("tao_docker.py", "continue", old["id"], "--json")
     assert out.rc == 0, out
     view = json.loads(out.out)
-    assert view["continues"] == old["id"] and view["continues_from"] == f"{folder}/model_epoch_002.pth"
+    assert view["continues"] == old["id"] and view["continues_from"] == f"{folder}/train/model_epoch_001_step_00020.pth"
     (run,) = [c.argv for c in engine.fake.calls[since:] if c.program == "docker" and c.argv[1] == "run"]
     assert _mount_of(run, folder) == f"type=bind,source={folder},target={folder},readonly"
-    assert run[-1] == f"train.resume_training_checkpoint_path={folder}/model_epoch_002.pth"
+    assert run[-1] == f"train.resume_training_checkpoint_path={folder}/train/model_epoch_001_step_00020.pth"
     assert records.load(view["id"])["backend"]["engine"] == "docker"
 
 
 def test_continue_dry_run_shows_the_mount_and_opens_nothing(engine, cli, tmp_path):
     old = _finished_job(engine, cli, tmp_path, "CANCELED")
     before = len(records.list_records())
-    out = cli("tao_docker.py", "continue", old["id"], "--dry-run", "--from", "model_epoch_001.pth")
+    out = cli("tao_docker.py", "continue", old["id"], "--dry-run", "--from", "train/model_epoch_000_step_00010.pth")
     assert out.rc == 0, out
     folder = old["backend"]["results_dir"]
-    assert f"source={folder},target={folder},readonly" in out.out and "model_epoch_001.pth" in out.out
+    assert f"source={folder},target={folder},readonly" in out.out and "model_epoch_000_step_00010.pth" in out.out
     assert len(records.list_records()) == before
 
 
@@ -249,7 +250,7 @@ def test_a_parent_child_reads_the_parents_checkpoint_through_a_read_only_mount(e
     view = json.loads(out.out)
     assert view["parent"] == parent["id"]
     run = [c.argv for c in engine.fake.calls if c.program == "docker" and c.argv[1] == "run"][-1]
-    assert run[-2:] == ["cat", f"{folder}/model_epoch_002.pth"]
+    assert run[-2:] == ["cat", f"{folder}/train/model_epoch_001_step_00020.pth"]
     assert _mount_of(run, folder).endswith(",readonly")
 
 

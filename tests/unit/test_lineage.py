@@ -107,8 +107,8 @@ def test_continue_refuses_gone_results_no_checkpoint_no_saved_spec_and_shell_tex
     with pytest.raises(TaoError, match="left no checkpoint"):
         lineage.continue_job("slurm", job()["id"])
     stand.files = [ResultFile("model_epoch_001.pth", 1, 0.0)]
-    with pytest.raises(TaoError, match="shell-text command"):
-        lineage.continue_job("slurm", job(command="dino train")["id"])
+    with pytest.raises(TaoError, match="names a checkpoint already"):
+        lineage.continue_job("slurm", job(command=f"dino train {KEY}=/x/model_epoch_000.pth")["id"])
     bare = records.open_record("slurm", "img", "dino", "train", "A", "/l/results/{id}")
     records.mark(bare["id"], "CANCELED")
     with pytest.raises(TaoError, match="no saved spec"):
@@ -116,6 +116,13 @@ def test_continue_refuses_gone_results_no_checkpoint_no_saved_spec_and_shell_tex
     with pytest.raises(TaoError, match="only train jobs continue"):
         lineage.continue_job("slurm", job(action="evaluate")["id"])
     assert stand.submitted == []
+
+
+def test_shell_text_is_continued_with_the_override_appended_as_a_quoted_word(stand):
+    old = job(command="cd /work && dino train -e 's p.yaml'")
+    lineage.continue_job("slurm", old["id"])
+    spec, _ = stand.submitted[-1]
+    assert spec["command"] == f"cd /work && dino train -e 's p.yaml' {KEY}={old['results_dir']}/model_epoch_010.pth"
 
 
 def test_a_dry_run_creates_nothing(stand):

@@ -60,24 +60,46 @@ def text_of(*lines: str) -> str:
 # ---------------------------------------------------------------- progress
 def test_real_format_gives_the_progress_of_the_last_line():
     text = text_of(status_line("STARTED", message="Starting Training"),
-                   epoch_line(1, train_loss=0.9), epoch_line(2, train_loss=0.7, val_loss=0.8),
-                   epoch_line(3, train_loss=0.412, val_loss=0.6, mAP=0.31))
+                   epoch_line(0, 9, train_loss=0.9), epoch_line(1, 9, train_loss=0.7, val_loss=0.8),
+                   epoch_line(2, 9, train_loss=0.412, val_loss=0.6, mAP=0.31))
     p = progress(parse(text))
-    assert (p.status, p.epoch, p.max_epoch, p.step, p.max_step) == ("RUNNING", 3, 10, 300, 1000)
+    # stored as TAO writes them (0-based, max_epoch the last index), shown from 1
+    assert (p.status, p.epoch, p.max_epoch, p.step, p.max_step) == ("RUNNING", 2, 9, 200, 900)
     assert p.eta == pytest.approx(7 * 75.5) and p.time_per_epoch == pytest.approx(75.5)
     assert p.kpis == {"train_loss": 0.412, "val_loss": 0.6, "mAP": 0.31}
-    assert p.last_update == "3/7/2025 9:8:3"
+    assert p.last_update == "3/7/2025 9:7:3"
     assert p.line() == "epoch 3/10 eta 0:08:48 train_loss=0.412 val_loss=0.6 mAP=0.31"
     assert json.loads(json.dumps(p.to_dict())) == {
-        "status": "RUNNING", "message": None, "epoch": 3, "max_epoch": 10, "step": 300, "max_step": 1000,
-        "eta": pytest.approx(528.5), "time_per_epoch": 75.5, "kpis": p.kpis, "last_update": "3/7/2025 9:8:3"}
+        "status": "RUNNING", "message": None, "epoch": 2, "max_epoch": 9, "step": 200, "max_step": 900,
+        "eta": pytest.approx(528.5), "time_per_epoch": 75.5, "kpis": p.kpis, "last_update": "3/7/2025 9:7:3"}
 
 
 def test_the_final_status_keeps_the_last_epoch_and_drops_the_eta():
-    text = text_of(epoch_line(10, train_loss=0.1), status_line("SUCCESS", message="Training finished"))
+    text = text_of(epoch_line(9, 9, train_loss=0.1), status_line("SUCCESS", message="Training finished"))
     p = progress(parse(text))
-    assert (p.status, p.message, p.epoch) == ("SUCCESS", "Training finished", 10)
+    assert (p.status, p.message, p.epoch) == ("SUCCESS", "Training finished", 9)
     assert p.line() == "SUCCESS epoch 10/10 train_loss=0.1"
+
+
+def test_taos_own_success_line_reads_as_success_and_a_later_note_keeps_it():
+    """TAO ends a good training with a RUNNING line, never a SUCCESS status; a cloud upload note may follow."""
+    done = status_line("RUNNING", message="Train finished successfully.", kpi={"train_loss": 0.1})
+    upload = status_line("RUNNING", message="Job artifacts in results dir are being uploaded to the cloud",
+                         kpi={"train_loss": 0.1})
+    for lines in ([done], [done, upload]):
+        log = parse(text_of(epoch_line(9, 9, train_loss=0.1), *lines))
+        assert progress(log).status == "SUCCESS" and progress(log).line().startswith("SUCCESS epoch 10/10")
+        assert statusfile.outcome(log) == ("SUCCESS", "Train finished successfully.")
+    running = parse(text_of(epoch_line(3, 9), status_line("RUNNING", message="Training loop in progress")))
+    assert statusfile.outcome(running) is None and progress(running).status == "RUNNING"
+    failed = parse(text_of(epoch_line(3, 9), status_line("FAILURE", message="File system error: x")))
+    assert statusfile.outcome(failed) == ("FAILURE", "File system error: x")
+
+
+def test_a_retry_that_starts_after_an_early_failure_is_a_run_of_its_own():
+    log = parse(text_of(status_line("STARTED"), status_line("FAILURE", message="Configuration error: x"),
+                        status_line("STARTED", message="Starting DINO train.")))
+    assert statusfile.outcome(log) is None and progress(log).status == "STARTED"
 
 
 def test_the_step_form_stands_in_when_no_epoch_was_written():
@@ -89,12 +111,12 @@ def test_the_step_form_stands_in_when_no_epoch_was_written():
 def test_nothing_known_gives_an_empty_line_and_many_kpis_are_cut():
     assert progress(parse("")).line() == ""
     kpis = {f"k{i}": i for i in range(11)}
-    line = progress(parse(text_of(status_line("RUNNING", epoch=1, kpi=kpis)))).line()
+    line = progress(parse(text_of(status_line("RUNNING", epoch=0, kpi=kpis)))).line()
     assert line.endswith("k7=7 (+3 more)") and line.startswith("epoch 1 ")
 
 
 def test_a_nan_kpi_is_shown_and_is_strict_json():
-    text = text_of(status_line("RUNNING", epoch=1, kpi={"loss": float("nan"), "big": float("inf")}))
+    text = text_of(status_line("RUNNING", epoch=0, kpi={"loss": float("nan"), "big": float("inf")}))
     p = progress(parse(text))
     assert p.line() == "epoch 1 loss=nan big=inf"
     assert json.loads(json.dumps(p.to_dict(), allow_nan=False))["kpis"] == {"loss": "nan", "big": "inf"}
@@ -237,17 +259,61 @@ def test_started_lines_before_any_progress_are_one_run():
     assert len(log.runs) == 1
 
 
-def test_a_kpi_holds_its_value_until_it_changes_and_late_lines_join_their_epoch():
-    text = text_of(
-        epoch_line(1, train_loss=0.9),
-        status_line("RUNNING", epoch=1, kpi={"train_loss": 0.85}),  # the last line of epoch 1 wins
-        status_line("RUNNING", kpi={"val_loss": 0.95}),  # no epoch: belongs to epoch 1
-        epoch_line(2, train_loss=0.7),  # val_loss not repeated: still in effect
-        epoch_line(3, val_loss=0.6))
-    assert series(parse(text)) == [
-        {"epoch": 1, "train_loss": 0.85, "val_loss": 0.95},
-        {"epoch": 2, "train_loss": 0.7, "val_loss": 0.95},
-        {"epoch": 3, "train_loss": 0.7, "val_loss": 0.6}]
+def _tao_epoch(epoch: int, last: int, val: dict | None, train: dict, carried: dict | None = None) -> list[str]:
+    """One epoch as TAO writes it: the validation KPIs (no epoch), the epoch line repeating the KPI dict in
+    effect, then the training loss (no epoch)."""
+    lines = [status_line("RUNNING", message="Eval metrics generated.", kpi=val)] if val else []
+    lines.append(status_line("RUNNING", epoch=epoch, max_epoch=last, step=100 * (epoch + 1),
+                             message="Training loop in progress", kpi=val or carried))
+    lines.append(status_line("RUNNING", message="Train metrics generated.", kpi=train))
+    return lines
+
+
+def test_taos_real_order_puts_each_kpi_on_its_epoch():
+    """val_loss 0.9 / 0.5 / 0.7 on epochs 0 / 1 / 2: epoch 1 is best, and each training loss stays on its epoch."""
+    lines = [status_line("STARTED", message="Starting DINO train."), status_line("STARTED")]
+    train: dict | None = None
+    for e, v in enumerate((0.9, 0.5, 0.7)):
+        lines += _tao_epoch(e, 2, {"val_mAP": str(1 - v), "val_loss": v}, {"train_loss": 10.0 - e}, train)
+        train = {"train_loss": 10.0 - e}
+    lines += [status_line("RUNNING", message="Training loop complete.", kpi=train),
+              status_line("RUNNING", message="Train finished successfully.", kpi=train)]
+    rows = series(parse(text_of(*lines)))
+    assert rows == [{"epoch": 0, "val_mAP": pytest.approx(0.1), "val_loss": 0.9, "train_loss": 10.0},
+                    {"epoch": 1, "val_mAP": 0.5, "val_loss": 0.5, "train_loss": 9.0},
+                    {"epoch": 2, "val_mAP": pytest.approx(0.3), "val_loss": 0.7, "train_loss": 8.0}]
+    assert best(rows, "val_loss")["epoch"] == 1 and best(rows, "val_mAP", "max")["epoch"] == 1
+
+
+def test_an_epoch_without_validation_gets_no_stale_value():
+    """validation_interval 2: the epoch line of an epoch without validation repeats the previous training
+    loss; it is no measurement of that epoch."""
+    lines: list[str] = []
+    train: dict | None = None
+    for e in range(4):
+        val = {"val_loss": 1.0 / (e + 1)} if e % 2 == 1 else None
+        lines += _tao_epoch(e, 3, val, {"train_loss": 10.0 - e}, train)
+        train = {"train_loss": 10.0 - e}
+    assert series(parse(text_of(*lines))) == [
+        {"epoch": 0, "train_loss": 10.0, "val_loss": None}, {"epoch": 1, "train_loss": 9.0, "val_loss": 0.5},
+        {"epoch": 2, "train_loss": 8.0, "val_loss": None}, {"epoch": 3, "train_loss": 7.0, "val_loss": 0.25}]
+
+
+def test_only_validation_or_only_training_kpis_stay_on_their_epoch():
+    vals = [line for e in range(3) for line in (status_line("RUNNING", kpi={"val_loss": 0.9 - e / 10}),
+                                                status_line("RUNNING", epoch=e, kpi={"val_loss": 0.9 - e / 10}))]
+    assert [r["val_loss"] for r in series(parse(text_of(*vals)))] == [0.9, 0.8, 0.7]
+    trains = [line for e in range(3) for line in (status_line("RUNNING", epoch=e, kpi={"loss": 0.1 * e} if e else None),
+                                                  status_line("RUNNING", kpi={"loss": 0.1 * (e + 1)}))]
+    assert [r["loss"] for r in series(parse(text_of(*trains)))] == [0.1, 0.2, pytest.approx(0.3)]
+
+
+def test_an_epoch_lines_own_new_values_are_its_own():
+    text = text_of(epoch_line(1, train_loss=0.9), status_line("RUNNING", epoch=1, kpi={"train_loss": 0.85}),
+                   epoch_line(2, train_loss=0.7), epoch_line(3, val_loss=0.6))
+    assert series(parse(text)) == [{"epoch": 1, "train_loss": 0.85, "val_loss": None},
+                                   {"epoch": 2, "train_loss": 0.7, "val_loss": None},
+                                   {"epoch": 3, "train_loss": None, "val_loss": 0.6}]
 
 
 def test_a_series_without_epochs_is_by_step_and_a_kpi_named_like_the_key_is_left_out():

@@ -112,38 +112,44 @@ def test_the_trainer_is_shellcheck_clean_and_executable():
 
 @pytest.mark.parametrize("shell", SHELLS)
 def test_the_trainer_writes_what_the_parser_reads(shell, tmp_path):
-    (tmp_path / "status.json").write_text("left over from an earlier run\n")
+    (tmp_path / "train").mkdir()
+    (tmp_path / "train" / "status.json").write_text("left over from an earlier run\n")
     res = run_sh(shell, str(TRAINER), "--results", str(tmp_path), "--epochs", "5", "--epoch-time", "90000")
     assert res.returncode == 0, res.stderr
-    assert res.stdout.splitlines()[-1] == "Epoch 5/5: train_loss=0.166 val_loss=0.420"
-    log = parse((tmp_path / "status.json").read_text())
-    assert (log.skipped, len(log.runs), len(log.events)) == (0, 1, 7)
+    assert res.stdout.splitlines()[-1] == "Epoch 4: train_loss=0.166 val_loss=0.42"
+    log = parse((tmp_path / "train" / "status.json").read_text())
+    # 2 starts, 3 lines an epoch, the loop's end and TAO's success line
+    assert (log.skipped, len(log.runs), len(log.events)) == (0, 1, 2 + 3 * 5 + 2)
     p = progress(log)
-    assert (p.status, p.epoch, p.max_epoch, p.step, p.max_step) == ("SUCCESS", 5, 5, 50, 50)
+    assert (p.status, p.epoch, p.max_epoch, p.step, p.max_step) == ("SUCCESS", 4, 4, 50, 50)
     assert stamp_key(p.last_update) is not None  # the real clock, through date's own fields
-    assert p.time_per_epoch == 90000 and p.kpis == {"train_loss": 0.166, "val_loss": 0.42}
-    assert p.line() == "SUCCESS epoch 5/5 train_loss=0.166 val_loss=0.42"
-    running = progress(parse("\n".join((tmp_path / "status.json").read_text().splitlines()[:2])))
-    assert running.eta == 4 * 90000 and running.line() == "epoch 1/5 eta 100:00:00 train_loss=0.5 val_loss=0.58"
+    assert p.time_per_epoch == 90000 and p.kpis == {"val_mAP": 0.58, "val_loss": 0.42, "train_loss": 0.166}
+    assert p.line() == "SUCCESS epoch 5/5 val_mAP=0.58 val_loss=0.42 train_loss=0.166"
+    first = "\n".join((tmp_path / "train" / "status.json").read_text().splitlines()[:4])
+    running = progress(parse(first))
+    assert running.eta == 4 * 90000 and running.line() == "epoch 1/5 eta 100:00:00 val_mAP=0.42 val_loss=0.58"
     rows = series(log)
-    assert [r["epoch"] for r in rows] == [1, 2, 3, 4, 5]
+    assert [r["epoch"] for r in rows] == [0, 1, 2, 3, 4]
     assert [r["train_loss"] for r in rows] == sorted((r["train_loss"] for r in rows), reverse=True)
-    assert best(rows, "val_loss")["epoch"] == 4 and best(rows, "train_loss")["epoch"] == 5
-    assert sorted(p.name for p in tmp_path.glob("model_epoch_*.pth")) == [f"model_epoch_00{i}.pth" for i in range(1, 6)]
-    assert (tmp_path / "model_epoch_003.pth").read_text() == "fake checkpoint of epoch 3\n"
-    assert read_remote(shell, str(tmp_path))["status.json"] == (tmp_path / "status.json").read_text()
+    assert best(rows, "val_loss")["epoch"] == 3 and best(rows, "train_loss")["epoch"] == 4
+    names = sorted(p.name for p in (tmp_path / "train").glob("model_epoch_*.pth"))
+    assert names == [f"model_epoch_00{i}_step_000{i + 1}0.pth" for i in range(5)]
+    assert (tmp_path / "train" / "model_epoch_002_step_00030.pth").read_text() == "fake checkpoint of epoch 2 step 30\n"
+    assert os.readlink(tmp_path / "train" / "dino_model_latest.pth") == "model_epoch_004_step_00050.pth"
+    assert read_remote(shell, str(tmp_path))["train/status.json"] == (tmp_path / "train" / "status.json").read_text()
 
 
 @pytest.mark.parametrize("shell", SHELLS)
 def test_the_trainer_fails_at_the_epoch_asked_in_the_action_folder(shell, tmp_path):
-    res = run_sh(shell, str(TRAINER), "--results", str(tmp_path), "--epochs", "4", "--fail-at", "3",
-                 "--action", "train")
-    assert res.returncode == 1 and "failed at epoch 3" in res.stderr
+    res = run_sh(shell, str(TRAINER), "--results", str(tmp_path), "--epochs", "4", "--fail-at", "2",
+                 "--action", "evaluate")
+    assert res.returncode == 1 and "failed at epoch 2" in res.stderr
     files = read_remote(shell, str(tmp_path))
-    assert list(files) == ["train/status.json"] and pick(files, "train") == "train/status.json"
-    p = progress(parse(files["train/status.json"]))
-    assert (p.status, p.epoch, p.message) == ("FAILURE", 2, "Simulated failure at epoch 3")
-    assert sorted(p.name for p in tmp_path.glob("*.pth")) == ["model_epoch_001.pth", "model_epoch_002.pth"]
+    assert list(files) == ["evaluate/status.json"] and pick(files, "evaluate") == "evaluate/status.json"
+    p = progress(parse(files["evaluate/status.json"]))
+    assert (p.status, p.epoch) == ("FAILURE", 1) and p.message.endswith("simulated failure at epoch 2")
+    assert sorted(p.name for p in tmp_path.glob("evaluate/*.pth")) == [
+        "dino_model_latest.pth", "model_epoch_000_step_00010.pth", "model_epoch_001_step_00020.pth"]
 
 
 @pytest.mark.parametrize("shell", SHELLS)
@@ -151,11 +157,27 @@ def test_the_trainer_writes_date_and_time_without_zero_padding(shell, tmp_path):
     env = {**os.environ, "FAKE_TAO_NOW": "03 07 2025 09 05 00"}
     res = run_sh(shell, str(TRAINER), "--results", str(tmp_path), "--epochs", "1", env=env)
     assert res.returncode == 0, res.stderr
-    first = json.loads((tmp_path / "status.json").read_text().splitlines()[0])
+    first = json.loads((tmp_path / "train" / "status.json").read_text().splitlines()[0])
     assert (first["date"], first["time"], first["status"]) == ("3/7/2025", "9:5:0", "STARTED")
     env["FAKE_TAO_NOW"] = "12 31 2025 23 59 10"
     run_sh(shell, str(TRAINER), "--results", str(tmp_path), "--epochs", "1", env=env)
-    assert progress(parse((tmp_path / "status.json").read_text())).last_update == "12/31/2025 23:59:10"
+    assert progress(parse((tmp_path / "train" / "status.json").read_text())).last_update == "12/31/2025 23:59:10"
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_trainer_resumes_after_the_checkpoints_epoch_and_from_the_latest_link(shell, tmp_path):
+    assert run_sh(shell, str(TRAINER), "--results", str(tmp_path), "--epochs", "3", "--fail-at", "2").returncode == 1
+    ckpt = tmp_path / "train" / "model_epoch_000_step_00010.pth"
+    res = run_sh(shell, str(TRAINER), "--results", str(tmp_path), "--epochs", "3",
+                 f"train.resume_training_checkpoint_path={ckpt}")
+    assert res.returncode == 0 and f"at epoch 0" in res.stdout
+    log = parse((tmp_path / "train" / "status.json").read_text())
+    assert len(log.runs) == 2 and [r["epoch"] for r in series(log)] == [0, 1, 2]
+    assert log.latest[1].message == f"Resuming training from checkpoint: {ckpt}"
+    res = run_sh(shell, str(TRAINER), "--results", str(tmp_path), "--epochs", "4",
+                 "train.resume_training_checkpoint_path=null")  # TAO: its own latest link
+    assert res.returncode == 0 and "at epoch 2" in res.stdout
+    assert [r["epoch"] for r in series(parse((tmp_path / "train" / "status.json").read_text()))] == [0, 1, 2, 3]
 
 
 @pytest.mark.parametrize("argv", [[], ["--results"], ["--results", "/tmp/x"], ["--epochs", "2"],

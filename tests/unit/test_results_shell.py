@@ -49,6 +49,9 @@ class Counting:
         self.done = done
 
 
+CKPTS = [f"train/model_epoch_00{e}_step_000{e + 1}0.pth" for e in range(3)]
+
+
 @pytest.fixture()
 def job(tmp_path) -> Path:
     """A results folder as the fake trainer leaves it, plus the awkward names a training may write."""
@@ -67,8 +70,8 @@ def job(tmp_path) -> Path:
 @pytest.mark.parametrize("shell", SHELLS)
 def test_listing_is_every_regular_file_with_status_files(shell, job):
     got = results_sh.list_folder(Local(shell), str(job), status=True)
-    assert [f.path for f in got.files] == ["-rf", "a b.txt", "model_epoch_001.pth", "model_epoch_002.pth",
-                                           "model_epoch_003.pth", "train/status.json"]  # no link, no newline name
+    assert [f.path for f in got.files] == ["-rf", "a b.txt", *CKPTS, "train/status.json"]  # no link, no newline name
+    assert got.links == {"train/dino_model_latest.pth": CKPTS[-1]}  # TAO's latest link, read as a link
     assert all(f.size == (job / f.path).stat().st_size and int(f.mtime) == int((job / f.path).stat().st_mtime)
                for f in got.files)
     assert list(got.status_files) == ["train/status.json"]
@@ -109,8 +112,7 @@ def test_fetch_streams_exactly_the_listed_files_with_their_sha256(shell, job, tm
     into.mkdir()
     seen = Counting()
     facts = results_sh.fetch_files(Local(shell), str(job), [], into, seen)
-    assert {f.path for f in facts} == {"-rf", "a b.txt", "model_epoch_001.pth", "model_epoch_002.pth",
-                                       "model_epoch_003.pth", "train/status.json"}
+    assert {f.path for f in facts} == {"-rf", "a b.txt", *CKPTS, "train/status.json"}
     for f in facts:
         data = (into / f.path).read_bytes()
         assert data == (job / f.path).read_bytes() and hashlib.sha256(data).hexdigest() == f.sha256

@@ -338,5 +338,5 @@ def test_slurm_sweep_best_lists_every_trial_in_one_remote_command(slurm, tmp_pat
     assert remote_commands(slurm, since) == ["LIST_MANY"]
     low = min(range(n), key=lambda i: int(values[i]))
     assert win.id == done.views[low].id and abs(win.value - int(values[low]) / 1000) < 1e-9
-    assert win.checkpoints == ["model_epoch_002.pth"] and len(win.ranked) == n
+    assert win.checkpoints == ["train/model_epoch_001_step_00020.pth"] and len(win.ranked) == n
     assert [e["value"] for e in win.ranked] == sorted(int(v) / 1000 for v in values)

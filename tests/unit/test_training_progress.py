@@ -15,15 +15,16 @@ from taobank.errors import TaoError
 from taobank.kubernetes.logs import SPEC_FILE
 
 
-def line(epoch: int, loss: float, *, status: str = "RUNNING", max_epoch: int = 10) -> str:
-    """One progress line as TAO's StatusLogger writes it (date and time not zero-padded)."""
+def line(epoch: int, loss: float, *, status: str = "RUNNING", max_epoch: int = 9) -> str:
+    """One progress line as TAO's StatusLogger writes it (date and time not zero-padded; epoch 0-based, max_epoch the
+    last index)."""
     return json.dumps({"date": "3/7/2025", "time": f"9:{epoch}:3", "status": status, "verbosity": "INFO",
                        "epoch": epoch, "max_epoch": max_epoch, "eta": "0:12:30", "time_per_epoch": "0:01:00.500000",
                        "kpi": {"train_loss": loss}}) + "\n"
 
 
 TRAINING = (json.dumps({"date": "3/7/2025", "time": "9:0:1", "status": "STARTED", "verbosity": "INFO",
-                        "message": "Starting train"}) + "\n" + line(1, 0.9) + line(2, 0.6) + line(3, 0.41))
+                        "message": "Starting train"}) + "\n" + line(0, 0.9) + line(1, 0.6) + line(2, 0.41))
 
 
 # ------------------------------------------------------------------ SLURM: in the one sweep
@@ -40,7 +41,7 @@ def test_slurm_status_shows_every_running_jobs_progress_in_its_one_command(slurm
     assert slurm.scripts() == ["SWEEP"]  # squeue, sacct, markers and every status file: one remote command
     for rid in (a["id"], b["id"]):
         p = views[rid]["progress"]
-        assert (p["epoch"], p["max_epoch"], p["eta"], p["kpis"]) == (3, 10, 750.0, {"train_loss": 0.41})
+        assert (p["epoch"], p["max_epoch"], p["eta"], p["kpis"]) == (2, 9, 750.0, {"train_loss": 0.41})
         assert p["line"].startswith("epoch 3/10 eta 0:12:30") and "train_loss=0.41" in p["line"]
     assert views[b["id"]]["progress"]["skipped_lines"] == 1 and views[b["id"]]["progress"]["file"] == "train/status.json"
     assert views[c["id"]]["progress"] is None  # no status file: its state as before
@@ -58,10 +59,10 @@ def test_slurm_metrics_reads_the_series_in_one_command_also_after_the_end(slurm,
     out = cli("tao_jobs.py", "metrics", rec["id"], "--json")
     assert out.rc == 0, out
     data = json.loads(out.out)
-    assert [r["epoch"] for r in data["rows"]] == [1, 2, 3] and data["rows"][-1]["train_loss"] == 0.41
+    assert [r["epoch"] for r in data["rows"]] == [0, 1, 2] and data["rows"][-1]["train_loss"] == 0.41
     assert slurm.count("READ_STATUS_SH") == 1 and slurm.of("ssh")[-1].args == [folder]
     csv = cli("tao_jobs.py", "metrics", rec["id"], "--csv")
-    assert csv.out.splitlines()[0] == "epoch,train_loss" and csv.out.splitlines()[-1] == "3,0.41"
+    assert csv.out.splitlines()[0] == "epoch,train_loss" and csv.out.splitlines()[-1] == "2,0.41"
     table = cli("tao_slurm.py", "metrics", rec["id"])
     assert "train_loss" in table.out.splitlines()[0] and len(table.out.splitlines()) == 4
 
@@ -99,7 +100,7 @@ def test_k8s_status_of_one_running_job_reads_its_progress_with_one_exec(fake, cl
     out = cli("tao_k8s.py", "status", rec["id"], "--json")
     assert out.rc == 0, out
     (view,) = json.loads(out.out)
-    assert view["progress"]["epoch"] == 3 and view["progress"]["kpis"] == {"train_loss": 0.41}
+    assert view["progress"]["epoch"] == 2 and view["progress"]["kpis"] == {"train_loss": 0.41}
     (exec_call,) = fake.kubectl_calls("exec")
     assert exec_call.words[:5] == ["exec", f"job/{rec['id']}", "-c", "main", "--"]
     assert exec_call.words[-1] == f"/results/{rec['id']}"  # the folder is an argument, never in the script
@@ -139,7 +140,7 @@ def test_k8s_metrics_after_the_pods_are_gone_reads_the_volume(fake, cli, monkeyp
     monkeypatch.setattr(volume_job, "run", run)
     out = cli("tao_jobs.py", "metrics", rec["id"], "--json")
     assert out.rc == 0, out
-    assert [r["epoch"] for r in json.loads(out.out)["rows"]] == [1, 2, 3]
+    assert [r["epoch"] for r in json.loads(out.out)["rows"]] == [0, 1, 2]
     assert seen["argv"][-1] == f"/results/{rec['id']}"
 
 

@@ -27,9 +27,10 @@ def prologue(spec: dict) -> str:
     """sh text that rewrites ``"$@"`` to resume from the newest checkpoint in the job's folder."""
     action = str(spec.get("action") or "")
     action = action if _ACTION.match(action) and action not in (".", "..") else "-"
-    return (checkpoints.shell_finder()
+    network = spec.get("network_arch")
+    return (checkpoints.shell_finder(network)
             + f'tao_ckpt=$(tao_latest_checkpoint "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID" {action} || true)\n'
-            + checkpoints.resume_set())
+            + checkpoints.resume_set(network=network))
 
 
 __all__ = ["applies", "prologue"]

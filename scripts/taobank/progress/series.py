@@ -2,9 +2,25 @@
 
 A row is ``{"epoch": 3, "train_loss": 0.41, "val_loss": None, ...}``: the key
 column first ("step" when the file never wrote an epoch), then every KPI in
-the order first written. A KPI's value at an epoch is the value in effect at
-the last line of that epoch (TAO repeats a KPI until it changes); a line
-without an epoch belongs to the epoch last written before it.
+the order first written; ``epoch`` is TAO's own 0-based index, the number in
+its checkpoint names.
+
+Which epoch a KPI belongs to follows TAO's real order. At the end of an epoch
+TAO validates and writes the validation KPIs on a line with no epoch, then the
+epoch's line, then the training loss on another line with no epoch; and every
+line repeats the last KPI dict written (TAO replaces the dict, then writes).
+So only a *fresh* dict (one that differs from the line before's) is a
+measurement, and of the fresh dicts between the epoch lines of epochs A and B:
+
+* the one B's line repeats belongs to B (the validation of B), unless it is
+  the only fresh dict there and its KPIs are those TAO writes after an epoch
+  line (a training loss carried onto B's line by an epoch without validation);
+* every other one belongs to A (written after A's line);
+* those before the first epoch line belong to the first epoch.
+
+An epoch's row holds only what was measured in it ("-" in the table where
+nothing was). Without any epoch line, a line without a step belongs to the
+step last written before it, and KPI values carry forward.
 
 Restarts: each run's rows are taken in file order, and a run replaces every
 earlier row from its own first epoch on; so the rows before a resumed run's
@@ -32,16 +48,58 @@ def _key_column(log: StatusLog) -> str | None:
     return None
 
 
-def _run_rows(run: list[Event], key: str) -> dict[int, dict[str, Number]]:
+def _step_rows(run: list[Event]) -> dict[int, dict[str, Number]]:
     rows: dict[int, dict[str, Number]] = {}
     state: dict[str, Number] = {}
     current: int | None = None
     for event in run:
         state.update(event.kpis)
-        at = getattr(event, key)
-        current = at if at is not None else current
-        if current is not None and (at is not None or event.kpis):
+        current = event.step if event.step is not None else current
+        if current is not None and (event.step is not None or event.kpis):
             rows[current] = dict(state)
+    return rows
+
+
+def _fresh(run: list[Event]) -> list[bool]:
+    """Whether each line's KPI dict is a new measurement (TAO repeats the last dict on every later line)."""
+    out, before = [], {}
+    for event in run:
+        out.append(bool(event.kpis) and event.kpis != before)
+        before = event.kpis
+    return out
+
+
+def _epoch_rows(run: list[Event]) -> dict[int, dict[str, Number]]:
+    """Each fresh KPI dict of the run given to its epoch by the rule of this module's docstring."""
+    fresh = _fresh(run)
+    marks = [i for i, e in enumerate(run) if e.epoch is not None]
+    rows: dict[int, dict[str, Number]] = {run[i].epoch: {} for i in marks}  # type: ignore[misc]
+    after_names: set[frozenset[str]] = set()  # fresh right after an epoch line: a training loss
+    val_names: set[frozenset[str]] = set()    # repeated by the next epoch line: a validation
+    bounds = [-1] + marks + [len(run)]
+    for a, b in zip(bounds, bounds[1:]):
+        dicts = [run[i].kpis for i in range(a + 1, b) if fresh[i] and run[i].epoch is None]
+        at_a = run[a].epoch if a >= 0 else None
+        at_b = run[b].epoch if b < len(run) else None
+        to_b: list[dict[str, Number]] = []
+        if at_a is None:
+            to_b = dicts
+            val_names.update(frozenset(d) for d in dicts)
+        elif at_b is not None and dicts and run[b].kpis == dicts[-1]:
+            last = frozenset(dicts[-1])
+            if len(dicts) > 1:
+                after_names.add(frozenset(dicts[0]))
+                val_names.add(last)
+                to_b = dicts[-1:]
+            elif last in val_names and last not in after_names:
+                to_b = dicts
+        for d in dicts:
+            if at_b is not None and any(d is t for t in to_b):
+                rows[at_b].update(d)
+            elif at_a is not None:
+                rows[at_a].update(d)
+        if b < len(run) and fresh[b]:
+            rows[run[b].epoch].update(run[b].kpis)  # type: ignore[index]
     return rows
 
 
@@ -52,7 +110,7 @@ def series(log: StatusLog) -> list[Row]:
         return []
     merged: dict[int, dict[str, Number]] = {}
     for run in log.runs:
-        rows = _run_rows(run, key)
+        rows = _epoch_rows(run) if key == "epoch" else _step_rows(run)
         if rows:
             first = min(rows)
             merged = {k: v for k, v in merged.items() if k < first}

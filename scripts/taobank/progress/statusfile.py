@@ -8,8 +8,8 @@ never an error. Each kept line becomes an :class:`Event` whose fields are
 checked and cleaned once here (numbers in range, text printable and capped),
 so nothing downstream meets a raw value.
 
-Runs: a ``STARTED`` line that follows progress (an epoch, a step or a KPI)
-begins a new run (TAO truncates or reuses the file when training restarts).
+Runs: a ``STARTED`` line that follows progress (an epoch, a step or a KPI) or
+the end of a run begins a new run (TAO truncates or reuses the file when training restarts).
 :func:`progress` reads only the latest run; :mod:`taobank.progress.series`
 keeps earlier runs' epochs below the point where the latest run took over.
 """
@@ -37,6 +37,12 @@ MAX_COUNT = 10**15
 _TIMEDELTA = re.compile(r"(?:(-?\d{1,9}) days?, )?(\d{1,2}):([0-5]\d):([0-5]\d)(?:\.(\d{1,6}))?")
 _STAMP = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4}) (\d{1,2}):(\d{1,2}):(\d{1,2})")
 _STATUS = re.compile(r"[A-Za-z_]{1,32}")
+#: How TAO says a run succeeded: a RUNNING line "Train finished successfully." (its status word is never
+#: SUCCESS for a training); other actions put their own name first.
+_FINISHED = re.compile(r"[A-Za-z_ ]{1,40} finished successfully\.?")
+#: Status words that end a run, as TAO or an older writer says them.
+SUCCESS_WORDS = frozenset({"SUCCESS", "COMPLETE", "COMPLETED", "DONE"})
+FAILURE_WORDS = frozenset({"FAILURE", "FAILED", "ERROR"})
 
 Number = int | float
 
@@ -73,6 +79,13 @@ class Event(Fields):
     @property
     def has_progress(self) -> bool:
         return self.epoch is not None or self.step is not None or bool(self.kpis)
+
+    @property
+    def outcome(self) -> str | None:
+        """"SUCCESS" or "FAILURE" when this line ends its run (TAO's success is a RUNNING line saying so)."""
+        if self.status in SUCCESS_WORDS or (self.status == "RUNNING" and _FINISHED.fullmatch(self.message or "")):
+            return "SUCCESS"
+        return "FAILURE" if self.status in FAILURE_WORDS else None
 
 
 @dataclass
@@ -248,7 +261,7 @@ def parse(text: str | bytes | None) -> StatusLog:
         if event.status == "STARTED" and progressed:
             starts.append(len(events))
             progressed = False
-        progressed = progressed or event.has_progress
+        progressed = progressed or event.has_progress or event.outcome is not None
         events.append(event)
     return StatusLog(events=events, run_starts=starts, lines=lines, skipped=skipped)
 
@@ -273,14 +286,16 @@ class Progress(Fields):
     def line(self) -> str:
         """One compact line: ``epoch 3/10 eta 0:12:30 train_loss=0.412 mAP=0.31`` ("" when nothing is known).
 
-        The status leads only when it is not RUNNING (``SUCCESS epoch 10/10 ...``);
+        Epochs are shown from 1 (TAO writes 0-based ``epoch`` and ``max_epoch``, the last index).
+        The status leads only when it is not RUNNING (``SUCCESS epoch 10/10 ...``; TAO's
+        "Train finished successfully." line reads as SUCCESS);
         the step form (``step 120/1000``) stands in when no epoch was written.
         """
         parts: list[str] = []
         if self.status and self.status != "RUNNING":
             parts.append(self.status)
-        if self.epoch is not None:
-            parts.append(f"epoch {self.epoch}" + (f"/{self.max_epoch}" if self.max_epoch is not None else ""))
+        if self.epoch is not None:  # TAO counts epochs from 0 (max_epoch is the last index): people from 1
+            parts.append(f"epoch {self.epoch + 1}" + (f"/{self.max_epoch + 1}" if self.max_epoch is not None else ""))
         elif self.step is not None:
             parts.append(f"step {self.step}" + (f"/{self.max_step}" if self.max_step is not None else ""))
         if self.eta is not None and self.status in (None, "RUNNING", "STARTED"):
@@ -292,6 +307,14 @@ class Progress(Fields):
         return " ".join(parts)
 
 
+def outcome(log: StatusLog) -> tuple[str, str | None] | None:
+    """How the latest run ended: ("SUCCESS" | "FAILURE", its message), or None while it has not."""
+    for event in reversed(log.latest):
+        if event.outcome is not None:
+            return event.outcome, event.message
+    return None
+
+
 def format_number(value: Number, digits: int = 4) -> str:
     """A KPI for people: integers whole, floats to ``digits`` significant digits (0.412, 1.235e+04, nan)."""
     return str(value) if isinstance(value, int) else format(value, f".{digits}g")
@@ -300,8 +323,11 @@ def format_number(value: Number, digits: int = 4) -> str:
 def progress(log: StatusLog) -> Progress:
     """The latest run folded into one :class:`Progress` (status and message from its last status line)."""
     out = Progress()
+    ended = False
     for event in log.latest:
-        if event.status is not None:
+        if event.outcome is not None:
+            out.status, out.message, ended = event.outcome, event.message, True
+        elif event.status is not None and not ended:  # a note after the end (an upload) keeps the verdict
             out.status, out.message = event.status, event.message
         for name in _CARRIED:
             value = getattr(event, name)

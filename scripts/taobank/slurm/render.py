@@ -70,6 +70,8 @@ class ScriptInput:
     chain: Any = None
     #: the TAO action (the chain resumes a train action from its sub-folder's checkpoints too)
     action: str = ""
+    #: the TAO network (its family names the checkpoints and the resume keys)
+    network: str = ""
 
 
 def check_directive_value(option: str, value: str) -> str:
@@ -163,8 +165,8 @@ def _chain_shell(inp: ScriptInput) -> dict[str, Any]:
         return {"chain_finder": None, "chain_resume_set": None}
     from .. import checkpoints
 
-    return {"chain_finder": Raw(checkpoints.shell_finder().rstrip("\n")),
-            "chain_resume_set": Raw(checkpoints.resume_set().rstrip("\n"))}
+    return {"chain_finder": Raw(checkpoints.shell_finder(inp.network or None).rstrip("\n")),
+            "chain_resume_set": Raw(checkpoints.resume_set(network=inp.network or None).rstrip("\n"))}
 
 
 def parse_directives(text: str) -> list[str]:

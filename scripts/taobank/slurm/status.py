@@ -124,38 +124,28 @@ def parse_marker(text: str | None) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-#: TAO's own terminal words in ``status.json`` (one JSON object per line, appended as it runs).
-TAO_SUCCESS = {"SUCCESS", "COMPLETE", "COMPLETED", "DONE"}
-TAO_FAILURE = {"FAILURE", "FAILED", "ERROR"}
+#: TAO's own terminal words in ``status.json`` (the one rule: :mod:`taobank.progress.statusfile`).
+TAO_SUCCESS = {"SUCCESS"}
 
 
 def parse_tao_status(text: str | None) -> dict[str, Any] | None:
-    """The last terminal entry of TAO's ``status.json`` (JSON lines, or one object / list) since its last
-    ``STARTED``, else None.
+    """How the latest run in TAO's ``status.json`` ended (``{"status": "SUCCESS"|"FAILURE", "message"}``),
+    else None. Retries share the results folder, so an earlier attempt's end says nothing about this one;
+    TAO's success is its "Train finished successfully." line. A whole-file JSON object or list (an older
+    writer) is read as its lines."""
+    from ..progress import statusfile
 
-    Retries share the results folder, so an earlier attempt's SUCCESS or
-    FAILURE says nothing about this one. Only ``status`` and ``message`` are
-    used; a torn last line (the file read while TAO appends) is skipped.
-    """
     if not text or not text.strip():
         return None
-    entries: list[Any] = []
     try:
         whole = json.loads(text)
-        entries = whole if isinstance(whole, list) else [whole]
     except (ValueError, RecursionError):
-        for line in text.splitlines():
-            try:
-                entries.append(json.loads(line))
-            except (ValueError, RecursionError):
-                continue
-    said = [str(e.get("status", "")).upper() if isinstance(e, dict) else "" for e in entries]
-    if "STARTED" in said:
-        entries = entries[len(said) - said[::-1].index("STARTED"):]
-    for entry in reversed(entries):
-        if isinstance(entry, dict) and str(entry.get("status", "")).upper() in TAO_SUCCESS | TAO_FAILURE:
-            return {"status": str(entry["status"]).upper(), "message": str(entry.get("message") or "")[:300]}
-    return None
+        whole = None
+    if isinstance(whole, (dict, list)):
+        items = whole if isinstance(whole, list) else [whole]
+        text = "\n".join(json.dumps(i) for i in items if isinstance(i, dict))
+    ended = statusfile.outcome(statusfile.parse(text))
+    return None if ended is None else {"status": ended[0], "message": (ended[1] or "")[:300]}
 
 
 def _tao_verdict(tao: Mapping[str, Any], slurm_state: str | None, code: str | None) -> Observation:

@@ -209,7 +209,8 @@ def script_input(p: Mapping[str, Any], job_id: str, image: str | None) -> render
         dataset_root=p["dataset_root"], master_port=p["master_port"],
         self_retries=facts.max_retries() if p["resources"].requeue and p["spec"].get("infra_retries", True) else 0,
         poller_retries=bool(p["spec"].get("infra_retries", True)),
-        chain=p.get("chain"), action=str(p["spec"].get("action") or ""))
+        chain=p.get("chain"), action=str(p["spec"].get("action") or ""),
+        network=str(p["spec"].get("network_arch") or ""))
 
 
 def preview(spec: Mapping[str, Any], job_id: str, env: Mapping[str, str] | None = None) -> str:
