@@ -32,9 +32,10 @@ from . import slurm_conf as conf
 from .procs import FileLock, alive, children, live_pid, log_tail, not_ready, port_open, port_refuses, stop_pid, wait_for
 
 #: awscli: the S3 client a submit's CPU-only prefetch job runs on a node (tao_slurm.py submit --prefetch);
-#: python3-torch: PyTorch on CPU with gloo and torchrun, for nccl-probe --backend gloo-cpu between the nodes.
+#: python3-torch: PyTorch on CPU with gloo and torchrun, for nccl-probe --backend gloo-cpu between the nodes;
+#: python3-venv: the nodes' Lightning venv over it (testclusters.tao_lightning).
 PACKAGES = ("slurmctld", "slurmd", "slurm-client", "slurmdbd", "munge", "mariadb-server", "openssh-server",
-            "awscli", "python3-torch")
+            "awscli", "python3-torch", "python3-venv")
 #: package -> versions.yaml key its Debian version must start with
 PINNED = {
     "slurmctld": "test_clusters.slurm.slurm",
