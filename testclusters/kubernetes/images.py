@@ -58,9 +58,11 @@ class Image:
     links: dict = field(default_factory=dict)
 
     def key(self) -> str:
-        blob = json.dumps([self.ref, self.entrypoint, self.cmd, sorted(self.files.items()), self.debs,
-                           self.wheels, self.lightning_wheels, sorted(self.skip_debs), sorted(self.links.items()),
-                           _busybox_digest()]).encode()
+        parts = [self.ref, self.entrypoint, self.cmd, sorted(self.files.items()), self.debs,
+                 self.wheels, sorted(self.skip_debs), sorted(self.links.items()), _busybox_digest()]
+        if self.lightning_wheels:  # only then: the other images keep their cached archives
+            parts.append("lightning-wheels")
+        blob = json.dumps(parts).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
 
