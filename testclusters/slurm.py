@@ -27,14 +27,15 @@ from typing import Callable
 
 from taobank.errors import TaoError
 from taobank.run import run
-from . import apt
+from . import apt, tao_lightning
 from . import slurm_conf as conf
 from .procs import FileLock, alive, children, live_pid, log_tail, not_ready, port_open, port_refuses, stop_pid, wait_for
 
 #: awscli: the S3 client a submit's CPU-only prefetch job runs on a node (tao_slurm.py submit --prefetch);
-#: python3-torch: PyTorch on CPU with gloo and torchrun, for nccl-probe --backend gloo-cpu between the nodes.
+#: python3-torch: PyTorch on CPU with gloo and torchrun, for nccl-probe --backend gloo-cpu between the nodes;
+#: python3-venv: the nodes' Lightning venv over it (testclusters.tao_lightning).
 PACKAGES = ("slurmctld", "slurmd", "slurm-client", "slurmdbd", "munge", "mariadb-server", "openssh-server",
-            "awscli", "python3-torch")
+            "awscli", "python3-torch", "python3-venv")
 #: package -> versions.yaml key its Debian version must start with
 PINNED = {
     "slurmctld": "test_clusters.slurm.slurm",
@@ -66,6 +67,26 @@ def layout() -> conf.Layout:
 def env() -> dict[str, str]:
     """The exports a skill user sets for this cluster (valid once ``up`` ran)."""
     return conf.env(layout())
+
+
+def lightning_dir(lay: conf.Layout | None = None) -> Path:
+    """The Lightning venv of the nodes (testclusters.tao_lightning): in the daemons' tree, readable by the jobs'
+    test user (a home directory is not)."""
+    return (lay or layout()).root / "python" / f"lightning-{tao_lightning.key()}"
+
+
+def tao_standin(network: str = "dino") -> Path:
+    """The TAO stand-in's ``<network>`` command on the nodes (``dino train key=value ...``, real Lightning DDP)."""
+    return lightning_dir() / "tao-standin" / network
+
+
+def _ensure_lightning(lay: conf.Layout) -> float:
+    """The venv (built once per pin set from cached wheels; ``down`` removes it with the tree) and the
+    stand-in's files (refreshed every ``up``); returns seconds spent."""
+    t0 = time.monotonic()
+    python = tao_lightning.ensure_venv(lightning_dir(lay).parent)
+    tao_lightning.install_standin(lightning_dir(lay) / "tao-standin", str(python))
+    return time.monotonic() - t0
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -479,6 +500,7 @@ def _up(lay: conf.Layout) -> dict[str, str]:
         raise TaoError(f"the running local SLURM cluster was started with other settings ({', '.join(stale)}): "
                        "run `local_cluster.py down slurm`, then `up slurm`")
     _prepare_tree(lay, cgroup)
+    lightning_s = _ensure_lightning(lay)
     started = []
     for name, start, ready, timeout in _daemons(lay):
         if running[name] is None:
@@ -513,7 +535,7 @@ def _up(lay: conf.Layout) -> dict[str, str]:
         "lustre": str(lay.lustre),
         "slurm_conf": str(lay.slurm_conf),
         "env": conf.env(lay),
-        "last_up": {"started": started, "apt_seconds": round(apt_s, 1),
+        "last_up": {"started": started, "apt_seconds": round(apt_s, 1), "lightning_seconds": round(lightning_s, 1),
                     "total_seconds": round(time.monotonic() - t0, 1)},
     })
     _save_cluster(lay, info)

@@ -49,15 +49,20 @@ class Image:
     debs: tuple[str, ...] = ()
     #: PyPI requirements installed into the image's dist-packages
     wheels: tuple[str, ...] = ()
+    #: the wheels are exact pins installed with --no-deps from the Lightning wheel cache (testclusters.tao_lightning),
+    #: offline: pip's resolver would replace the image's Debian torch with a CUDA torch from PyPI
+    lightning_wheels: bool = False
     #: dependencies of ``debs`` left out (tools the image never runs)
     skip_debs: frozenset = SKIP_DEBS
     #: symlinks made last (path in the image -> target), replacing busybox's
     links: dict = field(default_factory=dict)
 
     def key(self) -> str:
-        blob = json.dumps([self.ref, self.entrypoint, self.cmd, sorted(self.files.items()), self.debs,
-                           self.wheels, sorted(self.skip_debs), sorted(self.links.items()),
-                           _busybox_digest()]).encode()
+        parts = [self.ref, self.entrypoint, self.cmd, sorted(self.files.items()), self.debs,
+                 self.wheels, sorted(self.skip_debs), sorted(self.links.items()), _busybox_digest()]
+        if self.lightning_wheels:  # only then: the other images keep their cached archives
+            parts.append("lightning-wheels")
+        blob = json.dumps(parts).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
 
@@ -80,7 +85,7 @@ def _rootfs(dest: Path, image: Image) -> None:
     if image.debs:
         _unpack_debs(dest, image.debs, image.skip_debs)
     if image.wheels:
-        _install_wheels(dest / "usr" / "lib" / "python3" / "dist-packages", image.wheels)
+        _install_wheels(dest / "usr" / "lib" / "python3" / "dist-packages", image.wheels, image.lightning_wheels)
     os.chmod(dest / "tmp", 0o1777)
     shutil.copy2(BUSYBOX, dest / "bin" / "busybox")
     res = subprocess.run([str(BUSYBOX), "--list"], capture_output=True, text=True, check=True)
@@ -125,17 +130,22 @@ def _unpack_debs(dest: Path, roots: tuple[str, ...], skip: frozenset) -> None:
             run(["dpkg-deb", "-x", str(f), str(dest)], timeout=300, what=f"dpkg-deb -x {f.name}")
 
 
-def _install_wheels(target: Path, requirements: tuple[str, ...]) -> None:
+def _install_wheels(target: Path, requirements: tuple[str, ...], lightning: bool = False) -> None:
     """Pure-Python (or cp311 manylinux) wheels from PyPI for the image's Python 3.11."""
     import sys
 
     target.mkdir(parents=True, exist_ok=True)
+    source: list[str] = []
+    if lightning:
+        from testclusters import tao_lightning
+
+        source = ["--no-deps", "--no-index", "--find-links", str(tao_lightning.wheels())]
     res = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                           "--no-compile", "--only-binary=:all:", "--python-version", "3.11",
-                          "--platform", "manylinux2014_x86_64", "--implementation", "cp",
+                          "--platform", "manylinux2014_x86_64", "--implementation", "cp", *source,
                           "--target", str(target), *requirements], capture_output=True, text=True, timeout=900)
     if res.returncode != 0:
-        raise TaoError(f"pip install of {' '.join(requirements)} into the S3 image failed: {last_line(res.stderr)}")
+        raise TaoError(f"pip install of {' '.join(requirements)} into an image failed: {last_line(res.stderr)}")
     shutil.rmtree(target / "bin", ignore_errors=True)  # console scripts point at this host's Python
 
 
@@ -207,7 +217,8 @@ def hanging_torchrun() -> Image:
 
 
 #: PyTorch on CPU (Debian's python3-torch: gloo, no CUDA) for ``nccl-probe --backend gloo-cpu`` on the real
-#: nodes. Large (about 1 GB unpacked: Debian's torch loads OpenCV, Qt, GDAL ... on import): built once per
+#: nodes, with PyTorch Lightning (versions.yaml ``test_clusters.lightning``) for the TAO stand-in's DDP runs
+#: (testclusters/tao_lightning; the tag names both versions). Large (about 1 GB unpacked: Debian's torch loads OpenCV, Qt, GDAL ... on import): built once per
 #: version and cached like every image here, imported into the nodes only when a test needs it
 #: (:func:`testclusters.kubernetes.torch_image.ensure`). /bin/sh is dash and ``timeout`` GNU's, as in the
 #: real PyTorch image. The BLAS/LAPACK names are Debian alternatives (made by maintainer scripts, which
@@ -218,6 +229,10 @@ _MULTIARCH = "/usr/lib/x86_64-linux-gnu"
 
 
 def torch_cpu(version: str) -> Image:
-    return Image(f"{TORCH_CPU_REPO}:{version}", debs=("python3-torch", "coreutils", "dash"), skip_debs=_TORCH_SKIP,
+    from testclusters import tao_lightning
+
+    lightning = tao_lightning.key().split("-")[0]
+    return Image(f"{TORCH_CPU_REPO}:{version}-lightning{lightning}", debs=("python3-torch", "coreutils", "dash"),
+                 skip_debs=_TORCH_SKIP, wheels=tuple(tao_lightning.requirements()), lightning_wheels=True,
                  links={"/bin/sh": "dash", f"{_MULTIARCH}/libblas.so.3": "blas/libblas.so.3",
                         f"{_MULTIARCH}/liblapack.so.3": "lapack/liblapack.so.3"})
