@@ -75,7 +75,7 @@ demo_slurm() (
   cat > "$spec" <<'SPEC'
 network_arch: deformable_detr
 action: train
-image: nvcr.io/nvidia/tao/tao-toolkit:7.1.0-pyt
+image: nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt
 command: 'echo "training on $(hostname) with GPUs ${CUDA_VISIBLE_DEVICES:-none}"; sleep 3; echo done'
 num_nodes: 1
 num_gpus: 1

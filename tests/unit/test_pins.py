@@ -125,3 +125,18 @@ def test_pins_is_the_only_versions_reader():
             if "versions.yaml" in line and re.search(r"open\(|read_text|read_bytes|safe_load|yaml\.load", line):
                 offenders.append(f"{f.relative_to(BANK)}:{n}")
     assert offenders == []
+
+
+def test_every_package_and_image_pin_is_exact(monkeypatch):
+    """Package pins are ``name[extras]==version`` of a release (PyPI has no ``7.1.0rc42``: a pin the registry lacks
+    is caught by tests/e2e/registries, which downloads each); image pins name a registry, a repository and a tag."""
+    import re
+
+    monkeypatch.delenv("TAO_VERSIONS_FILE", raising=False)
+    for key, pin in pins.resolve("wheels").items():
+        assert re.fullmatch(r"[a-z0-9-]+(\[[a-z0-9,-]+\])?==\d+(\.\d+)+", pin), f"wheels.{key} {pin!r}"
+    for key, ref in pins.resolve("images.tao_toolkit").items():
+        assert re.fullmatch(r"nvcr\.io[/#]nvidia/tao/tao-toolkit:\d+\.\d+\.\d+-[a-z0-9-]+", ref), (key, ref)
+    assert pins.resolve("images.tao_toolkit.deploy").endswith("-deploy")
+    pyt = pins.resolve("images.tao_toolkit.pyt")
+    assert pins.resolve("images.tao_toolkit.pyt_pyxis") == pyt.replace("nvcr.io/", "nvcr.io#", 1)
