@@ -29,10 +29,11 @@ demo_docker() (
   # shellcheck disable=SC2016  # the container expands $RESULTS_DIR, not this shell
   JOB_ID=$("$BANK/scripts/tao_docker.py" submit --quiet --image "$TAO_LOCAL_DOCKER_IMAGE" --gpus 0 \
     --network-arch deformable_detr --action train --memory 256m --name "demo on docker" -- sh -c '
-      for e in 1 2 3; do
-        printf "{\"epoch\": %s, \"max_epoch\": 3, \"kpi\": {\"val_loss\": 0.%s}}\n" "$e" "$((9 - e))" >> "$RESULTS_DIR/status.json"
-        echo "checkpoint $e" > "$RESULTS_DIR/model_epoch_00$e.pth"; echo "epoch $e done"; sleep 1
-      done')
+      for e in 0 1 2; do  # TAO counts epochs from 0 (status shows 1 of 3) and names checkpoints by epoch and step
+        printf "{\"epoch\": %s, \"max_epoch\": 2, \"status\": \"RUNNING\", \"kpi\": {\"val_loss\": 0.%s}}\n" "$e" "$((9 - e))" >> "$RESULTS_DIR/status.json"
+        echo "checkpoint $e" > "$RESULTS_DIR/model_epoch_00${e}_step_00${e}10.pth"; echo "epoch $e done"; sleep 1
+      done
+      echo "{\"status\": \"RUNNING\", \"message\": \"Train finished successfully.\"}" >> "$RESULTS_DIR/status.json"')
   echo "job id: $JOB_ID"
   step "status --watch (until a terminal state; the epoch comes from TAO's status.json)"
   "$BANK/scripts/tao_docker.py" status "$JOB_ID" --watch --interval 1

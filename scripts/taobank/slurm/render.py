@@ -35,13 +35,13 @@ TASK_PROLOGUE = (
     f'export SLURM_JOB_NAME=bash; unset {TASK_UNSET}; '
     'export MASTER_ADDR="$TAO_MASTER_ADDR" MASTER_PORT="$TAO_MASTER_PORT" WORLD_SIZE="$TAO_WORLD_SIZE" '
     'NUM_GPU_PER_NODE="$TAO_NUM_GPU_PER_NODE" NNODES="$TAO_WORLD_SIZE" NPROC_PER_NODE="$TAO_NUM_GPU_PER_NODE" '
-    'NODE_RANK="${SLURM_NODEID:?}"; exec "$@"'
+    'NODE_RANK="${SLURM_NODEID:?}"; exec -- "$@"'
 )
 #: The task of a one-node job: any WORLD_SIZE (TAO then takes its multi-node path, even at 1) or rendezvous
 #: value a site's container hook injects is dropped; NUM_GPU_PER_NODE stays (the batch step sets it).
 SINGLE_TASK_PROLOGUE = (
     f'export SLURM_JOB_NAME=bash; unset {TASK_UNSET} WORLD_SIZE NODE_RANK MASTER_ADDR MASTER_PORT NNODES '
-    'NPROC_PER_NODE; exec "$@"'
+    'NPROC_PER_NODE; exec -- "$@"'
 )
 
 

@@ -29,6 +29,11 @@ def train(dk: Docker, *flags: str, epochs: int = 3, sleep: int = 1) -> dict:
                      "--env", f"SLEEP={sleep}", "--stop-grace", "2", *flags, "--", "sh", "-c", TRAIN, "tao")
 
 
+def name(epoch: int) -> str:
+    """The stand-in's checkpoint of an epoch (TAO's names: 0-based epoch, 10 steps an epoch)."""
+    return f"model_epoch_{epoch:03d}_step_{(epoch + 1) * 10:05d}.pth"
+
+
 def engine_calls(dk: Docker, since: int) -> list[list[str]]:
     lines = dk.call_log.read_text().splitlines() if dk.call_log.exists() else []
     return [c for c in (json.loads(x) for x in lines[since:] if x.strip()) if c and c[0] == "docker"]
@@ -42,23 +47,23 @@ def test_continue_of_a_canceled_training_resumes_from_its_checkpoint(dk):
     old = train(dk, epochs=8)["id"]
     folder = dk.results / old
     end = time.time() + 60
-    while not (folder / "model_epoch_002.pth").exists():
+    while not (folder / "train" / "model_epoch_001_step_00020.pth").exists():
         assert time.time() < end, "the training never wrote its second checkpoint"
         time.sleep(0.3)
     (view,) = json.loads(dk.ok("cancel", old, "--json").stdout)
     assert view["state"] == "CANCELED", view
-    last = max(int(p.name[12:15]) for p in folder.glob("model_epoch_*.pth"))
+    last = max(int(p.name[12:15]) for p in folder.glob("train/model_epoch_*.pth"))
 
     new = json.loads(dk.ok("continue", old, "--json", drop=("DOCKER_HOST",)).stdout)  # the record knows the engine
-    ckpt = f"{folder}/model_epoch_{last:03d}.pth"
+    ckpt = f"{folder}/train/{name(last)}"  # the target of TAO's latest link
     assert new["continues"] == old and new["continues_from"] == ckpt, new
     done = dk.wait(new["id"], terminal, timeout=90)
     assert done["state"] == "COMPLETE", done
     assert f"resumed from checkpoint {ckpt} at epoch {last}" in dk.ok("logs", new["id"]).stdout
-    mine = sorted(p.name for p in (dk.results / new["id"]).glob("model_epoch_*.pth"))
-    assert mine == [f"model_epoch_{e:03d}.pth" for e in range(last + 1, 9)]  # it went on, it did not start over
-    assert done["progress"]["epoch"] == 8
-    assert sorted(p.name for p in folder.glob("model_epoch_*.pth"))[-1] == f"model_epoch_{last:03d}.pth"  # read-only
+    mine = sorted(p.name for p in (dk.results / new["id"]).glob("train/model_epoch_*.pth"))
+    assert mine == [name(e) for e in range(last + 1, 8)]  # it went on, it did not start over
+    assert done["progress"]["epoch"] == 7 and "epoch 8/8" in done["progress"]["line"]
+    assert sorted(p.name for p in folder.glob("train/model_epoch_*.pth"))[-1] == name(last)  # read-only
     chain = json.loads(dk.run("tao_jobs.py", "status", new["id"], "--json").stdout)[0]
     assert chain["continues"] == old
 
@@ -72,7 +77,7 @@ def test_a_parent_child_reads_the_parents_checkpoint_and_cannot_write_its_folder
     assert child["parent"] == parent
     assert dk.wait(child["id"], terminal)["state"] == "COMPLETE"
     out = dk.ok("logs", child["id"]).stdout
-    assert "fake checkpoint of epoch 2" in out and "READ-ONLY" in out and "WROTE" not in out, out
+    assert "fake checkpoint of epoch 1 step 20" in out and "READ-ONLY" in out and "WROTE" not in out, out
     assert not (dk.results / parent / "child-was-here").exists()
 
 
@@ -114,7 +119,7 @@ def test_a_sweep_runs_at_most_k_at_once_and_names_the_best_trial(dk):
     assert rows[1]["kpis"]["val_loss"] == pytest.approx(0.2 + 0.02)  # 3 epochs: the last is one past the best
 
     best = json.loads(dk.run("tao_jobs.py", "sweep", "best", done["sweep"], "--kpi", "val_loss", "--json").stdout)
-    assert best["id"] == ids[1] and best["value"] == pytest.approx(0.2) and best["checkpoints"] == ["model_epoch_002.pth"]
+    assert best["id"] == ids[1] and best["value"] == pytest.approx(0.2) and best["checkpoints"] == ["train/" + name(1)]
     assert best["folder"] == str(dk.results / ids[1])
 
 
