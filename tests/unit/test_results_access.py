@@ -117,6 +117,8 @@ def test_artifacts_lists_the_folder_marks_checkpoints_and_the_best_by_a_kpi(pod,
     assert out.rc == 0, out
     got = json.loads(out.out)
     assert got["folder"] == f"/results/{rec['id']}" and got["exists"] is True
+    # the reader names the job it serves: a test (or a user) finds this job's readers alone
+    assert reader_manifest(pod)["metadata"]["labels"]["tao-skill-bank/for-job"] == rec["id"]
     by_path = {f["path"]: f for f in got["files"]}
     assert {p for p, f in by_path.items() if f["checkpoint"]} == {"model_epoch_001.pth", "model_epoch_004.pth",
                                                                    "export/model.onnx"}

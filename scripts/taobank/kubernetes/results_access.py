@@ -64,7 +64,8 @@ def location(rec: dict) -> ResultsLocation:
 def list_results(rec: dict, loc: ResultsLocation, *, status: bool) -> ResultsListing:
     if _is_s3(rec):
         return s3results.list_prefix(loc.folder, status=status)
-    with volume_job.reader(Kubectl.for_record(rec), _spec(rec), purpose="listing the results") as pod:
+    with volume_job.reader(Kubectl.for_record(rec), _spec(rec), purpose="listing the results",
+                           for_job=rec["id"]) as pod:
         return results_sh.list_folder(pod, loc.folder, status=status)
 
 
@@ -72,7 +73,8 @@ def fetch_results(rec: dict, loc: ResultsLocation, paths: list[str], into: Path,
                   transfer: Transfer) -> list[ResultFile]:
     if _is_s3(rec):
         return s3results.fetch(loc.folder, paths, into, transfer)
-    with volume_job.reader(Kubectl.for_record(rec), _spec(rec), purpose="fetching the results") as pod:
+    with volume_job.reader(Kubectl.for_record(rec), _spec(rec), purpose="fetching the results",
+                           for_job=rec["id"]) as pod:
         return results_sh.fetch_files(pod, loc.folder, paths, into, transfer)
 
 
@@ -80,5 +82,5 @@ def remove_results(rec: dict, loc: ResultsLocation) -> str:
     if _is_s3(rec):
         return s3results.remove(loc.folder, rec["id"])
     with volume_job.reader(Kubectl.for_record(rec), _spec(rec), purpose="pruning the results",
-                           writable=True) as pod:
+                           writable=True, for_job=rec["id"]) as pod:
         return results_sh.remove_folder(pod, loc.folder, rec["id"])

@@ -25,12 +25,14 @@ from .kubectl import Kubectl
 
 #: Label of the helper Jobs (never the job-id label: status and cancel must not see them as the job's pods).
 HELPER_LABEL = "tao-skill-bank/volume-job"
+#: the job (id) whose results a reader pod serves
+FOR_JOB_LABEL = "tao-skill-bank/for-job"
 
 
 def manifest(spec: dict, name: str, namespace: str, argv: list[str], *, deadline_s: int,
-             writable: bool = False) -> dict:
+             writable: bool = False, for_job: str | None = None) -> dict:
     """The helper Job: the job's mounts (read-only unless ``writable``: prune), its node placement and pull
-    secret, no GPU."""
+    secret, no GPU; labelled with the job whose results it reads (``for_job``), so each can be found alone."""
     volumes, mounts = render.volumes_and_mounts(spec, "64Mi")
     if not writable:
         mounts = [{**m, "readOnly": True} if m["mountPath"] != "/dev/shm" else m for m in mounts]
@@ -44,8 +46,9 @@ def manifest(spec: dict, name: str, namespace: str, argv: list[str], *, deadline
             pod[field] = spec[key]
     if spec.get("image_pull_secret"):
         pod["imagePullSecrets"] = [{"name": spec["image_pull_secret"]}]
+    labels = {HELPER_LABEL: "true", **MANAGED_BY, **({FOR_JOB_LABEL: for_job} if for_job else {})}
     return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": name, "namespace": namespace, "labels": {HELPER_LABEL: "true", **MANAGED_BY}},
+            "metadata": {"name": name, "namespace": namespace, "labels": labels},
             "spec": {"backoffLimit": 0, "ttlSecondsAfterFinished": 60, "activeDeadlineSeconds": deadline_s,
                      "template": {"metadata": {"labels": {HELPER_LABEL: "true", **MANAGED_BY}}, "spec": pod}}}
 
@@ -106,14 +109,15 @@ class Reader:
 
 
 @contextmanager
-def reader(kube: Kubectl, spec: dict, *, purpose: str, writable: bool = False,
+def reader(kube: Kubectl, spec: dict, *, purpose: str, writable: bool = False, for_job: str | None = None,
            sleep=time.sleep) -> Iterator[Reader]:
     """A helper pod on the job's volumes (at the job's paths) kept up by ``sleep`` until the block ends, then
     deleted; if that delete is lost, its deadline (``kubernetes.results_reader_max_s``) and TTL remove it."""
     max_s = int(pins.resolve("kubernetes.results_reader_max_s"))
     wait_s = int(pins.resolve("kubernetes.volume_job_timeout_s"))
     name = f"tao-read-{secrets.token_hex(4)}"
-    obj = manifest(spec, name, kube.namespace, ["sleep", str(max_s)], deadline_s=max_s, writable=writable)
+    obj = manifest(spec, name, kube.namespace, ["sleep", str(max_s)], deadline_s=max_s, writable=writable,
+                   for_job=for_job)
     obj["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 1  # sleep as PID 1 ignores TERM
     kube.apply([obj], create=True)
     try:

@@ -2,7 +2,7 @@
 volume; ``continue`` carries on a canceled job; a ``--parent`` child reads its parent's checkpoint.
 
 The trainer is testclusters/fake_tao_train.sh on the PVC, run by busybox with an argv (``--args-json``):
-one ``model_epoch_NNN.pth`` per epoch in the job's folder, and TAO's resume override honoured.
+TAO's ``train/model_epoch_EEE_step_SSSSS.pth`` per epoch in the job's folder, and TAO's resume override honoured.
 """
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def wait_file(path, timeout: float = 60) -> None:
 
 
 def resumed_at(text: str) -> int:
-    found = re.search(r"resumed from checkpoint \S+model_epoch_\d+\.pth at epoch (\d+)", text)
+    found = re.search(r"resumed from checkpoint \S+model_epoch_\d+_step_\d+\.pth at epoch (\d+)", text)
     assert found, text
     return int(found.group(1))
 
@@ -52,7 +52,7 @@ def terminal(st: dict) -> bool:
 def test_an_evicted_pod_is_replaced_by_one_that_resumes_from_the_checkpoint(k8s, trainer_on_pvc):
     out = k8s.submit(*BASE, *trainer(trainer_on_pvc, 25))
     folder = lk.state_root() / "pv" / out["id"]
-    wait_file(folder / "model_epoch_003.pth")
+    wait_file(folder / "train" / "model_epoch_003_step_00040.pth")
     (pod,) = k8s.kjson("get", "pods", "-l", f"tao-job-id={out['id']}")["items"]
     eviction = {"apiVersion": "policy/v1", "kind": "Eviction",
                 "metadata": {"name": pod["metadata"]["name"], "namespace": pod["metadata"]["namespace"]}}
@@ -64,12 +64,12 @@ def test_an_evicted_pod_is_replaced_by_one_that_resumes_from_the_checkpoint(k8s,
     logs = k8s.tao("logs", out["id"]).stdout
     assert resumed_at(logs) >= 3 and "tao: resuming from checkpoint" in logs
     kept = "".join(p.read_text() for p in (folder / "logs").glob("*.log"))
-    assert kept.count("Epoch 1/25") == 1 and "Epoch 25/25" in kept  # the replacement did not start again
+    assert kept.count("Epoch 0:") == 1 and "Epoch 24:" in kept  # the replacement did not start again
 
 
 def test_continue_a_canceled_job_and_a_parent_child_reads_its_checkpoint(k8s, trainer_on_pvc):
     out = k8s.submit(*BASE, *trainer(trainer_on_pvc, 40))
-    wait_file(lk.state_root() / "pv" / out["id"] / "model_epoch_003.pth")
+    wait_file(lk.state_root() / "pv" / out["id"] / "train" / "model_epoch_003_step_00040.pth")
     k8s.tao("cancel", out["id"])
     early = k8s.tao("submit", *BASE, "--action", "evaluate", "--parent", out["id"], "--command", "true", check=False)
     assert early.returncode == 1 and "not COMPLETE" in early.stderr and len(early.stderr.strip().splitlines()) == 1
@@ -84,4 +84,4 @@ def test_continue_a_canceled_job_and_a_parent_child_reads_its_checkpoint(k8s, tr
     assert child["parent"] == new["id"]
     st = k8s.wait(child["id"], terminal, timeout=120)
     assert st["state"] == "COMPLETE", st
-    assert f"evaluating /results/{new['id']}/model_epoch_040.pth" in k8s.tao("logs", child["id"]).stdout
+    assert f"evaluating /results/{new['id']}/train/model_epoch_039_step_00400.pth" in k8s.tao("logs", child["id"]).stdout

@@ -64,7 +64,7 @@ def test_a_sweep_holds_all_but_k_and_best_names_the_lowest(k8s, trainer_on_pvc):
     assert "override fake.best_val=100" in tao_jobs("logs", ids[1], env=k8s.env).stdout
     best = json.loads(tao_jobs("sweep", "best", sweep, "--kpi", "val_loss", "--json", env=k8s.env).stdout)
     assert best["id"] == ids[1] and best["trial"] == 1 and abs(best["value"] - 0.1) < 1e-9
-    assert best["checkpoints"] == ["model_epoch_002.pth"]
+    assert best["checkpoints"] == ["train/model_epoch_001_step_00020.pth"]
 
 
 def test_cancel_sweep_leaves_nothing_running(k8s, trainer_on_pvc):

@@ -28,7 +28,15 @@ trainer_on_pvc = k8s_verbs_support.trainer_on_pvc
 BUSYBOX = str(pins.resolve("images.busybox"))
 TRAINER = BANK / "testclusters" / "fake_tao_train.sh"
 EPOCHS = 5
-BEST_EPOCH = (2 * EPOCHS + 2) // 3  # where the fake trainer's val_loss is lowest
+BEST_EPOCH = (2 * EPOCHS + 2) // 3 - 1  # where the fake trainer's val_loss is lowest (TAO's 0-based epoch)
+
+
+def ckpt(epoch: int) -> str:
+    """The stand-in's checkpoint of an epoch, as TAO names it (10 steps an epoch)."""
+    return f"train/model_epoch_{epoch:03d}_step_{(epoch + 1) * 10:05d}.pth"
+
+
+BEST = ckpt(BEST_EPOCH)
 
 
 def jobs(k8s, *args: str, env: dict | None = None, check: bool = True):
@@ -48,20 +56,20 @@ def test_artifacts_fetch_and_prune_through_a_reader_pod_on_the_pvc(k8s, trainer_
     assert listed["folder"] == f"/results/{jid}" and listed["exists"] is True
     paths = {f["path"]: f for f in listed["files"]}
     assert set(paths) == set(tree(on_pvc)), (sorted(paths), sorted(tree(on_pvc)))
-    assert {p for p, f in paths.items() if f["checkpoint"]} == {f"model_epoch_{e:03d}.pth" for e in range(1, EPOCHS + 1)}
+    assert {p for p, f in paths.items() if f["checkpoint"]} == {ckpt(e) for e in range(EPOCHS)}
     assert all(paths[p]["size"] == (on_pvc / p).stat().st_size for p in paths)
-    assert listed["best"]["epoch"] == BEST_EPOCH and listed["best"]["checkpoints"] == [f"model_epoch_{BEST_EPOCH:03d}.pth"]
+    assert listed["best"]["epoch"] == BEST_EPOCH and listed["best"]["checkpoints"] == [BEST]
     text = jobs(k8s, "artifacts", jid, "--kpi", "val_loss").stdout
-    assert f"at epoch {BEST_EPOCH}: model_epoch_{BEST_EPOCH:03d}.pth" in text
+    assert f"at epoch {BEST_EPOCH}: {BEST}" in text
 
     dest = tmp_path / "all"
     got = json.loads(jobs(k8s, "fetch", jid, "--to", str(dest), "--json").stdout)
     assert tree(dest) == tree(on_pvc) and {g["verified"] for g in got} == {"size+sha256"}
     assert {g["sha256"] for g in got} == set(tree(on_pvc).values())
     one = tmp_path / "one"
-    jobs(k8s, "fetch", jid, f"model_epoch_{BEST_EPOCH:03d}.pth", "logs", "--to", str(one))
-    assert set(tree(one)) == {f"model_epoch_{BEST_EPOCH:03d}.pth"} | {p for p in paths if p.startswith("logs/")}
-    again = jobs(k8s, "fetch", jid, f"model_epoch_{BEST_EPOCH:03d}.pth", "--to", str(one), check=False)
+    jobs(k8s, "fetch", jid, BEST, "logs", "--to", str(one))
+    assert set(tree(one)) == {BEST} | {p for p in paths if p.startswith("logs/")}
+    again = jobs(k8s, "fetch", jid, BEST, "--to", str(one), check=False)
     assert again.returncode == 1 and "exists: pass --force" in again.stderr
     outside = jobs(k8s, "fetch", jid, "../" + trainer_on_pvc.split("/")[2], "--to", str(one), check=False)
     assert outside.returncode == 2 and "is not a path inside the folder" in outside.stderr
@@ -73,7 +81,8 @@ def test_artifacts_fetch_and_prune_through_a_reader_pod_on_the_pvc(k8s, trainer_
     assert Path(trainer_on_pvc.replace("/results", str(lk.state_root() / "pv"))).is_file()  # the rest is kept
     gone = jobs(k8s, "artifacts", jid)
     assert "does not exist (pruned" in gone.stderr
-    readers = k8s.kjson("get", "jobs", "-l", "tao-skill-bank/volume-job=true")["items"]
+    # this job's readers only (other tests read their own jobs' results at the same time)
+    readers = k8s.kjson("get", "jobs", "-l", f"tao-skill-bank/volume-job=true,tao-skill-bank/for-job={jid}")["items"]
     assert not [r for r in readers if r["metadata"]["name"].startswith("tao-read-")
                 and not r["metadata"].get("deletionTimestamp")], "a reader pod was left behind"
 

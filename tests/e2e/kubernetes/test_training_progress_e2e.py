@@ -31,7 +31,8 @@ def test_progress_while_running_and_metrics_after_the_pods_are_gone(k8s, trainer
                      f'sh {trainer_on_pvc} --results "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID" --epochs {EPOCHS} --sleep 3')
     jid = out["id"]
     seen = wait_for_progress(lambda: json.loads(k8s.tao("status", jid, "--json").stdout)[0])
-    assert seen["progress"]["max_epoch"] == EPOCHS and "train_loss" in seen["progress"]["kpis"]
+    assert seen["progress"]["max_epoch"] == EPOCHS - 1 and "val_loss" in seen["progress"]["kpis"]  # TAO: 0-based
+    assert f"/{EPOCHS} " in seen["progress"]["line"]  # shown from 1
     st = k8s.wait(jid, lambda s: s["state"] in ("COMPLETE", "ERROR", "CANCELED"), timeout=180)
     assert st["state"] == "COMPLETE", st
     gone = time.time() + 120  # the TTL controller removes the Job and its pods
@@ -39,5 +40,5 @@ def test_progress_while_running_and_metrics_after_the_pods_are_gone(k8s, trainer
         time.sleep(2)
     assert not k8s.kubectl("get", "pods", "-l", f"tao-job-id={jid}", "-o", "name").stdout.strip()
     rows = json.loads(tao_jobs("metrics", jid, "--json", env=k8s.env).stdout)["rows"]
-    assert [r["epoch"] for r in rows] == list(range(1, EPOCHS + 1))
+    assert [r["epoch"] for r in rows] == list(range(EPOCHS))
     assert rows[0]["train_loss"] > rows[-1]["train_loss"]
