@@ -21,7 +21,7 @@ pytestmark = pytest.mark.e2e
 BANK = Path(__file__).resolve().parents[3]
 TRAINER = BANK / "testclusters" / "fake_tao_train.sh"
 EPOCHS = 5
-BEST_EPOCH = (2 * EPOCHS + 2) // 3  # where the fake trainer's val_loss is lowest
+BEST_EPOCH = (2 * EPOCHS + 2) // 3 - 1  # where the fake trainer's val_loss is lowest (TAO's 0-based epoch)
 
 
 def ssh_commands(log: Path) -> int:
@@ -38,7 +38,7 @@ def test_artifacts_fetch_and_prune_over_one_connection(slurm_env, tmp_path):
     done = wait_state(jid)
     assert done["state"] == "COMPLETE", slurm_logs.logs(jid)
     folder = Path(slurm_env["env"]["SLURM_BASE_RESULTS_DIR"]) / "results" / jid
-    assert (folder / "status.json").is_file()
+    assert (folder / "train" / "status.json").is_file()
 
     before = ssh_commands(slurm_env["call_log"])
     listed = json.loads(jobs("artifacts", jid, "--kpi", "val_loss", "--json").stdout)
@@ -46,15 +46,15 @@ def test_artifacts_fetch_and_prune_over_one_connection(slurm_env, tmp_path):
     assert listed["folder"] == str(folder)
     assert {f["path"] for f in listed["files"]} == set(tree(folder))
     assert listed["best"]["epoch"] == BEST_EPOCH
-    assert listed["best"]["checkpoints"] == [f"model_epoch_{BEST_EPOCH:03d}.pth"]
+    assert listed["best"]["checkpoints"] == [f"train/model_epoch_{BEST_EPOCH:03d}_step_{(BEST_EPOCH + 1) * 10:05d}.pth"]
 
     before = ssh_commands(slurm_env["call_log"])
     got = json.loads(jobs("fetch", jid, "--to", str(tmp_path / "all"), "--json").stdout)
     assert ssh_commands(slurm_env["call_log"]) - before == 2  # facts (sha256), then the tar stream
     assert tree(tmp_path / "all") == tree(folder) and {g["verified"] for g in got} == {"size+sha256"}
-    again = jobs("fetch", jid, "status.json", "--to", str(tmp_path / "all"), check=False)
+    again = jobs("fetch", jid, "train/status.json", "--to", str(tmp_path / "all"), check=False)
     assert again.returncode == 1 and "exists: pass --force" in again.stderr
-    jobs("fetch", jid, "status.json", "--to", str(tmp_path / "all"), "--force")
+    jobs("fetch", jid, "train/status.json", "--to", str(tmp_path / "all"), "--force")
     escape = jobs("fetch", jid, "../../jobs", "--to", str(tmp_path / "x"), check=False)
     assert escape.returncode == 2 and not (tmp_path / "x").exists()
 

@@ -35,7 +35,7 @@ def trainer_spec(epochs: int, sleep: int, **kw) -> dict:
 
 
 def resumed_epoch(text: str) -> int | None:
-    found = re.search(r"resumed from checkpoint \S+model_epoch_(\d+)\.pth at epoch (\d+)", text)
+    found = re.search(r"resumed from checkpoint \S+model_epoch_(\d+)_step_\d+\.pth at epoch (\d+)", text)
     return int(found.group(2)) if found else None
 
 
@@ -70,11 +70,11 @@ def test_jobs_past_their_wall_time_resubmit_themselves_and_complete_on_attempt_2
     assert "tao: attempt 2 of 3" in out
     epoch = resumed_epoch(out)
     assert epoch is not None and epoch > 0, out
-    assert f"Epoch {epoch + 1}/50" in out and "Epoch 1/50" not in out
+    assert f"Epoch {epoch + 1}:" in out and "Epoch 0:" not in out
     (view,) = json.loads(jobs("status", jid, "--json").stdout)
     assert view["attempt"] == 2 and view["chain_seconds"] > 0
     folder = Path(slurm_env["env"]["SLURM_BASE_RESULTS_DIR"]) / "results" / jid
-    assert (folder / "model_epoch_050.pth").is_file()
+    assert (folder / "train" / "model_epoch_049_step_00500.pth").is_file()
 
     done = wait_state(pair["id"], timeout=330)
     assert done["state"] == "COMPLETE", slurm_logs.logs(pair["id"])
@@ -83,9 +83,9 @@ def test_jobs_past_their_wall_time_resubmit_themselves_and_complete_on_attempt_2
     assert "tao: attempt 2 of 3" in out
     ranks = dict(re.findall(r"rank (\d) on (node\d)", out))  # attempt 2's log: both ranks, on both nodes
     assert sorted(ranks) == ["0", "1"] and sorted(ranks.values()) == ["node1", "node2"], out
-    resumed = re.findall(r"resumed from checkpoint \S+model_epoch_(\d+)\.pth at epoch (\d+)", out)
+    resumed = re.findall(r"resumed from checkpoint \S+model_epoch_(\d+)_step_\d+\.pth at epoch (\d+)", out)
     assert len(resumed) == 2 and len(set(resumed)) == 1 and int(resumed[0][1]) > 0, out  # both ranks, one checkpoint
-    assert (Path(slurm_env["env"]["SLURM_BASE_RESULTS_DIR"]) / "results" / pair["id"] / "model_epoch_050.pth").is_file()
+    assert (Path(slurm_env["env"]["SLURM_BASE_RESULTS_DIR"]) / "results" / pair["id"] / "train" / "model_epoch_049_step_00500.pth").is_file()
 
 
 def test_continue_a_canceled_job_then_a_child_reads_its_checkpoint(slurm_env):
@@ -93,7 +93,7 @@ def test_continue_a_canceled_job_then_a_child_reads_its_checkpoint(slurm_env):
     jid = rec["id"]
     folder = Path(slurm_env["env"]["SLURM_BASE_RESULTS_DIR"]) / "results" / jid
     deadline = time.time() + 90
-    while not (folder / "model_epoch_003.pth").exists():
+    while not (folder / "train" / "model_epoch_003_step_00040.pth").exists():
         assert time.time() < deadline, slurm_logs.logs(jid)
         time.sleep(1)
     jobs("cancel", jid)
@@ -122,4 +122,4 @@ def test_continue_a_canceled_job_then_a_child_reads_its_checkpoint(slurm_env):
     assert child["parent"] == new["id"]
     done = wait_state(child["id"], timeout=90)
     assert done["state"] == "COMPLETE", slurm_logs.logs(child["id"])
-    assert f"evaluating {folder.parent / new['id']}/model_epoch_060.pth" in slurm_logs.logs(child["id"])["main.out"]
+    assert f"evaluating {folder.parent / new['id']}/train/model_epoch_059_step_00600.pth" in slurm_logs.logs(child["id"])["main.out"]

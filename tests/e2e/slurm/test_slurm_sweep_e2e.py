@@ -78,7 +78,7 @@ def test_a_sweep_runs_as_one_array_at_most_k_at_once_and_best_names_the_lowest(s
     assert max(sum(1 for s, e in spans if s <= t < e) for t, _ in spans) <= 2
     best = json.loads(jobs("sweep", "best", sweep, "--kpi", "val_loss", "--json").stdout)
     assert best["id"] == seen[1]["id"] and best["trial"] == 1 and abs(best["value"] - 0.1) < 1e-9
-    assert best["checkpoints"] == ["model_epoch_002.pth"]
+    assert best["checkpoints"] == ["train/model_epoch_001_step_00020.pth"]
 
 
 def test_cancel_sweep_leaves_nothing_running(slurm_env, tmp_path):

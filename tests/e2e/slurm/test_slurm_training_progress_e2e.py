@@ -45,14 +45,15 @@ def test_status_shows_progress_mid_run_and_metrics_the_series_after(slurm_env):
     seen = wait_for_progress(view, timeout=150)
     assert set(commands) == {1}  # progress rides in the one sweep command, every time
     p = seen["progress"]
-    assert p["max_epoch"] == EPOCHS and p["file"] == "train/status.json" and "train_loss" in p["kpis"]
-    assert p["line"].startswith(f"epoch {p['epoch']}/{EPOCHS} eta ")
+    # TAO's 0-based epoch and last index, shown from 1
+    assert p["max_epoch"] == EPOCHS - 1 and p["file"] == "train/status.json" and "val_loss" in p["kpis"]
+    assert p["line"].startswith(f"epoch {p['epoch'] + 1}/{EPOCHS} eta ")
     text = jobs("status", jid).stdout
-    assert "[epoch " in text and "train_loss=" in text
+    assert "[epoch " in text and "val_loss=" in text
     done = wait_state(jid)
     assert done["state"] == "COMPLETE", slurm_logs.logs(jid)
     rows = json.loads(jobs("metrics", jid, "--json").stdout)["rows"]
-    assert [r["epoch"] for r in rows] == list(range(1, EPOCHS + 1))
+    assert [r["epoch"] for r in rows] == list(range(EPOCHS))
     assert rows[0]["train_loss"] > rows[-1]["train_loss"]  # the fake trainer's loss goes down
     csv = jobs("metrics", jid, "--csv").stdout.splitlines()
     assert csv[0].startswith("epoch,") and len(csv) == EPOCHS + 1
