@@ -122,3 +122,13 @@ def test_a_secret_as_a_sweep_value_is_refused_unshown(tmp_path, value):
     with pytest.raises(UsageError, match="looks like a credential") as err:
         sweepfile.trials(None, str(f))
     assert value not in str(err.value)
+
+
+def test_stage_files_list_fifo_is_refused_not_waited_on(tmp_path, cli):
+    """The same rule for stage_files.py --list (it read the path whole, a FIFO blocked it)."""
+    fifo = tmp_path / "list.fifo"
+    os.mkfifo(fifo)
+    (tmp_path / "src").mkdir()
+    with deadline(20):
+        out = cli("stage_files.py", "--list", str(fifo), "--src", str(tmp_path / "src"), "--dest", str(tmp_path / "d"))
+    assert out.rc == 2 and "not a regular file" in out.err and len(out.err_lines) == 1, out
