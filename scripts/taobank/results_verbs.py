@@ -391,14 +391,23 @@ class Pruned:
         return one_line(f"{self.id}: {self.message}")
 
 
-def prunable(rec: dict, loc: ResultsLocation) -> None:
-    """Refuse (one line) a job whose folder prune must not delete: active, or not its own folder."""
+def prunable(rec: dict, loc: ResultsLocation, together: list[str] | tuple[str, ...] = ()) -> None:
+    """Refuse (one line) a job whose folder prune must not delete: active, not its own folder, or holding the
+    results of another record (a live one always; a finished one unless it is pruned ``together``)."""
     if rec["state"] not in states.TERMINAL:
         raise TaoError(f"job {rec['id']} is {rec['state']}: its results may still be written; wait for it to end "
                        f"(or cancel it: tao_jobs.py cancel {rec['id']}) and prune it then")
     if not loc.own:
         raise TaoError(f"job {rec['id']}: {loc.folder} is not the job's own folder ({loc.why_not_own}); prune "
                        "deletes only a folder named after the job: remove it yourself if you mean it")
+    pruning = set(together)
+    for other in records.records_inside(loc.folder, rec["platform"], rec["id"]):
+        if other["state"] not in states.TERMINAL:
+            raise TaoError(f"job {rec['id']}: {loc.folder} holds the results of job {other['id']}, which is "
+                           f"{other['state']}: prune deletes nothing a live job writes; wait for it to end")
+        if other["id"] not in pruning:
+            raise TaoError(f"job {rec['id']}: {loc.folder} also holds the results of job {other['id']}: prune both "
+                           f"(prune {rec['id']} {other['id']}) or remove the folder yourself")
 
 
 def prune(platform: str | None, ids: list[str], *, confirm: Callable[[str], bool]) -> tuple[list[Pruned], list[str]]:
@@ -415,7 +424,7 @@ def prune(platform: str | None, ids: list[str], *, confirm: Callable[[str], bool
             rec = load_for(job_id, platform, "prune")
             adapter = get(rec["platform"])
             loc = adapter.results_location(rec)
-            prunable(rec, loc)
+            prunable(rec, loc, ids)
             if not confirm(f"delete {loc.folder} (the results of {rec['state']} job {rec['id']}) and everything "
                            "in it? [y/N] "):
                 done.append(Pruned(rec["id"], loc.folder, False, f"kept {loc.folder} (not confirmed)"))

@@ -102,13 +102,15 @@ def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dic
     adapter.check_sweep(plans, k, gate)
     adapter.check(first, gate)  # the trials differ only in their overrides: one gate for all
     sweep_id = names.mint_job_id(first.network_arch, "sweep")
+    records.refuse_nested([p.results_dir.replace(records.ID_PLACEHOLDER, p.job_id or f"new-job-{i}")
+                           for i, p in enumerate(plans)], adapter.name)  # one pass for every trial
     recs = []
     try:
         for i, (plan, t) in enumerate(zip(plans, trials)):
             recs.append(records.open_record(
                 adapter.name, plan.image, plan.network_arch, plan.action, plan.storage_tier, plan.results_dir,
                 backend={**plan.backend, **gate.backend, "max_concurrent": k}, description=opts.description,
-                job_id=plan.job_id, sweep=(sweep_id, i, t), lineage={"parent": opts.parent}))
+                job_id=plan.job_id, sweep=(sweep_id, i, t), lineage={"parent": opts.parent}, check_folder=False))
             savedspec.save(recs[-1]["id"], specs[i], {k: getattr(opts, k) for k in savedspec.KEPT_OPTIONS})
     except TaoError as exc:
         _fail(recs, f"sweep {sweep_id} not submitted: {exc}")
