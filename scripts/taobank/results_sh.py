@@ -210,7 +210,7 @@ def fetch_files(shell: Shell, folder: str, paths: list[str], into: Path, transfe
     transfer.start(facts)
     names = "".join(f"./{f.path}\n" for f in facts)
     with shell.stream(TAR_FILES, [folder], stdin=names, what=f"sending files of {folder}") as out:
-        extract(out, into, [f.path for f in facts], transfer.advance, what=f"the download from {folder}")
+        extract(out, into, {f.path: f.size for f in facts}, transfer.advance, what=f"the download from {folder}")
     return facts
 
 
