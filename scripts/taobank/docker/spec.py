@@ -1,6 +1,7 @@
 """Docker job specs: load, validate against schemas/docker-job-spec.schema.json, and the values a submit derives."""
 from __future__ import annotations
 
+import math
 import os
 import re
 from typing import Any, Mapping
@@ -23,6 +24,9 @@ def load_file(path: str) -> dict:
 def validate(spec: Mapping[str, Any]) -> dict:
     """Schema check (the first error as one line naming the field); unset network_arch/action are generic."""
     core_spec.validate(dict(spec), SCHEMA_NAME, "Docker job spec")
+    cpus = spec.get("cpus")
+    if isinstance(cpus, float) and not math.isfinite(cpus):  # NaN passes every JSON Schema bound
+        raise TaoError("Docker job spec: cpus must be a finite number of CPUs (0.01 to 1024), e.g. cpus: 8")
     return {**GENERIC, **spec}
 
 
