@@ -23,8 +23,8 @@ import sys
 from typing import Callable
 
 from . import platform as core
-from .cli import add_version, print_gate_notes, print_json
-from .errors import EXIT_FAILED, EXIT_OK, UsageError
+from .cli import add_version, one_line, print_gate_notes, print_json
+from .errors import EXIT_FAILED, EXIT_OK, TaoError, UsageError
 
 #: old flag -> the flag that replaces it; the old one is accepted for one release
 DEPRECATED = {"--lines": "--tail", "--secret": "--secret-env"}
@@ -346,7 +346,9 @@ def add_metrics(sub: argparse._SubParsersAction, platform: str | None) -> argpar
     shape.add_argument("--csv", action="store_true", help="the table as CSV")
     shape.add_argument("--plot", action="store_true", help="a terminal chart (needs the plotext package)")
     p.add_argument("--kpi", action="append", metavar="NAME", help="the KPIs to chart (repeatable; default: all)")
-    p.add_argument("--png", metavar="FILE", help="also write the chart as an image (needs matplotlib)")
+    p.add_argument("--png", metavar="FILE", help="also write the chart as an image (needs matplotlib); an existing "
+                   "FILE needs --force")
+    p.add_argument("--force", action="store_true", help="with --png: replace an existing FILE")
     p.set_defaults(func=lambda a: cmd_metrics(a, platform))
     return p
 
@@ -358,6 +360,10 @@ def cmd_metrics(args: argparse.Namespace, platform: str | None) -> int:
     job_id = one_job(args, platform, "metrics")
     if args.kpi and not (args.plot or args.png):
         raise UsageError("--kpi chooses what --plot or --png draws: add one of them")
+    if args.force and not args.png:
+        raise UsageError("--force replaces the --png FILE: add --png FILE")
+    if args.png:
+        png_target(args.png, args.force)  # refused before any cluster call, as fetch refuses
     rows, log, chosen = core.metrics(platform, job_id)
     if args.kpi:
         require_kpis(rows, args.kpi)
@@ -374,6 +380,17 @@ def cmd_metrics(args: argparse.Namespace, platform: str | None) -> int:
     if args.png:
         print(f"wrote {progress.plot_png(rows, args.kpi, args.png)}", file=sys.stderr)
     return EXIT_OK
+
+
+def png_target(path: str, force: bool) -> None:
+    """``metrics --png FILE``: an existing file (or a link, or a folder) is never replaced without ``--force``."""
+    from pathlib import Path
+
+    target = Path(path)
+    if target.is_dir():
+        raise TaoError(f"--png {one_line(path)} is a folder: give a file name")
+    if (target.exists() or target.is_symlink()) and not force:
+        raise TaoError(f"--png {one_line(path)} exists: pass --force to replace it, or pick another file")
 
 
 def add_submit_outputs(p: argparse.ArgumentParser) -> None:
