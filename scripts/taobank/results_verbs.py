@@ -259,9 +259,15 @@ class Fetched:
 class _Transfer:
     """The core's side of a platform's fetch: refuses before any byte moves, counts bytes."""
 
-    def __init__(self, dest: Path, force: bool, meter: Meter) -> None:
+    def __init__(self, dest: Path, force: bool, meter: Meter, note: Callable[[str], None] | None = None) -> None:
         self.dest, self.force, self.meter = dest, force, meter
         self.files: list[ResultFile] = []
+        self._note = note
+
+    def note(self, text: str) -> None:
+        """Something the user should know that does not stop the fetch (an unreadable subfolder)."""
+        if self._note is not None:
+            self._note(text)
 
     def start(self, files: list[ResultFile]) -> None:
         if not files:
@@ -342,8 +348,10 @@ def _place(staged: Path, dest: Path, rel: str, force: bool) -> Path:
 
 
 def fetch(platform: str | None, job_id: str, paths: list[str], to: str | Path, *, force: bool = False,
-          emit: Callable[[str], None] | None = None, clock: Callable[[], float] = time.monotonic) -> list[Fetched]:
-    """Download ``paths`` (all when empty) of the job's results under ``to``, each verified, then renamed."""
+          emit: Callable[[str], None] | None = None, clock: Callable[[], float] = time.monotonic,
+          note: Callable[[str], None] | None = None) -> list[Fetched]:
+    """Download ``paths`` (all when empty) of the job's results under ``to``, each verified, then renamed.
+    ``note``: told what the user should know that does not stop the fetch (an unreadable subfolder)."""
     try:  # a PATH outside the folder is a usage error, found before any record or cluster is read
         wanted = list(dict.fromkeys(rel_path(p, "PATH") for p in paths))
     except TaoError as exc:
@@ -361,7 +369,7 @@ def fetch(platform: str | None, job_id: str, paths: list[str], to: str | Path, *
     if not dest.is_dir():
         raise TaoError(f"--to {dest} is not a folder")
     meter = Meter(emit, clock=clock)
-    transfer = _Transfer(dest, force, meter)
+    transfer = _Transfer(dest, force, meter, note)
     staged = Path(tempfile.mkdtemp(prefix=".tao-fetch-", dir=dest))
     try:
         facts = adapter.fetch_results(rec, loc, wanted, staged, transfer)

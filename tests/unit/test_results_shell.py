@@ -184,3 +184,24 @@ def test_write_file_never_writes_past_the_limit(tmp_path):
         write_file(io.BytesIO(b"y" * 100000), tmp_path, "a.bin", lambda n: None, 0, limit=5)
     assert (tmp_path / "a.bin").stat().st_size <= 5
     assert write_file(io.BytesIO(b"12345"), tmp_path, "b.bin", lambda n: None, 0, limit=5) == 5
+
+
+def test_an_unreadable_subfolder_is_a_note_not_a_failed_fetch(job, tmp_path, monkeypatch):
+    """Issue 38 item 6: find's exit 1 on one unreadable subfolder failed the whole fetch. (As root no folder is
+    unreadable, so ``find`` is shimmed to do its work and then report a refused folder, as it does; busybox sh
+    runs its own find applet, not a shim, so /bin/sh runs the same script here.)"""
+    shell = ["/bin/sh"]
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    real = shutil.which("find")
+    (shim / "find").write_text(f'#!/bin/sh\n"{real}" "$@"\necho "find: ./locked: Permission denied" >&2\nexit 1\n')
+    (shim / "find").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim}:{os.environ['PATH']}")
+    notes: list[str] = []
+    into = tmp_path / "into"
+    into.mkdir()
+    transfer = Counting()
+    transfer.note = notes.append  # type: ignore[attr-defined]
+    got = results_sh.fetch_files(Local(shell), str(job), ["train/status.json"], into, transfer)
+    assert [f.path for f in got] == ["train/status.json"] and (into / "train" / "status.json").is_file()
+    assert len(notes) == 1 and "could not be read" in notes[0] and "\n" not in notes[0]
