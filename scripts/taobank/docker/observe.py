@@ -100,6 +100,7 @@ def refresh(recs: list[dict]) -> list[dict]:
     for (name, host), group in groups.items():
         e = eng.Engine(name, host or None)
         seen = inspect(e, [facts.container_of(r) for r in group])
+        finished = []
         for r in group:
             st = seen.get(facts.container_of(r))
             v = classify(st, memory=(r.get("backend") or {}).get("memory"))
@@ -109,7 +110,10 @@ def refresh(recs: list[dict]) -> list[dict]:
                              log_tail=(tail.stdout or "") + (tail.stderr or ""))
             out[r["id"]] = mark(r, v)
             if v.state in (State.COMPLETE, State.ERROR) and st is not None:
-                logs.save(r, e)  # once, at the end: the logs outlive a later docker rm
+                logs.save(r, e)  # once, at the end: the logs outlive the container
+                finished.append(facts.container_of(r))
+        if finished:  # removed with their jobs, in one call: a container's saved configuration holds its secrets
+            e.run(["rm", "--", *finished], check=False, what=f"{name} rm")
     return list(out.values())
 
 
