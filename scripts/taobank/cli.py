@@ -86,8 +86,9 @@ def one_line(value: object, keep: str = "") -> str:
     message can neither split a line nor forge another one, and an escape sequence from a cluster or a
     job (``ESC [2J``, a title change) reaches no terminal. ``keep``: characters left as they are (a tab).
 
-    The one place that cleans text a helper prints from cluster, engine or job output."""
-    return "".join(c if c.isprintable() or c in keep else repr(c)[1:-1] for c in str(value))
+    The one place that cleans text a helper prints from cluster, engine or job output (or from a record a
+    hand edited): a credential the lint can see is masked too."""
+    return "".join(c if c.isprintable() or c in keep else repr(c)[1:-1] for c in _masked(str(value)))
 
 
 def terminal_text(text: str) -> str:
@@ -99,7 +100,7 @@ def terminal_text(text: str) -> str:
 def error_line(message: object) -> str:
     """``error: MESSAGE`` as printed: credentials masked, control characters escaped (an exception's text may
     quote a cluster's answer or a file name a job wrote)."""
-    return f"error: {one_line(_masked(str(message)))}"
+    return f"error: {one_line(message)}"
 
 
 def print_gate_notes(name: str, notes: list[str]) -> None:

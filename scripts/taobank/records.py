@@ -218,9 +218,14 @@ def _shape_problem(rec: Any, job_id: str) -> str | None:
             return f"backend {str(k)[:40]!r} is not text, a whole number or true/false"
         if k in _BACKEND_TEXT and v is not None and not isinstance(v, str):
             return f"backend {k} is not text"
+    container = rec["backend"].get("container")
+    if container is not None and not _CONTAINER.match(container):
+        return "backend container is not a container name"
     return _folder_problem(rec)
 
 
+#: A container name as the engines allow it: never an option, never a control character.
+_CONTAINER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}\Z")
 #: Backend fields the platforms read as text (names, paths, hosts): a number there is damage.
 _BACKEND_TEXT = frozenset(("engine", "engine_host", "container", "results_dir", "log_dir", "job_dir", "staged_dir",
                            "script", "namespace", "context", "job_name", "login_host"))
