@@ -94,6 +94,10 @@ def cmd_preflight(args: argparse.Namespace) -> int:
 def cmd_login(args: argparse.Namespace) -> int:
     from taobank.docker import engine, registry
 
+    from taobank.docker.spec import check_image, refuse_secret
+
+    check_image(args.registry, "--registry")  # before the key is read: a key pasted here is refused unshown
+    refuse_secret(args.username, "--username")
     key = registry.read_key(args.key_env, args.key_file)
     line = registry.login(engine.Engine(args.engine), args.registry, key, args.username)
     print_json({"registry": args.registry, "user": args.username, "ok": True}) if args.json else print(line)
@@ -105,8 +109,12 @@ def cmd_pull(args: argparse.Namespace) -> int:
 
     from taobank.docker import engine, registry
 
-    registry.pull(engine.Engine(args.engine), args.image, lambda t: (sys.stderr.write(t), sys.stderr.flush()))
-    print(f"pulled {args.image}")
+    from taobank.cli import terminal_text
+    from taobank.redact import redact_text
+
+    registry.pull(engine.Engine(args.engine), args.image,
+                  lambda t: (sys.stderr.write(terminal_text(redact_text(t))), sys.stderr.flush()))
+    print(f"pulled {redact_text(args.image)}")
     return 0
 
 

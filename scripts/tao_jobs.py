@@ -24,7 +24,7 @@ import argparse
 import sys
 
 from taobank import verbcli
-from taobank.cli import print_json, run_main
+from taobank.cli import one_line, print_json, run_main
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -42,7 +42,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     problems: list[str] = []
     recs = records.list_records(platform, state, args.active, problems=problems, sweep=args.sweep)
     for line in problems:
-        print(f"warning: skipped {line}", file=sys.stderr)
+        print(one_line(f"warning: skipped {line}"), file=sys.stderr)
     if args.json:
         print_json([JobView.from_record(r).to_dict() for r in recs])
     elif recs:

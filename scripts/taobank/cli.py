@@ -15,7 +15,7 @@ from .errors import EXIT_INTERRUPTED, TaoError, UsageError
 
 def _one_line_usage_error(parser: argparse.ArgumentParser, message: str) -> None:
     """argparse's usage error as ONE line (exit 2); the full usage is one ``--help`` away."""
-    parser.exit(2, f"error: {parser.prog}: {_masked(message)} (see --help)\n")
+    parser.exit(2, error_line(f"{parser.prog}: {message} (see --help)") + "\n")
 
 
 def _masked(text: str) -> str:
@@ -47,7 +47,7 @@ def run_main(main: Callable[[list[str]], int | None], argv: list[str] | None = N
     try:
         rc = main(sys.argv[1:] if argv is None else argv)
     except TaoError as exc:
-        print(f"error: {_masked(str(exc))}", file=sys.stderr)
+        print(error_line(exc), file=sys.stderr)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
@@ -55,7 +55,7 @@ def run_main(main: Callable[[list[str]], int | None], argv: list[str] | None = N
     except BrokenPipeError:
         sys.exit(0)
     except OSError as exc:  # disk full, read-only or immutable file, permissions: one line, no traceback
-        print(f"error: {os_error_line(exc)}", file=sys.stderr)
+        print(error_line(os_error_line(exc)), file=sys.stderr)
         sys.exit(1)
     except RecursionError:  # a safety net: every parser of the bank caps nesting itself
         print("error: an input is nested too deeply to read: simplify it", file=sys.stderr)
@@ -81,10 +81,26 @@ def os_error_line(exc: OSError) -> str:
     return f"cannot write or read{where}: {exc.strerror or exc}: {advice}"
 
 
-def one_line(value: object) -> str:
+def one_line(value: object, keep: str = "") -> str:
     """Text for one output line: newlines and other control characters shown escaped, so a stored
-    message can neither split a line nor forge another one."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(value))
+    message can neither split a line nor forge another one, and an escape sequence from a cluster or a
+    job (``ESC [2J``, a title change) reaches no terminal. ``keep``: characters left as they are (a tab).
+
+    The one place that cleans text a helper prints from cluster, engine or job output (or from a record a
+    hand edited): a credential the lint can see is masked too."""
+    return "".join(c if c.isprintable() or c in keep else repr(c)[1:-1] for c in _masked(str(value)))
+
+
+def terminal_text(text: str) -> str:
+    """Many lines of cluster, engine or job output (logs, pull progress) fit for a terminal: every line
+    through :func:`one_line` (tabs kept), each line end kept as a newline."""
+    return "".join(one_line(line, keep="\t") + "\n" for line in text.splitlines()) if text else ""
+
+
+def error_line(message: object) -> str:
+    """``error: MESSAGE`` as printed: credentials masked, control characters escaped (an exception's text may
+    quote a cluster's answer or a file name a job wrote)."""
+    return f"error: {one_line(message)}"
 
 
 def print_gate_notes(name: str, notes: list[str]) -> None:

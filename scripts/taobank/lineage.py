@@ -22,6 +22,7 @@ from . import checkpoints, records, savedspec, states, taoargs
 from .contract import ResultsListing, SubmitOptions
 from .errors import TaoError
 from .paths import is_path, is_under, rel_path
+from .redact import shown
 from .platform import JobView, get, load_for
 
 #: What a child's spec may name (replaced by text; nothing else of the form ``{parent.X}`` is allowed).
@@ -57,16 +58,18 @@ def _checkpoint(rec: dict, listing: ResultsListing, folder: str, named: str | No
             text = text[len(folder.rstrip("/")) + 1:]
         if text.startswith("/"):
             if not is_under(text, folder) or text.rstrip("/") == folder.rstrip("/"):
-                raise TaoError(f"--from {text} is outside job {rec['id']}'s results folder {folder}: name a "
+                raise TaoError(f"--from {shown(text)} is outside job {rec['id']}'s results folder {folder}: name a "
                                "checkpoint inside it (relative paths are taken from that folder)")
-            text = text[len(folder.rstrip("/")) + 1:]
+            # relative to the folder, both normalised (``//abs/path``, ``/a/./b``): never cut by a raw length
+            text = posixpath.relpath(posixpath.normpath("/" + text.lstrip("/")),
+                                     posixpath.normpath("/" + folder.lstrip("/")))
         rel = rel_path(text, "--from")
         rel = listing.links.get(rel, rel)
         if not any(f.path == rel for f in files):
             have = sorted(f.path for f in files if f.checkpoint)[-3:]
-            raise TaoError(f"--from {rel}: no such file in {folder} (latest checkpoints: {', '.join(have) or 'none'})")
+            raise TaoError(f"--from {shown(rel)}: no such file in {folder} (latest checkpoints: {', '.join(have) or 'none'})")
         if not (checkpoints.epoch_of(rel) is not None or rel.lower().endswith(".pth")):
-            raise TaoError(f"--from {rel} is not a TAO checkpoint (model_epoch_NNN_step_SSSSS.pth): name one")
+            raise TaoError(f"--from {shown(rel)} is not a TAO checkpoint (model_epoch_NNN_step_SSSSS.pth): name one")
         return posixpath.join(folder, rel)
     found = checkpoints.latest(files, rec.get("action"), listing.links, rec.get("network_arch"))
     if found is None:

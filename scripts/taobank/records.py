@@ -211,6 +211,37 @@ def _shape_problem(rec: Any, job_id: str) -> str | None:
     for key in ("message", "backend_ref", "retry_of", "err_class", "description", "parent", "continues"):
         if rec.get(key) is not None and not isinstance(rec.get(key), str):
             return f"{key} is not text"
+    if any(k in rec for k in SWEEP_FIELDS) and not _sweep_ok(rec):
+        return "its sweep fields are not a sweep id, a trial number and key=value overrides"
+    for k, v in rec["backend"].items():
+        if not isinstance(k, str) or (v is not None and type(v) not in (str, int, bool)):
+            return f"backend {str(k)[:40]!r} is not text, a whole number or true/false"
+        if k in _BACKEND_TEXT and v is not None and not isinstance(v, str):
+            return f"backend {k} is not text"
+    container = rec["backend"].get("container")
+    if container is not None and not _CONTAINER.match(container):
+        return "backend container is not a container name"
+    return _folder_problem(rec)
+
+
+#: A container name as the engines allow it: never an option, never a control character.
+_CONTAINER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}\Z")
+#: Backend fields the platforms read as text (names, paths, hosts): a number there is damage.
+_BACKEND_TEXT = frozenset(("engine", "engine_host", "container", "results_dir", "log_dir", "job_dir", "staged_dir",
+                           "script", "namespace", "context", "job_name", "login_host"))
+
+
+def _folder_problem(rec: Mapping[str, Any]) -> str | None:
+    """A results folder no verb may list, fetch from or delete: the whole disk, or a ``backend.results_dir``
+    that is neither the record's ``results_dir`` nor a folder named after the job."""
+    top, own = rec["results_dir"], rec["backend"].get("results_dir")
+    for folder in (top, own):
+        if isinstance(folder, str) and folder.startswith("/") and not folder.strip("/"):
+            return "its results folder is / (the whole disk)"
+    if own is not None and own.rstrip("/") != top.rstrip("/") and own.rstrip("/").rsplit("/", 1)[-1] != rec["id"]:
+        return "backend.results_dir is neither its results_dir nor a folder named after the job"
+    if own is not None and not (own.startswith("/") or _URI.match(own)):
+        return "backend.results_dir is not an absolute path"
     return None
 
 
@@ -418,6 +449,7 @@ def open_record(
     job_id: str | None = None,
     lineage: Mapping[str, str | None] | None = None,
     sweep: tuple[str, int, Mapping[str, str]] | None = None,
+    check_folder: bool = True,
 ) -> dict:
     """Mint an id and store a PENDING record; returns it (``rec["id"]``).
 
@@ -432,6 +464,9 @@ def open_record(
     retrying a job that is still active is refused (it would run twice).
 
     ``lineage`` (``parent``, ``continues``: job ids, checked by :mod:`taobank.lineage`) is stored as given.
+
+    ``check_folder``: refuse a results folder inside another record's folder, or holding one
+    (:func:`refuse_nested`); a sweep checks all its trials' folders in one pass and passes False.
     """
     tier = _required("storage_tier", storage_tier).upper()
     if tier not in STORAGE_TIERS:
@@ -480,6 +515,8 @@ def open_record(
         if _clean_text(rec[field]) != rec[field]:
             raise TaoError(f"{field} looks like it carries a credential: give the bare value, never a secret")
     template = rec["results_dir"]
+    if check_folder and retry_of is None:  # a retry carries on in its parent's folder, checked when that opened
+        refuse_nested([template.replace(ID_PLACEHOLDER, job_id or "new-job")], rec["platform"])
     for _ in range(1 if job_id else _MAX_MINT_TRIES):
         rec["id"] = _check_id(job_id) if job_id else names.mint_job_id(rec["network_arch"], rec["action"])
         rec["results_dir"] = template.replace(ID_PLACEHOLDER, rec["id"])  # one folder per job, named by its id
@@ -488,6 +525,49 @@ def open_record(
     if job_id:
         raise TaoError(f"a record {job_id} exists already in {state_dir()}: submit again (a new id is minted)")
     raise TaoError(f"could not mint a free job id after {_MAX_MINT_TRIES} tries in {state_dir()}: check the folder")
+
+
+# ---------------------------------------------------------------- results folders of many records
+def folder_of(rec: Mapping[str, Any]) -> str:
+    """The folder a record's job writes: ``backend.results_dir`` (where a platform keeps the job's own folder)
+    or ``results_dir``; "" for a job that keeps none."""
+    b = rec.get("backend")
+    v = b.get("results_dir") if isinstance(b, dict) else None
+    folder = v if isinstance(v, str) and v else rec.get("results_dir")
+    return folder.rstrip("/") or "/" if isinstance(folder, str) and folder != NO_RESULTS_DIR else ""
+
+
+def within(path: str, root: str) -> bool:
+    """``path`` is ``root`` or inside it: absolute paths by :func:`taobank.paths.is_under`, URIs by prefix."""
+    from .paths import is_under
+
+    if not path or not root:
+        return False
+    if path.startswith("/") and root.startswith("/"):
+        return is_under(path, root)
+    a, b = path.rstrip("/"), root.rstrip("/")
+    return _URI.match(a) is not None and (a == b or a.startswith(b + "/"))
+
+
+def refuse_nested(folders: list[str], platform: str) -> None:
+    """A new job's results folder may neither lie inside another record's folder nor hold one: ``prune`` of
+    the outer job would delete the inner job's results (one pass over the records for all ``folders``)."""
+    others = [(r, folder_of(r)) for r in list_records(platform=platform)]
+    for new in folders:
+        for r, old in others:
+            if not old or new.rstrip("/") == old:
+                continue  # the same folder: a retry carries on in its parent's
+            if within(new, old):
+                raise TaoError(f"results folder {new} lies inside job {r['id']}'s folder {old}: pruning that job "
+                               "would delete it; choose a folder outside every job's folder")
+            if within(old, new):
+                raise TaoError(f"results folder {new} holds job {r['id']}'s folder {old}: choose a folder that holds "
+                               "no other job's results")
+
+
+def records_inside(folder: str, platform: str, besides: str) -> list[dict]:
+    """The records (other than ``besides``) whose results lie in ``folder`` (inside it, or the same folder)."""
+    return [r for r in list_records(platform=platform) if r["id"] != besides and within(folder_of(r), folder)]
 
 
 def load(job_id: str) -> dict:
@@ -602,5 +682,5 @@ def list_records(platform: str | None = None, state: str | None = None, active: 
     return out
 
 
-__all__ = ["state_dir", "open_record", "mark", "load", "list_records", "run_times", "artifact_dir", "check_results_dir",
+__all__ = ["state_dir", "open_record", "mark", "load", "folder_of", "refuse_nested", "records_inside", "list_records", "run_times", "artifact_dir", "check_results_dir",
            "validate", "record_path", "STATE_DIR_ENV"]

@@ -206,6 +206,16 @@ def _is_private_key_b64(v: str) -> bool:
         return False
 
 
+def _is_aws_secret(v: str) -> bool:
+    """40 characters of base64's alphabet mixing many upper- and lower-case letters and a digit: an AWS
+    secret access key standing alone (no name says so). A path (``/a/b``), a hex digest (no upper case) or
+    a CamelCase word list (few capitals) is none."""
+    upper = sum(c.isupper() for c in v)
+    lower = sum(c.islower() for c in v)
+    return (not v.startswith("/") and "//" not in v and upper >= 8 and lower >= 8 and any(c.isdigit() for c in v)
+            and max(len(p) for p in v.split("/")) >= 8)
+
+
 # ---------------------------------------------------------------- rules
 #: A value: double-quoted, single-quoted, or an unquoted word (never a flow mapping/sequence opener).
 _VCHARS = r"""[^\s"'`#;&|,(){}\[\]]"""
@@ -379,6 +389,8 @@ RULES: tuple[Rule, ...] = (
           r"^[ \t]*(?:ENV|ARG)[ \t]+" + _SHNAME + r"[ \t]+" + _V,  # Dockerfile ``ENV NAME value``
           r"[\"']username[\"']\s{0,8}:\s{0,8}[\"'][^\"'\n]{0,256}[\"']\s{0,8},\s{0,8}[\"']key[\"']\s{0,8}:\s{0,8}" + _V,
           r"[\"']key[\"']\s{0,8}:\s{0,8}" + _V + r"\s{0,8},\s{0,8}[\"']username[\"']")),  # kaggle.json
+    Rule("aws-secret-key", "AWS secret access key standing alone (40 random base64 characters)",
+         (r"(?<![A-Za-z0-9/+])(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",), reference="never", check=_is_aws_secret),
     Rule("bad-allowance", "lint-ok marker without a known rule name and a reason"),
 )
 RULE_NAMES = tuple(r.name for r in RULES)

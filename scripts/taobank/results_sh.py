@@ -58,7 +58,8 @@ echo "@@status"
 
 #: $1: the results folder, then the relative paths asked for (none: everything). Per regular file under
 #: them: "<size> <mtime> <sha256> ./<name>"; a path that is missing: "@@absent P"; a path that leaves the
-#: folder (through a symbolic link): "@@outside P".
+#: folder (through a symbolic link): "@@outside P"; a path with a part find could not read (a subfolder
+#: without permission): "@@unreadable P" after the files it could read (a note, not a failed fetch).
 FILE_FACTS = r'''
 [ -d "$1" ] || { echo "the results folder $1 does not exist" >&2; exit 3; }
 cd -- "$1" || exit 3
@@ -76,7 +77,7 @@ for p do
       case $f in *"
 "*|*\\*) continue ;; esac
       s=$(stat -c "%s %Y" "$f") && h=$(sha256sum < "$f") && echo "$s ${h%% *} $f"
-    done' tao-sum {} +
+    done' tao-sum {} + 2>/dev/null || echo "@@unreadable $p"
 done
 '''
 
@@ -136,10 +137,16 @@ def parse_listing(folder: str, text: str, *, status: bool) -> ResultsListing:
     return ResultsListing(folder, files, split_files(rest) if status else {}, links=dict(sorted(links.items())))
 
 
-def parse_facts(folder: str, text: str) -> list[ResultFile]:
-    """:data:`FILE_FACTS`' output as files with their sha256; a path outside or absent is one-line TaoError."""
+def parse_facts(folder: str, text: str, notes: list[str] | None = None) -> list[ResultFile]:
+    """:data:`FILE_FACTS`' output as files with their sha256; a path outside or absent is one-line TaoError;
+    a path find could not wholly read adds a line to ``notes``."""
     out: dict[str, ResultFile] = {}
     for line in (text or "").splitlines():
+        if line.startswith("@@unreadable ") and notes is not None:
+            what = "the folder" if line[13:] == "." else line[13:]
+            notes.append(f"part of {what} in {folder} could not be read (permissions): its readable files were "
+                         "fetched; fix the permissions on the cluster and fetch again for the rest")
+            continue
         if line.startswith("@@absent "):
             raise TaoError(f"{line[9:]} is not in the results folder {folder}: see tao_jobs.py artifacts ID")
         if line.startswith("@@outside "):
@@ -205,12 +212,17 @@ def list_folders(shell: Shell, folders: list[str], *, status: bool) -> list[Resu
 
 def fetch_files(shell: Shell, folder: str, paths: list[str], into: Path, transfer: Transfer) -> list[ResultFile]:
     """Two commands: the files' facts (sizes, sha256), then a tar of exactly those files, written under ``into``."""
+    notes: list[str] = []
     facts = parse_facts(folder, _checked(shell.text(FILE_FACTS, [folder, *paths], what=f"reading {folder}"),
-                                         f"reading {folder}"))
+                                         f"reading {folder}"), notes)
+    for line in notes:
+        note = getattr(transfer, "note", None)
+        if note is not None:
+            note(line)
     transfer.start(facts)
     names = "".join(f"./{f.path}\n" for f in facts)
     with shell.stream(TAR_FILES, [folder], stdin=names, what=f"sending files of {folder}") as out:
-        extract(out, into, [f.path for f in facts], transfer.advance, what=f"the download from {folder}")
+        extract(out, into, {f.path: f.size for f in facts}, transfer.advance, what=f"the download from {folder}")
     return facts
 
 

@@ -261,9 +261,15 @@ class Fetched:
 class _Transfer:
     """The core's side of a platform's fetch: refuses before any byte moves, counts bytes."""
 
-    def __init__(self, dest: Path, force: bool, meter: Meter) -> None:
+    def __init__(self, dest: Path, force: bool, meter: Meter, note: Callable[[str], None] | None = None) -> None:
         self.dest, self.force, self.meter = dest, force, meter
         self.files: list[ResultFile] = []
+        self._note = note
+
+    def note(self, text: str) -> None:
+        """Something the user should know that does not stop the fetch (an unreadable subfolder)."""
+        if self._note is not None:
+            self._note(text)
 
     def start(self, files: list[ResultFile]) -> None:
         if not files:
@@ -344,8 +350,10 @@ def _place(staged: Path, dest: Path, rel: str, force: bool) -> Path:
 
 
 def fetch(platform: str | None, job_id: str, paths: list[str], to: str | Path, *, force: bool = False,
-          emit: Callable[[str], None] | None = None, clock: Callable[[], float] = time.monotonic) -> list[Fetched]:
-    """Download ``paths`` (all when empty) of the job's results under ``to``, each verified, then renamed."""
+          emit: Callable[[str], None] | None = None, clock: Callable[[], float] = time.monotonic,
+          note: Callable[[str], None] | None = None) -> list[Fetched]:
+    """Download ``paths`` (all when empty) of the job's results under ``to``, each verified, then renamed.
+    ``note``: told what the user should know that does not stop the fetch (an unreadable subfolder)."""
     try:  # a PATH outside the folder is a usage error, found before any record or cluster is read
         wanted = list(dict.fromkeys(rel_path(p, "PATH") for p in paths))
     except TaoError as exc:
@@ -363,7 +371,7 @@ def fetch(platform: str | None, job_id: str, paths: list[str], to: str | Path, *
     if not dest.is_dir():
         raise TaoError(f"--to {dest} is not a folder")
     meter = Meter(emit, clock=clock)
-    transfer = _Transfer(dest, force, meter)
+    transfer = _Transfer(dest, force, meter, note)
     staged = Path(tempfile.mkdtemp(prefix=".tao-fetch-", dir=dest))
     try:
         facts = adapter.fetch_results(rec, loc, wanted, staged, transfer)
@@ -393,14 +401,23 @@ class Pruned:
         return one_line(f"{self.id}: {self.message}")
 
 
-def prunable(rec: dict, loc: ResultsLocation) -> None:
-    """Refuse (one line) a job whose folder prune must not delete: active, or not its own folder."""
+def prunable(rec: dict, loc: ResultsLocation, together: list[str] | tuple[str, ...] = ()) -> None:
+    """Refuse (one line) a job whose folder prune must not delete: active, not its own folder, or holding the
+    results of another record (a live one always; a finished one unless it is pruned ``together``)."""
     if rec["state"] not in states.TERMINAL:
         raise TaoError(f"job {rec['id']} is {rec['state']}: its results may still be written; wait for it to end "
                        f"(or cancel it: tao_jobs.py cancel {rec['id']}) and prune it then")
     if not loc.own:
         raise TaoError(f"job {rec['id']}: {loc.folder} is not the job's own folder ({loc.why_not_own}); prune "
                        "deletes only a folder named after the job: remove it yourself if you mean it")
+    pruning = set(together)
+    for other in records.records_inside(loc.folder, rec["platform"], rec["id"]):
+        if other["state"] not in states.TERMINAL:
+            raise TaoError(f"job {rec['id']}: {loc.folder} holds the results of job {other['id']}, which is "
+                           f"{other['state']}: prune deletes nothing a live job writes; wait for it to end")
+        if other["id"] not in pruning:
+            raise TaoError(f"job {rec['id']}: {loc.folder} also holds the results of job {other['id']}: prune both "
+                           f"(prune {rec['id']} {other['id']}) or remove the folder yourself")
 
 
 def prune(platform: str | None, ids: list[str], *, confirm: Callable[[str], bool]) -> tuple[list[Pruned], list[str]]:
@@ -417,7 +434,7 @@ def prune(platform: str | None, ids: list[str], *, confirm: Callable[[str], bool
             rec = load_for(job_id, platform, "prune")
             adapter = get(rec["platform"])
             loc = adapter.results_location(rec)
-            prunable(rec, loc)
+            prunable(rec, loc, ids)
             if not confirm(f"delete {loc.folder} (the results of {rec['state']} job {rec['id']}) and everything "
                            "in it? [y/N] "):
                 done.append(Pruned(rec["id"], loc.folder, False, f"kept {loc.folder} (not confirmed)"))

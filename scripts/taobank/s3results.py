@@ -107,7 +107,7 @@ def fetch(uri: str, paths: list[str], into: Path, transfer: Transfer) -> list[Re
     for f in chosen:
         with pipe(aws() + ["s3", "cp", "--only-show-errors", f"s3://{bucket}/{prefix}/{f.path}", "-"],
                   what=f"aws s3 cp of {f.path}") as out:
-            done = write_file(out, into, f.path, transfer.advance, done)
+            done = write_file(out, into, f.path, transfer.advance, done, limit=f.size)
     return chosen
 
 

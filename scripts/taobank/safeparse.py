@@ -43,6 +43,7 @@ def json_value(text: str | bytes, what: str) -> Any:
 
 
 _LOADER: Any = None
+_UNIQUE_LOADER: Any = None
 
 
 def _loader() -> Any:
@@ -71,11 +72,37 @@ def _loader() -> Any:
     return _LOADER
 
 
-def yaml_value(text: str, what: str) -> Any:
-    """``text`` parsed as YAML (JSON is YAML); one-line TaoError naming ``what`` on any problem."""
+def _unique_loader() -> Any:
+    """:func:`_loader` that also refuses a key given twice in one mapping (YAML keeps the last one silently)."""
+    global _UNIQUE_LOADER
+    if _UNIQUE_LOADER is None:
+        yaml = require("yaml")
+
+        class UniqueLoader(_loader()):  # type: ignore[misc]
+            def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+                seen: set = set()
+                for key_node, _ in node.value:
+                    key = self.construct_object(key_node, deep=True)
+                    try:
+                        dup = key in seen
+                        seen.add(key)
+                    except TypeError:  # an unhashable key: the base class says so
+                        dup = False
+                    if dup:
+                        raise yaml.YAMLError(f"line {key_node.start_mark.line + 1}: the key {str(key)[:60]!r} is given "
+                                             "twice in one mapping: give it once")
+                return super().construct_mapping(node, deep=deep)
+
+        _UNIQUE_LOADER = UniqueLoader
+    return _UNIQUE_LOADER
+
+
+def yaml_value(text: str, what: str, *, unique_keys: bool = False) -> Any:
+    """``text`` parsed as YAML (JSON is YAML); one-line TaoError naming ``what`` on any problem.
+    ``unique_keys``: a key given twice in one mapping is refused instead of silently keeping the last."""
     yaml = require("yaml")
     try:
-        return yaml.load(text, Loader=_loader())  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_unique_loader() if unique_keys else _loader())  # noqa: S506 - SafeLoader
     except yaml.YAMLError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise TaoError(f"{what} is not valid YAML/JSON: {first}") from None

@@ -9,7 +9,7 @@ import argparse
 import sys
 
 from . import sweepfile
-from .cli import print_gate_notes, print_json
+from .cli import error_line, print_gate_notes, print_json
 from .errors import EXIT_FAILED, EXIT_OK, UsageError
 
 
@@ -97,7 +97,7 @@ def cancel(args: argparse.Namespace, platform: str | None = None) -> int:
         for v in views:
             print(v.line())
     for line in errors:
-        print(f"error: {line}", file=sys.stderr)
+        print(error_line(line), file=sys.stderr)
     return EXIT_FAILED if errors else EXIT_OK
 
 

@@ -22,7 +22,6 @@ import itertools
 import math
 import random
 import re
-from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from .errors import UsageError
@@ -34,6 +33,10 @@ KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_0-9]+)*\Z")
 VALUE = re.compile(r"[A-Za-z0-9_.+\-/:@%]+\Z")
 MAX_TRIALS = 10000
 MAX_LEN = 256
+#: Largest sweep file read: 10,000 trials of a few overrides each fit in far less.
+MAX_FILE_BYTES = 1024 * 1024
+#: A number as YAML 1.2 writes it (``1e-5``): YAML 1.1 (PyYAML) reads a float without a dot as a string.
+_NUMBER_TEXT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\Z")
 _FORMS = ("grid", "trials", "random")
 
 
@@ -62,7 +65,23 @@ def value_text(key: str, value: Any) -> str:
     if len(text) > MAX_LEN or not VALUE.match(text):
         raise UsageError(f"sweep value of {key} is not safe as one key=value argument (spaces, quotes, commas, = and "
                          "shell characters are refused): use letters, digits and _.+-/:@%")
+    from .redact import lint_text
+
+    if lint_text(text, "sweep value"):  # it reaches argv, the record and the saved spec: never a credential
+        raise UsageError(f"sweep value of {key} looks like a credential (not shown): pass secrets by name "
+                         "(--secret-env NAME), never as an override")
     return text
+
+
+def check_size(counts: Iterable[int], what: str) -> None:
+    """Refuse a sweep of more than MAX_TRIALS trials from its value counts alone, before any trial is built
+    (a 10-key grid of 10 values each is 10^10 trials: counted, it costs nothing; built, all memory)."""
+    total = 1
+    for n in counts:
+        total *= n
+        if total > MAX_TRIALS:
+            raise UsageError(f"{what} makes more than {MAX_TRIALS} trials (the product of the value counts): at "
+                             f"most {MAX_TRIALS}; split it")
 
 
 def _unique(key: str, values: list[str]) -> list[str]:
@@ -75,6 +94,8 @@ def _unique(key: str, values: list[str]) -> list[str]:
 def parse_flags(items: Iterable[str]) -> dict[str, list[str]]:
     """``--sweep KEY=V1,V2`` flags (repeatable) as ``{key: [values]}``; a key given twice is refused."""
     grid: dict[str, list[str]] = {}
+    items = list(items)
+    check_size((item.count(",") + 1 for item in items), "--sweep")
     for item in items:
         key, sep, rest = item.partition("=")
         if not sep:
@@ -116,6 +137,8 @@ def _mapping(value: Any, what: str) -> Mapping:
 
 def _number(spec: Mapping, name: str, key: str) -> float:
     v = spec.get(name)
+    if isinstance(v, str) and _NUMBER_TEXT.match(v.strip()):
+        v = float(v)  # ``1e-5``: a number YAML 1.1 left as text
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
         raise UsageError(f"sweep file: random param {key} needs a number {name}")
     return float(v)
@@ -155,6 +178,7 @@ def random_trials(block: Any) -> list[dict[str, str]]:
     n, seed = block.get("samples"), block.get("seed")
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise UsageError("sweep file: random.samples must be a whole number")
+    check_size([n], "sweep file: random.samples")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise UsageError("sweep file: random.seed must be a whole number (the same seed gives the same trials)")
     params = _mapping(block.get("params"), "sweep file: random.params")
@@ -173,6 +197,7 @@ def from_data(data: Any) -> list[dict[str, str]]:
     form = forms[0]
     if form == "grid":
         grid = _mapping(data["grid"], "sweep file: grid")
+        check_size((len(v) if isinstance(v, list) else 1 for v in grid.values()), "sweep file: grid")
         out: dict[str, list[str]] = {}
         for key, values in grid.items():
             check_key(key)
@@ -184,19 +209,24 @@ def from_data(data: Any) -> list[dict[str, str]]:
         items = data["trials"]
         if not isinstance(items, list):
             raise UsageError("sweep file: trials must be a list of {key: value} maps")
+        check_size([len(items)], "sweep file: trials")
         return [{check_key(k): value_text(k, v) for k, v in _mapping(t, f"sweep file: trial {i}").items()}
                 for i, t in enumerate(items)]
     return random_trials(data["random"])
 
 
 def load(path: str) -> list[dict[str, str]]:
-    from . import safeparse
+    """The trials of a sweep file: read by the one rule for files a flag names (a regular file under a size
+    cap: a FIFO or /dev/zero is refused, never waited on), keys unique at every level."""
+    from . import fsio, safeparse
+    from .errors import TaoError
 
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--sweep-file {path}: cannot read it ({exc.__class__.__name__})") from None
-    return from_data(safeparse.yaml_value(text, f"--sweep-file {path}"))
+        text = fsio.read_text(path, "sweep file", max_bytes=MAX_FILE_BYTES) or ""
+        data = safeparse.yaml_value(text, f"--sweep-file {path}", unique_keys=True)
+    except TaoError as exc:
+        raise UsageError(str(exc)) from None
+    return from_data(data)
 
 
 def trials(flags: Iterable[str] | None, file: str | None) -> list[dict[str, str]] | None:

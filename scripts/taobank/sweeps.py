@@ -91,13 +91,15 @@ def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dic
     adapter.check_sweep(plans, k, gate)
     adapter.check(first, gate)  # the trials differ only in their overrides: one gate for all
     sweep_id = names.mint_job_id(first.network_arch, "sweep")
+    records.refuse_nested([p.results_dir.replace(records.ID_PLACEHOLDER, p.job_id or f"new-job-{i}")
+                           for i, p in enumerate(plans)], adapter.name)  # one pass for every trial
     recs = []
     try:
         for i, (plan, t) in enumerate(zip(plans, trials)):
             recs.append(records.open_record(
                 adapter.name, plan.image, plan.network_arch, plan.action, plan.storage_tier, plan.results_dir,
                 backend={**plan.backend, **gate.backend, "max_concurrent": k}, description=opts.description,
-                job_id=plan.job_id, sweep=(sweep_id, i, t), lineage={"parent": opts.parent}))
+                job_id=plan.job_id, sweep=(sweep_id, i, t), lineage={"parent": opts.parent}, check_folder=False))
             savedspec.save(recs[-1]["id"], specs[i], {k: getattr(opts, k) for k in savedspec.KEPT_OPTIONS})
     except TaoError as exc:
         _fail(recs, f"sweep {sweep_id} not submitted: {exc}")
@@ -217,14 +219,15 @@ def _remembered(job_id: str, seen: dict | None) -> dict | None:
 
 def table(rows: list[Row], *, headers: bool = True) -> str:
     """The sweep table: TRIAL ID STATE PROGRESS OVERRIDES KPIS."""
+    from .cli import one_line
     from .progress.statusfile import format_number
 
     lines = [("TRIAL", "ID", "STATE", "PROGRESS", "OVERRIDES", "KPIS")] if headers else []
     for r in rows:
         state = f"{r.state} (held)" if r.held and r.state == State.PENDING else r.state
         kpis = " ".join(f"{k}={format_number(v, 4) if isinstance(v, (int, float)) else v}" for k, v in r.kpis.items())
-        lines.append((str(r.trial), r.id, state, r.progress or "-", " ".join(sweepfile.args_of(r.overrides)),
-                      kpis or "-"))
+        lines.append(tuple(one_line(c) for c in (r.trial, r.id, state, r.progress or "-",
+                                                 " ".join(sweepfile.args_of(r.overrides)), kpis or "-")))
     if not lines:
         return ""
     widths = [max(len(line[i]) for line in lines) for i in range(5)]
@@ -260,12 +263,13 @@ class Winner:
         return dict(self.__dict__)
 
     def line(self) -> str:
+        from .cli import one_line
         from .progress.statusfile import format_number
 
         if self.id is None:
-            return f"sweep {self.sweep}: no trial has {self.kpi} yet ({self.note})"
+            return one_line(f"sweep {self.sweep}: no trial has {self.kpi} yet ({self.note})")
         where = ", ".join(self.checkpoints) or "no checkpoint named for that epoch"
-        return (f"sweep {self.sweep}: best {self.kpi} ({self.mode}) = {format_number(self.value, 6)}: trial "
+        return one_line(f"sweep {self.sweep}: best {self.kpi} ({self.mode}) = {format_number(self.value, 6)}: trial "
                 f"{self.trial} {self.id} ({' '.join(sweepfile.args_of(self.overrides))}) checkpoint {where} "
                 f"in {self.folder}")
 

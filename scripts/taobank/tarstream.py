@@ -15,7 +15,7 @@ import os
 import posixpath
 import tarfile
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterable
+from typing import BinaryIO, Callable, Mapping
 
 from .errors import TaoError
 from .paths import is_member
@@ -38,27 +38,39 @@ def _kind(m: tarfile.TarInfo) -> str:
     return "not a regular file"
 
 
-def write_file(src: BinaryIO, into: Path, name: str, advance: Callable[[int], None], done: int) -> int:
-    """Copy ``src`` to the new file ``into/name`` (never through a link, never over a file); bytes so far."""
+def write_file(src: BinaryIO, into: Path, name: str, advance: Callable[[int], None], done: int,
+               limit: int | None = None) -> int:
+    """Copy ``src`` to the new file ``into/name`` (never through a link, never over a file); bytes so far.
+    ``limit``: the size the cluster listed; not one byte more is written (a longer source is refused)."""
     target = into / name
     target.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    written = 0
     with os.fdopen(fd, "wb") as out:
-        for chunk in iter(lambda: src.read(CHUNK), b""):
+        while True:
+            chunk = src.read(CHUNK if limit is None else min(CHUNK, limit - written + 1))
+            if not chunk:
+                break
+            if limit is not None and written + len(chunk) > limit:
+                raise TaoError(f"{name}: more bytes arrived than the {limit} the cluster listed: it changed during "
+                               "the download; run the fetch again")
             out.write(chunk)
+            written += len(chunk)
             done += len(chunk)
             advance(done)
     return done
 
 
-def extract(stream: BinaryIO, into: Path, expected: Iterable[str], advance: Callable[[int], None],
+def extract(stream: BinaryIO, into: Path, expected: Mapping[str, int], advance: Callable[[int], None],
             *, what: str = "the download") -> set[str]:
     """Write the expected regular files of the tar ``stream`` under the empty folder ``into``; their names.
 
-    Folders in the stream are skipped (they are made for the files); a link, device, FIFO, absolute or
-    ``..`` name, or a file not expected, is refused. ``advance(bytes so far)`` follows the content.
+    ``expected``: each file's name and the size the cluster listed. Folders in the stream are skipped (they
+    are made for the files); a link, device, FIFO, absolute or ``..`` name, a file not expected, or one whose
+    size differs from the listed one (checked before a byte is written), is refused.
+    ``advance(bytes so far)`` follows the content.
     """
-    wanted = set(expected)
+    wanted = dict(expected)
     got: set[str] = set()
     done = 0
     try:
@@ -76,9 +88,12 @@ def extract(stream: BinaryIO, into: Path, expected: Iterable[str], advance: Call
                     raise TaoError(f"{what}: refused {name!r}: not one of the files the cluster listed")
                 if name in got:
                     raise TaoError(f"{what}: refused {name!r}: it came twice")
+                if m.size != wanted[name]:
+                    raise TaoError(f"{what}: refused {name!r}: it holds {m.size} bytes, the cluster listed "
+                                   f"{wanted[name]}: it changed during the download; run the fetch again")
                 src = tar.extractfile(m)
                 assert src is not None
-                done = write_file(src, into, name, advance, done)
+                done = write_file(src, into, name, advance, done, limit=wanted[name])
                 got.add(name)
     except tarfile.TarError as exc:
         raise TaoError(f"{what} is not a complete tar stream ({exc}): run it again") from None

@@ -23,8 +23,8 @@ import sys
 from typing import Callable
 
 from . import platform as core
-from .cli import add_version, print_gate_notes, print_json
-from .errors import EXIT_FAILED, EXIT_OK, UsageError
+from .cli import add_version, error_line, one_line, print_gate_notes, print_json, terminal_text
+from .errors import EXIT_FAILED, EXIT_OK, TaoError, UsageError
 
 #: old flag -> the flag that replaces it; the old one is accepted for one release
 DEPRECATED = {"--lines": "--tail", "--secret": "--secret-env"}
@@ -151,6 +151,8 @@ def add_logs(sub: argparse._SubParsersAction, platform: str | None) -> argparse.
     p.add_argument("--lines", type=int, help=argparse.SUPPRESS)  # deprecated spelling of --tail
     p.add_argument("-f", "--follow", action="store_true", help="stream new output until the job ends")
     p.add_argument("--json", action="store_true", help='{"id", "source", "sections": {name: text}}')
+    p.add_argument("--raw", action="store_true", help="the job's bytes as they are (default: control characters "
+                   "and terminal escape sequences shown escaped, as \\x1b)")
     p.set_defaults(func=lambda a: cmd_logs(a, platform))
     return p
 
@@ -167,7 +169,7 @@ def cmd_logs(args: argparse.Namespace, platform: str | None) -> int:
 
         def emit(section: str, text: str) -> None:
             stream = sys.stderr if section.endswith("main.err") else sys.stdout
-            stream.write(text)
+            stream.write(text if args.raw else terminal_text(text))
             stream.flush()
 
         return core.follow(platform, job_id, tail=tail, emit=emit)
@@ -183,6 +185,8 @@ def cmd_logs(args: argparse.Namespace, platform: str | None) -> int:
     for name, text in out.sections.items():
         if many:
             print(f"==> {name} <==")
+        if not args.raw:
+            text = terminal_text(text)
         sys.stdout.write(text if not text or text.endswith("\n") else text + "\n")
     return EXIT_OK
 
@@ -218,7 +222,7 @@ def cmd_cancel(args: argparse.Namespace, platform: str | None) -> int:
         if not views and not errors:
             print("no active jobs to cancel")
     for line in errors:
-        print(f"error: {line}", file=sys.stderr)
+        print(error_line(line), file=sys.stderr)
     return EXIT_FAILED if errors else EXIT_OK
 
 
@@ -283,7 +287,8 @@ def cmd_fetch(args: argparse.Namespace, platform: str | None) -> int:
         raise UsageError("fetch needs a job id or --last")
     emit = _progress_line()
     try:
-        got = results_verbs.fetch(platform, job_id, words, args.to, force=args.force, emit=emit)
+        got = results_verbs.fetch(platform, job_id, words, args.to, force=args.force, emit=emit,
+                                  note=lambda text: print(one_line(f"note: {text}"), file=sys.stderr))
     finally:
         if emit.tty:  # type: ignore[attr-defined]
             sys.stderr.write("\r\033[K")
@@ -324,7 +329,7 @@ def cmd_prune(args: argparse.Namespace, platform: str | None) -> int:
         print_json([d.to_dict() for d in done])
     elif done:
         print("\n".join(d.line() for d in done))
-    sys.stderr.write("".join(f"error: {line}\n" for line in errors))
+    sys.stderr.write("".join(error_line(line) + "\n" for line in errors))
     return EXIT_FAILED if errors else EXIT_OK
 
 
@@ -346,7 +351,9 @@ def add_metrics(sub: argparse._SubParsersAction, platform: str | None) -> argpar
     shape.add_argument("--csv", action="store_true", help="the table as CSV")
     shape.add_argument("--plot", action="store_true", help="a terminal chart (needs the plotext package)")
     p.add_argument("--kpi", action="append", metavar="NAME", help="the KPIs to chart (repeatable; default: all)")
-    p.add_argument("--png", metavar="FILE", help="also write the chart as an image (needs matplotlib)")
+    p.add_argument("--png", metavar="FILE", help="also write the chart as an image (needs matplotlib); an existing "
+                   "FILE needs --force")
+    p.add_argument("--force", action="store_true", help="with --png: replace an existing FILE")
     p.set_defaults(func=lambda a: cmd_metrics(a, platform))
     return p
 
@@ -358,6 +365,10 @@ def cmd_metrics(args: argparse.Namespace, platform: str | None) -> int:
     job_id = one_job(args, platform, "metrics")
     if args.kpi and not (args.plot or args.png):
         raise UsageError("--kpi chooses what --plot or --png draws: add one of them")
+    if args.force and not args.png:
+        raise UsageError("--force replaces the --png FILE: add --png FILE")
+    if args.png:
+        png_target(args.png, args.force)  # refused before any cluster call, as fetch refuses
     rows, log, chosen = core.metrics(platform, job_id)
     if args.kpi:
         require_kpis(rows, args.kpi)
@@ -374,6 +385,17 @@ def cmd_metrics(args: argparse.Namespace, platform: str | None) -> int:
     if args.png:
         print(f"wrote {progress.plot_png(rows, args.kpi, args.png)}", file=sys.stderr)
     return EXIT_OK
+
+
+def png_target(path: str, force: bool) -> None:
+    """``metrics --png FILE``: an existing file (or a link, or a folder) is never replaced without ``--force``."""
+    from pathlib import Path
+
+    target = Path(path)
+    if target.is_dir():
+        raise TaoError(f"--png {one_line(path)} is a folder: give a file name")
+    if (target.exists() or target.is_symlink()) and not force:
+        raise TaoError(f"--png {one_line(path)} exists: pass --force to replace it, or pick another file")
 
 
 def add_submit_outputs(p: argparse.ArgumentParser) -> None:

@@ -289,7 +289,7 @@ def slurm_record(*, staged: bool = True, slurm_job_id: str | None = "101", state
     ``slurm_job_id`` is given (the sbatch answer recorded)."""
     from taobank import records
 
-    rec = records.open_record("slurm", "none", "dino", "train", "A", f"{SLURM_BASE}/results",
+    rec = records.open_record("slurm", "none", "dino", "train", "A", f"{SLURM_BASE}/results/{records.ID_PLACEHOLDER}",
                               backend={"backend_type": "slurm", "partition": "gpu", "container_runtime": "none"})
     jid = rec["id"]
     if not staged:

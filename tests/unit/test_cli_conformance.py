@@ -161,6 +161,7 @@ class Docker:
                      lambda c: ok(json.dumps([{"Name": "/" + jid, "Id": jid, "State": states[end]}
                                               for jid, end in self.ends.items()])))
         self.fake.on("docker", lambda c: c.argv[1] == "logs", "")
+        self.fake.on("docker", lambda c: c.argv[1] == "rm", "")  # a finished job's container goes with it
 
     def logs_are(self, text: str) -> None:
         self.fake.on("docker", lambda c: c.argv[1] == "logs", text)

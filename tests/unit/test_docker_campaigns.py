@@ -117,11 +117,13 @@ def test_a_docker_sweep_costs_a_fixed_number_of_engine_calls(engine, n):
     assert [r.state for r in rows] == ["RUNNING"] * min(K, n) + ["PENDING"] * max(0, n - K)
     assert [r.held for r in rows] == [i >= K for i in range(n)]
 
-    # a trial ends: ONE inspect, its logs saved once, ONE start releasing the next held trial
+    # a trial ends: ONE inspect, its logs saved once, its container removed (its saved configuration holds the
+    # secrets), ONE start releasing the next held trial
     engine.containers[ids[0]].update(Status="exited", ExitCode=0)
     since = len(engine.fake.calls)
     rows = sweeps.status(done.sweep)
-    assert engine.calls(since) == ["inspect", "logs"] + (["start"] if n > K else [])
+    assert engine.calls(since) == ["inspect", "logs", "rm"] + (["start"] if n > K else [])
+    assert ids[0] not in engine.containers
     if n > K:
         assert engine.fake.calls[-1].argv[2:] == [ids[K]] and engine.containers[ids[K]]["Status"] == "running"
         assert records.load(ids[K])["backend"]["held"] is False
@@ -138,7 +140,7 @@ def test_a_docker_sweep_costs_a_fixed_number_of_engine_calls(engine, n):
         assert got == ["inspect", "rm", "stop", "inspect"] + ["logs"] * running, got
         (stop,) = [c for c in engine.fake.calls[since:] if c.argv[1] == "stop"]
         assert stop.argv[4:] == ids[1:1 + running]
-        assert set(engine.containers) == set(ids[:1 + running])  # the held ones are gone
+        assert set(engine.containers) == set(ids[1:1 + running])  # the held ones are gone, the finished one too
     else:
         assert got == [], got  # n=1: the only trial had ended; nothing to cancel
     assert [records.load(i)["state"] for i in ids] == ["COMPLETE"] + ["CANCELED"] * (n - 1)

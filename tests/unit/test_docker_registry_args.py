@@ -50,4 +50,36 @@ def test_check_image_agrees_with_the_schema(value):
     except TaoError as exc:
         ok = False
         assert "\n" not in str(exc)
-    assert ok == schema_ok and (not ok or not value.startswith("-"))
+    from taobank.redact import lint_text
+
+    assert ok == (schema_ok and not lint_text(value)) and (not ok or not value.startswith("-"))
+
+
+NVAPI = "nvapi-" + "Zx9_" * 8
+AWS_SECRET = "wJalrXUtnFEMI/" + "K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+
+@pytest.mark.parametrize("key", [NVAPI, "nvapi-abcdefghijklmnopqrstuvwxyz0123", "ghp_" + "a1B2" * 10, AWS_SECRET])
+def test_a_key_given_as_the_image_to_pull_never_reaches_argv_or_the_terminal(fake, cli, key):
+    """Issue 38 item 5: ``pull KEY`` was passed on the engine's argv and printed back ("pulled nvapi-...")."""
+    fake.on("docker", lambda c: True, f"Error: {key} not found\n", rc=1)
+    out = cli("tao_docker.py", "pull", key)
+    assert out.rc == 1 and fake.calls == [] and key not in out.out + out.err and len(out.err_lines) == 1, out
+    assert "looks like a credential" in out.err
+
+
+@pytest.mark.parametrize("flag", ["--registry", "--username"])
+@pytest.mark.parametrize("key", [NVAPI, AWS_SECRET])
+def test_a_key_given_as_registry_or_user_of_login_is_refused_unshown(fake, cli, monkeypatch, flag, key):
+    monkeypatch.setenv("NGC_KEY", "nvapi-secretvalue1234567890")
+    fake.on("docker", lambda c: True, "Login Succeeded\n")
+    out = cli("tao_docker.py", "login", flag, key)
+    assert out.rc == 1 and fake.calls == [] and key not in out.out + out.err and len(out.err_lines) == 1, out
+
+
+def test_pull_progress_from_the_engine_is_masked_and_escaped(fake, cli):
+    fake.on("docker", lambda c: c.argv[1] == "pull",
+            f"\x1b]0;owned\x07layer 1 done\nauth {NVAPI}\n\x1b[2Jdone\n")
+    out = cli("tao_docker.py", "pull", "127.0.0.1:5000/nvidia/tao:1")
+    assert out.rc == 0 and "\x1b" not in out.err and "\x07" not in out.err and NVAPI not in out.err, out
+    assert "layer 1 done" in out.err and "\\x1b" in out.err

@@ -2,9 +2,11 @@
 image, secrets by name only, GPUs in the engine's own form."""
 from __future__ import annotations
 
+import pytest
 from hypothesis import example, given, settings, strategies as st
 
 from taobank.contract import SubmitOptions
+from taobank.errors import TaoError
 from taobank.docker import render, submit
 
 
@@ -110,3 +112,14 @@ def test_a_mount_reaches_argv_only_as_a_validated_absolute_path(host, target):
         assert path.startswith("/") and not set(path) & set(",= \n\"'") and ".." not in path.split("/")
     argv = render.run_argv(p.run)
     assert f"type=bind,source={src},target={dst},readonly" in argv
+
+
+@pytest.mark.parametrize("cpus", [float("nan"), float("inf"), 1e-300, 0.001, 0, -1, 1025])
+def test_cpus_must_be_a_sensible_finite_number(cpus):
+    """Issue 38 item 9: ``cpus: .nan`` and ``1e-300`` passed the schema and reached ``--cpus``."""
+    from taobank.docker import spec as dspec
+
+    with pytest.raises(TaoError, match="cpus") as err:
+        dspec.validate({"image": "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt", "command": ["x"], "cpus": cpus})
+    assert "\n" not in str(err.value)
+    assert dspec.validate({"image": "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt", "command": ["x"], "cpus": 0.5})

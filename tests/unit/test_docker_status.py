@@ -46,12 +46,15 @@ def test_one_inspect_for_every_job_and_a_gone_one_is_unknown(fake):
             stderr="Error: No such container: job-c-000003")
     fake.on("sh", lambda call: True, "")  # the status files of the local results folders (none yet)
     fake.on("docker", lambda call: call.argv[1] == "logs", "the end\n")
+    fake.on("docker", lambda call: call.argv[1] == "rm", "")
     views = {v.id: v for v in platform.status("docker")}
     inspects = [call for call in fake.calls if call.program == "docker" and call.argv[1] == "container"]
     assert len(inspects) == 1
     # the job that ended has its logs saved once (the running one and the gone one do not)
     saved = [call.argv[-1] for call in fake.calls if call.program == "docker" and call.argv[1] == "logs"]
     assert saved == [a]
+    # ... and its container removed with it, in one call (its saved configuration holds its secrets' values)
+    assert [call.argv[1:] for call in fake.calls if call.program == "docker" and call.argv[1] == "rm"] == [["rm", "--", a]]
     assert views[a].state == "COMPLETE" and views[b].state == "RUNNING"
     assert views[c].state == "UNKNOWN" and "container is gone" in views[c].message
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from taobank import records
 
 
@@ -95,3 +97,14 @@ def test_a_refused_login_never_echoes_the_key(fake, cli, monkeypatch):
             stderr="Error response from daemon: bad key nvapi-secretvalue1234567890")
     out = cli("tao_docker.py", "login")
     assert out.rc == 1 and "nvapi-secretvalue1234567890" not in out.err + out.out
+
+
+@pytest.mark.parametrize("host, words", [("/", "whole host"), ("/var/run/docker.sock", "socket"),
+                                         ("/root/.ssh", ".ssh"), ("/proc", "processes"), ("/home/u/.ssh/id_rsa", "keys")])
+def test_risky_mounts_are_a_warning_line(host, words):
+    """Issue 38 item 13: a mount that hands the job the host is never silent (a gate warning, seen under --quiet)."""
+    from taobank.docker.submit import risky_mounts
+
+    (line,) = risky_mounts([(host, "/mnt", True)])
+    assert line.startswith("warning: mount ") and "\n" not in line and (words in line or "keys" in line)
+    assert risky_mounts([("/data/coco", "/data", True), ("/proc-data", "/x", True)]) == []

@@ -334,3 +334,21 @@ def test_a_platform_that_cannot_download_refuses_in_one_line(state_dir):
     with pytest.raises(TaoError, match="slurm jobs cannot download them: fetch the checkpoint") as err:
         platform.get("slurm").lineage_fetch({}, {"id": "dino-train-1"}, "s3://b/r/dino-train-1", {"c": "m.pth"})
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("named", ["//r/job/model_epoch_001.pth", "/r//job/./train/model_epoch_002.pth",
+                                   "///r/job/model_epoch_001.pth"])
+def test_from_an_absolute_path_with_doubled_slashes_is_the_same_file(named):
+    """Issue 38 item 11: ``//abs/path`` was cut one character too far and refused."""
+    rec = {"id": "dino-train-1a2b3c4d", "action": "train"}
+    files = [ResultFile("model_epoch_001.pth", 1, 0.0), ResultFile("train/model_epoch_002.pth", 1, 0.0)]
+    got = lineage._checkpoint(rec, ResultsListing("/r/job", files), "/r/job", named)
+    assert got == "/r/job/" + named.rsplit("/job/", 1)[1].lstrip("./")
+
+
+@pytest.mark.parametrize("named", ["/elsewhere/" + "a" * 5000, "b" * 5000 + ".pth", "c/" * 2500 + "x.pth"])
+def test_a_long_from_value_is_cut_in_the_error(named):
+    rec = {"id": "dino-train-1a2b3c4d", "action": "train"}
+    with pytest.raises(TaoError) as err:
+        lineage._checkpoint(rec, ResultsListing("/r/job", []), "/r/job", named)
+    assert len(str(err.value)) < 400 and "\n" not in str(err.value)

@@ -20,6 +20,8 @@ HF = "hf_" + "A1b2C3d4" * 5
 NVAPI = "nvapi-" + "Zx9_" * 8
 GHP = "ghp_" + "a1B2" * 10
 AKIA = "AKIA" + "ABCDEFGHIJ234567"
+#: a bare 40-character AWS secret access key (AWS's documented example, its parts joined at run time)
+AWS_SECRET = "wJalrXUtnFEMI/" + "K7MDENG/bPxRfiCYEXAMPLEKEY"
 JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
 # vendor prefixes are joined at run time so that push-protection scanners do not take the file for a leak
 STRIPE = "sk_" + "live_" + "FAKE" + "0" * 20
@@ -51,6 +53,8 @@ POSITIVES = [
     ("presigned-url", f"https://b.s3.amazonaws.com/k?X-Amz-Security-Token={SECRET}&x=1"),
     ("presigned-url", f"https://storage.googleapis.com/b/o?X-Goog-Signature={SECRET}"),
     ("aws-access-key", f"key id {AKIA} here"),
+    ("aws-secret-key", f"train.lr={AWS_SECRET}"),
+    ("aws-secret-key", f"secret {AWS_SECRET} alone"),
     ("nvidia-api-key", f"echo {NVAPI}"),
     ("huggingface-token", f"login {HF}"),
     ("github-token", f"url {GHP}"),
@@ -87,6 +91,9 @@ POSITIVES = [
 ]
 
 NEGATIVES = [
+    "git rev 0123456789abcdef0123456789abcdef01234567",  # a 40-character hex digest is no AWS secret
+    "ckpt ResNet18Backbone/ModelEpoch004/Checkpoin",  # CamelCase words, few capitals
+    "/results/abc/DefGhiJklMnoPqrStuVwx12345",  # a path
     "CRED_SECRET=tao-creds-$JOB_ID",
     "HF_TOKEN_PATH=/run/x",
     "NUM_TOKEN=5",

@@ -156,4 +156,54 @@ def test_extract_refuses_a_stream_that_is_not_a_tar(tmp_path):
     import io
 
     with pytest.raises(TaoError, match="not a complete tar stream"):
-        extract(io.BytesIO(b"not a tar at all" * 100), tmp_path, ["x"], lambda n: None)
+        extract(io.BytesIO(b"not a tar at all" * 100), tmp_path, {"x": 1}, lambda n: None)
+
+
+@pytest.mark.parametrize("listed", [3, 0])
+def test_extract_stops_at_the_listed_size_before_writing(tmp_path, listed):
+    """Issue 38 item 12: a member larger than the cluster listed is refused before a byte lands on disk."""
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo("./model.pth")
+        info.size = 1 << 20
+        tar.addfile(info, io.BytesIO(b"x" * (1 << 20)))
+    buf.seek(0)
+    with pytest.raises(TaoError, match=f"the cluster listed {listed}"):
+        extract(buf, tmp_path, {"model.pth": listed}, lambda n: None)
+    assert not (tmp_path / "model.pth").exists() or (tmp_path / "model.pth").stat().st_size <= listed
+
+
+def test_write_file_never_writes_past_the_limit(tmp_path):
+    """The S3 path (``aws s3 cp`` to stdout) has no tar header: the copy itself stops at the listed size."""
+    import io
+
+    from taobank.tarstream import write_file
+
+    with pytest.raises(TaoError, match="more bytes arrived than the 5"):
+        write_file(io.BytesIO(b"y" * 100000), tmp_path, "a.bin", lambda n: None, 0, limit=5)
+    assert (tmp_path / "a.bin").stat().st_size <= 5
+    assert write_file(io.BytesIO(b"12345"), tmp_path, "b.bin", lambda n: None, 0, limit=5) == 5
+
+
+def test_an_unreadable_subfolder_is_a_note_not_a_failed_fetch(job, tmp_path, monkeypatch):
+    """Issue 38 item 6: find's exit 1 on one unreadable subfolder failed the whole fetch. (As root no folder is
+    unreadable, so ``find`` is shimmed to do its work and then report a refused folder, as it does; busybox sh
+    runs its own find applet, not a shim, so /bin/sh runs the same script here.)"""
+    shell = ["/bin/sh"]
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    real = shutil.which("find")
+    (shim / "find").write_text(f'#!/bin/sh\n"{real}" "$@"\necho "find: ./locked: Permission denied" >&2\nexit 1\n')
+    (shim / "find").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim}:{os.environ['PATH']}")
+    notes: list[str] = []
+    into = tmp_path / "into"
+    into.mkdir()
+    transfer = Counting()
+    transfer.note = notes.append  # type: ignore[attr-defined]
+    got = results_sh.fetch_files(Local(shell), str(job), ["train/status.json"], into, transfer)
+    assert [f.path for f in got] == ["train/status.json"] and (into / "train" / "status.json").is_file()
+    assert len(notes) == 1 and "could not be read" in notes[0] and "\n" not in notes[0]

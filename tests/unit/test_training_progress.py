@@ -161,3 +161,27 @@ def test_the_status_paths_never_leave_the_results_folder():
         f"{SLURM_BASE}/results/x/status.json", f"{SLURM_BASE}/results/x/train/status.json"]
     for action in ("..", "a/b", "."):
         assert training.status_paths("/r", action) == ["/r/status.json"]
+
+
+@pytest.mark.parametrize("kind", ["file", "link", "folder"])
+def test_metrics_png_never_replaces_a_file_without_force(slurm, cli, tmp_path, kind):
+    """Issue 38 item 8: ``metrics --png FILE`` overwrote any file; now refused like fetch, before any cluster call."""
+    rec = slurm_record(state="COMPLETE")
+    target = tmp_path / "chart.png"
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep me")
+    if kind == "file":
+        target.write_text("keep me")
+    elif kind == "link":
+        target.symlink_to(precious)
+    else:
+        target.mkdir()
+    out = cli("tao_jobs.py", "metrics", rec["id"], "--png", str(target))
+    assert out.rc == 1 and len(out.err_lines) == 1 and slurm.count("READ_STATUS_SH") == 0, out
+    assert precious.read_text() == "keep me" and ("--force" in out.err or kind == "folder")
+    if kind == "file":
+        slurm.ssh("READ_STATUS_SH", lambda call: ok("#status-file 10 status.json\n" + "".join(
+            "|" + ln + "\n" for ln in TRAINING.splitlines()) + "\n"))
+        out = cli("tao_jobs.py", "metrics", rec["id"], "--png", str(target), "--force")
+        assert out.rc == 0 and target.read_bytes().startswith(b"\x89PNG"), out
+    assert cli("tao_jobs.py", "metrics", rec["id"], "--force").rc == 2

@@ -100,6 +100,7 @@ def refresh(recs: list[dict]) -> list[dict]:
     for (name, host), group in groups.items():
         e = eng.Engine(name, host or None)
         seen = inspect(e, [facts.container_of(r) for r in group])
+        finished = []
         for r in group:
             st = seen.get(facts.container_of(r))
             v = classify(st, memory=(r.get("backend") or {}).get("memory"))
@@ -107,18 +108,33 @@ def refresh(recs: list[dict]) -> list[dict]:
                 tail = e.run(["logs", "--tail", "200", facts.container_of(r)], check=False, what=f"{name} logs")
                 v = classify(st, memory=(r.get("backend") or {}).get("memory"),
                              log_tail=(tail.stdout or "") + (tail.stderr or ""))
-            out[r["id"]] = mark(r, v)
+            out[r["id"]] = mark(r, v, _times(st) if v.state in (State.COMPLETE, State.ERROR) else {})
             if v.state in (State.COMPLETE, State.ERROR) and st is not None:
-                logs.save(r, e)  # once, at the end: the logs outlive a later docker rm
+                logs.save(r, e)  # once, at the end: the logs outlive the container
+                finished.append(facts.container_of(r))
+        if finished:  # removed with their jobs, in one call: a container's saved configuration holds its secrets
+            e.run(["rm", "--", *finished], check=False, what=f"{name} rm")
     return list(out.values())
 
 
-def mark(rec: dict, v: Observation) -> dict:
-    """Write the observation to the record (the transition table decides; progress is shown, never stored)."""
+def _times(st: Mapping[str, Any] | None) -> dict:
+    """When the container ran, as the engine says (kept on the record: the container is removed with its job)."""
+    out = {}
+    for key, field in (("StartedAt", "started_at"), ("FinishedAt", "finished_at")):
+        v = (st or {}).get(key)
+        if isinstance(v, str) and 0 < len(v) <= 64 and v.replace(":", "").replace("-", "").replace(".", "") \
+                .replace("T", "").replace("Z", "").replace("+", "").isdigit():
+            out[field] = v
+    return out
+
+
+def mark(rec: dict, v: Observation, extra: Mapping[str, Any] | None = None) -> dict:
+    """Write the observation to the record (the transition table decides; progress is shown, never stored);
+    ``extra``: more engine facts for the record (a finished container's start and end)."""
     new = v.state
     if rec["state"] == State.UNKNOWN and new == State.PENDING:
         new = State.UNKNOWN  # the table has no UNKNOWN -> PENDING
-    meta = {"container_state": v.observed, "exit_code": v.exit_code, "reason": v.reason}
+    meta = {"container_state": v.observed, "exit_code": v.exit_code, "reason": v.reason, **(extra or {})}
     marked = records.mark(rec["id"], new, source="poller", message=v.message or None,
                           err_class=v.err_class if new == State.ERROR else None,
                           backend={k: x for k, x in meta.items() if x is not None})

@@ -25,8 +25,9 @@ class _Local:
 
 def location(rec: dict) -> ResultsLocation:
     folder = abs_path((rec.get("backend") or {}).get("results_dir") or rec["results_dir"], "the record's results_dir")
-    if posixpath.basename(folder) != rec["id"]:
-        return ResultsLocation(folder, False, f"the folder is not named after the job ({rec['id']})")
+    if posixpath.basename(folder) != rec["id"]:  # every Docker job writes <base>/<id>: anything else is damage
+        raise TaoError(f"job {rec['id']}: its record names {folder} as its results folder, which is not named "
+                       "after the job: refused (restore the record, or read the folder yourself)")
     return ResultsLocation(folder, True)
 
 

@@ -1,6 +1,7 @@
 """Docker job specs: load, validate against schemas/docker-job-spec.schema.json, and the values a submit derives."""
 from __future__ import annotations
 
+import math
 import os
 import re
 from typing import Any, Mapping
@@ -23,13 +24,30 @@ def load_file(path: str) -> dict:
 def validate(spec: Mapping[str, Any]) -> dict:
     """Schema check (the first error as one line naming the field); unset network_arch/action are generic."""
     core_spec.validate(dict(spec), SCHEMA_NAME, "Docker job spec")
+    cpus = spec.get("cpus")
+    if isinstance(cpus, float) and not math.isfinite(cpus):  # NaN passes every JSON Schema bound
+        raise TaoError("Docker job spec: cpus must be a finite number of CPUs (0.01 to 1024), e.g. cpus: 8")
     return {**GENERIC, **spec}
 
 
+def refuse_secret(text: str, what: str) -> str:
+    """``text`` unless the secret lint flags it (as it flags submit's argv): a key pasted as an image, a
+    registry host or a user name would reach the engine's argv (``ps``) and its error lines."""
+    from ..redact import lint_text, redact_text
+
+    if lint_text(text, what) or redact_text(text) != text:
+        raise TaoError(f"{what} looks like a credential (not shown): give the image reference, registry host or "
+                       "user name, and the key with $NGC_KEY or --key-file (tao_docker.py login); nothing was done")
+    return text
+
+
 def check_image(value: object, what: str = "image") -> str:
-    """An image reference (or a registry host) by the schema's own image pattern: never an engine option."""
+    """An image reference (or a registry host) by the schema's own image pattern: never an engine option,
+    never a credential."""
     pattern = core_spec.validator(SCHEMA_NAME).schema["properties"]["image"]["pattern"]
     text = str(value)
+    if isinstance(value, str):
+        refuse_secret(text, what)
     if not isinstance(value, str) or len(text) > 512 or not re.match(pattern, text):
         raise TaoError(f"{what} {shown(text)} is not an image reference (registry/repository:tag or @sha256:digest: "
                        "letters, digits and ._/:@-, starting with a letter or digit); nothing was done")

@@ -150,6 +150,7 @@ def check(plan: DockerPlan, gate: Gate) -> None:
     for path in plan.must_exist:
         if not os.path.exists(path):
             raise TaoError(f"bind-mount path {path} does not exist on this host: create it or fix mounts; nothing was done")
+    gate.lines += risky_mounts(plan.run.mounts)
     base = os.path.dirname(plan.results_dir)
     probe = base
     while not os.path.exists(probe):  # the base may be made at launch; its nearest existing parent must be writable
@@ -164,6 +165,30 @@ def check(plan: DockerPlan, gate: Gate) -> None:
         raise TaoError(f"secret variable {', '.join(missing)} is not set in this shell: export it (the value goes "
                        "to the container by name, never on a command line); nothing was done")
     gate.lines.append(registry.ensure_image(e, plan.image, plan.pull, progress=_progress))
+
+
+#: Host paths a container should not see: the whole host, the engines' sockets (root on the host), keys, the kernel.
+_RISKY = (("/", "the whole host"), ("/var/run/docker.sock", "the engine's socket (root on this host)"),
+          ("/run/docker.sock", "the engine's socket (root on this host)"), ("/run/podman", "the engine's socket"),
+          ("/proc", "the host's processes and kernel settings"), ("/sys", "the host's kernel settings"),
+          ("/etc", "the host's configuration"), ("/root", "root's home"))
+
+
+def risky_mounts(mounts: tuple[tuple[str, str, bool], ...] | list) -> list[str]:
+    """``warning:`` gate lines (seen even under --quiet/--json) for bind mounts that hand the job the host:
+    ``/``, an engine socket, a ``.ssh`` folder, ``/proc``. Allowed (a workstation is yours), never silent."""
+    out = []
+    for host, _, read_only in mounts:
+        norm = os.path.normpath(host)
+        why = next((w for p, w in _RISKY if norm == p or (p != "/" and norm.startswith(p + "/"))), None)
+        if why is None and (".ssh" in norm.split("/") or norm.endswith(".sock")):
+            why = "keys or a socket"
+        if why is None and norm == os.path.normpath(os.path.expanduser("~")):
+            why = "your whole home folder (keys and credentials)"
+        if why:
+            mode = "read-only" if read_only else "WRITABLE"
+            out.append(f"warning: mount {host} ({mode}) gives the job {why}: mount only the data folder it needs")
+    return out
 
 
 def _own_empty_folder(plan: DockerPlan) -> bool:
