@@ -81,13 +81,15 @@ class Best:
     checkpoints: list[str] = field(default_factory=list)
     status_file: str | None = None
     note: str | None = None
+    #: the status file was too large to read whole (what was left out)
+    cut: str | None = None
 
     def to_dict(self) -> dict:
         from .progress.statusfile import json_number
 
         return {"kpi": self.kpi, "mode": self.mode, self.key: self.at, "value": json_number(self.value)
                 if self.value is not None else None, "checkpoints": self.checkpoints, "status_file": self.status_file,
-                "note": self.note}
+                "note": self.note, "cut": self.cut}
 
     def line(self) -> str:
         from .progress.statusfile import format_number
@@ -95,7 +97,8 @@ class Best:
         if self.at is None:
             return f"best {self.kpi} ({self.mode}): {self.note}"
         where = ", ".join(self.checkpoints) if self.checkpoints else f"no checkpoint ({self.note})"
-        return f"best {self.kpi} ({self.mode}) = {format_number(self.value, 6)} at {self.key} {self.at}: {where}"
+        cut = f" (note: {self.cut})" if self.cut else ""
+        return f"best {self.kpi} ({self.mode}) = {format_number(self.value, 6)} at {self.key} {self.at}: {where}{cut}"
 
 
 def find_best(listing: ResultsListing, kpi: str, mode: str, action: str | None) -> Best:
@@ -111,6 +114,8 @@ def find_best(listing: ResultsListing, kpi: str, mode: str, action: str | None) 
         return found
     rel, log = chosen
     found.status_file = rel
+    if log.cut_size:
+        found.cut = f"{rel} is {log.cut_size} bytes: only its end was read, its first epochs not ranked"
     rows = series(log)
     if not rows or not kpi_names(rows):
         found.note = f"{rel} holds no KPI values yet"

@@ -23,13 +23,13 @@ from .paths import is_member
 from .run import last_line, pipe, run
 from .safeparse import json_value
 from .tarstream import write_file
+from .progress.remote import CUT, TAIL_BYTES
 
 ENDPOINT_ENV = "S3_ENDPOINT_URL"
 _ENDPOINT = re.compile(r"https?://[A-Za-z0-9.-]+(?::\d{1,5})?(?:/[A-Za-z0-9._~/-]*)?\Z")
 _MD5 = re.compile(r"[0-9a-f]{32}\Z")
 #: Status files read for the best checkpoint (as progress.remote reads them on a volume).
 MAX_STATUS_FILES = 16
-STATUS_TAIL_BYTES = 256 * 1024
 
 
 def aws() -> list[str]:
@@ -88,9 +88,10 @@ def list_prefix(uri: str, *, status: bool) -> ResultsListing:
         for rel in sorted(names, key=lambda n: (n != "status.json", n))[:MAX_STATUS_FILES]:
             got = run(aws() + ["s3", "cp", f"s3://{bucket}/{prefix}/{rel}", "-"], check=False, timeout=300,
                       what="aws s3 cp")
-            if got.ok:
-                text = got.stdout[-STATUS_TAIL_BYTES:]
-                listing.status_files[rel] = text if len(got.stdout) <= STATUS_TAIL_BYTES else text.partition("\n")[2]
+            if got.ok:  # cut to its end as a volume's reader cuts it (progress.remote)
+                text = got.stdout[-TAIL_BYTES:]
+                listing.status_files[rel] = text if len(got.stdout) <= TAIL_BYTES else \
+                    f"{CUT}{len(got.stdout)}\n" + text.partition("\n")[2]
     return listing
 
 

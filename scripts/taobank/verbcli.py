@@ -373,7 +373,8 @@ def cmd_metrics(args: argparse.Namespace, platform: str | None) -> int:
     if args.kpi:
         require_kpis(rows, args.kpi)
     if args.json:
-        print_json({"id": job_id, "file": chosen, "skipped_lines": log.skipped, "rows": progress.to_json(rows)})
+        print_json({"id": job_id, "file": chosen, "skipped_lines": log.skipped, "cut_bytes": log.cut_size,
+                    "rows": progress.to_json(rows)})
     elif args.csv:
         sys.stdout.write(progress.to_csv(rows))
     elif args.plot:
@@ -382,6 +383,9 @@ def cmd_metrics(args: argparse.Namespace, platform: str | None) -> int:
         sys.stdout.write(progress.table(rows))
     if log.skipped and not args.json:
         print(f"note: {log.skipped} unreadable line(s) of {chosen} skipped", file=sys.stderr)
+    if log.cut_size and not args.json:
+        print(f"note: {chosen} is {log.cut_size} bytes: only its last {progress.remote.TAIL_BYTES} were read, "
+              "so its first epochs are not shown", file=sys.stderr)
     if args.png:
         print(f"wrote {progress.plot_png(rows, args.kpi, args.png)}", file=sys.stderr)
     return EXIT_OK

@@ -51,14 +51,32 @@ def test_the_reader_prints_the_top_and_every_action_status_file(shell, tmp_path)
 
 
 @pytest.mark.parametrize("shell", SHELLS)
-def test_a_large_file_is_read_from_its_tail_without_its_cut_first_line(shell, tmp_path):
+def test_a_long_runs_whole_file_is_read_and_every_epoch_ranked(shell, tmp_path):
+    """Per-step lines (a few hundred KB, as some networks write): every epoch is read, not only the file's end."""
+    lines = []
+    for e in range(10):
+        lines += [json.dumps({"step": e * 100 + s, "status": "RUNNING", "kpi": {"loss": 1.0}, "message": "x" * 300})
+                  for s in range(100)]
+        lines.append(json.dumps({"epoch": e, "max_epoch": 9, "status": "RUNNING", "kpi": {"val_loss": 1 - e / 20}}))
+    text = "".join(line + "\n" for line in lines)
+    (tmp_path / "status.json").write_text(text)
+    assert len(text) > 350_000
+    got = read_remote(shell, str(tmp_path))["status.json"]
+    log = parse(got)
+    assert got == text and log.cut_size is None and [r["epoch"] for r in series(log)] == list(range(10))
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_runaway_file_is_read_from_its_end_and_says_so(shell, tmp_path, monkeypatch):
     line = json.dumps({"status": "RUNNING", "epoch": 1, "message": "x" * 200})
     count = remote.TAIL_BYTES // len(line) + 50
-    (tmp_path / "status.json").write_text("".join(line + "\n" for _ in range(count - 1))
-                                          + json.dumps({"status": "RUNNING", "epoch": 2}) + "\n")
+    with open(tmp_path / "status.json", "w") as f:
+        f.write("".join(line + "\n" for _ in range(count - 1)) + json.dumps({"status": "RUNNING", "epoch": 2}) + "\n")
+    size = (tmp_path / "status.json").stat().st_size
     text = read_remote(shell, str(tmp_path) + "/")["status.json"]
     log = parse(text)
-    assert len(text) <= remote.TAIL_BYTES and log.skipped == 0 and progress(log).epoch == 2
+    assert text.startswith(f"{remote.CUT}{size}\n") and len(text) <= remote.TAIL_BYTES + 64
+    assert log.skipped == 0 and log.cut_size == size and progress(log).epoch == 2
 
 
 @pytest.mark.parametrize("shell", SHELLS)

@@ -67,6 +67,20 @@ def test_slurm_metrics_reads_the_series_in_one_command_also_after_the_end(slurm,
     assert "train_loss" in table.out.splitlines()[0] and len(table.out.splitlines()) == 4
 
 
+def test_metrics_says_when_the_status_file_was_too_large_to_read_whole(slurm, cli):
+    from taobank.progress import remote
+
+    rec = slurm_record(state="PENDING")
+    records.mark(rec["id"], "COMPLETE", message="done")
+    big = remote.TAIL_BYTES + 5000  # the reader sent its end only: a cut first line, then whole lines
+    slurm.ssh("READ_STATUS_SH", lambda call: ok(f"#status-file {big} status.json\n|torn half line\n" + "".join(
+        "|" + ln + "\n" for ln in TRAINING.splitlines()) + "\n"))
+    out = cli("tao_jobs.py", "metrics", rec["id"])
+    assert out.rc == 0 and len(out.out.splitlines()) == 4, out
+    assert f"note: status.json is {big} bytes: only its last {remote.TAIL_BYTES} were read" in out.err
+    assert json.loads(cli("tao_jobs.py", "metrics", rec["id"], "--json").out)["cut_bytes"] == big
+
+
 def test_metrics_of_a_job_without_a_status_file_is_one_line(slurm, cli):
     rec = slurm_record()
     slurm.ssh("READ_STATUS_SH", "")

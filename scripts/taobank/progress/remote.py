@@ -1,7 +1,8 @@
 """Reading a job's status files in ONE remote command (kubectl exec or ssh), and choosing among them.
 
 TAO writes ``<results>/status.json`` or one per action (``<results>/train/status.json``).
-:data:`READ_STATUS_SH` prints both kinds, the last :data:`TAIL_BYTES` of each,
+:data:`READ_STATUS_SH` prints both kinds, whole up to :data:`TAIL_BYTES` (the last that many bytes of a larger
+one; the text then starts with a ``#cut <size>`` line, so every reader can say so),
 every file under a header line ``#status-file <size in bytes> <relative path>``
 and every content line prefixed with ``|``, so no content (a torn last line
 without its newline, a line that looks like a header) can be taken for a
@@ -19,8 +20,11 @@ import re
 from ..errors import TaoError
 from .statusfile import parse, stamp_key
 
-#: Bytes read from the end of each status file (a long training's file holds far more lines than one view needs).
-TAIL_BYTES = 256 * 1024
+#: Bytes read of each status file, from its end: the whole file of any real training (TAO writes about 1 KB an
+#: epoch; per-step lines a few hundred KB), bounded for a runaway one. Metrics, best and --parent-kpi need them all.
+TAIL_BYTES = 16 * 1024 * 1024
+#: The first line of a text cut to its last TAIL_BYTES: ``#cut <size of the whole file>``.
+CUT = "#cut "
 #: Status files read per folder (the top level plus the first action folders in glob order).
 MAX_FILES = 16
 HEADER = "#status-file "
@@ -38,7 +42,7 @@ for f in "$d/status.json" "$d"/*/status.json; do
   [ "$n" -le 16 ] || break
   size=$(wc -c < "$f" | tr -d ' \t') || continue
   printf '#status-file %s %s\n' "$size" "$rel"
-  tail -c 262144 -- "$f" | sed 's/^/|/'
+  tail -c 16777216 -- "$f" | sed 's/^/|/'
   echo
 done
 exit 0
@@ -60,7 +64,8 @@ def split_files(output: str | None) -> dict[str, str]:
     """:data:`READ_STATUS_SH`'s output as ``{relative path: text}``; lines outside a file are ignored.
 
     A file larger than :data:`TAIL_BYTES` loses its first line (``tail -c``
-    cut it mid-line), so no half line is ever parsed as a whole one.
+    cut it mid-line), so no half line is ever parsed as a whole one, and starts with ``#cut <size>``
+    (:func:`taobank.progress.statusfile.parse` reads it as ``StatusLog.cut_size``).
     """
     files: dict[str, list[str]] = {}
     sizes: dict[str, int] = {}
@@ -79,9 +84,10 @@ def split_files(output: str | None) -> dict[str, str]:
             sizes[rel] = int(size)
     out = {}
     for rel, lines in files.items():
+        head = ""
         if sizes[rel] > TAIL_BYTES:
-            lines = lines[1:]
-        out[rel] = "".join(ln + "\n" for ln in lines)
+            lines, head = lines[1:], f"{CUT}{sizes[rel]}\n"
+        out[rel] = head + "".join(ln + "\n" for ln in lines)
     return out
 
 

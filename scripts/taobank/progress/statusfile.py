@@ -23,6 +23,8 @@ from typing import Any
 from ..errors import TaoError
 from ..safeparse import json_value
 
+#: The first line of a file the reader cut to its end (:mod:`taobank.progress.remote`).
+_CUT = "#cut "
 #: Longest line read as JSON (characters); a longer one is skipped and counted.
 MAX_LINE = 1024 * 1024
 #: Distinct KPI names kept per file (a table of thousands of columns helps nobody).
@@ -99,6 +101,8 @@ class StatusLog:
     lines: int
     #: non-blank lines that were not a usable JSON object (torn, garbage, too long)
     skipped: int
+    #: the whole file's size when only its end was read (a ``#cut <size>`` first line), else None
+    cut_size: int | None = None
 
     @property
     def runs(self) -> list[list[Event]]:
@@ -248,9 +252,13 @@ def parse(text: str | bytes | None) -> StatusLog:
     lines = skipped = 0
     known: set[str] = set()
     progressed = False  # the current run has progress: a STARTED now begins a new run
+    cut_size = None
     for raw in (text if isinstance(text, str) else "").split("\n"):
         line = raw.strip()
         if not line:
+            continue
+        if lines == 0 and cut_size is None and line.startswith(_CUT) and line[len(_CUT):].isdigit():
+            cut_size = int(line[len(_CUT):])  # the reader kept only the file's end
             continue
         lines += 1
         obj = _object(line)
@@ -263,7 +271,7 @@ def parse(text: str | bytes | None) -> StatusLog:
             progressed = False
         progressed = progressed or event.has_progress or event.outcome is not None
         events.append(event)
-    return StatusLog(events=events, run_starts=starts, lines=lines, skipped=skipped)
+    return StatusLog(events=events, run_starts=starts, lines=lines, skipped=skipped, cut_size=cut_size)
 
 
 @dataclass
