@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Host preflight for the TAO skill bank: print what is missing, exit 1 if anything is.
 
-  check_host.py [--platform kubernetes|slurm] [--json]
+  check_host.py [--platform kubernetes|slurm|docker] [--json]
 
 Checks python3 against versions.yaml tools.python_min, the packages listed in
 requirements.txt, and the platform client (kubectl >= tools.kubectl_min for
-Kubernetes, ssh >= tools.openssh_min for SLURM). Read-only: installs nothing.
+Kubernetes, ssh >= tools.openssh_min for SLURM, docker or podman for Docker). Read-only: installs nothing.
 """
 from __future__ import annotations
 
@@ -105,18 +105,27 @@ def check_ssh() -> dict:
     return _check("ssh", bool(m) and at_least(found, need), found, f"OpenSSH >= {need}", f"upgrade the OpenSSH client to >= {need}")
 
 
+def check_engine() -> dict:
+    """The Docker CLI (or podman): the one client a Docker-host job needs here."""
+    found = [name for name in ("docker", "podman") if shutil.which(name)]
+    return _check("engine", bool(found), ", ".join(found) or "not on PATH", "docker or podman",
+                  "install the Docker CLI (apt-get install docker.io) or podman")
+
+
+#: each platform's client check (one per platform of the registry: a test holds them together)
+CLIENT_CHECKS = {"kubernetes": check_kubectl, "slurm": check_ssh, "docker": check_engine}
+
+
 def checks(platform: str | None) -> list[dict]:
     out = [check_python(), *check_requirements()]
-    if platform == "kubernetes":
-        out.append(check_kubectl())
-    elif platform == "slurm":
-        out.append(check_ssh())
+    if platform:
+        out.append(CLIENT_CHECKS[platform]())
     return out
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="check_host.py", description=__doc__.splitlines()[0])
-    parser.add_argument("--platform", choices=["kubernetes", "slurm"], help="also check that platform's client")
+    parser.add_argument("--platform", choices=list(CLIENT_CHECKS), help="also check that platform's client")
     parser.add_argument("--json", action="store_true", help="print the checks as JSON")
     args = parser.parse_args(argv)
     results = checks(args.platform)

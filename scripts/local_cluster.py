@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Start, stop and inspect the bank's local test clusters (Kubernetes, SLURM).
+"""Start, stop and inspect the local clusters (Docker, Kubernetes, SLURM).
 
   local_cluster.py up kubernetes|slurm     start (idempotent), wait for readiness
   local_cluster.py down kubernetes|slurm   stop every process it started, by PID
