@@ -516,7 +516,8 @@ def open_record(
             raise TaoError(f"{field} looks like it carries a credential: give the bare value, never a secret")
     template = rec["results_dir"]
     if check_folder and retry_of is None:  # a retry carries on in its parent's folder, checked when that opened
-        refuse_nested([template.replace(ID_PLACEHOLDER, job_id or "new-job")], rec["platform"])
+        new_id = job_id or "new-job"
+        refuse_nested([(template.replace(ID_PLACEHOLDER, new_id), new_id)], rec["platform"])
     for _ in range(1 if job_id else _MAX_MINT_TRIES):
         rec["id"] = _check_id(job_id) if job_id else names.mint_job_id(rec["network_arch"], rec["action"])
         rec["results_dir"] = template.replace(ID_PLACEHOLDER, rec["id"])  # one folder per job, named by its id
@@ -549,18 +550,19 @@ def within(path: str, root: str) -> bool:
     return _URI.match(a) is not None and (a == b or a.startswith(b + "/"))
 
 
-def refuse_nested(folders: list[str], platform: str) -> None:
-    """A new job's results folder may neither lie inside another record's folder nor hold one: ``prune`` of
-    the outer job would delete the inner job's results (one pass over the records for all ``folders``)."""
+def refuse_nested(folders: list[tuple[str, str]], platform: str) -> None:
+    """A new job's results folder (``(folder, job id)``) may neither lie inside another record's folder nor hold
+    one: ``prune`` of the outer job would delete the inner job's results (one pass over the records for all
+    ``folders``). Only a folder named after its job can be pruned, so only such an outer folder counts."""
     others = [(r, folder_of(r)) for r in list_records(platform=platform)]
-    for new in folders:
+    for new, new_id in folders:
         for r, old in others:
             if not old or new.rstrip("/") == old:
                 continue  # the same folder: a retry carries on in its parent's
-            if within(new, old):
+            if within(new, old) and old.rsplit("/", 1)[-1] == r["id"]:
                 raise TaoError(f"results folder {new} lies inside job {r['id']}'s folder {old}: pruning that job "
                                "would delete it; choose a folder outside every job's folder")
-            if within(old, new):
+            if within(old, new) and new.rstrip("/").rsplit("/", 1)[-1] == new_id:
                 raise TaoError(f"results folder {new} holds job {r['id']}'s folder {old}: choose a folder that holds "
                                "no other job's results")
 

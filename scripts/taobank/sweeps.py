@@ -91,8 +91,9 @@ def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dic
     adapter.check_sweep(plans, k, gate)
     adapter.check(first, gate)  # the trials differ only in their overrides: one gate for all
     sweep_id = names.mint_job_id(first.network_arch, "sweep")
-    records.refuse_nested([p.results_dir.replace(records.ID_PLACEHOLDER, p.job_id or f"new-job-{i}")
-                           for i, p in enumerate(plans)], adapter.name)  # one pass for every trial
+    ids = [p.job_id or f"new-job-{i}" for i, p in enumerate(plans)]
+    records.refuse_nested([(p.results_dir.replace(records.ID_PLACEHOLDER, j), j) for p, j in zip(plans, ids)],
+                          adapter.name)  # one pass for every trial
     recs = []
     try:
         for i, (plan, t) in enumerate(zip(plans, trials)):

@@ -29,9 +29,17 @@ def test_a_results_folder_inside_another_jobs_folder_is_refused(fake):
 
 
 def test_a_results_folder_holding_another_jobs_folder_is_refused(fake):
-    a = docker_rec("/res/deep/{id}")
+    a = docker_rec("/res/dino-train-0000aaaa/deep/{id}")
     with pytest.raises(TaoError, match=f"holds job {a['id']}'s folder"):
-        records.open_record("docker", "img", "dino", "train", "A", "/res")
+        records.open_record("docker", "img", "dino", "train", "A", "/res/{id}", job_id="dino-train-0000aaaa")
+    # a folder not named after its job is never pruned (prune refuses it), so it may hold others
+    records.open_record("docker", "img", "dino", "train", "A", "/res")
+
+
+def test_a_folder_inside_one_prune_would_never_delete_is_fine(fake):
+    outer = records.open_record("docker", "img", "dino", "train", "A", "/shared")  # results_exact: not its own
+    records.open_record("docker", "img", "dino", "train", "A", "/shared/{id}")
+    assert records.folder_of(outer) == "/shared"
 
 
 def test_sibling_folders_and_other_platforms_are_fine(fake):
@@ -62,7 +70,7 @@ def test_a_sweep_checks_every_trial_folder_in_one_pass(fake, monkeypatch):
     calls = []
     real = records.list_records
     monkeypatch.setattr(records, "list_records", lambda *a, **k: calls.append(1) or real(*a, **k))
-    records.refuse_nested([f"/res/t{i}" for i in range(50)], "docker")
+    records.refuse_nested([(f"/res/t{i}", f"t{i}") for i in range(50)], "docker")
     assert len(calls) == 1
 
 
