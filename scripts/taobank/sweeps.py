@@ -161,9 +161,11 @@ def _kpis(progress: Mapping[str, Any] | None) -> dict:
 
 
 def _epoch(progress: Mapping[str, Any] | None) -> str:
+    from .progress.statusfile import epoch_text
+
     p = progress or {}
-    if p.get("epoch") is not None and p.get("max_epoch"):
-        return f"{p['epoch']}/{p['max_epoch']}"
+    if isinstance(p.get("epoch"), int) and isinstance(p.get("max_epoch"), int):
+        return epoch_text(p["epoch"], p["max_epoch"])
     return str(p.get("line") or "")[:30]
 
 

@@ -40,10 +40,21 @@ def append_args(spec: Mapping[str, Any], extra: Sequence[str]) -> dict:
     elif isinstance(out.get("command"), list):
         out["command"] = list(out["command"]) + list(extra)
     elif isinstance(out.get("command"), str):
-        out["command"] = " ".join([out["command"], *map(shlex.quote, extra)])
+        out["command"] = _append_to_text(out["command"], extra)
     else:
         raise TaoError("the job has no command to append key=value arguments to: give command (or args)")
     return out
+
+
+def _append_to_text(text: str, extra: Sequence[str]) -> str:
+    """Shell text with ``extra`` as quoted words at its end, when they would reach its one command as arguments:
+    not after a newline (another command) nor inside a ``#`` comment."""
+    base = text.rstrip()
+    joined = " ".join([base, *map(shlex.quote, extra)])
+    if "\n" in base or shell_words(joined) != shell_words(base) + list(extra):
+        raise TaoError(f"the command is shell text of several lines or with a comment, so {extra[0]} cannot be "
+                       "added to it safely: give the command as an argv list (or one line without a comment)")
+    return joined
 
 
 def command_words(spec: Mapping[str, Any]) -> list[str] | None:
@@ -53,6 +64,8 @@ def command_words(spec: Mapping[str, Any]) -> list[str] | None:
     if isinstance(value, list):
         return [str(w) for w in value]
     if isinstance(value, str):
+        if "\n" in value.strip():
+            return None  # several commands: the bank cannot tell which is TAO's
         words = shell_words(value)
         return words if words and not any(set(w) <= OPERATORS for w in words) else None
     return None

@@ -367,3 +367,14 @@ def test_trials_that_would_share_gpus_are_refused_before_any_record(engine, monk
         sweeps.submit("docker", spec, SubmitOptions(), [{"train.lr": f"0.{i}"} for i in range(4)], k)
     assert "\n" not in str(err.value) and records.list_records() == []
     assert "create" not in engine.calls()
+
+
+def test_every_trial_of_an_all_gpus_sweep_tells_tao_the_hosts_count(engine, monkeypatch):
+    """``gpus: all`` is counted from the host's GPUs: each trial's TAO command says so, not only the first one's."""
+    four_gpus(monkeypatch)
+    spec = {**SPEC, "gpus": "all", "command": ["dino", "train", "-e", "/specs/train.yaml"]}
+    sweeps.submit("docker", spec, SubmitOptions(), [{"train.optim.lr": f"0.{i}"} for i in range(3)], 1)
+    creates = [c.argv for c in engine.fake.calls if c.argv[1] == "create"]
+    assert len(creates) == 3
+    for i, argv in enumerate(creates):
+        assert argv[-6:] == ["dino", "train", "-e", "/specs/train.yaml", f"train.optim.lr=0.{i}", "train.num_gpus=4"]

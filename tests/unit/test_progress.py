@@ -444,3 +444,20 @@ def test_no_nan_reaches_the_plots():
     lines = plot_lines(ROWS, None)
     assert lines == [("train_loss", [1, 2], [0.9, 0.412]), ("mAP", [2, 10], [0.31, 0.305])]
     assert all(math.isfinite(y) for _, _, ys in lines for y in ys)
+
+
+def test_epochs_are_shown_from_one_in_the_status_line_and_the_sweep_table():
+    from taobank import sweeps
+
+    assert statusfile.epoch_text(9, 9) == "10/10" and statusfile.epoch_text(0, 0) == "1/1"
+    assert statusfile.epoch_text(2, None) == "3"
+    assert sweeps._epoch({"epoch": 0, "max_epoch": 0}) == "1/1"  # a one-epoch run is no "0/0"
+    assert sweeps._epoch({"epoch": 9, "max_epoch": 9, "line": "x"}) == "10/10"
+
+
+def test_only_taos_own_sentence_of_an_action_is_success():
+    for message in ("Train finished successfully.", "Evaluate finished successfully.",
+                    "Gen_trt_engine finished successfully."):
+        assert parse(status_line("RUNNING", message=message)).events[0].outcome == "SUCCESS"
+    for message in ("Dataset conversion finished successfully.", "train finished successfully", "Train finished"):
+        assert parse(status_line("RUNNING", message=message)).events[0].outcome is None

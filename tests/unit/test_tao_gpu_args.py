@@ -131,3 +131,15 @@ def test_docker_dry_run_carries_the_count(tmp_path):
                    tmp_path)
     assert shlex.split(out.strip().splitlines()[-1])[-5:] == ["dino", "train", "-e", "/specs/train.yaml",
                                                               "train.num_gpus=2"]
+
+
+def test_shell_text_gets_words_only_where_they_reach_its_one_command():
+    """A YAML block's trailing newline is dropped; a comment or a second line would swallow or strand the words."""
+    assert taoargs.with_gpu_args(dino("dino train -e /s.yaml\n"), 2, 1)["command"] == \
+        "dino train -e /s.yaml train.num_gpus=2"
+    for text in ("dino train -e /s.yaml # 8 GPUs", "dino train -e /s.yaml\necho done"):
+        with pytest.raises(TaoError, match="cannot be added to it safely: give the command as an argv list"):
+            taoargs.append_args(dino(text), ["train.optim.lr=0.1"])
+    with pytest.raises(TaoError, match="argv list"):
+        taoargs.with_gpu_args(dino("dino train -e /s.yaml # note"), 2, 1)
+    assert taoargs.gpu_args(dino("dino train -e /s.yaml\necho done"), 2, 1) == []  # which line is TAO's?

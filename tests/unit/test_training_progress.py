@@ -199,3 +199,21 @@ def test_metrics_png_never_replaces_a_file_without_force(slurm, cli, tmp_path, k
         out = cli("tao_jobs.py", "metrics", rec["id"], "--png", str(target), "--force")
         assert out.rc == 0 and target.read_bytes().startswith(b"\x89PNG"), out
     assert cli("tao_jobs.py", "metrics", rec["id"], "--force").rc == 2
+
+
+@pytest.mark.parametrize("sacct_state,exit_code,line,want", [
+    # TAO wrote its success line, then the wrapper failed: the training is done
+    ("FAILED", "1:0", {"status": "RUNNING", "message": "Train finished successfully."}, "COMPLETE"),
+    # TAO said FAILURE, yet the process exited 0 (TAO does not re-raise an interrupt)
+    ("COMPLETED", "0:0", {"status": "FAILURE", "message": "User/System interruption: Train was interrupted"}, "ERROR"),
+])
+def test_slurm_reads_taos_verdict_from_the_train_folder(slurm, cli, sacct_state, exit_code, line, want):
+    """TAO writes <results>/train/status.json for a train action: that is the file whose end decides."""
+    rec = slurm_record()
+    per_action = f"{rec['backend']['results_dir']}/train/status.json"
+    text = TRAINING + json.dumps({"date": "3/7/2025", "time": "9:9:9", "verbosity": "INFO", **line}) + "\n"
+    jid = rec["backend"]["slurm_job_id"]
+    slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row(jid, rec["id"], sacct_state, exit_code)],
+                                    markers={per_action: text}))
+    (view,) = json.loads(cli("tao_slurm.py", "status", rec["id"], "--json").out)
+    assert view["state"] == want and line["message"] in view["message"], view

@@ -137,9 +137,7 @@ def check(plan: DockerPlan, gate: Gate) -> None:
     plan.run = dataclasses.replace(plan.run, user=user, userns=ns)
     gate.lines.append(f"{plan.engine} engine {userns.version(info)}; the container {userns.note(plan.engine, is_rootless)}")
     got = gpus.check_request(plan.run.gpus, gpus.host_gpus() if plan.gpu_request not in (0, []) else [])
-    if plan.gpu_request == "all":
-        plan.spec = taoargs.with_gpu_args(plan.spec, len(got), 1)
-        plan.run = dataclasses.replace(plan.run, command=specmod.command_argv(plan.spec))
+    count_all(plan, len(got))
     if got:
         mine = [g.index for g in got]
         plan.backend["gpu_indices"] = ",".join(mine)
@@ -189,6 +187,13 @@ def risky_mounts(mounts: tuple[tuple[str, str, bool], ...] | list) -> list[str]:
             mode = "read-only" if read_only else "WRITABLE"
             out.append(f"warning: mount {host} ({mode}) gives the job {why}: mount only the data folder it needs")
     return out
+
+
+def count_all(plan: DockerPlan, count: int) -> None:
+    """``gpus: all`` counted (the host's GPUs, read by the checks): TAO's command is told how many it has."""
+    if plan.gpu_request == "all" and plan.run is not None:
+        plan.spec = taoargs.with_gpu_args(plan.spec, count, 1)
+        plan.run = dataclasses.replace(plan.run, command=specmod.command_argv(plan.spec))
 
 
 def _own_empty_folder(plan: DockerPlan) -> bool:

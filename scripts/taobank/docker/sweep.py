@@ -15,7 +15,7 @@ from ..contract import Gate, Launch
 from ..errors import TaoError
 from . import engine as eng
 from . import facts, gpus, render
-from .submit import DockerPlan
+from .submit import DockerPlan, count_all
 
 #: The label every trial container carries (its sweep id): ``docker ps --filter label=...`` finds a sweep.
 LABEL_SWEEP = "org.tao-skill-bank.sweep"
@@ -41,9 +41,11 @@ def check(plans: list[DockerPlan], max_concurrent: int, gate: Gate) -> None:
             if note:
                 gate.lines.append(note)
     elif plans[0].gpu_request not in (0, []):  # the same named devices (or all) for every trial, one at a time
-        same = ",".join(g.index for g in gpus.check_request(plans[0].gpu_request, gpus.host_gpus()))
+        got = gpus.check_request(plans[0].gpu_request, gpus.host_gpus())
+        same = ",".join(g.index for g in got)
         for plan in plans:
             plan.backend["gpu_indices"] = same
+            count_all(plan, len(got))  # every trial, not only the one the core's gate checks
 
 
 def gpu_slots(request: int | str | list[str], k: int) -> list[list[str]]:

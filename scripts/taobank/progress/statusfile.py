@@ -41,7 +41,7 @@ _STAMP = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4}) (\d{1,2}):(\d{1,2}):(\d{1,2})"
 _STATUS = re.compile(r"[A-Za-z_]{1,32}")
 #: How TAO says a run succeeded: a RUNNING line "Train finished successfully." (its status word is never
 #: SUCCESS for a training); other actions put their own name first.
-_FINISHED = re.compile(r"[A-Za-z_ ]{1,40} finished successfully\.?")
+_FINISHED = re.compile(r"[A-Z][a-z_]{1,40} finished successfully\.")  # f"{mode.capitalize()} finished ..."
 #: Status words that end a run, as TAO or an older writer says them.
 SUCCESS_WORDS = frozenset({"SUCCESS", "COMPLETE", "COMPLETED", "DONE"})
 FAILURE_WORDS = frozenset({"FAILURE", "FAILED", "ERROR"})
@@ -303,7 +303,7 @@ class Progress(Fields):
         if self.status and self.status != "RUNNING":
             parts.append(self.status)
         if self.epoch is not None:  # TAO counts epochs from 0 (max_epoch is the last index): people from 1
-            parts.append(f"epoch {self.epoch + 1}" + (f"/{self.max_epoch + 1}" if self.max_epoch is not None else ""))
+            parts.append(f"epoch {epoch_text(self.epoch, self.max_epoch)}")
         elif self.step is not None:
             parts.append(f"step {self.step}" + (f"/{self.max_step}" if self.max_step is not None else ""))
         if self.eta is not None and self.status in (None, "RUNNING", "STARTED"):
@@ -321,6 +321,11 @@ def outcome(log: StatusLog) -> tuple[str, str | None] | None:
         if event.outcome is not None:
             return event.outcome, event.message
     return None
+
+
+def epoch_text(epoch: int, max_epoch: int | None) -> str:
+    """An epoch as people count it: TAO's 0-based ``epoch`` of ``max_epoch`` (the last index) -> ``3/10``."""
+    return f"{epoch + 1}" + (f"/{max_epoch + 1}" if max_epoch is not None else "")
 
 
 def format_number(value: Number, digits: int = 4) -> str:

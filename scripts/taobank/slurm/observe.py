@@ -32,9 +32,19 @@ def _status_paths(rec: Mapping[str, Any]) -> list[str]:
     return training.status_paths(folder, rec.get("action")) if folder else []
 
 
-def _tao_status_path(b: Mapping[str, Any]) -> str | None:
-    """``status.json`` that TAO writes in the job's results folder (its own terminal status)."""
-    return training.status_paths(b["results_dir"], None)[0] if b.get("results_dir") else None
+def _status_texts(rec: Mapping[str, Any], marks: Mapping[str, str]) -> dict[str, str]:
+    """The job's status files the sweep read, ``{path relative to its results folder: text}`` (a file that does
+    not exist prints an empty section: only files with lines count)."""
+    folder = (rec.get("backend") or {}).get("results_dir")
+    return {path[len(folder) + 1:]: marks[path] for path in _status_paths(rec)
+            if (marks.get(path) or "").strip()} if folder else {}
+
+
+def _tao_outcome(rec: Mapping[str, Any], texts: Mapping[str, str]) -> dict[str, Any] | None:
+    """How TAO says the job's run ended, from the status file progress reports (``train/status.json`` for a train
+    action: TAO writes in the action's folder)."""
+    chosen = training.chosen_log(texts, rec.get("action")) if texts else None
+    return st.parse_tao_status(texts[chosen[0]]) if chosen else None
 
 
 def sections(text: str, prefix: str) -> dict[str, str]:
@@ -100,7 +110,7 @@ def sweep(conn: Connection, recs: list[dict]) -> dict[str, Observation]:
         if marker and str(marker.get("slurm_job_id")) != str(jid):
             marker = None  # an earlier attempt's marker in a shared job dir
         v = st.classify(squeue.get(jid), sacct.get(jid), marker, accounting=accounting, log_tail=log,
-                        tao=st.parse_tao_status(marks.get(_tao_status_path(b) or "")))
+                        tao=_tao_outcome(r, _status_texts(r, marks)))
         if b.get("walltime_chain") and int(b.get("chain_attempt") or 1) > 1 and v.state in (State.PENDING, State.RUNNING):
             v.message = (f"{v.message}; attempt {b['chain_attempt']} of {b.get('max_attempts') or '?'} "
                          f"({_hms(int(b.get('chain_seconds') or 0))} run before it)")
@@ -111,10 +121,7 @@ def sweep(conn: Connection, recs: list[dict]) -> dict[str, Observation]:
         pid = b.get("prefetch_job_id")
         if pid and not v.extra.get("convert_log"):
             v = st.with_prefetch(v, squeue.get(pid) or sacct.get(pid), pid, log_tail=log)
-        folder = b.get("results_dir")
-        # the sweep prints an empty section for a file that does not exist: only files with lines count
-        texts = {path[len(folder) + 1:]: marks[path] for path in _status_paths(r)
-                 if (marks.get(path) or "").strip()} if folder else {}
+        texts = _status_texts(r, marks)
         seen = training.progress_of(texts, r.get("action")) if texts else None
         if seen:
             v.extra["progress"] = seen
