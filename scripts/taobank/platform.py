@@ -232,6 +232,9 @@ class Platform(ABC):
                 raise TaoError(f"record {opts.job_id} is {rec['state']} already: open a new record to run again")
         plan = self.plan(spec, opts, rec)
         gate = Gate()
+        from .taoargs import unseen_warning
+
+        gate.lines += [w for w in (unseen_warning(spec),) if w]
         if rec is not None:
             launch = self.adopt(plan, rec, gate)
             if launch is not None:

@@ -84,6 +84,7 @@ def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dic
     plans = [adapter.plan(one, opts, None) for one in specs]
     first = plans[0]
     gate = Gate()
+    gate.lines += [w for w in (taoargs.unseen_warning(spec),) if w]
     if first.nodes > 1 and not opts.probe:
         verdict = nccl_verdicts.require_ok(adapter.name, adapter.cluster_key(first), helper=adapter.helper,
                                            skip=opts.skip_nccl_probe)

@@ -130,6 +130,21 @@ def gpu_args(spec: Mapping[str, Any], gpus_per_node: int, nodes: int) -> list[st
     return extra
 
 
+def unseen_warning(spec: Mapping[str, Any]) -> str | None:
+    """A ``warning:`` line when the command seems to run TAO's entrypoint for an action that counts GPUs, but in a
+    form the bank cannot add its count to (``cd /w && dino train ...``, several lines): TAO would use one GPU."""
+    section = GPU_ACTIONS.get(str(spec.get("action") or ""))
+    arch = str(spec.get("network_arch") or "")
+    value = spec.get("args") if isinstance(spec.get("args"), list) else spec.get("command")
+    text = " ".join(map(str, value)) if isinstance(value, list) else str(value or "")
+    if section is None or arch in ("", "custom") or gpu_section(spec) is not None or "num_gpus=" in text:
+        return None
+    if not any(w == arch or w.endswith("/" + arch) for w in shell_words(text) or text.split()):
+        return None
+    return (f"warning: the command runs {arch} in a form the bank cannot add {section}.num_gpus to: add "
+            f"{section}.num_gpus=N (GPUs per node) to it yourself, or TAO trains on one GPU")
+
+
 def with_gpu_args(spec: Mapping[str, Any], gpus_per_node: int, nodes: int) -> dict:
     """``spec`` whose TAO command uses the GPUs and nodes the job is given (:func:`gpu_args`)."""
     return append_args(spec, gpu_args(spec, gpus_per_node, nodes))

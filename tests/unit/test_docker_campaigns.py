@@ -378,3 +378,15 @@ def test_every_trial_of_an_all_gpus_sweep_tells_tao_the_hosts_count(engine, monk
     assert len(creates) == 3
     for i, argv in enumerate(creates):
         assert argv[-6:] == ["dino", "train", "-e", "/specs/train.yaml", f"train.optim.lr=0.{i}", "train.num_gpus=4"]
+
+
+def test_submit_and_sweeps_warn_when_tao_cannot_be_told_its_gpus(engine, monkeypatch):
+    from taobank import platform
+
+    four_gpus(monkeypatch)
+    spec = {**SPEC, "gpus": 2, "command": "cd /tmp && dino train -e /specs/train.yaml"}
+    want = "warning: the command runs dino in a form the bank cannot add train.num_gpus to"
+    view = platform.get("docker").submit(spec, SubmitOptions())
+    assert any(n.startswith(want) for n in view.extra["gate_notes"]), view.extra["gate_notes"]
+    done = sweeps.submit("docker", spec, SubmitOptions(), [{"train.optim.lr": "0.1"}], 1)
+    assert any(n.startswith(want) for n in done.notes), done.notes

@@ -143,3 +143,12 @@ def test_shell_text_gets_words_only_where_they_reach_its_one_command():
     with pytest.raises(TaoError, match="argv list"):
         taoargs.with_gpu_args(dino("dino train -e /s.yaml # note"), 2, 1)
     assert taoargs.gpu_args(dino("dino train -e /s.yaml\necho done"), 2, 1) == []  # which line is TAO's?
+
+
+def test_a_tao_command_the_bank_cannot_add_to_gets_a_warning_line():
+    for text in ("cd /w && dino train -e /s.yaml", "dino train -e /s.yaml\necho done", "FOO=1 /usr/bin/dino train"):
+        line = taoargs.unseen_warning(dino(text))
+        assert line and line.startswith("warning: ") and "train.num_gpus=N" in line, text
+    for spec in (dino(["dino", "train"]), dino("cd /w && dino train train.num_gpus=2"), dino("python3 x.py"),
+                 dino(["dino", "export"], action="export")):
+        assert taoargs.unseen_warning(spec) is None, spec
