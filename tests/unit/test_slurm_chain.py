@@ -77,8 +77,9 @@ def _run(tmp_path: Path, *, attempt: int | None = None, max_attempts: int = 3, u
          checkpoint: str | None = None, self_retries: int = 0, sweep: bool = False, finishes: bool = False) -> dict:
     """Run the chained job script under bash (``self_retries=0``: as ``--no-requeue`` or ``infra_retries: false``
     render it); ``sweep``: as task 0 of array 900 (the array's own script, which runs the trial's)."""
-    c = chain.Chain(max_attempts=max_attempts, max_total_seconds=0, margin_seconds=30, run_on_seconds=1,
-                    stop_grace_seconds=2, resume=True)
+    # a program that ends by itself gets a run-on time it cannot miss on a loaded machine (it ends in 0.5 s)
+    c = chain.Chain(max_attempts=max_attempts, max_total_seconds=0, margin_seconds=30,
+                    run_on_seconds=20 if finishes else 1, stop_grace_seconds=2, resume=True)
     jdir = tmp_path / "jobs" / JOB
     results = tmp_path / "results"
     # the stand-in program: says its argv, then trains until stopped (TERM)
