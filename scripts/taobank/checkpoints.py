@@ -128,14 +128,15 @@ def override(path: str, network: str | None = None) -> str:
     return " ".join(resume_args(path, network))
 
 
-def _is_resume_word(word: str, keys: Sequence[str]) -> bool:
-    return any(word.startswith(k + "=") for k in keys)
+def names_resume(words: Sequence[str], network: str | None = None) -> bool:
+    """Whether ``words`` (a command's) hold a resume override already."""
+    keys = resume_keys(network)
+    return any(w.startswith(k + "=") for w in words for k in keys)
 
 
 def with_resume(argv: Sequence[str], path: str, network: str | None = None) -> list[str]:
     """``argv`` resuming from ``path``: an earlier resume override is replaced (Hydra refuses a key twice)."""
-    keys = resume_keys(network)
-    return [a for a in argv if not _is_resume_word(a, keys)] + resume_args(path, network)
+    return [a for a in argv if not names_resume([a], network)] + resume_args(path, network)
 
 
 def resumed_from(argv: Sequence[str], network: str | None = None) -> list[str]:
@@ -224,5 +225,5 @@ def resume_set(var: str = "tao_ckpt", network: str | None = None) -> str:
     )
 
 
-__all__ = ["table", "family", "resume_keys", "resumes", "epoch_of", "step_of", "latest", "resume_args", "override",
+__all__ = ["table", "family", "resume_keys", "resumes", "epoch_of", "step_of", "latest", "resume_args", "names_resume", "override",
            "with_resume", "resumed_from", "shell_finder", "resume_set"]

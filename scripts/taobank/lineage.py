@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from .states import State
 from . import checkpoints, records, savedspec, states, taoargs
+from .cmdwords import shell_words
 from .contract import ResultsListing, SubmitOptions
 from .errors import TaoError
 from .paths import is_path, is_under, rel_path
@@ -121,7 +122,7 @@ def _resumed_command(spec: dict, ckpt: str, job_id: str) -> dict:
             out[key] = checkpoints.with_resume([str(a) for a in value], ckpt, network)
             return out
     if isinstance(out.get("command"), str):
-        if any(k + "=" in out["command"] for k in checkpoints.resume_keys(network)):
+        if checkpoints.names_resume(shell_words(out["command"]), network):
             raise TaoError(f"job {job_id} ran shell text that names a checkpoint already: submit it again with "
                            f"that word changed to {checkpoints.override(ckpt, network)}")
         return taoargs.append_args(out, checkpoints.resume_args(ckpt, network))

@@ -23,7 +23,8 @@ from .paths import is_member
 from .run import last_line, pipe, run
 from .safeparse import json_value
 from .tarstream import write_file
-from .progress.remote import CUT, TAIL_BYTES
+from .progress.remote import TAIL_BYTES
+from .progress.statusfile import CUT
 
 ENDPOINT_ENV = "S3_ENDPOINT_URL"
 _ENDPOINT = re.compile(r"https?://[A-Za-z0-9.-]+(?::\d{1,5})?(?:/[A-Za-z0-9._~/-]*)?\Z")

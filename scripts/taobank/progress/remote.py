@@ -18,13 +18,11 @@ from __future__ import annotations
 import re
 
 from ..errors import TaoError
-from .statusfile import parse, stamp_key
+from .statusfile import CUT, parse, stamp_key
 
 #: Bytes read of each status file, from its end: the whole file of any real training (TAO writes about 1 KB an
 #: epoch; per-step lines a few hundred KB), bounded for a runaway one. Metrics, best and --parent-kpi need them all.
 TAIL_BYTES = 16 * 1024 * 1024
-#: The first line of a text cut to its last TAIL_BYTES: ``#cut <size of the whole file>``.
-CUT = "#cut "
 #: Status files read per folder (the top level plus the first action folders in glob order).
 MAX_FILES = 16
 HEADER = "#status-file "

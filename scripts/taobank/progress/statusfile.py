@@ -23,8 +23,8 @@ from typing import Any
 from ..errors import TaoError
 from ..safeparse import json_value
 
-#: The first line of a file the reader cut to its end (:mod:`taobank.progress.remote`).
-_CUT = "#cut "
+#: The first line of a status file a reader cut to its end: ``#cut <size of the whole file>``.
+CUT = "#cut "
 #: Longest line read as JSON (characters); a longer one is skipped and counted.
 MAX_LINE = 1024 * 1024
 #: Distinct KPI names kept per file (a table of thousands of columns helps nobody).
@@ -257,8 +257,8 @@ def parse(text: str | bytes | None) -> StatusLog:
         line = raw.strip()
         if not line:
             continue
-        if lines == 0 and cut_size is None and line.startswith(_CUT) and line[len(_CUT):].isdigit():
-            cut_size = int(line[len(_CUT):])  # the reader kept only the file's end
+        if lines == 0 and cut_size is None and line.startswith(CUT) and line[len(CUT):].isdigit():
+            cut_size = int(line[len(CUT):])  # the reader kept only the file's end
             continue
         lines += 1
         obj = _object(line)
