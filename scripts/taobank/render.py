@@ -71,6 +71,25 @@ def _json_value(value: Any) -> str:
     return _flow(value)
 
 
+def line_break_at(value: Any, where: str = "") -> str | None:
+    """Where in ``value`` (a spec: mappings, lists, scalars) a string holds a newline, CR or NUL, as
+    ``command[2]`` or ``env.FOO``; None when none does. Lets a refusal name the field, never the value."""
+    if isinstance(value, str):
+        return where or "a value" if any(c in value for c in "\n\r\x00") else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            name = f"{where}.{key if re.fullmatch(r'[A-Za-z0-9_.-]{1,64}', str(key)) else '<a key>'}".lstrip(".")
+            found = line_break_at(str(key), f"the name of {name}") or line_break_at(item, name)
+            if found:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            found = line_break_at(item, f"{where}[{i}]")
+            if found:
+                return found
+    return None
+
+
 def shell_value(value: Any) -> str:
     """Quote one value for POSIX sh; refuse characters that could break a line."""
     if isinstance(value, Raw):

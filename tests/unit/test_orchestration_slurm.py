@@ -53,11 +53,25 @@ def test_lost_sbatch_answer_and_no_job_by_that_name_is_an_error_without_resubmit
     slurm.ssh("STAGE")
     slurm.ssh("FIND", find_answer())
     slurm.ssh("SBATCH", "", rc=3, stderr="sbatch: error: Batch job submission failed: Invalid partition name specified")
-    with pytest.raises(TaoError, match="Check SLURM_PARTITION"):
+    slurm.ssh("UNSTAGE")
+    with pytest.raises(TaoError, match="Check SLURM_PARTITION.*; its staged folder was removed$"):
         platform.get("slurm").submit(SPEC, SubmitOptions())
     assert slurm.count("SBATCH") == 1
     (rec,) = records.list_records("slurm")
     assert rec["state"] == "ERROR"
+    # a refused submit takes back what it staged: the job's folder (credentials and all), the results folder
+    (undo,) = [c for c in slurm.of("ssh") if c.script == "UNSTAGE"]
+    assert undo.args == [rec["backend"]["staged_dir"], rec["results_dir"], rec["id"]]
+
+
+def test_a_refused_submit_whose_folder_cannot_be_removed_says_where_it_is(slurm):
+    slurm.ssh("STAGE")
+    slurm.ssh("FIND", find_answer())
+    slurm.ssh("SBATCH", "", rc=3, stderr="sbatch: error: Batch job submission failed: Invalid partition name specified")
+    slurm.ssh("UNSTAGE", "", rc=3, stderr="rm: cannot remove: Read-only file system")
+    with pytest.raises(TaoError, match="also could not remove its staged folder .* delete it by hand"):
+        platform.get("slurm").submit(SPEC, SubmitOptions())
+    assert records.list_records("slurm")[0]["state"] == "ERROR"
 
 
 def test_sbatch_answer_lost_and_cluster_gone_leaves_a_resumable_record(slurm):
@@ -619,6 +633,7 @@ def test_a_refused_training_sbatch_cancels_the_held_conversion(slurm):
     slurm.ssh("FIND", find_answer())
     slurm.ssh("SBATCH", ok("", rc=3, stderr="sbatch: error: Invalid generic resource (gres) specification"))
     slurm.ssh("scancel", "")
+    slurm.ssh("UNSTAGE")
     with pytest.raises(TaoError, match=r"Invalid generic resource.*image conversion job 900 cancelled"):
         platform.get("slurm").submit(PYXIS, SubmitOptions())
     assert [c.words for c in slurm.of("ssh") if c.words[:1] == ["scancel"]] == [["scancel", "900"]]
@@ -703,3 +718,17 @@ def test_an_out_of_memory_job_with_an_infrastructure_log_is_retried(slurm):
     assert (first["state"], first["err_class"]) == ("ERROR", "ERR_INFRA") and "resubmitting" in first["message"]
     (retry,) = children(rec["id"])
     assert retry["backend"]["slurm_job_id"] == "102"
+
+
+@pytest.mark.parametrize("field, where", [
+    ({"command": ["python", "train.py", "a\nb"]}, "command[2]"),
+    ({"env": {"EPOCHS": "3\r"}}, "env.EPOCHS"),
+    ({"env": {"A\nB": "1"}}, "the name of env.<a key>"),
+    ({"command": "python train.py\x00"}, "command"),
+])
+def test_a_line_break_in_a_spec_value_is_refused_by_name_before_any_record(slurm, field, where):
+    with pytest.raises(TaoError) as caught:
+        platform.get("slurm").submit({**SPEC, **field}, SubmitOptions())
+    text = str(caught.value)
+    assert f"spec value {where} holds a newline" in text and "spec_files" in text and "\n" not in text
+    assert records.list_records() == [] and slurm.calls == []

@@ -185,6 +185,14 @@ CANCEL_NAME = 'scancel --name="$1" --user="$(id -un)"'
 #: Remove files (credentials of finished jobs).
 REMOVE = 'rm -f -- "$@"'
 
+#: A submit refused after staging takes back what it made: $1 the job's staged folder (named after $3, the job
+#: id), $2 its results folder, removed only when empty (a folder with output is never touched).
+UNSTAGE = r'''
+case ${1##*/} in "$3") ;; *) echo "refusing to remove $1: not the folder of job $3" >&2; exit 3;; esac
+rm -rf -- "$1" || exit 3
+[ -z "$2" ] || [ ! -d "$2" ] || rmdir -- "$2" 2>/dev/null || [ -n "$(ls -A -- "$2")" ]
+'''
+
 #: Enroot credentials: stdin carries the netrc lines; the args are their machine names (lines
 #: of exactly those machines are replaced, compared as strings, never as patterns).
 ENROOT_CREDS = r'''

@@ -17,6 +17,7 @@ from typing import Any, Iterable, Mapping
 from .. import pins, platform, records, states, taoargs
 from ..contract import Batch, Gate, Launch, Plan, SubmitOptions
 from ..envfile import check_secret_name
+from ..render import line_break_at
 from ..errors import SubmitUncertain, TaoError
 from ..run import last_line
 from . import chain, cmdpaths, facts, images, mounts, prefetch, remote, render, resources, spec as specmod, status as st, storage, uploads
@@ -58,6 +59,11 @@ def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None, *, need_
     """Everything a submit decides without touching the cluster (fails early)."""
     env = os.environ if env is None else env
     spec = specmod.validate(spec)
+    broken = line_break_at({k: v for k, v in spec.items() if k not in ("specs", "spec_files")})
+    if broken:  # the script would refuse it at launch, after the record opened: say which field, now
+        raise TaoError(f"spec value {broken} holds a newline, CR or NUL (the value is not shown): an sbatch script "
+                       "cannot carry it; put multi-line text in a spec file (spec_files) and name that; nothing "
+                       "was submitted")
     res = resources.resolve(spec, env)
     spec = taoargs.with_gpu_args(spec, res.gpus_per_node, res.nodes)  # TAO reads its GPUs from its argv
     runtime = specmod.runtime(spec, env)
@@ -199,7 +205,8 @@ def check(plans: list[SlurmPlan], gate: Gate) -> None:
 
 
 def launch_one(sp: SlurmPlan, rec: dict, batch: Batch) -> Launch:
-    """Stage, render, lint and sbatch; a refusal removes the credentials it staged (no job will source them)."""
+    """Stage, render, lint and sbatch; a refusal removes what it staged (the job folder with any credentials,
+    the results folder while empty): a refused submit leaves its ERROR record and nothing on the cluster."""
     conn = sp.conn
     assert conn is not None
     try:
@@ -207,18 +214,17 @@ def launch_one(sp: SlurmPlan, rec: dict, batch: Batch) -> Launch:
                                  env=sp.env)
     except SubmitUncertain:
         raise
-    except TaoError as exc:
+    except TaoError as exc:  # refused, not submitted: take back the staged folder (credentials and all)
         cb = records.load(rec["id"]).get("backend") or {}
-        staged = [f for f, on in ((storage.CREDS_FILE, cb.get("staged_secrets")),
-                                  (prefetch.CREDS_FILE, cb.get("staged_prefetch_secrets"))) if on]
-        if staged and facts.job_dir_of(cb) and not cb.get("slurm_job_id"):
-            paths = [posixpath.join(facts.job_dir_of(cb), f) for f in staged]
-            creds = " ".join(paths)
-            try:
-                conn.script(remote.REMOVE, paths, what="remove credentials")
-            except TaoError:
-                raise TaoError(f"{exc}; also could not remove {creds} on the cluster: delete it by hand") from None
-        raise
+        jdir = facts.job_dir_of(cb)
+        if not jdir or cb.get("slurm_job_id"):
+            raise
+        try:
+            conn.script(remote.UNSTAGE, [jdir, cb.get("results_dir") or "", rec["id"]], what="remove the staged job")
+        except TaoError:
+            raise TaoError(f"{exc}; also could not remove its staged folder {jdir} on the cluster (it may hold "
+                           "credentials): delete it by hand") from None
+        raise TaoError(f"{exc}; its staged folder was removed") from None
 
 
 def submit(spec: Mapping[str, Any], *, conn: Connection | None = None, env: Mapping[str, str] | None = None,

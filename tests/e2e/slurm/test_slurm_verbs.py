@@ -172,19 +172,19 @@ def test_gres_over_capacity_refused_at_submit_with_a_clear_line(slurm_env):
     assert rec["state"] == "ERROR" and "slurm_job_id" not in rec["backend"]
 
 
-def test_refused_sbatch_leaves_no_credentials_file_behind(slurm_env, monkeypatch):
-    """A submit that fails after staging must not leave the secret on the cluster."""
+def test_refused_sbatch_leaves_nothing_behind(slurm_env, monkeypatch):
+    """A submit that sbatch refuses after staging takes back what it staged: the job folder with the
+    secret, and the empty results folder; the ERROR record says why."""
     monkeypatch.setenv("NGC_KEY", SECRET)
-    with pytest.raises(TaoError, match="Requested node configuration is not available"):
+    with pytest.raises(TaoError, match="Requested node configuration is not available.*its staged folder was removed"):
         slurm_submit.submit(base_spec(num_gpus=64, max_num_gpus_per_node=64, secrets=["NGC_KEY"]))
     (rec,) = records.list_records(platform="slurm")
-    assert rec["state"] == "ERROR"
+    assert rec["state"] == "ERROR" and "Requested node configuration" in rec["message"]
     # Runtime metadata (slurm_job_id, job_dir) is written only after sbatch answered: none here.
     assert "job_dir" not in rec["backend"] and "slurm_job_id" not in rec["backend"]
     job_dir = Path(rec["backend"]["staged_dir"])  # the local cluster's Lustre is this machine's /srv
-    assert (job_dir / "sbatch").is_dir()  # it was staged...
-    assert not (job_dir / "env" / "credentials.sh").exists()  # ...and the secret removed
-    assert SECRET not in (job_dir / "sbatch" / f"job_{rec['id']}.sbatch").read_text()
+    assert job_dir.name == rec["id"] and job_dir.parent.is_dir()  # it was staged where its parent still is...
+    assert not job_dir.exists() and not Path(rec["results_dir"]).exists()  # ...and taken back, secret and all
 
 
 def test_missing_dataset_stops_before_anything_is_written(slurm_env):
