@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from devtools.skill_lint import BANK_LINE
+
 BANK = Path(__file__).resolve().parents[2]
 DOC = BANK / "skills" / "tao-run-on-docker" / "references" / "resume-and-sweeps.md"
 _BLOCK = re.compile(r"<!-- test: (?P<name>[a-z-]+) -->\n```bash\n(?P<body>.*?)```", re.S)
@@ -41,7 +43,7 @@ def bank(docker_cluster, tmp_path):
             "command": ["sh", "-c", TRAIN, "tao"], **extra}))  # JSON is YAML
 
     def block(name: str, **extra: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["bash", "-c", blocks()[name]], env={**env, **extra}, cwd=tmp_path, capture_output=True,
+        return subprocess.run(["bash", "-c", f"{BANK_LINE}\n{blocks()[name]}"], env={**env, **extra}, cwd=tmp_path, capture_output=True,
                               text=True, timeout=300)
 
     def helper(script: str, *args: str) -> str:

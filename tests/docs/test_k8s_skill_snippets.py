@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from devtools.skill_lint import BANK_LINE
 import yaml
 
 import testclusters.kubernetes as lk
@@ -75,7 +77,7 @@ def run(script: str, env: dict, timeout: float = 240) -> subprocess.CompletedPro
     a gate refusal is retried."""
     end = time.time() + 120
     while True:
-        proc = subprocess.run(["bash", "-c", "set -e\n" + script], env=env, capture_output=True, text=True,
+        proc = subprocess.run(["bash", "-c", f"set -e\n{BANK_LINE}\n{script}"], env=env, capture_output=True, text=True,
                               timeout=timeout, cwd=env.get("WORKDIR", str(BANK)))
         if proc.returncode == 0 or "insufficient GPUs" not in proc.stderr or time.time() > end:
             return proc

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from devtools.skill_lint import BANK_LINE
+
 BANK = Path(__file__).resolve().parents[2]
 SKILL = BANK / "skills" / "tao-run-on-slurm" / "SKILL.md"
 _BLOCK = re.compile(r"<!-- test: (?P<name>[a-z-]+) -->\n```(?P<lang>bash|yaml)\n(?P<body>.*?)```", re.S)
@@ -63,7 +65,7 @@ def session(slurm_cluster, tmp_path):
     env.update(slurm_cluster)
 
     def run(names: list[str], spec: dict | None = None, **extra: str) -> subprocess.CompletedProcess:
-        script = "\n".join(blocks()[n] for n in names)
+        script = "\n".join([BANK_LINE, *(blocks()[n] for n in names)])  # the bank line starts the session
         e = {**env, **extra}
         if spec is not None:
             path = tmp_path / "job.yaml"  # the quick path's literal file name; JSON is YAML
