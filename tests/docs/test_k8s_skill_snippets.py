@@ -16,11 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from devtools.skill_lint import BANK_LINE
 import yaml
 
 import testclusters.kubernetes as lk
-from devtools.skill_lint import code_blocks
+from devtools.skill_lint import BANK_LINE, code_blocks
 
 BANK = Path(__file__).resolve().parents[2]
 SKILL = BANK / "skills" / "tao-run-on-kubernetes" / "SKILL.md"
@@ -219,7 +218,7 @@ def test_every_kubectl_in_the_skill_docs_carries_namespace_and_context():
     """Pitfall: namespace/context documented but not passed. Every cluster call in a bash block of the
     skill (SKILL.md and references, except the local-cluster guide and the cluster owner's setup, whose
     calls are cluster-wide or in the GPU Operator's namespace) carries -n "$NS" and "${KCTX[@]}"."""
-    from devtools.skill_lint import code_blocks  # noqa: PLC0415
+    from devtools.skill_lint import BANK_LINE, code_blocks  # noqa: PLC0415
 
     docs = [SKILL] + [p for p in sorted((SKILL.parent / "references").glob("*.md"))
                       if p.name not in ("local-cluster.md", "cluster-setup.md")]
