@@ -260,3 +260,16 @@ def test_credentials_submit_creates_the_documented_secrets(env):
             assert value not in sub.stdout + sub.stderr and value not in record
     finally:
         run(b["preflight"] + f"JOB_ID={job_id}\n" + b["cancel"], env)
+
+
+def test_stand_in_block_trains_as_tao_does(env, tmp_path):
+    """references/resume.md's stand-in training, as written, on the quick path's job.yaml: on the real kubelets
+    (kwok's nodes run nothing), with `node_selector:` in the spec as references/job-spec.md documents it."""
+    job = tmp_path / "job.yaml"
+    spec = yaml.safe_load(job.read_text())
+    spec["node_selector"] = {lk.REAL_NODE_LABEL: "true"}
+    job.write_text(yaml.safe_dump(spec))
+    proc = run(blocks()["stand-in"], env, timeout=400)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert " COMPLETE" in proc.stdout and "[epoch " in proc.stdout, proc.stdout  # progress while it ran
+    assert "best val_loss (min) = 0.4 at epoch 3: train/model_epoch_003_step_00040.pth" in proc.stdout, proc.stdout

@@ -164,3 +164,12 @@ def test_stage_block_without_a_folder_stops_before_staging_anywhere(session, tmp
     res = session(["stage"], INPUT="labels.txt", STAGE_DIR="", SLURM_BASE_RESULTS_DIR="")
     assert res.returncode != 0 and "set STAGE_DIR to your folder" in res.stderr, res.stdout + res.stderr
     assert "staged" not in res.stdout
+
+
+def test_stand_in_block_trains_as_tao_does(session):
+    """references/resume.md's stand-in training, as written: the trainer travels as a spec file, runs on the node,
+    and the result verbs read what it wrote."""
+    res = session(["stand-in"])
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert " COMPLETE " in res.stdout and "epoch 5/5" in res.stdout, res.stdout
+    assert "best val_loss (min) = 0.4 at epoch 3: train/model_epoch_003_step_00040.pth" in res.stdout, res.stdout
