@@ -71,6 +71,25 @@ def test_documented_spec_is_the_pinned_image_and_a_valid_spec():
     specmod.validate(spec, "k8s-job-spec.schema.json", "job spec")
 
 
+def test_node_selector_spec_key_is_documented_beside_its_flag_and_works(tmp_path):
+    """references/job-spec.md: the `node_selector:` example is a valid spec key and `--node-selector K=V` adds to it
+    (a dry run renders both into the pod's nodeSelector; it contacts nothing)."""
+    text = (SKILL.parent / "references" / "job-spec.md").read_text(encoding="utf-8")
+    (row,) = [ln for ln in text.splitlines() if ln.startswith("| `node_selector` |")]
+    assert "--node-selector K=V" in row
+    example = yaml.safe_load(re.search(r"`(node_selector: \{[^`]+\})`", row).group(1))
+    spec = {**yaml.safe_load(blocks()["spec"]), **example}
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(spec))
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "HOME")}
+    env["TAO_STATE_DIR"] = str(tmp_path / "state")
+    proc = subprocess.run([sys.executable, str(BANK / "scripts/tao_k8s.py"), "submit", "--spec", str(tmp_path / "job.yaml"),
+                           "--node-selector", "pool=training", "--dry-run"], env=env, capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    pods = [d["spec"]["template"]["spec"] for d in yaml.safe_load_all(proc.stdout) if d and d.get("kind") == "Job"]
+    assert pods and pods[0]["nodeSelector"] == {**example["node_selector"], "pool": "training"}, pods
+
+
 def run(script: str, env: dict, timeout: float = 240) -> subprocess.CompletedProcess:
     """Run a block (in the folder that holds job.yaml); while other tests hold the shared cluster's GPUs,
     a gate refusal is retried."""

@@ -173,3 +173,11 @@ def test_stand_in_block_trains_as_tao_does(session):
     assert res.returncode == 0, res.stdout + res.stderr
     assert " COMPLETE " in res.stdout and "epoch 5/5" in res.stdout, res.stdout
     assert "best val_loss (min) = 0.4 at epoch 3: train/model_epoch_003_step_00040.pth" in res.stdout, res.stdout
+
+
+def test_ssh_check_block_works_on_the_local_cluster(session):
+    """references/ssh-setup.md's check, as written: it connects as the helper does (ssh_config aliases through
+    TAO_SSH_CONFIG), so the local cluster's login alias answers and its refusing failover alias is named."""
+    res = session(["ssh-check"])
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.splitlines() == ["FAILED: tao-slurm-refused", "OK: tao-slurm-login"], res.stdout + res.stderr
