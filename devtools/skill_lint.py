@@ -29,7 +29,7 @@ RULES: dict[str, str] = {
     "exec-bit": "a script run directly (\"$BANK/scripts/x.py\" ...) and every script with a '#!' line in scripts/ or a skill's scripts/ is executable; every scripts/*.py starts with '#!'",
     "shellcheck": "every ```bash/```sh block (of skills and docs/*.md) passes 'shellcheck -s bash' (SC2034/SC2154/SC1090/SC1091 off: blocks are fragments of one session); every skills/*/scripts/*.sh passes it in full",
     "references-depth": "references/ holds files only (one level deep)",
-    "bank-locate": "the bank is located by the canonical BANK= line (the one in skills/tao-setup/SKILL.md) before $BANK is used, followed by its check line",
+    "bank-locate": "a SKILL.md sets $BANK with the canonical bank line (the one in skills/tao-setup/SKILL.md) once, before its first use; its references/ rely on it and never repeat it",
     "stamp": "scripts/stamp_versions.py --check passes (no literal pin drifted from versions.yaml)",
     "manifest": "plugin.json is an Agent Plugins 1.0.0 manifest named and versioned as versions.yaml bank says; the Claude Code / Codex manifests and marketplaces agree with it (scripts/sync_plugin_manifests.py); CHANGELOG.md's newest entry is that version",
     "agentskills": "'agentskills validate <skill-folder>' (skills-ref) passes",
@@ -47,11 +47,13 @@ _TAG_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 SHELLCHECK_EXCLUDE = "SC2034,SC2154,SC1090,SC1091"
 SHELL_LANGS = {"bash", "sh", "shell"}
 
-#: The one way a snippet finds the bank (see skills/tao-setup/SKILL.md).
-BANK_LINE = 'BANK="${TAO_SKILL_BANK_PATH:-${CLAUDE_SKILL_DIR}/../..}"'
-BANK_CHECK_LINE = (
-    '[ -f "$BANK/versions.yaml" ] || { echo "MISSING: TAO skill bank not found at \'$BANK\'. '
-    'Run: export TAO_SKILL_BANK_PATH=/path/to/tao-skill-bank (see the tao-setup skill)"; exit 1; }'
+#: The one way a snippet finds the bank (see skills/tao-setup/SKILL.md): TAO_SKILL_BANK_PATH (set by the Claude Code
+#: plugin's hook, by Codex's config line, or by the user), else two folders above the skill (Claude Code fills in
+#: ${CLAUDE_SKILL_DIR}); a wrong or missing bank ends the shell with one actionable line. A SKILL.md carries it once,
+#: in its first block; later blocks and the skill's references run in the same shell.
+BANK_LINE = (
+    'BANK="${TAO_SKILL_BANK_PATH:-${CLAUDE_SKILL_DIR}/../..}"; [ -f "$BANK/versions.yaml" ] || { echo "MISSING: TAO skill bank '
+    'not found at \'$BANK\': export TAO_SKILL_BANK_PATH=/path/to/tao-skill-bank (tao-setup skill)"; exit 1; }'
 )
 _BANK_VARS = {"BANK", "TAO_SKILL_BANK_PATH"}
 _SKILL_VARS = {"CLAUDE_SKILL_DIR", "SKILL_DIR"}
@@ -499,7 +501,7 @@ def check_references(root: Path, skill_dir: Path) -> list[Problem]:
 
 def check_bank_locate(rel: str, blocks: list[Block], is_skill_md: bool) -> list[Problem]:
     out = []
-    defined = False
+    defined = 0
     for b in blocks:
         if b.lang not in SHELL_LANGS:
             continue
@@ -508,19 +510,19 @@ def check_bank_locate(rel: str, blocks: list[Block], is_skill_md: bool) -> list[
             s = line.strip()
             if re.match(r"^(?:export\s+)?BANK=", s):
                 if s != BANK_LINE:
-                    out.append(Problem(rel, n, "bank-locate", f"BANK= differs from the canonical line; use exactly: {BANK_LINE}"))
-                else:
-                    nxt = next((x.strip() for x in b.lines[i + 1:] if x.strip()), "")
-                    if nxt != BANK_CHECK_LINE:
-                        out.append(Problem(rel, n + 1, "bank-locate", f"the BANK= line must be followed by its check line: {BANK_CHECK_LINE}"))
-                defined = True
+                    out.append(Problem(rel, n, "bank-locate", f"BANK= differs from the canonical bank line; use exactly: {BANK_LINE}"))
+                elif not is_skill_md:
+                    out.append(Problem(rel, n, "bank-locate", "a reference repeats the bank line: drop it (its SKILL.md's first block sets $BANK for the shell)"))
+                elif defined:
+                    out.append(Problem(rel, n, "bank-locate", "the bank line appears again: a SKILL.md carries it once, in the first block that uses $BANK"))
+                defined += 1
                 continue
             if "TAO_SKILL_BANK_ROOT" in line:
                 out.append(Problem(rel, n, "bank-locate", f"TAO_SKILL_BANK_ROOT is not set by the plugin or tao-setup: use $BANK from the canonical line: {BANK_LINE}"))
                 continue
             if is_skill_md and not defined and _USES_BANK.search(line):
-                out.append(Problem(rel, n, "bank-locate", f"$BANK used before it is set: put the canonical lines first (copy them from skills/tao-setup/SKILL.md): {BANK_LINE}"))
-                defined = True  # one report per file
+                out.append(Problem(rel, n, "bank-locate", f"$BANK used before it is set: put the bank line first (copy it from skills/tao-setup/SKILL.md): {BANK_LINE}"))
+                defined = 1  # one report per file
     return out
 
 

@@ -21,7 +21,7 @@ from client_harness import (
 )
 
 from devtools.plugin_manifests import SESSION_HOOK
-from devtools.skill_lint import BANK_CHECK_LINE, BANK_LINE
+from devtools.skill_lint import BANK_LINE
 
 SKILLS = skill_names()
 
@@ -56,7 +56,7 @@ def test_a_session_runs_the_hook_and_offers_every_skill(bank, env, tmp_path):
     assert entry["readFromFolder"] == str(bank)
     assert hook_lines == [f"export TAO_SKILL_BANK_PATH={bank}"]
     # What a later Bash tool call does: source the hook's output, then run a skill snippet.
-    snippet = "\n".join(hook_lines) + f"\n{BANK_LINE}\n{BANK_CHECK_LINE}\npython3 \"$BANK/scripts/resolve_versions_key.py\" bank.version\n"
+    snippet = "\n".join(hook_lines) + f"\n{BANK_LINE}\npython3 \"$BANK/scripts/resolve_versions_key.py\" bank.version\n"
     assert ok(run(["bash", "-c", snippet], env, tmp_path)).stdout == f"{VERSION}\n"
 
 

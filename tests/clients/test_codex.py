@@ -22,7 +22,7 @@ from client_harness import (
 )
 
 from devtools.plugin_manifests import CODEX_MARKET, CODEX_SHORT_DESCRIPTION
-from devtools.skill_lint import BANK_CHECK_LINE, BANK_LINE
+from devtools.skill_lint import BANK_LINE
 
 SKILLS = skill_names()
 
@@ -58,7 +58,7 @@ def test_the_marketplace_file_codex_documents_is_the_one_read(bank, env, tmp_pat
 
 def test_one_line_gives_every_codex_shell_the_bank(bank, env, tmp_path):
     installed = Path(install(env, bank, tmp_path)["installedPath"])
-    snippet = f"{BANK_LINE}\n{BANK_CHECK_LINE}\nprintf '%s\\n' \"$BANK\"\npython3 \"$BANK/scripts/resolve_versions_key.py\" bank.version\n"
+    snippet = f"{BANK_LINE}\nprintf '%s\\n' \"$BANK\"\npython3 \"$BANK/scripts/resolve_versions_key.py\" bank.version\n"
     before = run(["codex", "sandbox", "--", "bash", "-c", snippet], env, tmp_path)
     assert before.returncode == 1 and before.stdout.startswith("MISSING: TAO skill bank not found"), before.stdout + before.stderr
     line = ok(run(["bash", "-c", f"python3 {shlex.quote(str(bank))}/scripts/plugin_session_env.py --codex"], env, tmp_path))

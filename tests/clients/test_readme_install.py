@@ -23,7 +23,7 @@ from client_harness import (
     skill_names,
 )
 
-from devtools.skill_lint import BANK_CHECK_LINE, BANK_LINE
+from devtools.skill_lint import BANK_LINE
 
 SKILLS = skill_names()
 SECTION = (BANK / "README.md").read_text(encoding="utf-8").split("\n## Installing\n", 1)[1].split("\n## ", 1)[0]
@@ -75,6 +75,6 @@ def test_codex_block(user):
 
 def test_plain_shell_block(user):
     env, home = user
-    script = block("export") + f"\n{BANK_LINE}\n{BANK_CHECK_LINE}\nprintf '%s\\n' \"$BANK\"\n"
+    script = block("export") + f"\n{BANK_LINE}\nprintf '%s\\n' \"$BANK\"\n"
     out = ok(run(["bash", "-euo", "pipefail", "-c", script], env, home)).stdout
     assert "OK: python3 " in out and out.splitlines()[-1] == str(home / "tao-skill-bank")

@@ -11,8 +11,10 @@ BANK = Path(__file__).resolve().parents[2]
 
 
 def block(skill: str, needle: str) -> str:
-    text = (BANK / "skills" / skill / "SKILL.md").read_text(encoding="utf-8")
-    found = [b for b in code_blocks(text) if b.lang == "bash" and any(needle in ln for ln in b.lines)]
+    """The one bash block of a skill (its SKILL.md and references) holding ``needle``."""
+    folder = BANK / "skills" / skill
+    found = [b for doc in [folder / "SKILL.md", *sorted(folder.glob("references/*.md"))]
+             for b in code_blocks(doc.read_text(encoding="utf-8")) if b.lang == "bash" and any(needle in ln for ln in b.lines)]
     assert len(found) == 1, f"{needle!r}: {len(found)} blocks in {skill}"
     return "\n".join(found[0].lines) + "\n"
 

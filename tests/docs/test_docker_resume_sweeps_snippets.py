@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from devtools.skill_lint import BANK_LINE
+
 BANK = Path(__file__).resolve().parents[2]
 DOC = BANK / "skills" / "tao-run-on-docker" / "references" / "resume-and-sweeps.md"
 _BLOCK = re.compile(r"<!-- test: (?P<name>[a-z-]+) -->\n```bash\n(?P<body>.*?)```", re.S)
@@ -23,7 +25,7 @@ def blocks() -> dict[str, str]:
 
 
 def test_every_verb_of_the_reference_has_a_tested_block():
-    assert set(blocks()) == {"continue", "parent", "sweep", "cancel-sweep"}
+    assert set(blocks()) == {"stand-in", "continue", "parent", "sweep", "cancel-sweep"}
 
 
 @pytest.fixture()
@@ -40,8 +42,9 @@ def bank(docker_cluster, tmp_path):
             "mounts": [{"host": str(BANK / "testclusters"), "container": "/fake"}],
             "command": ["sh", "-c", TRAIN, "tao"], **extra}))  # JSON is YAML
 
-    def block(name: str, **extra: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["bash", "-c", blocks()[name]], env={**env, **extra}, cwd=tmp_path, capture_output=True,
+    def block(name: str, edit: tuple[str, str] = ("", ""), **extra: str) -> subprocess.CompletedProcess:
+        body = blocks()[name].replace(*edit) if edit[0] else blocks()[name]
+        return subprocess.run(["bash", "-c", f"{BANK_LINE}\n{body}"], env={**env, **extra}, cwd=tmp_path, capture_output=True,
                               text=True, timeout=300)
 
     def helper(script: str, *args: str) -> str:
@@ -58,6 +61,16 @@ def _wait_for(path: Path, timeout: float = 60) -> None:
     while not path.exists():
         assert time.time() < end, f"{path} never appeared"
         time.sleep(0.3)
+
+
+def test_stand_in_block_trains_as_tao_does(bank, docker_cluster):
+    """The documented stand-in training, as written, with the local engine's busybox (it has no registry)."""
+    spec, block, helper, tmp = bank
+    line = next(ln for ln in blocks()["stand-in"].splitlines() if ln.startswith("IMAGE="))
+    res = block("stand-in", (line, f"IMAGE={docker_cluster['TAO_LOCAL_DOCKER_IMAGE']}"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert " COMPLETE" in res.stdout and "epoch 5/5" in res.stdout, res.stdout
+    assert "best val_loss (min) = 0.4 at epoch 3: train/model_epoch_003_step_00040.pth" in res.stdout, res.stdout
 
 
 def test_continue_block_resumes_a_canceled_training(bank):

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from devtools.skill_lint import BANK_LINE
+
 BANK = Path(__file__).resolve().parents[2]
 SKILL = BANK / "skills" / "tao-run-on-docker" / "SKILL.md"
 _BLOCK = re.compile(r"<!-- test: (?P<name>[a-z-]+) -->\n```bash\n(?P<body>.*?)```", re.S)
@@ -41,7 +43,7 @@ def session(docker_cluster, tmp_path):
     (tmp_path / "results").mkdir()
 
     def run(names: list[str], spec: dict | None = None, **extra: str) -> subprocess.CompletedProcess:
-        script = "\n".join(blocks()[n] for n in names)
+        script = "\n".join([BANK_LINE, *(blocks()[n] for n in names)])  # the bank line starts the session
         if spec is not None:
             (tmp_path / "job.yaml").write_text(json.dumps(spec))  # the snippets' literal file name; JSON is YAML
         return subprocess.run(["bash", "-c", script], env={**env, **extra}, cwd=tmp_path, capture_output=True,

@@ -15,10 +15,11 @@ import time
 from pathlib import Path
 
 import pytest
+
 import yaml
 
 import testclusters.kubernetes as lk
-from devtools.skill_lint import code_blocks
+from devtools.skill_lint import BANK_LINE, code_blocks
 
 BANK = Path(__file__).resolve().parents[2]
 SKILL = BANK / "skills" / "tao-run-on-kubernetes" / "SKILL.md"
@@ -70,12 +71,31 @@ def test_documented_spec_is_the_pinned_image_and_a_valid_spec():
     specmod.validate(spec, "k8s-job-spec.schema.json", "job spec")
 
 
+def test_node_selector_spec_key_is_documented_beside_its_flag_and_works(tmp_path):
+    """references/job-spec.md: the `node_selector:` example is a valid spec key and `--node-selector K=V` adds to it
+    (a dry run renders both into the pod's nodeSelector; it contacts nothing)."""
+    text = (SKILL.parent / "references" / "job-spec.md").read_text(encoding="utf-8")
+    (row,) = [ln for ln in text.splitlines() if ln.startswith("| `node_selector` |")]
+    assert "--node-selector K=V" in row
+    example = yaml.safe_load(re.search(r"`(node_selector: \{[^`]+\})`", row).group(1))
+    spec = {**yaml.safe_load(blocks()["spec"]), **example}
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(spec))
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "HOME")}
+    env["TAO_STATE_DIR"] = str(tmp_path / "state")
+    proc = subprocess.run([sys.executable, str(BANK / "scripts/tao_k8s.py"), "submit", "--spec", str(tmp_path / "job.yaml"),
+                           "--node-selector", "pool=training", "--dry-run"], env=env, capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    pods = [d["spec"]["template"]["spec"] for d in yaml.safe_load_all(proc.stdout) if d and d.get("kind") == "Job"]
+    assert pods and pods[0]["nodeSelector"] == {**example["node_selector"], "pool": "training"}, pods
+
+
 def run(script: str, env: dict, timeout: float = 240) -> subprocess.CompletedProcess:
     """Run a block (in the folder that holds job.yaml); while other tests hold the shared cluster's GPUs,
     a gate refusal is retried."""
     end = time.time() + 120
     while True:
-        proc = subprocess.run(["bash", "-c", "set -e\n" + script], env=env, capture_output=True, text=True,
+        proc = subprocess.run(["bash", "-c", f"set -e\n{BANK_LINE}\n{script}"], env=env, capture_output=True, text=True,
                               timeout=timeout, cwd=env.get("WORKDIR", str(BANK)))
         if proc.returncode == 0 or "insufficient GPUs" not in proc.stderr or time.time() > end:
             return proc
@@ -217,7 +237,7 @@ def test_every_kubectl_in_the_skill_docs_carries_namespace_and_context():
     """Pitfall: namespace/context documented but not passed. Every cluster call in a bash block of the
     skill (SKILL.md and references, except the local-cluster guide and the cluster owner's setup, whose
     calls are cluster-wide or in the GPU Operator's namespace) carries -n "$NS" and "${KCTX[@]}"."""
-    from devtools.skill_lint import code_blocks  # noqa: PLC0415
+    from devtools.skill_lint import BANK_LINE, code_blocks  # noqa: PLC0415
 
     docs = [SKILL] + [p for p in sorted((SKILL.parent / "references").glob("*.md"))
                       if p.name not in ("local-cluster.md", "cluster-setup.md")]
@@ -259,3 +279,16 @@ def test_credentials_submit_creates_the_documented_secrets(env):
             assert value not in sub.stdout + sub.stderr and value not in record
     finally:
         run(b["preflight"] + f"JOB_ID={job_id}\n" + b["cancel"], env)
+
+
+def test_stand_in_block_trains_as_tao_does(env, tmp_path):
+    """references/resume.md's stand-in training, as written, on the quick path's job.yaml: on the real kubelets
+    (kwok's nodes run nothing), with `node_selector:` in the spec as references/job-spec.md documents it."""
+    job = tmp_path / "job.yaml"
+    spec = yaml.safe_load(job.read_text())
+    spec["node_selector"] = {lk.REAL_NODE_LABEL: "true"}
+    job.write_text(yaml.safe_dump(spec))
+    proc = run(blocks()["stand-in"], env, timeout=400)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert " COMPLETE" in proc.stdout and "[epoch " in proc.stdout, proc.stdout  # progress while it ran
+    assert "best val_loss (min) = 0.4 at epoch 3: train/model_epoch_003_step_00040.pth" in proc.stdout, proc.stdout

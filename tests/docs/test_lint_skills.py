@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from devtools import skill_lint
-from devtools.skill_lint import BANK_CHECK_LINE, BANK_LINE, RULES, lint
+from devtools.skill_lint import BANK_LINE, RULES, lint
 
 BANK = Path(__file__).resolve().parents[2]
 LINT = BANK / "scripts" / "lint_skills.py"
@@ -235,41 +235,46 @@ def test_references_one_level_deep(bank_copy):
 def test_bank_line_must_be_canonical(bank_copy):
     edit(bank_copy, GPU, BANK_LINE, 'BANK="${TAO_SKILL_BANK_PATH:-$PWD}"')
     n = line_no(bank_copy, GPU, 'BANK="${TAO_SKILL_BANK_PATH:-$PWD}"')
-    assert_one(lint(bank_copy, external=False), rf"{GPU}:{n}: bank-locate: BANK= differs from the canonical line; use exactly: .*")
+    assert_one(lint(bank_copy, external=False), rf"{GPU}:{n}: bank-locate: BANK= differs from the canonical bank line; use exactly: .*")
 
 
-def test_bank_line_needs_its_check_line(bank_copy):
-    edit(bank_copy, GPU, BANK_CHECK_LINE + "\n", "")
-    n = line_no(bank_copy, GPU, BANK_LINE)
-    assert_one(lint(bank_copy, external=False), rf"{GPU}:{n + 1}: bank-locate: the BANK= line must be followed by its check line: .*")
+def test_the_old_two_line_guard_is_refused(bank_copy):
+    old = BANK_LINE.replace('"; [ -f ', '"\n[ -f ', 1)
+    edit(bank_copy, GPU, BANK_LINE, old)
+    n = line_no(bank_copy, GPU, 'BANK="${TAO_SKILL_BANK_PATH')
+    assert_one(lint(bank_copy, external=False), rf"{GPU}:{n}: bank-locate: BANK= differs from the canonical bank line; .*")
+
+
+def test_bank_line_once_per_skill(bank_copy):
+    p = bank_copy / GPU
+    p.write_text(p.read_text() + f"\n```bash\n{BANK_LINE}\necho \"$BANK\"\n```\n")
+    n = len(p.read_text().splitlines()) - 2
+    assert_one(lint(bank_copy, external=False), rf"{GPU}:{n}: bank-locate: the bank line appears again: a SKILL.md carries it once, .*")
+
+
+def test_a_reference_relies_on_its_skill_md(bank_copy):
+    ref = "skills/tao-setup/references/install.md"
+    p = bank_copy / ref
+    p.write_text(p.read_text() + f"\n```bash\n{BANK_LINE}\n\"$BANK/scripts/check_host.py\" --platform slurm\n```\n")
+    n = len(p.read_text().splitlines()) - 2
+    assert_one(lint(bank_copy, external=False), rf"{ref}:{n}: bank-locate: a reference repeats the bank line: .*")
 
 
 def test_bank_used_before_it_is_set(bank_copy):
     p = bank_copy / GPU
-    text = p.read_text().replace(BANK_LINE + "\n" + BANK_CHECK_LINE + "\n", "", 1)
+    text = p.read_text().replace(BANK_LINE + "\n", "", 1)
     p.write_text(text)
     n = line_no(bank_copy, GPU, 'GPU_HOST_SETUP="$BANK/')
     assert_one(lint(bank_copy, external=False), rf"{GPU}:{n}: bank-locate: \$BANK used before it is set: .*")
 
 
-def test_canonical_lines_are_in_tao_setup():
-    text = (BANK / SETUP).read_text()
-    assert BANK_LINE + "\n" + BANK_CHECK_LINE + "\n" in text
-
-
-def test_canonical_bank_line_finds_the_bank_from_the_skill_folder(tmp_path):
-    # What Claude Code does: ${CLAUDE_SKILL_DIR} is the skill folder; no TAO_SKILL_BANK_PATH.
-    script = f"{BANK_LINE}\n{BANK_CHECK_LINE}\ncd \"$BANK\" && pwd -P\n"
-    env = {k: v for k, v in os.environ.items() if k != "TAO_SKILL_BANK_PATH"}
-    env["CLAUDE_SKILL_DIR"] = str(BANK / "skills/tao-setup")
-    out = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=30, cwd=tmp_path)
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert out.stdout.strip() == str(BANK.resolve())
-    # Unset everything: one MISSING line, exit 1.
-    env.pop("CLAUDE_SKILL_DIR")
-    out = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=30, cwd=tmp_path)
-    assert out.returncode == 1
-    assert out.stdout.startswith("MISSING: TAO skill bank not found") and "export TAO_SKILL_BANK_PATH=" in out.stdout
+def test_canonical_line_is_in_tao_setup_and_once_in_every_skill():
+    assert BANK_LINE + "\n" in (BANK / SETUP).read_text()
+    for md in sorted(BANK.glob("skills/*/SKILL.md")):
+        text = md.read_text()
+        assert text.count("BANK=") == 1 and text.count(BANK_LINE) == 1, md
+    for ref in sorted(BANK.glob("skills/*/references/*.md")):
+        assert BANK_LINE not in ref.read_text(), ref
 
 
 # ------------------------------------------------------------------ manifests, stamp, agentskills (CLI)

@@ -23,7 +23,7 @@ from devtools.plugin_manifests import (
     SHORT_DESCRIPTION_MAX,
     skill_dirs,
 )
-from devtools.skill_lint import BANK_CHECK_LINE, BANK_LINE
+from devtools.skill_lint import BANK_LINE
 from taobank import pins
 
 BANK = Path(__file__).resolve().parents[2]
@@ -143,7 +143,7 @@ def test_session_hook_exports_the_bank_path_for_later_shells(tmp_path, name):
         assert proc.returncode == 0, proc.stderr
     assert len(env_file.read_text().splitlines()) == 1
     # A later Bash tool call sources the env file, then runs a skill snippet.
-    snippet = f". {shlex_quote(env_file)}\n{BANK_LINE}\n{BANK_CHECK_LINE}\nprintf '%s' \"$BANK\"\n"
+    snippet = f". {shlex_quote(env_file)}\n{BANK_LINE}\nprintf '%s' \"$BANK\"\n"
     env.pop("CLAUDE_ENV_FILE")
     out = subprocess.run(["bash", "-c", snippet], env=env, capture_output=True, text=True, timeout=30, cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr

@@ -213,3 +213,25 @@ def test_platform_evals_must_cover_a_verb_and_every_topic(bank_copy):
     probs = found(lint(bank_copy, external=False, only=["tao-run-on-kubernetes"]), "evals")
     assert f"{K8S}/evals/evals.json:1: evals: no eval covers the verb 'nccl-probe' of scripts/tao_k8s.py" in probs, probs
     assert any(s.startswith(f"{K8S}/evals/evals.json:1: evals: no eval covers sweeps ") for s in probs), probs
+
+
+# ------------------------------------------------------------------ shape: quick path first, references one level down
+
+@pytest.mark.parametrize("skill", ["tao-data-io", "tao-run-on-docker", "tao-run-on-kubernetes", "tao-run-on-slurm"])
+def test_skill_opens_with_a_quick_path_and_names_each_reference_with_when_to_read_it(skill):
+    """The shape every platform skill has, and tao-data-io too (issue 31): the first section is "Quick path", whose
+    first bash block (the bank line on top) ends within the first screen; every file of references/ is a row of
+    a "Read it when" table."""
+    from devtools.skill_lint import BANK_LINE
+
+    text = (BANK / "skills" / skill / "SKILL.md").read_text(encoding="utf-8")
+    body = text[text.index("\n# ", 3):]
+    assert body.split("\n## ", 2)[1].startswith("Quick path\n"), skill
+    lines = text.splitlines()
+    start = lines.index("```bash", lines.index("## Quick path"))
+    end = lines.index("```", start + 1)
+    assert lines[start + 1] == BANK_LINE and end <= 55, (skill, start, end)
+    assert "| File | Read it when |" in text
+    for ref in sorted((BANK / "skills" / skill / "references").glob("*.md")):
+        rows = [ln for ln in lines if ln.startswith("| [") and f"(references/{ref.name})" in ln]
+        assert len(rows) == 1 and len(rows[0].split("|")[2].strip()) > 20, (skill, ref.name)

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from devtools.skill_lint import BANK_LINE
+
 BANK = Path(__file__).resolve().parents[2]
 SKILL = BANK / "skills" / "tao-run-on-slurm" / "SKILL.md"
 _BLOCK = re.compile(r"<!-- test: (?P<name>[a-z-]+) -->\n```(?P<lang>bash|yaml)\n(?P<body>.*?)```", re.S)
@@ -63,7 +65,7 @@ def session(slurm_cluster, tmp_path):
     env.update(slurm_cluster)
 
     def run(names: list[str], spec: dict | None = None, **extra: str) -> subprocess.CompletedProcess:
-        script = "\n".join(blocks()[n] for n in names)
+        script = "\n".join([BANK_LINE, *(blocks()[n] for n in names)])  # the bank line starts the session
         e = {**env, **extra}
         if spec is not None:
             path = tmp_path / "job.yaml"  # the quick path's literal file name; JSON is YAML
@@ -162,3 +164,20 @@ def test_stage_block_without_a_folder_stops_before_staging_anywhere(session, tmp
     res = session(["stage"], INPUT="labels.txt", STAGE_DIR="", SLURM_BASE_RESULTS_DIR="")
     assert res.returncode != 0 and "set STAGE_DIR to your folder" in res.stderr, res.stdout + res.stderr
     assert "staged" not in res.stdout
+
+
+def test_stand_in_block_trains_as_tao_does(session):
+    """references/resume.md's stand-in training, as written: the trainer travels as a spec file, runs on the node,
+    and the result verbs read what it wrote."""
+    res = session(["stand-in"])
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert " COMPLETE " in res.stdout and "epoch 5/5" in res.stdout, res.stdout
+    assert "best val_loss (min) = 0.4 at epoch 3: train/model_epoch_003_step_00040.pth" in res.stdout, res.stdout
+
+
+def test_ssh_check_block_works_on_the_local_cluster(session):
+    """references/ssh-setup.md's check, as written: it connects as the helper does (ssh_config aliases through
+    TAO_SSH_CONFIG), so the local cluster's login alias answers and its refusing failover alias is named."""
+    res = session(["ssh-check"])
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.splitlines() == ["FAILED: tao-slurm-refused", "OK: tao-slurm-login"], res.stdout + res.stderr

@@ -205,11 +205,11 @@ def test_install_yes_needs_root(tmp_path):
 # ------------------------------------------------------------------ the SKILL.md step-0 block, run as written
 
 def _step0() -> str:
-    from devtools.skill_lint import BANK_CHECK_LINE, BANK_LINE, code_blocks
+    from devtools.skill_lint import BANK_LINE, code_blocks
 
     text = (BANK / "skills/tao-setup-nvidia-gpu-host/SKILL.md").read_text()
     (blk,) = [b for b in code_blocks(text) if any("TAO_K8S_SKIP_NODE_RUNTIME_CHECK:-0" in ln for ln in b.lines)]
-    return f"{BANK_LINE}\n{BANK_CHECK_LINE}\n" + "\n".join(blk.lines) + "\necho after\n"
+    return f"{BANK_LINE}\n" + "\n".join(blk.lines) + "\necho after\n"
 
 
 def test_step0_fails_clearly_without_gpu_runtime(tmp_path):
