@@ -33,7 +33,7 @@ from typing import Any, Callable, Mapping
 
 from .states import State
 from . import nccl_verdicts, records, states
-from .cli import one_line
+from .text import one_line
 from .contract import Gate, Launch, Plan, ResultFile, ResultsListing, ResultsLocation, SubmitOptions, Transfer
 from .errors import EXIT_FAILED, EXIT_OK, SubmitUncertain, TaoError, UsageError
 
