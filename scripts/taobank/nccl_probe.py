@@ -14,7 +14,6 @@ Every verdict says which backend proved what (:data:`PROVES`).
 """
 from __future__ import annotations
 
-import sys
 from datetime import datetime, timezone
 from typing import Callable
 
