@@ -95,3 +95,24 @@ def test_the_shared_flags_mean_the_same_on_one_docker_host():
         spec("docker", SHARED + ["--", "true"])
     with pytest.raises(UsageError, match="CPU quota"):
         spec("docker", ["--image", "i:1", "--cpus", "500m", "--", "true"])
+
+
+def test_each_declared_flag_becomes_one_argparse_flag():
+    """The grammar is the declarations: every spelling, hidden ones unlisted, exclusive groups enforced."""
+    for platform in states.PLATFORMS:
+        parser = argparse.ArgumentParser()
+        specargs.spec_arguments(parser, platform)
+        actions = {a.dest: a for a in parser._actions}
+        for flag in specargs.flags_of(platform):
+            action = actions[flag.dest]
+            assert tuple(action.option_strings) == flag.names
+            assert (action.help == argparse.SUPPRESS) == flag.hidden
+    with pytest.raises(SystemExit):
+        parsed("kubernetes", ["--command", "true", "--args-json", "[]"])
+
+
+def test_key_value_flags_reach_the_adapter_as_dicts_and_the_argv_as_a_list():
+    values = specargs.values_of(parsed("slurm", ["--env", "A=1", "--secret-env", "T", "--", "dino", "train"]), "slurm")
+    assert (values["env"], values["secret_env"], values["command"]) == ({"A": "1"}, ["T"], ["dino", "train"])
+    with pytest.raises(UsageError, match="--env must look like KEY=VALUE"):
+        specargs.values_of(parsed("docker", ["--env", "A", "--", "true"]), "docker")
