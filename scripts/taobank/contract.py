@@ -7,7 +7,7 @@ on, so an adapter never receives a loose mapping of options.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 from .states import State
 
@@ -75,6 +75,23 @@ class Gate:
     def notes(self) -> list[str]:
         """The lines a user must see even under --quiet/--json: ``queued: ...`` and ``warning: ...``."""
         return [line for line in self.lines if line.startswith(("queued: ", "warning: "))]
+
+
+def _no_checkpoint(job_id: str, message: str, backend: Mapping[str, Any]) -> None:
+    return None
+
+
+@dataclass
+class Batch:
+    """How the jobs of one launch run together; a single job is a batch of one."""
+
+    #: how many of the jobs run at once (the others are created held, or the scheduler throttles them)
+    max_concurrent: int = 1
+    #: the sweep id the jobs share (labels, the array's name); None for a single job
+    sweep: str | None = None
+    #: the core's writer for what a launch has done before it ends (a SLURM job folder staged), so a
+    #: launch that dies half-way leaves a record that can be finished: ``checkpoint(job_id, message, backend)``
+    checkpoint: Callable[[str, str, Mapping[str, Any]], None] = _no_checkpoint
 
 
 @dataclass

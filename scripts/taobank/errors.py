@@ -31,4 +31,9 @@ class MissingDependency(TaoError):
 
 class SubmitUncertain(TaoError):
     """A launch may or may not have created the job (its answer was lost): the record stays PENDING for a
-    resume, which looks before it creates anything."""
+    resume, which looks before it creates anything. ``note``: what the record should say meanwhile (the core
+    writes it)."""
+
+    def __init__(self, message: str, note: str | None = None) -> None:
+        super().__init__(message)
+        self.note = note

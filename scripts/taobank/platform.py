@@ -32,10 +32,11 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from .states import State
-from . import nccl_verdicts, records, states
+from . import records, states
 from .text import one_line
-from .contract import Gate, Launch, Plan, ResultFile, ResultsListing, ResultsLocation, SubmitOptions, Transfer
-from .errors import EXIT_FAILED, EXIT_OK, SubmitUncertain, TaoError, UsageError
+from .selection import by_platform, last_id, load_for, select  # noqa: F401  (the verbs' record selection)
+from .contract import Batch, Gate, Launch, Plan, ResultFile, ResultsListing, ResultsLocation, SubmitOptions, Transfer
+from .errors import EXIT_FAILED, EXIT_OK, TaoError, UsageError
 
 
 #: platform name -> module whose ``PLATFORM`` object implements the contract.
@@ -218,68 +219,13 @@ class Platform(ABC):
     helper: str = ""
 
     def submit(self, spec: dict, opts: SubmitOptions) -> JobView:
-        """Plan, gate, open the record, launch, mark: the same order on every platform.
+        """One job: the core's one submit order (:func:`taobank.pipeline.submit`) over a batch of one."""
+        from . import pipeline
 
-        Everything that can be refused without a record is refused before the
-        record opens (a bad spec costs no cluster call; a failed gate leaves no
-        record). A launch that fails marks the record ERROR; one whose outcome
-        is unknown (:class:`SubmitUncertain`) leaves it PENDING for a resume.
-        """
-        rec = None
-        if opts.job_id:  # a record opened earlier: finish that one
-            rec = load_for(opts.job_id, self.name, "submit --job-id")
-            if rec["state"] in states.TERMINAL:
-                raise TaoError(f"record {opts.job_id} is {rec['state']} already: open a new record to run again")
-        plan = self.plan(spec, opts, rec)
-        gate = Gate()
-        from .taoargs import unseen_warning
-
-        gate.lines += [w for w in (unseen_warning(spec),) if w]
-        if rec is not None:
-            launch = self.adopt(plan, rec, gate)
-            if launch is not None:
-                return self._bind(rec, launch, gate)
-        verdict = {}
-        if plan.nodes > 1 and not opts.probe:  # the probe is the one multi-node job that needs no verdict
-            verdict = nccl_verdicts.require_ok(self.name, self.cluster_key(plan), helper=self.helper,
-                                               skip=opts.skip_nccl_probe)
-        self.check(plan, gate)
-        if verdict:
-            gate.lines.append("NCCL probe " + ("skipped (--skip-nccl-probe)" if verdict["nccl_probe"] == "skipped"
-                                               else f"ok (job {verdict.get('nccl_probe_job')}, "
-                                                    f"{verdict.get('nccl_probe_at')}; "
-                                                    f"{nccl_verdicts.proves(verdict.get('nccl_probe_backend'))})"))
-            gate.backend.update(verdict)
-        if rec is None:
-            rec = records.open_record(self.name, plan.image, plan.network_arch, plan.action, plan.storage_tier,
-                                      plan.results_dir, backend={**plan.backend, **gate.backend},
-                                      description=opts.description, job_id=plan.job_id,
-                                      lineage={"parent": opts.parent, "continues": opts.continues})
-        try:
-            from . import savedspec  # what `continue` runs again (no secret: names only)
-
-            savedspec.save(rec["id"], spec, {k: getattr(opts, k) for k in savedspec.KEPT_OPTIONS})
-            launch = self.launch(plan, rec)
-        except SubmitUncertain:
-            raise
-        except TaoError as exc:
-            cur = records.load(rec["id"])
-            if cur["state"] not in states.TERMINAL and not cur.get("backend_ref"):
-                records.mark(rec["id"], State.ERROR, message=f"submit failed before launch: {exc}",
-                             err_class="ERR_PROGRAM")
-            raise
-        return self._bind(rec, launch, gate)
-
-    def _bind(self, rec: dict, launch: Launch, gate: Gate) -> JobView:
-        state = rec["state"] if rec["state"] in states.ACTIVE else states.INITIAL
-        rec = records.mark(rec["id"], state, backend_ref=launch.backend_ref, backend=launch.backend,
-                           message=launch.message)
-        if launch.error:
-            raise TaoError(launch.error)
-        view = self.view(rec)
-        view.extra.update(launch.details)
-        view.extra["gate"] = gate.text()
-        view.extra["gate_notes"] = gate.notes()
+        done = pipeline.submit(self, [spec], opts)
+        view = done.views[0]
+        view.extra["gate"] = done.gate.text()
+        view.extra["gate_notes"] = done.gate.notes()
         return view
 
     @abstractmethod
@@ -298,13 +244,27 @@ class Platform(ABC):
         """Which cluster (and partition) the job would run on: the NCCL probe verdicts are kept per key."""
 
     @abstractmethod
-    def check(self, plan: Plan, gate: Gate) -> None:
-        """The read-only cluster checks before any record (capacity, permissions, paths): raise to refuse,
-        add report lines and record facts to ``gate``."""
+    def check(self, plans: list[Plan], gate: Gate, batch: Batch) -> None:
+        """The read-only cluster checks before any record (capacity, permissions, paths) of the jobs of one
+        launch (a sweep's trials differ only in their overrides): raise to refuse, add report lines and
+        record facts to ``gate``; a platform may bind each job to a slot of ``batch.max_concurrent``."""
 
     @abstractmethod
-    def launch(self, plan: Plan, rec: dict) -> Launch:
-        """Create the job for the opened record; clean up what it made itself when it fails."""
+    def launch(self, plans: list[Plan], recs: list[dict], batch: Batch) -> list[Launch]:
+        """Create the jobs of the opened records (``recs[i]`` is ``plans[i]``'s; one job or a sweep alike),
+        at most ``batch.max_concurrent`` running at once; one Launch each. On failure remove what was made,
+        then raise. Never writes a record: facts to keep before it ends go to ``batch.checkpoint``."""
+
+    def relaunch(self, job_id: str) -> Launch | None:
+        """Finish the launch of a record an earlier submit began (its answer lost): look before creating
+        anything, never create twice; None when the job was launched already. Default: not offered."""
+        raise TaoError(f"{self.name} has no resume: see {self.helper} submit --help")
+
+    def resume(self, job_id: str) -> JobView:
+        """``resume``: :meth:`relaunch`, and the record bound to what it found or made (by the core)."""
+        from . import pipeline
+
+        return pipeline.relaunch(self, job_id)
 
     @abstractmethod
     def preview(self, spec: dict, opts: SubmitOptions) -> str:
@@ -313,28 +273,12 @@ class Platform(ABC):
     # -------------------------------------------------------------- sweeps (the verbs: taobank.sweeps)
     #: trials are created held and released by the core as slots free (else the platform limits them itself)
     holds_trials: bool = False
-    #: the module (dotted name, imported when a sweep runs) that answers the sweep hooks below: ``launch`` (required),
-    #: and where the platform needs them ``check``, ``release`` and ``read_status_many``; None: no sweeps here
+    #: the module (dotted name, imported when needed) that answers the sweep hooks below where the platform has
+    #: them: ``release`` and ``read_status_many``
     sweep_access: str | None = None
 
     def _sweep_module(self) -> Any:
         return importlib.import_module(self.sweep_access) if self.sweep_access else None
-
-    def check_sweep(self, plans: list[Plan], max_concurrent: int, gate: Gate) -> None:
-        """Refuse, before any record opens, a sweep this platform cannot run (default: every sweep it can plan);
-        the platform may also bind each trial to a slot of ``max_concurrent`` (``backend["slot"]``) and add
-        gate lines."""
-        check = getattr(self._sweep_module(), "check", None)
-        if check is not None:
-            check(plans, max_concurrent, gate)
-
-    def launch_sweep(self, plans: list[Plan], recs: list[dict], max_concurrent: int) -> list[Launch]:
-        """Create every trial of a sweep in one batch (``recs[i]`` is the opened record of ``plans[i]``), at most
-        ``max_concurrent`` running at once; one Launch per trial. On failure remove what was made, then raise."""
-        module = self._sweep_module()
-        if module is None:
-            raise TaoError(f"sweeps are not supported on {self.name or 'this platform'}")
-        return module.launch(plans, recs, max_concurrent)
 
     def release_trials(self, recs: list[dict]) -> None:
         """Let these held trials run (one call for all); only for ``holds_trials`` platforms."""
@@ -405,51 +349,6 @@ def get(name: str) -> Platform:
     """The adapter of platform ``name`` (``k8s`` is accepted for kubernetes)."""
     canonical = states.canonical_platform(name)
     return importlib.import_module(ADAPTERS[canonical]).PLATFORM
-
-
-# ------------------------------------------------------------------ record selection
-def load_for(job_id: str, platform: str | None, verb: str) -> dict:
-    """The record of ``job_id``; refused in one line when it belongs to another platform."""
-    rec = records.load(job_id)
-    if platform is not None and rec.get("platform") != platform:
-        other = rec.get("platform") or "unknown"
-        helper = {"kubernetes": "tao_k8s.py", "slurm": "tao_slurm.py", "docker": "tao_docker.py"}.get(other, "tao_jobs.py")
-        if verb in ("status", "logs", "cancel", "artifacts", "fetch", "prune"):
-            hint = f"run {helper} {verb} {job_id} (or tao_jobs.py {verb} {job_id})"
-        elif verb == "sweep":
-            hint = f"its sweep belongs to {helper} (or tao_jobs.py status --sweep / cancel --sweep)"
-        else:  # submit --job-id / resume exist on one platform each: say what finishes it there
-            hint = {"kubernetes": f"finish it with tao_k8s.py submit --job-id {job_id}",
-                    "slurm": f"finish it with tao_slurm.py resume {job_id}",
-                    "docker": f"finish it with tao_docker.py submit --job-id {job_id}"}.get(other, "see tao_jobs.py list")
-        raise TaoError(f"job {job_id} is a {other} job, not {platform}: {hint}; nothing was done")
-    return rec
-
-
-def select(platform: str | None, ids: list[str] | None, verb: str, *, all_active: bool = True) -> list[dict]:
-    """Records for a verb: the ids given (each checked), else every active record of ``platform``."""
-    if ids:
-        return [load_for(i, platform, verb) for i in dict.fromkeys(ids)]
-    if not all_active:
-        return []
-    return records.list_records(platform=platform, active=True)
-
-
-def last_id(platform: str | None) -> str:
-    """The id of the most recently created record (of ``platform``): what ``--last`` stands for."""
-    recs = records.list_records(platform=platform)
-    if not recs:
-        where = f"{platform} " if platform else ""
-        raise TaoError(f"--last: there is no {where}job record in {records.state_dir()}: submit a job first, "
-                       "or give its id")
-    return recs[-1]["id"]
-
-
-def by_platform(recs: list[dict]) -> dict[str, list[dict]]:
-    groups: dict[str, list[dict]] = {}
-    for rec in recs:
-        groups.setdefault(rec.get("platform") or "", []).append(rec)
-    return groups
 
 
 # ------------------------------------------------------------------ verbs

@@ -145,8 +145,8 @@ def is_reference(value: str) -> bool:
         return True
     if _PLACEHOLDER.fullmatch(v) or _ENV_NAME.fullmatch(v) or v.startswith("<") or _YAML_SYNTAX.fullmatch(v):
         return True
-    if _IDENT.fullmatch(v) and is_credential_name(v.rsplit(".", 1)[-1]):
-        return True
+    if _IDENT.fullmatch(v) and is_credential_name(v.rsplit(".", 1)[-1]) and not _has_random_piece(v):
+        return True  # a program variable (``key=args.api_key``); ``aA22222222PW`` is a password, not a name
     if _PLAIN_URL.fullmatch(v) and not _has_random_piece(v):  # a webhook URL with a token in it is a secret
         return True
     return bool(_PATH.fullmatch(v) and _PATH_WORD.search(v))

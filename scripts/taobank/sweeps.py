@@ -2,20 +2,21 @@
 
 Written once for every platform. A sweep is N trial records sharing a sweep
 id (``sweep``, ``trial``, ``overrides`` on each record); each trial is an
-ordinary job (status, logs, cancel, artifacts work on it alone). The core
-owns the order of a sweep submit: validate the trials, plan every trial (no
-cluster call), gate once, open every record, then ONE batched launch by the
-adapter (a SLURM job array, a list of suspended Kubernetes Jobs). An adapter
-whose trials are created held (``Platform.holds_trials``) gets them released
-here, as slots free, during status and watch.
+ordinary job (status, logs, cancel, artifacts work on it alone). A sweep is
+submitted in the same order as one job (:func:`taobank.pipeline.submit`: plan
+every trial, gate, open every record, ONE batched launch: a SLURM job array, a
+list of Kubernetes Jobs, Docker containers). An adapter whose trials are created
+held (``Platform.holds_trials``) gets them released here, as slots free, during
+status and watch.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from . import names, nccl_verdicts, records, states, sweepfile, taoargs
-from .contract import Gate, SubmitOptions
+from . import names, records, sweepfile, taoargs
+from .contract import SubmitOptions
+from .pipeline import check_concurrency
 from .errors import TaoError, UsageError
 from .states import State
 
@@ -27,14 +28,6 @@ def trial_spec(spec: Mapping[str, Any], overrides: Mapping[str, str]) -> dict:
     if not any(isinstance(spec.get(k), (list, str)) for k in ("args", "command")):
         raise UsageError("a sweep needs a command (or args) to append the trials' key=value overrides to")
     return taoargs.append_args(spec, sweepfile.args_of(overrides))
-
-
-def check_concurrency(value: int | None, n: int) -> int:
-    if value is None:
-        return n
-    if value < 1:
-        raise UsageError("--max-concurrent must be at least 1")
-    return min(value, n)
 
 
 @dataclass
@@ -56,18 +49,17 @@ class Submitted:
 def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dict[str, str]],
            max_concurrent: int | None = None, *, parent_kpi: str | None = None, parent_mode: str = "min",
            allow_incomplete_parent: bool = False) -> Submitted:
-    """Plan every trial, gate once, open every record, then one batched launch; nothing half-submitted.
+    """Every trial submitted in the one submit order (:func:`taobank.pipeline.submit`); nothing half-submitted.
 
-    A bad trial or a failed gate leaves no record. A launch that fails marks every trial it did not
-    create ERROR (the adapter removes what it made); no trial runs without its record, since every
-    record exists before anything is created. ``opts.parent`` (``--parent``): the parent's placeholders
-    are filled once (:func:`taobank.lineage.with_parent`, ``parent_kpi`` as ``--parent-kpi``) and every
-    trial record names the parent. Each trial's spec is kept (``continue`` runs one trial again)."""
-    from . import savedspec
+    A bad trial or a failed gate leaves no record; a launch that fails marks every trial it did not create
+    ERROR. ``opts.parent`` (``--parent``): the parent's placeholders are filled once
+    (:func:`taobank.lineage.with_parent`, ``parent_kpi`` as ``--parent-kpi``) and every trial record names
+    the parent. Each trial's spec is kept (``continue`` runs one trial again)."""
+    from . import pipeline
     from .platform import get
 
     trials = sweepfile.check_trials(trials)
-    k = check_concurrency(max_concurrent, len(trials))
+    pipeline.check_concurrency(max_concurrent, len(trials))
     if opts.job_id:
         raise UsageError("--job-id names one job: a sweep mints one id per trial")
     if opts.continues:
@@ -79,54 +71,10 @@ def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dic
                                    kpi=parent_kpi, mode=parent_mode)
     elif parent_kpi is not None or allow_incomplete_parent:
         raise UsageError("--parent-kpi and --allow-incomplete-parent choose from a parent: give --parent ID too")
-    adapter = get(platform_name)
-    specs = [trial_spec(spec, t) for t in trials]
-    plans = [adapter.plan(one, opts, None) for one in specs]
-    first = plans[0]
-    gate = Gate()
-    gate.lines += [w for w in (taoargs.unseen_warning(spec),) if w]
-    if first.nodes > 1 and not opts.probe:
-        verdict = nccl_verdicts.require_ok(adapter.name, adapter.cluster_key(first), helper=adapter.helper,
-                                           skip=opts.skip_nccl_probe)
-        gate.backend.update(verdict)
-    adapter.check_sweep(plans, k, gate)
-    adapter.check(first, gate)  # the trials differ only in their overrides: one gate for all
-    sweep_id = names.mint_job_id(first.network_arch, "sweep")
-    ids = [p.job_id or f"new-job-{i}" for i, p in enumerate(plans)]
-    records.refuse_nested([(p.results_dir.replace(records.ID_PLACEHOLDER, j), j) for p, j in zip(plans, ids)],
-                          adapter.name)  # one pass for every trial
-    recs = []
-    try:
-        for i, (plan, t) in enumerate(zip(plans, trials)):
-            recs.append(records.open_record(
-                adapter.name, plan.image, plan.network_arch, plan.action, plan.storage_tier, plan.results_dir,
-                backend={**plan.backend, **gate.backend, "max_concurrent": k}, description=opts.description,
-                job_id=plan.job_id, sweep=(sweep_id, i, t), lineage={"parent": opts.parent}, check_folder=False))
-            savedspec.save(recs[-1]["id"], specs[i], {k: getattr(opts, k) for k in savedspec.KEPT_OPTIONS})
-    except TaoError as exc:
-        _fail(recs, f"sweep {sweep_id} not submitted: {exc}")
-        raise TaoError(f"sweep not submitted ({exc}); nothing was launched") from None
-    try:
-        launches = adapter.launch_sweep(plans, recs, k)
-    except TaoError as exc:
-        _fail(recs, f"sweep submit failed before launch: {exc}")
-        raise TaoError(f"sweep {sweep_id} failed to launch ({exc}); no trial runs and every record says ERROR") \
-            from None
-    views = []
-    for rec, launch in zip(recs, launches):
-        rec = records.mark(rec["id"], states.INITIAL, backend_ref=launch.backend_ref, backend=launch.backend,
-                           message=launch.message)
-        view = adapter.view(rec)
-        view.extra.update(launch.details)
-        views.append(view)
-    return Submitted(sweep_id, views, k, gate.text(), gate.notes())
-
-
-def _fail(recs: list[dict], message: str) -> None:
-    for rec in recs:
-        cur = records.load(rec["id"])
-        if cur["state"] not in states.TERMINAL and not cur.get("backend_ref"):
-            records.mark(rec["id"], State.ERROR, message=message, err_class="ERR_PROGRAM")
+    done = pipeline.submit(get(platform_name), [trial_spec(spec, t) for t in trials], opts, trials=trials,
+                           max_concurrent=max_concurrent)
+    assert done.sweep is not None
+    return Submitted(done.sweep, done.views, done.max_concurrent, done.gate.text(), done.gate.notes())
 
 
 # ------------------------------------------------------------------ the trials of a sweep

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from taobank import envfile, records
-from taobank.contract import SubmitOptions
+from taobank.contract import Batch, SubmitOptions
 from taobank.docker import render, submit
 from taobank.errors import TaoError
 
@@ -78,5 +78,5 @@ def test_launch_lints_the_argv_it_runs(tmp_path):
     p = _docker_plan(results_dir=str(tmp_path))
     p.run = dataclasses.replace(p.run, env=(("MY_SETTING", TOKEN),))
     with pytest.raises(TaoError, match="looks like a secret"):
-        submit.launch(p, {"id": p.job_id})
+        submit.launch([p], [{"id": p.job_id}], Batch())
     assert list(tmp_path.iterdir()) == []

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import example, assume, given, settings, strategies as st
 
 from taobank import redact
 
@@ -167,6 +167,7 @@ _SHAPES = ["export HF_TOKEN={}", "PGPASSWORD='{}' psql", "password: {}", "--pass
 @settings(max_examples=300, deadline=None)
 @given(before=st.lists(_FILLER, max_size=6), after=st.lists(_FILLER, max_size=6), value=_VALUE,
        shape=st.sampled_from(_SHAPES))
+@example(before=[], after=[], value="aA22222222PW", shape="export HF_TOKEN={}")  # shaped like a variable named *PW
 def test_redaction_never_leaks_a_value_planted_in_random_text(before, after, value, shape):
     assume(value not in "".join(before + after))
     text = "\n".join([*before, shape.format(value), *after]) + "\n"

@@ -42,16 +42,16 @@ class SweepStand:
         self.planned.append(spec)
         return Plan(spec, "img", "dino", "evaluate", "A", "/l/results/{id}")
 
-    def check_sweep(self, plans, max_concurrent, gate):
+    def check(self, plans, gate, batch):
         pass
 
-    def check(self, plan, gate):
-        pass
+    def adopt(self, plan, rec, gate):
+        return None
 
     def cluster_key(self, plan):
         return "local"
 
-    def launch_sweep(self, plans, recs, k):
+    def launch(self, plans, recs, batch):
         return [Launch(f"slurm:9_{i}", {}, "submitted") for i in range(len(plans))]
 
     def view(self, rec):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from ..contract import Gate, Launch, SubmitOptions
+from ..contract import Batch, Gate, Launch, SubmitOptions
 from ..platform import JobView, Logs, Platform
 from . import cancel, facts, logs, observe, results_access, submit
 from .submit import DockerPlan
@@ -66,14 +66,18 @@ class Docker(Platform):
     def cluster_key(self, plan: DockerPlan) -> str:  # type: ignore[override]
         return f"docker:{plan.host or 'local'}"
 
-    def check(self, plan: DockerPlan, gate: Gate) -> None:  # type: ignore[override]
-        submit.check(plan, gate)
+    def check(self, plans: list[DockerPlan], gate: Gate, batch: Batch) -> None:  # type: ignore[override]
+        if batch.sweep:  # each trial with a folder and GPUs of its own
+            from . import sweep
+
+            sweep.check(plans, batch.max_concurrent, gate)
+        submit.check(plans, gate)
 
     def adopt(self, plan: DockerPlan, rec: dict, gate: Gate) -> Launch | None:  # type: ignore[override]
         return submit.adopt(plan, rec, gate)
 
-    def launch(self, plan: DockerPlan, rec: dict) -> Launch:  # type: ignore[override]
-        return submit.launch(plan, rec)
+    def launch(self, plans: list[DockerPlan], recs: list[dict], batch: Batch) -> list[Launch]:  # type: ignore[override]
+        return submit.launch(plans, recs, batch)
 
     def preview(self, spec: dict, opts: SubmitOptions) -> str:
         if opts.continues:

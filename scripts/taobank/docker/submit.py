@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .. import names, records, taoargs
-from ..contract import Gate, Launch, Plan, SubmitOptions
+from ..contract import Batch, Gate, Launch, Plan, SubmitOptions
 from ..envfile import check_job_env
 from ..errors import SubmitUncertain, TaoError
 from ..paths import abs_path, is_under
@@ -24,6 +24,9 @@ from . import facts, gpus, registry, render, spec as specmod, userns
 _SIZE = re.compile(r"([1-9][0-9]*)([bkmgBKMG]?)\Z")
 _UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}
 
+
+#: The label every trial container of a sweep carries (its sweep id): ``docker ps --filter label=...`` finds it.
+LABEL_SWEEP = "org.tao-skill-bank.sweep"
 
 @dataclass
 class DockerPlan(Plan):
@@ -127,14 +130,18 @@ def preview(spec: dict, opts: SubmitOptions, engine: str | None = None) -> str:
     return shlex.join([plan.engine, *render.run_argv(plan.run)]) + "\n"
 
 
-def check(plan: DockerPlan, gate: Gate) -> None:
-    """The read-only checks, cheapest first; the image pull (when needed) is last."""
+def check(plans: list[DockerPlan], gate: Gate) -> None:
+    """The read-only checks, cheapest first; the image pull (when needed) is last. The jobs of one launch
+    (a sweep's trials) differ only in their overrides and GPUs: the first one is checked for all."""
+    plan = plans[0]
     e = eng.Engine(plan.engine, plan.host)
     info = userns.read_info(e)
     is_rootless = userns.rootless(info)
     assert plan.run is not None
     user, ns = userns.user_flags(plan.engine, is_rootless, plan.run.user or caller())
-    plan.run = dataclasses.replace(plan.run, user=user, userns=ns)
+    for each in plans:  # every container runs as the caller, mapped as the engine needs
+        assert each.run is not None
+        each.run = dataclasses.replace(each.run, user=user, userns=ns)
     gate.lines.append(f"{plan.engine} engine {userns.version(info)}; the container {userns.note(plan.engine, is_rootless)}")
     got = gpus.check_request(plan.run.gpus, gpus.host_gpus() if plan.gpu_request not in (0, []) else [])
     count_all(plan, len(got))
@@ -214,42 +221,78 @@ def _progress(text: str) -> None:
     sys.stderr.flush()
 
 
-def launch(plan: DockerPlan, rec: dict) -> Launch:
-    """Make the job's results folder (as the caller), then start the container detached."""
-    e = eng.Engine(plan.engine, plan.host)
-    assert plan.run is not None
-    argv = render.run_argv(plan.run)
-    render.lint_argv(argv)
+def launch(plans: list[DockerPlan], recs: list[dict], batch: Batch) -> list[Launch]:
+    """Make each job's results folder (as the caller) and its container, then start them: one job with ONE
+    ``run --detach``; a sweep's containers made with ``create`` (one a call: the CLI makes one container a
+    call), then ONE ``start`` of the first ``max_concurrent`` (the others are held until the core releases
+    them). A failure removes every container made (one ``rm --force``) and the empty folders."""
+    first = plans[0]
+    e = eng.Engine(first.engine, first.host)
+    alone = batch.sweep is None and len(plans) == 1
+    argvs = []
+    for plan in plans:  # linted right before they run: a plan changed after planning (a trial's GPUs) too
+        assert plan.run is not None
+        run = plan.run if alone else dataclasses.replace(
+            plan.run, labels={**plan.run.labels, LABEL_SWEEP: batch.sweep or ""})
+        argvs.append(render.run_argv(run) if alone else render.create_argv(run))
+        render.lint_argv(argvs[-1])
+    made: list[str] = []
+    folders: list[str] = []
+    ids: dict[str, str] = {}
     try:
-        if not _own_empty_folder(plan):
-            os.makedirs(plan.results_dir, mode=0o755)
-    except OSError as exc:
-        raise TaoError(f"cannot create the results folder {plan.results_dir}: {exc.strerror}") from None
-    try:
-        res = e.run(argv, check=False, timeout=300, what=f"{plan.engine} run")
-    except TaoError as exc:
-        if "did not answer" in str(exc):
-            raise SubmitUncertain(f"{exc}: the container may exist; see {plan.engine} ps -a --filter "
-                                  f"name={rec['id']}") from None
-        _undo(e, plan, rec)
+        for plan, rec, argv in zip(plans, recs, argvs):
+            try:
+                if not _own_empty_folder(plan):
+                    os.makedirs(plan.results_dir, mode=0o755)
+                    folders.append(plan.results_dir)
+            except OSError as exc:
+                raise TaoError(f"cannot create the results folder {plan.results_dir}: {exc.strerror}") from None
+            made.append(rec["id"])  # a call that did not answer may have made it: removed on failure too
+            verb = "run" if alone else "create"
+            try:
+                res = e.run(argv, check=False, timeout=300, what=f"{e.name} {verb}")
+            except TaoError as exc:
+                if alone and "did not answer" in str(exc):
+                    raise SubmitUncertain(f"{exc}: the container may exist; see {e.name} ps -a --filter "
+                                          f"name={rec['id']}") from None
+                raise
+            if not res.ok:
+                raise TaoError(eng.explain(e.name, res.stderr or res.stdout, f"{e.name} {verb}", res.returncode))
+            ids[rec["id"]] = (res.stdout.strip().splitlines() or [rec["id"]])[-1][:64]
+        if not alone:
+            start = [r["id"] for r in recs[:batch.max_concurrent]]
+            res = e.run(["start", *start], check=False, timeout=300, what=f"{e.name} start")
+            if not res.ok:
+                raise TaoError(eng.explain(e.name, res.stderr or res.stdout, f"{e.name} start", res.returncode))
+    except SubmitUncertain:
         raise
-    if not res.ok:
-        _undo(e, plan, rec)
-        raise TaoError(eng.explain(plan.engine, res.stderr or res.stdout, f"{plan.engine} run", res.returncode)
-                       + "; nothing was left running")
-    cid = res.stdout.strip().splitlines()[-1][:64] if res.stdout.strip() else rec["id"]
-    return Launch(backend_ref=cid[:12], backend={"container_id": cid[:64]},
-                  message=f"container {rec['id']} started ({plan.engine} run --detach)",
-                  details={"container": rec["id"], "results": plan.results_dir})
+    except TaoError as exc:
+        _undo(e, made, folders)
+        raise TaoError(f"{exc}; " + ("nothing was left running" if alone else "every trial's container was removed")) \
+            from None
+    out = []
+    for i, (plan, rec) in enumerate(zip(plans, recs)):
+        cid = ids[rec["id"]]
+        held = i >= batch.max_concurrent
+        if alone:
+            message = f"container {rec['id']} started ({e.name} run --detach)"
+        else:
+            message = f"container {rec['id']} " + ("created, held (waits for a sweep slot)" if held
+                                                   else f"started ({e.name} start)")
+        out.append(Launch(backend_ref=cid[:12], backend={"container_id": cid, **({} if alone else {"held": held})},
+                          message=message, details={"container": rec["id"], "results": plan.results_dir}))
+    return out
 
 
-def _undo(e: eng.Engine, plan: DockerPlan, rec: dict) -> None:
-    """A failed run may leave a created container and the empty folder: remove both (best effort)."""
-    e.run(["rm", "--force", rec["id"]], check=False, what=f"{plan.engine} rm")
-    try:
-        os.rmdir(plan.results_dir)
-    except OSError:
-        pass
+def _undo(e: eng.Engine, names: list[str], folders: list[str]) -> None:
+    """Remove the containers made so far (one call) and the folders made for them, when empty (best effort)."""
+    if names:
+        e.run(["rm", "--force", *names], check=False, timeout=300, what=f"{e.name} rm")
+    for folder in folders:
+        try:
+            os.rmdir(folder)
+        except OSError:
+            pass
 
 
 def adopt(plan: DockerPlan, rec: dict, gate: Gate) -> Launch | None:

@@ -1,24 +1,20 @@
-"""Sweeps on Docker: every trial's container made with ``docker create`` (one per trial: the CLI makes one
-container a call), then ONE ``docker start`` of the first ``--max-concurrent``; the others stay created
-(held) and the core releases them, ONE ``docker start`` of their names, as slots free during status.
-Status is Docker's one ``docker inspect`` of every container; cancel is :func:`taobank.docker.cancel.cancel_many`.
-
-Every container is made before any starts: a failure removes what was made (one ``docker rm --force``)
-and the trials' folders, so no trial runs without the others.
+"""Sweeps on Docker: the one launch (:func:`taobank.docker.submit.launch`) makes every trial's container and
+starts the first ``--max-concurrent``; the others stay created (held) and the core releases them, ONE
+``docker start`` of their names (here), as slots free during status. Before any record, each trial gets GPUs
+no other running trial has (:func:`check`). Status is Docker's one ``docker inspect`` of every container;
+cancel is :func:`taobank.docker.cancel.cancel_many`.
 """
 from __future__ import annotations
 
 import os
 from dataclasses import replace
 
-from ..contract import Gate, Launch
+from ..contract import Gate
 from ..errors import TaoError
 from . import engine as eng
-from . import facts, gpus, render
-from .submit import DockerPlan, count_all
+from . import facts, gpus
+from .submit import LABEL_SWEEP, DockerPlan, count_all  # noqa: F401  (the sweep label)
 
-#: The label every trial container carries (its sweep id): ``docker ps --filter label=...`` finds a sweep.
-LABEL_SWEEP = "org.tao-skill-bank.sweep"
 
 
 def check(plans: list[DockerPlan], max_concurrent: int, gate: Gate) -> None:
@@ -68,57 +64,6 @@ def gpu_slots(request: int | str | list[str], k: int) -> list[list[str]]:
         raise TaoError(f"{k} trials at once with {request} GPU(s) each need {k * request} GPUs, this host has "
                        f"{len(found)}: use --max-concurrent {len(found) // request} or fewer; nothing was done")
     return [[g.index for g in found[s * request:(s + 1) * request]] for s in range(k)]
-
-
-def launch(plans: list[DockerPlan], recs: list[dict], max_concurrent: int) -> list[Launch]:
-    """Make every trial's folder and container, then start the first ``max_concurrent`` in one call."""
-    first = plans[0]
-    e = eng.Engine(first.engine, first.host)
-    sweep_id = recs[0]["sweep"]
-    made: list[str] = []
-    folders: list[str] = []
-    ids: dict[str, str] = {}
-    try:
-        for plan, rec in zip(plans, recs):
-            assert plan.run is not None
-            try:
-                os.makedirs(plan.results_dir, mode=0o755)
-            except OSError as exc:
-                raise TaoError(f"cannot create the results folder {plan.results_dir}: {exc.strerror}") from None
-            folders.append(plan.results_dir)
-            run = replace(plan.run, labels={**plan.run.labels, LABEL_SWEEP: sweep_id})
-            made.append(rec["id"])  # a create that did not answer may have made it: removed on failure too
-            res = e.run(render.create_argv(run), check=False, timeout=300, what=f"{e.name} create")
-            if not res.ok:
-                raise TaoError(eng.explain(e.name, res.stderr or res.stdout, f"{e.name} create", res.returncode))
-            ids[rec["id"]] = (res.stdout.strip().splitlines() or [rec["id"]])[-1][:64]
-        start = [r["id"] for r in recs[:max_concurrent]]
-        res = e.run(["start", *start], check=False, timeout=300, what=f"{e.name} start")
-        if not res.ok:
-            raise TaoError(eng.explain(e.name, res.stderr or res.stdout, f"{e.name} start", res.returncode))
-    except TaoError as exc:
-        _undo(e, made, folders)
-        raise TaoError(f"{exc}; every trial's container was removed") from None
-    out = []
-    for i, rec in enumerate(recs):
-        held = i >= max_concurrent
-        cid = ids[rec["id"]]
-        out.append(Launch(backend_ref=cid[:12], backend={"container_id": cid, "held": held},
-                          message=f"container {rec['id']} " + ("created, held (waits for a sweep slot)" if held
-                                                               else f"started ({e.name} start)"),
-                          details={"container": rec["id"], "results": plans[i].results_dir}))
-    return out
-
-
-def _undo(e: eng.Engine, names: list[str], folders: list[str]) -> None:
-    """Remove the containers made so far (one call) and the empty folders (best effort)."""
-    if names:
-        e.run(["rm", "--force", *names], check=False, timeout=300, what=f"{e.name} rm")
-    for folder in folders:
-        try:
-            os.rmdir(folder)
-        except OSError:
-            pass
 
 
 def release(recs: list[dict]) -> None:

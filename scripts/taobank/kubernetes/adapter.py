@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from .. import records
-from ..contract import Gate, Launch, SubmitOptions
+from ..contract import Batch, Gate, Launch, SubmitOptions
 from ..platform import JobView, Logs, Platform
 from . import PLATFORM, cancel, credentials, logs, observe, results_access, submit
 from .submit import KubePlan
@@ -66,11 +66,11 @@ class Kubernetes(Platform):
         assert plan.kube is not None
         return plan.kube.cluster_key()
 
-    def check(self, plan: KubePlan, gate: Gate) -> None:  # type: ignore[override]
-        submit.check(plan, gate)
+    def check(self, plans: list[KubePlan], gate: Gate, batch: Batch) -> None:  # type: ignore[override]
+        submit.check(plans, gate, batch)
 
-    def launch(self, plan: KubePlan, rec: dict) -> Launch:  # type: ignore[override]
-        return submit.launch(plan, rec)
+    def launch(self, plans: list[KubePlan], recs: list[dict], batch: Batch) -> list[Launch]:  # type: ignore[override]
+        return submit.launch(plans, recs, batch)
 
     def lineage_access(self, spec: dict, parent: dict, folder: str) -> dict:
         from .lineage_access import reachable
@@ -83,7 +83,7 @@ class Kubernetes(Platform):
 
         return fetched(spec, job, folder, files, replaces)
 
-    # -- sweeps (the verbs: taobank.sweeps): one create of every trial Job, the extra ones suspended
+    # -- sweeps (the verbs: taobank.sweeps): the one launch creates every trial Job, the extra ones suspended
     holds_trials = True
     sweep_access = f"{__package__}.sweep"
 

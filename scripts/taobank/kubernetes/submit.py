@@ -14,13 +14,14 @@ garbage collector removes them with the Job.
 """
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
 from dataclasses import dataclass, field
 
 from .. import fsio, names, pins, records, redact
-from ..contract import Gate, Launch, Plan, SubmitOptions
+from ..contract import Batch, Gate, Launch, Plan, SubmitOptions
 from ..errors import TaoError
 from ..run import Result, last_line
 from . import JOB_LABEL, credentials, gates, render
@@ -28,6 +29,9 @@ from .objects import delete_options, find_jobs, owned_by
 from . import results as resultsmod
 from .kubectl import Kubectl, json_objects
 from .logs import SPEC_FILE
+
+#: The label every Job of a sweep carries (its sweep id): cleanup of a failed create finds them by it.
+SWEEP_LABEL = "tao-sweep"
 
 @dataclass
 class KubePlan(Plan):
@@ -80,10 +84,14 @@ def plan(spec: dict, opts: SubmitOptions, rec: dict | None) -> KubePlan:
                     pod_folder=results.for_job(jid).pod_folder, require_free=opts.require_free)
 
 
-def check(p: KubePlan, gate: Gate) -> None:
-    """The read-only checks, cheapest first; the server's dry-run verdict on the very manifests launched."""
+def check(plans: list[KubePlan], gate: Gate, batch: Batch) -> None:
+    """The read-only checks, cheapest first; the server's dry-run verdict on the very manifests launched. The
+    jobs of one launch (a sweep's trials) differ only in their overrides: the first one is checked for all."""
     from . import inputs as inputsmod
 
+    if batch.sweep:
+        refuse_batch(plans[0])
+    p = plans[0]
     kube = p.kube
     assert kube is not None
     gate.lines.append(capacity_gate(kube, p.spec, require_free=p.require_free))
@@ -93,46 +101,92 @@ def check(p: KubePlan, gate: Gate) -> None:
     permission_gate(kube, needed_permissions(creds=bool(p.creds or p.ngc_key), inputs=bool(input_paths)))
     retry = _server_check(kube, p.objs)
     if not retry:
-        p.objs = render.without_disruption_retry(p.objs)
+        for plan in plans:
+            plan.objs = render.without_disruption_retry(plan.objs)
     gate.lines.append(retry_line(retry, p.nodes))
     if input_paths:  # test -e next to the volumes, before a record or a GPU
         gate.lines.append(inputsmod.check(kube, p.spec, p.pod_folder))
 
 
-def launch(p: KubePlan, rec: dict) -> Launch:
-    """Create the Job, then what it owns; a failure deletes the Job (its owned objects go with it)."""
-    kube = p.kube
+def refuse_batch(p: KubePlan) -> None:
+    """What several Jobs launched together (a sweep) cannot have yet, refused before any record opens."""
+    if p.creds or p.ngc_key:
+        raise TaoError("a sweep on Kubernetes takes no --secret-env/--secrets-file/--ngc-pull-secret (one Secret "
+                       "per trial is not made yet): put the credentials in a Secret of the namespace "
+                       "(--image-pull-secret for pulls) and submit the sweep without them")
+    if p.config is not None or p.nodes > 1:
+        raise TaoError("a sweep on Kubernetes runs single-node jobs without an action-request config: submit "
+                       "multi-node or --request trials one by one")
+
+
+def launch(plans: list[KubePlan], recs: list[dict], batch: Batch) -> list[Launch]:
+    """Every Job in ONE create (a sweep's past ``max_concurrent`` created suspended, the core releases them),
+    then what each owns (Secrets on stdin, Service, ConfigMap) created owned by it, so the garbage collector
+    removes them with it. A failure deletes what was made: no job runs without the others."""
+    kube = plans[0].kube
     assert kube is not None
-    jid = rec["id"]
-    # the spec (secret-free: linted) stays with the record: logs reads the volume copy through it
-    fsio.write_private(records.artifact_dir(jid) / SPEC_FILE, json.dumps(p.spec, sort_keys=True) + "\n")
-    name = render.job_name_for(jid)
-    cred_name = render.cred_secret_name(jid) if p.creds else None
-    pull_name = render.pull_secret_name(jid) if p.ngc_key else None
-    job: dict = {}
-    owned: list[tuple[str, str]] = []
+    jobs = []
+    for i, (p, rec) in enumerate(zip(plans, recs)):
+        # the spec (secret-free: linted) stays with the record: logs reads the volume copy through it
+        fsio.write_private(records.artifact_dir(rec["id"]) / SPEC_FILE, json.dumps(p.spec, sort_keys=True) + "\n")
+        job = copy.deepcopy(render.find(p.objs, "Job"))
+        if batch.sweep:
+            job["metadata"].setdefault("labels", {})[SWEEP_LABEL] = batch.sweep
+            job["spec"]["suspend"] = i >= batch.max_concurrent
+        jobs.append(job)
+    made: list[dict] = []
     try:
-        # the Job first: its UID owns everything else, which is then created owned (create is the only verb)
-        (job,) = kube.apply([render.find(p.objs, "Job")], create=True)
-        if cred_name:
-            credentials.create_secret(kube, owned_by(credentials.secret_object(cred_name, kube.namespace, jid,
-                                                                               p.creds), job))
-            owned.append(("secret", cred_name))
-        if pull_name:
-            credentials.create_secret(kube, owned_by(credentials.pull_secret_object(
-                pull_name, kube.namespace, jid, p.ngc_key or ""), job))
-            owned.append(("secret", pull_name))
-        rest = [owned_by(o, job) for o in p.objs if o.get("kind") in ("Service", "ConfigMap")]
-        made = kube.apply(rest, create=True) if rest else []
-        owned += [(o["kind"].lower(), o["metadata"]["name"]) for o in made]
-        if p.config:
-            _verify_config(made)
-    except TaoError:
-        if job.get("metadata", {}).get("uid"):  # the owned objects go with it (garbage collector)
+        # the Jobs first: each one's UID owns everything else, which is then created owned (create is the only verb)
+        made = kube.apply(jobs, create=True)
+        by_name = {(o.get("metadata") or {}).get("name"): o for o in made}
+        out = []
+        for p, rec, job in zip(plans, recs, jobs):
+            server = by_name.get(job["metadata"]["name"]) or job
+            out.append(launched(kube, server, _create_owned(kube, p, rec["id"], server), reconciled=False))
+            if batch.sweep:
+                held = bool(job["spec"]["suspend"])
+                out[-1].backend["held"] = held
+                out[-1].message = "Job created suspended (waits for a sweep slot)" if held else "Job created"
+        return out
+    except TaoError as exc:
+        raise TaoError(f"{exc}{_undo(kube, made, batch)}") from None
+
+
+def _create_owned(kube: Kubectl, p: KubePlan, jid: str, job: dict) -> list[tuple[str, str]]:
+    """The objects a Job owns (its Secrets, Service, ConfigMap), created owned by it; (kind, name) of each."""
+    owned: list[tuple[str, str]] = []
+    if p.creds:
+        cred_name = render.cred_secret_name(jid)
+        credentials.create_secret(kube, owned_by(credentials.secret_object(cred_name, kube.namespace, jid, p.creds),
+                                                 job))
+        owned.append(("secret", cred_name))
+    if p.ngc_key:
+        pull_name = render.pull_secret_name(jid)
+        credentials.create_secret(kube, owned_by(credentials.pull_secret_object(
+            pull_name, kube.namespace, jid, p.ngc_key or ""), job))
+        owned.append(("secret", pull_name))
+    rest = [owned_by(o, job) for o in p.objs if o.get("kind") in ("Service", "ConfigMap")]
+    made = kube.apply(rest, create=True) if rest else []
+    owned += [(o["kind"].lower(), o["metadata"]["name"]) for o in made]
+    if p.config:
+        _verify_config(made)
+    return owned
+
+
+def _undo(kube: Kubectl, made: list[dict], batch: Batch) -> str:
+    """Delete the Jobs a failed launch made (what they own goes with them); a note when that failed too.
+    A sweep's by its label (a create that failed half-way made some), one Job by its UID."""
+    if batch.sweep:
+        res = kube.run("delete", "jobs", "-l", f"{SWEEP_LABEL}={batch.sweep}", "--cascade=background",
+                       "--ignore-not-found", check=False, what="kubectl delete jobs (failed sweep)")
+        return "" if res.ok else (f"; could not delete its Jobs ({last_line(res.stderr)}): kubectl delete jobs -l "
+                                  f"{SWEEP_LABEL}={batch.sweep}")
+    for job in made:
+        uid, name = (job.get("metadata") or {}).get("uid"), (job.get("metadata") or {}).get("name")
+        if uid:
             kube.run("delete", "--raw", f"/apis/batch/v1/namespaces/{kube.namespace}/jobs/{name}", "-f", "-",
-                     stdin=json.dumps(delete_options(job["metadata"]["uid"], "Background")), check=False)
-        raise
-    return launched(kube, job, owned, reconciled=False)
+                     stdin=json.dumps(delete_options(uid, "Background")), check=False)
+    return ""
 
 
 def launched(kube: Kubectl, job: dict, owned: list[tuple[str, str]], *, reconciled: bool,

@@ -1,77 +1,19 @@
-"""Sweeps on Kubernetes: every trial's Job in ONE ``kubectl create`` of a List, the trials past
-``--max-concurrent`` created suspended; the core releases them (ONE ``kubectl patch`` of their names) as
-slots free. The trials' progress: ONE ``kubectl exec`` in a running trial's pod reads every running
-trial's status files on the shared results volume."""
+"""Sweeps on Kubernetes: every trial's Job is made in ONE ``kubectl create`` by the one launch
+(:func:`taobank.kubernetes.submit.launch`), the trials past ``--max-concurrent`` suspended; the core releases
+them (ONE ``kubectl patch`` of their names, here) as slots free. The trials' progress: ONE ``kubectl exec``
+in a running trial's pod reads every running trial's status files on the shared results volume."""
 from __future__ import annotations
 
-import copy
-import json
 import shlex
 
-from .. import fsio, records
-from ..contract import Gate, Launch
 from ..errors import TaoError
 from ..progress import READ_STATUS_SH, split_files
 from ..run import last_line
 from . import render
 from . import results as resultsmod
 from .kubectl import Kubectl
-from .logs import SPEC_FILE, saved_spec
-from .submit import KubePlan, launched
-
-#: The label every trial Job of a sweep carries (its sweep id): cleanup of a failed create finds them by it.
-SWEEP_LABEL = "tao-sweep"
-
-
-def _refuse(p: KubePlan) -> None:
-    if p.creds or p.ngc_key:
-        raise TaoError("a sweep on Kubernetes takes no --secret-env/--secrets-file/--ngc-pull-secret (one Secret "
-                       "per trial is not made yet): put the credentials in a Secret of the namespace "
-                       "(--image-pull-secret for pulls) and submit the sweep without them")
-    if p.config is not None or p.nodes > 1:
-        raise TaoError("a sweep on Kubernetes runs single-node jobs without an action-request config: submit "
-                       "multi-node or --request trials one by one")
-
-
-def check(plans: list[KubePlan], max_concurrent: int, gate: Gate) -> None:
-    """What a Kubernetes sweep cannot do, refused before any record opens."""
-    _refuse(plans[0])
-
-
-def launch(plans: list[KubePlan], recs: list[dict], max_concurrent: int) -> list[Launch]:
-    """ONE create call for every trial Job; the first ``max_concurrent`` run, the others wait suspended.
-    A failed create deletes what it made (by the sweep label): no trial runs, the core marks each ERROR."""
-    first = plans[0]
-    kube = first.kube
-    assert kube is not None
-    sweep_id = recs[0]["sweep"]
-    no_policy = "podFailurePolicy" not in render.find(first.objs, "Job")["spec"]  # the dry run's verdict
-    jobs = []
-    for i, (p, rec) in enumerate(zip(plans, recs)):
-        _refuse(p)
-        fsio.write_private(records.artifact_dir(rec["id"]) / SPEC_FILE, json.dumps(p.spec, sort_keys=True) + "\n")
-        objs = render.without_disruption_retry(p.objs) if no_policy else p.objs
-        job = copy.deepcopy(render.find(objs, "Job"))
-        job["metadata"].setdefault("labels", {})[SWEEP_LABEL] = sweep_id
-        job["spec"]["suspend"] = i >= max_concurrent
-        jobs.append(job)
-    try:
-        made = kube.apply(jobs, create=True)
-    except TaoError as exc:
-        res = kube.run("delete", "jobs", "-l", f"{SWEEP_LABEL}={sweep_id}", "--cascade=background",
-                       "--ignore-not-found", check=False, what="kubectl delete jobs (failed sweep)")
-        extra = "" if res.ok else f"; could not delete its Jobs ({last_line(res.stderr)}): kubectl delete jobs -l " \
-                                  f"{SWEEP_LABEL}={sweep_id}"
-        raise TaoError(f"{exc}{extra}") from None
-    by_name = {(o.get("metadata") or {}).get("name"): o for o in made}
-    out = []
-    for job in jobs:
-        server = by_name.get(job["metadata"]["name"]) or job
-        launch_ = launched(kube, server, [], reconciled=False)
-        launch_.backend["held"] = bool(job["spec"]["suspend"])
-        launch_.message = "Job created suspended (waits for a sweep slot)" if job["spec"]["suspend"] else "Job created"
-        out.append(launch_)
-    return out
+from .logs import saved_spec
+from .submit import SWEEP_LABEL  # noqa: F401  (cancel finds a sweep's Jobs by it)
 
 
 def release(recs: list[dict]) -> None:

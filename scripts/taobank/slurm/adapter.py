@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Mapping
 
-from ..contract import Gate, Launch, SubmitOptions
+from ..contract import Batch, Gate, Launch, SubmitOptions
 from ..errors import UsageError
 from ..platform import JobView, Logs, Platform
 from . import cancel, facts, logs, observe, resources, results_access, submit
@@ -86,11 +86,19 @@ class Slurm(Platform):
     def cluster_key(self, plan: SlurmPlan) -> str:  # type: ignore[override]
         return resources.cluster_key(plan.spec, plan.env)
 
-    def check(self, plan: SlurmPlan, gate: Gate) -> None:  # type: ignore[override]
-        submit.check(plan, gate)
+    def check(self, plans: list[SlurmPlan], gate: Gate, batch: Batch) -> None:  # type: ignore[override]
+        submit.check(plans, gate)
 
-    def launch(self, plan: SlurmPlan, rec: dict) -> Launch:  # type: ignore[override]
-        return submit.launch(plan, rec)
+    def launch(self, plans: list[SlurmPlan], recs: list[dict], batch: Batch) -> list[Launch]:  # type: ignore[override]
+        """One job: its folder staged and sbatched; a sweep: ONE job array over every trial's staged script."""
+        if batch.sweep is None and len(plans) == 1:
+            return [submit.launch_one(plans[0], recs[0], batch)]
+        from . import sweep
+
+        return sweep.launch(plans, recs, batch)
+
+    def relaunch(self, job_id: str) -> Launch | None:
+        return submit.relaunch(job_id)
 
     # -- sweeps (the verbs: taobank.sweeps): one job array; SLURM itself keeps --max-concurrent (``%K``)
     sweep_access = f"{__package__}.sweep"
@@ -106,14 +114,6 @@ class Slurm(Platform):
 
             continued.check(spec, opts.continues)
         return submit.preview(spec, opts.job_id or "preview-job", opts.env)
-
-    def resume(self, job_id: str) -> JobView:
-        from .ssh import Connection
-
-        rec = submit.resumable(job_id)  # refused before any connection when there is nothing to resume
-        if (rec.get("backend") or {}).get("slurm_job_id"):
-            return view(rec, message="already submitted: nothing to resume")
-        return view(submit.sbatch_record(Connection(), job_id))
 
 
 PLATFORM = Slurm()

@@ -261,6 +261,8 @@ def resubmit(conn: Connection, failed: dict) -> dict:
     backend.update({"job_name": rec["id"], "login_host": conn.host.entry if conn.host else b.get("login_host")})
     records.mark(rec["id"], State.PENDING, message=f"infrastructure retry of {failed['id']}", backend=backend)
     try:
-        return submit.sbatch_record(conn, rec["id"])
+        done = submit.sbatch(conn, rec["id"])
+        return records.mark(rec["id"], State.PENDING, backend_ref=done.backend_ref, backend=done.backend,
+                            message=done.message)
     except TaoError as exc:  # the retry could not be submitted: say so on its record
         return records.mark(rec["id"], State.ERROR, message=f"resubmit failed: {exc}", err_class="ERR_INFRA")

@@ -14,9 +14,8 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from ..states import State
 from .. import pins, platform, records, states, taoargs
-from ..contract import Gate, Launch, Plan, SubmitOptions
+from ..contract import Batch, Gate, Launch, Plan, SubmitOptions
 from ..envfile import check_secret_name
 from ..errors import SubmitUncertain, TaoError
 from ..run import last_line
@@ -139,7 +138,7 @@ def plan_submit(spec: Mapping[str, Any], env: Mapping[str, str], conn: Connectio
                               if v is not None})  # an unset cluster_name is absent, not "None"
 
 
-def check(sp: SlurmPlan, gate: Gate) -> None:
+def check_one(sp: SlurmPlan, gate: Gate) -> None:
     """ONE remote command on the login host: every input and every path the command names exists, and a
     cached .sqsh is a squashfs image (a bad one is converted again)."""
     p = sp.decided
@@ -163,12 +162,22 @@ def check(sp: SlurmPlan, gate: Gate) -> None:
         gate.lines.append(f"{p['pyxis_image']} is converted to {p['sqsh']} first")
 
 
-def launch(sp: SlurmPlan, rec: dict) -> Launch:
+def check(plans: list[SlurmPlan], gate: Gate) -> None:
+    """:func:`check_one` of the first job for all of one launch (a sweep's trials differ only in their
+    overrides): the image each runs and whether it is converted first."""
+    first = plans[0]
+    check_one(first, gate)
+    for sp in plans[1:]:
+        sp.conn, sp.run_image, sp.convert, sp.force = first.conn, first.run_image, first.convert, first.force
+
+
+def launch_one(sp: SlurmPlan, rec: dict, batch: Batch) -> Launch:
     """Stage, render, lint and sbatch; a refusal removes the credentials it staged (no job will source them)."""
     conn = sp.conn
     assert conn is not None
     try:
-        return _stage_and_sbatch(conn, sp.decided, rec, sp.run_image, convert=sp.convert, force=sp.force, env=sp.env)
+        return _stage_and_sbatch(conn, sp.decided, rec, sp.run_image, batch, convert=sp.convert, force=sp.force,
+                                 env=sp.env)
     except SubmitUncertain:
         raise
     except TaoError as exc:
@@ -245,8 +254,8 @@ def conversion_job(p: Mapping[str, Any], job_id: str, *, force: bool, env: Mappi
                              gpu_partition=p["resources"].partition, account=p["resources"].account, force=force)
 
 
-def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: str | None, *, convert: bool = False,
-                      force: bool = False, env: Mapping[str, str] | None = None) -> Launch:
+def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: str | None, batch: Batch, *,
+                      convert: bool = False, force: bool = False, env: Mapping[str, str] | None = None) -> Launch:
     job_id = rec["id"]
     results = storage.results_dir(p["base"], job_id)
     jdir = storage.job_dir(p["base"], job_id)
@@ -283,14 +292,14 @@ def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: 
     if p["spec_files"]:
         # name=sha256 of each uploaded spec file (a record's backend holds scalars), checked on the cluster at staging
         backend["spec_files"] = ",".join(f"{u.name}={u.sha256}" for u in p["spec_files"])
-    records.mark(job_id, State.PENDING, message="staged; submitting", backend=backend)
+    batch.checkpoint(job_id, "staged; submitting", backend)  # a resume finds the staged folder by it
     if conv:
         res = conn.script(remote.CONVERT, [posixpath.join(jdir, f"sbatch/convert_{job_id}.sbatch")], check=False,
                           what="sbatch (image conversion)")
         cid = res.stdout.strip().splitlines()[-1] if res.ok and res.stdout.strip() else ""
         if not cid.isdigit():
             raise TaoError("image conversion job: " + sbatch_error(res.stderr or res.stdout))
-        records.mark(job_id, State.PENDING, message=f"image conversion job {cid} submitted (held)", backend={
+        batch.checkpoint(job_id, f"image conversion job {cid} submitted (held)", {
             "convert_job_id": cid, "convert_log": conv.log.replace("%j", cid)})
         try:
             return sbatch(conn, job_id)  # releases the conversion once the training job exists
@@ -325,13 +334,13 @@ def resumable(job_id: str) -> dict:
     return rec
 
 
-def sbatch_record(conn: Connection, job_id: str) -> dict:
-    """``resume``: sbatch the staged script of a record that has none yet (reconciled first); the record."""
-    rec = resumable(job_id)
+def relaunch(job_id: str, conn: Connection | None = None) -> Launch | None:
+    """``resume``: sbatch the staged script of a record that has none yet (reconciled by name first, never
+    twice); None when it was submitted already."""
+    rec = resumable(job_id)  # refused before any connection when there is nothing to resume
     if (rec.get("backend") or {}).get("slurm_job_id"):
-        return rec
-    done = sbatch(conn, job_id)
-    return records.mark(job_id, State.PENDING, backend_ref=done.backend_ref, backend=done.backend, message=done.message)
+        return None
+    return sbatch(conn or Connection(), job_id)
 
 
 def sbatch(conn: Connection, job_id: str) -> Launch:
@@ -367,10 +376,10 @@ def sbatch(conn: Connection, job_id: str) -> Launch:
             try:
                 found = find_by_name(conn, name)
             except TaoError as exc:
-                records.mark(job_id, State.PENDING, message="sbatch answer lost and the cluster is unreachable; "
-                             f"finish with: tao_slurm.py resume {job_id}")
                 raise SubmitUncertain(f"sbatch answer lost ({exc}): the job may exist; when the cluster answers, "
-                                      f"run tao_slurm.py resume {job_id} (it never submits twice)") from None
+                                      f"run tao_slurm.py resume {job_id} (it never submits twice)",
+                                      note="sbatch answer lost and the cluster is unreachable; "
+                                           f"finish with: tao_slurm.py resume {job_id}") from None
             if not found:
                 raise TaoError(sbatch_error(res.stderr or res.stdout) if res is not None else
                                f"sbatch did not complete: {dropped}; nothing was submitted")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import posixpath
 import shlex
 
-from ..contract import Launch
+from ..contract import Batch, Launch
 from ..errors import TaoError
 from . import chain, facts, render, storage
 from .submit import SlurmPlan, _staged_files, script_input
@@ -73,11 +73,12 @@ def array_script(sweep_id: str, sweep_dir: str, first: render.ScriptInput, names
     return "\n".join(lines) + DISPATCH
 
 
-def launch(plans: list[SlurmPlan], recs: list[dict], max_concurrent: int) -> list[Launch]:
+def launch(plans: list[SlurmPlan], recs: list[dict], batch: Batch) -> list[Launch]:
+    """Every trial staged as an ordinary job in ONE command, then ONE sbatch of the array over them."""
     first = plans[0]
     conn = first.conn
-    assert conn is not None
-    sweep_id = recs[0]["sweep"]
+    assert conn is not None and batch.sweep is not None
+    sweep_id, max_concurrent = batch.sweep, batch.max_concurrent
     base = first.decided["base"]
     if first.convert:
         raise TaoError(f"the image {first.decided['pyxis_image']} is not converted to {first.decided['sqsh']} yet: "

@@ -1,0 +1,189 @@
+"""The one submit order, for one job and for N alike (a single job is a batch of one).
+
+validate and plan every job (no cluster call) -> gates: the GPU-count warning, the NCCL verdict of a
+multi-node job (every trial of a sweep alike), the adapter's read-only checks over the whole list ->
+open every record -> ONE adapter launch of the list -> bind each record to what was made.
+
+Everything that can be refused without a record is refused before any opens (a bad spec costs no
+cluster call; a failed gate leaves no record). A launch that fails marks every record it did not bind
+ERROR (the adapter removes what it made); one whose outcome is unknown (:class:`SubmitUncertain`)
+leaves it PENDING for a resume. The adapter never writes a record: what it learns before its launch
+ends (a SLURM folder staged) it hands to ``Batch.checkpoint``, which this module writes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from . import names, nccl_verdicts, records, savedspec, states, taoargs
+from .contract import Batch, Gate, Launch, Plan, SubmitOptions
+from .errors import SubmitUncertain, TaoError, UsageError
+from .selection import load_for
+from .states import State
+
+#: A platform adapter (:class:`taobank.platform.Platform`; not imported here: the platform module calls this one)
+Platform = Any
+#: What an adapter's ``view`` returns (:class:`taobank.platform.JobView`)
+JobView = Any
+
+
+@dataclass
+class Submitted:
+    """What a submit made: the jobs' views in order, the gate report, and the sweep id (None: one job)."""
+
+    views: list[JobView]
+    gate: Gate
+    sweep: str | None = None
+    max_concurrent: int = 1
+    extra: dict = field(default_factory=dict)
+
+
+def check_concurrency(value: int | None, n: int) -> int:
+    """How many of ``n`` jobs run at once (``--max-concurrent``; all of them when not given)."""
+    if value is None:
+        return n
+    if value < 1:
+        raise UsageError("--max-concurrent must be at least 1")
+    return min(value, n)
+
+
+def submit(adapter: Platform, specs: list[dict], opts: SubmitOptions, *,
+           trials: list[Mapping[str, str]] | None = None, max_concurrent: int | None = None) -> Submitted:
+    """Submit ``specs`` on ``adapter`` in the one order; ``trials`` (the overrides of each spec) makes them a
+    sweep, launched together with at most ``max_concurrent`` running at once."""
+    if not specs:
+        raise UsageError("nothing to submit")
+    sweep = trials is not None
+    k = check_concurrency(max_concurrent, len(specs)) if sweep else len(specs)
+    rec = None
+    if opts.job_id:  # a record opened earlier: finish that one
+        if sweep or len(specs) > 1:
+            raise UsageError("--job-id names one job: a sweep mints one id per trial")
+        rec = load_for(opts.job_id, adapter.name, "submit --job-id")
+        if rec["state"] in states.TERMINAL:
+            raise TaoError(f"record {opts.job_id} is {rec['state']} already: open a new record to run again")
+    plans = [adapter.plan(spec, opts, rec) for spec in specs]
+    gate = Gate()
+    gate.lines += [w for w in (taoargs.unseen_warning(specs[0]),) if w]
+    if rec is not None:
+        launch = adapter.adopt(plans[0], rec, gate)
+        if launch is not None:
+            return Submitted(_bind(adapter, [rec], [launch]), gate)
+    verdict = _nccl_verdict(adapter, plans, opts)
+    sweep_id = names.mint_job_id(plans[0].network_arch, "sweep") if sweep else None
+    batch = Batch(max_concurrent=k, sweep=sweep_id, checkpoint=_checkpoint)
+    adapter.check(plans, gate, batch)
+    if verdict:
+        gate.lines.append(nccl_line(verdict))
+        gate.backend.update(verdict)
+    recs = [rec] if rec is not None else _open(adapter, plans, opts, gate, sweep_id, trials, k)
+    for r, spec in zip(recs, specs):  # what `continue` runs again (no secret: names only)
+        savedspec.save(r["id"], spec, {key: getattr(opts, key) for key in savedspec.KEPT_OPTIONS})
+    try:
+        launches = adapter.launch(plans, recs, batch)
+    except SubmitUncertain as exc:
+        if exc.note:
+            for r in recs:
+                records.mark(r["id"], State.PENDING, message=exc.note)
+        raise
+    except TaoError as exc:
+        if sweep_id is None:
+            _fail(recs, f"submit failed before launch: {exc}")
+            raise
+        _fail(recs, f"sweep submit failed before launch: {exc}")
+        raise TaoError(f"sweep {sweep_id} failed to launch ({exc}); no trial runs and every record says ERROR") \
+            from None
+    return Submitted(_bind(adapter, recs, launches), gate, sweep_id, k)
+
+
+def _nccl_verdict(adapter: Platform, plans: list[Plan], opts: SubmitOptions) -> dict:
+    """The NCCL probe verdict a multi-node job needs (the probe itself needs none): one per cluster key."""
+    if opts.probe:
+        return {}
+    verdict: dict = {}
+    for key in dict.fromkeys(adapter.cluster_key(p) for p in plans if p.nodes > 1):
+        verdict = nccl_verdicts.require_ok(adapter.name, key, helper=adapter.helper, skip=opts.skip_nccl_probe)
+    return verdict
+
+
+def nccl_line(verdict: Mapping[str, Any]) -> str:
+    """The gate line of a multi-node submit: which probe vouches for the cluster (or that it was skipped)."""
+    if verdict["nccl_probe"] == "skipped":
+        return "NCCL probe skipped (--skip-nccl-probe)"
+    return (f"NCCL probe ok (job {verdict.get('nccl_probe_job')}, {verdict.get('nccl_probe_at')}; "
+            f"{nccl_verdicts.proves(verdict.get('nccl_probe_backend'))})")
+
+
+def _open(adapter: Platform, plans: list[Plan], opts: SubmitOptions, gate: Gate, sweep_id: str | None,
+          trials: list[Mapping[str, str]] | None, k: int) -> list[dict]:
+    """Open every record (all folders checked in one pass first); on a failure, those opened say ERROR."""
+    ids = [p.job_id or f"new-job-{i}" for i, p in enumerate(plans)]
+    records.refuse_nested([(p.results_dir.replace(records.ID_PLACEHOLDER, j), j) for p, j in zip(plans, ids)],
+                          adapter.name)
+    backend_extra = {"max_concurrent": k} if sweep_id else {}
+    lineage = {"parent": opts.parent, "continues": opts.continues}
+    out: list[dict] = []
+    try:
+        for i, plan in enumerate(plans):
+            out.append(records.open_record(
+                adapter.name, plan.image, plan.network_arch, plan.action, plan.storage_tier, plan.results_dir,
+                backend={**plan.backend, **gate.backend, **backend_extra}, description=opts.description,
+                job_id=plan.job_id, lineage=lineage, check_folder=False,
+                sweep=(sweep_id, i, dict(trials[i])) if sweep_id and trials is not None else None))
+    except TaoError as exc:
+        if sweep_id is None:
+            raise
+        _fail(out, f"sweep {sweep_id} not submitted: {exc}")
+        raise TaoError(f"sweep not submitted ({exc}); nothing was launched") from None
+    return out
+
+
+def _checkpoint(job_id: str, message: str, backend: Mapping[str, Any]) -> None:
+    records.mark(job_id, State.PENDING, message=message, backend=dict(backend))
+
+
+def _fail(recs: list[dict], message: str) -> None:
+    """Every record the launch did not bind says ERROR with why (a bound one stays as the launch left it)."""
+    for rec in recs:
+        cur = records.load(rec["id"])
+        if cur["state"] not in states.TERMINAL and not cur.get("backend_ref"):
+            records.mark(rec["id"], State.ERROR, message=message, err_class="ERR_PROGRAM")
+
+
+def _bind(adapter: Platform, recs: list[dict], launches: list[Launch]) -> list[JobView]:
+    """Each record bound to what its launch made; a launch that made a job that cannot run as it is raises
+    after binding (the record names the job, and the error says what to do)."""
+    views = []
+    for rec, launch in zip(recs, launches):
+        cur = records.load(rec["id"])
+        state = cur["state"] if cur["state"] in states.ACTIVE else states.INITIAL
+        bound = records.mark(rec["id"], state, backend_ref=launch.backend_ref, backend=launch.backend,
+                             message=launch.message)
+        view = adapter.view(bound)
+        view.extra.update(launch.details)
+        views.append(view)
+    errors = [launch.error for launch in launches if launch.error]
+    if errors:
+        raise TaoError(errors[0])
+    return views
+
+
+def relaunch(adapter: Platform, job_id: str) -> JobView:
+    """Finish a launch an earlier submit began (:meth:`Platform.relaunch`) and bind the record to it."""
+    try:
+        launch = adapter.relaunch(job_id)
+    except SubmitUncertain as exc:
+        if exc.note:
+            records.mark(job_id, State.PENDING, message=exc.note)
+        raise
+    if launch is None:
+        view = adapter.view(records.load(job_id))
+        view.message = "already submitted: nothing to resume"
+        return view
+    return adapter.view(bind_resumed(job_id, launch))
+
+
+def bind_resumed(job_id: str, launch: Launch) -> dict:
+    """A resumed launch (a record staged before, finished now): the record bound to it."""
+    return records.mark(job_id, State.PENDING, backend_ref=launch.backend_ref, backend=launch.backend,
+                        message=launch.message)

@@ -1,0 +1,50 @@
+"""Which records a verb works on: the ids given (each checked to be of the verb's platform), ``--last``, or
+every active one; a record of another platform is refused in one line that names the helper to use."""
+from __future__ import annotations
+
+from . import records
+from .errors import TaoError
+
+
+def load_for(job_id: str, platform: str | None, verb: str) -> dict:
+    """The record of ``job_id``; refused in one line when it belongs to another platform."""
+    rec = records.load(job_id)
+    if platform is not None and rec.get("platform") != platform:
+        other = rec.get("platform") or "unknown"
+        helper = {"kubernetes": "tao_k8s.py", "slurm": "tao_slurm.py", "docker": "tao_docker.py"}.get(other, "tao_jobs.py")
+        if verb in ("status", "logs", "cancel", "artifacts", "fetch", "prune"):
+            hint = f"run {helper} {verb} {job_id} (or tao_jobs.py {verb} {job_id})"
+        elif verb == "sweep":
+            hint = f"its sweep belongs to {helper} (or tao_jobs.py status --sweep / cancel --sweep)"
+        else:  # submit --job-id / resume exist on one platform each: say what finishes it there
+            hint = {"kubernetes": f"finish it with tao_k8s.py submit --job-id {job_id}",
+                    "slurm": f"finish it with tao_slurm.py resume {job_id}",
+                    "docker": f"finish it with tao_docker.py submit --job-id {job_id}"}.get(other, "see tao_jobs.py list")
+        raise TaoError(f"job {job_id} is a {other} job, not {platform}: {hint}; nothing was done")
+    return rec
+
+
+def select(platform: str | None, ids: list[str] | None, verb: str, *, all_active: bool = True) -> list[dict]:
+    """Records for a verb: the ids given (each checked), else every active record of ``platform``."""
+    if ids:
+        return [load_for(i, platform, verb) for i in dict.fromkeys(ids)]
+    if not all_active:
+        return []
+    return records.list_records(platform=platform, active=True)
+
+
+def last_id(platform: str | None) -> str:
+    """The id of the most recently created record (of ``platform``): what ``--last`` stands for."""
+    recs = records.list_records(platform=platform)
+    if not recs:
+        where = f"{platform} " if platform else ""
+        raise TaoError(f"--last: there is no {where}job record in {records.state_dir()}: submit a job first, "
+                       "or give its id")
+    return recs[-1]["id"]
+
+
+def by_platform(recs: list[dict]) -> dict[str, list[dict]]:
+    groups: dict[str, list[dict]] = {}
+    for rec in recs:
+        groups.setdefault(rec.get("platform") or "", []).append(rec)
+    return groups
