@@ -133,7 +133,7 @@ def _slurm_plan(extra: dict, env: dict | None = None) -> dict:
 def test_a_dash_sqsh_cache_dir_never_reaches_the_conversion_script():
     with pytest.raises(TaoError, match="sqsh_cache_dir"):
         _slurm_plan({"sqsh_cache_dir": "-delete"})
-    assert _slurm_plan({"sqsh_cache_dir": "lustre:///lustre/cache"})["sqsh"].startswith("/lustre/cache/")
+    assert _slurm_plan({"sqsh_cache_dir": "lustre:///lustre/cache"}).sqsh.startswith("/lustre/cache/")
 
 
 @pytest.mark.parametrize("env_value", ["-delete", "/lustre/me/run%j", "rel/dir", "/a b"])
@@ -150,7 +150,7 @@ def test_a_percent_in_the_results_base_is_refused_before_an_sbatch_pattern_can_e
 def test_a_sqsh_image_path_obeys_the_rule():
     with pytest.raises(TaoError):
         _slurm_plan({"image": "/lustre/img/x y.sqsh"})
-    assert _slurm_plan({"image": "/lustre/img/x.sqsh"})["pyxis_image"] == "/lustre/img/x.sqsh"
+    assert _slurm_plan({"image": "/lustre/img/x.sqsh"}).pyxis_image == "/lustre/img/x.sqsh"
 
 
 def test_dataset_required_entries_cannot_start_with_a_dash_or_climb_out():

@@ -123,15 +123,15 @@ def test_site_roots_setting_and_every_path_the_command_and_spec_files_name(tmp_p
     env = {"SLURM_USER": "me", "SLURM_CONTAINER_MOUNTS": "/lustre/fsw/portfolios/edgeai"}
     p = slurm_submit.plan(spec, env, need_secrets=False)
     # checked with test -e before sbatch; not: /usr (the image's), {specs} (staged), outputs (-o, results_dir), URLs
-    assert p["named"] == ["/scratch/ckpt/last.pth", "/lustre/fsw/portfolios/edgeai/me/cache", "/data/coco/annotations.json",
+    assert p.named == ["/scratch/ckpt/last.pth", "/lustre/fsw/portfolios/edgeai/me/cache", "/data/coco/annotations.json",
                           "/data/coco/images", "/lustre/fsw/models/dino.pth"]
-    assert p["mounts"].split(",") == ["/data/coco/annotations.json", "/data/coco/images", "/scratch/ckpt/last.pth",
+    assert p.mounts.split(",") == ["/data/coco/annotations.json", "/data/coco/images", "/scratch/ckpt/last.pth",
                                       "/lustre/fsw/models/dino.pth", "/lustre/fsw/portfolios/edgeai"]
 
 
 def test_the_command_in_a_shell_string_names_paths_too():
     spec = {**SPEC, "command": "cat /scratch/in/a.txt > /scratch/out/b.txt 2>/dev/null && ls /tmp"}
-    assert slurm_submit.plan(spec, {"SLURM_USER": "me"}, need_secrets=False)["named"] == ["/scratch/in/a.txt"]
+    assert slurm_submit.plan(spec, {"SLURM_USER": "me"}, need_secrets=False).named == ["/scratch/in/a.txt"]
 
 
 @pytest.mark.parametrize("word", ["/lustre/x/../../etc/passwd", "--spec=/lustre/a/../b"])
@@ -149,7 +149,7 @@ def test_a_bad_site_roots_setting_is_one_line(bad):
 def test_runtime_none_still_checks_the_paths_the_command_names():
     p = slurm_submit.plan({**SPEC, "container_runtime": "none", "command": ["cat", "/scratch/in.txt"]}, {"SLURM_USER": "me"},
                    need_secrets=False)
-    assert p["named"] == ["/scratch/in.txt"] and p["mounts"] == ""
+    assert p.named == ["/scratch/in.txt"] and p.mounts == ""
 
 
 def test_a_parents_folder_is_mounted_read_only_after_the_writable_results_base():

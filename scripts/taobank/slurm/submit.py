@@ -23,7 +23,38 @@ from . import chain, cmdpaths, facts, images, mounts, prefetch, remote, render, 
 from .ssh import Connection
 
 
-def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None, *, need_secrets: bool = True) -> dict[str, Any]:
+@dataclass
+class Decisions:
+    """What a SLURM submit decided without the cluster (:func:`plan`): the validated spec and every value the
+    script, the staging and the checks are made from."""
+
+    spec: dict
+    resources: resources.Resources
+    runtime: str
+    image: str | None
+    pyxis_image: str | None
+    #: the cached squashfs image the job runs from (pyxis with use_sqsh), or None
+    sqsh: str | None
+    #: the inputs that must exist on the cluster, and the other cluster paths the command and spec files name
+    required: list[str]
+    named: list[str]
+    overrides: dict[str, str]
+    dataset_root: str | None
+    command: list[str] | str
+    base: str
+    mounts: str
+    spec_files: list[uploads.Upload]
+    env: dict[str, str]
+    nccl_env: dict[str, str]
+    #: name -> value (empty values when planned for a preview)
+    secrets: dict[str, str]
+    master_port: int
+    chain: Any
+    prefetch: list
+    prefetch_secrets: dict[str, str]
+
+
+def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None, *, need_secrets: bool = True) -> Decisions:
     """Everything a submit decides without touching the cluster (fails early)."""
     env = os.environ if env is None else env
     spec = specmod.validate(spec)
@@ -66,16 +97,12 @@ def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None, *, need_
         cache = storage.any_cluster_path(spec["sqsh_cache_dir"], "sqsh_cache_dir") if spec.get("sqsh_cache_dir") \
             else posixpath.join(base, pins.resolve("slurm.sqsh_cache_subdir"))
         sqsh = images.sqsh_path(pyxis, cache)
-    return {
-        "spec": spec, "resources": res, "runtime": runtime, "image": image, "pyxis_image": pyxis, "sqsh": sqsh,
-        "required": required, "named": named, "overrides": overrides, "dataset_root": root, "command": argv,
-        "base": base,
-        "mounts": mount_list, "spec_files": spec_files,
-        "env": env_vars, "nccl_env": nccl_env,
-        "secrets": secret_values, "master_port": int(spec.get("master_port") or d["master_port"]),
-        "chain": chain.settings(spec, res),
-        "prefetch": pre, "prefetch_secrets": pre_secrets,
-    }
+    return Decisions(
+        spec=spec, resources=res, runtime=runtime, image=image, pyxis_image=pyxis, sqsh=sqsh, required=required,
+        named=named, overrides=overrides, dataset_root=root, command=argv, base=base, mounts=mount_list,
+        spec_files=spec_files, env=env_vars, nccl_env=nccl_env, secrets=secret_values,
+        master_port=int(spec.get("master_port") or d["master_port"]), chain=chain.settings(spec, res),
+        prefetch=pre, prefetch_secrets=pre_secrets)
 
 
 def named_paths(command: str | list[str], argv: list[str], spec_files: Iterable[uploads.Upload],
@@ -100,15 +127,15 @@ def preflight_paths(conn: Connection, paths: Iterable[str], sqsh_files: Iterable
 
 def _staged_files(p: Mapping[str, Any], job_id: str, job_dir: str, results: str, script: str,
                   meta: dict) -> dict[str, str | bytes]:
-    files: dict[str, str | bytes] = {f"specs/{u.name}": u.data for u in p["spec_files"]}
+    files: dict[str, str | bytes] = {f"specs/{u.name}": u.data for u in p.spec_files}
     files |= {
-        storage.SPEC_FILE: storage.compact_json(p["spec"].get("specs") or {}),
-        storage.ENV_FILE: storage.compact_json(p["env"]),
+        storage.SPEC_FILE: storage.compact_json(p.spec.get("specs") or {}),
+        storage.ENV_FILE: storage.compact_json(p.env),
         storage.META_FILE: storage.compact_json(meta),
         f"sbatch/job_{job_id}.sbatch": script,
     }
-    if p["secrets"]:
-        files[storage.CREDS_FILE] = storage.credentials_text(p["secrets"])
+    if p.secrets:
+        files[storage.CREDS_FILE] = storage.credentials_text(p.secrets)
     return files
 
 
@@ -116,7 +143,7 @@ def _staged_files(p: Mapping[str, Any], job_id: str, job_dir: str, results: str,
 class SlurmPlan(Plan):
     """A SLURM submit's decisions (:func:`plan`), and what the login host told the checks."""
 
-    decided: dict = field(default_factory=dict)
+    decided: Decisions | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     conn: Connection | None = None
     #: set by :func:`check`: the image the job runs, and whether a conversion job makes its .sqsh first
@@ -128,13 +155,13 @@ class SlurmPlan(Plan):
 def plan_submit(spec: Mapping[str, Any], env: Mapping[str, str], conn: Connection | None = None) -> SlurmPlan:
     """:func:`plan` as the core's submit takes it."""
     p = plan(spec, env)
-    s = p["spec"]
-    return SlurmPlan(spec=s, image=p["image"] or facts.NO_IMAGE, network_arch=s["network_arch"], action=s["action"],
-                     storage_tier="A", results_dir=storage.results_dir(p["base"], records.ID_PLACEHOLDER),
-                     nodes=p["resources"].nodes, decided=p, env=env, conn=conn,
-                     backend={k: v for k, v in {"backend_type": "slurm", "partition": p["resources"].partition,
+    s = p.spec
+    return SlurmPlan(spec=s, image=p.image or facts.NO_IMAGE, network_arch=s["network_arch"], action=s["action"],
+                     storage_tier="A", results_dir=storage.results_dir(p.base, records.ID_PLACEHOLDER),
+                     nodes=p.resources.nodes, decided=p, env=env, conn=conn,
+                     backend={k: v for k, v in {"backend_type": "slurm", "partition": p.resources.partition,
                                                 "cluster_name": s.get("cluster_name"),
-                                                "container_runtime": p["runtime"]}.items()
+                                                "container_runtime": p.runtime}.items()
                               if v is not None})  # an unset cluster_name is absent, not "None"
 
 
@@ -144,22 +171,22 @@ def check_one(sp: SlurmPlan, gate: Gate) -> None:
     p = sp.decided
     conn = sp.conn = sp.conn or Connection(sp.env)
     conn.connect()
-    given_sqsh = p["pyxis_image"] if p["runtime"] == "pyxis" and p["pyxis_image"] and images.is_sqsh(p["pyxis_image"]) else None
-    sqsh_checks = ([given_sqsh] if given_sqsh else []) + ([p["sqsh"]] if p["sqsh"] else [])
-    wanted = list(p["required"]) + list(p["named"])
+    given_sqsh = p.pyxis_image if p.runtime == "pyxis" and p.pyxis_image and images.is_sqsh(p.pyxis_image) else None
+    sqsh_checks = ([given_sqsh] if given_sqsh else []) + ([p.sqsh] if p.sqsh else [])
+    wanted = list(p.required) + list(p.named)
     missing = preflight_paths(conn, wanted, sqsh_checks)
-    cache_bad = [m for m in missing if m.split(" ")[0] == p["sqsh"]]  # missing, empty or no squashfs: converted below
+    cache_bad = [m for m in missing if m.split(" ")[0] == p.sqsh]  # missing, empty or no squashfs: converted below
     data_missing = [m for m in missing if m not in cache_bad]
     if data_missing:
         raise TaoError(f"missing on the cluster ({conn.host.entry}): {', '.join(data_missing)}; put the data on the "
                        "shared filesystem or fix the paths (nothing was submitted)")
-    sp.force = bool(p["spec"].get("force_reconvert_latest", resources.defaults()["force_reconvert_latest"]))
-    sp.convert = bool(p["sqsh"]) and images.needs_conversion(p["pyxis_image"], not cache_bad, sp.force)
-    sp.run_image = (p["sqsh"] or p["pyxis_image"]) if p["runtime"] == "pyxis" else p["pyxis_image"]
+    sp.force = bool(p.spec.get("force_reconvert_latest", resources.defaults()["force_reconvert_latest"]))
+    sp.convert = bool(p.sqsh) and images.needs_conversion(p.pyxis_image, not cache_bad, sp.force)
+    sp.run_image = (p.sqsh or p.pyxis_image) if p.runtime == "pyxis" else p.pyxis_image
     if wanted:
         gate.lines.append(f"{len(wanted)} path(s) found on {conn.host.entry}")
     if sp.convert:
-        gate.lines.append(f"{p['pyxis_image']} is converted to {p['sqsh']} first")
+        gate.lines.append(f"{p.pyxis_image} is converted to {p.sqsh} first")
 
 
 def check(plans: list[SlurmPlan], gate: Gate) -> None:
@@ -203,30 +230,30 @@ def submit(spec: Mapping[str, Any], *, conn: Connection | None = None, env: Mapp
 
 
 def script_input(p: Mapping[str, Any], job_id: str, image: str | None) -> render.ScriptInput:
-    results = storage.results_dir(p["base"], job_id)
-    shell = isinstance(p["spec"]["command"], str)
-    command = uploads.substitute(p["command"], posixpath.join(storage.job_dir(p["base"], job_id), "specs"),
-                                 [u.name for u in p["spec_files"]], shell=shell)
-    if p.get("prefetch"):
-        command = prefetch.substitute(command, storage.job_dir(p["base"], job_id), shell=shell)
+    results = storage.results_dir(p.base, job_id)
+    shell = isinstance(p.spec["command"], str)
+    command = uploads.substitute(p.command, posixpath.join(storage.job_dir(p.base, job_id), "specs"),
+                                 [u.name for u in p.spec_files], shell=shell)
+    if p.prefetch:
+        command = prefetch.substitute(command, storage.job_dir(p.base, job_id), shell=shell)
     return render.ScriptInput(
-        job_id=job_id, job_dir=storage.job_dir(p["base"], job_id), results_parent=storage.results_parent(results, job_id),
+        job_id=job_id, job_dir=storage.job_dir(p.base, job_id), results_parent=storage.results_parent(results, job_id),
         command=command,
-        resources=p["resources"], runtime=p["runtime"], image=image,
-        container_mounts=p["mounts"],
-        env=p["env"], nccl_env=p["nccl_env"], has_credentials=bool(p["secrets"]), secret_names=tuple(p["secrets"]),
-        dataset_root=p["dataset_root"], master_port=p["master_port"],
-        self_retries=facts.max_retries() if p["resources"].requeue and p["spec"].get("infra_retries", True) else 0,
-        poller_retries=bool(p["spec"].get("infra_retries", True)),
-        chain=p.get("chain"), action=str(p["spec"].get("action") or ""),
-        network=str(p["spec"].get("network_arch") or ""))
+        resources=p.resources, runtime=p.runtime, image=image,
+        container_mounts=p.mounts,
+        env=p.env, nccl_env=p.nccl_env, has_credentials=bool(p.secrets), secret_names=tuple(p.secrets),
+        dataset_root=p.dataset_root, master_port=p.master_port,
+        self_retries=facts.max_retries() if p.resources.requeue and p.spec.get("infra_retries", True) else 0,
+        poller_retries=bool(p.spec.get("infra_retries", True)),
+        chain=p.chain, action=str(p.spec.get("action") or ""),
+        network=str(p.spec.get("network_arch") or ""))
 
 
 def preview(spec: Mapping[str, Any], job_id: str, env: Mapping[str, str] | None = None) -> str:
     """The sbatch script a submit would write (no cluster contact, no secrets needed), refused as the submit
     would refuse it when it holds a credential: a preview never prints one."""
     p = plan(spec, env, need_secrets=False)
-    image = p["sqsh"] or p["pyxis_image"]
+    image = p.sqsh or p.pyxis_image
     text = render.render(script_input(p, job_id, image))
     render.lint_secrets(text, f"job_{job_id}.sbatch")
     pre = prefetch_job(p, job_id, os.environ if env is None else env)
@@ -239,34 +266,34 @@ def preview(spec: Mapping[str, Any], job_id: str, env: Mapping[str, str] | None 
 
 def prefetch_job(p: Mapping[str, Any], job_id: str, env: Mapping[str, str]) -> prefetch.PrefetchJob | None:
     """The CPU-only prefetch job of a submit with ``prefetch`` (None without)."""
-    if not p.get("prefetch"):
+    if not p.prefetch:
         return None
-    return prefetch.job(job_id, storage.job_dir(p["base"], job_id), p["prefetch"], p["spec"], env,
-                        gpu_partition=p["resources"].partition, account=p["resources"].account,
-                        has_credentials=bool(p["prefetch_secrets"]))
+    return prefetch.job(job_id, storage.job_dir(p.base, job_id), p.prefetch, p.spec, env,
+                        gpu_partition=p.resources.partition, account=p.resources.account,
+                        has_credentials=bool(p.prefetch_secrets))
 
 
 def conversion_job(p: Mapping[str, Any], job_id: str, *, force: bool, env: Mapping[str, str]) -> images.Conversion:
     """The conversion job of a submit whose ``.sqsh`` is missing (or forced)."""
-    jdir = storage.job_dir(p["base"], job_id)
-    return images.conversion(f"{job_id}-sqsh", p["pyxis_image"], p["sqsh"],
-                             posixpath.join(jdir, storage.LOG_DIR, "convert-%j.out"), p["spec"], env,
-                             gpu_partition=p["resources"].partition, account=p["resources"].account, force=force)
+    jdir = storage.job_dir(p.base, job_id)
+    return images.conversion(f"{job_id}-sqsh", p.pyxis_image, p.sqsh,
+                             posixpath.join(jdir, storage.LOG_DIR, "convert-%j.out"), p.spec, env,
+                             gpu_partition=p.resources.partition, account=p.resources.account, force=force)
 
 
 def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: str | None, batch: Batch, *,
                       convert: bool = False, force: bool = False, env: Mapping[str, str] | None = None) -> Launch:
     job_id = rec["id"]
-    results = storage.results_dir(p["base"], job_id)
-    jdir = storage.job_dir(p["base"], job_id)
+    results = storage.results_dir(p.base, job_id)
+    jdir = storage.job_dir(p.base, job_id)
     inp = script_input(p, job_id, image)
     script = render.render(inp)
     script_rel = f"sbatch/job_{job_id}.sbatch"
     render.lint(script, f"job_{job_id}.sbatch")
     meta = {"job_id": job_id, "network_arch": rec["network_arch"], "action": rec["action"],
-            "partition": p["resources"].partition, "nodes": p["resources"].nodes,
-            "gpus_per_node": p["resources"].gpus_per_node, "runtime": p["runtime"], "image": image,
-            "results_dir": results, "secrets": sorted(p["secrets"])}
+            "partition": p.resources.partition, "nodes": p.resources.nodes,
+            "gpus_per_node": p.resources.gpus_per_node, "runtime": p.runtime, "image": image,
+            "results_dir": results, "secrets": sorted(p.secrets)}
     files = _staged_files(p, job_id, jdir, results, script, meta)
     conv = conversion_job(p, job_id, force=force, env=os.environ if env is None else env) if convert else None
     if conv:
@@ -276,22 +303,22 @@ def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: 
     if pre:
         files[f"sbatch/prefetch_{job_id}.sbatch"] = prefetch.render(pre)
         render.lint(files[f"sbatch/prefetch_{job_id}.sbatch"], f"prefetch_{job_id}.sbatch")
-        if p["prefetch_secrets"]:
-            files[prefetch.CREDS_FILE] = storage.credentials_text(p["prefetch_secrets"])
-    conn.script(remote.STAGE, [jdir, results] + uploads.checksums(p["spec_files"]), stdin=storage.bundle(files),
+        if p.prefetch_secrets:
+            files[prefetch.CREDS_FILE] = storage.credentials_text(p.prefetch_secrets)
+    conn.script(remote.STAGE, [jdir, results] + uploads.checksums(p.spec_files), stdin=storage.bundle(files),
                 what="stage job dir")
     # job_dir is runtime metadata: written with slurm_job_id once sbatch answered (never before).
     backend = {"staged_dir": jdir, "results_dir": results, "script": posixpath.join(jdir, script_rel),
                "login_host": conn.host.entry, "job_name": job_id,
-               "staged_secrets": bool(p["secrets"]), "self_retry": inp.self_retries > 0,
+               "staged_secrets": bool(p.secrets), "self_retry": inp.self_retries > 0,
                **({"walltime_chain": True, "max_attempts": inp.chain.max_attempts} if inp.chain else {}),
-               "infra_retries": bool(p["spec"].get("infra_retries", True))}
+               "infra_retries": bool(p.spec.get("infra_retries", True))}
     if pre:
         backend.update(prefetch_script=posixpath.join(jdir, f"sbatch/prefetch_{job_id}.sbatch"),
-                       staged_prefetch_secrets=bool(p["prefetch_secrets"]))
-    if p["spec_files"]:
+                       staged_prefetch_secrets=bool(p.prefetch_secrets))
+    if p.spec_files:
         # name=sha256 of each uploaded spec file (a record's backend holds scalars), checked on the cluster at staging
-        backend["spec_files"] = ",".join(f"{u.name}={u.sha256}" for u in p["spec_files"])
+        backend["spec_files"] = ",".join(f"{u.name}={u.sha256}" for u in p.spec_files)
     batch.checkpoint(job_id, "staged; submitting", backend)  # a resume finds the staged folder by it
     if conv:
         res = conn.script(remote.CONVERT, [posixpath.join(jdir, f"sbatch/convert_{job_id}.sbatch")], check=False,

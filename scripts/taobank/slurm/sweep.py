@@ -79,9 +79,9 @@ def launch(plans: list[SlurmPlan], recs: list[dict], batch: Batch) -> list[Launc
     conn = first.conn
     assert conn is not None and batch.sweep is not None
     sweep_id, max_concurrent = batch.sweep, batch.max_concurrent
-    base = first.decided["base"]
+    base = first.decided.base
     if first.convert:
-        raise TaoError(f"the image {first.decided['pyxis_image']} is not converted to {first.decided['sqsh']} yet: "
+        raise TaoError(f"the image {first.decided.pyxis_image} is not converted to {first.decided.sqsh} yet: "
                        "submit one job first (it converts it), then the sweep")
     root = posixpath.dirname(storage.job_dir(base, sweep_id))
     sweep_dir = storage.job_dir(base, sweep_id)
@@ -96,18 +96,18 @@ def launch(plans: list[SlurmPlan], recs: list[dict], batch: Batch) -> list[Launc
         text = render.render(inp)
         render.lint_secrets(text, f"job_{jid}.sbatch")
         meta = {"job_id": jid, "sweep": sweep_id, "trial": rec.get("trial"), "network_arch": rec["network_arch"],
-                "action": rec["action"], "partition": d["resources"].partition, "nodes": d["resources"].nodes,
-                "gpus_per_node": d["resources"].gpus_per_node, "runtime": d["runtime"], "image": first.run_image,
-                "results_dir": results, "secrets": sorted(d["secrets"])}
+                "action": rec["action"], "partition": d.resources.partition, "nodes": d.resources.nodes,
+                "gpus_per_node": d.resources.gpus_per_node, "runtime": d.runtime, "image": first.run_image,
+                "results_dir": results, "secrets": sorted(d.secrets)}
         for rel, data in _staged_files(d, jid, jdir, results, text, meta).items():
             files[f"{jid}/{rel}"] = data
         made += [results] + [posixpath.join(jdir, sub) for sub in ("sbatch", storage.LOG_DIR, "meta", "specs", "env")]
         script = posixpath.join(jdir, f"sbatch/job_{jid}.sbatch")
         names.append(jid), dirs.append(jdir), scripts.append(script)
         backends.append({"staged_dir": jdir, "results_dir": results, "script": script, "login_host": conn.host.entry,
-                         "job_name": jid, "staged_secrets": bool(d["secrets"]), "self_retry": inp.self_retries > 0,
+                         "job_name": jid, "staged_secrets": bool(d.secrets), "self_retry": inp.self_retries > 0,
                          **({"walltime_chain": True, "max_attempts": inp.chain.max_attempts} if inp.chain else {}),
-                         "infra_retries": bool(d["spec"].get("infra_retries", True))})
+                         "infra_retries": bool(d.spec.get("infra_retries", True))})
     render.lint(render.render(script_input(first.decided, recs[0]["id"], first.run_image)), "trial.sbatch")
     array = array_script(sweep_id, sweep_dir, script_input(first.decided, recs[0]["id"], first.run_image),
                          names, dirs, scripts, max_concurrent)

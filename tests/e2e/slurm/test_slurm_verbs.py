@@ -313,7 +313,9 @@ def test_lost_sbatch_answer_is_reconciled_without_a_duplicate(slurm_env, monkeyp
         time.sleep(0.5)
     assert names == [jid]
     # Calling the submit step again (e.g. after a crash) adopts, never resubmits.
-    assert slurm_submit.sbatch_record(conn, rec["id"])["backend"]["slurm_job_id"] == jid
+    view = platform.get("slurm").resume(rec["id"])
+    assert view.message == "already submitted: nothing to resume"
+    assert records.load(rec["id"])["backend"]["slurm_job_id"] == jid
     assert wait_state(rec["id"])["state"] == "COMPLETE"
 
 
@@ -327,7 +329,8 @@ def test_resume_adopts_a_job_submitted_before_the_crash(slurm_env):
     records.mark(other["id"], "PENDING", backend={k: b[k] for k in ("job_dir", "script", "job_name")})
     res = conn.script(remote.SBATCH, [b["script"], b["job_dir"] + "/slurm-logs", other["id"]])
     jid = res.stdout.strip()
-    adopted = slurm_submit.sbatch_record(conn, other["id"])
+    platform.get("slurm").resume(other["id"])  # the core binds the record to the job the adapter found
+    adopted = records.load(other["id"])
     assert adopted["backend"]["slurm_job_id"] == jid and "adopted" in adopted["message"]
 
 
