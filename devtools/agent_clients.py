@@ -109,6 +109,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    from taobank.cli import run_main
+    from taobank.cli.entry import run_main
 
     run_main(main)

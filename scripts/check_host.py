@@ -16,7 +16,7 @@ import sys
 from importlib import metadata
 
 from taobank import BANK_ROOT, pins
-from taobank.cli import print_json, run_main
+from taobank.cli.entry import print_json, run_main
 from taobank.errors import MissingDependency
 from taobank.run import run
 

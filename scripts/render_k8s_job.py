@@ -14,9 +14,9 @@ import argparse
 import os
 import sys
 
-from taobank.cli import run_main
+from taobank.cli.entry import run_main
+from taobank.cli.specargs import spec_arguments, spec_from_args
 from taobank.errors import UsageError
-from taobank.kubernetes.specargs import spec_arguments, spec_from_args
 
 
 def _request(args: argparse.Namespace) -> int:
@@ -47,7 +47,7 @@ def _request(args: argparse.Namespace) -> int:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="render_k8s_job.py", description=__doc__.splitlines()[0])
-    spec_arguments(parser)
+    spec_arguments(parser, "kubernetes")
     parser.add_argument("--job-id", default="tao-render-preview", help="record id the labels carry")
     parser.add_argument("--namespace", default=os.environ.get("TAO_K8S_NAMESPACE") or "default")
     parser.add_argument("--cred-secret", help="name of the per-job credential Secret to reference")
@@ -67,7 +67,7 @@ def main(argv: list[str]) -> int:
     from taobank.kubernetes.render import render_manifests
     from taobank.render import dump_yaml
 
-    spec = spec_from_args(args)
+    spec = spec_from_args(args, "kubernetes")
     text = dump_yaml(render_manifests(spec, job_id=args.job_id, namespace=args.namespace, cred_secret=args.cred_secret))
     if args.output:
         with open(args.output, "w", encoding="utf-8") as fh:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from taobank.cli import print_json, run_main
+from taobank.cli.entry import print_json, run_main
 
 
 def main(argv: list[str]) -> int:

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path, PurePosixPath
 
 from taobank import fsio
-from taobank.cli import print_json, run_main
+from taobank.cli.entry import print_json, run_main
 from taobank.errors import TaoError
 
 #: Largest --list file: a million relative paths fit.

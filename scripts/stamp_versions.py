@@ -10,7 +10,7 @@ from pathlib import Path
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 from devtools.stamp import DEFAULT_PATHS, RULE
-from taobank.cli import print_json, run_main
+from taobank.cli.entry import print_json, run_main
 
 
 def main(argv: list[str]) -> int:

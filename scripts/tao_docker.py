@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import argparse
 
-from taobank import verbcli
-from taobank.cli import print_gate_notes, print_json, run_main
+from taobank.cli import verbcli
+from taobank.cli.entry import print_gate_notes, print_json, run_main
 from taobank.errors import UsageError
 
 PLATFORM = "docker"
@@ -45,12 +45,12 @@ def _adapter(args: argparse.Namespace):
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from taobank import sweepcli
+    from taobank.cli import sweepcli
     from taobank.contract import SubmitOptions
-    from taobank.docker.specargs import spec_from_args
+    from taobank.cli.specargs import spec_from_args
 
     trials = sweepcli.trials_of(args)  # a bad sweep is refused before anything else is read
-    spec = spec_from_args(args)
+    spec = spec_from_args(args, PLATFORM)
     adapter = _adapter(args)
     if trials is not None:
         if args.parent:
@@ -109,8 +109,8 @@ def cmd_pull(args: argparse.Namespace) -> int:
 
     from taobank.docker import engine, registry
 
-    from taobank.cli import terminal_text
     from taobank.redact import redact_text
+    from taobank.text import terminal_text
 
     registry.pull(engine.Engine(args.engine), args.image,
                   lambda t: (sys.stderr.write(terminal_text(redact_text(t))), sys.stderr.flush()))
@@ -123,17 +123,17 @@ def _engine_flag(p: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str]) -> int:
-    from taobank.docker.specargs import spec_arguments
+    from taobank.cli.specargs import spec_arguments
 
     parser, sub = verbcli.parser("tao_docker.py", __doc__)
 
     p = sub.add_parser("submit", help="check, then start one job as a detached container")
-    spec_arguments(p)
+    spec_arguments(p, PLATFORM)
     p.add_argument("--job-id", help="finish a record opened earlier (an existing container is adopted), or the "
                    "id a --dry-run preview uses")
     verbcli.add_parent(p)
     verbcli.add_submit_outputs(p)
-    from taobank import sweepcli
+    from taobank.cli import sweepcli
 
     sweepcli.add_submit_flags(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- command args (overrides the spec's command)")

@@ -18,12 +18,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from taobank.cli import add_version, parse_kv, print_json, run_main
+from taobank.cli.entry import add_version, parse_kv, print_json, run_main
 from taobank.states import PLATFORMS
 
 
 def _one_line(value: object) -> str:
-    from taobank.cli import one_line
+    from taobank.text import one_line
 
     return one_line("" if value is None else value)
 

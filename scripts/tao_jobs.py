@@ -23,8 +23,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from taobank import verbcli
-from taobank.cli import one_line, print_json, run_main
+from taobank.cli import verbcli
+from taobank.cli.entry import print_json, run_main
+from taobank.text import one_line
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -71,7 +72,7 @@ def main(argv: list[str]) -> int:
     verbcli.add_metrics(sub, None)
     verbcli.add_results(sub, None)
     verbcli.add_continue(sub, None)
-    from taobank import sweepcli
+    from taobank.cli import sweepcli
 
     sweepcli.add_sweep_verb(sub)
     args = parser.parse_args(argv)

@@ -26,8 +26,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from taobank import verbcli
-from taobank.cli import print_gate_notes, print_json, run_main
+from taobank.cli import verbcli
+from taobank.cli.entry import parse_kv, print_gate_notes, print_json, run_main
 from taobank.errors import UsageError
 
 
@@ -36,9 +36,9 @@ def _submit(args: argparse.Namespace) -> int:
     from taobank.contract import SubmitOptions
     from taobank.kubernetes import action_request
     from taobank.kubernetes.adapter import PREVIEW_ID
-    from taobank.kubernetes.specargs import spec_from_args
+    from taobank.cli.specargs import spec_from_args
 
-    from taobank import sweepcli
+    from taobank.cli import sweepcli
 
     trials = sweepcli.trials_of(args)  # a bad sweep is refused before anything else is read
     secret_env = list(args.secret_env or [])
@@ -53,7 +53,7 @@ def _submit(args: argparse.Namespace) -> int:
     else:
         if not args.spec and not args.image:
             raise UsageError("give --spec FILE, --request FILE, or --image with --command/--args-json")
-        spec = spec_from_args(args)
+        spec = spec_from_args(args, "kubernetes")
     options = SubmitOptions(namespace=args.namespace, context=args.context, job_id=args.job_id,
                             secret_env=tuple(secret_env), secrets_file=args.secrets_file,
                             ngc_pull_secret=args.ngc_pull_secret, config=config, description=args.description,
@@ -75,16 +75,16 @@ def _submit(args: argparse.Namespace) -> int:
 
 
 def _nccl_probe(args: argparse.Namespace) -> int:
-    from taobank import nccl_probe as nccl_core
     from taobank.kubernetes import nccl_probe
     from taobank.kubernetes.kubectl import Kubectl
 
     out = nccl_probe.probe(kube=Kubectl(args.namespace, args.context), nodes=args.nodes, gpus=args.gpus_per_node,
                            image=args.image, timeout=args.timeout, force=args.force, interval=args.interval,
-                           pod_annotations=args.pod_annotation, node_selector=args.node_selector,
+                           pod_annotations=parse_kv(args.pod_annotation, "--pod-annotation"),
+                           node_selector=parse_kv(args.node_selector, "--node-selector"),
                            max_wait=args.max_wait, ngc_pull_secret=args.ngc_pull_secret,
                            image_pull_secret=args.image_pull_secret, backend=args.backend)
-    return nccl_core.report(out, as_json=args.json)
+    return verbcli.nccl_report(out, as_json=args.json)
 
 
 def _preflight(args: argparse.Namespace) -> int:
@@ -108,11 +108,11 @@ def _preflight(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str]) -> int:
-    from taobank.kubernetes.specargs import spec_arguments
+    from taobank.cli.specargs import spec_arguments
 
     parser, sub = verbcli.parser("tao_k8s.py", __doc__)
     p = sub.add_parser("submit", help="gate, open record, render, lint, dry-run, apply, mark")
-    spec_arguments(p)
+    spec_arguments(p, "kubernetes")
     p.add_argument("--request", help="producer action request (schemas/action-request.schema.json)")
     p.add_argument("--config-file", help="mode=config: the materialised config file to stage")
     p.add_argument("--config-sha256", help="mode=config: expected sha256 of --config-file")
@@ -131,7 +131,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--context", help="default: $TAO_K8S_CONTEXT")
     verbcli.add_parent(p)
     verbcli.add_submit_outputs(p)
-    from taobank import sweepcli
+    from taobank.cli import sweepcli
 
     sweepcli.add_submit_flags(p)
     p.set_defaults(func=_submit)

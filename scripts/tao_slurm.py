@@ -29,8 +29,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from taobank import verbcli
-from taobank.cli import parse_kv, print_json, run_main
+from taobank.cli import verbcli
+from taobank.cli.entry import parse_kv, print_json, run_main
 from taobank.errors import UsageError
 
 
@@ -49,12 +49,12 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if args.job_id and not args.dry_run:
         raise UsageError(f"--job-id only names a --dry-run preview here: to finish an interrupted SLURM submit run "
                          f"tao_slurm.py resume {args.job_id}")
-    from taobank.slurm.specargs import spec_from_args
+    from taobank.cli.specargs import spec_from_args
 
-    from taobank import sweepcli
+    from taobank.cli import sweepcli
 
     trials = sweepcli.trials_of(args)
-    spec = spec_from_args(args)
+    spec = spec_from_args(args, "slurm")
     if trials is not None:
         return sweepcli.submit("slurm", spec, SubmitOptions(description=args.description,
                                                            skip_nccl_probe=args.skip_nccl_probe), trials, args)
@@ -82,7 +82,6 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_nccl_probe(args: argparse.Namespace) -> int:
-    from taobank import nccl_probe as nccl_core
     from taobank.slurm import nccl_probe
 
     out = nccl_probe.probe(nodes=args.nodes, gpus=args.gpus_per_node, image=args.image, timeout=args.timeout,
@@ -90,7 +89,7 @@ def cmd_nccl_probe(args: argparse.Namespace) -> int:
                            partition=args.partition, account=args.account, cpus=args.cpus_per_task,
                            nccl_env=parse_kv(args.nccl_env or [], "--nccl-env"), runtime=args.runtime,
                            cluster_name=args.cluster_name, backend=args.backend)
-    return nccl_core.report(out, as_json=args.json)
+    return verbcli.nccl_report(out, as_json=args.json)
 
 
 def cmd_stage(args: argparse.Namespace) -> int:
@@ -133,18 +132,18 @@ def cmd_enroot(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str]) -> int:
-    from taobank.slurm.specargs import spec_arguments
+    from taobank.cli.specargs import spec_arguments
 
     parser, sub = verbcli.parser("tao_slurm.py", __doc__)
 
     p = sub.add_parser("submit", help="stage, render and sbatch one job")
-    spec_arguments(p)
+    spec_arguments(p, "slurm")
     p.add_argument("--skip-nccl-probe", action="store_true",
                    help="submit a multi-node job without an ok NCCL probe for this cluster (recorded as skipped)")
     p.add_argument("--job-id", help="with --dry-run: the id the preview uses")
     verbcli.add_parent(p)
     verbcli.add_submit_outputs(p)
-    from taobank import sweepcli
+    from taobank.cli import sweepcli
 
     sweepcli.add_submit_flags(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- command args (overrides the spec's command)")

@@ -2,7 +2,8 @@
 # Set up a fresh machine and run the whole test suite against real local clusters.
 #   bash scripts/test.sh [pytest args...]      (the args go to both pytest runs)
 # Installs the Python dependencies and the pinned agent CLIs (npm), runs the tests
-# that need no cluster (-m "not e2e", one xdist worker per CPU), brings up the
+# that need no cluster (-m "not e2e", one xdist worker per CPU) and the import
+# contracts (lint-imports, .importlinter), brings up the
 # local Kubernetes cluster (control plane, real kubelet nodes with containerd,
 # CoreDNS, registry, S3, kwok nodes; apt packages and Go builds cached by version)
 # and the local SLURM cluster, runs the e2e tests in one group per cluster (the groups at
@@ -46,6 +47,15 @@ finish() {
 # pytest.ini passes -n auto; tests/conftest.py gives workers to a -m "not e2e" run only.
 step "pytest -m 'not e2e': unit, docs and client tests, no cluster (one worker per CPU)"
 part -m "not e2e" "$@"
+
+# The import contracts of taobank (.importlinter: layers, adapters apart, no CLI below the roof); a broken
+# contract fails the run like a failed test.
+step "lint-imports: the package's import contracts (.importlinter)"
+lint_rc=0
+PYTHONPATH=scripts lint-imports || lint_rc=$?
+if [ "$lint_rc" -ne 0 ]; then
+  status=$lint_rc
+fi
 
 e2e_rc=0
 python3 -m pytest -m e2e --collect-only -q "$@" >/dev/null 2>&1 || e2e_rc=$?

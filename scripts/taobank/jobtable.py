@@ -81,7 +81,7 @@ def row(rec: Mapping[str, Any], now: datetime | None = None) -> list[str]:
 def _cell(value: object) -> str:
     """One table cell on one line: whitespace runs (newlines included) become one space, other control
     characters are shown escaped, so no field can split or forge a row."""
-    from .cli import one_line
+    from .text import one_line
 
     return one_line(" ".join(str(value).split())) or "-"
 

@@ -14,7 +14,6 @@ Every verdict says which backend proved what (:data:`PROVES`).
 """
 from __future__ import annotations
 
-import sys
 from datetime import datetime, timezone
 from typing import Callable
 
@@ -200,25 +199,7 @@ def run(platform_name: str, cluster: str, spec: dict, submit: Callable[[dict], s
     return {**entry, "cached": False, "cluster": cluster, "advice": note}
 
 
-def report(out: dict, *, as_json: bool) -> int:
-    """Print a probe result the one way both helpers do; the exit code is 0 only for ``ok``."""
-    from .cli import print_json
-
-    ok = out["verdict"] == "ok"
-    if as_json:
-        print_json(out)
-    elif ok:
-        how = f"cached from {out['checked_at']} (job {out['job_id']}; --force re-probes)" if out["cached"] \
-            else f"job {out['job_id']}"
-        print(f"nccl-probe ok on {out['cluster']}: {how}; backend {out.get('backend') or 'nccl'} proves "
-              f"{PROVES[backend_of(out)]}")
-    if not ok:
-        print(f"error: NCCL probe ({backend_of(out)}) {out['verdict']} on {out['cluster']} (job {out['job_id']}, exit code "
-              f"{out['exit_code']}): {out['advice']}", file=sys.stderr)
-    return 0 if ok else 1
-
-
 #: The verdict cache and gate live in :mod:`taobank.nccl_verdicts`; named here too for the probe's callers.
-__all__ = ["SCRIPT", "GLOO_CPU_SCRIPT", "BACKENDS", "PROVES", "script_for", "backend_of", "check_backend", "TIMEOUT_EXIT", "WAIT_SLACK_S", "MISSING_EXITS", "verdict_of", "advice_for", "wait_terminal", "run", "report", "pins",
+__all__ = ["SCRIPT", "GLOO_CPU_SCRIPT", "BACKENDS", "PROVES", "script_for", "backend_of", "check_backend", "TIMEOUT_EXIT", "WAIT_SLACK_S", "MISSING_EXITS", "verdict_of", "advice_for", "wait_terminal", "run", "pins",
            "CACHE_FILE", "STAMP", "age_days", "cache_path", "cached", "fresh_ok", "load_cache", "require_ok",
            "save_verdict"]

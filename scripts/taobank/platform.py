@@ -33,7 +33,7 @@ from typing import Any, Callable, Mapping
 
 from .states import State
 from . import records, states
-from .cli import one_line
+from .text import one_line
 from .selection import by_platform, last_id, load_for, select  # noqa: F401  (the verbs' record selection)
 from .contract import Batch, Gate, Launch, Plan, ResultFile, ResultsListing, ResultsLocation, SubmitOptions, Transfer
 from .errors import EXIT_FAILED, EXIT_OK, TaoError, UsageError

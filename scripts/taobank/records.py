@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from .states import State
-from . import BANK_ROOT, fsio, names, safeparse, states, sweepfile
+from . import BANK_ROOT, fsio, names, safeparse, states
 from .errors import TaoError
+from .taoargs import OVERRIDE_KEY, OVERRIDE_VALUE
 
 STATE_DIR_ENV = "TAO_STATE_DIR"
 SCHEMA_FILE = BANK_ROOT / "schemas" / "job-record.schema.json"
@@ -308,8 +309,8 @@ def _schema_ok(rec: Any) -> bool:
         and (t["message"] is None or _text(t["message"], 0, 4096)) for t in trs)
 
 
-#: A trial's override keys and values: the one rule is taobank.sweepfile's (``match``, anchored by ``\Z``).
-_OVERRIDE_KEY, _OVERRIDE_VALUE = sweepfile.KEY, sweepfile.VALUE
+#: A trial's override keys and values: the one rule is taobank.taoargs' (``match``, anchored by ``\Z``).
+_OVERRIDE_KEY, _OVERRIDE_VALUE = OVERRIDE_KEY, OVERRIDE_VALUE
 
 
 def _sweep_ok(r: Mapping[str, Any]) -> bool:

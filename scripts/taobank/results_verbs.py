@@ -162,7 +162,7 @@ class Artifacts:
         """The text form: a header line, a table (SIZE, MODIFIED, KIND, PATH), the best line."""
         from datetime import datetime, timezone
 
-        from .cli import one_line
+        from .text import one_line
 
         ls = self.listing
         if not ls.exists:
@@ -258,7 +258,7 @@ class Fetched:
         return {**self.file.to_dict(), "local": self.local, "verified": self.verified}
 
     def line(self) -> str:
-        from .cli import one_line
+        from .text import one_line
 
         return one_line(f"{self.local} ({human(self.file.size)}, {self.verified})")
 
@@ -401,7 +401,7 @@ class Pruned:
         return {"id": self.id, "folder": self.folder, "removed": self.removed, "message": self.message}
 
     def line(self) -> str:
-        from .cli import one_line
+        from .text import one_line
 
         return one_line(f"{self.id}: {self.message}")
 

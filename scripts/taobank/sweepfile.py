@@ -25,12 +25,10 @@ import re
 from typing import Any, Iterable, Mapping
 
 from .errors import UsageError
+from .taoargs import OVERRIDE_KEY, OVERRIDE_VALUE
 
-#: A TAO override key: dotted identifiers (``train.optim.lr``); never starts like an option.
-KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_0-9]+)*\Z")
-#: A value safe as one ``key=value`` argument anywhere (argv, ``sh -c`` text, sbatch, a manifest):
-#: no space, quote, comma, ``=``, shell or glob character. Brackets hold TAO list values (``[1,2]`` needs a file).
-VALUE = re.compile(r"[A-Za-z0-9_.+\-/:@%]+\Z")
+#: A TAO override key and a value safe as one ``key=value`` argument: the rules are taobank.taoargs'.
+KEY, VALUE = OVERRIDE_KEY, OVERRIDE_VALUE
 MAX_TRIALS = 10000
 MAX_LEN = 256
 #: Largest sweep file read: 10,000 trials of a few overrides each fit in far less.

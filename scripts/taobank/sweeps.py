@@ -171,7 +171,7 @@ def _remembered(job_id: str, seen: dict | None) -> dict | None:
 
 def table(rows: list[Row], *, headers: bool = True) -> str:
     """The sweep table: TRIAL ID STATE PROGRESS OVERRIDES KPIS."""
-    from .cli import one_line
+    from .text import one_line
     from .progress.statusfile import format_number
 
     lines = [("TRIAL", "ID", "STATE", "PROGRESS", "OVERRIDES", "KPIS")] if headers else []
@@ -215,7 +215,7 @@ class Winner:
         return dict(self.__dict__)
 
     def line(self) -> str:
-        from .cli import one_line
+        from .text import one_line
         from .progress.statusfile import format_number
 
         if self.id is None:

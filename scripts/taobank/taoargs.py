@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import posixpath
+import re
 import shlex
 from typing import Any, Mapping, Sequence
 
@@ -27,6 +28,13 @@ from .errors import TaoError
 GPU_ACTIONS: dict[str, str] = {"train": "train", "evaluate": "evaluate", "inference": "inference", "distill": "train"}
 #: The keys TAO's entrypoint looks for, by the name it splits on.
 GPU_KEYS = ("num_gpus", "gpu_ids", "num_nodes")
+
+#: A TAO override key: dotted identifiers (``train.optim.lr``); never starts like an option. The one rule
+#: for sweeps (:mod:`taobank.sweepfile`) and the records that store a trial's overrides.
+OVERRIDE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_0-9]+)*\Z")
+#: A value safe as one ``key=value`` argument anywhere (argv, ``sh -c`` text, sbatch, a manifest):
+#: no space, quote, comma, ``=``, shell or glob character. Brackets hold TAO list values (``[1,2]`` needs a file).
+OVERRIDE_VALUE = re.compile(r"[A-Za-z0-9_.+\-/:@%]+\Z")
 
 
 def append_args(spec: Mapping[str, Any], extra: Sequence[str]) -> dict:

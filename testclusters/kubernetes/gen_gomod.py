@@ -20,7 +20,7 @@ from pathlib import Path
 BANK = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(BANK / "scripts"), str(BANK)]
 
-from taobank.cli import run_main  # noqa: E402
+from taobank.cli.entry import run_main  # noqa: E402
 from testclusters.kubernetes import k8s_build  # noqa: E402
 
 

@@ -48,7 +48,7 @@ def cli(capsys, monkeypatch):
     import argparse
     import importlib
 
-    from taobank.cli import run_main
+    from taobank.cli.entry import run_main
 
     # run_main makes argparse errors one line by patching ArgumentParser.error: undo it after the test
     monkeypatch.setattr(argparse.ArgumentParser, "error", argparse.ArgumentParser.error)

@@ -489,7 +489,7 @@ def test_on_a_terminal_a_jobs_new_line_replaces_its_own_previous_line_only(monke
     import io
     import sys
 
-    from taobank import verbcli
+    from taobank.cli import verbcli
 
     class Tty(io.StringIO):
         def isatty(self) -> bool:

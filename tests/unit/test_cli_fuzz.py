@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from taobank import records, run
-from taobank.cli import run_main
+from taobank.cli.entry import run_main
 
 HELPERS = ["tao_jobs", "tao_job_record", "tao_k8s", "tao_slurm", "render_sbatch", "render_k8s_job",
            "stage_files", "redact_secrets", "resolve_versions_key"]

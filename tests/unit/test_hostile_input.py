@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from taobank import cli, envfile, records, recvalues
+from taobank import envfile, records, recvalues
+from taobank.cli.entry import run_main
 from taobank.errors import TaoError
 from taobank.paths import is_under
 
@@ -134,7 +135,7 @@ def test_os_errors_reach_the_user_as_one_line(code, fragment, capsys):
         raise OSError(code, os.strerror(code), "/state/x.json")
 
     with pytest.raises(SystemExit) as exc:
-        cli.run_main(main, [])
+        run_main(main, [])
     err = capsys.readouterr().err
     assert exc.value.code == 1 and err.count("\n") == 1 and fragment in err and "Traceback" not in err
 
@@ -144,7 +145,7 @@ def test_encoding_errors_reach_the_user_as_one_line(capsys):
         "\udcff".encode("utf-8")
 
     with pytest.raises(SystemExit) as exc:
-        cli.run_main(main, [])
+        run_main(main, [])
     assert exc.value.code == 1 and "UTF-8" in capsys.readouterr().err
 
 

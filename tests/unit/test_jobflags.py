@@ -5,58 +5,75 @@ import argparse
 
 import pytest
 
-from taobank import jobflags, states
-from taobank.docker import specargs as docker_args
+from taobank import states
+from taobank.cli import jobflags, specargs
 from taobank.errors import UsageError
-from taobank.kubernetes import specargs as k8s_args
-from taobank.slurm import specargs as slurm_args
 
 SHARED = ["--image", "nvcr.io/nvidia/tao/tao-toolkit:x", "--network-arch", "dino", "--action", "train",
           "--nodes", "2", "--gpus-per-node", "4", "--cpus", "8", "--env", "A=1", "--nccl-env", "NCCL_DEBUG=INFO"]
 
 
-def parsed(module, argv: list[str]) -> argparse.Namespace:
+def parsed(platform: str, argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    module.spec_arguments(parser)
-    if module in (slurm_args, docker_args):
+    specargs.spec_arguments(parser, platform)
+    if platform in ("slurm", "docker"):
         parser.add_argument("command", nargs=argparse.REMAINDER)
     return parser.parse_args(argv)
 
 
+def spec(platform: str, argv: list[str]) -> dict:
+    return specargs.spec_from_args(parsed(platform, argv), platform)
+
+
 def test_the_shared_flags_mean_the_same_request_on_both_platforms():
-    k8s = k8s_args.spec_from_args(parsed(k8s_args, SHARED + ["--memory", "32Gi", "--command", "true"]))
-    slurm = slurm_args.spec_from_args(parsed(slurm_args, SHARED + ["--memory", "32G", "--", "true"]))
+    k8s = spec("kubernetes", SHARED + ["--memory", "32Gi", "--command", "true"])
+    slurm = spec("slurm", SHARED + ["--memory", "32G", "--", "true"])
     assert (k8s["nodes"], k8s["gpus"], k8s["cpu"], k8s["memory"]) == (2, 4, "8", "32Gi")
     assert (slurm["num_nodes"], slurm["num_gpus"], slurm["max_num_gpus_per_node"], slurm["cpus_per_task"],
             slurm["mem"]) == (2, 8, 4, 8, "32G")  # SLURM's spec counts GPUs in total
-    for spec in (k8s, slurm):
-        assert (spec["image"], spec["network_arch"], spec["action"]) == ("nvcr.io/nvidia/tao/tao-toolkit:x", "dino", "train")
-        assert spec["env"] == {"A": "1"} and spec["nccl_env"] == {"NCCL_DEBUG": "INFO"}
+    for one in (k8s, slurm):
+        assert (one["image"], one["network_arch"], one["action"]) == ("nvcr.io/nvidia/tao/tao-toolkit:x", "dino", "train")
+        assert one["env"] == {"A": "1"} and one["nccl_env"] == {"NCCL_DEBUG": "INFO"}
 
 
-def test_every_shared_flag_is_mapped_for_every_platform():
-    assert all(set(keys) == set(states.PLATFORMS) for keys in jobflags.SPEC_KEYS.values())
+def test_every_shared_flag_is_on_every_platform_and_mapped_by_it():
+    """Each adapter says where the shared values go (Docker: one host, no nodes; SLURM derives its GPU keys)."""
+    shared = {f.dest for f in jobflags.SHARED} - {"spec", "env", "nccl_env"}
+    derived = {"docker": {"nodes"}, "slurm": {"gpus_per_node"}}
     for platform in states.PLATFORMS:
         parser = argparse.ArgumentParser()
-        jobflags.add_arguments(parser, platform)
-        dests = {a.dest for a in parser._actions}
-        assert set(jobflags.SPEC_KEYS) <= dests
+        specargs.spec_arguments(parser, platform)
+        assert {f.dest for f in jobflags.SHARED} <= {a.dest for a in parser._actions}
+        assert set(specargs.declaration(platform).SHARED_KEYS) == shared - derived.get(platform, set())
 
 
-@pytest.mark.parametrize("module, old, new", [
-    (k8s_args, ["--cpu", "3"], ["--cpus", "3"]), (k8s_args, ["--gpus", "2"], ["--gpus-per-node", "2"]),
-    (slurm_args, ["--cpus-per-task", "3"], ["--cpus", "3"]), (slurm_args, ["--mem", "8G"], ["--memory", "8G"]),
-    (slurm_args, ["--num-nodes", "3"], ["--nodes", "3"]),
+def test_no_adapter_imports_argparse_or_the_command_line():
+    """Platform flags are data: the adapters declare them, the command line parses them."""
+    import pathlib
+
+    import taobank
+
+    root = pathlib.Path(taobank.__file__).parent
+    for platform in states.PLATFORMS:
+        for path in (root / platform).glob("*.py"):
+            text = path.read_text()
+            assert "import argparse" not in text and "taobank.cli" not in text and "..cli" not in text, path
+
+
+@pytest.mark.parametrize("platform, old, new", [
+    ("kubernetes", ["--cpu", "3"], ["--cpus", "3"]), ("kubernetes", ["--gpus", "2"], ["--gpus-per-node", "2"]),
+    ("slurm", ["--cpus-per-task", "3"], ["--cpus", "3"]), ("slurm", ["--mem", "8G"], ["--memory", "8G"]),
+    ("slurm", ["--num-nodes", "3"], ["--nodes", "3"]),
 ])
-def test_the_older_spellings_still_say_the_same(module, old, new):
-    tail = ["--command", "true"] if module is k8s_args else ["--", "true"]
+def test_the_older_spellings_still_say_the_same(platform, old, new):
+    tail = ["--command", "true"] if platform == "kubernetes" else ["--", "true"]
     base = ["--image", "img:1"]
-    assert module.spec_from_args(parsed(module, base + old + tail)) == module.spec_from_args(parsed(module, base + new + tail))
+    assert spec(platform, base + old + tail) == spec(platform, base + new + tail)
 
 
 def test_slurm_cpus_must_be_whole():
     with pytest.raises(UsageError, match="whole CPUs"):
-        slurm_args.spec_from_args(parsed(slurm_args, ["--image", "i:1", "--cpus", "500m", "--", "true"]))
+        spec("slurm", ["--image", "i:1", "--cpus", "500m", "--", "true"])
 
 
 def test_both_helpers_validate_the_spec_at_the_same_step():
@@ -64,17 +81,38 @@ def test_both_helpers_validate_the_spec_at_the_same_step():
     from taobank.errors import TaoError
 
     with pytest.raises(TaoError, match="memory"):
-        k8s_args.spec_from_args(parsed(k8s_args, ["--image", "i:1", "--memory", "lots", "--command", "true"]))
+        spec("kubernetes", ["--image", "i:1", "--memory", "lots", "--command", "true"])
     with pytest.raises(TaoError, match="mem"):
-        slurm_args.spec_from_args(parsed(slurm_args, ["--image", "i:1", "--memory", "lots", "--", "true"]))
+        spec("slurm", ["--image", "i:1", "--memory", "lots", "--", "true"])
 
 
 def test_the_shared_flags_mean_the_same_on_one_docker_host():
     one = [w for w in SHARED if w not in ("--nodes", "2")]
-    spec = docker_args.spec_from_args(parsed(docker_args, one + ["--memory", "32g", "--", "true"]))
-    assert (spec["gpus"], spec["cpus"], spec["memory"], spec["env"], spec["nccl_env"]) == (
+    got = spec("docker", one + ["--memory", "32g", "--", "true"])
+    assert (got["gpus"], got["cpus"], got["memory"], got["env"], got["nccl_env"]) == (
         4, 8.0, "32g", {"A": "1"}, {"NCCL_DEBUG": "INFO"})
     with pytest.raises(UsageError, match="one host"):
-        docker_args.spec_from_args(parsed(docker_args, SHARED + ["--", "true"]))
+        spec("docker", SHARED + ["--", "true"])
     with pytest.raises(UsageError, match="CPU quota"):
-        docker_args.spec_from_args(parsed(docker_args, ["--image", "i:1", "--cpus", "500m", "--", "true"]))
+        spec("docker", ["--image", "i:1", "--cpus", "500m", "--", "true"])
+
+
+def test_each_declared_flag_becomes_one_argparse_flag():
+    """The grammar is the declarations: every spelling, hidden ones unlisted, exclusive groups enforced."""
+    for platform in states.PLATFORMS:
+        parser = argparse.ArgumentParser()
+        specargs.spec_arguments(parser, platform)
+        actions = {a.dest: a for a in parser._actions}
+        for flag in specargs.flags_of(platform):
+            action = actions[flag.dest]
+            assert tuple(action.option_strings) == flag.names
+            assert (action.help == argparse.SUPPRESS) == flag.hidden
+    with pytest.raises(SystemExit):
+        parsed("kubernetes", ["--command", "true", "--args-json", "[]"])
+
+
+def test_key_value_flags_reach_the_adapter_as_dicts_and_the_argv_as_a_list():
+    values = specargs.values_of(parsed("slurm", ["--env", "A=1", "--secret-env", "T", "--", "dino", "train"]), "slurm")
+    assert (values["env"], values["secret_env"], values["command"]) == ({"A": "1"}, ["T"], ["dino", "train"])
+    with pytest.raises(UsageError, match="--env must look like KEY=VALUE"):
+        specargs.values_of(parsed("docker", ["--env", "A", "--", "true"]), "docker")

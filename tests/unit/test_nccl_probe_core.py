@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from taobank import nccl_probe, records
+from taobank.cli.verbcli import nccl_report
 from taobank.errors import TaoError
 
 
@@ -91,12 +92,12 @@ def test_gate_refuses_a_bad_verdict_unless_skipped_knowingly(state_dir, verdict)
 
 def test_report_prints_one_line_and_exits_0_only_for_ok(capsys):
     ok = {"verdict": "ok", "cached": True, "checked_at": "2026-12-01T00:00:00Z", "job_id": "p-1", "cluster": "c@s"}
-    assert nccl_probe.report(ok, as_json=False) == 0
+    assert nccl_report(ok, as_json=False) == 0
     assert capsys.readouterr().out == ("nccl-probe ok on c@s: cached from 2026-12-01T00:00:00Z (job p-1; --force "
                                        "re-probes); backend nccl proves NCCL over GPUs: an all-reduce between the "
                                        "nodes' GPUs\n")
     bad = {"verdict": "failed", "cached": False, "job_id": "p-2", "cluster": "c@s", "exit_code": 1, "advice": "fix it"}
-    assert nccl_probe.report(bad, as_json=True) == 1
+    assert nccl_report(bad, as_json=True) == 1
     out = capsys.readouterr()
     assert json.loads(out.out)["verdict"] == "failed"
     assert out.err == "error: NCCL probe (nccl) failed on c@s (job p-2, exit code 1): fix it\n"

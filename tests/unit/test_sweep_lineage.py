@@ -7,7 +7,8 @@ import argparse
 
 import pytest
 
-from taobank import lineage, platform as core, records, savedspec, sweepcli, sweeps, verbcli
+from taobank import lineage, platform as core, records, savedspec, sweeps
+from taobank.cli import sweepcli, verbcli
 from taobank.contract import Launch, Plan, ResultFile, ResultsListing, ResultsLocation, SubmitOptions
 from taobank.errors import TaoError, UsageError
 from taobank.platform import JobView

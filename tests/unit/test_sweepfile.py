@@ -87,15 +87,15 @@ def test_numbers_become_safe_words_or_one_line_errors(value):
 
 
 def test_the_override_rule_is_written_once():
-    """One regex per concept: records checks a trial's overrides with sweepfile's rule, and the record schema's
-    patterns say the same (anchored)."""
+    """One regex per concept: sweepfile and records check a trial's overrides with taoargs' rule, and the
+    record schema's patterns say the same (anchored)."""
     import json
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
     literal = sweepfile.VALUE.pattern
     holders = [p.relative_to(root).as_posix() for p in (root / "scripts").rglob("*.py") if literal in p.read_text()]
-    assert holders == ["scripts/taobank/sweepfile.py"]
+    assert holders == ["scripts/taobank/taoargs.py"]
     assert records._OVERRIDE_VALUE is sweepfile.VALUE and records._OVERRIDE_KEY is sweepfile.KEY
     ov = json.loads((root / "schemas" / "job-record.schema.json").read_text())["properties"]["overrides"]
     assert ov["additionalProperties"]["pattern"] == "^" + sweepfile.VALUE.pattern

@@ -1,12 +1,13 @@
 """Issue 38 item 6: raw terminal sequences from a cluster, an engine or a job never reach the terminal by default:
 error lines (run_main), logs (``--raw`` keeps the job's bytes), the sweep table; one place cleans them
-(:func:`taobank.cli.one_line`)."""
+(:func:`taobank.text.one_line`)."""
 from __future__ import annotations
 
 import pytest
 
 from taobank import records, sweeps
-from taobank.cli import error_line, one_line, run_main, terminal_text
+from taobank.cli.entry import run_main
+from taobank.text import error_line, one_line, terminal_text
 from taobank.errors import TaoError
 from taobank.states import State
 

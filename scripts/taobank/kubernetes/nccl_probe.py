@@ -35,13 +35,12 @@ def probe_command(timeout: int, backend: str = "nccl") -> str:
 
 
 def build_spec(*, nodes: int, gpus: int, image: str | None, timeout: int,
-               pod_annotations: list[str] | None = None, node_selector: list[str] | None = None,
+               pod_annotations: dict[str, str] | None = None, node_selector: dict[str, str] | None = None,
                image_pull_secret: str | None = None, backend: str = "nccl") -> dict:
     """The probe's job spec, finished as every submit's spec is (TAO_K8S_NCCL_ENV applies). Its pods go one
     per node (a required pod anti-affinity): two ranks on one node would prove nothing about the path between
     nodes. gloo-cpu asks for no GPU."""
-    from ..cli import parse_kv
-    from .specargs import finish
+    from .spec import finish
 
     core.check_backend(backend)
     if nodes < 2:
@@ -55,18 +54,17 @@ def build_spec(*, nodes: int, gpus: int, image: str | None, timeout: int,
                   "network_arch": "nccl-probe", "action": "probe", "no_results": True, "nodes": nodes, "gpus": gpus,
                   # the cluster stops it even if nobody waits
                   "active_deadline_seconds": int(timeout) + core.WAIT_SLACK_S}
-    for flag, key, given in (("--pod-annotation", "pod_annotations", pod_annotations),
-                             ("--node-selector", "node_selector", node_selector)):
+    for key, given in (("pod_annotations", pod_annotations), ("node_selector", node_selector)):
         if given:
-            spec[key] = parse_kv(given, flag)
+            spec[key] = dict(given)
     if image_pull_secret:
         spec["image_pull_secret"] = image_pull_secret
     return finish(spec)
 
 
 def probe(*, kube: Kubectl, nodes: int = 2, gpus: int = 1, image: str | None = None, timeout: int = 300,
-          force: bool = False, interval: float = 5.0, pod_annotations: list[str] | None = None,
-          node_selector: list[str] | None = None, max_wait: float | None = None,
+          force: bool = False, interval: float = 5.0, pod_annotations: dict[str, str] | None = None,
+          node_selector: dict[str, str] | None = None, max_wait: float | None = None,
           ngc_pull_secret: bool = False, image_pull_secret: str | None = None, backend: str = "nccl") -> dict:
     """Run (or reuse) the probe; returns {"verdict", "cached", "cluster", "job_id", "message", ...}.
     The probe image (nvcr.io) may need a pull secret as any job's: ``ngc_pull_secret`` makes the per-job

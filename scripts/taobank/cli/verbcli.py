@@ -22,9 +22,10 @@ import argparse
 import sys
 from typing import Callable
 
-from . import platform as core
-from .cli import add_version, error_line, one_line, print_gate_notes, print_json, terminal_text
-from .errors import EXIT_FAILED, EXIT_OK, TaoError, UsageError
+from .. import platform as core
+from ..errors import EXIT_FAILED, EXIT_OK, TaoError, UsageError
+from ..text import error_line, one_line, terminal_text
+from .entry import add_version, print_gate_notes, print_json
 
 #: old flag -> the flag that replaces it; the old one is accepted for one release
 DEPRECATED = {"--lines": "--tail", "--secret": "--secret-env"}
@@ -130,7 +131,7 @@ def cmd_status(args: argparse.Namespace, platform: str | None) -> int:
     elif not views:
         print(f"no active {platform or ''} jobs".replace("  ", " "))
     elif getattr(args, "table", False):
-        from . import jobtable
+        from .. import jobtable
 
         sys.stdout.write(jobtable.render([v.to_dict() for v in views], headers=not args.no_headers))
     else:
@@ -240,7 +241,7 @@ def add_artifacts(sub: argparse._SubParsersAction, platform: str | None) -> argp
 
 
 def cmd_artifacts(args: argparse.Namespace, platform: str | None) -> int:
-    from . import results_verbs
+    from .. import results_verbs
 
     found = results_verbs.artifacts(platform, one_job(args, platform, "artifacts"), kpi=args.kpi, mode=args.mode)
     if args.json:
@@ -276,7 +277,7 @@ def _progress_line() -> Callable[[str], None]:
 
 
 def cmd_fetch(args: argparse.Namespace, platform: str | None) -> int:
-    from . import results_verbs
+    from .. import results_verbs
 
     words = list(args.words)
     if args.last:
@@ -312,7 +313,7 @@ def add_prune(sub: argparse._SubParsersAction, platform: str | None) -> argparse
 
 
 def cmd_prune(args: argparse.Namespace, platform: str | None) -> int:
-    from . import results_verbs
+    from .. import results_verbs
 
     if not args.yes and not sys.stdin.isatty():
         raise UsageError("prune deletes results for good: run it on a terminal to confirm, or pass --yes")
@@ -359,8 +360,8 @@ def add_metrics(sub: argparse._SubParsersAction, platform: str | None) -> argpar
 
 
 def cmd_metrics(args: argparse.Namespace, platform: str | None) -> int:
-    from . import progress
-    from .progress.series import require_kpis
+    from .. import progress
+    from ..progress.series import require_kpis
 
     job_id = one_job(args, platform, "metrics")
     if args.kpi and not (args.plot or args.png):
@@ -442,6 +443,24 @@ def add_nccl_probe(sub: argparse._SubParsersAction, help: str) -> argparse.Argum
     return p
 
 
+def nccl_report(out: dict, *, as_json: bool) -> int:
+    """Print a probe result the one way both helpers do; the exit code is 0 only for ``ok``."""
+    from ..nccl_probe import PROVES, backend_of
+
+    ok = out["verdict"] == "ok"
+    if as_json:
+        print_json(out)
+    elif ok:
+        how = f"cached from {out['checked_at']} (job {out['job_id']}; --force re-probes)" if out["cached"] \
+            else f"job {out['job_id']}"
+        print(f"nccl-probe ok on {out['cluster']}: {how}; backend {out.get('backend') or 'nccl'} proves "
+              f"{PROVES[backend_of(out)]}")
+    if not ok:
+        print(f"error: NCCL probe ({backend_of(out)}) {out['verdict']} on {out['cluster']} (job {out['job_id']}, exit code "
+              f"{out['exit_code']}): {out['advice']}", file=sys.stderr)
+    return 0 if ok else 1
+
+
 def add_common(sub: argparse._SubParsersAction, platform: str | None) -> None:
     """status, logs, cancel and metrics, identical for every helper."""
     add_status(sub, platform)
@@ -464,7 +483,7 @@ def add_continue(sub: argparse._SubParsersAction, platform: str | None) -> argpa
 
 
 def cmd_continue(args: argparse.Namespace, platform: str | None) -> int:
-    from . import lineage
+    from .. import lineage
 
     view = lineage.continue_job(platform, args.id, checkpoint=args.checkpoint, description=args.description,
                                 dry_run=args.dry_run)
@@ -491,7 +510,7 @@ def submit_lineage(platform: str, spec: dict, opts, args: argparse.Namespace, pr
     """The submit (or with ``preview`` the dry run) of a spec, through :mod:`taobank.lineage` with --parent."""
     from dataclasses import replace
 
-    from . import lineage
+    from .. import lineage
 
     if not getattr(args, "parent", None):
         if getattr(args, "parent_kpi", None) is not None or getattr(args, "allow_incomplete_parent", False):

@@ -8,9 +8,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import sweepfile
-from .cli import error_line, print_gate_notes, print_json
-from .errors import EXIT_FAILED, EXIT_OK, UsageError
+from .. import sweepfile
+from ..errors import EXIT_FAILED, EXIT_OK, UsageError
+from ..text import error_line
+from .entry import print_gate_notes, print_json
 
 
 def add_submit_flags(p: argparse.ArgumentParser) -> None:
@@ -32,7 +33,7 @@ def trials_of(args: argparse.Namespace) -> list[dict[str, str]] | None:
 
 
 def submit(platform: str, spec: dict, opts: object, trials: list[dict[str, str]], args: argparse.Namespace) -> int:
-    from . import sweeps
+    from .. import sweeps
 
     from dataclasses import replace
 
@@ -55,21 +56,21 @@ def submit(platform: str, spec: dict, opts: object, trials: list[dict[str, str]]
 
 
 def _overrides(job_id: str) -> dict:
-    from . import records
+    from .. import records
 
     return dict(records.load(job_id).get("overrides") or {})
 
 
 def _own(sweep_id: str, platform: str | None) -> None:
     """A platform helper drives only its own platform's sweeps (as it does jobs); tao_jobs.py drives any."""
-    from . import platform as core, sweeps
+    from .. import platform as core, sweeps
 
     if platform is not None:
         core.load_for(sweeps.trial_records(sweep_id)[0]["id"], platform, "sweep")
 
 
 def status(args: argparse.Namespace, platform: str | None = None) -> int:
-    from . import platform as core, sweeps
+    from .. import platform as core, sweeps
 
     _own(args.sweep, platform)
     if args.watch:
@@ -87,7 +88,7 @@ def status(args: argparse.Namespace, platform: str | None = None) -> int:
 
 
 def cancel(args: argparse.Namespace, platform: str | None = None) -> int:
-    from . import sweeps
+    from .. import sweeps
 
     _own(args.sweep, platform)
     views, errors = sweeps.cancel(args.sweep)
@@ -114,7 +115,7 @@ def add_sweep_verb(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_best(args: argparse.Namespace) -> int:
-    from . import sweeps
+    from .. import sweeps
 
     win = sweeps.best(args.id, args.kpi, args.mode)
     if args.json:

@@ -1,4 +1,4 @@
-"""Entry-point glue: every script's main() runs through :func:`run_main`.
+"""Entry-point glue: every script's main() runs through :func:`run_main`; ``--json`` printing, ``KEY=VALUE`` flags.
 
 The core never prints; scripts do, through these helpers, so that text and
 ``--json`` output carry the same data.
@@ -10,20 +10,13 @@ import json
 import sys
 from typing import Any, Callable
 
-from .errors import EXIT_INTERRUPTED, TaoError, UsageError
+from ..errors import EXIT_INTERRUPTED, TaoError, UsageError
+from ..text import error_line, one_line
 
 
 def _one_line_usage_error(parser: argparse.ArgumentParser, message: str) -> None:
     """argparse's usage error as ONE line (exit 2); the full usage is one ``--help`` away."""
     parser.exit(2, error_line(f"{parser.prog}: {message} (see --help)") + "\n")
-
-
-def _masked(text: str) -> str:
-    """An error line with any credential the lint can see masked: a token pasted into the wrong flag is
-    quoted back by argparse and by many checks, and must never reach the terminal."""
-    from .redact import redact_text
-
-    return redact_text(text)
 
 
 _ARGPARSE_GET_VALUES = argparse.ArgumentParser._get_values
@@ -81,28 +74,6 @@ def os_error_line(exc: OSError) -> str:
     return f"cannot write or read{where}: {exc.strerror or exc}: {advice}"
 
 
-def one_line(value: object, keep: str = "") -> str:
-    """Text for one output line: newlines and other control characters shown escaped, so a stored
-    message can neither split a line nor forge another one, and an escape sequence from a cluster or a
-    job (``ESC [2J``, a title change) reaches no terminal. ``keep``: characters left as they are (a tab).
-
-    The one place that cleans text a helper prints from cluster, engine or job output (or from a record a
-    hand edited): a credential the lint can see is masked too."""
-    return "".join(c if c.isprintable() or c in keep else repr(c)[1:-1] for c in _masked(str(value)))
-
-
-def terminal_text(text: str) -> str:
-    """Many lines of cluster, engine or job output (logs, pull progress) fit for a terminal: every line
-    through :func:`one_line` (tabs kept), each line end kept as a newline."""
-    return "".join(one_line(line, keep="\t") + "\n" for line in text.splitlines()) if text else ""
-
-
-def error_line(message: object) -> str:
-    """``error: MESSAGE`` as printed: credentials masked, control characters escaped (an exception's text may
-    quote a cluster's answer or a file name a job wrote)."""
-    return f"error: {one_line(message)}"
-
-
 def print_gate_notes(name: str, notes: list[str]) -> None:
     """The gate's ``queued:`` and ``warning:`` lines (:meth:`Gate.notes`) on stderr, seen even under
     --quiet/--json; ``name`` is the job or sweep they are about."""
@@ -129,7 +100,7 @@ def parse_kv(items: list[str] | None, flag: str) -> dict[str, str]:
 
 # --version lives here, not in verbcli: tao_job_record.py offers it without importing the platform layer.
 def version() -> str:
-    from . import pins
+    from .. import pins
 
     return f"{pins.resolve('bank.name')} {pins.resolve('bank.version')}"
 

@@ -1,0 +1,36 @@
+"""Text fit for one output line or a terminal: the cleaning every layer that prints or stores free text shares.
+
+A leaf (it imports only :mod:`taobank.redact`), so the core and the campaign features clean text
+without importing the command line.
+"""
+from __future__ import annotations
+
+
+def _masked(text: str) -> str:
+    """An error line with any credential the lint can see masked: a token pasted into the wrong flag is
+    quoted back by argparse and by many checks, and must never reach the terminal."""
+    from .redact import redact_text
+
+    return redact_text(text)
+
+
+def one_line(value: object, keep: str = "") -> str:
+    """Text for one output line: newlines and other control characters shown escaped, so a stored
+    message can neither split a line nor forge another one, and an escape sequence from a cluster or a
+    job (``ESC [2J``, a title change) reaches no terminal. ``keep``: characters left as they are (a tab).
+
+    The one place that cleans text a helper prints from cluster, engine or job output (or from a record a
+    hand edited): a credential the lint can see is masked too."""
+    return "".join(c if c.isprintable() or c in keep else repr(c)[1:-1] for c in _masked(str(value)))
+
+
+def terminal_text(text: str) -> str:
+    """Many lines of cluster, engine or job output (logs, pull progress) fit for a terminal: every line
+    through :func:`one_line` (tabs kept), each line end kept as a newline."""
+    return "".join(one_line(line, keep="\t") + "\n" for line in text.splitlines()) if text else ""
+
+
+def error_line(message: object) -> str:
+    """``error: MESSAGE`` as printed: credentials masked, control characters escaped (an exception's text may
+    quote a cluster's answer or a file name a job wrote)."""
+    return f"error: {one_line(message)}"
