@@ -255,6 +255,11 @@ class Platform(ABC):
         at most ``batch.max_concurrent`` running at once; one Launch each. On failure remove what was made,
         then raise. Never writes a record: facts to keep before it ends go to ``batch.checkpoint``."""
 
+    def with_time_limit(self, spec: dict, minutes: float) -> dict:
+        """``spec`` with its run-time limit set to ``minutes`` (``continue --time-*``: more time for a job that
+        ran out of it). Default: refused, the platform has no limit to set."""
+        raise TaoError(f"{self.name} jobs have no time limit: continue without --time-hours/--time-minutes")
+
     def relaunch(self, job_id: str) -> Launch | None:
         """Finish the launch of a record an earlier submit began (its answer lost): look before creating
         anything, never create twice; None when the job was launched already. Default: not offered."""

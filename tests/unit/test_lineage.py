@@ -352,3 +352,34 @@ def test_a_long_from_value_is_cut_in_the_error(named):
     with pytest.raises(TaoError) as err:
         lineage._checkpoint(rec, ResultsListing("/r/job", []), "/r/job", named)
     assert len(str(err.value)) < 400 and "\n" not in str(err.value)
+
+
+def test_continue_with_more_time_sets_the_platforms_own_limit(stand, monkeypatch):
+    """``continue --time-*``: the new job's spec carries the limit as its platform spells it; Docker, which has
+    none, refuses before anything is read or made."""
+    from taobank import platform as core
+
+    old = job(state="ERROR", command=["dino", "train", "-e", "s.yaml"])
+    savedspec.save(old["id"], {"action": "train", "command": ["dino", "train"], "time_hours": 1,
+                               "timeout_hours": 0.9})
+    slurm = core.get("slurm")
+    monkeypatch.setattr(stand, "with_time_limit", slurm.with_time_limit, raising=False)
+    lineage.continue_job("slurm", old["id"], time_minutes=150)
+    spec, _ = stand.submitted[-1]
+    assert spec["time_minutes"] == 150 and "time_hours" not in spec and "timeout_hours" not in spec
+    assert core.get("kubernetes").with_time_limit({"image": "x"}, 2.5) == {"image": "x", "active_deadline_seconds": 150}
+    monkeypatch.setattr(stand, "with_time_limit", core.get("docker").with_time_limit, raising=False)
+    before = len(stand.submitted)
+    with pytest.raises(TaoError, match="docker jobs have no time limit: continue without --time-hours"):
+        lineage.continue_job("slurm", old["id"], time_minutes=60)
+    with pytest.raises(TaoError, match="positive number"):
+        lineage.continue_job("slurm", old["id"], time_minutes=-1)
+    assert len(stand.submitted) == before
+
+
+def test_continue_time_flags_reach_the_core_as_minutes(cli, stand):
+    old = job(state="ERROR")
+    out = cli("tao_jobs.py", "continue", old["id"], "--time-hours", "2", "--time-minutes", "5")
+    assert out.rc == 2 and "not allowed with" in out.err
+    out = cli("tao_jobs.py", "continue", old["id"], "--time-hours", "abc")
+    assert out.rc == 2 and len(out.err_lines) == 1

@@ -477,6 +477,10 @@ def add_continue(sub: argparse._SubParsersAction, platform: str | None) -> argpa
     p.add_argument("id", metavar="ID")
     p.add_argument("--from", dest="checkpoint", metavar="CHECKPOINT",
                    help="a checkpoint inside the job's results folder (relative to it, or absolute)")
+    more = p.add_mutually_exclusive_group()
+    more.add_argument("--time-hours", type=float, metavar="H", help="the new job's time limit, for a job that ran "
+                      "out of time (SLURM wall time, Kubernetes activeDeadlineSeconds; Docker jobs have none)")
+    more.add_argument("--time-minutes", type=float, metavar="M", help="the same, in minutes")
     add_submit_outputs(p)  # --name (default: the old job's), --quiet, --json
     p.set_defaults(func=lambda a: cmd_continue(a, platform))
     return p
@@ -485,8 +489,9 @@ def add_continue(sub: argparse._SubParsersAction, platform: str | None) -> argpa
 def cmd_continue(args: argparse.Namespace, platform: str | None) -> int:
     from .. import lineage
 
+    minutes = args.time_minutes if args.time_hours is None else args.time_hours * 60
     view = lineage.continue_job(platform, args.id, checkpoint=args.checkpoint, description=args.description,
-                                dry_run=args.dry_run)
+                                dry_run=args.dry_run, time_minutes=minutes)
     if args.dry_run:
         print_json({"continues": args.id, "preview": view}) if args.json else sys.stdout.write(view)
         return EXIT_OK

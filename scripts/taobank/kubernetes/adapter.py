@@ -72,6 +72,11 @@ class Kubernetes(Platform):
     def launch(self, plans: list[KubePlan], recs: list[dict], batch: Batch) -> list[Launch]:  # type: ignore[override]
         return submit.launch(plans, recs, batch)
 
+    def with_time_limit(self, spec: dict, minutes: float) -> dict:
+        import math
+
+        return {**spec, "active_deadline_seconds": max(1, math.ceil(minutes * 60))}
+
     def lineage_access(self, spec: dict, parent: dict, folder: str) -> dict:
         from .lineage_access import reachable
 

@@ -97,6 +97,13 @@ class Slurm(Platform):
 
         return sweep.launch(plans, recs, batch)
 
+    def with_time_limit(self, spec: dict, minutes: float) -> dict:
+        # the wall time, one spelling; an explicit in-job timeout goes back to its default share of it
+        out = {k: v for k, v in spec.items() if k not in ("time", "time_hours", "time_minutes")}
+        if out.get("timeout_hours"):
+            del out["timeout_hours"]
+        return {**out, "time_minutes": minutes}
+
     def relaunch(self, job_id: str) -> Launch | None:
         return submit.relaunch(job_id)
 
