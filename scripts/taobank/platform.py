@@ -278,6 +278,8 @@ class Platform(ABC):
     # -------------------------------------------------------------- sweeps (the verbs: taobank.sweeps)
     #: trials are created held and released by the core as slots free (else the platform limits them itself)
     holds_trials: bool = False
+    #: held trials are started by a detached supervisor on this machine (the machine the jobs run on)
+    supervises_sweeps: bool = False
     #: the module (dotted name, imported when needed) that answers the sweep hooks below where the platform has
     #: them: ``release`` and ``read_status_many``
     sweep_access: str | None = None

@@ -99,6 +99,27 @@ def run(
     return res
 
 
+def spawn_detached(argv: Sequence[str], *, log: str | os.PathLike, env: Mapping[str, str]) -> int:
+    """Start ``argv`` in its own session (it outlives this process and its terminal), output appended to the
+    mode-600 file ``log``, ``env`` as its whole environment; its pid. Under :func:`fake_processes` the call is
+    answered (pid = the answer's stdout) and nothing starts."""
+    argv = _record([str(a) for a in argv])
+    if _fake is not None:
+        res = _fake(argv, None)
+        if not res.ok:
+            raise TaoError(f"{os.path.basename(argv[0])} did not start: {last_line(res.stderr)}")
+        return int(res.stdout.strip() or 0)
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, start_new_session=True,
+                                close_fds=True, env=dict(env))
+    except OSError as exc:
+        raise TaoError(f"{os.path.basename(argv[0])} did not start: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    return proc.pid
+
+
 def _record(argv: list[str]) -> list[str]:
     """Append ``argv`` to CALLS and, when TAO_CALL_LOG is set, to that file."""
     CALLS.append(argv)

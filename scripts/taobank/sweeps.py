@@ -71,10 +71,32 @@ def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dic
                                    kpi=parent_kpi, mode=parent_mode)
     elif parent_kpi is not None or allow_incomplete_parent:
         raise UsageError("--parent-kpi and --allow-incomplete-parent choose from a parent: give --parent ID too")
-    done = pipeline.submit(get(platform_name), [trial_spec(spec, t) for t in trials], opts, trials=trials,
+    adapter = get(platform_name)
+    done = pipeline.submit(adapter, [trial_spec(spec, t) for t in trials], opts, trials=trials,
                            max_concurrent=max_concurrent)
     assert done.sweep is not None
-    return Submitted(done.sweep, done.views, done.max_concurrent, done.gate.text(), done.gate.notes())
+    out = Submitted(done.sweep, done.views, done.max_concurrent, done.gate.text(), done.gate.notes())
+    _supervised(adapter, done.sweep, [records.load(v.id) for v in done.views])
+    return out
+
+
+def _supervised(adapter: Any, sweep_id: str, recs: list[dict]) -> None:
+    """A platform whose held trials only the bank can start gets a detached supervisor while any is held
+    (started here by submit, again by status if it died): the sweep runs with nobody calling status."""
+    if not getattr(adapter, "supervises_sweeps", False):
+        return
+    from . import sweepsupervisor
+
+    if sweepsupervisor.wanted(recs):
+        sweepsupervisor.start(sweep_id, recs[0]["id"])
+
+
+def supervise(sweep_id: str, **kwargs: Any) -> int:
+    """Run the sweep's supervisor loop here (what the detached one runs): :func:`taobank.sweepsupervisor.supervise`."""
+    from . import sweepsupervisor
+
+    first = trial_records(sweep_id)[0]["id"]
+    return sweepsupervisor.supervise(sweep_id, first, lambda: status(sweep_id), **kwargs)
 
 
 # ------------------------------------------------------------------ the trials of a sweep
@@ -126,6 +148,7 @@ def status(sweep_id: str, *, retry: bool = True) -> list[Row]:
     recs = trial_records(sweep_id)
     views = core.status(None, [r["id"] for r in recs], retry=retry, progress=False)
     adapter = core.get(recs[0]["platform"])
+    _supervised(adapter, sweep_id, trial_records(sweep_id))
     by_id = {r["id"]: r for r in recs}
     want = [by_id[v.id] for v in views if v.id in by_id and not v.progress and v.state == State.RUNNING]
     if want and not adapter.progress_in_sweep:

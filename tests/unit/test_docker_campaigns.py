@@ -90,6 +90,8 @@ def engine(fake, monkeypatch, tmp_path):
     from taobank import platform
 
     monkeypatch.setattr(platform.get("docker"), "engine", None)
+    # the sweep's detached supervisor (taobank.sweepsupervisor): answered with a pid, nothing starts
+    fake.on("python3", lambda c: c.argv[2:4] == ["sweep", "supervise"], ok("4242\n"))
     return Engine(fake)
 
 
@@ -103,12 +105,16 @@ def test_a_docker_sweep_costs_a_fixed_number_of_engine_calls(engine, n):
     ids = [v.id for v in done.views]
     # the gate (version, image), one create per container (the CLI makes one a call), ONE start of the first K
     assert engine.calls() == ["info", "image"] + ["create"] * n + ["start"]
-    (start,) = [c for c in engine.fake.calls if c.argv[1] == "start"]
+    (start,) = [c for c in engine.fake.calls if c.program == "docker" and c.argv[1] == "start"]
     assert start.argv[2:] == ids[:K]
-    creates = [c.argv for c in engine.fake.calls if c.argv[1] == "create"]
+    creates = [c.argv for c in engine.fake.calls if c.program == "docker" and c.argv[1] == "create"]
     assert all(f"{LABEL_SWEEP}={done.sweep}" in a for a in creates)
     assert [a[-1] for a in creates] == [f"train.lr=0.{i + 1:03d}" for i in range(n)]
     assert [records.load(i)["backend"]["held"] for i in ids] == [i >= K for i in range(n)]
+
+    # a sweep with held trials gets ONE detached supervisor, started by the submit (the sweep runs by itself)
+    supervisors = [c for c in engine.fake.calls if c.argv[2:4] == ["sweep", "supervise"]]
+    assert [c.argv[4:] for c in supervisors] == ([[done.sweep]] if n > K else [])
 
     # status --sweep: ONE inspect of every container, nothing to release
     since = len(engine.fake.calls)
@@ -125,7 +131,8 @@ def test_a_docker_sweep_costs_a_fixed_number_of_engine_calls(engine, n):
     assert engine.calls(since) == ["inspect", "logs", "rm"] + (["start"] if n > K else [])
     assert ids[0] not in engine.containers
     if n > K:
-        assert engine.fake.calls[-1].argv[2:] == [ids[K]] and engine.containers[ids[K]]["Status"] == "running"
+        last = [c for c in engine.fake.calls if c.program == "docker"][-1]
+        assert last.argv[2:] == [ids[K]] and engine.containers[ids[K]]["Status"] == "running"
         assert records.load(ids[K])["backend"]["held"] is False
     assert rows[0].state == "COMPLETE"
 
@@ -138,7 +145,7 @@ def test_a_docker_sweep_costs_a_fixed_number_of_engine_calls(engine, n):
     running = min(K, n - 1)
     if n > 2:
         assert got == ["inspect", "rm", "stop", "inspect"] + ["logs"] * running, got
-        (stop,) = [c for c in engine.fake.calls[since:] if c.argv[1] == "stop"]
+        (stop,) = [c for c in engine.fake.calls[since:] if c.program == "docker" and c.argv[1] == "stop"]
         assert stop.argv[4:] == ids[1:1 + running]
         assert set(engine.containers) == set(ids[1:1 + running])  # the held ones are gone, the finished one too
     else:
@@ -294,14 +301,14 @@ def test_trials_running_at_once_get_gpus_of_their_own_and_wait_for_their_slot(en
     four_gpus(monkeypatch)
     done = sweeps.submit("docker", {**SPEC, "gpus": 2}, SubmitOptions(), [{"train.lr": f"0.{i}"} for i in range(5)], 2)
     ids = [v.id for v in done.views]
-    creates = [c.argv for c in engine.fake.calls if c.argv[1] == "create"]
+    creates = [c.argv for c in engine.fake.calls if c.program == "docker" and c.argv[1] == "create"]
     devices = [a[a.index("--gpus") + 1] for a in creates]
     assert devices == ['"device=0,1"', '"device=2,3"', '"device=0,1"', '"device=2,3"', '"device=0,1"']
     assert [records.load(i)["backend"]["slot"] for i in ids] == [0, 1, 0, 1, 0]
     # trial 1 (slot 1) ends while trial 0 holds slot 0: trial 3 starts on slot 1, trial 2 keeps waiting
     engine.containers[ids[1]].update(Status="exited", ExitCode=0)
     sweeps.status(done.sweep)
-    assert engine.fake.calls[-1].argv[1:] == ["start", ids[3]]
+    assert [c for c in engine.fake.calls if c.program == "docker"][-1].argv[1:] == ["start", ids[3]]
     assert engine.containers[ids[2]]["Status"] == "created"
     # a job submitted beside the sweep on the same GPUs is told so (the record store: no engine call)
     from taobank import platform
@@ -374,7 +381,7 @@ def test_every_trial_of_an_all_gpus_sweep_tells_tao_the_hosts_count(engine, monk
     four_gpus(monkeypatch)
     spec = {**SPEC, "gpus": "all", "command": ["dino", "train", "-e", "/specs/train.yaml"]}
     sweeps.submit("docker", spec, SubmitOptions(), [{"train.optim.lr": f"0.{i}"} for i in range(3)], 1)
-    creates = [c.argv for c in engine.fake.calls if c.argv[1] == "create"]
+    creates = [c.argv for c in engine.fake.calls if c.program == "docker" and c.argv[1] == "create"]
     assert len(creates) == 3
     for i, argv in enumerate(creates):
         assert argv[-6:] == ["dino", "train", "-e", "/specs/train.yaml", f"train.optim.lr=0.{i}", "train.num_gpus=4"]

@@ -86,6 +86,7 @@ class Docker(Platform):
 
     # -- sweeps (the verbs: taobank.sweeps): a container per trial, the extra ones created and held
     holds_trials = True
+    supervises_sweeps = True  # one host: a detached supervisor starts held trials (taobank.sweepsupervisor)
     sweep_access = f"{__package__}.sweep"
 
 

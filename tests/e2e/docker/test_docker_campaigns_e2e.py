@@ -142,3 +142,33 @@ def test_cancel_sweep_stops_the_running_trials_and_removes_the_held_one_in_one_c
     assert "before it started" in views[2]["message"]
     rows = json.loads(dk.ok("status", "--sweep", done["sweep"], "--json").stdout)
     assert {r["state"] for r in rows} == {"CANCELED"}
+
+
+def test_a_sweep_runs_by_itself_with_nobody_calling_the_bank(dk):
+    """After submit, only the sweep's detached supervisor acts: the held trials start one at a time as the
+    engine frees the slot, every record ends COMPLETE, and the supervisor stops when the last trial ends."""
+    done = json.loads(dk.ok("submit", "--json", "--image", dk.image, "--gpus", "0", "--network-arch", "dino",
+                            "--action", "train", "--mount", FAKE, "--env", "EPOCHS=2", "--env", "SLEEP=1",
+                            "--sweep", "fake.best_val=300,200,400", "--max-concurrent", "1",
+                            "--", "sh", "-c", TRAIN, "tao").stdout)
+    ids = [j["id"] for j in done["jobs"]]
+    log = dk.tmp / "state" / f"{ids[0]}.d" / "sweep-supervisor.log"
+
+    def stored(jid: str) -> str:  # the record file itself: reading it calls nothing
+        return json.loads((dk.tmp / "state" / f"{jid}.json").read_text())["state"]
+
+    end = time.time() + 150
+    while not all(stored(j) == "COMPLETE" for j in ids):
+        assert not any(stored(j) in ("ERROR", "CANCELED", "UNKNOWN") for j in ids), [stored(j) for j in ids]
+        assert time.time() < end, ([stored(j) for j in ids], log.read_text() if log.exists() else "no log")
+        time.sleep(1)
+    for jid in ids:  # each trial trained to its end in its own folder
+        assert (dk.results / jid / "train" / name(1)).is_file()
+    spans = _times(dk, ids)
+    assert spans[1][0] >= spans[0][1] and spans[2][0] >= spans[1][1], spans  # one at a time, in trial order
+    started = [c[2:] for c in engine_calls(dk, 0) if c[1] == "start"]
+    assert started == [[ids[0]], [ids[1]], [ids[2]]], started  # the supervisor's releases, one each
+    end = time.time() + 30
+    while "every trial has ended" not in log.read_text():
+        assert time.time() < end, log.read_text()
+        time.sleep(0.5)

@@ -1,0 +1,96 @@
+"""A sweep that runs by itself on a platform whose held trials only the bank can start (one Docker host).
+
+Submit starts ONE detached supervisor per sweep (its own session: it outlives the shell and the helper). It
+runs the sweep's status in a loop, which starts held trials as slots free (:mod:`taobank.sweepslots`) and
+writes each trial's end to its record, and it stops when every trial has ended or been cancelled. A lock
+held while it runs keeps it one per sweep; if it dies, the lock goes with it, nothing is lost (the records
+and the containers are the state) and the next ``status`` of the sweep starts another. Starting a trial
+twice cannot happen: a release picks the same oldest held trial whoever asks, and starting a running
+container does nothing.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from . import records, states
+from .errors import TaoError
+from .redact import is_credential_name
+from .run import spawn_detached
+
+#: Files beside the sweep's first trial record: the lock the running supervisor holds, and its log.
+LOCK, LOG = "sweep-supervisor.lock", "sweep-supervisor.log"
+#: Seconds between two looks at the sweep (a trial waits at most this long for a free slot).
+INTERVAL = 5.0
+
+
+def _folder(first_trial: str) -> Path:
+    return records.artifact_dir(first_trial)
+
+
+def wanted(recs: list[dict]) -> bool:
+    """A supervisor has work: a trial is still held (created, waiting for a slot)."""
+    return any(r["state"] in states.ACTIVE and (r.get("backend") or {}).get("held") for r in recs)
+
+
+def running(first_trial: str) -> bool:
+    """Whether a supervisor holds the lock of the sweep whose first trial is ``first_trial`` now."""
+    path = _folder(first_trial) / LOCK
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing drops a lock this call took
+    return False
+
+
+def start(sweep_id: str, first_trial: str) -> int | None:
+    """Start the sweep's supervisor, detached (its own session, no terminal); the pid, or None when one runs.
+
+    It inherits this environment without credential variables: it only starts containers made already."""
+    if running(first_trial):
+        return None
+    helper = Path(__file__).resolve().parents[1] / "tao_jobs.py"
+    env = {k: v for k, v in os.environ.items() if not is_credential_name(k)}
+    return spawn_detached([sys.executable, str(helper), "sweep", "supervise", sweep_id],
+                          log=_folder(first_trial) / LOG, env=env)
+
+
+def supervise(sweep_id: str, first_trial: str, look: Callable[[], list[Any]], *, interval: float = INTERVAL,
+              sleep: Callable[[float], None] = time.sleep, on_line: Callable[[str], None] = lambda line: None) -> int:
+    """The supervisor's loop (``tao_jobs.py sweep supervise ID``): ``look`` at the sweep (its status rows,
+    which also starts held trials) until every trial has ended; 0, also when another supervisor holds the
+    lock already."""
+    path = _folder(first_trial) / LOCK
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            on_line(f"sweep {sweep_id}: a supervisor runs already")
+            return 0
+        on_line(f"sweep {sweep_id}: supervising (pid {os.getpid()})")
+        shown: dict[str, str] = {}
+        while True:
+            try:
+                rows = look()
+            except TaoError as exc:  # a passing engine hiccup: say it, look again
+                on_line(f"sweep {sweep_id}: {exc}")
+                sleep(interval)
+                continue
+            for row in rows:
+                if shown.get(row.id) != row.state:
+                    shown[row.id] = row.state
+                    on_line(f"trial {row.trial} {row.id} {row.state}")
+            if all(row.state in states.TERMINAL for row in rows):
+                on_line(f"sweep {sweep_id}: every trial has ended")
+                return 0
+            sleep(interval)
+    finally:
+        os.close(fd)

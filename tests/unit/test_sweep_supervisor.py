@@ -1,0 +1,78 @@
+"""The detached supervisor of a Docker sweep (taobank.sweepsupervisor): one per sweep (a lock), it looks at the
+sweep until every trial has ended, survives a passing error, and starts with no credential in its environment."""
+from __future__ import annotations
+
+import fcntl
+import os
+import sys
+
+import pytest
+
+from fakeproc import ok
+from taobank import records, sweepsupervisor
+from taobank.errors import TaoError
+
+
+class Row:
+    def __init__(self, trial: int, state: str) -> None:
+        self.trial, self.id, self.state = trial, f"t-{trial}", state
+
+
+@pytest.fixture()
+def first(state_dir):
+    return records.open_record("docker", "img", "dino", "train", "A", "/r/{id}")["id"]
+
+
+def test_it_looks_until_every_trial_has_ended_and_says_what_changed(first):
+    looks = iter([[Row(0, "RUNNING"), Row(1, "PENDING")], TaoError("engine busy"),
+                  [Row(0, "COMPLETE"), Row(1, "RUNNING")], [Row(0, "COMPLETE"), Row(1, "ERROR")]])
+    slept, lines = [], []
+
+    def look():
+        item = next(looks)
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+    assert sweepsupervisor.supervise("s-1", first, look, interval=2, sleep=slept.append, on_line=lines.append) == 0
+    assert slept == [2, 2, 2] and lines[-1] == "sweep s-1: every trial has ended"
+    assert "sweep s-1: engine busy" in lines and "trial 1 t-1 ERROR" in lines and lines.count("trial 0 t-0 COMPLETE") == 1
+
+
+def test_one_supervisor_per_sweep(first):
+    assert not sweepsupervisor.running(first)
+    fd = os.open(records.artifact_dir(first) / sweepsupervisor.LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # another supervisor holds it
+    try:
+        assert sweepsupervisor.running(first)
+        lines: list[str] = []
+        assert sweepsupervisor.supervise("s-1", first, lambda: pytest.fail("looked"), on_line=lines.append) == 0
+        assert lines == ["sweep s-1: a supervisor runs already"]
+        assert sweepsupervisor.start("s-1", first) is None  # nothing started while one runs
+    finally:
+        os.close(fd)
+    assert not sweepsupervisor.running(first)  # its lock goes with it: the next status starts another
+
+
+def test_it_starts_detached_without_credentials(fake, first, monkeypatch):
+    monkeypatch.setenv("NGC_KEY", "nvapi-not-for-the-supervisor")
+    monkeypatch.setenv("TAO_DOCKER_RESULTS_DIR", "/r")
+    seen = {}
+
+    def spawn(argv, *, log, env):
+        seen.update(argv=argv, log=str(log), env=env)
+        return 4242
+
+    monkeypatch.setattr(sweepsupervisor, "spawn_detached", spawn)
+    assert sweepsupervisor.start("s-1", first) == 4242
+    assert seen["argv"][0] == sys.executable and seen["argv"][2:] == ["sweep", "supervise", "s-1"]
+    assert "NGC_KEY" not in seen["env"] and seen["env"]["TAO_DOCKER_RESULTS_DIR"] == "/r"
+    assert seen["log"] == str(records.artifact_dir(first) / sweepsupervisor.LOG)
+
+
+def test_the_runner_answers_a_detached_start_in_unit_tests(fake, tmp_path):
+    from taobank import run
+
+    fake.on("python3", lambda c: True, ok("77\n"))
+    assert run.spawn_detached(["python3", "x"], log=tmp_path / "log", env={}) == 77
+    assert not (tmp_path / "log").exists()
