@@ -47,7 +47,8 @@ from taobank import records  # noqa: E402
 from taobank import run as runmod  # noqa: E402
 from testclusters import slurm as local_slurm  # noqa: E402
 from taobank.slurm import ssh  # noqa: E402
-from taobank.slurm import observe as slurm_observe, submit as slurm_submit  # noqa: E402
+from taobank import platform  # noqa: E402
+from taobank.slurm import submit as slurm_submit  # noqa: E402
 
 #: remote commands of one submit of SPEC: stage, find by name (a lost sbatch answer is never resubmitted), sbatch;
 #: SPEC names no path, so there is no ``test -e`` preflight
@@ -129,14 +130,13 @@ def in_process(n: int) -> dict:
     sub = counts(runmod.CALLS[start:])
     time.sleep(2)
     conn.close()  # sweep from cold too: the bank pays for opening its one connection, like the baseline
-    conn = ssh.Connection()
     start = len(runmod.CALLS)
     t0 = time.perf_counter()
-    recs = slurm_observe.status(ids, conn=conn, retry=False)
+    views = platform.refresh([records.load(i) for i in ids], retry=False)  # the core opens its one connection
     t_status = time.perf_counter() - t0
     st = counts(runmod.CALLS[start:])
-    done = sum(r["state"] == "COMPLETE" for r in recs)
-    sids = [r["backend"]["slurm_job_id"] for r in recs]
+    done = sum(v.state == "COMPLETE" for v in views)
+    sids = [records.load(v.id)["backend"]["slurm_job_id"] for v in views]
     return {"slurm_ids": sids, "submit_commands": sub["command"], "submit_wall_s": t_submit,
             "submit_new_sessions": sub["connect"], "n": n, "submit_connect_attempts": sub["connect"], "submit_connections": opened,
             "submit_commands_per_job": sub["command"] / n,

@@ -40,7 +40,8 @@ sys.path[:0] = [str(BANK / "scripts"), str(BANK), str(BANK / "benchmarks")]  # t
 
 from taobank import records  # noqa: E402
 from taobank import run as runmod  # noqa: E402
-from taobank.slurm import observe as slurm_observe, ssh  # noqa: E402
+from taobank import platform  # noqa: E402
+from taobank.slurm import ssh  # noqa: E402
 
 from slurm_sweep import counts, plain_options, use_cluster  # noqa: E402
 
@@ -83,10 +84,10 @@ def bank_status(ids: list[str]) -> dict:
     ssh.Connection().close()  # from a closed master: the bank pays for its one connection, like the baseline
     start = len(runmod.CALLS)
     t0 = time.perf_counter()
-    recs = slurm_observe.status(ids, retry=False)
+    views = platform.refresh([records.load(i) for i in ids], retry=False)
     wall = time.perf_counter() - t0
     c = counts(runmod.CALLS[start:])
-    shown = sum(1 for r in recs if (r.get("progress") or {}).get("epoch") == 3)
+    shown = sum(1 for v in views if (v.progress or {}).get("epoch") == 3)
     return {"connections": c["connect"], "commands": c["command"], "wall_s": wall, "with_progress": shown}
 
 

@@ -109,7 +109,11 @@ class Launch:
 
 @dataclass
 class Observation:
-    """What the backend says of one job, mapped to the bank's states (the same type on every platform)."""
+    """What the backend says of one job, mapped to the bank's states (the same type on every platform).
+
+    An adapter only reads the platform and says what it saw; the core applies the one transition rule
+    (:func:`taobank.states.next_move`), writes the record, and opens an infrastructure retry when ``retry``
+    says so (:mod:`taobank.track`)."""
 
     state: State
     message: str = ""
@@ -130,11 +134,54 @@ class Observation:
     pods: list[dict] = field(default_factory=list)
     pod_attempts: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    #: the job (record id) this is about; set by the adapter's ``observe`` for the core
+    job_id: str | None = None
+    #: backend facts the core merges into the record (None values are dropped)
+    backend: dict[str, Any] = field(default_factory=dict)
+    #: the backend reference the record now follows (a job that resubmitted itself under the same record)
+    backend_ref: str | None = None
+    #: what the view shows beyond the record (pods, progress, the backend's own reason ...), never stored
+    view: dict[str, Any] = field(default_factory=dict)
+    #: False: the platform could not be asked about this job; the record stays as it is, ``view`` says why
+    asked: bool = True
+    #: keep the recorded message while the state holds when it contains this text (see ``states.next_move``)
+    keep_if: str | None = None
 
     @property
     def exit_status(self) -> str | None:
         """``rc:signal`` as SLURM's accounting writes it (what a SLURM record keeps), or None."""
         return None if self.exit_code is None else f"{self.exit_code}:{self.signal or 0}"
+
+
+#: What stopping one job did (``Stop.outcome``): the core marks CANCELED, or the real end for ``ended``.
+STOP_OUTCOMES = ("stopped", "gone", "never_launched", "ended")
+
+
+@dataclass
+class Stop:
+    """What an adapter's ``stop`` did to one job; the core marks the record (:func:`taobank.track.cancel`)."""
+
+    job_id: str
+    #: stopped / gone (already gone) / never_launched / ended (it really ended first: ``state`` says how)
+    outcome: str = "stopped"
+    #: the record's message
+    message: str = ""
+    #: ``ended`` only: COMPLETE or ERROR (and its err_class)
+    state: State | None = None
+    err_class: str | None = None
+    #: backend facts the core merges into the record
+    backend: dict[str, Any] = field(default_factory=dict)
+    #: the cancel line's message when it says more than the record's (a cleanup note), else None
+    said: str | None = None
+    #: more view fields (``deleted`` ...)
+    view: dict[str, Any] = field(default_factory=dict)
+    #: stopping failed: one line a user can act on; the record stays as it is
+    error: str | None = None
+
+    @property
+    def final(self) -> State:
+        """The state the record gets."""
+        return self.state if self.outcome == "ended" and self.state is not None else State.CANCELED
 
 
 @dataclass(frozen=True)
@@ -246,5 +293,5 @@ class Transfer(Protocol):
         """Bytes of file content received so far (the progress line)."""
 
 
-__all__ = ["SubmitOptions", "Plan", "Gate", "Launch", "Observation", "Finding", "preflight_ok", "CHECKPOINT_SUFFIXES", "is_checkpoint", "ResultFile",
+__all__ = ["SubmitOptions", "Plan", "Gate", "Launch", "Observation", "STOP_OUTCOMES", "Stop", "Finding", "preflight_ok", "CHECKPOINT_SUFFIXES", "is_checkpoint", "ResultFile",
            "ResultsLocation", "ResultsListing", "Transfer"]

@@ -24,7 +24,7 @@ from .contract import ResultsListing, SubmitOptions
 from .errors import TaoError, UsageError
 from .paths import is_path, is_under, rel_path
 from .redact import shown
-from .platform import JobView, get, load_for
+from .platform import get, load_for
 
 #: What a child's spec may name (replaced by text; nothing else of the form ``{parent.X}`` is allowed).
 PLACEHOLDERS = ("{parent.results_dir}", "{parent.checkpoint}")

@@ -171,7 +171,7 @@ def _bind(adapter: Platform, recs: list[dict], launches: list[Launch]) -> list[J
 def relaunch(adapter: Platform, job_id: str) -> JobView:
     """Finish a launch an earlier submit began (:meth:`Platform.relaunch`) and bind the record to it."""
     try:
-        launch = adapter.relaunch(job_id)
+        launch = adapter.relaunch(job_id, {})
     except SubmitUncertain as exc:
         if exc.note:
             records.mark(job_id, State.PENDING, message=exc.note)

@@ -6,14 +6,15 @@ stopped; everything else is common and lives here, once:
 * loading a record for a verb (another platform's record is refused in one line),
 * choosing the records of a verb (ids given, ``--all``, or every active one),
 * the watch loop (backoff, retry chains followed, one progress line per job change),
-* terminal-state handling and the exit-code rule.
+* terminal-state handling and the exit-code rule; what an observation or a stop does to a record is
+  :mod:`taobank.track`'s (adapters never write records).
 
 * the order of a submit: plan, NCCL gate, checks, open the record, launch, mark.
 
 A platform is a :class:`Platform` subclass that fills in the hooks: for
 submit ``plan``, ``check``, ``launch`` (and ``adopt``, ``cluster_key``,
-``preview``), then ``observe``, ``read_logs``, ``follow_logs`` and
-``cancel_one``, and for a job's results ``results_location``, ``list_results``,
+``preview``), then ``observe`` (and ``ended``, ``relaunch`` for retries), ``read_logs``, ``follow_logs``
+and ``stop``, and for a job's results ``results_location``, ``list_results``,
 ``fetch_results`` and ``remove_results`` (answered by default from the module a
 platform names as ``results_access``; those verbs are :mod:`taobank.results_verbs`).
 The values they exchange are typed (:mod:`taobank.contract`).
@@ -27,7 +28,6 @@ import math
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -35,7 +35,8 @@ from .states import State
 from . import records, states
 from .text import one_line
 from .selection import by_platform, last_id, load_for, select  # noqa: F401  (the verbs' record selection)
-from .contract import Batch, Gate, Launch, Plan, ResultFile, ResultsListing, ResultsLocation, SubmitOptions, Transfer
+from .contract import (Batch, Gate, Launch, Observation, Plan, ResultFile, ResultsListing, ResultsLocation, Stop,
+                       SubmitOptions, Transfer)
 from .errors import EXIT_FAILED, EXIT_OK, TaoError, UsageError
 
 
@@ -153,12 +154,32 @@ class Platform(ABC):
         return JobView.from_record(rec)
 
     @abstractmethod
-    def observe(self, recs: list[dict], *, retry: bool = True) -> list[JobView]:
-        """Ask the backend about ``recs`` (one batched query), mark the records, return their views.
+    def observe(self, recs: list[dict], *, context: dict) -> list[Observation]:
+        """Ask the backend about the active ``recs`` (one batched query) and say what it saw, one
+        :class:`Observation` per job it could tell something about (``job_id`` set); never write a record.
+        ``context`` is shared with the ``ended``/``relaunch`` calls of the same status (an open connection,
+        what the query found that the cleanup needs)."""
 
-        ``retry`` lets a platform that resubmits infrastructure failures do so;
-        retries appear as extra views whose ``retry_of`` names the failed job.
-        """
+    def ended(self, recs: list[dict], context: dict, *, carried_on: frozenset[str] = frozenset()) -> dict[str, str]:
+        """Clean up after the jobs of one status that have just ended (as the core marked them): save their
+        final logs, release what they held, in as few calls as the platform can; a note per job id for its
+        status line. ``carried_on``: ids whose infrastructure retry goes on with what they staged. Default:
+        nothing to do."""
+        return {}
+
+    def max_retries(self) -> int:
+        """How many infrastructure retries a job may get (``Observation.retry``); 0: the platform has none."""
+        return 0
+
+    def retry_backend(self, failed: dict, job_id: str, context: dict) -> dict:
+        """The backend facts the retry record ``job_id`` of ``failed`` opens with (what ``relaunch`` reads)."""
+        raise TaoError(f"{self.name} jobs are not resubmitted after an infrastructure failure")
+
+    def relaunch(self, job_id: str, context: dict) -> Launch | None:
+        """Launch the record ``job_id`` whose job does not exist yet: an infrastructure retry the core opened,
+        or a submit whose answer was lost (``resume``). Looks before it creates anything, never twice; None
+        when the job exists already. The core binds the launch to the record."""
+        raise TaoError(f"{self.name} jobs are not relaunched by the bank (no resume, no infrastructure retry)")
 
     @abstractmethod
     def read_logs(self, rec: dict, *, tail: int | None) -> Logs:
@@ -169,22 +190,10 @@ class Platform(ABC):
         """Stream output as it comes (``emit(section, text)``) until the job ends; the exit code."""
 
     @abstractmethod
-    def cancel_one(self, rec: dict, context: dict) -> JobView:
-        """Stop one active job and mark it CANCELED (or what it really ended as).
-
-        ``context`` is shared by the calls of one ``cancel`` (an open connection, say).
-        """
-
-    def cancel_many(self, recs: list[dict], context: dict) -> tuple[list[JobView], list[str]]:
-        """Stop several active jobs (a sweep, ``--all``) in as few calls as the platform can; (views, one-line
-        errors ``"<id>: ..."``). The default: :meth:`cancel_one` each."""
-        views, errors = [], []
-        for rec in recs:
-            try:
-                views.append(self.cancel_one(rec, context))
-            except TaoError as exc:
-                errors.append(f"{rec['id']}: {exc}")
-        return views, errors
+    def stop(self, recs: list[dict], context: dict) -> list[Stop]:
+        """Stop the active ``recs`` (one job, or a sweep's trials in as few calls as the platform can) and say
+        per job what happened; never write a record (the core marks CANCELED, or the real end). ``context``
+        is shared by the calls of one ``cancel``. A failure of one job is its ``Stop.error``."""
 
     #: whether ``observe`` reads TAO's status files in its one batched query (progress for every job at no cost)
     progress_in_sweep: bool = False
@@ -259,11 +268,6 @@ class Platform(ABC):
         """``spec`` with its run-time limit set to ``minutes`` (``continue --time-*``: more time for a job that
         ran out of it). Default: refused, the platform has no limit to set."""
         raise TaoError(f"{self.name} jobs have no time limit: continue without --time-hours/--time-minutes")
-
-    def relaunch(self, job_id: str) -> Launch | None:
-        """Finish the launch of a record an earlier submit began (its answer lost): look before creating
-        anything, never create twice; None when the job was launched already. Default: not offered."""
-        raise TaoError(f"{self.name} has no resume: see {self.helper} submit --help")
 
     def resume(self, job_id: str) -> JobView:
         """``resume``: :meth:`relaunch`, and the record bound to what it found or made (by the core)."""
@@ -359,12 +363,17 @@ def get(name: str) -> Platform:
 
 
 # ------------------------------------------------------------------ verbs
-def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = True,
-           progress: bool = True) -> list[JobView]:
-    """Refresh the chosen records (terminal ones are shown as stored) with one query per platform; held sweep
-    trials are released as slots free (:func:`taobank.sweepslots.release`). ``progress``: read the progress of a
-    lone running job the query could not read (sweeps read theirs in one batch instead)."""
-    recs = select(platform, ids, "status")
+def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = True) -> list[JobView]:
+    """Refresh the chosen records (terminal ones are shown as stored) with one query per platform."""
+    return refresh(select(platform, ids, "status"), retry=retry)
+
+
+def refresh(recs: list[dict], *, retry: bool = True) -> list[JobView]:
+    """Observe the active ``recs`` (one query per platform) and apply what was seen (:func:`taobank.track.refresh`);
+    their views in order, retries opened now after them. One platform that cannot be asked does not hide the
+    others: its jobs are shown as stored with the reason."""
+    from . import track
+
     views: dict[str, JobView] = {}
     groups = by_platform(recs)
     for name, group in groups.items():
@@ -374,58 +383,15 @@ def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = 
             views[rec["id"]] = adapter.view(rec)
         if active:
             try:
-                seen = adapter.observe(active, retry=retry)
+                seen = track.refresh(adapter, active, retry=retry)
             except TaoError as exc:
                 if len(groups) == 1:
                     raise
                 seen = [JobView.from_record(r, reason="QueryFailed", message=str(exc)) for r in active]
             for view in seen:
                 views[view.id] = view
-            if any(r.get("sweep") for r in active):
-                from . import sweepslots
-
-                for jid in sweepslots.release(adapter, active):
-                    views[jid] = adapter.view(records.load(jid))
     order = [r["id"] for r in recs]
-    out = [views[i] for i in order] + [v for i, v in views.items() if i not in set(order)]
-    if progress:
-        _add_progress(out, {r["id"]: r for r in recs})
-    return out
-
-
-#: What ``status`` says of a running job whose progress it did not read (one more call per job).
-PROGRESS_HINT = "progress: status of this job alone shows its epoch, ETA and KPIs"
-
-
-def _add_progress(views: list[JobView], recs: Mapping[str, dict]) -> None:
-    """Progress for the one running job of a platform that cannot read it in its sweep (at most one more call);
-    the other running jobs get a hint. A failed read never fails the status."""
-    from . import training
-
-    for name, group in by_platform([recs[v.id] for v in views if v.id in recs]).items():
-        adapter = get(name)
-        if adapter.progress_in_sweep:
-            continue
-        running = [v for v in views if v.platform == name and v.state == states.State.RUNNING and not v.progress]
-        if len(running) != 1:
-            for v in running:
-                v.extra["progress_hint"] = PROGRESS_HINT
-            continue
-        view = running[0]
-        try:
-            files = adapter.read_status_files(recs[view.id], live=True)
-            view.progress = training.progress_of(files, view.action or None)
-        except TaoError as exc:
-            view.extra["progress_error"] = str(exc)
-
-
-def metrics(platform: str | None, job_id: str) -> tuple[list[dict], Any, str]:
-    """The KPI series of a job by epoch (also after it ended): (rows, the parsed log, the file read)."""
-    from . import training
-
-    rec = load_for(job_id, platform, "metrics")
-    files = get(rec["platform"]).read_status_files(rec, live=False)
-    return training.metrics_of(files, rec.get("action") or None, job_id)
+    return [views[i] for i in order] + [v for i, v in views.items() if i not in set(order)]
 
 
 def superseded(view: JobView, views: list[JobView]) -> bool:
@@ -448,7 +414,8 @@ def changed_lines(views: list[JobView], shown: dict[str, str]) -> list[str]:
 
 def watch(platform: str | None, ids: list[str] | None, *, on_line: Callable[[str], None], retry: bool = True,
           first: float = 5.0, cap: float = 60.0, sleep: Callable[[float], None] = time.sleep,
-          max_unknown: int = 10, deadline: float | None = None) -> list[JobView]:
+          max_unknown: int = 10, deadline: float | None = None,
+          poll: Callable[..., list[JobView]] | None = None) -> list[JobView]:
     """Poll until every watched job is terminal; no overall time cap (queue waits are normal).
 
     The delay starts at ``first`` seconds and doubles up to ``cap`` while
@@ -456,8 +423,10 @@ def watch(platform: str | None, ids: list[str] | None, *, on_line: Callable[[str
     backend cannot see for ``max_unknown`` polls in a row ends the watch
     (it is reported, never marked, so the record stays the source of truth).
     ``deadline`` (seconds) bounds the watch for callers that must give up
-    (the NCCL probe); the views are returned as they are then.
+    (the NCCL probe); the views are returned as they are then. ``poll(platform, ids, retry=)``: what refreshes
+    the jobs (:func:`status` unless a campaign layer adds to it).
     """
+    poll = poll or status
     end = None if deadline is None else time.monotonic() + deadline
     if not (math.isfinite(first) and math.isfinite(cap) and first > 0 and cap > 0):
         raise UsageError("--interval must be a positive number of seconds")
@@ -465,7 +434,7 @@ def watch(platform: str | None, ids: list[str] | None, *, on_line: Callable[[str
     watched = _with_retries([r["id"] for r in select(platform, ids, "status")], platform)
     delay, shown, unknown_polls = first, {}, 0  # shown: id -> the line last printed for it
     while True:
-        views = status(platform, watched, retry=retry)
+        views = poll(platform, watched, retry=retry)
         for v in views:  # follow retry chains
             if v.retry_of in watched and v.id not in watched:
                 watched.append(v.id)
@@ -539,11 +508,13 @@ def follow(platform: str | None, job_id: str, *, tail: int | None, emit: Callabl
 def cancel(platform: str | None, ids: list[str] | None, *, all_active: bool = False,
            batch: bool = False) -> tuple[list[JobView], list[str]]:
     """Cancel the given jobs (or every active one with ``all_active``); (views, one-line errors). ``batch``: the
-    active ones of each platform in one :meth:`Platform.cancel_many` (a sweep's trials), else one by one.
+    active ones of each platform in one adapter ``stop`` (a sweep's trials), else one by one.
 
     A job already terminal is reported as it is; one failure does not stop
     the others (its error line is returned and the verb exits 1).
     """
+    from . import track
+
     if not ids and not all_active:
         raise UsageError("cancel needs job ids or --all")
     recs = select(platform, ids, "cancel", all_active=all_active)
@@ -559,19 +530,13 @@ def cancel(platform: str | None, ids: list[str] | None, *, all_active: bool = Fa
         try:
             adapter = get(rec["platform"])
             if rec["state"] in states.TERMINAL:
-                note = adapter.clean_finished(rec, contexts.setdefault(rec["platform"], {}))
-                view = adapter.view(rec)
-                view.message = f"already {rec['state']}: nothing to cancel" + (f"; {note}" if note else "")
-                view.extra.setdefault("deleted", False)
-                views.append(view)
+                views.append(track.already_ended(adapter, rec, contexts.setdefault(rec["platform"], {})))
                 continue
             active.setdefault(rec["platform"], []).append(rec)
         except TaoError as exc:
             errors.append(f"{rec['id']}: {exc}")
     for name, group in active.items():  # one batch per platform (a sweep's trials: one scancel, one delete)
-        adapter = get(name)
-        many = adapter.cancel_many if batch and len(group) > 1 else partial(Platform.cancel_many, adapter)
-        seen, failed = many(group, contexts.setdefault(name, {}))
+        seen, failed = track.stop(get(name), group, contexts.setdefault(name, {}), batch=batch)
         views += seen
         errors += failed
     order = {r["id"]: i for i, r in enumerate(recs)}

@@ -17,6 +17,7 @@ Why each edge exists:
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
 from .errors import TaoError
@@ -104,6 +105,44 @@ def canonical_source(name: str) -> str:
 def is_allowed(current: str, new: str) -> bool:
     """True when a mark may move a record from ``current`` to ``new`` (a different state)."""
     return new in TRANSITIONS.get(current, ())
+
+
+@dataclass(frozen=True)
+class Move:
+    """What one observation does to a record: the state to mark (None: leave the record as it is) and the
+    message to store (None: keep the recorded one)."""
+
+    state: "State | None"
+    message: str | None = None
+
+
+def next_move(current: str, observed: str, message: str | None, *, recorded: str | None = None,
+              keep_if: str | None = None) -> Move:
+    """The one rule every platform's status obeys: what the backend ``observed`` (with ``message``) does to a
+    record in state ``current`` whose message is ``recorded``.
+
+    * A terminal record stays: after the end the record is the source of truth (a Job deleted by its TTL, a
+      container removed, say nothing about how it ended).
+    * UNKNOWN seen PENDING stays UNKNOWN with the new message: the table has no UNKNOWN -> PENDING, and the
+      record moves once the job runs or ends (so its history cannot loop PENDING/UNKNOWN).
+    * Any other move the table forbids leaves the record as it is.
+    * The same state is a message-only update; an empty message keeps the recorded one.
+    * ``keep_if``: the observation only repeats, in less detail, what the record says when the recorded message
+      holds this text (a kubelet retrying one image pull flips its reason and drops the error): while the state
+      does not change the recorded message stays, so a watch prints no new line for the flip.
+    """
+    if current in TERMINAL:
+        return Move(None)
+    text = message or None
+    if observed == current and keep_if and keep_if in (recorded or ""):
+        text = None
+    if observed == current:
+        return Move(State(current), text)
+    if current == State.UNKNOWN and observed == State.PENDING:
+        return Move(State.UNKNOWN, text)
+    if not is_allowed(current, observed):
+        return Move(None)
+    return Move(State(observed), text)
 
 
 def allowed_text(current: str) -> str:

@@ -143,10 +143,10 @@ def _epoch(progress: Mapping[str, Any] | None) -> str:
 def status(sweep_id: str, *, retry: bool = True) -> list[Row]:
     """Every trial's state, progress and latest KPIs: the platform's one batched query, plus at most one read
     of the status files of the trials it could not read in that query."""
-    from . import platform as core, training
+    from . import jobstatus, platform as core, training
 
     recs = trial_records(sweep_id)
-    views = core.status(None, [r["id"] for r in recs], retry=retry, progress=False)
+    views = jobstatus.status(None, [r["id"] for r in recs], retry=retry, progress=False)
     adapter = core.get(recs[0]["platform"])
     _supervised(adapter, sweep_id, trial_records(sweep_id))
     by_id = {r["id"]: r for r in recs}

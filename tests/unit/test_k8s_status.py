@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 
 from taobank.kubernetes import status
-from taobank.kubernetes.status import next_state, observe
+from taobank.kubernetes.status import observe
+from taobank.states import next_move
 
 UID = "1111-2222"
 
@@ -132,10 +133,10 @@ def test_main_exit_reported_before_sidecar():
 def test_job_gone_is_unknown_and_terminal_record_stays():
     o = observe(None, [])
     assert o.state == "UNKNOWN"
-    assert next_state("COMPLETE", "UNKNOWN") is None
-    assert next_state("RUNNING", "UNKNOWN") == "UNKNOWN"
-    assert next_state("UNKNOWN", "PENDING") is None  # the table forbids it
-    assert next_state("RUNNING", "RUNNING") == "RUNNING"
+    assert next_move("COMPLETE", "UNKNOWN", o.message).state is None
+    assert next_move("RUNNING", "UNKNOWN", o.message).state == "UNKNOWN"
+    assert next_move("UNKNOWN", "PENDING", "waiting").state == "UNKNOWN"  # the table forbids UNKNOWN -> PENDING
+    assert next_move("RUNNING", "RUNNING", "x").state == "RUNNING"
 
 
 def test_other_uid_job_is_not_ours():

@@ -10,7 +10,7 @@ from taobank.contract import SubmitOptions
 from taobank import platform, records
 from taobank.errors import SubmitUncertain, TaoError
 from taobank.slurm import storage
-from taobank.slurm import facts as slurm_facts, observe as slurm_observe
+from taobank.slurm import facts as slurm_facts
 
 SPEC = {"network_arch": "dino", "action": "train", "container_runtime": "none", "num_gpus": 1,
         "command": ["python", "train.py"]}
@@ -115,13 +115,13 @@ def test_retry_claim_two_pollers_only_one_resubmits(slurm):
     slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], NODE_FAIL, "0:0")]))
     slurm.ssh("FIND", find_answer())
     slurm.ssh("SBATCH", "102\n")
-    first = slurm_observe.refresh([stale_a])
-    second = slurm_observe.refresh([stale_b])
+    first = platform.refresh([stale_a])
+    second = platform.refresh([stale_b])
     assert slurm.count("SBATCH") == 1
     (retry,) = children(rec["id"])
     assert retry["attempt"] == 2 and retry["backend"]["slurm_job_id"] == "102"
     assert records.load(rec["id"])["state"] == "ERROR"
-    assert {r["id"] for r in first} == {rec["id"], retry["id"]} and {r["id"] for r in second} == {rec["id"]}
+    assert {v.id for v in first} == {rec["id"], retry["id"]} and {v.id for v in second} == {rec["id"]}
 
 
 def test_retry_claim_two_concurrent_pollers_only_one_resubmits(slurm):
@@ -416,7 +416,7 @@ def test_tao_status_json_decides_complete_vs_error(slurm, sacct_state, exit_code
     status_file = rec["backend"]["results_dir"] + "/status.json"
     slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], sacct_state, exit_code)],
                                     markers={status_file: TAO_LINES[tao]} if tao else {}))
-    (view,) = platform.get("slurm").observe([records.load(rec["id"])])
+    (view,) = platform.refresh([records.load(rec["id"])])
     assert (view.state, want[1] in (view.message or "")) == (want[0], True), view.message
     assert status_file in slurm.calls[-1].args  # read in the same one remote command as squeue/sacct
     if want[0] == "ERROR":
@@ -429,7 +429,7 @@ def test_failed_job_with_tao_failure_still_retries_an_infrastructure_log(slurm, 
     slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], "FAILED", "1:0")],
                                     markers={status_file: TAO_LINES["failure"]}))
     slurm.ssh("TAIL_FILES", lambda call: ok(f"@@file {call.args[1]}\nNCCL WARN NET/IB : Got completion from peer with error 12\n"))
-    (view,) = platform.get("slurm").observe([records.load(rec["id"])], retry=False)
+    (view,) = platform.refresh([records.load(rec["id"])], retry=False)
     assert view.state == "ERROR" and view.err_class == "ERR_INFRA"
 
 
@@ -489,7 +489,7 @@ def test_training_waits_for_the_conversion_then_ends_in_error_with_its_log_tail(
     rec = _converting(slurm)
     slurm.ssh("SWEEP", sweep_answer(squeue=[squeue_row("101", "PENDING", rec["id"], "Dependency"),
                                             squeue_row("100", "RUNNING", rec["id"] + "-sqsh")]))
-    (view,) = platform.get("slurm").observe([records.load(rec["id"])])
+    (view,) = platform.refresh([records.load(rec["id"])])
     assert view.state == "PENDING" and "waiting for image conversion job 100 (running)" in view.message
     assert slurm.calls[-1].args[0] == "100,101"  # one squeue/sacct for both jobs
     # the import failed: SLURM cancels the dependent job; the record says why, from the conversion log
@@ -497,7 +497,7 @@ def test_training_waits_for_the_conversion_then_ends_in_error_with_its_log_tail(
                                            sacct_row("100", rec["id"] + "-sqsh", "FAILED", "1:0")]))
     slurm.ssh("TAIL_FILES", lambda call: ok(f"@@file {call.args[1]}\ntao: converting x\n"
                                             "[ERROR] Could not process JSON input\n"))
-    (view,) = platform.get("slurm").observe([records.load(rec["id"])])
+    (view,) = platform.refresh([records.load(rec["id"])])
     assert view.state == "ERROR" and view.err_class == "ERR_PROGRAM"
     assert "image conversion job 100 ended FAILED (exit code 1): tao: converting x | [ERROR] Could not process JSON " \
            "input" in view.message and "enroot-credentials" in view.message
@@ -508,7 +508,7 @@ def test_a_finished_conversion_leaves_the_training_verdict_alone(slurm):
     rec = _converting(slurm)
     slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], "COMPLETED"),
                                            sacct_row("100", rec["id"] + "-sqsh", "COMPLETED")]))
-    (view,) = platform.get("slurm").observe([records.load(rec["id"])])
+    (view,) = platform.refresh([records.load(rec["id"])])
     assert view.state == "COMPLETE"
 
 
@@ -524,7 +524,7 @@ def test_status_follows_a_job_that_resubmitted_itself_and_never_resubmits_again(
     lines = ('{"from":"101","next":"102","attempt":1,"failed_on":"node3","excluded":"node3"}\n'
              '{"from":"102","next":"103","attempt":2,"failed_on":"node4","excluded":"node3,node4"}\n')
     slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], "FAILED", "1:0")], markers={hops: lines}))
-    (view,) = platform.get("slurm").observe([records.load(rec["id"])])
+    (view,) = platform.refresh([records.load(rec["id"])])
     b = records.load(rec["id"])["backend"]
     assert view.state == "PENDING" and b["slurm_job_id"] == "103" and b["self_retries"] == 2
     assert b["excluded_nodes"] == "node3,node4" and b["log_dir"].endswith(f"/slurm-logs/{rec['id']}-103")
@@ -533,7 +533,7 @@ def test_status_follows_a_job_that_resubmitted_itself_and_never_resubmits_again(
     # its last attempt failed with an infrastructure log and did not resubmit (limit): ERROR, no poller resubmit
     slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("103", rec["id"], "FAILED", "1:0")], markers={hops: lines}))
     slurm.ssh("TAIL_FILES", lambda call: ok(f"@@file {call.args[1]}\nNVRM: Xid (PCI:0000:3b:00): 79\n"))
-    (view,) = platform.get("slurm").observe([records.load(rec["id"])])
+    (view,) = platform.refresh([records.load(rec["id"])])
     assert view.state == "ERROR" and view.err_class == "ERR_INFRA" and "did not resubmit itself" in view.message
     assert children(rec["id"]) == [] and slurm.count("SBATCH") == 0
 
@@ -542,7 +542,7 @@ def test_cancel_of_a_self_retrying_job_stops_every_job_of_its_name(slurm):
     rec = _self_retrying(slurm)
     slurm.ssh("scancel", "")
     slurm.ssh("CANCEL_NAME", "")
-    view = platform.get("slurm").cancel_one(records.load(rec["id"]), {})
+    (view,), _ = platform.cancel("slurm", [rec["id"]])
     assert view.state == "CANCELED"
     assert slurm.scripts() == ["scancel", "CANCEL_NAME"] and slurm.calls[-1].args == [rec["id"]]
 
@@ -579,18 +579,18 @@ def test_a_status_retry_of_a_self_retrying_job_keeps_its_self_retry(slurm):
     slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], NODE_FAIL, "0:0")]))
     slurm.ssh("FIND", find_answer())
     slurm.ssh("SBATCH", "102\n")
-    slurm_observe.refresh([records.load(rec["id"])])
+    platform.refresh([records.load(rec["id"])])
     (retry,) = children(rec["id"])
     assert retry["backend"]["self_retry"] is True and retry["backend"]["infra_retries"] is True
     # the retry's own footer resubmitted it: status follows the hop and never resubmits a second job
     hops = rec["backend"]["staged_dir"] + "/meta/retries.jsonl"
     line = '{"from":"102","next":"103","attempt":1,"failed_on":"node3","excluded":"node3"}\n'
     slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("102", retry["id"], "FAILED", "1:0")], markers={hops: line}))
-    slurm_observe.refresh([records.load(retry["id"])])
+    platform.refresh([records.load(retry["id"])])
     assert records.load(retry["id"])["backend"]["slurm_job_id"] == "103" and slurm.count("SBATCH") == 1
     slurm.ssh("scancel", "")
     slurm.ssh("CANCEL_NAME", "")
-    platform.get("slurm").cancel_one(records.load(retry["id"]), {})
+    platform.cancel("slurm", [retry["id"]])
     assert slurm.calls[-1].script == "CANCEL_NAME" and slurm.calls[-1].args == [retry["id"]]
 
 
@@ -602,17 +602,17 @@ def test_a_retry_hop_seen_from_unknown_is_not_an_illegal_transition(slurm):
     line = '{"from":"101","next":"102","attempt":1,"failed_on":"node3","excluded":"node3"}\n'
     slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], "FAILED", "1:0"),
                                            sacct_row("101", other["id"], "RUNNING")], markers={hops: line}))
-    out = {r["id"]: r for r in slurm_observe.refresh([records.load(rec["id"]), records.load(other["id"])])}
-    assert out[rec["id"]]["state"] == "UNKNOWN" and out[rec["id"]]["backend"]["slurm_job_id"] == "102"
-    assert "resubmitted itself as SLURM job 102" in out[rec["id"]]["message"]
-    assert out[other["id"]]["state"] == "RUNNING"  # the rest of the sweep is still observed
+    out = {v.id: v for v in platform.refresh([records.load(rec["id"]), records.load(other["id"])])}
+    assert out[rec["id"]].state == "UNKNOWN" and records.load(rec["id"])["backend"]["slurm_job_id"] == "102"
+    assert "resubmitted itself as SLURM job 102" in out[rec["id"]].message
+    assert out[other["id"]].state == "RUNNING"  # the rest of the sweep is still observed
 
 
 def test_a_self_retrying_job_stopped_at_its_deadline_is_error_and_never_resubmitted(slurm):
     rec = _self_retrying(slurm)
     slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], "DEADLINE", "0:0")]))
     slurm.ssh("TAIL_FILES", lambda call: ok(f"@@file {call.args[1]}\nNVRM: Xid (PCI:0000:3b:00): 79\n"))
-    (view,) = platform.get("slurm").observe([records.load(rec["id"])])
+    (view,) = platform.refresh([records.load(rec["id"])])
     assert view.state == "ERROR" and "stopped at its deadline" in view.message and "did not resubmit" not in view.message
     assert children(rec["id"]) == [] and slurm.count("SBATCH") == 0
 
@@ -713,7 +713,7 @@ def test_an_out_of_memory_job_with_an_infrastructure_log_is_retried(slurm):
     slurm.ssh("TAIL_FILES", lambda call: ok(f"@@file {call.args[1]}\nNVRM: Xid (PCI:0000:3b:00): 79\n"))
     slurm.ssh("FIND", find_answer())
     slurm.ssh("SBATCH", "102\n")
-    slurm_observe.refresh([records.load(rec["id"])])
+    platform.refresh([records.load(rec["id"])])
     first = records.load(rec["id"])
     assert (first["state"], first["err_class"]) == ("ERROR", "ERR_INFRA") and "resubmitting" in first["message"]
     (retry,) = children(rec["id"])

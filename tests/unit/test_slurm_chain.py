@@ -219,18 +219,18 @@ def test_status_follows_the_next_attempt_under_the_same_record(slurm):
     hops = rec["backend"]["staged_dir"] + "/meta/retries.jsonl"
     line = '{"from":"101","next":"102","attempt":2,"reason":"walltime","run_seconds":118}\n'
     slurm.ssh("SWEEP", sweep_answer(sacct=[sacct_row("101", rec["id"], "COMPLETED", "0:0")], markers={hops: line}))
-    (view,) = platform.get("slurm").observe([records.load(rec["id"])])
+    (view,) = platform.refresh([records.load(rec["id"])])
     now = records.load(rec["id"])
     assert now["backend_ref"] == "slurm:102" and now["backend"]["slurm_job_id"] == "102"
     assert now["backend"]["chain_attempt"] == 2 and now["backend"]["chain_seconds"] == 118
     assert view.state == "PENDING" and "continued as SLURM job 102 (attempt 2 of 3, 1m58s run so far)" in view.message
     assert view.attempt == 2 and view.to_dict()["chain_seconds"] == 118
     slurm.ssh("SWEEP", sweep_answer(squeue=[squeue_row("102", "RUNNING", rec["id"])], markers={hops: line}))
-    (view,) = platform.get("slurm").observe([records.load(rec["id"])])
+    (view,) = platform.refresh([records.load(rec["id"])])
     assert view.state == "RUNNING" and "attempt 2 of 3 (1m58s run before it)" in view.message
     slurm.ssh("scancel", "")
     slurm.ssh("CANCEL_NAME", "")
-    view = platform.get("slurm").cancel_one(records.load(rec["id"]), {})
+    (view,), _ = platform.cancel("slurm", [rec["id"]])
     assert view.state == "CANCELED"
     assert [c.words for c in slurm.of("ssh") if c.words[:1] == ["scancel"]] == [["scancel", "102"]]
     assert slurm.scripts()[-1] == "CANCEL_NAME"  # a job it resubmitted meanwhile goes too

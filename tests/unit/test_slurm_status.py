@@ -146,11 +146,11 @@ def test_sweep_output_parsing_and_accounting_fallback():
 
 def test_only_one_poller_claims_a_retry(state_dir):
     from taobank import records
-    from taobank.slurm import observe as slurm_observe
+    from taobank import track
 
     rec = records.open_record("slurm", "none", "dino", "train", "A", "/lustre/results")
-    assert slurm_observe._claim_retry(rec["id"]) is True
-    assert slurm_observe._claim_retry(rec["id"]) is False
+    assert track.claim_retry(rec) is True
+    assert track.claim_retry(rec) is False
 
 
 def test_skill_status_table_covers_and_matches_the_mapping():

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from fakeproc import SLURM_BASE, items, job, k8s_record, ok, pod, sacct_row, slurm_record, squeue_row, sweep_answer
-from taobank import platform, records
+from taobank import jobstatus, records
 from taobank.errors import TaoError
 from taobank.kubernetes.logs import SPEC_FILE
 
@@ -128,7 +128,7 @@ def test_k8s_status_of_several_running_jobs_adds_no_call_per_job_but_a_hint(fake
     out = cli("tao_k8s.py", "status", "--json")
     views = json.loads(out.out)
     assert out.rc == 0 and len(views) == 3 and len(fake.of("kubectl")) == 1
-    assert all(v["progress"] is None and v["progress_hint"] == platform.PROGRESS_HINT for v in views)
+    assert all(v["progress"] is None and v["progress_hint"] == jobstatus.PROGRESS_HINT for v in views)
 
 
 def test_a_failed_progress_read_never_fails_the_status(fake, cli):

@@ -70,13 +70,13 @@ def _own(sweep_id: str, platform: str | None) -> None:
 
 
 def status(args: argparse.Namespace, platform: str | None = None) -> int:
-    from .. import platform as core, sweeps
+    from .. import jobstatus, sweeps
 
     _own(args.sweep, platform)
     if args.watch:
         ids = [r["id"] for r in sweeps.trial_records(args.sweep)]
-        core.watch(None, ids, on_line=lambda line: print(line, file=sys.stderr), retry=not args.no_retry,
-                   first=args.interval)
+        jobstatus.watch(None, ids, on_line=lambda line: print(line, file=sys.stderr), retry=not args.no_retry,
+                        first=args.interval)
     rows = sweeps.status(args.sweep, retry=not args.no_retry)
     if args.json:
         print_json([r.to_dict() for r in rows])

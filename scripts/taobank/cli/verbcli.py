@@ -22,7 +22,7 @@ import argparse
 import sys
 from typing import Callable
 
-from .. import platform as core
+from .. import jobstatus, platform as core
 from ..errors import EXIT_FAILED, EXIT_OK, TaoError, UsageError
 from ..text import error_line, one_line, terminal_text
 from .entry import add_version, print_gate_notes, print_json
@@ -119,13 +119,13 @@ def cmd_status(args: argparse.Namespace, platform: str | None) -> int:
     ids = chosen_ids(args, platform)
     if args.watch:
         emit = _progress(args.json)
-        views = core.watch(platform, ids or None, on_line=emit, retry=retry, first=args.interval)
+        views = jobstatus.watch(platform, ids or None, on_line=emit, retry=retry, first=args.interval)
         if emit.tty:  # type: ignore[attr-defined]
             (sys.stderr if args.json else sys.stdout).write("\n")
         if args.json:
             print_json([v.to_dict() for v in views])
         return core.watch_exit_code(views)
-    views = core.status(platform, ids or None, retry=retry)
+    views = jobstatus.status(platform, ids or None, retry=retry)
     if args.json:
         print_json([v.to_dict() for v in views])
     elif not views:
@@ -139,7 +139,7 @@ def cmd_status(args: argparse.Namespace, platform: str | None) -> int:
             print(v.line())
     hinted = [v.id for v in views if v.extra.get("progress_hint")]
     if hinted and not args.json:
-        print(f"note: {core.PROGRESS_HINT} ({len(hinted)} running jobs here; e.g. status {hinted[0]})", file=sys.stderr)
+        print(f"note: {jobstatus.PROGRESS_HINT} ({len(hinted)} running jobs here; e.g. status {hinted[0]})", file=sys.stderr)
     return EXIT_OK
 
 
@@ -370,7 +370,7 @@ def cmd_metrics(args: argparse.Namespace, platform: str | None) -> int:
         raise UsageError("--force replaces the --png FILE: add --png FILE")
     if args.png:
         png_target(args.png, args.force)  # refused before any cluster call, as fetch refuses
-    rows, log, chosen = core.metrics(platform, job_id)
+    rows, log, chosen = jobstatus.metrics(platform, job_id)
     if args.kpi:
         require_kpis(rows, args.kpi)
     if args.json:

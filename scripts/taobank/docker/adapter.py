@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from ..contract import Batch, Gate, Launch, SubmitOptions
+from ..contract import Batch, Gate, Launch, Observation, Stop, SubmitOptions
 from ..platform import JobView, Logs, Platform
 from . import cancel, facts, logs, observe, results_access, submit
 from .submit import DockerPlan
@@ -31,8 +31,11 @@ class Docker(Platform):
     def view(self, rec: Mapping[str, Any]) -> JobView:
         return view(rec)
 
-    def observe(self, recs: list[dict], *, retry: bool = True) -> list[JobView]:
-        return [view(r) for r in observe.refresh(recs)]
+    def observe(self, recs: list[dict], *, context: dict) -> list[Observation]:
+        return observe.observe(recs, context)
+
+    def ended(self, recs: list[dict], context: dict, *, carried_on: frozenset[str] = frozenset()) -> dict[str, str]:
+        return observe.ended(recs, context)
 
     def read_logs(self, rec: dict, *, tail: int | None) -> Logs:
         sections, source = logs.read(rec, tail or int(facts.default("logs_tail")))
@@ -44,12 +47,8 @@ class Docker(Platform):
     def read_status_files(self, rec: dict, *, live: bool) -> dict[str, str]:
         return observe.status_files(rec)
 
-    def cancel_one(self, rec: dict, context: dict) -> JobView:
-        return view(cancel.cancel(rec))
-
-    def cancel_many(self, recs: list[dict], context: dict) -> tuple[list[JobView], list[str]]:
-        done, errors = cancel.cancel_many(recs)
-        return [view(r) for r in done], errors
+    def stop(self, recs: list[dict], context: dict) -> list[Stop]:
+        return cancel.stop(recs)
 
     def lineage_access(self, spec: dict, parent: dict, folder: str) -> dict:
         from .lineage_access import reachable

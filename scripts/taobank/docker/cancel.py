@@ -1,29 +1,43 @@
 """cancel on Docker: ``docker stop -t GRACE`` (SIGTERM, the grace to save a checkpoint, then SIGKILL), then a
 ``docker kill`` if it still runs; the record says CANCELED, or how the job really ended when it ended first.
-A container never started (a held sweep trial) is removed. :func:`cancel_many` does it for many in a few calls."""
+A container never started (a held sweep trial) is removed. :func:`cancel_many` does it for many in a few calls.
+Only stops and says what happened (:class:`taobank.contract.Stop`); the core marks the records."""
 from __future__ import annotations
 
-from .. import records
+from ..contract import Observation, Stop
 from ..errors import TaoError
 from ..states import State
 from . import engine as eng
 from . import facts, logs, observe
 
+GONE = "canceled: its container was already gone (removed outside the bank); nothing to stop"
 
-def cancel(rec: dict) -> dict:
+
+def stop(recs: list[dict]) -> list[Stop]:
+    """One job alone (:func:`cancel`), several in a fixed number of engine calls (:func:`cancel_many`)."""
+    return [cancel(recs[0])] if len(recs) == 1 else cancel_many(recs)
+
+
+def _ended(rec: dict, seen: Observation) -> Stop:
+    """It ended before the cancel: say how (the engine's facts and progress as status would show them)."""
+    v = observe.said(rec, seen)
+    return Stop(rec["id"], "ended", v.message, state=v.state, err_class=v.err_class,
+                backend={k: x for k, x in v.backend.items() if x is not None}, view=v.view)
+
+
+def cancel(rec: dict) -> Stop:
     e = eng.Engine.of(rec)
     name = facts.container_of(rec)
     before = observe.inspect(e, [name]).get(name)
     if before is None:
-        return records.mark(rec["id"], State.CANCELED, message="canceled: its container was already gone "
-                            "(removed outside the bank); nothing to stop")
+        return Stop(rec["id"], "gone", GONE)
     seen = observe.classify(before, memory=(rec.get("backend") or {}).get("memory"))
     if seen.state in (State.COMPLETE, State.ERROR):  # it ended before the cancel: say how
-        return observe.mark(rec, seen)
+        return _ended(rec, seen)
     if str(before.get("Status") or "").lower() == "created":  # never started (a held sweep trial): remove it
         e.run(["rm", "--force", name], what=f"{e.name} rm")
-        return records.mark(rec["id"], State.CANCELED, message="canceled before it started: its container was "
-                            "removed", backend={"container_state": "removed"})
+        return Stop(rec["id"], "stopped", "canceled before it started: its container was removed",
+                    backend={"container_state": "removed"})
     grace = int((rec.get("backend") or {}).get("stop_grace_seconds") or facts.default("stop_grace_seconds"))
     e.run(["stop", "--time", str(grace), name], check=False, timeout=grace + 60, what=f"{e.name} stop")
     after = observe.inspect(e, [name]).get(name) or {}
@@ -33,64 +47,59 @@ def cancel(rec: dict) -> dict:
         how = f"killed (still running {grace}s after SIGTERM)"
     code = after.get("ExitCode")
     logs.save(rec, e)
-    return records.mark(rec["id"], State.CANCELED, message=f"canceled: container {how}",
-                        backend={"container_state": "exited", **({"exit_code": code} if isinstance(code, int) else {})})
+    return Stop(rec["id"], "stopped", f"canceled: container {how}",
+                backend={"container_state": "exited", **({"exit_code": code} if isinstance(code, int) else {})})
 
 
-def cancel_many(recs: list[dict]) -> tuple[list[dict], list[str]]:
+def cancel_many(recs: list[dict]) -> list[Stop]:
     """Cancel several jobs (a sweep's trials) per engine address in a fixed number of engine calls: ONE
     ``inspect`` of all, ONE ``stop`` of the running ones (in parallel: the CLI stops them at once), ONE ``kill``
     of any still running after the grace, ONE ``rm`` of the held ones (created, never started), and the saved
-    logs of each one that ran (a call each, at most --max-concurrent of a sweep). (records, one-line errors)"""
+    logs of each one that ran (a call each, at most --max-concurrent of a sweep). A job not stopped is its
+    ``Stop.error``."""
     groups: dict[tuple[str, str], list[dict]] = {}
-    out: list[dict] = []
+    out: list[Stop] = []
     for rec in recs:
         if not rec.get("backend_ref"):  # never launched: nothing on the engine
-            out.append(records.mark(rec["id"], State.CANCELED, message="canceled before its container was made"))
+            out.append(Stop(rec["id"], "never_launched", "canceled before its container was made"))
             continue
         e = eng.Engine.of(rec)
         groups.setdefault((e.name, e.host or ""), []).append(rec)
-    errors: list[str] = []
     for (name, host), group in groups.items():
         e = eng.Engine(name, host or None)
         try:
-            done, failed = _cancel_group(e, group)
+            out += _cancel_group(e, group)
         except TaoError as exc:
-            errors += [f"{r['id']}: {exc}" for r in group]
-            continue
-        out += done
-        errors += failed
-    return out, errors
+            out += [Stop(r["id"], error=str(exc)) for r in group]
+    return out
 
 
-def _cancel_group(e: eng.Engine, group: list[dict]) -> tuple[list[dict], list[str]]:
+def _cancel_group(e: eng.Engine, group: list[dict]) -> list[Stop]:
     names = {r["id"]: facts.container_of(r) for r in group}
     seen = observe.inspect(e, list(names.values()))
-    out: list[dict] = []
+    out: list[Stop] = []
     running: list[dict] = []
     held: list[dict] = []
     for rec in group:
         st = seen.get(names[rec["id"]])
         if st is None:
-            out.append(records.mark(rec["id"], State.CANCELED, message="canceled: its container was already gone "
-                                    "(removed outside the bank); nothing to stop"))
+            out.append(Stop(rec["id"], "gone", GONE))
             continue
         v = observe.classify(st, memory=(rec.get("backend") or {}).get("memory"))
         if v.state in (State.COMPLETE, State.ERROR):  # it ended before the cancel: say how
-            out.append(observe.mark(rec, v))
+            out.append(_ended(rec, v))
         elif str(st.get("Status") or "").lower() == "created":
             held.append(rec)
         else:
             running.append(rec)
-    errors: list[str] = []
     if held:  # never started: removed, so nothing can start it later
         res = e.run(["rm", "--force", *(names[r["id"]] for r in held)], check=False, timeout=300, what=f"{e.name} rm")
         if not res.ok:
-            errors += [f"{r['id']}: {eng.explain(e.name, res.stderr, f'{e.name} rm', res.returncode)}" for r in held]
+            out += [Stop(r["id"], error=eng.explain(e.name, res.stderr, f"{e.name} rm", res.returncode)) for r in held]
             held = []
         for rec in held:
-            out.append(records.mark(rec["id"], State.CANCELED, message="canceled before it started (a held sweep "
-                                    "trial): its container was removed", backend={"container_state": "removed"}))
+            out.append(Stop(rec["id"], "stopped", "canceled before it started (a held sweep trial): its container "
+                            "was removed", backend={"container_state": "removed"}))
     if running:
         grace = max(int((r.get("backend") or {}).get("stop_grace_seconds") or facts.default("stop_grace_seconds"))
                     for r in running)
@@ -105,7 +114,7 @@ def _cancel_group(e: eng.Engine, group: list[dict]) -> tuple[list[dict], list[st
             how = (f"killed (still running {grace}s after SIGTERM)" if rec in still
                    else f"stopped (SIGTERM, then SIGKILL after {grace}s)")
             logs.save(rec, e)
-            out.append(records.mark(rec["id"], State.CANCELED, message=f"canceled: container {how}",
-                                    backend={"container_state": "exited",
-                                             **({"exit_code": code} if isinstance(code, int) else {})}))
-    return out, errors
+            out.append(Stop(rec["id"], "stopped", f"canceled: container {how}",
+                            backend={"container_state": "exited",
+                                     **({"exit_code": code} if isinstance(code, int) else {})}))
+    return out

@@ -88,19 +88,19 @@ def status_files(rec: Mapping[str, Any]) -> dict[str, str]:
     return split_files(res.stdout) if res.ok else {}
 
 
-def refresh(recs: list[dict]) -> list[dict]:
-    """Observe ``recs`` with one inspect per engine address and mark them; returns the records (with progress)."""
+def observe(recs: list[dict], context: dict) -> list[Observation]:
+    """What the engines say of ``recs``, one inspect per engine address (progress read for the jobs that ran);
+    the engine of each finished container is kept in ``context`` for :func:`ended`."""
     groups: dict[tuple[str, str], list[dict]] = {}
     for r in recs:
         if r["state"] in states.TERMINAL or not r.get("backend_ref"):
             continue
         e = eng.Engine.of(r)
         groups.setdefault((e.name, e.host or ""), []).append(r)
-    out = {r["id"]: r for r in recs}
+    out = []
     for (name, host), group in groups.items():
         e = eng.Engine(name, host or None)
         seen = inspect(e, [facts.container_of(r) for r in group])
-        finished = []
         for r in group:
             st = seen.get(facts.container_of(r))
             v = classify(st, memory=(r.get("backend") or {}).get("memory"))
@@ -108,13 +108,27 @@ def refresh(recs: list[dict]) -> list[dict]:
                 tail = e.run(["logs", "--tail", "200", facts.container_of(r)], check=False, what=f"{name} logs")
                 v = classify(st, memory=(r.get("backend") or {}).get("memory"),
                              log_tail=(tail.stdout or "") + (tail.stderr or ""))
-            out[r["id"]] = mark(r, v, _times(st) if v.state in (State.COMPLETE, State.ERROR) else {})
+            said(r, v, _times(st) if v.state in (State.COMPLETE, State.ERROR) else {})
             if v.state in (State.COMPLETE, State.ERROR) and st is not None:
-                logs.save(r, e)  # once, at the end: the logs outlive the container
-                finished.append(facts.container_of(r))
-        if finished:  # removed with their jobs, in one call: a container's saved configuration holds its secrets
-            e.run(["rm", "--", *finished], check=False, what=f"{name} rm")
-    return list(out.values())
+                context.setdefault("engines", {})[r["id"]] = e
+            out.append(v)
+    return out
+
+
+def ended(recs: list[dict], context: dict) -> dict[str, str]:
+    """The jobs that ended: their logs saved (they outlive the container), and their containers removed with
+    ONE ``rm`` per engine (a container's saved configuration holds its secrets)."""
+    engines: dict[str, eng.Engine] = context.get("engines", {})
+    finished: dict[tuple[str, str], tuple[eng.Engine, list[str]]] = {}
+    for r in recs:
+        e = engines.get(r["id"])
+        if e is None:
+            continue
+        logs.save(r, e)  # once, at the end
+        finished.setdefault((e.name, e.host or ""), (e, []))[1].append(facts.container_of(r))
+    for e, names in finished.values():
+        e.run(["rm", "--", *names], check=False, what=f"{e.name} rm")
+    return {}
 
 
 def _times(st: Mapping[str, Any] | None) -> dict:
@@ -128,18 +142,13 @@ def _times(st: Mapping[str, Any] | None) -> dict:
     return out
 
 
-def mark(rec: dict, v: Observation, extra: Mapping[str, Any] | None = None) -> dict:
-    """Write the observation to the record (the transition table decides; progress is shown, never stored);
-    ``extra``: more engine facts for the record (a finished container's start and end)."""
-    new = v.state
-    if rec["state"] == State.UNKNOWN and new == State.PENDING:
-        new = State.UNKNOWN  # the table has no UNKNOWN -> PENDING
-    meta = {"container_state": v.observed, "exit_code": v.exit_code, "reason": v.reason, **(extra or {})}
-    marked = records.mark(rec["id"], new, source="poller", message=v.message or None,
-                          err_class=v.err_class if new == State.ERROR else None,
-                          backend={k: x for k, x in meta.items() if x is not None})
-    if new in (State.RUNNING, State.COMPLETE, State.ERROR):
-        seen = training.progress_of(status_files(marked), marked.get("action"))
+def said(rec: dict, v: Observation, extra: Mapping[str, Any] | None = None) -> Observation:
+    """The observation as the core applies it: the engine's facts for the record (``extra``: a finished
+    container's start and end), and the progress of a job that ran (shown, never stored)."""
+    v.job_id = rec["id"]
+    v.backend = {"container_state": v.observed, "exit_code": v.exit_code, "reason": v.reason, **(extra or {})}
+    if v.state in (State.RUNNING, State.COMPLETE, State.ERROR):
+        seen = training.progress_of(status_files(rec), rec.get("action"))
         if seen:
-            marked = {**marked, "progress": seen}
-    return marked
+            v.view["progress"] = seen
+    return v

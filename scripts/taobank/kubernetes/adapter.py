@@ -4,20 +4,13 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from .. import records
-from ..contract import Batch, Gate, Launch, SubmitOptions
+from ..contract import Batch, Gate, Launch, Observation, Stop, SubmitOptions
 from ..platform import JobView, Logs, Platform
 from . import PLATFORM, cancel, credentials, logs, observe, results_access, submit
 from .submit import KubePlan
 
 #: The job id a dry run without --job-id renders with (its Secret names follow from it).
 PREVIEW_ID = "tao-render-preview"
-
-
-def _view(result: Mapping[str, Any]) -> JobView:
-    """A status/cancel result dict as the common view of its record."""
-    rec = records.load(result["id"])
-    seen = {k: v for k, v in result.items() if k not in ("id", "state", "err_class", "backend_ref")}
-    return JobView.from_record(rec, **seen)
 
 
 class Kubernetes(Platform):
@@ -29,9 +22,12 @@ class Kubernetes(Platform):
         saved = records.state_dir() / f"{rec['id']}.d" / "logs.txt"
         return JobView.from_record(rec, saved_logs=str(saved) if saved.is_file() else None)
 
-    def observe(self, recs: list[dict], *, retry: bool = True) -> list[JobView]:
-        # The Job controller itself replaces disrupted pods (podFailurePolicy): ``retry`` has no effect here.
-        return [_view(r) for r in observe.status_records(recs)]
+    def observe(self, recs: list[dict], *, context: dict) -> list[Observation]:
+        # The Job controller itself replaces disrupted pods (podFailurePolicy): no observation asks for a retry.
+        return observe.observe(recs, context)
+
+    def ended(self, recs: list[dict], context: dict, *, carried_on: frozenset[str] = frozenset()) -> dict[str, str]:
+        return observe.ended(recs, context)
 
     def read_logs(self, rec: dict, *, tail: int | None) -> Logs:
         text, source = logs.read_logs(rec, tail=tail)
@@ -45,12 +41,8 @@ class Kubernetes(Platform):
 
         return statusfiles.read(rec, live=live)
 
-    def cancel_one(self, rec: dict, context: dict) -> JobView:
-        return _view(cancel.cancel(rec["id"]))
-
-    def cancel_many(self, recs: list[dict], context: dict) -> tuple[list[JobView], list[str]]:
-        done, errors = cancel.cancel_many(recs)
-        return [_view(r) for r in done], errors
+    def stop(self, recs: list[dict], context: dict) -> list[Stop]:
+        return cancel.stop(recs)
 
     def clean_finished(self, rec: dict, context: dict) -> str | None:
         return credentials.remove_credentials(rec)

@@ -1,23 +1,29 @@
-"""cancel on Kubernetes: delete the recorded Job (only the one with the recorded UID) and what it owns."""
+"""cancel on Kubernetes: delete the recorded Job (only the one with the recorded UID) and what it owns.
+
+Only stops and says what happened (:class:`taobank.contract.Stop`); the core marks the records."""
 from __future__ import annotations
 
 import json
 
+from ..contract import Stop
 from ..states import State
-from .. import platform, records, states
+from .. import states
 from ..errors import TaoError
-from . import JOB_LABEL, PLATFORM, credentials, logs
+from . import JOB_LABEL, credentials, logs
 from . import status as smap
 from .kubectl import Kubectl
 from .objects import delete_options, find_jobs
 
 
-def cancel(job_id: str) -> dict:
-    """Delete the recorded Job (only if its UID matches), its Secrets/Service/ConfigMap; mark CANCELED."""
-    rec = platform.load_for(job_id, PLATFORM, "cancel")
-    if rec["state"] in states.TERMINAL:
-        return {"id": job_id, "state": rec["state"], "deleted": False,
-                "message": f"already {rec['state']}: nothing to cancel"}
+def stop(recs: list[dict]) -> list[Stop]:
+    """One job alone (:func:`cancel`: a delete by UID precondition), several in a fixed number of calls
+    (:func:`cancel_many`)."""
+    return [cancel(recs[0])] if len(recs) == 1 else cancel_many(recs)
+
+
+def cancel(rec: dict) -> Stop:
+    """Delete the recorded Job (only if its UID matches), its Secrets/Service/ConfigMap."""
+    job_id = rec["id"]
     kube = Kubectl.for_record(rec)  # checks every backend value before it reaches kubectl
     b = rec.get("backend") or {}
     name, uid = b.get("name"), b.get("uid")
@@ -28,22 +34,21 @@ def cancel(job_id: str) -> dict:
         if not found:
             kube.run("delete", "secret,service,configmap", "-l", f"{JOB_LABEL}={job_id}", "--ignore-not-found",
                      "--wait=false", what="kubectl delete secret,service,configmap")
-            rec = records.mark(job_id, State.CANCELED, message="canceled before launch")
-            return {"id": job_id, "state": State.CANCELED, "deleted": False, "message": "never launched: record canceled"}
+            return Stop(job_id, "never_launched", "canceled before launch", said="never launched: record canceled",
+                        view={"deleted": False})
         name, uid = found[0]["metadata"]["name"], found[0]["metadata"]["uid"]
     job = kube.json("get", "job", name, "--ignore-not-found", what="kubectl get job")
     if not job or job["metadata"].get("uid") != uid:
         other = " (a Job with that name but another UID exists and was left alone)" if job else ""
-        rec = records.mark(job_id, State.CANCELED, message=f"the Job was already gone{other}")
-        return {"id": job_id, "state": State.CANCELED, "deleted": False, "message": f"Job {name} already deleted{other}"}
+        return Stop(job_id, "gone", f"the Job was already gone{other}", said=f"Job {name} already deleted{other}",
+                    view={"deleted": False})
     pods = smap.pods_of(job, kube.items("pods", "-l", f"{JOB_LABEL}={job_id}"))
     obs = smap.observe(job, pods)
     if obs.state in (State.COMPLETE, State.ERROR):
         logs.save_final_logs(kube, rec, pods)
-        rec = records.mark(job_id, obs.state, message=obs.message, err_class=obs.err_class)
         note = credentials.credentials_note(kube, uid) if credentials.credential_secrets(rec) else None
-        return {"id": job_id, "state": obs.state, "deleted": False,
-                "message": f"already finished ({obs.state}): nothing to cancel" + (f"; {note}" if note else "")}
+        return Stop(job_id, "ended", obs.message, state=obs.state, err_class=obs.err_class, view={"deleted": False},
+                    said=f"already finished ({obs.state}): nothing to cancel" + (f"; {note}" if note else ""))
     logs.save_final_logs(kube, rec, pods)
     # Server-side precondition: the API deletes only the object with this UID,
     # so a Job re-created under the same name between our read and the delete is safe.
@@ -53,13 +58,11 @@ def cancel(job_id: str) -> dict:
     if not res.ok:
         text = res.stderr + res.stdout
         if "Precondition failed" in text or "Conflict" in text or "UID in precondition" in text:
-            rec = records.mark(job_id, State.CANCELED, message="the Job was replaced by another with the same name; left alone")
-            return {"id": job_id, "state": State.CANCELED, "deleted": False,
-                    "message": f"Job {name} now has another UID: not deleted"}
+            return Stop(job_id, "gone", "the Job was replaced by another with the same name; left alone",
+                        said=f"Job {name} now has another UID: not deleted", view={"deleted": False})
         if "NotFound" not in text and "not found" not in text:
             raise TaoError(f"deleting Job {name} failed: {text.strip().splitlines()[-1] if text.strip() else 'no output'}")
-    # the Job is gone: the record says so first, whatever happens to the cleanup below
-    rec = records.mark(job_id, State.CANCELED, message="canceled by the agent (Job deleted, foreground)")
+    # the Job is gone: the record says so whatever happens to the cleanup below
     message = f"Job {kube.namespace}/{name} deleted"
     try:
         kube.run("delete", "secret,service,configmap", "-l", f"{JOB_LABEL}={job_id}", "--ignore-not-found",
@@ -67,29 +70,33 @@ def cancel(job_id: str) -> dict:
     except TaoError as exc:  # owned by the Job, so the garbage collector removes them anyway
         message += (f"; its Secret/Service/ConfigMap were not deleted now ({exc}): the garbage collector removes "
                     f"them with the Job, or run kubectl delete secret,service,configmap -l {JOB_LABEL}={job_id}")
-    return {"id": job_id, "state": State.CANCELED, "deleted": True, "message": message}
+    return Stop(job_id, "stopped", "canceled by the agent (Job deleted, foreground)", said=message,
+                view={"deleted": True})
 
 
-def cancel_many(recs: list[dict]) -> tuple[list[dict], list[str]]:
+def cancel_many(recs: list[dict]) -> list[Stop]:
     """Cancel several launched jobs (a sweep's trials) per namespace in a fixed number of calls: ONE ``get jobs``
     and ONE ``get pods`` by their ids, ONE ``logs -l`` of all their pods (saved next to each record), ONE
     ``delete jobs`` by label (``tao-sweep=<id>`` when they are one sweep's trials) of those still active, ONE
     delete of their Secrets/Service/ConfigMap. A delete by label has no UID precondition: it takes only jobs
     whose label the listing shows on their own Job alone; one whose label a Job of another UID carries, or one
-    not launched, goes through :func:`cancel` (a delete by UID precondition). (results as :func:`cancel`
-    returns them, one-line errors)."""
+    not launched, goes through :func:`cancel` (a delete by UID precondition). A job that could not be stopped
+    is its ``Stop.error``."""
     from .sweep import SWEEP_LABEL
 
     groups: dict[tuple, list[dict]] = {}
-    out: list[dict] = []
-    errors: list[str] = []
+    out: list[Stop] = []
     alone = []
     for rec in recs:
         b = rec.get("backend") or {}
         if rec["state"] in states.TERMINAL or not rec.get("backend_ref") or not b.get("uid"):
             alone.append(rec)
             continue
-        kube = Kubectl.for_record(rec)
+        try:
+            kube = Kubectl.for_record(rec)
+        except TaoError as exc:
+            out.append(Stop(rec["id"], error=str(exc)))
+            continue
         groups.setdefault((kube.namespace, kube.context), []).append(rec)
     for (namespace, context), group in groups.items():
         kube = Kubectl(namespace, context or "")
@@ -98,14 +105,14 @@ def cancel_many(recs: list[dict]) -> tuple[list[dict], list[str]]:
             jobs = kube.items("jobs", "-l", sel, what="kubectl get jobs")
             pods = kube.items("pods", "-l", sel, what="kubectl get pods")
         except TaoError as exc:
-            errors += [f"{r['id']}: {exc}" for r in group]
+            out += [Stop(r["id"], error=str(exc)) for r in group]
             continue
         by_uid = {(j.get("metadata") or {}).get("uid"): j for j in jobs}
         labelled: dict[str, set] = {}  # job id label -> the UIDs of the Jobs that carry it
         for j in jobs:
             meta = j.get("metadata") or {}
             labelled.setdefault((meta.get("labels") or {}).get(JOB_LABEL), set()).add(meta.get("uid"))
-        stop, pods_of = [], {}
+        going, pods_of = [], {}
         for rec in group:
             job = by_uid.get(rec["backend"]["uid"])
             if labelled.get(rec["id"], set()) - {rec["backend"]["uid"]}:
@@ -114,46 +121,42 @@ def cancel_many(recs: list[dict]) -> tuple[list[dict], list[str]]:
                 alone.append(rec)
                 continue
             if job is None:  # gone
-                records.mark(rec["id"], State.CANCELED, message="the Job was already gone")
-                out.append({"id": rec["id"], "state": State.CANCELED, "deleted": False,
-                            "message": f"Job {rec['backend'].get('name')} already deleted"})
+                out.append(Stop(rec["id"], "gone", "the Job was already gone", view={"deleted": False},
+                                said=f"Job {rec['backend'].get('name')} already deleted"))
                 continue
             mine = smap.pods_of(job, pods)
             obs = smap.observe(job, mine)
             pods_of[rec["id"]] = mine
             if obs.state in (State.COMPLETE, State.ERROR):
-                records.mark(rec["id"], obs.state, message=obs.message, err_class=obs.err_class)
-                out.append({"id": rec["id"], "state": obs.state, "deleted": False,
-                            "message": f"already finished ({obs.state}): nothing to cancel"})
+                out.append(Stop(rec["id"], "ended", obs.message, state=obs.state, err_class=obs.err_class,
+                                said=f"already finished ({obs.state}): nothing to cancel", view={"deleted": False}))
                 continue
-            stop.append(rec)
+            going.append(rec)
         # every pod's last words before the Jobs go (one logs call for all), next to each record
         logs.save_final_logs_many(kube, sel, {jid: mine for jid, mine in pods_of.items() if mine})
-        if not stop:
+        if not going:
             continue
-        ids = ",".join(r["id"] for r in stop)
-        sweeps = {r.get("sweep") for r in stop}
+        ids = ",".join(r["id"] for r in going)
+        sweeps = {r.get("sweep") for r in going}
         label = f"{SWEEP_LABEL}={next(iter(sweeps))}," if len(sweeps) == 1 and None not in sweeps else ""
         res = kube.run("delete", "jobs", "-l", f"{label}{JOB_LABEL} in ({ids})", "--cascade=foreground",
                        "--wait=false", "--ignore-not-found", check=False, what="kubectl delete jobs")
         if not res.ok:
-            errors += [f"{r['id']}: deleting its Job failed: {(res.stderr or res.stdout).strip()[-200:] or 'no output'}"
-                       for r in stop]
+            out += [Stop(r["id"], error=f"deleting its Job failed: "
+                                        f"{(res.stderr or res.stdout).strip()[-200:] or 'no output'}") for r in going]
             continue
-        for rec in stop:  # the Jobs are going: the records say so first, whatever the cleanup below does
-            records.mark(rec["id"], State.CANCELED, message="canceled by the agent (Job deleted, foreground)")
         note = ""
         try:
             kube.run("delete", "secret,service,configmap", "-l", f"{JOB_LABEL} in ({ids})", "--ignore-not-found",
                      "--wait=false", what="kubectl delete secret,service,configmap")
         except TaoError as exc:  # owned by the Jobs: the garbage collector removes them anyway
             note = f"; their Secrets/Services/ConfigMaps were not deleted now ({exc}): the garbage collector removes them"
-        for rec in stop:
-            out.append({"id": rec["id"], "state": State.CANCELED, "deleted": True,
-                        "message": f"Job {namespace}/{rec['backend'].get('name')} deleted{note}"})
+        for rec in going:  # the Jobs are going: the records say so, whatever the cleanup above did
+            out.append(Stop(rec["id"], "stopped", "canceled by the agent (Job deleted, foreground)", view={"deleted": True},
+                            said=f"Job {namespace}/{rec['backend'].get('name')} deleted{note}"))
     for rec in alone:
         try:
-            out.append(cancel(rec["id"]))
+            out.append(cancel(rec))
         except TaoError as exc:
-            errors.append(f"{rec['id']}: {exc}")
-    return out, errors
+            out.append(Stop(rec["id"], error=str(exc)))
+    return out

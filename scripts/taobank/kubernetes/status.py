@@ -8,10 +8,8 @@ Job deleted by its TTL reads as UNKNOWN only while the record is still active.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
 from ..states import State
-from .. import states
 from ..contract import Observation
 from . import JOB_LABEL
 
@@ -116,15 +114,6 @@ def pull_error(reason: str, message: str | None) -> str:
     if error:
         return error
     return reason if reason == "ErrImagePull" else PULL_BACKOFF_ONLY
-
-
-def settle_pull_retry(obs: Observation, recorded: str | None) -> Observation:
-    """An older kubelet's back-off message says nothing about the error: while the pull is retried, keep the
-    pull error already recorded, so the reason flipping is not a change (one watch line, not one per flip)."""
-    retrying = obs.reason in PULL_RETRY_REASONS and PULL_BACKOFF_ONLY in obs.message
-    if retrying and "cannot pull image " in (recorded or ""):
-        return replace(obs, message=str(recorded))
-    return obs
 
 
 def condition_any(obj: dict, ctype: str) -> dict | None:
@@ -280,16 +269,3 @@ def pods_of(job: dict | None, pods: list[dict]) -> list[dict]:
         return []
     uid = (job.get("metadata") or {}).get("uid")
     return [p for p in pods if any(o.get("uid") == uid for o in (p.get("metadata") or {}).get("ownerReferences") or [])]
-
-
-def next_state(record_state: str, observed: str) -> str | None:
-    """The state to mark, or None to leave the record as it is.
-
-    A terminal record stays (the record is the source of truth after the end);
-    moves the transition table forbids (e.g. UNKNOWN -> PENDING) are skipped.
-    """
-    if record_state in states.TERMINAL:
-        return None
-    if observed == record_state:
-        return record_state  # same-state update (message/metadata)
-    return observed if states.is_allowed(record_state, observed) else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Mapping
 
-from ..contract import Batch, Gate, Launch, SubmitOptions
+from ..contract import Batch, Gate, Launch, Observation, Stop, SubmitOptions
 from ..errors import UsageError
 from ..platform import JobView, Logs, Platform
 from . import cancel, facts, logs, observe, resources, results_access, submit
@@ -36,8 +36,20 @@ class Slurm(Platform):
     def view(self, rec: Mapping[str, Any]) -> JobView:
         return view(rec)
 
-    def observe(self, recs: list[dict], *, retry: bool = True) -> list[JobView]:
-        return [view(r) for r in observe.refresh(recs, retry=retry)]
+    def observe(self, recs: list[dict], *, context: dict) -> list[Observation]:
+        return observe.observe(recs, context)
+
+    def ended(self, recs: list[dict], context: dict, *, carried_on: frozenset[str] = frozenset()) -> dict[str, str]:
+        return observe.ended(recs, context, carried_on)
+
+    def max_retries(self) -> int:
+        return facts.max_retries()
+
+    def retry_backend(self, failed: dict, job_id: str, context: dict) -> dict:
+        return observe.retry_backend(failed, job_id, context)
+
+    def relaunch(self, job_id: str, context: dict) -> Launch | None:
+        return observe.relaunch(job_id, context)
 
     def read_logs(self, rec: dict, *, tail: int | None) -> Logs:
         out = logs.logs(rec["id"], lines=tail or DEFAULT_TAIL)
@@ -58,20 +70,8 @@ class Slurm(Platform):
     def read_status_files(self, rec: dict, *, live: bool) -> dict[str, str]:
         return logs.status_files(rec)
 
-    def cancel_one(self, rec: dict, context: dict) -> JobView:
-        if "conn" not in context:
-            from .ssh import Connection
-
-            context["conn"] = Connection()
-        return view(cancel.cancel(rec["id"], conn=context["conn"]))
-
-    def cancel_many(self, recs: list[dict], context: dict) -> tuple[list[JobView], list[str]]:
-        if "conn" not in context:
-            from .ssh import Connection
-
-            context["conn"] = Connection()
-        done, errors = cancel.cancel_many(recs, conn=context["conn"])
-        return [view(r) for r in done], errors
+    def stop(self, recs: list[dict], context: dict) -> list[Stop]:
+        return cancel.stop(recs, observe.connection(context))
 
     # -- submit hooks (the order is the core's: Platform.submit)
     def plan(self, spec: dict, opts: SubmitOptions, rec: dict | None) -> SlurmPlan:
@@ -104,8 +104,6 @@ class Slurm(Platform):
             del out["timeout_hours"]
         return {**out, "time_minutes": minutes}
 
-    def relaunch(self, job_id: str) -> Launch | None:
-        return submit.relaunch(job_id)
 
     # -- sweeps (the verbs: taobank.sweeps): one job array; SLURM itself keeps --max-concurrent (``%K``)
     sweep_access = f"{__package__}.sweep"

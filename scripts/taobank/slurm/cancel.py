@@ -1,29 +1,33 @@
-"""cancel on SLURM: scancel the recorded job (found by its exact name when the sbatch answer was lost)."""
+"""cancel on SLURM: scancel the recorded job (found by its exact name when the sbatch answer was lost).
+
+Only stops and says what happened (:class:`taobank.contract.Stop`); the core marks the records."""
 from __future__ import annotations
 
 import posixpath
 import re
 
-from ..states import State
-from .. import platform, records, states
+from ..contract import Stop
+from .. import states
 from ..errors import TaoError
 from ..run import last_line
 from . import facts, prefetch, remote, storage, submit
 from .ssh import Connection
 
 
-def cancel(job_id: str, *, conn: Connection | None = None) -> dict:
+def stop(recs: list[dict], conn: Connection) -> list[Stop]:
+    """One job alone (:func:`cancel`), several with one scancel (:func:`cancel_many`)."""
+    return [cancel(recs[0], conn=conn)] if len(recs) == 1 else cancel_many(recs, conn=conn)
+
+
+def cancel(rec: dict, *, conn: Connection) -> Stop:
     """scancel; a job that is gone or already ended counts as cancelled."""
-    rec = platform.load_for(job_id, facts.PLATFORM, "cancel")
-    if rec["state"] in states.TERMINAL:
-        return rec
+    job_id = rec["id"]
     b = facts.backend_of(rec)
-    conn = conn or Connection()
     jid = b.get("slurm_job_id")
     if not jid and facts.job_dir_of(b):  # submitted but the answer was lost?
         found = submit.find_by_name(conn, b.get("job_name") or job_id)
         jid = found[-1] if found else None
-    msg = "cancelled before it reached SLURM"
+    msg, outcome = "cancelled before it reached SLURM", "never_launched"
     if b.get("convert_job_id"):  # the image conversion it waits for: a finished one answers "already completed"
         conn.remote(["scancel", b["convert_job_id"]], check=False, what="scancel (image conversion)")
     if b.get("prefetch_job_id"):  # the CPU-only prefetch it waits for
@@ -31,16 +35,16 @@ def cancel(job_id: str, *, conn: Connection | None = None) -> dict:
     if jid:
         res = conn.remote(["scancel", jid], check=False, what="scancel")
         if res.ok:
-            msg = f"scancel {jid}"
+            msg, outcome = f"scancel {jid}", "stopped"
         elif "Invalid job id" in res.stderr or "already completing or completed" in res.stderr:
-            msg = f"SLURM job {jid} was already gone: counted as cancelled"
+            msg, outcome = f"SLURM job {jid} was already gone: counted as cancelled", "gone"
         else:
             raise TaoError(f"scancel {jid} failed: {last_line(res.stderr)}")
     if jid and (b.get("self_retry") or b.get("walltime_chain")):
         # a job that resubmitted itself runs under another id with the same name: stop every one of them
         conn.script(remote.CANCEL_NAME, [b.get("job_name") or job_id], check=False, what="scancel --name")
-    # the job is stopped: the record says so first (the backend state must not stay RUNNING either)
-    rec = records.mark(job_id, State.CANCELED, message=msg, backend={"slurm_state": "CANCELLED"} if jid else None)
+    # the job is stopped: the record says so (the backend state must not stay RUNNING either)
+    done = Stop(job_id, outcome, msg, backend={"slurm_state": "CANCELLED"} if jid else {})
     staged = [f for f, on in ((storage.CREDS_FILE, b.get("staged_secrets")),
                               (prefetch.CREDS_FILE, b.get("staged_prefetch_secrets"))) if on]
     if staged and facts.job_dir_of(b):
@@ -49,9 +53,9 @@ def cancel(job_id: str, *, conn: Connection | None = None) -> dict:
         try:
             conn.script(remote.REMOVE, paths, what="remove credentials")
         except TaoError as exc:
-            rec = {**rec, "message": f"{msg}; the staged credentials {creds} could not be removed ({exc}): "
-                                     "delete that file on the cluster by hand"}
-    return rec
+            done.said = (f"{msg}; the staged credentials {creds} could not be removed ({exc}): "
+                         "delete that file on the cluster by hand")
+    return done
 
 
 #: One remote command for many jobs. $1 the job ids (array tasks ``<array>_<task>``), space separated and checked
@@ -74,24 +78,24 @@ NAME = re.compile(r"[a-z][a-z0-9-]{0,62}\Z")
 _KILL_ERROR = re.compile(r"job id ([0-9_]+)[^:]*: (.*)")
 
 
-def cancel_many(recs: list[dict], *, conn: Connection) -> tuple[list[dict], list[str]]:
+def cancel_many(recs: list[dict], *, conn: Connection) -> list[Stop]:
     """Cancel several submitted jobs (the trials of a sweep) with ONE ``scancel`` of all their ids over one
-    connection; each record is marked CANCELED as :func:`cancel` would. A job this cannot take (no SLURM id
-    recorded, an image conversion to stop) goes through :func:`cancel`. (records, one-line errors)."""
+    connection; each says what happened as :func:`cancel` would. A job this cannot take (no SLURM id
+    recorded, an image conversion to stop) goes through :func:`cancel`. A job not stopped is its ``Stop.error``."""
     batch, alone = [], []
     for rec in recs:
         b = facts.backend_of(rec)
         jid, name = str(b.get("slurm_job_id") or ""), str(b.get("job_name") or rec["id"])
         ok = JOB_ID.match(jid) and NAME.match(name) and not b.get("convert_job_id") and facts.job_dir_of(b)
         (batch if ok and rec["state"] not in states.TERMINAL else alone).append(rec)
-    out, errors = [], []
+    out: list[Stop] = []
     for rec in alone:
         try:
-            out.append(cancel(rec["id"], conn=conn))
+            out.append(cancel(rec, conn=conn))
         except TaoError as exc:
-            errors.append(f"{rec['id']}: {exc}")
+            out.append(Stop(rec["id"], error=str(exc)))
     if not batch:
-        return out, errors
+        return out
     backends = [facts.backend_of(r) for r in batch]
     ids = [str(b["slurm_job_id"]) for b in backends]
     names = [str(b.get("job_name") or r["id"]) for r, b in zip(batch, backends)
@@ -102,21 +106,21 @@ def cancel_many(recs: list[dict], *, conn: Connection) -> tuple[list[dict], list
     rc = re.search(r"^@@rc (\d+)$", text, re.M)
     if not res.ok or rc is None:  # the command itself failed (no connection): nothing is known
         line = last_line(res.stderr or text)
-        return out, errors + [f"{r['id']}: scancel failed: {line}" for r in batch]
+        return out + [Stop(r["id"], error=f"scancel failed: {line}") for r in batch]
     said = text.split("@@scancel\n", 1)[-1].split("@@rc", 1)[0]
     per_id = {m.group(1): m.group(2) for m in map(_KILL_ERROR.search, said.splitlines()) if m}
     rm_failed = re.search(r"^@@rm (\d+)$", text, re.M) is not None and not re.search(r"^@@rm 0$", text, re.M)
     for rec, b, jid in zip(batch, backends, ids):
         why = per_id.get(jid)
         if why and "Invalid job id" not in why and "already completing or completed" not in why:
-            errors.append(f"{rec['id']}: scancel {jid} failed: {why}")
+            out.append(Stop(rec["id"], error=f"scancel {jid} failed: {why}"))
             continue
         if why is None and rc.group(1) != "0" and not per_id:
-            errors.append(f"{rec['id']}: scancel {jid} failed: {last_line(said) or 'exit ' + rc.group(1)}")
+            out.append(Stop(rec["id"], error=f"scancel {jid} failed: {last_line(said) or 'exit ' + rc.group(1)}"))
             continue
         msg = f"scancel {jid}" if why is None else f"SLURM job {jid} was already gone: counted as cancelled"
         if rm_failed and b.get("staged_secrets"):
             creds = posixpath.join(facts.job_dir_of(b), storage.CREDS_FILE)
             msg += f"; the staged credentials {creds} could not be removed: delete that file on the cluster by hand"
-        out.append(records.mark(rec["id"], State.CANCELED, message=msg, backend={"slurm_state": "CANCELLED"}))
-    return out, errors
+        out.append(Stop(rec["id"], "stopped" if why is None else "gone", msg, backend={"slurm_state": "CANCELLED"}))
+    return out

@@ -66,9 +66,10 @@ def follow(job_id: str, *, on_chunk: Callable[[str, str], None], conn: Connectio
         if done:
             return rec
         polls += 1
-        if polls % 3 == 0 or polls == 1:
-            rec = observe.status([job_id], conn=conn)[0]
-            if rec["state"] in states.TERMINAL:
+        if polls % 3 == 0 or polls == 1:  # only whether it ended: the record is the core's (status marks it)
+            seen = observe.observe([rec], {"conn": conn})
+            if seen and seen[0].state in states.TERMINAL:
+                rec = {**rec, "state": seen[0].state}
                 continue  # one last read
         sleep(interval)
 

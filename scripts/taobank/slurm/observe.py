@@ -1,14 +1,14 @@
 """status on SLURM: ONE remote command (one squeue + one sacct, exit markers, TAO's status.json) for
-every record, mapped to states; infrastructure failures are resubmitted (bounded)."""
+every record, mapped to states. Only says what it saw: the core marks the records and resubmits
+infrastructure failures (bounded) through :func:`retry_backend` and :func:`relaunch`."""
 from __future__ import annotations
 
-import os
 import posixpath
 from typing import Any, Mapping
 
 from ..states import State
-from .. import platform, records, states, training
-from ..contract import Observation
+from .. import training
+from ..contract import Launch, Observation
 from ..errors import TaoError
 from . import facts, prefetch, remote, status as st, storage, submit
 from .ssh import Connection
@@ -153,116 +153,91 @@ def _hms(seconds: int) -> str:
     return f"{h}h{rest // 60:02d}m" if h else f"{rest // 60}m{rest % 60:02d}s"
 
 
-def _chain_attempt(rec: Mapping[str, Any]) -> int:
-    return int(rec.get("attempt") or 1)
+def connection(context: dict, env: Mapping[str, str] | None = None) -> Connection:
+    """The one connection of a status or cancel (kept in ``context``, opened when first needed)."""
+    if "conn" not in context:
+        context["conn"] = Connection(env)
+    return context["conn"]
 
 
-def status(ids: list[str] | None = None, *, conn: Connection | None = None, retry: bool = True,
-           env: Mapping[str, str] | None = None) -> list[dict]:
-    """Refresh records (given ids, or every active SLURM record) and mark them.
-
-    Infrastructure failures are resubmitted (new linked record) up to
-    MAX_JOB_RETRIES; credentials of chains that really ended are removed.
-    """
-    recs = platform.select(facts.PLATFORM, ids, "status")
-    return refresh(recs, conn=conn, retry=retry, env=env)
-
-
-def refresh(recs: list[dict], *, conn: Connection | None = None, retry: bool = True,
-            env: Mapping[str, str] | None = None) -> list[dict]:
-    """Observe ``recs`` (SLURM records) with one sweep and mark them; retries are appended."""
-    active = [r for r in recs if r["state"] not in states.TERMINAL]
-    if not any((r.get("backend") or {}).get("slurm_job_id") for r in active):
-        return recs  # nothing SLURM could tell: no connection needed
-    conn = conn or Connection(env)
-    verdicts = sweep(conn, active)
-    out: dict[str, dict] = {r["id"]: r for r in recs}
-    cleanup: list[str] = []
-    for r in active:
+def observe(recs: list[dict], context: dict) -> list[Observation]:
+    """What SLURM says of ``recs`` with one sweep; a record never submitted (no slurm_job_id) gets no
+    observation (it stays as it is, and no connection is opened when none was submitted)."""
+    if not any((r.get("backend") or {}).get("slurm_job_id") for r in recs):
+        return []  # nothing SLURM could tell: no connection needed
+    verdicts = sweep(connection(context), recs)
+    out = []
+    for r in recs:
         v = verdicts.get(r["id"])
         if v is None:
             continue  # never submitted (no slurm_job_id): leave it
-        new_state = v.state
-        if r["state"] == State.UNKNOWN and new_state == State.PENDING:
-            new_state = State.UNKNOWN  # the table forbids UNKNOWN -> PENDING; it moves once the job runs or ends
-        meta = {"slurm_state": v.observed, "exit_code": v.exit_status}
-        moved = v.extra.get("moved")
-        if moved:
-            jid, name = moved["next"], r["backend"].get("job_name") or r["id"]
-            # backend_ref and slurm_job_id follow the live SLURM job (job_name stays: cancel stops every job of it)
-            # from UNKNOWN the table allows no PENDING: the job ran (it failed and resubmitted itself)
-            hop_state = State.UNKNOWN if r["state"] == State.UNKNOWN else State.PENDING
-            hop = {"self_retries": moved["attempt"], "excluded_nodes": moved["excluded"]} \
-                if moved["reason"] != "walltime" else {"chain_attempt": moved["attempt"],
-                                                       "chain_seconds": moved["run_seconds"]}
-            # the record's backend id follows the live SLURM job (status and cancel act on it)
-            out[r["id"]] = records.mark(r["id"], hop_state, source="poller", message=v.message,
-                                        backend_ref=f"slurm:{jid}", rebind=True,
-                                        backend={"slurm_job_id": jid, "log_dir": facts.log_dir_of(facts.backend_of(r), name, jid),
-                                                 **hop, "slurm_state": "REQUEUED"})
+        out.append(_said(r, v))
+    return out
+
+
+def _said(r: dict, v: Observation) -> Observation:
+    """The observation as the core applies it: the record's facts, the job that carries on, why no retry."""
+    b = r.get("backend") or {}
+    v.job_id = r["id"]
+    moved = v.extra.get("moved")
+    if moved:  # backend_ref and slurm_job_id follow the live SLURM job (job_name stays: cancel stops every job of it)
+        jid, name = moved["next"], b.get("job_name") or r["id"]
+        hop = {"self_retries": moved["attempt"], "excluded_nodes": moved["excluded"]} \
+            if moved["reason"] != "walltime" else {"chain_attempt": moved["attempt"], "chain_seconds": moved["run_seconds"]}
+        v.backend_ref = f"slurm:{jid}"
+        v.backend = {"slurm_job_id": jid, "log_dir": facts.log_dir_of(facts.backend_of(r), name, jid), **hop,
+                     "slurm_state": "REQUEUED"}
+        return v
+    v.backend = {"slurm_state": v.observed, "exit_code": v.exit_status}
+    if v.extra.get("progress"):  # shown, never stored: the record changes only when the state does
+        v.view["progress"] = v.extra["progress"]
+    if v.state == State.ERROR and v.retry:
+        # NODE_FAIL/BOOT_FAIL: the job's own footer never ran, so only status can resubmit it
+        if b.get("self_retry") and v.observed == "DEADLINE":
+            v.message += "; stopped at its deadline (its own retry check never ran): not resubmitted"
+            v.retry = False
+        elif b.get("self_retry") and v.observed not in st.INFRA_STATES:
+            v.message += "; the job did not resubmit itself (retry limit reached, or sbatch refused on the node: see main.out)"
+            v.retry = False
+        else:
+            v.retry = bool(b.get("infra_retries", True))
+    else:
+        v.retry = False
+    return v
+
+
+def ended(recs: list[dict], context: dict, carried_on: frozenset[str] = frozenset()) -> dict[str, str]:
+    """Remove the staged credentials of jobs that ended (one remote command): a job whose infrastructure retry
+    carries on keeps its own (the retry sources them); a prefetch that never ran left its file too."""
+    cleanup = []
+    for r in recs:
+        b = facts.backend_of(r)
+        folder = facts.job_dir_of(b)
+        if not folder:
             continue
-        message, retry_now, chain_continues = v.message, False, False
-        # NODE_FAIL/BOOT_FAIL: the job's own footer never ran, so only this verb can resubmit it
-        if new_state == State.ERROR and v.retry and r["backend"].get("self_retry") and v.observed == "DEADLINE":
-            message += "; stopped at its deadline (its own retry check never ran): not resubmitted"
-        elif new_state == State.ERROR and v.retry and r["backend"].get("self_retry") and v.observed not in st.INFRA_STATES:
-            message += "; the job did not resubmit itself (retry limit reached, or sbatch refused on the node: see main.out)"
-        elif new_state == State.ERROR and v.retry and retry and r["backend"].get("infra_retries", True):
-            if _chain_attempt(r) > facts.max_retries():
-                message += f"; retry limit {facts.max_retries()} reached"
-            else:
-                chain_continues = True  # keep the credentials: the retry sources them
-                if _claim_retry(r["id"]):  # one poller resubmits, never two
-                    message += f"; resubmitting (attempt {_chain_attempt(r) + 1})"
-                    retry_now = True
-        out[r["id"]] = records.mark(r["id"], new_state, source="poller", message=message,
-                                    err_class=v.err_class if new_state == State.ERROR else None,
-                                    backend={k: x for k, x in meta.items() if x is not None})
-        if v.extra.get("progress"):  # shown, never stored: the record changes only when the state does
-            out[r["id"]] = {**out[r["id"]], "progress": v.extra["progress"]}
-        if retry_now:
-            nxt = resubmit(conn, out[r["id"]])
-            out[nxt["id"]] = nxt
-            if nxt["state"] != State.ERROR:  # the resubmit failed: the chain ends here
-                continue
-            chain_continues = False
-        folder = facts.job_dir_of(facts.backend_of(r))
-        if new_state in states.TERMINAL and r["backend"].get("staged_secrets") and not chain_continues and folder:
+        if b.get("staged_secrets") and r["id"] not in carried_on:
             cleanup.append(posixpath.join(folder, storage.CREDS_FILE))
-        if new_state in states.TERMINAL and r["backend"].get("staged_prefetch_secrets") and folder:
-            cleanup.append(posixpath.join(folder, prefetch.CREDS_FILE))  # a prefetch that never ran left it
+        if b.get("staged_prefetch_secrets"):
+            cleanup.append(posixpath.join(folder, prefetch.CREDS_FILE))
     if cleanup:
-        conn.script(remote.REMOVE, cleanup, what="remove credentials")
-    return list(out.values())
+        connection(context).script(remote.REMOVE, cleanup, what="remove credentials")
+    return {}
 
 
-def _claim_retry(job_id: str) -> bool:
-    """Only one poller may resubmit a failed record: the one that creates this file."""
-    try:
-        fd = os.open(records.artifact_dir(job_id) / "slurm-retry.claim", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return False
-    os.close(fd)
-    return True
-
-
-def resubmit(conn: Connection, failed: dict) -> dict:
-    """A new record linked by retry_of that sbatches the same staged script."""
+def retry_backend(failed: dict, job_id: str, context: dict) -> dict:
+    """The facts of the retry ``job_id`` of ``failed``: the same staged script, so the same footer (self_retry
+    decides whether retries.jsonl is read and whether cancel stops every job of the name; infra_retries whether
+    status may resubmit again)."""
     b = failed["backend"]
-    rec = records.open_record(facts.PLATFORM, failed["image"], failed["network_arch"], failed["action"],
-                              failed.get("storage_tier") or "A", failed["results_dir"], retry_of=failed["id"],
-                              description=failed.get("description"),
-                              backend={k: b[k] for k in ("backend_type", "partition", "cluster_name", "container_runtime")
-                                       if b.get(k) is not None})
-    # the same staged script, so the same footer: self_retry decides whether retries.jsonl is read and
-    # whether cancel stops every job of the name; infra_retries whether this verb may resubmit again
-    backend = {k: b[k] for k in ("results_dir", "script", "staged_secrets", "self_retry", "infra_retries") if k in b}
+    conn = connection(context)
+    backend = {k: b[k] for k in ("backend_type", "partition", "cluster_name", "container_runtime") if b.get(k) is not None}
+    backend.update({k: b[k] for k in ("results_dir", "script", "staged_secrets", "self_retry", "infra_retries") if k in b})
     backend["staged_dir"] = facts.job_dir_of(b)  # the same staged folder; job_dir comes with the new sbatch answer
-    backend.update({"job_name": rec["id"], "login_host": conn.host.entry if conn.host else b.get("login_host")})
-    records.mark(rec["id"], State.PENDING, message=f"infrastructure retry of {failed['id']}", backend=backend)
-    try:
-        done = submit.sbatch(conn, rec["id"])
-        return records.mark(rec["id"], State.PENDING, backend_ref=done.backend_ref, backend=done.backend,
-                            message=done.message)
-    except TaoError as exc:  # the retry could not be submitted: say so on its record
-        return records.mark(rec["id"], State.ERROR, message=f"resubmit failed: {exc}", err_class="ERR_INFRA")
+    backend.update({"job_name": job_id, "login_host": conn.host.entry if conn.host else b.get("login_host")})
+    return backend
+
+
+def relaunch(job_id: str, context: dict) -> Launch | None:
+    """sbatch the staged script of a record that has no SLURM job yet (an infrastructure retry, a resumed
+    submit), reconciled by name first, never twice; None when it has one already."""
+    return submit.relaunch(job_id, connection(context))

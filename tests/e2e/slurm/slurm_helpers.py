@@ -7,9 +7,25 @@ import threading
 import time
 from pathlib import Path
 
-from taobank.slurm import observe as slurm_observe
+from taobank import platform, records
 
 TERMINAL = ("COMPLETE", "ERROR", "CANCELED")
+
+
+def status(ids: list[str], *, retry: bool = False, conn=None) -> list[dict]:
+    """The core's status of SLURM ``ids`` (one sweep), as the records it left (``conn`` is not needed: the
+    core opens one connection per status); the message and progress each view showed."""
+    views = platform.refresh([platform.load_for(i, "slurm", "status") for i in ids], retry=retry)
+    return [{**records.load(v.id), "message": v.message, **({"progress": v.progress} if v.progress else {})}
+            for v in views]
+
+
+def cancel(job_id: str) -> dict:
+    """The core's cancel of one SLURM job, as the record it left (with the message its cancel line showed)."""
+    views, errors = platform.cancel("slurm", [job_id])
+    assert not errors, errors
+    view = next(v for v in views if v.id == job_id)
+    return {**records.load(job_id), "message": view.message}
 
 
 def base_spec(**kw) -> dict:
@@ -24,7 +40,7 @@ def wait_state(job_id: str, states=TERMINAL, timeout: float = 120, conn=None) ->
     """Poll the status verb until the record is in one of ``states``."""
     deadline = time.time() + timeout
     while True:
-        recs = slurm_observe.status([job_id], conn=conn, retry=False)
+        recs = status([job_id], retry=False)
         rec = next(r for r in recs if r["id"] == job_id)
         if rec["state"] in states:
             return rec

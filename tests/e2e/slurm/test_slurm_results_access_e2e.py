@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 from slurm_helpers import base_spec, call_log, wait_state
+from slurm_helpers import cancel as slurm_helpers_cancel
 
-from taobank.slurm import cancel as slurm_cancel, logs as slurm_logs, submit as slurm_submit
+from taobank.slurm import logs as slurm_logs, submit as slurm_submit
 from tests.support.results_cli import tao_jobs as jobs, tree
 
 pytestmark = pytest.mark.e2e
@@ -74,4 +75,4 @@ def test_prune_refuses_an_active_job_without_touching_it(slurm_env):
         out = jobs("prune", rec["id"], "--yes", check=False)
         assert out.returncode == 1 and "is RUNNING: its results may still be written" in out.stderr
     finally:
-        slurm_cancel.cancel(rec["id"])
+        slurm_helpers_cancel(rec["id"])

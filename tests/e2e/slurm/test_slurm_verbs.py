@@ -17,11 +17,12 @@ import pytest
 from taobank import platform, records
 from taobank.errors import TaoError
 from taobank.slurm import remote, ssh, storage
-from taobank.slurm import cancel as slurm_cancel, facts as slurm_facts, logs as slurm_logs, observe as slurm_observe, submit as slurm_submit
+from taobank.slurm import facts as slurm_facts, logs as slurm_logs, submit as slurm_submit
 from taobank.slurm.ssh import Connection
 
 sys.path.insert(0, os.path.dirname(__file__))
 from slurm_helpers import ArgvWatcher, base_spec, call_log, probe_gloo_ok, wait_state  # noqa: E402
+from slurm_helpers import cancel as slurm_helpers_cancel, status as slurm_helpers_status  # noqa: E402
 
 SECRET = "tao-e2e-secret-7f3a9c1d5e"
 BANK = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
@@ -127,7 +128,7 @@ def test_failed_job_reports_exit_code_as_program_error(slurm_env):
 def test_cancel_running_job_then_cancel_again(slurm_env):
     rec = slurm_submit.submit(base_spec(command=["sleep", "300"]))
     wait_state(rec["id"], ("RUNNING",), timeout=60)
-    done = slurm_cancel.cancel(rec["id"])
+    done = slurm_helpers_cancel(rec["id"])
     assert done["state"] == "CANCELED" and "scancel" in done["message"]
     conn = Connection()
     jid = rec["backend"]["slurm_job_id"]
@@ -137,7 +138,7 @@ def test_cancel_running_job_then_cancel_again(slurm_env):
             break
         time.sleep(1)
     assert state.startswith("CANCELLED")
-    assert slurm_cancel.cancel(rec["id"])["state"] == "CANCELED"  # idempotent
+    assert slurm_helpers_cancel(rec["id"])["state"] == "CANCELED"  # idempotent
 
 
 def test_cancel_of_a_job_that_already_ended_counts_as_cancelled(slurm_env):
@@ -148,7 +149,7 @@ def test_cancel_of_a_job_that_already_ended_counts_as_cancelled(slurm_env):
         if not conn.remote(["squeue", "-h", "-j", jid], check=False).stdout.strip():
             break
         time.sleep(0.5)
-    done = slurm_cancel.cancel(rec["id"])  # the record is still PENDING: nobody polled
+    done = slurm_helpers_cancel(rec["id"])  # the record is still PENDING: nobody polled
     assert done["state"] == "CANCELED"
 
 
@@ -267,7 +268,7 @@ def test_requeued_job_still_finds_its_credentials(slurm_env, monkeypatch):
     seen_pending = False
     deadline = time.time() + 120
     while time.time() < deadline:
-        r = slurm_observe.status([rec["id"]], retry=False)[0]
+        r = slurm_helpers_status([rec["id"]], retry=False)[0]
         seen_pending |= r["state"] == "PENDING" and r["backend"].get("slurm_state") in ("PENDING", "REQUEUED", "REQUEUE_HOLD")
         if r["state"] in ("COMPLETE", "ERROR", "CANCELED"):
             break
@@ -286,7 +287,7 @@ def test_status_of_many_jobs_is_one_squeue_and_one_sacct(slurm_env):
     ids = [slurm_submit.submit(base_spec(command=["sleep", "1"]), conn=conn)["id"] for _ in range(6)]
     log = slurm_env["call_log"]
     log.write_text("")
-    recs = slurm_observe.status(ids, conn=conn, retry=False)
+    recs = slurm_helpers_status(ids, conn=conn, retry=False)
     assert {r["id"] for r in recs} == set(ids)
     remote_cmds = [c[-1] for c in call_log(log) if ssh.classify_argv(c) == "command"]
     joined = "\n".join(remote_cmds)
@@ -466,7 +467,7 @@ def test_status_falls_back_to_the_exit_marker_without_accounting(slurm_env, monk
     # and the job is no longer in squeue (or only as a finished line).
     monkeypatch.setattr(remote, "SWEEP", remote.SWEEP.replace("sacct -n", "tao-no-sacct -n")
                         .replace("squeue -h", "squeue --states=PENDING,RUNNING -h"))
-    done = slurm_observe.status([rec["id"]], retry=False)[0]
+    done = slurm_helpers_status([rec["id"]], retry=False)[0]
     assert done["state"] == "ERROR" and "exit marker" in done["message"] and "4" in done["message"]
 
 

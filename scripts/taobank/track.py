@@ -1,0 +1,172 @@
+"""The core owns a record after launch: what an adapter saw or stopped becomes a mark here, and only here.
+
+An adapter reads its platform (``observe``), stops a list of jobs (``stop``), cleans up what ended
+(``ended``) and relaunches an infrastructure retry (``relaunch``); it never writes a record. This module
+applies the one transition rule (:func:`taobank.states.next_move`) and the one cancel rule, opens retry
+records (``retry_of`` chains) and asks the adapter to clean up once a job has ended.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Protocol
+
+from . import names, records, states
+from .contract import Launch, Observation, Stop
+from .errors import TaoError
+from .states import State
+
+
+class Adapter(Protocol):
+    """The hooks of :class:`taobank.platform.Platform` this module calls (named here, not imported: the
+    platform module imports this one). ``view`` returns the platform's ``JobView``."""
+
+    name: str
+
+    def view(self, rec: dict) -> Any: ...
+    def observe(self, recs: list[dict], *, context: dict) -> list[Observation]: ...
+    def ended(self, recs: list[dict], context: dict, *, carried_on: frozenset[str] = ...) -> dict[str, str]: ...
+    def max_retries(self) -> int: ...
+    def retry_backend(self, failed: dict, job_id: str, context: dict) -> dict: ...
+    def relaunch(self, job_id: str, context: dict) -> Launch | None: ...
+    def stop(self, recs: list[dict], context: dict) -> list[Stop]: ...
+    def clean_finished(self, rec: dict, context: dict) -> str | None: ...
+
+
+def refresh(adapter: Adapter, recs: list[dict], *, retry: bool = True) -> list[Any]:
+    """Observe the active ``recs`` of one platform (one batched query), mark them, open the infrastructure
+    retries the observations ask for, clean up what ended; their views, retries appended."""
+    context: dict = {}
+    seen = {o.job_id: o for o in adapter.observe(recs, context=context)}
+    views: dict[str, tuple[dict, Observation | None]] = {}
+    ended: list[dict] = []
+    carried: set[str] = set()
+    notes: dict[str, str] = {}
+    for rec in recs:
+        obs = seen.get(rec["id"])
+        if obs is None or not obs.asked:  # never launched, or not asked: the record stays as it is
+            views[rec["id"]] = (rec, obs)
+            continue
+        cur = records.load(rec["id"])  # another poller may have moved it since it was chosen
+        move = states.next_move(cur["state"], obs.state, obs.message, recorded=cur.get("message"), keep_if=obs.keep_if)
+        if move.state is None:
+            views[rec["id"]] = (cur, obs)
+            if cur["state"] in states.TERMINAL and obs.state != cur["state"]:
+                notes[cur["id"]] = (f"{obs.message}; the record is terminal ({cur['state']}) and stays the "
+                                    "source of truth")
+            continue
+        message, relaunch = move.message, False
+        if move.state == State.ERROR and obs.retry and retry:
+            message, relaunch, goes_on = _retry_verdict(adapter, cur, message or obs.message)
+            if goes_on:
+                carried.add(cur["id"])
+        marked = records.mark(cur["id"], move.state, source="poller", message=message,
+                              err_class=obs.err_class if move.state == State.ERROR else None,
+                              backend={k: v for k, v in obs.backend.items() if v is not None} or None,
+                              backend_ref=obs.backend_ref, rebind=obs.backend_ref is not None)
+        views[cur["id"]] = (marked, obs)
+        if relaunch:
+            nxt = open_retry(adapter, marked, context)
+            views[nxt["id"]] = (nxt, None)
+            if nxt["state"] == State.ERROR:  # the resubmit failed: the chain ends here
+                carried.discard(cur["id"])
+        if marked["state"] in states.TERMINAL and cur["state"] not in states.TERMINAL:
+            ended.append(marked)
+    if ended:
+        for jid, note in adapter.ended(ended, context, carried_on=frozenset(carried)).items():
+            if note:
+                notes[jid] = f"{views[jid][0].get('message') or ''}; {note}".lstrip("; ")
+    out = []
+    for jid, (rec, obs) in views.items():
+        view = adapter.view(rec)
+        if obs is not None:
+            _overlay(view, obs.view)
+        if jid in notes:
+            view.message = notes[jid]
+        out.append(view)
+    return out
+
+
+def _overlay(view: Any, seen: dict[str, Any]) -> None:
+    for key, value in seen.items():
+        if hasattr(view, key) and key != "extra":
+            setattr(view, key, value)
+        else:
+            view.extra[key] = value
+
+
+# ------------------------------------------------------------------ infrastructure retries
+def _retry_verdict(adapter: Adapter, rec: dict, message: str) -> tuple[str, bool, bool]:
+    """(the failed record's message, resubmit now, a retry carries on) for a job whose failure is worth a retry:
+    bounded by the platform's limit, and one poller resubmits, never two."""
+    attempt = int(rec.get("attempt") or 1)
+    limit = adapter.max_retries()
+    if attempt > limit:
+        return f"{message}; retry limit {limit} reached", False, False
+    if claim_retry(rec):
+        return f"{message}; resubmitting (attempt {attempt + 1})", True, True
+    return message, False, True  # another poller resubmits it
+
+
+def claim_retry(rec: dict) -> bool:
+    """Only one poller may resubmit a failed record: the one that creates this file."""
+    path = records.artifact_dir(rec["id"]) / f"{rec.get('platform') or 'job'}-retry.claim"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return False
+    os.close(fd)
+    return True
+
+
+def open_retry(adapter: Adapter, failed: dict, context: dict) -> dict:
+    """A new record linked by ``retry_of`` that the adapter relaunches; it says so when that fails."""
+    job_id = names.mint_job_id(failed["network_arch"], failed["action"])
+    rec = records.open_record(adapter.name, failed["image"], failed["network_arch"], failed["action"],
+                              failed.get("storage_tier") or "A", failed["results_dir"], retry_of=failed["id"],
+                              description=failed.get("description"), job_id=job_id,
+                              backend=adapter.retry_backend(failed, job_id, context))
+    records.mark(rec["id"], State.PENDING, message=f"infrastructure retry of {failed['id']}")
+    try:
+        launch = adapter.relaunch(rec["id"], context)
+    except TaoError as exc:  # the retry could not be submitted: say so on its record
+        return records.mark(rec["id"], State.ERROR, message=f"resubmit failed: {exc}", err_class="ERR_INFRA")
+    if launch is None:  # a job of a record opened a moment ago cannot exist: never guess which one it is
+        return records.mark(rec["id"], State.ERROR, message="resubmit failed: the retry has a job already",
+                            err_class="ERR_INFRA")
+    return records.mark(rec["id"], State.PENDING, backend_ref=launch.backend_ref, backend=launch.backend,
+                        message=launch.message)
+
+
+# ------------------------------------------------------------------ cancel: the one rule
+def stop(adapter: Adapter, recs: list[dict], context: dict, *, batch: bool) -> tuple[list[Any], list[str]]:
+    """Stop the active ``recs`` of one platform (``batch``: in one adapter call, else one call per job) and mark
+    each CANCELED, or how it really ended first; (views, one-line errors ``"<id>: ..."``)."""
+    stops: list[Stop] = []
+    for group in ([recs] if batch and len(recs) > 1 else [[r] for r in recs]):
+        try:
+            stops += adapter.stop(group, context)
+        except TaoError as exc:
+            stops += [Stop(r["id"], error=str(exc)) for r in group]
+    views, errors = [], []
+    for s in stops:
+        if s.error:
+            errors.append(f"{s.job_id}: {s.error}")
+            continue
+        final = s.final
+        rec = records.mark(s.job_id, final, message=s.message or None,
+                           err_class=s.err_class if final == State.ERROR else None, backend=s.backend or None)
+        view = adapter.view(rec)
+        _overlay(view, s.view)
+        if s.said is not None:
+            view.message = s.said
+        views.append(view)
+    return views, errors
+
+
+def already_ended(adapter: Adapter, rec: dict, context: dict) -> Any:
+    """``cancel`` of a job that had ended: nothing to stop; what it still held is released (a note)."""
+    note = adapter.clean_finished(rec, context)
+    view = adapter.view(rec)
+    view.message = f"already {rec['state']}: nothing to cancel" + (f"; {note}" if note else "")
+    view.extra.setdefault("deleted", False)
+    return view
