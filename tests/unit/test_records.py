@@ -15,6 +15,7 @@ from hypothesis import given, settings, strategies as st
 
 from taobank import names, records, states
 from taobank.errors import TaoError
+from taobank.redact import lint_text
 
 BANK = Path(__file__).resolve().parents[2]
 SCRIPTS = BANK / "scripts"
@@ -485,6 +486,8 @@ _printable = st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs")), 
 def test_any_arch_action_opens_with_valid_unique_id(tmp_path_factory, arch, action):
     if not arch.strip() or not action.strip():
         return
+    if lint_text(arch, "network_arch") or lint_text(action, "action"):
+        return  # a credential-looking value is refused, never stored (test_a_credential_looking_action_is_refused)
     d = tmp_path_factory.mktemp("prop")
     old = os.environ.get("TAO_STATE_DIR")
     os.environ["TAO_STATE_DIR"] = str(d)
@@ -499,6 +502,14 @@ def test_any_arch_action_opens_with_valid_unique_id(tmp_path_factory, arch, acti
             os.environ.pop("TAO_STATE_DIR", None)
         else:
             os.environ["TAO_STATE_DIR"] = old
+
+
+@pytest.mark.parametrize("action", ["AKIA" + "0" * 16, "ghp_" + "a" * 36])
+def test_a_credential_looking_action_is_refused(state_dir, action):
+    with pytest.raises(TaoError, match="looks like it carries a credential") as err:
+        _open(action=action)
+    assert action not in str(err.value)
+    assert records.list_records() == []
 
 
 def test_failed_rename_leaves_old_record_and_no_temp(state_dir, monkeypatch):
