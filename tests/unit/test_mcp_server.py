@@ -1,0 +1,132 @@
+"""The MCP server over stdio (scripts/tao_mcp.py), spoken to as a client does: raw JSON-RPC lines.
+
+It answers tools/list with schemas and hints, turns a failed helper into ``isError`` with the helper's
+line, and outlives a thousand malformed messages in a row."""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+BANK = Path(__file__).resolve().parents[2]
+INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bank-test", "version": "1"}}
+
+
+class Session:
+    """A running tao_mcp.py and its answers, by id."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen([sys.executable, str(BANK / "scripts" / "tao_mcp.py")], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, bufsize=1)
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.next_id = 1
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:  # type: ignore[union-attr]
+            self.lines.put(line)
+
+    def send(self, text: str) -> None:
+        self.proc.stdin.write(text + "\n")  # type: ignore[union-attr]
+        self.proc.stdin.flush()  # type: ignore[union-attr]
+
+    def request(self, method: str, params: dict | None = None, timeout: float = 60) -> dict:
+        rid, self.next_id = self.next_id, self.next_id + 1
+        msg = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(json.dumps(msg))
+        while True:
+            answer = json.loads(self.lines.get(timeout=timeout))
+            if answer.get("id") == rid:
+                return answer
+
+    def close(self) -> str:
+        self.proc.stdin.close()  # type: ignore[union-attr]
+        try:
+            self.proc.wait(timeout=20)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+        return self.proc.stderr.read()  # type: ignore[union-attr]
+
+
+@pytest.fixture()
+def session(state_dir):
+    env = {**os.environ, "TAO_STATE_DIR": str(state_dir)}
+    s = Session(env)
+    assert "result" in s.request("initialize", INIT)
+    s.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    yield s
+    s.close()
+
+
+def _check(schema: dict, value: object) -> None:
+    """The few JSON Schema words the output schemas use."""
+    kind = schema.get("type")
+    types = {"object": dict, "array": list, "string": str, "integer": int, "boolean": bool}
+    if kind:
+        assert isinstance(value, types[kind]), (schema, value)
+    for key in schema.get("required", []):
+        assert key in value  # type: ignore[operator]
+    for key, sub in schema.get("properties", {}).items():
+        if isinstance(value, dict) and key in value and value[key] is not None:
+            _check(sub, value[key])
+
+
+def test_tools_list_and_a_call_answer_as_declared(session):
+    listed = session.request("tools/list")["result"]["tools"]
+    by = {t["name"]: t for t in listed}
+    assert len(by) == 16 and by["prune"]["annotations"]["destructiveHint"] is True
+    assert by["submit_slurm"]["inputSchema"]["properties"]["time_hours"]["type"] == "number"
+    done = session.request("tools/call", {"name": "list", "arguments": {}})["result"]
+    assert done["isError"] is False and done["structuredContent"] == {"result": [], "notes": [], "exit_code": 0}
+    _check(by["list"]["outputSchema"], done["structuredContent"])
+    preview = session.request("tools/call", {"name": "submit_slurm", "arguments": {
+        "image": "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt", "dry_run": True, "time_minutes": 5,
+        "command": ["python", "-c", "print(1)"]}})["result"]
+    assert preview["isError"] is False, preview
+    _check(by["submit_slurm"]["outputSchema"], preview["structuredContent"])
+    assert "#SBATCH --time=5\n" in preview["structuredContent"]["result"]["script"]
+
+
+def test_a_failed_helper_is_an_error_result_with_its_line(session, state_dir):
+    done = session.request("tools/call", {"name": "logs", "arguments": {"id": "no-such-job"}})["result"]
+    assert done["isError"] is True
+    assert done["content"] == [{"type": "text", "text": f"error: no job record no-such-job in {state_dir}: see "
+                                                         "'tao_jobs.py list'"}]
+    done = session.request("tools/call", {"name": "nope", "arguments": {}})["result"]
+    assert done["isError"] is True and done["content"][0]["text"].startswith("error: no tool 'nope': one of ")
+
+
+MALFORMED = [
+    "", "{", "}", "[", "null", "42", '"text"', "[]", "[1,2]", "{}", '{"jsonrpc":"1.0"}', '{"jsonrpc":"2.0"}',
+    '{"jsonrpc":"2.0","id":{},"method":"tools/list"}', '{"jsonrpc":"2.0","id":"x","method":7}',
+    '{"jsonrpc":"2.0","id":9001,"method":"no/such/method"}',
+    '{"jsonrpc":"2.0","id":9002,"method":"tools/call","params":{"name":5}}',
+    '{"jsonrpc":"2.0","id":9003,"method":"tools/call","params":{"name":"logs","arguments":[1,2]}}',
+    '{"jsonrpc":"2.0","id":9004,"method":"tools/call","params":"params"}',
+    '{"jsonrpc":"2.0","id":9005,"method":"tools/call","params":{"name":"status","arguments":{"ids":[{"a":1}]}}}',
+    '{"jsonrpc":"2.0","method":"notifications/unknown","params":[]}',
+    "\x00\x01\x02", "\ud800" .encode("utf-8", "surrogatepass").decode("utf-8", "replace"),
+    "[" * 3000 + "]" * 3000, '{"a":' * 500 + "1" + "}" * 500, "x" * 200_000,
+    '{"jsonrpc":"2.0","id":9006,"method":"tools/call","params":{"name":"logs","arguments":{"id":"\\u001b[2J--all"}}}',
+]
+
+
+def test_the_server_outlives_a_thousand_malformed_messages(session):
+    for n in range(1000):
+        session.send(MALFORMED[n % len(MALFORMED)])
+    answer = session.request("tools/list", timeout=120)
+    assert len(answer["result"]["tools"]) == 16
+    done = session.request("tools/call", {"name": "list", "arguments": {}})["result"]
+    assert done["isError"] is False
+    stderr = session.close()
+    assert session.proc.returncode == 0
+    assert "Traceback" not in stderr
