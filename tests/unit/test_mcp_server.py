@@ -4,65 +4,17 @@ It answers tools/list with schemas and hints, turns a failed helper into ``isErr
 line, and outlives a thousand malformed messages in a row."""
 from __future__ import annotations
 
-import json
 import os
-import queue
-import subprocess
-import sys
-import threading
-from pathlib import Path
 
 import pytest
 
-BANK = Path(__file__).resolve().parents[2]
-INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bank-test", "version": "1"}}
-
-
-class Session:
-    """A running tao_mcp.py and its answers, by id."""
-
-    def __init__(self, env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen([sys.executable, str(BANK / "scripts" / "tao_mcp.py")], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, bufsize=1)
-        self.lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-        self.next_id = 1
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:  # type: ignore[union-attr]
-            self.lines.put(line)
-
-    def send(self, text: str) -> None:
-        self.proc.stdin.write(text + "\n")  # type: ignore[union-attr]
-        self.proc.stdin.flush()  # type: ignore[union-attr]
-
-    def request(self, method: str, params: dict | None = None, timeout: float = 60) -> dict:
-        rid, self.next_id = self.next_id, self.next_id + 1
-        msg = {"jsonrpc": "2.0", "id": rid, "method": method}
-        if params is not None:
-            msg["params"] = params
-        self.send(json.dumps(msg))
-        while True:
-            answer = json.loads(self.lines.get(timeout=timeout))
-            if answer.get("id") == rid:
-                return answer
-
-    def close(self) -> str:
-        self.proc.stdin.close()  # type: ignore[union-attr]
-        try:
-            self.proc.wait(timeout=20)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-        return self.proc.stderr.read()  # type: ignore[union-attr]
+from tests.support.mcp_client import Session
 
 
 @pytest.fixture()
 def session(state_dir):
     env = {**os.environ, "TAO_STATE_DIR": str(state_dir)}
     s = Session(env)
-    assert "result" in s.request("initialize", INIT)
-    s.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
     yield s
     s.close()
 

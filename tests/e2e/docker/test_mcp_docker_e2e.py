@@ -1,0 +1,30 @@
+"""The MCP tools on the real Docker engine: submit -> status -> logs -> metrics -> fetch through
+scripts/tao_mcp.py, each answer the one tao_jobs.py gives on the same records. The job runs the stand-in
+trainer testclusters/fake_tao_train.sh (bind-mounted read-only), which writes TAO's status.json and a
+checkpoint per epoch."""
+from __future__ import annotations
+
+import pytest
+
+from docker_support import BANK, Docker
+from tests.support.mcp_client import Session, round_trip
+
+pytestmark = pytest.mark.e2e
+
+EPOCHS = 3
+TRAIN = 'exec sh /fake/fake_tao_train.sh --results "$RESULTS_DIR" --epochs "$EPOCHS" --sleep 1'
+
+
+def test_round_trip_through_the_mcp_tools(docker_cluster, tmp_path):
+    dk = Docker(docker_cluster, tmp_path)
+    with Session(dk.env) as mcp:
+        said = round_trip(mcp, "submit_docker", {
+            "image": dk.image, "gpus_per_node": 0, "network_arch": "dino", "action": "train", "name": "mcp round trip",
+            "mount": [f"{BANK / 'testclusters'}:/fake"], "env": {"EPOCHS": str(EPOCHS)}, "stop_grace": 2,
+            "command": ["sh", "-c", TRAIN]}, tmp_path, dk.env, EPOCHS)
+        jid = said["job"]["id"]
+        assert said["job"]["platform"] == "docker" and said["view"]["description"] == "mcp round trip"
+        assert dk.records() == [f"{jid}.json"]  # one record, the one the CLI reads
+        assert said["logs"]["sections"]["stdout"].splitlines()[-1] == "Epoch 2: train_loss=0.25 val_loss=0.42"
+        assert said["metrics"]["rows"][-1]["train_loss"] == 0.25
+        assert (dk.results / jid / "train" / "status.json").is_file()
