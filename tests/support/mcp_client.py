@@ -22,6 +22,8 @@ class Session:
         self.lines: queue.Queue[str] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
         self.next_id = 1
+        self.notifications: list[dict] = []  # what came while waiting for an answer
+        self.answers: dict[object, dict] = {}
         if init:
             assert "result" in self.request("initialize", INIT)
             self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
@@ -34,17 +36,39 @@ class Session:
         self.proc.stdin.write(text + "\n")  # type: ignore[union-attr]
         self.proc.stdin.flush()  # type: ignore[union-attr]
 
-    def request(self, method: str, params: dict | None = None, timeout: float = 120) -> dict:
+    def start(self, method: str, params: dict | None = None) -> int:
+        """Send a request; its id (the answer is waited for with :meth:`answer`)."""
         rid, self.next_id = self.next_id, self.next_id + 1
         msg: dict = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
             msg["params"] = params
         self.send(json.dumps(msg))
+        return rid
+
+    def _next(self, end: float) -> None:
+        msg = json.loads(self.lines.get(timeout=max(0.1, end - time.time())))
+        if "id" in msg and "method" not in msg:
+            self.answers[msg["id"]] = msg
+        else:
+            self.notifications.append(msg)
+
+    def answer(self, rid: int, timeout: float = 120) -> dict:
+        end = time.time() + timeout
+        while rid not in self.answers:
+            self._next(end)
+        return self.answers.pop(rid)
+
+    def notification(self, method: str, timeout: float = 120) -> dict:
+        """The first notification ``method`` not yet taken (waiting for it up to ``timeout``)."""
         end = time.time() + timeout
         while True:
-            answer = json.loads(self.lines.get(timeout=max(0.1, end - time.time())))
-            if answer.get("id") == rid:
-                return answer
+            for i, msg in enumerate(self.notifications):
+                if msg.get("method") == method:
+                    return self.notifications.pop(i)
+            self._next(end)
+
+    def request(self, method: str, params: dict | None = None, timeout: float = 120) -> dict:
+        return self.answer(self.start(method, params), timeout)
 
     def call(self, tool: str, **arguments: object) -> dict:
         """``tools/call`` -> the result (content, structuredContent, isError)."""

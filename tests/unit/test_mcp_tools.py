@@ -169,3 +169,14 @@ def test_tools_listing_needs_no_sdk():
     proc = subprocess.run([sys.executable, "-c", code, str(SCRIPTS)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert {t["name"] for t in json.loads(proc.stdout)} == {t.name for t in tools.TOOLS}
+
+
+def test_each_stderr_line_reaches_on_line_as_it_is_printed(state_dir):
+    """What becomes a progress notification: every line the helper prints on stderr, cleaned, in order."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    (state_dir / "broken-aaaaaaaa.json").write_text("{\x1b[2J")
+    seen: list[str] = []
+    done = tools.run(tools.by_name("list"), {}, on_line=seen.append)
+    assert done.exit_code == 0 and done.result == []
+    assert seen and seen == done.notes and seen[0].startswith("warning: skipped ")
+    assert "\x1b" not in "".join(seen)

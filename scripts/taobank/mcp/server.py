@@ -6,8 +6,10 @@ thread, so the server keeps answering (pings, cancellations) while a cluster is 
 """
 from __future__ import annotations
 
+import ctypes
 import json
-from typing import Any
+import threading
+from typing import Any, Callable
 
 import anyio
 import mcp_types as types
@@ -36,7 +38,7 @@ def tool_list() -> list[types.Tool]:
     return out
 
 
-def result_of(name: Any, arguments: Any) -> types.CallToolResult:
+def result_of(name: Any, arguments: Any, on_line: Callable[[str], None] | None = None) -> types.CallToolResult:
     """One tool call as its result: the helper's errors as ``isError`` text, its ``--json`` answer structured."""
     from ..errors import UsageError
     from ..text import error_line
@@ -45,7 +47,7 @@ def result_of(name: Any, arguments: Any) -> types.CallToolResult:
         spec = tools.by_name(name)
     except UsageError as exc:
         return types.CallToolResult(content=[types.TextContent(type="text", text=error_line(exc))], is_error=True)
-    done = tools.run(spec, arguments)
+    done = tools.run(spec, arguments, on_line=on_line)
     if done.exit_code != 0 and done.result is None:
         return types.CallToolResult(content=[types.TextContent(type="text", text="\n".join(done.errors))],
                                     is_error=True)
@@ -64,11 +66,55 @@ def build() -> Server:
         return types.ListToolsResult(tools=tool_list())
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        return await anyio.to_thread.run_sync(result_of, params.name, params.arguments)
+        return await _in_worker(ctx, params)
 
     name, _, number = version().partition(" ")
     return Server(f"{name}", version=number, instructions=INSTRUCTIONS, on_list_tools=list_tools,
                   on_call_tool=call_tool)
+
+
+class _Helper:
+    """The worker thread a helper runs in, so a cancelled call can stop it as Ctrl-C would."""
+
+    def __init__(self) -> None:
+        self.thread: int | None = None
+        self.lock = threading.Lock()
+
+    def run(self, name: Any, arguments: Any, on_line: Callable[[str], None]) -> types.CallToolResult:
+        with self.lock:
+            self.thread = threading.get_ident()
+        try:
+            return result_of(name, arguments, on_line)
+        finally:
+            with self.lock:
+                self.thread = None
+
+    def interrupt(self) -> None:
+        """KeyboardInterrupt in the helper's thread (run_main turns it into exit 130); it lands between two
+        Python steps, so a helper waiting on a cluster stops when that wait ends."""
+        with self.lock:
+            if self.thread is not None:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.thread), ctypes.py_object(KeyboardInterrupt))
+
+
+async def _in_worker(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    """Run the call in a worker thread; its stderr lines become progress notifications (when the client asked
+    for them), and a cancelled call interrupts the helper."""
+    helper, sent = _Helper(), [0]
+
+    def on_line(line: str) -> None:
+        sent[0] += 1
+        try:
+            anyio.from_thread.run(ctx.session.report_progress, float(sent[0]), None, line)
+        except Exception:  # noqa: BLE001 - a progress line the client cannot take is not the call's failure
+            pass
+
+    try:
+        return await anyio.to_thread.run_sync(helper.run, params.name, params.arguments, on_line,
+                                              abandon_on_cancel=True)
+    except anyio.get_cancelled_exc_class():
+        helper.interrupt()
+        raise
 
 
 async def serve() -> None:

@@ -19,7 +19,7 @@ import json
 import threading
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import UsageError
 from ..text import error_line, one_line
@@ -47,6 +47,7 @@ class ToolSpec:
     open_world: bool = True  # it talks to a cluster or an engine
     drop: tuple[str, ...] = ()  # more options not offered
     split: tuple[str, str, str] | None = None  # positional -> (first word's property, the rest's)
+    keep: tuple[str, ...] = ()  # output-only options this tool still offers (status: watch, its lines progress)
     result: dict = field(default_factory=lambda: dict(_OBJECT))
     note: str = ""  # said after the verb's help line
 
@@ -62,9 +63,10 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("submit_docker", "tao_docker", ("submit",), False, False, False,
              note="With dry_run: the engine command, nothing contacted. With sweep: many trials, one record each."),
     ToolSpec("list", "tao_jobs", ("list",), True, False, True, open_world=False, result=_ARRAY),
-    ToolSpec("status", "tao_jobs", ("status",), False, False, True, result=_ARRAY,
+    ToolSpec("status", "tao_jobs", ("status",), False, False, True, result=_ARRAY, keep=("watch", "interval"),
              note="Records are refreshed (one query per platform); a SLURM infrastructure failure may be resubmitted "
-                  "unless no_retry."),
+                  "unless no_retry. With watch: until every job has ended, each change a progress notification; "
+                  "cancelling the call stops the watch, not the jobs."),
     ToolSpec("logs", "tao_jobs", ("logs",), True, False, True),
     ToolSpec("cancel", "tao_jobs", ("cancel",), False, True, True, result=_ARRAY),
     ToolSpec("metrics", "tao_jobs", ("metrics",), True, False, True, drop=("kpi", "force")),
@@ -184,7 +186,7 @@ def params(spec: ToolSpec) -> list[Param]:
             continue
         longs = [o for o in action.option_strings if o.startswith("--")]
         prop = (longs[0][2:] if longs else action.dest).replace("-", "_")
-        if prop in OUTPUT_ONLY or prop in spec.drop or action.dest in OUTPUT_ONLY:
+        if (prop in OUTPUT_ONLY or action.dest in OUTPUT_ONLY) and prop not in spec.keep or prop in spec.drop:
             continue
         kind, item = _kind_of(action)
         text = one_line(action.help or "")
@@ -339,8 +341,26 @@ class Outcome:
         return {"result": self.result, "notes": self.notes, "exit_code": self.exit_code}
 
 
-def run(spec: ToolSpec, arguments: Any) -> Outcome:
-    """Run the tool's verb as the helper does; a bad argument is refused with the helper's kind of line."""
+class _Lines(io.StringIO):
+    """The helper's stderr, kept; each finished line also handed to ``on_line`` (a progress notification)."""
+
+    def __init__(self, on_line: Callable[[str], None] | None) -> None:
+        super().__init__()
+        self.on_line, self.partial = on_line, ""
+
+    def write(self, text: str) -> int:
+        n = super().write(text)
+        if self.on_line is not None:
+            *done, self.partial = (self.partial + text).replace("\r", "\n").split("\n")
+            for line in done:
+                if line.strip():
+                    self.on_line(one_line(line))
+        return n
+
+
+def run(spec: ToolSpec, arguments: Any, on_line: Callable[[str], None] | None = None) -> Outcome:
+    """Run the tool's verb as the helper does; a bad argument is refused with the helper's kind of line.
+    ``on_line``: called with each line the helper prints on stderr (watch lines, transfer progress, notes)."""
     from ..cli.entry import run_main
 
     try:
@@ -348,7 +368,7 @@ def run(spec: ToolSpec, arguments: Any) -> Outcome:
     except UsageError as exc:
         return Outcome(exc.exit_code, "", error_line(exc) + "\n")
     module = importlib.import_module(spec.script)
-    out, err = io.StringIO(), io.StringIO()
+    out, err = io.StringIO(), _Lines(on_line)
     with _LOCK, redirect_stdout(out), redirect_stderr(err):
         try:
             run_main(module.main, argv)

@@ -4,6 +4,9 @@ trainer testclusters/fake_tao_train.sh (bind-mounted read-only), which writes TA
 checkpoint per epoch."""
 from __future__ import annotations
 
+import json
+import time
+
 import pytest
 
 from docker_support import BANK, Docker
@@ -28,3 +31,23 @@ def test_round_trip_through_the_mcp_tools(docker_cluster, tmp_path):
         assert said["logs"]["sections"]["stdout"].splitlines()[-1] == "Epoch 2: train_loss=0.25 val_loss=0.42"
         assert said["metrics"]["rows"][-1]["train_loss"] == 0.25
         assert (dk.results / jid / "train" / "status.json").is_file()
+
+
+def test_watch_sends_progress_and_a_cancelled_call_stops_the_watch_not_the_job(docker_cluster, tmp_path):
+    dk = Docker(docker_cluster, tmp_path)
+    with Session(dk.env) as mcp:
+        jid = mcp.ok("submit_docker", image=dk.image, gpus_per_node=0, stop_grace=1,
+                     command=["sh", "-c", "sleep 120"])["id"]
+        rid = mcp.start("tools/call", {"name": "status", "arguments": {"ids": [jid], "watch": True, "interval": 0.5},
+                                       "_meta": {"progressToken": "watch-1"}})
+        note = mcp.notification("notifications/progress", timeout=60)["params"]
+        assert note["progressToken"] == "watch-1" and note["message"].startswith(jid), note
+        mcp.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                             "params": {"requestId": rid, "reason": "the user stopped waiting"}}))
+        started = time.monotonic()
+        (view,) = mcp.ok("status", ids=[jid])  # answered once the watch has let go of the helper
+        assert time.monotonic() - started < 30
+        assert view["state"] == "RUNNING"  # the watch stopped, the job did not
+        (gone,) = mcp.ok("cancel", ids=[jid])
+        assert gone["state"] == "CANCELED"
+        assert rid not in mcp.answers  # a cancelled request is not answered
