@@ -14,9 +14,9 @@ INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"nam
 
 
 class Session:
-    """A running tao_mcp.py (initialized unless ``init=False``) and its answers, by id."""
+    """A running tao_mcp.py (initialized unless ``init=False``, declaring ``capabilities``) and its answers."""
 
-    def __init__(self, env: dict[str, str], init: bool = True) -> None:
+    def __init__(self, env: dict[str, str], init: bool = True, capabilities: dict | None = None) -> None:
         self.proc = subprocess.Popen([sys.executable, str(BANK / "scripts" / "tao_mcp.py")], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, bufsize=1)
         self.lines: queue.Queue[str] = queue.Queue()
@@ -25,7 +25,7 @@ class Session:
         self.notifications: list[dict] = []  # what came while waiting for an answer
         self.answers: dict[object, dict] = {}
         if init:
-            assert "result" in self.request("initialize", INIT)
+            assert "result" in self.request("initialize", {**INIT, "capabilities": capabilities or {}})
             self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
 
     def _read(self) -> None:
@@ -66,6 +66,10 @@ class Session:
                 if msg.get("method") == method:
                     return self.notifications.pop(i)
             self._next(end)
+
+    def reply(self, request: dict, result: dict) -> None:
+        """Answer a request the server sent (elicitation/create ...)."""
+        self.send(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}))
 
     def request(self, method: str, params: dict | None = None, timeout: float = 120) -> dict:
         return self.answer(self.start(method, params), timeout)

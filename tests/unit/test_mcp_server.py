@@ -82,3 +82,28 @@ def test_the_server_outlives_a_thousand_malformed_messages(session):
     stderr = session.close()
     assert session.proc.returncode == 0
     assert "Traceback" not in stderr
+
+
+@pytest.mark.parametrize("answer,says", [
+    ({"action": "accept", "content": {"confirm": True}}, "error: gone-aaaaaaaa: no job record gone-aaaaaaaa in "),  # it ran with --yes
+    ({"action": "accept", "content": {"confirm": False}}, "error: not confirmed (accept): nothing was done"),
+    ({"action": "decline"}, "error: not confirmed (decline): nothing was done"),
+])
+def test_prune_asks_the_user_through_the_client(state_dir, answer, says):
+    env = {**os.environ, "TAO_STATE_DIR": str(state_dir)}
+    with Session(env, capabilities={"elicitation": {}}) as s:
+        rid = s.start("tools/call", {"name": "prune", "arguments": {"ids": ["gone-aaaaaaaa"]}})
+        ask = s.notification("elicitation/create", timeout=60)
+        assert ask["params"]["message"] == "Delete the results folders of gone-aaaaaaaa for good (tao prune)?"
+        assert ask["params"]["requestedSchema"]["properties"]["confirm"]["type"] == "boolean"
+        s.reply(ask, answer)
+        done = s.answer(rid)["result"]
+    assert done["isError"] is True and done["content"][0]["text"].startswith(says), done
+
+
+def test_a_client_that_cannot_ask_gets_the_helpers_line(session):
+    done = session.request("tools/call", {"name": "prune", "arguments": {"ids": ["gone-aaaaaaaa"]}})["result"]
+    assert done["isError"] is True
+    assert done["content"][0]["text"] == ("error: prune deletes results for good: run it on a terminal to confirm, "
+                                          "or pass --yes")
+    assert not [n for n in session.notifications if n.get("method") == "elicitation/create"]

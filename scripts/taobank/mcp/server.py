@@ -97,9 +97,41 @@ class _Helper:
                 ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.thread), ctypes.py_object(KeyboardInterrupt))
 
 
+#: What the user answers when asked to confirm (a form with one boolean).
+CONFIRM_SCHEMA = {"type": "object", "properties": {"confirm": {"type": "boolean", "title": "Yes, go ahead"}},
+                  "required": ["confirm"]}
+
+
+async def _confirm(ctx: Any, question: str) -> str | None:
+    """Ask the user through the client (elicitation); None when they agreed, else the one line to answer."""
+    try:
+        answer = await ctx.session.elicit_form(question, CONFIRM_SCHEMA, related_request_id=ctx.request_id)
+    except Exception as exc:  # noqa: BLE001 - a client that cannot ask: nothing is done
+        from ..text import one_line
+
+        return f"error: could not ask for confirmation ({one_line(exc)[:120]}): nothing was done"
+    if answer.action == "accept" and (answer.content or {}).get("confirm") is True:
+        return None
+    return f"error: not confirmed ({answer.action}): nothing was done"
+
+
+def _can_ask(ctx: Any) -> bool:
+    caps = getattr(ctx.session, "client_capabilities", None)
+    return bool(caps is not None and getattr(caps, "elicitation", None) is not None)
+
+
 async def _in_worker(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
     """Run the call in a worker thread; its stderr lines become progress notifications (when the client asked
-    for them), and a cancelled call interrupts the helper."""
+    for them), and a cancelled call interrupts the helper. A prune (or cancel all) is confirmed first by the
+    user when the client can ask (elicitation)."""
+    arguments = params.arguments
+    spec = next((t for t in tools.TOOLS if t.name == params.name), None)
+    question = tools.confirmation(spec, arguments) if spec is not None else None
+    if question is not None and _can_ask(ctx):
+        refused = await _confirm(ctx, question)
+        if refused is not None:
+            return types.CallToolResult(content=[types.TextContent(type="text", text=refused)], is_error=True)
+        arguments = tools.confirmed(spec, arguments)  # type: ignore[arg-type]
     helper, sent = _Helper(), [0]
 
     def on_line(line: str) -> None:
@@ -110,7 +142,7 @@ async def _in_worker(ctx: Any, params: types.CallToolRequestParams) -> types.Cal
             pass
 
     try:
-        return await anyio.to_thread.run_sync(helper.run, params.name, params.arguments, on_line,
+        return await anyio.to_thread.run_sync(helper.run, params.name, arguments, on_line,
                                               abandon_on_cancel=True)
     except anyio.get_cancelled_exc_class():
         helper.interrupt()

@@ -74,7 +74,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("fetch", "tao_jobs", ("fetch",), False, True, True, split=("words", "id", "paths"), result=_ARRAY,
              note="Files are written under `to` on the server's machine; force replaces existing ones."),
     ToolSpec("prune", "tao_jobs", ("prune",), False, True, True, result=_ARRAY,
-             note="Deletes for good: pass yes=true once the user agreed."),
+             note="Deletes for good: a client that can ask (elicitation) asks the user first; otherwise pass yes=true "
+                  "once the user agreed."),
     ToolSpec("continue", "tao_jobs", ("continue",), False, False, False),
     ToolSpec("sweep_best", "tao_jobs", ("sweep", "best"), True, False, True),
 )
@@ -248,6 +249,24 @@ def by_name(name: Any) -> ToolSpec:
 
 
 # ------------------------------------------------------------------ a call
+def confirmation(spec: ToolSpec, arguments: Any) -> str | None:
+    """The question a user answers (MCP elicitation) before this call deletes or stops many things, or None:
+    prune without yes (the shell asks on a terminal), cancel with all."""
+    if not isinstance(arguments, dict):
+        return None
+    if spec.name == "prune" and arguments.get("yes") is not True and isinstance(arguments.get("ids"), list):
+        ids = ", ".join(one_line(i) for i in arguments["ids"][:20]) + (" ..." if len(arguments["ids"]) > 20 else "")
+        return f"Delete the results folders of {ids} for good (tao prune)?"
+    if spec.name == "cancel" and arguments.get("all") is True:
+        return "Cancel every active TAO job of this machine's records (tao cancel --all)?"
+    return None
+
+
+def confirmed(spec: ToolSpec, arguments: dict) -> dict:
+    """The arguments once the user said yes: prune gets ``yes`` (it asks no more)."""
+    return {**arguments, "yes": True} if spec.name == "prune" else arguments
+
+
 _TYPES = {"string": (str,), "integer": (int,), "number": (int, float)}
 _SAYS = {"string": "a string", "integer": "a whole number", "number": "a number", "boolean": "true or false"}
 

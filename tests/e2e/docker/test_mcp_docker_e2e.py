@@ -20,7 +20,7 @@ TRAIN = 'exec sh /fake/fake_tao_train.sh --results "$RESULTS_DIR" --epochs "$EPO
 
 def test_round_trip_through_the_mcp_tools(docker_cluster, tmp_path):
     dk = Docker(docker_cluster, tmp_path)
-    with Session(dk.env) as mcp:
+    with Session(dk.env, capabilities={"elicitation": {}}) as mcp:
         said = round_trip(mcp, "submit_docker", {
             "image": dk.image, "gpus_per_node": 0, "network_arch": "dino", "action": "train", "name": "mcp round trip",
             "mount": [f"{BANK / 'testclusters'}:/fake"], "env": {"EPOCHS": str(EPOCHS)}, "stop_grace": 2,
@@ -31,6 +31,14 @@ def test_round_trip_through_the_mcp_tools(docker_cluster, tmp_path):
         assert said["logs"]["sections"]["stdout"].splitlines()[-1] == "Epoch 2: train_loss=0.25 val_loss=0.42"
         assert said["metrics"]["rows"][-1]["train_loss"] == 0.25
         assert (dk.results / jid / "train" / "status.json").is_file()
+        # prune: the user is asked through the client, then the folder goes
+        rid = mcp.start("tools/call", {"name": "prune", "arguments": {"ids": [jid]}})
+        ask = mcp.notification("elicitation/create", timeout=60)
+        assert jid in ask["params"]["message"] and (dk.results / jid).exists()
+        mcp.reply(ask, {"action": "accept", "content": {"confirm": True}})
+        done = mcp.answer(rid)["result"]
+        assert done["isError"] is False and done["structuredContent"]["result"][0]["removed"] is True, done
+        assert not (dk.results / jid).exists()
 
 
 def test_watch_sends_progress_and_a_cancelled_call_stops_the_watch_not_the_job(docker_cluster, tmp_path):
