@@ -107,3 +107,17 @@ def test_a_client_that_cannot_ask_gets_the_helpers_line(session):
     assert done["content"][0]["text"] == ("error: prune deletes results for good: run it on a terminal to confirm, "
                                           "or pass --yes")
     assert not [n for n in session.notifications if n.get("method") == "elicitation/create"]
+
+
+def test_resources_name_jobs_and_refuse_what_is_not_one(session, state_dir):
+    assert session.request("resources/list")["result"]["resources"] == []
+    templates = session.request("resources/templates/list")["result"]["resourceTemplates"]
+    assert [t["uriTemplate"] for t in templates] == ["tao://jobs/{id}", "tao://jobs/{id}/logs", "tao://jobs/{id}/metrics"]
+    for uri, says in [("tao://jobs/no-such-job", f"error: no job record no-such-job in {state_dir}: see 'tao_jobs.py list'"),
+                      ("tao://jobs/x/secrets", "error: no resource 'tao://jobs/x/secrets': they are "),
+                      ("file:///etc/passwd", "error: no resource 'file:///etc/passwd': they are ")]:
+        for method in ("resources/read", "resources/subscribe"):
+            error = session.request(method, {"uri": uri})["error"]
+            assert error["message"].startswith(says), (method, error)
+    caps = session.request("tools/list")  # still serving
+    assert "result" in caps

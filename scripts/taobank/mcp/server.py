@@ -9,7 +9,8 @@ from __future__ import annotations
 import ctypes
 import json
 import threading
-from typing import Any, Callable
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, Callable
 
 import anyio
 import mcp_types as types
@@ -59,7 +60,133 @@ def result_of(name: Any, arguments: Any, on_line: Callable[[str], None] | None =
                                 is_error=done.exit_code != 0)
 
 
+# ------------------------------------------------------------------ resources
+JSON = "application/json"
+
+
+async def _helper_answer(spec: tools.ToolSpec, arguments: dict) -> Any:
+    """A helper's ``--json`` answer, or an MCP error carrying its one line."""
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import INVALID_PARAMS
+
+    done = await anyio.to_thread.run_sync(tools.run, spec, arguments)
+    if done.exit_code != 0:
+        raise MCPError(code=INVALID_PARAMS, message="\n".join(done.errors))
+    return done.result
+
+
+def _resource_uri(job_id: str, part: str = "") -> str:
+    return f"{tools.RESOURCE_PREFIX}{job_id}" + (f"/{part}" if part else "")
+
+
+async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+    """Every job of this machine's records (no cluster contact), as tao://jobs/<id>."""
+    views = await _helper_answer(tools.by_name("list"), {})
+    return types.ListResourcesResult(resources=[
+        types.Resource(uri=_resource_uri(v["id"]), name=v["id"], mime_type=JSON,
+                       description=f"{v.get('platform')} job, {v.get('state')}: {v.get('description') or ''}".strip(" :"))
+        for v in views or []])
+
+
+async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+    return types.ListResourceTemplatesResult(resource_templates=[
+        types.ResourceTemplate(uri_template=_resource_uri("{id}", part), name=f"job {part or 'view'}",
+                               description=what, mime_type=JSON)
+        for part, (_, what) in tools.RESOURCE_PARTS.items()])
+
+
+async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import INVALID_PARAMS
+
+    from ..errors import UsageError
+    from ..text import error_line
+
+    try:
+        _, spec, arguments = tools.resource_call(params.uri)
+    except UsageError as exc:
+        raise MCPError(code=INVALID_PARAMS, message=error_line(exc)) from None
+    answer = await _helper_answer(spec, arguments)
+    if spec.name == "status":
+        answer = answer[0] if answer else None
+    return types.ReadResourceResult(contents=[types.TextResourceContents(
+        uri=str(params.uri), mime_type=JSON, text=json.dumps(answer, indent=1, sort_keys=True, default=str))])
+
+
+class Subscriptions:
+    """The subscribed jobs and ONE poll loop for all of them: every ``interval`` seconds one status of every
+    subscribed job (one query per platform, as the CLI's status), and resources/updated for each URI of a job
+    whose state or training epoch changed."""
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self.uris: dict[str, set[str]] = {}  # job id -> subscribed URIs
+        self.seen: dict[str, tuple] = {}
+        self.session: Any = None
+        self.polling = False
+
+    async def subscribe(self, ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import INVALID_PARAMS
+
+        from ..errors import UsageError
+        from ..text import error_line
+
+        try:
+            job, _, _ = tools.resource_call(params.uri)
+        except UsageError as exc:
+            raise MCPError(code=INVALID_PARAMS, message=error_line(exc)) from None
+        (view,) = await _helper_answer(tools.by_name("status"), {"ids": [job]})  # an unknown id is refused here
+        self.seen.setdefault(job, self._key(view))
+        self.uris.setdefault(job, set()).add(str(params.uri))
+        self.session = ctx.session
+        if not self.polling:
+            self.polling = True
+            ctx.lifespan_context["tasks"].start_soon(self._poll)
+        return types.EmptyResult()
+
+    async def unsubscribe(self, ctx: Any, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        for job, uris in list(self.uris.items()):
+            uris.discard(str(params.uri))
+            if not uris:
+                del self.uris[job]
+        return types.EmptyResult()
+
+    @staticmethod
+    def _key(view: dict) -> tuple:
+        return view.get("state"), (view.get("progress") or {}).get("epoch")
+
+    async def _poll(self) -> None:
+        while True:
+            await anyio.sleep(self.interval)
+            ids = sorted(self.uris)
+            if not ids:
+                continue
+            done = await anyio.to_thread.run_sync(tools.run, tools.by_name("status"), {"ids": ids})
+            if done.exit_code != 0 or not isinstance(done.result, list):
+                continue  # a cluster that did not answer this time: the next poll asks again
+            for view in done.result:
+                key, job = self._key(view), view.get("id")
+                if job in self.uris and self.seen.get(job) != key:
+                    self.seen[job] = key
+                    for uri in sorted(self.uris[job]):
+                        try:
+                            await self.session.send_resource_updated(uri)
+                        except Exception:  # noqa: BLE001 - a client gone: its next read still answers
+                            pass
+
+
+@asynccontextmanager
+async def _lifespan(server: Any) -> AsyncIterator[dict]:
+    """A task group for the subscription poll loop, for the connection's lifetime."""
+    async with anyio.create_task_group() as tasks:
+        yield {"tasks": tasks}
+        tasks.cancel_scope.cancel()
+
+
 def build() -> Server:
+    import os
+
     from ..cli.entry import version
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
@@ -68,9 +195,16 @@ def build() -> Server:
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         return await _in_worker(ctx, params)
 
+    try:  # how often subscribed jobs are looked at
+        interval = max(0.5, float(os.environ.get("TAO_MCP_POLL_SECONDS", "10")))
+    except ValueError:
+        interval = 10.0
+    subs = Subscriptions(interval)
     name, _, number = version().partition(" ")
-    return Server(f"{name}", version=number, instructions=INSTRUCTIONS, on_list_tools=list_tools,
-                  on_call_tool=call_tool)
+    return Server(f"{name}", version=number, instructions=INSTRUCTIONS, lifespan=_lifespan,
+                  on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources,
+                  on_list_resource_templates=list_templates, on_read_resource=read_resource,
+                  on_subscribe_resource=subs.subscribe, on_unsubscribe_resource=subs.unsubscribe)
 
 
 class _Helper:

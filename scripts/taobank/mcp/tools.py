@@ -248,6 +248,26 @@ def by_name(name: Any) -> ToolSpec:
     raise UsageError(f"no tool {one_line(name)!r}: one of {', '.join(t.name for t in TOOLS)}")
 
 
+# ------------------------------------------------------------------ resources
+#: A job's resources: its view (tao://jobs/<id>, refreshed as status does), its logs and its KPI series.
+RESOURCE_PREFIX = "tao://jobs/"
+RESOURCE_PARTS = {"": ("status", "the job's view, refreshed as status does"),
+                  "logs": ("logs", "the job's output (every pod / stream)"),
+                  "metrics": ("metrics", "the KPIs its training logged, by epoch")}
+
+
+def resource_call(uri: Any) -> tuple[str, ToolSpec, dict]:
+    """(job id, the tool that answers ``uri``, its arguments); the job id itself is checked by the helper."""
+    text = str(uri)
+    if not text.startswith(RESOURCE_PREFIX):
+        raise UsageError(f"no resource {one_line(text)[:200]!r}: they are {RESOURCE_PREFIX}<job id>[/logs|/metrics]")
+    job, _, part = text[len(RESOURCE_PREFIX):].partition("/")
+    if part not in RESOURCE_PARTS or not job:
+        raise UsageError(f"no resource {one_line(text)[:200]!r}: they are {RESOURCE_PREFIX}<job id>[/logs|/metrics]")
+    tool = by_name(RESOURCE_PARTS[part][0])
+    return job, tool, ({"ids": [job]} if tool.name == "status" else {"id": job})
+
+
 # ------------------------------------------------------------------ a call
 def confirmation(spec: ToolSpec, arguments: Any) -> str | None:
     """The question a user answers (MCP elicitation) before this call deletes or stops many things, or None:

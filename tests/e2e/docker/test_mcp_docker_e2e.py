@@ -59,3 +59,24 @@ def test_watch_sends_progress_and_a_cancelled_call_stops_the_watch_not_the_job(d
         (gone,) = mcp.ok("cancel", ids=[jid])
         assert gone["state"] == "CANCELED"
         assert rid not in mcp.answers  # a cancelled request is not answered
+
+
+def test_a_subscribed_job_tells_the_client_when_it_ends(docker_cluster, tmp_path):
+    dk = Docker(docker_cluster, tmp_path)
+    with Session({**dk.env, "TAO_MCP_POLL_SECONDS": "1"}) as mcp:
+        jid = mcp.ok("submit_docker", image=dk.image, gpus_per_node=0, command=["sh", "-c", "sleep 8; echo done"])["id"]
+        listed = mcp.request("resources/list")["result"]["resources"]
+        assert [r["uri"] for r in listed] == [f"tao://jobs/{jid}"]
+        assert "result" in mcp.request("resources/subscribe", {"uri": f"tao://jobs/{jid}"})
+        assert "result" in mcp.request("resources/subscribe", {"uri": f"tao://jobs/{jid}/logs"})
+        updated: set[str] = set()
+        state = ""
+        while state != "COMPLETE" or len(updated) < 2:  # each change, to each URI (RUNNING if it was starting)
+            updated.add(mcp.notification("notifications/resources/updated", timeout=90)["params"]["uri"])
+            (view,) = mcp.request("resources/read", {"uri": f"tao://jobs/{jid}"})["result"]["contents"]
+            state = json.loads(view["text"])["state"]
+            assert state in ("RUNNING", "COMPLETE"), view
+        assert updated == {f"tao://jobs/{jid}", f"tao://jobs/{jid}/logs"}
+        (logs,) = mcp.request("resources/read", {"uri": f"tao://jobs/{jid}/logs"})["result"]["contents"]
+        assert json.loads(logs["text"]) == mcp.ok("logs", id=jid)
+        assert "done" in json.loads(logs["text"])["sections"]["stdout"]
