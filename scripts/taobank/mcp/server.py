@@ -24,8 +24,13 @@ INSTRUCTIONS = ("TAO training jobs on Kubernetes, SLURM or this machine's Docker
                 "never a key's value: keys stay in the user's environment or .env file.")
 
 
+_TOOLS: list[types.Tool] = []
+
+
 def tool_list() -> list[types.Tool]:
-    """Every tool with its input and output schemas and its hints."""
+    """Every tool with its input and output schemas and its hints (built once: it imports every helper)."""
+    if _TOOLS:
+        return _TOOLS
     out = []
     for spec in tools.TOOLS:
         hints = tools.annotations(spec)
@@ -36,6 +41,7 @@ def tool_list() -> list[types.Tool]:
                                               destructive_hint=hints["destructiveHint"],
                                               idempotent_hint=hints["idempotentHint"],
                                               open_world_hint=hints["openWorldHint"])))
+    _TOOLS[:] = out
     return out
 
 
@@ -178,8 +184,11 @@ class Subscriptions:
 
 @asynccontextmanager
 async def _lifespan(server: Any) -> AsyncIterator[dict]:
-    """A task group for the subscription poll loop, for the connection's lifetime."""
+    """A task group for the subscription poll loop (and the tool list's first build), for the connection's
+    lifetime."""
     async with anyio.create_task_group() as tasks:
+        # the helpers' parsers, built before a long call could hold the lock they are built under
+        tasks.start_soon(anyio.to_thread.run_sync, tool_list)
         yield {"tasks": tasks}
         tasks.cancel_scope.cancel()
 
@@ -190,7 +199,7 @@ def build() -> Server:
     from ..cli.entry import version
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tool_list())
+        return types.ListToolsResult(tools=await anyio.to_thread.run_sync(tool_list))
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         return await _in_worker(ctx, params)

@@ -117,7 +117,10 @@ _PARSERS: dict[str, argparse.ArgumentParser] = {}
 
 
 def helper_parser(script: str) -> argparse.ArgumentParser:
-    """The parser ``script``'s main builds: taken at its parse_args, before anything runs."""
+    """The parser ``script``'s main builds: taken at its parse_args, before anything runs. Built under the lock
+    a helper runs under: parse_args is patched for the whole process meanwhile."""
+    if script in _PARSERS:
+        return _PARSERS[script]
     with _LOCK:
         if script not in _PARSERS:
             module = importlib.import_module(script)
@@ -190,7 +193,7 @@ def params(spec: ToolSpec) -> list[Param]:
         if (prop in OUTPUT_ONLY or action.dest in OUTPUT_ONLY) and prop not in spec.keep or prop in spec.drop:
             continue
         kind, item = _kind_of(action)
-        text = one_line(action.help or "")
+        text = one_line(action.help or "") or {"ID": "a job id", "SWEEP": "a sweep id"}.get(str(action.metavar), "")
         if action.metavar and isinstance(action.metavar, str) and kind in ("string", "list", "pairs"):
             text = f"{text} ({action.metavar})".strip() if action.metavar not in text else text
         choices = tuple(str(c) for c in action.choices) if action.choices else None
