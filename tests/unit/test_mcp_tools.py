@@ -180,3 +180,16 @@ def test_each_stderr_line_reaches_on_line_as_it_is_printed(state_dir):
     assert done.exit_code == 0 and done.result == []
     assert seen and seen == done.notes and seen[0].startswith("warning: skipped ")
     assert "\x1b" not in "".join(seen)
+
+
+@pytest.mark.parametrize("tool", ["submit_docker", "submit_slurm", "submit_kubernetes"])
+def test_a_key_pasted_into_env_is_refused_and_never_echoed(state_dir, tool):
+    """The model may still paste a value into a plain field: the helper's gate refuses it, the line names the
+    variable, never the value, and no record is opened."""
+    key = "nvapi-" + "Q7" * 30
+    args = {"image": "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt", "dry_run": True, "env": {"NGC_API_KEY": key}}
+    args.update({"command": "true"} if tool == "submit_kubernetes" else {"command": ["true"]})
+    done = tools.run(tools.by_name(tool), args)
+    assert done.exit_code != 0 and "NGC_API_KEY" in done.errors[0], done.errors
+    assert key not in done.stdout + done.stderr
+    assert not any(state_dir.glob("**/*.json"))
