@@ -193,8 +193,9 @@ def params(spec: ToolSpec) -> list[Param]:
         if (prop in OUTPUT_ONLY or action.dest in OUTPUT_ONLY) and prop not in spec.keep or prop in spec.drop:
             continue
         kind, item = _kind_of(action)
-        text = one_line(action.help or "") or {"ID": "a job id", "SWEEP": "a sweep id"}.get(str(action.metavar), "")
-        if action.metavar and isinstance(action.metavar, str) and kind in ("string", "list", "pairs"):
+        text = one_line(action.help or "") or {"ID": "job ids" if kind == "positional-list" else "a job id",
+                                               "SWEEP": "a sweep id"}.get(str(action.metavar), "")
+        if action.option_strings and isinstance(action.metavar, str) and kind in ("string", "list", "pairs"):
             text = f"{text} ({action.metavar})".strip() if action.metavar not in text else text
         choices = tuple(str(c) for c in action.choices) if action.choices else None
         required = bool(action.required) if action.option_strings else action.nargs in (None, "+")
