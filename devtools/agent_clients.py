@@ -1,4 +1,4 @@
-"""The agent CLIs (Claude Code, Codex) the plugin tests drive, installed from npm.
+"""The agent CLIs (Claude Code, Codex) and the MCP Inspector the client tests drive, installed from npm.
 
 Each pin in versions.yaml ``agent_clients`` (``<package>@<version>``) is
 installed once into ``$TAO_CACHE_DIR/npm/<package>@<version>`` (default
@@ -20,7 +20,7 @@ from taobank import pins
 from taobank.errors import TaoError
 
 #: versions.yaml key -> the executable the package installs.
-BINARIES = {"claude_code": "claude", "codex": "codex"}
+BINARIES = {"claude_code": "claude", "codex": "codex", "mcp_inspector": "mcp-inspector"}
 MARKER = ".installed"
 
 

@@ -6,9 +6,11 @@
   schema); its description, author, license and keywords feed the others.
 
 Skills are not listed anywhere: every client discovers ``skills/<skill>/SKILL.md``
-by convention. The only component declared is Claude Code's SessionStart hook,
-in ``.claude-plugin/plugin.json`` (the marketplace entry declares none, so
-Claude Code's default ``strict`` mode reads the plugin's own manifest).
+by convention. The components declared are Claude Code's SessionStart hook and
+the MCP server (scripts/tao_mcp.py), in ``.claude-plugin/plugin.json`` (the
+marketplace entry declares none, so Claude Code's default ``strict`` mode reads
+the plugin's own manifest), and the same server in ``mcp.json``, Agent Plugins
+1.0.0's MCP configuration at the root, which Codex reads.
 ``sync_plugin_manifests.py`` writes the files; the skill lint compares them.
 """
 from __future__ import annotations
@@ -25,6 +27,12 @@ CLAUDE_MARKET = ".claude-plugin/marketplace.json"
 CODEX_PLUGIN = ".codex-plugin/plugin.json"
 CODEX_MARKET = ".agents/plugins/marketplace.json"
 CHANGELOG = "CHANGELOG.md"
+#: Agent Plugins 1.0.0's MCP configuration at the plugin root (Codex reads it; the manifest schema has no field for it).
+AGENT_MCP = "mcp.json"
+AGENT_MCP_SCHEMA = "https://agent-plugins.org/schemas/1.0.0/mcp.schema.json"
+#: The bank's MCP server (scripts/tao_mcp.py): its name in every client's MCP list.
+MCP_SERVER = "tao"
+MCP_SCRIPT = "scripts/tao_mcp.py"
 
 AGENT_PLUGINS_SCHEMA = "https://agent-plugins.org/schemas/1.0.0/plugin.schema.json"
 #: The closed set of top-level keys of an Agent Plugins 1.0.0 manifest, in the order we write them.
@@ -65,6 +73,11 @@ def expected(root: Path, source: dict | None = None, bank: dict[str, str] | None
     claude_plugin = {
         **common,
         "hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": SESSION_HOOK}]}]},
+        "mcpServers": {MCP_SERVER: {"command": "python3", "args": [f"${{CLAUDE_PLUGIN_ROOT}}/{MCP_SCRIPT}"]}},
+    }
+    agent_mcp = {
+        "$schema": AGENT_MCP_SCHEMA,
+        "mcpServers": {MCP_SERVER: {"type": "stdio", "command": "python3", "args": [f"${{PLUGIN_ROOT}}/{MCP_SCRIPT}"]}},
     }
     claude_market = {
         "name": bank["name"],
@@ -100,6 +113,7 @@ def expected(root: Path, source: dict | None = None, bank: dict[str, str] | None
         CLAUDE_MARKET: claude_market,
         CODEX_PLUGIN: codex_plugin,
         CODEX_MARKET: codex_market,
+        AGENT_MCP: agent_mcp,
     }
 
 

@@ -1,6 +1,7 @@
 """Plugin packaging as data: one name and version (versions.yaml) in every manifest,
 plugin.json a closed Agent Plugins 1.0.0 manifest, skills discovered by convention,
-one declared component (Claude Code's SessionStart hook), and the two ways the
+two declared components (Claude Code's SessionStart hook, the MCP server in Claude Code's manifest and in
+Agent Plugins' mcp.json), and the two ways the
 bank path reaches an agent's shells (the Claude Code hook, the Codex config line).
 What the real clients make of these files is tested in tests/clients/."""
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from devtools.plugin_manifests import (
+    AGENT_MCP_SCHEMA,
     AGENT_PLUGINS_FIELDS,
     AGENT_PLUGINS_SCHEMA,
     CODEX_SHORT_DESCRIPTION,
@@ -40,6 +42,7 @@ CLAUDE = load(".claude-plugin/plugin.json")
 MARKET = load(".claude-plugin/marketplace.json")
 CODEX = load(".codex-plugin/plugin.json")
 CODEX_MARKET = load(".agents/plugins/marketplace.json")
+AGENT_MCP = load("mcp.json")
 NAME = pins.resolve("bank.name")
 VERSION = str(pins.resolve("bank.version"))
 
@@ -81,7 +84,15 @@ def test_claude_components_are_declared_in_one_place():
     assert entry["source"] == "./"
     # Default strict mode: the plugin's own manifest is the authority; the entry adds no components.
     assert "strict" not in entry and not COMPONENT_KEYS & set(entry)
-    assert set(CLAUDE) & COMPONENT_KEYS == {"hooks"}, "skills are discovered under skills/, not listed"
+    assert set(CLAUDE) & COMPONENT_KEYS == {"hooks", "mcpServers"}, "skills are discovered under skills/, not listed"
+
+
+def test_the_mcp_server_is_declared_for_claude_code_and_agent_plugins():
+    """One server, scripts/tao_mcp.py, started with python3 from the plugin's root as each client spells it."""
+    assert CLAUDE["mcpServers"] == {"tao": {"command": "python3", "args": ["${CLAUDE_PLUGIN_ROOT}/scripts/tao_mcp.py"]}}
+    assert AGENT_MCP == {"$schema": AGENT_MCP_SCHEMA, "mcpServers": {
+        "tao": {"type": "stdio", "command": "python3", "args": ["${PLUGIN_ROOT}/scripts/tao_mcp.py"]}}}
+    assert (BANK / "scripts" / "tao_mcp.py").is_file()
 
 
 def test_codex_manifest_and_marketplace():
@@ -112,6 +123,24 @@ def test_sync_rewrites_a_drifted_manifest_and_check_names_it(tmp_path):
     proc = subprocess.run(script, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout == "wrote .claude-plugin/marketplace.json\n", proc.stdout + proc.stderr
     assert p.read_text() == (BANK / ".claude-plugin/marketplace.json").read_text()
+
+
+def test_sync_writes_the_mcp_declaration_and_check_names_a_missing_one(tmp_path):
+    root = tmp_path / "bank"
+    shutil.copytree(BANK, root, ignore=shutil.ignore_patterns(".git", "__pycache__", ".hypothesis", "testclusters"))
+    (root / "mcp.json").unlink()
+    claude = root / ".claude-plugin/plugin.json"
+    claude.write_text(json.dumps({k: v for k, v in json.loads(claude.read_text()).items() if k != "mcpServers"}))
+    script = [sys.executable, str(root / "scripts/sync_plugin_manifests.py")]
+    check = subprocess.run(script + ["--check"], capture_output=True, text=True, timeout=60)
+    assert check.returncode == 1
+    assert "mcp.json:1: missing: run scripts/sync_plugin_manifests.py" in check.stdout
+    assert re.search(r"\.claude-plugin/plugin.json:\d+: mcpServers missing, expected", check.stdout), check.stdout
+    proc = subprocess.run(script, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and sorted(proc.stdout.split()) == sorted(
+        "wrote .claude-plugin/plugin.json wrote mcp.json".split()), proc.stdout + proc.stderr
+    for rel in ("mcp.json", ".claude-plugin/plugin.json"):
+        assert (root / rel).read_text() == (BANK / rel).read_text()
 
 
 # ------------------------------------------------------------------ the SessionStart hook

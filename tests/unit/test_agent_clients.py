@@ -26,7 +26,7 @@ def test_a_pin_that_is_not_exact_is_refused(spec):
 def test_every_client_is_pinned_in_versions_yaml(monkeypatch, tmp_path):
     monkeypatch.setenv("TAO_CACHE_DIR", str(tmp_path))
     by_key = {c.key: c for c in agent_clients.clients()}
-    assert set(by_key) == {"claude_code", "codex"}
+    assert set(by_key) == {"claude_code", "codex", "mcp_inspector"}
     assert by_key["claude_code"].package == "@anthropic-ai/claude-code" and by_key["codex"].package == "@openai/codex"
     c = by_key["codex"]
     assert c.prefix == tmp_path / "npm" / "@openai" / f"codex@{c.version}"

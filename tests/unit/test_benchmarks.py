@@ -124,3 +124,11 @@ def test_slurm_sweep_check_holds_the_counts_of_a_good_run_and_names_each_broken_
     crow[0].update(submit_connect_attempts=3, status_connections=1)  # the master did not persist
     assert [line.split(":")[0].split(",")[0] for line in mod.check(rows, sweeps, crow, hosts=2)] == [
         "in-process", "in-process", "naive sweep of 3 jobs", "CLI", "CLI status of 3 jobs"]
+
+
+# ---------------------------------------------------------------- mcp_status.py (start-up only; the status part is e2e)
+def test_mcp_status_startup_prints_its_ratio():
+    res = run("mcp_status.py", "--runs", "1", "--no-status")
+    assert res.returncode == 0, res.stdout + res.stderr
+    (line,) = res.stdout.splitlines()
+    assert line.startswith("start-up to initialize answered: ") and "python3 -c pass" in line and "x; " in line

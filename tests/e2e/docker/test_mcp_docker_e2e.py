@@ -1,0 +1,84 @@
+"""The MCP tools on the real Docker engine: submit -> status -> logs -> metrics -> fetch through
+scripts/tao_mcp.py, each answer the one tao_jobs.py gives on the same records. The job runs the stand-in
+trainer testclusters/fake_tao_train.sh (bind-mounted read-only), which writes TAO's status.json and a
+checkpoint per epoch."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from docker_support import BANK, Docker
+from tests.support.mcp_client import Session, round_trip
+
+pytestmark = pytest.mark.e2e
+
+EPOCHS = 3
+TRAIN = 'exec sh /fake/fake_tao_train.sh --results "$RESULTS_DIR" --epochs "$EPOCHS" --sleep 1'
+
+
+def test_round_trip_through_the_mcp_tools(docker_cluster, tmp_path):
+    dk = Docker(docker_cluster, tmp_path)
+    with Session(dk.env, capabilities={"elicitation": {}}) as mcp:
+        said = round_trip(mcp, "submit_docker", {
+            "image": dk.image, "gpus_per_node": 0, "network_arch": "dino", "action": "train", "name": "mcp round trip",
+            "mount": [f"{BANK / 'testclusters'}:/fake"], "env": {"EPOCHS": str(EPOCHS)}, "stop_grace": 2,
+            "command": ["sh", "-c", TRAIN]}, tmp_path, dk.env, EPOCHS)
+        jid = said["job"]["id"]
+        assert said["job"]["platform"] == "docker" and said["view"]["description"] == "mcp round trip"
+        assert dk.records() == [f"{jid}.json"]  # one record, the one the CLI reads
+        assert said["logs"]["sections"]["stdout"].splitlines()[-1] == "Epoch 2: train_loss=0.25 val_loss=0.42"
+        assert said["metrics"]["rows"][-1]["train_loss"] == 0.25
+        assert (dk.results / jid / "train" / "status.json").is_file()
+        # prune: the user is asked through the client, then the folder goes
+        rid = mcp.start("tools/call", {"name": "prune", "arguments": {"ids": [jid]}})
+        ask = mcp.notification("elicitation/create", timeout=60)
+        assert jid in ask["params"]["message"] and (dk.results / jid).exists()
+        mcp.reply(ask, {"action": "accept", "content": {"confirm": True}})
+        done = mcp.answer(rid)["result"]
+        assert done["isError"] is False and done["structuredContent"]["result"][0]["removed"] is True, done
+        assert not (dk.results / jid).exists()
+
+
+def test_watch_sends_progress_and_a_cancelled_call_stops_the_watch_not_the_job(docker_cluster, tmp_path):
+    dk = Docker(docker_cluster, tmp_path)
+    with Session(dk.env) as mcp:
+        jid = mcp.ok("submit_docker", image=dk.image, gpus_per_node=0, stop_grace=1,
+                     command=["sh", "-c", "sleep 120"])["id"]
+        rid = mcp.start("tools/call", {"name": "status", "arguments": {"ids": [jid], "watch": True, "interval": 0.5},
+                                       "_meta": {"progressToken": "watch-1"}})
+        note = mcp.notification("notifications/progress", timeout=60)["params"]
+        assert note["progressToken"] == "watch-1" and note["message"].startswith(jid), note
+        assert len(mcp.request("tools/list", timeout=30)["result"]["tools"]) == 16  # served during the watch
+        assert mcp.request("ping", timeout=30)["result"] == {}
+        mcp.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                             "params": {"requestId": rid, "reason": "the user stopped waiting"}}))
+        started = time.monotonic()
+        (view,) = mcp.ok("status", ids=[jid])  # answered once the watch has let go of the helper
+        assert time.monotonic() - started < 30
+        assert view["state"] == "RUNNING"  # the watch stopped, the job did not
+        (gone,) = mcp.ok("cancel", ids=[jid])
+        assert gone["state"] == "CANCELED"
+        assert rid not in mcp.answers  # a cancelled request is not answered
+
+
+def test_a_subscribed_job_tells_the_client_when_it_ends(docker_cluster, tmp_path):
+    dk = Docker(docker_cluster, tmp_path)
+    with Session({**dk.env, "TAO_MCP_POLL_SECONDS": "1"}) as mcp:
+        jid = mcp.ok("submit_docker", image=dk.image, gpus_per_node=0, command=["sh", "-c", "sleep 8; echo done"])["id"]
+        listed = mcp.request("resources/list")["result"]["resources"]
+        assert [r["uri"] for r in listed] == [f"tao://jobs/{jid}"]
+        assert "result" in mcp.request("resources/subscribe", {"uri": f"tao://jobs/{jid}"})
+        assert "result" in mcp.request("resources/subscribe", {"uri": f"tao://jobs/{jid}/logs"})
+        updated: set[str] = set()
+        state = ""
+        while state != "COMPLETE" or len(updated) < 2:  # each change, to each URI (RUNNING if it was starting)
+            updated.add(mcp.notification("notifications/resources/updated", timeout=90)["params"]["uri"])
+            (view,) = mcp.request("resources/read", {"uri": f"tao://jobs/{jid}"})["result"]["contents"]
+            state = json.loads(view["text"])["state"]
+            assert state in ("RUNNING", "COMPLETE"), view
+        assert updated == {f"tao://jobs/{jid}", f"tao://jobs/{jid}/logs"}
+        (logs,) = mcp.request("resources/read", {"uri": f"tao://jobs/{jid}/logs"})["result"]["contents"]
+        assert json.loads(logs["text"]) == mcp.ok("logs", id=jid)
+        assert "done" in json.loads(logs["text"])["sections"]["stdout"]
