@@ -36,6 +36,6 @@ def test_the_doc_names_every_platform_and_the_layers():
     text = DOC.read_text()
     for name in states.PLATFORMS:
         assert f"{name}/" in text, name
-    for layer in ("cli", "campaign", "adapters", "core", "state", "leaves"):
+    for layer in ("mcp", "cli", "campaign", "adapters", "core", "state", "leaves"):
         assert f'{layer}["' in text, layer
     assert "```mermaid" in text
