@@ -83,7 +83,7 @@ def spec_from_flags(path: str | None, values: Mapping[str, Any]) -> dict:
     if values.get("no_requeue"):
         spec["use_requeue"] = False
     for item in values.get("prefetch") or []:
-        from .prefetch import parse_item
+        from ..sources import parse_item
 
         dest, source = parse_item(item)
         spec["prefetch"] = {**(spec.get("prefetch") or {}), dest: source}
