@@ -2,6 +2,7 @@
 import pytest
 
 from taobank.states import STATES
+from taobank.progress import statusfile
 from taobank.slurm import status as st
 
 # Recorded: squeue -h -o '%i|%T|%r|%j' ; sacct -n -X -P -o JobIDRaw,JobName,State,ExitCode
@@ -206,5 +207,5 @@ def test_tao_status_counts_only_entries_since_the_last_started(lines, want):
     import json as _json
 
     text = "".join(_json.dumps({"status": s, "message": s.lower()}) + "\n" for s in lines)
-    got = st.parse_tao_status(text)
+    got = statusfile.text_outcome(text)
     assert (got["status"] if got else None) == want
