@@ -38,9 +38,10 @@ _OWN_KEYS = ("shm_size", "ipc_host", "results_dir", "network", "pull", "stop_gra
 
 def spec_from_flags(path: str | None, values: Mapping[str, Any]) -> dict:
     """The spec file at ``path`` (if any) with the given flag values over it (flags win), then validated."""
+    from .. import spec as core_spec
     from . import spec as specmod
 
-    spec = specmod.load_file(path) if path else {}
+    spec = core_spec.load_file(path) if path else {}
     if values.get("nodes") not in (None, 1):
         raise UsageError("--nodes: a Docker job runs on this one host (use tao_k8s.py or tao_slurm.py for more nodes)")
     put(spec, values, SHARED_KEYS, convert={"cpus": _quota})

@@ -14,7 +14,7 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from .. import pins, platform, records, sources, states, taoargs
+from .. import cmdwords, pins, platform, records, sources, states, taoargs
 from ..contract import Batch, Gate, Launch, Plan, SubmitOptions
 from ..envfile import check_secret_name
 from ..render import line_break_at
@@ -114,9 +114,9 @@ def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None, *, need_
 def named_paths(command: str | list[str], argv: list[str], spec_files: Iterable[uploads.Upload],
                 mounted: Iterable[str]) -> list[str]:
     """Cluster paths the command and the uploaded spec files name (:mod:`taobank.slurm.cmdpaths`)."""
-    found = cmdpaths.command_paths(command, argv)
+    found = cmdwords.command_paths(command, argv)
     for u in spec_files:
-        found += cmdpaths.spec_file_paths(u.name, u.data)
+        found += cmdwords.spec_file_paths(u.name, u.data)
     return cmdpaths.cluster_paths(found, mounted)
 
 
