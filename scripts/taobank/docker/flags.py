@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..errors import UsageError
+from ..jobspec import DockerSpec
 from ..flags import Flag, Shared, merge, put, put_secrets_and_command
 
 SHARED = Shared(aliases={"cpus": ("--cpus-per-task",)},
@@ -31,8 +32,7 @@ FLAGS = (
 )
 
 #: the shared flags' values -> this platform's spec keys (one host: no nodes key)
-SHARED_KEYS = {"image": "image", "network_arch": "network_arch", "action": "action", "gpus_per_node": "gpus",
-               "cpus": "cpus", "memory": "memory"}
+SHARED_KEYS = DockerSpec.flag_keys()
 _OWN_KEYS = ("shm_size", "ipc_host", "results_dir", "network", "pull", "stop_grace_seconds")
 
 
