@@ -149,7 +149,7 @@ def test_only_one_poller_claims_a_retry(state_dir):
     from taobank import records
     from taobank import track
 
-    rec = records.open_record("slurm", "none", "dino", "train", "A", "/lustre/results")
+    rec = records.get(records.open_record("slurm", "none", "dino", "train", "A", "/lustre/results")["id"])
     assert track.claim_retry(rec) is True
     assert track.claim_retry(rec) is False
 
