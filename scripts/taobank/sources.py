@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Any
+from typing import Any, Iterable, Mapping
 
 from .errors import TaoError
 from .paths import S3_BUCKET
