@@ -51,24 +51,26 @@ class Record:
     writes it back); ``schemas/job-record.schema.json`` is the truth (tests/unit/test_record_type.py checks
     every property is a field and every field a property). Code reads attributes, never ``rec["..."]``."""
 
+    # what every readable record holds (the store's read checks it: :func:`_shape_problem`)
     id: str
     platform: str
+    state: str
     image: str
     network_arch: str
     action: str
-    storage_tier: str
     #: the job's own results folder (a platform may keep a truer one in ``backend.results_dir``)
     results_dir: str
-    backend_ref: str | None
     backend: dict[str, Any]
-    state: str
-    err_class: str | None
-    message: str | None
     transitions: tuple[dict[str, Any], ...]
-    retry_of: str | None
     attempt: int
     created_at: str
     updated_at: str
+    # every write holds these too; a record written by hand may lack them (these defaults stand in)
+    storage_tier: str = "A"
+    backend_ref: str | None = None
+    err_class: str | None = None
+    message: str | None = None
+    retry_of: str | None = None
     record_version: int = RECORD_VERSION
     description: str | None = None
     #: lineage: the job whose results it uses (submit --parent) and the job it continues

@@ -37,3 +37,12 @@ def test_a_stored_record_reads_as_typed_values_and_writes_back_as_stored(state_d
     records.validate(rec.to_dict())
     with pytest.raises(FrozenInstanceError):
         rec.state = "COMPLETE"  # type: ignore[misc]  # the store alone changes a record (records.mark)
+
+
+def test_a_record_written_by_hand_without_the_nullable_fields_still_reads(state_dir):
+    """The store's read checks only what it must (its shape); the typed record does not ask for more."""
+    rec = records.open_record("docker", "img:1", "custom", "run", "A", "/r/{id}")
+    bare = {k: v for k, v in rec.items() if k not in ("storage_tier", "backend_ref", "err_class", "message",
+                                                       "retry_of", "record_version", "description")}
+    typed = Record.of(bare)
+    assert (typed.storage_tier, typed.backend_ref, typed.message, typed.retry_of) == ("A", None, None, None)
