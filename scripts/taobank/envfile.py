@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 import stat
 from pathlib import Path
+from typing import Iterable, Mapping
 
 from . import fsio
 from .errors import TaoError
@@ -34,6 +35,19 @@ def check_secret_name(name: object, what: str = "secret name") -> str:
         raise TaoError(f"a {what} looks like a credential value (not shown): give the NAME of an exported variable "
                        "(e.g. HF_TOKEN), never the value")
     return key
+
+
+def secret_values(names: Iterable[str], env: Mapping[str, str], *, unset: str,
+                  what: str = "secret name") -> dict[str, str]:
+    """The values of the secrets ``names`` from ``env`` (the submitter's, never a spec), each name checked;
+    ``unset`` (``{name}`` filled in) is the one-line error for one that is not set or empty."""
+    out = {}
+    for name in names or []:
+        key = check_secret_name(name, what)
+        if not env.get(key):
+            raise TaoError(unset.format(name=key))
+        out[key] = env[key]
+    return out
 
 
 def check_plain(name: object, what: str = "env") -> str:

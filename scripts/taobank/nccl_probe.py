@@ -15,14 +15,15 @@ Every verdict says which backend proved what (:data:`PROVES`).
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Callable
+from typing import Any, Callable
 
 from .states import State
 from . import pins, platform
 from . import nccl_verdicts
 from .nccl_verdicts import (CACHE_FILE, STAMP, age_days, cache_path, cached, fresh_ok,
                             load_cache, require_ok, save_verdict)
-from .errors import TaoError
+from .contract import SubmitOptions
+from .errors import TaoError, UsageError
 
 TIMEOUT_EXIT = 124  # what coreutils ``timeout`` returns when it had to stop the command
 WAIT_SLACK_S = 600  # scheduling + image pull on top of --timeout before the agent gives up waiting
@@ -83,15 +84,48 @@ _GPU_CHECK = ("import sys\ntry:\n    import torch\nexcept ImportError as exc:\n"
               "--backend gloo-cpu to prove only the network path)', file=sys.stderr); sys.exit(3)\n")
 
 
+def one_line_python(script: str) -> str:
+    """``script`` as one line of Python (an sbatch value may not hold a newline): base64, run with exec."""
+    import base64
+
+    return f"import base64; exec(base64.b64decode('{base64.b64encode(script.encode()).decode()}'))"
+
+
 def gpu_precheck() -> str:
     """Shell text run before torchrun by the NCCL probe: no PyTorch exits 127, no CUDA GPU exits
     :data:`NO_GPU_EXIT` (a verdict of its own, not an NCCL failure). Skipped where python3 is missing
     (torchrun then says so: 127)."""
-    import base64
     import shlex
 
-    one_line = f"import base64; exec(base64.b64decode('{base64.b64encode(_GPU_CHECK.encode()).decode()}'))"
-    return f"if command -v python3 >/dev/null 2>&1; then python3 -c {shlex.quote(one_line)} || exit $?; fi; "
+    return f"if command -v python3 >/dev/null 2>&1; then python3 -c {shlex.quote(one_line_python(_GPU_CHECK))} || exit $?; fi; "
+
+
+def probe_command(timeout: int, backend: str = "nccl", *, one_line: bool = False) -> str:
+    """Shell text run on every node (``/bin/sh -c`` in a pod, an srun task) under coreutils ``timeout``, the
+    rendezvous variables (NNODES, NPROC_PER_NODE, NODE_RANK, MASTER_ADDR, MASTER_PORT) set by the bank's
+    multi-node job: nccl, torchrun with one process per GPU (underscore options, which every torchrun release
+    reads) after the GPU check; gloo-cpu, one python3 per node. ``one_line``: the script as one line (SLURM)."""
+    import shlex
+
+    if int(timeout) < 1:
+        raise UsageError("--timeout must be at least 1 second")
+    script = script_for(backend)
+    script = shlex.quote(one_line_python(script) if one_line else script)
+    if backend == "gloo-cpu":
+        return f"timeout -k 10 {int(timeout)} python3 -c {script}"
+    return (gpu_precheck() + f"timeout -k 10 {int(timeout)} torchrun --nnodes=\"$NNODES\" "
+            "--nproc_per_node=\"$NPROC_PER_NODE\" --node_rank=\"$NODE_RANK\" --master_addr=\"$MASTER_ADDR\" "
+            f"--master_port=\"$MASTER_PORT\" --no_python python3 -c {script}")
+
+
+def check_request(nodes: int, gpus: int, backend: str) -> int:
+    """Refuse a probe that would prove nothing; the GPUs per node it asks for (gloo-cpu: none)."""
+    check_backend(backend)
+    if nodes < 2:
+        raise UsageError("--nodes must be at least 2: the probe tests traffic between nodes")
+    if gpus < 1 and backend == "nccl":
+        raise UsageError("--gpus-per-node must be at least 1: NCCL needs a GPU per process")
+    return 0 if backend == "gloo-cpu" else gpus
 
 
 def check_backend(backend: str) -> str:
@@ -199,7 +233,17 @@ def run(platform_name: str, cluster: str, spec: dict, submit: Callable[[dict], s
     return {**entry, "cached": False, "cluster": cluster, "advice": note}
 
 
+
+def probe(platform_name: str, cluster: str, spec: dict, opts: SubmitOptions, *, nodes: int, gpus: int,
+          backend: str, timeout: int, advice: str, **kw: Any) -> dict:
+    """:func:`run` with ``spec`` sent through the platform's ordinary submit (same gates and record)."""
+    adapter = platform.get(platform_name)
+    return run(adapter.name, cluster, spec, lambda s: adapter.submit(s, opts).id, nodes=nodes,
+               gpus_per_node=check_request(nodes, gpus, backend), timeout=timeout, helper=adapter.helper,
+               advice=advice, backend=backend, **kw)
+
+
 #: The verdict cache and gate live in :mod:`taobank.nccl_verdicts`; named here too for the probe's callers.
-__all__ = ["SCRIPT", "GLOO_CPU_SCRIPT", "BACKENDS", "PROVES", "script_for", "backend_of", "check_backend", "TIMEOUT_EXIT", "WAIT_SLACK_S", "MISSING_EXITS", "verdict_of", "advice_for", "wait_terminal", "run", "pins",
+__all__ = ["SCRIPT", "one_line_python", "gpu_precheck", "probe_command", "check_request", "probe", "GLOO_CPU_SCRIPT", "BACKENDS", "PROVES", "script_for", "backend_of", "check_backend", "TIMEOUT_EXIT", "WAIT_SLACK_S", "MISSING_EXITS", "verdict_of", "advice_for", "wait_terminal", "run", "pins",
            "CACHE_FILE", "STAMP", "age_days", "cache_path", "cached", "fresh_ok", "load_cache", "require_ok",
            "save_verdict"]

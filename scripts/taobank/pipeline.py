@@ -145,8 +145,8 @@ def _checkpoint(job_id: str, message: str, backend: Mapping[str, Any]) -> None:
 def _fail(recs: list[dict], message: str) -> None:
     """Every record the launch did not bind says ERROR with why (a bound one stays as the launch left it)."""
     for rec in recs:
-        cur = records.load(rec["id"])
-        if cur["state"] not in states.TERMINAL and not cur.get("backend_ref"):
+        cur = records.get(rec["id"])
+        if not cur.terminal and not cur.backend_ref:
             records.mark(rec["id"], State.ERROR, message=message, err_class="ERR_PROGRAM")
 
 
@@ -155,8 +155,8 @@ def _bind(adapter: Platform, recs: list[dict], launches: list[Launch]) -> list[J
     after binding (the record names the job, and the error says what to do)."""
     views = []
     for rec, launch in zip(recs, launches):
-        cur = records.load(rec["id"])
-        state = cur["state"] if cur["state"] in states.ACTIVE else states.INITIAL
+        cur = records.get(rec["id"])
+        state = cur.state if cur.state in states.ACTIVE else states.INITIAL
         bound = records.mark(rec["id"], state, backend_ref=launch.backend_ref, backend=launch.backend,
                              message=launch.message)
         view = adapter.view(bound)

@@ -101,6 +101,19 @@ class JobView:
                 view.extra[key] = value
         return view
 
+    @classmethod
+    def of_backend(cls, rec: Mapping[str, Any], observed_key: str, **seen: Any) -> "JobView":
+        """The view where the record's ``backend`` keeps what the platform last said (``observed_key``), the
+        exit code (a number, or accounting's ``rc:signal``) and the job's own results folder."""
+        b = rec.get("backend") or {}
+        code = b.get("exit_code")
+        if isinstance(code, str) and code.partition(":")[0].isdigit():
+            code = int(code.partition(":")[0])
+        if b.get("results_dir"):  # the job's own folder (records made before it was the top-level value kept the parent)
+            seen.setdefault("results_dir", b["results_dir"])
+        return cls.from_record(rec, observed=b.get(observed_key), exit_code=code if isinstance(code, int) else None,
+                               **seen)
+
     @property
     def terminal(self) -> bool:
         return self.state in states.TERMINAL

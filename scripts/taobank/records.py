@@ -23,9 +23,10 @@ import os
 import re
 import stat
 from contextlib import contextmanager
+from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, ClassVar, Iterator, Mapping
 
 from .states import State
 from . import BANK_ROOT, fsio, names, safeparse, states
@@ -41,6 +42,63 @@ _MAX_TEXT = 4096
 _MAX_RECORD_BYTES = 4 * 1024 * 1024
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _META_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+
+
+
+@dataclass(frozen=True)
+class Record:
+    """One job's record as typed values (the store keeps it as JSON: :meth:`of` reads that, :meth:`to_dict`
+    writes it back); ``schemas/job-record.schema.json`` is the truth (tests/unit/test_record_type.py checks
+    every property is a field and every field a property). Code reads attributes, never ``rec["..."]``."""
+
+    # what every readable record holds (the store's read checks it: :func:`_shape_problem`)
+    id: str
+    platform: str
+    state: str
+    image: str
+    network_arch: str
+    action: str
+    #: the job's own results folder (a platform may keep a truer one in ``backend.results_dir``)
+    results_dir: str
+    backend: dict[str, Any]
+    transitions: tuple[dict[str, Any], ...]
+    attempt: int
+    created_at: str
+    updated_at: str
+    # every write holds these too; a record written by hand may lack them (these defaults stand in)
+    storage_tier: str = "A"
+    backend_ref: str | None = None
+    err_class: str | None = None
+    message: str | None = None
+    retry_of: str | None = None
+    record_version: int = RECORD_VERSION
+    description: str | None = None
+    #: lineage: the job whose results it uses (submit --parent) and the job it continues
+    parent: str | None = None
+    continues: str | None = None
+    #: a sweep trial: its sweep id, index and overrides
+    sweep: str | None = None
+    trial: int | None = None
+    overrides: dict[str, str] | None = None
+
+    #: written only when set (a record without them is valid as it is)
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("parent", "continues", "sweep", "trial", "overrides")
+
+    @classmethod
+    def of(cls, rec: Mapping[str, Any]) -> "Record":
+        """A stored record (a mapping the store read and checked) as typed values."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: (tuple(v) if k == "transitions" else v) for k, v in rec.items() if k in known})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as the store writes it."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["transitions"] = [dict(t) for t in self.transitions]
+        return {k: v for k, v in out.items() if not (k in self.OPTIONAL and v is None)}
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in states.TERMINAL
 
 
 # ---------------------------------------------------------------- paths
@@ -576,6 +634,11 @@ def records_inside(folder: str, platform: str, besides: str) -> list[dict]:
 def load(job_id: str) -> dict:
     """The record of ``job_id`` (TaoError if there is none)."""
     return _read(record_path(job_id))
+
+
+def get(job_id: str) -> Record:
+    """The record of ``job_id`` as typed values (TaoError if there is none)."""
+    return Record.of(load(job_id))
 
 
 def mark(

@@ -22,3 +22,29 @@ def save(job_id: str, name: str, content: str | Mapping[str, str]) -> Path:
     path = records.artifact_dir(job_id) / name
     fsio.write_private(path, text)
     return path
+
+
+def saved(job_id: str, name: str) -> Path | None:
+    """The copy ``name`` saved for the job, or None when none was (the folder is never made here)."""
+    path = records.state_dir() / f"{job_id}.d" / name
+    return path if path.is_file() else None
+
+
+def read(job_id: str, name: str, tail: int) -> str | None:
+    """The last ``tail`` lines of the text copy ``name`` (:func:`save`), or None when none was saved."""
+    path = saved(job_id, name)
+    raw = fsio.read_regular(path, "saved logs", follow_links=False) if path else None
+    return None if path is None else _last((raw or b"").decode("utf-8", "replace"), tail)
+
+
+def read_streams(job_id: str, name: str, tail: int, streams: tuple[str, ...]) -> dict[str, str] | None:
+    """The last ``tail`` lines of each named stream of the JSON copy ``name`` (:func:`save`), or None."""
+    path = saved(job_id, name)
+    if path is None:
+        return None
+    data = json.loads((fsio.read_regular(path, "saved logs", follow_links=False) or b"{}").decode("utf-8", "replace"))
+    return {k: _last(str(data.get(k) or ""), tail) for k in streams}
+
+
+def _last(text: str, tail: int) -> str:
+    return "".join(text.splitlines(keepends=True)[-tail:])

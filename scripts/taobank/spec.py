@@ -9,7 +9,7 @@ import difflib
 import functools
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from . import BANK_ROOT, fsio, paths, safeparse
 from .deps import require
@@ -22,6 +22,10 @@ PATH_FORMAT = "tao-path"
 LOCATION_FORMAT = "tao-location"
 #: A job spec is a page of YAML; anything larger is a mistake (or an attack on the parser).
 MAX_SPEC_BYTES = 1024 * 1024
+
+
+#: What a generic command (``sleep 600``, a script) is recorded as on every platform: a record needs both.
+GENERIC = {"network_arch": "custom", "action": "run"}
 
 
 def load_file(path: str | Path) -> dict:
@@ -65,6 +69,18 @@ def validate(obj: Any, schema_name: str, what: str) -> None:
         msg = _safe_message(err)
         msg = msg if len(msg) < 160 else msg[:157] + "..."
         raise TaoError(f"invalid {what}: field {where}: {msg} (see schemas/{schema_name})")
+
+
+def validate_job(spec: Mapping[str, Any], schema_name: str, what: str) -> dict:
+    """A platform's job spec checked against its schema; an unset network_arch/action is :data:`GENERIC`."""
+    validate(dict(spec), schema_name, what)
+    return {**GENERIC, **spec}
+
+
+def command_argv(spec: Mapping[str, Any], shell: str) -> list[str]:
+    """The job's argv: a list as given; a string runs under ``shell -c`` (the platform's shell)."""
+    cmd = spec["command"]
+    return list(cmd) if isinstance(cmd, list) else [shell, "-c", cmd]
 
 
 #: Fields whose values may be credentials: an error there never quotes the value.

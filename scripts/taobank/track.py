@@ -46,30 +46,29 @@ def refresh(adapter: Adapter, recs: list[dict], *, retry: bool = True) -> list[A
         if obs is None or not obs.asked:  # never launched, or not asked: the record stays as it is
             views[rec["id"]] = (rec, obs)
             continue
-        cur = records.load(rec["id"])  # another poller may have moved it since it was chosen
-        move = states.next_move(cur["state"], obs.state, obs.message, recorded=cur.get("message"), keep_if=obs.keep_if)
+        cur = records.get(rec["id"])  # another poller may have moved it since it was chosen
+        move = states.next_move(cur.state, obs.state, obs.message, recorded=cur.message, keep_if=obs.keep_if)
         if move.state is None:
-            views[rec["id"]] = (cur, obs)
-            if cur["state"] in states.TERMINAL and obs.state != cur["state"]:
-                notes[cur["id"]] = (f"{obs.message}; the record is terminal ({cur['state']}) and stays the "
-                                    "source of truth")
+            views[rec["id"]] = (cur.to_dict(), obs)
+            if cur.terminal and obs.state != cur.state:
+                notes[cur.id] = f"{obs.message}; the record is terminal ({cur.state}) and stays the source of truth"
             continue
         message, relaunch = move.message, False
         if move.state == State.ERROR and obs.retry and retry:
             message, relaunch, goes_on = _retry_verdict(adapter, cur, message or obs.message)
             if goes_on:
-                carried.add(cur["id"])
-        marked = records.mark(cur["id"], move.state, source="poller", message=message,
+                carried.add(cur.id)
+        marked = records.mark(cur.id, move.state, source="poller", message=message,
                               err_class=obs.err_class if move.state == State.ERROR else None,
                               backend={k: v for k, v in obs.backend.items() if v is not None} or None,
                               backend_ref=obs.backend_ref, rebind=obs.backend_ref is not None)
-        views[cur["id"]] = (marked, obs)
+        views[cur.id] = (marked, obs)
         if relaunch:
             nxt = open_retry(adapter, marked, context)
             views[nxt["id"]] = (nxt, None)
             if nxt["state"] == State.ERROR:  # the resubmit failed: the chain ends here
-                carried.discard(cur["id"])
-        if marked["state"] in states.TERMINAL and cur["state"] not in states.TERMINAL:
+                carried.discard(cur.id)
+        if marked["state"] in states.TERMINAL and not cur.terminal:
             ended.append(marked)
     if ended:
         for jid, note in adapter.ended(ended, context, carried_on=frozenset(carried)).items():
@@ -95,10 +94,10 @@ def _overlay(view: Any, seen: dict[str, Any]) -> None:
 
 
 # ------------------------------------------------------------------ infrastructure retries
-def _retry_verdict(adapter: Adapter, rec: dict, message: str) -> tuple[str, bool, bool]:
+def _retry_verdict(adapter: Adapter, rec: records.Record, message: str) -> tuple[str, bool, bool]:
     """(the failed record's message, resubmit now, a retry carries on) for a job whose failure is worth a retry:
     bounded by the platform's limit, and one poller resubmits, never two."""
-    attempt = int(rec.get("attempt") or 1)
+    attempt = int(rec.attempt or 1)
     limit = adapter.max_retries()
     if attempt > limit:
         return f"{message}; retry limit {limit} reached", False, False
@@ -107,9 +106,9 @@ def _retry_verdict(adapter: Adapter, rec: dict, message: str) -> tuple[str, bool
     return message, False, True  # another poller resubmits it
 
 
-def claim_retry(rec: dict) -> bool:
+def claim_retry(rec: records.Record) -> bool:
     """Only one poller may resubmit a failed record: the one that creates this file."""
-    path = records.artifact_dir(rec["id"]) / f"{rec.get('platform') or 'job'}-retry.claim"
+    path = records.artifact_dir(rec.id) / f"{rec.platform or 'job'}-retry.claim"
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
@@ -120,12 +119,12 @@ def claim_retry(rec: dict) -> bool:
 
 def open_retry(adapter: Adapter, failed: dict, context: dict) -> dict:
     """A new record linked by ``retry_of`` that the adapter relaunches; it says so when that fails."""
-    job_id = names.mint_job_id(failed["network_arch"], failed["action"])
-    rec = records.open_record(adapter.name, failed["image"], failed["network_arch"], failed["action"],
-                              failed.get("storage_tier") or "A", failed["results_dir"], retry_of=failed["id"],
-                              description=failed.get("description"), job_id=job_id,
+    was = records.Record.of(failed)
+    job_id = names.mint_job_id(was.network_arch, was.action)
+    rec = records.open_record(adapter.name, was.image, was.network_arch, was.action, was.storage_tier or "A",
+                              was.results_dir, retry_of=was.id, description=was.description, job_id=job_id,
                               backend=adapter.retry_backend(failed, job_id, context))
-    records.mark(rec["id"], State.PENDING, message=f"infrastructure retry of {failed['id']}")
+    records.mark(rec["id"], State.PENDING, message=f"infrastructure retry of {was.id}")
     try:
         launch = adapter.relaunch(rec["id"], context)
     except TaoError as exc:  # the retry could not be submitted: say so on its record

@@ -26,7 +26,7 @@ def test_probe_script_is_valid_python_even_after_shell_quoting():
 
 
 def test_probe_command_runs_the_script_under_timeout_with_the_rendezvous_env():
-    cmd = nccl_probe.probe_command(90)
+    cmd = core.probe_command(90)
     assert cmd.startswith(core.gpu_precheck())  # no PyTorch: 127; no CUDA GPU: exit 3 (verdict no-gpu)
     argv = shlex.split(cmd[len(core.gpu_precheck()):])  # sh -c word splitting: the script survives byte for byte
     assert argv[:4] == ["timeout", "-k", "10", "90"]
@@ -35,7 +35,7 @@ def test_probe_command_runs_the_script_under_timeout_with_the_rendezvous_env():
     for var in ("NNODES", "NPROC_PER_NODE", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT"):
         assert f'"${var}"' in cmd
     with pytest.raises(TaoError):
-        nccl_probe.probe_command(0)
+        core.probe_command(0)
 
 
 def test_spec_defaults_to_the_pinned_image_and_takes_the_cluster_nccl_env(tmp_path, monkeypatch):
@@ -46,7 +46,7 @@ def test_spec_defaults_to_the_pinned_image_and_takes_the_cluster_nccl_env(tmp_pa
     assert spec["image"] == pins.resolve("images.nccl_probe") == "nvcr.io/nvidia/pytorch:25.08-py3"
     assert spec["nodes"] == 2 and spec["gpus"] == 4
     assert spec["nccl_env"] == {"NCCL_SOCKET_IFNAME": "eth0", "NCCL_IB_HCA": "mlx5"}
-    assert spec["command"] == nccl_probe.probe_command(120)
+    assert spec["command"] == core.probe_command(120)
     assert spec["active_deadline_seconds"] == 120 + core.WAIT_SLACK_S
 
 
@@ -65,7 +65,7 @@ def test_probe_cli_passes_a_pull_secret_to_the_submit(cli, monkeypatch):
     sent = []
 
     class Adapter:
-        name = "kubernetes"
+        name, helper = "kubernetes", "tao_k8s.py"
 
         def submit(self, spec, opts):
             sent.append((spec, opts))
@@ -103,7 +103,7 @@ def test_probe_spec_with_an_existing_pull_secret_renders_image_pull_secrets():
 def test_gloo_cpu_probe_runs_one_python_per_pod_one_pod_per_node_and_asks_for_no_gpu():
     from taobank.kubernetes import render
 
-    cmd = nccl_probe.probe_command(90, "gloo-cpu")
+    cmd = core.probe_command(90, "gloo-cpu")
     argv = shlex.split(cmd)
     assert argv[:6] == ["timeout", "-k", "10", "90", "python3", "-c"] and argv[6] == core.GLOO_CPU_SCRIPT
     spec = nccl_probe.build_spec(nodes=2, gpus=1, image="img:1", timeout=60, backend="gloo-cpu")

@@ -76,9 +76,9 @@ def test_skip_is_explicit_and_recorded(slurm):
 
 
 def test_the_one_line_form_runs_the_same_script(capsys):
-    exec(nccl_probe.one_line_python("x = 6 * 7\nprint(f'sum={x}')\n"))
+    exec(core.one_line_python("x = 6 * 7\nprint(f'sum={x}')\n"))
     assert capsys.readouterr().out == "sum=42\n"
-    assert "\n" not in nccl_probe.probe_command(30)
+    assert "\n" not in core.probe_command(30, one_line=True)
 
 
 

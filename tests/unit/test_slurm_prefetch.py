@@ -14,6 +14,7 @@ from taobank import platform, records
 from taobank.contract import SubmitOptions
 from taobank.errors import TaoError
 from taobank.slurm import prefetch, remote, status as slurm_status
+from taobank import sources
 from taobank.states import State
 
 SPEC = {"network_arch": "dino", "action": "train", "container_runtime": "none", "num_gpus": 1,
@@ -22,8 +23,8 @@ S3_ENV = {"AWS_ACCESS_KEY_ID": "AKIAEXAMPLEKEY000001", "AWS_SECRET_ACCESS_KEY": 
           "S3_ENDPOINT_URL": "http://10.0.0.1:9000"}
 
 
-def items(**given: str) -> list[prefetch.Prefetch]:
-    return prefetch.collect({"prefetch": given})
+def items(**given: str) -> list[sources.Prefetch]:
+    return sources.collect({"prefetch": given})
 
 
 @pytest.mark.parametrize("source, scheme, parts", [
@@ -36,7 +37,7 @@ def items(**given: str) -> list[prefetch.Prefetch]:
     ("ngc://myorg/model:1.0", "ngc", ("myorg", "", "model", "1.0")),
 ])
 def test_sources_parse(source, scheme, parts):
-    assert prefetch.parse_source(source) == (scheme, parts)
+    assert sources.parse_source(source) == (scheme, parts)
 
 
 @pytest.mark.parametrize("source", ["/abs/file", "http://x/y", "s3://B/k", "s3://bucket", "s3://bucket/",
@@ -44,20 +45,20 @@ def test_sources_parse(source, scheme, parts):
                                     "ngc://org/model", "ngc://a/b/c/d:v", "s3://bucket/$(id)"])
 def test_bad_sources_are_one_line_errors(source):
     with pytest.raises(TaoError) as err:
-        prefetch.parse_source(source)
+        sources.parse_source(source)
     assert "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize("dest", ["/etc/x", "../x", "a/../b", ".hidden", "-rf", "a//b", "a b", "", "x/"])
 def test_bad_destinations_are_refused(dest):
     with pytest.raises(TaoError, match="relative path under the job's prefetch folder"):
-        prefetch.check_dest(dest)
+        sources.check_dest(dest)
 
 
 @given(st.text(max_size=40))
 def test_any_destination_is_refused_or_stays_under_the_folder(dest):
     try:
-        out = prefetch.check_dest(dest)
+        out = sources.check_dest(dest)
     except TaoError:
         return
     assert not out.startswith(("/", "-", ".")) and ".." not in out.split("/") and "\n" not in out
@@ -66,10 +67,10 @@ def test_any_destination_is_refused_or_stays_under_the_folder(dest):
 @given(st.text(max_size=60))
 def test_any_source_parses_or_is_a_tao_error(text):
     try:
-        scheme, parts = prefetch.parse_source(text)
+        scheme, parts = sources.parse_source(text)
     except TaoError:
         return
-    assert scheme in prefetch.SCHEMES and all("\n" not in p and " " not in p for p in parts)
+    assert scheme in sources.SCHEMES and all("\n" not in p and " " not in p for p in parts)
 
 
 def test_overlapping_destinations_are_refused():
@@ -81,30 +82,30 @@ def test_exact_commands_of_each_source():
     s3f, s3p, hf, hf_repo, ngc, ngc2 = items(**{
         "a.pth": "s3://bucket/m/a.pth", "cfg": "s3://bucket/cfg/", "hf": "hf://org/repo/config.json@main",
         "hfr": "hf://org/repo", "n": "ngc://nvidia/tao/dino:v1", "n2": "ngc://myorg/model:2"})
-    assert prefetch.commands(s3f, "/j/prefetch/a.pth") == [
+    assert sources.commands(s3f, "/j/prefetch/a.pth") == [
         ["aws", "s3", "cp", "--only-show-errors", "s3://bucket/m/a.pth", "/j/prefetch/a.pth"]]
-    assert prefetch.commands(s3p, "/j/prefetch/cfg") == [
+    assert sources.commands(s3p, "/j/prefetch/cfg") == [
         ["aws", "s3", "cp", "--only-show-errors", "--recursive", "s3://bucket/cfg/", "/j/prefetch/cfg/"]]
-    assert prefetch.size_query(s3f) == ["aws", "s3api", "head-object", "--bucket", "bucket", "--key", "m/a.pth",
+    assert sources.size_query(s3f) == ["aws", "s3api", "head-object", "--bucket", "bucket", "--key", "m/a.pth",
                                         "--query", "ContentLength", "--output", "text"]
-    assert prefetch.size_query(s3p) == ["aws", "s3", "ls", "--recursive", "--summarize", "s3://bucket/cfg/"]
-    assert prefetch.commands(hf, "/j/prefetch/hf") == [
+    assert sources.size_query(s3p) == ["aws", "s3", "ls", "--recursive", "--summarize", "s3://bucket/cfg/"]
+    assert sources.commands(hf, "/j/prefetch/hf") == [
         ["hf", "download", "org/repo", "config.json", "--revision", "main", "--local-dir", "/j/prefetch/hf"],
         ["huggingface-cli", "download", "org/repo", "config.json", "--revision", "main", "--local-dir",
          "/j/prefetch/hf"]]
-    assert prefetch.commands(hf_repo, "/j/p")[0] == ["hf", "download", "org/repo", "--local-dir", "/j/p"]
-    assert prefetch.size_query(hf) is None and prefetch.size_query(ngc) is None  # capped by ulimit -f and du
-    assert prefetch.commands(ngc, "/j/prefetch/n") == [
+    assert sources.commands(hf_repo, "/j/p")[0] == ["hf", "download", "org/repo", "--local-dir", "/j/p"]
+    assert sources.size_query(hf) is None and sources.size_query(ngc) is None  # capped by ulimit -f and du
+    assert sources.commands(ngc, "/j/prefetch/n") == [
         ["ngc", "registry", "model", "download-version", "nvidia/tao/dino:v1", "--dest", "/j/prefetch/n",
          "--org", "nvidia", "--team", "tao"]]
-    assert prefetch.commands(ngc2, "/j/p") == [
+    assert sources.commands(ngc2, "/j/p") == [
         ["ngc", "registry", "model", "download-version", "myorg/model:2", "--dest", "/j/p", "--org", "myorg"]]
 
 
 def _script(given: dict, env: dict, spec: dict | None = None) -> str:
     its = items(**given)
     j = prefetch.job("job-1", "/lustre/u/jobs/job-1", its, spec or {}, env, gpu_partition="gpu,gpu2",
-                     account="acct", has_credentials=bool(prefetch.secrets_for(its, env)))
+                     account="acct", has_credentials=bool(sources.secrets_for(its, env)))
     return prefetch.render(j)
 
 
@@ -138,15 +139,15 @@ def test_partition_comes_from_the_prefetch_setting_then_the_conversion_partition
 
 def test_s3_needs_its_keys_exported_and_names_the_missing_one():
     with pytest.raises(TaoError, match="export AWS_SECRET_ACCESS_KEY") as err:
-        prefetch.secrets_for(items(a="s3://bucket/a"), {"AWS_ACCESS_KEY_ID": "AKIAEXAMPLEKEY000001"})
+        sources.secrets_for(items(a="s3://bucket/a"), {"AWS_ACCESS_KEY_ID": "AKIAEXAMPLEKEY000001"})
     assert "AKIAEXAMPLEKEY000001" not in str(err.value)
-    assert prefetch.secrets_for(items(a="hf://org/repo"), {}) == {}  # a public repo needs no token
-    assert prefetch.secrets_for(items(a="hf://org/repo"), {"HF_TOKEN": "t"}) == {"HF_TOKEN": "t"}
+    assert sources.secrets_for(items(a="hf://org/repo"), {}) == {}  # a public repo needs no token
+    assert sources.secrets_for(items(a="hf://org/repo"), {"HF_TOKEN": "t"}) == {"HF_TOKEN": "t"}
 
 
 def test_bad_endpoint_is_refused():
     with pytest.raises(TaoError, match="S3_ENDPOINT_URL"):
-        prefetch.plain_env(items(a="s3://bucket/a"), {"S3_ENDPOINT_URL": "http://x/;rm -rf /"})
+        sources.plain_env(items(a="s3://bucket/a"), {"S3_ENDPOINT_URL": "http://x/;rm -rf /"})
 
 
 def test_cap_defaults_to_versions_yaml_and_is_overridable():
@@ -159,10 +160,10 @@ def test_cap_defaults_to_versions_yaml_and_is_overridable():
 
 
 def test_cli_flag_parses_source_equals_dest():
-    assert prefetch.parse_item("s3://bucket/k=v/model.pth=ckpt/model.pth") == ("ckpt/model.pth",
+    assert sources.parse_item("s3://bucket/k=v/model.pth=ckpt/model.pth") == ("ckpt/model.pth",
                                                                                 "s3://bucket/k=v/model.pth")
     with pytest.raises(TaoError, match="SOURCE=DEST"):
-        prefetch.parse_item("s3://bucket/key")
+        sources.parse_item("s3://bucket/key")
 
 
 # ------------------------------------------------------------------ the submit (fake ssh)

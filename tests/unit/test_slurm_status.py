@@ -2,6 +2,7 @@
 import pytest
 
 from taobank.states import STATES
+from taobank.progress import statusfile
 from taobank.slurm import status as st
 
 # Recorded: squeue -h -o '%i|%T|%r|%j' ; sacct -n -X -P -o JobIDRaw,JobName,State,ExitCode
@@ -148,7 +149,7 @@ def test_only_one_poller_claims_a_retry(state_dir):
     from taobank import records
     from taobank import track
 
-    rec = records.open_record("slurm", "none", "dino", "train", "A", "/lustre/results")
+    rec = records.get(records.open_record("slurm", "none", "dino", "train", "A", "/lustre/results")["id"])
     assert track.claim_retry(rec) is True
     assert track.claim_retry(rec) is False
 
@@ -206,5 +207,5 @@ def test_tao_status_counts_only_entries_since_the_last_started(lines, want):
     import json as _json
 
     text = "".join(_json.dumps({"status": s, "message": s.lower()}) + "\n" for s in lines)
-    got = st.parse_tao_status(text)
+    got = statusfile.text_outcome(text)
     assert (got["status"] if got else None) == want

@@ -19,7 +19,6 @@ from taobank import checkpoints
 from taobank.contract import ResultFile, ResultsListing
 from taobank.progress import best, parse, progress, series, statusfile
 from taobank.results_verbs import find_best
-from taobank.slurm.status import parse_tao_status
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "tao_status" / "dino_train_3_epochs.jsonl"
@@ -42,7 +41,7 @@ def test_the_run_ended_in_success_and_people_see_epochs_from_one():
     assert (p.status, p.epoch, p.max_epoch) == ("SUCCESS", 2, 2)
     assert p.line().startswith("SUCCESS epoch 3/3 ")
     assert statusfile.outcome(log) == ("SUCCESS", "Train finished successfully.")
-    assert parse_tao_status(FIXTURE.read_text()) == {"status": "SUCCESS", "message": "Train finished successfully."}
+    assert statusfile.text_outcome(FIXTURE.read_text()) == {"status": "SUCCESS", "message": "Train finished successfully."}
 
 
 def _listing(*names: str, link: str | None = None) -> ResultsListing:

@@ -9,17 +9,6 @@ from . import cancel, facts, logs, observe, results_access, submit
 from .submit import DockerPlan
 
 
-def view(rec: Mapping[str, Any], **seen: Any) -> JobView:
-    b = rec.get("backend") or {}
-    code = b.get("exit_code")
-    if b.get("results_dir"):
-        seen.setdefault("results_dir", b["results_dir"])
-    out = JobView.from_record(rec, observed=b.get("container_state"), reason=b.get("reason"),
-                              exit_code=code if isinstance(code, int) else None, **seen)
-    out.extra.setdefault("container", facts.container_of(rec))
-    return out
-
-
 class Docker(Platform):
     name = facts.PLATFORM
     helper = "tao_docker.py"
@@ -29,7 +18,9 @@ class Docker(Platform):
     engine: str | None = None
 
     def view(self, rec: Mapping[str, Any]) -> JobView:
-        return view(rec)
+        out = JobView.of_backend(rec, "container_state", reason=(rec.get("backend") or {}).get("reason"))
+        out.extra.setdefault("container", facts.container_of(rec))
+        return out
 
     def observe(self, recs: list[dict], *, context: dict) -> list[Observation]:
         return observe.observe(recs, context)

@@ -57,16 +57,9 @@ def cancel_many(recs: list[dict]) -> list[Stop]:
     of any still running after the grace, ONE ``rm`` of the held ones (created, never started), and the saved
     logs of each one that ran (a call each, at most --max-concurrent of a sweep). A job not stopped is its
     ``Stop.error``."""
-    groups: dict[tuple[str, str], list[dict]] = {}
-    out: list[Stop] = []
-    for rec in recs:
-        if not rec.get("backend_ref"):  # never launched: nothing on the engine
-            out.append(Stop(rec["id"], "never_launched", "canceled before its container was made"))
-            continue
-        e = eng.Engine.of(rec)
-        groups.setdefault((e.name, e.host or ""), []).append(rec)
-    for (name, host), group in groups.items():
-        e = eng.Engine(name, host or None)
+    out = [Stop(rec["id"], "never_launched", "canceled before its container was made")  # nothing on the engine
+           for rec in recs if not rec.get("backend_ref")]
+    for e, group in eng.Engine.grouped([rec for rec in recs if rec.get("backend_ref")]):
         try:
             out += _cancel_group(e, group)
         except TaoError as exc:

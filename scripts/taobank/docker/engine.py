@@ -36,6 +36,15 @@ class Engine:
         b = rec.get("backend") or {}
         return cls(facts.engine_of(rec), b.get("engine_host") or None)
 
+    @classmethod
+    def grouped(cls, recs: list[dict]) -> list[tuple["Engine", list[dict]]]:
+        """``recs`` by the engine (and address) their jobs run on, in first-seen order: one call per engine."""
+        groups: dict[tuple[str, str], list[dict]] = {}
+        for rec in recs:
+            e = cls.of(rec)
+            groups.setdefault((e.name, e.host or ""), []).append(rec)
+        return [(cls(name, host or None), group) for (name, host), group in groups.items()]
+
     def argv(self, words: Sequence[str]) -> list[str]:
         return [self.name, *words]
 

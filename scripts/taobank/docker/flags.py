@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..errors import UsageError
+from ..jobspec import DockerSpec
 from ..flags import Flag, Shared, merge, put, put_secrets_and_command
 
 SHARED = Shared(aliases={"cpus": ("--cpus-per-task",)},
@@ -31,16 +32,16 @@ FLAGS = (
 )
 
 #: the shared flags' values -> this platform's spec keys (one host: no nodes key)
-SHARED_KEYS = {"image": "image", "network_arch": "network_arch", "action": "action", "gpus_per_node": "gpus",
-               "cpus": "cpus", "memory": "memory"}
+SHARED_KEYS = DockerSpec.flag_keys()
 _OWN_KEYS = ("shm_size", "ipc_host", "results_dir", "network", "pull", "stop_grace_seconds")
 
 
 def spec_from_flags(path: str | None, values: Mapping[str, Any]) -> dict:
     """The spec file at ``path`` (if any) with the given flag values over it (flags win), then validated."""
+    from .. import spec as core_spec
     from . import spec as specmod
 
-    spec = specmod.load_file(path) if path else {}
+    spec = core_spec.load_file(path) if path else {}
     if values.get("nodes") not in (None, 1):
         raise UsageError("--nodes: a Docker job runs on this one host (use tao_k8s.py or tao_slurm.py for more nodes)")
     put(spec, values, SHARED_KEYS, convert={"cpus": _quota})

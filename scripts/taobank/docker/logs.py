@@ -5,10 +5,9 @@ When status first sees a job end, the last lines of each stream are saved beside
 """
 from __future__ import annotations
 
-import json
 from typing import Callable
 
-from .. import fsio, records, savedlogs
+from .. import savedlogs
 from ..errors import TaoError
 from . import engine as eng
 from . import facts
@@ -25,15 +24,6 @@ def save(rec: dict, e: eng.Engine) -> None:
         savedlogs.save(rec["id"], SAVED, {"stdout": res.stdout, "stderr": res.stderr})
 
 
-def _saved(rec: dict, tail: int) -> dict[str, str] | None:
-    path = records.state_dir() / f"{rec['id']}.d" / SAVED
-    if not path.is_file():
-        return None
-    data = json.loads((fsio.read_regular(path, "saved logs", follow_links=False) or b"{}").decode("utf-8", "replace"))
-    out = {k: "".join(str(data.get(k) or "").splitlines(keepends=True)[-tail:]) for k in ("stdout", "stderr")}
-    return {k: v for k, v in out.items() if v or k == "stdout"}
-
-
 def read(rec: dict, tail: int) -> tuple[dict[str, str], str]:
     """(``{"stdout": ..., "stderr": ...}``, source): the last ``tail`` lines of each stream (stderr only when it has
     any), live from the container, or "saved" when the container is gone."""
@@ -42,9 +32,9 @@ def read(rec: dict, tail: int) -> tuple[dict[str, str], str]:
     res = e.run(["logs", "--tail", str(tail), name], check=False, what=f"{e.name} logs")
     if not res.ok:
         if "no such container" in (res.stderr or "").lower():
-            saved = _saved(rec, tail)
+            saved = savedlogs.read_streams(rec["id"], SAVED, tail, ("stdout", "stderr"))
             if saved is not None:
-                return saved, "saved"
+                return {k: v for k, v in saved.items() if v or k == "stdout"}, "saved"
             raise TaoError(f"job {rec['id']}: its container {name} is gone (removed outside the bank) and no copy of "
                            f"its logs was saved; its results folder {rec.get('results_dir')} may hold its own output")
         raise TaoError(eng.explain(e.name, res.stderr, f"{e.name} logs", res.returncode))

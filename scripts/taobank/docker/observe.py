@@ -91,21 +91,14 @@ def status_files(rec: Mapping[str, Any]) -> dict[str, str]:
 def observe(recs: list[dict], context: dict) -> list[Observation]:
     """What the engines say of ``recs``, one inspect per engine address (progress read for the jobs that ran);
     the engine of each finished container is kept in ``context`` for :func:`ended`."""
-    groups: dict[tuple[str, str], list[dict]] = {}
-    for r in recs:
-        if r["state"] in states.TERMINAL or not r.get("backend_ref"):
-            continue
-        e = eng.Engine.of(r)
-        groups.setdefault((e.name, e.host or ""), []).append(r)
     out = []
-    for (name, host), group in groups.items():
-        e = eng.Engine(name, host or None)
+    for e, group in eng.Engine.grouped([r for r in recs if r["state"] not in states.TERMINAL and r.get("backend_ref")]):
         seen = inspect(e, [facts.container_of(r) for r in group])
         for r in group:
             st = seen.get(facts.container_of(r))
             v = classify(st, memory=(r.get("backend") or {}).get("memory"))
             if v.needs_log:
-                tail = e.run(["logs", "--tail", "200", facts.container_of(r)], check=False, what=f"{name} logs")
+                tail = e.run(["logs", "--tail", "200", facts.container_of(r)], check=False, what=f"{e.name} logs")
                 v = classify(st, memory=(r.get("backend") or {}).get("memory"),
                              log_tail=(tail.stdout or "") + (tail.stderr or ""))
             said(r, v, _times(st) if v.state in (State.COMPLETE, State.ERROR) else {})

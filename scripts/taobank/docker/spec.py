@@ -13,21 +13,13 @@ from ..redact import shown
 from . import facts
 
 SCHEMA_NAME = "docker-job-spec.schema.json"
-#: What a generic command is recorded as (as on the other platforms).
-GENERIC = {"network_arch": "custom", "action": "run"}
-
-
-def load_file(path: str) -> dict:
-    return core_spec.load_file(path)
-
-
 def validate(spec: Mapping[str, Any]) -> dict:
     """Schema check (the first error as one line naming the field); unset network_arch/action are generic."""
-    core_spec.validate(dict(spec), SCHEMA_NAME, "Docker job spec")
+    out = core_spec.validate_job(spec, SCHEMA_NAME, "Docker job spec")
     cpus = spec.get("cpus")
     if isinstance(cpus, float) and not math.isfinite(cpus):  # NaN passes every JSON Schema bound
         raise TaoError("Docker job spec: cpus must be a finite number of CPUs (0.01 to 1024), e.g. cpus: 8")
-    return {**GENERIC, **spec}
+    return out
 
 
 def refuse_secret(text: str, what: str) -> str:
@@ -56,8 +48,7 @@ def check_image(value: object, what: str = "image") -> str:
 
 def command_argv(spec: Mapping[str, Any]) -> list[str]:
     """A list is the container's argv; a string runs under ``sh -c``."""
-    cmd = spec["command"]
-    return list(cmd) if isinstance(cmd, list) else ["sh", "-c", cmd]
+    return core_spec.command_argv(spec, "sh")
 
 
 def results_base(spec: Mapping[str, Any], env: Mapping[str, str] | None = None) -> str:

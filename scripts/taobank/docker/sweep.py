@@ -68,10 +68,5 @@ def gpu_slots(request: int | str | list[str], k: int) -> list[list[str]]:
 
 def release(recs: list[dict]) -> None:
     """Start these held trials: ONE ``docker start`` of their names per engine address."""
-    groups: dict[tuple[str, str], list[str]] = {}
-    for rec in recs:
-        e = eng.Engine.of(rec)
-        groups.setdefault((e.name, e.host or ""), []).append(facts.container_of(rec))
-    for (name, host), names in groups.items():
-        e = eng.Engine(name, host or None)
-        e.run(["start", *names], timeout=300, what=f"{name} start (release sweep trials)")
+    for e, group in eng.Engine.grouped(recs):
+        e.run(["start", *map(facts.container_of, group)], timeout=300, what=f"{e.name} start (release sweep trials)")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from .. import records
+from .. import savedlogs
 from ..contract import Batch, Gate, Launch, Observation, Stop, SubmitOptions
 from ..platform import JobView, Logs, Platform
 from . import PLATFORM, cancel, credentials, logs, observe, results_access, submit
@@ -19,8 +19,8 @@ class Kubernetes(Platform):
     results_access = results_access  # artifacts / fetch / prune (the verbs: taobank.results_verbs)
 
     def view(self, rec: Mapping[str, Any]) -> JobView:
-        saved = records.state_dir() / f"{rec['id']}.d" / "logs.txt"
-        return JobView.from_record(rec, saved_logs=str(saved) if saved.is_file() else None)
+        saved = savedlogs.saved(rec["id"], "logs.txt")
+        return JobView.from_record(rec, saved_logs=str(saved) if saved else None)
 
     def observe(self, recs: list[dict], *, context: dict) -> list[Observation]:
         # The Job controller itself replaces disrupted pods (podFailurePolicy): no observation asks for a retry.

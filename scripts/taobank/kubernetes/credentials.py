@@ -25,28 +25,20 @@ def read_secrets_file(path: str) -> dict[str, str]:
 
 def collect_credentials(secret_env: list[str] | tuple[str, ...] = (), secrets_file: str | None = None) -> dict[str, str]:
     """Secret values from this process's environment (names given) and/or a mode-600 env-file."""
-    creds: dict[str, str] = {}
-    if secrets_file:
-        creds.update(read_secrets_file(secrets_file))
-    for name in secret_env:
-        envfile.check_secret_name(name, "--secret-env name")
-        value = os.environ.get(name)
-        if value is None or value == "":
-            raise TaoError(f"--secret-env {name}: {name} is not set in the environment: export it first")
-        creds[name] = value
-    return creds
+    creds = read_secrets_file(secrets_file) if secrets_file else {}
+    return {**creds, **_from_env(secret_env)}
+
+
+def _from_env(secret_env: list[str] | tuple[str, ...]) -> dict[str, str]:
+    return envfile.secret_values(secret_env, os.environ, what="--secret-env name",
+                                 unset="--secret-env {name}: {name} is not set in the environment: export it first")
 
 
 def credential_names(secret_env: list[str] | tuple[str, ...] = (), secrets_file: str | None = None) -> list[str]:
     """The names submit puts in the per-job Secret, checked as submit checks them, for a dry run: each
     --secret-env variable must be set and the file private and well formed; no value is kept or shown."""
     found = list(read_secrets_file(secrets_file)) if secrets_file else []  # the keys only
-    for name in secret_env:
-        envfile.check_secret_name(name, "--secret-env name")
-        if not os.environ.get(name):
-            raise TaoError(f"--secret-env {name}: {name} is not set in the environment: export it first")
-        found.append(name)
-    return list(dict.fromkeys(found))
+    return list(dict.fromkeys(found + list(_from_env(secret_env))))
 
 
 def check_ngc_key() -> None:

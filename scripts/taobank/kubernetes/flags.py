@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..errors import TaoError, UsageError
+from ..jobspec import KubernetesSpec
 from ..flags import Flag, Shared, merge, put
 
 SHARED = Shared(aliases={"cpus": ("--cpu",)},
@@ -31,8 +32,7 @@ FLAGS = (
 )
 
 #: the shared flags' values -> this platform's spec keys (GPUs are counted per pod)
-SHARED_KEYS = {"image": "image", "network_arch": "network_arch", "action": "action", "nodes": "nodes",
-               "gpus_per_node": "gpus", "cpus": "cpu", "memory": "memory"}
+SHARED_KEYS = KubernetesSpec.flag_keys()
 _OWN_KEYS = ("command", "results_dir", "storage_tier", "ttl_seconds_after_finished", "active_deadline_seconds",
              "image_pull_secret", "results_exact", "no_results", "check_inputs")
 

@@ -73,11 +73,9 @@ def read_logs(rec: dict, *, tail: int | None = None) -> tuple[str, str]:
     pods = _live_pods(kube, rec)
     if pods:
         return format_logs(kube, pods, tail), "live"
-    saved = records.artifact_dir(rec["id"]) / "logs.txt"
-    if saved.exists():
-        lines = (fsio.read_regular(saved, "saved logs", follow_links=False) or b"").decode(
-            "utf-8", "replace").splitlines(keepends=True)
-        return "".join(lines[-tail:]), "saved"
+    saved = savedlogs.read(rec["id"], "logs.txt", tail)
+    if saved is not None:
+        return saved, "saved"
     kept = volume_logs(kube, rec, tail)
     if kept:
         return kept, "volume"

@@ -7,31 +7,13 @@ only, never real NCCL traffic.
 """
 from __future__ import annotations
 
-import shlex
-
 from .. import nccl_probe as core
-from .. import pins, platform
+from .. import pins
 from ..contract import SubmitOptions
-from ..errors import UsageError
 from .kubectl import Kubectl
 
-HELPER = "tao_k8s.py"
 ADVICE = ("set TAO_K8S_NCCL_ENV to a file of NCCL_*=value lines for this cluster (NCCL_SOCKET_IFNAME, "
           "NCCL_IB_HCA, ...) and re-probe: tao_k8s.py nccl-probe --force")
-
-
-def probe_command(timeout: int, backend: str = "nccl") -> str:
-    """Shell text for ``/bin/sh -c`` under ``timeout``: nccl, torchrun (one process per GPU; underscore
-    options, which every torchrun release reads) after the GPU check; gloo-cpu, one python3 per pod.
-    The rendezvous variables come from the pod env the bank sets for multi-node jobs."""
-    if int(timeout) < 1:
-        raise UsageError("--timeout must be at least 1 second")
-    script = shlex.quote(core.script_for(backend))
-    if backend == "gloo-cpu":
-        return f"timeout -k 10 {int(timeout)} python3 -c {script}"
-    return (core.gpu_precheck() + f"timeout -k 10 {int(timeout)} torchrun --nnodes=\"$NNODES\" "
-            "--nproc_per_node=\"$NPROC_PER_NODE\" --node_rank=\"$NODE_RANK\" --master_addr=\"$MASTER_ADDR\" "
-            f"--master_port=\"$MASTER_PORT\" --no_python python3 -c {script}")
 
 
 def build_spec(*, nodes: int, gpus: int, image: str | None, timeout: int,
@@ -42,14 +24,8 @@ def build_spec(*, nodes: int, gpus: int, image: str | None, timeout: int,
     nodes. gloo-cpu asks for no GPU."""
     from .spec import finish
 
-    core.check_backend(backend)
-    if nodes < 2:
-        raise UsageError("--nodes must be at least 2: the probe tests traffic between nodes")
-    if gpus < 1 and backend == "nccl":
-        raise UsageError("--gpus-per-node must be at least 1: NCCL needs a GPU per process")
-    if backend == "gloo-cpu":
-        gpus = 0
-    spec: dict = {"image": image or pins.resolve("images.nccl_probe"), "command": probe_command(timeout, backend),
+    gpus = core.check_request(nodes, gpus, backend)
+    spec: dict = {"image": image or pins.resolve("images.nccl_probe"), "command": core.probe_command(timeout, backend),
                   "one_pod_per_node": True,
                   "network_arch": "nccl-probe", "action": "probe", "no_results": True, "nodes": nodes, "gpus": gpus,
                   # the cluster stops it even if nobody waits
@@ -71,9 +47,7 @@ def probe(*, kube: Kubectl, nodes: int = 2, gpus: int = 1, image: str | None = N
     one from $NGC_KEY, ``image_pull_secret`` names one already in the namespace."""
     spec = build_spec(nodes=nodes, gpus=gpus, image=image, timeout=timeout, pod_annotations=pod_annotations,
                       node_selector=node_selector, image_pull_secret=image_pull_secret, backend=backend)
-    adapter = platform.get("kubernetes")
     opts = SubmitOptions(probe=True, namespace=kube.namespace, context=kube.context or None,
                          ngc_pull_secret=ngc_pull_secret)
-    return core.run(adapter.name, kube.cluster_key(), spec, lambda s: adapter.submit(s, opts).id,
-                    nodes=nodes, gpus_per_node=0 if backend == "gloo-cpu" else gpus, timeout=timeout, helper=HELPER, advice=ADVICE, force=force, interval=interval,
-                    max_wait=max_wait, backend=backend)
+    return core.probe("kubernetes", kube.cluster_key(), spec, opts, nodes=nodes, gpus=gpus, backend=backend,
+                      timeout=timeout, advice=ADVICE, force=force, interval=interval, max_wait=max_wait)

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 
 from .. import fsio, names, pins, records, redact
+from ..spec import GENERIC
 from ..contract import Batch, Gate, Launch, Plan, SubmitOptions
 from ..errors import TaoError
 from ..run import Result, last_line
@@ -68,7 +69,7 @@ def plan(spec: dict, opts: SubmitOptions, rec: dict | None) -> KubePlan:
     if opts.ngc_pull_secret:
         credentials.check_ngc_key()
         ngc_key = os.environ.get("NGC_KEY")
-    arch, action = spec.get("network_arch") or "custom", spec.get("action") or "run"
+    arch, action = (spec.get(k) or GENERIC[k] for k in ("network_arch", "action"))
     jid = rec["id"] if rec is not None else names.mint_job_id(arch, action)
     config = dict(opts.config) if opts.config is not None else None
     objs = render.render_manifests(spec, job_id=jid, namespace=kube.namespace, name=render.job_name_for(jid),

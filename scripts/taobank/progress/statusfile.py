@@ -15,6 +15,7 @@ keeps earlier runs' epochs below the point where the latest run took over.
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass, field, fields
@@ -321,6 +322,24 @@ def outcome(log: StatusLog) -> tuple[str, str | None] | None:
         if event.outcome is not None:
             return event.outcome, event.message
     return None
+
+
+def text_outcome(text: str | None) -> dict[str, Any] | None:
+    """How the latest run in TAO's ``status.json`` ended (``{"status": "SUCCESS"|"FAILURE", "message"}``),
+    else None. Retries share the results folder, so an earlier attempt's end says nothing about this one;
+    TAO's success is its "Train finished successfully." line. A whole-file JSON object or list (an older
+    writer) is read as its lines."""
+    if not text or not text.strip():
+        return None
+    try:
+        whole = json.loads(text)
+    except (ValueError, RecursionError):
+        whole = None
+    if isinstance(whole, (dict, list)):
+        items = whole if isinstance(whole, list) else [whole]
+        text = "\n".join(json.dumps(i) for i in items if isinstance(i, dict))
+    ended = outcome(parse(text))
+    return None if ended is None else {"status": ended[0], "message": (ended[1] or "")[:300]}
 
 
 def epoch_text(epoch: int, max_epoch: int | None) -> str:

@@ -13,28 +13,17 @@ from .submit import SlurmPlan
 DEFAULT_TAIL = 200
 
 
-def view(rec: Mapping[str, Any], **seen: Any) -> JobView:
-    b = rec.get("backend") or {}
-    code = b.get("exit_code")
-    if isinstance(code, str) and code.partition(":")[0].isdigit():
-        code = int(code.partition(":")[0])  # sacct's "rc:signal"
-    if b.get("results_dir"):  # the job's own folder (records made before it was the top-level value kept the parent)
-        seen.setdefault("results_dir", b["results_dir"])
-    if b.get("walltime_chain"):  # the wall-time chain: the attempt and the run time of the attempts before it
-        seen.setdefault("attempt", int(b.get("chain_attempt") or 1))
-        seen.setdefault("chain_seconds", int(b.get("chain_seconds") or 0))
-        seen.setdefault("max_attempts", b.get("max_attempts"))
-    return JobView.from_record(rec, observed=b.get("slurm_state"),
-                               exit_code=int(code) if isinstance(code, int) else None, **seen)
-
-
 class Slurm(Platform):
     name = facts.PLATFORM
     helper = "tao_slurm.py"
     results_access = results_access  # artifacts / fetch / prune (the verbs: taobank.results_verbs)
 
     def view(self, rec: Mapping[str, Any]) -> JobView:
-        return view(rec)
+        b, seen = rec.get("backend") or {}, {}
+        if b.get("walltime_chain"):  # the wall-time chain: the attempt and the run time of the attempts before it
+            seen = {"attempt": int(b.get("chain_attempt") or 1), "chain_seconds": int(b.get("chain_seconds") or 0),
+                    "max_attempts": b.get("max_attempts")}
+        return JobView.of_backend(rec, "slurm_state", **seen)
 
     def observe(self, recs: list[dict], *, context: dict) -> list[Observation]:
         return observe.observe(recs, context)

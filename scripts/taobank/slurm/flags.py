@@ -7,6 +7,7 @@ import os
 from typing import Any, Mapping
 
 from ..errors import UsageError
+from ..jobspec import SlurmSpec
 from ..flags import Flag, Shared, merge, put, put_secrets_and_command
 
 SHARED = Shared(aliases={"nodes": ("--num-nodes",), "cpus": ("--cpus-per-task",), "memory": ("--mem",)},
@@ -49,8 +50,7 @@ FLAGS = (
 )
 
 #: the shared flags' values -> this platform's spec keys (GPUs: see :func:`spec_from_flags`, the spec counts them in total)
-SHARED_KEYS = {"image": "image", "network_arch": "network_arch", "action": "action", "nodes": "num_nodes",
-               "cpus": "cpus_per_task", "memory": "mem"}
+SHARED_KEYS = SlurmSpec.flag_keys()
 _OWN_KEYS = {"num_gpus": "num_gpus", "max_gpus_per_node": "max_num_gpus_per_node", "time_hours": "time_hours",
              "time_minutes": "time_minutes", "time": "time", "timeout_hours": "timeout_hours",
              "partition": "partition", "account": "account", "runtime": "container_runtime",
@@ -83,7 +83,7 @@ def spec_from_flags(path: str | None, values: Mapping[str, Any]) -> dict:
     if values.get("no_requeue"):
         spec["use_requeue"] = False
     for item in values.get("prefetch") or []:
-        from .prefetch import parse_item
+        from ..sources import parse_item
 
         dest, source = parse_item(item)
         spec["prefetch"] = {**(spec.get("prefetch") or {}), dest: source}

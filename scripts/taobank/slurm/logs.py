@@ -21,16 +21,12 @@ def logs(job_id: str, *, lines: int = 200, conn: Connection | None = None) -> di
     body = res.stdout.split("@@out\n", 1)[-1]
     out_text, _, err_text = body.partition("@@err\n")
     out = {"main.out": out_text, "main.err": err_text, "log_dir": b["log_dir"]}
-    if b.get("convert_log"):
-        tails = observe.sections(conn.script(remote.TAIL_FILES, [str(int(lines) * 200), b["convert_log"]],
-                                      what="conversion log").stdout, "@@file ")
-        text = tails.get(b["convert_log"], "")
-        out.update(convert_log=b["convert_log"], convert="".join(text.splitlines(keepends=True)[-int(lines):]))
-    if b.get("prefetch_log"):
-        tails = observe.sections(conn.script(remote.TAIL_FILES, [str(int(lines) * 200), b["prefetch_log"]],
-                                      what="prefetch log").stdout, "@@file ")
-        text = tails.get(b["prefetch_log"], "")
-        out.update(prefetch_log=b["prefetch_log"], prefetch="".join(text.splitlines(keepends=True)[-int(lines):]))
+    for kind, what in (("convert", "conversion log"), ("prefetch", "prefetch log")):  # the helper jobs it waited for
+        log = b.get(f"{kind}_log")
+        if log:
+            tails = observe.sections(conn.script(remote.TAIL_FILES, [str(int(lines) * 200), log], what=what).stdout,
+                                     "@@file ")
+            out.update({f"{kind}_log": log, kind: "".join(tails.get(log, "").splitlines(keepends=True)[-int(lines):])})
     return out
 
 

@@ -8,39 +8,15 @@ off for it: an NCCL failure is the verdict, not something to resubmit.
 from __future__ import annotations
 
 import math
-import shlex
 from typing import Any, Mapping
 
 from .. import nccl_probe as core
-from .. import pins, platform
+from .. import pins
 from ..contract import SubmitOptions
-from ..errors import UsageError
 from . import resources
 
-HELPER = "tao_slurm.py"
 ADVICE = ("give the cluster's NCCL variables (NCCL_SOCKET_IFNAME, NCCL_IB_HCA, ...) with --nccl-env KEY=VALUE "
           "(and under nccl_env in your job specs) and re-probe: tao_slurm.py nccl-probe --force")
-
-
-def probe_command(timeout: int, backend: str = "nccl") -> str:
-    """Shell text run in every srun task (after the task prologue set the rendezvous variables), under
-    coreutils ``timeout``: nccl, torchrun with one process per GPU (underscore options: every torchrun
-    release reads them); gloo-cpu, one python3 per node."""
-    if int(timeout) < 1:
-        raise UsageError("--timeout must be at least 1 second")
-    script = shlex.quote(one_line_python(core.script_for(backend)))
-    if backend == "gloo-cpu":
-        return f"timeout -k 10 {int(timeout)} python3 -c {script}"
-    return (core.gpu_precheck() + f"timeout -k 10 {int(timeout)} torchrun --nnodes=\"$NNODES\" --nproc_per_node=\"$NPROC_PER_NODE\" "
-            "--node_rank=\"$NODE_RANK\" --master_addr=\"$MASTER_ADDR\" --master_port=\"$MASTER_PORT\" "
-            f"--no_python python3 -c {script}")
-
-
-def one_line_python(script: str) -> str:
-    """The probe script as one line (sbatch values may not hold a newline): base64, run with exec."""
-    import base64
-
-    return f"import base64; exec(base64.b64decode('{base64.b64encode(script.encode()).decode()}'))"
 
 
 def _node_size(nodes: int, gpus: int) -> int:
@@ -54,15 +30,11 @@ def build_spec(*, nodes: int, gpus: int, image: str | None, timeout: int, partit
                account: str | None = None, cpus: int = 2, nccl_env: Mapping[str, str] | None = None,
                runtime: str | None = None, cluster_name: str | None = None, backend: str = "nccl") -> dict:
     """The probe's job spec. gloo-cpu asks for no GPU: one process per node, memory enough for PyTorch."""
-    core.check_backend(backend)
-    if nodes < 2:
-        raise UsageError("--nodes must be at least 2: the probe tests traffic between nodes")
-    if gpus < 1 and backend == "nccl":
-        raise UsageError("--gpus-per-node must be at least 1: NCCL needs a GPU per process")
+    core.check_request(nodes, gpus, backend)
     spec: dict[str, Any] = {
         "network_arch": "nccl-probe", "action": "probe", "image": image or pins.resolve("images.nccl_probe"),
         "num_nodes": nodes, "num_gpus": nodes * gpus, "max_num_gpus_per_node": _node_size(nodes, gpus),
-        "cpus_per_task": cpus, "command": probe_command(timeout, backend),
+        "cpus_per_task": cpus, "command": core.probe_command(timeout, backend, one_line=True),
         # the command's own timeout decides; the wall time only has to cover it and the start
         "time_minutes": math.ceil(timeout / 60) + 10, "timeout_hours": 0,
         "infra_retries": False, "nccl_env": dict(nccl_env or {}), "mem": str(pins.resolve("nccl_probe.slurm_mem")),
@@ -81,8 +53,6 @@ def probe(*, nodes: int = 2, gpus: int = 1, image: str | None = None, timeout: i
           backend: str = "nccl", **spec_kw: Any) -> dict:
     """Run (or reuse) the probe; returns {"verdict", "cached", "cluster", "job_id", "message", ...}."""
     spec = build_spec(nodes=nodes, gpus=gpus, image=image, timeout=timeout, backend=backend, **spec_kw)
-    adapter = platform.get("slurm")
-    return core.run(adapter.name, resources.cluster_key(spec, env), spec,
-                    lambda s: adapter.submit(s, SubmitOptions(env=env, probe=True)).id,
-                    nodes=nodes, gpus_per_node=0 if backend == "gloo-cpu" else gpus, timeout=timeout, helper=HELPER, advice=ADVICE, force=force,
-                    interval=interval, max_wait=max_wait, backend=backend)
+    return core.probe("slurm", resources.cluster_key(spec, env), spec, SubmitOptions(env=env, probe=True),
+                      nodes=nodes, gpus=gpus, backend=backend, timeout=timeout, advice=ADVICE, force=force,
+                      interval=interval, max_wait=max_wait)

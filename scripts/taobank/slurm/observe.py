@@ -9,6 +9,7 @@ from typing import Any, Mapping
 from ..states import State
 from .. import training
 from ..contract import Launch, Observation
+from ..progress import statusfile
 from ..errors import TaoError
 from . import facts, prefetch, remote, status as st, storage, submit
 from .ssh import Connection
@@ -44,7 +45,7 @@ def _tao_outcome(rec: Mapping[str, Any], texts: Mapping[str, str]) -> dict[str, 
     """How TAO says the job's run ended, from the status file progress reports (``train/status.json`` for a train
     action: TAO writes in the action's folder)."""
     chosen = training.chosen_log(texts, rec.get("action")) if texts else None
-    return st.parse_tao_status(texts[chosen[0]]) if chosen else None
+    return statusfile.text_outcome(texts[chosen[0]]) if chosen else None
 
 
 def sections(text: str, prefix: str) -> dict[str, str]:

@@ -19,23 +19,14 @@ def load_file(path: str) -> dict:
     return spec
 
 
-#: What a generic command (``sleep 600``, a script) is recorded as: a record needs both; Kubernetes says the same.
-GENERIC = {"network_arch": "custom", "action": "run"}
-
-
 def validate(spec: Mapping[str, Any]) -> dict:
-    """Schema check of a SLURM job spec (the first error as one line naming the field); an unset
-    network_arch/action is :data:`GENERIC`."""
-    core_spec.validate(dict(spec), SCHEMA_NAME, "SLURM job spec")
-    return {**GENERIC, **spec}
+    """Schema check of a SLURM job spec (the first error as one line naming the field)."""
+    return core_spec.validate_job(spec, SCHEMA_NAME, "SLURM job spec")
 
 
 def command_argv(spec: Mapping[str, Any]) -> list[str]:
-    """A list is the argv; a string runs with ``bash -c``. Spec-key dataset
-    overrides are appended as ``key=value`` arguments (TAO's override form)."""
-    cmd = spec["command"]
-    argv = list(cmd) if isinstance(cmd, list) else ["bash", "-c", cmd]
-    return argv
+    """A list is the argv; a string runs with ``bash -c``."""
+    return core_spec.command_argv(spec, "bash")
 
 
 def runtime(spec: Mapping[str, Any], env: Mapping[str, str] | None = None) -> str:

@@ -128,26 +128,6 @@ def parse_marker(text: str | None) -> dict[str, Any] | None:
 TAO_SUCCESS = {"SUCCESS"}
 
 
-def parse_tao_status(text: str | None) -> dict[str, Any] | None:
-    """How the latest run in TAO's ``status.json`` ended (``{"status": "SUCCESS"|"FAILURE", "message"}``),
-    else None. Retries share the results folder, so an earlier attempt's end says nothing about this one;
-    TAO's success is its "Train finished successfully." line. A whole-file JSON object or list (an older
-    writer) is read as its lines."""
-    from ..progress import statusfile
-
-    if not text or not text.strip():
-        return None
-    try:
-        whole = json.loads(text)
-    except (ValueError, RecursionError):
-        whole = None
-    if isinstance(whole, (dict, list)):
-        items = whole if isinstance(whole, list) else [whole]
-        text = "\n".join(json.dumps(i) for i in items if isinstance(i, dict))
-    ended = statusfile.outcome(statusfile.parse(text))
-    return None if ended is None else {"status": ended[0], "message": (ended[1] or "")[:300]}
-
-
 def _tao_verdict(tao: Mapping[str, Any], slurm_state: str | None, code: str | None) -> Observation:
     said = f": {tao['message']}" if tao.get("message") else ""
     if tao["status"] in TAO_SUCCESS:
@@ -200,7 +180,7 @@ def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
     """Decide the state of one SLURM job from what the batched queries saw.
 
     Once the program ended on its own (COMPLETED, FAILED, or only the exit
-    marker is left), TAO's ``status.json`` (``tao``, see :func:`parse_tao_status`)
+    marker is left), TAO's ``status.json`` (``tao``, see :func:`taobank.progress.statusfile.text_outcome`)
     decides COMPLETE vs ERROR; the exit code decides when TAO wrote none.
     """
     if squeue and squeue.get("state") and squeue["state"] not in FAILED_STATES | {"COMPLETED", "CANCELLED", "TIMEOUT", "REVOKED"}:

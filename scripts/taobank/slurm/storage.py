@@ -17,7 +17,7 @@ import tarfile
 import time
 from typing import Any, Iterable, Mapping
 
-from ..envfile import check_job_env, check_secret_name
+from ..envfile import check_job_env, secret_values
 from ..errors import TaoError
 from ..paths import abs_path
 from ..redact import shown
@@ -154,14 +154,8 @@ def check_env(env_vars: Mapping[str, Any] | None, nccl_env: Mapping[str, Any] | 
 
 def collect_secrets(names: Iterable[str], env: Mapping[str, str]) -> dict[str, str]:
     """Secret values from the submitter's environment (never from a spec)."""
-    out = {}
-    for name in names or []:
-        key = check_secret_name(name)
-        value = env.get(key)
-        if not value:
-            raise TaoError(f"secret {key} is listed but not set in your environment: export it, then submit again")
-        out[key] = value
-    return out
+    return secret_values(names, env, unset="secret {name} is listed but not set in your environment: export it, "
+                                           "then submit again")
 
 
 def credentials_text(secrets: Mapping[str, str]) -> str:

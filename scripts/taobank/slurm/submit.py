@@ -14,7 +14,7 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from .. import pins, platform, records, states, taoargs
+from .. import cmdwords, pins, platform, records, sources, states, taoargs
 from ..contract import Batch, Gate, Launch, Plan, SubmitOptions
 from ..envfile import check_secret_name
 from ..render import line_break_at
@@ -80,11 +80,11 @@ def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None, *, need_
     base = storage.base_dir(spec, env)
     spec_files = uploads.collect(spec.get("spec_files") or {}, what="spec_files")
     uploads.substitute(argv, "/", [u.name for u in spec_files])  # a {specs}/X naming no file fails here, early
-    pre = prefetch.collect(spec)
+    pre = sources.collect(spec)
     if not pre and any(prefetch.PLACEHOLDER in a for a in argv):
         raise TaoError(f"the command names {prefetch.PLACEHOLDER} but the job has no prefetch: add --prefetch SOURCE=DEST")
-    pre_secrets = prefetch.secrets_for(pre, env, need_values=need_secrets)
-    prefetch.plain_env(pre, env)  # a bad S3_ENDPOINT_URL fails here, early
+    pre_secrets = sources.secrets_for(pre, env, need_values=need_secrets)
+    sources.plain_env(pre, env)  # a bad S3_ENDPOINT_URL fails here, early
     mount_list, given = "", []
     if runtime == "pyxis":
         extra = mounts.parse(spec.get("container_mounts") or resources.defaults()["container_mounts"])
@@ -114,9 +114,9 @@ def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None, *, need_
 def named_paths(command: str | list[str], argv: list[str], spec_files: Iterable[uploads.Upload],
                 mounted: Iterable[str]) -> list[str]:
     """Cluster paths the command and the uploaded spec files name (:mod:`taobank.slurm.cmdpaths`)."""
-    found = cmdpaths.command_paths(command, argv)
+    found = cmdwords.command_paths(command, argv)
     for u in spec_files:
-        found += cmdpaths.spec_file_paths(u.name, u.data)
+        found += cmdwords.spec_file_paths(u.name, u.data)
     return cmdpaths.cluster_paths(found, mounted)
 
 

@@ -1,0 +1,187 @@
+"""Typed job specs: the fields every platform shares named once (:class:`JobSpec`), one extension per platform.
+
+The JSON Schemas in ``schemas/`` stay the on-disk truth (a spec file is checked against them); these
+classes are the same vocabulary as Python types, and ``tests/unit/test_jobspec.py`` checks them against the
+schemas both ways (every schema property is a field, every field a property or a shared one the platform
+lacks). A platform spells a shared field its own way (SLURM's ``num_nodes`` is the shared ``nodes``):
+``SPELLING`` says how, ``None`` where the platform has no such field (a Docker job runs on one host).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, Mapping, TypeVar
+
+from .errors import TaoError
+
+T = TypeVar("T", bound="JobSpec")
+
+#: The shared submit flags (:data:`taobank.cli.jobflags.SHARED`) that set a shared field, by flag value name.
+FLAG_FIELDS = {"image": "image", "network_arch": "network_arch", "action": "action", "nodes": "nodes",
+               "gpus_per_node": "gpus", "cpus": "cpus", "memory": "memory"}
+
+
+@dataclass
+class JobSpec:
+    """What every platform's job spec holds, by one name (None: not given; the platform's default applies)."""
+
+    image: str | None = None
+    #: a string runs under the platform's shell; a list is the argv (Kubernetes spells that one ``args``)
+    command: str | list[str] | None = None
+    network_arch: str | None = None
+    action: str | None = None
+    env: dict[str, str] | None = None
+    nccl_env: dict[str, str] | None = None
+    nodes: int | None = None
+    #: GPUs on each node (SLURM counts them in total instead: its ``num_gpus``)
+    gpus: int | str | None = None
+    cpus: int | float | str | None = None
+    memory: str | None = None
+    #: where the job's results folder goes (the folder that holds ``<job id>``, or an ``s3://`` prefix)
+    results_dir: str | None = None
+    #: names of variables of the submitter's environment handed to the job (never their values)
+    secrets: list[str] | None = None
+    #: paths the job reads, checked before it is queued
+    inputs: list[str] | None = None
+    shm_size: str | None = None
+    workdir: str | None = None
+    master_port: int | None = None
+
+    #: schema name; the platform's key of each shared field it spells otherwise (None: it has none)
+    SCHEMA: ClassVar[str] = ""
+    SPELLING: ClassVar[Mapping[str, str | None]] = {}
+
+    @classmethod
+    def key(cls, name: str) -> str | None:
+        """The spec key of field ``name`` on this platform (None: the platform has no such field)."""
+        return cls.SPELLING.get(name, name)
+
+    @classmethod
+    def keys(cls) -> dict[str, str]:
+        """Field name -> spec key, for every field this platform has: its schema's properties."""
+        return {f.name: key for f in fields(cls) for key in [cls.key(f.name)] if key is not None}
+
+    @classmethod
+    def flag_keys(cls) -> dict[str, str]:
+        """The shared flags' value names -> this platform's spec keys (those it has)."""
+        return {flag: key for flag, name in FLAG_FIELDS.items() for key in [cls.key(name)] if key is not None}
+
+    @classmethod
+    def from_dict(cls: type[T], spec: Mapping[str, Any]) -> T:
+        """A valid spec mapping (:meth:`parse` checks it first) as this type; an unknown key is refused."""
+        by_key = {key: name for name, key in cls.keys().items()}
+        unknown = sorted(str(k) for k in spec if k not in by_key)
+        if unknown:
+            raise TaoError(f"{cls.__name__}: unknown field {', '.join(unknown)} (see schemas/{cls.SCHEMA})")
+        return cls(**{by_key[k]: v for k, v in spec.items()})
+
+    @classmethod
+    def parse(cls: type[T], spec: Mapping[str, Any], what: str = "job spec") -> T:
+        """``spec`` checked against the platform's schema (one line naming the field), then typed."""
+        from .spec import validate
+
+        validate(dict(spec), cls.SCHEMA, what)
+        return cls.from_dict(spec)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The spec as its schema spells it, given fields only (what :meth:`from_dict` read, byte for byte)."""
+        out = {}
+        for name, key in type(self).keys().items():
+            value = getattr(self, name)
+            if value is not None:
+                out[key] = value
+        lacking = [f.name for f in fields(self) if getattr(self, f.name) is not None and type(self).key(f.name) is None]
+        if lacking:
+            raise TaoError(f"{type(self).__name__} has no {', '.join(lacking)}: leave it unset on this platform")
+        return out
+
+
+@dataclass
+class KubernetesSpec(JobSpec):
+    """A Kubernetes job (schemas/k8s-job-spec.schema.json): pods of one indexed Job on volumes or S3."""
+
+    SCHEMA: ClassVar[str] = "k8s-job-spec.schema.json"
+    SPELLING: ClassVar[Mapping[str, str | None]] = {"cpus": "cpu", "workdir": "working_dir", "secrets": None}
+
+    args: list[str] | None = None
+    active_deadline_seconds: int | None = None
+    ttl_seconds_after_finished: int | None = None
+    check_inputs: bool | None = None
+    image_pull_secret: str | None = None
+    log_copy: bool | None = None
+    memory_limit: str | None = None
+    mounts: list[dict[str, Any]] | None = None
+    no_results: bool | None = None
+    results_exact: bool | None = None
+    storage_tier: str | None = None
+    staging_dir: str | None = None
+    s3_inputs: list[dict[str, Any]] | None = None
+    s3_outputs: list[dict[str, Any]] | None = None
+    node_selector: dict[str, str] | None = None
+    tolerations: list[dict[str, Any]] | None = None
+    one_pod_per_node: bool | None = None
+    pod_annotations: dict[str, str] | None = None
+    pod_labels: dict[str, str] | None = None
+
+
+@dataclass
+class SlurmSpec(JobSpec):
+    """A SLURM job (schemas/slurm-job-spec.schema.json): an sbatch script on a shared filesystem."""
+
+    SCHEMA: ClassVar[str] = "slurm-job-spec.schema.json"
+    SPELLING: ClassVar[Mapping[str, str | None]] = {
+        "nodes": "num_nodes", "gpus": None, "cpus": "cpus_per_task", "memory": "mem", "results_dir": "results_base",
+        "shm_size": None, "workdir": None}
+
+    num_gpus: int | None = None
+    max_num_gpus_per_node: int | None = None
+    partition: str | None = None
+    account: str | None = None
+    cluster_name: str | None = None
+    #: the wall time, one of three spellings, and an in-job timeout inside it
+    time: str | None = None
+    time_hours: float | None = None
+    time_minutes: float | None = None
+    timeout_hours: float | None = None
+    container_runtime: str | None = None
+    container_mounts: str | None = None
+    use_sqsh: bool | None = None
+    sqsh_cache_dir: str | None = None
+    force_reconvert_latest: bool | None = None
+    conversion_account: str | None = None
+    conversion_cpus: int | None = None
+    conversion_mem: str | None = None
+    conversion_partition: str | None = None
+    conversion_time_minutes: int | None = None
+    dataset: dict[str, Any] | None = None
+    specs: dict[str, Any] | None = None
+    spec_files: dict[str, str] | None = None
+    prefetch: dict[str, str] | None = None
+    prefetch_max_bytes: int | None = None
+    prefetch_partition: str | None = None
+    infra_retries: bool | None = None
+    use_requeue: bool | None = None
+    #: the wall-time chain: allocations in all, run time over all of them, the warning before the wall time
+    max_attempts: int | None = None
+    max_total_time: str | float | None = None
+    walltime_margin_seconds: int | None = None
+
+
+@dataclass
+class DockerSpec(JobSpec):
+    """A Docker (or Podman) job (schemas/docker-job-spec.schema.json): one container on one host."""
+
+    SCHEMA: ClassVar[str] = "docker-job-spec.schema.json"
+    SPELLING: ClassVar[Mapping[str, str | None]] = {"nodes": None, "inputs": None, "master_port": None}
+
+    gpu_devices: list[str] | None = None
+    ipc_host: bool | None = None
+    mounts: list[dict[str, Any]] | None = None
+    network: str | None = None
+    pull: str | None = None
+    stop_grace_seconds: int | None = None
+
+
+#: platform name -> its typed spec
+BY_PLATFORM: dict[str, type[JobSpec]] = {"kubernetes": KubernetesSpec, "slurm": SlurmSpec, "docker": DockerSpec}
+
+__all__ = ["JobSpec", "KubernetesSpec", "SlurmSpec", "DockerSpec", "BY_PLATFORM", "FLAG_FIELDS"]

@@ -1,0 +1,48 @@
+"""The typed record (taobank.records.Record) against schemas/job-record.schema.json, the on-disk truth: every
+property is a field and every field a property; a stored record reads back as typed values and writes back as
+it was stored."""
+from __future__ import annotations
+
+import json
+from dataclasses import FrozenInstanceError, fields
+from pathlib import Path
+
+import pytest
+
+from taobank import records
+from taobank.records import Record
+from taobank.states import State
+
+SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "schemas" / "job-record.schema.json").read_text())
+
+
+def test_every_schema_property_is_a_field_and_every_field_a_property():
+    names = {f.name for f in fields(Record)}
+    assert names == set(SCHEMA["properties"])
+    required = {f.name for f in fields(Record) if f.default is f.default_factory}  # no default: must be given
+    assert required <= set(SCHEMA["required"])
+    assert set(Record.OPTIONAL) == set(SCHEMA["properties"]) - set(SCHEMA["required"]) - {"description"}
+
+
+def test_a_stored_record_reads_as_typed_values_and_writes_back_as_stored(state_dir):
+    opened = records.open_record("slurm", "nvcr.io/x:1", "dino", "train", "A", "/lustre/results/{id}",
+                                 description="first try", lineage={"parent": None},
+                                 sweep=("sweep-0a1b2c3d", 2, {"train.lr": "0.1"}))
+    marked = records.mark(opened["id"], State.RUNNING, backend_ref="slurm:42", backend={"partition": "gpu"})
+    rec = records.get(opened["id"])
+    assert (rec.id, rec.state, rec.backend_ref, rec.attempt) == (opened["id"], "RUNNING", "slurm:42", 1)
+    assert rec.backend["partition"] == "gpu" and rec.sweep == "sweep-0a1b2c3d" and rec.trial == 2
+    assert rec.results_dir == f"/lustre/results/{opened['id']}" and rec.parent is None and not rec.terminal
+    assert rec.to_dict() == marked  # the store's own JSON, field for field
+    records.validate(rec.to_dict())
+    with pytest.raises(FrozenInstanceError):
+        rec.state = "COMPLETE"  # type: ignore[misc]  # the store alone changes a record (records.mark)
+
+
+def test_a_record_written_by_hand_without_the_nullable_fields_still_reads(state_dir):
+    """The store's read checks only what it must (its shape); the typed record does not ask for more."""
+    rec = records.open_record("docker", "img:1", "custom", "run", "A", "/r/{id}")
+    bare = {k: v for k, v in rec.items() if k not in ("storage_tier", "backend_ref", "err_class", "message",
+                                                       "retry_of", "record_version", "description")}
+    typed = Record.of(bare)
+    assert (typed.storage_tier, typed.backend_ref, typed.message, typed.retry_of) == ("A", None, None, None)
