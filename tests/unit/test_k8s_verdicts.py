@@ -165,3 +165,24 @@ def test_an_unknown_record_gets_its_verdict_once_the_marker_is_read(fake, cli):
     helper_answers(fake, lambda c: ok(marker_output({f"/results/{rec['id']}/logs": "0 2026-12-06T01:02:03Z"})))
     (view,) = json.loads(cli("tao_k8s.py", "status", rec["id"], "--json").out)
     assert view["state"] == "COMPLETE" and records.load(rec["id"])["state"] == "COMPLETE"
+
+
+def test_sweep_trials_whose_jobs_are_gone_get_their_verdicts_in_the_sweep_table(fake):
+    from taobank import sweeps
+
+    spec = {"image": "i", "command": "c", "mounts": [WS]}
+    ids = []
+    for i, lr in enumerate(("0.1", "0.2")):
+        rec = records.open_record("kubernetes", "i", "dino", "train", "A", "/results/{id}",
+                                  backend={"namespace": "default", "context": ""}, sweep=("dino-sweep-ab12", i,
+                                                                                          {"train.lr": lr}))
+        records.mark(rec["id"], "RUNNING", backend_ref=f"default/{rec['id']}",
+                     backend={"uid": f"uid-{rec['id']}", "name": rec["id"], "namespace": "default", "nodes": 1})
+        (records.artifact_dir(rec["id"]) / SPEC_FILE).write_text(json.dumps(spec))
+        ids.append(rec["id"])
+    fake.kubectl("get", "jobs,pods", answer=items([]))
+    helper_answers(fake, marker_output({f"/results/{ids[0]}/logs": "0 2026-12-06T01:00:00Z",
+                                        f"/results/{ids[1]}/logs": "3 2026-12-06T01:00:01Z"}))
+    rows = sweeps.status("dino-sweep-ab12")
+    assert [(r.id, r.state) for r in rows] == [(ids[0], "COMPLETE"), (ids[1], "ERROR")]
+    assert len(fake.kubectl_calls("create")) == 1  # one helper Job for the whole sweep
