@@ -186,3 +186,16 @@ def test_sweep_trials_whose_jobs_are_gone_get_their_verdicts_in_the_sweep_table(
     rows = sweeps.status("dino-sweep-ab12")
     assert [(r.id, r.state) for r in rows] == [(ids[0], "COMPLETE"), (ids[1], "ERROR")]
     assert len(fake.kubectl_calls("create")) == 1  # one helper Job for the whole sweep
+
+
+def test_a_folder_read_without_a_marker_is_not_read_again_by_later_statuses(fake, cli):
+    rec = gone_job()
+    fake.kubectl("get", "jobs,pods", answer=items([]))
+    helper_answers(fake, f"#folder /results/{rec['id']}/logs\n#log p.log\n|half a line\n")
+    (first,) = json.loads(cli("tao_k8s.py", "status", rec["id"], "--json").out)
+    assert first["state"] == "UNKNOWN" and "left no exit marker" in first["message"] and "log copy is kept" in \
+        first["message"], first
+    looked = records.load(rec["id"])["backend"][verdicts.LOOKED]
+    (again,) = json.loads(cli("tao_k8s.py", "status", rec["id"], "--json").out)
+    assert again["state"] == "UNKNOWN" and f"read at {looked}" in again["message"], again
+    assert len(fake.kubectl_calls("create")) == 1  # the second status started no helper Job

@@ -10,6 +10,7 @@ ERROR with the exit code and the last log lines, or UNKNOWN saying why nothing s
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 
 from .. import failures
@@ -39,6 +40,9 @@ exit 0
 '''
 #: How many lines of each log copy status keeps (saved beside the record, the last few in the message).
 TAIL_LINES = 200
+#: The record's backend fact saying its gone Job's folder was read and held no marker (UTC time of the look):
+#: a finished pod wrote its marker before its Job could be deleted, so later statuses do not look again.
+LOOKED = "exit_marker_none"
 
 
 @dataclass(frozen=True)
@@ -161,6 +165,10 @@ def read_gone(kube: Kubectl, recs: list[dict]) -> dict[str, tuple[Observation, s
     out: dict[str, tuple[Observation, str]] = {}
     groups: dict[str, tuple[dict, list[tuple[dict, str]]]] = {}
     for rec in recs:
+        looked = (rec.get("backend") or {}).get(LOOKED)
+        if looked:
+            out[rec["id"]] = (verdict(None, 1, f"and left no exit marker (its results folder was read at {looked})"), "")
+            continue
         spec, folder, why = logs_folder(rec)
         if spec is None or folder is None or not folder.startswith("/") or "\n" in folder:
             out[rec["id"]] = (verdict(None, 1, why or "and its results folder cannot be read"), "")
@@ -180,8 +188,12 @@ def read_gone(kube: Kubectl, recs: list[dict]) -> dict[str, tuple[Observation, s
                 out[rec["id"]] = (verdict(None, 1, f"and its exit marker in {folder} could not be read ({exc})"), "")
             continue
         found = parse(text)
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         for rec, folder in members:
             kept = found.get(folder) or Kept(folder, [], {})
             nodes = int((rec.get("backend") or {}).get("nodes") or 1)
-            out[rec["id"]] = (verdict(kept, nodes), kept.log_text() if kept.logs else "")
+            obs = verdict(kept, nodes)
+            if not kept.markers:  # read, and nothing there: remembered, so no later status starts a helper for it
+                obs.backend[LOOKED] = now
+            out[rec["id"]] = (obs, kept.log_text() if kept.logs else "")
     return out
