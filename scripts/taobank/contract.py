@@ -153,6 +153,18 @@ class Observation:
         return None if self.exit_code is None else f"{self.exit_code}:{self.signal or 0}"
 
 
+@dataclass
+class SweepPreview:
+    """What a sweep's submit would send, rendered by the adapter contacting nothing: the documents sent once
+    for the whole sweep (an array script, one Job, a start command) and each trial's own (its manifest, script
+    or run command; none when the shared ones carry every trial), as ``(name, text)``, and where each trial's
+    results would go."""
+
+    shared: list[tuple[str, str]]
+    trials: list[list[tuple[str, str]]]
+    results_dirs: list[str]
+
+
 #: What stopping one job did (``Stop.outcome``): the core marks CANCELED, or the real end for ``ended``.
 STOP_OUTCOMES = ("stopped", "gone", "never_launched", "ended")
 
@@ -293,5 +305,5 @@ class Transfer(Protocol):
         """Bytes of file content received so far (the progress line)."""
 
 
-__all__ = ["SubmitOptions", "Plan", "Gate", "Launch", "Observation", "STOP_OUTCOMES", "Stop", "Finding", "preflight_ok", "CHECKPOINT_SUFFIXES", "is_checkpoint", "ResultFile",
+__all__ = ["SubmitOptions", "SweepPreview", "Plan", "Gate", "Launch", "Observation", "STOP_OUTCOMES", "Stop", "Finding", "preflight_ok", "CHECKPOINT_SUFFIXES", "is_checkpoint", "ResultFile",
            "ResultsLocation", "ResultsListing", "Transfer"]

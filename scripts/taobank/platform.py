@@ -36,7 +36,7 @@ from . import records, states
 from .text import one_line
 from .selection import by_platform, last_id, load_for, select  # noqa: F401  (the verbs' record selection)
 from .contract import (Batch, Gate, Launch, Observation, Plan, ResultFile, ResultsListing, ResultsLocation, Stop,
-                       SubmitOptions, Transfer)
+                       SubmitOptions, SweepPreview, Transfer)
 from .errors import EXIT_FAILED, EXIT_OK, TaoError, UsageError
 
 
@@ -291,6 +291,12 @@ class Platform(ABC):
     @abstractmethod
     def preview(self, spec: dict, opts: SubmitOptions) -> str:
         """What submit would send (manifest or script text), contacting nothing."""
+
+    def preview_sweep(self, specs: list[dict], opts: SubmitOptions, ids: list[str], batch: Batch) -> SweepPreview:
+        """What a sweep's submit would send for the trials ``specs`` (ids ``ids``, ``batch.sweep`` the sweep's),
+        rendered by the functions its launch uses, contacting nothing; refused as that submit would be. The
+        trial table is the core's (:func:`taobank.sweeps.preview`)."""
+        raise TaoError(f"a sweep preview is not available on {self.name}: submit one trial with --dry-run")
 
     # -------------------------------------------------------------- sweeps (the verbs: taobank.sweeps)
     #: trials are created held and released by the core as slots free (else the platform limits them itself)

@@ -58,8 +58,24 @@ def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dic
     from . import pipeline
     from .platform import get
 
+    spec, trials = _prepared(platform_name, spec, opts, trials, max_concurrent, parent_kpi=parent_kpi,
+                             parent_mode=parent_mode, allow_incomplete_parent=allow_incomplete_parent)
+    adapter = get(platform_name)
+    done = pipeline.submit(adapter, [trial_spec(spec, t) for t in trials], opts, trials=trials,
+                           max_concurrent=max_concurrent)
+    assert done.sweep is not None
+    out = Submitted(done.sweep, done.views, done.max_concurrent, done.gate.text(), done.gate.notes())
+    _supervised(adapter, done.sweep, [records.load(v.id) for v in done.views])
+    return out
+
+
+def _prepared(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dict[str, str]],
+              max_concurrent: int | None, *, parent_kpi: str | None, parent_mode: str,
+              allow_incomplete_parent: bool) -> tuple[dict, list[dict[str, str]]]:
+    """The checks every sweep submit (and its preview) makes before any platform code, and the spec with the
+    parent's placeholders filled (``--parent``)."""
     trials = sweepfile.check_trials(trials)
-    pipeline.check_concurrency(max_concurrent, len(trials))
+    check_concurrency(max_concurrent, len(trials))
     if opts.job_id:
         raise UsageError("--job-id names one job: a sweep mints one id per trial")
     if opts.continues:
@@ -71,13 +87,86 @@ def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dic
                                    kpi=parent_kpi, mode=parent_mode)
     elif parent_kpi is not None or allow_incomplete_parent:
         raise UsageError("--parent-kpi and --allow-incomplete-parent choose from a parent: give --parent ID too")
-    adapter = get(platform_name)
-    done = pipeline.submit(adapter, [trial_spec(spec, t) for t in trials], opts, trials=trials,
-                           max_concurrent=max_concurrent)
-    assert done.sweep is not None
-    out = Submitted(done.sweep, done.views, done.max_concurrent, done.gate.text(), done.gate.notes())
-    _supervised(adapter, done.sweep, [records.load(v.id) for v in done.views])
-    return out
+    return spec, trials
+
+
+# ------------------------------------------------------------------ the dry run of a sweep
+#: The names a preview renders with: submit mints real ids (one per trial, and the sweep's).
+PREVIEW_SWEEP = "preview-sweep"
+
+
+def preview_ids(n: int) -> list[str]:
+    return [f"preview-trial-{i}" for i in range(n)]
+
+
+@dataclass
+class Preview:
+    """A sweep's dry run: the trial table and what its submit would send (the adapter's rendering)."""
+
+    sweep: str
+    max_concurrent: int
+    trials: list[dict]
+    shared: list[tuple[str, str]]
+    sent: list[list[tuple[str, str]]]
+
+    def to_dict(self) -> dict:
+        return {"sweep": self.sweep, "max_concurrent": self.max_concurrent, "trials": self.trials,
+                "shared": [{"name": n, "text": t} for n, t in self.shared],
+                "sent": [{"trial": i, "name": n, "text": t} for i, docs in enumerate(self.sent) for n, t in docs]}
+
+    def text(self) -> str:
+        """The table, then what is sent once, then trial 0's own documents in full and every other trial's as
+        its difference from trial 0's (trials differ only in their overrides and names)."""
+        import difflib
+
+        from .text import one_line
+
+        rows = [("TRIAL", "ID", "OVERRIDES", "RESULTS")] + [
+            (str(t["trial"]), t["id"], one_line(" ".join(sweepfile.args_of(t["overrides"]))), t["results_dir"])
+            for t in self.trials]
+        widths = [max(len(r[i]) for r in rows) for i in range(3)]
+        out = [f"sweep preview: {len(self.trials)} trials, at most {self.max_concurrent} at once; nothing was "
+               f"contacted or created (ids and names are placeholders: submit mints them)\n"]
+        out += ["  ".join(c.ljust(w) for c, w in zip(r[:3], widths)) + "  " + r[3] + "\n" for r in rows]
+        for name, text in self.shared:
+            out.append(f"# ---- sent once for the sweep: {name} ----\n{_ended(text)}")
+        first = self.sent[0] if self.sent else []
+        for i, docs in enumerate(self.sent):
+            for j, (name, text) in enumerate(docs):
+                base = first[j][1] if i and j < len(first) else None
+                if base is None or "\n" not in text.strip():
+                    out.append(f"# ---- trial {i}: {name} ----\n{_ended(text)}")
+                    continue
+                diff = difflib.unified_diff(base.splitlines(keepends=True), text.splitlines(keepends=True),
+                                            "trial 0", f"trial {i}", n=0)
+                out.append(f"# ---- trial {i}: {name}, as trial 0's but for ----\n"
+                           + "".join(_ended(line) for line in diff if not line.startswith(("---", "+++"))))
+        return "".join(out)
+
+
+def _ended(text: str) -> str:
+    return text if text.endswith("\n") else text + "\n"
+
+
+def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dict[str, str]],
+            max_concurrent: int | None = None, *, parent_kpi: str | None = None, parent_mode: str = "min",
+            allow_incomplete_parent: bool = False) -> Preview:
+    """What ``submit`` would do with these trials, contacting nothing that changes state and opening no record:
+    the same checks, every trial's spec as submit builds it, the platform's rendering of what it sends
+    (:meth:`Platform.preview_sweep`, the functions its launch uses) and the trial table."""
+    from .platform import get
+
+    spec, trials = _prepared(platform_name, spec, opts, trials, max_concurrent, parent_kpi=parent_kpi,
+                             parent_mode=parent_mode, allow_incomplete_parent=allow_incomplete_parent)
+    k = check_concurrency(max_concurrent, len(trials))
+    ids = preview_ids(len(trials))
+    from .contract import Batch
+
+    shown = get(platform_name).preview_sweep([trial_spec(spec, t) for t in trials], opts, ids,
+                                             Batch(max_concurrent=k, sweep=PREVIEW_SWEEP))
+    table = [{"trial": i, "id": jid, "overrides": dict(t), "results_dir": folder}
+             for i, (jid, t, folder) in enumerate(zip(ids, trials, shown.results_dirs))]
+    return Preview(PREVIEW_SWEEP, k, table, shown.shared, shown.trials)
 
 
 def _supervised(adapter: Any, sweep_id: str, recs: list[dict]) -> None:
@@ -296,5 +385,5 @@ def best(sweep_id: str, kpi: str, mode: str = "min") -> Winner:
     return win
 
 
-__all__ = ["trial_spec", "submit", "Submitted", "trial_records", "status", "table", "cancel", "best",
+__all__ = ["trial_spec", "submit", "Submitted", "preview", "Preview", "trial_records", "status", "table", "cancel", "best",
            "Row", "Winner", "check_concurrency"]

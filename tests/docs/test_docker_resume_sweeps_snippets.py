@@ -25,7 +25,7 @@ def blocks() -> dict[str, str]:
 
 
 def test_every_verb_of_the_reference_has_a_tested_block():
-    assert set(blocks()) == {"stand-in", "continue", "parent", "sweep", "cancel-sweep"}
+    assert set(blocks()) == {"stand-in", "continue", "parent", "sweep", "preview-sweep", "cancel-sweep"}
 
 
 @pytest.fixture()
@@ -106,6 +106,32 @@ def test_sweep_block_runs_every_trial_and_names_the_best(bank):
     assert res.returncode == 0, res.stdout + res.stderr
     assert res.stdout.count(" COMPLETE ") == 4, res.stdout
     assert "best val_loss (min)" in res.stdout and "checkpoint train/model_epoch_001_step_00020.pth" in res.stdout
+
+
+def test_preview_sweep_block_engages_no_engine_and_shows_the_containers_the_submit_makes(bank, docker_cluster):
+    import shlex
+
+    spec, block, helper, tmp = bank
+    spec("job.yaml", 1)
+    res = block("preview-sweep", TAO_CALL_LOG=str(tmp / "calls.jsonl"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert not (tmp / "calls.jsonl").exists() and not list((tmp / "state").glob("*.json"))  # no engine call, no record
+    assert not list((tmp / "results").iterdir())
+    lines = res.stdout.splitlines()
+    assert lines[2].split()[:3] == ["0", "preview-trial-0", "train.optim.lr=0.001"], res.stdout
+    assert "docker start preview-trial-0" in lines
+    creates = [shlex.split(ln) for ln in lines if ln.startswith("docker create ")]
+    assert len(creates) == 2 and creates[1][-1] == "train.optim.lr=0.0001"
+    flags = blocks()["preview-sweep"].split("submit ", 1)[1].replace("\\\n", " ").replace("--dry-run", "--json")
+    done = json.loads(helper("tao_docker.py", "submit", *shlex.split(flags)))
+    made = json.loads(subprocess.run(["docker", "container", "inspect", *[j["id"] for j in done["jobs"]]],
+                                     capture_output=True, text=True, check=True, env={**os.environ, **docker_cluster},
+                                     timeout=60).stdout)
+    helper("tao_docker.py", "cancel", "--sweep", done["sweep"])
+    for argv, container in zip(creates, made):  # the command each container runs is the one previewed
+        image = argv.index(container["Config"]["Image"])
+        assert container["Config"]["Cmd"] == argv[image + 1:]
+        assert container["Config"]["Labels"]["org.tao-skill-bank.sweep"] == done["sweep"]
 
 
 def test_cancel_sweep_block_cancels_every_trial(bank):

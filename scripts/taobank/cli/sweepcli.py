@@ -1,6 +1,6 @@
 """The sweep flags and verbs of the helpers (one grammar for every platform; the work is taobank.sweeps).
 
-  submit ... --sweep KEY=V1,V2 [--sweep KEY2=...] | --sweep-file sweep.yaml [--max-concurrent K]
+  submit ... --sweep KEY=V1,V2 [--sweep KEY2=...] | --sweep-file sweep.yaml [--max-concurrent K] [--dry-run]
   status --sweep ID [--watch] [--json]     cancel --sweep ID     tao_jobs.py sweep best ID --kpi NAME [--mode min|max]
 """
 from __future__ import annotations
@@ -27,8 +27,6 @@ def trials_of(args: argparse.Namespace) -> list[dict[str, str]] | None:
     trials = sweepfile.trials(getattr(args, "sweep", None), getattr(args, "sweep_file", None))
     if trials is None and getattr(args, "max_concurrent", None) is not None:
         raise UsageError("--max-concurrent limits a sweep: give --sweep or --sweep-file too")
-    if trials is not None and getattr(args, "dry_run", False):
-        raise UsageError("--dry-run shows one job: drop --sweep (a trial adds KEY=VALUE arguments to the command)")
     return trials
 
 
@@ -39,6 +37,13 @@ def submit(platform: str, spec: dict, opts: object, trials: list[dict[str, str]]
 
     if getattr(args, "parent", None):
         opts = replace(opts, parent=args.parent)  # type: ignore[type-var]
+    if getattr(args, "dry_run", False):  # the trial table and what would be sent; nothing contacted or created
+        shown = sweeps.preview(platform, spec, opts, trials, args.max_concurrent,  # type: ignore[arg-type]
+                               parent_kpi=getattr(args, "parent_kpi", None),
+                               parent_mode=getattr(args, "parent_mode", "min"),
+                               allow_incomplete_parent=bool(getattr(args, "allow_incomplete_parent", False)))
+        print_json(shown.to_dict()) if args.json else sys.stdout.write(shown.text())
+        return EXIT_OK
     done = sweeps.submit(platform, spec, opts, trials, args.max_concurrent,  # type: ignore[arg-type]
                          parent_kpi=getattr(args, "parent_kpi", None), parent_mode=getattr(args, "parent_mode", "min"),
                          allow_incomplete_parent=bool(getattr(args, "allow_incomplete_parent", False)))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from ..contract import Batch, Gate, Launch, Observation, Stop, SubmitOptions
+from ..contract import Batch, Gate, Launch, Observation, Stop, SubmitOptions, SweepPreview
 from ..platform import JobView, Logs, Platform
 from . import cancel, facts, logs, observe, results_access, submit
 from .submit import DockerPlan
@@ -73,6 +73,15 @@ class Docker(Platform):
         if opts.continues:
             _, _, spec = _continuing(spec, opts.continues, self.engine)
         return submit.preview(spec, opts, engine=self.engine)
+
+    def preview_sweep(self, specs: list[dict], opts: SubmitOptions, ids: list[str], batch: Batch) -> SweepPreview:
+        creates, start, folders, gpus = submit.preview_sweep(specs, ids, batch, opts, engine=self.engine)
+        held = len(ids) - batch.max_concurrent
+        then = (f"; the {held} held trial(s) are started by the sweep's detached supervisor (tao_jobs.py sweep "
+                "supervise) as slots free" if held > 0 else "")
+        mine = "; each running trial gets GPUs of its own, read from the host at submit" if gpus else ""
+        return SweepPreview(shared=[(f"start (after every create){then}{mine}", start)],
+                            trials=[[("create", c)] for c in creates], results_dirs=folders)
 
     # -- sweeps (the verbs: taobank.sweeps): a container per trial, the extra ones created and held
     holds_trials = True

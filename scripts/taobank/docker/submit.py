@@ -229,13 +229,7 @@ def launch(plans: list[DockerPlan], recs: list[dict], batch: Batch) -> list[Laun
     first = plans[0]
     e = eng.Engine(first.engine, first.host)
     alone = batch.sweep is None and len(plans) == 1
-    argvs = []
-    for plan in plans:  # linted right before they run: a plan changed after planning (a trial's GPUs) too
-        assert plan.run is not None
-        run = plan.run if alone else dataclasses.replace(
-            plan.run, labels={**plan.run.labels, LABEL_SWEEP: batch.sweep or ""})
-        argvs.append(render.run_argv(run) if alone else render.create_argv(run))
-        render.lint_argv(argvs[-1])
+    argvs = launch_argvs(plans, batch)  # linted right before they run: a plan changed after planning (GPUs) too
     made: list[str] = []
     folders: list[str] = []
     ids: dict[str, str] = {}
@@ -282,6 +276,34 @@ def launch(plans: list[DockerPlan], recs: list[dict], batch: Batch) -> list[Laun
         out.append(Launch(backend_ref=cid[:12], backend={"container_id": cid, **({} if alone else {"held": held})},
                           message=message, details={"container": rec["id"], "results": plan.results_dir}))
     return out
+
+
+def launch_argvs(plans: list[DockerPlan], batch: Batch) -> list[list[str]]:
+    """The engine argv of each job, linted: one job's ``run --detach``; a sweep's trials each ``create``d with the
+    sweep's label (then started by ONE ``start``, see :func:`launch`; the dry run of a sweep shows these)."""
+    alone = batch.sweep is None and len(plans) == 1
+    argvs = []
+    for plan in plans:
+        assert plan.run is not None
+        run = plan.run if alone else dataclasses.replace(
+            plan.run, labels={**plan.run.labels, LABEL_SWEEP: batch.sweep or ""})
+        argvs.append(render.run_argv(run) if alone else render.create_argv(run))
+        render.lint_argv(argvs[-1])
+    return argvs
+
+
+def preview_sweep(specs: list[dict], ids: list[str], batch: Batch, opts: SubmitOptions,
+                  engine: str | None = None) -> tuple[list[str], str, list[str], bool]:
+    """(each trial's ``create`` command, the ``start`` of the first ``max_concurrent``, each trial's results
+    folder, whether the trials ask for GPUs) as the launch runs them, shell-quoted, contacting nothing. The GPUs of each trial are the spec's:
+    submit gives each running trial GPUs of its own after reading the host's (:func:`taobank.docker.sweep.check`)."""
+    import shlex
+
+    plans = [plan_submit(spec, opts, engine=engine, job_id=jid) for spec, jid in zip(specs, ids)]
+    name = plans[0].engine
+    creates = [shlex.join([name, *argv]) + "\n" for argv in launch_argvs(plans, batch)]
+    start = shlex.join([name, "start", *ids[:batch.max_concurrent]]) + "\n"
+    return creates, start, [p.results_dir for p in plans], plans[0].gpu_request not in (0, [])
 
 
 def _undo(e: eng.Engine, names: list[str], folders: list[str]) -> None:

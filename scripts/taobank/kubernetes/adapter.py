@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from .. import savedlogs
-from ..contract import Batch, Gate, Launch, Observation, Stop, SubmitOptions
+from ..contract import Batch, Gate, Launch, Observation, Stop, SubmitOptions, SweepPreview
 from ..platform import JobView, Logs, Platform
 from . import PLATFORM, cancel, credentials, logs, observe, results_access, submit
 from .submit import KubePlan
@@ -95,6 +95,17 @@ class Kubernetes(Platform):
                               ngc_pull_secret=opts.ngc_pull_secret,
                               config=dict(opts.config) if opts.config is not None else None)
         return dump_yaml(objs)
+
+    def preview_sweep(self, specs: list[dict], opts: SubmitOptions, ids: list[str], batch: Batch) -> SweepPreview:
+        from ..render import dump_yaml
+        from .kubectl import Kubectl
+
+        namespace = Kubectl(opts.namespace, opts.context).namespace
+        per_trial, folders = submit.preview_sweep(
+            specs, ids, batch, namespace=namespace, secret_env=opts.secret_env, secrets_file=opts.secrets_file,
+            ngc_pull_secret=opts.ngc_pull_secret, config=dict(opts.config) if opts.config is not None else None)
+        trials = [[(f"{o['kind']} {o['metadata']['name']}", dump_yaml([o])) for o in objs] for objs in per_trial]
+        return SweepPreview(shared=[], trials=trials, results_dirs=folders)
 
 
 PLATFORM = Kubernetes()

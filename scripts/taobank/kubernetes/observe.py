@@ -10,7 +10,8 @@ from ..contract import Observation
 from ..states import State
 from .. import states
 from ..errors import TaoError
-from . import JOB_LABEL, credentials, logs
+from .. import savedlogs
+from . import JOB_LABEL, credentials, logs, verdicts
 from . import status as smap
 from .kubectl import Kubectl
 
@@ -54,12 +55,18 @@ def observe(recs: list[dict], context: dict) -> list[Observation]:
             out += [_unasked(r, "QueryFailed", str(exc)) for r in group]
             continue
         by_id = smap.group_items(items)
+        gone = [r for r in group if r.get("backend_ref") and _gone(r, by_id.get(r["id"]))]
+        kept = verdicts.read_gone(kube, gone) if gone else {}
         for rec in group:
             if not rec.get("backend_ref"):
                 out.append(_unasked(rec, "NotLaunched",
                                     "not launched (no backend_ref): run submit --job-id " + rec["id"]))
                 continue
             obs, pods = _observe_record(kube, rec, by_id.get(rec["id"]))
+            if rec["id"] in kept:  # the Job is gone: its verdict is the exit marker its pod left on the volume
+                obs, text = kept[rec["id"]]
+                if text:
+                    context.setdefault("volume_logs", {})[rec["id"]] = text
             context.setdefault("pods", {})[rec["id"]] = (kube, pods)
             obs.job_id = rec["id"]
             obs.view = {"observed": obs.state, "reason": obs.reason, "pods": obs.pods, "exit_code": obs.exit_code,
@@ -70,6 +77,12 @@ def observe(recs: list[dict], context: dict) -> list[Observation]:
     return out
 
 
+def _gone(rec: dict, entry: dict | None) -> bool:
+    """The record's Job is not in the answer (deleted by its TTL, or by hand)."""
+    b = rec.get("backend") or {}
+    return smap.pick_job((entry or {}).get("jobs") or [], b.get("uid"), b.get("name")) is None
+
+
 def _unasked(rec: dict, reason: str, message: str) -> Observation:
     """The observation of a record that could not be asked about: it stays as it is."""
     return Observation(State(rec["state"]), message, job_id=rec["id"], asked=False,
@@ -78,7 +91,8 @@ def _unasked(rec: dict, reason: str, message: str) -> Observation:
 
 
 def ended(recs: list[dict], context: dict) -> dict[str, str]:
-    """The jobs of this poll that just ended: their pods' logs saved next to the record, and their credentials
+    """The jobs of this poll that just ended: their pods' logs (or, for a Job already gone, the volume copy read
+    with its exit marker) saved next to the record, and their credentials
     deleted with ONE ``kubectl delete secret`` per namespace (none when no job with Secrets ended), not one
     per job. The Job itself stays until its TTL for status and logs. A failed delete only adds a note (the
     garbage collector removes the Secrets with the Job)."""
@@ -90,6 +104,8 @@ def ended(recs: list[dict], context: dict) -> dict[str, str]:
             continue
         if pods:
             logs.save_final_logs(kube, rec, pods)
+        elif rec["id"] in context.get("volume_logs", {}):  # the Job was gone: the copy read with its exit marker
+            savedlogs.save(rec["id"], "logs.txt", context["volume_logs"][rec["id"]])
         if credentials.credential_secrets(rec) and (rec.get("backend") or {}).get("uid"):
             groups.setdefault((kube.context, kube.namespace), (kube, []))[1].append(rec)
     notes: dict[str, str] = {}

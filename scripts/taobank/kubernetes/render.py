@@ -59,7 +59,10 @@ MAIN_WRAPPER = (
 # writing to the pod log alone, a TERM (eviction, cancel) goes to the command while tee (TERM
 # ignored) keeps draining, and a background child left holding the pipe cannot keep the pod alive:
 # tee gets a short grace after the command ends, then the wrapper exits with the command's code.
+# Beside the copy it leaves <pod hostname>.exit ("<code> <UTC end time>", written whole by a rename):
+# the verdict survives the Job's TTL, and status reads it once the Job is gone (taobank.kubernetes.verdicts).
 LOG_COPY_DIR = "logs"
+EXIT_MARKER_SUFFIX = ".exit"
 LOG_WRAPPER = (
     'd="$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID/logs"; h="${HOSTNAME:-pod}"; f="/dev/shm/.tao-log-$h"\n'
     '{ mkdir -p -- "$d" && true >> "$d/$h.log" && rm -f -- "$f" && mkfifo -- "$f"; } 2>/dev/null || exec "$@"\n'
@@ -74,6 +77,7 @@ LOG_WRAPPER = (
     "i=0\n"
     'while kill -0 "$tpid" 2>/dev/null && [ "$i" -lt 20 ]; do sleep 0.1 2>/dev/null || sleep 1; i=$((i + 1)); done\n'
     'kill -KILL "$tpid" 2>/dev/null; rm -f -- "$f"\n'
+    '{ printf "%s %s\\n" "$rc" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$d/$h.exit.tmp" && mv -f -- "$d/$h.exit.tmp" "$d/$h.exit"; } 2>/dev/null\n'
     'exit "$rc"\n'
 )
 # The uploader waits for the exit marker, or for the main process to vanish

@@ -192,6 +192,9 @@ def _tail(text: str, lines: int = 5) -> str:
     return ("; last log lines: " + " | ".join(last)) if last else ""
 
 
+tail_text = _tail  # the same last-lines clause for a verdict read from the exit marker (taobank.kubernetes.verdicts)
+
+
 def observe(job: dict | None, pods: list[dict], logs: dict[str, str] | None = None) -> Observation:
     """Map one Job (None = not found) and its pods to the bank's vocabulary."""
     if job is None:

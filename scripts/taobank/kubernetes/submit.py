@@ -130,11 +130,7 @@ def launch(plans: list[KubePlan], recs: list[dict], batch: Batch) -> list[Launch
     for i, (p, rec) in enumerate(zip(plans, recs)):
         # the spec (secret-free: linted) stays with the record: logs reads the volume copy through it
         fsio.write_private(records.artifact_dir(rec["id"]) / SPEC_FILE, json.dumps(p.spec, sort_keys=True) + "\n")
-        job = copy.deepcopy(render.find(p.objs, "Job"))
-        if batch.sweep:
-            job["metadata"].setdefault("labels", {})[SWEEP_LABEL] = batch.sweep
-            job["spec"]["suspend"] = i >= batch.max_concurrent
-        jobs.append(job)
+        jobs.append(launched_job(render.find(p.objs, "Job"), i, batch))
     made: list[dict] = []
     try:
         # the Jobs first: each one's UID owns everything else, which is then created owned (create is the only verb)
@@ -151,6 +147,37 @@ def launch(plans: list[KubePlan], recs: list[dict], batch: Batch) -> list[Launch
         return out
     except TaoError as exc:
         raise TaoError(f"{exc}{_undo(kube, made, batch)}") from None
+
+
+def launched_job(job: dict | None, index: int, batch: Batch) -> dict:
+    """The Job the launch creates for job ``index`` of a batch: a sweep's labelled with its sweep id, those past
+    ``max_concurrent`` suspended (the dry run of a sweep shows exactly this)."""
+    job = copy.deepcopy(job or {})
+    if batch.sweep:
+        job["metadata"].setdefault("labels", {})[SWEEP_LABEL] = batch.sweep
+        job["spec"]["suspend"] = index >= batch.max_concurrent
+    return job
+
+
+def preview_sweep(specs: list[dict], ids: list[str], batch: Batch, *, namespace: str,
+                  secret_env: list[str] | tuple[str, ...] = (), secrets_file: str | None = None,
+                  ngc_pull_secret: bool = False, config: dict | None = None) -> tuple[list[list[dict]], list[str]]:
+    """What a sweep's launch creates, contacting nothing: each trial's objects as :func:`preview` renders them
+    (Secrets masked), its Job as :func:`launched_job` makes it, refused as :func:`check` refuses the batch; and
+    each trial's results folder."""
+    out, folders = [], []
+    for i, (spec, jid) in enumerate(zip(specs, ids)):
+        objs = preview(spec, namespace=namespace, job_id=jid, secret_env=secret_env, secrets_file=secrets_file,
+                       ngc_pull_secret=ngc_pull_secret, config=config)
+        if i == 0:  # what check refuses for a batch, with the same plan facts (names only: no value is read)
+            refuse_batch(KubePlan(spec=spec, image=spec.get("image", ""), network_arch="", action="",
+                                  storage_tier="", results_dir="", nodes=int(spec.get("nodes", 1)),
+                                  creds=dict.fromkeys(credentials.credential_names(secret_env, secrets_file), ""),
+                                  ngc_key="<masked>" if ngc_pull_secret else None, config=config))
+        job = render.find(objs, "Job")
+        out.append([launched_job(job, i, batch) if o is job else o for o in objs])
+        folders.append(resultsmod.plan(spec, staging=render.staging_dir(spec)).for_job(jid).folder)
+    return out, folders
 
 
 def _create_owned(kube: Kubectl, p: KubePlan, jid: str, job: dict) -> list[tuple[str, str]]:

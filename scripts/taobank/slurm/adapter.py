@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Mapping
 
-from ..contract import Batch, Gate, Launch, Observation, Stop, SubmitOptions
+from ..contract import Batch, Gate, Launch, Observation, Stop, SubmitOptions, SweepPreview
 from ..errors import UsageError
 from ..platform import JobView, Logs, Platform
 from . import cancel, facts, logs, observe, resources, results_access, submit
@@ -108,6 +108,14 @@ class Slurm(Platform):
 
             continued.check(spec, opts.continues)
         return submit.preview(spec, opts.job_id or "preview-job", opts.env)
+
+    def preview_sweep(self, specs: list[dict], opts: SubmitOptions, ids: list[str], batch: Batch) -> SweepPreview:
+        from . import sweep
+
+        array, trials, folders = sweep.preview(specs, ids, batch, opts.env)
+        return SweepPreview(shared=[("array.sbatch (sbatch --parsable; SLURM runs at most "
+                                     f"{batch.max_concurrent} tasks at once)", array)],
+                            trials=[[t] for t in trials], results_dirs=folders)
 
 
 PLATFORM = Slurm()

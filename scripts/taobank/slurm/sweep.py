@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import posixpath
 import shlex
+from typing import Mapping
 
 from ..contract import Batch, Launch
 from ..errors import TaoError
@@ -73,6 +74,34 @@ def array_script(sweep_id: str, sweep_dir: str, first: render.ScriptInput, names
     return "\n".join(lines) + DISPATCH
 
 
+def array_for(sweep_id: str, base: str, first: render.ScriptInput, ids: list[str], max_concurrent: int) -> str:
+    """The array script of the trials ``ids`` staged under ``base`` (each trial's folder and script where the
+    launch stages them): what the launch sends (after its lint) and the dry run shows."""
+    dirs = [storage.job_dir(base, jid) for jid in ids]
+    scripts = [posixpath.join(d, f"sbatch/job_{jid}.sbatch") for d, jid in zip(dirs, ids)]
+    return array_script(sweep_id, storage.job_dir(base, sweep_id), first, ids, dirs, scripts, max_concurrent)
+
+
+def preview(specs: list[dict], ids: list[str], batch: Batch, env: Mapping[str, str] | None = None
+            ) -> tuple[str, list[tuple[str, str]], list[str]]:
+    """(the array script, each trial's script, each trial's results folder) as the launch renders them,
+    contacting nothing; refused as the launch refuses a script holding a credential."""
+    from .submit import plan
+
+    assert batch.sweep is not None
+    decided = [plan(spec, env, need_secrets=False) for spec in specs]
+    first = decided[0]
+    image = (first.sqsh or first.pyxis_image) if first.runtime == "pyxis" else first.pyxis_image
+    trials = []
+    for d, jid in zip(decided, ids):
+        text = render.render(script_input(d, jid, image))
+        render.lint_secrets(text, f"job_{jid}.sbatch")
+        trials.append((f"job_{jid}.sbatch", text))
+    array = array_for(batch.sweep, first.base, script_input(first, ids[0], image), ids, batch.max_concurrent)
+    render.lint_secrets(array, f"{batch.sweep}.sbatch")
+    return array, trials, [storage.results_dir(first.base, jid) for jid in ids]
+
+
 def launch(plans: list[SlurmPlan], recs: list[dict], batch: Batch) -> list[Launch]:
     """Every trial staged as an ordinary job in ONE command, then ONE sbatch of the array over them."""
     first = plans[0]
@@ -87,7 +116,7 @@ def launch(plans: list[SlurmPlan], recs: list[dict], batch: Batch) -> list[Launc
     sweep_dir = storage.job_dir(base, sweep_id)
     files: dict[str, str | bytes] = {}
     made: list[str] = [posixpath.join(sweep_dir, storage.LOG_DIR), posixpath.join(sweep_dir, "sbatch")]
-    backends, names, dirs, scripts = [], [], [], []
+    backends, names = [], []
     for p, rec in zip(plans, recs):
         jid = rec["id"]
         d = p.decided
@@ -103,14 +132,14 @@ def launch(plans: list[SlurmPlan], recs: list[dict], batch: Batch) -> list[Launc
             files[f"{jid}/{rel}"] = data
         made += [results] + [posixpath.join(jdir, sub) for sub in ("sbatch", storage.LOG_DIR, "meta", "specs", "env")]
         script = posixpath.join(jdir, f"sbatch/job_{jid}.sbatch")
-        names.append(jid), dirs.append(jdir), scripts.append(script)
+        names.append(jid)
         backends.append({"staged_dir": jdir, "results_dir": results, "script": script, "login_host": conn.host.entry,
                          "job_name": jid, "staged_secrets": bool(d.secrets), "self_retry": inp.self_retries > 0,
                          **({"walltime_chain": True, "max_attempts": inp.chain.max_attempts} if inp.chain else {}),
                          "infra_retries": bool(d.spec.get("infra_retries", True))})
     render.lint(render.render(script_input(first.decided, recs[0]["id"], first.run_image)), "trial.sbatch")
-    array = array_script(sweep_id, sweep_dir, script_input(first.decided, recs[0]["id"], first.run_image),
-                         names, dirs, scripts, max_concurrent)
+    array = array_for(sweep_id, base, script_input(first.decided, recs[0]["id"], first.run_image), names,
+                      max_concurrent)
     render.lint(array, f"{sweep_id}.sbatch")
     array_path = posixpath.join(sweep_dir, "sbatch", "array.sbatch")
     files[f"{sweep_id}/sbatch/array.sbatch"] = array
