@@ -258,6 +258,41 @@ def test_a_full_disk_is_one_line_and_leaves_no_partial_file(pod, cli, tmp_path, 
     assert sorted(p.name for p in (tmp_path / "dl").iterdir()) == ["a.pth"]  # a whole verified file stays
 
 
+def test_sigterm_during_a_fetch_deletes_the_reader_and_keeps_what_was_verified(pod, cli, tmp_path, monkeypatch):
+    """``kill`` of the client half-way: the reader Job is deleted (a second TERM meanwhile is ignored), the
+    handlers are as before, and the rerun asks only for the file that did not arrive."""
+    import signal
+
+    rec = k8s_job()
+    want = {"a.pth": b"a" * 10, "b.pth": b"b" * 10}
+    pod.answer("FILE_FACTS", facts_text(want))
+    full = sent(want)
+
+    def killed(call):
+        os.kill(os.getpid(), signal.SIGTERM)  # the handler raises at once, before this answer is read
+        return ok(full)
+
+    pod.answer("SEND_FILES", killed, times=1)
+    deleted: list[object] = []
+    pod.kubectl("delete", "job", answer=lambda c: deleted.append(signal.getsignal(signal.SIGTERM)) or ok(""))
+    before = signal.getsignal(signal.SIGTERM)
+    out = cli("tao_jobs.py", "fetch", rec["id"], "--to", tmp_path / "dl")
+    assert out.rc != 0 and "interrupted" in out.err, out
+    assert deleted == [signal.SIG_IGN] and signal.getsignal(signal.SIGTERM) == before
+    reader = reader_manifest(pod)
+    assert reader["spec"]["template"]["metadata"]["labels"]["tao-skill-bank/for-job"] == rec["id"]
+    assert reader["spec"]["activeDeadlineSeconds"] > 0 and reader["spec"]["ttlSecondsAfterFinished"] > 0
+    pod.calls.clear()
+    pod.kubectl("create", answer=echo_applied())
+    pod.answer("SEND_FILES", ok(sent({"b.pth": want["b.pth"]})))  # type: ignore[arg-type]
+    (tmp_path / "dl").mkdir(exist_ok=True)
+    (tmp_path / "dl" / "a.pth").write_bytes(want["a.pth"])  # as if a.pth had arrived whole before the kill
+    os.utime(tmp_path / "dl" / "a.pth", (MTIME, MTIME))
+    out = cli("tao_jobs.py", "fetch", rec["id"], "--to", tmp_path / "dl")
+    assert out.rc == 0, out
+    assert pod.kubectl_calls("exec")[-1].stdin == f"0 10 {MTIME} ./b.pth\n"
+
+
 def test_an_existing_file_is_never_replaced_without_force(pod, cli, tmp_path):
     rec = k8s_job()
     want = {"model_epoch_004.pth": b"four\n"}

@@ -50,7 +50,7 @@ def manifest(spec: dict, name: str, namespace: str, argv: list[str], *, deadline
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": name, "namespace": namespace, "labels": labels},
             "spec": {"backoffLimit": 0, "ttlSecondsAfterFinished": 60, "activeDeadlineSeconds": deadline_s,
-                     "template": {"metadata": {"labels": {HELPER_LABEL: "true", **MANAGED_BY}}, "spec": pod}}}
+                     "template": {"metadata": {"labels": labels}, "spec": pod}}}
 
 
 def run(kube: Kubectl, spec: dict, argv: list[str], *, purpose: str, timeout_s: int | None = None,
@@ -111,16 +111,19 @@ class Reader:
 @contextmanager
 def reader(kube: Kubectl, spec: dict, *, purpose: str, writable: bool = False, for_job: str | None = None,
            sleep=time.sleep) -> Iterator[Reader]:
-    """A helper pod on the job's volumes (at the job's paths) kept up by ``sleep`` until the block ends, then
-    deleted; if that delete is lost, its deadline (``kubernetes.results_reader_max_s``) and TTL remove it."""
+    """A helper pod on the job's volumes (at the job's paths) kept up until the block ends, then deleted, on
+    every way out (SIGTERM and SIGHUP included: :func:`_deleted_on_signals`). A client killed outright leaves it
+    until it has been idle :data:`READER_IDLE_S` (:data:`READER_WATCHDOG`), at most its deadline
+    (``kubernetes.results_reader_max_s``); the Job's TTL then removes it."""
     max_s = int(pins.resolve("kubernetes.results_reader_max_s"))
     wait_s = int(pins.resolve("kubernetes.volume_job_timeout_s"))
     name = f"tao-read-{secrets.token_hex(4)}"
-    obj = manifest(spec, name, kube.namespace, ["sleep", str(max_s)], deadline_s=max_s, writable=writable,
-                   for_job=for_job)
-    obj["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 1  # sleep as PID 1 ignores TERM
-    kube.apply([obj], create=True)
+    obj = manifest(spec, name, kube.namespace, ["sh", "-c", READER_WATCHDOG, "tao-reader", str(READER_IDLE_S)],
+                   deadline_s=max_s, writable=writable, for_job=for_job)
+    obj["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 1  # sh as PID 1 ignores TERM
+    restore = _deleted_on_signals()
     try:
+        kube.apply([obj], create=True)
         end = time.monotonic() + wait_s
         while True:
             pods = kube.items("pods", "-l", f"job-name={name}", what="kubectl get pods")
@@ -136,5 +139,51 @@ def reader(kube: Kubectl, spec: dict, *, purpose: str, writable: bool = False, f
             sleep(1)
         yield Reader(kube, up[0]["metadata"]["name"])
     finally:
-        kube.run("delete", "job", name, "--ignore-not-found", "--wait=false", check=False,
-                 what="kubectl delete job")
+        restore(ignore=True)  # a second Ctrl-C must not stop the delete
+        try:
+            kube.run("delete", "job", name, "--ignore-not-found", "--wait=false", check=False,
+                     what="kubectl delete job")
+        finally:
+            restore(ignore=False)
+
+
+#: $1: seconds. The reader pod's PID 1: it ends once no ``kubectl exec`` has run in it for $1 seconds (counted
+#: in /proc the same way at start and every 5 s), so a client killed with SIGKILL leaves it up that long, not
+#: until its deadline; the Job's TTL then removes it.
+READER_WATCHDOG = r"""
+count() { set -- /proc/[0-9]*; echo $#; }
+base=$(count); idle=0
+while [ "$idle" -lt "$1" ]; do
+  sleep 5
+  if [ "$(count)" -gt "$base" ]; then idle=0; else idle=$((idle + 5)); fi
+done
+"""
+#: How long a reader pod waits for its first or next command (the client runs them back to back).
+READER_IDLE_S = 60
+
+
+def _deleted_on_signals():
+    """While a reader pod is up, SIGTERM and SIGHUP end the client as Ctrl-C does (an exception, so the
+    ``finally`` deletes the pod) instead of killing it on the spot; returns ``restore(ignore)``: ignore them
+    while the delete runs, then put the old handlers back. Off the main thread (no handlers there): nothing."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda ignore: None
+    sigs = [s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s is not None]
+    old = {s: signal.getsignal(s) for s in sigs}
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    for s in sigs:
+        if old[s] in (signal.SIG_DFL, None):
+            signal.signal(s, stop)
+
+    def restore(ignore: bool) -> None:
+        for s in sigs:
+            if old[s] in (signal.SIG_DFL, None):
+                signal.signal(s, signal.SIG_IGN if ignore else old[s] or signal.SIG_DFL)
+
+    return restore
