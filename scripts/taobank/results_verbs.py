@@ -40,6 +40,7 @@ from .contract import ResultFile, ResultsListing, ResultsLocation
 from .errors import TaoError, UsageError
 from .paths import rel_path
 from .platform import get, load_for
+from .run import signals_interrupt
 
 #: A transfer says nothing for this long (seconds), then shows bytes so far at most every EVERY_S.
 QUIET_S = 10.0
@@ -259,9 +260,11 @@ class Fetched:
     file: ResultFile
     local: str
     verified: str
+    #: bytes of it this run moved (less than its size when an interrupted fetch was resumed; 0: already here)
+    moved: int = 0
 
     def to_dict(self) -> dict:
-        return {**self.file.to_dict(), "local": self.local, "verified": self.verified}
+        return {**self.file.to_dict(), "local": self.local, "verified": self.verified, "moved": self.moved}
 
     def line(self) -> str:
         from .text import one_line
@@ -281,6 +284,7 @@ class _Transfer:
         self.fetched: dict[str, Fetched] = {}
         self._note = note
         self._have: dict[str, int | None] = {}
+        self._from: dict[str, int] = {}
         self._state: dict[str, dict] = _read_state(self.staging)
 
     def note(self, text: str) -> None:
@@ -332,6 +336,7 @@ class _Transfer:
             fh.seek(offset)
             self._state[file.path] = {"size": file.size, "mtime": int(file.mtime), "have": offset}
             _write_state(self.staging, self._state)
+            self._from[file.path] = offset
             yield fh
 
     def verified(self, file: ResultFile, upto: int) -> None:
@@ -352,7 +357,7 @@ class _Transfer:
         target = _place(self.staging, self.dest, file.path, self.force)
         self._state.pop(file.path, None)
         _write_state(self.staging, self._state)
-        self.fetched[file.path] = Fetched(file, str(target), how)
+        self.fetched[file.path] = Fetched(file, str(target), how, file.size - self._from.get(file.path, 0))
 
     def discard(self, file: ResultFile) -> None:
         try:
@@ -445,7 +450,7 @@ def fetch(platform: str | None, job_id: str, paths: list[str], to: str | Path, *
     if not dest.is_dir():
         raise TaoError(f"--to {dest} is not a folder")
     meter = Meter(emit, clock=clock)
-    with _staging(dest, rec["id"]) as (staging, shared):
+    with signals_interrupt(), _staging(dest, rec["id"]) as (staging, shared):  # kill: verified bytes stay
         transfer = _Transfer(dest, force, meter, note, staging)
         try:
             facts = adapter.fetch_results(rec, loc, wanted, staging, transfer)

@@ -227,6 +227,7 @@ def test_a_broken_stream_keeps_only_verified_bytes_and_a_rerun_resumes(pod, cli,
     out = cli("tao_jobs.py", "fetch", rec["id"], "--to", tmp_path / "dl")
     assert out.rc == 0, out
     assert pod.kubectl_calls("exec")[-1].stdin == f"8 12 {MTIME} ./model_epoch_004.pth\n"  # only what is missing
+    assert "fetched 1 files" in out.out
     assert (tmp_path / "dl" / "model_epoch_004.pth").read_bytes() == data
     assert os.listdir(tmp_path / "dl") == ["model_epoch_004.pth"]
 

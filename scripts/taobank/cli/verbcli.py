@@ -298,7 +298,9 @@ def cmd_fetch(args: argparse.Namespace, platform: str | None) -> int:
         print_json([f.to_dict() for f in got])
     else:
         total = sum(f.file.size for f in got)
-        print(f"fetched {len(got)} files ({results_verbs.human(total)}) of {job_id}, each verified:")
+        moved = sum(f.moved for f in got)
+        now = "" if moved == total else f", {results_verbs.human(moved)} moved by this run"
+        print(f"fetched {len(got)} files ({results_verbs.human(total)}{now}) of {job_id}, each verified:")
         for f in got:
             print(f"  {f.line()}")
     return EXIT_OK

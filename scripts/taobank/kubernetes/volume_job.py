@@ -20,7 +20,7 @@ from typing import BinaryIO, ContextManager, Iterator
 from .. import pins
 from ..errors import TaoError
 from . import MANAGED_BY, render
-from ..run import Result, pipe
+from ..run import Result, pipe, signals_held, signals_interrupt
 from .kubectl import Kubectl
 
 #: Label of the helper Jobs (never the job-id label: status and cancel must not see them as the job's pods).
@@ -112,16 +112,20 @@ class Reader:
 def reader(kube: Kubectl, spec: dict, *, purpose: str, writable: bool = False, for_job: str | None = None,
            sleep=time.sleep) -> Iterator[Reader]:
     """A helper pod on the job's volumes (at the job's paths) kept up until the block ends, then deleted, on
-    every way out (SIGTERM and SIGHUP included: :func:`_deleted_on_signals`). A client killed outright leaves it
-    until it has been idle :data:`READER_IDLE_S` (:data:`READER_WATCHDOG`), at most its deadline
-    (``kubernetes.results_reader_max_s``); the Job's TTL then removes it."""
+    every way out (SIGTERM and SIGHUP included: :func:`taobank.run.signals_interrupt`). A client killed
+    outright leaves it until it has been idle :data:`READER_IDLE_S` (:data:`READER_WATCHDOG`), at most its
+    deadline (``kubernetes.results_reader_max_s``); the Job's TTL then removes it."""
     max_s = int(pins.resolve("kubernetes.results_reader_max_s"))
     wait_s = int(pins.resolve("kubernetes.volume_job_timeout_s"))
     name = f"tao-read-{secrets.token_hex(4)}"
     obj = manifest(spec, name, kube.namespace, ["sh", "-c", READER_WATCHDOG, "tao-reader", str(READER_IDLE_S)],
                    deadline_s=max_s, writable=writable, for_job=for_job)
     obj["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 1  # sh as PID 1 ignores TERM
-    restore = _deleted_on_signals()
+    with signals_interrupt():
+        yield from _up(kube, obj, name, purpose, wait_s, sleep)
+
+
+def _up(kube: Kubectl, obj: dict, name: str, purpose: str, wait_s: int, sleep) -> Iterator[Reader]:
     try:
         kube.apply([obj], create=True)
         end = time.monotonic() + wait_s
@@ -139,12 +143,9 @@ def reader(kube: Kubectl, spec: dict, *, purpose: str, writable: bool = False, f
             sleep(1)
         yield Reader(kube, up[0]["metadata"]["name"])
     finally:
-        restore(ignore=True)  # a second Ctrl-C must not stop the delete
-        try:
+        with signals_held():  # a second Ctrl-C must not stop the delete
             kube.run("delete", "job", name, "--ignore-not-found", "--wait=false", check=False,
                      what="kubectl delete job")
-        finally:
-            restore(ignore=False)
 
 
 #: $1: seconds. The reader pod's PID 1: it ends once no ``kubectl exec`` has run in it for $1 seconds (counted
@@ -160,30 +161,3 @@ done
 """
 #: How long a reader pod waits for its first or next command (the client runs them back to back).
 READER_IDLE_S = 60
-
-
-def _deleted_on_signals():
-    """While a reader pod is up, SIGTERM and SIGHUP end the client as Ctrl-C does (an exception, so the
-    ``finally`` deletes the pod) instead of killing it on the spot; returns ``restore(ignore)``: ignore them
-    while the delete runs, then put the old handlers back. Off the main thread (no handlers there): nothing."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return lambda ignore: None
-    sigs = [s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s is not None]
-    old = {s: signal.getsignal(s) for s in sigs}
-
-    def stop(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    for s in sigs:
-        if old[s] in (signal.SIG_DFL, None):
-            signal.signal(s, stop)
-
-    def restore(ignore: bool) -> None:
-        for s in sigs:
-            if old[s] in (signal.SIG_DFL, None):
-                signal.signal(s, signal.SIG_IGN if ignore else old[s] or signal.SIG_DFL)
-
-    return restore
