@@ -235,3 +235,54 @@ def test_an_unreadable_subfolder_is_a_note_not_a_failed_fetch(job, tmp_path, mon
     got = results_sh.fetch_files(Local(shell), str(job), ["train/status.json"], into, transfer(into, notes))
     assert [f.path for f in got] == ["train/status.json"] and (into / "train" / "status.json").is_file()
     assert len(notes) == 1 and "could not be read" in notes[0] and "\n" not in notes[0]
+
+
+# ------------------------------------------------------------------ Docker: a local copy, the same refusals
+def docker_fetch(job: Path, dest: Path, paths: list[str]) -> results_verbs._Transfer:
+    from taobank.contract import ResultsLocation
+    from taobank.docker import results_access
+
+    seen = transfer(dest)
+    results_access.fetch_results({"id": job.name}, ResultsLocation(str(job), True), paths, dest, seen)
+    return seen
+
+
+def test_docker_copies_each_file_locally_and_refuses_links(job, tmp_path):
+    seen = docker_fetch(job, tmp_path / "into", [])
+    assert {p: f.verified for p, f in seen.fetched.items()} == {
+        p: "size+mtime (a local copy)" for p in ["-rf", "a b.txt", *CKPTS, "train/status.json"]}
+    assert all((tmp_path / "into" / p).read_bytes() == (job / p).read_bytes() for p in seen.fetched)
+    with pytest.raises(TaoError, match="is a link or leads out"):
+        docker_fetch(job, tmp_path / "other", ["up/secret"])
+
+
+def test_docker_never_follows_a_link_swapped_in_after_the_listing(job, tmp_path):
+    """A training replacing a folder of its results with a link out between the listing and the copy."""
+    from taobank.docker.results_access import open_inside
+
+    os.close(open_inside(str(job), "train/status.json"))
+    (job / "train").rename(job / "train-real")
+    (job / "train").symlink_to(job / "train-real")
+    with pytest.raises(OSError):
+        open_inside(str(job), "train/status.json")
+    (job / "train").unlink()
+    (job / "train").symlink_to(tmp_path)
+    with pytest.raises(OSError):
+        open_inside(str(job), "train/status.json")
+
+
+def test_docker_names_a_file_rewritten_during_the_copy_and_keeps_nothing_of_it(job, tmp_path, monkeypatch):
+    from taobank.docker import results_access
+
+    real = results_access._copy
+
+    def appending(src, w, offset, size, done, seen):
+        out = real(src, w, offset, size, done, seen)
+        with open(job / "train" / "status.json", "a") as fh:
+            fh.write("more\n")
+        return out
+
+    monkeypatch.setattr(results_access, "_copy", appending)
+    with pytest.raises(TaoError, match="train/status.json changed while being fetched"):
+        docker_fetch(job, tmp_path / "into", ["train/status.json"])
+    assert not list((tmp_path / "into").glob("**/status.json"))
