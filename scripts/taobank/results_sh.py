@@ -89,9 +89,11 @@ BLOCK = 64 << 20
 DD_BLOCK = 1 << 20
 
 #: $1: the results folder, $2: the block size (a multiple of 1 MiB). stdin: "<offset> <size> <mtime> ./<name>"
-#: per file (names are read by the shell, never by a tool, so none is an option). Each file is READ ONCE: its
-#: bytes go to stdout through ``tee``, which also feeds the digest (POSIX ``cksum``, CRC-32 + length, where the
-#: system has it: memory speed; else ``md5sum``: busybox builds without cksum). Per file:
+#: per file (names are read by the shell, never by a tool, so none is an option). Each file is READ ONCE from
+#: its storage: its bytes go to stdout through ``tee``, which also feeds the digest (POSIX ``cksum``, CRC-32 +
+#: length, where the system has it: memory speed; else ``md5sum``: busybox builds without cksum). Busybox's tee
+#: copies 1 KiB at a time (64 MB/s), so there each block is read into a temp file, which the digest and ``dd``
+#: then read from memory. Per file:
 #: "@@file <alg> <offset> <size> <mtime> ./<name>" (offset: where it starts, 0 unless the size and mtime are the
 #: ones given), then per block of at most $2 bytes the bytes and "@@sum <digest> [<length>]", then
 #: "@@end <size> <mtime>" as stat says after the read (a file rewritten meanwhile differs). A file that is gone or
@@ -105,6 +107,7 @@ trap 'rm -rf "$t"' EXIT
 trap 'exit 143' TERM HUP INT PIPE
 mkfifo "$t/p" || exit 5
 if cksum </dev/null >/dev/null 2>&1; then alg=crc; else alg=md5; fi
+case $(tee --help 2>&1) in *BusyBox*) split=copy ;; *) split=tee ;; esac
 while IFS= read -r line; do
   off=${line%% *}; rest=${line#* }; want=${rest%% *}; rest=${rest#* }; wt=${rest%% *}; f=${rest#* }
   case $f in ./*) ;; *) echo "refused name: $f" >&2; exit 4 ;; esac
@@ -117,11 +120,18 @@ while IFS= read -r line; do
   printf '@@file %s %s %s %s %s\n' "$alg" "$off" "$size" "$mt" "$f"
   while [ "$off" -lt "$size" ]; do
     n=$((size - off)); [ "$n" -gt "$B" ] && n=$B
-    if [ $alg = crc ]; then cksum < "$t/p" > "$t/h" & else md5sum < "$t/p" > "$t/h" & fi
-    if [ $((n % K)) -eq 0 ]; then
-      dd if="$f" bs=$K skip=$((off / K)) count=$((n / K)) 2>/dev/null | tee "$t/p"
+    if [ $split = copy ]; then
+      dd if="$f" of="$t/b" bs=$K skip=$((off / K)) count=$(((n + K - 1) / K)) 2>/dev/null
+      truncate -s "$n" "$t/b" || exit 6
+      if [ $alg = crc ]; then cksum < "$t/b" > "$t/h" & else md5sum < "$t/b" > "$t/h" & fi
+      dd if="$t/b" bs=$K 2>/dev/null
     else
-      dd if="$f" bs=$K skip=$((off / K)) count=$(((n + K - 1) / K)) 2>/dev/null | head -c "$n" | tee "$t/p"
+      if [ $alg = crc ]; then cksum < "$t/p" > "$t/h" & else md5sum < "$t/p" > "$t/h" & fi
+      if [ $((n % K)) -eq 0 ]; then
+        dd if="$f" bs=$K skip=$((off / K)) count=$((n / K)) 2>/dev/null | tee "$t/p"
+      else
+        dd if="$f" bs=$K skip=$((off / K)) count=$(((n + K - 1) / K)) 2>/dev/null | head -c "$n" | tee "$t/p"
+      fi
     fi
     wait $! || exit 6
     read -r h c < "$t/h" || exit 6
