@@ -460,6 +460,10 @@ def fetch(platform: str | None, job_id: str, paths: list[str], to: str | Path, *
             shutil.rmtree(staging, ignore_errors=True)
             raise TaoError(f"--to {dest}: the disk is full ({exc.strerror}): the partial files were removed; free "
                            "space there or pick another --to, and fetch again") from None
+        except BaseException:
+            if not any((v or {}).get("have") for v in _read_state(staging).values()):
+                shutil.rmtree(staging, ignore_errors=True)  # nothing verified to resume from: leave no folder
+            raise
         meter.finish()
         if not facts:
             raise TaoError("nothing to fetch: the paths hold no regular file")
