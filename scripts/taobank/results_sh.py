@@ -3,13 +3,14 @@
 Kubernetes runs them in a short-lived reader pod (``kubectl exec POD -- sh -c
 SCRIPT tao ARG...``), SLURM over the one SSH connection
 (``Connection.script``). They run under busybox sh and a login node's
-GNU tools alike: ``find``, ``stat -c``, ``sha256sum``, ``tar``. The folder is
-always ``$1`` and every name a ``./`` path, so nothing a user or a training
-wrote can be read as an option or as code. Names holding a newline or a
-backslash are left out (a line protocol cannot carry them, and GNU tar reads
-backslashes in names as escapes). The parsers here turn the output back
+GNU tools alike: ``find``, ``stat -c``, ``dd``, ``tee``, ``cksum`` or
+``md5sum``. The folder is always ``$1`` and every name a ``./`` path, so
+nothing a user or a training wrote can be read as an option or as code.
+Names holding a newline or a backslash are left out and named in a note (a
+line protocol cannot carry them). The parsers here turn the output back
 into :class:`~taobank.contract.ResultFile` values and refuse what they do
-not recognise.
+not recognise; :func:`receive` writes a fetch's stream block by verified
+block through the core's :class:`~taobank.contract.Transfer`.
 """
 from __future__ import annotations
 
@@ -97,9 +98,11 @@ DD_BLOCK = 1 << 20
 #: "@@file <alg> <offset> <size> <mtime> ./<name>" (offset: where it starts, 0 unless the size and mtime are the
 #: ones given), then per block of at most $2 bytes the bytes and "@@sum <digest> [<length>]", then
 #: "@@end <size> <mtime>" as stat says after the read (a file rewritten meanwhile differs). A file that is gone or
-#: no longer a regular file: "@@gone ./<name>".
+#: no longer a regular file: "@@gone ./<name>"; one whose folder now leads out (a link swapped in since the
+#: listing): "@@outside ./<name>".
 SEND_FILES = r"""
 cd -- "$1" || exit 3
+root=$(pwd -P)
 B=$2
 K=1048576
 t=$(mktemp -d "${TMPDIR:-/tmp}/tao-send.XXXXXX") || exit 5
@@ -114,6 +117,8 @@ while IFS= read -r line; do
   case /$f/ in */../*) echo "refused name: $f" >&2; exit 4 ;; esac
   case $off$want$wt in *[!0-9]*|'') echo "refused line: $line" >&2; exit 4 ;; esac
   if [ -L "$f" ] || [ ! -f "$f" ]; then printf '@@gone %s\n' "$f"; continue; fi
+  up=$(cd -P -- "${f%/*}" && pwd -P) || { printf '@@gone %s\n' "$f"; continue; }
+  case $up in "$root" | "$root"/*) ;; *) printf '@@outside %s\n' "$f"; continue ;; esac
   s=$(stat -c "%s %Y" "$f") || { printf '@@gone %s\n' "$f"; continue; }
   size=${s% *}; mt=${s#* }
   if [ "$size $mt" != "$want $wt" ] || [ "$off" -gt "$size" ] || [ $((off % K)) -ne 0 ]; then off=0; fi
@@ -335,6 +340,10 @@ def receive(out: BinaryIO, folder: str, files: list[ResultFile], transfer: Trans
                 transfer.note(f"{name} was deleted from {folder} while the fetch ran (a training rotating its "
                               "checkpoints): not fetched")
             continue
+        if line.startswith(b"@@outside ./"):
+            name = line[12:].rstrip(b"\n").decode("utf-8", "replace")
+            raise TaoError(f"{name} now leads out of the results folder {folder} (a link swapped in since it was "
+                           "listed): refused")
         m = _HEAD.fullmatch(line)
         name = m[5].decode("utf-8", "surrogateescape") if m else ""
         if not m or name not in pending:

@@ -10,12 +10,15 @@ removes. What is decided here, the same everywhere:
 * the best checkpoint: TAO's status file (``taobank.progress``) gives the
   epoch where a KPI is best, and the checkpoint is the one whose name carries
   that epoch (``model_epoch_004.pth``);
-* a download lands in a private temp folder inside the destination, every
-  file's size and digest is checked against what the cluster computed, and
-  only then is each renamed to its final name: a partial or corrupt file is
-  never left under that name, and an existing file is never replaced
-  without ``force``;
-* progress (bytes so far) once a transfer has run for :data:`QUIET_S`;
+* a download lands in the job's staging folder inside the destination
+  (``.tao-fetch-<id>``), block by block, each block's digest checked against
+  the one computed where it was read; a file is renamed to its final name
+  (with the cluster's mtime) only when whole: a partial or corrupt file is
+  never left under that name, and an existing file that differs is never
+  replaced without ``force``;
+* a rerun skips files already here (same size and mtime) and continues a
+  half-fetched one from its last verified block (``state.json``);
+* progress (bytes, rate, ETA) once a transfer has run for :data:`QUIET_S`;
 * prune deletes only a finished job's own folder, after confirmation.
 
 The core never prints: callers pass ``emit`` (progress lines) and

@@ -2,6 +2,7 @@
 reader pod run them: listing, the files' facts, the one-read stream verified block by block, the guarded rm."""
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
@@ -286,3 +287,19 @@ def test_docker_names_a_file_rewritten_during_the_copy_and_keeps_nothing_of_it(j
     with pytest.raises(TaoError, match="train/status.json changed while being fetched"):
         docker_fetch(job, tmp_path / "into", ["train/status.json"])
     assert not list((tmp_path / "into").glob("**/status.json"))
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_send_script_refuses_a_folder_swapped_for_a_link_after_the_listing(shell, job, tmp_path):
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "status.json").write_text("not the job's\n")
+    st = (tmp_path / "outside" / "status.json").stat()
+    (job / "train").rename(job / "train-real")
+    (job / "train").symlink_to(tmp_path / "outside")
+    ask = f"0 {st.st_size} {int(st.st_mtime)} ./train/status.json\n"
+    res = subprocess.run(shell + ["-c", results_sh.SEND_FILES, "tao", str(job), str(results_sh.BLOCK)],
+                         input=ask.encode(), capture_output=True, timeout=60)
+    assert res.stdout == b"@@outside ./train/status.json\n"
+    with pytest.raises(TaoError, match="now leads out of the results folder"):
+        results_sh.receive(io.BytesIO(res.stdout), str(job), [results_sh.ResultFile("train/status.json", 1, 1.0)],
+                           transfer(tmp_path / "into"))
