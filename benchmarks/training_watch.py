@@ -8,19 +8,24 @@ status: N records of running trainings (each with TAO's status.json in its own r
 shared filesystem), all tied to one running SLURM job so N costs no cluster capacity. The bank reads
 every job's progress inside its one sweep command; the baseline reads each status.json with its own
 `ssh cat` (a new session each, as an agent improvising would). fetch: one file of --fetch-mb MiB in a
-finished job's folder; the bank (`tao_jobs.py fetch`: sha256 on the cluster, one tar stream, verified)
-against `scp -O -r` (the classic protocol: the local sshd has no SFTP) with the same host, key and
-known_hosts. Ratios are baseline/bank, measured in the
-same run. --kubernetes also fetches from a finished job's folder on the local cluster's PVC, the bank's
-reader pod included, against a pod mounting the PVC plus `kubectl cp` (that pod included).
+finished job's folder; the bank (`tao_jobs.py fetch`: each byte read once on the cluster, its digest
+computed in the same pass and checked here per 64 MiB block) against `scp -O -r` (the classic protocol:
+the local sshd has no SFTP) with the same host, key and known_hosts, best of two each; then a rerun with
+every file here, and a rerun after a fetch killed (SIGTERM) once half the file was verified. Docker: the
+bank's fetch from a finished job's local folder against `cp -r`. Ratios are measured in the same run.
+--kubernetes also fetches from a finished job's folder on the local cluster's PVC, the bank's reader pod
+included, against a pod mounting the PVC plus `kubectl cp` (that pod included).
 
-Measured here (2 cores): status of 100 running trainings in 0.7 s (one command) vs 23.6 s for a cat per job;
-fetch of 1 GiB 3.5x scp's time and of 256 MiB 2x kubectl cp's (the bank hashes every file on the cluster
-before the stream and again while writing).
+Measured here (2 cores): status of 100 running trainings in 0.7 s (one command) vs 23.6 s for a cat per
+job. Fetch of 1 GiB, three runs at a load average of 9 to 12 (other sessions' tests on the 2 cores):
+1.32-1.74x scp's time on SLURM (3.5x before each byte was read once); resumed after half: 0.50-0.69x a full
+fetch; Docker 1.5-2.6x cp -r (about 1 s of Python start and listing against a 1-2 s copy); Kubernetes
+1.36-1.97x a pod plus kubectl cp. The 1.2x and 0.6x targets of issue 35 are not met on that loaded machine.
 
 --check (CI: tests/e2e/slurm/test_benchmark_training_watch.py, small N and size) exits 1 unless every
-job's progress was read with ONE remote command and at most one connection per status, and the fetch
-took two remote commands and brought back identical bytes. Times are printed, never asserted.
+job's progress was read with ONE remote command and at most one connection per status, the fetch took
+two remote commands (a rerun with everything here one) and brought back identical bytes on SLURM, Docker
+and Kubernetes. Times are printed, never asserted.
 """
 from __future__ import annotations
 
@@ -125,37 +130,109 @@ def scp_options(conn: ssh.Connection) -> tuple[list[str], str]:
     return out, f"{user}@{host.host}" if user else host.host
 
 
+def write_blob(path: Path, size_mb: int) -> str:
+    """``size_mb`` MiB of random bytes at ``path``; their sha256."""
+    digest = hashlib.sha256()
+    with path.open("wb") as fh:
+        for _ in range(size_mb):
+            chunk = os.urandom(1024 * 1024)
+            digest.update(chunk)
+            fh.write(chunk)
+    return digest.hexdigest()
+
+
+def same_file(path: Path, want: str) -> bool:
+    return path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() == want
+
+
+def bank_fetch(job_id: str, dest: Path, env: dict, log: Path) -> tuple[float, int]:
+    """``tao_jobs.py fetch JOB --to DEST`` as a user runs it: (wall seconds, remote commands)."""
+    log.unlink(missing_ok=True)
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, str(BANK / "scripts" / "tao_jobs.py"), "fetch", job_id, "--to", str(dest)],
+                   env=dict(env, TAO_CALL_LOG=str(log)), check=True, capture_output=True, text=True, timeout=3600)
+    wall = time.perf_counter() - t0
+    return wall, counts([json.loads(x) for x in log.read_text().splitlines()])["command"]
+
+
+def killed_at_half(job_id: str, dest: Path, env: dict, size: int) -> bool:
+    """Start a fetch and SIGTERM it once half of the file's bytes are verified in its staging folder; whether
+    it was caught half-way (a file under two verified blocks cannot be)."""
+    import signal
+
+    state = dest / f".tao-fetch-{job_id}" / "state.json"
+    proc = subprocess.Popen([sys.executable, str(BANK / "scripts" / "tao_jobs.py"), "fetch", job_id, "--to",
+                             str(dest)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    caught = False
+    while proc.poll() is None:
+        try:
+            have = max((v.get("have", 0) for v in json.loads(state.read_text()).values()), default=0)
+        except (OSError, ValueError):
+            have = 0
+        if have >= size // 2:
+            proc.send_signal(signal.SIGTERM)
+            caught = True
+            break
+        time.sleep(0.002)
+    proc.wait(timeout=120)
+    return caught and proc.returncode != 0
+
+
 def fetch_case(size_mb: int, tmp: Path, conn: ssh.Connection) -> dict:
-    """A finished job's folder holding one file of ``size_mb`` MiB: the bank's fetch against scp -r."""
+    """A finished job's folder holding one file of ``size_mb`` MiB: the bank's fetch against scp -r (best of two
+    each, same run), a rerun with everything here, and a rerun after a fetch killed half-way."""
     rec = records.open_record("slurm", "none", "bench", "train", "A", str(shared_root() / "results" / "{id}"),
                               backend={"backend_type": "slurm", "partition": "bench"})
     folder = Path(rec["results_dir"])
     folder.mkdir(parents=True, exist_ok=True)
     blob = folder / "model_epoch_001.pth"
-    with blob.open("wb") as fh:
-        chunk = os.urandom(1024 * 1024)
-        for _ in range(size_mb):
-            fh.write(chunk)
+    want = write_blob(blob, size_mb)
     records.mark(rec["id"], "COMPLETE", message="bench", backend={"results_dir": rec["results_dir"]})
-    want = hashlib.sha256(blob.read_bytes()).hexdigest()
     log = tmp / "fetch-calls.jsonl"
-    env = dict(os.environ, TAO_CALL_LOG=str(log))
-    t0 = time.perf_counter()
-    subprocess.run([sys.executable, str(BANK / "scripts" / "tao_jobs.py"), "fetch", rec["id"], "--to",
-                    str(tmp / "bank")], env=env, check=True, capture_output=True, text=True, timeout=3600)
-    bank_wall = time.perf_counter() - t0
-    c = counts([json.loads(x) for x in log.read_text().splitlines()])
+    env = dict(os.environ)
     opts, dest = scp_options(conn)
-    t0 = time.perf_counter()
-    subprocess.run(["scp", "-O", "-q", "-r", *opts, f"{dest}:{folder}", str(tmp / "scp")], check=True,
-                   capture_output=True, text=True, timeout=3600)
-    scp_wall = time.perf_counter() - t0
-    got = tmp / "bank" / blob.name
-    same = got.is_file() and hashlib.sha256(got.read_bytes()).hexdigest() == want
-    copies = list((tmp / "scp").rglob(blob.name))  # scp -r into a new folder: the folder becomes it
-    same_scp = len(copies) == 1 and hashlib.sha256(copies[0].read_bytes()).hexdigest() == want
-    return {"mb": size_mb, "bank_wall_s": bank_wall, "scp_wall_s": scp_wall, "commands": c["command"],
-            "identical": same and same_scp}
+    bank, scp, commands, same = [], [], 0, True
+    for i in range(2):
+        wall, commands = bank_fetch(rec["id"], tmp / f"bank-{i}", env, log)
+        bank.append(wall)
+        same = same and same_file(tmp / f"bank-{i}" / blob.name, want)
+        t0 = time.perf_counter()
+        subprocess.run(["scp", "-O", "-q", "-r", *opts, f"{dest}:{folder}", str(tmp / f"scp-{i}")], check=True,
+                       capture_output=True, text=True, timeout=3600)
+        scp.append(time.perf_counter() - t0)
+        copies = list((tmp / f"scp-{i}").rglob(blob.name))  # scp -r into a new folder: the folder becomes it
+        same = same and len(copies) == 1 and same_file(copies[0], want)
+    rerun_wall, rerun_commands = bank_fetch(rec["id"], tmp / "bank-0", env, log)
+    resumed = None
+    if killed_at_half(rec["id"], tmp / "half", env, blob.stat().st_size):
+        wall, resumed_commands = bank_fetch(rec["id"], tmp / "half", env, log)
+        same = same and same_file(tmp / "half" / blob.name, want)
+        resumed = {"wall_s": wall, "commands": resumed_commands}
+    return {"mb": size_mb, "bank_wall_s": min(bank), "scp_wall_s": min(scp), "commands": commands,
+            "identical": same, "rerun_wall_s": rerun_wall, "rerun_commands": rerun_commands, "resumed": resumed}
+
+
+def docker_fetch_case(size_mb: int, tmp: Path) -> dict:
+    """A finished Docker job's results folder (a local bind mount) holding one file: the bank's fetch against
+    ``cp -r`` of the folder (best of two each, same run)."""
+    base = tmp / "docker-results"
+    rec = records.open_record("docker", "busybox", "bench", "train", "A", str(base / "{id}"),
+                              backend={"backend_type": "docker"})
+    folder = Path(rec["results_dir"])
+    folder.mkdir(parents=True)
+    blob = folder / "model_epoch_001.pth"
+    want = write_blob(blob, size_mb)
+    records.mark(rec["id"], "COMPLETE", message="bench", backend={"results_dir": rec["results_dir"]})
+    bank, cp, same = [], [], True
+    for i in range(2):
+        wall, _ = bank_fetch(rec["id"], tmp / f"docker-bank-{i}", dict(os.environ), tmp / "docker-calls.jsonl")
+        bank.append(wall)
+        same = same and same_file(tmp / f"docker-bank-{i}" / blob.name, want)
+        t0 = time.perf_counter()
+        subprocess.run(["cp", "-r", str(folder), str(tmp / f"docker-cp-{i}")], check=True)
+        cp.append(time.perf_counter() - t0)
+        same = same and same_file(tmp / f"docker-cp-{i}" / blob.name, want)
+    return {"mb": size_mb, "bank_wall_s": min(bank), "cp_wall_s": min(cp), "identical": same}
 
 
 def k8s_fetch_case(size_mb: int, tmp: Path) -> dict:
@@ -246,8 +323,15 @@ def main() -> int:
                     bad.append(f"the baseline's cat failed {naive['failed']} times at n={n}")
             fetched = fetch_case(args.fetch_mb, Path(tmp), conn)
             if fetched["commands"] != 2 or not fetched["identical"]:
-                bad.append(f"fetch: {fetched['commands']} remote commands (want 2: sha256 facts, then one tar "
-                           f"stream), identical bytes: {fetched['identical']}")
+                bad.append(f"fetch: {fetched['commands']} remote commands (want 2: the files' sizes, then each "
+                           f"file read once), identical bytes: {fetched['identical']}")
+            if fetched["rerun_commands"] != 1:
+                bad.append(f"a rerun with every file here: {fetched['rerun_commands']} remote commands (want 1)")
+            if fetched["resumed"] and fetched["resumed"]["commands"] != 2:
+                bad.append(f"a resumed fetch: {fetched['resumed']['commands']} remote commands (want 2)")
+            docker = docker_fetch_case(args.fetch_mb, Path(tmp))
+            if not docker["identical"]:
+                bad.append("Docker fetch: the bytes differ from the folder's")
             k8s = k8s_fetch_case(args.fetch_mb, Path(tmp)) if args.kubernetes else None
             if k8s and not k8s["identical"]:
                 bad.append("Kubernetes fetch: the bytes differ from the PVC's")
@@ -261,17 +345,27 @@ def main() -> int:
         print(f"{n} | {b['connections']} | {b['commands']} | {b['wall_s']:.2f} | {v['connections']} | "
               f"{v['commands']} | {v['wall_s']:.2f} | {ratio}")
     print(f"\nfetch of {fetched['mb']} MiB: bank {fetched['bank_wall_s']:.2f} s ({fetched['commands']} remote commands, "
-          f"sha256 verified) vs scp -r {fetched['scp_wall_s']:.2f} s: "
+          f"each byte read once, digest per block checked) vs scp -r {fetched['scp_wall_s']:.2f} s: "
           f"{fetched['bank_wall_s'] / max(fetched['scp_wall_s'], 1e-9):.2f}x scp's time")
+    print(f"rerun with every file here: {fetched['rerun_wall_s']:.2f} s ({fetched['rerun_commands']} remote command)")
+    if fetched["resumed"]:
+        r = fetched["resumed"]
+        print(f"resumed after a fetch killed half-way: {r['wall_s']:.2f} s ({r['commands']} remote commands): "
+              f"{r['wall_s'] / max(fetched['bank_wall_s'], 1e-9):.2f}x a full fetch")
+    else:
+        print("resumed: not measured (the file is under two verified blocks, so no fetch stops half-way)")
+    print(f"Docker fetch of {docker['mb']} MiB: bank {docker['bank_wall_s']:.2f} s (a local copy, size and mtime "
+          f"checked) vs cp -r {docker['cp_wall_s']:.2f} s: {docker['bank_wall_s'] / max(docker['cp_wall_s'], 1e-9):.2f}x "
+          "cp's time")
     if k8s:
         print(f"Kubernetes fetch of {k8s['mb']} MiB from the PVC: bank {k8s['bank_wall_s']:.2f} s (reader pod included, "
-              f"{k8s['kubectl_calls']} kubectl calls, sha256 verified) vs pod + kubectl cp {k8s['cp_wall_s']:.2f} s: "
+              f"{k8s['kubectl_calls']} kubectl calls, digest per block checked) vs pod + kubectl cp {k8s['cp_wall_s']:.2f} s: "
               f"{k8s['bank_wall_s'] / max(k8s['cp_wall_s'], 1e-9):.2f}x kubectl cp's time")
     if args.check:
         from checks import verdict
 
         return verdict(bad, f"progress in one command for N = {', '.join(str(n) for n, _, _ in rows)}; "
-                            "fetch in two, bytes identical")
+                            "fetch in two, a rerun in one, bytes identical")
     return 0
 
 

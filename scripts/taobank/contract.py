@@ -7,7 +7,7 @@ on, so an adapter never receives a loose mapping of options.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, BinaryIO, Callable, ContextManager, Mapping, Protocol
 
 from .states import State
 
@@ -295,14 +295,33 @@ class ResultsListing:
 
 
 class Transfer(Protocol):
-    """What the core hands a platform's fetch: told the files before any byte moves, then the bytes."""
+    """What the core hands a platform's fetch: told the files before any byte moves, then each file's bytes,
+    block by verified block (written under a temp name, renamed when whole: a rerun resumes)."""
 
     def start(self, files: list[ResultFile]) -> None:
-        """The files the cluster is about to send (with its sizes and digests): the core refuses here,
-        before the transfer (an existing file without --force, nothing to fetch)."""
+        """The files the cluster is about to send (with its sizes): the core refuses here, before the transfer
+        (an existing file without --force, nothing to fetch)."""
+
+    def have(self, file: ResultFile) -> int | None:
+        """Verified bytes of ``file`` kept from an earlier run (send from there); None: it is here whole already."""
+
+    def part(self, file: ResultFile, offset: int) -> ContextManager[BinaryIO]:
+        """The file's temp copy, cut to ``offset`` and open for writing there."""
+
+    def verified(self, file: ResultFile, upto: int) -> None:
+        """Bytes [0, upto) of the temp copy match what was read on the cluster (a rerun resumes there)."""
+
+    def finish(self, file: ResultFile, how: str) -> None:
+        """The whole file arrived verified (``how``: what was checked): it gets its final name."""
+
+    def discard(self, file: ResultFile) -> None:
+        """Nothing of the file is kept (it changed while being fetched)."""
+
+    def note(self, text: str) -> None:
+        """Something the user should know that does not stop the fetch."""
 
     def advance(self, done: int) -> None:
-        """Bytes of file content received so far (the progress line)."""
+        """Bytes of file content received so far in this run (the progress line)."""
 
 
 __all__ = ["SubmitOptions", "SweepPreview", "Plan", "Gate", "Launch", "Observation", "STOP_OUTCOMES", "Stop", "Finding", "preflight_ok", "CHECKPOINT_SUFFIXES", "is_checkpoint", "ResultFile",

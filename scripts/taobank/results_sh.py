@@ -3,18 +3,21 @@
 Kubernetes runs them in a short-lived reader pod (``kubectl exec POD -- sh -c
 SCRIPT tao ARG...``), SLURM over the one SSH connection
 (``Connection.script``). They run under busybox sh and a login node's
-GNU tools alike: ``find``, ``stat -c``, ``sha256sum``, ``tar``. The folder is
-always ``$1`` and every name a ``./`` path, so nothing a user or a training
-wrote can be read as an option or as code. Names holding a newline or a
-backslash are left out (a line protocol cannot carry them, and GNU tar reads
-backslashes in names as escapes). The parsers here turn the output back
+GNU tools alike: ``find``, ``stat -c``, ``dd``, ``tee``, ``cksum`` or
+``md5sum``. The folder is always ``$1`` and every name a ``./`` path, so
+nothing a user or a training wrote can be read as an option or as code.
+Names holding a newline or a backslash are left out and named in a note (a
+line protocol cannot carry them). The parsers here turn the output back
 into :class:`~taobank.contract.ResultFile` values and refuse what they do
-not recognise.
+not recognise; :func:`receive` writes a fetch's stream block by verified
+block through the core's :class:`~taobank.contract.Transfer`.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 import shlex
+import zlib
 from pathlib import Path
 from typing import BinaryIO, ContextManager, Protocol
 
@@ -23,7 +26,6 @@ from .errors import TaoError
 from .paths import is_member
 from .progress.remote import READ_STATUS_SH, split_files
 from .run import Result, last_line
-from .tarstream import extract
 
 #: $1: the results folder. "@@missing" when it does not exist; else "@@files", one "<size> <mtime> ./<name>"
 #: line per regular file (no link is followed), then per symbolic link whose target is a regular file inside
@@ -57,10 +59,11 @@ echo "@@status"
 ''' + READ_STATUS_SH
 
 #: $1: the results folder, then the relative paths asked for (none: everything). Per regular file under
-#: them: "<size> <mtime> <sha256> ./<name>"; a path that is missing: "@@absent P"; a path that leaves the
-#: folder (through a symbolic link): "@@outside P"; a path with a part find could not read (a subfolder
-#: without permission): "@@unreadable P" after the files it could read (a note, not a failed fetch).
-FILE_FACTS = r'''
+#: them: "<size> <mtime> ./<name>" (no file is read: the bytes are read once, by :data:`SEND_FILES`); a path that
+#: is missing: "@@absent P"; a path that leaves the folder (through a symbolic link): "@@outside P"; a name a
+#: line cannot carry (a newline or a backslash): "@@odd N" with those characters as "?"; a path with a part
+#: find could not read (a subfolder without permission): "@@unreadable P" (a note, not a failed fetch).
+FILE_FACTS = r"""
 [ -d "$1" ] || { echo "the results folder $1 does not exist" >&2; exit 3; }
 cd -- "$1" || exit 3
 root=$(pwd -P)
@@ -75,25 +78,75 @@ for p do
   find "$q" -type f -exec sh -c '
     for f do
       case $f in *"
-"*|*\\*) continue ;; esac
-      s=$(stat -c "%s %Y" "$f") && h=$(sha256sum < "$f") && echo "$s ${h%% *} $f"
-    done' tao-sum {} + 2>/dev/null || echo "@@unreadable $p"
+"*|*\\*) printf "@@odd %s\n" "$(printf %s "$f" | tr "\n\\\\" "??")"; continue ;; esac
+      s=$(stat -c "%s %Y" "$f") && echo "$s $f"
+    done' tao-stat {} + 2>/dev/null || echo "@@unreadable $p"
 done
-'''
+"""
 
-#: $1: the results folder; stdin: the "./name" of each file, one a line. Writes a tar of exactly those
-#: files to stdout (names are read by the shell, never by tar, so none is an option).
-TAR_FILES = r'''
+#: Bytes per verified block of :data:`SEND_FILES`: a resumed fetch starts again at the last verified block.
+BLOCK = 64 << 20
+#: dd's block: BLOCK and every resume offset are multiples of it.
+DD_BLOCK = 1 << 20
+
+#: $1: the results folder, $2: the block size (a multiple of 1 MiB). stdin: "<offset> <size> <mtime> ./<name>"
+#: per file (names are read by the shell, never by a tool, so none is an option). Each file is READ ONCE from
+#: its storage: its bytes go to stdout through ``tee``, which also feeds the digest (POSIX ``cksum``, CRC-32 +
+#: length, where the system has it: memory speed; else ``md5sum``: busybox builds without cksum). Busybox's tee
+#: copies 1 KiB at a time (64 MB/s), so there each block is read into a temp file, which the digest and ``dd``
+#: then read from memory. Per file:
+#: "@@file <alg> <offset> <size> <mtime> ./<name>" (offset: where it starts, 0 unless the size and mtime are the
+#: ones given), then per block of at most $2 bytes the bytes and "@@sum <digest> [<length>]", then
+#: "@@end <size> <mtime>" as stat says after the read (a file rewritten meanwhile differs). A file that is gone or
+#: no longer a regular file: "@@gone ./<name>"; one whose folder now leads out (a link swapped in since the
+#: listing): "@@outside ./<name>".
+SEND_FILES = r"""
 cd -- "$1" || exit 3
-set --
-while IFS= read -r f; do
+root=$(pwd -P)
+B=$2
+K=1048576
+t=$(mktemp -d "${TMPDIR:-/tmp}/tao-send.XXXXXX") || exit 5
+trap 'rm -rf "$t"' EXIT
+trap 'exit 143' TERM HUP INT PIPE
+mkfifo "$t/p" || exit 5
+if cksum </dev/null >/dev/null 2>&1; then alg=crc; else alg=md5; fi
+case $(tee --help 2>&1) in *BusyBox*) split=copy ;; *) split=tee ;; esac
+while IFS= read -r line; do
+  off=${line%% *}; rest=${line#* }; want=${rest%% *}; rest=${rest#* }; wt=${rest%% *}; f=${rest#* }
   case $f in ./*) ;; *) echo "refused name: $f" >&2; exit 4 ;; esac
   case /$f/ in */../*) echo "refused name: $f" >&2; exit 4 ;; esac
-  set -- "$@" "$f"
+  case $off$want$wt in *[!0-9]*|'') echo "refused line: $line" >&2; exit 4 ;; esac
+  if [ -L "$f" ] || [ ! -f "$f" ]; then printf '@@gone %s\n' "$f"; continue; fi
+  up=$(cd -P -- "${f%/*}" && pwd -P) || { printf '@@gone %s\n' "$f"; continue; }
+  case $up in "$root" | "$root"/*) ;; *) printf '@@outside %s\n' "$f"; continue ;; esac
+  s=$(stat -c "%s %Y" "$f") || { printf '@@gone %s\n' "$f"; continue; }
+  size=${s% *}; mt=${s#* }
+  if [ "$size $mt" != "$want $wt" ] || [ "$off" -gt "$size" ] || [ $((off % K)) -ne 0 ]; then off=0; fi
+  printf '@@file %s %s %s %s %s\n' "$alg" "$off" "$size" "$mt" "$f"
+  while [ "$off" -lt "$size" ]; do
+    n=$((size - off)); [ "$n" -gt "$B" ] && n=$B
+    if [ $split = copy ]; then
+      dd if="$f" of="$t/b" bs=$K skip=$((off / K)) count=$(((n + K - 1) / K)) 2>/dev/null
+      truncate -s "$n" "$t/b" || exit 6
+      if [ $alg = crc ]; then cksum < "$t/b" > "$t/h" & else md5sum < "$t/b" > "$t/h" & fi
+      dd if="$t/b" bs=$K 2>/dev/null
+    else
+      if [ $alg = crc ]; then cksum < "$t/p" > "$t/h" & else md5sum < "$t/p" > "$t/h" & fi
+      if [ $((n % K)) -eq 0 ]; then
+        dd if="$f" bs=$K skip=$((off / K)) count=$((n / K)) 2>/dev/null | tee "$t/p"
+      else
+        dd if="$f" bs=$K skip=$((off / K)) count=$(((n + K - 1) / K)) 2>/dev/null | head -c "$n" | tee "$t/p"
+      fi
+    fi
+    wait $! || exit 6
+    read -r h c < "$t/h" || exit 6
+    if [ $alg = crc ]; then printf '@@sum %s %s\n' "$h" "$c"; else printf '@@sum %s\n' "$h"; fi
+    off=$((off + n))
+  done
+  s=$(stat -c "%s %Y" "$f" 2>/dev/null) || s="gone gone"
+  printf '@@end %s\n' "$s"
 done
-[ $# -gt 0 ] || { echo "no files to send" >&2; exit 5; }
-exec tar -c -f - "$@"
-'''
+"""
 
 #: $1: the job's own results folder, $2: the name it must have (the job id). Deletes it only when it is a
 #: directory (not a link) of that name: "@@removed", or "@@gone" when it is not there.
@@ -107,11 +160,10 @@ rm -rf -- "$d" || exit 6
 echo "@@removed"
 '''
 
-#: How long one text command may run: FILE_FACTS hashes every file it sends (tens of GB of checkpoints).
+#: How long one text command may run: a listing of a large shared folder.
 TEXT_TIMEOUT_S = 3600
 
 _FILE = re.compile(r"(\d{1,20}) (\d{1,20}) \./(.+)")
-_FACT = re.compile(r"(\d{1,20}) (\d{1,20}) ([0-9a-f]{64}) \./(.+)")
 
 
 def parse_listing(folder: str, text: str, *, status: bool) -> ResultsListing:
@@ -138,8 +190,8 @@ def parse_listing(folder: str, text: str, *, status: bool) -> ResultsListing:
 
 
 def parse_facts(folder: str, text: str, notes: list[str] | None = None) -> list[ResultFile]:
-    """:data:`FILE_FACTS`' output as files with their sha256; a path outside or absent is one-line TaoError;
-    a path find could not wholly read adds a line to ``notes``."""
+    """:data:`FILE_FACTS`' output as files; a path outside or absent is one-line TaoError; a path find could not
+    wholly read, or a name a line cannot carry, adds a line to ``notes``."""
     out: dict[str, ResultFile] = {}
     for line in (text or "").splitlines():
         if line.startswith("@@unreadable ") and notes is not None:
@@ -147,13 +199,17 @@ def parse_facts(folder: str, text: str, notes: list[str] | None = None) -> list[
             notes.append(f"part of {what} in {folder} could not be read (permissions): its readable files were "
                          "fetched; fix the permissions on the cluster and fetch again for the rest")
             continue
+        if line.startswith("@@odd ") and notes is not None:
+            notes.append(f"{line[6:]} (? marks a newline or backslash) was not fetched: such a name cannot be "
+                         "written safely here; rename it on the cluster and fetch it again")
+            continue
         if line.startswith("@@absent "):
             raise TaoError(f"{line[9:]} is not in the results folder {folder}: see tao_jobs.py artifacts ID")
         if line.startswith("@@outside "):
             raise TaoError(f"{line[10:]} is a link or leads out of the results folder {folder}: refused")
-        m = _FACT.fullmatch(line)
-        if m and is_member(m[4]):
-            out[m[4]] = ResultFile(m[4], int(m[1]), float(m[2]), sha256=m[3])
+        m = _FILE.fullmatch(line)
+        if m and is_member(m[3]):
+            out[m[3]] = ResultFile(m[3], int(m[1]), float(m[2]))
     return [out[k] for k in sorted(out)]
 
 
@@ -210,20 +266,136 @@ def list_folders(shell: Shell, folders: list[str], *, status: bool) -> list[Resu
     return out
 
 
-def fetch_files(shell: Shell, folder: str, paths: list[str], into: Path, transfer: Transfer) -> list[ResultFile]:
-    """Two commands: the files' facts (sizes, sha256), then a tar of exactly those files, written under ``into``."""
+def read_facts(shell: Shell, folder: str, paths: list[str], transfer: Transfer) -> list[ResultFile]:
+    """:data:`FILE_FACTS` in one command: the files under ``paths``; the transfer is told (notes, then start)."""
     notes: list[str] = []
-    facts = parse_facts(folder, _checked(shell.text(FILE_FACTS, [folder, *paths], what=f"reading {folder}"),
-                                         f"reading {folder}"), notes)
+    what = f"reading {folder}"
+    facts = parse_facts(folder, _checked(shell.text(FILE_FACTS, [folder, *paths], what=what), what), notes)
     for line in notes:
-        note = getattr(transfer, "note", None)
-        if note is not None:
-            note(line)
+        transfer.note(line)
     transfer.start(facts)
-    names = "".join(f"./{f.path}\n" for f in facts)
-    with shell.stream(TAR_FILES, [folder], stdin=names, what=f"sending files of {folder}") as out:
-        extract(out, into, {f.path: f.size for f in facts}, transfer.advance, what=f"the download from {folder}")
     return facts
+
+
+def fetch_files(shell: Shell, folder: str, paths: list[str], into: Path, transfer: Transfer) -> list[ResultFile]:
+    """At most two commands: the files' sizes and mtimes, then :data:`SEND_FILES` of what is not here yet (each
+    byte read once on the cluster, its digest computed in the same pass and checked here as it is written)."""
+    facts = read_facts(shell, folder, paths, transfer)
+    todo = [(f, have) for f in facts if (have := transfer.have(f)) is not None]
+    if todo:
+        asked = "".join(f"{have} {f.size} {int(f.mtime)} ./{f.path}\n" for f, have in todo)
+        with shell.stream(SEND_FILES, [folder, str(BLOCK)], stdin=asked, what=f"sending files of {folder}") as out:
+            receive(out, folder, [f for f, _ in todo], transfer)
+    return facts
+
+
+class PosixCksum:
+    """POSIX ``cksum`` (CRC-32, polynomial 0x04C11DB7, not reflected, then the length) over zlib's reflected
+    CRC-32: the bytes bit-reversed in, the result bit-reversed out; C speed."""
+
+    REV = bytes(int(f"{i:08b}"[::-1], 2) for i in range(256))
+
+    def __init__(self) -> None:
+        self.crc, self.length = 0xFFFFFFFF, 0
+
+    def update(self, data: bytes) -> None:
+        self.crc = zlib.crc32(data.translate(self.REV), self.crc)
+        self.length += len(data)
+
+    def value(self) -> tuple[int, int]:
+        n, tail = self.length, bytearray()
+        while n:
+            tail.append(n & 0xFF)
+            n >>= 8
+        return int(f"{zlib.crc32(bytes(tail).translate(self.REV), self.crc):032b}"[::-1], 2), self.length
+
+
+_HEAD = re.compile(rb"@@file (crc|md5) (\d{1,20}) (\d{1,20}) (\d{1,20}) \./(.+)\n")
+_SUM = re.compile(rb"@@sum ([0-9a-f]{32}|\d{1,10})(?: (\d{1,20}))?\n")
+#: Bytes read from the stream at a time (fewer, larger reads: the digest and the write run at C speed).
+READ_CHUNK = 4 << 20
+VERIFIED = {"crc": f"size+cksum CRC-32 per {BLOCK >> 20} MiB read on the cluster",
+            "md5": f"size+md5 per {BLOCK >> 20} MiB read on the cluster"}
+
+
+def _broke(name: str) -> TaoError:
+    return TaoError(f"the download of {name} broke off: it changed size while being fetched (a training still "
+                    "writing it) or the connection dropped; nothing unverified was kept: run the fetch again")
+
+
+def receive(out: BinaryIO, folder: str, files: list[ResultFile], transfer: Transfer) -> None:
+    """Write :data:`SEND_FILES`' stream of ``files``, block by verified block, through ``transfer``."""
+    pending = {f.path: f for f in files}
+    changed: list[str] = []
+    done = 0
+    while True:
+        line = out.readline(1 << 16)
+        if not line:
+            break
+        if line.startswith(b"@@gone ./"):
+            name = line[9:].rstrip(b"\n").decode("utf-8", "replace")
+            gone = pending.pop(name, None)
+            if gone is not None:
+                transfer.discard(gone)
+                transfer.note(f"{name} was deleted from {folder} while the fetch ran (a training rotating its "
+                              "checkpoints): not fetched")
+            continue
+        if line.startswith(b"@@outside ./"):
+            name = line[12:].rstrip(b"\n").decode("utf-8", "replace")
+            raise TaoError(f"{name} now leads out of the results folder {folder} (a link swapped in since it was "
+                           "listed): refused")
+        m = _HEAD.fullmatch(line)
+        name = m[5].decode("utf-8", "surrogateescape") if m else ""
+        if not m or name not in pending:
+            raise TaoError(f"the download from {folder} sent {line[:80]!r}, not a file it was asked for: refused; "
+                           "run the fetch again")
+        alg, off, size, mtime = m[1].decode(), int(m[2]), int(m[3]), int(m[4])
+        f = pending.pop(name)
+        if (size, mtime) != (f.size, int(f.mtime)):
+            f = ResultFile(f.path, size, float(mtime))
+        pos = off
+        with transfer.part(f, off) as w:
+            while pos < size:
+                n = min(BLOCK, size - pos)
+                digest = PosixCksum() if alg == "crc" else hashlib.md5(usedforsecurity=False)
+                left = n
+                while left:
+                    chunk = out.read(min(READ_CHUNK, left))
+                    if not chunk:
+                        raise _broke(name)
+                    digest.update(chunk)
+                    w.write(chunk)
+                    left -= len(chunk)
+                    done += len(chunk)
+                    transfer.advance(done)
+                s = _SUM.fullmatch(out.readline(200))
+                if s is None:
+                    raise _broke(name)
+                if isinstance(digest, PosixCksum):
+                    ok = s[2] is not None and digest.value() == (int(s[1]), int(s[2]))
+                else:
+                    ok = digest.hexdigest() == s[1].decode()
+                if not ok:
+                    transfer.discard(f)
+                    raise TaoError(f"{name}: the bytes received differ from the bytes read on the cluster (at "
+                                   f"{pos}..{pos + n}): it changed while being fetched or the transfer broke; "
+                                   "nothing of it was kept: run the fetch again")
+                pos += n
+                w.flush()
+                transfer.verified(f, pos)
+        end = out.readline(200)
+        if end != f"@@end {size} {mtime}\n".encode():
+            if not end.startswith(b"@@end "):
+                raise _broke(name)
+            transfer.discard(f)
+            changed.append(name)
+            continue
+        transfer.finish(f, VERIFIED[alg])
+    if changed:
+        raise TaoError(f"{', '.join(changed)} changed while being fetched (a training still writing it): nothing of "
+                       "it was kept; the other files were fetched; fetch it again once it is written")
+    if pending:
+        raise _broke(next(iter(pending)))
 
 
 def remove_folder(shell: Shell, folder: str, name: str) -> str:

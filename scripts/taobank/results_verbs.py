@@ -10,12 +10,15 @@ removes. What is decided here, the same everywhere:
 * the best checkpoint: TAO's status file (``taobank.progress``) gives the
   epoch where a KPI is best, and the checkpoint is the one whose name carries
   that epoch (``model_epoch_004.pth``);
-* a download lands in a private temp folder inside the destination, every
-  file's size and digest is checked against what the cluster computed, and
-  only then is each renamed to its final name: a partial or corrupt file is
-  never left under that name, and an existing file is never replaced
-  without ``force``;
-* progress (bytes so far) once a transfer has run for :data:`QUIET_S`;
+* a download lands in the job's staging folder inside the destination
+  (``.tao-fetch-<id>``), block by block, each block's digest checked against
+  the one computed where it was read; a file is renamed to its final name
+  (with the cluster's mtime) only when whole: a partial or corrupt file is
+  never left under that name, and an existing file that differs is never
+  replaced without ``force``;
+* a rerun skips files already here (same size and mtime) and continues a
+  half-fetched one from its last verified block (``state.json``);
+* progress (bytes, rate, ETA) once a transfer has run for :data:`QUIET_S`;
 * prune deletes only a finished job's own folder, after confirmation.
 
 The core never prints: callers pass ``emit`` (progress lines) and
@@ -23,21 +26,24 @@ The core never prints: callers pass ``emit`` (progress lines) and
 """
 from __future__ import annotations
 
-import hashlib
+import errno
 import os
 import re
 import shutil
+import stat
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, BinaryIO, Callable, Iterator
 
 from . import checkpoints, fsio, records, states
 from .contract import ResultFile, ResultsListing, ResultsLocation
 from .errors import TaoError, UsageError
 from .paths import rel_path
 from .platform import get, load_for
+from .run import signals_interrupt
 
 #: A transfer says nothing for this long (seconds), then shows bytes so far at most every EVERY_S.
 QUIET_S = 10.0
@@ -229,7 +235,11 @@ class Meter:
     def text(self) -> str:
         of = f" of {human(self.total)} ({100 * self.done // max(self.total, 1)}%)" if self.total else ""
         rate = self.done / max(self.clock() - self.began, 1e-9)
-        return f"fetched {human(self.done)}{of}, {human(rate)}/s"
+        eta = ""
+        if self.total and rate > 0 and self.done < self.total:
+            left = int((self.total - self.done) / rate)
+            eta = f", ETA {left // 3600}h{left // 60 % 60:02d}m" if left >= 3600 else f", ETA {left // 60}m{left % 60:02d}s"
+        return f"fetched {human(self.done)}{of}, {human(rate)}/s{eta}"
 
     def advance(self, done: int) -> None:
         self.done = done
@@ -253,9 +263,11 @@ class Fetched:
     file: ResultFile
     local: str
     verified: str
+    #: bytes of it this run moved (less than its size when an interrupted fetch was resumed; 0: already here)
+    moved: int = 0
 
     def to_dict(self) -> dict:
-        return {**self.file.to_dict(), "local": self.local, "verified": self.verified}
+        return {**self.file.to_dict(), "local": self.local, "verified": self.verified, "moved": self.moved}
 
     def line(self) -> str:
         from .text import one_line
@@ -264,12 +276,19 @@ class Fetched:
 
 
 class _Transfer:
-    """The core's side of a platform's fetch: refuses before any byte moves, counts bytes."""
+    """The core's side of a platform's fetch: refuses before any byte moves, keeps each file's verified bytes in
+    the staging folder (``state.json`` says how many), renames a file to its final name once whole."""
 
-    def __init__(self, dest: Path, force: bool, meter: Meter, note: Callable[[str], None] | None = None) -> None:
+    def __init__(self, dest: Path, force: bool, meter: Meter, note: Callable[[str], None] | None = None,
+                 staging: Path | None = None) -> None:
         self.dest, self.force, self.meter = dest, force, meter
+        self.staging = staging or dest
         self.files: list[ResultFile] = []
+        self.fetched: dict[str, Fetched] = {}
         self._note = note
+        self._have: dict[str, int | None] = {}
+        self._from: dict[str, int] = {}
+        self._state: dict[str, dict] = _read_state(self.staging)
 
     def note(self, text: str) -> None:
         """Something the user should know that does not stop the fetch (an unreadable subfolder)."""
@@ -280,12 +299,101 @@ class _Transfer:
         if not files:
             raise TaoError("nothing to fetch: the paths hold no regular file")
         for f in files:
-            _final_target(self.dest, f.path, self.force)
+            have = self._kept(f)
+            if have is not None:
+                _final_target(self.dest, f.path, self.force)
+            else:
+                self.fetched[f.path] = Fetched(f, str(self.dest / f.path), "already here (same size and mtime)")
+            self._have[f.path] = have
         self.files = list(files)
-        self.meter.total = sum(f.size for f in files)
+        self.meter.total = sum(f.size - (self._have[f.path] or 0) for f in files if self._have[f.path] is not None)
+
+    def _kept(self, f: ResultFile) -> int | None:
+        target = self.dest / f.path
+        try:
+            st = target.lstat()
+        except OSError:
+            st = None
+        if st is not None and stat.S_ISREG(st.st_mode) and (st.st_size, int(st.st_mtime)) == (f.size, int(f.mtime)):
+            return None  # fetched whole by an earlier run (its mtime is the cluster's)
+        kept = self._state.get(f.path) or {}
+        part = self.staging / f.path
+        if (kept.get("size"), kept.get("mtime")) != (f.size, int(f.mtime)) or part.is_symlink():
+            return 0
+        try:
+            return min(int(kept.get("have") or 0), part.stat().st_size)
+        except (OSError, ValueError):
+            return 0
+
+    def have(self, file: ResultFile) -> int | None:
+        return self._have.get(file.path, 0)
+
+    @contextmanager
+    def part(self, file: ResultFile, offset: int) -> Iterator[BinaryIO]:
+        path = self.staging / file.path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | (0 if offset else os.O_TRUNC)
+        fd = os.open(path, flags, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.truncate(offset)
+            fh.seek(offset)
+            self._state[file.path] = {"size": file.size, "mtime": int(file.mtime), "have": offset}
+            _write_state(self.staging, self._state)
+            self._from[file.path] = offset
+            yield fh
+
+    def verified(self, file: ResultFile, upto: int) -> None:
+        self._state[file.path] = {"size": file.size, "mtime": int(file.mtime), "have": upto}
+        _write_state(self.staging, self._state)
+
+    def finish(self, file: ResultFile, how: str) -> None:
+        part = self.staging / file.path
+        if not part.exists():  # an empty file: no block was sent
+            part.parent.mkdir(parents=True, exist_ok=True)
+            os.close(os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600))
+        size = part.stat().st_size
+        if size != file.size:
+            self.discard(file)
+            raise TaoError(f"{file.path} arrived with {size} bytes, the cluster has {file.size}: run the fetch again")
+        os.chmod(part, 0o644)
+        os.utime(part, (file.mtime, file.mtime))
+        target = _place(self.staging, self.dest, file.path, self.force)
+        self._state.pop(file.path, None)
+        _write_state(self.staging, self._state)
+        self.fetched[file.path] = Fetched(file, str(target), how, file.size - self._from.get(file.path, 0))
+
+    def discard(self, file: ResultFile) -> None:
+        try:
+            (self.staging / file.path).unlink()
+        except OSError:
+            pass
+        self._state.pop(file.path, None)
+        _write_state(self.staging, self._state)
 
     def advance(self, done: int) -> None:
         self.meter.advance(done)
+
+
+#: In the staging folder: per file being fetched, the cluster's size and mtime and the bytes verified so far.
+STATE_FILE = "state.json"
+
+
+def _read_state(staging: Path) -> dict[str, dict]:
+    import json
+
+    try:
+        data = json.loads((staging / STATE_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {}
+
+
+def _write_state(staging: Path, state: dict[str, dict]) -> None:
+    import json
+
+    tmp = staging / (STATE_FILE + ".tmp")
+    tmp.write_text(json.dumps(state))
+    os.replace(tmp, staging / STATE_FILE)
 
 
 def _final_target(dest: Path, rel: str, force: bool) -> Path:
@@ -300,37 +408,6 @@ def _final_target(dest: Path, rel: str, force: bool) -> Path:
     if target.exists() and not force:
         raise TaoError(f"{target} exists: pass --force to replace it, or pick another --to")
     return target
-
-
-def _digests(path: Path) -> tuple[int, str, str]:
-    sha, md5, size = hashlib.sha256(), hashlib.md5(usedforsecurity=False), 0
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            sha.update(chunk)
-            md5.update(chunk)
-            size += len(chunk)
-    return size, sha.hexdigest(), md5.hexdigest()
-
-
-def _verify(staged: Path, f: ResultFile) -> str:
-    """What was checked of one arrived file against the cluster's facts; TaoError on any difference."""
-    path = staged / f.path
-    if not path.is_file() or path.is_symlink():
-        raise TaoError(f"{f.path} did not arrive: run the fetch again")
-    size, sha, md5 = _digests(path)
-    if size != f.size:
-        raise TaoError(f"{f.path} arrived with {size} bytes, the cluster has {f.size}: it changed during the "
-                       "download or the transfer broke; run the fetch again")
-    if f.sha256 is not None:
-        if sha != f.sha256:
-            raise TaoError(f"{f.path}: sha256 mismatch (cluster {f.sha256[:12]}, received {sha[:12]}): it changed "
-                           "during the download or the transfer broke; run the fetch again")
-        return "size+sha256"
-    if f.md5 is not None:
-        if md5 != f.md5:
-            raise TaoError(f"{f.path}: MD5 mismatch with the S3 ETag: run the fetch again")
-        return "size+md5"
-    return "size only (S3 keeps no whole-file digest for multipart uploads)"
 
 
 def _place(staged: Path, dest: Path, rel: str, force: bool) -> Path:
@@ -376,17 +453,59 @@ def fetch(platform: str | None, job_id: str, paths: list[str], to: str | Path, *
     if not dest.is_dir():
         raise TaoError(f"--to {dest} is not a folder")
     meter = Meter(emit, clock=clock)
-    transfer = _Transfer(dest, force, meter, note)
-    staged = Path(tempfile.mkdtemp(prefix=".tao-fetch-", dir=dest))
-    try:
-        facts = adapter.fetch_results(rec, loc, wanted, staged, transfer)
+    with signals_interrupt(), _staging(dest, rec["id"]) as (staging, shared):  # kill: verified bytes stay
+        transfer = _Transfer(dest, force, meter, note, staging)
+        try:
+            facts = adapter.fetch_results(rec, loc, wanted, staging, transfer)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            shutil.rmtree(staging, ignore_errors=True)
+            raise TaoError(f"--to {dest}: the disk is full ({exc.strerror}): the partial files were removed; free "
+                           "space there or pick another --to, and fetch again") from None
+        except BaseException:
+            if not any((v or {}).get("have") for v in _read_state(staging).values()):
+                shutil.rmtree(staging, ignore_errors=True)  # nothing verified to resume from: leave no folder
+            raise
         meter.finish()
         if not facts:
             raise TaoError("nothing to fetch: the paths hold no regular file")
-        checked = [(f, _verify(staged, f)) for f in facts]  # all verified before any is moved
-        return [Fetched(f, str(_place(staged, dest, f.path, force)), how) for f, how in checked]
+        missing = [f.path for f in facts if f.path not in transfer.fetched]
+        if missing:
+            raise TaoError(f"{missing[0]} did not arrive: run the fetch again")
+        if shared:  # every file placed: nothing to resume
+            shutil.rmtree(staging, ignore_errors=True)
+        return [transfer.fetched[f.path] for f in facts]
+
+
+@contextmanager
+def _staging(dest: Path, job_id: str) -> Iterator[tuple[Path, bool]]:
+    """The job's staging folder under ``dest`` (kept on failure: a rerun resumes from it), locked; when another
+    fetch of the job into ``dest`` holds it, a private one removed at the end (both fetches work)."""
+    import fcntl
+
+    shared = dest / f".tao-fetch-{job_id}"
+    try:
+        shared.mkdir(mode=0o700, exist_ok=True)
+        if shared.is_symlink() or not shared.is_dir():
+            raise TaoError(f"{shared} is in the way (not a folder): remove it")
+        fd = os.open(shared / "lock", os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except OSError as exc:
+        raise TaoError(f"--to {dest}: cannot write there ({exc.strerror})") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        private = Path(tempfile.mkdtemp(prefix=f".tao-fetch-{job_id}-", dir=dest))
+        try:
+            yield private, False
+        finally:
+            shutil.rmtree(private, ignore_errors=True)
+        return
+    try:
+        yield shared, True
     finally:
-        shutil.rmtree(staged, ignore_errors=True)
+        os.close(fd)
 
 
 # ------------------------------------------------------------------ prune

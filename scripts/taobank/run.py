@@ -235,3 +235,54 @@ def last_line(text: str) -> str:
         if line.strip():
             return line.strip()
     return "(no output)"
+
+
+def _catchable() -> list:
+    import signal
+
+    return [s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s is not None]
+
+
+@contextmanager
+def signals_interrupt() -> Iterator[None]:
+    """Inside the block SIGTERM and SIGHUP end the process as Ctrl-C does (KeyboardInterrupt), so ``finally``
+    clauses run (a reader pod deleted, a fetch's verified bytes kept) where the default would kill it on the
+    spot. Only where the handler is still the default, and only on the main thread (no handlers elsewhere)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    mine = [s for s in _catchable() if signal.getsignal(s) == signal.SIG_DFL]
+    for s in mine:
+        signal.signal(s, stop)
+    try:
+        yield
+    finally:
+        for s in mine:
+            signal.signal(s, signal.SIG_DFL)
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP ignored for the block (a cleanup a second Ctrl-C must not cut short)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    sigs = [signal.SIGINT, *_catchable()]
+    old = {s: signal.getsignal(s) for s in sigs}
+    for s in sigs:
+        signal.signal(s, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        for s in sigs:
+            signal.signal(s, old[s] if old[s] is not None else signal.SIG_DFL)

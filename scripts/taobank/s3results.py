@@ -11,6 +11,7 @@ checked against the listed size and, for single-part uploads, the ETag (MD5).
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -22,7 +23,7 @@ from .errors import TaoError
 from .paths import is_member
 from .run import last_line, pipe, run
 from .safeparse import json_value
-from .tarstream import write_file
+from .tarstream import CHUNK
 from .progress.remote import TAIL_BYTES
 from .progress.statusfile import CUT
 
@@ -97,7 +98,9 @@ def list_prefix(uri: str, *, status: bool) -> ResultsListing:
 
 
 def fetch(uri: str, paths: list[str], into: Path, transfer: Transfer) -> list[ResultFile]:
-    """Stream the objects under ``paths`` (all when empty) into ``into``: one ``aws s3 cp URI -`` each."""
+    """Stream the objects under ``paths`` (all when empty) through ``transfer``: one ``aws s3 cp URI -`` each,
+    its MD5 computed as it is written and checked against the ETag when the ETag is one (single-part upload).
+    An object is fetched whole again after an interruption (the CLI streams no range)."""
     bucket, prefix = split_uri(uri)
     listing = list_prefix(uri, status=False)
     chosen = [f for f in listing.files if not paths or any(f.path == p or f.path.startswith(p + "/") for p in paths)]
@@ -107,9 +110,31 @@ def fetch(uri: str, paths: list[str], into: Path, transfer: Transfer) -> list[Re
     transfer.start(chosen)
     done = 0
     for f in chosen:
-        with pipe(aws() + ["s3", "cp", "--only-show-errors", f"s3://{bucket}/{prefix}/{f.path}", "-"],
-                  what=f"aws s3 cp of {f.path}") as out:
-            done = write_file(out, into, f.path, transfer.advance, done, limit=f.size)
+        if transfer.have(f) is None:
+            continue
+        md5 = hashlib.md5(usedforsecurity=False)
+        with transfer.part(f, 0) as w, pipe(aws() + ["s3", "cp", "--only-show-errors",
+                                                     f"s3://{bucket}/{prefix}/{f.path}", "-"],
+                                            what=f"aws s3 cp of {f.path}") as out:
+            written = 0
+            while chunk := out.read(min(CHUNK, f.size - written + 1)):
+                if written + len(chunk) > f.size:
+                    transfer.discard(f)
+                    raise TaoError(f"{f.path}: more bytes arrived than the {f.size} S3 listed: it changed during "
+                                   "the download; run the fetch again")
+                md5.update(chunk)
+                w.write(chunk)
+                written += len(chunk)
+                done += len(chunk)
+                transfer.advance(done)
+        if written != f.size or (f.md5 is not None and md5.hexdigest() != f.md5):
+            transfer.discard(f)
+            why = f"{written} bytes arrived, S3 listed {f.size}" if written != f.size else "MD5 mismatch with the ETag"
+            raise TaoError(f"{f.path}: {why}: it changed during the download or the transfer broke; run the fetch "
+                           "again")
+        transfer.verified(f, written)
+        transfer.finish(f, "size+md5 (ETag)" if f.md5 else
+                        "size only (S3 keeps no whole-file digest for multipart uploads)")
     return chosen
 
 

@@ -1,8 +1,8 @@
 """The results scripts (taobank.results_sh) run for real with /bin/sh and busybox sh, as the login node and the
-reader pod run them: listing, facts with sha256, the tar stream through the safe extractor, the guarded rm."""
+reader pod run them: listing, the files' facts, the one-read stream verified block by block, the guarded rm."""
 from __future__ import annotations
 
-import hashlib
+import io
 import os
 import shutil
 import subprocess
@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from taobank import results_sh
+from taobank import results_sh, results_verbs
 from taobank.errors import TaoError
 from taobank.run import Result
-from taobank.tarstream import extract
 
 TRAINER = Path(__file__).resolve().parents[2] / "testclusters" / "fake_tao_train.sh"
 SHELLS = [pytest.param(["/bin/sh"], id="sh"),
@@ -37,16 +36,21 @@ class Local:
         return pipe(self.shell + ["-c", script, "tao", *args], stdin=stdin, what=what)
 
 
-class Counting:
-    def __init__(self) -> None:
-        self.files: list = []
-        self.done = 0
+def transfer(dest: Path, notes: list[str] | None = None) -> results_verbs._Transfer:
+    """The core's side of a fetch into ``dest`` (its staging folder inside), counting bytes."""
+    staging = dest / ".staging"
+    staging.mkdir(parents=True, exist_ok=True)
+    meter = results_verbs.Meter(None)
+    return results_verbs._Transfer(dest, False, meter, None if notes is None else notes.append, staging)
 
-    def start(self, files) -> None:
-        self.files = files
 
-    def advance(self, done: int) -> None:
-        self.done = done
+def shim(tmp_path: Path, name: str, body: str) -> str:
+    """A PATH that runs ``body`` as ``name`` (the real tool is $REAL), for /bin/sh (busybox prefers applets)."""
+    folder = tmp_path / f"shim-{name}"
+    folder.mkdir()
+    (folder / name).write_text(f'#!/bin/sh\nREAL="{shutil.which(name) or "/nonexistent"}"\n{body}\n')
+    (folder / name).chmod(0o755)
+    return f"{folder}:{os.environ['PATH']}"
 
 
 CKPTS = [f"train/model_epoch_00{e}_step_000{e + 1}0.pth" for e in range(3)]
@@ -107,17 +111,35 @@ def test_many_folders_in_one_command_list_as_each_one_alone(shell, job, tmp_path
 
 
 @pytest.mark.parametrize("shell", SHELLS)
-def test_fetch_streams_exactly_the_listed_files_with_their_sha256(shell, job, tmp_path):
+@pytest.mark.parametrize("cksum", [True, False], ids=["cksum", "md5sum"])
+def test_fetch_sends_each_listed_file_once_verified_block_by_block(shell, job, tmp_path, monkeypatch, cksum):
+    """One SEND_FILES command; each block's digest (cksum where the cluster has it, else md5sum) is checked here;
+    names with spaces and a leading dash arrive, links and the newline name do not (the latter named in a note)."""
+    monkeypatch.setattr(results_sh, "BLOCK", results_sh.DD_BLOCK)  # several blocks: a 2.5 MiB checkpoint
+    (job / "train" / "big.pth").write_bytes(os.urandom((5 << 20) // 2))
+    if not cksum:
+        monkeypatch.setenv("PATH", shim(tmp_path, "cksum", "exit 127"))
     into = tmp_path / "into"
-    into.mkdir()
-    seen = Counting()
-    facts = results_sh.fetch_files(Local(shell), str(job), [], into, seen)
-    assert {f.path for f in facts} == {"-rf", "a b.txt", *CKPTS, "train/status.json"}
+    notes: list[str] = []
+    seen = transfer(into, notes)
+    calls = []
+
+    class Once(Local):
+        def stream(self, script, args, *, stdin, what):
+            calls.append(script)
+            return super().stream(script, args, stdin=stdin, what=what)
+
+    facts = results_sh.fetch_files(Once(shell), str(job), [], into, seen)
+    assert {f.path for f in facts} == {"-rf", "a b.txt", *CKPTS, "train/big.pth", "train/status.json"}
+    assert calls == [results_sh.SEND_FILES]
     for f in facts:
-        data = (into / f.path).read_bytes()
-        assert data == (job / f.path).read_bytes() and hashlib.sha256(data).hexdigest() == f.sha256
-    assert seen.done == sum(f.size for f in facts) and seen.files == facts
+        assert (into / f.path).read_bytes() == (job / f.path).read_bytes()
+        alg = "crc" if cksum or shell == ["busybox", "sh"] and shutil.which("cksum") is None else "md5"
+        assert seen.fetched[f.path].verified in (results_sh.VERIFIED["crc"], results_sh.VERIFIED["md5"])
+        assert cksum is False or seen.fetched[f.path].verified == results_sh.VERIFIED[alg]
+    assert seen.meter.done == sum(f.size for f in facts)
     assert not (into / "escape").exists() and not (into / "up").exists()
+    assert len(notes) == 1 and "line?break" in notes[0] and "not fetched" in notes[0]
 
 
 @pytest.mark.parametrize("shell", SHELLS)
@@ -125,15 +147,48 @@ def test_fetch_streams_exactly_the_listed_files_with_their_sha256(shell, job, tm
                                       ("nope.pth", "is not in the results folder")])
 def test_a_path_through_a_link_or_absent_is_refused_on_the_cluster(shell, job, tmp_path, path, why):
     with pytest.raises(TaoError, match=why):
-        results_sh.fetch_files(Local(shell), str(job), [path], tmp_path, Counting())
+        results_sh.fetch_files(Local(shell), str(job), [path], tmp_path, transfer(tmp_path))
 
 
 @pytest.mark.parametrize("shell", SHELLS)
-def test_the_tar_script_refuses_names_that_are_not_dot_slash_paths(shell, job):
-    for names in ("/etc/passwd\n", "./a/../../../etc/passwd\n", "-rf\n", "\n"):
-        res = subprocess.run(shell + ["-c", results_sh.TAR_FILES, "tao", str(job)], input=names.encode(),
-                             capture_output=True, timeout=60)
-        assert res.returncode in (4, 5) and res.stdout == b"", names
+def test_the_send_script_refuses_names_and_numbers_it_was_not_meant_to_get(shell, job):
+    for line in ("0 1 1 /etc/passwd\n", "0 1 1 ./a/../../../etc/passwd\n", "0 1 1 -rf\n", "x 1 1 ./-rf\n",
+                 "0 $(id) 1 ./-rf\n"):
+        res = subprocess.run(shell + ["-c", results_sh.SEND_FILES, "tao", str(job), str(results_sh.BLOCK)],
+                             input=line.encode(), capture_output=True, timeout=60)
+        assert res.returncode == 4 and res.stdout == b"", line
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_send_script_resumes_only_a_file_that_did_not_change(shell, job):
+    f = job / "train" / "status.json"
+    st = f.stat()
+    ask = f"{results_sh.DD_BLOCK} {st.st_size} {int(st.st_mtime)} ./train/status.json\n"
+    res = subprocess.run(shell + ["-c", results_sh.SEND_FILES, "tao", str(job), str(results_sh.BLOCK)],
+                         input=ask.encode(), capture_output=True, timeout=60)
+    assert res.stdout.startswith(b"@@file ") and res.stdout.split(b" ")[2] == b"0"  # past the end: from 0
+    big = job / "big.bin"
+    big.write_bytes(b"z" * (3 * results_sh.DD_BLOCK))
+    st = big.stat()
+    for when, start in ((int(st.st_mtime), results_sh.DD_BLOCK), (int(st.st_mtime) - 5, 0)):
+        ask = f"{results_sh.DD_BLOCK} {st.st_size} {when} ./big.bin\n"
+        res = subprocess.run(shell + ["-c", results_sh.SEND_FILES, "tao", str(job), str(results_sh.BLOCK)],
+                             input=ask.encode(), capture_output=True, timeout=60)
+        head, _, rest = res.stdout.partition(b"\n")
+        assert head.split(b" ")[2] == str(start).encode()
+        assert len(rest) > st.st_size - start and rest[st.st_size - start:].startswith(b"@@sum ")
+
+
+def test_a_file_rewritten_while_it_is_read_is_named_and_not_kept(job, tmp_path, monkeypatch):
+    """A training appending to a checkpoint while it is sent (``dd`` shimmed to append after reading)."""
+    monkeypatch.setenv("PATH", shim(tmp_path, "dd", '"$REAL" "$@"; for a do case $a in if=*status.json) '
+                                                    'echo more >> "${a#if=}";; esac; done'))
+    into = tmp_path / "into"
+    seen = transfer(into)
+    with pytest.raises(TaoError, match="train/status.json changed while being fetched"):
+        results_sh.fetch_files(Local(["/bin/sh"]), str(job), ["train/status.json", "a b.txt"], into, seen)
+    assert not list(into.glob("**/status.json"))  # neither under its name nor as a temp copy
+    assert (into / "a b.txt").read_text() == "space\n"
 
 
 @pytest.mark.parametrize("shell", SHELLS)
@@ -150,30 +205,6 @@ def test_remove_deletes_only_a_directory_named_as_asked(shell, job, tmp_path):
     assert results_sh.remove_folder(sh, str(job), "job-1") == f"deleted {job}"
     assert not job.exists() and (tmp_path / "secret").read_text() == "outside\n"  # a link's target is kept
     assert "nothing to do" in results_sh.remove_folder(sh, str(job), "job-1")
-
-
-def test_extract_refuses_a_stream_that_is_not_a_tar(tmp_path):
-    import io
-
-    with pytest.raises(TaoError, match="not a complete tar stream"):
-        extract(io.BytesIO(b"not a tar at all" * 100), tmp_path, {"x": 1}, lambda n: None)
-
-
-@pytest.mark.parametrize("listed", [3, 0])
-def test_extract_stops_at_the_listed_size_before_writing(tmp_path, listed):
-    """Issue 38 item 12: a member larger than the cluster listed is refused before a byte lands on disk."""
-    import io
-    import tarfile
-
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        info = tarfile.TarInfo("./model.pth")
-        info.size = 1 << 20
-        tar.addfile(info, io.BytesIO(b"x" * (1 << 20)))
-    buf.seek(0)
-    with pytest.raises(TaoError, match=f"the cluster listed {listed}"):
-        extract(buf, tmp_path, {"model.pth": listed}, lambda n: None)
-    assert not (tmp_path / "model.pth").exists() or (tmp_path / "model.pth").stat().st_size <= listed
 
 
 def test_write_file_never_writes_past_the_limit(tmp_path):
@@ -202,8 +233,73 @@ def test_an_unreadable_subfolder_is_a_note_not_a_failed_fetch(job, tmp_path, mon
     notes: list[str] = []
     into = tmp_path / "into"
     into.mkdir()
-    transfer = Counting()
-    transfer.note = notes.append  # type: ignore[attr-defined]
-    got = results_sh.fetch_files(Local(shell), str(job), ["train/status.json"], into, transfer)
+    got = results_sh.fetch_files(Local(shell), str(job), ["train/status.json"], into, transfer(into, notes))
     assert [f.path for f in got] == ["train/status.json"] and (into / "train" / "status.json").is_file()
     assert len(notes) == 1 and "could not be read" in notes[0] and "\n" not in notes[0]
+
+
+# ------------------------------------------------------------------ Docker: a local copy, the same refusals
+def docker_fetch(job: Path, dest: Path, paths: list[str]) -> results_verbs._Transfer:
+    from taobank.contract import ResultsLocation
+    from taobank.docker import results_access
+
+    seen = transfer(dest)
+    results_access.fetch_results({"id": job.name}, ResultsLocation(str(job), True), paths, dest, seen)
+    return seen
+
+
+def test_docker_copies_each_file_locally_and_refuses_links(job, tmp_path):
+    seen = docker_fetch(job, tmp_path / "into", [])
+    assert {p: f.verified for p, f in seen.fetched.items()} == {
+        p: "size+mtime (a local copy)" for p in ["-rf", "a b.txt", *CKPTS, "train/status.json"]}
+    assert all((tmp_path / "into" / p).read_bytes() == (job / p).read_bytes() for p in seen.fetched)
+    with pytest.raises(TaoError, match="is a link or leads out"):
+        docker_fetch(job, tmp_path / "other", ["up/secret"])
+
+
+def test_docker_never_follows_a_link_swapped_in_after_the_listing(job, tmp_path):
+    """A training replacing a folder of its results with a link out between the listing and the copy."""
+    from taobank.docker.results_access import open_inside
+
+    os.close(open_inside(str(job), "train/status.json"))
+    (job / "train").rename(job / "train-real")
+    (job / "train").symlink_to(job / "train-real")
+    with pytest.raises(OSError):
+        open_inside(str(job), "train/status.json")
+    (job / "train").unlink()
+    (job / "train").symlink_to(tmp_path)
+    with pytest.raises(OSError):
+        open_inside(str(job), "train/status.json")
+
+
+def test_docker_names_a_file_rewritten_during_the_copy_and_keeps_nothing_of_it(job, tmp_path, monkeypatch):
+    from taobank.docker import results_access
+
+    real = results_access._copy
+
+    def appending(src, w, offset, size, done, seen):
+        out = real(src, w, offset, size, done, seen)
+        with open(job / "train" / "status.json", "a") as fh:
+            fh.write("more\n")
+        return out
+
+    monkeypatch.setattr(results_access, "_copy", appending)
+    with pytest.raises(TaoError, match="train/status.json changed while being fetched"):
+        docker_fetch(job, tmp_path / "into", ["train/status.json"])
+    assert not list((tmp_path / "into").glob("**/status.json"))
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_send_script_refuses_a_folder_swapped_for_a_link_after_the_listing(shell, job, tmp_path):
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "status.json").write_text("not the job's\n")
+    st = (tmp_path / "outside" / "status.json").stat()
+    (job / "train").rename(job / "train-real")
+    (job / "train").symlink_to(tmp_path / "outside")
+    ask = f"0 {st.st_size} {int(st.st_mtime)} ./train/status.json\n"
+    res = subprocess.run(shell + ["-c", results_sh.SEND_FILES, "tao", str(job), str(results_sh.BLOCK)],
+                         input=ask.encode(), capture_output=True, timeout=60)
+    assert res.stdout == b"@@outside ./train/status.json\n"
+    with pytest.raises(TaoError, match="now leads out of the results folder"):
+        results_sh.receive(io.BytesIO(res.stdout), str(job), [results_sh.ResultFile("train/status.json", 1, 1.0)],
+                           transfer(tmp_path / "into"))

@@ -287,17 +287,20 @@ def cmd_fetch(args: argparse.Namespace, platform: str | None) -> int:
     else:
         raise UsageError("fetch needs a job id or --last")
     emit = _progress_line()
-    try:
-        got = results_verbs.fetch(platform, job_id, words, args.to, force=args.force, emit=emit,
+    try:  # --json: nothing but the JSON (no progress line)
+        got = results_verbs.fetch(platform, job_id, words, args.to, force=args.force,
+                                  emit=None if args.json else emit,
                                   note=lambda text: print(one_line(f"note: {text}"), file=sys.stderr))
     finally:
-        if emit.tty:  # type: ignore[attr-defined]
+        if emit.tty and not args.json:  # type: ignore[attr-defined]
             sys.stderr.write("\r\033[K")
     if args.json:
         print_json([f.to_dict() for f in got])
     else:
         total = sum(f.file.size for f in got)
-        print(f"fetched {len(got)} files ({results_verbs.human(total)}) of {job_id}, each verified:")
+        moved = sum(f.moved for f in got)
+        now = "" if moved == total else f", {results_verbs.human(moved)} moved by this run"
+        print(f"fetched {len(got)} files ({results_verbs.human(total)}{now}) of {job_id}, each verified:")
         for f in got:
             print(f"  {f.line()}")
     return EXIT_OK

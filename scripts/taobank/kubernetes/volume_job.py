@@ -20,7 +20,7 @@ from typing import BinaryIO, ContextManager, Iterator
 from .. import pins
 from ..errors import TaoError
 from . import MANAGED_BY, render
-from ..run import Result, pipe
+from ..run import Result, pipe, signals_held, signals_interrupt
 from .kubectl import Kubectl
 
 #: Label of the helper Jobs (never the job-id label: status and cancel must not see them as the job's pods).
@@ -50,7 +50,7 @@ def manifest(spec: dict, name: str, namespace: str, argv: list[str], *, deadline
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": name, "namespace": namespace, "labels": labels},
             "spec": {"backoffLimit": 0, "ttlSecondsAfterFinished": 60, "activeDeadlineSeconds": deadline_s,
-                     "template": {"metadata": {"labels": {HELPER_LABEL: "true", **MANAGED_BY}}, "spec": pod}}}
+                     "template": {"metadata": {"labels": labels}, "spec": pod}}}
 
 
 def run(kube: Kubectl, spec: dict, argv: list[str], *, purpose: str, timeout_s: int | None = None,
@@ -111,16 +111,23 @@ class Reader:
 @contextmanager
 def reader(kube: Kubectl, spec: dict, *, purpose: str, writable: bool = False, for_job: str | None = None,
            sleep=time.sleep) -> Iterator[Reader]:
-    """A helper pod on the job's volumes (at the job's paths) kept up by ``sleep`` until the block ends, then
-    deleted; if that delete is lost, its deadline (``kubernetes.results_reader_max_s``) and TTL remove it."""
+    """A helper pod on the job's volumes (at the job's paths) kept up until the block ends, then deleted, on
+    every way out (SIGTERM and SIGHUP included: :func:`taobank.run.signals_interrupt`). A client killed
+    outright leaves it until it has been idle :data:`READER_IDLE_S` (:data:`READER_WATCHDOG`), at most its
+    deadline (``kubernetes.results_reader_max_s``); the Job's TTL then removes it."""
     max_s = int(pins.resolve("kubernetes.results_reader_max_s"))
     wait_s = int(pins.resolve("kubernetes.volume_job_timeout_s"))
     name = f"tao-read-{secrets.token_hex(4)}"
-    obj = manifest(spec, name, kube.namespace, ["sleep", str(max_s)], deadline_s=max_s, writable=writable,
-                   for_job=for_job)
-    obj["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 1  # sleep as PID 1 ignores TERM
-    kube.apply([obj], create=True)
+    obj = manifest(spec, name, kube.namespace, ["sh", "-c", READER_WATCHDOG, "tao-reader", str(READER_IDLE_S)],
+                   deadline_s=max_s, writable=writable, for_job=for_job)
+    obj["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 1  # sh as PID 1 ignores TERM
+    with signals_interrupt():
+        yield from _up(kube, obj, name, purpose, wait_s, sleep)
+
+
+def _up(kube: Kubectl, obj: dict, name: str, purpose: str, wait_s: int, sleep) -> Iterator[Reader]:
     try:
+        kube.apply([obj], create=True)
         end = time.monotonic() + wait_s
         while True:
             pods = kube.items("pods", "-l", f"job-name={name}", what="kubectl get pods")
@@ -136,5 +143,21 @@ def reader(kube: Kubectl, spec: dict, *, purpose: str, writable: bool = False, f
             sleep(1)
         yield Reader(kube, up[0]["metadata"]["name"])
     finally:
-        kube.run("delete", "job", name, "--ignore-not-found", "--wait=false", check=False,
-                 what="kubectl delete job")
+        with signals_held():  # a second Ctrl-C must not stop the delete
+            kube.run("delete", "job", name, "--ignore-not-found", "--wait=false", check=False,
+                     what="kubectl delete job")
+
+
+#: $1: seconds. The reader pod's PID 1: it ends once no ``kubectl exec`` has run in it for $1 seconds (counted
+#: in /proc the same way at start and every 5 s), so a client killed with SIGKILL leaves it up that long, not
+#: until its deadline; the Job's TTL then removes it.
+READER_WATCHDOG = r"""
+count() { set -- /proc/[0-9]*; echo $#; }
+base=$(count); idle=0
+while [ "$idle" -lt "$1" ]; do
+  sleep 5
+  if [ "$(count)" -gt "$base" ]; then idle=0; else idle=$((idle + 5)); fi
+done
+"""
+#: How long a reader pod waits for its first or next command (the client runs them back to back).
+READER_IDLE_S = 60

@@ -234,5 +234,5 @@ sacct -n -X -o JobID -S now-1hours >/dev/null 2>&1 && echo ok || echo unavailabl
 #: script run over ssh (folder as $1; see taobank.results_sh).
 LIST_RESULTS = results_sh.LIST_RESULTS
 FILE_FACTS = results_sh.FILE_FACTS
-TAR_FILES = results_sh.TAR_FILES
+SEND_FILES = results_sh.SEND_FILES
 REMOVE_FOLDER = results_sh.REMOVE_FOLDER

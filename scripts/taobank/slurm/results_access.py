@@ -3,8 +3,8 @@
 The job's folder is the record's ``results_dir``: ``<base>/results/<job id>``
 on the cluster's shared filesystem (``backend.results_dir`` on records made
 when the top-level value was the parent). Listing is one remote command (every trial of a sweep: one too);
-a fetch is two over the same ControlMaster connection (the files' sizes and
-sha256, then ``tar c`` of exactly those files streamed back); prune is one.
+a fetch is two over the same ControlMaster connection (the files' sizes, then
+each file read once and streamed back with a digest per block); prune is one.
 """
 from __future__ import annotations
 

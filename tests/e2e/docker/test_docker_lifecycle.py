@@ -50,6 +50,9 @@ def test_a_training_completes_with_progress_and_results_owned_by_the_caller(dk):
     assert {f["path"] for f in listing["files"]} >= {"model_epoch_003.pth", "status.json"}
     got = json.loads(dk.ok("fetch", jid, "model_epoch_003.pth", "--to", str(dk.tmp / "got"), "--json").stdout)
     assert got and (dk.tmp / "got" / "model_epoch_003.pth").read_text() == "checkpoint 3\n"
+    assert got[0]["verified"] == "size+mtime (a local copy)" and got[0]["moved"] == len("checkpoint 3\n")
+    again = json.loads(dk.ok("fetch", jid, "model_epoch_003.pth", "--to", str(dk.tmp / "got"), "--json").stdout)
+    assert again[0]["moved"] == 0 and again[0]["verified"].startswith("already here")
     # the front door dispatches to the same adapter
     table = dk.run("tao_jobs.py", "list", "--platform", "docker", "--json")
     assert [v["id"] for v in json.loads(table.stdout)] == [jid]

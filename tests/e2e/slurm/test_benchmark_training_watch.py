@@ -30,5 +30,7 @@ def test_training_watch_benchmark_runs_and_its_counts_hold(slurm_cluster, k8s_cl
         shutil.rmtree(control, ignore_errors=True)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     checks = [ln for ln in res.stdout.splitlines() if ln.startswith("check: ")]
-    assert checks == ["check: progress in one command for N = 1, 5; fetch in two, bytes identical"], res.stdout
+    assert checks == ["check: progress in one command for N = 1, 5; fetch in two, a rerun in one, bytes identical"], \
+        res.stdout
     assert "fetch of 4 MiB: bank" in res.stdout and "Kubernetes fetch of 4 MiB from the PVC: bank" in res.stdout
+    assert "Docker fetch of 4 MiB: bank" in res.stdout

@@ -8,14 +8,16 @@ also reads directly to compare.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 from slurm_helpers import base_spec, call_log, wait_state
 from slurm_helpers import cancel as slurm_helpers_cancel
 
+from taobank import results_sh
 from taobank.slurm import logs as slurm_logs, submit as slurm_submit
-from tests.support.results_cli import tao_jobs as jobs, tree
+from tests.support.results_cli import big_files, fetch_killed_half_way, tao_jobs as jobs, tree
 
 pytestmark = pytest.mark.e2e
 
@@ -51,11 +53,16 @@ def test_artifacts_fetch_and_prune_over_one_connection(slurm_env, tmp_path):
 
     before = ssh_commands(slurm_env["call_log"])
     got = json.loads(jobs("fetch", jid, "--to", str(tmp_path / "all"), "--json").stdout)
-    assert ssh_commands(slurm_env["call_log"]) - before == 2  # facts (sha256), then the tar stream
-    assert tree(tmp_path / "all") == tree(folder) and {g["verified"] for g in got} == {"size+sha256"}
+    assert ssh_commands(slurm_env["call_log"]) - before == 2  # facts (sizes), then each file read once
+    assert tree(tmp_path / "all") == tree(folder) and {g["verified"] for g in got} == {results_sh.VERIFIED["crc"]}
+    before = ssh_commands(slurm_env["call_log"])
+    same = json.loads(jobs("fetch", jid, "--to", str(tmp_path / "all"), "--json").stdout)
+    assert {g["moved"] for g in same} == {0} and ssh_commands(slurm_env["call_log"]) - before == 1  # all here
+    (tmp_path / "all" / "train" / "status.json").write_text("mine\n")
     again = jobs("fetch", jid, "train/status.json", "--to", str(tmp_path / "all"), check=False)
     assert again.returncode == 1 and "exists: pass --force" in again.stderr
     jobs("fetch", jid, "train/status.json", "--to", str(tmp_path / "all"), "--force")
+    assert tree(tmp_path / "all") == tree(folder)
     escape = jobs("fetch", jid, "../../jobs", "--to", str(tmp_path / "x"), check=False)
     assert escape.returncode == 2 and not (tmp_path / "x").exists()
 
@@ -66,6 +73,29 @@ def test_artifacts_fetch_and_prune_over_one_connection(slurm_env, tmp_path):
     assert (Path(slurm_env["env"]["SLURM_BASE_RESULTS_DIR"]) / "jobs" / jid).is_dir()  # logs and specs stay
     assert "does not exist (pruned" in jobs("artifacts", jid).stderr
     assert "nothing to do" in jobs("prune", jid, "--yes").stdout  # a second prune finds nothing
+
+
+def test_a_fetch_killed_half_way_resumes_with_identical_bytes_and_less_moved(slurm_env, tmp_path):
+    """SIGTERM to the client while 512 MiB stream over the one connection; the rerun sends only the rest."""
+    rec = slurm_submit.submit(base_spec(container_runtime="none", command=["true"]))
+    jid = rec["id"]
+    assert wait_state(jid)["state"] == "COMPLETE", slurm_logs.logs(jid)
+    folder = Path(slurm_env["env"]["SLURM_BASE_RESULTS_DIR"]) / "results" / jid
+    folder.mkdir(parents=True, exist_ok=True)
+    big_files(folder)
+    dest = tmp_path / "dl"
+    err = fetch_killed_half_way(jid, dest, os.environ)
+    assert "interrupted" in err, err
+    have, want = tree(dest), tree(folder)
+    placed = [p for p in have if p.startswith("big-")]
+    assert placed and all(have[p] == want[p] for p in placed)  # what has its final name is whole
+    assert len(placed) < 4  # and the rest is not there yet
+    before = ssh_commands(slurm_env["call_log"])
+    got = json.loads(jobs("fetch", jid, "--to", str(dest), "--json").stdout)
+    assert ssh_commands(slurm_env["call_log"]) - before == 2
+    assert tree(dest) == tree(folder)  # identical bytes, no staging folder left
+    total, moved = sum(g["size"] for g in got), sum(g["moved"] for g in got)
+    assert 0 < moved < total, (moved, total)
 
 
 def test_prune_refuses_an_active_job_without_touching_it(slurm_env):
