@@ -146,6 +146,9 @@ class Observation:
     asked: bool = True
     #: keep the recorded message while the state holds when it contains this text (see ``states.next_move``)
     keep_if: str | None = None
+    #: the job ended because it was cut short, not by itself: "time limit" or "preempted" (``states.CUT_SHORT``);
+    #: the core adds the one ``continue`` hint to the record's message (``states.continue_hint``)
+    cut_short: str | None = None
 
     @property
     def exit_status(self) -> str | None:

@@ -381,7 +381,7 @@ def cmd_metrics(args: argparse.Namespace, platform: str | None) -> int:
     elif args.plot:
         sys.stdout.write(progress.plot_terminal(rows, args.kpi) + "\n")
     else:
-        sys.stdout.write(progress.table(rows))
+        sys.stdout.write(progress.table(rows) + "\n")  # a table ends its last line, as every other output does
     if log.skipped and not args.json:
         print(f"note: {log.skipped} unreadable line(s) of {chosen} skipped", file=sys.stderr)
     if log.cut_size and not args.json:
