@@ -222,6 +222,10 @@ def preflight_ok(findings: list[Finding]) -> bool:
 
 
 # ------------------------------------------------------------------ a job's results (artifacts, fetch, prune)
+#: The one variable that names a job's own results folder inside its container, on every platform. TAO's own
+#: pair (``TAO_API_RESULTS_DIR`` the parent, ``TAO_API_JOB_ID`` the folder's name) is set beside it as an alias.
+RESULTS_VAR = "RESULTS_DIR"
+
 #: What counts as a checkpoint in a results folder (by file name ending, case-insensitive): the one list.
 CHECKPOINT_SUFFIXES = (".pth", ".ckpt", ".pt", ".tlt", ".hdf5", ".onnx", ".engine")
 
@@ -296,5 +300,5 @@ class Transfer(Protocol):
         """Bytes of file content received so far (the progress line)."""
 
 
-__all__ = ["SubmitOptions", "Plan", "Gate", "Launch", "Observation", "STOP_OUTCOMES", "Stop", "Finding", "preflight_ok", "CHECKPOINT_SUFFIXES", "is_checkpoint", "ResultFile",
+__all__ = ["RESULTS_VAR", "SubmitOptions", "Plan", "Gate", "Launch", "Observation", "STOP_OUTCOMES", "Stop", "Finding", "preflight_ok", "CHECKPOINT_SUFFIXES", "is_checkpoint", "ResultFile",
            "ResultsLocation", "ResultsListing", "Transfer"]
