@@ -87,8 +87,8 @@ def remembered(job_id: str) -> tuple[dict, bool]:
     from . import fsio
 
     try:
-        data = json.loads(fsio.read_regular(records.artifact_dir(job_id) / PROGRESS_FILE, "progress",
-                                            follow_links=False, missing_ok=True) or "null")
+        path = records.state_dir() / f"{job_id}.d" / PROGRESS_FILE  # read without making the folder (every view)
+        data = json.loads(fsio.read_regular(path, "progress", follow_links=False, missing_ok=True) or "null")
     except (TaoError, ValueError, OSError):
         return {}, False
     if not isinstance(data, dict) or not isinstance(data.get("progress"), dict):
