@@ -13,7 +13,6 @@
 set -euo pipefail
 BANK="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export TAO_SKILL_BANK_PATH="$BANK"
-export TAO_STATE_DIR="${TAO_STATE_DIR:-$HOME/.local/state/tao-skill-bank/demo-jobs}"
 platforms=("$@")
 [ ${#platforms[@]} -gt 0 ] || platforms=(docker kubernetes slurm)
 
@@ -105,4 +104,6 @@ for platform in "${platforms[@]}"; do
     *) echo "error: unknown platform '$platform' (docker, kubernetes or slurm)" >&2; exit 2 ;;
   esac
 done
+step "tao_jobs.py list (the demo's jobs are in your own store, beside any others)"
+"$BANK/scripts/tao_jobs.py" list
 step "demo finished: every job reached COMPLETE"

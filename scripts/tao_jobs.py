@@ -10,7 +10,8 @@ artifacts | fetch | prune.
   tao_jobs.py metrics ID | --last [--json | --csv | --plot] [--kpi NAME...] [--png FILE]
   tao_jobs.py artifacts ID | --last [--kpi NAME [--mode min|max]] [--json]   (the results folder; best checkpoint)
   tao_jobs.py fetch ID [PATH...] | --last [PATH...] --to DIR [--force] [--json]   (size and sha256 verified)
-  tao_jobs.py prune ID... [--yes] [--json]   (deletes finished jobs' own results folders; asks first)
+  tao_jobs.py prune ID... [--keep best|last|N [--kpi NAME --mode min|max]] [--yes] [--json]   (deletes finished
+      jobs' own results folders, or with --keep their other checkpoints; asks first)
   tao_jobs.py continue ID [--from CHECKPOINT] [--json]   (a NEW job carrying on a failed/canceled/timed-out one)
 
 Each verb dispatches on the record's platform (kubernetes, slurm or docker), exactly

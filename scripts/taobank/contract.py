@@ -146,6 +146,9 @@ class Observation:
     asked: bool = True
     #: keep the recorded message while the state holds when it contains this text (see ``states.next_move``)
     keep_if: str | None = None
+    #: the job ended because it was cut short, not by itself: "time limit" or "preempted" (``states.CUT_SHORT``);
+    #: the core adds the one ``continue`` hint to the record's message (``states.continue_hint``)
+    cut_short: str | None = None
 
     @property
     def exit_status(self) -> str | None:
@@ -231,6 +234,10 @@ def preflight_ok(findings: list[Finding]) -> bool:
 
 
 # ------------------------------------------------------------------ a job's results (artifacts, fetch, prune)
+#: The one variable that names a job's own results folder inside its container, on every platform. TAO's own
+#: pair (``TAO_API_RESULTS_DIR`` the parent, ``TAO_API_JOB_ID`` the folder's name) is set beside it as an alias.
+RESULTS_VAR = "RESULTS_DIR"
+
 #: What counts as a checkpoint in a results folder (by file name ending, case-insensitive): the one list.
 CHECKPOINT_SUFFIXES = (".pth", ".ckpt", ".pt", ".tlt", ".hdf5", ".onnx", ".engine")
 
@@ -324,5 +331,5 @@ class Transfer(Protocol):
         """Bytes of file content received so far in this run (the progress line)."""
 
 
-__all__ = ["SubmitOptions", "SweepPreview", "Plan", "Gate", "Launch", "Observation", "STOP_OUTCOMES", "Stop", "Finding", "preflight_ok", "CHECKPOINT_SUFFIXES", "is_checkpoint", "ResultFile",
+__all__ = ["RESULTS_VAR", "SubmitOptions", "SweepPreview", "Plan", "Gate", "Launch", "Observation", "STOP_OUTCOMES", "Stop", "Finding", "preflight_ok", "CHECKPOINT_SUFFIXES", "is_checkpoint", "ResultFile",
            "ResultsLocation", "ResultsListing", "Transfer"]

@@ -22,6 +22,7 @@ def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = 
     trials are released as slots free (:func:`taobank.sweepslots.release`). ``progress``: read the progress of a
     lone running job the query could not read (sweeps read theirs in one batch instead)."""
     recs = core.select(platform, ids, "status")
+    active = {r["id"] for r in recs if r["state"] not in states.TERMINAL}
     out = core.refresh(recs, retry=retry)
     views = {v.id: v for v in out}
     for name, group in core.by_platform(recs).items():
@@ -34,7 +35,79 @@ def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = 
     out = [views[v.id] for v in out] + [v for i, v in views.items() if i not in shown]
     if progress:
         _add_progress(out, {r["id"]: r for r in recs})
+        keep_progress(out, **ended_now(out, active))
     return out
+
+
+def ended_now(views: list[JobView], active: set[str]) -> dict[str, Any]:
+    """:func:`keep_progress`'s arguments for the views that ended in this status (were ``active`` before it): read
+    once now where the platform's observation does not read status files, final as read where it does."""
+    ended = [v for v in views if v.id in active and v.state in states.TERMINAL]
+    read = [v for v in ended if not core.get(v.platform).progress_in_sweep]
+    return {"read": read, "read_already": {v.id for v in ended if v not in read}}
+
+
+#: The last progress status saw of a job, next to its record: a finished job keeps its final ``[epoch ...]`` and
+#: KPIs (status lines, sweep tables) without another cluster call. A cache only: the record never holds progress.
+PROGRESS_FILE = "progress.json"
+
+
+def keep_progress(views: list[JobView], *, read: list[JobView] = (), read_already: set[str] = frozenset()) -> None:
+    """The one rule for the progress a view shows, on every platform: what status read now (remembered, as the
+    final one once the job has ended), else the remembered one. ``read``: views to read first when they have
+    none, in one batched read per platform (running trials first: a Kubernetes pod reads its siblings' folders
+    on the shared volume), each a final one once read after its end. ``read_already``: ended jobs whose status
+    files this status read already: final as they are, even with no progress (never read again)."""
+    for v in views:
+        if v.id in read_already and not v.progress:
+            _remember(v.id, {}, final=True)
+    unread = [v for v in read if not v.progress]
+    for name, group in core.by_platform([records.load(v.id) for v in unread]).items():
+        group.sort(key=lambda r: r["state"] != states.State.RUNNING)
+        try:
+            files = core.get(name).read_status_many(group)
+        except TaoError:
+            continue
+        for v in unread:
+            if v.id in files:
+                v.progress = training.progress_of(files[v.id], v.action or None)
+                if not v.progress and v.state in states.TERMINAL:
+                    _remember(v.id, {}, final=True)  # read after its end, nothing there: not read again
+    for v in views:
+        if v.progress:
+            _remember(v.id, v.progress, final=v.state in states.TERMINAL)
+        else:
+            v.progress = remembered(v.id)[0] or None
+
+
+def remembered(job_id: str) -> tuple[dict, bool]:
+    """(the progress last seen of ``job_id``, whether it is final: read after its end); ({}, False) when none."""
+    import json
+
+    from . import fsio
+
+    try:
+        path = records.state_dir() / f"{job_id}.d" / PROGRESS_FILE  # read without making the folder (every view)
+        data = json.loads(fsio.read_regular(path, "progress", follow_links=False, missing_ok=True) or "null")
+    except (TaoError, ValueError, OSError):
+        return {}, False
+    if not isinstance(data, dict) or not isinstance(data.get("progress"), dict):
+        return {}, False
+    return data["progress"], data.get("final") is True
+
+
+def _remember(job_id: str, progress: dict, *, final: bool) -> None:
+    import json
+
+    from . import fsio
+
+    if remembered(job_id)[1]:
+        return  # the final one stays
+    try:
+        fsio.write_private(records.artifact_dir(job_id) / PROGRESS_FILE,
+                           json.dumps({"progress": progress, "final": final}, sort_keys=True) + "\n")
+    except (OSError, TaoError):
+        pass
 
 
 def watch(platform: str | None, ids: list[str] | None, **kwargs: Any) -> list[JobView]:
@@ -69,4 +142,4 @@ def metrics(platform: str | None, job_id: str) -> tuple[list[dict], Any, str]:
     return training.metrics_of(files, rec.get("action") or None, job_id)
 
 
-__all__ = ["PROGRESS_HINT", "status", "watch", "metrics"]
+__all__ = ["PROGRESS_HINT", "PROGRESS_FILE", "status", "watch", "metrics", "keep_progress", "remembered"]

@@ -222,6 +222,11 @@ class Platform(ABC):
         cancel line, or None when there was nothing to do. The default holds nothing."""
         return None
 
+    def release_pruned(self, rec: dict) -> str | None:
+        """What ``prune`` releases of a finished job once its results went: what :meth:`clean_finished` does, and
+        on Docker its exited container (a call per job, so not on every cancel of a finished sweep)."""
+        return self.clean_finished(rec, {})
+
     def lineage_access(self, spec: dict, parent: dict, folder: str) -> dict:
         """``spec`` of a child job (``submit --parent``) able to read the parent's results ``folder`` (as the
         parent saw it). Default: unchanged (the folder is on storage every job of the platform sees)."""
@@ -374,6 +379,15 @@ class Platform(ABC):
         """Delete the job's own folder after checking on the cluster that it is a folder named as recorded;
         a note for the prune line."""
         return self._results(rec, "pruning results").remove_results(rec, loc)
+
+    def remove_files(self, rec: dict, loc: ResultsLocation, delete: list[str], keep: dict[str, int]) -> list[ResultFile]:
+        """``prune --keep``: delete the files ``delete`` (relative) of the job's own folder in ONE command, after
+        checking on the cluster that each ``keep`` file is there at its listed size (else nothing is deleted);
+        the kept files' facts (size, sha256) read after the deletion."""
+        remove = getattr(self._results(rec, "pruning checkpoints"), "remove_files", None)
+        if remove is None:
+            raise TaoError(f"job {rec['id']}: deleting single checkpoints is not available for {self.name} results")
+        return remove(rec, loc, delete, keep)
 
 def get(name: str) -> Platform:
     """The adapter of platform ``name`` (``k8s`` is accepted for kubernetes)."""

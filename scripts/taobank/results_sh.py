@@ -160,6 +160,45 @@ rm -rf -- "$d" || exit 6
 echo "@@removed"
 '''
 
+#: prune --keep. $1: the job's own results folder, $2: the name it must have (the job id), then per file a mode
+#: word and a "./path": ``k:SIZE`` a file kept (checked first: a regular file of that size, else nothing is
+#: deleted), ``d`` a file or link deleted (never a folder, never through a link out of the folder). Prints
+#: "@@deleted N", then "@@kept <size> <mtime> <sha256> ./path" of each kept file after the deletion.
+REMOVE_FILES = r'''
+d=$1; name=$2; shift 2
+case $d in /?*) ;; *) echo "refused: $d is not an absolute folder" >&2; exit 4 ;; esac
+if [ -L "$d" ] || [ ! -d "$d" ]; then echo "refused: $d is not a directory" >&2; exit 4; fi
+[ "${d##*/}" = "$name" ] || { echo "refused: $d is not named $name" >&2; exit 5; }
+cd -- "$d" || exit 3
+root=$(pwd -P)
+inside() {
+  case $1 in ./*) ;; *) echo "refused name: $1" >&2; exit 4 ;; esac
+  case /$1/ in */../*) echo "refused name: $1" >&2; exit 4 ;; esac
+  up=$(cd -P -- "$(dirname -- "$1")" 2>/dev/null && pwd -P) || return 1
+  case $up in "$root" | "$root"/*) return 0 ;; esac
+  echo "refused: $1 leaves the folder" >&2; exit 4
+}
+while [ $# -ge 2 ]; do
+  mode=$1; f=$2; shift 2
+  case $mode in
+    k:*) inside "$f" || { echo "kept file $f is missing: nothing was deleted" >&2; exit 7; }
+         if [ -L "$f" ] || [ ! -f "$f" ] || [ "$(stat -c %s -- "$f")" != "${mode#k:}" ]; then
+           echo "kept file $f is not the file listed: nothing was deleted" >&2; exit 7; fi
+         kept="${kept:+$kept
+}$f" ;;
+    d) inside "$f" || continue
+       if [ -L "$f" ] || [ -f "$f" ]; then rm -f -- "$f" || exit 6; n=$((${n:-0} + 1)); fi ;;
+    *) echo "refused mode: $mode" >&2; exit 4 ;;
+  esac
+done
+echo "@@deleted ${n:-0}"
+[ -n "${kept:-}" ] || exit 0
+printf '%s
+' "$kept" | while IFS= read -r f; do
+  s=$(stat -c "%s %Y" -- "$f") && h=$(sha256sum < "$f") && echo "@@kept $s ${h%% *} $f"
+done
+'''
+
 #: How long one text command may run: a listing of a large shared folder.
 TEXT_TIMEOUT_S = 3600
 
@@ -396,6 +435,29 @@ def receive(out: BinaryIO, folder: str, files: list[ResultFile], transfer: Trans
                        "it was kept; the other files were fetched; fetch it again once it is written")
     if pending:
         raise _broke(next(iter(pending)))
+
+
+_KEPT = re.compile(r"@@kept (\d{1,20}) (\d{1,20}) ([0-9a-f]{64}) \./(.+)")
+
+
+def remove_files(shell: Shell, folder: str, name: str, delete: list[str], keep: dict[str, int]) -> list[ResultFile]:
+    """:data:`REMOVE_FILES`: delete ``delete`` (paths relative to the job's own ``folder``, named ``name``) after
+    checking each ``keep`` file is there at its listed size; the kept files' facts read after the deletion."""
+    args = [folder, name]
+    for path, size in keep.items():
+        args += [f"k:{int(size)}", f"./{path}"]
+    for path in delete:
+        args += ["d", f"./{path}"]
+    res = shell.text(REMOVE_FILES, args, what=f"deleting checkpoints in {folder}")
+    if not res.ok or "@@deleted" not in res.stdout:
+        raise TaoError(f"deleting checkpoints in {folder} refused or failed on the cluster (exit {res.returncode}): "
+                       f"{last_line(res.stderr or res.stdout)}")
+    out = []
+    for line in res.stdout.splitlines():
+        m = _KEPT.fullmatch(line)
+        if m:
+            out.append(ResultFile(m.group(4), int(m.group(1)), float(m.group(2)), sha256=m.group(3)))
+    return out
 
 
 def remove_folder(shell: Shell, folder: str, name: str) -> str:

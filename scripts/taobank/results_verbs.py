@@ -19,7 +19,9 @@ removes. What is decided here, the same everywhere:
 * a rerun skips files already here (same size and mtime) and continues a
   half-fetched one from its last verified block (``state.json``);
 * progress (bytes, rate, ETA) once a transfer has run for :data:`QUIET_S`;
-* prune deletes only a finished job's own folder, after confirmation.
+* prune deletes only a finished job's own folder, after confirmation; ``prune --keep best|last|N`` deletes
+  the other checkpoints of it instead (the kept ones checked on the cluster before and after); either
+  releases what the finished job still holds (a Docker container).
 
 The core never prints: callers pass ``emit`` (progress lines) and
 ``confirm`` (the prompt) and print what is returned.
@@ -515,9 +517,15 @@ class Pruned:
     folder: str
     removed: bool
     message: str
+    #: prune --keep: the checkpoints deleted and the ones kept (with their size and sha256 after the deletion)
+    deleted: list[str] = field(default_factory=list)
+    kept: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"id": self.id, "folder": self.folder, "removed": self.removed, "message": self.message}
+        out = {"id": self.id, "folder": self.folder, "removed": self.removed, "message": self.message}
+        if self.deleted or self.kept:
+            out.update(deleted=self.deleted, kept=self.kept)
+        return out
 
     def line(self) -> str:
         from .text import one_line
@@ -544,13 +552,87 @@ def prunable(rec: dict, loc: ResultsLocation, together: list[str] | tuple[str, .
                            f"(prune {rec['id']} {other['id']}) or remove the folder yourself")
 
 
-def prune(platform: str | None, ids: list[str], *, confirm: Callable[[str], bool]) -> tuple[list[Pruned], list[str]]:
-    """Delete each finished job's own results folder after ``confirm(question)``; (results, one-line errors).
+def keep_rule(keep: str | None, kpi: str | None, mode: str) -> str | int | None:
+    """``--keep best|last|N`` checked before anything is read: "best" (needs ``kpi``), "last", a count, or None."""
+    if keep is None:
+        if kpi is not None:
+            raise UsageError("--kpi chooses the checkpoint prune --keep best keeps: add --keep best")
+        return None
+    if mode not in ("min", "max"):
+        raise UsageError(f"--mode {mode!r} is unknown: use min or max")
+    if keep == "best":
+        if not kpi or not kpi.strip():
+            raise UsageError("--keep best needs --kpi NAME (a KPI of status.json, e.g. val_loss)")
+        return "best"
+    if kpi is not None:
+        raise UsageError("--kpi ranks checkpoints for --keep best only")
+    if keep == "last":
+        return "last"
+    if re.fullmatch(r"[1-9][0-9]{0,5}", keep or ""):
+        return int(keep)
+    raise UsageError(f"--keep {keep!r}: give best, last or a number of newest checkpoints (1 or more)")
+
+
+def _kept(rec: dict, listing: ResultsListing, keep: str | int, kpi: str | None, mode: str) -> list[str]:
+    """The checkpoints ``keep`` chooses: the best epoch's last one, the one a run continues from, or the N newest."""
+    ckpts = [f for f in listing.files if f.checkpoint]
+    if keep == "best":
+        found = find_best(listing, kpi or "", mode, rec.get("action"))
+        if not found.checkpoints:
+            raise TaoError(f"no best checkpoint by {kpi}: {found.note or 'none found'}; nothing was deleted")
+        return found.checkpoints[:1]
+    if keep == "last":
+        last = checkpoints.latest(listing.files, rec.get("action"), listing.links, rec.get("network_arch"))
+        if last is None or not any(f.path == last.path for f in ckpts):
+            raise TaoError("no checkpoint to keep as the last one; nothing was deleted")
+        return [last.path]
+    newest = sorted(ckpts, key=lambda f: (checkpoints.epoch_of(f.path) if checkpoints.epoch_of(f.path) is not None
+                                          else -1, checkpoints.step_of(f.path) or 0, f.mtime), reverse=True)
+    return [f.path for f in newest[:int(keep)]]
+
+
+def _prune_keeping(rec: dict, adapter: Any, loc: ResultsLocation, keep: str | int, kpi: str | None, mode: str,
+                   confirm: Callable[[str], bool]) -> Pruned:
+    """Delete the checkpoints of the job's own folder that ``keep`` does not choose (and links to them); the
+    kept ones are checked on the cluster before the deletion (there, at their listed size) and after it."""
+    listing = adapter.list_results(rec, loc, status=keep == "best")
+    if not listing.exists:
+        raise TaoError(f"the results folder {loc.folder} does not exist (pruned already?): nothing to keep")
+    kept = _kept(rec, listing, keep, kpi, mode)
+    sizes = {f.path: f.size for f in listing.files}
+    gone = [f for f in listing.files if f.checkpoint and f.path not in kept]
+    links = [name for name, target in listing.links.items() if target in {f.path for f in gone}]
+    if not gone:
+        return Pruned(rec["id"], loc.folder, False, f"nothing to delete: keeps {', '.join(kept) or 'no checkpoint'}",
+                      kept=[{"path": p, "size": sizes[p]} for p in kept])
+    freed = sum(f.size for f in gone)
+    if not confirm(f"delete {len(gone)} checkpoint(s), {human(freed)}, of {rec['state']} job {rec['id']} in "
+                   f"{loc.folder}, keeping {', '.join(kept)}? [y/N] "):
+        return Pruned(rec["id"], loc.folder, False, "deleted nothing (not confirmed)")
+    after = {f.path: f for f in adapter.remove_files(rec, loc, [f.path for f in gone] + links,
+                                                     {p: sizes[p] for p in kept})}
+    for path in kept:
+        if path not in after or after[path].size != sizes[path]:
+            raise TaoError(f"{path} was not found intact after the deletion (listed {sizes[path]} bytes): check "
+                           f"{loc.folder} with tao_jobs.py artifacts {rec['id']}")
+    return Pruned(rec["id"], loc.folder, True,
+                  f"deleted {len(gone)} checkpoint(s), {human(freed)}; kept {', '.join(kept)} (intact, sha256 "
+                  f"{after[kept[0]].sha256[:12] if after[kept[0]].sha256 else '?'}...)",
+                  deleted=[f.path for f in gone] + links,
+                  kept=[{"path": p, "size": after[p].size, "sha256": after[p].sha256} for p in kept])
+
+
+def prune(platform: str | None, ids: list[str], *, confirm: Callable[[str], bool], keep: str | None = None,
+          kpi: str | None = None, mode: str = "min") -> tuple[list[Pruned], list[str]]:
+    """Delete each finished job's own results folder after ``confirm(question)`` or, with ``keep``, the
+    checkpoints of it ``keep`` does not choose; (results, one-line errors). Either releases what the finished
+    job still holds (:meth:`~taobank.platform.Platform.release_pruned`: a Docker container).
 
     One job's failure does not stop the others.
     """
     if not ids:
         raise UsageError("prune needs job ids")
+    rule = keep_rule(keep, kpi, mode)
     done: list[Pruned] = []
     errors: list[str] = []
     for job_id in dict.fromkeys(ids):
@@ -559,14 +641,22 @@ def prune(platform: str | None, ids: list[str], *, confirm: Callable[[str], bool
             adapter = get(rec["platform"])
             loc = adapter.results_location(rec)
             prunable(rec, loc, ids)
-            if not confirm(f"delete {loc.folder} (the results of {rec['state']} job {rec['id']}) and everything "
-                           "in it? [y/N] "):
+            if rule is not None:
+                pruned = _prune_keeping(rec, adapter, loc, rule, kpi, mode, confirm)
+            elif not confirm(f"delete {loc.folder} (the results of {rec['state']} job {rec['id']}) and everything "
+                             "in it? [y/N] "):
                 done.append(Pruned(rec["id"], loc.folder, False, f"kept {loc.folder} (not confirmed)"))
                 continue
-            note = adapter.remove_results(rec, loc)
-            fsio.write_private(records.artifact_dir(rec["id"]) / PRUNED_FILE,
-                               _note_json(loc.folder))
-            done.append(Pruned(rec["id"], loc.folder, True, note))
+            else:
+                pruned = Pruned(rec["id"], loc.folder, True, adapter.remove_results(rec, loc))
+                fsio.write_private(records.artifact_dir(rec["id"]) / PRUNED_FILE, _note_json(loc.folder))
+            try:
+                note = adapter.release_pruned(rec) if pruned.removed else None
+            except TaoError as exc:  # the results went as asked: what the job still holds is a note
+                note = f"what the job still holds was not released ({exc})"
+            if note:
+                pruned.message = f"{pruned.message}; {note}"
+            done.append(pruned)
         except TaoError as exc:
             errors.append(f"{job_id}: {exc}")
     return done, errors

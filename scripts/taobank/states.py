@@ -145,6 +145,19 @@ def next_move(current: str, observed: str, message: str | None, *, recorded: str
     return Move(State(observed), text)
 
 
+#: Why a job was cut short (``Observation.cut_short``): it ran out of its time, or the cluster took its place.
+CUT_SHORT = ("time limit", "preempted")
+
+
+def continue_hint(job_id: str, cut_short: str) -> str:
+    """The one line every platform's status puts first on a job cut short: ``continue`` carries it on from its
+    last checkpoint (with more time when its time limit ended it)."""
+    if cut_short not in CUT_SHORT:
+        raise ValueError(f"cut_short must be one of {CUT_SHORT}")
+    more = " --time-hours H" if cut_short == "time limit" else ""
+    return f"{cut_short}: carry on with tao_jobs.py continue {job_id}{more}"
+
+
 def allowed_text(current: str) -> str:
     """Human list of the moves out of ``current`` (for error lines)."""
     targets = TRANSITIONS.get(current, ())

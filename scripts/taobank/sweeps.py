@@ -232,53 +232,26 @@ def _epoch(progress: Mapping[str, Any] | None) -> str:
 def status(sweep_id: str, *, retry: bool = True) -> list[Row]:
     """Every trial's state, progress and latest KPIs: the platform's one batched query, plus at most one read
     of the status files of the trials it could not read in that query."""
-    from . import jobstatus, platform as core, training
+    from . import jobstatus, platform as core, states
 
     recs = trial_records(sweep_id)
+    active = {r["id"] for r in recs if r["state"] not in states.TERMINAL}
     views = jobstatus.status(None, [r["id"] for r in recs], retry=retry, progress=False)
     adapter = core.get(recs[0]["platform"])
     _supervised(adapter, sweep_id, trial_records(sweep_id))
     by_id = {r["id"]: r for r in recs}
-    want = [by_id[v.id] for v in views if v.id in by_id and not v.progress and v.state == State.RUNNING]
-    if want and not adapter.progress_in_sweep:
-        try:
-            files = adapter.read_status_many(want)
-        except TaoError:
-            files = {}
-        for v in views:
-            if v.id in files:
-                v.progress = training.progress_of(files[v.id], v.action or None)
+    # running trials, and finished ones whose final progress is not known yet: one read (the same rule as status)
+    now = jobstatus.ended_now(views, active)
+    read = [v for v in views if v.id in by_id and v.id not in now["read_already"] and (
+        (v.state == State.RUNNING and not adapter.progress_in_sweep)
+        or (v.state in states.TERMINAL and not jobstatus.remembered(v.id)[1]))]
+    jobstatus.keep_progress(views, read=read, read_already=now["read_already"])
     rows = []
     for v in views:
-        v.progress = _remembered(v.id, v.progress)
         rec = by_id.get(v.id) or records.load(v.id)
         rows.append(Row(int(rec.get("trial") or 0), v.id, dict(rec.get("overrides") or {}), v.state,
                         _epoch(v.progress), _kpis(v.progress), bool((rec.get("backend") or {}).get("held"))))
     return rows
-
-
-#: The last progress a sweep status saw of a trial (next to its record): a finished trial keeps its final KPIs
-#: in the table without another cluster call. A cache only: the record never holds progress.
-PROGRESS_FILE = "sweep-progress.json"
-
-
-def _remembered(job_id: str, seen: dict | None) -> dict | None:
-    import json
-
-    from . import fsio
-
-    path = records.artifact_dir(job_id) / PROGRESS_FILE
-    if seen:
-        try:
-            fsio.write_private(path, json.dumps(seen, sort_keys=True) + "\n")
-        except OSError:
-            pass
-        return seen
-    try:
-        data = json.loads(fsio.read_regular(path, "sweep progress", follow_links=False, missing_ok=True) or "null")
-    except (TaoError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def table(rows: list[Row], *, headers: bool = True) -> str:

@@ -58,6 +58,9 @@ def refresh(adapter: Adapter, recs: list[dict], *, retry: bool = True) -> list[A
             message, relaunch, goes_on = _retry_verdict(adapter, cur, message or obs.message)
             if goes_on:
                 carried.add(cur.id)
+        if obs.cut_short and move.state in (State.ERROR, State.CANCELED) and cur.id not in carried:
+            # first, so a table that cuts long messages still shows what to do
+            message = f"{states.continue_hint(cur.id, obs.cut_short)}; {message or obs.message}"
         marked = records.mark(cur.id, move.state, source="poller", message=message,
                               err_class=obs.err_class if move.state == State.ERROR else None,
                               backend={k: v for k, v in obs.backend.items() if v is not None} or None,

@@ -104,7 +104,8 @@ def test_sweep_block_runs_every_trial_and_names_the_best(bank):
     spec("job.yaml", 2)
     res = block("sweep")
     assert res.returncode == 0, res.stdout + res.stderr
-    assert res.stdout.count(" COMPLETE ") == 4, res.stdout
+    table = res.stdout[res.stdout.index("TRIAL  ID"):]  # after the watch lines (stdout too: issue 37)
+    assert table.count(" COMPLETE ") == 4 and "val_loss=0.4" in table, res.stdout
     assert "best val_loss (min)" in res.stdout and "checkpoint train/model_epoch_001_step_00020.pth" in res.stdout
 
 

@@ -108,3 +108,21 @@ def test_risky_mounts_are_a_warning_line(host, words):
     (line,) = risky_mounts([(host, "/mnt", True)])
     assert line.startswith("warning: mount ") and "\n" not in line and (words in line or "keys" in line)
     assert risky_mounts([("/data/coco", "/data", True), ("/proc-data", "/x", True)]) == []
+
+
+@pytest.mark.parametrize("flag,value,needle", [("--cpus", "64", "more than the engine's host has (8)"),
+                                               ("--memory", "1k", "under the engine's minimum of 6m"),
+                                               ("--memory", "900g", "more than the engine's host has")])
+def test_limits_the_engine_would_refuse_are_refused_before_any_record(fake, cli, tmp_path, flag, value, needle):
+    """Issue 37: all or nothing. What the engine refuses at run time (after the record would open) is read from
+    its one ``info`` answer and refused first: no record, no folder, no container call."""
+    _engine(fake)
+    fake.on("docker", lambda c: c.argv[1] == "info", json.dumps({"ServerVersion": "20.10.24", "SecurityOptions": [],
+                                                                 "NCPU": 8, "MemTotal": 64 * 1024 ** 3}))
+    res = tmp_path / "results"
+    res.mkdir()
+    out = cli("tao_docker.py", "submit", "--image", "img:1", "--gpus", "0", "--results-dir", str(res), flag,
+              value, "--", "true")
+    assert out.rc == 1 and len(out.err_lines) == 1 and needle in out.err and "nothing was done" in out.err, out
+    assert records.list_records() == [] and list(res.iterdir()) == []
+    assert not any(c.argv[1] in ("run", "create") for c in fake.calls)

@@ -64,7 +64,7 @@ def ticks(text: str) -> list[str]:
 
 def test_every_row_of_the_status_table_is_what_status_py_says():
     rows = table()
-    assert len(rows) == 6
+    assert len(rows) == 7
     for shows, state, notes in rows:
         if "Complete" in ticks(shows):
             for cond in ticks(shows):
@@ -78,6 +78,14 @@ def test_every_row_of_the_status_table_is_what_status_py_says():
                                        failed=1), [p])
                 assert (obs.state, obs.err_class) == ("ERROR", err), name
             assert "ERR_INFRA" in notes and "ERR_PROGRAM" in notes
+        elif "DeadlineExceeded" in ticks(shows):  # cut short: the status line suggests continue (issue 37)
+            late = smap.observe(job("Failed", reason="DeadlineExceeded", failed=1), [pod("Failed", term=("Error", 137))])
+            assert (late.state, late.err_class, late.cut_short) == (state, "ERR_PROGRAM", "time limit")
+            preempted = pod("Failed", term=("Error", 143), disrupted=True)
+            preempted["status"]["conditions"][-1]["reason"] = "PreemptionByScheduler"
+            taken = smap.observe(job("Failed", reason="BackoffLimitExceeded", failed=1), [preempted])
+            assert (taken.state, taken.err_class, taken.cut_short) == (state, "ERR_INFRA", "preempted")
+            assert "continue ID --time-hours H" in notes and "preempted: carry on with tao_jobs.py continue ID" in notes
         elif shows == "every live pod Running":
             obs = smap.observe(job(failed=1), [pod("Failed", term=("Error", 143), disrupted=True), pod("Running")])
             assert obs.state == state == "RUNNING"

@@ -86,7 +86,7 @@ def script_of(call) -> str | None:
     if call.words[:1] != ["exec"] or "sh" not in call.words:
         return None
     text = call.words[call.words.index("sh") + 2]
-    return next((k for k in ("LIST_RESULTS", "FILE_FACTS", "SEND_FILES", "REMOVE_FOLDER")
+    return next((k for k in ("LIST_RESULTS", "FILE_FACTS", "SEND_FILES", "REMOVE_FOLDER", "REMOVE_FILES")
                  if getattr(results_sh, k) == text), "?")
 
 

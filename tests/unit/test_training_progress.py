@@ -65,6 +65,7 @@ def test_slurm_metrics_reads_the_series_in_one_command_also_after_the_end(slurm,
     assert csv.out.splitlines()[0] == "epoch,train_loss" and csv.out.splitlines()[-1] == "2,0.41"
     table = cli("tao_slurm.py", "metrics", rec["id"])
     assert "train_loss" in table.out.splitlines()[0] and len(table.out.splitlines()) == 4
+    assert table.out.endswith("0.41\n")  # issue 37: the table's last line ends (a shell prompt starts on its own)
 
 
 def test_metrics_says_when_the_status_file_was_too_large_to_read_whole(slurm, cli):

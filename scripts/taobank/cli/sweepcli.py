@@ -80,7 +80,7 @@ def status(args: argparse.Namespace, platform: str | None = None) -> int:
     _own(args.sweep, platform)
     if args.watch:
         ids = [r["id"] for r in sweeps.trial_records(args.sweep)]
-        jobstatus.watch(None, ids, on_line=lambda line: print(line, file=sys.stderr), retry=not args.no_retry,
+        jobstatus.watch(None, ids, on_line=lambda line: print(line, flush=True), retry=not args.no_retry,
                         first=args.interval)
     rows = sweeps.status(args.sweep, retry=not args.no_retry)
     if args.json:

@@ -307,8 +307,14 @@ def cmd_fetch(args: argparse.Namespace, platform: str | None) -> int:
 
 
 def add_prune(sub: argparse._SubParsersAction, platform: str | None) -> argparse.ArgumentParser:
-    p = sub.add_parser("prune", help="delete finished jobs' results folders (asks first; --yes for scripts)")
+    p = sub.add_parser("prune", help="delete finished jobs' results folders, or with --keep their other checkpoints "
+                       "(asks first; --yes for scripts)")
     p.add_argument("ids", nargs="+", metavar="ID")
+    p.add_argument("--keep", metavar="best|last|N", help="delete only checkpoints, keeping the best (--kpi), the "
+                   "last (the one continue resumes from) or the N newest; the kept ones are checked intact")
+    p.add_argument("--kpi", metavar="NAME", help="with --keep best: the KPI of status.json to rank by (val_loss ...)")
+    p.add_argument("--mode", choices=("min", "max"), default="min", help="with --keep best: best is the lowest "
+                   "(default) or highest")
     p.add_argument("--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)")
     p.add_argument("--json", action="store_true", help="a JSON list")
     p.set_defaults(func=lambda a: cmd_prune(a, platform))
@@ -318,6 +324,7 @@ def add_prune(sub: argparse._SubParsersAction, platform: str | None) -> argparse
 def cmd_prune(args: argparse.Namespace, platform: str | None) -> int:
     from .. import results_verbs
 
+    results_verbs.keep_rule(args.keep, args.kpi, args.mode)  # a usage error before any question
     if not args.yes and not sys.stdin.isatty():
         raise UsageError("prune deletes results for good: run it on a terminal to confirm, or pass --yes")
 
@@ -328,7 +335,7 @@ def cmd_prune(args: argparse.Namespace, platform: str | None) -> int:
         sys.stderr.flush()
         return sys.stdin.readline().strip().lower() in ("y", "yes")
 
-    done, errors = results_verbs.prune(platform, args.ids, confirm=ask)
+    done, errors = results_verbs.prune(platform, args.ids, confirm=ask, keep=args.keep, kpi=args.kpi, mode=args.mode)
     if args.json:
         print_json([d.to_dict() for d in done])
     elif done:
@@ -384,7 +391,7 @@ def cmd_metrics(args: argparse.Namespace, platform: str | None) -> int:
     elif args.plot:
         sys.stdout.write(progress.plot_terminal(rows, args.kpi) + "\n")
     else:
-        sys.stdout.write(progress.table(rows))
+        sys.stdout.write(progress.table(rows) + "\n")  # a table ends its last line, as every other output does
     if log.skipped and not args.json:
         print(f"note: {log.skipped} unreadable line(s) of {chosen} skipped", file=sys.stderr)
     if log.cut_size and not args.json:

@@ -41,6 +41,9 @@ class Docker(Platform):
     def stop(self, recs: list[dict], context: dict) -> list[Stop]:
         return cancel.stop(recs)
 
+    def release_pruned(self, rec: dict) -> str | None:
+        return cancel.remove_finished(rec)
+
     def lineage_access(self, spec: dict, parent: dict, folder: str) -> dict:
         from .lineage_access import reachable
 

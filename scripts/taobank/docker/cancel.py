@@ -4,6 +4,7 @@ A container never started (a held sweep trial) is removed. :func:`cancel_many` d
 Only stops and says what happened (:class:`taobank.contract.Stop`); the core marks the records."""
 from __future__ import annotations
 
+from .. import records
 from ..contract import Observation, Stop
 from ..errors import TaoError
 from ..states import State
@@ -49,6 +50,22 @@ def cancel(rec: dict) -> Stop:
     logs.save(rec, e)
     return Stop(rec["id"], "stopped", f"canceled: container {how}",
                 backend={"container_state": "exited", **({"exit_code": code} if isinstance(code, int) else {})})
+
+
+def remove_finished(rec: dict) -> str | None:
+    """A finished job's container, still there (a canceled one, or one whose end no status saw): its logs saved,
+    then removed (``rm`` without --force: never a running one); a note, or None when it was gone already."""
+    e = eng.Engine.of(rec)
+    name = facts.container_of(rec)
+    seen = observe.inspect(e, [name]).get(name)
+    if seen is None:
+        return None
+    if seen.get("Running"):
+        return f"its container {name} still runs: not removed (cancel it first)"
+    if not (records.artifact_dir(rec["id"]) / logs.SAVED).is_file():
+        logs.save(rec, e)
+    res = e.run(["rm", "--", name], check=False, what=f"{e.name} rm")
+    return f"removed its container {name}" if res.ok else f"could not remove its container {name}: {e.name} rm {name}"
 
 
 def cancel_many(recs: list[dict]) -> list[Stop]:

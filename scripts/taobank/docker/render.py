@@ -9,11 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import redact
+from ..contract import RESULTS_VAR
 from ..errors import TaoError
 from . import facts
 
 #: What the bank itself sets in the container: a spec's env may not override them (the job would lose its folder).
-RESERVED_ENV = ("TAO_API_RESULTS_DIR", "TAO_API_JOB_ID", "RESULTS_DIR")
+RESERVED_ENV = ("TAO_API_RESULTS_DIR", "TAO_API_JOB_ID", RESULTS_VAR)
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ def run_argv(s: RunSpec) -> list[str]:
     for host, container, read_only in s.mounts:
         argv += ["--mount", f"type=bind,source={host},target={container}" + (",readonly" if read_only else "")]
     env = [("HOME", "/tmp"), ("TAO_API_RESULTS_DIR", s.container_results), ("TAO_API_JOB_ID", s.job_id),
-           ("RESULTS_DIR", job_dir), *s.env]
+           (RESULTS_VAR, job_dir), *s.env]
     for key, value in env:
         argv += ["--env", f"{key}={value}"]
     for name in s.secrets:

@@ -138,6 +138,10 @@ def remove_results(rec: dict, loc: ResultsLocation) -> str:
     return results_sh.remove_folder(_Local(), loc.folder, rec["id"])
 
 
+def remove_files(rec: dict, loc: ResultsLocation, delete: list[str], keep: dict[str, int]) -> list[ResultFile]:
+    return results_sh.remove_files(_Local(), loc.folder, rec["id"], delete, keep)
+
+
 def list_results_many(recs: list[dict], locs: list[ResultsLocation], *, status: bool) -> list[ResultsListing | TaoError]:
     """A sweep's folders in ONE local ``sh`` (the same script as SLURM's one remote command)."""
     return results_sh.list_folders(_Local(), [loc.folder for loc in locs], status=status)

@@ -143,6 +143,7 @@ def check(plans: list[DockerPlan], gate: Gate) -> None:
         assert each.run is not None
         each.run = dataclasses.replace(each.run, user=user, userns=ns)
     gate.lines.append(f"{plan.engine} engine {userns.version(info)}; the container {userns.note(plan.engine, is_rootless)}")
+    check_limits(plan.run, info)
     got = gpus.check_request(plan.run.gpus, gpus.host_gpus() if plan.gpu_request not in (0, []) else [])
     count_all(plan, len(got))
     if got:
@@ -194,6 +195,28 @@ def risky_mounts(mounts: tuple[tuple[str, str, bool], ...] | list) -> list[str]:
             mode = "read-only" if read_only else "WRITABLE"
             out.append(f"warning: mount {host} ({mode}) gives the job {why}: mount only the data folder it needs")
     return out
+
+
+#: The least memory an engine lets a container have (Docker and Podman refuse less at run time).
+MIN_MEMORY = 6 * 1024 ** 2
+
+
+def check_limits(run: render.RunSpec, info: Mapping[str, Any]) -> None:
+    """CPUs and memory the engine would refuse at run time, refused before any record from its ``info`` (no call):
+    more CPUs than it has, less memory than its minimum or more than its host has."""
+    ncpu = info.get("NCPU") if isinstance(info.get("NCPU"), int) else (info.get("host") or {}).get("cpus")
+    if run.cpus is not None and isinstance(ncpu, int) and ncpu > 0 and float(run.cpus) > ncpu:
+        raise TaoError(f"cpus {run.cpus} is more than the engine's host has ({ncpu}): set cpus to {ncpu} or fewer; "
+                       "nothing was done")
+    if run.memory:
+        asked = size_bytes(run.memory)
+        total = info.get("MemTotal") if isinstance(info.get("MemTotal"), int) else (info.get("host") or {}).get("memTotal")
+        if asked < MIN_MEMORY:
+            raise TaoError(f"memory {run.memory} is under the engine's minimum of 6m: set memory to 6m or more; "
+                           "nothing was done")
+        if isinstance(total, int) and total > 0 and asked > total:
+            raise TaoError(f"memory {run.memory} is more than the engine's host has ({total // 1024 ** 2}m): lower "
+                           "memory; nothing was done")
 
 
 def count_all(plan: DockerPlan, count: int) -> None:

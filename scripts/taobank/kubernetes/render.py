@@ -12,6 +12,7 @@ import hashlib
 from typing import Any
 
 from .. import names, pins, taoargs
+from ..contract import RESULTS_VAR
 from ..errors import TaoError
 from ..paths import is_under
 from ..render import render_yaml_documents
@@ -24,7 +25,8 @@ INDEXED_TEMPLATE = "k8s/indexed-job.yaml.tmpl"
 #: The rendezvous variables a multi-node job sets; a user env may not override them.
 RENDEZVOUS_ENV = ("WORLD_SIZE", "NUM_GPU_PER_NODE", "NNODES", "NPROC_PER_NODE", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT")
 #: Names the bank itself sets in every pod.
-RESERVED_ENV = ("TAO_JOB_ID", "JOB_COMPLETION_INDEX", "TAO_STAGING_DIR", resultsmod.RESULTS_ENV, resultsmod.JOB_ENV)
+RESERVED_ENV = ("TAO_JOB_ID", "JOB_COMPLETION_INDEX", "TAO_STAGING_DIR", resultsmod.RESULTS_ENV, resultsmod.JOB_ENV,
+                RESULTS_VAR)
 INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 CONFIG_SHA_ANNOTATION = "tao-skill-bank/config-sha256"
 #: Longest Job name: the Job controller names pods <job>-<index>-<5 chars> and

@@ -8,15 +8,17 @@ first). Anything else is refused in one line.
 One folder per job by default: ``results_dir`` is the parent and the job
 writes ``<results_dir>/<job id>``; with no ``results_dir`` the parent is the
 first writable mount. ``results_exact: true`` makes ``results_dir`` the
-folder itself. The container learns the place through the variables TAO
-reads, ``TAO_API_RESULTS_DIR`` (the parent) and ``TAO_API_JOB_ID`` (the
-folder's name: the job id unless exact), and the record keeps the folder.
+folder itself. The container learns the place through ``RESULTS_DIR`` (the
+folder, the name every platform sets) and the variables TAO reads,
+``TAO_API_RESULTS_DIR`` (the parent) and ``TAO_API_JOB_ID`` (the folder's
+name: the job id unless exact); the record keeps the folder.
 """
 from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass
 
+from ..contract import RESULTS_VAR
 from ..errors import TaoError
 from ..paths import is_under
 from ..records import ID_PLACEHOLDER, NO_RESULTS_DIR
@@ -46,7 +48,8 @@ class Results:
     def env(self) -> list[dict]:
         if self.parent is None:
             return []
-        return [{"name": RESULTS_ENV, "value": self.parent}, {"name": JOB_ENV, "value": self.name}]
+        return [{"name": RESULTS_ENV, "value": self.parent}, {"name": JOB_ENV, "value": self.name},
+                {"name": RESULTS_VAR, "value": self.pod_folder}]
 
     def for_job(self, job_id: str) -> "Results":
         """The same plan with the job id in place of the placeholder."""

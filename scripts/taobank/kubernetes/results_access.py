@@ -78,6 +78,15 @@ def fetch_results(rec: dict, loc: ResultsLocation, paths: list[str], into: Path,
         return results_sh.fetch_files(pod, loc.folder, paths, into, transfer)
 
 
+def remove_files(rec: dict, loc: ResultsLocation, delete: list[str], keep: dict[str, int]) -> list[ResultFile]:
+    if _is_s3(rec):
+        raise TaoError(f"job {rec['id']}: its results are in {loc.folder}: delete single checkpoints there with aws s3 "
+                       "rm (prune --keep reads volumes only)")
+    with volume_job.reader(Kubectl.for_record(rec), _spec(rec), purpose="pruning checkpoints",
+                           writable=True, for_job=rec["id"]) as pod:
+        return results_sh.remove_files(pod, loc.folder, rec["id"], delete, keep)
+
+
 def remove_results(rec: dict, loc: ResultsLocation) -> str:
     if _is_s3(rec):
         return s3results.remove(loc.folder, rec["id"])

@@ -218,7 +218,9 @@ def _observe(job: dict, pods: list[dict], logs: dict[str, str] | None) -> Observ
         return Observation(State.COMPLETE, reason="Complete", message=f"succeeded pods: {st.get('succeeded', 0)}", pods=summaries)
     if condition(job, "Failed") or condition(job, "FailureTarget"):
         err, reason, msg, pod, code = _failure(job, pods, logs)
-        return Observation(State.ERROR, err_class=err, reason=reason, message=msg, failed_pod=pod, exit_code=code, pods=summaries)
+        cut = "time limit" if reason == "DeadlineExceeded" else "preempted" if "preempt" in reason.lower() else None
+        return Observation(State.ERROR, err_class=err, reason=reason, message=msg, failed_pod=pod, exit_code=code,
+                           pods=summaries, cut_short=cut)
     if (job.get("metadata") or {}).get("deletionTimestamp"):
         return Observation(State.CANCELED, reason="Deleting", message="the Job is being deleted", pods=summaries)
     if condition(job, "Suspended"):

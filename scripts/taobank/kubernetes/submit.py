@@ -209,12 +209,17 @@ def _undo(kube: Kubectl, made: list[dict], batch: Batch) -> str:
                        "--ignore-not-found", check=False, what="kubectl delete jobs (failed sweep)")
         return "" if res.ok else (f"; could not delete its Jobs ({last_line(res.stderr)}): kubectl delete jobs -l "
                                   f"{SWEEP_LABEL}={batch.sweep}")
+    failed = []
     for job in made:
         uid, name = (job.get("metadata") or {}).get("uid"), (job.get("metadata") or {}).get("name")
         if uid:
-            kube.run("delete", "--raw", f"/apis/batch/v1/namespaces/{kube.namespace}/jobs/{name}", "-f", "-",
-                     stdin=json.dumps(delete_options(uid, "Background")), check=False)
-    return ""
+            res = kube.run("delete", "--raw", f"/apis/batch/v1/namespaces/{kube.namespace}/jobs/{name}", "-f", "-",
+                           stdin=json.dumps(delete_options(uid, "Background")), check=False)
+            if not res.ok:
+                failed.append(name)
+    if failed:
+        return f"; could not delete its Job ({last_line(res.stderr)}): kubectl delete job {failed[0]}"
+    return "; the Job it made was deleted (what it owns goes with it)" if made else ""
 
 
 def launched(kube: Kubectl, job: dict, owned: list[tuple[str, str]], *, reconciled: bool,

@@ -33,8 +33,9 @@ READ_MANY_SH = "for d do printf '#trial-folder %s\\n' \"$d\"; sh -c " + shlex.qu
 
 
 def read_status_many(recs: list[dict]) -> dict[str, dict[str, str]]:
-    """Every running trial's status files with ONE ``kubectl exec`` in the first one's pod (the trials share
-    the results volume); a trial whose folder that pod cannot see reads as no file yet."""
+    """The trials' status files with ONE ``kubectl exec`` in the first running one's pod (the trials share the
+    results volume: a finished trial's folder is read there too); a trial whose folder that pod cannot see reads
+    as no file yet. Without a running trial there is no pod to ask: refused, no call."""
     folders = {}
     for rec in recs:
         spec = saved_spec(rec)
@@ -45,7 +46,9 @@ def read_status_many(recs: list[dict]) -> dict[str, dict[str, str]]:
             folders[rec["id"]] = folder
     if not folders:
         return {}
-    first = next(r for r in recs if r["id"] in folders)
+    first = next((r for r in recs if r["id"] in folders and r.get("state") == "RUNNING"), None)
+    if first is None:
+        raise TaoError("no trial is running: its pod would read the others' status files")
     kube = Kubectl.for_record(first)
     name = (first.get("backend") or {}).get("name") or render.job_name_for(first["id"])
     res = kube.run("exec", f"job/{name}", "-c", "main", "--", "sh", "-c", READ_MANY_SH, "tao", *folders.values(),

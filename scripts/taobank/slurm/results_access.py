@@ -57,3 +57,7 @@ def fetch_results(rec: dict, loc: ResultsLocation, paths: list[str], into: Path,
 
 def remove_results(rec: dict, loc: ResultsLocation) -> str:
     return results_sh.remove_folder(_Login(Connection()), loc.folder, rec["id"])
+
+
+def remove_files(rec: dict, loc: ResultsLocation, delete: list[str], keep: dict[str, int]) -> list[ResultFile]:
+    return results_sh.remove_files(_Login(Connection()), loc.folder, rec["id"], delete, keep)

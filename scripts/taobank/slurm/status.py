@@ -139,12 +139,12 @@ def _tao_verdict(tao: Mapping[str, Any], slurm_state: str | None, code: str | No
 
 def verdict(state: str, message: str, observed: str | None = None, *, err_class: str | None = None,
             retry: bool = False, needs_log: bool = False, exit_code: str | None = None,
-            extra: dict[str, Any] | None = None) -> Observation:
+            extra: dict[str, Any] | None = None, cut_short: str | None = None) -> Observation:
     """An :class:`Observation` from SLURM's words: ``exit_code`` as accounting writes it (``rc:signal``)."""
     rc, _, sig = (exit_code or "").partition(":")
     return Observation(states.canonical_state(state), message, err_class, observed=observed,
                        exit_code=_number(rc), signal=_number(sig),
-                       retry=retry, needs_log=needs_log, extra=dict(extra or {}))
+                       retry=retry, needs_log=needs_log, extra=dict(extra or {}), cut_short=cut_short)
 
 
 def _number(text: str) -> int | None:
@@ -169,7 +169,8 @@ def _marker_verdict(marker: Mapping[str, Any], where: str) -> Observation:
         return verdict(State.COMPLETE, f"finished; exit 0 ({where})", exit_code="0:0")
     if marker.get("timed_out"):
         return verdict(State.ERROR, f"stopped after timeout_hours before the wall time ({where}); raise timeout_hours/time_hours "
-                       "or resume from the last checkpoint", err_class="ERR_PROGRAM", exit_code=f"{rc}:0")
+                       "or resume from the last checkpoint", err_class="ERR_PROGRAM", exit_code=f"{rc}:0",
+                       cut_short="time limit")
     return verdict(State.ERROR, f"command exited with code {rc} ({where}); read main.err", err_class="ERR_PROGRAM",
                    exit_code=f"{rc}:0", needs_log=True)
 
@@ -222,10 +223,12 @@ def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
         return verdict(State.COMPLETE, "COMPLETED (no exit marker found)", st, exit_code=code)
     if st == "TIMEOUT":
         return verdict(State.ERROR, "TIMEOUT: SLURM ended the job at its wall time; raise time_hours (or keep timeout_hours "
-                       "below it so outputs are written)", st, err_class="ERR_PROGRAM", exit_code=code)
+                       "below it so outputs are written)", st, err_class="ERR_PROGRAM", exit_code=code,
+                       cut_short="time limit")
     if st in CANCEL_STATES:
         who = rec.get("raw_state", st)
-        return verdict(State.CANCELED, f"{who.lower()}" if who else st.lower(), st, exit_code=code)
+        return verdict(State.CANCELED, f"{who.lower()}" if who else st.lower(), st, exit_code=code,
+                       cut_short="preempted" if st == "PREEMPTED" else None)
     if st in FAILED_STATES:
         if st in INFRA_STATES:
             return verdict(State.ERROR, f"{st}: infrastructure failure (node/boot)", st,
@@ -241,7 +244,8 @@ def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
         pattern = infra_log_match(log_tail)
         if pattern:
             return verdict(State.ERROR, f"{st}{_exit_text(code)}; log matches infrastructure pattern {pattern}",
-                           st, err_class="ERR_INFRA", retry=True, exit_code=code)
+                           st, err_class="ERR_INFRA", retry=True, exit_code=code,
+                           cut_short="preempted" if pattern == "preemption" else None)
         detail = ""
         if marker and marker.get("timed_out"):
             detail = "; stopped after timeout_hours before the wall time"
@@ -249,11 +253,15 @@ def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
             if needle in log_tail:
                 detail += f"; {hint}"
                 break
+        cut = "time limit" if marker and marker.get("timed_out") else None
         if tao:
             v = _tao_verdict(tao, st, code)
             v.message = f"{st}{_exit_text(code)}; {v.message}{detail}"
+            if v.state == State.ERROR:
+                v.cut_short = cut
             return v
-        return verdict(State.ERROR, f"{st}{_exit_text(code)}{detail}; read main.err", st, err_class="ERR_PROGRAM", exit_code=code)
+        return verdict(State.ERROR, f"{st}{_exit_text(code)}{detail}; read main.err", st, err_class="ERR_PROGRAM",
+                       exit_code=code, cut_short=cut)
     return verdict(State.UNKNOWN, f"unrecognised SLURM state {rec.get('raw_state') or st}", st)
 
 

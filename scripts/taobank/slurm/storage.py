@@ -18,6 +18,7 @@ import time
 from typing import Any, Iterable, Mapping
 
 from ..envfile import check_job_env, secret_values
+from ..contract import RESULTS_VAR
 from ..errors import TaoError
 from ..paths import abs_path
 from ..redact import shown
@@ -35,7 +36,7 @@ LOG_DIR = "slurm-logs"
 RESERVED_ENV = ("TAO_CREDS_FILE", "TAO_JOB_DIR", "TAO_MARKER", "TAO_SCRIPT", "TAO_MASTER_ADDR", "TAO_MASTER_PORT",
                 "TAO_API_JOB_ID", "TAO_API_RESULTS_DIR", "TAO_DATASET_ROOT", "TAO_NUM_GPU_PER_NODE", "TAO_WORLD_SIZE",
                 "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "NUM_GPU_PER_NODE", "NODE_RANK", "NNODES",
-                "NPROC_PER_NODE", "TAO_SLURM_JOB_REF")
+                "NPROC_PER_NODE", "TAO_SLURM_JOB_REF", RESULTS_VAR)
 _SPEC_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+\Z")
 
 

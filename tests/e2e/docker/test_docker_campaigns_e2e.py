@@ -172,3 +172,25 @@ def test_a_sweep_runs_by_itself_with_nobody_calling_the_bank(dk):
     while "every trial has ended" not in log.read_text():
         assert time.time() < end, log.read_text()
         time.sleep(0.5)
+
+
+def test_prune_keep_last_of_a_canceled_training_keeps_its_resume_point_and_removes_its_container(dk):
+    """Issue 37: a canceled job's exited container stays until prune removes it; --keep last keeps the checkpoint
+    continue would resume from (the latest link's target) and deletes the others."""
+    jid = train(dk, epochs=8)["id"]
+    folder = dk.results / jid / "train"
+    end = time.time() + 60
+    while not (folder / name(2)).exists():
+        assert time.time() < end, "the trainer never wrote its third checkpoint"
+        time.sleep(0.3)
+    dk.ok("cancel", jid)
+    assert dk.docker("ps", "-aq", "--filter", f"name=^{jid}$").stdout.split()  # the exited container stays
+    ckpts = sorted(p.name for p in folder.glob("model_epoch_*.pth"))
+    link = folder / "dino_model_latest.pth"
+    last = link.resolve().name
+    assert len(ckpts) >= 3 and last == ckpts[-1]
+    (done,) = json.loads(dk.run("tao_jobs.py", "prune", jid, "--keep", "last", "--yes", "--json").stdout)
+    assert [k["path"] for k in done["kept"]] == [f"train/{last}"] and "removed its container" in done["message"]
+    assert sorted(p.name for p in folder.glob("model_epoch_*.pth")) == [last] and link.is_symlink()
+    assert dk.docker("ps", "-aq", "--filter", f"name=^{jid}$").stdout.split() == []
+    assert dk.run("tao_jobs.py", "logs", jid).returncode == 0  # its logs were saved before

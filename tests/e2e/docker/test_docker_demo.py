@@ -19,4 +19,6 @@ def test_the_demo_runs_its_docker_job_to_complete(docker_cluster, tmp_path):
     took = time.monotonic() - started
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "state: COMPLETE" in proc.stdout and "epoch 3/3" in proc.stdout and "demo finished" in proc.stdout
+    # issue 37: the demo keeps its records in the user's store, so list shows its job there
+    assert "demo on docker" in proc.stdout.split("==> tao_jobs.py list")[-1]
     assert took < 180, f"the Docker demo took {took:.0f}s"

@@ -1,6 +1,7 @@
 """Bad input on a real engine: one line, exit 1, and nothing half-done (no record, no container, no folder)."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -63,3 +64,26 @@ def test_no_permission_on_the_socket(dk, tmp_path):
                           str(SCRIPTS / "tao_docker.py"), "preflight", "--no-gpus"],
                          env=env, capture_output=True, text=True, timeout=60)
     assert res.returncode == 1 and "permission denied on the engine's socket" in res.stdout, (res.stdout, res.stderr)
+
+
+def test_a_run_the_engine_refuses_at_start_takes_back_its_container_and_folder(dk, tmp_path):
+    """Issue 37, all or nothing: a refusal only the runtime can make (a bind mount onto /proc: the container is
+    created, its start fails) removes the container and the results folder it made; the record says ERROR and why."""
+    data = tmp_path / "data"
+    data.mkdir()
+    res = dk.tao("submit", "--json", "--image", dk.image, "--gpus", "0", "--mount", f"{data}:/proc/tao-x", "--",
+                 "true")
+    assert res.returncode == 1, (res.stdout, res.stderr)
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "nothing was left running" in lines[0], res.stderr
+    (name,) = dk.records()
+    job_id = name[:-len(".json")]
+    rec = json.loads((tmp_path / "state" / name).read_text())
+    assert rec["state"] == "ERROR" and rec["message"].startswith("submit failed before launch: ")
+    assert dk.docker("ps", "-aq", "--filter", f"name=^{job_id}$").stdout.split() == []  # created, then removed
+    assert list(dk.results.iterdir()) == []
+
+
+def test_more_cpus_than_the_engine_has_is_refused_before_any_record(dk):
+    line = refused(dk, "--image", dk.image, "--gpus", "0", "--cpus", "1024", "--", "true")
+    assert "cpus 1024" in line and "more than the engine's host has" in line

@@ -358,10 +358,13 @@ def test_missing_inputs_on_the_volume_are_refused_before_any_gpu_or_record(k8s):
 
 
 def test_args_name_the_job_folder_with_kubernetes_var_expansion_as_the_skill_shows(k8s):
-    """The documented spec passes results_dir=$(TAO_API_RESULTS_DIR)/$(TAO_API_JOB_ID) in native args."""
+    """The documented spec passes results_dir=$(RESULTS_DIR) in native args (issue 37: the one results variable,
+    the same folder as TAO's $(TAO_API_RESULTS_DIR)/$(TAO_API_JOB_ID))."""
     argv = ["sh", "-c", 'echo "$1" > "${1#results_dir=}/arg.txt"; mkdir -p "${1#results_dir=}"; '
-            'echo "$1" > "${1#results_dir=}/arg.txt"', "x", "results_dir=$(TAO_API_RESULTS_DIR)/$(TAO_API_JOB_ID)"]
+            'echo "$1" > "${1#results_dir=}/arg.txt"; echo "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID" > "$RESULTS_DIR/tao.txt"',
+            "x", "results_dir=$(RESULTS_DIR)"]
     out, st = run_to_end(k8s, "--gpus", "0", "--args-json", json.dumps(argv))
     assert st["state"] == "COMPLETE", st
     kept = (lk.state_root() / "pv" / out["id"] / "arg.txt").read_text().strip()
     assert kept == f"results_dir=/results/{out['id']}" == f"results_dir={k8s.record(out['id'])['results_dir']}"
+    assert (lk.state_root() / "pv" / out["id"] / "tao.txt").read_text().strip() == f"/results/{out['id']}"

@@ -53,6 +53,8 @@ def test_a_sweep_holds_all_but_k_and_best_names_the_lowest(k8s, trainer_on_pvc):
         time.sleep(2)
     assert [r["state"] for r in seen] == ["COMPLETE"] * 3, seen
     assert [r["overrides"] for r in seen] == [{"fake.best_val": v} for v in ("300", "100", "200")]
+    # issue 37: the trials that ended while another ran keep their final epoch and KPIs (read through its pod)
+    assert [(r["progress"], "val_loss" in r["kpis"]) for r in seen[:2]] == [("3/3", True)] * 2, seen
     # the pods' own start and end: never more than 2 trials ran at once
     spans = []
     for jid in ids:

@@ -80,6 +80,12 @@ def test_artifacts_fetch_and_prune_through_a_reader_pod_on_the_pvc(k8s, trainer_
 
     refused = jobs(k8s, "prune", jid, check=False)  # no terminal, no --yes
     assert refused.returncode == 2 and on_pvc.is_dir()
+    # issue 37: keep the two newest checkpoints, delete the rest, in a writable reader pod on the PVC
+    (kept,) = json.loads(jobs(k8s, "prune", jid, "--keep", "2", "--yes", "--json").stdout)
+    assert sorted(k["path"] for k in kept["kept"]) == [ckpt(EPOCHS - 2), ckpt(EPOCHS - 1)]
+    assert all(k["sha256"] == tree(on_pvc)[k["path"]] for k in kept["kept"])
+    assert {p for p in tree(on_pvc) if p.endswith(".pth") and "latest" not in p} == {ckpt(EPOCHS - 2), ckpt(EPOCHS - 1)}
+    assert (on_pvc / "train" / "status.json").is_file()
     pruned = jobs(k8s, "prune", jid, "--yes")
     assert f"deleted /results/{jid}" in pruned.stdout and not on_pvc.exists()
     assert Path(trainer_on_pvc.replace("/results", str(lk.state_root() / "pv"))).is_file()  # the rest is kept

@@ -39,6 +39,10 @@ def test_progress_while_running_and_metrics_after_the_pods_are_gone(k8s, trainer
     while time.time() < gone and k8s.kubectl("get", "pods", "-l", f"tao-job-id={jid}", "-o", "name").stdout.strip():
         time.sleep(2)
     assert not k8s.kubectl("get", "pods", "-l", f"tao-job-id={jid}", "-o", "name").stdout.strip()
+    # issue 37: the finished job keeps the last [epoch ...] status saw, also once its pods are gone
+    (after,) = json.loads(k8s.tao("status", jid, "--json").stdout)
+    assert after["state"] == "COMPLETE" and after["progress"]["epoch"] >= seen["progress"]["epoch"], after
+    assert "[epoch " in k8s.tao("status", jid).stdout
     rows = json.loads(tao_jobs("metrics", jid, "--json", env=k8s.env).stdout)["rows"]
     assert [r["epoch"] for r in rows] == list(range(EPOCHS))
     assert rows[0]["train_loss"] > rows[-1]["train_loss"]

@@ -67,6 +67,15 @@ def test_artifacts_fetch_and_prune_over_one_connection(slurm_env, tmp_path):
     assert escape.returncode == 2 and not (tmp_path / "x").exists()
 
     assert jobs("prune", jid, check=False).returncode == 2 and folder.is_dir()  # no terminal, no --yes
+    # issue 37: keep the best, delete the rest (one listing, one deletion), the kept file read back intact
+    best = f"train/model_epoch_{BEST_EPOCH:03d}_step_{(BEST_EPOCH + 1) * 10:05d}.pth"
+    digest = tree(folder)[best]
+    before = ssh_commands(slurm_env["call_log"])
+    (kept,) = json.loads(jobs("prune", jid, "--keep", "best", "--kpi", "val_loss", "--yes", "--json").stdout)
+    assert ssh_commands(slurm_env["call_log"]) - before == 2
+    assert kept["kept"] == [{"path": best, "size": (folder / best).stat().st_size, "sha256": digest}]
+    assert sorted(p for p in tree(folder) if p.endswith(".pth")) == [best]  # the latest link went with its target
+    assert (folder / "train" / "status.json").is_file()
     pruned = jobs("prune", jid, "--yes", "--json")
     assert json.loads(pruned.stdout)[0]["removed"] is True and not folder.exists()
     assert folder.parent.is_dir()  # only the job's own folder went

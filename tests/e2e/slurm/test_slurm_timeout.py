@@ -16,6 +16,9 @@ def test_wall_time_gives_timeout_error_and_inner_timeout_writes_a_marker(slurm_e
     done_inner = wait_state(inner["id"], timeout=60)
     assert done_inner["state"] == "ERROR" and "timeout_hours" in done_inner["message"]
     assert done_inner["backend"]["exit_code"] == "124:0"
+    # issue 37: a job cut short at its limit says how to carry on, first on its line
+    assert done_inner["message"].startswith(f"time limit: carry on with tao_jobs.py continue {inner['id']} --time-hours H")
     done = wait_state(wall["id"], timeout=180)
     assert done["state"] == "ERROR" and done["backend"]["slurm_state"] == "TIMEOUT"
     assert done["err_class"] == "ERR_PROGRAM" and "wall time" in done["message"]
+    assert done["message"].startswith(f"time limit: carry on with tao_jobs.py continue {wall['id']} --time-hours H")

@@ -31,7 +31,8 @@ BANK = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")
 def test_submit_status_logs_complete_with_secret_kept_out_of_everything(slurm_env, monkeypatch):
     monkeypatch.setenv("NGC_KEY", SECRET)
     spec = base_spec(secrets=["NGC_KEY"], env={"EPOCHS": "3"}, command=[
-        "bash", "-c", 'echo "hello epochs=$EPOCHS keylen=${#NGC_KEY}"; echo "a traceback line" >&2'])
+        "bash", "-c", 'echo "hello epochs=$EPOCHS keylen=${#NGC_KEY}"; echo "a traceback line" >&2; '
+        'echo "results in $RESULTS_DIR"; test -d "$RESULTS_DIR"'])
     with ArgvWatcher(SECRET) as watcher:
         rec = slurm_submit.submit(spec)
     assert watcher.scans > 0 and watcher.hits == []
@@ -44,6 +45,7 @@ def test_submit_status_logs_complete_with_secret_kept_out_of_everything(slurm_en
     out = slurm_logs.logs(rec["id"])
     assert f"hello epochs=3 keylen={len(SECRET)}" in out["main.out"]
     assert "a traceback line" in out["main.err"]
+    assert f"results in {rec['results_dir']}\n" in out["main.out"]  # issue 37: the one results variable
     conn = Connection()
     # The needle goes on stdin (grep -f -): the test must not put the secret on argv either.
     listing = conn.script('cd "$1" && find . -type f | sort && grep -rlF -f - . || true', [b["job_dir"]],
