@@ -1,4 +1,5 @@
 """status on Kubernetes: ONE ``kubectl get jobs,pods -l tao-job-id`` per (context, namespace), mapped to states.
+A sweep's trial is one completion index of its sweep's Indexed Job: its pods are those of that index.
 
 This module only says what the cluster shows (:func:`observe`); the core marks the records
 (:mod:`taobank.track`) and then calls :func:`ended`: a job that ended has its logs saved and its
@@ -13,19 +14,31 @@ from ..errors import TaoError
 from . import JOB_LABEL, credentials, logs
 from . import status as smap
 from .kubectl import Kubectl
+from .objects import index_of
 
 
-def _observe_record(kube: Kubectl, rec: dict, entry: dict | None) -> tuple[Observation, list[dict]]:
+def _label(rec: dict) -> str:
+    """The job-id label value of the record's Job: its own id, or its sweep's (one Indexed Job for every trial)."""
+    return rec["sweep"] if index_of(rec) is not None and rec.get("sweep") else rec["id"]
+
+
+def _observe_record(kube: Kubectl, rec: dict, entry: dict | None) -> tuple[Observation, list[dict], dict | None]:
     b = rec.get("backend") or {}
     entry = entry or {"jobs": [], "pods": []}
     job = smap.pick_job(entry["jobs"], b.get("uid"), b.get("name"))
     pods = smap.pods_of(job, entry["pods"])
-    obs = smap.observe(job, pods)
+    index = index_of(rec)
+    if index is not None:  # a sweep's trial: its own completion index of the sweep's Job
+        pods = [p for p in pods if smap.pod_rank(p) == index]
+
+    def see(texts: dict[str, str] | None = None) -> Observation:
+        return smap.observe(job, pods, texts) if index is None else smap.observe_index(job, index, pods, texts)
+
+    obs = see()
     if obs.state == State.ERROR and obs.failed_pod and rec["state"] not in states.TERMINAL:
         failed = next(p for p in pods if p["metadata"]["name"] == obs.failed_pod)
-        texts = {obs.failed_pod: logs.pod_logs(kube, failed, 50)}
-        obs = smap.observe(job, pods, texts)
-    return obs, pods
+        obs = see({obs.failed_pod: logs.pod_logs(kube, failed, 50)})
+    return obs, pods, job
 
 
 def observe(recs: list[dict], context: dict) -> list[Observation]:
@@ -44,7 +57,8 @@ def observe(recs: list[dict], context: dict) -> list[Observation]:
         groups.setdefault((kube.context, kube.namespace), []).append(rec)
     for (kcontext, namespace), group in groups.items():
         kube = Kubectl(namespace, kcontext)
-        selector = JOB_LABEL if len(group) > 1 else f"{JOB_LABEL}={group[0]['id']}"
+        labels = {_label(r) for r in group}
+        selector = JOB_LABEL if len(labels) > 1 else f"{JOB_LABEL}={labels.pop()}"
         try:
             items = kube.items("jobs,pods", "-l", selector, what="kubectl get jobs,pods")
         except TaoError as exc:
@@ -59,8 +73,11 @@ def observe(recs: list[dict], context: dict) -> list[Observation]:
                 out.append(_unasked(rec, "NotLaunched",
                                     "not launched (no backend_ref): run submit --job-id " + rec["id"]))
                 continue
-            obs, pods = _observe_record(kube, rec, by_id.get(rec["id"]))
+            obs, pods, job = _observe_record(kube, rec, by_id.get(_label(rec)))
             context.setdefault("pods", {})[rec["id"]] = (kube, pods)
+            if index_of(rec) is not None and job is not None and (smap.condition(job, "Complete") or
+                                                                  smap.condition(job, "Failed")):
+                context.setdefault("sweeps_ended", set()).add(rec["backend"].get("uid"))
             obs.job_id = rec["id"]
             obs.view = {"observed": obs.state, "reason": obs.reason, "pods": obs.pods, "exit_code": obs.exit_code,
                         "pod_attempts": obs.pod_attempts}
@@ -90,6 +107,8 @@ def ended(recs: list[dict], context: dict) -> dict[str, str]:
             continue
         if pods:
             logs.save_final_logs(kube, rec, pods)
+        if index_of(rec) is not None and rec["backend"].get("uid") not in context.get("sweeps_ended", set()):
+            continue  # a sweep's Secrets serve every trial: deleted once its Job has ended (else with the Job)
         if credentials.credential_secrets(rec) and (rec.get("backend") or {}).get("uid"):
             groups.setdefault((kube.context, kube.namespace), (kube, []))[1].append(rec)
     notes: dict[str, str] = {}
