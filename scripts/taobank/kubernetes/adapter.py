@@ -45,6 +45,10 @@ class Kubernetes(Platform):
         return cancel.stop(recs)
 
     def clean_finished(self, rec: dict, context: dict) -> str | None:
+        from .objects import index_of
+
+        if index_of(rec) is not None:  # the sweep's Secrets serve its other trials: they go with its Job
+            return None
         return credentials.remove_credentials(rec)
 
     # -- submit hooks (the order is the core's: Platform.submit)
@@ -80,8 +84,7 @@ class Kubernetes(Platform):
 
         return fetched(spec, job, folder, files, replaces)
 
-    # -- sweeps (the verbs: taobank.sweeps): the one launch creates every trial Job, the extra ones suspended
-    holds_trials = True
+    # -- sweeps (the verbs: taobank.sweeps): ONE Indexed Job; the Job controller keeps --max-concurrent itself
     sweep_access = f"{__package__}.sweep"
 
     def preview(self, spec: dict, opts: SubmitOptions) -> str:
