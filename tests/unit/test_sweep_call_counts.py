@@ -310,11 +310,15 @@ def test_the_sweep_benchmark_check_flags_every_broken_count():
            "after_cancel": ["CANCELED", "RUNNING", "CANCELED", "CANCELED"]}
     got = mod.check([bad])
     assert len(got) == 5, got  # 4 > 3 commands, more than one submit's 3, status 3 > 2, two scancels, one running
-    k8s = {**good, "platform": "kubernetes", "sweep_submit": {**good["sweep_submit"], "calls": 6, "writes": 4},
-           "one_submit": {"calls": 6},
-           "cancel_log": [["kubectl", "-n", "ns", "delete", "--raw", "/apis/batch/v1/namespaces/ns/jobs/x"]]}
+    delete = ["kubectl", "-n", "ns", "delete", "--raw", "/apis/batch/v1/namespaces/ns/jobs/x"]
+    k8s = {**good, "platform": "kubernetes", "sweep_submit": {**good["sweep_submit"], "calls": 4, "writes": 2},
+           "cancel_log": [delete]}
+    assert mod.check([k8s]) == []  # the Indexed Job and its table: one more call than one single submit
+    k8s = {**k8s, "sweep_submit": {**good["sweep_submit"], "calls": 6, "writes": 4}, "one_submit": {"calls": 6},
+           "sweep_status": {**good["sweep_status"], "calls": 2},
+           "cancel_log": [["kubectl", "-n", "ns", "get", "jobs"], delete]}
     got = mod.check([k8s])
-    assert len(got) == 2 and "took 6 kubectl calls" in got[0] and "one by one" in got[1], got
+    assert len(got) == 3 and "took 6 kubectl calls" in got[0] and "at most 1" in got[1] and "get, delete" in got[2], got
 
 
 # ------------------------------------------------------------------ sweep best
