@@ -147,6 +147,10 @@ class Cluster:
         fake.kubectl("get", "job", answer=lambda c: self.objects()[0] if self.job else "")
         fake.kubectl("exec", answer="")
         fake.kubectl("logs", answer="last words\n")
+        fake.kubectl("logs", "-l", answer=lambda c: "".join(
+            f"[pod/{o['metadata']['name']}/main] words of {self.job_id(o)}\n" for o in self.objects()
+            if o["kind"] == "Pod" and o["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] in
+            c.words[2].split("(")[1].rstrip(")").split(",")))
         fake.kubectl("delete", answer="")
         fake.kubectl("patch", "configmap", answer="")
         fake.kubectl("delete", "--raw", answer=self.delete)
@@ -164,6 +168,11 @@ class Cluster:
     def delete(self, call):
         self.deleted = True
         return ok(json.dumps(self.objects()[0]))
+
+    def job_id(self, pod: dict) -> str:
+        """The trial record id of a pod, as its table says."""
+        table = next(o for o in self.owned if o["kind"] == "ConfigMap")
+        return table["data"][pod["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] + ".id"]
 
     def status(self) -> dict:
         def text(s):
@@ -224,9 +233,10 @@ def test_a_kubernetes_sweep_costs_the_same_few_kubectl_calls_for_any_n(fake, n):
     since = len(fake.calls)
     rows = sweeps.status(done.sweep)
     got = kubectl_calls(fake, since)
-    assert got[0] == "get jobs,pods" and not [c for c in got if c.startswith("patch")]
-    assert len(got) <= 3, got
+    # + ONE logs call saving the trials that ended since (trial 0 alone here), + the exec of the running ones
+    assert got == ["get jobs,pods", "logs -l"] + (["exec job/" + job["metadata"]["name"]] if n > 1 else []), got
     assert rows[0].state == "COMPLETE"
+    assert (records.artifact_dir(ids[0]) / "logs.txt").read_text() == f"words of {ids[0]}\n"
 
     # cancel --sweep: ONE delete of the Job (UID precondition); its answer says which trial had ended
     cluster.done.add(n - 1)

@@ -15,7 +15,7 @@ from . import JOB_LABEL, credentials, logs
 from . import status as smap
 from . import sweep as sweepmod
 from .kubectl import Kubectl
-from .objects import INDEX_LABEL, delete_options, find_jobs, index_of
+from .objects import INDEX_LABEL, delete_options, find_jobs, index_of, sweep_of
 
 
 def stop(recs: list[dict]) -> list[Stop]:
@@ -46,7 +46,7 @@ def cancel_trials(group: list[dict]) -> list[Stop]:
     results folders (``logs/``); the Job keeps the rest until its TTL."""
     kube = Kubectl.for_record(group[0])
     b = group[0]["backend"]
-    name, uid, sweep = b["name"], b["uid"], group[0].get("sweep")
+    name, uid, sweep = b["name"], b["uid"], sweep_of(group[0])
     mine = {r["id"] for r in group}
     others = [r for r in records.list_records(platform=group[0].get("platform")) if r.get("sweep") == sweep
               and r["id"] not in mine and r["state"] in states.ACTIVE and (r.get("backend") or {}).get("uid") == uid]

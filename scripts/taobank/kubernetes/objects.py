@@ -45,6 +45,11 @@ def pod_selector(rec: dict) -> str:
     index = index_of(rec)
     if index is None:
         return f"{JOB_LABEL}={rec['id']}"
+    return f"{JOB_LABEL}={sweep_of(rec)},{INDEX_LABEL}={index}"
+
+
+def sweep_of(rec: dict) -> str:
+    """The sweep id of a trial record, checked (it reaches kubectl's label selectors)."""
     if not names.is_dns1035_label(str(rec.get("sweep") or "")):
-        raise TaoError(f"record {rec['id']} names trial {index} of a sweep but no valid sweep id: it is damaged")
-    return f"{JOB_LABEL}={rec['sweep']},{INDEX_LABEL}={index}"
+        raise TaoError(f"record {rec['id']} names a trial of a sweep but no valid sweep id: it is damaged")
+    return rec["sweep"]

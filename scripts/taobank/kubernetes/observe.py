@@ -14,12 +14,12 @@ from ..errors import TaoError
 from . import JOB_LABEL, credentials, logs
 from . import status as smap
 from .kubectl import Kubectl
-from .objects import index_of
+from .objects import INDEX_LABEL, index_of, sweep_of
 
 
 def _label(rec: dict) -> str:
     """The job-id label value of the record's Job: its own id, or its sweep's (one Indexed Job for every trial)."""
-    return rec["sweep"] if index_of(rec) is not None and rec.get("sweep") else rec["id"]
+    return sweep_of(rec) if index_of(rec) is not None else rec["id"]
 
 
 def _observe_record(kube: Kubectl, rec: dict, entry: dict | None) -> tuple[Observation, list[dict], dict | None]:
@@ -49,6 +49,7 @@ def observe(recs: list[dict], context: dict) -> list[Observation]:
     for rec in recs:
         try:
             kube = Kubectl.for_record(rec)
+            _label(rec)
         except TaoError as exc:  # a damaged record is reported, never allowed to hide the others
             if len(recs) == 1:
                 raise
@@ -95,22 +96,30 @@ def _unasked(rec: dict, reason: str, message: str) -> Observation:
 
 
 def ended(recs: list[dict], context: dict) -> dict[str, str]:
-    """The jobs of this poll that just ended: their pods' logs saved next to the record, and their credentials
+    """The jobs of this poll that just ended: their pods' logs saved next to the record (a sweep's trials: ONE
+    ``kubectl logs -l`` for those of one sweep), and their credentials
     deleted with ONE ``kubectl delete secret`` per namespace (none when no job with Secrets ended), not one
     per job. The Job itself stays until its TTL for status and logs. A failed delete only adds a note (the
     garbage collector removes the Secrets with the Job)."""
     seen = context.get("pods", {})
     groups: dict[tuple, tuple[Kubectl, list[dict]]] = {}
+    trials: dict[tuple, tuple[Kubectl, dict[str, list[dict]]]] = {}
     for rec in recs:
         kube, pods = seen.get(rec["id"], (None, []))
         if kube is None:
             continue
-        if pods:
+        if pods and index_of(rec) is not None:  # a sweep's trials that ended now: one logs call for them all
+            trials.setdefault((kube.context, kube.namespace, sweep_of(rec)), (kube, {}))[1][rec["id"]] = pods
+        elif pods:
             logs.save_final_logs(kube, rec, pods)
         if index_of(rec) is not None and rec["backend"].get("uid") not in context.get("sweeps_ended", set()):
             continue  # a sweep's Secrets serve every trial: deleted once its Job has ended (else with the Job)
         if credentials.credential_secrets(rec) and (rec.get("backend") or {}).get("uid"):
             groups.setdefault((kube.context, kube.namespace), (kube, []))[1].append(rec)
+    for (_, _, sweep), (kube, pods_of) in trials.items():
+        indexes = sorted({smap.pod_rank(p) for ps in pods_of.values() for p in ps} - {None})
+        logs.save_final_logs_many(kube, f"{JOB_LABEL}={sweep},{INDEX_LABEL} in ({','.join(map(str, indexes))})",
+                                  pods_of)
     notes: dict[str, str] = {}
     for kube, group in groups.values():
         try:
