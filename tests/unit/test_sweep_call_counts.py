@@ -34,7 +34,7 @@ def remote_commands(fake, since: int = 0) -> list[str]:
 def test_a_slurm_sweep_costs_the_same_few_remote_commands_for_any_n(slurm, n):
     slurm.ssh("STAGE_MANY")
     slurm.ssh("SBATCH_ARRAY", "777\n")
-    done = sweeps.submit("slurm", SLURM_SPEC, SubmitOptions(), trials(n), K)
+    done = sweeps.submit("slurm", SLURM_SPEC, SubmitOptions(), trials(n), min(K, n))
     assert remote_commands(slurm) == ["STAGE_MANY", "SBATCH_ARRAY"]  # <= 3: no path to check, one stage, one sbatch
     (sbatch,) = [c for c in slurm.calls if c.script == "SBATCH_ARRAY"]
     assert [v.backend_ref for v in done.views] == [f"slurm:777_{i}" for i in range(n)]
@@ -206,7 +206,7 @@ def kubectl_calls(fake, since: int = 0) -> list[str]:
 @pytest.mark.parametrize("n", SIZES)
 def test_a_kubernetes_sweep_costs_the_same_few_kubectl_calls_for_any_n(fake, n):
     cluster = Cluster(fake)
-    done = sweeps.submit("kubernetes", K8S_SPEC, SubmitOptions(), trials(n), K)
+    done = sweeps.submit("kubernetes", K8S_SPEC, SubmitOptions(), trials(n), min(K, n))
     calls = kubectl_calls(fake)
     # the gate a single submit pays too (nodes and pods in one read, the server's dry run of the sweep's Job and
     # table), then ONE create of the Indexed Job and ONE of what it owns: 4 kubectl calls for any N
@@ -345,7 +345,7 @@ def test_slurm_sweep_best_lists_every_trial_in_one_remote_command(slurm, tmp_pat
     slurm.ssh("STAGE_MANY")
     slurm.ssh("SBATCH_ARRAY", "777\n")
     values = [str(300 + (i * 37) % 200) for i in range(n)]
-    done = sweeps.submit("slurm", SLURM_SPEC, SubmitOptions(), [{"fake.best_val": v} for v in values], K)
+    done = sweeps.submit("slurm", SLURM_SPEC, SubmitOptions(), [{"fake.best_val": v} for v in values], min(K, len(values)))
     trainer = Path(__file__).resolve().parents[2] / "testclusters" / "fake_tao_train.sh"
     for v, view in zip(values, done.views):
         folder = records.load(view.id)["backend"]["results_dir"]
