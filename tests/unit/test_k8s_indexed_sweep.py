@@ -167,6 +167,10 @@ def test_the_job_is_indexed_with_a_retry_budget_per_trial_and_fail_index():
     assert {"name": "tao-sweep", "mountPath": render.SWEEP_DIR, "readOnly": True} in main["volumeMounts"]
     assert shlex.split(table["data"]["1.argv"])[-1] == "train.lr=0.002"
     assert table["data"]["2.folder"] == "a-3" and table["metadata"]["name"] == sweepmod.table_name("dino-sweep-x")
+    timed = [{**spec, "active_deadline_seconds": 600} for spec in specs]
+    job, _ = sweepmod.build(timed, ["a-1", "a-2", "a-3"], "dino-sweep-x", "ns", 2, creds=False, ngc=False)
+    assert "activeDeadlineSeconds" not in job["spec"]  # each trial's limit, not the sweep's
+    assert job["spec"]["template"]["spec"]["activeDeadlineSeconds"] == 600
 
 
 def test_cancel_of_a_finished_trial_leaves_the_sweeps_secret_alone(fake, monkeypatch):

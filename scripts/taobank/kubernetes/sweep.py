@@ -64,11 +64,14 @@ def trial_table(sweep_id: str, namespace: str, specs: list[dict], ids: list[str]
 def indexed(job: dict, sweep_id: str, n: int, k: int) -> dict:
     """A single-pod Job made the sweep's Indexed Job: N completions, K at once, each index its own retry budget
     (``backoffLimitPerIndex``: the disruptions a single job may have) and a non-zero exit failing that index
-    alone (``FailIndex`` where a single job has ``FailJob``); the other trials go on."""
+    alone (``FailIndex`` where a single job has ``FailJob``); the other trials go on. A time limit is each
+    trial's own (the pod's ``activeDeadlineSeconds``), never the whole sweep's."""
     job = copy.deepcopy(job)
     spec = job["spec"]
     retries = int(spec.pop("backoffLimit", 0) or 0)
     spec.update({"completionMode": "Indexed", "completions": n, "parallelism": k, "backoffLimitPerIndex": retries})
+    if spec.get("activeDeadlineSeconds"):  # a trial's time limit, not the whole sweep's: on each trial's pod
+        spec["template"]["spec"]["activeDeadlineSeconds"] = spec.pop("activeDeadlineSeconds")
     for rule in (spec.get("podFailurePolicy") or {}).get("rules") or []:
         if rule.get("action") == "FailJob":
             rule["action"] = "FailIndex"
