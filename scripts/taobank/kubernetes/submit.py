@@ -63,7 +63,8 @@ def target(opts: SubmitOptions, rec: dict | None) -> Kubectl:
 
 
 def plan(spec: dict, opts: SubmitOptions, rec: dict | None) -> KubePlan:
-    """Credentials read, names chosen, manifests rendered and linted: no cluster call yet."""
+    """Credentials read, names chosen, manifests rendered: no cluster call yet (the secret lint is check's and
+    adopt's, first thing: once per sweep, over what it sends)."""
     kube = target(opts, rec)
     creds = credentials.collect_credentials(opts.secret_env, opts.secrets_file)
     ngc_key = None
@@ -76,7 +77,6 @@ def plan(spec: dict, opts: SubmitOptions, rec: dict | None) -> KubePlan:
     objs = render.render_manifests(spec, job_id=jid, namespace=kube.namespace, name=render.job_name_for(jid),
                                    cred_secret=render.cred_secret_name(jid) if creds else None,
                                    pull_secrets=[render.pull_secret_name(jid)] if ngc_key else [], config=config)
-    _lint(objs, "the job spec")
     results = resultsmod.plan(spec, staging=render.staging_dir(spec))
     return KubePlan(spec=spec, image=spec["image"], network_arch=arch, action=action,
                     storage_tier=spec.get("storage_tier", "A"), results_dir=results.folder,
@@ -94,11 +94,14 @@ def check(plans: list[KubePlan], gate: Gate, batch: Batch) -> None:
     p = plans[0]
     kube = p.kube
     assert kube is not None
-    if batch.sweep:
+    if batch.sweep:  # the secret lint once over what is sent: the Indexed Job and every trial's argv in its table
         refuse_batch(p)
         p.sweep_objs = sweepmod.build([q.spec for q in plans], [str(q.job_id) for q in plans], batch.sweep,
                                       kube.namespace, batch.max_concurrent, creds=bool(p.creds), ngc=bool(p.ngc_key))
         _lint(p.sweep_objs, "the sweep")
+    else:
+        for q in plans:
+            _lint(q.objs, "the job spec")
     gate.lines.append(capacity_gate(kube, p.spec, require_free=p.require_free))
     if p.nodes > 1:
         multinode_version_gate(kube)
@@ -141,12 +144,14 @@ def launch(plans: list[KubePlan], recs: list[dict], batch: Batch) -> list[Launch
         fsio.write_private(records.artifact_dir(rec["id"]) / SPEC_FILE, json.dumps(p.spec, sort_keys=True) + "\n")
     if batch.sweep:
         return launch_sweep(kube, plans, recs, batch)
+    jobs = [render.find(p.objs, "Job") for p in plans]
     made: list[dict] = []
     try:
-        # the Job first: its UID owns everything else, which is then created owned (create is the only verb)
-        made = kube.apply([render.find(plans[0].objs, "Job")], create=True)
-        server = made[0] if made else render.find(plans[0].objs, "Job")
-        return [launched(kube, server, _create_owned(kube, plans[0], recs[0]["id"], server), reconciled=False)]
+        # the Jobs first: each one's UID owns everything else, which is then created owned (create is the only verb)
+        made = kube.apply(jobs, create=True)
+        by_name = {(o.get("metadata") or {}).get("name"): o for o in made}
+        return [launched(kube, server, _create_owned(kube, p, rec["id"], server), reconciled=False)
+                for p, rec, job in zip(plans, recs, jobs) for server in [by_name.get(job["metadata"]["name"]) or job]]
     except TaoError as exc:
         raise TaoError(f"{exc}{_undo(kube, made, batch)}") from None
 
@@ -239,6 +244,7 @@ def launched(kube: Kubectl, job: dict, owned: list[tuple[str, str]], *, reconcil
 def adopt(p: KubePlan, rec: dict, gate: Gate) -> Launch | None:
     """A record being finished whose Job exists (found by its job-id label): adopt it, never create twice."""
     assert p.kube is not None
+    _lint(p.objs, "the job spec")
     existing = find_jobs(p.kube, rec["id"])
     return _adopt(p.kube, rec, existing[0], p.spec, p.creds, p.ngc_key, p.config, gate) if existing else None
 
