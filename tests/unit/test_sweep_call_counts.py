@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from fakeproc import echo_applied, items, node, ok, sacct_row, squeue_row, sweep_answer, k8s_cluster
+from fakeproc import echo_applied, items, ok, sacct_row, squeue_row, sweep_answer, k8s_cluster
 from taobank import records, sweeps
 from taobank.contract import SubmitOptions
 from taobank.kubernetes.sweep import SWEEP_LABEL
