@@ -44,7 +44,10 @@ def check_concurrency(value: int | None, n: int) -> int:
         return n
     if value < 1:
         raise UsageError("--max-concurrent must be at least 1")
-    return min(value, n)
+    if value > n:  # a typo (an extra digit) or the wrong sweep: said before anything is created
+        raise UsageError(f"--max-concurrent {value} is more than the sweep's {n} trials: give at most {n} (or leave "
+                         "it out: every trial at once)")
+    return value
 
 
 def submit(adapter: Platform, specs: list[dict], opts: SubmitOptions, *,

@@ -5,7 +5,7 @@ id (``sweep``, ``trial``, ``overrides`` on each record); each trial is an
 ordinary job (status, logs, cancel, artifacts work on it alone). A sweep is
 submitted in the same order as one job (:func:`taobank.pipeline.submit`: plan
 every trial, gate, open every record, ONE batched launch: a SLURM job array, a
-list of Kubernetes Jobs, Docker containers). An adapter whose trials are created
+Kubernetes Indexed Job, Docker containers). An adapter whose trials are created
 held (``Platform.holds_trials``) gets them released here, as slots free, during
 status and watch.
 """
@@ -273,7 +273,7 @@ def table(rows: list[Row], *, headers: bool = True) -> str:
 
 def cancel(sweep_id: str) -> tuple[list[Any], list[str]]:
     """Cancel every trial of the sweep (held ones too) in one batch per platform (one scancel of every array
-    task; one delete by the sweep's label); (views, one-line errors)."""
+    task; one delete of the Kubernetes Indexed Job); (views, one-line errors)."""
     from . import platform as core
 
     recs = trial_records(sweep_id)

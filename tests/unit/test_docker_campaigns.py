@@ -101,7 +101,7 @@ SPEC = {"image": "img:1", "gpus": 0, "network_arch": "dino", "action": "train",
 
 @pytest.mark.parametrize("n", (1, 10))
 def test_a_docker_sweep_costs_a_fixed_number_of_engine_calls(engine, n):
-    done = sweeps.submit("docker", SPEC, SubmitOptions(), [{"train.lr": f"0.{i + 1:03d}"} for i in range(n)], K)
+    done = sweeps.submit("docker", SPEC, SubmitOptions(), [{"train.lr": f"0.{i + 1:03d}"} for i in range(n)], min(K, n))
     ids = [v.id for v in done.views]
     # the gate (version, image), one create per container (the CLI makes one a call), ONE start of the first K
     assert engine.calls() == ["info", "image"] + ["create"] * n + ["start"]

@@ -123,6 +123,8 @@ def test_what_a_launch_learns_on_the_way_is_written_by_the_core(stand):
 
 
 def test_max_concurrent_is_checked_once_for_every_caller():
-    assert pipeline.check_concurrency(None, 3) == 3 and pipeline.check_concurrency(9, 3) == 3
+    assert pipeline.check_concurrency(None, 3) == 3 and pipeline.check_concurrency(3, 3) == 3
     with pytest.raises(TaoError, match="at least 1"):
         pipeline.check_concurrency(0, 3)
+    with pytest.raises(TaoError, match="--max-concurrent 9 is more than the sweep's 3 trials: give at most 3"):
+        pipeline.check_concurrency(9, 3)

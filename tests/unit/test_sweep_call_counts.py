@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from fakeproc import echo_applied, items, node, ok, sacct_row, squeue_row, sweep_answer, k8s_cluster
+from fakeproc import echo_applied, items, ok, sacct_row, squeue_row, sweep_answer, k8s_cluster
 from taobank import records, sweeps
 from taobank.contract import SubmitOptions
 from taobank.kubernetes.sweep import SWEEP_LABEL
@@ -34,7 +34,7 @@ def remote_commands(fake, since: int = 0) -> list[str]:
 def test_a_slurm_sweep_costs_the_same_few_remote_commands_for_any_n(slurm, n):
     slurm.ssh("STAGE_MANY")
     slurm.ssh("SBATCH_ARRAY", "777\n")
-    done = sweeps.submit("slurm", SLURM_SPEC, SubmitOptions(), trials(n), K)
+    done = sweeps.submit("slurm", SLURM_SPEC, SubmitOptions(), trials(n), min(K, n))
     assert remote_commands(slurm) == ["STAGE_MANY", "SBATCH_ARRAY"]  # <= 3: no path to check, one stage, one sbatch
     (sbatch,) = [c for c in slurm.calls if c.script == "SBATCH_ARRAY"]
     assert [v.backend_ref for v in done.views] == [f"slurm:777_{i}" for i in range(n)]
@@ -132,50 +132,71 @@ def test_slurm_cancel_of_one_trial_alone_is_the_plain_cancel(slurm, cli):
 
 # ------------------------------------------------------------------ Kubernetes
 class Cluster:
-    """A fake API server for one sweep: the Jobs the create made; a trial's pod runs once its Job is released."""
+    """A fake API server for one sweep: its one Indexed Job (what the create made), the trial table and Secrets
+    created owned by it, a pod per index that runs (at most ``parallelism``), indexes completed or failed."""
 
     def __init__(self, fake) -> None:
-        self.jobs: dict[str, dict] = {}
-        self.done: set[str] = set()
-        self.others: list[dict] = []  # Jobs the bank did not make for these records (another UID)
+        self.job: dict | None = None
+        self.owned: list[dict] = []
+        self.done: set[int] = set()
+        self.failed: set[int] = set()
+        self.deleted = False
         k8s_cluster(fake)
         fake.kubectl("create", answer=self.create)
         fake.kubectl("get", "jobs,pods", answer=lambda c: items(self.objects()))
-        fake.kubectl("patch", "job", answer=self.patch)
+        fake.kubectl("get", "job", answer=lambda c: self.objects()[0] if self.job else "")
         fake.kubectl("exec", answer="")
         fake.kubectl("logs", answer="last words\n")
         fake.kubectl("logs", "-l", answer=lambda c: "".join(
-            f"[pod/{o['metadata']['name']}/main] words of {o['metadata']['labels']['tao-job-id']}\n"
-            for o in self.objects() if o["kind"] == "Pod"))
-        fake.kubectl("get", "jobs", "-l", answer=lambda c: items(o for o in self.objects() if o["kind"] == "Job"))
-        fake.kubectl("get", "pods", "-l", answer=lambda c: items(o for o in self.objects() if o["kind"] == "Pod"))
+            f"[pod/{o['metadata']['name']}/main] words of {self.job_id(o)}\n" for o in self.objects()
+            if o["kind"] == "Pod" and o["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] in
+            c.words[2].split("(")[1].rstrip(")").split(",")))
         fake.kubectl("delete", answer="")
+        fake.kubectl("patch", "configmap", answer="")
+        fake.kubectl("delete", "--raw", answer=self.delete)
 
     def create(self, call):
         made = echo_applied()(call)
         if "--dry-run=server" not in call.words:
-            for obj in json.loads(made.stdout)["items"]:
-                self.jobs[obj["metadata"]["labels"]["tao-job-id"]] = obj
+            sent = json.loads(made.stdout)["items"]
+            if sent[0]["kind"] == "Job":
+                self.job = sent[0]
+            else:
+                self.owned += sent
         return made
 
-    def patch(self, call):
-        for name in call.words[2:call.words.index("--type")]:
-            for j in self.jobs.values():
-                if j["metadata"]["name"] == name:
-                    j["spec"]["suspend"] = False
-        return ok("")
+    def delete(self, call):
+        self.deleted = True
+        return ok(json.dumps(self.objects()[0]))
+
+    def job_id(self, pod: dict) -> str:
+        """The trial record id of a pod, as its table says."""
+        table = next(o for o in self.owned if o["kind"] == "ConfigMap")
+        return table["data"][pod["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] + ".id"]
+
+    def status(self) -> dict:
+        def text(s):
+            return ",".join(str(i) for i in sorted(s))
+        return {"completedIndexes": text(self.done), "failedIndexes": text(self.failed),
+                **({"conditions": [{"type": "Complete", "status": "True"}]}
+                   if len(self.done) == self.job["spec"]["completions"] else {})}
 
     def objects(self) -> list[dict]:
-        out = []
-        for jid, j in self.jobs.items():
-            finished = jid in self.done
-            cond = [{"type": "Complete", "status": "True"}] if finished else []
-            out.append({**j, "kind": "Job", "status": {"conditions": cond}})
-            if not j["spec"].get("suspend"):
-                out.append({"kind": "Pod", "metadata": {"name": f"{jid}-0-abcde", "labels": {"tao-job-id": jid},
-                                                        "ownerReferences": [{"kind": "Job", "uid": j["metadata"]["uid"]}]},
-                            "spec": {"nodeName": "gpu-0"}, "status": {"phase": "Succeeded" if finished else "Running"}})
-        return out + self.others
+        j = self.job
+        out = [{**j, "kind": "Job", "status": self.status()}]
+        k, running = j["spec"]["parallelism"], 0
+        for i in range(j["spec"]["completions"]):
+            ended = i in self.done or i in self.failed
+            if not ended and running >= k:
+                continue
+            running += not ended
+            out.append({"kind": "Pod", "metadata": {
+                "name": f"{j['metadata']['name']}-{i}-abcde",
+                "labels": {**j["spec"]["template"]["metadata"]["labels"], "batch.kubernetes.io/job-completion-index": str(i)},
+                "ownerReferences": [{"kind": "Job", "uid": j["metadata"]["uid"]}]},
+                "spec": {"nodeName": "gpu-0"},
+                "status": {"phase": "Succeeded" if i in self.done else "Failed" if i in self.failed else "Running"}})
+        return out
 
 
 def kubectl_calls(fake, since: int = 0) -> list[str]:
@@ -185,94 +206,93 @@ def kubectl_calls(fake, since: int = 0) -> list[str]:
 @pytest.mark.parametrize("n", SIZES)
 def test_a_kubernetes_sweep_costs_the_same_few_kubectl_calls_for_any_n(fake, n):
     cluster = Cluster(fake)
-    done = sweeps.submit("kubernetes", K8S_SPEC, SubmitOptions(), trials(n), K)
+    done = sweeps.submit("kubernetes", K8S_SPEC, SubmitOptions(), trials(n), min(K, n))
     calls = kubectl_calls(fake)
-    # every trial Job in ONE create, after the gate a single submit pays too (nodes and pods in one read, the
-    # server's dry run of a trial's manifests): 3 kubectl calls for any N
-    assert calls == ["get nodes,pods", "create --dry-run=server", "create -f"], calls
-    (create,) = [c for c in fake.kubectl_calls("create") if "--dry-run=server" not in c.words]
-    sent = json.loads(create.stdin)["items"]
-    assert [j["spec"]["suspend"] for j in sent] == [i >= K for i in range(n)]
-    assert {j["metadata"]["labels"][SWEEP_LABEL] for j in sent} == {done.sweep}
+    # the gate a single submit pays too (nodes and pods in one read, the server's dry run of the sweep's Job and
+    # table), then ONE create of the Indexed Job and ONE of what it owns: 4 kubectl calls for any N
+    assert calls == ["get nodes,pods", "create --dry-run=server", "create -f", "create -f"], calls
+    job = cluster.job
+    assert (job["spec"]["completionMode"], job["spec"]["completions"], job["spec"]["parallelism"]) == \
+        ("Indexed", n, min(K, n))
+    assert "suspend" not in job["spec"] and job["metadata"]["labels"][SWEEP_LABEL] == done.sweep
+    assert [r["action"] for r in job["spec"]["podFailurePolicy"]["rules"]] == ["Count", "FailIndex"]
+    (table,) = cluster.owned
+    assert table["kind"] == "ConfigMap" and table["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
     ids = [v.id for v in done.views]
+    assert [table["data"][f"{i}.id"] for i in range(n)] == ids
+    assert [records.load(i)["backend"]["index"] for i in ids] == list(range(n))
 
-    # status --sweep, nothing to release: ONE get of every Job and pod, ONE exec reading the running trials'
-    # status files
+    # status --sweep: ONE get of the Job and its pods, ONE exec reading the running trials' status files
     since = len(fake.calls)
     rows = sweeps.status(done.sweep)
-    assert kubectl_calls(fake, since) == ["get jobs,pods", "exec job/" + cluster.jobs[ids[0]]["metadata"]["name"]]
+    assert kubectl_calls(fake, since) == ["get jobs,pods", "exec job/" + job["metadata"]["name"]]
     assert [r.state for r in rows] == ["RUNNING"] * min(K, n) + ["PENDING"] * max(0, n - K)
-    assert [r.held for r in rows] == [i >= K for i in range(n)]
 
-    # a trial ends: the next status releases the next held one in ONE patch (a slot's only extra call)
-    cluster.done.add(ids[0])
+    # a trial ends: nothing to release (the Job controller starts the next), the finished one's logs saved
+    cluster.done.add(0)
     since = len(fake.calls)
     rows = sweeps.status(done.sweep)
     got = kubectl_calls(fake, since)
-    assert got[0] == "get jobs,pods"
-    assert [c for c in got if c.startswith("exec")] == (["exec job/" + cluster.jobs[ids[1]]["metadata"]["name"]]
-                                                        if n > 1 else [])
-    assert [c for c in got if c.startswith("patch")] == (["patch job"] if n > K else [])
-    assert len(got) <= 3 + 1, got  # + the finished trial's saved logs
+    # + ONE logs call saving the trials that ended since (trial 0 alone here), + the exec of the running ones
+    assert got == ["get jobs,pods", "logs -l"] + (["exec job/" + job["metadata"]["name"]] if n > 1 else []), got
     assert rows[0].state == "COMPLETE"
+    assert (records.artifact_dir(ids[0]) / "logs.txt").read_text() == f"words of {ids[0]}\n"
 
-    # cancel --sweep: ONE get jobs, ONE get pods, ONE logs of every pod, ONE delete of the Jobs by the sweep's
-    # label, ONE delete of their Secrets/Services/ConfigMaps
+    # cancel --sweep: ONE delete of the Job (UID precondition); its answer says which trial had ended
+    cluster.done.add(n - 1)
     since = len(fake.calls)
     views, errors = sweeps.cancel(done.sweep)
     assert errors == []
     got = kubectl_calls(fake, since)
-    if n > 2:
-        assert got == ["get jobs", "get pods", "logs -l", "delete jobs", "delete secret,service,configmap"]
-        running = ids[1:1 + K]
-        for jid in running:  # each running trial's last words, split out of the one logs call
-            assert (records.artifact_dir(jid) / "logs.txt").read_text() == f"words of {jid}\n"
-        (delete,) = fake.kubectl_calls("delete", "jobs")
-        assert delete.words[3].startswith(f"{SWEEP_LABEL}={done.sweep},tao-job-id in (")
-        assert sorted(delete.words[3].split("(")[1].rstrip(")").split(",")) == sorted(ids[1:])
-    else:  # one active trial left: the plain cancel, by UID
-        assert len(got) <= 5 and not fake.kubectl_calls("delete", "jobs")
+    if n > 1:
+        assert got == ["delete --raw"], got
+        (raw,) = fake.kubectl_calls("delete", "--raw")
+        assert json.loads(raw.stdin)["preconditions"] == {"uid": job["metadata"]["uid"]}
     states = [records.load(i)["state"] for i in ids]
-    assert states == ["COMPLETE"] + ["CANCELED"] * (n - 1)
+    assert states == ["COMPLETE"] + ["CANCELED"] * (n - 2) + ["COMPLETE"] * (n > 1)
 
 
-def test_kubernetes_cancel_sweep_marks_a_trial_that_just_finished_as_it_ended_and_deletes_only_active_ones(fake):
+def test_kubernetes_cancel_of_one_trial_stops_its_index_alone(fake):
+    """One trial: the table marks it canceled (an index not started exits at once), its pod is deleted (exit 143:
+    FailIndex); the Job and the other trials are never touched."""
     cluster = Cluster(fake)
     done = sweeps.submit("kubernetes", K8S_SPEC, SubmitOptions(), trials(4), K)
     ids = [v.id for v in done.views]
-    cluster.done.add(ids[0])  # ended after the last status: the record still says PENDING
-    views, errors = sweeps.cancel(done.sweep)
-    assert errors == []
-    assert [records.load(i)["state"] for i in ids] == ["COMPLETE", "CANCELED", "CANCELED", "CANCELED"]
-    (delete,) = fake.kubectl_calls("delete", "jobs")
-    assert ids[0] not in delete.words[3]
+    from taobank import platform as core
+
+    views, errors = core.cancel(None, [ids[1], ids[3]])
+    assert errors == [] and not cluster.deleted
+    assert [records.load(i)["state"] for i in ids] == ["PENDING", "CANCELED", "PENDING", "CANCELED"]
+    patches = fake.kubectl_calls("patch", "configmap")  # one job at a time (cancel ID ID): one patch each
+    assert {p.words[2] for p in patches} == {cluster.owned[0]["metadata"]["name"]}
+    assert [sorted(json.loads(p.words[p.words.index("-p") + 1])["data"]) for p in patches] == [["1.cancel"],
+                                                                                              ["3.cancel"]]
+    pods = fake.kubectl_calls("delete", "pods")
+    assert {c.words[3] for c in pods} == {f"batch.kubernetes.io/controller-uid={cluster.job['metadata']['uid']},"
+                                          f"batch.kubernetes.io/job-completion-index in ({i})" for i in (1, 3)}
+    assert not fake.kubectl_calls("delete", "jobs")
 
 
-def test_kubernetes_cancel_sweep_never_deletes_by_label_a_job_of_another_uid(fake):
-    """A Job of another UID carries a trial's label: the batch delete by label leaves that trial out, and the
-    trial's own Job is deleted alone with a UID precondition; the other Job is never named."""
+def test_kubernetes_cancel_of_trials_together_is_one_patch_and_one_delete(fake):
     cluster = Cluster(fake)
-    done = sweeps.submit("kubernetes", K8S_SPEC, SubmitOptions(), trials(4), K)
+    done = sweeps.submit("kubernetes", K8S_SPEC, SubmitOptions(), trials(5), K)
     ids = [v.id for v in done.views]
-    own = cluster.jobs[ids[1]]
-    cluster.others.append({"kind": "Job", "metadata": {"name": "someone-else", "uid": "0000-other",
-                                                       "labels": dict(own["metadata"]["labels"])},
-                           "spec": {}, "status": {}})
-    fake.kubectl("get", "job", own["metadata"]["name"], answer={**own, "kind": "Job", "status": {}})
-    views, errors = sweeps.cancel(done.sweep)
-    assert errors == [] and [records.load(i)["state"] for i in ids] == ["CANCELED"] * 4
-    (by_label,) = fake.kubectl_calls("delete", "jobs")
-    assert sorted(by_label.words[3].split("(")[1].rstrip(")").split(",")) == sorted(ids[:1] + ids[2:])
-    (raw,) = [c for c in fake.kubectl_calls("delete") if "--raw" in c.words]
-    assert raw.words[raw.words.index("--raw") + 1].endswith("/jobs/" + own["metadata"]["name"])
-    assert json.loads(raw.stdin)["preconditions"] == {"uid": own["metadata"]["uid"]}
-    assert not any("someone-else" in " ".join(c.words) for c in fake.kubectl_calls("delete"))
+    cluster.done.add(2)  # ended after the last status: the record still says PENDING
+    from taobank import platform as core
+
+    views, errors = core.cancel(None, ids[1:4], batch=True)
+    assert errors == [] and not cluster.deleted
+    (patch,) = fake.kubectl_calls("patch", "configmap")
+    assert sorted(json.loads(patch.words[patch.words.index("-p") + 1])["data"]) == ["1.cancel", "3.cancel"]
+    (pods,) = fake.kubectl_calls("delete", "pods")
+    assert pods.words[3].endswith("batch.kubernetes.io/job-completion-index in (1,3)")
+    assert [records.load(i)["state"] for i in ids] == ["PENDING", "CANCELED", "COMPLETE", "CANCELED", "PENDING"]
 
 
 def test_kubernetes_cancel_sweep_that_cannot_delete_leaves_the_trials_active_with_one_line_each(fake):
     Cluster(fake)
     done = sweeps.submit("kubernetes", K8S_SPEC, SubmitOptions(), trials(3), K)
-    fake.kubectl("delete", "jobs", rc=1, stderr='Error from server (Forbidden): jobs.batch is forbidden')
+    fake.kubectl("delete", "--raw", rc=1, stderr='Error from server (Forbidden): jobs.batch is forbidden')
     views, errors = sweeps.cancel(done.sweep)
     ids = [v.id for v in done.views]
     assert len(errors) == 3 and all("forbidden" in e for e in errors)
@@ -300,11 +320,15 @@ def test_the_sweep_benchmark_check_flags_every_broken_count():
            "after_cancel": ["CANCELED", "RUNNING", "CANCELED", "CANCELED"]}
     got = mod.check([bad])
     assert len(got) == 5, got  # 4 > 3 commands, more than one submit's 3, status 3 > 2, two scancels, one running
-    k8s = {**good, "platform": "kubernetes", "sweep_submit": {**good["sweep_submit"], "calls": 6, "writes": 4},
-           "one_submit": {"calls": 6},
-           "cancel_log": [["kubectl", "-n", "ns", "delete", "--raw", "/apis/batch/v1/namespaces/ns/jobs/x"]]}
+    delete = ["kubectl", "-n", "ns", "delete", "--raw", "/apis/batch/v1/namespaces/ns/jobs/x"]
+    k8s = {**good, "platform": "kubernetes", "sweep_submit": {**good["sweep_submit"], "calls": 4, "writes": 2},
+           "cancel_log": [delete]}
+    assert mod.check([k8s]) == []  # the Indexed Job and its table: one more call than one single submit
+    k8s = {**k8s, "sweep_submit": {**good["sweep_submit"], "calls": 6, "writes": 4}, "one_submit": {"calls": 6},
+           "sweep_status": {**good["sweep_status"], "calls": 2},
+           "cancel_log": [["kubectl", "-n", "ns", "get", "jobs"], delete]}
     got = mod.check([k8s])
-    assert len(got) == 2 and "took 6 kubectl calls" in got[0] and "one by one" in got[1], got
+    assert len(got) == 3 and "took 6 kubectl calls" in got[0] and "at most 1" in got[1] and "get, delete" in got[2], got
 
 
 # ------------------------------------------------------------------ sweep best
@@ -321,7 +345,7 @@ def test_slurm_sweep_best_lists_every_trial_in_one_remote_command(slurm, tmp_pat
     slurm.ssh("STAGE_MANY")
     slurm.ssh("SBATCH_ARRAY", "777\n")
     values = [str(300 + (i * 37) % 200) for i in range(n)]
-    done = sweeps.submit("slurm", SLURM_SPEC, SubmitOptions(), [{"fake.best_val": v} for v in values], K)
+    done = sweeps.submit("slurm", SLURM_SPEC, SubmitOptions(), [{"fake.best_val": v} for v in values], min(K, len(values)))
     trainer = Path(__file__).resolve().parents[2] / "testclusters" / "fake_tao_train.sh"
     for v, view in zip(values, done.views):
         folder = records.load(view.id)["backend"]["results_dir"]

@@ -45,6 +45,10 @@ class Kubernetes(Platform):
         return cancel.stop(recs)
 
     def clean_finished(self, rec: dict, context: dict) -> str | None:
+        from .objects import index_of
+
+        if index_of(rec) is not None:  # the sweep's Secrets serve its other trials: they go with its Job
+            return None
         return credentials.remove_credentials(rec)
 
     # -- submit hooks (the order is the core's: Platform.submit)
@@ -80,8 +84,7 @@ class Kubernetes(Platform):
 
         return fetched(spec, job, folder, files, replaces)
 
-    # -- sweeps (the verbs: taobank.sweeps): the one launch creates every trial Job, the extra ones suspended
-    holds_trials = True
+    # -- sweeps (the verbs: taobank.sweeps): ONE Indexed Job; the Job controller keeps --max-concurrent itself
     sweep_access = f"{__package__}.sweep"
 
     def preview(self, spec: dict, opts: SubmitOptions) -> str:
@@ -101,11 +104,11 @@ class Kubernetes(Platform):
         from .kubectl import Kubectl
 
         namespace = Kubectl(opts.namespace, opts.context).namespace
-        per_trial, folders = submit.preview_sweep(
+        objs, folders = submit.preview_sweep(
             specs, ids, batch, namespace=namespace, secret_env=opts.secret_env, secrets_file=opts.secrets_file,
             ngc_pull_secret=opts.ngc_pull_secret, config=dict(opts.config) if opts.config is not None else None)
-        trials = [[(f"{o['kind']} {o['metadata']['name']}", dump_yaml([o])) for o in objs] for objs in per_trial]
-        return SweepPreview(shared=[], trials=trials, results_dirs=folders)
+        shared = [(f"{o['kind']} {o['metadata']['name']}", dump_yaml([o])) for o in objs]
+        return SweepPreview(shared=shared, trials=[[] for _ in ids], results_dirs=folders)
 
 
 PLATFORM = Kubernetes()

@@ -1,4 +1,5 @@
-"""cancel on Kubernetes: delete the recorded Job (only the one with the recorded UID) and what it owns.
+"""cancel on Kubernetes: delete the recorded Job (only the one with the recorded UID) and what it owns; a sweep's
+trials: their Indexed Job as a whole, or some of its indexes alone.
 
 Only stops and says what happened (:class:`taobank.contract.Stop`); the core marks the records."""
 from __future__ import annotations
@@ -6,19 +7,102 @@ from __future__ import annotations
 import json
 
 from ..contract import Stop
+from ..run import last_line
 from ..states import State
-from .. import states
+from .. import records, states
 from ..errors import TaoError
 from . import JOB_LABEL, credentials, logs
 from . import status as smap
+from . import sweep as sweepmod
 from .kubectl import Kubectl
-from .objects import delete_options, find_jobs
+from .objects import INDEX_LABEL, delete_options, find_jobs, index_of, sweep_of
 
 
 def stop(recs: list[dict]) -> list[Stop]:
     """One job alone (:func:`cancel`: a delete by UID precondition), several in a fixed number of calls
-    (:func:`cancel_many`)."""
-    return [cancel(recs[0])] if len(recs) == 1 else cancel_many(recs)
+    (:func:`cancel_many`); a sweep's trials by their Indexed Job (:func:`cancel_trials`)."""
+    trials: dict[tuple, list[dict]] = {}
+    rest = []
+    for rec in recs:
+        b = rec.get("backend") or {}
+        if index_of(rec) is not None and rec.get("backend_ref") and b.get("uid") and b.get("name"):
+            trials.setdefault((b.get("namespace"), b.get("context"), b["uid"]), []).append(rec)
+        else:
+            rest.append(rec)
+    out = [cancel(rest[0])] if len(rest) == 1 else cancel_many(rest) if rest else []
+    for group in trials.values():
+        try:
+            out += cancel_trials(group)
+        except TaoError as exc:
+            out += [Stop(r["id"], error=str(exc)) for r in group]
+    return out
+
+
+def cancel_trials(group: list[dict]) -> list[Stop]:
+    """Cancel trials of one sweep's Indexed Job. Every trial still active: ONE delete of the Job (a UID
+    precondition; the server's answer is the Job as it was, so a trial that had ended says how). Some of them:
+    ONE read of the Job, ONE patch of the trial table (an index not started yet exits at once) and ONE delete
+    of their pods (exit 143: FailIndex), the other trials untouched. The running pods' output stays in their
+    results folders (``logs/``); the Job keeps the rest until its TTL."""
+    kube = Kubectl.for_record(group[0])
+    b = group[0]["backend"]
+    name, uid, sweep = b["name"], b["uid"], sweep_of(group[0])
+    mine = {r["id"] for r in group}
+    others = [r for r in records.list_records(platform=group[0].get("platform")) if r.get("sweep") == sweep
+              and r["id"] not in mine and r["state"] in states.ACTIVE and (r.get("backend") or {}).get("uid") == uid]
+    if not others:
+        res = kube.run("delete", "--raw", f"/apis/batch/v1/namespaces/{kube.namespace}/jobs/{name}", "-f", "-",
+                       stdin=json.dumps(delete_options(uid)), check=False, what="kubectl delete job (the sweep)")
+        text = res.stderr + res.stdout
+        if not res.ok and ("Precondition failed" in text or "Conflict" in text or "UID in precondition" in text):
+            return [Stop(r["id"], "gone", "the sweep's Job was replaced by another with the same name; left alone",
+                         said=f"Job {name} now has another UID: not deleted", view={"deleted": False}) for r in group]
+        if not res.ok and ("NotFound" in text or "not found" in text):
+            return [Stop(r["id"], "gone", "the sweep's Job was already gone", view={"deleted": False},
+                         said=f"Job {name} already deleted") for r in group]
+        if not res.ok:
+            raise TaoError(f"deleting the sweep's Job {name} failed: {last_line(text)}")
+        try:
+            job = json.loads(res.stdout or "{}")
+        except ValueError:
+            job = {}
+        return _trial_stops(group, job if job.get("kind") == "Job" else {}, f"Job {kube.namespace}/{name} deleted")
+    job = kube.json("get", "job", name, "--ignore-not-found", what="kubectl get job (the sweep)")
+    if not job or (job.get("metadata") or {}).get("uid") != uid:
+        return [Stop(r["id"], "gone", "the sweep's Job was already gone", view={"deleted": False},
+                     said=f"Job {name} already deleted") for r in group]
+    stops = _trial_stops(group, job, "")
+    going = sorted(index_of(r) for r, s in zip(group, stops) if s.outcome == "stopped")
+    if going:
+        kube.run("patch", "configmap", sweepmod.table_name(sweep), "--type", "merge", "-p",
+                 sweepmod.cancel_body(going), what="kubectl patch configmap (mark the trials canceled)")
+        kube.run("delete", "pods", "-l", f"batch.kubernetes.io/controller-uid={uid},{INDEX_LABEL} in "
+                 f"({','.join(map(str, going))})", "--ignore-not-found", "--wait=false",
+                 what="kubectl delete pods (the canceled trials)")
+    return [s if s.outcome != "stopped" else
+            Stop(s.job_id, "stopped", "canceled by the agent (its pod deleted; the other trials go on)",
+                 said=f"trial {index_of(r)} of Job {kube.namespace}/{name} stopped", view={"deleted": True})
+            for r, s in zip(group, stops)]
+
+
+def _trial_stops(group: list[dict], job: dict, said: str) -> list[Stop]:
+    """Each trial as the Job's status had it: ended (its index completed or failed) or stopped now."""
+    st = job.get("status") or {}
+    done, failed = smap.index_set(st.get("completedIndexes")), smap.index_set(st.get("failedIndexes"))
+    out = []
+    for rec in group:
+        index = index_of(rec)
+        if index in done:
+            out.append(Stop(rec["id"], "ended", f"trial {index} succeeded", state=State.COMPLETE,
+                            said="already finished (COMPLETE): nothing to cancel", view={"deleted": False}))
+        elif index in failed:
+            out.append(Stop(rec["id"], "ended", f"trial {index} failed before the cancel (tao_jobs.py logs "
+                            f"{rec['id']})", state=State.ERROR, err_class="ERR_PROGRAM",
+                            said="already finished (ERROR): nothing to cancel", view={"deleted": False}))
+        else:
+            out.append(Stop(rec["id"], "stopped", "canceled by the agent (the sweep's Job deleted, foreground)",
+                            said=said or None, view={"deleted": True}))
+    return out
 
 
 def cancel(rec: dict) -> Stop:

@@ -20,7 +20,8 @@ from ..run import Result, run, stream
 NAMESPACE_ENV = "TAO_K8S_NAMESPACE"
 CONTEXT_ENV = "TAO_K8S_CONTEXT"
 #: The kind of every Kubernetes backend value of a record that reaches a kubectl command line.
-BACKEND_KINDS = {"namespace": "namespace", "name": "dns1123", "uid": "uid", "context": "context", "nodes": "number"}
+BACKEND_KINDS = {"namespace": "namespace", "name": "dns1123", "uid": "uid", "context": "context", "nodes": "number",
+                 "index": "number"}
 
 
 def checked_namespace(value: str, source: str) -> str:

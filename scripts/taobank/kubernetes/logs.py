@@ -5,10 +5,11 @@ from typing import Callable
 
 from .. import fsio, pins, records, safeparse, savedlogs
 from ..errors import TaoError
-from . import JOB_LABEL, render
+from . import render
 from . import results as resultsmod
 from . import status as smap
 from .kubectl import Kubectl
+from .objects import index_of, pod_selector
 
 #: The job spec as submitted, next to the record (artifact folder): logs reads the volume copy through it.
 SPEC_FILE = "spec.json"
@@ -62,7 +63,7 @@ def format_logs(kube: Kubectl, pods: list[dict], tail: int) -> str:
 def _live_pods(kube: Kubectl, rec: dict) -> list[dict]:
     """The job's pods (only those owned by the recorded Job UID)."""
     uid = (rec.get("backend") or {}).get("uid")
-    return [p for p in kube.items("pods", "-l", f"{JOB_LABEL}={rec['id']}", what="kubectl get pods")
+    return [p for p in kube.items("pods", "-l", pod_selector(rec), what="kubectl get pods")
             if not uid or any(o.get("uid") == uid for o in p["metadata"].get("ownerReferences") or [])]
 
 
@@ -123,8 +124,8 @@ def follow_logs(rec: dict, *, emit: Callable[[str, str], None], tail: int | None
         text, _ = read_logs(rec, tail=tail)
         emit("pods", text)
         return 0
-    nodes = int((rec.get("backend") or {}).get("nodes") or len(pods))
-    return kube.stream("logs", "-l", f"{JOB_LABEL}={rec['id']}", "--follow", "--prefix", "--all-containers=true",
+    nodes = len(pods) if index_of(rec) is not None else int((rec.get("backend") or {}).get("nodes") or len(pods))
+    return kube.stream("logs", "-l", pod_selector(rec), "--follow", "--prefix", "--all-containers=true",
                        f"--tail={tail}", f"--max-log-requests={max(2 * nodes + 2, 5)}",
                        on_text=lambda text: emit("pods", text))
 

@@ -1,4 +1,5 @@
 """status on Kubernetes: ONE ``kubectl get jobs,pods -l tao-job-id`` per (context, namespace), mapped to states.
+A sweep's trial is one completion index of its sweep's Indexed Job: its pods are those of that index.
 
 This module only says what the cluster shows (:func:`observe`); the core marks the records
 (:mod:`taobank.track`) and then calls :func:`ended`: a job that ended has its logs saved and its
@@ -14,19 +15,31 @@ from .. import savedlogs
 from . import JOB_LABEL, credentials, logs, verdicts
 from . import status as smap
 from .kubectl import Kubectl
+from .objects import INDEX_LABEL, index_of, sweep_of
 
 
-def _observe_record(kube: Kubectl, rec: dict, entry: dict | None) -> tuple[Observation, list[dict]]:
+def _label(rec: dict) -> str:
+    """The job-id label value of the record's Job: its own id, or its sweep's (one Indexed Job for every trial)."""
+    return sweep_of(rec) if index_of(rec) is not None else rec["id"]
+
+
+def _observe_record(kube: Kubectl, rec: dict, entry: dict | None) -> tuple[Observation, list[dict], dict | None]:
     b = rec.get("backend") or {}
     entry = entry or {"jobs": [], "pods": []}
     job = smap.pick_job(entry["jobs"], b.get("uid"), b.get("name"))
     pods = smap.pods_of(job, entry["pods"])
-    obs = smap.observe(job, pods)
+    index = index_of(rec)
+    if index is not None:  # a sweep's trial: its own completion index of the sweep's Job
+        pods = [p for p in pods if smap.pod_rank(p) == index]
+
+    def see(texts: dict[str, str] | None = None) -> Observation:
+        return smap.observe(job, pods, texts) if index is None else smap.observe_index(job, index, pods, texts)
+
+    obs = see()
     if obs.state == State.ERROR and obs.failed_pod and rec["state"] not in states.TERMINAL:
         failed = next(p for p in pods if p["metadata"]["name"] == obs.failed_pod)
-        texts = {obs.failed_pod: logs.pod_logs(kube, failed, 50)}
-        obs = smap.observe(job, pods, texts)
-    return obs, pods
+        obs = see({obs.failed_pod: logs.pod_logs(kube, failed, 50)})
+    return obs, pods, job
 
 
 def observe(recs: list[dict], context: dict) -> list[Observation]:
@@ -37,6 +50,7 @@ def observe(recs: list[dict], context: dict) -> list[Observation]:
     for rec in recs:
         try:
             kube = Kubectl.for_record(rec)
+            _label(rec)
         except TaoError as exc:  # a damaged record is reported, never allowed to hide the others
             if len(recs) == 1:
                 raise
@@ -45,7 +59,8 @@ def observe(recs: list[dict], context: dict) -> list[Observation]:
         groups.setdefault((kube.context, kube.namespace), []).append(rec)
     for (kcontext, namespace), group in groups.items():
         kube = Kubectl(namespace, kcontext)
-        selector = JOB_LABEL if len(group) > 1 else f"{JOB_LABEL}={group[0]['id']}"
+        labels = {_label(r) for r in group}
+        selector = JOB_LABEL if len(labels) > 1 else f"{JOB_LABEL}={labels.pop()}"
         try:
             items = kube.items("jobs,pods", "-l", selector, what="kubectl get jobs,pods")
         except TaoError as exc:
@@ -55,19 +70,22 @@ def observe(recs: list[dict], context: dict) -> list[Observation]:
             out += [_unasked(r, "QueryFailed", str(exc)) for r in group]
             continue
         by_id = smap.group_items(items)
-        gone = [r for r in group if r.get("backend_ref") and _gone(r, by_id.get(r["id"]))]
+        gone = [r for r in group if r.get("backend_ref") and _gone(r, by_id.get(_label(r)))]
         kept = verdicts.read_gone(kube, gone) if gone else {}
         for rec in group:
             if not rec.get("backend_ref"):
                 out.append(_unasked(rec, "NotLaunched",
                                     "not launched (no backend_ref): run submit --job-id " + rec["id"]))
                 continue
-            obs, pods = _observe_record(kube, rec, by_id.get(rec["id"]))
+            obs, pods, job = _observe_record(kube, rec, by_id.get(_label(rec)))
             if rec["id"] in kept:  # the Job is gone: its verdict is the exit marker its pod left on the volume
                 obs, text = kept[rec["id"]]
                 if text:
                     context.setdefault("volume_logs", {})[rec["id"]] = text
             context.setdefault("pods", {})[rec["id"]] = (kube, pods)
+            if index_of(rec) is not None and job is not None and (smap.condition(job, "Complete") or
+                                                                  smap.condition(job, "Failed")):
+                context.setdefault("sweeps_ended", set()).add(rec["backend"].get("uid"))
             obs.job_id = rec["id"]
             obs.view = {"observed": obs.state, "reason": obs.reason, "pods": obs.pods, "exit_code": obs.exit_code,
                         "pod_attempts": obs.pod_attempts}
@@ -91,23 +109,33 @@ def _unasked(rec: dict, reason: str, message: str) -> Observation:
 
 
 def ended(recs: list[dict], context: dict) -> dict[str, str]:
-    """The jobs of this poll that just ended: their pods' logs (or, for a Job already gone, the volume copy read
-    with its exit marker) saved next to the record, and their credentials
+    """The jobs of this poll that just ended: their pods' logs saved next to the record (a sweep's trials: ONE
+    ``kubectl logs -l`` for those of one sweep; for a Job already gone, the volume copy read with its exit
+    marker), and their credentials
     deleted with ONE ``kubectl delete secret`` per namespace (none when no job with Secrets ended), not one
     per job. The Job itself stays until its TTL for status and logs. A failed delete only adds a note (the
     garbage collector removes the Secrets with the Job)."""
     seen = context.get("pods", {})
     groups: dict[tuple, tuple[Kubectl, list[dict]]] = {}
+    trials: dict[tuple, tuple[Kubectl, dict[str, list[dict]]]] = {}
     for rec in recs:
         kube, pods = seen.get(rec["id"], (None, []))
         if kube is None:
             continue
-        if pods:
+        if pods and index_of(rec) is not None:  # a sweep's trials that ended now: one logs call for them all
+            trials.setdefault((kube.context, kube.namespace, sweep_of(rec)), (kube, {}))[1][rec["id"]] = pods
+        elif pods:
             logs.save_final_logs(kube, rec, pods)
         elif rec["id"] in context.get("volume_logs", {}):  # the Job was gone: the copy read with its exit marker
             savedlogs.save(rec["id"], "logs.txt", context["volume_logs"][rec["id"]])
+        if index_of(rec) is not None and rec["backend"].get("uid") not in context.get("sweeps_ended", set()):
+            continue  # a sweep's Secrets serve every trial: deleted once its Job has ended (else with the Job)
         if credentials.credential_secrets(rec) and (rec.get("backend") or {}).get("uid"):
             groups.setdefault((kube.context, kube.namespace), (kube, []))[1].append(rec)
+    for (_, _, sweep), (kube, pods_of) in trials.items():
+        indexes = sorted({smap.pod_rank(p) for ps in pods_of.values() for p in ps} - {None})
+        logs.save_final_logs_many(kube, f"{JOB_LABEL}={sweep},{INDEX_LABEL} in ({','.join(map(str, indexes))})",
+                                  pods_of)
     notes: dict[str, str] = {}
     for kube, group in groups.values():
         try:

@@ -103,6 +103,30 @@ UPLOAD_SCRIPT = (
 )
 
 
+#: Where a sweep's trial table (one ConfigMap, its keys files) is mounted in every pod of the sweep's Job.
+SWEEP_DIR = "/tao-sweep"
+#: Exit code of a trial canceled before its pod started (its ``<index>.cancel`` key is set): a FailIndex exit.
+CANCELED_EXIT = 143
+# One index of a sweep's Indexed Job: its trial's record id, results folder name and argv come from the
+# table (keys <index>.id, <index>.folder, <index>.argv: shell-quoted words, set as "$@" by eval of `set --`,
+# so the words arrive exactly as submitted); a trial canceled before it started exits at once (FailIndex).
+SWEEP_PROLOGUE = (
+    f'd={SWEEP_DIR}; i="${{JOB_COMPLETION_INDEX:?}}"\n'
+    'if [ -e "$d/$i.cancel" ]; then echo "tao: sweep trial $i was canceled" >&2; exit '
+    f'{CANCELED_EXIT}; fi\n'
+    'TAO_JOB_ID=$(cat -- "$d/$i.id") && a=$(cat -- "$d/$i.argv") || exit 2\n'
+    'export TAO_JOB_ID\n'
+    'if [ -e "$d/$i.folder" ]; then TAO_API_JOB_ID=$(cat -- "$d/$i.folder"); export TAO_API_JOB_ID; fi\n'
+    'eval "set -- $a"\n'
+    'echo "tao: sweep trial $i ($TAO_JOB_ID)"\n'
+)
+
+
+def argv_of(spec: dict) -> list[str]:
+    """The user's argv as the pod runs it (shell text through /bin/sh -c), before the bank's wrappers."""
+    return ["/bin/sh", "-c", spec["command"]] if spec.get("command") is not None else list(spec["args"])
+
+
 def kube_literal(script: str) -> str:
     """``script`` as it must stand in a container's command so the shell receives it unchanged.
 
@@ -269,6 +293,7 @@ def build_context(
     pull_secrets: list[str] | tuple[str, ...] = (),
     config: dict | None = None,
     retry_disruptions: bool = True,
+    sweep_table: str | None = None,
 ) -> dict:
     """Everything the templates need, as data.
 
@@ -280,6 +305,8 @@ def build_context(
     only when given (a run without credentials has no envFrom and no
     imagePullSecrets). ``config`` = {"text", "mount_path", "key"?} for a
     config-mode request: the file goes into a ConfigMap mounted read-only.
+    ``sweep_table``: the name of a sweep's trial table (ConfigMap, :mod:`taobank.kubernetes.sweep`): the pod
+    is one index of an Indexed Job and reads its trial's id, folder and argv there (:data:`SWEEP_PROLOGUE`).
     """
     name = name or job_name_for(job_id)
     if not names.is_dns1035_label(name) or len(name) > MAX_NAME_LEN:
@@ -305,7 +332,7 @@ def build_context(
     volumes, mounts = volumes_and_mounts(spec, shm)
     env_from = [{"secretRef": {"name": cred_secret}}] if cred_secret else None
 
-    user_argv = ["/bin/sh", "-c", spec["command"]] if spec.get("command") is not None else list(spec["args"])
+    user_argv = [] if sweep_table else argv_of(spec)
     staging = staging_dir(spec)
     results = resultsmod.plan(spec, staging=staging).for_job(job_id)
     init_containers: list[dict] = []
@@ -353,6 +380,16 @@ def build_context(
     if tier != "C" and resume.applies(spec, results.pod_folder):  # a replaced pod resumes (taobank.kubernetes.resume)
         rest = command[2] if command is not user_argv else kube_literal('exec "$@"\n')
         command = ["/bin/sh", "-c", kube_literal(resume.prologue(spec)) + rest, "tao-main", *user_argv]
+    if sweep_table:  # the trial's id, folder and argv first: everything after reads them as a single job's
+        if tier == "C":
+            raise TaoError("a Kubernetes sweep keeps its results on a mounted volume (tier A): submit tier C trials "
+                           "one by one")
+        if SWEEP_DIR in {m["mountPath"] for m in mounts}:
+            raise TaoError(f"mount path {SWEEP_DIR} is where a sweep's trial table is mounted: pick another path")
+        rest = command[2] if command is not user_argv else kube_literal('exec "$@"\n')
+        command = ["/bin/sh", "-c", kube_literal(SWEEP_PROLOGUE) + rest, "tao-main"]
+        volumes.append({"name": "tao-sweep", "configMap": {"name": sweep_table}})
+        mounts.append({"name": "tao-sweep", "mountPath": SWEEP_DIR, "readOnly": True})
 
     config_map = None
     if config is not None:

@@ -242,6 +242,55 @@ def _observe(job: dict, pods: list[dict], logs: dict[str, str] | None) -> Observ
     return Observation(State.PENDING, reason=reason, message=msg, pods=summaries)
 
 
+def index_set(text: str | None) -> set[int]:
+    """The indexes of a Job status' ``completedIndexes``/``failedIndexes`` ("0-2,5" -> {0, 1, 2, 5})."""
+    out: set[int] = set()
+    for part in str(text or "").split(","):
+        lo, _, hi = part.strip().partition("-")
+        if lo.isdigit() and (not hi or hi.isdigit()):
+            out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def observe_index(job: dict | None, index: int, pods: list[dict], logs: dict[str, str] | None = None) -> Observation:
+    """One trial of a sweep's Indexed Job (completion ``index``, ``pods`` its pods) in the bank's vocabulary: the
+    Job's ``completedIndexes``/``failedIndexes`` decide its end, its own pods how it runs or why it waits."""
+    if job is None:
+        return observe(None, pods)
+    summaries = [pod_summary(p) for p in sort_pods(pods)]
+    st = job.get("status") or {}
+    if index in index_set(st.get("completedIndexes")):
+        return Observation(State.COMPLETE, reason="Complete", message=f"trial {index} succeeded", pods=summaries)
+    failed_job = condition(job, "Failed") or condition(job, "FailureTarget")
+    if index in index_set(st.get("failedIndexes")):
+        err, reason, msg, pod, code = _failure({}, pods, logs)
+        return Observation(State.ERROR, err_class=err, reason=reason, message=msg, failed_pod=pod, exit_code=code,
+                           pods=summaries)
+    if failed_job:  # the whole Job ended (its deadline, say) before this trial did
+        reason = failed_job.get("reason") or "Failed"
+        return Observation(State.ERROR, err_class="ERR_INFRA" if reason in INFRA_REASONS else "ERR_PROGRAM",
+                           reason=reason, message=failed_job.get("message") or f"the sweep's Job failed ({reason})",
+                           pods=summaries)
+    if (job.get("metadata") or {}).get("deletionTimestamp"):
+        return Observation(State.CANCELED, reason="Deleting", message="the sweep's Job is being deleted", pods=summaries)
+    if condition(job, "Suspended"):
+        return Observation(State.PENDING, reason="Suspended", message="the sweep's Job is suspended", pods=summaries)
+    live = [p for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+    running = [p for p in live if (p.get("status") or {}).get("phase") == "Running"]
+    if running:
+        return Observation(State.RUNNING, reason="Running", message=f"trial {index} running in pod "
+                           f"{(running[0].get('metadata') or {}).get('name')}", pods=summaries)
+    if live:
+        reason, msg = _pending_diagnosis(live)
+        return Observation(State.PENDING, reason=reason, message=msg, pods=summaries)
+    if pods:  # its pod ended, the Job controller has not counted it yet (or replaces a disrupted one)
+        return Observation(State.RUNNING, reason="Finishing", message=f"trial {index}'s pod ended; waiting for the "
+                           "Job controller to record the outcome", pods=summaries)
+    k = (job.get("spec") or {}).get("parallelism")
+    return Observation(State.PENDING, reason="WaitingForSlot", message=f"waits for a free slot (the sweep runs at "
+                       f"most {k} trials at once)", pods=summaries)
+
+
 def group_items(items: list[dict]) -> dict[str, dict]:
     """Split one ``kubectl get jobs,pods -l tao-job-id -o json`` answer by job id."""
     out: dict[str, dict] = {}

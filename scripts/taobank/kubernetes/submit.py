@@ -10,11 +10,12 @@ the input check's pod reads), then the job's input paths. A refusal leaves
 no record. A plain single-node submit costs 3 kubectl calls with its create.
 launch creates the Job first,
 then its Secrets (on stdin), Service and ConfigMap already owned by it, so the
-garbage collector removes them with the Job.
+garbage collector removes them with the Job. A sweep is ONE Indexed Job
+(:mod:`taobank.kubernetes.sweep`) and what it owns (its trial table, at most
+one credential and one pull Secret for all its trials) in ONE more create.
 """
 from __future__ import annotations
 
-import copy
 import json
 import os
 import re
@@ -30,9 +31,8 @@ from .objects import delete_options, find_jobs, owned_by
 from . import results as resultsmod
 from .kubectl import Kubectl, json_objects
 from .logs import SPEC_FILE
-
-#: The label every Job of a sweep carries (its sweep id): cleanup of a failed create finds them by it.
-SWEEP_LABEL = "tao-sweep"
+from . import sweep as sweepmod
+from .sweep import SWEEP_LABEL
 
 @dataclass
 class KubePlan(Plan):
@@ -45,6 +45,8 @@ class KubePlan(Plan):
     config: dict | None = None
     pod_folder: str | None = None
     require_free: bool = False
+    #: a sweep (on its first plan): the Indexed Job and its trial table, built and checked before any record
+    sweep_objs: list[dict] = field(default_factory=list)
 
 
 def target(opts: SubmitOptions, rec: dict | None) -> Kubectl:
@@ -62,7 +64,8 @@ def target(opts: SubmitOptions, rec: dict | None) -> Kubectl:
 
 
 def plan(spec: dict, opts: SubmitOptions, rec: dict | None) -> KubePlan:
-    """Credentials read, names chosen, manifests rendered and linted: no cluster call yet."""
+    """Credentials read, names chosen, manifests rendered: no cluster call yet (the secret lint is check's and
+    adopt's, first thing: once per sweep, over what it sends)."""
     kube = target(opts, rec)
     creds = credentials.collect_credentials(opts.secret_env, opts.secrets_file)
     ngc_key = None
@@ -75,7 +78,6 @@ def plan(spec: dict, opts: SubmitOptions, rec: dict | None) -> KubePlan:
     objs = render.render_manifests(spec, job_id=jid, namespace=kube.namespace, name=render.job_name_for(jid),
                                    cred_secret=render.cred_secret_name(jid) if creds else None,
                                    pull_secrets=[render.pull_secret_name(jid)] if ngc_key else [], config=config)
-    _lint(objs, "the job spec")
     results = resultsmod.plan(spec, staging=render.staging_dir(spec))
     return KubePlan(spec=spec, image=spec["image"], network_arch=arch, action=action,
                     storage_tier=spec.get("storage_tier", "A"), results_dir=results.folder,
@@ -90,94 +92,122 @@ def check(plans: list[KubePlan], gate: Gate, batch: Batch) -> None:
     jobs of one launch (a sweep's trials) differ only in their overrides: the first one is checked for all."""
     from . import inputs as inputsmod
 
-    if batch.sweep:
-        refuse_batch(plans[0])
     p = plans[0]
     kube = p.kube
     assert kube is not None
+    if batch.sweep:  # the secret lint once over what is sent: the Indexed Job and every trial's argv in its table
+        refuse_batch(p)
+        p.sweep_objs = sweepmod.build([q.spec for q in plans], [str(q.job_id) for q in plans], batch.sweep,
+                                      kube.namespace, batch.max_concurrent, creds=bool(p.creds), ngc=bool(p.ngc_key))
+        _lint(p.sweep_objs, "the sweep")
+    else:
+        for q in plans:
+            _lint(q.objs, "the job spec")
     gate.lines.append(capacity_gate(kube, p.spec, require_free=p.require_free))
     if p.nodes > 1:
         multinode_version_gate(kube)
     input_paths = inputsmod.paths(p.spec, p.pod_folder).all if p.spec.get("check_inputs", True) else []
     permission_gate(kube, needed_permissions(creds=bool(p.creds or p.ngc_key), inputs=bool(input_paths)))
-    retry = _server_check(kube, p.objs)
+    retry = _server_check(kube, p.sweep_objs or p.objs)
+    if not retry and batch.sweep:
+        raise TaoError("this cluster does not keep a Job's podFailurePolicy (Kubernetes before "
+                       f"{pins.resolve('kubernetes.min_version_pod_failure_policy')}, or the feature off), so one "
+                       "trial's failure would end the sweep: submit the trials one by one, or upgrade")
     if not retry:
         for plan in plans:
             plan.objs = render.without_disruption_retry(plan.objs)
     gate.lines.append(retry_line(retry, p.nodes))
+    if batch.sweep:
+        gate.lines.append(f"one Indexed Job runs the {len(plans)} trials, at most {batch.max_concurrent} at once, "
+                          "with nobody polling")
     if input_paths:  # test -e next to the volumes, before a record or a GPU
         gate.lines.append(inputsmod.check(kube, p.spec, p.pod_folder))
 
 
 def refuse_batch(p: KubePlan) -> None:
-    """What several Jobs launched together (a sweep) cannot have yet, refused before any record opens."""
-    if p.creds or p.ngc_key:
-        raise TaoError("a sweep on Kubernetes takes no --secret-env/--secrets-file/--ngc-pull-secret (one Secret "
-                       "per trial is not made yet): put the credentials in a Secret of the namespace "
-                       "(--image-pull-secret for pulls) and submit the sweep without them")
-    if p.config is not None or p.nodes > 1:
-        raise TaoError("a sweep on Kubernetes runs single-node jobs without an action-request config: submit "
-                       "multi-node or --request trials one by one")
+    """What a sweep's one Indexed Job cannot run, refused before any record opens: a multi-node trial needs
+    an Indexed Job (and a Service) of its own, and an action-request config is one file per job."""
+    if p.nodes > 1:
+        raise TaoError("a sweep on Kubernetes runs single-node trials (the sweep is one Indexed Job, one pod per "
+                       "trial): submit multi-node trials one by one, or run the sweep on SLURM")
+    if p.config is not None:
+        raise TaoError("a sweep on Kubernetes takes no action-request config: submit --request trials one by one")
 
 
 def launch(plans: list[KubePlan], recs: list[dict], batch: Batch) -> list[Launch]:
-    """Every Job in ONE create (a sweep's past ``max_concurrent`` created suspended, the core releases them),
-    then what each owns (Secrets on stdin, Service, ConfigMap) created owned by it, so the garbage collector
-    removes them with it. A failure deletes what was made: no job runs without the others."""
+    """One Job created, then what it owns (Secrets on stdin, Service, ConfigMap) created owned by it, so the
+    garbage collector removes them with it; a sweep: its one Indexed Job (:func:`launch_sweep`). A failure
+    deletes what was made."""
     kube = plans[0].kube
     assert kube is not None
-    jobs = []
-    for i, (p, rec) in enumerate(zip(plans, recs)):
+    for p, rec in zip(plans, recs):
         # the spec (secret-free: linted) stays with the record: logs reads the volume copy through it
         fsio.write_private(records.artifact_dir(rec["id"]) / SPEC_FILE, json.dumps(p.spec, sort_keys=True) + "\n")
-        jobs.append(launched_job(render.find(p.objs, "Job"), i, batch))
+    if batch.sweep:
+        return launch_sweep(kube, plans, recs, batch)
+    jobs = [render.find(p.objs, "Job") for p in plans]
     made: list[dict] = []
     try:
         # the Jobs first: each one's UID owns everything else, which is then created owned (create is the only verb)
         made = kube.apply(jobs, create=True)
         by_name = {(o.get("metadata") or {}).get("name"): o for o in made}
-        out = []
-        for p, rec, job in zip(plans, recs, jobs):
-            server = by_name.get(job["metadata"]["name"]) or job
-            out.append(launched(kube, server, _create_owned(kube, p, rec["id"], server), reconciled=False))
-            if batch.sweep:
-                held = bool(job["spec"]["suspend"])
-                out[-1].backend["held"] = held
-                out[-1].message = "Job created suspended (waits for a sweep slot)" if held else "Job created"
-        return out
+        return [launched(kube, server, _create_owned(kube, p, rec["id"], server), reconciled=False)
+                for p, rec, job in zip(plans, recs, jobs) for server in [by_name.get(job["metadata"]["name"]) or job]]
     except TaoError as exc:
         raise TaoError(f"{exc}{_undo(kube, made, batch)}") from None
 
 
-def launched_job(job: dict | None, index: int, batch: Batch) -> dict:
-    """The Job the launch creates for job ``index`` of a batch: a sweep's labelled with its sweep id, those past
-    ``max_concurrent`` suspended (the dry run of a sweep shows exactly this)."""
-    job = copy.deepcopy(job or {})
-    if batch.sweep:
-        job["metadata"].setdefault("labels", {})[SWEEP_LABEL] = batch.sweep
-        job["spec"]["suspend"] = index >= batch.max_concurrent
-    return job
-
-
 def preview_sweep(specs: list[dict], ids: list[str], batch: Batch, *, namespace: str,
                   secret_env: list[str] | tuple[str, ...] = (), secrets_file: str | None = None,
-                  ngc_pull_secret: bool = False, config: dict | None = None) -> tuple[list[list[dict]], list[str]]:
-    """What a sweep's launch creates, contacting nothing: each trial's objects as :func:`preview` renders them
-    (Secrets masked), its Job as :func:`launched_job` makes it, refused as :func:`check` refuses the batch; and
-    each trial's results folder."""
-    out, folders = [], []
-    for i, (spec, jid) in enumerate(zip(specs, ids)):
-        objs = preview(spec, namespace=namespace, job_id=jid, secret_env=secret_env, secrets_file=secrets_file,
-                       ngc_pull_secret=ngc_pull_secret, config=config)
-        if i == 0:  # what check refuses for a batch, with the same plan facts (names only: no value is read)
-            refuse_batch(KubePlan(spec=spec, image=spec.get("image", ""), network_arch="", action="",
-                                  storage_tier="", results_dir="", nodes=int(spec.get("nodes", 1)),
-                                  creds=dict.fromkeys(credentials.credential_names(secret_env, secrets_file), ""),
-                                  ngc_key="<masked>" if ngc_pull_secret else None, config=config))
-        job = render.find(objs, "Job")
-        out.append([launched_job(job, i, batch) if o is job else o for o in objs])
-        folders.append(resultsmod.plan(spec, staging=render.staging_dir(spec)).for_job(jid).folder)
-    return out, folders
+                  ngc_pull_secret: bool = False, config: dict | None = None) -> tuple[list[dict], list[str]]:
+    """What a sweep's launch creates, contacting nothing: its one Indexed Job and trial table as :func:`check`
+    builds them (the Secrets it would own are named in the Job; no value is read), refused as :func:`check`
+    refuses the batch; and each trial's results folder."""
+    spec = specs[0]
+    names_only = dict.fromkeys(credentials.credential_names(secret_env, secrets_file), "")
+    refuse_batch(KubePlan(spec=spec, image=spec.get("image", ""), network_arch="", action="",
+                          storage_tier=spec.get("storage_tier", "A"), results_dir="", nodes=int(spec.get("nodes", 1)),
+                          creds=names_only, ngc_key="<masked>" if ngc_pull_secret else None, config=config))
+    assert batch.sweep
+    objs = sweepmod.build(specs, ids, batch.sweep, namespace, batch.max_concurrent, creds=bool(names_only),
+                          ngc=ngc_pull_secret)
+    folders = [resultsmod.plan(s, staging=render.staging_dir(s)).for_job(jid).folder for s, jid in zip(specs, ids)]
+    return objs, folders
+
+
+def launch_sweep(kube: Kubectl, plans: list[KubePlan], recs: list[dict], batch: Batch) -> list[Launch]:
+    """The sweep's Indexed Job in ONE create, then its trial table and Secrets owned by it in ONE more (the
+    Secrets' values on stdin, never printed back); each trial's launch names its completion index."""
+    p = plans[0]
+    job, table = render.find(p.sweep_objs, "Job"), render.find(p.sweep_objs, "ConfigMap")
+    assert job is not None and table is not None and batch.sweep
+    sweep = batch.sweep
+    made: list[dict] = []
+    try:
+        made = kube.apply([job], create=True)
+        server = made[0] if made else job
+        owned = [owned_by(table, server)]
+        if p.creds:
+            owned.append(owned_by(credentials.secret_object(render.cred_secret_name(sweep), kube.namespace, sweep,
+                                                            p.creds), server))
+        if p.ngc_key:
+            owned.append(owned_by(credentials.pull_secret_object(render.pull_secret_name(sweep), kube.namespace,
+                                                                 sweep, p.ngc_key), server))
+        kube.run("create", "-f", "-", "-o", "name", stdin=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                                     "items": owned}),
+                 what="kubectl create (the sweep's trial table and Secrets)")
+    except TaoError as exc:
+        raise TaoError(f"{exc}{_undo(kube, made, batch)}") from None
+    names_owned = [(o["kind"].lower(), o["metadata"]["name"]) for o in owned]
+    out = []
+    for i, rec in enumerate(recs):
+        one = launched(kube, server, names_owned, reconciled=False)
+        one.backend_ref = f"{one.backend_ref}#{i}"
+        one.backend.update({"index": i, "nodes": 1})
+        one.message = (f"trial {i} of Indexed Job {kube.namespace}/{server['metadata']['name']} (runs when one of "
+                       f"its {batch.max_concurrent} slots is free)")
+        out.append(one)
+    return out
 
 
 def _create_owned(kube: Kubectl, p: KubePlan, jid: str, job: dict) -> list[tuple[str, str]]:
@@ -238,6 +268,7 @@ def launched(kube: Kubectl, job: dict, owned: list[tuple[str, str]], *, reconcil
 def adopt(p: KubePlan, rec: dict, gate: Gate) -> Launch | None:
     """A record being finished whose Job exists (found by its job-id label): adopt it, never create twice."""
     assert p.kube is not None
+    _lint(p.objs, "the job spec")
     existing = find_jobs(p.kube, rec["id"])
     return _adopt(p.kube, rec, existing[0], p.spec, p.creds, p.ngc_key, p.config, gate) if existing else None
 
@@ -397,6 +428,11 @@ def _server_check(kube: Kubectl, objs: list[dict]) -> bool:
             _refuse_permissions(kube, list(dict.fromkeys(denied)))
         raise TaoError(f"kubectl create --dry-run=server failed (exit {res.returncode}): {last_line(text)}")
     kept = next((o for o in made if o.get("kind") == "Job"), {})
+    if "backoffLimitPerIndex" in render.find(objs, "Job")["spec"] and \
+            "backoffLimitPerIndex" not in (kept.get("spec") or {}):
+        raise TaoError("this cluster drops a Job's backoffLimitPerIndex (Kubernetes before 1.29, or the "
+                       "JobBackoffLimitPerIndex feature off), so its trials cannot fail one by one: submit them one "
+                       "by one, or upgrade")
     return wants and "podFailurePolicy" in (kept.get("spec") or {})
 
 

@@ -1,11 +1,22 @@
-"""Sweeps on Kubernetes: every trial's Job is made in ONE ``kubectl create`` by the one launch
-(:func:`taobank.kubernetes.submit.launch`), the trials past ``--max-concurrent`` suspended; the core releases
-them (ONE ``kubectl patch`` of their names, here) as slots free. The trials' progress: ONE ``kubectl exec``
-in a running trial's pod reads every running trial's status files on the shared results volume."""
+"""Sweeps on Kubernetes: ONE Indexed Job runs every trial, the Job controller keeps at most ``--max-concurrent``
+running (``parallelism``) and starts the next as one ends, with nobody polling.
+
+Trial i is completion index i: its pod reads the trial's record id, results folder name and argv from ONE
+ConfigMap (the trial table, keys ``<i>.id``, ``<i>.folder``, ``<i>.argv``) mounted at
+:data:`render.SWEEP_DIR` (:data:`render.SWEEP_PROLOGUE`). ``backoffLimitPerIndex`` gives each trial its own
+retry budget for disruptions, a non-zero exit fails that index alone (podFailurePolicy ``FailIndex``). The
+table and the sweep's Secrets are owned by the Job (they go with it). One trial is canceled by setting its
+``<i>.cancel`` key (an index not started yet exits at once) and deleting its pod (exit 143: FailIndex).
+
+The trials' progress: ONE ``kubectl exec`` in a running pod of the Job reads every running trial's status
+files on the shared results volume."""
 from __future__ import annotations
 
+import copy
+import json
 import shlex
 
+from .. import taoargs
 from ..errors import TaoError
 from ..progress import READ_STATUS_SH, split_files
 from ..run import last_line
@@ -13,19 +24,73 @@ from . import render
 from . import results as resultsmod
 from .kubectl import Kubectl
 from .logs import saved_spec
-from .submit import SWEEP_LABEL  # noqa: F401  (cancel finds a sweep's Jobs by it)
+
+#: The label of a sweep's Job and its pods (the sweep id); cleanup of a failed create finds them by it.
+SWEEP_LABEL = "tao-sweep"
+#: A ConfigMap holds at most 1 MiB of data; the trial table stays well under it (the rest: metadata).
+MAX_TABLE_BYTES = 900 * 1024
 
 
-def release(recs: list[dict]) -> None:
-    """Unsuspend these trials' Jobs: ONE ``kubectl patch`` per namespace naming them all."""
-    groups: dict[tuple, list[str]] = {}
-    for rec in recs:
-        kube = Kubectl.for_record(rec)
-        name = (rec.get("backend") or {}).get("name") or render.job_name_for(rec["id"])
-        groups.setdefault((kube.namespace, kube.context), []).append(name)
-    for (namespace, context), names in groups.items():
-        Kubectl(namespace, context).run("patch", "job", *names, "--type", "merge", "-p",
-                                        '{"spec":{"suspend":false}}', what="kubectl patch job (release sweep trials)")
+def table_name(sweep_id: str) -> str:
+    """The sweep's trial table (ConfigMap) name."""
+    return f"tao-sweep-{render.job_name_for(sweep_id)}"[:63].rstrip("-")
+
+
+def trial_argv(spec: dict) -> list[str]:
+    """A trial's argv as its pod runs it: the same rule as a single job's (TAO's GPU arguments added)."""
+    return render.argv_of(taoargs.with_gpu_args(spec, int(spec.get("gpus", 1)), int(spec.get("nodes", 1))))
+
+
+def trial_table(sweep_id: str, namespace: str, specs: list[dict], ids: list[str]) -> dict:
+    """The ConfigMap every index reads its trial from; one line when it would not fit in one object."""
+    data: dict[str, str] = {}
+    for i, (spec, jid) in enumerate(zip(specs, ids)):
+        results = resultsmod.plan(spec, staging=render.staging_dir(spec)).for_job(jid)
+        data[f"{i}.id"] = jid
+        if results.name:
+            data[f"{i}.folder"] = results.name
+        data[f"{i}.argv"] = shlex.join(trial_argv(spec))
+    size = sum(len(k) + len(v.encode()) for k, v in data.items())
+    if size > MAX_TABLE_BYTES:
+        fits = max(1, len(specs) * MAX_TABLE_BYTES // size)
+        raise TaoError(f"the sweep's {len(specs)} trials need a {size // 1024} KiB trial table, more than one "
+                       f"ConfigMap holds (1 MiB): split it into sweeps of at most {fits} trials (nothing was created)")
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": table_name(sweep_id), "namespace": namespace,
+                         "labels": {**render.labels_for(sweep_id), SWEEP_LABEL: sweep_id}},
+            "data": data}
+
+
+def indexed(job: dict, sweep_id: str, n: int, k: int) -> dict:
+    """A single-pod Job made the sweep's Indexed Job: N completions, K at once, each index its own retry budget
+    (``backoffLimitPerIndex``: the disruptions a single job may have) and a non-zero exit failing that index
+    alone (``FailIndex`` where a single job has ``FailJob``); the other trials go on. A time limit is each
+    trial's own (the pod's ``activeDeadlineSeconds``), never the whole sweep's."""
+    job = copy.deepcopy(job)
+    spec = job["spec"]
+    retries = int(spec.pop("backoffLimit", 0) or 0)
+    spec.update({"completionMode": "Indexed", "completions": n, "parallelism": k, "backoffLimitPerIndex": retries})
+    if spec.get("activeDeadlineSeconds"):  # a trial's time limit, not the whole sweep's: on each trial's pod
+        spec["template"]["spec"]["activeDeadlineSeconds"] = spec.pop("activeDeadlineSeconds")
+    for rule in (spec.get("podFailurePolicy") or {}).get("rules") or []:
+        if rule.get("action") == "FailJob":
+            rule["action"] = "FailIndex"
+    job["metadata"].setdefault("labels", {})[SWEEP_LABEL] = sweep_id
+    job["spec"]["template"]["metadata"].setdefault("labels", {})[SWEEP_LABEL] = sweep_id
+    return job
+
+
+def build(specs: list[dict], ids: list[str], sweep_id: str, namespace: str, k: int, *, creds: bool,
+          ngc: bool) -> list[dict]:
+    """[the Indexed Job, its trial table]: what a sweep of ``specs`` (trial i: record ``ids[i]``) creates."""
+    name = render.job_name_for(sweep_id)
+    objs = render.render_manifests(specs[0], job_id=sweep_id, namespace=namespace, name=name,
+                                   cred_secret=render.cred_secret_name(sweep_id) if creds else None,
+                                   pull_secrets=[render.pull_secret_name(sweep_id)] if ngc else [],
+                                   sweep_table=table_name(sweep_id))
+    job = render.find(objs, "Job")
+    assert job is not None
+    return [indexed(job, sweep_id, len(specs), k), trial_table(sweep_id, namespace, specs, ids)]
 
 
 #: $1.. folders: each one's status files (READ_STATUS_SH) under a ``#trial-folder`` line.
@@ -33,9 +98,9 @@ READ_MANY_SH = "for d do printf '#trial-folder %s\\n' \"$d\"; sh -c " + shlex.qu
 
 
 def read_status_many(recs: list[dict]) -> dict[str, dict[str, str]]:
-    """The trials' status files with ONE ``kubectl exec`` in the first running one's pod (the trials share the
-    results volume: a finished trial's folder is read there too); a trial whose folder that pod cannot see reads
-    as no file yet. Without a running trial there is no pod to ask: refused, no call."""
+    """Every trial's status files with ONE ``kubectl exec`` in a running pod of the first one's Job (the trials
+    share the results volume: a finished trial's folder is read there too); a trial whose folder that pod cannot
+    see reads as no file yet. Without a running pod there is none to ask: refused, no call."""
     folders = {}
     for rec in recs:
         spec = saved_spec(rec)
@@ -64,3 +129,8 @@ def read_status_many(recs: list[dict]) -> dict[str, dict[str, str]]:
         elif current is not None:
             parts[current] += line
     return {jid: split_files(parts.get(folder, "")) for jid, folder in folders.items()}
+
+
+def cancel_body(indexes: list[int]) -> str:
+    """The merge patch that marks these trials canceled in the table (an index not started yet exits at once)."""
+    return json.dumps({"data": {f"{i}.cancel": "canceled by tao-skill-bank" for i in indexes}})
