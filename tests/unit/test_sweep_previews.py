@@ -53,21 +53,26 @@ K8S_SPEC = {"image": "nvcr.io/nvidia/tao/tao-toolkit:x", "network_arch": "dino",
             "mounts": [{"pvc": "ws", "mount_path": "/results"}], "args": ["dino", "train", "-e", "/specs/s.yaml"]}
 
 
-def test_kubernetes_sweep_preview_contacts_nothing_and_shows_the_jobs_the_submit_creates(fake, cli):
+def test_kubernetes_sweep_preview_contacts_nothing_and_shows_the_indexed_job_the_submit_creates(fake, cli):
     shown = previewed(cli, "tao_k8s.py", *K8S, "--args-json", json.dumps(K8S_SPEC["args"]))
     nothing_done(fake)
     check_table(shown, lambda jid: f"/results/{jid}")
-    jobs = [yaml.safe_load(d["text"]) for d in shown["sent"] if d["name"].startswith("Job ")]
-    assert [j["spec"]["suspend"] for j in jobs] == [False, False, True]
-    assert [[a for a in j["spec"]["template"]["spec"]["containers"][0]["command"] if a.startswith("train.lr=")]
-            for j in jobs] == [[f"train.lr={v}"] for v in ("0.1", "0.2", "0.3")]
+    assert shown["sent"] == []  # nothing per trial: the table carries every trial
+    docs = {d["name"].split()[0]: yaml.safe_load(d["text"]) for d in shown["shared"]}
+    assert sorted(docs) == ["ConfigMap", "Job"]  # one Indexed Job and its trial table, whatever N
+    job, table = docs["Job"], docs["ConfigMap"]
+    assert (job["spec"]["completionMode"], job["spec"]["completions"], job["spec"]["parallelism"]) == \
+        ("Indexed", 3, K)
+    assert [table["data"][f"{i}.argv"].count(f"train.lr={v}") for i, v in enumerate(("0.1", "0.2", "0.3"))] == \
+        [1, 1, 1]
     k8s_cluster(fake)
     done = sweeps.submit("kubernetes", K8S_SPEC, SubmitOptions(), TRIALS, K)
-    (create,) = [c for c in fake.kubectl_calls("create") if "--dry-run=server" not in c.words
-                 and "Job" in (c.stdin or "")]
-    made = json.loads(as_previewed(create.stdin, done))["items"]
-    assert made == jobs
-    assert all(j["metadata"]["labels"][SWEEP_LABEL] == sweeps.PREVIEW_SWEEP for j in jobs)
+    creates = [c for c in fake.kubectl_calls("create") if "--dry-run=server" not in c.words]
+    sent = [o for c in creates for o in json.loads(as_previewed(c.stdin, done)).get("items", [])]
+    made = {o["kind"]: o for o in sent}
+    assert made["Job"] == job
+    assert made["ConfigMap"]["data"] == table["data"]
+    assert job["metadata"]["labels"][SWEEP_LABEL] == sweeps.PREVIEW_SWEEP
 
 
 def test_kubernetes_sweep_preview_refuses_what_the_submit_refuses_and_never_shows_a_secret(fake, cli, monkeypatch):
@@ -85,7 +90,7 @@ def test_kubernetes_sweep_preview_refuses_what_the_submit_refuses_and_never_show
         assert "<masked>" in dry.out
 
 
-def test_the_text_preview_has_the_table_and_every_other_trial_as_its_difference_from_trial_0(fake, cli):
+def test_the_text_preview_has_the_table_and_what_is_sent_once(fake, cli):
     out = cli("tao_k8s.py", "submit", *K8S, "--args-json", json.dumps(K8S_SPEC["args"]), "--sweep", LR,
               "--max-concurrent", "2", "--dry-run")
     assert out.rc == 0, out
@@ -93,8 +98,8 @@ def test_the_text_preview_has_the_table_and_every_other_trial_as_its_difference_
     assert lines[0].startswith("sweep preview: 3 trials, at most 2 at once; nothing was contacted or created")
     assert lines[1].split() == ["TRIAL", "ID", "OVERRIDES", "RESULTS"]
     assert lines[3].split() == ["1", "preview-trial-1", "train.lr=0.2", "/results/preview-trial-1"]
-    trial2 = out.out[out.out.index("# ---- trial 2: Job preview-trial-2, as trial 0's but for"):]
-    assert '+        - "train.lr=0.3"' in trial2 and "+  suspend: true" in trial2
+    once = out.out[out.out.index("# ---- sent once for the sweep: Job preview-sweep ----"):]
+    assert "completionMode: \"Indexed\"" in once and "parallelism: 2" in once and "train.lr=0.3" in once
     nothing_done(fake)
 
 

@@ -161,16 +161,23 @@ def preview_sweep(specs: list[dict], ids: list[str], batch: Batch, *, namespace:
                   secret_env: list[str] | tuple[str, ...] = (), secrets_file: str | None = None,
                   ngc_pull_secret: bool = False, config: dict | None = None) -> tuple[list[dict], list[str]]:
     """What a sweep's launch creates, contacting nothing: its one Indexed Job and trial table as :func:`check`
-    builds them (the Secrets it would own are named in the Job; no value is read), refused as :func:`check`
-    refuses the batch; and each trial's results folder."""
+    builds them and the Secrets it would own, values masked (none is read), refused as :func:`check` refuses the
+    batch; and each trial's results folder."""
     spec = specs[0]
     names_only = dict.fromkeys(credentials.credential_names(secret_env, secrets_file), "")
     refuse_batch(KubePlan(spec=spec, image=spec.get("image", ""), network_arch="", action="",
                           storage_tier=spec.get("storage_tier", "A"), results_dir="", nodes=int(spec.get("nodes", 1)),
                           creds=names_only, ngc_key="<masked>" if ngc_pull_secret else None, config=config))
     assert batch.sweep
-    objs = sweepmod.build(specs, ids, batch.sweep, namespace, batch.max_concurrent, creds=bool(names_only),
+    sweep = batch.sweep
+    objs = sweepmod.build(specs, ids, sweep, namespace, batch.max_concurrent, creds=bool(names_only),
                           ngc=ngc_pull_secret)
+    if names_only:  # the sweep's one Secret of each kind, its values masked
+        objs.append(credentials.masked(credentials.secret_object(render.cred_secret_name(sweep), namespace, sweep,
+                                                                 names_only)))
+    if ngc_pull_secret:
+        objs.append(credentials.masked(credentials.pull_secret_object(render.pull_secret_name(sweep), namespace,
+                                                                      sweep, "")))
     folders = [resultsmod.plan(s, staging=render.staging_dir(s)).for_job(jid).folder for s, jid in zip(specs, ids)]
     return objs, folders
 
