@@ -22,7 +22,7 @@ def test_kubernetes_sweep_table_keeps_the_kpis_of_finished_trials(fake):
     cluster = Cluster(fake)
     done = sweeps.submit("kubernetes", K8S_SPEC, SubmitOptions(), [{"train.lr": "0.1"}, {"train.lr": "0.2"}], 2)
     a, b = (v.id for v in done.views)
-    cluster.done.add(a)  # a ended before any status saw it; b runs: its pod reads both folders on the volume
+    cluster.done.add(0)  # a (index 0) ended before any status saw it; b runs: its pod reads both folders on the volume
     fake.kubectl("exec", answer=lambda c: "".join(
         f"#trial-folder /results/{jid}\n" + status_text(e, loss) for jid, e, loss in ((a, 9, 0.25), (b, 3, 0.5))))
     rows = {r.id: r for r in sweeps.status(done.sweep)}
@@ -30,7 +30,7 @@ def test_kubernetes_sweep_table_keeps_the_kpis_of_finished_trials(fake):
     assert rows[b].progress == "4/10" and rows[b].kpis == {"val_loss": 0.5}
     assert "val_loss=0.25" in sweeps.table(list(rows.values()))
     assert jobstatus.remembered(a) == ({**jobstatus.remembered(a)[0]}, True)  # final: never read again
-    cluster.done.add(b)  # b ends: no trial runs, no pod to ask; its last seen progress stays
+    cluster.done.add(1)  # b (index 1) ends: no trial runs, no pod to ask; its last seen progress stays
     since = len(fake.calls)
     rows = {r.id: r for r in sweeps.status(done.sweep)}
     assert [c for c in kubectl_calls(fake, since) if c.startswith("exec")] == []
@@ -60,7 +60,7 @@ def test_a_finished_kubernetes_job_keeps_its_epoch_on_the_status_line(fake, cli)
 def test_sweep_watch_lines_go_to_stdout(fake, cli):
     cluster = Cluster(fake)
     done = sweeps.submit("kubernetes", K8S_SPEC, SubmitOptions(), [{"train.lr": "0.1"}], 1)
-    cluster.done.add(done.views[0].id)
+    cluster.done.add(0)
     out = cli("tao_jobs.py", "status", "--sweep", done.sweep, "--watch", "--interval", "0.5")
     assert out.rc == 0, out
     assert done.views[0].id in out.out.splitlines()[0] and "COMPLETE" in out.out.splitlines()[0]
