@@ -134,6 +134,11 @@ def round_trip(mcp: Session, submit_tool: str, submit_args: dict, tmp: Path, env
     assert tree(tmp / "by-mcp") == tree(tmp / "by-shell") and tree(tmp / "by-mcp")
     assert sorted(f["path"] for f in fetched) == sorted(f["path"] for f in by_shell)  # type: ignore[union-attr]
     assert any(p.endswith("status.json") for p in tree(tmp / "by-mcp"))
+    same = mcp.ok("fetch", id=jid, to=str(tmp / "by-mcp"))  # a second fetch moves nothing: all already here
+    assert {f["moved"] for f in same} == {0}  # type: ignore[union-attr]
+    status = next(p for p in tree(tmp / "by-mcp") if p.endswith("status.json"))
+    (tmp / "by-mcp" / status).write_text("mine\n")  # a local file that differs is never replaced silently
     again = mcp.call("fetch", id=jid, to=str(tmp / "by-mcp"))  # the helper's refusal, as an error result
     assert again["isError"] is True and "exists: pass --force" in again["content"][0]["text"]
+    assert (tmp / "by-mcp" / status).read_text() == "mine\n"
     return {"job": job, "view": view, "logs": logs, "metrics": metrics, "fetched": fetched}
