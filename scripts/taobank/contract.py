@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Callable, ContextManager, Mapping, Protocol
 
+from .jobspec import JobSpec
 from .states import State
 
 
@@ -48,7 +49,8 @@ class SubmitOptions:
 class Plan:
     """What a submit decided before any cluster call; a platform subclasses it with its own facts."""
 
-    spec: dict
+    #: the job's typed spec (the platform's :class:`taobank.jobspec.JobSpec`)
+    spec: JobSpec
     image: str
     network_arch: str
     action: str

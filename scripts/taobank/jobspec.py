@@ -94,6 +94,10 @@ class JobSpec:
             raise TaoError(f"{type(self).__name__} has no {', '.join(lacking)}: leave it unset on this platform")
         return out
 
+    def updated(self: T, changes: Mapping[str, Any]) -> T:
+        """This spec with ``changes`` (spec keys, as :func:`taobank.taoargs.with_gpu_args` returns them) applied."""
+        return type(self).from_dict({**self.to_dict(), **changes})
+
 
 @dataclass
 class KubernetesSpec(JobSpec):

@@ -65,7 +65,7 @@ def submit(adapter: Platform, specs: list[dict], opts: SubmitOptions, *,
         rec = load_for(opts.job_id, adapter.name, "submit --job-id")
         if rec["state"] in states.TERMINAL:
             raise TaoError(f"record {opts.job_id} is {rec['state']} already: open a new record to run again")
-    plans = [adapter.plan(spec, opts, rec) for spec in specs]
+    plans = [adapter.plan(adapter.typed_spec(spec), opts, rec) for spec in specs]
     gate = Gate()
     gate.lines += [w for w in (taoargs.unseen_warning(specs[0]),) if w]
     if rec is not None:

@@ -38,6 +38,7 @@ from .selection import by_platform, last_id, load_for, select  # noqa: F401  (th
 from .contract import (Batch, Gate, Launch, Observation, Plan, ResultFile, ResultsListing, ResultsLocation, Stop,
                        SubmitOptions, SweepPreview, Transfer)
 from .errors import EXIT_FAILED, EXIT_OK, TaoError, UsageError
+from .jobspec import JobSpec
 
 
 #: platform name -> module whose ``PLATFORM`` object implements the contract.
@@ -255,10 +256,18 @@ class Platform(ABC):
         view.extra["gate_notes"] = done.gate.notes()
         return view
 
+    #: the platform's typed spec (:mod:`taobank.jobspec`)
+    spec_type: type[JobSpec] = JobSpec
+
+    def typed_spec(self, spec: Mapping[str, Any]) -> JobSpec:
+        """A spec as stored or given (a file, flags, a sweep trial) checked and typed: the edge where it enters
+        the contract (:func:`taobank.pipeline.submit`). Default: the schema's check, then the type."""
+        return self.spec_type.parse(spec, "job spec")
+
     @abstractmethod
-    def plan(self, spec: dict, opts: SubmitOptions, rec: dict | None) -> Plan:
-        """Validate ``spec`` and decide everything a submit can without a cluster call (``rec``: the record
-        being finished, or None)."""
+    def plan(self, spec: JobSpec, opts: SubmitOptions, rec: dict | None) -> Plan:
+        """Decide everything a submit can without a cluster call for the typed ``spec`` (:meth:`typed_spec`
+        checked it; ``rec``: the record being finished, or None)."""
 
     def adopt(self, plan: Plan, rec: dict, gate: Gate) -> Launch | None:
         """A record being finished whose job exists already (an earlier submit died after creating it):

@@ -79,7 +79,11 @@ def validate_job(spec: Mapping[str, Any], schema_name: str, what: str) -> dict:
 
 def command_argv(spec: Mapping[str, Any], shell: str) -> list[str]:
     """The job's argv: a list as given; a string runs under ``shell -c`` (the platform's shell)."""
-    cmd = spec["command"]
+    return argv_of(spec["command"], shell)
+
+
+def argv_of(cmd: str | list[str], shell: str) -> list[str]:
+    """A command as argv: a list as given; a string runs under ``shell -c``."""
     return list(cmd) if isinstance(cmd, list) else [shell, "-c", cmd]
 
 

@@ -8,6 +8,7 @@ import pytest
 from taobank import envfile, records
 from taobank.contract import Batch, SubmitOptions
 from taobank.docker import render, submit
+from taobank.docker.spec import typed
 from taobank.errors import TaoError
 
 TOKEN = "hf_abcdEFGHijklMNOPqrstUVWXyz012345"
@@ -15,7 +16,7 @@ TOKEN = "hf_abcdEFGHijklMNOPqrstUVWXyz012345"
 
 def _docker_plan(**kw):
     spec = {"image": "nvcr.io/x/y:1", "command": ["echo", "hi"], "gpus": 0, "results_dir": "/data/results", **kw}
-    return submit.plan_submit(spec, SubmitOptions(), job_id="dino-train-abc123", env={}, ram=64 * 1024 ** 3)
+    return submit.plan_submit(typed(spec), SubmitOptions(), job_id="dino-train-abc123", env={}, ram=64 * 1024 ** 3)
 
 
 def _core_error(env: dict) -> str:

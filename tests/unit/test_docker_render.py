@@ -8,6 +8,8 @@ from hypothesis import example, given, settings, strategies as st
 from taobank.contract import SubmitOptions
 from taobank.errors import TaoError
 from taobank.docker import render, submit
+from taobank.docker.spec import typed
+from taobank.jobspec import DockerSpec
 
 
 def spec(**kw):
@@ -16,7 +18,7 @@ def spec(**kw):
 
 
 def plan(**kw):
-    return submit.plan_submit(spec(**kw), SubmitOptions(), job_id="dino-train-abc123", env={}, ram=64 * 1024 ** 3)
+    return submit.plan_submit(typed(spec(**kw)), SubmitOptions(), job_id="dino-train-abc123", env={}, ram=64 * 1024 ** 3)
 
 
 def test_the_command_follows_the_image_and_the_folder_is_the_jobs_own():
@@ -47,10 +49,10 @@ def test_gpus_in_each_engines_form():
 
 
 def test_shm_default_is_pinned_and_capped_at_half_the_ram():
-    assert submit.shm_size({}, 64 * 1024 ** 3) == "16g"
-    assert submit.shm_size({}, 8 * 1024 ** 3) == "4096m"
-    assert submit.shm_size({"shm_size": "2g"}, 8 * 1024 ** 3) == "2g"
-    assert submit.shm_size({"ipc_host": True}, 8 * 1024 ** 3) is None
+    assert submit.shm_size(DockerSpec(), 64 * 1024 ** 3) == "16g"
+    assert submit.shm_size(DockerSpec(), 8 * 1024 ** 3) == "4096m"
+    assert submit.shm_size(DockerSpec(shm_size="2g"), 8 * 1024 ** 3) == "2g"
+    assert submit.shm_size(DockerSpec(ipc_host=True), 8 * 1024 ** 3) is None
     argv = render.run_argv(plan(ipc_host=True).run)
     assert argv[argv.index("--ipc") + 1] == "host" and "--shm-size" not in argv
 

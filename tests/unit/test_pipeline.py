@@ -10,6 +10,7 @@ import pytest
 
 from taobank import nccl_verdicts, pipeline, records, sweeps
 from taobank import platform as core
+from taobank.jobspec import SlurmSpec
 from taobank.contract import Batch, Launch, Plan, SubmitOptions
 from taobank.errors import SubmitUncertain, TaoError
 from taobank.platform import JobView
@@ -29,6 +30,9 @@ class Stand:
         self.launches: list[tuple[list[str], Batch]] = []
         self.fail: Exception | None = None
         self.checkpoint: tuple[str, dict] | None = None
+
+    def typed_spec(self, spec):
+        return SlurmSpec.from_dict(spec)
 
     def plan(self, spec, opts, rec):
         return Plan(spec, "img", "dino", "train", "A", "/l/results/{id}", nodes=self.nodes)

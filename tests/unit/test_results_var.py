@@ -10,6 +10,7 @@ import pytest
 from taobank.contract import RESULTS_VAR, SubmitOptions
 from taobank.errors import TaoError
 from taobank.docker import render as drender, submit as dsubmit
+from taobank.docker.spec import typed
 from taobank.kubernetes.render import find, render_manifests
 from taobank.slurm import render as srender, resources, storage
 
@@ -21,7 +22,7 @@ def test_the_one_name():
 
 
 def test_docker_sets_it_to_the_jobs_folder_in_the_container():
-    p = dsubmit.plan_submit({"image": "i:1", "command": ["true"], "gpus": 0, "results_dir": "/data/results"},
+    p = dsubmit.plan_submit(typed({"image": "i:1", "command": ["true"], "gpus": 0, "results_dir": "/data/results"}),
                             SubmitOptions(), job_id=JOB_ID, env={}, ram=64 * 1024 ** 3)
     argv = drender.run_argv(p.run)
     env = dict(argv[i + 1].split("=", 1) for i, w in enumerate(argv) if w == "--env" and "=" in argv[i + 1])
@@ -65,7 +66,7 @@ def test_a_job_env_may_not_set_it(platform):
     env = {RESULTS_VAR: "/elsewhere"}
     with pytest.raises(TaoError, match=RESULTS_VAR):
         if platform == "docker":
-            dsubmit.plan_submit({"image": "i:1", "command": ["true"], "gpus": 0, "results_dir": "/data/r", "env": env},
+            dsubmit.plan_submit(typed({"image": "i:1", "command": ["true"], "gpus": 0, "results_dir": "/data/r", "env": env}),
                                 SubmitOptions(), job_id=JOB_ID, env={}, ram=1024 ** 3)
         elif platform == "kubernetes":
             render_manifests({"image": "i", "command": "c", "mounts": [{"pvc": "ws", "mount_path": "/results"}],

@@ -7,6 +7,7 @@ import hashlib
 
 import pytest
 
+from taobank.jobspec import SlurmSpec
 from taobank import lineage, records, savedspec
 from taobank.contract import ResultFile, ResultsListing, ResultsLocation
 from taobank.errors import TaoError
@@ -42,13 +43,13 @@ def test_a_changed_or_relative_spec_file_is_refused(state_dir, tmp_path, monkeyp
     rec = canceled_job(spec_file, "epochs: 10\n")
     spec, _ = savedspec.load(rec["id"])
     monkeypatch.chdir("/")  # continue from any folder reads the same file
-    continued.check(spec, rec["id"])
+    continued.check(SlurmSpec.from_dict(spec), rec["id"])
     spec_file.write_text("epochs: 99\n")
     with pytest.raises(TaoError, match=r"spec file train.yaml \(.*\) changed since job .* ran \(sha256") as exc:
-        continued.check(spec, rec["id"])
+        continued.check(SlurmSpec.from_dict(spec), rec["id"])
     assert "\n" not in str(exc.value)
     with pytest.raises(TaoError, match="relative path"):
-        continued.check({**spec, "spec_files": {"train.yaml": "./train.yaml"}}, rec["id"])
+        continued.check(SlurmSpec.from_dict({**spec, "spec_files": {"train.yaml": "./train.yaml"}}), rec["id"])
 
 
 def test_continue_refuses_before_anything_is_created(state_dir, tmp_path, monkeypatch):

@@ -9,6 +9,7 @@ import pytest
 
 from taobank import lineage, platform as core, records, savedspec, sweeps
 from taobank.cli import sweepcli, verbcli
+from taobank.jobspec import SlurmSpec
 from taobank.contract import Launch, Plan, ResultFile, ResultsListing, ResultsLocation, SubmitOptions
 from taobank.errors import TaoError, UsageError
 from taobank.platform import JobView
@@ -36,6 +37,9 @@ class SweepStand:
     def lineage_access(self, spec, parent, folder):
         self.reached.append(folder)
         return spec
+
+    def typed_spec(self, spec):
+        return SlurmSpec.from_dict(spec)
 
     # a sweep
     def plan(self, spec, opts, rec):
@@ -81,7 +85,7 @@ def test_a_sweep_with_a_parent_fills_it_once_and_every_trial_names_it(stand):
     parent = parent_job()
     done = sweeps.submit("slurm", dict(SPEC), SubmitOptions(parent=parent["id"]), TRIALS)
     want = f"evaluate.checkpoint=/l/results/{parent['id']}/train/model_epoch_010.pth"  # the link's target
-    assert [s["command"][4:] for s in stand.planned] == [[want, "evaluate.batch_size=8"],
+    assert [s.command[4:] for s in stand.planned] == [[want, "evaluate.batch_size=8"],
                                                          [want, "evaluate.batch_size=16"]]
     assert stand.reached == [f"/l/results/{parent['id']}"]  # one listing, one access step for the whole sweep
     assert [records.load(v.id)["parent"] for v in done.views] == [parent["id"]] * 2

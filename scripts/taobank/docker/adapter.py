@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from ..contract import Batch, Gate, Launch, Observation, Stop, SubmitOptions, SweepPreview
+from ..jobspec import DockerSpec
 from ..platform import JobView, Logs, Platform
 from . import cancel, facts, logs, observe, results_access, submit
 from .submit import DockerPlan
@@ -16,6 +17,12 @@ class Docker(Platform):
     progress_in_sweep = True  # the results folder is local: the sweep reads every job's status files
     #: the engine chosen on the command line (--engine); None: $TAO_DOCKER_ENGINE or docker
     engine: str | None = None
+    spec_type = DockerSpec
+
+    def typed_spec(self, spec: Mapping[str, Any]) -> DockerSpec:
+        from .spec import typed
+
+        return typed(spec)
 
     def view(self, rec: Mapping[str, Any]) -> JobView:
         out = JobView.of_backend(rec, "container_state", reason=(rec.get("backend") or {}).get("reason"))
@@ -50,7 +57,7 @@ class Docker(Platform):
         return reachable(spec, parent, folder)
 
     # -- submit hooks (the order is the core's: Platform.submit)
-    def plan(self, spec: dict, opts: SubmitOptions, rec: dict | None) -> DockerPlan:
+    def plan(self, spec: DockerSpec, opts: SubmitOptions, rec: dict | None) -> DockerPlan:  # type: ignore[override]
         engine, host = self.engine, None
         if opts.continues:  # carry on where the job ran, reading its folder (the checkpoint is a host path in it)
             engine, host, spec = _continuing(spec, opts.continues, engine)
@@ -73,12 +80,13 @@ class Docker(Platform):
         return submit.launch(plans, recs, batch)
 
     def preview(self, spec: dict, opts: SubmitOptions) -> str:
+        typed = self.typed_spec(spec)
         if opts.continues:
-            _, _, spec = _continuing(spec, opts.continues, self.engine)
-        return submit.preview(spec, opts, engine=self.engine)
+            _, _, typed = _continuing(typed, opts.continues, self.engine)
+        return submit.preview(typed, opts, engine=self.engine)
 
     def preview_sweep(self, specs: list[dict], opts: SubmitOptions, ids: list[str], batch: Batch) -> SweepPreview:
-        creates, start, folders, gpus = submit.preview_sweep(specs, ids, batch, opts, engine=self.engine)
+        creates, start, folders, gpus = submit.preview_sweep([self.typed_spec(s) for s in specs], ids, batch, opts, engine=self.engine)
         held = len(ids) - batch.max_concurrent
         then = (f"; the {held} held trial(s) are started by the sweep's detached supervisor (tao_jobs.py sweep "
                 "supervise) as slots free" if held > 0 else "")
@@ -92,7 +100,7 @@ class Docker(Platform):
     sweep_access = f"{__package__}.sweep"
 
 
-def _continuing(spec: dict, job_id: str, engine: str | None) -> tuple[str | None, str | None, dict]:
+def _continuing(spec: DockerSpec, job_id: str, engine: str | None) -> tuple[str | None, str | None, DockerSpec]:
     """(engine, its address, spec) of a job continuing ``job_id``: its engine unless --engine names one, and its
     results folder mounted, since the checkpoint the core resumes from is a path in it."""
     from .. import records
@@ -102,7 +110,7 @@ def _continuing(spec: dict, job_id: str, engine: str | None) -> tuple[str | None
     b = rec.get("backend") or {}
     folder = b.get("results_dir") or rec.get("results_dir")
     if folder and folder != records.NO_RESULTS_DIR:
-        spec = reachable(spec, rec, folder)
+        spec = spec.updated(reachable(spec.to_dict(), rec, folder))
     if engine and facts.engine_name(engine) != facts.engine_of(rec):  # another engine: this shell's address
         return engine, None, spec
     return facts.engine_of(rec), b.get("engine_host") or None, spec

@@ -8,6 +8,7 @@ from typing import Any, Mapping
 
 from .. import spec as core_spec
 from ..errors import TaoError
+from ..jobspec import DockerSpec
 from ..paths import abs_path
 from ..redact import shown
 from . import facts
@@ -20,6 +21,11 @@ def validate(spec: Mapping[str, Any]) -> dict:
     if isinstance(cpus, float) and not math.isfinite(cpus):  # NaN passes every JSON Schema bound
         raise TaoError("Docker job spec: cpus must be a finite number of CPUs (0.01 to 1024), e.g. cpus: 8")
     return out
+
+
+def typed(spec: Mapping[str, Any]) -> DockerSpec:
+    """A spec mapping (a file, flags) checked (:func:`validate`) and typed: the edge where a Docker spec enters."""
+    return DockerSpec.from_dict(validate(spec))
 
 
 def refuse_secret(text: str, what: str) -> str:
@@ -46,23 +52,24 @@ def check_image(value: object, what: str = "image") -> str:
     return text
 
 
-def command_argv(spec: Mapping[str, Any]) -> list[str]:
+def command_argv(spec: DockerSpec) -> list[str]:
     """A list is the container's argv; a string runs under ``sh -c``."""
-    return core_spec.command_argv(spec, "sh")
+    assert spec.command is not None  # the schema requires it
+    return core_spec.argv_of(spec.command, "sh")
 
 
-def results_base(spec: Mapping[str, Any], env: Mapping[str, str] | None = None) -> str:
+def results_base(spec: DockerSpec, env: Mapping[str, str] | None = None) -> str:
     """The host folder that holds every job's results folder: the spec's, $TAO_DOCKER_RESULTS_DIR, or the pin."""
     env = os.environ if env is None else env
-    raw = spec.get("results_dir") or env.get(facts.RESULTS_ENV) or str(facts.default("results_base"))
+    raw = spec.results_dir or env.get(facts.RESULTS_ENV) or str(facts.default("results_base"))
     return abs_path(os.path.expanduser(raw), "results_dir")
 
 
-def gpu_request(spec: Mapping[str, Any]) -> int | str | list[str]:
+def gpu_request(spec: DockerSpec) -> int | str | list[str]:
     """What the job asks for: a count, ``"all"``, or named devices (a list)."""
-    if spec.get("gpu_devices"):
-        return [str(d) for d in spec["gpu_devices"]]
-    value = spec.get("gpus", facts.default("gpus"))
+    if spec.gpu_devices:
+        return [str(d) for d in spec.gpu_devices]
+    value = facts.default("gpus") if spec.gpus is None else spec.gpus
     if value != "all" and (not isinstance(value, int) or value < 0):
         raise TaoError(f"gpus {value!r}: give a number of GPUs (0 for none) or all")
     return value

@@ -17,6 +17,7 @@ from .. import names, records, taoargs
 from ..contract import Batch, Gate, Launch, Plan, SubmitOptions
 from ..envfile import check_job_env
 from ..errors import SubmitUncertain, TaoError
+from ..jobspec import DockerSpec
 from ..paths import abs_path, is_under
 from . import engine as eng
 from . import facts, gpus, registry, render, spec as specmod, userns
@@ -30,6 +31,7 @@ LABEL_SWEEP = "org.tao-skill-bank.sweep"
 
 @dataclass
 class DockerPlan(Plan):
+    spec: DockerSpec
     run: render.RunSpec | None = None
     engine: str = "docker"
     host: str | None = None
@@ -55,12 +57,12 @@ def host_ram() -> int:
         return 0
 
 
-def shm_size(spec: Mapping[str, Any], ram: int) -> str | None:
+def shm_size(spec: DockerSpec, ram: int) -> str | None:
     """The spec's size, or the pinned default capped at half the host's RAM (a tmpfs size caps, never reserves)."""
-    if spec.get("ipc_host"):
+    if spec.ipc_host:
         return None
-    if spec.get("shm_size"):
-        return str(spec["shm_size"])
+    if spec.shm_size:
+        return str(spec.shm_size)
     pinned = str(facts.default("shm_size"))
     if ram and size_bytes(pinned) > ram // 2:
         return f"{ram // 2 // 1024 ** 2}m"
@@ -72,19 +74,19 @@ def caller() -> str:
     return f"{os.getuid()}:{os.getgid()}"
 
 
-def plan_submit(spec: dict, opts: SubmitOptions, *, engine: str | None = None, job_id: str | None = None,
+def plan_submit(spec: DockerSpec, opts: SubmitOptions, *, engine: str | None = None, job_id: str | None = None,
                 env: Mapping[str, str] | None = None, ram: int | None = None,
                 engine_host: str | None = None) -> DockerPlan:
     """Everything decided without an engine call: the id, the folders, the argv (``engine_host``: the engine's address
-    when it is not this shell's, e.g. the one a continued job ran on)."""
+    when it is not this shell's, e.g. the one a continued job ran on). ``spec`` is checked (:func:`specmod.typed`)."""
     env = os.environ if env is None else env
-    spec = specmod.validate(spec)
     name = facts.engine_name(engine)
-    jid = job_id or opts.job_id or names.mint_job_id(spec["network_arch"], spec["action"])
+    arch, action = str(spec.network_arch), str(spec.action)
+    jid = job_id or opts.job_id or names.mint_job_id(arch, action)
     base = specmod.results_base(spec, env)
     host_results = f"{base.rstrip('/')}/{jid}"
     mounts = []
-    for m in spec.get("mounts") or []:
+    for m in spec.mounts or []:
         host = abs_path(m["host"], "mounts.host")
         target = abs_path(m["container"], "mounts.container")
         mounts.append((host, target, bool(m.get("read_only", True))))
@@ -96,32 +98,37 @@ def plan_submit(spec: dict, opts: SubmitOptions, *, engine: str | None = None, j
                            "mounted: choose another container path")
     request = specmod.gpu_request(spec)
     if request != "all":  # TAO reads its GPUs from its argv; "all" is counted when check reads the host's GPUs
-        spec = taoargs.with_gpu_args(spec, len(request) if isinstance(request, list) else int(request), 1)
-    plain, nccl = check_job_env(spec.get("env"), spec.get("nccl_env"), reserved=render.RESERVED_ENV)
+        spec = with_gpus(spec, len(request) if isinstance(request, list) else int(request))
+    plain, nccl = check_job_env(spec.env, spec.nccl_env, reserved=render.RESERVED_ENV)
     rs = render.RunSpec(
-        engine=name, job_id=jid, image=spec["image"], command=specmod.command_argv(spec), host_results=host_results,
-        container_results=cres, user=caller(), gpus=request, cpus=spec.get("cpus"), memory=spec.get("memory"),
-        shm_size=shm_size(spec, host_ram() if ram is None else ram), ipc_host=bool(spec.get("ipc_host")),
+        engine=name, job_id=jid, image=str(spec.image), command=specmod.command_argv(spec), host_results=host_results,
+        container_results=cres, user=caller(), gpus=request, cpus=spec.cpus, memory=spec.memory,
+        shm_size=shm_size(spec, host_ram() if ram is None else ram), ipc_host=bool(spec.ipc_host),
         mounts=tuple(mounts), env=tuple(sorted({**nccl, **plain}.items())),
-        secrets=tuple(spec.get("secrets") or ()), network=spec.get("network"),
-        workdir=abs_path(spec["workdir"], "workdir") if spec.get("workdir") else None)
+        secrets=tuple(spec.secrets or ()), network=spec.network,
+        workdir=abs_path(spec.workdir, "workdir") if spec.workdir else None)
     render.lint_argv(render.run_argv(rs))  # before the preview and the run: a value pasted into env is refused
     host = eng.host_now(name) or engine_host
+    grace = facts.default("stop_grace_seconds") if spec.stop_grace_seconds is None else spec.stop_grace_seconds
     backend: dict[str, Any] = {"engine": name, "container": jid, "results_dir": host_results,
-                               "stop_grace_seconds": int(spec.get("stop_grace_seconds",
-                                                                  facts.default("stop_grace_seconds"))),
+                               "stop_grace_seconds": int(grace),
                                "gpus": ",".join(request) if isinstance(request, list) else str(request)}
     if host:
         backend["engine_host"] = host
-    if spec.get("memory"):
-        backend["memory"] = str(spec["memory"])
-    return DockerPlan(spec=spec, image=spec["image"], network_arch=spec["network_arch"], action=spec["action"],
+    if spec.memory:
+        backend["memory"] = str(spec.memory)
+    return DockerPlan(spec=spec, image=str(spec.image), network_arch=arch, action=action,
                       storage_tier="A", results_dir=host_results, backend=backend, job_id=jid, run=rs, engine=name,
-                      host=host, gpu_request=request, pull=spec.get("pull", "missing"),
+                      host=host, gpu_request=request, pull=spec.pull or "missing",
                       must_exist=[m[0] for m in mounts], finishing=bool(opts.job_id))
 
 
-def preview(spec: dict, opts: SubmitOptions, engine: str | None = None) -> str:
+def with_gpus(spec: DockerSpec, count: int) -> DockerSpec:
+    """``spec`` whose TAO command uses ``count`` GPUs (:func:`taobank.taoargs.with_gpu_args`)."""
+    return spec.updated(taoargs.with_gpu_args(spec.to_dict(), count, 1))
+
+
+def preview(spec: DockerSpec, opts: SubmitOptions, engine: str | None = None) -> str:
     """The command submit would run, shell-quoted, contacting nothing."""
     import shlex
 
@@ -222,7 +229,7 @@ def check_limits(run: render.RunSpec, info: Mapping[str, Any]) -> None:
 def count_all(plan: DockerPlan, count: int) -> None:
     """``gpus: all`` counted (the host's GPUs, read by the checks): TAO's command is told how many it has."""
     if plan.gpu_request == "all" and plan.run is not None:
-        plan.spec = taoargs.with_gpu_args(plan.spec, count, 1)
+        plan.spec = with_gpus(plan.spec, count)
         plan.run = dataclasses.replace(plan.run, command=specmod.command_argv(plan.spec))
 
 
@@ -315,7 +322,7 @@ def launch_argvs(plans: list[DockerPlan], batch: Batch) -> list[list[str]]:
     return argvs
 
 
-def preview_sweep(specs: list[dict], ids: list[str], batch: Batch, opts: SubmitOptions,
+def preview_sweep(specs: list[DockerSpec], ids: list[str], batch: Batch, opts: SubmitOptions,
                   engine: str | None = None) -> tuple[list[str], str, list[str], bool]:
     """(each trial's ``create`` command, the ``start`` of the first ``max_concurrent``, each trial's results
     folder, whether the trials ask for GPUs) as the launch runs them, shell-quoted, contacting nothing. The GPUs of each trial are the spec's:

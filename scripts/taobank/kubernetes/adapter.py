@@ -5,6 +5,7 @@ from typing import Any, Callable, Mapping
 
 from .. import savedlogs
 from ..contract import Batch, Gate, Launch, Observation, Stop, SubmitOptions, SweepPreview
+from ..jobspec import KubernetesSpec
 from ..platform import JobView, Logs, Platform
 from . import PLATFORM, cancel, credentials, logs, observe, results_access, submit
 from .submit import KubePlan
@@ -52,7 +53,13 @@ class Kubernetes(Platform):
         return credentials.remove_credentials(rec)
 
     # -- submit hooks (the order is the core's: Platform.submit)
-    def plan(self, spec: dict, opts: SubmitOptions, rec: dict | None) -> KubePlan:
+    spec_type = KubernetesSpec
+
+    def typed_spec(self, spec: Mapping[str, Any]) -> KubernetesSpec:
+        # the schema's check is the spec's last step where it is made (kubernetes.spec.finish: flags, the probe)
+        return KubernetesSpec.from_dict(spec)
+
+    def plan(self, spec: KubernetesSpec, opts: SubmitOptions, rec: dict | None) -> KubePlan:  # type: ignore[override]
         return submit.plan(spec, opts, rec)
 
     def adopt(self, plan: KubePlan, rec: dict, gate: Gate) -> Launch | None:  # type: ignore[override]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ..cmdwords import read_candidates, shell_words
 from ..errors import TaoError
+from ..jobspec import KubernetesSpec
 from ..paths import is_under
 
 _INPUT_KEY = re.compile(r"(spec|config|dataset|data_?(root|dir|path|file)|annotation|label|image_dir|pretrain|"
@@ -40,20 +41,20 @@ class Inputs:
         return self.required + self.possible
 
 
-def _words(spec: dict) -> list[str]:
-    if spec.get("args"):
-        return list(spec["args"])
-    return shell_words(spec.get("command") or "")
+def _words(spec: KubernetesSpec) -> list[str]:
+    if spec.args:
+        return list(spec.args)
+    return shell_words(str(spec.command or ""))
 
 
-def paths(spec: dict, results_folder: str | None) -> Inputs:
+def paths(spec: KubernetesSpec, results_folder: str | None) -> Inputs:
     """The paths of ``spec`` to check, each once, split into required and possible inputs."""
-    roots = [m["mount_path"] for m in spec.get("mounts") or []]
-    for p in spec.get("inputs") or []:
+    roots = [m["mount_path"] for m in spec.mounts or []]
+    for p in spec.inputs or []:
         if not any(is_under(p, r) for r in roots):
             raise TaoError(f"input {p} is on no mounted volume (mounted: {', '.join(roots) or 'none'}): mount it "
                            "(--pvc-mount CLAIM:PATH) or fix the path")
-    required = list(spec.get("inputs") or [])
+    required = list(spec.inputs or [])
     possible: list[str] = []
     words = _words(spec)
     for before, cand, key in read_candidates(words):
@@ -77,7 +78,7 @@ def verdict(wanted: list[str], output: str) -> tuple[list[str], list[str]]:
     return [p for p in wanted if seen.get(p) == "missing"], [p for p in wanted if p not in seen]
 
 
-def check(kube, spec: dict, results_folder: str | None) -> str:
+def check(kube, spec: KubernetesSpec, results_folder: str | None) -> str:
     """Refuse when a required input is missing; the line for the gate report otherwise (``warning: ...``,
     free of ``; `` so the helper can show it on its own, when the check could not run or a path that may be
     an output was not found)."""
@@ -88,7 +89,7 @@ def check(kube, spec: dict, results_folder: str | None) -> str:
     if not wanted:
         return "inputs: none named on a mounted volume"
     try:
-        code, output = volume_job.run(kube, spec, ["/bin/sh", "-c", CHECK_SCRIPT, "tao-inputs", *wanted],
+        code, output = volume_job.run(kube, spec.to_dict(), ["/bin/sh", "-c", CHECK_SCRIPT, "tao-inputs", *wanted],
                                       purpose="checking the inputs on the volumes")
     except TaoError as exc:  # a helper pod that cannot run must not block every submit
         return (f"warning: inputs not checked ({exc}), submit with --no-input-check to skip the check, "

@@ -25,6 +25,7 @@ from .. import fsio, names, pins, records, redact
 from ..spec import GENERIC
 from ..contract import Batch, Gate, Launch, Plan, SubmitOptions
 from ..errors import TaoError
+from ..jobspec import KubernetesSpec
 from ..run import Result, last_line
 from . import JOB_LABEL, credentials, gates, render
 from .objects import delete_options, find_jobs, owned_by
@@ -38,6 +39,7 @@ from .sweep import SWEEP_LABEL
 class KubePlan(Plan):
     """A Kubernetes submit's decisions: where, with which credentials, and the manifests (rendered once)."""
 
+    spec: KubernetesSpec
     kube: Kubectl | None = None
     objs: list[dict] = field(default_factory=list)
     creds: dict = field(default_factory=dict)
@@ -63,7 +65,7 @@ def target(opts: SubmitOptions, rec: dict | None) -> Kubectl:
     return Kubectl(opts.namespace, opts.context)
 
 
-def plan(spec: dict, opts: SubmitOptions, rec: dict | None) -> KubePlan:
+def plan(spec: KubernetesSpec, opts: SubmitOptions, rec: dict | None) -> KubePlan:
     """Credentials read, names chosen, manifests rendered: no cluster call yet (the secret lint is check's and
     adopt's, first thing: once per sweep, over what it sends)."""
     kube = target(opts, rec)
@@ -72,16 +74,17 @@ def plan(spec: dict, opts: SubmitOptions, rec: dict | None) -> KubePlan:
     if opts.ngc_pull_secret:
         credentials.check_ngc_key()
         ngc_key = os.environ.get("NGC_KEY")
-    arch, action = (spec.get(k) or GENERIC[k] for k in ("network_arch", "action"))
+    arch, action = spec.network_arch or GENERIC["network_arch"], spec.action or GENERIC["action"]
     jid = rec["id"] if rec is not None else names.mint_job_id(arch, action)
     config = dict(opts.config) if opts.config is not None else None
-    objs = render.render_manifests(spec, job_id=jid, namespace=kube.namespace, name=render.job_name_for(jid),
+    data = spec.to_dict()  # what the manifests render from: the spec as its schema spells it
+    objs = render.render_manifests(data, job_id=jid, namespace=kube.namespace, name=render.job_name_for(jid),
                                    cred_secret=render.cred_secret_name(jid) if creds else None,
                                    pull_secrets=[render.pull_secret_name(jid)] if ngc_key else [], config=config)
-    results = resultsmod.plan(spec, staging=render.staging_dir(spec))
-    return KubePlan(spec=spec, image=spec["image"], network_arch=arch, action=action,
-                    storage_tier=spec.get("storage_tier", "A"), results_dir=results.folder,
-                    nodes=int(spec.get("nodes", 1)), job_id=jid,
+    results = resultsmod.plan(data, staging=render.staging_dir(data))
+    return KubePlan(spec=spec, image=str(spec.image), network_arch=arch, action=action,
+                    storage_tier=spec.storage_tier or "A", results_dir=results.folder,
+                    nodes=int(spec.nodes or 1), job_id=jid,
                     backend={"namespace": kube.namespace, "context": kube.context or ""},
                     kube=kube, objs=objs, creds=creds, ngc_key=ngc_key, config=config,
                     pod_folder=results.for_job(jid).pod_folder, require_free=opts.require_free)
@@ -97,7 +100,7 @@ def check(plans: list[KubePlan], gate: Gate, batch: Batch) -> None:
     assert kube is not None
     if batch.sweep:  # the secret lint once over what is sent: the Indexed Job and every trial's argv in its table
         refuse_batch(p)
-        p.sweep_objs = sweepmod.build([q.spec for q in plans], [str(q.job_id) for q in plans], batch.sweep,
+        p.sweep_objs = sweepmod.build([q.spec.to_dict() for q in plans], [str(q.job_id) for q in plans], batch.sweep,
                                       kube.namespace, batch.max_concurrent, creds=bool(p.creds), ngc=bool(p.ngc_key))
         _lint(p.sweep_objs, "the sweep")
     else:
@@ -106,7 +109,7 @@ def check(plans: list[KubePlan], gate: Gate, batch: Batch) -> None:
     gate.lines.append(capacity_gate(kube, p.spec, require_free=p.require_free))
     if p.nodes > 1:
         multinode_version_gate(kube)
-    input_paths = inputsmod.paths(p.spec, p.pod_folder).all if p.spec.get("check_inputs", True) else []
+    input_paths = inputsmod.paths(p.spec, p.pod_folder).all if p.spec.check_inputs is not False else []
     permission_gate(kube, needed_permissions(creds=bool(p.creds or p.ngc_key), inputs=bool(input_paths)))
     retry = _server_check(kube, p.sweep_objs or p.objs)
     if not retry and batch.sweep:
@@ -142,7 +145,8 @@ def launch(plans: list[KubePlan], recs: list[dict], batch: Batch) -> list[Launch
     assert kube is not None
     for p, rec in zip(plans, recs):
         # the spec (secret-free: linted) stays with the record: logs reads the volume copy through it
-        fsio.write_private(records.artifact_dir(rec["id"]) / SPEC_FILE, json.dumps(p.spec, sort_keys=True) + "\n")
+        fsio.write_private(records.artifact_dir(rec["id"]) / SPEC_FILE,
+                           json.dumps(p.spec.to_dict(), sort_keys=True) + "\n")
     if batch.sweep:
         return launch_sweep(kube, plans, recs, batch)
     jobs = [render.find(p.objs, "Job") for p in plans]
@@ -277,19 +281,19 @@ def adopt(p: KubePlan, rec: dict, gate: Gate) -> Launch | None:
     assert p.kube is not None
     _lint(p.objs, "the job spec")
     existing = find_jobs(p.kube, rec["id"])
-    return _adopt(p.kube, rec, existing[0], p.spec, p.creds, p.ngc_key, p.config, gate) if existing else None
+    return _adopt(p.kube, rec, existing[0], p.spec.to_dict(), p.creds, p.ngc_key, p.config, gate) if existing else None
 
 
 def _forbidden(exc: TaoError) -> bool:
     return "forbidden" in str(exc).lower()
 
 
-def capacity_gate(kube: Kubectl, spec: dict, *, require_free: bool = False) -> str:
+def capacity_gate(kube: Kubectl, spec: KubernetesSpec, *, require_free: bool = False) -> str:
     """Allocatable and free GPUs on schedulable nodes (see :mod:`gates`); returns the figures line.
     Nodes and every namespace's pods come in ONE read (finished pods too: a field selector would refuse
     nodes; they count for nothing); a user who may not read one of them gets the narrower reads below.
     Without permission to list nodes the gate cannot judge: it says so and lets the submit go on."""
-    gpus, nodes = int(spec.get("gpus", 1)), int(spec.get("nodes", 1))
+    gpus, nodes = int(1 if spec.gpus is None else spec.gpus), int(spec.nodes or 1)
     try:
         both = kube.items("nodes,pods", "--all-namespaces", what="kubectl get nodes,pods --all-namespaces")
     except TaoError as exc:
@@ -298,14 +302,14 @@ def capacity_gate(kube: Kubectl, spec: dict, *, require_free: bool = False) -> s
         return _capacity_gate_narrow(kube, spec, require_free)
     node_items = [o for o in both if o.get("kind") == "Node"]
     pods = [o for o in both if o.get("kind") == "Pod"]
-    figures = gates.node_gpus(node_items, pods, node_selector=spec.get("node_selector"),
-                              tolerations=spec.get("tolerations"))
+    figures = gates.node_gpus(node_items, pods, node_selector=spec.node_selector,
+                              tolerations=spec.tolerations)
     return gates.check_capacity(figures, gpus, nodes, require_free=require_free)
 
 
-def _capacity_gate_narrow(kube: Kubectl, spec: dict, require_free: bool) -> str:
+def _capacity_gate_narrow(kube: Kubectl, spec: KubernetesSpec, require_free: bool) -> str:
     """The capacity gate for a user without cluster-wide reads: nodes alone, then pods as widely as allowed."""
-    gpus, nodes = int(spec.get("gpus", 1)), int(spec.get("nodes", 1))
+    gpus, nodes = int(1 if spec.gpus is None else spec.gpus), int(spec.nodes or 1)
     try:
         node_items = kube.items("nodes", what="kubectl get nodes")
     except TaoError as exc:
@@ -329,8 +333,8 @@ def _capacity_gate_narrow(kube: Kubectl, spec: dict, require_free: bool) -> str:
         pods = json.loads(res.stdout).get("items") or [] if res.ok else []
         where = f"outside namespace {kube.namespace}" if res.ok else "in any namespace"
         note = f" (pods {where} are not visible to you: their GPUs are not subtracted)"
-    figures = gates.node_gpus(node_items, pods, node_selector=spec.get("node_selector"),
-                              tolerations=spec.get("tolerations"))
+    figures = gates.node_gpus(node_items, pods, node_selector=spec.node_selector,
+                              tolerations=spec.tolerations)
     return gates.check_capacity(figures, gpus, nodes, require_free=require_free) + note
 
 

@@ -6,6 +6,7 @@ from typing import Any, Callable, Mapping
 
 from ..contract import Batch, Gate, Launch, Observation, Stop, SubmitOptions, SweepPreview
 from ..errors import UsageError
+from ..jobspec import SlurmSpec
 from ..platform import JobView, Logs, Platform
 from . import cancel, facts, logs, observe, resources, results_access, submit
 from .submit import SlurmPlan
@@ -63,7 +64,14 @@ class Slurm(Platform):
         return cancel.stop(recs, observe.connection(context))
 
     # -- submit hooks (the order is the core's: Platform.submit)
-    def plan(self, spec: dict, opts: SubmitOptions, rec: dict | None) -> SlurmPlan:
+    spec_type = SlurmSpec
+
+    def typed_spec(self, spec: Mapping[str, Any]) -> SlurmSpec:
+        from .spec import typed
+
+        return typed(spec)
+
+    def plan(self, spec: SlurmSpec, opts: SubmitOptions, rec: dict | None) -> SlurmPlan:  # type: ignore[override]
         if rec is not None:
             raise UsageError(f"to finish an interrupted SLURM submit run tao_slurm.py resume {rec['id']}")
         if opts.continues:  # the same spec files as the job it continues, or a refusal
@@ -73,7 +81,8 @@ class Slurm(Platform):
         return submit.plan_submit(spec, os.environ if opts.env is None else opts.env, opts.connection)
 
     def cluster_key(self, plan: SlurmPlan) -> str:  # type: ignore[override]
-        return resources.cluster_key(plan.spec, plan.env)
+        assert plan.decided is not None
+        return resources.cluster_key(plan.decided.spec, plan.env)
 
     def check(self, plans: list[SlurmPlan], gate: Gate, batch: Batch) -> None:  # type: ignore[override]
         submit.check(plans, gate)
@@ -106,7 +115,7 @@ class Slurm(Platform):
         if opts.continues:
             from . import continued
 
-            continued.check(spec, opts.continues)
+            continued.check(self.typed_spec(spec), opts.continues)
         return submit.preview(spec, opts.job_id or "preview-job", opts.env)
 
     def preview_sweep(self, specs: list[dict], opts: SubmitOptions, ids: list[str], batch: Batch) -> SweepPreview:

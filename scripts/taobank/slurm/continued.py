@@ -8,10 +8,10 @@ after the file was edited, would otherwise upload other text silently: it is ref
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
 
 from .. import records
 from ..errors import TaoError
+from ..jobspec import SlurmSpec
 from . import uploads
 
 
@@ -21,9 +21,9 @@ def _kept(rec: dict) -> dict[str, str]:
     return dict(item.split("=", 1) for item in text.split(",") if "=" in item)
 
 
-def check(spec: Mapping[str, Any], job_id: str) -> None:
+def check(spec: SlurmSpec, job_id: str) -> None:
     """Refuse a continue of ``job_id`` whose spec files are named relatively or differ from what it ran with."""
-    files = dict(spec.get("spec_files") or {})
+    files = dict(spec.spec_files or {})
     hint = f"restore it, or submit a new job with train.resume_training_checkpoint_path=<checkpoint of {job_id}>"
     for name, path in files.items():
         if not os.path.isabs(os.path.expanduser(str(path))):

@@ -6,6 +6,7 @@ import os
 from typing import Any, Mapping
 
 from .. import spec as core_spec
+from ..jobspec import SlurmSpec
 
 SCHEMA_NAME = "slurm-job-spec.schema.json"
 
@@ -22,6 +23,11 @@ def load_file(path: str) -> dict:
 def validate(spec: Mapping[str, Any]) -> dict:
     """Schema check of a SLURM job spec (the first error as one line naming the field)."""
     return core_spec.validate_job(spec, SCHEMA_NAME, "SLURM job spec")
+
+
+def typed(spec: Mapping[str, Any]) -> SlurmSpec:
+    """A spec mapping (a file, flags) checked (:func:`validate`) and typed: the edge where a SLURM spec enters."""
+    return SlurmSpec.from_dict(validate(spec))
 
 
 def command_argv(spec: Mapping[str, Any]) -> list[str]:

@@ -19,6 +19,7 @@ from ..contract import Batch, Gate, Launch, Plan, SubmitOptions
 from ..envfile import check_secret_name
 from ..render import line_break_at
 from ..errors import SubmitUncertain, TaoError
+from ..jobspec import SlurmSpec
 from ..run import last_line
 from . import chain, cmdpaths, facts, images, mounts, prefetch, remote, render, resources, spec as specmod, status as st, storage, uploads
 from .ssh import Connection
@@ -149,6 +150,7 @@ def _staged_files(p: Mapping[str, Any], job_id: str, job_dir: str, results: str,
 class SlurmPlan(Plan):
     """A SLURM submit's decisions (:func:`plan`), and what the login host told the checks."""
 
+    spec: SlurmSpec
     decided: Decisions | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     conn: Connection | None = None
@@ -158,15 +160,17 @@ class SlurmPlan(Plan):
     force: bool = False
 
 
-def plan_submit(spec: Mapping[str, Any], env: Mapping[str, str], conn: Connection | None = None) -> SlurmPlan:
-    """:func:`plan` as the core's submit takes it."""
-    p = plan(spec, env)
-    s = p.spec
-    return SlurmPlan(spec=s, image=p.image or facts.NO_IMAGE, network_arch=s["network_arch"], action=s["action"],
+def plan_submit(spec: SlurmSpec, env: Mapping[str, str], conn: Connection | None = None) -> SlurmPlan:
+    """:func:`plan` as the core's submit takes it: the typed spec in, the spec the job runs (its GPU count
+    added to TAO's argv) typed in the plan."""
+    p = plan(spec.to_dict(), env)
+    s = SlurmSpec.from_dict(p.spec)
+    return SlurmPlan(spec=s, image=p.image or facts.NO_IMAGE, network_arch=str(s.network_arch),
+                     action=str(s.action),
                      storage_tier="A", results_dir=storage.results_dir(p.base, records.ID_PLACEHOLDER),
                      nodes=p.resources.nodes, decided=p, env=env, conn=conn,
                      backend={k: v for k, v in {"backend_type": "slurm", "partition": p.resources.partition,
-                                                "cluster_name": s.get("cluster_name"),
+                                                "cluster_name": s.cluster_name,
                                                 "container_runtime": p.runtime}.items()
                               if v is not None})  # an unset cluster_name is absent, not "None"
 
