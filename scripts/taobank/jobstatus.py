@@ -11,6 +11,7 @@ from . import platform as core
 from . import records, states, sweepslots, training
 from .errors import TaoError
 from .platform import JobView
+from .records import Record
 
 #: What ``status`` says of a running job whose progress it did not read (one more call per job).
 PROGRESS_HINT = "progress: status of this job alone shows its epoch, ETA and KPIs"
@@ -22,19 +23,19 @@ def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = 
     trials are released as slots free (:func:`taobank.sweepslots.release`). ``progress``: read the progress of a
     lone running job the query could not read (sweeps read theirs in one batch instead)."""
     recs = core.select(platform, ids, "status")
-    active = {r["id"] for r in recs if r["state"] not in states.TERMINAL}
+    active = {r.id for r in recs if not r.terminal}
     out = core.refresh(recs, retry=retry)
     views = {v.id: v for v in out}
     for name, group in core.by_platform(recs).items():
-        active = [r for r in group if r["state"] not in states.TERMINAL]
-        if any(r.get("sweep") for r in active):
+        active = [r for r in group if not r.terminal]
+        if any(r.sweep for r in active):
             adapter = core.get(name)
             for jid in sweepslots.release(adapter, active):
-                views[jid] = adapter.view(records.load(jid))
+                views[jid] = adapter.view(records.get(jid))
     shown = {v.id for v in out}
     out = [views[v.id] for v in out] + [v for i, v in views.items() if i not in shown]
     if progress:
-        _add_progress(out, {r["id"]: r for r in recs})
+        _add_progress(out, {r.id: r for r in recs})
         keep_progress(out, **ended_now(out, active))
     return out
 
@@ -62,8 +63,8 @@ def keep_progress(views: list[JobView], *, read: list[JobView] = (), read_alread
         if v.id in read_already and not v.progress:
             _remember(v.id, {}, final=True)
     unread = [v for v in read if not v.progress]
-    for name, group in core.by_platform([records.load(v.id) for v in unread]).items():
-        group.sort(key=lambda r: r["state"] != states.State.RUNNING)
+    for name, group in core.by_platform([records.get(v.id) for v in unread]).items():
+        group.sort(key=lambda r: r.state != states.State.RUNNING)
         try:
             files = core.get(name).read_status_many(group)
         except TaoError:
@@ -115,7 +116,7 @@ def watch(platform: str | None, ids: list[str] | None, **kwargs: Any) -> list[Jo
     return core.watch(platform, ids, poll=status, **kwargs)
 
 
-def _add_progress(views: list[JobView], recs: Mapping[str, dict]) -> None:
+def _add_progress(views: list[JobView], recs: Mapping[str, Record]) -> None:
     """Progress for the one running job of a platform that cannot read it in its sweep (at most one more call);
     the other running jobs get a hint. A failed read never fails the status."""
     for name, group in core.by_platform([recs[v.id] for v in views if v.id in recs]).items():
@@ -138,8 +139,8 @@ def _add_progress(views: list[JobView], recs: Mapping[str, dict]) -> None:
 def metrics(platform: str | None, job_id: str) -> tuple[list[dict], Any, str]:
     """The KPI series of a job by epoch (also after it ended): (rows, the parsed log, the file read)."""
     rec = core.load_for(job_id, platform, "metrics")
-    files = core.get(rec["platform"]).read_status_files(rec, live=False)
-    return training.metrics_of(files, rec.get("action") or None, job_id)
+    files = core.get(rec.platform).read_status_files(rec, live=False)
+    return training.metrics_of(files, rec.action or None, job_id)
 
 
 __all__ = ["PROGRESS_HINT", "PROGRESS_FILE", "status", "watch", "metrics", "keep_progress", "remembered"]

@@ -25,6 +25,7 @@ from .errors import TaoError, UsageError
 from .paths import is_path, is_under, rel_path
 from .redact import shown
 from .platform import get, load_for
+from .records import Record
 
 #: What a child's spec may name (replaced by text; nothing else of the form ``{parent.X}`` is allowed).
 PLACEHOLDERS = ("{parent.results_dir}", "{parent.checkpoint}")
@@ -33,23 +34,23 @@ CONTINUABLE = (State.ERROR, State.CANCELED)
 
 
 # ------------------------------------------------------------------ helpers
-def _listing(rec: dict, what: str, *, status: bool = False, spec: dict | None = None):
+def _listing(rec: Record, what: str, *, status: bool = False, spec: dict | None = None):
     """(location, listing) of a job's results: one cluster command; one line when they are gone. With
     ``spec`` (the new job's), results in object storage are listed only once that job can download them."""
-    adapter = get(rec["platform"])
+    adapter = get(rec.platform)
     loc = adapter.results_location(rec)
     if loc.folder == records.NO_RESULTS_DIR:
-        raise TaoError(f"{what} {rec['id']} kept no results (--no-results): nothing to use")
+        raise TaoError(f"{what} {rec.id} kept no results (--no-results): nothing to use")
     if spec is not None:
         _fetched(spec, rec, loc.folder, {})
     listing = adapter.list_results(rec, loc, status=status)
     if not listing.exists:
-        raise TaoError(f"{what} {rec['id']}'s results folder {loc.folder} is gone (pruned or deleted): "
+        raise TaoError(f"{what} {rec.id}'s results folder {loc.folder} is gone (pruned or deleted): "
                        "nothing to use")
     return loc, listing
 
 
-def _checkpoint(rec: dict, listing: ResultsListing, folder: str, named: str | None) -> str:
+def _checkpoint(rec: Record, listing: ResultsListing, folder: str, named: str | None) -> str:
     """The checkpoint's path as the job sees it: ``named`` (relative to, or absolute inside, the job's
     folder, and present there; a link names its target) or the latest by the table."""
     files = listing.files
@@ -59,7 +60,7 @@ def _checkpoint(rec: dict, listing: ResultsListing, folder: str, named: str | No
             text = text[len(folder.rstrip("/")) + 1:]
         if text.startswith("/"):
             if not is_under(text, folder) or text.rstrip("/") == folder.rstrip("/"):
-                raise TaoError(f"--from {shown(text)} is outside job {rec['id']}'s results folder {folder}: name a "
+                raise TaoError(f"--from {shown(text)} is outside job {rec.id}'s results folder {folder}: name a "
                                "checkpoint inside it (relative paths are taken from that folder)")
             # relative to the folder, both normalised (``//abs/path``, ``/a/./b``): never cut by a raw length
             text = posixpath.relpath(posixpath.normpath("/" + text.lstrip("/")),
@@ -72,9 +73,9 @@ def _checkpoint(rec: dict, listing: ResultsListing, folder: str, named: str | No
         if not (checkpoints.epoch_of(rel) is not None or rel.lower().endswith(".pth")):
             raise TaoError(f"--from {shown(rel)} is not a TAO checkpoint (model_epoch_NNN_step_SSSSS.pth): name one")
         return posixpath.join(folder, rel)
-    found = checkpoints.latest(files, rec.get("action"), listing.links, rec.get("network_arch"))
+    found = checkpoints.latest(files, rec.action, listing.links, rec.network_arch)
     if found is None:
-        raise TaoError(f"job {rec['id']} left no checkpoint in {folder} (TAO writes model_epoch_NNN_step_SSSSS.pth every "
+        raise TaoError(f"job {rec.id} left no checkpoint in {folder} (TAO writes model_epoch_NNN_step_SSSSS.pth every "
                        f"{checkpoints.table()['interval_setting']} epochs): submit it again from the start")
     return posixpath.join(folder, found.path)
 
@@ -84,14 +85,14 @@ def _remote(folder: str) -> bool:
     return folder.startswith("s3://")
 
 
-def _fetched(spec: dict, rec: dict, folder: str, paths: dict[str, str],
+def _fetched(spec: dict, rec: Record, folder: str, paths: dict[str, str],
              replaces: list[str] = ()) -> tuple[dict, dict[str, str]]:
     """(spec, paths as the new job sees them): ``paths`` (name -> path under ``folder``) unchanged on shared
     storage; downloaded before the job runs (the platform's :meth:`Platform.lineage_fetch`) from object storage."""
     if not _remote(folder):
         return spec, paths
     rel = {k: v[len(folder.rstrip("/")) + 1:] for k, v in paths.items()}
-    return get(rec["platform"]).lineage_fetch(spec, rec, folder, rel, replaces)
+    return get(rec.platform).lineage_fetch(spec, rec, folder, rel, replaces)
 
 
 def _argv(spec: dict) -> list[str]:
@@ -144,27 +145,27 @@ def continue_job(platform: str | None, job_id: str, *, checkpoint: str | None = 
     if time_minutes is not None and not (time_minutes > 0 and time_minutes < 1e7):
         raise UsageError("--time-hours/--time-minutes must be a positive number")
     rec = load_for(job_id, platform, "continue")
-    if rec["state"] == State.COMPLETE:
+    if rec.state == State.COMPLETE:
         raise TaoError(f"job {job_id} is COMPLETE: nothing to continue; to use its results submit with "
                        f"--parent {job_id}")
-    if rec["state"] not in CONTINUABLE:
-        raise TaoError(f"job {job_id} is {rec['state']}: cancel it first (or wait for it to end), then continue it")
+    if rec.state not in CONTINUABLE:
+        raise TaoError(f"job {job_id} is {rec.state}: cancel it first (or wait for it to end), then continue it")
     spec, options = savedspec.load(job_id)
     if time_minutes is not None:  # before any cluster call: a platform without a limit refuses here
-        spec = get(rec["platform"]).with_time_limit(spec, time_minutes)
+        spec = get(rec.platform).with_time_limit(spec, time_minutes)
     for key in ("namespace", "context"):  # where the job ran, unless the submit named it (Kubernetes)
-        if not options.get(key) and (rec.get("backend") or {}).get(key):
-            options[key] = rec["backend"][key]
-    if not checkpoints.resumes(rec.get("action")):
-        raise TaoError(f"job {job_id} is a {rec.get('action')} job: only {', '.join(checkpoints.table()['resume_actions'])} "
+        if not options.get(key) and rec.backend.get(key):
+            options[key] = rec.backend[key]
+    if not checkpoints.resumes(rec.action):
+        raise TaoError(f"job {job_id} is a {rec.action} job: only {', '.join(checkpoints.table()['resume_actions'])} "
                        "jobs continue from a checkpoint; submit it again")
     loc, listing = _listing(rec, "job")
     spec, where = _fetched(spec, rec, loc.folder, {"checkpoint": _checkpoint(rec, listing, loc.folder, checkpoint)},
                            replaces=checkpoints.resumed_from(_argv(spec), spec.get("network_arch")))
     ckpt = _plain(where["checkpoint"], job_id)
     new = _resumed_command(spec, ckpt, job_id)
-    view = _submit(rec["platform"], new, options, continues=job_id, dry_run=dry_run,
-                   description=description or rec.get("description"))
+    view = _submit(rec.platform, new, options, continues=job_id, dry_run=dry_run,
+                   description=description or rec.description)
     if dry_run:
         return view
     view.extra["continues_from"] = ckpt
@@ -204,23 +205,23 @@ def with_parent(platform: str, spec: dict, parent_id: str, *, allow_incomplete: 
     ``kpi``: ``{parent.checkpoint}`` is the checkpoint of the epoch where that KPI is best (``mode``),
     as ``artifacts --kpi`` finds it, instead of the newest."""
     try:
-        parent = records.load(parent_id)
+        parent = records.get(parent_id)
     except TaoError:
         raise TaoError(f"--parent {parent_id}: there is no such job record (see tao_jobs.py list); nothing was "
                        "submitted") from None
-    if parent.get("platform") != states.canonical_platform(platform):
-        raise TaoError(f"--parent {parent_id} is a {parent.get('platform')} job: a child runs on the same platform "
+    if parent.platform != states.canonical_platform(platform):
+        raise TaoError(f"--parent {parent_id} is a {parent.platform} job: a child runs on the same platform "
                        "to reach its results; nothing was submitted")
-    if parent["state"] != State.COMPLETE and not allow_incomplete:
-        raise TaoError(f"--parent {parent_id} is {parent['state']}, not COMPLETE: wait for it, or add "
+    if parent.state != State.COMPLETE and not allow_incomplete:
+        raise TaoError(f"--parent {parent_id} is {parent.state}, not COMPLETE: wait for it, or add "
                        "--allow-incomplete-parent to use what it left; nothing was submitted")
     loc, listing = _listing(parent, "--parent", status=kpi is not None, spec=spec)
     table = {"{parent.results_dir}": loc.folder}
-    latest = checkpoints.latest(listing.files, parent.get("action"), listing.links, parent.get("network_arch"))
+    latest = checkpoints.latest(listing.files, parent.action, listing.links, parent.network_arch)
     if kpi is not None:
         from .results_verbs import find_best
 
-        best = find_best(listing, kpi, mode, parent.get("action"))
+        best = find_best(listing, kpi, mode, parent.action)
         if not best.checkpoints:
             raise TaoError(f"--parent {parent_id}: {best.line()}; nothing was submitted")
         latest = next(f for f in listing.files if f.path == best.checkpoints[0])
@@ -240,7 +241,7 @@ def with_parent(platform: str, spec: dict, parent_id: str, *, allow_incomplete: 
         table["{parent.checkpoint}"] = posixpath.join(loc.folder, latest.path)
     table = {k: _plain(v, parent_id) for k, v in table.items()}
     child = _substitute(dict(spec), {**table, "{parent.checkpoint}": table.get("{parent.checkpoint}", "")})
-    return child if _remote(loc.folder) else get(parent["platform"]).lineage_access(child, parent, loc.folder)
+    return child if _remote(loc.folder) else get(parent.platform).lineage_access(child, parent, loc.folder)
 
 
 def submit_with_parent(platform: str, spec: dict, opts: SubmitOptions, *, allow_incomplete: bool = False,
@@ -267,8 +268,9 @@ def chain(job_id: str) -> list[dict]:
         except TaoError:
             out.append({"id": cur, "state": "MISSING"})
             break
-        out.append(rec)
-        cur = rec.get("continues") or rec.get("parent") or rec.get("retry_of")
+        out.append(rec)  # as stored: what --json prints
+        was = Record.of(rec)
+        cur = was.continues or was.parent or was.retry_of
     return out[::-1]
 
 

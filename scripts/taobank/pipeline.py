@@ -18,6 +18,7 @@ from typing import Any, Mapping
 from . import names, nccl_verdicts, records, savedspec, states, taoargs
 from .contract import Batch, Gate, Launch, Plan, SubmitOptions
 from .errors import SubmitUncertain, TaoError, UsageError
+from .records import Record
 from .selection import load_for
 from .states import State
 
@@ -63,8 +64,8 @@ def submit(adapter: Platform, specs: list[dict], opts: SubmitOptions, *,
         if sweep or len(specs) > 1:
             raise UsageError("--job-id names one job: a sweep mints one id per trial")
         rec = load_for(opts.job_id, adapter.name, "submit --job-id")
-        if rec["state"] in states.TERMINAL:
-            raise TaoError(f"record {opts.job_id} is {rec['state']} already: open a new record to run again")
+        if rec.terminal:
+            raise TaoError(f"record {opts.job_id} is {rec.state} already: open a new record to run again")
     plans = [adapter.plan(adapter.typed_spec(spec), opts, rec) for spec in specs]
     gate = Gate()
     gate.lines += [w for w in (taoargs.unseen_warning(specs[0]),) if w]
@@ -81,13 +82,13 @@ def submit(adapter: Platform, specs: list[dict], opts: SubmitOptions, *,
         gate.backend.update(verdict)
     recs = [rec] if rec is not None else _open(adapter, plans, opts, gate, sweep_id, trials, k)
     for r, spec in zip(recs, specs):  # what `continue` runs again (no secret: names only)
-        savedspec.save(r["id"], spec, {key: getattr(opts, key) for key in savedspec.KEPT_OPTIONS})
+        savedspec.save(r.id, spec, {key: getattr(opts, key) for key in savedspec.KEPT_OPTIONS})
     try:
         launches = adapter.launch(plans, recs, batch)
     except SubmitUncertain as exc:
         if exc.note:
             for r in recs:
-                records.mark(r["id"], State.PENDING, message=exc.note)
+                records.mark(r.id, State.PENDING, message=exc.note)
         raise
     except TaoError as exc:
         if sweep_id is None:
@@ -118,21 +119,21 @@ def nccl_line(verdict: Mapping[str, Any]) -> str:
 
 
 def _open(adapter: Platform, plans: list[Plan], opts: SubmitOptions, gate: Gate, sweep_id: str | None,
-          trials: list[Mapping[str, str]] | None, k: int) -> list[dict]:
+          trials: list[Mapping[str, str]] | None, k: int) -> list[Record]:
     """Open every record (all folders checked in one pass first); on a failure, those opened say ERROR."""
     ids = [p.job_id or f"new-job-{i}" for i, p in enumerate(plans)]
     records.refuse_nested([(p.results_dir.replace(records.ID_PLACEHOLDER, j), j) for p, j in zip(plans, ids)],
                           adapter.name)
     backend_extra = {"max_concurrent": k} if sweep_id else {}
     lineage = {"parent": opts.parent, "continues": opts.continues}
-    out: list[dict] = []
+    out: list[Record] = []
     try:
         for i, plan in enumerate(plans):
-            out.append(records.open_record(
+            out.append(Record.of(records.open_record(
                 adapter.name, plan.image, plan.network_arch, plan.action, plan.storage_tier, plan.results_dir,
                 backend={**plan.backend, **gate.backend, **backend_extra}, description=opts.description,
                 job_id=plan.job_id, lineage=lineage, check_folder=False,
-                sweep=(sweep_id, i, dict(trials[i])) if sweep_id and trials is not None else None))
+                sweep=(sweep_id, i, dict(trials[i])) if sweep_id and trials is not None else None)))
     except TaoError as exc:
         if sweep_id is None:
             raise
@@ -145,23 +146,23 @@ def _checkpoint(job_id: str, message: str, backend: Mapping[str, Any]) -> None:
     records.mark(job_id, State.PENDING, message=message, backend=dict(backend))
 
 
-def _fail(recs: list[dict], message: str) -> None:
+def _fail(recs: list[Record], message: str) -> None:
     """Every record the launch did not bind says ERROR with why (a bound one stays as the launch left it)."""
     for rec in recs:
-        cur = records.get(rec["id"])
+        cur = records.get(rec.id)
         if not cur.terminal and not cur.backend_ref:
-            records.mark(rec["id"], State.ERROR, message=message, err_class="ERR_PROGRAM")
+            records.mark(rec.id, State.ERROR, message=message, err_class="ERR_PROGRAM")
 
 
-def _bind(adapter: Platform, recs: list[dict], launches: list[Launch]) -> list[JobView]:
+def _bind(adapter: Platform, recs: list[Record], launches: list[Launch]) -> list[JobView]:
     """Each record bound to what its launch made; a launch that made a job that cannot run as it is raises
     after binding (the record names the job, and the error says what to do)."""
     views = []
     for rec, launch in zip(recs, launches):
-        cur = records.get(rec["id"])
-        state = cur.state if cur.state in states.ACTIVE else states.INITIAL
-        bound = records.mark(rec["id"], state, backend_ref=launch.backend_ref, backend=launch.backend,
-                             message=launch.message)
+        cur = records.get(rec.id)
+        state = cur.state if cur.active else states.INITIAL
+        bound = Record.of(records.mark(rec.id, state, backend_ref=launch.backend_ref, backend=launch.backend,
+                                       message=launch.message))
         view = adapter.view(bound)
         view.extra.update(launch.details)
         views.append(view)
@@ -180,13 +181,13 @@ def relaunch(adapter: Platform, job_id: str) -> JobView:
             records.mark(job_id, State.PENDING, message=exc.note)
         raise
     if launch is None:
-        view = adapter.view(records.load(job_id))
+        view = adapter.view(records.get(job_id))
         view.message = "already submitted: nothing to resume"
         return view
     return adapter.view(bind_resumed(job_id, launch))
 
 
-def bind_resumed(job_id: str, launch: Launch) -> dict:
+def bind_resumed(job_id: str, launch: Launch) -> Record:
     """A resumed launch (a record staged before, finished now): the record bound to it."""
-    return records.mark(job_id, State.PENDING, backend_ref=launch.backend_ref, backend=launch.backend,
-                        message=launch.message)
+    return Record.of(records.mark(job_id, State.PENDING, backend_ref=launch.backend_ref, backend=launch.backend,
+                                  message=launch.message))

@@ -39,6 +39,7 @@ from .contract import (Batch, Gate, Launch, Observation, Plan, ResultFile, Resul
                        SubmitOptions, SweepPreview, Transfer)
 from .errors import EXIT_FAILED, EXIT_OK, TaoError, UsageError
 from .jobspec import JobSpec
+from .records import Record
 
 
 #: platform name -> module whose ``PLATFORM`` object implements the contract.
@@ -84,17 +85,15 @@ class JobView:
     extra: dict = field(default_factory=dict)
 
     @classmethod
-    def from_record(cls, rec: Mapping[str, Any], **seen: Any) -> "JobView":
-        b = dict(rec.get("backend") or {})
-        started, ended = records.run_times(rec)
+    def from_record(cls, rec: Record | Mapping[str, Any], **seen: Any) -> "JobView":
+        r = Record.of(rec)
+        started, ended = records.run_times(r)
         view = cls(
-            id=rec["id"], platform=rec.get("platform", ""), state=rec["state"], err_class=rec.get("err_class"),
-            message=rec.get("message"), backend_ref=rec.get("backend_ref"), attempt=int(rec.get("attempt") or 1),
-            retry_of=rec.get("retry_of"), parent=rec.get("parent"), continues=rec.get("continues"),
-            network_arch=rec.get("network_arch", ""), action=rec.get("action", ""),
-            description=rec.get("description"), results_dir=rec.get("results_dir"),
-            created_at=rec.get("created_at", ""), updated_at=rec.get("updated_at", ""), started_at=started,
-            ended_at=ended, backend=b, progress=rec.get("progress"))
+            id=r.id, platform=r.platform, state=r.state, err_class=r.err_class, message=r.message,
+            backend_ref=r.backend_ref, attempt=int(r.attempt or 1), retry_of=r.retry_of, parent=r.parent,
+            continues=r.continues, network_arch=r.network_arch, action=r.action, description=r.description,
+            results_dir=r.results_dir, created_at=r.created_at, updated_at=r.updated_at, started_at=started,
+            ended_at=ended, backend=dict(r.backend), progress=None)
         for key, value in seen.items():
             if hasattr(view, key) and key != "extra":
                 setattr(view, key, value)
@@ -103,10 +102,11 @@ class JobView:
         return view
 
     @classmethod
-    def of_backend(cls, rec: Mapping[str, Any], observed_key: str, **seen: Any) -> "JobView":
+    def of_backend(cls, rec: Record | Mapping[str, Any], observed_key: str, **seen: Any) -> "JobView":
         """The view where the record's ``backend`` keeps what the platform last said (``observed_key``), the
         exit code (a number, or accounting's ``rc:signal``) and the job's own results folder."""
-        b = rec.get("backend") or {}
+        rec = Record.of(rec)
+        b = rec.backend
         code = b.get("exit_code")
         if isinstance(code, str) and code.partition(":")[0].isdigit():
             code = int(code.partition(":")[0])
@@ -168,13 +168,13 @@ class Platform(ABC):
         return JobView.from_record(rec)
 
     @abstractmethod
-    def observe(self, recs: list[dict], *, context: dict) -> list[Observation]:
+    def observe(self, recs: list[Record], *, context: dict) -> list[Observation]:
         """Ask the backend about the active ``recs`` (one batched query) and say what it saw, one
         :class:`Observation` per job it could tell something about (``job_id`` set); never write a record.
         ``context`` is shared with the ``ended``/``relaunch`` calls of the same status (an open connection,
         what the query found that the cleanup needs)."""
 
-    def ended(self, recs: list[dict], context: dict, *, carried_on: frozenset[str] = frozenset()) -> dict[str, str]:
+    def ended(self, recs: list[Record], context: dict, *, carried_on: frozenset[str] = frozenset()) -> dict[str, str]:
         """Clean up after the jobs of one status that have just ended (as the core marked them): save their
         final logs, release what they held, in as few calls as the platform can; a note per job id for its
         status line. ``carried_on``: ids whose infrastructure retry goes on with what they staged. Default:
@@ -185,7 +185,7 @@ class Platform(ABC):
         """How many infrastructure retries a job may get (``Observation.retry``); 0: the platform has none."""
         return 0
 
-    def retry_backend(self, failed: dict, job_id: str, context: dict) -> dict:
+    def retry_backend(self, failed: Record, job_id: str, context: dict) -> dict:
         """The backend facts the retry record ``job_id`` of ``failed`` opens with (what ``relaunch`` reads)."""
         raise TaoError(f"{self.name} jobs are not resubmitted after an infrastructure failure")
 
@@ -196,15 +196,15 @@ class Platform(ABC):
         raise TaoError(f"{self.name} jobs are not relaunched by the bank (no resume, no infrastructure retry)")
 
     @abstractmethod
-    def read_logs(self, rec: dict, *, tail: int | None) -> Logs:
+    def read_logs(self, rec: Record, *, tail: int | None) -> Logs:
         """The last ``tail`` lines (platform default when None) of the job's output."""
 
     @abstractmethod
-    def follow_logs(self, rec: dict, *, tail: int | None, emit: Callable[[str, str], None]) -> int:
+    def follow_logs(self, rec: Record, *, tail: int | None, emit: Callable[[str, str], None]) -> int:
         """Stream output as it comes (``emit(section, text)``) until the job ends; the exit code."""
 
     @abstractmethod
-    def stop(self, recs: list[dict], context: dict) -> list[Stop]:
+    def stop(self, recs: list[Record], context: dict) -> list[Stop]:
         """Stop the active ``recs`` (one job, or a sweep's trials in as few calls as the platform can) and say
         per job what happened; never write a record (the core marks CANCELED, or the real end). ``context``
         is shared by the calls of one ``cancel``. A failure of one job is its ``Stop.error``."""
@@ -212,28 +212,28 @@ class Platform(ABC):
     #: whether ``observe`` reads TAO's status files in its one batched query (progress for every job at no cost)
     progress_in_sweep: bool = False
 
-    def read_status_files(self, rec: dict, *, live: bool) -> dict[str, str]:
+    def read_status_files(self, rec: Record, *, live: bool) -> dict[str, str]:
         """The job's TAO status files, ``{path relative to its results folder: text}`` (empty: none yet).
         ``live``: only if the running job can be asked cheaply (one call); else by any means the platform has
         (a finished job's volume, say). Raise TaoError with what is needed when it cannot be read."""
         raise TaoError(f"reading training progress is not supported on {self.name}")
 
-    def clean_finished(self, rec: dict, context: dict) -> str | None:
+    def clean_finished(self, rec: Record, context: dict) -> str | None:
         """Remove what a finished job still holds (its credentials) when ``cancel`` names it; a note for the
         cancel line, or None when there was nothing to do. The default holds nothing."""
         return None
 
-    def release_pruned(self, rec: dict) -> str | None:
+    def release_pruned(self, rec: Record) -> str | None:
         """What ``prune`` releases of a finished job once its results went: what :meth:`clean_finished` does, and
         on Docker its exited container (a call per job, so not on every cancel of a finished sweep)."""
         return self.clean_finished(rec, {})
 
-    def lineage_access(self, spec: dict, parent: dict, folder: str) -> dict:
+    def lineage_access(self, spec: dict, parent: Record, folder: str) -> dict:
         """``spec`` of a child job (``submit --parent``) able to read the parent's results ``folder`` (as the
         parent saw it). Default: unchanged (the folder is on storage every job of the platform sees)."""
         return spec
 
-    def lineage_fetch(self, spec: dict, job: dict, folder: str, files: dict[str, str],
+    def lineage_fetch(self, spec: dict, job: Record, folder: str, files: dict[str, str],
                       replaces: list[str] = ()) -> tuple[dict, dict[str, str]]:
         """``job``'s results are in object storage (``folder`` is an ``s3://`` prefix, no job can mount it):
         ``spec`` of a new job that downloads ``files`` (name -> path inside ``folder``) before it runs, and
@@ -265,11 +265,11 @@ class Platform(ABC):
         return self.spec_type.parse(spec, "job spec")
 
     @abstractmethod
-    def plan(self, spec: JobSpec, opts: SubmitOptions, rec: dict | None) -> Plan:
+    def plan(self, spec: JobSpec, opts: SubmitOptions, rec: Record | None) -> Plan:
         """Decide everything a submit can without a cluster call for the typed ``spec`` (:meth:`typed_spec`
         checked it; ``rec``: the record being finished, or None)."""
 
-    def adopt(self, plan: Plan, rec: dict, gate: Gate) -> Launch | None:
+    def adopt(self, plan: Plan, rec: Record, gate: Gate) -> Launch | None:
         """A record being finished whose job exists already (an earlier submit died after creating it):
         its launch, so nothing is created twice (what was done goes to ``gate``); None when there is none.
         Default: never."""
@@ -286,7 +286,7 @@ class Platform(ABC):
         record facts to ``gate``; a platform may bind each job to a slot of ``batch.max_concurrent``."""
 
     @abstractmethod
-    def launch(self, plans: list[Plan], recs: list[dict], batch: Batch) -> list[Launch]:
+    def launch(self, plans: list[Plan], recs: list[Record], batch: Batch) -> list[Launch]:
         """Create the jobs of the opened records (``recs[i]`` is ``plans[i]``'s; one job or a sweep alike),
         at most ``batch.max_concurrent`` running at once; one Launch each. On failure remove what was made,
         then raise. Never writes a record: facts to keep before it ends go to ``batch.checkpoint``."""
@@ -324,14 +324,14 @@ class Platform(ABC):
     def _sweep_module(self) -> Any:
         return importlib.import_module(self.sweep_access) if self.sweep_access else None
 
-    def release_trials(self, recs: list[dict]) -> None:
+    def release_trials(self, recs: list[Record]) -> None:
         """Let these held trials run (one call for all); only for ``holds_trials`` platforms."""
         release = getattr(self._sweep_module(), "release", None)
         if release is None:
             raise TaoError(f"{self.name} does not hold sweep trials")
         release(recs)
 
-    def read_status_many(self, recs: list[dict]) -> dict[str, dict[str, str]]:
+    def read_status_many(self, recs: list[Record]) -> dict[str, dict[str, str]]:
         """TAO's status files of several running jobs, ``{id: {path: text}}``, in as few calls as the platform
         can (default: one read per job)."""
         many = getattr(self._sweep_module(), "read_status_many", None)
@@ -339,7 +339,7 @@ class Platform(ABC):
             return many(recs)
         out = {}
         for rec in recs:
-            out[rec["id"]] = self.read_status_files(rec, live=True)
+            out[Record.of(rec).id] = self.read_status_files(rec, live=True)
         return out
 
     # -------------------------------------------------------------- results: artifacts, fetch, prune
@@ -348,20 +348,20 @@ class Platform(ABC):
     # with the functions location, list_results, fetch_results and remove_results (``results_access``).
     results_access: Any = None
 
-    def _results(self, rec: dict, what: str) -> Any:
+    def _results(self, rec: Record, what: str) -> Any:
         if self.results_access is None:
-            raise TaoError(f"job {rec['id']}: {what} is not available for {self.name or 'this platform'} jobs")
+            raise TaoError(f"job {Record.of(rec).id}: {what} is not available for {self.name or 'this platform'} jobs")
         return self.results_access
 
-    def results_location(self, rec: dict) -> ResultsLocation:
+    def results_location(self, rec: Record) -> ResultsLocation:
         """Where the job's results are (no cluster call); TaoError when it keeps none that can be read."""
         return self._results(rec, "reading results").location(rec)
 
-    def list_results(self, rec: dict, loc: ResultsLocation, *, status: bool) -> ResultsListing:
+    def list_results(self, rec: Record, loc: ResultsLocation, *, status: bool) -> ResultsListing:
         """Every regular file of the folder, in ONE remote command; with ``status`` TAO's status files too."""
         return self._results(rec, "listing results").list_results(rec, loc, status=status)
 
-    def list_results_many(self, recs: list[dict], locs: list[ResultsLocation], *,
+    def list_results_many(self, recs: list[Record], locs: list[ResultsLocation], *,
                           status: bool) -> list[ResultsListing | TaoError]:
         """Several jobs' folders (a sweep's trials), in order; a folder that could not be listed is its TaoError.
         One command where the platform's results module can (``list_results_many``), else one per folder."""
@@ -376,7 +376,7 @@ class Platform(ABC):
                 out.append(exc)
         return out
 
-    def fetch_results(self, rec: dict, loc: ResultsLocation, paths: list[str], into: Path,
+    def fetch_results(self, rec: Record, loc: ResultsLocation, paths: list[str], into: Path,
                       transfer: Transfer) -> list[ResultFile]:
         """Download the regular files under ``paths`` (relative, checked; [] = all) into the empty private
         folder ``into``: ``transfer.start(files)`` once the cluster has listed them, ``transfer.advance(n)``
@@ -384,18 +384,18 @@ class Platform(ABC):
         verifies against what arrived."""
         return self._results(rec, "fetching results").fetch_results(rec, loc, paths, into, transfer)
 
-    def remove_results(self, rec: dict, loc: ResultsLocation) -> str:
+    def remove_results(self, rec: Record, loc: ResultsLocation) -> str:
         """Delete the job's own folder after checking on the cluster that it is a folder named as recorded;
         a note for the prune line."""
         return self._results(rec, "pruning results").remove_results(rec, loc)
 
-    def remove_files(self, rec: dict, loc: ResultsLocation, delete: list[str], keep: dict[str, int]) -> list[ResultFile]:
+    def remove_files(self, rec: Record, loc: ResultsLocation, delete: list[str], keep: dict[str, int]) -> list[ResultFile]:
         """``prune --keep``: delete the files ``delete`` (relative) of the job's own folder in ONE command, after
         checking on the cluster that each ``keep`` file is there at its listed size (else nothing is deleted);
         the kept files' facts (size, sha256) read after the deletion."""
         remove = getattr(self._results(rec, "pruning checkpoints"), "remove_files", None)
         if remove is None:
-            raise TaoError(f"job {rec['id']}: deleting single checkpoints is not available for {self.name} results")
+            raise TaoError(f"job {Record.of(rec).id}: deleting single checkpoints is not available for {self.name} results")
         return remove(rec, loc, delete, keep)
 
 def get(name: str) -> Platform:
@@ -410,19 +410,20 @@ def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = 
     return refresh(select(platform, ids, "status"), retry=retry)
 
 
-def refresh(recs: list[dict], *, retry: bool = True) -> list[JobView]:
+def refresh(recs: list[Record], *, retry: bool = True) -> list[JobView]:
     """Observe the active ``recs`` (one query per platform) and apply what was seen (:func:`taobank.track.refresh`);
     their views in order, retries opened now after them. One platform that cannot be asked does not hide the
     others: its jobs are shown as stored with the reason."""
     from . import track
 
+    recs = [Record.of(r) for r in recs]
     views: dict[str, JobView] = {}
     groups = by_platform(recs)
     for name, group in groups.items():
         adapter = get(name)
-        active = [r for r in group if r["state"] not in states.TERMINAL]
+        active = [r for r in group if not r.terminal]
         for rec in group:
-            views[rec["id"]] = adapter.view(rec)
+            views[rec.id] = adapter.view(rec)
         if active:
             try:
                 seen = track.refresh(adapter, active, retry=retry)
@@ -432,7 +433,7 @@ def refresh(recs: list[dict], *, retry: bool = True) -> list[JobView]:
                 seen = [JobView.from_record(r, reason="QueryFailed", message=str(exc)) for r in active]
             for view in seen:
                 views[view.id] = view
-    order = [r["id"] for r in recs]
+    order = [r.id for r in recs]
     return [views[i] for i in order] + [v for i, v in views.items() if i not in set(order)]
 
 
@@ -473,7 +474,7 @@ def watch(platform: str | None, ids: list[str] | None, *, on_line: Callable[[str
     if not (math.isfinite(first) and math.isfinite(cap) and first > 0 and cap > 0):
         raise UsageError("--interval must be a positive number of seconds")
     cap = max(cap, first)  # never poll faster than asked
-    watched = _with_retries([r["id"] for r in select(platform, ids, "status")], platform)
+    watched = _with_retries([r.id for r in select(platform, ids, "status")], platform)
     delay, shown, unknown_polls = first, {}, 0  # shown: id -> the line last printed for it
     while True:
         views = poll(platform, watched, retry=retry)
@@ -511,9 +512,9 @@ def _unseen(view: JobView) -> bool:
 def _with_retries(ids: list[str], platform: str | None) -> list[str]:
     """``ids`` plus every retry descending from them (a poll before the watch may have resubmitted one)."""
     children: dict[str, list[str]] = {}
-    for rec in records.list_records(platform=platform):
-        if rec.get("retry_of"):
-            children.setdefault(rec["retry_of"], []).append(rec["id"])
+    for rec in records.find(platform=platform):
+        if rec.retry_of:
+            children.setdefault(rec.retry_of, []).append(rec.id)
     out = list(ids)
     for jid in out:  # grows while iterating: follows whole chains
         out += [c for c in children.get(jid, []) if c not in out]
@@ -538,13 +539,13 @@ def _check_tail(tail: int | None) -> None:
 def logs(platform: str | None, job_id: str, *, tail: int | None = None) -> Logs:
     _check_tail(tail)
     rec = load_for(job_id, platform, "logs")
-    return get(rec["platform"]).read_logs(rec, tail=tail)
+    return get(rec.platform).read_logs(rec, tail=tail)
 
 
 def follow(platform: str | None, job_id: str, *, tail: int | None, emit: Callable[[str, str], None]) -> int:
     _check_tail(tail)
     rec = load_for(job_id, platform, "logs")
-    return get(rec["platform"]).follow_logs(rec, tail=tail, emit=emit)
+    return get(rec.platform).follow_logs(rec, tail=tail, emit=emit)
 
 
 def cancel(platform: str | None, ids: list[str] | None, *, all_active: bool = False,
@@ -561,26 +562,26 @@ def cancel(platform: str | None, ids: list[str] | None, *, all_active: bool = Fa
         raise UsageError("cancel needs job ids or --all")
     recs = select(platform, ids, "cancel", all_active=all_active)
     if ids:  # a retry carries on for a failed job: cancelling the job stops the whole chain
-        chosen = {r["id"] for r in recs}
+        chosen = {r.id for r in recs}
         recs += [r for i in _with_retries(list(chosen), platform) if i not in chosen
-                 for r in [records.load(i)] if r["state"] not in states.TERMINAL]
+                 for r in [records.get(i)] if not r.terminal]
     views: list[JobView] = []
     errors: list[str] = []
     contexts: dict[str, dict] = {}
-    active: dict[str, list[dict]] = {}
+    active: dict[str, list[Record]] = {}
     for rec in recs:
         try:
-            adapter = get(rec["platform"])
-            if rec["state"] in states.TERMINAL:
-                views.append(track.already_ended(adapter, rec, contexts.setdefault(rec["platform"], {})))
+            adapter = get(rec.platform)
+            if rec.terminal:
+                views.append(track.already_ended(adapter, rec, contexts.setdefault(rec.platform, {})))
                 continue
-            active.setdefault(rec["platform"], []).append(rec)
+            active.setdefault(rec.platform, []).append(rec)
         except TaoError as exc:
-            errors.append(f"{rec['id']}: {exc}")
+            errors.append(f"{rec.id}: {exc}")
     for name, group in active.items():  # one batch per platform (a sweep's trials: one scancel, one delete)
         seen, failed = track.stop(get(name), group, contexts.setdefault(name, {}), batch=batch)
         views += seen
         errors += failed
-    order = {r["id"]: i for i, r in enumerate(recs)}
+    order = {r.id: i for i, r in enumerate(recs)}
     views.sort(key=lambda v: order.get(v.id, len(order)))
     return views, errors

@@ -85,8 +85,10 @@ class Record:
     OPTIONAL: ClassVar[tuple[str, ...]] = ("parent", "continues", "sweep", "trial", "overrides")
 
     @classmethod
-    def of(cls, rec: Mapping[str, Any]) -> "Record":
-        """A stored record (a mapping the store read and checked) as typed values."""
+    def of(cls, rec: "Mapping[str, Any] | Record") -> "Record":
+        """A stored record (a mapping the store read and checked) as typed values (a Record as it is)."""
+        if isinstance(rec, Record):
+            return rec
         known = {f.name for f in fields(cls)}
         return cls(**{k: (tuple(v) if k == "transitions" else v) for k, v in rec.items() if k in known})
 
@@ -99,6 +101,29 @@ class Record:
     @property
     def terminal(self) -> bool:
         return self.state in states.TERMINAL
+
+    @property
+    def active(self) -> bool:
+        return self.state in states.ACTIVE
+
+    # Transitional (issue 31 item 3): the record read as the mapping the store writes, for adapter code that
+    # still reads ``rec["..."]`` while the core hands it Records; new code reads attributes.
+    def keys(self) -> list[str]:
+        return [f.name for f in fields(self) if not (f.name in self.OPTIONAL and getattr(self, f.name) is None)]
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.keys():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.keys()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys())
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self.keys() else default
 
 
 # ---------------------------------------------------------------- paths
@@ -641,6 +666,12 @@ def get(job_id: str) -> Record:
     return Record.of(load(job_id))
 
 
+def find(platform: str | None = None, state: str | None = None, active: bool = False,
+         problems: list[str] | None = None, sweep: str | None = None) -> list[Record]:
+    """:func:`list_records` as typed values."""
+    return [Record.of(r) for r in list_records(platform, state, active, problems, sweep)]
+
+
 def mark(
     job_id: str,
     state: str,
@@ -748,5 +779,5 @@ def list_records(platform: str | None = None, state: str | None = None, active: 
     return out
 
 
-__all__ = ["state_dir", "open_record", "mark", "load", "folder_of", "refuse_nested", "records_inside", "list_records", "run_times", "artifact_dir", "check_results_dir",
+__all__ = ["Record", "get", "find", "state_dir", "open_record", "mark", "load", "folder_of", "refuse_nested", "records_inside", "list_records", "run_times", "artifact_dir", "check_results_dir",
            "validate", "record_path", "STATE_DIR_ENV"]

@@ -40,11 +40,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator
 
-from . import checkpoints, fsio, records, states
+from . import checkpoints, fsio, records
 from .contract import ResultFile, ResultsListing, ResultsLocation
 from .errors import TaoError, UsageError
 from .paths import rel_path
 from .platform import get, load_for
+from .records import Record
 from .run import signals_interrupt
 
 #: A transfer says nothing for this long (seconds), then shows bytes so far at most every EVERY_S.
@@ -214,11 +215,11 @@ def artifacts(platform: str | None, job_id: str, *, kpi: str | None = None, mode
     if kpi is not None and not kpi.strip():
         raise UsageError("--kpi needs a KPI name (as in status.json, e.g. val_loss)")
     rec = load_for(job_id, platform, "artifacts")
-    adapter = get(rec["platform"])
+    adapter = get(rec.platform)
     loc = adapter.results_location(rec)
     listing = adapter.list_results(rec, loc, status=kpi is not None)
-    found = find_best(listing, kpi, mode, rec.get("action")) if kpi is not None and listing.exists else None
-    return Artifacts(rec["id"], rec["platform"], listing, found, None if listing.exists else _pruned_note(rec["id"]))
+    found = find_best(listing, kpi, mode, rec.action) if kpi is not None and listing.exists else None
+    return Artifacts(rec.id, rec.platform, listing, found, None if listing.exists else _pruned_note(rec.id))
 
 
 # ------------------------------------------------------------------ fetch
@@ -445,7 +446,7 @@ def fetch(platform: str | None, job_id: str, paths: list[str], to: str | Path, *
     if not str(to):
         raise UsageError("--to needs a folder")
     rec = load_for(job_id, platform, "fetch")
-    adapter = get(rec["platform"])
+    adapter = get(rec.platform)
     loc = adapter.results_location(rec)
     dest = Path(to)
     try:
@@ -455,7 +456,7 @@ def fetch(platform: str | None, job_id: str, paths: list[str], to: str | Path, *
     if not dest.is_dir():
         raise TaoError(f"--to {dest} is not a folder")
     meter = Meter(emit, clock=clock)
-    with signals_interrupt(), _staging(dest, rec["id"]) as (staging, shared):  # kill: verified bytes stay
+    with signals_interrupt(), _staging(dest, rec.id) as (staging, shared):  # kill: verified bytes stay
         transfer = _Transfer(dest, force, meter, note, staging)
         try:
             facts = adapter.fetch_results(rec, loc, wanted, staging, transfer)
@@ -533,23 +534,23 @@ class Pruned:
         return one_line(f"{self.id}: {self.message}")
 
 
-def prunable(rec: dict, loc: ResultsLocation, together: list[str] | tuple[str, ...] = ()) -> None:
+def prunable(rec: Record, loc: ResultsLocation, together: list[str] | tuple[str, ...] = ()) -> None:
     """Refuse (one line) a job whose folder prune must not delete: active, not its own folder, or holding the
     results of another record (a live one always; a finished one unless it is pruned ``together``)."""
-    if rec["state"] not in states.TERMINAL:
-        raise TaoError(f"job {rec['id']} is {rec['state']}: its results may still be written; wait for it to end "
-                       f"(or cancel it: tao_jobs.py cancel {rec['id']}) and prune it then")
+    if not rec.terminal:
+        raise TaoError(f"job {rec.id} is {rec.state}: its results may still be written; wait for it to end "
+                       f"(or cancel it: tao_jobs.py cancel {rec.id}) and prune it then")
     if not loc.own:
-        raise TaoError(f"job {rec['id']}: {loc.folder} is not the job's own folder ({loc.why_not_own}); prune "
+        raise TaoError(f"job {rec.id}: {loc.folder} is not the job's own folder ({loc.why_not_own}); prune "
                        "deletes only a folder named after the job: remove it yourself if you mean it")
     pruning = set(together)
-    for other in records.records_inside(loc.folder, rec["platform"], rec["id"]):
-        if other["state"] not in states.TERMINAL:
-            raise TaoError(f"job {rec['id']}: {loc.folder} holds the results of job {other['id']}, which is "
-                           f"{other['state']}: prune deletes nothing a live job writes; wait for it to end")
-        if other["id"] not in pruning:
-            raise TaoError(f"job {rec['id']}: {loc.folder} also holds the results of job {other['id']}: prune both "
-                           f"(prune {rec['id']} {other['id']}) or remove the folder yourself")
+    for other in map(Record.of, records.records_inside(loc.folder, rec.platform, rec.id)):
+        if not other.terminal:
+            raise TaoError(f"job {rec.id}: {loc.folder} holds the results of job {other.id}, which is "
+                           f"{other.state}: prune deletes nothing a live job writes; wait for it to end")
+        if other.id not in pruning:
+            raise TaoError(f"job {rec.id}: {loc.folder} also holds the results of job {other.id}: prune both "
+                           f"(prune {rec.id} {other.id}) or remove the folder yourself")
 
 
 def keep_rule(keep: str | None, kpi: str | None, mode: str) -> str | int | None:
@@ -573,16 +574,16 @@ def keep_rule(keep: str | None, kpi: str | None, mode: str) -> str | int | None:
     raise UsageError(f"--keep {keep!r}: give best, last or a number of newest checkpoints (1 or more)")
 
 
-def _kept(rec: dict, listing: ResultsListing, keep: str | int, kpi: str | None, mode: str) -> list[str]:
+def _kept(rec: Record, listing: ResultsListing, keep: str | int, kpi: str | None, mode: str) -> list[str]:
     """The checkpoints ``keep`` chooses: the best epoch's last one, the one a run continues from, or the N newest."""
     ckpts = [f for f in listing.files if f.checkpoint]
     if keep == "best":
-        found = find_best(listing, kpi or "", mode, rec.get("action"))
+        found = find_best(listing, kpi or "", mode, rec.action)
         if not found.checkpoints:
             raise TaoError(f"no best checkpoint by {kpi}: {found.note or 'none found'}; nothing was deleted")
         return found.checkpoints[:1]
     if keep == "last":
-        last = checkpoints.latest(listing.files, rec.get("action"), listing.links, rec.get("network_arch"))
+        last = checkpoints.latest(listing.files, rec.action, listing.links, rec.network_arch)
         if last is None or not any(f.path == last.path for f in ckpts):
             raise TaoError("no checkpoint to keep as the last one; nothing was deleted")
         return [last.path]
@@ -591,7 +592,7 @@ def _kept(rec: dict, listing: ResultsListing, keep: str | int, kpi: str | None, 
     return [f.path for f in newest[:int(keep)]]
 
 
-def _prune_keeping(rec: dict, adapter: Any, loc: ResultsLocation, keep: str | int, kpi: str | None, mode: str,
+def _prune_keeping(rec: Record, adapter: Any, loc: ResultsLocation, keep: str | int, kpi: str | None, mode: str,
                    confirm: Callable[[str], bool]) -> Pruned:
     """Delete the checkpoints of the job's own folder that ``keep`` does not choose (and links to them); the
     kept ones are checked on the cluster before the deletion (there, at their listed size) and after it."""
@@ -603,19 +604,19 @@ def _prune_keeping(rec: dict, adapter: Any, loc: ResultsLocation, keep: str | in
     gone = [f for f in listing.files if f.checkpoint and f.path not in kept]
     links = [name for name, target in listing.links.items() if target in {f.path for f in gone}]
     if not gone:
-        return Pruned(rec["id"], loc.folder, False, f"nothing to delete: keeps {', '.join(kept) or 'no checkpoint'}",
+        return Pruned(rec.id, loc.folder, False, f"nothing to delete: keeps {', '.join(kept) or 'no checkpoint'}",
                       kept=[{"path": p, "size": sizes[p]} for p in kept])
     freed = sum(f.size for f in gone)
-    if not confirm(f"delete {len(gone)} checkpoint(s), {human(freed)}, of {rec['state']} job {rec['id']} in "
+    if not confirm(f"delete {len(gone)} checkpoint(s), {human(freed)}, of {rec.state} job {rec.id} in "
                    f"{loc.folder}, keeping {', '.join(kept)}? [y/N] "):
-        return Pruned(rec["id"], loc.folder, False, "deleted nothing (not confirmed)")
+        return Pruned(rec.id, loc.folder, False, "deleted nothing (not confirmed)")
     after = {f.path: f for f in adapter.remove_files(rec, loc, [f.path for f in gone] + links,
                                                      {p: sizes[p] for p in kept})}
     for path in kept:
         if path not in after or after[path].size != sizes[path]:
             raise TaoError(f"{path} was not found intact after the deletion (listed {sizes[path]} bytes): check "
-                           f"{loc.folder} with tao_jobs.py artifacts {rec['id']}")
-    return Pruned(rec["id"], loc.folder, True,
+                           f"{loc.folder} with tao_jobs.py artifacts {rec.id}")
+    return Pruned(rec.id, loc.folder, True,
                   f"deleted {len(gone)} checkpoint(s), {human(freed)}; kept {', '.join(kept)} (intact, sha256 "
                   f"{after[kept[0]].sha256[:12] if after[kept[0]].sha256 else '?'}...)",
                   deleted=[f.path for f in gone] + links,
@@ -638,18 +639,18 @@ def prune(platform: str | None, ids: list[str], *, confirm: Callable[[str], bool
     for job_id in dict.fromkeys(ids):
         try:
             rec = load_for(job_id, platform, "prune")
-            adapter = get(rec["platform"])
+            adapter = get(rec.platform)
             loc = adapter.results_location(rec)
             prunable(rec, loc, ids)
             if rule is not None:
                 pruned = _prune_keeping(rec, adapter, loc, rule, kpi, mode, confirm)
-            elif not confirm(f"delete {loc.folder} (the results of {rec['state']} job {rec['id']}) and everything "
+            elif not confirm(f"delete {loc.folder} (the results of {rec.state} job {rec.id}) and everything "
                              "in it? [y/N] "):
-                done.append(Pruned(rec["id"], loc.folder, False, f"kept {loc.folder} (not confirmed)"))
+                done.append(Pruned(rec.id, loc.folder, False, f"kept {loc.folder} (not confirmed)"))
                 continue
             else:
-                pruned = Pruned(rec["id"], loc.folder, True, adapter.remove_results(rec, loc))
-                fsio.write_private(records.artifact_dir(rec["id"]) / PRUNED_FILE, _note_json(loc.folder))
+                pruned = Pruned(rec.id, loc.folder, True, adapter.remove_results(rec, loc))
+                fsio.write_private(records.artifact_dir(rec.id) / PRUNED_FILE, _note_json(loc.folder))
             try:
                 note = adapter.release_pruned(rec) if pruned.removed else None
             except TaoError as exc:  # the results went as asked: what the job still holds is a note

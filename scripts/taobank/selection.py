@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from . import records
 from .errors import TaoError
+from .records import Record
 
 
-def load_for(job_id: str, platform: str | None, verb: str) -> dict:
+def load_for(job_id: str, platform: str | None, verb: str) -> Record:
     """The record of ``job_id``; refused in one line when it belongs to another platform."""
-    rec = records.load(job_id)
-    if platform is not None and rec.get("platform") != platform:
-        other = rec.get("platform") or "unknown"
+    rec = records.get(job_id)
+    if platform is not None and rec.platform != platform:
+        other = rec.platform or "unknown"
         helper = {"kubernetes": "tao_k8s.py", "slurm": "tao_slurm.py", "docker": "tao_docker.py"}.get(other, "tao_jobs.py")
         if verb in ("status", "logs", "cancel", "artifacts", "fetch", "prune"):
             hint = f"run {helper} {verb} {job_id} (or tao_jobs.py {verb} {job_id})"
@@ -24,27 +25,27 @@ def load_for(job_id: str, platform: str | None, verb: str) -> dict:
     return rec
 
 
-def select(platform: str | None, ids: list[str] | None, verb: str, *, all_active: bool = True) -> list[dict]:
+def select(platform: str | None, ids: list[str] | None, verb: str, *, all_active: bool = True) -> list[Record]:
     """Records for a verb: the ids given (each checked), else every active record of ``platform``."""
     if ids:
         return [load_for(i, platform, verb) for i in dict.fromkeys(ids)]
     if not all_active:
         return []
-    return records.list_records(platform=platform, active=True)
+    return records.find(platform=platform, active=True)
 
 
 def last_id(platform: str | None) -> str:
     """The id of the most recently created record (of ``platform``): what ``--last`` stands for."""
-    recs = records.list_records(platform=platform)
+    recs = records.find(platform=platform)
     if not recs:
         where = f"{platform} " if platform else ""
         raise TaoError(f"--last: there is no {where}job record in {records.state_dir()}: submit a job first, "
                        "or give its id")
-    return recs[-1]["id"]
+    return recs[-1].id
 
 
-def by_platform(recs: list[dict]) -> dict[str, list[dict]]:
-    groups: dict[str, list[dict]] = {}
+def by_platform(recs: list[Record]) -> dict[str, list[Record]]:
+    groups: dict[str, list[Record]] = {}
     for rec in recs:
-        groups.setdefault(rec.get("platform") or "", []).append(rec)
+        groups.setdefault(rec.platform or "", []).append(rec)
     return groups

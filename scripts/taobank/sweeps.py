@@ -18,6 +18,7 @@ from . import names, records, sweepfile, taoargs
 from .contract import SubmitOptions
 from .pipeline import check_concurrency
 from .errors import TaoError, UsageError
+from .records import Record
 from .states import State
 
 
@@ -65,7 +66,7 @@ def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dic
                            max_concurrent=max_concurrent)
     assert done.sweep is not None
     out = Submitted(done.sweep, done.views, done.max_concurrent, done.gate.text(), done.gate.notes())
-    _supervised(adapter, done.sweep, [records.load(v.id) for v in done.views])
+    _supervised(adapter, done.sweep, [records.get(v.id) for v in done.views])
     return out
 
 
@@ -169,7 +170,7 @@ def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[di
     return Preview(PREVIEW_SWEEP, k, table, shown.shared, shown.trials)
 
 
-def _supervised(adapter: Any, sweep_id: str, recs: list[dict]) -> None:
+def _supervised(adapter: Any, sweep_id: str, recs: list[Record]) -> None:
     """A platform whose held trials only the bank can start gets a detached supervisor while any is held
     (started here by submit, again by status if it died): the sweep runs with nobody calling status."""
     if not getattr(adapter, "supervises_sweeps", False):
@@ -177,26 +178,26 @@ def _supervised(adapter: Any, sweep_id: str, recs: list[dict]) -> None:
     from . import sweepsupervisor
 
     if sweepsupervisor.wanted(recs):
-        sweepsupervisor.start(sweep_id, recs[0]["id"])
+        sweepsupervisor.start(sweep_id, recs[0].id)
 
 
 def supervise(sweep_id: str, **kwargs: Any) -> int:
     """Run the sweep's supervisor loop here (what the detached one runs): :func:`taobank.sweepsupervisor.supervise`."""
     from . import sweepsupervisor
 
-    first = trial_records(sweep_id)[0]["id"]
+    first = trial_records(sweep_id)[0].id
     return sweepsupervisor.supervise(sweep_id, first, lambda: status(sweep_id), **kwargs)
 
 
 # ------------------------------------------------------------------ the trials of a sweep
-def trial_records(sweep_id: str, platform: str | None = None) -> list[dict]:
+def trial_records(sweep_id: str, platform: str | None = None) -> list[Record]:
     """The trials of ``sweep_id`` in trial order (retries of a trial follow it); one line when there are none."""
     if not names.is_dns1035_label(sweep_id or ""):
         raise UsageError(f"sweep id {str(sweep_id)[:60]!r} is not an id: see tao_jobs.py list")
-    recs = [r for r in records.list_records(platform=platform) if r.get("sweep") == sweep_id]
+    recs = records.find(platform=platform, sweep=sweep_id)
     if not recs:
         raise TaoError(f"no trials of sweep {sweep_id} in {records.state_dir()}: see tao_jobs.py list")
-    recs.sort(key=lambda r: (int(r.get("trial") or 0), r.get("attempt") or 1))
+    recs.sort(key=lambda r: (int(r.trial or 0), r.attempt or 1))
     return recs
 
 
@@ -235,11 +236,11 @@ def status(sweep_id: str, *, retry: bool = True) -> list[Row]:
     from . import jobstatus, platform as core, states
 
     recs = trial_records(sweep_id)
-    active = {r["id"] for r in recs if r["state"] not in states.TERMINAL}
-    views = jobstatus.status(None, [r["id"] for r in recs], retry=retry, progress=False)
-    adapter = core.get(recs[0]["platform"])
+    active = {r.id for r in recs if not r.terminal}
+    views = jobstatus.status(None, [r.id for r in recs], retry=retry, progress=False)
+    adapter = core.get(recs[0].platform)
     _supervised(adapter, sweep_id, trial_records(sweep_id))
-    by_id = {r["id"]: r for r in recs}
+    by_id = {r.id: r for r in recs}
     # running trials, and finished ones whose final progress is not known yet: one read (the same rule as status)
     now = jobstatus.ended_now(views, active)
     read = [v for v in views if v.id in by_id and v.id not in now["read_already"] and (
@@ -248,9 +249,9 @@ def status(sweep_id: str, *, retry: bool = True) -> list[Row]:
     jobstatus.keep_progress(views, read=read, read_already=now["read_already"])
     rows = []
     for v in views:
-        rec = by_id.get(v.id) or records.load(v.id)
-        rows.append(Row(int(rec.get("trial") or 0), v.id, dict(rec.get("overrides") or {}), v.state,
-                        _epoch(v.progress), _kpis(v.progress), bool((rec.get("backend") or {}).get("held"))))
+        rec = by_id.get(v.id) or records.get(v.id)
+        rows.append(Row(int(rec.trial or 0), v.id, dict(rec.overrides or {}), v.state,
+                        _epoch(v.progress), _kpis(v.progress), bool(rec.backend.get("held"))))
     return rows
 
 
@@ -277,7 +278,7 @@ def cancel(sweep_id: str) -> tuple[list[Any], list[str]]:
     from . import platform as core
 
     recs = trial_records(sweep_id)
-    return core.cancel(None, [r["id"] for r in recs], batch=True)
+    return core.cancel(None, [r.id for r in recs], batch=True)
 
 
 @dataclass
@@ -328,23 +329,23 @@ def best(sweep_id: str, kpi: str, mode: str = "min") -> Winner:
     located = []
     for rec in recs:
         try:
-            located.append((rec, core.get(rec["platform"]).results_location(rec)))
+            located.append((rec, core.get(rec.platform).results_location(rec)))
         except TaoError as exc:
-            notes.append(f"trial {rec.get('trial')}: {exc}")
+            notes.append(f"trial {rec.trial}: {exc}")
     listings: list = []
     if located:
-        adapter = core.get(located[0][0]["platform"])  # a sweep's trials share one platform
+        adapter = core.get(located[0][0].platform)  # a sweep's trials share one platform
         listings = adapter.list_results_many([r for r, _ in located], [loc for _, loc in located], status=True)
     for (rec, loc), listing in zip(located, listings):
         try:
             if isinstance(listing, TaoError):
                 raise listing
-            b = results_verbs.find_best(listing, kpi, mode, rec.get("action")) if listing.exists else None
+            b = results_verbs.find_best(listing, kpi, mode, rec.action) if listing.exists else None
         except TaoError as exc:
-            notes.append(f"trial {rec.get('trial')}: {exc}")
+            notes.append(f"trial {rec.trial}: {exc}")
             continue
-        win.ranked.append({"trial": rec.get("trial"), "id": rec["id"], "state": rec["state"],
-                           "overrides": rec.get("overrides") or {}, "value": b.value if b else None,
+        win.ranked.append({"trial": rec.trial, "id": rec.id, "state": rec.state,
+                           "overrides": rec.overrides or {}, "value": b.value if b else None,
                            "checkpoints": b.checkpoints if b else [], "folder": listing.folder})
     scored = [e for e in win.ranked if isinstance(e["value"], (int, float))]
     scored.sort(key=lambda e: e["value"], reverse=(mode == "max"))

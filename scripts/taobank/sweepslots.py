@@ -7,24 +7,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import records, states
+from . import records
+from .records import Record
 
 
-def release(adapter: Any, recs: list[dict]) -> list[str]:
+def release(adapter: Any, recs: list[Record]) -> list[str]:
     """Free slots of each sweep among ``recs`` given to its held trials, oldest trial first (one adapter call).
 
     A trial counts against ``max_concurrent`` while it is active and released. A trial bound to a slot
     (``backend["slot"]``: the GPUs a Docker trial was made with) waits until no running trial holds it."""
     if not getattr(adapter, "holds_trials", False):
         return []
-    sweeps = {r["sweep"] for r in recs if r.get("sweep")}
-    chosen: list[dict] = []
+    sweeps = {r.sweep for r in map(Record.of, recs) if r.sweep}
+    chosen: list[Record] = []
     for sid in sorted(sweeps):
-        trials = [r for r in records.list_records(platform=adapter.name) if r.get("sweep") == sid]
-        trials.sort(key=lambda r: int(r.get("trial") or 0))
-        active = [r for r in trials if r["state"] in states.ACTIVE]
-        held = [r for r in active if (r.get("backend") or {}).get("held")]
-        k = int((trials[0].get("backend") or {}).get("max_concurrent") or len(trials))
+        trials = records.find(platform=adapter.name, sweep=sid)
+        trials.sort(key=lambda r: int(r.trial or 0))
+        active = [r for r in trials if r.active]
+        held = [r for r in active if r.backend.get("held")]
+        k = int(trials[0].backend.get("max_concurrent") or len(trials))
         free = k - (len(active) - len(held))
         busy = {_slot(r) for r in active if r not in held} - {None}
         for r in held:
@@ -40,9 +41,9 @@ def release(adapter: Any, recs: list[dict]) -> list[str]:
         return []
     adapter.release_trials(chosen)
     for r in chosen:
-        records.mark(r["id"], r["state"], backend={"held": False}, message="released (a sweep slot is free)")
-    return [r["id"] for r in chosen]
+        records.mark(r.id, r.state, backend={"held": False}, message="released (a sweep slot is free)")
+    return [r.id for r in chosen]
 
 
-def _slot(rec: dict) -> Any:
-    return (rec.get("backend") or {}).get("slot")
+def _slot(rec: Record) -> Any:
+    return rec.backend.get("slot")

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from . import records, states
 from .errors import TaoError
+from .records import Record
 from .redact import is_credential_name
 from .run import spawn_detached
 
@@ -32,9 +33,9 @@ def _folder(first_trial: str) -> Path:
     return records.artifact_dir(first_trial)
 
 
-def wanted(recs: list[dict]) -> bool:
+def wanted(recs: list[Record]) -> bool:
     """A supervisor has work: a trial is still held (created, waiting for a slot)."""
-    return any(r["state"] in states.ACTIVE and (r.get("backend") or {}).get("held") for r in recs)
+    return any(r.active and r.backend.get("held") for r in map(Record.of, recs))
 
 
 def running(first_trial: str) -> bool:

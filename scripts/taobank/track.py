@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from . import names, records, states
 from .contract import Launch, Observation, Stop
 from .errors import TaoError
+from .records import Record
 from .states import State
 
 
@@ -22,34 +23,35 @@ class Adapter(Protocol):
 
     name: str
 
-    def view(self, rec: dict) -> Any: ...
-    def observe(self, recs: list[dict], *, context: dict) -> list[Observation]: ...
-    def ended(self, recs: list[dict], context: dict, *, carried_on: frozenset[str] = ...) -> dict[str, str]: ...
+    def view(self, rec: Record) -> Any: ...
+    def observe(self, recs: list[Record], *, context: dict) -> list[Observation]: ...
+    def ended(self, recs: list[Record], context: dict, *, carried_on: frozenset[str] = ...) -> dict[str, str]: ...
     def max_retries(self) -> int: ...
-    def retry_backend(self, failed: dict, job_id: str, context: dict) -> dict: ...
+    def retry_backend(self, failed: Record, job_id: str, context: dict) -> dict: ...
     def relaunch(self, job_id: str, context: dict) -> Launch | None: ...
-    def stop(self, recs: list[dict], context: dict) -> list[Stop]: ...
-    def clean_finished(self, rec: dict, context: dict) -> str | None: ...
+    def stop(self, recs: list[Record], context: dict) -> list[Stop]: ...
+    def clean_finished(self, rec: Record, context: dict) -> str | None: ...
 
 
-def refresh(adapter: Adapter, recs: list[dict], *, retry: bool = True) -> list[Any]:
+def refresh(adapter: Adapter, recs: list[Record], *, retry: bool = True) -> list[Any]:
     """Observe the active ``recs`` of one platform (one batched query), mark them, open the infrastructure
     retries the observations ask for, clean up what ended; their views, retries appended."""
     context: dict = {}
+    recs = [Record.of(r) for r in recs]
     seen = {o.job_id: o for o in adapter.observe(recs, context=context)}
-    views: dict[str, tuple[dict, Observation | None]] = {}
-    ended: list[dict] = []
+    views: dict[str, tuple[Record, Observation | None]] = {}
+    ended: list[Record] = []
     carried: set[str] = set()
     notes: dict[str, str] = {}
     for rec in recs:
-        obs = seen.get(rec["id"])
+        obs = seen.get(rec.id)
         if obs is None or not obs.asked:  # never launched, or not asked: the record stays as it is
-            views[rec["id"]] = (rec, obs)
+            views[rec.id] = (rec, obs)
             continue
-        cur = records.get(rec["id"])  # another poller may have moved it since it was chosen
+        cur = records.get(rec.id)  # another poller may have moved it since it was chosen
         move = states.next_move(cur.state, obs.state, obs.message, recorded=cur.message, keep_if=obs.keep_if)
         if move.state is None:
-            views[rec["id"]] = (cur.to_dict(), obs)
+            views[rec.id] = (cur, obs)
             if cur.terminal and obs.state != cur.state:
                 notes[cur.id] = f"{obs.message}; the record is terminal ({cur.state}) and stays the source of truth"
             continue
@@ -61,22 +63,22 @@ def refresh(adapter: Adapter, recs: list[dict], *, retry: bool = True) -> list[A
         if obs.cut_short and move.state in (State.ERROR, State.CANCELED) and cur.id not in carried:
             # first, so a table that cuts long messages still shows what to do
             message = f"{states.continue_hint(cur.id, obs.cut_short)}; {message or obs.message}"
-        marked = records.mark(cur.id, move.state, source="poller", message=message,
-                              err_class=obs.err_class if move.state == State.ERROR else None,
-                              backend={k: v for k, v in obs.backend.items() if v is not None} or None,
-                              backend_ref=obs.backend_ref, rebind=obs.backend_ref is not None)
+        marked = Record.of(records.mark(cur.id, move.state, source="poller", message=message,
+                                        err_class=obs.err_class if move.state == State.ERROR else None,
+                                        backend={k: v for k, v in obs.backend.items() if v is not None} or None,
+                                        backend_ref=obs.backend_ref, rebind=obs.backend_ref is not None))
         views[cur.id] = (marked, obs)
         if relaunch:
             nxt = open_retry(adapter, marked, context)
-            views[nxt["id"]] = (nxt, None)
-            if nxt["state"] == State.ERROR:  # the resubmit failed: the chain ends here
+            views[nxt.id] = (nxt, None)
+            if nxt.state == State.ERROR:  # the resubmit failed: the chain ends here
                 carried.discard(cur.id)
-        if marked["state"] in states.TERMINAL and not cur.terminal:
+        if marked.terminal and not cur.terminal:
             ended.append(marked)
     if ended:
         for jid, note in adapter.ended(ended, context, carried_on=frozenset(carried)).items():
             if note:
-                notes[jid] = f"{views[jid][0].get('message') or ''}; {note}".lstrip("; ")
+                notes[jid] = f"{views[jid][0].message or ''}; {note}".lstrip("; ")
     out = []
     for jid, (rec, obs) in views.items():
         view = adapter.view(rec)
@@ -120,43 +122,46 @@ def claim_retry(rec: records.Record) -> bool:
     return True
 
 
-def open_retry(adapter: Adapter, failed: dict, context: dict) -> dict:
+def open_retry(adapter: Adapter, failed: Record, context: dict) -> Record:
     """A new record linked by ``retry_of`` that the adapter relaunches; it says so when that fails."""
-    was = records.Record.of(failed)
+    was = Record.of(failed)
     job_id = names.mint_job_id(was.network_arch, was.action)
-    rec = records.open_record(adapter.name, was.image, was.network_arch, was.action, was.storage_tier or "A",
-                              was.results_dir, retry_of=was.id, description=was.description, job_id=job_id,
-                              backend=adapter.retry_backend(failed, job_id, context))
-    records.mark(rec["id"], State.PENDING, message=f"infrastructure retry of {was.id}")
+    new = Record.of(records.open_record(adapter.name, was.image, was.network_arch, was.action,
+                                        was.storage_tier or "A", was.results_dir, retry_of=was.id,
+                                        description=was.description, job_id=job_id,
+                                        backend=adapter.retry_backend(was, job_id, context))).id
+    records.mark(new, State.PENDING, message=f"infrastructure retry of {was.id}")
     try:
-        launch = adapter.relaunch(rec["id"], context)
+        launch = adapter.relaunch(new, context)
     except TaoError as exc:  # the retry could not be submitted: say so on its record
-        return records.mark(rec["id"], State.ERROR, message=f"resubmit failed: {exc}", err_class="ERR_INFRA")
+        return Record.of(records.mark(new, State.ERROR, message=f"resubmit failed: {exc}", err_class="ERR_INFRA"))
     if launch is None:  # a job of a record opened a moment ago cannot exist: never guess which one it is
-        return records.mark(rec["id"], State.ERROR, message="resubmit failed: the retry has a job already",
-                            err_class="ERR_INFRA")
-    return records.mark(rec["id"], State.PENDING, backend_ref=launch.backend_ref, backend=launch.backend,
-                        message=launch.message)
+        return Record.of(records.mark(new, State.ERROR, message="resubmit failed: the retry has a job already",
+                                      err_class="ERR_INFRA"))
+    return Record.of(records.mark(new, State.PENDING, backend_ref=launch.backend_ref, backend=launch.backend,
+                                  message=launch.message))
 
 
 # ------------------------------------------------------------------ cancel: the one rule
-def stop(adapter: Adapter, recs: list[dict], context: dict, *, batch: bool) -> tuple[list[Any], list[str]]:
+def stop(adapter: Adapter, recs: list[Record], context: dict, *, batch: bool) -> tuple[list[Any], list[str]]:
     """Stop the active ``recs`` of one platform (``batch``: in one adapter call, else one call per job) and mark
     each CANCELED, or how it really ended first; (views, one-line errors ``"<id>: ..."``)."""
+    recs = [Record.of(r) for r in recs]
     stops: list[Stop] = []
     for group in ([recs] if batch and len(recs) > 1 else [[r] for r in recs]):
         try:
             stops += adapter.stop(group, context)
         except TaoError as exc:
-            stops += [Stop(r["id"], error=str(exc)) for r in group]
+            stops += [Stop(r.id, error=str(exc)) for r in group]
     views, errors = [], []
     for s in stops:
         if s.error:
             errors.append(f"{s.job_id}: {s.error}")
             continue
         final = s.final
-        rec = records.mark(s.job_id, final, message=s.message or None,
-                           err_class=s.err_class if final == State.ERROR else None, backend=s.backend or None)
+        rec = Record.of(records.mark(s.job_id, final, message=s.message or None,
+                                     err_class=s.err_class if final == State.ERROR else None,
+                                     backend=s.backend or None))
         view = adapter.view(rec)
         _overlay(view, s.view)
         if s.said is not None:
@@ -165,10 +170,10 @@ def stop(adapter: Adapter, recs: list[dict], context: dict, *, batch: bool) -> t
     return views, errors
 
 
-def already_ended(adapter: Adapter, rec: dict, context: dict) -> Any:
+def already_ended(adapter: Adapter, rec: Record, context: dict) -> Any:
     """``cancel`` of a job that had ended: nothing to stop; what it still held is released (a note)."""
     note = adapter.clean_finished(rec, context)
     view = adapter.view(rec)
-    view.message = f"already {rec['state']}: nothing to cancel" + (f"; {note}" if note else "")
+    view.message = f"already {rec.state}: nothing to cancel" + (f"; {note}" if note else "")
     view.extra.setdefault("deleted", False)
     return view

@@ -21,6 +21,7 @@ def record(*history: tuple[str, float], backend_ref: str | None = "slurm:101") -
     """A 2-node SLURM record whose transitions are ``(state, minutes after submit)``."""
     trs = [{"time": at(m), "state": s, "source": "poller", "message": None} for s, m in history]
     return {"id": "dino-train-0a1b2c3d", "platform": "slurm", "network_arch": "dino", "action": "train",
+            "image": "img", "results_dir": "/l/results/dino-train-0a1b2c3d",
             "state": history[-1][0], "backend_ref": backend_ref, "backend": {"nodes": 2}, "attempt": 1,
             "transitions": trs, "created_at": at(0), "updated_at": at(history[-1][1] + 30)}
 

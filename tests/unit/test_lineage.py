@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
+from taobank.records import Record
 from taobank import checkpoints, lineage, records, savedspec
 from taobank.contract import ResultFile, ResultsListing, ResultsLocation
 from taobank.errors import TaoError
@@ -229,9 +230,15 @@ def test_list_shows_the_parent_and_show_prints_the_chain(stand, cli):
     assert missing.rc == 1 and len(missing.err_lines) == 1
 
 
+#: a finished training job whose folder /r/job the tests of --from read
+_REC = Record(id="dino-train-1a2b3c4d", platform="slurm", state="COMPLETE", image="i", network_arch="dino",
+              action="train", results_dir="/r/job", backend={}, transitions=(), attempt=1, created_at="",
+              updated_at="")
+
+
 @given(st.text(max_size=40))
 def test_any_from_text_is_a_file_of_the_folder_or_one_line(named):
-    rec = {"id": "dino-train-1a2b3c4d", "action": "train"}
+    rec = _REC
     files = [ResultFile("model_epoch_001.pth", 1, 0.0), ResultFile("train/model_epoch_002.pth", 1, 0.0)]
     try:
         got = lineage._checkpoint(rec, ResultsListing("/r/job", files), "/r/job", named)
@@ -340,7 +347,7 @@ def test_a_platform_that_cannot_download_refuses_in_one_line(state_dir):
                                    "///r/job/model_epoch_001.pth"])
 def test_from_an_absolute_path_with_doubled_slashes_is_the_same_file(named):
     """Issue 38 item 11: ``//abs/path`` was cut one character too far and refused."""
-    rec = {"id": "dino-train-1a2b3c4d", "action": "train"}
+    rec = _REC
     files = [ResultFile("model_epoch_001.pth", 1, 0.0), ResultFile("train/model_epoch_002.pth", 1, 0.0)]
     got = lineage._checkpoint(rec, ResultsListing("/r/job", files), "/r/job", named)
     assert got == "/r/job/" + named.rsplit("/job/", 1)[1].lstrip("./")
@@ -348,7 +355,7 @@ def test_from_an_absolute_path_with_doubled_slashes_is_the_same_file(named):
 
 @pytest.mark.parametrize("named", ["/elsewhere/" + "a" * 5000, "b" * 5000 + ".pth", "c/" * 2500 + "x.pth"])
 def test_a_long_from_value_is_cut_in_the_error(named):
-    rec = {"id": "dino-train-1a2b3c4d", "action": "train"}
+    rec = _REC
     with pytest.raises(TaoError) as err:
         lineage._checkpoint(rec, ResultsListing("/r/job", []), "/r/job", named)
     assert len(str(err.value)) < 400 and "\n" not in str(err.value)

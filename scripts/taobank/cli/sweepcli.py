@@ -71,7 +71,7 @@ def _own(sweep_id: str, platform: str | None) -> None:
     from .. import platform as core, sweeps
 
     if platform is not None:
-        core.load_for(sweeps.trial_records(sweep_id)[0]["id"], platform, "sweep")
+        core.load_for(sweeps.trial_records(sweep_id)[0].id, platform, "sweep")
 
 
 def status(args: argparse.Namespace, platform: str | None = None) -> int:
@@ -79,7 +79,7 @@ def status(args: argparse.Namespace, platform: str | None = None) -> int:
 
     _own(args.sweep, platform)
     if args.watch:
-        ids = [r["id"] for r in sweeps.trial_records(args.sweep)]
+        ids = [r.id for r in sweeps.trial_records(args.sweep)]
         jobstatus.watch(None, ids, on_line=lambda line: print(line, flush=True), retry=not args.no_retry,
                         first=args.interval)
     rows = sweeps.status(args.sweep, retry=not args.no_retry)
