@@ -4,7 +4,9 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Iterable, Mapping
 
-from . import records, states
+from . import states
+from .platform import JobView
+from .records import Record
 
 COLUMNS = ("ID", "NAME", "ARCH/ACTION", "PLATFORM", "BACKEND", "SUBMITTED", "DURATION", "ATTEMPT", "PARENT", "STATE",
            "MESSAGE")
@@ -42,39 +44,38 @@ def human(delta: Any) -> str:
     return f"{days}d{hours}h"
 
 
-def duration(rec: Mapping[str, Any], now: datetime) -> str:
+def duration(job: JobView, now: datetime) -> str:
     """How long the job ran: from when it was first seen RUNNING to its end (now while it runs).
 
     Transitions are what the polls saw, so a job that started and ended between two polls was never
     seen RUNNING: it counts from its submission (an upper bound), never 0s. A job not launched yet, or
     still waiting for its first start, shows "-".
     """
-    if not rec.get("backend_ref"):
+    if not job.backend_ref:
         return "-"
-    started, ended = (rec.get("started_at"), rec.get("ended_at")) if "started_at" in rec else records.run_times(rec)
-    terminal = rec.get("state") in states.TERMINAL
-    start = _parse(started) or (_parse(rec.get("created_at")) if terminal else None)
-    end = _parse(ended) if terminal else now
+    terminal = job.state in states.TERMINAL
+    start = _parse(job.started_at) or (_parse(job.created_at) if terminal else None)
+    end = _parse(job.ended_at) if terminal else now
     return human(end - start) if start and end else "-"
 
 
-def row(rec: Mapping[str, Any], now: datetime | None = None) -> list[str]:
-    """One table row of a record or a JobView dict."""
+def row(job: JobView | Record | Mapping[str, Any], now: datetime | None = None) -> list[str]:
+    """One table row of a job: its view, or its record (as stored, or typed)."""
+    job = job if isinstance(job, JobView) else JobView.from_record(job)
     now = now or datetime.now(timezone.utc)
-    created = _parse(rec.get("created_at"))
-    duration_text = duration(rec, now)
-    msg = " ".join(str(rec.get("message") or "").split())
-    progress = rec.get("progress") if isinstance(rec.get("progress"), dict) else None
+    created = _parse(job.created_at)
+    duration_text = duration(job, now)
+    msg = " ".join(str(job.message or "").split())
+    progress = job.progress if isinstance(job.progress, dict) else None
     if progress and progress.get("line"):  # how far a running training is, before the backend's words
         msg = f"[{progress['line']}] {msg}".rstrip()
     if len(msg) > MESSAGE_WIDTH:
         msg = msg[: MESSAGE_WIDTH - 3] + "..."
-    state = rec.get("state", "?") + (f" ({rec['err_class']})" if rec.get("err_class") else "")
-    cells = [rec.get("id", "?"), rec.get("description") or "-",
-             f"{rec.get('network_arch', '?')}/{rec.get('action', '?')}", rec.get("platform", "?"),
-             rec.get("backend_ref") or "-", _ago(created, now), duration_text, str(rec.get("attempt") or 1),
+    state = job.state + (f" ({job.err_class})" if job.err_class else "")
+    cells = [job.id, job.description or "-", f"{job.network_arch}/{job.action}", job.platform,
+             job.backend_ref or "-", _ago(created, now), duration_text, str(job.attempt or 1),
              # the job it builds on: its parent (submit --parent), or the job it continues (continue ID)
-             rec.get("parent") or rec.get("continues") or "-", state, msg or "-"]
+             job.parent or job.continues or "-", state, msg or "-"]
     return [_cell(c) for c in cells]
 
 
@@ -86,7 +87,7 @@ def _cell(value: object) -> str:
     return one_line(" ".join(str(value).split())) or "-"
 
 
-def render(recs: Iterable[Mapping[str, Any]], *, headers: bool = True) -> str:
+def render(recs: Iterable[JobView | Record | Mapping[str, Any]], *, headers: bool = True) -> str:
     """Aligned columns; the last column (MESSAGE) is not padded."""
     rows = [row(r) for r in recs]
     if headers:

@@ -29,7 +29,7 @@ def record(*history: tuple[str, float], backend_ref: str | None = "slurm:101") -
 def duration(rec: dict) -> str:
     """DURATION of the record's row and of its refreshed view's row: always the same."""
     by_record = jobtable.row(rec, NOW)[jobtable.COLUMNS.index("DURATION")]
-    by_view = jobtable.row(JobView.from_record(rec).to_dict(), NOW)[jobtable.COLUMNS.index("DURATION")]
+    by_view = jobtable.row(JobView.from_record(rec), NOW)[jobtable.COLUMNS.index("DURATION")]
     assert by_record == by_view
     return by_record
 

@@ -106,7 +106,7 @@ def test_job_table_has_one_row_per_record(recs):
         text = jobtable.render(recs, headers=headers)
         want = (["ID"] if headers else []) + [r["id"] for r in recs]
         assert _ids_by_row(text) == want
-    views = [JobView.from_record(r).to_dict() for r in recs]
+    views = [JobView.from_record(r) for r in recs]
     assert _ids_by_row(jobtable.render(views, headers=False)) == [r["id"] for r in recs]
 
 
@@ -141,5 +141,6 @@ def test_tao_jobs_list_never_crashes_on_anything_the_schema_allows(cli, recs):
 @pytest.mark.parametrize("field", ["description", "network_arch", "action", "backend_ref"])
 def test_a_newline_in_a_field_never_splits_a_table_row(field):
     rec = {"id": "dino-train-1a2b3c4d", "platform": "slurm", "state": "RUNNING", "network_arch": "dino",
-           "action": "train", field: "two\nlines"}
+           "action": "train", "image": "i", "results_dir": "/r", "backend": {}, "transitions": [], "attempt": 1,
+           "created_at": "", "updated_at": "", field: "two\nlines"}
     assert len(jobtable.render([rec], headers=False).splitlines()) == 1

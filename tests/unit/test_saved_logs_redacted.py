@@ -29,11 +29,11 @@ def _rec(jid: str) -> dict:
 def test_docker_saves_the_finished_jobs_logs_redacted_and_logs_shows_that_copy(fake):
     rec = _rec("job-a-000001")
     fake.on("docker", lambda c: c.argv[1] == "logs", f"step 1\nexport HF_TOKEN={TOKEN}\n", stderr=f"warn {TOKEN}\n")
-    docker_logs.save(rec, eng.Engine("docker"))
+    docker_logs.save(records.Record.of(rec), eng.Engine("docker"))
     saved = (records.artifact_dir(rec["id"]) / docker_logs.SAVED).read_text()
     assert TOKEN not in saved and "step 1" in saved
     fake.on("docker", lambda c: c.argv[1] == "logs", "", rc=1, stderr="Error: No such container: job-a-000001")
-    got = platform.get("docker").read_logs(records.load(rec["id"]), tail=50)
+    got = platform.get("docker").read_logs(records.get(rec["id"]), tail=50)
     assert got.source == "saved" and "step 1" in got.sections["stdout"] and TOKEN not in json.dumps(got.sections)
 
 

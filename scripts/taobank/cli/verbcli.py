@@ -133,7 +133,7 @@ def cmd_status(args: argparse.Namespace, platform: str | None) -> int:
     elif getattr(args, "table", False):
         from .. import jobtable
 
-        sys.stdout.write(jobtable.render([v.to_dict() for v in views], headers=not args.no_headers))
+        sys.stdout.write(jobtable.render(views, headers=not args.no_headers))
     else:
         for v in views:
             print(v.line())

@@ -8,6 +8,7 @@ from ..jobspec import DockerSpec
 from ..platform import JobView, Logs, Platform
 from . import cancel, facts, logs, observe, results_access, submit
 from .submit import DockerPlan
+from ..records import Record
 
 
 class Docker(Platform):
@@ -24,31 +25,31 @@ class Docker(Platform):
 
         return typed(spec)
 
-    def view(self, rec: Mapping[str, Any]) -> JobView:
-        out = JobView.of_backend(rec, "container_state", reason=(rec.get("backend") or {}).get("reason"))
+    def view(self, rec: Record) -> JobView:
+        out = JobView.of_backend(rec, "container_state", reason=rec.backend.get("reason"))
         out.extra.setdefault("container", facts.container_of(rec))
         return out
 
-    def observe(self, recs: list[dict], *, context: dict) -> list[Observation]:
+    def observe(self, recs: list[Record], *, context: dict) -> list[Observation]:
         return observe.observe(recs, context)
 
-    def ended(self, recs: list[dict], context: dict, *, carried_on: frozenset[str] = frozenset()) -> dict[str, str]:
+    def ended(self, recs: list[Record], context: dict, *, carried_on: frozenset[str] = frozenset()) -> dict[str, str]:
         return observe.ended(recs, context)
 
-    def read_logs(self, rec: dict, *, tail: int | None) -> Logs:
+    def read_logs(self, rec: Record, *, tail: int | None) -> Logs:
         sections, source = logs.read(rec, tail or int(facts.default("logs_tail")))
-        return Logs(rec["id"], sections, source=source)
+        return Logs(rec.id, sections, source=source)
 
-    def follow_logs(self, rec: dict, *, tail: int | None, emit: Callable[[str, str], None]) -> int:
+    def follow_logs(self, rec: Record, *, tail: int | None, emit: Callable[[str, str], None]) -> int:
         return logs.follow(rec, tail, emit)
 
-    def read_status_files(self, rec: dict, *, live: bool) -> dict[str, str]:
+    def read_status_files(self, rec: Record, *, live: bool) -> dict[str, str]:
         return observe.status_files(rec)
 
-    def stop(self, recs: list[dict], context: dict) -> list[Stop]:
+    def stop(self, recs: list[Record], context: dict) -> list[Stop]:
         return cancel.stop(recs)
 
-    def release_pruned(self, rec: dict) -> str | None:
+    def release_pruned(self, rec: Record) -> str | None:
         return cancel.remove_finished(rec)
 
     def lineage_access(self, spec: dict, parent: dict, folder: str) -> dict:
@@ -57,11 +58,11 @@ class Docker(Platform):
         return reachable(spec, parent, folder)
 
     # -- submit hooks (the order is the core's: Platform.submit)
-    def plan(self, spec: DockerSpec, opts: SubmitOptions, rec: dict | None) -> DockerPlan:  # type: ignore[override]
+    def plan(self, spec: DockerSpec, opts: SubmitOptions, rec: Record | None) -> DockerPlan:  # type: ignore[override]
         engine, host = self.engine, None
         if opts.continues:  # carry on where the job ran, reading its folder (the checkpoint is a host path in it)
             engine, host, spec = _continuing(spec, opts.continues, engine)
-        return submit.plan_submit(spec, opts, engine=engine, job_id=rec["id"] if rec else None, engine_host=host)
+        return submit.plan_submit(spec, opts, engine=engine, job_id=rec.id if rec else None, engine_host=host)
 
     def cluster_key(self, plan: DockerPlan) -> str:  # type: ignore[override]
         return f"docker:{plan.host or 'local'}"
@@ -73,10 +74,10 @@ class Docker(Platform):
             sweep.check(plans, batch.max_concurrent, gate)
         submit.check(plans, gate)
 
-    def adopt(self, plan: DockerPlan, rec: dict, gate: Gate) -> Launch | None:  # type: ignore[override]
+    def adopt(self, plan: DockerPlan, rec: Record, gate: Gate) -> Launch | None:  # type: ignore[override]
         return submit.adopt(plan, rec, gate)
 
-    def launch(self, plans: list[DockerPlan], recs: list[dict], batch: Batch) -> list[Launch]:  # type: ignore[override]
+    def launch(self, plans: list[DockerPlan], recs: list[Record], batch: Batch) -> list[Launch]:  # type: ignore[override]
         return submit.launch(plans, recs, batch)
 
     def preview(self, spec: dict, opts: SubmitOptions) -> str:
@@ -106,9 +107,9 @@ def _continuing(spec: DockerSpec, job_id: str, engine: str | None) -> tuple[str 
     from .. import records
     from .lineage_access import reachable
 
-    rec = records.load(job_id)
-    b = rec.get("backend") or {}
-    folder = b.get("results_dir") or rec.get("results_dir")
+    rec = records.get(job_id)
+    b = rec.backend
+    folder = b.get("results_dir") or rec.results_dir
     if folder and folder != records.NO_RESULTS_DIR:
         spec = spec.updated(reachable(spec.to_dict(), rec, folder))
     if engine and facts.engine_name(engine) != facts.engine_of(rec):  # another engine: this shell's address

@@ -3,12 +3,13 @@ the record's engine and host, and the engine's refusals turned into one line a u
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Mapping, Sequence
+from typing import Callable, Sequence
 
 from .. import run as runner
 from ..errors import TaoError
 from ..run import Result, last_line
 from . import facts
+from ..records import Record
 
 #: The variables that point the CLI at an engine; a job's value is recorded so a new shell finds it again.
 HOST_ENVS = {"docker": "DOCKER_HOST", "podman": "CONTAINER_HOST"}
@@ -31,15 +32,15 @@ class Engine:
         self.host = host if host is not None else host_now(self.name)
 
     @classmethod
-    def of(cls, rec: Mapping[str, Any]) -> "Engine":
+    def of(cls, rec: Record) -> "Engine":
         """The engine (and address) the record's job was started on."""
-        b = rec.get("backend") or {}
+        b = rec.backend
         return cls(facts.engine_of(rec), b.get("engine_host") or None)
 
     @classmethod
-    def grouped(cls, recs: list[dict]) -> list[tuple["Engine", list[dict]]]:
+    def grouped(cls, recs: list[Record]) -> list[tuple["Engine", list[Record]]]:
         """``recs`` by the engine (and address) their jobs run on, in first-seen order: one call per engine."""
-        groups: dict[tuple[str, str], list[dict]] = {}
+        groups: dict[tuple[str, str], list[Record]] = {}
         for rec in recs:
             e = cls.of(rec)
             groups.setdefault((e.name, e.host or ""), []).append(rec)

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from typing import Any
 
 from .. import pins
 from ..errors import TaoError
+from ..records import Record
 
 PLATFORM = "docker"
 #: Engines whose CLI the adapter drives; podman takes the same words (where it differs, render says so).
@@ -29,14 +30,14 @@ def engine_name(value: str | None = None) -> str:
     return name
 
 
-def engine_of(rec: Mapping[str, Any]) -> str:
+def engine_of(rec: Record) -> str:
     """The engine a record's job runs under (recorded at submit)."""
-    return engine_name((rec.get("backend") or {}).get("engine") or "docker")
+    return engine_name(rec.backend.get("engine") or "docker")
 
 
-def container_of(rec: Mapping[str, Any]) -> str:
+def container_of(rec: Record) -> str:
     """The container's name: the job id itself (unique on the host, a DNS label)."""
-    return (rec.get("backend") or {}).get("container") or rec["id"]
+    return rec.backend.get("container") or rec.id
 
 
 def container_results_dir() -> str:

@@ -85,12 +85,12 @@ def in_use(host: str | None, besides: str | None = None) -> dict[str, str]:
     from .. import records
 
     out: dict[str, str] = {}
-    for rec in records.list_records(platform="docker", active=True):
-        b = rec.get("backend") or {}
-        if rec["id"] != besides and not b.get("held") and (b.get("engine_host") or None) == (host or None):
+    for rec in records.find(platform="docker", active=True):
+        b = rec.backend
+        if rec.id != besides and not b.get("held") and (b.get("engine_host") or None) == (host or None):
             for index in str(b.get("gpu_indices") or "").split(","):
                 if index:
-                    out.setdefault(index, rec["id"])
+                    out.setdefault(index, rec.id)
     return out
 
 

@@ -17,6 +17,7 @@ from ..run import run
 from ..states import State
 from . import engine as eng
 from . import facts, logs
+from ..records import Record
 
 _SIGNALS = {130: "SIGINT", 134: "SIGABRT", 137: "SIGKILL", 139: "SIGSEGV", 143: "SIGTERM"}
 
@@ -79,16 +80,16 @@ def inspect(e: eng.Engine, names: list[str]) -> dict[str, dict]:
     return out
 
 
-def status_files(rec: Mapping[str, Any]) -> dict[str, str]:
+def status_files(rec: Record) -> dict[str, str]:
     """TAO's status files of the job's local results folder (the same reader script as the other platforms)."""
-    folder = (rec.get("backend") or {}).get("results_dir") or rec.get("results_dir")
+    folder = rec.backend.get("results_dir") or rec.results_dir
     if not folder or folder == records.NO_RESULTS_DIR:
         return {}
     res = run(read_argv(folder), check=False, timeout=30, what="reading status files")
     return split_files(res.stdout) if res.ok else {}
 
 
-def observe(recs: list[dict], context: dict) -> list[Observation]:
+def observe(recs: list[Record], context: dict) -> list[Observation]:
     """What the engines say of ``recs``, one inspect per engine address (progress read for the jobs that ran);
     the engine of each finished container is kept in ``context`` for :func:`ended`."""
     out = []
@@ -108,7 +109,7 @@ def observe(recs: list[dict], context: dict) -> list[Observation]:
     return out
 
 
-def ended(recs: list[dict], context: dict) -> dict[str, str]:
+def ended(recs: list[Record], context: dict) -> dict[str, str]:
     """The jobs that ended: their logs saved (they outlive the container), and their containers removed with
     ONE ``rm`` per engine (a container's saved configuration holds its secrets)."""
     engines: dict[str, eng.Engine] = context.get("engines", {})
@@ -135,13 +136,13 @@ def _times(st: Mapping[str, Any] | None) -> dict:
     return out
 
 
-def said(rec: dict, v: Observation, extra: Mapping[str, Any] | None = None) -> Observation:
+def said(rec: Record, v: Observation, extra: Mapping[str, Any] | None = None) -> Observation:
     """The observation as the core applies it: the engine's facts for the record (``extra``: a finished
     container's start and end), and the progress of a job that ran (shown, never stored)."""
-    v.job_id = rec["id"]
+    v.job_id = rec.id
     v.backend = {"container_state": v.observed, "exit_code": v.exit_code, "reason": v.reason, **(extra or {})}
     if v.state in (State.RUNNING, State.COMPLETE, State.ERROR):
-        seen = training.progress_of(status_files(rec), rec.get("action"))
+        seen = training.progress_of(status_files(rec), rec.action)
         if seen:
             v.view["progress"] = seen
     return v

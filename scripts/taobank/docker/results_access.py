@@ -15,6 +15,7 @@ from ..errors import TaoError
 from ..paths import abs_path
 from ..tarstream import CHUNK
 from ..run import Result, pipe, run
+from ..records import Record
 
 
 class _Local:
@@ -27,19 +28,19 @@ class _Local:
         return pipe(["sh", "-c", script, "tao", *args], stdin=stdin, what=what)
 
 
-def location(rec: dict) -> ResultsLocation:
-    folder = abs_path((rec.get("backend") or {}).get("results_dir") or rec["results_dir"], "the record's results_dir")
-    if posixpath.basename(folder) != rec["id"]:  # every Docker job writes <base>/<id>: anything else is damage
+def location(rec: Record) -> ResultsLocation:
+    folder = abs_path(rec.backend.get("results_dir") or rec.results_dir, "the record's results_dir")
+    if posixpath.basename(folder) != rec.id:  # every Docker job writes <base>/<id>: anything else is damage
         raise TaoError(f"job {rec['id']}: its record names {folder} as its results folder, which is not named "
                        "after the job: refused (restore the record, or read the folder yourself)")
     return ResultsLocation(folder, True)
 
 
-def list_results(rec: dict, loc: ResultsLocation, *, status: bool) -> ResultsListing:
+def list_results(rec: Record, loc: ResultsLocation, *, status: bool) -> ResultsListing:
     return results_sh.list_folder(_Local(), loc.folder, status=status)
 
 
-def fetch_results(rec: dict, loc: ResultsLocation, paths: list[str], into: Path,
+def fetch_results(rec: Record, loc: ResultsLocation, paths: list[str], into: Path,
                   transfer: Transfer) -> list[ResultFile]:
     """The listing by the shared script (the same refusals as on a cluster), then a local copy of each file: a
     reflink where the filesystem makes one, else ``copy_file_range`` (no byte through this process)."""
@@ -134,14 +135,14 @@ def _copy(src: int, w, offset: int, size: int, done: int, transfer: Transfer) ->
     return done
 
 
-def remove_results(rec: dict, loc: ResultsLocation) -> str:
-    return results_sh.remove_folder(_Local(), loc.folder, rec["id"])
+def remove_results(rec: Record, loc: ResultsLocation) -> str:
+    return results_sh.remove_folder(_Local(), loc.folder, rec.id)
 
 
-def remove_files(rec: dict, loc: ResultsLocation, delete: list[str], keep: dict[str, int]) -> list[ResultFile]:
-    return results_sh.remove_files(_Local(), loc.folder, rec["id"], delete, keep)
+def remove_files(rec: Record, loc: ResultsLocation, delete: list[str], keep: dict[str, int]) -> list[ResultFile]:
+    return results_sh.remove_files(_Local(), loc.folder, rec.id, delete, keep)
 
 
-def list_results_many(recs: list[dict], locs: list[ResultsLocation], *, status: bool) -> list[ResultsListing | TaoError]:
+def list_results_many(recs: list[Record], locs: list[ResultsLocation], *, status: bool) -> list[ResultsListing | TaoError]:
     """A sweep's folders in ONE local ``sh`` (the same script as SLURM's one remote command)."""
     return results_sh.list_folders(_Local(), [loc.folder for loc in locs], status=status)

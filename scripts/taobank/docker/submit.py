@@ -21,6 +21,7 @@ from ..jobspec import DockerSpec
 from ..paths import abs_path, is_under
 from . import engine as eng
 from . import facts, gpus, registry, render, spec as specmod, userns
+from ..records import Record
 
 _SIZE = re.compile(r"([1-9][0-9]*)([bkmgBKMG]?)\Z")
 _UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}
@@ -239,10 +240,10 @@ def _own_empty_folder(plan: DockerPlan) -> bool:
     if not plan.finishing or not os.path.isdir(plan.results_dir) or os.path.islink(plan.results_dir):
         return False
     try:
-        rec = records.load(plan.job_id)
+        rec = records.get(plan.job_id)
     except TaoError:
         return False
-    return rec.get("results_dir") == plan.results_dir and not os.listdir(plan.results_dir)
+    return rec.results_dir == plan.results_dir and not os.listdir(plan.results_dir)
 
 
 def _progress(text: str) -> None:
@@ -251,7 +252,7 @@ def _progress(text: str) -> None:
     sys.stderr.flush()
 
 
-def launch(plans: list[DockerPlan], recs: list[dict], batch: Batch) -> list[Launch]:
+def launch(plans: list[DockerPlan], recs: list[Record], batch: Batch) -> list[Launch]:
     """Make each job's results folder (as the caller) and its container, then start them: one job with ONE
     ``run --detach``; a sweep's containers made with ``create`` (one a call: the CLI makes one container a
     call), then ONE ``start`` of the first ``max_concurrent`` (the others are held until the core releases
@@ -271,7 +272,7 @@ def launch(plans: list[DockerPlan], recs: list[dict], batch: Batch) -> list[Laun
                     folders.append(plan.results_dir)
             except OSError as exc:
                 raise TaoError(f"cannot create the results folder {plan.results_dir}: {exc.strerror}") from None
-            made.append(rec["id"])  # a call that did not answer may have made it: removed on failure too
+            made.append(rec.id)  # a call that did not answer may have made it: removed on failure too
             verb = "run" if alone else "create"
             try:
                 res = e.run(argv, check=False, timeout=300, what=f"{e.name} {verb}")
@@ -282,7 +283,7 @@ def launch(plans: list[DockerPlan], recs: list[dict], batch: Batch) -> list[Laun
                 raise
             if not res.ok:
                 raise TaoError(eng.explain(e.name, res.stderr or res.stdout, f"{e.name} {verb}", res.returncode))
-            ids[rec["id"]] = (res.stdout.strip().splitlines() or [rec["id"]])[-1][:64]
+            ids[rec.id] = (res.stdout.strip().splitlines() or [rec.id])[-1][:64]
         if not alone:
             start = [r["id"] for r in recs[:batch.max_concurrent]]
             res = e.run(["start", *start], check=False, timeout=300, what=f"{e.name} start")
@@ -296,7 +297,7 @@ def launch(plans: list[DockerPlan], recs: list[dict], batch: Batch) -> list[Laun
             from None
     out = []
     for i, (plan, rec) in enumerate(zip(plans, recs)):
-        cid = ids[rec["id"]]
+        cid = ids[rec.id]
         held = i >= batch.max_concurrent
         if alone:
             message = f"container {rec['id']} started ({e.name} run --detach)"
@@ -304,7 +305,7 @@ def launch(plans: list[DockerPlan], recs: list[dict], batch: Batch) -> list[Laun
             message = f"container {rec['id']} " + ("created, held (waits for a sweep slot)" if held
                                                    else f"started ({e.name} start)")
         out.append(Launch(backend_ref=cid[:12], backend={"container_id": cid, **({} if alone else {"held": held})},
-                          message=message, details={"container": rec["id"], "results": plan.results_dir}))
+                          message=message, details={"container": rec.id, "results": plan.results_dir}))
     return out
 
 
@@ -347,10 +348,10 @@ def _undo(e: eng.Engine, names: list[str], folders: list[str]) -> None:
             pass
 
 
-def adopt(plan: DockerPlan, rec: dict, gate: Gate) -> Launch | None:
+def adopt(plan: DockerPlan, rec: Record, gate: Gate) -> Launch | None:
     """A record being finished whose container exists already (an earlier submit lost its answer)."""
     e = eng.Engine(plan.engine, plan.host)
-    res = e.run(["container", "inspect", "--format", "{{.Id}}", rec["id"]], check=False, what=f"{plan.engine} inspect")
+    res = e.run(["container", "inspect", "--format", "{{.Id}}", rec.id], check=False, what=f"{plan.engine} inspect")
     if not res.ok:
         return None
     cid = res.stdout.strip()

@@ -14,6 +14,7 @@ from ..errors import TaoError
 from . import engine as eng
 from . import facts, gpus
 from .submit import LABEL_SWEEP, DockerPlan, count_all  # noqa: F401  (the sweep label)
+from ..records import Record
 
 
 
@@ -66,7 +67,7 @@ def gpu_slots(request: int | str | list[str], k: int) -> list[list[str]]:
     return [[g.index for g in found[s * request:(s + 1) * request]] for s in range(k)]
 
 
-def release(recs: list[dict]) -> None:
+def release(recs: list[Record]) -> None:
     """Start these held trials: ONE ``docker start`` of their names per engine address."""
     for e, group in eng.Engine.grouped(recs):
         e.run(["start", *map(facts.container_of, group)], timeout=300, what=f"{e.name} start (release sweep trials)")
