@@ -10,6 +10,7 @@ from ..jobspec import SlurmSpec
 from ..platform import JobView, Logs, Platform
 from . import cancel, facts, logs, observe, resources, results_access, submit
 from .submit import SlurmPlan
+from ..records import Record
 
 DEFAULT_TAIL = 200
 
@@ -19,17 +20,17 @@ class Slurm(Platform):
     helper = "tao_slurm.py"
     results_access = results_access  # artifacts / fetch / prune (the verbs: taobank.results_verbs)
 
-    def view(self, rec: Mapping[str, Any]) -> JobView:
-        b, seen = rec.get("backend") or {}, {}
+    def view(self, rec: Record) -> JobView:
+        b, seen = rec.backend, {}
         if b.get("walltime_chain"):  # the wall-time chain: the attempt and the run time of the attempts before it
             seen = {"attempt": int(b.get("chain_attempt") or 1), "chain_seconds": int(b.get("chain_seconds") or 0),
                     "max_attempts": b.get("max_attempts")}
         return JobView.of_backend(rec, "slurm_state", **seen)
 
-    def observe(self, recs: list[dict], *, context: dict) -> list[Observation]:
+    def observe(self, recs: list[Record], *, context: dict) -> list[Observation]:
         return observe.observe(recs, context)
 
-    def ended(self, recs: list[dict], context: dict, *, carried_on: frozenset[str] = frozenset()) -> dict[str, str]:
+    def ended(self, recs: list[Record], context: dict, *, carried_on: frozenset[str] = frozenset()) -> dict[str, str]:
         return observe.ended(recs, context, carried_on)
 
     def max_retries(self) -> int:
@@ -41,26 +42,26 @@ class Slurm(Platform):
     def relaunch(self, job_id: str, context: dict) -> Launch | None:
         return observe.relaunch(job_id, context)
 
-    def read_logs(self, rec: dict, *, tail: int | None) -> Logs:
-        out = logs.logs(rec["id"], lines=tail or DEFAULT_TAIL)
+    def read_logs(self, rec: Record, *, tail: int | None) -> Logs:
+        out = logs.logs(rec.id, lines=tail or DEFAULT_TAIL)
         d = out["log_dir"]
         sections = {f"{d}/main.out": out["main.out"], f"{d}/main.err": out["main.err"]}
         if out.get("convert_log"):  # the image conversion job it waited for
             sections = {out["convert_log"]: out["convert"], **sections}
         if out.get("prefetch_log"):  # the CPU-only prefetch job it waited for
             sections = {out["prefetch_log"]: out["prefetch"], **sections}
-        return Logs(rec["id"], sections)
+        return Logs(rec.id, sections)
 
-    def follow_logs(self, rec: dict, *, tail: int | None, emit: Callable[[str, str], None]) -> int:
-        logs.follow(rec["id"], on_chunk=emit, tail=tail)
+    def follow_logs(self, rec: Record, *, tail: int | None, emit: Callable[[str, str], None]) -> int:
+        logs.follow(rec.id, on_chunk=emit, tail=tail)
         return 0  # like kubectl logs -f: the logs were read (status says how the job ended)
 
     progress_in_sweep = True  # the one sweep command reads every job's status files
 
-    def read_status_files(self, rec: dict, *, live: bool) -> dict[str, str]:
+    def read_status_files(self, rec: Record, *, live: bool) -> dict[str, str]:
         return logs.status_files(rec)
 
-    def stop(self, recs: list[dict], context: dict) -> list[Stop]:
+    def stop(self, recs: list[Record], context: dict) -> list[Stop]:
         return cancel.stop(recs, observe.connection(context))
 
     # -- submit hooks (the order is the core's: Platform.submit)
@@ -71,9 +72,9 @@ class Slurm(Platform):
 
         return typed(spec)
 
-    def plan(self, spec: SlurmSpec, opts: SubmitOptions, rec: dict | None) -> SlurmPlan:  # type: ignore[override]
+    def plan(self, spec: SlurmSpec, opts: SubmitOptions, rec: Record | None) -> SlurmPlan:  # type: ignore[override]
         if rec is not None:
-            raise UsageError(f"to finish an interrupted SLURM submit run tao_slurm.py resume {rec['id']}")
+            raise UsageError(f"to finish an interrupted SLURM submit run tao_slurm.py resume {rec.id}")
         if opts.continues:  # the same spec files as the job it continues, or a refusal
             from . import continued
 
@@ -87,7 +88,7 @@ class Slurm(Platform):
     def check(self, plans: list[SlurmPlan], gate: Gate, batch: Batch) -> None:  # type: ignore[override]
         submit.check(plans, gate)
 
-    def launch(self, plans: list[SlurmPlan], recs: list[dict], batch: Batch) -> list[Launch]:  # type: ignore[override]
+    def launch(self, plans: list[SlurmPlan], recs: list[Record], batch: Batch) -> list[Launch]:  # type: ignore[override]
         """One job: its folder staged and sbatched; a sweep: ONE job array over every trial's staged script."""
         if batch.sweep is None and len(plans) == 1:
             return [submit.launch_one(plans[0], recs[0], batch)]

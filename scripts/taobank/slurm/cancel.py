@@ -12,16 +12,17 @@ from ..errors import TaoError
 from ..run import last_line
 from . import facts, prefetch, remote, storage, submit
 from .ssh import Connection
+from ..records import Record
 
 
-def stop(recs: list[dict], conn: Connection) -> list[Stop]:
+def stop(recs: list[Record], conn: Connection) -> list[Stop]:
     """One job alone (:func:`cancel`), several with one scancel (:func:`cancel_many`)."""
     return [cancel(recs[0], conn=conn)] if len(recs) == 1 else cancel_many(recs, conn=conn)
 
 
-def cancel(rec: dict, *, conn: Connection) -> Stop:
+def cancel(rec: Record, *, conn: Connection) -> Stop:
     """scancel; a job that is gone or already ended counts as cancelled."""
-    job_id = rec["id"]
+    job_id = rec.id
     b = facts.backend_of(rec)
     jid = b.get("slurm_job_id")
     if not jid and facts.job_dir_of(b):  # submitted but the answer was lost?
@@ -78,27 +79,27 @@ NAME = re.compile(r"[a-z][a-z0-9-]{0,62}\Z")
 _KILL_ERROR = re.compile(r"job id ([0-9_]+)[^:]*: (.*)")
 
 
-def cancel_many(recs: list[dict], *, conn: Connection) -> list[Stop]:
+def cancel_many(recs: list[Record], *, conn: Connection) -> list[Stop]:
     """Cancel several submitted jobs (the trials of a sweep) with ONE ``scancel`` of all their ids over one
     connection; each says what happened as :func:`cancel` would. A job this cannot take (no SLURM id
     recorded, an image conversion to stop) goes through :func:`cancel`. A job not stopped is its ``Stop.error``."""
     batch, alone = [], []
     for rec in recs:
         b = facts.backend_of(rec)
-        jid, name = str(b.get("slurm_job_id") or ""), str(b.get("job_name") or rec["id"])
+        jid, name = str(b.get("slurm_job_id") or ""), str(b.get("job_name") or rec.id)
         ok = JOB_ID.match(jid) and NAME.match(name) and not b.get("convert_job_id") and facts.job_dir_of(b)
-        (batch if ok and rec["state"] not in states.TERMINAL else alone).append(rec)
+        (batch if ok and rec.state not in states.TERMINAL else alone).append(rec)
     out: list[Stop] = []
     for rec in alone:
         try:
             out.append(cancel(rec, conn=conn))
         except TaoError as exc:
-            out.append(Stop(rec["id"], error=str(exc)))
+            out.append(Stop(rec.id, error=str(exc)))
     if not batch:
         return out
     backends = [facts.backend_of(r) for r in batch]
     ids = [str(b["slurm_job_id"]) for b in backends]
-    names = [str(b.get("job_name") or r["id"]) for r, b in zip(batch, backends)
+    names = [str(b.get("job_name") or r.id) for r, b in zip(batch, backends)
              if b.get("self_retry") or b.get("walltime_chain")]
     creds = [posixpath.join(facts.job_dir_of(b), storage.CREDS_FILE) for b in backends if b.get("staged_secrets")]
     res = conn.script(CANCEL_MANY, [" ".join(ids), " ".join(names), *creds], check=False, what="scancel (many)")
@@ -106,21 +107,21 @@ def cancel_many(recs: list[dict], *, conn: Connection) -> list[Stop]:
     rc = re.search(r"^@@rc (\d+)$", text, re.M)
     if not res.ok or rc is None:  # the command itself failed (no connection): nothing is known
         line = last_line(res.stderr or text)
-        return out + [Stop(r["id"], error=f"scancel failed: {line}") for r in batch]
+        return out + [Stop(r.id, error=f"scancel failed: {line}") for r in batch]
     said = text.split("@@scancel\n", 1)[-1].split("@@rc", 1)[0]
     per_id = {m.group(1): m.group(2) for m in map(_KILL_ERROR.search, said.splitlines()) if m}
     rm_failed = re.search(r"^@@rm (\d+)$", text, re.M) is not None and not re.search(r"^@@rm 0$", text, re.M)
     for rec, b, jid in zip(batch, backends, ids):
         why = per_id.get(jid)
         if why and "Invalid job id" not in why and "already completing or completed" not in why:
-            out.append(Stop(rec["id"], error=f"scancel {jid} failed: {why}"))
+            out.append(Stop(rec.id, error=f"scancel {jid} failed: {why}"))
             continue
         if why is None and rc.group(1) != "0" and not per_id:
-            out.append(Stop(rec["id"], error=f"scancel {jid} failed: {last_line(said) or 'exit ' + rc.group(1)}"))
+            out.append(Stop(rec.id, error=f"scancel {jid} failed: {last_line(said) or 'exit ' + rc.group(1)}"))
             continue
         msg = f"scancel {jid}" if why is None else f"SLURM job {jid} was already gone: counted as cancelled"
         if rm_failed and b.get("staged_secrets"):
             creds = posixpath.join(facts.job_dir_of(b), storage.CREDS_FILE)
             msg += f"; the staged credentials {creds} could not be removed: delete that file on the cluster by hand"
-        out.append(Stop(rec["id"], "stopped" if why is None else "gone", msg, backend={"slurm_state": "CANCELLED"}))
+        out.append(Stop(rec.id, "stopped" if why is None else "gone", msg, backend={"slurm_state": "CANCELLED"}))
     return out

@@ -13,11 +13,12 @@ from .. import records
 from ..errors import TaoError
 from ..jobspec import SlurmSpec
 from . import uploads
+from ..records import Record
 
 
-def _kept(rec: dict) -> dict[str, str]:
+def _kept(rec: Record) -> dict[str, str]:
     """name -> sha256 the continued job was staged with (none for a record older than the digests)."""
-    text = str((rec.get("backend") or {}).get("spec_files") or "")
+    text = str(rec.backend.get("spec_files") or "")
     return dict(item.split("=", 1) for item in text.split(",") if "=" in item)
 
 
@@ -29,7 +30,7 @@ def check(spec: SlurmSpec, job_id: str) -> None:
         if not os.path.isabs(os.path.expanduser(str(path))):
             raise TaoError(f"job {job_id}'s saved spec names spec file {name} by a relative path ({path}): continue "
                            f"cannot tell which file that was; {hint}")
-    then = _kept(records.load(job_id))
+    then = _kept(records.get(job_id))
     if not then:
         return
     now = {u.name: u for u in uploads.collect(files, what="spec_files")}

@@ -7,6 +7,7 @@ from typing import Any, Mapping
 from .. import pins, recvalues, states
 from ..errors import TaoError
 from . import storage
+from ..records import Record
 
 
 PLATFORM = "slurm"
@@ -29,7 +30,7 @@ BACKEND_KINDS = {"slurm_job_id": "slurm_id", "array_job_id": "number", "convert_
                  "script": "abspath", "results_dir": "abspath", "job_name": "dns1123"}
 
 
-def backend_of(rec: Mapping[str, Any]) -> dict:
+def backend_of(rec: Record) -> dict:
     """The record's backend, every value checked for its kind (see :mod:`taobank.recvalues`)."""
     return recvalues.checked(rec, BACKEND_KINDS)
 
@@ -43,11 +44,11 @@ def log_dir_of(backend: Mapping[str, Any], name: str, jid: str) -> str:
     return posixpath.join(job_dir_of(backend), storage.LOG_DIR, f"{name}-{jid}")
 
 
-def require_submitted(rec: Mapping[str, Any]) -> dict:
+def require_submitted(rec: Record) -> dict:
     b = backend_of(rec)
     if not b.get("slurm_job_id") or not b.get("log_dir"):
-        if rec["state"] not in states.TERMINAL and job_dir_of(b):
-            raise TaoError(f"record {rec['id']} was staged but its sbatch answer was not recorded: "
-                           f"run tao_slurm.py resume {rec['id']} (it never submits twice)")
-        raise TaoError(f"record {rec['id']} has no SLURM job yet (state {rec['state']}): submit it first")
+        if rec.state not in states.TERMINAL and job_dir_of(b):
+            raise TaoError(f"record {rec.id} was staged but its sbatch answer was not recorded: "
+                           f"run tao_slurm.py resume {rec.id} (it never submits twice)")
+        raise TaoError(f"record {rec.id} has no SLURM job yet (state {rec.state}): submit it first")
     return b

@@ -1,14 +1,16 @@
 """logs on SLURM: the tails of main.out/main.err (and of the image conversion), or a follow by offsets."""
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 import secrets as _secrets
 import time
-from typing import Any, Callable, Mapping
+from typing import Callable
 
 from .. import platform, states
 from . import facts, observe, remote
 from .ssh import Connection
+from ..records import Record
 
 
 def logs(job_id: str, *, lines: int = 200, conn: Connection | None = None) -> dict[str, str]:
@@ -41,7 +43,7 @@ def follow(job_id: str, *, on_chunk: Callable[[str, str], None], conn: Connectio
     first = [f"t{int(tail)}"] * 2 if tail else None
     polls = 0
     while True:
-        done = rec["state"] in states.TERMINAL
+        done = rec.state in states.TERMINAL
         boundary = "@@tao-" + _secrets.token_hex(8)
         at = first or [str(o) for o in offs]
         first = None
@@ -65,16 +67,16 @@ def follow(job_id: str, *, on_chunk: Callable[[str, str], None], conn: Connectio
         if polls % 3 == 0 or polls == 1:  # only whether it ended: the record is the core's (status marks it)
             seen = observe.observe([rec], {"conn": conn})
             if seen and seen[0].state in states.TERMINAL:
-                rec = {**rec, "state": seen[0].state}
+                rec = dataclasses.replace(rec, state=seen[0].state)
                 continue  # one last read
         sleep(interval)
 
 
-def status_files(rec: Mapping[str, Any], *, conn: Connection | None = None) -> dict[str, str]:
+def status_files(rec: Record, *, conn: Connection | None = None) -> dict[str, str]:
     """TAO's status files in the job's results folder, ONE remote command (also after the job ended)."""
     from ..progress import READ_STATUS_SH, split_files
     from .results_access import location
 
-    res = (conn or Connection()).script(READ_STATUS_SH, [location(dict(rec)).folder], what="read status.json",
+    res = (conn or Connection()).script(READ_STATUS_SH, [location(rec).folder], what="read status.json",
                                         retry_on_drop=True)
     return split_files(res.stdout)

@@ -3,6 +3,7 @@ every record, mapped to states. Only says what it saw: the core marks the record
 infrastructure failures (bounded) through :func:`retry_backend` and :func:`relaunch`."""
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 from typing import Any, Mapping
 
@@ -13,6 +14,7 @@ from ..progress import statusfile
 from ..errors import TaoError
 from . import facts, prefetch, remote, status as st, storage, submit
 from .ssh import Connection
+from ..records import Record
 
 
 def _marker_path(b: Mapping[str, Any]) -> str | None:
@@ -27,24 +29,24 @@ def _retries_path(b: Mapping[str, Any]) -> str | None:
     return posixpath.join(d, storage.RETRIES_FILE) if d and (b.get("self_retry") or b.get("walltime_chain")) else None
 
 
-def _status_paths(rec: Mapping[str, Any]) -> list[str]:
+def _status_paths(rec: Record) -> list[str]:
     """TAO's status files of a job (its results folder, and the action's sub-folder): read in the sweep."""
-    folder = (rec.get("backend") or {}).get("results_dir")
-    return training.status_paths(folder, rec.get("action")) if folder else []
+    folder = rec.backend.get("results_dir")
+    return training.status_paths(folder, rec.action) if folder else []
 
 
-def _status_texts(rec: Mapping[str, Any], marks: Mapping[str, str]) -> dict[str, str]:
+def _status_texts(rec: Record, marks: Mapping[str, str]) -> dict[str, str]:
     """The job's status files the sweep read, ``{path relative to its results folder: text}`` (a file that does
     not exist prints an empty section: only files with lines count)."""
-    folder = (rec.get("backend") or {}).get("results_dir")
+    folder = rec.backend.get("results_dir")
     return {path[len(folder) + 1:]: marks[path] for path in _status_paths(rec)
             if (marks.get(path) or "").strip()} if folder else {}
 
 
-def _tao_outcome(rec: Mapping[str, Any], texts: Mapping[str, str]) -> dict[str, Any] | None:
+def _tao_outcome(rec: Record, texts: Mapping[str, str]) -> dict[str, Any] | None:
     """How TAO says the job's run ended, from the status file progress reports (``train/status.json`` for a train
     action: TAO writes in the action's folder)."""
-    chosen = training.chosen_log(texts, rec.get("action")) if texts else None
+    chosen = training.chosen_log(texts, rec.action) if texts else None
     return statusfile.text_outcome(texts[chosen[0]]) if chosen else None
 
 
@@ -73,30 +75,30 @@ def parse_sweep(text: str) -> tuple[dict, dict, dict[str, str], bool]:
     return squeue, sacct, sections(marker_text, "@@marker "), accounting
 
 
-def sweep(conn: Connection, recs: list[dict]) -> dict[str, Observation]:
+def sweep(conn: Connection, recs: list[Record]) -> dict[str, Observation]:
     """Verdict for every record: one remote command (one squeue + one sacct)."""
     live = []
     for r in recs:
-        if not (r.get("backend") or {}).get("slurm_job_id"):
+        if not r.backend.get("slurm_job_id"):
             continue
         try:
-            live.append({**r, "backend": facts.backend_of(r)})
+            live.append(dataclasses.replace(r, backend=facts.backend_of(r)))
         except TaoError:
             if len(recs) == 1:
                 raise
             continue  # a damaged record is left as it is; it never hides the others (status of it alone says why)
     if not live:
         return {}
-    ids = ",".join(sorted({j for r in live for j in (r["backend"]["slurm_job_id"], r["backend"].get("convert_job_id"),
-                                                     r["backend"].get("prefetch_job_id")) if j},
+    ids = ",".join(sorted({j for r in live for j in (r.backend["slurm_job_id"], r.backend.get("convert_job_id"),
+                                                     r.backend.get("prefetch_job_id")) if j},
                           key=lambda j: tuple(int(x) for x in j.split("_"))))
-    files = [m for r in live for m in (_marker_path(r["backend"]), *_status_paths(r), _retries_path(r["backend"]))
+    files = [m for r in live for m in (_marker_path(r.backend), *_status_paths(r), _retries_path(r.backend))
              if m]
     res = conn.script(remote.SWEEP, [ids] + files, what="squeue/sacct", retry_on_drop=True)
     squeue, sacct, marks, accounting = parse_sweep(res.stdout)
 
-    def verdict(r: dict, log: str | None = None) -> Observation:
-        b = r["backend"]
+    def verdict(r: Record, log: str | None = None) -> Observation:
+        b = r.backend
         jid = b["slurm_job_id"]
         moved = st.follow_retries(marks.get(_retries_path(b) or ""), jid)
         if moved and moved["reason"] == "walltime":  # the wall-time chain: the next attempt carries on
@@ -123,13 +125,13 @@ def sweep(conn: Connection, recs: list[dict]) -> dict[str, Observation]:
         if pid and not v.extra.get("convert_log"):
             v = st.with_prefetch(v, squeue.get(pid) or sacct.get(pid), pid, log_tail=log)
         texts = _status_texts(r, marks)
-        seen = training.progress_of(texts, r.get("action")) if texts else None
+        seen = training.progress_of(texts, r.action) if texts else None
         if seen:
             v.extra["progress"] = seen
         return v
 
-    def log_files(r: dict, v: Observation) -> list[str]:
-        b = r["backend"]
+    def log_files(r: Record, v: Observation) -> list[str]:
+        b = r.backend
         if v.extra.get("convert_log"):
             return [b["convert_log"]] if b.get("convert_log") else []
         if v.extra.get("prefetch_log"):
@@ -137,14 +139,14 @@ def sweep(conn: Connection, recs: list[dict]) -> dict[str, Observation]:
         return [posixpath.join(b["log_dir"], "main.err"), posixpath.join(b["log_dir"], "main.out")] \
             if b.get("log_dir") else []
 
-    out: dict[str, Observation] = {r["id"]: verdict(r) for r in live}
-    need_logs = [r for r in live if out[r["id"]].needs_log and log_files(r, out[r["id"]])]
+    out: dict[str, Observation] = {r.id: verdict(r) for r in live}
+    need_logs = [r for r in live if out[r.id].needs_log and log_files(r, out[r.id])]
     if need_logs:  # only failed jobs: one more command for all of them
-        wanted = {r["id"]: log_files(r, out[r["id"]]) for r in need_logs}
+        wanted = {r.id: log_files(r, out[r.id]) for r in need_logs}
         files = [f for fs in wanted.values() for f in fs]
         tails = sections(conn.script(remote.TAIL_FILES, ["65536"] + files, what="log tails").stdout, "@@file ")
         for r in need_logs:
-            out[r["id"]] = verdict(r, "".join(tails.get(f, "") for f in wanted[r["id"]]))
+            out[r.id] = verdict(r, "".join(tails.get(f, "") for f in wanted[r.id]))
     return out
 
 
@@ -161,28 +163,28 @@ def connection(context: dict, env: Mapping[str, str] | None = None) -> Connectio
     return context["conn"]
 
 
-def observe(recs: list[dict], context: dict) -> list[Observation]:
+def observe(recs: list[Record], context: dict) -> list[Observation]:
     """What SLURM says of ``recs`` with one sweep; a record never submitted (no slurm_job_id) gets no
     observation (it stays as it is, and no connection is opened when none was submitted)."""
-    if not any((r.get("backend") or {}).get("slurm_job_id") for r in recs):
+    if not any(r.backend.get("slurm_job_id") for r in recs):
         return []  # nothing SLURM could tell: no connection needed
     verdicts = sweep(connection(context), recs)
     out = []
     for r in recs:
-        v = verdicts.get(r["id"])
+        v = verdicts.get(r.id)
         if v is None:
             continue  # never submitted (no slurm_job_id): leave it
         out.append(_said(r, v))
     return out
 
 
-def _said(r: dict, v: Observation) -> Observation:
+def _said(r: Record, v: Observation) -> Observation:
     """The observation as the core applies it: the record's facts, the job that carries on, why no retry."""
-    b = r.get("backend") or {}
-    v.job_id = r["id"]
+    b = r.backend
+    v.job_id = r.id
     moved = v.extra.get("moved")
     if moved:  # backend_ref and slurm_job_id follow the live SLURM job (job_name stays: cancel stops every job of it)
-        jid, name = moved["next"], b.get("job_name") or r["id"]
+        jid, name = moved["next"], b.get("job_name") or r.id
         hop = {"self_retries": moved["attempt"], "excluded_nodes": moved["excluded"]} \
             if moved["reason"] != "walltime" else {"chain_attempt": moved["attempt"], "chain_seconds": moved["run_seconds"]}
         v.backend_ref = f"slurm:{jid}"
@@ -207,7 +209,7 @@ def _said(r: dict, v: Observation) -> Observation:
     return v
 
 
-def ended(recs: list[dict], context: dict, carried_on: frozenset[str] = frozenset()) -> dict[str, str]:
+def ended(recs: list[Record], context: dict, carried_on: frozenset[str] = frozenset()) -> dict[str, str]:
     """Remove the staged credentials of jobs that ended (one remote command): a job whose infrastructure retry
     carries on keeps its own (the retry sources them); a prefetch that never ran left its file too."""
     cleanup = []
@@ -216,7 +218,7 @@ def ended(recs: list[dict], context: dict, carried_on: frozenset[str] = frozense
         folder = facts.job_dir_of(b)
         if not folder:
             continue
-        if b.get("staged_secrets") and r["id"] not in carried_on:
+        if b.get("staged_secrets") and r.id not in carried_on:
             cleanup.append(posixpath.join(folder, storage.CREDS_FILE))
         if b.get("staged_prefetch_secrets"):
             cleanup.append(posixpath.join(folder, prefetch.CREDS_FILE))
@@ -225,11 +227,11 @@ def ended(recs: list[dict], context: dict, carried_on: frozenset[str] = frozense
     return {}
 
 
-def retry_backend(failed: dict, job_id: str, context: dict) -> dict:
+def retry_backend(failed: Record, job_id: str, context: dict) -> dict:
     """The facts of the retry ``job_id`` of ``failed``: the same staged script, so the same footer (self_retry
     decides whether retries.jsonl is read and whether cancel stops every job of the name; infra_retries whether
     status may resubmit again)."""
-    b = failed["backend"]
+    b = failed.backend
     conn = connection(context)
     backend = {k: b[k] for k in ("backend_type", "partition", "cluster_name", "container_runtime") if b.get(k) is not None}
     backend.update({k: b[k] for k in ("results_dir", "script", "staged_secrets", "self_retry", "infra_retries") if k in b})

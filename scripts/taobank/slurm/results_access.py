@@ -18,6 +18,7 @@ from ..errors import TaoError
 from ..paths import abs_path
 from ..run import Result, pipe
 from .ssh import Connection
+from ..records import Record
 
 
 class _Login:
@@ -33,31 +34,31 @@ class _Login:
         return pipe(self.conn.command_argv(["sh", "-c", script, "tao", *args]), stdin=stdin, what=what)
 
 
-def location(rec: dict) -> ResultsLocation:
+def location(rec: Record) -> ResultsLocation:
     """The job's folder; its own when it is named after the job (a record keeping the parent is not)."""
-    folder = abs_path((rec.get("backend") or {}).get("results_dir") or rec["results_dir"], "the record's results_dir")
-    if posixpath.basename(folder) != rec["id"]:
-        return ResultsLocation(folder, False, f"the record keeps the parent folder, not <base>/results/{rec['id']}")
+    folder = abs_path(rec.backend.get("results_dir") or rec.results_dir, "the record's results_dir")
+    if posixpath.basename(folder) != rec.id:
+        return ResultsLocation(folder, False, f"the record keeps the parent folder, not <base>/results/{rec.id}")
     return ResultsLocation(folder, True)
 
 
-def list_results(rec: dict, loc: ResultsLocation, *, status: bool) -> ResultsListing:
+def list_results(rec: Record, loc: ResultsLocation, *, status: bool) -> ResultsListing:
     return results_sh.list_folder(_Login(Connection()), loc.folder, status=status)
 
 
-def list_results_many(recs: list[dict], locs: list[ResultsLocation], *, status: bool) -> list[ResultsListing | TaoError]:
+def list_results_many(recs: list[Record], locs: list[ResultsLocation], *, status: bool) -> list[ResultsListing | TaoError]:
     """Every folder in ONE remote command (a sweep's trials: ``sweep best``)."""
     return results_sh.list_folders(_Login(Connection()), [loc.folder for loc in locs], status=status)
 
 
-def fetch_results(rec: dict, loc: ResultsLocation, paths: list[str], into: Path,
+def fetch_results(rec: Record, loc: ResultsLocation, paths: list[str], into: Path,
                   transfer: Transfer) -> list[ResultFile]:
     return results_sh.fetch_files(_Login(Connection()), loc.folder, paths, into, transfer)
 
 
-def remove_results(rec: dict, loc: ResultsLocation) -> str:
-    return results_sh.remove_folder(_Login(Connection()), loc.folder, rec["id"])
+def remove_results(rec: Record, loc: ResultsLocation) -> str:
+    return results_sh.remove_folder(_Login(Connection()), loc.folder, rec.id)
 
 
-def remove_files(rec: dict, loc: ResultsLocation, delete: list[str], keep: dict[str, int]) -> list[ResultFile]:
-    return results_sh.remove_files(_Login(Connection()), loc.folder, rec["id"], delete, keep)
+def remove_files(rec: Record, loc: ResultsLocation, delete: list[str], keep: dict[str, int]) -> list[ResultFile]:
+    return results_sh.remove_files(_Login(Connection()), loc.folder, rec.id, delete, keep)

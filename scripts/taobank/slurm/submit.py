@@ -23,6 +23,7 @@ from ..jobspec import SlurmSpec
 from ..run import last_line
 from . import chain, cmdpaths, facts, images, mounts, prefetch, remote, render, resources, spec as specmod, status as st, storage, uploads
 from .ssh import Connection
+from ..records import Record
 
 
 @dataclass
@@ -208,7 +209,7 @@ def check(plans: list[SlurmPlan], gate: Gate) -> None:
         sp.conn, sp.run_image, sp.convert, sp.force = first.conn, first.run_image, first.convert, first.force
 
 
-def launch_one(sp: SlurmPlan, rec: dict, batch: Batch) -> Launch:
+def launch_one(sp: SlurmPlan, rec: Record, batch: Batch) -> Launch:
     """Stage, render, lint and sbatch; a refusal removes what it staged (the job folder with any credentials,
     the results folder while empty): a refused submit leaves its ERROR record and nothing on the cluster."""
     conn = sp.conn
@@ -219,12 +220,12 @@ def launch_one(sp: SlurmPlan, rec: dict, batch: Batch) -> Launch:
     except SubmitUncertain:
         raise
     except TaoError as exc:  # refused, not submitted: take back the staged folder (credentials and all)
-        cb = records.load(rec["id"]).get("backend") or {}
+        cb = records.get(rec.id).backend
         jdir = facts.job_dir_of(cb)
         if not jdir or cb.get("slurm_job_id"):
             raise
         try:
-            conn.script(remote.UNSTAGE, [jdir, cb.get("results_dir") or "", rec["id"]], what="remove the staged job")
+            conn.script(remote.UNSTAGE, [jdir, cb.get("results_dir") or "", rec.id], what="remove the staged job")
         except TaoError:
             raise TaoError(f"{exc}; also could not remove its staged folder {jdir} on the cluster (it may hold "
                            "credentials): delete it by hand") from None
@@ -291,16 +292,16 @@ def conversion_job(p: Mapping[str, Any], job_id: str, *, force: bool, env: Mappi
                              gpu_partition=p.resources.partition, account=p.resources.account, force=force)
 
 
-def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: dict, image: str | None, batch: Batch, *,
+def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: Record, image: str | None, batch: Batch, *,
                       convert: bool = False, force: bool = False, env: Mapping[str, str] | None = None) -> Launch:
-    job_id = rec["id"]
+    job_id = rec.id
     results = storage.results_dir(p.base, job_id)
     jdir = storage.job_dir(p.base, job_id)
     inp = script_input(p, job_id, image)
     script = render.render(inp)
     script_rel = f"sbatch/job_{job_id}.sbatch"
     render.lint(script, f"job_{job_id}.sbatch")
-    meta = {"job_id": job_id, "network_arch": rec["network_arch"], "action": rec["action"],
+    meta = {"job_id": job_id, "network_arch": rec.network_arch, "action": rec.action,
             "partition": p.resources.partition, "nodes": p.resources.nodes,
             "gpus_per_node": p.resources.gpus_per_node, "runtime": p.runtime, "image": image,
             "results_dir": results, "secrets": sorted(p.secrets)}
@@ -363,8 +364,8 @@ def resumable(job_id: str) -> dict:
     b = facts.backend_of(rec)
     if b.get("slurm_job_id"):
         return rec
-    if rec["state"] in states.TERMINAL:
-        raise TaoError(f"job {job_id} is {rec['state']} and was never submitted to SLURM: nothing to resume; submit again")
+    if rec.state in states.TERMINAL:
+        raise TaoError(f"job {job_id} is {rec.state} and was never submitted to SLURM: nothing to resume; submit again")
     if not facts.job_dir_of(b) or not b.get("script"):
         raise TaoError(f"job {job_id} was never staged (no job folder or script in its record): nothing to resume; "
                        "submit it again with tao_slurm.py submit")
@@ -375,7 +376,7 @@ def relaunch(job_id: str, conn: Connection | None = None) -> Launch | None:
     """``resume``: sbatch the staged script of a record that has none yet (reconciled by name first, never
     twice); None when it was submitted already."""
     rec = resumable(job_id)  # refused before any connection when there is nothing to resume
-    if (rec.get("backend") or {}).get("slurm_job_id"):
+    if rec.backend.get("slurm_job_id"):
         return None
     return sbatch(conn or Connection(), job_id)
 
@@ -387,7 +388,7 @@ def sbatch(conn: Connection, job_id: str) -> Launch:
     record's exact name is adopted instead of submitting a second one.
     """
     rec = resumable(job_id)
-    b = dict(rec.get("backend") or {})
+    b = dict(rec.backend)
     name = b.get("job_name") or job_id
     log_root = posixpath.join(facts.job_dir_of(b), storage.LOG_DIR)
     found = find_by_name(conn, name)

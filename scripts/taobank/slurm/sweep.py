@@ -16,6 +16,7 @@ from ..contract import Batch, Launch
 from ..errors import TaoError
 from . import chain, facts, render, storage
 from .submit import SlurmPlan, _staged_files, script_input
+from ..records import Record
 
 #: $1 the jobs folder (parent of every staged folder), $2 the number of trials; then folders to make.
 #: stdin: base64 tar relative to $1. Refused before anything is written when N > MaxArraySize.
@@ -102,7 +103,7 @@ def preview(specs: list[dict], ids: list[str], batch: Batch, env: Mapping[str, s
     return array, trials, [storage.results_dir(first.base, jid) for jid in ids]
 
 
-def launch(plans: list[SlurmPlan], recs: list[dict], batch: Batch) -> list[Launch]:
+def launch(plans: list[SlurmPlan], recs: list[Record], batch: Batch) -> list[Launch]:
     """Every trial staged as an ordinary job in ONE command, then ONE sbatch of the array over them."""
     first = plans[0]
     conn = first.conn
@@ -118,14 +119,14 @@ def launch(plans: list[SlurmPlan], recs: list[dict], batch: Batch) -> list[Launc
     made: list[str] = [posixpath.join(sweep_dir, storage.LOG_DIR), posixpath.join(sweep_dir, "sbatch")]
     backends, names = [], []
     for p, rec in zip(plans, recs):
-        jid = rec["id"]
+        jid = rec.id
         d = p.decided
         jdir, results = storage.job_dir(base, jid), storage.results_dir(base, jid)
         inp = script_input(d, jid, first.run_image)
         text = render.render(inp)
         render.lint_secrets(text, f"job_{jid}.sbatch")
-        meta = {"job_id": jid, "sweep": sweep_id, "trial": rec.get("trial"), "network_arch": rec["network_arch"],
-                "action": rec["action"], "partition": d.resources.partition, "nodes": d.resources.nodes,
+        meta = {"job_id": jid, "sweep": sweep_id, "trial": rec.trial, "network_arch": rec.network_arch,
+                "action": rec.action, "partition": d.resources.partition, "nodes": d.resources.nodes,
                 "gpus_per_node": d.resources.gpus_per_node, "runtime": d.runtime, "image": first.run_image,
                 "results_dir": results, "secrets": sorted(d.secrets)}
         for rel, data in _staged_files(d, jid, jdir, results, text, meta).items():
