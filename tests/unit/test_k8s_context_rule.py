@@ -37,9 +37,15 @@ def _client_accepts(context: str) -> bool:
     return True
 
 
+def _record(backend: dict, backend_ref: str | None = None) -> records.Record:
+    """A running Kubernetes record with ``backend`` as it was read back (not checked: Kubectl.for_record checks)."""
+    return records.Record(id="dino-train-0a1b2c3d", platform="kubernetes", state="RUNNING", image="i",
+                          network_arch="dino", action="train", results_dir="/r", backend=backend, transitions=(),
+                          attempt=1, created_at="", updated_at="", backend_ref=backend_ref)
+
+
 def _record_accepts(context: str) -> bool:
-    rec = {"id": "dino-train-0a1b2c3d", "backend_ref": "default/dino-train-0a1b2c3d",
-           "backend": {"namespace": "default", "context": context}}
+    rec = _record({"namespace": "default", "context": context}, "default/dino-train-0a1b2c3d")
     try:
         Kubectl.for_record(rec)
     except TaoError:
@@ -103,7 +109,7 @@ def test_the_client_and_the_record_check_accept_the_same_namespaces(namespace):
             return False
         return True
 
-    rec = {"id": "dino-train-0a1b2c3d", "backend": {"namespace": namespace, "context": ""}}
+    rec = _record({"namespace": namespace, "context": ""})
     client = accepts(lambda: Kubectl(namespace, ""))
     record = accepts(lambda: Kubectl.for_record(rec))
     assert client == (recvalues.is_namespace_name(namespace) or namespace == "")  # "" = the default

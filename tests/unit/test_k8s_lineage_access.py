@@ -14,12 +14,12 @@ from taobank.kubernetes.lineage_access import reachable
 A = {"pvc": "team-a", "mount_path": "/results"}
 
 
-def parent_with(mount: dict) -> tuple[dict, str]:
-    rec = records.open_record("kubernetes", "img", "dino", "train", "A", "/results/{id}")
-    path = records.artifact_dir(rec["id"]) / logs.SPEC_FILE
+def parent_with(mount: dict) -> tuple[records.Record, str]:
+    rec = records.Record.of(records.open_record("kubernetes", "img", "dino", "train", "A", "/results/{id}"))
+    path = records.artifact_dir(rec.id) / logs.SPEC_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"image": "img", "command": ["x"], "mounts": [mount]}))
-    return rec, f"/results/{rec['id']}"
+    return rec, f"/results/{rec.id}"
 
 
 @pytest.mark.parametrize("child", [

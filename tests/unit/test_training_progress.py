@@ -166,7 +166,7 @@ def test_progress_of_a_no_results_job_says_why(fake):
     (records.artifact_dir(rec["id"]) / SPEC_FILE).write_text(json.dumps({"image": "i", "command": "c",
                                                                           "no_results": True}))
     with pytest.raises(TaoError, match="keeps no results"):
-        statusfiles.read(rec, live=False)
+        statusfiles.read(records.Record.of(rec), live=False)
 
 
 def test_the_status_paths_never_leave_the_results_folder():

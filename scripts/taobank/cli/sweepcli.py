@@ -63,7 +63,7 @@ def submit(platform: str, spec: dict, opts: object, trials: list[dict[str, str]]
 def _overrides(job_id: str) -> dict:
     from .. import records
 
-    return dict(records.load(job_id).get("overrides") or {})
+    return dict(records.get(job_id).overrides or {})
 
 
 def _own(sweep_id: str, platform: str | None) -> None:

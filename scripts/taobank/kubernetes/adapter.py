@@ -9,6 +9,7 @@ from ..jobspec import KubernetesSpec
 from ..platform import JobView, Logs, Platform
 from . import PLATFORM, cancel, credentials, logs, observe, results_access, submit
 from .submit import KubePlan
+from ..records import Record
 
 #: The job id a dry run without --job-id renders with (its Secret names follow from it).
 PREVIEW_ID = "tao-render-preview"
@@ -19,33 +20,33 @@ class Kubernetes(Platform):
     helper = "tao_k8s.py"
     results_access = results_access  # artifacts / fetch / prune (the verbs: taobank.results_verbs)
 
-    def view(self, rec: Mapping[str, Any]) -> JobView:
-        saved = savedlogs.saved(rec["id"], "logs.txt")
+    def view(self, rec: Record) -> JobView:
+        saved = savedlogs.saved(rec.id, "logs.txt")
         return JobView.from_record(rec, saved_logs=str(saved) if saved else None)
 
-    def observe(self, recs: list[dict], *, context: dict) -> list[Observation]:
+    def observe(self, recs: list[Record], *, context: dict) -> list[Observation]:
         # The Job controller itself replaces disrupted pods (podFailurePolicy): no observation asks for a retry.
         return observe.observe(recs, context)
 
-    def ended(self, recs: list[dict], context: dict, *, carried_on: frozenset[str] = frozenset()) -> dict[str, str]:
+    def ended(self, recs: list[Record], context: dict, *, carried_on: frozenset[str] = frozenset()) -> dict[str, str]:
         return observe.ended(recs, context)
 
-    def read_logs(self, rec: dict, *, tail: int | None) -> Logs:
+    def read_logs(self, rec: Record, *, tail: int | None) -> Logs:
         text, source = logs.read_logs(rec, tail=tail)
-        return Logs(rec["id"], {"pods": text}, source=source)
+        return Logs(rec.id, {"pods": text}, source=source)
 
-    def follow_logs(self, rec: dict, *, tail: int | None, emit: Callable[[str, str], None]) -> int:
+    def follow_logs(self, rec: Record, *, tail: int | None, emit: Callable[[str, str], None]) -> int:
         return logs.follow_logs(rec, tail=tail, emit=emit)
 
-    def read_status_files(self, rec: dict, *, live: bool) -> dict[str, str]:
+    def read_status_files(self, rec: Record, *, live: bool) -> dict[str, str]:
         from . import statusfiles
 
         return statusfiles.read(rec, live=live)
 
-    def stop(self, recs: list[dict], context: dict) -> list[Stop]:
+    def stop(self, recs: list[Record], context: dict) -> list[Stop]:
         return cancel.stop(recs)
 
-    def clean_finished(self, rec: dict, context: dict) -> str | None:
+    def clean_finished(self, rec: Record, context: dict) -> str | None:
         from .objects import index_of
 
         if index_of(rec) is not None:  # the sweep's Secrets serve its other trials: they go with its Job
@@ -59,10 +60,10 @@ class Kubernetes(Platform):
         # the schema's check is the spec's last step where it is made (kubernetes.spec.finish: flags, the probe)
         return KubernetesSpec.from_dict(spec)
 
-    def plan(self, spec: KubernetesSpec, opts: SubmitOptions, rec: dict | None) -> KubePlan:  # type: ignore[override]
+    def plan(self, spec: KubernetesSpec, opts: SubmitOptions, rec: Record | None) -> KubePlan:  # type: ignore[override]
         return submit.plan(spec, opts, rec)
 
-    def adopt(self, plan: KubePlan, rec: dict, gate: Gate) -> Launch | None:  # type: ignore[override]
+    def adopt(self, plan: KubePlan, rec: Record, gate: Gate) -> Launch | None:  # type: ignore[override]
         return submit.adopt(plan, rec, gate)
 
     def cluster_key(self, plan: KubePlan) -> str:  # type: ignore[override]
@@ -72,7 +73,7 @@ class Kubernetes(Platform):
     def check(self, plans: list[KubePlan], gate: Gate, batch: Batch) -> None:  # type: ignore[override]
         submit.check(plans, gate, batch)
 
-    def launch(self, plans: list[KubePlan], recs: list[dict], batch: Batch) -> list[Launch]:  # type: ignore[override]
+    def launch(self, plans: list[KubePlan], recs: list[Record], batch: Batch) -> list[Launch]:  # type: ignore[override]
         return submit.launch(plans, recs, batch)
 
     def with_time_limit(self, spec: dict, minutes: float) -> dict:

@@ -16,16 +16,17 @@ from . import status as smap
 from . import sweep as sweepmod
 from .kubectl import Kubectl
 from .objects import INDEX_LABEL, delete_options, find_jobs, index_of, sweep_of
+from ..records import Record
 
 
-def stop(recs: list[dict]) -> list[Stop]:
+def stop(recs: list[Record]) -> list[Stop]:
     """One job alone (:func:`cancel`: a delete by UID precondition), several in a fixed number of calls
     (:func:`cancel_many`); a sweep's trials by their Indexed Job (:func:`cancel_trials`)."""
     trials: dict[tuple, list[dict]] = {}
     rest = []
     for rec in recs:
-        b = rec.get("backend") or {}
-        if index_of(rec) is not None and rec.get("backend_ref") and b.get("uid") and b.get("name"):
+        b = rec.backend
+        if index_of(rec) is not None and rec.backend_ref and b.get("uid") and b.get("name"):
             trials.setdefault((b.get("namespace"), b.get("context"), b["uid"]), []).append(rec)
         else:
             rest.append(rec)
@@ -34,7 +35,7 @@ def stop(recs: list[dict]) -> list[Stop]:
         try:
             out += cancel_trials(group)
         except TaoError as exc:
-            out += [Stop(r["id"], error=str(exc)) for r in group]
+            out += [Stop(r.id, error=str(exc)) for r in group]
     return out
 
 
@@ -45,20 +46,20 @@ def cancel_trials(group: list[dict]) -> list[Stop]:
     of their pods (exit 143: FailIndex), the other trials untouched. The running pods' output stays in their
     results folders (``logs/``); the Job keeps the rest until its TTL."""
     kube = Kubectl.for_record(group[0])
-    b = group[0]["backend"]
+    b = group[0].backend
     name, uid, sweep = b["name"], b["uid"], sweep_of(group[0])
-    mine = {r["id"] for r in group}
-    others = [r for r in records.list_records(platform=group[0].get("platform")) if r.get("sweep") == sweep
-              and r["id"] not in mine and r["state"] in states.ACTIVE and (r.get("backend") or {}).get("uid") == uid]
+    mine = {r.id for r in group}
+    others = [r for r in records.find(platform=group[0].platform) if r.sweep == sweep
+              and r.id not in mine and r.state in states.ACTIVE and r.backend.get("uid") == uid]
     if not others:
         res = kube.run("delete", "--raw", f"/apis/batch/v1/namespaces/{kube.namespace}/jobs/{name}", "-f", "-",
                        stdin=json.dumps(delete_options(uid)), check=False, what="kubectl delete job (the sweep)")
         text = res.stderr + res.stdout
         if not res.ok and ("Precondition failed" in text or "Conflict" in text or "UID in precondition" in text):
-            return [Stop(r["id"], "gone", "the sweep's Job was replaced by another with the same name; left alone",
+            return [Stop(r.id, "gone", "the sweep's Job was replaced by another with the same name; left alone",
                          said=f"Job {name} now has another UID: not deleted", view={"deleted": False}) for r in group]
         if not res.ok and ("NotFound" in text or "not found" in text):
-            return [Stop(r["id"], "gone", "the sweep's Job was already gone", view={"deleted": False},
+            return [Stop(r.id, "gone", "the sweep's Job was already gone", view={"deleted": False},
                          said=f"Job {name} already deleted") for r in group]
         if not res.ok:
             raise TaoError(f"deleting the sweep's Job {name} failed: {last_line(text)}")
@@ -69,7 +70,7 @@ def cancel_trials(group: list[dict]) -> list[Stop]:
         return _trial_stops(group, job if job.get("kind") == "Job" else {}, f"Job {kube.namespace}/{name} deleted")
     job = kube.json("get", "job", name, "--ignore-not-found", what="kubectl get job (the sweep)")
     if not job or (job.get("metadata") or {}).get("uid") != uid:
-        return [Stop(r["id"], "gone", "the sweep's Job was already gone", view={"deleted": False},
+        return [Stop(r.id, "gone", "the sweep's Job was already gone", view={"deleted": False},
                      said=f"Job {name} already deleted") for r in group]
     stops = _trial_stops(group, job, "")
     going = sorted(index_of(r) for r, s in zip(group, stops) if s.outcome == "stopped")
@@ -93,25 +94,25 @@ def _trial_stops(group: list[dict], job: dict, said: str) -> list[Stop]:
     for rec in group:
         index = index_of(rec)
         if index in done:
-            out.append(Stop(rec["id"], "ended", f"trial {index} succeeded", state=State.COMPLETE,
+            out.append(Stop(rec.id, "ended", f"trial {index} succeeded", state=State.COMPLETE,
                             said="already finished (COMPLETE): nothing to cancel", view={"deleted": False}))
         elif index in failed:
-            out.append(Stop(rec["id"], "ended", f"trial {index} failed before the cancel (tao_jobs.py logs "
-                            f"{rec['id']})", state=State.ERROR, err_class="ERR_PROGRAM",
+            out.append(Stop(rec.id, "ended", f"trial {index} failed before the cancel (tao_jobs.py logs "
+                            f"{rec.id})", state=State.ERROR, err_class="ERR_PROGRAM",
                             said="already finished (ERROR): nothing to cancel", view={"deleted": False}))
         else:
-            out.append(Stop(rec["id"], "stopped", "canceled by the agent (the sweep's Job deleted, foreground)",
+            out.append(Stop(rec.id, "stopped", "canceled by the agent (the sweep's Job deleted, foreground)",
                             said=said or None, view={"deleted": True}))
     return out
 
 
-def cancel(rec: dict) -> Stop:
+def cancel(rec: Record) -> Stop:
     """Delete the recorded Job (only if its UID matches), its Secrets/Service/ConfigMap."""
-    job_id = rec["id"]
+    job_id = rec.id
     kube = Kubectl.for_record(rec)  # checks every backend value before it reaches kubectl
-    b = rec.get("backend") or {}
+    b = rec.backend
     name, uid = b.get("name"), b.get("uid")
-    if not rec.get("backend_ref") or not uid:
+    if not rec.backend_ref or not uid:
         # an interrupted submit may have created its Secret and even its Job before binding the record:
         # find them by the job-id label (the id is random, so the label is ours)
         found = find_jobs(kube, job_id)
@@ -158,7 +159,7 @@ def cancel(rec: dict) -> Stop:
                 view={"deleted": True})
 
 
-def cancel_many(recs: list[dict]) -> list[Stop]:
+def cancel_many(recs: list[Record]) -> list[Stop]:
     """Cancel several launched jobs (a sweep's trials) per namespace in a fixed number of calls: ONE ``get jobs``
     and ONE ``get pods`` by their ids, ONE ``logs -l`` of all their pods (saved next to each record), ONE
     ``delete jobs`` by label (``tao-sweep=<id>`` when they are one sweep's trials) of those still active, ONE
@@ -172,24 +173,24 @@ def cancel_many(recs: list[dict]) -> list[Stop]:
     out: list[Stop] = []
     alone = []
     for rec in recs:
-        b = rec.get("backend") or {}
-        if rec["state"] in states.TERMINAL or not rec.get("backend_ref") or not b.get("uid"):
+        b = rec.backend
+        if rec.state in states.TERMINAL or not rec.backend_ref or not b.get("uid"):
             alone.append(rec)
             continue
         try:
             kube = Kubectl.for_record(rec)
         except TaoError as exc:
-            out.append(Stop(rec["id"], error=str(exc)))
+            out.append(Stop(rec.id, error=str(exc)))
             continue
         groups.setdefault((kube.namespace, kube.context), []).append(rec)
     for (namespace, context), group in groups.items():
         kube = Kubectl(namespace, context or "")
-        sel = f"{JOB_LABEL} in ({','.join(r['id'] for r in group)})"
+        sel = f"{JOB_LABEL} in ({','.join(r.id for r in group)})"
         try:
             jobs = kube.items("jobs", "-l", sel, what="kubectl get jobs")
             pods = kube.items("pods", "-l", sel, what="kubectl get pods")
         except TaoError as exc:
-            out += [Stop(r["id"], error=str(exc)) for r in group]
+            out += [Stop(r.id, error=str(exc)) for r in group]
             continue
         by_uid = {(j.get("metadata") or {}).get("uid"): j for j in jobs}
         labelled: dict[str, set] = {}  # job id label -> the UIDs of the Jobs that carry it
@@ -198,21 +199,21 @@ def cancel_many(recs: list[dict]) -> list[Stop]:
             labelled.setdefault((meta.get("labels") or {}).get(JOB_LABEL), set()).add(meta.get("uid"))
         going, pods_of = [], {}
         for rec in group:
-            job = by_uid.get(rec["backend"]["uid"])
-            if labelled.get(rec["id"], set()) - {rec["backend"]["uid"]}:
+            job = by_uid.get(rec.backend["uid"])
+            if labelled.get(rec.id, set()) - {rec.backend["uid"]}:
                 # a Job of another UID carries its label: the delete by label would take it too, so this one
                 # goes through cancel() (a delete of its own UID only, a server-side precondition)
                 alone.append(rec)
                 continue
             if job is None:  # gone
-                out.append(Stop(rec["id"], "gone", "the Job was already gone", view={"deleted": False},
-                                said=f"Job {rec['backend'].get('name')} already deleted"))
+                out.append(Stop(rec.id, "gone", "the Job was already gone", view={"deleted": False},
+                                said=f"Job {rec.backend.get('name')} already deleted"))
                 continue
             mine = smap.pods_of(job, pods)
             obs = smap.observe(job, mine)
-            pods_of[rec["id"]] = mine
+            pods_of[rec.id] = mine
             if obs.state in (State.COMPLETE, State.ERROR):
-                out.append(Stop(rec["id"], "ended", obs.message, state=obs.state, err_class=obs.err_class,
+                out.append(Stop(rec.id, "ended", obs.message, state=obs.state, err_class=obs.err_class,
                                 said=f"already finished ({obs.state}): nothing to cancel", view={"deleted": False}))
                 continue
             going.append(rec)
@@ -220,13 +221,13 @@ def cancel_many(recs: list[dict]) -> list[Stop]:
         logs.save_final_logs_many(kube, sel, {jid: mine for jid, mine in pods_of.items() if mine})
         if not going:
             continue
-        ids = ",".join(r["id"] for r in going)
-        sweeps = {r.get("sweep") for r in going}
+        ids = ",".join(r.id for r in going)
+        sweeps = {r.sweep for r in going}
         label = f"{SWEEP_LABEL}={next(iter(sweeps))}," if len(sweeps) == 1 and None not in sweeps else ""
         res = kube.run("delete", "jobs", "-l", f"{label}{JOB_LABEL} in ({ids})", "--cascade=foreground",
                        "--wait=false", "--ignore-not-found", check=False, what="kubectl delete jobs")
         if not res.ok:
-            out += [Stop(r["id"], error=f"deleting its Job failed: "
+            out += [Stop(r.id, error=f"deleting its Job failed: "
                                         f"{(res.stderr or res.stdout).strip()[-200:] or 'no output'}") for r in going]
             continue
         note = ""
@@ -236,11 +237,11 @@ def cancel_many(recs: list[dict]) -> list[Stop]:
         except TaoError as exc:  # owned by the Jobs: the garbage collector removes them anyway
             note = f"; their Secrets/Services/ConfigMaps were not deleted now ({exc}): the garbage collector removes them"
         for rec in going:  # the Jobs are going: the records say so, whatever the cleanup above did
-            out.append(Stop(rec["id"], "stopped", "canceled by the agent (Job deleted, foreground)", view={"deleted": True},
-                            said=f"Job {namespace}/{rec['backend'].get('name')} deleted{note}"))
+            out.append(Stop(rec.id, "stopped", "canceled by the agent (Job deleted, foreground)", view={"deleted": True},
+                            said=f"Job {namespace}/{rec.backend.get('name')} deleted{note}"))
     for rec in alone:
         try:
             out.append(cancel(rec))
         except TaoError as exc:
-            out.append(Stop(rec["id"], error=str(exc)))
+            out.append(Stop(rec.id, error=str(exc)))
     return out

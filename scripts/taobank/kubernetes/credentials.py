@@ -16,6 +16,7 @@ from .. import envfile
 from ..errors import TaoError
 from . import OWNER_UID_LABEL, render
 from .kubectl import Kubectl
+from ..records import Record
 
 
 def read_secrets_file(path: str) -> dict[str, str]:
@@ -88,9 +89,9 @@ def create_secret(kube: Kubectl, obj: dict) -> None:
     raise TaoError(f"creating Secret {obj['metadata']['name']} failed: {res.stderr.strip().splitlines()[-1] if res.stderr.strip() else 'no output'}")
 
 
-def credential_secrets(rec: dict) -> list[str]:
+def credential_secrets(rec: Record) -> list[str]:
     """The names of the credential Secrets submit made for the record's Job (``backend.owned``)."""
-    owned = str((rec.get("backend") or {}).get("owned") or "")
+    owned = str(rec.backend.get("owned") or "")
     return [item.split("/", 1)[1] for item in owned.split(",") if item.startswith("secret/")]
 
 
@@ -111,11 +112,11 @@ def kept_note(exc: Exception) -> str:
             "Job at its TTL")
 
 
-def remove_credentials(rec: dict) -> str | None:
+def remove_credentials(rec: Record) -> str | None:
     """``cancel`` of a job that already finished: delete its credential Secrets (status does it when it sees
     the end; this covers a job nobody polled). The note for the cancel line, or None (nothing held)."""
-    uid = (rec.get("backend") or {}).get("uid")
-    if rec["state"] == State.CANCELED or not uid or not credential_secrets(rec):
+    uid = rec.backend.get("uid")
+    if rec.state == State.CANCELED or not uid or not credential_secrets(rec):
         return None  # a canceled Job was deleted: the garbage collector took its Secrets with it
     return credentials_note(Kubectl.for_record(rec), uid)
 

@@ -16,6 +16,7 @@ from typing import Callable
 from .. import recvalues
 from ..errors import TaoError
 from ..run import Result, run, stream
+from ..records import Record
 
 NAMESPACE_ENV = "TAO_K8S_NAMESPACE"
 CONTEXT_ENV = "TAO_K8S_CONTEXT"
@@ -52,11 +53,11 @@ class Kubectl:
         self.context = checked_context(ctx, ctx_source) if ctx is not None else None
 
     @classmethod
-    def for_record(cls, rec: dict) -> "Kubectl":
+    def for_record(cls, rec: Record) -> "Kubectl":
         b = recvalues.checked(rec, BACKEND_KINDS)
         ns = b.get("namespace")
-        if not ns and rec.get("backend_ref") and "/" in rec["backend_ref"]:
-            ref_ns = {"namespace": rec["backend_ref"].split("/", 1)[0]}
+        if not ns and rec.backend_ref and "/" in rec.backend_ref:
+            ref_ns = {"namespace": rec.backend_ref.split("/", 1)[0]}
             ns = recvalues.checked({**rec, "backend": ref_ns}, {"namespace": "namespace"})["namespace"]
         # the cluster the job went to, not whatever the environment says today
         return cls(ns, b.get("context", "") or "") if ns else cls()

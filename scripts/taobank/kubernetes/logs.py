@@ -10,6 +10,7 @@ from . import results as resultsmod
 from . import status as smap
 from .kubectl import Kubectl
 from .objects import index_of, pod_selector
+from ..records import Record
 
 #: The job spec as submitted, next to the record (artifact folder): logs reads the volume copy through it.
 SPEC_FILE = "spec.json"
@@ -36,12 +37,12 @@ def pod_logs(kube: Kubectl, pod: dict, tail: int) -> str:
     return f"# no logs from pod {name}: {why[-1] if why else 'kubectl logs failed'}\n"
 
 
-def save_final_logs(kube: Kubectl, rec: dict, pods: list[dict]) -> str | None:
+def save_final_logs(kube: Kubectl, rec: Record, pods: list[dict]) -> str | None:
     """Write the pods' logs next to the record (they vanish with ttlSecondsAfterFinished)."""
     if not pods:
         return None
     text = format_logs(kube, pods, int(pins.resolve("kubernetes.logs_tail")))
-    return str(savedlogs.save(rec["id"], "logs.txt", text))
+    return str(savedlogs.save(rec.id, "logs.txt", text))
 
 
 def format_logs(kube: Kubectl, pods: list[dict], tail: int) -> str:
@@ -60,34 +61,34 @@ def format_logs(kube: Kubectl, pods: list[dict], tail: int) -> str:
     return "".join(chunks)
 
 
-def _live_pods(kube: Kubectl, rec: dict) -> list[dict]:
+def _live_pods(kube: Kubectl, rec: Record) -> list[dict]:
     """The job's pods (only those owned by the recorded Job UID)."""
-    uid = (rec.get("backend") or {}).get("uid")
+    uid = rec.backend.get("uid")
     return [p for p in kube.items("pods", "-l", pod_selector(rec), what="kubectl get pods")
             if not uid or any(o.get("uid") == uid for o in p["metadata"].get("ownerReferences") or [])]
 
 
-def read_logs(rec: dict, *, tail: int | None = None) -> tuple[str, str]:
+def read_logs(rec: Record, *, tail: int | None = None) -> tuple[str, str]:
     """(text, source): the pods' logs ("live") or, once the pods are gone, the copy saved at the end ("saved")."""
     kube = Kubectl.for_record(rec)
     tail = tail if tail is not None else int(pins.resolve("kubernetes.logs_tail"))
     pods = _live_pods(kube, rec)
     if pods:
         return format_logs(kube, pods, tail), "live"
-    saved = savedlogs.read(rec["id"], "logs.txt", tail)
+    saved = savedlogs.read(rec.id, "logs.txt", tail)
     if saved is not None:
         return saved, "saved"
     kept = volume_logs(kube, rec, tail)
     if kept:
         return kept, "volume"
-    raise TaoError(f"job {rec['id']} has no pods (not started, or deleted by TTL), no saved logs and no output "
+    raise TaoError(f"job {rec.id} has no pods (not started, or deleted by TTL), no saved logs and no output "
                    "copy on a results volume")
 
 
-def saved_spec(rec: dict) -> dict | None:
+def saved_spec(rec: Record) -> dict | None:
     """The job spec as submitted (kept beside the record): where its volumes and results folder are; None
     for a record without one (made by an older helper)."""
-    path = records.artifact_dir(rec["id"]) / SPEC_FILE
+    path = records.artifact_dir(rec.id) / SPEC_FILE
     if not path.is_file():
         return None
     spec = safeparse.json_value(fsio.read_regular(path, "saved job spec", follow_links=False) or b"", f"saved job spec {path}")
@@ -98,7 +99,7 @@ def saved_spec(rec: dict) -> dict | None:
 _READ_LOGS = ('for f in "$1"/*.log; do [ -f "$f" ] || continue; echo "==> ${f##*/} <=="; tail -n "$2" "$f"; done')
 
 
-def volume_logs(kube: Kubectl, rec: dict, tail: int) -> str | None:
+def volume_logs(kube: Kubectl, rec: Record, tail: int) -> str | None:
     """The output copy the job appended to ``<results folder>/logs`` (read by a short helper Job), or None."""
     from . import volume_job
 
@@ -107,7 +108,7 @@ def volume_logs(kube: Kubectl, rec: dict, tail: int) -> str | None:
         return None
     if spec.get("storage_tier", "A") != "A" or not spec.get("log_copy", True):
         return None
-    folder = resultsmod.plan(spec).for_job(rec["id"]).pod_folder
+    folder = resultsmod.plan(spec).for_job(rec.id).pod_folder
     if not folder:
         return None
     _, text = volume_job.run(kube, spec, ["/bin/sh", "-c", _READ_LOGS, "tao-logs", f"{folder}/{render.LOG_COPY_DIR}",
@@ -115,7 +116,7 @@ def volume_logs(kube: Kubectl, rec: dict, tail: int) -> str | None:
     return text or None
 
 
-def follow_logs(rec: dict, *, emit: Callable[[str, str], None], tail: int | None = None) -> int:
+def follow_logs(rec: Record, *, emit: Callable[[str, str], None], tail: int | None = None) -> int:
     """Hand every pod's output (rank-prefixed) to ``emit("pods", text)`` until the pods end; kubectl's exit code."""
     kube = Kubectl.for_record(rec)
     tail = tail if tail is not None else int(pins.resolve("kubernetes.logs_tail"))
@@ -124,7 +125,7 @@ def follow_logs(rec: dict, *, emit: Callable[[str, str], None], tail: int | None
         text, _ = read_logs(rec, tail=tail)
         emit("pods", text)
         return 0
-    nodes = len(pods) if index_of(rec) is not None else int((rec.get("backend") or {}).get("nodes") or len(pods))
+    nodes = len(pods) if index_of(rec) is not None else int(rec.backend.get("nodes") or len(pods))
     return kube.stream("logs", "-l", pod_selector(rec), "--follow", "--prefix", "--all-containers=true",
                        f"--tail={tail}", f"--max-log-requests={max(2 * nodes + 2, 5)}",
                        on_text=lambda text: emit("pods", text))

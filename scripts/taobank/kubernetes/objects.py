@@ -5,6 +5,7 @@ from .. import names
 from ..errors import TaoError
 from . import JOB_LABEL, OWNER_UID_LABEL
 from .kubectl import Kubectl
+from ..records import Record
 
 #: The completion index label the Job controller puts on an Indexed Job's pods (Kubernetes >= 1.28).
 INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
@@ -34,22 +35,22 @@ def delete_options(uid: str, propagation: str = "Foreground") -> dict:
             "preconditions": {"uid": uid}}
 
 
-def index_of(rec: dict) -> int | None:
+def index_of(rec: Record) -> int | None:
     """The completion index of a trial run by a sweep's Indexed Job (None: a Job of its own)."""
-    value = (rec.get("backend") or {}).get("index")
+    value = rec.backend.get("index")
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def pod_selector(rec: dict) -> str:
+def pod_selector(rec: Record) -> str:
     """The label selector of a job's pods: its own id, or its sweep's id and its completion index."""
     index = index_of(rec)
     if index is None:
-        return f"{JOB_LABEL}={rec['id']}"
+        return f"{JOB_LABEL}={rec.id}"
     return f"{JOB_LABEL}={sweep_of(rec)},{INDEX_LABEL}={index}"
 
 
-def sweep_of(rec: dict) -> str:
+def sweep_of(rec: Record) -> str:
     """The sweep id of a trial record, checked (it reaches kubectl's label selectors)."""
-    if not names.is_dns1035_label(str(rec.get("sweep") or "")):
-        raise TaoError(f"record {rec['id']} names a trial of a sweep but no valid sweep id: it is damaged")
-    return rec["sweep"]
+    if not names.is_dns1035_label(str(rec.sweep or "")):
+        raise TaoError(f"record {rec.id} names a trial of a sweep but no valid sweep id: it is damaged")
+    return rec.sweep

@@ -16,15 +16,16 @@ from . import JOB_LABEL, credentials, logs, verdicts
 from . import status as smap
 from .kubectl import Kubectl
 from .objects import INDEX_LABEL, index_of, sweep_of
+from ..records import Record
 
 
-def _label(rec: dict) -> str:
+def _label(rec: Record) -> str:
     """The job-id label value of the record's Job: its own id, or its sweep's (one Indexed Job for every trial)."""
-    return sweep_of(rec) if index_of(rec) is not None else rec["id"]
+    return sweep_of(rec) if index_of(rec) is not None else rec.id
 
 
-def _observe_record(kube: Kubectl, rec: dict, entry: dict | None) -> tuple[Observation, list[dict], dict | None]:
-    b = rec.get("backend") or {}
+def _observe_record(kube: Kubectl, rec: Record, entry: dict | None) -> tuple[Observation, list[dict], dict | None]:
+    b = rec.backend
     entry = entry or {"jobs": [], "pods": []}
     job = smap.pick_job(entry["jobs"], b.get("uid"), b.get("name"))
     pods = smap.pods_of(job, entry["pods"])
@@ -36,13 +37,13 @@ def _observe_record(kube: Kubectl, rec: dict, entry: dict | None) -> tuple[Obser
         return smap.observe(job, pods, texts) if index is None else smap.observe_index(job, index, pods, texts)
 
     obs = see()
-    if obs.state == State.ERROR and obs.failed_pod and rec["state"] not in states.TERMINAL:
+    if obs.state == State.ERROR and obs.failed_pod and rec.state not in states.TERMINAL:
         failed = next(p for p in pods if p["metadata"]["name"] == obs.failed_pod)
         obs = see({obs.failed_pod: logs.pod_logs(kube, failed, 50)})
     return obs, pods, job
 
 
-def observe(recs: list[dict], context: dict) -> list[Observation]:
+def observe(recs: list[Record], context: dict) -> list[Observation]:
     """What the cluster says of ``recs``, with one list call per (context, namespace); the pods of each job
     are kept in ``context`` for :func:`ended`."""
     groups: dict[tuple, list[dict]] = {}
@@ -70,23 +71,23 @@ def observe(recs: list[dict], context: dict) -> list[Observation]:
             out += [_unasked(r, "QueryFailed", str(exc)) for r in group]
             continue
         by_id = smap.group_items(items)
-        gone = [r for r in group if r.get("backend_ref") and _gone(r, by_id.get(_label(r)))]
+        gone = [r for r in group if r.backend_ref and _gone(r, by_id.get(_label(r)))]
         kept = verdicts.read_gone(kube, gone) if gone else {}
         for rec in group:
-            if not rec.get("backend_ref"):
+            if not rec.backend_ref:
                 out.append(_unasked(rec, "NotLaunched",
-                                    "not launched (no backend_ref): run submit --job-id " + rec["id"]))
+                                    "not launched (no backend_ref): run submit --job-id " + rec.id))
                 continue
             obs, pods, job = _observe_record(kube, rec, by_id.get(_label(rec)))
-            if rec["id"] in kept:  # the Job is gone: its verdict is the exit marker its pod left on the volume
-                obs, text = kept[rec["id"]]
+            if rec.id in kept:  # the Job is gone: its verdict is the exit marker its pod left on the volume
+                obs, text = kept[rec.id]
                 if text:
-                    context.setdefault("volume_logs", {})[rec["id"]] = text
-            context.setdefault("pods", {})[rec["id"]] = (kube, pods)
+                    context.setdefault("volume_logs", {})[rec.id] = text
+            context.setdefault("pods", {})[rec.id] = (kube, pods)
             if index_of(rec) is not None and job is not None and (smap.condition(job, "Complete") or
                                                                   smap.condition(job, "Failed")):
-                context.setdefault("sweeps_ended", set()).add(rec["backend"].get("uid"))
-            obs.job_id = rec["id"]
+                context.setdefault("sweeps_ended", set()).add(rec.backend.get("uid"))
+            obs.job_id = rec.id
             obs.view = {"observed": obs.state, "reason": obs.reason, "pods": obs.pods, "exit_code": obs.exit_code,
                         "pod_attempts": obs.pod_attempts}
             if obs.reason in smap.PULL_RETRY_REASONS and smap.PULL_BACKOFF_ONLY in obs.message:
@@ -95,20 +96,20 @@ def observe(recs: list[dict], context: dict) -> list[Observation]:
     return out
 
 
-def _gone(rec: dict, entry: dict | None) -> bool:
+def _gone(rec: Record, entry: dict | None) -> bool:
     """The record's Job is not in the answer (deleted by its TTL, or by hand)."""
-    b = rec.get("backend") or {}
+    b = rec.backend
     return smap.pick_job((entry or {}).get("jobs") or [], b.get("uid"), b.get("name")) is None
 
 
-def _unasked(rec: dict, reason: str, message: str) -> Observation:
+def _unasked(rec: Record, reason: str, message: str) -> Observation:
     """The observation of a record that could not be asked about: it stays as it is."""
-    return Observation(State(rec["state"]), message, job_id=rec["id"], asked=False,
+    return Observation(State(rec.state), message, job_id=rec.id, asked=False,
                        view={"observed": None, "reason": reason, "message": message, "pods": [], "exit_code": None,
                              "pod_attempts": 0})
 
 
-def ended(recs: list[dict], context: dict) -> dict[str, str]:
+def ended(recs: list[Record], context: dict) -> dict[str, str]:
     """The jobs of this poll that just ended: their pods' logs saved next to the record (a sweep's trials: ONE
     ``kubectl logs -l`` for those of one sweep; for a Job already gone, the volume copy read with its exit
     marker), and their credentials
@@ -119,18 +120,18 @@ def ended(recs: list[dict], context: dict) -> dict[str, str]:
     groups: dict[tuple, tuple[Kubectl, list[dict]]] = {}
     trials: dict[tuple, tuple[Kubectl, dict[str, list[dict]]]] = {}
     for rec in recs:
-        kube, pods = seen.get(rec["id"], (None, []))
+        kube, pods = seen.get(rec.id, (None, []))
         if kube is None:
             continue
         if pods and index_of(rec) is not None:  # a sweep's trials that ended now: one logs call for them all
-            trials.setdefault((kube.context, kube.namespace, sweep_of(rec)), (kube, {}))[1][rec["id"]] = pods
+            trials.setdefault((kube.context, kube.namespace, sweep_of(rec)), (kube, {}))[1][rec.id] = pods
         elif pods:
             logs.save_final_logs(kube, rec, pods)
-        elif rec["id"] in context.get("volume_logs", {}):  # the Job was gone: the copy read with its exit marker
-            savedlogs.save(rec["id"], "logs.txt", context["volume_logs"][rec["id"]])
-        if index_of(rec) is not None and rec["backend"].get("uid") not in context.get("sweeps_ended", set()):
+        elif rec.id in context.get("volume_logs", {}):  # the Job was gone: the copy read with its exit marker
+            savedlogs.save(rec.id, "logs.txt", context["volume_logs"][rec.id])
+        if index_of(rec) is not None and rec.backend.get("uid") not in context.get("sweeps_ended", set()):
             continue  # a sweep's Secrets serve every trial: deleted once its Job has ended (else with the Job)
-        if credentials.credential_secrets(rec) and (rec.get("backend") or {}).get("uid"):
+        if credentials.credential_secrets(rec) and rec.backend.get("uid"):
             groups.setdefault((kube.context, kube.namespace), (kube, []))[1].append(rec)
     for (_, _, sweep), (kube, pods_of) in trials.items():
         indexes = sorted({smap.pod_rank(p) for ps in pods_of.values() for p in ps} - {None})
@@ -139,7 +140,7 @@ def ended(recs: list[dict], context: dict) -> dict[str, str]:
     notes: dict[str, str] = {}
     for kube, group in groups.values():
         try:
-            credentials.delete_credentials(kube, [rec["backend"]["uid"] for rec in group])
+            credentials.delete_credentials(kube, [rec.backend["uid"] for rec in group])
         except TaoError as exc:
-            notes.update({rec["id"]: credentials.kept_note(exc) for rec in group})
+            notes.update({rec.id: credentials.kept_note(exc) for rec in group})
     return notes

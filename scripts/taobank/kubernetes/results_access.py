@@ -27,69 +27,70 @@ from . import results as resultsmod
 from . import volume_job
 from .kubectl import Kubectl
 from .logs import saved_spec
+from ..records import Record
 
 
-def _spec(rec: dict) -> dict:
+def _spec(rec: Record) -> dict:
     spec = saved_spec(rec)
     if spec is None:
-        raise TaoError(f"job {rec['id']} has no saved job spec beside its record (submitted by an older helper), so "
+        raise TaoError(f"job {rec.id} has no saved job spec beside its record (submitted by an older helper), so "
                        "its volume is unknown: read the folder with kubectl yourself")
     return spec
 
 
-def _is_s3(rec: dict) -> bool:
-    return str(rec.get("results_dir") or "").startswith("s3://")
+def _is_s3(rec: Record) -> bool:
+    return str(rec.results_dir or "").startswith("s3://")
 
 
-def location(rec: dict) -> ResultsLocation:
+def location(rec: Record) -> ResultsLocation:
     """The job's folder (in the pod, or the s3:// URI) and whether it is the job's own (named after its id)."""
-    if rec.get("results_dir") == NO_RESULTS_DIR:
-        raise TaoError(f"job {rec['id']} was submitted with --no-results: it kept no results")
+    if rec.results_dir == NO_RESULTS_DIR:
+        raise TaoError(f"job {rec.id} was submitted with --no-results: it kept no results")
     if _is_s3(rec):
-        folder = rec["results_dir"].rstrip("/")
+        folder = rec.results_dir.rstrip("/")
         exact = bool((saved_spec(rec) or {}).get("results_exact"))
     else:
         spec = _spec(rec)
         exact = bool(spec.get("results_exact"))
-        folder = resultsmod.plan(spec).for_job(rec["id"]).pod_folder or ""
+        folder = resultsmod.plan(spec).for_job(rec.id).pod_folder or ""
         if not folder:
-            raise TaoError(f"job {rec['id']} kept no results folder on a volume")
+            raise TaoError(f"job {rec.id} kept no results folder on a volume")
     if exact:
         return ResultsLocation(folder, False, "it was given with results_exact, so it may hold more than this job")
-    if posixpath.basename(folder) != rec["id"]:
-        return ResultsLocation(folder, False, f"its name is not the job id {rec['id']}")
+    if posixpath.basename(folder) != rec.id:
+        return ResultsLocation(folder, False, f"its name is not the job id {rec.id}")
     return ResultsLocation(folder, True)
 
 
-def list_results(rec: dict, loc: ResultsLocation, *, status: bool) -> ResultsListing:
+def list_results(rec: Record, loc: ResultsLocation, *, status: bool) -> ResultsListing:
     if _is_s3(rec):
         return s3results.list_prefix(loc.folder, status=status)
     with volume_job.reader(Kubectl.for_record(rec), _spec(rec), purpose="listing the results",
-                           for_job=rec["id"]) as pod:
+                           for_job=rec.id) as pod:
         return results_sh.list_folder(pod, loc.folder, status=status)
 
 
-def fetch_results(rec: dict, loc: ResultsLocation, paths: list[str], into: Path,
+def fetch_results(rec: Record, loc: ResultsLocation, paths: list[str], into: Path,
                   transfer: Transfer) -> list[ResultFile]:
     if _is_s3(rec):
         return s3results.fetch(loc.folder, paths, into, transfer)
     with volume_job.reader(Kubectl.for_record(rec), _spec(rec), purpose="fetching the results",
-                           for_job=rec["id"]) as pod:
+                           for_job=rec.id) as pod:
         return results_sh.fetch_files(pod, loc.folder, paths, into, transfer)
 
 
-def remove_files(rec: dict, loc: ResultsLocation, delete: list[str], keep: dict[str, int]) -> list[ResultFile]:
+def remove_files(rec: Record, loc: ResultsLocation, delete: list[str], keep: dict[str, int]) -> list[ResultFile]:
     if _is_s3(rec):
-        raise TaoError(f"job {rec['id']}: its results are in {loc.folder}: delete single checkpoints there with aws s3 "
+        raise TaoError(f"job {rec.id}: its results are in {loc.folder}: delete single checkpoints there with aws s3 "
                        "rm (prune --keep reads volumes only)")
     with volume_job.reader(Kubectl.for_record(rec), _spec(rec), purpose="pruning checkpoints",
-                           writable=True, for_job=rec["id"]) as pod:
-        return results_sh.remove_files(pod, loc.folder, rec["id"], delete, keep)
+                           writable=True, for_job=rec.id) as pod:
+        return results_sh.remove_files(pod, loc.folder, rec.id, delete, keep)
 
 
-def remove_results(rec: dict, loc: ResultsLocation) -> str:
+def remove_results(rec: Record, loc: ResultsLocation) -> str:
     if _is_s3(rec):
-        return s3results.remove(loc.folder, rec["id"])
+        return s3results.remove(loc.folder, rec.id)
     with volume_job.reader(Kubectl.for_record(rec), _spec(rec), purpose="pruning the results",
-                           writable=True, for_job=rec["id"]) as pod:
-        return results_sh.remove_folder(pod, loc.folder, rec["id"])
+                           writable=True, for_job=rec.id) as pod:
+        return results_sh.remove_folder(pod, loc.folder, rec.id)

@@ -9,19 +9,20 @@ from . import render
 from . import results as resultsmod
 from .kubectl import Kubectl
 from .logs import saved_spec
+from ..records import Record
 
 
-def read(rec: dict, *, live: bool) -> dict[str, str]:
+def read(rec: Record, *, live: bool) -> dict[str, str]:
     """``{path relative to the results folder: text}``; ``live`` asks the running pod only (one call)."""
     spec = saved_spec(rec)
     if spec is None:
-        raise TaoError(f"job {rec['id']} has no saved spec next to its record (submitted by an older bank?): its "
+        raise TaoError(f"job {rec.id} has no saved spec next to its record (submitted by an older bank?): its "
                        "results folder is unknown")
-    folder = resultsmod.plan(spec, staging=render.staging_dir(spec)).for_job(rec["id"]).pod_folder
+    folder = resultsmod.plan(spec, staging=render.staging_dir(spec)).for_job(rec.id).pod_folder
     if not folder:
-        raise TaoError(f"job {rec['id']} keeps no results (--no-results): there is no status file to read")
+        raise TaoError(f"job {rec.id} keeps no results (--no-results): there is no status file to read")
     kube = Kubectl.for_record(rec)
-    name = (rec.get("backend") or {}).get("name") or render.job_name_for(rec["id"])
+    name = rec.backend.get("name") or render.job_name_for(rec.id)
     res = kube.run("exec", f"job/{name}", "-c", "main", "--", *read_argv(folder), check=False,
                    what="kubectl exec (read status.json)")
     if res.ok:
@@ -29,7 +30,7 @@ def read(rec: dict, *, live: bool) -> dict[str, str]:
     if live:
         raise TaoError(f"could not read {folder}/status.json in the job's pod: {last_line(res.stderr)}")
     if spec.get("storage_tier", "A") != "A":
-        raise TaoError(f"job {rec['id']}'s pods are gone and its results were uploaded to {rec.get('results_dir')}: "
+        raise TaoError(f"job {rec.id}'s pods are gone and its results were uploaded to {rec.results_dir}: "
                        "read status.json there (tao_jobs.py fetch ID status.json --to DIR)")
     from . import volume_job
 

@@ -34,6 +34,7 @@ from .kubectl import Kubectl, json_objects
 from .logs import SPEC_FILE
 from . import sweep as sweepmod
 from .sweep import SWEEP_LABEL
+from ..records import Record
 
 @dataclass
 class KubePlan(Plan):
@@ -51,21 +52,21 @@ class KubePlan(Plan):
     sweep_objs: list[dict] = field(default_factory=list)
 
 
-def target(opts: SubmitOptions, rec: dict | None) -> Kubectl:
+def target(opts: SubmitOptions, rec: Record | None) -> Kubectl:
     """Where to submit: the record's own namespace/context when finishing one (an explicit other one is
     refused, so its Job is found there, never created twice), else the flags or the environment."""
-    if rec is not None and (rec.get("backend") or {}).get("namespace"):
+    if rec is not None and rec.backend.get("namespace"):
         mine = Kubectl.for_record(rec)
         if (opts.namespace or opts.context) and (Kubectl(opts.namespace, opts.context).namespace, opts.context or None) \
                 != (mine.namespace, mine.context or None):
-            raise TaoError(f"record {rec['id']} was submitted to namespace {mine.namespace} (context "
+            raise TaoError(f"record {rec.id} was submitted to namespace {mine.namespace} (context "
                            f"{mine.context or 'the current one'}): resume it without --namespace/--context, so "
                            "its Job is found there, never created twice")
         return mine
     return Kubectl(opts.namespace, opts.context)
 
 
-def plan(spec: KubernetesSpec, opts: SubmitOptions, rec: dict | None) -> KubePlan:
+def plan(spec: KubernetesSpec, opts: SubmitOptions, rec: Record | None) -> KubePlan:
     """Credentials read, names chosen, manifests rendered: no cluster call yet (the secret lint is check's and
     adopt's, first thing: once per sweep, over what it sends)."""
     kube = target(opts, rec)
@@ -75,7 +76,7 @@ def plan(spec: KubernetesSpec, opts: SubmitOptions, rec: dict | None) -> KubePla
         credentials.check_ngc_key()
         ngc_key = os.environ.get("NGC_KEY")
     arch, action = spec.network_arch or GENERIC["network_arch"], spec.action or GENERIC["action"]
-    jid = rec["id"] if rec is not None else names.mint_job_id(arch, action)
+    jid = rec.id if rec is not None else names.mint_job_id(arch, action)
     config = dict(opts.config) if opts.config is not None else None
     data = spec.to_dict()  # what the manifests render from: the spec as its schema spells it
     objs = render.render_manifests(data, job_id=jid, namespace=kube.namespace, name=render.job_name_for(jid),
@@ -137,7 +138,7 @@ def refuse_batch(p: KubePlan) -> None:
         raise TaoError("a sweep on Kubernetes takes no action-request config: submit --request trials one by one")
 
 
-def launch(plans: list[KubePlan], recs: list[dict], batch: Batch) -> list[Launch]:
+def launch(plans: list[KubePlan], recs: list[Record], batch: Batch) -> list[Launch]:
     """One Job created, then what it owns (Secrets on stdin, Service, ConfigMap) created owned by it, so the
     garbage collector removes them with it; a sweep: its one Indexed Job (:func:`launch_sweep`). A failure
     deletes what was made."""
@@ -145,7 +146,7 @@ def launch(plans: list[KubePlan], recs: list[dict], batch: Batch) -> list[Launch
     assert kube is not None
     for p, rec in zip(plans, recs):
         # the spec (secret-free: linted) stays with the record: logs reads the volume copy through it
-        fsio.write_private(records.artifact_dir(rec["id"]) / SPEC_FILE,
+        fsio.write_private(records.artifact_dir(rec.id) / SPEC_FILE,
                            json.dumps(p.spec.to_dict(), sort_keys=True) + "\n")
     if batch.sweep:
         return launch_sweep(kube, plans, recs, batch)
@@ -155,7 +156,7 @@ def launch(plans: list[KubePlan], recs: list[dict], batch: Batch) -> list[Launch
         # the Jobs first: each one's UID owns everything else, which is then created owned (create is the only verb)
         made = kube.apply(jobs, create=True)
         by_name = {(o.get("metadata") or {}).get("name"): o for o in made}
-        return [launched(kube, server, _create_owned(kube, p, rec["id"], server), reconciled=False)
+        return [launched(kube, server, _create_owned(kube, p, rec.id, server), reconciled=False)
                 for p, rec, job in zip(plans, recs, jobs) for server in [by_name.get(job["metadata"]["name"]) or job]]
     except TaoError as exc:
         raise TaoError(f"{exc}{_undo(kube, made, batch)}") from None
@@ -186,7 +187,7 @@ def preview_sweep(specs: list[dict], ids: list[str], batch: Batch, *, namespace:
     return objs, folders
 
 
-def launch_sweep(kube: Kubectl, plans: list[KubePlan], recs: list[dict], batch: Batch) -> list[Launch]:
+def launch_sweep(kube: Kubectl, plans: list[KubePlan], recs: list[Record], batch: Batch) -> list[Launch]:
     """The sweep's Indexed Job in ONE create, then its trial table and Secrets owned by it in ONE more (the
     Secrets' values on stdin, never printed back); each trial's launch names its completion index."""
     p = plans[0]
@@ -276,11 +277,11 @@ def launched(kube: Kubectl, job: dict, owned: list[tuple[str, str]], *, reconcil
                            "context": kube.context, "name": meta.get("name")}, error=error)
 
 
-def adopt(p: KubePlan, rec: dict, gate: Gate) -> Launch | None:
+def adopt(p: KubePlan, rec: Record, gate: Gate) -> Launch | None:
     """A record being finished whose Job exists (found by its job-id label): adopt it, never create twice."""
     assert p.kube is not None
     _lint(p.objs, "the job spec")
-    existing = find_jobs(p.kube, rec["id"])
+    existing = find_jobs(p.kube, rec.id)
     return _adopt(p.kube, rec, existing[0], p.spec.to_dict(), p.creds, p.ngc_key, p.config, gate) if existing else None
 
 
@@ -468,12 +469,12 @@ def _create_missing(kube: Kubectl, obj: dict) -> bool:
     raise TaoError(f"creating {obj['kind']} {obj['metadata']['name']} failed: {last}")
 
 
-def _adopt(kube: Kubectl, rec: dict, job: dict, spec: dict, creds: dict, ngc_key: str | None, config: dict | None,
+def _adopt(kube: Kubectl, rec: Record, job: dict, spec: dict, creds: dict, ngc_key: str | None, config: dict | None,
            gate: Gate) -> Launch:
     """A resumed submit found its Job: create the owned objects it lacks (a submit that died between
     the Job and its Service/ConfigMap/Secrets); never create a second Job. The record is bound to it even
     when a Secret it needs cannot be made again (``Launch.error`` then says what to do)."""
-    jid = rec["id"]
+    jid = rec.id
     ns = kube.namespace
     name = (job.get("metadata") or {}).get("name") or render.job_name_for(jid)
     wanted = _referenced_secrets(job)

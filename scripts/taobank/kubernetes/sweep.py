@@ -24,6 +24,7 @@ from . import render
 from . import results as resultsmod
 from .kubectl import Kubectl
 from .logs import saved_spec
+from ..records import Record
 
 #: The label of a sweep's Job and its pods (the sweep id); cleanup of a failed create finds them by it.
 SWEEP_LABEL = "tao-sweep"
@@ -97,7 +98,7 @@ def build(specs: list[dict], ids: list[str], sweep_id: str, namespace: str, k: i
 READ_MANY_SH = "for d do printf '#trial-folder %s\\n' \"$d\"; sh -c " + shlex.quote(READ_STATUS_SH) + " tao \"$d\"; done"
 
 
-def read_status_many(recs: list[dict]) -> dict[str, dict[str, str]]:
+def read_status_many(recs: list[Record]) -> dict[str, dict[str, str]]:
     """Every trial's status files with ONE ``kubectl exec`` in a running pod of the first one's Job (the trials
     share the results volume: a finished trial's folder is read there too); a trial whose folder that pod cannot
     see reads as no file yet. Without a running pod there is none to ask: refused, no call."""
@@ -106,9 +107,9 @@ def read_status_many(recs: list[dict]) -> dict[str, dict[str, str]]:
         spec = saved_spec(rec)
         if spec is None:
             continue
-        folder = resultsmod.plan(spec, staging=render.staging_dir(spec)).for_job(rec["id"]).pod_folder
+        folder = resultsmod.plan(spec, staging=render.staging_dir(spec)).for_job(rec.id).pod_folder
         if folder and folder.startswith("/") and "\n" not in folder:
-            folders[rec["id"]] = folder
+            folders[rec.id] = folder
     if not folders:
         return {}
     first = next((r for r in recs if r["id"] in folders and r.get("state") == "RUNNING"), None)

@@ -23,6 +23,7 @@ from . import results as resultsmod
 from . import status as smap
 from .kubectl import Kubectl
 from .logs import saved_spec
+from ..records import Record
 
 #: What status said of a vanished Job before markers existed; the start of every message here.
 GONE = "the Job no longer exists (TTL cleanup or deleted outside the bank)"
@@ -136,7 +137,7 @@ def verdict(kept: Kept | None, nodes: int, why_none: str = "") -> Observation:
                        message=f"exited with code 0{when} ({where}; the Job is gone)")
 
 
-def logs_folder(rec: dict) -> tuple[dict | None, str | None, str]:
+def logs_folder(rec: Record) -> tuple[dict | None, str | None, str]:
     """(saved spec, the job's logs folder on its volume, why there is none): markers are only where the log
     copy is (tier A, a results folder, log_copy on)."""
     spec = saved_spec(rec)
@@ -144,7 +145,7 @@ def logs_folder(rec: dict) -> tuple[dict | None, str | None, str]:
         return None, None, "and its spec was not kept beside the record (an older bank): no exit marker to read"
     if spec.get("storage_tier", "A") != "A":
         return spec, None, "and a tier C job keeps no exit marker on a volume"
-    folder = resultsmod.plan(spec).for_job(rec["id"]).pod_folder
+    folder = resultsmod.plan(spec).for_job(rec.id).pod_folder
     if not folder:
         return spec, None, "and it kept no results folder (--no-results), so no exit marker"
     if not spec.get("log_copy", True):
@@ -158,20 +159,20 @@ def _volume_key(spec: dict) -> str:
                       sort_keys=True)
 
 
-def read_gone(kube: Kubectl, recs: list[dict]) -> dict[str, tuple[Observation, str]]:
+def read_gone(kube: Kubectl, recs: list[Record]) -> dict[str, tuple[Observation, str]]:
     """The verdict of each record whose Job is gone, and the log text kept (saved by ``ended``): one helper
     Job per volume set of these jobs (all in ``kube``'s namespace). A helper that fails leaves them UNKNOWN,
     saying why."""
     out: dict[str, tuple[Observation, str]] = {}
     groups: dict[str, tuple[dict, list[tuple[dict, str]]]] = {}
     for rec in recs:
-        looked = (rec.get("backend") or {}).get(LOOKED)
+        looked = rec.backend.get(LOOKED)
         if looked:
-            out[rec["id"]] = (verdict(None, 1, f"and left no exit marker (its results folder was read at {looked})"), "")
+            out[rec.id] = (verdict(None, 1, f"and left no exit marker (its results folder was read at {looked})"), "")
             continue
         spec, folder, why = logs_folder(rec)
         if spec is None or folder is None or not folder.startswith("/") or "\n" in folder:
-            out[rec["id"]] = (verdict(None, 1, why or "and its results folder cannot be read"), "")
+            out[rec.id] = (verdict(None, 1, why or "and its results folder cannot be read"), "")
             continue
         groups.setdefault(_volume_key(spec), (spec, []))[1].append((rec, folder))
     for spec, members in groups.values():
@@ -185,15 +186,15 @@ def read_gone(kube: Kubectl, recs: list[dict]) -> dict[str, tuple[Observation, s
                 raise TaoError(f"the helper exited {rc}: {last_line(text) or 'no output'}")
         except TaoError as exc:
             for rec, folder in members:
-                out[rec["id"]] = (verdict(None, 1, f"and its exit marker in {folder} could not be read ({exc})"), "")
+                out[rec.id] = (verdict(None, 1, f"and its exit marker in {folder} could not be read ({exc})"), "")
             continue
         found = parse(text)
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         for rec, folder in members:
             kept = found.get(folder) or Kept(folder, [], {})
-            nodes = int((rec.get("backend") or {}).get("nodes") or 1)
+            nodes = int(rec.backend.get("nodes") or 1)
             obs = verdict(kept, nodes)
             if not kept.markers:  # read, and nothing there: remembered, so no later status starts a helper for it
                 obs.backend[LOOKED] = now
-            out[rec["id"]] = (obs, kept.log_text() if kept.logs else "")
+            out[rec.id] = (obs, kept.log_text() if kept.logs else "")
     return out
