@@ -734,15 +734,15 @@ def mark(
         return rec
 
 
-def run_times(rec: Mapping[str, Any]) -> tuple[str | None, str | None]:
+def run_times(rec: Record) -> tuple[str | None, str | None]:
     """(started_at, ended_at) from the transitions: when the job was first seen RUNNING and when it reached
     its terminal state; None for what has not happened (or was never seen: a job may end between two polls)."""
-    trs = [t for t in rec.get("transitions") or [] if isinstance(t, Mapping)]
+    trs = [t for t in rec.transitions if isinstance(t, Mapping)]
     started = next((t.get("time") for t in trs if t.get("state") == State.RUNNING), None)
     ended = None
-    if rec.get("state") in states.TERMINAL:
-        ended = next((t.get("time") for t in reversed(trs) if t.get("state") == rec["state"]), None) \
-            or rec.get("updated_at")
+    if rec.terminal:
+        ended = next((t.get("time") for t in reversed(trs) if t.get("state") == rec.state), None) \
+            or rec.updated_at
     return started, ended
 
 

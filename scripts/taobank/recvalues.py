@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 from . import names
 from .errors import TaoError
+from .records import Record
 
 _NUMBER = re.compile(r"[0-9]{1,20}\Z")
 _SLURM_ID = re.compile(r"[0-9]{1,20}(_[0-9]{1,10})?\Z")
@@ -56,9 +57,9 @@ def _ok(kind: str, value: Any) -> bool:
     raise ValueError(kind)
 
 
-def checked(rec: Mapping[str, Any], kinds: Mapping[str, str]) -> dict:
+def checked(rec: Record, kinds: Mapping[str, str]) -> dict:
     """The record's backend with every key of ``kinds`` that is present checked (one line on the first bad one)."""
-    b = dict(rec.get("backend") or {})
+    b = dict(rec.backend)
     for key, kind in kinds.items():
         value = b.get(key)
         if value in (None, ""):
@@ -67,7 +68,7 @@ def checked(rec: Mapping[str, Any], kinds: Mapping[str, str]) -> dict:
             what = {"number": "a number", "slurm_id": "a SLURM job id", "abspath": "an absolute path", "dns1123": "a Kubernetes name",
                     "namespace": "a Kubernetes namespace name",
                     "uid": "a Kubernetes UID", "context": "a kubeconfig context name"}[kind]
-            raise TaoError(f"job record {rec.get('id')} holds a backend.{key} that is not {what} (the value is not "
+            raise TaoError(f"job record {rec.id} holds a backend.{key} that is not {what} (the value is not "
                            "used): the record was edited or damaged; fix it or cancel the job by hand")
         if kind in ("number", "slurm_id") and not isinstance(value, bool):
             b[key] = str(value)  # one type for what goes on a command line

@@ -19,8 +19,11 @@ from taobank.paths import is_under
 BANK = Path(__file__).resolve().parents[2]
 
 
-def _rec(**backend) -> dict:
-    return {"id": "dino-train-aaaaaaaa", "backend": backend}
+def _rec(**backend) -> records.Record:
+    """A running record whose backend holds ``backend`` as read back (the checks under test decide)."""
+    return records.Record(id="dino-train-aaaaaaaa", platform="slurm", state="RUNNING", image="i", network_arch="dino",
+                          action="train", results_dir="/r", backend=backend, transitions=(), attempt=1,
+                          created_at="", updated_at="")
 
 
 @pytest.mark.parametrize("key,value", [

@@ -14,6 +14,13 @@ from taobank.kubernetes.lineage_access import reachable
 A = {"pvc": "team-a", "mount_path": "/results"}
 
 
+def _job(job_id: str) -> records.Record:
+    """A finished job whose results are in S3 (what fetched reads of it: its id)."""
+    return records.Record(id=job_id, platform="kubernetes", state="COMPLETE", image="img", network_arch="dino",
+                          action="train", results_dir=f"s3://b/runs/{job_id}", backend={}, transitions=(), attempt=1,
+                          created_at="", updated_at="", storage_tier="C")
+
+
 def parent_with(mount: dict) -> tuple[records.Record, str]:
     rec = records.Record.of(records.open_record("kubernetes", "img", "dino", "train", "A", "/results/{id}"))
     path = records.artifact_dir(rec.id) / logs.SPEC_FILE
@@ -63,7 +70,7 @@ def test_a_tier_c_job_downloads_the_files_it_uses_into_its_staging_folder(state_
     from taobank.kubernetes.lineage_access import fetched
 
     mine = {"uri": "s3://b/data/cfg.yaml", "path": "/tao-staging/cfg.yaml"}
-    spec, where = fetched({**TIER_C, "s3_inputs": [mine]}, {"id": "dino-train-1"}, "s3://b/runs/dino-train-1",
+    spec, where = fetched({**TIER_C, "s3_inputs": [mine]}, _job("dino-train-1"), "s3://b/runs/dino-train-1",
                           {"ckpt": "train/model_epoch_002.pth"})
     assert where == {"ckpt": "/tao-staging/from-dino-train-1/train/model_epoch_002.pth"}
     assert spec["s3_inputs"] == [mine, {"uri": "s3://b/runs/dino-train-1/train/model_epoch_002.pth",
@@ -77,7 +84,7 @@ def test_a_tier_a_job_cannot_read_an_s3_parent(state_dir):
     from taobank.kubernetes.lineage_access import fetched
 
     with pytest.raises(TaoError, match="only as a tier C job") as exc:
-        fetched({"image": "img", "args": ["eval"]}, {"id": "dino-train-1"}, "s3://b/runs/dino-train-1", {"c": "m.pth"})
+        fetched({"image": "img", "args": ["eval"]}, _job("dino-train-1"), "s3://b/runs/dino-train-1", {"c": "m.pth"})
     assert "\n" not in str(exc.value) and "nothing was submitted" in str(exc.value)
 
 
@@ -86,7 +93,7 @@ def test_a_continued_jobs_old_checkpoint_download_is_dropped(state_dir):
 
     old = {"uri": "s3://b/runs/dino-train-1/model_epoch_002.pth", "path": "/tao-staging/from-dino-train-1/model_epoch_002.pth"}
     keep = {"uri": "s3://b/data/cfg.yaml", "path": "/tao-staging/cfg.yaml"}
-    spec, where = fetched({**TIER_C, "s3_inputs": [old, keep]}, {"id": "dino-train-2"}, "s3://b/runs/dino-train-2",
+    spec, where = fetched({**TIER_C, "s3_inputs": [old, keep]}, _job("dino-train-2"), "s3://b/runs/dino-train-2",
                           {"checkpoint": "model_epoch_004.pth"}, [old["path"]])
     assert spec["s3_inputs"] == [keep, {"uri": "s3://b/runs/dino-train-2/model_epoch_004.pth",
                                         "path": where["checkpoint"]}]

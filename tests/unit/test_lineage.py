@@ -28,7 +28,7 @@ class Stand:
         self.submitted: list[tuple[dict, object]] = []
 
     def results_location(self, rec):
-        return ResultsLocation(rec["results_dir"], True)
+        return ResultsLocation(rec.results_dir, True)
 
     def list_results(self, rec, loc, *, status):
         return ResultsListing(loc.folder, self.files if self.exists else [], exists=self.exists)
@@ -284,7 +284,7 @@ class RemoteStand(Stand):
 
     def lineage_fetch(self, spec, job, folder, files, replaces=()):
         return ({**spec, "fetch": {k: f"{folder}/{v}" for k, v in files.items()}, "dropped": list(replaces)},
-                {k: f"/stage/from-{job['id']}/{v}" for k, v in files.items()})
+                {k: f"/stage/from-{job.id}/{v}" for k, v in files.items()})
 
 
 @pytest.fixture()

@@ -48,9 +48,9 @@ class Stand:
         gate.lines.append("checked")
 
     def launch(self, plans, recs, batch):
-        self.launches.append(([r["id"] for r in recs], batch))
+        self.launches.append(([r.id for r in recs], batch))
         if self.checkpoint:
-            batch.checkpoint(recs[0]["id"], *self.checkpoint)
+            batch.checkpoint(recs[0].id, *self.checkpoint)
         if self.fail:
             raise self.fail
         return [Launch(f"slurm:{i}", {"n": i}, "submitted") for i in range(len(plans))]

@@ -28,7 +28,7 @@ class SweepStand:
 
     # the parent's results
     def results_location(self, rec):
-        return ResultsLocation(rec["results_dir"], True)
+        return ResultsLocation(rec.results_dir, True)
 
     def list_results(self, rec, loc, *, status):
         files = [ResultFile("train/model_epoch_010.pth", 1, 1.0), ResultFile("train/model_epoch_011.pth", 1, 2.0)]

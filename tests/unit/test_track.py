@@ -26,11 +26,11 @@ class Adapter:
         return JobView.from_record(rec)
 
     def observe(self, recs, *, context):
-        return [self.seen[r["id"]] for r in recs if r["id"] in self.seen]
+        return [self.seen[r.id] for r in recs if r.id in self.seen]
 
     def ended(self, recs, context, *, carried_on=frozenset()):
-        self.ended_calls.append(([r["id"] for r in recs], carried_on))
-        return {r["id"]: "credentials removed" for r in recs}
+        self.ended_calls.append(([r.id for r in recs], carried_on))
+        return {r.id: "credentials removed" for r in recs}
 
     def max_retries(self):
         return self.limit
@@ -43,7 +43,7 @@ class Adapter:
         return Launch("slurm:202", {"slurm_job_id": "202"}, "submitted as SLURM job 202")
 
     def stop(self, recs, context):
-        return [self.stops[r["id"]] for r in recs]
+        return [self.stops[r.id] for r in recs]
 
 
 def opened(state: str = "RUNNING") -> dict:

@@ -81,12 +81,12 @@ def cancel_many(recs: list[Record]) -> list[Stop]:
         try:
             out += _cancel_group(e, group)
         except TaoError as exc:
-            out += [Stop(r["id"], error=str(exc)) for r in group]
+            out += [Stop(r.id, error=str(exc)) for r in group]
     return out
 
 
 def _cancel_group(e: eng.Engine, group: list[dict]) -> list[Stop]:
-    names = {r["id"]: facts.container_of(r) for r in group}
+    names = {r.id: facts.container_of(r) for r in group}
     seen = observe.inspect(e, list(names.values()))
     out: list[Stop] = []
     running: list[dict] = []
@@ -104,22 +104,22 @@ def _cancel_group(e: eng.Engine, group: list[dict]) -> list[Stop]:
         else:
             running.append(rec)
     if held:  # never started: removed, so nothing can start it later
-        res = e.run(["rm", "--force", *(names[r["id"]] for r in held)], check=False, timeout=300, what=f"{e.name} rm")
+        res = e.run(["rm", "--force", *(names[r.id] for r in held)], check=False, timeout=300, what=f"{e.name} rm")
         if not res.ok:
-            out += [Stop(r["id"], error=eng.explain(e.name, res.stderr, f"{e.name} rm", res.returncode)) for r in held]
+            out += [Stop(r.id, error=eng.explain(e.name, res.stderr, f"{e.name} rm", res.returncode)) for r in held]
             held = []
         for rec in held:
             out.append(Stop(rec.id, "stopped", "canceled before it started (a held sweep trial): its container "
                             "was removed", backend={"container_state": "removed"}))
     if running:
-        grace = max(int((r.get("backend") or {}).get("stop_grace_seconds") or facts.default("stop_grace_seconds"))
+        grace = max(int(r.backend.get("stop_grace_seconds") or facts.default("stop_grace_seconds"))
                     for r in running)
-        e.run(["stop", "--time", str(grace), *(names[r["id"]] for r in running)], check=False,
+        e.run(["stop", "--time", str(grace), *(names[r.id] for r in running)], check=False,
               timeout=grace + 120, what=f"{e.name} stop")
-        after = observe.inspect(e, [names[r["id"]] for r in running])
-        still = [r for r in running if (after.get(names[r["id"]]) or {}).get("Running")]
+        after = observe.inspect(e, [names[r.id] for r in running])
+        still = [r for r in running if (after.get(names[r.id]) or {}).get("Running")]
         if still:
-            e.run(["kill", *(names[r["id"]] for r in still)], check=False, what=f"{e.name} kill")
+            e.run(["kill", *(names[r.id] for r in still)], check=False, what=f"{e.name} kill")
         for rec in running:
             code = (after.get(names[rec.id]) or {}).get("ExitCode")
             how = (f"killed (still running {grace}s after SIGTERM)" if rec in still

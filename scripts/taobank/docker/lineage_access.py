@@ -28,6 +28,6 @@ def reachable(spec: dict, parent: dict, folder: str) -> dict:
     for m in mounts:
         target = m.get("container", "")
         if is_under(folder, target) or is_under(target, folder):
-            raise TaoError(f"job {parent['id']}'s results folder {folder} would be mounted at the same path, where "
+            raise TaoError(f"job {parent.id}'s results folder {folder} would be mounted at the same path, where "
                            f"this job mounts {m.get('host')} at {target}: mount it elsewhere; nothing was submitted")
     return {**spec, "mounts": mounts + [{"host": folder, "container": folder, "read_only": True}]}

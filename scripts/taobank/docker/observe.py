@@ -93,18 +93,18 @@ def observe(recs: list[Record], context: dict) -> list[Observation]:
     """What the engines say of ``recs``, one inspect per engine address (progress read for the jobs that ran);
     the engine of each finished container is kept in ``context`` for :func:`ended`."""
     out = []
-    for e, group in eng.Engine.grouped([r for r in recs if r["state"] not in states.TERMINAL and r.get("backend_ref")]):
+    for e, group in eng.Engine.grouped([r for r in recs if r.state not in states.TERMINAL and r.backend_ref]):
         seen = inspect(e, [facts.container_of(r) for r in group])
         for r in group:
             st = seen.get(facts.container_of(r))
-            v = classify(st, memory=(r.get("backend") or {}).get("memory"))
+            v = classify(st, memory=r.backend.get("memory"))
             if v.needs_log:
                 tail = e.run(["logs", "--tail", "200", facts.container_of(r)], check=False, what=f"{e.name} logs")
-                v = classify(st, memory=(r.get("backend") or {}).get("memory"),
+                v = classify(st, memory=r.backend.get("memory"),
                              log_tail=(tail.stdout or "") + (tail.stderr or ""))
             said(r, v, _times(st) if v.state in (State.COMPLETE, State.ERROR) else {})
             if v.state in (State.COMPLETE, State.ERROR) and st is not None:
-                context.setdefault("engines", {})[r["id"]] = e
+                context.setdefault("engines", {})[r.id] = e
             out.append(v)
     return out
 
@@ -115,7 +115,7 @@ def ended(recs: list[Record], context: dict) -> dict[str, str]:
     engines: dict[str, eng.Engine] = context.get("engines", {})
     finished: dict[tuple[str, str], tuple[eng.Engine, list[str]]] = {}
     for r in recs:
-        e = engines.get(r["id"])
+        e = engines.get(r.id)
         if e is None:
             continue
         logs.save(r, e)  # once, at the end

@@ -279,13 +279,13 @@ def launch(plans: list[DockerPlan], recs: list[Record], batch: Batch) -> list[La
             except TaoError as exc:
                 if alone and "did not answer" in str(exc):
                     raise SubmitUncertain(f"{exc}: the container may exist; see {e.name} ps -a --filter "
-                                          f"name={rec['id']}") from None
+                                          f"name={rec.id}") from None
                 raise
             if not res.ok:
                 raise TaoError(eng.explain(e.name, res.stderr or res.stdout, f"{e.name} {verb}", res.returncode))
             ids[rec.id] = (res.stdout.strip().splitlines() or [rec.id])[-1][:64]
         if not alone:
-            start = [r["id"] for r in recs[:batch.max_concurrent]]
+            start = [r.id for r in recs[:batch.max_concurrent]]
             res = e.run(["start", *start], check=False, timeout=300, what=f"{e.name} start")
             if not res.ok:
                 raise TaoError(eng.explain(e.name, res.stderr or res.stdout, f"{e.name} start", res.returncode))
@@ -300,9 +300,9 @@ def launch(plans: list[DockerPlan], recs: list[Record], batch: Batch) -> list[La
         cid = ids[rec.id]
         held = i >= batch.max_concurrent
         if alone:
-            message = f"container {rec['id']} started ({e.name} run --detach)"
+            message = f"container {rec.id} started ({e.name} run --detach)"
         else:
-            message = f"container {rec['id']} " + ("created, held (waits for a sweep slot)" if held
+            message = f"container {rec.id} " + ("created, held (waits for a sweep slot)" if held
                                                    else f"started ({e.name} start)")
         out.append(Launch(backend_ref=cid[:12], backend={"container_id": cid, **({} if alone else {"held": held})},
                           message=message, details={"container": rec.id, "results": plan.results_dir}))
@@ -355,5 +355,5 @@ def adopt(plan: DockerPlan, rec: Record, gate: Gate) -> Launch | None:
     if not res.ok:
         return None
     cid = res.stdout.strip()
-    gate.lines.append(f"container {rec['id']} exists already: adopted, not started twice")
-    return Launch(backend_ref=cid[:12], backend={"container_id": cid}, message=f"adopted container {rec['id']}")
+    gate.lines.append(f"container {rec.id} exists already: adopted, not started twice")
+    return Launch(backend_ref=cid[:12], backend={"container_id": cid}, message=f"adopted container {rec.id}")

@@ -9,6 +9,7 @@ read back, and neither can reach kubectl as an option. All calls go through
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from typing import Callable
@@ -58,7 +59,7 @@ class Kubectl:
         ns = b.get("namespace")
         if not ns and rec.backend_ref and "/" in rec.backend_ref:
             ref_ns = {"namespace": rec.backend_ref.split("/", 1)[0]}
-            ns = recvalues.checked({**rec, "backend": ref_ns}, {"namespace": "namespace"})["namespace"]
+            ns = recvalues.checked(dataclasses.replace(rec, backend=ref_ns), {"namespace": "namespace"})["namespace"]
         # the cluster the job went to, not whatever the environment says today
         return cls(ns, b.get("context", "") or "") if ns else cls()
 

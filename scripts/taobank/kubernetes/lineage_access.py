@@ -26,7 +26,7 @@ def _parent_spec(parent: dict) -> dict:
     spec = saved_spec(parent)
     if spec is None:
         try:
-            spec, _ = savedspec.load(parent["id"])
+            spec, _ = savedspec.load(parent.id)
         except TaoError:
             spec = {}
     return spec
@@ -64,20 +64,20 @@ def reachable(spec: dict, parent: dict, folder: str) -> dict:
     mine = _covering(mounts, folder)
     if mine is not None:
         if src is None:
-            raise TaoError(f"--parent {parent['id']}: the bank kept no spec naming the volume of its results folder "
+            raise TaoError(f"--parent {parent.id}: the bank kept no spec naming the volume of its results folder "
                            f"{folder}, so it cannot tell that this job's mount at {mine['mount_path']} shows it; "
                            "nothing was submitted")
         if _volume(mine) != _volume(src) or _place(mine, folder) != _place(src, folder):
-            raise TaoError(f"--parent {parent['id']}: this job mounts {_named(mine)} at {mine['mount_path']}, but the "
+            raise TaoError(f"--parent {parent.id}: this job mounts {_named(mine)} at {mine['mount_path']}, but the "
                            f"parent's results folder {folder} is on {_named(src)} at {src['mount_path']}: mount that "
                            "volume there, or elsewhere and let the bank add it read-only; nothing was submitted")
         return spec
     if src is None:
-        raise TaoError(f"--parent {parent['id']}: its results folder {folder} is on no volume this job mounts and "
+        raise TaoError(f"--parent {parent.id}: its results folder {folder} is on no volume this job mounts and "
                        "the bank cannot tell which volume holds it: mount it (--pvc-mount CLAIM:PATH); nothing was "
                        "submitted")
     if any(m.get("mount_path") == src["mount_path"] for m in mounts):
-        raise TaoError(f"--parent {parent['id']}: this job mounts something else at {src['mount_path']}, where the "
+        raise TaoError(f"--parent {parent.id}: this job mounts something else at {src['mount_path']}, where the "
                        "parent's results volume is: mount that volume there instead; nothing was submitted")
     return {**spec, "mounts": mounts + [{**src, "read_only": True}]}
 
@@ -89,13 +89,13 @@ def fetched(spec: dict, job: dict, folder: str, files: dict[str, str],
     path in ``replaces`` go (a continued job's old checkpoint). One line when ``spec`` is not tier C."""
     staging = staging_dir(spec)
     if staging is None:
-        raise TaoError(f"job {job['id']} keeps its results in S3 ({folder}): a job reads them only as a tier C job, "
+        raise TaoError(f"job {job.id} keeps its results in S3 ({folder}): a job reads them only as a tier C job, "
                        "whose fetch step downloads them: give it storage_tier C, an s3:// results_dir and the S3 "
                        "credentials (--secret-env AWS_ACCESS_KEY_ID ...); nothing was submitted")
     inputs = [i for i in spec.get("s3_inputs") or [] if i.get("path") not in replaces]
     where: dict[str, str] = {}
     for name, rel in files.items():
-        local = posixpath.join(staging, f"from-{job['id']}", rel)
+        local = posixpath.join(staging, f"from-{job.id}", rel)
         if not any(i.get("path") == local for i in inputs):
             inputs.append({"uri": f"{folder.rstrip('/')}/{rel}", "path": local})
         where[name] = local

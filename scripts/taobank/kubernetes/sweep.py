@@ -112,11 +112,11 @@ def read_status_many(recs: list[Record]) -> dict[str, dict[str, str]]:
             folders[rec.id] = folder
     if not folders:
         return {}
-    first = next((r for r in recs if r["id"] in folders and r.get("state") == "RUNNING"), None)
+    first = next((r for r in recs if r.id in folders and r.state == "RUNNING"), None)
     if first is None:
         raise TaoError("no trial is running: its pod would read the others' status files")
     kube = Kubectl.for_record(first)
-    name = (first.get("backend") or {}).get("name") or render.job_name_for(first["id"])
+    name = first.backend.get("name") or render.job_name_for(first.id)
     res = kube.run("exec", f"job/{name}", "-c", "main", "--", "sh", "-c", READ_MANY_SH, "tao", *folders.values(),
                    check=False, what="kubectl exec (read the trials' status.json)")
     if not res.ok:

@@ -138,8 +138,8 @@ def launch(plans: list[SlurmPlan], recs: list[Record], batch: Batch) -> list[Lau
                          "job_name": jid, "staged_secrets": bool(d.secrets), "self_retry": inp.self_retries > 0,
                          **({"walltime_chain": True, "max_attempts": inp.chain.max_attempts} if inp.chain else {}),
                          "infra_retries": bool(d.spec.get("infra_retries", True))})
-    render.lint(render.render(script_input(first.decided, recs[0]["id"], first.run_image)), "trial.sbatch")
-    array = array_for(sweep_id, base, script_input(first.decided, recs[0]["id"], first.run_image), names,
+    render.lint(render.render(script_input(first.decided, recs[0].id, first.run_image)), "trial.sbatch")
+    array = array_for(sweep_id, base, script_input(first.decided, recs[0].id, first.run_image), names,
                       max_concurrent)
     render.lint(array, f"{sweep_id}.sbatch")
     array_path = posixpath.join(sweep_dir, "sbatch", "array.sbatch")
