@@ -106,25 +106,6 @@ class Record:
     def active(self) -> bool:
         return self.state in states.ACTIVE
 
-    # Transitional (issue 31 item 3): the record read as the mapping the store writes, for adapter code that
-    # still reads ``rec["..."]`` while the core hands it Records; new code reads attributes.
-    def keys(self) -> list[str]:
-        return [f.name for f in fields(self) if not (f.name in self.OPTIONAL and getattr(self, f.name) is None)]
-
-    def __getitem__(self, key: str) -> Any:
-        if key not in self.keys():
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self.keys()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.keys())
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self[key] if key in self.keys() else default
-
 
 # ---------------------------------------------------------------- paths
 def state_dir() -> Path:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from taobank.records import Record
 from taobank.errors import TaoError
 from taobank.kubernetes.kubectl import Kubectl, json_objects
 
@@ -19,13 +20,19 @@ def test_defaults_when_unset(monkeypatch):
     assert Kubectl().argv("version") == ["kubectl", "-n", "default", "version"]
 
 
+def _record(backend: dict) -> Record:
+    return Record(id="job", platform="kubernetes", state="RUNNING", image="i", network_arch="dino", action="train",
+                  results_dir="/r", backend=backend, transitions=(), attempt=1, created_at="", updated_at="",
+                  backend_ref="ns1/job")
+
+
 def test_record_backend_wins_over_env(monkeypatch):
     monkeypatch.setenv("TAO_K8S_NAMESPACE", "elsewhere")
     monkeypatch.setenv("TAO_K8S_CONTEXT", "other")
-    rec = {"backend_ref": "ns1/job", "backend": {"namespace": "ns1", "context": "ctx1"}}
+    rec = _record({"namespace": "ns1", "context": "ctx1"})
     assert Kubectl.for_record(rec).argv()[1:5] == ["--context", "ctx1", "-n", "ns1"]
     # a record submitted without a context keeps none (the env's context is not borrowed)
-    rec = {"backend_ref": "ns1/job", "backend": {"namespace": "ns1", "context": ""}}
+    rec = _record({"namespace": "ns1", "context": ""})
     assert Kubectl.for_record(rec).argv() == ["kubectl", "-n", "ns1"]
 
 
