@@ -33,8 +33,9 @@ def logs(job_id: str, *, lines: int = 200, conn: Connection | None = None) -> di
 
 
 def follow(job_id: str, *, on_chunk: Callable[[str, str], None], conn: Connection | None = None,
-           interval: float = 3.0, sleep: Callable[[float], None] = time.sleep, tail: int | None = None) -> dict:
-    """Stream main.out/main.err until the job is terminal: from the start, or from the last ``tail`` lines."""
+           interval: float = 3.0, sleep: Callable[[float], None] = time.sleep, tail: int | None = None) -> Record:
+    """Stream main.out/main.err until the job is terminal: from the start, or from the last ``tail`` lines; the
+    record as last seen (its state the one the backend said last)."""
     rec = platform.load_for(job_id, facts.PLATFORM, "logs")
     b = facts.require_submitted(rec)
     conn = conn or Connection()

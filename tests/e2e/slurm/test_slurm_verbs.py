@@ -427,7 +427,7 @@ def test_follow_streams_both_logs_until_the_end(slurm_env):
         chunks[stream] += text
 
     final = slurm_logs.follow(rec["id"], on_chunk=on_chunk, interval=0.5)
-    assert final["state"] == "COMPLETE"
+    assert final.state == "COMPLETE"
     assert "out1\nout2\nout3\n" in chunks["main.out"] and "err1\nerr2\nerr3\n" in chunks["main.err"]
 
 
@@ -682,7 +682,7 @@ def test_follow_with_tail_starts_at_the_last_lines(slurm_env):
     time.sleep(1.5)  # the six lines are written
     chunks: dict[str, str] = {"main.out": "", "main.err": ""}
     final = slurm_logs.follow(rec["id"], on_chunk=lambda s, t: chunks.__setitem__(s, chunks[s] + t), interval=0.5, tail=2)
-    assert final["state"] == "COMPLETE"
+    assert final.state == "COMPLETE"
     assert chunks["main.out"].startswith("line5\nline6\n") and "line4" not in chunks["main.out"], chunks
     assert "\nlate\n" in chunks["main.out"]  # what came after the first read is streamed too
 
