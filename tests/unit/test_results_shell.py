@@ -248,18 +248,6 @@ def test_remove_deletes_only_a_directory_named_as_asked(shell, job, tmp_path):
     assert "nothing to do" in results_sh.remove_folder(sh, str(job), "job-1")
 
 
-def test_write_file_never_writes_past_the_limit(tmp_path):
-    """The S3 path (``aws s3 cp`` to stdout) has no tar header: the copy itself stops at the listed size."""
-    import io
-
-    from taobank.tarstream import write_file
-
-    with pytest.raises(TaoError, match="more bytes arrived than the 5"):
-        write_file(io.BytesIO(b"y" * 100000), tmp_path, "a.bin", lambda n: None, 0, limit=5)
-    assert (tmp_path / "a.bin").stat().st_size <= 5
-    assert write_file(io.BytesIO(b"12345"), tmp_path, "b.bin", lambda n: None, 0, limit=5) == 5
-
-
 def test_an_unreadable_subfolder_is_a_note_not_a_failed_fetch(job, tmp_path, monkeypatch):
     """Issue 38 item 6: find's exit 1 on one unreadable subfolder failed the whole fetch. (As root no folder is
     unreadable, so ``find`` is shimmed to do its work and then report a refused folder, as it does; busybox sh
