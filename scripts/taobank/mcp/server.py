@@ -184,11 +184,9 @@ class Subscriptions:
 
 @asynccontextmanager
 async def _lifespan(server: Any) -> AsyncIterator[dict]:
-    """A task group for the subscription poll loop (and the tool list's first build), for the connection's
-    lifetime."""
+    """A task group for the subscription poll loop, for the connection's lifetime. Nothing else starts here:
+    the helpers are imported by the first call that needs them, after ``initialize`` was answered."""
     async with anyio.create_task_group() as tasks:
-        # the helpers' parsers, built before a long call could hold the lock they are built under
-        tasks.start_soon(anyio.to_thread.run_sync, tool_list)
         yield {"tasks": tasks}
         tasks.cancel_scope.cancel()
 

@@ -411,6 +411,8 @@ def run(spec: ToolSpec, arguments: Any, on_line: Callable[[str], None] | None = 
     except UsageError as exc:
         return Outcome(exc.exit_code, "", error_line(exc) + "\n")
     module = importlib.import_module(spec.script)
+    for script in dict.fromkeys(t.script for t in TOOLS):  # every parser built before this run holds the lock
+        helper_parser(script)                               # they are built under (tools/list during a watch)
     out, err = io.StringIO(), _Lines(on_line)
     with _LOCK, redirect_stdout(out), redirect_stderr(err):
         try:
