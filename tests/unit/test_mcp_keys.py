@@ -7,6 +7,7 @@ import json
 import os
 import re
 import subprocess
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -226,3 +227,22 @@ def test_a_key_not_given_stops_the_submit(tmp_path, creds, answer, post, says):
     assert not creds.exists()
     with pytest.raises(urllib.error.URLError):  # the page is gone with the call
         urllib.request.urlopen(ask["params"]["url"], timeout=5)
+
+
+def test_a_cancelled_call_closes_its_page(tmp_path, creds):
+    with Session(_env(tmp_path, creds), capabilities=URL_CLIENT, protocol="2025-11-25") as s:
+        rid = s.start("tools/call", {"name": "submit_docker", "arguments": SUBMIT})
+        ask = s.notification("elicitation/create", timeout=60)
+        s.reply(ask, {"action": "accept"})
+        assert _get(ask["params"]["url"])[0] == 200  # the user has not sent it yet
+        s.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}}))
+        assert s.request("ping", timeout=30)["result"] == {}
+        end = time.time() + 20
+        while True:
+            try:
+                urllib.request.urlopen(ask["params"]["url"], timeout=5)
+            except OSError:  # refused (or reset while it closes)
+                break
+            assert time.time() < end, "the page outlived its cancelled call"
+            time.sleep(0.2)
+    assert not creds.exists() and rid not in s.answers

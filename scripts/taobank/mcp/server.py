@@ -308,7 +308,8 @@ async def _ask_key(ctx: Any, name: str) -> str | None:
                 return f"error: {name} was not sent on the page within {_key_wait():.0f} s: nothing was done; {instead}"
             await anyio.sleep(0.1)
     finally:
-        await anyio.to_thread.run_sync(page.close)
+        with anyio.CancelScope(shield=True):  # a cancelled call closes its page too
+            await anyio.to_thread.run_sync(page.close)
     try:
         await ctx.session.send_elicit_complete(page.elicitation_id, related_request_id=ctx.request_id)
     except Exception:  # noqa: BLE001 - the key is stored; a client that missed the notice still gets the result
