@@ -2,7 +2,8 @@
 
 The low-level server, not MCPServer: the tools' schemas come from the helpers' parsers, and each result
 carries ``structuredContent`` and ``isError`` as the helper's run decided. A helper runs in a worker
-thread, so the server keeps answering (pings, cancellations) while a cluster is slow.
+thread, so the server keeps answering (pings, cancellations) while a cluster is slow. Before a submit runs,
+each key it needs is found (environment, credentials file) or asked of the user by URL elicitation.
 """
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from . import tools
 
 INSTRUCTIONS = ("TAO training jobs on Kubernetes, SLURM or this machine's Docker engine: preflight, submit, then "
                 "status/logs/metrics, fetch the results. Tools take credential NAMES (secret_env, secrets_file), "
-                "never a key's value: keys stay in the user's environment or .env file.")
+                "never a key's value: keys stay in the user's environment or ~/.config/tao/.env, and a key a submit "
+                "lacks is asked of the user on a local page, never in the chat.")
 
 
 _TOOLS: list[types.Tool] = []
