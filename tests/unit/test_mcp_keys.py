@@ -72,6 +72,22 @@ def test_needed_names_come_from_the_call_only(tmp_path):
     assert credentials.needed("submit_docker", {"secret_env": ["nvapi-" + "A1b2C3d4" * 8, "A=B", 5]}) == []
 
 
+def test_continue_needs_what_its_job_was_submitted_with(state_dir, creds, tmp_path):
+    from taobank import records, savedspec
+
+    rec = records.open_record("docker", "img", "dino", "train", "A", "/l/results/{id}")
+    savedspec.save(rec["id"], {"action": "train", "secrets": ["HF_TOKEN"]},
+                   {"secret_env": ("WANDB_API_KEY",), "ngc_pull_secret": True})
+    assert credentials.needed("continue", {"id": rec["id"]}) == ["WANDB_API_KEY", "HF_TOKEN", "NGC_KEY"]
+    for other in ("no-such-job", "../../etc", 7, None):  # the helper says what is wrong with these
+        assert credentials.needed("continue", {"id": other}) == []
+    env = {k: v for k, v in _env(tmp_path, creds).items() if k not in ("WANDB_API_KEY", "HF_TOKEN")}
+    with Session(env) as s:
+        done = s.call("continue", id=rec["id"])
+    assert done["isError"] is True and done["content"][0]["text"].startswith(
+        "error: continue needs WANDB_API_KEY, HF_TOKEN, NGC_KEY, set neither in the MCP server's environment "), done
+
+
 def test_a_stored_key_is_one_private_line_both_readers_read_back(creds):
     creds.parent.mkdir(mode=0o755)
     creds.write_text("# mine\nexport HF_TOKEN='hf'\nTAO_UNIT_KEY=old\n")

@@ -34,11 +34,17 @@ def env_file(environ: Mapping[str, str] | None = None) -> Path:
 
 def needed(tool: str, arguments: Any) -> list[str]:
     """The credential names a submit call needs: ``secret_env``, the spec file's ``secrets`` (a file that
-    does not load is left to the helper's own line), ``NGC_KEY`` for ``ngc_pull_secret``. A name that is not
-    one (a value pasted in its place) is left to the helper, which refuses it unseen."""
-    if not tool.startswith("submit_") or not isinstance(arguments, dict):
+    does not load is left to the helper's own line), ``NGC_KEY`` for ``ngc_pull_secret``; for ``continue``,
+    the same of the job's saved spec and options. A name that is not one (a value pasted in its place) is
+    left to the helper, which refuses it unseen."""
+    if not isinstance(arguments, dict):
+        return []
+    if tool == "continue":
+        arguments = _saved(arguments.get("id"))
+    elif not tool.startswith("submit_"):
         return []
     names: list[Any] = list(arguments.get("secret_env") or []) if isinstance(arguments.get("secret_env"), list) else []
+    listed = arguments.get("secrets")
     path = arguments.get("spec")
     if isinstance(path, str) and path:
         from ..spec import load_file
@@ -47,10 +53,25 @@ def needed(tool: str, arguments: Any) -> list[str]:
             listed = load_file(path).get("secrets")
         except TaoError:
             listed = None
-        names += listed if isinstance(listed, list) else []
+    names += listed if isinstance(listed, list) else []
     if arguments.get("ngc_pull_secret") is True:
         names.append(NGC_KEY)
     return [n for n in dict.fromkeys(n for n in names if isinstance(n, str)) if _a_name(n)]
+
+
+def _saved(job: Any) -> dict:
+    """The saved options of job ``job`` with its saved spec's ``secrets`` (what ``continue`` submits again);
+    empty where none was kept (the helper says so)."""
+    from .. import records, savedspec
+
+    if not isinstance(job, str):
+        return {}
+    try:
+        records.load(job)  # a job id, of a job of these records (never a path)
+        spec, options = savedspec.load(job)
+    except TaoError:
+        return {}
+    return {**options, "secrets": spec.get("secrets")}
 
 
 def _a_name(name: str) -> bool:
