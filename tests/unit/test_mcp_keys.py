@@ -134,9 +134,11 @@ def test_load_takes_missing_names_from_a_private_file_only(creds, monkeypatch):
     assert KEY not in str(got.value)
     creds.chmod(0o600)
     monkeypatch.setenv("OTHER", "mine")  # the environment wins over the file
-    assert credentials.load([NAME, "OTHER", "ABSENT"]) == ["ABSENT"]
-    assert (os.environ[NAME], os.environ["OTHER"]) == (KEY, "mine")
-    monkeypatch.delenv(NAME)
+    try:
+        assert credentials.load([NAME, "OTHER", "ABSENT"]) == ["ABSENT"]
+        assert (os.environ[NAME], os.environ["OTHER"]) == (KEY, "mine")
+    finally:
+        os.environ.pop(NAME, None)
 
 
 # ------------------------------------------------------------------ the page
@@ -271,3 +273,14 @@ def test_a_client_of_pages_only_is_not_sent_a_form(tmp_path, creds):
     assert done["content"][0]["text"] == ("error: prune deletes results for good: run it on a terminal to confirm, "
                                           "or pass --yes")
     assert not [n for n in s.notifications if n.get("method") == "elicitation/create"]
+
+
+def test_a_file_that_cannot_be_written_is_one_line_on_the_page(tmp_path, monkeypatch):
+    blocked = tmp_path / "ro"
+    blocked.mkdir(mode=0o500)
+    monkeypatch.setenv("TAO_ENV_FILE", str(blocked / "sub" / ".env"))
+    if os.access(blocked, os.W_OK):  # root writes anywhere: a file where the folder should be instead
+        (blocked / "sub").write_text("")
+    with pytest.raises(TaoError, match=r"^cannot write the credentials file .*nothing was stored$") as got:
+        credentials.store(NAME, KEY)
+    assert KEY not in str(got.value) and NAME not in os.environ

@@ -116,14 +116,18 @@ def store(name: str, value: str) -> Path:
     value = check_key(value.strip())
     path = env_file()
     lines: list[str] = []
-    if path.exists():
-        envfile.read(path, what="credentials file", private=True)  # refuses a file others can read, a bad line
-        text = (fsio.read_regular(path, "credentials file", max_bytes=1024 * 1024) or b"").decode("utf-8")
-        lines = [ln for ln in text.splitlines() if _defines(ln) != name]
-    else:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    lines.append(f"{name}='{value}'")
-    fsio.write_private(path, "\n".join(lines) + "\n")
+    try:
+        if path.exists():
+            envfile.read(path, what="credentials file", private=True)  # refuses a file others can read, a bad line
+            text = (fsio.read_regular(path, "credentials file", max_bytes=1024 * 1024) or b"").decode("utf-8")
+            lines = [ln for ln in text.splitlines() if _defines(ln) != name]
+        else:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        lines.append(f"{name}='{value}'")
+        fsio.write_private(path, "\n".join(lines) + "\n")
+    except OSError as exc:
+        raise TaoError(f"cannot write the credentials file {path}: {exc.strerror or type(exc).__name__}; "
+                       "nothing was stored") from None
     os.environ[name] = value
     return path
 

@@ -31,7 +31,7 @@ class KeyPage:
         self.elicitation_id = secrets.token_hex(16)  # the id the client tracks: not the token
         self.done = threading.Event()
         self._lock = threading.Lock()
-        self._httpd = HTTPServer(("127.0.0.1", 0), _handler(self))
+        self._httpd = _Quiet(("127.0.0.1", 0), _handler(self))
         self.port = self._httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}/{self.token}"
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.2},
@@ -54,6 +54,8 @@ class KeyPage:
                 self._accept(value)
             except TaoError as exc:
                 return str(exc)
+            except Exception as exc:  # noqa: BLE001 - a bug of the bank: one line on the page, no traceback
+                return f"internal error ({type(exc).__name__}): nothing was stored; please report it"
             self.done.set()
             return None
 
@@ -66,6 +68,13 @@ class KeyPage:
                 f"the TAO MCP server on this machine, not through the chat.</p>{note}"
                 f'<form method=post><input type=password name=value autocomplete=off autofocus required size=60>'
                 f" <button>Store</button></form>")
+
+
+class _Quiet(HTTPServer):
+    """No traceback on stderr (the MCP client's log) for a connection that broke."""
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        return
 
 
 _HEADERS = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY",
