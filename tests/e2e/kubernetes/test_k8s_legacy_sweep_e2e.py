@@ -12,7 +12,8 @@ import time
 from datetime import datetime
 
 import pytest
-from k8s_verbs_support import NAMESPACE, k8s  # noqa: F401  (k8s is a fixture)
+import k8s_verbs_support
+from k8s_verbs_support import NAMESPACE
 
 import testclusters.kubernetes as lk
 from taobank import pins, records
@@ -23,6 +24,7 @@ from taobank.states import State
 from tests.support.results_cli import tao_jobs
 
 pytestmark = pytest.mark.e2e
+k8s = k8s_verbs_support.k8s
 BUSYBOX = str(pins.resolve("images.busybox"))
 
 
