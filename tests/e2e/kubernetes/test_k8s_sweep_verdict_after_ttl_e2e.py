@@ -1,7 +1,8 @@
 """A sweep trial's verdict outlives the sweep's Indexed Job: with nobody polling, the TTL controller deletes the
-finished Job and its pods; ``status --sweep``, asked only then, reads each trial's exit marker (``<results>/logs/
+finished Job and its pods; ``status``, asked only then, reads each trial's exit marker (``<results>/logs/
 <pod>.exit`` beside its log copy, on the results volume) with ONE helper Job for all of them: the trial that exited
-3 is ERROR with exit code 3 and its last log lines, the other COMPLETE, each with its own logs."""
+3 is ERROR with exit code 3 and its last log lines, the other COMPLETE, each with its own logs; the sweep table
+agrees."""
 from __future__ import annotations
 
 import json
