@@ -142,14 +142,8 @@ DOCKER_SPEC = {"image": "img:1", "gpus": 0, "network_arch": "dino", "action": "t
 
 
 @pytest.fixture()
-def engine(fake, monkeypatch, tmp_path):
-    monkeypatch.setenv("TAO_DOCKER_RESULTS_DIR", str(tmp_path / "results"))
-    monkeypatch.delenv("DOCKER_HOST", raising=False)
-    monkeypatch.delenv("TAO_DOCKER_ENGINE", raising=False)
-    from taobank import platform
-
-    monkeypatch.setattr(platform.get("docker"), "engine", None)
-    return fake
+def engine(docker_fake):
+    return docker_fake
 
 
 def test_docker_sweep_preview_contacts_nothing_and_shows_the_commands_the_submit_runs(engine, cli, tmp_path):
