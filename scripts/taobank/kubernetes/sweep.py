@@ -93,6 +93,20 @@ def build(specs: list[dict], ids: list[str], sweep_id: str, namespace: str, k: i
     return [indexed(job, sweep_id, len(specs), k), trial_table(sweep_id, namespace, specs, ids)]
 
 
+def release(recs: list[dict]) -> None:
+    """Unsuspend held trials of a sweep made by 0.3.x (one Job per trial, those past ``--max-concurrent`` created
+    suspended; the core releases them as slots free, :mod:`taobank.sweepslots`): ONE ``kubectl patch`` per
+    namespace naming them all. A sweep made now is one Indexed Job and holds no trial."""
+    groups: dict[tuple, list[str]] = {}
+    for rec in recs:
+        kube = Kubectl.for_record(rec)
+        name = (rec.get("backend") or {}).get("name") or render.job_name_for(rec["id"])
+        groups.setdefault((kube.namespace, kube.context), []).append(name)
+    for (namespace, context), names in groups.items():
+        Kubectl(namespace, context).run("patch", "job", *names, "--type", "merge", "-p", '{"spec":{"suspend":false}}',
+                                        what="kubectl patch job (release the held trials of a 0.3.x sweep)")
+
+
 #: $1.. folders: each one's status files (READ_STATUS_SH) under a ``#trial-folder`` line.
 READ_MANY_SH = "for d do printf '#trial-folder %s\\n' \"$d\"; sh -c " + shlex.quote(READ_STATUS_SH) + " tao \"$d\"; done"
 
