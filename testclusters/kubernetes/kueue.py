@@ -36,7 +36,7 @@ import yaml
 from taobank.errors import TaoError
 from ..procs import live_pid
 from . import k8s_pki
-from .cluster_kubectl import _apply, kubectl
+from .cluster_kubectl import kubectl
 from .cluster_state import _load_cluster, _log, _paths, _pidfile, _save_cluster
 from .health import _http_ok
 from .k8s_objects import GPU_RESOURCE, GPUS_PER_NODE, NAMESPACE, USER_NAME
@@ -293,8 +293,8 @@ def start(bin_dir: Path, config_dir: Path, version: str) -> None:
     url = f"https://127.0.0.1:{webhook_port}"
     ca = base64.b64encode((pki / "ca.crt").read_bytes()).decode()
     crd_objs = crds(config_dir, url, ca)
-    _apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SYSTEM_NAMESPACE}}]
-           + crd_objs + cluster_roles(config_dir) + bindings())
+    _apply_server_side([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SYSTEM_NAMESPACE}}]
+                       + crd_objs + cluster_roles(config_dir) + bindings())
     kubectl("wait", "--for=condition=Established", "--timeout=60s",
             *[f"crd/{c['metadata']['name']}" for c in crd_objs], timeout=90)
     data = _load_cluster()
@@ -306,7 +306,7 @@ def start(bin_dir: Path, config_dir: Path, version: str) -> None:
                   "--feature-gates=VisibilityOnDemand=false", "--zap-log-level=info"])
     _wait(NAME, lambda: healthy(_load_cluster()), what="/readyz and its webhook server")
     # the webhooks only once Kueue serves them (a labelled Job create before would fail closed)
-    _apply(webhooks(config_dir, url, ca))
+    _apply_server_side(webhooks(config_dir, url, ca))
     _apply_with_retry(queue_objects(cluster_queue=LOCAL_QUEUE, local_queue=LOCAL_QUEUE, namespace=NAMESPACE,
                                     flavor=LOCAL_FLAVOR, gpus=GPUS_PER_NODE))
     data = _load_cluster()
@@ -314,12 +314,18 @@ def start(bin_dir: Path, config_dir: Path, version: str) -> None:
     _save_cluster(data)
 
 
+def _apply_server_side(objs: list[dict]) -> None:
+    """Server-side apply: Kueue's CRDs are too large for client-side apply's last-applied annotation."""
+    kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=tao-local-kueue", "-f", "-",
+            stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}), timeout=120)
+
+
 def _apply_with_retry(objs: list[dict], timeout: float = 60) -> None:
     """Apply Kueue objects (they pass Kueue's own webhooks, just configured: the API server may need a moment)."""
     end = time.monotonic() + timeout
     while True:
         try:
-            _apply(objs)
+            _apply_server_side(objs)
             return
         except TaoError:
             if time.monotonic() > end:

@@ -208,9 +208,11 @@ def test_a_kubernetes_sweep_costs_the_same_few_kubectl_calls_for_any_n(fake, n):
     cluster = Cluster(fake)
     done = sweeps.submit("kubernetes", K8S_SPEC, SubmitOptions(), trials(n), min(K, n))
     calls = kubectl_calls(fake)
-    # the gate a single submit pays too (nodes and pods in one read, the server's dry run of the sweep's Job and
-    # table), then ONE create of the Indexed Job and ONE of what it owns: 4 kubectl calls for any N
-    assert calls == ["get nodes,pods", "create --dry-run=server", "create -f", "create -f"], calls
+    # the gate a single submit pays too (the namespace's Kueue LocalQueues, nodes and pods in one read, the server's
+    # dry run of the sweep's Job and table), then ONE create of the Indexed Job and ONE of what it owns: 5 kubectl
+    # calls for any N
+    assert calls == ["get localqueues.kueue.x-k8s.io", "get nodes,pods", "create --dry-run=server", "create -f",
+                     "create -f"], calls
     job = cluster.job
     assert (job["spec"]["completionMode"], job["spec"]["completions"], job["spec"]["parallelism"]) == \
         ("Indexed", n, min(K, n))
