@@ -101,39 +101,45 @@ def crds(config: Path, webhook_url: str, ca_bundle: str) -> list[dict]:
     return out
 
 
-def cluster_roles(config: Path) -> list[dict]:
-    """Every ClusterRole of ``config/rbac`` (manager-role, the batch-user/admin aggregations, the viewers and
-    editors), prefixed ``kueue-`` as ``config/default`` names them."""
+def rbac(config: Path) -> list[dict]:
+    """Every Role, ClusterRole and binding of ``config/rbac`` as ``config/default`` names them (``kueue-`` prefix,
+    namespace ``system`` -> kueue-system); the bindings' ServiceAccount ``controller-manager`` is Kueue's user here
+    (a host process authenticates with its client certificate)."""
     out = []
     for res in _resources(config / "rbac"):
         for doc in _docs(config / "rbac" / res):
-            if doc.get("kind") == "ClusterRole":
-                doc["metadata"]["name"] = _prefixed(doc["metadata"]["name"])
-                out.append(doc)
-    if not any(r["metadata"]["name"] == PREFIX + "manager-role" for r in out):
-        raise TaoError("Kueue's config/rbac has no manager-role: a changed layout")
+            kind, meta = doc.get("kind"), doc["metadata"]
+            if kind not in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"):
+                continue
+            meta["name"] = _prefixed(meta["name"])
+            if kind in ("Role", "RoleBinding"):
+                meta["namespace"] = SYSTEM_NAMESPACE
+            if kind.endswith("Binding"):
+                doc["roleRef"]["name"] = _prefixed(doc["roleRef"]["name"])
+                doc["subjects"] = [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": CONTROLLER_USER}
+                                   if s.get("kind") == "ServiceAccount" else s for s in doc.get("subjects") or []]
+            out.append(doc)
+    names = {(d["kind"], d["metadata"]["name"]) for d in out}
+    if not {("ClusterRole", PREFIX + "manager-role"), ("ClusterRoleBinding", PREFIX + "manager-rolebinding")} <= names:
+        raise TaoError("Kueue's config/rbac has no manager-role and its binding: a changed layout")
     return out
 
 
 def bindings(user: str = USER_NAME, namespace: str = NAMESPACE) -> list[dict]:
-    """Kueue's own identity bound to its manager-role; the local restricted user made a batch user of the jobs
-    namespace (submit to its LocalQueues, read its Workloads) and a viewer of ClusterQueues (quota in preflight)."""
-    rbac = "rbac.authorization.k8s.io"
+    """The local restricted user made a batch user of the jobs namespace (submit to its LocalQueues, read its
+    Workloads) and a viewer of ClusterQueues (quota and usage in preflight): Kueue's own user-facing roles."""
+    group = "rbac.authorization.k8s.io"
 
     def ref(name: str) -> dict:
-        return {"apiGroup": rbac, "kind": "ClusterRole", "name": name}
+        return {"apiGroup": group, "kind": "ClusterRole", "name": name}
 
-    def subject(name: str) -> list[dict]:
-        return [{"apiGroup": rbac, "kind": "User", "name": name}]
-
+    subjects = [{"apiGroup": group, "kind": "User", "name": user}]
     return [
-        {"apiVersion": f"{rbac}/v1", "kind": "ClusterRoleBinding", "metadata": {"name": PREFIX + "manager-rolebinding"},
-         "roleRef": ref(PREFIX + "manager-role"), "subjects": subject(CONTROLLER_USER)},
-        {"apiVersion": f"{rbac}/v1", "kind": "RoleBinding",
+        {"apiVersion": f"{group}/v1", "kind": "RoleBinding",
          "metadata": {"name": PREFIX + "batch-user", "namespace": namespace},
-         "roleRef": ref(PREFIX + "batch-user-role"), "subjects": subject(user)},
-        {"apiVersion": f"{rbac}/v1", "kind": "ClusterRoleBinding", "metadata": {"name": PREFIX + "clusterqueue-viewer"},
-         "roleRef": ref(PREFIX + "clusterqueue-viewer-role"), "subjects": subject(user)},
+         "roleRef": ref(PREFIX + "batch-user-role"), "subjects": subjects},
+        {"apiVersion": f"{group}/v1", "kind": "ClusterRoleBinding", "metadata": {"name": PREFIX + "clusterqueue-viewer"},
+         "roleRef": ref(PREFIX + "clusterqueue-viewer-role"), "subjects": subjects},
     ]
 
 
@@ -268,12 +274,19 @@ def stop() -> None:
     _stop_daemon(NAME, exe(), grace=10.0)
 
 
+def digest(version: str) -> str:
+    """Changes with the version and with this install's code: a running Kueue set up otherwise is restarted."""
+    import hashlib
+
+    return f"{version}-{hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]}"
+
+
 def ensure(bin_dir: Path, config_dir: Path, version: str) -> None:
-    """Kueue running and healthy with this build, its objects applied, the local queue there: a healthy Kueue of the
-    same version is left alone; a dead, unhealthy or other-version one is (re)started, alone (the rest of the
-    cluster is never touched)."""
+    """Kueue running and healthy with this build, its objects applied, the local queue there: a healthy Kueue set up
+    the same way is left alone; a dead, unhealthy or other one is (re)started, alone (the rest of the cluster is
+    never touched)."""
     data = _load_cluster()
-    if data.get("kueue_version") == version and healthy(data):
+    if data.get("kueue_setup") == digest(version) and healthy(data):
         return
     stop()
     start(bin_dir, config_dir, version)
@@ -294,13 +307,14 @@ def start(bin_dir: Path, config_dir: Path, version: str) -> None:
     ca = base64.b64encode((pki / "ca.crt").read_bytes()).decode()
     crd_objs = crds(config_dir, url, ca)
     _apply_server_side([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SYSTEM_NAMESPACE}}]
-                       + crd_objs + cluster_roles(config_dir) + bindings())
+                       + crd_objs + rbac(config_dir) + bindings())
     kubectl("wait", "--for=condition=Established", "--timeout=60s",
             *[f"crd/{c['metadata']['name']}" for c in crd_objs], timeout=90)
     data = _load_cluster()
     data.setdefault("exes", {})[NAME] = str(bin_dir / NAME)
     data["kueue_ports"] = {"webhook": webhook_port, "health": health_port}
     data.pop("kueue_version", None)
+    data.pop("kueue_setup", None)
     _save_cluster(data)
     _spawn(NAME, [str(bin_dir / NAME), f"--config={root / 'config.yaml'}", f"--kubeconfig={root / 'kueue.kubeconfig'}",
                   "--feature-gates=VisibilityOnDemand=false", "--zap-log-level=info"])
@@ -310,7 +324,7 @@ def start(bin_dir: Path, config_dir: Path, version: str) -> None:
     _apply_with_retry(queue_objects(cluster_queue=LOCAL_QUEUE, local_queue=LOCAL_QUEUE, namespace=NAMESPACE,
                                     flavor=LOCAL_FLAVOR, gpus=GPUS_PER_NODE))
     data = _load_cluster()
-    data["kueue_version"] = version
+    data.update({"kueue_version": version, "kueue_setup": digest(version)})
     _save_cluster(data)
 
 

@@ -43,11 +43,23 @@ def config(tmp_path) -> Path:
     _write(c / "crd" / "patches" / "webhook_in_workloads.yaml", {
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": "workloads.kueue.x-k8s.io"}, "spec": {"conversion": {"strategy": "Webhook"}}})
-    _write(c / "rbac" / "kustomization.yaml", {"resources": ["role.yaml", "role_binding.yaml", "batch_user_role.yaml"]})
+    _write(c / "rbac" / "kustomization.yaml", {"resources": ["role.yaml", "role_binding.yaml", "batch_user_role.yaml",
+                                                           "manager_secrets_role.yaml", "secrets_binding.yaml"]})
+    _write(c / "rbac" / "manager_secrets_role.yaml", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "manager-secrets-role", "namespace": "system"}, "rules": []})
+    _write(c / "rbac" / "secrets_binding.yaml", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "manager-secrets-rolebinding", "namespace": "system"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "manager-secrets-role"},
+        "subjects": [{"kind": "ServiceAccount", "name": "controller-manager", "namespace": "system"}]})
     _write(c / "rbac" / "role.yaml", {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
                                       "metadata": {"name": "manager-role"}, "rules": []})
-    _write(c / "rbac" / "role_binding.yaml", {"apiVersion": "rbac.authorization.k8s.io/v1",
-                                              "kind": "ClusterRoleBinding", "metadata": {"name": "manager-rolebinding"}})
+    _write(c / "rbac" / "role_binding.yaml", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "manager-rolebinding"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "manager-role"},
+        "subjects": [{"kind": "ServiceAccount", "name": "controller-manager", "namespace": "system"}]})
     _write(c / "rbac" / "batch_user_role.yaml", {
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "batch-user-role"},
         "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"rbac.kueue.x-k8s.io/batch-user": "true"}}]}})
@@ -78,15 +90,28 @@ def test_a_changed_crd_layout_is_refused(config):
         kueue.crds(config, URL, CA)
 
 
-def test_cluster_roles_are_the_modules_own_prefixed_and_bound_to_kueue_and_the_user(config):
-    roles = kueue.cluster_roles(config)
-    assert [r["metadata"]["name"] for r in roles] == ["kueue-manager-role", "kueue-batch-user-role"]
-    assert roles[1]["aggregationRule"]  # aggregated by the controller-manager, as in a real install
+def test_rbac_is_the_modules_own_prefixed_with_kueue_as_its_subject_and_the_user_bound(config):
+    objs = kueue.rbac(config)
+    assert [(o["kind"], o["metadata"]["name"]) for o in objs] == [
+        ("ClusterRole", "kueue-manager-role"), ("ClusterRoleBinding", "kueue-manager-rolebinding"),
+        ("ClusterRole", "kueue-batch-user-role"), ("Role", "kueue-manager-secrets-role"),
+        ("RoleBinding", "kueue-manager-secrets-rolebinding")]
+    assert objs[2]["aggregationRule"]  # aggregated by the controller-manager, as in a real install
+    assert objs[1]["roleRef"]["name"] == "kueue-manager-role"
+    assert objs[1]["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                                    "name": kueue.CONTROLLER_USER}]
+    assert objs[3]["metadata"]["namespace"] == objs[4]["metadata"]["namespace"] == kueue.SYSTEM_NAMESPACE
     binds = {b["metadata"]["name"]: b for b in kueue.bindings("u", "ns")}
-    assert binds["kueue-manager-rolebinding"]["subjects"][0]["name"] == kueue.CONTROLLER_USER
     user = binds["kueue-batch-user"]
     assert user["kind"] == "RoleBinding" and user["metadata"]["namespace"] == "ns"
     assert user["roleRef"]["name"] == "kueue-batch-user-role" and user["subjects"][0]["name"] == "u"
+    assert binds["kueue-clusterqueue-viewer"]["kind"] == "ClusterRoleBinding"
+
+
+def test_a_changed_rbac_layout_is_refused(config):
+    (config / "rbac" / "kustomization.yaml").write_text("resources: [batch_user_role.yaml]\n")
+    with pytest.raises(TaoError, match="changed layout"):
+        kueue.rbac(config)
 
 
 def test_only_job_and_kueue_webhooks_are_kept_called_by_url_and_job_ones_only_for_labelled_jobs(config):
@@ -146,7 +171,7 @@ def test_kueue_build_is_cached_by_version(monkeypatch, tmp_path):
 
 def test_a_healthy_kueue_of_the_version_is_left_alone_else_restarted_alone(monkeypatch):
     calls = []
-    monkeypatch.setattr(kueue, "_load_cluster", lambda: {"kueue_version": "v0.17.0"})
+    monkeypatch.setattr(kueue, "_load_cluster", lambda: {"kueue_setup": kueue.digest("v0.17.0")})
     monkeypatch.setattr(kueue, "stop", lambda: calls.append("stop"))
     monkeypatch.setattr(kueue, "start", lambda *a: calls.append(("start",) + a))
     monkeypatch.setattr(kueue, "healthy", lambda data=None: True)

@@ -195,7 +195,7 @@ def explain(job: dict, workload: dict | None, cluster_queue_name: str | None) ->
     message = (reserved or {}).get("message") or ""
     if reserved and reserved.get("reason") == "Inadmissible":
         return "Inadmissible", f"QUEUED, inadmissible: {message or 'Kueue gave no message'}"
-    position = ((workload.get("status") or {}).get("requeueState") or {}).get("count")
+    requeued = ((workload.get("status") or {}).get("requeueState") or {}).get("count")
     tail = f": {message}" if message else ""
-    retries = f" (requeued {position} times)" if position else ""
+    retries = f" (requeued {requeued} times)" if requeued else ""
     return "Queued", f"QUEUED: waiting for quota in {where}{retries}{tail}"
