@@ -323,9 +323,16 @@ def start(bin_dir: Path, config_dir: Path, version: str) -> None:
     _apply_server_side(webhooks(config_dir, url, ca))
     _apply_with_retry(queue_objects(cluster_queue=LOCAL_QUEUE, local_queue=LOCAL_QUEUE, namespace=NAMESPACE,
                                     flavor=LOCAL_FLAVOR, gpus=GPUS_PER_NODE))
+    _wait(NAME, _local_queue_active, what=f"ClusterQueue {LOCAL_QUEUE} Active (Kueue's controllers working)")
     data = _load_cluster()
     data.update({"kueue_version": version, "kueue_setup": digest(version)})
     _save_cluster(data)
+
+
+def _local_queue_active() -> bool:
+    res = kubectl("get", "clusterqueue", LOCAL_QUEUE, "-o", "jsonpath={.status.conditions[?(@.type==\"Active\")].status}",
+                  check=False)
+    return res.ok and res.stdout.strip() == "True"
 
 
 def _apply_server_side(objs: list[dict]) -> None:
