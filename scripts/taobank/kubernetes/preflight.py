@@ -5,8 +5,8 @@ Each check gives one finding: OK, WARN (submit may still work) or MISSING
 command of each kind of site. The GPU figure counts only nodes a Job can be placed on
 (the capacity gate's own rule: cordoned, NotReady and untolerated-taint
 nodes are left out), and a list of the GPU nodes says which can run the job
-and why the others cannot; ``can-i create jobs`` and every named PVC being Bound
-are checked; a kubectl more than one minor version away from the server is
+and why the others cannot; the Kueue LocalQueues (quota, usage, the queue a
+submit goes to); ``can-i create jobs`` and every named PVC being Bound are checked; a kubectl more than one minor version away from the server is
 reported (kubectl supports +/-1).
 """
 from __future__ import annotations
@@ -138,7 +138,42 @@ def pvc_finding(kube: Kubectl, claim: str) -> Finding:
     return Finding("OK", "pvc", f"PVC {claim} is Bound")
 
 
-def run(kube: Kubectl, pvcs: list[str] | tuple[str, ...] = (), placement: dict | None = None) -> list[Finding]:
+def queues_finding(kube: Kubectl, wanted: str | None = None) -> Finding:
+    """Kueue: the namespace's LocalQueues, each with its ClusterQueue's GPU quota and usage, and which one a submit
+    goes to (``wanted``, else the namespace's ``default`` one, else none)."""
+    from . import queues
+
+    try:
+        lqs = queues.local_queues(kube)
+    except TaoError as exc:
+        return Finding("WARN", "queues", str(exc))
+    if lqs is None:
+        if wanted:
+            return Finding("MISSING", "queues", f"--queue {wanted}: this cluster has no Kueue (no LocalQueue API): "
+                           "submit without --queue")
+        return Finding("INFO", "queues", "no Kueue on this cluster (no LocalQueue API): submits are not queued")
+    rows, lines = [], []
+    for lq in sorted(lqs, key=lambda q: (q.get("metadata") or {}).get("name") or ""):
+        name = (lq.get("metadata") or {}).get("name")
+        cq, quota, used = queues.describe(kube, lq)
+        pending = int(((lq.get("status") or {}).get("pendingWorkloads")) or 0)
+        rows.append({"name": name, "cluster_queue": cq, "gpu_quota": quota, "gpus_in_use": used, "pending": pending})
+        lines.append(f"{name} -> ClusterQueue {cq}: GPU quota {'unknown' if quota is None else quota}, {used} in use, "
+                     f"{pending} pending")
+    names = [r["name"] for r in rows]
+    if wanted and wanted not in names:
+        return Finding("MISSING", "queues", f"--queue {wanted}: no LocalQueue {wanted} in namespace {kube.namespace} "
+                       f"({'its LocalQueues: ' + ', '.join(names) if names else 'it has none'})",
+                       details=tuple(lines), data=rows)
+    target = wanted or (queues.DEFAULT_QUEUE if queues.DEFAULT_QUEUE in names else None)
+    goes = f"a submit goes to LocalQueue {target}" if target else "a submit is not queued (--queue NAME queues it)"
+    return Finding("OK" if target else "INFO", "queues",
+                   f"Kueue LocalQueues in namespace {kube.namespace}: {len(rows)}; {goes}", details=tuple(lines),
+                   data=rows)
+
+
+def run(kube: Kubectl, pvcs: list[str] | tuple[str, ...] = (), placement: dict | None = None,
+        queue: str | None = None) -> list[Finding]:
     """Every check, in order; stops after an unreachable cluster (the rest would only repeat it)."""
     import json
 
@@ -167,6 +202,7 @@ def run(kube: Kubectl, pvcs: list[str] | tuple[str, ...] = (), placement: dict |
         if "forbidden" not in str(exc).lower():
             raise
         out.append(Finding("WARN", "gpus", "you may not list nodes: GPU capacity unknown (submit warns and goes on)"))
+    out.append(queues_finding(kube, queue or (placement or {}).get("queue")))
     out += [pvc_finding(kube, c) for c in dict.fromkeys(pvcs)]
     return out
 
