@@ -137,7 +137,8 @@ def main(argv: list[str]) -> int:
     p.set_defaults(func=_submit)
     verbcli.add_common(sub, "kubernetes")
     verbcli.add_results(sub, "kubernetes")
-    verbcli.add_continue(sub, "kubernetes")
+    verbcli.add_continue(sub, "kubernetes").add_argument(
+        "--queue", help="Kueue LocalQueue of the new job (default: the job's own queue)")
     p = sub.add_parser("preflight", help="cluster reachable, version skew, namespace, can-i create jobs, "
                        "schedulable GPUs, which GPU nodes can run the job, Kueue queues, PVCs Bound (exit 1 if something "
                    "is MISSING)")

@@ -9,6 +9,7 @@ bank's own capacity gate steps aside. Kueue's objects are read as data; no Kueue
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass, field
 
 from ..errors import TaoError
@@ -26,6 +27,7 @@ WORKLOADS = "workloads.kueue.x-k8s.io"
 #: The LocalQueue a namespace's Jobs go to when none is named (Kueue's own convention).
 DEFAULT_QUEUE = "default"
 GPU = "nvidia.com/gpu"
+_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?")
 _NO_API = ("doesn't have a resource type", "the server could not find the requested resource")
 
 
@@ -125,6 +127,9 @@ def choose(kube: Kubectl, wanted: str | None, *, gpus: int) -> Choice:
     the cluster no Kueue), else the namespace's ``default`` LocalQueue when there is one (said so), else none.
     ``gpus``: what the Job asks at once; a quota smaller than that is a warning (Kueue would keep it waiting,
     unless its cohort lends)."""
+    if wanted is not None and not _NAME.fullmatch(wanted):
+        raise TaoError(f"--queue {wanted!r} is not a LocalQueue name (lowercase letters, digits, '-' and '.', at most "
+                       "63 characters)")
     lqs = local_queues(kube)
     if lqs is None:
         if wanted:
