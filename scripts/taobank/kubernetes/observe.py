@@ -72,8 +72,9 @@ def observe(recs: list[dict], context: dict) -> list[Observation]:
             out += [_unasked(r, "QueryFailed", str(exc)) for r in group]
             continue
         by_id = smap.group_items(items)
-        held = _held_by_kueue(group, by_id)
-        # the Workloads of the Jobs Kueue holds (suspended, labelled for a queue) in ONE more call, only then
+        # the Workloads of the Jobs Kueue holds (labelled for a queue, suspended) in ONE more call, only then
+        held = {j["metadata"]["uid"] for e in by_id.values() for j in e["jobs"]
+                if queues.queue_of(j) and (j.get("spec") or {}).get("suspend")}
         wls = queues.workloads(kube, list(held)) if held else {}
         gone = [r for r in group if r.get("backend_ref") and _gone(r, by_id.get(_label(r)))]
         kept = verdicts.read_gone(kube, gone) if gone else {}
@@ -101,17 +102,6 @@ def observe(recs: list[dict], context: dict) -> list[Observation]:
             if obs.reason in smap.PULL_RETRY_REASONS and smap.PULL_BACKOFF_ONLY in obs.message:
                 obs.keep_if = "cannot pull image "  # the pull error recorded already says more than the back-off
             out.append(obs)
-    return out
-
-
-def _held_by_kueue(group: list[dict], by_id: dict[str, dict]) -> dict[str, dict]:
-    """UID -> Job of the records' Jobs that are labelled for a Kueue queue and suspended (not admitted)."""
-    out = {}
-    for rec in group:
-        b = rec.get("backend") or {}
-        job = smap.pick_job((by_id.get(_label(rec)) or {}).get("jobs") or [], b.get("uid"), b.get("name"))
-        if job is not None and queues.queue_of(job) and (job.get("spec") or {}).get("suspend"):
-            out[job["metadata"]["uid"]] = job
     return out
 
 

@@ -139,37 +139,23 @@ def pvc_finding(kube: Kubectl, claim: str) -> Finding:
 
 
 def queues_finding(kube: Kubectl, wanted: str | None = None) -> Finding:
-    """Kueue: the namespace's LocalQueues, each with its ClusterQueue's GPU quota and usage, and which one a submit
-    goes to (``wanted``, else the namespace's ``default`` one, else none)."""
+    """Kueue: where a submit goes (submit's own rule and refusals) and each LocalQueue with its quota and use."""
     from . import queues
 
     try:
-        lqs = queues.local_queues(kube)
+        queue, _, _ = queues.choose(kube, wanted, gpus=0)
+        lqs = queues.local_queues(kube) or []
     except TaoError as exc:
-        return Finding("WARN", "queues", str(exc))
-    if lqs is None:
-        if wanted:
-            return Finding("MISSING", "queues", f"--queue {wanted}: this cluster has no Kueue (no LocalQueue API): "
-                           "submit without --queue")
-        return Finding("INFO", "queues", "no Kueue on this cluster (no LocalQueue API): submits are not queued")
-    rows, lines = [], []
-    for lq in sorted(lqs, key=lambda q: (q.get("metadata") or {}).get("name") or ""):
-        name = (lq.get("metadata") or {}).get("name")
-        cq, quota, used = queues.describe(kube, lq)
-        pending = int(((lq.get("status") or {}).get("pendingWorkloads")) or 0)
-        rows.append({"name": name, "cluster_queue": cq, "gpu_quota": quota, "gpus_in_use": used, "pending": pending})
-        lines.append(f"{name} -> ClusterQueue {cq}: GPU quota {'unknown' if quota is None else quota}, {used} in use, "
-                     f"{pending} pending")
-    names = [r["name"] for r in rows]
-    if wanted and wanted not in names:
-        return Finding("MISSING", "queues", f"--queue {wanted}: no LocalQueue {wanted} in namespace {kube.namespace} "
-                       f"({'its LocalQueues: ' + ', '.join(names) if names else 'it has none'})",
-                       details=tuple(lines), data=rows)
-    target = wanted or (queues.DEFAULT_QUEUE if queues.DEFAULT_QUEUE in names else None)
-    goes = f"a submit goes to LocalQueue {target}" if target else "a submit is not queued (--queue NAME queues it)"
-    return Finding("OK" if target else "INFO", "queues",
-                   f"Kueue LocalQueues in namespace {kube.namespace}: {len(rows)}; {goes}", details=tuple(lines),
-                   data=rows)
+        return Finding("MISSING" if wanted else "WARN", "queues", str(exc))
+    if not lqs:
+        return Finding("INFO", "queues", "no Kueue LocalQueue in namespace " + kube.namespace + ": not queued")
+    rows = [dict(zip(("name", "cluster_queue", "gpu_quota", "gpus_in_use"), ((q.get("metadata") or {}).get("name"),
+                                                                          *queues.describe(kube, q)))) for q in lqs]
+    return Finding("OK" if queue else "INFO", "queues", f"Kueue LocalQueues in namespace {kube.namespace}: {len(rows)}; "
+                   + (f"a submit goes to LocalQueue {queue}" if queue else "a submit is not queued (--queue NAME)"),
+                   details=tuple(f"{r['name']} -> ClusterQueue {r['cluster_queue']}: GPU quota "
+                                 f"{'unknown' if r['gpu_quota'] is None else r['gpu_quota']}, {r['gpus_in_use']} in use"
+                                 for r in rows), data=rows)
 
 
 def run(kube: Kubectl, pvcs: list[str] | tuple[str, ...] = (), placement: dict | None = None,

@@ -103,14 +103,13 @@ def check(plans: list[KubePlan], gate: Gate, batch: Batch) -> None:
     else:
         for q in plans:
             _lint(q.objs, "the job spec")
-    choice = queues.choose(kube, p.spec.get("queue"), gpus=gpus_at_once(p.spec))
-    gate.lines += choice.lines
-    if choice.queue:  # Kueue admits it against the queue's quota: the node capacity gate steps aside
-        gate.backend.update({"queue": choice.queue, "cluster_queue": choice.cluster_queue})
+    queue, cluster_queue, lines = queues.choose(kube, p.spec.get("queue"), gpus=gpus_at_once(p.spec))
+    gate.lines += lines
+    if queue:  # Kueue admits it against the queue's quota: the node capacity gate steps aside
+        gate.backend.update({"queue": queue, "cluster_queue": cluster_queue})
         for q in plans:
-            q.objs = queues.label_jobs(q.objs, choice.queue)
-        if p.sweep_objs:
-            p.sweep_objs = queues.label_jobs(p.sweep_objs, choice.queue, partial=True)
+            q.objs = queues.label_jobs(q.objs, queue)
+        p.sweep_objs = queues.label_jobs(p.sweep_objs, queue, partial=True)
     else:
         gate.lines.append(capacity_gate(kube, p.spec, require_free=p.require_free))
     if p.nodes > 1:
@@ -134,8 +133,7 @@ def check(plans: list[KubePlan], gate: Gate, batch: Batch) -> None:
 
 
 def gpus_at_once(spec: dict) -> int:
-    """GPUs one Job asks at once: every pod of a multi-node Job (admitted whole); a sweep's Indexed Job may be
-    admitted one trial's pod at a time (partial admission), so one trial's GPUs."""
+    """GPUs a Job needs admitted at once: all its pods' (a sweep's: one trial's, with partial admission)."""
     return int(spec.get("gpus", 1)) * int(spec.get("nodes", 1))
 
 
