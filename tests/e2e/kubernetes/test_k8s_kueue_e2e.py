@@ -118,3 +118,22 @@ def test_an_unknown_queue_is_refused_in_one_line_and_nothing_is_created(k8s, que
     (line,) = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert f"no LocalQueue {queue}-nope in namespace {NAMESPACE}" in line and queue in line
     assert bank_writes(k8s, since) == []
+
+
+def test_a_queued_sweep_is_one_workload_admitted_partially_and_runs_every_trial(k8s, queue):
+    """3 trials, 2 slots, 1 GPU of quota: Kueue admits the sweep's one Indexed Job with 1 pod (partial admission)
+    rather than keep it waiting for 2, and every trial runs."""
+    proc = k8s.tao("submit", "--json", *BASE, "--gpus", "1", "--queue", queue, "--sweep", "train.lr=1,2,3",
+                   "--max-concurrent", "2", "--pod-annotation", f"{lk.RUN_DURATION_ANNOTATION}=2s")
+    out = json.loads(proc.stdout)
+    views = out["jobs"]
+    k8s.ids += [out["sweep"]]  # its one Job carries the sweep's id
+    uid = views[0]["backend"]["uid"]
+    end = time.time() + 60
+    while not (workloads_of(k8s, uid) and (workloads_of(k8s, uid)[0].get("status") or {}).get("admission")):
+        assert time.time() < end, "Kueue did not admit the sweep's Job"
+        time.sleep(1)
+    (wl,) = workloads_of(k8s, uid)
+    assert [a["count"] for a in wl["status"]["admission"]["podSetAssignments"]] == [1]
+    for v in views:
+        assert k8s.wait(v["id"], lambda s: s["state"] in ("COMPLETE", "ERROR"), timeout=120)["state"] == "COMPLETE"
