@@ -5,7 +5,8 @@ cluster call (a bad spec costs nothing). check reads the cluster in as few
 calls as it can: nodes and pods in one read (GPU capacity), then one server
 dry-run of the manifests, which also answers RBAC for what it creates and
 whether the server keeps podFailurePolicy; the namespace's Kueue LocalQueues (one read: the queue named
-or the default one; a queued Job skips the node capacity gate); the server version only for multi-node, ``can-i`` only for what the dry run does not create (Secrets,
+or the default one; a queued Job skips the node capacity gate); the server version only for
+multi-node, ``can-i`` only for what the dry run does not create (Secrets,
 the input check's pod reads), then the job's input paths. A refusal leaves
 no record. A plain single-node submit costs 4 kubectl calls with its create.
 launch creates the Job first,
@@ -103,7 +104,9 @@ def check(plans: list[KubePlan], gate: Gate, batch: Batch) -> None:
     else:
         for q in plans:
             _lint(q.objs, "the job spec")
-    queue, cluster_queue, lines = queues.choose(kube, p.spec.get("queue"), gpus=gpus_at_once(p.spec))
+    # GPUs admitted at once: all the pods' (a sweep's: one trial's, with partial admission)
+    queue, cluster_queue, lines = queues.choose(kube, p.spec.get("queue"),
+                                                gpus=int(p.spec.get("gpus", 1)) * int(p.spec.get("nodes", 1)))
     gate.lines += lines
     if queue:  # Kueue admits it against the queue's quota: the node capacity gate steps aside
         gate.backend.update({"queue": queue, "cluster_queue": cluster_queue})
@@ -130,11 +133,6 @@ def check(plans: list[KubePlan], gate: Gate, batch: Batch) -> None:
                           "with nobody polling")
     if input_paths:  # test -e next to the volumes, before a record or a GPU
         gate.lines.append(inputsmod.check(kube, p.spec, p.pod_folder))
-
-
-def gpus_at_once(spec: dict) -> int:
-    """GPUs a Job needs admitted at once: all its pods' (a sweep's: one trial's, with partial admission)."""
-    return int(spec.get("gpus", 1)) * int(spec.get("nodes", 1))
 
 
 def refuse_batch(p: KubePlan) -> None:
