@@ -226,3 +226,15 @@ def test_nodes_are_not_read_for_a_queued_submit_even_when_they_could_never_fit(f
     fake.kubectl("get", "nodes,pods", answer=items([node("gpu-0", 1)]))  # the nodes alone would refuse 8 GPUs
     platform.get("kubernetes").submit({**SPEC, "queue": LQ, "gpus": 8}, SubmitOptions())
     assert created_job(fake)["spec"]["suspend"] is True
+
+
+def test_a_user_who_may_not_list_local_queues_submits_unqueued_with_a_warning_unless_a_queue_is_named(fake, state_dir):
+    k8s_cluster(fake)
+    fake.kubectl("get", queues.LOCAL_QUEUES, rc=1, stderr='Error from server (Forbidden): localqueues.kueue.x-k8s.io '
+                 'is forbidden: User "u" cannot list resource "localqueues"')
+    view = platform.get("kubernetes").submit(SPEC, SubmitOptions())
+    assert view.extra["gate_notes"] == ["warning: not queued: you may not list Kueue LocalQueues in namespace default, "
+                                        "so a default one is not used either"]
+    assert "suspend" not in created_job(fake)["spec"]
+    with pytest.raises(TaoError, match="you may not list Kueue LocalQueues in namespace default: ask for"):
+        platform.get("kubernetes").submit({**SPEC, "queue": LQ}, SubmitOptions())

@@ -95,7 +95,12 @@ def choose(kube: Kubectl, wanted: str | None, *, gpus: int) -> tuple[str | None,
     if wanted is not None and not _NAME.fullmatch(wanted):
         raise TaoError(f"--queue {wanted!r} is not a LocalQueue name (lowercase letters, digits, '-' and '.', at most "
                        "63 characters)")
-    lqs = local_queues(kube)
+    try:
+        lqs = local_queues(kube)
+    except TaoError as exc:
+        if wanted or "you may not" not in str(exc):
+            raise
+        return None, None, [f"warning: not queued: {str(exc).split(':')[0]}, so a default one is not used either"]
     if lqs is None:
         if wanted:
             raise TaoError(f"--queue {wanted}: this cluster has no Kueue (no LocalQueue API): submit without --queue")
