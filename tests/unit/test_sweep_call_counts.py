@@ -218,10 +218,10 @@ def test_a_kubernetes_sweep_costs_the_same_few_kubectl_calls_for_any_n(fake, n):
     cluster = Cluster(fake)
     done = sweeps.submit("kubernetes", K8S_SPEC, SubmitOptions(), trials(n), min(K, n))
     calls = kubectl_calls(fake)
-    # the gate's one read of nodes and pods (a single submit pays it too), then ONE create of the Indexed Job,
-    # suspended (its server check: no dry run), and ONE server-side apply of what it owns and of the Job released:
-    # 3 kubectl calls for any N, as many as one single submit
-    assert calls == ["get nodes,pods", "create -f", "apply --server-side"], calls
+    # the namespace's Kueue LocalQueues and the gate's one read of nodes and pods (a single submit pays them too),
+    # then ONE create of the Indexed Job, suspended (its server check: no dry run), and ONE server-side apply of
+    # what it owns and of the Job released: 4 kubectl calls for any N, as many as one single submit
+    assert calls == ["get localqueues.kueue.x-k8s.io", "get nodes,pods", "create -f", "apply --server-side"], calls
     created = json.loads(fake.kubectl_calls("create")[0].stdin)["items"][0]
     assert created["spec"]["suspend"] is True  # no pod before its table and Secrets exist
     applied = json.loads(fake.kubectl_calls("apply")[0].stdin)["items"]
@@ -336,11 +336,12 @@ def test_the_sweep_benchmark_check_flags_every_broken_count():
     got = mod.check([bad])
     assert len(got) == 5, got  # 4 > 3 commands, more than one submit's 3, status 3 > 2, two scancels, one running
     delete = ["kubectl", "-n", "ns", "delete", "--raw", "/apis/batch/v1/namespaces/ns/jobs/x"]
-    k8s = {**good, "platform": "kubernetes", "sweep_submit": {**good["sweep_submit"], "calls": 3, "writes": 2},
+    k8s = {**good, "platform": "kubernetes", "sweep_submit": {**good["sweep_submit"], "calls": 4, "writes": 2},
+           "one_submit": {"calls": 4},
            "cancel_log": [delete]}
     assert mod.check([k8s]) == []  # the Indexed Job, then its table and the Job released: as one single submit
-    dearer = mod.check([{**k8s, "sweep_submit": {**k8s["sweep_submit"], "calls": 4}}])
-    assert len(dearer) == 2 and "took 4 kubectl calls" in dearer[0] and "more than one single submit" in dearer[1]
+    dearer = mod.check([{**k8s, "sweep_submit": {**k8s["sweep_submit"], "calls": 5}}])
+    assert len(dearer) == 2 and "took 5 kubectl calls" in dearer[0] and "more than one single submit" in dearer[1]
     k8s = {**k8s, "sweep_submit": {**good["sweep_submit"], "calls": 6, "writes": 4}, "one_submit": {"calls": 6},
            "sweep_status": {**good["sweep_status"], "calls": 2},
            "cancel_log": [["kubectl", "-n", "ns", "get", "jobs"], delete]}

@@ -4,10 +4,11 @@ plan renders the manifests once, with the job's final id and names, before any
 cluster call (a bad spec costs nothing). check reads the cluster in as few
 calls as it can: nodes and pods in one read (GPU capacity), then one server
 dry-run of the manifests, which also answers RBAC for what it creates and
-whether the server keeps podFailurePolicy; the server version only for
+whether the server keeps podFailurePolicy; the namespace's Kueue LocalQueues (one read: the queue named
+or the default one; a queued Job skips the node capacity gate); the server version only for
 multi-node, ``can-i`` only for what the dry run does not create (Secrets,
 the input check's pod reads), then the job's input paths. A refusal leaves
-no record. A plain single-node submit costs 3 kubectl calls with its create.
+no record. A plain single-node submit costs 4 kubectl calls with its create.
 launch creates the Job first,
 then its Secrets (on stdin), Service and ConfigMap already owned by it, so the
 garbage collector removes them with the Job. A sweep is ONE Indexed Job
@@ -28,7 +29,7 @@ from ..spec import GENERIC
 from ..contract import Batch, Gate, Launch, Plan, SubmitOptions
 from ..errors import TaoError
 from ..run import Result, last_line
-from . import JOB_LABEL, credentials, gates, render
+from . import JOB_LABEL, credentials, gates, queues, render
 from .objects import delete_options, find_jobs, owned_by
 from . import results as resultsmod
 from .kubectl import Kubectl, json_objects
@@ -106,7 +107,17 @@ def check(plans: list[KubePlan], gate: Gate, batch: Batch) -> None:
     else:
         for q in plans:
             _lint(q.objs, "the job spec")
-    gate.lines.append(capacity_gate(kube, p.spec, require_free=p.require_free))
+    # GPUs admitted at once: all the pods' (a sweep's: one trial's, with partial admission)
+    queue, cluster_queue, lines = queues.choose(kube, p.spec.get("queue"),
+                                                gpus=int(p.spec.get("gpus", 1)) * int(p.spec.get("nodes", 1)))
+    gate.lines += lines
+    if queue:  # Kueue admits it against the queue's quota: the node capacity gate steps aside
+        gate.backend.update({"queue": queue, "cluster_queue": cluster_queue})
+        for q in plans:
+            q.objs = queues.label_jobs(q.objs, queue)
+        p.sweep_objs = queues.label_jobs(p.sweep_objs, queue, partial=True)
+    else:
+        gate.lines.append(capacity_gate(kube, p.spec, require_free=p.require_free))
     if p.nodes > 1:
         multinode_version_gate(kube)
     input_paths = inputsmod.paths(p.spec, p.pod_folder).all if p.spec.get("check_inputs", True) else []
