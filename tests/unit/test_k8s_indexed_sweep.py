@@ -178,13 +178,14 @@ def test_the_prologue_gives_the_pod_its_trial_argv_exactly(tmp_path):
     (tmp_path / "3.folder").write_text("dino-train-abc")
     (tmp_path / "3.argv").write_text(shlex.join(argv))
     script = render.SWEEP_PROLOGUE.replace(render.SWEEP_DIR, str(tmp_path)) + \
-        'printf "%s\\n" "$TAO_JOB_ID" "$TAO_API_JOB_ID"; printf "<%s>" "$@"'
-    env = {"JOB_COMPLETION_INDEX": "3", "PATH": "/usr/bin:/bin"}
+        'printf "%s\\n" "$TAO_JOB_ID" "$TAO_API_JOB_ID"; printf "<%s>" "$@"; printf "\\n%s" "$RESULTS_DIR"'
+    env = {"JOB_COMPLETION_INDEX": "3", "PATH": "/usr/bin:/bin", "TAO_API_RESULTS_DIR": "/results",
+           "RESULTS_DIR": "/results/the-sweep"}
     out = subprocess.run(["sh", "-c", script, "tao-main"], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.split("\n", 3)
     assert lines[:3] == ["tao: sweep trial 3 (dino-train-abc)", "dino-train-abc", "dino-train-abc"]
-    assert lines[3] == "".join(f"<{w}>" for w in argv)
+    assert lines[3] == "".join(f"<{w}>" for w in argv) + "\n/results/dino-train-abc"  # the trial's own folder
     (tmp_path / "3.cancel").write_text("canceled")
     out = subprocess.run(["sh", "-c", script, "tao-main"], capture_output=True, text=True, env=env)
     assert out.returncode == render.CANCELED_EXIT and "canceled" in out.stderr and "<python>" not in out.stdout
@@ -219,3 +220,15 @@ def test_cancel_of_a_finished_trial_leaves_the_sweeps_secret_alone(fake, monkeyp
     views, errors = core.cancel(None, [done.views[0].id])
     assert errors == [] and not fake.kubectl_calls("delete")
 
+
+
+def test_a_trials_argv_is_expanded_as_the_kubelet_expands_a_single_jobs():
+    """$(NAME) in a trial's argv: the kubelet never sees the table, so the bank expands it as the kubelet does for
+    one job ($(NAME) of a plain env value, the trial's own results folder; $$ is $; unknown names stay)."""
+    assert render.kube_expand("$(A)/$(B)-$$(A)-$(NOPE)-$x-$(", {"A": "1", "B": "2"}) == "1/2-$(A)-$(NOPE)-$x-$("
+    spec = {**SPEC, "env": {"LR_TAG": "fast"},
+            "args": ["sh", "-c", "echo $(TAO_API_RESULTS_DIR)/$(TAO_API_JOB_ID) $(RESULTS_DIR) $(LR_TAG) $(HF_TOKEN)"]}
+    specs = [sweeps.trial_spec(spec, t) for t in trials(2)]
+    _job, table = sweepmod.build(specs, ["a-1", "a-2"], "dino-sweep-x", "ns", 2, creds=True, ngc=False)
+    words = shlex.split(table["data"]["1.argv"])
+    assert words[2] == "echo /results/a-2 /results/a-2 fast $(HF_TOKEN)"  # a Secret's key is never expanded here
