@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The MCP server's start-up and a `tools/call status` of N jobs, against their baselines in the same run.
 
-Start-up: spawning scripts/tao_mcp.py until its `initialize` answer, next to `python3 -c pass` (median of
---runs). Status (needs the local engine, `scripts/local_cluster.py up docker`; --no-status skips it): N
+Start-up: spawning scripts/tao_mcp.py until its `initialize` answer, next to `python3 -c pass` and to a bare
+low-level server of the mcp SDK (plain imports: what any server on the SDK pays), median of --runs. Status (needs the local engine, `scripts/local_cluster.py up docker`; --no-status skips it): N
 `sleep` jobs submitted through tao_docker.py, then one `status` through the running server next to one
 `tao_jobs.py status --json`, each with its engine calls (TAO_CALL_LOG) and wall time. Every job it starts is
 removed. --check: exit 1 unless each status took exactly one engine call, the CLI's and the tool's.
@@ -22,27 +22,52 @@ from pathlib import Path
 BANK = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(BANK / "scripts"), str(BANK)]
 
-from tests.support.mcp_client import Session  # noqa: E402
+from tests.support.mcp_client import INIT, Session  # noqa: E402
 
 HELPER = str(BANK / "scripts" / "tao_docker.py")
 JOBS = str(BANK / "scripts" / "tao_jobs.py")
 
 
+#: The least any server on the SDK pays: a low-level Server that answers initialize, plain imports.
+SDK_FLOOR = """
+import anyio
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+
+async def serve():
+    server = Server("floor", version="1")
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+anyio.run(serve)
+"""
+
+
+def _until_initialized(argv: list[str]) -> float:
+    """Seconds from spawning ``argv`` to its answer to ``initialize`` (the process is then closed)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT}) + "\n")  # type: ignore[union-attr]
+    proc.stdin.flush()  # type: ignore[union-attr]
+    answer = proc.stdout.readline()  # type: ignore[union-attr]
+    took = time.perf_counter() - t0
+    proc.stdin.close()  # type: ignore[union-attr]
+    proc.wait(timeout=30)
+    assert '"result"' in answer, answer
+    return took
+
+
 def startup(runs: int) -> tuple[float, float, float]:
-    """Median seconds of `python3 -c pass`, of importing the SDK's server parts, and of tao_mcp.py until its
-    `initialize` answer."""
-    bare, sdk, server = [], [], []
+    """Median seconds of `python3 -c pass`, of the bare SDK server (:data:`SDK_FLOOR`) and of tao_mcp.py,
+    each until its `initialize` answer, interleaved so that the machine's load falls on all three alike."""
+    bare, floor, server = [], [], []
     for _ in range(runs):
-        for argv, into in (([sys.executable, "-c", "pass"], bare),
-                           ([sys.executable, "-c", "import mcp.server.lowlevel, mcp.server.stdio"], sdk)):
-            t0 = time.perf_counter()
-            subprocess.run(argv, check=True)
-            into.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        session = Session(dict(os.environ))
-        server.append(time.perf_counter() - t0)
-        session.close()
-    return statistics.median(bare), statistics.median(sdk), statistics.median(server)
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        bare.append(time.perf_counter() - t0)
+        floor.append(_until_initialized([sys.executable, "-c", SDK_FLOOR]))
+        server.append(_until_initialized([sys.executable, str(BANK / "scripts" / "tao_mcp.py")]))
+    return statistics.median(bare), statistics.median(floor), statistics.median(server)
 
 
 def sh(argv: list[str], env: dict) -> subprocess.CompletedProcess:
@@ -92,9 +117,9 @@ def main() -> int:
     parser.add_argument("--no-status", action="store_true", help="only the start-up (no engine needed)")
     parser.add_argument("--check", action="store_true", help="exit 1 unless every status took one engine call")
     args = parser.parse_args()
-    bare, sdk, server = startup(args.runs)
+    bare, floor, server = startup(args.runs)
     print(f"start-up to initialize answered: {server:.2f} s, python3 -c pass {bare:.3f} s: {server / bare:.1f}x; "
-          f"importing the mcp SDK's server alone {sdk:.2f} s (median of {args.runs})", flush=True)
+          f"a bare mcp SDK server {floor:.2f} s: {server / floor:.2f}x of it (median of {args.runs})", flush=True)
     if args.no_status:
         return 0
     import testclusters.docker as ld

@@ -69,14 +69,24 @@ def running_job(conn: ssh.Connection) -> str:
     return res.stdout.strip().split(";")[0]
 
 
+def job_folder(folder: Path) -> Path:
+    """``folder`` made on the shared filesystem, owned (with any parent made for it) by the cluster's user, as
+    the cluster makes it: a results/ folder made here by root would refuse the cluster's next jobs."""
+    owner = shared_root().parent.stat()
+    for part in [*reversed(folder.parents), folder]:
+        if part.is_relative_to(shared_root().parent) and not part.exists():
+            part.mkdir()
+            os.chown(part, owner.st_uid, owner.st_gid)
+    return folder
+
+
 def records_for(n: int, jid: str, tmp: str) -> list[str]:
     """N records of running trainings with status.json in their folders, all watching SLURM job ``jid``."""
     ids = []
     for _ in range(n):
         rec = records.open_record("slurm", "none", "bench", "train", "A", str(shared_root() / "results" / "{id}"),
                                   backend={"backend_type": "slurm", "partition": "bench"})
-        folder = Path(rec["results_dir"])
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = job_folder(Path(rec["results_dir"]))
         (folder / "status.json").write_text("".join(EPOCH_LINE.format(e=e, loss=1 / e) for e in range(1, 4)))
         jobs = shared_root() / "jobs" / rec["id"]
         records.mark(rec["id"], "RUNNING", backend_ref=f"slurm:{jid}", message="bench", backend={
@@ -183,8 +193,7 @@ def fetch_case(size_mb: int, tmp: Path, conn: ssh.Connection) -> dict:
     each, same run), a rerun with everything here, and a rerun after a fetch killed half-way."""
     rec = records.open_record("slurm", "none", "bench", "train", "A", str(shared_root() / "results" / "{id}"),
                               backend={"backend_type": "slurm", "partition": "bench"})
-    folder = Path(rec["results_dir"])
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = job_folder(Path(rec["results_dir"]))
     blob = folder / "model_epoch_001.pth"
     want = write_blob(blob, size_mb)
     records.mark(rec["id"], "COMPLETE", message="bench", backend={"results_dir": rec["results_dir"]})

@@ -95,7 +95,7 @@ def _preflight(args: argparse.Namespace) -> int:
     pvcs = list(args.pvc or [])
     spec = specmod.load_file(args.spec) if args.spec else {}
     pvcs += [m["pvc"] for m in spec.get("mounts") or [] if m.get("pvc")]
-    findings = preflight.run(Kubectl(args.namespace, args.context), pvcs, placement=spec)
+    findings = preflight.run(Kubectl(args.namespace, args.context), pvcs, placement=spec, queue=args.queue)
     if args.json:
         print_json(preflight.as_dicts(findings))
     else:
@@ -137,12 +137,15 @@ def main(argv: list[str]) -> int:
     p.set_defaults(func=_submit)
     verbcli.add_common(sub, "kubernetes")
     verbcli.add_results(sub, "kubernetes")
-    verbcli.add_continue(sub, "kubernetes")
+    verbcli.add_continue(sub, "kubernetes").add_argument(
+        "--queue", help="Kueue LocalQueue of the new job (default: the job's own queue)")
     p = sub.add_parser("preflight", help="cluster reachable, version skew, namespace, can-i create jobs, "
-                       "schedulable GPUs, which GPU nodes can run the job, PVCs Bound (exit 1 if something is MISSING)")
+                       "schedulable GPUs, which GPU nodes can run the job, Kueue queues, PVCs Bound (exit 1 if something "
+                   "is MISSING)")
     p.add_argument("--pvc", action="append", metavar="CLAIM", help="a PVC the job mounts: must be Bound (repeatable)")
     p.add_argument("--spec", help="job spec file: check the PVCs its mounts name, count GPUs as its "
                    "node_selector/tolerations allow")
+    p.add_argument("--queue", help="the Kueue LocalQueue you would submit to: must exist in the namespace")
     p.add_argument("--namespace", help="default: $TAO_K8S_NAMESPACE or 'default'")
     p.add_argument("--context", help="default: $TAO_K8S_CONTEXT")
     p.add_argument("--json", action="store_true")

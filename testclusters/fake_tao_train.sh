@@ -15,7 +15,7 @@
 #   "Train finished successfully." (status RUNNING: TAO writes no SUCCESS for a training).
 # --sleep: whole seconds slept per epoch (default 0). --epoch-time: the time_per_epoch written (default:
 # --sleep; a test can claim days without waiting). --fail-at E: at epoch E (0-based; epochs before it
-# complete) write FAILURE and exit 1.
+# complete) write FAILURE and exit 1; a resumed run ignores it (a crash does not recur: continue then finishes).
 # train.resume_training_checkpoint_path=CKPT (TAO's override): carry on after the epoch CKPT's name carries
 # (model_epoch_007_step_00080.pth -> epoch 8), appending to status.json as TAO does; an empty value or null
 # resumes from the NETWORK_model_latest.pth link, as TAO does.
@@ -65,6 +65,7 @@ done
 number --epochs "$epochs"
 number --sleep "$pause"
 [ -z "$fail_at" ] || number --fail-at "$fail_at"
+if [ "$resuming" = true ]; then fail_at=''; fi
 number --val-interval "$val_every"
 number --checkpoints-per-epoch "$per_epoch"
 epoch_time=${epoch_time:-$pause}

@@ -12,6 +12,9 @@ import stat
 import tempfile
 from pathlib import Path
 
+#: Bytes per read of a local copy (a fetch from Docker or S3): large enough for C speed, small enough for memory.
+CHUNK = 1 << 20
+
 
 def write_temp(folder: Path, prefix: str, data: bytes) -> str:
     """``data`` in a new mode-600 temp file of ``folder`` (fsynced); its path."""

@@ -125,6 +125,7 @@ class KubernetesSpec(JobSpec):
     one_pod_per_node: bool | None = None
     pod_annotations: dict[str, str] | None = None
     pod_labels: dict[str, str] | None = None
+    queue: str | None = None
 
 
 @dataclass

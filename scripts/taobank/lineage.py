@@ -138,10 +138,12 @@ def _submit(rec_platform: str, spec: dict, options: dict, *, dry_run: bool = Fal
 
 # ------------------------------------------------------------------ continue
 def continue_job(platform: str | None, job_id: str, *, checkpoint: str | None = None,
-                 description: str | None = None, dry_run: bool = False, time_minutes: float | None = None) -> Any:
+                 description: str | None = None, dry_run: bool = False, time_minutes: float | None = None,
+                 queue: str | None = None) -> Any:
     """A new job continuing ``job_id`` from its latest (or the named) checkpoint (its view; with
     ``dry_run`` the text submit would send, creating nothing); ``time_minutes``: its time limit, for a job
-    that ran out of time (the platform's own limit: :meth:`Platform.with_time_limit`)."""
+    that ran out of time (the platform's own limit: :meth:`Platform.with_time_limit`); ``queue``: another
+    Kueue LocalQueue (Kubernetes; else the job's own queue, kept in its spec)."""
     if time_minutes is not None and not (time_minutes > 0 and time_minutes < 1e7):
         raise UsageError("--time-hours/--time-minutes must be a positive number")
     rec = load_for(job_id, platform, "continue")
@@ -151,6 +153,10 @@ def continue_job(platform: str | None, job_id: str, *, checkpoint: str | None = 
     if rec.state not in CONTINUABLE:
         raise TaoError(f"job {job_id} is {rec.state}: cancel it first (or wait for it to end), then continue it")
     spec, options = savedspec.load(job_id)
+    if queue is not None:
+        if rec["platform"] != "kubernetes":
+            raise UsageError("--queue is a Kubernetes (Kueue) option")
+        spec = {**spec, "queue": queue}
     if time_minutes is not None:  # before any cluster call: a platform without a limit refuses here
         spec = get(rec.platform).with_time_limit(spec, time_minutes)
     for key in ("namespace", "context"):  # where the job ran, unless the submit named it (Kubernetes)

@@ -39,7 +39,7 @@ import datetime, os, sys
 import torch
 import torch.distributed as dist
 torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-dist.init_process_group("nccl", timeout=datetime.timedelta(seconds=60))
+dist.init_process_group("nccl", timeout=datetime.timedelta(seconds=RENDEZVOUS_S))
 t = torch.ones(1, device="cuda")
 dist.all_reduce(t)
 torch.cuda.synchronize()
@@ -63,7 +63,7 @@ except ImportError as exc:
 rank, world = int(os.environ["NODE_RANK"]), int(os.environ["NNODES"])
 addr, port = os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"]
 dist.init_process_group("gloo", init_method=f"tcp://{addr}:{port}", rank=rank, world_size=world,
-                        timeout=datetime.timedelta(seconds=60))
+                        timeout=datetime.timedelta(seconds=RENDEZVOUS_S))
 t = torch.ones(1)
 dist.all_reduce(t)
 ok = int(t.item()) == world
@@ -109,7 +109,7 @@ def probe_command(timeout: int, backend: str = "nccl", *, one_line: bool = False
 
     if int(timeout) < 1:
         raise UsageError("--timeout must be at least 1 second")
-    script = script_for(backend)
+    script = script_for(backend, timeout)
     script = shlex.quote(one_line_python(script) if one_line else script)
     if backend == "gloo-cpu":
         return f"timeout -k 10 {int(timeout)} python3 -c {script}"
@@ -134,9 +134,11 @@ def check_backend(backend: str) -> str:
     return backend
 
 
-def script_for(backend: str) -> str:
-    """The Python each probe process runs."""
-    return GLOO_CPU_SCRIPT if check_backend(backend) == "gloo-cpu" else SCRIPT
+def script_for(backend: str, timeout: int = 300) -> str:
+    """The Python each probe process runs. Its rendezvous waits the whole ``timeout`` for the other nodes: their
+    pods or tasks may start minutes apart (an image pulled on one node only), which is no network fault."""
+    script = GLOO_CPU_SCRIPT if check_backend(backend) == "gloo-cpu" else SCRIPT
+    return script.replace("RENDEZVOUS_S", str(int(timeout)))
 
 
 def backend_of(entry: dict | None) -> str:

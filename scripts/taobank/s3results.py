@@ -23,7 +23,7 @@ from .errors import TaoError
 from .paths import is_member
 from .run import last_line, pipe, run
 from .safeparse import json_value
-from .tarstream import CHUNK
+from .fsio import CHUNK
 from .progress.remote import TAIL_BYTES
 from .progress.statusfile import CUT
 

@@ -154,7 +154,7 @@ def continue_hint(job_id: str, cut_short: str) -> str:
     last checkpoint (with more time when its time limit ended it)."""
     if cut_short not in CUT_SHORT:
         raise ValueError(f"cut_short must be one of {CUT_SHORT}")
-    more = " --time-hours H" if cut_short == "time limit" else ""
+    more = " --time-hours H (or --time-minutes M)" if cut_short == "time limit" else ""
     return f"{cut_short}: carry on with tao_jobs.py continue {job_id}{more}"
 
 

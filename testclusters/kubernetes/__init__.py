@@ -30,7 +30,9 @@ One module per part; this package re-exports the names tests, benchmarks and
 - :mod:`.fake_pods`: the annotations that steer kwok's fake pods;
 - :mod:`.realnodes_start`, :mod:`.realnodes_stop`, :mod:`.realnodes_ctr`: the
   real nodes (with CoreDNS); :mod:`.registry`, :mod:`.node_images`: their images;
-- :mod:`.cluster_kubectl`: the cluster's own kubectl; :mod:`.cluster_s3`: tier C objects.
+- :mod:`.cluster_kubectl`: the cluster's own kubectl; :mod:`.cluster_s3`: tier C objects;
+- :mod:`.kueue_build`, :mod:`.kueue`: Kueue (queues, GPU quota) built from its module and run beside the API
+  server, started alone by ``up`` when it is not healthy.
 """
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from taobank.errors import TaoError
 from .. import apt
 from ..procs import live_pid, stop_pid
-from . import k8s_build, k8s_objects, k8s_pki, s3
+from . import k8s_build, k8s_objects, k8s_pki, kueue, kueue_build, s3
 from .cluster_env import env
 from .cluster_state import _load_cluster, _log, _paths, _pidfile, _save_cluster, state_root
 from .control_plane import ENCRYPTION_PROVIDER, _start_control_plane, _write_kubeconfigs, _write_kwok_config
@@ -33,8 +33,12 @@ def status() -> dict:
         daemons[name] = live_pid(_pidfile(name), exe) if exe else None
     # ready_at is written only after every readiness check of up() passed.
     ready = bool(data.get("ready_at")) and all(daemons.values()) and _api_ready(data)
+    # Kueue is checked apart: a cluster from before it, or with it down, is not restarted for it (up starts it alone)
+    kueue_pid = kueue.pid()
     return {
         "ready": ready,
+        "kueue": {"pid": kueue_pid, "version": data.get("kueue_version"),
+                  "ready": bool(kueue_pid) and ready and kueue.healthy(data)},
         "server": data.get("server"),
         "version": data.get("pins", {}).get("version"),
         "pids": daemons,
@@ -68,6 +72,7 @@ def up() -> dict[str, str]:
     with _state_lock(root):
         pins = k8s_build.pins()
         if up_to_date(pins, settle=90.0):
+            _ensure_kueue()
             return env()
         found, _ = apt.ensure(NODE_PACKAGES, "Kubernetes cluster's real nodes")
         apt.check_pins(found, NODE_PINNED)
@@ -87,7 +92,15 @@ def up() -> dict[str, str]:
             except BaseException:
                 _stop_all()
                 raise
+        _ensure_kueue()
     return env()
+
+
+def _ensure_kueue() -> None:
+    """Kueue built (cached by version), started when it is not running healthy: alone, the cluster untouched."""
+    version = kueue_build.pin()
+    d = kueue_build.ensure(version)
+    kueue.ensure(d / "bin", d / "share" / "config", version)
 
 
 def _state_lock(root: Path):
@@ -177,6 +190,7 @@ def _start(bin_dir: Path, node_bin: Path) -> None:
 def _stop_all() -> None:
     data = _load_cluster()
     exes = data.get("exes", {})
+    kueue.stop()  # first: a client of the API server
     _stop_real_nodes(data)
     for name in reversed(DAEMONS):
         pidfile = _pidfile(name)

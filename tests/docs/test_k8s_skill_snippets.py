@@ -173,6 +173,22 @@ def test_preflight_submit_status_logs_as_written(env):
     assert cancel.returncode == 0 and "nothing to cancel" in cancel.stdout
 
 
+def test_queues_block_as_written_submits_through_kueue(env):
+    """The queues block with the local cluster's own LocalQueue: preflight names it, the Job carries its label,
+    Kueue admits it and it completes."""
+    from testclusters.kubernetes import kueue
+
+    b = blocks()
+    sub = run(b["preflight"] + b["queues"], {**env, "QUEUE": kueue.LOCAL_QUEUE})
+    assert sub.returncode == 0, sub.stderr + sub.stdout
+    assert f"a submit goes to LocalQueue {kueue.LOCAL_QUEUE}" in sub.stdout, sub.stdout
+    job_id = _job_id(sub.stdout)
+    st = run(b["preflight"] + f"JOB_ID={job_id}\n" + b["status"], env)
+    assert st.returncode == 0 and st.stdout.rstrip().splitlines()[-1].startswith(f"{job_id} COMPLETE"), st.stdout
+    rec = yaml.safe_load((Path(env["TAO_STATE_DIR"]) / f"{job_id}.json").read_text())
+    assert rec["backend"]["queue"] == kueue.LOCAL_QUEUE
+
+
 def test_submit_then_cancel_as_written(env):
     b = blocks()
     sub = run(b["preflight"] + b["submit"], env)

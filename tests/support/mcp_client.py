@@ -16,7 +16,8 @@ INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"nam
 class Session:
     """A running tao_mcp.py (initialized unless ``init=False``, declaring ``capabilities``) and its answers."""
 
-    def __init__(self, env: dict[str, str], init: bool = True, capabilities: dict | None = None) -> None:
+    def __init__(self, env: dict[str, str], init: bool = True, capabilities: dict | None = None,
+                 protocol: str = INIT["protocolVersion"]) -> None:
         self.proc = subprocess.Popen([sys.executable, str(BANK / "scripts" / "tao_mcp.py")], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, bufsize=1)
         self.lines: queue.Queue[str] = queue.Queue()
@@ -24,15 +25,19 @@ class Session:
         self.next_id = 1
         self.notifications: list[dict] = []  # what came while waiting for an answer
         self.answers: dict[object, dict] = {}
+        self.traffic: list[str] = []  # every line sent and received, for the tests that grep it
         if init:
-            assert "result" in self.request("initialize", {**INIT, "capabilities": capabilities or {}})
+            assert "result" in self.request("initialize", {**INIT, "capabilities": capabilities or {},
+                                                           "protocolVersion": protocol})
             self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
 
     def _read(self) -> None:
         for line in self.proc.stdout:  # type: ignore[union-attr]
+            self.traffic.append(line)
             self.lines.put(line)
 
     def send(self, text: str) -> None:
+        self.traffic.append(text)
         self.proc.stdin.write(text + "\n")  # type: ignore[union-attr]
         self.proc.stdin.flush()  # type: ignore[union-attr]
 

@@ -22,6 +22,19 @@ def fake(state_dir, monkeypatch):
 
 
 @pytest.fixture()
+def docker_fake(fake, monkeypatch, tmp_path):
+    """The fake runner answering for a local Docker engine: results under tmp_path, no DOCKER_HOST, no engine
+    remembered from another test."""
+    from taobank import platform
+
+    monkeypatch.setenv("TAO_DOCKER_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    monkeypatch.delenv("TAO_DOCKER_ENGINE", raising=False)
+    monkeypatch.setattr(platform.get("docker"), "engine", None)
+    return fake
+
+
+@pytest.fixture()
 def slurm(fake, monkeypatch, tmp_path):
     """``fake`` plus the SLURM connection environment (user, login host, control folder)."""
     slurm_env(monkeypatch, tmp_path)

@@ -216,13 +216,27 @@ def echo_applied(uid_of: Callable[[dict], str] = lambda o: f"uid-{o['metadata'][
     return answer
 
 
+def applied_names(call: Call) -> Result:
+    """A ``kubectl apply --server-side -f - -o name`` answer: ``kind/name`` of each object sent."""
+    body = json.loads(call.stdin or "{}")
+    sent = body.get("items") or [] if body.get("kind") == "List" else [body]
+    return ok("".join(f"{o['kind'].lower()}/{o['metadata']['name']}\n" for o in sent))
+
+
+#: kubectl's answer where the cluster has no Kueue (no LocalQueue API)
+NO_KUEUE = 'error: the server doesn\'t have a resource type "localqueues"\n'
+
+
 def k8s_cluster(fake: "FakeProcs", nodes: Iterable[dict] | None = None, pods: Iterable[dict] = (), *,
                 version: str = "v1.34.4") -> None:
-    """A cluster that lets us do everything: its nodes and pods in the one read of the capacity gate, every
-    create (the server dry run included) echoed, can-i yes, the server at ``version``."""
+    """A cluster without Kueue that lets us do everything: its nodes and pods in the one read of the capacity gate,
+    every create (the server dry run included) echoed, every server-side apply named, can-i yes, the server at
+    ``version``."""
     fake.kubectl("get", "nodes,pods", answer=items([*(nodes if nodes is not None else [node("gpu-0", 8)]), *pods]))
+    fake.kubectl("get", "localqueues.kueue.x-k8s.io", rc=1, stderr=NO_KUEUE)  # no Kueue (tests/unit/test_k8s_queues.py)
     fake.kubectl("auth", "can-i", answer="yes\n")
     fake.kubectl("create", answer=echo_applied())
+    fake.kubectl("apply", "--server-side", answer=applied_names)
     fake.kubectl("version", answer={"serverVersion": {"gitVersion": version}})
 
 

@@ -10,7 +10,7 @@ from taobank import records, states
 
 
 def test_the_hint_names_the_job_and_more_time_only_for_a_time_limit():
-    assert states.continue_hint("j1", "time limit").endswith("tao_jobs.py continue j1 --time-hours H")
+    assert states.continue_hint("j1", "time limit").endswith("tao_jobs.py continue j1 --time-hours H (or --time-minutes M)")
     assert states.continue_hint("j1", "preempted").endswith("tao_jobs.py continue j1")
     with pytest.raises(ValueError):
         states.continue_hint("j1", "tired")

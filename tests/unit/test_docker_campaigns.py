@@ -83,13 +83,7 @@ class Engine:
 
 
 @pytest.fixture()
-def engine(fake, monkeypatch, tmp_path):
-    monkeypatch.setenv("TAO_DOCKER_RESULTS_DIR", str(tmp_path / "results"))
-    monkeypatch.delenv("DOCKER_HOST", raising=False)
-    monkeypatch.delenv("TAO_DOCKER_ENGINE", raising=False)
-    from taobank import platform
-
-    monkeypatch.setattr(platform.get("docker"), "engine", None)
+def engine(docker_fake, fake):
     # the sweep's detached supervisor (taobank.sweepsupervisor): answered with a pid, nothing starts
     fake.on("python3", lambda c: c.argv[2:4] == ["sweep", "supervise"], ok("4242\n"))
     return Engine(fake)

@@ -67,16 +67,11 @@ def test_sweep_watch_lines_go_to_stdout(fake, cli):
     assert out.err == ""
 
 
-def test_docker_sweep_table_reads_a_trial_that_ended_unseen_once_from_its_local_folder(fake, monkeypatch, tmp_path):
+def test_docker_sweep_table_reads_a_trial_that_ended_unseen_once_from_its_local_folder(docker_fake, fake):
     from pathlib import Path
 
     from test_docker_campaigns import SPEC, Engine
-    from taobank import platform
 
-    monkeypatch.setenv("TAO_DOCKER_RESULTS_DIR", str(tmp_path / "results"))
-    monkeypatch.delenv("DOCKER_HOST", raising=False)
-    monkeypatch.delenv("TAO_DOCKER_ENGINE", raising=False)
-    monkeypatch.setattr(platform.get("docker"), "engine", None)
     engine = Engine(fake)
     done = sweeps.submit("docker", SPEC, SubmitOptions(), [{"train.lr": "0.1"}], 1)
     (jid,) = (v.id for v in done.views)

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from fakeproc import items, k8s_cluster, ok
+from fakeproc import echo_applied, items, k8s_cluster, ok
 from taobank import records, sweeps
 from taobank.contract import SubmitOptions
 from taobank.errors import TaoError
@@ -32,13 +32,14 @@ def test_a_sweep_with_credentials_makes_one_secret_of_each_kind_owned_by_its_job
     k8s_cluster(fake)
     done = sweeps.submit("kubernetes", SPEC, SubmitOptions(secret_env=("HF_TOKEN",), ngc_pull_secret=True),
                          trials(3), 2)
-    creates = [c for c in fake.kubectl_calls("create") if "--dry-run=server" not in c.words]
-    assert len(creates) == 2  # the Indexed Job, then what it owns in one create
-    (job,) = json.loads(creates[0].stdin)["items"]
-    owned = json.loads(creates[1].stdin)["items"]
-    assert "-o" in creates[1].words and creates[1].words[creates[1].words.index("-o") + 1] == "name"
+    (create,) = fake.kubectl_calls("create")  # the Indexed Job (suspended), then what it owns in one apply
+    (apply,) = fake.kubectl_calls("apply")
+    (job,) = json.loads(create.stdin)["items"]
+    *owned, released = json.loads(apply.stdin)["items"]
+    assert "-o" in apply.words and apply.words[apply.words.index("-o") + 1] == "name"  # nothing printed back
     assert sorted((o["kind"], o.get("type")) for o in owned) == [
         ("ConfigMap", None), ("Secret", "Opaque"), ("Secret", "kubernetes.io/dockerconfigjson")]
+    assert (job["spec"]["suspend"], released["kind"], released["spec"]["suspend"]) == (True, "Job", False)
     uid = f"uid-{job['metadata']['name']}"
     assert all(o["metadata"]["ownerReferences"][0]["uid"] == uid for o in owned)
     pod = job["spec"]["template"]["spec"]
@@ -46,8 +47,8 @@ def test_a_sweep_with_credentials_makes_one_secret_of_each_kind_owned_by_its_job
     assert pod["containers"][0]["envFrom"] == [{"secretRef": {"name": render.cred_secret_name(done.sweep)}}]
     for call in fake.calls:  # never on a command line, never in a manifest
         assert HF not in " ".join(call.argv) and NGC not in " ".join(call.argv)
-    for call in fake.kubectl_calls("create"):
-        if call is not creates[1]:
+    for call in fake.calls:
+        if call is not apply:
             assert HF not in (call.stdin or "") and NGC not in (call.stdin or "")
     for v in done.views:
         text = json.dumps(records.load(v.id))
@@ -80,9 +81,9 @@ def test_a_trial_table_over_a_configmap_is_refused_in_one_line_before_anything(f
     assert not fake.calls and records.list_records() == []
 
 
-def test_a_failed_second_create_deletes_the_job_and_every_trial_says_error(fake):
+def test_a_failed_apply_of_what_it_owns_deletes_the_job_and_every_trial_says_error(fake):
     k8s_cluster(fake)
-    fake.kubectl("create", "-f", "-", "-o", "name", rc=1, stderr="Error from server (Forbidden): configmaps is forbidden")
+    fake.kubectl("apply", "--server-side", rc=1, stderr="Error from server (Forbidden): configmaps is forbidden")
     fake.kubectl("delete", answer="")
     with pytest.raises(TaoError, match="forbidden"):
         sweeps.submit("kubernetes", SPEC, SubmitOptions(), trials(3), 2)
@@ -91,10 +92,44 @@ def test_a_failed_second_create_deletes_the_job_and_every_trial_says_error(fake)
     assert {r["state"] for r in records.list_records()} == {"ERROR"}
 
 
+@pytest.mark.parametrize("stderr, said", [
+    ('Error from server (NotFound): namespaces "default" not found', "namespace default does not exist"),
+    ('Error from server (Forbidden): jobs.batch is forbidden: User "u" cannot create resource "jobs" in API group '
+     '"batch"', "you may not create jobs"),
+])
+def test_the_server_refusing_the_suspended_job_makes_nothing_and_says_why(fake, stderr, said):
+    """The sweep's Job create is its server check: refused, nothing was made (no delete), one line says why."""
+    k8s_cluster(fake)
+    fake.kubectl("create", "-f", "-", "-o", "json", rc=1, stderr=stderr)
+    with pytest.raises(TaoError, match=said) as err:
+        sweeps.submit("kubernetes", SPEC, SubmitOptions(), trials(2), 2)
+    assert "could not delete" not in str(err.value)
+    assert not fake.kubectl_calls("delete") and not fake.kubectl_calls("apply")
+    assert {r["state"] for r in records.list_records()} == {"ERROR"}
+
+
+@pytest.mark.parametrize("dropped", ["backoffLimitPerIndex", "podFailurePolicy"])
+def test_a_server_that_drops_per_trial_failure_gets_the_job_deleted(fake, dropped):
+    """A server that keeps neither field would let one trial's failure end the sweep: its Job is deleted before
+    any pod (it was created suspended) and the submit says to upgrade."""
+    k8s_cluster(fake)
+
+    def create(call):
+        made = json.loads(echo_applied()(call).stdout)["items"]
+        made[0]["spec"].pop(dropped)
+        return ok(json.dumps(items(made)))
+
+    fake.kubectl("create", answer=create)
+    fake.kubectl("delete", answer="")
+    with pytest.raises(TaoError, match=f"{dropped}.*upgrade"):
+        sweeps.submit("kubernetes", SPEC, SubmitOptions(), trials(2), 2)
+    assert fake.kubectl_calls("delete", "jobs") and not fake.kubectl_calls("apply")
+
+
 def test_status_of_one_trial_reads_its_sweeps_job_and_its_own_pods(fake):
     k8s_cluster(fake)
     done = sweeps.submit("kubernetes", SPEC, SubmitOptions(), trials(3), 2)
-    job = json.loads([c for c in fake.kubectl_calls("create") if "--dry-run=server" not in c.words][0].stdin)["items"][0]
+    job = json.loads(fake.kubectl_calls("create")[0].stdin)["items"][0]
     job = {**job, "metadata": {**job["metadata"], "uid": f"uid-{job['metadata']['name']}"},
            "status": {"completedIndexes": "0", "failedIndexes": "1"}}
 
@@ -143,13 +178,14 @@ def test_the_prologue_gives_the_pod_its_trial_argv_exactly(tmp_path):
     (tmp_path / "3.folder").write_text("dino-train-abc")
     (tmp_path / "3.argv").write_text(shlex.join(argv))
     script = render.SWEEP_PROLOGUE.replace(render.SWEEP_DIR, str(tmp_path)) + \
-        'printf "%s\\n" "$TAO_JOB_ID" "$TAO_API_JOB_ID"; printf "<%s>" "$@"'
-    env = {"JOB_COMPLETION_INDEX": "3", "PATH": "/usr/bin:/bin"}
+        'printf "%s\\n" "$TAO_JOB_ID" "$TAO_API_JOB_ID"; printf "<%s>" "$@"; printf "\\n%s" "$RESULTS_DIR"'
+    env = {"JOB_COMPLETION_INDEX": "3", "PATH": "/usr/bin:/bin", "TAO_API_RESULTS_DIR": "/results",
+           "RESULTS_DIR": "/results/the-sweep"}
     out = subprocess.run(["sh", "-c", script, "tao-main"], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.split("\n", 3)
     assert lines[:3] == ["tao: sweep trial 3 (dino-train-abc)", "dino-train-abc", "dino-train-abc"]
-    assert lines[3] == "".join(f"<{w}>" for w in argv)
+    assert lines[3] == "".join(f"<{w}>" for w in argv) + "\n/results/dino-train-abc"  # the trial's own folder
     (tmp_path / "3.cancel").write_text("canceled")
     out = subprocess.run(["sh", "-c", script, "tao-main"], capture_output=True, text=True, env=env)
     assert out.returncode == render.CANCELED_EXIT and "canceled" in out.stderr and "<python>" not in out.stdout
@@ -184,3 +220,15 @@ def test_cancel_of_a_finished_trial_leaves_the_sweeps_secret_alone(fake, monkeyp
     views, errors = core.cancel(None, [done.views[0].id])
     assert errors == [] and not fake.kubectl_calls("delete")
 
+
+
+def test_a_trials_argv_is_expanded_as_the_kubelet_expands_a_single_jobs():
+    """$(NAME) in a trial's argv: the kubelet never sees the table, so the bank expands it as the kubelet does for
+    one job ($(NAME) of a plain env value, the trial's own results folder; $$ is $; unknown names stay)."""
+    assert render.kube_expand("$(A)/$(B)-$$(A)-$(NOPE)-$x-$(", {"A": "1", "B": "2"}) == "1/2-$(A)-$(NOPE)-$x-$("
+    spec = {**SPEC, "env": {"LR_TAG": "fast"},
+            "args": ["sh", "-c", "echo $(TAO_API_RESULTS_DIR)/$(TAO_API_JOB_ID) $(RESULTS_DIR) $(LR_TAG) $(HF_TOKEN)"]}
+    specs = [sweeps.trial_spec(spec, t) for t in trials(2)]
+    _job, table = sweepmod.build(specs, ["a-1", "a-2"], "dino-sweep-x", "ns", 2, creds=True, ngc=False)
+    words = shlex.split(table["data"]["1.argv"])
+    assert words[2] == "echo /results/a-2 /results/a-2 fast $(HF_TOKEN)"  # a Secret's key is never expanded here

@@ -31,7 +31,8 @@ def test_probe_command_runs_the_script_under_timeout_with_the_rendezvous_env():
     argv = shlex.split(cmd[len(core.gpu_precheck()):])  # sh -c word splitting: the script survives byte for byte
     assert argv[:4] == ["timeout", "-k", "10", "90"]
     assert argv[4] == "torchrun" and "--no_python" in argv  # underscore options: every torchrun release
-    assert argv[-3:-1] == ["python3", "-c"] and argv[-1] == core.SCRIPT
+    assert argv[-3:-1] == ["python3", "-c"] and argv[-1] == core.script_for("nccl", 90)
+    assert "timeout=datetime.timedelta(seconds=90)" in argv[-1]  # the rendezvous waits as long as the probe
     for var in ("NNODES", "NPROC_PER_NODE", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT"):
         assert f'"${var}"' in cmd
     with pytest.raises(TaoError):
@@ -105,7 +106,7 @@ def test_gloo_cpu_probe_runs_one_python_per_pod_one_pod_per_node_and_asks_for_no
 
     cmd = core.probe_command(90, "gloo-cpu")
     argv = shlex.split(cmd)
-    assert argv[:6] == ["timeout", "-k", "10", "90", "python3", "-c"] and argv[6] == core.GLOO_CPU_SCRIPT
+    assert argv[:6] == ["timeout", "-k", "10", "90", "python3", "-c"] and argv[6] == core.script_for("gloo-cpu", 90)
     spec = nccl_probe.build_spec(nodes=2, gpus=1, image="img:1", timeout=60, backend="gloo-cpu")
     assert spec["gpus"] == 0 and spec["one_pod_per_node"] is True
     objs = render.render_manifests(spec, job_id="probe-1", namespace="ns")

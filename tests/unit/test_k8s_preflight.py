@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from fakeproc import items
+from fakeproc import NO_KUEUE, items
 from test_k8s_gates import node
 
 from taobank.kubernetes import preflight
@@ -17,6 +17,7 @@ def cluster(fake, *, version=V, nodes=None, can_i="yes\n") -> None:
     fake.kubectl("auth", "can-i", answer=can_i)
     fake.kubectl("get", "nodes", answer=items(nodes if nodes is not None else [node("a"), node("b")]))
     fake.kubectl("get", "pvc", "ws", answer={"status": {"phase": "Bound"}})
+    fake.kubectl("get", "localqueues.kueue.x-k8s.io", rc=1, stderr=NO_KUEUE)
 
 
 def test_gpu_figure_counts_only_schedulable_nodes(fake, cli):
@@ -127,3 +128,27 @@ def test_gpu_node_list_without_a_selector_and_capped_in_text(fake, cli):
     assert f"INFO: GPU nodes that can run the job: {preflight.MAX_NODE_LINES + 3} of " in out.out
     assert "  ... 3 more GPU nodes (--json lists all)" in out.out
     assert "matches_node_selector" not in out.out
+
+
+def test_queues_lists_each_local_queue_with_its_quota_and_says_where_a_submit_goes(fake, cli):
+    cluster(fake)
+    lq = {"metadata": {"name": "default"}, "spec": {"clusterQueue": "cq"}, "status": {"pendingWorkloads": 2}}
+    fake.kubectl("get", "localqueues.kueue.x-k8s.io", answer=items([lq]))
+    cq = {"metadata": {"name": "cq"}, "spec": {"resourceGroups": [{"flavors": [{"resources": [
+        {"name": "nvidia.com/gpu", "nominalQuota": 4}]}]}]},
+          "status": {"flavorsReservation": [{"resources": [{"name": "nvidia.com/gpu", "total": "3"}]}]}}
+    fake.kubectl("get", "clusterqueues.kueue.x-k8s.io", "cq", answer=cq)
+    (found,) = [f for f in preflight.run(preflight.Kubectl("default"), ["ws"]) if f.check == "queues"]
+    assert (found.level, found.message) == ("OK", "Kueue LocalQueues in namespace default: 1; a submit goes to "
+                                                  "LocalQueue default")
+    assert found.details == ("default -> ClusterQueue cq: GPU quota 4, 3 in use",)
+    (missing,) = [f for f in preflight.run(preflight.Kubectl("default"), ["ws"], queue="team") if f.check == "queues"]
+    assert missing.level == "MISSING" and missing.message.startswith("--queue team: no LocalQueue team in namespace")
+
+
+def test_queues_without_kueue_is_info_and_missing_when_a_queue_is_named(fake, cli):
+    cluster(fake)
+    (found,) = [f for f in preflight.run(preflight.Kubectl("default")) if f.check == "queues"]
+    assert found.level == "INFO" and found.message == "no Kueue LocalQueue in namespace default: not queued"
+    (found,) = [f for f in preflight.run(preflight.Kubectl("default"), placement={"queue": "q"}) if f.check == "queues"]
+    assert found.level == "MISSING" and found.message.startswith("--queue q: this cluster has no Kueue")

@@ -390,3 +390,19 @@ def test_continue_time_flags_reach_the_core_as_minutes(cli, stand):
     assert out.rc == 2 and "not allowed with" in out.err
     out = cli("tao_jobs.py", "continue", old["id"], "--time-hours", "abc")
     assert out.rc == 2 and len(out.err_lines) == 1
+
+
+def test_continue_queue_moves_a_kubernetes_job_to_another_queue_and_is_refused_elsewhere(stand):
+    from taobank.errors import UsageError
+
+    with pytest.raises(UsageError, match="--queue is a Kubernetes"):
+        lineage.continue_job("slurm", job()["id"], queue="team-b")
+    assert stand.submitted == []
+    rec = records.open_record("kubernetes", "img", "dino", "train", "A", "/l/results/{id}")
+    savedspec.save(rec["id"], {"action": "train", "command": ["dino", "train", "-e", "s.yaml"], "queue": "team-a"}, {})
+    records.mark(rec["id"], "RUNNING")
+    records.mark(rec["id"], "CANCELED")
+    lineage.continue_job(None, rec["id"])
+    assert stand.submitted[-1][0]["queue"] == "team-a"  # its own queue by default
+    lineage.continue_job(None, rec["id"], queue="team-b")
+    assert stand.submitted[-1][0]["queue"] == "team-b"

@@ -155,7 +155,8 @@ def test_gloo_script_runs_the_same_check_on_cpu_and_the_nccl_one_checks_for_a_gp
     s = nccl_probe.script_for("gloo-cpu")
     assert 'dist.init_process_group("gloo", init_method=f"tcp://{addr}:{port}"' in s and "cuda" not in s
     assert "dist.all_reduce(t)" in s and "ok = int(t.item()) == world" in s and "sys.exit(127)" in s
-    assert nccl_probe.script_for("nccl") == nccl_probe.SCRIPT
+    assert nccl_probe.script_for("nccl", 45) == nccl_probe.SCRIPT.replace("RENDEZVOUS_S", "45")
+    assert "RENDEZVOUS_S" not in s and "seconds=300)" in s  # late nodes are waited for: the default timeout
     pre = nccl_probe.gpu_precheck()
     assert pre.startswith("if command -v python3 >/dev/null 2>&1; then python3 -c ") and "|| exit $?; fi; " in pre
     with pytest.raises(TaoError, match="not one of nccl, gloo-cpu"):

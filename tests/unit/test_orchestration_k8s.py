@@ -38,7 +38,8 @@ def test_capacity_gate_refusal_opens_no_record_and_applies_nothing(fake, state_d
         platform.get("kubernetes").submit(SPEC, SubmitOptions())
     assert records.list_records() == []
     assert writes(fake) == []
-    assert [c.words[:2] for c in fake.of("kubectl")] == [["get", "nodes,pods"]]  # one read: nodes and pods
+    # the namespace's LocalQueues (none: no Kueue), then one read: nodes and pods
+    assert [c.words[:2] for c in fake.of("kubectl")] == [["get", "localqueues.kueue.x-k8s.io"], ["get", "nodes,pods"]]
 
 
 def test_gate_refusal_through_the_cli_is_one_line_exit_1(fake, cli):
@@ -98,11 +99,12 @@ def test_busy_gpus_queue_the_job_with_per_node_figures_unless_require_free(fake,
     assert [c for c in writes(fake) if "--dry-run=server" not in c.words and c.words[0] in ("apply", "create")]
 
 
-def test_a_plain_submit_costs_three_kubectl_calls(fake):
+def test_a_plain_submit_costs_four_kubectl_calls(fake):
     cluster(fake)
     view = platform.get("kubernetes").submit(SPEC, SubmitOptions())
     calls = [c.words[:2] for c in fake.of("kubectl")]
-    assert calls == [["get", "nodes,pods"], ["create", "--dry-run=server"], ["create", "-f"]], calls
+    assert calls == [["get", "localqueues.kueue.x-k8s.io"], ["get", "nodes,pods"], ["create", "--dry-run=server"],
+                     ["create", "-f"]], calls
     job = json.loads(fake.of("kubectl")[-1].stdin)["items"][0]
     assert "podFailurePolicy" in job["spec"] and "pod disruptions (drain, preemption, eviction) retried" in view.extra["gate"]
 

@@ -21,14 +21,8 @@ CKPTS = {f"model_epoch_{e:03d}.pth": f"weights {e}\n" * (e + 1) for e in range(4
 
 
 @pytest.fixture()
-def docker_job(fake, monkeypatch, tmp_path, cli):
+def docker_job(docker_fake, fake, monkeypatch, tmp_path, cli):
     """A finished Docker job whose container is still there (exited), with four checkpoints and TAO's status."""
-    monkeypatch.setenv("TAO_DOCKER_RESULTS_DIR", str(tmp_path / "results"))
-    monkeypatch.delenv("DOCKER_HOST", raising=False)
-    monkeypatch.delenv("TAO_DOCKER_ENGINE", raising=False)
-    from taobank import platform
-
-    monkeypatch.setattr(platform.get("docker"), "engine", None)
     engine = Engine(fake)
     spec = tmp_path / "job.json"
     spec.write_text(json.dumps(SPEC))

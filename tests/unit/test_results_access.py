@@ -431,6 +431,16 @@ def test_s3_corrupt_download_is_refused(fake, cli, monkeypatch, tmp_path):
     assert out.rc == 1 and "MD5 mismatch" in out.err and not list((tmp_path / "dl").glob("**/m.pth"))
 
 
+def test_s3_download_longer_than_listed_stops_at_the_listed_size(fake, cli, monkeypatch, tmp_path):
+    """An object rewritten bigger since it was listed: the copy stops, nothing of it kept."""
+    rec = s3_job(monkeypatch)
+    fake.on("aws", lambda c: "list-objects-v2" in c.words, s3_listing(rec["id"], {"m.pth": b"four\n"}))
+    fake.on("aws", lambda c: c.words[-1] == "-", ok(b"y" * 100000))  # type: ignore[arg-type]
+    out = cli("tao_jobs.py", "fetch", rec["id"], "--to", tmp_path / "dl")
+    assert out.rc == 1 and "more bytes arrived than the 5 S3 listed" in out.err
+    assert not [p for p in (tmp_path / "dl").rglob("*") if p.is_file() and p.name not in ("state.json", "lock")]
+
+
 def test_s3_without_the_aws_cli_says_what_is_needed(fake, cli, monkeypatch):
     rec = s3_job(monkeypatch)
     monkeypatch.setattr("taobank.s3results.shutil.which", lambda name: None)

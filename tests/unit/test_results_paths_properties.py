@@ -3,15 +3,13 @@ from __future__ import annotations
 
 import io
 import posixpath
-import tarfile
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from taobank import results_verbs
+from taobank import results_sh, results_verbs
 from taobank.errors import TaoError, UsageError
 from taobank.paths import rel_path
-from taobank.tarstream import extract, member_name
 
 FOLDER = "/results/job-1"
 PARTS = st.sampled_from(["..", ".", "", "a", "b.pth", "-x", "job-1", "~", " ", "a b", "\\", "\n", "é", "*"])
@@ -56,28 +54,28 @@ def test_fetch_refuses_it_before_any_record_or_cluster_call(value, tmp_path_fact
 
 
 @given(PATHS)
-def test_a_tar_member_name_accepted_stays_inside(raw):
-    name = member_name(raw)
-    if name is not None:
-        assert inside(name) and not name.startswith("/") and "\n" not in name
+def test_a_name_the_cluster_lists_is_kept_only_inside_the_folder(raw):
+    """Whatever name a (hostile) cluster lists, the facts keep only names that stay inside the folder, which
+    are the only names a fetch writes (under the staging folder, then ``--to``)."""
+    facts = results_sh.parse_facts(FOLDER, f"3 1700000000 ./{raw}\n")
+    for f in facts:
+        assert inside(f.path) and not f.path.startswith("/") and "\n" not in f.path
 
 
 @settings(max_examples=40, deadline=None)
 @given(raw=PATHS)
-def test_extract_writes_only_inside_the_folder(raw, tmp_path_factory):
+def test_a_hostile_stream_writes_only_inside_the_folder(raw, tmp_path_factory):
+    """A stream that announces a file it was not asked for, or a name leading out, writes nothing anywhere."""
     base = tmp_path_factory.mktemp("x")
     into = base / "into"
     into.mkdir()
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        info = tarfile.TarInfo(raw or "empty")
-        info.size = 2
-        tar.addfile(info, io.BytesIO(b"hi"))
-    buf.seek(0)
-    name = member_name(raw or "empty")
+    listed = results_sh.parse_facts(FOLDER, "2 1700000000 ./a.pth\n")
+    stream = io.BytesIO(f"@@file crc32 0 2 1700000000 ./{raw}\n".encode("utf-8", "surrogateescape") + b"hi@@sum 1 2\n")
+    seen = results_verbs._Transfer(into, False, results_verbs.Meter(None), None, into / ".staging")
     try:
-        extract(buf, into, {name: 2} if name else {}, lambda n: None)
+        results_sh.receive(stream, FOLDER, listed, seen)
     except TaoError:
         pass
-    written = [p for p in base.rglob("*") if p.is_file()]
+    written = [p for p in base.rglob("*") if p.is_file() and p.name != "state.json"]
     assert all(into in p.parents for p in written)
+    assert raw == "a.pth" or not written

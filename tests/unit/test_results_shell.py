@@ -110,15 +110,25 @@ def test_many_folders_in_one_command_list_as_each_one_alone(shell, job, tmp_path
         results_sh.list_folders(Local(shell), ["/a\nb"], status=False)
 
 
+def without(tmp_path: Path, *tools: str) -> str:
+    """A PATH on which each of ``tools`` fails as a missing program does."""
+    path = os.environ["PATH"]
+    for tool in tools:
+        path = shim(tmp_path, tool, "exit 127").rsplit(":" + os.environ["PATH"], 1)[0] + ":" + path
+    return path
+
+
 @pytest.mark.parametrize("shell", SHELLS)
-@pytest.mark.parametrize("cksum", [True, False], ids=["cksum", "md5sum"])
-def test_fetch_sends_each_listed_file_once_verified_block_by_block(shell, job, tmp_path, monkeypatch, cksum):
-    """One SEND_FILES command; each block's digest (cksum where the cluster has it, else md5sum) is checked here;
-    names with spaces and a leading dash arrive, links and the newline name do not (the latter named in a note)."""
+@pytest.mark.parametrize("sender", ["python3", "cksum", "md5sum"])
+def test_fetch_sends_each_listed_file_once_verified_block_by_block(shell, job, tmp_path, monkeypatch, sender):
+    """One SEND_FILES command; each block's digest (python3's CRC-32 where the cluster has python3, else cksum,
+    else md5sum) is checked here; names with spaces and a leading dash arrive, links and the newline name do not
+    (the latter named in a note)."""
     monkeypatch.setattr(results_sh, "BLOCK", results_sh.DD_BLOCK)  # several blocks: a 2.5 MiB checkpoint
     (job / "train" / "big.pth").write_bytes(os.urandom((5 << 20) // 2))
-    if not cksum:
-        monkeypatch.setenv("PATH", shim(tmp_path, "cksum", "exit 127"))
+    if sender != "python3":
+        monkeypatch.setenv("PATH", without(tmp_path, *{"cksum": ["python3"], "md5sum": ["python3", "cksum"]}[sender]))
+    cksum = sender == "cksum"
     into = tmp_path / "into"
     notes: list[str] = []
     seen = transfer(into, notes)
@@ -134,6 +144,9 @@ def test_fetch_sends_each_listed_file_once_verified_block_by_block(shell, job, t
     assert calls == [results_sh.SEND_FILES]
     for f in facts:
         assert (into / f.path).read_bytes() == (job / f.path).read_bytes()
+        if sender == "python3":
+            assert seen.fetched[f.path].verified == results_sh.VERIFIED["crc32"]
+            continue
         alg = "crc" if cksum or shell == ["busybox", "sh"] and shutil.which("cksum") is None else "md5"
         assert seen.fetched[f.path].verified in (results_sh.VERIFIED["crc"], results_sh.VERIFIED["md5"])
         assert cksum is False or seen.fetched[f.path].verified == results_sh.VERIFIED[alg]
@@ -150,21 +163,27 @@ def test_a_path_through_a_link_or_absent_is_refused_on_the_cluster(shell, job, t
         results_sh.fetch_files(Local(shell), str(job), [path], tmp_path, transfer(tmp_path))
 
 
+#: SEND_FILES' third argument: "" lets it hand over to python3 (here: present), "sh" keeps the shell.
+MODES = [pytest.param("", id="python3"), pytest.param("sh", id="sh")]
+
+
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("shell", SHELLS)
-def test_the_send_script_refuses_names_and_numbers_it_was_not_meant_to_get(shell, job):
+def test_the_send_script_refuses_names_and_numbers_it_was_not_meant_to_get(shell, job, mode):
     for line in ("0 1 1 /etc/passwd\n", "0 1 1 ./a/../../../etc/passwd\n", "0 1 1 -rf\n", "x 1 1 ./-rf\n",
                  "0 $(id) 1 ./-rf\n"):
-        res = subprocess.run(shell + ["-c", results_sh.SEND_FILES, "tao", str(job), str(results_sh.BLOCK)],
+        res = subprocess.run(shell + ["-c", results_sh.SEND_FILES, "tao", str(job), str(results_sh.BLOCK), mode],
                              input=line.encode(), capture_output=True, timeout=60)
         assert res.returncode == 4 and res.stdout == b"", line
 
 
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("shell", SHELLS)
-def test_the_send_script_resumes_only_a_file_that_did_not_change(shell, job):
+def test_the_send_script_resumes_only_a_file_that_did_not_change(shell, job, mode):
     f = job / "train" / "status.json"
     st = f.stat()
     ask = f"{results_sh.DD_BLOCK} {st.st_size} {int(st.st_mtime)} ./train/status.json\n"
-    res = subprocess.run(shell + ["-c", results_sh.SEND_FILES, "tao", str(job), str(results_sh.BLOCK)],
+    res = subprocess.run(shell + ["-c", results_sh.SEND_FILES, "tao", str(job), str(results_sh.BLOCK), mode],
                          input=ask.encode(), capture_output=True, timeout=60)
     assert res.stdout.startswith(b"@@file ") and res.stdout.split(b" ")[2] == b"0"  # past the end: from 0
     big = job / "big.bin"
@@ -172,17 +191,39 @@ def test_the_send_script_resumes_only_a_file_that_did_not_change(shell, job):
     st = big.stat()
     for when, start in ((int(st.st_mtime), results_sh.DD_BLOCK), (int(st.st_mtime) - 5, 0)):
         ask = f"{results_sh.DD_BLOCK} {st.st_size} {when} ./big.bin\n"
-        res = subprocess.run(shell + ["-c", results_sh.SEND_FILES, "tao", str(job), str(results_sh.BLOCK)],
+        res = subprocess.run(shell + ["-c", results_sh.SEND_FILES, "tao", str(job), str(results_sh.BLOCK), mode],
                              input=ask.encode(), capture_output=True, timeout=60)
         head, _, rest = res.stdout.partition(b"\n")
+        assert head.split(b" ")[1] == (b"crc32" if mode == "" else b"crc")
         assert head.split(b" ")[2] == str(start).encode()
         assert len(rest) > st.st_size - start and rest[st.st_size - start:].startswith(b"@@sum ")
 
 
-def test_a_file_rewritten_while_it_is_read_is_named_and_not_kept(job, tmp_path, monkeypatch):
-    """A training appending to a checkpoint while it is sent (``dd`` shimmed to append after reading)."""
-    monkeypatch.setenv("PATH", shim(tmp_path, "dd", '"$REAL" "$@"; for a do case $a in if=*status.json) '
-                                                    'echo more >> "${a#if=}";; esac; done'))
+APPEND_ON_OPEN = """
+import os
+_fdopen = os.fdopen
+def fdopen(fd, *a, **k):
+    name = os.readlink(f"/proc/self/fd/{fd}")
+    if name.endswith("status.json"):
+        with open(name, "ab") as fh:
+            fh.write(b"more\\n")
+    return _fdopen(fd, *a, **k)
+os.fdopen = fdopen
+"""
+
+
+@pytest.mark.parametrize("sender", ["python3", "sh"])
+def test_a_file_rewritten_while_it_is_read_is_named_and_not_kept(job, tmp_path, monkeypatch, sender):
+    """A training appending to a checkpoint while it is sent (``dd`` shimmed, or python3's open wrapped, to
+    append once the file is opened)."""
+    if sender == "sh":
+        monkeypatch.setenv("PATH", shim(tmp_path, "dd", '"$REAL" "$@"; for a do case $a in if=*status.json) '
+                                                        'echo more >> "${a#if=}";; esac; done'))
+        monkeypatch.setenv("PATH", without(tmp_path, "python3"))
+    else:
+        (tmp_path / "site").mkdir()
+        (tmp_path / "site" / "sitecustomize.py").write_text(APPEND_ON_OPEN)
+        monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
     into = tmp_path / "into"
     seen = transfer(into)
     with pytest.raises(TaoError, match="train/status.json changed while being fetched"):
@@ -205,18 +246,6 @@ def test_remove_deletes_only_a_directory_named_as_asked(shell, job, tmp_path):
     assert results_sh.remove_folder(sh, str(job), "job-1") == f"deleted {job}"
     assert not job.exists() and (tmp_path / "secret").read_text() == "outside\n"  # a link's target is kept
     assert "nothing to do" in results_sh.remove_folder(sh, str(job), "job-1")
-
-
-def test_write_file_never_writes_past_the_limit(tmp_path):
-    """The S3 path (``aws s3 cp`` to stdout) has no tar header: the copy itself stops at the listed size."""
-    import io
-
-    from taobank.tarstream import write_file
-
-    with pytest.raises(TaoError, match="more bytes arrived than the 5"):
-        write_file(io.BytesIO(b"y" * 100000), tmp_path, "a.bin", lambda n: None, 0, limit=5)
-    assert (tmp_path / "a.bin").stat().st_size <= 5
-    assert write_file(io.BytesIO(b"12345"), tmp_path, "b.bin", lambda n: None, 0, limit=5) == 5
 
 
 def test_an_unreadable_subfolder_is_a_note_not_a_failed_fetch(job, tmp_path, monkeypatch):
@@ -289,15 +318,16 @@ def test_docker_names_a_file_rewritten_during_the_copy_and_keeps_nothing_of_it(j
     assert not list((tmp_path / "into").glob("**/status.json"))
 
 
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("shell", SHELLS)
-def test_the_send_script_refuses_a_folder_swapped_for_a_link_after_the_listing(shell, job, tmp_path):
+def test_the_send_script_refuses_a_folder_swapped_for_a_link_after_the_listing(shell, job, tmp_path, mode):
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside" / "status.json").write_text("not the job's\n")
     st = (tmp_path / "outside" / "status.json").stat()
     (job / "train").rename(job / "train-real")
     (job / "train").symlink_to(tmp_path / "outside")
     ask = f"0 {st.st_size} {int(st.st_mtime)} ./train/status.json\n"
-    res = subprocess.run(shell + ["-c", results_sh.SEND_FILES, "tao", str(job), str(results_sh.BLOCK)],
+    res = subprocess.run(shell + ["-c", results_sh.SEND_FILES, "tao", str(job), str(results_sh.BLOCK), mode],
                          input=ask.encode(), capture_output=True, timeout=60)
     assert res.stdout == b"@@outside ./train/status.json\n"
     with pytest.raises(TaoError, match="now leads out of the results folder"):

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from fakeproc import echo_applied, items, ok, sacct_row, squeue_row, sweep_answer, k8s_cluster
+from fakeproc import applied_names, echo_applied, items, ok, sacct_row, squeue_row, sweep_answer, k8s_cluster
 from taobank import records, sweeps
 from taobank.contract import SubmitOptions
 from taobank.kubernetes.sweep import SWEEP_LABEL
@@ -143,6 +143,7 @@ class Cluster:
         self.deleted = False
         k8s_cluster(fake)
         fake.kubectl("create", answer=self.create)
+        fake.kubectl("apply", "--server-side", answer=self.apply)
         fake.kubectl("get", "jobs,pods", answer=lambda c: items(self.objects()))
         fake.kubectl("get", "job", answer=lambda c: self.objects()[0] if self.job else "")
         fake.kubectl("exec", answer="")
@@ -164,6 +165,15 @@ class Cluster:
             else:
                 self.owned += sent
         return made
+
+    def apply(self, call):
+        """The server-side apply of what the Job owns, and of the Job itself (released: suspend false)."""
+        for o in json.loads(call.stdin)["items"]:
+            if o["kind"] == "Job":
+                self.job = {**self.job, "spec": {**self.job["spec"], "suspend": o["spec"]["suspend"]}}
+            else:
+                self.owned.append(o)
+        return applied_names(call)
 
     def delete(self, call):
         self.deleted = True
@@ -208,13 +218,18 @@ def test_a_kubernetes_sweep_costs_the_same_few_kubectl_calls_for_any_n(fake, n):
     cluster = Cluster(fake)
     done = sweeps.submit("kubernetes", K8S_SPEC, SubmitOptions(), trials(n), min(K, n))
     calls = kubectl_calls(fake)
-    # the gate a single submit pays too (nodes and pods in one read, the server's dry run of the sweep's Job and
-    # table), then ONE create of the Indexed Job and ONE of what it owns: 4 kubectl calls for any N
-    assert calls == ["get nodes,pods", "create --dry-run=server", "create -f", "create -f"], calls
+    # the namespace's Kueue LocalQueues and the gate's one read of nodes and pods (a single submit pays them too),
+    # then ONE create of the Indexed Job, suspended (its server check: no dry run), and ONE server-side apply of
+    # what it owns and of the Job released: 4 kubectl calls for any N, as many as one single submit
+    assert calls == ["get localqueues.kueue.x-k8s.io", "get nodes,pods", "create -f", "apply --server-side"], calls
+    created = json.loads(fake.kubectl_calls("create")[0].stdin)["items"][0]
+    assert created["spec"]["suspend"] is True  # no pod before its table and Secrets exist
+    applied = json.loads(fake.kubectl_calls("apply")[0].stdin)["items"]
+    assert [o["kind"] for o in applied] == ["ConfigMap", "Job"] and applied[-1]["spec"]["suspend"] is False
     job = cluster.job
     assert (job["spec"]["completionMode"], job["spec"]["completions"], job["spec"]["parallelism"]) == \
         ("Indexed", n, min(K, n))
-    assert "suspend" not in job["spec"] and job["metadata"]["labels"][SWEEP_LABEL] == done.sweep
+    assert job["spec"]["suspend"] is False and job["metadata"]["labels"][SWEEP_LABEL] == done.sweep
     assert [r["action"] for r in job["spec"]["podFailurePolicy"]["rules"]] == ["Count", "FailIndex"]
     (table,) = cluster.owned
     assert table["kind"] == "ConfigMap" and table["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
@@ -322,8 +337,11 @@ def test_the_sweep_benchmark_check_flags_every_broken_count():
     assert len(got) == 5, got  # 4 > 3 commands, more than one submit's 3, status 3 > 2, two scancels, one running
     delete = ["kubectl", "-n", "ns", "delete", "--raw", "/apis/batch/v1/namespaces/ns/jobs/x"]
     k8s = {**good, "platform": "kubernetes", "sweep_submit": {**good["sweep_submit"], "calls": 4, "writes": 2},
+           "one_submit": {"calls": 4},
            "cancel_log": [delete]}
-    assert mod.check([k8s]) == []  # the Indexed Job and its table: one more call than one single submit
+    assert mod.check([k8s]) == []  # the Indexed Job, then its table and the Job released: as one single submit
+    dearer = mod.check([{**k8s, "sweep_submit": {**k8s["sweep_submit"], "calls": 5}}])
+    assert len(dearer) == 2 and "took 5 kubectl calls" in dearer[0] and "more than one single submit" in dearer[1]
     k8s = {**k8s, "sweep_submit": {**good["sweep_submit"], "calls": 6, "writes": 4}, "one_submit": {"calls": 6},
            "sweep_status": {**good["sweep_status"], "calls": 2},
            "cancel_log": [["kubectl", "-n", "ns", "get", "jobs"], delete]}

@@ -67,10 +67,12 @@ def test_kubernetes_sweep_preview_contacts_nothing_and_shows_the_indexed_job_the
         [1, 1, 1]
     k8s_cluster(fake)
     done = sweeps.submit("kubernetes", K8S_SPEC, SubmitOptions(), TRIALS, K)
-    creates = [c for c in fake.kubectl_calls("create") if "--dry-run=server" not in c.words]
-    sent = [o for c in creates for o in json.loads(as_previewed(c.stdin, done)).get("items", [])]
-    made = {o["kind"]: o for o in sent}
-    assert made["Job"] == job
+    (create,) = fake.kubectl_calls("create")  # the Job, suspended until the apply of what it owns releases it
+    (apply,) = fake.kubectl_calls("apply")
+    held = json.loads(as_previewed(create.stdin, done))["items"][0]
+    made = {o["kind"]: o for o in json.loads(as_previewed(apply.stdin, done))["items"]}
+    assert held["spec"].pop("suspend") is True and made["Job"]["spec"].pop("suspend") is False
+    assert made["Job"] == job == held
     assert made["ConfigMap"]["data"] == table["data"]
     assert job["metadata"]["labels"][SWEEP_LABEL] == sweeps.PREVIEW_SWEEP
 
@@ -140,14 +142,8 @@ DOCKER_SPEC = {"image": "img:1", "gpus": 0, "network_arch": "dino", "action": "t
 
 
 @pytest.fixture()
-def engine(fake, monkeypatch, tmp_path):
-    monkeypatch.setenv("TAO_DOCKER_RESULTS_DIR", str(tmp_path / "results"))
-    monkeypatch.delenv("DOCKER_HOST", raising=False)
-    monkeypatch.delenv("TAO_DOCKER_ENGINE", raising=False)
-    from taobank import platform
-
-    monkeypatch.setattr(platform.get("docker"), "engine", None)
-    return fake
+def engine(docker_fake):
+    return docker_fake
 
 
 def test_docker_sweep_preview_contacts_nothing_and_shows_the_commands_the_submit_runs(engine, cli, tmp_path):

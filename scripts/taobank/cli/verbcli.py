@@ -501,7 +501,7 @@ def cmd_continue(args: argparse.Namespace, platform: str | None) -> int:
 
     minutes = args.time_minutes if args.time_hours is None else args.time_hours * 60
     view = lineage.continue_job(platform, args.id, checkpoint=args.checkpoint, description=args.description,
-                                dry_run=args.dry_run, time_minutes=minutes)
+                                dry_run=args.dry_run, time_minutes=minutes, queue=getattr(args, "queue", None))
     if args.dry_run:
         print_json({"continues": args.id, "preview": view}) if args.json else sys.stdout.write(view)
         return EXIT_OK

@@ -13,7 +13,7 @@ from .. import results_sh
 from ..contract import ResultFile, ResultsListing, ResultsLocation, Transfer
 from ..errors import TaoError
 from ..paths import abs_path
-from ..tarstream import CHUNK
+from ..fsio import CHUNK
 from ..run import Result, pipe, run
 from ..records import Record
 

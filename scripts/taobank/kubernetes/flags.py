@@ -27,6 +27,8 @@ FLAGS = (
     Flag(("--ttl",), dest="ttl_seconds_after_finished", type=int, help="ttlSecondsAfterFinished"),
     Flag(("--active-deadline",), dest="active_deadline_seconds", type=int),
     Flag(("--image-pull-secret",), help="name of a pull secret already in the namespace"),
+    Flag(("--queue",), help="Kueue LocalQueue of the namespace to submit to (default: its LocalQueue named "
+         "'default', if any); tao_k8s.py preflight lists them"),
     Flag(("--no-input-check",), dest="check_inputs", kind="off",
          help="skip the GPU-less pod that checks the job's input paths before submit"),
 )
@@ -34,7 +36,7 @@ FLAGS = (
 #: the shared flags' values -> this platform's spec keys (GPUs are counted per pod)
 SHARED_KEYS = KubernetesSpec.flag_keys()
 _OWN_KEYS = ("command", "results_dir", "storage_tier", "ttl_seconds_after_finished", "active_deadline_seconds",
-             "image_pull_secret", "results_exact", "no_results", "check_inputs")
+             "image_pull_secret", "results_exact", "no_results", "check_inputs", "queue")
 
 
 def spec_from_flags(path: str | None, values: Mapping[str, Any]) -> dict:

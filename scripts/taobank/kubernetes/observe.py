@@ -1,5 +1,7 @@
 """status on Kubernetes: ONE ``kubectl get jobs,pods -l tao-job-id`` per (context, namespace), mapped to states.
-A sweep's trial is one completion index of its sweep's Indexed Job: its pods are those of that index.
+A sweep's trial is one completion index of its sweep's Indexed Job: its pods are those of that index. Jobs that
+Kueue holds (labelled for a queue, suspended) add ONE ``kubectl get workloads`` for all of them: PENDING with
+Kueue's reason (waiting for quota, inadmissible, evicted).
 
 This module only says what the cluster shows (:func:`observe`); the core marks the records
 (:mod:`taobank.track`) and then calls :func:`ended`: a job that ended has its logs saved and its
@@ -12,7 +14,7 @@ from ..states import State
 from .. import states
 from ..errors import TaoError
 from .. import savedlogs
-from . import JOB_LABEL, credentials, logs, verdicts
+from . import JOB_LABEL, credentials, logs, queues, verdicts
 from . import status as smap
 from .kubectl import Kubectl
 from .objects import INDEX_LABEL, index_of, sweep_of
@@ -71,6 +73,10 @@ def observe(recs: list[Record], context: dict) -> list[Observation]:
             out += [_unasked(r, "QueryFailed", str(exc)) for r in group]
             continue
         by_id = smap.group_items(items)
+        # the Workloads of the Jobs Kueue holds (labelled for a queue, suspended) in ONE more call, only then
+        held = {j["metadata"]["uid"] for e in by_id.values() for j in e["jobs"]
+                if queues.queue_of(j) and (j.get("spec") or {}).get("suspend")}
+        wls = queues.workloads(kube, list(held)) if held else {}
         gone = [r for r in group if r.backend_ref and _gone(r, by_id.get(_label(r)))]
         kept = verdicts.read_gone(kube, gone) if gone else {}
         for rec in group:
@@ -79,6 +85,9 @@ def observe(recs: list[Record], context: dict) -> list[Observation]:
                                     "not launched (no backend_ref): run submit --job-id " + rec.id))
                 continue
             obs, pods, job = _observe_record(kube, rec, by_id.get(_label(rec)))
+            uid = ((job or {}).get("metadata") or {}).get("uid")
+            if uid in held and obs.state == State.PENDING:  # why Kueue has not admitted it (yet, or again)
+                obs.reason, obs.message = queues.explain(job, wls.get(uid), (rec.backend or {}).get("cluster_queue"))
             if rec.id in kept:  # the Job is gone: its verdict is the exit marker its pod left on the volume
                 obs, text = kept[rec.id]
                 if text:

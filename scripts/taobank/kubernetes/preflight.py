@@ -5,8 +5,8 @@ Each check gives one finding: OK, WARN (submit may still work) or MISSING
 command of each kind of site. The GPU figure counts only nodes a Job can be placed on
 (the capacity gate's own rule: cordoned, NotReady and untolerated-taint
 nodes are left out), and a list of the GPU nodes says which can run the job
-and why the others cannot; ``can-i create jobs`` and every named PVC being Bound
-are checked; a kubectl more than one minor version away from the server is
+and why the others cannot; the Kueue LocalQueues (quota, usage, the queue a
+submit goes to); ``can-i create jobs`` and every named PVC being Bound are checked; a kubectl more than one minor version away from the server is
 reported (kubectl supports +/-1).
 """
 from __future__ import annotations
@@ -138,7 +138,28 @@ def pvc_finding(kube: Kubectl, claim: str) -> Finding:
     return Finding("OK", "pvc", f"PVC {claim} is Bound")
 
 
-def run(kube: Kubectl, pvcs: list[str] | tuple[str, ...] = (), placement: dict | None = None) -> list[Finding]:
+def queues_finding(kube: Kubectl, wanted: str | None = None) -> Finding:
+    """Kueue: where a submit goes (submit's own rule and refusals) and each LocalQueue with its quota and use."""
+    from . import queues
+
+    try:
+        queue, _, _ = queues.choose(kube, wanted, gpus=0)
+        lqs = queues.local_queues(kube) or []
+    except TaoError as exc:
+        return Finding("MISSING" if wanted else "WARN", "queues", str(exc))
+    if not lqs:
+        return Finding("INFO", "queues", "no Kueue LocalQueue in namespace " + kube.namespace + ": not queued")
+    rows = [dict(zip(("name", "cluster_queue", "gpu_quota", "gpus_in_use"), ((q.get("metadata") or {}).get("name"),
+                                                                          *queues.describe(kube, q)))) for q in lqs]
+    return Finding("OK" if queue else "INFO", "queues", f"Kueue LocalQueues in namespace {kube.namespace}: {len(rows)}; "
+                   + (f"a submit goes to LocalQueue {queue}" if queue else "a submit is not queued (--queue NAME)"),
+                   details=tuple(f"{r['name']} -> ClusterQueue {r['cluster_queue']}: GPU quota "
+                                 f"{'unknown' if r['gpu_quota'] is None else r['gpu_quota']}, {r['gpus_in_use']} in use"
+                                 for r in rows), data=rows)
+
+
+def run(kube: Kubectl, pvcs: list[str] | tuple[str, ...] = (), placement: dict | None = None,
+        queue: str | None = None) -> list[Finding]:
     """Every check, in order; stops after an unreachable cluster (the rest would only repeat it)."""
     import json
 
@@ -167,6 +188,7 @@ def run(kube: Kubectl, pvcs: list[str] | tuple[str, ...] = (), placement: dict |
         if "forbidden" not in str(exc).lower():
             raise
         out.append(Finding("WARN", "gpus", "you may not list nodes: GPU capacity unknown (submit warns and goes on)"))
+    out.append(queues_finding(kube, queue or (placement or {}).get("queue")))
     out += [pvc_finding(kube, c) for c in dict.fromkeys(pvcs)]
     return out
 

@@ -116,10 +116,39 @@ SWEEP_PROLOGUE = (
     f'{CANCELED_EXIT}; fi\n'
     'TAO_JOB_ID=$(cat -- "$d/$i.id") && a=$(cat -- "$d/$i.argv") || exit 2\n'
     'export TAO_JOB_ID\n'
-    'if [ -e "$d/$i.folder" ]; then TAO_API_JOB_ID=$(cat -- "$d/$i.folder"); export TAO_API_JOB_ID; fi\n'
+    'if [ -e "$d/$i.folder" ]; then TAO_API_JOB_ID=$(cat -- "$d/$i.folder"); export TAO_API_JOB_ID; '
+    f'{RESULTS_VAR}="$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID"; export {RESULTS_VAR}; fi\n'
     'eval "set -- $a"\n'
     'echo "tao: sweep trial $i ($TAO_JOB_ID)"\n'
 )
+
+
+def kube_expand(text: str, env: dict[str, str]) -> str:
+    """``text`` as the kubelet expands a container's command and args: ``$(NAME)`` becomes NAME's value when
+    ``env`` has it (else stays as written), ``$$`` becomes ``$``, any other ``$`` stays."""
+    out, i = [], 0
+    while i < len(text):
+        if text[i] == "$" and i + 1 < len(text):
+            if text[i + 1] == "$":
+                out.append("$")
+                i += 2
+                continue
+            if text[i + 1] == "(":
+                end = text.find(")", i + 2)
+                if end != -1:
+                    name = text[i + 2:end]
+                    out.append(env[name] if name in env else text[i:end + 1])
+                    i = end + 1
+                    continue
+                out.append("$(")
+                i += 2
+                continue
+            out.append(text[i:i + 2])
+            i += 2
+            continue
+        out.append(text[i])
+        i += 1
+    return "".join(out)
 
 
 def argv_of(spec: dict) -> list[str]:

@@ -4,15 +4,18 @@ plan renders the manifests once, with the job's final id and names, before any
 cluster call (a bad spec costs nothing). check reads the cluster in as few
 calls as it can: nodes and pods in one read (GPU capacity), then one server
 dry-run of the manifests, which also answers RBAC for what it creates and
-whether the server keeps podFailurePolicy; the server version only for
+whether the server keeps podFailurePolicy; the namespace's Kueue LocalQueues (one read: the queue named
+or the default one; a queued Job skips the node capacity gate); the server version only for
 multi-node, ``can-i`` only for what the dry run does not create (Secrets,
 the input check's pod reads), then the job's input paths. A refusal leaves
-no record. A plain single-node submit costs 3 kubectl calls with its create.
+no record. A plain single-node submit costs 4 kubectl calls with its create.
 launch creates the Job first,
 then its Secrets (on stdin), Service and ConfigMap already owned by it, so the
 garbage collector removes them with the Job. A sweep is ONE Indexed Job
-(:mod:`taobank.kubernetes.sweep`) and what it owns (its trial table, at most
-one credential and one pull Secret for all its trials) in ONE more create.
+(:mod:`taobank.kubernetes.sweep`) created suspended, which is its server check
+(no dry run), then what it owns (its trial table, at most one credential and
+one pull Secret for all its trials) and the Job released in ONE server-side
+apply: 3 kubectl calls for any N, like a single job.
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ from ..contract import Batch, Gate, Launch, Plan, SubmitOptions
 from ..errors import TaoError
 from ..jobspec import KubernetesSpec
 from ..run import Result, last_line
-from . import JOB_LABEL, credentials, gates, render
+from . import JOB_LABEL, credentials, gates, queues, render
 from .objects import delete_options, find_jobs, owned_by
 from . import results as resultsmod
 from .kubectl import Kubectl, json_objects
@@ -92,8 +95,9 @@ def plan(spec: KubernetesSpec, opts: SubmitOptions, rec: Record | None) -> KubeP
 
 
 def check(plans: list[KubePlan], gate: Gate, batch: Batch) -> None:
-    """The read-only checks, cheapest first; the server's dry-run verdict on the very manifests launched. The
-    jobs of one launch (a sweep's trials) differ only in their overrides: the first one is checked for all."""
+    """The read-only checks, cheapest first; the server's dry-run verdict on the very manifests launched (a
+    sweep: its suspended Job's create, :func:`launch_sweep`). The jobs of one launch (a sweep's trials) differ
+    only in their overrides: the first one is checked for all."""
     from . import inputs as inputsmod
 
     p = plans[0]
@@ -107,16 +111,23 @@ def check(plans: list[KubePlan], gate: Gate, batch: Batch) -> None:
     else:
         for q in plans:
             _lint(q.objs, "the job spec")
-    gate.lines.append(capacity_gate(kube, p.spec, require_free=p.require_free))
+    # GPUs admitted at once: all the pods' (a sweep's: one trial's, with partial admission)
+    gpus = int(1 if p.spec.gpus is None else p.spec.gpus)
+    queue, cluster_queue, lines = queues.choose(kube, p.spec.queue, gpus=gpus * int(p.spec.nodes or 1))
+    gate.lines += lines
+    if queue:  # Kueue admits it against the queue's quota: the node capacity gate steps aside
+        gate.backend.update({"queue": queue, "cluster_queue": cluster_queue})
+        for q in plans:
+            q.objs = queues.label_jobs(q.objs, queue)
+        p.sweep_objs = queues.label_jobs(p.sweep_objs, queue, partial=True)
+    else:
+        gate.lines.append(capacity_gate(kube, p.spec, require_free=p.require_free))
     if p.nodes > 1:
         multinode_version_gate(kube)
     input_paths = inputsmod.paths(p.spec, p.pod_folder).all if p.spec.check_inputs is not False else []
     permission_gate(kube, needed_permissions(creds=bool(p.creds or p.ngc_key), inputs=bool(input_paths)))
-    retry = _server_check(kube, p.sweep_objs or p.objs)
-    if not retry and batch.sweep:
-        raise TaoError("this cluster does not keep a Job's podFailurePolicy (Kubernetes before "
-                       f"{pins.resolve('kubernetes.min_version_pod_failure_policy')}, or the feature off), so one "
-                       "trial's failure would end the sweep: submit the trials one by one, or upgrade")
+    # a sweep's Job is created suspended: that create is its server check (launch_sweep), one call less
+    retry = True if batch.sweep else _server_check(kube, p.objs)
     if not retry:
         for plan in plans:
             plan.objs = render.without_disruption_retry(plan.objs)
@@ -187,17 +198,36 @@ def preview_sweep(specs: list[dict], ids: list[str], batch: Batch, *, namespace:
     return objs, folders
 
 
+#: The field manager of the sweep's server-side apply (its trial table, its Secrets, its Job released).
+FIELD_MANAGER = "tao-skill-bank"
+#: Kueue's queue label: a Job that carries it is released by Kueue when admitted, never by the submit.
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
 def launch_sweep(kube: Kubectl, plans: list[KubePlan], recs: list[Record], batch: Batch) -> list[Launch]:
-    """The sweep's Indexed Job in ONE create, then its trial table and Secrets owned by it in ONE more (the
-    Secrets' values on stdin, never printed back); each trial's launch names its completion index."""
+    """The sweep's Indexed Job created SUSPENDED in ONE create: the server's check of it (a refusal makes nothing;
+    a server that drops the per-trial retry fields gets it deleted). Then ONE server-side apply of what it owns,
+    owned by its UID (its trial table and Secrets, their values on stdin, never printed back), and of the Job
+    released last: no trial's pod starts before its table and Secrets exist. Each trial's launch names its
+    completion index. A failure deletes the Job (what it owns goes with it)."""
     p = plans[0]
     job, table = render.find(p.sweep_objs, "Job"), render.find(p.sweep_objs, "ConfigMap")
     assert job is not None and table is not None and batch.sweep
     sweep = batch.sweep
+    held = {**job, "spec": {**job["spec"], "suspend": True}}
     made: list[dict] = []
     try:
-        made = kube.apply([job], create=True)
-        server = made[0] if made else job
+        res = kube.run("create", "-f", "-", "-o", "json", stdin=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                                           "items": [held]}),
+                       check=False, what="kubectl create (the sweep's Indexed Job, suspended)")
+        if not res.ok:
+            refused = _refusal(kube, res, "kubectl create (the sweep's Indexed Job)")
+            if "Error from server" in (res.stderr or ""):  # the server said no: nothing was made
+                raise refused
+            raise TaoError(f"{refused}{_undo(kube, made, batch)}")
+        made = json_objects(res.stdout)
+        server = made[0] if made else held
+        _check_sweep_job(job, server)
         owned = [owned_by(table, server)]
         if p.creds:
             owned.append(owned_by(credentials.secret_object(render.cred_secret_name(sweep), kube.namespace, sweep,
@@ -205,10 +235,16 @@ def launch_sweep(kube: Kubectl, plans: list[KubePlan], recs: list[Record], batch
         if p.ngc_key:
             owned.append(owned_by(credentials.pull_secret_object(render.pull_secret_name(sweep), kube.namespace,
                                                                  sweep, p.ngc_key), server))
-        kube.run("create", "-f", "-", "-o", "name", stdin=json.dumps({"apiVersion": "v1", "kind": "List",
-                                                                     "items": owned}),
-                 what="kubectl create (the sweep's trial table and Secrets)")
+        release = [] if QUEUE_LABEL in (job["metadata"].get("labels") or {}) else \
+            [{**job, "spec": {**job["spec"], "suspend": False}}]
+        # server-side apply: creates the owned objects (no last-applied annotation: a Secret's value stays out of
+        # its metadata) and takes the Job's suspend over from the create (--force-conflicts); the Job comes last
+        kube.run("apply", "--server-side", "--force-conflicts", f"--field-manager={FIELD_MANAGER}", "-f", "-", "-o",
+                 "name", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": owned + release}),
+                 what="kubectl apply --server-side (the sweep's trial table and Secrets; its Job released)")
     except TaoError as exc:
+        if not made:
+            raise
         raise TaoError(f"{exc}{_undo(kube, made, batch)}") from None
     names_owned = [(o["kind"].lower(), o["metadata"]["name"]) for o in owned]
     out = []
@@ -220,6 +256,19 @@ def launch_sweep(kube: Kubectl, plans: list[KubePlan], recs: list[Record], batch
                        f"its {batch.max_concurrent} slots is free)")
         out.append(one)
     return out
+
+
+def _check_sweep_job(sent: dict, kept: dict) -> None:
+    """What the server must keep of a sweep's Job for its trials to fail one by one (its create is the check)."""
+    spec = kept.get("spec") or {}
+    if "backoffLimitPerIndex" in sent["spec"] and "backoffLimitPerIndex" not in spec:
+        raise TaoError("this cluster drops a Job's backoffLimitPerIndex (Kubernetes before 1.29, or the "
+                       "JobBackoffLimitPerIndex feature off), so its trials cannot fail one by one: submit them one "
+                       "by one, or upgrade")
+    if "podFailurePolicy" in sent["spec"] and "podFailurePolicy" not in spec:
+        raise TaoError("this cluster does not keep a Job's podFailurePolicy (Kubernetes before "
+                       f"{pins.resolve('kubernetes.min_version_pod_failure_policy')}, or the feature off), so one "
+                       "trial's failure would end the sweep: submit the trials one by one, or upgrade")
 
 
 def _create_owned(kube: Kubectl, p: KubePlan, jid: str, job: dict) -> list[tuple[str, str]]:
@@ -361,7 +410,8 @@ def retry_line(retry: bool, nodes: int) -> str:
 def needed_permissions(*, creds: bool, inputs: bool = False) -> list[tuple[str, str]]:
     """What submit does that its server dry run does not authorize: Secrets (created on their own, never
     dry-run with a value) and, with inputs to check, the reads of the check Job's pod and its output. The
-    Job, Service and ConfigMap are in the dry run, whose Forbidden names them (:func:`_server_check`)."""
+    Job, Service and ConfigMap are in the dry run, whose Forbidden names them (:func:`_server_check`); a
+    sweep's in its Job's create (:func:`launch_sweep`)."""
     return ([("create", "secrets")] if creds else []) + ([("list", "pods"), ("get", "pods/log")] if inputs else [])
 
 
@@ -430,22 +480,25 @@ def _server_check(kube: Kubectl, objs: list[dict]) -> bool:
         wants = False
         made, res = _dry_run(kube, render.without_disruption_retry(objs))
     if made is None:
-        text = res.stderr or res.stdout
-        if f'namespaces "{kube.namespace}" not found' in text:
-            where = f" in context {kube.context}" if kube.context else ""
-            raise TaoError(f"namespace {kube.namespace} does not exist{where}: set TAO_K8S_NAMESPACE (or --namespace) "
-                           f"to an existing one, or ask for it to be created")
-        denied = [f"{verb} {kind}" for verb, kind in _CANNOT.findall(text)]
-        if denied:
-            _refuse_permissions(kube, list(dict.fromkeys(denied)))
-        raise TaoError(f"kubectl create --dry-run=server failed (exit {res.returncode}): {last_line(text)}")
+        raise _refusal(kube, res, "kubectl create --dry-run=server")
     kept = next((o for o in made if o.get("kind") == "Job"), {})
-    if "backoffLimitPerIndex" in render.find(objs, "Job")["spec"] and \
-            "backoffLimitPerIndex" not in (kept.get("spec") or {}):
-        raise TaoError("this cluster drops a Job's backoffLimitPerIndex (Kubernetes before 1.29, or the "
-                       "JobBackoffLimitPerIndex feature off), so its trials cannot fail one by one: submit them one "
-                       "by one, or upgrade")
     return wants and "podFailurePolicy" in (kept.get("spec") or {})
+
+
+def _refusal(kube: Kubectl, res: Result, what: str) -> TaoError:
+    """The one line for a create the server refused: a missing namespace, what RBAC forbids, else its last line."""
+    text = res.stderr or res.stdout
+    if f'namespaces "{kube.namespace}" not found' in text:
+        where = f" in context {kube.context}" if kube.context else ""
+        return TaoError(f"namespace {kube.namespace} does not exist{where}: set TAO_K8S_NAMESPACE (or --namespace) "
+                        f"to an existing one, or ask for it to be created")
+    denied = [f"{verb} {kind}" for verb, kind in _CANNOT.findall(text)]
+    if denied:
+        try:
+            _refuse_permissions(kube, list(dict.fromkeys(denied)))
+        except TaoError as exc:
+            return exc
+    return TaoError(f"{what} failed (exit {res.returncode}): {last_line(text)}")
 
 
 def _referenced_secrets(job: dict) -> set[str]:

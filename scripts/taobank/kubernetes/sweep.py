@@ -42,15 +42,29 @@ def trial_argv(spec: dict) -> list[str]:
     return render.argv_of(taoargs.with_gpu_args(spec, int(spec.get("gpus", 1)), int(spec.get("nodes", 1))))
 
 
-def trial_table(sweep_id: str, namespace: str, specs: list[dict], ids: list[str]) -> dict:
-    """The ConfigMap every index reads its trial from; one line when it would not fit in one object."""
+def plain_env(job: dict) -> dict[str, str]:
+    """The values of the main container's env given as plain values, as the kubelet sees them (a value may name
+    an earlier one as ``$(NAME)``); a Secret's keys are not among them and never leave the cluster's Secret."""
+    env: dict[str, str] = {}
+    for e in job["spec"]["template"]["spec"]["containers"][0].get("env") or []:
+        if "value" in e:
+            env[e["name"]] = render.kube_expand(str(e["value"]), env)
+    return env
+
+
+def trial_table(sweep_id: str, namespace: str, specs: list[dict], ids: list[str],
+                env: dict[str, str] | None = None) -> dict:
+    """The ConfigMap every index reads its trial from; one line when it would not fit in one object. A trial's
+    argv is stored as the kubelet would have expanded a single job's (``$(NAME)`` of ``env`` and of the trial's
+    own results variables), since the trial's pod reads it from the table, where nothing expands it."""
     data: dict[str, str] = {}
     for i, (spec, jid) in enumerate(zip(specs, ids)):
         results = resultsmod.plan(spec, staging=render.staging_dir(spec)).for_job(jid)
         data[f"{i}.id"] = jid
         if results.name:
             data[f"{i}.folder"] = results.name
-        data[f"{i}.argv"] = shlex.join(trial_argv(spec))
+        mine = {**(env or {}), "TAO_JOB_ID": jid, **{e["name"]: str(e["value"]) for e in results.env()}}
+        data[f"{i}.argv"] = shlex.join(render.kube_expand(w, mine) for w in trial_argv(spec))
     size = sum(len(k) + len(v.encode()) for k, v in data.items())
     if size > MAX_TABLE_BYTES:
         fits = max(1, len(specs) * MAX_TABLE_BYTES // size)
@@ -91,7 +105,21 @@ def build(specs: list[dict], ids: list[str], sweep_id: str, namespace: str, k: i
                                    sweep_table=table_name(sweep_id))
     job = render.find(objs, "Job")
     assert job is not None
-    return [indexed(job, sweep_id, len(specs), k), trial_table(sweep_id, namespace, specs, ids)]
+    return [indexed(job, sweep_id, len(specs), k), trial_table(sweep_id, namespace, specs, ids, plain_env(job))]
+
+
+def release(recs: list[dict]) -> None:
+    """Unsuspend held trials of a sweep made by 0.3.x (one Job per trial, those past ``--max-concurrent`` created
+    suspended; the core releases them as slots free, :mod:`taobank.sweepslots`): ONE ``kubectl patch`` per
+    namespace naming them all. A sweep made now is one Indexed Job and holds no trial."""
+    groups: dict[tuple, list[str]] = {}
+    for rec in recs:
+        kube = Kubectl.for_record(rec)
+        name = (rec.get("backend") or {}).get("name") or render.job_name_for(rec["id"])
+        groups.setdefault((kube.namespace, kube.context), []).append(name)
+    for (namespace, context), names in groups.items():
+        Kubectl(namespace, context).run("patch", "job", *names, "--type", "merge", "-p", '{"spec":{"suspend":false}}',
+                                        what="kubectl patch job (release the held trials of a 0.3.x sweep)")
 
 
 #: $1.. folders: each one's status files (READ_STATUS_SH) under a ``#trial-folder`` line.

@@ -2,7 +2,8 @@
 
 The low-level server, not MCPServer: the tools' schemas come from the helpers' parsers, and each result
 carries ``structuredContent`` and ``isError`` as the helper's run decided. A helper runs in a worker
-thread, so the server keeps answering (pings, cancellations) while a cluster is slow.
+thread, so the server keeps answering (pings, cancellations) while a cluster is slow. Before a submit runs,
+each key it needs is found (environment, credentials file) or asked of the user by URL elicitation.
 """
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from . import tools
 
 INSTRUCTIONS = ("TAO training jobs on Kubernetes, SLURM or this machine's Docker engine: preflight, submit, then "
                 "status/logs/metrics, fetch the results. Tools take credential NAMES (secret_env, secrets_file), "
-                "never a key's value: keys stay in the user's environment or .env file.")
+                "never a key's value: keys stay in the user's environment or ~/.config/tao/.env, and a key a submit "
+                "lacks is asked of the user on a local page, never in the chat.")
 
 
 _TOOLS: list[types.Tool] = []
@@ -184,11 +186,9 @@ class Subscriptions:
 
 @asynccontextmanager
 async def _lifespan(server: Any) -> AsyncIterator[dict]:
-    """A task group for the subscription poll loop (and the tool list's first build), for the connection's
-    lifetime."""
+    """A task group for the subscription poll loop, for the connection's lifetime. Nothing else starts here:
+    the helpers are imported by the first call that needs them, after ``initialize`` was answered."""
     async with anyio.create_task_group() as tasks:
-        # the helpers' parsers, built before a long call could hold the lock they are built under
-        tasks.start_soon(anyio.to_thread.run_sync, tool_list)
         yield {"tasks": tasks}
         tasks.cancel_scope.cancel()
 
@@ -258,9 +258,91 @@ async def _confirm(ctx: Any, question: str) -> str | None:
     return f"error: not confirmed ({answer.action}): nothing was done"
 
 
-def _can_ask(ctx: Any) -> bool:
+def _elicitation(ctx: Any) -> Any:
     caps = getattr(ctx.session, "client_capabilities", None)
-    return bool(caps is not None and getattr(caps, "elicitation", None) is not None)
+    return getattr(caps, "elicitation", None) if caps is not None else None
+
+
+def _can_ask(ctx: Any) -> bool:
+    """The client takes a form (``elicitation: {}`` is form mode, as before URL mode existed)."""
+    ask = _elicitation(ctx)
+    return ask is not None and (getattr(ask, "form", None) is not None or getattr(ask, "url", None) is None)
+
+
+def _can_send_to_page(ctx: Any) -> bool:
+    """The client takes URL-mode elicitation (MCP 2025-11-25): the user opens the server's page."""
+    return getattr(_elicitation(ctx), "url", None) is not None
+
+
+def _key_wait() -> float:
+    """How long the user has to send a key on the page (TAO_MCP_KEY_SECONDS, default 300)."""
+    import os
+
+    try:
+        return max(1.0, float(os.environ.get("TAO_MCP_KEY_SECONDS", "300")))
+    except ValueError:
+        return 300.0
+
+
+async def _ask_key(ctx: Any, name: str) -> str | None:
+    """Ask the user for the key ``name`` on a one-time page of this machine (URL elicitation); None once it
+    is stored (credentials file and this process's environment), else the one line to answer."""
+    from ..text import one_line
+    from . import credentials
+    from .keypage import KeyPage
+
+    where = str(credentials.env_file())
+    instead = f"or add {name}=<value> to {where} (mode 600) and call again"
+    page = KeyPage(name, lambda value: credentials.store(name, value), where)
+    try:
+        try:
+            answer = await ctx.session.elicit_url(
+                f"The TAO job needs {name}. Open this page on this machine and paste it there: it is stored in "
+                f"{where} (mode 600) and never passes through the chat.", page.url, page.elicitation_id,
+                related_request_id=ctx.request_id)
+        except Exception as exc:  # noqa: BLE001 - a client that cannot ask after all
+            return f"error: could not ask for {name} ({one_line(exc)[:120]}): nothing was done; {instead}"
+        if answer.action != "accept":
+            return f"error: {name} was not given ({answer.action}): nothing was done; {instead}"
+        end = anyio.current_time() + _key_wait()
+        while not page.done.is_set():
+            if anyio.current_time() > end:
+                return f"error: {name} was not sent on the page within {_key_wait():.0f} s: nothing was done; {instead}"
+            await anyio.sleep(0.1)
+    finally:
+        with anyio.CancelScope(shield=True):  # a cancelled call closes its page too
+            await anyio.to_thread.run_sync(page.close)
+    try:
+        await ctx.session.send_elicit_complete(page.elicitation_id, related_request_id=ctx.request_id)
+    except Exception:  # noqa: BLE001 - the key is stored; a client that missed the notice still gets the result
+        pass
+    return None
+
+
+async def _credentials(ctx: Any, spec: tools.ToolSpec, arguments: Any) -> str | None:
+    """The keys a submit needs, before it runs: from the environment, else the credentials file, else the
+    user through the page (URL elicitation) when the client can send them there; None when all are there
+    (or it is a dry run: the helper says what it says), else the one line to answer."""
+    from ..errors import TaoError
+    from ..text import error_line
+    from . import credentials
+
+    names = credentials.needed(spec.name, arguments)
+    if not names:
+        return None
+    try:
+        missing = await anyio.to_thread.run_sync(credentials.load, names)
+    except TaoError as exc:
+        return error_line(exc)
+    if not missing or arguments.get("dry_run") is True:
+        return None
+    if not _can_send_to_page(ctx):
+        return credentials.missing_line(spec.name, missing)
+    for name in missing:
+        refused = await _ask_key(ctx, name)
+        if refused is not None:
+            return refused
+    return None
 
 
 async def _in_worker(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -269,6 +351,15 @@ async def _in_worker(ctx: Any, params: types.CallToolRequestParams) -> types.Cal
     user when the client can ask (elicitation)."""
     arguments = params.arguments
     spec = next((t for t in tools.TOOLS if t.name == params.name), None)
+    if spec is not None:
+        try:
+            refused = await _credentials(ctx, spec, arguments)
+        except Exception as exc:  # noqa: BLE001 - a bug of the bank: one line, never a traceback to the client
+            from ..text import error_line
+
+            refused = error_line(f"internal error ({type(exc).__name__}): {exc}: please report it")
+        if refused is not None:
+            return types.CallToolResult(content=[types.TextContent(type="text", text=refused)], is_error=True)
     question = tools.confirmation(spec, arguments) if spec is not None else None
     if question is not None and _can_ask(ctx):
         refused = await _confirm(ctx, question)

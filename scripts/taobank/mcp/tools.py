@@ -72,7 +72,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("metrics", "tao_jobs", ("metrics",), True, False, True, drop=("kpi", "force")),
     ToolSpec("artifacts", "tao_jobs", ("artifacts",), True, False, True),
     ToolSpec("fetch", "tao_jobs", ("fetch",), False, True, True, split=("words", "id", "paths"), result=_ARRAY,
-             note="Files are written under `to` on the server's machine; force replaces existing ones."),
+             note="Files are written under `to` on the server's machine. A rerun skips files already there (moved 0) "
+                  "and resumes a half-fetched one; a file there that differs is replaced only with force."),
     ToolSpec("prune", "tao_jobs", ("prune",), False, True, True, result=_ARRAY,
              note="Deletes for good: a client that can ask (elicitation) asks the user first; otherwise pass yes=true "
                   "once the user agreed."),
@@ -411,6 +412,8 @@ def run(spec: ToolSpec, arguments: Any, on_line: Callable[[str], None] | None = 
     except UsageError as exc:
         return Outcome(exc.exit_code, "", error_line(exc) + "\n")
     module = importlib.import_module(spec.script)
+    for script in dict.fromkeys(t.script for t in TOOLS):  # every parser built before this run holds the lock
+        helper_parser(script)                               # they are built under (tools/list during a watch)
     out, err = io.StringIO(), _Lines(on_line)
     with _LOCK, redirect_stdout(out), redirect_stderr(err):
         try:

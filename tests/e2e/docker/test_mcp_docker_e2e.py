@@ -4,8 +4,12 @@ trainer testclusters/fake_tao_train.sh (bind-mounted read-only), which writes TA
 checkpoint per epoch."""
 from __future__ import annotations
 
+import hashlib
 import json
+import secrets
 import time
+import urllib.parse
+import urllib.request
 
 import pytest
 
@@ -82,3 +86,51 @@ def test_a_subscribed_job_tells_the_client_when_it_ends(docker_cluster, tmp_path
         (logs,) = mcp.request("resources/read", {"uri": f"tao://jobs/{jid}/logs"})["result"]["contents"]
         assert json.loads(logs["text"]) == mcp.ok("logs", id=jid)
         assert "done" in json.loads(logs["text"])["sections"]["stdout"]
+
+
+def test_a_key_asked_of_the_user_reaches_the_job_and_nothing_else(docker_cluster, tmp_path):
+    """A submit needs a key the environment lacks: the server asks the user through the client (URL
+    elicitation), the user POSTs it on the one-time page, the job on the real engine sees it (it prints its
+    sha256), and no record, log, result file, tool result, engine argv or MCP message holds it."""
+    dk = Docker(docker_cluster, tmp_path)
+    name, key = f"TAO_E2E_KEY_{secrets.token_hex(4).upper()}", f"k3y-{secrets.token_urlsafe(24)}"
+    creds = tmp_path / "cfg" / ".env"
+    env = {**{k: v for k, v in dk.env.items() if k != name}, "TAO_ENV_FILE": str(creds)}
+    with Session(env, capabilities={"elicitation": {"url": {}}}, protocol="2025-11-25") as mcp:
+        rid = mcp.start("tools/call", {"name": "submit_docker", "arguments": {
+            "image": dk.image, "gpus_per_node": 0, "secret_env": [name],
+            "command": ["sh", "-c", f'printf %s "${name}" | sha256sum']}})
+        request = mcp.notification("elicitation/create", timeout=60)
+        ask = request["params"]
+        assert ask["mode"] == "url" and ask["url"].startswith("http://127.0.0.1:") and name in ask["message"]
+        form = urllib.request.urlopen(ask["url"], timeout=10).read().decode()
+        assert 'method=post' in form and 'type=password' in form
+        posted = urllib.request.urlopen(urllib.request.Request(
+            ask["url"], data=urllib.parse.urlencode({"value": key}).encode(), method="POST"), timeout=10)
+        assert posted.status == 200
+        mcp.reply(request, {"action": "accept"})
+        done = mcp.answer(rid)["result"]
+        assert done["isError"] is False, done
+        jid = done["structuredContent"]["result"]["id"]
+        complete = mcp.notification("notifications/elicitation/complete", timeout=30)["params"]
+        assert complete["elicitationId"] == ask["elicitationId"]
+        with pytest.raises(OSError):  # the page answered once and is gone (refused, or 410 while it closes)
+            urllib.request.urlopen(ask["url"], timeout=5)
+        end = time.time() + 120
+        while (view := mcp.ok("status", ids=[jid])[0])["state"] not in ("COMPLETE", "ERROR", "CANCELED"):
+            assert time.time() < end, view
+            time.sleep(1)
+        assert view["state"] == "COMPLETE", view
+        logs = mcp.ok("logs", id=jid)
+        assert hashlib.sha256(key.encode()).hexdigest() in logs["sections"]["stdout"]
+        preview = mcp.call("submit_docker", image=dk.image, gpus_per_node=0, secret_env=[name], dry_run=True,
+                           command=["true"])
+        assert preview["isError"] is False and name in json.dumps(preview)
+        stderr = mcp.close()
+    assert oct(creds.stat().st_mode & 0o777) == "0o600" and creds.read_text() == f"{name}='{key}'\n"
+    seen = {"MCP traffic": "\n".join(mcp.traffic), "server stderr": stderr}
+    for path in tmp_path.rglob("*"):
+        if path.is_file() and path != creds:
+            seen[str(path)] = path.read_bytes().decode("utf-8", "replace")
+    assert str(dk.call_log) in seen and any(p.endswith(f"{jid}.json") for p in seen)  # records and engine argv
+    assert [where for where, text in seen.items() if key in text] == []

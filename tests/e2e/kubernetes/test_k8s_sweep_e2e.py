@@ -79,6 +79,11 @@ def test_a_sweep_runs_by_itself_pulls_with_its_one_secret_and_best_names_the_low
     owned = k8s.kjson("get", "secrets,configmaps", "-l", f"tao-job-uid={uid}")["items"]
     assert sorted(o["kind"] for o in owned) == ["ConfigMap", "Secret"]  # ONE Secret for the 4 trials
     assert all(o["metadata"]["ownerReferences"][0]["uid"] == uid for o in owned)
+    import base64  # made by a server-side apply: no value in its metadata (no last-applied annotation)
+    for o in owned:
+        meta = json.dumps(o["metadata"])
+        assert key not in meta and base64.b64encode(key.encode()).decode()[:16] not in meta, o["metadata"]
+        assert "kubectl.kubernetes.io/last-applied-configuration" not in (o["metadata"].get("annotations") or {})
     # nobody calls the bank from here on: the Job controller runs all 4 trials, 2 at a time
     job = wait_job_end(k8s, sweep)
     assert job["status"].get("completedIndexes") == "0-3" and not job["status"].get("failedIndexes"), job["status"]
@@ -137,3 +142,18 @@ def test_cancel_sweep_is_one_delete_and_leaves_nothing_running(k8s, trainer_on_p
     while k8s.kubectl("get", "jobs,pods,configmaps", "-l", f"tao-sweep={done['sweep']}", "-o", "name").stdout.strip():
         assert time.time() < deadline, "the sweep's Job, pods or table still there after cancel --sweep"
         time.sleep(1)
+
+
+def test_a_sweep_the_server_refuses_leaves_nothing_on_the_cluster_and_says_why_in_one_line(k8s):
+    """No dry run for a sweep: its suspended Job's create is the server's check. A namespace that does not exist:
+    one line naming it, every trial record ERROR with that line, no Job anywhere."""
+    proc = k8s.tao("submit", "--json", "--image", BUSYBOX, "--network-arch", "dino", "--action", "train", "--gpus", "0",
+                   "--no-results", "--no-input-check", *ON_REAL, "--namespace", "tao-no-such-ns", "--args-json",
+                   json.dumps(["sh", "-c", "exit 0", "tao"]), "--sweep", "t.x=1,2", check=False)
+    assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "namespace tao-no-such-ns does not exist" in proc.stderr, proc.stderr
+    listed = json.loads(tao_jobs("list", "--json", env=k8s.env).stdout)
+    assert len(listed) == 2 and {r["state"] for r in listed} == {"ERROR"}, listed
+    sweep = k8s.record(listed[0]["id"])["sweep"]
+    assert "does not exist" in k8s.record(listed[0]["id"])["message"]
+    assert not k8s.kubectl("get", "jobs", "-A", "-l", f"tao-sweep={sweep}", "-o", "name", ns="default").stdout.strip()

@@ -54,7 +54,7 @@ def test_artifacts_fetch_and_prune_over_one_connection(slurm_env, tmp_path):
     before = ssh_commands(slurm_env["call_log"])
     got = json.loads(jobs("fetch", jid, "--to", str(tmp_path / "all"), "--json").stdout)
     assert ssh_commands(slurm_env["call_log"]) - before == 2  # facts (sizes), then each file read once
-    assert tree(tmp_path / "all") == tree(folder) and {g["verified"] for g in got} == {results_sh.VERIFIED["crc"]}
+    assert tree(tmp_path / "all") == tree(folder) and {g["verified"] for g in got} == {results_sh.VERIFIED["crc32"]}  # python3 on the login node
     before = ssh_commands(slurm_env["call_log"])
     same = json.loads(jobs("fetch", jid, "--to", str(tmp_path / "all"), "--json").stdout)
     assert {g["moved"] for g in same} == {0} and ssh_commands(slurm_env["call_log"]) - before == 1  # all here

@@ -1,0 +1,157 @@
+"""Kueue queues: which LocalQueue a submit goes to, its Job labelled and created suspended, and why Kueue holds it.
+
+Kueue admits a labelled, suspended Job as ONE Workload: a multi-node Job's pods all-or-nothing, a sweep's Indexed
+Job with up to ``parallelism`` pods (partial admission down to one). The quota is then the ClusterQueue's, not the
+nodes': the bank's capacity gate steps aside. No Kueue is needed where no queue is used.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+from ..errors import TaoError
+from ..run import last_line
+from .gates import GPU, _qty
+from .kubectl import Kubectl
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+#: Kueue's partial admission of a batch/v1 Job: it may start with fewer pods than ``parallelism`` (not below this).
+MIN_PARALLELISM_ANNOTATION = "kueue.x-k8s.io/job-min-parallelism"
+#: The label Kueue puts on the Workload it makes for a Job: that Job's UID (it copies none of the Job's labels).
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+LOCAL_QUEUES, CLUSTER_QUEUES, WORKLOADS = (f"{k}.kueue.x-k8s.io" for k in ("localqueues", "clusterqueues", "workloads"))
+#: The LocalQueue a namespace's Jobs go to when none is named (Kueue's own convention).
+DEFAULT_QUEUE = "default"
+_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?")
+_NO_API = ("doesn't have a resource type", "the server could not find the requested resource")
+
+
+def label_jobs(objs: list[dict], queue: str, *, partial: bool = False) -> list[dict]:
+    """``objs`` with their Job labelled for ``queue`` and suspended (Kueue unsuspends it on admission); ``partial``:
+    a sweep's Indexed Job may be admitted with fewer pods than its slots (one at least)."""
+    out = []
+    for obj in objs:
+        if obj.get("kind") == "Job":
+            obj = copy.deepcopy(obj)
+            obj["metadata"]["labels"] = {**(obj["metadata"].get("labels") or {}), QUEUE_LABEL: queue}
+            obj["spec"]["suspend"] = True
+            if partial:
+                obj["metadata"].setdefault("annotations", {})[MIN_PARALLELISM_ANNOTATION] = "1"
+        out.append(obj)
+    return out
+
+
+def queue_of(job: dict | None) -> str | None:
+    return (((job or {}).get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL)
+
+
+def _get(kube: Kubectl, *args: str) -> tuple[dict | None, str]:
+    """(the answer, or None; kubectl's error text) of ``kubectl get ARGS -o json``."""
+    res = kube.run("get", *args, "-o", "json", check=False, what=f"kubectl get {args[0].split('.')[0]}")
+    return (json.loads(res.stdout or "{}"), "") if res.ok else (None, res.stderr or res.stdout)
+
+
+def local_queues(kube: Kubectl) -> list[dict] | None:
+    """The namespace's LocalQueues; None when the cluster has no Kueue (no LocalQueue API)."""
+    got, err = _get(kube, LOCAL_QUEUES)
+    if got is not None:
+        return got.get("items") or []
+    if any(s in err for s in _NO_API):
+        return None
+    if "forbidden" in err.lower():
+        raise TaoError(f"you may not list Kueue LocalQueues in namespace {kube.namespace}: ask for Kueue's "
+                       "batch-user role there (kueue-batch-user-role), or submit without --queue")
+    raise TaoError(f"kubectl get localqueues failed: {last_line(err)}")
+
+
+def gpu_quota(cq: dict) -> int | None:
+    """The ClusterQueue's nominal nvidia.com/gpu quota over its flavors (None: it covers no GPUs)."""
+    found = [_qty(r.get("nominalQuota")) for g in (cq.get("spec") or {}).get("resourceGroups") or []
+             for f in g.get("flavors") or [] for r in f.get("resources") or [] if r.get("name") == GPU]
+    return sum(found) if found else None
+
+
+def gpu_usage(status: dict) -> int:
+    """GPUs reserved, from a LocalQueue's or ClusterQueue's ``flavorsReservation`` status."""
+    return sum(_qty(r.get("total")) for f in status.get("flavorsReservation") or [] for r in f.get("resources") or []
+               if r.get("name") == GPU)
+
+
+def describe(kube: Kubectl, lq: dict) -> tuple[str, int | None, int]:
+    """(ClusterQueue name, its GPU quota or None when unreadable, GPUs in use) of a LocalQueue (users often may not
+    read ClusterQueues: the LocalQueue's own usage then)."""
+    name = str((lq.get("spec") or {}).get("clusterQueue") or "?")
+    cq, err = _get(kube, CLUSTER_QUEUES, name)
+    if cq is None and "forbidden" not in err.lower() and "NotFound" not in err:
+        raise TaoError(f"kubectl get clusterqueue {name} failed: {last_line(err)}")
+    return name, gpu_quota(cq) if cq else None, gpu_usage((cq or lq).get("status") or {})
+
+
+def choose(kube: Kubectl, wanted: str | None, *, gpus: int) -> tuple[str | None, str | None, list[str]]:
+    """(LocalQueue, its ClusterQueue, report lines) of a submit: ``wanted`` (refused in one line when the namespace
+    has no such queue or the cluster no Kueue), else the namespace's ``default`` LocalQueue (said so), else none.
+    A quota smaller than ``gpus`` (what the Job asks at once) is a warning: Kueue keeps it waiting."""
+    if wanted is not None and not _NAME.fullmatch(wanted):
+        raise TaoError(f"--queue {wanted!r} is not a LocalQueue name (lowercase letters, digits, '-' and '.', at most "
+                       "63 characters)")
+    try:
+        lqs = local_queues(kube)
+    except TaoError as exc:
+        if wanted or "you may not" not in str(exc):
+            raise
+        return None, None, [f"warning: not queued: {str(exc).split(':')[0]}, so a default one is not used either"]
+    if lqs is None:
+        if wanted:
+            raise TaoError(f"--queue {wanted}: this cluster has no Kueue (no LocalQueue API): submit without --queue")
+        return None, None, []
+    by_name = {(q.get("metadata") or {}).get("name"): q for q in lqs}
+    lines = []
+    if wanted is None:
+        if DEFAULT_QUEUE not in by_name:
+            return None, None, []
+        wanted = DEFAULT_QUEUE
+        lines.append(f"queued: no --queue given: the Job goes to namespace {kube.namespace}'s default LocalQueue "
+                     f"{DEFAULT_QUEUE} (--queue NAME picks another)")
+    elif wanted not in by_name:
+        there = f"its LocalQueues: {', '.join(sorted(by_name))}" if by_name else "it has none"
+        raise TaoError(f"--queue {wanted}: no LocalQueue {wanted} in namespace {kube.namespace} ({there}; "
+                       "tao_k8s.py preflight lists them)")
+    cq, quota, used = describe(kube, by_name[wanted])
+    figures = f"GPU quota {quota}, {used} in use" if quota is not None else "GPU quota not readable"
+    lines.append(f"queue: LocalQueue {wanted} -> ClusterQueue {cq} ({figures}); Kueue admits the Job whole when the "
+                 "quota allows (the node capacity check steps aside)")
+    if quota is not None and gpus > quota:
+        lines.append(f"warning: the Job asks {gpus} {GPU} at once but ClusterQueue {cq} has a GPU quota of {quota}: "
+                     "Kueue keeps it waiting (inadmissible) unless its cohort lends the rest")
+    return wanted, cq, lines
+
+
+def workloads(kube: Kubectl, uids: list[str]) -> dict[str, dict]:
+    """Job UID -> its Workload, for these Jobs in ONE call ({} when unreadable: they then read as suspended)."""
+    got, _ = _get(kube, WORKLOADS, "-l", f"{JOB_UID_LABEL} in ({','.join(sorted(set(uids)))})")
+    return {((w.get("metadata") or {}).get("labels") or {}).get(JOB_UID_LABEL): w for w in (got or {}).get("items") or []}
+
+
+def _cond(obj: dict, ctype: str) -> dict:
+    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == ctype), {})
+
+
+def explain(job: dict, workload: dict | None, cluster_queue: str | None) -> tuple[str, str]:
+    """(reason, message) of a suspended queued Job from its Workload: waiting for quota, inadmissible, evicted."""
+    queue = queue_of(job) or "?"
+    where = f"ClusterQueue {cluster_queue}" if cluster_queue else f"LocalQueue {queue}"
+    if workload is None:
+        return "Queued", f"QUEUED in LocalQueue {queue}: waiting for Kueue to make its Workload"
+    evicted, reserved = _cond(workload, "Evicted"), _cond(workload, "QuotaReserved")
+    if evicted.get("status") == "True":
+        return "Evicted", (f"QUEUED again: evicted by Kueue ({evicted.get('reason') or 'Evicted'}: "
+                           f"{evicted.get('message') or 'no message'}); it waits for quota in {where}")
+    if _cond(workload, "Admitted").get("status") == "True":
+        return "Admitted", f"admitted by Kueue in {where}: its pods are being created"
+    message = reserved.get("message") or ""
+    if reserved.get("reason") == "Inadmissible":
+        return "Inadmissible", f"QUEUED, inadmissible: {message or 'Kueue gave no message'}"
+    requeued = ((workload.get("status") or {}).get("requeueState") or {}).get("count")
+    return "Queued", (f"QUEUED: waiting for quota in {where}" + (f" (requeued {requeued} times)" if requeued else "")
+                      + (f": {message}" if message else ""))
