@@ -154,7 +154,7 @@ def continue_job(platform: str | None, job_id: str, *, checkpoint: str | None = 
         raise TaoError(f"job {job_id} is {rec.state}: cancel it first (or wait for it to end), then continue it")
     spec, options = savedspec.load(job_id)
     if queue is not None:
-        if rec["platform"] != "kubernetes":
+        if rec.platform != "kubernetes":
             raise UsageError("--queue is a Kubernetes (Kueue) option")
         spec = {**spec, "queue": queue}
     if time_minutes is not None:  # before any cluster call: a platform without a limit refuses here

@@ -18,7 +18,7 @@ def release(adapter: Any, recs: list[Record]) -> list[str]:
     (``backend["slot"]``: the GPUs a Docker trial was made with) waits until no running trial holds it."""
     # a record that says held is released on any platform: a sweep made by an older bank (Kubernetes 0.3.x held
     # per-trial Jobs suspended) still runs to its end after an upgrade
-    if not getattr(adapter, "holds_trials", False) and not any((r.get("backend") or {}).get("held") for r in recs):
+    if not getattr(adapter, "holds_trials", False) and not any((Record.of(r).backend or {}).get("held") for r in recs):
         return []
     sweeps = {r.sweep for r in map(Record.of, recs) if r.sweep}
     chosen: list[Record] = []

@@ -108,14 +108,14 @@ def build(specs: list[dict], ids: list[str], sweep_id: str, namespace: str, k: i
     return [indexed(job, sweep_id, len(specs), k), trial_table(sweep_id, namespace, specs, ids, plain_env(job))]
 
 
-def release(recs: list[dict]) -> None:
+def release(recs: list[Record]) -> None:
     """Unsuspend held trials of a sweep made by 0.3.x (one Job per trial, those past ``--max-concurrent`` created
     suspended; the core releases them as slots free, :mod:`taobank.sweepslots`): ONE ``kubectl patch`` per
     namespace naming them all. A sweep made now is one Indexed Job and holds no trial."""
     groups: dict[tuple, list[str]] = {}
     for rec in recs:
         kube = Kubectl.for_record(rec)
-        name = (rec.get("backend") or {}).get("name") or render.job_name_for(rec["id"])
+        name = (rec.backend or {}).get("name") or render.job_name_for(rec.id)
         groups.setdefault((kube.namespace, kube.context), []).append(name)
     for (namespace, context), names in groups.items():
         Kubectl(namespace, context).run("patch", "job", *names, "--type", "merge", "-p", '{"spec":{"suspend":false}}',
