@@ -10,6 +10,12 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "scripts" / "taobank"
 ADAPTERS = ("kubernetes", "slurm", "docker")
+#: Modules that answer a problem only one platform has (no counterpart could be shared), not counted. Each
+#: needs its reason; code two platforms could share never belongs here.
+PLATFORM_ONLY = {
+    "kubernetes/queues.py": "Kueue, Kubernetes' queueing system (SLURM queues are its own partitions)",
+    "kubernetes/verdicts.py": "a Job deleted by its TTL takes its verdict along (sacct and the engine keep theirs)",
+}
 
 
 def _lines(files: list[Path]) -> int:
@@ -17,7 +23,9 @@ def _lines(files: list[Path]) -> int:
 
 
 def test_the_adapters_together_are_smaller_than_the_core():
-    adapters = [f for name in ADAPTERS for f in sorted((PACKAGE / name).glob("*.py"))]
+    adapters = [f for name in ADAPTERS for f in sorted((PACKAGE / name).glob("*.py"))
+                if f.relative_to(PACKAGE).as_posix() not in PLATFORM_ONLY]
+    assert all((PACKAGE / m).is_file() for m in PLATFORM_ONLY)
     core = sorted(PACKAGE.glob("*.py")) + sorted((PACKAGE / "progress").glob("*.py"))
     assert len(adapters) > 30 and len(core) > 40  # the globs found the package
     a, c = _lines(adapters), _lines(core)
