@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from taobank import pins
 from taobank.errors import TaoError
+from taobank.redact import is_credential_name
 from taobank.kubernetes import render
 from taobank.kubernetes.render import RENDEZVOUS_ENV, find, render_manifests
 from taobank.render import dump_yaml
@@ -22,8 +23,8 @@ HOSTILE = [
 text = st.one_of(st.sampled_from(HOSTILE), st.text(min_size=0, max_size=40),
                  st.lists(st.sampled_from(HOSTILE), min_size=1, max_size=4).map("".join))
 nonempty = text.filter(lambda s: s != "")
-env_key = st.from_regex(r"[A-Z][A-Z0-9_]{0,10}", fullmatch=True).filter(
-    lambda k: k not in RENDEZVOUS_ENV and k not in render.RESERVED_ENV)
+env_key = st.from_regex(r"[A-Z][A-Z0-9_]{0,10}", fullmatch=True).filter(  # a credential's name goes in a Secret
+    lambda k: k not in RENDEZVOUS_ENV and k not in render.RESERVED_ENV and not is_credential_name(k))
 
 JOB_ID = "dino-train-0a1b2c3d"
 LABELS = {"tao-job-id": JOB_ID, "app.kubernetes.io/managed-by": "tao-skill-bank"}
