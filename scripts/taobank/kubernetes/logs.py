@@ -1,11 +1,13 @@
 """logs on Kubernetes: every pod's output, the copy saved when the job ended, or the copy on its volume."""
 from __future__ import annotations
 
+import re
 from typing import Callable
 
 from .. import fsio, pins, records, safeparse, savedlogs
 from ..errors import TaoError
 from . import render
+from .render import FINAL_STATUS_PREFIX
 from . import results as resultsmod
 from . import status as smap
 from .kubectl import Kubectl
@@ -74,10 +76,10 @@ def read_logs(rec: Record, *, tail: int | None = None) -> tuple[str, str]:
     tail = tail if tail is not None else int(pins.resolve("kubernetes.logs_tail"))
     pods = _live_pods(kube, rec)
     if pods:
-        return format_logs(kube, pods, tail), "live"
+        return _without_final(format_logs(kube, pods, tail)), "live"
     saved = savedlogs.read(rec.id, "logs.txt", tail)
     if saved is not None:
-        return saved, "saved"
+        return _without_final(saved), "saved"
     kept = volume_logs(kube, rec, tail)
     if kept:
         return kept, "volume"
@@ -143,7 +145,8 @@ def save_final_logs_many(kube: Kubectl, selector: str, pods_of: dict[str, list[d
                    what="kubectl logs (many pods)")
     if not res.ok:
         for jid, mine in pods_of.items():
-            save_final_logs(kube, {"id": jid}, mine)
+            if mine:
+                savedlogs.save(jid, "logs.txt", format_logs(kube, mine, tail))
         return
     lines: dict[str, list[str]] = {}
     for line in res.stdout.splitlines(keepends=True):
@@ -159,3 +162,31 @@ def save_final_logs_many(kube: Kubectl, selector: str, pods_of: dict[str, list[d
         else:
             text = "".join(f"[{n}] {t}" for n in names for t in lines.get(n, []))
         savedlogs.save(jid, "logs.txt", text)
+
+
+#: Lines of the saved log read for them (all: it is already cut per pod at the end).
+FINAL_SCAN_LINES = 1_000_000
+_FINAL = re.compile(r"(?:\[[^\]\n]*\] )?" + re.escape(FINAL_STATUS_PREFIX) + r"((?:[^/\s]+/)?status\.json) (.*)")
+
+
+def final_status(job_id: str) -> dict[str, str] | None:
+    """The last lines of TAO's status files the job's pod printed as it ended (:data:`render.FINAL_STATUS_SH`),
+    from the log saved at its end: ``{path: text}``; None when no saved log carries them (a pod killed, say).
+    A multi-node job's pods print the same folder: the first one's lines are kept."""
+    text = savedlogs.read(job_id, "logs.txt", FINAL_SCAN_LINES)
+    files: dict[str, str] = {}
+    first_pod = None
+    for line in (text or "").splitlines():
+        m = _FINAL.fullmatch(line)
+        if not m:
+            continue
+        pod = line.split("] ", 1)[0] if line.startswith("[") else ""
+        first_pod = pod if first_pod is None else first_pod
+        if pod == first_pod:
+            files[m[1]] = files.get(m[1], "") + m[2] + "\n"
+    return files or None
+
+
+def _without_final(text: str) -> str:
+    """The log as the job wrote it: the bank's final status lines (:func:`final_status`) left out."""
+    return "".join(ln for ln in text.splitlines(keepends=True) if not _FINAL.fullmatch(ln.rstrip("\n")))

@@ -64,6 +64,18 @@ MAIN_WRAPPER = (
 # Beside the copy it leaves <pod hostname>.exit ("<code> <UTC end time>", written whole by a rename):
 # the verdict survives the Job's TTL, and status reads it once the Job is gone (taobank.kubernetes.verdicts).
 LOG_COPY_DIR = "logs"
+#: Before the wrapper exits, the last lines of TAO's status files go to the pod's log, each as
+#: "@@tao-final <path in the results folder> <line>": the log saved at the job's end then carries its final
+#: epoch and KPIs, read with no pod left to exec in (:func:`taobank.kubernetes.logs.final_status`).
+FINAL_STATUS_PREFIX = "@@tao-final "
+FINAL_STATUS_LINES = 12
+FINAL_STATUS_SH = (
+    'r="$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID"\n'
+    'for s in "$r/status.json" "$r"/*/status.json; do\n'
+    '  [ -f "$s" ] || continue; p=${s#"$r"/}\n'
+    f'  tail -n {FINAL_STATUS_LINES} -- "$s" 2>/dev/null | while IFS= read -r l || [ -n "$l" ]; do printf \'{FINAL_STATUS_PREFIX}%s %s\\n\' "$p" "$l"; done\n'
+    'done\n'
+)
 EXIT_MARKER_SUFFIX = ".exit"
 LOG_WRAPPER = (
     'd="$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID/logs"; h="${HOSTNAME:-pod}"; f="/dev/shm/.tao-log-$h"\n'
@@ -80,6 +92,7 @@ LOG_WRAPPER = (
     'while kill -0 "$tpid" 2>/dev/null && [ "$i" -lt 20 ]; do sleep 0.1 2>/dev/null || sleep 1; i=$((i + 1)); done\n'
     'kill -KILL "$tpid" 2>/dev/null; rm -f -- "$f"\n'
     '{ printf "%s %s\\n" "$rc" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$d/$h.exit.tmp" && mv -f -- "$d/$h.exit.tmp" "$d/$h.exit"; } 2>/dev/null\n'
+    + FINAL_STATUS_SH +
     'exit "$rc"\n'
 )
 # The uploader waits for the exit marker, or for the main process to vanish

@@ -129,7 +129,15 @@ READ_MANY_SH = "for d do printf '#trial-folder %s\\n' \"$d\"; sh -c " + shlex.qu
 def read_status_many(recs: list[Record]) -> dict[str, dict[str, str]]:
     """Every trial's status files with ONE ``kubectl exec`` in a running pod of the first one's Job (the trials
     share the results volume: a finished trial's folder is read there too); a trial whose folder that pod cannot
-    see reads as no file yet. Without a running pod there is none to ask: refused, no call."""
+    see reads as no file yet. A job that ended is read from the last lines its pod printed as it ended (in the
+    log saved then: no call). Without a running pod to ask for the others: refused, no call."""
+    from .logs import final_status
+
+    ended: dict[str, dict[str, str]] = {}
+    for rec in recs:
+        if rec.state != "RUNNING" and (final := final_status(rec.id)) is not None:
+            ended[rec.id] = final
+    recs = [r for r in recs if r.id not in ended]
     folders = {}
     for rec in recs:
         spec = saved_spec(rec)
@@ -139,9 +147,11 @@ def read_status_many(recs: list[Record]) -> dict[str, dict[str, str]]:
         if folder and folder.startswith("/") and "\n" not in folder:
             folders[rec.id] = folder
     if not folders:
-        return {}
+        return ended
     first = next((r for r in recs if r.id in folders and r.state == "RUNNING"), None)
     if first is None:
+        if ended:
+            return ended
         raise TaoError("no trial is running: its pod would read the others' status files")
     kube = Kubectl.for_record(first)
     name = first.backend.get("name") or render.job_name_for(first.id)
@@ -157,7 +167,7 @@ def read_status_many(recs: list[Record]) -> dict[str, dict[str, str]]:
             parts[current] = ""
         elif current is not None:
             parts[current] += line
-    return {jid: split_files(parts.get(folder, "")) for jid, folder in folders.items()}
+    return {**ended, **{jid: split_files(parts.get(folder, "")) for jid, folder in folders.items()}}
 
 
 def cancel_body(indexes: list[int]) -> str:

@@ -1,6 +1,7 @@
 """Issue 37 on real kubelet pods: the trials of a Kubernetes sweep that ended while nobody looked keep their final
 epoch and KPIs in the ``status --sweep`` table, read (ONE ``kubectl exec``) through the pod of a sibling trial that
-still runs on the shared results volume, and they stay once no trial runs (no exec then)."""
+still runs on the shared results volume; once no trial runs, the last one's come from the log its pod left as it
+ended (no exec then)."""
 from __future__ import annotations
 
 import json
@@ -64,7 +65,11 @@ def test_finished_trials_keep_progress_and_kpis_in_the_table_while_a_sibling_run
             "get", "jobs", "-l", f"tao-sweep={sweep}")["items"][0]["status"].get("conditions") or []):
         assert time.time() < end, "the sweep's Job did not complete"  # (its controller counted trial 2's end)
         time.sleep(1)
-    table = tao_jobs("status", "--sweep", sweep, env=k8s.env).stdout  # no trial runs: no pod to ask, kept
-    by_trial = rows(table)  # (the last trial shows what was last seen of it: no sibling pod reads its folder now)
+    since = len(k8s.calls())
+    table = tao_jobs("status", "--sweep", sweep, env=k8s.env).stdout  # no trial runs: no pod to ask
+    by_trial = rows(table)  # the last trial's final lines came with the log saved at its end
     assert "COMPLETE" in by_trial["2"] and all(" 3/3 " in by_trial[t] and "val_loss=" in by_trial[t]
-                                               for t in ("0", "1")), table
+                                               for t in ("0", "1", "2")), table
+    assert not [c for c in k8s.calls()[since:] if c[:1] == ["kubectl"] and "exec" in c]
+    logs = tao_jobs("logs", ids[2], env=k8s.env).stdout
+    assert "@@tao-final" not in logs  # the bank's lines, not the job's output

@@ -1,0 +1,39 @@
+"""A Kubernetes job's final epoch and KPIs once no pod is left to exec in: its wrapper prints the last lines of
+TAO's status files as it ends (run here by a real sh), the log saved at the end carries them, status reads them
+from there with no call, and logs leaves them out."""
+from __future__ import annotations
+
+import os
+import subprocess
+
+from taobank import records, savedlogs
+from taobank.kubernetes import logs, render, sweep as sweepmod
+
+EPOCH = ('{"date": "3/7/2025", "time": "9:5:3", "status": "RUNNING", "verbosity": "INFO", "message": "Training loop '
+         'in progress", "epoch": 4, "max_epoch": 4, "step": 50, "max_step": 50, "kpi": {"val_loss": 0.25}}')
+
+
+def test_the_wrapper_prints_the_status_files_last_lines_as_the_pod_ends(tmp_path):
+    folder = tmp_path / "results" / "job-1"
+    (folder / "train").mkdir(parents=True)
+    (folder / "train" / "status.json").write_text("".join(f'{{"n": {i}}}\n' for i in range(30)) + EPOCH)  # no \n
+    env = {**os.environ, "TAO_API_RESULTS_DIR": str(tmp_path / "results"), "TAO_API_JOB_ID": "job-1",
+           "HOSTNAME": "pod-0"}
+    out = subprocess.run(["sh", "-c", render.LOG_WRAPPER, "tao-main", "sh", "-c", "echo trained; exit 3"],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 3  # the command's code, whatever the wrapper prints after it
+    final = [ln for ln in out.stdout.splitlines() if ln.startswith(render.FINAL_STATUS_PREFIX)]
+    assert len(final) == render.FINAL_STATUS_LINES and final[-1] == f"{render.FINAL_STATUS_PREFIX}train/status.json {EPOCH}"
+    assert (folder / "logs" / "pod-0.log").read_text() == "trained\n"  # the volume copy is the job's own output
+
+
+def test_status_reads_an_ended_jobs_final_lines_from_its_saved_log_and_logs_leaves_them_out(state_dir, fake):
+    rec = records.Record.of(records.open_record("kubernetes", "img", "dino", "train", "A", "/results/{id}",
+                                                backend={"namespace": "ns", "context": ""}))
+    multi = "".join(f"[rank {r} pod-{r}] {line}\n" for r in (0, 1) for line in
+                    ("trained", f"{render.FINAL_STATUS_PREFIX}train/status.json {EPOCH}"))
+    savedlogs.save(rec.id, "logs.txt", multi)
+    rec = records.Record.of(records.mark(rec.id, "COMPLETE", message="done"))
+    got = sweepmod.read_status_many([rec])  # no pod to exec in, no call
+    assert got == {rec.id: {"train/status.json": EPOCH + "\n"}} and fake.calls == []
+    assert logs._without_final(multi) == "[rank 0 pod-0] trained\n[rank 1 pod-1] trained\n"
