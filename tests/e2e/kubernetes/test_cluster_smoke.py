@@ -323,7 +323,7 @@ def test_private_cluster_up_noop_down_up_down(k8s_cluster, tmp_path, monkeypatch
         env = lk.up()
         cluster = cluster_state._load_cluster()
         exes, bridge = cluster["exes"], cluster["net"]["bridge"]
-        assert set(exes) == set(lk.all_daemons())
+        assert set(exes) == {*lk.all_daemons(), "kueue"}  # Kueue is watched apart from the cluster's daemons
         assert env["KUBECONFIG"] == str(tmp_path / "kubernetes" / "admin.kubeconfig")
         assert env["KUBECONFIG"] != k8s_cluster["KUBECONFIG"]
         first = lk.status()
@@ -337,7 +337,7 @@ def test_private_cluster_up_noop_down_up_down(k8s_cluster, tmp_path, monkeypatch
         assert subprocess.run(["ip", "link", "show", bridge], capture_output=True).returncode != 0
         assert not any((Path("/sys/fs/cgroup/memory") / n["cgroup"].lstrip("/")).exists()
                        for n in cluster["nodes"].values())
-        assert lk.status()["ready"] is False
+        assert lk.status()["ready"] is False and lk.status()["kueue"]["pid"] is None  # down stopped Kueue too
         restarted = lk.up()
         # the same env, except the S3 port (picked free at every start, on the same bridge address)
         assert restarted.pop(lk.S3_ENDPOINT_ENV).rsplit(":", 1)[0] == env[lk.S3_ENDPOINT_ENV].rsplit(":", 1)[0]
