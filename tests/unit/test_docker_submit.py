@@ -108,6 +108,9 @@ def test_risky_mounts_are_a_warning_line(host, words):
     (line,) = risky_mounts([(host, "/mnt", True)])
     assert line.startswith("warning: mount ") and "\n" not in line and (words in line or "keys" in line)
     assert risky_mounts([("/data/coco", "/data", True), ("/proc-data", "/x", True)]) == []
+    # a folder inside root's home is data (a parent job's results under root's state folder), root's home whole is not
+    assert risky_mounts([("/root/.local/state/tao-skill-bank/results/j1", "/parent", True)]) == []
+    assert len(risky_mounts([("/root", "/r", True)])) == 1
 
 
 @pytest.mark.parametrize("flag,value,needle", [("--cpus", "64", "more than the engine's host has (8)"),
