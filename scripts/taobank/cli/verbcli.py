@@ -179,7 +179,9 @@ def cmd_logs(args: argparse.Namespace, platform: str | None) -> int:
         print_json(out.to_dict())
         return EXIT_OK
     if out.source == "saved":
-        print("# the job's pods (or container) are gone; these are the logs saved when it ended", file=sys.stderr)
+        sys.stdout.flush()  # the note on its own line, before the text it is about
+        print("# the job has ended and its output is no longer on the cluster or engine; these are the logs "
+              "saved when it ended", file=sys.stderr)
     elif out.source == "volume":
         print("# the job's pods are gone; this is the output copy the job kept on its results volume", file=sys.stderr)
     many = len(out.sections) > 1
