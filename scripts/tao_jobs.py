@@ -8,7 +8,8 @@
   tao_jobs.py sweep best SWEEP --kpi NAME [--mode min|max] [--json]   (the winning trial and its checkpoint)
   tao_jobs.py metrics ID | --last [--json | --csv | --plot] [--kpi NAME...] [--png FILE]
   tao_jobs.py artifacts ID | --last [--kpi NAME [--mode min|max]] [--json]   (the results folder; best checkpoint)
-  tao_jobs.py fetch ID [PATH...] | --last [PATH...] --to DIR [--force] [--json]   (a digest per block checked; a rerun resumes)
+  tao_jobs.py fetch ID [PATH... | --best --kpi NAME [--mode min|max]] | --last [PATH...] --to DIR [--force] [--json]
+      (a digest per block checked; a rerun resumes)
   tao_jobs.py prune ID... [--keep best|last|N [--kpi NAME --mode min|max]] [--yes] [--json]   (deletes finished
       jobs' own results folders, or with --keep their other checkpoints; asks first)
   tao_jobs.py continue ID [--from CHECKPOINT] [--time-hours H | --time-minutes M] [--dry-run] [--json | -q]
