@@ -1,6 +1,5 @@
 #!/usr/bin/env python3
-"""Every TAO job of this machine, whatever its platform: list | status | logs | cancel | metrics |
-artifacts | fetch | prune.
+"""Every TAO job of this machine, whatever its platform: its state, logs, metrics, results and what comes next.
 
   tao_jobs.py list [--platform P] [--state S] [--active] [--sweep SWEEP] [--no-headers] [--json]   (records only)
   tao_jobs.py status [ID... | --last | --sweep SWEEP] [--watch] [--no-headers] [--json]   (one query per platform)
@@ -9,10 +8,12 @@ artifacts | fetch | prune.
   tao_jobs.py sweep best SWEEP --kpi NAME [--mode min|max] [--json]   (the winning trial and its checkpoint)
   tao_jobs.py metrics ID | --last [--json | --csv | --plot] [--kpi NAME...] [--png FILE]
   tao_jobs.py artifacts ID | --last [--kpi NAME [--mode min|max]] [--json]   (the results folder; best checkpoint)
-  tao_jobs.py fetch ID [PATH...] | --last [PATH...] --to DIR [--force] [--json]   (size and sha256 verified)
+  tao_jobs.py fetch ID [PATH... | --best --kpi NAME [--mode min|max]] | --last [PATH...] --to DIR [--force] [--json]
+      (a digest per block checked; a rerun resumes)
   tao_jobs.py prune ID... [--keep best|last|N [--kpi NAME --mode min|max]] [--yes] [--json]   (deletes finished
       jobs' own results folders, or with --keep their other checkpoints; asks first)
-  tao_jobs.py continue ID [--from CHECKPOINT] [--json]   (a NEW job carrying on a failed/canceled/timed-out one)
+  tao_jobs.py continue ID [--from CHECKPOINT] [--time-hours H | --time-minutes M] [--dry-run] [--json | -q]
+      (a NEW job carrying on a failed/canceled/timed-out one)
 
 Each verb dispatches on the record's platform (kubernetes, slurm or docker), exactly
 as tao_k8s.py / tao_slurm.py / tao_docker.py would. Records are per machine: they live in

@@ -9,7 +9,7 @@
   tao_k8s.py cancel ID... | --last | --all [--json]
   tao_k8s.py metrics ID | --last [--json | --csv | --plot] [--kpi NAME...] [--png FILE]
   tao_k8s.py artifacts ID | --last [--kpi NAME [--mode min|max]] [--json]   (the job's results; best checkpoint)
-  tao_k8s.py fetch ID [PATH...] --to DIR [--force] [--json]   (download, size and sha256 verified)
+  tao_k8s.py fetch ID [PATH...] --to DIR [--force] [--json]   (download: a digest per block checked; a rerun resumes)
   tao_k8s.py prune ID... [--yes] [--json]   (delete finished jobs' own results folders; asks first)
   tao_k8s.py nccl-probe [--nodes 2] [--gpus-per-node N] [--backend nccl|gloo-cpu] [--image IMAGE] [--timeout S] [--force] [--json]
                         [--ngc-pull-secret | --image-pull-secret NAME]

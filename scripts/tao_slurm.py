@@ -9,7 +9,7 @@
   tao_slurm.py cancel ID... | --all [--json]
   tao_slurm.py metrics ID [--json | --csv | --plot] [--kpi NAME...] [--png FILE]
   tao_slurm.py artifacts ID | --last [--kpi NAME [--mode min|max]] [--json]   (the job's results; best checkpoint)
-  tao_slurm.py fetch ID [PATH...] --to DIR [--force] [--json]   (download, size and sha256 verified)
+  tao_slurm.py fetch ID [PATH...] --to DIR [--force] [--json]   (download: a digest per block checked; a rerun resumes)
   tao_slurm.py prune ID... [--yes] [--json]   (delete finished jobs' own results folders; asks first)
   tao_slurm.py resume ID              (finish a submit whose sbatch answer was lost)
   tao_slurm.py continue ID [--from CHECKPOINT]   (a NEW job carrying on a failed/canceled/timed-out one)

@@ -108,6 +108,9 @@ def test_risky_mounts_are_a_warning_line(host, words):
     (line,) = risky_mounts([(host, "/mnt", True)])
     assert line.startswith("warning: mount ") and "\n" not in line and (words in line or "keys" in line)
     assert risky_mounts([("/data/coco", "/data", True), ("/proc-data", "/x", True)]) == []
+    # a folder inside root's home is data (a parent job's results under root's state folder), root's home whole is not
+    assert risky_mounts([("/root/.local/state/tao-skill-bank/results/j1", "/parent", True)]) == []
+    assert len(risky_mounts([("/root", "/r", True)])) == 1
 
 
 @pytest.mark.parametrize("flag,value,needle", [("--cpus", "64", "more than the engine's host has (8)"),
@@ -126,3 +129,16 @@ def test_limits_the_engine_would_refuse_are_refused_before_any_record(fake, cli,
     assert out.rc == 1 and len(out.err_lines) == 1 and needle in out.err and "nothing was done" in out.err, out
     assert records.list_records() == [] and list(res.iterdir()) == []
     assert not any(c.argv[1] in ("run", "create") for c in fake.calls)
+
+
+@pytest.mark.parametrize("stderr,says", [
+    ('Error response from daemon: Get "https://reg.example:5000/v2/": dial tcp 10.0.0.9:5000: connect: connection '
+     "refused", "check the registry name and the key"),
+    ("Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?",
+     "start it"),
+    ("dial unix /var/run/docker.sock: connect: connection refused", "start it")])
+def test_a_refused_login_blames_the_registry_or_the_engine_rightly(fake, cli, monkeypatch, stderr, says):
+    monkeypatch.setenv("NGC_KEY", "nvapi-secretvalue1234567890")
+    fake.on("docker", lambda c: c.argv[1] == "login", "", rc=1, stderr=stderr)
+    out = cli("tao_docker.py", "login", "--registry", "reg.example:5000")
+    assert out.rc == 1 and says in out.err, out.err

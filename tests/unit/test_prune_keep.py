@@ -180,3 +180,17 @@ def test_kubernetes_tier_c_keep_is_refused_with_what_to_do(fake, cli, monkeypatc
         uri, [ResultFile("a.pth", 1, 0.0), ResultFile("b.pth", 1, 1.0)]))
     out = cli("tao_jobs.py", "prune", rec["id"], "--keep", "1", "--yes")
     assert out.rc == 1 and "aws s3 rm" in out.err and len(out.err_lines) == 1, out
+
+
+def test_fetch_best_downloads_only_the_checkpoint_artifacts_ranks_first(docker_job, cli, tmp_path):
+    _, jid, folder = docker_job
+    out = cli("tao_jobs.py", "fetch", jid, "--best", "--kpi", "val_loss", "--to", tmp_path / "best", "--json")
+    assert out.rc == 0, out
+    assert [f["path"] for f in json.loads(out.out)] == ["model_epoch_001.pth"]  # val_loss lowest at epoch 1
+    assert names(str(tmp_path / "best")) == ["model_epoch_001.pth"]
+    for args, needle in ((["--best"], "--best and --kpi NAME go together"),
+                         (["model_epoch_000.pth", "--best", "--kpi", "val_loss"], "drop the PATHs")):
+        bad = cli("tao_jobs.py", "fetch", jid, *args, "--to", tmp_path / "x")
+        assert bad.rc == 2 and needle in bad.err, bad
+    none = cli("tao_jobs.py", "fetch", jid, "--best", "--kpi", "nope_kpi", "--to", tmp_path / "y")
+    assert none.rc == 1 and "nope_kpi" in none.err, none

@@ -179,7 +179,9 @@ def cmd_logs(args: argparse.Namespace, platform: str | None) -> int:
         print_json(out.to_dict())
         return EXIT_OK
     if out.source == "saved":
-        print("# the job's pods (or container) are gone; these are the logs saved when it ended", file=sys.stderr)
+        sys.stdout.flush()  # the note on its own line, before the text it is about
+        print("# the job has ended and its output is no longer on the cluster or engine; these are the logs "
+              "saved when it ended", file=sys.stderr)
     elif out.source == "volume":
         print("# the job's pods are gone; this is the output copy the job kept on its results volume", file=sys.stderr)
     many = len(out.sections) > 1
@@ -259,6 +261,10 @@ def add_fetch(sub: argparse._SubParsersAction, platform: str | None) -> argparse
     add_last(p, platform)
     p.add_argument("--to", required=True, metavar="DIR", help="local folder (made if missing)")
     p.add_argument("--force", action="store_true", help="replace files that exist under --to")
+    p.add_argument("--best", action="store_true", help="only the best checkpoint by --kpi (as artifacts --kpi "
+                   "finds it), in place of PATHs")
+    p.add_argument("--kpi", metavar="NAME", help="with --best: the KPI that ranks the checkpoints (val_loss)")
+    p.add_argument("--mode", choices=("min", "max"), default="min", help="with --best: lower or higher is better")
     p.add_argument("--json", action="store_true", help="a JSON list of the files fetched")
     p.set_defaults(func=lambda a: cmd_fetch(a, platform))
     return p
@@ -286,6 +292,16 @@ def cmd_fetch(args: argparse.Namespace, platform: str | None) -> int:
         job_id = words.pop(0)
     else:
         raise UsageError("fetch needs a job id or --last")
+    if args.best != (args.kpi is not None):
+        raise UsageError("--best and --kpi NAME go together: fetch ID --best --kpi val_loss --to DIR")
+    if args.best:
+        if words:
+            raise UsageError("--best fetches the best checkpoint: drop the PATHs")
+        found = results_verbs.artifacts(platform, job_id, kpi=args.kpi, mode=args.mode).best
+        if found is None or not found.checkpoints:
+            why = (found.note if found is not None else None) or "no checkpoint was written at that epoch"
+            raise TaoError(f"job {job_id}: no best checkpoint by {args.kpi}: {why}")
+        words = list(found.checkpoints)
     emit = _progress_line()
     try:  # --json: nothing but the JSON (no progress line)
         got = results_verbs.fetch(platform, job_id, words, args.to, force=args.force,

@@ -82,8 +82,9 @@ def explain(engine: str, text: str, what: str, code: int | None = None) -> str:
     if "permission denied" in low and (".sock" in low or "connect" in low):
         return (f"{engine}: permission denied on the engine's socket: add your user to the docker group "
                 f"(sudo usermod -aG docker $USER, then log in again) or use rootless {engine}; nothing was done")
+    # "connection refused" is the engine's only when its socket is named: a registry refusing is not the engine
     if "cannot connect to the docker daemon" in low or "is the docker daemon running" in low \
-            or "unable to connect to podman" in low or "connection refused" in low:
+            or "unable to connect to podman" in low or ("connection refused" in low and ".sock" in low):
         return (f"no {engine} engine answers ({line}): start it (sudo systemctl start {engine}) or point "
                 f"{HOST_ENVS[engine]} at it; nothing was done")
     if "did not answer within" in low:

@@ -52,7 +52,10 @@ def login(e: eng.Engine, registry: str, key: str, user: str = NGC_USER) -> str:
                 what=f"{e.name} login {registry}")
     if not res.ok:
         text = redact_text((res.stderr or res.stdout).replace(key, "***"))  # never echo the key, even in an error
-        raise TaoError(eng.explain(e.name, text, f"{e.name} login {registry}", res.returncode))
+        why = eng.explain(e.name, text, f"{e.name} login {registry}", res.returncode)
+        if why.startswith(f"{e.name} login {registry} failed"):  # the engine answered: the registry said no
+            why += ": check the registry name and the key (NGC: a personal key, user $oauthtoken); nothing was kept"
+        raise TaoError(why)
     return f"logged in to {registry} as {user} ({e.name} keeps the credential in its own store)"
 
 

@@ -194,7 +194,9 @@ def risky_mounts(mounts: tuple[tuple[str, str, bool], ...] | list) -> list[str]:
     out = []
     for host, _, read_only in mounts:
         norm = os.path.normpath(host)
-        why = next((w for p, w in _RISKY if norm == p or (p != "/" and norm.startswith(p + "/"))), None)
+        # a home (root's or yours) is risky whole; a folder inside it (data, the bank's results) is not
+        why = next((w for p, w in _RISKY if norm == p or (p not in ("/", "/root") and norm.startswith(p + "/"))),
+                   None)
         if why is None and (".ssh" in norm.split("/") or norm.endswith(".sock")):
             why = "keys or a socket"
         if why is None and norm == os.path.normpath(os.path.expanduser("~")):

@@ -25,7 +25,11 @@ FLAGS = (
     Flag(("--node-selector",), kind="pairs", metavar="KEY=VALUE"),
     Flag(("--pod-annotation",), kind="pairs", metavar="KEY=VALUE"),
     Flag(("--ttl",), dest="ttl_seconds_after_finished", type=int, help="ttlSecondsAfterFinished"),
-    Flag(("--active-deadline",), dest="active_deadline_seconds", type=int),
+    Flag(("--time-hours",), type=float, exclusive="time", metavar="H",
+         help="the job's time limit in hours (activeDeadlineSeconds; continue gives more)"),
+    Flag(("--time-minutes",), type=float, exclusive="time", metavar="M", help="the time limit in minutes"),
+    Flag(("--active-deadline",), dest="active_deadline_seconds", type=int, exclusive="time", metavar="SECONDS",
+         help="the time limit in seconds (activeDeadlineSeconds)"),
     Flag(("--image-pull-secret",), help="name of a pull secret already in the namespace"),
     Flag(("--queue",), help="Kueue LocalQueue of the namespace to submit to (default: its LocalQueue named "
          "'default', if any); tao_k8s.py preflight lists them"),
@@ -48,6 +52,11 @@ def spec_from_flags(path: str | None, values: Mapping[str, Any]) -> dict:
     put(spec, values, SHARED_KEYS)
     merge(spec, values, {"env": "env", "nccl_env": "nccl_env"})
     put(spec, values, {key: key for key in _OWN_KEYS})
+    for unit, seconds in (("time_hours", 3600), ("time_minutes", 60)):
+        if values.get(unit) is not None:
+            if not 0 < values[unit] < 1e7:
+                raise UsageError(f"--{unit.replace('_', '-')} must be a positive number")
+            spec["active_deadline_seconds"] = max(1, round(values[unit] * seconds))
     if values.get("command") is not None:
         spec.pop("args", None)
     if values.get("args_json") is not None:
