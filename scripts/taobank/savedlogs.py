@@ -30,8 +30,8 @@ def saved(job_id: str, name: str) -> Path | None:
     return path if path.is_file() else None
 
 
-def read(job_id: str, name: str, tail: int) -> str | None:
-    """The last ``tail`` lines of the text copy ``name`` (:func:`save`), or None when none was saved."""
+def read(job_id: str, name: str, tail: int | None) -> str | None:
+    """The last ``tail`` lines (None: all) of the text copy ``name`` (:func:`save`), or None when none was saved."""
     path = saved(job_id, name)
     raw = fsio.read_regular(path, "saved logs", follow_links=False) if path else None
     return None if path is None else _last((raw or b"").decode("utf-8", "replace"), tail)
@@ -46,5 +46,5 @@ def read_streams(job_id: str, name: str, tail: int, streams: tuple[str, ...]) ->
     return {k: _last(str(data.get(k) or ""), tail) for k in streams}
 
 
-def _last(text: str, tail: int) -> str:
-    return "".join(text.splitlines(keepends=True)[-tail:])
+def _last(text: str, tail: int | None) -> str:
+    return text if tail is None else "".join(text.splitlines(keepends=True)[-tail:])

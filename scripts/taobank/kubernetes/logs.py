@@ -164,8 +164,6 @@ def save_final_logs_many(kube: Kubectl, selector: str, pods_of: dict[str, list[d
         savedlogs.save(jid, "logs.txt", text)
 
 
-#: Lines of the saved log read for them (all: it is already cut per pod at the end).
-FINAL_SCAN_LINES = 1_000_000
 _FINAL = re.compile(r"(?:\[[^\]\n]*\] )?" + re.escape(FINAL_STATUS_PREFIX) + r"((?:[^/\s]+/)?status\.json) (.*)")
 
 
@@ -173,7 +171,7 @@ def final_status(job_id: str) -> dict[str, str] | None:
     """The last lines of TAO's status files the job's pod printed as it ended (:data:`render.FINAL_STATUS_SH`),
     from the log saved at its end: ``{path: text}``; None when no saved log carries them (a pod killed, say).
     A multi-node job's pods print the same folder: the first one's lines are kept."""
-    text = savedlogs.read(job_id, "logs.txt", FINAL_SCAN_LINES)
+    text = savedlogs.read(job_id, "logs.txt", None)  # whole: it was cut per pod when saved
     files: dict[str, str] = {}
     first_pod = None
     for line in (text or "").splitlines():

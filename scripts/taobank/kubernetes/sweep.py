@@ -23,7 +23,7 @@ from ..run import last_line
 from . import render
 from . import results as resultsmod
 from .kubectl import Kubectl
-from .logs import saved_spec
+from .logs import final_status, saved_spec
 from ..records import Record
 
 #: The label of a sweep's Job and its pods (the sweep id); cleanup of a failed create finds them by it.
@@ -131,8 +131,6 @@ def read_status_many(recs: list[Record]) -> dict[str, dict[str, str]]:
     share the results volume: a finished trial's folder is read there too); a trial whose folder that pod cannot
     see reads as no file yet. A job that ended is read from the last lines its pod printed as it ended (in the
     log saved then: no call). Without a running pod to ask for the others: refused, no call."""
-    from .logs import final_status
-
     ended: dict[str, dict[str, str]] = {}
     for rec in recs:
         if rec.state != "RUNNING" and (final := final_status(rec.id)) is not None:
