@@ -53,6 +53,10 @@ def test_a_training_completes_with_progress_and_results_owned_by_the_caller(dk):
     assert got[0]["verified"] == "size+mtime (a local copy)" and got[0]["moved"] == len("checkpoint 3\n")
     again = json.loads(dk.ok("fetch", jid, "model_epoch_003.pth", "--to", str(dk.tmp / "got"), "--json").stdout)
     assert again[0]["moved"] == 0 and again[0]["verified"].startswith("already here")
+    best = listing["best"]["checkpoints"]  # fetch --best: the checkpoint artifacts ranks first, and only it
+    picked = json.loads(dk.ok("fetch", jid, "--best", "--kpi", "val_loss", "--to", str(dk.tmp / "best"),
+                              "--json").stdout)
+    assert best and [f["path"] for f in picked] == best and sorted(os.listdir(dk.tmp / "best")) == best
     # the front door dispatches to the same adapter
     table = dk.run("tao_jobs.py", "list", "--platform", "docker", "--json")
     assert [v["id"] for v in json.loads(table.stdout)] == [jid]
