@@ -223,6 +223,8 @@ def applied_names(call: Call) -> Result:
     return ok("".join(f"{o['kind'].lower()}/{o['metadata']['name']}\n" for o in sent))
 
 
+#: what a submit's gates read in one call (taobank.kubernetes.queues.GATE_READ)
+KUEUE_GATE_READ = "localqueues.kueue.x-k8s.io,clusterqueues.kueue.x-k8s.io,nodes,pods"
 #: kubectl's answer where the cluster has no Kueue (no LocalQueue API)
 NO_KUEUE = 'error: the server doesn\'t have a resource type "localqueues"\n'
 
@@ -234,6 +236,7 @@ def k8s_cluster(fake: "FakeProcs", nodes: Iterable[dict] | None = None, pods: It
     ``version``."""
     fake.kubectl("get", "nodes,pods", answer=items([*(nodes if nodes is not None else [node("gpu-0", 8)]), *pods]))
     fake.kubectl("get", "localqueues.kueue.x-k8s.io", rc=1, stderr=NO_KUEUE)  # no Kueue (tests/unit/test_k8s_queues.py)
+    fake.kubectl("get", KUEUE_GATE_READ, rc=1, stderr=NO_KUEUE)  # the submit's one read of queues, nodes and pods
     fake.kubectl("auth", "can-i", answer="yes\n")
     fake.kubectl("create", answer=echo_applied())
     fake.kubectl("apply", "--server-side", answer=applied_names)

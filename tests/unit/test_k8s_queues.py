@@ -35,6 +35,7 @@ def kueue_cluster(fake, *lqs: dict, cq: dict | None = None) -> None:
     k8s_cluster(fake)
     fake.kubectl("get", queues.LOCAL_QUEUES, answer=items(list(lqs)))
     fake.kubectl("get", queues.CLUSTER_QUEUES, answer=cq or cluster_queue())
+    fake.kubectl("get", queues.GATE_READ, answer=items([*lqs, cq or cluster_queue(), node("gpu-0", 8)]))
 
 
 def created_job(fake) -> dict:
@@ -84,10 +85,11 @@ def test_the_namespaces_default_local_queue_is_used_when_none_is_named_and_said(
 
 def test_no_queue_named_and_no_default_queue_is_a_plain_submit(fake, state_dir):
     kueue_cluster(fake, local_queue(LQ))
-    platform.get("kubernetes").submit(SPEC, SubmitOptions())
+    view = platform.get("kubernetes").submit(SPEC, SubmitOptions())
     job_ = created_job(fake)
     assert queues.QUEUE_LABEL not in job_["metadata"]["labels"] and "suspend" not in job_["spec"]
-    assert "get nodes,pods" in words(fake)  # the capacity gate as before
+    # the capacity gate as before, on the nodes and pods of the gates' one read
+    assert "get nodes,pods" not in words(fake) and "gpu-0 8/8 free" in view.extra["gate"]
 
 
 @pytest.mark.parametrize("lqs, message", [
@@ -121,7 +123,9 @@ def test_a_request_over_the_quota_is_warned_naming_it_and_goes_on(fake, state_di
 
 def test_an_unreadable_cluster_queue_leaves_the_quota_unknown(fake, state_dir):
     kueue_cluster(fake, local_queue(LQ))
-    fake.kubectl("get", queues.CLUSTER_QUEUES, rc=1, stderr='Error from server (Forbidden): clusterqueues is forbidden')
+    forbidden = 'Error from server (Forbidden): clusterqueues is forbidden'
+    fake.kubectl("get", queues.GATE_READ, rc=1, stderr=forbidden)  # so the one read is refused: step by step
+    fake.kubectl("get", queues.CLUSTER_QUEUES, rc=1, stderr=forbidden)
     view = platform.get("kubernetes").submit({**SPEC, "queue": LQ}, SubmitOptions())
     assert "GPU quota not readable" in view.extra["gate"]
 
@@ -223,20 +227,67 @@ def test_gpu_quota_and_usage_read_from_the_queues():
     assert queues.gpu_usage(cluster_queue(used=2)["status"]) == 2
 
 
-def test_nodes_are_not_read_for_a_queued_submit_even_when_they_could_never_fit(fake, state_dir):
+def test_nodes_do_not_gate_a_queued_submit_even_when_they_could_never_fit(fake, state_dir):
     kueue_cluster(fake, local_queue(LQ), cq=cluster_queue(gpus=64))
-    fake.kubectl("get", "nodes,pods", answer=items([node("gpu-0", 1)]))  # the nodes alone would refuse 8 GPUs
+    # the nodes alone would refuse 8 GPUs
+    fake.kubectl("get", queues.GATE_READ, answer=items([local_queue(LQ), cluster_queue(gpus=64), node("gpu-0", 1)]))
     platform.get("kubernetes").submit({**SPEC, "queue": LQ, "gpus": 8}, SubmitOptions())
     assert created_job(fake)["spec"]["suspend"] is True
 
 
 def test_a_user_who_may_not_list_local_queues_submits_unqueued_with_a_warning_unless_a_queue_is_named(fake, state_dir):
     k8s_cluster(fake)
-    fake.kubectl("get", queues.LOCAL_QUEUES, rc=1, stderr='Error from server (Forbidden): localqueues.kueue.x-k8s.io '
-                 'is forbidden: User "u" cannot list resource "localqueues"')
+    forbidden = ('Error from server (Forbidden): localqueues.kueue.x-k8s.io is forbidden: User "u" cannot list '
+                 'resource "localqueues"')
+    fake.kubectl("get", queues.GATE_READ, rc=1, stderr=forbidden)
+    fake.kubectl("get", queues.LOCAL_QUEUES, rc=1, stderr=forbidden)
     view = platform.get("kubernetes").submit(SPEC, SubmitOptions())
     assert view.extra["gate_notes"] == ["warning: not queued: you may not list Kueue LocalQueues in namespace default, "
                                         "so a default one is not used either"]
     assert "suspend" not in created_job(fake)["spec"]
     with pytest.raises(TaoError, match="you may not list Kueue LocalQueues in namespace default: ask for"):
         platform.get("kubernetes").submit({**SPEC, "queue": LQ}, SubmitOptions())
+
+
+def gate_reads(fake, since: int = 0) -> list[str]:
+    return [" ".join(c.words[:2]) for c in fake.calls[since:] if c.program == "kubectl" and c.words[0] == "get"]
+
+
+def test_a_cluster_without_kueue_is_asked_once_then_remembered_for_a_while(fake, state_dir, monkeypatch, tmp_path):
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("current-context: a\n")
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    k8s_cluster(fake)
+    submit = platform.get("kubernetes").submit
+    submit(SPEC, SubmitOptions())
+    assert gate_reads(fake) == [f"get {queues.GATE_READ}", "get nodes,pods"]
+    n = len(fake.calls)
+    submit(SPEC, SubmitOptions())  # remembered: nodes and pods alone
+    assert gate_reads(fake, n) == ["get nodes,pods"]
+    n = len(fake.calls)
+    with pytest.raises(TaoError, match="this cluster has no Kueue"):  # a named queue always asks the cluster
+        submit({**SPEC, "queue": LQ}, SubmitOptions())
+    assert gate_reads(fake, n) == [f"get {queues.GATE_READ}"]
+    n = len(fake.calls)
+    kubeconfig.write_text("current-context: b\n")  # another cluster (or context): asked again
+    submit(SPEC, SubmitOptions())
+    assert gate_reads(fake, n) == [f"get {queues.GATE_READ}", "get nodes,pods"]
+    n = len(fake.calls)
+    monkeypatch.setattr(queues, "ABSENT_TTL_S", 0)  # what was learnt has expired: asked again
+    submit(SPEC, SubmitOptions())
+    assert gate_reads(fake, n) == [f"get {queues.GATE_READ}", "get nodes,pods"]
+
+
+def test_kueue_installed_later_is_found_once_the_memory_expires_and_a_damaged_memory_is_no_error(fake, state_dir,
+                                                                                                monkeypatch):
+    k8s_cluster(fake)
+    platform.get("kubernetes").submit(SPEC, SubmitOptions())
+    assert queues.known_absent(queues.Kubectl())
+    (state_dir / queues.ABSENT_CACHE).write_text("{not json")
+    assert not queues.known_absent(queues.Kubectl())
+    kueue_cluster(fake, local_queue("default"))  # Kueue now, with a default LocalQueue
+    view = platform.get("kubernetes").submit(SPEC, SubmitOptions())
+    job_ = json.loads(fake.kubectl_calls("create", "-f")[-1].stdin)["items"][0]
+    assert job_["metadata"]["labels"][queues.QUEUE_LABEL] == "default"
+    assert "default LocalQueue" in " ".join(view.extra["gate_notes"])
+    assert not queues.known_absent(queues.Kubectl())

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from fakeproc import echo_applied, items, job, k8s_cluster, k8s_record, node, ok, pod
+from fakeproc import KUEUE_GATE_READ, echo_applied, items, job, k8s_cluster, k8s_record, node, ok, pod
 from taobank.contract import SubmitOptions
 from taobank import platform, records
 from taobank.errors import TaoError
@@ -38,8 +38,8 @@ def test_capacity_gate_refusal_opens_no_record_and_applies_nothing(fake, state_d
         platform.get("kubernetes").submit(SPEC, SubmitOptions())
     assert records.list_records() == []
     assert writes(fake) == []
-    # the namespace's LocalQueues (none: no Kueue), then one read: nodes and pods
-    assert [c.words[:2] for c in fake.of("kubectl")] == [["get", "localqueues.kueue.x-k8s.io"], ["get", "nodes,pods"]]
+    # the one read of queues, nodes and pods (refused: no Kueue here, so remembered), then nodes and pods alone
+    assert [c.words[:2] for c in fake.of("kubectl")] == [["get", KUEUE_GATE_READ], ["get", "nodes,pods"]]
 
 
 def test_gate_refusal_through_the_cli_is_one_line_exit_1(fake, cli):
@@ -99,12 +99,17 @@ def test_busy_gpus_queue_the_job_with_per_node_figures_unless_require_free(fake,
     assert [c for c in writes(fake) if "--dry-run=server" not in c.words and c.words[0] in ("apply", "create")]
 
 
-def test_a_plain_submit_costs_four_kubectl_calls(fake):
+def test_a_plain_submit_costs_four_kubectl_calls_then_three(fake):
     cluster(fake)
     view = platform.get("kubernetes").submit(SPEC, SubmitOptions())
     calls = [c.words[:2] for c in fake.of("kubectl")]
-    assert calls == [["get", "localqueues.kueue.x-k8s.io"], ["get", "nodes,pods"], ["create", "--dry-run=server"],
+    assert calls == [["get", KUEUE_GATE_READ], ["get", "nodes,pods"], ["create", "--dry-run=server"],
                      ["create", "-f"]], calls
+    # the cluster is now known to have no Kueue: the next submit reads nodes and pods alone
+    n = len(fake.calls)
+    platform.get("kubernetes").submit(SPEC, SubmitOptions())
+    assert [c.words[:2] for c in fake.calls[n:] if c.program == "kubectl"] == \
+        [["get", "nodes,pods"], ["create", "--dry-run=server"], ["create", "-f"]]
     job = json.loads(fake.of("kubectl")[-1].stdin)["items"][0]
     assert "podFailurePolicy" in job["spec"] and "pod disruptions (drain, preemption, eviction) retried" in view.extra["gate"]
 

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from fakeproc import applied_names, echo_applied, items, ok, sacct_row, squeue_row, sweep_answer, k8s_cluster
+from fakeproc import (KUEUE_GATE_READ, applied_names, echo_applied, items, k8s_cluster, node, ok, sacct_row, squeue_row,
+                      sweep_answer)
 from taobank import records, sweeps
 from taobank.contract import SubmitOptions
 from taobank.kubernetes.sweep import SWEEP_LABEL
@@ -216,12 +217,13 @@ def kubectl_calls(fake, since: int = 0) -> list[str]:
 @pytest.mark.parametrize("n", SIZES)
 def test_a_kubernetes_sweep_costs_the_same_few_kubectl_calls_for_any_n(fake, n):
     cluster = Cluster(fake)
+    fake.kubectl("get", KUEUE_GATE_READ, answer=items([node("gpu-0", 8)]))  # Kueue there, no queue for us
     done = sweeps.submit("kubernetes", K8S_SPEC, SubmitOptions(), trials(n), min(K, n))
     calls = kubectl_calls(fake)
-    # the namespace's Kueue LocalQueues and the gate's one read of nodes and pods (a single submit pays them too),
-    # then ONE create of the Indexed Job, suspended (its server check: no dry run), and ONE server-side apply of
-    # what it owns and of the Job released: 4 kubectl calls for any N, as many as one single submit
-    assert calls == ["get localqueues.kueue.x-k8s.io", "get nodes,pods", "create -f", "apply --server-side"], calls
+    # the gates' ONE read of the Kueue queues, nodes and pods (a single submit pays it too), then ONE create of the
+    # Indexed Job, suspended (its server check: no dry run), and ONE server-side apply of what it owns and of the
+    # Job released: 3 kubectl calls for any N
+    assert calls == [f"get {KUEUE_GATE_READ}", "create -f", "apply --server-side"], calls
     created = json.loads(fake.kubectl_calls("create")[0].stdin)["items"][0]
     assert created["spec"]["suspend"] is True  # no pod before its table and Secrets exist
     applied = json.loads(fake.kubectl_calls("apply")[0].stdin)["items"]

@@ -7,9 +7,14 @@ nodes': the bank's capacity gate steps aside. No Kueue is needed where no queue 
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
+import os
 import re
+import time
+from pathlib import Path
 
+from .. import fsio, records, safeparse
 from ..errors import TaoError
 from ..run import last_line
 from .gates import GPU, _qty
@@ -25,6 +30,12 @@ LOCAL_QUEUES, CLUSTER_QUEUES, WORKLOADS = (f"{k}.kueue.x-k8s.io" for k in ("loca
 DEFAULT_QUEUE = "default"
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?")
 _NO_API = ("doesn't have a resource type", "the server could not find the requested resource")
+#: Everything a submit's gates read, in ONE call where the user may list it all: the Kueue queues and the nodes
+#: and pods the capacity gate counts (a cluster without Kueue refuses the whole read: see :func:`remember`).
+GATE_READ = f"{LOCAL_QUEUES},{CLUSTER_QUEUES},nodes,pods"
+#: A cluster found without Kueue is believed so this long: a submit naming no queue then skips asking again.
+ABSENT_TTL_S = 600
+ABSENT_CACHE = "kueue-absent.cache.json"  # the dot keeps it out of the record listing
 
 
 def label_jobs(objs: list[dict], queue: str, *, partial: bool = False) -> list[dict]:
@@ -52,12 +63,65 @@ def _get(kube: Kubectl, *args: str) -> tuple[dict | None, str]:
     return (json.loads(res.stdout or "{}"), "") if res.ok else (None, res.stderr or res.stdout)
 
 
+def no_api(err: str) -> bool:
+    """kubectl's error says the cluster has no Kueue API."""
+    return any(s in err for s in _NO_API)
+
+
+def _cluster(kube: Kubectl) -> str:
+    """Which cluster kubectl talks to, with no call: the kubeconfig files' bytes and the context (a changed current
+    context or server is a new key; a rotated token only costs one more read)."""
+    digest = hashlib.sha256((kube.context or "").encode())
+    for path in (os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")).split(os.pathsep):
+        try:
+            digest.update(Path(path).read_bytes())
+        except OSError:
+            digest.update(b"\0")
+    return digest.hexdigest()[:32]
+
+
+def _absent_path() -> Path:
+    return records.state_dir() / ABSENT_CACHE
+
+
+def _absent_entries() -> dict[str, float]:
+    try:
+        raw = fsio.read_regular(_absent_path(), "Kueue cache", max_bytes=64 * 1024, follow_links=False,
+                                missing_ok=True)
+        data = safeparse.json_value(raw, "Kueue cache") if raw else {}
+    except TaoError:
+        return {}  # a damaged cache only costs one more read
+    now = time.time()
+    return {k: v for k, v in data.items() if isinstance(v, (int, float)) and 0 <= now - v < ABSENT_TTL_S} \
+        if isinstance(data, dict) else {}
+
+
+def known_absent(kube: Kubectl) -> bool:
+    """This cluster was found without Kueue less than :data:`ABSENT_TTL_S` ago."""
+    return _cluster(kube) in _absent_entries()
+
+
+def remember(kube: Kubectl, *, absent: bool) -> None:
+    """Keep (or drop) the fact that this cluster has no Kueue; a cache that cannot be written is no error."""
+    entries, key = _absent_entries(), _cluster(kube)
+    if absent == (key in entries):
+        return
+    if absent:
+        entries[key] = time.time()
+    else:
+        entries.pop(key, None)
+    try:
+        fsio.write_private(_absent_path(), json.dumps(entries) + "\n")
+    except (OSError, TaoError):
+        pass
+
+
 def local_queues(kube: Kubectl) -> list[dict] | None:
     """The namespace's LocalQueues; None when the cluster has no Kueue (no LocalQueue API)."""
     got, err = _get(kube, LOCAL_QUEUES)
     if got is not None:
         return got.get("items") or []
-    if any(s in err for s in _NO_API):
+    if no_api(err):
         return None
     if "forbidden" in err.lower():
         raise TaoError(f"you may not list Kueue LocalQueues in namespace {kube.namespace}: ask for Kueue's "
@@ -78,29 +142,42 @@ def gpu_usage(status: dict) -> int:
                if r.get("name") == GPU)
 
 
-def describe(kube: Kubectl, lq: dict) -> tuple[str, int | None, int]:
+def describe(kube: Kubectl, lq: dict, cqs: dict[str, dict] | None = None) -> tuple[str, int | None, int]:
     """(ClusterQueue name, its GPU quota or None when unreadable, GPUs in use) of a LocalQueue (users often may not
-    read ClusterQueues: the LocalQueue's own usage then)."""
+    read ClusterQueues: the LocalQueue's own usage then); ``cqs``: the ClusterQueues already read, by name."""
     name = str((lq.get("spec") or {}).get("clusterQueue") or "?")
-    cq, err = _get(kube, CLUSTER_QUEUES, name)
-    if cq is None and "forbidden" not in err.lower() and "NotFound" not in err:
-        raise TaoError(f"kubectl get clusterqueue {name} failed: {last_line(err)}")
+    if cqs is not None:
+        cq = cqs.get(name)
+    else:
+        cq, err = _get(kube, CLUSTER_QUEUES, name)
+        if cq is None and "forbidden" not in err.lower() and "NotFound" not in err:
+            raise TaoError(f"kubectl get clusterqueue {name} failed: {last_line(err)}")
     return name, gpu_quota(cq) if cq else None, gpu_usage((cq or lq).get("status") or {})
 
 
-def choose(kube: Kubectl, wanted: str | None, *, gpus: int) -> tuple[str | None, str | None, list[str]]:
-    """(LocalQueue, its ClusterQueue, report lines) of a submit: ``wanted`` (refused in one line when the namespace
-    has no such queue or the cluster no Kueue), else the namespace's ``default`` LocalQueue (said so), else none.
-    A quota smaller than ``gpus`` (what the Job asks at once) is a warning: Kueue keeps it waiting."""
+def check_name(wanted: str | None) -> None:
     if wanted is not None and not _NAME.fullmatch(wanted):
         raise TaoError(f"--queue {wanted!r} is not a LocalQueue name (lowercase letters, digits, '-' and '.', at most "
                        "63 characters)")
-    try:
-        lqs = local_queues(kube)
-    except TaoError as exc:
-        if wanted or "you may not" not in str(exc):
-            raise
-        return None, None, [f"warning: not queued: {str(exc).split(':')[0]}, so a default one is not used either"]
+
+
+_UNREAD = object()
+
+
+def choose(kube: Kubectl, wanted: str | None, *, gpus: int, lqs=_UNREAD,
+           cqs: dict[str, dict] | None = None) -> tuple[str | None, str | None, list[str]]:
+    """(LocalQueue, its ClusterQueue, report lines) of a submit: ``wanted`` (refused in one line when the namespace
+    has no such queue or the cluster no Kueue), else the namespace's ``default`` LocalQueue (said so), else none.
+    A quota smaller than ``gpus`` (what the Job asks at once) is a warning: Kueue keeps it waiting. ``lqs``/``cqs``:
+    the namespace's LocalQueues (None: no Kueue) and the ClusterQueues by name, when already read."""
+    check_name(wanted)
+    if lqs is _UNREAD:
+        try:
+            lqs = local_queues(kube)
+        except TaoError as exc:
+            if wanted or "you may not" not in str(exc):
+                raise
+            return None, None, [f"warning: not queued: {str(exc).split(':')[0]}, so a default one is not used either"]
     if lqs is None:
         if wanted:
             raise TaoError(f"--queue {wanted}: this cluster has no Kueue (no LocalQueue API): submit without --queue")
@@ -117,7 +194,7 @@ def choose(kube: Kubectl, wanted: str | None, *, gpus: int) -> tuple[str | None,
         there = f"its LocalQueues: {', '.join(sorted(by_name))}" if by_name else "it has none"
         raise TaoError(f"--queue {wanted}: no LocalQueue {wanted} in namespace {kube.namespace} ({there}; "
                        "tao_k8s.py preflight lists them)")
-    cq, quota, used = describe(kube, by_name[wanted])
+    cq, quota, used = describe(kube, by_name[wanted], cqs)
     figures = f"GPU quota {quota}, {used} in use" if quota is not None else "GPU quota not readable"
     lines.append(f"queue: LocalQueue {wanted} -> ClusterQueue {cq} ({figures}); Kueue admits the Job whole when the "
                  "quota allows (the node capacity check steps aside)")
@@ -125,6 +202,15 @@ def choose(kube: Kubectl, wanted: str | None, *, gpus: int) -> tuple[str | None,
         lines.append(f"warning: the Job asks {gpus} {GPU} at once but ClusterQueue {cq} has a GPU quota of {quota}: "
                      "Kueue keeps it waiting (inadmissible) unless its cohort lends the rest")
     return wanted, cq, lines
+
+
+def split_gate_read(kube: Kubectl, objs: list[dict]) -> tuple[list[dict], dict[str, dict], list[dict], list[dict]]:
+    """(the namespace's LocalQueues, ClusterQueues by name, nodes, pods) of the one :data:`GATE_READ` answer."""
+    def of(kind: str) -> list[dict]:
+        return [o for o in objs if o.get("kind") == kind]
+    lqs = [q for q in of("LocalQueue") if (q.get("metadata") or {}).get("namespace") == kube.namespace]
+    cqs = {str((q.get("metadata") or {}).get("name")): q for q in of("ClusterQueue")}
+    return lqs, cqs, of("Node"), of("Pod")
 
 
 def workloads(kube: Kubectl, uids: list[str]) -> dict[str, dict]:

@@ -2,13 +2,13 @@
 
 plan renders the manifests once, with the job's final id and names, before any
 cluster call (a bad spec costs nothing). check reads the cluster in as few
-calls as it can: nodes and pods in one read (GPU capacity), then one server
+calls as it can: Kueue's queues, nodes and pods in one read (the queue named or
+the namespace's default one; else the GPU capacity), then one server
 dry-run of the manifests, which also answers RBAC for what it creates and
-whether the server keeps podFailurePolicy; the namespace's Kueue LocalQueues (one read: the queue named
-or the default one; a queued Job skips the node capacity gate); the server version only for
+whether the server keeps podFailurePolicy; the server version only for
 multi-node, ``can-i`` only for what the dry run does not create (Secrets,
 the input check's pod reads), then the job's input paths. A refusal leaves
-no record. A plain single-node submit costs 4 kubectl calls with its create.
+no record. A plain single-node submit costs 3 kubectl calls with its create.
 launch creates the Job first,
 then its Secrets (on stdin), Service and ConfigMap already owned by it, so the
 garbage collector removes them with the Job. A sweep is ONE Indexed Job
@@ -112,16 +112,13 @@ def check(plans: list[KubePlan], gate: Gate, batch: Batch) -> None:
         for q in plans:
             _lint(q.objs, "the job spec")
     # GPUs admitted at once: all the pods' (a sweep's: one trial's, with partial admission)
-    gpus = int(1 if p.spec.gpus is None else p.spec.gpus)
-    queue, cluster_queue, lines = queues.choose(kube, p.spec.queue, gpus=gpus * int(p.spec.nodes or 1))
+    queue, cluster_queue, lines = queue_or_capacity(kube, p.spec, require_free=p.require_free)
     gate.lines += lines
-    if queue:  # Kueue admits it against the queue's quota: the node capacity gate steps aside
+    if queue:  # Kueue admits it against the queue's quota: the node capacity gate stepped aside
         gate.backend.update({"queue": queue, "cluster_queue": cluster_queue})
         for q in plans:
             q.objs = queues.label_jobs(q.objs, queue)
         p.sweep_objs = queues.label_jobs(p.sweep_objs, queue, partial=True)
-    else:
-        gate.lines.append(capacity_gate(kube, p.spec, require_free=p.require_free))
     if p.nodes > 1:
         multinode_version_gate(kube)
     input_paths = inputsmod.paths(p.spec, p.pod_folder).all if p.spec.check_inputs is not False else []
@@ -336,6 +333,38 @@ def adopt(p: KubePlan, rec: Record, gate: Gate) -> Launch | None:
 
 def _forbidden(exc: TaoError) -> bool:
     return "forbidden" in str(exc).lower()
+
+
+def queue_or_capacity(kube: Kubectl, spec: KubernetesSpec, *, require_free: bool = False
+                      ) -> tuple[str | None, str | None, list[str]]:
+    """(LocalQueue, ClusterQueue, report lines) of a submit: Kueue's queue when one applies (:func:`queues.choose`),
+    else the capacity gate's line. Queues, nodes and pods come in ONE read; a cluster without Kueue refuses that
+    read, is remembered so (:func:`queues.remember`) and read the plain way; a user who may not list all of it
+    gets the step-by-step reads."""
+    gpus = int(1 if spec.gpus is None else spec.gpus) * int(spec.nodes or 1)  # admitted at once: all the pods'
+    queues.check_name(spec.queue)
+    if spec.queue is None and queues.known_absent(kube):
+        return None, None, [capacity_gate(kube, spec, require_free=require_free)]
+    res = kube.run("get", queues.GATE_READ, "--all-namespaces", "-o", "json", check=False,
+                   what="kubectl get localqueues,clusterqueues,nodes,pods --all-namespaces")
+    err = res.stderr or res.stdout
+    if res.ok:
+        queues.remember(kube, absent=False)
+        lqs, cqs, node_items, pods = queues.split_gate_read(kube, json.loads(res.stdout or "{}").get("items") or [])
+        queue, cq, lines = queues.choose(kube, spec.queue, gpus=gpus, lqs=lqs, cqs=cqs)
+        if not queue:
+            figures = gates.node_gpus(node_items, pods, node_selector=spec.node_selector, tolerations=spec.tolerations)
+            lines.append(gates.check_capacity(figures, int(1 if spec.gpus is None else spec.gpus), int(spec.nodes or 1),
+                                              require_free=require_free))
+        return queue, cq, lines
+    if queues.no_api(err):
+        queues.remember(kube, absent=True)
+        queue, cq, lines = queues.choose(kube, spec.queue, gpus=gpus, lqs=None)
+    elif "forbidden" in err.lower():
+        queue, cq, lines = queues.choose(kube, spec.queue, gpus=gpus)
+    else:
+        raise TaoError(f"kubectl get localqueues,clusterqueues,nodes,pods failed: {last_line(err)}")
+    return queue, cq, lines if queue else [*lines, capacity_gate(kube, spec, require_free=require_free)]
 
 
 def capacity_gate(kube: Kubectl, spec: KubernetesSpec, *, require_free: bool = False) -> str:
