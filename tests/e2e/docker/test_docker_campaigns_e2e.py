@@ -172,6 +172,38 @@ def test_a_sweep_runs_by_itself_with_nobody_calling_the_bank(dk):
     while "every trial has ended" not in log.read_text():
         assert time.time() < end, log.read_text()
         time.sleep(0.5)
+    best = json.loads(dk.run("tao_jobs.py", "sweep", "best", done["sweep"], "--kpi", "val_loss", "--json").stdout)
+    assert best["id"] == ids[1] and best["value"] == pytest.approx(0.2)  # the trial with best_val=200
+
+
+def test_a_canceled_trial_stops_alone_and_the_supervisor_runs_the_others_to_their_end(dk):
+    """Cancel one running trial of a sweep (K=2 of 3): it stops, its slot goes to the held trial, and the others
+    finish with nobody calling the bank again (only the sweep's supervisor acts)."""
+    done = json.loads(dk.ok("submit", "--json", "--image", dk.image, "--gpus", "0", "--network-arch", "dino",
+                            "--action", "train", "--mount", FAKE, "--env", "EPOCHS=4", "--env", "SLEEP=1",
+                            "--stop-grace", "2", "--sweep", "fake.best_val=300,200,400", "--max-concurrent", "2",
+                            "--", "sh", "-c", TRAIN, "tao").stdout)
+    ids = [j["id"] for j in done["jobs"]]
+    end = time.time() + 60
+    while not (dk.results / ids[0] / "train" / name(0)).exists():
+        assert time.time() < end, "the first trial never wrote a checkpoint"
+        time.sleep(0.3)
+    (view,) = json.loads(dk.ok("cancel", ids[0], "--json").stdout)
+    assert view["state"] == "CANCELED", view
+    assert dk.docker("inspect", "--format", "{{.State.Running}}", ids[1]).stdout.strip() == "true"  # untouched
+
+    def stored(jid: str) -> str:  # the record file itself: reading it calls nothing
+        return json.loads((dk.tmp / "state" / f"{jid}.json").read_text())["state"]
+
+    end = time.time() + 150
+    while not (stored(ids[1]) == stored(ids[2]) == "COMPLETE"):
+        assert not any(stored(j) in ("ERROR", "UNKNOWN") for j in ids), [stored(j) for j in ids]
+        assert time.time() < end, [stored(j) for j in ids]
+        time.sleep(1)
+    assert stored(ids[0]) == "CANCELED"
+    assert not (dk.results / ids[0] / "train" / name(3)).exists()  # it stopped before its end
+    for jid in ids[1:]:
+        assert (dk.results / jid / "train" / name(3)).is_file()
 
 
 def test_prune_keep_last_of_a_canceled_training_keeps_its_resume_point_and_removes_its_container(dk):
