@@ -2,7 +2,7 @@
 """Every TAO job of this machine, whatever its platform: its state, logs, metrics, results and what comes next.
 
   tao_jobs.py list [--platform P] [--state S] [--active] [--sweep SWEEP] [--no-headers] [--json]   (records only)
-  tao_jobs.py status [ID... | --last | --sweep SWEEP] [--watch] [--no-headers] [--json]   (one query per platform)
+  tao_jobs.py status [ID... | --last | --sweep SWEEP [--kpi NAME [--mode min|max]]] [--watch] [--no-headers] [--json]
   tao_jobs.py logs ID | --last [--tail N] [-f/--follow] [--json]
   tao_jobs.py cancel ID... | --last | --all | --sweep SWEEP [--json]
   tao_jobs.py sweep best SWEEP --kpi NAME [--mode min|max] [--json]   (the winning trial and its checkpoint)

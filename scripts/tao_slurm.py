@@ -15,7 +15,7 @@
   tao_slurm.py continue ID [--from CHECKPOINT]   (a NEW job carrying on a failed/canceled/timed-out one)
   tao_slurm.py stage FILE|DIR... --dest lustre:///abs/dir [--force]   (small inputs to the cluster)
   tao_slurm.py nccl-probe [--nodes 2] [--gpus-per-node N] [--backend nccl|gloo-cpu] [--timeout S] [--force] [--json]
-  tao_slurm.py enroot-credentials [--registry nvcr.io]   (reads NGC_KEY from the environment)
+  tao_slurm.py enroot-credentials [--registry nvcr.io] [--dry-run] [--json]   (reads NGC_KEY from the environment)
 
 A command after "--" is the container's argv, never read as options; a string
 command in a spec file runs under /bin/sh -c. Exit codes: 0 ok, 1 failed (or a
@@ -120,7 +120,21 @@ def cmd_preflight(args: argparse.Namespace) -> int:
 def cmd_enroot(args: argparse.Namespace) -> int:
     from taobank.slurm import preflight
 
-    host = preflight.install_enroot_credentials(args.registry, os.environ.get(args.key_env, ""), key_env=args.key_env)
+    key = os.environ.get(args.key_env, "")
+    if args.dry_run:
+        shown = preflight.preview_enroot_credentials(args.registry, key, key_env=args.key_env)
+        if args.json:
+            print_json({"dry_run": True, **shown})
+            return 0
+        hosts = ", ".join(shown["login_hosts"])
+        print(f"enroot-credentials preview: nothing was contacted or written; the key ({args.key_env}) is shown as "
+              f"{preflight.KEY_MASK}")
+        print(f"would replace the {', '.join(shown['machines'])} machine lines of {shown['file']} (mode 600) on the "
+              f"first login host that answers of {hosts}, the key sent on stdin, with:")
+        for line in shown["lines"]:
+            print(f"  {line}")
+        return 0
+    host = preflight.install_enroot_credentials(args.registry, key, key_env=args.key_env)
     machines = preflight.credential_machines(args.registry)
     if args.json:
         print_json({"registry": args.registry, "machines": list(machines), "login_host": host,
@@ -180,14 +194,23 @@ def main(argv: list[str]) -> int:
     p.add_argument("--private-registry", action="store_true",
                    help="also require the registry's machine lines in ~/.config/enroot/.credentials (nvcr.io: "
                         "nvcr.io and authn.nvidia.com)")
-    p.add_argument("--registry", default="nvcr.io", help="the registry --private-registry checks")
+    p.add_argument("--registry", default="nvcr.io", metavar="HOST", help="the registry --private-registry checks")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_preflight)
 
-    p = sub.add_parser("enroot-credentials", help="install registry credentials for Pyxis (secret via stdin)")
-    p.add_argument("--registry", default="nvcr.io")
-    p.add_argument("--key-env", default="NGC_KEY", help="environment variable holding the key")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("enroot-credentials", help="install registry credentials for Pyxis (secret via stdin)",
+                       description="Write the registry's machine lines (nvcr.io: nvcr.io and authn.nvidia.com) "
+                       "into ~/.config/enroot/.credentials (mode 600) on the SLURM login host, replacing older "
+                       "ones: Pyxis reads them to pull a private image. The key is read from the environment "
+                       "variable NGC_KEY (or --key-env NAME) and sent over SSH on stdin, never on a command line; "
+                       "it is never printed. Once per cluster and user; check with preflight --private-registry.")
+    p.add_argument("--registry", default="nvcr.io", metavar="HOST", help="the registry host to write lines for "
+                   "(default nvcr.io; another registry's login is ENROOT_REGISTRY_USER, default $oauthtoken)")
+    p.add_argument("--key-env", default="NGC_KEY", metavar="NAME",
+                   help="environment variable holding the key (default NGC_KEY)")
+    p.add_argument("--dry-run", action="store_true", help="print what would be written, the key masked; contact "
+                   "nothing, write nothing")
+    p.add_argument("--json", action="store_true", help="the registry, machine lines, login host and file as JSON")
     p.set_defaults(func=cmd_enroot)
 
     args = parser.parse_args(argv)

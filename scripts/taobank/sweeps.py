@@ -212,9 +212,35 @@ class Row:
     progress: str = ""
     kpis: dict = field(default_factory=dict)
     held: bool = False
+    #: with a ranking KPI (``status --sweep ID --kpi NAME``): the trial's entry of :func:`best`'s ranking
+    best: dict | None = None
 
     def to_dict(self) -> dict:
-        return dict(self.__dict__)
+        out = dict(self.__dict__)
+        if self.best is None:
+            out.pop("best")
+        return out
+
+    def kpi_text(self) -> str:
+        """The KPI cell: the ranking KPI's best value and its epoch when the table ranks, else the latest KPIs."""
+        from .progress.statusfile import format_number
+
+        if self.best is not None:
+            return best_text(self.best)
+        return " ".join(f"{k}={format_number(v, 4) if isinstance(v, (int, float)) else v}"
+                        for k, v in self.kpis.items()) or "-"
+
+
+def best_text(entry: Mapping[str, Any]) -> str:
+    """A ranked trial's value as people read it: ``val_loss 0.41 @ep3`` (the epoch counted from 1, as
+    :func:`taobank.progress.statusfile.epoch_text` counts it; ``@step120`` when TAO wrote steps only)."""
+    from .progress.statusfile import epoch_text, format_number
+
+    value, at, key = entry.get("value"), entry.get("at"), entry.get("key") or "epoch"
+    if not isinstance(value, (int, float)):
+        return "-"
+    where = "" if not isinstance(at, int) else f" @ep{epoch_text(at, None)}" if key == "epoch" else f" @{key}{at}"
+    return f"{entry.get('kpi')} {format_number(value, 4)}{where}"
 
 
 def _kpis(progress: Mapping[str, Any] | None) -> dict:
@@ -230,11 +256,14 @@ def _epoch(progress: Mapping[str, Any] | None) -> str:
     return str(p.get("line") or "")[:30]
 
 
-def status(sweep_id: str, *, retry: bool = True) -> list[Row]:
+def status(sweep_id: str, *, retry: bool = True, kpi: str | None = None, mode: str = "min") -> list[Row]:
     """Every trial's state, progress and latest KPIs: the platform's one batched query, plus at most one read
-    of the status files of the trials it could not read in that query."""
+    of the status files of the trials it could not read in that query. With ``kpi``: each trial's best value
+    of it and its epoch too, as :func:`best` ranks them (its one listing of every trial's folder)."""
     from . import jobstatus, platform as core, states
 
+    if kpi is not None:
+        check_rank(kpi, mode)
     recs = trial_records(sweep_id)
     active = {r.id for r in recs if not r.terminal}
     views = jobstatus.status(None, [r.id for r in recs], retry=retry, progress=False)
@@ -252,20 +281,29 @@ def status(sweep_id: str, *, retry: bool = True) -> list[Row]:
         rec = by_id.get(v.id) or records.get(v.id)
         rows.append(Row(int(rec.trial or 0), v.id, dict(rec.overrides or {}), v.state,
                         _epoch(v.progress), _kpis(v.progress), bool(rec.backend.get("held"))))
+    if kpi is not None:
+        ranked = {e["id"]: e for e in best(sweep_id, kpi, mode).ranked}
+        for row in rows:
+            entry = ranked.get(row.id) or {}
+            row.best = {"kpi": kpi, "mode": mode, **{k: entry.get(k) for k in ("value", "key", "at")}}
     return rows
 
 
-def table(rows: list[Row], *, headers: bool = True) -> str:
-    """The sweep table: TRIAL ID STATE PROGRESS OVERRIDES KPIS."""
-    from .text import one_line
-    from .progress.statusfile import format_number
+def kpi_header(rows: list[Row]) -> str:
+    """The KPI column's header: which values it shows (the ranking KPI's best, or the latest of each)."""
+    ranked = next((r.best for r in rows if r.best is not None), None)
+    return f"BEST {ranked['kpi']} ({ranked['mode']})" if ranked else "KPIS (latest)"
 
-    lines = [("TRIAL", "ID", "STATE", "PROGRESS", "OVERRIDES", "KPIS")] if headers else []
+
+def table(rows: list[Row], *, headers: bool = True) -> str:
+    """The sweep table: TRIAL ID STATE PROGRESS OVERRIDES, then the KPI column (:func:`kpi_header`)."""
+    from .text import one_line
+
+    lines = [("TRIAL", "ID", "STATE", "PROGRESS", "OVERRIDES", kpi_header(rows))] if headers else []
     for r in rows:
         state = f"{r.state} (held)" if r.held and r.state == State.PENDING else r.state
-        kpis = " ".join(f"{k}={format_number(v, 4) if isinstance(v, (int, float)) else v}" for k, v in r.kpis.items())
         lines.append(tuple(one_line(c) for c in (r.trial, r.id, state, r.progress or "-",
-                                                 " ".join(sweepfile.args_of(r.overrides)), kpis or "-")))
+                                                 " ".join(sweepfile.args_of(r.overrides)), r.kpi_text())))
     if not lines:
         return ""
     widths = [max(len(line[i]) for line in lines) for i in range(5)]
@@ -312,6 +350,14 @@ class Winner:
                 f"in {self.folder}")
 
 
+def check_rank(kpi: str | None, mode: str) -> None:
+    """A ranking KPI and mode :func:`best` can use, or a one-line usage error."""
+    if mode not in ("min", "max"):
+        raise UsageError(f"--mode {mode!r} is unknown: use min or max")
+    if not kpi or not kpi.strip():
+        raise UsageError("--kpi needs a KPI name (as in status.json, e.g. val_loss)")
+
+
 def best(sweep_id: str, kpi: str, mode: str = "min") -> Winner:
     """Rank the trials by their best ``kpi`` (each trial's status.json), and name the winner's checkpoint.
 
@@ -319,10 +365,7 @@ def best(sweep_id: str, kpi: str, mode: str = "min") -> Winner:
     from the same rule as ``artifacts --kpi`` (results_verbs.find_best)."""
     from . import platform as core, results_verbs
 
-    if mode not in ("min", "max"):
-        raise UsageError(f"--mode {mode!r} is unknown: use min or max")
-    if not kpi or not kpi.strip():
-        raise UsageError("--kpi needs a KPI name (as in status.json, e.g. val_loss)")
+    check_rank(kpi, mode)
     recs = trial_records(sweep_id)
     win = Winner(sweep_id, kpi, mode)
     notes = []
@@ -346,6 +389,7 @@ def best(sweep_id: str, kpi: str, mode: str = "min") -> Winner:
             continue
         win.ranked.append({"trial": rec.trial, "id": rec.id, "state": rec.state,
                            "overrides": rec.overrides or {}, "value": b.value if b else None,
+                           "key": b.key if b else None, "at": b.at if b else None,
                            "checkpoints": b.checkpoints if b else [], "folder": listing.folder})
     scored = [e for e in win.ranked if isinstance(e["value"], (int, float))]
     scored.sort(key=lambda e: e["value"], reverse=(mode == "max"))
@@ -360,4 +404,4 @@ def best(sweep_id: str, kpi: str, mode: str = "min") -> Winner:
 
 
 __all__ = ["trial_spec", "submit", "Submitted", "preview", "Preview", "trial_records", "status", "table", "cancel", "best",
-           "Row", "Winner", "check_concurrency"]
+           "Row", "Winner", "check_concurrency", "check_rank", "best_text", "kpi_header"]

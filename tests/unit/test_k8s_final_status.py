@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import subprocess
 
+import pytest
+
 from taobank import records, savedlogs
 from taobank.kubernetes import logs, render, sweep as sweepmod
 
@@ -37,3 +39,55 @@ def test_status_reads_an_ended_jobs_final_lines_from_its_saved_log_and_logs_leav
     got = sweepmod.read_status_many([rec])  # no pod to exec in, no call
     assert got == {rec.id: {"train/status.json": EPOCH + "\n"}} and fake.calls == []
     assert logs._without_final(multi) == "[rank 0 pod-0] trained\n[rank 1 pod-1] trained\n"
+
+
+def _step(n: int) -> str:
+    return ('{"date": "3/7/2025", "time": "9:6:%d", "status": "RUNNING", "verbosity": "INFO", "message": "Training '
+            'loop in progress", "step": %d, "max_step": 100, "kpi": {"loss": 0.%03d}}' % (n % 60, n, 999 - n))
+
+
+def _shells() -> list[list[str]]:
+    import shutil
+
+    return [["sh"]] + ([["busybox", "sh"]] if shutil.which("busybox") else [])
+
+
+@pytest.mark.parametrize("shell", _shells(), ids=lambda s: " ".join(s))
+def test_per_step_lines_after_the_last_epoch_line_leave_it_printed_first_and_status_shows_that_epoch(
+        shell, tmp_path, state_dir):
+    """TAO writing a line per step pushes the last epoch line out of the last 12: the wrapper prints it first
+    (the file's order kept), and the status read from the saved log shows that epoch and the latest step."""
+    folder = tmp_path / "results" / "job-1"
+    (folder / "train").mkdir(parents=True)
+    epochs = [EPOCH.replace('"epoch": 4', f'"epoch": {e}').replace('"step": 50', f'"step": {10 * e}') for e in range(4)]
+    steps = [_step(n) for n in range(31, 71)]  # 40 per-step lines, no "epoch" key, after the last epoch line
+    (folder / "train" / "status.json").write_text("\n".join(epochs + steps) + "\n")
+    (folder / "status.json").write_text(EPOCH + "\n" + "\n".join(_step(n) for n in range(3)))  # no \n at the end
+    env = {**os.environ, "TAO_API_RESULTS_DIR": str(tmp_path / "results"), "TAO_API_JOB_ID": "job-1",
+           "HOSTNAME": "pod-0"}
+    out = subprocess.run([*shell, "-c", render.LOG_WRAPPER, "tao-main", "sh", "-c", "echo trained"],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    final = [ln for ln in out.stdout.splitlines() if ln.startswith(render.FINAL_STATUS_PREFIX)]
+    top = [ln.split(" ", 2)[2] for ln in final if ln.split(" ", 2)[1] == "status.json"]
+    assert top == [EPOCH] + [_step(n) for n in range(3)]  # its epoch line is among its last 12: not twice
+    train = [ln.split(" ", 2)[2] for ln in final if ln.split(" ", 2)[1] == "train/status.json"]
+    assert train == [epochs[-1]] + steps[-render.FINAL_STATUS_LINES:]
+
+    rec = records.Record.of(records.open_record("kubernetes", "img", "dino", "train", "A", "/results/{id}",
+                                                backend={"namespace": "ns", "context": ""}))
+    savedlogs.save(rec.id, "logs.txt", out.stdout)
+    from taobank import training
+
+    got = training.progress_of(logs.final_status(rec.id), "train")
+    assert (got["epoch"], got["max_epoch"], got["step"]) == (3, 4, 70), got
+    assert got["kpis"] == {"val_loss": 0.25, "loss": 0.929} and got["line"].startswith("epoch 4/5")
+
+
+def test_a_status_file_without_any_epoch_line_prints_only_its_last_lines(tmp_path):
+    folder = tmp_path / "results" / "job-1"
+    folder.mkdir(parents=True)
+    (folder / "status.json").write_text("".join(_step(n) + "\n" for n in range(30)))
+    env = {**os.environ, "TAO_API_RESULTS_DIR": str(tmp_path / "results"), "TAO_API_JOB_ID": "job-1"}
+    out = subprocess.run(["sh", "-c", render.FINAL_STATUS_SH], capture_output=True, text=True, env=env, timeout=60)
+    assert out.stdout.splitlines() == [f"{render.FINAL_STATUS_PREFIX}status.json {_step(n)}" for n in range(18, 30)]

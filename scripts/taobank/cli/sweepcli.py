@@ -1,7 +1,7 @@
 """The sweep flags and verbs of the helpers (one grammar for every platform; the work is taobank.sweeps).
 
   submit ... --sweep KEY=V1,V2 [--sweep KEY2=...] | --sweep-file sweep.yaml [--max-concurrent K] [--dry-run]
-  status --sweep ID [--watch] [--json]     cancel --sweep ID     tao_jobs.py sweep best ID --kpi NAME [--mode min|max]
+  status --sweep ID [--kpi NAME [--mode min|max]] [--watch] [--json]     cancel --sweep ID     tao_jobs.py sweep best ID --kpi NAME [--mode min|max]
 """
 from __future__ import annotations
 
@@ -82,7 +82,8 @@ def status(args: argparse.Namespace, platform: str | None = None) -> int:
         ids = [r.id for r in sweeps.trial_records(args.sweep)]
         jobstatus.watch(None, ids, on_line=lambda line: print(line, flush=True), retry=not args.no_retry,
                         first=args.interval)
-    rows = sweeps.status(args.sweep, retry=not args.no_retry)
+    rows = sweeps.status(args.sweep, retry=not args.no_retry, kpi=getattr(args, "kpi", None),
+                         mode=getattr(args, "mode", "min"))
     if args.json:
         print_json([r.to_dict() for r in rows])
     else:

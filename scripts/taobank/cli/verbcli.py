@@ -82,6 +82,10 @@ def add_status(sub: argparse._SubParsersAction, platform: str | None) -> argpars
     p.add_argument("--no-retry", action="store_true", help="never resubmit an infrastructure failure (SLURM)")
     p.add_argument("--json", action="store_true", help="print a JSON list (always a list)")
     p.add_argument("--sweep", metavar="SWEEP", help="one table of a sweep's trials (overrides, progress, KPIs)")
+    p.add_argument("--kpi", metavar="NAME", help="with --sweep: each trial's best value of this KPI and its epoch, "
+                   "as sweep best ranks them (default: the latest value of every KPI)")
+    p.add_argument("--mode", choices=("min", "max"), default="min", help="with --kpi: best is the lowest (default) "
+                   "or highest")
     p.set_defaults(func=lambda a: cmd_status(a, platform))
     return p
 
@@ -115,6 +119,8 @@ def cmd_status(args: argparse.Namespace, platform: str | None) -> int:
         if args.ids or getattr(args, "last", False):
             raise UsageError("give job ids or --sweep, not both")
         return sweepcli.status(args, platform)
+    if getattr(args, "kpi", None) is not None:
+        raise UsageError("--kpi ranks the trials of a sweep: give --sweep SWEEP too (one job: artifacts ID --kpi NAME)")
     retry = not args.no_retry
     ids = chosen_ids(args, platform)
     if args.watch:

@@ -169,7 +169,8 @@ _FINAL = re.compile(r"(?:\[[^\]\n]*\] )?" + re.escape(FINAL_STATUS_PREFIX) + r"(
 
 def final_status(job_id: str) -> dict[str, str] | None:
     """The last lines of TAO's status files the job's pod printed as it ended (:data:`render.FINAL_STATUS_SH`),
-    from the log saved at its end: ``{path: text}``; None when no saved log carries them (a pod killed, say).
+    from the log saved at its end: ``{path: text}``, in the file's order (its last epoch line first when per-step
+    lines pushed it out of the last ones); None when no saved log carries them (a pod killed, say).
     A multi-node job's pods print the same folder: the first one's lines are kept."""
     text = savedlogs.read(job_id, "logs.txt", None)  # whole: it was cut per pod when saved
     files: dict[str, str] = {}

@@ -66,14 +66,18 @@ MAIN_WRAPPER = (
 LOG_COPY_DIR = "logs"
 #: Before the wrapper exits, the last lines of TAO's status files go to the pod's log, each as
 #: "@@tao-final <path in the results folder> <line>": the log saved at the job's end then carries its final
-#: epoch and KPIs, read with no pod left to exec in (:func:`taobank.kubernetes.logs.final_status`).
+#: epoch and KPIs, read with no pod left to exec in (:func:`taobank.kubernetes.logs.final_status`). A run that
+#: writes a line per step can push its last epoch line out of those: when none of them carries an "epoch" key,
+#: the file's last line that does is printed first (one grep of the file, only then), so the lines stay in
+#: the file's order.
 FINAL_STATUS_PREFIX = "@@tao-final "
 FINAL_STATUS_LINES = 12
 FINAL_STATUS_SH = (
     'r="$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID"\n'
     'for s in "$r/status.json" "$r"/*/status.json; do\n'
     '  [ -f "$s" ] || continue; p=${s#"$r"/}\n'
-    f'  tail -n {FINAL_STATUS_LINES} -- "$s" 2>/dev/null | while IFS= read -r l || [ -n "$l" ]; do printf \'{FINAL_STATUS_PREFIX}%s %s\\n\' "$p" "$l"; done\n'
+    f'  {{ tail -n {FINAL_STATUS_LINES} -- "$s" | grep -q \'"epoch"\' || grep \'"epoch"\' -- "$s" | tail -n 1\n'
+    f'    tail -n {FINAL_STATUS_LINES} -- "$s"; }} 2>/dev/null | while IFS= read -r l || [ -n "$l" ]; do printf \'{FINAL_STATUS_PREFIX}%s %s\\n\' "$p" "$l"; done\n'
     'done\n'
 )
 EXIT_MARKER_SUFFIX = ".exit"

@@ -104,14 +104,38 @@ def run_preflight(*, partition: str | None = None, private_registry: bool = Fals
             "findings": [f.to_dict() for f in found], "lines": [f.line() for f in found]}
 
 
-def install_enroot_credentials(registry: str, key: str, *, key_env: str = "NGC_KEY", conn: Connection | None = None) -> str:
-    """Append/replace the registry's netrc lines (nvcr.io: also authn.nvidia.com); the key goes on stdin, never argv."""
+#: Where Pyxis (enroot) reads registry credentials, on the cluster (netrc format, mode 600).
+ENROOT_CREDENTIALS_FILE = "~/.config/enroot/.credentials"
+#: What a preview prints in place of the key.
+KEY_MASK = "********"
+
+
+def enroot_credential_lines(registry: str, key: str, *, key_env: str = "NGC_KEY",
+                            password: str | None = None) -> tuple[tuple[str, ...], str]:
+    """The registry's machine names and their netrc lines (nvcr.io: also authn.nvidia.com), each with
+    ``password`` (default: the key); a one-line TaoError, never naming the key, when ``key`` is empty or the
+    registry is not a host name."""
     if not key:
         raise TaoError(f"{key_env} is not set: export it (read it with 'read -rs {key_env}'), then run again")
     machines = credential_machines(registry)
-    conn = conn or Connection()
     login = "$oauthtoken" if registry == "nvcr.io" else os.environ.get("ENROOT_REGISTRY_USER", "$oauthtoken")
-    conn.script(remote.ENROOT_CREDS, list(machines),
-                stdin="".join(f"machine {m} login {login} password {key}\n" for m in machines),
-                what="install enroot credentials")
+    secret = key if password is None else password
+    return machines, "".join(f"machine {m} login {login} password {secret}\n" for m in machines)
+
+
+def install_enroot_credentials(registry: str, key: str, *, key_env: str = "NGC_KEY", conn: Connection | None = None) -> str:
+    """Append/replace the registry's netrc lines (nvcr.io: also authn.nvidia.com); the key goes on stdin, never argv."""
+    machines, lines = enroot_credential_lines(registry, key, key_env=key_env)
+    conn = conn or Connection()
+    conn.script(remote.ENROOT_CREDS, list(machines), stdin=lines, what="install enroot credentials")
     return conn.host.entry
+
+
+def preview_enroot_credentials(registry: str, key: str, *, key_env: str = "NGC_KEY") -> dict[str, Any]:
+    """What :func:`install_enroot_credentials` would write, the key masked, checking what it checks before
+    its SSH call (the key set, the registry, the SSH settings) and contacting nothing."""
+    machines, lines = enroot_credential_lines(registry, key, key_env=key_env, password=KEY_MASK)
+    conn = Connection()
+    return {"registry": registry, "machines": list(machines), "login_hosts": [h.entry for h in conn.hosts],
+            "file": ENROOT_CREDENTIALS_FILE, "mode": "600", "key_env": key_env,
+            "lines": lines.splitlines()}
