@@ -158,6 +158,7 @@ def same_file(path: Path, want: str) -> bool:
 def bank_fetch(job_id: str, dest: Path, env: dict, log: Path) -> tuple[float, int]:
     """``tao_jobs.py fetch JOB --to DEST`` as a user runs it: (wall seconds, remote commands)."""
     log.unlink(missing_ok=True)
+    os.sync()  # no dirty pages of an earlier copy written back while this one runs (each side starts alike)
     t0 = time.perf_counter()
     subprocess.run([sys.executable, str(BANK / "scripts" / "tao_jobs.py"), "fetch", job_id, "--to", str(dest)],
                    env=dict(env, TAO_CALL_LOG=str(log)), check=True, capture_output=True, text=True, timeout=3600)
@@ -205,6 +206,7 @@ def fetch_case(size_mb: int, tmp: Path, conn: ssh.Connection) -> dict:
         wall, commands = bank_fetch(rec["id"], tmp / f"bank-{i}", env, log)
         bank.append(wall)
         same = same and same_file(tmp / f"bank-{i}" / blob.name, want)
+        os.sync()
         t0 = time.perf_counter()
         subprocess.run(["scp", "-O", "-q", "-r", *opts, f"{dest}:{folder}", str(tmp / f"scp-{i}")], check=True,
                        capture_output=True, text=True, timeout=3600)
@@ -237,6 +239,7 @@ def docker_fetch_case(size_mb: int, tmp: Path) -> dict:
         wall, _ = bank_fetch(rec["id"], tmp / f"docker-bank-{i}", dict(os.environ), tmp / "docker-calls.jsonl")
         bank.append(wall)
         same = same and same_file(tmp / f"docker-bank-{i}" / blob.name, want)
+        os.sync()
         t0 = time.perf_counter()
         subprocess.run(["cp", "-r", str(folder), str(tmp / f"docker-cp-{i}")], check=True)
         cp.append(time.perf_counter() - t0)
@@ -269,6 +272,7 @@ def k8s_fetch_case(size_mb: int, tmp: Path) -> dict:
     want = hashlib.sha256(blob.read_bytes()).hexdigest()
     try:
         log = tmp / "k8s-fetch-calls.jsonl"
+        os.sync()
         t0 = time.perf_counter()
         subprocess.run([sys.executable, str(BANK / "scripts" / "tao_jobs.py"), "fetch", rec["id"], "--to",
                         str(tmp / "k8s-bank")], env=dict(env, TAO_CALL_LOG=str(log)), check=True,
@@ -283,6 +287,7 @@ def k8s_fetch_case(size_mb: int, tmp: Path) -> dict:
                                              "volumeMounts": [{"name": "r", "mountPath": "/results"}]}],
                              "volumes": [{"name": "r", "persistentVolumeClaim": {"claimName": lk.PVC_NAME}}]}}
         kubectl = [lk.env()[lk.KUBECTL_ENV], "-n", lk.NAMESPACE]
+        os.sync()
         t0 = time.perf_counter()
         subprocess.run(kubectl + ["create", "-f", "-"], input=json.dumps(manifest), env=env, check=True,
                        capture_output=True, text=True)

@@ -320,6 +320,11 @@ class Transfer(Protocol):
     def verified(self, file: ResultFile, upto: int) -> None:
         """Bytes [0, upto) of the temp copy match what was read on the cluster (a rerun resumes there)."""
 
+    def link(self, file: ResultFile, source: str, source_fd: int) -> bool:
+        """The file's temp copy made a hard link to ``source``, which must still be the open ``source_fd`` (a
+        finished job's file on this host: the same bytes, none copied); False when the filesystem refuses or the
+        path now leads to another file (copy it instead)."""
+
     def finish(self, file: ResultFile, how: str) -> None:
         """The whole file arrived verified (``how``: what was checked): it gets its final name."""
 

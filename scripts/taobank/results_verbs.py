@@ -291,6 +291,7 @@ class _Transfer:
         self._note = note
         self._have: dict[str, int | None] = {}
         self._from: dict[str, int] = {}
+        self._linked: set[str] = set()
         self._state: dict[str, dict] = _read_state(self.staging)
 
     def note(self, text: str) -> None:
@@ -358,6 +359,25 @@ class _Transfer:
         self._state[file.path] = {"size": file.size, "mtime": int(file.mtime), "have": upto}
         _write_state(self.staging, self._state)
 
+    def link(self, file: ResultFile, source: str, source_fd: int) -> bool:
+        path = self.staging / file.path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+        try:
+            os.link(source, path, follow_symlinks=False)
+            made, opened = os.lstat(path), os.fstat(source_fd)
+        except (OSError, NotImplementedError):
+            return False
+        if (made.st_dev, made.st_ino) != (opened.st_dev, opened.st_ino):  # the path was swapped since it was opened
+            path.unlink()
+            return False
+        self._linked.add(file.path)
+        self._from[file.path] = 0
+        return True
+
     def finish(self, file: ResultFile, how: str) -> None:
         part = self.staging / file.path
         if not part.exists():  # an empty file: no block was sent
@@ -367,8 +387,9 @@ class _Transfer:
         if size != file.size:
             self.discard(file)
             raise TaoError(f"{file.path} arrived with {size} bytes, the cluster has {file.size}: run the fetch again")
-        os.chmod(part, 0o644)
-        os.utime(part, (file.mtime, file.mtime))
+        if file.path not in self._linked:  # a link is the job's own file: its mode and time stay as they are
+            os.chmod(part, 0o644)
+            os.utime(part, (file.mtime, file.mtime))
         target = _place(self.staging, self.dest, file.path, self.force)
         self._state.pop(file.path, None)
         _write_state(self.staging, self._state)

@@ -268,13 +268,63 @@ def test_an_unreadable_subfolder_is_a_note_not_a_failed_fetch(job, tmp_path, mon
 
 
 # ------------------------------------------------------------------ Docker: a local copy, the same refusals
-def docker_fetch(job: Path, dest: Path, paths: list[str]) -> results_verbs._Transfer:
+def docker_fetch(job: Path, dest: Path, paths: list[str], *, ended: bool = False) -> results_verbs._Transfer:
+    from types import SimpleNamespace
+
     from taobank.contract import ResultsLocation
     from taobank.docker import results_access
 
     seen = transfer(dest)
-    results_access.fetch_results({"id": job.name}, ResultsLocation(str(job), True), paths, dest, seen)
+    rec = SimpleNamespace(id=job.name, terminal=ended)
+    results_access.fetch_results(rec, ResultsLocation(str(job), True), paths, dest, seen)
     return seen
+
+
+def test_docker_hard_links_a_finished_jobs_big_files_and_copies_the_rest(job, tmp_path, monkeypatch):
+    """A finished job's checkpoint is linked, not copied (no byte moves; the job's file keeps its mode and time);
+    small files, a running job's files and a link the filesystem refuses are copied."""
+    from taobank.docker import results_access
+
+    big = job / CKPTS[0]
+    big.write_bytes(b"x" * 4096)
+    big.chmod(0o640)
+    monkeypatch.setattr(results_access, "LINK_MIN", 4096)
+    seen = docker_fetch(job, tmp_path / "into", [], ended=True)
+    got = tmp_path / "into" / CKPTS[0]
+    assert got.stat().st_ino == big.stat().st_ino and seen.fetched[CKPTS[0]].verified.startswith("a hard link")
+    assert (big.stat().st_mode & 0o777) == 0o640 and not (tmp_path / "into" / ".tao-fetch").exists()
+    small = tmp_path / "into" / "train" / "status.json"
+    assert small.stat().st_ino != (job / "train" / "status.json").stat().st_ino
+    assert seen.fetched["train/status.json"].verified == "size+mtime (a local copy)"
+
+    running = docker_fetch(job, tmp_path / "running", [CKPTS[0]])  # a job still running: copied
+    assert (tmp_path / "running" / CKPTS[0]).stat().st_ino != big.stat().st_ino
+    assert running.fetched[CKPTS[0]].verified == "size+mtime (a local copy)"
+
+    def refused(*a, **k):
+        raise OSError(18, "Invalid cross-device link")
+
+    real_open = results_access.open_inside
+
+    def swapped(folder, rel):  # the file replaced by another one after it was opened: never linked
+        fd = real_open(folder, rel)
+        if rel == CKPTS[0]:
+            (job / "other.bin").write_bytes(b"y" * 4096)
+            os.replace(job / "other.bin", job / rel)
+        return fd
+
+    monkeypatch.setattr(results_access, "open_inside", swapped)
+    raced = docker_fetch(job, tmp_path / "raced", [CKPTS[0]], ended=True)
+    assert (tmp_path / "raced" / CKPTS[0]).read_bytes() == b"x" * 4096  # the opened file's bytes, copied
+    assert raced.fetched[CKPTS[0]].verified == "size+mtime (a local copy)"
+    monkeypatch.setattr(results_access, "open_inside", real_open)
+    big = job / CKPTS[0]
+
+    monkeypatch.setattr(results_access.os, "link", refused)  # another filesystem: copied
+    other = docker_fetch(job, tmp_path / "other", [CKPTS[0]], ended=True)
+    assert (tmp_path / "other" / CKPTS[0]).read_bytes() == big.read_bytes()
+    assert (tmp_path / "other" / CKPTS[0]).stat().st_ino != big.stat().st_ino
+    assert other.fetched[CKPTS[0]].verified == "size+mtime (a local copy)"
 
 
 def test_docker_copies_each_file_locally_and_refuses_links(job, tmp_path):

@@ -42,8 +42,9 @@ def list_results(rec: Record, loc: ResultsLocation, *, status: bool) -> ResultsL
 
 def fetch_results(rec: Record, loc: ResultsLocation, paths: list[str], into: Path,
                   transfer: Transfer) -> list[ResultFile]:
-    """The listing by the shared script (the same refusals as on a cluster), then a local copy of each file: a
-    reflink where the filesystem makes one, else ``copy_file_range`` (no byte through this process)."""
+    """The listing by the shared script (the same refusals as on a cluster), then each file: a finished job's big
+    file (:data:`LINK_MIN`) as a hard link where the filesystem allows, else a local copy: a reflink where the
+    filesystem makes one, else ``copy_file_range`` (no byte through this process)."""
     facts = results_sh.read_facts(_Local(), loc.folder, paths, transfer)
     done = 0
     changed: list[str] = []
@@ -62,6 +63,11 @@ def fetch_results(rec: Record, loc: ResultsLocation, paths: list[str], into: Pat
                 raise TaoError(f"{f.path} in {loc.folder} is no longer a regular file: refused")
             if (st.st_size, int(st.st_mtime)) != (f.size, int(f.mtime)):
                 f, have = ResultFile(f.path, st.st_size, float(int(st.st_mtime))), 0
+            if rec.terminal and not have and f.size >= LINK_MIN and transfer.link(f, posixpath.join(loc.folder, f.path), src):
+                done += f.size
+                transfer.advance(done)
+                transfer.finish(f, "a hard link to the finished job's file (same disk, nothing copied)")
+                continue
             with transfer.part(f, have) as w:
                 done = _copy(src, w, have, f.size, done, transfer)
             after = os.fstat(src)
@@ -79,6 +85,9 @@ def fetch_results(rec: Record, loc: ResultsLocation, paths: list[str], into: Pat
     return facts
 
 
+#: A finished job's file this big is fetched as a hard link where --to is on the same filesystem: checkpoints and
+#: exported models, which nothing rewrites in place (smaller files, logs and status files are copied).
+LINK_MIN = 64 << 20
 #: Bytes per copy_file_range call (the progress line moves at least this often).
 COPY_STEP = 64 << 20
 #: FICLONE (linux/fs.h): the destination shares the source's blocks until either is written (btrfs, XFS).
