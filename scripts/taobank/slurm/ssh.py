@@ -31,6 +31,31 @@ from ..run import Result, last_line, run
 
 CONNECT_TIMEOUT = 10
 PERSIST_SECONDS = 600
+#: OpenSSH's own cipher order (``ssh -G`` prints it where ssh_config sets none) and the same set with AES-GCM
+#: first, which the master asks for on a CPU with AES instructions: there it moves bytes at about 1.6x
+#: chacha20's speed (a 1 GiB fetch), and a server that took the default set takes this one.
+DEFAULT_CIPHERS = ("chacha20-poly1305@openssh.com,aes128-ctr,aes192-ctr,aes256-ctr,aes128-gcm@openssh.com,"
+                   "aes256-gcm@openssh.com")
+AES_FIRST_CIPHERS = ("aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com,aes128-ctr,"
+                     "aes192-ctr,aes256-ctr")
+
+
+def cpu_has_aes(cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """This host's CPU has AES instructions (x86 ``flags``, Arm ``Features``)."""
+    try:
+        text = Path(cpuinfo).read_text(errors="replace")
+    except OSError:
+        return False
+    return any(line.split(":", 1)[0].strip() in ("flags", "Features") and "aes" in line.split(":", 1)[-1].split()
+               for line in text.splitlines())
+
+
+def cipher_options(effective_ciphers: str | None, *, aes: bool | None = None) -> list[str]:
+    """``-o Ciphers=`` for a new master: AES-GCM first where ssh_config left OpenSSH's default order and the CPU
+    has AES; nothing otherwise (a site's own cipher list is kept as it is)."""
+    if effective_ciphers != DEFAULT_CIPHERS or not (cpu_has_aes() if aes is None else aes):
+        return []
+    return ["-o", f"Ciphers={AES_FIRST_CIPHERS}"]
 _HOST = re.compile(r"(?:(?P<user>[A-Za-z0-9._-]+)@)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::(?P<port>[0-9]{1,5}))?\Z")
 #: ssh's own failures (exit 255) that mean "this host cannot be reached/used".
 _CONN_ERRORS = ("Connection refused", "Connection timed out", "Could not resolve", "No route to host",
@@ -177,13 +202,16 @@ class Connection:
             opts += ["-p", str(host.port)]
         return opts
 
-    def _socket(self, host: Host) -> str | None:
-        """The ControlPath ssh computes for ``host`` (``ssh -G``), for the stale check."""
+    def _effective(self, host: Host) -> dict[str, str]:
+        """What ssh makes of its configuration for ``host`` (``ssh -G``): ``controlpath`` for the stale check,
+        ``ciphers`` for :func:`cipher_options`."""
         res = run(self.options(host) + ["-G", "--", host.host], check=False, timeout=15, what="ssh -G")
+        out = {}
         for line in res.stdout.splitlines():
-            if line.lower().startswith("controlpath "):
-                return line.split(" ", 1)[1].strip()
-        return None
+            key, _, value = line.partition(" ")
+            if key.lower() in ("controlpath", "ciphers"):
+                out[key.lower()] = value.strip()
+        return out
 
     def _master_alive(self, host: Host) -> bool:
         return run(self.options(host) + ["-O", "check", "--", host.host], check=False, timeout=15, what="ssh -O check").ok
@@ -214,10 +242,12 @@ class Connection:
             if self._master_alive(host):
                 self.host = host
                 break
-            sock = self._socket(host)
+            effective = self._effective(host)
+            sock = effective.get("controlpath")
             if sock and os.path.exists(sock):
                 os.unlink(sock)  # stale: the master died but left its socket
-            res = run(self.options(host) + ["--", host.host, "true"], check=False, timeout=self.timeout + 20, what="ssh")
+            res = run(self.options(host) + cipher_options(effective.get("ciphers")) + ["--", host.host, "true"],
+                      check=False, timeout=self.timeout + 20, what="ssh")
             if res.ok:
                 STATS["connections"] += 1
                 self.host = host

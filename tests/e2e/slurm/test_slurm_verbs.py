@@ -378,7 +378,7 @@ def test_one_connection_reused_and_stale_socket_replaced(slurm_env, monkeypatch)
     Connection().remote(["true"])
     assert ssh.STATS["connections"] == 1
     # Kill the master and leave a dead socket file where it listened.
-    path = conn._socket(conn.host)
+    path = conn._effective(conn.host)["controlpath"]
     conn.close()
     time.sleep(0.2)
     s = socket.socket(socket.AF_UNIX)
