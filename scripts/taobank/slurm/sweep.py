@@ -137,7 +137,7 @@ def launch(plans: list[SlurmPlan], recs: list[Record], batch: Batch) -> list[Lau
         backends.append({"staged_dir": jdir, "results_dir": results, "script": script, "login_host": conn.host.entry,
                          "job_name": jid, "staged_secrets": bool(d.secrets), "self_retry": inp.self_retries > 0,
                          **({"walltime_chain": True, "max_attempts": inp.chain.max_attempts} if inp.chain else {}),
-                         "infra_retries": bool(d.spec.get("infra_retries", True))})
+                         "infra_retries": bool(True if d.spec.infra_retries is None else d.spec.infra_retries)})
     render.lint(render.render(script_input(first.decided, recs[0].id, first.run_image)), "trial.sbatch")
     array = array_for(sweep_id, base, script_input(first.decided, recs[0].id, first.run_image), names,
                       max_concurrent)
