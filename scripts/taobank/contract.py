@@ -97,16 +97,30 @@ class Batch:
 
 
 @dataclass
+class Facts:
+    """A platform's typed backend facts for the record, written out as the record's ``backend`` map by
+    :meth:`to_dict` (field order; a field left :data:`UNSET` is left out, None is kept)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: v for f in fields(self) for v in [getattr(self, f.name)] if v is not UNSET}
+
+
+@dataclass
 class Launch:
     """What a platform created: the core binds it to the record."""
 
     backend_ref: str
-    backend: dict
+    #: the record's backend facts: a platform's typed :class:`Facts`, or a map of a few keys
+    backend: dict | Facts
     message: str
     #: facts to show with the new job (uid, reconciled, job_dir ...)
     details: dict = field(default_factory=dict)
     #: the job exists and the record is bound to it, but it cannot run as it is: what to do (raised after binding)
     error: str | None = None
+
+    def facts(self) -> dict[str, Any]:
+        """The backend facts as the record keeps them."""
+        return self.backend.to_dict() if isinstance(self.backend, Facts) else self.backend
 
 
 class _Unset:
@@ -366,5 +380,5 @@ class Transfer(Protocol):
         """Bytes of file content received so far in this run (the progress line)."""
 
 
-__all__ = ["RESULTS_VAR", "SubmitOptions", "SweepPreview", "Plan", "Gate", "Launch", "UNSET", "Shown", "Observation", "STOP_OUTCOMES", "Stop", "Finding", "preflight_ok", "CHECKPOINT_SUFFIXES", "is_checkpoint", "ResultFile",
+__all__ = ["RESULTS_VAR", "SubmitOptions", "SweepPreview", "Plan", "Gate", "Facts", "Launch", "UNSET", "Shown", "Observation", "STOP_OUTCOMES", "Stop", "Finding", "preflight_ok", "CHECKPOINT_SUFFIXES", "is_checkpoint", "ResultFile",
            "ResultsLocation", "ResultsListing", "Transfer"]

@@ -139,7 +139,7 @@ def open_retry(adapter: Adapter, failed: Record, context: dict) -> Record:
     if launch is None:  # a job of a record opened a moment ago cannot exist: never guess which one it is
         return Record.of(records.mark(new, State.ERROR, message="resubmit failed: the retry has a job already",
                                       err_class="ERR_INFRA"))
-    return Record.of(records.mark(new, State.PENDING, backend_ref=launch.backend_ref, backend=launch.backend,
+    return Record.of(records.mark(new, State.PENDING, backend_ref=launch.backend_ref, backend=launch.facts(),
                                   message=launch.message))
 
 

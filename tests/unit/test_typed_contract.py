@@ -38,7 +38,8 @@ DICT_FIELDS_ALLOWED = {
     ("SubmitOptions", "env"): "SLURM: the settings (os.environ's shape: a map of variables, not loose keys)",
     ("Plan", "backend"): "the record's backend facts known before launch: stored as they are",
     ("Gate", "backend"): "the record's backend facts the checks found: stored as they are",
-    ("Launch", "backend"): "the record's backend facts: stored as they are (facts.BACKEND_KINDS checks each key)",
+    ("Launch", "backend"): "a few backend facts as a map, or the platform's typed Facts (a Kubernetes Job, a SLURM "
+                           "sweep trial), written out as the record's backend",
     ("Launch", "details"): "facts shown with the new job (at most 5 keys, see below)",
     ("Observation", "backend"): "the record's backend facts: stored as they are",
     ("Stop", "backend"): "the record's backend facts: stored as they are",
@@ -95,22 +96,27 @@ def test_the_contract_types_carry_no_other_dict_field():
     assert dict_fields == set(DICT_FIELDS_ALLOWED)
 
 
-def _contract_dict_keywords() -> set[str]:
-    return {field for _, field in DICT_FIELDS_ALLOWED}
-
-
 def test_no_adapter_passes_a_dict_of_many_loose_keys_into_a_contract_type():
-    types = {"Plan", "Gate", "Launch", "Observation", "Stop", *(n for n in dir(contract) if n.endswith("Plan"))}
-    types |= {"KubePlan", "SlurmPlan", "DockerPlan", "SlurmObservation"}
+    """Every dict literal an adapter hands a contract type (by keyword or by position) holds a handful of keys at
+    most; what a view shows is never a dict. (A dict built up in a variable first is the typed Facts' job.)"""
+    from taobank.docker.submit import DockerPlan
+    from taobank.kubernetes.submit import KubePlan
+    from taobank.slurm.submit import SlurmPlan
+
+    types = {c.__name__: c for c in (contract.Plan, contract.Gate, contract.Launch, Observation, Stop, KubePlan,
+                                     SlurmPlan, DockerPlan, SlurmObservation)}
     too_many = []
     for path in _adapter_files():
         for node in ast.walk(ast.parse(path.read_text())):
-            if not (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) in types):
+            cls = types.get(getattr(node.func, "id", getattr(node.func, "attr", None))) \
+                if isinstance(node, ast.Call) else None
+            if cls is None:
                 continue
-            for kw in node.keywords:
-                if kw.arg in _contract_dict_keywords() | {"view", "extra"} and isinstance(kw.value, ast.Dict):
-                    if kw.arg in ("view", "extra") or len(kw.value.keys) > MAX_LOOSE_KEYS:
-                        too_many.append(f"{path.relative_to(PKG)}:{node.lineno} {kw.arg}= {len(kw.value.keys)} keys")
+            names = [f.name for f in dataclasses.fields(cls)]
+            given = [(names[i], a) for i, a in enumerate(node.args)] + [(kw.arg, kw.value) for kw in node.keywords]
+            for name, value in given:
+                if isinstance(value, ast.Dict) and (name == "view" or len(value.keys) > MAX_LOOSE_KEYS):
+                    too_many.append(f"{path.relative_to(PKG)}:{node.lineno} {name}= {len(value.keys)} keys")
     assert too_many == []
 
 
@@ -171,3 +177,24 @@ def test_with_gpu_args_is_the_dict_rule_on_the_typed_spec(platform, command):
         return
     assert spec.with_gpu_args(2, 1) == want
     assert spec.command == command  # the spec itself is left as it was
+
+
+def test_typed_backend_facts_are_written_out_in_the_records_key_order():
+    from taobank.contract import Launch
+    from taobank.kubernetes.submit import JobFacts
+    from taobank.slurm.sweep import TrialFacts
+
+    job = JobFacts(uid=None, namespace="ns", name="j", context="", owned="", nodes=2)
+    assert job.to_dict() == {"uid": None, "namespace": "ns", "name": "j", "context": "", "owned": "", "nodes": 2}
+    job.index, job.nodes = 3, 1  # a sweep's trial: nodes keeps its place, the index comes last
+    assert list(Launch("ns/j", job, "Job created").facts()) == ["uid", "namespace", "name", "context", "owned",
+                                                                 "nodes", "index"]
+    trial = TrialFacts(staged_dir="/j", results_dir="/r", script="/j/s", login_host="h", job_name="t",
+                       staged_secrets=False, self_retry=True, infra_retries=True)
+    assert list(trial.to_dict()) == ["staged_dir", "results_dir", "script", "login_host", "job_name",
+                                     "staged_secrets", "self_retry", "infra_retries"]
+    trial.walltime_chain, trial.max_attempts, trial.slurm_job_id = True, 3, "9_0"
+    assert list(trial.to_dict())[6:] == ["self_retry", "walltime_chain", "max_attempts", "infra_retries",
+                                         "slurm_job_id"]
+    plain = {"container_id": "c"}
+    assert Launch("c", plain, "started").facts() is plain

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from .. import fsio, names, pins, records, redact
 from ..spec import GENERIC
-from ..contract import Batch, Gate, Launch, Plan, SubmitOptions
+from ..contract import UNSET, Batch, Facts, Gate, Launch, Plan, SubmitOptions
 from ..errors import TaoError
 from ..jobspec import KubernetesSpec
 from ..run import Result, last_line
@@ -53,6 +53,23 @@ class KubePlan(Plan):
     require_free: bool = False
     #: a sweep (on its first plan): the Indexed Job and its trial table, built and checked before any record
     sweep_objs: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class JobFacts(Facts):
+    """What the record keeps of a created (or adopted) Job: where it is, its UID and what it owns."""
+
+    uid: str | None
+    namespace: str
+    name: str | None
+    #: the kubeconfig context ("" for the current one)
+    context: str
+    #: what the Job owns, ``kind/name`` comma-separated (deleted with it)
+    owned: str
+    #: pods that run at once (the Job's parallelism)
+    nodes: int
+    #: a sweep's trial: its completion index in the sweep's Indexed Job
+    index: int = UNSET
 
 
 def target(opts: SubmitOptions, rec: Record | None) -> Kubectl:
@@ -248,7 +265,8 @@ def launch_sweep(kube: Kubectl, plans: list[KubePlan], recs: list[Record], batch
     for i, rec in enumerate(recs):
         one = launched(kube, server, names_owned, reconciled=False)
         one.backend_ref = f"{one.backend_ref}#{i}"
-        one.backend.update({"index": i, "nodes": 1})
+        assert isinstance(one.backend, JobFacts)
+        one.backend.index, one.backend.nodes = i, 1
         one.message = (f"trial {i} of Indexed Job {kube.namespace}/{server['metadata']['name']} (runs when one of "
                        f"its {batch.max_concurrent} slots is free)")
         out.append(one)
@@ -315,9 +333,9 @@ def launched(kube: Kubectl, job: dict, owned: list[tuple[str, str]], *, reconcil
     """What the record keeps of a created (or adopted) Job."""
     meta = job.get("metadata") or {}
     ref = f"{kube.namespace}/{meta.get('name')}"
-    backend = {"uid": meta.get("uid"), "namespace": kube.namespace, "name": meta.get("name"),
-               "context": kube.context or "", "owned": ",".join(f"{k}/{n}" for k, n in owned),
-               "nodes": (job.get("spec") or {}).get("parallelism") or 1}
+    backend = JobFacts(uid=meta.get("uid"), namespace=kube.namespace, name=meta.get("name"),
+                       context=kube.context or "", owned=",".join(f"{k}/{n}" for k, n in owned),
+                       nodes=(job.get("spec") or {}).get("parallelism") or 1)
     return Launch(ref, backend, "reconciled with the existing Job" if reconciled else "Job created",
                   details={"uid": meta.get("uid"), "reconciled": reconciled, "namespace": kube.namespace,
                            "context": kube.context, "name": meta.get("name")}, error=error)
