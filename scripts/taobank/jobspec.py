@@ -15,6 +15,11 @@ from .errors import TaoError
 
 T = TypeVar("T", bound="JobSpec")
 
+def given(value: Any, default: Any) -> Any:
+    """A spec field's ``value``, or ``default`` where the spec leaves it unset (a given 0, "" or False is kept)."""
+    return default if value is None else value
+
+
 #: The shared submit flags (:data:`taobank.cli.jobflags.SHARED`) that set a shared field, by flag value name.
 FLAG_FIELDS = {"image": "image", "network_arch": "network_arch", "action": "action", "nodes": "nodes",
                "gpus_per_node": "gpus", "cpus": "cpus", "memory": "memory"}
@@ -208,4 +213,4 @@ class DockerSpec(JobSpec):
 #: platform name -> its typed spec
 BY_PLATFORM: dict[str, type[JobSpec]] = {"kubernetes": KubernetesSpec, "slurm": SlurmSpec, "docker": DockerSpec}
 
-__all__ = ["JobSpec", "KubernetesSpec", "SlurmSpec", "DockerSpec", "BY_PLATFORM", "FLAG_FIELDS"]
+__all__ = ["given", "JobSpec", "KubernetesSpec", "SlurmSpec", "DockerSpec", "BY_PLATFORM", "FLAG_FIELDS"]

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from .. import names, pins
 from ..contract import RESULTS_VAR
 from ..errors import TaoError
-from ..jobspec import KubernetesSpec
+from ..jobspec import KubernetesSpec, given
 from ..paths import is_under
 from ..render import render_yaml_documents
 from . import JOB_LABEL, MANAGED_BY
@@ -165,11 +165,6 @@ def kube_expand(text: str, env: dict[str, str]) -> str:
     return "".join(out)
 
 
-def _or(value: Any, default: Any) -> Any:
-    """``value``, or ``default`` when the spec leaves it unset (a given 0 or "" is kept)."""
-    return default if value is None else value
-
-
 def argv_of(spec: KubernetesSpec) -> list[str]:
     """The user's argv as the pod runs it (shell text through /bin/sh -c), before the bank's wrappers."""
     return ["/bin/sh", "-c", spec.command] if spec.command is not None else list(spec.args or ())
@@ -228,7 +223,7 @@ def failure_policy(multinode: bool = False) -> dict:
 def staging_dir(spec: KubernetesSpec | Mapping[str, Any]) -> str | None:
     """The tier C shared emptyDir (None for tier A); a saved spec file's mapping is read as its typed spec."""
     spec = KubernetesSpec.of(spec)
-    return (spec.staging_dir or "/tao-staging") if _or(spec.storage_tier, "A") == "C" else None
+    return (spec.staging_dir or "/tao-staging") if given(spec.storage_tier, "A") == "C" else None
 
 
 #: Longest label/annotation/nodeSelector key Kubernetes accepts: a DNS subdomain prefix, "/", a name.
@@ -260,8 +255,8 @@ def _env_list(spec: KubernetesSpec, job_id: str, name: str, service: str, multin
     if staging:
         env.append({"name": "TAO_STAGING_DIR", "value": staging})
     if multinode:
-        nodes = int(_or(spec.nodes, 1))
-        gpus = int(_or(spec.gpus, 1))
+        nodes = int(given(spec.nodes, 1))
+        gpus = int(given(spec.gpus, 1))
         port = int(spec.master_port or pins.resolve("kubernetes.master_port"))
         index_ref = {"fieldRef": {"fieldPath": f"metadata.annotations['{INDEX_ANNOTATION}']"}}
         env += [
@@ -315,7 +310,7 @@ def volumes_and_mounts(spec: KubernetesSpec | Mapping[str, Any], shm_size: str) 
 def _resources(spec: KubernetesSpec) -> dict:
     limits: dict[str, Any] = {}
     requests: dict[str, Any] = {}
-    gpus = int(_or(spec.gpus, 1))
+    gpus = int(given(spec.gpus, 1))
     if gpus > 0:
         limits["nvidia.com/gpu"] = str(gpus)
     if spec.cpus:
@@ -366,7 +361,7 @@ def build_context(
         raise TaoError(f"job name {name!r} is not an RFC 1035 label of at most {MAX_NAME_LEN} characters")
     if not names.is_dns1123_label(namespace):
         raise TaoError(f"namespace {namespace!r} is not a valid Kubernetes namespace name")
-    nodes = int(_or(spec.nodes, 1))
+    nodes = int(given(spec.nodes, 1))
     multinode = nodes > 1
     _check_env(spec, multinode)
     _check_key_lengths(spec)
@@ -374,8 +369,8 @@ def build_context(
         raise TaoError("give either command (shell text) or args (native argv), not both")
     if spec.command is None and not spec.args:
         raise TaoError("the job spec needs command (shell text) or args (native argv)")
-    spec = spec.with_gpu_args(int(_or(spec.gpus, 1)), nodes)  # TAO reads its GPUs from its argv
-    tier = _or(spec.storage_tier, "A")
+    spec = spec.with_gpu_args(int(given(spec.gpus, 1)), nodes)  # TAO reads its GPUs from its argv
+    tier = given(spec.storage_tier, "A")
     shm = spec.shm_size or pins.resolve(
         "kubernetes.shm_size_multinode" if multinode else "kubernetes.shm_size_single"
     )
@@ -426,7 +421,7 @@ def build_context(
         command = ["/bin/sh", "-c", kube_literal(MAIN_WRAPPER), "tao-main", *user_argv]
     elif spec.s3_inputs or spec.s3_outputs:
         raise TaoError("s3_inputs/s3_outputs need storage_tier C")
-    elif results.pod_folder and _or(spec.log_copy, True):
+    elif results.pod_folder and given(spec.log_copy, True):
         command = ["/bin/sh", "-c", kube_literal(LOG_WRAPPER), "tao-main", *user_argv]
     else:
         command = user_argv

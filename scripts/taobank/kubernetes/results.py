@@ -21,7 +21,7 @@ from typing import Any, Mapping
 
 from ..contract import RESULTS_VAR
 from ..errors import TaoError
-from ..jobspec import KubernetesSpec
+from ..jobspec import KubernetesSpec, given
 from ..paths import is_under
 from ..records import ID_PLACEHOLDER, NO_RESULTS_DIR
 
@@ -74,7 +74,7 @@ def plan(spec: KubernetesSpec | Mapping[str, Any], *, staging: str | None = None
             raise TaoError("give results_dir or no_results, not both")
         return Results(NO_RESULTS)
     exact = bool(spec.results_exact)
-    tier = "A" if spec.storage_tier is None else spec.storage_tier
+    tier = given(spec.storage_tier, "A")
     wanted = spec.results_dir
     writable = [m for m in _mounts(spec) if not m.get("read_only")]
     if wanted is None:

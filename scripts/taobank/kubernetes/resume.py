@@ -14,14 +14,14 @@ from __future__ import annotations
 import re
 
 from .. import checkpoints
-from ..jobspec import KubernetesSpec
+from ..jobspec import KubernetesSpec, given
 
 _ACTION = re.compile(r"[A-Za-z0-9_.-]+\Z")
 
 
 def applies(spec: KubernetesSpec, pod_folder: str | None) -> bool:
-    return (bool(pod_folder) and isinstance(spec.args, list) and int(1 if spec.nodes is None else spec.nodes) == 1
-            and ("A" if spec.storage_tier is None else spec.storage_tier) == "A" and checkpoints.resumes(spec.action))
+    return (bool(pod_folder) and isinstance(spec.args, list) and int(given(spec.nodes, 1)) == 1
+            and given(spec.storage_tier, "A") == "A" and checkpoints.resumes(spec.action))
 
 
 def prologue(spec: KubernetesSpec) -> str:

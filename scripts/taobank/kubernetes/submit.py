@@ -28,7 +28,7 @@ from .. import fsio, names, pins, records, redact
 from ..spec import GENERIC
 from ..contract import UNSET, Batch, Facts, Gate, Launch, Plan, SubmitOptions
 from ..errors import TaoError
-from ..jobspec import KubernetesSpec
+from ..jobspec import KubernetesSpec, given
 from ..run import Result, last_line
 from . import JOB_LABEL, credentials, gates, queues, render
 from .objects import delete_options, find_jobs, owned_by
@@ -194,9 +194,8 @@ def preview_sweep(specs: list[KubernetesSpec], ids: list[str], batch: Batch, *, 
     batch; and each trial's results folder."""
     spec = specs[0]
     names_only = dict.fromkeys(credentials.credential_names(secret_env, secrets_file), "")
-    refuse_batch(KubePlan(spec=spec, image=spec.image if spec.image is not None else "", network_arch="", action="",
-                          storage_tier="A" if spec.storage_tier is None else spec.storage_tier, results_dir="",
-                          nodes=int(1 if spec.nodes is None else spec.nodes),
+    refuse_batch(KubePlan(spec=spec, image=given(spec.image, ""), network_arch="", action="",
+                          storage_tier=given(spec.storage_tier, "A"), results_dir="", nodes=int(given(spec.nodes, 1)),
                           creds=names_only, ngc_key="<masked>" if ngc_pull_secret else None, config=config))
     assert batch.sweep
     sweep = batch.sweep

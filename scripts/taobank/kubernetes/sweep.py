@@ -17,7 +17,7 @@ import json
 import shlex
 from typing import Any, Mapping, Sequence
 
-from ..jobspec import KubernetesSpec
+from ..jobspec import KubernetesSpec, given
 from ..errors import TaoError
 from ..progress import READ_STATUS_SH, split_files
 from ..run import last_line
@@ -40,8 +40,7 @@ def table_name(sweep_id: str) -> str:
 
 def trial_argv(spec: KubernetesSpec) -> list[str]:
     """A trial's argv as its pod runs it: the same rule as a single job's (TAO's GPU arguments added)."""
-    return render.argv_of(spec.with_gpu_args(int(1 if spec.gpus is None else spec.gpus),
-                                             int(1 if spec.nodes is None else spec.nodes)))
+    return render.argv_of(spec.with_gpu_args(int(given(spec.gpus, 1)), int(given(spec.nodes, 1))))
 
 
 def plain_env(job: dict) -> dict[str, str]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..errors import TaoError
-from ..jobspec import SlurmSpec
+from ..jobspec import SlurmSpec, given
 from ..paths import abs_path
 
 _REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@#+-]*\Z")
@@ -123,10 +123,8 @@ def conversion(job_name: str, image: str, sqsh: str, log: str, spec: SlurmSpec |
     return Conversion(
         job_name=job_name, sqsh=sqsh, image=pyxis_image(image), log=log, partition=str(part).split(",")[0],
         account=spec.conversion_account or account,
-        time_minutes=_num(d["time_minutes"] if spec.conversion_time_minutes is None else spec.conversion_time_minutes,
-                          "conversion_time_minutes", int, 1),
-        cpus=_num(d["cpus"] if spec.conversion_cpus is None else spec.conversion_cpus, "conversion_cpus", int, 1),
-        mem=mem, force=force,
+        time_minutes=_num(given(spec.conversion_time_minutes, d["time_minutes"]), "conversion_time_minutes", int, 1),
+        cpus=_num(given(spec.conversion_cpus, d["cpus"]), "conversion_cpus", int, 1), mem=mem, force=force,
         temp_path=enroot_temp_path(env))
 
 

@@ -27,7 +27,7 @@ from typing import Any, Mapping
 
 from .. import pins
 from ..errors import TaoError
-from ..jobspec import SlurmSpec
+from ..jobspec import SlurmSpec, given
 from ..s3results import ENDPOINT_ENV
 from ..sources import Prefetch, commands, plain_env, size_query
 
@@ -42,9 +42,7 @@ def max_bytes(spec: SlurmSpec | Mapping[str, Any]) -> int:
     """The cap on everything one job prefetches: the spec's ``prefetch_max_bytes``, else versions.yaml."""
     from .resources import _num
 
-    spec = SlurmSpec.of(spec)
-    given = spec.prefetch_max_bytes
-    return _num(pins.resolve("slurm.uploads.max_prefetch_bytes") if given is None else given,
+    return _num(given(SlurmSpec.of(spec).prefetch_max_bytes, pins.resolve("slurm.uploads.max_prefetch_bytes")),
                 "prefetch_max_bytes", int, 1)
 
 

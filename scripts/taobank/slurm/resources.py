@@ -27,7 +27,7 @@ from typing import Any, Mapping
 
 from .. import pins
 from ..errors import TaoError
-from ..jobspec import SlurmSpec
+from ..jobspec import SlurmSpec, given
 
 _PARTITION = re.compile(r"[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*\Z")
 _ACCOUNT = re.compile(r"[A-Za-z0-9_.-]+\Z")
@@ -93,15 +93,10 @@ def _num(value: Any, name: str, kind=float, minimum: float = 0) -> Any:
     return out
 
 
-def _or(value: Any, default: Any) -> Any:
-    """``value``, or ``default`` when the spec leaves it unset (a given 0 is kept)."""
-    return default if value is None else value
-
-
-def _pick(given: Any, env: Mapping[str, str], env_key: str | None, default: Any) -> tuple[Any, bool]:
-    """Value and whether the user chose it (the spec's ``given`` beats env beats default)."""
-    if given is not None:
-        return given, True
+def _pick(value: Any, env: Mapping[str, str], env_key: str | None, default: Any) -> tuple[Any, bool]:
+    """Value and whether the user chose it (the spec's ``value`` beats env beats default)."""
+    if value is not None:
+        return value, True
     if env_key and env.get(env_key):
         return env[env_key], True
     return default, False
@@ -139,12 +134,12 @@ def wall_time_seconds(spec: SlurmSpec | Mapping[str, Any], env: Mapping[str, str
     ``0.1667`` h is 600 s (10 minutes), not 11 minutes."""
     spec = SlurmSpec.of(spec)
     d = defaults() if d is None else d
-    given = [k for k in WALL_TIME_FIELDS if getattr(spec, k) is not None]
-    if len(given) > 1:
-        raise TaoError(f"give the wall time once: {' and '.join(given)} are both set (keep one of them)")
-    if given == ["time"]:
+    asked = [k for k in WALL_TIME_FIELDS if getattr(spec, k) is not None]
+    if len(asked) > 1:
+        raise TaoError(f"give the wall time once: {' and '.join(asked)} are both set (keep one of them)")
+    if asked == ["time"]:
         seconds = parse_clock(spec.time)  # type: ignore[arg-type]
-    elif given == ["time_minutes"]:
+    elif asked == ["time_minutes"]:
         seconds = round(_num(spec.time_minutes, "time_minutes") * 60)
     else:
         raw, _ = _pick(spec.time_hours, env, "SLURM_TIME_HOURS", d["time_hours"])
@@ -209,9 +204,9 @@ def resolve(spec: SlurmSpec | Mapping[str, Any], env: Mapping[str, str] | None =
     time_minutes = max(1, math.ceil(wall_seconds / 60))  # SLURM's granularity: whole minutes, rounded up
     timeout_seconds, grace = inner_timeout(spec, env, d, time_minutes * 60)
 
-    max_per_node = _num(_or(spec.max_num_gpus_per_node, d["max_num_gpus_per_node"]), "max_num_gpus_per_node", int, 1)
-    num_gpus = _num(_or(spec.num_gpus, d["num_gpus"]), "num_gpus", int, 0)
-    nodes = _num(_or(spec.nodes, d["num_nodes"]), "num_nodes", int, 1)
+    max_per_node = _num(given(spec.max_num_gpus_per_node, d["max_num_gpus_per_node"]), "max_num_gpus_per_node", int, 1)
+    num_gpus = _num(given(spec.num_gpus, d["num_gpus"]), "num_gpus", int, 0)
+    nodes = _num(given(spec.nodes, d["num_nodes"]), "num_nodes", int, 1)
     exclusive = False
     if num_gpus >= max_per_node:
         if num_gpus % max_per_node:
@@ -231,7 +226,7 @@ def resolve(spec: SlurmSpec | Mapping[str, Any], env: Mapping[str, str] | None =
             raise TaoError(f"num_gpus {num_gpus} cannot be split evenly over num_nodes {nodes}: fix one of them")
         gpus_per_node = num_gpus // nodes
 
-    cpus = _num(_or(spec.cpus, d["cpus_per_task"]), "cpus_per_task", int, 1)
+    cpus = _num(given(spec.cpus, d["cpus_per_task"]), "cpus_per_task", int, 1)
     mem = spec.memory
     if mem is not None and not _MEM.match(str(mem)):
         raise TaoError(f"mem {mem!r} is not a SLURM size like 64G or 500M")

@@ -19,7 +19,7 @@ from ..contract import Batch, Gate, Launch, Plan, SubmitOptions
 from ..envfile import check_secret_name
 from ..render import line_break_at
 from ..errors import SubmitUncertain, TaoError
-from ..jobspec import SlurmSpec
+from ..jobspec import SlurmSpec, given
 from ..run import last_line
 from . import chain, cmdpaths, facts, images, mounts, prefetch, remote, render, resources, spec as specmod, status as st, storage, uploads
 from .ssh import Connection
@@ -90,22 +90,21 @@ def plan(spec: SlurmSpec | Mapping[str, Any], env: Mapping[str, str] | None = No
         raise TaoError(f"the command names {prefetch.PLACEHOLDER} but the job has no prefetch: add --prefetch SOURCE=DEST")
     pre_secrets = sources.secrets_for(pre, env, need_values=need_secrets)
     sources.plain_env(pre, env)  # a bad S3_ENDPOINT_URL fails here, early
-    mount_list, given = "", []
+    mount_list, site_mounts = "", []
     if runtime == "pyxis":
         extra = mounts.parse(spec.container_mounts or resources.defaults()["container_mounts"])
-        given = mounts.site_roots(env, base, extra) + extra
-    named = [n for n in named_paths(spec.command, argv, spec_files, [m.dst for m in given]) if n not in required]
+        site_mounts = mounts.site_roots(env, base, extra) + extra
+    named = [n for n in named_paths(spec.command, argv, spec_files, [m.dst for m in site_mounts]) if n not in required]
     if runtime == "pyxis":
         mount_list = mounts.text(mounts.derive([("input", r) for r in required] +
-                                               [("path the job names", n) for n in named], given,
+                                               [("path the job names", n) for n in named], site_mounts,
                                                write=[("results base", base)]))
     env_vars, nccl_env = storage.check_env(spec.env, spec.nccl_env)
     names = spec.secrets or []
     secret_values = storage.collect_secrets(names, env) if need_secrets else {check_secret_name(n): "" for n in names}
     d = resources.defaults()
     sqsh = None
-    if runtime == "pyxis" and pyxis and not images.is_sqsh(pyxis) and (d["use_sqsh"] if spec.use_sqsh is None
-                                                                          else spec.use_sqsh):
+    if runtime == "pyxis" and pyxis and not images.is_sqsh(pyxis) and given(spec.use_sqsh, d["use_sqsh"]):
         cache = storage.any_cluster_path(spec.sqsh_cache_dir, "sqsh_cache_dir") if spec.sqsh_cache_dir \
             else posixpath.join(base, pins.resolve("slurm.sqsh_cache_subdir"))
         sqsh = images.sqsh_path(pyxis, cache)
@@ -115,11 +114,6 @@ def plan(spec: SlurmSpec | Mapping[str, Any], env: Mapping[str, str] | None = No
         spec_files=spec_files, env=env_vars, nccl_env=nccl_env, secrets=secret_values,
         master_port=int(spec.master_port or d["master_port"]), chain=chain.settings(spec, res),
         prefetch=pre, prefetch_secrets=pre_secrets)
-
-
-def _infra_retries(spec: SlurmSpec) -> bool:
-    """Whether the job's infrastructure failures are retried (the spec's ``infra_retries``, on by default)."""
-    return True if spec.infra_retries is None else spec.infra_retries
 
 
 def named_paths(command: str | list[str], argv: list[str], spec_files: Iterable[uploads.Upload],
@@ -200,8 +194,7 @@ def check_one(sp: SlurmPlan, gate: Gate) -> None:
     if data_missing:
         raise TaoError(f"missing on the cluster ({conn.host.entry}): {', '.join(data_missing)}; put the data on the "
                        "shared filesystem or fix the paths (nothing was submitted)")
-    sp.force = bool(resources.defaults()["force_reconvert_latest"] if p.spec.force_reconvert_latest is None
-                    else p.spec.force_reconvert_latest)
+    sp.force = bool(given(p.spec.force_reconvert_latest, resources.defaults()["force_reconvert_latest"]))
     sp.convert = bool(p.sqsh) and images.needs_conversion(p.pyxis_image, not cache_bad, sp.force)
     sp.run_image = (p.sqsh or p.pyxis_image) if p.runtime == "pyxis" else p.pyxis_image
     if wanted:
@@ -264,8 +257,8 @@ def script_input(p: Mapping[str, Any], job_id: str, image: str | None) -> render
         container_mounts=p.mounts,
         env=p.env, nccl_env=p.nccl_env, has_credentials=bool(p.secrets), secret_names=tuple(p.secrets),
         dataset_root=p.dataset_root, master_port=p.master_port,
-        self_retries=facts.max_retries() if p.resources.requeue and _infra_retries(p.spec) else 0,
-        poller_retries=bool(_infra_retries(p.spec)),
+        self_retries=facts.max_retries() if p.resources.requeue and given(p.spec.infra_retries, True) else 0,
+        poller_retries=bool(given(p.spec.infra_retries, True)),
         chain=p.chain, action=str(p.spec.action or ""),
         network=str(p.spec.network_arch or ""))
 
@@ -333,7 +326,7 @@ def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: Record, image
                "login_host": conn.host.entry, "job_name": job_id,
                "staged_secrets": bool(p.secrets), "self_retry": inp.self_retries > 0,
                **({"walltime_chain": True, "max_attempts": inp.chain.max_attempts} if inp.chain else {}),
-               "infra_retries": bool(_infra_retries(p.spec))}
+               "infra_retries": bool(given(p.spec.infra_retries, True))}
     if pre:
         backend.update(prefetch_script=posixpath.join(jdir, f"sbatch/prefetch_{job_id}.sbatch"),
                        staged_prefetch_secrets=bool(p.prefetch_secrets))

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ..contract import UNSET, Batch, Facts, Launch
+from ..jobspec import given
 from ..errors import TaoError
 from . import chain, facts, render, storage
 from .submit import SlurmPlan, _staged_files, script_input
@@ -162,7 +163,7 @@ def launch(plans: list[SlurmPlan], recs: list[Record], batch: Batch) -> list[Lau
             staged_dir=jdir, results_dir=results, script=script, login_host=conn.host.entry, job_name=jid,
             staged_secrets=bool(d.secrets), self_retry=inp.self_retries > 0,
             **({"walltime_chain": True, "max_attempts": inp.chain.max_attempts} if inp.chain else {}),
-            infra_retries=bool(True if d.spec.infra_retries is None else d.spec.infra_retries)))
+            infra_retries=bool(given(d.spec.infra_retries, True))))
     render.lint(render.render(script_input(first.decided, recs[0].id, first.run_image)), "trial.sbatch")
     array = array_for(sweep_id, base, script_input(first.decided, recs[0].id, first.run_image), names,
                       max_concurrent)
