@@ -137,8 +137,8 @@ UNSET: Any = _Unset()
 class Shown:
     """What a job's view shows from one poll or stop beyond its record, never stored (the same fields on every
     platform). A field set replaces the view's own (None included); one left :data:`UNSET` leaves it. The core
-    lays it over the view (:func:`taobank.track.status`): the view's fields by name, the others into its extra
-    facts, in this order."""
+    lays it over the view (:mod:`taobank.track`): the view's fields by name, the others into its extra facts, in
+    this order."""
 
     observed: str | None = UNSET
     reason: str | None = UNSET

@@ -15,6 +15,7 @@ from .errors import TaoError
 
 T = TypeVar("T", bound="JobSpec")
 
+
 def given(value: Any, default: Any) -> Any:
     """A spec field's ``value``, or ``default`` where the spec leaves it unset (a given 0, "" or False is kept)."""
     return default if value is None else value

@@ -113,9 +113,9 @@ def _continuing(spec: DockerSpec, job_id: str, engine: str | None) -> tuple[str 
     folder = b.get("results_dir") or rec.results_dir
     if folder and folder != records.NO_RESULTS_DIR:
         mounts = list(spec.mounts or [])
-        shown = with_folder(mounts, rec, folder)
-        if shown is not mounts:
-            spec = replace(spec, mounts=shown)
+        reaching = with_folder(mounts, rec, folder)
+        if reaching is not mounts:
+            spec = replace(spec, mounts=reaching)
     if engine and facts.engine_name(engine) != facts.engine_of(rec):  # another engine: this shell's address
         return engine, None, spec
     return facts.engine_of(rec), b.get("engine_host") or None, spec

@@ -35,7 +35,6 @@ from .. import states
 from ..contract import Observation
 
 
-
 @dataclass
 class SlurmObservation(Observation):
     """An :class:`Observation` with what SLURM's own observe reads of it next (never stored as it is)."""
