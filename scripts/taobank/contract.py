@@ -6,7 +6,7 @@ on, so an adapter never receives a loose mapping of options.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, BinaryIO, Callable, ContextManager, Mapping, Protocol
 
 from .jobspec import JobSpec
@@ -97,16 +97,64 @@ class Batch:
 
 
 @dataclass
+class Facts:
+    """A platform's typed backend facts for the record, written out as the record's ``backend`` map by
+    :meth:`to_dict` (field order; a field left :data:`UNSET` is left out, None is kept)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: v for f in fields(self) for v in [getattr(self, f.name)] if v is not UNSET}
+
+
+@dataclass
 class Launch:
     """What a platform created: the core binds it to the record."""
 
     backend_ref: str
-    backend: dict
+    #: the record's backend facts: a platform's typed :class:`Facts`, or a map of a few keys
+    backend: dict | Facts
     message: str
     #: facts to show with the new job (uid, reconciled, job_dir ...)
     details: dict = field(default_factory=dict)
     #: the job exists and the record is bound to it, but it cannot run as it is: what to do (raised after binding)
     error: str | None = None
+
+    def facts(self) -> dict[str, Any]:
+        """The backend facts as the record keeps them."""
+        return self.backend.to_dict() if isinstance(self.backend, Facts) else self.backend
+
+
+class _Unset:
+    """The value of a :class:`Shown` field the platform did not set (None is a value: it is shown)."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+
+
+@dataclass
+class Shown:
+    """What a job's view shows from one poll or stop beyond its record, never stored (the same fields on every
+    platform). A field set replaces the view's own (None included); one left :data:`UNSET` leaves it. The core
+    lays it over the view (:mod:`taobank.track`): the view's fields by name, the others into its extra facts, in
+    this order."""
+
+    observed: str | None = UNSET
+    reason: str | None = UNSET
+    message: str | None = UNSET
+    exit_code: int | None = UNSET
+    #: how the training goes (:func:`taobank.training.progress_of`)
+    progress: dict | None = UNSET
+    #: Kubernetes: the pods' summaries, the pods run so far
+    pods: list[dict] = UNSET
+    pod_attempts: int = UNSET
+    #: a stop: whether the job's object was deleted
+    deleted: bool = UNSET
+
+    def items(self) -> list[tuple[str, Any]]:
+        """The fields set, by name, in field order."""
+        return [(f.name, getattr(self, f.name)) for f in fields(self) if getattr(self, f.name) is not UNSET]
 
 
 @dataclass
@@ -135,7 +183,6 @@ class Observation:
     failed_pod: str | None = None
     pods: list[dict] = field(default_factory=list)
     pod_attempts: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
     #: the job (record id) this is about; set by the adapter's ``observe`` for the core
     job_id: str | None = None
     #: backend facts the core merges into the record (None values are dropped)
@@ -143,7 +190,7 @@ class Observation:
     #: the backend reference the record now follows (a job that resubmitted itself under the same record)
     backend_ref: str | None = None
     #: what the view shows beyond the record (pods, progress, the backend's own reason ...), never stored
-    view: dict[str, Any] = field(default_factory=dict)
+    view: Shown = field(default_factory=Shown)
     #: False: the platform could not be asked about this job; the record stays as it is, ``view`` says why
     asked: bool = True
     #: keep the recorded message while the state holds when it contains this text (see ``states.next_move``)
@@ -190,8 +237,8 @@ class Stop:
     backend: dict[str, Any] = field(default_factory=dict)
     #: the cancel line's message when it says more than the record's (a cleanup note), else None
     said: str | None = None
-    #: more view fields (``deleted`` ...)
-    view: dict[str, Any] = field(default_factory=dict)
+    #: what the view shows beyond the record (``deleted`` ...)
+    view: Shown = field(default_factory=Shown)
     #: stopping failed: one line a user can act on; the record stays as it is
     error: str | None = None
 
@@ -338,5 +385,5 @@ class Transfer(Protocol):
         """Bytes of file content received so far in this run (the progress line)."""
 
 
-__all__ = ["RESULTS_VAR", "SubmitOptions", "SweepPreview", "Plan", "Gate", "Launch", "Observation", "STOP_OUTCOMES", "Stop", "Finding", "preflight_ok", "CHECKPOINT_SUFFIXES", "is_checkpoint", "ResultFile",
+__all__ = ["RESULTS_VAR", "SubmitOptions", "SweepPreview", "Plan", "Gate", "Facts", "Launch", "UNSET", "Shown", "Observation", "STOP_OUTCOMES", "Stop", "Finding", "preflight_ok", "CHECKPOINT_SUFFIXES", "is_checkpoint", "ResultFile",
            "ResultsLocation", "ResultsListing", "Transfer"]

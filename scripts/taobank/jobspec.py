@@ -8,12 +8,18 @@ lacks). A platform spells a shared field its own way (SLURM's ``num_nodes`` is t
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar, Mapping, TypeVar
 
 from .errors import TaoError
 
 T = TypeVar("T", bound="JobSpec")
+
+
+def given(value: Any, default: Any) -> Any:
+    """A spec field's ``value``, or ``default`` where the spec leaves it unset (a given 0, "" or False is kept)."""
+    return default if value is None else value
+
 
 #: The shared submit flags (:data:`taobank.cli.jobflags.SHARED`) that set a shared field, by flag value name.
 FLAG_FIELDS = {"image": "image", "network_arch": "network_arch", "action": "action", "nodes": "nodes",
@@ -75,6 +81,15 @@ class JobSpec:
         return cls(**{by_key[k]: v for k, v in spec.items()})
 
     @classmethod
+    def of(cls: type[T], spec: "T | Mapping[str, Any]") -> T:
+        """``spec`` typed: as it is when it is one already; a mapping (a spec file read back, written by
+        :meth:`to_dict` after :meth:`parse`) by its schema's keys, any other key ignored as a renderer ignores it."""
+        if isinstance(spec, cls):
+            return spec
+        by_key = {key: name for name, key in cls.keys().items()}
+        return cls(**{by_key[k]: v for k, v in spec.items() if k in by_key})
+
+    @classmethod
     def parse(cls: type[T], spec: Mapping[str, Any], what: str = "job spec") -> T:
         """``spec`` checked against the platform's schema (one line naming the field), then typed."""
         from .spec import validate
@@ -97,6 +112,16 @@ class JobSpec:
     def updated(self: T, changes: Mapping[str, Any]) -> T:
         """This spec with ``changes`` (spec keys, as :func:`taobank.taoargs.with_gpu_args` returns them) applied."""
         return type(self).from_dict({**self.to_dict(), **changes})
+
+    def with_gpu_args(self: T, gpus_per_node: int, nodes: int) -> T:
+        """This spec whose TAO command uses the GPUs and nodes the job is given
+        (:func:`taobank.taoargs.with_gpu_args`, which reads only the command and what it runs)."""
+        from . import taoargs
+
+        words = {"command": self.command, "args": getattr(self, "args", None), "action": self.action,
+                 "network_arch": self.network_arch}
+        changed = taoargs.with_gpu_args({k: v for k, v in words.items() if v is not None}, gpus_per_node, nodes)
+        return replace(self, **{k: changed[k] for k in ("command", "args") if k in changed and hasattr(self, k)})
 
 
 @dataclass
@@ -189,4 +214,4 @@ class DockerSpec(JobSpec):
 #: platform name -> its typed spec
 BY_PLATFORM: dict[str, type[JobSpec]] = {"kubernetes": KubernetesSpec, "slurm": SlurmSpec, "docker": DockerSpec}
 
-__all__ = ["JobSpec", "KubernetesSpec", "SlurmSpec", "DockerSpec", "BY_PLATFORM", "FLAG_FIELDS"]
+__all__ = ["given", "JobSpec", "KubernetesSpec", "SlurmSpec", "DockerSpec", "BY_PLATFORM", "FLAG_FIELDS"]

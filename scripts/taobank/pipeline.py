@@ -161,7 +161,7 @@ def _bind(adapter: Platform, recs: list[Record], launches: list[Launch]) -> list
     for rec, launch in zip(recs, launches):
         cur = records.get(rec.id)
         state = cur.state if cur.active else states.INITIAL
-        bound = Record.of(records.mark(rec.id, state, backend_ref=launch.backend_ref, backend=launch.backend,
+        bound = Record.of(records.mark(rec.id, state, backend_ref=launch.backend_ref, backend=launch.facts(),
                                        message=launch.message))
         view = adapter.view(bound)
         view.extra.update(launch.details)
@@ -189,5 +189,5 @@ def relaunch(adapter: Platform, job_id: str) -> JobView:
 
 def bind_resumed(job_id: str, launch: Launch) -> Record:
     """A resumed launch (a record staged before, finished now): the record bound to it."""
-    return Record.of(records.mark(job_id, State.PENDING, backend_ref=launch.backend_ref, backend=launch.backend,
+    return Record.of(records.mark(job_id, State.PENDING, backend_ref=launch.backend_ref, backend=launch.facts(),
                                   message=launch.message))

@@ -100,9 +100,10 @@ def parse_item(item: str) -> tuple[str, str]:
     return dest, source
 
 
-def collect(spec: Mapping[str, Any]) -> list[Prefetch]:
-    """The spec's ``prefetch`` ({dest: source}), each checked; destinations may not overlap."""
-    given = spec.get("prefetch") or {}
+def collect(spec: Any) -> list[Prefetch]:
+    """The spec's ``prefetch`` ({dest: source}; a typed spec's field or a mapping's key), each checked;
+    destinations may not overlap."""
+    given = (spec.get("prefetch") if isinstance(spec, Mapping) else getattr(spec, "prefetch", None)) or {}
     if not isinstance(given, Mapping):
         raise TaoError("prefetch must be a mapping {destination: source}")
     out = []

@@ -11,7 +11,7 @@ import os
 from typing import Any, Protocol
 
 from . import names, records, states
-from .contract import Launch, Observation, Stop
+from .contract import Launch, Observation, Shown, Stop
 from .errors import TaoError
 from .records import Record
 from .states import State
@@ -90,7 +90,8 @@ def refresh(adapter: Adapter, recs: list[Record], *, retry: bool = True) -> list
     return out
 
 
-def _overlay(view: Any, seen: dict[str, Any]) -> None:
+def _overlay(view: Any, seen: Shown) -> None:
+    """``seen`` laid over the view: its fields by name, the others into its extra facts."""
     for key, value in seen.items():
         if hasattr(view, key) and key != "extra":
             setattr(view, key, value)
@@ -138,7 +139,7 @@ def open_retry(adapter: Adapter, failed: Record, context: dict) -> Record:
     if launch is None:  # a job of a record opened a moment ago cannot exist: never guess which one it is
         return Record.of(records.mark(new, State.ERROR, message="resubmit failed: the retry has a job already",
                                       err_class="ERR_INFRA"))
-    return Record.of(records.mark(new, State.PENDING, backend_ref=launch.backend_ref, backend=launch.backend,
+    return Record.of(records.mark(new, State.PENDING, backend_ref=launch.backend_ref, backend=launch.facts(),
                                   message=launch.message))
 
 

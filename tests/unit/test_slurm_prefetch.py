@@ -219,7 +219,7 @@ def test_failed_prefetch_makes_the_training_job_error_with_the_logs_reason():
     pending = slurm_status.verdict(State.PENDING, "DependencyNeverSatisfied", "PENDING")
     failed = {"state": "FAILED", "exit_code": "3:0"}
     v = slurm_status.with_prefetch(pending, failed, "700")
-    assert v.state == State.ERROR and v.needs_log and v.extra == {"prefetch_log": True}
+    assert v.state == State.ERROR and v.needs_log and v.prefetch_log and not v.convert_log
     log = ("tao: prefetch s3://b/big.pth -> big.pth\ntao: prefetch failed: s3://b/big.pth is 4096 bytes; with 0 bytes "
            "already fetched that passes the prefetch cap of 1000 bytes (...); removed /x; the training job will not "
            "start\n")

@@ -7,7 +7,7 @@ and one cancel rule for every outcome a stop reports.
 from __future__ import annotations
 
 from taobank import records, track
-from taobank.contract import Launch, Observation, Stop
+from taobank.contract import Launch, Observation, Shown, Stop
 from taobank.platform import JobView
 from taobank.states import State
 
@@ -56,7 +56,7 @@ def opened(state: str = "RUNNING") -> dict:
 def test_an_observation_is_marked_once_and_what_ended_is_cleaned_up_in_one_call(state_dir):
     a, b = opened(), opened()
     adapter = Adapter({a["id"]: Observation(State.COMPLETE, "exit code 0", job_id=a["id"], backend={"x": 1}),
-                       b["id"]: Observation(State.RUNNING, "still", job_id=b["id"], view={"progress": {"line": "2/9"}})})
+                       b["id"]: Observation(State.RUNNING, "still", job_id=b["id"], view=Shown(progress={"line": "2/9"}))})
     views = {v.id: v for v in track.refresh(adapter, [a, b])}
     assert records.load(a["id"])["state"] == "COMPLETE" and records.load(a["id"])["backend"]["x"] == 1
     assert adapter.ended_calls == [([a["id"]], frozenset())]
@@ -68,7 +68,7 @@ def test_an_observation_is_marked_once_and_what_ended_is_cleaned_up_in_one_call(
 def test_a_record_not_asked_about_stays_as_it_is(state_dir):
     a = opened()
     adapter = Adapter({a["id"]: Observation(State.RUNNING, "", job_id=a["id"], asked=False,
-                                            view={"reason": "QueryFailed", "message": "unreachable"})})
+                                            view=Shown(reason="QueryFailed", message="unreachable"))})
     (view,) = track.refresh(adapter, [a])
     assert records.load(a["id"]) == a and view.message == "unreachable" and view.reason == "QueryFailed"
 
@@ -99,7 +99,7 @@ def test_the_retry_limit_ends_the_chain(state_dir):
 def test_one_cancel_rule_for_every_outcome(state_dir):
     s, g, n, e, x = (opened() for _ in range(5))
     stops = {s["id"]: Stop(s["id"], "stopped", "scancel 1", backend={"slurm_state": "CANCELLED"}),
-             g["id"]: Stop(g["id"], "gone", "already gone", said="Job g already deleted", view={"deleted": False}),
+             g["id"]: Stop(g["id"], "gone", "already gone", said="Job g already deleted", view=Shown(deleted=False)),
              n["id"]: Stop(n["id"], "never_launched", "canceled before launch"),
              e["id"]: Stop(e["id"], "ended", "exit code 3", state=State.ERROR, err_class="ERR_PROGRAM"),
              x["id"]: Stop(x["id"], error="scancel failed: timeout")}

@@ -1,6 +1,7 @@
 """Docker's side of the platform contract: the hooks, over one module per verb and the engine's CLI."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable, Mapping
 
 from ..contract import Batch, Gate, Launch, Observation, Stop, SubmitOptions, SweepPreview
@@ -105,13 +106,16 @@ def _continuing(spec: DockerSpec, job_id: str, engine: str | None) -> tuple[str 
     """(engine, its address, spec) of a job continuing ``job_id``: its engine unless --engine names one, and its
     results folder mounted, since the checkpoint the core resumes from is a path in it."""
     from .. import records
-    from .lineage_access import reachable
+    from .lineage_access import with_folder
 
     rec = records.get(job_id)
     b = rec.backend
     folder = b.get("results_dir") or rec.results_dir
     if folder and folder != records.NO_RESULTS_DIR:
-        spec = spec.updated(reachable(spec.to_dict(), rec, folder))
+        mounts = list(spec.mounts or [])
+        reaching = with_folder(mounts, rec, folder)
+        if reaching is not mounts:
+            spec = replace(spec, mounts=reaching)
     if engine and facts.engine_name(engine) != facts.engine_of(rec):  # another engine: this shell's address
         return engine, None, spec
     return facts.engine_of(rec), b.get("engine_host") or None, spec

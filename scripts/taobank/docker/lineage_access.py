@@ -8,6 +8,7 @@ shows it there.
 from __future__ import annotations
 
 import posixpath
+from typing import Any
 
 from ..errors import TaoError
 from ..paths import is_under
@@ -23,11 +24,18 @@ def _same_path(folder: str, mount: dict) -> bool:
 def reachable(spec: dict, parent: dict, folder: str) -> dict:
     """``spec`` whose container sees ``folder`` (read-only) at its host path; one line when a mount is in the way."""
     mounts = list(spec.get("mounts") or [])
+    out = with_folder(mounts, parent, folder)
+    return spec if out is mounts else {**spec, "mounts": out}
+
+
+def with_folder(mounts: list[dict], parent: Any, folder: str) -> list[dict]:
+    """``mounts`` (as they are when one shows ``folder`` at its host path already) with ``folder`` bind-mounted
+    read-only at its host path; one line when a mount is in the way."""
     if any(_same_path(folder, m) for m in mounts):
-        return spec
+        return mounts
     for m in mounts:
         target = m.get("container", "")
         if is_under(folder, target) or is_under(target, folder):
             raise TaoError(f"job {parent.id}'s results folder {folder} would be mounted at the same path, where "
                            f"this job mounts {m.get('host')} at {target}: mount it elsewhere; nothing was submitted")
-    return {**spec, "mounts": mounts + [{"host": folder, "container": folder, "read_only": True}]}
+    return mounts + [{"host": folder, "container": folder, "read_only": True}]

@@ -144,5 +144,5 @@ def said(rec: Record, v: Observation, extra: Mapping[str, Any] | None = None) ->
     if v.state in (State.RUNNING, State.COMPLETE, State.ERROR):
         seen = training.progress_of(status_files(rec), rec.action)
         if seen:
-            v.view["progress"] = seen
+            v.view.progress = seen
     return v

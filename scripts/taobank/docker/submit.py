@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .. import names, records, taoargs
+from .. import names, records
 from ..contract import Batch, Gate, Launch, Plan, SubmitOptions
 from ..envfile import check_job_env
 from ..errors import SubmitUncertain, TaoError
@@ -126,7 +126,7 @@ def plan_submit(spec: DockerSpec, opts: SubmitOptions, *, engine: str | None = N
 
 def with_gpus(spec: DockerSpec, count: int) -> DockerSpec:
     """``spec`` whose TAO command uses ``count`` GPUs (:func:`taobank.taoargs.with_gpu_args`)."""
-    return spec.updated(taoargs.with_gpu_args(spec.to_dict(), count, 1))
+    return spec.with_gpu_args(count, 1)
 
 
 def preview(spec: DockerSpec, opts: SubmitOptions, engine: str | None = None) -> str:

@@ -101,7 +101,7 @@ class Kubernetes(Platform):
 
         # the same checks of --namespace/--context as a real submit: a dry run that passes, submits
         namespace = Kubectl(opts.namespace, opts.context).namespace
-        objs = submit.preview(spec, namespace=namespace, job_id=opts.job_id or PREVIEW_ID,
+        objs = submit.preview(KubernetesSpec.of(spec), namespace=namespace, job_id=opts.job_id or PREVIEW_ID,
                               secret_env=opts.secret_env, secrets_file=opts.secrets_file,
                               ngc_pull_secret=opts.ngc_pull_secret,
                               config=dict(opts.config) if opts.config is not None else None)
@@ -113,7 +113,7 @@ class Kubernetes(Platform):
 
         namespace = Kubectl(opts.namespace, opts.context).namespace
         objs, folders = submit.preview_sweep(
-            specs, ids, batch, namespace=namespace, secret_env=opts.secret_env, secrets_file=opts.secrets_file,
+            [KubernetesSpec.of(s) for s in specs], ids, batch, namespace=namespace, secret_env=opts.secret_env, secrets_file=opts.secrets_file,
             ngc_pull_secret=opts.ngc_pull_secret, config=dict(opts.config) if opts.config is not None else None)
         shared = [(f"{o['kind']} {o['metadata']['name']}", dump_yaml([o])) for o in objs]
         return SweepPreview(shared=shared, trials=[[] for _ in ids], results_dirs=folders)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from ..contract import Stop
+from ..contract import Shown, Stop
 from ..run import last_line
 from ..states import State
 from .. import records, states
@@ -57,9 +57,9 @@ def cancel_trials(group: list[dict]) -> list[Stop]:
         text = res.stderr + res.stdout
         if not res.ok and ("Precondition failed" in text or "Conflict" in text or "UID in precondition" in text):
             return [Stop(r.id, "gone", "the sweep's Job was replaced by another with the same name; left alone",
-                         said=f"Job {name} now has another UID: not deleted", view={"deleted": False}) for r in group]
+                         said=f"Job {name} now has another UID: not deleted", view=Shown(deleted=False)) for r in group]
         if not res.ok and ("NotFound" in text or "not found" in text):
-            return [Stop(r.id, "gone", "the sweep's Job was already gone", view={"deleted": False},
+            return [Stop(r.id, "gone", "the sweep's Job was already gone", view=Shown(deleted=False),
                          said=f"Job {name} already deleted") for r in group]
         if not res.ok:
             raise TaoError(f"deleting the sweep's Job {name} failed: {last_line(text)}")
@@ -70,7 +70,7 @@ def cancel_trials(group: list[dict]) -> list[Stop]:
         return _trial_stops(group, job if job.get("kind") == "Job" else {}, f"Job {kube.namespace}/{name} deleted")
     job = kube.json("get", "job", name, "--ignore-not-found", what="kubectl get job (the sweep)")
     if not job or (job.get("metadata") or {}).get("uid") != uid:
-        return [Stop(r.id, "gone", "the sweep's Job was already gone", view={"deleted": False},
+        return [Stop(r.id, "gone", "the sweep's Job was already gone", view=Shown(deleted=False),
                      said=f"Job {name} already deleted") for r in group]
     stops = _trial_stops(group, job, "")
     going = sorted(index_of(r) for r, s in zip(group, stops) if s.outcome == "stopped")
@@ -82,7 +82,7 @@ def cancel_trials(group: list[dict]) -> list[Stop]:
                  what="kubectl delete pods (the canceled trials)")
     return [s if s.outcome != "stopped" else
             Stop(s.job_id, "stopped", "canceled by the agent (its pod deleted; the other trials go on)",
-                 said=f"trial {index_of(r)} of Job {kube.namespace}/{name} stopped", view={"deleted": True})
+                 said=f"trial {index_of(r)} of Job {kube.namespace}/{name} stopped", view=Shown(deleted=True))
             for r, s in zip(group, stops)]
 
 
@@ -95,14 +95,14 @@ def _trial_stops(group: list[dict], job: dict, said: str) -> list[Stop]:
         index = index_of(rec)
         if index in done:
             out.append(Stop(rec.id, "ended", f"trial {index} succeeded", state=State.COMPLETE,
-                            said="already finished (COMPLETE): nothing to cancel", view={"deleted": False}))
+                            said="already finished (COMPLETE): nothing to cancel", view=Shown(deleted=False)))
         elif index in failed:
             out.append(Stop(rec.id, "ended", f"trial {index} failed before the cancel (tao_jobs.py logs "
                             f"{rec.id})", state=State.ERROR, err_class="ERR_PROGRAM",
-                            said="already finished (ERROR): nothing to cancel", view={"deleted": False}))
+                            said="already finished (ERROR): nothing to cancel", view=Shown(deleted=False)))
         else:
             out.append(Stop(rec.id, "stopped", "canceled by the agent (the sweep's Job deleted, foreground)",
-                            said=said or None, view={"deleted": True}))
+                            said=said or None, view=Shown(deleted=True)))
     return out
 
 
@@ -120,19 +120,19 @@ def cancel(rec: Record) -> Stop:
             kube.run("delete", "secret,service,configmap", "-l", f"{JOB_LABEL}={job_id}", "--ignore-not-found",
                      "--wait=false", what="kubectl delete secret,service,configmap")
             return Stop(job_id, "never_launched", "canceled before launch", said="never launched: record canceled",
-                        view={"deleted": False})
+                        view=Shown(deleted=False))
         name, uid = found[0]["metadata"]["name"], found[0]["metadata"]["uid"]
     job = kube.json("get", "job", name, "--ignore-not-found", what="kubectl get job")
     if not job or job["metadata"].get("uid") != uid:
         other = " (a Job with that name but another UID exists and was left alone)" if job else ""
         return Stop(job_id, "gone", f"the Job was already gone{other}", said=f"Job {name} already deleted{other}",
-                    view={"deleted": False})
+                    view=Shown(deleted=False))
     pods = smap.pods_of(job, kube.items("pods", "-l", f"{JOB_LABEL}={job_id}"))
     obs = smap.observe(job, pods)
     if obs.state in (State.COMPLETE, State.ERROR):
         logs.save_final_logs(kube, rec, pods)
         note = credentials.credentials_note(kube, uid) if credentials.credential_secrets(rec) else None
-        return Stop(job_id, "ended", obs.message, state=obs.state, err_class=obs.err_class, view={"deleted": False},
+        return Stop(job_id, "ended", obs.message, state=obs.state, err_class=obs.err_class, view=Shown(deleted=False),
                     said=f"already finished ({obs.state}): nothing to cancel" + (f"; {note}" if note else ""))
     logs.save_final_logs(kube, rec, pods)
     # Server-side precondition: the API deletes only the object with this UID,
@@ -144,7 +144,7 @@ def cancel(rec: Record) -> Stop:
         text = res.stderr + res.stdout
         if "Precondition failed" in text or "Conflict" in text or "UID in precondition" in text:
             return Stop(job_id, "gone", "the Job was replaced by another with the same name; left alone",
-                        said=f"Job {name} now has another UID: not deleted", view={"deleted": False})
+                        said=f"Job {name} now has another UID: not deleted", view=Shown(deleted=False))
         if "NotFound" not in text and "not found" not in text:
             raise TaoError(f"deleting Job {name} failed: {text.strip().splitlines()[-1] if text.strip() else 'no output'}")
     # the Job is gone: the record says so whatever happens to the cleanup below
@@ -156,7 +156,7 @@ def cancel(rec: Record) -> Stop:
         message += (f"; its Secret/Service/ConfigMap were not deleted now ({exc}): the garbage collector removes "
                     f"them with the Job, or run kubectl delete secret,service,configmap -l {JOB_LABEL}={job_id}")
     return Stop(job_id, "stopped", "canceled by the agent (Job deleted, foreground)", said=message,
-                view={"deleted": True})
+                view=Shown(deleted=True))
 
 
 def cancel_many(recs: list[Record]) -> list[Stop]:
@@ -206,7 +206,7 @@ def cancel_many(recs: list[Record]) -> list[Stop]:
                 alone.append(rec)
                 continue
             if job is None:  # gone
-                out.append(Stop(rec.id, "gone", "the Job was already gone", view={"deleted": False},
+                out.append(Stop(rec.id, "gone", "the Job was already gone", view=Shown(deleted=False),
                                 said=f"Job {rec.backend.get('name')} already deleted"))
                 continue
             mine = smap.pods_of(job, pods)
@@ -214,7 +214,7 @@ def cancel_many(recs: list[Record]) -> list[Stop]:
             pods_of[rec.id] = mine
             if obs.state in (State.COMPLETE, State.ERROR):
                 out.append(Stop(rec.id, "ended", obs.message, state=obs.state, err_class=obs.err_class,
-                                said=f"already finished ({obs.state}): nothing to cancel", view={"deleted": False}))
+                                said=f"already finished ({obs.state}): nothing to cancel", view=Shown(deleted=False)))
                 continue
             going.append(rec)
         # every pod's last words before the Jobs go (one logs call for all), next to each record
@@ -237,7 +237,7 @@ def cancel_many(recs: list[Record]) -> list[Stop]:
         except TaoError as exc:  # owned by the Jobs: the garbage collector removes them anyway
             note = f"; their Secrets/Services/ConfigMaps were not deleted now ({exc}): the garbage collector removes them"
         for rec in going:  # the Jobs are going: the records say so, whatever the cleanup above did
-            out.append(Stop(rec.id, "stopped", "canceled by the agent (Job deleted, foreground)", view={"deleted": True},
+            out.append(Stop(rec.id, "stopped", "canceled by the agent (Job deleted, foreground)", view=Shown(deleted=True),
                             said=f"Job {namespace}/{rec.backend.get('name')} deleted{note}"))
     for rec in alone:
         try:

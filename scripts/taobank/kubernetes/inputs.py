@@ -89,7 +89,7 @@ def check(kube, spec: KubernetesSpec, results_folder: str | None) -> str:
     if not wanted:
         return "inputs: none named on a mounted volume"
     try:
-        code, output = volume_job.run(kube, spec.to_dict(), ["/bin/sh", "-c", CHECK_SCRIPT, "tao-inputs", *wanted],
+        code, output = volume_job.run(kube, spec, ["/bin/sh", "-c", CHECK_SCRIPT, "tao-inputs", *wanted],
                                       purpose="checking the inputs on the volumes")
     except TaoError as exc:  # a helper pod that cannot run must not block every submit
         return (f"warning: inputs not checked ({exc}), submit with --no-input-check to skip the check, "

@@ -9,7 +9,7 @@ credential Secrets deleted (one call per namespace).
 """
 from __future__ import annotations
 
-from ..contract import Observation
+from ..contract import Observation, Shown
 from ..states import State
 from .. import states
 from ..errors import TaoError
@@ -97,8 +97,8 @@ def observe(recs: list[Record], context: dict) -> list[Observation]:
                                                                   smap.condition(job, "Failed")):
                 context.setdefault("sweeps_ended", set()).add(rec.backend.get("uid"))
             obs.job_id = rec.id
-            obs.view = {"observed": obs.state, "reason": obs.reason, "pods": obs.pods, "exit_code": obs.exit_code,
-                        "pod_attempts": obs.pod_attempts}
+            obs.view = Shown(observed=obs.state, reason=obs.reason, pods=obs.pods, exit_code=obs.exit_code,
+                             pod_attempts=obs.pod_attempts)
             if obs.reason in smap.PULL_RETRY_REASONS and smap.PULL_BACKOFF_ONLY in obs.message:
                 obs.keep_if = "cannot pull image "  # the pull error recorded already says more than the back-off
             out.append(obs)
@@ -114,8 +114,8 @@ def _gone(rec: Record, entry: dict | None) -> bool:
 def _unasked(rec: Record, reason: str, message: str) -> Observation:
     """The observation of a record that could not be asked about: it stays as it is."""
     return Observation(State(rec.state), message, job_id=rec.id, asked=False,
-                       view={"observed": None, "reason": reason, "message": message, "pods": [], "exit_code": None,
-                             "pod_attempts": 0})
+                       view=Shown(observed=None, reason=reason, message=message, pods=[], exit_code=None,
+                                  pod_attempts=0))
 
 
 def ended(recs: list[Record], context: dict) -> dict[str, str]:

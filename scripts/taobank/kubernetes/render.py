@@ -9,11 +9,12 @@ exactly that string; optional fields are omitted, never rendered empty.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, Mapping
 
-from .. import names, pins, taoargs
+from .. import names, pins
 from ..contract import RESULTS_VAR
 from ..errors import TaoError
+from ..jobspec import KubernetesSpec, given
 from ..paths import is_under
 from ..render import render_yaml_documents
 from . import JOB_LABEL, MANAGED_BY
@@ -168,9 +169,9 @@ def kube_expand(text: str, env: dict[str, str]) -> str:
     return "".join(out)
 
 
-def argv_of(spec: dict) -> list[str]:
+def argv_of(spec: KubernetesSpec) -> list[str]:
     """The user's argv as the pod runs it (shell text through /bin/sh -c), before the bank's wrappers."""
-    return ["/bin/sh", "-c", spec["command"]] if spec.get("command") is not None else list(spec["args"])
+    return ["/bin/sh", "-c", spec.command] if spec.command is not None else list(spec.args or ())
 
 
 def kube_literal(script: str) -> str:
@@ -223,9 +224,10 @@ def failure_policy(multinode: bool = False) -> dict:
     ]}
 
 
-def staging_dir(spec: dict) -> str | None:
-    """The tier C shared emptyDir (None for tier A)."""
-    return (spec.get("staging_dir") or "/tao-staging") if spec.get("storage_tier", "A") == "C" else None
+def staging_dir(spec: KubernetesSpec | Mapping[str, Any]) -> str | None:
+    """The tier C shared emptyDir (None for tier A); a saved spec file's mapping is read as its typed spec."""
+    spec = KubernetesSpec.of(spec)
+    return (spec.staging_dir or "/tao-staging") if given(spec.storage_tier, "A") == "C" else None
 
 
 #: Longest label/annotation/nodeSelector key Kubernetes accepts: a DNS subdomain prefix, "/", a name.
@@ -234,32 +236,32 @@ MAX_QUALIFIED_KEY_LEN = 253 + 1 + 63
 _QUALIFIED_KEY_FIELDS = {"pod_labels": None, "pod_annotations": "--pod-annotation", "node_selector": "--node-selector"}
 
 
-def _check_key_lengths(spec: dict) -> None:
+def _check_key_lengths(spec: KubernetesSpec) -> None:
     """Refuse a key no Kubernetes server accepts, naming the field (the API would refuse it later, less clearly)."""
     for field, flag in _QUALIFIED_KEY_FIELDS.items():
-        for key in spec.get(field) or {}:
+        for key in getattr(spec, field) or {}:
             if len(str(key)) > MAX_QUALIFIED_KEY_LEN:
                 where = f"{field} ({flag})" if flag else field
                 raise TaoError(f"a {where} key is {len(str(key))} characters long: Kubernetes allows at most "
                                f"{MAX_QUALIFIED_KEY_LEN} (a 253-character prefix, '/', a 63-character name): shorten it")
 
 
-def _check_env(spec: dict, multinode: bool) -> None:
+def _check_env(spec: KubernetesSpec, multinode: bool) -> None:
     from ..envfile import check_job_env
 
-    check_job_env(spec.get("env"), spec.get("nccl_env"),
+    check_job_env(spec.env, spec.nccl_env,
                   reserved=RESERVED_ENV + (RENDEZVOUS_ENV if multinode else ()))
 
 
-def _env_list(spec: dict, job_id: str, name: str, service: str, multinode: bool, staging: str | None,
+def _env_list(spec: KubernetesSpec, job_id: str, name: str, service: str, multinode: bool, staging: str | None,
               results: resultsmod.Results) -> list[dict]:
     env: list[dict] = [{"name": "TAO_JOB_ID", "value": job_id}, *results.env()]
     if staging:
         env.append({"name": "TAO_STAGING_DIR", "value": staging})
     if multinode:
-        nodes = int(spec.get("nodes", 1))
-        gpus = int(spec.get("gpus", 1))
-        port = int(spec.get("master_port") or pins.resolve("kubernetes.master_port"))
+        nodes = int(given(spec.nodes, 1))
+        gpus = int(given(spec.gpus, 1))
+        port = int(spec.master_port or pins.resolve("kubernetes.master_port"))
         index_ref = {"fieldRef": {"fieldPath": f"metadata.annotations['{INDEX_ANNOTATION}']"}}
         env += [
             {"name": "WORLD_SIZE", "value": str(nodes)},  # TAO reads WORLD_SIZE as the node count
@@ -270,19 +272,21 @@ def _env_list(spec: dict, job_id: str, name: str, service: str, multinode: bool,
             {"name": "MASTER_ADDR", "value": f"{name}-0.{service}"},
             {"name": "MASTER_PORT", "value": str(port)},
         ]
-    for key, value in (spec.get("nccl_env") or {}).items():
+    for key, value in (spec.nccl_env or {}).items():
         env.append({"name": key, "value": str(value)})
-    for key, value in (spec.get("env") or {}).items():
+    for key, value in (spec.env or {}).items():
         env.append({"name": key, "value": str(value)})
     return env
 
 
-def volumes_and_mounts(spec: dict, shm_size: str) -> tuple[list[dict], list[dict]]:
+def volumes_and_mounts(spec: KubernetesSpec | Mapping[str, Any], shm_size: str) -> tuple[list[dict], list[dict]]:
+    """The pod's volumes and the main container's mounts: /dev/shm, then one volume per distinct source."""
+    spec = KubernetesSpec.of(spec)
     volumes: list[dict] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm_size}}]
     mounts: list[dict] = [{"name": "dshm", "mountPath": "/dev/shm"}]
     seen_paths = {"/dev/shm"}
     by_source: dict[tuple, str] = {}
-    for m in spec.get("mounts") or []:
+    for m in spec.mounts or []:
         path = m["mount_path"]
         if path in seen_paths:
             raise TaoError(f"mount path {path} is used twice: give each mount its own path")
@@ -307,18 +311,18 @@ def volumes_and_mounts(spec: dict, shm_size: str) -> tuple[list[dict], list[dict
     return volumes, mounts
 
 
-def _resources(spec: dict) -> dict:
-    limits: dict[str, str] = {}
-    requests: dict[str, str] = {}
-    gpus = int(spec.get("gpus", 1))
+def _resources(spec: KubernetesSpec) -> dict:
+    limits: dict[str, Any] = {}
+    requests: dict[str, Any] = {}
+    gpus = int(given(spec.gpus, 1))
     if gpus > 0:
         limits["nvidia.com/gpu"] = str(gpus)
-    if spec.get("cpu"):
-        requests["cpu"] = spec["cpu"]
-    if spec.get("memory"):
-        requests["memory"] = spec["memory"]
-    if spec.get("memory_limit"):
-        limits["memory"] = spec["memory_limit"]
+    if spec.cpus:
+        requests["cpu"] = spec.cpus
+    if spec.memory:
+        requests["memory"] = spec.memory
+    if spec.memory_limit:
+        limits["memory"] = spec.memory_limit
     out: dict[str, dict] = {}
     if limits:
         out["limits"] = limits
@@ -330,7 +334,7 @@ def _resources(spec: dict) -> dict:
 
 
 def build_context(
-    spec: dict,
+    spec: KubernetesSpec | Mapping[str, Any],
     *,
     job_id: str,
     namespace: str,
@@ -353,28 +357,30 @@ def build_context(
     config-mode request: the file goes into a ConfigMap mounted read-only.
     ``sweep_table``: the name of a sweep's trial table (ConfigMap, :mod:`taobank.kubernetes.sweep`): the pod
     is one index of an Indexed Job and reads its trial's id, folder and argv there (:data:`SWEEP_PROLOGUE`).
+    A mapping ``spec`` (a spec file, as ``render_k8s_job.py`` reads it) is read as its typed spec first.
     """
+    spec = KubernetesSpec.of(spec)
     name = name or job_name_for(job_id)
     if not names.is_dns1035_label(name) or len(name) > MAX_NAME_LEN:
         raise TaoError(f"job name {name!r} is not an RFC 1035 label of at most {MAX_NAME_LEN} characters")
     if not names.is_dns1123_label(namespace):
         raise TaoError(f"namespace {namespace!r} is not a valid Kubernetes namespace name")
-    nodes = int(spec.get("nodes", 1))
+    nodes = int(given(spec.nodes, 1))
     multinode = nodes > 1
     _check_env(spec, multinode)
     _check_key_lengths(spec)
-    if spec.get("command") is not None and spec.get("args") is not None:
+    if spec.command is not None and spec.args is not None:
         raise TaoError("give either command (shell text) or args (native argv), not both")
-    if spec.get("command") is None and not spec.get("args"):
+    if spec.command is None and not spec.args:
         raise TaoError("the job spec needs command (shell text) or args (native argv)")
-    spec = taoargs.with_gpu_args(spec, int(spec.get("gpus", 1)), nodes)  # TAO reads its GPUs from its argv
-    tier = spec.get("storage_tier", "A")
-    shm = spec.get("shm_size") or pins.resolve(
+    spec = spec.with_gpu_args(int(given(spec.gpus, 1)), nodes)  # TAO reads its GPUs from its argv
+    tier = given(spec.storage_tier, "A")
+    shm = spec.shm_size or pins.resolve(
         "kubernetes.shm_size_multinode" if multinode else "kubernetes.shm_size_single"
     )
     labels = labels_for(job_id)
-    pod_labels = {**(spec.get("pod_labels") or {}), **labels}
-    pod_annotations = dict(spec.get("pod_annotations") or {})
+    pod_labels = {**(spec.pod_labels or {}), **labels}
+    pod_annotations = dict(spec.pod_annotations or {})
     volumes, mounts = volumes_and_mounts(spec, shm)
     env_from = [{"secretRef": {"name": cred_secret}}] if cred_secret else None
 
@@ -386,7 +392,7 @@ def build_context(
     if tier == "C":
         if staging in {m["mountPath"] for m in mounts}:
             raise TaoError(f"staging_dir {staging} collides with a mount path")
-        for item in (spec.get("s3_inputs") or []) + (spec.get("s3_outputs") or []):
+        for item in (spec.s3_inputs or []) + (spec.s3_outputs or []):
             if not is_under(item["path"], staging):
                 raise TaoError(f"tier C path {item['path']} must be under staging_dir {staging} (the shared emptyDir)")
         if not cred_secret:
@@ -396,7 +402,7 @@ def build_context(
         mounts.append(stage_mount)
         s3_image = pins.resolve("images.s3_client")
         staging_env = [{"name": "TAO_STAGING_DIR", "value": staging}]
-        fetch_args = [x for i in spec.get("s3_inputs") or [] for x in (i["uri"], i["path"])]
+        fetch_args = [x for i in spec.s3_inputs or [] for x in (i["uri"], i["path"])]
         init_containers.append({
             "name": "fetch",
             "image": s3_image,
@@ -405,7 +411,7 @@ def build_context(
             "envFrom": env_from,
             "volumeMounts": [stage_mount],
         })
-        upload_args = [x for o in spec.get("s3_outputs") or [] for x in (o["path"], o["uri"])]
+        upload_args = [x for o in spec.s3_outputs or [] for x in (o["path"], o["uri"])]
         if results.upload:
             upload_args += list(results.upload)
         extra_containers.append({
@@ -417,9 +423,9 @@ def build_context(
             "volumeMounts": [stage_mount],
         })
         command = ["/bin/sh", "-c", kube_literal(MAIN_WRAPPER), "tao-main", *user_argv]
-    elif spec.get("s3_inputs") or spec.get("s3_outputs"):
+    elif spec.s3_inputs or spec.s3_outputs:
         raise TaoError("s3_inputs/s3_outputs need storage_tier C")
-    elif results.pod_folder and spec.get("log_copy", True):
+    elif results.pod_folder and given(spec.log_copy, True):
         command = ["/bin/sh", "-c", kube_literal(LOG_WRAPPER), "tao-main", *user_argv]
     else:
         command = user_argv
@@ -455,9 +461,9 @@ def build_context(
         mounts.append({"name": "tao-config", "mountPath": config["mount_path"], "subPath": key, "readOnly": True})
         pod_annotations[CONFIG_SHA_ANNOTATION] = digest
 
-    main: dict[str, Any] = {"name": "main", "image": spec["image"], "command": command}
-    if spec.get("working_dir"):
-        main["workingDir"] = spec["working_dir"]
+    main: dict[str, Any] = {"name": "main", "image": spec.image, "command": command}
+    if spec.workdir:
+        main["workingDir"] = spec.workdir
     main["env"] = _env_list(spec, job_id, name, name, multinode, staging, results)
     if env_from:
         main["envFrom"] = env_from
@@ -469,7 +475,7 @@ def build_context(
         if c["envFrom"] is None:
             del c["envFrom"]
 
-    pulls = [{"name": s} for s in [*pull_secrets, *([spec["image_pull_secret"]] if spec.get("image_pull_secret") else [])]]
+    pulls = [{"name": s} for s in [*pull_secrets, *([spec.image_pull_secret] if spec.image_pull_secret else [])]]
     return {
         "name": name,
         "service_name": name,
@@ -479,21 +485,21 @@ def build_context(
         "pod_annotations": pod_annotations or None,
         "selector": {JOB_LABEL: job_id},
         "nodes": nodes,
-        "master_port": int(spec.get("master_port") or pins.resolve("kubernetes.master_port")),
+        "master_port": int(spec.master_port or pins.resolve("kubernetes.master_port")),
         "backoff_limit": int(pins.resolve("kubernetes.disruption_retries")) if retry_disruptions and nodes == 1 else 0,
         "pod_failure_policy": failure_policy(nodes > 1) if retry_disruptions else None,
         "ttl_seconds_after_finished": int(
-            spec["ttl_seconds_after_finished"] if spec.get("ttl_seconds_after_finished") is not None
+            spec.ttl_seconds_after_finished if spec.ttl_seconds_after_finished is not None
             else pins.resolve("kubernetes.ttl_seconds_after_finished")
         ),
-        "active_deadline_seconds": spec.get("active_deadline_seconds"),
+        "active_deadline_seconds": spec.active_deadline_seconds,
         "image_pull_secrets": pulls or None,
-        "node_selector": spec.get("node_selector") or None,
-        "tolerations": spec.get("tolerations") or None,
+        "node_selector": spec.node_selector or None,
+        "tolerations": spec.tolerations or None,
         # one pod per node (the NCCL probe): pods of this job repel each other on a node
         "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
             {"labelSelector": {"matchLabels": {JOB_LABEL: job_id}}, "topologyKey": "kubernetes.io/hostname"}]}}
-        if spec.get("one_pod_per_node") and nodes > 1 else None,
+        if spec.one_pod_per_node and nodes > 1 else None,
         "share_process_namespace": tier == "C",
         "init_containers": init_containers or None,
         "containers": [main, *extra_containers],
@@ -502,7 +508,7 @@ def build_context(
     }
 
 
-def render_manifests(spec: dict, **kwargs: Any) -> list[dict]:
+def render_manifests(spec: KubernetesSpec | Mapping[str, Any], **kwargs: Any) -> list[dict]:
     """Render the manifests for ``spec``: [ConfigMap?] [Service (multi-node)] Job."""
     ctx = build_context(spec, **kwargs)
     template = INDEXED_TEMPLATE if ctx["nodes"] > 1 else SINGLE_TEMPLATE

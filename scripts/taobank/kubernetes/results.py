@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 from ..contract import RESULTS_VAR
 from ..errors import TaoError
+from ..jobspec import KubernetesSpec, given
 from ..paths import is_under
 from ..records import ID_PLACEHOLDER, NO_RESULTS_DIR
 
@@ -59,19 +61,21 @@ class Results:
         return Results(sub(self.folder), sub(self.parent), sub(self.name), up)
 
 
-def _mounts(spec: dict) -> list[dict]:
-    return list(spec.get("mounts") or [])
+def _mounts(spec: KubernetesSpec) -> list[dict]:
+    return list(spec.mounts or [])
 
 
-def plan(spec: dict, *, staging: str | None = None) -> Results:
-    """The results plan of ``spec`` (TaoError when they would be lost). ``{id}`` stands for the job id."""
-    if spec.get("no_results"):
-        if spec.get("results_dir"):
+def plan(spec: KubernetesSpec | Mapping[str, Any], *, staging: str | None = None) -> Results:
+    """The results plan of ``spec`` (TaoError when they would be lost). ``{id}`` stands for the job id. A
+    mapping (the spec file saved beside a record) is read as its typed spec."""
+    spec = KubernetesSpec.of(spec)
+    if spec.no_results:
+        if spec.results_dir:
             raise TaoError("give results_dir or no_results, not both")
         return Results(NO_RESULTS)
-    exact = bool(spec.get("results_exact"))
-    tier = spec.get("storage_tier", "A")
-    wanted = spec.get("results_dir")
+    exact = bool(spec.results_exact)
+    tier = given(spec.storage_tier, "A")
+    wanted = spec.results_dir
     writable = [m for m in _mounts(spec) if not m.get("read_only")]
     if wanted is None:
         if exact:

@@ -14,20 +14,21 @@ from __future__ import annotations
 import re
 
 from .. import checkpoints
+from ..jobspec import KubernetesSpec, given
 
 _ACTION = re.compile(r"[A-Za-z0-9_.-]+\Z")
 
 
-def applies(spec: dict, pod_folder: str | None) -> bool:
-    return (bool(pod_folder) and isinstance(spec.get("args"), list) and int(spec.get("nodes", 1)) == 1
-            and spec.get("storage_tier", "A") == "A" and checkpoints.resumes(spec.get("action")))
+def applies(spec: KubernetesSpec, pod_folder: str | None) -> bool:
+    return (bool(pod_folder) and isinstance(spec.args, list) and int(given(spec.nodes, 1)) == 1
+            and given(spec.storage_tier, "A") == "A" and checkpoints.resumes(spec.action))
 
 
-def prologue(spec: dict) -> str:
+def prologue(spec: KubernetesSpec) -> str:
     """sh text that rewrites ``"$@"`` to resume from the newest checkpoint in the job's folder."""
-    action = str(spec.get("action") or "")
+    action = str(spec.action or "")
     action = action if _ACTION.match(action) and action not in (".", "..") else "-"
-    network = spec.get("network_arch")
+    network = spec.network_arch
     return (checkpoints.shell_finder(network)
             + f'tao_ckpt=$(tao_latest_checkpoint "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID" {action} || true)\n'
             + checkpoints.resume_set(network=network))

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 
 from .. import fsio, names, pins, records, redact
 from ..spec import GENERIC
-from ..contract import Batch, Gate, Launch, Plan, SubmitOptions
+from ..contract import UNSET, Batch, Facts, Gate, Launch, Plan, SubmitOptions
 from ..errors import TaoError
-from ..jobspec import KubernetesSpec
+from ..jobspec import KubernetesSpec, given
 from ..run import Result, last_line
 from . import JOB_LABEL, credentials, gates, queues, render
 from .objects import delete_options, find_jobs, owned_by
@@ -53,6 +53,23 @@ class KubePlan(Plan):
     require_free: bool = False
     #: a sweep (on its first plan): the Indexed Job and its trial table, built and checked before any record
     sweep_objs: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class JobFacts(Facts):
+    """What the record keeps of a created (or adopted) Job: where it is, its UID and what it owns."""
+
+    uid: str | None
+    namespace: str
+    name: str | None
+    #: the kubeconfig context ("" for the current one)
+    context: str
+    #: what the Job owns, ``kind/name`` comma-separated (deleted with it)
+    owned: str
+    #: pods that run at once (the Job's parallelism)
+    nodes: int
+    #: a sweep's trial: its completion index in the sweep's Indexed Job
+    index: int = UNSET
 
 
 def target(opts: SubmitOptions, rec: Record | None) -> Kubectl:
@@ -81,11 +98,10 @@ def plan(spec: KubernetesSpec, opts: SubmitOptions, rec: Record | None) -> KubeP
     arch, action = spec.network_arch or GENERIC["network_arch"], spec.action or GENERIC["action"]
     jid = rec.id if rec is not None else names.mint_job_id(arch, action)
     config = dict(opts.config) if opts.config is not None else None
-    data = spec.to_dict()  # what the manifests render from: the spec as its schema spells it
-    objs = render.render_manifests(data, job_id=jid, namespace=kube.namespace, name=render.job_name_for(jid),
+    objs = render.render_manifests(spec, job_id=jid, namespace=kube.namespace, name=render.job_name_for(jid),
                                    cred_secret=render.cred_secret_name(jid) if creds else None,
                                    pull_secrets=[render.pull_secret_name(jid)] if ngc_key else [], config=config)
-    results = resultsmod.plan(data, staging=render.staging_dir(data))
+    results = resultsmod.plan(spec, staging=render.staging_dir(spec))
     return KubePlan(spec=spec, image=str(spec.image), network_arch=arch, action=action,
                     storage_tier=spec.storage_tier or "A", results_dir=results.folder,
                     nodes=int(spec.nodes or 1), job_id=jid,
@@ -105,7 +121,7 @@ def check(plans: list[KubePlan], gate: Gate, batch: Batch) -> None:
     assert kube is not None
     if batch.sweep:  # the secret lint once over what is sent: the Indexed Job and every trial's argv in its table
         refuse_batch(p)
-        p.sweep_objs = sweepmod.build([q.spec.to_dict() for q in plans], [str(q.job_id) for q in plans], batch.sweep,
+        p.sweep_objs = sweepmod.build([q.spec for q in plans], [str(q.job_id) for q in plans], batch.sweep,
                                       kube.namespace, batch.max_concurrent, creds=bool(p.creds), ngc=bool(p.ngc_key))
         _lint(p.sweep_objs, "the sweep")
     else:
@@ -170,7 +186,7 @@ def launch(plans: list[KubePlan], recs: list[Record], batch: Batch) -> list[Laun
         raise TaoError(f"{exc}{_undo(kube, made, batch)}") from None
 
 
-def preview_sweep(specs: list[dict], ids: list[str], batch: Batch, *, namespace: str,
+def preview_sweep(specs: list[KubernetesSpec], ids: list[str], batch: Batch, *, namespace: str,
                   secret_env: list[str] | tuple[str, ...] = (), secrets_file: str | None = None,
                   ngc_pull_secret: bool = False, config: dict | None = None) -> tuple[list[dict], list[str]]:
     """What a sweep's launch creates, contacting nothing: its one Indexed Job and trial table as :func:`check`
@@ -178,8 +194,8 @@ def preview_sweep(specs: list[dict], ids: list[str], batch: Batch, *, namespace:
     batch; and each trial's results folder."""
     spec = specs[0]
     names_only = dict.fromkeys(credentials.credential_names(secret_env, secrets_file), "")
-    refuse_batch(KubePlan(spec=spec, image=spec.get("image", ""), network_arch="", action="",
-                          storage_tier=spec.get("storage_tier", "A"), results_dir="", nodes=int(spec.get("nodes", 1)),
+    refuse_batch(KubePlan(spec=spec, image=given(spec.image, ""), network_arch="", action="",
+                          storage_tier=given(spec.storage_tier, "A"), results_dir="", nodes=int(given(spec.nodes, 1)),
                           creds=names_only, ngc_key="<masked>" if ngc_pull_secret else None, config=config))
     assert batch.sweep
     sweep = batch.sweep
@@ -248,7 +264,8 @@ def launch_sweep(kube: Kubectl, plans: list[KubePlan], recs: list[Record], batch
     for i, rec in enumerate(recs):
         one = launched(kube, server, names_owned, reconciled=False)
         one.backend_ref = f"{one.backend_ref}#{i}"
-        one.backend.update({"index": i, "nodes": 1})
+        assert isinstance(one.backend, JobFacts)
+        one.backend.index, one.backend.nodes = i, 1
         one.message = (f"trial {i} of Indexed Job {kube.namespace}/{server['metadata']['name']} (runs when one of "
                        f"its {batch.max_concurrent} slots is free)")
         out.append(one)
@@ -315,9 +332,9 @@ def launched(kube: Kubectl, job: dict, owned: list[tuple[str, str]], *, reconcil
     """What the record keeps of a created (or adopted) Job."""
     meta = job.get("metadata") or {}
     ref = f"{kube.namespace}/{meta.get('name')}"
-    backend = {"uid": meta.get("uid"), "namespace": kube.namespace, "name": meta.get("name"),
-               "context": kube.context or "", "owned": ",".join(f"{k}/{n}" for k, n in owned),
-               "nodes": (job.get("spec") or {}).get("parallelism") or 1}
+    backend = JobFacts(uid=meta.get("uid"), namespace=kube.namespace, name=meta.get("name"),
+                       context=kube.context or "", owned=",".join(f"{k}/{n}" for k, n in owned),
+                       nodes=(job.get("spec") or {}).get("parallelism") or 1)
     return Launch(ref, backend, "reconciled with the existing Job" if reconciled else "Job created",
                   details={"uid": meta.get("uid"), "reconciled": reconciled, "namespace": kube.namespace,
                            "context": kube.context, "name": meta.get("name")}, error=error)
@@ -328,7 +345,7 @@ def adopt(p: KubePlan, rec: Record, gate: Gate) -> Launch | None:
     assert p.kube is not None
     _lint(p.objs, "the job spec")
     existing = find_jobs(p.kube, rec.id)
-    return _adopt(p.kube, rec, existing[0], p.spec.to_dict(), p.creds, p.ngc_key, p.config, gate) if existing else None
+    return _adopt(p.kube, rec, existing[0], p.spec, p.creds, p.ngc_key, p.config, gate) if existing else None
 
 
 def _forbidden(exc: TaoError) -> bool:
@@ -458,7 +475,7 @@ def _refuse_permissions(kube: Kubectl, missing: list[str]) -> None:
     )
 
 
-def preview(spec: dict, *, namespace: str, job_id: str, secret_env: list[str] | tuple[str, ...] = (),
+def preview(spec: KubernetesSpec, *, namespace: str, job_id: str, secret_env: list[str] | tuple[str, ...] = (),
             secrets_file: str | None = None, ngc_pull_secret: bool = False, config: dict | None = None) -> list[dict]:
     """What submit creates, in its order (the Job, its Secrets, then Service/ConfigMap): the same Secret
     names and references (envFrom, imagePullSecrets), every Secret value masked. Contacts nothing; no
@@ -551,7 +568,7 @@ def _create_missing(kube: Kubectl, obj: dict) -> bool:
     raise TaoError(f"creating {obj['kind']} {obj['metadata']['name']} failed: {last}")
 
 
-def _adopt(kube: Kubectl, rec: Record, job: dict, spec: dict, creds: dict, ngc_key: str | None, config: dict | None,
+def _adopt(kube: Kubectl, rec: Record, job: dict, spec: KubernetesSpec, creds: dict, ngc_key: str | None, config: dict | None,
            gate: Gate) -> Launch:
     """A resumed submit found its Job: create the owned objects it lacks (a submit that died between
     the Job and its Service/ConfigMap/Secrets); never create a second Job. The record is bound to it even

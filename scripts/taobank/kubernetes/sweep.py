@@ -15,8 +15,9 @@ from __future__ import annotations
 import copy
 import json
 import shlex
+from typing import Any, Mapping, Sequence
 
-from .. import taoargs
+from ..jobspec import KubernetesSpec, given
 from ..errors import TaoError
 from ..progress import READ_STATUS_SH, split_files
 from ..run import last_line
@@ -37,9 +38,9 @@ def table_name(sweep_id: str) -> str:
     return f"tao-sweep-{render.job_name_for(sweep_id)}"[:63].rstrip("-")
 
 
-def trial_argv(spec: dict) -> list[str]:
+def trial_argv(spec: KubernetesSpec) -> list[str]:
     """A trial's argv as its pod runs it: the same rule as a single job's (TAO's GPU arguments added)."""
-    return render.argv_of(taoargs.with_gpu_args(spec, int(spec.get("gpus", 1)), int(spec.get("nodes", 1))))
+    return render.argv_of(spec.with_gpu_args(int(given(spec.gpus, 1)), int(given(spec.nodes, 1))))
 
 
 def plain_env(job: dict) -> dict[str, str]:
@@ -52,7 +53,7 @@ def plain_env(job: dict) -> dict[str, str]:
     return env
 
 
-def trial_table(sweep_id: str, namespace: str, specs: list[dict], ids: list[str],
+def trial_table(sweep_id: str, namespace: str, specs: list[KubernetesSpec], ids: list[str],
                 env: dict[str, str] | None = None) -> dict:
     """The ConfigMap every index reads its trial from; one line when it would not fit in one object. A trial's
     argv is stored as the kubelet would have expanded a single job's (``$(NAME)`` of ``env`` and of the trial's
@@ -95,9 +96,10 @@ def indexed(job: dict, sweep_id: str, n: int, k: int) -> dict:
     return job
 
 
-def build(specs: list[dict], ids: list[str], sweep_id: str, namespace: str, k: int, *, creds: bool,
+def build(specs: Sequence[KubernetesSpec | Mapping[str, Any]], ids: list[str], sweep_id: str, namespace: str, k: int, *, creds: bool,
           ngc: bool) -> list[dict]:
     """[the Indexed Job, its trial table]: what a sweep of ``specs`` (trial i: record ``ids[i]``) creates."""
+    specs = [KubernetesSpec.of(s) for s in specs]
     name = render.job_name_for(sweep_id)
     objs = render.render_manifests(specs[0], job_id=sweep_id, namespace=namespace, name=name,
                                    cred_secret=render.cred_secret_name(sweep_id) if creds else None,

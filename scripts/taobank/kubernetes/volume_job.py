@@ -15,10 +15,11 @@ from __future__ import annotations
 import secrets
 import time
 from contextlib import contextmanager
-from typing import BinaryIO, ContextManager, Iterator
+from typing import Any, BinaryIO, ContextManager, Iterator, Mapping
 
 from .. import pins
 from ..errors import TaoError
+from ..jobspec import KubernetesSpec
 from . import MANAGED_BY, render
 from ..run import Result, pipe, signals_held, signals_interrupt
 from .kubectl import Kubectl
@@ -29,10 +30,12 @@ HELPER_LABEL = "tao-skill-bank/volume-job"
 FOR_JOB_LABEL = "tao-skill-bank/for-job"
 
 
-def manifest(spec: dict, name: str, namespace: str, argv: list[str], *, deadline_s: int,
-             writable: bool = False, for_job: str | None = None) -> dict:
+def manifest(spec: KubernetesSpec | Mapping[str, Any], name: str, namespace: str, argv: list[str], *,
+             deadline_s: int, writable: bool = False, for_job: str | None = None) -> dict:
     """The helper Job: the job's mounts (read-only unless ``writable``: prune), its node placement and pull
-    secret, no GPU; labelled with the job whose results it reads (``for_job``), so each can be found alone."""
+    secret, no GPU; labelled with the job whose results it reads (``for_job``), so each can be found alone. A
+    mapping (the spec file saved beside a record) is read as its typed spec."""
+    spec = KubernetesSpec.of(spec)
     volumes, mounts = render.volumes_and_mounts(spec, "64Mi")
     if not writable:
         mounts = [{**m, "readOnly": True} if m["mountPath"] != "/dev/shm" else m for m in mounts]
@@ -41,11 +44,12 @@ def manifest(spec: dict, name: str, namespace: str, argv: list[str], *, deadline
         "volumeMounts": mounts, "resources": {"requests": {"cpu": "100m", "memory": "64Mi"},
                                               "limits": {"cpu": "1", "memory": "256Mi"}}}],
         "volumes": volumes}
-    for key, field in (("node_selector", "nodeSelector"), ("tolerations", "tolerations")):
-        if spec.get(key):
-            pod[field] = spec[key]
-    if spec.get("image_pull_secret"):
-        pod["imagePullSecrets"] = [{"name": spec["image_pull_secret"]}]
+    if spec.node_selector:
+        pod["nodeSelector"] = spec.node_selector
+    if spec.tolerations:
+        pod["tolerations"] = spec.tolerations
+    if spec.image_pull_secret:
+        pod["imagePullSecrets"] = [{"name": spec.image_pull_secret}]
     labels = {HELPER_LABEL: "true", **MANAGED_BY, **({FOR_JOB_LABEL: for_job} if for_job else {})}
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": name, "namespace": namespace, "labels": labels},
@@ -53,7 +57,7 @@ def manifest(spec: dict, name: str, namespace: str, argv: list[str], *, deadline
                      "template": {"metadata": {"labels": labels}, "spec": pod}}}
 
 
-def run(kube: Kubectl, spec: dict, argv: list[str], *, purpose: str, timeout_s: int | None = None,
+def run(kube: Kubectl, spec: KubernetesSpec | Mapping[str, Any], argv: list[str], *, purpose: str, timeout_s: int | None = None,
         sleep=time.sleep) -> tuple[int | None, str]:
     """Run ``argv`` next to the job's volumes; (exit code or None if it never ended, its output)."""
     timeout_s = int(timeout_s or pins.resolve("kubernetes.volume_job_timeout_s"))
@@ -109,7 +113,7 @@ class Reader:
 
 
 @contextmanager
-def reader(kube: Kubectl, spec: dict, *, purpose: str, writable: bool = False, for_job: str | None = None,
+def reader(kube: Kubectl, spec: KubernetesSpec | Mapping[str, Any], *, purpose: str, writable: bool = False, for_job: str | None = None,
            sleep=time.sleep) -> Iterator[Reader]:
     """A helper pod on the job's volumes (at the job's paths) kept up until the block ends, then deleted, on
     every way out (SIGTERM and SIGHUP included: :func:`taobank.run.signals_interrupt`). A client killed

@@ -20,6 +20,7 @@ from typing import Any, Mapping
 
 from .. import checkpoints
 from ..errors import TaoError
+from ..jobspec import SlurmSpec
 from .resources import Resources, defaults
 
 _DURATION = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([smhd]?)\s*\Z", re.IGNORECASE)
@@ -52,9 +53,10 @@ def parse_duration(value: Any, what: str = "--max-total-time") -> int:
     return seconds
 
 
-def settings(spec: Mapping[str, Any], res: Resources) -> Chain | None:
-    """The chain a spec asks for (None: none), checked against its wall time."""
-    attempts, total = spec.get("max_attempts"), spec.get("max_total_time")
+def settings(spec: SlurmSpec | Mapping[str, Any], res: Resources) -> Chain | None:
+    """The chain a spec asks for (None: none), checked against its wall time (a mapping: its typed spec)."""
+    spec = SlurmSpec.of(spec)
+    attempts, total = spec.max_attempts, spec.max_total_time
     if attempts is None and total is None:
         return None
     d = defaults()
@@ -64,15 +66,15 @@ def settings(spec: Mapping[str, Any], res: Resources) -> Chain | None:
         attempts = min(int(d["max_job_retries"]) + 1, math.ceil(total_s / wall) + 1)
     if not isinstance(attempts, int) or isinstance(attempts, bool) or attempts < 1:
         raise TaoError(f"--max-attempts {attempts!r} must be a whole number of at least 1")
-    margin = int(spec.get("walltime_margin_seconds") or d["walltime_margin_seconds"])
+    margin = int(spec.walltime_margin_seconds or d["walltime_margin_seconds"])
     if margin * 2 > wall:
         raise TaoError(f"the wall-time margin {margin}s is more than half the wall time ({wall}s): lower "
                        "walltime_margin_seconds or ask for a longer --time")
     grace = min(int(d["kill_grace_seconds"]), margin // 3)
-    argv = isinstance(spec.get("command"), list)
+    argv = isinstance(spec.command, list)
     return Chain(max_attempts=attempts, max_total_seconds=total_s, margin_seconds=margin,
                  run_on_seconds=margin - 2 * grace, stop_grace_seconds=grace,
-                 resume=argv and checkpoints.resumes(spec.get("action")))
+                 resume=argv and checkpoints.resumes(spec.action))
 
 
 def signal_directive(chain: Chain) -> tuple[str, str]:

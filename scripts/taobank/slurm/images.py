@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..errors import TaoError
+from ..jobspec import SlurmSpec, given
 from ..paths import abs_path
 
 _REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@#+-]*\Z")
@@ -103,7 +104,7 @@ class Conversion:
                           cpus=self.cpus, mem=self.mem, time_minutes=self.time_minutes)
 
 
-def conversion(job_name: str, image: str, sqsh: str, log: str, spec: Mapping[str, Any], env: Mapping[str, str],
+def conversion(job_name: str, image: str, sqsh: str, log: str, spec: SlurmSpec | Mapping[str, Any], env: Mapping[str, str],
                *, gpu_partition: str, account: str | None, force: bool) -> Conversion:
     """Conversion settings: the spec's ``conversion_*`` fields, else the pins (``slurm.conversion``);
     the partition also from ``TAO_SLURM_CONVERSION_PARTITION``, else the first GPU partition; the enroot
@@ -112,17 +113,18 @@ def conversion(job_name: str, image: str, sqsh: str, log: str, spec: Mapping[str
     from .. import pins
     from .resources import _MEM, _num
 
+    spec = SlurmSpec.of(spec)
     d = dict(pins.resolve("slurm.conversion"))
-    part = (spec.get("conversion_partition") or env.get("TAO_SLURM_CONVERSION_PARTITION") or d["partition"]
+    part = (spec.conversion_partition or env.get("TAO_SLURM_CONVERSION_PARTITION") or d["partition"]
             or gpu_partition.split(",")[0])
-    mem = str(spec.get("conversion_mem") or d["mem"])
+    mem = str(spec.conversion_mem or d["mem"])
     if not _MEM.match(mem):
         raise TaoError(f"conversion_mem {mem!r} is not a SLURM size like 32G")
     return Conversion(
         job_name=job_name, sqsh=sqsh, image=pyxis_image(image), log=log, partition=str(part).split(",")[0],
-        account=spec.get("conversion_account") or account,
-        time_minutes=_num(spec.get("conversion_time_minutes", d["time_minutes"]), "conversion_time_minutes", int, 1),
-        cpus=_num(spec.get("conversion_cpus", d["cpus"]), "conversion_cpus", int, 1), mem=mem, force=force,
+        account=spec.conversion_account or account,
+        time_minutes=_num(given(spec.conversion_time_minutes, d["time_minutes"]), "conversion_time_minutes", int, 1),
+        cpus=_num(given(spec.conversion_cpus, d["cpus"]), "conversion_cpus", int, 1), mem=mem, force=force,
         temp_path=enroot_temp_path(env))
 
 

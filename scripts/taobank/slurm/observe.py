@@ -75,7 +75,7 @@ def parse_sweep(text: str) -> tuple[dict, dict, dict[str, str], bool]:
     return squeue, sacct, sections(marker_text, "@@marker "), accounting
 
 
-def sweep(conn: Connection, recs: list[Record]) -> dict[str, Observation]:
+def sweep(conn: Connection, recs: list[Record]) -> dict[str, st.SlurmObservation]:
     """Verdict for every record: one remote command (one squeue + one sacct)."""
     live = []
     for r in recs:
@@ -97,18 +97,18 @@ def sweep(conn: Connection, recs: list[Record]) -> dict[str, Observation]:
     res = conn.script(remote.SWEEP, [ids] + files, what="squeue/sacct", retry_on_drop=True)
     squeue, sacct, marks, accounting = parse_sweep(res.stdout)
 
-    def verdict(r: Record, log: str | None = None) -> Observation:
+    def verdict(r: Record, log: str | None = None) -> st.SlurmObservation:
         b = r.backend
         jid = b["slurm_job_id"]
         moved = st.follow_retries(marks.get(_retries_path(b) or ""), jid)
         if moved and moved["reason"] == "walltime":  # the wall-time chain: the next attempt carries on
             return st.verdict(State.PENDING, f"wall time reached: continued as SLURM job {moved['next']} (attempt "
                               f"{moved['attempt']} of {b.get('max_attempts') or '?'}, {_hms(moved['run_seconds'])} run "
-                              "so far); it resumes from the latest checkpoint", extra={"moved": moved})
+                              "so far); it resumes from the latest checkpoint", moved=moved)
         if moved:  # the job resubmitted itself after an infrastructure failure: follow it
             return st.verdict(State.PENDING, f"infrastructure failure on {moved['failed_on'] or '?'}: the job resubmitted "
                               f"itself as SLURM job {moved['next']} (retry {moved['attempt']} of {facts.max_retries()}, "
-                              f"excluding {moved['excluded'] or 'no node'})", extra={"moved": moved})
+                              f"excluding {moved['excluded'] or 'no node'})", moved=moved)
         marker = st.parse_marker(marks.get(_marker_path(b) or ""))
         if marker and str(marker.get("slurm_job_id")) != str(jid):
             marker = None  # an earlier attempt's marker in a shared job dir
@@ -122,24 +122,24 @@ def sweep(conn: Connection, recs: list[Record]) -> dict[str, Observation]:
             v = st.with_conversion(v, squeue.get(cid) or sacct.get(cid), cid,
                                    log_tail=log)
         pid = b.get("prefetch_job_id")
-        if pid and not v.extra.get("convert_log"):
+        if pid and not v.convert_log:
             v = st.with_prefetch(v, squeue.get(pid) or sacct.get(pid), pid, log_tail=log)
         texts = _status_texts(r, marks)
         seen = training.progress_of(texts, r.action) if texts else None
         if seen:
-            v.extra["progress"] = seen
+            v.progress = seen
         return v
 
-    def log_files(r: Record, v: Observation) -> list[str]:
+    def log_files(r: Record, v: st.SlurmObservation) -> list[str]:
         b = r.backend
-        if v.extra.get("convert_log"):
+        if v.convert_log:
             return [b["convert_log"]] if b.get("convert_log") else []
-        if v.extra.get("prefetch_log"):
+        if v.prefetch_log:
             return [b["prefetch_log"]] if b.get("prefetch_log") else []
         return [posixpath.join(b["log_dir"], "main.err"), posixpath.join(b["log_dir"], "main.out")] \
             if b.get("log_dir") else []
 
-    out: dict[str, Observation] = {r.id: verdict(r) for r in live}
+    out: dict[str, st.SlurmObservation] = {r.id: verdict(r) for r in live}
     need_logs = [r for r in live if out[r.id].needs_log and log_files(r, out[r.id])]
     if need_logs:  # only failed jobs: one more command for all of them
         wanted = {r.id: log_files(r, out[r.id]) for r in need_logs}
@@ -178,11 +178,11 @@ def observe(recs: list[Record], context: dict) -> list[Observation]:
     return out
 
 
-def _said(r: Record, v: Observation) -> Observation:
+def _said(r: Record, v: st.SlurmObservation) -> Observation:
     """The observation as the core applies it: the record's facts, the job that carries on, why no retry."""
     b = r.backend
     v.job_id = r.id
-    moved = v.extra.get("moved")
+    moved = v.moved
     if moved:  # backend_ref and slurm_job_id follow the live SLURM job (job_name stays: cancel stops every job of it)
         jid, name = moved["next"], b.get("job_name") or r.id
         hop = {"self_retries": moved["attempt"], "excluded_nodes": moved["excluded"]} \
@@ -192,8 +192,8 @@ def _said(r: Record, v: Observation) -> Observation:
                      "slurm_state": "REQUEUED"}
         return v
     v.backend = {"slurm_state": v.observed, "exit_code": v.exit_status}
-    if v.extra.get("progress"):  # shown, never stored: the record changes only when the state does
-        v.view["progress"] = v.extra["progress"]
+    if v.progress:  # shown, never stored: the record changes only when the state does
+        v.view.progress = v.progress
     if v.state == State.ERROR and v.retry:
         # NODE_FAIL/BOOT_FAIL: the job's own footer never ran, so only status can resubmit it
         if b.get("self_retry") and v.observed == "DEADLINE":

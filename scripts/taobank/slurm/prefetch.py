@@ -27,6 +27,7 @@ from typing import Any, Mapping
 
 from .. import pins
 from ..errors import TaoError
+from ..jobspec import SlurmSpec, given
 from ..s3results import ENDPOINT_ENV
 from ..sources import Prefetch, commands, plain_env, size_query
 
@@ -37,11 +38,11 @@ PLACEHOLDER = "{prefetch}"
 CREDS_FILE = "env/prefetch-credentials.sh"
 
 
-def max_bytes(spec: Mapping[str, Any]) -> int:
+def max_bytes(spec: SlurmSpec | Mapping[str, Any]) -> int:
     """The cap on everything one job prefetches: the spec's ``prefetch_max_bytes``, else versions.yaml."""
     from .resources import _num
 
-    return _num(spec.get("prefetch_max_bytes", pins.resolve("slurm.uploads.max_prefetch_bytes")),
+    return _num(given(SlurmSpec.of(spec).prefetch_max_bytes, pins.resolve("slurm.uploads.max_prefetch_bytes")),
                 "prefetch_max_bytes", int, 1)
 
 
@@ -69,15 +70,16 @@ class PrefetchJob:
                           cpus=self.cpus, mem=self.mem, time_minutes=self.time_minutes)
 
 
-def job(job_id: str, job_dir: str, items: list[Prefetch], spec: Mapping[str, Any], env: Mapping[str, str], *,
+def job(job_id: str, job_dir: str, items: list[Prefetch], spec: SlurmSpec | Mapping[str, Any], env: Mapping[str, str], *,
         gpu_partition: str, account: str | None, has_credentials: bool) -> PrefetchJob:
     """The prefetch job's settings: versions.yaml ``slurm.prefetch`` (spec ``prefetch_partition`` and
     ``TAO_SLURM_PREFETCH_PARTITION`` choose the partition; else the conversion's CPU partition, else the
     first GPU partition, still without GPUs)."""
     from .resources import _MEM, _num
 
+    spec = SlurmSpec.of(spec)
     d = dict(pins.resolve("slurm.prefetch"))
-    part = (spec.get("prefetch_partition") or env.get("TAO_SLURM_PREFETCH_PARTITION") or d["partition"]
+    part = (spec.prefetch_partition or env.get("TAO_SLURM_PREFETCH_PARTITION") or d["partition"]
             or env.get("TAO_SLURM_CONVERSION_PARTITION") or pins.resolve("slurm.conversion.partition")
             or gpu_partition.split(",")[0])
     mem = str(d["mem"])

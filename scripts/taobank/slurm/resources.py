@@ -27,6 +27,7 @@ from typing import Any, Mapping
 
 from .. import pins
 from ..errors import TaoError
+from ..jobspec import SlurmSpec, given
 
 _PARTITION = re.compile(r"[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*\Z")
 _ACCOUNT = re.compile(r"[A-Za-z0-9_.-]+\Z")
@@ -92,10 +93,10 @@ def _num(value: Any, name: str, kind=float, minimum: float = 0) -> Any:
     return out
 
 
-def _pick(spec: Mapping[str, Any], key: str, env: Mapping[str, str], env_key: str | None, default: Any) -> tuple[Any, bool]:
-    """Value and whether the user chose it (spec beats env beats default)."""
-    if spec.get(key) is not None:
-        return spec[key], True
+def _pick(value: Any, env: Mapping[str, str], env_key: str | None, default: Any) -> tuple[Any, bool]:
+    """Value and whether the user chose it (the spec's ``value`` beats env beats default)."""
+    if value is not None:
+        return value, True
     if env_key and env.get(env_key):
         return env[env_key], True
     return default, False
@@ -126,27 +127,29 @@ def parse_clock(text: str) -> int:
     return ((int(m["d"] or 0) * 24 + int(m["h"])) * 60 + int(m["m"])) * 60 + int(m["s"])
 
 
-def wall_time_seconds(spec: Mapping[str, Any], env: Mapping[str, str], d: Mapping[str, Any] | None = None) -> int:
+def wall_time_seconds(spec: SlurmSpec | Mapping[str, Any], env: Mapping[str, str],
+                      d: Mapping[str, Any] | None = None) -> int:
     """The wall time asked for, in whole seconds: ``time`` (HH:MM:SS), ``time_minutes`` or ``time_hours``
     (else ``SLURM_TIME_HOURS``, else the pinned default). Hours are rounded to the second first, so
     ``0.1667`` h is 600 s (10 minutes), not 11 minutes."""
+    spec = SlurmSpec.of(spec)
     d = defaults() if d is None else d
-    given = [k for k in WALL_TIME_FIELDS if spec.get(k) is not None]
-    if len(given) > 1:
-        raise TaoError(f"give the wall time once: {' and '.join(given)} are both set (keep one of them)")
-    if given == ["time"]:
-        seconds = parse_clock(spec["time"])
-    elif given == ["time_minutes"]:
-        seconds = round(_num(spec["time_minutes"], "time_minutes") * 60)
+    asked = [k for k in WALL_TIME_FIELDS if getattr(spec, k) is not None]
+    if len(asked) > 1:
+        raise TaoError(f"give the wall time once: {' and '.join(asked)} are both set (keep one of them)")
+    if asked == ["time"]:
+        seconds = parse_clock(spec.time)  # type: ignore[arg-type]
+    elif asked == ["time_minutes"]:
+        seconds = round(_num(spec.time_minutes, "time_minutes") * 60)
     else:
-        raw, _ = _pick(spec, "time_hours", env, "SLURM_TIME_HOURS", d["time_hours"])
+        raw, _ = _pick(spec.time_hours, env, "SLURM_TIME_HOURS", d["time_hours"])
         seconds = round(_num(raw, "time_hours") * 3600)
     if seconds <= 0:
         raise TaoError(f"the wall time must be at least one second: the default is {d['time_hours']} hours")
     return seconds
 
 
-def inner_timeout(spec: Mapping[str, Any], env: Mapping[str, str], d: Mapping[str, Any], wall: int) -> tuple[int, int]:
+def inner_timeout(spec: SlurmSpec, env: Mapping[str, str], d: Mapping[str, Any], wall: int) -> tuple[int, int]:
     """(seconds until ``timeout`` sends SIGTERM, seconds until its SIGKILL after that); (0, 0) = none.
 
     Unset: the SIGKILL lands at the pinned fraction of the wall time (95 %: 3.8 of 4 h), the
@@ -155,7 +158,7 @@ def inner_timeout(spec: Mapping[str, Any], env: Mapping[str, str], d: Mapping[st
     the wall time. Either way the command is gone before SLURM's own kill.
     """
     grace_pin = int(d["kill_grace_seconds"])
-    raw, _ = _pick(spec, "timeout_hours", env, "SLURM_TIMEOUT_HOURS", None)
+    raw, _ = _pick(spec.timeout_hours, env, "SLURM_TIMEOUT_HOURS", None)
     if raw is None:
         budget = math.floor(wall * float(d["timeout_hours"]) / float(d["time_hours"]))
         grace = min(grace_pin, budget // 10)
@@ -175,17 +178,18 @@ def inner_timeout(spec: Mapping[str, Any], env: Mapping[str, str], d: Mapping[st
     return seconds, min(grace_pin, wall - seconds)
 
 
-def resolve(spec: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Resources:
-    """Map a job spec's resource fields to concrete, checked values."""
+def resolve(spec: SlurmSpec | Mapping[str, Any], env: Mapping[str, str] | None = None) -> Resources:
+    """Map a job spec's resource fields to concrete, checked values (a mapping is read as its typed spec)."""
+    spec = SlurmSpec.of(spec)
     env = os.environ if env is None else env
     d = defaults()
     notes: list[str] = []
 
-    partition, _ = _pick(spec, "partition", env, "SLURM_PARTITION", d["partition"])
+    partition, _ = _pick(spec.partition, env, "SLURM_PARTITION", d["partition"])
     partition = ",".join(part.strip() for part in str(partition).split(","))
     if not _PARTITION.match(partition):
         raise TaoError(f"partition {partition!r} is not a comma list of partition names: fix SLURM_PARTITION or --partition")
-    account, _ = _pick(spec, "account", env, "SLURM_ACCOUNT", None)
+    account, _ = _pick(spec.account, env, "SLURM_ACCOUNT", None)
     if account is not None and not _ACCOUNT.match(str(account)):
         raise TaoError(f"account {account!r} has characters SLURM accounts do not use: fix SLURM_ACCOUNT or --account")
 
@@ -200,9 +204,9 @@ def resolve(spec: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Re
     time_minutes = max(1, math.ceil(wall_seconds / 60))  # SLURM's granularity: whole minutes, rounded up
     timeout_seconds, grace = inner_timeout(spec, env, d, time_minutes * 60)
 
-    max_per_node = _num(spec.get("max_num_gpus_per_node", d["max_num_gpus_per_node"]), "max_num_gpus_per_node", int, 1)
-    num_gpus = _num(spec.get("num_gpus", d["num_gpus"]), "num_gpus", int, 0)
-    nodes = _num(spec.get("num_nodes", d["num_nodes"]), "num_nodes", int, 1)
+    max_per_node = _num(given(spec.max_num_gpus_per_node, d["max_num_gpus_per_node"]), "max_num_gpus_per_node", int, 1)
+    num_gpus = _num(given(spec.num_gpus, d["num_gpus"]), "num_gpus", int, 0)
+    nodes = _num(given(spec.nodes, d["num_nodes"]), "num_nodes", int, 1)
     exclusive = False
     if num_gpus >= max_per_node:
         if num_gpus % max_per_node:
@@ -222,12 +226,12 @@ def resolve(spec: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Re
             raise TaoError(f"num_gpus {num_gpus} cannot be split evenly over num_nodes {nodes}: fix one of them")
         gpus_per_node = num_gpus // nodes
 
-    cpus = _num(spec.get("cpus_per_task", d["cpus_per_task"]), "cpus_per_task", int, 1)
-    mem = spec.get("mem")
+    cpus = _num(given(spec.cpus, d["cpus_per_task"]), "cpus_per_task", int, 1)
+    mem = spec.memory
     if mem is not None and not _MEM.match(str(mem)):
         raise TaoError(f"mem {mem!r} is not a SLURM size like 64G or 500M")
-    requeue, _ = _pick(spec, "use_requeue", env, "SLURM_USE_REQUEUE", d["use_requeue"])
-    if spec.get("use_requeue") is None and isinstance(requeue, str):
+    requeue, _ = _pick(spec.use_requeue, env, "SLURM_USE_REQUEUE", d["use_requeue"])
+    if spec.use_requeue is None and isinstance(requeue, str):
         requeue = _env_flag(requeue, "SLURM_USE_REQUEUE")
     if not isinstance(requeue, bool):
         raise TaoError("use_requeue must be true or false")
@@ -239,11 +243,12 @@ def resolve(spec: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Re
         exclusive=exclusive, mem=str(mem) if mem else None, notes=notes)
 
 
-def cluster_key(spec: Mapping[str, Any], env: Mapping[str, str] | None = None) -> str:
+def cluster_key(spec: SlurmSpec | Mapping[str, Any], env: Mapping[str, str] | None = None) -> str:
     """``cluster_name`` of the spec, else the login hosts; then ``/<partition>`` (nodes of another
     partition are other hardware and another network)."""
+    spec = SlurmSpec.of(spec)
     env = os.environ if env is None else env
-    name = spec.get("cluster_name") or ",".join(sorted(h.strip() for h in env.get("SLURM_HOSTNAME", "").split(",")
+    name = spec.cluster_name or ",".join(sorted(h.strip() for h in env.get("SLURM_HOSTNAME", "").split(",")
                                                         if h.strip()))
     if not name:
         raise TaoError("cannot name the cluster for the NCCL probe: set SLURM_HOSTNAME (or cluster_name)")

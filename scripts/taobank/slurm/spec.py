@@ -30,13 +30,13 @@ def typed(spec: Mapping[str, Any]) -> SlurmSpec:
     return SlurmSpec.from_dict(validate(spec))
 
 
-def command_argv(spec: Mapping[str, Any]) -> list[str]:
+def command_argv(spec: SlurmSpec) -> list[str]:
     """A list is the argv; a string runs with ``bash -c``."""
-    return core_spec.command_argv(spec, "bash")
+    return core_spec.argv_of(spec.command, "bash")  # type: ignore[arg-type]
 
 
-def runtime(spec: Mapping[str, Any], env: Mapping[str, str] | None = None) -> str:
+def runtime(spec: SlurmSpec, env: Mapping[str, str] | None = None) -> str:
     from .. import pins
 
     env = os.environ if env is None else env
-    return spec.get("container_runtime") or env.get("TAO_SLURM_CONTAINER_RUNTIME") or pins.resolve("slurm.defaults.container_runtime")
+    return spec.container_runtime or env.get("TAO_SLURM_CONTAINER_RUNTIME") or pins.resolve("slurm.defaults.container_runtime")

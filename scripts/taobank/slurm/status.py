@@ -27,11 +27,28 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from ..states import State
 from .. import states
 from ..contract import Observation
+
+
+@dataclass
+class SlurmObservation(Observation):
+    """An :class:`Observation` with what SLURM's own observe reads of it next (never stored as it is)."""
+
+    #: the job carried on as another SLURM job: its hop marker (next, attempt, reason ...)
+    moved: dict[str, Any] | None = None
+    #: squeue's pending reason, as SLURM words it
+    pending_reason: str | None = None
+    #: how the training goes (shown, never stored: :attr:`Observation.view`)
+    progress: dict | None = None
+    #: the verdict waits on the log of the image conversion / prefetch job (not the training job's)
+    convert_log: bool = False
+    prefetch_log: bool = False
+
 
 SQUEUE_FORMAT = "%i|%T|%r|%j"
 SACCT_FIELDS = "JobIDRaw,JobName,State,ExitCode"
@@ -128,7 +145,7 @@ def parse_marker(text: str | None) -> dict[str, Any] | None:
 TAO_SUCCESS = {"SUCCESS"}
 
 
-def _tao_verdict(tao: Mapping[str, Any], slurm_state: str | None, code: str | None) -> Observation:
+def _tao_verdict(tao: Mapping[str, Any], slurm_state: str | None, code: str | None) -> SlurmObservation:
     said = f": {tao['message']}" if tao.get("message") else ""
     if tao["status"] in TAO_SUCCESS:
         note = "" if code in (None, "", "0:0") else f"; the wrapper exited {code} afterwards"
@@ -139,12 +156,14 @@ def _tao_verdict(tao: Mapping[str, Any], slurm_state: str | None, code: str | No
 
 def verdict(state: str, message: str, observed: str | None = None, *, err_class: str | None = None,
             retry: bool = False, needs_log: bool = False, exit_code: str | None = None,
-            extra: dict[str, Any] | None = None, cut_short: str | None = None) -> Observation:
+            cut_short: str | None = None, moved: dict[str, Any] | None = None, pending_reason: str | None = None,
+            convert_log: bool = False, prefetch_log: bool = False) -> SlurmObservation:
     """An :class:`Observation` from SLURM's words: ``exit_code`` as accounting writes it (``rc:signal``)."""
     rc, _, sig = (exit_code or "").partition(":")
-    return Observation(states.canonical_state(state), message, err_class, observed=observed,
-                       exit_code=_number(rc), signal=_number(sig),
-                       retry=retry, needs_log=needs_log, extra=dict(extra or {}), cut_short=cut_short)
+    return SlurmObservation(states.canonical_state(state), message, err_class, observed=observed,
+                            exit_code=_number(rc), signal=_number(sig), retry=retry, needs_log=needs_log,
+                            cut_short=cut_short, moved=moved, pending_reason=pending_reason,
+                            convert_log=convert_log, prefetch_log=prefetch_log)
 
 
 def _number(text: str) -> int | None:
@@ -163,7 +182,7 @@ def _exit_text(code: str | None) -> str:
     return f" (exit code {rc})"
 
 
-def _marker_verdict(marker: Mapping[str, Any], where: str) -> Observation:
+def _marker_verdict(marker: Mapping[str, Any], where: str) -> SlurmObservation:
     rc = marker.get("exit_code")
     if rc == 0:
         return verdict(State.COMPLETE, f"finished; exit 0 ({where})", exit_code="0:0")
@@ -177,7 +196,7 @@ def _marker_verdict(marker: Mapping[str, Any], where: str) -> Observation:
 
 def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
              marker: Mapping[str, Any] | None, *, log_tail: str | None = None,
-             accounting: bool = True, tao: Mapping[str, Any] | None = None) -> Observation:
+             accounting: bool = True, tao: Mapping[str, Any] | None = None) -> SlurmObservation:
     """Decide the state of one SLURM job from what the batched queries saw.
 
     Once the program ended on its own (COMPLETED, FAILED, or only the exit
@@ -196,7 +215,7 @@ def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
             why = explain_reason(reason)
             if st.startswith("REQUEUE"):
                 why = f"requeued ({st}); {why}"
-            return verdict(State.PENDING, why, st, extra={"reason": reason})
+            return verdict(State.PENDING, why, st, pending_reason=reason)
         return verdict(State.UNKNOWN, f"unrecognised squeue state {st}", st)
     rec = sacct if sacct and sacct.get("state") else (squeue if squeue and squeue.get("state") else None)
     if rec is None:
@@ -265,7 +284,7 @@ def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
     return verdict(State.UNKNOWN, f"unrecognised SLURM state {rec.get('raw_state') or st}", st)
 
 
-def _oom_verdict(log_tail: str | None, code: str | None) -> Observation:
+def _oom_verdict(log_tail: str | None, code: str | None) -> SlurmObservation:
     """OUT_OF_MEMORY: a program error (raise mem), unless the log tail matches an infrastructure pattern."""
     from ..failures import infra_log_match
 
@@ -283,8 +302,8 @@ def _last_lines(text: str, what: str, n: int = 3) -> str:
     return " | ".join(lines[-n:]) or f"(the {what} log is empty)"
 
 
-def _through_helper_job(v: Observation, job: Mapping[str, str] | None, job_id: str, *, label: str, waiting: str,
-                        log_flag: str, log_tail: str | None, reason: Callable[[str], str]) -> Observation:
+def _through_helper_job(v: SlurmObservation, job: Mapping[str, str] | None, job_id: str, *, label: str, waiting: str,
+                        log_flag: str, log_tail: str | None, reason: Callable[[str], str]) -> SlurmObservation:
     """The training job's verdict, seen through a CPU-only job it depends on (``afterok``): waiting while that
     runs; when it ended without success the training job never started (SLURM cancels it,
     ``--kill-on-invalid-dep``, or leaves it PENDING with DependencyNeverSatisfied), so ERROR with ``reason``
@@ -297,16 +316,17 @@ def _through_helper_job(v: Observation, job: Mapping[str, str] | None, job_id: s
     if state in PENDING_STATES | RUNNING_STATES:
         if v.state == State.PENDING:
             return verdict(State.PENDING, f"waiting for {label} {job_id} ({state.lower()}{waiting})",
-                           v.observed, extra=v.extra)
+                           v.observed, moved=v.moved, pending_reason=v.pending_reason, convert_log=v.convert_log,
+                           prefetch_log=v.prefetch_log)
         return v
     head = f"{label} {job_id} ended {state}{_exit_text(job.get('exit_code'))}"
     if log_tail is None:
         return verdict(State.ERROR, head, v.observed, err_class="ERR_PROGRAM", needs_log=True,
-                       extra={log_flag: True})
+                       **{log_flag: True})
     return verdict(State.ERROR, f"{head}: {reason(log_tail)}", v.observed, err_class="ERR_PROGRAM")
 
 
-def with_conversion(v: Observation, conv: Mapping[str, str] | None, convert_id: str, *, log_tail: str | None = None) -> Observation:
+def with_conversion(v: SlurmObservation, conv: Mapping[str, str] | None, convert_id: str, *, log_tail: str | None = None) -> SlurmObservation:
     """The training job's verdict, seen through the image conversion job it depends on (the conversion log's
     last lines when it failed)."""
     def reason(log: str) -> str:
@@ -317,8 +337,8 @@ def with_conversion(v: Observation, conv: Mapping[str, str] | None, convert_id: 
                                log_flag="convert_log", log_tail=log_tail, reason=reason)
 
 
-def with_prefetch(v: Observation, pre: Mapping[str, str] | None, prefetch_id: str, *,
-                  log_tail: str | None = None) -> Observation:
+def with_prefetch(v: SlurmObservation, pre: Mapping[str, str] | None, prefetch_id: str, *,
+                  log_tail: str | None = None) -> SlurmObservation:
     """The training job's verdict, seen through the CPU-only prefetch job it depends on
     (:mod:`taobank.slurm.prefetch`): its own one-line reason when it failed (over the cap, a missing object,
     no access), else its log's last lines."""

@@ -20,6 +20,7 @@ from typing import Any, Iterable, Mapping
 from ..envfile import check_job_env, secret_values
 from ..contract import RESULTS_VAR
 from ..errors import TaoError
+from ..jobspec import SlurmSpec
 from ..paths import abs_path
 from ..redact import shown
 
@@ -82,12 +83,12 @@ def login_user(env: Mapping[str, str]) -> str | None:
     return user or None
 
 
-def base_dir(spec: Mapping[str, Any], env: Mapping[str, str]) -> str:
+def base_dir(spec: SlurmSpec | Mapping[str, Any], env: Mapping[str, str]) -> str:
     """``results_base`` of the spec, else ``SLURM_BASE_RESULTS_DIR``, else ``<pinned default>/<SLURM_USER>``
     (one folder per user: a site's users never share, or overwrite, each other's results)."""
     from .. import pins
 
-    raw = spec.get("results_base") or env.get("SLURM_BASE_RESULTS_DIR")
+    raw = SlurmSpec.of(spec).results_dir or env.get("SLURM_BASE_RESULTS_DIR")
     if not raw:
         user = login_user(env)
         if not user or not _USER_DIR.match(user):
@@ -119,13 +120,14 @@ def job_dir(base: str, job_id: str) -> str:
     return posixpath.join(base, "jobs", job_id)
 
 
-def dataset_paths(spec: Mapping[str, Any]) -> tuple[list[str], dict[str, str], str | None]:
+def dataset_paths(spec: SlurmSpec | Mapping[str, Any]) -> tuple[list[str], dict[str, str], str | None]:
     """Required cluster paths, spec-key overrides and the dataset root.
 
     Root mode: ``dataset.root`` + ``dataset.required`` (files under the root).
     Spec-key mode: ``dataset.spec_keys`` ``{"custom.train_dataset.annotation_path": "lustre:///..."}``.
     """
-    ds = spec.get("dataset") or {}
+    spec = SlurmSpec.of(spec)
+    ds = spec.dataset or {}
     required: list[str] = []
     overrides: dict[str, str] = {}
     root = None
@@ -143,7 +145,7 @@ def dataset_paths(spec: Mapping[str, Any]) -> tuple[list[str], dict[str, str], s
             raise TaoError(f"spec key {key!r} is not a dotted spec field like custom.train_dataset.annotation_path")
         overrides[str(key)] = cluster_path(uri, f"dataset {key}")
         required.append(overrides[str(key)])
-    for uri in spec.get("inputs") or []:
+    for uri in spec.inputs or []:
         required.append(cluster_path(uri, "input"))
     return list(dict.fromkeys(required)), overrides, root
 

@@ -14,12 +14,12 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from .. import cmdwords, pins, platform, records, sources, states, taoargs
+from .. import cmdwords, pins, platform, records, sources, states
 from ..contract import Batch, Gate, Launch, Plan, SubmitOptions
 from ..envfile import check_secret_name
 from ..render import line_break_at
 from ..errors import SubmitUncertain, TaoError
-from ..jobspec import SlurmSpec
+from ..jobspec import SlurmSpec, given
 from ..run import last_line
 from . import chain, cmdpaths, facts, images, mounts, prefetch, remote, render, resources, spec as specmod, status as st, storage, uploads
 from .ssh import Connection
@@ -31,7 +31,7 @@ class Decisions:
     """What a SLURM submit decided without the cluster (:func:`plan`): the validated spec and every value the
     script, the staging and the checks are made from."""
 
-    spec: dict
+    spec: SlurmSpec
     resources: resources.Resources
     runtime: str
     image: str | None
@@ -57,59 +57,62 @@ class Decisions:
     prefetch_secrets: dict[str, str]
 
 
-def plan(spec: Mapping[str, Any], env: Mapping[str, str] | None = None, *, need_secrets: bool = True) -> Decisions:
-    """Everything a submit decides without touching the cluster (fails early)."""
+def plan(spec: SlurmSpec | Mapping[str, Any], env: Mapping[str, str] | None = None, *,
+         need_secrets: bool = True) -> Decisions:
+    """Everything a submit decides without touching the cluster (fails early). A typed spec was checked where
+    it was typed (:meth:`taobank.platform.Platform.typed_spec`); a mapping (a file, a preview) is checked here."""
     env = os.environ if env is None else env
-    spec = specmod.validate(spec)
-    broken = line_break_at({k: v for k, v in spec.items() if k not in ("specs", "spec_files")})
+    spec = spec if isinstance(spec, SlurmSpec) else specmod.typed(spec)
+    # the script's text is made of the spec's values: the check names the field as the spec file spells it
+    broken = line_break_at({k: v for k, v in spec.to_dict().items() if k not in ("specs", "spec_files")})
     if broken:  # the script would refuse it at launch, after the record opened: say which field, now
         raise TaoError(f"spec value {broken} holds a newline, CR or NUL (the value is not shown): an sbatch script "
                        "cannot carry it; put multi-line text in a spec file (spec_files) and name that; nothing "
                        "was submitted")
     res = resources.resolve(spec, env)
-    spec = taoargs.with_gpu_args(spec, res.gpus_per_node, res.nodes)  # TAO reads its GPUs from its argv
+    spec = spec.with_gpu_args(res.gpus_per_node, res.nodes)  # TAO reads its GPUs from its argv
     runtime = specmod.runtime(spec, env)
-    image = spec.get("image")
+    image = spec.image
     if runtime == "pyxis" and not image:
         raise TaoError("container runtime pyxis needs an image: set image in the spec or --image")
     pyxis = images.pyxis_image(image) if image else None
     required, overrides, root = storage.dataset_paths(spec)
     argv = specmod.command_argv(spec)
     if overrides:
-        if not isinstance(spec["command"], list):
+        if not isinstance(spec.command, list):
             raise TaoError("dataset.spec_keys need an argv-list command (they are appended as key=value)")
         argv += [f"{k}={v}" for k, v in overrides.items()]
     base = storage.base_dir(spec, env)
-    spec_files = uploads.collect(spec.get("spec_files") or {}, what="spec_files")
+    spec_files = uploads.collect(spec.spec_files or {}, what="spec_files")
     uploads.substitute(argv, "/", [u.name for u in spec_files])  # a {specs}/X naming no file fails here, early
     pre = sources.collect(spec)
     if not pre and any(prefetch.PLACEHOLDER in a for a in argv):
         raise TaoError(f"the command names {prefetch.PLACEHOLDER} but the job has no prefetch: add --prefetch SOURCE=DEST")
     pre_secrets = sources.secrets_for(pre, env, need_values=need_secrets)
     sources.plain_env(pre, env)  # a bad S3_ENDPOINT_URL fails here, early
-    mount_list, given = "", []
+    mount_list, site_mounts = "", []
     if runtime == "pyxis":
-        extra = mounts.parse(spec.get("container_mounts") or resources.defaults()["container_mounts"])
-        given = mounts.site_roots(env, base, extra) + extra
-    named = [n for n in named_paths(spec["command"], argv, spec_files, [m.dst for m in given]) if n not in required]
+        extra = mounts.parse(spec.container_mounts or resources.defaults()["container_mounts"])
+        site_mounts = mounts.site_roots(env, base, extra) + extra
+    named = [n for n in named_paths(spec.command, argv, spec_files, [m.dst for m in site_mounts]) if n not in required]
     if runtime == "pyxis":
         mount_list = mounts.text(mounts.derive([("input", r) for r in required] +
-                                               [("path the job names", n) for n in named], given,
+                                               [("path the job names", n) for n in named], site_mounts,
                                                write=[("results base", base)]))
-    env_vars, nccl_env = storage.check_env(spec.get("env"), spec.get("nccl_env"))
-    names = spec.get("secrets") or []
+    env_vars, nccl_env = storage.check_env(spec.env, spec.nccl_env)
+    names = spec.secrets or []
     secret_values = storage.collect_secrets(names, env) if need_secrets else {check_secret_name(n): "" for n in names}
     d = resources.defaults()
     sqsh = None
-    if runtime == "pyxis" and pyxis and not images.is_sqsh(pyxis) and spec.get("use_sqsh", d["use_sqsh"]):
-        cache = storage.any_cluster_path(spec["sqsh_cache_dir"], "sqsh_cache_dir") if spec.get("sqsh_cache_dir") \
+    if runtime == "pyxis" and pyxis and not images.is_sqsh(pyxis) and given(spec.use_sqsh, d["use_sqsh"]):
+        cache = storage.any_cluster_path(spec.sqsh_cache_dir, "sqsh_cache_dir") if spec.sqsh_cache_dir \
             else posixpath.join(base, pins.resolve("slurm.sqsh_cache_subdir"))
         sqsh = images.sqsh_path(pyxis, cache)
     return Decisions(
         spec=spec, resources=res, runtime=runtime, image=image, pyxis_image=pyxis, sqsh=sqsh, required=required,
         named=named, overrides=overrides, dataset_root=root, command=argv, base=base, mounts=mount_list,
         spec_files=spec_files, env=env_vars, nccl_env=nccl_env, secrets=secret_values,
-        master_port=int(spec.get("master_port") or d["master_port"]), chain=chain.settings(spec, res),
+        master_port=int(spec.master_port or d["master_port"]), chain=chain.settings(spec, res),
         prefetch=pre, prefetch_secrets=pre_secrets)
 
 
@@ -137,7 +140,7 @@ def _staged_files(p: Mapping[str, Any], job_id: str, job_dir: str, results: str,
                   meta: dict) -> dict[str, str | bytes]:
     files: dict[str, str | bytes] = {f"specs/{u.name}": u.data for u in p.spec_files}
     files |= {
-        storage.SPEC_FILE: storage.compact_json(p.spec.get("specs") or {}),
+        storage.SPEC_FILE: storage.compact_json(p.spec.specs or {}),
         storage.ENV_FILE: storage.compact_json(p.env),
         storage.META_FILE: storage.compact_json(meta),
         f"sbatch/job_{job_id}.sbatch": script,
@@ -164,8 +167,8 @@ class SlurmPlan(Plan):
 def plan_submit(spec: SlurmSpec, env: Mapping[str, str], conn: Connection | None = None) -> SlurmPlan:
     """:func:`plan` as the core's submit takes it: the typed spec in, the spec the job runs (its GPU count
     added to TAO's argv) typed in the plan."""
-    p = plan(spec.to_dict(), env)
-    s = SlurmSpec.from_dict(p.spec)
+    p = plan(spec, env)
+    s = p.spec
     return SlurmPlan(spec=s, image=p.image or facts.NO_IMAGE, network_arch=str(s.network_arch),
                      action=str(s.action),
                      storage_tier="A", results_dir=storage.results_dir(p.base, records.ID_PLACEHOLDER),
@@ -191,7 +194,7 @@ def check_one(sp: SlurmPlan, gate: Gate) -> None:
     if data_missing:
         raise TaoError(f"missing on the cluster ({conn.host.entry}): {', '.join(data_missing)}; put the data on the "
                        "shared filesystem or fix the paths (nothing was submitted)")
-    sp.force = bool(p.spec.get("force_reconvert_latest", resources.defaults()["force_reconvert_latest"]))
+    sp.force = bool(given(p.spec.force_reconvert_latest, resources.defaults()["force_reconvert_latest"]))
     sp.convert = bool(p.sqsh) and images.needs_conversion(p.pyxis_image, not cache_bad, sp.force)
     sp.run_image = (p.sqsh or p.pyxis_image) if p.runtime == "pyxis" else p.pyxis_image
     if wanted:
@@ -242,7 +245,7 @@ def submit(spec: Mapping[str, Any], *, conn: Connection | None = None, env: Mapp
 
 def script_input(p: Mapping[str, Any], job_id: str, image: str | None) -> render.ScriptInput:
     results = storage.results_dir(p.base, job_id)
-    shell = isinstance(p.spec["command"], str)
+    shell = isinstance(p.spec.command, str)
     command = uploads.substitute(p.command, posixpath.join(storage.job_dir(p.base, job_id), "specs"),
                                  [u.name for u in p.spec_files], shell=shell)
     if p.prefetch:
@@ -254,10 +257,10 @@ def script_input(p: Mapping[str, Any], job_id: str, image: str | None) -> render
         container_mounts=p.mounts,
         env=p.env, nccl_env=p.nccl_env, has_credentials=bool(p.secrets), secret_names=tuple(p.secrets),
         dataset_root=p.dataset_root, master_port=p.master_port,
-        self_retries=facts.max_retries() if p.resources.requeue and p.spec.get("infra_retries", True) else 0,
-        poller_retries=bool(p.spec.get("infra_retries", True)),
-        chain=p.chain, action=str(p.spec.get("action") or ""),
-        network=str(p.spec.get("network_arch") or ""))
+        self_retries=facts.max_retries() if p.resources.requeue and given(p.spec.infra_retries, True) else 0,
+        poller_retries=bool(given(p.spec.infra_retries, True)),
+        chain=p.chain, action=str(p.spec.action or ""),
+        network=str(p.spec.network_arch or ""))
 
 
 def preview(spec: Mapping[str, Any], job_id: str, env: Mapping[str, str] | None = None) -> str:
@@ -323,7 +326,7 @@ def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: Record, image
                "login_host": conn.host.entry, "job_name": job_id,
                "staged_secrets": bool(p.secrets), "self_retry": inp.self_retries > 0,
                **({"walltime_chain": True, "max_attempts": inp.chain.max_attempts} if inp.chain else {}),
-               "infra_retries": bool(p.spec.get("infra_retries", True))}
+               "infra_retries": bool(given(p.spec.infra_retries, True))}
     if pre:
         backend.update(prefetch_script=posixpath.join(jdir, f"sbatch/prefetch_{job_id}.sbatch"),
                        staged_prefetch_secrets=bool(p.prefetch_secrets))

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import posixpath
 import shlex
+from dataclasses import dataclass
 from typing import Mapping
 
-from ..contract import Batch, Launch
+from ..contract import UNSET, Batch, Facts, Launch
+from ..jobspec import given
 from ..errors import TaoError
 from . import chain, facts, render, storage
 from .submit import SlurmPlan, _staged_files, script_input
@@ -55,6 +57,29 @@ echo "tao: sweep trial $i ($name) in array task $ref"
 exec bash "${tao_scripts[$i]}" >> "$log/main.out" 2>> "$log/main.err"
 '''
 
+
+
+@dataclass(kw_only=True)
+class TrialFacts(Facts):
+    """What the record keeps of one trial of a sweep's array job: where it was staged, how it is retried, and
+    (once the array is submitted) its array task and folders."""
+
+    staged_dir: str
+    results_dir: str
+    script: str
+    login_host: str
+    job_name: str
+    staged_secrets: bool
+    self_retry: bool
+    #: the wall-time chain, when the job asked for one
+    walltime_chain: bool = UNSET
+    max_attempts: int = UNSET
+    infra_retries: bool
+    #: set once sbatch answered
+    slurm_job_id: str = UNSET
+    array_job_id: str = UNSET
+    job_dir: str = UNSET
+    log_dir: str = UNSET
 
 def array_script(sweep_id: str, sweep_dir: str, first: render.ScriptInput, names: list[str], dirs: list[str],
                  scripts: list[str], max_concurrent: int) -> str:
@@ -134,10 +159,11 @@ def launch(plans: list[SlurmPlan], recs: list[Record], batch: Batch) -> list[Lau
         made += [results] + [posixpath.join(jdir, sub) for sub in ("sbatch", storage.LOG_DIR, "meta", "specs", "env")]
         script = posixpath.join(jdir, f"sbatch/job_{jid}.sbatch")
         names.append(jid)
-        backends.append({"staged_dir": jdir, "results_dir": results, "script": script, "login_host": conn.host.entry,
-                         "job_name": jid, "staged_secrets": bool(d.secrets), "self_retry": inp.self_retries > 0,
-                         **({"walltime_chain": True, "max_attempts": inp.chain.max_attempts} if inp.chain else {}),
-                         "infra_retries": bool(d.spec.get("infra_retries", True))})
+        backends.append(TrialFacts(
+            staged_dir=jdir, results_dir=results, script=script, login_host=conn.host.entry, job_name=jid,
+            staged_secrets=bool(d.secrets), self_retry=inp.self_retries > 0,
+            **({"walltime_chain": True, "max_attempts": inp.chain.max_attempts} if inp.chain else {}),
+            infra_retries=bool(given(d.spec.infra_retries, True))))
     render.lint(render.render(script_input(first.decided, recs[0].id, first.run_image)), "trial.sbatch")
     array = array_for(sweep_id, base, script_input(first.decided, recs[0].id, first.run_image), names,
                       max_concurrent)
@@ -154,8 +180,8 @@ def launch(plans: list[SlurmPlan], recs: list[Record], batch: Batch) -> list[Lau
     out = []
     for i, b in enumerate(backends):
         ref = f"{aid}_{i}"
-        b.update({"slurm_job_id": ref, "array_job_id": aid, "job_dir": b["staged_dir"],
-                  "log_dir": facts.log_dir_of(b, b["job_name"], ref)})
+        b.slurm_job_id, b.array_job_id, b.job_dir = ref, aid, b.staged_dir
+        b.log_dir = facts.log_dir_of({"job_dir": b.job_dir}, b.job_name, ref)
         out.append(Launch(f"slurm:{ref}", b, f"submitted as SLURM array task {ref}",
-                          details={"job_dir": b["job_dir"], "log_dir": b["log_dir"]}))
+                          details={"job_dir": b.job_dir, "log_dir": b.log_dir}))
     return out
