@@ -225,6 +225,8 @@ def applied_names(call: Call) -> Result:
 
 #: what a submit's gates read in one call (taobank.kubernetes.queues.GATE_READ)
 KUEUE_GATE_READ = "localqueues.kueue.x-k8s.io,clusterqueues.kueue.x-k8s.io,nodes,pods"
+#: what a submit naming a queue reads (the namespace's LocalQueues and the ClusterQueues)
+KUEUE_QUEUES_READ = "localqueues.kueue.x-k8s.io,clusterqueues.kueue.x-k8s.io"
 #: kubectl's answer where the cluster has no Kueue (no LocalQueue API)
 NO_KUEUE = 'error: the server doesn\'t have a resource type "localqueues"\n'
 
@@ -237,6 +239,7 @@ def k8s_cluster(fake: "FakeProcs", nodes: Iterable[dict] | None = None, pods: It
     fake.kubectl("get", "nodes,pods", answer=items([*(nodes if nodes is not None else [node("gpu-0", 8)]), *pods]))
     fake.kubectl("get", "localqueues.kueue.x-k8s.io", rc=1, stderr=NO_KUEUE)  # no Kueue (tests/unit/test_k8s_queues.py)
     fake.kubectl("get", KUEUE_GATE_READ, rc=1, stderr=NO_KUEUE)  # the submit's one read of queues, nodes and pods
+    fake.kubectl("get", KUEUE_QUEUES_READ, rc=1, stderr=NO_KUEUE)  # a named queue's read
     fake.kubectl("auth", "can-i", answer="yes\n")
     fake.kubectl("create", answer=echo_applied())
     fake.kubectl("apply", "--server-side", answer=applied_names)

@@ -16,6 +16,7 @@ from taobank.kubernetes.flags import spec_from_flags
 
 SPEC = {"image": "nvcr.io/nvidia/tao/tao-toolkit:x", "command": "echo hi", "gpus": 1, "no_results": True}
 LQ, CQ = "team-a", "gpu-cq"
+QUEUES_READ = f"{queues.LOCAL_QUEUES},{queues.CLUSTER_QUEUES}"
 
 
 def local_queue(name: str, cq: str = CQ) -> dict:
@@ -36,6 +37,7 @@ def kueue_cluster(fake, *lqs: dict, cq: dict | None = None) -> None:
     fake.kubectl("get", queues.LOCAL_QUEUES, answer=items(list(lqs)))
     fake.kubectl("get", queues.CLUSTER_QUEUES, answer=cq or cluster_queue())
     fake.kubectl("get", queues.GATE_READ, answer=items([*lqs, cq or cluster_queue(), node("gpu-0", 8)]))
+    fake.kubectl("get", QUEUES_READ, answer=items([*lqs, cq or cluster_queue()]))
 
 
 def created_job(fake) -> dict:
@@ -124,7 +126,7 @@ def test_a_request_over_the_quota_is_warned_naming_it_and_goes_on(fake, state_di
 def test_an_unreadable_cluster_queue_leaves_the_quota_unknown(fake, state_dir):
     kueue_cluster(fake, local_queue(LQ))
     forbidden = 'Error from server (Forbidden): clusterqueues is forbidden'
-    fake.kubectl("get", queues.GATE_READ, rc=1, stderr=forbidden)  # so the one read is refused: step by step
+    fake.kubectl("get", QUEUES_READ, rc=1, stderr=forbidden)  # so the one read is refused: step by step
     fake.kubectl("get", queues.CLUSTER_QUEUES, rc=1, stderr=forbidden)
     view = platform.get("kubernetes").submit({**SPEC, "queue": LQ}, SubmitOptions())
     assert "GPU quota not readable" in view.extra["gate"]
@@ -227,12 +229,25 @@ def test_gpu_quota_and_usage_read_from_the_queues():
     assert queues.gpu_usage(cluster_queue(used=2)["status"]) == 2
 
 
-def test_nodes_do_not_gate_a_queued_submit_even_when_they_could_never_fit(fake, state_dir):
+def test_a_named_queue_reads_no_node_or_pod_even_when_they_could_never_fit(fake, state_dir):
     kueue_cluster(fake, local_queue(LQ), cq=cluster_queue(gpus=64))
-    # the nodes alone would refuse 8 GPUs
-    fake.kubectl("get", queues.GATE_READ, answer=items([local_queue(LQ), cluster_queue(gpus=64), node("gpu-0", 1)]))
+    fake.kubectl("get", "nodes,pods", answer=items([node("gpu-0", 1)]))  # the nodes alone would refuse 8 GPUs
     platform.get("kubernetes").submit({**SPEC, "queue": LQ, "gpus": 8}, SubmitOptions())
     assert created_job(fake)["spec"]["suspend"] is True
+    assert [w for w in words(fake) if w.startswith("get ")] == [f"get {QUEUES_READ}"]  # one read, no pods
+
+
+def test_a_user_who_may_not_list_it_all_is_remembered_and_read_step_by_step_without_a_refused_read(fake, state_dir):
+    kueue_cluster(fake, local_queue(LQ))
+    fake.kubectl("get", queues.GATE_READ, rc=1, stderr="Error from server (Forbidden): clusterqueues.kueue.x-k8s.io "
+                 'is forbidden: User "u" cannot list resource "clusterqueues" at the cluster scope')
+    submit = platform.get("kubernetes").submit
+    submit(SPEC, SubmitOptions())
+    assert [w for w in words(fake) if w.startswith("get ")] == [
+        f"get {queues.GATE_READ}", f"get {queues.LOCAL_QUEUES}", "get nodes,pods"]
+    n = len(fake.calls)
+    submit(SPEC, SubmitOptions())
+    assert gate_reads(fake, n) == [f"get {queues.LOCAL_QUEUES}", "get nodes,pods"]  # as before the one read
 
 
 def test_a_user_who_may_not_list_local_queues_submits_unqueued_with_a_warning_unless_a_queue_is_named(fake, state_dir):
@@ -240,6 +255,7 @@ def test_a_user_who_may_not_list_local_queues_submits_unqueued_with_a_warning_un
     forbidden = ('Error from server (Forbidden): localqueues.kueue.x-k8s.io is forbidden: User "u" cannot list '
                  'resource "localqueues"')
     fake.kubectl("get", queues.GATE_READ, rc=1, stderr=forbidden)
+    fake.kubectl("get", QUEUES_READ, rc=1, stderr=forbidden)
     fake.kubectl("get", queues.LOCAL_QUEUES, rc=1, stderr=forbidden)
     view = platform.get("kubernetes").submit(SPEC, SubmitOptions())
     assert view.extra["gate_notes"] == ["warning: not queued: you may not list Kueue LocalQueues in namespace default, "
@@ -267,13 +283,13 @@ def test_a_cluster_without_kueue_is_asked_once_then_remembered_for_a_while(fake,
     n = len(fake.calls)
     with pytest.raises(TaoError, match="this cluster has no Kueue"):  # a named queue always asks the cluster
         submit({**SPEC, "queue": LQ}, SubmitOptions())
-    assert gate_reads(fake, n) == [f"get {queues.GATE_READ}"]
+    assert gate_reads(fake, n) == [f"get {QUEUES_READ}"]
     n = len(fake.calls)
-    kubeconfig.write_text("current-context: b\n")  # another cluster (or context): asked again
+    kubeconfig.write_text("current-context: b, a longer file\n")  # another cluster (or context): asked again
     submit(SPEC, SubmitOptions())
     assert gate_reads(fake, n) == [f"get {queues.GATE_READ}", "get nodes,pods"]
     n = len(fake.calls)
-    monkeypatch.setattr(queues, "ABSENT_TTL_S", 0)  # what was learnt has expired: asked again
+    monkeypatch.setattr(queues, "MEMORY_TTL_S", 0)  # what was learnt has expired: asked again
     submit(SPEC, SubmitOptions())
     assert gate_reads(fake, n) == [f"get {queues.GATE_READ}", "get nodes,pods"]
 
@@ -282,12 +298,12 @@ def test_kueue_installed_later_is_found_once_the_memory_expires_and_a_damaged_me
                                                                                                 monkeypatch):
     k8s_cluster(fake)
     platform.get("kubernetes").submit(SPEC, SubmitOptions())
-    assert queues.known_absent(queues.Kubectl())
-    (state_dir / queues.ABSENT_CACHE).write_text("{not json")
-    assert not queues.known_absent(queues.Kubectl())
+    assert queues.remembered(queues.Kubectl()) == queues.ABSENT
+    (state_dir / queues.MEMORY_FILE).write_text("{not json")
+    assert queues.remembered(queues.Kubectl()) is None
     kueue_cluster(fake, local_queue("default"))  # Kueue now, with a default LocalQueue
     view = platform.get("kubernetes").submit(SPEC, SubmitOptions())
     job_ = json.loads(fake.kubectl_calls("create", "-f")[-1].stdin)["items"][0]
     assert job_["metadata"]["labels"][queues.QUEUE_LABEL] == "default"
     assert "default LocalQueue" in " ".join(view.extra["gate_notes"])
-    assert not queues.known_absent(queues.Kubectl())
+    assert queues.remembered(queues.Kubectl()) is None

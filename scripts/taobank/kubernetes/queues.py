@@ -33,9 +33,11 @@ _NO_API = ("doesn't have a resource type", "the server could not find the reques
 #: Everything a submit's gates read, in ONE call where the user may list it all: the Kueue queues and the nodes
 #: and pods the capacity gate counts (a cluster without Kueue refuses the whole read: see :func:`remember`).
 GATE_READ = f"{LOCAL_QUEUES},{CLUSTER_QUEUES},nodes,pods"
-#: A cluster found without Kueue is believed so this long: a submit naming no queue then skips asking again.
-ABSENT_TTL_S = 600
-ABSENT_CACHE = "kueue-absent.cache.json"  # the dot keeps it out of the record listing
+#: What the gates' one read met on a cluster is believed this long: a cluster without Kueue is then read the plain
+#: way, a user who may not list it all step by step, with no refused read first.
+MEMORY_TTL_S = 600
+MEMORY_FILE = "kueue-gate-read.cache.json"  # the dot keeps it out of the record listing
+ABSENT, FORBIDDEN = "no-kueue", "forbidden"
 
 
 def label_jobs(objs: list[dict], queue: str, *, partial: bool = False) -> list[dict]:
@@ -69,49 +71,57 @@ def no_api(err: str) -> bool:
 
 
 def _cluster(kube: Kubectl) -> str:
-    """Which cluster kubectl talks to, with no call: the kubeconfig files' bytes and the context (a changed current
-    context or server is a new key; a rotated token only costs one more read)."""
+    """Which cluster kubectl talks to, with no call and no read: the context and the kubeconfig files' identity
+    and modification time (``kubectl config use-context`` rewrites the file: a new key)."""
+    try:
+        paths = os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
+    except RuntimeError:  # no home folder
+        paths = ""
     digest = hashlib.sha256((kube.context or "").encode())
-    for path in (os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")).split(os.pathsep):
+    for path in paths.split(os.pathsep):
         try:
-            digest.update(Path(path).read_bytes())
+            st = os.stat(path)
+            digest.update(f"{path}\0{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}\0".encode())
         except OSError:
-            digest.update(b"\0")
+            digest.update(f"{path}\0-\0".encode())
     return digest.hexdigest()[:32]
 
 
-def _absent_path() -> Path:
-    return records.state_dir() / ABSENT_CACHE
+def _memory_path() -> Path:
+    return records.state_dir() / MEMORY_FILE
 
 
-def _absent_entries() -> dict[str, float]:
+def _memory() -> dict[str, dict]:
+    """Cluster key -> {"what": ABSENT or FORBIDDEN, "at": time}, the entries younger than :data:`MEMORY_TTL_S`."""
     try:
-        raw = fsio.read_regular(_absent_path(), "Kueue cache", max_bytes=64 * 1024, follow_links=False,
+        raw = fsio.read_regular(_memory_path(), "Kueue cache", max_bytes=64 * 1024, follow_links=False,
                                 missing_ok=True)
         data = safeparse.json_value(raw, "Kueue cache") if raw else {}
     except TaoError:
         return {}  # a damaged cache only costs one more read
     now = time.time()
-    return {k: v for k, v in data.items() if isinstance(v, (int, float)) and 0 <= now - v < ABSENT_TTL_S} \
+    return {k: v for k, v in data.items() if isinstance(v, dict) and v.get("what") in (ABSENT, FORBIDDEN)
+            and isinstance(v.get("at"), (int, float)) and 0 <= now - v["at"] < MEMORY_TTL_S} \
         if isinstance(data, dict) else {}
 
 
-def known_absent(kube: Kubectl) -> bool:
-    """This cluster was found without Kueue less than :data:`ABSENT_TTL_S` ago."""
-    return _cluster(kube) in _absent_entries()
+def remembered(kube: Kubectl) -> str | None:
+    """What the gates' one read met on this cluster less than :data:`MEMORY_TTL_S` ago: :data:`ABSENT` (no Kueue),
+    :data:`FORBIDDEN` (this user may not list it all), or None (nothing known: read it all at once)."""
+    return (_memory().get(_cluster(kube)) or {}).get("what")
 
 
-def remember(kube: Kubectl, *, absent: bool) -> None:
-    """Keep (or drop) the fact that this cluster has no Kueue; a cache that cannot be written is no error."""
-    entries, key = _absent_entries(), _cluster(kube)
-    if absent == (key in entries):
+def remember(kube: Kubectl, what: str | None) -> None:
+    """Keep (or, with None, drop) what the gates' one read met; a cache that cannot be written is no error."""
+    entries, key = _memory(), _cluster(kube)
+    if (entries.get(key) or {}).get("what") == what:
         return
-    if absent:
-        entries[key] = time.time()
-    else:
+    if what is None:
         entries.pop(key, None)
+    else:
+        entries[key] = {"what": what, "at": time.time()}
     try:
-        fsio.write_private(_absent_path(), json.dumps(entries) + "\n")
+        fsio.write_private(_memory_path(), json.dumps(entries) + "\n")
     except (OSError, TaoError):
         pass
 
@@ -161,17 +171,18 @@ def check_name(wanted: str | None) -> None:
                        "63 characters)")
 
 
-_UNREAD = object()
+#: ``choose``'s ``lqs`` when the LocalQueues are still to be read (one by one, as the user's rights allow).
+UNREAD: object = object()
 
 
-def choose(kube: Kubectl, wanted: str | None, *, gpus: int, lqs=_UNREAD,
+def choose(kube: Kubectl, wanted: str | None, *, gpus: int, lqs=UNREAD,
            cqs: dict[str, dict] | None = None) -> tuple[str | None, str | None, list[str]]:
     """(LocalQueue, its ClusterQueue, report lines) of a submit: ``wanted`` (refused in one line when the namespace
     has no such queue or the cluster no Kueue), else the namespace's ``default`` LocalQueue (said so), else none.
     A quota smaller than ``gpus`` (what the Job asks at once) is a warning: Kueue keeps it waiting. ``lqs``/``cqs``:
     the namespace's LocalQueues (None: no Kueue) and the ClusterQueues by name, when already read."""
     check_name(wanted)
-    if lqs is _UNREAD:
+    if lqs is UNREAD:
         try:
             lqs = local_queues(kube)
         except TaoError as exc:

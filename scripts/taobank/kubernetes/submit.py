@@ -2,8 +2,8 @@
 
 plan renders the manifests once, with the job's final id and names, before any
 cluster call (a bad spec costs nothing). check reads the cluster in as few
-calls as it can: Kueue's queues, nodes and pods in one read (the queue named or
-the namespace's default one; else the GPU capacity), then one server
+calls as it can: Kueue's queues, nodes and pods in one read (the namespace's
+default queue, else the GPU capacity; a named queue: the queues alone), then one server
 dry-run of the manifests, which also answers RBAC for what it creates and
 whether the server keeps podFailurePolicy; the server version only for
 multi-node, ``can-i`` only for what the dry run does not create (Secrets,
@@ -355,33 +355,50 @@ def _forbidden(exc: TaoError) -> bool:
 def queue_or_capacity(kube: Kubectl, spec: KubernetesSpec, *, require_free: bool = False
                       ) -> tuple[str | None, str | None, list[str]]:
     """(LocalQueue, ClusterQueue, report lines) of a submit: Kueue's queue when one applies (:func:`queues.choose`),
-    else the capacity gate's line. Queues, nodes and pods come in ONE read; a cluster without Kueue refuses that
-    read, is remembered so (:func:`queues.remember`) and read the plain way; a user who may not list all of it
-    gets the step-by-step reads."""
+    else the capacity gate's line, in as few reads as the user's rights allow. A named queue: the namespace's
+    LocalQueues and the ClusterQueues in one read (no pods: Kueue's quota decides). Else queues, nodes and pods in
+    ONE read, unless this cluster was lately found without Kueue (nodes and pods) or that read forbidden to this
+    user (the reads one by one, as rights allow); both are remembered (:func:`queues.remember`)."""
     gpus = int(1 if spec.gpus is None else spec.gpus) * int(spec.nodes or 1)  # admitted at once: all the pods'
     queues.check_name(spec.queue)
-    if spec.queue is None and queues.known_absent(kube):
-        return None, None, [capacity_gate(kube, spec, require_free=require_free)]
-    res = kube.run("get", queues.GATE_READ, "--all-namespaces", "-o", "json", check=False,
-                   what="kubectl get localqueues,clusterqueues,nodes,pods --all-namespaces")
-    err = res.stderr or res.stdout
-    if res.ok:
-        queues.remember(kube, absent=False)
-        lqs, cqs, node_items, pods = queues.split_gate_read(kube, json.loads(res.stdout or "{}").get("items") or [])
-        queue, cq, lines = queues.choose(kube, spec.queue, gpus=gpus, lqs=lqs, cqs=cqs)
-        if not queue:
-            figures = gates.node_gpus(node_items, pods, node_selector=spec.node_selector, tolerations=spec.tolerations)
-            lines.append(gates.check_capacity(figures, int(1 if spec.gpus is None else spec.gpus), int(spec.nodes or 1),
-                                              require_free=require_free))
-        return queue, cq, lines
-    if queues.no_api(err):
-        queues.remember(kube, absent=True)
-        queue, cq, lines = queues.choose(kube, spec.queue, gpus=gpus, lqs=None)
-    elif "forbidden" in err.lower():
-        queue, cq, lines = queues.choose(kube, spec.queue, gpus=gpus)
-    else:
-        raise TaoError(f"kubectl get localqueues,clusterqueues,nodes,pods failed: {last_line(err)}")
+    if spec.queue is not None:
+        res = kube.run("get", f"{queues.LOCAL_QUEUES},{queues.CLUSTER_QUEUES}", "-o", "json", check=False,
+                       what="kubectl get localqueues,clusterqueues")
+        if res.ok:
+            lqs, cqs, _, _ = queues.split_gate_read(kube, _items(res.stdout, "kubectl get localqueues"))
+            return queues.choose(kube, spec.queue, gpus=gpus, lqs=lqs, cqs=cqs)
+        return queues.choose(kube, spec.queue, gpus=gpus, lqs=None if queues.no_api(res.stderr) else queues.UNREAD)
+    known = queues.remembered(kube)
+    if known is None:
+        res = kube.run("get", queues.GATE_READ, "--all-namespaces", "-o", "json", check=False,
+                       what="kubectl get localqueues,clusterqueues,nodes,pods --all-namespaces")
+        err = res.stderr or res.stdout
+        if res.ok:
+            queues.remember(kube, None)
+            lqs, cqs, node_items, pods = queues.split_gate_read(kube, _items(res.stdout, "kubectl get nodes,pods"))
+            queue, cq, lines = queues.choose(kube, None, gpus=gpus, lqs=lqs, cqs=cqs)
+            if not queue:
+                figures = gates.node_gpus(node_items, pods, node_selector=spec.node_selector,
+                                          tolerations=spec.tolerations)
+                lines.append(gates.check_capacity(figures, int(1 if spec.gpus is None else spec.gpus),
+                                                  int(spec.nodes or 1), require_free=require_free))
+            return queue, cq, lines
+        if queues.no_api(err):
+            known = queues.ABSENT
+        elif "forbidden" in err.lower():
+            known = queues.FORBIDDEN
+        else:
+            raise TaoError(f"kubectl get localqueues,clusterqueues,nodes,pods failed: {last_line(err)}")
+        queues.remember(kube, known)
+    queue, cq, lines = (None, None, []) if known == queues.ABSENT else queues.choose(kube, None, gpus=gpus)
     return queue, cq, lines if queue else [*lines, capacity_gate(kube, spec, require_free=require_free)]
+
+
+def _items(stdout: str, what: str) -> list[dict]:
+    try:
+        return json.loads(stdout or "{}").get("items") or []
+    except (ValueError, AttributeError):
+        raise TaoError(f"{what} returned output that is not a JSON list: check the kubectl version") from None
 
 
 def capacity_gate(kube: Kubectl, spec: KubernetesSpec, *, require_free: bool = False) -> str:
