@@ -131,11 +131,15 @@ part -n 0 -m "e2e and exclusive" "$@"
 rm -rf "$logs"
 
 # The Kubernetes group again, in a row, to show it does not flake (its tests share one cluster and wait on
-# real pods): up to TAO_K8S_GROUP_RUNS runs in all (default 5), while the whole script has run less than
-# TAO_K8S_REPEAT_BUDGET_S seconds (default 2700: a cold machine spends its time building the clusters
-# instead). Only when the first run passed and pytest was given no arguments (a chosen subset is not the group).
+# real pods): up to TAO_K8S_GROUP_RUNS runs in all (default 5); another run starts only while the whole
+# script has run less than TAO_K8S_REPEAT_BUDGET_S seconds (default 2700: a cold machine spends its time
+# building the clusters instead; a run started just before then ends up to one group's time later). Only
+# when everything so far passed and pytest was given no arguments (a chosen subset is not the group).
 runs="${TAO_K8S_GROUP_RUNS:-5}"
 budget="${TAO_K8S_REPEAT_BUDGET_S:-2700}"
+case "$runs$budget" in
+  *[!0-9]*|'') echo "TAO_K8S_GROUP_RUNS and TAO_K8S_REPEAT_BUDGET_S must be whole numbers" >&2; exit 2 ;;
+esac
 if [ "$status" -eq 0 ] && [ "$#" -eq 0 ] && [ "$runs" -gt 1 ]; then
   run=1
   while [ "$run" -lt "$runs" ] && [ "$(elapsed)" -lt "$budget" ]; do

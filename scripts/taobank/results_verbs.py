@@ -283,8 +283,8 @@ class _Transfer:
     the staging folder (``state.json`` says how many), renames a file to its final name once whole."""
 
     def __init__(self, dest: Path, force: bool, meter: Meter, note: Callable[[str], None] | None = None,
-                 staging: Path | None = None) -> None:
-        self.dest, self.force, self.meter = dest, force, meter
+                 staging: Path | None = None, *, links: bool = True) -> None:
+        self.dest, self.force, self.meter, self.links = dest, force, meter, links
         self.staging = staging or dest
         self.files: list[ResultFile] = []
         self.fetched: dict[str, Fetched] = {}
@@ -346,6 +346,13 @@ class _Transfer:
                 pass
             flags |= os.O_EXCL
         fd = os.open(path, flags, 0o600)
+        if offset and os.fstat(fd).st_nlink > 1:  # never write into a file another name shares (a job's own)
+            os.close(fd)
+            path.unlink()
+            self._state.pop(file.path, None)
+            _write_state(self.staging, self._state)
+            raise TaoError(f"{file.path}: its partial copy shared its data with another file, so it was dropped: "
+                           "run the fetch again")
         with os.fdopen(fd, "wb") as fh:
             if offset:
                 fh.truncate(offset)
@@ -360,6 +367,8 @@ class _Transfer:
         _write_state(self.staging, self._state)
 
     def link(self, file: ResultFile, source: str, source_fd: int) -> bool:
+        if not self.links:
+            return False
         path = self.staging / file.path
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -375,7 +384,9 @@ class _Transfer:
             path.unlink()
             return False
         self._linked.add(file.path)
-        self._from[file.path] = 0
+        self._from[file.path] = file.size  # nothing moved
+        self._state.pop(file.path, None)
+        _write_state(self.staging, self._state)
         return True
 
     def finish(self, file: ResultFile, how: str) -> None:
@@ -466,9 +477,10 @@ def _place(staged: Path, dest: Path, rel: str, force: bool) -> Path:
 
 def fetch(platform: str | None, job_id: str, paths: list[str], to: str | Path, *, force: bool = False,
           emit: Callable[[str], None] | None = None, clock: Callable[[], float] = time.monotonic,
-          note: Callable[[str], None] | None = None) -> list[Fetched]:
+          note: Callable[[str], None] | None = None, links: bool = True) -> list[Fetched]:
     """Download ``paths`` (all when empty) of the job's results under ``to``, each verified, then renamed.
-    ``note``: told what the user should know that does not stop the fetch (an unreadable subfolder)."""
+    ``note``: told what the user should know that does not stop the fetch (an unreadable subfolder);
+    ``links``: a local platform may hard-link a finished job's big files (:meth:`_Transfer.link`)."""
     try:  # a PATH outside the folder is a usage error, found before any record or cluster is read
         wanted = list(dict.fromkeys(rel_path(p, "PATH") for p in paths))
     except TaoError as exc:
@@ -487,7 +499,7 @@ def fetch(platform: str | None, job_id: str, paths: list[str], to: str | Path, *
         raise TaoError(f"--to {dest} is not a folder")
     meter = Meter(emit, clock=clock)
     with signals_interrupt(), _staging(dest, rec.id) as (staging, shared):  # kill: verified bytes stay
-        transfer = _Transfer(dest, force, meter, note, staging)
+        transfer = _Transfer(dest, force, meter, note, staging, links=links)
         try:
             facts = adapter.fetch_results(rec, loc, wanted, staging, transfer)
         except OSError as exc:

@@ -36,12 +36,12 @@ class Local:
         return pipe(self.shell + ["-c", script, "tao", *args], stdin=stdin, what=what)
 
 
-def transfer(dest: Path, notes: list[str] | None = None) -> results_verbs._Transfer:
+def transfer(dest: Path, notes: list[str] | None = None, *, links: bool = True) -> results_verbs._Transfer:
     """The core's side of a fetch into ``dest`` (its staging folder inside), counting bytes."""
     staging = dest / ".staging"
     staging.mkdir(parents=True, exist_ok=True)
     meter = results_verbs.Meter(None)
-    return results_verbs._Transfer(dest, False, meter, None if notes is None else notes.append, staging)
+    return results_verbs._Transfer(dest, False, meter, None if notes is None else notes.append, staging, links=links)
 
 
 def shim(tmp_path: Path, name: str, body: str) -> str:
@@ -268,13 +268,14 @@ def test_an_unreadable_subfolder_is_a_note_not_a_failed_fetch(job, tmp_path, mon
 
 
 # ------------------------------------------------------------------ Docker: a local copy, the same refusals
-def docker_fetch(job: Path, dest: Path, paths: list[str], *, ended: bool = False) -> results_verbs._Transfer:
+def docker_fetch(job: Path, dest: Path, paths: list[str], *, ended: bool = False,
+                 links: bool = True) -> results_verbs._Transfer:
     from types import SimpleNamespace
 
     from taobank.contract import ResultsLocation
     from taobank.docker import results_access
 
-    seen = transfer(dest)
+    seen = transfer(dest, links=links)
     rec = SimpleNamespace(id=job.name, terminal=ended)
     results_access.fetch_results(rec, ResultsLocation(str(job), True), paths, dest, seen)
     return seen
@@ -292,7 +293,12 @@ def test_docker_hard_links_a_finished_jobs_big_files_and_copies_the_rest(job, tm
     seen = docker_fetch(job, tmp_path / "into", [], ended=True)
     got = tmp_path / "into" / CKPTS[0]
     assert got.stat().st_ino == big.stat().st_ino and seen.fetched[CKPTS[0]].verified.startswith("a hard link")
-    assert (big.stat().st_mode & 0o777) == 0o640 and not (tmp_path / "into" / ".tao-fetch").exists()
+    assert (big.stat().st_mode & 0o777) == 0o640 and not (tmp_path / "into" / ".staging" / CKPTS[0]).exists()
+    assert seen.fetched[CKPTS[0]].moved == 0  # nothing was copied
+
+    copied = docker_fetch(job, tmp_path / "copied", [CKPTS[0]], ended=True, links=False)  # fetch --copy
+    assert (tmp_path / "copied" / CKPTS[0]).stat().st_ino != big.stat().st_ino
+    assert copied.fetched[CKPTS[0]].verified == "size+mtime (a local copy)"
     small = tmp_path / "into" / "train" / "status.json"
     assert small.stat().st_ino != (job / "train" / "status.json").stat().st_ino
     assert seen.fetched["train/status.json"].verified == "size+mtime (a local copy)"
@@ -383,3 +389,25 @@ def test_the_send_script_refuses_a_folder_swapped_for_a_link_after_the_listing(s
     with pytest.raises(TaoError, match="now leads out of the results folder"):
         results_sh.receive(io.BytesIO(res.stdout), str(job), [results_sh.ResultFile("train/status.json", 1, 1.0)],
                            transfer(tmp_path / "into"))
+
+
+def test_a_staged_file_is_made_new_so_a_file_sharing_its_name_is_never_written(tmp_path):
+    """The staged name may be a hard link left by a killed fetch: starting over makes a new file (the other one
+    intact), and resuming into a file another name shares is refused, its partial copy dropped."""
+    from taobank.contract import ResultFile
+
+    dest = tmp_path / "into"
+    seen = transfer(dest)
+    f = ResultFile("m.pth", 8, 1.0)
+    job_file = tmp_path / "job.pth"
+    job_file.write_bytes(b"JOBBYTES")
+    os.link(job_file, dest / ".staging" / "m.pth")
+    with seen.part(f, 0) as w:
+        w.write(b"new")
+    assert job_file.read_bytes() == b"JOBBYTES"
+    (dest / ".staging" / "m.pth").unlink()
+    os.link(job_file, dest / ".staging" / "m.pth")
+    with pytest.raises(TaoError, match="shared its data with another file"):
+        with seen.part(f, 4):
+            pass
+    assert job_file.read_bytes() == b"JOBBYTES" and not (dest / ".staging" / "m.pth").exists()

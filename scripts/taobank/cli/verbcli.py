@@ -4,7 +4,7 @@
   logs ID | --last [--tail N] [-f/--follow] [--json]
   cancel ID... | --last | --all [--json]
   artifacts ID | --last [--kpi NAME [--mode min|max]] [--json]
-  fetch ID [PATH...] | --last [PATH...] --to DIR [--force] [--json]
+  fetch ID [PATH...] | --last [PATH...] --to DIR [--force] [--copy] [--json]
   prune ID... [--yes] [--json]
   submit ... [--dry-run] [--quiet] [--json] [--name TEXT]
   --version
@@ -267,6 +267,8 @@ def add_fetch(sub: argparse._SubParsersAction, platform: str | None) -> argparse
     add_last(p, platform)
     p.add_argument("--to", required=True, metavar="DIR", help="local folder (made if missing)")
     p.add_argument("--force", action="store_true", help="replace files that exist under --to")
+    p.add_argument("--copy", action="store_true", help="Docker: copy even a finished job's big files (by default "
+                   "they are hard links where --to is on the same filesystem: the job's own files)")
     p.add_argument("--best", action="store_true", help="only the best checkpoint by --kpi (as artifacts --kpi "
                    "finds it), in place of PATHs")
     p.add_argument("--kpi", metavar="NAME", help="with --best: the KPI that ranks the checkpoints (val_loss)")
@@ -310,7 +312,7 @@ def cmd_fetch(args: argparse.Namespace, platform: str | None) -> int:
         words = list(found.checkpoints)
     emit = _progress_line()
     try:  # --json: nothing but the JSON (no progress line)
-        got = results_verbs.fetch(platform, job_id, words, args.to, force=args.force,
+        got = results_verbs.fetch(platform, job_id, words, args.to, force=args.force, links=not args.copy,
                                   emit=None if args.json else emit,
                                   note=lambda text: print(one_line(f"note: {text}"), file=sys.stderr))
     finally:

@@ -43,8 +43,8 @@ def list_results(rec: Record, loc: ResultsLocation, *, status: bool) -> ResultsL
 def fetch_results(rec: Record, loc: ResultsLocation, paths: list[str], into: Path,
                   transfer: Transfer) -> list[ResultFile]:
     """The listing by the shared script (the same refusals as on a cluster), then each file: a finished job's big
-    file (:data:`LINK_MIN`) as a hard link where the filesystem allows, else a local copy: a reflink where the
-    filesystem makes one, else ``copy_file_range`` (no byte through this process)."""
+    file (:data:`LINK_MIN`) as a reflink where the filesystem makes one, else a hard link where it allows (and the
+    user did not ask for copies), else a local copy: ``copy_file_range`` (no byte through this process)."""
     facts = results_sh.read_facts(_Local(), loc.folder, paths, transfer)
     done = 0
     changed: list[str] = []
@@ -63,13 +63,22 @@ def fetch_results(rec: Record, loc: ResultsLocation, paths: list[str], into: Pat
                 raise TaoError(f"{f.path} in {loc.folder} is no longer a regular file: refused")
             if (st.st_size, int(st.st_mtime)) != (f.size, int(f.mtime)):
                 f, have = ResultFile(f.path, st.st_size, float(int(st.st_mtime))), 0
-            if rec.terminal and not have and f.size >= LINK_MIN and transfer.link(f, posixpath.join(loc.folder, f.path), src):
+            cloned = False
+            if rec.terminal and not have and f.size >= LINK_MIN:
+                # a reflink is an independent copy for free (btrfs, XFS); else a hard link: the same file
+                with transfer.part(f, 0) as w:
+                    cloned = _clone(src, w)
+                if not cloned and transfer.link(f, posixpath.join(loc.folder, f.path), src):
+                    done += f.size
+                    transfer.advance(done)
+                    transfer.finish(f, "a hard link to the finished job's file (same disk, nothing copied)")
+                    continue
+            if cloned:
                 done += f.size
                 transfer.advance(done)
-                transfer.finish(f, "a hard link to the finished job's file (same disk, nothing copied)")
-                continue
-            with transfer.part(f, have) as w:
-                done = _copy(src, w, have, f.size, done, transfer)
+            else:
+                with transfer.part(f, have) as w:
+                    done = _copy(src, w, have, f.size, done, transfer)
             after = os.fstat(src)
         finally:
             os.close(src)
@@ -107,6 +116,18 @@ def open_inside(folder: str, rel: str) -> int:
         return os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0), dir_fd=fd)
     finally:
         os.close(fd)
+
+
+def _clone(src: int, w) -> bool:
+    """``w`` made a reflink of ``src`` (FICLONE); False where the filesystem cannot."""
+    import fcntl
+
+    w.flush()
+    try:
+        fcntl.ioctl(w.fileno(), _FICLONE, src)
+    except OSError:
+        return False
+    return True
 
 
 def _copy(src: int, w, offset: int, size: int, done: int, transfer: Transfer) -> int:
