@@ -17,7 +17,10 @@ from pathlib import Path
 from .. import fsio, records, safeparse
 from ..errors import TaoError
 from ..run import last_line
-from .gates import GPU, _qty
+from typing import Callable
+
+from ..jobspec import KubernetesSpec
+from .gates import GPU, _qty, check_capacity, node_gpus
 from .kubectl import Kubectl
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -222,6 +225,55 @@ def split_gate_read(kube: Kubectl, objs: list[dict]) -> tuple[list[dict], dict[s
     lqs = [q for q in of("LocalQueue") if (q.get("metadata") or {}).get("namespace") == kube.namespace]
     cqs = {str((q.get("metadata") or {}).get("name")): q for q in of("ClusterQueue")}
     return lqs, cqs, of("Node"), of("Pod")
+
+
+def queue_or_capacity(kube: Kubectl, spec: KubernetesSpec, *, require_free: bool,
+                      capacity: Callable[[], str]) -> tuple[str | None, str | None, list[str]]:
+    """(LocalQueue, ClusterQueue, report lines) of a submit: Kueue's queue when one applies (:func:`choose`),
+    else the capacity gate's line, in as few reads as the user's rights allow. A named queue: the namespace's
+    LocalQueues and the ClusterQueues in one read (no pods: Kueue's quota decides). Else queues, nodes and pods in
+    ONE read, unless this cluster was lately found without Kueue (nodes and pods) or that read forbidden to this
+    user (the reads one by one, as rights allow); both are remembered (:func:`remember`). ``capacity``: the
+    capacity gate's own reads, where the one read could not be made."""
+    gpus = int(1 if spec.gpus is None else spec.gpus) * int(spec.nodes or 1)  # admitted at once: all the pods'
+    check_name(spec.queue)
+    if spec.queue is not None:
+        res = kube.run("get", f"{LOCAL_QUEUES},{CLUSTER_QUEUES}", "-o", "json", check=False,
+                       what="kubectl get localqueues,clusterqueues")
+        if res.ok:
+            lqs, cqs, _, _ = split_gate_read(kube, _items(res.stdout, "kubectl get localqueues"))
+            return choose(kube, spec.queue, gpus=gpus, lqs=lqs, cqs=cqs)
+        return choose(kube, spec.queue, gpus=gpus, lqs=None if no_api(res.stderr) else UNREAD)
+    known = remembered(kube)
+    if known is None:
+        res = kube.run("get", GATE_READ, "--all-namespaces", "-o", "json", check=False,
+                       what="kubectl get localqueues,clusterqueues,nodes,pods --all-namespaces")
+        err = res.stderr or res.stdout
+        if res.ok:
+            remember(kube, None)
+            lqs, cqs, node_items, pods = split_gate_read(kube, _items(res.stdout, "kubectl get nodes,pods"))
+            queue, cq, lines = choose(kube, None, gpus=gpus, lqs=lqs, cqs=cqs)
+            if not queue:
+                figures = node_gpus(node_items, pods, node_selector=spec.node_selector, tolerations=spec.tolerations)
+                lines.append(check_capacity(figures, int(1 if spec.gpus is None else spec.gpus), int(spec.nodes or 1),
+                                            require_free=require_free))
+            return queue, cq, lines
+        if no_api(err):
+            known = ABSENT
+        elif "forbidden" in err.lower():
+            known = FORBIDDEN
+        else:
+            raise TaoError(f"kubectl get localqueues,clusterqueues,nodes,pods failed: {last_line(err)}")
+        remember(kube, known)
+    queue, cq, lines = (None, None, []) if known == ABSENT else choose(kube, None, gpus=gpus)
+    return queue, cq, lines if queue else [*lines, capacity()]
+
+
+def _items(stdout: str, what: str) -> list[dict]:
+    try:
+        return json.loads(stdout or "{}").get("items") or []
+    except (ValueError, AttributeError):
+        raise TaoError(f"{what} returned output that is not a JSON list: check the kubectl version") from None
 
 
 def workloads(kube: Kubectl, uids: list[str]) -> dict[str, dict]:

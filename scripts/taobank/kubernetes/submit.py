@@ -128,7 +128,9 @@ def check(plans: list[KubePlan], gate: Gate, batch: Batch) -> None:
         for q in plans:
             _lint(q.objs, "the job spec")
     # GPUs admitted at once: all the pods' (a sweep's: one trial's, with partial admission)
-    queue, cluster_queue, lines = queue_or_capacity(kube, p.spec, require_free=p.require_free)
+    queue, cluster_queue, lines = queues.queue_or_capacity(
+        kube, p.spec, require_free=p.require_free,
+        capacity=lambda: capacity_gate(kube, p.spec, require_free=p.require_free))
     gate.lines += lines
     if queue:  # Kueue admits it against the queue's quota: the node capacity gate stepped aside
         gate.backend.update({"queue": queue, "cluster_queue": cluster_queue})
@@ -350,55 +352,6 @@ def adopt(p: KubePlan, rec: Record, gate: Gate) -> Launch | None:
 
 def _forbidden(exc: TaoError) -> bool:
     return "forbidden" in str(exc).lower()
-
-
-def queue_or_capacity(kube: Kubectl, spec: KubernetesSpec, *, require_free: bool = False
-                      ) -> tuple[str | None, str | None, list[str]]:
-    """(LocalQueue, ClusterQueue, report lines) of a submit: Kueue's queue when one applies (:func:`queues.choose`),
-    else the capacity gate's line, in as few reads as the user's rights allow. A named queue: the namespace's
-    LocalQueues and the ClusterQueues in one read (no pods: Kueue's quota decides). Else queues, nodes and pods in
-    ONE read, unless this cluster was lately found without Kueue (nodes and pods) or that read forbidden to this
-    user (the reads one by one, as rights allow); both are remembered (:func:`queues.remember`)."""
-    gpus = int(1 if spec.gpus is None else spec.gpus) * int(spec.nodes or 1)  # admitted at once: all the pods'
-    queues.check_name(spec.queue)
-    if spec.queue is not None:
-        res = kube.run("get", f"{queues.LOCAL_QUEUES},{queues.CLUSTER_QUEUES}", "-o", "json", check=False,
-                       what="kubectl get localqueues,clusterqueues")
-        if res.ok:
-            lqs, cqs, _, _ = queues.split_gate_read(kube, _items(res.stdout, "kubectl get localqueues"))
-            return queues.choose(kube, spec.queue, gpus=gpus, lqs=lqs, cqs=cqs)
-        return queues.choose(kube, spec.queue, gpus=gpus, lqs=None if queues.no_api(res.stderr) else queues.UNREAD)
-    known = queues.remembered(kube)
-    if known is None:
-        res = kube.run("get", queues.GATE_READ, "--all-namespaces", "-o", "json", check=False,
-                       what="kubectl get localqueues,clusterqueues,nodes,pods --all-namespaces")
-        err = res.stderr or res.stdout
-        if res.ok:
-            queues.remember(kube, None)
-            lqs, cqs, node_items, pods = queues.split_gate_read(kube, _items(res.stdout, "kubectl get nodes,pods"))
-            queue, cq, lines = queues.choose(kube, None, gpus=gpus, lqs=lqs, cqs=cqs)
-            if not queue:
-                figures = gates.node_gpus(node_items, pods, node_selector=spec.node_selector,
-                                          tolerations=spec.tolerations)
-                lines.append(gates.check_capacity(figures, int(1 if spec.gpus is None else spec.gpus),
-                                                  int(spec.nodes or 1), require_free=require_free))
-            return queue, cq, lines
-        if queues.no_api(err):
-            known = queues.ABSENT
-        elif "forbidden" in err.lower():
-            known = queues.FORBIDDEN
-        else:
-            raise TaoError(f"kubectl get localqueues,clusterqueues,nodes,pods failed: {last_line(err)}")
-        queues.remember(kube, known)
-    queue, cq, lines = (None, None, []) if known == queues.ABSENT else queues.choose(kube, None, gpus=gpus)
-    return queue, cq, lines if queue else [*lines, capacity_gate(kube, spec, require_free=require_free)]
-
-
-def _items(stdout: str, what: str) -> list[dict]:
-    try:
-        return json.loads(stdout or "{}").get("items") or []
-    except (ValueError, AttributeError):
-        raise TaoError(f"{what} returned output that is not a JSON list: check the kubectl version") from None
 
 
 def capacity_gate(kube: Kubectl, spec: KubernetesSpec, *, require_free: bool = False) -> str:
