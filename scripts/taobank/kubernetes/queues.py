@@ -39,7 +39,7 @@ GATE_READ = f"{LOCAL_QUEUES},{CLUSTER_QUEUES},nodes,pods"
 #: What the gates' one read met on a cluster is believed this long: a cluster without Kueue is then read the plain
 #: way, a user who may not list it all step by step, with no refused read first.
 MEMORY_TTL_S = 600
-MEMORY_FILE = "kueue-gate-read.cache.json"  # the dot keeps it out of the record listing
+MEMORY_FILE = "kueue-gate-read.cache"  # not *.json: the folder's JSON files are the records
 ABSENT, FORBIDDEN = "no-kueue", "forbidden"
 
 

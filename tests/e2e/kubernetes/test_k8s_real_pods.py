@@ -155,7 +155,7 @@ if [ "$NODE_RANK" = 0 ]; then
 else
   i=0
   until echo "rank $NODE_RANK of $WORLD_SIZE" | nc "$MASTER_ADDR" "$MASTER_PORT"; do
-    i=$((i+1)); [ "$i" -lt 90 ] || exit 7; sleep 1
+    i=$((i+1)); [ "$i" -lt 270 ] || exit 7; sleep 1  # rank 0's pod may wait for a node other tests hold
   done
   echo "rank $NODE_RANK sent"
 fi
@@ -165,7 +165,7 @@ fi
 def test_two_ranks_meet_over_tcp_at_master_addr_on_two_real_nodes(k8s):
     gloo_probe_on_real_nodes(k8s)  # the gate passes for real (gloo on CPU between the nodes): no --skip-nccl-probe
     # all 8 fake GPUs per pod: each rank needs a node of its own
-    out, st = run_to_end(k8s, "--gpus", str(lk.GPUS_PER_NODE), "--nodes", "2", "--command", RENDEZVOUS, timeout=240)
+    out, st = run_to_end(k8s, "--gpus", str(lk.GPUS_PER_NODE), "--nodes", "2", "--command", RENDEZVOUS, timeout=360)
     assert k8s.record(out["id"])["backend"]["nccl_probe_backend"] == "gloo-cpu"
     assert st["state"] == "COMPLETE", st
     pods = pods_of(k8s, out["id"])
