@@ -57,6 +57,20 @@ def write_private(path: Path | str, text: str | bytes) -> None:
 MAX_READ_BYTES = 16 * 1024 * 1024
 
 
+def read_cache(path: Path | str, what: str, *, max_bytes: int = 1024 * 1024) -> dict:
+    """A small JSON object the bank keeps as a cache (its own file, never followed through a link): {} when it is
+    missing, unreadable, damaged or not an object, which only costs what the cache saves."""
+    from . import safeparse
+    from .errors import TaoError
+
+    try:
+        raw = read_regular(path, what, max_bytes=max_bytes, follow_links=False, missing_ok=True)
+        data = safeparse.json_value(raw, what) if raw else {}
+    except TaoError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def read_regular(path: Path | str, what: str, *, max_bytes: int = MAX_READ_BYTES, follow_links: bool = True,
                  missing_ok: bool = False) -> bytes | None:
     """The bytes of ``path`` when it is a regular file of at most ``max_bytes``; else one-line TaoError.

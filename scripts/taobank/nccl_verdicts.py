@@ -10,7 +10,7 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import fsio, pins, records, safeparse
+from . import fsio, pins, records
 from .errors import TaoError
 
 CACHE_FILE = "nccl-probe.cache.json"  # the dot keeps it out of list_records (the stem is no record id)
@@ -23,15 +23,7 @@ def cache_path() -> Path:
 
 def load_cache() -> dict:
     """``{platform: {cluster: entry}}``; a missing or damaged cache reads as empty (it only costs a re-probe)."""
-    try:
-        raw = fsio.read_regular(cache_path(), "NCCL probe cache", max_bytes=1024 * 1024, follow_links=False,
-                                missing_ok=True)
-        data = safeparse.json_value(raw, "NCCL probe cache") if raw else {}
-    except TaoError:
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    return {k: v for k, v in data.items() if isinstance(v, dict)}
+    return {k: v for k, v in fsio.read_cache(cache_path(), "NCCL probe cache").items() if isinstance(v, dict)}
 
 
 def cached(platform_name: str, cluster: str) -> dict | None:

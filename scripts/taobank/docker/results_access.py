@@ -132,18 +132,12 @@ def _clone(src: int, w) -> bool:
 
 def _copy(src: int, w, offset: int, size: int, done: int, transfer: Transfer) -> int:
     """Bytes [offset, size) of ``src`` into ``w`` at ``offset``; bytes moved in this run so far."""
-    import fcntl
-
+    if offset == 0 and size and _clone(src, w):
+        os.lseek(w.fileno(), size, os.SEEK_SET)
+        transfer.advance(done + size)
+        return done + size
     w.flush()
     dst = w.fileno()
-    if offset == 0 and size:
-        try:
-            fcntl.ioctl(dst, _FICLONE, src)
-            os.lseek(dst, size, os.SEEK_SET)
-            transfer.advance(done + size)
-            return done + size
-        except OSError:
-            pass
     pos = offset
     kernel = hasattr(os, "copy_file_range")
     while pos < size:

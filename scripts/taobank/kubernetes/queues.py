@@ -13,14 +13,13 @@ import os
 import re
 import time
 from pathlib import Path
-
-from .. import fsio, records, safeparse
-from ..errors import TaoError
-from ..run import last_line
 from typing import Callable
 
+from .. import fsio, records
+from ..errors import TaoError
 from ..jobspec import KubernetesSpec
-from .gates import GPU, _qty, check_capacity, node_gpus
+from ..run import last_line
+from .gates import GPU, _qty
 from .kubectl import Kubectl
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -96,16 +95,10 @@ def _memory_path() -> Path:
 
 def _memory() -> dict[str, dict]:
     """Cluster key -> {"what": ABSENT or FORBIDDEN, "at": time}, the entries younger than :data:`MEMORY_TTL_S`."""
-    try:
-        raw = fsio.read_regular(_memory_path(), "Kueue cache", max_bytes=64 * 1024, follow_links=False,
-                                missing_ok=True)
-        data = safeparse.json_value(raw, "Kueue cache") if raw else {}
-    except TaoError:
-        return {}  # a damaged cache only costs one more read
     now = time.time()
-    return {k: v for k, v in data.items() if isinstance(v, dict) and v.get("what") in (ABSENT, FORBIDDEN)
-            and isinstance(v.get("at"), (int, float)) and 0 <= now - v["at"] < MEMORY_TTL_S} \
-        if isinstance(data, dict) else {}
+    return {k: v for k, v in fsio.read_cache(_memory_path(), "Kueue cache", max_bytes=64 * 1024).items()
+            if isinstance(v, dict) and v.get("what") in (ABSENT, FORBIDDEN)
+            and isinstance(v.get("at"), (int, float)) and 0 <= now - v["at"] < MEMORY_TTL_S}
 
 
 def remembered(kube: Kubectl) -> str | None:
@@ -227,14 +220,14 @@ def split_gate_read(kube: Kubectl, objs: list[dict]) -> tuple[list[dict], dict[s
     return lqs, cqs, of("Node"), of("Pod")
 
 
-def queue_or_capacity(kube: Kubectl, spec: KubernetesSpec, *, require_free: bool,
-                      capacity: Callable[[], str]) -> tuple[str | None, str | None, list[str]]:
+def queue_or_capacity(kube: Kubectl, spec: KubernetesSpec, *,
+                      capacity: Callable[[list[dict] | None], str]) -> tuple[str | None, str | None, list[str]]:
     """(LocalQueue, ClusterQueue, report lines) of a submit: Kueue's queue when one applies (:func:`choose`),
     else the capacity gate's line, in as few reads as the user's rights allow. A named queue: the namespace's
     LocalQueues and the ClusterQueues in one read (no pods: Kueue's quota decides). Else queues, nodes and pods in
     ONE read, unless this cluster was lately found without Kueue (nodes and pods) or that read forbidden to this
     user (the reads one by one, as rights allow); both are remembered (:func:`remember`). ``capacity``: the
-    capacity gate's own reads, where the one read could not be made."""
+    capacity gate's line, from the one read's nodes and pods, or (given None) from its own reads."""
     gpus = int(1 if spec.gpus is None else spec.gpus) * int(spec.nodes or 1)  # admitted at once: all the pods'
     check_name(spec.queue)
     if spec.queue is not None:
@@ -253,11 +246,7 @@ def queue_or_capacity(kube: Kubectl, spec: KubernetesSpec, *, require_free: bool
             remember(kube, None)
             lqs, cqs, node_items, pods = split_gate_read(kube, _items(res.stdout, "kubectl get nodes,pods"))
             queue, cq, lines = choose(kube, None, gpus=gpus, lqs=lqs, cqs=cqs)
-            if not queue:
-                figures = node_gpus(node_items, pods, node_selector=spec.node_selector, tolerations=spec.tolerations)
-                lines.append(check_capacity(figures, int(1 if spec.gpus is None else spec.gpus), int(spec.nodes or 1),
-                                            require_free=require_free))
-            return queue, cq, lines
+            return queue, cq, lines if queue else [*lines, capacity([*node_items, *pods])]
         if no_api(err):
             known = ABSENT
         elif "forbidden" in err.lower():
@@ -266,7 +255,7 @@ def queue_or_capacity(kube: Kubectl, spec: KubernetesSpec, *, require_free: bool
             raise TaoError(f"kubectl get localqueues,clusterqueues,nodes,pods failed: {last_line(err)}")
         remember(kube, known)
     queue, cq, lines = (None, None, []) if known == ABSENT else choose(kube, None, gpus=gpus)
-    return queue, cq, lines if queue else [*lines, capacity()]
+    return queue, cq, lines if queue else [*lines, capacity(None)]
 
 
 def _items(stdout: str, what: str) -> list[dict]:

@@ -129,8 +129,7 @@ def check(plans: list[KubePlan], gate: Gate, batch: Batch) -> None:
             _lint(q.objs, "the job spec")
     # GPUs admitted at once: all the pods' (a sweep's: one trial's, with partial admission)
     queue, cluster_queue, lines = queues.queue_or_capacity(
-        kube, p.spec, require_free=p.require_free,
-        capacity=lambda: capacity_gate(kube, p.spec, require_free=p.require_free))
+        kube, p.spec, capacity=lambda read: capacity_gate(kube, p.spec, require_free=p.require_free, read=read))
     gate.lines += lines
     if queue:  # Kueue admits it against the queue's quota: the node capacity gate stepped aside
         gate.backend.update({"queue": queue, "cluster_queue": cluster_queue})
@@ -354,14 +353,17 @@ def _forbidden(exc: TaoError) -> bool:
     return "forbidden" in str(exc).lower()
 
 
-def capacity_gate(kube: Kubectl, spec: KubernetesSpec, *, require_free: bool = False) -> str:
+def capacity_gate(kube: Kubectl, spec: KubernetesSpec, *, require_free: bool = False,
+                  read: list[dict] | None = None) -> str:
     """Allocatable and free GPUs on schedulable nodes (see :mod:`gates`); returns the figures line.
     Nodes and every namespace's pods come in ONE read (finished pods too: a field selector would refuse
-    nodes; they count for nothing); a user who may not read one of them gets the narrower reads below.
+    nodes; they count for nothing), or are ``read`` already (the gates' one read, :func:`queues.queue_or_capacity`);
+    a user who may not read one of them gets the narrower reads below.
     Without permission to list nodes the gate cannot judge: it says so and lets the submit go on."""
     gpus, nodes = int(1 if spec.gpus is None else spec.gpus), int(spec.nodes or 1)
     try:
-        both = kube.items("nodes,pods", "--all-namespaces", what="kubectl get nodes,pods --all-namespaces")
+        both = read if read is not None else kube.items("nodes,pods", "--all-namespaces",
+                                                        what="kubectl get nodes,pods --all-namespaces")
     except TaoError as exc:
         if not _forbidden(exc):
             raise
