@@ -174,6 +174,11 @@ def test_a_sweep_runs_by_itself_with_nobody_calling_the_bank(dk):
         time.sleep(0.5)
     best = json.loads(dk.run("tao_jobs.py", "sweep", "best", done["sweep"], "--kpi", "val_loss", "--json").stdout)
     assert best["id"] == ids[1] and best["value"] == pytest.approx(0.2)  # the trial with best_val=200
+    # the sweep table ranks by the same rule: each trial's best val_loss and its epoch
+    rows = json.loads(dk.ok("status", "--sweep", done["sweep"], "--kpi", "val_loss", "--json").stdout)
+    assert [r["best"]["value"] for r in rows] == pytest.approx([0.3, 0.2, 0.4])
+    table = dk.ok("status", "--sweep", done["sweep"], "--kpi", "val_loss").stdout
+    assert "BEST val_loss (min)" in table and "val_loss 0.2 @ep" in table, table
 
 
 def test_a_canceled_trial_stops_alone_and_the_supervisor_runs_the_others_to_their_end(dk):
