@@ -23,6 +23,10 @@ python3 -m pip install -q --disable-pip-version-check -r requirements-dev.txt
 
 # tests/clients drive the real Claude Code and Codex CLIs: the versions pinned in
 # versions.yaml (agent_clients), installed once under ~/.cache/tao-skill-bank/npm/.
+# Two no-cluster tests read the host's static busybox (the local images are made from it).
+step "host packages the no-cluster tests read"
+PYTHONPATH=scripts python3 -c 'from testclusters import apt; apt.ensure(("busybox-static",), "no-cluster tests")'
+
 step "agent CLIs from npm"
 python3 -m devtools.agent_clients install
 
