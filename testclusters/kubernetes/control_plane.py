@@ -14,7 +14,7 @@ import secrets
 from pathlib import Path
 
 from . import k8s_build, k8s_objects, k8s_pki
-from .cluster_kubectl import _apply, kubectl
+from .cluster_kubectl import _apply, kubectl, wait_established
 from .cluster_state import _paths
 from .daemons import _spawn, _wait
 from .fake_pods import STAGES_FILE
@@ -203,8 +203,7 @@ def _scheduler_argv(exe: str, ports: dict) -> list[str]:
 
 def _seed_objects(crd_dir: Path) -> None:
     kubectl("apply", *[a for f in sorted(crd_dir.glob("*.yaml")) for a in ("-f", str(f))])
-    kubectl("wait", "--for=condition=Established", "--timeout=60s",
-            "crd/logs.kwok.x-k8s.io", "crd/clusterlogs.kwok.x-k8s.io", timeout=90)
+    wait_established(["logs.kwok.x-k8s.io", "clusterlogs.kwok.x-k8s.io"])
     version = k8s_build.pins()["version"]
     nodes = [k8s_objects.node(n, kubelet_version=version) for n in GPU_NODES]
     nodes.append(k8s_objects.node(CORDONED_NODE, kubelet_version=version, unschedulable=True))

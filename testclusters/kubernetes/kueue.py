@@ -36,7 +36,7 @@ import yaml
 from taobank.errors import TaoError
 from ..procs import live_pid
 from . import k8s_pki
-from .cluster_kubectl import kubectl
+from .cluster_kubectl import kubectl, wait_established
 from .cluster_state import _load_cluster, _log, _paths, _pidfile, _save_cluster
 from .health import _http_ok
 from .k8s_objects import GPU_RESOURCE, GPUS_PER_NODE, NAMESPACE, USER_NAME
@@ -308,8 +308,7 @@ def start(bin_dir: Path, config_dir: Path, version: str) -> None:
     crd_objs = crds(config_dir, url, ca)
     _apply_server_side([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SYSTEM_NAMESPACE}}]
                        + crd_objs + rbac(config_dir) + bindings())
-    kubectl("wait", "--for=condition=Established", "--timeout=60s",
-            *[f"crd/{c['metadata']['name']}" for c in crd_objs], timeout=90)
+    wait_established([c["metadata"]["name"] for c in crd_objs])
     data = _load_cluster()
     data.setdefault("exes", {})[NAME] = str(bin_dir / NAME)
     data["kueue_ports"] = {"webhook": webhook_port, "health": health_port}
