@@ -34,7 +34,8 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 from .states import State
 from . import records, states
 from .text import one_line
-from .selection import by_platform, last_id, load_for, select  # noqa: F401  (the verbs' record selection)
+from .selection import (by_platform as by_platform, last_id as last_id,  # the verbs' record selection
+                        load_for as load_for, select as select)
 from .contract import (Batch, Gate, Launch, Observation, Plan, ResultFile, ResultsListing, ResultsLocation, Stop,
                        SubmitOptions, SweepPreview, Transfer)
 from .errors import EXIT_FAILED, EXIT_OK, TaoError, UsageError
