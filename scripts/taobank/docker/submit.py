@@ -216,7 +216,7 @@ def check_limits(run: render.RunSpec, info: Mapping[str, Any]) -> None:
     more CPUs than it has, less memory than its minimum or more than its host has."""
     ncpu = info.get("NCPU") if isinstance(info.get("NCPU"), int) else (info.get("host") or {}).get("cpus")
     if run.cpus is not None and isinstance(ncpu, int) and ncpu > 0 and float(run.cpus) > ncpu:
-        raise TaoError(f"cpus {run.cpus} is more than the engine's host has ({ncpu}): set cpus to {ncpu} or fewer; "
+        raise TaoError(f"cpus {run.cpus:g} is more than the engine's host has ({ncpu}): set cpus to {ncpu} or fewer; "
                        "nothing was done")
     if run.memory:
         asked = size_bytes(run.memory)
