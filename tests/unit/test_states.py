@@ -104,7 +104,7 @@ def test_states_import_on_the_minimum_python_without_strenum():
     assert yaml.safe_load((bank / "versions.yaml").read_text())["tools"]["python_min"] == "3.10"
     code = (
         "import enum, json, sys\n"
-        "del enum.StrEnum\n"
+        "vars(enum).pop('StrEnum', None)\n"
         "sys.version_info = (3, 10, 13, 'final', 0)\n"
         f"sys.path.insert(0, {str(bank / 'scripts')!r})\n"
         "from taobank.states import State, TERMINAL\n"
