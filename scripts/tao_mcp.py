@@ -36,7 +36,7 @@ def main(argv: list[str]) -> int:
         from taobank.mcp import tools
 
         print(json.dumps([{"name": t.name, "description": tools.description(t), "inputSchema": tools.input_schema(t),
-                           "outputSchema": tools.output_schema(t), "annotations": tools.annotations(t)}
+                           "outputSchema": tools.output_schema(t), "annotations": tools.tool_annotations(t)}
                           for t in tools.TOOLS], indent=2))
         return 0
     if argv:

@@ -2,8 +2,8 @@
 # Set up a fresh machine and run the whole test suite against real local clusters.
 #   bash scripts/test.sh [pytest args...]      (the args go to both pytest runs)
 # Installs the Python dependencies and the pinned agent CLIs (npm), runs the tests
-# that need no cluster (-m "not e2e", one xdist worker per CPU) and the import
-# contracts (lint-imports, .importlinter), brings up the
+# that need no cluster (-m "not e2e", one xdist worker per CPU), the import
+# contracts (lint-imports, .importlinter) and the type checker (mypy, mypy.ini), brings up the
 # local Kubernetes cluster (control plane, real kubelet nodes with containerd,
 # CoreDNS, registry, S3, kwok nodes; apt packages and Go builds cached by version)
 # and the local SLURM cluster, runs the e2e tests in one group per cluster (the groups at
@@ -62,6 +62,15 @@ lint_rc=0
 PYTHONPATH=scripts lint-imports || lint_rc=$?
 if [ "$lint_rc" -ne 0 ]; then
   status=$lint_rc
+fi
+
+# The type checker over the package (mypy.ini: default mode everywhere, strict over the core's typed contract);
+# an error fails the run like a broken import contract.
+step "mypy: the package's types (mypy.ini)"
+mypy_rc=0
+python3 -m mypy || mypy_rc=$?
+if [ "$mypy_rc" -ne 0 ]; then
+  status=$mypy_rc
 fi
 
 e2e_rc=0

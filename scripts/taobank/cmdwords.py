@@ -66,7 +66,7 @@ def _paths_in(text: str, what: str) -> Iterator[str]:
             yield abs_path(part, what)
 
 
-def command_paths(command: str | list[str], argv: list[str]) -> list[str]:
+def command_paths(command: str | list[str] | None, argv: list[str]) -> list[str]:
     """Paths the command reads: ``argv`` word by word, or the shell words of a string ``command``."""
     words = shell_words(command) if isinstance(command, str) else list(argv)
     out: list[str] = []

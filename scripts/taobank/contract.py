@@ -59,7 +59,7 @@ class Plan:
     results_dir: str
     nodes: int = 1
     #: the record's backend facts known before launch (namespace, partition ...)
-    backend: dict = field(default_factory=dict)
+    backend: dict[str, Any] = field(default_factory=dict)
     #: the id the record will get (minted up front so names can be rendered once), or None
     job_id: str | None = None
 
@@ -69,7 +69,7 @@ class Gate:
     """What the read-only checks before a launch found: report lines and facts for the record."""
 
     lines: list[str] = field(default_factory=list)
-    backend: dict = field(default_factory=dict)
+    backend: dict[str, Any] = field(default_factory=dict)
 
     def text(self) -> str:
         return "; ".join(line for line in self.lines if line)
@@ -111,10 +111,10 @@ class Launch:
 
     backend_ref: str
     #: the record's backend facts: a platform's typed :class:`Facts`, or a map of a few keys
-    backend: dict | Facts
+    backend: dict[str, Any] | Facts
     message: str
     #: facts to show with the new job (uid, reconciled, job_dir ...)
-    details: dict = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
     #: the job exists and the record is bound to it, but it cannot run as it is: what to do (raised after binding)
     error: str | None = None
 
@@ -145,9 +145,9 @@ class Shown:
     message: str | None = UNSET
     exit_code: int | None = UNSET
     #: how the training goes (:func:`taobank.training.progress_of`)
-    progress: dict | None = UNSET
+    progress: dict[str, Any] | None = UNSET
     #: Kubernetes: the pods' summaries, the pods run so far
-    pods: list[dict] = UNSET
+    pods: list[dict[str, Any]] = UNSET
     pod_attempts: int = UNSET
     #: a stop: whether the job's object was deleted
     deleted: bool = UNSET
@@ -181,7 +181,7 @@ class Observation:
     needs_log: bool = False
     #: Kubernetes: the pod whose failure decided it, the pods' summaries, the pods run so far
     failed_pod: str | None = None
-    pods: list[dict] = field(default_factory=list)
+    pods: list[dict[str, Any]] = field(default_factory=list)
     pod_attempts: int = 0
     #: the job (record id) this is about; set by the adapter's ``observe`` for the core
     job_id: str | None = None
@@ -245,7 +245,9 @@ class Stop:
     @property
     def final(self) -> State:
         """The state the record gets."""
-        return self.state if self.outcome == "ended" and self.state is not None else State.CANCELED
+        if self.outcome == "ended" and self.state is not None:
+            return self.state
+        return State.CANCELED
 
 
 @dataclass(frozen=True)
@@ -268,8 +270,8 @@ class Finding:
         """The finding as printed: its one line, then each detail indented."""
         return [self.line(), *(f"  {d}" for d in self.details)]
 
-    def to_dict(self) -> dict:
-        out = {"level": self.level, "check": self.check, "message": self.message}
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"level": self.level, "check": self.check, "message": self.message}
         if self.details:
             out["details"] = list(self.details)
         if self.data is not None:
@@ -313,11 +315,11 @@ class ResultFile:
     def checkpoint(self) -> bool:
         return is_checkpoint(self.path)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         from datetime import datetime, timezone
 
         when = datetime.fromtimestamp(self.mtime, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        out: dict = {"path": self.path, "size": self.size, "mtime": self.mtime, "modified": when,
+        out: dict[str, Any] = {"path": self.path, "size": self.size, "mtime": self.mtime, "modified": when,
                      "checkpoint": self.checkpoint}
         if self.sha256 is not None:
             out["sha256"] = self.sha256

@@ -86,6 +86,8 @@ class JobSpec:
         :meth:`to_dict` after :meth:`parse`) by its schema's keys, any other key ignored as a renderer ignores it."""
         if isinstance(spec, cls):
             return spec
+        if not isinstance(spec, Mapping):  # another platform's typed spec: a programming error, not a user's
+            raise TypeError(f"{cls.__name__}.of got a {type(spec).__name__}")
         by_key = {key: name for name, key in cls.keys().items()}
         return cls(**{by_key[k]: v for k, v in spec.items() if k in by_key})
 
@@ -99,7 +101,7 @@ class JobSpec:
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as its schema spells it, given fields only (what :meth:`from_dict` read, byte for byte)."""
-        out = {}
+        out: dict[str, Any] = {}
         for name, key in type(self).keys().items():
             value = getattr(self, name)
             if value is not None:

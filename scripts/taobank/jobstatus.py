@@ -5,7 +5,7 @@ The command line calls these (``status``, ``watch``, ``metrics``); :mod:`taobank
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import AbstractSet, Any, Mapping, Sequence
 
 from . import platform as core
 from . import records, states, sweepslots, training
@@ -53,7 +53,7 @@ def ended_now(views: list[JobView], active: set[str]) -> dict[str, Any]:
 PROGRESS_FILE = "progress.json"
 
 
-def keep_progress(views: list[JobView], *, read: list[JobView] = (), read_already: set[str] = frozenset()) -> None:
+def keep_progress(views: list[JobView], *, read: Sequence[JobView] = (), read_already: AbstractSet[str] = frozenset()) -> None:
     """The one rule for the progress a view shows, on every platform: what status read now (remembered, as the
     final one once the job has ended), else the remembered one. ``read``: views to read first when they have
     none, in one batched read per platform (running trials first: a Kubernetes pod reads its siblings' folders

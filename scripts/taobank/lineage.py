@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from .states import State
 from . import checkpoints, records, savedspec, states, taoargs
@@ -86,7 +86,7 @@ def _remote(folder: str) -> bool:
 
 
 def _fetched(spec: dict, rec: Record, folder: str, paths: dict[str, str],
-             replaces: list[str] = ()) -> tuple[dict, dict[str, str]]:
+             replaces: Sequence[str] = ()) -> tuple[dict, dict[str, str]]:
     """(spec, paths as the new job sees them): ``paths`` (name -> path under ``folder``) unchanged on shared
     storage; downloaded before the job runs (the platform's :meth:`Platform.lineage_fetch`) from object storage."""
     if not _remote(folder):
@@ -131,8 +131,9 @@ def _resumed_command(spec: dict, ckpt: str, job_id: str) -> dict:
 
 
 def _submit(rec_platform: str, spec: dict, options: dict, *, dry_run: bool = False, **lineage: Any) -> Any:
-    opts = SubmitOptions(**{k: tuple(v) if k == "secret_env" else v for k, v in options.items()
-                            if k in savedspec.KEPT_OPTIONS}, **lineage)
+    kept: dict[str, Any] = {k: tuple(v) if k == "secret_env" else v for k, v in options.items()
+                            if k in savedspec.KEPT_OPTIONS}
+    opts = SubmitOptions(**kept, **lineage)
     return get(rec_platform).preview(spec, opts) if dry_run else get(rec_platform).submit(spec, opts)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TypeGuard
 
 from . import fsio, pins, records
 from .errors import TaoError
@@ -47,7 +48,7 @@ def age_days(entry: dict, now: datetime | None = None) -> float | None:
     return ((now or datetime.now(timezone.utc)) - taken).total_seconds() / 86400
 
 
-def fresh_ok(entry: dict | None, now: datetime | None = None) -> bool:
+def fresh_ok(entry: dict | None, now: datetime | None = None) -> TypeGuard[dict]:
     """An ``ok`` verdict younger than ``nccl_probe.max_age_days``."""
     if not entry or entry.get("verdict") != "ok":
         return False

@@ -13,7 +13,7 @@ ends (a SLURM folder staged) it hands to ``Batch.checkpoint``, which this module
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from . import names, nccl_verdicts, records, savedspec, states, taoargs
 from .contract import Batch, Gate, Launch, Plan, SubmitOptions
@@ -52,7 +52,7 @@ def check_concurrency(value: int | None, n: int) -> int:
 
 
 def submit(adapter: Platform, specs: list[dict], opts: SubmitOptions, *,
-           trials: list[Mapping[str, str]] | None = None, max_concurrent: int | None = None) -> Submitted:
+           trials: Sequence[Mapping[str, str]] | None = None, max_concurrent: int | None = None) -> Submitted:
     """Submit ``specs`` on ``adapter`` in the one order; ``trials`` (the overrides of each spec) makes them a
     sweep, launched together with at most ``max_concurrent`` running at once."""
     if not specs:
@@ -119,7 +119,7 @@ def nccl_line(verdict: Mapping[str, Any]) -> str:
 
 
 def _open(adapter: Platform, plans: list[Plan], opts: SubmitOptions, gate: Gate, sweep_id: str | None,
-          trials: list[Mapping[str, str]] | None, k: int) -> list[Record]:
+          trials: Sequence[Mapping[str, str]] | None, k: int) -> list[Record]:
     """Open every record (all folders checked in one pass first); on a failure, those opened say ERROR."""
     ids = [p.job_id or f"new-job-{i}" for i, p in enumerate(plans)]
     records.refuse_nested([(p.results_dir.replace(records.ID_PLACEHOLDER, j), j) for p, j in zip(plans, ids)],

@@ -29,12 +29,13 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from .states import State
 from . import records, states
 from .text import one_line
-from .selection import by_platform, last_id, load_for, select  # noqa: F401  (the verbs' record selection)
+from .selection import (by_platform as by_platform, last_id as last_id,  # the verbs' record selection
+                        load_for as load_for, select as select)
 from .contract import (Batch, Gate, Launch, Observation, Plan, ResultFile, ResultsListing, ResultsLocation, Stop,
                        SubmitOptions, SweepPreview, Transfer)
 from .errors import EXIT_FAILED, EXIT_OK, TaoError, UsageError
@@ -78,11 +79,11 @@ class JobView:
     observed: str | None = None
     exit_code: int | None = None
     reason: str | None = None
-    backend: dict = field(default_factory=dict)
+    backend: dict[str, Any] = field(default_factory=dict)
     #: how the training goes (epoch, ETA, latest KPIs; ``line`` its short form), when TAO's status file was read
-    progress: dict | None = None
+    progress: dict[str, Any] | None = None
     #: platform facts worth showing (pods, saved_logs, ...), merged into to_dict()
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_record(cls, rec: Record | Mapping[str, Any], **seen: Any) -> "JobView":
@@ -119,7 +120,7 @@ class JobView:
     def terminal(self) -> bool:
         return self.state in states.TERMINAL
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         out = {k: v for k, v in self.__dict__.items() if k != "extra"}
         out.update(self.extra)
         return out
@@ -154,8 +155,22 @@ class Logs:
     sections: dict[str, str]
     source: str = "live"  # or "saved" when read from the copy kept after the job ended
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "source": self.source, "sections": self.sections}
+
+
+class ResultsAccess(Protocol):
+    """What a platform's results module (``Platform.results_access``) has; ``list_results_many`` and
+    ``remove_files`` are optional (looked up by name)."""
+
+    def location(self, rec: Record) -> ResultsLocation: ...
+
+    def list_results(self, rec: Record, loc: ResultsLocation, *, status: bool) -> ResultsListing: ...
+
+    def fetch_results(self, rec: Record, loc: ResultsLocation, paths: list[str], into: Path,
+                      transfer: Transfer) -> list[ResultFile]: ...
+
+    def remove_results(self, rec: Record, loc: ResultsLocation) -> str: ...
 
 
 class Platform(ABC):
@@ -163,18 +178,18 @@ class Platform(ABC):
 
     name: str = ""
 
-    def view(self, rec: Mapping[str, Any]) -> JobView:
+    def view(self, rec: Record) -> JobView:
         """The view of a record as stored (no backend call); platforms add their facts."""
         return JobView.from_record(rec)
 
     @abstractmethod
-    def observe(self, recs: list[Record], *, context: dict) -> list[Observation]:
+    def observe(self, recs: list[Record], *, context: dict[str, Any]) -> list[Observation]:
         """Ask the backend about the active ``recs`` (one batched query) and say what it saw, one
         :class:`Observation` per job it could tell something about (``job_id`` set); never write a record.
         ``context`` is shared with the ``ended``/``relaunch`` calls of the same status (an open connection,
         what the query found that the cleanup needs)."""
 
-    def ended(self, recs: list[Record], context: dict, *, carried_on: frozenset[str] = frozenset()) -> dict[str, str]:
+    def ended(self, recs: list[Record], context: dict[str, Any], *, carried_on: frozenset[str] = frozenset()) -> dict[str, str]:
         """Clean up after the jobs of one status that have just ended (as the core marked them): save their
         final logs, release what they held, in as few calls as the platform can; a note per job id for its
         status line. ``carried_on``: ids whose infrastructure retry goes on with what they staged. Default:
@@ -185,11 +200,11 @@ class Platform(ABC):
         """How many infrastructure retries a job may get (``Observation.retry``); 0: the platform has none."""
         return 0
 
-    def retry_backend(self, failed: Record, job_id: str, context: dict) -> dict:
+    def retry_backend(self, failed: Record, job_id: str, context: dict[str, Any]) -> dict[str, Any]:
         """The backend facts the retry record ``job_id`` of ``failed`` opens with (what ``relaunch`` reads)."""
         raise TaoError(f"{self.name} jobs are not resubmitted after an infrastructure failure")
 
-    def relaunch(self, job_id: str, context: dict) -> Launch | None:
+    def relaunch(self, job_id: str, context: dict[str, Any]) -> Launch | None:
         """Launch the record ``job_id`` whose job does not exist yet: an infrastructure retry the core opened,
         or a submit whose answer was lost (``resume``). Looks before it creates anything, never twice; None
         when the job exists already. The core binds the launch to the record."""
@@ -204,7 +219,7 @@ class Platform(ABC):
         """Stream output as it comes (``emit(section, text)``) until the job ends; the exit code."""
 
     @abstractmethod
-    def stop(self, recs: list[Record], context: dict) -> list[Stop]:
+    def stop(self, recs: list[Record], context: dict[str, Any]) -> list[Stop]:
         """Stop the active ``recs`` (one job, or a sweep's trials in as few calls as the platform can) and say
         per job what happened; never write a record (the core marks CANCELED, or the real end). ``context``
         is shared by the calls of one ``cancel``. A failure of one job is its ``Stop.error``."""
@@ -218,7 +233,7 @@ class Platform(ABC):
         (a finished job's volume, say). Raise TaoError with what is needed when it cannot be read."""
         raise TaoError(f"reading training progress is not supported on {self.name}")
 
-    def clean_finished(self, rec: Record, context: dict) -> str | None:
+    def clean_finished(self, rec: Record, context: dict[str, Any]) -> str | None:
         """Remove what a finished job still holds (its credentials) when ``cancel`` names it; a note for the
         cancel line, or None when there was nothing to do. The default holds nothing."""
         return None
@@ -228,30 +243,30 @@ class Platform(ABC):
         on Docker its exited container (a call per job, so not on every cancel of a finished sweep)."""
         return self.clean_finished(rec, {})
 
-    def lineage_access(self, spec: dict, parent: Record, folder: str) -> dict:
+    def lineage_access(self, spec: dict[str, Any], parent: Record, folder: str) -> dict[str, Any]:
         """``spec`` of a child job (``submit --parent``) able to read the parent's results ``folder`` (as the
         parent saw it). Default: unchanged (the folder is on storage every job of the platform sees)."""
         return spec
 
-    def lineage_fetch(self, spec: dict, job: Record, folder: str, files: dict[str, str],
-                      replaces: list[str] = ()) -> tuple[dict, dict[str, str]]:
+    def lineage_fetch(self, spec: dict[str, Any], job: Record, folder: str, files: dict[str, str],
+                      replaces: Sequence[str] = ()) -> tuple[dict[str, Any], dict[str, str]]:
         """``job``'s results are in object storage (``folder`` is an ``s3://`` prefix, no job can mount it):
         ``spec`` of a new job that downloads ``files`` (name -> path inside ``folder``) before it runs, and
         where each lands as that job sees it; an earlier download to a path in ``replaces`` (the checkpoint
         a continued job resumed from) is dropped. Default: refused in one line."""
-        raise TaoError(f"job {job['id']} keeps its results in {folder}, and {self.name} jobs cannot download them: "
+        raise TaoError(f"job {job.id} keeps its results in {folder}, and {self.name} jobs cannot download them: "
                        "fetch the checkpoint (tao_jobs.py fetch) and put it where the job can read it")
 
     # -------------------------------------------------------------- submit: the core owns the order
     #: the helper a user runs for this platform (named in hints)
     helper: str = ""
 
-    def submit(self, spec: dict, opts: SubmitOptions) -> JobView:
+    def submit(self, spec: dict[str, Any], opts: SubmitOptions) -> JobView:
         """One job: the core's one submit order (:func:`taobank.pipeline.submit`) over a batch of one."""
         from . import pipeline
 
         done = pipeline.submit(self, [spec], opts)
-        view = done.views[0]
+        view: JobView = done.views[0]
         view.extra["gate"] = done.gate.text()
         view.extra["gate_notes"] = done.gate.notes()
         return view
@@ -291,7 +306,7 @@ class Platform(ABC):
         at most ``batch.max_concurrent`` running at once; one Launch each. On failure remove what was made,
         then raise. Never writes a record: facts to keep before it ends go to ``batch.checkpoint``."""
 
-    def with_time_limit(self, spec: dict, minutes: float) -> dict:
+    def with_time_limit(self, spec: dict[str, Any], minutes: float) -> dict[str, Any]:
         """``spec`` with its run-time limit set to ``minutes`` (``continue --time-*``: more time for a job that
         ran out of it). Default: refused, the platform has no limit to set."""
         raise TaoError(f"{self.name} jobs have no time limit: continue without --time-hours/--time-minutes")
@@ -300,13 +315,14 @@ class Platform(ABC):
         """``resume``: :meth:`relaunch`, and the record bound to what it found or made (by the core)."""
         from . import pipeline
 
-        return pipeline.relaunch(self, job_id)
+        view: JobView = pipeline.relaunch(self, job_id)
+        return view
 
     @abstractmethod
-    def preview(self, spec: dict, opts: SubmitOptions) -> str:
+    def preview(self, spec: dict[str, Any], opts: SubmitOptions) -> str:
         """What submit would send (manifest or script text), contacting nothing."""
 
-    def preview_sweep(self, specs: list[dict], opts: SubmitOptions, ids: list[str], batch: Batch) -> SweepPreview:
+    def preview_sweep(self, specs: list[dict[str, Any]], opts: SubmitOptions, ids: list[str], batch: Batch) -> SweepPreview:
         """What a sweep's submit would send for the trials ``specs`` (ids ``ids``, ``batch.sweep`` the sweep's),
         rendered by the functions its launch uses, contacting nothing; refused as that submit would be. The
         trial table is the core's (:func:`taobank.sweeps.preview`)."""
@@ -336,8 +352,9 @@ class Platform(ABC):
         can (default: one read per job)."""
         many = getattr(self._sweep_module(), "read_status_many", None)
         if many is not None:
-            return many(recs)
-        out = {}
+            read: dict[str, dict[str, str]] = many(recs)
+            return read
+        out: dict[str, dict[str, str]] = {}
         for rec in recs:
             out[Record.of(rec).id] = self.read_status_files(rec, live=True)
         return out
@@ -346,9 +363,9 @@ class Platform(ABC):
     # The verbs (validation, best checkpoint, verification, temp + rename, confirmation) are the core's:
     # taobank.results_verbs. A platform only reads, streams and removes the folder, in a module of its own
     # with the functions location, list_results, fetch_results and remove_results (``results_access``).
-    results_access: Any = None
+    results_access: ResultsAccess | None = None
 
-    def _results(self, rec: Record, what: str) -> Any:
+    def _results(self, rec: Record, what: str) -> ResultsAccess:
         if self.results_access is None:
             raise TaoError(f"job {Record.of(rec).id}: {what} is not available for {self.name or 'this platform'} jobs")
         return self.results_access
@@ -367,7 +384,8 @@ class Platform(ABC):
         One command where the platform's results module can (``list_results_many``), else one per folder."""
         many = getattr(self._results(recs[0], "listing results"), "list_results_many", None) if recs else None
         if many is not None:
-            return many(recs, locs, status=status)
+            listed: list[ResultsListing | TaoError] = many(recs, locs, status=status)
+            return listed
         out: list[ResultsListing | TaoError] = []
         for rec, loc in zip(recs, locs):
             try:
@@ -396,12 +414,14 @@ class Platform(ABC):
         remove = getattr(self._results(rec, "pruning checkpoints"), "remove_files", None)
         if remove is None:
             raise TaoError(f"job {Record.of(rec).id}: deleting single checkpoints is not available for {self.name} results")
-        return remove(rec, loc, delete, keep)
+        kept: list[ResultFile] = remove(rec, loc, delete, keep)
+        return kept
 
 def get(name: str) -> Platform:
     """The adapter of platform ``name`` (``k8s`` is accepted for kubernetes)."""
     canonical = states.canonical_platform(name)
-    return importlib.import_module(ADAPTERS[canonical]).PLATFORM
+    adapter: Platform = importlib.import_module(ADAPTERS[canonical]).PLATFORM
+    return adapter
 
 
 # ------------------------------------------------------------------ verbs
@@ -475,7 +495,8 @@ def watch(platform: str | None, ids: list[str] | None, *, on_line: Callable[[str
         raise UsageError("--interval must be a positive number of seconds")
     cap = max(cap, first)  # never poll faster than asked
     watched = _with_retries([r.id for r in select(platform, ids, "status")], platform)
-    delay, shown, unknown_polls = first, {}, 0  # shown: id -> the line last printed for it
+    shown: dict[str, str] = {}  # id -> the line last printed for it
+    delay, unknown_polls = first, 0
     while True:
         views = poll(platform, watched, retry=retry)
         for v in views:  # follow retry chains
@@ -567,7 +588,7 @@ def cancel(platform: str | None, ids: list[str] | None, *, all_active: bool = Fa
                  for r in [records.get(i)] if not r.terminal]
     views: list[JobView] = []
     errors: list[str] = []
-    contexts: dict[str, dict] = {}
+    contexts: dict[str, dict[str, Any]] = {}
     active: dict[str, list[Record]] = {}
     for rec in recs:
         try:

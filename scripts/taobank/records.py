@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, ClassVar, Iterator, Mapping
+from typing import Any, ClassVar, Iterator, Mapping, TypeGuard, cast
 
 from .states import State
 from . import BANK_ROOT, fsio, names, safeparse, states
@@ -90,7 +90,8 @@ class Record:
         if isinstance(rec, Record):
             return rec
         known = {f.name for f in fields(cls)}
-        return cls(**{k: (tuple(v) if k == "transitions" else v) for k, v in rec.items() if k in known})
+        values: dict[str, Any] = {k: (tuple(v) if k == "transitions" else v) for k, v in rec.items() if k in known}
+        return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
         """The record as the store writes it."""
@@ -169,12 +170,12 @@ def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _write_temp(d: Path, job_id: str, rec: dict) -> str:
+def _write_temp(d: Path, job_id: str, rec: dict[str, Any]) -> str:
     data = (json.dumps(rec, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
     return fsio.write_temp(d, f".{job_id}.", data)
 
 
-def _replace(job_id: str, rec: dict) -> None:
+def _replace(job_id: str, rec: dict[str, Any]) -> None:
     validate(rec)
     d = state_dir()
     tmp = _write_temp(d, job_id, rec)
@@ -186,7 +187,7 @@ def _replace(job_id: str, rec: dict) -> None:
     fsio.fsync_dir(d)
 
 
-def _create(job_id: str, rec: dict) -> bool:
+def _create(job_id: str, rec: dict[str, Any]) -> bool:
     """Put a new record in place unless the id exists (False then). Never overwrites."""
     validate(rec)
     d = state_dir()
@@ -234,7 +235,7 @@ def _locked(job_id: str) -> Iterator[None]:
         os.close(fd)  # closing drops the lock
 
 
-def _read(path: Path) -> dict:
+def _read(path: Path) -> dict[str, Any]:
     """A record file: a regular file (no symlink, no FIFO) holding a record-shaped JSON object."""
     try:
         raw = fsio.read_regular(path, "job record", max_bytes=_MAX_RECORD_BYTES, follow_links=False, missing_ok=True)
@@ -249,7 +250,7 @@ def _read(path: Path) -> dict:
     problem = _shape_problem(rec, path.stem)
     if problem:
         raise TaoError(f"job record {path} is damaged ({problem}): restore it or remove it")
-    return rec
+    return cast(dict[str, Any], rec)  # _shape_problem found a JSON object
 
 
 def _shape_problem(rec: Any, job_id: str) -> str | None:
@@ -326,7 +327,7 @@ _RESULTS_DIR = re.compile(r"^(/|[A-Za-z][A-Za-z0-9+.-]*://)[^\u0000-\u001f\u007f
 _BACKEND_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}\Z")
 
 
-def _text(v: Any, lo: int, hi: int) -> bool:
+def _text(v: Any, lo: int, hi: int) -> TypeGuard[str]:
     return type(v) is str and lo <= len(v) <= hi
 
 
@@ -452,8 +453,8 @@ def _clean_text(text: str | None) -> str | None:
     return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 3] + "..."
 
 
-def _clean_backend(backend: Mapping[str, Any] | None) -> dict:
-    out: dict = {}
+def _clean_backend(backend: Mapping[str, Any] | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     if not backend:
         return out
     from .redact import is_credential_name, redact_text
@@ -515,7 +516,7 @@ def open_record(
     lineage: Mapping[str, str | None] | None = None,
     sweep: tuple[str, int, Mapping[str, str]] | None = None,
     check_folder: bool = True,
-) -> dict:
+) -> dict[str, Any]:
     """Mint an id and store a PENDING record; returns it (``rec["id"]``).
 
     ``job_id`` is an id minted up front (:func:`names.mint_job_id`, so a
@@ -545,7 +546,7 @@ def open_record(
             raise TaoError(f"job {retry_of} is {parent['state']}: mark it ERROR or CANCELED before opening a retry")
         attempt = parent["attempt"] + 1
     now = _now()
-    rec = {
+    rec: dict[str, Any] = {
         "record_version": RECORD_VERSION,
         "id": "",
         "platform": states.canonical_platform(platform),
@@ -632,12 +633,12 @@ def refuse_nested(folders: list[tuple[str, str]], platform: str) -> None:
                                "no other job's results")
 
 
-def records_inside(folder: str, platform: str, besides: str) -> list[dict]:
+def records_inside(folder: str, platform: str, besides: str) -> list[dict[str, Any]]:
     """The records (other than ``besides``) whose results lie in ``folder`` (inside it, or the same folder)."""
     return [r for r in list_records(platform=platform) if r["id"] != besides and within(folder_of(r), folder)]
 
 
-def load(job_id: str) -> dict:
+def load(job_id: str) -> dict[str, Any]:
     """The record of ``job_id`` (TaoError if there is none)."""
     return _read(record_path(job_id))
 
@@ -663,7 +664,7 @@ def mark(
     err_class: str | None = None,
     backend: Mapping[str, Any] | None = None,
     rebind: bool = False,
-) -> dict:
+) -> dict[str, Any]:
     """Move a record to ``state`` under the transition table; returns the stored record.
 
     ``rebind``: ``backend_ref`` may change (a job that resubmitted itself under the same record:
@@ -728,7 +729,7 @@ def run_times(rec: Record) -> tuple[str | None, str | None]:
 
 
 def list_records(platform: str | None = None, state: str | None = None, active: bool = False,
-                 problems: list[str] | None = None, sweep: str | None = None) -> list[dict]:
+                 problems: list[str] | None = None, sweep: str | None = None) -> list[dict[str, Any]]:
     """Records, oldest first, filtered by platform, state and/or activity.
 
     A damaged or foreign file never hides the other jobs: it is skipped and,

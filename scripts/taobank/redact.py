@@ -504,7 +504,9 @@ class _Runs:
 
     def end_of(self, pos: int) -> int:
         if not self.start <= pos < self.end:
-            self.start, self.end = pos, _RUN.match(self.line, pos).end()
+            run = _RUN.match(self.line, pos)
+            assert run is not None  # the pattern matches the empty string too
+            self.start, self.end = pos, run.end()
         return self.end
 
 
@@ -637,6 +639,7 @@ def _scalar(rest: str) -> tuple[str | None, str]:
     """(anchor, value) of the text after ``key:``: node properties (``&a``, ``!!str``) and a comment dropped."""
     value = _strip_comment(rest)
     m = _NODE_PROPS.match(value)
+    assert m is not None  # the pattern matches the empty string too
     return m.group("anchor"), value[m.end():]
 
 
@@ -809,7 +812,8 @@ def _flow_has_literal(inner: str) -> bool:
 def _secret_hits(lines: list[str]) -> list[_Hit]:
     """``data``/``stringData`` with content in a ``kind: Secret`` document (``stringData`` anywhere)."""
     hits: list[_Hit] = []
-    docs, cur = [], []
+    docs: list[list[int]] = []
+    cur: list[int] = []
     for i, line in enumerate(lines):
         if line.startswith("---"):
             docs.append(cur)

@@ -166,7 +166,8 @@ def _quoting_dumper() -> type:
 
     PyYAML leaves ``y``, ``1e3``, ``09``, ``0o17`` or ``2001-12-14`` unquoted (strings to its YAML 1.1
     resolver) and kubectl reads them back as true, 1000, 9, 15...: a quoted scalar is a string to all."""
-    yaml = require("yaml")
+    require("yaml")  # one line naming the package when PyYAML is missing
+    import yaml
 
     class QuotingDumper(yaml.SafeDumper):
         def represent_str(self, data: str):

@@ -479,7 +479,7 @@ def receive(out: BinaryIO, folder: str, files: list[ResultFile], transfer: Trans
         with transfer.part(f, off) as w:
             while pos < size:
                 n = min(BLOCK, size - pos)
-                digest = {"crc": PosixCksum, "crc32": ZlibCrc}.get(alg, _md5)()
+                digest = PosixCksum() if alg == "crc" else ZlibCrc() if alg == "crc32" else _md5()
                 left = n
                 while left:
                     chunk = out.read(min(READ_CHUNK, left))

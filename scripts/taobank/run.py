@@ -9,7 +9,7 @@ import os
 import subprocess
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import BinaryIO, Callable, Iterator, Mapping, Sequence
+from typing import BinaryIO, Callable, Iterator, Mapping, Sequence, cast
 
 from .errors import TaoError
 
@@ -209,7 +209,7 @@ def pipe(argv: Sequence[str], *, stdin: str | None = None, what: str | None = No
 
         assert proc.stdout is not None
         try:
-            yield proc.stdout
+            yield cast(BinaryIO, proc.stdout)  # a pipe opened in binary mode
         except BaseException:
             if proc.poll() is None:
                 proc.kill()

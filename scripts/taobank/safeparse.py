@@ -50,7 +50,8 @@ def _loader() -> Any:
     """A SafeLoader that refuses aliases and nesting deeper than MAX_DEPTH while composing (before any expansion)."""
     global _LOADER
     if _LOADER is None:
-        yaml = require("yaml")
+        require("yaml")  # one line naming the package when PyYAML is missing
+        import yaml
 
         class Loader(yaml.SafeLoader):
             _depth = 0

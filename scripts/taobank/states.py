@@ -17,10 +17,23 @@ Why each edge exists:
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
-from enum import StrEnum
+from enum import Enum
 
 from .errors import TaoError
+
+if sys.version_info >= (3, 11):
+    from enum import StrEnum
+else:  # Python 3.10 (versions.yaml tools.python_min) has no StrEnum: the same str() and format() by hand
+    class StrEnum(str, Enum):
+        """A member is its value: ``str()`` and ``format()`` give the plain name, as 3.11's StrEnum does."""
+
+        def __str__(self) -> str:
+            return str(self.value)
+
+        def __format__(self, spec: str) -> str:
+            return str(self.value).__format__(spec)
 
 
 class State(StrEnum):
@@ -50,7 +63,7 @@ INITIAL: State = State.PENDING
 
 #: state -> states a mark may move it to (same-state marks are handled apart:
 #: allowed on an active record as an update, a no-op on a terminal one).
-TRANSITIONS: dict[State, tuple[State, ...]] = {
+TRANSITIONS: dict[str, tuple[State, ...]] = {
     State.PENDING: (State.RUNNING, State.COMPLETE, State.ERROR, State.CANCELED, State.UNKNOWN),
     State.RUNNING: (State.PENDING, State.COMPLETE, State.ERROR, State.CANCELED, State.UNKNOWN),
     State.UNKNOWN: (State.RUNNING, State.COMPLETE, State.ERROR, State.CANCELED),

@@ -299,7 +299,7 @@ def table(rows: list[Row], *, headers: bool = True) -> str:
     """The sweep table: TRIAL ID STATE PROGRESS OVERRIDES, then the KPI column (:func:`kpi_header`)."""
     from .text import one_line
 
-    lines = [("TRIAL", "ID", "STATE", "PROGRESS", "OVERRIDES", kpi_header(rows))] if headers else []
+    lines: list[tuple[str, ...]] = [("TRIAL", "ID", "STATE", "PROGRESS", "OVERRIDES", kpi_header(rows))] if headers else []
     for r in rows:
         state = f"{r.state} (held)" if r.held and r.state == State.PENDING else r.state
         lines.append(tuple(one_line(c) for c in (r.trial, r.id, state, r.progress or "-",

@@ -339,8 +339,8 @@ def test_a_platform_that_cannot_download_refuses_in_one_line(state_dir):
     from taobank import platform
 
     with pytest.raises(TaoError, match="slurm jobs cannot download them: fetch the checkpoint") as err:
-        platform.get("slurm").lineage_fetch({}, {"id": "dino-train-1"}, "s3://b/r/dino-train-1", {"c": "m.pth"})
-    assert "\n" not in str(err.value)
+        platform.get("slurm").lineage_fetch({}, _REC, "s3://b/r/dino-train-1", {"c": "m.pth"})
+    assert str(err.value).startswith(f"job {_REC.id} keeps its results in s3://") and "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize("named", ["//r/job/model_epoch_001.pth", "/r//job/./train/model_epoch_002.pth",

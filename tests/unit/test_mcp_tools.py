@@ -70,9 +70,9 @@ def test_schemas_are_closed_and_hints_truthful():
     for spec in tools.TOOLS:
         schema = tools.input_schema(spec)
         assert schema["additionalProperties"] is False
-        hints = tools.annotations(spec)
+        hints = tools.tool_annotations(spec)
         assert not (hints["readOnlyHint"] and hints["destructiveHint"])
-    by = {t.name: tools.annotations(t) for t in tools.TOOLS}
+    by = {t.name: tools.tool_annotations(t) for t in tools.TOOLS}
     assert by["prune"]["destructiveHint"] and by["cancel"]["destructiveHint"]
     assert by["logs"]["readOnlyHint"] and by["metrics"]["readOnlyHint"] and by["list"]["openWorldHint"] is False
     assert not by["submit_slurm"]["idempotentHint"] and not by["status"]["readOnlyHint"]  # status writes records

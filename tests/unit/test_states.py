@@ -88,3 +88,29 @@ def test_one_observation_type_carries_both_platforms_exit_codes():
     assert sstatus.verdict("ERROR", "x", exit_code="garbage").exit_status is None
     gone = kstatus.observe(None, [])
     assert isinstance(gone, Observation) and gone.state == "UNKNOWN" and gone.exit_status is None
+
+
+def test_states_import_on_the_minimum_python_without_strenum():
+    """versions.yaml's tools.python_min (3.10) has no enum.StrEnum: the states (and so every helper) still import,
+    and a State prints, formats and serialises as its plain name there too (checked in a fresh interpreter that
+    reports 3.10 and lacks StrEnum)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    bank = Path(__file__).resolve().parents[2]
+    assert yaml.safe_load((bank / "versions.yaml").read_text())["tools"]["python_min"] == "3.10"
+    code = (
+        "import enum, json, sys\n"
+        "vars(enum).pop('StrEnum', None)\n"
+        "sys.version_info = (3, 10, 13, 'final', 0)\n"
+        f"sys.path.insert(0, {str(bank / 'scripts')!r})\n"
+        "from taobank.states import State, TERMINAL\n"
+        "print(str(State.PENDING), f'{State.RUNNING}', f'{State.ERROR:>6}|', json.dumps([State.COMPLETE]),\n"
+        "      State('CANCELED') == 'CANCELED', 'ERROR' in TERMINAL, State.UNKNOWN.value)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[0] == 'PENDING RUNNING  ERROR| ["COMPLETE"] True True UNKNOWN'

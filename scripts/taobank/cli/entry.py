@@ -8,13 +8,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 from ..errors import EXIT_INTERRUPTED, TaoError, UsageError
 from ..text import error_line, one_line
 
 
-def _one_line_usage_error(parser: argparse.ArgumentParser, message: str) -> None:
+def _one_line_usage_error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
     """argparse's usage error as ONE line (exit 2); the full usage is one ``--help`` away."""
     parser.exit(2, error_line(f"{parser.prog}: {message} (see --help)") + "\n")
 
@@ -35,7 +35,7 @@ def run_main(main: Callable[[list[str]], int | None], argv: list[str] | None = N
     """Call ``main`` and turn a TaoError (or an argparse usage error) into one line on stderr."""
     # Every helper's parsers (subcommands included) are built inside main(): make their
     # usage errors one line like every other failure, without touching each script.
-    argparse.ArgumentParser.error = _one_line_usage_error  # type: ignore[method-assign]
+    argparse.ArgumentParser.error = _one_line_usage_error  # type: ignore[method-assign, assignment]  # patched on purpose
     argparse.ArgumentParser._get_values = _get_values_keeping_dash_dash  # type: ignore[method-assign]
     try:
         rc = main(sys.argv[1:] if argv is None else argv)

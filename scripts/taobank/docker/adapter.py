@@ -53,7 +53,7 @@ class Docker(Platform):
     def release_pruned(self, rec: Record) -> str | None:
         return cancel.remove_finished(rec)
 
-    def lineage_access(self, spec: dict, parent: dict, folder: str) -> dict:
+    def lineage_access(self, spec: dict, parent: Record, folder: str) -> dict:
         from .lineage_access import reachable
 
         return reachable(spec, parent, folder)

@@ -85,12 +85,12 @@ def cancel_many(recs: list[Record]) -> list[Stop]:
     return out
 
 
-def _cancel_group(e: eng.Engine, group: list[dict]) -> list[Stop]:
+def _cancel_group(e: eng.Engine, group: list[Record]) -> list[Stop]:
     names = {r.id: facts.container_of(r) for r in group}
     seen = observe.inspect(e, list(names.values()))
     out: list[Stop] = []
-    running: list[dict] = []
-    held: list[dict] = []
+    running: list[Record] = []
+    held: list[Record] = []
     for rec in group:
         st = seen.get(names[rec.id])
         if st is None:

@@ -74,9 +74,10 @@ def check_request(request: int | str | list[str], found: list[Gpu] | None) -> li
             have = ", ".join(f"{g.index} ({g.uuid})" for g in found)
             raise TaoError(f"GPU {', '.join(missing)} is not on this host (it has {have}); nothing was done")
         return [known[d] for d in request]
-    if request > len(found):
-        raise TaoError(f"the job asks for {request} GPUs but this host has {len(found)}: lower gpus; nothing was done")
-    return found[:request]
+    count = int(request)  # a count: "all" and named devices were taken above
+    if count > len(found):
+        raise TaoError(f"the job asks for {count} GPUs but this host has {len(found)}: lower gpus; nothing was done")
+    return found[:count]
 
 
 def in_use(host: str | None, besides: str | None = None) -> dict[str, str]:

@@ -8,10 +8,10 @@ shows it there.
 from __future__ import annotations
 
 import posixpath
-from typing import Any
 
 from ..errors import TaoError
 from ..paths import is_under
+from ..records import Record
 
 
 def _same_path(folder: str, mount: dict) -> bool:
@@ -21,14 +21,14 @@ def _same_path(folder: str, mount: dict) -> bool:
         posixpath.normpath(host) == posixpath.normpath(target)
 
 
-def reachable(spec: dict, parent: dict, folder: str) -> dict:
+def reachable(spec: dict, parent: Record, folder: str) -> dict:
     """``spec`` whose container sees ``folder`` (read-only) at its host path; one line when a mount is in the way."""
     mounts = list(spec.get("mounts") or [])
     out = with_folder(mounts, parent, folder)
     return spec if out is mounts else {**spec, "mounts": out}
 
 
-def with_folder(mounts: list[dict], parent: Any, folder: str) -> list[dict]:
+def with_folder(mounts: list[dict], parent: Record, folder: str) -> list[dict]:
     """``mounts`` (as they are when one shows ``folder`` at its host path already) with ``folder`` bind-mounted
     read-only at its host path; one line when a mount is in the way."""
     if any(_same_path(folder, m) for m in mounts):

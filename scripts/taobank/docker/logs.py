@@ -36,7 +36,7 @@ def read(rec: Record, tail: int) -> tuple[dict[str, str], str]:
             saved = savedlogs.read_streams(rec.id, SAVED, tail, ("stdout", "stderr"))
             if saved is not None:
                 return {k: v for k, v in saved.items() if v or k == "stdout"}, "saved"
-            raise TaoError(f"job {rec['id']}: its container {name} is gone (removed outside the bank) and no copy of "
+            raise TaoError(f"job {rec.id}: its container {name} is gone (removed outside the bank) and no copy of "
                            f"its logs was saved; its results folder {rec.results_dir} may hold its own output")
         raise TaoError(eng.explain(e.name, res.stderr, f"{e.name} logs", res.returncode))
     return {"stdout": res.stdout, **({"stderr": res.stderr} if res.stderr else {})}, "live"
@@ -49,5 +49,5 @@ def follow(rec: Record, tail: int | None, emit: Callable[[str, str], None]) -> i
     rc = e.stream(words, lambda text: emit("stdout", text))
     if rc != 0:
         raise TaoError(f"{e.name} logs --follow {facts.container_of(rec)} ended with exit {rc}: is the container "
-                       f"still there? (tao_docker.py status {rec['id']})")
+                       f"still there? (tao_docker.py status {rec.id})")
     return 0

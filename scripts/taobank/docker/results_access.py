@@ -31,7 +31,7 @@ class _Local:
 def location(rec: Record) -> ResultsLocation:
     folder = abs_path(rec.backend.get("results_dir") or rec.results_dir, "the record's results_dir")
     if posixpath.basename(folder) != rec.id:  # every Docker job writes <base>/<id>: anything else is damage
-        raise TaoError(f"job {rec['id']}: its record names {folder} as its results folder, which is not named "
+        raise TaoError(f"job {rec.id}: its record names {folder} as its results folder, which is not named "
                        "after the job: refused (restore the record, or read the folder yourself)")
     return ResultsLocation(folder, True)
 

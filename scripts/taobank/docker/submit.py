@@ -88,9 +88,9 @@ def plan_submit(spec: DockerSpec, opts: SubmitOptions, *, engine: str | None = N
     host_results = f"{base.rstrip('/')}/{jid}"
     mounts = []
     for m in spec.mounts or []:
-        host = abs_path(m["host"], "mounts.host")
+        source = abs_path(m["host"], "mounts.host")
         target = abs_path(m["container"], "mounts.container")
-        mounts.append((host, target, bool(m.get("read_only", True))))
+        mounts.append((source, target, bool(m.get("read_only", True))))
     cres = facts.container_results_dir()
     job_dir = f"{cres}/{jid}"
     for _, target, _ in mounts:  # another job's folder beside it (a --parent's) is fine; its own, or above it, not
@@ -103,7 +103,7 @@ def plan_submit(spec: DockerSpec, opts: SubmitOptions, *, engine: str | None = N
     plain, nccl = check_job_env(spec.env, spec.nccl_env, reserved=render.RESERVED_ENV)
     rs = render.RunSpec(
         engine=name, job_id=jid, image=str(spec.image), command=specmod.command_argv(spec), host_results=host_results,
-        container_results=cres, user=caller(), gpus=request, cpus=spec.cpus, memory=spec.memory,
+        container_results=cres, user=caller(), gpus=request, cpus=None if spec.cpus is None else float(spec.cpus), memory=spec.memory,
         shm_size=shm_size(spec, host_ram() if ram is None else ram), ipc_host=bool(spec.ipc_host),
         mounts=tuple(mounts), env=tuple(sorted({**nccl, **plain}.items())),
         secrets=tuple(spec.secrets or ()), network=spec.network,
@@ -216,7 +216,7 @@ def check_limits(run: render.RunSpec, info: Mapping[str, Any]) -> None:
     more CPUs than it has, less memory than its minimum or more than its host has."""
     ncpu = info.get("NCPU") if isinstance(info.get("NCPU"), int) else (info.get("host") or {}).get("cpus")
     if run.cpus is not None and isinstance(ncpu, int) and ncpu > 0 and float(run.cpus) > ncpu:
-        raise TaoError(f"cpus {run.cpus} is more than the engine's host has ({ncpu}): set cpus to {ncpu} or fewer; "
+        raise TaoError(f"cpus {run.cpus:g} is more than the engine's host has ({ncpu}): set cpus to {ncpu} or fewer; "
                        "nothing was done")
     if run.memory:
         asked = size_bytes(run.memory)
@@ -239,7 +239,7 @@ def count_all(plan: DockerPlan, count: int) -> None:
 def _own_empty_folder(plan: DockerPlan) -> bool:
     """A record being finished whose launch made its folder before the run's answer was lost: that folder, empty,
     is the job's own (any other folder, or one with files, is never taken over)."""
-    if not plan.finishing or not os.path.isdir(plan.results_dir) or os.path.islink(plan.results_dir):
+    if not plan.finishing or plan.job_id is None or not os.path.isdir(plan.results_dir) or os.path.islink(plan.results_dir):
         return False
     try:
         rec = records.get(plan.job_id)

@@ -1,13 +1,13 @@
 """Kubernetes' side of the platform contract: the hooks, over kubectl (one module per verb)."""
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from .. import savedlogs
 from ..contract import Batch, Gate, Launch, Observation, Stop, SubmitOptions, SweepPreview
 from ..jobspec import KubernetesSpec
 from ..platform import JobView, Logs, Platform
-from . import PLATFORM, cancel, credentials, logs, observe, results_access, submit
+from . import PLATFORM as NAME, cancel, credentials, logs, observe, results_access, submit
 from .submit import KubePlan
 from ..records import Record
 
@@ -16,7 +16,7 @@ PREVIEW_ID = "tao-render-preview"
 
 
 class Kubernetes(Platform):
-    name = PLATFORM
+    name = NAME
     helper = "tao_k8s.py"
     results_access = results_access  # artifacts / fetch / prune (the verbs: taobank.results_verbs)
 
@@ -81,13 +81,13 @@ class Kubernetes(Platform):
 
         return {**spec, "active_deadline_seconds": max(1, math.ceil(minutes * 60))}
 
-    def lineage_access(self, spec: dict, parent: dict, folder: str) -> dict:
+    def lineage_access(self, spec: dict, parent: Record, folder: str) -> dict:
         from .lineage_access import reachable
 
         return reachable(spec, parent, folder)
 
-    def lineage_fetch(self, spec: dict, job: dict, folder: str, files: dict[str, str],
-                      replaces: list[str] = ()) -> tuple[dict, dict[str, str]]:
+    def lineage_fetch(self, spec: dict, job: Record, folder: str, files: dict[str, str],
+                      replaces: Sequence[str] = ()) -> tuple[dict, dict[str, str]]:
         from .lineage_access import fetched
 
         return fetched(spec, job, folder, files, replaces)

@@ -22,7 +22,7 @@ from ..records import Record
 def stop(recs: list[Record]) -> list[Stop]:
     """One job alone (:func:`cancel`: a delete by UID precondition), several in a fixed number of calls
     (:func:`cancel_many`); a sweep's trials by their Indexed Job (:func:`cancel_trials`)."""
-    trials: dict[tuple, list[dict]] = {}
+    trials: dict[tuple, list[Record]] = {}
     rest = []
     for rec in recs:
         b = rec.backend
@@ -39,7 +39,7 @@ def stop(recs: list[Record]) -> list[Stop]:
     return out
 
 
-def cancel_trials(group: list[dict]) -> list[Stop]:
+def cancel_trials(group: list[Record]) -> list[Stop]:
     """Cancel trials of one sweep's Indexed Job. Every trial still active: ONE delete of the Job (a UID
     precondition; the server's answer is the Job as it was, so a trial that had ended says how). Some of them:
     ONE read of the Job, ONE patch of the trial table (an index not started yet exits at once) and ONE delete
@@ -73,7 +73,7 @@ def cancel_trials(group: list[dict]) -> list[Stop]:
         return [Stop(r.id, "gone", "the sweep's Job was already gone", view=Shown(deleted=False),
                      said=f"Job {name} already deleted") for r in group]
     stops = _trial_stops(group, job, "")
-    going = sorted(index_of(r) for r, s in zip(group, stops) if s.outcome == "stopped")
+    going = sorted(i for r, s in zip(group, stops) if s.outcome == "stopped" and (i := index_of(r)) is not None)
     if going:
         kube.run("patch", "configmap", sweepmod.table_name(sweep), "--type", "merge", "-p",
                  sweepmod.cancel_body(going), what="kubectl patch configmap (mark the trials canceled)")
@@ -86,7 +86,7 @@ def cancel_trials(group: list[dict]) -> list[Stop]:
             for r, s in zip(group, stops)]
 
 
-def _trial_stops(group: list[dict], job: dict, said: str) -> list[Stop]:
+def _trial_stops(group: list[Record], job: dict, said: str) -> list[Stop]:
     """Each trial as the Job's status had it: ended (its index completed or failed) or stopped now."""
     st = job.get("status") or {}
     done, failed = smap.index_set(st.get("completedIndexes")), smap.index_set(st.get("failedIndexes"))
@@ -112,7 +112,7 @@ def cancel(rec: Record) -> Stop:
     kube = Kubectl.for_record(rec)  # checks every backend value before it reaches kubectl
     b = rec.backend
     name, uid = b.get("name"), b.get("uid")
-    if not rec.backend_ref or not uid:
+    if not rec.backend_ref or not uid or not name:
         # an interrupted submit may have created its Secret and even its Job before binding the record:
         # find them by the job-id label (the id is random, so the label is ours)
         found = find_jobs(kube, job_id)
@@ -169,7 +169,7 @@ def cancel_many(recs: list[Record]) -> list[Stop]:
     is its ``Stop.error``."""
     from .sweep import SWEEP_LABEL
 
-    groups: dict[tuple, list[dict]] = {}
+    groups: dict[tuple, list[Record]] = {}
     out: list[Stop] = []
     alone = []
     for rec in recs:
@@ -193,7 +193,7 @@ def cancel_many(recs: list[Record]) -> list[Stop]:
             out += [Stop(r.id, error=str(exc)) for r in group]
             continue
         by_uid = {(j.get("metadata") or {}).get("uid"): j for j in jobs}
-        labelled: dict[str, set] = {}  # job id label -> the UIDs of the Jobs that carry it
+        labelled: dict[str | None, set[str | None]] = {}  # job id label -> the UIDs of the Jobs that carry it
         for j in jobs:
             meta = j.get("metadata") or {}
             labelled.setdefault((meta.get("labels") or {}).get(JOB_LABEL), set()).add(meta.get("uid"))

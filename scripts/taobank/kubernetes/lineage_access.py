@@ -13,14 +13,16 @@ the files it names (the checkpoint) in its fetch init container, as ``s3_inputs`
 from __future__ import annotations
 
 import posixpath
+from typing import Sequence
 
 from .. import savedspec
 from ..errors import TaoError
 from ..paths import is_under
 from .render import staging_dir
+from ..records import Record
 
 
-def _parent_spec(parent: dict) -> dict:
+def _parent_spec(parent: Record) -> dict:
     from .logs import saved_spec  # the spec the parent's pods (and the results reader) ran with
 
     spec = saved_spec(parent)
@@ -56,7 +58,7 @@ def _named(m: dict) -> str:
     return text + (f" (sub_path {m['sub_path']})" if m.get("sub_path") else "")
 
 
-def reachable(spec: dict, parent: dict, folder: str) -> dict:
+def reachable(spec: dict, parent: Record, folder: str) -> dict:
     """``spec`` whose pod sees ``folder`` of the parent's volume; one line when it would see another volume there,
     or when the parent's volume cannot be named."""
     mounts = list(spec.get("mounts") or [])
@@ -82,8 +84,8 @@ def reachable(spec: dict, parent: dict, folder: str) -> dict:
     return {**spec, "mounts": mounts + [{**src, "read_only": True}]}
 
 
-def fetched(spec: dict, job: dict, folder: str, files: dict[str, str],
-            replaces: list[str] = ()) -> tuple[dict, dict[str, str]]:
+def fetched(spec: dict, job: Record, folder: str, files: dict[str, str],
+            replaces: Sequence[str] = ()) -> tuple[dict, dict[str, str]]:
     """``spec`` downloading ``files`` (name -> path inside the S3 ``folder`` of ``job``) into its staging
     folder before the command runs (``s3_inputs``), and their paths there; the entries that downloaded to a
     path in ``replaces`` go (a continued job's old checkpoint). One line when ``spec`` is not tier C."""

@@ -51,6 +51,7 @@ def pod_selector(rec: Record) -> str:
 
 def sweep_of(rec: Record) -> str:
     """The sweep id of a trial record, checked (it reaches kubectl's label selectors)."""
-    if not names.is_dns1035_label(str(rec.sweep or "")):
+    sweep = str(rec.sweep or "")
+    if not names.is_dns1035_label(sweep):
         raise TaoError(f"record {rec.id} names a trial of a sweep but no valid sweep id: it is damaged")
-    return rec.sweep
+    return sweep

@@ -48,7 +48,7 @@ def _observe_record(kube: Kubectl, rec: Record, entry: dict | None) -> tuple[Obs
 def observe(recs: list[Record], context: dict) -> list[Observation]:
     """What the cluster says of ``recs``, with one list call per (context, namespace); the pods of each job
     are kept in ``context`` for :func:`ended`."""
-    groups: dict[tuple, list[dict]] = {}
+    groups: dict[tuple, list[Record]] = {}
     out = []
     for rec in recs:
         try:
@@ -86,8 +86,8 @@ def observe(recs: list[Record], context: dict) -> list[Observation]:
                 continue
             obs, pods, job = _observe_record(kube, rec, by_id.get(_label(rec)))
             uid = ((job or {}).get("metadata") or {}).get("uid")
-            if uid in held and obs.state == State.PENDING:  # why Kueue has not admitted it (yet, or again)
-                obs.reason, obs.message = queues.explain(job, wls.get(uid), (rec.backend or {}).get("cluster_queue"))
+            if job is not None and uid in held and obs.state == State.PENDING:  # why Kueue has not admitted it
+                obs.reason, obs.message = queues.explain(job, wls.get(str(uid)), (rec.backend or {}).get("cluster_queue"))
             if rec.id in kept:  # the Job is gone: its verdict is the exit marker its pod left on the volume
                 obs, text = kept[rec.id]
                 if text:
@@ -126,7 +126,7 @@ def ended(recs: list[Record], context: dict) -> dict[str, str]:
     per job. The Job itself stays until its TTL for status and logs. A failed delete only adds a note (the
     garbage collector removes the Secrets with the Job)."""
     seen = context.get("pods", {})
-    groups: dict[tuple, tuple[Kubectl, list[dict]]] = {}
+    groups: dict[tuple, tuple[Kubectl, list[Record]]] = {}
     trials: dict[tuple, tuple[Kubectl, dict[str, list[dict]]]] = {}
     for rec in recs:
         kube, pods = seen.get(rec.id, (None, []))
@@ -143,7 +143,7 @@ def ended(recs: list[Record], context: dict) -> dict[str, str]:
         if credentials.credential_secrets(rec) and rec.backend.get("uid"):
             groups.setdefault((kube.context, kube.namespace), (kube, []))[1].append(rec)
     for (_, _, sweep), (kube, pods_of) in trials.items():
-        indexes = sorted({smap.pod_rank(p) for ps in pods_of.values() for p in ps} - {None})
+        indexes = sorted({r for ps in pods_of.values() for p in ps if (r := smap.pod_rank(p)) is not None})
         logs.save_final_logs_many(kube, f"{JOB_LABEL}={sweep},{INDEX_LABEL} in ({','.join(map(str, indexes))})",
                                   pods_of)
     notes: dict[str, str] = {}

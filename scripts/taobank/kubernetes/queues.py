@@ -198,7 +198,7 @@ def choose(kube: Kubectl, wanted: str | None, *, gpus: int, lqs=UNREAD,
         lines.append(f"queued: no --queue given: the Job goes to namespace {kube.namespace}'s default LocalQueue "
                      f"{DEFAULT_QUEUE} (--queue NAME picks another)")
     elif wanted not in by_name:
-        there = f"its LocalQueues: {', '.join(sorted(by_name))}" if by_name else "it has none"
+        there = f"its LocalQueues: {', '.join(sorted(str(n) for n in by_name))}" if by_name else "it has none"
         raise TaoError(f"--queue {wanted}: no LocalQueue {wanted} in namespace {kube.namespace} ({there}; "
                        "tao_k8s.py preflight lists them)")
     cq, quota, used = describe(kube, by_name[wanted], cqs)
@@ -265,7 +265,7 @@ def _items(stdout: str, what: str) -> list[dict]:
         raise TaoError(f"{what} returned output that is not a JSON list: check the kubectl version") from None
 
 
-def workloads(kube: Kubectl, uids: list[str]) -> dict[str, dict]:
+def workloads(kube: Kubectl, uids: list[str]) -> dict[str | None, dict]:
     """Job UID -> its Workload, for these Jobs in ONE call ({} when unreadable: they then read as suspended)."""
     got, _ = _get(kube, WORKLOADS, "-l", f"{JOB_UID_LABEL} in ({','.join(sorted(set(uids)))})")
     return {((w.get("metadata") or {}).get("labels") or {}).get(JOB_UID_LABEL): w for w in (got or {}).get("items") or []}

@@ -171,7 +171,7 @@ def kube_expand(text: str, env: dict[str, str]) -> str:
 
 def argv_of(spec: KubernetesSpec) -> list[str]:
     """The user's argv as the pod runs it (shell text through /bin/sh -c), before the bank's wrappers."""
-    return ["/bin/sh", "-c", spec.command] if spec.command is not None else list(spec.args or ())
+    return ["/bin/sh", "-c", str(spec.command)] if spec.command is not None else list(spec.args or ())  # shell text
 
 
 def kube_literal(script: str) -> str:
@@ -390,6 +390,7 @@ def build_context(
     init_containers: list[dict] = []
     extra_containers: list[dict] = []
     if tier == "C":
+        assert staging is not None  # tier C has its staging folder (staging_dir)
         if staging in {m["mountPath"] for m in mounts}:
             raise TaoError(f"staging_dir {staging} collides with a mount path")
         for item in (spec.s3_inputs or []) + (spec.s3_outputs or []):

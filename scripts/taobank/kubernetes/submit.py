@@ -175,7 +175,7 @@ def launch(plans: list[KubePlan], recs: list[Record], batch: Batch) -> list[Laun
                            json.dumps(p.spec.to_dict(), sort_keys=True) + "\n")
     if batch.sweep:
         return launch_sweep(kube, plans, recs, batch)
-    jobs = [render.find(p.objs, "Job") for p in plans]
+    jobs = [_job(p.objs) for p in plans]
     made: list[dict] = []
     try:
         # the Jobs first: each one's UID owns everything else, which is then created owned (create is the only verb)
@@ -464,7 +464,7 @@ def preview(spec: KubernetesSpec, *, namespace: str, job_id: str, secret_env: li
     secrets = [credentials.masked(credentials.secret_object(cred_name, namespace, job_id, dict.fromkeys(names, "")))] if cred_name else []
     if pull_name:
         secrets.append(credentials.masked(credentials.pull_secret_object(pull_name, namespace, job_id, "")))
-    job = render.find(objs, "Job")
+    job = _job(objs)
     return [job, *secrets, *[o for o in objs if o is not job]]
 
 
@@ -487,12 +487,19 @@ def _dry_run(kube: Kubectl, objs: list[dict]) -> tuple[list[dict] | None, Result
     return (json_objects(res.stdout) if res.ok else None), res
 
 
+def _job(objs: list[dict]) -> dict:
+    """The Job of rendered manifests (every render makes one)."""
+    job = render.find(objs, "Job")
+    assert job is not None
+    return job
+
+
 def _server_check(kube: Kubectl, objs: list[dict]) -> bool:
     """Server dry-run of the manifests launched: a missing namespace, a field the API rejects or a create
     RBAC forbids is refused before the record opens (nothing to clean up, no ERROR record for a typo).
     Returns whether the server keeps the Job's podFailurePolicy: a server that has it switched off drops
     it, one from before it rejects it as an unknown field; the Job then goes without (backoffLimit 0)."""
-    wants = "podFailurePolicy" in render.find(objs, "Job")["spec"]
+    wants = "podFailurePolicy" in _job(objs)["spec"]
     made, res = _dry_run(kube, objs)
     if made is None and wants and _UNKNOWN_POLICY.search(res.stderr):
         wants = False

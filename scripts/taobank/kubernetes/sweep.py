@@ -99,15 +99,15 @@ def indexed(job: dict, sweep_id: str, n: int, k: int) -> dict:
 def build(specs: Sequence[KubernetesSpec | Mapping[str, Any]], ids: list[str], sweep_id: str, namespace: str, k: int, *, creds: bool,
           ngc: bool) -> list[dict]:
     """[the Indexed Job, its trial table]: what a sweep of ``specs`` (trial i: record ``ids[i]``) creates."""
-    specs = [KubernetesSpec.of(s) for s in specs]
+    typed = [KubernetesSpec.of(s) for s in specs]
     name = render.job_name_for(sweep_id)
-    objs = render.render_manifests(specs[0], job_id=sweep_id, namespace=namespace, name=name,
+    objs = render.render_manifests(typed[0], job_id=sweep_id, namespace=namespace, name=name,
                                    cred_secret=render.cred_secret_name(sweep_id) if creds else None,
                                    pull_secrets=[render.pull_secret_name(sweep_id)] if ngc else [],
                                    sweep_table=table_name(sweep_id))
     job = render.find(objs, "Job")
     assert job is not None
-    return [indexed(job, sweep_id, len(specs), k), trial_table(sweep_id, namespace, specs, ids, plain_env(job))]
+    return [indexed(job, sweep_id, len(typed), k), trial_table(sweep_id, namespace, typed, ids, plain_env(job))]
 
 
 def release(recs: list[Record]) -> None:

@@ -164,7 +164,7 @@ def read_gone(kube: Kubectl, recs: list[Record]) -> dict[str, tuple[Observation,
     Job per volume set of these jobs (all in ``kube``'s namespace). A helper that fails leaves them UNKNOWN,
     saying why."""
     out: dict[str, tuple[Observation, str]] = {}
-    groups: dict[str, tuple[dict, list[tuple[dict, str]]]] = {}
+    groups: dict[str, tuple[dict, list[tuple[Record, str]]]] = {}
     for rec in recs:
         looked = rec.backend.get(LOOKED)
         if looked:

@@ -35,7 +35,7 @@ def tool_list() -> list[types.Tool]:
         return _TOOLS
     out = []
     for spec in tools.TOOLS:
-        hints = tools.annotations(spec)
+        hints = tools.tool_annotations(spec)
         out.append(types.Tool(
             name=spec.name, description=tools.description(spec), input_schema=tools.input_schema(spec),
             output_schema=tools.output_schema(spec),

@@ -96,10 +96,12 @@ class Param:
 
     def schema(self) -> dict:
         items = {"type": self.item}
-        s: dict[str, Any] = {"string": {"type": "string"}, "integer": {"type": "integer"}, "number": {"type": "number"},
+        kinds: dict[str, dict[str, Any]] = {
+                             "string": {"type": "string"}, "integer": {"type": "integer"}, "number": {"type": "number"},
                              "boolean": {"type": "boolean"}, "list": {"type": "array", "items": items},
                              "positional-list": {"type": "array", "items": items},
-                             "pairs": {"type": "object", "additionalProperties": {"type": "string"}}}[self.kind]
+                             "pairs": {"type": "object", "additionalProperties": {"type": "string"}}}
+        s = kinds[self.kind]
         if self.choices:
             s = {**s, "enum": list(self.choices)}
         if self.help:
@@ -240,7 +242,7 @@ def description(spec: ToolSpec) -> str:
     return f"{text} {spec.note}".strip()
 
 
-def annotations(spec: ToolSpec) -> dict[str, Any]:
+def tool_annotations(spec: ToolSpec) -> dict[str, Any]:
     return {"title": " ".join(["TAO", *spec.verb]) + (f" ({spec.script[4:]})" if spec.script != "tao_jobs" else ""),
             "readOnlyHint": spec.read_only, "destructiveHint": spec.destructive,
             "idempotentHint": spec.idempotent, "openWorldHint": spec.open_world}

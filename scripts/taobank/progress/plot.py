@@ -49,7 +49,7 @@ def plot_terminal(rows: Sequence[Row], kpis: Sequence[str] | None = None, *, wid
                   color: bool = False) -> str:
     """The chosen KPIs (all when None) against the epoch, as terminal text; plain characters unless ``color``."""
     plotext = _optional("plotext", "plotext", "a terminal plot")
-    figure = getattr(plotext, "figure", None)
+    figure: Any = getattr(plotext, "figure", None)  # plotext has no types; checked for its API below
     if not hasattr(figure, "signal"):  # plotext 5 has a different API
         raise TaoError("a terminal plot needs plotext 6 or newer: pip install --upgrade plotext")
     lines = _lines(rows, kpis)

@@ -62,7 +62,8 @@ def _step_rows(run: list[Event]) -> dict[int, dict[str, Number]]:
 
 def _fresh(run: list[Event]) -> list[bool]:
     """Whether each line's KPI dict is a new measurement (TAO repeats the last dict on every later line)."""
-    out, before = [], {}
+    out: list[bool] = []
+    before: dict[str, Number] = {}
     for event in run:
         out.append(bool(event.kpis) and event.kpis != before)
         before = event.kpis

@@ -36,7 +36,7 @@ class Slurm(Platform):
     def max_retries(self) -> int:
         return facts.max_retries()
 
-    def retry_backend(self, failed: dict, job_id: str, context: dict) -> dict:
+    def retry_backend(self, failed: Record, job_id: str, context: dict) -> dict:
         return observe.retry_backend(failed, job_id, context)
 
     def relaunch(self, job_id: str, context: dict) -> Launch | None:
@@ -107,7 +107,7 @@ class Slurm(Platform):
     # -- sweeps (the verbs: taobank.sweeps): one job array; SLURM itself keeps --max-concurrent (``%K``)
     sweep_access = f"{__package__}.sweep"
 
-    def lineage_access(self, spec: dict, parent: dict, folder: str) -> dict:
+    def lineage_access(self, spec: dict, parent: Record, folder: str) -> dict:
         from .lineage_access import reachable
 
         return reachable(spec, parent, folder)

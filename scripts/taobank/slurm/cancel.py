@@ -48,8 +48,8 @@ def cancel(rec: Record, *, conn: Connection) -> Stop:
     done = Stop(job_id, outcome, msg, backend={"slurm_state": "CANCELLED"} if jid else {})
     staged = [f for f, on in ((storage.CREDS_FILE, b.get("staged_secrets")),
                               (prefetch.CREDS_FILE, b.get("staged_prefetch_secrets"))) if on]
-    if staged and facts.job_dir_of(b):
-        paths = [posixpath.join(facts.job_dir_of(b), f) for f in staged]
+    if staged and (jdir := facts.job_dir_of(b)):
+        paths = [posixpath.join(jdir, f) for f in staged]
         creds = " ".join(paths)
         try:
             conn.script(remote.REMOVE, paths, what="remove credentials")
@@ -83,7 +83,8 @@ def cancel_many(recs: list[Record], *, conn: Connection) -> list[Stop]:
     """Cancel several submitted jobs (the trials of a sweep) with ONE ``scancel`` of all their ids over one
     connection; each says what happened as :func:`cancel` would. A job this cannot take (no SLURM id
     recorded, an image conversion to stop) goes through :func:`cancel`. A job not stopped is its ``Stop.error``."""
-    batch, alone = [], []
+    batch: list[Record] = []
+    alone: list[Record] = []
     for rec in recs:
         b = facts.backend_of(rec)
         jid, name = str(b.get("slurm_job_id") or ""), str(b.get("job_name") or rec.id)
@@ -101,7 +102,8 @@ def cancel_many(recs: list[Record], *, conn: Connection) -> list[Stop]:
     ids = [str(b["slurm_job_id"]) for b in backends]
     names = [str(b.get("job_name") or r.id) for r, b in zip(batch, backends)
              if b.get("self_retry") or b.get("walltime_chain")]
-    creds = [posixpath.join(facts.job_dir_of(b), storage.CREDS_FILE) for b in backends if b.get("staged_secrets")]
+    creds = [posixpath.join(jdir, storage.CREDS_FILE) for b in backends  # a batched job has its folder (above)
+             if b.get("staged_secrets") and (jdir := facts.job_dir_of(b))]
     res = conn.script(CANCEL_MANY, [" ".join(ids), " ".join(names), *creds], check=False, what="scancel (many)")
     text = res.stdout
     rc = re.search(r"^@@rc (\d+)$", text, re.M)
@@ -120,8 +122,8 @@ def cancel_many(recs: list[Record], *, conn: Connection) -> list[Stop]:
             out.append(Stop(rec.id, error=f"scancel {jid} failed: {last_line(said) or 'exit ' + rc.group(1)}"))
             continue
         msg = f"scancel {jid}" if why is None else f"SLURM job {jid} was already gone: counted as cancelled"
-        if rm_failed and b.get("staged_secrets"):
-            creds = posixpath.join(facts.job_dir_of(b), storage.CREDS_FILE)
-            msg += f"; the staged credentials {creds} could not be removed: delete that file on the cluster by hand"
+        if rm_failed and b.get("staged_secrets") and (jdir := facts.job_dir_of(b)):
+            cred_file = posixpath.join(jdir, storage.CREDS_FILE)
+            msg += f"; the staged credentials {cred_file} could not be removed: delete that file on the cluster by hand"
         out.append(Stop(rec.id, "stopped" if why is None else "gone", msg, backend={"slurm_state": "CANCELLED"}))
     return out

@@ -41,7 +41,10 @@ def job_dir_of(backend: Mapping[str, Any]) -> str | None:
 
 
 def log_dir_of(backend: Mapping[str, Any], name: str, jid: str) -> str:
-    return posixpath.join(job_dir_of(backend), storage.LOG_DIR, f"{name}-{jid}")
+    folder = job_dir_of(backend)
+    if not folder:
+        raise TaoError(f"SLURM job {jid} has no job folder in its record (never staged): its logs cannot be found")
+    return posixpath.join(folder, storage.LOG_DIR, f"{name}-{jid}")
 
 
 def require_submitted(rec: Record) -> dict:

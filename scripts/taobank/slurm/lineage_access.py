@@ -10,9 +10,10 @@ as the user on the host and nothing can be made read-only for it; the mount is t
 from __future__ import annotations
 
 from . import mounts, resources
+from ..records import Record
 
 
-def reachable(spec: dict, parent: dict, folder: str) -> dict:
+def reachable(spec: dict, parent: Record, folder: str) -> dict:
     """``spec`` with the parent's ``folder`` mounted read-only at its own path (a mount the user gave there wins)."""
     given = spec.get("container_mounts") or resources.defaults()["container_mounts"]
     extra = mounts.parse(given)

@@ -128,7 +128,7 @@ def install_enroot_credentials(registry: str, key: str, *, key_env: str = "NGC_K
     machines, lines = enroot_credential_lines(registry, key, key_env=key_env)
     conn = conn or Connection()
     conn.script(remote.ENROOT_CREDS, list(machines), stdin=lines, what="install enroot credentials")
-    return conn.host.entry
+    return conn.connect().entry
 
 
 def preview_enroot_credentials(registry: str, key: str, *, key_env: str = "NGC_KEY") -> dict[str, Any]:

@@ -40,7 +40,7 @@ def stage_inputs(paths: list[str], dest: str, *, force: bool = False, conn: Conn
     res = conn.script(remote.STAGE_IN, [folder, "force" if force else "keep"] + lines,
                       stdin=storage.bundle({u.name: u.data for u in files}), check=False, what="stage inputs")
     if not res.ok:
-        raise TaoError(f"staging into {folder} failed on {conn.host.entry}: {last_line(res.stderr or res.stdout)}")
-    return {"dest": folder, "login_host": conn.host.entry,
+        raise TaoError(f"staging into {folder} failed on {conn.connect().entry}: {last_line(res.stderr or res.stdout)}")
+    return {"dest": folder, "login_host": conn.connect().entry,
             "files": [{"name": u.name, "path": posixpath.join(folder, u.name), "bytes": len(u.data), "sha256": u.sha256}
                       for u in files]}

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Literal, Mapping
 
 from ..states import State
 from .. import states
@@ -303,7 +303,7 @@ def _last_lines(text: str, what: str, n: int = 3) -> str:
 
 
 def _through_helper_job(v: SlurmObservation, job: Mapping[str, str] | None, job_id: str, *, label: str, waiting: str,
-                        log_flag: str, log_tail: str | None, reason: Callable[[str], str]) -> SlurmObservation:
+                        log_flag: Literal["convert_log", "prefetch_log"], log_tail: str | None, reason: Callable[[str], str]) -> SlurmObservation:
     """The training job's verdict, seen through a CPU-only job it depends on (``afterok``): waiting while that
     runs; when it ended without success the training job never started (SLURM cancels it,
     ``--kill-on-invalid-dep``, or leaves it PENDING with DependencyNeverSatisfied), so ERROR with ``reason``
@@ -322,7 +322,7 @@ def _through_helper_job(v: SlurmObservation, job: Mapping[str, str] | None, job_
     head = f"{label} {job_id} ended {state}{_exit_text(job.get('exit_code'))}"
     if log_tail is None:
         return verdict(State.ERROR, head, v.observed, err_class="ERR_PROGRAM", needs_log=True,
-                       **{log_flag: True})
+                       convert_log=log_flag == "convert_log", prefetch_log=log_flag == "prefetch_log")
     return verdict(State.ERROR, f"{head}: {reason(log_tail)}", v.observed, err_class="ERR_PROGRAM")
 
 

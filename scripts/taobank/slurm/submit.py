@@ -43,7 +43,8 @@ class Decisions:
     named: list[str]
     overrides: dict[str, str]
     dataset_root: str | None
-    command: list[str] | str
+    #: the argv (a string command is ``bash -c`` and its text)
+    command: list[str]
     base: str
     mounts: str
     spec_files: list[uploads.Upload]
@@ -116,7 +117,7 @@ def plan(spec: SlurmSpec | Mapping[str, Any], env: Mapping[str, str] | None = No
         prefetch=pre, prefetch_secrets=pre_secrets)
 
 
-def named_paths(command: str | list[str], argv: list[str], spec_files: Iterable[uploads.Upload],
+def named_paths(command: str | list[str] | None, argv: list[str], spec_files: Iterable[uploads.Upload],
                 mounted: Iterable[str]) -> list[str]:
     """Cluster paths the command and the uploaded spec files name (:mod:`taobank.slurm.cmdpaths`)."""
     found = cmdwords.command_paths(command, argv)
@@ -136,7 +137,7 @@ def preflight_paths(conn: Connection, paths: Iterable[str], sqsh_files: Iterable
     return [line for line in res.stdout.splitlines() if line]
 
 
-def _staged_files(p: Mapping[str, Any], job_id: str, job_dir: str, results: str, script: str,
+def _staged_files(p: Decisions, job_id: str, job_dir: str, results: str, script: str,
                   meta: dict) -> dict[str, str | bytes]:
     files: dict[str, str | bytes] = {f"specs/{u.name}": u.data for u in p.spec_files}
     files |= {
@@ -155,7 +156,7 @@ class SlurmPlan(Plan):
     """A SLURM submit's decisions (:func:`plan`), and what the login host told the checks."""
 
     spec: SlurmSpec
-    decided: Decisions | None = None
+    decided: Decisions = field(kw_only=True)  # always given (plan_submit)
     env: Mapping[str, str] = field(default_factory=dict)
     conn: Connection | None = None
     #: set by :func:`check`: the image the job runs, and whether a conversion job makes its .sqsh first
@@ -192,13 +193,13 @@ def check_one(sp: SlurmPlan, gate: Gate) -> None:
     cache_bad = [m for m in missing if m.split(" ")[0] == p.sqsh]  # missing, empty or no squashfs: converted below
     data_missing = [m for m in missing if m not in cache_bad]
     if data_missing:
-        raise TaoError(f"missing on the cluster ({conn.host.entry}): {', '.join(data_missing)}; put the data on the "
+        raise TaoError(f"missing on the cluster ({conn.connect().entry}): {', '.join(data_missing)}; put the data on the "
                        "shared filesystem or fix the paths (nothing was submitted)")
     sp.force = bool(given(p.spec.force_reconvert_latest, resources.defaults()["force_reconvert_latest"]))
-    sp.convert = bool(p.sqsh) and images.needs_conversion(p.pyxis_image, not cache_bad, sp.force)
+    sp.convert = bool(p.sqsh and p.pyxis_image and images.needs_conversion(p.pyxis_image, not cache_bad, sp.force))
     sp.run_image = (p.sqsh or p.pyxis_image) if p.runtime == "pyxis" else p.pyxis_image
     if wanted:
-        gate.lines.append(f"{len(wanted)} path(s) found on {conn.host.entry}")
+        gate.lines.append(f"{len(wanted)} path(s) found on {conn.connect().entry}")
     if sp.convert:
         gate.lines.append(f"{p.pyxis_image} is converted to {p.sqsh} first")
 
@@ -243,7 +244,7 @@ def submit(spec: Mapping[str, Any], *, conn: Connection | None = None, env: Mapp
     return records.load(platform.get(facts.PLATFORM).submit(dict(spec), opts).id)
 
 
-def script_input(p: Mapping[str, Any], job_id: str, image: str | None) -> render.ScriptInput:
+def script_input(p: Decisions, job_id: str, image: str | None) -> render.ScriptInput:
     results = storage.results_dir(p.base, job_id)
     shell = isinstance(p.spec.command, str)
     command = uploads.substitute(p.command, posixpath.join(storage.job_dir(p.base, job_id), "specs"),
@@ -278,7 +279,7 @@ def preview(spec: Mapping[str, Any], job_id: str, env: Mapping[str, str] | None 
     return text
 
 
-def prefetch_job(p: Mapping[str, Any], job_id: str, env: Mapping[str, str]) -> prefetch.PrefetchJob | None:
+def prefetch_job(p: Decisions, job_id: str, env: Mapping[str, str]) -> prefetch.PrefetchJob | None:
     """The CPU-only prefetch job of a submit with ``prefetch`` (None without)."""
     if not p.prefetch:
         return None
@@ -287,15 +288,16 @@ def prefetch_job(p: Mapping[str, Any], job_id: str, env: Mapping[str, str]) -> p
                         has_credentials=bool(p.prefetch_secrets))
 
 
-def conversion_job(p: Mapping[str, Any], job_id: str, *, force: bool, env: Mapping[str, str]) -> images.Conversion:
+def conversion_job(p: Decisions, job_id: str, *, force: bool, env: Mapping[str, str]) -> images.Conversion:
     """The conversion job of a submit whose ``.sqsh`` is missing (or forced)."""
     jdir = storage.job_dir(p.base, job_id)
+    assert p.pyxis_image and p.sqsh, "a conversion is planned only for a pyxis image with a .sqsh cache"
     return images.conversion(f"{job_id}-sqsh", p.pyxis_image, p.sqsh,
                              posixpath.join(jdir, storage.LOG_DIR, "convert-%j.out"), p.spec, env,
                              gpu_partition=p.resources.partition, account=p.resources.account, force=force)
 
 
-def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: Record, image: str | None, batch: Batch, *,
+def _stage_and_sbatch(conn: Connection, p: Decisions, rec: Record, image: str | None, batch: Batch, *,
                       convert: bool = False, force: bool = False, env: Mapping[str, str] | None = None) -> Launch:
     job_id = rec.id
     results = storage.results_dir(p.base, job_id)
@@ -311,19 +313,21 @@ def _stage_and_sbatch(conn: Connection, p: Mapping[str, Any], rec: Record, image
     files = _staged_files(p, job_id, jdir, results, script, meta)
     conv = conversion_job(p, job_id, force=force, env=os.environ if env is None else env) if convert else None
     if conv:
-        files[f"sbatch/convert_{job_id}.sbatch"] = images.render_conversion(conv)
-        render.lint(files[f"sbatch/convert_{job_id}.sbatch"], f"convert_{job_id}.sbatch")
+        conv_script = images.render_conversion(conv)
+        files[f"sbatch/convert_{job_id}.sbatch"] = conv_script
+        render.lint(conv_script, f"convert_{job_id}.sbatch")
     pre = prefetch_job(p, job_id, os.environ if env is None else env)
     if pre:
-        files[f"sbatch/prefetch_{job_id}.sbatch"] = prefetch.render(pre)
-        render.lint(files[f"sbatch/prefetch_{job_id}.sbatch"], f"prefetch_{job_id}.sbatch")
+        pre_script = prefetch.render(pre)
+        files[f"sbatch/prefetch_{job_id}.sbatch"] = pre_script
+        render.lint(pre_script, f"prefetch_{job_id}.sbatch")
         if p.prefetch_secrets:
             files[prefetch.CREDS_FILE] = storage.credentials_text(p.prefetch_secrets)
     conn.script(remote.STAGE, [jdir, results] + uploads.checksums(p.spec_files), stdin=storage.bundle(files),
                 what="stage job dir")
     # job_dir is runtime metadata: written with slurm_job_id once sbatch answered (never before).
     backend = {"staged_dir": jdir, "results_dir": results, "script": posixpath.join(jdir, script_rel),
-               "login_host": conn.host.entry, "job_name": job_id,
+               "login_host": conn.connect().entry, "job_name": job_id,
                "staged_secrets": bool(p.secrets), "self_retry": inp.self_retries > 0,
                **({"walltime_chain": True, "max_attempts": inp.chain.max_attempts} if inp.chain else {}),
                "infra_retries": bool(given(p.spec.infra_retries, True))}
@@ -361,7 +365,7 @@ def find_by_name(conn: Connection, name: str) -> list[str]:
     return sorted(ids, key=int)
 
 
-def resumable(job_id: str) -> dict:
+def resumable(job_id: str) -> Record:
     """The record of a submit to finish: a SLURM record that was staged (checked before any connection)."""
     rec = platform.load_for(job_id, facts.PLATFORM, "resume")
     b = facts.backend_of(rec)
@@ -393,7 +397,10 @@ def sbatch(conn: Connection, job_id: str) -> Launch:
     rec = resumable(job_id)
     b = dict(rec.backend)
     name = b.get("job_name") or job_id
-    log_root = posixpath.join(facts.job_dir_of(b), storage.LOG_DIR)
+    jdir = facts.job_dir_of(b)
+    if not jdir:  # resumable() refuses an unstaged record before it was submitted
+        raise TaoError(f"job {job_id} has no job folder in its record: nothing to submit; submit it again")
+    log_root = posixpath.join(jdir, storage.LOG_DIR)
     found = find_by_name(conn, name)
     pre_arg = [b["prefetch_script"]] if b.get("prefetch_script") else []
     pre_id = ""
@@ -431,11 +438,11 @@ def sbatch(conn: Connection, job_id: str) -> Launch:
             how = f"sbatch answer lost; reconciled to SLURM job {jid} by name"
         else:
             how = f"submitted as SLURM job {jid}"
-    backend = {"slurm_job_id": jid, "job_dir": facts.job_dir_of(b), "log_dir": facts.log_dir_of(b, name, jid),
-               "login_host": conn.host.entry}
+    backend = {"slurm_job_id": jid, "job_dir": jdir, "log_dir": facts.log_dir_of(b, name, jid),
+               "login_host": conn.connect().entry}
     if pre_id:  # the CPU-only prefetch job it waits for
         backend.update(prefetch_job_id=pre_id, prefetch_log=posixpath.join(
-            facts.job_dir_of(b), storage.LOG_DIR, f"prefetch-{pre_id}.out"))
+            jdir, storage.LOG_DIR, f"prefetch-{pre_id}.out"))
         how += f", after prefetch job {pre_id} (CPU only)"
     return Launch(f"slurm:{jid}", backend, how, details={"job_dir": backend["job_dir"], "log_dir": backend["log_dir"]})
 

@@ -86,7 +86,7 @@ def array_script(sweep_id: str, sweep_dir: str, first: render.ScriptInput, names
     """The one sbatch script of the array: the trials' resources, the array range, the dispatcher."""
     n = len(names)
     log = f"{sweep_dir}/{storage.LOG_DIR}/%x-%A_%a"
-    heads = [("--job-name", sweep_id), ("--output", f"{log}.out"), ("--error", f"{log}.err"),
+    heads: list[tuple[str, str | None]] = [("--job-name", sweep_id), ("--output", f"{log}.out"), ("--error", f"{log}.err"),
              ("--array", f"0-{n - 1}%{max_concurrent}"), ("--export", "ALL")]
     heads += first.resources.directives()
     if first.chain is not None:  # the trials' wall-time chain: each task's batch shell (the trial's script) gets USR1
@@ -160,7 +160,7 @@ def launch(plans: list[SlurmPlan], recs: list[Record], batch: Batch) -> list[Lau
         script = posixpath.join(jdir, f"sbatch/job_{jid}.sbatch")
         names.append(jid)
         backends.append(TrialFacts(
-            staged_dir=jdir, results_dir=results, script=script, login_host=conn.host.entry, job_name=jid,
+            staged_dir=jdir, results_dir=results, script=script, login_host=conn.connect().entry, job_name=jid,
             staged_secrets=bool(d.secrets), self_retry=inp.self_retries > 0,
             **({"walltime_chain": True, "max_attempts": inp.chain.max_attempts} if inp.chain else {}),
             infra_retries=bool(given(d.spec.infra_retries, True))))
