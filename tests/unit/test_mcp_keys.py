@@ -35,11 +35,12 @@ def creds(tmp_path, monkeypatch) -> Path:
     return path
 
 
-def _post(url: str, value: str, host: str | None = None, kind: str = "application/x-www-form-urlencoded") -> int:
+def _post(url: str, value: str, host: str | None = None, kind: str = "application/x-www-form-urlencoded",
+          timeout: float = 10) -> int:
     req = urllib.request.Request(url, data=urllib.parse.urlencode({"value": value}).encode(), method="POST",
                                  headers={"Content-Type": kind, **({"Host": host} if host else {})})
     try:
-        return urllib.request.urlopen(req, timeout=10).status
+        return urllib.request.urlopen(req, timeout=timeout).status
     except urllib.error.HTTPError as exc:
         return exc.code
 
@@ -174,6 +175,95 @@ def test_a_refused_key_keeps_the_page_open_for_another_try():
     try:
         assert _post(page.url, "bad") == 400 and not page.done.is_set()
         assert _post(page.url, KEY) == 200 and page.done.is_set()
+    finally:
+        page.close()
+
+
+class _Trickler:
+    """A local client without the token holding a connection to the page: one byte every ``every`` seconds."""
+
+    def __init__(self, url: str, every: float = 0.5) -> None:
+        import socket
+        import threading
+
+        port = int(url.split(":")[2].split("/")[0])
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        self.cut = threading.Event()
+        self.every = every
+        self.thread = threading.Thread(target=self._trickle, daemon=True)
+        self.thread.start()
+
+    def _trickle(self) -> None:
+        for byte in b"GET /not-the-token HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 1000:
+            try:
+                self.sock.sendall(bytes([byte]))
+            except OSError:
+                break
+            if self.cut.wait(self.every):
+                break
+        self.cut.set()
+
+    def close(self) -> None:
+        self.cut.set()
+        self.sock.close()
+
+
+def test_a_connection_that_trickles_bytes_holds_neither_the_page_nor_its_close():
+    got: list[str] = []
+    page = KeyPage(NAME, got.append)
+    slow = [_Trickler(page.url) for _ in range(3)]
+    try:
+        time.sleep(1)  # they are in, each sending a byte every half second
+        start = time.monotonic()
+        assert _post(page.url, KEY, timeout=3) == 200 and got == [KEY]
+        assert time.monotonic() - start < 3
+        start = time.monotonic()
+        page.close()  # with the slow ones still connected
+        assert time.monotonic() - start < 2
+        for s in slow:
+            s.thread.join(5)
+            assert s.cut.is_set()
+    finally:
+        for s in slow:
+            s.close()
+        page.close()
+
+
+def test_a_trickling_connection_is_cut_at_the_deadline(monkeypatch):
+    from taobank.mcp import keypage
+
+    monkeypatch.setattr(keypage, "DEADLINE", 1.0)
+    page = KeyPage(NAME, lambda value: None)
+    slow = _Trickler(page.url, every=0.2)
+    try:
+        start = time.monotonic()
+        slow.thread.join(10)  # its send fails once the page cut it
+        assert slow.cut.is_set() and time.monotonic() - start < 4
+        assert _get(page.url)[0] == 200
+    finally:
+        slow.close()
+        page.close()
+
+
+def test_connections_over_the_bound_are_closed_unanswered(monkeypatch):
+    import socket
+
+    from taobank.mcp import keypage
+
+    monkeypatch.setattr(keypage, "MAX_CONNECTIONS", 2)
+    page = KeyPage(NAME, lambda value: None)
+    port = page.port
+    held = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(2)]
+    try:
+        time.sleep(0.5)
+        extra = socket.create_connection(("127.0.0.1", port), timeout=5)
+        extra.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        assert extra.recv(100) == b""  # closed, no answer
+        extra.close()
+        for sock in held:
+            sock.close()
+        time.sleep(0.5)
+        assert _get(page.url)[0] == 200
     finally:
         page.close()
 
