@@ -115,7 +115,7 @@ def test_a_new_file_is_made_private_in_a_private_folder(creds):
 
 
 @pytest.mark.parametrize("value,says", [
-    ("", "no key was given"), ("ab'cd", "holds a quote or a line break"), ("ab\ncd", "holds a quote or a line break"),
+    ("", "no key was given"), ("ab'cd", "holds a quote, a line break"), ("ab\ncd", "holds a quote, a line break"),
     ("x" * 20000, "longer than"),
 ])
 def test_a_key_the_file_cannot_hold_is_refused_unseen(creds, value, says):
@@ -354,6 +354,34 @@ def test_a_cancelled_call_closes_its_page(tmp_path, creds):
             assert time.time() < end, "the page outlived its cancelled call"
             time.sleep(0.2)
     assert not creds.exists() and rid not in s.answers
+
+
+def test_a_cancelled_call_closes_its_page_while_a_connection_trickles(tmp_path, creds):
+    import socket
+
+    with Session(_env(tmp_path, creds), capabilities=URL_CLIENT, protocol="2025-11-25") as s:
+        rid = s.start("tools/call", {"name": "submit_docker", "arguments": SUBMIT})
+        ask = s.notification("elicitation/create", timeout=60)
+        s.reply(ask, {"action": "accept"})
+        slow = _Trickler(ask["params"]["url"])
+        try:
+            time.sleep(1)
+            s.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}}))
+            assert s.request("ping", timeout=30)["result"] == {}
+            port = int(ask["params"]["url"].split(":")[2].split("/")[0])
+            end = time.time() + 3
+            while True:  # the listening socket itself is gone: a connection is refused, not left unanswered
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                except ConnectionRefusedError:
+                    break
+                assert time.time() < end, "the page's close waited on the trickling client"
+                time.sleep(0.1)
+            slow.thread.join(5)
+            assert slow.cut.is_set()
+        finally:
+            slow.close()
+    assert not creds.exists()
 
 
 def test_a_client_of_pages_only_is_not_sent_a_form(tmp_path, creds):
