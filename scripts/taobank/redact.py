@@ -1058,10 +1058,18 @@ def looks_like_secret(text: str) -> bool:
     return bool(text.strip()) and (_has_random_piece(text) or bool(lint_text(text, "value")))
 
 
+#: Terminal control sequences (CSI, OSC, 7-bit and C1) and single control characters: what :func:`shown` looks
+#: past, so a token glued to an escape sequence is still seen as one.
+_CONTROLS = re.compile(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*"
+                       r"(?:\x07|\x1b\\|\x9c)?|[\x00-\x1f\x7f-\x9f]")
+
+
 def shown(value: object, limit: int = 80) -> str:
-    """A value fit to quote in an error line: repr'd and cut, or withheld when it looks like a credential."""
+    """A value fit to quote in an error line: repr'd and cut, or withheld when it looks like a credential
+    (looked at with its control sequences taken out: ``ESC[31m`` glued to a token hides nothing)."""
     text = str(value)
-    if redact_text(text) != text or lint_text(text, "value"):
+    bare = _CONTROLS.sub(" ", text)
+    if redact_text(text) != text or lint_text(text, "value") or redact_text(bare) != bare or lint_text(bare, "value"):
         return "(value not shown: it looks like it carries a credential)"
     return repr(text if len(text) <= limit else text[: limit - 3] + "...")
 

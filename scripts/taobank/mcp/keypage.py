@@ -191,19 +191,28 @@ def _handler(page: KeyPage) -> type[BaseHTTPRequestHandler]:
             if not self._ours():
                 return
             kind = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
-            try:
-                length = int(self.headers.get("Content-Length", ""))
+            lengths = self.headers.get_all("Content-Length") or []
+            try:  # exactly one length, no other framing: a body two readers could frame two ways is refused
+                length = int(lengths[0]) if len(lengths) == 1 and "Transfer-Encoding" not in self.headers else -1
             except ValueError:
                 length = -1
+            refused = page.form("send the form (a urlencoded body of at most 64 KiB)")
             if kind != "application/x-www-form-urlencoded" or not 0 <= length <= MAX_BODY:
-                self._send(400, page.form("send the form (a urlencoded body of at most 64 KiB)"))
+                self._send(400, refused)
                 return
-            body = self.rfile.read(length).decode("utf-8", "replace")
+            raw = self.rfile.read(length)
+            if len(raw) != length:  # cut at the deadline: a part of a key is no key
+                return
+            body = raw.decode("utf-8", "replace")
             try:
                 fields = parse_qs(body, keep_blank_values=True, max_num_fields=4)
             except ValueError:
                 fields = {}
-            said = page.take((fields.get("value") or [""])[0])
+            values = fields.get("value") or []
+            if len(values) != 1 or not values[0]:  # one value, not none or two to choose from
+                self._send(410 if page.done.is_set() else 400, page.form("paste the key into the field and send it"))
+                return
+            said = page.take(values[0])
             if said is None:
                 self._send(200, f"<!doctype html><meta charset=utf-8><title>stored</title>{html.escape(page.name)} "
                                 "was stored. You can close this page and go back to your agent.")
