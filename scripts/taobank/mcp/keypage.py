@@ -196,9 +196,8 @@ def _handler(page: KeyPage) -> type[BaseHTTPRequestHandler]:
                 length = int(lengths[0]) if len(lengths) == 1 and "Transfer-Encoding" not in self.headers else -1
             except ValueError:
                 length = -1
-            refused = page.form("send the form (a urlencoded body of at most 64 KiB)")
             if kind != "application/x-www-form-urlencoded" or not 0 <= length <= MAX_BODY:
-                self._send(400, refused)
+                self._send(400, page.form("send the form (a urlencoded body of at most 64 KiB)"))
                 return
             raw = self.rfile.read(length)
             if len(raw) != length:  # cut at the deadline: a part of a key is no key
