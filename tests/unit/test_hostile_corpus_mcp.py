@@ -198,7 +198,7 @@ def page_corpus(token: str, port: int) -> list[tuple[str, bytes]]:
     return out
 
 
-def _exchange(port: int, data: bytes, timeout: float = 5) -> tuple[bytes, float]:
+def _exchange(port: int, data: bytes, timeout: float = 10) -> tuple[bytes, float]:
     """Send ``data``, read until the page closes; (what came back, seconds taken). A page that keeps the
     connection open longer than ``timeout`` raises (a hang)."""
     start = time.monotonic()
@@ -232,7 +232,7 @@ def test_key_page_requests_never_hold_it_or_show_a_secret(monkeypatch, capfd, tm
         answers = []
         for kind, data in corpus:
             got, took = _exchange(page.port, data)
-            assert took < 4, (kind, data[:80], took)
+            assert took < keypage.DEADLINE + 3.5, (kind, data[:80], took)  # the deadline, and a loaded machine
             answers.append(got)
         assert stored == []  # none of them was the form sent right
         status, _ = _post(page.url, SECRET)
