@@ -1,4 +1,5 @@
-"""Environment variables: the one name check and the one KEY=VALUE file reader of the bank."""
+"""Environment variables: the one name check, and the one KEY=VALUE file rule of the bank (where its lines end,
+what one line defines, what value a written line can hold) that its reader and its writer both follow."""
 from __future__ import annotations
 
 import re
@@ -82,19 +83,62 @@ def read(path: str | Path, *, what: str = "env file", private: bool = False) -> 
     except UnicodeDecodeError:
         raise TaoError(f"{what} {p} is not UTF-8 text: save it as UTF-8") from None
     out: dict[str, str] = {}
-    for n, line in enumerate(text.splitlines(), 1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
+    for n, line in enumerate(split_lines(text), 1):
+        pair = parse_line(line)
+        if pair is None:
             continue
-        key, sep, value = stripped.partition("=")
-        key = key.strip().removeprefix("export ").strip()
-        if not sep or not is_name(key):
+        key, value = pair
+        if not is_name(key):
             raise TaoError(f"{what} {p} line {n}: expected KEY=VALUE (the line is not shown)")
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
         out[key] = value
     return out
+
+
+#: What the shell's word splitting strips around a line's words (its IFS less the newline that ends the line).
+_BLANKS = " \t"
+
+
+def split_lines(text: str) -> list[str]:
+    """An env file's lines as the shell's ``.`` reads them (tao-setup loads the file so): split at ``\n`` only,
+    a CRLF file's ``\r`` dropped with it. Never :meth:`str.splitlines`, which also splits at ``\v``, ``\f``,
+    ``\x1c``-``\x1e``, ``\x85``, U+2028 and U+2029, where the shell reads on: a pasted key holding one would
+    read back as two variables here and one there."""
+    return [line.removesuffix("\r") for line in text.split("\n")]
+
+
+def parse_line(line: str) -> tuple[str, str] | None:
+    """(KEY, value) of one line (``export`` prefix, one pair of matching quotes stripped); None for a blank line
+    or a comment; ("", "") for a line that defines nothing (no ``=``). KEY is not checked here."""
+    stripped = line.strip(_BLANKS)
+    if not stripped or stripped.startswith("#"):
+        return None
+    key, sep, value = stripped.partition("=")
+    if not sep:
+        return "", ""
+    key = key.strip(_BLANKS)
+    key = key[len("export"):].lstrip(_BLANKS) if key.startswith(("export ", "export\t")) else key
+    value = value.strip(_BLANKS)
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        value = value[1:-1]
+    return key, value
+
+
+def check_value(value: str, what: str = "value") -> str:
+    """``value`` if a written ``NAME='value'`` line holds it whole, so that both readers of the file (the shell's
+    ``.`` and :func:`read`) read it back unchanged; a one-line error that never shows it otherwise. Refused: a
+    quote (it would end the quoting) and every character that is not printable - each line end any reader splits
+    at (:func:`split_lines`' ``\n`` and ``\r``, and those of :meth:`str.splitlines` and terminals: ``\v``,
+    ``\f``, ``\x1c``-``\x1e``, ``\x85``, U+2028, U+2029), NUL and every other control or invisible character.
+    No key or token holds one."""
+    if len(split_lines(value)) != 1 or "'" in value or not value.isprintable():
+        raise TaoError(f"the {what} holds a quote, a line break or another control character, which the file "
+                       "cannot hold on one line (it is not shown): nothing was stored")
+    return value
+
+
+def line_of(name: str, value: str, what: str = "value") -> str:
+    """The one line that defines ``name`` as ``value`` (both checked): ``NAME='value'``."""
+    return f"{check_name(name)}='{check_value(value, what)}'"
 
 
 def check_job_env(env: dict | None, nccl_env: dict | None, *, reserved: tuple[str, ...] = ()) -> tuple[dict, dict]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar, Mapping, TypeVar
 
 from .errors import TaoError
+from .redact import shown_keys, unknown_fields
 
 T = TypeVar("T", bound="JobSpec")
 
@@ -75,9 +76,9 @@ class JobSpec:
     def from_dict(cls: type[T], spec: Mapping[str, Any]) -> T:
         """A valid spec mapping (:meth:`parse` checks it first) as this type; an unknown key is refused."""
         by_key = {key: name for name, key in cls.keys().items()}
-        unknown = sorted(str(k) for k in spec if k not in by_key)
-        if unknown:
-            raise TaoError(f"{cls.__name__}: unknown field {', '.join(unknown)} (see schemas/{cls.SCHEMA})")
+        named, others = shown_keys(sorted((k for k in spec if k not in by_key), key=str))
+        if named or others:
+            raise TaoError(f"{cls.__name__}: {unknown_fields(named, others)} (see schemas/{cls.SCHEMA})")
         return cls(**{by_key[k]: v for k, v in spec.items()})
 
     @classmethod

@@ -31,6 +31,7 @@ from typing import Any, ClassVar, Iterator, Mapping, TypeGuard, cast
 from .states import State
 from . import BANK_ROOT, fsio, names, safeparse, states
 from .errors import TaoError
+from .redact import shown
 from .taoargs import OVERRIDE_KEY, OVERRIDE_VALUE
 
 STATE_DIR_ENV = "TAO_STATE_DIR"
@@ -141,7 +142,7 @@ def state_dir() -> Path:
 
 def _check_id(job_id: str) -> str:
     if not isinstance(job_id, str) or not names.is_dns1035_label(job_id) or len(job_id) > names.MAX_ID_LEN:
-        raise TaoError(f"{job_id!r} is not a job id: ids are printed by 'tao_job_record.py open' (see 'list')")
+        raise TaoError(f"{shown(job_id)} is not a job id: ids are printed by 'tao_job_record.py open' (see 'list')")
     return job_id
 
 

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from . import BANK_ROOT, fsio, paths, safeparse
 from .deps import require
 from .errors import TaoError
-from .redact import shown
+from .redact import shown, shown_keys, unknown_fields
 
 SCHEMAS = BANK_ROOT / "schemas"
 #: Schema formats: an absolute path of safe characters; or that, or a lustre://, slurm:// or s3:// URI.
@@ -99,13 +99,13 @@ def _safe_message(err: Any) -> str:
         return f"needs exactly one of: {' | '.join(shapes)}" if shapes else "matches none of the allowed shapes"
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
         known = sorted((err.schema.get("properties") or {}).keys())
-        extra = sorted(k for k in err.instance if k not in known)
+        named, others = shown_keys(sorted((k for k in err.instance if k not in known), key=str))
         hints = []
-        for key in extra:
-            near = difflib.get_close_matches(str(key), known, n=1)
+        for key in named:
+            near = difflib.get_close_matches(key, known, n=1)
             hints.append(f"{key!r} (did you mean {near[0]!r}?)" if near else repr(key))
-        if hints:
-            return "unknown field " + ", ".join(hints)
+        if hints or others:
+            return unknown_fields(hints, others)
     if err.validator == "format" and err.validator_value in (PATH_FORMAT, LOCATION_FORMAT):
         uri = " or such a URI (lustre:///path, s3://bucket/path)" if err.validator_value == LOCATION_FORMAT else ""
         return f"{shown(err.instance)} is not {paths.ALLOWED}{uri}"

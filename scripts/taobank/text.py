@@ -5,6 +5,8 @@ without importing the command line.
 """
 from __future__ import annotations
 
+from typing import Any
+
 
 def _masked(text: str) -> str:
     """An error line with any credential the lint can see masked: a token pasted into the wrong flag is
@@ -21,7 +23,28 @@ def one_line(value: object, keep: str = "") -> str:
 
     The one place that cleans text a helper prints from cluster, engine or job output (or from a record a
     hand edited): a credential the lint can see is masked too."""
-    return "".join(c if c.isprintable() or c in keep else repr(c)[1:-1] for c in _masked(str(value)))
+    return escaped(_masked(str(value)), keep)
+
+
+def escaped(text: str, keep: str = "") -> str:
+    """``text`` with every character that is not printable shown escaped (``\x1b``, ``\n``, ``\u2028``): the
+    cleaning of :func:`one_line` without its masking. Printable text comes back unchanged."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c in keep else repr(c)[1:-1] for c in text)
+
+
+def cleaned(data: Any) -> Any:
+    """JSON-like data from outside the bank (a cluster's objects) with every string, keys included, through
+    :func:`escaped`: a node's, a queue's or a claim's text reaches no terminal raw, and a name that is a name
+    stays the same (it may go back to the cluster in a command)."""
+    if isinstance(data, str):
+        return escaped(data)
+    if isinstance(data, dict):
+        return {cleaned(k): cleaned(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [cleaned(v) for v in data]
+    return data
 
 
 def terminal_text(text: str) -> str:

@@ -152,3 +152,31 @@ def test_queues_without_kueue_is_info_and_missing_when_a_queue_is_named(fake, cl
     assert found.level == "INFO" and found.message == "no Kueue LocalQueue in namespace default: not queued"
     (found,) = [f for f in preflight.run(preflight.Kubectl("default"), placement={"queue": "q"}) if f.check == "queues"]
     assert found.level == "MISSING" and found.message.startswith("--queue q: this cluster has no Kueue")
+
+
+#: What a cluster's text may hold for a terminal: CSI (7-bit and C1), OSC (a title, a hyperlink), BEL, a line end.
+HOSTILE = "\x1b[2J\x1b]0;pwned\x07\x9b31m\x1b]8;;http://evil.example\x1b\\x\nOK: forged"
+RAW = ("\x1b", "\x9b", "\x07", "\nOK: forged")
+
+
+def test_cluster_text_reaches_the_terminal_cleaned(fake, cli):
+    """Node, taint, LocalQueue/ClusterQueue and PVC text and kubectl's 'Error from server' (an admission
+    webhook's words) are cleaned where they enter (the kubectl client), so no finding prints them raw."""
+    taint = [{"key": "k" + HOSTILE, "value": "v" + HOSTILE, "effect": "NoSchedule"}]
+    cluster(fake, nodes=[node("a" + HOSTILE), node("b", cordoned=True), node("c" + HOSTILE, taints=taint)])
+    lq = {"metadata": {"name": "default"}, "spec": {"clusterQueue": "cq" + HOSTILE}}
+    fake.kubectl("get", "localqueues.kueue.x-k8s.io", answer=items([lq]))
+    fake.kubectl("get", "clusterqueues.kueue.x-k8s.io", rc=1,
+                 stderr=f'Error from server (NotFound): clusterqueues "x{HOSTILE}" not found\n')
+    fake.kubectl("get", "pvc", "ws", answer={"status": {"phase": "Pending" + HOSTILE}})
+    out = cli("tao_k8s.py", "preflight", "--pvc", "ws")
+    shown = out.out + out.err
+    assert "\\x1b[2J" in shown and "cq\\x1b[2J" in shown and "Pending\\x1b[2J" in shown, shown
+    assert not [r for r in RAW if r in shown], shown
+    fake.kubectl("get", "localqueues.kueue.x-k8s.io", rc=1,
+                 stderr=f'Error from server (InternalError): admission webhook "q.example" denied: {HOSTILE[:-11]}\n')
+    out = cli("tao_k8s.py", "preflight", "--pvc", "ws")
+    shown = out.out + out.err
+    assert "admission webhook" in shown and not [r for r in RAW if r in shown], shown
+    data = json.loads(cli("tao_k8s.py", "preflight", "--pvc", "ws", "--json").out)
+    assert not [r for r in RAW if r in json.dumps(data, ensure_ascii=False)]

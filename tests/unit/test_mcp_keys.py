@@ -35,11 +35,12 @@ def creds(tmp_path, monkeypatch) -> Path:
     return path
 
 
-def _post(url: str, value: str, host: str | None = None, kind: str = "application/x-www-form-urlencoded") -> int:
+def _post(url: str, value: str, host: str | None = None, kind: str = "application/x-www-form-urlencoded",
+          timeout: float = 10) -> int:
     req = urllib.request.Request(url, data=urllib.parse.urlencode({"value": value}).encode(), method="POST",
                                  headers={"Content-Type": kind, **({"Host": host} if host else {})})
     try:
-        return urllib.request.urlopen(req, timeout=10).status
+        return urllib.request.urlopen(req, timeout=timeout).status
     except urllib.error.HTTPError as exc:
         return exc.code
 
@@ -114,7 +115,7 @@ def test_a_new_file_is_made_private_in_a_private_folder(creds):
 
 
 @pytest.mark.parametrize("value,says", [
-    ("", "no key was given"), ("ab'cd", "holds a quote or a line break"), ("ab\ncd", "holds a quote or a line break"),
+    ("", "no key was given"), ("ab'cd", "holds a quote, a line break"), ("ab\ncd", "holds a quote, a line break"),
     ("x" * 20000, "longer than"),
 ])
 def test_a_key_the_file_cannot_hold_is_refused_unseen(creds, value, says):
@@ -174,6 +175,95 @@ def test_a_refused_key_keeps_the_page_open_for_another_try():
     try:
         assert _post(page.url, "bad") == 400 and not page.done.is_set()
         assert _post(page.url, KEY) == 200 and page.done.is_set()
+    finally:
+        page.close()
+
+
+class _Trickler:
+    """A local client without the token holding a connection to the page: one byte every ``every`` seconds."""
+
+    def __init__(self, url: str, every: float = 0.5) -> None:
+        import socket
+        import threading
+
+        port = int(url.split(":")[2].split("/")[0])
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        self.cut = threading.Event()
+        self.every = every
+        self.thread = threading.Thread(target=self._trickle, daemon=True)
+        self.thread.start()
+
+    def _trickle(self) -> None:
+        for byte in b"GET /not-the-token HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 1000:
+            try:
+                self.sock.sendall(bytes([byte]))
+            except OSError:
+                break
+            if self.cut.wait(self.every):
+                break
+        self.cut.set()
+
+    def close(self) -> None:
+        self.cut.set()
+        self.sock.close()
+
+
+def test_a_connection_that_trickles_bytes_holds_neither_the_page_nor_its_close():
+    got: list[str] = []
+    page = KeyPage(NAME, got.append)
+    slow = [_Trickler(page.url) for _ in range(3)]
+    try:
+        time.sleep(1)  # they are in, each sending a byte every half second
+        start = time.monotonic()
+        assert _post(page.url, KEY, timeout=5) == 200 and got == [KEY]
+        assert time.monotonic() - start < 5  # not the trickle's pace: held, it would wait minutes
+        start = time.monotonic()
+        page.close()  # with the slow ones still connected
+        assert time.monotonic() - start < 2
+        for s in slow:
+            s.thread.join(5)
+            assert s.cut.is_set()
+    finally:
+        for s in slow:
+            s.close()
+        page.close()
+
+
+def test_a_trickling_connection_is_cut_at_the_deadline(monkeypatch):
+    from taobank.mcp import keypage
+
+    monkeypatch.setattr(keypage, "DEADLINE", 1.0)
+    page = KeyPage(NAME, lambda value: None)
+    slow = _Trickler(page.url, every=0.2)
+    try:
+        start = time.monotonic()
+        slow.thread.join(10)  # its send fails once the page cut it
+        assert slow.cut.is_set() and time.monotonic() - start < 4
+        assert _get(page.url)[0] == 200
+    finally:
+        slow.close()
+        page.close()
+
+
+def test_connections_over_the_bound_are_closed_unanswered(monkeypatch):
+    import socket
+
+    from taobank.mcp import keypage
+
+    monkeypatch.setattr(keypage, "MAX_CONNECTIONS", 2)
+    page = KeyPage(NAME, lambda value: None)
+    port = page.port
+    held = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(2)]
+    try:
+        time.sleep(0.5)
+        extra = socket.create_connection(("127.0.0.1", port), timeout=5)
+        extra.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        assert extra.recv(100) == b""  # closed, no answer
+        extra.close()
+        for sock in held:
+            sock.close()
+        time.sleep(0.5)
+        assert _get(page.url)[0] == 200
     finally:
         page.close()
 
@@ -264,6 +354,34 @@ def test_a_cancelled_call_closes_its_page(tmp_path, creds):
             assert time.time() < end, "the page outlived its cancelled call"
             time.sleep(0.2)
     assert not creds.exists() and rid not in s.answers
+
+
+def test_a_cancelled_call_closes_its_page_while_a_connection_trickles(tmp_path, creds):
+    import socket
+
+    with Session(_env(tmp_path, creds), capabilities=URL_CLIENT, protocol="2025-11-25") as s:
+        rid = s.start("tools/call", {"name": "submit_docker", "arguments": SUBMIT})
+        ask = s.notification("elicitation/create", timeout=60)
+        s.reply(ask, {"action": "accept"})
+        slow = _Trickler(ask["params"]["url"])
+        try:
+            time.sleep(1)
+            s.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}}))
+            assert s.request("ping", timeout=30)["result"] == {}
+            port = int(ask["params"]["url"].split(":")[2].split("/")[0])
+            end = time.time() + 3
+            while True:  # the listening socket itself is gone: a connection is refused, not left unanswered
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                except ConnectionRefusedError:
+                    break
+                assert time.time() < end, "the page's close waited on the trickling client"
+                time.sleep(0.1)
+            slow.thread.join(5)
+            assert slow.cut.is_set()
+        finally:
+            slow.close()
+    assert not creds.exists()
 
 
 def test_a_client_of_pages_only_is_not_sent_a_form(tmp_path, creds):

@@ -522,3 +522,13 @@ def test_looks_like_secret(text):
                                   "PYTORCH_CUDA_ALLOC_CONF", "HF_HUB_ENABLE_HF_TRANSFER", ""])
 def test_names_do_not_look_like_secrets(text):
     assert not redact.looks_like_secret(text)
+
+
+def test_shown_looks_past_control_sequences_glued_to_a_token():
+    from taobank.redact import shown
+
+    token = "nvapi-" + "Q7zK2mX9pL4vR8sT1wY6bN3cJ5hG0dF" * 2
+    for glue in ("\x9b31m", "\x1b[2J", "\x1b]0;title\x07", "\x1bP+q\x1b\\", "\x00", "\x85"):
+        assert shown(glue + token) == "(value not shown: it looks like it carries a credential)", repr(glue)
+        assert shown(token + glue) == "(value not shown: it looks like it carries a credential)", repr(glue)
+    assert shown("\x1b[2Jplain") == repr("\x1b[2Jplain")

@@ -14,7 +14,7 @@ from ..errors import TaoError
 from . import JOB_LABEL, credentials, logs
 from . import status as smap
 from . import sweep as sweepmod
-from .kubectl import Kubectl
+from .kubectl import Kubectl, cluster_json
 from .objects import INDEX_LABEL, delete_options, find_jobs, index_of, sweep_of
 from ..records import Record
 
@@ -64,7 +64,7 @@ def cancel_trials(group: list[Record]) -> list[Stop]:
         if not res.ok:
             raise TaoError(f"deleting the sweep's Job {name} failed: {last_line(text)}")
         try:
-            job = json.loads(res.stdout or "{}")
+            job = cluster_json(res.stdout or "{}")
         except ValueError:
             job = {}
         return _trial_stops(group, job if job.get("kind") == "Job" else {}, f"Job {kube.namespace}/{name} deleted")

@@ -6,18 +6,23 @@ was submitted to). Both are checked here, by the rule a record's values are
 checked with (:mod:`taobank.recvalues`): what submit accepts, status and cancel
 read back, and neither can reach kubectl as an option. All calls go through
 :func:`taobank.run.run`; Secret material only ever travels on stdin.
+
+Everything the cluster says enters the bank here, cleaned for a terminal before anyone reads it: kubectl's
+stderr (an admission webhook's words, "Error from server ...") and every string of its JSON answers
+(:func:`cluster_json`: node, queue and claim text) have their control characters escaped.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
 import os
-from typing import Callable
+from typing import Any, Callable
 
 from .. import recvalues
 from ..errors import TaoError
-from ..run import Result, run, stream
+from ..run import Result, last_line, run, stream
 from ..records import Record
+from ..text import cleaned, one_line, terminal_text
 
 NAMESPACE_ENV = "TAO_K8S_NAMESPACE"
 CONTEXT_ENV = "TAO_K8S_CONTEXT"
@@ -72,7 +77,14 @@ class Kubectl:
 
     def run(self, *args: str, stdin: str | None = None, check: bool = True, timeout: float = 60,
             what: str | None = None) -> Result:
-        return run(self.argv(*args), stdin=stdin, check=check, timeout=timeout, what=what or f"kubectl {args[0]}")
+        """kubectl's answer, its stderr cleaned for a terminal (control characters escaped, a credential masked);
+        with ``check`` a failure is one line naming ``what`` and the last line kubectl said."""
+        label = what or f"kubectl {args[0]}"
+        res = run(self.argv(*args), stdin=stdin, check=False, timeout=timeout, what=label)
+        res = dataclasses.replace(res, stderr=terminal_text(res.stderr))
+        if check and not res.ok:
+            raise TaoError(f"{label} failed (exit {res.returncode}): {one_line(last_line(res.stderr or res.stdout))}")
+        return res
 
     def json(self, *args: str, what: str | None = None, timeout: float = 60) -> dict:
         """Run with ``-o json`` and parse; an empty answer (``--ignore-not-found``) gives {}."""
@@ -80,7 +92,7 @@ class Kubectl:
         if not res.stdout.strip():
             return {}
         try:
-            return json.loads(res.stdout)
+            return cluster_json(res.stdout)
         except ValueError:
             raise TaoError(f"{what or 'kubectl'} returned output that is not JSON") from None
 
@@ -102,7 +114,7 @@ class Kubectl:
         res = self.run("auth", "can-i", verb, resource, check=False, what="kubectl auth can-i")
         answer = res.stdout.strip().lower()
         if answer not in ("yes", "no"):
-            raise TaoError(f"kubectl auth can-i {verb} {resource} failed: {(res.stderr or res.stdout).strip()[:200]}")
+            raise TaoError(f"kubectl auth can-i {verb} {resource} failed: {one_line((res.stderr or res.stdout).strip())[:200]}")
         return answer == "yes"
 
     def cluster_key(self) -> str:
@@ -125,6 +137,12 @@ def _as_list(objs: list[dict]) -> str:
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": objs})
 
 
+def cluster_json(text: str) -> Any:
+    """kubectl's JSON answer with every string cleaned for a terminal (:func:`taobank.text.cleaned`): the one
+    parse of what a cluster says. ValueError for text that is not JSON."""
+    return cleaned(json.loads(text))
+
+
 def json_objects(text: str) -> list[dict]:
     """Objects from kubectl ``-o json`` output: one object, a List, or several objects back to back
     (``kubectl create -f`` prints one document per object)."""
@@ -140,5 +158,6 @@ def json_objects(text: str) -> list[dict]:
             obj, i = decoder.raw_decode(text, i)
         except ValueError:
             raise TaoError("kubectl returned output that is not JSON") from None
+        obj = cleaned(obj)
         out.extend(obj.get("items") or [] if obj.get("kind") == "List" else [obj])
     return out

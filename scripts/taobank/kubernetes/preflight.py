@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..contract import Finding
 from ..errors import TaoError
 from . import gates
-from .kubectl import Kubectl
+from .kubectl import Kubectl, cluster_json
 
 #: kubectl's supported client/server minor version skew.
 MAX_SKEW = 1
@@ -129,9 +129,7 @@ def pvc_finding(kube: Kubectl, claim: str) -> Finding:
         if "forbidden" in text.lower():
             return Finding("WARN", "pvc", f"PVC {claim}: you may not read PVCs, so Bound is not checked")
         raise TaoError(f"kubectl get pvc {claim} failed: {text.splitlines()[-1] if text else 'no output'}")
-    import json
-
-    phase = ((json.loads(res.stdout) or {}).get("status") or {}).get("phase") or "unknown"
+    phase = ((cluster_json(res.stdout) or {}).get("status") or {}).get("phase") or "unknown"
     if phase != "Bound":
         return Finding("MISSING", "pvc", f"PVC {claim} is {phase}, not Bound: a pod mounting it stays Pending "
                        "(kubectl describe pvc shows why)")
@@ -161,11 +159,9 @@ def queues_finding(kube: Kubectl, wanted: str | None = None) -> Finding:
 def run(kube: Kubectl, pvcs: list[str] | tuple[str, ...] = (), placement: dict | None = None,
         queue: str | None = None) -> list[Finding]:
     """Every check, in order; stops after an unreachable cluster (the rest would only repeat it)."""
-    import json
-
     res = kube.run("version", "-o", "json", check=False, timeout=30, what="kubectl version")
     try:
-        answer = json.loads(res.stdout) if res.stdout.strip() else {}
+        answer = cluster_json(res.stdout) if res.stdout.strip() else {}
     except ValueError:
         answer = {}
     out = version_findings(answer)

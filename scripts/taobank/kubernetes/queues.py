@@ -19,8 +19,9 @@ from .. import fsio, records
 from ..errors import TaoError
 from ..jobspec import KubernetesSpec
 from ..run import last_line
+from ..text import one_line
 from .gates import GPU, _qty
-from .kubectl import Kubectl
+from .kubectl import Kubectl, cluster_json
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 #: Kueue's partial admission of a batch/v1 Job: it may start with fewer pods than ``parallelism`` (not below this).
@@ -64,7 +65,7 @@ def queue_of(job: dict | None) -> str | None:
 def _get(kube: Kubectl, *args: str) -> tuple[dict | None, str]:
     """(the answer, or None; kubectl's error text) of ``kubectl get ARGS -o json``."""
     res = kube.run("get", *args, "-o", "json", check=False, what=f"kubectl get {args[0].split('.')[0]}")
-    return (json.loads(res.stdout or "{}"), "") if res.ok else (None, res.stderr or res.stdout)
+    return (cluster_json(res.stdout or "{}"), "") if res.ok else (None, res.stderr or one_line(res.stdout))
 
 
 def no_api(err: str) -> bool:
@@ -260,7 +261,7 @@ def queue_or_capacity(kube: Kubectl, spec: KubernetesSpec, *,
 
 def _items(stdout: str, what: str) -> list[dict]:
     try:
-        return json.loads(stdout or "{}").get("items") or []
+        return cluster_json(stdout or "{}").get("items") or []
     except (ValueError, AttributeError):
         raise TaoError(f"{what} returned output that is not a JSON list: check the kubectl version") from None
 

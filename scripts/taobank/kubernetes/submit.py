@@ -33,7 +33,7 @@ from ..run import Result, last_line
 from . import JOB_LABEL, credentials, gates, queues, render
 from .objects import delete_options, find_jobs, owned_by
 from . import results as resultsmod
-from .kubectl import Kubectl, json_objects
+from .kubectl import Kubectl, cluster_json, json_objects
 from .logs import SPEC_FILE
 from . import sweep as sweepmod
 from .sweep import SWEEP_LABEL
@@ -394,11 +394,11 @@ def _capacity_gate_narrow(kube: Kubectl, spec: KubernetesSpec, require_free: boo
                    what="kubectl get pods --all-namespaces")
     note = ""
     if res.ok:
-        pods = json.loads(res.stdout).get("items") or []
+        pods = cluster_json(res.stdout).get("items") or []
     else:  # no cluster-wide pod read (RBAC): count what this namespace uses, and say so
         res = kube.run("get", "pods", "-o", "json", "--field-selector=status.phase!=Succeeded,status.phase!=Failed",
                        check=False, what="kubectl get pods")
-        pods = json.loads(res.stdout).get("items") or [] if res.ok else []
+        pods = cluster_json(res.stdout).get("items") or [] if res.ok else []
         where = f"outside namespace {kube.namespace}" if res.ok else "in any namespace"
         note = f" (pods {where} are not visible to you: their GPUs are not subtracted)"
     figures = gates.node_gpus(node_items, pods, node_selector=spec.node_selector,

@@ -98,15 +98,13 @@ def load(names: list[str]) -> list[str]:
 
 def check_key(value: str) -> str:
     """A key the file can hold as one line that its two readers (the shell's ``.``, :func:`envfile.read`)
-    read back the same; a one-line error (never showing it) otherwise."""
+    read back the same (:func:`envfile.check_value`, the file's one rule); a one-line error (never showing it)
+    otherwise."""
     if not value:
         raise TaoError("no key was given: paste it and send it again")
     if len(value) > MAX_KEY:
         raise TaoError(f"the key is longer than {MAX_KEY} characters: is it a key? nothing was stored")
-    if any(c in value for c in "'\n\r\x00"):
-        raise TaoError("the key holds a quote or a line break, which the credentials file cannot hold on one line: "
-                       "put it in the file with an editor; nothing was stored")
-    return value
+    return envfile.check_value(value, "key")
 
 
 def store(name: str, value: str) -> Path:
@@ -120,10 +118,10 @@ def store(name: str, value: str) -> Path:
         if path.exists():
             envfile.read(path, what="credentials file", private=True)  # refuses a file others can read, a bad line
             text = (fsio.read_regular(path, "credentials file", max_bytes=1024 * 1024) or b"").decode("utf-8")
-            lines = [ln for ln in text.splitlines() if _defines(ln) != name]
+            lines = [ln for ln in envfile.split_lines(text.removesuffix("\n")) if _defines(ln) != name]
         else:
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        lines.append(f"{name}='{value}'")
+        lines.append(envfile.line_of(name, value, "key"))
         fsio.write_private(path, "\n".join(lines) + "\n")
     except OSError as exc:
         raise TaoError(f"cannot write the credentials file {path}: {exc.strerror or type(exc).__name__}; "
@@ -133,8 +131,7 @@ def store(name: str, value: str) -> Path:
 
 
 def _defines(line: str) -> str:
-    key, sep, _ = line.strip().partition("=")
-    return key.strip().removeprefix("export ").strip() if sep else ""
+    return (envfile.parse_line(line) or ("", ""))[0]
 
 
 def missing_line(tool: str, names: list[str]) -> str:

@@ -6,19 +6,29 @@ page: a random port of 127.0.0.1, a random token as its path (the URL the client
 a form whose value comes back by POST only (never in a URL), answered once: the first accepted value closes
 it, and :meth:`KeyPage.close` (the server's wait timed out, the call was cancelled) stops it. Nothing of a
 request is logged. Standard library only.
+
+No connection can hold the page: each is served in its own thread, cut when its request is not read and
+answered within :data:`DEADLINE` seconds (a client that sends a byte now and then included), at most
+:data:`MAX_CONNECTIONS` at once, and closing cuts every one of them instead of waiting for it.
 """
 from __future__ import annotations
 
 import html
 import secrets
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
-from typing import Callable
+from socketserver import ThreadingMixIn
+from typing import Any, Callable
 from urllib.parse import parse_qs
 
 from ..errors import TaoError
 
 MAX_BODY = 64 * 1024
+#: Seconds a connection has to send its whole request (a browser's form post takes milliseconds).
+DEADLINE = 10.0
+#: Connections served at once; one more is closed unanswered.
+MAX_CONNECTIONS = 32
 
 
 class KeyPage:
@@ -31,7 +41,7 @@ class KeyPage:
         self.elicitation_id = secrets.token_hex(16)  # the id the client tracks: not the token
         self.done = threading.Event()
         self._lock = threading.Lock()
-        self._httpd = _Quiet(("127.0.0.1", 0), _handler(self))
+        self._httpd = _Server(("127.0.0.1", 0), _handler(self))
         self.port = self._httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}/{self.token}"
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.2},
@@ -39,11 +49,13 @@ class KeyPage:
         self._thread.start()
 
     def close(self) -> None:
-        """Stop serving (idempotent): the URL answers nothing from now on."""
+        """Stop serving (idempotent): the URL answers nothing from now on. Never waits on a client: the
+        connections still open are cut."""
         if self._thread.is_alive():
-            self._httpd.shutdown()
+            self._httpd.shutdown()  # the accept loop ends within its poll interval
             self._thread.join(5)
         self._httpd.server_close()
+        self._httpd.cut_all()
 
     def take(self, value: str) -> str | None:
         """Accept ``value`` once; None when stored, else the one line to show."""
@@ -70,11 +82,53 @@ class KeyPage:
                 f" <button>Store</button></form>")
 
 
-class _Quiet(HTTPServer):
-    """No traceback on stderr (the MCP client's log) for a connection that broke."""
+#: What socketserver hands a server per connection (a TCP server's is its socket).
+_Request = socket.socket | tuple[bytes, socket.socket]
+
+
+class _Server(ThreadingMixIn, HTTPServer):
+    """A thread per connection (daemon, never joined), at most :data:`MAX_CONNECTIONS` of them; no traceback on
+    stderr (the MCP client's log) for a connection that broke."""
+
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self.open: set[_Request] = set()
+        self.open_lock = threading.Lock()
+
+    def process_request(self, request: _Request, client_address: Any) -> None:
+        with self.open_lock:
+            full = len(self.open) >= MAX_CONNECTIONS
+            if not full:
+                self.open.add(request)
+        if full:
+            super().shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: _Request) -> None:
+        with self.open_lock:
+            self.open.discard(request)
+        super().shutdown_request(request)
+
+    def cut_all(self) -> None:
+        """End every open connection now: its thread's next read or write fails and it ends."""
+        with self.open_lock:
+            left = list(self.open)
+        for request in left:
+            _cut(request if isinstance(request, socket.socket) else request[1])
 
     def handle_error(self, request: object, client_address: object) -> None:
         return
+
+
+def _cut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:  # closed already
+        pass
 
 
 _HEADERS = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY",
@@ -86,9 +140,23 @@ def _handler(page: KeyPage) -> type[BaseHTTPRequestHandler]:
     path = f"/{page.token}"
 
     class Handler(BaseHTTPRequestHandler):
-        timeout = 10  # a connection that sends nothing does not hold the page
+        timeout = DEADLINE  # a read that waits longer fails even before the deadline cuts the connection
         server_version = "tao-key-page"
         sys_version = ""
+
+        def setup(self) -> None:
+            super().setup()
+            # the whole request within DEADLINE: a client that trickles bytes is cut, whatever each read waits
+            self._deadline = threading.Timer(DEADLINE, _cut, (self.connection,))
+            self._deadline.daemon = True
+            self._deadline.start()
+
+        def finish(self) -> None:
+            self._deadline.cancel()
+            try:
+                super().finish()
+            except OSError:  # the deadline cut it
+                pass
 
         def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - nothing of a request is logged
             return
@@ -123,19 +191,27 @@ def _handler(page: KeyPage) -> type[BaseHTTPRequestHandler]:
             if not self._ours():
                 return
             kind = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
-            try:
-                length = int(self.headers.get("Content-Length", ""))
+            lengths = self.headers.get_all("Content-Length") or []
+            try:  # exactly one length, no other framing: a body two readers could frame two ways is refused
+                length = int(lengths[0]) if len(lengths) == 1 and "Transfer-Encoding" not in self.headers else -1
             except ValueError:
                 length = -1
             if kind != "application/x-www-form-urlencoded" or not 0 <= length <= MAX_BODY:
                 self._send(400, page.form("send the form (a urlencoded body of at most 64 KiB)"))
                 return
-            body = self.rfile.read(length).decode("utf-8", "replace")
+            raw = self.rfile.read(length)
+            if len(raw) != length:  # cut at the deadline: a part of a key is no key
+                return
+            body = raw.decode("utf-8", "replace")
             try:
                 fields = parse_qs(body, keep_blank_values=True, max_num_fields=4)
             except ValueError:
                 fields = {}
-            said = page.take((fields.get("value") or [""])[0])
+            values = fields.get("value") or []
+            if len(values) != 1 or not values[0]:  # one value, not none or two to choose from
+                self._send(410 if page.done.is_set() else 400, page.form("paste the key into the field and send it"))
+                return
+            said = page.take(values[0])
             if said is None:
                 self._send(200, f"<!doctype html><meta charset=utf-8><title>stored</title>{html.escape(page.name)} "
                                 "was stored. You can close this page and go back to your agent.")

@@ -384,9 +384,16 @@ async def _in_worker(ctx: Any, params: types.CallToolRequestParams) -> types.Cal
 
 
 async def serve() -> None:
+    from typing import cast
+
+    from .stdio import BoundedLines, claimed_stdin
+
     server = build()
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    with claimed_stdin() as wire:
+        lines = BoundedLines(wire)
+        async with stdio_server(stdin=cast(Any, lines)) as (read_stream, write_stream):
+            lines.answer_with(write_stream)
+            await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
 def main() -> int:
