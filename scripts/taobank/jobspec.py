@@ -123,6 +123,16 @@ class JobSpec:
         changed = taoargs.with_gpu_args({k: v for k, v in words.items() if v is not None}, gpus_per_node, nodes)
         return replace(self, **{k: changed[k] for k in ("command", "args") if k in changed and hasattr(self, k)})
 
+    def with_results_dir(self: T, folder: str | None) -> T:
+        """This spec whose TAO command writes into the job's folder ``folder`` (the value of ``$RESULTS_DIR`` in
+        the container; :func:`taobank.taoargs.with_results_dir`)."""
+        from . import taoargs
+
+        words = {"command": self.command, "args": getattr(self, "args", None), "action": self.action,
+                 "network_arch": self.network_arch}
+        changed = taoargs.with_results_dir({k: v for k, v in words.items() if v is not None}, folder)
+        return replace(self, **{k: changed[k] for k in ("command", "args") if k in changed and hasattr(self, k)})
+
 
 @dataclass
 class KubernetesSpec(JobSpec):
