@@ -9,6 +9,9 @@ PPEvalConfig"), so the table is read from them, never kept by hand:
   and the keys a run resumes with (``resume_training_checkpoint_path``, mmengine's ``resume`` and
   ``pretrained_checkpoint``);
 - ``networks.<network>.results_dir``: whether the top level takes ``results_dir``;
+- ``networks.<network>.plain_epoch_names``: its checkpoints carry the epoch unpadded (``checkpoint_epoch_1.pth``,
+  not Lightning's ``model_epoch_001``): TAO's own list of them (``microservices/constants.py``
+  ``MISSING_EPOCH_FORMAT_NETWORKS``), so such a network is not in the Lightning checkpoint family;
 - ``networks.<network>.image``: the image NVIDIA's launcher (``nvidia-tao``'s ``config/config.json``) runs the
   network in; ``images``: the launcher's PyTorch and deploy tags of the pinned TAO version.
 
@@ -113,12 +116,14 @@ def build() -> dict:
         if _installed(dist) != TAO_VERSION:
             raise SystemExit(f"{dist} {_installed(dist)} is installed, the table is for {TAO_VERSION}: "
                              "pip install --no-deps -r requirements-tao.txt")
+    from nvidia_tao_core.microservices.constants import MISSING_EPOCH_FORMAT_NETWORKS
+
     tasks, pinned = launcher_images()
     networks = {}
     for network, image in sorted(tasks.items()):
         row = network_row(network)
         if row is not None:
-            networks[network] = {"image": image, **row}
+            networks[network] = {"image": image, "plain_epoch_names": network in MISSING_EPOCH_FORMAT_NETWORKS, **row}
     return {
         "tao_version": TAO_VERSION,
         "generated_by": "python3 -m devtools.tao_schema (from nvidia-tao-core and nvidia-tao "

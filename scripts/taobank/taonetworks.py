@@ -70,3 +70,9 @@ def image(kind: str) -> str | None:
     """The image NVIDIA's launcher names for the pinned TAO version: ``pyt`` or ``deploy`` (None: it names none)."""
     value = (table().get("images") or {}).get(kind)
     return str(value) if value else None
+
+
+def plain_epoch_names(network: str) -> bool:
+    """Whether the network's checkpoints carry the epoch unpadded (``checkpoint_epoch_1.pth``), unlike Lightning's
+    ``model_epoch_001``: TAO's own list (nvidia-tao-core's ``MISSING_EPOCH_FORMAT_NETWORKS``)."""
+    return bool((table()["networks"].get(network) or {}).get("plain_epoch_names"))
