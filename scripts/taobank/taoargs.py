@@ -91,6 +91,21 @@ def command_words(spec: Mapping[str, Any]) -> list[str] | None:
     return None
 
 
+#: A folder's job id not known yet (a plan made before its record: ``records.ID_PLACEHOLDER``) matches any id.
+_ID = "{id}"
+
+
+def _same_folder(value: str, folder: str) -> bool:
+    got, want = value.rstrip("/") or "/", folder.rstrip("/") or "/"
+    if _ID in want:
+        return re.fullmatch(re.escape(want).replace(re.escape(_ID), "[^/]+"), got) is not None
+    return got == want
+
+
+def _shown_folder(folder: str) -> str:
+    return (folder.rstrip("/") or "/").replace(_ID, "<job id>")
+
+
 def tao_command(spec: Mapping[str, Any]) -> tuple[str, str] | None:
     """(network, action) when the command runs the pinned TAO's entrypoint for the spec's network and action
     (``dino train ...``, the network one TAO knows); None for any other command."""
@@ -195,8 +210,9 @@ def results_args(spec: Mapping[str, Any], folder: str | None) -> list[str]:
              and "=" in w]
     want = folder.rstrip("/") or "/"
     for value in given:
-        if value not in _RESULTS_REFS and (value.rstrip("/") or "/") != want:
-            raise TaoError(f"the command sets results_dir={shlex.quote(value)[:120]} but the job's folder is {want} "
+        if value not in _RESULTS_REFS and not _same_folder(value, folder):
+            raise TaoError(f"the command sets results_dir={shlex.quote(value)[:120]} but the job's folder is "
+                           f"{_shown_folder(folder)} "
                            "($RESULTS_DIR): drop results_dir= from the command (the bank passes the job's folder) "
                            "or set it to $RESULTS_DIR")
     return [] if given else [f"results_dir={want}"]
@@ -220,6 +236,41 @@ def unseen_warning(spec: Mapping[str, Any]) -> str | None:
                 "takes it, or TAO trains on one GPU")
     return (f"warning: the command runs {arch} in a form the bank cannot add {section}.num_gpus to: add "
             f"{section}.num_gpus=N (GPUs per node) to it yourself, or TAO trains on one GPU")
+
+
+#: How a TAO experiment spec names the job's folder itself: Hydra's resolver of the variable every platform sets.
+SPEC_RESULTS_REF = "${oc.env:RESULTS_DIR}"
+
+
+def spec_file_word(spec: Mapping[str, Any]) -> str | None:
+    """The experiment spec file a TAO command names (``-e PATH``, ``--experiment_spec_file PATH`` or ``=PATH``)."""
+    if tao_command(spec) is None:
+        return None
+    words = command_words(spec) or []
+    for i, word in enumerate(words[2:], 2):
+        if word in ("-e", "--experiment_spec_file") and i + 1 < len(words):
+            return words[i + 1]
+        if word.startswith("--experiment_spec_file="):
+            return word.partition("=")[2]
+    return None
+
+
+def check_spec_results_dir(name: str, text: str, folder: str) -> None:
+    """Refuse, in one line naming both, a TAO experiment spec (``name``, its ``text``) whose top-level
+    ``results_dir`` names another folder than the job's ``folder``."""
+    from .safeparse import yaml_value
+
+    try:
+        doc = yaml_value(text, f"spec file {name}")
+    except TaoError:
+        return  # not YAML: TAO refuses it itself, with its own words
+    value = doc.get("results_dir") if isinstance(doc, dict) else None
+    if value in (None, "", SPEC_RESULTS_REF):
+        return
+    if not _same_folder(str(value), folder):
+        raise TaoError(f"spec file {name} sets results_dir: {shlex.quote(str(value))[:120]} but the job's folder is "
+                       f"{_shown_folder(folder)} ($RESULTS_DIR): drop results_dir from {name} (the bank passes the job's folder) or "
+                       f"set it to {SPEC_RESULTS_REF}")
 
 
 def with_gpu_args(spec: Mapping[str, Any], gpus_per_node: int, nodes: int) -> dict:

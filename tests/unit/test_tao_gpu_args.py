@@ -287,3 +287,29 @@ def test_bad_input_is_refused_in_one_line_and_nothing_is_made(platform, words, e
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and named in lines[0] and "Traceback" not in r.stderr, r.stderr
     assert not (tmp_path / "jobs").exists() or not any((tmp_path / "jobs").rglob("*.json"))
+
+
+def test_a_tao_spec_file_naming_another_folder_is_refused_in_one_line():
+    for text in ("epochs: 3\n", "results_dir: /r/job-1/\n", "results_dir: ${oc.env:RESULTS_DIR}\n", "[unclosed"):
+        taoargs.check_spec_results_dir("train.yaml", text, "/r/job-1")
+    taoargs.check_spec_results_dir("train.yaml", "results_dir: /r/dino_x_1\n", "/r/{id}")  # id not minted yet
+    with pytest.raises(TaoError) as err:
+        taoargs.check_spec_results_dir("train.yaml", "results_dir: /results\n", "/r/{id}")
+    line = str(err.value)
+    assert "train.yaml sets results_dir: /results" in line and "/r/<job id>" in line and "\n" not in line
+    assert taoargs.spec_file_word(dino(["dino", "train", "-e", "{specs}/t.yaml"])) == "{specs}/t.yaml"
+    assert taoargs.spec_file_word(dino(["dino", "train", "--experiment_spec_file={specs}/t.yaml"])) == "{specs}/t.yaml"
+    assert taoargs.spec_file_word(dino(["python3", "-e", "x"])) is None
+
+
+def test_slurm_refuses_an_uploaded_tao_spec_naming_another_folder(tmp_path):
+    (tmp_path / "train.yaml").write_text("results_dir: /results\ntrain:\n  num_epochs: 2\n")
+    r = _platform_dry_run("slurm", ["dino", "train", "-e", "{specs}/train.yaml"], tmp_path,
+                          extra=("--spec-file", str(tmp_path / "train.yaml")))
+    assert r.returncode != 0 and r.stdout == ""
+    (line,) = r.stderr.strip().splitlines()
+    assert "train.yaml sets results_dir: /results" in line and "/lustre/fsw/portfolios/edgeai/me/results/" in line
+    (tmp_path / "train.yaml").write_text("results_dir: ${oc.env:RESULTS_DIR}\n")
+    r = _platform_dry_run("slurm", ["dino", "train", "-e", "{specs}/train.yaml"], tmp_path,
+                          extra=("--spec-file", str(tmp_path / "train.yaml")))
+    assert r.returncode == 0, r.stderr

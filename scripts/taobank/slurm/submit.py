@@ -81,6 +81,7 @@ def plan(spec: SlurmSpec | Mapping[str, Any], env: Mapping[str, str] | None = No
     spec.with_results_dir(storage.results_dir(base, records.ID_PLACEHOLDER))  # a command naming another folder: refused now
     argv = command_of(spec, overrides, None)  # the folder's path is the job id's (script_input); not an input
     spec_files = uploads.collect(spec.spec_files or {}, what="spec_files")
+    _check_spec_results(spec, spec_files, storage.results_dir(base, records.ID_PLACEHOLDER))
     uploads.substitute(argv, "/", [u.name for u in spec_files])  # a {specs}/X naming no file fails here, early
     pre = sources.collect(spec)
     if not pre and any(prefetch.PLACEHOLDER in a for a in argv):
@@ -122,6 +123,20 @@ def command_of(spec: SlurmSpec, overrides: Mapping[str, str], results: str | Non
             raise TaoError("dataset.spec_keys need an argv-list command (they are appended as key=value)")
         argv += [f"{k}={v}" for k, v in overrides.items()]
     return argv
+
+
+def _check_spec_results(spec: SlurmSpec, spec_files: list[uploads.Upload], folder: str) -> None:
+    """The TAO experiment spec the command names (``-e {specs}/NAME``) may not send TAO's results to another folder
+    than the job's (:func:`taobank.taoargs.check_spec_results_dir`); a spec on the cluster is not read here."""
+    from .. import taoargs
+
+    word = taoargs.spec_file_word({"command": spec.command, "network_arch": spec.network_arch, "action": spec.action})
+    prefix = uploads.PLACEHOLDER + "/"
+    if not word or not word.startswith(prefix):
+        return
+    for u in spec_files:
+        if u.name == word[len(prefix):]:
+            taoargs.check_spec_results_dir(u.name, u.data.decode("utf-8", "replace"), folder)
 
 
 def named_paths(command: str | list[str], argv: list[str], spec_files: Iterable[uploads.Upload],
