@@ -266,7 +266,7 @@ def submit(spec: Mapping[str, Any], *, conn: Connection | None = None, env: Mapp
     return records.load(platform.get(facts.PLATFORM).submit(dict(spec), opts).id)
 
 
-def script_input(p: Mapping[str, Any], job_id: str, image: str | None) -> render.ScriptInput:
+def script_input(p: Decisions, job_id: str, image: str | None) -> render.ScriptInput:
     results = storage.results_dir(p.base, job_id)
     shell = isinstance(p.spec.command, str)
     command = uploads.substitute(command_of(p.spec, p.overrides, results),
