@@ -55,6 +55,8 @@ class JobSpec:
     #: schema name; the platform's key of each shared field it spells otherwise (None: it has none)
     SCHEMA: ClassVar[str] = ""
     SPELLING: ClassVar[Mapping[str, str | None]] = {}
+    #: whether the platform's runner expands ``$(NAME)`` in the command's words (the kubelet does)
+    KUBELET_EXPANDS: ClassVar[bool] = False
 
     @classmethod
     def key(cls, name: str) -> str | None:
@@ -130,7 +132,8 @@ class JobSpec:
 
         words = {"command": self.command, "args": getattr(self, "args", None), "action": self.action,
                  "network_arch": self.network_arch}
-        changed = taoargs.with_results_dir({k: v for k, v in words.items() if v is not None}, folder)
+        changed = taoargs.with_results_dir({k: v for k, v in words.items() if v is not None}, folder,
+                                           kubelet=self.KUBELET_EXPANDS)
         return replace(self, **{k: changed[k] for k in ("command", "args") if k in changed and hasattr(self, k)})
 
 
@@ -140,6 +143,7 @@ class KubernetesSpec(JobSpec):
 
     SCHEMA: ClassVar[str] = "k8s-job-spec.schema.json"
     SPELLING: ClassVar[Mapping[str, str | None]] = {"cpus": "cpu", "workdir": "working_dir", "secrets": None}
+    KUBELET_EXPANDS: ClassVar[bool] = True
 
     args: list[str] | None = None
     active_deadline_seconds: int | None = None

@@ -37,9 +37,12 @@ GPU_ACTIONS: dict[str, str] = {"train": "train", "evaluate": "evaluate", "infere
 GPU_KEYS = taonetworks.GPU_KEYS
 #: What an action word of a TAO command looks like (``train``, ``gen_trt_engine``).
 _ACTION = re.compile(r"[a-z][a-z0-9_]*\Z")
-#: The words a command may use for the job's folder instead of its path: the variable every platform sets
-#: (shell text, or the kubelet's ``$(NAME)`` in a Kubernetes argv).
-_RESULTS_REFS = ("$RESULTS_DIR", "${RESULTS_DIR}", "$(RESULTS_DIR)")
+#: The words a command may use for the job's folder instead of its path: the variable every platform sets, where
+#: something expands it (a shell runs shell text; the kubelet expands ``$(NAME)`` in a Kubernetes command or args).
+#: (TAO's alias pair names the same folder.)
+_SHELL_REFS = ("$RESULTS_DIR", "${RESULTS_DIR}", "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID",
+               "${TAO_API_RESULTS_DIR}/${TAO_API_JOB_ID}")
+_KUBELET_REFS = ("$(RESULTS_DIR)", "$(TAO_API_RESULTS_DIR)/$(TAO_API_JOB_ID)")
 
 #: A TAO override key: dotted identifiers (``train.optim.lr``); never starts like an option. The one rule
 #: for sweeps (:mod:`taobank.sweepfile`) and the records that store a trial's overrides.
@@ -198,19 +201,25 @@ def gpu_args(spec: Mapping[str, Any], gpus_per_node: int, nodes: int) -> list[st
     return extra
 
 
-def results_args(spec: Mapping[str, Any], folder: str | None) -> list[str]:
+def results_args(spec: Mapping[str, Any], folder: str | None, *, kubelet: bool = False) -> list[str]:
     """``results_dir=<folder>`` for a TAO command (:func:`tao_command`): TAO writes under its own ``results_dir``
     (``<results_dir>/<action>``), never under ``$RESULTS_DIR``, so the job's folder must reach it as an override.
-    [] for another command, a job that keeps no folder, or a command that names the folder already (its path or
-    ``$RESULTS_DIR``); a command that names another folder is refused in one line naming both."""
+    [] for another command, a job that keeps no folder, or a command that names the folder already (its path, or
+    ``$RESULTS_DIR`` where it is expanded: in shell text, and ``$(RESULTS_DIR)`` where the ``kubelet`` runs it);
+    a command that names another folder, or a variable nothing expands, is refused in one line naming both."""
     found = tao_command(spec)
     if found is None or not folder or not taonetworks.takes_results_dir(found[0]):
         return []
     given = [w.partition("=")[2] for w in command_words(spec) or [] if w.partition("=")[0].lstrip("+") == "results_dir"
              and "=" in w]
+    refs = (_SHELL_REFS if isinstance(spec.get("command"), str) and not isinstance(spec.get("args"), list) else ()) \
+        + (_KUBELET_REFS if kubelet else ())
     want = folder.rstrip("/") or "/"
     for value in given:
-        if value not in _RESULTS_REFS and not _same_folder(value, folder):
+        if value in _SHELL_REFS + _KUBELET_REFS and value not in refs:
+            raise TaoError(f"the command's results_dir={value} is not expanded in an argv list (TAO would get the "
+                           f"words as they are): drop it, the bank passes the job's folder {_shown_folder(folder)}")
+        if value not in refs and not _same_folder(value, folder):
             raise TaoError(f"the command sets results_dir={shlex.quote(value)[:120]} but the job's folder is "
                            f"{_shown_folder(folder)} "
                            "($RESULTS_DIR): drop results_dir= from the command (the bank passes the job's folder) "
@@ -278,6 +287,6 @@ def with_gpu_args(spec: Mapping[str, Any], gpus_per_node: int, nodes: int) -> di
     return append_args(spec, gpu_args(spec, gpus_per_node, nodes))
 
 
-def with_results_dir(spec: Mapping[str, Any], folder: str | None) -> dict:
+def with_results_dir(spec: Mapping[str, Any], folder: str | None, *, kubelet: bool = False) -> dict:
     """``spec`` whose TAO command writes into the job's folder (:func:`results_args`)."""
-    return append_args(spec, results_args(spec, folder))
+    return append_args(spec, results_args(spec, folder, kubelet=kubelet))

@@ -378,7 +378,9 @@ def test_every_trial_of_an_all_gpus_sweep_tells_tao_the_hosts_count(engine, monk
     creates = [c.argv for c in engine.fake.calls if c.program == "docker" and c.argv[1] == "create"]
     assert len(creates) == 3
     for i, argv in enumerate(creates):
-        assert argv[-6:] == ["dino", "train", "-e", "/specs/train.yaml", f"train.optim.lr=0.{i}", "train.num_gpus=4"]
+        name = argv[argv.index("--name") + 1]
+        assert argv[-7:] == ["dino", "train", "-e", "/specs/train.yaml", f"train.optim.lr=0.{i}",
+                             f"results_dir=/results/{name}", "train.num_gpus=4"]
 
 
 def test_submit_and_sweeps_warn_when_tao_cannot_be_told_its_gpus(engine, monkeypatch):

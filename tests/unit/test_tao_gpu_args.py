@@ -208,8 +208,7 @@ def test_other_commands_name_nothing(command):
 # ------------------------------------------------------------------ results_dir: the job's folder, one rule
 def test_a_tao_command_writes_into_the_jobs_folder():
     assert taoargs.results_args(dino(["dino", "train", "-e", "/s.yaml"]), "/r/job-1/") == ["results_dir=/r/job-1"]
-    for same in ("results_dir=/r/job-1", "results_dir=/r/job-1/", "results_dir=$RESULTS_DIR",
-                 "results_dir=$(RESULTS_DIR)", "results_dir=${RESULTS_DIR}"):
+    for same in ("results_dir=/r/job-1", "results_dir=/r/job-1/"):
         assert taoargs.results_args(dino(["dino", "train", same]), "/r/job-1") == [], same
     assert taoargs.results_args(dino("dino train -e /s.yaml results_dir=$RESULTS_DIR"), "/r/job-1") == []
     assert taoargs.results_args(dino(["python3", "train.py"]), "/r/job-1") == []   # not TAO's entrypoint
@@ -313,3 +312,17 @@ def test_slurm_refuses_an_uploaded_tao_spec_naming_another_folder(tmp_path):
     r = _platform_dry_run("slurm", ["dino", "train", "-e", "{specs}/train.yaml"], tmp_path,
                           extra=("--spec-file", str(tmp_path / "train.yaml")))
     assert r.returncode == 0, r.stderr
+
+
+def test_a_variable_only_counts_where_something_expands_it():
+    """``$RESULTS_DIR`` in an argv list reaches TAO as those very characters (no shell runs it); the kubelet expands
+    ``$(RESULTS_DIR)`` in a Kubernetes pod's words, a shell ``$RESULTS_DIR`` in shell text."""
+    for word in ("results_dir=$RESULTS_DIR", "results_dir=$(RESULTS_DIR)"):
+        with pytest.raises(TaoError, match="not expanded in an argv list"):
+            taoargs.results_args(dino(["dino", "train", word]), "/r/j")
+    assert taoargs.results_args(dino(["dino", "train", "results_dir=$(RESULTS_DIR)"]), "/r/j", kubelet=True) == []
+    assert taoargs.results_args({**dino(None), "args": ["dino", "train", "results_dir=$(RESULTS_DIR)"]}, "/r/j",
+                                kubelet=True) == []
+    assert taoargs.results_args(dino("dino train results_dir=${RESULTS_DIR}"), "/r/j") == []
+    assert taoargs.results_args({**dino(None), "args": [
+        "dino", "train", "results_dir=$(TAO_API_RESULTS_DIR)/$(TAO_API_JOB_ID)"]}, "/r/j", kubelet=True) == []
