@@ -326,3 +326,13 @@ def test_a_variable_only_counts_where_something_expands_it():
     assert taoargs.results_args(dino("dino train results_dir=${RESULTS_DIR}"), "/r/j") == []
     assert taoargs.results_args({**dino(None), "args": [
         "dino", "train", "results_dir=$(TAO_API_RESULTS_DIR)/$(TAO_API_JOB_ID)"]}, "/r/j", kubelet=True) == []
+
+
+@pytest.mark.parametrize("platform", ["slurm", "docker", "kubernetes"])
+def test_a_dry_run_of_a_network_the_pinned_tao_does_not_know_says_why_it_adds_nothing(platform, tmp_path):
+    r = _platform_dry_run(platform, ["yolo_v4", "train", "-e", "/specs/train.yaml"], tmp_path,
+                          extra=("--network-arch", "yolo_v4", "--action", "train"))
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.strip().splitlines() == [line for line in r.stderr.strip().splitlines()
+                                             if line.startswith("warning: TAO 6.26.3 has no network yolo_v4")] != []
+    assert "num_gpus" not in r.stdout and "results_dir=/" not in r.stdout
