@@ -31,11 +31,11 @@ from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
-from taobank import BANK_ROOT
+from taobank import BANK_ROOT, pins
 from taobank.taonetworks import GPU_KEYS, RESUME_KEYS, TABLE_FILE
 
-#: The TAO version the table is read from: the version of the pinned training image.
-TAO_VERSION = "6.26.3"
+#: The TAO version the table is read from: the version of the pinned training image (versions.yaml).
+TAO_VERSION = str(pins.resolve("images.tao_toolkit.pyt")).rpartition(":")[2].removesuffix("-pyt")
 #: The image family of the bank's jobs in NVIDIA's launcher config: model tasks, their deploy tasks.
 _PYT_SUFFIX, _DEPLOY_SUFFIX = "-pyt", "-deploy"
 

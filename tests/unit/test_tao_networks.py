@@ -25,6 +25,14 @@ def test_the_checked_in_table_is_what_the_pinned_wheels_say():
     assert taonetworks.tao_version() == tao_schema.TAO_VERSION
 
 
+def test_the_test_wheels_are_the_pinned_images_tao_version():
+    from devtools import tao_schema
+
+    lines = (BANK / "requirements-tao.txt").read_text(encoding="utf-8").splitlines()
+    for dist in ("nvidia-tao-core", "nvidia-tao"):
+        assert f"{dist}=={tao_schema.TAO_VERSION}" in lines, dist
+
+
 def _merge(network: str, override: str) -> None:
     """``override`` merged into the network's experiment config as TAO's Hydra runner does (struct mode)."""
     import importlib
