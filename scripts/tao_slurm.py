@@ -39,7 +39,7 @@ def _details(view) -> list[str]:
     return [f"SLURM job {b.get('slurm_job_id')} on {b.get('login_host')}",
             f"job_dir: {b.get('job_dir')}",
             f"logs: {b.get('log_dir')}/main.out main.err",
-            f"results: {view.results_dir} (TAO_API_RESULTS_DIR is its parent: the container appends the job id)"]
+            f"results: {view.results_dir} ($RESULTS_DIR in the job; a TAO command gets results_dir= it)"]
 
 
 def cmd_submit(args: argparse.Namespace) -> int:

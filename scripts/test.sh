@@ -20,6 +20,9 @@ elapsed() { echo $(( $(date +%s) - T0 )); }
 
 step "python dependencies"
 python3 -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+# TAO's own packages at the pinned version, the oracle of the tests (schemas/tao_networks.json is regenerated
+# from their config schemas and compared); without their own dependencies, which the tests never import.
+python3 -m pip install -q --disable-pip-version-check --no-deps -r requirements-tao.txt
 
 # tests/clients drive the real Claude Code and Codex CLIs: the versions pinned in
 # versions.yaml (agent_clients), installed once under ~/.cache/tao-skill-bank/npm/.

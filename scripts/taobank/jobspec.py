@@ -56,6 +56,8 @@ class JobSpec:
     #: schema name; the platform's key of each shared field it spells otherwise (None: it has none)
     SCHEMA: ClassVar[str] = ""
     SPELLING: ClassVar[Mapping[str, str | None]] = {}
+    #: whether the platform's runner expands ``$(NAME)`` in the command's words (the kubelet does)
+    KUBELET_EXPANDS: ClassVar[bool] = False
 
     @classmethod
     def key(cls, name: str) -> str | None:
@@ -126,6 +128,17 @@ class JobSpec:
         changed = taoargs.with_gpu_args({k: v for k, v in words.items() if v is not None}, gpus_per_node, nodes)
         return replace(self, **{k: changed[k] for k in ("command", "args") if k in changed and hasattr(self, k)})
 
+    def with_results_dir(self: T, folder: str | None) -> T:
+        """This spec whose TAO command writes into the job's folder ``folder`` (the value of ``$RESULTS_DIR`` in
+        the container; :func:`taobank.taoargs.with_results_dir`)."""
+        from . import taoargs
+
+        words = {"command": self.command, "args": getattr(self, "args", None), "action": self.action,
+                 "network_arch": self.network_arch}
+        changed = taoargs.with_results_dir({k: v for k, v in words.items() if v is not None}, folder,
+                                           kubelet=self.KUBELET_EXPANDS)
+        return replace(self, **{k: changed[k] for k in ("command", "args") if k in changed and hasattr(self, k)})
+
 
 @dataclass
 class KubernetesSpec(JobSpec):
@@ -133,6 +146,7 @@ class KubernetesSpec(JobSpec):
 
     SCHEMA: ClassVar[str] = "k8s-job-spec.schema.json"
     SPELLING: ClassVar[Mapping[str, str | None]] = {"cpus": "cpu", "workdir": "working_dir", "secrets": None}
+    KUBELET_EXPANDS: ClassVar[bool] = True
 
     args: list[str] | None = None
     active_deadline_seconds: int | None = None

@@ -57,6 +57,7 @@ def submit(adapter: Platform, specs: list[dict], opts: SubmitOptions, *,
     sweep, launched together with at most ``max_concurrent`` running at once."""
     if not specs:
         raise UsageError("nothing to submit")
+    specs = [taoargs.identified(spec) for spec in specs]  # a TAO command names its network and action
     sweep = trials is not None
     k = check_concurrency(max_concurrent, len(specs)) if sweep else len(specs)
     rec = None

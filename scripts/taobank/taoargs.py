@@ -5,8 +5,13 @@ the GPUs a scheduler gave the container: it takes ``num_gpus``, ``gpu_ids``
 and ``num_nodes`` from its own command line (found by substring), else from
 the spec file's section of the action, else one GPU on one node. So a job
 given 8 GPUs trains on one unless the command says ``train.num_gpus=8``.
-:func:`with_gpu_args` says it, for the actions TAO counts GPUs for, and
-refuses a command whose own values disagree with what the job is given.
+:func:`with_gpu_args` says it, for the actions TAO counts GPUs for and only
+with the keys the network's own schema has (:mod:`taobank.taonetworks`: TAO's
+Hydra runner refuses any other), and refuses a command whose own values
+disagree with what the job is given. Nor does TAO look at ``RESULTS_DIR``:
+it writes under its ``results_dir`` override, so :func:`results_args` passes
+the job's folder (:func:`identified` reads the network and action from a TAO
+command whose flags do not name them).
 
 :func:`append_args` is the one rule for adding words to a command, whatever
 its form (an argv list in ``args`` or ``command``, or shell text): sweeps,
@@ -20,14 +25,24 @@ import re
 import shlex
 from typing import Any, Mapping, Sequence
 
+from . import taonetworks
 from .cmdwords import OPERATORS, shell_words
 from .errors import TaoError
+from .spec import GENERIC
 
 #: TAO actions whose entrypoint reads GPU and node counts -> the spec section the keys live in
 #: (distill trains: TAO reads its GPUs from ``train``). Other actions (export, gen_trt_engine) use one GPU.
 GPU_ACTIONS: dict[str, str] = {"train": "train", "evaluate": "evaluate", "inference": "inference", "distill": "train"}
 #: The keys TAO's entrypoint looks for, by the name it splits on.
-GPU_KEYS = ("num_gpus", "gpu_ids", "num_nodes")
+GPU_KEYS = taonetworks.GPU_KEYS
+#: What an action word of a TAO command looks like (``train``, ``gen_trt_engine``).
+_ACTION = re.compile(r"[a-z][a-z0-9_]*\Z")
+#: The words a command may use for the job's folder instead of its path: the variable every platform sets, where
+#: something expands it (a shell runs shell text; the kubelet expands ``$(NAME)`` in a Kubernetes command or args).
+#: (TAO's alias pair names the same folder.)
+_SHELL_REFS = ("$RESULTS_DIR", "${RESULTS_DIR}", "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID",
+               "${TAO_API_RESULTS_DIR}/${TAO_API_JOB_ID}")
+_KUBELET_REFS = ("$(RESULTS_DIR)", "$(TAO_API_RESULTS_DIR)/$(TAO_API_JOB_ID)")
 
 #: A TAO override key: dotted identifiers (``train.optim.lr``); never starts like an option. The one rule
 #: for sweeps (:mod:`taobank.sweepfile`) and the records that store a trial's overrides.
@@ -79,15 +94,56 @@ def command_words(spec: Mapping[str, Any]) -> list[str] | None:
     return None
 
 
+#: A folder's job id not known yet (a plan made before its record: ``records.ID_PLACEHOLDER``) matches any id.
+_ID = "{id}"
+
+
+def _same_folder(value: str, folder: str) -> bool:
+    got, want = value.rstrip("/") or "/", folder.rstrip("/") or "/"
+    if _ID in want:
+        return re.fullmatch(re.escape(want).replace(re.escape(_ID), "[^/]+"), got) is not None
+    return got == want
+
+
+def _shown_folder(folder: str) -> str:
+    return (folder.rstrip("/") or "/").replace(_ID, "<job id>")
+
+
+def tao_command(spec: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(network, action) when the command runs the pinned TAO's entrypoint for the spec's network and action
+    (``dino train ...``, the network one TAO knows); None for any other command."""
+    words = command_words(spec)
+    arch, action = str(spec.get("network_arch") or ""), str(spec.get("action") or "")
+    if not words or len(words) < 2 or not taonetworks.known(arch):
+        return None
+    return (arch, action) if posixpath.basename(words[0]) == arch and words[1] == action else None
+
+
+def identified(spec: Mapping[str, Any]) -> dict:
+    """``spec`` with the network and action its TAO command names (``dino train ...``, a network the pinned TAO
+    knows) where the spec leaves them unset or generic; a given one that disagrees is refused in one line."""
+    out = dict(spec)
+    words = command_words(spec)
+    if not words or len(words) < 2:
+        return out
+    network, action = posixpath.basename(words[0]), words[1]
+    if not taonetworks.known(network) or not _ACTION.match(action):
+        return out
+    for key, found, flag in (("network_arch", network, "--network-arch"), ("action", action, "--action")):
+        given = out.get(key)
+        if given in (None, "", GENERIC[key]):
+            out[key] = found
+        elif given != found:
+            raise TaoError(f"{flag} {shlex.quote(str(given))[:60]} disagrees with the command, which runs "
+                           f"{network} {action}: drop {flag} (the command names it) or fix the command")
+    return out
+
+
 def gpu_section(spec: Mapping[str, Any]) -> str | None:
     """The spec section TAO reads the GPU counts from, when the command runs TAO's entrypoint for the spec's network
     and an action that counts GPUs (``dino train ...``); None for any other command."""
-    section = GPU_ACTIONS.get(str(spec.get("action") or ""))
-    words = command_words(spec)
-    arch = str(spec.get("network_arch") or "")
-    if section is None or not words or len(words) < 2 or arch in ("", "custom"):
-        return None
-    return section if posixpath.basename(words[0]) == arch and words[1] == spec.get("action") else None
+    found = tao_command(spec)
+    return GPU_ACTIONS.get(found[1]) if found else None
 
 
 def _given(words: Sequence[str], key: str) -> tuple[str, str] | None:
@@ -117,11 +173,15 @@ def _count(word: str, value: str, key: str) -> int:
 
 def gpu_args(spec: Mapping[str, Any], gpus_per_node: int, nodes: int) -> list[str]:
     """What the command must add so TAO uses the GPUs and nodes the job is given: ``train.num_gpus=N`` (and
-    ``train.num_nodes=M`` past one node), each unless the command says it already; [] for a command that is not
-    TAO's entrypoint or a job without GPUs. A command whose own count disagrees is refused in one line."""
+    ``train.num_nodes=M`` past one node), each unless the command says it already and only where the network's
+    schema has the key (pointpillars' evaluate has none: TAO's Hydra runner would refuse it); [] for a command
+    that is not TAO's entrypoint or a job without GPUs. A command whose own count disagrees is refused in one
+    line, and so is a job of several nodes for a network whose section has no ``num_nodes``."""
     section = gpu_section(spec)
     if section is None or gpus_per_node < 1:
         return []
+    network, action = str(spec["network_arch"]), str(spec["action"])
+    keys = taonetworks.section_keys(network, section)
     words = command_words(spec) or []
     asked = {"num_gpus": gpus_per_node, "gpu_ids": gpus_per_node, "num_nodes": nodes}
     unit = {"num_gpus": "GPUs per node", "gpu_ids": "GPUs per node", "num_nodes": "nodes"}
@@ -132,27 +192,101 @@ def gpu_args(spec: Mapping[str, Any], gpus_per_node: int, nodes: int) -> list[st
             raise TaoError(f"the command sets {shlex.quote(found[0])[:80]} but the job is given {asked[key]} "
                            f"{unit[key]}: drop it from the command (the bank passes {section}.{key}) or ask for "
                            f"{_count(*found, key)} with {flag}")
-    extra = [] if _given(words, "num_gpus") else [f"{section}.num_gpus={gpus_per_node}"]
+    if nodes > 1 and "num_nodes" not in keys:
+        raise TaoError(f"{network} {action} has no {section}.num_nodes in TAO {taonetworks.tao_version()}'s schema "
+                       f"({taonetworks.TABLE_FILE}): it runs on one node; ask for --nodes 1")
+    extra = [] if _given(words, "num_gpus") or "num_gpus" not in keys else [f"{section}.num_gpus={gpus_per_node}"]
     if nodes > 1 and not _given(words, "num_nodes"):
         extra.append(f"{section}.num_nodes={nodes}")
     return extra
 
 
+def results_args(spec: Mapping[str, Any], folder: str | None, *, kubelet: bool = False) -> list[str]:
+    """``results_dir=<folder>`` for a TAO command (:func:`tao_command`): TAO writes under its own ``results_dir``
+    (``<results_dir>/<action>``), never under ``$RESULTS_DIR``, so the job's folder must reach it as an override.
+    [] for another command, a job that keeps no folder, or a command that names the folder already (its path, or
+    ``$RESULTS_DIR`` where it is expanded: in shell text, and ``$(RESULTS_DIR)`` where the ``kubelet`` runs it);
+    a command that names another folder, or a variable nothing expands, is refused in one line naming both."""
+    found = tao_command(spec)
+    if found is None or not folder or not taonetworks.takes_results_dir(found[0]):
+        return []
+    given = [w.partition("=")[2] for w in command_words(spec) or [] if w.partition("=")[0].lstrip("+") == "results_dir"
+             and "=" in w]
+    refs = (_SHELL_REFS if isinstance(spec.get("command"), str) and not isinstance(spec.get("args"), list) else ()) \
+        + (_KUBELET_REFS if kubelet else ())
+    want = folder.rstrip("/") or "/"
+    for value in given:
+        if value in _SHELL_REFS + _KUBELET_REFS and value not in refs:
+            raise TaoError(f"the command's results_dir={value} is not expanded in an argv list (TAO would get the "
+                           f"words as they are): drop it, the bank passes the job's folder {_shown_folder(folder)}")
+        if value not in refs and not _same_folder(value, folder):
+            raise TaoError(f"the command sets results_dir={shlex.quote(value)[:120]} but the job's folder is "
+                           f"{_shown_folder(folder)} "
+                           "($RESULTS_DIR): drop results_dir= from the command (the bank passes the job's folder) "
+                           "or set it to $RESULTS_DIR")
+    return [] if given else [f"results_dir={want}"]
+
+
 def unseen_warning(spec: Mapping[str, Any]) -> str | None:
-    """A ``warning:`` line when the command seems to run TAO's entrypoint for an action that counts GPUs, but in a
-    form the bank cannot add its count to (``cd /w && dino train ...``, several lines): TAO would use one GPU."""
+    """A ``warning:`` line when the command seems to run TAO's entrypoint for an action that counts GPUs, but the
+    bank cannot add its count: a network the pinned TAO does not know, or a form it cannot add words to
+    (``cd /w && dino train ...``, several lines). TAO would use one GPU."""
     section = GPU_ACTIONS.get(str(spec.get("action") or ""))
     arch = str(spec.get("network_arch") or "")
     value = spec.get("args") if isinstance(spec.get("args"), list) else spec.get("command")
     text = " ".join(map(str, value)) if isinstance(value, list) else str(value or "")
-    if section is None or arch in ("", "custom") or gpu_section(spec) is not None or "num_gpus=" in text:
+    if section is None or arch in ("", GENERIC["network_arch"]) or gpu_section(spec) is not None or "num_gpus=" in text:
         return None
     if not any(w == arch or w.endswith("/" + arch) for w in shell_words(text) or text.split()):
         return None
+    if not taonetworks.known(arch):
+        return (f"warning: TAO {taonetworks.tao_version()} has no network {arch} ({taonetworks.TABLE_FILE}), so the "
+                f"bank adds no GPU keys: add {section}.num_gpus=N (GPUs per node) to the command yourself if {arch} "
+                "takes it, or TAO trains on one GPU")
     return (f"warning: the command runs {arch} in a form the bank cannot add {section}.num_gpus to: add "
             f"{section}.num_gpus=N (GPUs per node) to it yourself, or TAO trains on one GPU")
+
+
+#: How a TAO experiment spec names the job's folder itself: Hydra's resolver of the variable every platform sets.
+SPEC_RESULTS_REF = "${oc.env:RESULTS_DIR}"
+
+
+def spec_file_word(spec: Mapping[str, Any]) -> str | None:
+    """The experiment spec file a TAO command names (``-e PATH``, ``--experiment_spec_file PATH`` or ``=PATH``)."""
+    if tao_command(spec) is None:
+        return None
+    words = command_words(spec) or []
+    for i, word in enumerate(words[2:], 2):
+        if word in ("-e", "--experiment_spec_file") and i + 1 < len(words):
+            return words[i + 1]
+        if word.startswith("--experiment_spec_file="):
+            return word.partition("=")[2]
+    return None
+
+
+def check_spec_results_dir(name: str, text: str, folder: str) -> None:
+    """Refuse, in one line naming both, a TAO experiment spec (``name``, its ``text``) whose top-level
+    ``results_dir`` names another folder than the job's ``folder``."""
+    from .safeparse import yaml_value
+
+    try:
+        doc = yaml_value(text, f"spec file {name}")
+    except TaoError:
+        return  # not YAML: TAO refuses it itself, with its own words
+    value = doc.get("results_dir") if isinstance(doc, dict) else None
+    if value in (None, "", SPEC_RESULTS_REF):
+        return
+    if not _same_folder(str(value), folder):
+        raise TaoError(f"spec file {name} sets results_dir: {shlex.quote(str(value))[:120]} but the job's folder is "
+                       f"{_shown_folder(folder)} ($RESULTS_DIR): drop results_dir from {name} (the bank passes the job's folder) or "
+                       f"set it to {SPEC_RESULTS_REF}")
 
 
 def with_gpu_args(spec: Mapping[str, Any], gpus_per_node: int, nodes: int) -> dict:
     """``spec`` whose TAO command uses the GPUs and nodes the job is given (:func:`gpu_args`)."""
     return append_args(spec, gpu_args(spec, gpus_per_node, nodes))
+
+
+def with_results_dir(spec: Mapping[str, Any], folder: str | None, *, kubelet: bool = False) -> dict:
+    """``spec`` whose TAO command writes into the job's folder (:func:`results_args`)."""
+    return append_args(spec, results_args(spec, folder, kubelet=kubelet))

@@ -190,3 +190,20 @@ def test_artifacts_reports_the_links(tmp_path: Path):
     found = Artifacts("dino-train-1a2b3c4d", "slurm", listing(tmp_path))
     assert found.to_dict()["links"] == {"dino_latest.pth": "model_epoch_001.pth"}
     assert "link dino_latest.pth -> model_epoch_001.pth" in found.lines()
+
+
+def test_pointpillars_checkpoints_are_found_by_their_own_names(tmp_path: Path):
+    """pointpillars' trainer (OpenPCDet's, launched by torchrun) writes checkpoint_epoch_N.pth, no latest link:
+    a Lightning glob (model_epoch_*) would find nothing to continue from."""
+    assert checkpoints.family("pointpillars") == "pcdet"
+    (tmp_path / "train").mkdir()
+    for name in ("checkpoint_epoch_2.pth", "checkpoint_epoch_10.pth"):
+        (tmp_path / "train" / name).write_text("x")
+    files = [ResultFile("train/checkpoint_epoch_2.pth", 1, 1.0), ResultFile("train/checkpoint_epoch_10.pth", 1, 2.0)]
+    assert checkpoints.latest(files, "train", {}, "pointpillars").path == "train/checkpoint_epoch_10.pth"
+    script = checkpoints.shell_finder("pointpillars") + 'tao_latest_checkpoint "$1" train\n'
+    for shell in SHELLS:
+        out = subprocess.run([*shell, "-c", script, "tao", str(tmp_path)], capture_output=True, text=True).stdout
+        assert out.splitlines()[0] == f"{tmp_path}/train/checkpoint_epoch_10.pth"
+    assert checkpoints.with_resume(["pointpillars", "train"], "/r/checkpoint_epoch_10.pth", "pointpillars") == \
+        ["pointpillars", "train", "train.resume_training_checkpoint_path=/r/checkpoint_epoch_10.pth"]

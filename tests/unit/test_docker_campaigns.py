@@ -378,7 +378,9 @@ def test_every_trial_of_an_all_gpus_sweep_tells_tao_the_hosts_count(engine, monk
     creates = [c.argv for c in engine.fake.calls if c.program == "docker" and c.argv[1] == "create"]
     assert len(creates) == 3
     for i, argv in enumerate(creates):
-        assert argv[-6:] == ["dino", "train", "-e", "/specs/train.yaml", f"train.optim.lr=0.{i}", "train.num_gpus=4"]
+        name = argv[argv.index("--name") + 1]
+        assert argv[-7:] == ["dino", "train", "-e", "/specs/train.yaml", f"train.optim.lr=0.{i}",
+                             f"results_dir=/results/{name}", "train.num_gpus=4"]
 
 
 def test_submit_and_sweeps_warn_when_tao_cannot_be_told_its_gpus(engine, monkeypatch):
@@ -391,3 +393,14 @@ def test_submit_and_sweeps_warn_when_tao_cannot_be_told_its_gpus(engine, monkeyp
     assert any(n.startswith(want) for n in view.extra["gate_notes"]), view.extra["gate_notes"]
     done = sweeps.submit("docker", spec, SubmitOptions(), [{"train.optim.lr": "0.1"}], 1)
     assert any(n.startswith(want) for n in done.notes), done.notes
+
+
+def test_a_network_the_pinned_tao_does_not_know_gets_no_keys_and_a_warning(engine, monkeypatch):
+    from taobank import platform
+
+    four_gpus(monkeypatch)
+    spec = {**SPEC, "gpus": 2, "network_arch": "yolo_v4", "command": ["yolo_v4", "train", "-e", "/specs/train.yaml"]}
+    view = platform.get("docker").submit(spec, SubmitOptions())
+    assert any(n.startswith("warning: TAO 6.26.3 has no network yolo_v4") for n in view.extra["gate_notes"])
+    (run,) = [c.argv for c in engine.fake.calls if c.program == "docker" and c.argv[1] == "run"]
+    assert run[-4:] == ["yolo_v4", "train", "-e", "/specs/train.yaml"]  # nothing appended

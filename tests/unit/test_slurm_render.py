@@ -39,7 +39,7 @@ def test_single_node_directives_and_container_line():
     assert "timeout --signal=TERM --kill-after=120 13560" in text  # SIGKILL at 3.8 h = 95 % of the 4 h wall time
     # srun is told the CPUs itself (it does not take the batch step's -c on every SLURM release)
     assert "srun --nodes=1 --ntasks=1 --cpus-per-task=1 '--container-image=" in text
-    assert "export TAO_API_RESULTS_DIR=/lustre/me/results\n" in text  # the parent: the container appends the id
+    assert "export TAO_API_RESULTS_DIR=/lustre/me/results\n" in text  # the parent: TAO_API_JOB_ID names the folder
     # One node: no rendezvous is set, and the task drops what a container hook or SLURM would leave for
     # Lightning (its SLURM mode, RANK/LOCAL_RANK) and for TAO's multi-node path (any WORLD_SIZE).
     assert not [line for line in text.splitlines() if "MASTER_ADDR=" in line]

@@ -120,8 +120,9 @@ def test_slurm_dry_run_carries_the_counts(nodes, tmp_path):
                     "dino", "--action", "train", "--gpus-per-node", "2", "--nodes", str(nodes), "--",
                     "dino", "train", "-e", "/lustre/me/train.yaml"], tmp_path)
     line = next(ln for ln in out.splitlines() if ln.startswith("dino train"))
-    assert shlex.split(line)[-2 if nodes == 2 else -1:] == \
+    assert shlex.split(line)[4:-1] == \
         (["train.num_gpus=2", "train.num_nodes=2"] if nodes == 2 else ["train.num_gpus=2"])
+    assert shlex.split(line)[-1] == "results_dir=/lustre/fsw/portfolios/edgeai/me/results/preview-job"
     assert "export SLURM_JOB_NAME=bash; unset SLURM_NTASKS" in out
 
 
@@ -129,8 +130,8 @@ def test_docker_dry_run_carries_the_count(tmp_path):
     out = _dry_run([str(SCRIPTS / "tao_docker.py"), "submit", "--dry-run", "--image", IMAGE, "--network-arch",
                     "dino", "--action", "train", "--gpus", "2", "--", "dino", "train", "-e", "/specs/train.yaml"],
                    tmp_path)
-    assert shlex.split(out.strip().splitlines()[-1])[-5:] == ["dino", "train", "-e", "/specs/train.yaml",
-                                                              "train.num_gpus=2"]
+    assert shlex.split(out.strip().splitlines()[-1])[-6:] == ["dino", "train", "-e", "/specs/train.yaml",
+                                                              "train.num_gpus=2", "results_dir=/results/preview-job"]
 
 
 def test_shell_text_gets_words_only_where_they_reach_its_one_command():
@@ -152,3 +153,186 @@ def test_a_tao_command_the_bank_cannot_add_to_gets_a_warning_line():
     for spec in (dino(["dino", "train"]), dino("cd /w && dino train train.num_gpus=2"), dino("python3 x.py"),
                  dino(["dino", "export"], action="export")):
         assert taoargs.unseen_warning(spec) is None, spec
+
+
+# ------------------------------------------------------------------ the keys TAO's schema has, per network
+def pp(action, *words, **extra):
+    return {"network_arch": "pointpillars", "action": action, "command": ["pointpillars", action, *words], **extra}
+
+
+def test_only_the_keys_the_networks_schema_has_are_added():
+    """TAO's Hydra runner refuses a key its schema lacks ("Key num_gpus not in PPEvalConfig"): pointpillars'
+    evaluate and inference take no GPU count, its train takes one but no node count."""
+    assert taoargs.gpu_args(pp("evaluate", "-e", "/s.yaml"), 2, 1) == []
+    assert taoargs.gpu_args(pp("inference", "-e", "/s.yaml"), 2, 1) == []
+    assert taoargs.gpu_args(pp("train", "-e", "/s.yaml"), 2, 1) == ["train.num_gpus=2"]
+    with pytest.raises(TaoError) as err:
+        taoargs.gpu_args(pp("train", "-e", "/s.yaml"), 2, 2)
+    line = str(err.value)
+    assert "pointpillars train has no train.num_nodes" in line and "--nodes 1" in line and "\n" not in line
+
+
+def test_a_network_the_pinned_tao_does_not_know_gets_no_keys_and_one_warning_line():
+    spec = {"network_arch": "yolo_v4", "action": "train", "command": ["yolo_v4", "train", "-e", "/s.yaml"]}
+    assert taoargs.gpu_args(spec, 2, 1) == [] and taoargs.results_args(spec, "/r/j") == []
+    line = taoargs.unseen_warning(spec)
+    assert line and line.startswith("warning: TAO 6.26.3 has no network yolo_v4") and "\n" not in line
+    assert taoargs.unseen_warning(dino(["dino", "train"])) is None
+
+
+# ------------------------------------------------------------------ network and action from the command
+@pytest.mark.parametrize("given", [{}, {"network_arch": "custom", "action": "run"}, {"network_arch": "dino"},
+                                   {"action": "train"}, {"network_arch": "dino", "action": "train"}])
+def test_a_tao_command_names_its_network_and_action(given):
+    out = taoargs.identified({**given, "command": ["dino", "train", "-e", "/s.yaml"]})
+    assert (out["network_arch"], out["action"]) == ("dino", "train")
+    assert taoargs.identified({**given, "command": "/usr/local/bin/dino train -e /s.yaml"})["network_arch"] == "dino"
+
+
+@pytest.mark.parametrize("given,flag", [({"network_arch": "rtdetr"}, "--network-arch rtdetr"),
+                                        ({"action": "evaluate"}, "--action evaluate")])
+def test_flags_that_contradict_the_command_are_refused_in_one_line(given, flag):
+    with pytest.raises(TaoError) as err:
+        taoargs.identified({**given, "command": ["dino", "train", "-e", "/s.yaml"]})
+    line = str(err.value)
+    assert line.startswith(flag) and "runs dino train" in line and "\n" not in line
+
+
+@pytest.mark.parametrize("command", [["python3", "train.py"], ["yolo_v4", "train"], ["dino"], "cd /w && dino train",
+                                     ["dino", "--help"]])
+def test_other_commands_name_nothing(command):
+    spec = {"network_arch": "custom", "action": "run", "command": command}
+    assert taoargs.identified(spec) == spec
+
+
+# ------------------------------------------------------------------ results_dir: the job's folder, one rule
+def test_a_tao_command_writes_into_the_jobs_folder():
+    assert taoargs.results_args(dino(["dino", "train", "-e", "/s.yaml"]), "/r/job-1/") == ["results_dir=/r/job-1"]
+    for same in ("results_dir=/r/job-1", "results_dir=/r/job-1/"):
+        assert taoargs.results_args(dino(["dino", "train", same]), "/r/job-1") == [], same
+    assert taoargs.results_args(dino("dino train -e /s.yaml results_dir=$RESULTS_DIR"), "/r/job-1") == []
+    assert taoargs.results_args(dino(["python3", "train.py"]), "/r/job-1") == []   # not TAO's entrypoint
+    assert taoargs.results_args(dino(["dino", "train"]), None) == []               # a job that keeps no folder
+    assert taoargs.with_results_dir(dino("dino train -e '/my specs/s.yaml'"), "/r/j")["command"] == \
+        "dino train -e '/my specs/s.yaml' results_dir=/r/j"
+
+
+def test_a_command_naming_another_folder_is_refused_in_one_line_naming_both():
+    with pytest.raises(TaoError) as err:
+        taoargs.results_args(dino(["dino", "train", "results_dir=/elsewhere"]), "/r/job-1")
+    line = str(err.value)
+    assert "results_dir=/elsewhere" in line and "/r/job-1" in line and "\n" not in line
+
+
+# ------------------------------------------------------------------ the same rule on every platform's dry run
+def _platform_dry_run(platform: str, words: list[str], tmp_path: Path, gpus: int = 2, extra: tuple = ()):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "TAO_", "KUBECONFIG"))}
+    env.update(HOME=str(tmp_path), TAO_JOBS_DIR=str(tmp_path / "jobs"), TAO_DOCKER_RESULTS_DIR=str(tmp_path / "r"),
+               SLURM_USER="me", SLURM_HOSTNAME="login.example", SLURM_PARTITION="gpu")
+    if platform == "kubernetes":
+        argv = [str(SCRIPTS / "tao_k8s.py"), "submit", "--dry-run", "--image", IMAGE, "--gpus-per-node", str(gpus),
+                "--pvc-mount", "data:/results", *extra, "--args-json", json.dumps(words)]
+    else:
+        helper = "tao_slurm.py" if platform == "slurm" else "tao_docker.py"
+        argv = [str(SCRIPTS / helper), "submit", "--dry-run", "--image", IMAGE, "--gpus-per-node", str(gpus),
+                *extra, "--", *words]
+    r = subprocess.run([sys.executable, *argv], capture_output=True, text=True, env=env, cwd=tmp_path,
+                       stdin=subprocess.DEVNULL, timeout=60)
+    return r
+
+
+def _tao_words(platform: str, out: str) -> list[str]:
+    """The words the job's container runs TAO with, as the dry run shows them."""
+    if platform == "kubernetes":
+        import yaml
+
+        job = next(d for d in yaml.safe_load_all(out) if d and d.get("kind") == "Job")
+        main = next(c for c in job["spec"]["template"]["spec"]["containers"] if c["name"] == "main")
+        words = main.get("command", []) + main.get("args", [])
+        return words[words.index(next(w for w in words if w in ("dino", "pointpillars"))):]
+    line = next(ln for ln in out.splitlines() if " dino " in f" {ln} " or " pointpillars " in f" {ln} ")
+    words = shlex.split(line)
+    return words[words.index(next(w for w in words if w in ("dino", "pointpillars"))):]
+
+
+FOLDER = {"slurm": "/lustre/fsw/portfolios/edgeai/me/results/preview-job", "docker": "/results/preview-job",
+          "kubernetes": "/results/tao-render-preview"}
+
+
+@pytest.mark.parametrize("platform", ["slurm", "docker", "kubernetes"])
+def test_dino_train_without_network_flags_gets_its_gpus_and_the_jobs_folder(platform, tmp_path):
+    r = _platform_dry_run(platform, ["dino", "train", "-e", "/specs/train.yaml"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert _tao_words(platform, r.stdout) == ["dino", "train", "-e", "/specs/train.yaml", "train.num_gpus=2",
+                                              f"results_dir={FOLDER[platform]}"]
+
+
+@pytest.mark.parametrize("platform", ["slurm", "docker", "kubernetes"])
+def test_pointpillars_evaluate_gets_no_gpu_count(platform, tmp_path):
+    r = _platform_dry_run(platform, ["pointpillars", "evaluate", "-e", "/specs/eval.yaml"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert _tao_words(platform, r.stdout) == ["pointpillars", "evaluate", "-e", "/specs/eval.yaml",
+                                              f"results_dir={FOLDER[platform]}"]
+
+
+@pytest.mark.parametrize("platform", ["slurm", "docker", "kubernetes"])
+@pytest.mark.parametrize("words,extra,named", [
+    (["dino", "train", "results_dir=/elsewhere"], (), "results_dir=/elsewhere"),
+    (["dino", "train"], ("--network-arch", "rtdetr"), "--network-arch rtdetr"),
+])
+def test_bad_input_is_refused_in_one_line_and_nothing_is_made(platform, words, extra, named, tmp_path):
+    r = _platform_dry_run(platform, words, tmp_path, extra=extra)
+    assert r.returncode != 0 and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and named in lines[0] and "Traceback" not in r.stderr, r.stderr
+    assert not (tmp_path / "jobs").exists() or not any((tmp_path / "jobs").rglob("*.json"))
+
+
+def test_a_tao_spec_file_naming_another_folder_is_refused_in_one_line():
+    for text in ("epochs: 3\n", "results_dir: /r/job-1/\n", "results_dir: ${oc.env:RESULTS_DIR}\n", "[unclosed"):
+        taoargs.check_spec_results_dir("train.yaml", text, "/r/job-1")
+    taoargs.check_spec_results_dir("train.yaml", "results_dir: /r/dino_x_1\n", "/r/{id}")  # id not minted yet
+    with pytest.raises(TaoError) as err:
+        taoargs.check_spec_results_dir("train.yaml", "results_dir: /results\n", "/r/{id}")
+    line = str(err.value)
+    assert "train.yaml sets results_dir: /results" in line and "/r/<job id>" in line and "\n" not in line
+    assert taoargs.spec_file_word(dino(["dino", "train", "-e", "{specs}/t.yaml"])) == "{specs}/t.yaml"
+    assert taoargs.spec_file_word(dino(["dino", "train", "--experiment_spec_file={specs}/t.yaml"])) == "{specs}/t.yaml"
+    assert taoargs.spec_file_word(dino(["python3", "-e", "x"])) is None
+
+
+def test_slurm_refuses_an_uploaded_tao_spec_naming_another_folder(tmp_path):
+    (tmp_path / "train.yaml").write_text("results_dir: /results\ntrain:\n  num_epochs: 2\n")
+    r = _platform_dry_run("slurm", ["dino", "train", "-e", "{specs}/train.yaml"], tmp_path,
+                          extra=("--spec-file", str(tmp_path / "train.yaml")))
+    assert r.returncode != 0 and r.stdout == ""
+    (line,) = r.stderr.strip().splitlines()
+    assert "train.yaml sets results_dir: /results" in line and "/lustre/fsw/portfolios/edgeai/me/results/" in line
+    (tmp_path / "train.yaml").write_text("results_dir: ${oc.env:RESULTS_DIR}\n")
+    r = _platform_dry_run("slurm", ["dino", "train", "-e", "{specs}/train.yaml"], tmp_path,
+                          extra=("--spec-file", str(tmp_path / "train.yaml")))
+    assert r.returncode == 0, r.stderr
+
+
+def test_a_variable_only_counts_where_something_expands_it():
+    """``$RESULTS_DIR`` in an argv list reaches TAO as those very characters (no shell runs it); the kubelet expands
+    ``$(RESULTS_DIR)`` in a Kubernetes pod's words, a shell ``$RESULTS_DIR`` in shell text."""
+    for word in ("results_dir=$RESULTS_DIR", "results_dir=$(RESULTS_DIR)"):
+        with pytest.raises(TaoError, match="not expanded in an argv list"):
+            taoargs.results_args(dino(["dino", "train", word]), "/r/j")
+    assert taoargs.results_args(dino(["dino", "train", "results_dir=$(RESULTS_DIR)"]), "/r/j", kubelet=True) == []
+    assert taoargs.results_args({**dino(None), "args": ["dino", "train", "results_dir=$(RESULTS_DIR)"]}, "/r/j",
+                                kubelet=True) == []
+    assert taoargs.results_args(dino("dino train results_dir=${RESULTS_DIR}"), "/r/j") == []
+    assert taoargs.results_args({**dino(None), "args": [
+        "dino", "train", "results_dir=$(TAO_API_RESULTS_DIR)/$(TAO_API_JOB_ID)"]}, "/r/j", kubelet=True) == []
+
+
+@pytest.mark.parametrize("platform", ["slurm", "docker", "kubernetes"])
+def test_a_dry_run_of_a_network_the_pinned_tao_does_not_know_says_why_it_adds_nothing(platform, tmp_path):
+    r = _platform_dry_run(platform, ["yolo_v4", "train", "-e", "/specs/train.yaml"], tmp_path,
+                          extra=("--network-arch", "yolo_v4", "--action", "train"))
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.strip().splitlines() == [line for line in r.stderr.strip().splitlines()
+                                             if line.startswith("warning: TAO 6.26.3 has no network yolo_v4")] != []
+    assert "num_gpus" not in r.stdout and "results_dir=/" not in r.stdout

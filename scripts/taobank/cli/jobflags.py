@@ -15,8 +15,9 @@ from ..flags import Flag, Shared
 SHARED: tuple[Flag, ...] = (
     Flag(("--spec",), help="job spec file (YAML or JSON); flags override its values"),
     Flag(("--image",)),
-    Flag(("--network-arch",), help="TAO network, e.g. dino (default custom: a generic command)"),
-    Flag(("--action",), help="TAO action, e.g. train (default run)"),
+    Flag(("--network-arch",), help="TAO network, e.g. dino (default: the one a TAO command names, "
+                                    "`dino train ...`; else custom, a generic command)"),
+    Flag(("--action",), help="TAO action, e.g. train (default: the one a TAO command names; else run)"),
     Flag(("--nodes",), type=int, help="nodes (pods on Kubernetes)"),
     Flag(("--gpus-per-node", "--gpus"), dest="gpus_per_node", type=int,
          help="GPUs on each node (--gpus is a synonym)"),

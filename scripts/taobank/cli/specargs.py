@@ -50,5 +50,8 @@ def values_of(args: argparse.Namespace, platform: str) -> dict[str, Any]:
 
 
 def spec_from_args(args: argparse.Namespace, platform: str) -> dict:
-    """``--spec`` merged with the flags (flags win), validated by the platform."""
-    return declaration(platform).spec_from_flags(args.spec, values_of(args, platform))
+    """``--spec`` merged with the flags (flags win), validated by the platform; the network and action a TAO
+    command names (``dino train ...``) fill the ones neither gives (:func:`taobank.taoargs.identified`)."""
+    from .. import taoargs
+
+    return taoargs.identified(declaration(platform).spec_from_flags(args.spec, values_of(args, platform)))

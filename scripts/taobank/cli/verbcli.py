@@ -549,8 +549,11 @@ def submit_lineage(platform: str, spec: dict, opts, args: argparse.Namespace, pr
     """The submit (or with ``preview`` the dry run) of a spec, through :mod:`taobank.lineage` with --parent."""
     from dataclasses import replace
 
-    from .. import lineage
+    from .. import lineage, taoargs
 
+    warning = taoargs.unseen_warning(spec) if preview is not None else None
+    if warning:  # a submit says it among its gate lines; a dry run says it here
+        print(warning, file=sys.stderr)
     if not getattr(args, "parent", None):
         if getattr(args, "parent_kpi", None) is not None or getattr(args, "allow_incomplete_parent", False):
             raise UsageError("--parent-kpi and --allow-incomplete-parent choose from a parent: give --parent ID too")

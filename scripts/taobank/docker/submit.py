@@ -100,6 +100,7 @@ def plan_submit(spec: DockerSpec, opts: SubmitOptions, *, engine: str | None = N
     request = specmod.gpu_request(spec)
     if request != "all":  # TAO reads its GPUs from its argv; "all" is counted when check reads the host's GPUs
         spec = with_gpus(spec, len(request) if isinstance(request, list) else int(request))
+    spec = spec.with_results_dir(job_dir)  # TAO writes under its results_dir, not under $RESULTS_DIR
     plain, nccl = check_job_env(spec.env, spec.nccl_env, reserved=render.RESERVED_ENV)
     rs = render.RunSpec(
         engine=name, job_id=jid, image=str(spec.image), command=specmod.command_argv(spec), host_results=host_results,

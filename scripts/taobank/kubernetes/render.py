@@ -374,6 +374,8 @@ def build_context(
     if spec.command is None and not spec.args:
         raise TaoError("the job spec needs command (shell text) or args (native argv)")
     spec = spec.with_gpu_args(int(given(spec.gpus, 1)), nodes)  # TAO reads its GPUs from its argv
+    # TAO writes under its results_dir, not under $RESULTS_DIR
+    spec = spec.with_results_dir(resultsmod.plan(spec, staging=staging_dir(spec)).for_job(job_id).pod_folder)
     tier = given(spec.storage_tier, "A")
     shm = spec.shm_size or pins.resolve(
         "kubernetes.shm_size_multinode" if multinode else "kubernetes.shm_size_single"

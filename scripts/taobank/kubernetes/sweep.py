@@ -38,9 +38,11 @@ def table_name(sweep_id: str) -> str:
     return f"tao-sweep-{render.job_name_for(sweep_id)}"[:63].rstrip("-")
 
 
-def trial_argv(spec: KubernetesSpec) -> list[str]:
-    """A trial's argv as its pod runs it: the same rule as a single job's (TAO's GPU arguments added)."""
-    return render.argv_of(spec.with_gpu_args(int(given(spec.gpus, 1)), int(given(spec.nodes, 1))))
+def trial_argv(spec: KubernetesSpec, folder: str | None) -> list[str]:
+    """A trial's argv as its pod runs it: the same rule as a single job's (TAO's GPU arguments added, and its
+    results folder ``folder``, the trial's ``$RESULTS_DIR``)."""
+    return render.argv_of(spec.with_gpu_args(int(given(spec.gpus, 1)), int(given(spec.nodes, 1)))
+                          .with_results_dir(folder))
 
 
 def plain_env(job: dict) -> dict[str, str]:
@@ -65,7 +67,7 @@ def trial_table(sweep_id: str, namespace: str, specs: list[KubernetesSpec], ids:
         if results.name:
             data[f"{i}.folder"] = results.name
         mine = {**(env or {}), "TAO_JOB_ID": jid, **{e["name"]: str(e["value"]) for e in results.env()}}
-        data[f"{i}.argv"] = shlex.join(render.kube_expand(w, mine) for w in trial_argv(spec))
+        data[f"{i}.argv"] = shlex.join(render.kube_expand(w, mine) for w in trial_argv(spec, results.pod_folder))
     size = sum(len(k) + len(v.encode()) for k, v in data.items())
     if size > MAX_TABLE_BYTES:
         fits = max(1, len(specs) * MAX_TABLE_BYTES // size)

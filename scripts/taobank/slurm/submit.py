@@ -78,13 +78,11 @@ def plan(spec: SlurmSpec | Mapping[str, Any], env: Mapping[str, str] | None = No
         raise TaoError("container runtime pyxis needs an image: set image in the spec or --image")
     pyxis = images.pyxis_image(image) if image else None
     required, overrides, root = storage.dataset_paths(spec)
-    argv = specmod.command_argv(spec)
-    if overrides:
-        if not isinstance(spec.command, list):
-            raise TaoError("dataset.spec_keys need an argv-list command (they are appended as key=value)")
-        argv += [f"{k}={v}" for k, v in overrides.items()]
     base = storage.base_dir(spec, env)
+    spec.with_results_dir(storage.results_dir(base, records.ID_PLACEHOLDER))  # a command naming another folder: refused now
+    argv = command_of(spec, overrides, None)  # the folder's path is the job id's (script_input); not an input
     spec_files = uploads.collect(spec.spec_files or {}, what="spec_files")
+    _check_spec_results(spec, spec_files, storage.results_dir(base, records.ID_PLACEHOLDER))
     uploads.substitute(argv, "/", [u.name for u in spec_files])  # a {specs}/X naming no file fails here, early
     pre = sources.collect(spec)
     if not pre and any(prefetch.PLACEHOLDER in a for a in argv):
@@ -115,6 +113,31 @@ def plan(spec: SlurmSpec | Mapping[str, Any], env: Mapping[str, str] | None = No
         spec_files=spec_files, env=env_vars, nccl_env=nccl_env, secrets=secret_values,
         master_port=int(spec.master_port or d["master_port"]), chain=chain.settings(spec, res),
         prefetch=pre, prefetch_secrets=pre_secrets)
+
+
+def command_of(spec: SlurmSpec, overrides: Mapping[str, str], results: str | None) -> list[str]:
+    """The argv the job runs: the command, TAO's ``results_dir`` override naming the job's folder ``results``
+    (TAO writes under it, never under ``$RESULTS_DIR``; the same path in the container) and the dataset's keys."""
+    argv = specmod.command_argv(spec.with_results_dir(results))
+    if overrides:
+        if not isinstance(spec.command, list):
+            raise TaoError("dataset.spec_keys need an argv-list command (they are appended as key=value)")
+        argv += [f"{k}={v}" for k, v in overrides.items()]
+    return argv
+
+
+def _check_spec_results(spec: SlurmSpec, spec_files: list[uploads.Upload], folder: str) -> None:
+    """The TAO experiment spec the command names (``-e {specs}/NAME``) may not send TAO's results to another folder
+    than the job's (:func:`taobank.taoargs.check_spec_results_dir`); a spec on the cluster is not read here."""
+    from .. import taoargs
+
+    word = taoargs.spec_file_word({"command": spec.command, "network_arch": spec.network_arch, "action": spec.action})
+    prefix = uploads.PLACEHOLDER + "/"
+    if not word or not word.startswith(prefix):
+        return
+    for u in spec_files:
+        if u.name == word[len(prefix):]:
+            taoargs.check_spec_results_dir(u.name, u.data.decode("utf-8", "replace"), folder)
 
 
 def named_paths(command: str | list[str] | None, argv: list[str], spec_files: Iterable[uploads.Upload],
@@ -247,7 +270,8 @@ def submit(spec: Mapping[str, Any], *, conn: Connection | None = None, env: Mapp
 def script_input(p: Decisions, job_id: str, image: str | None) -> render.ScriptInput:
     results = storage.results_dir(p.base, job_id)
     shell = isinstance(p.spec.command, str)
-    command = uploads.substitute(p.command, posixpath.join(storage.job_dir(p.base, job_id), "specs"),
+    command = uploads.substitute(command_of(p.spec, p.overrides, results),
+                                 posixpath.join(storage.job_dir(p.base, job_id), "specs"),
                                  [u.name for u in p.spec_files], shell=shell)
     if p.prefetch:
         command = prefetch.substitute(command, storage.job_dir(p.base, job_id), shell=shell)

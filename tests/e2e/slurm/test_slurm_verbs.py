@@ -100,7 +100,7 @@ def test_cli_text_and_json_carry_the_same_data_and_name_the_real_results_dir(slu
     assert b["results_dir"] == results and results.endswith("/" + job)  # the job's own folder
     assert b["backend_type"] == "slurm" and b["partition"] == slurm_env["env"]["SLURM_PARTITION"]
     assert "cluster_name" not in b  # not given: absent (show printed "None")
-    assert f"results: {results} (TAO_API_RESULTS_DIR is its parent: the container appends the job id)" in text
+    assert f"results: {results} ($RESULTS_DIR in the job; a TAO command gets results_dir= it)" in text
     assert f"SLURM job {b['slurm_job_id']} on {b['login_host']}" in text and f"job_dir: {b['job_dir']}" in text
     watched = json.loads(call("status", "--watch", "--json", job))  # progress lines must not spoil the JSON
     (done,) = [r for r in watched if r["id"] == job]

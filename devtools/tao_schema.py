@@ -1,0 +1,160 @@
+"""Generate ``schemas/tao_networks.json``: what the pinned TAO accepts, read from NVIDIA's own packages.
+
+The bank appends ``<section>.num_gpus=N`` (and ``num_nodes``, ``results_dir``) to a TAO command. Whether TAO's
+Hydra runner takes such a key is decided by the network's config dataclasses (``ExperimentConfig`` of
+``nvidia_tao_core/config/<network>/default_config.py``: a key not in the schema is refused, "Key num_gpus not in
+PPEvalConfig"), so the table is read from them, never kept by hand:
+
+- ``networks.<network>.sections.<section>``: which of ``num_gpus``, ``gpu_ids``, ``num_nodes`` the section has,
+  and the keys a run resumes with (``resume_training_checkpoint_path``, mmengine's ``resume`` and
+  ``pretrained_checkpoint``);
+- ``networks.<network>.results_dir``: whether the top level takes ``results_dir``;
+- ``networks.<network>.plain_epoch_names``: its checkpoints carry the epoch unpadded (``checkpoint_epoch_1.pth``,
+  not Lightning's ``model_epoch_001``): TAO's own list of them (``microservices/constants.py``
+  ``MISSING_EPOCH_FORMAT_NETWORKS``), so such a network is not in the Lightning checkpoint family;
+- ``networks.<network>.image``: the image NVIDIA's launcher (``nvidia-tao``'s ``config/config.json``) runs the
+  network in; ``images``: the launcher's PyTorch and deploy tags of the pinned TAO version.
+
+Usage (from the bank root; the wheels are test dependencies: ``pip install --no-deps -r requirements-tao.txt``):
+
+    python3 -m devtools.tao_schema            # write schemas/tao_networks.json
+    python3 -m devtools.tao_schema --check    # exit 1 when the checked-in table differs from the wheels'
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import json
+import sys
+from importlib import metadata, resources
+from pathlib import Path
+from typing import Any
+
+from taobank import BANK_ROOT, pins
+from taobank.taonetworks import GPU_KEYS, RESUME_KEYS, TABLE_FILE
+
+#: The TAO version the table is read from: the version of the pinned training image (versions.yaml).
+TAO_VERSION = str(pins.resolve("images.tao_toolkit.pyt")).rpartition(":")[2].removesuffix("-pyt")
+#: The image family of the bank's jobs in NVIDIA's launcher config: model tasks, their deploy tasks.
+_PYT_SUFFIX, _DEPLOY_SUFFIX = "-pyt", "-deploy"
+
+
+def _installed(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        raise SystemExit(f"{dist} is not installed: pip install --no-deps -r requirements-tao.txt") from None
+
+
+def _experiment_config(module: Any) -> type | None:
+    """The module's experiment dataclass: ``ExperimentConfig``, else the one ``*ExperimentConfig`` it defines."""
+    if dataclasses.is_dataclass(getattr(module, "ExperimentConfig", None)):
+        return module.ExperimentConfig
+    own = [v for k, v in vars(module).items() if k.endswith("ExperimentConfig") and dataclasses.is_dataclass(v)
+           and getattr(v, "__module__", "") == module.__name__]
+    return own[0] if len(own) == 1 else None
+
+
+def network_row(network: str) -> dict | None:
+    """The row of ``network`` from its config dataclasses, as TAO's Hydra runner builds them (OmegaConf's
+    structured config: the schema that refuses unknown keys); None when the package has no experiment config."""
+    from omegaconf import DictConfig, OmegaConf
+
+    try:
+        module = importlib.import_module(f"nvidia_tao_core.config.{network}.default_config")
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith("nvidia_tao_core.config"):
+            return None
+        raise
+    exp = _experiment_config(module)
+    if exp is None:
+        return None
+    cfg = OmegaConf.structured(exp)
+    sections = {}
+    for name in cfg:
+        node = cfg._get_node(name)
+        if not isinstance(node, DictConfig):
+            continue
+        if node._is_none():  # an optional section left None: the keys of its declared type (Hydra fills it)
+            kind = node._metadata.object_type
+            if not dataclasses.is_dataclass(kind):
+                continue
+            node = OmegaConf.structured(kind)
+        keys = [k for k in GPU_KEYS if k in node]
+        resume = [k for k in RESUME_KEYS if k in node]
+        if keys or resume:
+            sections[str(name)] = {"gpu_keys": keys, "resume_keys": resume}
+    return {"results_dir": "results_dir" in cfg, "sections": dict(sorted(sections.items()))}
+
+
+def launcher_images() -> tuple[dict[str, str], dict[str, str]]:
+    """(network -> PyTorch image tag, {"pyt": ..., "deploy": ...} of the pinned version) from the launcher's
+    config: the images NVIDIA's own ``tao`` command runs each model task in."""
+    cfg = json.loads(resources.files("nvidia_tao_cli").joinpath("config/config.json").read_text(encoding="utf-8"))
+    if str(cfg.get("toolkit_version")) != TAO_VERSION:
+        raise SystemExit(f"nvidia-tao's config.json is for TAO {cfg.get('toolkit_version')}, not {TAO_VERSION}")
+    tasks: dict[str, str] = {}
+    pinned: dict[str, str] = {}
+    for group in ("model", "deploy"):
+        for repo, tags in cfg["task_group"][group]["dockers"].items():
+            for tag, row in tags.items():
+                ref = f"{row['docker_registry']}/{repo}:{tag}"
+                if group == "model" and tag.endswith(_PYT_SUFFIX):
+                    for task in row["tasks"]:
+                        tasks[task] = ref
+                if tag == TAO_VERSION + _PYT_SUFFIX:
+                    pinned["pyt"] = ref
+                if tag == TAO_VERSION + _DEPLOY_SUFFIX:
+                    pinned["deploy"] = ref
+    return tasks, pinned
+
+
+def build() -> dict:
+    """The whole table, from the installed wheels (their versions must be the pinned one)."""
+    for dist in ("nvidia-tao-core", "nvidia-tao"):
+        if _installed(dist) != TAO_VERSION:
+            raise SystemExit(f"{dist} {_installed(dist)} is installed, the table is for {TAO_VERSION}: "
+                             "pip install --no-deps -r requirements-tao.txt")
+    from nvidia_tao_core.microservices.constants import MISSING_EPOCH_FORMAT_NETWORKS
+
+    tasks, pinned = launcher_images()
+    networks = {}
+    for network, image in sorted(tasks.items()):
+        row = network_row(network)
+        if row is not None:
+            networks[network] = {"image": image, "plain_epoch_names": network in MISSING_EPOCH_FORMAT_NETWORKS, **row}
+    return {
+        "tao_version": TAO_VERSION,
+        "generated_by": "python3 -m devtools.tao_schema (from nvidia-tao-core and nvidia-tao "
+                        f"{TAO_VERSION}: config/<network>/default_config.py, nvidia_tao_cli/config/config.json)",
+        "images": pinned,
+        "networks": networks,
+    }
+
+
+def text(table: dict) -> str:
+    return json.dumps(table, indent=1, sort_keys=False) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="compare with the checked-in table; write nothing")
+    args = parser.parse_args(argv)
+    path = Path(BANK_ROOT) / TABLE_FILE
+    want = text(build())
+    if args.check:
+        have = path.read_text(encoding="utf-8") if path.is_file() else ""
+        if have != want:
+            print(f"{TABLE_FILE} differs from what TAO {TAO_VERSION}'s wheels say: run python3 -m devtools.tao_schema",
+                  file=sys.stderr)
+            return 1
+        print(f"{TABLE_FILE} matches TAO {TAO_VERSION}")
+        return 0
+    path.write_text(want, encoding="utf-8")
+    print(f"wrote {TABLE_FILE} ({len(json.loads(want)['networks'])} networks)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,108 @@
+"""schemas/tao_networks.json is what the pinned TAO's own packages say, and the pins agree with it.
+
+nvidia-tao-core and nvidia-tao (the launcher) at the pinned TAO version are test dependencies
+(requirements-tao.txt, installed with --no-deps by scripts/test.sh): the table is regenerated from them here
+and their config dataclasses are run as TAO's Hydra runner runs them. The bank itself never imports them.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from taobank import pins, taonetworks
+
+BANK = Path(__file__).resolve().parents[2]
+
+
+def test_the_checked_in_table_is_what_the_pinned_wheels_say():
+    from devtools import tao_schema
+
+    assert tao_schema.text(tao_schema.build()) == (BANK / taonetworks.TABLE_FILE).read_text(encoding="utf-8"), \
+        "regenerate with python3 -m devtools.tao_schema"
+    assert taonetworks.tao_version() == tao_schema.TAO_VERSION
+
+
+def test_the_test_wheels_are_the_pinned_images_tao_version():
+    from devtools import tao_schema
+
+    lines = (BANK / "requirements-tao.txt").read_text(encoding="utf-8").splitlines()
+    for dist in ("nvidia-tao-core", "nvidia-tao"):
+        assert f"{dist}=={tao_schema.TAO_VERSION}" in lines, dist
+
+
+def _merge(network: str, override: str) -> None:
+    """``override`` merged into the network's experiment config as TAO's Hydra runner does (struct mode)."""
+    import importlib
+
+    from omegaconf import OmegaConf
+
+    from devtools.tao_schema import _experiment_config
+
+    module = importlib.import_module(f"nvidia_tao_core.config.{network}.default_config")
+    cfg = OmegaConf.structured(_experiment_config(module))
+    OmegaConf.merge(cfg, OmegaConf.from_dotlist([override]))
+
+
+@pytest.mark.parametrize("network,override,taken", [
+    ("dino", "train.num_gpus=2", True),
+    ("dino", "evaluate.num_gpus=2", True),
+    ("dino", "train.num_nodes=2", True),
+    ("pointpillars", "train.num_gpus=2", True),
+    ("pointpillars", "evaluate.num_gpus=1", False),   # "Key num_gpus not in PPEvalConfig"
+    ("pointpillars", "train.num_nodes=2", False),
+    ("dino", "results_dir=/r/j", True),
+])
+def test_taos_own_schema_takes_exactly_the_keys_the_table_says(network, override, taken):
+    from omegaconf.errors import ConfigKeyError
+
+    key = override.partition("=")[0]
+    section, _, name = key.rpartition(".")
+    in_table = taonetworks.takes_results_dir(network) if not section else \
+        name in taonetworks.section_keys(network, section)
+    assert in_table == taken
+    if taken:
+        _merge(network, override)
+    else:
+        with pytest.raises(ConfigKeyError):
+            _merge(network, override)
+
+
+def test_the_image_pins_are_the_pair_nvidias_launcher_names():
+    """The training image and the deploy image gen_trt_engine runs in are of one TAO version."""
+    assert pins.resolve("images.tao_toolkit.pyt") == taonetworks.image("pyt")
+    assert pins.resolve("images.tao_toolkit.deploy") == taonetworks.image("deploy")
+    assert taonetworks.image("pyt").endswith(f":{taonetworks.tao_version()}-pyt")
+
+
+def test_the_checkpoint_families_name_networks_and_keys_the_pinned_tao_has():
+    t = pins.resolve("tao_checkpoints")
+    listed = [n for members in t["networks"].values() for n in members]
+    assert len(listed) == len(set(listed)), "a network in two families"
+    unknown = [n for n in listed if not taonetworks.known(n)]
+    assert not unknown, f"TAO {taonetworks.tao_version()} has no {unknown}"
+    for family, members in t["networks"].items():
+        row = t["families"][family]
+        wanted = [k.partition("train.")[2] for k in (row["resume_path"], row["resume_flag"]) if k]
+        for network in members:
+            assert set(wanted) <= set(taonetworks.resume_keys(network)), (family, network)
+    # Lightning names its checkpoints model_epoch_{epoch:03d}: a network TAO says names them otherwise
+    # (pointpillars' checkpoint_epoch_1.pth, bevfusion's epoch_1.pth) is filed in a family of its own
+    lightning = set(t["networks"]["lightning"]) | ({n for n in taonetworks.networks() if n not in listed}
+                                                   if t["default_family"] == "lightning" else set())
+    misfiled = sorted(n for n in lightning if taonetworks.plain_epoch_names(n))
+    assert not misfiled, f"{misfiled} are in the Lightning checkpoint family but do not name checkpoints its way"
+    # the default family (Lightning's) resumes with a key every other known network's train section has
+    default = t["families"][t["default_family"]]["resume_path"].partition("train.")[2]
+    for network in taonetworks.networks():
+        if network not in listed and "train" in taonetworks.table()["networks"][network]["sections"]:
+            assert default in taonetworks.resume_keys(network), network
+
+
+def test_the_helpers_never_import_taos_packages():
+    code = ("import sys; sys.path.insert(0, 'scripts'); from taobank import taoargs; "
+            "taoargs.gpu_args({'network_arch': 'dino', 'action': 'train', 'command': ['dino', 'train']}, 2, 1); "
+            "assert not [m for m in sys.modules if m.startswith(('nvidia_tao', 'omegaconf'))]")
+    subprocess.run([sys.executable, "-c", code], cwd=BANK, check=True, timeout=60)
