@@ -131,7 +131,10 @@ def cmd_status(args: argparse.Namespace, platform: str | None) -> int:
         if args.json:
             print_json([v.to_dict() for v in views])
         return core.watch_exit_code(views)
-    views = jobstatus.status(platform, ids or None, retry=retry)
+    problems: list[str] = []
+    views = jobstatus.status(platform, ids or None, retry=retry, problems=problems)
+    for line in problems:  # a damaged record never stops the status of the others
+        print(one_line(f"warning: skipped {line}"), file=sys.stderr)
     if args.json:
         print_json([v.to_dict() for v in views])
     elif not views:
