@@ -173,7 +173,8 @@ class Artifacts:
         return {"id": self.id, "platform": self.platform, "folder": self.listing.folder,
                 "exists": self.listing.exists, "files": files, "total_bytes": sum(f.size for f in self.listing.files),
                 "checkpoints": sum(f.checkpoint for f in self.listing.files), "links": dict(self.listing.links),
-                "best": self.best.to_dict() if self.best else None, "pruned": self.pruned}
+                "best": self.best.to_dict() if self.best else None, "pruned": self.pruned,
+                "left_out": list(self.listing.left_out)}
 
     def lines(self) -> list[str]:
         """The text form: a header line, a table (SIZE, MODIFIED, KIND, PATH), the best line."""
@@ -197,6 +198,10 @@ class Artifacts:
             widths = [max(len(r[i]) for r in rows) for i in range(3)]
             out += [f"{r[0]:>{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}".rstrip() for r in rows]
         out += [one_line(f"link {name} -> {target}") for name, target in ls.links.items()]
+        if ls.left_out:
+            out.append(one_line(f"note: {len(ls.left_out)} file(s) not listed, their names hold a newline, backslash "
+                                f"or control character (fetch cannot write them here): {', '.join(ls.left_out[:5])}"
+                                f"{' ...' if len(ls.left_out) > 5 else ''}; rename them on the cluster"))
         if self.best:
             out.append(one_line(self.best.line()))
         return out

@@ -52,6 +52,13 @@ def decode_output(data: bytes | str | None) -> str:
     return data if isinstance(data, str) else data.decode("utf-8", "surrogateescape")
 
 
+def output_lines(text: str | None) -> list[str]:
+    """A child's output as the lines its protocol wrote, split at ``\n`` only: ``str.splitlines`` also splits at
+    ``\r``, ``\x0b``, ``\x1c``, NEL and U+2028, which a file name may hold (a name read as two lines is a file
+    that is not there and one that is lost)."""
+    return (text or "").split("\n")
+
+
 def decode_error(data: bytes | str | None) -> str:
     """A child's standard error as text: only ever quoted in a message, so an invalid byte becomes U+FFFD."""
     if data is None:

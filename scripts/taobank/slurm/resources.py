@@ -277,7 +277,7 @@ def node_sizes(text: str) -> list[NodeSize]:
     """The ``@@node PARTITION|NODE|CPUS|MEMORY_MB|GRES`` lines of :data:`taobank.slurm.remote.MISSING` (other
     lines, and sizes written otherwise, are left out: a size the bank cannot read never refuses a job)."""
     out = []
-    for line in text.splitlines():
+    for line in text.split("\n"):
         m = _NODE_LINE.fullmatch(line.strip())
         if m is None:
             continue

@@ -20,7 +20,7 @@ from ..envfile import check_secret_name
 from ..render import line_break_at
 from ..errors import SubmitUncertain, TaoError
 from ..jobspec import SlurmSpec, given
-from ..run import last_line
+from ..run import last_line, output_lines
 from . import chain, cmdpaths, facts, images, mounts, prefetch, remote, render, resources, spec as specmod, status as st, storage, uploads
 from .ssh import Connection
 from ..records import Record
@@ -138,7 +138,7 @@ def preflight_paths(conn: Connection, paths: Iterable[str], sqsh_files: Iterable
     res = conn.script(remote.MISSING, args, what="test -e", retry_on_drop=True)
     if nodes is not None:
         nodes += resources.node_sizes(res.stdout)
-    return [line for line in res.stdout.splitlines() if line and not line.startswith("@@node ")]
+    return [line for line in output_lines(res.stdout) if line and not line.startswith("@@node ")]
 
 
 def _staged_files(p: Mapping[str, Any], job_id: str, job_dir: str, results: str, script: str,
