@@ -188,6 +188,7 @@ def check_one(sp: SlurmPlan, gate: Gate) -> None:
     """ONE remote command on the login host: every input and every path the command names exists, a cached
     .sqsh is a squashfs image (a bad one is converted again), and a node of the partition is large enough."""
     p = sp.decided
+    assert p is not None  # plan_submit made it
     conn = sp.conn = sp.conn or Connection(sp.env)
     conn.connect()
     given_sqsh = p.pyxis_image if p.runtime == "pyxis" and p.pyxis_image and images.is_sqsh(p.pyxis_image) else None
@@ -204,7 +205,7 @@ def check_one(sp: SlurmPlan, gate: Gate) -> None:
         raise TaoError(f"missing on the cluster ({conn.host.entry}): {', '.join(data_missing)}; put the data on the "
                        "shared filesystem or fix the paths (nothing was submitted)")
     sp.force = bool(given(p.spec.force_reconvert_latest, resources.defaults()["force_reconvert_latest"]))
-    sp.convert = bool(p.sqsh) and images.needs_conversion(p.pyxis_image, not cache_bad, sp.force)
+    sp.convert = bool(p.sqsh) and images.needs_conversion(p.pyxis_image or "", not cache_bad, sp.force)
     sp.run_image = (p.sqsh or p.pyxis_image) if p.runtime == "pyxis" else p.pyxis_image
     if wanted:
         gate.lines.append(f"{len(wanted)} path(s) found on {conn.host.entry}")
