@@ -263,3 +263,14 @@ def test_a_slurm_job_that_fits_a_node_is_staged_after_the_same_one_command(slurm
     slurm.ssh("SBATCH", "4242\n")
     platform.get("slurm").submit({**SLURM_SPEC, "cpus_per_task": 64, "mem": "500G"}, SubmitOptions())
     assert slurm.scripts() == ["MISSING", "STAGE", "FIND", "SBATCH"]
+
+
+def test_parent_kpi_takes_the_direction_of_its_name_and_says_so(map_job, cli, tmp_path):
+    jid, _ = map_job
+    spec = tmp_path / "child.json"
+    spec.write_text(json.dumps({**SPEC, "command": ["sh", "-c", "echo {parent.checkpoint}"]}))
+    out = cli("tao_docker.py", "submit", "--spec", str(spec), "--parent", jid, "--parent-kpi", "val_mAP", "--dry-run")
+    assert out.rc == 0, out
+    assert "model_epoch_001.pth" in out.out and "model_epoch_000.pth" not in out.out, out  # mAP: the highest
+    assert "note: val_mAP ranked highest first (max, from the KPI's name); --parent-mode min ranks the other way" \
+        in out.err, out

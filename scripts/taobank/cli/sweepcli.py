@@ -11,7 +11,7 @@ import sys
 from .. import kpirank, sweepfile
 from ..errors import EXIT_FAILED, EXIT_OK, UsageError
 from ..text import error_line
-from .entry import print_gate_notes, print_json
+from .entry import print_direction_note, print_gate_notes, print_json
 
 
 def add_submit_flags(p: argparse.ArgumentParser) -> None:
@@ -44,9 +44,7 @@ def submit(platform: str, spec: dict, opts: object, trials: list[dict[str, str]]
                                allow_incomplete_parent=bool(getattr(args, "allow_incomplete_parent", False)))
         print_json(shown.to_dict()) if args.json else sys.stdout.write(shown.text())
         return EXIT_OK
-    from .verbcli import _say_direction
-
-    _say_direction(getattr(args, "parent_kpi", None), getattr(args, "parent_mode", None), "--parent-mode")
+    print_direction_note(getattr(args, "parent_kpi", None), getattr(args, "parent_mode", None), "--parent-mode")
     done = sweeps.submit(platform, spec, opts, trials, args.max_concurrent,  # type: ignore[arg-type]
                          parent_kpi=getattr(args, "parent_kpi", None), parent_mode=getattr(args, "parent_mode", None),
                          allow_incomplete_parent=bool(getattr(args, "allow_incomplete_parent", False)))

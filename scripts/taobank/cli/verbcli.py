@@ -25,7 +25,7 @@ from typing import Callable
 from .. import jobstatus, kpirank, platform as core
 from ..errors import EXIT_FAILED, EXIT_OK, TaoError, UsageError
 from ..text import error_line, one_line, terminal_text
-from .entry import add_version, print_gate_notes, print_json
+from .entry import add_version, print_direction_note, print_gate_notes, print_json
 
 #: old flag -> the flag that replaces it; the old one is accepted for one release
 DEPRECATED = {"--lines": "--tail", "--secret": "--secret-env"}
@@ -545,13 +545,6 @@ def add_parent(p: argparse.ArgumentParser) -> None:
     p.add_argument("--parent-mode", choices=kpirank.MODES, help=f"with --parent-kpi: {kpirank.MODE_HELP}")
 
 
-def _say_direction(kpi: str | None, mode: str | None, flag: str) -> None:
-    """A note on stderr of the direction a KPI was ranked in where no output line shows it (taken from its name)."""
-    note = kpirank.inferred_note(kpi, mode, flag)
-    if note:
-        print(one_line(f"note: {note}"), file=sys.stderr)
-
-
 def submit_lineage(platform: str, spec: dict, opts, args: argparse.Namespace, preview: Callable | None = None):
     """The submit (or with ``preview`` the dry run) of a spec, through :mod:`taobank.lineage` with --parent."""
     from dataclasses import replace
@@ -562,7 +555,7 @@ def submit_lineage(platform: str, spec: dict, opts, args: argparse.Namespace, pr
         if getattr(args, "parent_kpi", None) is not None or getattr(args, "allow_incomplete_parent", False):
             raise UsageError("--parent-kpi and --allow-incomplete-parent choose from a parent: give --parent ID too")
         return preview(spec, opts) if preview is not None else core.get(platform).submit(spec, opts)
-    _say_direction(args.parent_kpi, args.parent_mode, "--parent-mode")
+    print_direction_note(args.parent_kpi, args.parent_mode, "--parent-mode")
     return lineage.submit_with_parent(platform, spec, replace(opts, parent=args.parent),
                                       allow_incomplete=args.allow_incomplete_parent, kpi=args.parent_kpi,
                                       mode=args.parent_mode, preview=preview)
