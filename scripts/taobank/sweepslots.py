@@ -12,6 +12,7 @@ from typing import Any, Iterator
 
 from . import records
 from .records import Record
+from .states import State
 
 
 def release(adapter: Any, recs: list[Record]) -> list[str]:
@@ -42,7 +43,8 @@ def _choose(trials: list[Record]) -> list[Record]:
         return []
     trials.sort(key=lambda r: int(r.trial or 0))
     active = [r for r in trials if r.active]
-    held = [r for r in active if r.backend.get("held")]
+    # a held trial already seen running was started (by a releaser that stopped before its mark): never again
+    held = [r for r in active if r.backend.get("held") and r.state == State.PENDING]
     k = int(trials[0].backend.get("max_concurrent") or len(trials))
     free = k - (len(active) - len(held))
     busy = {_slot(r) for r in active if r not in held} - {None}

@@ -163,6 +163,16 @@ def test_two_releasers_never_start_one_trial_twice(sweep):
     assert records.get(ids[1]).backend["held"] is False and records.get(ids[2]).backend["held"] is True
 
 
+def test_a_held_trial_seen_running_is_never_started_again(sweep):
+    engine, sid, ids, _ = sweep
+    records.mark(ids[0], "COMPLETE")
+    records.mark(ids[1], "RUNNING")  # started by a releaser that stopped before it cleared "held"
+    engine.containers[ids[1]].update(Status="exited", ExitCode=0)  # ... and it has run to its end since
+    since = len(engine.fake.calls)
+    assert sweepslots.release(platform.get("docker"), records.find(sweep=sid)) == []
+    assert "start" not in engine.calls(since)  # its slot is busy until the record ends: trial 2 waits, 1 never reruns
+
+
 # ------------------------------------------------------------------ a job that ends inside this status
 def test_a_job_that_ends_in_this_status_keeps_its_final_progress(docker_fake, monkeypatch):
     rec = records.open_record("docker", "img", "dino", "train", "A", "/tmp/r/{id}", backend={"engine": "docker"})
