@@ -474,6 +474,8 @@ def _clean_backend(backend: Mapping[str, Any] | None) -> dict:
             raise TaoError(f"backend metadata key {k!r} is invalid: use letters, digits, _ . - (max 64)")
         if v is not None and not isinstance(v, (str, int, bool)):
             raise TaoError(f"backend metadata {k} must be a string, integer or boolean")
+        if isinstance(v, str):  # a cluster's answer with a byte that is not UTF-8: one line, never a crash mid-write
+            _encodable(v, f"backend metadata {k}")
         if is_credential_name(k) and isinstance(v, str) and v:  # flags such as staged_secrets=true are fine
             raise TaoError(f"backend metadata {k} is named like a credential: never store secrets in a record")
         # the value alone: token shapes, user:pass@, signed URLs (keys are ours, e.g. cred_secret=tao-creds-x)

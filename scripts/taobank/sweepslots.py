@@ -16,7 +16,9 @@ from .states import State
 
 
 def release(adapter: Any, recs: list[Record]) -> list[str]:
-    """Free slots of each sweep among ``recs`` given to its held trials, oldest trial first (one adapter call).
+    """Free slots of each sweep among ``recs`` given to its held trials, oldest trial first (one adapter call per
+    sweep). Each sweep's records are read, started and marked under that sweep's lock (:func:`_sweep_lock`): two
+    processes releasing at once (status, watch, the supervisor) never start one trial twice.
 
     A trial counts against ``max_concurrent`` while it is active and released. A trial bound to a slot
     (``backend["slot"]``: the GPUs a Docker trial was made with) waits until no running trial holds it."""

@@ -88,6 +88,16 @@ def test_the_supervisor_survives_a_look_that_fails_unexpectedly(state_dir):
     assert lines[-1] == "sweep s: every trial has ended"
 
 
+def test_a_clusters_answer_with_a_stray_byte_never_breaks_a_record_write(state_dir):
+    rec = records.open_record("docker", "img", "dino", "train", "A", "/tmp/r/{id}")
+    before = records.record_path(rec["id"]).read_bytes()
+    with pytest.raises(TaoError, match="backend metadata container holds characters that are not valid text"):
+        records.mark(rec["id"], "PENDING", backend={"container": "c\udcff"})
+    assert records.record_path(rec["id"]).read_bytes() == before  # nothing half-written
+    marked = records.mark(rec["id"], "PENDING", message="caf\udce9: from a child's output")
+    assert marked["message"] == "caf\ufffd: from a child's output"  # a message keeps the rest of its text
+
+
 # ------------------------------------------------------------------ damaged records
 def _records_one_damaged():
     good = records.open_record("docker", "img", "dino", "train", "A", "/tmp/r/{id}", backend={"engine": "docker"})
