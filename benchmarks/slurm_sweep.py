@@ -50,9 +50,9 @@ from taobank.slurm import ssh  # noqa: E402
 from taobank import platform  # noqa: E402
 from taobank.slurm import submit as slurm_submit  # noqa: E402
 
-#: remote commands of one submit of SPEC: stage, find by name (a lost sbatch answer is never resubmitted), sbatch;
-#: SPEC names no path, so there is no ``test -e`` preflight
-SUBMIT_COMMANDS = 3
+#: remote commands of one submit of SPEC: the preflight (paths, and the partition's node sizes before a record opens),
+#: stage, find by name (a lost sbatch answer is never resubmitted), sbatch
+SUBMIT_COMMANDS = 4
 SPEC = {"network_arch": "bench", "action": "noop", "num_gpus": 0, "cpus_per_task": 1, "time_hours": 0.25,
         "command": ["true"]}
 

@@ -350,6 +350,9 @@ class ResultsListing:
     exists: bool = True
     #: symbolic links whose target is a regular file inside the folder: link path -> target path (both relative)
     links: dict[str, str] = field(default_factory=dict)
+    #: files whose names no line or local path may carry (a newline, backslash or control character): not listed,
+    #: but said (a newline or backslash shown as "?")
+    left_out: list[str] = field(default_factory=list)
 
 
 class Transfer(Protocol):

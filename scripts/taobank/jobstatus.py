@@ -18,19 +18,20 @@ PROGRESS_HINT = "progress: status of this job alone shows its epoch, ETA and KPI
 
 
 def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = True,
-           progress: bool = True) -> list[JobView]:
+           progress: bool = True, problems: list[str] | None = None) -> list[JobView]:
     """Refresh the chosen records with one query per platform (:func:`taobank.platform.refresh`); held sweep
     trials are released as slots free (:func:`taobank.sweepslots.release`). ``progress``: read the progress of a
-    lone running job the query could not read (sweeps read theirs in one batch instead)."""
-    recs = core.select(platform, ids, "status")
+    lone running job the query could not read (sweeps read theirs in one batch instead). ``problems``: where
+    the damaged records skipped among every active one are described (one line each)."""
+    recs = core.select(platform, ids, "status", problems=problems)
     active = {r.id for r in recs if not r.terminal}
     out = core.refresh(recs, retry=retry)
     views = {v.id: v for v in out}
     for name, group in core.by_platform(recs).items():
-        active = [r for r in group if not r.terminal]
-        if any(r.sweep for r in active):
+        running = [r for r in group if not r.terminal]
+        if any(r.sweep for r in running):
             adapter = core.get(name)
-            for jid in sweepslots.release(adapter, active):
+            for jid in sweepslots.release(adapter, running):
                 views[jid] = adapter.view(records.get(jid))
     shown = {v.id for v in out}
     out = [views[v.id] for v in out] + [v for i, v in views.items() if i not in shown]

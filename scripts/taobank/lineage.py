@@ -206,10 +206,11 @@ def _substitute(value: Any, table: dict[str, str]) -> Any:
 
 
 def with_parent(platform: str, spec: dict, parent_id: str, *, allow_incomplete: bool = False,
-                kpi: str | None = None, mode: str = "min") -> dict:
+                kpi: str | None = None, mode: str | None = None) -> dict:
     """``spec`` with the parent's placeholders filled and its folder reachable (refused in one line:
     no such job, another platform, not COMPLETE, results gone, no checkpoint where one is named).
-    ``kpi``: ``{parent.checkpoint}`` is the checkpoint of the epoch where that KPI is best (``mode``),
+    ``kpi``: ``{parent.checkpoint}`` is the checkpoint of the epoch where that KPI is best (``mode``; None: the
+    direction of its name),
     as ``artifacts --kpi`` finds it, instead of the newest."""
     try:
         parent = records.get(parent_id)
@@ -252,7 +253,7 @@ def with_parent(platform: str, spec: dict, parent_id: str, *, allow_incomplete: 
 
 
 def submit_with_parent(platform: str, spec: dict, opts: SubmitOptions, *, allow_incomplete: bool = False,
-                       kpi: str | None = None, mode: str = "min",
+                       kpi: str | None = None, mode: str | None = None,
                        preview: Callable[[dict, SubmitOptions], Any] | None = None) -> Any:
     """The core's submit of a child job (``preview``: the dry-run instead)."""
     assert opts.parent

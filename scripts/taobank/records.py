@@ -270,6 +270,9 @@ def _shape_problem(rec: Any, job_id: str) -> str | None:
     if not isinstance(trs, list) or not trs or not all(isinstance(t, dict) and t.get("state") in states.STATES
                                                       for t in trs):
         return "transitions are not a list of states"
+    chain = _chain_problem(rec["state"], [t["state"] for t in trs])
+    if chain:
+        return chain
     for key in ("image", "network_arch", "action", "results_dir", "created_at", "updated_at"):
         if not isinstance(rec.get(key), str):
             return f"{key} is not text"
@@ -289,6 +292,17 @@ def _shape_problem(rec: Any, job_id: str) -> str | None:
     if container is not None and not _CONTAINER.match(container):
         return "backend container is not a container name"
     return _folder_problem(rec)
+
+
+def _chain_problem(state: str, chain: list[str]) -> str | None:
+    """What :func:`validate` would refuse of the transitions, checked on every read too: a record a write would
+    reject (hand-edited, restored from elsewhere) is damaged as it is read, never halfway through a status."""
+    if chain[0] != states.INITIAL or chain[-1] != state:
+        return f"its transitions run {chain[0]} .. {chain[-1]}, not {states.INITIAL} .. {state}"
+    for a, b in zip(chain, chain[1:]):
+        if not states.is_allowed(a, b):
+            return f"its transition {a} -> {b} is not in the table"
+    return None
 
 
 #: A container name as the engines allow it: never an option, never a control character.
@@ -397,12 +411,9 @@ def validate(rec: Mapping[str, Any]) -> None:
         if err is not None:
             where = "/".join(str(p) for p in err.absolute_path) or "record"
             raise TaoError(f"job record rejected at {where}: {err.message[:200]}")
-    trs = rec["transitions"]
-    if trs[0]["state"] != states.INITIAL or trs[-1]["state"] != rec["state"]:
-        raise TaoError("job record rejected: transitions must start at PENDING and end at the current state")
-    for a, b in zip(trs, trs[1:]):
-        if not states.is_allowed(a["state"], b["state"]):
-            raise TaoError(f"job record rejected: transition {a['state']} -> {b['state']} is not in the table")
+    chain = _chain_problem(rec["state"], [t["state"] for t in rec["transitions"]])
+    if chain:
+        raise TaoError(f"job record rejected: {chain}")
 
 
 def check_results_dir(value: str) -> str:
@@ -447,10 +458,10 @@ def _encodable(text: str, what: str) -> str:
 def _clean_text(text: str | None) -> str | None:
     if text is None:
         return None
-    _encodable(str(text), "the message")
     from .redact import redact_text
+    from .text import valid_text
 
-    text = redact_text(str(text))
+    text = redact_text(valid_text(str(text)))  # a byte of a cluster's answer that was not UTF-8: U+FFFD
     return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 3] + "..."
 
 
@@ -465,6 +476,8 @@ def _clean_backend(backend: Mapping[str, Any] | None) -> dict[str, Any]:
             raise TaoError(f"backend metadata key {k!r} is invalid: use letters, digits, _ . - (max 64)")
         if v is not None and not isinstance(v, (str, int, bool)):
             raise TaoError(f"backend metadata {k} must be a string, integer or boolean")
+        if isinstance(v, str):  # a cluster's answer with a byte that is not UTF-8: one line, never a crash mid-write
+            _encodable(v, f"backend metadata {k}")
         if is_credential_name(k) and isinstance(v, str) and v:  # flags such as staged_secrets=true are fine
             raise TaoError(f"backend metadata {k} is named like a credential: never store secrets in a record")
         # the value alone: token shapes, user:pass@, signed URLs (keys are ours, e.g. cred_secret=tao-creds-x)

@@ -25,11 +25,12 @@ from .contract import ResultFile, ResultsListing, Transfer
 from .errors import TaoError
 from .paths import is_member
 from .progress.remote import READ_STATUS_SH, split_files
-from .run import Result, last_line
+from .run import Result, last_line, output_lines
 
 #: $1: the results folder. "@@missing" when it does not exist; else "@@files", one "<size> <mtime> ./<name>"
 #: line per regular file (no link is followed), then per symbolic link whose target is a regular file inside
-#: the folder "@@link ./<name>" and "@@to ./<target>" (the target relative to the folder: TAO's
+#: the folder "@@link ./<name>" and "@@to ./<target>" (a file whose name a line cannot carry: "@@odd N", a newline
+#: or backslash shown as "?"; the target relative to the folder: TAO's
 #: ``*_latest.pth`` link, which taobank.checkpoints.latest reads), then "@@status" and TAO's status files
 #: (progress.remote.READ_STATUS_SH, the same $1).
 LIST_RESULTS = r'''
@@ -39,7 +40,7 @@ echo "@@files"
 find . -type f -exec sh -c '
   for f do
     case $f in *"
-"*|*\\*) continue ;; esac
+"*|*\\*) printf "@@odd %s\n" "$(printf %s "$f" | tr "\n\\\\" "??")"; continue ;; esac
     stat -c "%s %Y %n" "$f" 2>/dev/null
   done' tao-stat {} +
 root=$(pwd -P)
@@ -272,7 +273,7 @@ _FILE = re.compile(r"(\d{1,20}) (\d{1,20}) \./(.+)")
 def parse_listing(folder: str, text: str, *, status: bool) -> ResultsListing:
     """:data:`LIST_RESULTS`' output as a listing; lines that are not a file of the folder are skipped."""
     head, _, rest = (text or "").partition("@@status\n")
-    lines = head.splitlines()
+    lines = output_lines(head)
     if "@@missing" in lines[:1]:
         return ResultsListing(folder, exists=False)
     if "@@files" not in lines:
@@ -280,23 +281,27 @@ def parse_listing(folder: str, text: str, *, status: bool) -> ResultsListing:
     files = []
     links: dict[str, str] = {}
     body = lines[lines.index("@@files") + 1:]
+    left_out: list[str] = []
     for i, line in enumerate(body):
         m = _FILE.fullmatch(line)
         if m and is_member(m[3]):
             files.append(ResultFile(m[3], int(m[1]), float(m[2])))
+        elif m or line.startswith("@@odd ./"):  # a name no line or local path may carry: said, never hidden
+            left_out.append(m[3] if m else line[len("@@odd "):].removeprefix("./"))
         elif line.startswith("@@link ./") and i + 1 < len(body) and body[i + 1].startswith("@@to ./"):
             name, target = line[len("@@link ./"):], body[i + 1][len("@@to ./"):]
             if is_member(name) and is_member(target):
                 links[name] = target
     files.sort(key=lambda f: f.path)
-    return ResultsListing(folder, files, split_files(rest) if status else {}, links=dict(sorted(links.items())))
+    return ResultsListing(folder, files, split_files(rest) if status else {}, links=dict(sorted(links.items())),
+                          left_out=sorted(left_out))
 
 
 def parse_facts(folder: str, text: str, notes: list[str] | None = None) -> list[ResultFile]:
     """:data:`FILE_FACTS`' output as files; a path outside or absent is one-line TaoError; a path find could not
     wholly read, or a name a line cannot carry, adds a line to ``notes``."""
     out: dict[str, ResultFile] = {}
-    for line in (text or "").splitlines():
+    for line in output_lines(text):
         if line.startswith("@@unreadable ") and notes is not None:
             what = "the folder" if line[13:] == "." else line[13:]
             notes.append(f"part of {what} in {folder} could not be read (permissions): its readable files were "
@@ -313,6 +318,9 @@ def parse_facts(folder: str, text: str, notes: list[str] | None = None) -> list[
         m = _FILE.fullmatch(line)
         if m and is_member(m[3]):
             out[m[3]] = ResultFile(m[3], int(m[1]), float(m[2]))
+        elif m and notes is not None:
+            notes.append(f"{m[3]} was not fetched: a name with a control character cannot be written safely here; "
+                         "rename it on the cluster and fetch it again")
     return [out[k] for k in sorted(out)]
 
 
@@ -536,7 +544,7 @@ def remove_files(shell: Shell, folder: str, name: str, delete: list[str], keep: 
         raise TaoError(f"deleting checkpoints in {folder} refused or failed on the cluster (exit {res.returncode}): "
                        f"{last_line(res.stderr or res.stdout)}")
     out = []
-    for line in res.stdout.splitlines():
+    for line in output_lines(res.stdout):
         m = _KEPT.fullmatch(line)
         if m:
             out.append(ResultFile(m.group(4), int(m.group(1)), float(m.group(2)), sha256=m.group(3)))

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator
 
-from . import checkpoints, fsio, records
+from . import checkpoints, fsio, kpirank, records
 from .contract import ResultFile, ResultsListing, ResultsLocation
 from .errors import TaoError, UsageError
 from .paths import rel_path
@@ -92,11 +92,17 @@ class Best:
     note: str | None = None
     #: the status file was too large to read whole (what was left out)
     cut: str | None = None
+    #: the direction was taken from the KPI's name (no --mode given): :mod:`taobank.kpirank`
+    inferred: bool = False
+
+    @property
+    def direction(self) -> kpirank.Direction:
+        return kpirank.Direction(self.mode, self.inferred)
 
     def to_dict(self) -> dict:
         from .progress.statusfile import json_number
 
-        return {"kpi": self.kpi, "mode": self.mode, self.key: self.at, "value": json_number(self.value)
+        return {"kpi": self.kpi, "mode": self.mode, "mode_from": self.direction.source, self.key: self.at, "value": json_number(self.value)
                 if self.value is not None else None, "checkpoints": self.checkpoints, "status_file": self.status_file,
                 "note": self.note, "cut": self.cut}
 
@@ -104,19 +110,21 @@ class Best:
         from .progress.statusfile import format_number
 
         if self.at is None:
-            return f"best {self.kpi} ({self.mode}): {self.note}"
+            return f"best {self.kpi} ({self.direction.text()}): {self.note}"
         where = ", ".join(self.checkpoints) if self.checkpoints else f"no checkpoint ({self.note})"
         cut = f" (note: {self.cut})" if self.cut else ""
-        return f"best {self.kpi} ({self.mode}) = {format_number(self.value, 6)} at {self.key} {self.at}: {where}{cut}"
+        return f"best {self.kpi} ({self.direction.text()}) = {format_number(self.value, 6)} at {self.key} {self.at}: {where}{cut}"
 
 
-def find_best(listing: ResultsListing, kpi: str, mode: str, action: str | None) -> Best:
-    """The checkpoint of the epoch where ``kpi`` is best; a KPI name the status file lacks is a TaoError."""
+def find_best(listing: ResultsListing, kpi: str, mode: str | kpirank.Direction | None, action: str | None) -> Best:
+    """The checkpoint of the epoch where ``kpi`` is best (``mode``: min, max, or None for the direction of its name,
+    :func:`taobank.kpirank.direction`); a KPI name the status file lacks is a TaoError."""
     from .progress import best, key_column, series
     from .progress.series import kpi_names
     from .training import chosen_log
 
-    found = Best(kpi, mode)
+    way = kpirank.direction(kpi, mode)
+    found = Best(kpi, way.mode, inferred=way.inferred)
     chosen = chosen_log(listing.status_files, action)
     if chosen is None:
         found.note = "no status.json in the results folder (TAO writes one per training), so no KPI to rank by"
@@ -131,7 +139,7 @@ def find_best(listing: ResultsListing, kpi: str, mode: str, action: str | None) 
         return found
     found.key = key_column(rows)
     try:
-        row = best(rows, kpi, mode)
+        row = best(rows, kpi, way.mode)
     except TaoError as exc:
         if kpi not in kpi_names(rows):
             raise  # a misspelt KPI: the line names the ones there are
@@ -165,7 +173,8 @@ class Artifacts:
         return {"id": self.id, "platform": self.platform, "folder": self.listing.folder,
                 "exists": self.listing.exists, "files": files, "total_bytes": sum(f.size for f in self.listing.files),
                 "checkpoints": sum(f.checkpoint for f in self.listing.files), "links": dict(self.listing.links),
-                "best": self.best.to_dict() if self.best else None, "pruned": self.pruned}
+                "best": self.best.to_dict() if self.best else None, "pruned": self.pruned,
+                "left_out": list(self.listing.left_out)}
 
     def lines(self) -> list[str]:
         """The text form: a header line, a table (SIZE, MODIFIED, KIND, PATH), the best line."""
@@ -189,6 +198,10 @@ class Artifacts:
             widths = [max(len(r[i]) for r in rows) for i in range(3)]
             out += [f"{r[0]:>{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}".rstrip() for r in rows]
         out += [one_line(f"link {name} -> {target}") for name, target in ls.links.items()]
+        if ls.left_out:
+            out.append(one_line(f"note: {len(ls.left_out)} file(s) not listed, their names hold a newline, backslash "
+                                f"or control character (fetch cannot write them here): {', '.join(ls.left_out[:5])}"
+                                f"{' ...' if len(ls.left_out) > 5 else ''}; rename them on the cluster"))
         if self.best:
             out.append(one_line(self.best.line()))
         return out
@@ -208,10 +221,10 @@ def _pruned_note(job_id: str) -> dict | None:
     return note if isinstance(note, dict) else None
 
 
-def artifacts(platform: str | None, job_id: str, *, kpi: str | None = None, mode: str = "min") -> Artifacts:
-    """The job's results folder as the cluster sees it now (one remote command), with the best checkpoint."""
-    if mode not in ("min", "max"):
-        raise UsageError(f"--mode {mode!r} is unknown: use min or max")
+def artifacts(platform: str | None, job_id: str, *, kpi: str | None = None, mode: str | None = None) -> Artifacts:
+    """The job's results folder as the cluster sees it now (one remote command), with the best checkpoint
+    (``mode`` None: the direction of the KPI's name)."""
+    kpirank.direction(kpi, mode)  # an unknown mode before any cluster call
     if kpi is not None and not kpi.strip():
         raise UsageError("--kpi needs a KPI name (as in status.json, e.g. val_loss)")
     rec = load_for(job_id, platform, "artifacts")
@@ -563,11 +576,15 @@ class Pruned:
     #: prune --keep: the checkpoints deleted and the ones kept (with their size and sha256 after the deletion)
     deleted: list[str] = field(default_factory=list)
     kept: list[dict] = field(default_factory=list)
+    #: prune --keep best: the KPI ranked by and its direction (``mode_from``: ``name`` when --mode was left out)
+    ranked_by: dict | None = None
 
     def to_dict(self) -> dict:
         out = {"id": self.id, "folder": self.folder, "removed": self.removed, "message": self.message}
         if self.deleted or self.kept:
             out.update(deleted=self.deleted, kept=self.kept)
+        if self.ranked_by:
+            out["ranked_by"] = self.ranked_by
         return out
 
     def line(self) -> str:
@@ -595,14 +612,13 @@ def prunable(rec: Record, loc: ResultsLocation, together: list[str] | tuple[str,
                            f"(prune {rec.id} {other.id}) or remove the folder yourself")
 
 
-def keep_rule(keep: str | None, kpi: str | None, mode: str) -> str | int | None:
+def keep_rule(keep: str | None, kpi: str | None, mode: str | None) -> str | int | None:
     """``--keep best|last|N`` checked before anything is read: "best" (needs ``kpi``), "last", a count, or None."""
     if keep is None:
         if kpi is not None:
             raise UsageError("--kpi chooses the checkpoint prune --keep best keeps: add --keep best")
         return None
-    if mode not in ("min", "max"):
-        raise UsageError(f"--mode {mode!r} is unknown: use min or max")
+    kpirank.direction(kpi, mode)
     if keep == "best":
         if not kpi or not kpi.strip():
             raise UsageError("--keep best needs --kpi NAME (a KPI of status.json, e.g. val_loss)")
@@ -616,41 +632,48 @@ def keep_rule(keep: str | None, kpi: str | None, mode: str) -> str | int | None:
     raise UsageError(f"--keep {keep!r}: give best, last or a number of newest checkpoints (1 or more)")
 
 
-def _kept(rec: Record, listing: ResultsListing, keep: str | int, kpi: str | None, mode: str) -> list[str]:
-    """The checkpoints ``keep`` chooses: the best epoch's last one, the one a run continues from, or the N newest."""
+def _kept(rec: Record, listing: ResultsListing, keep: str | int, kpi: str | None,
+          mode: str | None) -> tuple[list[str], Best | None]:
+    """The checkpoints ``keep`` chooses: the best epoch's last one (and the ranking), the one a run continues from,
+    or the N newest."""
     ckpts = [f for f in listing.files if f.checkpoint]
     if keep == "best":
         found = find_best(listing, kpi or "", mode, rec.action)
         if not found.checkpoints:
-            raise TaoError(f"no best checkpoint by {kpi}: {found.note or 'none found'}; nothing was deleted")
-        return found.checkpoints[:1]
+            raise TaoError(f"no best checkpoint by {kpi} ({found.direction.text()}): {found.note or 'none found'}; "
+                           "nothing was deleted")
+        return found.checkpoints[:1], found
     if keep == "last":
         last = checkpoints.latest(listing.files, rec.action, listing.links, rec.network_arch)
         if last is None or not any(f.path == last.path for f in ckpts):
             raise TaoError("no checkpoint to keep as the last one; nothing was deleted")
-        return [last.path]
+        return [last.path], None
     newest = sorted(ckpts, key=lambda f: (checkpoints.epoch_of(f.path) if checkpoints.epoch_of(f.path) is not None
                                           else -1, checkpoints.step_of(f.path) or 0, f.mtime), reverse=True)
-    return [f.path for f in newest[:int(keep)]]
+    return [f.path for f in newest[:int(keep)]], None
 
 
-def _prune_keeping(rec: Record, adapter: Any, loc: ResultsLocation, keep: str | int, kpi: str | None, mode: str,
+def _prune_keeping(rec: Record, adapter: Any, loc: ResultsLocation, keep: str | int, kpi: str | None,
+                   mode: str | None,
                    confirm: Callable[[str], bool]) -> Pruned:
     """Delete the checkpoints of the job's own folder that ``keep`` does not choose (and links to them); the
     kept ones are checked on the cluster before the deletion (there, at their listed size) and after it."""
     listing = adapter.list_results(rec, loc, status=keep == "best")
     if not listing.exists:
         raise TaoError(f"the results folder {loc.folder} does not exist (pruned already?): nothing to keep")
-    kept = _kept(rec, listing, keep, kpi, mode)
+    kept, found = _kept(rec, listing, keep, kpi, mode)
+    why = f"; the best by {found.kpi} ({found.direction.text()})" if found else ""
+    ranked_by = {"kpi": found.kpi, "mode": found.mode, "mode_from": found.direction.source} if found else None
     sizes = {f.path: f.size for f in listing.files}
     gone = [f for f in listing.files if f.checkpoint and f.path not in kept]
     links = [name for name, target in listing.links.items() if target in {f.path for f in gone}]
     if not gone:
-        return Pruned(rec.id, loc.folder, False, f"nothing to delete: keeps {', '.join(kept) or 'no checkpoint'}",
-                      kept=[{"path": p, "size": sizes[p]} for p in kept])
+        return Pruned(rec.id, loc.folder, False,
+                      f"nothing to delete: keeps {', '.join(kept) or 'no checkpoint'}{why}",
+                      kept=[{"path": p, "size": sizes[p]} for p in kept], ranked_by=ranked_by)
     freed = sum(f.size for f in gone)
     if not confirm(f"delete {len(gone)} checkpoint(s), {human(freed)}, of {rec.state} job {rec.id} in "
-                   f"{loc.folder}, keeping {', '.join(kept)}? [y/N] "):
+                   f"{loc.folder}, keeping {', '.join(kept)}{why.replace(';', ',')}? [y/N] "):
         return Pruned(rec.id, loc.folder, False, "deleted nothing (not confirmed)")
     after = {f.path: f for f in adapter.remove_files(rec, loc, [f.path for f in gone] + links,
                                                      {p: sizes[p] for p in kept})}
@@ -660,13 +683,14 @@ def _prune_keeping(rec: Record, adapter: Any, loc: ResultsLocation, keep: str | 
                            f"{loc.folder} with tao_jobs.py artifacts {rec.id}")
     return Pruned(rec.id, loc.folder, True,
                   f"deleted {len(gone)} checkpoint(s), {human(freed)}; kept {', '.join(kept)} (intact, sha256 "
-                  f"{after[kept[0]].sha256[:12] if after[kept[0]].sha256 else '?'}...)",
+                  f"{after[kept[0]].sha256[:12] if after[kept[0]].sha256 else '?'}...){why}",
                   deleted=[f.path for f in gone] + links,
-                  kept=[{"path": p, "size": after[p].size, "sha256": after[p].sha256} for p in kept])
+                  kept=[{"path": p, "size": after[p].size, "sha256": after[p].sha256} for p in kept],
+                  ranked_by=ranked_by)
 
 
 def prune(platform: str | None, ids: list[str], *, confirm: Callable[[str], bool], keep: str | None = None,
-          kpi: str | None = None, mode: str = "min") -> tuple[list[Pruned], list[str]]:
+          kpi: str | None = None, mode: str | None = None) -> tuple[list[Pruned], list[str]]:
     """Delete each finished job's own results folder after ``confirm(question)`` or, with ``keep``, the
     checkpoints of it ``keep`` does not choose; (results, one-line errors). Either releases what the finished
     job still holds (:meth:`~taobank.platform.Platform.release_pruned`: a Docker container).

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import BinaryIO, Callable, Iterator, Mapping, Sequence, cast
 
 from .errors import TaoError
+from .text import valid_text
 
 #: Every argv run in this process, in order (benchmarks count kubectl/ssh calls).
 CALLS: list[list[str]] = []
@@ -27,6 +28,10 @@ class Result:
     stdout: str
     stderr: str
 
+    def __post_init__(self) -> None:
+        # a child's bytes (a real one, or a recorded answer in bytes) become text by the one rule
+        self.stdout, self.stderr = decode_output(self.stdout), decode_error(self.stderr)
+
     @property
     def ok(self) -> bool:
         return self.returncode == 0
@@ -35,6 +40,30 @@ class Result:
 #: A stand-in for the operating system in unit tests: ``(argv, stdin) -> Result``
 #: (or raise TaoError). None runs real processes. Set with :func:`fake_processes`.
 _fake: Callable[[list[str], str | None], "Result"] | None = None
+
+
+def decode_output(data: bytes | str | None) -> str:
+    """A child's standard output as text that holds every byte it wrote: invalid UTF-8 (a Latin-1 byte in a
+    status file, a file name that is not UTF-8) becomes lone surrogates, which an argv or a path turns back into
+    the same bytes (a name listed can be fetched or removed), and which :func:`taobank.text.one_line` shows
+    escaped and :func:`taobank.text.valid_text` turns into U+FFFD where text is stored or parsed."""
+    if data is None:
+        return ""
+    return data if isinstance(data, str) else data.decode("utf-8", "surrogateescape")
+
+
+def output_lines(text: str | None) -> list[str]:
+    """A child's output as the lines its protocol wrote, split at ``\n`` only: ``str.splitlines`` also splits at
+    ``\r``, ``\x0b``, ``\x1c``, NEL and U+2028, which a file name may hold (a name read as two lines is a file
+    that is not there and one that is lost)."""
+    return (text or "").split("\n")
+
+
+def decode_error(data: bytes | str | None) -> str:
+    """A child's standard error as text: only ever quoted in a message, so an invalid byte becomes U+FFFD."""
+    if data is None:
+        return ""
+    return valid_text(data) if isinstance(data, str) else data.decode("utf-8", "replace")
 
 
 @contextmanager
@@ -82,10 +111,9 @@ def run(
     try:
         proc = subprocess.run(
             argv,
-            input=stdin if stdin is not None else None,
+            input=stdin.encode("utf-8") if stdin is not None else None,
             stdin=None if stdin is not None else subprocess.DEVNULL,
             capture_output=True,
-            text=True,
             timeout=timeout,
             env=full_env,
         )
@@ -93,7 +121,7 @@ def run(
         raise TaoError(f"{argv[0]} not found on PATH: install it or fix PATH") from None
     except subprocess.TimeoutExpired:
         raise TaoError(f"{label} did not answer within {timeout:.0f}s: check connectivity and retry") from None
-    res = Result(argv, proc.returncode, proc.stdout, proc.stderr)
+    res = Result(argv, proc.returncode, decode_output(proc.stdout), decode_error(proc.stderr))
     if check and not res.ok:
         raise TaoError(f"{label} failed (exit {res.returncode}): {last_line(res.stderr or res.stdout)}")
     return res
@@ -174,7 +202,7 @@ def pipe(argv: Sequence[str], *, stdin: str | None = None, what: str | None = No
     label = what or os.path.basename(argv[0])
     if _fake is not None:
         res = _fake(argv, stdin)
-        data = res.stdout if isinstance(res.stdout, bytes) else (res.stdout or "").encode("utf-8")
+        data = (res.stdout or "").encode("utf-8", "surrogateescape")
         try:
             yield io.BytesIO(data)
         except (TaoError, OSError, EOFError):

@@ -25,13 +25,15 @@ def load_for(job_id: str, platform: str | None, verb: str) -> Record:
     return rec
 
 
-def select(platform: str | None, ids: list[str] | None, verb: str, *, all_active: bool = True) -> list[Record]:
-    """Records for a verb: the ids given (each checked), else every active record of ``platform``."""
+def select(platform: str | None, ids: list[str] | None, verb: str, *, all_active: bool = True,
+           problems: list[str] | None = None) -> list[Record]:
+    """Records for a verb: the ids given (each checked), else every active record of ``platform`` (a damaged one
+    skipped and, with ``problems``, described there in one line: one record never stops a verb for all)."""
     if ids:
         return [load_for(i, platform, verb) for i in dict.fromkeys(ids)]
     if not all_active:
         return []
-    return records.find(platform=platform, active=True)
+    return records.find(platform=platform, active=True, problems=problems)
 
 
 def last_id(platform: str | None) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from . import names, records, sweepfile, taoargs
+from . import kpirank, names, records, sweepfile, taoargs
 from .contract import SubmitOptions
 from .pipeline import check_concurrency
 from .errors import TaoError, UsageError
@@ -48,7 +48,7 @@ class Submitted:
 
 
 def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dict[str, str]],
-           max_concurrent: int | None = None, *, parent_kpi: str | None = None, parent_mode: str = "min",
+           max_concurrent: int | None = None, *, parent_kpi: str | None = None, parent_mode: str | None = None,
            allow_incomplete_parent: bool = False) -> Submitted:
     """Every trial submitted in the one submit order (:func:`taobank.pipeline.submit`); nothing half-submitted.
 
@@ -71,7 +71,7 @@ def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dic
 
 
 def _prepared(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dict[str, str]],
-              max_concurrent: int | None, *, parent_kpi: str | None, parent_mode: str,
+              max_concurrent: int | None, *, parent_kpi: str | None, parent_mode: str | None,
               allow_incomplete_parent: bool) -> tuple[dict, list[dict[str, str]]]:
     """The checks every sweep submit (and its preview) makes before any platform code, and the spec with the
     parent's placeholders filled (``--parent``)."""
@@ -150,7 +150,7 @@ def _ended(text: str) -> str:
 
 
 def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dict[str, str]],
-            max_concurrent: int | None = None, *, parent_kpi: str | None = None, parent_mode: str = "min",
+            max_concurrent: int | None = None, *, parent_kpi: str | None = None, parent_mode: str | None = None,
             allow_incomplete_parent: bool = False) -> Preview:
     """What ``submit`` would do with these trials, contacting nothing that changes state and opening no record:
     the same checks, every trial's spec as submit builds it, the platform's rendering of what it sends
@@ -256,7 +256,7 @@ def _epoch(progress: Mapping[str, Any] | None) -> str:
     return str(p.get("line") or "")[:30]
 
 
-def status(sweep_id: str, *, retry: bool = True, kpi: str | None = None, mode: str = "min") -> list[Row]:
+def status(sweep_id: str, *, retry: bool = True, kpi: str | None = None, mode: str | None = None) -> list[Row]:
     """Every trial's state, progress and latest KPIs: the platform's one batched query, plus at most one read
     of the status files of the trials it could not read in that query. With ``kpi``: each trial's best value
     of it and its epoch too, as :func:`best` ranks them (its one listing of every trial's folder)."""
@@ -282,17 +282,21 @@ def status(sweep_id: str, *, retry: bool = True, kpi: str | None = None, mode: s
         rows.append(Row(int(rec.trial or 0), v.id, dict(rec.overrides or {}), v.state,
                         _epoch(v.progress), _kpis(v.progress), bool(rec.backend.get("held"))))
     if kpi is not None:
-        ranked = {e["id"]: e for e in best(sweep_id, kpi, mode).ranked}
+        way = kpirank.direction(kpi, mode)
+        ranked = {e["id"]: e for e in best(sweep_id, kpi, way).ranked}
         for row in rows:
             entry = ranked.get(row.id) or {}
-            row.best = {"kpi": kpi, "mode": mode, **{k: entry.get(k) for k in ("value", "key", "at")}}
+            row.best = {"kpi": kpi, "mode": way.mode, "mode_from": way.source,
+                        **{k: entry.get(k) for k in ("value", "key", "at")}}
     return rows
 
 
 def kpi_header(rows: list[Row]) -> str:
     """The KPI column's header: which values it shows (the ranking KPI's best, or the latest of each)."""
     ranked = next((r.best for r in rows if r.best is not None), None)
-    return f"BEST {ranked['kpi']} ({ranked['mode']})" if ranked else "KPIS (latest)"
+    if not ranked:
+        return "KPIS (latest)"
+    return f"BEST {ranked['kpi']} ({kpirank.Direction(ranked['mode'], ranked.get('mode_from') == 'name').text()})"
 
 
 def table(rows: list[Row], *, headers: bool = True) -> str:
@@ -326,6 +330,8 @@ class Winner:
     sweep: str
     kpi: str
     mode: str
+    #: where the direction came from: ``flag`` (--mode) or ``name`` (the KPI's name, :mod:`taobank.kpirank`)
+    mode_from: str = "flag"
     trial: int | None = None
     id: str | None = None
     overrides: dict = field(default_factory=dict)
@@ -345,20 +351,20 @@ class Winner:
         if self.id is None:
             return one_line(f"sweep {self.sweep}: no trial has {self.kpi} yet ({self.note})")
         where = ", ".join(self.checkpoints) or "no checkpoint named for that epoch"
-        return one_line(f"sweep {self.sweep}: best {self.kpi} ({self.mode}) = {format_number(self.value, 6)}: trial "
+        way = kpirank.Direction(self.mode, self.mode_from == "name").text()
+        return one_line(f"sweep {self.sweep}: best {self.kpi} ({way}) = {format_number(self.value, 6)}: trial "
                 f"{self.trial} {self.id} ({' '.join(sweepfile.args_of(self.overrides))}) checkpoint {where} "
                 f"in {self.folder}")
 
 
-def check_rank(kpi: str | None, mode: str) -> None:
-    """A ranking KPI and mode :func:`best` can use, or a one-line usage error."""
-    if mode not in ("min", "max"):
-        raise UsageError(f"--mode {mode!r} is unknown: use min or max")
+def check_rank(kpi: str | None, mode: str | kpirank.Direction | None) -> None:
+    """A ranking KPI and mode :func:`best` can use (None: from the KPI's name), or a one-line usage error."""
+    kpirank.direction(kpi, mode)
     if not kpi or not kpi.strip():
         raise UsageError("--kpi needs a KPI name (as in status.json, e.g. val_loss)")
 
 
-def best(sweep_id: str, kpi: str, mode: str = "min") -> Winner:
+def best(sweep_id: str, kpi: str, mode: str | kpirank.Direction | None = None) -> Winner:
     """Rank the trials by their best ``kpi`` (each trial's status.json), and name the winner's checkpoint.
 
     Every trial's folder is listed in one batch (SLURM: one remote command for all); each trial's value comes
@@ -366,8 +372,9 @@ def best(sweep_id: str, kpi: str, mode: str = "min") -> Winner:
     from . import platform as core, results_verbs
 
     check_rank(kpi, mode)
+    way = kpirank.direction(kpi, mode)
     recs = trial_records(sweep_id)
-    win = Winner(sweep_id, kpi, mode)
+    win = Winner(sweep_id, kpi, way.mode, way.source)
     notes = []
     located = []
     for rec in recs:
@@ -383,7 +390,7 @@ def best(sweep_id: str, kpi: str, mode: str = "min") -> Winner:
         try:
             if isinstance(listing, TaoError):
                 raise listing
-            b = results_verbs.find_best(listing, kpi, mode, rec.action) if listing.exists else None
+            b = results_verbs.find_best(listing, kpi, way, rec.action) if listing.exists else None
         except TaoError as exc:
             notes.append(f"trial {rec.trial}: {exc}")
             continue
@@ -392,7 +399,7 @@ def best(sweep_id: str, kpi: str, mode: str = "min") -> Winner:
                            "key": b.key if b else None, "at": b.at if b else None,
                            "checkpoints": b.checkpoints if b else [], "folder": listing.folder})
     scored = [e for e in win.ranked if isinstance(e["value"], (int, float))]
-    scored.sort(key=lambda e: e["value"], reverse=(mode == "max"))
+    scored.sort(key=lambda e: e["value"], reverse=(way.mode == "max"))
     win.ranked = scored + [e for e in win.ranked if e not in scored]
     if not scored:
         win.note = "; ".join(notes) or f"no trial's status.json holds {kpi}"

@@ -5,14 +5,20 @@ the sweep verbs (:mod:`taobank.sweeps`), which import the core.
 """
 from __future__ import annotations
 
-from typing import Any
+import fcntl
+import os
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from . import records
 from .records import Record
+from .states import State
 
 
 def release(adapter: Any, recs: list[Record]) -> list[str]:
-    """Free slots of each sweep among ``recs`` given to its held trials, oldest trial first (one adapter call).
+    """Free slots of each sweep among ``recs`` given to its held trials, oldest trial first (one adapter call per
+    sweep). Each sweep's records are read, started and marked under that sweep's lock (:func:`_sweep_lock`): two
+    processes releasing at once (status, watch, the supervisor) never start one trial twice.
 
     A trial counts against ``max_concurrent`` while it is active and released. A trial bound to a slot
     (``backend["slot"]``: the GPUs a Docker trial was made with) waits until no running trial holds it."""
@@ -20,31 +26,57 @@ def release(adapter: Any, recs: list[Record]) -> list[str]:
     # per-trial Jobs suspended) still runs to its end after an upgrade
     if not getattr(adapter, "holds_trials", False) and not any((Record.of(r).backend or {}).get("held") for r in recs):
         return []
-    sweeps = {r.sweep for r in map(Record.of, recs) if r.sweep}
-    chosen: list[Record] = []
-    for sid in sorted(sweeps):
-        trials = records.find(platform=adapter.name, sweep=sid)
-        trials.sort(key=lambda r: int(r.trial or 0))
-        active = [r for r in trials if r.active]
-        held = [r for r in active if r.backend.get("held")]
-        k = int(trials[0].backend.get("max_concurrent") or len(trials))
-        free = k - (len(active) - len(held))
-        busy = {_slot(r) for r in active if r not in held} - {None}
-        for r in held:
-            if free <= 0:
-                break
-            if _slot(r) in busy:
-                continue
-            chosen.append(r)
-            free -= 1
-            if _slot(r) is not None:
-                busy.add(_slot(r))
-    if not chosen:
+    out: list[str] = []
+    for sid in sorted({r.sweep for r in map(Record.of, recs) if r.sweep}):
+        with _sweep_lock(sid):
+            # read under the lock: a releaser that read before another one started a trial would start it again
+            chosen = _choose(records.find(platform=adapter.name, sweep=sid))
+            if chosen:
+                adapter.release_trials(chosen)
+                for r in chosen:
+                    records.mark(r.id, r.state, backend={"held": False}, message="released (a sweep slot is free)")
+        out += [r.id for r in chosen]
+    return out
+
+
+def _choose(trials: list[Record]) -> list[Record]:
+    """The held trials of one sweep that may start now, oldest first."""
+    if not trials:
         return []
-    adapter.release_trials(chosen)
-    for r in chosen:
-        records.mark(r.id, r.state, backend={"held": False}, message="released (a sweep slot is free)")
-    return [r.id for r in chosen]
+    trials.sort(key=lambda r: int(r.trial or 0))
+    active = [r for r in trials if r.active]
+    # a held trial already seen running was started (by a releaser that stopped before its mark): never again
+    held = [r for r in active if r.backend.get("held") and r.state == State.PENDING]
+    k = int(trials[0].backend.get("max_concurrent") or len(trials))
+    free = k - (len(active) - len(held))
+    busy = {_slot(r) for r in active if r not in held} - {None}
+    chosen: list[Record] = []
+    for r in held:
+        if free <= 0:
+            break
+        if _slot(r) in busy:
+            continue
+        chosen.append(r)
+        free -= 1
+        if _slot(r) is not None:
+            busy.add(_slot(r))
+    return chosen
+
+
+#: The lock file of one sweep's releases, in the state folder beside the records' own locks.
+LOCK_SUFFIX = ".release.lock"
+
+
+@contextmanager
+def _sweep_lock(sweep_id: str) -> Iterator[None]:
+    """Held while one process reads, starts and marks the held trials of ``sweep_id``: releases are one at a
+    time across every process on this machine (status, watch, the supervisor)."""
+    fd = os.open(records.state_dir() / f"{sweep_id}{LOCK_SUFFIX}", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing drops the lock
 
 
 def _slot(rec: Record) -> Any:

@@ -5,8 +5,9 @@ runs the sweep's status in a loop, which starts held trials as slots free (:mod:
 writes each trial's end to its record, and it stops when every trial has ended or been cancelled. A lock
 held while it runs keeps it one per sweep; if it dies, the lock goes with it, nothing is lost (the records
 and the containers are the state) and the next ``status`` of the sweep starts another. Starting a trial
-twice cannot happen: a release picks the same oldest held trial whoever asks, and starting a running
-container does nothing.
+twice cannot happen: a release runs under a lock of its sweep and reads the records inside it
+(:func:`taobank.sweepslots.release`), and starting a running container does nothing. The loop survives any
+failure of one look (said on its log): the trials it would start next must not wait for a person.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from .errors import TaoError
 from .records import Record
 from .redact import is_credential_name
 from .run import spawn_detached
+from .text import one_line
 
 #: Files beside the sweep's first trial record: the lock the running supervisor holds, and its log.
 LOCK, LOG = "sweep-supervisor.lock", "sweep-supervisor.log"
@@ -82,13 +84,17 @@ def supervise(sweep_id: str, first_trial: str, look: Callable[[], list[Any]], *,
             try:
                 rows = look()
             except TaoError as exc:  # a passing engine hiccup: say it, look again
-                on_line(f"sweep {sweep_id}: {exc}")
+                on_line(one_line(f"sweep {sweep_id}: {exc}"))
+                sleep(interval)
+                continue
+            except Exception as exc:  # a defect met on one look must not leave the held trials held for ever
+                on_line(one_line(f"sweep {sweep_id}: {type(exc).__name__}: {exc}; looking again"))
                 sleep(interval)
                 continue
             for row in rows:
                 if shown.get(row.id) != row.state:
                     shown[row.id] = row.state
-                    on_line(f"trial {row.trial} {row.id} {row.state}")
+                    on_line(one_line(f"trial {row.trial} {row.id} {row.state}"))
             if all(row.state in states.TERMINAL for row in rows):
                 on_line(f"sweep {sweep_id}: every trial has ended")
                 return 0

@@ -5,7 +5,10 @@ without importing the command line.
 """
 from __future__ import annotations
 
+import re
 from typing import Any
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _masked(text: str) -> str:
@@ -31,7 +34,7 @@ def escaped(text: str, keep: str = "") -> str:
     cleaning of :func:`one_line` without its masking. Printable text comes back unchanged."""
     if text.isprintable():
         return text
-    return "".join(c if c.isprintable() or c in keep else repr(c)[1:-1] for c in text)
+    return "".join(c if c.isprintable() or c in keep else _escaped(c) for c in text)
 
 
 def cleaned(data: Any) -> Any:
@@ -47,10 +50,21 @@ def cleaned(data: Any) -> Any:
     return data
 
 
+def _escaped(c: str) -> str:
+    """A character no terminal gets as it is: a byte that was not UTF-8 as that byte (``\\xe9``), others as repr."""
+    return f"\\x{ord(c) - 0xDC00:02x}" if 0xDC80 <= ord(c) <= 0xDCFF else repr(c)[1:-1]
+
+
 def terminal_text(text: str) -> str:
     """Many lines of cluster, engine or job output (logs, pull progress) fit for a terminal: every line
     through :func:`one_line` (tabs kept), each line end kept as a newline."""
     return "".join(one_line(line, keep="\t") + "\n" for line in text.splitlines()) if text else ""
+
+
+def valid_text(text: str) -> str:
+    """``text`` with every lone surrogate (a byte of a child's output that was not UTF-8, see
+    :func:`taobank.run.decode_output`) replaced by U+FFFD: text fit to parse, store in a record or encode."""
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def error_line(message: object) -> str:

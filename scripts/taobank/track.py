@@ -48,33 +48,11 @@ def refresh(adapter: Adapter, recs: list[Record], *, retry: bool = True) -> list
         if obs is None or not obs.asked:  # never launched, or not asked: the record stays as it is
             views[rec.id] = (rec, obs)
             continue
-        cur = records.get(rec.id)  # another poller may have moved it since it was chosen
-        move = states.next_move(cur.state, obs.state, obs.message, recorded=cur.message, keep_if=obs.keep_if)
-        if move.state is None:
-            views[rec.id] = (cur, obs)
-            if cur.terminal and obs.state != cur.state:
-                notes[cur.id] = f"{obs.message}; the record is terminal ({cur.state}) and stays the source of truth"
-            continue
-        message, relaunch = move.message, False
-        if move.state == State.ERROR and obs.retry and retry:
-            message, relaunch, goes_on = _retry_verdict(adapter, cur, message or obs.message)
-            if goes_on:
-                carried.add(cur.id)
-        if obs.cut_short and move.state in (State.ERROR, State.CANCELED) and cur.id not in carried:
-            # first, so a table that cuts long messages still shows what to do
-            message = f"{states.continue_hint(cur.id, obs.cut_short)}; {message or obs.message}"
-        marked = Record.of(records.mark(cur.id, move.state, source="poller", message=message,
-                                        err_class=obs.err_class if move.state == State.ERROR else None,
-                                        backend={k: v for k, v in obs.backend.items() if v is not None} or None,
-                                        backend_ref=obs.backend_ref, rebind=obs.backend_ref is not None))
-        views[cur.id] = (marked, obs)
-        if relaunch:
-            nxt = open_retry(adapter, marked, context)
-            views[nxt.id] = (nxt, None)
-            if nxt.state == State.ERROR:  # the resubmit failed: the chain ends here
-                carried.discard(cur.id)
-        if marked.terminal and not cur.terminal:
-            ended.append(marked)
+        try:
+            _apply(adapter, rec, obs, retry, context, views, ended, carried, notes)
+        except TaoError as exc:  # this record alone (damaged, or refused the mark): the others go on
+            views[rec.id] = (rec, None)
+            notes[rec.id] = f"not updated: {exc}"
     if ended:
         for jid, note in adapter.ended(ended, context, carried_on=frozenset(carried)).items():
             if note:
@@ -88,6 +66,39 @@ def refresh(adapter: Adapter, recs: list[Record], *, retry: bool = True) -> list
             view.message = notes[jid]
         out.append(view)
     return out
+
+
+def _apply(adapter: Adapter, rec: Record, obs: Observation, retry: bool, context: dict,
+           views: dict[str, tuple[Record, Observation | None]], ended: list[Record], carried: set[str],
+           notes: dict[str, str]) -> None:
+    """What ``obs`` says of ``rec`` marked on its record (:func:`refresh`'s step for one job)."""
+    cur = records.get(rec.id)  # another poller may have moved it since it was chosen
+    move = states.next_move(cur.state, obs.state, obs.message, recorded=cur.message, keep_if=obs.keep_if)
+    if move.state is None:
+        views[rec.id] = (cur, obs)
+        if cur.terminal and obs.state != cur.state:
+            notes[cur.id] = f"{obs.message}; the record is terminal ({cur.state}) and stays the source of truth"
+        return
+    message, relaunch = move.message, False
+    if move.state == State.ERROR and obs.retry and retry:
+        message, relaunch, goes_on = _retry_verdict(adapter, cur, message or obs.message)
+        if goes_on:
+            carried.add(cur.id)
+    if obs.cut_short and move.state in (State.ERROR, State.CANCELED) and cur.id not in carried:
+        # first, so a table that cuts long messages still shows what to do
+        message = f"{states.continue_hint(cur.id, obs.cut_short)}; {message or obs.message}"
+    marked = Record.of(records.mark(cur.id, move.state, source="poller", message=message,
+                                    err_class=obs.err_class if move.state == State.ERROR else None,
+                                    backend={k: v for k, v in obs.backend.items() if v is not None} or None,
+                                    backend_ref=obs.backend_ref, rebind=obs.backend_ref is not None))
+    views[cur.id] = (marked, obs)
+    if relaunch:
+        nxt = open_retry(adapter, marked, context)
+        views[nxt.id] = (nxt, None)
+        if nxt.state == State.ERROR:  # the resubmit failed: the chain ends here
+            carried.discard(cur.id)
+    if marked.terminal and not cur.terminal:
+        ended.append(marked)
 
 
 def _overlay(view: Any, seen: Shown) -> None:

@@ -307,4 +307,4 @@ def test_stand_in_block_trains_as_tao_does(env, tmp_path):
     proc = run(blocks()["stand-in"], env, timeout=400)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     assert " COMPLETE" in proc.stdout and "[epoch " in proc.stdout, proc.stdout  # progress while it ran
-    assert "best val_loss (min) = 0.4 at epoch 3: train/model_epoch_003_step_00040.pth" in proc.stdout, proc.stdout
+    assert "best val_loss (min, from the KPI's name) = 0.4 at epoch 3: train/model_epoch_003_step_00040.pth" in proc.stdout, proc.stdout

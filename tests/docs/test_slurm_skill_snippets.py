@@ -172,7 +172,7 @@ def test_stand_in_block_trains_as_tao_does(session):
     res = session(["stand-in"])
     assert res.returncode == 0, res.stdout + res.stderr
     assert " COMPLETE " in res.stdout and "epoch 5/5" in res.stdout, res.stdout
-    assert "best val_loss (min) = 0.4 at epoch 3: train/model_epoch_003_step_00040.pth" in res.stdout, res.stdout
+    assert "best val_loss (min, from the KPI's name) = 0.4 at epoch 3: train/model_epoch_003_step_00040.pth" in res.stdout, res.stdout
 
 
 def test_ssh_check_block_works_on_the_local_cluster(session):

@@ -114,6 +114,8 @@ class FakeProcs:
         # the local linters of a rendered sbatch script pass (they have their own tests)
         self.on("bash", lambda c: c.words[:1] == ["-n"], "", label="bash -n")
         self.on("shellcheck", lambda c: True, "", label="shellcheck")
+        # a SLURM submit's one preflight command: every path exists, sinfo tells no node size (a test says otherwise)
+        self.on("ssh", lambda c: c.script == "MISSING", "", label="ssh MISSING")
 
     # ------------------------------------------------------------------ rules
     def on(self, program: str, match: Callable[[Call], bool], answer: Answer = "", *, rc: int = 0,

@@ -110,16 +110,16 @@ def test_secret_lint_corpus_check_names_what_fell_below_the_floor():
 def test_slurm_sweep_check_holds_the_counts_of_a_good_run_and_names_each_broken_one():
     """The e2e test runs the benchmark; here its --check is fed counts (importing it starts no cluster)."""
     mod = load("slurm_sweep.py")
-    rows = [{"n": 1, "submit_connections": 1, "submit_connect_attempts": 2, "submit_commands": 3,
+    rows = [{"n": 1, "submit_connections": 1, "submit_connect_attempts": 2, "submit_commands": 4,
              "status_connections": 1, "status_commands": 1},
-            {"n": 3, "submit_connections": 1, "submit_connect_attempts": 1, "submit_commands": 9,
+            {"n": 3, "submit_connections": 1, "submit_connect_attempts": 1, "submit_commands": 12,
              "status_connections": 1, "status_commands": 1}]
     sweeps = [(1, {}, {"connections": 2, "ssh_failures": 0}), (3, {}, {"connections": 6, "ssh_failures": 0})]
-    crow = [{"n": 3, "submit_connect_attempts": 1, "submit_commands_per_job": 3.0, "status_connections": 0,
+    crow = [{"n": 3, "submit_connect_attempts": 1, "submit_commands_per_job": 4.0, "status_connections": 0,
              "status_commands": 1}]
     assert mod.check(rows, sweeps, crow, hosts=2) == []
     rows[1]["submit_connections"] = 3  # a connection per submit
-    rows[0]["submit_commands"] = 4
+    rows[0]["submit_commands"] = 5
     sweeps[1][2]["ssh_failures"] = 1
     crow[0].update(submit_connect_attempts=3, status_connections=1)  # the master did not persist
     assert [line.split(":")[0].split(",")[0] for line in mod.check(rows, sweeps, crow, hosts=2)] == [

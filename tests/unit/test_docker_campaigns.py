@@ -72,8 +72,9 @@ class Engine:
         return ok(json.dumps(rows))
 
     @staticmethod
-    def local_sh(call):
-        p = subprocess.run(call.argv, input=call.stdin, capture_output=True, text=True, timeout=60)
+    def local_sh(call):  # bytes, as taobank.run reads a real child: a byte that is not UTF-8 stays one
+        p = subprocess.run(call.argv, input=None if call.stdin is None else call.stdin.encode(), capture_output=True,
+                           timeout=60)
         return ok(p.stdout, p.returncode, p.stderr)
 
     def calls(self, since: int = 0) -> list[str]:

@@ -45,7 +45,7 @@ def test_lost_sbatch_answer_is_reconciled_by_exact_name_never_submitted_twice(sl
     rec = records.load(view.id)
     assert rec["backend_ref"] == "slurm:4242" and rec["backend"]["slurm_job_id"] == "4242"
     assert "reconciled" in rec["message"]
-    assert slurm.scripts() == ["STAGE", "FIND", "SBATCH", "FIND", "ADOPT"]
+    assert slurm.scripts() == ["MISSING", "STAGE", "FIND", "SBATCH", "FIND", "ADOPT"]
     assert slurm.calls[-1].args[0] == "4242"
 
 
@@ -664,7 +664,7 @@ def test_the_paths_the_command_names_are_checked_in_the_one_preflight_command(sl
     with pytest.raises(TaoError, match=r"missing on the cluster \(login1\): /lustre/fsw/other/specs/train.yaml; put "):
         platform.get("slurm").submit(spec, SubmitOptions())
     assert records.list_records() == [] and slurm.scripts() == ["MISSING"]
-    assert slurm.calls[-1].args == ["/lustre/fsw/other/specs/train.yaml"]  # an output (output_dir=) may not exist yet
+    assert slurm.calls[-1].args == ["@@nodes", "/lustre/fsw/other/specs/train.yaml"]  # an output (results_dir=) may not exist yet
 
 
 @pytest.mark.parametrize("cached", ["empty", "not squashfs"])

@@ -135,7 +135,7 @@ def test_artifacts_lists_the_folder_marks_checkpoints_and_the_best_by_a_kpi(pod,
     assert all(m.get("readOnly") for m in mounts if m["mountPath"] != "/dev/shm")  # listing reads only
     assert pod.kubectl_calls("delete", "job")  # the reader pod is removed
     text = cli("tao_jobs.py", "artifacts", rec["id"], "--kpi", "val_loss")
-    assert "best val_loss (min) = 0.4 at epoch 4: model_epoch_004.pth" in text.out
+    assert "best val_loss (min, from the KPI's name) = 0.4 at epoch 4: model_epoch_004.pth" in text.out
     assert any(line.split()[-1] == "model_epoch_004.pth" and " best " in line for line in text.out.splitlines())
 
 

@@ -180,7 +180,7 @@ def test_submit_stages_the_prefetch_job_and_sbatches_both_in_one_command(slurm, 
     slurm.ssh("SBATCH", "@@prefetch 700\n701\n")
     spec = {**SPEC, "prefetch": {"ckpt/model.pth": "s3://bucket/m/model.pth"}}
     view = platform.get("slurm").submit(spec, SubmitOptions())
-    assert slurm.scripts() == ["STAGE", "FIND", "SBATCH"]  # no remote command more than a plain submit
+    assert slurm.scripts() == ["MISSING", "STAGE", "FIND", "SBATCH"]  # no remote command more than a plain submit
     b = records.load(view.id)["backend"]
     assert (b["prefetch_job_id"], b["slurm_job_id"]) == ("700", "701")
     assert b["prefetch_log"] == f"{b['job_dir']}/slurm-logs/prefetch-700.out"

@@ -36,7 +36,7 @@ def test_a_slurm_sweep_costs_the_same_few_remote_commands_for_any_n(slurm, n):
     slurm.ssh("STAGE_MANY")
     slurm.ssh("SBATCH_ARRAY", "777\n")
     done = sweeps.submit("slurm", SLURM_SPEC, SubmitOptions(), trials(n), min(K, n))
-    assert remote_commands(slurm) == ["STAGE_MANY", "SBATCH_ARRAY"]  # <= 3: no path to check, one stage, one sbatch
+    assert remote_commands(slurm) == ["MISSING", "STAGE_MANY", "SBATCH_ARRAY"]  # 3: the preflight (node sizes), one stage, one sbatch
     (sbatch,) = [c for c in slurm.calls if c.script == "SBATCH_ARRAY"]
     assert [v.backend_ref for v in done.views] == [f"slurm:777_{i}" for i in range(n)]
     ids = [v.id for v in done.views]

@@ -59,7 +59,7 @@ def test_with_a_ranking_kpi_each_cell_is_that_kpis_best_value_and_epoch_as_sweep
     assert head.split()[-3:] == ["BEST", "val_loss", "(min)"]
     assert [line.split("  ")[-1] for line in lines] == ["val_loss 0.35 @ep2", "val_loss 0.21 @ep2",
                                                         "val_loss 0.48 @ep2"]
-    assert rows[0].to_dict()["best"] == {"kpi": "val_loss", "mode": "min", "value": 0.35, "key": "epoch", "at": 1}
+    assert rows[0].to_dict()["best"] == {"kpi": "val_loss", "mode": "min", "mode_from": "flag", "value": 0.35, "key": "epoch", "at": 1}
 
 
 def test_a_trial_without_the_kpi_shows_a_dash_and_the_rank_is_checked_before_any_call(ended, fake):
@@ -79,7 +79,7 @@ def test_status_sweep_kpi_on_the_command_line(ended, cli):
     _, done = ended
     out = cli("tao_jobs.py", "status", "--sweep", done.sweep, "--kpi", "val_loss")
     assert out.rc == 0, out
-    assert "BEST val_loss (min)" in out.out.splitlines()[0] and "val_loss 0.21 @ep2" in out.out
+    assert "BEST val_loss (min, from the KPI's name)" in out.out.splitlines()[0] and "val_loss 0.21 @ep2" in out.out
     out = cli("tao_jobs.py", "status", "--sweep", done.sweep, "--kpi", "val_loss", "--mode", "max", "--json")
     assert [r["best"]["value"] for r in json.loads(out.out)] == [0.37, 0.23, 0.5]
     out = cli("tao_jobs.py", "status", "--sweep", done.sweep, "--no-headers")

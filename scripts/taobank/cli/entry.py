@@ -82,6 +82,16 @@ def print_gate_notes(name: str, notes: list[str]) -> None:
         print(one_line(f"{'note' if word == 'queued' else 'warning'}: {name} {rest}"), file=sys.stderr)
 
 
+def print_direction_note(kpi: str | None, mode: str | None, flag: str) -> None:
+    """On stderr, the direction a KPI was ranked in where no output line shows it, when it was taken from the KPI's
+    name (``flag`` left out): :func:`taobank.kpirank.inferred_note`."""
+    from ..kpirank import inferred_note
+
+    note = inferred_note(kpi, mode, flag)
+    if note:
+        print(one_line(f"note: {note}"), file=sys.stderr)
+
+
 def print_json(data: Any) -> None:
     """Print ``data`` as stable, indented JSON (what ``--json`` emits)."""
     print(json.dumps(data, indent=2, sort_keys=True, default=str))

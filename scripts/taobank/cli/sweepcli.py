@@ -8,10 +8,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .. import sweepfile
+from .. import kpirank, sweepfile
 from ..errors import EXIT_FAILED, EXIT_OK, UsageError
 from ..text import error_line
-from .entry import print_gate_notes, print_json
+from .entry import print_direction_note, print_gate_notes, print_json
 
 
 def add_submit_flags(p: argparse.ArgumentParser) -> None:
@@ -40,12 +40,13 @@ def submit(platform: str, spec: dict, opts: object, trials: list[dict[str, str]]
     if getattr(args, "dry_run", False):  # the trial table and what would be sent; nothing contacted or created
         shown = sweeps.preview(platform, spec, opts, trials, args.max_concurrent,  # type: ignore[arg-type]
                                parent_kpi=getattr(args, "parent_kpi", None),
-                               parent_mode=getattr(args, "parent_mode", "min"),
+                               parent_mode=getattr(args, "parent_mode", None),
                                allow_incomplete_parent=bool(getattr(args, "allow_incomplete_parent", False)))
         print_json(shown.to_dict()) if args.json else sys.stdout.write(shown.text())
         return EXIT_OK
+    print_direction_note(getattr(args, "parent_kpi", None), getattr(args, "parent_mode", None), "--parent-mode")
     done = sweeps.submit(platform, spec, opts, trials, args.max_concurrent,  # type: ignore[arg-type]
-                         parent_kpi=getattr(args, "parent_kpi", None), parent_mode=getattr(args, "parent_mode", "min"),
+                         parent_kpi=getattr(args, "parent_kpi", None), parent_mode=getattr(args, "parent_mode", None),
                          allow_incomplete_parent=bool(getattr(args, "allow_incomplete_parent", False)))
     print_gate_notes(f"sweep {done.sweep}", done.notes)
     if args.json:
@@ -83,7 +84,7 @@ def status(args: argparse.Namespace, platform: str | None = None) -> int:
         jobstatus.watch(None, ids, on_line=lambda line: print(line, flush=True), retry=not args.no_retry,
                         first=args.interval)
     rows = sweeps.status(args.sweep, retry=not args.no_retry, kpi=getattr(args, "kpi", None),
-                         mode=getattr(args, "mode", "min"))
+                         mode=getattr(args, "mode", None))
     if args.json:
         print_json([r.to_dict() for r in rows])
     else:
@@ -115,7 +116,7 @@ def add_sweep_verb(sub: argparse._SubParsersAction) -> None:
     b = verbs.add_parser("best", help="the trial with the best KPI, and its best checkpoint")
     b.add_argument("id", metavar="SWEEP")
     b.add_argument("--kpi", required=True, metavar="NAME", help="a KPI of status.json (val_loss, mAP ...)")
-    b.add_argument("--mode", choices=("min", "max"), default="min", help="best is the lowest (default) or highest")
+    b.add_argument("--mode", choices=kpirank.MODES, help=kpirank.MODE_HELP)
     b.add_argument("--json", action="store_true", help="the winner and every trial ranked")
     b.set_defaults(func=cmd_best)
     s = verbs.add_parser("supervise", help="start the held trials of a Docker sweep as slots free, until every "

@@ -22,10 +22,10 @@ import argparse
 import sys
 from typing import Callable
 
-from .. import jobstatus, platform as core
+from .. import jobstatus, kpirank, platform as core
 from ..errors import EXIT_FAILED, EXIT_OK, TaoError, UsageError
 from ..text import error_line, one_line, terminal_text
-from .entry import add_version, print_gate_notes, print_json
+from .entry import add_version, print_direction_note, print_gate_notes, print_json
 
 #: old flag -> the flag that replaces it; the old one is accepted for one release
 DEPRECATED = {"--lines": "--tail", "--secret": "--secret-env"}
@@ -84,8 +84,7 @@ def add_status(sub: argparse._SubParsersAction, platform: str | None) -> argpars
     p.add_argument("--sweep", metavar="SWEEP", help="one table of a sweep's trials (overrides, progress, KPIs)")
     p.add_argument("--kpi", metavar="NAME", help="with --sweep: each trial's best value of this KPI and its epoch, "
                    "as sweep best ranks them (default: the latest value of every KPI)")
-    p.add_argument("--mode", choices=("min", "max"), default="min", help="with --kpi: best is the lowest (default) "
-                   "or highest")
+    p.add_argument("--mode", choices=kpirank.MODES, help=f"with --kpi: {kpirank.MODE_HELP}")
     p.set_defaults(func=lambda a: cmd_status(a, platform))
     return p
 
@@ -131,7 +130,10 @@ def cmd_status(args: argparse.Namespace, platform: str | None) -> int:
         if args.json:
             print_json([v.to_dict() for v in views])
         return core.watch_exit_code(views)
-    views = jobstatus.status(platform, ids or None, retry=retry)
+    problems: list[str] = []
+    views = jobstatus.status(platform, ids or None, retry=retry, problems=problems)
+    for line in problems:  # a damaged record never stops the status of the others
+        print(one_line(f"warning: skipped {line}"), file=sys.stderr)
     if args.json:
         print_json([v.to_dict() for v in views])
     elif not views:
@@ -241,8 +243,7 @@ def add_artifacts(sub: argparse._SubParsersAction, platform: str | None) -> argp
     p.add_argument("id", metavar="ID", nargs="?")
     add_last(p, platform)
     p.add_argument("--kpi", metavar="NAME", help="mark the best checkpoint by this KPI of status.json (val_loss ...)")
-    p.add_argument("--mode", choices=("min", "max"), default="min", help="best is the lowest (min, default) or "
-                   "the highest (max) value")
+    p.add_argument("--mode", choices=kpirank.MODES, help=kpirank.MODE_HELP)
     p.add_argument("--json", action="store_true", help='{"folder", "files": [...], "best": {...}}')
     p.set_defaults(func=lambda a: cmd_artifacts(a, platform))
     return p
@@ -272,7 +273,7 @@ def add_fetch(sub: argparse._SubParsersAction, platform: str | None) -> argparse
     p.add_argument("--best", action="store_true", help="only the best checkpoint by --kpi (as artifacts --kpi "
                    "finds it), in place of PATHs")
     p.add_argument("--kpi", metavar="NAME", help="with --best: the KPI that ranks the checkpoints (val_loss)")
-    p.add_argument("--mode", choices=("min", "max"), default="min", help="with --best: lower or higher is better")
+    p.add_argument("--mode", choices=kpirank.MODES, help=f"with --best: {kpirank.MODE_HELP}")
     p.add_argument("--json", action="store_true", help="a JSON list of the files fetched")
     p.set_defaults(func=lambda a: cmd_fetch(a, platform))
     return p
@@ -337,8 +338,7 @@ def add_prune(sub: argparse._SubParsersAction, platform: str | None) -> argparse
     p.add_argument("--keep", metavar="best|last|N", help="delete only checkpoints, keeping the best (--kpi), the "
                    "last (the one continue resumes from) or the N newest; the kept ones are checked intact")
     p.add_argument("--kpi", metavar="NAME", help="with --keep best: the KPI of status.json to rank by (val_loss ...)")
-    p.add_argument("--mode", choices=("min", "max"), default="min", help="with --keep best: best is the lowest "
-                   "(default) or highest")
+    p.add_argument("--mode", choices=kpirank.MODES, help=f"with --keep best: {kpirank.MODE_HELP}")
     p.add_argument("--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)")
     p.add_argument("--json", action="store_true", help="a JSON list")
     p.set_defaults(func=lambda a: cmd_prune(a, platform))
@@ -542,7 +542,7 @@ def add_parent(p: argparse.ArgumentParser) -> None:
                    help="use a parent that is not COMPLETE (what it left so far)")
     p.add_argument("--parent-kpi", metavar="NAME", help="{parent.checkpoint} is the checkpoint of the epoch where "
                    "this KPI (as in status.json, e.g. val_loss) is best, not the newest")
-    p.add_argument("--parent-mode", choices=["min", "max"], default="min", help="best = lowest (min) or highest")
+    p.add_argument("--parent-mode", choices=kpirank.MODES, help=f"with --parent-kpi: {kpirank.MODE_HELP}")
 
 
 def submit_lineage(platform: str, spec: dict, opts, args: argparse.Namespace, preview: Callable | None = None):
@@ -558,6 +558,7 @@ def submit_lineage(platform: str, spec: dict, opts, args: argparse.Namespace, pr
         if getattr(args, "parent_kpi", None) is not None or getattr(args, "allow_incomplete_parent", False):
             raise UsageError("--parent-kpi and --allow-incomplete-parent choose from a parent: give --parent ID too")
         return preview(spec, opts) if preview is not None else core.get(platform).submit(spec, opts)
+    print_direction_note(args.parent_kpi, args.parent_mode, "--parent-mode")
     return lineage.submit_with_parent(platform, spec, replace(opts, parent=args.parent),
                                       allow_incomplete=args.allow_incomplete_parent, kpi=args.parent_kpi,
                                       mode=args.parent_mode, preview=preview)

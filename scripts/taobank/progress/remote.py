@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 
 from ..errors import TaoError
+from ..text import valid_text
 from .statusfile import CUT, parse, stamp_key
 
 #: Bytes read of each status file, from its end: the whole file of any real training (TAO writes about 1 KB an
@@ -68,7 +69,7 @@ def split_files(output: str | None) -> dict[str, str]:
     files: dict[str, list[str]] = {}
     sizes: dict[str, int] = {}
     current: list[str] | None = None
-    for line in (output or "").split("\n"):
+    for line in valid_text(output or "").split("\n"):  # JSON text: a byte that was not UTF-8 is U+FFFD
         if line.startswith("|"):
             if current is not None:
                 current.append(line[1:])

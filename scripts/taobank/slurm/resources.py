@@ -253,3 +253,66 @@ def cluster_key(spec: SlurmSpec | Mapping[str, Any], env: Mapping[str, str] | No
     if not name:
         raise TaoError("cannot name the cluster for the NCCL probe: set SLURM_HOSTNAME (or cluster_name)")
     return f"{name}/{resolve(spec, env).partition}"
+
+
+# ------------------------------------------------------------------ the partition's node sizes
+@dataclass(frozen=True)
+class NodeSize:
+    """One node of one partition as ``sinfo -N`` has it (``default``: the partition is the cluster's default)."""
+
+    partition: str
+    default: bool
+    name: str
+    cpus: int
+    memory_mb: int
+    gpus: int
+
+
+_NODE_LINE = re.compile(r"@@node ([^|\s]+)\|([^|\s]+)\|(\d+)\+?\|(\d+)\+?\|(\S*)")
+#: one GRES entry of sinfo's %G: ``gpu:8``, ``gpu:a100:4``, ``gpu:a100:4(S:0-1)``
+_GPU_GRES = re.compile(r"gpu(?::[^:,()]+)?:(\d+)")
+
+
+def node_sizes(text: str) -> list[NodeSize]:
+    """The ``@@node PARTITION|NODE|CPUS|MEMORY_MB|GRES`` lines of :data:`taobank.slurm.remote.MISSING` (other
+    lines, and sizes written otherwise, are left out: a size the bank cannot read never refuses a job)."""
+    out = []
+    for line in text.split("\n"):
+        m = _NODE_LINE.fullmatch(line.strip())
+        if m is None:
+            continue
+        gpus = sum(int(g[1]) for g in (_GPU_GRES.match(e) for e in m[5].split(",")) if g)
+        out.append(NodeSize(m[1].rstrip("*"), m[1].endswith("*"), m[2], int(m[3]), int(m[4]), gpus))
+    return out
+
+
+def memory_mb(size: str) -> int:
+    """A SLURM size (``64G``, ``500M``, ``1048576K``; a bare number is MB) in MB, rounded up."""
+    value, unit = (int(size[:-1]), size[-1]) if size[-1] in "KMGT" else (int(size), "M")
+    return math.ceil(value * {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 ** 2}[unit])
+
+
+def too_big(res: Resources, nodes: list[NodeSize]) -> str | None:
+    """Why the job's partition(s) cannot run ``res`` (``--nodes`` nodes, each with ``--cpus-per-task`` CPUs,
+    ``--mem`` and ``--gres gpu:N``: what sbatch refuses outright), or None: it fits, or sinfo said nothing of the
+    partition (its scheduler has the last word)."""
+    wanted = set(res.partition.split(",")) if res.partition else None
+    mine = [n for n in nodes if (n.partition in wanted if wanted else n.default)]
+    if not mine:
+        return None
+    need_mem = memory_mb(res.mem) if res.mem else 0
+    fit = {n.name for n in mine if n.cpus >= res.cpus_per_task and n.memory_mb >= need_mem
+           and n.gpus >= res.gpus_per_node}
+    if len(fit) >= res.nodes:
+        return None
+    cpus, mem, gpus = (max(n.cpus for n in mine), max(n.memory_mb for n in mine), max(n.gpus for n in mine))
+    where = f"partition {res.partition}" if res.partition else "the default partition"
+    asks = [text for text, over in ((f"{res.cpus_per_task} CPUs per task", res.cpus_per_task > cpus),
+                                    (f"--mem {res.mem}", need_mem > mem),
+                                    (f"{res.gpus_per_node} GPUs per node", res.gpus_per_node > gpus)) if over]
+    if asks:
+        return (f"the job asks {', '.join(asks)}; the largest node of {where} has {cpus} CPUs, {mem}M memory and "
+                f"{gpus} GPUs: ask for less or name another partition (nothing was submitted)")
+    return (f"the job asks {res.nodes} nodes of {res.cpus_per_task} CPUs, {res.mem or 'the default'} memory and "
+            f"{res.gpus_per_node} GPUs; {where} has {len(fit)} such node(s) of {len({n.name for n in mine})}: ask "
+            "for fewer nodes or less per node (nothing was submitted)")

@@ -20,7 +20,7 @@ from ..envfile import check_secret_name
 from ..render import line_break_at
 from ..errors import SubmitUncertain, TaoError
 from ..jobspec import SlurmSpec, given
-from ..run import last_line
+from ..run import last_line, output_lines
 from . import chain, cmdpaths, facts, images, mounts, prefetch, remote, render, resources, spec as specmod, status as st, storage, uploads
 from .ssh import Connection
 from ..records import Record
@@ -149,15 +149,20 @@ def named_paths(command: str | list[str] | None, argv: list[str], spec_files: It
     return cmdpaths.cluster_paths(found, mounted)
 
 
-def preflight_paths(conn: Connection, paths: Iterable[str], sqsh_files: Iterable[str] = ()) -> list[str]:
+def preflight_paths(conn: Connection, paths: Iterable[str], sqsh_files: Iterable[str] = (), *,
+                    nodes: list[resources.NodeSize] | None = None) -> list[str]:
     """Paths (of ``paths``) missing on the login host, and ``sqsh_files`` missing or not squashfs
-    (``PATH (empty or not a squashfs image)``): ONE remote command."""
+    (``PATH (empty or not a squashfs image)``): ONE remote command. ``nodes``: filled with the size of every
+    node of every partition (sinfo, in that same command)."""
     paths, sqsh_files = list(paths), list(sqsh_files)
-    if not paths and not sqsh_files:
+    if not paths and not sqsh_files and nodes is None:
         return []
-    args = paths + ([remote.SQSH_MARK] + sqsh_files if sqsh_files else [])
+    args = ([remote.NODES_MARK] if nodes is not None else []) + paths + (
+        [remote.SQSH_MARK] + sqsh_files if sqsh_files else [])
     res = conn.script(remote.MISSING, args, what="test -e", retry_on_drop=True)
-    return [line for line in res.stdout.splitlines() if line]
+    if nodes is not None:
+        nodes += resources.node_sizes(res.stdout)
+    return [line for line in output_lines(res.stdout) if line and not line.startswith("@@node ")]
 
 
 def _staged_files(p: Decisions, job_id: str, job_dir: str, results: str, script: str,
@@ -204,15 +209,20 @@ def plan_submit(spec: SlurmSpec, env: Mapping[str, str], conn: Connection | None
 
 
 def check_one(sp: SlurmPlan, gate: Gate) -> None:
-    """ONE remote command on the login host: every input and every path the command names exists, and a
-    cached .sqsh is a squashfs image (a bad one is converted again)."""
+    """ONE remote command on the login host: every input and every path the command names exists, a cached
+    .sqsh is a squashfs image (a bad one is converted again), and a node of the partition is large enough."""
     p = sp.decided
+    assert p is not None  # plan_submit made it
     conn = sp.conn = sp.conn or Connection(sp.env)
     conn.connect()
     given_sqsh = p.pyxis_image if p.runtime == "pyxis" and p.pyxis_image and images.is_sqsh(p.pyxis_image) else None
     sqsh_checks = ([given_sqsh] if given_sqsh else []) + ([p.sqsh] if p.sqsh else [])
     wanted = list(p.required) + list(p.named)
-    missing = preflight_paths(conn, wanted, sqsh_checks)
+    nodes: list[resources.NodeSize] = []
+    missing = preflight_paths(conn, wanted, sqsh_checks, nodes=nodes)
+    refused = resources.too_big(p.resources, nodes)  # what sbatch would refuse after the record opened
+    if refused:
+        raise TaoError(refused)
     cache_bad = [m for m in missing if m.split(" ")[0] == p.sqsh]  # missing, empty or no squashfs: converted below
     data_missing = [m for m in missing if m not in cache_bad]
     if data_missing:

@@ -178,7 +178,7 @@ def test_a_sweep_runs_by_itself_with_nobody_calling_the_bank(dk):
     rows = json.loads(dk.ok("status", "--sweep", done["sweep"], "--kpi", "val_loss", "--json").stdout)
     assert [r["best"]["value"] for r in rows] == pytest.approx([0.3, 0.2, 0.4])
     table = dk.ok("status", "--sweep", done["sweep"], "--kpi", "val_loss").stdout
-    assert "BEST val_loss (min)" in table and "val_loss 0.2 @ep" in table, table
+    assert "BEST val_loss (min, from the KPI's name)" in table and "val_loss 0.2 @ep" in table, table
 
 
 def test_a_canceled_trial_stops_alone_and_the_supervisor_runs_the_others_to_their_end(dk):
