@@ -20,6 +20,7 @@ import yaml
 from k8s_verbs_support import NAMESPACE, k8s  # noqa: F401  (k8s is a fixture)
 
 import testclusters.kubernetes as lk
+from taobank import multinode
 from taobank.kubernetes import render
 from testclusters import tao_lightning
 from testclusters.kubernetes import torch_image
@@ -68,10 +69,13 @@ def test_two_nodes_train_together_when_rank0s_service_comes_late(k8s, pvc_folder
     k8s.ids.append(job_id)  # cleanup deletes the Job, its pods and the Service by the job label
     k8s.kubectl("apply", "-f", "-", stdin=json.dumps(job))
 
-    # both pods run and cannot resolve rank 0's name: there is no Service yet
-    wait_for("both pods to wait for rank 0's name",
-             lambda: sum("waiting up to" in text for text in pod_logs(k8s, name).values()) == 2, timeout=240)
-    time.sleep(10)  # the name stays unresolvable a while longer (the pods keep asking)
+    def running() -> bool:
+        pods = k8s.kjson("get", "pods", "-l", f"job-name={name}")["items"]
+        states = [cs.get("state") or {} for p in pods for cs in (p.get("status") or {}).get("containerStatuses") or []]
+        return len(states) == 2 and all("running" in s or "terminated" in s for s in states)
+
+    wait_for("both pods to start", running, timeout=240)  # with no Service yet: rank 0's name does not resolve
+    time.sleep(15)  # and it stays so a while (each pod has begun long before the name exists)
     logs = pod_logs(k8s, name)
     assert not any("resolves" in text for text in logs.values()), logs
     k8s.kubectl("apply", "-f", "-", stdin=json.dumps(service))
@@ -82,11 +86,13 @@ def test_two_nodes_train_together_when_rank0s_service_comes_late(k8s, pvc_folder
 
     wait_for("the Job to end", finished, timeout=300)
     logs = pod_logs(k8s, name)
+    wait = multinode.rank0_name_wait_s()
     status = k8s.kjson("get", "job", name).get("status") or {}
     assert int(status.get("succeeded") or 0) == 2, json.dumps(status) + json.dumps(logs)
     for pod, text in logs.items():
-        assert f"rank 0's name {name}-0.{name} resolves" in text, (pod, text)
         assert "[Multinode]" not in text, (pod, text)  # TAO's multi-node set-up went through on this node
+        assert f"tao: waiting up to {wait} s for rank 0's name {name}-0.{name}" in text, (pod, text)
+        assert f"rank 0's name {name}-0.{name} resolves" in text, (pod, text)
         assert "num_gpus=2 num_nodes=2 multinode=True" in text, (pod, text)  # TAO's entrypoint: two nodes
     by_node = lightning_ranks.check(lightning_ranks.read(lk.state_root() / "pv" / job_id), nodes=2, per_node=2)
     assert sorted(by_node) == [0, 1]
