@@ -34,9 +34,10 @@ FALLBACK_LINES = ("[Multinode] Error overriding configs", "[Multinode] Using def
 COPY_EXIT = 66
 NAME_EXIT = 69
 FALLBACK_EXIT = 70
-#: The node-local folder of the spec copies: /dev/shm is writable and per node on every platform (the
-#: Kubernetes pod's own memory volume, the SLURM node's tmpfs); one folder per job and spec.
-LOCAL_ROOT = "/dev/shm/tao-node-specs"
+#: The node-local folder of a job's spec copies is this prefix + the job id: /dev/shm is writable and per node on
+#: every platform (the Kubernetes pod's own memory volume, the SLURM node's tmpfs, which every user's jobs on the
+#: node share: so no folder of its own there, which another user would own).
+LOCAL_PREFIX = "/dev/shm/tao-node-specs-"
 #: TAO's spec option (argparse: ``-e X``, ``--experiment_spec_file X`` or ``--experiment_spec_file=X``).
 SPEC_OPTIONS = ("-e", "--experiment_spec_file")
 #: A value the bank can name again in shell text unchanged: no quote, space, expansion or glob character.
@@ -49,7 +50,7 @@ _PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*\Z")
 _GUARD_LINES = (
     'w=$1; nodes=$2; n=$3; shift 3; copies="";',
     'while [ "$n" -gt 0 ]; do',
-    '  if ! { mkdir -p -- "${2%/*}" && cp -- "$1" "$2"; }; then',
+    '  if ! (umask 077 && mkdir -p -- "${2%/*}" && cp -- "$1" "$2"); then',
     f'    echo "tao: cannot copy the spec file $1 to this node\'s own $2 (TAO rewrites it on every node): fix the path" >&2; exit {COPY_EXIT};',
     '  fi;',
     '  copies=${2%/*/*}; shift 2; n=$((n - 1));',
@@ -96,7 +97,7 @@ _GUARD_LINES = (
     'i=0;',
     'while { kill -0 "$a1" || kill -0 "$a2"; } 2>/dev/null && [ "$i" -lt 20 ]; do sleep 0.1 2>/dev/null || sleep 1; i=$((i + 1)); done;',
     'kill -KILL "$a1" "$a2" 2>/dev/null; rm -f -- "$o" "$e";',
-    f'case "$copies" in {LOCAL_ROOT}/?*) rm -rf -- "$copies" ;; esac;',
+    f'case "$copies" in {LOCAL_PREFIX}?*) rm -rf -- "$copies" ;; esac;',
     'line=$(cat -- "$f" "$f.2" 2>/dev/null | head -n 1 | cut -c 1-300); rm -f -- "$f" "$f.2";',
     'if [ -n "$line" ]; then',
     '  echo "tao: node rank ${NODE_RANK:-?} of a $nodes-node job fell back to training on one node (TAO: $line): '
@@ -120,7 +121,7 @@ def local_copy(job_id: str, index: int, source: str) -> str | None:
     base = posixpath.basename(source)
     if not _PLAIN_NAME.match(base) or not _PLAIN_NAME.match(job_id):
         return None
-    return f"{LOCAL_ROOT}/{job_id}/{index}/{base}"
+    return f"{LOCAL_PREFIX}{job_id}/{index}/{base}"
 
 
 def _spec_positions(words: Sequence[str]) -> list[tuple[int, str, str]]:

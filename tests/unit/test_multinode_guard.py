@@ -20,7 +20,7 @@ from taobank.kubernetes import render as k8s_render
 from taobank.slurm import render as slurm_render, resources
 
 JOB = "dino-train-0a1b2c3d"
-COPY = f"{multinode.LOCAL_ROOT}/{JOB}/0/spec.yaml"
+COPY = f"{multinode.LOCAL_PREFIX}{JOB}/0/spec.yaml"
 #: A TAO-like entrypoint: prints its spec file, then TAO's fallback warnings (colored, on stderr, as TAO's logger
 #: writes them) when FALL is set, and trains for a while (a child holding the output open, as torchrun would).
 FAKE_TAO = textwrap.dedent("""\
@@ -83,7 +83,7 @@ def test_shell_text_is_rewritten_in_place_keeping_every_other_word():
 def test_the_rewritten_text_differs_in_the_spec_word_only(before, path, after):
     text = " ".join([*before, "-e", path, *after])
     out, pairs = multinode.node_local_specs(["/bin/sh", "-c", text], JOB)
-    copy = f"{multinode.LOCAL_ROOT}/{JOB}/0/{path.rsplit('/', 1)[1]}"
+    copy = f"{multinode.LOCAL_PREFIX}{JOB}/0/{path.rsplit('/', 1)[1]}"
     if pairs:
         assert pairs == [(path, copy)]
         assert shell_words(out[2]) == [copy if w == path else w for w in shell_words(text)]
@@ -96,7 +96,7 @@ def test_each_node_runs_tao_on_its_own_copy(fake_tao):
     job = f"unit-{secrets.token_hex(4)}"
     (argv, pairs) = multinode.node_local_specs([sys.executable, str(script), "-e", str(spec)], job)
     copy = pairs[0][1]
-    assert copy == f"/dev/shm/tao-node-specs/{job}/0/spec.yaml" and argv[-1] == copy
+    assert copy == f"/dev/shm/tao-node-specs-{job}/0/spec.yaml" and argv[-1] == copy
     res = run_guard(multinode.guard_argv(argv, pairs, 2, 5), {"MASTER_ADDR": "localhost", "RC": "3"})
     assert res.returncode == 3, res.stderr  # the command's own exit code
     assert res.stdout.splitlines() == ["spec: train: {num_epochs: 1}", "trained"]
@@ -161,7 +161,7 @@ def test_kubernetes_ranks_run_under_the_guard_on_their_own_spec_copy():
     command = main["command"]
     at = command.index("tao-node")
     assert command[at - 3:at] == ["/bin/sh", "-c", k8s_render.kube_literal(multinode.GUARD_SCRIPT)]
-    copy = f"{multinode.LOCAL_ROOT}/{JOB}/0/train.yaml"
+    copy = f"{multinode.LOCAL_PREFIX}{JOB}/0/train.yaml"
     assert command[at + 1:] == [str(multinode.rank0_name_wait_s()), "2", "1", "/data/specs/train.yaml", copy,
                                 "/bin/sh", "-c", f"dino train -e {copy} train.num_gpus=2 train.num_nodes=2"]
     # the copies live in the pod's own memory volume
@@ -181,7 +181,7 @@ def test_a_read_only_config_file_is_copied_too():
     job = k8s_render.find(objs, "Job")
     assert job is not None
     command = job["spec"]["template"]["spec"]["containers"][0]["command"]
-    copy = f"{multinode.LOCAL_ROOT}/{JOB}/0/spec.yaml"
+    copy = f"{multinode.LOCAL_PREFIX}{JOB}/0/spec.yaml"
     assert command[command.index("tao-node") + 3:] == ["1", "/cfg/spec.yaml", copy, "dino", "train", "-e", copy,
                                                        "train.num_gpus=1", "train.num_nodes=2"]
 
@@ -195,7 +195,7 @@ def test_slurm_tasks_run_under_the_guard_on_their_own_spec_copy():
     srun = text[text.index("srun --nodes=2"):].split("\nrc=$?")[0]
     words = shlex.split(srun.replace("\\\n", " "))
     task = words[words.index("tao-task") + 1:]
-    copy = f"{multinode.LOCAL_ROOT}/{JOB}/0/train.yaml"
+    copy = f"{multinode.LOCAL_PREFIX}{JOB}/0/train.yaml"
     assert task == ["/bin/sh", "-c", multinode.GUARD_SCRIPT, "tao-node", str(multinode.rank0_name_wait_s()), "2", "1",
                     spec_path, copy, "dino", "train", "-e", copy]
     slurm_render.lint(text)  # bash -n, shellcheck, the secret lint

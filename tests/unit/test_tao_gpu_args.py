@@ -125,7 +125,7 @@ def test_slurm_dry_run_carries_the_counts(nodes, tmp_path):
         (["train.num_gpus=2", "train.num_nodes=2"] if nodes == 2 else ["train.num_gpus=2"])
     assert words.count("dino") == 1 and words[words.index("dino"):][:3] == ["dino", "train", "-e"]
     spec = words[words.index("-e") + 1]  # each node of a multi-node job reads its own copy (taobank.multinode)
-    assert spec == "/lustre/me/train.yaml" if nodes == 1 else spec.startswith("/dev/shm/tao-node-specs/")
+    assert spec == "/lustre/me/train.yaml" if nodes == 1 else spec.startswith("/dev/shm/tao-node-specs-")
     assert "export SLURM_JOB_NAME=bash; unset SLURM_NTASKS" in out
 
 
