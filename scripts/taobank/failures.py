@@ -41,6 +41,8 @@ PATTERNS: tuple[InfraPattern, ...] = (
                  r"Watchdog caught collective operation timeout|NCCL communicator was aborted"
                  r"|ProcessGroupNCCL[^\n]*Timeout|NCCL timeout",
                  "collective timed out: a peer or the network stalled"),
+    InfraPattern("rank0_name", r"tao: rank 0's name \S+ did not resolve within",
+                 "rank 0's name never resolved (the job's headless Service or the cluster DNS; taobank.multinode)"),
     InfraPattern("rendezvous_connection",
                  r"(?:c10d|TCPStore|gloo|torch\.distributed)[^\n]{0,200}(?:Connection reset by peer|Connection refused|Broken pipe)",
                  "lost the rendezvous/peer connection"),

@@ -47,9 +47,40 @@ def _spec_counts(spec_file: str | None, action: str) -> dict:
     return section if isinstance(section, dict) else {}
 
 
-def gpu_counts(action: str, unknown_args: list[str], env: dict, spec_file: str | None = None) -> dict:
+def multinode_error(env: dict, spec_file: str | None) -> str | None:
+    """What makes TAO's multi-node branch fail on this node (entrypoint.py ``launch`` with WORLD_SIZE set), None
+    when it goes through: a rendezvous variable missing, MASTER_ADDR not resolving (validator.py
+    ``validate_configs``: ``socket.gethostbyname``), then the spec file not rewritable (TAO writes its ``train``
+    section back IN PLACE, on every node). TAO then logs two warnings and runs the node with --nnodes=1."""
+    missing = [key for key in MULTINODE_ENV if not env.get(key)]
+    if missing:
+        return f"{', '.join(missing)} not set"
+    import socket
+
+    try:
+        socket.gethostbyname(env["MASTER_ADDR"])
+    except OSError:
+        return f"Invalid master address: {env['MASTER_ADDR']}"
+    if spec_file:
+        import yaml
+
+        try:
+            with open(spec_file, encoding="utf-8") as fh:
+                config = yaml.safe_load(fh)
+            train = config.get("train", {})  # an empty (just truncated) file: None has no .get, as in TAO
+            if train:
+                with open(spec_file, "w", encoding="utf-8") as fh:
+                    yaml.safe_dump(config, fh, default_flow_style=False)
+        except Exception as exc:  # noqa: BLE001  (TAO catches everything here)
+            return str(exc)
+    return None
+
+
+def gpu_counts(action: str, unknown_args: list[str], env: dict, spec_file: str | None = None,
+               error: str | None = None) -> dict:
     """TAO's rule, step by step (entrypoint.py ``launch``): ``num_gpus``, ``gpu_ids`` (a list), ``num_nodes``
-    (an int), whether the multi-node branch was taken, and the ``TAO_VISIBLE_DEVICES`` it sets."""
+    (an int), whether the multi-node branch was taken, and the ``TAO_VISIBLE_DEVICES`` it sets. ``error``: what
+    made the multi-node branch fail on this node (:func:`multinode_error`; a missing variable is found here)."""
     # TAO joins the unknown args with a leading space and searches the text, not the words.
     text = " " + " ".join(unknown_args)
     num_gpus, gpu_ids, num_nodes = 1, [0], 1
@@ -73,8 +104,10 @@ def gpu_counts(action: str, unknown_args: list[str], env: dict, spec_file: str |
     multinode = False
     if env.get("WORLD_SIZE"):
         missing = [key for key in MULTINODE_ENV if not env.get(key)]
-        if missing:  # TAO logs "[Multinode] Error overriding configs" and runs on one node
-            print(f"tao stand-in: [Multinode] {', '.join(missing)} not set: using default configs", flush=True)
+        error = error or (f"{', '.join(missing)} not set" if missing else None)
+        if error:  # TAO logs its two [Multinode] warnings (on stderr) and runs on one node
+            print(f"tao stand-in - WARNING - [Multinode] Error overriding configs: {error}", file=sys.stderr, flush=True)
+            print("tao stand-in - WARNING - [Multinode] Using default configs.", file=sys.stderr, flush=True)
             num_nodes = 1
         else:
             multinode = True
@@ -113,7 +146,8 @@ def _split(argv: list[str]) -> tuple[str, str | None, list[str]]:
 
 def main(network: str, argv: list[str] | None = None) -> int:
     action, spec, unknown = _split(list(sys.argv[1:] if argv is None else argv))
-    counts = gpu_counts(action, unknown, dict(os.environ), spec)
+    error = multinode_error(dict(os.environ), spec) if os.environ.get("WORLD_SIZE") else None
+    counts = gpu_counts(action, unknown, dict(os.environ), spec, error)
     env = dict(os.environ)
     env[ENV_SNAPSHOT] = json.dumps(task_snapshot(os.environ), sort_keys=True)
     env["TAO_VISIBLE_DEVICES"] = counts["visible_devices"]

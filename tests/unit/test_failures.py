@@ -20,6 +20,8 @@ INFRA = [
     ("[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE) ran for 600000 ms",
      "nccl_timeout"),
     ("torch.distributed.DistStoreError: TCPStore recvValue failed: Connection reset by peer", "rendezvous_connection"),
+    ("tao: rank 0's name job-0.job did not resolve within 300 s on node rank 1 of 2: the job stops rather than train "
+     "on one node (check the job's headless Service and the cluster DNS)", "rank0_name"),
     ("slurmstepd: error: *** JOB 4242 ON node7 CANCELLED AT 2026-01-01T00:00:00 DUE TO NODE FAILURE ***", "node_failure"),
     ("slurmstepd: error: *** JOB 4242 ON node7 CANCELLED AT 2026-01-01T00:00:00 DUE TO PREEMPTION ***", "preemption"),
     ("OSError: [Errno 116] Stale file handle", "stale_filesystem"),

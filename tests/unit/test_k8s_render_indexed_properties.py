@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from taobank import multinode
 from taobank.kubernetes import render
 from taobank.kubernetes.render import RENDEZVOUS_ENV, find, render_manifests
 from taobank.redact import is_credential_name
@@ -40,7 +41,11 @@ def test_indexed_job_values_land_verbatim(image, command, env, nccl, annotations
     assert set(pod) <= {"restartPolicy", "subdomain", "containers", "volumes", "nodeSelector", "tolerations",
                         "imagePullSecrets", "hostname", "setHostnameAsFQDN"}  # nothing injected into the pod spec
     (c,) = pod["containers"]
-    assert c["image"] == image and c["command"] == ["/bin/sh", "-c", command]
+    # each rank runs the user's command under the node guard (a command naming no spec file: no copies)
+    assume(not {"-e", "--experiment_spec_file"} & set(multinode.shell_words(command)))
+    assert c["image"] == image and c["command"][-3:] == ["/bin/sh", "-c", command]
+    assert c["command"][:4] == ["/bin/sh", "-c", render.kube_literal(multinode.GUARD_SCRIPT), "tao-node"]
+    assert c["command"][4:-3] == [str(multinode.rank0_name_wait_s()), str(nodes), "0"]
     assert "securityContext" not in c and "securityContext" not in pod
     got = {e["name"]: e.get("value") for e in c["env"] if "value" in e}
     for k, v in {**env, **nccl}.items():

@@ -5,8 +5,9 @@ import shutil
 import subprocess
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as hst
+from hypothesis import HealthCheck, assume, given, settings, strategies as hst
 
+from taobank import multinode
 from taobank.errors import TaoError
 from taobank.slurm import render, resources
 
@@ -70,7 +71,7 @@ def test_multi_node_rank_is_computed_inside_each_task():
     assert 'scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1' in text
     # The batch step never sets NODE_RANK; the task prologue does, from the task's own SLURM_NODEID.
     batch_lines = [line for line in text.splitlines() if "NODE_RANK" in line and "bash -c" not in line
-                   and not line.lstrip().startswith("#")]
+                   and " tao-node " not in line and not line.lstrip().startswith("#")]  # the node guard runs in the task
     assert batch_lines == []
     srun = text[text.index("srun --nodes=2"):]
     tokens = shlex.split(srun.split("\nrc=$?")[0].replace("\\\n", " "))
@@ -160,6 +161,8 @@ _WORD = hst.text(hst.characters(blacklist_categories=("Cs", "Cc")), min_size=1, 
 def test_user_argv_starting_with_dashes_reaches_the_program_not_srun(first, rest, nodes):
     """Whatever the first words are, srun's own options end at '--': the user's argv follows it verbatim."""
     argv = [first] + rest
+    assume(not {"-e", "--experiment_spec_file"} & set(argv) and not any(w.startswith("--experiment_spec_file=")
+                                                                          for w in argv))
     res = {"partition": "local", "cpus_per_task": 1, "num_gpus": 8 * nodes, "num_nodes": nodes,
            "max_num_gpus_per_node": 8}
     text = render.render(make(command=argv, res=res))
@@ -169,7 +172,9 @@ def test_user_argv_starting_with_dashes_reaches_the_program_not_srun(first, rest
     assert all(t.startswith("--") or t == "srun" for t in tokens[:cut])  # only the bank's options before it
     assert tokens[-len(argv):] == argv
     prologue = render.TASK_PROLOGUE if nodes > 1 else render.SINGLE_TASK_PROLOGUE
-    assert tokens[cut + 1:] == ["bash", "-c", prologue, "tao-task", *argv]
+    # each node of a multi-node job runs the argv under the node guard (taobank.multinode), which names no spec here
+    guard = ["/bin/sh", "-c", multinode.GUARD_SCRIPT, "tao-node", str(multinode.rank0_name_wait_s()), "2", "0"]
+    assert tokens[cut + 1:] == ["bash", "-c", prologue, "tao-task", *(guard if nodes > 1 else []), *argv]
 
 
 def test_the_job_resubmits_itself_only_with_requeue_and_checks_its_log_with_the_shared_patterns():

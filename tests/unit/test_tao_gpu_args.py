@@ -119,10 +119,14 @@ def test_slurm_dry_run_carries_the_counts(nodes, tmp_path):
     out = _dry_run([str(SCRIPTS / "tao_slurm.py"), "submit", "--dry-run", "--image", IMAGE, "--network-arch",
                     "dino", "--action", "train", "--gpus-per-node", "2", "--nodes", str(nodes), "--",
                     "dino", "train", "-e", "/lustre/me/train.yaml"], tmp_path)
-    line = next(ln for ln in out.splitlines() if ln.startswith("dino train"))
-    assert shlex.split(line)[4:-1] == \
-        (["train.num_gpus=2", "train.num_nodes=2"] if nodes == 2 else ["train.num_gpus=2"])
-    assert shlex.split(line)[-1] == "results_dir=/lustre/fsw/portfolios/edgeai/me/results/preview-job"
+    srun = out[out.index("srun --nodes="):].split("\nrc=$?")[0]
+    words = shlex.split(srun.replace("\\\n", " "))
+    keys = ["train.num_gpus=2", "train.num_nodes=2"] if nodes == 2 else ["train.num_gpus=2"]
+    assert words[-len(keys) - 1:-1] == keys
+    assert words[-1] == "results_dir=/lustre/fsw/portfolios/edgeai/me/results/preview-job"
+    assert words.count("dino") == 1 and words[words.index("dino"):][:3] == ["dino", "train", "-e"]
+    spec = words[words.index("-e") + 1]  # each node of a multi-node job reads its own copy (taobank.multinode)
+    assert spec == "/lustre/me/train.yaml" if nodes == 1 else spec.startswith("/dev/shm/tao-node-specs-")
     assert "export SLURM_JOB_NAME=bash; unset SLURM_NTASKS" in out
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from testclusters.tao_lightning.tao_entry import gpu_counts, slurm_detected
+from testclusters.tao_lightning.tao_entry import gpu_counts, multinode_error, slurm_detected
 
 RENDEZVOUS = {"MASTER_ADDR": "node1", "MASTER_PORT": "29500", "NODE_RANK": "1"}
 
@@ -62,3 +62,22 @@ def test_slurm_detection_is_lightnings():
     assert slurm_detected({"SLURM_NTASKS": "2", "SLURM_JOB_NAME": "bash"}) is False
     assert slurm_detected({"SLURM_NTASKS": "2", "SLURM_JOB_NAME": "interactive"}) is False
     assert slurm_detected({"SLURM_JOB_NAME": "dino-train-1"}) is False
+
+
+def test_tao_falls_back_when_rank0s_name_does_not_resolve_or_the_spec_cannot_be_rewritten(tmp_path):
+    """TAO's multi-node branch (validate_configs, then the in-place spec rewrite) fails on these: the node falls
+    back to one node."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("# a comment TAO's rewrite drops\ntrain:\n  num_epochs: 1\n")
+    here = {**RENDEZVOUS, "MASTER_ADDR": "localhost", "WORLD_SIZE": "2"}
+    assert multinode_error({**here, "MASTER_ADDR": "no-such-rank0.invalid"}, str(spec)) == (
+        "Invalid master address: no-such-rank0.invalid")
+    assert multinode_error({k: v for k, v in here.items() if k != "NODE_RANK"}, None) == "NODE_RANK not set"
+    assert multinode_error(here, str(spec)) is None
+    assert spec.read_text() == "train:\n  num_epochs: 1\n"  # rewritten in place, as TAO does
+    spec.write_text("")  # a spec another node has just truncated
+    assert multinode_error(here, str(spec)) == "'NoneType' object has no attribute 'get'"
+    env = {"WORLD_SIZE": "2", "NUM_GPU_PER_NODE": "2", **here}
+    assert counts("train.num_gpus=2", env) == (2, 2, True, "0, 1")
+    got = gpu_counts("train", ["train.num_gpus=2"], env, None, "Invalid master address: x")
+    assert (got["num_nodes"], got["multinode"]) == (1, False)

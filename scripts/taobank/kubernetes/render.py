@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Mapping
 
-from .. import names, pins
+from .. import multinode as nodeguard, names, pins
 from ..contract import RESULTS_VAR
 from ..errors import TaoError
 from ..jobspec import KubernetesSpec, given
@@ -387,6 +387,8 @@ def build_context(
     env_from = [{"secretRef": {"name": cred_secret}}] if cred_secret else None
 
     user_argv = [] if sweep_table else argv_of(spec)
+    if multinode and user_argv:  # each rank: its own spec copies, rank 0's name, no silent one-node fallback
+        user_argv = nodeguard.guarded(user_argv, job_id, nodes, literal=kube_literal)
     staging = staging_dir(spec)
     results = resultsmod.plan(spec, staging=staging).for_job(job_id)
     init_containers: list[dict] = []

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from .. import failures
+from .. import failures, multinode
 from ..envfile import check_name
 from ..errors import TaoError
 from ..render import Raw, render_text
@@ -122,6 +122,9 @@ def render(inp: ScriptInput) -> str:
     for key in list(inp.env) + list(inp.nccl_env):
         check_name(key)
     template = MULTI if inp.resources.nodes > 1 else SINGLE
+    command = list(inp.command)
+    if inp.resources.nodes > 1:  # each node: its own spec copies, rank 0's name, no silent one-node fallback
+        command = multinode.guarded(command, inp.job_id, inp.resources.nodes)
     ctx: dict[str, Any] = {
         "template_name": template.split("/", 1)[1],
         "directives": [(Raw(o), v) for o, v in directives(inp)],
@@ -141,7 +144,7 @@ def render(inp: ScriptInput) -> str:
         # srun does not take the batch step's --cpus-per-task on every SLURM release: always say it.
         "cpus_per_task": inp.resources.cpus_per_task,
         "container_args": container_args(inp),
-        "command": list(inp.command),
+        "command": command,
         "master_port": int(inp.master_port),
         "task_prologue": TASK_PROLOGUE if inp.resources.nodes > 1 else SINGLE_TASK_PROLOGUE,
         "script_rel": f"sbatch/job_{inp.job_id}.sbatch",

@@ -54,7 +54,9 @@ def test_probe_ok_is_cached_per_cluster_and_reused_until_force(k8s, tmp_path):
     main = job["spec"]["template"]["spec"]["containers"][0]
     assert main["image"] == "nvcr.io/nvidia/pytorch:25.08-py3"
     pre = nccl_probe.gpu_precheck()  # PyTorch and a CUDA GPU first (else 127 / no-gpu), then torchrun
-    assert main["command"][:2] == ["/bin/sh", "-c"] and main["command"][2].startswith(pre + "timeout -k 10 300 torchrun")
+    # each rank runs it under the node guard (taobank.multinode: rank 0's name first)
+    assert main["command"][3] == "tao-node" and main["command"][-3:-1] == ["/bin/sh", "-c"]
+    assert main["command"][-1].startswith(pre + "timeout -k 10 300 torchrun")
     assert {"name": "NCCL_SOCKET_IFNAME", "value": "eth0"} in main["env"]
     assert "envFrom" not in main  # Secret-less
     calls = k8s.calls()
