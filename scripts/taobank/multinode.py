@@ -53,6 +53,12 @@ _GUARD_LINES = (
     '  if ! (umask 077 && mkdir -p -- "${2%/*}" && cp -- "$1" "$2"); then',
     f'    echo "tao: cannot copy the spec file $1 to this node\'s own $2 (TAO rewrites it on every node): fix the path" >&2; exit {COPY_EXIT};',
     '  fi;',
+    # the spec's siblings are linked beside the copy: Hydra reads a spec's defaults (dataset/..., model/...) from
+    # the folder TAO hands it (the copy's), and TAO rewrites only the file itself
+    '  case "$1" in */*) sd=${1%/*} ;; *) sd=. ;; esac;',
+    '  for x in "${sd:-/}"/*; do',
+    '    b=${x##*/}; if [ -e "$x" ] && [ "$b" != "${1##*/}" ]; then ln -s -- "$x" "${2%/*}/$b" 2>/dev/null; fi;',
+    '  done;',
     '  copies=${2%/*/*}; shift 2; n=$((n - 1));',
     'done;',
     'tao_resolves() {',

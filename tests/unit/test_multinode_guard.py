@@ -104,6 +104,24 @@ def test_each_node_runs_tao_on_its_own_copy(fake_tao):
     assert res.stderr == "" and not Path(copy).parent.parent.exists()  # the copies go when the command ends
 
 
+def test_the_copy_keeps_the_specs_siblings_for_hydras_defaults(tmp_path):
+    """TAO hands Hydra the copy's folder: a spec whose defaults name sibling files or folders still finds them."""
+    src = tmp_path / "specs"
+    (src / "dataset").mkdir(parents=True)
+    (src / "dataset" / "coco.yaml").write_text("root: /data\n")
+    (src / "model.yaml").write_text("backbone: r50\n")
+    (src / "train.yaml").write_text("defaults: [dataset: coco, model]\n")
+    job = f"unit-{secrets.token_hex(4)}"
+    argv, pairs = multinode.node_local_specs(["/bin/sh", "-c", f"tao -e {src}/train.yaml"], job)
+    check = ('d=$(dirname "$0"); cat "$d/dataset/coco.yaml" "$d/model.yaml"; echo x >> "$0"')
+    argv = ["/bin/sh", "-c", check, pairs[0][1]]
+    res = run_guard(multinode.guard_argv(argv, pairs, 2, 0), {})
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == ["root: /data", "backbone: r50"]
+    assert (src / "train.yaml").read_text() == "defaults: [dataset: coco, model]\n"  # the shared spec untouched
+    assert not Path(pairs[0][1]).parent.parent.exists()
+
+
 def test_a_spec_that_cannot_be_copied_stops_the_node_in_one_line(tmp_path):
     argv = multinode.guard_argv(["true"], [(str(tmp_path / "missing.yaml"), str(tmp_path / "c" / "s.yaml"))], 2, 0)
     res = run_guard(argv, {})
@@ -163,7 +181,8 @@ def test_kubernetes_ranks_run_under_the_guard_on_their_own_spec_copy():
     assert command[at - 3:at] == ["/bin/sh", "-c", k8s_render.kube_literal(multinode.GUARD_SCRIPT)]
     copy = f"{multinode.LOCAL_PREFIX}{JOB}/0/train.yaml"
     assert command[at + 1:] == [str(multinode.rank0_name_wait_s()), "2", "1", "/data/specs/train.yaml", copy,
-                                "/bin/sh", "-c", f"dino train -e {copy} train.num_gpus=2 train.num_nodes=2"]
+                                "/bin/sh", "-c",
+                                f"dino train -e {copy} train.num_gpus=2 train.num_nodes=2 results_dir=/data/{JOB}"]
     # the copies live in the pod's own memory volume
     assert {"name": "dshm", "mountPath": "/dev/shm"} in main["volumeMounts"]
     # a one-node job runs its command as it is
