@@ -24,7 +24,7 @@ def test_sweep_benchmark_counts_hold_on_slurm(slurm_cluster, tmp_path):
             for ln in res.stdout.splitlines() if ln.startswith("slurm |")}
     submit, status, cancel = rows[("slurm", "4", "submit")], rows[("slurm", "4", "status")], \
         rows[("slurm", "4", "cancel --sweep")]
-    assert int(submit[3]) <= 3 and int(submit[6]) == 6  # the sweep vs 2 single submits of 3 commands each
+    assert int(submit[3]) <= 3 and int(submit[6]) == 8  # the sweep vs 2 single submits of 4 commands each
     assert int(status[3]) <= 2 and int(cancel[3]) == 1
     assert submit[9].endswith("x") and status[9].endswith("x")  # the ratios against the baseline
     (check,) = [ln for ln in res.stdout.splitlines() if ln.startswith("check: ")]

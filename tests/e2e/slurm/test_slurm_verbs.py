@@ -19,10 +19,14 @@ from taobank.errors import TaoError
 from taobank.slurm import remote, ssh, storage
 from taobank.slurm import facts as slurm_facts, logs as slurm_logs, submit as slurm_submit
 from taobank.slurm.ssh import Connection
+from testclusters.slurm_conf import Layout, default_state_dir
 
 sys.path.insert(0, os.path.dirname(__file__))
 from slurm_helpers import ArgvWatcher, base_spec, call_log, probe_gloo_ok, wait_state  # noqa: E402
 from slurm_helpers import cancel as slurm_helpers_cancel, status as slurm_helpers_status  # noqa: E402
+
+#: the local cluster's accounts: the one jobs name, and the default one that may submit nothing
+SLURM_LAYOUT = Layout(state=default_state_dir())
 
 SECRET = "tao-e2e-secret-7f3a9c1d5e"
 BANK = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
@@ -166,23 +170,25 @@ def test_memory_kill_is_reported_as_program_error(slurm_env):
 
 
 def test_gres_over_capacity_refused_at_submit_with_a_clear_line(slurm_env):
+    """The partition's node sizes are read in the submit's one preflight command: a job no node holds is refused
+    before anything is written."""
     with pytest.raises(TaoError) as exc:
         slurm_submit.submit(base_spec(num_gpus=64, max_num_gpus_per_node=64))
     msg = str(exc.value)
-    assert "Requested node configuration is not available" in msg and "lower num_gpus" in msg
+    assert "64 GPUs per node" in msg and "largest node of partition local" in msg and "nothing was submitted" in msg
     assert "\n" not in msg
-    (rec,) = records.list_records(platform="slurm")
-    assert rec["state"] == "ERROR" and "slurm_job_id" not in rec["backend"]
+    assert records.list_records(platform="slurm") == []
 
 
 def test_refused_sbatch_leaves_nothing_behind(slurm_env, monkeypatch):
     """A submit that sbatch refuses after staging takes back what it staged: the job folder with the
     secret, and the empty results folder; the ERROR record says why."""
     monkeypatch.setenv("NGC_KEY", SECRET)
-    with pytest.raises(TaoError, match="Requested node configuration is not available.*its staged folder was removed"):
-        slurm_submit.submit(base_spec(num_gpus=64, max_num_gpus_per_node=64, secrets=["NGC_KEY"]))
+    # the default account may submit nothing (MaxSubmitJobs=0): only sbatch itself knows, after the staging
+    with pytest.raises(TaoError, match="sbatch.*its staged folder was removed"):
+        slurm_submit.submit(base_spec(account=SLURM_LAYOUT.default_account, secrets=["NGC_KEY"]))
     (rec,) = records.list_records(platform="slurm")
-    assert rec["state"] == "ERROR" and "Requested node configuration" in rec["message"]
+    assert rec["state"] == "ERROR" and "sbatch" in rec["message"]
     # Runtime metadata (slurm_job_id, job_dir) is written only after sbatch answered: none here.
     assert "job_dir" not in rec["backend"] and "slurm_job_id" not in rec["backend"]
     job_dir = Path(rec["backend"]["staged_dir"])  # the local cluster's Lustre is this machine's /srv
@@ -694,7 +700,8 @@ def test_a_refused_training_sbatch_cancels_its_held_conversion_job(slurm_env):
     image = "nvcr.io/nvidia/tao/tao-toolkit:7.1.0-pyt"
     Connection().script('rm -f -- "$1"', [images.sqsh_path(image, cache)])
     with pytest.raises(TaoError, match=r"image conversion job (\d+) cancelled") as err:
-        slurm_submit.submit(base_spec(container_runtime="pyxis", image=image, sqsh_cache_dir=cache, cpus_per_task=999,
+        slurm_submit.submit(base_spec(container_runtime="pyxis", image=image, sqsh_cache_dir=cache,
+                               account=SLURM_LAYOUT.default_account, conversion_account=SLURM_LAYOUT.account,
                                conversion_cpus=1, conversion_mem="200M", conversion_time_minutes=5))
     cid = re.search(r"image conversion job (\d+) cancelled", str(err.value)).group(1)
     conv = Connection().remote(["scontrol", "show", "job", "-o", cid]).stdout
