@@ -48,3 +48,11 @@ def test_json_objects_accepts_object_list_and_stream():
     assert json_objects('{"a": 1}\n{"b": 2}\n') == [{"a": 1}, {"b": 2}]
     with pytest.raises(TaoError):
         json_objects("Error from server")
+
+
+def test_created_objects_read_back_byte_for_byte():
+    """What ``kubectl create -o json`` echoes is checked against what was staged (a ConfigMap's sha256): a newline,
+    a tab or a CR in the file must come back as it is, not escaped for a terminal."""
+    text = '{"kind": "ConfigMap", "data": {"spec.yaml": "a: 1\\r\\n\\tb: \\u001b[31m\\n"}}'
+    (cm,) = json_objects(text)
+    assert cm["data"]["spec.yaml"] == "a: 1\r\n\tb: \x1b[31m\n"

@@ -145,7 +145,8 @@ def cluster_json(text: str) -> Any:
 
 def json_objects(text: str) -> list[dict]:
     """Objects from kubectl ``-o json`` output: one object, a List, or several objects back to back
-    (``kubectl create -f`` prints one document per object)."""
+    (``kubectl create -f`` prints one document per object). Not cleaned: these are the bank's own objects as the
+    server stored them, read back to check them byte for byte (a ConfigMap's file holds newlines)."""
     decoder = json.JSONDecoder()
     out: list[dict] = []
     i, n = 0, len(text)
@@ -158,6 +159,5 @@ def json_objects(text: str) -> list[dict]:
             obj, i = decoder.raw_decode(text, i)
         except ValueError:
             raise TaoError("kubectl returned output that is not JSON") from None
-        obj = cleaned(obj)
         out.extend(obj.get("items") or [] if obj.get("kind") == "List" else [obj])
     return out

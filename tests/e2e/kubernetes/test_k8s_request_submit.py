@@ -48,9 +48,11 @@ def test_config_mode_stages_exact_file_read_only(k8s, tmp_path):
     assert cm["metadata"]["ownerReferences"][0]["uid"] == out["uid"]
     pod = k8s.kjson("get", "job", out["name"])["spec"]["template"]["spec"]
     main = pod["containers"][0]
-    # native argv, passed as "$@" to the output-copy wrapper (never re-parsed); TAO told the GPUs it is given
+    # native argv, passed as "$@" to the output-copy wrapper (never re-parsed); TAO told the GPUs it is given and
+    # the job's folder to write in
     assert main["command"][4:] == ["visual_changenet", "train", "-e", "/tao/config/spec.yaml",
-                                   f"train.num_gpus={request('config').get('gpus', 1)}"]
+                                   f"train.num_gpus={request('config').get('gpus', 1)}",
+                                   f"results_dir=/results/{out['id']}"]
     mounts = {m["mountPath"]: m for m in main["volumeMounts"]}
     assert mounts["/tao/config/spec.yaml"]["readOnly"] is True
     # one volume for the duplicate-source aliases, mounted at every alias
