@@ -20,6 +20,8 @@ elapsed() { echo $(( $(date +%s) - T0 )); }
 
 step "python dependencies"
 python3 -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+# TAO's own packages, the tests' oracle: pinned, without their dependency trees (requirements-tao.txt says why)
+python3 -m pip install -q --disable-pip-version-check --no-deps -r requirements-tao.txt
 
 # tests/clients drive the real Claude Code and Codex CLIs: the versions pinned in
 # versions.yaml (agent_clients), installed once under ~/.cache/tao-skill-bank/npm/.

@@ -198,6 +198,9 @@ class Observation:
     #: the job ended because it was cut short, not by itself: "time limit" or "preempted" (``states.CUT_SHORT``);
     #: the core adds the one ``continue`` hint to the record's message (``states.continue_hint``)
     cut_short: str | None = None
+    #: how TAO's status file says the run ended, when the adapter read it (``{"status": "SUCCESS" | "FAILURE",
+    #: "message"}``, :func:`taobank.training.tao_end`): TAO's last word decides a clean exit (:mod:`taobank.track`)
+    tao_end: dict[str, str] | None = None
 
     @property
     def exit_status(self) -> str | None:

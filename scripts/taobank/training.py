@@ -41,6 +41,13 @@ def progress_of(files: Mapping[str, str], action: str | None) -> dict[str, Any] 
     return {**now.to_dict(), "line": line, "file": chosen, "skipped_lines": log.skipped}
 
 
+def tao_end(files: Mapping[str, str], action: str | None) -> dict[str, str] | None:
+    """How the latest run in the job's status file ended (``{"status": "SUCCESS" | "FAILURE", "message"}``),
+    None while it has not said; what :attr:`taobank.contract.Observation.tao_end` holds."""
+    chosen = tao.pick(dict(files), action)
+    return tao.statusfile.text_outcome(files[chosen]) if chosen else None
+
+
 def metrics_of(files: Mapping[str, str], action: str | None, job_id: str) -> tuple[list[dict], tao.StatusLog, str]:
     """(the KPI series by epoch, the parsed log, the file it came from); one line when there is nothing to show."""
     found = chosen_log(files, action)
@@ -55,4 +62,4 @@ def metrics_of(files: Mapping[str, str], action: str | None, job_id: str) -> tup
     return rows, log, chosen
 
 
-__all__ = ["status_paths", "chosen_log", "progress_of", "metrics_of"]
+__all__ = ["status_paths", "chosen_log", "progress_of", "tao_end", "metrics_of"]
