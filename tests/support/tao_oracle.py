@@ -181,6 +181,10 @@ class Run:
     exit_code: int
     folder: Path
     checkpoints: list[str] = field(default_factory=list)
+    #: how many status lines were written when each checkpoint was saved
+    saved_at: list[int] = field(default_factory=list)
+    #: the status file's lines before this run (an earlier run's, appended to)
+    first_line: int = 0
 
     @property
     def status_text(self) -> str:
@@ -200,7 +204,9 @@ def train(results: Path, scenario: Scenario, *, network: str = "dino") -> Run:
                                       verbosity=tao_logging.Verbosity.INFO, append=True)
     tao_logging.set_status_logger(logger)
     checkpoint = tao_checkpoint(folder, network)
-    saved: list[str] = []
+    run = Run(1, folder)
+    written = lambda: len((folder / "status.json").read_text(encoding="utf-8").splitlines())  # noqa: E731
+    run.first_line = written()
     status = tao_logging.Status
     logger.write(status_level=status.STARTED, message=f"Starting {network.upper()} train.")
     first = 0
@@ -226,7 +232,8 @@ def train(results: Path, scenario: Scenario, *, network: str = "dino") -> Run:
             checkpoint._last_checkpoint_saved = name
             checkpoint._link_checkpoint(_Trainer(), name, checkpoint.format_checkpoint_name(
                 {"epoch": epoch, "step": step}, checkpoint.CHECKPOINT_NAME_LAST))
-            saved.append(Path(name).name)
+            run.checkpoints.append(Path(name).name)
+            run.saved_at.append(written())
             # on_train_epoch_end: TAO's status callback's epoch line, then DINO's training loss
             per_epoch = timedelta(seconds=100)
             logger.write(data={"epoch": epoch, "step": step, "max_epoch": last,
@@ -236,15 +243,15 @@ def train(results: Path, scenario: Scenario, *, network: str = "dino") -> Run:
             logger.write(message="Train metrics generated.")
         logger.write(message="Training loop complete.")  # on_train_end
         logger.write(message="Train finished successfully.")
-        code = 0
+        run.exit_code = 0
     except (KeyboardInterrupt, SystemError):
         logger.write(message="Train was interrupted", verbosity_level=tao_logging.Verbosity.INFO,
                      status_level=status.FAILURE)
-        code = 0  # swallowed by TAO's workflow decorator: the entrypoint prints "Execution status: PASS"
+        run.exit_code = 0  # swallowed by TAO's workflow decorator: the entrypoint prints "Execution status: PASS"
     except Exception as exc:
         logger.write(message=str(exc), status_level=status.FAILURE)
-        code = 1
-    return Run(code, folder, saved)
+        run.exit_code = 1
+    return run
 
 
 def action(results: Path, name: str, kpis: dict[str, Any] | None = None, *, network: str = "dino") -> Run:
@@ -270,14 +277,18 @@ def lines(run: Run) -> list[dict]:
 
 def write_replay(run: Run, dest: Path) -> Path:
     """The run's status lines and checkpoint names as a replay file for the in-cluster stand-in (one JSON line
-    per status line; ``#checkpoint NAME`` lines after the epoch line whose end saved it)."""
+    per status line; ``#checkpoint NAME`` where Lightning saved it, after the validation; ``#exit N`` last: the
+    code TAO's process exits with), for ``testclusters/fake_tao_train.sh --replay``."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     out: list[str] = []
-    names = iter(run.checkpoints)
-    for line in run.status_text.splitlines():
+    saved = dict(zip(run.saved_at, run.checkpoints))
+    for number, line in enumerate(run.status_text.splitlines(), 1):
+        if number <= run.first_line:
+            continue
         out.append(line)
-        if '"epoch"' in line and "Training loop in progress" in line:
-            out.append(f"#checkpoint {next(names)}")
+        if number in saved:
+            out.append(f"#checkpoint {saved[number]}")
+    out.append(f"#exit {run.exit_code}")
     dest.write_text("\n".join(out) + "\n", encoding="utf-8")
     return dest
 

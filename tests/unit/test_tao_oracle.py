@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from support import tao_oracle as oracle
+from tests.support import tao_oracle as oracle
 from taobank import records, track, training
 from taobank.contract import Observation, ResultsLocation
 from taobank.docker import observe as docker_observe
@@ -178,3 +178,39 @@ def test_a_success_and_an_exit_code_are_left_alone(tmp_path):
                       tao_end=training.tao_end(_status_files(folder), "train"))
     assert track.tao_last_word(obs).state == State.COMPLETE and obs.message == "exit code 0"
     assert track.tao_last_word(Observation(State.ERROR, "exit code 1", exit_code=1)).message == "exit code 1"
+
+
+# ------------------------------------------------------------------ the in-cluster stand-in replays TAO's lines
+TRAINER = Path(__file__).resolve().parents[2] / "testclusters" / "fake_tao_train.sh"
+
+
+def _replayed(tmp_path: Path, run: oracle.Run, shell: list[str]) -> tuple[int, Path]:
+    replay = oracle.write_replay(run, tmp_path / "replay" / "train.replay")
+    out = tmp_path / "cluster"
+    done = subprocess.run([*shell, str(TRAINER), "--results", str(out), "--replay", str(replay)],
+                          capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    return done.returncode, out / "train"
+
+
+SHELLS = [["sh"]] + ([["busybox", "sh"]] if subprocess.run(["sh", "-c", "command -v busybox"],
+                                                           capture_output=True).returncode == 0 else [])
+
+
+@pytest.mark.parametrize("shell", SHELLS, ids=lambda s: s[0])
+@pytest.mark.parametrize("scenario", ["nan", "interrupt", "crash"])
+def test_the_stand_in_replays_exactly_what_taos_code_wrote(tmp_path, shell, scenario):
+    stop = {"interrupt": (5, oracle.Interrupted), "crash": (3, oracle.Crashed)}.get(scenario)
+    run = _trained(tmp_path, stop_at=stop)
+    code, folder = _replayed(tmp_path, run, shell)
+    assert code == run.exit_code
+    assert (folder / "status.json").read_text() == run.status_text
+    assert sorted(p.name for p in folder.glob("model_*.pth")) == run.checkpoints
+    assert os.readlink(folder / "dino_model_latest.pth") == os.readlink(run.folder / "dino_model_latest.pth")
+
+
+def test_a_replayed_resume_appends_only_its_own_run(tmp_path):
+    _trained(tmp_path, stop_at=(3, oracle.Crashed))
+    resumed = _trained(tmp_path, resume_after=2)
+    replay = oracle.write_replay(resumed, tmp_path / "resume.replay").read_text()
+    assert replay.count("Starting DINO train.") == 1 and "Resuming training from checkpoint" in replay
+    assert replay.count("#checkpoint ") == 5 and replay.endswith("#exit 0\n")
