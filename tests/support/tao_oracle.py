@@ -168,6 +168,8 @@ class Scenario:
     val_map: Sequence[float | None] = (0.1, 0.2, 0.3, 0.45, 0.5, None, None, None)
     #: val_loss of each epoch (None: NaN)
     val_loss: Sequence[float | None] = (0.9, 0.8, 0.7, 0.55, 0.5, None, None, None)
+    #: train_loss of each epoch (None: NaN, a diverged loss); empty: 10 / (epoch + 2)
+    train_loss: Sequence[float | None] = ()
     #: an exception raised during this epoch (before its validation): (epoch, Interrupted | Crashed)
     stop_at: tuple[int, type[BaseException]] | None = None
     #: resume after this epoch (the run starts at the next one, appending to status.json as TAO does)
@@ -238,8 +240,10 @@ def train(results: Path, scenario: Scenario, *, network: str = "dino") -> Run:
             per_epoch = timedelta(seconds=100)
             logger.write(data={"epoch": epoch, "step": step, "max_epoch": last,
                                "max_step": epochs * STEPS_PER_EPOCH, "time_per_epoch": str(per_epoch),
+                               "time_per_step": str(per_epoch / STEPS_PER_EPOCH),
                                "eta": str(per_epoch * (last - epoch))}, message="Training loop in progress")
-            logger.kpi = {"train_loss": round(10.0 / (epoch + 2), 6)}
+            loss = scenario.train_loss[epoch] if scenario.train_loss else round(10.0 / (epoch + 2), 6)
+            logger.kpi = {"train_loss": _number(loss)}
             logger.write(message="Train metrics generated.")
         logger.write(message="Training loop complete.")  # on_train_end
         logger.write(message="Train finished successfully.")
