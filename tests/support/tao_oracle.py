@@ -1,6 +1,9 @@
 """TAO's own code as the tests' oracle: status files written by nvidia-tao-core's ``StatusLogger`` and checkpoint
 names made by pytorch-lightning's ``ModelCheckpoint`` at TAO's settings (requirements-tao.txt, installed
-``--no-deps``), in the order a Lightning training calls them.
+``--no-deps``), in the order a Lightning training calls them: the callback's own hooks (``setup``,
+``on_train_start``, ``on_validation_end``, ``on_train_epoch_end``) decide when a checkpoint is saved and linked,
+over a stand-in of the Trainer's attributes they read, and a resumed run restores the callback's state from the
+checkpoint as Lightning does (``load_state_dict``).
 
 Two stand-ins, both only here and both for code that does not decide a single byte of the output:
 
@@ -27,6 +30,7 @@ import math
 import os
 import sys
 import types
+import warnings
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -114,7 +118,7 @@ def model_checkpoint() -> Any:
     if "ModelCheckpoint" not in _LOADED:
         if not any(isinstance(f, _TorchFinder) for f in sys.meta_path):
             sys.meta_path.insert(0, _TorchFinder())  # type: ignore[arg-type]
-        for name in ("pytorch_lightning", "pytorch_lightning.callbacks", "pytorch_lightning.utilities",
+        for name in ("pytorch_lightning", "pytorch_lightning.callbacks", "pytorch_lightning.utilities", "pytorch_lightning.trainer",
                      "lightning_fabric", "lightning_fabric.utilities"):
             _bare_package(name)
         callbacks = sys.modules["pytorch_lightning.callbacks"]
@@ -140,14 +144,44 @@ def tao_checkpoint(folder: Path, network: str = "dino") -> Any:
 
 
 class _Trainer:
-    """What ModelCheckpoint's link step asks of a trainer: rank zero, and a barrier (one process here)."""
+    """What ModelCheckpoint's hooks ask of Lightning's Trainer, for one process fitting with a validation every
+    epoch (TAO's default): where the loop is, and a ``save_checkpoint`` that keeps the callback's own state in
+    the file (as Lightning's checkpoint does), which a resumed run hands back to ``load_state_dict``."""
 
+    fast_dev_run = False
+    sanity_checking = False
     is_global_zero = True
+    loggers: list = []
+    callback_metrics: dict = {}
+    check_val_every_n_epoch = 1
+    num_val_batches = [1]
+    val_check_interval = 1.0
 
-    class strategy:  # noqa: N801  (Lightning's attribute name)
+    class strategy:  # noqa: N801  (Lightning's attribute names)
+        @staticmethod
+        def broadcast(obj: Any, src: int = 0) -> Any:
+            return obj
+
         @staticmethod
         def barrier(*args: Any) -> None:
             pass
+
+        @staticmethod
+        def reduce_boolean_decision(decision: bool, all: bool = True) -> bool:  # noqa: A002
+            return decision
+
+    def __init__(self, checkpoint: Any) -> None:
+        from pytorch_lightning.trainer.states import TrainerFn, TrainerState
+
+        self.state = TrainerState(fn=TrainerFn.FITTING)
+        self.checkpoint = checkpoint
+        self.current_epoch = 0
+        self.global_step = 0
+
+    def save_checkpoint(self, filepath: str, weights_only: bool = False, storage_options: Any = None) -> None:
+        state = {"epoch": self.current_epoch, "global_step": self.global_step,
+                 "ModelCheckpoint": self.checkpoint.state_dict()}
+        Path(filepath).write_text(json.dumps(state, default=str) + "\n", encoding="utf-8")
 
 
 # ------------------------------------------------------------------ a training, as TAO's calls make it
@@ -206,37 +240,49 @@ def train(results: Path, scenario: Scenario, *, network: str = "dino") -> Run:
                                       verbosity=tao_logging.Verbosity.INFO, append=True)
     tao_logging.set_status_logger(logger)
     checkpoint = tao_checkpoint(folder, network)
+    trainer = _Trainer(checkpoint)
     run = Run(1, folder)
     written = lambda: len((folder / "status.json").read_text(encoding="utf-8").splitlines())  # noqa: E731
     run.first_line = written()
+
+    def hook(name: str) -> None:
+        """A ModelCheckpoint hook as Lightning calls it; a checkpoint it saves is noted with where it came."""
+        before = checkpoint._last_checkpoint_saved
+        getattr(checkpoint, name)(trainer, None)
+        if checkpoint._last_checkpoint_saved != before:
+            run.checkpoints.append(Path(checkpoint._last_checkpoint_saved).name)
+            run.saved_at.append(written())
+
     status = tao_logging.Status
     logger.write(status_level=status.STARTED, message=f"Starting {network.upper()} train.")
     first = 0
     if scenario.resume_after is not None:
         first = scenario.resume_after + 1
         latest = folder / f"{checkpoint.CHECKPOINT_NAME_LAST}{TAO_EXTENSION}"
+        saved = json.loads(latest.read_text(encoding="utf-8"))
+        checkpoint.load_state_dict(saved["ModelCheckpoint"])  # Lightning restores the callback's state
+        trainer.current_epoch, trainer.global_step = saved["epoch"] + 1, saved["global_step"]
         logger.write(message=f"Resuming training from checkpoint: {os.path.realpath(latest)}")
     try:
-        logger.write(status_level=status.STARTED, message="Starting Training Loop.")  # on_train_start
+        with warnings.catch_warnings():  # "exists and is not empty": TAO's status.json is there first, as in TAO
+            warnings.simplefilter("ignore", UserWarning)
+            checkpoint.setup(trainer, None, "fit")
+        checkpoint.on_train_start(trainer, None)
+        logger.write(status_level=status.STARTED, message="Starting Training Loop.")  # TAO's callback
         epochs = len(scenario.val_map)
         last = epochs - 1
         for epoch in range(first, epochs):
-            step = (epoch + 1) * STEPS_PER_EPOCH
+            trainer.current_epoch = epoch
             if scenario.stop_at and scenario.stop_at[0] == epoch:
                 raise scenario.stop_at[1](f"stopped in epoch {epoch}")
+            trainer.global_step = step = (epoch + 1) * STEPS_PER_EPOCH  # the epoch's batches ran
             # validation at the epoch's end (DINO's on_validation_epoch_end): val_mAP as text
             logger.kpi = {"val_mAP": str(_number(scenario.val_map[epoch])),
                           "val_loss": _number(scenario.val_loss[epoch])}
             logger.write(message="Eval metrics generated.")
-            # ModelCheckpoint.on_validation_end: the epoch's checkpoint, then the last-link to it
-            name = checkpoint.format_checkpoint_name({"epoch": epoch, "step": step})
-            Path(name).write_text(f"checkpoint of epoch {epoch} step {step}\n", encoding="utf-8")
-            checkpoint._last_checkpoint_saved = name
-            checkpoint._link_checkpoint(_Trainer(), name, checkpoint.format_checkpoint_name(
-                {"epoch": epoch, "step": step}, checkpoint.CHECKPOINT_NAME_LAST))
-            run.checkpoints.append(Path(name).name)
-            run.saved_at.append(written())
-            # on_train_epoch_end: TAO's status callback's epoch line, then DINO's training loss
+            hook("on_validation_end")
+            # on_train_epoch_end: the callbacks (TAO's status callback: the epoch line), the module (DINO's
+            # training loss), then the monitoring callbacks (ModelCheckpoint)
             per_epoch = timedelta(seconds=100)
             logger.write(data={"epoch": epoch, "step": step, "max_epoch": last,
                                "max_step": epochs * STEPS_PER_EPOCH, "time_per_epoch": str(per_epoch),
@@ -245,6 +291,7 @@ def train(results: Path, scenario: Scenario, *, network: str = "dino") -> Run:
             loss = scenario.train_loss[epoch] if scenario.train_loss else round(10.0 / (epoch + 2), 6)
             logger.kpi = {"train_loss": _number(loss)}
             logger.write(message="Train metrics generated.")
+            hook("on_train_epoch_end")
         logger.write(message="Training loop complete.")  # on_train_end
         logger.write(message="Train finished successfully.")
         run.exit_code = 0
@@ -281,7 +328,8 @@ def lines(run: Run) -> list[dict]:
 
 def write_replay(run: Run, dest: Path) -> Path:
     """The run's status lines and checkpoint names as a replay file for the in-cluster stand-in (one JSON line
-    per status line; ``#checkpoint NAME`` where Lightning saved it, after the validation; ``#exit N`` last: the
+    per status line; ``#checkpoint NAME`` where Lightning saved it (its hooks decide: at the epoch's end, after
+    the module's own hook); ``#exit N`` last: the
     code TAO's process exits with), for ``testclusters/fake_tao_train.sh --replay``."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     out: list[str] = []
