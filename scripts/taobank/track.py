@@ -94,9 +94,9 @@ def refresh(adapter: Adapter, recs: list[Record], *, retry: bool = True) -> list
 def tao_last_word(obs: Observation) -> Observation:
     """The one rule over every platform's verdict: a run whose status file TAO ended with FAILURE failed, whatever
     its exit code (TAO's workflow catches an interrupt, writes FAILURE and exits 0); the message says so."""
-    end = obs.tao_end or {}
-    if obs.state == State.COMPLETE and end.get("status") == "FAILURE":
-        said = f" ({end['message']})" if end.get("message") else ""
+    end = obs.tao_end
+    if obs.state == State.COMPLETE and end is not None and end.status == "FAILURE":
+        said = f" ({end.message})" if end.message else ""
         code = f"exit code {obs.exit_code}" if obs.exit_code is not None else "a clean end"
         obs.state, obs.err_class, obs.retry = State.ERROR, "ERR_PROGRAM", False
         obs.message = f"TAO's status.json ends in FAILURE{said} despite {code}: the run failed; read its logs"

@@ -12,7 +12,7 @@ import pytest
 
 from tests.support import tao_oracle as oracle
 from taobank import records, track, training
-from taobank.contract import Observation, ResultsLocation
+from taobank.contract import Observation, ResultsLocation, TaoEnd
 from taobank.docker import observe as docker_observe
 from taobank.docker import results_access as docker_results
 from taobank.kubernetes import logs as k8s_logs
@@ -95,8 +95,7 @@ def test_each_action_writes_its_own_folder_and_ends_in_success(tmp_path, action)
     files = {"train/status.json": (tmp_path / JOB / "train" / "status.json").read_text(),
              f"{action}/status.json": run.status_text}
     assert training.chosen_log(files, action)[0] == f"{action}/status.json"
-    assert training.tao_end(files, action) == {"status": "SUCCESS",
-                                               "message": f"{action.capitalize()} finished successfully."}
+    assert training.tao_end(files, action) == TaoEnd("SUCCESS", f"{action.capitalize()} finished successfully.")
 
 
 # ------------------------------------------------------------------ an interrupt: FAILURE, exit code 0
@@ -118,15 +117,15 @@ def _is_taos_failure(obs: Observation) -> None:
 def test_docker_a_clean_exit_after_taos_failure_is_an_error(tmp_path):
     folder = _interrupted(tmp_path).folder.parent
     obs = docker_observe.said(_record(folder), docker_observe.classify({"Status": "exited", "ExitCode": 0}))
-    assert obs.state == State.COMPLETE and obs.tao_end == {"status": "FAILURE", "message": "Train was interrupted"}
+    assert obs.state == State.COMPLETE and obs.tao_end == TaoEnd("FAILURE", "Train was interrupted")
     _is_taos_failure(track.tao_last_word(obs))
     assert "exit code 0" in obs.message
 
 
 def test_slurm_a_completed_job_after_taos_failure_is_an_error(tmp_path):
     folder = _interrupted(tmp_path).folder.parent
-    obs = slurm_status.classify(None, {"state": "COMPLETED", "exit_code": "0:0"}, None,
-                                tao=training.tao_end(_status_files(folder), "train"))
+    end = training.tao_end(_status_files(folder), "train")
+    obs = slurm_status.classify(None, {"state": "COMPLETED", "exit_code": "0:0"}, None, tao=end and end.to_dict())
     _is_taos_failure(track.tao_last_word(obs))
 
 

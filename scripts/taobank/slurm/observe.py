@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 from ..states import State
 from .. import training
-from ..contract import Launch, Observation
+from ..contract import Launch, Observation, TaoEnd
 from ..errors import TaoError
 from . import facts, prefetch, remote, status as st, storage, submit
 from .ssh import Connection
@@ -40,6 +40,11 @@ def _status_texts(rec: Record, marks: Mapping[str, str]) -> dict[str, str]:
     folder = rec.backend.get("results_dir")
     return {path[len(folder) + 1:]: marks[path] for path in _status_paths(rec)
             if (marks.get(path) or "").strip()} if folder else {}
+
+
+def _tao_said(end: TaoEnd | None) -> dict[str, str] | None:
+    """TAO's last word as :func:`taobank.slurm.status.classify` reads it."""
+    return end.to_dict() if end else None
 
 
 def sections(text: str, prefix: str) -> dict[str, str]:
@@ -105,7 +110,7 @@ def sweep(conn: Connection, recs: list[Record]) -> dict[str, st.SlurmObservation
         if marker and str(marker.get("slurm_job_id")) != str(jid):
             marker = None  # an earlier attempt's marker in a shared job dir
         v = st.classify(squeue.get(jid), sacct.get(jid), marker, accounting=accounting, log_tail=log,
-                        tao=training.tao_end(_status_texts(r, marks), r.action))
+                        tao=_tao_said(training.tao_end(_status_texts(r, marks), r.action)))
         if b.get("walltime_chain") and int(b.get("chain_attempt") or 1) > 1 and v.state in (State.PENDING, State.RUNNING):
             v.message = (f"{v.message}; attempt {b['chain_attempt']} of {b.get('max_attempts') or '?'} "
                          f"({_hms(int(b.get('chain_seconds') or 0))} run before it)")
