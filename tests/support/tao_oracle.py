@@ -116,19 +116,27 @@ def tao() -> Any:
 def model_checkpoint() -> Any:
     """pytorch-lightning's ``ModelCheckpoint`` class (its own module, over the torch stand-in)."""
     if "ModelCheckpoint" not in _LOADED:
-        if not any(isinstance(f, _TorchFinder) for f in sys.meta_path):
-            sys.meta_path.insert(0, _TorchFinder())  # type: ignore[arg-type]
-        for name in ("pytorch_lightning", "pytorch_lightning.callbacks", "pytorch_lightning.utilities", "pytorch_lightning.trainer",
-                     "lightning_fabric", "lightning_fabric.utilities"):
-            _bare_package(name)
-        callbacks = sys.modules["pytorch_lightning.callbacks"]
-        if not hasattr(callbacks, "Checkpoint"):
-            from pytorch_lightning.callbacks.checkpoint import Checkpoint
+        finder = _TorchFinder()
+        sys.meta_path.insert(0, finder)  # type: ignore[arg-type]
+        try:
+            for name in ("pytorch_lightning", "pytorch_lightning.callbacks", "pytorch_lightning.utilities",
+                         "pytorch_lightning.trainer", "lightning_fabric", "lightning_fabric.utilities"):
+                _bare_package(name)
+            callbacks = sys.modules["pytorch_lightning.callbacks"]
+            if not hasattr(callbacks, "Checkpoint"):
+                from pytorch_lightning.callbacks.checkpoint import Checkpoint
 
-            callbacks.Checkpoint = Checkpoint  # type: ignore[attr-defined]
-        from pytorch_lightning.callbacks.model_checkpoint import ModelCheckpoint
+                callbacks.Checkpoint = Checkpoint  # type: ignore[attr-defined]
+            from pytorch_lightning.callbacks.model_checkpoint import ModelCheckpoint
+            from pytorch_lightning.trainer import states  # noqa: F401  (the hooks import it when they run)
 
-        _LOADED["ModelCheckpoint"] = ModelCheckpoint
+            _LOADED["ModelCheckpoint"] = ModelCheckpoint
+        finally:
+            # The stand-in must not outlive the load: another test's library (hypothesis seeds torch's RNG
+            # when it finds torch imported) would take it for torch. Lightning's modules keep their reference.
+            sys.meta_path.remove(finder)  # type: ignore[arg-type]
+            for name in [n for n in sys.modules if n.split(".")[0] in _TorchFinder.ROOTS]:
+                del sys.modules[name]
     return _LOADED["ModelCheckpoint"]
 
 

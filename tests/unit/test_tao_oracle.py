@@ -213,3 +213,11 @@ def test_a_replayed_resume_appends_only_its_own_run(tmp_path):
     replay = oracle.write_replay(resumed, tmp_path / "resume.replay").read_text()
     assert replay.count("Starting DINO train.") == 1 and "Resuming training from checkpoint" in replay
     assert replay.count("#checkpoint ") == 5 and replay.endswith("#exit 0\n")
+
+
+def test_the_torch_stand_in_does_not_outlive_loading_lightning(tmp_path):
+    """Other tests' libraries look for an imported torch (hypothesis seeds its RNG): none is left behind."""
+    import sys
+
+    _trained(tmp_path)
+    assert not [n for n in sys.modules if n.split(".")[0] in ("torch", "torchmetrics")]
