@@ -24,12 +24,12 @@ python3 -m pip install -q --disable-pip-version-check -r requirements-dev.txt
 # from their config schemas and compared); without their own dependencies, which the tests never import.
 python3 -m pip install -q --disable-pip-version-check --no-deps -r requirements-tao.txt
 
-# tests/clients drive the real Claude Code and Codex CLIs: the versions pinned in
-# versions.yaml (agent_clients), installed once under ~/.cache/tao-skill-bank/npm/.
 # Two no-cluster tests read the host's static busybox (the local images are made from it).
 step "host packages the no-cluster tests read"
 PYTHONPATH=scripts python3 -c 'from testclusters import apt; apt.ensure(("busybox-static",), "no-cluster tests")'
 
+# tests/clients drive the real Claude Code and Codex CLIs: the versions pinned in
+# versions.yaml (agent_clients), installed once under ~/.cache/tao-skill-bank/npm/.
 step "agent CLIs from npm"
 python3 -m devtools.agent_clients install
 

@@ -1,7 +1,7 @@
 #!/bin/sh
 # A stand-in for a TAO training (a Lightning network such as DINO) on the local test clusters and for
 # users trying the campaign verbs: it writes what TAO 6.x writes, in TAO's order, and nothing more.
-#   fake_tao_train.sh --results DIR --epochs N [--sleep S] [--epoch-time S] [--fail-at EPOCH] [--action NAME]
+#   fake_tao_train.sh --results DIR (--epochs N | --replay FILE) [--sleep S] [--epoch-time S] [--fail-at EPOCH] [--action NAME]
 #                     [--network NAME] [--val-interval K] [--checkpoints-per-epoch K] [KEY=VALUE...]
 # Where: DIR/ACTION (TAO's results folder of an action; --action defaults to train): status.json, one
 # checkpoint model_epoch_EEE_step_SSSSS.pth per epoch (EEE the 0-based epoch, SSSSS the global step; K per
@@ -22,17 +22,21 @@
 # Other trailing KEY=VALUE arguments (what a sweep trial adds; train.num_gpus=N) are printed; -e FILE is
 # accepted as TAO's spec file. fake.best_val=N (thousandths) is the lowest val_loss written (default 400);
 # fake.nan_at=E writes train_loss NaN at epoch E (a diverged loss, as TAO writes it: a bare NaN).
+# --replay FILE: instead, replay what TAO's own code wrote (tests/support/tao_oracle.py write_replay, made on the
+# host by nvidia-tao-core's StatusLogger and Lightning's ModelCheckpoint): its JSON lines appended to
+# status.json as they are, "#checkpoint NAME" writes that checkpoint and points the latest link at it (then
+# --sleep), "#exit N" is the exit code at the end (TAO exits 0 after an interrupt it wrote FAILURE for).
 # POSIX sh (runs under busybox sh); needs only date, mkdir, sleep, sed, ln.
 set -eu
 
 usage() {
-  echo "usage: $0 --results DIR --epochs N [--sleep S] [--epoch-time S] [--fail-at EPOCH] [--action NAME] [--network NAME] [--val-interval K] [--checkpoints-per-epoch K] [KEY=VALUE...]" >&2
+  echo "usage: $0 --results DIR (--epochs N | --replay FILE) [--sleep S] [--epoch-time S] [--fail-at EPOCH] [--action NAME] [--network NAME] [--val-interval K] [--checkpoints-per-epoch K] [KEY=VALUE...]" >&2
   exit 2
 }
 number() { case $2 in '' | *[!0-9]*) echo "$0: $1 must be a whole number, got '$2'" >&2; exit 2 ;; esac; }
 
 results='' epochs='' pause=0 epoch_time='' fail_at='' action=train network=dino resume='' resuming=false
-best_val=400 nan_at='' val_every=1 per_epoch=1
+best_val=400 nan_at='' val_every=1 per_epoch=1 replay=''
 while [ $# -gt 0 ]; do
   case $1 in
     train.resume_training_checkpoint_path=*) resume=${1#*=}; resuming=true; shift; continue ;;
@@ -56,11 +60,34 @@ while [ $# -gt 0 ]; do
     --network) network=$2 ;;
     --val-interval) val_every=$2 ;;
     --checkpoints-per-epoch) per_epoch=$2 ;;
+    --replay) replay=$2 ;;
     -e) echo "spec file $2" ;;
     *) usage ;;
   esac
   shift 2
 done
+if [ -n "$replay" ] && [ -n "$results" ]; then
+  case $action in '' | */* | .. | .) echo "$0: --action must be a folder name" >&2; exit 2 ;; esac
+  number --sleep "$pause"
+  [ -f "$replay" ] || { echo "$0: replay file $replay does not exist" >&2; exit 2; }
+  out=$results/$action rc=0
+  mkdir -p -- "$out"
+  while IFS= read -r l || [ -n "$l" ]; do
+    case $l in
+      '#checkpoint '*)
+        name=${l#'#checkpoint '}
+        case $name in '' | */* | .*) echo "$0: bad checkpoint name in $replay" >&2; exit 2 ;; esac
+        printf 'checkpoint %s (replayed)\n' "$name" > "$out/$name"
+        ln -sfn "$name" "$out/${network}_model_latest.pth"
+        echo "saved $name"
+        sleep "$pause" ;;
+      '#exit '*) rc=${l#'#exit '}; number '#exit' "$rc" ;;
+      '{'*) printf '%s\n' "$l" >> "$out/status.json" ;;
+    esac
+  done < "$replay"
+  [ "$rc" -eq 0 ] || echo "replayed training failed (exit $rc)" >&2
+  exit "$rc"
+fi
 [ -n "$results" ] && [ -n "$epochs" ] || usage
 number --epochs "$epochs"
 number --sleep "$pause"

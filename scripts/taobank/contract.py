@@ -157,6 +157,18 @@ class Shown:
         return [(f.name, getattr(self, f.name)) for f in fields(self) if getattr(self, f.name) is not UNSET]
 
 
+@dataclass(frozen=True)
+class TaoEnd:
+    """How the latest run in TAO's status file ended: its last word."""
+
+    #: "SUCCESS" (TAO's "<Action> finished successfully." line) or "FAILURE"
+    status: str
+    message: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {"status": self.status, "message": self.message}
+
+
 @dataclass
 class Observation:
     """What the backend says of one job, mapped to the bank's states (the same type on every platform).
@@ -198,6 +210,9 @@ class Observation:
     #: the job ended because it was cut short, not by itself: "time limit" or "preempted" (``states.CUT_SHORT``);
     #: the core adds the one ``continue`` hint to the record's message (``states.continue_hint``)
     cut_short: str | None = None
+    #: how TAO's status file says the run ended, when the adapter read it (:func:`taobank.training.tao_end`):
+    #: TAO's last word decides a clean exit (:mod:`taobank.track`)
+    tao_end: TaoEnd | None = None
 
     @property
     def exit_status(self) -> str | None:

@@ -73,6 +73,7 @@ def _apply(adapter: Adapter, rec: Record, obs: Observation, retry: bool, context
            notes: dict[str, str]) -> None:
     """What ``obs`` says of ``rec`` marked on its record (:func:`refresh`'s step for one job)."""
     cur = records.get(rec.id)  # another poller may have moved it since it was chosen
+    tao_last_word(obs)
     move = states.next_move(cur.state, obs.state, obs.message, recorded=cur.message, keep_if=obs.keep_if)
     if move.state is None:
         views[rec.id] = (cur, obs)
@@ -99,6 +100,18 @@ def _apply(adapter: Adapter, rec: Record, obs: Observation, retry: bool, context
             carried.discard(cur.id)
     if marked.terminal and not cur.terminal:
         ended.append(marked)
+
+
+def tao_last_word(obs: Observation) -> Observation:
+    """The one rule over every platform's verdict: a run whose status file TAO ended with FAILURE failed, whatever
+    its exit code (TAO's workflow catches an interrupt, writes FAILURE and exits 0); the message says so."""
+    end = obs.tao_end
+    if obs.state == State.COMPLETE and end is not None and end.status == "FAILURE":
+        said = f" ({end.message})" if end.message else ""
+        code = f"exit code {obs.exit_code}" if obs.exit_code is not None else "a clean end"
+        obs.state, obs.err_class, obs.retry = State.ERROR, "ERR_PROGRAM", False
+        obs.message = f"TAO's status.json ends in FAILURE{said} despite {code}: the run failed; read its logs"
+    return obs
 
 
 def _overlay(view: Any, seen: Shown) -> None:

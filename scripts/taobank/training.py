@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from . import progress as tao
+from .contract import TaoEnd
 from .errors import TaoError
 
 
@@ -41,6 +42,14 @@ def progress_of(files: Mapping[str, str], action: str | None) -> dict[str, Any] 
     return {**now.to_dict(), "line": line, "file": chosen, "skipped_lines": log.skipped}
 
 
+def tao_end(files: Mapping[str, str], action: str | None) -> TaoEnd | None:
+    """How the latest run in the job's status file ended, None while it has not said; what
+    :attr:`taobank.contract.Observation.tao_end` holds."""
+    chosen = tao.pick(dict(files), action)
+    ended = tao.statusfile.text_outcome(files[chosen]) if chosen else None
+    return TaoEnd(ended["status"], ended["message"]) if ended else None
+
+
 def metrics_of(files: Mapping[str, str], action: str | None, job_id: str) -> tuple[list[dict], tao.StatusLog, str]:
     """(the KPI series by epoch, the parsed log, the file it came from); one line when there is nothing to show."""
     found = chosen_log(files, action)
@@ -55,4 +64,4 @@ def metrics_of(files: Mapping[str, str], action: str | None, job_id: str) -> tup
     return rows, log, chosen
 
 
-__all__ = ["status_paths", "chosen_log", "progress_of", "metrics_of"]
+__all__ = ["status_paths", "chosen_log", "progress_of", "tao_end", "metrics_of"]

@@ -142,7 +142,9 @@ def said(rec: Record, v: Observation, extra: Mapping[str, Any] | None = None) ->
     v.job_id = rec.id
     v.backend = {"container_state": v.observed, "exit_code": v.exit_code, "reason": v.reason, **(extra or {})}
     if v.state in (State.RUNNING, State.COMPLETE, State.ERROR):
-        seen = training.progress_of(status_files(rec), rec.action)
+        files = status_files(rec)
+        seen = training.progress_of(files, rec.action)
         if seen:
             v.view.progress = seen
+        v.tao_end = training.tao_end(files, rec.action)
     return v

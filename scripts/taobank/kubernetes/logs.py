@@ -11,7 +11,8 @@ from .render import FINAL_STATUS_PREFIX
 from . import results as resultsmod
 from . import status as smap
 from .kubectl import Kubectl
-from .objects import index_of, pod_selector
+from . import JOB_LABEL
+from .objects import INDEX_LABEL, index_of, pod_selector
 from ..records import Record
 
 #: The job spec as submitted, next to the record (artifact folder): logs reads the volume copy through it.
@@ -43,8 +44,12 @@ def save_final_logs(kube: Kubectl, rec: Record, pods: list[dict]) -> str | None:
     """Write the pods' logs next to the record (they vanish with ttlSecondsAfterFinished)."""
     if not pods:
         return None
-    text = format_logs(kube, pods, int(pins.resolve("kubernetes.logs_tail")))
-    return str(savedlogs.save(rec.id, "logs.txt", text))
+    return str(savedlogs.save(rec.id, "logs.txt", final_logs(kube, pods)))
+
+
+def final_logs(kube: Kubectl, pods: list[dict]) -> str:
+    """The pods' logs as they are saved at the job's end (the pinned tail of each)."""
+    return format_logs(kube, pods, int(pins.resolve("kubernetes.logs_tail")))
 
 
 def format_logs(kube: Kubectl, pods: list[dict], tail: int) -> str:
@@ -133,21 +138,32 @@ def follow_logs(rec: Record, *, emit: Callable[[str, str], None], tail: int | No
                        on_text=lambda text: emit("pods", text))
 
 
+def trials_selector(sweep: str, pods_of: dict[str, list[dict]]) -> str:
+    """The label selector of a sweep's trials' pods (``{trial id: its pods}``): one ``kubectl logs -l`` for all."""
+    ranks = {smap.pod_rank(p) for ps in pods_of.values() for p in ps}
+    indexes = sorted(r for r in ranks if r is not None)
+    return f"{JOB_LABEL}={sweep},{INDEX_LABEL} in ({','.join(map(str, indexes))})"
+
+
 def save_final_logs_many(kube: Kubectl, selector: str, pods_of: dict[str, list[dict]]) -> None:
     """Save the logs of many jobs' pods (``{job id: its pods}``, all matched by ``selector``) with ONE ``kubectl
     logs -l`` (every pod's lines prefixed with its name, split here); when that call fails, pod by pod."""
+    for jid, text in final_logs_many(kube, selector, pods_of).items():
+        savedlogs.save(jid, "logs.txt", text)
+
+
+def final_logs_many(kube: Kubectl, selector: str, pods_of: dict[str, list[dict]]) -> dict[str, str]:
+    """:func:`save_final_logs_many`'s read: ``{job id: its pods' logs}`` (jobs without pods left out)."""
+    out: dict[str, str] = {}
     pods = [p for ps in pods_of.values() for p in ps]
     if not pods:
-        return
+        return out
     tail = int(pins.resolve("kubernetes.logs_tail"))
     res = kube.run("logs", "-l", selector, "--all-containers=true", "--prefix=true", f"--tail={tail}",
                    f"--max-log-requests={max(5, 2 * len(pods))}", "--ignore-errors=true", check=False,
                    what="kubectl logs (many pods)")
     if not res.ok:
-        for jid, mine in pods_of.items():
-            if mine:
-                savedlogs.save(jid, "logs.txt", format_logs(kube, mine, tail))
-        return
+        return {jid: format_logs(kube, mine, tail) for jid, mine in pods_of.items() if mine}
     lines: dict[str, list[str]] = {}
     for line in res.stdout.splitlines(keepends=True):
         if line.startswith("[pod/") and "] " in line:
@@ -158,10 +174,10 @@ def save_final_logs_many(kube: Kubectl, selector: str, pods_of: dict[str, list[d
             continue
         names = [p["metadata"]["name"] for p in smap.sort_pods(mine)]
         if len(names) == 1:
-            text = "".join(lines.get(names[0], []))
+            out[jid] = "".join(lines.get(names[0], []))
         else:
-            text = "".join(f"[{n}] {t}" for n in names for t in lines.get(n, []))
-        savedlogs.save(jid, "logs.txt", text)
+            out[jid] = "".join(f"[{n}] {t}" for n in names for t in lines.get(n, []))
+    return out
 
 
 _FINAL = re.compile(r"(?:\[[^\]\n]*\] )?" + re.escape(FINAL_STATUS_PREFIX) + r"((?:[^/\s]+/)?status\.json) (.*)")
@@ -172,7 +188,11 @@ def final_status(job_id: str) -> dict[str, str] | None:
     from the log saved at its end: ``{path: text}``, in the file's order (its last epoch line first when per-step
     lines pushed it out of the last ones); None when no saved log carries them (a pod killed, say).
     A multi-node job's pods print the same folder: the first one's lines are kept."""
-    text = savedlogs.read(job_id, "logs.txt", None)  # whole: it was cut per pod when saved
+    return final_lines(savedlogs.read(job_id, "logs.txt", None))  # whole: it was cut per pod when saved
+
+
+def final_lines(text: str | None) -> dict[str, str] | None:
+    """:func:`final_status` of a log's text (a saved log, or a pod's own output as it ended)."""
     files: dict[str, str] = {}
     first_pod = None
     for line in (text or "").splitlines():

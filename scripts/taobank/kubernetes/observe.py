@@ -13,11 +13,11 @@ from ..contract import Observation, Shown
 from ..states import State
 from .. import states
 from ..errors import TaoError
-from .. import savedlogs
+from .. import savedlogs, training
 from . import JOB_LABEL, credentials, logs, queues, verdicts
 from . import status as smap
 from .kubectl import Kubectl
-from .objects import INDEX_LABEL, index_of, sweep_of
+from .objects import index_of, sweep_of
 from ..records import Record
 
 
@@ -62,6 +62,7 @@ def observe(recs: list[Record], context: dict) -> list[Observation]:
         groups.setdefault((kube.context, kube.namespace), []).append(rec)
     for (kcontext, namespace), group in groups.items():
         kube = Kubectl(namespace, kcontext)
+        completing: list[tuple[Record, Observation, list[dict]]] = []
         labels = {_label(r) for r in group}
         selector = JOB_LABEL if len(labels) > 1 else f"{JOB_LABEL}={labels.pop()}"
         try:
@@ -101,8 +102,29 @@ def observe(recs: list[Record], context: dict) -> list[Observation]:
                              pod_attempts=obs.pod_attempts)
             if obs.reason in smap.PULL_RETRY_REASONS and smap.PULL_BACKOFF_ONLY in obs.message:
                 obs.keep_if = "cannot pull image "  # the pull error recorded already says more than the back-off
+            if obs.state == State.COMPLETE and pods and rec.state not in states.TERMINAL:
+                completing.append((rec, obs, pods))
             out.append(obs)
+        _last_words(kube, completing, context)
     return out
+
+
+def _last_words(kube: Kubectl, completing: list[tuple[Record, Observation, list[dict]]], context: dict) -> None:
+    """TAO's last word for the jobs seen complete now, from the status lines their pods printed as they ended
+    (render.FINAL_STATUS_SH): their final logs read now, as :func:`ended` would (one call per job, ONE per
+    sweep), and kept in ``context`` for it to save instead of reading them again."""
+    texts: dict[str, str] = {}
+    trials: dict[str, dict[str, list[dict]]] = {}
+    for rec, _, pods in completing:
+        if index_of(rec) is not None:
+            trials.setdefault(sweep_of(rec), {})[rec.id] = pods
+        else:
+            texts[rec.id] = logs.final_logs(kube, pods)
+    for sweep, pods_of in trials.items():
+        texts.update(logs.final_logs_many(kube, logs.trials_selector(sweep, pods_of), pods_of))
+    for rec, obs, _ in completing:
+        obs.tao_end = training.tao_end(logs.final_lines(texts.get(rec.id)) or {}, rec.action)
+    context.setdefault("final_logs", {}).update(texts)
 
 
 def _gone(rec: Record, entry: dict | None) -> bool:
@@ -132,7 +154,9 @@ def ended(recs: list[Record], context: dict) -> dict[str, str]:
         kube, pods = seen.get(rec.id, (None, []))
         if kube is None:
             continue
-        if pods and index_of(rec) is not None:  # a sweep's trials that ended now: one logs call for them all
+        if rec.id in context.get("final_logs", {}):  # read as it was seen complete (TAO's last word)
+            savedlogs.save(rec.id, "logs.txt", context["final_logs"][rec.id])
+        elif pods and index_of(rec) is not None:  # a sweep's trials that ended now: one logs call for them all
             trials.setdefault((kube.context, kube.namespace, sweep_of(rec)), (kube, {}))[1][rec.id] = pods
         elif pods:
             logs.save_final_logs(kube, rec, pods)
@@ -143,9 +167,7 @@ def ended(recs: list[Record], context: dict) -> dict[str, str]:
         if credentials.credential_secrets(rec) and rec.backend.get("uid"):
             groups.setdefault((kube.context, kube.namespace), (kube, []))[1].append(rec)
     for (_, _, sweep), (kube, pods_of) in trials.items():
-        indexes = sorted({r for ps in pods_of.values() for p in ps if (r := smap.pod_rank(p)) is not None})
-        logs.save_final_logs_many(kube, f"{JOB_LABEL}={sweep},{INDEX_LABEL} in ({','.join(map(str, indexes))})",
-                                  pods_of)
+        logs.save_final_logs_many(kube, logs.trials_selector(sweep, pods_of), pods_of)
     notes: dict[str, str] = {}
     for kube, group in groups.values():
         try:

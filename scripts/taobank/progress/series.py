@@ -60,13 +60,20 @@ def _step_rows(run: list[Event]) -> dict[int, dict[str, Number]]:
     return rows
 
 
+def _record(kpis: dict[str, Number]) -> frozenset[tuple[str, Any]]:
+    """A KPI dict as a value that compares by content: NaN is a number that equals nothing, itself included
+    (``float("nan")`` of TAO's string KPIs is a new object each line), so it is compared as its JSON word."""
+    return frozenset((name, json_number(value)) for name, value in kpis.items())
+
+
 def _fresh(run: list[Event]) -> list[bool]:
     """Whether each line's KPI dict is a new measurement (TAO repeats the last dict on every later line)."""
     out: list[bool] = []
-    before: dict[str, Number] = {}
+    before = _record({})
     for event in run:
-        out.append(bool(event.kpis) and event.kpis != before)
-        before = event.kpis
+        record = _record(event.kpis)
+        out.append(bool(event.kpis) and record != before)
+        before = record
     return out
 
 
@@ -86,7 +93,7 @@ def _epoch_rows(run: list[Event]) -> dict[int, dict[str, Number]]:
         if at_a is None:
             to_b = dicts
             val_names.update(frozenset(d) for d in dicts)
-        elif at_b is not None and dicts and run[b].kpis == dicts[-1]:
+        elif at_b is not None and dicts and _record(run[b].kpis) == _record(dicts[-1]):
             last = frozenset(dicts[-1])
             if len(dicts) > 1:
                 after_names.add(frozenset(dicts[0]))

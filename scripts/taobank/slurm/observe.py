@@ -9,8 +9,7 @@ from typing import Any, Mapping
 
 from ..states import State
 from .. import training
-from ..contract import Launch, Observation
-from ..progress import statusfile
+from ..contract import Launch, Observation, TaoEnd
 from ..errors import TaoError
 from . import facts, prefetch, remote, status as st, storage, submit
 from .ssh import Connection
@@ -43,11 +42,9 @@ def _status_texts(rec: Record, marks: Mapping[str, str]) -> dict[str, str]:
             if (marks.get(path) or "").strip()} if folder else {}
 
 
-def _tao_outcome(rec: Record, texts: Mapping[str, str]) -> dict[str, Any] | None:
-    """How TAO says the job's run ended, from the status file progress reports (``train/status.json`` for a train
-    action: TAO writes in the action's folder)."""
-    chosen = training.chosen_log(texts, rec.action) if texts else None
-    return statusfile.text_outcome(texts[chosen[0]]) if chosen else None
+def _tao_said(end: TaoEnd | None) -> dict[str, str] | None:
+    """TAO's last word as :func:`taobank.slurm.status.classify` reads it."""
+    return end.to_dict() if end else None
 
 
 def sections(text: str, prefix: str) -> dict[str, str]:
@@ -113,7 +110,7 @@ def sweep(conn: Connection, recs: list[Record]) -> dict[str, st.SlurmObservation
         if marker and str(marker.get("slurm_job_id")) != str(jid):
             marker = None  # an earlier attempt's marker in a shared job dir
         v = st.classify(squeue.get(jid), sacct.get(jid), marker, accounting=accounting, log_tail=log,
-                        tao=_tao_outcome(r, _status_texts(r, marks)))
+                        tao=_tao_said(training.tao_end(_status_texts(r, marks), r.action)))
         if b.get("walltime_chain") and int(b.get("chain_attempt") or 1) > 1 and v.state in (State.PENDING, State.RUNNING):
             v.message = (f"{v.message}; attempt {b['chain_attempt']} of {b.get('max_attempts') or '?'} "
                          f"({_hms(int(b.get('chain_seconds') or 0))} run before it)")
@@ -128,6 +125,7 @@ def sweep(conn: Connection, recs: list[Record]) -> dict[str, st.SlurmObservation
         seen = training.progress_of(texts, r.action) if texts else None
         if seen:
             v.progress = seen
+        v.tao_end = training.tao_end(texts, r.action)
         return v
 
     def log_files(r: Record, v: st.SlurmObservation) -> list[str]:
