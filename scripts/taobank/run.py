@@ -111,7 +111,7 @@ def run(
     try:
         proc = subprocess.run(
             argv,
-            input=stdin.encode("utf-8") if stdin is not None else None,
+            input=stdin.encode("utf-8", "surrogateescape") if stdin is not None else None,
             stdin=None if stdin is not None else subprocess.DEVNULL,
             capture_output=True,
             timeout=timeout,
@@ -221,11 +221,16 @@ def pipe(argv: Sequence[str], *, stdin: str | None = None, what: str | None = No
         feeder = None
         if stdin is not None:
             def feed() -> None:
+                # stdin is closed whatever happens: a child left waiting on it would hang the caller
                 try:
-                    proc.stdin.write(stdin.encode("utf-8"))  # type: ignore[union-attr]
-                    proc.stdin.close()  # type: ignore[union-attr]
-                except OSError:
+                    proc.stdin.write(stdin.encode("utf-8", "surrogateescape"))  # type: ignore[union-attr]
+                except (OSError, UnicodeError):
                     pass  # the child stopped reading: its exit code says why
+                finally:
+                    try:
+                        proc.stdin.close()  # type: ignore[union-attr]
+                    except OSError:
+                        pass
             feeder = threading.Thread(target=feed, daemon=True)
             feeder.start()
 

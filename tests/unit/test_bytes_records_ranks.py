@@ -294,3 +294,14 @@ def test_parent_kpi_takes_the_direction_of_its_name_and_says_so(map_job, cli, tm
     assert "model_epoch_001.pth" in out.out and "model_epoch_000.pth" not in out.out, out  # mAP: the highest
     assert "note: val_mAP ranked highest first (max, from the KPI's name); --parent-mode min ranks the other way" \
         in out.err, out
+
+
+def test_a_name_that_is_not_utf8_goes_back_to_a_child_as_its_bytes():
+    """A listed name holds surrogates for its odd bytes (decode_output): handed back on stdin (fetch's file list)
+    it is the same bytes again, never an encoding error that leaves the child waiting on its stdin."""
+    from taobank import run as runmod
+
+    name = runmod.decode_output(b"caf\xe9.pth\n")
+    with runmod.pipe(["cat"], stdin=name) as out:
+        assert out.read() == b"caf\xe9.pth\n"
+    assert runmod.run(["cat"], stdin=name).stdout == name

@@ -122,6 +122,23 @@ def test_the_copy_keeps_the_specs_siblings_for_hydras_defaults(tmp_path):
     assert not Path(pairs[0][1]).parent.parent.exists()
 
 
+def test_a_relative_spec_path_keeps_its_siblings_and_stale_files_fail_no_node(tmp_path):
+    """A spec named relative to the working folder gets absolute sibling links (a link relative to the copy would
+    point nowhere); a planted fallback file in /dev/shm never fails a healthy node (the guard's folder is its own)."""
+    (tmp_path / "specs" / "dataset").mkdir(parents=True)
+    (tmp_path / "specs" / "dataset" / "d.yaml").write_text("root: /data\n")
+    (tmp_path / "specs" / "train.yaml").write_text("defaults: [dataset: d]\n")
+    job = f"unit-{secrets.token_hex(4)}"
+    _, pairs = multinode.node_local_specs(["tao", "-e", "specs/train.yaml"], job)
+    argv = multinode.guard_argv(["/bin/sh", "-c", 'cat "$(dirname "$0")/dataset/d.yaml"', pairs[0][1]], pairs, 2, 0)
+    plant = 'for s in fell fell.2; do printf "[Multinode] Using default configs.\\n" > "/dev/shm/.tao-node-$$.$s"; done'
+    res = subprocess.run(["/bin/sh", "-c", plant + '; exec "$@"', "plant", *argv], capture_output=True, text=True,
+                         timeout=30, cwd=tmp_path, env={"PATH": os.environ["PATH"]})
+    subprocess.run(["sh", "-c", "rm -f /dev/shm/.tao-node-*.fell*"], check=False)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "root: /data\n"
+
+
 def test_a_spec_that_cannot_be_copied_stops_the_node_in_one_line(tmp_path):
     argv = multinode.guard_argv(["true"], [(str(tmp_path / "missing.yaml"), str(tmp_path / "c" / "s.yaml"))], 2, 0)
     res = run_guard(argv, {})
