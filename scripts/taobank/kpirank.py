@@ -1,22 +1,26 @@
 """Which way a KPI is better: the one rule of every verb that ranks by a KPI (``artifacts --kpi``, ``fetch --best``,
 ``prune --keep best``, ``sweep best``, ``status --sweep --kpi``, ``submit --parent-kpi``).
 
-``--mode`` when given; otherwise the direction TAO's own AutoML infers from the metric's name (nvidia-tao-core's
-``automl`` controller and its brains): a name holding ``loss``, or ``evaluation_cost``, is better lower, every
-other KPI (mAP, accuracy, F1 ...) higher. Taking lower as the default whatever the name kept the worst checkpoint
-of an ``mAP``. A direction taken from the name is said wherever the ranking is shown.
+``--mode`` when given; otherwise read from the KPI's name. TAO's own AutoML reads a name holding ``loss`` (or
+``evaluation_cost``) as better lower and every other name as better higher; that second half would rank an
+``rmse``, a ``fid`` or an error rate the wrong way, and ``prune --keep best`` would then delete the best
+checkpoints. So a name is read only when it says which way it goes: lower for a loss, cost, error or distance
+word, higher for an accuracy, precision, overlap or score word; any other name needs ``--mode``. A direction
+taken from the name is said wherever the ranking is shown.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .errors import UsageError
+from .text import one_line
 
 MODES = ("min", "max")
 
 #: What ``--mode`` says on every ranking verb when it is left out.
-MODE_HELP = ("best is the lowest (min) or highest (max) value; default: from the KPI's name, as TAO's AutoML reads "
-             "it (lower for a name with 'loss', higher otherwise)")
+MODE_HELP = ("best is the lowest (min) or highest (max) value; default: from the KPI's name (lower for a loss, "
+             "cost or error, higher for mAP, accuracy, IoU, F1, recall ...; any other name needs --mode)")
 
 
 @dataclass(frozen=True)
@@ -36,10 +40,24 @@ class Direction:
         return f"{self.mode}, from the KPI's name" if self.inferred else self.mode
 
 
-def from_name(kpi: str) -> str:
-    """The direction of ``kpi`` by its name alone (TAO AutoML's rule): ``min`` for a loss or a cost, else ``max``."""
+#: Words of a KPI's name that say lower is better (substrings, then whole words of the name).
+LOWER_PARTS = ("loss", "cost", "error", "rmse", "mse", "mae", "fid", "abs_rel", "sq_rel", "latency", "perplexity")
+LOWER_WORDS = frozenset({"err", "wer", "cer", "eer", "ter", "ade", "fde", "epe", "chamfer", "time"})
+#: Words that say higher is better.
+HIGHER_PARTS = ("map", "acc", "iou", "f1", "precision", "recall", "auc", "psnr", "ssim", "score", "dice", "bleu",
+                "rouge", "ndcg", "pck", "top1", "top5", "top-1", "top-5")
+HIGHER_WORDS = frozenset({"ap", "ar", "ap50", "ap75", "nds", "oks"})
+
+
+def from_name(kpi: str) -> str | None:
+    """The direction ``kpi``'s name says (``min`` or ``max``), None when it says none (then ``--mode`` is needed)."""
     name = str(kpi).strip().lower()
-    return "min" if "loss" in name or name == "evaluation_cost" else "max"
+    words = set(re.split(r"[^a-z0-9]+", name)) - {""}
+    if any(p in name for p in LOWER_PARTS) or words & LOWER_WORDS:
+        return "min"
+    if any(p in name for p in HIGHER_PARTS) or words & HIGHER_WORDS:
+        return "max"
+    return None
 
 
 def direction(kpi: str | None, mode: str | Direction | None) -> Direction:
@@ -48,7 +66,13 @@ def direction(kpi: str | None, mode: str | Direction | None) -> Direction:
     if isinstance(mode, Direction):
         return mode
     if mode is None:
-        return Direction(from_name(kpi or ""), inferred=True)
+        if kpi is None:  # nothing is ranked: no direction is asked of the user
+            return Direction("max", inferred=True)
+        way = from_name(kpi)
+        if way is None:
+            raise UsageError(f"cannot tell from its name which way KPI {one_line(str(kpi))[:60]!r} is better: add "
+                             "--mode min (lower is better) or --mode max")
+        return Direction(way, inferred=True)
     if mode not in MODES:
         raise UsageError(f"--mode {str(mode)[:40]!r} is unknown: use min or max (or leave it out: from the KPI's "
                          "name)")

@@ -203,13 +203,25 @@ def test_a_job_that_ends_in_this_status_keeps_its_final_progress(docker_fake, mo
 @pytest.mark.parametrize("kpi, mode", [
     ("loss", "min"), ("val_loss", "min"), ("train_loss", "min"), ("Loss", "min"), ("total_loss_cls", "min"),
     ("evaluation_cost", "min"), ("EVALUATION_COST", "min"), ("val_mAP", "max"), ("mAP", "max"), ("mIoU", "max"),
-    ("val_accuracy", "max"), ("accuracy_top-1", "max"), ("f1", "max"), ("", "max"), ("cost", "max"),
+    ("val_accuracy", "max"), ("accuracy_top-1", "max"), ("f1", "max"), ("cost", "min"),
+    # lower-is-better names without 'loss', which TAO AutoML's "everything else is higher" would rank the wrong way
+    ("rmse", "min"), ("abs_rel", "min"), ("fid50k_full", "min"), ("val_error", "min"), ("wer", "min"),
+    ("mae", "min"), ("inference_time", "min"), ("AP50", "max"), ("recall@5", "max"), ("psnr", "max"),
 ])
-def test_the_direction_of_a_kpi_follows_taos_automl(kpi, mode):
+def test_the_direction_of_a_kpi_follows_its_name(kpi, mode):
     way = kpirank.direction(kpi, None)
     assert (way.mode, way.inferred, way.source) == (mode, True, "name")
     assert kpirank.direction(kpi, "min") == kpirank.Direction("min", False)
     assert "from the KPI's name" in way.text()
+
+
+@pytest.mark.parametrize("kpi", ["", "a.b", "val_metric", "k" * 200, "delta"])
+def test_a_name_that_says_no_direction_needs_mode(kpi):
+    """Guessing 'higher' for any other name would make prune --keep best delete the best checkpoints of an rmse."""
+    assert kpirank.from_name(kpi) is None
+    with pytest.raises(UsageError, match="cannot tell from its name which way KPI .* add --mode min"):
+        kpirank.direction(kpi, None)
+    assert kpirank.direction(kpi, "min") == kpirank.Direction("min", False)
 
 
 def test_an_unknown_mode_is_a_usage_error():

@@ -215,9 +215,13 @@ def test_damaged_records(job, cli, how):
 
 
 # ------------------------------------------------------------------ KPI names: the direction and the ranking
-KPI_NAMES = ["loss", "val_loss", "train_loss", "Loss", "LOSS_total", "val_loss_epoch", "evaluation_cost",
-             "Evaluation_Cost", "mAP", "val_mAP", "mAP50", "mIoU", "val_accuracy", "acc", "f1_score", "recall",
-             "precision", "auc", "cost", "error", "loss\u00e9", "mAP\u202e", "k" * 200, "a.b", "val loss"]
+#: names that say lower is better, names that say higher, names that say neither (ranked only with --mode)
+LOWER = ["loss", "val_loss", "train_loss", "Loss", "LOSS_total", "val_loss_epoch", "evaluation_cost",
+         "Evaluation_Cost", "cost", "error", "loss\u00e9", "val loss", "rmse", "fid"]
+HIGHER = ["mAP", "val_mAP", "mAP50", "mIoU", "val_accuracy", "acc", "f1_score", "recall", "precision", "auc",
+          "mAP\u202e"]
+NEITHER = ["k" * 200, "a.b", "val_metric"]
+KPI_NAMES = LOWER + HIGHER + NEITHER
 
 
 @pytest.mark.parametrize("kpi", KPI_NAMES)
@@ -230,9 +234,14 @@ def test_kpi_names_rank_by_the_direction_of_their_name(job, cli, kpi):
         (folder / f"model_epoch_{e:03d}.pth").write_text(f"w{e}")
     records.mark(jid, "COMPLETE")
     before = _tree(folder)
-    lower = "loss" in kpi.lower() or kpi.lower() == "evaluation_cost"  # TAO AutoML's rule, written out here
+    lower = kpi in LOWER
     want = values.index(min(values) if lower else max(values))
     out = cli("tao_jobs.py", "artifacts", jid, "--kpi", kpi, "--json")
+    if kpi in NEITHER:  # a usage error (exit 2): one line asking for --mode, nothing ranked
+        assert out.rc == 2 and "add --mode min" in out.err and len(out.err.strip().splitlines()) == 1, out
+        assert "Traceback" not in out.err and not any(c in out.err for c in RAW), out
+        assert _tree(folder) == before
+        return
     _check(out)
     best = json.loads(out.out)["best"]
     if len(kpi) > 128 or not kpi.isprintable():  # status.json's reader keeps no such KPI name: none is ranked

@@ -269,7 +269,7 @@ def test_parent_checkpoint_best_by_a_kpi(stand):
     child = lineage.with_parent("slurm", {"command": ["{parent.checkpoint}"]}, parent["id"], kpi="val_loss")
     assert child["command"] == [f"{parent['results_dir']}/model_epoch_009.pth"]
     with pytest.raises(TaoError, match="it has val_loss"):  # a misspelt KPI names the ones there are
-        lineage.with_parent("slurm", {"command": ["x"]}, parent["id"], kpi="nope")
+        lineage.with_parent("slurm", {"command": ["x"]}, parent["id"], kpi="nope_loss")
     stand.files = [f for f in stand.files if "009" not in f.path]  # the best epoch left no checkpoint
     with pytest.raises(TaoError, match="nothing was submitted"):
         lineage.with_parent("slurm", {"command": ["{parent.checkpoint}"]}, parent["id"], kpi="val_loss")

@@ -192,5 +192,5 @@ def test_fetch_best_downloads_only_the_checkpoint_artifacts_ranks_first(docker_j
                          (["model_epoch_000.pth", "--best", "--kpi", "val_loss"], "drop the PATHs")):
         bad = cli("tao_jobs.py", "fetch", jid, *args, "--to", tmp_path / "x")
         assert bad.rc == 2 and needle in bad.err, bad
-    none = cli("tao_jobs.py", "fetch", jid, "--best", "--kpi", "nope_kpi", "--to", tmp_path / "y")
+    none = cli("tao_jobs.py", "fetch", jid, "--best", "--kpi", "nope_kpi", "--mode", "min", "--to", tmp_path / "y")
     assert none.rc == 1 and "nope_kpi" in none.err, none
