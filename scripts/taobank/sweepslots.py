@@ -34,7 +34,9 @@ def release(adapter: Any, recs: list[Record]) -> list[str]:
             if chosen:
                 adapter.release_trials(chosen)
                 for r in chosen:
-                    records.mark(r.id, r.state, backend={"held": False}, message="released (a sweep slot is free)")
+                    # its state as it is now: a status that takes no sweep lock may have seen it start meanwhile
+                    records.mark(r.id, records.get(r.id).state, backend={"held": False},
+                                 message="released (a sweep slot is free)")
         out += [r.id for r in chosen]
     return out
 

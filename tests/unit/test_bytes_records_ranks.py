@@ -317,3 +317,20 @@ def test_a_name_that_is_not_utf8_goes_back_to_a_child_as_its_bytes():
     with runmod.pipe(["cat"], stdin=name) as out:
         assert out.read() == b"caf\xe9.pth\n"
     assert runmod.run(["cat"], stdin=name).stdout == name
+
+
+def test_a_release_never_moves_a_trial_a_status_saw_start_back(sweep):
+    """A status takes no sweep lock: it may mark the trial RUNNING while the release starts it. The release then
+    marks the state the record has now, not the PENDING it read before."""
+    engine, sid, ids, _ = sweep
+    records.mark(ids[0], "COMPLETE")
+    real_start = engine.start
+
+    def start(call):
+        out = real_start(call)
+        records.mark(ids[1], "RUNNING", source="poller")  # a concurrent status saw the container start
+        return out
+
+    engine.fake.on("docker", lambda c: c.argv[1] == "start", start)
+    assert sweepslots.release(platform.get("docker"), records.find(sweep=sid)) == [ids[1]]
+    assert records.get(ids[1]).state == "RUNNING" and records.get(ids[1]).backend["held"] is False
