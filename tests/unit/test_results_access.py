@@ -149,7 +149,7 @@ def test_best_without_a_matching_checkpoint_or_status_file_says_so(pod, cli):
     out = cli("tao_jobs.py", "artifacts", rec["id"], "--kpi", "val_loss")
     assert "no status.json in the results folder" in out.out
     pod.answer("LIST_RESULTS", listing_text(files, {"status.json": STATUS}))
-    out = cli("tao_jobs.py", "artifacts", rec["id"], "--kpi", "val_los")
+    out = cli("tao_jobs.py", "artifacts", rec["id"], "--kpi", "val_los", "--mode", "min")
     assert out.rc == 1 and out.err_lines == ["error: no KPI 'val_los' in the status file: it has train_loss, val_loss"]
 
 
