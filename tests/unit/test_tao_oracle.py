@@ -221,3 +221,13 @@ def test_the_torch_stand_in_does_not_outlive_loading_lightning(tmp_path):
 
     _trained(tmp_path)
     assert not [n for n in sys.modules if n.split(".")[0] in ("torch", "torchmetrics")]
+
+
+def test_docker_cancel_of_a_job_that_ended_with_taos_failure_says_error(tmp_path):
+    """A cancel that finds the container already ended reports it as status would: TAO's FAILURE with exit 0 is
+    an error, not COMPLETE."""
+    from taobank.docker import cancel as docker_cancel
+
+    folder = _interrupted(tmp_path).folder.parent
+    stop = docker_cancel._ended(_record(folder), docker_observe.classify({"Status": "exited", "ExitCode": 0}))
+    assert stop.outcome == "ended" and stop.state == State.ERROR and "FAILURE" in stop.message, stop

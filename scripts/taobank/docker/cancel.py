@@ -4,7 +4,7 @@ A container never started (a held sweep trial) is removed. :func:`cancel_many` d
 Only stops and says what happened (:class:`taobank.contract.Stop`); the core marks the records."""
 from __future__ import annotations
 
-from .. import records
+from .. import records, track
 from ..contract import Observation, Stop
 from ..errors import TaoError
 from ..states import State
@@ -22,7 +22,7 @@ def stop(recs: list[Record]) -> list[Stop]:
 
 def _ended(rec: Record, seen: Observation) -> Stop:
     """It ended before the cancel: say how (the engine's facts and progress as status would show them)."""
-    v = observe.said(rec, seen)
+    v = track.tao_last_word(observe.said(rec, seen))  # TAO's FAILURE with exit 0 ended it in error, as status says
     return Stop(rec.id, "ended", v.message, state=v.state, err_class=v.err_class,
                 backend={k: x for k, x in v.backend.items() if x is not None}, view=v.view)
 
