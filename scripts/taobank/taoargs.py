@@ -201,6 +201,16 @@ def gpu_args(spec: Mapping[str, Any], gpus_per_node: int, nodes: int) -> list[st
     return extra
 
 
+def _single_quoted(text: str, ref: str) -> bool:
+    """Whether shell ``text`` writes ``results_dir=<ref>`` inside single quotes (the shell keeps ``$`` as it is)."""
+    try:
+        raw = shlex.split(text, posix=False)  # words with their quotes kept
+    except ValueError:
+        return False
+    return any("results_dir=" in w and ref in w and "'" in w.split("results_dir=", 1)[0] + w.split(ref, 1)[0]
+               for w in raw)
+
+
 def results_args(spec: Mapping[str, Any], folder: str | None, *, kubelet: bool = False) -> list[str]:
     """``results_dir=<folder>`` for a TAO command (:func:`tao_command`): TAO writes under its own ``results_dir``
     (``<results_dir>/<action>``), never under ``$RESULTS_DIR``, so the job's folder must reach it as an override.
@@ -216,6 +226,10 @@ def results_args(spec: Mapping[str, Any], folder: str | None, *, kubelet: bool =
         + (_KUBELET_REFS if kubelet else ())
     want = folder.rstrip("/") or "/"
     for value in given:
+        if value in _SHELL_REFS and value in refs and _single_quoted(str(spec.get("command")), value):
+            raise TaoError(f"the command's results_dir={value} is in single quotes, which the shell does not expand "
+                           f"(TAO would get the words as they are): drop it, the bank passes the job's folder "
+                           f"{_shown_folder(folder)}")
         if value in _SHELL_REFS + _KUBELET_REFS and value not in refs:
             raise TaoError(f"the command's results_dir={value} is not expanded in an argv list (TAO would get the "
                            f"words as they are): drop it, the bank passes the job's folder {_shown_folder(folder)}")

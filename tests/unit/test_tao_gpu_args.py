@@ -328,6 +328,10 @@ def test_a_variable_only_counts_where_something_expands_it():
     assert taoargs.results_args({**dino(None), "args": ["dino", "train", "results_dir=$(RESULTS_DIR)"]}, "/r/j",
                                 kubelet=True) == []
     assert taoargs.results_args(dino("dino train results_dir=${RESULTS_DIR}"), "/r/j") == []
+    assert taoargs.results_args(dino('dino train "results_dir=$RESULTS_DIR"'), "/r/j") == []
+    for text in ("dino train 'results_dir=$RESULTS_DIR'", "dino train results_dir='$RESULTS_DIR'"):
+        with pytest.raises(TaoError, match="in single quotes, which the shell does not expand"):
+            taoargs.results_args(dino(text), "/r/j")
     assert taoargs.results_args({**dino(None), "args": [
         "dino", "train", "results_dir=$(TAO_API_RESULTS_DIR)/$(TAO_API_JOB_ID)"]}, "/r/j", kubelet=True) == []
 
