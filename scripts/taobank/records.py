@@ -22,7 +22,7 @@ import json
 import os
 import re
 import stat
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
@@ -216,9 +216,15 @@ def _sweep_temps(job_id: str, min_age_s: float = 60.0) -> None:
             pass
 
 
+def _locked(job_id: str) -> AbstractContextManager[None]:
+    return state_lock(f"{job_id}.lock")
+
+
 @contextmanager
-def _locked(job_id: str) -> Iterator[None]:
-    path = state_dir() / f"{job_id}.lock"
+def state_lock(name: str) -> Iterator[None]:
+    """Held (an exclusive ``flock``) across every process on this machine while the block runs: the lock file
+    ``name`` in the state folder, a plain file the bank made (never a link)."""
+    path = state_dir() / name
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
     except OSError as exc:

@@ -5,10 +5,8 @@ the sweep verbs (:mod:`taobank.sweeps`), which import the core.
 """
 from __future__ import annotations
 
-import fcntl
-import os
-from contextlib import contextmanager
-from typing import Any, Iterator
+from contextlib import AbstractContextManager
+from typing import Any
 
 from . import records
 from .records import Record
@@ -69,16 +67,10 @@ def _choose(trials: list[Record]) -> list[Record]:
 LOCK_SUFFIX = ".release.lock"
 
 
-@contextmanager
-def _sweep_lock(sweep_id: str) -> Iterator[None]:
+def _sweep_lock(sweep_id: str) -> AbstractContextManager[None]:
     """Held while one process reads, starts and marks the held trials of ``sweep_id``: releases are one at a
     time across every process on this machine (status, watch, the supervisor)."""
-    fd = os.open(records.state_dir() / f"{sweep_id}{LOCK_SUFFIX}", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing drops the lock
+    return records.state_lock(f"{sweep_id}{LOCK_SUFFIX}")
 
 
 def _slot(rec: Record) -> Any:
