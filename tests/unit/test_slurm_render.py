@@ -89,6 +89,21 @@ def test_multi_node_rank_is_computed_inside_each_task():
     assert "export NCCL_IB_HCA=mlx5" in text and 'TAO_WORLD_SIZE="$SLURM_JOB_NUM_NODES"' in text
 
 
+def _master_port_line(text: str) -> str:
+    return next(line for line in text.splitlines() if line.startswith("export TAO_MASTER_PORT="))
+
+
+@pytest.mark.parametrize("job_id", ["7", "1000", "123456"])
+def test_multi_node_master_port_is_per_job_unless_the_spec_names_one(job_id):
+    """Two multi-node jobs sharing a node (or two rendezvous on one host) must not bind the same port."""
+    res = {"partition": "local", "cpus_per_task": 1, "num_gpus": 8, "max_num_gpus_per_node": 4}
+    line = _master_port_line(render.render(make(res=res)))
+    out = subprocess.run(["bash", "-c", f'{line}; echo "$TAO_MASTER_PORT"'], env={"SLURM_JOB_ID": job_id},
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert int(out) == 29500 + int(job_id) % render.MASTER_PORT_SPAN
+    assert _master_port_line(render.render(make(res=res, master_port=31234))) == "export TAO_MASTER_PORT=31234"
+
+
 def test_credentials_sourced_without_exit_trap():
     text = render.render(make(has_credentials=True))
     commands = [line for line in text.split("\n") if line.strip() and not line.lstrip().startswith("#")]

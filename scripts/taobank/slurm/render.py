@@ -16,11 +16,12 @@ from ..envfile import check_name
 from ..errors import TaoError
 from ..render import Raw, render_text
 from . import storage
-from .resources import Resources
+from .resources import Resources, defaults
 
 SINGLE = "slurm/single-node.sbatch.tmpl"
 MULTI = "slurm/multi-node.sbatch.tmpl"
 RUNTIMES = ("pyxis", "none")
+MASTER_PORT_SPAN = 1000
 _DIRECTIVE_VALUE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+\Z")
 #: What each task unsets: with SLURM_NTASKS set (and a job name other than bash), PyTorch Lightning takes
 #: its SLURM mode and waits for one srun task per GPU, which one task per node never starts; a LOCAL_RANK or
@@ -61,7 +62,9 @@ class ScriptInput:
     #: names in the credentials file: kept out of the environment of the job's own resubmission
     secret_names: Sequence[str] = ()
     dataset_root: str | None = None
-    master_port: int = 29500
+    #: None: TAO_MASTER_PORT = the pinned base + the job id modulo MASTER_PORT_SPAN, so two multi-node jobs
+    #: sharing a node (or two rendezvous on one host) do not both bind the same port
+    master_port: int | None = None
     #: max infrastructure retries the job makes itself (0: none; the status verb may resubmit instead)
     self_retries: int = 0
     #: whether the status verb may resubmit an infrastructure failure (it sources the credentials again)
@@ -145,7 +148,9 @@ def render(inp: ScriptInput) -> str:
         "cpus_per_task": inp.resources.cpus_per_task,
         "container_args": container_args(inp),
         "command": command,
-        "master_port": int(inp.master_port),
+        "master_port": int(inp.master_port) if inp.master_port else None,
+        "master_port_base": int(defaults()["master_port"]),
+        "master_port_span": MASTER_PORT_SPAN,
         "task_prologue": TASK_PROLOGUE if inp.resources.nodes > 1 else SINGLE_TASK_PROLOGUE,
         "script_rel": f"sbatch/job_{inp.job_id}.sbatch",
         "self_retry": inp.self_retries > 0,

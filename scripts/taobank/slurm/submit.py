@@ -52,7 +52,8 @@ class Decisions:
     nccl_env: dict[str, str]
     #: name -> value (empty values when planned for a preview)
     secrets: dict[str, str]
-    master_port: int
+    #: the spec's master_port; None: the sbatch derives one from the job id (nodes may be shared)
+    master_port: int | None
     chain: Any
     prefetch: list
     prefetch_secrets: dict[str, str]
@@ -111,7 +112,7 @@ def plan(spec: SlurmSpec | Mapping[str, Any], env: Mapping[str, str] | None = No
         spec=spec, resources=res, runtime=runtime, image=image, pyxis_image=pyxis, sqsh=sqsh, required=required,
         named=named, overrides=overrides, dataset_root=root, command=argv, base=base, mounts=mount_list,
         spec_files=spec_files, env=env_vars, nccl_env=nccl_env, secrets=secret_values,
-        master_port=int(spec.master_port or d["master_port"]), chain=chain.settings(spec, res),
+        master_port=int(spec.master_port) if spec.master_port else None, chain=chain.settings(spec, res),
         prefetch=pre, prefetch_secrets=pre_secrets)
 
 
