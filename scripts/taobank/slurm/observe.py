@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 from ..states import State
 from .. import training
-from ..contract import Launch, Observation, TaoEnd
+from ..contract import Launch, Observation
 from ..errors import TaoError
 from . import facts, prefetch, remote, status as st, storage, submit
 from .ssh import Connection
@@ -40,11 +40,6 @@ def _status_texts(rec: Record, marks: Mapping[str, str]) -> dict[str, str]:
     folder = rec.backend.get("results_dir")
     return {path[len(folder) + 1:]: marks[path] for path in _status_paths(rec)
             if (marks.get(path) or "").strip()} if folder else {}
-
-
-def _tao_said(end: TaoEnd | None) -> dict[str, str] | None:
-    """TAO's last word as :func:`taobank.slurm.status.classify` reads it."""
-    return end.to_dict() if end else None
 
 
 def sections(text: str, prefix: str) -> dict[str, str]:
@@ -109,8 +104,9 @@ def sweep(conn: Connection, recs: list[Record]) -> dict[str, st.SlurmObservation
         marker = st.parse_marker(marks.get(_marker_path(b) or ""))
         if marker and str(marker.get("slurm_job_id")) != str(jid):
             marker = None  # an earlier attempt's marker in a shared job dir
+        texts = _status_texts(r, marks)
         v = st.classify(squeue.get(jid), sacct.get(jid), marker, accounting=accounting, log_tail=log,
-                        tao=_tao_said(training.tao_end(_status_texts(r, marks), r.action)))
+                        tao=training.tao_end(texts, r.action))
         if b.get("walltime_chain") and int(b.get("chain_attempt") or 1) > 1 and v.state in (State.PENDING, State.RUNNING):
             v.message = (f"{v.message}; attempt {b['chain_attempt']} of {b.get('max_attempts') or '?'} "
                          f"({_hms(int(b.get('chain_seconds') or 0))} run before it)")
@@ -121,11 +117,9 @@ def sweep(conn: Connection, recs: list[Record]) -> dict[str, st.SlurmObservation
         pid = b.get("prefetch_job_id")
         if pid and not v.convert_log:
             v = st.with_prefetch(v, squeue.get(pid) or sacct.get(pid), pid, log_tail=log)
-        texts = _status_texts(r, marks)
         seen = training.progress_of(texts, r.action) if texts else None
         if seen:
             v.progress = seen
-        v.tao_end = training.tao_end(texts, r.action)
         return v
 
     def log_files(r: Record, v: st.SlurmObservation) -> list[str]:

@@ -135,7 +135,7 @@ echo "@@squeue"
 squeue -h -r -o '%i|%T|%r|%j' -j "$ids" 2>&1
 echo "@@rc $?"
 echo "@@sacct"
-sacct -n -X -P -o JobID,JobName,State,ExitCode -j "$ids" 2>&1
+sacct -n -P -o JobID,JobName,State,ExitCode,ReqMem,Timelimit,NodeList -j "$ids" 2>&1
 echo "@@rc $?"
 for m do
   echo "@@marker $m"
