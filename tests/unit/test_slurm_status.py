@@ -131,6 +131,19 @@ def test_each_cause_reaches_the_message_with_what_to_do():
     assert v.message.startswith("PREEMPTED: a higher-priority job took its node (node2)"), v.message
 
 
+def test_a_job_line_the_database_has_not_filled_in_yet_names_no_request():
+    """Recorded seconds after the OOM kill: the job's own line is a placeholder ("allocation", ReqMem "16?", no
+    limit) until slurmctld's record reaches slurmdbd; its values are dropped, the step still says OUT_OF_MEMORY."""
+    rows = st.parse_sacct("28|allocation|FAILED|1:0|16?||node1\n28.batch|batch|FAILED|1:0|||node1\n"
+                          "28.0|bash|OUT_OF_MEMORY|0:125|||node1\n")
+    assert rows["28"]["oom"] == "1" and "req_mem" not in rows["28"] and "time_limit" not in rows["28"]
+    v = st.classify(None, rows["28"], None, log_tail="")
+    assert v.message.startswith("OUT_OF_MEMORY: the job used more memory than it asked for; ask for more with --memory")
+    # what observe does: the record's own request (submitted as memory) wins
+    v = st.classify(None, {**rows["28"], "req_mem": "100M"}, None, log_tail="")
+    assert "more than the 100M of memory" in v.message
+
+
 def test_the_exit_marker_names_an_out_of_memory_kill_without_accounting():
     """The job's footer writes "oom": true when its main.err says a step was killed for memory."""
     v = st.classify(None, None, {"exit_code": 1, "oom": True}, accounting=False)

@@ -105,7 +105,10 @@ def sweep(conn: Connection, recs: list[Record]) -> dict[str, st.SlurmObservation
         if marker and str(marker.get("slurm_job_id")) != str(jid):
             marker = None  # an earlier attempt's marker in a shared job dir
         texts = _status_texts(r, marks)
-        v = st.classify(squeue.get(jid), sacct.get(jid), marker, accounting=accounting, log_tail=log,
+        row = sacct.get(jid)
+        if row and b.get("memory"):  # what the job asked for, as submitted (sacct's ReqMem lags a job's end)
+            row = {**row, "req_mem": str(b["memory"])}
+        v = st.classify(squeue.get(jid), row, marker, accounting=accounting, log_tail=log,
                         tao=training.tao_end(texts, r.action))
         if b.get("walltime_chain") and int(b.get("chain_attempt") or 1) > 1 and v.state in (State.PENDING, State.RUNNING):
             v.message = (f"{v.message}; attempt {b['chain_attempt']} of {b.get('max_attempts') or '?'} "

@@ -126,6 +126,11 @@ def parse_squeue(text: str) -> dict[str, dict[str, str]]:
     return out
 
 
+_SHAPES = {"req_mem": re.compile(r"[0-9]+(\.[0-9]+)?[KMGTP]?[nc]?\Z"),
+           "time_limit": re.compile(r"([0-9]+-)?[0-9]+(:[0-9]{2}){1,2}\Z"),
+           "nodes": re.compile(r"[A-Za-z0-9._\[\],-]+\Z")}
+
+
 def parse_sacct(text: str) -> dict[str, dict[str, str]]:
     """Latest allocation record per job id; of its step lines (``ID.0``) only whether one was killed
     OUT_OF_MEMORY (``oom``: "1"). The fields past ExitCode (:data:`SACCT_FIELDS`) are optional."""
@@ -141,6 +146,10 @@ def parse_sacct(text: str) -> dict[str, dict[str, str]]:
             continue
         jid, name, state, exit_code = parts[:4]
         extra = dict(zip(("req_mem", "time_limit", "nodes"), (p.strip() for p in parts[4:7])))
+        # a job whose own record has not reached the database yet reads "allocation", "16?", "": left out
+        for key, shape in _SHAPES.items():
+            if not shape.match(extra.get(key, "")):
+                extra.pop(key, None)
         out[jid] = {"state": first_word(state), "raw_state": state.strip(), "name": name,
                     "exit_code": exit_code.strip(), **{k: v for k, v in extra.items() if v}}
     for jid in oom & set(out):
