@@ -41,11 +41,13 @@ def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = 
     return out
 
 
-def ended_now(views: list[JobView], active: set[str]) -> dict[str, Any]:
-    """:func:`keep_progress`'s arguments for the views that ended in this status (were ``active`` before it): read
-    once now where the platform's observation does not read status files, final as read where it does."""
-    ended = [v for v in views if v.id in active and v.state in states.TERMINAL]
-    read = [v for v in ended if not core.get(v.platform).progress_in_sweep]
+def ended_now(views: list[JobView], active: AbstractSet[str]) -> dict[str, Any]:
+    """:func:`keep_progress`'s arguments for the views that ended in this status (were ``active`` before it), or
+    ended before without a final progress known (marked by another poller: a sweep's supervisor, a watch, an MCP
+    status; else a finished job kept the epoch last seen running): read once now where the platform's
+    observation does not read status files (or did not see the job end), final as read where it does."""
+    ended = [v for v in views if v.state in states.TERMINAL and (v.id in active or not remembered(v.id)[1])]
+    read = [v for v in ended if v.id not in active or not core.get(v.platform).progress_in_sweep]
     return {"read": read, "read_already": {v.id for v in ended if v not in read}}
 
 
