@@ -143,7 +143,7 @@ def metrics(platform: str | None, job_id: str) -> tuple[list[dict], Any, str]:
     """The KPI series of a job by epoch (also after it ended): (rows, the parsed log, the file read)."""
     rec = core.load_for(job_id, platform, "metrics")
     files = core.get(rec.platform).read_status_files(rec, live=False)
-    return training.metrics_of(files, rec.action or None, job_id)
+    return training.metrics_of(files, rec.action or None, job_id, ended=rec.state if rec.terminal else None)
 
 
 __all__ = ["PROGRESS_HINT", "PROGRESS_FILE", "status", "watch", "metrics", "keep_progress", "remembered"]

@@ -50,15 +50,24 @@ def tao_end(files: Mapping[str, str], action: str | None) -> TaoEnd | None:
     return TaoEnd(ended["status"], ended["message"]) if ended else None
 
 
-def metrics_of(files: Mapping[str, str], action: str | None, job_id: str) -> tuple[list[dict], tao.StatusLog, str]:
-    """(the KPI series by epoch, the parsed log, the file it came from); one line when there is nothing to show."""
+def metrics_of(files: Mapping[str, str], action: str | None, job_id: str, *,
+               ended: str | None = None) -> tuple[list[dict], tao.StatusLog, str]:
+    """(the KPI series by epoch, the parsed log, the file it came from); one line when there is nothing to show,
+    which never says "yet" of a job that has ``ended`` (its final state): nothing more will come."""
     found = chosen_log(files, action)
     if found is None:
+        if ended:
+            raise TaoError(f"job {job_id} ({ended}) left no TAO status file (status.json, or <action>/status.json) in "
+                           "its results folder: its program wrote none (a generic command, or a trainer without "
+                           "TAO's status logger), so there are no metrics; its logs: tao_jobs.py logs " + job_id)
         raise TaoError(f"job {job_id} has no TAO status file (status.json) in its results folder yet: it writes one "
                        "once training starts (a generic command writes none)")
     chosen, log = found
     rows = tao.series(log)
     if not rows:
+        if ended:
+            raise TaoError(f"job {job_id} ({ended}) ended with no epoch or KPI in its {chosen} ({log.lines} line(s), "
+                           f"{log.skipped} unreadable): it stopped before its first epoch ended")
         raise TaoError(f"job {job_id}'s {chosen} holds no epoch or KPI yet ({log.lines} line(s), {log.skipped} "
                        "unreadable): try again once an epoch has ended")
     return rows, log, chosen

@@ -87,6 +87,11 @@ def test_metrics_of_a_job_without_a_status_file_is_one_line(slurm, cli):
     slurm.ssh("READ_STATUS_SH", "")
     out = cli("tao_jobs.py", "metrics", rec["id"])
     assert out.rc == 1 and "no TAO status file" in out.err and len(out.err.strip().splitlines()) == 1
+    assert "yet" in out.err
+    records.mark(rec["id"], "COMPLETE", message="done")  # issue 49: a finished job's never says "yet"
+    out = cli("tao_jobs.py", "metrics", rec["id"])
+    assert out.rc == 1 and len(out.err.strip().splitlines()) == 1 and "yet" not in out.err, out
+    assert f"job {rec['id']} (COMPLETE) left no TAO status file" in out.err and "wrote none" in out.err
 
 
 def test_metrics_kpi_needs_a_chart_and_an_existing_kpi(slurm, cli):
