@@ -260,7 +260,7 @@ def status(sweep_id: str, *, retry: bool = True, kpi: str | None = None, mode: s
     """Every trial's state, progress and latest KPIs: the platform's one batched query, plus at most one read
     of the status files of the trials it could not read in that query. With ``kpi``: each trial's best value
     of it and its epoch too, as :func:`best` ranks them (its one listing of every trial's folder)."""
-    from . import jobstatus, platform as core, states
+    from . import jobstatus, platform as core
 
     if kpi is not None:
         check_rank(kpi, mode)
