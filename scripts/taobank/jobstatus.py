@@ -80,8 +80,12 @@ def keep_progress(views: list[JobView], *, read: Sequence[JobView] = (), read_al
     for v in views:
         if v.progress:
             _remember(v.id, v.progress, final=v.state in states.TERMINAL)
-        else:
-            v.progress = remembered(v.id)[0] or None
+            continue
+        seen, final = remembered(v.id)
+        if seen and v.state in states.TERMINAL and not final and seen.get("line"):
+            # its end could not be read: what status saw while it ran, said so (never shown as where it ended)
+            seen = {**seen, "line": f"{seen['line']} (last seen running)", "last_seen_running": True}
+        v.progress = seen or None
 
 
 def remembered(job_id: str) -> tuple[dict, bool]:

@@ -14,15 +14,6 @@ from .contract import TaoEnd
 from .errors import TaoError
 
 
-def status_paths(results_dir: str, action: str | None) -> list[str]:
-    """Where TAO's status file of a job can be: the folder itself, then the action's sub-folder."""
-    base = results_dir.rstrip("/")
-    out = [f"{base}/{tao.remote.TOP}"]
-    if action and "/" not in action and action not in (".", ".."):
-        out.append(f"{base}/{action}/{tao.remote.TOP}")
-    return out
-
-
 def chosen_log(files: Mapping[str, str], action: str | None) -> tuple[str, tao.StatusLog] | None:
     """(the status file to report, parsed), by :func:`taobank.progress.pick`; None when there is none."""
     chosen = tao.pick(dict(files), action)
@@ -73,4 +64,4 @@ def metrics_of(files: Mapping[str, str], action: str | None, job_id: str, *,
     return rows, log, chosen
 
 
-__all__ = ["status_paths", "chosen_log", "progress_of", "tao_end", "metrics_of"]
+__all__ = ["chosen_log", "progress_of", "tao_end", "metrics_of"]

@@ -53,6 +53,8 @@ def test_a_finished_kubernetes_job_keeps_its_epoch_on_the_status_line(fake, cli)
     fake.kubectl("exec", rc=1, stderr="cannot exec into a container in a completed pod")
     out = cli("tao_k8s.py", "status", rec["id"])
     assert "COMPLETE" in out.out and "[epoch 7/10" in out.out, out
+    # its end printed no status lines (a pod killed, say): what status saw, said so (issue 49)
+    assert "(last seen running)]" in out.out, out
     again = cli("tao_jobs.py", "status", rec["id"], "--json")
     assert json.loads(again.out)[0]["progress"]["epoch"] == 6
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import posixpath
+import re
 from typing import Any, Mapping
 
 from ..states import State
@@ -29,17 +30,23 @@ def _retries_path(b: Mapping[str, Any]) -> str | None:
 
 
 def _status_paths(rec: Record) -> list[str]:
-    """TAO's status files of a job (its results folder, and the action's sub-folder): read in the sweep."""
+    """TAO's status files of a job, read in the sweep: its results folder's, and every sub-folder's (the action's,
+    or the one a generic command's trainer names: the files metrics reads, the same rule chooses among them)."""
     folder = rec.backend.get("results_dir")
-    return training.status_paths(folder, rec.action) if folder else []
+    return [posixpath.join(folder, "status.json"), posixpath.join(folder, remote.STATUS_GLOB)] if folder else []
+
+
+_STATUS_REL = re.compile(r"(?:[^/]+/)?status\.json\Z")
 
 
 def _status_texts(rec: Record, marks: Mapping[str, str]) -> dict[str, str]:
     """The job's status files the sweep read, ``{path relative to its results folder: text}`` (a file that does
     not exist prints an empty section: only files with lines count)."""
     folder = rec.backend.get("results_dir")
-    return {path[len(folder) + 1:]: marks[path] for path in _status_paths(rec)
-            if (marks.get(path) or "").strip()} if folder else {}
+    if not folder:
+        return {}
+    return {path[len(folder) + 1:]: text for path, text in marks.items()
+            if path.startswith(folder + "/") and _STATUS_REL.match(path[len(folder) + 1:]) and text.strip()}
 
 
 def sections(text: str, prefix: str) -> dict[str, str]:
