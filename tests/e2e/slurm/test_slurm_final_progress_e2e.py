@@ -84,3 +84,25 @@ def _train_and_read(base: Path, standin: Path) -> None:
     assert "[SUCCESS epoch 2/2 train_loss=" in line, line
     rows = json.loads(jobs("metrics", jid, "--json").stdout)["rows"]
     assert [r["epoch"] for r in rows] == [0, 1] and all("train_loss" in r for r in rows), rows
+
+
+def test_a_generic_commands_trainer_shows_its_progress_in_the_one_sweep(slurm_env):
+    """A command the bank does not read as TAO's (custom/run) whose trainer writes train/status.json: status read
+    only <folder>/status.json and <folder>/run/status.json in its sweep, so no progress, while metrics (which reads
+    every sub-folder) found it. Now the sweep reads the same files."""
+    import time
+
+    rec = slurm_submit.submit(base_spec(
+        network_arch=None, action=None, container_runtime="none", spec_files={"fake_tao_train.sh": str(TRAINER)},
+        command=["sh", "-c", 'exec sh "$1" --results "$RESULTS_DIR" --epochs 3 --sleep 2', "tao",
+                 "{specs}/fake_tao_train.sh"]))
+    jid = rec["id"]
+    assert jid.startswith("custom-run-")
+    end, one = time.time() + 150, view(jid)
+    while one["state"] not in ("COMPLETE", "ERROR", "CANCELED"):  # status alone: the job ends under its sweep
+        assert time.time() < end, one
+        time.sleep(2)
+        one = view(jid)
+    assert one["state"] == "COMPLETE" and one["progress"]["file"] == "train/status.json", one
+    assert one["progress"]["line"].startswith("SUCCESS epoch 3/3 "), one
+
