@@ -37,7 +37,7 @@ def test_a_job_seen_running_then_ended_under_another_poller_shows_its_last_epoch
                      f"{lk.PVC_NAME}:/results", *ON_REAL, "--gpus", "1", "--ttl", "600", "--command",
                      f'sh {trainer_on_pvc} --results "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID" --epochs {EPOCHS} --sleep 3')
     jid = out["id"]
-    seen = wait_for_progress(lambda: json.loads(k8s.tao("status", jid, "--json").stdout)[0], min_epoch=0)
+    seen = wait_for_progress(lambda: json.loads(k8s.tao("status", jid, "--json").stdout)[0], min_epoch=1)
     assert seen["progress"]["epoch"] < EPOCHS - 1, seen  # remembered, not final
     end = time.time() + 180
     while True:  # another poller marks it
@@ -49,9 +49,9 @@ def test_a_job_seen_running_then_ended_under_another_poller_shows_its_last_epoch
         time.sleep(2)
     assert state == "COMPLETE"
     line = tao_jobs("status", jid, env=k8s.env).stdout
-    assert f"epoch {EPOCHS}/{EPOCHS} " in line and "val_loss=" in line, line  # not the epoch seen running
+    assert f"[SUCCESS epoch {EPOCHS}/{EPOCHS} train_loss=" in line, line  # not the epoch seen running
     (after,) = json.loads(tao_jobs("status", jid, "--json", env=k8s.env).stdout)
-    assert after["progress"]["epoch"] == EPOCHS - 1, after
+    assert after["progress"]["epoch"] == EPOCHS - 1 and "val_loss" in after["progress"]["kpis"], after
     tail = tao_jobs("logs", jid, "--tail", "2", env=k8s.env).stdout
     assert f"Epoch {EPOCHS - 1}: train_loss=" in tail and "@@tao-final" not in tail, tail
     rows = json.loads(tao_jobs("metrics", jid, "--json", env=k8s.env).stdout)["rows"]
