@@ -56,3 +56,29 @@ def test_a_job_seen_running_then_ended_under_another_poller_shows_its_last_epoch
     assert f"Epoch {EPOCHS - 1}: train_loss=" in tail and "@@tao-final" not in tail, tail
     rows = json.loads(tao_jobs("metrics", jid, "--json", env=k8s.env).stdout)["rows"]
     assert [r["epoch"] for r in rows] == list(range(EPOCHS))
+
+
+def test_a_tier_c_job_shows_its_last_epoch_once_its_pod_has_ended(k8s, tmp_path):
+    """Results staged in the pod and uploaded to S3 (tier C): no volume to read after the end, and its wrapper
+    printed no final status lines, so a finished tier C training showed no progress at all. Now it prints them."""
+    import secrets
+
+    import yaml
+
+    bucket = "tao-" + secrets.token_hex(4)
+    lk.s3_make_bucket(bucket)
+    spec = tmp_path / "tier-c-train.yaml"
+    spec.write_text(yaml.safe_dump({
+        "image": BUSYBOX, "network_arch": "dino", "action": "train", "results_dir": f"s3://{bucket}/results",
+        "storage_tier": "C", "gpus": 1, "node_selector": {lk.REAL_NODE_LABEL: "true"},
+        "args": ["sh", "-c", (BANK / "testclusters" / "fake_tao_train.sh").read_text(), "tao", "--results",
+                    "$(TAO_API_RESULTS_DIR)/$(TAO_API_JOB_ID)", "--epochs", "3", "--sleep", "1"],
+    }))
+    creds = {"AWS_ACCESS_KEY_ID": lk.s3.ACCESS_KEY_ID, "AWS_SECRET_ACCESS_KEY": secrets.token_hex(20),
+             "AWS_DEFAULT_REGION": lk.s3.REGION, "S3_ENDPOINT_URL": lk.s3_endpoint()}
+    out = k8s.submit("--spec", str(spec), *[a for name in creds for a in ("--secret-env", name)], env=creds)
+    st = k8s.wait(out["id"], lambda s: s["state"] in ("COMPLETE", "ERROR", "CANCELED"), timeout=180)
+    assert st["state"] == "COMPLETE", st
+    assert (st.get("progress") or {}).get("epoch") == 2, st
+    assert "[SUCCESS epoch 3/3 " in tao_jobs("status", out["id"], env=k8s.env).stdout
+    assert '"epoch": 2' in lk.s3_get(bucket, f"results/{out['id']}/train/status.json")  # the uploaded file agrees
