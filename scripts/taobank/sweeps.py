@@ -260,7 +260,7 @@ def status(sweep_id: str, *, retry: bool = True, kpi: str | None = None, mode: s
     """Every trial's state, progress and latest KPIs: the platform's one batched query, plus at most one read
     of the status files of the trials it could not read in that query. With ``kpi``: each trial's best value
     of it and its epoch too, as :func:`best` ranks them (its one listing of every trial's folder)."""
-    from . import jobstatus, platform as core, states
+    from . import jobstatus, platform as core
 
     if kpi is not None:
         check_rank(kpi, mode)
@@ -270,12 +270,11 @@ def status(sweep_id: str, *, retry: bool = True, kpi: str | None = None, mode: s
     adapter = core.get(recs[0].platform)
     _supervised(adapter, sweep_id, trial_records(sweep_id))
     by_id = {r.id: r for r in recs}
-    # running trials, and finished ones whose final progress is not known yet: one read (the same rule as status)
+    # running trials, and finished ones whose final progress is not known yet: one read (status's rule)
     now = jobstatus.ended_now(views, active)
-    read = [v for v in views if v.id in by_id and v.id not in now["read_already"] and (
-        (v.state == State.RUNNING and not adapter.progress_in_sweep)
-        or (v.state in states.TERMINAL and not jobstatus.remembered(v.id)[1]))]
-    jobstatus.keep_progress(views, read=read, read_already=now["read_already"])
+    read = [v for v in views if v.id in by_id and v.state == State.RUNNING and not adapter.progress_in_sweep]
+    jobstatus.keep_progress(views, read=read + [v for v in now["read"] if v.id in by_id],
+                            read_already=now["read_already"])
     rows = []
     for v in views:
         rec = by_id.get(v.id) or records.get(v.id)

@@ -125,7 +125,7 @@ def test_docker_a_clean_exit_after_taos_failure_is_an_error(tmp_path):
 def test_slurm_a_completed_job_after_taos_failure_is_an_error(tmp_path):
     folder = _interrupted(tmp_path).folder.parent
     end = training.tao_end(_status_files(folder), "train")
-    obs = slurm_status.classify(None, {"state": "COMPLETED", "exit_code": "0:0"}, None, tao=end and end.to_dict())
+    obs = slurm_status.classify(None, {"state": "COMPLETED", "exit_code": "0:0"}, None, tao=end)
     _is_taos_failure(track.tao_last_word(obs))
 
 
