@@ -330,8 +330,8 @@ def outcome(log: StatusLog) -> tuple[str, str | None] | None:
 def text_outcome(text: str | None) -> dict[str, Any] | None:
     """How the latest run in TAO's ``status.json`` ended (``{"status": "SUCCESS"|"FAILURE", "message"}``),
     else None. Retries share the results folder, so an earlier attempt's end says nothing about this one;
-    TAO's success is its "Train finished successfully." (or monitor_status's "completed successfully") line. A whole-file JSON object or list (an older
-    writer) is read as its lines."""
+    TAO's success is its "Train finished successfully." (or monitor_status's "... completed successfully")
+    line. A whole-file JSON object or list (an older writer) is read as its lines."""
     if not text or not text.strip():
         return None
     try:
