@@ -254,6 +254,8 @@ class Scenario:
     epoch_seconds: float = 100
     #: Lightning's ``every_n_train_steps`` (a checkpoint every so many batches); None: one per epoch
     every_n_train_steps: int | None = None
+    #: Lightning's ``check_val_every_n_epoch`` (TAO's validation_interval): a validation every so many epochs
+    val_every: int = 1
 
 
 @dataclass
@@ -315,6 +317,7 @@ def train(results: Path, scenario: Scenario, *, network: str = "dino", name: str
     folder.mkdir(parents=True, exist_ok=True)
     checkpoint = tao_checkpoint(folder, network, scenario.every_n_train_steps)
     trainer = _Trainer(checkpoint)
+    trainer.check_val_every_n_epoch = scenario.val_every
     run = Run(1, folder, first_line=_written(folder))
     status = tao_logging.Status
 
@@ -358,11 +361,12 @@ def train(results: Path, scenario: Scenario, *, network: str = "dino", name: str
                 trainer.global_step = epoch * STEPS_PER_EPOCH + batch + 1
                 hook("on_train_batch_end", None, None, batch)
             step = trainer.global_step
-            # validation at the epoch's end (DINO's on_validation_epoch_end): val_mAP as text
-            logger.kpi = {"val_mAP": str(_number(scenario.val_map[epoch])),
-                          "val_loss": _number(scenario.val_loss[epoch])}
-            logger.write(message="Eval metrics generated.")
-            hook("on_validation_end")
+            if (epoch + 1) % scenario.val_every == 0:
+                # validation at the epoch's end (DINO's on_validation_epoch_end): val_mAP as text
+                logger.kpi = {"val_mAP": str(_number(scenario.val_map[epoch])),
+                              "val_loss": _number(scenario.val_loss[epoch])}
+                logger.write(message="Eval metrics generated.")
+                hook("on_validation_end")
             # on_train_epoch_end: the callbacks (TAO's status callback: the epoch line), the module (DINO's
             # training loss), then the monitoring callbacks (ModelCheckpoint)
             per_epoch = timedelta(seconds=scenario.epoch_seconds)

@@ -36,14 +36,17 @@ NETWORK, NAME, ERROR = "dino", "DINO", "@ERROR@"
 EPOCHS = 3
 
 
-def _template(line: str, words: dict[str, str]) -> str:
+def _template(line: str, words: dict[str, str], previous_loss: float | None = None) -> str:
     """One status line TAO wrote, its values replaced by slots (key by key, so a value is never confused with
-    another's) and its words (the network's name, the action, a path) by theirs."""
+    another's) and its words (the network's name, the action, a path) by theirs; a training loss equal to
+    ``previous_loss`` is the one the epoch before wrote, carried in the KPI dict (@PREVIOUS_TRAIN_LOSS@)."""
     written = json.loads(line)
     values = {**written, **(written.get("kpi") or {})}
     for key, slot in SLOTS.items():
         if key not in values:
             continue
+        if key == "train_loss" and previous_loss is not None and values[key] == previous_loss:
+            slot = "PREVIOUS_TRAIN_LOSS"
         literal = re.compile(re.escape(f'"{key}": {json.dumps(values[key])}') + r"(?=[,}])")
         assert len(literal.findall(line)) == 1, (key, line)
         filled = f'"@{slot}@"' if isinstance(values[key], str) else f"@{slot}@"
@@ -54,7 +57,8 @@ def _template(line: str, words: dict[str, str]) -> str:
     return line
 
 
-def _cut(run: oracle.Run, start: str, end: str | None, words: dict[str, str]) -> list[str]:
+def _cut(run: oracle.Run, start: str, end: str | None, words: dict[str, str],
+         previous_loss: float | None = None) -> list[str]:
     """The run's status lines between two of its marks (``end`` None: to the end), as templates, with
     ``#saved`` where Lightning saved a checkpoint."""
     lines = run.status_text.splitlines()
@@ -64,7 +68,7 @@ def _cut(run: oracle.Run, start: str, end: str | None, words: dict[str, str]) ->
     position = run.marks[first][1]
     out: list[str] = []
     for what, at in run.marks[first + 1:last] + [run.marks[last] if end else ("", len(lines))]:
-        out += [_template(line, words) for line in lines[position:at]]
+        out += [_template(line, words, previous_loss) for line in lines[position:at]]
         position = at
         if what.startswith("saved "):
             out.append("#saved")
@@ -91,26 +95,41 @@ def _checkpoint_formats() -> tuple[str, str]:
     return name, last.replace(NETWORK, "%s", 1)
 
 
-def _epoch_section(run: oracle.Run, words: dict[str, str], per_epoch: int) -> list[str]:
-    """The lines of one epoch, the same for every epoch of the run; the checkpoints Lightning saved in it are
-    the epoch's (``per_epoch`` of them at its batches' ends, or one at its last step), saved together."""
+def _epoch_section(run: oracle.Run, words: dict[str, str], per_epoch: int, val_every: int,
+                   epochs: list[int]) -> list[str]:
+    """The lines of one epoch, the same for each of ``epochs`` of the run; the checkpoints Lightning saved in it
+    are the epoch's (``per_epoch`` of them at its batches' ends, or one where it saved the epoch's; none in an
+    epoch without validation when validations are ``val_every`` epochs apart), saved together."""
     name_format, _ = _checkpoint_formats()
+    last = max(int(w.split()[1]) for w, _ in run.marks if w.startswith("epoch "))
     sections = []
-    for epoch in range(EPOCHS):
-        section = _cut(run, f"epoch {epoch}", f"epoch {epoch + 1}" if epoch + 1 < EPOCHS else "epochs done", words)
+    for epoch in epochs:
+        loss, previous = _loss(epoch), (_loss(epoch - 1) if epoch else None)
+        assert loss != previous
+        section = _cut(run, f"epoch {epoch}", f"epoch {epoch + 1}" if epoch < last else "epochs done", words,
+                       previous)
+        validated = (epoch + 1) % val_every == 0
         steps = [epoch * oracle.STEPS_PER_EPOCH + k * oracle.STEPS_PER_EPOCH // per_epoch
-                 for k in range(1, per_epoch + 1)]
+                 for k in range(1, per_epoch + 1)] if per_epoch > 1 or validated else []
         assert [c for c in run.checkpoints if f"_{epoch:03d}_" in c] == [name_format % (epoch, s) for s in steps]
-        at = section.index("#saved")
-        assert section[at:at + per_epoch] == ["#saved"] * per_epoch and section.count("#saved") == per_epoch
-        sections.append(section[:at] + ["#checkpoint batches" if per_epoch > 1 else "#checkpoint epoch"]
-                        + section[at + per_epoch:])
+        assert section.count("#saved") == len(steps)
+        if steps:
+            at = section.index("#saved")
+            assert section[at:at + len(steps)] == ["#saved"] * len(steps)
+            section = section[:at] + ["#checkpoint batches" if per_epoch > 1 else "#checkpoint epoch"] \
+                + section[at + len(steps):]
+        sections.append(section)
     assert all(s == sections[0] for s in sections), sections
     return sections[0]
 
 
+def _loss(epoch: int) -> float:
+    """The training loss of an epoch in the oracle's runs here (its default: 10 / (epoch + 2))."""
+    return round(10.0 / (epoch + 2), 6)
+
+
 def _scenario(**kw: object) -> oracle.Scenario:
-    return oracle.Scenario(val_map=(0.1, 0.3, 0.2)[:EPOCHS], val_loss=(0.9, 0.5, 0.7)[:EPOCHS],
+    return oracle.Scenario(val_map=(0.1, 0.3, 0.2), val_loss=(0.9, 0.5, 0.7),
                            stop_message=ERROR, **kw)  # type: ignore[arg-type]
 
 
@@ -124,11 +143,18 @@ def sections() -> dict[str, list[str]]:
         assert run.exit_code == 0
         out["start"] = _start(run, words)
         out["loop"] = _cut(run, "begun", "loop", words)
-        out["epoch"] = _epoch_section(run, words, 1)
         out["end"] = _cut(run, "epochs done", None, words)
-        steps = oracle.train(root / "steps", _scenario(every_n_train_steps=oracle.STEPS_PER_EPOCH // 2))
-        out["epoch-steps"] = _epoch_section(steps, words, 2)
-        assert _cut(steps, "epochs done", None, words) == out["end"]
+        for per_epoch, kind in ((1, "epoch"), (2, "epoch-steps")):
+            every = None if per_epoch == 1 else oracle.STEPS_PER_EPOCH // per_epoch
+            steps = oracle.train(root / kind, _scenario(every_n_train_steps=every))
+            out[kind] = _epoch_section(steps, words, per_epoch, 1, list(range(EPOCHS)))
+            assert _cut(steps, "epochs done", None, words) == out["end"]
+            # validations 2 epochs apart (TAO's validation_interval): epochs 1 and 3 validated, 0 and 2 not
+            apart = oracle.train(root / f"{kind}-apart", oracle.Scenario(
+                val_map=(0.1, 0.3, 0.2, 0.25), val_loss=(0.9, 0.5, 0.7, 0.6), every_n_train_steps=every, val_every=2))
+            for section, epochs in (("val", [1, 3]), ("noval", [2]), ("noval-first", [0])):
+                out[f"{kind}-{section}"] = _epoch_section(apart, words, per_epoch, 2, epochs)
+            assert _cut(apart, "epochs done", None, words) == out["end"]
         crashed = oracle.train(root / "resumed", _scenario(stop_at=(2, oracle.Crashed)))
         assert crashed.exit_code == 1
         latest = str((root / "resumed" / "train" / f"{NETWORK}_model_latest.pth").resolve())  # TAO resumes from

@@ -68,16 +68,33 @@ def _same(shell, tmp_path: Path, argv: list[str], scenario: oracle.Scenario, cod
 
 
 @pytest.mark.parametrize("shell", SHELLS)
-@pytest.mark.parametrize("argv,model,seconds,per_epoch", [
-    (["--epochs", "5", "--epoch-time", "90000"], _model(5), 90000, None),  # days in the eta
+@pytest.mark.parametrize("argv,model,seconds,per_epoch,val_every", [
+    (["--epochs", "5", "--epoch-time", "90000"], _model(5), 90000, None, 1),  # days in the eta
     (["--epochs", "6", "--sleep", "0", "--epoch-time", "5", "fake.best_val=300", "fake.nan_at=1"],
-     _model(6, 300, 1), 5, None),  # a fraction of a second a step; a NaN loss
-    (["--epochs", "20"], _model(20), 0, None),  # val_mAP below zero early on
-    (["--epochs", "3", "--checkpoints-per-epoch", "2"], _model(3), 0, 5),
-    (["--epochs", "2", "--checkpoints-per-epoch", "10", "--epoch-time", "7"], _model(2), 7, 1),
-], ids=["days", "nan", "negative", "two-a-epoch", "every-step"])
-def test_a_training_is_what_taos_code_writes(shell, tmp_path, argv, model, seconds, per_epoch):
-    _same(shell, tmp_path, argv, oracle.Scenario(**model, epoch_seconds=seconds, every_n_train_steps=per_epoch), 0)
+     _model(6, 300, 1), 5, None, 1),  # a fraction of a second a step; a NaN loss
+    (["--epochs", "20"], _model(20), 0, None, 1),  # val_mAP below zero early on
+    (["--epochs", "3", "--checkpoints-per-epoch", "2"], _model(3), 0, 5, 1),
+    (["--epochs", "2", "--checkpoints-per-epoch", "10", "--epoch-time", "7"], _model(2), 7, 1, 1),
+    (["--epochs", "7", "--val-interval", "3"], _model(7), 0, None, 3),  # checkpoints only with a validation
+    (["--epochs", "5", "--val-interval", "2", "--checkpoints-per-epoch", "5"], _model(5), 0, 2, 2),
+], ids=["days", "nan", "negative", "two-a-epoch", "every-step", "val-apart", "val-apart-steps"])
+def test_a_training_is_what_taos_code_writes(shell, tmp_path, argv, model, seconds, per_epoch, val_every):
+    _same(shell, tmp_path, argv, oracle.Scenario(**model, epoch_seconds=seconds, every_n_train_steps=per_epoch,
+                                                 val_every=val_every), 0)
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_resume_between_validations_is_what_taos_code_writes(shell, tmp_path):
+    """The resumed process has written no KPI yet: its first epoch without validation has none on its line."""
+    ours, taos = _same(shell, tmp_path, ["--epochs", "6", "--val-interval", "2", "--fail-at", "4"],
+                       oracle.Scenario(**_model(6), epoch_seconds=0, val_every=2, stop_at=(4, oracle.Crashed),
+                                       stop_message="simulated failure at epoch {epoch}"), 1)
+    assert os.readlink(ours / "train" / "dino_model_latest.pth") == "model_epoch_003_step_00040.pth"
+    assert _stand_in(shell, ours, "--epochs", "6", "--val-interval", "2",
+                     "train.resume_training_checkpoint_path=null").returncode == 0
+    with oracle.clock(NOW):
+        oracle.train(taos, oracle.Scenario(**_model(6), epoch_seconds=0, val_every=2, resume_after=3))
+    assert _files(ours / "train", ours) == _files(taos / "train", taos)
 
 
 @pytest.mark.parametrize("shell", SHELLS)
