@@ -1,7 +1,8 @@
 """TAO's own code as the tests' oracle: status files written by nvidia-tao-core's ``StatusLogger`` and checkpoint
 names made by pytorch-lightning's ``ModelCheckpoint`` at TAO's settings (requirements-tao.txt, installed
 ``--no-deps``), in the order a Lightning training calls them: the callback's own hooks (``setup``,
-``on_train_start``, ``on_validation_end``, ``on_train_epoch_end``) decide when a checkpoint is saved and linked,
+``on_train_start``, ``on_train_batch_end``, ``on_validation_end``, ``on_train_epoch_end``) decide when a checkpoint
+is saved and linked (every epoch, every ``every_n_train_steps`` batches, with validations ``val_every`` apart),
 over a stand-in of the Trainer's attributes they read, and a resumed run restores the callback's state from the
 checkpoint as Lightning does (``load_state_dict``).
 
