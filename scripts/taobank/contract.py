@@ -161,7 +161,8 @@ class Shown:
 class TaoEnd:
     """How the latest run in TAO's status file ended: its last word."""
 
-    #: "SUCCESS" (TAO's "<Action> finished successfully." line) or "FAILURE"
+    #: "SUCCESS" (TAO's "<Action> finished successfully." or "<NAME> <action> completed successfully" line) or
+    #: "FAILURE"
     status: str
     message: str = ""
 
