@@ -363,6 +363,8 @@ class ResultsListing:
     status_files: dict[str, str] = field(default_factory=dict)
     #: False when the folder does not exist (not written yet, or pruned)
     exists: bool = True
+    #: False for a folder prune --yes deletes without listing it first (its files are not known)
+    listed: bool = True
     #: symbolic links whose target is a regular file inside the folder: link path -> target path (both relative)
     links: dict[str, str] = field(default_factory=dict)
     #: files whose names no line or local path may carry (a newline, backslash or control character): not listed,
