@@ -70,6 +70,10 @@ class Gate:
 
     lines: list[str] = field(default_factory=list)
     backend: dict[str, Any] = field(default_factory=dict)
+    #: a dry run (``submit --dry-run``): the same read-only checks, but nothing that changes state (no pull, no
+    #: login); what a check left out for that goes to ``skipped`` (said in the dry run's first line)
+    dry_run: bool = False
+    skipped: list[str] = field(default_factory=list)
 
     def text(self) -> str:
         return "; ".join(line for line in self.lines if line)

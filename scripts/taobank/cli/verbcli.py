@@ -477,7 +477,9 @@ def add_submit_outputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--name", dest="description", metavar="TEXT",
                    help="free text stored in the record and shown by tao_jobs.py list (max 200 chars)")
     p.add_argument("--dry-run", action="store_true", help="print what would be sent (manifest / script); "
-                   "contact nothing, open no record")
+                   "contact nothing, open no record (its first line, on stderr, says what it did not check)")
+    p.add_argument("--check", action="store_true", help="with --dry-run: first run the submit's read-only checks "
+                   "(the cluster or engine, GPUs, queue or quota, input paths, image; no pull, no record)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the new job's view as JSON")
     out.add_argument("-q", "--quiet", action="store_true", help="print only the job id")
@@ -580,15 +582,45 @@ def add_parent(p: argparse.ArgumentParser) -> None:
     p.add_argument("--parent-mode", choices=kpirank.MODES, help=f"with --parent-kpi: {kpirank.MODE_HELP}")
 
 
+def checked_preview(platform: str, preview: Callable, check: bool) -> Callable:
+    """``preview`` with the dry run's first line on stderr: without ``check`` (``--check``) which checks it did
+    not run (:data:`taobank.pipeline.UNCHECKED`); with it, the submit's read-only checks first
+    (:func:`taobank.pipeline.dry_run`): what passed and what was still not checked (a credential not set here)."""
+    def run(spec: dict, opts):  # type: ignore[no-untyped-def]
+        from .. import pipeline, taoargs
+
+        if not check:
+            text = preview(spec, opts)
+            print(pipeline.UNCHECKED, file=sys.stderr)
+            warning = taoargs.unseen_warning(spec)  # a submit says it among its gate lines
+            if warning:
+                print(warning, file=sys.stderr)
+            return text
+        done = pipeline.dry_run(core.get(platform), [spec], opts)
+        try:
+            text = preview(spec, opts)
+        except TaoError:
+            if not done.pending:
+                raise
+            text, done.left_out = preview(done.specs[0], done.opts), True  # a platform that needs the values
+        print(done.first_line(), file=sys.stderr)
+        for note in done.gate.notes():
+            print(note, file=sys.stderr)
+        return text
+
+    return run
+
+
 def submit_lineage(platform: str, spec: dict, opts, args: argparse.Namespace, preview: Callable | None = None):
     """The submit (or with ``preview`` the dry run) of a spec, through :mod:`taobank.lineage` with --parent."""
     from dataclasses import replace
 
-    from .. import lineage, taoargs
+    from .. import lineage
 
-    warning = taoargs.unseen_warning(spec) if preview is not None else None
-    if warning:  # a submit says it among its gate lines; a dry run says it here
-        print(warning, file=sys.stderr)
+    if preview is not None:
+        preview = checked_preview(platform, preview, bool(getattr(args, "check", False)))
+    elif getattr(args, "check", False):
+        raise UsageError("--check runs a dry run's read-only checks: give --dry-run too")
     if not getattr(args, "parent", None):
         if getattr(args, "parent_kpi", None) is not None or getattr(args, "allow_incomplete_parent", False):
             raise UsageError("--parent-kpi and --allow-incomplete-parent choose from a parent: give --parent ID too")
