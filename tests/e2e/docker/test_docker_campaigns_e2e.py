@@ -307,3 +307,21 @@ def test_prune_keep_best_over_a_sweeps_trials_keeps_the_winners_best_only(dk):
         left = sorted(p.name for p in (dk.results / jid).rglob("*.pth"))
         want = [Path(c).name for c in best["checkpoints"][:1]] if jid == best["id"] else []
         assert left == want, (jid, left, seen)
+
+
+def test_dry_run_check_runs_the_submits_checks_on_the_engine(dk):
+    """Issue 49: --dry-run --check asks the real engine what submit asks (a mount path that is not there is refused
+    as submit refuses it; the image is looked up, never pulled); --dry-run alone says it checked nothing."""
+    args = ("submit", "--image", dk.image, "--gpus", "0", "--dry-run", "--", "true")
+    plain = dk.tao(*args)
+    assert plain.returncode == 0 and plain.stderr.startswith("dry run: nothing was contacted"), plain.stderr
+    since = log_length(dk)
+    missing = dk.tao("submit", "--image", dk.image, "--gpus", "0", "--mount", f"{dk.tmp}/absent:/data", "--dry-run",
+                     "--check", "--", "true")
+    assert missing.returncode == 1 and "bind-mount path" in missing.stderr, missing.stderr
+    good = dk.tao("submit", "--image", dk.image, "--gpus", "0", "--dry-run", "--check", "--", "true")
+    assert good.returncode == 0, good.stderr
+    assert good.stderr.startswith(f"dry run: the submit's read-only checks passed (docker engine ") and \
+        f"image {dk.image} present" in good.stderr and "nothing was skipped" in good.stderr, good.stderr
+    words = [c[1] for c in engine_calls(dk, since)]
+    assert not {"create", "run", "start", "pull", "login"} & set(words) and dk.records() == [], words
