@@ -378,6 +378,12 @@ async def _in_worker(ctx: Any, params: types.CallToolRequestParams) -> types.Cal
             return types.CallToolResult(content=[types.TextContent(type="text", text=refused)], is_error=True)
     question = tools.confirmation(spec, arguments) if spec is not None else None
     if question is not None and _can_ask(ctx):
+        if spec is not None and spec.name == "prune":  # what would go, listed first: a refusal asks nothing
+            listed = await anyio.to_thread.run_sync(tools.run, spec, {**arguments, "dry_run": True})  # type: ignore[dict-item]
+            if listed.exit_code != 0 or not isinstance(listed.result, list):
+                return types.CallToolResult(content=[types.TextContent(type="text", text="\n".join(listed.errors))],
+                                            is_error=True)
+            question = tools.prune_question(question, listed.result)
         refused = await _confirm(ctx, question)
         if refused is not None:
             return types.CallToolResult(content=[types.TextContent(type="text", text=refused)], is_error=True)
