@@ -85,8 +85,10 @@ def test_continue_needs_what_its_job_was_submitted_with(state_dir, creds, tmp_pa
     env = {k: v for k, v in _env(tmp_path, creds).items() if k not in ("WANDB_API_KEY", "HF_TOKEN")}
     with Session(env) as s:
         done = s.call("continue", id=rec["id"])
+    # its own checks first: a job still PENDING is refused before any of the three keys is asked or named
     assert done["isError"] is True and done["content"][0]["text"].startswith(
-        "error: continue needs WANDB_API_KEY, HF_TOKEN, NGC_KEY, set neither in the MCP server's environment "), done
+        f"error: job {rec['id']} is PENDING: cancel it first"), done
+    assert "before any key was asked; nothing was done" in done["content"][0]["text"]
 
 
 def test_a_stored_key_is_one_private_line_both_readers_read_back(creds):

@@ -561,8 +561,11 @@ def cmd_continue(args: argparse.Namespace, platform: str | None) -> int:
     from .. import lineage
 
     minutes = args.time_minutes if args.time_hours is None else args.time_hours * 60
+    if args.check and not args.dry_run:
+        raise UsageError("--check runs a dry run's read-only checks: give --dry-run too")
     view = lineage.continue_job(platform, args.id, checkpoint=args.checkpoint, description=args.description,
-                                dry_run=args.dry_run, time_minutes=minutes, queue=getattr(args, "queue", None))
+                                dry_run=args.dry_run, time_minutes=minutes, queue=getattr(args, "queue", None),
+                                check=args.check, note=lambda line: print(line, file=sys.stderr))
     if args.dry_run:
         print_json({"continues": args.id, "preview": view}) if args.json else sys.stdout.write(view)
         return EXIT_OK

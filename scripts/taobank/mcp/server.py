@@ -323,7 +323,7 @@ async def _ask_key(ctx: Any, name: str) -> str | None:
 async def _checks_first(spec: tools.ToolSpec, arguments: dict) -> str | None:
     """A submit's read-only checks (its ``dry_run`` with ``check``: GPUs, paths, queue, image ...) before a key it
     lacks is asked of the user: None when they pass, else the helper's lines (nothing asked, nothing done)."""
-    if not spec.name.startswith("submit_"):
+    if not spec.name.startswith("submit_") and spec.name != "continue":
         return None
     done = await anyio.to_thread.run_sync(tools.run, spec, {**arguments, "dry_run": True, "check": True})
     if done.exit_code == 0:
