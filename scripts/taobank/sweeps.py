@@ -109,9 +109,11 @@ class Preview:
     trials: list[dict]
     shared: list[tuple[str, str]]
     sent: list[list[tuple[str, str]]]
+    #: the dry run's line: the submit's read-only checks that passed, and what was not checked
+    checks: str = ""
 
     def to_dict(self) -> dict:
-        return {"sweep": self.sweep, "max_concurrent": self.max_concurrent, "trials": self.trials,
+        return {"sweep": self.sweep, "max_concurrent": self.max_concurrent, "trials": self.trials, "checks": self.checks,
                 "shared": [{"name": n, "text": t} for n, t in self.shared],
                 "sent": [{"trial": i, "name": n, "text": t} for i, docs in enumerate(self.sent) for n, t in docs]}
 
@@ -126,8 +128,9 @@ class Preview:
             (str(t["trial"]), t["id"], one_line(" ".join(sweepfile.args_of(t["overrides"]))), t["results_dir"])
             for t in self.trials]
         widths = [max(len(r[i]) for r in rows) for i in range(3)]
-        out = [f"sweep preview: {len(self.trials)} trials, at most {self.max_concurrent} at once; nothing was "
-               f"contacted or created (ids and names are placeholders: submit mints them)\n"]
+        out = [f"{self.checks}\n"] if self.checks else []
+        out += [f"sweep preview: {len(self.trials)} trials, at most {self.max_concurrent} at once; nothing was "
+               f"created (ids and names are placeholders: submit mints them)\n"]
         out += ["  ".join(c.ljust(w) for c, w in zip(r[:3], widths)) + "  " + r[3] + "\n" for r in rows]
         for name, text in self.shared:
             out.append(f"# ---- sent once for the sweep: {name} ----\n{_ended(text)}")
@@ -151,10 +154,11 @@ def _ended(text: str) -> str:
 
 def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dict[str, str]],
             max_concurrent: int | None = None, *, parent_kpi: str | None = None, parent_mode: str | None = None,
-            allow_incomplete_parent: bool = False) -> Preview:
+            allow_incomplete_parent: bool = False, check: bool = False) -> Preview:
     """What ``submit`` would do with these trials, contacting nothing that changes state and opening no record:
     the same checks, every trial's spec as submit builds it, the platform's rendering of what it sends
-    (:meth:`Platform.preview_sweep`, the functions its launch uses) and the trial table."""
+    (:meth:`Platform.preview_sweep`, the functions its launch uses) and the trial table. ``check``: the submit's
+    read-only checks first (:func:`taobank.pipeline.dry_run`), else the preview says it did not run them."""
     from .platform import get
 
     spec, trials = _prepared(platform_name, spec, opts, trials, max_concurrent, parent_kpi=parent_kpi,
@@ -163,11 +167,25 @@ def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[di
     ids = preview_ids(len(trials))
     from .contract import Batch
 
-    shown = get(platform_name).preview_sweep([trial_spec(spec, t) for t in trials], opts, ids,
-                                             Batch(max_concurrent=k, sweep=PREVIEW_SWEEP))
+    from . import pipeline
+
+    specs = [trial_spec(spec, t) for t in trials]
+    if not check:
+        shown = get(platform_name).preview_sweep(specs, opts, ids, Batch(max_concurrent=k, sweep=PREVIEW_SWEEP))
+        table = [{"trial": i, "id": jid, "overrides": dict(t), "results_dir": folder}
+                 for i, (jid, t, folder) in enumerate(zip(ids, trials, shown.results_dirs))]
+        return Preview(PREVIEW_SWEEP, k, table, shown.shared, shown.trials, pipeline.UNCHECKED)
+    done = pipeline.dry_run(get(platform_name), specs, opts, trials=trials, max_concurrent=max_concurrent)
+    try:
+        shown = get(platform_name).preview_sweep(specs, opts, ids, Batch(max_concurrent=k, sweep=PREVIEW_SWEEP))
+    except TaoError:
+        if not done.pending:
+            raise
+        done.left_out = True  # a platform that needs the credentials' values to render them
+        shown = get(platform_name).preview_sweep(done.specs, done.opts, ids, Batch(max_concurrent=k, sweep=PREVIEW_SWEEP))
     table = [{"trial": i, "id": jid, "overrides": dict(t), "results_dir": folder}
              for i, (jid, t, folder) in enumerate(zip(ids, trials, shown.results_dirs))]
-    return Preview(PREVIEW_SWEEP, k, table, shown.shared, shown.trials)
+    return Preview(PREVIEW_SWEEP, k, table, shown.shared, shown.trials, done.first_line())
 
 
 def _supervised(adapter: Any, sweep_id: str, recs: list[Record]) -> None:

@@ -215,6 +215,25 @@ def test_missing_dataset_stops_before_anything_is_written(slurm_env):
     assert records.list_records() == []
 
 
+def test_dry_run_check_refuses_what_submit_refuses_and_the_plain_dry_run_says_it_did_not_check(slurm_env, tmp_path):
+    """Issue 49: ``--dry-run --check`` runs submit's read-only checks over ssh (a dataset path that is not there
+    is refused as submit refuses it); ``--dry-run`` alone passes but its first line says it checked nothing."""
+    lustre = slurm_env["env"]["TAO_LOCAL_LUSTRE_ROOT"]
+    spec = tmp_path / "job.json"
+    spec.write_text(json.dumps(base_spec(dataset={"root": f"lustre://{lustre}/datasets/nope-{uuid.uuid4().hex[:6]}",
+                                                  "required": ["annotations.json"]})))
+    cli = [sys.executable, os.path.join(BANK, "scripts", "tao_slurm.py"), "submit", "--spec", str(spec), "--dry-run"]
+    plain = subprocess.run(cli, capture_output=True, text=True, timeout=120)
+    assert plain.returncode == 0 and plain.stderr.startswith("dry run: nothing was contacted"), plain.stderr
+    checked = subprocess.run(cli + ["--check"], capture_output=True, text=True, timeout=120)
+    assert checked.returncode == 1 and "missing on the cluster" in checked.stderr, checked.stderr
+    assert records.list_records() == []
+    spec.write_text(json.dumps(base_spec()))
+    good = subprocess.run(cli + ["--check"], capture_output=True, text=True, timeout=120)
+    assert good.returncode == 0 and good.stderr.startswith("dry run: the submit's read-only checks passed"), good.stderr
+    assert good.stdout.startswith("#!") and records.list_records() == []
+
+
 def test_missing_sqsh_image_stops_before_anything_is_written(slurm_env):
     """A /path/image.sqsh that is not on the cluster would fail inside the GPU allocation."""
     lustre = slurm_env["env"]["TAO_LOCAL_LUSTRE_ROOT"]
