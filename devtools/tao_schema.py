@@ -13,17 +13,22 @@ PPEvalConfig"), so the table is read from them, never kept by hand:
   not Lightning's ``model_epoch_001``): TAO's own list of them (``microservices/constants.py``
   ``MISSING_EPOCH_FORMAT_NETWORKS``), so such a network is not in the Lightning checkpoint family;
 - ``networks.<network>.image``: the image NVIDIA's launcher (``nvidia-tao``'s ``config/config.json``) runs the
-  network in; ``images``: the launcher's PyTorch and deploy tags of the pinned TAO version.
+  network in; ``images``: the launcher's PyTorch and deploy tags of the pinned TAO version;
+- ``networks.<network>.actions``: the actions TAO's API lists for the network.
+
+The same run writes ``schemas/tao_specs.json.gz`` (:mod:`devtools.tao_specs`): each network's experiment-spec
+schema, from the same dataclasses, that ``tao_jobs.py spec`` and every submit check a spec against.
 
 Usage (from the bank root; the wheels are test dependencies: ``pip install --no-deps -r requirements-tao.txt``):
 
-    python3 -m devtools.tao_schema            # write schemas/tao_networks.json
-    python3 -m devtools.tao_schema --check    # exit 1 when the checked-in table differs from the wheels'
+    python3 -m devtools.tao_schema            # write schemas/tao_networks.json and schemas/tao_specs.json.gz
+    python3 -m devtools.tao_schema --check    # exit 1 when either checked-in file differs from the wheels'
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import gzip
 import importlib
 import json
 import sys
@@ -112,6 +117,13 @@ def launcher_images() -> tuple[dict[str, str], dict[str, str]]:
 
 def build() -> dict:
     """The whole table, from the installed wheels (their versions must be the pinned one)."""
+    return build_both()[0]
+
+
+def build_both() -> tuple[dict, dict]:
+    """(the table, the spec schemas of :mod:`devtools.tao_specs`), from the installed wheels."""
+    from devtools import tao_specs
+
     for dist in ("nvidia-tao-core", "nvidia-tao"):
         if _installed(dist) != TAO_VERSION:
             raise SystemExit(f"{dist} {_installed(dist)} is installed, the table is for {TAO_VERSION}: "
@@ -124,13 +136,16 @@ def build() -> dict:
         row = network_row(network)
         if row is not None:
             networks[network] = {"image": image, "plain_epoch_names": network in MISSING_EPOCH_FORMAT_NETWORKS, **row}
+    specs, actions = tao_specs.build(TAO_VERSION, list(networks))
+    for network, row in networks.items():
+        row["actions"] = actions.get(network, [])
     return {
         "tao_version": TAO_VERSION,
         "generated_by": "python3 -m devtools.tao_schema (from nvidia-tao-core and nvidia-tao "
                         f"{TAO_VERSION}: config/<network>/default_config.py, nvidia_tao_cli/config/config.json)",
         "images": pinned,
         "networks": networks,
-    }
+    }, specs
 
 
 def text(table: dict) -> str:
@@ -141,18 +156,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="compare with the checked-in table; write nothing")
     args = parser.parse_args(argv)
-    path = Path(BANK_ROOT) / TABLE_FILE
-    want = text(build())
+    from devtools import tao_specs
+
+    table, specs = build_both()
+    path, specs_path = Path(BANK_ROOT) / TABLE_FILE, Path(BANK_ROOT) / tao_specs.SPECS_FILE
+    want, want_specs = text(table), tao_specs.text(specs)
     if args.check:
         have = path.read_text(encoding="utf-8") if path.is_file() else ""
-        if have != want:
-            print(f"{TABLE_FILE} differs from what TAO {TAO_VERSION}'s wheels say: run python3 -m devtools.tao_schema",
-                  file=sys.stderr)
-            return 1
-        print(f"{TABLE_FILE} matches TAO {TAO_VERSION}")
+        have_specs = gzip.decompress(specs_path.read_bytes()).decode("utf-8") if specs_path.is_file() else ""
+        for name, ok in ((TABLE_FILE, have == want), (tao_specs.SPECS_FILE, have_specs == want_specs)):
+            if not ok:
+                print(f"{name} differs from what TAO {TAO_VERSION}'s wheels say: run python3 -m devtools.tao_schema",
+                      file=sys.stderr)
+                return 1
+        print(f"{TABLE_FILE} and {tao_specs.SPECS_FILE} match TAO {TAO_VERSION}")
         return 0
     path.write_text(want, encoding="utf-8")
-    print(f"wrote {TABLE_FILE} ({len(json.loads(want)['networks'])} networks)")
+    specs_path.write_bytes(tao_specs.packed(specs))
+    print(f"wrote {TABLE_FILE} ({len(table['networks'])} networks) and {tao_specs.SPECS_FILE} "
+          f"({specs_path.stat().st_size // 1024} KiB)")
     return 0
 
 
