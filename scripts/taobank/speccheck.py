@@ -404,7 +404,7 @@ class Checker:
         exists, ``+key=value`` adds one that does not, ``++`` either, ``~key`` deletes one."""
         node: dict = self.spec.schema
         holder: Any = self.merged
-        exists = True
+        exists, in_section = True, False
         for depth, key in enumerate(ov.path):
             here = ".".join(ov.path[:depth + 1])
             if depth and not is_section(node) and "object" not in types(node) and node:
@@ -413,6 +413,7 @@ class Checker:
                 return
             props = node.get("properties") if is_section(node) else None
             holder = holder.get(key) if isinstance(holder, dict) else None
+            in_section = props is not None
             if props is not None and key in props:
                 node = deref(props[key])
             elif props is None and isinstance(node.get("additionalProperties"), dict):
@@ -430,6 +431,10 @@ class Checker:
         path = ".".join(ov.path)
         if ov.op == "+" and exists:
             self.add(path, "override", f"{ov.word[:80]} adds a key that is there already: drop the + to set it")
+            return
+        if ov.op == "~" and in_section:
+            self.add(path, "override", f"{ov.word[:80]}: TAO's config keeps every key of a section (its runner "
+                                       f"cannot delete one): set {path}=VALUE instead")
             return
         if ov.op == "~":
             parent = self.merged
