@@ -437,7 +437,7 @@ class Checker:
                                        f"cannot delete one): set {path}=VALUE instead")
             return
         if ov.op == "~":
-            parent = self.merged
+            parent: Any = self.merged
             for key in ov.path[:-1]:
                 parent = parent.get(key) if isinstance(parent, dict) else None
             if isinstance(parent, dict):

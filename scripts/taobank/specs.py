@@ -91,7 +91,10 @@ def spec(network: str, action: str) -> Spec:
     if not isinstance(row, dict):
         raise TaoError(f"{SPECS_FILE} has no schema of {network}: regenerate it with python3 -m devtools.tao_schema")
     info = (row.get("actions") or {}).get(action) or {}
-    schema = (row.get("schemas") or {}).get(info.get("schema")) if info.get("schema") else row["schema"]
+    schema = (row.get("schemas") or {}).get(info.get("schema")) if info.get("schema") else row.get("schema")
+    if not isinstance(schema, dict):
+        raise TaoError(f"{SPECS_FILE} has no schema of {network} {action}: regenerate it with "
+                       "python3 -m devtools.tao_schema")
     return Spec(network, action, schema, tuple(info.get("sections") or schema.get("properties", {})))
 
 
