@@ -2,7 +2,8 @@
 (nvidia-tao-core's, tests/support/tao_runner.py) accepts it.
 
 A template leaves TAO's required values as ``???`` (marked REQUIRED): the check names exactly those of the
-sections the action reads, the runner composes the template as it is, and once they are filled both accept it.
+sections the action reads, and once they are filled both the check and the runner (its task reading those
+sections, where a ``???`` would fail) accept it.
 """
 from __future__ import annotations
 
@@ -72,9 +73,6 @@ def test_every_template_passes_its_own_check_and_taos_runner(network, tmp_path):
             assert f"{path.rpartition('.')[2]}: ???" in text
         exp = tao_specs.experiment_class(network, action)
         spec_file = tmp_path / f"{action}.yaml"
-        spec_file.write_text(text, encoding="utf-8")
-        ok, said = run(exp, spec_file, [], ())
-        assert ok, (network, action, said[-2000:])
         done = filled(doc, need, s.schema)
         assert speccheck.check(network, action, done).ok, (network, action)
         spec_file.write_text(yaml.safe_dump(done, sort_keys=False), encoding="utf-8")

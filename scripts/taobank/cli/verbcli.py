@@ -443,6 +443,8 @@ def add_submit_outputs(p: argparse.ArgumentParser) -> None:
                    help="free text stored in the record and shown by tao_jobs.py list (max 200 chars)")
     p.add_argument("--dry-run", action="store_true", help="print what would be sent (manifest / script); "
                    "contact nothing, open no record")
+    p.add_argument("--no-spec-check", action="store_true", help="skip the check of TAO experiment specs and "
+                   "overrides against the pinned TAO's schema (a network it does not know, a site's own TAO build)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the new job's view as JSON")
     out.add_argument("-q", "--quiet", action="store_true", help="print only the job id")
@@ -525,7 +527,8 @@ def cmd_continue(args: argparse.Namespace, platform: str | None) -> int:
 
     minutes = args.time_minutes if args.time_hours is None else args.time_hours * 60
     view = lineage.continue_job(platform, args.id, checkpoint=args.checkpoint, description=args.description,
-                                dry_run=args.dry_run, time_minutes=minutes, queue=getattr(args, "queue", None))
+                                dry_run=args.dry_run, time_minutes=minutes, queue=getattr(args, "queue", None),
+                                spec_check=not args.no_spec_check)
     if args.dry_run:
         print_json({"continues": args.id, "preview": view}) if args.json else sys.stdout.write(view)
         return EXIT_OK
@@ -551,6 +554,7 @@ def submit_lineage(platform: str, spec: dict, opts, args: argparse.Namespace, pr
 
     from .. import lineage, taoargs
 
+    opts = replace(opts, spec_check=not getattr(args, "no_spec_check", False))
     warning = taoargs.unseen_warning(spec) if preview is not None else None
     if warning:  # a submit says it among its gate lines; a dry run says it here
         print(warning, file=sys.stderr)
