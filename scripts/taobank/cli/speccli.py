@@ -69,6 +69,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     doc = speccheck.read_spec(args.file)
     report = speccheck.check(args.network, args.action, doc, args.overrides)
     if args.json:
+        for line in report.lines():  # said on stderr too: an MCP client lists them as the call's errors
+            print(one_line(f"error: {line}"), file=sys.stderr)
         print_json({"ok": report.ok, "network": args.network, "action": args.action,
                     "tao_version": specs.tao_version(), "notes": report.notes,
                     "problems": [{"path": p.path, "kind": p.kind, "message": p.text} for p in report.problems]})
