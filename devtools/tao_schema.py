@@ -16,19 +16,18 @@ PPEvalConfig"), so the table is read from them, never kept by hand:
   network in; ``images``: the launcher's PyTorch and deploy tags of the pinned TAO version;
 - ``networks.<network>.actions``: the actions TAO's API lists for the network.
 
-The same run writes ``schemas/tao_specs.json.gz`` (:mod:`devtools.tao_specs`): each network's experiment-spec
+The same run writes ``schemas/tao_specs/`` (:mod:`devtools.tao_specs`): each network's experiment-spec
 schema, from the same dataclasses, that ``tao_jobs.py spec`` and every submit check a spec against.
 
 Usage (from the bank root; the wheels are test dependencies: ``pip install --no-deps -r requirements-tao.txt``):
 
-    python3 -m devtools.tao_schema            # write schemas/tao_networks.json and schemas/tao_specs.json.gz
+    python3 -m devtools.tao_schema            # write schemas/tao_networks.json and schemas/tao_specs/
     python3 -m devtools.tao_schema --check    # exit 1 when either checked-in file differs from the wheels'
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import gzip
 import importlib
 import json
 import sys
@@ -159,22 +158,21 @@ def main(argv: list[str] | None = None) -> int:
     from devtools import tao_specs
 
     table, specs = build_both()
-    path, specs_path = Path(BANK_ROOT) / TABLE_FILE, Path(BANK_ROOT) / tao_specs.SPECS_FILE
-    want, want_specs = text(table), tao_specs.text(specs)
+    path = Path(BANK_ROOT) / TABLE_FILE
+    want = text(table)
     if args.check:
         have = path.read_text(encoding="utf-8") if path.is_file() else ""
-        have_specs = gzip.decompress(specs_path.read_bytes()).decode("utf-8") if specs_path.is_file() else ""
-        for name, ok in ((TABLE_FILE, have == want), (tao_specs.SPECS_FILE, have_specs == want_specs)):
+        same_specs = tao_specs.checked_in(Path(BANK_ROOT)) == tao_specs.files(specs)
+        for name, ok in ((TABLE_FILE, have == want), (tao_specs.SPECS_DIR, same_specs)):
             if not ok:
                 print(f"{name} differs from what TAO {TAO_VERSION}'s wheels say: run python3 -m devtools.tao_schema",
                       file=sys.stderr)
                 return 1
-        print(f"{TABLE_FILE} and {tao_specs.SPECS_FILE} match TAO {TAO_VERSION}")
+        print(f"{TABLE_FILE} and {tao_specs.SPECS_DIR} match TAO {TAO_VERSION}")
         return 0
     path.write_text(want, encoding="utf-8")
-    specs_path.write_bytes(tao_specs.packed(specs))
-    print(f"wrote {TABLE_FILE} ({len(table['networks'])} networks) and {tao_specs.SPECS_FILE} "
-          f"({specs_path.stat().st_size // 1024} KiB)")
+    size = tao_specs.write(Path(BANK_ROOT), specs)
+    print(f"wrote {TABLE_FILE} ({len(table['networks'])} networks) and {tao_specs.SPECS_DIR}/ ({size // 1024} KiB)")
     return 0
 
 

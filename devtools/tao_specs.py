@@ -1,7 +1,8 @@
 """The experiment-spec schema of every network of the pinned TAO, read from NVIDIA's own packages.
 
 Written by ``python3 -m devtools.tao_schema`` beside ``schemas/tao_networks.json`` (one generator, one check),
-into ``schemas/tao_specs.json.gz``: for each network a JSON Schema (draft 2020-12) of its experiment config,
+into ``schemas/tao_specs/`` (``<network>.json.gz`` each, ``_common.json.gz`` the shared ``$defs``): for each
+network a JSON Schema (draft 2020-12) of its experiment config,
 built from two of nvidia-tao-core's views of the same dataclasses:
 
 - the *types* as TAO's Hydra runner enforces them: OmegaConf's structured config of ``ExperimentConfig``
@@ -31,8 +32,10 @@ import typing
 from pathlib import Path
 from typing import Any
 
-#: Where the data lives, relative to the bank's root (taobank.specs reads it).
-SPECS_FILE = "schemas/tao_specs.json.gz"
+#: Where the data lives, relative to the bank's root (taobank.specs reads it): a file per network (a check reads
+#: one) and the shared part (the TAO version, the sub-schemas several networks use).
+SPECS_DIR = "schemas/tao_specs"
+COMMON = "_common"
 #: A sub-schema is shared under $defs when it is met this many times and is at least this big (JSON chars).
 _SHARE_MIN_COUNT, _SHARE_MIN_CHARS = 2, 200
 #: Action sections TAO's own per-action schema always keeps (nvidia_tao_core.scripts.generate_schema).
@@ -332,5 +335,32 @@ def text(data: dict) -> str:
     return json.dumps(data, indent=None, separators=(",", ":"), ensure_ascii=False) + "\n"
 
 
-def packed(data: dict) -> bytes:
-    return gzip.compress(text(data).encode("utf-8"), compresslevel=9, mtime=0)
+def files(data: dict) -> dict[str, str]:
+    """file name (in :data:`SPECS_DIR`, without ``.json.gz``) -> its JSON text: the shared part, then a file per
+    network."""
+    common = {k: v for k, v in data.items() if k != "networks"}
+    return {COMMON: text(common), **{network: text(row) for network, row in data["networks"].items()}}
+
+
+def packed(content: str) -> bytes:
+    return gzip.compress(content.encode("utf-8"), compresslevel=9, mtime=0)
+
+
+def checked_in(root: Path) -> dict[str, str]:
+    """What the bank holds now, as :func:`files` gives it."""
+    folder = root / SPECS_DIR
+    return {p.name.removesuffix(".json.gz"): gzip.decompress(p.read_bytes()).decode("utf-8")
+            for p in sorted(folder.glob("*.json.gz"))} if folder.is_dir() else {}
+
+
+def write(root: Path, data: dict) -> int:
+    """Write every file (and remove one of a network TAO no longer has); the folder's size in bytes."""
+    folder = root / SPECS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    want = files(data)
+    for old in folder.glob("*.json.gz"):
+        if old.name.removesuffix(".json.gz") not in want:
+            old.unlink()
+    for name, content in want.items():
+        (folder / f"{name}.json.gz").write_bytes(packed(content))
+    return sum(p.stat().st_size for p in folder.glob("*.json.gz"))

@@ -1,6 +1,6 @@
 """The experiment specs of the pinned TAO: each network's schema, an action's template and its keys.
 
-The data is ``schemas/tao_specs.json.gz``, generated from nvidia-tao-core's config dataclasses with the table
+The data is ``schemas/tao_specs/`` (a file per network), generated from nvidia-tao-core's config dataclasses with the table
 ``schemas/tao_networks.json`` by ``python3 -m devtools.tao_schema`` (a unit test regenerates both and fails on
 any difference). A template is rendered from the schema (each key's default, its description as a comment,
 ``???`` for a value TAO requires), so the data holds each fact once. :mod:`taobank.speccheck` checks a spec.
@@ -17,26 +17,33 @@ from typing import Any, Iterator
 from . import BANK_ROOT, taonetworks
 from .errors import TaoError
 
-#: The generated data, relative to the bank's root.
-SPECS_FILE = "schemas/tao_specs.json.gz"
+#: The generated data, relative to the bank's root: ``<network>.json.gz`` each, ``_common.json.gz`` shared.
+SPECS_DIR = "schemas/tao_specs"
 #: What a spec says for a value TAO requires and has no default for (OmegaConf's MISSING).
 MISSING = "???"
 
 
-@functools.lru_cache(maxsize=1)
-def data() -> dict[str, Any]:
-    """The whole generated file (read once)."""
+@functools.lru_cache(maxsize=None)
+def _file(name: str) -> dict[str, Any]:
+    """One generated file (each read once): ``_common`` or a network's."""
+    where = f"{SPECS_DIR}/{name}.json.gz"
     try:
-        found = json.loads(gzip.decompress((BANK_ROOT / SPECS_FILE).read_bytes()))
+        found = json.loads(gzip.decompress((BANK_ROOT / where).read_bytes()))
     except (OSError, ValueError, EOFError) as exc:
-        raise TaoError(f"{SPECS_FILE} cannot be read ({exc.__class__.__name__}): restore it from git") from None
-    if not isinstance(found, dict) or not isinstance(found.get("networks"), dict):
-        raise TaoError(f"{SPECS_FILE} has no networks: regenerate it with python3 -m devtools.tao_schema")
+        raise TaoError(f"{where} cannot be read ({exc.__class__.__name__}): restore it from git, or regenerate "
+                       "it with python3 -m devtools.tao_schema") from None
+    if not isinstance(found, dict):
+        raise TaoError(f"{where} is not the bank's spec data: regenerate it with python3 -m devtools.tao_schema")
     return found
 
 
+def _defs() -> dict[str, Any]:
+    defs = _file("_common").get("$defs")
+    return defs if isinstance(defs, dict) else {}
+
+
 def tao_version() -> str:
-    return str(data().get("tao_version"))
+    return str(_file("_common").get("tao_version"))
 
 
 def actions(network: str) -> list[str]:
@@ -87,13 +94,11 @@ class Spec:
 def spec(network: str, action: str) -> Spec:
     """The spec of ``network action`` (refused in one line when the pinned TAO has no such pair)."""
     check_known(network, action)
-    row = data()["networks"].get(network)
-    if not isinstance(row, dict):
-        raise TaoError(f"{SPECS_FILE} has no schema of {network}: regenerate it with python3 -m devtools.tao_schema")
+    row = _file(network)
     info = (row.get("actions") or {}).get(action) or {}
     schema = (row.get("schemas") or {}).get(info.get("schema")) if info.get("schema") else row.get("schema")
     if not isinstance(schema, dict):
-        raise TaoError(f"{SPECS_FILE} has no schema of {network} {action}: regenerate it with "
+        raise TaoError(f"{SPECS_DIR}/{network}.json.gz has no schema of {action}: regenerate it with "
                        "python3 -m devtools.tao_schema")
     return Spec(network, action, schema, tuple(info.get("sections") or schema.get("properties", {})))
 
@@ -101,7 +106,7 @@ def spec(network: str, action: str) -> Spec:
 def deref(node: Any) -> dict:
     """``node`` with a ``$ref`` to a shared sub-schema followed."""
     while isinstance(node, dict) and "$ref" in node:
-        node = data()["$defs"].get(str(node["$ref"]).rpartition("/")[2], {})
+        node = _defs().get(str(node["$ref"]).rpartition("/")[2], {})
     return node if isinstance(node, dict) else {}
 
 
@@ -232,7 +237,7 @@ def schema_document(network: str, action: str) -> dict:
             if isinstance(ref, str):
                 name = ref.rpartition("/")[2]
                 if name not in used:
-                    used[name] = data()["$defs"].get(name, {})
+                    used[name] = _defs().get(name, {})
                     collect(used[name])
             for value in node.values():
                 collect(value)

@@ -161,7 +161,10 @@ def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[di
                              parent_mode=parent_mode, allow_incomplete_parent=allow_incomplete_parent)
     k = check_concurrency(max_concurrent, len(trials))
     ids = preview_ids(len(trials))
-    from .contract import Batch
+    from . import pipeline
+    from .contract import Batch, Gate
+
+    pipeline.check_specs(get(platform_name), [taoargs.identified(trial_spec(spec, t)) for t in trials], opts, Gate())
 
     shown = get(platform_name).preview_sweep([trial_spec(spec, t) for t in trials], opts, ids,
                                              Batch(max_concurrent=k, sweep=PREVIEW_SWEEP))

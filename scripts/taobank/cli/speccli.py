@@ -7,7 +7,7 @@
                                                        the spec and Hydra overrides merged and checked: one
                                                        line per problem, exit 1 on any
 
-Reads only the bank's generated data (schemas/tao_specs.json.gz): no cluster, no TAO package.
+Reads only the bank's generated data (schemas/tao_specs/): no cluster, no TAO package.
 """
 from __future__ import annotations
 
@@ -122,6 +122,10 @@ def main(argv: list[str], prog: str = "tao_jobs.py") -> int:
     p = argparse.ArgumentParser(prog=prog)
     sub = p.add_subparsers(dest="verb", required=True)
     add_spec_verb(sub)
-    args = p.parse_args(["spec", *argv])
+    args, extra = p.parse_known_args(["spec", *argv])
+    if extra and getattr(args, "spec_verb", None) == "check" and not any(w.startswith("-") for w in extra):
+        args.overrides = [*args.overrides, *extra]  # KEY=VALUE words given after --network/--action
+    elif extra:
+        p.parse_args(["spec", *argv])  # the usage error, one line
     result: int = args.func(args)
     return result

@@ -548,6 +548,23 @@ def add_parent(p: argparse.ArgumentParser) -> None:
     p.add_argument("--parent-mode", choices=kpirank.MODES, help=f"with --parent-kpi: {kpirank.MODE_HELP}")
 
 
+def _spec_checked(platform: str, preview: Callable) -> Callable:
+    """``preview`` that first checks the spec as the submit would (:func:`taobank.pipeline.check_specs`): a dry
+    run refuses what the submit refuses, and says its warnings on stderr."""
+    from .. import pipeline, taoargs
+    from ..contract import Gate
+
+    def checked(spec: dict, opts) -> str:
+        gate = Gate()
+        pipeline.check_specs(core.get(platform), [taoargs.identified(spec)], opts, gate)
+        for line in gate.notes():
+            print(one_line(line), file=sys.stderr)
+        result: str = preview(spec, opts)
+        return result
+
+    return checked
+
+
 def submit_lineage(platform: str, spec: dict, opts, args: argparse.Namespace, preview: Callable | None = None):
     """The submit (or with ``preview`` the dry run) of a spec, through :mod:`taobank.lineage` with --parent."""
     from dataclasses import replace
@@ -555,6 +572,8 @@ def submit_lineage(platform: str, spec: dict, opts, args: argparse.Namespace, pr
     from .. import lineage, taoargs
 
     opts = replace(opts, spec_check=not getattr(args, "no_spec_check", False))
+    if preview is not None:
+        preview = _spec_checked(platform, preview)
     warning = taoargs.unseen_warning(spec) if preview is not None else None
     if warning:  # a submit says it among its gate lines; a dry run says it here
         print(warning, file=sys.stderr)
