@@ -374,24 +374,26 @@ class Checker:
         if not ok:
             self.add(path, "type", f"{_shown(value)} is not {_expects(node)}")
             return base
-        self.limits(node, converted, path)
+        self.limits(node, converted, path, value)
         return converted
 
-    def limits(self, node: dict, value: Any, path: str) -> None:
-        """TAO's valid_options and valid_min/valid_max (the runner does not check them)."""
+    def limits(self, node: dict, value: Any, path: str, given: Any = None) -> None:
+        """TAO's valid_options and valid_min/valid_max (the runner does not check them); ``given``: the value as
+        written (before TAO's conversion), shown in the line."""
         if value is None or value == MISSING:
             return
+        shown = _shown(value if given is None else given)
         options = node.get("enum")
         if isinstance(options, list) and value not in options and not (
                 isinstance(value, float) and any(isinstance(o, (int, float)) and o == value for o in options)):
-            shown = ", ".join(map(str, options[:12])) + (", ..." if len(options) > 12 else "")
+            listed = ", ".join(map(str, options[:12])) + (", ..." if len(options) > 12 else "")
             kind = "type" if node.get("x-enum-type") else "options"
-            self.add(path, kind, f"{_shown(value)} is not one of TAO's options: {shown}")
+            self.add(path, kind, f"{shown} is not one of TAO's options: {listed}")
         if isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value):
             if "minimum" in node and value < node["minimum"]:
-                self.add(path, "range", f"{_shown(value)} is below TAO's minimum {node['minimum']}")
+                self.add(path, "range", f"{shown} is below TAO's minimum {node['minimum']}")
             if "maximum" in node and value > node["maximum"]:
-                self.add(path, "range", f"{_shown(value)} is above TAO's maximum {node['maximum']}")
+                self.add(path, "range", f"{shown} is above TAO's maximum {node['maximum']}")
 
     # -------------------------------------------------------------- a whole document, an override
     def spec_document(self, doc: dict) -> None:

@@ -73,8 +73,9 @@ def check(specs: Sequence[Mapping[str, Any]], read: Reader) -> tuple[list[str], 
                     notes.append(f"spec file {path} is not readable on this machine (a path inside the job's "
                                  f"container or volume): the bank checked the command's overrides, not the file")
             doc = docs[(network, path)]
-            if isinstance(doc, str):  # the file's own problem (not YAML, too big): once
-                problems.append(f"{where}{doc}")
+            if isinstance(doc, str):  # the file's own problem (not YAML, too big): said once, whatever the trials
+                if doc not in problems:
+                    problems.append(doc)
                 continue
         report = speccheck.check(network, action, doc, overrides_of(words[2:]), required=doc is not None)
         problems += [f"{where}{line}" for line in report.lines()]
