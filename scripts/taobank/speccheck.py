@@ -141,7 +141,7 @@ class _ValueParser:
     """Hydra's override value grammar, the part a TAO command uses (no sweeps: a top-level ``a,b`` is one)."""
 
     def __init__(self, text: str, word: str) -> None:
-        self.text, self.word, self.i = text, word, 0
+        self.text, self.word, self.i, self.depth = text, word, 0, 0
 
     def fail(self, why: str) -> TaoError:
         return TaoError(f"override {self.word[:80]!r}: {why}")
@@ -200,12 +200,16 @@ class _ValueParser:
         return _scalar(self.text[start:self.i].strip())
 
     def seq(self, open_: str, close: str) -> Any:
+        self.depth += 1
+        if self.depth > 32:
+            raise self.fail("the value is nested deeper than 32 levels")
         self.i += 1
         items: list = []
         pairs: dict = {}
         self.skip()
         if self.i < len(self.text) and self.text[self.i] == close:
             self.i += 1
+            self.depth -= 1
             return items if open_ == "[" else pairs
         while True:
             if open_ == "{":
@@ -225,6 +229,7 @@ class _ValueParser:
                 continue
             if self.text[self.i] == close:
                 self.i += 1
+                self.depth -= 1
                 return items if open_ == "[" else pairs
             raise self.fail(f"unexpected {self.text[self.i]!r} in the value")
 
@@ -235,10 +240,13 @@ def _scalar(text: str) -> Any:
         return None
     if low in ("true", "false"):
         return low == "true"
-    if _INT.match(text):
-        return int(text.replace("_", ""))
-    if _FLOAT.match(text):
-        return float(text.replace("_", ""))
+    try:
+        if _INT.match(text):
+            return int(text.replace("_", ""))
+        if _FLOAT.match(text):
+            return float(text.replace("_", ""))
+    except ValueError:  # more digits than Python converts: no key of TAO takes it (the check says so)
+        return text
     return text
 
 

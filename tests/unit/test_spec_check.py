@@ -100,6 +100,12 @@ def test_override_values_read_as_hydra_reads_them(word, value):
     assert speccheck.parse_override(word).value == value
 
 
+def test_a_number_longer_than_python_converts_is_text_and_refused_for_an_integer():
+    assert speccheck.parse_override("a=" + "9" * 5000).value == "9" * 5000
+    report = speccheck.check("dino", "train", {}, ["train.num_epochs=" + "9" * 5000])
+    assert [p.kind for p in report.problems] == ["type"]
+
+
 @pytest.mark.parametrize("word,op,has_value", [("+a.b=1", "+", True), ("++a=1", "++", True), ("~a.b", "~", False),
                                                ("a.b_c=1", "", True)])
 def test_override_operators(word, op, has_value):
@@ -109,7 +115,7 @@ def test_override_operators(word, op, has_value):
 
 @pytest.mark.parametrize("word,said", [
     ("train.num_epochs", "has no '='"), ("=5", "no valid dotted key"), ("a=1,2", "a sweep"), ("a=[1,2", "not closed"),
-    ("a='x", "not closed"),
+    ("a='x", "not closed"), ("a=" + "[" * 5000, "nested deeper than 32"),
 ])
 def test_a_bad_override_is_one_line(word, said):
     with pytest.raises(TaoError, match=said):
