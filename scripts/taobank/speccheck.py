@@ -45,7 +45,9 @@ class Problem:
     text: str
 
     def line(self) -> str:
-        return f"{self.path}: {self.text}"
+        from .text import escaped
+
+        return escaped(f"{self.path}: {self.text}")  # a key of the file may hold a newline: one line still
 
 
 @dataclass

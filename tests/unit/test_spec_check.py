@@ -162,3 +162,35 @@ def test_spec_verbs_load_no_job_verbs_and_no_jsonschema():
             "'taobank.jobstatus', 'nvidia_tao', 'omegaconf'))]\nassert not bad, bad")
     r = subprocess.run([sys.executable, "-c", code], cwd=BANK, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
+
+
+def _values():
+    from hypothesis import strategies as st
+
+    scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=12))
+    return st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                         st.dictionaries(st.text(max_size=8), inner, max_size=3)),
+                        max_leaves=12)
+
+
+def test_any_document_and_override_is_problems_or_one_line_never_a_traceback():
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    keys = st.sampled_from(["train", "train.num_epochs", "train.optim", "train.optim.lr", "model.backbone", "x",
+                            "dataset.train_data_sources", "evaluate.checkpoint", "train.num_epochs.x"])
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(doc=st.dictionaries(st.sampled_from(["train", "model", "dataset", "evaluate", "zz", "defaults"]), _values(),
+                               max_size=4),
+           words=st.lists(st.tuples(st.sampled_from(["", "+", "++", "~"]), keys, st.text(max_size=10)), max_size=4))
+    def run(doc, words):
+        overrides = [f"{op}{key}={value}" for op, key, value in words]
+        try:
+            report = speccheck.check("dino", "train", doc, overrides)
+        except TaoError:
+            return
+        assert all("\n" not in line for line in report.lines())
+
+    run()
+    assert speccheck.check("dino", "train", {"train": {"a\nb": 1}}).lines()[0].startswith("train.a\\nb: no such key")
