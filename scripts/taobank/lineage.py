@@ -134,7 +134,13 @@ def _submit(rec_platform: str, spec: dict, options: dict, *, dry_run: bool = Fal
     kept: dict[str, Any] = {k: tuple(v) if k == "secret_env" else v for k, v in options.items()
                             if k in savedspec.KEPT_OPTIONS}
     opts = SubmitOptions(**kept, **lineage)
-    return get(rec_platform).preview(spec, opts) if dry_run else get(rec_platform).submit(spec, opts)
+    if dry_run:  # the preview refuses what the submit would (the spec check runs in the submit's own order)
+        from . import pipeline, taoargs
+        from .contract import Gate
+
+        pipeline.check_specs(get(rec_platform), [taoargs.identified(spec)], opts, Gate())
+        return get(rec_platform).preview(spec, opts)
+    return get(rec_platform).submit(spec, opts)
 
 
 # ------------------------------------------------------------------ continue
