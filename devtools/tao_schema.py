@@ -3,7 +3,8 @@
 The bank appends ``<section>.num_gpus=N`` (and ``num_nodes``, ``results_dir``) to a TAO command. Whether TAO's
 Hydra runner takes such a key is decided by the network's config dataclasses (``ExperimentConfig`` of
 ``nvidia_tao_core/config/<network>/default_config.py``: a key not in the schema is refused, "Key num_gpus not in
-PPEvalConfig"), so the table is read from them, never kept by hand:
+PPEvalConfig"), so the table is read from them, never kept by hand: each row off the network's spec schema
+(:mod:`devtools.tao_specs`, the one reading of the dataclasses that both files come from):
 
 - ``networks.<network>.sections.<section>``: which of ``num_gpus``, ``gpu_ids``, ``num_nodes`` the section has,
   and the keys a run resumes with (``resume_training_checkpoint_path``, mmengine's ``resume`` and
@@ -60,36 +61,15 @@ def _experiment_config(module: Any) -> type | None:
     return own[0] if len(own) == 1 else None
 
 
-def network_row(network: str) -> dict | None:
-    """The row of ``network`` from its config dataclasses, as TAO's Hydra runner builds them (OmegaConf's
-    structured config: the schema that refuses unknown keys); None when the package has no experiment config."""
-    from omegaconf import DictConfig, OmegaConf
-
+def has_experiment_config(network: str) -> bool:
+    """Whether nvidia-tao-core has an experiment config for ``network`` (its ``default_config.py`` defines one)."""
     try:
         module = importlib.import_module(f"nvidia_tao_core.config.{network}.default_config")
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.startswith("nvidia_tao_core.config"):
-            return None
+            return False
         raise
-    exp = _experiment_config(module)
-    if exp is None:
-        return None
-    cfg = OmegaConf.structured(exp)
-    sections = {}
-    for name in cfg:
-        node = cfg._get_node(name)
-        if not isinstance(node, DictConfig):
-            continue
-        if node._is_none():  # an optional section left None: the keys of its declared type (Hydra fills it)
-            kind = node._metadata.object_type
-            if not dataclasses.is_dataclass(kind):
-                continue
-            node = OmegaConf.structured(kind)
-        keys = [k for k in GPU_KEYS if k in node]
-        resume = [k for k in RESUME_KEYS if k in node]
-        if keys or resume:
-            sections[str(name)] = {"gpu_keys": keys, "resume_keys": resume}
-    return {"results_dir": "results_dir" in cfg, "sections": dict(sorted(sections.items()))}
+    return _experiment_config(module) is not None
 
 
 def launcher_images() -> tuple[dict[str, str], dict[str, str]]:
@@ -130,14 +110,13 @@ def build_both() -> tuple[dict, dict]:
     from nvidia_tao_core.microservices.constants import MISSING_EPOCH_FORMAT_NETWORKS
 
     tasks, pinned = launcher_images()
-    networks = {}
-    for network, image in sorted(tasks.items()):
-        row = network_row(network)
-        if row is not None:
-            networks[network] = {"image": image, "plain_epoch_names": network in MISSING_EPOCH_FORMAT_NETWORKS, **row}
-    specs, actions = tao_specs.build(TAO_VERSION, list(networks))
-    for network, row in networks.items():
-        row["actions"] = actions.get(network, [])
+    known = [network for network in sorted(tasks) if has_experiment_config(network)]
+    specs, actions = tao_specs.build(TAO_VERSION, known)
+    networks = {}  # each row read off the network's spec schema: one reading of TAO's dataclasses for both files
+    for network in known:
+        networks[network] = {"image": tasks[network], "plain_epoch_names": network in MISSING_EPOCH_FORMAT_NETWORKS,
+                             **tao_specs.facts(specs, network, GPU_KEYS, RESUME_KEYS),
+                             "actions": actions.get(network, [])}
     return {
         "tao_version": TAO_VERSION,
         "generated_by": "python3 -m devtools.tao_schema (from nvidia-tao-core and nvidia-tao "

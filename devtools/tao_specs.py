@@ -331,6 +331,28 @@ def build(tao_version: str, names: list[str]) -> tuple[dict, dict[str, list[str]
     return data, actions_of
 
 
+def facts(data: dict, network: str, gpu_keys: tuple[str, ...], resume_keys: tuple[str, ...]) -> dict:
+    """The table's row of ``network`` (``schemas/tao_networks.json``) read off its schema here: whether the top
+    level takes ``results_dir``, and per section the GPU/node keys and the resume keys it has."""
+    defs = data["$defs"]
+
+    def deref(node: Any) -> dict:
+        while isinstance(node, dict) and "$ref" in node:
+            node = defs[str(node["$ref"]).rpartition("/")[2]]
+        return node if isinstance(node, dict) else {}
+
+    top = data["networks"][network]["schema"]["properties"]
+    sections = {}
+    for name, sub in top.items():
+        props = deref(sub).get("properties")
+        if not isinstance(props, dict):
+            continue
+        keys, resume = [k for k in gpu_keys if k in props], [k for k in resume_keys if k in props]
+        if keys or resume:
+            sections[name] = {"gpu_keys": keys, "resume_keys": resume}
+    return {"results_dir": "results_dir" in top, "sections": dict(sorted(sections.items()))}
+
+
 def text(data: dict) -> str:
     return json.dumps(data, indent=None, separators=(",", ":"), ensure_ascii=False) + "\n"
 
