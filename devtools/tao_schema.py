@@ -3,7 +3,8 @@
 The bank appends ``<section>.num_gpus=N`` (and ``num_nodes``, ``results_dir``) to a TAO command. Whether TAO's
 Hydra runner takes such a key is decided by the network's config dataclasses (``ExperimentConfig`` of
 ``nvidia_tao_core/config/<network>/default_config.py``: a key not in the schema is refused, "Key num_gpus not in
-PPEvalConfig"), so the table is read from them, never kept by hand:
+PPEvalConfig"), so the table is read from them, never kept by hand: each row off the network's spec schema
+(:mod:`devtools.tao_specs`, the one reading of the dataclasses that both files come from):
 
 - ``networks.<network>.sections.<section>``: which of ``num_gpus``, ``gpu_ids``, ``num_nodes`` the section has,
   and the keys a run resumes with (``resume_training_checkpoint_path``, mmengine's ``resume`` and
@@ -13,12 +14,16 @@ PPEvalConfig"), so the table is read from them, never kept by hand:
   not Lightning's ``model_epoch_001``): TAO's own list of them (``microservices/constants.py``
   ``MISSING_EPOCH_FORMAT_NETWORKS``), so such a network is not in the Lightning checkpoint family;
 - ``networks.<network>.image``: the image NVIDIA's launcher (``nvidia-tao``'s ``config/config.json``) runs the
-  network in; ``images``: the launcher's PyTorch and deploy tags of the pinned TAO version.
+  network in; ``images``: the launcher's PyTorch and deploy tags of the pinned TAO version;
+- ``networks.<network>.actions``: the actions TAO's API lists for the network.
+
+The same run writes ``schemas/tao_specs/`` (:mod:`devtools.tao_specs`): each network's experiment-spec
+schema, from the same dataclasses, that ``tao_jobs.py spec`` and every submit check a spec against.
 
 Usage (from the bank root; the wheels are test dependencies: ``pip install --no-deps -r requirements-tao.txt``):
 
-    python3 -m devtools.tao_schema            # write schemas/tao_networks.json
-    python3 -m devtools.tao_schema --check    # exit 1 when the checked-in table differs from the wheels'
+    python3 -m devtools.tao_schema            # write schemas/tao_networks.json and schemas/tao_specs/
+    python3 -m devtools.tao_schema --check    # exit 1 when either checked-in file differs from the wheels'
 """
 from __future__ import annotations
 
@@ -56,36 +61,15 @@ def _experiment_config(module: Any) -> type | None:
     return own[0] if len(own) == 1 else None
 
 
-def network_row(network: str) -> dict | None:
-    """The row of ``network`` from its config dataclasses, as TAO's Hydra runner builds them (OmegaConf's
-    structured config: the schema that refuses unknown keys); None when the package has no experiment config."""
-    from omegaconf import DictConfig, OmegaConf
-
+def has_experiment_config(network: str) -> bool:
+    """Whether nvidia-tao-core has an experiment config for ``network`` (its ``default_config.py`` defines one)."""
     try:
         module = importlib.import_module(f"nvidia_tao_core.config.{network}.default_config")
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.startswith("nvidia_tao_core.config"):
-            return None
+            return False
         raise
-    exp = _experiment_config(module)
-    if exp is None:
-        return None
-    cfg = OmegaConf.structured(exp)
-    sections = {}
-    for name in cfg:
-        node = cfg._get_node(name)
-        if not isinstance(node, DictConfig):
-            continue
-        if node._is_none():  # an optional section left None: the keys of its declared type (Hydra fills it)
-            kind = node._metadata.object_type
-            if not dataclasses.is_dataclass(kind):
-                continue
-            node = OmegaConf.structured(kind)
-        keys = [k for k in GPU_KEYS if k in node]
-        resume = [k for k in RESUME_KEYS if k in node]
-        if keys or resume:
-            sections[str(name)] = {"gpu_keys": keys, "resume_keys": resume}
-    return {"results_dir": "results_dir" in cfg, "sections": dict(sorted(sections.items()))}
+    return _experiment_config(module) is not None
 
 
 def launcher_images() -> tuple[dict[str, str], dict[str, str]]:
@@ -112,6 +96,13 @@ def launcher_images() -> tuple[dict[str, str], dict[str, str]]:
 
 def build() -> dict:
     """The whole table, from the installed wheels (their versions must be the pinned one)."""
+    return build_both()[0]
+
+
+def build_both() -> tuple[dict, dict]:
+    """(the table, the spec schemas of :mod:`devtools.tao_specs`), from the installed wheels."""
+    from devtools import tao_specs
+
     for dist in ("nvidia-tao-core", "nvidia-tao"):
         if _installed(dist) != TAO_VERSION:
             raise SystemExit(f"{dist} {_installed(dist)} is installed, the table is for {TAO_VERSION}: "
@@ -119,18 +110,20 @@ def build() -> dict:
     from nvidia_tao_core.microservices.constants import MISSING_EPOCH_FORMAT_NETWORKS
 
     tasks, pinned = launcher_images()
-    networks = {}
-    for network, image in sorted(tasks.items()):
-        row = network_row(network)
-        if row is not None:
-            networks[network] = {"image": image, "plain_epoch_names": network in MISSING_EPOCH_FORMAT_NETWORKS, **row}
+    known = [network for network in sorted(tasks) if has_experiment_config(network)]
+    specs, actions = tao_specs.build(TAO_VERSION, known)
+    networks = {}  # each row read off the network's spec schema: one reading of TAO's dataclasses for both files
+    for network in known:
+        networks[network] = {"image": tasks[network], "plain_epoch_names": network in MISSING_EPOCH_FORMAT_NETWORKS,
+                             **tao_specs.facts(specs, network, GPU_KEYS, RESUME_KEYS),
+                             "actions": actions.get(network, [])}
     return {
         "tao_version": TAO_VERSION,
         "generated_by": "python3 -m devtools.tao_schema (from nvidia-tao-core and nvidia-tao "
                         f"{TAO_VERSION}: config/<network>/default_config.py, nvidia_tao_cli/config/config.json)",
         "images": pinned,
         "networks": networks,
-    }
+    }, specs
 
 
 def text(table: dict) -> str:
@@ -141,18 +134,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="compare with the checked-in table; write nothing")
     args = parser.parse_args(argv)
+    from devtools import tao_specs
+
+    table, specs = build_both()
     path = Path(BANK_ROOT) / TABLE_FILE
-    want = text(build())
+    want = text(table)
     if args.check:
         have = path.read_text(encoding="utf-8") if path.is_file() else ""
-        if have != want:
-            print(f"{TABLE_FILE} differs from what TAO {TAO_VERSION}'s wheels say: run python3 -m devtools.tao_schema",
-                  file=sys.stderr)
-            return 1
-        print(f"{TABLE_FILE} matches TAO {TAO_VERSION}")
+        same_specs = tao_specs.checked_in(Path(BANK_ROOT)) == tao_specs.files(specs)
+        for name, ok in ((TABLE_FILE, have == want), (tao_specs.SPECS_DIR, same_specs)):
+            if not ok:
+                print(f"{name} differs from what TAO {TAO_VERSION}'s wheels say: run python3 -m devtools.tao_schema",
+                      file=sys.stderr)
+                return 1
+        print(f"{TABLE_FILE} and {tao_specs.SPECS_DIR} match TAO {TAO_VERSION}")
         return 0
     path.write_text(want, encoding="utf-8")
-    print(f"wrote {TABLE_FILE} ({len(json.loads(want)['networks'])} networks)")
+    size = tao_specs.write(Path(BANK_ROOT), specs)
+    print(f"wrote {TABLE_FILE} ({len(table['networks'])} networks) and {tao_specs.SPECS_DIR}/ ({size // 1024} KiB)")
     return 0
 
 

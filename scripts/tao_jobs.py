@@ -14,6 +14,8 @@
       jobs' own results folders, or with --keep their other checkpoints; asks first)
   tao_jobs.py continue ID [--from CHECKPOINT] [--time-hours H | --time-minutes M] [--dry-run] [--json | -q]
       (a NEW job carrying on a failed/canceled/timed-out one)
+  tao_jobs.py spec list | template NETWORK ACTION [--json] | keys NETWORK ACTION [PATTERN] [--json]
+  tao_jobs.py spec check FILE [KEY=VALUE...] --network N --action A [--json]   (TAO's schema; exit 1 on a problem)
 
 Each verb dispatches on the record's platform (kubernetes, slurm or docker), exactly
 as tao_k8s.py / tao_slurm.py / tao_docker.py would. Records are per machine: they live in
@@ -25,7 +27,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from taobank.cli import verbcli
 from taobank.cli.entry import print_json, run_main
 from taobank.text import one_line
 
@@ -57,6 +58,12 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str]) -> int:
+    from taobank.cli import speccli
+
+    if argv[:1] == ["spec"]:  # reads only the spec data: none of the job verbs' modules load
+        return speccli.main(argv[1:])
+    from taobank.cli import verbcli
+
     parser, sub = verbcli.parser("tao_jobs.py", __doc__)
     p = sub.add_parser("list", help="the job table from the records (no cluster contact)")
     p.add_argument("--platform", help="kubernetes (k8s), slurm or docker")
@@ -77,6 +84,7 @@ def main(argv: list[str]) -> int:
     from taobank.cli import sweepcli
 
     sweepcli.add_sweep_verb(sub)
+    speccli.add_spec_verb(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

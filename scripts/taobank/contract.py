@@ -43,6 +43,9 @@ class SubmitOptions:
     #: lineage (taobank.lineage): the job whose results this one uses / the job it continues
     parent: str | None = None
     continues: str | None = None
+    #: check each TAO job's experiment spec and overrides against the pinned TAO's schema before anything is
+    #: created (taobank.specgate); False: --no-spec-check (a TAO the bank does not know, a site's own build)
+    spec_check: bool = True
 
 
 @dataclass

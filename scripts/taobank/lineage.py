@@ -141,7 +141,11 @@ def _submit(rec_platform: str, spec: dict, options: dict, *, dry_run: bool = Fal
     opts = SubmitOptions(**kept, **lineage)
     if not dry_run:
         return get(rec_platform).submit(spec, opts)
-    if not check:
+    if not check:  # the spec check still runs (it contacts nothing): a preview refuses what the submit would
+        from . import taoargs
+        from .contract import Gate
+
+        pipeline.check_specs(get(rec_platform), [taoargs.identified(spec)], opts, Gate())
         text = get(rec_platform).preview(spec, opts)
         line = pipeline.UNCHECKED
     else:
@@ -161,7 +165,8 @@ def _submit(rec_platform: str, spec: dict, options: dict, *, dry_run: bool = Fal
 # ------------------------------------------------------------------ continue
 def continue_job(platform: str | None, job_id: str, *, checkpoint: str | None = None,
                  description: str | None = None, dry_run: bool = False, time_minutes: float | None = None,
-                 queue: str | None = None, check: bool = False, note: Callable[[str], None] | None = None) -> Any:
+                 queue: str | None = None, check: bool = False, note: Callable[[str], None] | None = None,
+                 spec_check: bool = True) -> Any:
     """A new job continuing ``job_id`` from its latest (or the named) checkpoint (its view; with
     ``dry_run`` the text submit would send, creating nothing); ``time_minutes``: its time limit, for a job
     that ran out of time (the platform's own limit: :meth:`Platform.with_time_limit`); ``queue``: another
@@ -193,7 +198,7 @@ def continue_job(platform: str | None, job_id: str, *, checkpoint: str | None = 
     ckpt = _plain(where["checkpoint"], job_id)
     new = _resumed_command(spec, ckpt, job_id)
     view = _submit(rec.platform, new, options, continues=job_id, dry_run=dry_run, check=check, note=note,
-                   description=description or rec.description)
+                   description=description or rec.description, spec_check=spec_check)
     if dry_run:
         return view
     view.extra["continues_from"] = ckpt

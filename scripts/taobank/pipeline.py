@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
-from . import names, nccl_verdicts, records, savedspec, states, taoargs
+from . import names, nccl_verdicts, records, savedspec, specgate, states, taoargs
 from .contract import Batch, Gate, Launch, Plan, SubmitOptions
 from .errors import SubmitUncertain, TaoError, UsageError
 from .records import Record
@@ -59,6 +59,8 @@ def submit(adapter: Platform, specs: list[dict], opts: SubmitOptions, *,
     if not specs:
         raise UsageError("nothing to submit")
     specs = [taoargs.identified(spec) for spec in specs]  # a TAO command names its network and action
+    gate = Gate()
+    check_specs(adapter, specs, opts, gate)  # before any plan, gate or record: a bad spec costs nothing
     sweep = trials is not None
     k = check_concurrency(max_concurrent, len(specs)) if sweep else len(specs)
     rec = None
@@ -69,7 +71,6 @@ def submit(adapter: Platform, specs: list[dict], opts: SubmitOptions, *,
         if rec.terminal:
             raise TaoError(f"record {opts.job_id} is {rec.state} already: open a new record to run again")
     plans = [adapter.plan(adapter.typed_spec(spec), opts, rec) for spec in specs]
-    gate = Gate()
     gate.lines += [w for w in (taoargs.unseen_warning(specs[0]),) if w]
     if rec is not None:
         launch = adapter.adopt(plans[0], rec, gate)
@@ -187,6 +188,7 @@ def dry_run(adapter: Platform, specs: list[dict], opts: SubmitOptions, *,
     k = check_concurrency(max_concurrent, len(typed)) if sweep else len(typed)
     plans = [adapter.plan(adapter.typed_spec(spec), replace(opts, job_id=None), None) for spec in typed]
     gate = Gate(dry_run=True)
+    check_specs(adapter, typed, opts, gate)  # the spec check refuses first, as in a submit
     gate.lines += [w for w in (taoargs.unseen_warning(typed[0]),) if w]
     verdict = _nccl_verdict(adapter, plans, opts)
     sweep_id = names.mint_job_id(plans[0].network_arch, "sweep") if sweep else None
@@ -194,6 +196,21 @@ def dry_run(adapter: Platform, specs: list[dict], opts: SubmitOptions, *,
     if verdict:
         gate.lines.append(nccl_line(verdict))
     return DryRun(gate, pending, specs, opts)
+
+
+def check_specs(adapter: Platform, specs: list[dict], opts: SubmitOptions, gate: Gate) -> None:
+    """Every job's TAO spec and overrides checked in one pass (:mod:`taobank.specgate`); any problem refuses the
+    submit, one line each. A spec this machine cannot read, and a skipped check, are warnings of the gate."""
+    if not opts.spec_check:
+        if any(taoargs.tao_command(spec) for spec in specs):
+            gate.lines.append("warning: the spec check is skipped (--no-spec-check): TAO's own runner judges the "
+                              "spec when the job starts")
+        return
+    reader = getattr(adapter, "spec_text", None)  # a Platform has one (None: nothing readable here)
+    problems, notes = specgate.check(specs, lambda spec, path: reader(spec, path, opts) if reader else None)
+    if problems:
+        raise specgate.SpecRefused(problems)
+    gate.lines += [f"warning: {note}" for note in notes]
 
 
 def _nccl_verdict(adapter: Platform, plans: list[Plan], opts: SubmitOptions) -> dict:

@@ -257,6 +257,12 @@ class Platform(ABC):
         raise TaoError(f"job {job.id} keeps its results in {folder}, and {self.name} jobs cannot download them: "
                        "fetch the checkpoint (tao_jobs.py fetch) and put it where the job can read it")
 
+    def spec_text(self, spec: Mapping[str, Any], path: str, opts: SubmitOptions) -> str | None:
+        """The text of the TAO spec file the job's command names as ``path`` (``-e path``), read where this
+        machine can read it, for the core's spec check (:mod:`taobank.specgate`); None when it cannot (a path
+        inside the container). Default: None."""
+        return None
+
     # -------------------------------------------------------------- submit: the core owns the order
     #: the helper a user runs for this platform (named in hints)
     helper: str = ""

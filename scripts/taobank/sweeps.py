@@ -165,12 +165,12 @@ def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[di
                              parent_mode=parent_mode, allow_incomplete_parent=allow_incomplete_parent)
     k = check_concurrency(max_concurrent, len(trials))
     ids = preview_ids(len(trials))
-    from .contract import Batch
-
     from . import pipeline
+    from .contract import Batch, Gate
 
     specs = [trial_spec(spec, t) for t in trials]
-    if not check:
+    if not check:  # (pipeline.dry_run checks the specs itself)
+        pipeline.check_specs(get(platform_name), [taoargs.identified(s) for s in specs], opts, Gate())
         shown = get(platform_name).preview_sweep(specs, opts, ids, Batch(max_concurrent=k, sweep=PREVIEW_SWEEP))
         table = [{"trial": i, "id": jid, "overrides": dict(t), "results_dir": folder}
                  for i, (jid, t, folder) in enumerate(zip(ids, trials, shown.results_dirs))]

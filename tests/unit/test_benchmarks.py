@@ -132,3 +132,13 @@ def test_mcp_status_startup_prints_its_ratio():
     assert res.returncode == 0, res.stdout + res.stderr
     (line,) = res.stdout.splitlines()
     assert line.startswith("start-up to initialize answered: ") and "python3 -c pass" in line and "x; " in line
+
+
+# ---------------------------------------------------------------- spec_check.py
+def test_spec_check_benchmark_holds_its_counts():
+    """The check's process loads no job verb and no jsonschema; a misspelt key is one line at check and at
+    submit (nothing created); a sweep's spec file is read once and each bad trial is one line."""
+    res = run("spec_check.py", "-n", "1", "--trials", "30", "--check")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "(1 read of its spec, 2 bad trials named)" in res.stdout
+    assert [ln.split()[0] for ln in res.stdout.splitlines() if ln.startswith("  ")] == ["ratio", "the"]

@@ -36,7 +36,7 @@ def sweep(docker_fake, fake):
     checkpoint whose name is not UTF-8."""
     fake.on("python3", lambda c: c.argv[2:4] == ["sweep", "supervise"], ok("4242\n"))
     engine = Engine(fake)
-    done = sweeps.submit("docker", SPEC, SubmitOptions(), [{"train.lr": f"0.{i + 1}"} for i in range(3)], 1)
+    done = sweeps.submit("docker", SPEC, SubmitOptions(), [{"train.optim.lr": f"0.{i + 1}"} for i in range(3)], 1)
     ids = [r.id for r in sweeps.trial_records(done.sweep)]
     folder = Path(records.get(ids[0]).backend["results_dir"])
     folder.mkdir(parents=True, exist_ok=True)

@@ -96,7 +96,7 @@ SPEC = {"image": "img:1", "gpus": 0, "network_arch": "dino", "action": "train",
 
 @pytest.mark.parametrize("n", (1, 10))
 def test_a_docker_sweep_costs_a_fixed_number_of_engine_calls(engine, n):
-    done = sweeps.submit("docker", SPEC, SubmitOptions(), [{"train.lr": f"0.{i + 1:03d}"} for i in range(n)], min(K, n))
+    done = sweeps.submit("docker", SPEC, SubmitOptions(), [{"train.optim.lr": f"0.{i + 1:03d}"} for i in range(n)], min(K, n))
     ids = [v.id for v in done.views]
     # the gate (version, image), one create per container (the CLI makes one a call), ONE start of the first K
     assert engine.calls() == ["info", "image"] + ["create"] * n + ["start"]
@@ -104,7 +104,7 @@ def test_a_docker_sweep_costs_a_fixed_number_of_engine_calls(engine, n):
     assert start.argv[2:] == ids[:K]
     creates = [c.argv for c in engine.fake.calls if c.program == "docker" and c.argv[1] == "create"]
     assert all(f"{LABEL_SWEEP}={done.sweep}" in a for a in creates)
-    assert [a[-1] for a in creates] == [f"train.lr=0.{i + 1:03d}" for i in range(n)]
+    assert [a[-1] for a in creates] == [f"train.optim.lr=0.{i + 1:03d}" for i in range(n)]
     assert [records.load(i)["backend"]["held"] for i in ids] == [i >= K for i in range(n)]
 
     # a sweep with held trials gets ONE detached supervisor, started by the submit (the sweep runs by itself)
@@ -159,7 +159,7 @@ def test_a_failed_create_removes_every_container_made_and_marks_every_trial_erro
 
     fake.on("docker", lambda c: c.argv[1] == "create", create)
     with pytest.raises(Exception) as exc:
-        sweeps.submit("docker", SPEC, SubmitOptions(), [{"train.lr": str(i)} for i in range(4)], K)
+        sweeps.submit("docker", SPEC, SubmitOptions(), [{"train.optim.lr": str(i)} for i in range(4)], K)
     assert "already in use" in str(exc.value) and "no trial runs" in str(exc.value)
     (rm,) = [c for c in fake.calls if c.program == "docker" and c.argv[1] == "rm"]
     assert len(rm.argv[3:]) == 3 and not any(c.argv[1] == "start" for c in fake.calls if c.program == "docker")
@@ -182,7 +182,7 @@ def test_sweep_best_lists_every_trial_folder_in_one_local_command(engine, fake):
 
 
 def test_a_held_trial_canceled_alone_is_removed_not_stopped(engine, fake):
-    done = sweeps.submit("docker", SPEC, SubmitOptions(), [{"train.lr": str(i)} for i in range(3)], 1)
+    done = sweeps.submit("docker", SPEC, SubmitOptions(), [{"train.optim.lr": str(i)} for i in range(3)], 1)
     held = done.views[2].id
     from taobank import platform
 
@@ -294,7 +294,7 @@ def four_gpus(monkeypatch) -> None:
 def test_trials_running_at_once_get_gpus_of_their_own_and_wait_for_their_slot(engine, monkeypatch):
     """``--gpus 2`` alone gives every container the host's first two GPUs: each trial is made with its slot's."""
     four_gpus(monkeypatch)
-    done = sweeps.submit("docker", {**SPEC, "gpus": 2}, SubmitOptions(), [{"train.lr": f"0.{i}"} for i in range(5)], 2)
+    done = sweeps.submit("docker", {**SPEC, "gpus": 2}, SubmitOptions(), [{"train.optim.lr": f"0.{i}"} for i in range(5)], 2)
     ids = [v.id for v in done.views]
     creates = [c.argv for c in engine.fake.calls if c.program == "docker" and c.argv[1] == "create"]
     devices = [a[a.index("--gpus") + 1] for a in creates]
@@ -340,7 +340,7 @@ def test_every_slot_of_a_sweep_is_checked_against_the_jobs_running_and_the_cli_s
     other = _active("2")
     spec = tmp_path / "job.json"
     spec.write_text(json_.dumps({**SPEC, "gpus": 2}))
-    out = cli("tao_docker.py", "submit", "--spec", str(spec), "--sweep", "train.lr=0.1,0.2", "--max-concurrent", "2",
+    out = cli("tao_docker.py", "submit", "--spec", str(spec), "--sweep", "train.optim.lr=0.1,0.2", "--max-concurrent", "2",
               "--quiet")
     assert out.rc == 0, out
     assert f"warning: sweep {out.out.strip()} GPU 2 to job {other} (active in the records)" in out.err
@@ -353,7 +353,7 @@ def test_a_sweep_asking_for_gpus_on_a_host_without_them_is_told_why(engine, monk
 
     monkeypatch.setattr(gpus, "host_gpus", lambda: None)
     with pytest.raises(TaoError, match=r"this host has none \(no nvidia-smi here \(no NVIDIA driver\)\): set gpus: 0"):
-        sweeps.submit("docker", {**SPEC, "gpus": 1}, SubmitOptions(), [{"train.lr": "0.1"}, {"train.lr": "0.2"}], 2)
+        sweeps.submit("docker", {**SPEC, "gpus": 1}, SubmitOptions(), [{"train.optim.lr": "0.1"}, {"train.optim.lr": "0.2"}], 2)
     assert records.list_records() == []
 
 
@@ -366,7 +366,7 @@ def test_trials_that_would_share_gpus_are_refused_before_any_record(engine, monk
     four_gpus(monkeypatch)
     spec = {**{k_: v for k_, v in SPEC.items() if k_ != "gpus"}, **asked}
     with pytest.raises(TaoError, match=re.escape(needle)) as err:
-        sweeps.submit("docker", spec, SubmitOptions(), [{"train.lr": f"0.{i}"} for i in range(4)], k)
+        sweeps.submit("docker", spec, SubmitOptions(), [{"train.optim.lr": f"0.{i}"} for i in range(4)], k)
     assert "\n" not in str(err.value) and records.list_records() == []
     assert "create" not in engine.calls()
 

@@ -20,7 +20,7 @@ def status_text(epoch: int, loss: float, max_epoch: int = 9) -> str:
 
 def test_kubernetes_sweep_table_keeps_the_kpis_of_finished_trials(fake):
     cluster = Cluster(fake)
-    done = sweeps.submit("kubernetes", K8S_SPEC, SubmitOptions(), [{"train.lr": "0.1"}, {"train.lr": "0.2"}], 2)
+    done = sweeps.submit("kubernetes", K8S_SPEC, SubmitOptions(), [{"train.optim.lr": "0.1"}, {"train.optim.lr": "0.2"}], 2)
     a, b = (v.id for v in done.views)
     cluster.done.add(0)  # a (index 0) ended before any status saw it; b runs: its pod reads both folders on the volume
     fake.kubectl("exec", answer=lambda c: "".join(
@@ -61,7 +61,7 @@ def test_a_finished_kubernetes_job_keeps_its_epoch_on_the_status_line(fake, cli)
 
 def test_sweep_watch_lines_go_to_stdout(fake, cli):
     cluster = Cluster(fake)
-    done = sweeps.submit("kubernetes", K8S_SPEC, SubmitOptions(), [{"train.lr": "0.1"}], 1)
+    done = sweeps.submit("kubernetes", K8S_SPEC, SubmitOptions(), [{"train.optim.lr": "0.1"}], 1)
     cluster.done.add(0)
     out = cli("tao_jobs.py", "status", "--sweep", done.sweep, "--watch", "--interval", "0.5")
     assert out.rc == 0, out
@@ -75,7 +75,7 @@ def test_docker_sweep_table_reads_a_trial_that_ended_unseen_once_from_its_local_
     from test_docker_campaigns import SPEC, Engine
 
     engine = Engine(fake)
-    done = sweeps.submit("docker", SPEC, SubmitOptions(), [{"train.lr": "0.1"}], 1)
+    done = sweeps.submit("docker", SPEC, SubmitOptions(), [{"train.optim.lr": "0.1"}], 1)
     (jid,) = (v.id for v in done.views)
     folder = Path(records.load(jid)["results_dir"])
     folder.mkdir(parents=True, exist_ok=True)

@@ -55,7 +55,7 @@ SWEEP_KEYS = ["-lr", "--x", "a..b", ".a", "a.", "1a", "a b", "a=b", "a;b", "\x1b
 @pytest.mark.parametrize("value", SWEEP_VALUES)
 def test_sweep_flag_values(cli, fake, value):
     with Deadline():
-        out = cli("tao_docker.py", "submit", "--image", "img:1", "--sweep", f"train.lr=0.1,{value}", "--", "train")
+        out = cli("tao_docker.py", "submit", "--image", "img:1", "--sweep", f"train.optim.lr=0.1,{value}", "--", "train")
     _check(out)
     assert not [c for c in fake.calls if c.argv[1:2] in (["run"], ["create"])], "nothing refused reaches the engine"
 
@@ -129,7 +129,7 @@ VERBS = [("status", "{id}"), ("logs", "{id}"), ("cancel", "{id}"), ("artifacts",
 
 def _docker_trial() -> dict:
     rec = records.open_record("docker", "img", "dino", "train", "A", "/tmp/tao-corpus-res/{id}",
-                              backend={"engine": "docker"}, sweep=("dino-sweep-abcde", 0, {"train.lr": "0.1"}))
+                              backend={"engine": "docker"}, sweep=("dino-sweep-abcde", 0, {"train.optim.lr": "0.1"}))
     return records.mark(rec["id"], "PENDING", backend={"results_dir": rec["results_dir"], "container": rec["id"]},
                         backend_ref="abc123")
 

@@ -23,7 +23,7 @@ NGC = "nvapi-SweepNgcKey-0123456789abcdefghij"
 
 
 def trials(n: int) -> list[dict[str, str]]:
-    return [{"train.lr": f"0.{i + 1:03d}"} for i in range(n)]
+    return [{"train.optim.lr": f"0.{i + 1:03d}"} for i in range(n)]
 
 
 def test_a_sweep_with_credentials_makes_one_secret_of_each_kind_owned_by_its_job(fake, monkeypatch):
@@ -201,7 +201,7 @@ def test_the_job_is_indexed_with_a_retry_budget_per_trial_and_fail_index():
     main = s["template"]["spec"]["containers"][0]
     assert main["command"][:2] == ["/bin/sh", "-c"] and len(main["command"]) == 4  # no argv: the table has it
     assert {"name": "tao-sweep", "mountPath": render.SWEEP_DIR, "readOnly": True} in main["volumeMounts"]
-    assert shlex.split(table["data"]["1.argv"])[-1] == "train.lr=0.002"
+    assert shlex.split(table["data"]["1.argv"])[-1] == "train.optim.lr=0.002"
     assert table["data"]["2.folder"] == "a-3" and table["metadata"]["name"] == sweepmod.table_name("dino-sweep-x")
     timed = [{**spec, "active_deadline_seconds": 600} for spec in specs]
     job, _ = sweepmod.build(timed, ["a-1", "a-2", "a-3"], "dino-sweep-x", "ns", 2, creds=False, ngc=False)

@@ -58,7 +58,7 @@ def _cluster(fake, output: str) -> None:
 def test_a_missing_input_is_refused_with_the_list_before_any_record(fake):
     _cluster(fake, "ok /data/specs/train.yaml\nmissing /data/coco\n")
     spec = {"image": "i", "gpus": 1, "mounts": WS, "args": ["dino", "train", "-e", "/data/specs/train.yaml",
-                                                             "dataset.root=/data/coco"]}
+                                                             "model.pretrained_backbone_path=/data/coco"]}
     with pytest.raises(TaoError, match=r"input path\(s\) missing on the job's volumes: /data/coco \(checked"):
         platform.get("kubernetes").submit(spec, SubmitOptions())
     assert records.list_records() == []

@@ -136,7 +136,7 @@ def test_a_queued_sweep_is_one_suspended_workload_admitted_partially(fake, state
     kueue_cluster(fake, local_queue(LQ))
     fake.kubectl("create", "-f", answer=echo_applied())
     done = sweeps.submit("kubernetes", {**SPEC, "queue": LQ}, SubmitOptions(),
-                         [{"train.lr": f"0.{i}"} for i in range(3)], 2)
+                         [{"train.optim.lr": f"0.{i}"} for i in range(3)], 2)
     (call,) = fake.kubectl_calls("create", "-f")
     job_ = json.loads(call.stdin)["items"][0]
     (owned,) = fake.kubectl_calls("apply", "--server-side")

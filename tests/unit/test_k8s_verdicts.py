@@ -175,7 +175,7 @@ def test_sweep_trials_whose_jobs_are_gone_get_their_verdicts_in_the_sweep_table(
     for i, lr in enumerate(("0.1", "0.2")):
         rec = records.open_record("kubernetes", "i", "dino", "train", "A", "/results/{id}",
                                   backend={"namespace": "default", "context": ""}, sweep=("dino-sweep-ab12", i,
-                                                                                          {"train.lr": lr}))
+                                                                                          {"train.optim.lr": lr}))
         records.mark(rec["id"], "RUNNING", backend_ref=f"default/{rec['id']}",
                      backend={"uid": f"uid-{rec['id']}", "name": rec["id"], "namespace": "default", "nodes": 1})
         (records.artifact_dir(rec["id"]) / SPEC_FILE).write_text(json.dumps(spec))

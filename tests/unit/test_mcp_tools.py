@@ -31,7 +31,7 @@ def test_every_verb_is_a_tool():
     names = {t.name for t in tools.TOOLS}
     assert names >= {"preflight_kubernetes", "preflight_slurm", "preflight_docker", "submit_kubernetes",
                      "submit_slurm", "submit_docker", "status", "logs", "cancel", "metrics", "artifacts", "fetch",
-                     "prune", "continue", "sweep_best", "list"}
+                     "prune", "continue", "sweep_best", "list", "spec_template", "spec_check"}
 
 
 def test_no_schema_has_a_field_for_a_secret_value():
@@ -130,6 +130,7 @@ def _cli(script: str, *argv: str, env=None) -> subprocess.CompletedProcess:
     ("continue", {"id": "nope-aaaaaaaa"}, ["continue", "nope-aaaaaaaa"]),
     ("sweep_best", {"id": "s1", "kpi": "val_loss"}, ["sweep", "best", "s1", "--kpi", "val_loss"]),
     ("prune", {"ids": ["a"]}, ["prune", "a"]),
+    ("spec_template", {"network": "dinox", "action": "train"}, ["spec", "template", "dinox", "train"]),
 ])
 def test_the_cli_line_is_the_tool_line(state_dir, name, arguments, argv):
     """Same function, same error: the tool's isError text is the line tao_jobs.py prints, exit code too."""
@@ -193,3 +194,22 @@ def test_a_key_pasted_into_env_is_refused_and_never_echoed(state_dir, tool):
     assert done.exit_code != 0 and "NGC_API_KEY" in done.errors[0], done.errors
     assert key not in done.stdout + done.stderr
     assert not any(state_dir.glob("**/*.json"))
+
+
+def test_spec_template_and_spec_check_are_the_clis_answers(tmp_path):
+    """An agent gets the YAML template (or with json its schema), and the check's problems, each with its path."""
+    from taobank import specs
+
+    done = tools.run(tools.by_name("spec_template"), {"network": "dino", "action": "train"})
+    assert done.exit_code == 0 and done.result == specs.template("dino", "train").strip()
+    done = tools.run(tools.by_name("spec_template"), {"network": "dino", "action": "train", "json": True})
+    assert done.result["x-tao"]["network"] == "dino" and "train" in done.result["properties"]
+    spec = tmp_path / "train.yaml"
+    spec.write_text(specs.template("dino", "train"))
+    done = tools.run(tools.by_name("spec_check"), {"file": str(spec), "overrides": ["train.num_epoch=10"],
+                                                   "network": "dino", "action": "train"})
+    assert done.exit_code == 1 and not done.result["ok"]
+    assert [p["path"] for p in done.result["problems"]] == ["train.num_epoch"]
+    assert done.errors == [f"error: {done.result['problems'][0]['path']}: {done.result['problems'][0]['message']}"]
+    done = tools.run(tools.by_name("spec_check"), {"file": str(spec), "network": "dino", "action": "train"})
+    assert done.exit_code == 0 and done.result["ok"]

@@ -659,7 +659,7 @@ def test_a_lost_training_answer_is_adopted_and_the_adoption_releases_the_convers
 # ------------------------------------------------------------------ the one preflight command
 def test_the_paths_the_command_names_are_checked_in_the_one_preflight_command(slurm):
     spec = {**SPEC, "command": ["dino", "train", "-e", "/lustre/fsw/other/specs/train.yaml",
-                                "train.output_dir=/lustre/out"]}
+                                "train.results_dir=/lustre/out"]}
     slurm.ssh("MISSING", lambda c: ok("".join(p + "\n" for p in c.args if p.endswith("train.yaml"))))
     with pytest.raises(TaoError, match=r"missing on the cluster \(login1\): /lustre/fsw/other/specs/train.yaml; put "):
         platform.get("slurm").submit(spec, SubmitOptions())

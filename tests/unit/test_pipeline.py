@@ -75,7 +75,7 @@ def _probe_ok() -> None:
 
 def test_one_job_and_a_sweep_take_the_same_single_launch(stand):
     view = core.Platform.submit(stand, dict(SPEC), SubmitOptions())
-    done = sweeps.submit("slurm", dict(SPEC), SubmitOptions(), [{"train.lr": "1"}, {"train.lr": "2"}], 1)
+    done = sweeps.submit("slurm", dict(SPEC), SubmitOptions(), [{"train.optim.lr": "0.1"}, {"train.optim.lr": "0.2"}], 1)
     assert [len(ids) for ids, _ in stand.launches] == [1, 2]  # one launch call each, with every job in it
     (_, single), (_, batch) = stand.launches
     assert single.sweep is None and single.max_concurrent == 1
@@ -89,7 +89,7 @@ def test_a_multi_node_sweep_trial_prints_the_nccl_line_a_single_job_prints(stand
     stand.nodes = 2
     _probe_ok()
     view = core.Platform.submit(stand, dict(SPEC), SubmitOptions())
-    done = sweeps.submit("slurm", dict(SPEC), SubmitOptions(), [{"train.lr": "1"}, {"train.lr": "2"}])
+    done = sweeps.submit("slurm", dict(SPEC), SubmitOptions(), [{"train.optim.lr": "0.1"}, {"train.optim.lr": "0.2"}])
     (line,) = re.findall(r"NCCL probe ok \(job probe-1, [^)]*\)", view.extra["gate"])
     assert "NCCL over GPUs" in line and line in done.gate
     for v in [view, *done.views]:  # every record keeps the verdict it was launched under
@@ -99,9 +99,9 @@ def test_a_multi_node_sweep_trial_prints_the_nccl_line_a_single_job_prints(stand
 def test_a_multi_node_sweep_without_a_probe_is_refused_before_any_record(stand):
     stand.nodes = 2
     with pytest.raises(TaoError, match="need an ok NCCL probe"):
-        sweeps.submit("slurm", dict(SPEC), SubmitOptions(), [{"train.lr": "1"}, {"train.lr": "2"}])
+        sweeps.submit("slurm", dict(SPEC), SubmitOptions(), [{"train.optim.lr": "0.1"}, {"train.optim.lr": "0.2"}])
     assert records.list_records() == [] and stand.launches == []
-    done = sweeps.submit("slurm", dict(SPEC), SubmitOptions(skip_nccl_probe=True), [{"train.lr": "1"}])
+    done = sweeps.submit("slurm", dict(SPEC), SubmitOptions(skip_nccl_probe=True), [{"train.optim.lr": "0.1"}])
     assert "NCCL probe skipped (--skip-nccl-probe)" in done.gate.split("; ")
 
 
@@ -110,7 +110,7 @@ def test_a_failed_launch_marks_every_record_error_single_and_sweep(stand):
     with pytest.raises(TaoError, match="^sbatch: error: invalid partition$"):
         core.Platform.submit(stand, dict(SPEC), SubmitOptions())
     with pytest.raises(TaoError, match=r"failed to launch \(sbatch: error: invalid partition\); no trial runs"):
-        sweeps.submit("slurm", dict(SPEC), SubmitOptions(), [{"a": "1"}, {"a": "2"}])
+        sweeps.submit("slurm", dict(SPEC), SubmitOptions(), [{"train.optim.lr": "0.1"}, {"train.optim.lr": "0.2"}])
     recs = records.list_records()
     assert len(recs) == 3 and {r["state"] for r in recs} == {"ERROR"}
     assert all("failed before launch: sbatch: error: invalid partition" in r["message"] for r in recs)

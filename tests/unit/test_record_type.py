@@ -27,7 +27,7 @@ def test_every_schema_property_is_a_field_and_every_field_a_property():
 def test_a_stored_record_reads_as_typed_values_and_writes_back_as_stored(state_dir):
     opened = records.open_record("slurm", "nvcr.io/x:1", "dino", "train", "A", "/lustre/results/{id}",
                                  description="first try", lineage={"parent": None},
-                                 sweep=("sweep-0a1b2c3d", 2, {"train.lr": "0.1"}))
+                                 sweep=("sweep-0a1b2c3d", 2, {"train.optim.lr": "0.1"}))
     marked = records.mark(opened["id"], State.RUNNING, backend_ref="slurm:42", backend={"partition": "gpu"})
     rec = records.get(opened["id"])
     assert (rec.id, rec.state, rec.backend_ref, rec.attempt) == (opened["id"], "RUNNING", "slurm:42", 1)

@@ -53,7 +53,7 @@ POSITIVES = [
     ("presigned-url", f"https://b.s3.amazonaws.com/k?X-Amz-Security-Token={SECRET}&x=1"),
     ("presigned-url", f"https://storage.googleapis.com/b/o?X-Goog-Signature={SECRET}"),
     ("aws-access-key", f"key id {AKIA} here"),
-    ("aws-secret-key", f"train.lr={AWS_SECRET}"),
+    ("aws-secret-key", f"train.optim.lr={AWS_SECRET}"),
     ("aws-secret-key", f"secret {AWS_SECRET} alone"),
     ("nvidia-api-key", f"echo {NVAPI}"),
     ("huggingface-token", f"login {HF}"),

@@ -93,7 +93,7 @@ def _damage(job_id: str, **changes) -> None:
     ({"backend": {"results_dir": "/etc"}}, "named after the job"), ({"results_dir": "/"}, "whole disk"),
 ])
 def test_a_damaged_field_is_one_line_when_the_record_is_read(fake, change, words):
-    rec = docker_rec("/res/{id}", sweep=("dino-sweep-abcde", 0, {"train.lr": "0.1"}))
+    rec = docker_rec("/res/{id}", sweep=("dino-sweep-abcde", 0, {"train.optim.lr": "0.1"}))
     _damage(rec["id"], **change)
     with pytest.raises(TaoError, match=words) as err:
         records.load(rec["id"])
@@ -108,7 +108,7 @@ def test_a_damaged_field_is_one_line_when_the_record_is_read(fake, change, words
 @pytest.mark.parametrize("change", [{"trial": "abc"}, {"overrides": "xyz"}, {"backend": {"engine": 5}},
                                     {"backend": {"results_dir": "/"}}])
 def test_verbs_on_damaged_sweep_records_are_one_line(fake, cli, tmp_path, argv, change):
-    rec = docker_rec("/res/{id}", state="RUNNING", sweep=("dino-sweep-abcde", 0, {"train.lr": "0.1"}))
+    rec = docker_rec("/res/{id}", state="RUNNING", sweep=("dino-sweep-abcde", 0, {"train.optim.lr": "0.1"}))
     _damage(rec["id"], **change)
     out = cli("tao_jobs.py", *[a.format(id=rec["id"], tmp=tmp_path) for a in argv])
     assert out.rc in (1, 2) and len(out.err_lines) >= 1 and "Traceback" not in out.err, out

@@ -39,12 +39,12 @@ def canceled_job(spec_file, text: str) -> dict:
 
 def test_a_changed_or_relative_spec_file_is_refused(state_dir, tmp_path, monkeypatch):
     spec_file = tmp_path / "train.yaml"
-    spec_file.write_text("epochs: 10\n")
-    rec = canceled_job(spec_file, "epochs: 10\n")
+    spec_file.write_text("train: {num_epochs: 10}\n")
+    rec = canceled_job(spec_file, "train: {num_epochs: 10}\n")
     spec, _ = savedspec.load(rec["id"])
     monkeypatch.chdir("/")  # continue from any folder reads the same file
     continued.check(SlurmSpec.from_dict(spec), rec["id"])
-    spec_file.write_text("epochs: 99\n")
+    spec_file.write_text("train: {num_epochs: 99}\n")
     with pytest.raises(TaoError, match=r"spec file train.yaml \(.*\) changed since job .* ran \(sha256") as exc:
         continued.check(SlurmSpec.from_dict(spec), rec["id"])
     assert "\n" not in str(exc.value)
@@ -54,13 +54,13 @@ def test_a_changed_or_relative_spec_file_is_refused(state_dir, tmp_path, monkeyp
 
 def test_continue_refuses_before_anything_is_created(state_dir, tmp_path, monkeypatch):
     spec_file = tmp_path / "train.yaml"
-    spec_file.write_text("epochs: 10\n")
-    rec = canceled_job(spec_file, "epochs: 10\n")
+    spec_file.write_text("train: {num_epochs: 10}\n")
+    rec = canceled_job(spec_file, "train: {num_epochs: 10}\n")
     folder = rec["results_dir"]
     monkeypatch.setattr(lineage, "_listing", lambda r, what, status=False: (
         ResultsLocation(folder, True), ResultsListing(folder, [ResultFile("model_epoch_001.pth", 1, 1.0)])))
     assert "model_epoch_001.pth" in lineage.continue_job("slurm", rec["id"], dry_run=True)
-    spec_file.write_text("epochs: 99\n")
+    spec_file.write_text("train: {num_epochs: 99}\n")
     before = len(records.list_records())
     with pytest.raises(TaoError, match="changed since job"):
         lineage.continue_job("slurm", rec["id"], dry_run=True)

@@ -49,7 +49,7 @@ def test_placeholder_is_replaced_and_must_name_an_upload():
 
 def test_submit_uploads_spec_files_in_the_one_staging_command_and_checks_them_there(slurm, tmp_path):
     train = tmp_path / "train.yaml"
-    train.write_text("train:\n  epochs: 3\n")
+    train.write_text("train:\n  num_epochs: 3\n")
     slurm.ssh("STAGE")
     slurm.ssh("FIND", find_answer())
     slurm.ssh("SBATCH", "901\n")
@@ -61,7 +61,7 @@ def test_submit_uploads_spec_files_in_the_one_staging_command_and_checks_them_th
 
     files = _staged(stage)
     jdir = records.load(view.id)["backend"]["job_dir"]
-    assert files["specs/train.yaml"] == "train:\n  epochs: 3\n"
+    assert files["specs/train.yaml"] == "train:\n  num_epochs: 3\n"
     assert f"dino train -e {jdir}/specs/train.yaml" in files[f"sbatch/job_{view.id}.sbatch"]
     assert records.load(view.id)["backend"]["spec_files"] == f"train.yaml={digest}"
     assert slurm.scripts() == ["MISSING", "STAGE", "FIND", "SBATCH"]  # no extra SSH command for the upload

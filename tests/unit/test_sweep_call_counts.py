@@ -22,7 +22,7 @@ K8S_SPEC = {"image": "nvcr.io/nvidia/tao/tao-toolkit:x", "command": "python trai
 
 
 def trials(n: int) -> list[dict[str, str]]:
-    return [{"train.lr": f"0.{i + 1:03d}"} for i in range(n)]
+    return [{"train.optim.lr": f"0.{i + 1:03d}"} for i in range(n)]
 
 
 # ------------------------------------------------------------------ SLURM

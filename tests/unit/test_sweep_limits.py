@@ -93,13 +93,13 @@ def test_sweep_file_other_refusals_are_one_line(tmp_path, name, words):
 # ------------------------------------------------------------------ item 10: YAML quirks
 def test_exponent_without_a_dot_is_a_number(tmp_path):
     f = tmp_path / "s.yaml"
-    f.write_text("random: {samples: 3, seed: 1, params: {train.lr: {low: 1e-5, high: 1e-2, log: true}}}\n")
-    lrs = [float(t["train.lr"]) for t in sweepfile.trials(None, str(f))]
+    f.write_text("random: {samples: 3, seed: 1, params: {train.optim.lr: {low: 1e-5, high: 1e-2, log: true}}}\n")
+    lrs = [float(t["train.optim.lr"]) for t in sweepfile.trials(None, str(f))]
     assert all(1e-5 <= x <= 1e-2 for x in lrs)
 
 
 @pytest.mark.parametrize("text", [
-    "grid: {train.lr: [0.1], train.lr: [0.2, 0.3]}\n",
+    "grid: {train.optim.lr: [0.1], train.optim.lr: [0.2, 0.3]}\n",
     "trials: [{a: 1, a: 2}]\n",
     "grid: {a: [1]}\ngrid: {b: [2]}\n",
     "random: {samples: 2, samples: 3, seed: 1, params: {a: {low: 0, high: 1}}}\n",
@@ -115,10 +115,10 @@ def test_duplicate_keys_are_refused(tmp_path, text):
 @pytest.mark.parametrize("value", [AWS_SECRET, "AKIA" + "ABCDEFGHIJ234567"])
 def test_a_secret_as_a_sweep_value_is_refused_unshown(tmp_path, value):
     with pytest.raises(UsageError, match="looks like a credential") as err:
-        sweepfile.trials([f"train.lr=0.1,{value}"], None)
+        sweepfile.trials([f"train.optim.lr=0.1,{value}"], None)
     assert value not in str(err.value)
     f = tmp_path / "s.yaml"
-    f.write_text(f"trials: [{{train.lr: '{value}'}}]\n")
+    f.write_text(f"trials: [{{train.optim.lr: '{value}'}}]\n")
     with pytest.raises(UsageError, match="looks like a credential") as err:
         sweepfile.trials(None, str(f))
     assert value not in str(err.value)

@@ -16,8 +16,8 @@ from taobank import records, sweeps
 from taobank.contract import SubmitOptions
 from taobank.kubernetes.sweep import SWEEP_LABEL
 
-LR = "train.lr=0.1,0.2,0.3"
-TRIALS = [{"train.lr": v} for v in ("0.1", "0.2", "0.3")]
+LR = "train.optim.lr=0.1,0.2,0.3"
+TRIALS = [{"train.optim.lr": v} for v in ("0.1", "0.2", "0.3")]
 K = 2
 
 
@@ -63,7 +63,7 @@ def test_kubernetes_sweep_preview_contacts_nothing_and_shows_the_indexed_job_the
     job, table = docs["Job"], docs["ConfigMap"]
     assert (job["spec"]["completionMode"], job["spec"]["completions"], job["spec"]["parallelism"]) == \
         ("Indexed", 3, K)
-    assert [table["data"][f"{i}.argv"].count(f"train.lr={v}") for i, v in enumerate(("0.1", "0.2", "0.3"))] == \
+    assert [table["data"][f"{i}.argv"].count(f"train.optim.lr={v}") for i, v in enumerate(("0.1", "0.2", "0.3"))] == \
         [1, 1, 1]
     k8s_cluster(fake)
     done = sweeps.submit("kubernetes", K8S_SPEC, SubmitOptions(), TRIALS, K)
@@ -100,9 +100,9 @@ def test_the_text_preview_has_the_table_and_what_is_sent_once(fake, cli):
     assert lines[0].startswith("dry run: nothing was contacted, so the submit's read-only checks did not run")
     assert lines[1].startswith("sweep preview: 3 trials, at most 2 at once; nothing was created")
     assert lines[2].split() == ["TRIAL", "ID", "OVERRIDES", "RESULTS"]
-    assert lines[4].split() == ["1", "preview-trial-1", "train.lr=0.2", "/results/preview-trial-1"]
+    assert lines[4].split() == ["1", "preview-trial-1", "train.optim.lr=0.2", "/results/preview-trial-1"]
     once = out.out[out.out.index("# ---- sent once for the sweep: Job preview-sweep ----"):]
-    assert "completionMode: \"Indexed\"" in once and "parallelism: 2" in once and "train.lr=0.3" in once
+    assert "completionMode: \"Indexed\"" in once and "parallelism: 2" in once and "train.optim.lr=0.3" in once
     nothing_done(fake)
 
 

@@ -17,7 +17,7 @@ SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 def slurm_sweep(state_dir):
     for i in range(2):
         records.open_record("slurm", "nvcr.io/nvidia/tao/tao-toolkit:7.1.0-pyt", "dino", "train", "A",
-                            f"/lustre/r/dino-train-0000000{i}", sweep=("sweep-0a1b2c3d", i, {"train.lr": str(i)}))
+                            f"/lustre/r/dino-train-0000000{i}", sweep=("sweep-0a1b2c3d", i, {"train.optim.lr": str(i)}))
     return "sweep-0a1b2c3d"
 
 

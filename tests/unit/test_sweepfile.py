@@ -12,10 +12,10 @@ from taobank.errors import TaoError, UsageError
 
 
 def test_flags_make_the_cartesian_product_in_a_stable_order():
-    grid = sweepfile.parse_flags(["train.lr=0.1,0.01", "train.bs=8,16"])
+    grid = sweepfile.parse_flags(["train.optim.lr=0.1,0.01", "train.bs=8,16"])
     assert sweepfile.product(grid) == [
-        {"train.lr": "0.1", "train.bs": "8"}, {"train.lr": "0.1", "train.bs": "16"},
-        {"train.lr": "0.01", "train.bs": "8"}, {"train.lr": "0.01", "train.bs": "16"}]
+        {"train.optim.lr": "0.1", "train.bs": "8"}, {"train.optim.lr": "0.1", "train.bs": "16"},
+        {"train.optim.lr": "0.01", "train.bs": "8"}, {"train.optim.lr": "0.01", "train.bs": "16"}]
 
 
 @pytest.mark.parametrize("flags, words", [
@@ -38,10 +38,10 @@ def test_no_trials_and_both_forms_are_refused():
 
 def test_file_forms(tmp_path):
     f = tmp_path / "s.yaml"
-    f.write_text("grid: {train.lr: [0.1, 0.01], model.arch: resnet18}\n")
-    assert sweepfile.trials(None, str(f)) == [{"train.lr": "0.1", "model.arch": "resnet18"},
-                                              {"train.lr": "0.01", "model.arch": "resnet18"}]
-    f.write_text("trials: [{train.lr: 0.1}, {train.lr: 0.01, train.bs: 16}, {amp: true}]\n")
+    f.write_text("grid: {train.optim.lr: [0.1, 0.01], model.arch: resnet18}\n")
+    assert sweepfile.trials(None, str(f)) == [{"train.optim.lr": "0.1", "model.arch": "resnet18"},
+                                              {"train.optim.lr": "0.01", "model.arch": "resnet18"}]
+    f.write_text("trials: [{train.optim.lr: 0.1}, {train.optim.lr: 0.01, train.bs: 16}, {amp: true}]\n")
     assert sweepfile.trials(None, str(f))[2] == {"amp": "true"}
     f.write_text("trials: [{a: 1}, {a: 1}]\n")
     with pytest.raises(UsageError, match="repeats"):
@@ -52,12 +52,12 @@ def test_file_forms(tmp_path):
 
 
 def test_random_is_seeded_log_uniform_and_in_range():
-    block = {"samples": 50, "seed": 7, "params": {"train.lr": {"low": 1e-5, "high": 1e-1, "log": True},
+    block = {"samples": 50, "seed": 7, "params": {"train.optim.lr": {"low": 1e-5, "high": 1e-1, "log": True},
                                                   "train.epochs": {"low": 1, "high": 5, "int": True},
                                                   "arch": {"choices": ["r18", "r34"]}}}
     a, b = sweepfile.random_trials(block), sweepfile.random_trials(block)
     assert a == b and len(a) == 50
-    lrs = [float(t["train.lr"]) for t in a]
+    lrs = [float(t["train.optim.lr"]) for t in a]
     assert all(1e-5 <= x <= 1e-1 for x in lrs)
     assert sum(x < 1e-3 for x in lrs) > 15  # log-uniform: half the draws are below the geometric middle
     assert {t["train.epochs"] for t in a} <= {"1", "2", "3", "4", "5"} and {t["arch"] for t in a} == {"r18", "r34"}
@@ -102,22 +102,22 @@ def test_the_override_rule_is_written_once():
     assert ov["propertyNames"]["pattern"] == "^" + sweepfile.KEY.pattern
     with pytest.raises(TaoError):  # the record store refuses what the sweep parser refuses
         records.open_record("slurm", "img", "dino", "train", "A", "/r/{id}",
-                            sweep=("dino-sweep-abcd1234", 0, {"train.lr": "0.1 x"}))
+                            sweep=("dino-sweep-abcd1234", 0, {"train.optim.lr": "0.1 x"}))
 
 
 def test_trial_spec_appends_key_value_after_the_command():
-    ov = {"train.lr": "0.1", "bs": "8"}
-    assert sweeps.trial_spec({"command": ["tao", "-e", "s.yaml"]}, ov)["command"][-2:] == ["train.lr=0.1", "bs=8"]
-    assert sweeps.trial_spec({"args": ["-e", "s.yaml"]}, ov)["args"] == ["-e", "s.yaml", "train.lr=0.1", "bs=8"]
-    assert sweeps.trial_spec({"command": "tao train -e s.yaml"}, ov)["command"] == "tao train -e s.yaml train.lr=0.1 bs=8"
+    ov = {"train.optim.lr": "0.1", "bs": "8"}
+    assert sweeps.trial_spec({"command": ["tao", "-e", "s.yaml"]}, ov)["command"][-2:] == ["train.optim.lr=0.1", "bs=8"]
+    assert sweeps.trial_spec({"args": ["-e", "s.yaml"]}, ov)["args"] == ["-e", "s.yaml", "train.optim.lr=0.1", "bs=8"]
+    assert sweeps.trial_spec({"command": "tao train -e s.yaml"}, ov)["command"] == "tao train -e s.yaml train.optim.lr=0.1 bs=8"
     with pytest.raises(UsageError):
         sweeps.trial_spec({}, ov)
 
 
 def test_a_trial_record_keeps_its_sweep_fields(state_dir):
     rec = records.open_record("slurm", "img", "dino", "train", "A", "/r/{id}", sweep=("dino-sweep-abcd1234", 2,
-                                                                                     {"train.lr": "0.1"}))
+                                                                                     {"train.optim.lr": "0.1"}))
     again = records.load(rec["id"])
-    assert (again["sweep"], again["trial"], again["overrides"]) == ("dino-sweep-abcd1234", 2, {"train.lr": "0.1"})
+    assert (again["sweep"], again["trial"], again["overrides"]) == ("dino-sweep-abcd1234", 2, {"train.optim.lr": "0.1"})
     assert [r["id"] for r in records.list_records(sweep="dino-sweep-abcd1234")] == [rec["id"]]
     assert records.list_records(sweep="other-sweep-x") == []

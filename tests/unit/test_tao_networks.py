@@ -17,12 +17,14 @@ from taobank import pins, taonetworks
 BANK = Path(__file__).resolve().parents[2]
 
 
-def test_the_checked_in_table_is_what_the_pinned_wheels_say():
-    from devtools import tao_schema
+def test_the_checked_in_table_and_spec_schemas_are_what_the_pinned_wheels_say():
+    from devtools import tao_schema, tao_specs
 
-    assert tao_schema.text(tao_schema.build()) == (BANK / taonetworks.TABLE_FILE).read_text(encoding="utf-8"), \
+    table, spec_data = tao_schema.build_both()
+    assert tao_schema.text(table) == (BANK / taonetworks.TABLE_FILE).read_text(encoding="utf-8"), \
         "regenerate with python3 -m devtools.tao_schema"
-    assert taonetworks.tao_version() == tao_schema.TAO_VERSION
+    assert tao_specs.checked_in(BANK) == tao_specs.files(spec_data), "regenerate with python3 -m devtools.tao_schema"
+    assert taonetworks.tao_version() == tao_schema.TAO_VERSION == spec_data["tao_version"]
 
 
 def test_the_test_wheels_are_the_pinned_images_tao_version():

@@ -57,7 +57,7 @@ def test_logs_are_escaped_by_default_and_raw_on_request(fake, cli):
 
 
 def test_the_sweep_table_escapes_every_cell():
-    rows = [sweeps.Row(0, "job-a-000001", {"train.lr\x1b[2J": "0.1"}, "RUNNING", "3/10\x1b]0;x\x07",
+    rows = [sweeps.Row(0, "job-a-000001", {"train.optim.lr\x1b[2J": "0.1"}, "RUNNING", "3/10\x1b]0;x\x07",
                        {"val\x1b[31m": 0.5})]
     text = sweeps.table(rows)
     assert "\x1b" not in text and "\x07" not in text and text.count("\n") == 2

@@ -41,6 +41,8 @@ def run_main(main: Callable[[list[str]], int | None], argv: list[str] | None = N
         rc = main(sys.argv[1:] if argv is None else argv)
     except TaoError as exc:
         print(error_line(exc), file=sys.stderr)
+        for line in getattr(exc, "details", ()):  # more problems of one refusal (the spec check), one line each
+            print(error_line(line), file=sys.stderr)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)

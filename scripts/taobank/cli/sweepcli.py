@@ -37,6 +37,7 @@ def submit(platform: str, spec: dict, opts: object, trials: list[dict[str, str]]
 
     if getattr(args, "parent", None):
         opts = replace(opts, parent=args.parent)  # type: ignore[type-var]
+    opts = replace(opts, spec_check=not getattr(args, "no_spec_check", False))  # type: ignore[type-var]
     if getattr(args, "dry_run", False):  # the trial table and what would be sent; nothing created
         shown = sweeps.preview(platform, spec, opts, trials, args.max_concurrent,  # type: ignore[arg-type]
                                parent_kpi=getattr(args, "parent_kpi", None),

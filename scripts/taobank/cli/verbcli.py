@@ -480,6 +480,8 @@ def add_submit_outputs(p: argparse.ArgumentParser) -> None:
                    "contact nothing, open no record (its first line, on stderr, says what it did not check)")
     p.add_argument("--check", action="store_true", help="with --dry-run: first run the submit's read-only checks "
                    "(the cluster or engine, GPUs, queue or quota, input paths, image; no pull, no record)")
+    p.add_argument("--no-spec-check", action="store_true", help="skip the check of TAO experiment specs and "
+                   "overrides against the pinned TAO's schema (a network it does not know, a site's own TAO build)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the new job's view as JSON")
     out.add_argument("-q", "--quiet", action="store_true", help="print only the job id")
@@ -565,7 +567,8 @@ def cmd_continue(args: argparse.Namespace, platform: str | None) -> int:
         raise UsageError("--check runs a dry run's read-only checks: give --dry-run too")
     view = lineage.continue_job(platform, args.id, checkpoint=args.checkpoint, description=args.description,
                                 dry_run=args.dry_run, time_minutes=minutes, queue=getattr(args, "queue", None),
-                                check=args.check, note=lambda line: print(line, file=sys.stderr))
+                                check=args.check, note=lambda line: print(line, file=sys.stderr),
+                                spec_check=not args.no_spec_check)
     if args.dry_run:
         print_json({"continues": args.id, "preview": view}) if args.json else sys.stdout.write(view)
         return EXIT_OK
@@ -591,10 +594,15 @@ def checked_preview(platform: str, preview: Callable, check: bool) -> Callable:
     (:func:`taobank.pipeline.dry_run`): what passed and what was still not checked (a credential not set here)."""
     def run(spec: dict, opts):  # type: ignore[no-untyped-def]
         from .. import pipeline, taoargs
+        from ..contract import Gate
 
-        if not check:
+        if not check:  # the spec check contacts nothing: it runs in every dry run
+            gate = Gate()
+            pipeline.check_specs(core.get(platform), [taoargs.identified(spec)], opts, gate)
             text = preview(spec, opts)
             print(pipeline.UNCHECKED, file=sys.stderr)
+            for line in gate.notes():
+                print(one_line(line), file=sys.stderr)
             warning = taoargs.unseen_warning(spec)  # a submit says it among its gate lines
             if warning:
                 print(warning, file=sys.stderr)
@@ -620,6 +628,7 @@ def submit_lineage(platform: str, spec: dict, opts, args: argparse.Namespace, pr
 
     from .. import lineage
 
+    opts = replace(opts, spec_check=not getattr(args, "no_spec_check", False))
     if preview is not None:
         preview = checked_preview(platform, preview, bool(getattr(args, "check", False)))
     elif getattr(args, "check", False):

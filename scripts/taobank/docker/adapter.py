@@ -53,6 +53,16 @@ class Docker(Platform):
     def release_pruned(self, rec: Record) -> str | None:
         return cancel.remove_finished(rec)
 
+    def spec_text(self, spec: Mapping[str, Any], path: str, opts: SubmitOptions) -> str | None:
+        """The host file a bind mount (``--mount HOST:CONTAINER``) puts at the container's ``path``."""
+        from .. import specgate
+
+        for mount in spec.get("mounts") or []:
+            inside, host = str(mount.get("container") or "").rstrip("/"), str(mount.get("host") or "")
+            if inside and host and (path == inside or path.startswith(inside + "/")):
+                return specgate.local_file(host.rstrip("/") + path[len(inside):])
+        return None
+
     def lineage_access(self, spec: dict, parent: Record, folder: str) -> dict:
         from .lineage_access import reachable
 

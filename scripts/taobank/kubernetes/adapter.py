@@ -81,6 +81,11 @@ class Kubernetes(Platform):
 
         return {**spec, "active_deadline_seconds": max(1, math.ceil(minutes * 60))}
 
+    def spec_text(self, spec: Mapping[str, Any], path: str, opts: SubmitOptions) -> str | None:
+        """The staged config file of an action request (``--request`` with ``--config-file``) at ``path``."""
+        config = opts.config or {}
+        return str(config["text"]) if config.get("mount_path") == path and "text" in config else None
+
     def lineage_access(self, spec: dict, parent: Record, folder: str) -> dict:
         from .lineage_access import reachable
 

@@ -79,6 +79,12 @@ TOOLS: tuple[ToolSpec, ...] = (
                   "once the user agreed."),
     ToolSpec("continue", "tao_jobs", ("continue",), False, False, False),
     ToolSpec("sweep_best", "tao_jobs", ("sweep", "best"), True, False, True),
+    ToolSpec("spec_template", "tao_jobs", ("spec", "template"), True, False, True, open_world=False, keep=("json",),
+             note="The YAML template (each key's TAO default, its description as a comment, REQUIRED for ???); with "
+                  "json: its JSON Schema. Edit it, check it with spec_check, then submit."),
+    ToolSpec("spec_check", "tao_jobs", ("spec", "check"), True, False, True, open_world=False,
+             note="One problem per entry with its dotted path (unknown keys name the nearest real one); every submit "
+                  "runs the same check."),
 )
 
 
@@ -342,7 +348,7 @@ def to_argv(spec: ToolSpec, arguments: Any) -> list[str]:
     unknown = sorted(set(arguments) - set(ps))
     if unknown:
         raise UsageError(f"{spec.name}: unknown argument {one_line(unknown[0])!r}: one of {', '.join(ps)}")
-    argv = list(spec.verb) + (["--json"] if has_json(spec) else [])
+    argv = list(spec.verb) + (["--json"] if has_json(spec) and "json" not in spec.keep else [])
     rest: list[str] = []
     for prop, p in ps.items():
         if prop not in arguments or arguments[prop] is None:

@@ -107,6 +107,15 @@ class Slurm(Platform):
     # -- sweeps (the verbs: taobank.sweeps): one job array; SLURM itself keeps --max-concurrent (``%K``)
     sweep_access = f"{__package__}.sweep"
 
+    def spec_text(self, spec: Mapping[str, Any], path: str, opts: SubmitOptions) -> str | None:
+        """The local file of an upload the command names as ``{specs}/NAME`` (``spec_files``)."""
+        from .. import specgate
+        from .uploads import PLACEHOLDER
+
+        name = path[len(PLACEHOLDER) + 1:] if path.startswith(PLACEHOLDER + "/") else None
+        local = (spec.get("spec_files") or {}).get(name) if name else None
+        return specgate.local_file(str(local)) if local else None
+
     def lineage_access(self, spec: dict, parent: Record, folder: str) -> dict:
         from .lineage_access import reachable
 

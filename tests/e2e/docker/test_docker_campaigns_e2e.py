@@ -126,7 +126,7 @@ def test_a_sweep_runs_at_most_k_at_once_and_names_the_best_trial(dk):
 def test_cancel_sweep_stops_the_running_trials_and_removes_the_held_one_in_one_call_each(dk):
     done = json.loads(dk.ok("submit", "--json", "--image", dk.image, "--gpus", "0", "--network-arch", "dino",
                             "--action", "train", "--mount", FAKE, "--env", "EPOCHS=60", "--env", "SLEEP=1",
-                            "--stop-grace", "2", "--sweep", "train.lr=0.1,0.2,0.3", "--max-concurrent", "2",
+                            "--stop-grace", "2", "--sweep", "train.optim.lr=0.1,0.2,0.3", "--max-concurrent", "2",
                             "--", "sh", "-c", TRAIN, "tao").stdout)
     ids = [j["id"] for j in done["jobs"]]
     rows = json.loads(dk.ok("status", "--sweep", done["sweep"], "--json").stdout)

@@ -123,7 +123,7 @@ def test_an_unknown_queue_is_refused_in_one_line_and_nothing_is_created(k8s, que
 def test_a_queued_sweep_is_one_workload_admitted_partially_and_runs_every_trial(k8s, queue):
     """3 trials, 2 slots, 1 GPU of quota: Kueue admits the sweep's one Indexed Job with 1 pod (partial admission)
     rather than keep it waiting for 2, and every trial runs."""
-    proc = k8s.tao("submit", "--json", *BASE, "--gpus", "1", "--queue", queue, "--sweep", "train.lr=1,2,3",
+    proc = k8s.tao("submit", "--json", *BASE, "--gpus", "1", "--queue", queue, "--sweep", "train.optim.lr=1,2,3",
                    "--max-concurrent", "2", "--pod-annotation", f"{lk.RUN_DURATION_ANNOTATION}=2s")
     out = json.loads(proc.stdout)
     views = out["jobs"]

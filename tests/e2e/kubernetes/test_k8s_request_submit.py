@@ -28,8 +28,8 @@ def request(mode: str) -> dict:
     }
     if mode == "config":
         req["argv"] = ["visual_changenet", "train", "-e", "{config_path}"]
-        req["config"] = {"dataset": {"root": "/lustre/fsw/portfolios/edgeai/datasets/levir", "note": "a \"quoted\" {{x}}"},
-                         "results_dir": "/results/vcn"}
+        req["config"] = {"dataset": {"segment": {"root_dir": "/lustre/fsw/portfolios/edgeai/datasets/levir"}},
+                         "wandb": {"name": "a \"quoted\" {{x}}"}, "results_dir": "/results/vcn"}
     else:
         req["argv"] = ["python3", "-c", "import sys; print(sys.argv)", "--flag=$(id)"]
     return req
@@ -67,7 +67,7 @@ def test_config_mode_stages_exact_file_read_only(k8s, tmp_path):
 
 def test_config_mode_refuses_unmounted_embedded_path(k8s, tmp_path):
     r = request("config")
-    r["config"]["dataset"]["root"] = "/not/mounted/anywhere"
+    r["config"]["dataset"]["segment"]["root_dir"] = "/not/mounted/anywhere"
     req = tmp_path / "req.json"
     req.write_text(json.dumps(r))
     proc = subprocess.run([sys.executable, str(RENDER), "--request", str(req)], capture_output=True, text=True,

@@ -16,7 +16,7 @@ k8s = k8s_verbs_support.k8s
 BUSYBOX = str(pins.resolve("images.busybox"))
 FLAGS = ["--image", BUSYBOX, "--network-arch", "dino", "--action", "train", "--gpus", "0", "--no-results", *ON_KWOK,
          "--args-json", json.dumps(["sh", "-c", "exit 0", "tao", "-e", "spec.yaml"]),
-         "--sweep", "train.lr=0.1,0.2,0.3", "--max-concurrent", "2"]
+         "--sweep", "train.optim.lr=0.1,0.2,0.3", "--max-concurrent", "2"]
 
 
 def kubectl_calls(k8s) -> list[list[str]]:
@@ -28,7 +28,7 @@ def test_the_sweep_preview_contacts_nothing_and_shows_the_indexed_job_the_submit
     assert kubectl_calls(k8s) == []  # not even a read
     assert k8s.kubectl("get", "jobs", "-l", "tao-sweep=preview-sweep", "-o", "name").stdout.strip() == ""
     assert [(t["trial"], t["overrides"]) for t in shown["trials"]] == \
-        [(i, {"train.lr": v}) for i, v in enumerate(("0.1", "0.2", "0.3"))]
+        [(i, {"train.optim.lr": v}) for i, v in enumerate(("0.1", "0.2", "0.3"))]
     assert shown["sent"] == []
     docs = {d["name"].split()[0]: yaml.safe_load(d["text"]) for d in shown["shared"]}
     want, want_table = docs["Job"], docs["ConfigMap"]

@@ -29,10 +29,10 @@ def test_the_sweep_preview_contacts_nothing_and_shows_what_the_submit_stages(slu
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps(base_spec(container_runtime="none", command=["sh", "-c", "exit 0", "tao", "-e",
                                                                              "spec.yaml"])))
-    flags = ["--spec", str(spec), "--sweep", "train.lr=0.1,0.2,0.3", "--max-concurrent", "2", "--json"]
+    flags = ["--spec", str(spec), "--sweep", "train.optim.lr=0.1,0.2,0.3", "--max-concurrent", "2", "--json"]
     shown = json.loads(helper("submit", *flags, "--dry-run").stdout)
     assert call_log(slurm_env["call_log"]) == [] and records.list_records() == []  # no ssh, not even a lint
-    assert [t["overrides"] for t in shown["trials"]] == [{"train.lr": v} for v in ("0.1", "0.2", "0.3")]
+    assert [t["overrides"] for t in shown["trials"]] == [{"train.optim.lr": v} for v in ("0.1", "0.2", "0.3")]
     done = json.loads(helper("submit", *flags).stdout)
     try:
         ids = [j["id"] for j in done["jobs"]]

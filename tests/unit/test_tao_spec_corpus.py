@@ -1,0 +1,208 @@
+"""A corpus of mutated specs on which TAO's own Hydra runner and ``spec check`` agree, every one.
+
+From each network action's filled template (tests/unit/test_tao_spec_templates.py), mutations in the spec file
+and as overrides: misspelt keys, values of the wrong type, null where TAO allows none, required values unset,
+a key through a value, ``+`` on a key that exists, ``~`` of a key, and values TAO converts (``"7"`` for an
+integer, ``yes`` for a boolean). The runner refuses a spec exactly when the check names a problem of a kind
+the runner enforces; values outside TAO's ranges and options pass the runner and are refused by the check.
+"""
+from __future__ import annotations
+
+import copy
+import random
+
+import pytest
+import yaml
+
+from support.tao_runner import run
+from taobank import speccheck, specs
+from test_tao_spec_templates import filled, required_paths
+
+#: network, action: spread over the families of TAO's configs (Lightning, mmengine, its own trainers)
+CASES = [("dino", "train"), ("dino", "evaluate"), ("classification_pyt", "train"), ("pointpillars", "train"),
+         ("segformer", "inference"), ("ocrnet", "train"), ("visual_changenet", "train"), ("mae", "export")]
+PER_CASE = 27
+RUNNER_KINDS = speccheck.RUNNER_KINDS | {"required"}
+
+
+def base(network: str, action: str) -> tuple[dict, dict, list[tuple[str, dict]]]:
+    s = specs.spec(network, action)
+    doc = yaml.safe_load(specs.template(network, action))
+    need = required_paths(doc, s.reads)
+    doc = filled(doc, need, s.schema)
+    leaves = [(p, n) for p, n in specs.walk(s.schema) if p.split(".")[0] in s.reads and p.split(".")[0] in doc
+              and not specs.is_section(n) and _at(doc, p) is not None and _at(doc, p) != specs.MISSING]
+    return doc, {"need": need, "reads": s.reads}, leaves
+
+
+def _at(doc, path):
+    for key in path.split("."):
+        if not isinstance(doc, dict) or key not in doc:
+            return None
+        doc = doc[key]
+    return doc
+
+
+def _set(doc, path, value):
+    *parents, last = path.split(".")
+    for key in parents:
+        doc = doc[key]
+    doc[last] = value
+
+
+def _misspelt(rng, key):
+    i = rng.randrange(len(key))
+    return rng.choice([key[:i] + key[i + 1:] or key + "x", key + "s", key[:i] + "x" + key[i:]])
+
+
+def _wrong(rng, node):
+    kinds = [k for k in specs.types(node) if k != "null"]
+    if kinds == ["integer"]:
+        return rng.choice(["abc", 1.5, [1], {"a": 1}, "1.5"])
+    if kinds == ["number"]:
+        return rng.choice(["fast", [0.1], {"a": 1}, True])
+    if kinds == ["boolean"]:
+        return rng.choice(["maybe", 1.5, [True]])
+    if kinds == ["array"]:
+        return rng.choice([5, "abc", {"a": 1}])
+    if kinds == ["string"]:
+        return rng.choice([[1, 2], {"a": 1}])
+    return None
+
+
+def _converted(rng, node, value):
+    kinds = [k for k in specs.types(node) if k != "null"]
+    if kinds == ["integer"] and isinstance(value, int):
+        return str(value)
+    if kinds == ["number"] and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if kinds == ["boolean"]:
+        return rng.choice(["yes", "off", 1, "true"])
+    if kinds == ["string"] and isinstance(value, str) and "enum" not in node:
+        return rng.choice([5, 1.5, True]) if value == "" else value
+    return None
+
+
+def _outside(node):
+    target = specs.deref(node.get("items")) if "array" in specs.types(node) else node
+    if "enum" in target and "string" in specs.types(target) and not target.get("x-enum-type"):
+        return "not_an_option_of_tao"
+    if "minimum" in target and "integer" in specs.types(target):
+        return int(target["minimum"]) - 1
+    if "maximum" in target and "number" in specs.types(target):
+        return float(target["maximum"]) + 1.0
+    return None
+
+
+def mutations(network: str, action: str, n: int) -> list[tuple[str, dict, list[str], bool | None]]:
+    """(what, spec, overrides, runner_ok_expected_or_None) of ``n`` mutations, deterministic."""
+    rng = random.Random(f"{network}:{action}")
+    doc, info, leaves = base(network, action)
+    out: list[tuple[str, dict, list[str], bool | None]] = []
+    for i in range(n * 4):
+        if len(out) >= n:
+            break
+        path, node = rng.choice(leaves)
+        value = _at(doc, path)
+        d = copy.deepcopy(doc)
+        kind = i % 12
+        *parents, leaf = path.split(".")
+        if kind == 0:
+            bad = ".".join([*parents, _misspelt(rng, leaf)])
+            if _at(doc, bad) is None and bad not in dict(specs.walk(specs.spec(network, action).schema)):
+                out.append((f"override {bad}", d, [f"{bad}={yaml.safe_dump(value, default_flow_style=True).strip().removesuffix('...').strip()}"
+                                                   if not isinstance(value, str) else f"{bad}=x"], None))
+        elif kind == 1:
+            bad = _misspelt(rng, leaf)
+            holder = _at(d, ".".join(parents)) if parents else d
+            if isinstance(holder, dict) and bad not in holder and bad not in (
+                    specs.deref(dict(specs.walk(specs.spec(network, action).schema)).get(".".join(parents), {}))
+                    .get("properties") or {}):
+                holder[bad] = value
+                out.append((f"file {'.'.join([*parents, bad])}", d, [], None))
+        elif kind in (2, 3):
+            wrong = _wrong(rng, node)
+            if wrong is not None:
+                if kind == 2:
+                    _set(d, path, wrong)
+                    out.append((f"file {path}={wrong!r}", d, [], None))
+                elif not isinstance(wrong, dict):
+                    text = yaml.safe_dump(wrong, default_flow_style=True).strip().removesuffix("...").strip()
+                    out.append((f"override {path}={text}", d, [f"{path}={text}"], None))
+        elif kind == 4:
+            conv = _converted(rng, node, value)
+            if conv is not None:
+                _set(d, path, conv)
+                out.append((f"file {path}={conv!r} (TAO converts it)", d, [], True))
+        elif kind == 5:
+            if "null" not in specs.types(node) and specs.types(node):
+                out.append((f"override {path}=null", d, [f"{path}=null"], None))
+        elif kind == 6:
+            if info["need"]:
+                gone = rng.choice(info["need"])
+                _set(d, gone, "???")
+                out.append((f"file {gone}=??? (required)", d, [], False))
+            else:
+                out.append((f"override {path}=???", d, [f"{path}=???"], False))
+        elif kind == 7:
+            out.append((f"override {path}.deeper=1", d, [f"{path}.deeper=1"], False))
+        elif kind == 8:
+            out.append((f"override +{path} (there already)", d, [f"+{path}=1"], False))
+        elif kind == 9:
+            out.append((f"override +{'.'.join(parents + ['a_new_key'])} (added)", d,
+                        [f"+{'.'.join(parents + ['a_new_key'])}=1"], True))
+        elif kind == 10:
+            out.append((f"override ~{path}", d, [f"~{path}"], None))
+        elif kind == 11:
+            top = path.split(".")[0]
+            if specs.is_section(specs.deref(specs.spec(network, action).schema["properties"][top])):
+                out.append((f"override {top}=5 (a section)", d, [f"{top}=5"], False))
+    assert len(out) == n, (network, action, len(out))
+    return out
+
+
+@pytest.mark.parametrize("network,action", CASES)
+def test_the_runner_and_spec_check_agree_on_every_mutated_spec(network, action, tmp_path):
+    from devtools import tao_specs
+
+    exp = tao_specs.experiment_class(network, action)
+    reads = specs.spec(network, action).reads
+    spec_file = tmp_path / f"{action}.yaml"
+    disagree = []
+    for what, doc, overrides, expected in mutations(network, action, PER_CASE):
+        spec_file.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+        ok, said = run(exp, spec_file, overrides, reads)
+        report = speccheck.check(network, action, speccheck.read_spec(str(spec_file)), overrides)
+        refused = [p for p in report.problems if p.kind in RUNNER_KINDS]
+        if ok == bool(refused) or (expected is not None and ok != expected):
+            disagree.append(f"{what}: runner {'accepts' if ok else 'refuses'}, check says {report.lines()} "
+                            f"({said.strip().splitlines()[-1:] if said.strip() else ''})")
+    assert not disagree, "\n".join(disagree)
+
+
+def test_the_corpus_has_at_least_200_specs():
+    assert len(CASES) * PER_CASE >= 200
+
+
+@pytest.mark.parametrize("network,action", CASES[:4])
+def test_values_outside_taos_ranges_and_options_pass_the_runner_and_not_the_check(network, action, tmp_path):
+    from devtools import tao_specs
+
+    doc, info, leaves = base(network, action)
+    exp = tao_specs.experiment_class(network, action)
+    spec_file = tmp_path / f"{action}.yaml"
+    spec_file.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    tried = 0
+    for path, node in leaves:
+        bad = _outside(node)
+        if bad is None or isinstance(_at(doc, path), list):
+            continue
+        word = f"{path}={bad}"
+        ok, said = run(exp, spec_file, [word], info["reads"])
+        report = speccheck.check(network, action, doc, [word])
+        assert ok, (word, said[-500:])
+        assert [p.kind for p in report.problems] in (["range"], ["options"]), (word, report.lines())
+        tried += 1
+        if tried == 3:
+            break
+    assert tried == 3

@@ -1,0 +1,91 @@
+"""Every network and action of the pinned TAO: its template passes its own check, and TAO's own Hydra runner
+(nvidia-tao-core's, tests/support/tao_runner.py) accepts it.
+
+A template leaves TAO's required values as ``???`` (marked REQUIRED): the check names exactly those of the
+sections the action reads, and once they are filled both the check and the runner (its task reading those
+sections, where a ``???`` would fail) accept it.
+"""
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from support.tao_runner import run
+from taobank import speccheck, specs, taonetworks
+
+
+def fill_value(node: dict) -> object:
+    """A value of ``node``'s type within its limits (what a user writes for a required key)."""
+    kinds = [k for k in specs.types(node) if k != "null"]
+    if "enum" in node:
+        return node["enum"][0]
+    if "integer" in kinds:
+        return max(1, node.get("minimum", 1))
+    if "number" in kinds:
+        return float(max(1.0, node.get("minimum", 1.0)))
+    if "boolean" in kinds:
+        return True
+    if "array" in kinds:
+        return []
+    return "/data/value"
+
+
+def required_paths(doc: dict, reads: tuple[str, ...]) -> list[str]:
+    out = []
+
+    def walk(value, path):
+        if value == specs.MISSING:
+            out.append(path)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                walk(v, f"{path}.{k}")
+
+    for top in reads:
+        walk(doc.get(top), top)
+    return out
+
+
+def filled(doc: dict, paths: list[str], schema: dict) -> dict:
+    nodes = dict(specs.walk(schema))
+    for path in paths:
+        *parents, last = path.split(".")
+        holder = doc
+        for key in parents:
+            holder = holder[key]
+        holder[last] = fill_value(nodes[path])
+    return doc
+
+
+@pytest.mark.parametrize("network", taonetworks.networks())
+def test_every_template_passes_its_own_check_and_taos_runner(network, tmp_path):
+    from devtools import tao_specs
+
+    for action in specs.actions(network):
+        s = specs.spec(network, action)
+        text = specs.template(network, action)
+        doc = yaml.safe_load(text)
+        assert list(doc) == [k for k in s.sections if k in doc], (network, action)
+        need = required_paths(doc, s.reads)
+        report = speccheck.check(network, action, doc)
+        assert sorted(p.path for p in report.problems) == sorted(need), (network, action, report.lines())
+        assert all(p.kind == "required" for p in report.problems)
+        for path in need:  # each is marked in the template
+            assert f"{path.rpartition('.')[2]}: ???" in text
+        exp = tao_specs.experiment_class(network, action)
+        spec_file = tmp_path / f"{action}.yaml"
+        done = filled(doc, need, s.schema)
+        assert speccheck.check(network, action, done).ok, (network, action)
+        spec_file.write_text(yaml.safe_dump(done, sort_keys=False), encoding="utf-8")
+        ok, said = run(exp, spec_file, [], s.reads)
+        assert ok, (network, action, said[-2000:])
+
+
+def test_a_template_says_each_keys_description_and_limits():
+    text = specs.template("dino", "train")
+    assert text.startswith(f"# dino train spec: TAO {taonetworks.tao_version()}")
+    lines = text.splitlines()
+    at = lines.index("  num_gpus: 1")
+    assert lines[at - 1].startswith("  # ") and "[1..inf]" in lines[at - 1]
+    assert "evaluate:" not in lines and "train:" in lines and "dataset:" in lines
+    evaluate = specs.template("dino", "evaluate")
+    assert "# REQUIRED" in evaluate and "  checkpoint: ???" in evaluate.splitlines()
