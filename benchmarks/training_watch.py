@@ -2,7 +2,7 @@
 """Training you can watch, on the local SLURM cluster: the cost of `status` with progress for N = 1, 10, 100
 running jobs, and of `fetch` of a results folder against a plain `scp -r` of the same folder.
 
-  python3 benchmarks/training_watch.py [--sizes 1,10,100] [--fetch-mb 1024] [--kubernetes] [--check]
+  python3 benchmarks/training_watch.py [--sizes 1,10,100] [--fetch-mb 1024] [--runs 3] [--kubernetes] [--check]
 
 status: N records of running trainings (each with TAO's status.json in its own results folder on the
 shared filesystem), all tied to one running SLURM job so N costs no cluster capacity. The bank reads
@@ -10,8 +10,12 @@ every job's progress inside its one sweep command; the baseline reads each statu
 `ssh cat` (a new session each, as an agent improvising would). fetch: one file of --fetch-mb MiB in a
 finished job's folder; the bank (`tao_jobs.py fetch`: each byte read once on the cluster, its digest
 computed in the same pass and checked here per 64 MiB block) against `scp -O -r` (the classic protocol:
-the local sshd has no SFTP) with the same host, key and known_hosts, best of two each; then a rerun with
-every file here, and a rerun after a fetch killed (SIGTERM) once half the file was verified. Docker: the
+the local sshd has no SFTP) with the same host, key and known_hosts, --runs of each taken in turn (medians);
+then a rerun with every file here, and --runs reruns after a fetch killed (SIGTERM) once half the file was
+verified. Besides the times, the CPU seconds per MiB of each side, which a busy machine does not change much:
+the local cluster's login node is this host, so /proc shows the sender and its sshd too. The bank's CLI keeps
+its compiled modules as on a user's machine (a session with PYTHONDONTWRITEBYTECODE set would compile ~70
+modules at each start), and each copy writes into memory used before (see warm_page_cache). Docker: the
 bank's fetch from a finished job's local folder against `cp -r`. Ratios are measured in the same run.
 --kubernetes also fetches from a finished job's folder on the local cluster's PVC, the bank's reader pod
 included, against a pod mounting the PVC plus `kubectl cp` (that pod included).
