@@ -537,8 +537,8 @@ def main() -> int:
         print(f"{n} | {b['connections']} | {b['commands']} | {b['wall_s']:.2f} | {v['connections']} | "
               f"{v['commands']} | {v['wall_s']:.2f} | {ratio}")
     f = fetched
-    print(f"\nfetch of {f['mb']} MiB (median of {f['runs']} runs each, taken in turn): bank {f['bank_wall_s']:.2f} s "
-          f"({f['commands']} remote commands, each byte read once, digest per block checked) vs scp -r "
+    print(f"\nfetch of {f['mb']} MiB: bank {f['bank_wall_s']:.2f} s (medians of {f['runs']} runs each, taken in turn; "
+          f"{f['commands']} remote commands, each byte read once, digest per block checked) vs scp -r "
           f"{f['scp_wall_s']:.2f} s: {f['bank_wall_s'] / max(f['scp_wall_s'], 1e-9):.2f}x scp's time")
     if f["scp_aes_wall_s"]:
         print(f"  (the bank's master asks for AES-GCM first on this AES CPU; scp -r given that cipher order too: "
