@@ -14,6 +14,7 @@ block through the core's :class:`~taobank.contract.Transfer`.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import io
 import re
@@ -159,7 +160,8 @@ done
 #: copied once in user space: into one reused 128 KiB buffer (it stays in the CPU's cache), where zlib computes the
 #: block's CRC-32; the kernel then sends the same bytes from the page cache to stdout (``sendfile``: no copy here),
 #: or, where it cannot, they are written from that buffer (a file rewritten between the two reads gives a CRC the
-#: receiver refuses). A file that shrinks while read ends the stream (exit 6): the receiver says it changed.
+#: receiver refuses). On Linux its stdout pipe holds 1 MiB (1031: F_SETPIPE_SZ), so sshd finds the next chunk
+#: queued while it encrypts. A file that shrinks while read ends the stream (exit 6): the receiver says it changed.
 SEND_PY = r"""
 import errno, os, re, signal, stat, sys, zlib
 signal.signal(signal.SIGPIPE, signal.SIG_DFL)
@@ -171,6 +173,12 @@ root, B, K = os.getcwdb(), int(sys.argv[2]), 1 << 20
 C = 128 << 10
 buf = memoryview(bytearray(C))
 kernel = hasattr(os, "sendfile")
+if sys.platform.startswith("linux"):
+    try:
+        import fcntl
+        fcntl.fcntl(1, 1031, K)
+    except (ImportError, OSError):
+        pass
 def put(data):
     while data:
         data = data[os.write(1, data):]
@@ -485,6 +493,22 @@ def _broke(name: str) -> TaoError:
                     "writing it) or the connection dropped; nothing unverified was kept: run the fetch again")
 
 
+#: Bytes the pipe from ssh (or kubectl) may hold (Linux's default unprivileged maximum): it keeps filling while
+#: this process digests and writes the last chunk, instead of stopping the sender 64 KiB ahead.
+PIPE_BYTES = 1 << 20
+
+
+def _widen(out: BinaryIO) -> None:
+    """The pipe ``out`` reads widened to :data:`PIPE_BYTES` where the system allows (Linux); else as it is."""
+    setsize = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if setsize is None:
+        return
+    try:
+        fcntl.fcntl(out.fileno(), setsize, PIPE_BYTES)
+    except (OSError, ValueError):  # not a pipe (bytes in tests), or over the system's limit
+        pass
+
+
 def receive(out: BinaryIO, folder: str, files: list[ResultFile], transfer: Transfer) -> None:
     """Write :data:`SEND_FILES`' stream of ``files``, block by verified block, through ``transfer``."""
     pending = {f.path: f for f in files}
@@ -492,6 +516,7 @@ def receive(out: BinaryIO, folder: str, files: list[ResultFile], transfer: Trans
     done = 0
     buf = memoryview(bytearray(READ_CHUNK))
     readinto = cast(io.BufferedIOBase, out).readinto  # a pipe opened in binary mode (run.pipe), or bytes in tests
+    _widen(out)
     while True:
         line = out.readline(1 << 16)
         if not line:

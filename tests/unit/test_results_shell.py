@@ -570,3 +570,16 @@ def test_a_fetch_cut_off_resumes_from_its_last_verified_block(job, tmp_path, mon
     assert asked[1].startswith(f"{2 * results_sh.DD_BLOCK} {size} ")
     assert (into / "big.pth").read_bytes() == every_byte(size)
     assert seen.fetched["big.pth"].moved == size - 2 * results_sh.DD_BLOCK
+
+
+def test_the_receiver_widens_the_pipe_it_reads_and_leaves_anything_else_alone():
+    """The pipe from ssh holds PIPE_BYTES, so the sender is not stopped 64 KiB ahead while a chunk is digested and
+    written; bytes in memory (the tests' streams) are read as they are."""
+    import fcntl
+
+    r, w = os.pipe()
+    with open(r, "rb") as out:
+        results_sh._widen(out)
+        assert fcntl.fcntl(out.fileno(), fcntl.F_GETPIPE_SZ) == results_sh.PIPE_BYTES
+    os.close(w)
+    results_sh._widen(io.BytesIO(b"x"))
