@@ -12,7 +12,7 @@ finished job's folder; the bank (`tao_jobs.py fetch`: each byte read once on the
 computed in the same pass and checked here per 64 MiB block) against `scp -O -r` (the classic protocol:
 the local sshd has no SFTP) with the same host, key and known_hosts, --runs of each taken in turn (medians);
 then a rerun with every file here, and --runs reruns after a fetch killed (SIGTERM) once half the file was
-verified. Besides the times, the CPU seconds per MiB of each side, which a busy machine does not change much:
+verified. Besides the times, the CPU seconds per MiB of each side, which depend less on the load than times do:
 the local cluster's login node is this host, so /proc shows the sender and its sshd too. The bank's CLI keeps
 its compiled modules as on a user's machine (a session with PYTHONDONTWRITEBYTECODE set would compile ~70
 modules at each start), and each copy writes into memory used before (see warm_page_cache). Docker: the
@@ -20,13 +20,16 @@ bank's fetch from a finished job's local folder against `cp -r`. Ratios are meas
 --kubernetes also fetches from a finished job's folder on the local cluster's PVC, the bank's reader pod
 included, against a pod mounting the PVC plus `kubectl cp` (that pod included).
 
-Measured here (2 cores): status of 100 running trainings in 0.7 s (one command) vs 23.6 s for a cat per
-job. Fetch of 1 GiB, at a load average of 2 to 4 (another session's tests on the 2 cores): 1.13x the time of
-scp -O -r as users run it, 1.17x scp given the bank's AES-GCM-first cipher order (the bank's master asks for
-it on an AES CPU: AES-GCM moves bytes at about 1.6x chacha20's speed here); resumed after half: 0.49x a full
-fetch; Docker 0.09x cp -r (a finished job's big files are hard links on the same filesystem); Kubernetes 0.98x
-a pod plus kubectl cp. Before this: SLURM 1.41x, Docker 2.97x (ext4 flushing every staged file truncated to 0
-on close, and a full copy).
+Measured here (2 cores shared with other sessions' tests at a load average of 5 to 7, and `yes` holding one
+core; medians of 3, taken in turn): fetch of 1 GiB 0.76x the time of scp -O -r as users run it and 0.93x scp
+given the bank's AES-GCM-first cipher order (the bank's master asks for it on an AES CPU); 512 MiB 1.12x and
+1.44x (another series, 4 each: 0.74x and 0.84x). CPU per MiB, both sides together: 3.8 ms (1 GiB) and 4.5 ms
+(512 MiB), against scp's 5.5 and AES-GCM scp's 3.8 to 3.9. Resumed after half: 0.38x (512 MiB) and 0.53x (1 GiB)
+a full fetch. Before (64 KiB pipes, a new 4 MiB object per read here, two copies per byte on the cluster), in the
+same series of 5 at 512 MiB: 1.53x scp and 8.0 ms per MiB against scp's 6.1. Status of 100 running trainings in
+3.1 s (one command) vs 58.7 s for a cat per job, at a load of 10 to 14. Docker (a finished job's big files are
+hard links; cp -r reads them from memory): 0.88x cp -r at 1 GiB, 3.6x at 512 MiB (the CLI's start is most of
+it). Kubernetes (not measured again): 0.98x a pod plus kubectl cp.
 
 --check (CI: tests/e2e/slurm/test_benchmark_training_watch.py, small N and size) exits 1 unless every
 job's progress was read with ONE remote command and at most one connection per status, the fetch took
@@ -321,9 +324,9 @@ def bank_fetch(job_id: str, dest: Path, env: dict, log: Path, conn: ssh.Connecti
             "commands": counts([json.loads(x) for x in log.read_text().splitlines()])["command"]}
 
 
-def killed_at_half(job_id: str, dest: Path, env: dict, size: int) -> bool:
+def killed_at_half(job_id: str, dest: Path, env: dict, size: int, name: str) -> bool:
     """Start a fetch and SIGTERM it once half of the file's bytes are verified in its staging folder; whether
-    it was caught half-way (a file under two verified blocks cannot be)."""
+    it was caught half-way (a file under two verified blocks cannot be: the signal comes once it is whole)."""
     import signal
 
     state = dest / f".tao-fetch-{job_id}" / "state.json"
@@ -341,7 +344,7 @@ def killed_at_half(job_id: str, dest: Path, env: dict, size: int) -> bool:
             break
         time.sleep(0.002)
     proc.wait(timeout=120)
-    return caught and proc.returncode != 0
+    return caught and proc.returncode != 0 and not (dest / name).exists()
 
 
 def fetch_case(size_mb: int, tmp: Path, conn: ssh.Connection, runs: int) -> dict:
@@ -382,7 +385,8 @@ def fetch_case(size_mb: int, tmp: Path, conn: ssh.Connection, runs: int) -> dict
     shutil.rmtree(tmp / f"bank-{runs - 1}")
     resumed = []
     for i in range(runs):
-        if not killed_at_half(rec["id"], tmp / f"half-{i}", env, blob.stat().st_size):
+        if not killed_at_half(rec["id"], tmp / f"half-{i}", env, blob.stat().st_size, blob.name):
+            shutil.rmtree(tmp / f"half-{i}", ignore_errors=True)
             break
         got = bank_fetch(rec["id"], tmp / f"half-{i}", env, log)
         same = same and same_file(tmp / f"half-{i}" / blob.name, want)
