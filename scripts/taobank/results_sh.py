@@ -156,7 +156,7 @@ while IFS= read -r line; do
 done
 """
 
-#: :data:`SEND_FILES` in Python (no single quote: it is quoted by the shell; Python 3.3 or later). Each byte is
+#: :data:`SEND_FILES` in Python (no single quote: it is quoted by the shell; Python 3.4 or later). Each byte is
 #: copied once in user space: into one reused 128 KiB buffer (it stays in the CPU's cache), where zlib computes the
 #: block's CRC-32; the kernel then sends the same bytes from the page cache to stdout (``sendfile``: no copy here),
 #: or, where it cannot, they are written from that buffer (a file rewritten between the two reads gives a CRC the
