@@ -2,6 +2,7 @@
 reader pod run them: listing, the files' facts, the one-read stream verified block by block, the guarded rm."""
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import shutil
@@ -411,3 +412,174 @@ def test_a_staged_file_is_made_new_so_a_file_sharing_its_name_is_never_written(t
         with seen.part(f, 4):
             pass
     assert job_file.read_bytes() == b"JOBBYTES" and not (dest / ".staging" / "m.pth").exists()
+
+
+# ------------------------------------------------------------------ the byte path: copied once, every byte checked
+def every_byte(size: int) -> bytes:
+    """``size`` bytes holding every byte value, in an order no block repeats (a shifted copy would be caught)."""
+    pattern = bytes(range(256)) + bytes(range(255, -1, -1))
+    return (pattern * (size // len(pattern) + 1))[:size] if size else b""
+
+
+#: In SEND_PY's process: os.sendfile sends 1000 bytes once, then fails as on a stdout it cannot send to.
+SENDFILE_REFUSED = """
+import errno, os
+_calls = []
+_real = os.sendfile
+def sendfile(out, fd, off, n):
+    _calls.append(1)
+    if len(_calls) == 1:
+        return _real(out, fd, off, min(n, 1000))
+    raise OSError(errno.EINVAL, "Invalid argument")
+os.sendfile = sendfile
+"""
+
+#: In SEND_PY's process: the file is rewritten (same size) after its first chunk was read for the digest, before
+#: the kernel sends it: the bytes sent are not the bytes digested.
+REWRITE_BEFORE_SEND = """
+import os
+_real = os.sendfile
+def sendfile(out, fd, off, n):
+    name = os.readlink("/proc/self/fd/%d" % fd)
+    if name.endswith("big.pth") and not os.environ.get("TAO_REWROTE"):
+        os.environ["TAO_REWROTE"] = "1"
+        with open(name, "r+b") as fh:
+            fh.seek(off)
+            fh.write(b"X" * 16)
+    return _real(out, fd, off, n)
+os.sendfile = sendfile
+"""
+
+
+def site(tmp_path: Path, monkeypatch, code: str) -> None:
+    """``code`` run first in every python3 started from here on (the sender on the cluster)."""
+    (tmp_path / "site").mkdir(exist_ok=True)
+    (tmp_path / "site" / "sitecustomize.py").write_text(code)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
+
+
+@pytest.mark.parametrize("sender", ["python3", "python3-write", "cksum", "md5sum"])
+def test_every_byte_value_arrives_whole_in_blocks_of_any_length(job, tmp_path, monkeypatch, sender):
+    """Files of 0 bytes, exactly one block, and blocks plus a tail: each byte value round-trips through each
+    sender (python3 with the kernel sending, python3 writing from its buffer where the kernel cannot, the shell
+    with cksum or md5sum) and the receiver's one reused buffer, whose reads straddle block ends."""
+    monkeypatch.setattr(results_sh, "BLOCK", results_sh.DD_BLOCK)
+    monkeypatch.setattr(results_sh, "READ_CHUNK", 300_001)  # reads that do not line up with blocks or files
+    sizes = {"empty.bin": 0, "one.bin": results_sh.DD_BLOCK, "tail.bin": 2 * results_sh.DD_BLOCK + 4097,
+             "small.bin": 7}
+    for name, size in sizes.items():
+        (job / name).write_bytes(every_byte(size))
+    if sender == "python3-write":
+        site(tmp_path, monkeypatch, SENDFILE_REFUSED)
+    elif sender != "python3":
+        monkeypatch.setenv("PATH", without(tmp_path, *{"cksum": ["python3"], "md5sum": ["python3", "cksum"]}[sender]))
+    into = tmp_path / "into"
+    seen = transfer(into)
+    results_sh.fetch_files(Local(["/bin/sh"]), str(job), list(sizes), into, seen)
+    for name, size in sizes.items():
+        assert (into / name).read_bytes() == every_byte(size), name
+    alg = {"python3": "crc32", "python3-write": "crc32", "cksum": "crc", "md5sum": "md5"}[sender]
+    assert {seen.fetched[n].verified for n in sizes if sizes[n]} == {results_sh.VERIFIED[alg]}
+    assert seen.meter.done == sum(sizes.values())
+
+
+def stream_of(job: Path, names: list[str], mode: str = "") -> bytes:
+    """SEND_FILES' whole answer for ``names`` (each from byte 0)."""
+    ask = "".join(f"0 {(job / n).stat().st_size} {int((job / n).stat().st_mtime)} ./{n}\n" for n in names)
+    res = subprocess.run(["/bin/sh", "-c", results_sh.SEND_FILES, "tao", str(job), str(results_sh.DD_BLOCK), mode],
+                         input=ask.encode(), capture_output=True, timeout=60, check=True)
+    return res.stdout
+
+
+def data_at(stream: bytes, at: int) -> int:
+    """Where byte ``at`` of the (one) file's content is in a SEND_FILES stream of blocks of DD_BLOCK bytes."""
+    pos = stream.index(b"\n") + 1
+    while at >= results_sh.DD_BLOCK:
+        pos = stream.index(b"\n", pos + results_sh.DD_BLOCK) + 1  # past the block and its @@sum line
+        at -= results_sh.DD_BLOCK
+    return pos + at
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_one_changed_byte_anywhere_in_a_block_is_refused_and_nothing_kept(job, tmp_path, monkeypatch, mode):
+    """The stream damaged after it left the cluster: a byte flipped at the start, middle or end of a block
+    (every block is checked, also after the first), or the stream cut short."""
+    from taobank.contract import ResultFile
+
+    monkeypatch.setattr(results_sh, "BLOCK", results_sh.DD_BLOCK)
+    size = 2 * results_sh.DD_BLOCK + 10
+    (job / "big.pth").write_bytes(every_byte(size))
+    st = (job / "big.pth").stat()
+    f = ResultFile("big.pth", size, float(int(st.st_mtime)))
+    good = stream_of(job, ["big.pth"], mode)
+    assert good[data_at(good, size - 1) + 1:].startswith(b"@@sum ")
+    for at in (0, results_sh.DD_BLOCK // 2, results_sh.DD_BLOCK - 1, results_sh.DD_BLOCK + 5, size - 1):
+        bad = bytearray(good)
+        bad[data_at(good, at)] ^= 0x01
+        into = tmp_path / f"into-{at}"
+        seen = transfer(into)
+        with pytest.raises(TaoError, match="differ from the bytes read on the cluster"):
+            results_sh.receive(io.BytesIO(bytes(bad)), str(job), [f], seen)
+        assert not [p for p in into.rglob("big.pth")], at  # neither the final name nor a staged copy
+    into = tmp_path / "into-cut"
+    seen = transfer(into)
+    with pytest.raises(TaoError, match="broke off"):
+        results_sh.receive(io.BytesIO(good[:data_at(good, results_sh.DD_BLOCK + 100)]), str(job), [f], seen)
+    results_sh.receive(io.BytesIO(good), str(job), [f], transfer(tmp_path / "into-good"))
+    assert (tmp_path / "into-good" / "big.pth").read_bytes() == every_byte(size)
+
+
+def test_a_file_rewritten_between_its_digest_and_its_send_is_refused(job, tmp_path, monkeypatch):
+    """The kernel sends the bytes again from the file: a rewrite in between gives bytes the digest does not match,
+    and nothing of the file is kept."""
+    monkeypatch.setattr(results_sh, "BLOCK", results_sh.DD_BLOCK)
+    (job / "big.pth").write_bytes(every_byte(results_sh.DD_BLOCK + 10))
+    site(tmp_path, monkeypatch, REWRITE_BEFORE_SEND)
+    into = tmp_path / "into"
+    with pytest.raises(TaoError, match="big.pth: the bytes received differ"):
+        results_sh.fetch_files(Local(["/bin/sh"]), str(job), ["big.pth"], into, transfer(into))
+    assert not list(into.rglob("big.pth"))
+
+
+def test_a_fetch_cut_off_resumes_from_its_last_verified_block(job, tmp_path, monkeypatch):
+    """The stream breaks inside the third block: the first two stay verified, the rerun asks from there and the
+    file ends whole (the python3 sender starts at the offset asked)."""
+    monkeypatch.setattr(results_sh, "BLOCK", results_sh.DD_BLOCK)
+    size = 3 * results_sh.DD_BLOCK + 123
+    (job / "big.pth").write_bytes(every_byte(size))
+    into = tmp_path / "into"
+    asked: list[str] = []
+
+    class Cut(Local):
+        def __init__(self, cut: int | None) -> None:
+            super().__init__(["/bin/sh"])
+            self.cut = cut
+
+        @contextlib.contextmanager
+        def stream(self, script, args, *, stdin, what):
+            asked.append(stdin)
+            with super().stream(script, args, stdin=stdin, what=what) as out:
+                data = out.read()
+            yield io.BytesIO(data if self.cut is None else data[:self.cut])
+
+    with pytest.raises(TaoError, match="broke off"):
+        results_sh.fetch_files(Cut(2 * results_sh.DD_BLOCK + 5000), str(job), ["big.pth"], into, transfer(into))
+    assert not (into / "big.pth").exists()
+    seen = transfer(into)
+    results_sh.fetch_files(Cut(None), str(job), ["big.pth"], into, seen)
+    assert asked[1].startswith(f"{2 * results_sh.DD_BLOCK} {size} ")
+    assert (into / "big.pth").read_bytes() == every_byte(size)
+    assert seen.fetched["big.pth"].moved == size - 2 * results_sh.DD_BLOCK
+
+
+def test_the_receiver_widens_the_pipe_it_reads_and_leaves_anything_else_alone():
+    """The pipe from ssh holds PIPE_BYTES, so the sender is not stopped 64 KiB ahead while a chunk is digested and
+    written; bytes in memory (the tests' streams) are read as they are."""
+    import fcntl
+
+    r, w = os.pipe()
+    with open(r, "rb") as out:
+        results_sh._widen(out)
+        assert fcntl.fcntl(out.fileno(), fcntl.F_GETPIPE_SZ) == results_sh.PIPE_BYTES
+    os.close(w)
+    results_sh._widen(io.BytesIO(b"x"))
