@@ -150,6 +150,9 @@ def _tao_verdict(tao: Mapping[str, Any], slurm_state: str | None, code: str | No
     if tao["status"] in TAO_SUCCESS:
         note = "" if code in (None, "", "0:0") else f"; the wrapper exited {code} afterwards"
         return verdict(State.COMPLETE, f"TAO status.json: {tao['status']}{said}{note}", slurm_state, exit_code=code)
+    if tao["status"] == State.PRUNED and code in (None, "", "0:0"):
+        # a search trial stopped for its study's pruner, cleanly: the core's one rule makes it PRUNED
+        return verdict(State.COMPLETE, tao.get("message") or "PRUNED", slurm_state, exit_code=code)
     return verdict(State.ERROR, f"TAO status.json: {tao['status']}{said}; read main.err", slurm_state,
                    err_class="ERR_PROGRAM", exit_code=code)
 
