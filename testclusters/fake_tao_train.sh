@@ -22,6 +22,9 @@
 # Other trailing KEY=VALUE arguments (what a sweep trial adds; train.num_gpus=N) are printed; -e FILE is
 # accepted as TAO's spec file. fake.best_val=N (thousandths) is the lowest val_loss written (default 400);
 # fake.nan_at=E writes train_loss NaN at epoch E (a diverged loss, as TAO writes it: a bare NaN).
+# fake.lr_optimum=LR (for trying a search, references/search.md): the lowest val_loss becomes a known function of
+# train.optim.lr: 0.4 + 0.25 * log10(lr / LR)^2 (fake.best_val is then ignored), every epoch's val_loss with a
+# noise of at most 0.01 drawn from lr and the epoch (the same lr gives the same curve).
 # --replay FILE: instead, replay what TAO's own code wrote (tests/support/tao_oracle.py write_replay, made on the
 # host by nvidia-tao-core's StatusLogger and Lightning's ModelCheckpoint): its JSON lines appended to
 # status.json as they are, "#checkpoint NAME" writes that checkpoint and points the latest link at it (then
@@ -36,7 +39,7 @@ usage() {
 number() { case $2 in '' | *[!0-9]*) echo "$0: $1 must be a whole number, got '$2'" >&2; exit 2 ;; esac; }
 
 results='' epochs='' pause=0 epoch_time='' fail_at='' action=train network=dino resume='' resuming=false
-best_val=400 nan_at='' val_every=1 per_epoch=1 replay=''
+best_val=400 nan_at='' val_every=1 per_epoch=1 replay='' lr_opt='' lr=0.001 noise_seed=''
 while [ $# -gt 0 ]; do
   case $1 in
     train.resume_training_checkpoint_path=*) resume=${1#*=}; resuming=true; shift; continue ;;
@@ -45,6 +48,8 @@ while [ $# -gt 0 ]; do
       case $1 in
         fake.best_val=*) best_val=${1#*=}; number fake.best_val "$best_val" ;;
         fake.nan_at=*) nan_at=${1#*=}; number fake.nan_at "$nan_at" ;;
+        fake.lr_optimum=*) lr_opt=${1#*=} ;;
+        train.optim.lr=*) lr=${1#*=} ;;
       esac
       shift
       continue ;;
@@ -103,6 +108,15 @@ epochs=$((epochs + 0)) pause=$((pause + 0)) epoch_time=$((epoch_time + 0)) val_e
 per_epoch=$((per_epoch + 0))
 [ "$epochs" -ge 1 ] || { echo "$0: --epochs must be at least 1" >&2; exit 2; }
 [ "$val_every" -ge 1 ] && [ "$per_epoch" -ge 1 ] || { echo "$0: intervals must be at least 1" >&2; exit 2; }
+
+if [ -n "$lr_opt" ]; then  # best_val (thousandths) and the noise's seed from train.optim.lr
+  # shellcheck disable=SC2046 # the two numbers awk prints are the point
+  set -- $(awk -v lr="$lr" -v opt="$lr_opt" 'BEGIN {
+    if (lr + 0 <= 0 || opt + 0 <= 0) { print "bad"; exit }
+    d = log(lr / opt) / log(10); printf "%d %d\n", 400 + 250 * d * d + 0.5, (log(lr) < 0 ? -1 : 1) * int(log(lr) * 100003) % 9973 }')
+  [ $# -eq 2 ] || { echo "$0: train.optim.lr and fake.lr_optimum must be numbers above 0" >&2; exit 2; }
+  best_val=$1 noise_seed=$2
+fi
 
 out=$results/$action
 mkdir -p -- "$out"
@@ -176,6 +190,7 @@ while [ "$e" -lt "$epochs" ]; do
   if [ $(((e + 1) % val_every)) -eq 0 ]; then
     gap=$((e - best))
     val=$((best_val + 20 * gap * gap))
+    [ -z "$noise_seed" ] || val=$((val + (noise_seed * 37 + e * 101 + noise_seed * e) % 21 - 10))
     said_val=$(thousandths "$val")
     kpi="\"val_mAP\": \"$(thousandths $((1000 - val)))\", \"val_loss\": $said_val"
     line RUNNING "Eval metrics generated."
