@@ -333,6 +333,9 @@ class Platform(ABC):
     holds_trials: bool = False
     #: held trials are started by a detached supervisor on this machine (the machine the jobs run on)
     supervises_sweeps: bool = False
+    #: a sweep's launch stages ``Batch.search`` in a folder its trials share and wraps their commands
+    #: (``submit --search``: taobank.search)
+    runs_searches: bool = False
     #: the module (dotted name, imported when needed) that answers the sweep hooks below where the platform has
     #: them: ``release`` and ``read_status_many``
     sweep_access: str | None = None

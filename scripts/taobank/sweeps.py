@@ -49,21 +49,23 @@ class Submitted:
 
 def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dict[str, str]],
            max_concurrent: int | None = None, *, parent_kpi: str | None = None, parent_mode: str | None = None,
-           allow_incomplete_parent: bool = False) -> Submitted:
+           allow_incomplete_parent: bool = False, search: Any = None) -> Submitted:
     """Every trial submitted in the one submit order (:func:`taobank.pipeline.submit`); nothing half-submitted.
 
     A bad trial or a failed gate leaves no record; a launch that fails marks every trial it did not create
     ERROR. ``opts.parent`` (``--parent``): the parent's placeholders are filled once
     (:func:`taobank.lineage.with_parent`, ``parent_kpi`` as ``--parent-kpi``) and every trial record names
-    the parent. Each trial's spec is kept (``continue`` runs one trial again)."""
+    the parent. Each trial's spec is kept (``continue`` runs one trial again). ``search``
+    (:class:`taobank.search.bundle.Staging`): the trials have no overrides; each asks the study as it starts."""
     from . import pipeline
     from .platform import get
 
     spec, trials = _prepared(platform_name, spec, opts, trials, max_concurrent, parent_kpi=parent_kpi,
-                             parent_mode=parent_mode, allow_incomplete_parent=allow_incomplete_parent)
+                             parent_mode=parent_mode, allow_incomplete_parent=allow_incomplete_parent,
+                             search=search is not None)
     adapter = get(platform_name)
-    done = pipeline.submit(adapter, [trial_spec(spec, t) for t in trials], opts, trials=trials,
-                           max_concurrent=max_concurrent)
+    specs = [dict(spec) for _ in trials] if search is not None else [trial_spec(spec, t) for t in trials]
+    done = pipeline.submit(adapter, specs, opts, trials=trials, max_concurrent=max_concurrent, search=search)
     assert done.sweep is not None
     out = Submitted(done.sweep, done.views, done.max_concurrent, done.gate.text(), done.gate.notes())
     _supervised(adapter, done.sweep, [records.get(v.id) for v in done.views])
@@ -72,10 +74,16 @@ def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dic
 
 def _prepared(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dict[str, str]],
               max_concurrent: int | None, *, parent_kpi: str | None, parent_mode: str | None,
-              allow_incomplete_parent: bool) -> tuple[dict, list[dict[str, str]]]:
+              allow_incomplete_parent: bool, search: bool = False) -> tuple[dict, list[dict[str, str]]]:
     """The checks every sweep submit (and its preview) makes before any platform code, and the spec with the
-    parent's placeholders filled (``--parent``)."""
-    trials = sweepfile.check_trials(trials)
+    parent's placeholders filled (``--parent``). A search's trials are alike until each asks its study."""
+    if search:
+        if not trials or any(trials) or len(trials) > sweepfile.MAX_TRIALS:
+            raise UsageError(f"a search runs 1 to {sweepfile.MAX_TRIALS} trials with no overrides of their own")
+        if not any(isinstance(spec.get(k), (list, str)) for k in ("args", "command")):
+            raise UsageError("a search needs a command (or args) to append each trial's key=value overrides to")
+    else:
+        trials = sweepfile.check_trials(trials)
     check_concurrency(max_concurrent, len(trials))
     if opts.job_id:
         raise UsageError("--job-id names one job: a sweep mints one id per trial")

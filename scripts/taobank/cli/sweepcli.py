@@ -20,10 +20,52 @@ def add_submit_flags(p: argparse.ArgumentParser) -> None:
                    "the cartesian product); each trial gets KEY=VALUE after its command")
     g.add_argument("--sweep-file", metavar="FILE", help="grid, explicit trials, or seeded random samples (YAML)")
     g.add_argument("--max-concurrent", type=int, metavar="K", help="at most K trials run at once (default: all)")
+    s = p.add_argument_group("search (an Optuna study its trials drive themselves; references/search.md)")
+    s.add_argument("--search", metavar="SAMPLER", help="tpe | random | grid | cmaes: each trial asks the study for "
+                   "its overrides as it starts")
+    s.add_argument("--trials", type=int, metavar="N", help="with --search: how many trials the study runs")
+    s.add_argument("--kpi", metavar="NAME", help="with --search: the KPI of status.json the study optimizes")
+    s.add_argument("--mode", choices=kpirank.MODES, help=f"with --search: {kpirank.MODE_HELP}")
+    s.add_argument("--space", action="append", metavar="KEY=EXPR", help="with --search (repeatable): "
+                   "KEY=loguniform(a,b) | uniform(a,b) | int(a,b) | choice(x,y,...)")
+    s.add_argument("--space-file", metavar="FILE", help="with --search: the space as a YAML mapping KEY: EXPR")
+    s.add_argument("--prune", default="asha", metavar="PRUNER", help="with --search: asha (default) | hyperband | "
+                   "median | none, over TAO's epochs")
+    s.add_argument("--search-seed", type=int, default=0, metavar="S", help="with --search: the samplers' seed "
+                   "(trial I draws with S+I)")
+
+
+#: The flags only a search takes (a plain submit or sweep that names one is refused).
+SEARCH_ONLY = ("trials", "kpi", "mode", "space", "space_file", "search_seed")
+
+
+def search_of(args: argparse.Namespace, spec: dict) -> object | None:
+    """The search the flags describe (:class:`taobank.search.bundle.Staging`), None without ``--search``;
+    every setting checked before anything is read or created."""
+    if getattr(args, "search", None) is None:
+        given = [f"--{n.replace('_', '-')}" for n in SEARCH_ONLY if getattr(args, n, None) not in (None, 0, [])]
+        if given:
+            raise UsageError(f"{given[0]} belongs to a search: give --search tpe|random|grid|cmaes too")
+        return None
+    from ..search import bundle, settings, space
+
+    if getattr(args, "sweep", None) or getattr(args, "sweep_file", None):
+        raise UsageError("give --search or --sweep/--sweep-file, not both: a search chooses its trials' overrides")
+    if args.trials is None:
+        raise UsageError("--search needs --trials N: how many trials the study runs")
+    found = settings.make("", sampler=args.search, pruner=args.prune, trials=args.trials, kpi=args.kpi,
+                          mode=args.mode, space=space.of(args.space, args.space_file),
+                          seed=args.search_seed, action=str(spec.get("action") or ""))
+    return bundle.Staging(found)
 
 
 def trials_of(args: argparse.Namespace) -> list[dict[str, str]] | None:
-    """The trials the flags describe, or None (a plain submit); --max-concurrent alone is refused."""
+    """The trials the flags describe, or None (a plain submit); --max-concurrent alone is refused. A search's
+    trials have no overrides yet (each asks the study as it starts)."""
+    if getattr(args, "search", None) is not None:
+        search_of(args, {})  # every search setting checked before the spec is read
+        return [{} for _ in range(int(args.trials))]
+    search_of(args, {})  # a search flag without --search is refused
     trials = sweepfile.trials(getattr(args, "sweep", None), getattr(args, "sweep_file", None))
     if trials is None and getattr(args, "max_concurrent", None) is not None:
         raise UsageError("--max-concurrent limits a sweep: give --sweep or --sweep-file too")
@@ -37,6 +79,10 @@ def submit(platform: str, spec: dict, opts: object, trials: list[dict[str, str]]
 
     if getattr(args, "parent", None):
         opts = replace(opts, parent=args.parent)  # type: ignore[type-var]
+    search = search_of(args, spec)
+    if search is not None and getattr(args, "dry_run", False):
+        raise UsageError("--dry-run of a search is not available yet: submit it (its trials ask the study as they "
+                         "start)")
     if getattr(args, "dry_run", False):  # the trial table and what would be sent; nothing contacted or created
         shown = sweeps.preview(platform, spec, opts, trials, args.max_concurrent,  # type: ignore[arg-type]
                                parent_kpi=getattr(args, "parent_kpi", None),
@@ -47,14 +93,16 @@ def submit(platform: str, spec: dict, opts: object, trials: list[dict[str, str]]
     print_direction_note(getattr(args, "parent_kpi", None), getattr(args, "parent_mode", None), "--parent-mode")
     done = sweeps.submit(platform, spec, opts, trials, args.max_concurrent,  # type: ignore[arg-type]
                          parent_kpi=getattr(args, "parent_kpi", None), parent_mode=getattr(args, "parent_mode", None),
-                         allow_incomplete_parent=bool(getattr(args, "allow_incomplete_parent", False)))
+                         allow_incomplete_parent=bool(getattr(args, "allow_incomplete_parent", False)),
+                         search=search)
     print_gate_notes(f"sweep {done.sweep}", done.notes)
     if args.json:
         print_json(done.to_dict())
     elif args.quiet:
         print(done.sweep)
     else:
-        print(f"sweep {done.sweep} submitted: {len(done.views)} trials, at most {done.max_concurrent} at once")
+        what = "a search of " if search is not None else ""
+        print(f"sweep {done.sweep} submitted: {what}{len(done.views)} trials, at most {done.max_concurrent} at once")
         for v in done.views:
             print(f"  {v.id} {v.backend_ref or '-'} {' '.join(sweepfile.args_of(_overrides(v.id)))}")
         print(f"watch it: tao_jobs.py status --sweep {done.sweep}")

@@ -57,6 +57,7 @@ class Slurm(Platform):
         return 0  # like kubectl logs -f: the logs were read (status says how the job ended)
 
     progress_in_sweep = True  # the one sweep command reads every job's status files
+    runs_searches = True  # the sweep's folder on the shared filesystem holds the study (taobank.slurm.sweep)
 
     def read_status_files(self, rec: Record, *, live: bool) -> dict[str, str]:
         return logs.status_files(rec)

@@ -8,6 +8,7 @@ script, its output going to the trial's log folder ``<name>-<array id>_<task>``.
 """
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 import shlex
 from dataclasses import dataclass
@@ -80,6 +81,8 @@ class TrialFacts(Facts):
     array_job_id: str = UNSET
     job_dir: str = UNSET
     log_dir: str = UNSET
+    #: a search's folder (the bundle, the settings, the study's journal), shared by every trial
+    search_dir: str = UNSET
 
 def array_script(sweep_id: str, sweep_dir: str, first: render.ScriptInput, names: list[str], dirs: list[str],
                  scripts: list[str], max_concurrent: int) -> str:
@@ -143,11 +146,18 @@ def launch(plans: list[SlurmPlan], recs: list[Record], batch: Batch) -> list[Lau
     files: dict[str, str | bytes] = {}
     made: list[str] = [posixpath.join(sweep_dir, storage.LOG_DIR), posixpath.join(sweep_dir, "sbatch")]
     backends, names = [], []
+    search_dir = posixpath.join(sweep_dir, "search") if batch.search is not None else None
+    if batch.search is not None and search_dir is not None:  # the study beside the array: every trial shares it
+        made.append(search_dir)
+        for name, data in batch.search.files(sweep_id).items():
+            files[f"{sweep_id}/search/{name}"] = data
     for p, rec in zip(plans, recs):
         jid = rec.id
         d = p.decided
         jdir, results = storage.job_dir(base, jid), storage.results_dir(base, jid)
         inp = script_input(d, jid, first.run_image)
+        if batch.search is not None:  # the trial's runner first: it asks the study, then runs this command
+            inp = dataclasses.replace(inp, command=batch.search.wrap(inp.command, search_dir, int(rec.trial or 0)))
         text = render.render(inp)
         render.lint_secrets(text, f"job_{jid}.sbatch")
         meta = {"job_id": jid, "sweep": sweep_id, "trial": rec.trial, "network_arch": rec.network_arch,
@@ -163,7 +173,8 @@ def launch(plans: list[SlurmPlan], recs: list[Record], batch: Batch) -> list[Lau
             staged_dir=jdir, results_dir=results, script=script, login_host=conn.connect().entry, job_name=jid,
             staged_secrets=bool(d.secrets), self_retry=inp.self_retries > 0,
             **({"walltime_chain": True, "max_attempts": inp.chain.max_attempts} if inp.chain else {}),
-            infra_retries=bool(given(d.spec.infra_retries, True))))
+            infra_retries=bool(given(d.spec.infra_retries, True)),
+            **({"search_dir": search_dir} if search_dir else {})))
     render.lint(render.render(script_input(first.decided, recs[0].id, first.run_image)), "trial.sbatch")
     array = array_for(sweep_id, base, script_input(first.decided, recs[0].id, first.run_image), names,
                       max_concurrent)
