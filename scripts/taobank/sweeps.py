@@ -222,11 +222,14 @@ class Row:
     held: bool = False
     #: with a ranking KPI (``status --sweep ID --kpi NAME``): the trial's entry of :func:`best`'s ranking
     best: dict | None = None
+    #: a search's trial: its Optuna trial (number, state, value, epochs reported, whether it is the study's best)
+    study: dict | None = None
 
     def to_dict(self) -> dict:
         out = dict(self.__dict__)
-        if self.best is None:
-            out.pop("best")
+        for key in ("best", "study"):
+            if out[key] is None:
+                out.pop(key)
         return out
 
     def kpi_text(self) -> str:
@@ -289,6 +292,7 @@ def status(sweep_id: str, *, retry: bool = True, kpi: str | None = None, mode: s
         rec = by_id.get(v.id) or records.get(v.id)
         rows.append(Row(int(rec.trial or 0), v.id, dict(rec.overrides or {}), v.state,
                         _epoch(v.progress), _kpis(v.progress), bool(rec.backend.get("held"))))
+    _with_study(sweep_id, recs, rows)
     if kpi is not None:
         way = kpirank.direction(kpi, mode)
         ranked = {e["id"]: e for e in best(sweep_id, kpi, way).ranked}
@@ -297,6 +301,52 @@ def status(sweep_id: str, *, retry: bool = True, kpi: str | None = None, mode: s
             row.best = {"kpi": kpi, "mode": way.mode, "mode_from": way.source,
                         **{k: entry.get(k) for k in ("value", "key", "at")}}
     return rows
+
+
+# ------------------------------------------------------------------ a search's study
+def study(sweep_id: str, recs: list[Record] | None = None) -> Any:
+    """The study of a search sweep as Optuna reads it (:class:`taobank.search.journal.Study`: ONE read of its
+    journal through the platform), None for a plain sweep or one not launched yet."""
+    from . import platform as core
+    from .search import bundle, journal
+
+    recs = recs or trial_records(sweep_id)
+    summary = bundle.summary_of(recs[0].backend)
+    if summary is None or not summary.get("dir"):
+        return None
+    path = bundle.journal_path(str(summary["dir"]))
+    text = core.get(recs[0].platform).read_search_file(recs[0], path)
+    return journal.read(text, sweep_id, where=f"the study journal {path}")
+
+
+def _with_study(sweep_id: str, recs: list[Record], rows: list[Row]) -> None:
+    """A search's rows get their trial's parameters (the OVERRIDES column) and Optuna's view of the trial; a
+    journal that cannot be read leaves the rows as the records say (status still answers)."""
+    try:
+        found = study(sweep_id, recs)
+    except TaoError:
+        return
+    if found is None:
+        return
+    by_job = found.by_job()
+    for row in rows:
+        t = by_job.get(row.id)
+        if t is None:
+            continue
+        row.overrides = t.words()
+        row.study = {"number": t.number, "state": t.state, "value": t.value, "epochs": t.epochs,
+                     "best": found.best is not None and found.best.number == t.number}
+
+
+def study_best_line(rows: list[Row]) -> str | None:
+    """``best so far: trial 5 dino-train-1 (train.optim.lr=0.00091) val_loss 0.4``: the study's best trial."""
+    from .progress.statusfile import format_number
+
+    for r in rows:
+        if r.study and r.study.get("best") and isinstance(r.study.get("value"), (int, float)):
+            return (f"best so far: trial {r.trial} {r.id} ({' '.join(sweepfile.args_of(r.overrides))}) "
+                    f"value {format_number(r.study['value'], 6)}")
+    return None
 
 
 def kpi_header(rows: list[Row]) -> str:
@@ -372,16 +422,23 @@ def check_rank(kpi: str | None, mode: str | kpirank.Direction | None) -> None:
         raise UsageError("--kpi needs a KPI name (as in status.json, e.g. val_loss)")
 
 
-def best(sweep_id: str, kpi: str, mode: str | kpirank.Direction | None = None) -> Winner:
+def best(sweep_id: str, kpi: str | None, mode: str | kpirank.Direction | None = None) -> Winner:
     """Rank the trials by their best ``kpi`` (each trial's status.json), and name the winner's checkpoint.
 
     Every trial's folder is listed in one batch (SLURM: one remote command for all); each trial's value comes
     from the same rule as ``artifacts --kpi`` (results_verbs.find_best)."""
     from . import platform as core, results_verbs
 
+    recs = trial_records(sweep_id)
+    from .search import bundle
+
+    searched = bundle.summary_of(recs[0].backend)
+    if searched is not None and not kpi:  # a search ranks by its study's KPI and direction unless told otherwise
+        kpi = str(searched["kpi"])
+        if mode is None:
+            mode = kpirank.Direction(str(searched["mode"]), searched.get("mode_from") == "name")
     check_rank(kpi, mode)
     way = kpirank.direction(kpi, mode)
-    recs = trial_records(sweep_id)
     win = Winner(sweep_id, kpi, way.mode, way.source)
     notes = []
     located = []
@@ -408,7 +465,19 @@ def best(sweep_id: str, kpi: str, mode: str | kpirank.Direction | None = None) -
                            "checkpoints": b.checkpoints if b else [], "folder": listing.folder})
     scored = [e for e in win.ranked if isinstance(e["value"], (int, float))]
     scored.sort(key=lambda e: e["value"], reverse=(way.mode == "max"))
+    # a pruned trial stopped early: it ranks after every trial that ran its course (its value is of fewer epochs)
+    scored = [e for e in scored if e["state"] != State.PRUNED] + [e for e in scored if e["state"] == State.PRUNED]
     win.ranked = scored + [e for e in win.ranked if e not in scored]
+    if searched is not None:
+        try:
+            found = study(sweep_id, recs)
+        except TaoError as exc:
+            notes.append(str(exc))
+            found = None
+        by_job = found.by_job() if found is not None else {}
+        for e in win.ranked:
+            if e["id"] in by_job:
+                e["overrides"] = by_job[e["id"]].words()
     if not scored:
         win.note = "; ".join(notes) or f"no trial's status.json holds {kpi}"
         return win

@@ -137,6 +137,9 @@ def status(args: argparse.Namespace, platform: str | None = None) -> int:
         print_json([r.to_dict() for r in rows])
     else:
         sys.stdout.write(sweeps.table(rows, headers=not getattr(args, "no_headers", False)))
+        line = sweeps.study_best_line(rows)
+        if line and not getattr(args, "no_headers", False):
+            print(line)
     if args.watch:
         return EXIT_FAILED if any(r.state == "ERROR" for r in rows) else EXIT_OK
     return EXIT_OK
@@ -163,7 +166,8 @@ def add_sweep_verb(sub: argparse._SubParsersAction) -> None:
     verbs = p.add_subparsers(dest="sweep_verb", required=True)
     b = verbs.add_parser("best", help="the trial with the best KPI, and its best checkpoint")
     b.add_argument("id", metavar="SWEEP")
-    b.add_argument("--kpi", required=True, metavar="NAME", help="a KPI of status.json (val_loss, mAP ...)")
+    b.add_argument("--kpi", metavar="NAME", help="a KPI of status.json (val_loss, mAP ...); a search's own KPI when "
+                   "left out")
     b.add_argument("--mode", choices=kpirank.MODES, help=kpirank.MODE_HELP)
     b.add_argument("--json", action="store_true", help="the winner and every trial ranked")
     b.set_defaults(func=cmd_best)

@@ -62,6 +62,9 @@ class Slurm(Platform):
     def read_status_files(self, rec: Record, *, live: bool) -> dict[str, str]:
         return logs.status_files(rec)
 
+    def read_search_file(self, rec: Record, path: str) -> str:
+        return logs.search_file(rec, path)
+
     def stop(self, recs: list[Record], context: dict) -> list[Stop]:
         return cancel.stop(recs, observe.connection(context))
 
