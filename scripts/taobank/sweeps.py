@@ -438,6 +438,7 @@ def best(sweep_id: str, kpi: str | None, mode: str | kpirank.Direction | None = 
         if mode is None:
             mode = kpirank.Direction(str(searched["mode"]), searched.get("mode_from") == "name")
     check_rank(kpi, mode)
+    assert kpi is not None  # check_rank refuses a missing KPI
     way = kpirank.direction(kpi, mode)
     win = Winner(sweep_id, kpi, way.mode, way.source)
     notes = []

@@ -83,9 +83,9 @@ def read(text: str, name: str, *, where: str = "the study journal") -> Study:
         steps = list(t.intermediate_values)
         trials.append(StudyTrial(t.number, t.state.name, dict(t.params), value, max(steps) if steps else 0,
                                  str(t.user_attrs.get("job_id") or "")))
-    done = [t for t in trials if t.state == "COMPLETE" and t.value is not None]
+    done = [(t.value, t) for t in trials if t.state == "COMPLETE" and t.value is not None]
     best = None
     if done:
-        minimize = study.direction.name == "MINIMIZE"
-        best = min(done, key=lambda t: t.value if minimize else -(t.value or 0.0))
+        sign = 1.0 if study.direction.name == "MINIMIZE" else -1.0
+        best = min(done, key=lambda vt: sign * vt[0])[1]
     return Study(name, trials, best)

@@ -146,8 +146,8 @@ def launch(plans: list[SlurmPlan], recs: list[Record], batch: Batch) -> list[Lau
     files: dict[str, str | bytes] = {}
     made: list[str] = [posixpath.join(sweep_dir, storage.LOG_DIR), posixpath.join(sweep_dir, "sbatch")]
     backends, names = [], []
-    search_dir = posixpath.join(sweep_dir, "search") if batch.search is not None else None
-    if batch.search is not None and search_dir is not None:  # the study beside the array: every trial shares it
+    search_dir = posixpath.join(sweep_dir, "search") if batch.search is not None else ""
+    if batch.search is not None:  # the study beside the array: every trial shares it
         made.append(search_dir)
         for name, data in batch.search.files(sweep_id).items():
             files[f"{sweep_id}/search/{name}"] = data
@@ -173,8 +173,9 @@ def launch(plans: list[SlurmPlan], recs: list[Record], batch: Batch) -> list[Lau
             staged_dir=jdir, results_dir=results, script=script, login_host=conn.connect().entry, job_name=jid,
             staged_secrets=bool(d.secrets), self_retry=inp.self_retries > 0,
             **({"walltime_chain": True, "max_attempts": inp.chain.max_attempts} if inp.chain else {}),
-            infra_retries=bool(given(d.spec.infra_retries, True)),
-            **({"search_dir": search_dir} if search_dir else {})))
+            infra_retries=bool(given(d.spec.infra_retries, True))))
+        if search_dir:
+            backends[-1].search_dir = search_dir
     render.lint(render.render(script_input(first.decided, recs[0].id, first.run_image)), "trial.sbatch")
     array = array_for(sweep_id, base, script_input(first.decided, recs[0].id, first.run_image), names,
                       max_concurrent)
