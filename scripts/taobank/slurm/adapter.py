@@ -91,6 +91,10 @@ class Slurm(Platform):
 
     def check(self, plans: list[SlurmPlan], gate: Gate, batch: Batch) -> None:  # type: ignore[override]
         submit.check(plans, gate)
+        if batch.search is not None:
+            from . import sweep
+
+            sweep.check_search_site(plans[0], gate)
 
     def launch(self, plans: list[SlurmPlan], recs: list[Record], batch: Batch) -> list[Launch]:  # type: ignore[override]
         """One job: its folder staged and sbatched; a sweep: ONE job array over every trial's staged script."""

@@ -14,7 +14,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Mapping
 
-from ..contract import UNSET, Batch, Facts, Launch
+from ..contract import UNSET, Batch, Facts, Gate, Launch
 from ..jobspec import given
 from ..errors import TaoError
 from . import chain, facts, render, storage
@@ -58,6 +58,44 @@ echo "tao: sweep trial $i ($name) in array task $ref"
 exec bash "${tao_scripts[$i]}" >> "$log/main.out" 2>> "$log/main.err"
 '''
 
+
+
+#: A search's site, checked before any record (ONE command on the login host; it leaves nothing behind). $1 the
+#: results base (its nearest existing folder is tested), $2 "python" to test the login host's python3 too (runtime
+#: none: the trials' runner runs on the nodes' python3, as on the login host). Prints the words of what failed.
+SEARCH_SITE = r'''
+b=$1
+while [ ! -d "$b" ] && [ "$b" != / ]; do b=$(dirname -- "$b"); done
+d=$(mktemp -d "$b/.tao-search-check.XXXXXX" 2>/dev/null) || { echo "no-write $b"; exit 0; }
+if ln -s tao "$d/lock" 2>/dev/null && ! ln -s tao "$d/lock" 2>/dev/null; then :; else echo "no-lock $b"; fi
+rm -rf -- "$d"
+if [ "$2" = python ]; then
+  python3 -c 'import sys, numpy; sys.exit(sys.version_info < (3, 10))' >/dev/null 2>&1 || echo "no-python"
+fi
+exit 0
+'''
+
+
+def check_search_site(sp: SlurmPlan, gate: Gate) -> None:
+    """A search needs a shared folder where creating a symbolic link is exclusive (Optuna's journal lock) and a
+    ``python3`` of 3.10 or later with numpy where its trials run: one line naming what to change when not."""
+    conn, p = sp.conn, sp.decided
+    assert conn is not None and p is not None
+    host = conn.connect().entry
+    res = conn.script(SEARCH_SITE, [p.base, "python" if p.runtime == "none" else "-"], what="search site check")
+    said = res.stdout.split()
+    if "no-write" in said:
+        raise TaoError(f"cannot write in {said[said.index('no-write') + 1]} on {host}: a search keeps its study in the "
+                       "results base (nothing was submitted)")
+    if "no-lock" in said:
+        raise TaoError(f"the results base {p.base} on {host} cannot hold a search's study: creating a symbolic link "
+                       "there is not exclusive, and Optuna's journal lock needs it; use a shared filesystem that "
+                       "honours it (NFS, Lustre, a local disk) (nothing was submitted)")
+    if "no-python" in said:
+        raise TaoError(f"runtime none runs each search trial's runner with the nodes' python3, and {host}'s is missing, "
+                       "older than 3.10 or without numpy: install Python 3.10+ with numpy there, or run the trials "
+                       "in an image that has it (nothing was submitted)")
+    gate.lines.append(f"search site ok on {host} (journal lock{', python3 with numpy' if p.runtime == 'none' else ''})")
 
 
 @dataclass(kw_only=True)
