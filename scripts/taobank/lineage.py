@@ -148,6 +148,10 @@ def continue_job(platform: str | None, job_id: str, *, checkpoint: str | None = 
     if time_minutes is not None and not (time_minutes > 0 and time_minutes < 1e7):
         raise UsageError("--time-hours/--time-minutes must be a positive number")
     rec = load_for(job_id, platform, "continue")
+    if isinstance(rec.backend.get("search"), str):  # taobank.search.bundle.summary_of: its overrides were the study's
+        raise TaoError(f"job {job_id} is a trial of search {rec.sweep}: its overrides came from the study, so continue "
+                       "cannot run it again yet; submit a job with the trial's values (tao_jobs.py status --sweep "
+                       f"{rec.sweep} shows them)")
     if rec.state == State.COMPLETE:
         raise TaoError(f"job {job_id} is COMPLETE: nothing to continue; to use its results submit with "
                        f"--parent {job_id}")

@@ -81,6 +81,9 @@ def check_search_site(sp: SlurmPlan, gate: Gate) -> None:
     ``python3`` of 3.10 or later with numpy where its trials run: one line naming what to change when not."""
     conn, p = sp.conn, sp.decided
     assert conn is not None and p is not None
+    if p.chain is not None:  # a resubmitted attempt would ask the study again and resume another trial's checkpoint
+        raise TaoError("a search's trials cannot chain wall-time runs yet (--max-attempts/--max-total-time): give each "
+                       "trial a wall time that holds its epochs (nothing was submitted)")
     host = conn.connect().entry
     res = conn.script(SEARCH_SITE, [p.base, "python" if p.runtime == "none" else "-"], what="search site check")
     said = res.stdout.split()
