@@ -271,3 +271,14 @@ def test_the_site_check_finds_a_lock_that_is_not_exclusive_and_a_missing_python(
     (fake / "ln").chmod(0o755)
     assert _site(tmp_path, [fake, tools], str(base), "-") == ["no-lock", str(base)]
     assert list(base.iterdir()) == []  # the check leaves nothing behind
+
+
+def test_continue_refuses_a_search_trial_in_one_line(state_dir):
+    from taobank import lineage, records
+
+    rec = records.open_record("slurm", "none", "dino", "train", "A", "/lustre/results", sweep=("dino-sweep-1", 0, {}),
+                              backend={"search": "tpe", "search_kpi": "val_loss"})
+    records.mark(rec["id"], "PRUNED", message="PRUNED at epoch 1: val_loss 1.4, worse than the rung's cut 0.6")
+    with pytest.raises(TaoError, match="trial of search dino-sweep-1") as err:
+        lineage.continue_job("slurm", rec["id"])
+    assert "\n" not in str(err.value)
