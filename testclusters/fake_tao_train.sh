@@ -110,8 +110,9 @@ per_epoch=$((per_epoch + 0))
 [ "$val_every" -ge 1 ] && [ "$per_epoch" -ge 1 ] || { echo "$0: intervals must be at least 1" >&2; exit 2; }
 
 if [ -n "$lr_opt" ]; then  # best_val (thousandths) and the noise's seed from train.optim.lr
+  for awk in gawk mawk awk; do command -v "$awk" > /dev/null && break; done  # busybox's own awk has no log()
   # shellcheck disable=SC2046 # the two numbers awk prints are the point
-  set -- $(awk -v lr="$lr" -v opt="$lr_opt" 'BEGIN {
+  set -- $("$awk" -v lr="$lr" -v opt="$lr_opt" 'BEGIN {
     if (lr + 0 <= 0 || opt + 0 <= 0) { print "bad"; exit }
     d = log(lr / opt) / log(10); printf "%d %d\n", 400 + 250 * d * d + 0.5, (log(lr) < 0 ? -1 : 1) * int(log(lr) * 100003) % 9973 }')
   [ $# -eq 2 ] || { echo "$0: train.optim.lr and fake.lr_optimum must be numbers above 0" >&2; exit 2; }
