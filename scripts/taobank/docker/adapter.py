@@ -47,6 +47,11 @@ class Docker(Platform):
     def read_status_files(self, rec: Record, *, live: bool) -> dict[str, str]:
         return observe.status_files(rec)
 
+    def read_search_file(self, rec: Record, path: str) -> str:
+        from . import sweep
+
+        return sweep.read_search_file(rec, path)
+
     def stop(self, recs: list[Record], context: dict) -> list[Stop]:
         return cancel.stop(recs)
 
@@ -74,6 +79,10 @@ class Docker(Platform):
 
             sweep.check(plans, batch.max_concurrent, gate)
         submit.check(plans, gate)
+        if batch.search is not None and batch.sweep:  # after the image is there: its python3 is run once
+            from . import sweep
+
+            sweep.check_search(plans, gate, batch.sweep, batch.search)
 
     def adopt(self, plan: DockerPlan, rec: Record, gate: Gate) -> Launch | None:  # type: ignore[override]
         return submit.adopt(plan, rec, gate)
@@ -99,6 +108,7 @@ class Docker(Platform):
     # -- sweeps (the verbs: taobank.sweeps): a container per trial, the extra ones created and held
     holds_trials = True
     supervises_sweeps = True  # one host: a detached supervisor starts held trials (taobank.sweepsupervisor)
+    runs_searches = True  # the search's folder on this host, mounted in every trial's container (docker.sweep)
     sweep_access = f"{__package__}.sweep"
 
 

@@ -267,6 +267,11 @@ def launch(plans: list[DockerPlan], recs: list[Record], batch: Batch) -> list[La
     made: list[str] = []
     folders: list[str] = []
     ids: dict[str, str] = {}
+    searched = ""
+    if batch.search is not None and batch.sweep:  # its folder first: every trial's container mounts it
+        from . import sweep
+
+        searched = sweep.stage_search(plans, batch.sweep, batch.search)
     try:
         for plan, rec, argv in zip(plans, recs, argvs):
             try:
@@ -296,6 +301,10 @@ def launch(plans: list[DockerPlan], recs: list[Record], batch: Batch) -> list[La
         raise
     except TaoError as exc:
         _undo(e, made, folders)
+        if searched:
+            from . import sweep
+
+            sweep.unstage_search(searched)
         raise TaoError(f"{exc}; " + ("nothing was left running" if alone else "every trial's container was removed")) \
             from None
     out = []
