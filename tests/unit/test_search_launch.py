@@ -1,4 +1,4 @@
-"""A search's launch on Docker, on the fake engine: what each trial's container is made with (the search's folder
+"""A search's launch on Docker (fake engine) and SLURM (fake ssh): what each trial is made with (the search's folder
 mounted, the runner in front of the command), what is staged, and the one-line refusals that leave nothing."""
 from __future__ import annotations
 
@@ -68,3 +68,46 @@ def test_a_journal_is_read_only_from_the_folder_the_record_names(engine, tmp_pat
     with pytest.raises(TaoError, match="not a trial of a search"):
         sweep.read_search_file(rec, "/etc/passwd")
     assert sweeps.study(done.sweep).trials == []
+
+
+# ------------------------------------------------------------------ SLURM, on the fake ssh
+SLURM_SPEC = {"network_arch": "dino", "action": "train", "container_runtime": "none", "num_gpus": 1,
+              "command": ["sh", "train.sh", "-e", "spec.yaml"]}
+
+
+def _staged(call) -> dict[str, bytes]:
+    import base64
+    import io
+    import tarfile
+
+    with tarfile.open(fileobj=io.BytesIO(base64.b64decode(call.stdin))) as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+
+
+def test_a_slurm_search_is_one_site_check_more_and_stages_the_study_with_the_array(slurm):
+    slurm.ssh("STAGE_MANY")
+    slurm.ssh("SBATCH_ARRAY", "777\n")
+    slurm.ssh("SEARCH_SITE", "")
+    done = sweeps.submit("slurm", SLURM_SPEC, SubmitOptions(), [{}, {}, {}], 2, search=staging())
+    assert [c.script for c in slurm.calls if c.program == "ssh" and not c.control] == [
+        "MISSING", "SEARCH_SITE", "STAGE_MANY", "SBATCH_ARRAY"]
+    (stage,) = [c for c in slurm.calls if c.script == "STAGE_MANY"]
+    files = _staged(stage)
+    assert json.loads(files[f"{done.sweep}/search/study.json"])["study"] == done.sweep
+    assert files[f"{done.sweep}/search/search.pyz"][:2] == b"PK"  # a zip application
+    for i, view in enumerate(done.views):
+        rec = records.load(view.id)
+        folder = rec["backend"]["search_dir"]
+        assert folder.endswith(f"/{done.sweep}/search") and rec["backend"]["search_pruner"] == "asha"
+        script = files[f"{view.id}/sbatch/job_{view.id}.sbatch"].decode()
+        assert f"python3 {folder}/search.pyz --settings {folder}/study.json --trial {i} -- sh train.sh" in script
+
+
+@pytest.mark.parametrize("said,says", [("no-lock /lustre", "not exclusive"), ("no-python", "python3"),
+                                       ("no-write /lustre", "cannot write")])
+def test_a_slurm_site_that_cannot_run_a_search_is_refused_in_one_line_before_any_record(slurm, state_dir, said, says):
+    slurm.ssh("SEARCH_SITE", said + "\n")
+    with pytest.raises(TaoError, match=says) as err:
+        sweeps.submit("slurm", SLURM_SPEC, SubmitOptions(), [{}, {}, {}], 2, search=staging())
+    assert "\n" not in str(err.value) and not list(state_dir.glob("*.json"))
+    assert "STAGE_MANY" not in [c.script for c in slurm.calls]
