@@ -48,9 +48,9 @@ class Docker(Platform):
         return observe.status_files(rec)
 
     def read_search_file(self, rec: Record, path: str) -> str:
-        from . import sweep
+        from . import search
 
-        return sweep.read_search_file(rec, path)
+        return search.read_search_file(rec, path)
 
     def stop(self, recs: list[Record], context: dict) -> list[Stop]:
         return cancel.stop(recs)
@@ -80,9 +80,9 @@ class Docker(Platform):
             sweep.check(plans, batch.max_concurrent, gate)
         submit.check(plans, gate)
         if batch.search is not None and batch.sweep:  # after the image is there: its python3 is run once
-            from . import sweep
+            from . import search
 
-            sweep.check_search(plans, gate, batch.sweep, batch.search)
+            search.check_search(plans, gate, batch.sweep, batch.search)
 
     def adopt(self, plan: DockerPlan, rec: Record, gate: Gate) -> Launch | None:  # type: ignore[override]
         return submit.adopt(plan, rec, gate)

@@ -269,9 +269,9 @@ def launch(plans: list[DockerPlan], recs: list[Record], batch: Batch) -> list[La
     ids: dict[str, str] = {}
     searched = ""
     if batch.search is not None and batch.sweep:  # its folder first: every trial's container mounts it
-        from . import sweep
+        from . import search
 
-        searched = sweep.stage_search(plans, batch.sweep, batch.search)
+        searched = search.stage_search(plans, batch.sweep, batch.search)
     try:
         for plan, rec, argv in zip(plans, recs, argvs):
             try:
@@ -302,9 +302,9 @@ def launch(plans: list[DockerPlan], recs: list[Record], batch: Batch) -> list[La
     except TaoError as exc:
         _undo(e, made, folders)
         if searched:
-            from . import sweep
+            from . import search
 
-            sweep.unstage_search(searched)
+            search.unstage_search(searched)
         raise TaoError(f"{exc}; " + ("nothing was left running" if alone else "every trial's container was removed")) \
             from None
     out = []
