@@ -132,3 +132,12 @@ def test_mcp_status_startup_prints_its_ratio():
     assert res.returncode == 0, res.stdout + res.stderr
     (line,) = res.stdout.splitlines()
     assert line.startswith("start-up to initialize answered: ") and "python3 -c pass" in line and "x; " in line
+
+
+# ---------------------------------------------------------------- search.py
+def test_search_check_holds_its_counts_at_a_small_n():
+    """Real Optuna on a journal file: every trial asked and told once, one report per epoch run, the grid's
+    epochs N * E; the quality targets are the full run's (times and ratios never asserted here)."""
+    res = run("search.py", "--trials", "6", "--concurrent", "2", "--epochs", "3", "--seeds", "1", "--check")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "epochs tpe+asha / grid:" in res.stdout and "beats random at equal epochs:" in res.stdout

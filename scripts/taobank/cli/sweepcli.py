@@ -32,7 +32,7 @@ def add_submit_flags(p: argparse.ArgumentParser) -> None:
     s.add_argument("--prune", default="asha", metavar="PRUNER", help="with --search: asha (default) | hyperband | "
                    "median | none, over TAO's epochs")
     s.add_argument("--search-seed", type=int, default=0, metavar="S", help="with --search: the samplers' seed "
-                   "(trial I draws with S+I)")
+                   "(each trial's sampler is seeded from S and its index)")
 
 
 #: The flags only a search takes (a plain submit or sweep that names one is refused).

@@ -147,12 +147,12 @@ def distributions(space: Mapping[str, spacemod.Param]) -> dict[str, Any]:
 
 
 def sampler(s: Settings, trial_index: int) -> Any:
-    """The study's sampler, seeded per trial (``seed + trial``: two trials asking at once must not draw the same
-    random start). TPE starts from random draws for a quarter of the trials (at least 2, at most 10: Optuna's
+    """The study's sampler, seeded per trial (two trials asking at once must not draw the same random start, and
+    ``--search-seed`` 1 must not repeat seed 0's draws one trial later: :func:`trial_seed`). TPE starts from random draws for a quarter of the trials (at least 2, at most 10: Optuna's
     default of 10 would make a 12-trial study random) and lies to itself about running trials (constant liar),
     which keeps K trials asking at once from crowding one point."""
     samplers = optuna_module().samplers
-    seed = s.seed + int(trial_index)
+    seed = trial_seed(s.seed, trial_index)
     if s.sampler == "tpe":
         return samplers.TPESampler(seed=seed, n_startup_trials=max(2, min(10, s.trials // 4)), constant_liar=True)
     if s.sampler == "random":
@@ -163,6 +163,11 @@ def sampler(s: Settings, trial_index: int) -> Any:
         return samplers.CmaEsSampler(seed=seed)
     except ImportError:
         raise UsageError("--search cmaes needs the cmaes package beside Optuna: pip install cmaes") from None
+
+
+def trial_seed(seed: int, trial_index: int) -> int:
+    """The seed of trial ``trial_index``'s sampler: distinct for every (seed, trial) below a million trials."""
+    return (int(seed) * 1_000_003 + int(trial_index)) % 2**32
 
 
 def pruner(s: Settings) -> Any:

@@ -5,7 +5,7 @@
 TAO's process gets the environment it would get without a search). In order:
 
 1. open the study (Optuna's JournalStorage on the journal file beside the settings; its own file lock) and
-   ``ask`` it for this trial's parameters (the sampler seeded with ``seed + I``);
+   ``ask`` it for this trial's parameters (the sampler seeded from ``seed`` and ``I``);
 2. run TAO with them appended as ``key=value`` overrides (the values as a sweep writes them);
 3. read TAO's status.json every ``poll_seconds`` (a local read; the bank's one parser): each epoch's KPI,
    once the epoch has ended, is ``report``-ed (step = epochs done), and ``should_prune`` asked;
