@@ -282,3 +282,16 @@ def test_continue_refuses_a_search_trial_in_one_line(state_dir):
     with pytest.raises(TaoError, match="trial of search dino-sweep-1") as err:
         lineage.continue_job("slurm", rec["id"])
     assert "\n" not in str(err.value)
+
+
+def test_the_mcp_submit_tools_take_the_search_arguments_from_the_helpers_own_parser():
+    from taobank.mcp import tools
+
+    for name in ("submit_slurm", "submit_docker", "submit_kubernetes"):
+        spec = tools.by_name(name)
+        props = tools.input_schema(spec)["properties"]
+        assert {k: props[k]["type"] for k in ("search", "trials", "kpi", "space", "prune")} == {
+            "search": "string", "trials": "integer", "kpi": "string", "space": "array", "prune": "string"}
+    argv = tools.to_argv(tools.by_name("submit_slurm"), {"spec": "j.yaml", "search": "tpe", "trials": 3, "kpi": "val_loss",
+                                                         "space": [LR]})
+    assert argv[-4:] == ["--search=tpe", "--trials=3", "--kpi=val_loss", f"--space={LR}"]
