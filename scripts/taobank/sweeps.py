@@ -304,19 +304,29 @@ def status(sweep_id: str, *, retry: bool = True, kpi: str | None = None, mode: s
 
 
 # ------------------------------------------------------------------ a search's study
-def study(sweep_id: str, recs: list[Record] | None = None) -> Any:
-    """The study of a search sweep as Optuna reads it (:class:`taobank.search.journal.Study`: ONE read of its
-    journal through the platform), None for a plain sweep or one not launched yet."""
+def journal_text(sweep_id: str, recs: list[Record] | None = None) -> tuple[str, str] | None:
+    """(the text of a search sweep's study journal, where it is): ONE read through the platform; None for a plain
+    sweep or one not launched yet."""
     from . import platform as core
-    from .search import bundle, journal
+    from .search import bundle
 
     recs = recs or trial_records(sweep_id)
     summary = bundle.summary_of(recs[0].backend)
     if summary is None or not summary.get("dir"):
         return None
     path = bundle.journal_path(str(summary["dir"]))
-    text = core.get(recs[0].platform).read_search_file(recs[0], path)
-    return journal.read(text, sweep_id, where=f"the study journal {path}")
+    return core.get(recs[0].platform).read_search_file(recs[0], path), path
+
+
+def study(sweep_id: str, recs: list[Record] | None = None) -> Any:
+    """The study of a search sweep as Optuna reads it (:class:`taobank.search.journal.Study`: ONE read of its
+    journal, :func:`journal_text`), None for a plain sweep or one not launched yet."""
+    from .search import journal
+
+    got = journal_text(sweep_id, recs)
+    if got is None:
+        return None
+    return journal.read(got[0], sweep_id, where=f"the study journal {got[1]}")
 
 
 def _with_study(sweep_id: str, recs: list[Record], rows: list[Row]) -> None:

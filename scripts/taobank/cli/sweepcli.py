@@ -161,7 +161,15 @@ def cancel(args: argparse.Namespace, platform: str | None = None) -> int:
 
 
 def add_sweep_verb(sub: argparse._SubParsersAction) -> None:
-    """``tao_jobs.py sweep best ID --kpi NAME [--mode min|max]``."""
+    """``tao_jobs.py sweep best ID --kpi NAME [--mode min|max]``; ``tao_jobs.py study ID [--dashboard]``."""
+    st = sub.add_parser("study", help="a search's study: every trial's parameters, state, epochs and value, and the "
+                        "best (--dashboard: served in optuna-dashboard on 127.0.0.1)")
+    st.add_argument("id", metavar="SWEEP")
+    st.add_argument("--dashboard", action="store_true", help="serve the study in optuna-dashboard on 127.0.0.1 "
+                    "(from a copy of its journal, refreshed; Ctrl-C stops it)")
+    st.add_argument("--port", type=int, default=8080, help="with --dashboard: the port (default 8080)")
+    st.add_argument("--json", action="store_true", help="the study's trials and best")
+    st.set_defaults(func=cmd_study)
     p = sub.add_parser("sweep", help="compare the trials of a sweep")
     verbs = p.add_subparsers(dest="sweep_verb", required=True)
     b = verbs.add_parser("best", help="the trial with the best KPI, and its best checkpoint")
@@ -196,3 +204,43 @@ def cmd_best(args: argparse.Namespace) -> int:
     else:
         print(win.line())
     return EXIT_OK if win.id else EXIT_FAILED
+
+
+def cmd_study(args: argparse.Namespace) -> int:
+    from .. import records, sweeps
+    from ..text import one_line
+
+    recs = sweeps.trial_records(args.id)
+    if sweeps.journal_text(args.id, recs[:1]) is None:
+        raise UsageError(f"sweep {args.id} is not a search (submit --search): it has no study")
+    if args.dashboard:
+        from ..search import dashboard
+
+        def fetch() -> str:
+            got = sweeps.journal_text(args.id, recs[:1])
+            return got[0] if got else ""
+
+        dashboard.serve(records.artifact_dir(recs[0].id) / dashboard.COPY_FILE, fetch, args.port,
+                        on_line=lambda line: print(line, file=sys.stderr, flush=True))
+        return EXIT_OK
+    found = sweeps.study(args.id, recs[:1])
+    trial_of = {r.id: r.trial for r in recs}
+    if args.json:
+        print_json({"sweep": args.id, "trials": [t.to_dict() | {"trial": trial_of.get(t.job_id)} for t in found.trials],
+                    "best": found.best.to_dict() if found.best else None})
+        return EXIT_OK
+    from ..progress.statusfile import format_number
+
+    rows = [("NUMBER", "TRIAL", "ID", "STATE", "EPOCHS", "VALUE", "OVERRIDES")]
+    for t in found.trials:
+        rows.append((str(t.number), str(trial_of.get(t.job_id, "-")), t.job_id or "-", t.state, str(t.epochs),
+                     format_number(t.value, 6) if t.value is not None else "-",
+                     one_line(" ".join(sweepfile.args_of(t.words())))))
+    widths = [max(len(r[i]) for r in rows) for i in range(6)]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r[:6], widths)) + "  " + r[6])
+    if found.best is not None:
+        b = found.best
+        print(f"best: number {b.number} {b.job_id} value {format_number(b.value, 6)} "
+              f"({' '.join(sweepfile.args_of(b.words()))})")
+    return EXIT_OK
