@@ -79,3 +79,6 @@ def test_a_tpe_study_with_asha_runs_by_itself_prunes_and_finds_the_optimum(slurm
     assert best["checkpoints"], best
     text = jobs("status", "--sweep", sweep).stdout
     assert "best so far: trial" in text and top["id"] in text.splitlines()[-1]
+    study = json.loads(jobs("study", sweep, "--json").stdout)  # Optuna's own reading of the journal
+    assert len(study["trials"]) == TRIALS and study["best"]["job_id"] == top["id"]
+    assert {t["state"] for t in study["trials"]} == set(states)
