@@ -152,6 +152,7 @@ def test_the_bundle_carries_optuna_and_the_runner_and_runs_without_this_path(tmp
     proc = subprocess.run([sys.executable, "-I", str(pyz), "--help"], capture_output=True, text=True, timeout=60,
                           cwd=tmp_path)
     assert proc.returncode == 0 and "--settings" in proc.stdout, proc.stderr
+    assert not [n for n in names if n.startswith(("taobank/slurm/", "taobank/cli/", "optuna/testing/"))]
     st = bundle.Staging(_settings())
     files = st.files("sweep-1")
     assert json.loads(files["study.json"])["study"] == "sweep-1"
@@ -295,3 +296,21 @@ def test_the_mcp_submit_tools_take_the_search_arguments_from_the_helpers_own_par
     argv = tools.to_argv(tools.by_name("submit_slurm"), {"spec": "j.yaml", "search": "tpe", "trials": 3, "kpi": "val_loss",
                                                          "space": [LR]})
     assert argv[-4:] == ["--search=tpe", "--trials=3", "--kpi=val_loss", f"--space={LR}"]
+
+
+def test_a_trial_runs_from_the_bundle_alone(tmp_path):
+    """The bundle as a trial runs it: ``python3 -I search.pyz`` (no PYTHONPATH, no user site: only the bundle and
+    the interpreter's own numpy), a whole trial on the stand-in, told to the journal beside the settings."""
+    pyz = tmp_path / "search" / "search.pyz"
+    path = _study(tmp_path, pruner="none")
+    pyz.write_bytes(bundle.build.__wrapped__("tpe"))
+    results = tmp_path / "r0"
+    results.mkdir()
+    proc = subprocess.run([sys.executable, "-I", str(pyz), "--settings", str(path), "--trial", "0", "--",
+                           "sh", str(TRAINER), "--results", str(results), "--epochs", "2", "-e", "x",
+                           "fake.lr_optimum=0.001"], capture_output=True, text=True, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", "RESULTS_DIR": str(results), "TAO_API_JOB_ID": "job-0"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "tao-search: trial 0 COMPLETE: best val_loss" in proc.stdout
+    (t,) = journal.read((path.parent / "journal.log").read_text(), "sweep-t").trials
+    assert t.state == "COMPLETE" and t.job_id == "job-0" and t.epochs == 2

@@ -57,6 +57,16 @@ def _pure_files(name: str) -> list[tuple[str, Path]]:
     return out
 
 
+#: Parts of the bank the runner never imports (the platforms, the command line, the MCP server) and Optuna's own
+#: test helpers: left out, the bundle is a quarter smaller (a Kubernetes ConfigMap holds at most 1 MiB).
+LEFT_OUT = frozenset({"taobank/kubernetes", "taobank/slurm", "taobank/docker", "taobank/cli", "taobank/mcp",
+                      "optuna/testing"})
+
+
+def _kept(arc: str) -> bool:
+    return "/".join(arc.split("/")[:2]) not in LEFT_OUT
+
+
 def _bank_files() -> list[tuple[str, Path]]:
     """The bank's package (the runner and the code it reads status files with), sources only."""
     root = Path(__file__).resolve().parents[1]
@@ -80,7 +90,7 @@ def build(sampler: str = "tpe") -> bytes:
         info = zipfile.ZipInfo("__main__.py", _EPOCH)
         info.compress_type = zipfile.ZIP_DEFLATED
         z.writestr(info, MAIN)
-        for arc in sorted(members):
+        for arc in sorted(a for a in members if _kept(a)):
             info = zipfile.ZipInfo(arc, _EPOCH)
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16
