@@ -117,6 +117,8 @@ class Preview:
     trials: list[dict]
     shared: list[tuple[str, str]]
     sent: list[list[tuple[str, str]]]
+    #: a search's preview: each trial's overrides are asked of the study as it starts
+    searched: bool = False
 
     def to_dict(self) -> dict:
         return {"sweep": self.sweep, "max_concurrent": self.max_concurrent, "trials": self.trials,
@@ -130,8 +132,9 @@ class Preview:
 
         from .text import one_line
 
+        asked = "(asked of the study as it starts)" if self.searched else ""
         rows = [("TRIAL", "ID", "OVERRIDES", "RESULTS")] + [
-            (str(t["trial"]), t["id"], one_line(" ".join(sweepfile.args_of(t["overrides"]))), t["results_dir"])
+            (str(t["trial"]), t["id"], one_line(" ".join(sweepfile.args_of(t["overrides"]))) or asked, t["results_dir"])
             for t in self.trials]
         widths = [max(len(r[i]) for r in rows) for i in range(3)]
         out = [f"sweep preview: {len(self.trials)} trials, at most {self.max_concurrent} at once; nothing was "
@@ -159,23 +162,27 @@ def _ended(text: str) -> str:
 
 def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dict[str, str]],
             max_concurrent: int | None = None, *, parent_kpi: str | None = None, parent_mode: str | None = None,
-            allow_incomplete_parent: bool = False) -> Preview:
+            allow_incomplete_parent: bool = False, search: Any = None) -> Preview:
     """What ``submit`` would do with these trials, contacting nothing that changes state and opening no record:
     the same checks, every trial's spec as submit builds it, the platform's rendering of what it sends
     (:meth:`Platform.preview_sweep`, the functions its launch uses) and the trial table."""
     from .platform import get
 
     spec, trials = _prepared(platform_name, spec, opts, trials, max_concurrent, parent_kpi=parent_kpi,
-                             parent_mode=parent_mode, allow_incomplete_parent=allow_incomplete_parent)
+                             parent_mode=parent_mode, allow_incomplete_parent=allow_incomplete_parent,
+                             search=search is not None)
     k = check_concurrency(max_concurrent, len(trials))
     ids = preview_ids(len(trials))
     from .contract import Batch
 
-    shown = get(platform_name).preview_sweep([trial_spec(spec, t) for t in trials], opts, ids,
-                                             Batch(max_concurrent=k, sweep=PREVIEW_SWEEP))
+    adapter = get(platform_name)
+    if search is not None and not getattr(adapter, "runs_searches", False):
+        raise UsageError(f"--search does not run on {platform_name} yet: use SLURM or Docker")
+    specs = [dict(spec) for _ in trials] if search is not None else [trial_spec(spec, t) for t in trials]
+    shown = adapter.preview_sweep(specs, opts, ids, Batch(max_concurrent=k, sweep=PREVIEW_SWEEP, search=search))
     table = [{"trial": i, "id": jid, "overrides": dict(t), "results_dir": folder}
              for i, (jid, t, folder) in enumerate(zip(ids, trials, shown.results_dirs))]
-    return Preview(PREVIEW_SWEEP, k, table, shown.shared, shown.trials)
+    return Preview(PREVIEW_SWEEP, k, table, shown.shared, shown.trials, searched=search is not None)
 
 
 def _supervised(adapter: Any, sweep_id: str, recs: list[Record]) -> None:

@@ -11,7 +11,7 @@ from fakeproc import ok
 from test_docker_campaigns import SPEC, Engine
 from taobank import records, sweeps
 from taobank.contract import SubmitOptions
-from taobank.errors import TaoError
+from taobank.errors import TaoError, UsageError
 from taobank.search import bundle, settings, space
 
 PYTHON_RUNS = lambda c: c.argv[1] == "run" and "--rm" in c.argv  # noqa: E731  (the image's python3 check)
@@ -111,3 +111,18 @@ def test_a_slurm_site_that_cannot_run_a_search_is_refused_in_one_line_before_any
         sweeps.submit("slurm", SLURM_SPEC, SubmitOptions(), [{}, {}, {}], 2, search=staging())
     assert "\n" not in str(err.value) and not list(state_dir.glob("*.json"))
     assert "STAGE_MANY" not in [c.script for c in slurm.calls]
+
+
+def test_a_search_dry_run_shows_each_trials_runner_and_the_settings_contacting_nothing(slurm, docker_fake):
+    shown = sweeps.preview("slurm", SLURM_SPEC, SubmitOptions(), [{}, {}, {}], 2, search=staging())
+    assert not [c for c in slurm.calls if c.program in ("ssh", "docker") and not c.control]
+    text = shown.text()
+    assert text.count("(asked of the study as it starts)") == 3 and "search/study.json" in text
+    assert "search.pyz --settings" in text and "--trial 2 -- sh train.sh" in text
+    shown = sweeps.preview("docker", SPEC, SubmitOptions(), [{}, {}], 2, search=staging())
+    text = shown.text()
+    assert "target=/tao-search" in text and "/tao-search/search.pyz --settings /tao-search/study.json --trial 1" in text
+    assert not [c for c in docker_fake.calls if c.program == "docker"]
+    with pytest.raises(UsageError, match="does not run on kubernetes yet"):
+        sweeps.preview("kubernetes", {"image": "x:1", "command": ["true"]}, SubmitOptions(), [{}, {}], 2,
+                       search=staging())

@@ -80,14 +80,12 @@ def submit(platform: str, spec: dict, opts: object, trials: list[dict[str, str]]
     if getattr(args, "parent", None):
         opts = replace(opts, parent=args.parent)  # type: ignore[type-var]
     search = search_of(args, spec)
-    if search is not None and getattr(args, "dry_run", False):
-        raise UsageError("--dry-run of a search is not available yet: submit it (its trials ask the study as they "
-                         "start)")
     if getattr(args, "dry_run", False):  # the trial table and what would be sent; nothing contacted or created
         shown = sweeps.preview(platform, spec, opts, trials, args.max_concurrent,  # type: ignore[arg-type]
                                parent_kpi=getattr(args, "parent_kpi", None),
                                parent_mode=getattr(args, "parent_mode", None),
-                               allow_incomplete_parent=bool(getattr(args, "allow_incomplete_parent", False)))
+                               allow_incomplete_parent=bool(getattr(args, "allow_incomplete_parent", False)),
+                               search=search)
         print_json(shown.to_dict()) if args.json else sys.stdout.write(shown.text())
         return EXIT_OK
     print_direction_note(getattr(args, "parent_kpi", None), getattr(args, "parent_mode", None), "--parent-mode")

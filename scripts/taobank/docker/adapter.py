@@ -97,13 +97,17 @@ class Docker(Platform):
         return submit.preview(typed, opts, engine=self.engine)
 
     def preview_sweep(self, specs: list[dict], opts: SubmitOptions, ids: list[str], batch: Batch) -> SweepPreview:
-        creates, start, folders, gpus = submit.preview_sweep([self.typed_spec(s) for s in specs], ids, batch, opts, engine=self.engine)
+        creates, start, folders, gpus = submit.preview_sweep([self.typed_spec(s) for s in specs], ids, batch, opts,
+                                                             engine=self.engine)
         held = len(ids) - batch.max_concurrent
         then = (f"; the {held} held trial(s) are started by the sweep's detached supervisor (tao_jobs.py sweep "
                 "supervise) as slots free" if held > 0 else "")
         mine = "; each running trial gets GPUs of its own, read from the host at submit" if gpus else ""
-        return SweepPreview(shared=[(f"start (after every create){then}{mine}", start)],
-                            trials=[[("create", c)] for c in creates], results_dirs=folders)
+        shared = [(f"start (after every create){then}{mine}", start)]
+        if batch.search is not None and batch.sweep:
+            shared.append(("search/study.json (beside search/search.pyz, the runner and Optuna; the folder mounted "
+                           "at /tao-search)", batch.search.settings_text(batch.sweep)))
+        return SweepPreview(shared=shared, trials=[[("create", c)] for c in creates], results_dirs=folders)
 
     # -- sweeps (the verbs: taobank.sweeps): a container per trial, the extra ones created and held
     holds_trials = True

@@ -62,12 +62,18 @@ def check_search(plans: list[DockerPlan], gate: Gate, sweep: str, search: Any) -
     if not res.ok:
         raise TaoError(f"the image {first.run.image} has no python3 of 3.10 or later with numpy, which each search "
                        "trial's runner needs (TAO's images have them); nothing was done")
+    wrap_trials(plans, sweep, search)
+    gate.lines.append(f"search folder {folder} (journal lock ok; the image runs python3 with numpy)")
+
+
+def wrap_trials(plans: list[DockerPlan], sweep: str, search: Any) -> None:
+    """Each trial's container with the search's folder mounted and the runner in front of its command."""
+    folder = search_folder(plans, sweep)
     for i, plan in enumerate(plans):
         assert plan.run is not None
         plan.run = replace(plan.run, mounts=(*plan.run.mounts, (folder, SEARCH_MOUNT, False)),
                            command=search.wrap(plan.run.command, SEARCH_MOUNT, i))
         plan.backend["search_dir"] = folder
-    gate.lines.append(f"search folder {folder} (journal lock ok; the image runs python3 with numpy)")
 
 
 def stage_search(plans: list[DockerPlan], sweep: str, search: Any) -> str:

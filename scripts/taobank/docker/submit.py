@@ -343,6 +343,10 @@ def preview_sweep(specs: list[DockerSpec], ids: list[str], batch: Batch, opts: S
     import shlex
 
     plans = [plan_submit(spec, opts, engine=engine, job_id=jid) for spec, jid in zip(specs, ids)]
+    if batch.search is not None and batch.sweep:  # as the launch makes them (the checks contact the engine: not here)
+        from . import search
+
+        search.wrap_trials(plans, batch.sweep, batch.search)
     name = plans[0].engine
     creates = [shlex.join([name, *argv]) + "\n" for argv in launch_argvs(plans, batch)]
     start = shlex.join([name, "start", *ids[:batch.max_concurrent]]) + "\n"

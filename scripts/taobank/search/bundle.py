@@ -114,6 +114,11 @@ class Staging:
         return {BUNDLE_FILE: build(self.settings.sampler),
                 settingsmod.SETTINGS_FILE: self.settings.to_json().encode()}
 
+    def settings_text(self, study: str) -> str:
+        """The settings file as staged for the study ``study`` (what a dry run shows)."""
+        self.settings.study = study
+        return self.settings.to_json()
+
     def wrap(self, argv: Sequence[str], folder: str, trial: int) -> list[str]:
         """The trial's command: the runner first, TAO's argv after ``--`` as it was."""
         folder = folder.rstrip("/")

@@ -131,9 +131,12 @@ class Slurm(Platform):
         from . import sweep
 
         array, trials, folders = sweep.preview(specs, ids, batch, opts.env)
-        return SweepPreview(shared=[("array.sbatch (sbatch --parsable; SLURM runs at most "
-                                     f"{batch.max_concurrent} tasks at once)", array)],
-                            trials=[[t] for t in trials], results_dirs=folders)
+        shared = [("array.sbatch (sbatch --parsable; SLURM runs at most "
+                   f"{batch.max_concurrent} tasks at once)", array)]
+        if batch.search is not None:  # staged beside the array with it (the bundle's bytes are not shown)
+            shared.append(("search/study.json (beside search/search.pyz, the runner and Optuna)",
+                           batch.search.settings_text(batch.sweep)))
+        return SweepPreview(shared=shared, trials=[[t] for t in trials], results_dirs=folders)
 
 
 PLATFORM = Slurm()

@@ -163,8 +163,12 @@ def preview(specs: list[dict], ids: list[str], batch: Batch, env: Mapping[str, s
     first = decided[0]
     image = (first.sqsh or first.pyxis_image) if first.runtime == "pyxis" else first.pyxis_image
     trials = []
-    for d, jid in zip(decided, ids):
-        text = render.render(script_input(d, jid, image))
+    search_dir = posixpath.join(storage.job_dir(first.base, batch.sweep), "search")
+    for i, (d, jid) in enumerate(zip(decided, ids)):
+        inp = script_input(d, jid, image)
+        if batch.search is not None:  # as the launch wraps it
+            inp = dataclasses.replace(inp, command=batch.search.wrap(inp.command, search_dir, i))
+        text = render.render(inp)
         render.lint_secrets(text, f"job_{jid}.sbatch")
         trials.append((f"job_{jid}.sbatch", text))
     array = array_for(batch.sweep, first.base, script_input(first, ids[0], image), ids, batch.max_concurrent)
