@@ -22,7 +22,7 @@
 # Other trailing KEY=VALUE arguments (what a sweep trial adds; train.num_gpus=N) are printed; -e FILE is
 # accepted as TAO's spec file. fake.best_val=N (thousandths) is the lowest val_loss written (default 400);
 # fake.nan_at=E writes train_loss NaN at epoch E (a diverged loss, as TAO writes it: a bare NaN).
-# fake.lr_optimum=LR (for trying a search, references/search.md): the lowest val_loss becomes a known function of
+# fake.lr_optimum=LR (for trying a search, references/search.md; needs python3 or an awk with log()): the lowest val_loss becomes a known function of
 # train.optim.lr: 0.4 + 0.25 * log10(lr / LR)^2 (fake.best_val is then ignored), every epoch's val_loss with a
 # noise of at most 0.01 drawn from lr and the epoch (the same lr gives the same curve).
 # --replay FILE: instead, replay what TAO's own code wrote (tests/support/tao_oracle.py write_replay, made on the
@@ -110,11 +110,21 @@ per_epoch=$((per_epoch + 0))
 [ "$val_every" -ge 1 ] && [ "$per_epoch" -ge 1 ] || { echo "$0: intervals must be at least 1" >&2; exit 2; }
 
 if [ -n "$lr_opt" ]; then  # best_val (thousandths) and the noise's seed from train.optim.lr
-  for awk in gawk mawk awk; do command -v "$awk" > /dev/null && break; done  # busybox's own awk has no log()
-  # shellcheck disable=SC2046 # the two numbers awk prints are the point
-  set -- $("$awk" -v lr="$lr" -v opt="$lr_opt" 'BEGIN {
-    if (lr + 0 <= 0 || opt + 0 <= 0) { print "bad"; exit }
-    d = log(lr / opt) / log(10); printf "%d %d\n", 400 + 250 * d * d + 0.5, (log(lr) < 0 ? -1 : 1) * int(log(lr) * 100003) % 9973 }')
+  # python3 where there is one (a search trial's runner needs it anyway), else an awk with log() (busybox's has none)
+  if command -v python3 > /dev/null; then
+    # shellcheck disable=SC2046 # the two numbers printed are the point
+    set -- $(python3 -c 'import math, sys
+lr, opt = float(sys.argv[1]), float(sys.argv[2])
+if lr <= 0 or opt <= 0: sys.exit("bad")
+d = math.log(lr / opt) / math.log(10)
+print(int(400 + 250 * d * d + 0.5), abs(int(math.log(lr) * 100003)) % 9973)' "$lr" "$lr_opt" 2>/dev/null)
+  else
+    for awk in gawk mawk awk; do command -v "$awk" > /dev/null && break; done
+    # shellcheck disable=SC2046 # the two numbers awk prints are the point
+    set -- $("$awk" -v lr="$lr" -v opt="$lr_opt" 'BEGIN {
+      if (lr + 0 <= 0 || opt + 0 <= 0) { print "bad"; exit }
+      d = log(lr / opt) / log(10); printf "%d %d\n", 400 + 250 * d * d + 0.5, (log(lr) < 0 ? -1 : 1) * int(log(lr) * 100003) % 9973 }')
+  fi
   [ $# -eq 2 ] || { echo "$0: train.optim.lr and fake.lr_optimum must be numbers above 0" >&2; exit 2; }
   best_val=$1 noise_seed=$2
 fi

@@ -81,7 +81,7 @@ def submit(adapter: Platform, specs: list[dict], opts: SubmitOptions, *,
     if search is not None and not sweep:
         raise UsageError("a search runs as a sweep: its trials are the sweep's")
     if search is not None and not getattr(adapter, "runs_searches", False):
-        raise UsageError(f"--search does not run on {adapter.name} yet: use SLURM or Docker")
+        raise UsageError(f"--search does not run on {adapter.name} yet")
     batch = Batch(max_concurrent=k, sweep=sweep_id, checkpoint=_checkpoint, search=search)
     adapter.check(plans, gate, batch)
     if verdict:

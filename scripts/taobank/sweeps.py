@@ -177,7 +177,7 @@ def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[di
 
     adapter = get(platform_name)
     if search is not None and not getattr(adapter, "runs_searches", False):
-        raise UsageError(f"--search does not run on {platform_name} yet: use SLURM or Docker")
+        raise UsageError(f"--search does not run on {platform_name} yet")
     specs = [dict(spec) for _ in trials] if search is not None else [trial_spec(spec, t) for t in trials]
     shown = adapter.preview_sweep(specs, opts, ids, Batch(max_concurrent=k, sweep=PREVIEW_SWEEP, search=search))
     table = [{"trial": i, "id": jid, "overrides": dict(t), "results_dir": folder}

@@ -113,7 +113,10 @@ def test_a_slurm_site_that_cannot_run_a_search_is_refused_in_one_line_before_any
     assert "STAGE_MANY" not in [c.script for c in slurm.calls]
 
 
-def test_a_search_dry_run_shows_each_trials_runner_and_the_settings_contacting_nothing(slurm, docker_fake):
+def test_a_search_dry_run_shows_each_trials_runner_and_the_settings_contacting_nothing(slurm, docker_fake,
+                                                                                      monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
     shown = sweeps.preview("slurm", SLURM_SPEC, SubmitOptions(), [{}, {}, {}], 2, search=staging())
     assert not [c for c in slurm.calls if c.program in ("ssh", "docker") and not c.control]
     text = shown.text()
@@ -123,6 +126,14 @@ def test_a_search_dry_run_shows_each_trials_runner_and_the_settings_contacting_n
     text = shown.text()
     assert "target=/tao-search" in text and "/tao-search/search.pyz --settings /tao-search/study.json --trial 1" in text
     assert not [c for c in docker_fake.calls if c.program == "docker"]
-    with pytest.raises(UsageError, match="does not run on kubernetes yet"):
-        sweeps.preview("kubernetes", {"image": "x:1", "command": ["true"]}, SubmitOptions(), [{}, {}], 2,
+    k8s = {"image": "x:1", "command": ["true"], "gpus": 0, "mounts": [{"pvc": "ws", "mount_path": "/results"}]}
+    text = sweeps.preview("kubernetes", k8s, SubmitOptions(), [{}, {}], 2, search=staging()).text()
+    assert "ConfigMap tao-search-preview-sweep" in text and 'mountPath: "/tao-search"' in text
+    assert "search.pyz --settings /tao-search/study.json --trial" in text
+    assert "--journal /results/preview-sweep/search/journal.log" in text.replace("\\\n", "").replace('  "', "")
+    assert "bytes>" in text  # the bundle's bytes are not shown
+    with pytest.raises(TaoError, match="on a mounted volume|per-pod staging"):  # a sweep's own rule, then the search's
+        sweeps.preview("kubernetes", {**k8s, "mounts": [], "results_dir": "s3://b/r", "storage_tier": "C"},
+                       SubmitOptions(secret_env=["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]),
+                       [{}, {}], 2,
                        search=staging())

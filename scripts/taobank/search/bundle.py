@@ -119,11 +119,12 @@ class Staging:
         self.settings.study = study
         return self.settings.to_json()
 
-    def wrap(self, argv: Sequence[str], folder: str, trial: int) -> list[str]:
-        """The trial's command: the runner first, TAO's argv after ``--`` as it was."""
+    def wrap(self, argv: Sequence[str], folder: str, trial: int, journal: str | None = None) -> list[str]:
+        """The trial's command: the runner first, TAO's argv after ``--`` as it was (``journal``: the study's
+        journal when it is not in ``folder``)."""
         folder = folder.rstrip("/")
         return [self.python, f"{folder}/{BUNDLE_FILE}", "--settings", f"{folder}/{settingsmod.SETTINGS_FILE}",
-                "--trial", str(int(trial)), "--", *argv]
+                "--trial", str(int(trial)), *(["--journal", journal] if journal else []), "--", *argv]
 
     def summary(self) -> dict[str, Any]:
         """What each trial's record keeps of the search, as flat backend values (the table and ``sweep best``

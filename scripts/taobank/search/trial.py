@@ -211,19 +211,29 @@ def open_study(s: settingsmod.Settings, journal: Path, trial_index: int) -> Any:
                        "others go on; see references/search.md (a damaged journal)") from None
 
 
-def run(settings_path: Path, trial_index: int, argv: Sequence[str], *, results: Path,
+def run(settings_path: Path, trial_index: int, argv: Sequence[str], *, results: Path, journal: Path | None = None,
         start: Callable[[Sequence[str]], Tao] = Tao, sleep: Callable[[float], None] = time.sleep) -> int:
-    """One trial, start to end (see the module text); the process's exit status."""
+    """One trial, start to end (see the module text); the process's exit status. ``journal``: where the study's
+    journal is when it is not beside the settings (Kubernetes: the settings are in a read-only ConfigMap, the
+    journal on the shared results volume; its folder is made)."""
     try:
         s = settingsmod.Settings.from_dict(json.loads(settings_path.read_text(encoding="utf-8")))
     except (OSError, ValueError) as exc:
         say(f"cannot read the study's settings {settings_path}: {exc}")
         return EXIT_STUDY
-    journal = settings_path.parent / settingsmod.JOURNAL_FILE
+    if journal is None:
+        journal = settings_path.parent / settingsmod.JOURNAL_FILE
+    else:
+        try:
+            journal.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            say(f"cannot make the study's folder {journal.parent}: {exc.strerror}")
+            return EXIT_STUDY
     try:
         study = open_study(s, journal, trial_index)
         trial = study.ask(settingsmod.distributions(s.space))
-        trial.set_user_attr("job_id", os.environ.get("TAO_API_JOB_ID", ""))
+        # the bank's job id: TAO_JOB_ID where the folder's name may differ from it (a Kubernetes trial)
+        trial.set_user_attr("job_id", os.environ.get("TAO_JOB_ID") or os.environ.get("TAO_API_JOB_ID", ""))
         trial.set_user_attr("sweep_trial", trial_index)
     except TaoError as exc:
         say(str(exc))
@@ -313,6 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="search.pyz", description="one trial of a tao-skill-bank search")
     p.add_argument("--settings", required=True, help="the study's settings file (study.json)")
     p.add_argument("--trial", type=int, required=True, help="the sweep's trial index (seeds the sampler)")
+    p.add_argument("--journal", help="the study's journal, when it is not beside the settings")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- TAO's argv")
     args = p.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -323,7 +334,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not results:
         say("RESULTS_DIR is not set: the trial's results folder is where TAO's status.json is read")
         return 2
-    return run(Path(args.settings), args.trial, command, results=Path(results))
+    return run(Path(args.settings), args.trial, command, results=Path(results),
+               journal=Path(args.journal) if args.journal else None)
 
 
 if __name__ == "__main__":
