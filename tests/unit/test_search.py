@@ -314,3 +314,19 @@ def test_a_trial_runs_from_the_bundle_alone(tmp_path):
     assert "tao-search: trial 0 COMPLETE: best val_loss" in proc.stdout
     (t,) = journal.read((path.parent / "journal.log").read_text(), "sweep-t").trials
     assert t.state == "COMPLETE" and t.job_id == "job-0" and t.epochs == 2
+
+
+def test_a_shell_text_command_gets_the_sampled_overrides_as_its_last_words():
+    st = bundle.Staging(_settings())
+    got = st.wrap(["sh", "-c", "dino train -e s.yaml"], "/s", 0)
+    assert got[got.index("--") + 1:] == ["sh", "-c", 'dino train -e s.yaml "$@"', "tao-search"]
+    passed = ["sh", "-c", 'exec sh t.sh "$@"', "tao", "-e", "s.yaml"]  # passes its words on: as it is
+    assert st.wrap(passed, "/s", 0)[-6:] == passed
+    with pytest.raises(UsageError, match='no "\\$@"'):
+        st.wrap(["sh", "-c", "exec sh t.sh", "tao", "-e", "s.yaml"], "/s", 0)
+    with pytest.raises(TaoError, match="several lines or with a comment"):
+        st.wrap(["sh", "-c", "cd /x\ndino train"], "/s", 0)
+    # what the runner appends reaches the command, through a real shell
+    words = st.wrap(["sh", "-c", "echo got"], "/s", 0)
+    out = subprocess.run(words[words.index("--") + 1:] + ["train.optim.lr=0.001"], capture_output=True, text=True)
+    assert out.stdout.strip() == "got train.optim.lr=0.001"

@@ -124,7 +124,8 @@ class Staging:
         journal when it is not in ``folder``)."""
         folder = folder.rstrip("/")
         return [self.python, f"{folder}/{BUNDLE_FILE}", "--settings", f"{folder}/{settingsmod.SETTINGS_FILE}",
-                "--trial", str(int(trial)), *(["--journal", journal] if journal else []), "--", *argv]
+                "--trial", str(int(trial)), *(["--journal", journal] if journal else []), "--",
+                *passing_arguments(argv)]
 
     def summary(self) -> dict[str, Any]:
         """What each trial's record keeps of the search, as flat backend values (the table and ``sweep best``
@@ -132,6 +133,26 @@ class Staging:
         s = self.settings
         return {"search": s.sampler, "search_pruner": s.pruner, "search_trials": s.trials, "search_kpi": s.kpi,
                 "search_mode": s.mode, "search_mode_from": s.mode_from}
+
+
+def passing_arguments(argv: Sequence[str]) -> list[str]:
+    """``argv`` such that the words the runner appends (the sampled ``key=value`` overrides) reach its command.
+    A shell-text command (``sh -c TEXT``, how every platform runs a command given as text) gets them as its own
+    last words (``sh -c 'TEXT "$@"' tao-search``; TEXT must be one simple command, the sweeps' rule); one that
+    names its own positional words must pass them on with ``"$@"``, or the overrides would be lost: refused."""
+    argv = list(argv)
+    if len(argv) < 3 or argv[1] != "-c":
+        return argv
+    text = argv[2]
+    if len(argv) == 3:
+        from .. import taoargs
+
+        taoargs.append_args({"command": text}, ["search.key=value"])  # one simple command, or one line
+        return [argv[0], "-c", f'{text.rstrip()} "$@"', "tao-search"]
+    if "$@" not in text and "${@}" not in text:
+        raise UsageError('the command is shell text with words of its own after it but no "$@": the overrides each '
+                         'search trial appends would never reach TAO; end the text with "$@"')
+    return argv
 
 
 def journal_path(folder: str) -> str:

@@ -123,7 +123,13 @@ def optuna_module() -> Any:
     """Optuna, at the pinned release, or a one-line error saying how to get it."""
     try:
         import optuna
-    except ImportError:
+    except ImportError as exc:
+        import importlib.util
+
+        if importlib.util.find_spec("optuna") is not None:  # Optuna is there, something it loads is not
+            said = next((ln.strip() for ln in reversed(str(exc).splitlines()) if ln.strip()), type(exc).__name__)
+            raise UsageError(f"Optuna cannot be imported here: {said[:200]} (a search needs python3 3.10+ with a "
+                             "working numpy)") from None
         raise UsageError(f"a search needs Optuna {OPTUNA_VERSION} on this machine (it is staged with the sweep from "
                          f"here): pip install optuna=={OPTUNA_VERSION}") from None
     if optuna.__version__ != OPTUNA_VERSION:
