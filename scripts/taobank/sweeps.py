@@ -314,15 +314,10 @@ def status(sweep_id: str, *, retry: bool = True, kpi: str | None = None, mode: s
 def journal_text(sweep_id: str, recs: list[Record] | None = None) -> tuple[str, str] | None:
     """(the text of a search sweep's study journal, where it is): ONE read through the platform; None for a plain
     sweep or one not launched yet."""
-    from . import platform as core
-    from .search import bundle
+    from .search import journal
 
     recs = recs or trial_records(sweep_id)
-    summary = bundle.summary_of(recs[0].backend)
-    if summary is None or not summary.get("dir"):
-        return None
-    path = bundle.journal_path(str(summary["dir"]))
-    return core.get(recs[0].platform).read_search_file(recs[0], path), path
+    return journal.fetch(recs[0])
 
 
 def study(sweep_id: str, recs: list[Record] | None = None) -> Any:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import TaoError
+from ..records import Record
 from . import settings as settingsmod
 
 
@@ -89,3 +90,25 @@ def read(text: str, name: str, *, where: str = "the study journal") -> Study:
         sign = 1.0 if study.direction.name == "MINIMIZE" else -1.0
         best = min(done, key=lambda vt: sign * vt[0])[1]
     return Study(name, trials, best)
+
+
+def fetch(rec: Record) -> tuple[str, str] | None:
+    """(the text of the study journal of the search ``rec`` is a trial of, where it is): ONE read through the
+    platform (:meth:`taobank.platform.Platform.read_search_file`); None for a record of no search (or not
+    launched yet)."""
+    from .. import platform as core
+    from . import bundle
+
+    summary = bundle.summary_of(rec.backend)
+    if summary is None or not summary.get("dir"):
+        return None
+    path = bundle.journal_path(str(summary["dir"]))
+    return core.get(rec.platform).read_search_file(rec, path), path
+
+
+def of_trial(rec: Record) -> "Study | None":
+    """The study the search trial ``rec`` belongs to, as Optuna reads it (None: not a search's trial)."""
+    got = fetch(rec)
+    if got is None:
+        return None
+    return read(got[0], str(rec.sweep or ""), where=f"the study journal {got[1]}")

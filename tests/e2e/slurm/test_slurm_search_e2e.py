@@ -79,6 +79,10 @@ def test_a_tpe_study_with_asha_runs_by_itself_prunes_and_finds_the_optimum(slurm
     assert best["checkpoints"], best
     text = jobs("status", "--sweep", sweep).stdout
     assert "best so far: trial" in text and top["id"] in text.splitlines()[-1]
+    # a pruned trial continues from its checkpoint with the values its study gave it (outside the study)
+    shown = jobs("continue", pruned[0]["id"], "--dry-run").stdout
+    assert f"train.optim.lr={pruned[0]['overrides']['train.optim.lr']}" in shown
+    assert "resume_training_checkpoint_path=" in shown
     study = json.loads(jobs("study", sweep, "--json").stdout)  # Optuna's own reading of the journal
     assert len(study["trials"]) == TRIALS and study["best"]["job_id"] == top["id"]
     assert {t["state"] for t in study["trials"]} == set(states)
