@@ -332,3 +332,25 @@ def test_a_shell_text_command_gets_the_sampled_overrides_as_its_last_words():
     words = st.wrap(["sh", "-c", "echo got"], "/s", 0)
     out = subprocess.run(words[words.index("--") + 1:] + ["train.optim.lr=0.001"], capture_output=True, text=True)
     assert out.stdout.strip() == "got train.optim.lr=0.001"
+
+
+def test_a_journal_that_fails_under_a_running_trial_stops_tao_and_fails_it_in_one_line(tmp_path, monkeypatch, capfd):
+    """The journal is replaced by a folder while the trial runs: its next report cannot be written."""
+    path = _study(tmp_path, pruner="none")
+    results = tmp_path / "r0"
+    results.mkdir()
+    monkeypatch.setenv("TAO_API_JOB_ID", "job-0")
+    started = []
+
+    class Broken(trial.Tao):
+        def __init__(self, argv):
+            super().__init__(argv)
+            started.append(self)
+            (path.parent / "journal.log").unlink()  # the journal gone under the study, a folder in its place
+            (path.parent / "journal.log").mkdir()
+
+    rc = trial.run(path, 0, ["sh", str(TRAINER), "--results", str(results), "--epochs", "3", "--sleep", "1", "-e",
+                             "x", "fake.lr_optimum=0.001"], results=results, start=Broken)
+    out = [ln for ln in capfd.readouterr().out.splitlines() if ln.startswith("tao-search:")]
+    assert rc == trial.EXIT_STUDY and started and started[0].poll() is not None
+    assert "failed under this trial" in out[-1] and str(path.parent / "journal.log") in out[-1], out

@@ -254,10 +254,20 @@ def run(settings_path: Path, trial_index: int, argv: Sequence[str], *, results: 
     tao = start(list(argv) + words)
     try:
         return follow(study, trial, s, tao, results, stopped, sleep)
-    except BaseException:
-        if tao.poll() is None:  # a defect here must not leave TAO running unwatched, nor the trial RUNNING
+    except Exception as exc:  # the journal failed under the study (damaged, its folder gone): one line, TAO stopped
+        if tao.poll() is None:
             tao.stop(s.stop_grace_seconds)
-        study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        try:
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        except Exception:
+            pass
+        first = str(exc).splitlines()[0][:200] if str(exc) else "no detail"
+        say(f"the study journal {journal} failed under this trial ({type(exc).__name__}: {first}): TAO stopped, "
+            "the trial fails; the others go on")
+        return EXIT_STUDY
+    except BaseException:
+        if tao.poll() is None:  # an interrupt here must not leave TAO running unwatched, nor the trial RUNNING
+            tao.stop(s.stop_grace_seconds)
         raise
 
 
