@@ -4,7 +4,7 @@
   tao_docker.py preflight [--no-gpus] [--json]
   tao_docker.py login [--registry nvcr.io] [--key-env NGC_KEY | --key-file FILE]   (key on stdin, never argv)
   tao_docker.py pull IMAGE   (with the engine's progress)
-  tao_docker.py submit --spec job.yaml [flags] [--name TEXT] [--dry-run] [--quiet|--json] [-- command args...]
+  tao_docker.py submit --spec job.yaml [flags] [--ngc-pull-secret] [--name TEXT] [--dry-run] [--quiet|--json] [-- command args...]
                       [--parent ID [--parent-kpi NAME [--parent-mode min|max]] [--allow-incomplete-parent]]
                       [--sweep KEY=V1,V2 ... | --sweep-file FILE] [--max-concurrent K]
   tao_docker.py continue ID [--from CHECKPOINT]   (a NEW job carrying on a failed/canceled/timed-out one)
@@ -55,13 +55,16 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if trials is not None:
         if args.parent:
             raise UsageError("--parent names one job's results: submit the sweep's trials without it, or one by one")
-        return sweepcli.submit(PLATFORM, spec, SubmitOptions(job_id=args.job_id, description=args.description),
-                               trials, args)
+        return sweepcli.submit(PLATFORM, spec, SubmitOptions(job_id=args.job_id, description=args.description,
+                                                             ngc_pull_secret=args.ngc_pull_secret), trials, args)
     if args.dry_run:
-        text = verbcli.submit_lineage(PLATFORM, spec, SubmitOptions(job_id=args.job_id), args, preview=adapter.preview)
+        text = verbcli.submit_lineage(PLATFORM, spec, SubmitOptions(job_id=args.job_id,
+                                                                    ngc_pull_secret=args.ngc_pull_secret),
+                                      args, preview=adapter.preview)
         print_json({"job_id": args.job_id or "preview-job", "command": text.strip()}) if args.json else print(text, end="")
         return 0
-    view = verbcli.submit_lineage(PLATFORM, spec, SubmitOptions(job_id=args.job_id, description=args.description), args)
+    view = verbcli.submit_lineage(PLATFORM, spec, SubmitOptions(job_id=args.job_id, description=args.description,
+                                                                ngc_pull_secret=args.ngc_pull_secret), args)
     print_gate_notes(view.id, view.extra.get("gate_notes") or [])
     verbcli.print_submitted(view, args, [f"container: {view.extra.get('container', view.id)} "
                                          f"({adapter.engine} ps --filter label=org.tao-skill-bank.job-id={view.id})",
@@ -131,6 +134,8 @@ def main(argv: list[str]) -> int:
     spec_arguments(p, PLATFORM)
     p.add_argument("--job-id", help="finish a record opened earlier (an existing container is adopted), or the "
                    "id a --dry-run preview uses")
+    p.add_argument("--ngc-pull-secret", action="store_true", help="before a pull, log the engine in to the image's "
+                   "registry as $oauthtoken with $NGC_KEY (on stdin, never argv), as Kubernetes makes its pull Secret")
     verbcli.add_parent(p)
     verbcli.add_submit_outputs(p)
     from taobank.cli import sweepcli

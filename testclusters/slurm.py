@@ -66,7 +66,12 @@ def layout() -> conf.Layout:
 
 def env() -> dict[str, str]:
     """The exports a skill user sets for this cluster (valid once ``up`` ran)."""
-    return conf.env(layout())
+    return _env(layout())
+
+
+def _env(lay: conf.Layout) -> dict[str, str]:
+    """conf's exports plus the folder of the TAO stand-in's launchers on the nodes (``$DIR/dino train ...``)."""
+    return {**conf.env(lay), "TAO_LOCAL_SLURM_STANDIN_DIR": str(lightning_dir(lay) / "tao-standin")}
 
 
 def lightning_dir(lay: conf.Layout | None = None) -> Path:
@@ -534,12 +539,12 @@ def _up(lay: conf.Layout) -> dict[str, str]:
         "root": str(lay.root),
         "lustre": str(lay.lustre),
         "slurm_conf": str(lay.slurm_conf),
-        "env": conf.env(lay),
+        "env": _env(lay),
         "last_up": {"started": started, "apt_seconds": round(apt_s, 1), "lightning_seconds": round(lightning_s, 1),
                     "total_seconds": round(time.monotonic() - t0, 1)},
     })
     _save_cluster(lay, info)
-    return conf.env(lay)
+    return _env(lay)
 
 
 def status() -> dict:

@@ -70,6 +70,10 @@ class Gate:
 
     lines: list[str] = field(default_factory=list)
     backend: dict[str, Any] = field(default_factory=dict)
+    #: a dry run (``submit --dry-run``): the same read-only checks, but nothing that changes state (no pull, no
+    #: login); what a check left out for that goes to ``skipped`` (said in the dry run's first line)
+    dry_run: bool = False
+    skipped: list[str] = field(default_factory=list)
 
     def text(self) -> str:
         return "; ".join(line for line in self.lines if line)
@@ -164,7 +168,8 @@ class Shown:
 class TaoEnd:
     """How the latest run in TAO's status file ended: its last word."""
 
-    #: "SUCCESS" (TAO's "<Action> finished successfully." line) or "FAILURE"
+    #: "SUCCESS" (TAO's "<Action> finished successfully." or "<NAME> <action> completed successfully" line) or
+    #: "FAILURE"
     status: str
     message: str = ""
 
@@ -366,6 +371,8 @@ class ResultsListing:
     status_files: dict[str, str] = field(default_factory=dict)
     #: False when the folder does not exist (not written yet, or pruned)
     exists: bool = True
+    #: False for a folder prune --yes deletes without listing it first (its files are not known)
+    listed: bool = True
     #: symbolic links whose target is a regular file inside the folder: link path -> target path (both relative)
     links: dict[str, str] = field(default_factory=dict)
     #: files whose names no line or local path may carry (a newline, backslash or control character): not listed,

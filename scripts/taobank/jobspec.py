@@ -56,6 +56,8 @@ class JobSpec:
     #: schema name; the platform's key of each shared field it spells otherwise (None: it has none)
     SCHEMA: ClassVar[str] = ""
     SPELLING: ClassVar[Mapping[str, str | None]] = {}
+    #: an older spelling of a key, still read (old key -> key); written back only as the key
+    ALIASES: ClassVar[Mapping[str, str]] = {}
     #: whether the platform's runner expands ``$(NAME)`` in the command's words (the kubelet does)
     KUBELET_EXPANDS: ClassVar[bool] = False
 
@@ -75,8 +77,20 @@ class JobSpec:
         return {flag: key for flag, name in FLAG_FIELDS.items() for key in [cls.key(name)] if key is not None}
 
     @classmethod
+    def canonical(cls, spec: Mapping[str, Any]) -> dict[str, Any]:
+        """``spec`` with each alias renamed to its key (SLURM's ``mem`` -> ``memory``); both given is refused."""
+        out = dict(spec)
+        for old, key in cls.ALIASES.items():
+            if old in out:
+                if key in out:
+                    raise TaoError(f"the job spec gives both {key} and {old} (an older name of {key}): keep {key}")
+                out[key] = out.pop(old)
+        return out
+
+    @classmethod
     def from_dict(cls: type[T], spec: Mapping[str, Any]) -> T:
         """A valid spec mapping (:meth:`parse` checks it first) as this type; an unknown key is refused."""
+        spec = cls.canonical(spec)
         by_key = {key: name for name, key in cls.keys().items()}
         named, others = shown_keys(sorted((k for k in spec if k not in by_key), key=str))
         if named or others:
@@ -92,14 +106,15 @@ class JobSpec:
         if not isinstance(spec, Mapping):  # another platform's typed spec: a programming error, not a user's
             raise TypeError(f"{cls.__name__}.of got a {type(spec).__name__}")
         by_key = {key: name for name, key in cls.keys().items()}
-        return cls(**{by_key[k]: v for k, v in spec.items() if k in by_key})
+        return cls(**{by_key[k]: v for k, v in cls.canonical(spec).items() if k in by_key})
 
     @classmethod
     def parse(cls: type[T], spec: Mapping[str, Any], what: str = "job spec") -> T:
         """``spec`` checked against the platform's schema (one line naming the field), then typed."""
         from .spec import validate
 
-        validate(dict(spec), cls.SCHEMA, what)
+        spec = cls.canonical(spec)
+        validate(spec, cls.SCHEMA, what)
         return cls.from_dict(spec)
 
     def to_dict(self) -> dict[str, Any]:
@@ -176,8 +191,10 @@ class SlurmSpec(JobSpec):
 
     SCHEMA: ClassVar[str] = "slurm-job-spec.schema.json"
     SPELLING: ClassVar[Mapping[str, str | None]] = {
-        "nodes": "num_nodes", "gpus": None, "cpus": "cpus_per_task", "memory": "mem", "results_dir": "results_base",
+        "nodes": "num_nodes", "gpus": None, "cpus": "cpus_per_task", "results_dir": "results_base",
         "shm_size": None, "workdir": None}
+    #: ``mem`` (sbatch's own word) was the key before ``memory`` (the flag's, every platform's)
+    ALIASES: ClassVar[Mapping[str, str]] = {"mem": "memory"}
 
     num_gpus: int | None = None
     max_num_gpus_per_node: int | None = None

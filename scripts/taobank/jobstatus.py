@@ -41,11 +41,13 @@ def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = 
     return out
 
 
-def ended_now(views: list[JobView], active: set[str]) -> dict[str, Any]:
-    """:func:`keep_progress`'s arguments for the views that ended in this status (were ``active`` before it): read
-    once now where the platform's observation does not read status files, final as read where it does."""
-    ended = [v for v in views if v.id in active and v.state in states.TERMINAL]
-    read = [v for v in ended if not core.get(v.platform).progress_in_sweep]
+def ended_now(views: list[JobView], active: AbstractSet[str]) -> dict[str, Any]:
+    """:func:`keep_progress`'s arguments for the views that ended in this status (were ``active`` before it), or
+    ended before without a final progress known (marked by another poller: a sweep's supervisor, a watch, an MCP
+    status; else a finished job kept the epoch last seen running): read once now where the platform's
+    observation does not read status files (or did not see the job end), final as read where it does."""
+    ended = [v for v in views if v.state in states.TERMINAL and (v.id in active or not remembered(v.id)[1])]
+    read = [v for v in ended if v.id not in active or not core.get(v.platform).progress_in_sweep]
     return {"read": read, "read_already": {v.id for v in ended if v not in read}}
 
 
@@ -78,8 +80,12 @@ def keep_progress(views: list[JobView], *, read: Sequence[JobView] = (), read_al
     for v in views:
         if v.progress:
             _remember(v.id, v.progress, final=v.state in states.TERMINAL)
-        else:
-            v.progress = remembered(v.id)[0] or None
+            continue
+        seen, final = remembered(v.id)
+        if seen and v.state in states.TERMINAL and not final and seen.get("line"):
+            # its end could not be read: what status saw while it ran, said so (never shown as where it ended)
+            seen = {**seen, "line": f"{seen['line']} (last seen running)", "last_seen_running": True}
+        v.progress = seen or None
 
 
 def remembered(job_id: str) -> tuple[dict, bool]:
@@ -141,7 +147,7 @@ def metrics(platform: str | None, job_id: str) -> tuple[list[dict], Any, str]:
     """The KPI series of a job by epoch (also after it ended): (rows, the parsed log, the file read)."""
     rec = core.load_for(job_id, platform, "metrics")
     files = core.get(rec.platform).read_status_files(rec, live=False)
-    return training.metrics_of(files, rec.action or None, job_id)
+    return training.metrics_of(files, rec.action or None, job_id, ended=rec.state if rec.terminal else None)
 
 
 __all__ = ["PROGRESS_HINT", "PROGRESS_FILE", "status", "watch", "metrics", "keep_progress", "remembered"]

@@ -131,11 +131,32 @@ def _resumed_command(spec: dict, ckpt: str, job_id: str) -> dict:
     raise TaoError(f"job {job_id}'s saved spec has no command: submit it again by hand")
 
 
-def _submit(rec_platform: str, spec: dict, options: dict, *, dry_run: bool = False, **lineage: Any) -> Any:
+def _submit(rec_platform: str, spec: dict, options: dict, *, dry_run: bool = False, check: bool = False,
+            note: Callable[[str], None] | None = None, **lineage: Any) -> Any:
+    """The submit, or with ``dry_run`` its preview; ``note`` gets the dry run's first line (with ``check`` the
+    submit's read-only checks ran first: :func:`taobank.pipeline.dry_run`; else what it did not check)."""
+    from . import pipeline
+
     kept: dict[str, Any] = {k: tuple(v) if k == "secret_env" else v for k, v in options.items()
                             if k in savedspec.KEPT_OPTIONS}
     opts = SubmitOptions(**kept, **lineage)
-    return get(rec_platform).preview(spec, opts) if dry_run else get(rec_platform).submit(spec, opts)
+    if not dry_run:
+        return get(rec_platform).submit(spec, opts)
+    if not check:
+        text = get(rec_platform).preview(spec, opts)
+        line = pipeline.UNCHECKED
+    else:
+        done = pipeline.dry_run(get(rec_platform), [spec], opts)
+        try:
+            text = get(rec_platform).preview(spec, opts)
+        except TaoError:
+            if not done.pending:
+                raise
+            text, done.left_out = get(rec_platform).preview(done.specs[0], done.opts), True
+        line = done.first_line()
+    if note is not None:
+        note(line)
+    return text
 
 
 # ------------------------------------------------------------------ continue
@@ -157,7 +178,7 @@ def _with_search_values(rec: Record, spec: dict) -> dict:
 
 def continue_job(platform: str | None, job_id: str, *, checkpoint: str | None = None,
                  description: str | None = None, dry_run: bool = False, time_minutes: float | None = None,
-                 queue: str | None = None) -> Any:
+                 queue: str | None = None, check: bool = False, note: Callable[[str], None] | None = None) -> Any:
     """A new job continuing ``job_id`` from its latest (or the named) checkpoint (its view; with
     ``dry_run`` the text submit would send, creating nothing); ``time_minutes``: its time limit, for a job
     that ran out of time (the platform's own limit: :meth:`Platform.with_time_limit`); ``queue``: another
@@ -189,7 +210,7 @@ def continue_job(platform: str | None, job_id: str, *, checkpoint: str | None = 
                            replaces=checkpoints.resumed_from(_argv(spec), spec.get("network_arch")))
     ckpt = _plain(where["checkpoint"], job_id)
     new = _resumed_command(spec, ckpt, job_id)
-    view = _submit(rec.platform, new, options, continues=job_id, dry_run=dry_run,
+    view = _submit(rec.platform, new, options, continues=job_id, dry_run=dry_run, check=check, note=note,
                    description=description or rec.description)
     if dry_run:
         return view

@@ -12,7 +12,8 @@ ends (a SLURM folder staged) it hands to ``Batch.checkpoint``, which this module
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 from . import names, nccl_verdicts, records, savedspec, states, taoargs
@@ -106,6 +107,101 @@ def submit(adapter: Platform, specs: list[dict], opts: SubmitOptions, *,
         raise TaoError(f"sweep {sweep_id} failed to launch ({exc}); no trial runs and every record says ERROR") \
             from None
     return Submitted(_bind(adapter, recs, launches), gate, sweep_id, k)
+
+
+# ------------------------------------------------------------------ the dry run: the same checks, nothing made
+#: The credential a pull secret / registry login is made from (``--ngc-pull-secret``).
+NGC_KEY = "NGC_KEY"
+
+
+def pending_credentials(spec: Mapping[str, Any], opts: SubmitOptions) -> list[str]:
+    """The credential names this submit takes (the spec's ``secrets``, ``--secret-env``, NGC_KEY for
+    ``--ngc-pull-secret``) that this process's environment lacks. A word that is not a name is left to the
+    platform, which refuses it unseen."""
+    from .envfile import check_secret_name
+
+    listed = spec.get("secrets")
+    names = [n for n in (listed if isinstance(listed, list) else []) if isinstance(n, str)]
+    names += list(opts.secret_env) + ([NGC_KEY] if opts.ngc_pull_secret else [])
+    out = []
+    for name in dict.fromkeys(names):
+        try:
+            check_secret_name(name)
+        except TaoError:
+            continue
+        if not os.environ.get(name):
+            out.append(name)
+    return out
+
+
+def without_credentials(spec: Mapping[str, Any], opts: SubmitOptions,
+                        names: Sequence[str]) -> tuple[dict, SubmitOptions]:
+    """``spec`` and ``opts`` without the credentials ``names`` (a dry run checks the rest without them)."""
+    out = dict(spec)
+    if isinstance(out.get("secrets"), list):
+        kept = [n for n in out["secrets"] if n not in names]
+        if kept:
+            out["secrets"] = kept
+        else:
+            del out["secrets"]
+    return out, replace(opts, secret_env=tuple(n for n in opts.secret_env if n not in names),
+                        ngc_pull_secret=opts.ngc_pull_secret and NGC_KEY not in names)
+
+
+#: A dry run's first line when it ran no check (``--dry-run`` alone contacts nothing).
+UNCHECKED = ("dry run: nothing was contacted, so the submit's read-only checks did not run (the cluster or engine, "
+             "GPUs, queue or quota, input paths such as -e FILE, the image): add --check to run them")
+
+
+@dataclass
+class DryRun:
+    """What a dry run checked: the gate (its lines, and what it ``skipped``), the credentials not set here (left
+    out of the checks and of the preview), and the specs and options the preview renders."""
+
+    gate: Gate
+    pending: list[str]
+    specs: list[dict]
+    opts: SubmitOptions
+    #: the preview was rendered without the ``pending`` credentials (the platform needs their values for it)
+    left_out: bool = False
+
+    def first_line(self) -> str:
+        """One line: the checks ran and passed (their report), then what was not checked and why."""
+        from .text import one_line
+
+        skipped = list(self.gate.skipped)
+        if self.pending:
+            them = "them" if len(self.pending) > 1 else "it"
+            skipped.append(f"{', '.join(self.pending)} not set here (the submit needs {them}"
+                           + (f"; the preview leaves {them} out)" if self.left_out else ")"))
+        ran = "; ".join(line for line in self.gate.lines if line and line not in self.gate.notes()) or "none needed"
+        return one_line(f"dry run: the submit's read-only checks passed ({ran})"
+                        + (f"; not checked: {'; '.join(skipped)}" if skipped else "; nothing was skipped"))
+
+
+def dry_run(adapter: Platform, specs: list[dict], opts: SubmitOptions, *,
+            trials: Sequence[Mapping[str, str]] | None = None, max_concurrent: int | None = None,
+            search: Any = None) -> DryRun:
+    """The read-only checks a submit of ``specs`` runs before any record (plan, the NCCL verdict, the adapter's
+    check with ``Gate.dry_run``: no pull, no login), with the credentials this process lacks left out and
+    named; raises as that submit would. Opens no record, launches nothing."""
+    if not specs:
+        raise UsageError("nothing to submit")
+    pending = list(dict.fromkeys(n for spec in specs for n in pending_credentials(spec, opts)))
+    shaped = [without_credentials(spec, opts, pending) for spec in specs]
+    specs, opts = [s for s, _ in shaped], shaped[0][1]
+    typed = [taoargs.identified(spec) for spec in specs]
+    sweep = trials is not None
+    k = check_concurrency(max_concurrent, len(typed)) if sweep else len(typed)
+    plans = [adapter.plan(adapter.typed_spec(spec), replace(opts, job_id=None), None) for spec in typed]
+    gate = Gate(dry_run=True)
+    gate.lines += [w for w in (taoargs.unseen_warning(typed[0]),) if w]
+    verdict = _nccl_verdict(adapter, plans, opts)
+    sweep_id = names.mint_job_id(plans[0].network_arch, "sweep") if sweep else None
+    adapter.check(plans, gate, Batch(max_concurrent=k, sweep=sweep_id, search=search))
+    if verdict:
+        gate.lines.append(nccl_line(verdict))
+    return DryRun(gate, pending, specs, opts)
 
 
 def _nccl_verdict(adapter: Platform, plans: list[Plan], opts: SubmitOptions) -> dict:

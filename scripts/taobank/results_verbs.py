@@ -653,79 +653,257 @@ def _kept(rec: Record, listing: ResultsListing, keep: str | int, kpi: str | None
     return [f.path for f in newest[:int(keep)]], None
 
 
-def _prune_keeping(rec: Record, adapter: Any, loc: ResultsLocation, keep: str | int, kpi: str | None,
-                   mode: str | None,
-                   confirm: Callable[[str], bool]) -> Pruned:
-    """Delete the checkpoints of the job's own folder that ``keep`` does not choose (and links to them); the
-    kept ones are checked on the cluster before the deletion (there, at their listed size) and after it."""
-    listing = adapter.list_results(rec, loc, status=keep == "best")
-    if not listing.exists:
-        raise TaoError(f"the results folder {loc.folder} does not exist (pruned already?): nothing to keep")
-    kept, found = _kept(rec, listing, keep, kpi, mode)
-    why = f"; the best by {found.kpi} ({found.direction.text()})" if found else ""
-    ranked_by = {"kpi": found.kpi, "mode": found.mode, "mode_from": found.direction.source} if found else None
-    sizes = {f.path: f.size for f in listing.files}
-    gone = [f for f in listing.files if f.checkpoint and f.path not in kept]
-    links = [name for name, target in listing.links.items() if target in {f.path for f in gone}]
-    if not gone:
-        return Pruned(rec.id, loc.folder, False,
-                      f"nothing to delete: keeps {', '.join(kept) or 'no checkpoint'}{why}",
-                      kept=[{"path": p, "size": sizes[p]} for p in kept], ranked_by=ranked_by)
-    freed = sum(f.size for f in gone)
-    if not confirm(f"delete {len(gone)} checkpoint(s), {human(freed)}, of {rec.state} job {rec.id} in "
-                   f"{loc.folder}, keeping {', '.join(kept)}{why.replace(';', ',')}? [y/N] "):
-        return Pruned(rec.id, loc.folder, False, "deleted nothing (not confirmed)")
-    after = {f.path: f for f in adapter.remove_files(rec, loc, [f.path for f in gone] + links,
-                                                     {p: sizes[p] for p in kept})}
-    for path in kept:
-        if path not in after or after[path].size != sizes[path]:
-            raise TaoError(f"{path} was not found intact after the deletion (listed {sizes[path]} bytes): check "
-                           f"{loc.folder} with tao_jobs.py artifacts {rec.id}")
-    return Pruned(rec.id, loc.folder, True,
-                  f"deleted {len(gone)} checkpoint(s), {human(freed)}; kept {', '.join(kept)} (intact, sha256 "
-                  f"{after[kept[0]].sha256[:12] if after[kept[0]].sha256 else '?'}...){why}",
-                  deleted=[f.path for f in gone] + links,
-                  kept=[{"path": p, "size": after[p].size, "sha256": after[p].sha256} for p in kept],
-                  ranked_by=ranked_by)
+@dataclass
+class PrunePlan:
+    """What prune would delete of one job, read in one listing before anything is asked or deleted: the whole
+    folder (``keep`` None) or the checkpoints ``keep`` does not choose (and the links to them)."""
+
+    rec: Record
+    adapter: Any
+    loc: ResultsLocation
+    listing: ResultsListing
+    keep: str | int | None = None
+    #: the files that go: every file of the folder, or the checkpoints not kept
+    gone: list[ResultFile] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    #: why those are kept ("; the best by val_loss (min)"), or why a sweep trial keeps none
+    why: str = ""
+    ranked_by: dict | None = None
+
+    @property
+    def freed(self) -> int:
+        return sum(f.size for f in self.gone)
+
+    @property
+    def anything(self) -> bool:
+        """Something to delete (a whole folder that exists, or a checkpoint)."""
+        return bool(self.gone or self.links) or self.keep is None  # a whole folder: also what the job holds
+
+    def line(self) -> str:
+        """One line: the job, what goes (files, bytes) and what stays."""
+        from .text import one_line
+
+        head = f"{self.rec.id} ({self.rec.state})"
+        if self.keep is None:
+            if not self.listing.exists:
+                return one_line(f"{head}: {self.loc.folder} does not exist (pruned already?): nothing to delete")
+            if not self.listing.listed:
+                return one_line(f"{head}: delete {self.loc.folder} and everything in it")
+            return one_line(f"{head}: delete {self.loc.folder} and everything in it: {len(self.listing.files)} "
+                            f"file(s), {human(self.freed)}")
+        if not self.gone and not self.links:
+            return one_line(f"{head}: nothing to delete: keeps {', '.join(self.kept) or 'no checkpoint'}{self.why}")
+        keeping = f"keeping {', '.join(self.kept)}" if self.kept else "keeping no checkpoint"
+        return one_line(f"{head}: delete {len(self.gone)} checkpoint(s), {human(self.freed)}, in {self.loc.folder}, "
+                        f"{keeping}{self.why.replace(';', ',')}")
+
+    def lines(self) -> list[str]:
+        """:meth:`line`, then each file (and link) that would go, with its size."""
+        from .text import one_line
+
+        return [self.line()] + [one_line(f"  {f.path} ({human(f.size)})") for f in self.gone] + \
+            [one_line(f"  {name} (link)") for name in self.links]
+
+    def to_dict(self) -> dict:
+        out: dict[str, Any] = {"id": self.rec.id, "state": self.rec.state, "folder": self.loc.folder,
+                               "whole_folder": self.keep is None, "exists": self.listing.exists,
+                               "files": [{"path": f.path, "size": f.size} for f in self.gone],
+                               "links": self.links, "bytes": self.freed, "kept": self.kept}
+        if self.ranked_by:
+            out["ranked_by"] = self.ranked_by
+        return out
 
 
-def prune(platform: str | None, ids: list[str], *, confirm: Callable[[str], bool], keep: str | None = None,
-          kpi: str | None = None, mode: str | None = None) -> tuple[list[Pruned], list[str]]:
-    """Delete each finished job's own results folder after ``confirm(question)`` or, with ``keep``, the
-    checkpoints of it ``keep`` does not choose; (results, one-line errors). Either releases what the finished
-    job still holds (:meth:`~taobank.platform.Platform.release_pruned`: a Docker container).
-
-    One job's failure does not stop the others.
-    """
+def plan_prune(platform: str | None, ids: list[str], keep: str | None = None, kpi: str | None = None,
+               mode: str | None = None, *, list_whole: bool = True) -> tuple[list[PrunePlan], list[str]]:
+    """What ``prune`` would delete of each job (nothing is deleted): (plans, one-line errors of the jobs it would
+    refuse). The folders are listed in one batch per platform (a whole folder only with ``list_whole``: nobody is
+    asked). With ``keep`` best, trials of ONE sweep named together are ranked against each other: the winner keeps
+    its best checkpoint, the others keep none."""
     if not ids:
         raise UsageError("prune needs job ids")
     rule = keep_rule(keep, kpi, mode)
-    done: list[Pruned] = []
     errors: list[str] = []
+    found: list[tuple[Record, Any, ResultsLocation]] = []
     for job_id in dict.fromkeys(ids):
         try:
             rec = load_for(job_id, platform, "prune")
             adapter = get(rec.platform)
             loc = adapter.results_location(rec)
             prunable(rec, loc, ids)
-            if rule is not None:
-                pruned = _prune_keeping(rec, adapter, loc, rule, kpi, mode, confirm)
-            elif not confirm(f"delete {loc.folder} (the results of {rec.state} job {rec.id}) and everything "
-                             "in it? [y/N] "):
-                done.append(Pruned(rec.id, loc.folder, False, f"kept {loc.folder} (not confirmed)"))
-                continue
-            else:
-                pruned = Pruned(rec.id, loc.folder, True, adapter.remove_results(rec, loc))
-                fsio.write_private(records.artifact_dir(rec.id) / PRUNED_FILE, _note_json(loc.folder))
+            found.append((rec, adapter, loc))
+        except TaoError as exc:
+            errors.append(f"{job_id}: {exc}")
+    listed: dict[str, ResultsListing | TaoError] = {}
+    for name in dict.fromkeys(rec.platform for rec, _, _ in found):
+        if rule is None and not list_whole:
+            listed.update({rec.id: ResultsListing(loc.folder, listed=False) for rec, _, loc in found})
+            break
+        same = [(rec, a, loc) for rec, a, loc in found if rec.platform == name]
+        got: list[ResultsListing | TaoError]
+        if len(same) == 1:
             try:
-                note = adapter.release_pruned(rec) if pruned.removed else None
+                got = [same[0][1].list_results(same[0][0], same[0][2], status=rule == "best")]
+            except TaoError as exc:
+                got = [exc]
+        else:
+            got = same[0][1].list_results_many([g[0] for g in same], [g[2] for g in same], status=rule == "best")
+        listed.update({g[0].id: one for g, one in zip(same, got)})
+    plans: list[PrunePlan] = []
+    for rec, adapter, loc in found:
+        listing = listed[rec.id]
+        if isinstance(listing, TaoError):
+            errors.append(f"{rec.id}: {listing}")
+            continue
+        plan = PrunePlan(rec, adapter, loc, listing, rule)
+        if rule is None:
+            plan.gone = list(listing.files)
+        elif not listing.exists:
+            errors.append(f"{rec.id}: the results folder {loc.folder} does not exist (pruned already?): nothing "
+                          "to keep")
+            continue
+        plans.append(plan)
+    if rule is None:
+        return plans, errors
+    trials: dict[str, list[PrunePlan]] = {}
+    for plan in plans:
+        if plan.rec.sweep:
+            trials.setdefault(plan.rec.sweep, []).append(plan)
+    ranked = [p for group in trials.values() if len(group) > 1 for p in group] if rule == "best" else []
+    out: list[PrunePlan] = []
+    for plan in plans:
+        if plan in ranked:
+            continue
+        try:
+            kept, best = _kept(plan.rec, plan.listing, rule, kpi, mode)
+        except TaoError as exc:
+            errors.append(f"{plan.rec.id}: {exc}")
+            continue
+        plan.why = f"; the best by {best.kpi} ({best.direction.text()})" if best else ""
+        plan.ranked_by = ({"kpi": best.kpi, "mode": best.mode, "mode_from": best.direction.source}
+                          if best else None)
+        out.append(_choose(plan, kept))
+    for sweep, group in trials.items():
+        if len(group) > 1 and rule == "best":
+            more, refused = _sweep_winner(sweep, group, kpi or "", mode)
+            out += more
+            errors += refused
+    order = {job_id: i for i, job_id in enumerate(dict.fromkeys(ids))}
+    return sorted(out, key=lambda p: order.get(p.rec.id, 0)), errors
+
+
+def _choose(plan: PrunePlan, kept: list[str]) -> PrunePlan:
+    """The plan's kept checkpoints, and so what goes: every other checkpoint and the links to them."""
+    plan.kept = kept
+    plan.gone = [f for f in plan.listing.files if f.checkpoint and f.path not in kept]
+    names = {f.path for f in plan.gone}
+    plan.links = [name for name, target in plan.listing.links.items() if target in names]
+    return plan
+
+
+def _sweep_winner(sweep: str, group: list[PrunePlan], kpi: str,
+                  mode: str | None) -> tuple[list[PrunePlan], list[str]]:
+    """Trials of one sweep pruned together with ``--keep best``: the trial whose best ``kpi`` wins keeps that
+    checkpoint (the rule of ``sweep best``); every other trial's checkpoints go. No trial with a best
+    checkpoint: each is refused (nothing deleted)."""
+    way = kpirank.direction(kpi, mode)
+    bests: dict[str, Best] = {}
+    for plan in group:
+        try:
+            b = find_best(plan.listing, kpi, way, plan.rec.action)
+        except TaoError:
+            continue
+        if isinstance(b.value, (int, float)) and b.checkpoints:
+            bests[plan.rec.id] = b
+    if not bests:
+        return [], [f"{p.rec.id}: no trial of sweep {sweep} named here has a best checkpoint by {kpi}: nothing "
+                    "was deleted" for p in group]
+    win_id = sorted(bests, key=lambda i: bests[i].value, reverse=way.mode == "max")[0]
+    win = next(p for p in group if p.rec.id == win_id)
+    top = bests[win_id]
+    ranked_by = {"kpi": kpi, "mode": top.mode, "mode_from": top.direction.source, "sweep": sweep, "winner": win_id}
+    from .progress.statusfile import format_number
+
+    value = f"{kpi} {format_number(top.value, 6)}"
+    out = []
+    for plan in group:
+        plan.ranked_by = ranked_by
+        if plan is win:
+            plan.why = f"; sweep {sweep}'s winner, the best by {kpi} ({top.direction.text()}: {value})"
+            out.append(_choose(plan, top.checkpoints[:1]))
+        else:
+            plan.why = f"; sweep {sweep}: trial {plan.rec.trial} lost to trial {win.rec.trial} {win_id} ({value})"
+            out.append(_choose(plan, []))
+    return out, []
+
+
+def plan_text(plans: list[PrunePlan], errors: list[str]) -> str:
+    """Every plan's lines (each file that would go), then the jobs prune refuses, then the total."""
+    out = [line for p in plans for line in p.lines()]
+    out += [f"refused: {e}" for e in errors]
+    going = [p for p in plans if p.anything]
+    out.append(f"in all: {sum(len(p.gone) for p in going)} file(s), {human(sum(p.freed for p in going))}, of "
+               f"{len(going)} job(s)")
+    return "\n".join(out) + "\n"
+
+
+def _execute(plan: PrunePlan) -> Pruned:
+    """Delete what ``plan`` lists (the kept files checked on the cluster before and after)."""
+    rec, adapter, loc = plan.rec, plan.adapter, plan.loc
+    if plan.keep is None:
+        pruned = Pruned(rec.id, loc.folder, True, adapter.remove_results(rec, loc))
+        fsio.write_private(records.artifact_dir(rec.id) / PRUNED_FILE, _note_json(loc.folder))
+        return pruned
+    sizes = {f.path: f.size for f in plan.listing.files}
+    if not plan.gone and not plan.links:
+        return Pruned(rec.id, loc.folder, False,
+                      f"nothing to delete: keeps {', '.join(plan.kept) or 'no checkpoint'}{plan.why}",
+                      kept=[{"path": p, "size": sizes[p]} for p in plan.kept], ranked_by=plan.ranked_by)
+    after = {f.path: f for f in adapter.remove_files(rec, loc, [f.path for f in plan.gone] + plan.links,
+                                                     {p: sizes[p] for p in plan.kept})}
+    for path in plan.kept:
+        if path not in after or after[path].size != sizes[path]:
+            raise TaoError(f"{path} was not found intact after the deletion (listed {sizes[path]} bytes): check "
+                           f"{loc.folder} with tao_jobs.py artifacts {rec.id}")
+    first = after[plan.kept[0]] if plan.kept else None
+    intact = (f"kept {', '.join(plan.kept)} (intact, sha256 {first.sha256[:12] if first and first.sha256 else '?'}"
+              "...)") if plan.kept else "kept no checkpoint"
+    return Pruned(rec.id, loc.folder, True,
+                  f"deleted {len(plan.gone)} checkpoint(s), {human(plan.freed)}; {intact}{plan.why}",
+                  deleted=[f.path for f in plan.gone] + plan.links,
+                  kept=[{"path": p, "size": after[p].size, "sha256": after[p].sha256} for p in plan.kept],
+                  ranked_by=plan.ranked_by)
+
+
+def prune(platform: str | None, ids: list[str], *, confirm: Callable[[str], bool], keep: str | None = None,
+          kpi: str | None = None, mode: str | None = None, preview: bool = True) -> tuple[list[Pruned], list[str]]:
+    """Delete each finished job's own results folder or, with ``keep``, the checkpoints of it ``keep`` does not
+    choose, after ONE ``confirm(question)`` for all of them (the question lists every file that would go:
+    :func:`plan_text`); (results, one-line errors). Either releases what the finished job still holds
+    (:meth:`~taobank.platform.Platform.release_pruned`: a Docker container).
+
+    One job's failure does not stop the others. ``preview`` False (``--yes``: nobody reads the question): a whole
+    folder is not listed first.
+    """
+    plans, errors = plan_prune(platform, ids, keep, kpi, mode, list_whole=preview)
+    going = [p for p in plans if p.anything]
+    if going and not confirm(plan_text(plans, errors) + "delete these for good? [y/N] "):
+        return [Pruned(p.rec.id, p.loc.folder, False, f"kept {p.loc.folder} (not confirmed)" if p.keep is None
+                       else "deleted nothing (not confirmed)") for p in plans], errors
+    done: list[Pruned] = []
+    for plan in plans:
+        try:
+            pruned = _execute(plan)
+            try:
+                note = plan.adapter.release_pruned(plan.rec) if pruned.removed else None
             except TaoError as exc:  # the results went as asked: what the job still holds is a note
                 note = f"what the job still holds was not released ({exc})"
             if note:
                 pruned.message = f"{pruned.message}; {note}"
             done.append(pruned)
         except TaoError as exc:
-            errors.append(f"{job_id}: {exc}")
+            errors.append(f"{plan.rec.id}: {exc}")
     return done, errors
 
 

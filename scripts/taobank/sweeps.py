@@ -117,11 +117,13 @@ class Preview:
     trials: list[dict]
     shared: list[tuple[str, str]]
     sent: list[list[tuple[str, str]]]
+    #: the dry run's line: the submit's read-only checks that passed, and what was not checked
+    checks: str = ""
     #: a search's preview: each trial's overrides are asked of the study as it starts
     searched: bool = False
 
     def to_dict(self) -> dict:
-        return {"sweep": self.sweep, "max_concurrent": self.max_concurrent, "trials": self.trials,
+        return {"sweep": self.sweep, "max_concurrent": self.max_concurrent, "trials": self.trials, "checks": self.checks,
                 "shared": [{"name": n, "text": t} for n, t in self.shared],
                 "sent": [{"trial": i, "name": n, "text": t} for i, docs in enumerate(self.sent) for n, t in docs]}
 
@@ -137,8 +139,9 @@ class Preview:
             (str(t["trial"]), t["id"], one_line(" ".join(sweepfile.args_of(t["overrides"]))) or asked, t["results_dir"])
             for t in self.trials]
         widths = [max(len(r[i]) for r in rows) for i in range(3)]
-        out = [f"sweep preview: {len(self.trials)} trials, at most {self.max_concurrent} at once; nothing was "
-               f"contacted or created (ids and names are placeholders: submit mints them)\n"]
+        out = [f"{self.checks}\n"] if self.checks else []
+        out += [f"sweep preview: {len(self.trials)} trials, at most {self.max_concurrent} at once; nothing was "
+               f"created (ids and names are placeholders: submit mints them)\n"]
         out += ["  ".join(c.ljust(w) for c, w in zip(r[:3], widths)) + "  " + r[3] + "\n" for r in rows]
         for name, text in self.shared:
             out.append(f"# ---- sent once for the sweep: {name} ----\n{_ended(text)}")
@@ -162,10 +165,11 @@ def _ended(text: str) -> str:
 
 def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dict[str, str]],
             max_concurrent: int | None = None, *, parent_kpi: str | None = None, parent_mode: str | None = None,
-            allow_incomplete_parent: bool = False, search: Any = None) -> Preview:
+            allow_incomplete_parent: bool = False, check: bool = False, search: Any = None) -> Preview:
     """What ``submit`` would do with these trials, contacting nothing that changes state and opening no record:
     the same checks, every trial's spec as submit builds it, the platform's rendering of what it sends
-    (:meth:`Platform.preview_sweep`, the functions its launch uses) and the trial table."""
+    (:meth:`Platform.preview_sweep`, the functions its launch uses) and the trial table. ``check``: the submit's
+    read-only checks first (:func:`taobank.pipeline.dry_run`), else the preview says it did not run them."""
     from .platform import get
 
     spec, trials = _prepared(platform_name, spec, opts, trials, max_concurrent, parent_kpi=parent_kpi,
@@ -175,14 +179,30 @@ def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[di
     ids = preview_ids(len(trials))
     from .contract import Batch
 
+    from . import pipeline
+
     adapter = get(platform_name)
     if search is not None and not getattr(adapter, "runs_searches", False):
         raise UsageError(f"--search does not run on {platform_name} yet")
     specs = [dict(spec) for _ in trials] if search is not None else [trial_spec(spec, t) for t in trials]
-    shown = adapter.preview_sweep(specs, opts, ids, Batch(max_concurrent=k, sweep=PREVIEW_SWEEP, search=search))
+    batch = Batch(max_concurrent=k, sweep=PREVIEW_SWEEP, search=search)
+    if not check:
+        shown = adapter.preview_sweep(specs, opts, ids, batch)
+        table = [{"trial": i, "id": jid, "overrides": dict(t), "results_dir": folder}
+                 for i, (jid, t, folder) in enumerate(zip(ids, trials, shown.results_dirs))]
+        return Preview(PREVIEW_SWEEP, k, table, shown.shared, shown.trials, pipeline.UNCHECKED,
+                       searched=search is not None)
+    done = pipeline.dry_run(adapter, specs, opts, trials=trials, max_concurrent=max_concurrent, search=search)
+    try:
+        shown = adapter.preview_sweep(specs, opts, ids, batch)
+    except TaoError:
+        if not done.pending:
+            raise
+        done.left_out = True  # a platform that needs the credentials' values to render them
+        shown = adapter.preview_sweep(done.specs, done.opts, ids, batch)
     table = [{"trial": i, "id": jid, "overrides": dict(t), "results_dir": folder}
              for i, (jid, t, folder) in enumerate(zip(ids, trials, shown.results_dirs))]
-    return Preview(PREVIEW_SWEEP, k, table, shown.shared, shown.trials, searched=search is not None)
+    return Preview(PREVIEW_SWEEP, k, table, shown.shared, shown.trials, done.first_line(), searched=search is not None)
 
 
 def _supervised(adapter: Any, sweep_id: str, recs: list[Record]) -> None:
@@ -278,7 +298,7 @@ def status(sweep_id: str, *, retry: bool = True, kpi: str | None = None, mode: s
     """Every trial's state, progress and latest KPIs: the platform's one batched query, plus at most one read
     of the status files of the trials it could not read in that query. With ``kpi``: each trial's best value
     of it and its epoch too, as :func:`best` ranks them (its one listing of every trial's folder)."""
-    from . import jobstatus, platform as core, states
+    from . import jobstatus, platform as core
 
     if kpi is not None:
         check_rank(kpi, mode)
@@ -288,12 +308,11 @@ def status(sweep_id: str, *, retry: bool = True, kpi: str | None = None, mode: s
     adapter = core.get(recs[0].platform)
     _supervised(adapter, sweep_id, trial_records(sweep_id))
     by_id = {r.id: r for r in recs}
-    # running trials, and finished ones whose final progress is not known yet: one read (the same rule as status)
+    # running trials, and finished ones whose final progress is not known yet: one read (status's rule)
     now = jobstatus.ended_now(views, active)
-    read = [v for v in views if v.id in by_id and v.id not in now["read_already"] and (
-        (v.state == State.RUNNING and not adapter.progress_in_sweep)
-        or (v.state in states.TERMINAL and not jobstatus.remembered(v.id)[1]))]
-    jobstatus.keep_progress(views, read=read, read_already=now["read_already"])
+    read = [v for v in views if v.id in by_id and v.state == State.RUNNING and not adapter.progress_in_sweep]
+    jobstatus.keep_progress(views, read=read + [v for v in now["read"] if v.id in by_id],
+                            read_already=now["read_already"])
     rows = []
     for v in views:
         rec = by_id.get(v.id) or records.get(v.id)

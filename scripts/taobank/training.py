@@ -14,15 +14,6 @@ from .contract import TaoEnd
 from .errors import TaoError
 
 
-def status_paths(results_dir: str, action: str | None) -> list[str]:
-    """Where TAO's status file of a job can be: the folder itself, then the action's sub-folder."""
-    base = results_dir.rstrip("/")
-    out = [f"{base}/{tao.remote.TOP}"]
-    if action and "/" not in action and action not in (".", ".."):
-        out.append(f"{base}/{action}/{tao.remote.TOP}")
-    return out
-
-
 def chosen_log(files: Mapping[str, str], action: str | None) -> tuple[str, tao.StatusLog] | None:
     """(the status file to report, parsed), by :func:`taobank.progress.pick`; None when there is none."""
     chosen = tao.pick(dict(files), action)
@@ -50,18 +41,27 @@ def tao_end(files: Mapping[str, str], action: str | None) -> TaoEnd | None:
     return TaoEnd(ended["status"], ended["message"]) if ended else None
 
 
-def metrics_of(files: Mapping[str, str], action: str | None, job_id: str) -> tuple[list[dict], tao.StatusLog, str]:
-    """(the KPI series by epoch, the parsed log, the file it came from); one line when there is nothing to show."""
+def metrics_of(files: Mapping[str, str], action: str | None, job_id: str, *,
+               ended: str | None = None) -> tuple[list[dict], tao.StatusLog, str]:
+    """(the KPI series by epoch, the parsed log, the file it came from); one line when there is nothing to show,
+    which never says "yet" of a job that has ``ended`` (its final state): nothing more will come."""
     found = chosen_log(files, action)
     if found is None:
+        if ended:
+            raise TaoError(f"job {job_id} ({ended}) left no TAO status file (status.json, or <action>/status.json) in "
+                           "its results folder: its program wrote none (a generic command, or a trainer without "
+                           "TAO's status logger), so there are no metrics; its logs: tao_jobs.py logs " + job_id)
         raise TaoError(f"job {job_id} has no TAO status file (status.json) in its results folder yet: it writes one "
                        "once training starts (a generic command writes none)")
     chosen, log = found
     rows = tao.series(log)
     if not rows:
+        if ended:
+            raise TaoError(f"job {job_id} ({ended}) ended with no epoch or KPI in its {chosen} ({log.lines} line(s), "
+                           f"{log.skipped} unreadable): it stopped before its first epoch ended")
         raise TaoError(f"job {job_id}'s {chosen} holds no epoch or KPI yet ({log.lines} line(s), {log.skipped} "
                        "unreadable): try again once an epoch has ended")
     return rows, log, chosen
 
 
-__all__ = ["status_paths", "chosen_log", "progress_of", "tao_end", "metrics_of"]
+__all__ = ["chosen_log", "progress_of", "tao_end", "metrics_of"]

@@ -12,6 +12,12 @@ the cluster environment class it chose, its host, and the task environment tao_e
 results folder is ``results_dir=`` when given, else the bank's $TAO_API_RESULTS_DIR/$TAO_API_JOB_ID.
 The process group times out after TAO_STANDIN_PG_TIMEOUT_S (default 90) seconds, so a rank whose peers
 never come fails instead of hanging until the job's time limit.
+
+As TAO's Lightning networks do (TAOStatusLogger, monitor_status), global rank 0 writes
+``<results>/train/status.json`` in the StatusLogger's JSON Lines (testclusters/fake_tao_train.sh writes the same
+shape): STARTED lines, one epoch line each epoch (epoch, step, max_epoch, max_step, times, eta, the KPI dict
+train_loss), "Training loop complete." and "Train finished successfully."; ``train.num_epochs=N`` (TAO's key)
+sets the epochs (default 1), so status, metrics and artifacts work on it as on TAO.
 """
 from __future__ import annotations
 
@@ -19,7 +25,8 @@ import json
 import os
 import socket
 import sys
-from datetime import timedelta
+import time
+from datetime import datetime, timedelta
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_py311  # noqa: E402  (before anything imports torch.distributed's sharded tensors)
@@ -58,6 +65,56 @@ def results_dir(args: list[str]) -> str:
     return os.path.join(os.environ["TAO_API_RESULTS_DIR"], os.environ["TAO_API_JOB_ID"])
 
 
+def num_epochs(args: list[str]) -> int:
+    return max(1, int(overrides(args).get("train.num_epochs", "1")))
+
+
+class TaoStatus(pl.Callback):
+    """TAO's status.json, written on global rank 0 as TAO's StatusLogger writes it (keys, then date, time, status,
+    verbosity, message, and the KPI dict in effect)."""
+
+    def __init__(self, results: str, network: str = "dino") -> None:
+        self.path = os.path.join(results, "train", "status.json")
+        self.network = network
+        self.kpi: dict[str, float] = {}
+        self.t0 = 0.0
+
+    def line(self, trainer: pl.Trainer, status: str, message: str, **keys: object) -> None:
+        if trainer.global_rank != 0:
+            return
+        now = datetime.now()
+        row = {**keys, "date": f"{now.month}/{now.day}/{now.year}", "time": f"{now.hour}:{now.minute}:{now.second}",
+               "status": status, "verbosity": "INFO", "message": message}
+        if self.kpi:
+            row["kpi"] = dict(self.kpi)
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(row) + "\n")
+
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self.line(trainer, "STARTED", f"Starting {self.network.upper()} train.")
+        self.line(trainer, "STARTED", "Starting Training Loop.")
+
+    def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self.t0 = time.monotonic()
+
+    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        took = timedelta(seconds=round(time.monotonic() - self.t0))
+        epoch, last = trainer.current_epoch, trainer.max_epochs - 1
+        steps = trainer.num_training_batches
+        self.line(trainer, "RUNNING", "Training loop in progress", epoch=epoch, step=trainer.global_step,
+                  max_epoch=last, max_step=steps * trainer.max_epochs, time_per_epoch=str(took),
+                  eta=str(took * (last - epoch)))
+        loss = trainer.callback_metrics.get("train_loss")
+        if loss is not None:
+            self.kpi = {"train_loss": round(float(loss), 6)}
+            self.line(trainer, "RUNNING", "Train metrics generated.")
+
+    def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self.line(trainer, "RUNNING", "Training loop complete.")
+        self.line(trainer, "RUNNING", "Train finished successfully.")
+
+
 class Tiny(pl.LightningModule):
     def __init__(self, out: str) -> None:
         super().__init__()
@@ -90,7 +147,9 @@ class Tiny(pl.LightningModule):
 
     def training_step(self, batch, batch_idx):
         x, y = batch
-        return torch.nn.functional.mse_loss(self.layer(x), y)
+        loss = torch.nn.functional.mse_loss(self.layer(x), y)
+        self.log("train_loss", loss, on_step=False, on_epoch=True, sync_dist=True)
+        return loss
 
     def configure_optimizers(self):
         return torch.optim.SGD(self.parameters(), lr=0.01)
@@ -103,8 +162,9 @@ def main(argv: list[str]) -> int:
     timeout = timedelta(seconds=int(os.environ.get("TAO_STANDIN_PG_TIMEOUT_S", "90")))
     trainer = pl.Trainer(accelerator="cpu", devices=devices, num_nodes=num_nodes(args, spec),
                          strategy=DDPStrategy(process_group_backend="gloo", timeout=timeout),
-                         max_epochs=1, limit_train_batches=2, logger=False, enable_checkpointing=False,
-                         enable_progress_bar=False, enable_model_summary=False)
+                         max_epochs=num_epochs(args), limit_train_batches=2, logger=False,
+                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                         callbacks=[TaoStatus(results_dir(args))])
     data = TensorDataset(torch.randn(32, 4), torch.randn(32, 1))
     trainer.fit(Tiny(results_dir(args)), DataLoader(data, batch_size=4))
     return 0

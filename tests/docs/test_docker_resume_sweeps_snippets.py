@@ -119,7 +119,8 @@ def test_preview_sweep_block_engages_no_engine_and_shows_the_containers_the_subm
     assert not (tmp / "calls.jsonl").exists() and not list((tmp / "state").glob("*.json"))  # no engine call, no record
     assert not list((tmp / "results").iterdir())
     lines = res.stdout.splitlines()
-    assert lines[2].split()[:3] == ["0", "preview-trial-0", "train.optim.lr=0.001"], res.stdout
+    assert lines[0].startswith("dry run: nothing was contacted"), res.stdout  # it says what it did not check
+    assert lines[3].split()[:3] == ["0", "preview-trial-0", "train.optim.lr=0.001"], res.stdout
     assert "docker start preview-trial-0" in lines
     creates = [shlex.split(ln) for ln in lines if ln.startswith("docker create ")]
     assert len(creates) == 2 and creates[1][-1] == "train.optim.lr=0.0001"

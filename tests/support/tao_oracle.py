@@ -1,7 +1,8 @@
 """TAO's own code as the tests' oracle: status files written by nvidia-tao-core's ``StatusLogger`` and checkpoint
 names made by pytorch-lightning's ``ModelCheckpoint`` at TAO's settings (requirements-tao.txt, installed
 ``--no-deps``), in the order a Lightning training calls them: the callback's own hooks (``setup``,
-``on_train_start``, ``on_validation_end``, ``on_train_epoch_end``) decide when a checkpoint is saved and linked,
+``on_train_start``, ``on_train_batch_end``, ``on_validation_end``, ``on_train_epoch_end``) decide when a checkpoint
+is saved and linked (every epoch, every ``every_n_train_steps`` batches, with validations ``val_every`` apart),
 over a stand-in of the Trainer's attributes they read, and a resumed run restores the callback's state from the
 checkpoint as Lightning does (``load_state_dict``).
 
@@ -15,12 +16,14 @@ Two stand-ins, both only here and both for code that does not decide a single by
   whole TAO API server in (kubernetes, mongo, NGC SDK, ...). Outside TAO's cloud (``CLOUD_BASED`` unset, no
   ``EARLY_STOP_EPOCH``) that hook does nothing, so a no-op stands in for it.
 
-What TAO's PyTorch backend (nvidia_tao_pytorch, not published on PyPI) adds around the logger is the order and
-the words of its calls: its workflow decorator (``Starting DINO train.``, ``Train finished successfully.``; an
-interrupt or SystemError writes FAILURE ``Train was interrupted`` and is swallowed, so the process exits 0;
-another exception writes FAILURE with its text and is raised), its Lightning status callback ("Starting Training
-Loop.", the epoch line, "Training loop complete.") and DINO's module (validation KPIs on a line of their own
-before the epoch line, ``val_mAP`` as text; the training loss after it). :func:`train` makes those calls.
+Around the action, nvidia-tao-core's own ``monitor_status`` decorator writes the run's first and last lines
+(STARTED ``Starting DINO train``; RUNNING ``DINO train completed successfully``; on an interrupt or SystemError
+FAILURE ``DINO train was interrupted: ...``, on another exception FAILURE ``DINO train failed: ...``, both
+raised on). What TAO's PyTorch backend (nvidia_tao_pytorch, not published on PyPI) adds is the order and the
+words of its other calls, which :func:`train` makes: its entrypoint swallows an interrupt or SystemError (the
+process exits 0 after the FAILURE line: "Execution status: PASS"), its Lightning status callback ("Starting
+Training Loop.", the epoch line, "Training loop complete.") and DINO's module (validation KPIs on a line of
+their own before the epoch line, ``val_mAP`` as text; the training loss after it).
 """
 from __future__ import annotations
 
@@ -31,10 +34,11 @@ import os
 import sys
 import types
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 #: TAO's ModelCheckpoint settings (core/lightning/tao_lightning_module.py; versions.yaml tao_checkpoints).
 TAO_FILENAME = "model_{epoch:03d}_{step:05d}"
@@ -113,6 +117,34 @@ def tao() -> Any:
     return _LOADED["logging"]
 
 
+def monitor_status() -> Any:
+    """nvidia-tao-core's ``monitor_status`` decorator (``nvidia_tao_core.loggers.decorators``)."""
+    if "monitor_status" not in _LOADED:
+        tao()
+        from nvidia_tao_core.loggers.decorators import monitor_status as decorator
+
+        _LOADED["monitor_status"] = decorator
+    return _LOADED["monitor_status"]
+
+
+@contextmanager
+def clock(at: datetime) -> Iterator[None]:
+    """TAO's logger writes ``at`` as every line's date and time (its module's ``datetime.now``)."""
+    tao_logging = tao()
+
+    class _Fixed(datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> "_Fixed":  # type: ignore[override]
+            return cls.fromtimestamp(at.timestamp())
+
+    real = tao_logging.datetime
+    tao_logging.datetime = _Fixed
+    try:
+        yield
+    finally:
+        tao_logging.datetime = real
+
+
 def model_checkpoint() -> Any:
     """pytorch-lightning's ``ModelCheckpoint`` class (its own module, over the torch stand-in)."""
     if "ModelCheckpoint" not in _LOADED:
@@ -140,11 +172,12 @@ def model_checkpoint() -> Any:
     return _LOADED["ModelCheckpoint"]
 
 
-def tao_checkpoint(folder: Path, network: str = "dino") -> Any:
+def tao_checkpoint(folder: Path, network: str = "dino", every_n_train_steps: int | None = None) -> Any:
     """A ModelCheckpoint as TAO's Lightning networks configure it: ``model_epoch_007_step_00800.pth`` and
-    the relative link ``dino_model_latest.pth`` to the last one saved."""
+    the relative link ``dino_model_latest.pth`` to the last one saved (every epoch, or every
+    ``every_n_train_steps`` batches)."""
     checkpoint = model_checkpoint()(dirpath=str(folder), filename=TAO_FILENAME, save_last="link",
-                                    save_top_k=-1)
+                                    save_top_k=-1, every_n_train_steps=every_n_train_steps)
     checkpoint.CHECKPOINT_EQUALS_CHAR = TAO_EQUALS_CHAR
     checkpoint.FILE_EXTENSION = TAO_EXTENSION
     checkpoint.CHECKPOINT_NAME_LAST = f"{network}_model_latest"
@@ -214,8 +247,16 @@ class Scenario:
     train_loss: Sequence[float | None] = ()
     #: an exception raised during this epoch (before its validation): (epoch, Interrupted | Crashed)
     stop_at: tuple[int, type[BaseException]] | None = None
+    #: the exception's text; ``{epoch}`` is the epoch it stopped in
+    stop_message: str = "stopped in epoch {epoch}"
     #: resume after this epoch (the run starts at the next one, appending to status.json as TAO does)
     resume_after: int | None = None
+    #: the time_per_epoch TAO's callback measured, in seconds
+    epoch_seconds: float = 100
+    #: Lightning's ``every_n_train_steps`` (a checkpoint every so many batches); None: one per epoch
+    every_n_train_steps: int | None = None
+    #: Lightning's ``check_val_every_n_epoch`` (TAO's validation_interval): a validation every so many epochs
+    val_every: int = 1
 
 
 @dataclass
@@ -229,6 +270,10 @@ class Run:
     saved_at: list[int] = field(default_factory=list)
     #: the status file's lines before this run (an earlier run's, appended to)
     first_line: int = 0
+    #: (what, status lines written then) as the run went: "begun" (after monitor_status's first line),
+    #: "resumed", "loop", "epoch N" (before epoch N's batches), "saved NAME" (Lightning saved a checkpoint),
+    #: "epochs done", "stopped" (before the exception reached monitor_status); an action's "done"
+    marks: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def status_text(self) -> str:
@@ -239,59 +284,93 @@ def _number(value: float | None) -> float:
     return math.nan if value is None else value
 
 
-def train(results: Path, scenario: Scenario, *, network: str = "dino") -> Run:
-    """One ``<network> train`` run into ``results/train`` (TAO's results folder of the action)."""
+def _written(folder: Path) -> int:
+    status = folder / "status.json"
+    return len(status.read_text(encoding="utf-8").splitlines()) if status.exists() else 0
+
+
+def _entrypoint(run: Run, name: str, mode: str, body: Callable[[Any], None]) -> Run:
+    """``body(status_logger)`` as TAO runs an action: wrapped in nvidia-tao-core's ``monitor_status`` (its
+    first and last status lines), under an entrypoint that swallows an interrupt or SystemError after the
+    FAILURE line, as TAO PyTorch's does (exit code 0); any other exception is exit code 1."""
+    tao_logging = tao()
+
+    @monitor_status()(name=name, mode=mode, results_dir=str(run.folder))
+    def action_body() -> None:
+        run.marks.append(("begun", _written(run.folder)))
+        body(tao_logging.get_status_logger())
+
+    try:
+        action_body()
+        run.exit_code = 0
+    except (KeyboardInterrupt, SystemError):
+        run.exit_code = 0  # TAO PyTorch's entrypoint: "Execution status: PASS"
+    except Exception:
+        run.exit_code = 1
+    return run
+
+
+def train(results: Path, scenario: Scenario, *, network: str = "dino", name: str | None = None) -> Run:
+    """One ``<network> train`` run into ``results/train`` (TAO's results folder of the action); ``name`` is what
+    monitor_status calls the network (default: the network in capitals)."""
     tao_logging = tao()
     folder = Path(results) / "train"
     folder.mkdir(parents=True, exist_ok=True)
-    logger = tao_logging.StatusLogger(filename=str(folder / "status.json"), is_master=True,
-                                      verbosity=tao_logging.Verbosity.INFO, append=True)
-    tao_logging.set_status_logger(logger)
-    checkpoint = tao_checkpoint(folder, network)
+    checkpoint = tao_checkpoint(folder, network, scenario.every_n_train_steps)
     trainer = _Trainer(checkpoint)
-    run = Run(1, folder)
-    written = lambda: len((folder / "status.json").read_text(encoding="utf-8").splitlines())  # noqa: E731
-    run.first_line = written()
-
-    def hook(name: str) -> None:
-        """A ModelCheckpoint hook as Lightning calls it; a checkpoint it saves is noted with where it came."""
-        before = checkpoint._last_checkpoint_saved
-        getattr(checkpoint, name)(trainer, None)
-        if checkpoint._last_checkpoint_saved != before:
-            run.checkpoints.append(Path(checkpoint._last_checkpoint_saved).name)
-            run.saved_at.append(written())
-
+    trainer.check_val_every_n_epoch = scenario.val_every
+    run = Run(1, folder, first_line=_written(folder))
     status = tao_logging.Status
-    logger.write(status_level=status.STARTED, message=f"Starting {network.upper()} train.")
-    first = 0
-    if scenario.resume_after is not None:
-        first = scenario.resume_after + 1
-        latest = folder / f"{checkpoint.CHECKPOINT_NAME_LAST}{TAO_EXTENSION}"
-        saved = json.loads(latest.read_text(encoding="utf-8"))
-        checkpoint.load_state_dict(saved["ModelCheckpoint"])  # Lightning restores the callback's state
-        trainer.current_epoch, trainer.global_step = saved["epoch"] + 1, saved["global_step"]
-        logger.write(message=f"Resuming training from checkpoint: {os.path.realpath(latest)}")
-    try:
+
+    def body(logger: Any) -> None:
+        def mark(what: str) -> None:
+            run.marks.append((what, _written(folder)))
+
+        def hook(hook_name: str, *args: Any) -> None:
+            """A ModelCheckpoint hook as Lightning calls it; a checkpoint it saves is noted with where it came."""
+            before = checkpoint._last_checkpoint_saved
+            getattr(checkpoint, hook_name)(trainer, None, *args)
+            if checkpoint._last_checkpoint_saved != before:
+                run.checkpoints.append(Path(checkpoint._last_checkpoint_saved).name)
+                run.saved_at.append(_written(folder))
+                mark(f"saved {run.checkpoints[-1]}")
+
+        first = 0
+        if scenario.resume_after is not None:
+            first = scenario.resume_after + 1
+            latest = folder / f"{checkpoint.CHECKPOINT_NAME_LAST}{TAO_EXTENSION}"
+            saved = json.loads(latest.read_text(encoding="utf-8"))
+            checkpoint.load_state_dict(saved["ModelCheckpoint"])  # Lightning restores the callback's state
+            trainer.current_epoch, trainer.global_step = saved["epoch"] + 1, saved["global_step"]
+            logger.write(message=f"Resuming training from checkpoint: {os.path.realpath(latest)}")
+            mark("resumed")
         with warnings.catch_warnings():  # "exists and is not empty": TAO's status.json is there first, as in TAO
             warnings.simplefilter("ignore", UserWarning)
             checkpoint.setup(trainer, None, "fit")
         checkpoint.on_train_start(trainer, None)
         logger.write(status_level=status.STARTED, message="Starting Training Loop.")  # TAO's callback
+        mark("loop")
         epochs = len(scenario.val_map)
         last = epochs - 1
         for epoch in range(first, epochs):
+            mark(f"epoch {epoch}")
             trainer.current_epoch = epoch
             if scenario.stop_at and scenario.stop_at[0] == epoch:
-                raise scenario.stop_at[1](f"stopped in epoch {epoch}")
-            trainer.global_step = step = (epoch + 1) * STEPS_PER_EPOCH  # the epoch's batches ran
-            # validation at the epoch's end (DINO's on_validation_epoch_end): val_mAP as text
-            logger.kpi = {"val_mAP": str(_number(scenario.val_map[epoch])),
-                          "val_loss": _number(scenario.val_loss[epoch])}
-            logger.write(message="Eval metrics generated.")
-            hook("on_validation_end")
+                mark("stopped")
+                raise scenario.stop_at[1](scenario.stop_message.format(epoch=epoch))
+            for batch in range(STEPS_PER_EPOCH):  # the epoch's batches
+                trainer.global_step = epoch * STEPS_PER_EPOCH + batch + 1
+                hook("on_train_batch_end", None, None, batch)
+            step = trainer.global_step
+            if (epoch + 1) % scenario.val_every == 0:
+                # validation at the epoch's end (DINO's on_validation_epoch_end): val_mAP as text
+                logger.kpi = {"val_mAP": str(_number(scenario.val_map[epoch])),
+                              "val_loss": _number(scenario.val_loss[epoch])}
+                logger.write(message="Eval metrics generated.")
+                hook("on_validation_end")
             # on_train_epoch_end: the callbacks (TAO's status callback: the epoch line), the module (DINO's
             # training loss), then the monitoring callbacks (ModelCheckpoint)
-            per_epoch = timedelta(seconds=100)
+            per_epoch = timedelta(seconds=scenario.epoch_seconds)
             logger.write(data={"epoch": epoch, "step": step, "max_epoch": last,
                                "max_step": epochs * STEPS_PER_EPOCH, "time_per_epoch": str(per_epoch),
                                "time_per_step": str(per_epoch / STEPS_PER_EPOCH),
@@ -300,33 +379,31 @@ def train(results: Path, scenario: Scenario, *, network: str = "dino") -> Run:
             logger.kpi = {"train_loss": _number(loss)}
             logger.write(message="Train metrics generated.")
             hook("on_train_epoch_end")
+        mark("epochs done")
         logger.write(message="Training loop complete.")  # on_train_end
-        logger.write(message="Train finished successfully.")
-        run.exit_code = 0
-    except (KeyboardInterrupt, SystemError):
-        logger.write(message="Train was interrupted", verbosity_level=tao_logging.Verbosity.INFO,
-                     status_level=status.FAILURE)
-        run.exit_code = 0  # swallowed by TAO's workflow decorator: the entrypoint prints "Execution status: PASS"
-    except Exception as exc:
-        logger.write(message=str(exc), status_level=status.FAILURE)
-        run.exit_code = 1
-    return run
+
+    return _entrypoint(run, name or network.upper(), "train", body)
 
 
-def action(results: Path, name: str, kpis: dict[str, Any] | None = None, *, network: str = "dino") -> Run:
-    """One ``<network> <name>`` run (evaluate, export, inference) into ``results/<name>``: TAO's workflow lines
-    around the action, the KPIs an evaluate writes on a line of their own."""
-    tao_logging = tao()
+def action(results: Path, name: str, kpis: dict[str, Any] | None = None, *, network: str = "dino",
+           title: str | None = None, stop: type[BaseException] | None = None,
+           stop_message: str = "stopped") -> Run:
+    """One ``<network> <name>`` run (evaluate, export, inference) into ``results/<name>``: monitor_status's
+    lines around the action, the KPIs an evaluate writes on a line of their own; ``stop``: the action raises
+    that (Interrupted | Crashed) first."""
     folder = Path(results) / name
-    logger = tao_logging.StatusLogger(filename=str(folder / "status.json"), is_master=True,
-                                      verbosity=tao_logging.Verbosity.INFO, append=True)
-    tao_logging.set_status_logger(logger)
-    logger.write(status_level=tao_logging.Status.STARTED, message=f"Starting {network.upper()} {name}.")
-    if kpis:
-        logger.kpi = dict(kpis)
-        logger.write(message="Evaluation metrics generated.")
-    logger.write(message=f"{name.capitalize()} finished successfully.")
-    return Run(0, folder)
+    run = Run(1, folder, first_line=_written(folder))
+
+    def body(logger: Any) -> None:
+        if stop is not None:
+            run.marks.append(("stopped", _written(folder)))
+            raise stop(stop_message)
+        if kpis:
+            logger.kpi = dict(kpis)
+            logger.write(message="Evaluation metrics generated.")
+        run.marks.append(("done", _written(folder)))
+
+    return _entrypoint(run, title or network.upper(), name, body)
 
 
 def lines(run: Run) -> list[dict]:
@@ -354,4 +431,4 @@ def write_replay(run: Run, dest: Path) -> Path:
 
 
 __all__: Sequence[str] = ("Scenario", "Run", "Interrupted", "Crashed", "train", "action", "lines", "tao",
-                          "model_checkpoint", "tao_checkpoint", "write_replay")
+                          "monitor_status", "clock", "model_checkpoint", "tao_checkpoint", "write_replay")

@@ -264,12 +264,20 @@ def find_answer(squeue: Sequence[str] = (), sacct: Sequence[str] = ()) -> str:
 
 def sweep_answer(squeue: Sequence[str] = (), sacct: Sequence[str] = (), markers: dict[str, str] | None = None,
                  *, sacct_rc: int = 0) -> Callable[[Call], Result]:
-    """What remote.SWEEP prints for the markers it was asked about (empty marker unless given)."""
+    """What remote.SWEEP prints for the markers it was asked about (empty marker unless given); an argument
+    ``<folder>/*/status.json`` prints each given marker of a sub-folder's status file, as the glob would."""
 
     def answer(call: Call) -> Result:
         text = "@@squeue\n" + "".join(r + "\n" for r in squeue) + "@@rc 0\n"
         text += "@@sacct\n" + "".join(r + "\n" for r in sacct) + f"@@rc {sacct_rc}\n"
         for m in call.args[1:]:
+            if m.endswith("/*/status.json"):
+                folder = m[:-len("/*/status.json")]
+                for path, body in sorted((markers or {}).items()):
+                    rel = path[len(folder) + 1:] if path.startswith(folder + "/") else ""
+                    if rel.count("/") == 1 and rel.endswith("/status.json"):
+                        text += f"@@marker {path}\n{body}\n"
+                continue
             text += f"@@marker {m}\n{(markers or {}).get(m, '')}\n"
         return ok(text)
 

@@ -275,7 +275,7 @@ NODES = "@@node gpu*|n1|64|512000|gpu:a100:8(S:0-1)\n@@node gpu*|n2|64|512000|gp
 
 
 @pytest.mark.parametrize("ask, said", [
-    ({"cpus_per_task": 999}, "999 CPUs per task"), ({"mem": "600G"}, "--mem 600G"),
+    ({"cpus_per_task": 999}, "999 CPUs per task"), ({"memory": "600G"}, "--mem 600G"),
     ({"num_gpus": 16, "max_num_gpus_per_node": 16}, "16 GPUs per node"),
     ({"num_nodes": 3, "num_gpus": 3}, "has 2 such node(s) of 2"),
 ])
@@ -293,7 +293,7 @@ def test_a_slurm_job_that_fits_a_node_is_staged_after_the_same_one_command(slurm
     slurm.ssh("STAGE", "")
     slurm.ssh("FIND", "")
     slurm.ssh("SBATCH", "4242\n")
-    platform.get("slurm").submit({**SLURM_SPEC, "cpus_per_task": 64, "mem": "500G"}, SubmitOptions())
+    platform.get("slurm").submit({**SLURM_SPEC, "cpus_per_task": 64, "memory": "500G"}, SubmitOptions())
     assert slurm.scripts() == ["MISSING", "STAGE", "FIND", "SBATCH"]
 
 

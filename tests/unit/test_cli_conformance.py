@@ -53,7 +53,12 @@ class K8s:
         self.fake.kubectl("logs", answer=text)
 
     def tail_asked(self) -> list[str]:
-        return [w.split("=")[1] for c in self.fake.kubectl_calls("logs") for w in c.words if w.startswith("--tail=")]
+        """The lines asked of the job's output: kubectl is asked for room for the final status lines too (a finished
+        pod's last lines; left out), except when following."""
+        from taobank.kubernetes import logs as k8s_logs
+
+        return [str(int(w.split("=")[1]) - (0 if "--follow" in c.words else k8s_logs.FINAL_LINES_MAX))
+                for c in self.fake.kubectl_calls("logs") for w in c.words if w.startswith("--tail=")]
 
     def followed(self) -> bool:
         return any("--follow" in c.words for c in self.fake.kubectl_calls("logs"))
@@ -229,11 +234,21 @@ def test_status_json_is_a_list_even_for_one_id(world, helper, cli):
 
 
 def test_status_of_a_finished_record_asks_nobody_and_is_still_a_list(world, helper, cli):
+    """A finished record is shown as stored: no scheduler, engine or API query. Its final progress is read once,
+    the first time status shows it finished without one known (it ended under another poller: issue 49), in one
+    read of its status files at most (none on Kubernetes without a saved spec), then never again."""
     jid = world.record()
     records.mark(jid, "COMPLETE")
+    if world.platform == "slurm":
+        world.fake.ssh("READ_STATUS_SH", "")  # no status file: nothing to show, and known as final
     out = cli(helper, "status", jid, "--json")
     assert out.rc == 0 and [v["state"] for v in json.loads(out.out)] == ["COMPLETE"]
-    assert world.fake.calls == []
+    reads = {"slurm": [("ssh", "READ_STATUS_SH")], "docker": [("sh", None)], "kubernetes": []}[world.platform]
+    assert [(c.program, c.script) for c in world.fake.calls if not c.control] == reads, world.fake.calls
+    since = len(world.fake.calls)
+    again = cli(helper, "status", jid, "--json")
+    assert again.rc == 0 and [v["state"] for v in json.loads(again.out)] == ["COMPLETE"]
+    assert world.fake.calls[since:] == []
 
 
 def words(line: str) -> list[str]:

@@ -142,3 +142,59 @@ def test_a_refused_login_blames_the_registry_or_the_engine_rightly(fake, cli, mo
     fake.on("docker", lambda c: c.argv[1] == "login", "", rc=1, stderr=stderr)
     out = cli("tao_docker.py", "login", "--registry", "reg.example:5000")
     assert out.rc == 1 and says in out.err, out.err
+
+
+# ------------------------------------------------------------------ issue 49: --ngc-pull-secret, dry runs that check
+KEY = "nvapi-pullkey-0123456789abcdef"
+
+
+def test_ngc_pull_secret_logs_in_on_stdin_just_before_the_pull_only(fake, cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("NGC_KEY", KEY)
+    _engine(fake, have_image=False)
+    fake.on("docker", lambda c: c.argv[1] == "login", "Login Succeeded")
+    fake.on("docker", lambda c: c.argv[1] == "pull", "Pull complete")
+    out = cli("tao_docker.py", "submit", "--image", "reg.example:5000/tao/img:1", "--gpus", "0", "--ngc-pull-secret",
+              "--results-dir", str(tmp_path), "--json", "--", "true")
+    assert out.rc == 0, out
+    words = [c.argv[1] for c in fake.calls]
+    assert words.index("login") == words.index("pull") - 1  # just before the pull
+    (login,) = [c for c in fake.calls if c.argv[1] == "login"]
+    assert login.argv[1:] == ["login", "--username", "$oauthtoken", "--password-stdin", "--", "reg.example:5000"]
+    assert login.stdin == KEY + "\n" and all(KEY not in " ".join(c.argv) for c in fake.calls)
+    assert KEY not in out.out + out.err + json.dumps(records.list_records())
+    fake.calls.clear()  # the image is here now: no login at all
+    _engine(fake, have_image=True)
+    again = cli("tao_docker.py", "submit", "--image", "reg.example:5000/tao/img:1", "--gpus", "0", "--ngc-pull-secret",
+                "--results-dir", str(tmp_path), "--json", "--", "true")
+    assert again.rc == 0 and "login" not in [c.argv[1] for c in fake.calls], again
+
+
+def test_ngc_pull_secret_without_the_key_is_one_line_before_any_record(fake, cli, tmp_path, monkeypatch):
+    monkeypatch.delenv("NGC_KEY", raising=False)
+    _engine(fake, have_image=False)
+    out = cli("tao_docker.py", "submit", "--image", "img:1", "--gpus", "0", "--ngc-pull-secret",
+              "--results-dir", str(tmp_path), "--", "true")
+    assert out.rc == 1 and len(out.err_lines) == 1 and "export NGC_KEY" in out.err, out
+    assert records.list_records() == [] and not any(c.argv[1] in ("login", "pull") for c in fake.calls)
+
+
+def test_dry_run_says_first_what_it_did_not_check_and_check_runs_the_checks(fake, cli, tmp_path, monkeypatch):
+    monkeypatch.delenv("NGC_KEY", raising=False)
+    out = cli("tao_docker.py", "submit", "--image", "img:1", "--gpus", "0", "--results-dir", str(tmp_path),
+              "--dry-run", "--", "true")
+    assert out.rc == 0 and fake.calls == [] and out.err_lines[0].startswith("dry run: nothing was contacted, so the "
+                                                                            "submit's read-only checks did not run")
+    _engine(fake, have_image=False)
+    out = cli("tao_docker.py", "submit", "--image", "img:1", "--gpus", "0", "--results-dir", str(tmp_path),
+              "--mount", f"{tmp_path}/no-such-data:/data", "--dry-run", "--check", "--", "true")
+    assert out.rc == 1 and "bind-mount path" in out.err and records.list_records() == []  # what submit refuses
+    out = cli("tao_docker.py", "submit", "--image", "img:1", "--gpus", "0", "--results-dir", str(tmp_path),
+              "--ngc-pull-secret", "--dry-run", "--check", "--", "true")
+    assert out.rc == 0, out
+    first = out.err_lines[0]
+    assert first.startswith("dry run: the submit's read-only checks passed (docker engine 20.10.24") and \
+        "not checked: pulling img:1 (a dry run pulls nothing); NGC_KEY not set here (the submit needs it)" in first
+    assert not any(c.argv[1] in ("login", "pull", "run", "create") for c in fake.calls)
+    assert records.list_records() == [] and out.out.startswith("docker run --detach")
+    usage = cli("tao_docker.py", "submit", "--image", "img:1", "--check", "--", "true")
+    assert usage.rc == 2 and "give --dry-run too" in usage.err

@@ -53,6 +53,8 @@ def test_a_finished_kubernetes_job_keeps_its_epoch_on_the_status_line(fake, cli)
     fake.kubectl("exec", rc=1, stderr="cannot exec into a container in a completed pod")
     out = cli("tao_k8s.py", "status", rec["id"])
     assert "COMPLETE" in out.out and "[epoch 7/10" in out.out, out
+    # its end printed no status lines (a pod killed, say): what status saw, said so (issue 49)
+    assert "(last seen running)]" in out.out, out
     again = cli("tao_jobs.py", "status", rec["id"], "--json")
     assert json.loads(again.out)[0]["progress"]["epoch"] == 6
 
@@ -84,3 +86,26 @@ def test_docker_sweep_table_reads_a_trial_that_ended_unseen_once_from_its_local_
     assert (rows[0].state, rows[0].progress, rows[0].kpis) == ("COMPLETE", "3/3", {"val_loss": 0.125})
     folder.joinpath("status.json").unlink()  # final: the table never reads it again
     assert sweeps.status(done.sweep)[0].kpis == {"val_loss": 0.125}
+
+
+def test_a_job_another_poller_saw_end_shows_its_final_epoch_not_the_one_last_seen_running(fake, cli):
+    """Issue 49: a Kubernetes job seen at epoch 1/6, then marked COMPLETE by another poller (a sweep's supervisor,
+    a watch in another shell, an MCP status), showed a stale `epoch 1/6` for good: the status line now reads its
+    final lines once (from the log saved at its end: no call) and keeps them as final."""
+    from taobank import savedlogs
+    from taobank.kubernetes import render
+
+    rec = k8s_record()
+    records.artifact_dir(rec["id"]).joinpath("spec.json").write_text(json.dumps(K8S_SPEC))
+    fake.kubectl("get", "jobs,pods", answer=items([job(rec["id"], f"uid-{rec['id']}", condition="Complete"),
+                                                    pod(rec["id"], f"uid-{rec['id']}", "Succeeded")]))
+    jobstatus._remember(rec["id"], {"epoch": 0, "max_epoch": 5, "line": "epoch 1/6"}, final=False)  # seen running
+    last = status_text(5, 0.125, max_epoch=5).split("|", 1)[1]
+    savedlogs.save(rec["id"], "logs.txt", f"trained\n{render.FINAL_STATUS_PREFIX}status.json {last}")
+    records.mark(rec["id"], "COMPLETE", message="Job complete")  # by another poller
+    out = cli("tao_jobs.py", "status", rec["id"])
+    assert "COMPLETE" in out.out and "[epoch 6/6 val_loss=0.125]" in out.out, out
+    assert jobstatus.remembered(rec["id"])[1] is True
+    since = len(fake.calls)
+    assert "[epoch 6/6" in cli("tao_jobs.py", "status", rec["id"]).out
+    assert not [c for c in kubectl_calls(fake, since) if c.startswith("exec")]

@@ -266,8 +266,8 @@ N = "@@node gpu*|n1|64|512000|gpu:a100:8(S:0-1)\n@@node gpu*|n2|32|256000|gpu:4\
 SIZES = [
     # (sinfo's answer, what the job asks, refused?)
     (N, {}, False), (N, {"cpus_per_task": 64}, False), (N, {"cpus_per_task": 65}, True),
-    (N, {"mem": "500G"}, False), (N, {"mem": "501G"}, True), (N, {"mem": "512000M"}, False),
-    (N, {"mem": "512001M"}, True), (N, {"mem": "524288000K"}, False), (N, {"mem": "1T"}, True),
+    (N, {"memory": "500G"}, False), (N, {"memory": "501G"}, True), (N, {"memory": "512000M"}, False),
+    (N, {"memory": "512001M"}, True), (N, {"memory": "524288000K"}, False), (N, {"memory": "1T"}, True),
     (N, {"num_gpus": 8, "max_num_gpus_per_node": 8}, False), (N, {"num_gpus": 16, "max_num_gpus_per_node": 16}, True),
     (N, {"num_nodes": 2, "num_gpus": 4}, False), (N, {"num_nodes": 2, "num_gpus": 16}, True),
     (N, {"num_nodes": 3, "num_gpus": 3}, True), (N, {"cpus_per_task": 33, "num_nodes": 2, "num_gpus": 2}, True),

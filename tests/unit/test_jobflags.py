@@ -30,7 +30,7 @@ def test_the_shared_flags_mean_the_same_request_on_both_platforms():
     slurm = spec("slurm", SHARED + ["--memory", "32G", "--", "true"])
     assert (k8s["nodes"], k8s["gpus"], k8s["cpu"], k8s["memory"]) == (2, 4, "8", "32Gi")
     assert (slurm["num_nodes"], slurm["num_gpus"], slurm["max_num_gpus_per_node"], slurm["cpus_per_task"],
-            slurm["mem"]) == (2, 8, 4, 8, "32G")  # SLURM's spec counts GPUs in total
+            slurm["memory"]) == (2, 8, 4, 8, "32G")  # SLURM's spec counts GPUs in total
     for one in (k8s, slurm):
         assert (one["image"], one["network_arch"], one["action"]) == ("nvcr.io/nvidia/tao/tao-toolkit:x", "dino", "train")
         assert one["env"] == {"A": "1"} and one["nccl_env"] == {"NCCL_DEBUG": "INFO"}

@@ -45,7 +45,7 @@ def test_the_fields_every_platform_has_are_named_once():
                       "mounts": [{"pvc": "data", "mount_path": "/data"}], "results_dir": "/data/results",
                       "node_selector": {"gpu": "a100"}, "working_dir": "/w"}),
     (SlurmSpec, {"image": "nvcr.io/x:1", "command": ["python3", "t.py"], "num_nodes": 2, "num_gpus": 8,
-                 "cpus_per_task": 8, "mem": "64G", "results_base": "/lustre/r", "time_hours": 2.5,
+                 "cpus_per_task": 8, "memory": "64G", "results_base": "/lustre/r", "time_hours": 2.5,
                  "secrets": ["HF_TOKEN"], "prefetch": {"ckpt/m.pth": "s3://bucket/m.pth"}}),
     (DockerSpec, {"image": "nvcr.io/x:1", "command": "nvidia-smi", "gpus": "all", "cpus": 4.0, "memory": "16g",
                   "mounts": [{"host": "/d", "container": "/d", "read_only": True}], "workdir": "/w",
@@ -69,6 +69,20 @@ def test_the_bank_s_own_specs_are_typed_too(monkeypatch):
     assert SlurmSpec.parse(s).nodes == 2 and SlurmSpec.parse(s).num_gpus == 2
 
 
+def test_slurm_reads_mem_as_an_alias_of_memory_and_writes_memory():
+    """One spelling (issue 49): the flag --memory and the key memory; mem (sbatch's word, the key before) is read."""
+    old = {"command": "true", "mem": "8G"}
+    assert SlurmSpec.parse(old).memory == "8G" and SlurmSpec.parse(old).to_dict() == {"command": "true", "memory": "8G"}
+    assert SlurmSpec.of(old).memory == "8G"  # a spec saved before the rename, read back for continue
+    from taobank.slurm import spec as slurm_spec
+
+    assert slurm_spec.typed(old).memory == "8G"
+    with pytest.raises(TaoError, match="both memory and mem"):
+        SlurmSpec.parse({"command": "true", "mem": "8G", "memory": "16G"})
+    with pytest.raises(TaoError, match="memory"):
+        slurm_spec.typed({"command": "true", "mem": "lots"})
+
+
 def test_refusals_name_the_field():
     with pytest.raises(TaoError, match="num_nodes"):
         DockerSpec.from_dict({"image": "x", "command": "y", "num_nodes": 2})
@@ -89,6 +103,6 @@ def test_the_shared_flags_land_where_the_typed_spec_spells_them(monkeypatch):
     slurm = SlurmSpec.parse(slurm_flags.spec_from_flags(None, {**given, "command": ["python3", "t.py"]}))
     k8s = KubernetesSpec.parse(k8s_flags.spec_from_flags(None, {**given, "command": "sleep 1", "cpus": "500m"}))
     assert (slurm.nodes, slurm.cpus, slurm.memory) == (2, 8, "64G")
-    assert slurm.to_dict()["num_nodes"] == 2 and slurm.to_dict()["mem"] == "64G"
+    assert slurm.to_dict()["num_nodes"] == 2 and slurm.to_dict()["memory"] == "64G"
     assert (k8s.nodes, k8s.cpus, k8s.memory) == (2, "500m", "64G") and k8s.to_dict()["cpu"] == "500m"
     assert set(jobspec.FLAG_FIELDS.values()) <= SHARED

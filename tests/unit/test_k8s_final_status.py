@@ -91,3 +91,39 @@ def test_a_status_file_without_any_epoch_line_prints_only_its_last_lines(tmp_pat
     env = {**os.environ, "TAO_API_RESULTS_DIR": str(tmp_path / "results"), "TAO_API_JOB_ID": "job-1"}
     out = subprocess.run(["sh", "-c", render.FINAL_STATUS_SH], capture_output=True, text=True, env=env, timeout=60)
     assert out.stdout.splitlines() == [f"{render.FINAL_STATUS_PREFIX}status.json {_step(n)}" for n in range(18, 30)]
+
+
+def test_logs_tail_of_a_finished_pod_shows_the_jobs_last_lines_not_nothing(state_dir, fake, cli):
+    """Issue 49: a finished pod's last lines are the bank's final status lines; ``logs --tail 2`` asked kubectl for
+    2 lines and left both out. Now it asks for room for them and shows the job's own last 2 (live and saved)."""
+    from fakeproc import items, job, k8s_record, pod
+
+    rec = k8s_record(state="COMPLETE")
+    written = "".join(f"epoch {i} done\n" for i in range(5))
+    final = "".join(f"{render.FINAL_STATUS_PREFIX}train/status.json {EPOCH}\n" for _ in range(3))
+    fake.kubectl("get", "pods", answer=items([pod(rec["id"], f"uid-{rec['id']}", "Succeeded")]))
+    fake.kubectl("logs", answer=lambda c: "".join((written + final).splitlines(keepends=True)[-int(
+        next(a for a in c.argv if a.startswith("--tail=")).split("=")[1]):]))
+    out = cli("tao_jobs.py", "logs", rec["id"], "--tail", "2")
+    assert out.rc == 0 and out.out == "epoch 3 done\nepoch 4 done\n", out
+    asked = [a for c in fake.calls for a in c.argv if a.startswith("--tail=")]
+    assert asked == [f"--tail={2 + logs.FINAL_LINES_MAX}"]
+    out = cli("tao_jobs.py", "logs", rec["id"], "--tail", "2", "--follow")  # nothing more will come: no stream
+    assert out.rc == 0 and out.out == "epoch 3 done\nepoch 4 done\n", out
+    fake.kubectl("get", "pods", answer=items([]))  # the pods are gone: the log saved at the end
+    savedlogs.save(rec["id"], "logs.txt", written + final)
+    out = cli("tao_jobs.py", "logs", rec["id"], "--tail", "2")
+    assert out.rc == 0 and out.out.endswith("epoch 3 done\nepoch 4 done\n") and "@@tao-final" not in out.out, out
+
+
+def test_a_tier_c_pod_prints_its_final_lines_too(tmp_path):
+    """The staged-results wrapper (tier C) ends as LOG_WRAPPER does: the final epoch survives the pod."""
+    stage = tmp_path / "stage"
+    (stage / "job-1" / "train").mkdir(parents=True)
+    (stage / "job-1" / "train" / "status.json").write_text(EPOCH + "\n")
+    env = {**os.environ, "TAO_STAGING_DIR": str(stage), "TAO_API_RESULTS_DIR": str(stage), "TAO_API_JOB_ID": "job-1"}
+    out = subprocess.run(["sh", "-c", render.MAIN_WRAPPER, "tao-main", "sh", "-c", "echo run; exit 3"],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 3 and (stage / ".tao-exit").read_text().strip() == "3"
+    assert out.stdout == f"run\n{render.FINAL_STATUS_PREFIX}train/status.json {EPOCH}\n"
+    assert logs.final_lines(out.stdout) == {"train/status.json": EPOCH + "\n"}

@@ -85,8 +85,10 @@ def test_continue_needs_what_its_job_was_submitted_with(state_dir, creds, tmp_pa
     env = {k: v for k, v in _env(tmp_path, creds).items() if k not in ("WANDB_API_KEY", "HF_TOKEN")}
     with Session(env) as s:
         done = s.call("continue", id=rec["id"])
+    # its own checks first: a job still PENDING is refused before any of the three keys is asked or named
     assert done["isError"] is True and done["content"][0]["text"].startswith(
-        "error: continue needs WANDB_API_KEY, HF_TOKEN, NGC_KEY, set neither in the MCP server's environment "), done
+        f"error: job {rec['id']} is PENDING: cancel it first"), done
+    assert "before any key was asked; nothing was done" in done["content"][0]["text"]
 
 
 def test_a_stored_key_is_one_private_line_both_readers_read_back(creds):
@@ -269,9 +271,26 @@ def test_connections_over_the_bound_are_closed_unanswered(monkeypatch):
 
 
 # ------------------------------------------------------------------ through the server
+#: A docker CLI whose engine passes the submit's read-only checks (info, the image is here) and refuses to make a
+#: container: the key is asked once the checks pass, and what stops the real submit then is this refusal.
+ENGINE_STUB = """#!/bin/sh
+case "$1" in
+  info) echo '{"ServerVersion": "20.10.24", "SecurityOptions": []}' ;;
+  image) echo sha256:1 ;;
+  *) echo "stub engine: $1 refused" >&2; exit 1 ;;
+esac
+"""
+
+
 def _env(tmp_path: Path, creds: Path, **more: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in (NAME, "NGC_KEY")}
+    stub = tmp_path / "stub-bin"
+    stub.mkdir(exist_ok=True)
+    (stub / "docker").write_text(ENGINE_STUB)
+    (stub / "docker").chmod(0o755)
+    (tmp_path / "results").mkdir(exist_ok=True)
     return {**env, "TAO_STATE_DIR": str(tmp_path / "state"), "TAO_ENV_FILE": str(creds),
+            "PATH": f"{stub}:{env.get('PATH', '')}", "TAO_DOCKER_RESULTS_DIR": str(tmp_path / "results"),
             "DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock", **more}
 
 
@@ -314,10 +333,23 @@ def test_the_user_gives_the_key_on_the_page_and_the_submit_goes_on(tmp_path, cre
         complete = s.notification("notifications/elicitation/complete", timeout=30)
         stderr = s.close()
     assert complete["params"]["elicitationId"] == ask["params"]["elicitationId"]
-    # the helper ran with the key: what stops it now is the absent engine, not the key
-    assert done["isError"] is True and "no docker engine answers" in done["content"][0]["text"], done
+    # the helper ran with the key: what stops it now is the engine refusing the container, not the key
+    assert done["isError"] is True and "stub engine: " in done["content"][0]["text"], done
     assert envfile.read(creds, private=True) == {NAME: KEY}
     assert KEY not in "\n".join(s.traffic) + stderr + json.dumps(done)
+
+
+@pytest.mark.parametrize("caps", [URL_CLIENT, {}])
+def test_the_submits_checks_run_before_a_key_is_asked(tmp_path, creds, caps):
+    """Issue 49: a submit the host would refuse (4 GPUs on a host without) is refused before its key is asked:
+    no page, no key pasted for nothing; the helper's own line says why."""
+    with Session(_env(tmp_path, creds), capabilities=caps, protocol="2025-11-25") as s:
+        done = s.call("submit_docker", **{**SUBMIT, "gpus_per_node": 4})
+    assert done["isError"] is True, done
+    text = done["content"][0]["text"]
+    assert "asks for GPUs (4)" in text and "before any key was asked; nothing was done" in text, text
+    assert not [n for n in s.notifications if n.get("method") == "elicitation/create"] and not creds.exists()
+    assert not (tmp_path / "state").is_dir() or not list((tmp_path / "state").glob("*.json"))  # no record
 
 
 @pytest.mark.parametrize("answer,post,says", [
@@ -388,8 +420,8 @@ def test_a_client_of_pages_only_is_not_sent_a_form(tmp_path, creds):
     """Form elicitation (prune's yes/no) goes only to a client that takes forms: ``{"url": {}}`` alone does not."""
     with Session(_env(tmp_path, creds), capabilities=URL_CLIENT, protocol="2025-11-25") as s:
         done = s.call("prune", ids=["gone-aaaaaaaa"])
-    assert done["content"][0]["text"] == ("error: prune deletes results for good: run it on a terminal to confirm, "
-                                          "or pass --yes")
+    assert done["isError"] is True  # the helper's own lines: what it would delete (here: no such job), nothing asked
+    assert done["content"][0]["text"].startswith("error: gone-aaaaaaaa: no job record gone-aaaaaaaa")
     assert not [n for n in s.notifications if n.get("method") == "elicitation/create"]
 
 

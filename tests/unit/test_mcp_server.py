@@ -5,6 +5,7 @@ line, and outlives a thousand malformed messages in a row."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -84,28 +85,57 @@ def test_the_server_outlives_a_thousand_malformed_messages(session):
     assert "Traceback" not in stderr
 
 
-@pytest.mark.parametrize("answer,says", [
-    ({"action": "accept", "content": {"confirm": True}}, "error: gone-aaaaaaaa: no job record gone-aaaaaaaa in "),  # it ran with --yes
-    ({"action": "accept", "content": {"confirm": False}}, "error: not confirmed (accept): nothing was done"),
-    ({"action": "decline"}, "error: not confirmed (decline): nothing was done"),
+def _finished_docker_job(tmp_path: Path) -> tuple[str, Path]:
+    """A finished Docker record (in TAO_STATE_DIR) whose own results folder holds two files (7 bytes)."""
+    from taobank import records
+
+    rec = records.open_record("docker", "img:1", "dino", "train", "A", f"{tmp_path}/results/{{id}}",
+                              backend={"engine": "docker", "container": "c"})
+    jid = rec["id"]
+    records.mark(jid, "PENDING", backend_ref=f"docker:{jid}", backend={"results_dir": f"{tmp_path}/results/{jid}"})
+    records.mark(jid, "COMPLETE")
+    folder = tmp_path / "results" / jid
+    folder.mkdir(parents=True)
+    (folder / "a.pth").write_text("1234")
+    (folder / "status.json").write_text("{}\n")
+    return jid, folder
+
+
+@pytest.mark.parametrize("answer,removed,says", [
+    ({"action": "accept", "content": {"confirm": True}}, True, None),  # it ran with --yes
+    ({"action": "accept", "content": {"confirm": False}}, False, "error: not confirmed (accept): nothing was done"),
+    ({"action": "decline"}, False, "error: not confirmed (decline): nothing was done"),
 ])
-def test_prune_asks_the_user_through_the_client(state_dir, answer, says):
-    env = {**os.environ, "TAO_STATE_DIR": str(state_dir)}
+def test_prune_asks_the_user_through_the_client_saying_what_goes(state_dir, tmp_path, answer, removed, says):
+    jid, folder = _finished_docker_job(tmp_path)
+    env = {**os.environ, "TAO_STATE_DIR": str(state_dir), "DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock"}
     with Session(env, capabilities={"elicitation": {}}) as s:
-        rid = s.start("tools/call", {"name": "prune", "arguments": {"ids": ["gone-aaaaaaaa"]}})
+        rid = s.start("tools/call", {"name": "prune", "arguments": {"ids": [jid]}})
         ask = s.notification("elicitation/create", timeout=60)
-        assert ask["params"]["message"] == "Delete the results folders of gone-aaaaaaaa for good (tao prune)?"
+        assert ask["params"]["message"] == (f"Delete the results folders of {jid} for good (tao prune)? It deletes "
+                                            f"{jid}: 2 file(s), 7 B (7 B in all).")
         assert ask["params"]["requestedSchema"]["properties"]["confirm"]["type"] == "boolean"
         s.reply(ask, answer)
         done = s.answer(rid)["result"]
-    assert done["isError"] is True and done["content"][0]["text"].startswith(says), done
+    assert folder.exists() is not removed, done
+    if says:
+        assert done["isError"] is True and done["content"][0]["text"].startswith(says), done
+    else:
+        assert done["structuredContent"]["result"][0]["removed"] is True, done
+
+
+def test_prune_of_a_job_it_would_refuse_asks_nothing(state_dir):
+    env = {**os.environ, "TAO_STATE_DIR": str(state_dir)}
+    with Session(env, capabilities={"elicitation": {}}) as s:
+        done = s.call("prune", ids=["gone-aaaaaaaa"])
+    assert done["isError"] is True and done["content"][0]["text"].startswith("error: gone-aaaaaaaa: no job record")
+    assert not [n for n in s.notifications if n.get("method") == "elicitation/create"]
 
 
 def test_a_client_that_cannot_ask_gets_the_helpers_line(session):
     done = session.request("tools/call", {"name": "prune", "arguments": {"ids": ["gone-aaaaaaaa"]}})["result"]
-    assert done["isError"] is True
-    assert done["content"][0]["text"] == ("error: prune deletes results for good: run it on a terminal to confirm, "
-                                          "or pass --yes")
+    assert done["isError"] is True  # the helper's own lines: what it would delete (here: no such job), nothing asked
+    assert done["content"][0]["text"].startswith("error: gone-aaaaaaaa: no job record gone-aaaaaaaa")
     assert not [n for n in session.notifications if n.get("method") == "elicitation/create"]
 
 

@@ -457,7 +457,10 @@ def test_epochs_are_shown_from_one_in_the_status_line_and_the_sweep_table():
 
 def test_only_taos_own_sentence_of_an_action_is_success():
     for message in ("Train finished successfully.", "Evaluate finished successfully.",
-                    "Gen_trt_engine finished successfully."):
+                    "Gen_trt_engine finished successfully.",
+                    # nvidia-tao-core's monitor_status: f"{name} {mode} completed successfully"
+                    "DINO train completed successfully", "TAO-Toolkit gen_trt_engine completed successfully"):
         assert parse(status_line("RUNNING", message=message)).events[0].outcome == "SUCCESS"
-    for message in ("Dataset conversion finished successfully.", "train finished successfully", "Train finished"):
+    for message in ("Dataset conversion finished successfully.", "train finished successfully", "Train finished",
+                    "train completed successfully", "DINO train completed successfully.", "Training loop complete."):
         assert parse(status_line("RUNNING", message=message)).events[0].outcome is None

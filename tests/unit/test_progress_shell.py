@@ -158,16 +158,29 @@ def test_the_trainer_writes_what_the_parser_reads(shell, tmp_path):
 
 
 @pytest.mark.parametrize("shell", SHELLS)
-def test_the_trainer_fails_at_the_epoch_asked_in_the_action_folder(shell, tmp_path):
-    res = run_sh(shell, str(TRAINER), "--results", str(tmp_path), "--epochs", "4", "--fail-at", "2",
-                 "--action", "evaluate")
+def test_the_trainer_fails_at_the_epoch_asked(shell, tmp_path):
+    res = run_sh(shell, str(TRAINER), "--results", str(tmp_path), "--epochs", "4", "--fail-at", "2")
     assert res.returncode == 1 and "failed at epoch 2" in res.stderr
+    files = read_remote(shell, str(tmp_path))
+    assert list(files) == ["train/status.json"] and pick(files, "train") == "train/status.json"
+    p = progress(parse(files["train/status.json"]))
+    assert (p.status, p.epoch) == ("FAILURE", 1) and p.message.endswith("simulated failure at epoch 2")
+    assert sorted(p.name for p in tmp_path.glob("train/*.pth")) == [
+        "dino_model_latest.pth", "model_epoch_000_step_00010.pth", "model_epoch_001_step_00020.pth"]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_another_action_writes_its_own_folder(shell, tmp_path):
+    res = run_sh(shell, str(TRAINER), "--results", str(tmp_path), "--action", "evaluate", "fake.best_val=300")
+    assert res.returncode == 0, res.stderr
     files = read_remote(shell, str(tmp_path))
     assert list(files) == ["evaluate/status.json"] and pick(files, "evaluate") == "evaluate/status.json"
     p = progress(parse(files["evaluate/status.json"]))
-    assert (p.status, p.epoch) == ("FAILURE", 1) and p.message.endswith("simulated failure at epoch 2")
-    assert sorted(p.name for p in tmp_path.glob("evaluate/*.pth")) == [
-        "dino_model_latest.pth", "model_epoch_000_step_00010.pth", "model_epoch_001_step_00020.pth"]
+    assert p.status == "SUCCESS" and p.kpis == {"val_mAP": 0.7, "val_loss": 0.3}
+    assert not list(tmp_path.glob("evaluate/*.pth"))
+    res = run_sh(shell, str(TRAINER), "--results", str(tmp_path), "--action", "export", "--interrupt-at", "0")
+    assert res.returncode == 0  # TAO's entrypoint exits 0 after the interrupt it wrote FAILURE for
+    assert progress(parse((tmp_path / "export" / "status.json").read_text())).status == "FAILURE"
 
 
 @pytest.mark.parametrize("shell", SHELLS)

@@ -194,3 +194,120 @@ def test_fetch_best_downloads_only_the_checkpoint_artifacts_ranks_first(docker_j
         assert bad.rc == 2 and needle in bad.err, bad
     none = cli("tao_jobs.py", "fetch", jid, "--best", "--kpi", "nope_kpi", "--mode", "min", "--to", tmp_path / "y")
     assert none.rc == 1 and "nope_kpi" in none.err, none
+
+
+# ------------------------------------------------------------------ issue 49: one question, a preview, sweep trials
+@pytest.fixture()
+def three_jobs(docker_fake, fake, tmp_path, cli):
+    """Three finished Docker jobs, each with the four checkpoints and TAO's status (val_loss best at epoch 1)."""
+    engine = Engine(fake)
+    spec = tmp_path / "job.json"
+    spec.write_text(json.dumps(SPEC))
+    jobs = []
+    for _ in range(3):
+        out = cli("tao_docker.py", "submit", "--spec", str(spec), "--json")
+        assert out.rc == 0, out
+        jid = json.loads(out.out)["id"]
+        folder = records.load(jid)["backend"]["results_dir"]
+        os.makedirs(folder, exist_ok=True)
+        for name, text in CKPTS.items():
+            with open(os.path.join(folder, name), "w") as fh:
+                fh.write(text)
+        with open(os.path.join(folder, "status.json"), "w") as fh:
+            fh.write(STATUS)
+        records.mark(jid, "CANCELED", message="canceled: container stopped")
+        engine.containers[jid].update(Status="exited", ExitCode=143)
+        jobs.append((jid, folder))
+    return engine, jobs
+
+
+def pty_stdin(monkeypatch, typed: str):
+    """stdin a real pseudo-terminal (os.openpty) with ``typed`` already typed on it; returns the master fd."""
+    master, slave = os.openpty()
+    if typed:
+        os.write(master, typed.encode())
+    stdin = os.fdopen(slave, "r", buffering=1)
+    monkeypatch.setattr("sys.stdin", stdin)
+    return master, stdin
+
+
+def test_prune_of_three_ids_on_a_terminal_asks_one_question_listing_every_file(three_jobs, cli, monkeypatch):
+    engine, jobs = three_jobs
+    master, stdin = pty_stdin(monkeypatch, "y\n")
+    try:
+        out = cli("tao_jobs.py", "prune", *[j for j, _ in jobs])
+    finally:
+        stdin.close()
+        os.close(master)
+    assert out.rc == 0, out
+    assert out.err.count("[y/N]") == 1 and out.err.endswith("[y/N] \n"), out.err  # one question, a whole line
+    for jid, folder in jobs:
+        assert f"{jid} (CANCELED): delete {folder} and everything in it: 5 file(s)" in out.err
+        assert "  model_epoch_002.pth (30 B)" in out.err and not os.path.exists(folder)
+        assert f"{jid}: deleted {folder}" in out.out and jid not in engine.containers
+    assert "in all: 15 file(s)" in out.err
+
+
+def test_prune_on_a_terminal_nobody_answers_deletes_nothing_and_returns(three_jobs, cli, monkeypatch):
+    from taobank.cli import verbcli
+
+    _, jobs = three_jobs
+    monkeypatch.setattr(verbcli, "ANSWER_WAIT_S", 0.2)
+    master, stdin = pty_stdin(monkeypatch, "")
+    try:
+        out = cli("tao_jobs.py", "prune", *[j for j, _ in jobs])
+    finally:
+        stdin.close()
+        os.close(master)
+    assert out.rc == 0 and "no answer in 0 s: nothing was deleted" in out.err, out
+    assert all(len(names(folder)) == 5 for _, folder in jobs) and out.out.count("(not confirmed)") == 3
+
+
+def test_prune_dry_run_lists_files_and_bytes_per_job_and_deletes_nothing(three_jobs, cli, fake):
+    engine, jobs = three_jobs
+    before = len(fake.calls)
+    ids = [j for j, _ in jobs]
+    out = cli("tao_jobs.py", "prune", *ids, "--keep", "best", "--kpi", "val_loss", "--dry-run", "--json")
+    assert out.rc == 0, out
+    plans = json.loads(out.out)
+    assert [p["id"] for p in plans] == ids
+    for p in plans:
+        assert p["kept"] == ["model_epoch_001.pth"] and p["links"] == []
+        assert sorted(f["path"] for f in p["files"]) == ["model_epoch_000.pth", "model_epoch_002.pth",
+                                                         "model_epoch_003.pth"]
+        assert p["bytes"] == sum(len(CKPTS[f["path"]]) for f in p["files"])
+    text = cli("tao_jobs.py", "prune", *ids, "--dry-run")
+    assert text.rc == 0 and text.out.startswith("dry run, nothing deleted: "), text
+    assert text.out.count("and everything in it: 5 file(s)") == 3 and "  status.json" in text.out
+    assert all(len(names(folder)) == 5 for _, folder in jobs) and all(j in engine.containers for j in ids)
+    assert not [c for c in fake.calls[before:] if c.program == "docker" and c.argv[1] == "rm"]
+
+
+def test_prune_without_a_terminal_says_what_it_would_delete(three_jobs, cli, monkeypatch):
+    import io
+
+    _, jobs = three_jobs
+    monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))
+    out = cli("tao_jobs.py", "prune", jobs[0][0], "--keep", "1")
+    assert out.rc == 2 and "pass --yes" in out.err and "delete 3 checkpoint(s)" in out.err, out
+    assert "  model_epoch_000.pth (10 B)" in out.err and len(names(jobs[0][1])) == 5
+
+
+def test_keep_best_over_a_sweeps_trials_keeps_only_the_winners_best(three_jobs, cli):
+    _, jobs = three_jobs
+    for trial, ((jid, folder), loss) in enumerate(zip(jobs, (0.3, 0.1, 0.2))):
+        rec = records.load(jid)
+        records._replace(jid, {**rec, "sweep": "dino-train-5a5a5a5a", "trial": trial, "overrides": {"lr": str(trial)}})
+        with open(os.path.join(folder, "status.json"), "w") as fh:  # each trial's best val_loss at epoch 2
+            fh.write("".join(json.dumps({"status": "RUNNING", "epoch": e, "kpi": {"val_loss": loss + abs(e - 2)}})
+                             + "\n" for e in range(4)))
+    ids = [j for j, _ in jobs]
+    dry = json.loads(cli("tao_jobs.py", "prune", *ids, "--keep", "best", "--kpi", "val_loss", "--dry-run",
+                         "--json").out)
+    assert [p["kept"] for p in dry] == [[], ["model_epoch_002.pth"], []]
+    assert {p["ranked_by"]["winner"] for p in dry} == {ids[1]}
+    out = cli("tao_jobs.py", "prune", *ids, "--keep", "best", "--kpi", "val_loss", "--yes")
+    assert out.rc == 0, out
+    assert names(jobs[1][1]) == ["model_epoch_002.pth", "status.json"]
+    assert names(jobs[0][1]) == names(jobs[2][1]) == ["status.json"]
+    assert f"lost to trial 1 {ids[1]} (val_loss 0.1)" in out.out and "sweep dino-train-5a5a5a5a's winner" in out.out

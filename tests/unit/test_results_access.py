@@ -367,11 +367,14 @@ def test_prune_refuses_exact_and_no_results_folders(fake, cli):
     assert fake.calls == []
 
 
-def test_prune_without_a_terminal_or_yes_refuses_and_no_keeps(pod, cli, monkeypatch):
+def test_prune_without_a_terminal_or_yes_says_what_it_would_delete_and_refuses_and_no_keeps(pod, cli, monkeypatch):
     rec = k8s_job()
+    pod.answer("LIST_RESULTS", listing_text(FILES))
     monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))  # not a TTY
     out = cli("tao_jobs.py", "prune", rec["id"])
-    assert out.rc == 2 and "run it on a terminal to confirm, or pass --yes" in out.err and pod.calls == []
+    assert out.rc == 2 and "run it on a terminal to answer its one question, or pass --yes" in out.err, out
+    assert f"delete /results/{rec['id']} and everything in it: 5 file(s)" in out.err  # what it would delete
+    assert "  model_epoch_004.pth (5 B)" in out.err and "REMOVE_FOLDER" not in [script_of(c) for c in pod.calls]
 
     class Tty(io.StringIO):
         def isatty(self) -> bool:
@@ -379,7 +382,8 @@ def test_prune_without_a_terminal_or_yes_refuses_and_no_keeps(pod, cli, monkeypa
 
     monkeypatch.setattr("sys.stdin", Tty("n\n"))
     out = cli("tao_jobs.py", "prune", rec["id"])
-    assert out.rc == 0 and "kept" in out.out and f"delete /results/{rec['id']}" in out.err and pod.calls == []
+    assert out.rc == 0 and "kept" in out.out and f"delete /results/{rec['id']}" in out.err, out
+    assert "REMOVE_FOLDER" not in [script_of(c) for c in pod.calls]
 
 
 # ------------------------------------------------------------------ Kubernetes tier C (S3 through the AWS CLI)

@@ -43,7 +43,7 @@ def test_kubernetes_saves_through_the_same_helper(state_dir, monkeypatch):
     _rec("job-a-000001")
     seen = []
     real = savedlogs.save
-    monkeypatch.setattr(k8s_logs, "format_logs", lambda kube, pods, tail: f"rank 0 {TOKEN}\n")
+    monkeypatch.setattr(k8s_logs, "format_logs", lambda kube, pods, tail, **kw: f"rank 0 {TOKEN}\n")
     monkeypatch.setattr(savedlogs, "save", lambda *a: seen.append(a[:2]) or real(*a))
     path = k8s_logs.save_final_logs(None, records.get("job-a-000001"), [{"metadata": {"name": "p"}}])
     assert seen == [("job-a-000001", "logs.txt")]

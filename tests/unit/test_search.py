@@ -197,7 +197,7 @@ def test_trials_ask_report_prune_and_tell_through_one_journal(tmp_path, monkeypa
             assert last["status"] == "PRUNED" and last["message"].startswith("PRUNED at epoch ")
             assert "worse than the rung's cut" in last["message"] and t.epochs < 4
         else:
-            assert last["message"] == "Train finished successfully." and t.epochs == 4
+            assert last["message"] == "DINO train completed successfully" and t.epochs == 4
         assert f"override train.optim.lr={t.words()['train.optim.lr']}" in out  # TAO got the sampled value
     assert study.best is not None and study.best.state == "COMPLETE"
     # the stand-in's lowest val_loss is 0.4 + 0.25 * log10(lr / 0.001)^2 (+-0.01 noise): the value told is it

@@ -112,6 +112,20 @@ def test_a_program_error_writes_the_marker_and_never_resubmits(tmp_path):
     assert job["sbatch"] is None and job["marker"] and job["rc"] == 1
 
 
+@pytest.mark.parametrize("line,oom", [
+    ("srun: error: n1: task 0: Out Of Memory", True),  # recorded: cgroup v1 on the local cluster
+    ("slurmstepd-n1: error: Detected 1 oom-kill event(s) in StepId=101.0. Some of your processes may have been "
+     "killed by the cgroup out-of-memory handler.", True),
+    ("slurmstepd: error: Step 101.0 exceeded memory limit (614400 > 102400), being killed", True),  # OverMemoryKill
+    ("MemoryError: the program's own words", False),
+])
+def test_the_marker_says_a_step_was_killed_for_memory_from_this_runs_log_only(tmp_path, line, oom):
+    """SLURM's job line often says FAILED 1:0 for a step it killed OUT_OF_MEMORY: the marker carries the cause."""
+    job = run_job(tmp_path, fails_with(line), old_log="srun: error: n1: task 0: Out Of Memory\n")
+    assert json.loads(job["marker_text"])["oom"] is oom, job
+    assert json.loads(run_job(tmp_path, ["true"])["marker_text"])["oom"] is False
+
+
 @pytest.mark.parametrize("line", ["slurmstepd: error: *** JOB 101 ON n1 CANCELLED DUE TO NODE FAILURE ***",
                                   "slurmstepd: error: *** JOB 101 ON n1 CANCELLED DUE TO PREEMPTION ***"])
 def test_node_failure_and_preemption_are_left_to_slurm_requeue(tmp_path, line):

@@ -94,7 +94,7 @@ def test_any_nodes_by_gpus_per_node_resolves_to_exactly_that(nodes, gpus):
 
 def test_gloo_cpu_probe_asks_for_no_gpu_and_runs_one_python_per_node():
     spec = nccl_probe.build_spec(nodes=2, gpus=1, image=None, timeout=60, backend="gloo-cpu")
-    assert spec["num_gpus"] == 0 and spec["num_nodes"] == 2 and spec["mem"] == core.pins.resolve("nccl_probe.slurm_mem")
+    assert spec["num_gpus"] == 0 and spec["num_nodes"] == 2 and spec["memory"] == core.pins.resolve("nccl_probe.slurm_mem")
     assert spec["command"].startswith("timeout -k 10 60 python3 -c ") and "torchrun" not in spec["command"]
     from taobank.slurm import resources
 

@@ -84,7 +84,7 @@ def test_uneven_whole_node_request_refused():
 
 
 @pytest.mark.parametrize("bad", [{"partition": "a b"}, {"partition": "x\n#SBATCH --uid=0"}, {"account": "a;b"},
-                                 {"mem": "lots"}, {"num_gpus": -1}, {"num_gpus": 1.5}, {"time_hours": "x"},
+                                 {"memory": "lots"}, {"num_gpus": -1}, {"num_gpus": 1.5}, {"time_hours": "x"},
                                  {"use_requeue": "yes"}])
 def test_bad_values_refused(bad):
     with pytest.raises(TaoError):

@@ -84,10 +84,96 @@ def test_out_of_memory_is_a_program_error_unless_its_log_shows_an_infrastructure
     v = st.classify(None, rec, None)
     assert v.needs_log and (v.state, v.err_class, v.retry) == ("ERROR", "ERR_PROGRAM", False)  # log tail fetched next
     v = st.classify(None, rec, None, log_tail="RuntimeError: DataLoader worker (pid 77) is killed by signal: Killed\n")
-    assert (v.err_class, v.retry, v.needs_log) == ("ERR_PROGRAM", False, False) and "raise mem" in v.message
+    assert (v.err_class, v.retry, v.needs_log) == ("ERR_PROGRAM", False, False) and "--memory" in v.message
     v = st.classify(None, rec, None, log_tail="OSError: [Errno 116] Stale file handle: '/lustre/data/x.jpg'\n")
     assert (v.state, v.err_class, v.retry) == ("ERROR", "ERR_INFRA", True) and "stale_filesystem" in v.message
     assert v.observed == "OUT_OF_MEMORY"
+
+
+# Recorded on the local cluster (Slurm 22.05, cgroup v1): `--memory 100M` and a program that takes 600 MB. The job's
+# own line says FAILED 1:0 (the batch script outlived its srun step); only the step says OUT_OF_MEMORY.
+# sacct -n -P -o JobID,JobName,State,ExitCode,ReqMem,Timelimit,NodeList -j 8,9,10,11,12
+SACCT_CAUSES = """\
+8|custom-run-b53c3c98|FAILED|1:0|100M|00:05:00|node1
+8.batch|batch|FAILED|1:0||||node1
+8.extern|extern|COMPLETED|0:0||||node1
+8.0|bash|OUT_OF_MEMORY|0:125||||node1
+9|dino-train-99999999|TIMEOUT|0:0|3G|00:01:00|node2
+9.batch|batch|CANCELLED|0:15||||node2
+9.0|bash|CANCELLED|0:15||||node2
+10|dino-train-aaaaaaaa|NODE_FAIL|0:0|3G|00:05:00|node1,node2
+10.batch|batch|CANCELLED|0:9||||node1
+11|dino-train-bbbbbbbb|PREEMPTED|0:0|3G|00:05:00|node2
+12|dino-train-cccccccc|OUT_OF_MEMORY|0:125|4000Mc|00:05:00|node1
+12.batch|batch|OUT_OF_MEMORY|0:125||||node1
+"""
+
+
+def test_each_cause_reaches_the_message_with_what_to_do():
+    """OUT_OF_MEMORY (of a step: the job says FAILED), TIMEOUT, NODE_FAIL, PREEMPTED: the cause first, then the
+    request sacct saw or the node, then the flag that fixes it (issue 49: an OOM read `ERR_PROGRAM exit code 1`)."""
+    rows = st.parse_sacct(SACCT_CAUSES)
+    assert set(rows) == {"8", "9", "10", "11", "12"} and rows["8"]["oom"] == "1" and "oom" not in rows["9"]
+    assert rows["8"]["req_mem"] == "100M" and rows["9"]["time_limit"] == "00:01:00"
+    v = st.classify(None, rows["8"], {"exit_code": 1, "oom": False}, log_tail="srun: error: node1: task 0: Out Of Memory\n")
+    assert (v.state, v.err_class, v.retry, v.observed) == ("ERROR", "ERR_PROGRAM", False, "OUT_OF_MEMORY")
+    assert v.message.startswith("OUT_OF_MEMORY: the job used more than the 100M of memory it asked for; ask for "
+                                "more with --memory"), v.message
+    v = st.classify(None, rows["12"], None, log_tail="")
+    assert "more than the 4000M per CPU of memory" in v.message
+    v = st.classify(None, rows["9"], None)
+    assert (v.state, v.err_class, v.cut_short) == ("ERROR", "ERR_PROGRAM", "time limit")
+    assert v.message.startswith("TIMEOUT: SLURM ended the job at its wall time (00:01:00); ask for more with "
+                                "--time-hours"), v.message
+    v = st.classify(None, rows["10"], None)
+    assert (v.state, v.err_class, v.retry) == ("ERROR", "ERR_INFRA", True)
+    assert v.message.startswith("NODE_FAIL: a node (node1,node2) failed under the job (the cluster's fault"), v.message
+    v = st.classify(None, rows["11"], None)
+    assert (v.state, v.cut_short) == ("CANCELED", "preempted")
+    assert v.message.startswith("PREEMPTED: a higher-priority job took its node (node2)"), v.message
+
+
+def test_a_job_line_the_database_has_not_filled_in_yet_names_no_request():
+    """Recorded seconds after the OOM kill: the job's own line is a placeholder ("allocation", ReqMem "16?", no
+    limit) until slurmctld's record reaches slurmdbd; its values are dropped, the step still says OUT_OF_MEMORY."""
+    rows = st.parse_sacct("28|allocation|FAILED|1:0|16?||node1\n28.batch|batch|FAILED|1:0|||node1\n"
+                          "28.0|bash|OUT_OF_MEMORY|0:125|||node1\n")
+    assert rows["28"]["oom"] == "1" and "req_mem" not in rows["28"] and "time_limit" not in rows["28"]
+    v = st.classify(None, rows["28"], None, log_tail="")
+    assert v.message.startswith("OUT_OF_MEMORY: the job used more memory than it asked for; ask for more with --memory")
+    # what observe does: the record's own request (submitted as memory) wins
+    v = st.classify(None, {**rows["28"], "req_mem": "100M"}, None, log_tail="")
+    assert "more than the 100M of memory" in v.message
+
+
+def test_the_exit_marker_names_an_out_of_memory_kill_without_accounting():
+    """The job's footer writes "oom": true when its main.err says a step was killed for memory."""
+    v = st.classify(None, None, {"exit_code": 1, "oom": True}, accounting=False)
+    assert (v.state, v.err_class) == ("ERROR", "ERR_PROGRAM") and v.message.startswith("OUT_OF_MEMORY: ")
+    v = st.classify(None, {"state": "FAILED", "raw_state": "FAILED", "exit_code": "1:0"}, {"exit_code": 1, "oom": True},
+                    log_tail="")
+    assert v.message.startswith("OUT_OF_MEMORY: ") and v.observed == "OUT_OF_MEMORY"
+    v = st.classify(None, {"state": "FAILED", "raw_state": "FAILED", "exit_code": "1:0"}, {"exit_code": 1, "oom": False},
+                    log_tail="")
+    assert v.message.startswith("FAILED (exit code 1)")
+
+
+def test_taos_last_word_is_kept_for_the_core_and_its_success_wins_over_a_failed_wrapper():
+    """A clean exit after TAO's FAILURE is the core's one rule (track.tao_last_word), not SLURM's: classify says
+    what SLURM saw and keeps TAO's word on the observation; TAO's SUCCESS after a failed wrapper is SLURM's own."""
+    from taobank import track
+    from taobank.contract import TaoEnd
+
+    failed = TaoEnd("FAILURE", "Train was interrupted")
+    v = st.classify(None, {"state": "COMPLETED", "raw_state": "COMPLETED", "exit_code": "0:0"}, {"exit_code": 0}, tao=failed)
+    assert v.state == "COMPLETE" and v.tao_end == failed
+    track.tao_last_word(v)
+    assert v.state == "ERROR" and "Train was interrupted" in v.message
+    v = st.classify(None, {"state": "FAILED", "raw_state": "FAILED", "exit_code": "2:0"}, None, log_tail="", tao=failed)
+    assert v.state == "ERROR" and "FAILURE (Train was interrupted)" in v.message
+    v = st.classify(None, {"state": "FAILED", "raw_state": "FAILED", "exit_code": "1:0"}, None,
+                    tao=TaoEnd("SUCCESS", "Train finished successfully."))
+    assert v.state == "COMPLETE" and "the wrapper exited 1:0 afterwards" in v.message
 
 
 def test_requeued_job_still_in_squeue_wins_over_a_terminal_looking_sacct_line():
@@ -224,13 +310,14 @@ def test_a_search_trial_whose_runner_wrote_pruned_ends_pruned_through_the_core_r
         {"status": "STARTED", "message": "Starting DINO train."},
         {"status": "RUNNING", "message": "Training loop in progress", "epoch": 2, "kpi": {"val_loss": 0.91}},
         {"status": "PRUNED", "message": said, "epoch": 2}))
-    tao = statusfile.text_outcome(text)
-    assert tao == {"status": "PRUNED", "message": said}
+    said_end = statusfile.text_outcome(text)
+    assert said_end == {"status": "PRUNED", "message": said}
+    tao = TaoEnd(said_end["status"], said_end["message"])
     v = st.classify(None, {"state": "COMPLETED", "exit_code": "0:0"}, None, tao=tao)
-    assert v.state == "COMPLETE"
-    v.tao_end = TaoEnd(tao["status"], tao["message"])
+    assert v.state == "COMPLETE" and v.tao_end == tao
     track.tao_last_word(v)
     assert v.state == "PRUNED" and v.message == said and v.err_class is None and not v.retry
-    failed = st.classify(None, {"state": "FAILED", "exit_code": "1:0"}, None, tao=tao, log_tail="")
+    failed = track.tao_last_word(st.classify(None, {"state": "FAILED", "exit_code": "1:0"}, None, tao=tao,
+                                             log_tail=""))
     assert failed.state == "ERROR"
     assert statusfile.progress(statusfile.parse(text)).line().startswith("PRUNED epoch 3")

@@ -97,9 +97,10 @@ def test_the_text_preview_has_the_table_and_what_is_sent_once(fake, cli):
               "--max-concurrent", "2", "--dry-run")
     assert out.rc == 0, out
     lines = out.out.splitlines()
-    assert lines[0].startswith("sweep preview: 3 trials, at most 2 at once; nothing was contacted or created")
-    assert lines[1].split() == ["TRIAL", "ID", "OVERRIDES", "RESULTS"]
-    assert lines[3].split() == ["1", "preview-trial-1", "train.lr=0.2", "/results/preview-trial-1"]
+    assert lines[0].startswith("dry run: nothing was contacted, so the submit's read-only checks did not run")
+    assert lines[1].startswith("sweep preview: 3 trials, at most 2 at once; nothing was created")
+    assert lines[2].split() == ["TRIAL", "ID", "OVERRIDES", "RESULTS"]
+    assert lines[4].split() == ["1", "preview-trial-1", "train.lr=0.2", "/results/preview-trial-1"]
     once = out.out[out.out.index("# ---- sent once for the sweep: Job preview-sweep ----"):]
     assert "completionMode: \"Indexed\"" in once and "parallelism: 2" in once and "train.lr=0.3" in once
     nothing_done(fake)

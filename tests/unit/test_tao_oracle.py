@@ -24,6 +24,8 @@ from taobank.slurm import status as slurm_status
 from taobank.states import State
 
 JOB = "dino-train-0001"
+#: monitor_status's FAILURE line for an interrupt (TAO's entrypoint then exits 0)
+INTERRUPTED = "DINO train was interrupted: stopped in epoch 5"
 
 
 def _trained(tmp_path: Path, **scenario) -> oracle.Run:
@@ -40,12 +42,13 @@ def _record(folder: Path, platform: str = "docker") -> Record:
 def test_taos_logger_writes_the_lines_the_bank_reads(tmp_path):
     run = _trained(tmp_path)
     lines = oracle.lines(run)
-    assert [x["message"] for x in lines[:5]] == ["Starting DINO train.", "Starting Training Loop.",
+    assert [x["message"] for x in lines[:5]] == ["Starting DINO train", "Starting Training Loop.",
                                                  "Eval metrics generated.", "Training loop in progress",
                                                  "Train metrics generated."]
     assert lines[2]["kpi"] == {"val_mAP": "0.1", "val_loss": 0.9}  # val_mAP as text, as DINO writes it
     assert lines[3]["epoch"] == 0 and lines[3]["max_epoch"] == 7 and lines[3]["kpi"] == lines[2]["kpi"]
-    assert lines[-1]["message"] == "Train finished successfully." and lines[-1]["status"] == "RUNNING"
+    # nvidia-tao-core's monitor_status says how the action ended: a RUNNING line, no SUCCESS word
+    assert lines[-1]["message"] == "DINO train completed successfully" and lines[-1]["status"] == "RUNNING"
     assert run.exit_code == 0 and progress(parse(run.status_text)).status == "SUCCESS"
     # Lightning's names at TAO's settings, and its relative last-link
     assert run.checkpoints[4] == "model_epoch_004_step_00050.pth"
@@ -95,7 +98,7 @@ def test_each_action_writes_its_own_folder_and_ends_in_success(tmp_path, action)
     files = {"train/status.json": (tmp_path / JOB / "train" / "status.json").read_text(),
              f"{action}/status.json": run.status_text}
     assert training.chosen_log(files, action)[0] == f"{action}/status.json"
-    assert training.tao_end(files, action) == TaoEnd("SUCCESS", f"{action.capitalize()} finished successfully.")
+    assert training.tao_end(files, action) == TaoEnd("SUCCESS", f"DINO {action} completed successfully")
 
 
 # ------------------------------------------------------------------ an interrupt: FAILURE, exit code 0
@@ -111,13 +114,13 @@ def _status_files(folder: Path) -> dict[str, str]:
 
 def _is_taos_failure(obs: Observation) -> None:
     assert obs.state == State.ERROR and obs.err_class == "ERR_PROGRAM", obs
-    assert "FAILURE" in obs.message and "Train was interrupted" in obs.message, obs.message
+    assert "FAILURE" in obs.message and "DINO train was interrupted" in obs.message, obs.message
 
 
 def test_docker_a_clean_exit_after_taos_failure_is_an_error(tmp_path):
     folder = _interrupted(tmp_path).folder.parent
     obs = docker_observe.said(_record(folder), docker_observe.classify({"Status": "exited", "ExitCode": 0}))
-    assert obs.state == State.COMPLETE and obs.tao_end == TaoEnd("FAILURE", "Train was interrupted")
+    assert obs.state == State.COMPLETE and obs.tao_end == TaoEnd("FAILURE", INTERRUPTED)
     _is_taos_failure(track.tao_last_word(obs))
     assert "exit code 0" in obs.message
 
@@ -125,7 +128,7 @@ def test_docker_a_clean_exit_after_taos_failure_is_an_error(tmp_path):
 def test_slurm_a_completed_job_after_taos_failure_is_an_error(tmp_path):
     folder = _interrupted(tmp_path).folder.parent
     end = training.tao_end(_status_files(folder), "train")
-    obs = slurm_status.classify(None, {"state": "COMPLETED", "exit_code": "0:0"}, None, tao=end and end.to_dict())
+    obs = slurm_status.classify(None, {"state": "COMPLETED", "exit_code": "0:0"}, None, tao=end)
     _is_taos_failure(track.tao_last_word(obs))
 
 
@@ -168,7 +171,7 @@ def test_the_core_marks_the_record_error_whatever_the_platform_said(tmp_path, st
 
     view = track.refresh(Adapter(), [records.get(job)])[0]
     assert records.get(job).state == State.ERROR and view.state == State.ERROR
-    assert "Train was interrupted" in (records.get(job).message or "")
+    assert INTERRUPTED in (records.get(job).message or "")
 
 
 def test_a_success_and_an_exit_code_are_left_alone(tmp_path):
@@ -211,7 +214,7 @@ def test_a_replayed_resume_appends_only_its_own_run(tmp_path):
     _trained(tmp_path, stop_at=(3, oracle.Crashed))
     resumed = _trained(tmp_path, resume_after=2)
     replay = oracle.write_replay(resumed, tmp_path / "resume.replay").read_text()
-    assert replay.count("Starting DINO train.") == 1 and "Resuming training from checkpoint" in replay
+    assert replay.count("Starting DINO train") == 1 and "Resuming training from checkpoint" in replay
     assert replay.count("#checkpoint ") == 5 and replay.endswith("#exit 0\n")
 
 

@@ -3,7 +3,8 @@
 The run is made by tests/support/tao_oracle.py: nvidia-tao-core's StatusLogger writing a 3-epoch DINO train in
 the order TAO's Lightning callbacks call it (0-based epochs, ``max_epoch`` the last index, the validation KPIs
 on a line with no epoch before the epoch line, which repeats them, the training loss after it, ``val_mAP`` as
-a string, a NaN loss as a bare NaN, and the success line "Train finished successfully." with status RUNNING).
+a string, a NaN loss as a bare NaN, and monitor_status's success line "DINO train completed successfully" with status
+RUNNING).
 """
 from __future__ import annotations
 
@@ -47,8 +48,8 @@ def test_the_run_ended_in_success_and_people_see_epochs_from_one(tao_text):
     p = progress(log)
     assert (p.status, p.epoch, p.max_epoch) == ("SUCCESS", 2, 2)
     assert p.line().startswith("SUCCESS epoch 3/3 ")
-    assert statusfile.outcome(log) == ("SUCCESS", "Train finished successfully.")
-    assert statusfile.text_outcome(tao_text) == {"status": "SUCCESS", "message": "Train finished successfully."}
+    assert statusfile.outcome(log) == ("SUCCESS", "DINO train completed successfully")
+    assert statusfile.text_outcome(tao_text) == {"status": "SUCCESS", "message": "DINO train completed successfully"}
 
 
 def _listing(text: str, *names: str, link: str | None = None) -> ResultsListing:

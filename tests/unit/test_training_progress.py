@@ -87,6 +87,11 @@ def test_metrics_of_a_job_without_a_status_file_is_one_line(slurm, cli):
     slurm.ssh("READ_STATUS_SH", "")
     out = cli("tao_jobs.py", "metrics", rec["id"])
     assert out.rc == 1 and "no TAO status file" in out.err and len(out.err.strip().splitlines()) == 1
+    assert "yet" in out.err
+    records.mark(rec["id"], "COMPLETE", message="done")  # issue 49: a finished job's never says "yet"
+    out = cli("tao_jobs.py", "metrics", rec["id"])
+    assert out.rc == 1 and len(out.err.strip().splitlines()) == 1 and "yet" not in out.err, out
+    assert f"job {rec['id']} (COMPLETE) left no TAO status file" in out.err and "wrote none" in out.err
 
 
 def test_metrics_kpi_needs_a_chart_and_an_existing_kpi(slurm, cli):
@@ -169,13 +174,36 @@ def test_progress_of_a_no_results_job_says_why(fake):
         statusfiles.read(records.Record.of(rec), live=False)
 
 
-def test_the_status_paths_never_leave_the_results_folder():
-    from taobank import training
+def test_the_slurm_sweep_reads_every_status_file_metrics_reads_and_none_outside_the_folder(tmp_path):
+    """Issue 49: a generic command's trainer (action run) writing train/status.json showed no progress on SLURM
+    while metrics read it: the sweep reads <folder>/status.json and <folder>/*/status.json (its one command, run
+    here by a real sh with stand-in squeue and sacct), as progress.READ_STATUS_SH does."""
+    import os
+    import subprocess
 
-    assert training.status_paths(f"{SLURM_BASE}/results/x", "train") == [
-        f"{SLURM_BASE}/results/x/status.json", f"{SLURM_BASE}/results/x/train/status.json"]
-    for action in ("..", "a/b", "."):
-        assert training.status_paths("/r", action) == ["/r/status.json"]
+    from taobank.slurm import observe as slurm_observe, remote
+
+    folder = tmp_path / "results" / "custom-run-1"
+    for rel in ("train/status.json", "evaluate/status.json", "status.json", "nested/deeper/status.json"):
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(f'{{"rel": "{rel}"}}\n')
+    (folder / "odd\nname").mkdir()
+    (folder / "odd\nname" / "status.json").write_text('{"forged": 1}\n')
+    (tmp_path / "results" / "status.json").write_text('{"outside": 1}\n')
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("squeue", "sacct"):
+        (bin_dir / name).write_text("#!/bin/sh\nexit 0\n")
+        (bin_dir / name).chmod(0o755)
+    rec = records.Record.of(slurm_record())
+    rec = records.Record.of({**rec.to_dict(), "backend": {**rec.backend, "results_dir": str(folder)}})
+    paths = slurm_observe._status_paths(rec)
+    assert paths == [f"{folder}/status.json", f"{folder}/{remote.STATUS_GLOB}"]
+    out = subprocess.run(["sh", "-c", remote.SWEEP, "sh", "1", *paths], capture_output=True, text=True, timeout=30,
+                         env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}).stdout
+    _, _, marks, _ = slurm_observe.parse_sweep(out)
+    texts = slurm_observe._status_texts(rec, marks)
+    assert sorted(texts) == ["evaluate/status.json", "status.json", "train/status.json"], texts
 
 
 @pytest.mark.parametrize("kind", ["file", "link", "folder"])

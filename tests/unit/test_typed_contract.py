@@ -155,7 +155,7 @@ def test_of_types_a_mapping_by_its_schema_keys_and_keeps_a_typed_spec():
     # a spec file read back: the schema's spelling, and a key no renderer reads is left out as it always was
     assert KubernetesSpec.of({"image": "i", "cpu": "2", "working_dir": "/w", "gone": 1}) == \
         KubernetesSpec(image="i", cpus="2", workdir="/w")
-    assert SlurmSpec.of({"num_nodes": 2, "mem": "8G", "results_base": "/l"}) == \
+    assert SlurmSpec.of({"num_nodes": 2, "memory": "8G", "results_base": "/l"}) == \
         SlurmSpec(nodes=2, memory="8G", results_dir="/l")
 
 

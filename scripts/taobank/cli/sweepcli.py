@@ -80,14 +80,16 @@ def submit(platform: str, spec: dict, opts: object, trials: list[dict[str, str]]
     if getattr(args, "parent", None):
         opts = replace(opts, parent=args.parent)  # type: ignore[type-var]
     search = search_of(args, spec)
-    if getattr(args, "dry_run", False):  # the trial table and what would be sent; nothing contacted or created
+    if getattr(args, "dry_run", False):  # the trial table and what would be sent; nothing created
         shown = sweeps.preview(platform, spec, opts, trials, args.max_concurrent,  # type: ignore[arg-type]
                                parent_kpi=getattr(args, "parent_kpi", None),
                                parent_mode=getattr(args, "parent_mode", None),
                                allow_incomplete_parent=bool(getattr(args, "allow_incomplete_parent", False)),
-                               search=search)
+                               check=bool(getattr(args, "check", False)), search=search)
         print_json(shown.to_dict()) if args.json else sys.stdout.write(shown.text())
         return EXIT_OK
+    if getattr(args, "check", False):
+        raise UsageError("--check runs a dry run's read-only checks: give --dry-run too")
     print_direction_note(getattr(args, "parent_kpi", None), getattr(args, "parent_mode", None), "--parent-mode")
     done = sweeps.submit(platform, spec, opts, trials, args.max_concurrent,  # type: ignore[arg-type]
                          parent_kpi=getattr(args, "parent_kpi", None), parent_mode=getattr(args, "parent_mode", None),

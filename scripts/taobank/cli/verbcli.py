@@ -5,7 +5,7 @@
   cancel ID... | --last | --all [--json]
   artifacts ID | --last [--kpi NAME [--mode min|max]] [--json]
   fetch ID [PATH...] | --last [PATH...] --to DIR [--force] [--copy] [--json]
-  prune ID... [--yes] [--json]
+  prune ID... [--keep best|last|N [--kpi NAME]] [--dry-run] [--yes] [--json]
   submit ... [--dry-run] [--quiet] [--json] [--name TEXT]
   --version
 
@@ -333,33 +333,68 @@ def cmd_fetch(args: argparse.Namespace, platform: str | None) -> int:
 
 def add_prune(sub: argparse._SubParsersAction, platform: str | None) -> argparse.ArgumentParser:
     p = sub.add_parser("prune", help="delete finished jobs' results folders, or with --keep their other checkpoints "
-                       "(asks first; --yes for scripts)")
+                       "(lists what goes, then asks once; --dry-run only lists; --yes for scripts)")
     p.add_argument("ids", nargs="+", metavar="ID")
     p.add_argument("--keep", metavar="best|last|N", help="delete only checkpoints, keeping the best (--kpi), the "
-                   "last (the one continue resumes from) or the N newest; the kept ones are checked intact")
+                   "last (the one continue resumes from) or the N newest; the kept ones are checked intact. "
+                   "Trials of one sweep named together with --keep best: the winner keeps its best, the others none")
     p.add_argument("--kpi", metavar="NAME", help="with --keep best: the KPI of status.json to rank by (val_loss ...)")
     p.add_argument("--mode", choices=kpirank.MODES, help=f"with --keep best: {kpirank.MODE_HELP}")
+    p.add_argument("--dry-run", action="store_true", help="list each file that would go (and its size), per job; "
+                   "delete nothing")
     p.add_argument("--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)")
     p.add_argument("--json", action="store_true", help="a JSON list")
     p.set_defaults(func=lambda a: cmd_prune(a, platform))
     return p
 
 
+#: How long prune's one question waits for an answer on a terminal (seconds); then it deletes nothing.
+ANSWER_WAIT_S = 120.0
+
+
+def answer(question: str, wait_s: float | None = None) -> bool:
+    """Ask ``question`` on stderr (ending in a newline: a reader that shows whole lines shows it) and read one line
+    of stdin; yes only for y/yes. No answer within ``wait_s``, or end of input, is no: never a hang."""
+    import select
+
+    wait_s = ANSWER_WAIT_S if wait_s is None else wait_s
+    sys.stderr.write(question if question.endswith("\n") else question + "\n")
+    sys.stderr.flush()
+    try:
+        fd: int | None = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):
+        fd = None  # a stand-in stdin (tests): read it as is
+    if fd is not None and not select.select([fd], [], [], wait_s)[0]:
+        sys.stderr.write(f"no answer in {wait_s:.0f} s: nothing was deleted\n")
+        return False
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
 def cmd_prune(args: argparse.Namespace, platform: str | None) -> int:
     from .. import results_verbs
 
     results_verbs.keep_rule(args.keep, args.kpi, args.mode)  # a usage error before any question
-    if not args.yes and not sys.stdin.isatty():
-        raise UsageError("prune deletes results for good: run it on a terminal to confirm, or pass --yes")
+    if args.dry_run:
+        plans, errors = results_verbs.plan_prune(platform, args.ids, args.keep, args.kpi, args.mode)
+        if args.json:
+            print_json([p.to_dict() for p in plans])
+        elif plans:
+            print("dry run, nothing deleted: " + results_verbs.plan_text(plans, []).rstrip("\n"))
+        sys.stderr.write("".join(error_line(line) + "\n" for line in errors))
+        return EXIT_FAILED if errors else EXIT_OK
+    tty = sys.stdin.isatty()
 
     def ask(question: str) -> bool:
         if args.yes:
             return True
-        sys.stderr.write(question)
-        sys.stderr.flush()
-        return sys.stdin.readline().strip().lower() in ("y", "yes")
+        if not tty:  # say what it would delete, then refuse
+            sys.stderr.write(question.rsplit("\n", 1)[0] + "\n")
+            raise UsageError("prune deletes results for good and nothing was deleted: run it on a terminal to "
+                             "answer its one question, or pass --yes (--dry-run only lists)")
+        return answer(question)
 
-    done, errors = results_verbs.prune(platform, args.ids, confirm=ask, keep=args.keep, kpi=args.kpi, mode=args.mode)
+    done, errors = results_verbs.prune(platform, args.ids, confirm=ask, keep=args.keep, kpi=args.kpi, mode=args.mode,
+                                       preview=not args.yes)
     if args.json:
         print_json([d.to_dict() for d in done])
     elif done:
@@ -442,7 +477,9 @@ def add_submit_outputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--name", dest="description", metavar="TEXT",
                    help="free text stored in the record and shown by tao_jobs.py list (max 200 chars)")
     p.add_argument("--dry-run", action="store_true", help="print what would be sent (manifest / script); "
-                   "contact nothing, open no record")
+                   "contact nothing, open no record (its first line, on stderr, says what it did not check)")
+    p.add_argument("--check", action="store_true", help="with --dry-run: first run the submit's read-only checks "
+                   "(the cluster or engine, GPUs, queue or quota, input paths, image; no pull, no record)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the new job's view as JSON")
     out.add_argument("-q", "--quiet", action="store_true", help="print only the job id")
@@ -524,8 +561,11 @@ def cmd_continue(args: argparse.Namespace, platform: str | None) -> int:
     from .. import lineage
 
     minutes = args.time_minutes if args.time_hours is None else args.time_hours * 60
+    if args.check and not args.dry_run:
+        raise UsageError("--check runs a dry run's read-only checks: give --dry-run too")
     view = lineage.continue_job(platform, args.id, checkpoint=args.checkpoint, description=args.description,
-                                dry_run=args.dry_run, time_minutes=minutes, queue=getattr(args, "queue", None))
+                                dry_run=args.dry_run, time_minutes=minutes, queue=getattr(args, "queue", None),
+                                check=args.check, note=lambda line: print(line, file=sys.stderr))
     if args.dry_run:
         print_json({"continues": args.id, "preview": view}) if args.json else sys.stdout.write(view)
         return EXIT_OK
@@ -545,15 +585,45 @@ def add_parent(p: argparse.ArgumentParser) -> None:
     p.add_argument("--parent-mode", choices=kpirank.MODES, help=f"with --parent-kpi: {kpirank.MODE_HELP}")
 
 
+def checked_preview(platform: str, preview: Callable, check: bool) -> Callable:
+    """``preview`` with the dry run's first line on stderr: without ``check`` (``--check``) which checks it did
+    not run (:data:`taobank.pipeline.UNCHECKED`); with it, the submit's read-only checks first
+    (:func:`taobank.pipeline.dry_run`): what passed and what was still not checked (a credential not set here)."""
+    def run(spec: dict, opts):  # type: ignore[no-untyped-def]
+        from .. import pipeline, taoargs
+
+        if not check:
+            text = preview(spec, opts)
+            print(pipeline.UNCHECKED, file=sys.stderr)
+            warning = taoargs.unseen_warning(spec)  # a submit says it among its gate lines
+            if warning:
+                print(warning, file=sys.stderr)
+            return text
+        done = pipeline.dry_run(core.get(platform), [spec], opts)
+        try:
+            text = preview(spec, opts)
+        except TaoError:
+            if not done.pending:
+                raise
+            text, done.left_out = preview(done.specs[0], done.opts), True  # a platform that needs the values
+        print(done.first_line(), file=sys.stderr)
+        for note in done.gate.notes():
+            print(note, file=sys.stderr)
+        return text
+
+    return run
+
+
 def submit_lineage(platform: str, spec: dict, opts, args: argparse.Namespace, preview: Callable | None = None):
     """The submit (or with ``preview`` the dry run) of a spec, through :mod:`taobank.lineage` with --parent."""
     from dataclasses import replace
 
-    from .. import lineage, taoargs
+    from .. import lineage
 
-    warning = taoargs.unseen_warning(spec) if preview is not None else None
-    if warning:  # a submit says it among its gate lines; a dry run says it here
-        print(warning, file=sys.stderr)
+    if preview is not None:
+        preview = checked_preview(platform, preview, bool(getattr(args, "check", False)))
+    elif getattr(args, "check", False):
+        raise UsageError("--check runs a dry run's read-only checks: give --dry-run too")
     if not getattr(args, "parent", None):
         if getattr(args, "parent_kpi", None) is not None or getattr(args, "allow_incomplete_parent", False):
             raise UsageError("--parent-kpi and --allow-incomplete-parent choose from a parent: give --parent ID too")

@@ -59,8 +59,11 @@ def login(e: eng.Engine, registry: str, key: str, user: str = NGC_USER) -> str:
     return f"logged in to {registry} as {user} ({e.name} keeps the credential in its own store)"
 
 
-def ensure_image(e: eng.Engine, image: str, policy: str, progress: Callable[[str], None]) -> str:
-    """Have ``image`` locally as ``policy`` says (missing, always, never); the gate line."""
+def ensure_image(e: eng.Engine, image: str, policy: str, progress: Callable[[str], None], *,
+                 login: Callable[[], str] | None = None, skipped: list[str] | None = None) -> str:
+    """Have ``image`` locally as ``policy`` says (missing, always, never); the gate line. ``login`` (the engine's
+    login to the image's registry, ``--ngc-pull-secret``) runs just before a pull, never when none is needed.
+    ``skipped`` (a dry run): a pull (and its login) is not done but said there."""
     check_image(image)
     have = e.run(["image", "inspect", "--format", "{{.Id}}", "--", image], check=False, what=f"{e.name} image inspect").ok
     if policy == "never" or (have and policy == "missing"):
@@ -68,6 +71,12 @@ def ensure_image(e: eng.Engine, image: str, policy: str, progress: Callable[[str
             raise TaoError(f"image {image} is not on this host and pull is never: {e.name} pull {image} first; "
                            "nothing was done")
         return f"image {image} present"
+    if skipped is not None:
+        skipped.append(f"pulling {image}{' and the registry login before it' if login else ''} (a dry run pulls "
+                       "nothing)")
+        return f"image {image} {'present, pulled again by submit' if have else 'not here: submit pulls it'}"
+    if login is not None:
+        progress(login() + "\n")
     pull(e, image, progress)
     return f"image {image} pulled"
 

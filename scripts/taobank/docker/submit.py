@@ -23,6 +23,8 @@ from . import engine as eng
 from . import facts, gpus, registry, render, spec as specmod, userns
 from ..records import Record
 
+#: The key ``--ngc-pull-secret`` logs the engine in with (as Kubernetes makes its pull Secret from it).
+NGC_KEY = "NGC_KEY"
 _SIZE = re.compile(r"([1-9][0-9]*)([bkmgBKMG]?)\Z")
 _UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}
 
@@ -42,6 +44,9 @@ class DockerPlan(Plan):
     must_exist: list[str] = field(default_factory=list)
     #: finishing a record opened earlier (submit --job-id): its own empty results folder may exist already
     finishing: bool = False
+    #: --ngc-pull-secret: the registry the engine logs in to (the image's, as $oauthtoken with NGC_KEY) before
+    #: it pulls
+    login_registry: str | None = None
 
 
 def size_bytes(text: str) -> int:
@@ -122,7 +127,8 @@ def plan_submit(spec: DockerSpec, opts: SubmitOptions, *, engine: str | None = N
     return DockerPlan(spec=spec, image=str(spec.image), network_arch=arch, action=action,
                       storage_tier="A", results_dir=host_results, backend=backend, job_id=jid, run=rs, engine=name,
                       host=host, gpu_request=request, pull=spec.pull or "missing",
-                      must_exist=[m[0] for m in mounts], finishing=bool(opts.job_id))
+                      must_exist=[m[0] for m in mounts], finishing=bool(opts.job_id),
+                      login_registry=registry.image_registry(str(spec.image)) if opts.ngc_pull_secret else None)
 
 
 def with_gpus(spec: DockerSpec, count: int) -> DockerSpec:
@@ -179,7 +185,12 @@ def check(plans: list[DockerPlan], gate: Gate) -> None:
     if missing:
         raise TaoError(f"secret variable {', '.join(missing)} is not set in this shell: export it (the value goes "
                        "to the container by name, never on a command line); nothing was done")
-    gate.lines.append(registry.ensure_image(e, plan.image, plan.pull, progress=_progress))
+    login = None
+    if plan.login_registry:  # --ngc-pull-secret: the key read now (one line if unset), sent on stdin before a pull
+        key = registry.read_key(NGC_KEY)
+        login = lambda: registry.login(e, plan.login_registry or "", key)  # noqa: E731
+    gate.lines.append(registry.ensure_image(e, plan.image, plan.pull, progress=_progress, login=login,
+                                            skipped=gate.skipped if gate.dry_run else None))
 
 
 #: Host paths a container should not see: the whole host, the engines' sockets (root on the host), keys, the kernel.

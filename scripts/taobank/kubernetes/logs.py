@@ -52,13 +52,22 @@ def final_logs(kube: Kubectl, pods: list[dict]) -> str:
     return format_logs(kube, pods, int(pins.resolve("kubernetes.logs_tail")))
 
 
-def format_logs(kube: Kubectl, pods: list[dict], tail: int) -> str:
-    """Logs of every pod, rank by rank; multi-pod output prefixes each line with [rank N pod]."""
+#: The most lines a pod prints as it ends (:data:`render.FINAL_STATUS_SH`: two status files, each its last lines
+#: and the last epoch line before them).
+FINAL_LINES_MAX = 2 * (render.FINAL_STATUS_LINES + 1)
+
+
+def format_logs(kube: Kubectl, pods: list[dict], tail: int, *, as_written: bool = False) -> str:
+    """Logs of every pod, rank by rank; multi-pod output prefixes each line with [rank N pod]. ``as_written``:
+    each pod's last ``tail`` lines of what the job wrote, the bank's final status lines left out (a finished
+    pod's last lines are those: ``logs --tail 5`` would show nothing)."""
     pods = smap.sort_pods(pods)
     chunks = []
     for pod in pods:
         name = pod["metadata"]["name"]
-        text = pod_logs(kube, pod, tail)
+        text = pod_logs(kube, pod, tail + FINAL_LINES_MAX) if as_written else pod_logs(kube, pod, tail)
+        if as_written:
+            text = _last_lines(_without_final(text), tail)
         if len(pods) == 1:
             chunks.append(text)
             continue
@@ -81,10 +90,10 @@ def read_logs(rec: Record, *, tail: int | None = None) -> tuple[str, str]:
     tail = tail if tail is not None else int(pins.resolve("kubernetes.logs_tail"))
     pods = _live_pods(kube, rec)
     if pods:
-        return _without_final(format_logs(kube, pods, tail)), "live"
-    saved = savedlogs.read(rec.id, "logs.txt", tail)
+        return format_logs(kube, pods, tail, as_written=True), "live"
+    saved = savedlogs.read(rec.id, "logs.txt", None)  # whole (cut per pod when saved): its last lines are the final ones
     if saved is not None:
-        return _without_final(saved), "saved"
+        return _last_lines(_without_final(saved), tail), "saved"
     kept = volume_logs(kube, rec, tail)
     if kept:
         return kept, "volume"
@@ -128,8 +137,8 @@ def follow_logs(rec: Record, *, emit: Callable[[str, str], None], tail: int | No
     kube = Kubectl.for_record(rec)
     tail = tail if tail is not None else int(pins.resolve("kubernetes.logs_tail"))
     pods = _live_pods(kube, rec)
-    if not pods:
-        text, _ = read_logs(rec, tail=tail)
+    if not pods or all(((p.get("status") or {}).get("phase")) in ("Succeeded", "Failed") for p in pods):
+        text, _ = read_logs(rec, tail=tail)  # nothing more will come: what the job wrote, without the final lines
         emit("pods", text)
         return 0
     nodes = len(pods) if index_of(rec) is not None else int(rec.backend.get("nodes") or len(pods))
@@ -209,3 +218,7 @@ def final_lines(text: str | None) -> dict[str, str] | None:
 def _without_final(text: str) -> str:
     """The log as the job wrote it: the bank's final status lines (:func:`final_status`) left out."""
     return "".join(ln for ln in text.splitlines(keepends=True) if not _FINAL.fullmatch(ln.rstrip("\n")))
+
+
+def _last_lines(text: str, tail: int) -> str:
+    return "".join(text.splitlines(keepends=True)[-tail:]) if tail > 0 else ""

@@ -45,16 +45,6 @@ FETCH_SCRIPT = (
     + "  shift 2\n"
     + "done\n"
 )
-# The main container runs the user's argv as "$@", records its exit code for
-# the uploader and exits with that same code (the user's status is preserved).
-MAIN_WRAPPER = (
-    'echo "$$" > "$TAO_STAGING_DIR/.tao-main-pid"\n'
-    'if [ -n "${TAO_API_RESULTS_DIR:-}" ]; then mkdir -p -- "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID"; fi\n'
-    '"$@"\n'
-    "rc=$?\n"
-    'echo "$rc" > "$TAO_STAGING_DIR/.tao-exit"\n'
-    'exit "$rc"\n'
-)
 # Tier A with a results folder: the command's output (stdout and stderr) is also appended to
 # <results folder>/logs/<pod hostname>.log on the volume, so it survives the pod and its TTL with
 # nobody polling. The copy is best effort, the exit code is not: the wrapper waits for the command
@@ -82,6 +72,18 @@ FINAL_STATUS_SH = (
     'done\n'
 )
 EXIT_MARKER_SUFFIX = ".exit"
+# Tier C (results staged, then uploaded): the main container runs the user's argv as "$@", prints the status
+# files' last lines as the pod ends (as LOG_WRAPPER does: the final epoch and KPIs once the pod is gone),
+# records the exit code for the uploader and exits with that same code (the user's status is preserved).
+MAIN_WRAPPER = (
+    'echo "$$" > "$TAO_STAGING_DIR/.tao-main-pid"\n'
+    'if [ -n "${TAO_API_RESULTS_DIR:-}" ]; then mkdir -p -- "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID"; fi\n'
+    '"$@"\n'
+    "rc=$?\n"
+    + FINAL_STATUS_SH +
+    'echo "$rc" > "$TAO_STAGING_DIR/.tao-exit"\n'
+    'exit "$rc"\n'
+)
 LOG_WRAPPER = (
     'd="$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID/logs"; h="${HOSTNAME:-pod}"; f="/dev/shm/.tao-log-$h"\n'
     '{ mkdir -p -- "$d" && true >> "$d/$h.log" && rm -f -- "$f" && mkfifo -- "$f"; } 2>/dev/null || exec "$@"\n'

@@ -21,7 +21,7 @@ from ..errors import TaoError
 #: The variable that names another credentials file (tao-setup's load block reads the same one).
 FILE_ENV = "TAO_ENV_FILE"
 DEFAULT_FILE = "~/.config/tao/.env"
-#: The NGC key a Kubernetes submit with ngc_pull_secret turns into the job's pull Secret.
+#: The NGC key a submit with ngc_pull_secret pulls with (Kubernetes: the job's pull Secret; Docker: the engine's login).
 NGC_KEY = "NGC_KEY"
 MAX_KEY = 16 * 1024
 

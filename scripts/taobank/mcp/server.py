@@ -3,7 +3,8 @@
 The low-level server, not MCPServer: the tools' schemas come from the helpers' parsers, and each result
 carries ``structuredContent`` and ``isError`` as the helper's run decided. A helper runs in a worker
 thread, so the server keeps answering (pings, cancellations) while a cluster is slow. Before a submit runs,
-each key it needs is found (environment, credentials file) or asked of the user by URL elicitation.
+each key it needs is found (environment, credentials file) or, once the submit's read-only checks passed,
+asked of the user by URL elicitation.
 """
 from __future__ import annotations
 
@@ -319,10 +320,22 @@ async def _ask_key(ctx: Any, name: str) -> str | None:
     return None
 
 
+async def _checks_first(spec: tools.ToolSpec, arguments: dict) -> str | None:
+    """A submit's read-only checks (its ``dry_run`` with ``check``: GPUs, paths, queue, image ...) before a key it
+    lacks is asked of the user: None when they pass, else the helper's lines (nothing asked, nothing done)."""
+    if not spec.name.startswith("submit_") and spec.name != "continue":
+        return None
+    done = await anyio.to_thread.run_sync(tools.run, spec, {**arguments, "dry_run": True, "check": True})
+    if done.exit_code == 0:
+        return None
+    return "\n".join(done.errors) + "\n(the submit's checks ran before any key was asked; nothing was done)"
+
+
 async def _credentials(ctx: Any, spec: tools.ToolSpec, arguments: Any) -> str | None:
     """The keys a submit needs, before it runs: from the environment, else the credentials file, else the
-    user through the page (URL elicitation) when the client can send them there; None when all are there
-    (or it is a dry run: the helper says what it says), else the one line to answer."""
+    user through the page (URL elicitation) when the client can send them there, once the submit's read-only
+    checks passed (:func:`_checks_first`: no key is pasted for a job that is then refused); None when all are
+    there (or it is a dry run: the helper says what it says), else the one line to answer."""
     from ..errors import TaoError
     from ..text import error_line
     from . import credentials
@@ -336,6 +349,9 @@ async def _credentials(ctx: Any, spec: tools.ToolSpec, arguments: Any) -> str | 
         return error_line(exc)
     if not missing or arguments.get("dry_run") is True:
         return None
+    refused = await _checks_first(spec, arguments)
+    if refused is not None:
+        return refused
     if not _can_send_to_page(ctx):
         return credentials.missing_line(spec.name, missing)
     for name in missing:
@@ -362,6 +378,12 @@ async def _in_worker(ctx: Any, params: types.CallToolRequestParams) -> types.Cal
             return types.CallToolResult(content=[types.TextContent(type="text", text=refused)], is_error=True)
     question = tools.confirmation(spec, arguments) if spec is not None else None
     if question is not None and _can_ask(ctx):
+        if spec is not None and spec.name == "prune":  # what would go, listed first: a refusal asks nothing
+            listed = await anyio.to_thread.run_sync(tools.run, spec, {**arguments, "dry_run": True})  # type: ignore[dict-item]
+            if listed.exit_code != 0 or not isinstance(listed.result, list):
+                return types.CallToolResult(content=[types.TextContent(type="text", text="\n".join(listed.errors))],
+                                            is_error=True)
+            question = tools.prune_question(question, listed.result)
         refused = await _confirm(ctx, question)
         if refused is not None:
             return types.CallToolResult(content=[types.TextContent(type="text", text=refused)], is_error=True)

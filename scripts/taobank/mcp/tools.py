@@ -293,6 +293,16 @@ def confirmation(spec: ToolSpec, arguments: Any) -> str | None:
     return None
 
 
+def prune_question(question: str, plans: list) -> str:
+    """prune's question with what its dry run lists: files and bytes of each job, and in all."""
+    from ..results_verbs import human
+
+    each = [f"{one_line(str(p.get('id')))}: {len(p.get('files') or [])} file(s), {human(int(p.get('bytes') or 0))}"
+            for p in plans[:20] if isinstance(p, dict)]
+    total = sum(int(p.get("bytes") or 0) for p in plans if isinstance(p, dict))
+    return f"{question} It deletes {'; '.join(each)} ({human(total)} in all)."
+
+
 def confirmed(spec: ToolSpec, arguments: dict) -> dict:
     """The arguments once the user said yes: prune gets ``yes`` (it asks no more)."""
     return {**arguments, "yes": True} if spec.name == "prune" else arguments

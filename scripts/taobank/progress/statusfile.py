@@ -41,9 +41,12 @@ MAX_COUNT = 10**15
 _TIMEDELTA = re.compile(r"(?:(-?\d{1,9}) days?, )?(\d{1,2}):([0-5]\d):([0-5]\d)(?:\.(\d{1,6}))?")
 _STAMP = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4}) (\d{1,2}):(\d{1,2}):(\d{1,2})")
 _STATUS = re.compile(r"[A-Za-z_]{1,32}")
-#: How TAO says a run succeeded: a RUNNING line "Train finished successfully." (its status word is never
-#: SUCCESS for a training); other actions put their own name first.
-_FINISHED = re.compile(r"[A-Z][a-z_]{1,40} finished successfully\.")  # f"{mode.capitalize()} finished ..."
+#: How TAO says a run succeeded: a RUNNING line (its status word is never SUCCESS for a training). TAO PyTorch's
+#: workflow decorator writes f"{mode.capitalize()} finished successfully." ("Train finished successfully.");
+#: nvidia-tao-core's monitor_status writes f"{name} {mode} completed successfully" ("DINO train completed
+#: successfully").
+_FINISHED = re.compile(r"[A-Z][a-z_]{1,40} finished successfully\."
+                       r"|[A-Za-z][\w.-]{0,63} [a-z][a-z_]{0,39} completed successfully")
 #: Status words that end a run, as TAO or an older writer says them.
 SUCCESS_WORDS = frozenset({"SUCCESS", "COMPLETE", "COMPLETED", "DONE"})
 FAILURE_WORDS = frozenset({"FAILURE", "FAILED", "ERROR"})
@@ -304,7 +307,7 @@ class Progress(Fields):
 
         Epochs are shown from 1 (TAO writes 0-based ``epoch`` and ``max_epoch``, the last index).
         The status leads only when it is not RUNNING (``SUCCESS epoch 10/10 ...``; TAO's
-        "Train finished successfully." line reads as SUCCESS);
+        "Train finished successfully." or "DINO train completed successfully" line reads as SUCCESS);
         the step form (``step 120/1000``) stands in when no epoch was written.
         """
         parts: list[str] = []
@@ -334,8 +337,8 @@ def outcome(log: StatusLog) -> tuple[str, str | None] | None:
 def text_outcome(text: str | None) -> dict[str, Any] | None:
     """How the latest run in TAO's ``status.json`` ended (``{"status": "SUCCESS"|"FAILURE"|"PRUNED", "message"}``),
     else None. Retries share the results folder, so an earlier attempt's end says nothing about this one;
-    TAO's success is its "Train finished successfully." line. A whole-file JSON object or list (an older
-    writer) is read as its lines."""
+    TAO's success is its "Train finished successfully." (or monitor_status's "... completed successfully")
+    line. A whole-file JSON object or list (an older writer) is read as its lines."""
     if not text or not text.strip():
         return None
     try:

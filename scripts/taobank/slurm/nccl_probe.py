@@ -37,7 +37,7 @@ def build_spec(*, nodes: int, gpus: int, image: str | None, timeout: int, partit
         "cpus_per_task": cpus, "command": core.probe_command(timeout, backend, one_line=True),
         # the command's own timeout decides; the wall time only has to cover it and the start
         "time_minutes": math.ceil(timeout / 60) + 10, "timeout_hours": 0,
-        "infra_retries": False, "nccl_env": dict(nccl_env or {}), "mem": str(pins.resolve("nccl_probe.slurm_mem")),
+        "infra_retries": False, "nccl_env": dict(nccl_env or {}), "memory": str(pins.resolve("nccl_probe.slurm_mem")),
     }
     if backend == "gloo-cpu":
         spec.update(num_gpus=0, max_num_gpus_per_node=int(resources.defaults()["max_num_gpus_per_node"]))

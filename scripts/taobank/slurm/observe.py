@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import posixpath
+import re
 from typing import Any, Mapping
 
 from ..states import State
 from .. import training
-from ..contract import Launch, Observation, TaoEnd
+from ..contract import Launch, Observation
 from ..errors import TaoError
 from . import facts, prefetch, remote, status as st, storage, submit
 from .ssh import Connection
@@ -29,22 +30,23 @@ def _retries_path(b: Mapping[str, Any]) -> str | None:
 
 
 def _status_paths(rec: Record) -> list[str]:
-    """TAO's status files of a job (its results folder, and the action's sub-folder): read in the sweep."""
+    """TAO's status files of a job, read in the sweep: its results folder's, and every sub-folder's (the action's,
+    or the one a generic command's trainer names: the files metrics reads, the same rule chooses among them)."""
     folder = rec.backend.get("results_dir")
-    return training.status_paths(folder, rec.action) if folder else []
+    return [posixpath.join(folder, "status.json"), posixpath.join(folder, remote.STATUS_GLOB)] if folder else []
+
+
+_STATUS_REL = re.compile(r"(?:[^/]+/)?status\.json\Z")
 
 
 def _status_texts(rec: Record, marks: Mapping[str, str]) -> dict[str, str]:
     """The job's status files the sweep read, ``{path relative to its results folder: text}`` (a file that does
     not exist prints an empty section: only files with lines count)."""
     folder = rec.backend.get("results_dir")
-    return {path[len(folder) + 1:]: marks[path] for path in _status_paths(rec)
-            if (marks.get(path) or "").strip()} if folder else {}
-
-
-def _tao_said(end: TaoEnd | None) -> dict[str, str] | None:
-    """TAO's last word as :func:`taobank.slurm.status.classify` reads it."""
-    return end.to_dict() if end else None
+    if not folder:
+        return {}
+    return {path[len(folder) + 1:]: text for path, text in marks.items()
+            if path.startswith(folder + "/") and _STATUS_REL.match(path[len(folder) + 1:]) and text.strip()}
 
 
 def sections(text: str, prefix: str) -> dict[str, str]:
@@ -109,8 +111,12 @@ def sweep(conn: Connection, recs: list[Record]) -> dict[str, st.SlurmObservation
         marker = st.parse_marker(marks.get(_marker_path(b) or ""))
         if marker and str(marker.get("slurm_job_id")) != str(jid):
             marker = None  # an earlier attempt's marker in a shared job dir
-        v = st.classify(squeue.get(jid), sacct.get(jid), marker, accounting=accounting, log_tail=log,
-                        tao=_tao_said(training.tao_end(_status_texts(r, marks), r.action)))
+        texts = _status_texts(r, marks)
+        row = sacct.get(jid)
+        if row and b.get("memory"):  # what the job asked for, as submitted (sacct's ReqMem lags a job's end)
+            row = {**row, "req_mem": str(b["memory"])}
+        v = st.classify(squeue.get(jid), row, marker, accounting=accounting, log_tail=log,
+                        tao=training.tao_end(texts, r.action))
         if b.get("walltime_chain") and int(b.get("chain_attempt") or 1) > 1 and v.state in (State.PENDING, State.RUNNING):
             v.message = (f"{v.message}; attempt {b['chain_attempt']} of {b.get('max_attempts') or '?'} "
                          f"({_hms(int(b.get('chain_seconds') or 0))} run before it)")
@@ -121,11 +127,9 @@ def sweep(conn: Connection, recs: list[Record]) -> dict[str, st.SlurmObservation
         pid = b.get("prefetch_job_id")
         if pid and not v.convert_log:
             v = st.with_prefetch(v, squeue.get(pid) or sacct.get(pid), pid, log_tail=log)
-        texts = _status_texts(r, marks)
         seen = training.progress_of(texts, r.action) if texts else None
         if seen:
             v.progress = seen
-        v.tao_end = training.tao_end(texts, r.action)
         return v
 
     def log_files(r: Record, v: st.SlurmObservation) -> list[str]:

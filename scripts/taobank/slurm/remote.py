@@ -127,6 +127,10 @@ ADOPT = ('mkdir -p -- "$2/$3-$1" && { scontrol release "$1" >/dev/null 2>&1; '
          'if [ -n "${5:-}" ]; then for p in $(squeue -h -o %i --name="$3-prefetch" 2>/dev/null); do '
          'scontrol release "$p" >/dev/null 2>&1; echo "@@prefetch $p"; done; fi; true; }')
 
+#: A SWEEP argument ``<folder>/*/status.json``: the status file of every sub-folder (16 at most, as
+#: progress.READ_STATUS_SH reads them), each a section of its own.
+STATUS_GLOB = "*/status.json"
+
 #: One sweep: $1 comma list of ids, then small files (exit markers, TAO status.json: their last 64 KiB).
 #: Exactly one squeue and one sacct; array tasks (sweep trials) are one line each, as ``<array id>_<task>``.
 SWEEP = r'''
@@ -135,12 +139,27 @@ echo "@@squeue"
 squeue -h -r -o '%i|%T|%r|%j' -j "$ids" 2>&1
 echo "@@rc $?"
 echo "@@sacct"
-sacct -n -X -P -o JobID,JobName,State,ExitCode -j "$ids" 2>&1
+sacct -n -P -o JobID,JobName,State,ExitCode,ReqMem,Timelimit,NodeList -j "$ids" 2>&1
 echo "@@rc $?"
 for m do
-  echo "@@marker $m"
-  tail -c 65536 -- "$m" 2>/dev/null
-  echo
+  case $m in
+    */'*/status.json')
+      n=0
+      for f in "${m%/?/status.json}"/*/status.json; do
+        [ -f "$f" ] || continue
+        case $f in *'
+'*) continue ;; esac
+        n=$((n + 1))
+        [ "$n" -le 16 ] || break
+        echo "@@marker $f"
+        tail -c 65536 -- "$f" 2>/dev/null
+        echo
+      done ;;
+    *)
+      echo "@@marker $m"
+      tail -c 65536 -- "$m" 2>/dev/null
+      echo ;;
+  esac
 done
 '''
 

@@ -229,7 +229,7 @@ def resolve(spec: SlurmSpec | Mapping[str, Any], env: Mapping[str, str] | None =
     cpus = _num(given(spec.cpus, d["cpus_per_task"]), "cpus_per_task", int, 1)
     mem = spec.memory
     if mem is not None and not _MEM.match(str(mem)):
-        raise TaoError(f"mem {mem!r} is not a SLURM size like 64G or 500M")
+        raise TaoError(f"memory {mem!r} is not a SLURM size like 64G or 500M")
     requeue, _ = _pick(spec.use_requeue, env, "SLURM_USE_REQUEUE", d["use_requeue"])
     if spec.use_requeue is None and isinstance(requeue, str):
         requeue = _env_flag(requeue, "SLURM_USE_REQUEUE")

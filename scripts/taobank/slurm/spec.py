@@ -21,8 +21,9 @@ def load_file(path: str) -> dict:
 
 
 def validate(spec: Mapping[str, Any]) -> dict:
-    """Schema check of a SLURM job spec (the first error as one line naming the field)."""
-    return core_spec.validate_job(spec, SCHEMA_NAME, "SLURM job spec")
+    """Schema check of a SLURM job spec (the first error as one line naming the field); an alias key
+    (``mem``) is read as its key (``memory``)."""
+    return core_spec.validate_job(SlurmSpec.canonical(spec), SCHEMA_NAME, "SLURM job spec")
 
 
 def typed(spec: Mapping[str, Any]) -> SlurmSpec:

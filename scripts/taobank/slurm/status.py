@@ -4,10 +4,14 @@ status vocabulary (no I/O here: the verbs fetch, this module decides).
 Queries (one of each for a whole sweep)::
 
     squeue -h -o '%i|%T|%r|%j' -j ID,ID,...
-    sacct -n -X -P -o JobIDRaw,JobName,State,ExitCode -j ID,ID,...
+    sacct -n -P -o JobID,JobName,State,ExitCode,ReqMem,Timelimit,NodeList -j ID,ID,...
 
 ``-P`` keeps ``CANCELLED by 1001`` whole; a fixed-width ``CANCELLED+`` is
-handled too (first word, ``+`` stripped).
+handled too (first word, ``+`` stripped). The step lines (``ID.batch``,
+``ID.0``) are read for one thing: a step SLURM killed OUT_OF_MEMORY, which
+the job's own line shows only as ``FAILED 1:0`` (the batch script outlives
+its ``srun`` step); the exit marker says the same from the job's log
+(``oom``), for when accounting is off.
 
 Classification choices:
 
@@ -19,6 +23,9 @@ Classification choices:
   its log shows an infrastructure cause (an Xid, a stale mount ... that
   made the program balloon or hang): then ERR_INFRA, retried.
 * TIMEOUT is ERR_PROGRAM (raise ``time_hours`` or lower ``timeout_hours``).
+* Each of OUT_OF_MEMORY, NODE_FAIL, TIMEOUT and PREEMPTED reaches the
+  status line as ``<STATE>: <cause>; <what to do>``, naming the request
+  sacct saw (``ReqMem``, ``Timelimit``) or the node (``NodeList``).
 * SUSPENDED/STOPPED stay RUNNING with a "paused" message (the vocabulary has
   no PAUSED state); REQUEUED/REQUEUE_HOLD and a PREEMPTED job still in
   ``squeue`` are PENDING (``--requeue`` keeps the same job alive).
@@ -32,7 +39,7 @@ from typing import Any, Callable, Literal, Mapping
 
 from ..states import State
 from .. import states
-from ..contract import Observation
+from ..contract import Observation, TaoEnd
 
 
 @dataclass
@@ -51,7 +58,7 @@ class SlurmObservation(Observation):
 
 
 SQUEUE_FORMAT = "%i|%T|%r|%j"
-SACCT_FIELDS = "JobIDRaw,JobName,State,ExitCode"
+SACCT_FIELDS = "JobID,JobName,State,ExitCode,ReqMem,Timelimit,NodeList"
 
 PENDING_STATES = {"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD", "CONFIGURING"}
 RUNNING_STATES = {"RUNNING", "COMPLETING", "RESIZING", "SIGNALING", "STAGE_OUT"}
@@ -119,15 +126,34 @@ def parse_squeue(text: str) -> dict[str, dict[str, str]]:
     return out
 
 
+_SHAPES = {"req_mem": re.compile(r"[0-9]+(\.[0-9]+)?[KMGTP]?[nc]?\Z"),
+           "time_limit": re.compile(r"([0-9]+-)?[0-9]+(:[0-9]{2}){1,2}\Z"),
+           "nodes": re.compile(r"[A-Za-z0-9._\[\],-]+\Z")}
+
+
 def parse_sacct(text: str) -> dict[str, dict[str, str]]:
-    """Latest allocation record per job id (``-X``; step lines ignored)."""
+    """Latest allocation record per job id; of its step lines (``ID.0``) only whether one was killed
+    OUT_OF_MEMORY (``oom``: "1"). The fields past ExitCode (:data:`SACCT_FIELDS`) are optional."""
     out: dict[str, dict[str, str]] = {}
+    oom: set[str] = set()
     for line in (text or "").splitlines():
         parts = line.strip().split("|")
-        if len(parts) < 4 or not parts[0] or "." in parts[0]:
+        if len(parts) < 4 or not parts[0]:
+            continue
+        if "." in parts[0]:
+            if first_word(parts[2]) == "OUT_OF_MEMORY":
+                oom.add(parts[0].split(".")[0])
             continue
         jid, name, state, exit_code = parts[:4]
-        out[jid] = {"state": first_word(state), "raw_state": state.strip(), "name": name, "exit_code": exit_code.strip()}
+        extra = dict(zip(("req_mem", "time_limit", "nodes"), (p.strip() for p in parts[4:7])))
+        # a job whose own record has not reached the database yet reads "allocation", "16?", "": left out
+        for key, shape in _SHAPES.items():
+            if not shape.match(extra.get(key, "")):
+                extra.pop(key, None)
+        out[jid] = {"state": first_word(state), "raw_state": state.strip(), "name": name,
+                    "exit_code": exit_code.strip(), **{k: v for k, v in extra.items() if v}}
+    for jid in oom & set(out):
+        out[jid]["oom"] = "1"
     return out
 
 
@@ -141,20 +167,20 @@ def parse_marker(text: str | None) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-#: TAO's own terminal words in ``status.json`` (the one rule: :mod:`taobank.progress.statusfile`).
-TAO_SUCCESS = {"SUCCESS"}
+def _tao_success(tao: TaoEnd, slurm_state: str | None, code: str | None) -> SlurmObservation:
+    """TAO said its run finished (its "<Action> finished successfully." line): COMPLETE, whatever the
+    wrapper did afterwards (an ``srun`` teardown error after the work was written). SLURM's own rule; the
+    other way round (a clean exit after TAO's FAILURE) is the core's one rule (:func:`taobank.track.tao_last_word`)."""
+    said = f": {tao.message}" if tao.message else ""
+    note = "" if code in (None, "", "0:0") else f"; the wrapper exited {code} afterwards"
+    return verdict(State.COMPLETE, f"TAO status.json: {tao.status}{said}{note}", slurm_state, exit_code=code)
 
 
-def _tao_verdict(tao: Mapping[str, Any], slurm_state: str | None, code: str | None) -> SlurmObservation:
-    said = f": {tao['message']}" if tao.get("message") else ""
-    if tao["status"] in TAO_SUCCESS:
-        note = "" if code in (None, "", "0:0") else f"; the wrapper exited {code} afterwards"
-        return verdict(State.COMPLETE, f"TAO status.json: {tao['status']}{said}{note}", slurm_state, exit_code=code)
-    if tao["status"] == State.PRUNED and code in (None, "", "0:0"):
-        # a search trial stopped for its study's pruner, cleanly: the core's one rule makes it PRUNED
-        return verdict(State.COMPLETE, tao.get("message") or "PRUNED", slurm_state, exit_code=code)
-    return verdict(State.ERROR, f"TAO status.json: {tao['status']}{said}; read main.err", slurm_state,
-                   err_class="ERR_PROGRAM", exit_code=code)
+def _tao_failure(tao: TaoEnd | None) -> str:
+    """TAO's own words of a failed run, for a message ("" when it said none)."""
+    if tao is None or tao.status != "FAILURE":
+        return ""
+    return f"; TAO's status.json ends in FAILURE" + (f" ({tao.message})" if tao.message else "")
 
 
 def verdict(state: str, message: str, observed: str | None = None, *, err_class: str | None = None,
@@ -193,19 +219,30 @@ def _marker_verdict(marker: Mapping[str, Any], where: str) -> SlurmObservation:
         return verdict(State.ERROR, f"stopped after timeout_hours before the wall time ({where}); raise timeout_hours/time_hours "
                        "or resume from the last checkpoint", err_class="ERR_PROGRAM", exit_code=f"{rc}:0",
                        cut_short="time limit")
+    if marker.get("oom"):
+        return _oom_verdict(None, f"{rc}:0", None, observed=None, needs_log=False)
     return verdict(State.ERROR, f"command exited with code {rc} ({where}); read main.err", err_class="ERR_PROGRAM",
                    exit_code=f"{rc}:0", needs_log=True)
 
 
 def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
              marker: Mapping[str, Any] | None, *, log_tail: str | None = None,
-             accounting: bool = True, tao: Mapping[str, Any] | None = None) -> SlurmObservation:
+             accounting: bool = True, tao: TaoEnd | None = None) -> SlurmObservation:
     """Decide the state of one SLURM job from what the batched queries saw.
 
-    Once the program ended on its own (COMPLETED, FAILED, or only the exit
-    marker is left), TAO's ``status.json`` (``tao``, see :func:`taobank.progress.statusfile.text_outcome`)
-    decides COMPLETE vs ERROR; the exit code decides when TAO wrote none.
+    ``tao``: how TAO's ``status.json`` says the run ended (:func:`taobank.training.tao_end`), kept on the
+    observation for the core's one rule (:func:`taobank.track.tao_last_word`: a clean exit after TAO's
+    FAILURE is an ERROR); here only TAO's SUCCESS after a failed wrapper counts (COMPLETE).
     """
+    v = _classify(squeue, sacct, marker, log_tail=log_tail, accounting=accounting, tao=tao)
+    v.tao_end = tao
+    return v
+
+
+def _classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
+              marker: Mapping[str, Any] | None, *, log_tail: str | None, accounting: bool,
+              tao: TaoEnd | None) -> SlurmObservation:
+    succeeded = tao is not None and tao.status == "SUCCESS"
     if squeue and squeue.get("state") and squeue["state"] not in FAILED_STATES | {"COMPLETED", "CANCELLED", "TIMEOUT", "REVOKED"}:
         st, reason = squeue["state"], squeue.get("reason", "")
         if st in RUNNING_STATES:
@@ -223,9 +260,12 @@ def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
     rec = sacct if sacct and sacct.get("state") else (squeue if squeue and squeue.get("state") else None)
     if rec is None:
         if marker is not None:
-            if tao:
-                return _tao_verdict(tao, None, f"{marker.get('exit_code')}:0")
-            return _marker_verdict(marker, "exit marker; no scheduler record")
+            if succeeded and tao is not None:
+                return _tao_success(tao, None, f"{marker.get('exit_code')}:0")
+            v = _marker_verdict(marker, "exit marker; no scheduler record")
+            if v.state == State.ERROR:
+                v.message += _tao_failure(tao)
+            return v
         why = "accounting unavailable" if not accounting else "not in squeue or sacct"
         return verdict(State.UNKNOWN, f"{why} and no exit marker on the shared filesystem yet")
     st, code = rec["state"], rec.get("exit_code")
@@ -236,29 +276,34 @@ def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
     if st in PAUSED_STATES:
         return verdict(State.RUNNING, f"paused ({st})", st)
     if st == "COMPLETED":
-        if tao:
-            return _tao_verdict(tao, st, code)
+        if succeeded and tao is not None:
+            return _tao_success(tao, st, code)
         if marker is not None:
             v = _marker_verdict(marker, "exit marker")
             v.observed = st
             return v
         return verdict(State.COMPLETE, "COMPLETED (no exit marker found)", st, exit_code=code)
     if st == "TIMEOUT":
-        return verdict(State.ERROR, "TIMEOUT: SLURM ended the job at its wall time; raise time_hours (or keep timeout_hours "
-                       "below it so outputs are written)", st, err_class="ERR_PROGRAM", exit_code=code,
-                       cut_short="time limit")
+        limit = f" ({rec['time_limit']})" if rec.get("time_limit") else ""
+        return verdict(State.ERROR, f"TIMEOUT: SLURM ended the job at its wall time{limit}; ask for more with "
+                       "--time-hours (or keep --timeout-hours below it so outputs are written)", st,
+                       err_class="ERR_PROGRAM", exit_code=code, cut_short="time limit")
     if st in CANCEL_STATES:
+        if st == "PREEMPTED":
+            return verdict(State.CANCELED, f"PREEMPTED: a higher-priority job took its node{_on(rec)} and SLURM did "
+                           "not requeue it", st, exit_code=code, cut_short="preempted")
         who = rec.get("raw_state", st)
-        return verdict(State.CANCELED, f"{who.lower()}" if who else st.lower(), st, exit_code=code,
-                       cut_short="preempted" if st == "PREEMPTED" else None)
+        return verdict(State.CANCELED, f"{who.lower()}" if who else st.lower(), st, exit_code=code)
     if st in FAILED_STATES:
         if st in INFRA_STATES:
-            return verdict(State.ERROR, f"{st}: infrastructure failure (node/boot)", st,
-                           err_class="ERR_INFRA", retry=True, exit_code=code)
-        if st == "OUT_OF_MEMORY":
-            return _oom_verdict(log_tail, code)
-        if tao and tao["status"] in TAO_SUCCESS:
-            return _tao_verdict(tao, st, code)  # TAO finished its work; the wrapper failed afterwards
+            what = "failed under the job" if st == "NODE_FAIL" else "failed to boot for the job"
+            return verdict(State.ERROR, f"{st}: a node{_on(rec)} {what} (the cluster's fault, not the program's)",
+                           st, err_class="ERR_INFRA", retry=True, exit_code=code)
+        if st == "OUT_OF_MEMORY" or rec.get("oom") or (marker and marker.get("oom")):
+            return _oom_verdict(log_tail, code, rec.get("req_mem"), observed="OUT_OF_MEMORY",
+                                needs_log=log_tail is None)
+        if succeeded and tao is not None:
+            return _tao_success(tao, st, code)  # TAO finished its work; the wrapper failed afterwards
         if log_tail is None:
             return verdict(State.ERROR, f"{st}{_exit_text(code)}", st, err_class="ERR_PROGRAM", exit_code=code, needs_log=True)
         from ..failures import infra_log_match
@@ -276,28 +321,40 @@ def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
                 detail += f"; {hint}"
                 break
         cut = "time limit" if marker and marker.get("timed_out") else None
-        if tao:
-            v = _tao_verdict(tao, st, code)
-            v.message = f"{st}{_exit_text(code)}; {v.message}{detail}"
-            if v.state == State.ERROR:
-                v.cut_short = cut
-            return v
-        return verdict(State.ERROR, f"{st}{_exit_text(code)}{detail}; read main.err", st, err_class="ERR_PROGRAM",
-                       exit_code=code, cut_short=cut)
+        return verdict(State.ERROR, f"{st}{_exit_text(code)}{_tao_failure(tao)}{detail}; read main.err", st,
+                       err_class="ERR_PROGRAM", exit_code=code, cut_short=cut)
     return verdict(State.UNKNOWN, f"unrecognised SLURM state {rec.get('raw_state') or st}", st)
 
 
-def _oom_verdict(log_tail: str | None, code: str | None) -> SlurmObservation:
-    """OUT_OF_MEMORY: a program error (raise mem), unless the log tail matches an infrastructure pattern."""
+def _on(rec: Mapping[str, str]) -> str:
+    """`` (node1,node2)``: the job's nodes as sacct names them, or ""."""
+    nodes = rec.get("nodes", "")
+    return f" ({nodes})" if nodes and nodes not in ("None assigned", "(null)") else ""
+
+
+def memory_text(req_mem: str | None) -> str:
+    """sacct's ReqMem as a user reads it: ``100M``; an older sacct's ``4000Mc`` / ``16Gn`` -> per CPU / per node."""
+    mem = (req_mem or "").strip()
+    if mem[-1:] in ("c", "n") and mem[:-1][-1:].isalpha():
+        return f"{mem[:-1]} per {'CPU' if mem[-1] == 'c' else 'node'}"
+    return mem
+
+
+def _oom_verdict(log_tail: str | None, code: str | None, req_mem: str | None, *, observed: str | None,
+                 needs_log: bool) -> SlurmObservation:
+    """OUT_OF_MEMORY (the job's state, one of its steps', or its log's): a program error, said with the
+    request it outgrew and the flag that raises it; unless the log tail matches an infrastructure pattern."""
     from ..failures import infra_log_match
 
     pattern = infra_log_match(log_tail or "")
     if pattern:
         return verdict(State.ERROR, f"OUT_OF_MEMORY{_exit_text(code)}; log matches infrastructure pattern {pattern}",
-                       "OUT_OF_MEMORY", err_class="ERR_INFRA", retry=True, exit_code=code)
-    return verdict(State.ERROR, "OUT_OF_MEMORY: the job used more host memory than it asked for; raise mem or lower "
-                   "the batch size / workers", "OUT_OF_MEMORY", err_class="ERR_PROGRAM", exit_code=code,
-                   needs_log=log_tail is None)
+                       observed, err_class="ERR_INFRA", retry=True, exit_code=code)
+    asked = memory_text(req_mem)
+    used = f"more than the {asked} of memory it asked for" if asked else "more memory than it asked for"
+    return verdict(State.ERROR, f"OUT_OF_MEMORY: the job used {used}; ask for more with --memory (spec: memory), "
+                   "or lower the batch size / workers", observed, err_class="ERR_PROGRAM", exit_code=code,
+                   needs_log=needs_log)
 
 
 def _last_lines(text: str, what: str, n: int = 3) -> str:

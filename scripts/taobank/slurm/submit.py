@@ -205,7 +205,8 @@ def plan_submit(spec: SlurmSpec, env: Mapping[str, str], conn: Connection | None
                      nodes=p.resources.nodes, decided=p, env=env, conn=conn,
                      backend={k: v for k, v in {"backend_type": "slurm", "partition": p.resources.partition,
                                                 "cluster_name": s.cluster_name,
-                                                "container_runtime": p.runtime}.items()
+                                                "container_runtime": p.runtime,
+                                                "memory": p.resources.mem}.items()
                               if v is not None})  # an unset cluster_name is absent, not "None"
 
 
@@ -493,7 +494,7 @@ def sbatch_error(text: str) -> str:
     line = last_line(text)
     if "Requested node configuration is not available" in text:
         return (f"sbatch refused the job: {line}. The request (GPUs/CPUs/memory per node or node count) exceeds what "
-                "any node of the partition has: lower num_gpus/cpus_per_task/mem or use another partition")
+                "any node of the partition has: lower num_gpus/cpus_per_task/memory or use another partition")
     if "accounting/QOS policy" in text or "AssocMaxSubmitJobLimit" in text:
         return (f"sbatch refused the job: {line}. Your account may not submit this job (no account named, or a limit "
                 "of it): set SLURM_ACCOUNT to an account you may use (sacctmgr show assoc user=$USER)")

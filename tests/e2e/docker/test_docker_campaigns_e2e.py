@@ -231,3 +231,97 @@ def test_prune_keep_last_of_a_canceled_training_keeps_its_resume_point_and_remov
     assert sorted(p.name for p in folder.glob("model_epoch_*.pth")) == [last] and link.is_symlink()
     assert dk.docker("ps", "-aq", "--filter", f"name=^{jid}$").stdout.split() == []
     assert dk.run("tao_jobs.py", "logs", jid).returncode == 0  # its logs were saved before
+
+
+def under_pty(dk: Docker, *args: str, answer: str, timeout: float = 120) -> tuple[int, str]:
+    """``tao_jobs.py ARGS`` with stdin, stdout and stderr a pseudo-terminal (as an agent's terminal tool runs it):
+    ``answer`` is typed once the first question's line has appeared; (exit code, everything it printed)."""
+    import os
+    import pty
+    import select
+    import subprocess
+    import sys
+
+    from docker_support import SCRIPTS
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "tao_jobs.py"), *args], stdin=slave, stdout=slave,
+                            stderr=slave, env=dk.env, close_fds=True)
+    os.close(slave)
+    seen, typed = b"", False
+    end = time.time() + timeout
+    try:
+        while time.time() < end:
+            if select.select([master], [], [], 0.2)[0]:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # the child closed the terminal
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+            if not typed and b"[y/N]" in seen and seen.rstrip(b" ").endswith(b"\n"):
+                os.write(master, answer.encode())
+                typed = True
+            if proc.poll() is not None and not select.select([master], [], [], 0.2)[0]:
+                break
+        assert proc.poll() is not None or proc.wait(timeout=5) is not None, f"prune hung: {seen.decode()[-2000:]}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    return proc.returncode, seen.decode().replace("\r\n", "\n")
+
+
+def test_prune_of_three_jobs_under_a_pty_lists_then_asks_once(dk):
+    """Issue 49: prune with three ids on a pseudo-terminal lists every file that would go, asks ONE question that
+    ends its line, and deletes all three on one "y"; --dry-run lists the same and deletes nothing."""
+    ids = [train(dk, epochs=2, sleep=0)["id"] for _ in range(3)]
+    for jid in ids:
+        dk.wait(jid, terminal, timeout=90)
+    dry = json.loads(dk.run("tao_jobs.py", "prune", *ids, "--dry-run", "--json").stdout)
+    assert [p["id"] for p in dry] == ids
+    for p, jid in zip(dry, ids):
+        on_disk = {f.relative_to(dk.results / jid).as_posix(): f.stat().st_size
+                   for f in (dk.results / jid).rglob("*") if f.is_file() and not f.is_symlink()}
+        assert {f["path"]: f["size"] for f in p["files"]} == on_disk and p["bytes"] == sum(on_disk.values())
+    rc, seen = under_pty(dk, "prune", *ids, answer="y\n")
+    assert rc == 0, seen
+    assert seen.count("[y/N]") == 1 and f"in all: {sum(len(p['files']) for p in dry)} file(s)" in seen, seen
+    for jid in ids:
+        assert f"{jid}: deleted {dk.results / jid}" in seen and not (dk.results / jid).exists()
+        assert dk.docker("ps", "-aq", "--filter", f"name=^{jid}$").stdout.split() == []
+
+
+def test_prune_keep_best_over_a_sweeps_trials_keeps_the_winners_best_only(dk):
+    done = dk.submit("--network-arch", "dino", "--action", "train", "--mount", FAKE, "--env", "EPOCHS=3",
+                     "--env", "SLEEP=0", "--sweep", "fake.best_val=300,200,400", "--max-concurrent", "3",
+                     "--", "sh", "-c", TRAIN, "tao")
+    ids = [j["id"] for j in done["jobs"]]
+    for jid in ids:
+        dk.wait(jid, terminal, timeout=120)
+    best = json.loads(dk.run("tao_jobs.py", "sweep", "best", done["sweep"], "--kpi", "val_loss", "--json").stdout)
+    rc, seen = under_pty(dk, "prune", *ids, "--keep", "best", "--kpi", "val_loss", answer="y\n")
+    assert rc == 0 and seen.count("[y/N]") == 1, seen
+    for jid in ids:
+        left = sorted(p.name for p in (dk.results / jid).rglob("*.pth"))
+        want = [Path(c).name for c in best["checkpoints"][:1]] if jid == best["id"] else []
+        assert left == want, (jid, left, seen)
+
+
+def test_dry_run_check_runs_the_submits_checks_on_the_engine(dk):
+    """Issue 49: --dry-run --check asks the real engine what submit asks (a mount path that is not there is refused
+    as submit refuses it; the image is looked up, never pulled); --dry-run alone says it checked nothing."""
+    args = ("submit", "--image", dk.image, "--gpus", "0", "--dry-run", "--", "true")
+    plain = dk.tao(*args)
+    assert plain.returncode == 0 and plain.stderr.startswith("dry run: nothing was contacted"), plain.stderr
+    since = log_length(dk)
+    missing = dk.tao("submit", "--image", dk.image, "--gpus", "0", "--mount", f"{dk.tmp}/absent:/data", "--dry-run",
+                     "--check", "--", "true")
+    assert missing.returncode == 1 and "bind-mount path" in missing.stderr, missing.stderr
+    good = dk.tao("submit", "--image", dk.image, "--gpus", "0", "--dry-run", "--check", "--", "true")
+    assert good.returncode == 0, good.stderr
+    assert good.stderr.startswith(f"dry run: the submit's read-only checks passed (docker engine ") and \
+        f"image {dk.image} present" in good.stderr and "nothing was skipped" in good.stderr, good.stderr
+    words = [c[1] for c in engine_calls(dk, since)]
+    assert not {"create", "run", "start", "pull", "login"} & set(words) and dk.records() == [], words

@@ -45,6 +45,6 @@ def test_taos_failure_with_exit_code_0_is_an_error_that_says_so(dk):
     done = replayed(dk, oracle.Scenario(stop_at=(5, oracle.Interrupted)))
     assert done["exit_code"] == 0, done
     assert done["state"] == "ERROR" and done["err_class"] == "ERR_PROGRAM", done
-    assert "FAILURE" in done["message"] and "Train was interrupted" in done["message"], done
+    assert "FAILURE" in done["message"] and "DINO train was interrupted" in done["message"], done
     last = json.loads(Path(done["results_dir"], "train", "status.json").read_text().splitlines()[-1])
-    assert (last["status"], last["message"]) == ("FAILURE", "Train was interrupted")
+    assert (last["status"], last["message"]) == ("FAILURE", "DINO train was interrupted: stopped in epoch 5")

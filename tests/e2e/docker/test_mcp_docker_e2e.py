@@ -134,3 +134,18 @@ def test_a_key_asked_of_the_user_reaches_the_job_and_nothing_else(docker_cluster
             seen[str(path)] = path.read_bytes().decode("utf-8", "replace")
     assert str(dk.call_log) in seen and any(p.endswith(f"{jid}.json") for p in seen)  # records and engine argv
     assert [where for where, text in seen.items() if key in text] == []
+
+
+def test_a_key_is_asked_only_after_the_submits_checks_pass(docker_cluster, tmp_path):
+    """Issue 49: submit_docker with ngc_pull_secret and no NGC_KEY anywhere, asking for GPUs this engine's host
+    lacks: the submit's read-only checks run first and refuse it; the user is never sent to the key page."""
+    env = {k: v for k, v in Docker(docker_cluster, tmp_path).env.items() if k != "NGC_KEY"}
+    env["TAO_ENV_FILE"] = str(tmp_path / "no-such" / ".env")
+    with Session(env, capabilities={"elicitation": {"url": {}}}, protocol="2025-11-25") as mcp:
+        done = mcp.call("submit_docker", image=env["TAO_LOCAL_DOCKER_IMAGE"], gpus_per_node=2, ngc_pull_secret=True,
+                        command=["true"])
+    assert done["isError"] is True, done
+    text = done["content"][0]["text"]
+    assert "GPUs (2)" in text and "before any key was asked; nothing was done" in text, text
+    assert not [n for n in mcp.notifications if n.get("method") == "elicitation/create"]
+    assert not (tmp_path / "state").is_dir() or not list((tmp_path / "state").glob("*.json"))

@@ -357,6 +357,26 @@ def test_missing_inputs_on_the_volume_are_refused_before_any_gpu_or_record(k8s):
     assert "inputs" not in out2["gate"] and st2["state"] == "COMPLETE", (out2, st2)
 
 
+def test_a_sweeps_dry_run_check_refuses_a_missing_e_file_as_its_submit_does(k8s):
+    """Issue 49: the sweeps reference ends the command with -e FILE; --dry-run --check runs the input check the
+    submit runs (a GPU-less pod, test -e) and refuses a FILE that is not on the volume, opening no record;
+    --dry-run alone says in its first line that it checked nothing."""
+    here = f"sweep-inputs-{secrets.token_hex(3)}"
+    (lk.state_root() / "pv" / here).mkdir()
+    cmd = f"set -- -e /results/{here}/train.yaml; cat /results/{here}/train.yaml"
+    args = ("submit", "--image", BUSYBOX, *BASE, "--gpus", "1", "--command", cmd, "--sweep", "train.lr=0.1,0.2",
+            "--dry-run")
+    plain = k8s.tao(*args)
+    assert plain.stdout.startswith("dry run: nothing was contacted"), plain.stdout
+    refused = k8s.tao(*args, "--check", check=False)
+    assert refused.returncode == 1 and f"input path(s) missing on the job's volumes: /results/{here}/train.yaml" \
+        in refused.stderr, refused.stderr
+    (lk.state_root() / "pv" / here / "train.yaml").write_text("epochs: 1\n")
+    passed = k8s.tao(*args, "--check")
+    assert passed.stdout.startswith("dry run: the submit's read-only checks passed"), passed.stdout
+    assert not list(Path(k8s.env["TAO_STATE_DIR"]).glob("*.json"))
+
+
 def test_args_name_the_job_folder_with_kubernetes_var_expansion_as_the_skill_shows(k8s):
     """The documented spec passes results_dir=$(RESULTS_DIR) in native args (issue 37: the one results variable,
     the same folder as TAO's $(TAO_API_RESULTS_DIR)/$(TAO_API_JOB_ID))."""

@@ -49,4 +49,4 @@ def test_a_validation_nan_after_the_best_epoch_keeps_the_best_checkpoint(k8s, tr
 def test_taos_failure_with_exit_code_0_is_an_error_that_says_so(k8s, trainer_on_pvc, tmp_path):
     done = replayed(k8s, trainer_on_pvc, tmp_path, oracle.Scenario(stop_at=(5, oracle.Interrupted)))
     assert done["state"] == "ERROR" and done["err_class"] == "ERR_PROGRAM", done
-    assert "FAILURE" in done["message"] and "Train was interrupted" in done["message"], done
+    assert "FAILURE" in done["message"] and "DINO train was interrupted" in done["message"], done

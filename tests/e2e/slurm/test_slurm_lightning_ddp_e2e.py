@@ -34,7 +34,7 @@ pytestmark = pytest.mark.e2e
 def lightning_spec(gpus_per_node: int, nodes: int) -> dict:
     # mem: two Lightning processes per node (DefMemPerCPU would be far too little); time: a hang ends soon
     # (the process group itself gives up after 90 s)
-    return base_spec(container_runtime="none", num_gpus=gpus_per_node * nodes, num_nodes=nodes, mem="3G",
+    return base_spec(container_runtime="none", num_gpus=gpus_per_node * nodes, num_nodes=nodes, memory="3G",
                      time_hours=None, time_minutes=5, command=[str(local_slurm.tao_standin("dino")), "train"])
 
 

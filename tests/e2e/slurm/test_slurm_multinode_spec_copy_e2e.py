@@ -27,7 +27,7 @@ def test_each_node_rewrites_its_own_spec_copy(slurm_env, tmp_path):
     probe_gloo_ok()  # the multi-node gate passes for real (gloo on the CPU between the nodes)
     text = "# staged once for both nodes (a rewrite drops this comment)\ntrain:\n  num_epochs: 1\n"
     (tmp_path / "train.yaml").write_text(text)
-    spec = base_spec(container_runtime="none", num_gpus=4, num_nodes=2, mem="3G", time_hours=None, time_minutes=5,
+    spec = base_spec(container_runtime="none", num_gpus=4, num_nodes=2, memory="3G", time_hours=None, time_minutes=5,
                      spec_files={"train.yaml": str(tmp_path / "train.yaml")},
                      command=[str(local_slurm.tao_standin("dino")), "train", "-e", "{specs}/train.yaml"])
     rec = slurm_submit.submit(spec)

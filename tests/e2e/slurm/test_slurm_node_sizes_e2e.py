@@ -21,7 +21,7 @@ def _remote(log: Path) -> list[list[str]]:
 
 @pytest.mark.parametrize("too_big, said", [
     ({"cpus_per_task": 999}, "999 CPUs per task"),
-    ({"mem": "20G"}, "--mem 20G"),
+    ({"memory": "20G"}, "--mem 20G"),
     ({"num_gpus": 9, "max_num_gpus_per_node": 16}, "9 GPUs per node"),
     ({"num_nodes": 3, "num_gpus": 0}, "has 2 such node(s) of 2"),
 ])
@@ -34,5 +34,5 @@ def test_a_job_no_node_can_hold_opens_no_record(slurm_env, too_big, said):
 
 
 def test_a_job_that_fits_runs_after_the_same_one_preflight(slurm_env):
-    rec = slurm_submit.submit(base_spec(container_runtime="none", num_gpus=0, cpus_per_task=2, mem="8G"))
+    rec = slurm_submit.submit(base_spec(container_runtime="none", num_gpus=0, cpus_per_task=2, memory="8G"))
     assert wait_state(rec["id"])["state"] == "COMPLETE"

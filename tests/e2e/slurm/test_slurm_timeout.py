@@ -21,4 +21,6 @@ def test_wall_time_gives_timeout_error_and_inner_timeout_writes_a_marker(slurm_e
     done = wait_state(wall["id"], timeout=180)
     assert done["state"] == "ERROR" and done["backend"]["slurm_state"] == "TIMEOUT"
     assert done["err_class"] == "ERR_PROGRAM" and "wall time" in done["message"]
+    # issue 49: the cause, the limit SLURM held it to and the flag that raises it
+    assert "TIMEOUT: SLURM ended the job at its wall time (00:01:00); ask for more with --time-hours" in done["message"]
     assert done["message"].startswith(f"time limit: carry on with tao_jobs.py continue {wall['id']} --time-hours H")

@@ -20,6 +20,7 @@ from taobank.slurm import remote, ssh, storage
 from taobank.slurm import facts as slurm_facts, logs as slurm_logs, submit as slurm_submit
 from taobank.slurm.ssh import Connection
 from testclusters.slurm_conf import Layout, default_state_dir
+from tests.support.results_cli import tao_jobs as jobs
 
 sys.path.insert(0, os.path.dirname(__file__))
 from slurm_helpers import ArgvWatcher, base_spec, call_log, probe_gloo_ok, wait_state  # noqa: E402
@@ -160,13 +161,23 @@ def test_cancel_of_a_job_that_already_ended_counts_as_cancelled(slurm_env):
 
 
 def test_memory_kill_is_reported_as_program_error(slurm_env):
-    rec = slurm_submit.submit(base_spec(mem="100M", command=[
+    """A program past its --memory: the status line says OUT_OF_MEMORY, the request and the flag (issue 49: it
+    read `FAILED (exit code 1)`: SLURM's job line says FAILED 1:0, only the srun step says OUT_OF_MEMORY)."""
+    from testclusters import slurm as local_slurm
+
+    rec = slurm_submit.submit(base_spec(memory="100M", command=[
         "python3", "-c", "import time; a = bytearray(600 * 1024 * 1024); time.sleep(5)"]))
     done = wait_state(rec["id"], timeout=90)
-    assert done["state"] == "ERROR" and done["err_class"] == "ERR_PROGRAM"
-    assert done["backend"]["slurm_state"] in ("OUT_OF_MEMORY", "FAILED")
-    if done["backend"]["slurm_state"] == "OUT_OF_MEMORY":
-        assert "raise mem" in done["message"]
+    assert done["state"] == "ERROR" and done["err_class"] == "ERR_PROGRAM", done
+    kill = local_slurm.status().get("memory_kill")  # OUT_OF_MEMORY with cgroup v1, "FAILED 0:9" with OverMemoryKill
+    assert kill in ("OUT_OF_MEMORY", "FAILED 0:9")
+    assert done["backend"]["slurm_state"] == "OUT_OF_MEMORY", done
+    assert done["message"].startswith("OUT_OF_MEMORY: the job used more than the 100M of memory it asked for; ask "
+                                      "for more with --memory"), done["message"]
+    marker = json.loads((Path(done["backend"]["job_dir"]) / "meta" / "exit.json").read_text())
+    assert marker["oom"] is True and marker["exit_code"] != 0
+    line = jobs("status", rec["id"]).stdout  # the one line a user reads
+    assert "ERROR (ERR_PROGRAM)" in line and "OUT_OF_MEMORY: the job used more than the 100M" in line, line
 
 
 def test_gres_over_capacity_refused_at_submit_with_a_clear_line(slurm_env):
@@ -202,6 +213,25 @@ def test_missing_dataset_stops_before_anything_is_written(slurm_env):
     with pytest.raises(TaoError, match="missing on the cluster.*datasets/nope.*annotations.json"):
         slurm_submit.submit(spec)
     assert records.list_records() == []
+
+
+def test_dry_run_check_refuses_what_submit_refuses_and_the_plain_dry_run_says_it_did_not_check(slurm_env, tmp_path):
+    """Issue 49: ``--dry-run --check`` runs submit's read-only checks over ssh (a dataset path that is not there
+    is refused as submit refuses it); ``--dry-run`` alone passes but its first line says it checked nothing."""
+    lustre = slurm_env["env"]["TAO_LOCAL_LUSTRE_ROOT"]
+    spec = tmp_path / "job.json"
+    spec.write_text(json.dumps(base_spec(dataset={"root": f"lustre://{lustre}/datasets/nope-{uuid.uuid4().hex[:6]}",
+                                                  "required": ["annotations.json"]})))
+    cli = [sys.executable, os.path.join(BANK, "scripts", "tao_slurm.py"), "submit", "--spec", str(spec), "--dry-run"]
+    plain = subprocess.run(cli, capture_output=True, text=True, timeout=120)
+    assert plain.returncode == 0 and plain.stderr.startswith("dry run: nothing was contacted"), plain.stderr
+    checked = subprocess.run(cli + ["--check"], capture_output=True, text=True, timeout=120)
+    assert checked.returncode == 1 and "missing on the cluster" in checked.stderr, checked.stderr
+    assert records.list_records() == []
+    spec.write_text(json.dumps(base_spec()))
+    good = subprocess.run(cli + ["--check"], capture_output=True, text=True, timeout=120)
+    assert good.returncode == 0 and good.stderr.startswith("dry run: the submit's read-only checks passed"), good.stderr
+    assert good.stdout.startswith("#!") and records.list_records() == []
 
 
 def test_missing_sqsh_image_stops_before_anything_is_written(slurm_env):
