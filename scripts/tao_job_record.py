@@ -10,7 +10,7 @@
   dir ID                                             prints the job's artifact folder
 
 Records live in $TAO_STATE_DIR (default ${XDG_STATE_HOME:-~/.local/state}/tao-skill-bank/jobs).
-States: PENDING RUNNING COMPLETE ERROR CANCELED UNKNOWN; see docs/job-record.md for the
+States: PENDING RUNNING COMPLETE ERROR CANCELED UNKNOWN PRUNED; see docs/job-record.md for the
 transition table. An illegal mark exits 1 naming the allowed transitions.
 """
 from __future__ import annotations

@@ -67,7 +67,7 @@ def main(argv: list[str]) -> int:
     parser, sub = verbcli.parser("tao_jobs.py", __doc__)
     p = sub.add_parser("list", help="the job table from the records (no cluster contact)")
     p.add_argument("--platform", help="kubernetes (k8s), slurm or docker")
-    p.add_argument("--state", help="PENDING RUNNING COMPLETE ERROR CANCELED UNKNOWN")
+    p.add_argument("--state", help="PENDING RUNNING COMPLETE ERROR CANCELED UNKNOWN PRUNED")
     p.add_argument("--active", action="store_true", help="only PENDING, RUNNING, UNKNOWN")
     p.add_argument("--sweep", metavar="SWEEP", help="only the trials of this sweep")
     p.add_argument("--no-headers", action="store_true")

@@ -113,6 +113,88 @@ def _image() -> None:
         raise TaoError(f"docker import of {IMAGE} failed: {res.stderr.decode(errors='replace').strip()[-200:]}")
 
 
+#: The image of the local search runs (submit --search): busybox as above plus the host's Debian Python 3.11 with
+#: numpy (a search trial's runner needs python3 and numpy, as TAO's images have) and gawk (the stand-in trainer's
+#: fake.lr_optimum needs awk's log()). Imported from the host's files with their shared libraries; no registry.
+PYTHON_IMAGE = "tao-local.test/python:1"
+PYTHON_PACKAGES = ("python3", "python3-numpy", "gawk")
+_PYTHON_TREES = ("/usr/lib/python3.11", "/usr/lib/python3/dist-packages/numpy")
+_PYTHON_SKIP = {"__pycache__", "test", "tests", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3",
+                "config-3.11-x86_64-linux-gnu"}
+
+
+def _libraries(files: list[Path]) -> set[str]:
+    """The shared libraries (and the loader) the ELF files among ``files`` load, as ldd names them."""
+    out: set[str] = set()
+    for f in files:
+        res = subprocess.run(["ldd", str(f)], capture_output=True, text=True)
+        for line in res.stdout.splitlines():
+            words = line.split()
+            path = words[2] if len(words) >= 3 and words[1] == "=>" else words[0] if words else ""
+            if path.startswith("/"):
+                out.add(path)
+    return out
+
+
+def _python_image() -> None:
+    """Import :data:`PYTHON_IMAGE` once: busybox's applets, the host's python3.11 with its standard library and
+    numpy, gawk, and every shared library they load (dereferenced, at the paths ldd names)."""
+    if _docker(["image", "inspect", PYTHON_IMAGE], check=False, timeout=30).ok:
+        return
+    apt.ensure(PYTHON_PACKAGES, "Python for the local search image")
+    applets = subprocess.run([str(BUSYBOX), "--list"], capture_output=True, text=True, check=True).stdout.split()
+    files: dict[str, Path] = {"usr/bin/python3.11": Path("/usr/bin/python3.11"), "usr/bin/gawk": Path("/usr/bin/gawk")}
+    for tree in _PYTHON_TREES:
+        for root, dirs, names in os.walk(tree):
+            dirs[:] = [d for d in dirs if d not in _PYTHON_SKIP]
+            for n in names:
+                path = Path(root) / n
+                if path.is_file():
+                    files[str(path).lstrip("/")] = path
+    elves = [p for p in files.values() if p.suffix == ".so" or ".so." in p.name or p.parent.name == "bin"]
+    for lib in _libraries(elves):
+        files.setdefault(lib.lstrip("/"), Path(lib))
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        made: set[str] = set()
+
+        def folder(name: str, mode: int = 0o755) -> None:
+            parts = Path(name).parts
+            for i in range(1, len(parts) + 1):
+                d = "/".join(parts[:i])
+                if d not in made:
+                    made.add(d)
+                    info = tarfile.TarInfo(d)
+                    info.type, info.mode = tarfile.DIRTYPE, mode if i == len(parts) else 0o755
+                    tar.addfile(info)
+        for d in ("bin", "etc", "root"):
+            folder(d)
+        for d in ("tmp", "results"):
+            folder(d, 0o1777)
+        tar.add(str(BUSYBOX), "bin/busybox")
+        for a in applets:
+            if a != "busybox":
+                info = tarfile.TarInfo(f"bin/{a}")
+                info.type, info.linkname = tarfile.SYMTYPE, "busybox"
+                tar.addfile(info)
+        for name in sorted(files):
+            folder(str(Path(name).parent))
+            tar.add(str(files[name].resolve()), name)
+        info = tarfile.TarInfo("usr/bin/python3")
+        info.type, info.linkname = tarfile.SYMTYPE, "python3.11"
+        tar.addfile(info)
+        for name, text in (("etc/passwd", "root:x:0:0:root:/root:/bin/sh\n"), ("etc/group", "root:x:0:\n")):
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    res = subprocess.run(["docker", "import", "--change", "ENV PATH=/usr/bin:/bin", "-", PYTHON_IMAGE],
+                         input=buf.getvalue(), capture_output=True,
+                         env={**os.environ, "DOCKER_HOST": env()["DOCKER_HOST"]}, timeout=600)
+    if res.returncode != 0:
+        raise TaoError(f"docker import of {PYTHON_IMAGE} failed: {res.stderr.decode(errors='replace').strip()[-200:]}")
+
+
 def up() -> dict[str, str]:
     """Start dockerd (idempotent), wait until it answers, import the image; the env a skill user sets."""
     started = time.monotonic()
@@ -130,6 +212,7 @@ def up() -> dict[str, str]:
             driver = "vfs"
         p["cluster"].write_text(json.dumps({"driver": driver}) + "\n")
     _image()
+    _python_image()
     print(f"local docker: ready in {time.monotonic() - started:.1f}s", file=__import__("sys").stderr)
     return env()
 

@@ -30,6 +30,9 @@
 # Other trailing KEY=VALUE arguments (what a sweep trial adds; train.num_gpus=N) are printed; -e FILE is
 # accepted as TAO's spec file. fake.best_val=N (thousandths) is the lowest val_loss written (default 400);
 # fake.nan_at=E writes train_loss NaN at epoch E (a diverged loss, as TAO writes it: a bare NaN).
+# fake.lr_optimum=LR (for trying a search, references/search.md; needs python3 or an awk with log()): the lowest
+# val_loss becomes a known function of train.optim.lr: 0.4 + 0.25 * log10(lr / LR)^2 (fake.best_val is then
+# ignored), every epoch's val_loss with a noise of at most 0.01 drawn from lr and the epoch (same lr, same curve).
 # --replay FILE: instead, replay a whole run TAO's own code wrote (tests/support/tao_oracle.py write_replay,
 # made on the host): its JSON lines appended to status.json as they are, "#checkpoint NAME" writes that
 # checkpoint and points the latest link at it (then --sleep), "#exit N" is the exit code at the end.
@@ -43,7 +46,7 @@ usage() {
 number() { case $2 in '' | *[!0-9]*) echo "$0: $1 must be a whole number, got '$2'" >&2; exit 2 ;; esac; }
 
 results='' epochs='' pause=0 epoch_time='' fail_at='' interrupt_at='' action=train network=dino resume=''
-resuming=false best_val=400 nan_at='' per_epoch=1 val_every=1 replay=''
+resuming=false best_val=400 nan_at='' per_epoch=1 val_every=1 replay='' lr_opt='' lr=0.001 noise_seed=''
 while [ $# -gt 0 ]; do
   case $1 in
     train.resume_training_checkpoint_path=*) resume=${1#*=}; resuming=true; shift; continue ;;
@@ -52,6 +55,8 @@ while [ $# -gt 0 ]; do
       case $1 in
         fake.best_val=*) best_val=${1#*=}; number fake.best_val "$best_val" ;;
         fake.nan_at=*) nan_at=${1#*=}; number fake.nan_at "$nan_at" ;;
+        fake.lr_optimum=*) lr_opt=${1#*=} ;;
+        train.optim.lr=*) lr=${1#*=} ;;
       esac
       shift
       continue ;;
@@ -277,6 +282,26 @@ $TAO_LINES
 EOF
 }
 
+if [ -n "$lr_opt" ]; then  # best_val (thousandths) and the noise's seed from train.optim.lr
+  # python3 where there is one (a search trial's runner needs it anyway), else an awk with log() (busybox's has none)
+  if command -v python3 > /dev/null; then
+    # shellcheck disable=SC2046 # the two numbers printed are the point
+    set -- $(python3 -c 'import math, sys
+lr, opt = float(sys.argv[1]), float(sys.argv[2])
+if lr <= 0 or opt <= 0: sys.exit("bad")
+d = math.log(lr / opt) / math.log(10)
+print(int(400 + 250 * d * d + 0.5), abs(int(math.log(lr) * 100003)) % 9973)' "$lr" "$lr_opt" 2>/dev/null)
+  else
+    for awk in gawk mawk awk; do command -v "$awk" > /dev/null && break; done
+    # shellcheck disable=SC2046 # the two numbers awk prints are the point
+    set -- $("$awk" -v lr="$lr" -v opt="$lr_opt" 'BEGIN {
+      if (lr + 0 <= 0 || opt + 0 <= 0) { print "bad"; exit }
+      d = log(lr / opt) / log(10); printf "%d %d\n", 400 + 250 * d * d + 0.5, (log(lr) < 0 ? -1 : 1) * int(log(lr) * 100003) % 9973 }')
+  fi
+  [ $# -eq 2 ] || { echo "$0: train.optim.lr and fake.lr_optimum must be numbers above 0" >&2; exit 2; }
+  best_val=$1 noise_seed=$2
+fi
+
 # The stand-in's model: val_loss is lowest (best_val thousandths) at 2/3 of the epochs, then rises
 # (overfitting); val_mAP is 1 - val_loss; train_loss falls as 1/(epoch + 2).
 best=$(((2 * epochs + 2) / 3 - 1))
@@ -285,6 +310,7 @@ previous_train_loss=''  # the KPI dict a line without a validation carries: the 
 measure() {
   gap=$((e - best))
   val=$((best_val + 20 * gap * gap))
+  [ -z "$noise_seed" ] || val=$((val + (noise_seed * 37 + e * 101 + noise_seed * e) % 21 - 10))
   val_loss=$(thousandths "$val") val_map=$(thousandths $((1000 - val)))
 }
 

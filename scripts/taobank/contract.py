@@ -101,6 +101,9 @@ class Batch:
     #: the core's writer for what a launch has done before it ends (a SLURM job folder staged), so a
     #: launch that dies half-way leaves a record that can be finished: ``checkpoint(job_id, message, backend)``
     checkpoint: Callable[[str, str, Mapping[str, Any]], None] = _no_checkpoint
+    #: a search's staging (:class:`taobank.search.bundle.Staging`), None for any other batch: the adapter stages
+    #: ``search.files(sweep)`` in a folder every trial shares and runs ``search.wrap(argv, folder, trial)``
+    search: Any = None
 
 
 @dataclass

@@ -30,7 +30,8 @@ from .records import Record
 #: What a child's spec may name (replaced by text; nothing else of the form ``{parent.X}`` is allowed).
 PLACEHOLDERS = ("{parent.results_dir}", "{parent.checkpoint}")
 #: The states a job can be continued from (a timed-out job ends ERROR).
-CONTINUABLE = (State.ERROR, State.CANCELED)
+#: PRUNED: a search trial its pruner stopped early; continued, it trains on with the study's values, outside it
+CONTINUABLE = (State.ERROR, State.CANCELED, State.PRUNED)
 
 
 # ------------------------------------------------------------------ helpers
@@ -163,6 +164,22 @@ def _submit(rec_platform: str, spec: dict, options: dict, *, dry_run: bool = Fal
 
 
 # ------------------------------------------------------------------ continue
+def _with_search_values(rec: Record, spec: dict) -> dict:
+    """A search trial's spec with the values its study gave it (its record keeps none: the trial asked the study
+    as it started): the continued job is a plain job with those overrides, outside the study."""
+    from . import sweepfile, taoargs
+    from .search import journal
+
+    if not isinstance(rec.backend.get("search"), str):  # taobank.search.bundle.summary_of
+        return spec
+    found = journal.of_trial(rec)
+    trial = found.by_job().get(rec.id) if found is not None else None
+    if trial is None or not trial.params:
+        raise TaoError(f"job {rec.id} is a trial of search {rec.sweep} whose study holds no values for it (it never "
+                       "asked): nothing to continue; submit it again")
+    return taoargs.append_args(spec, sweepfile.args_of(trial.words()))
+
+
 def continue_job(platform: str | None, job_id: str, *, checkpoint: str | None = None,
                  description: str | None = None, dry_run: bool = False, time_minutes: float | None = None,
                  queue: str | None = None, check: bool = False, note: Callable[[str], None] | None = None,
@@ -180,6 +197,7 @@ def continue_job(platform: str | None, job_id: str, *, checkpoint: str | None = 
     if rec.state not in CONTINUABLE:
         raise TaoError(f"job {job_id} is {rec.state}: cancel it first (or wait for it to end), then continue it")
     spec, options = savedspec.load(job_id)
+    spec = _with_search_values(rec, spec)
     if queue is not None:
         if rec.platform != "kubernetes":
             raise UsageError("--queue is a Kubernetes (Kueue) option")

@@ -53,9 +53,11 @@ def check_concurrency(value: int | None, n: int) -> int:
 
 
 def submit(adapter: Platform, specs: list[dict], opts: SubmitOptions, *,
-           trials: Sequence[Mapping[str, str]] | None = None, max_concurrent: int | None = None) -> Submitted:
+           trials: Sequence[Mapping[str, str]] | None = None, max_concurrent: int | None = None,
+           search: Any = None) -> Submitted:
     """Submit ``specs`` on ``adapter`` in the one order; ``trials`` (the overrides of each spec) makes them a
-    sweep, launched together with at most ``max_concurrent`` running at once."""
+    sweep, launched together with at most ``max_concurrent`` running at once; ``search`` (a sweep's study,
+    :class:`taobank.search.bundle.Staging`) travels in the batch and its summary on every trial's record."""
     if not specs:
         raise UsageError("nothing to submit")
     specs = [taoargs.identified(spec) for spec in specs]  # a TAO command names its network and action
@@ -78,12 +80,17 @@ def submit(adapter: Platform, specs: list[dict], opts: SubmitOptions, *,
             return Submitted(_bind(adapter, [rec], [launch]), gate)
     verdict = _nccl_verdict(adapter, plans, opts)
     sweep_id = names.mint_job_id(plans[0].network_arch, "sweep") if sweep else None
-    batch = Batch(max_concurrent=k, sweep=sweep_id, checkpoint=_checkpoint)
+    if search is not None and not sweep:
+        raise UsageError("a search runs as a sweep: its trials are the sweep's")
+    if search is not None and not getattr(adapter, "runs_searches", False):
+        raise UsageError(f"--search does not run on {adapter.name} yet")
+    batch = Batch(max_concurrent=k, sweep=sweep_id, checkpoint=_checkpoint, search=search)
     adapter.check(plans, gate, batch)
     if verdict:
         gate.lines.append(nccl_line(verdict))
         gate.backend.update(verdict)
-    recs = [rec] if rec is not None else _open(adapter, plans, opts, gate, sweep_id, trials, k)
+    recs = [rec] if rec is not None else _open(adapter, plans, opts, gate, sweep_id, trials, k,
+                                               search.summary() if search is not None else None)
     for r, spec in zip(recs, specs):  # what `continue` runs again (no secret: names only)
         savedspec.save(r.id, spec, {key: getattr(opts, key) for key in savedspec.KEPT_OPTIONS})
     try:
@@ -174,7 +181,8 @@ class DryRun:
 
 
 def dry_run(adapter: Platform, specs: list[dict], opts: SubmitOptions, *,
-            trials: Sequence[Mapping[str, str]] | None = None, max_concurrent: int | None = None) -> DryRun:
+            trials: Sequence[Mapping[str, str]] | None = None, max_concurrent: int | None = None,
+            search: Any = None) -> DryRun:
     """The read-only checks a submit of ``specs`` runs before any record (plan, the NCCL verdict, the adapter's
     check with ``Gate.dry_run``: no pull, no login), with the credentials this process lacks left out and
     named; raises as that submit would. Opens no record, launches nothing."""
@@ -192,7 +200,7 @@ def dry_run(adapter: Platform, specs: list[dict], opts: SubmitOptions, *,
     gate.lines += [w for w in (taoargs.unseen_warning(typed[0]),) if w]
     verdict = _nccl_verdict(adapter, plans, opts)
     sweep_id = names.mint_job_id(plans[0].network_arch, "sweep") if sweep else None
-    adapter.check(plans, gate, Batch(max_concurrent=k, sweep=sweep_id))
+    adapter.check(plans, gate, Batch(max_concurrent=k, sweep=sweep_id, search=search))
     if verdict:
         gate.lines.append(nccl_line(verdict))
     return DryRun(gate, pending, specs, opts)
@@ -232,12 +240,14 @@ def nccl_line(verdict: Mapping[str, Any]) -> str:
 
 
 def _open(adapter: Platform, plans: list[Plan], opts: SubmitOptions, gate: Gate, sweep_id: str | None,
-          trials: Sequence[Mapping[str, str]] | None, k: int) -> list[Record]:
+          trials: Sequence[Mapping[str, str]] | None, k: int, search: dict | None = None) -> list[Record]:
     """Open every record (all folders checked in one pass first); on a failure, those opened say ERROR."""
     ids = [p.job_id or f"new-job-{i}" for i, p in enumerate(plans)]
     records.refuse_nested([(p.results_dir.replace(records.ID_PLACEHOLDER, j), j) for p, j in zip(plans, ids)],
                           adapter.name)
-    backend_extra = {"max_concurrent": k} if sweep_id else {}
+    backend_extra: dict[str, Any] = {"max_concurrent": k} if sweep_id else {}
+    if search is not None:
+        backend_extra.update(search)
     lineage = {"parent": opts.parent, "continues": opts.continues}
     out: list[Record] = []
     try:

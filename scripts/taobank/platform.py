@@ -233,6 +233,11 @@ class Platform(ABC):
         (a finished job's volume, say). Raise TaoError with what is needed when it cannot be read."""
         raise TaoError(f"reading training progress is not supported on {self.name}")
 
+    def read_search_file(self, rec: Record, path: str) -> str:
+        """The text of one file of the search ``rec`` is a trial of (``path``: absolute, in the folder its trials
+        share, ``rec.backend["search_dir"]``): the study's journal; "" when it does not exist yet. One call."""
+        raise TaoError(f"reading a search's study is not supported on {self.name}")
+
     def clean_finished(self, rec: Record, context: dict[str, Any]) -> str | None:
         """Remove what a finished job still holds (its credentials) when ``cancel`` names it; a note for the
         cancel line, or None when there was nothing to do. The default holds nothing."""
@@ -339,6 +344,9 @@ class Platform(ABC):
     holds_trials: bool = False
     #: held trials are started by a detached supervisor on this machine (the machine the jobs run on)
     supervises_sweeps: bool = False
+    #: a sweep's launch stages ``Batch.search`` in a folder its trials share and wraps their commands
+    #: (``submit --search``: taobank.search)
+    runs_searches: bool = False
     #: the module (dotted name, imported when needed) that answers the sweep hooks below where the platform has
     #: them: ``release`` and ``read_status_many``
     sweep_access: str | None = None

@@ -13,7 +13,9 @@ Why each edge exists:
   exit marker was found). Never UNKNOWN -> PENDING: a poller that sees a
   pending backend job for an UNKNOWN record leaves the record UNKNOWN until
   the job runs or ends, so the history cannot loop PENDING/UNKNOWN.
-* COMPLETE, ERROR, CANCELED are terminal: nothing leaves them.
+* PENDING | RUNNING | UNKNOWN -> PRUNED: a trial of a search (``--search``) stopped early by its study's
+  pruner (its KPI was worse than the rung's cut). An end of its own, not an error: nothing failed.
+* COMPLETE, ERROR, CANCELED, PRUNED are terminal: nothing leaves them.
 """
 from __future__ import annotations
 
@@ -45,6 +47,8 @@ class State(StrEnum):
     ERROR = "ERROR"
     CANCELED = "CANCELED"
     UNKNOWN = "UNKNOWN"
+    #: a search trial its study's pruner stopped early (terminal, not an error)
+    PRUNED = "PRUNED"
 
     @property
     def is_terminal(self) -> bool:
@@ -57,19 +61,20 @@ class State(StrEnum):
 
 
 STATES: tuple[State, ...] = tuple(State)
-TERMINAL: frozenset[State] = frozenset({State.COMPLETE, State.ERROR, State.CANCELED})
+TERMINAL: frozenset[State] = frozenset({State.COMPLETE, State.ERROR, State.CANCELED, State.PRUNED})
 ACTIVE: frozenset[State] = frozenset({State.PENDING, State.RUNNING, State.UNKNOWN})
 INITIAL: State = State.PENDING
 
 #: state -> states a mark may move it to (same-state marks are handled apart:
 #: allowed on an active record as an update, a no-op on a terminal one).
 TRANSITIONS: dict[str, tuple[State, ...]] = {
-    State.PENDING: (State.RUNNING, State.COMPLETE, State.ERROR, State.CANCELED, State.UNKNOWN),
-    State.RUNNING: (State.PENDING, State.COMPLETE, State.ERROR, State.CANCELED, State.UNKNOWN),
-    State.UNKNOWN: (State.RUNNING, State.COMPLETE, State.ERROR, State.CANCELED),
+    State.PENDING: (State.RUNNING, State.COMPLETE, State.ERROR, State.CANCELED, State.UNKNOWN, State.PRUNED),
+    State.RUNNING: (State.PENDING, State.COMPLETE, State.ERROR, State.CANCELED, State.UNKNOWN, State.PRUNED),
+    State.UNKNOWN: (State.RUNNING, State.COMPLETE, State.ERROR, State.CANCELED, State.PRUNED),
     State.COMPLETE: (),
     State.ERROR: (),
     State.CANCELED: (),
+    State.PRUNED: (),
 }
 
 #: Failure classes; only an ERROR record may carry one (it is optional there).

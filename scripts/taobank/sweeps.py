@@ -49,21 +49,23 @@ class Submitted:
 
 def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dict[str, str]],
            max_concurrent: int | None = None, *, parent_kpi: str | None = None, parent_mode: str | None = None,
-           allow_incomplete_parent: bool = False) -> Submitted:
+           allow_incomplete_parent: bool = False, search: Any = None) -> Submitted:
     """Every trial submitted in the one submit order (:func:`taobank.pipeline.submit`); nothing half-submitted.
 
     A bad trial or a failed gate leaves no record; a launch that fails marks every trial it did not create
     ERROR. ``opts.parent`` (``--parent``): the parent's placeholders are filled once
     (:func:`taobank.lineage.with_parent`, ``parent_kpi`` as ``--parent-kpi``) and every trial record names
-    the parent. Each trial's spec is kept (``continue`` runs one trial again)."""
+    the parent. Each trial's spec is kept (``continue`` runs one trial again). ``search``
+    (:class:`taobank.search.bundle.Staging`): the trials have no overrides; each asks the study as it starts."""
     from . import pipeline
     from .platform import get
 
     spec, trials = _prepared(platform_name, spec, opts, trials, max_concurrent, parent_kpi=parent_kpi,
-                             parent_mode=parent_mode, allow_incomplete_parent=allow_incomplete_parent)
+                             parent_mode=parent_mode, allow_incomplete_parent=allow_incomplete_parent,
+                             search=search is not None)
     adapter = get(platform_name)
-    done = pipeline.submit(adapter, [trial_spec(spec, t) for t in trials], opts, trials=trials,
-                           max_concurrent=max_concurrent)
+    specs = [dict(spec) for _ in trials] if search is not None else [trial_spec(spec, t) for t in trials]
+    done = pipeline.submit(adapter, specs, opts, trials=trials, max_concurrent=max_concurrent, search=search)
     assert done.sweep is not None
     out = Submitted(done.sweep, done.views, done.max_concurrent, done.gate.text(), done.gate.notes())
     _supervised(adapter, done.sweep, [records.get(v.id) for v in done.views])
@@ -72,10 +74,16 @@ def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dic
 
 def _prepared(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dict[str, str]],
               max_concurrent: int | None, *, parent_kpi: str | None, parent_mode: str | None,
-              allow_incomplete_parent: bool) -> tuple[dict, list[dict[str, str]]]:
+              allow_incomplete_parent: bool, search: bool = False) -> tuple[dict, list[dict[str, str]]]:
     """The checks every sweep submit (and its preview) makes before any platform code, and the spec with the
-    parent's placeholders filled (``--parent``)."""
-    trials = sweepfile.check_trials(trials)
+    parent's placeholders filled (``--parent``). A search's trials are alike until each asks its study."""
+    if search:
+        if not trials or any(trials) or len(trials) > sweepfile.MAX_TRIALS:
+            raise UsageError(f"a search runs 1 to {sweepfile.MAX_TRIALS} trials with no overrides of their own")
+        if not any(isinstance(spec.get(k), (list, str)) for k in ("args", "command")):
+            raise UsageError("a search needs a command (or args) to append each trial's key=value overrides to")
+    else:
+        trials = sweepfile.check_trials(trials)
     check_concurrency(max_concurrent, len(trials))
     if opts.job_id:
         raise UsageError("--job-id names one job: a sweep mints one id per trial")
@@ -111,6 +119,8 @@ class Preview:
     sent: list[list[tuple[str, str]]]
     #: the dry run's line: the submit's read-only checks that passed, and what was not checked
     checks: str = ""
+    #: a search's preview: each trial's overrides are asked of the study as it starts
+    searched: bool = False
 
     def to_dict(self) -> dict:
         return {"sweep": self.sweep, "max_concurrent": self.max_concurrent, "trials": self.trials, "checks": self.checks,
@@ -124,8 +134,9 @@ class Preview:
 
         from .text import one_line
 
+        asked = "(asked of the study as it starts)" if self.searched else ""
         rows = [("TRIAL", "ID", "OVERRIDES", "RESULTS")] + [
-            (str(t["trial"]), t["id"], one_line(" ".join(sweepfile.args_of(t["overrides"]))), t["results_dir"])
+            (str(t["trial"]), t["id"], one_line(" ".join(sweepfile.args_of(t["overrides"]))) or asked, t["results_dir"])
             for t in self.trials]
         widths = [max(len(r[i]) for r in rows) for i in range(3)]
         out = [f"{self.checks}\n"] if self.checks else []
@@ -154,7 +165,7 @@ def _ended(text: str) -> str:
 
 def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dict[str, str]],
             max_concurrent: int | None = None, *, parent_kpi: str | None = None, parent_mode: str | None = None,
-            allow_incomplete_parent: bool = False, check: bool = False) -> Preview:
+            allow_incomplete_parent: bool = False, check: bool = False, search: Any = None) -> Preview:
     """What ``submit`` would do with these trials, contacting nothing that changes state and opening no record:
     the same checks, every trial's spec as submit builds it, the platform's rendering of what it sends
     (:meth:`Platform.preview_sweep`, the functions its launch uses) and the trial table. ``check``: the submit's
@@ -162,30 +173,36 @@ def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[di
     from .platform import get
 
     spec, trials = _prepared(platform_name, spec, opts, trials, max_concurrent, parent_kpi=parent_kpi,
-                             parent_mode=parent_mode, allow_incomplete_parent=allow_incomplete_parent)
+                             parent_mode=parent_mode, allow_incomplete_parent=allow_incomplete_parent,
+                             search=search is not None)
     k = check_concurrency(max_concurrent, len(trials))
     ids = preview_ids(len(trials))
     from . import pipeline
     from .contract import Batch, Gate
 
-    specs = [trial_spec(spec, t) for t in trials]
+    adapter = get(platform_name)
+    if search is not None and not getattr(adapter, "runs_searches", False):
+        raise UsageError(f"--search does not run on {platform_name} yet")
+    specs = [dict(spec) for _ in trials] if search is not None else [trial_spec(spec, t) for t in trials]
+    batch = Batch(max_concurrent=k, sweep=PREVIEW_SWEEP, search=search)
     if not check:  # (pipeline.dry_run checks the specs itself)
-        pipeline.check_specs(get(platform_name), [taoargs.identified(s) for s in specs], opts, Gate())
-        shown = get(platform_name).preview_sweep(specs, opts, ids, Batch(max_concurrent=k, sweep=PREVIEW_SWEEP))
+        pipeline.check_specs(adapter, [taoargs.identified(s) for s in specs], opts, Gate())
+        shown = adapter.preview_sweep(specs, opts, ids, batch)
         table = [{"trial": i, "id": jid, "overrides": dict(t), "results_dir": folder}
                  for i, (jid, t, folder) in enumerate(zip(ids, trials, shown.results_dirs))]
-        return Preview(PREVIEW_SWEEP, k, table, shown.shared, shown.trials, pipeline.UNCHECKED)
-    done = pipeline.dry_run(get(platform_name), specs, opts, trials=trials, max_concurrent=max_concurrent)
+        return Preview(PREVIEW_SWEEP, k, table, shown.shared, shown.trials, pipeline.UNCHECKED,
+                       searched=search is not None)
+    done = pipeline.dry_run(adapter, specs, opts, trials=trials, max_concurrent=max_concurrent, search=search)
     try:
-        shown = get(platform_name).preview_sweep(specs, opts, ids, Batch(max_concurrent=k, sweep=PREVIEW_SWEEP))
+        shown = adapter.preview_sweep(specs, opts, ids, batch)
     except TaoError:
         if not done.pending:
             raise
         done.left_out = True  # a platform that needs the credentials' values to render them
-        shown = get(platform_name).preview_sweep(done.specs, done.opts, ids, Batch(max_concurrent=k, sweep=PREVIEW_SWEEP))
+        shown = adapter.preview_sweep(done.specs, done.opts, ids, batch)
     table = [{"trial": i, "id": jid, "overrides": dict(t), "results_dir": folder}
              for i, (jid, t, folder) in enumerate(zip(ids, trials, shown.results_dirs))]
-    return Preview(PREVIEW_SWEEP, k, table, shown.shared, shown.trials, done.first_line())
+    return Preview(PREVIEW_SWEEP, k, table, shown.shared, shown.trials, done.first_line(), searched=search is not None)
 
 
 def _supervised(adapter: Any, sweep_id: str, recs: list[Record]) -> None:
@@ -232,11 +249,14 @@ class Row:
     held: bool = False
     #: with a ranking KPI (``status --sweep ID --kpi NAME``): the trial's entry of :func:`best`'s ranking
     best: dict | None = None
+    #: a search's trial: its Optuna trial (number, state, value, epochs reported, whether it is the study's best)
+    study: dict | None = None
 
     def to_dict(self) -> dict:
         out = dict(self.__dict__)
-        if self.best is None:
-            out.pop("best")
+        for key in ("best", "study"):
+            if out[key] is None:
+                out.pop(key)
         return out
 
     def kpi_text(self) -> str:
@@ -298,6 +318,7 @@ def status(sweep_id: str, *, retry: bool = True, kpi: str | None = None, mode: s
         rec = by_id.get(v.id) or records.get(v.id)
         rows.append(Row(int(rec.trial or 0), v.id, dict(rec.overrides or {}), v.state,
                         _epoch(v.progress), _kpis(v.progress), bool(rec.backend.get("held"))))
+    _with_study(sweep_id, recs, rows)
     if kpi is not None:
         way = kpirank.direction(kpi, mode)
         ranked = {e["id"]: e for e in best(sweep_id, kpi, way).ranked}
@@ -306,6 +327,57 @@ def status(sweep_id: str, *, retry: bool = True, kpi: str | None = None, mode: s
             row.best = {"kpi": kpi, "mode": way.mode, "mode_from": way.source,
                         **{k: entry.get(k) for k in ("value", "key", "at")}}
     return rows
+
+
+# ------------------------------------------------------------------ a search's study
+def journal_text(sweep_id: str, recs: list[Record] | None = None) -> tuple[str, str] | None:
+    """(the text of a search sweep's study journal, where it is): ONE read through the platform; None for a plain
+    sweep or one not launched yet."""
+    from .search import journal
+
+    recs = recs or trial_records(sweep_id)
+    return journal.fetch(recs[0])
+
+
+def study(sweep_id: str, recs: list[Record] | None = None) -> Any:
+    """The study of a search sweep as Optuna reads it (:class:`taobank.search.journal.Study`: ONE read of its
+    journal, :func:`journal_text`), None for a plain sweep or one not launched yet."""
+    from .search import journal
+
+    got = journal_text(sweep_id, recs)
+    if got is None:
+        return None
+    return journal.read(got[0], sweep_id, where=f"the study journal {got[1]}")
+
+
+def _with_study(sweep_id: str, recs: list[Record], rows: list[Row]) -> None:
+    """A search's rows get their trial's parameters (the OVERRIDES column) and Optuna's view of the trial; a
+    journal that cannot be read leaves the rows as the records say (status still answers)."""
+    try:
+        found = study(sweep_id, recs)
+    except TaoError:
+        return
+    if found is None:
+        return
+    by_job = found.by_job()
+    for row in rows:
+        t = by_job.get(row.id)
+        if t is None:
+            continue
+        row.overrides = t.words()
+        row.study = {"number": t.number, "state": t.state, "value": t.value, "epochs": t.epochs,
+                     "best": found.best is not None and found.best.number == t.number}
+
+
+def study_best_line(rows: list[Row]) -> str | None:
+    """``best so far: trial 5 dino-train-1 (train.optim.lr=0.00091) val_loss 0.4``: the study's best trial."""
+    from .progress.statusfile import format_number
+
+    for r in rows:
+        if r.study and r.study.get("best") and isinstance(r.study.get("value"), (int, float)):
+            return (f"best so far: trial {r.trial} {r.id} ({' '.join(sweepfile.args_of(r.overrides))}) "
+                    f"value {format_number(r.study['value'], 6)}")
+    return None
 
 
 def kpi_header(rows: list[Row]) -> str:
@@ -381,16 +453,24 @@ def check_rank(kpi: str | None, mode: str | kpirank.Direction | None) -> None:
         raise UsageError("--kpi needs a KPI name (as in status.json, e.g. val_loss)")
 
 
-def best(sweep_id: str, kpi: str, mode: str | kpirank.Direction | None = None) -> Winner:
+def best(sweep_id: str, kpi: str | None, mode: str | kpirank.Direction | None = None) -> Winner:
     """Rank the trials by their best ``kpi`` (each trial's status.json), and name the winner's checkpoint.
 
     Every trial's folder is listed in one batch (SLURM: one remote command for all); each trial's value comes
     from the same rule as ``artifacts --kpi`` (results_verbs.find_best)."""
     from . import platform as core, results_verbs
 
-    check_rank(kpi, mode)
-    way = kpirank.direction(kpi, mode)
     recs = trial_records(sweep_id)
+    from .search import bundle
+
+    searched = bundle.summary_of(recs[0].backend)
+    if searched is not None and not kpi:  # a search ranks by its study's KPI and direction unless told otherwise
+        kpi = str(searched["kpi"])
+        if mode is None:
+            mode = kpirank.Direction(str(searched["mode"]), searched.get("mode_from") == "name")
+    check_rank(kpi, mode)
+    assert kpi is not None  # check_rank refuses a missing KPI
+    way = kpirank.direction(kpi, mode)
     win = Winner(sweep_id, kpi, way.mode, way.source)
     notes = []
     located = []
@@ -417,7 +497,19 @@ def best(sweep_id: str, kpi: str, mode: str | kpirank.Direction | None = None) -
                            "checkpoints": b.checkpoints if b else [], "folder": listing.folder})
     scored = [e for e in win.ranked if isinstance(e["value"], (int, float))]
     scored.sort(key=lambda e: e["value"], reverse=(way.mode == "max"))
+    # a pruned trial stopped early: it ranks after every trial that ran its course (its value is of fewer epochs)
+    scored = [e for e in scored if e["state"] != State.PRUNED] + [e for e in scored if e["state"] == State.PRUNED]
     win.ranked = scored + [e for e in win.ranked if e not in scored]
+    if searched is not None:
+        try:
+            found = study(sweep_id, recs)
+        except TaoError as exc:
+            notes.append(str(exc))
+            found = None
+        by_job = found.by_job() if found is not None else {}
+        for e in win.ranked:
+            if e["id"] in by_job:
+                e["overrides"] = by_job[e["id"]].words()
     if not scored:
         win.note = "; ".join(notes) or f"no trial's status.json holds {kpi}"
         return win

@@ -104,8 +104,14 @@ def _apply(adapter: Adapter, rec: Record, obs: Observation, retry: bool, context
 
 def tao_last_word(obs: Observation) -> Observation:
     """The one rule over every platform's verdict: a run whose status file TAO ended with FAILURE failed, whatever
-    its exit code (TAO's workflow catches an interrupt, writes FAILURE and exits 0); the message says so."""
+    its exit code (TAO's workflow catches an interrupt, writes FAILURE and exits 0); the message says so. A clean
+    end whose status file ends in PRUNED (a search trial's runner stopped TAO for the study's pruner) is PRUNED."""
     end = obs.tao_end
+    if obs.state == State.COMPLETE and end is not None and end.status == State.PRUNED:
+        # a search trial its study's pruner stopped: the runner stopped TAO and ended cleanly (taobank.search)
+        obs.state, obs.err_class, obs.retry = State.PRUNED, None, False
+        obs.message = end.message or "PRUNED by the study's pruner"
+        return obs
     if obs.state == State.COMPLETE and end is not None and end.status == "FAILURE":
         said = f" ({end.message})" if end.message else ""
         code = f"exit code {obs.exit_code}" if obs.exit_code is not None else "a clean end"

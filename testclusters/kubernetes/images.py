@@ -202,6 +202,19 @@ def s3_client(ref: str, awscli: str) -> Image:
                  debs=PYTHON_DEBS, wheels=(f"awscli=={awscli}",))
 
 
+#: Debian's Python 3 with numpy, for a search's trials on the real nodes (the runner needs python3 and numpy, as
+#: TAO's images have them; the stand-in's fake.lr_optimum uses the same python3).
+SEARCH_IMAGE = "tao-local.test/python-numpy:2"
+
+
+def python_numpy(ref: str = SEARCH_IMAGE) -> Image:
+    """/bin/sh and python3 with numpy (Debian's packages and their closure; BLAS and LAPACK where numpy loads them,
+    as Debian's alternatives would link them)."""
+    return Image(ref, entrypoint=(), cmd=("/bin/sh",), debs=(*PYTHON_DEBS, "python3-numpy"),
+                 links={f"{_MULTIARCH}/libblas.so.3": "blas/libblas.so.3",
+                        f"{_MULTIARCH}/liblapack.so.3": "lapack/liblapack.so.3"})
+
+
 #: A torchrun that never returns, as a rank does whose peers never join (no GPU here can run the real
 #: all-reduce): it lets the NCCL probe's timeout path run on the real nodes. As in the real PyTorch
 #: image, /bin/sh is dash and ``timeout`` is GNU coreutils' (busybox's sh runs its own timeout applet,

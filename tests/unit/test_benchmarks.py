@@ -142,3 +142,12 @@ def test_spec_check_benchmark_holds_its_counts():
     assert res.returncode == 0, res.stdout + res.stderr
     assert "(1 read of its spec, 2 bad trials named)" in res.stdout
     assert [ln.split()[0] for ln in res.stdout.splitlines() if ln.startswith("  ")] == ["ratio", "the"]
+
+
+# ---------------------------------------------------------------- search.py
+def test_search_check_holds_its_counts_at_a_small_n():
+    """Real Optuna on a journal file: every trial asked and told once, one report per epoch run, the grid's
+    epochs N * E; the quality targets are the full run's (times and ratios never asserted here)."""
+    res = run("search.py", "--trials", "6", "--concurrent", "2", "--epochs", "3", "--seeds", "1", "--check")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "epochs tpe+asha / grid:" in res.stdout and "beats random at equal epochs:" in res.stdout

@@ -105,7 +105,7 @@ def test_illegal_mark_names_allowed(state_dir):
     r = run("tao_job_record.py", "mark", job, "--state", "PENDING")
     assert r.returncode == 1
     assert r.stderr.strip() == (f"error: illegal transition UNKNOWN -> PENDING for job {job}: "
-                                "allowed from UNKNOWN: RUNNING, COMPLETE, ERROR, CANCELED")
+                                "allowed from UNKNOWN: RUNNING, COMPLETE, ERROR, CANCELED, PRUNED")
     r = run("tao_job_record.py", "mark", job, "--state", "RUNNING", "--err-class", "ERR_PROGRAM")
     assert r.returncode == 1 and "only allowed with --state ERROR" in r.stderr
 

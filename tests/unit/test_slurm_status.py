@@ -1,4 +1,6 @@
 """Status mapping from recorded squeue/sacct output (Slurm 22.05 on the local cluster)."""
+import json
+
 import pytest
 
 from taobank.states import STATES
@@ -295,3 +297,27 @@ def test_tao_status_counts_only_entries_since_the_last_started(lines, want):
     text = "".join(_json.dumps({"status": s, "message": s.lower()}) + "\n" for s in lines)
     got = statusfile.text_outcome(text)
     assert (got["status"] if got else None) == want
+
+
+def test_a_search_trial_whose_runner_wrote_pruned_ends_pruned_through_the_core_rule():
+    """The runner appends PRUNED once TAO has stopped and exits 0: SLURM sees COMPLETED, the core's one rule
+    (track.tao_last_word) makes the record PRUNED with the runner's line; a non-zero exit stays an error."""
+    from taobank import track
+    from taobank.contract import TaoEnd
+
+    said = "PRUNED at epoch 3: val_loss 0.91, worse than the rung's cut 0.62"
+    text = "".join(json.dumps(x) + "\n" for x in (
+        {"status": "STARTED", "message": "Starting DINO train."},
+        {"status": "RUNNING", "message": "Training loop in progress", "epoch": 2, "kpi": {"val_loss": 0.91}},
+        {"status": "PRUNED", "message": said, "epoch": 2}))
+    said_end = statusfile.text_outcome(text)
+    assert said_end == {"status": "PRUNED", "message": said}
+    tao = TaoEnd(said_end["status"], said_end["message"])
+    v = st.classify(None, {"state": "COMPLETED", "exit_code": "0:0"}, None, tao=tao)
+    assert v.state == "COMPLETE" and v.tao_end == tao
+    track.tao_last_word(v)
+    assert v.state == "PRUNED" and v.message == said and v.err_class is None and not v.retry
+    failed = track.tao_last_word(st.classify(None, {"state": "FAILED", "exit_code": "1:0"}, None, tao=tao,
+                                             log_tail=""))
+    assert failed.state == "ERROR"
+    assert statusfile.progress(statusfile.parse(text)).line().startswith("PRUNED epoch 3")

@@ -10,7 +10,7 @@ from taobank.errors import TaoError
 
 
 def test_vocabulary():
-    assert states.STATES == ("PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELED", "UNKNOWN")
+    assert states.STATES == ("PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELED", "UNKNOWN", "PRUNED")
     assert states.TERMINAL | states.ACTIVE == set(states.STATES)
     assert not states.TERMINAL & states.ACTIVE
     assert set(states.TRANSITIONS) == set(states.STATES)
@@ -53,7 +53,7 @@ def test_canonical_state_and_classes():
 
 def test_allowed_text():
     assert "terminal" in states.allowed_text("ERROR")
-    assert states.allowed_text("UNKNOWN") == "allowed from UNKNOWN: RUNNING, COMPLETE, ERROR, CANCELED"
+    assert states.allowed_text("UNKNOWN") == "allowed from UNKNOWN: RUNNING, COMPLETE, ERROR, CANCELED, PRUNED"
 
 
 def test_markdown_table_matches_data():
@@ -71,8 +71,8 @@ def test_markdown_table_matches_data():
 def test_the_state_enum_is_the_vocabulary_and_knows_its_ends():
     from taobank.states import State
 
-    assert [s.value for s in State] == list(states.STATES) == ["PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELED", "UNKNOWN"]
-    assert {s for s in State if s.is_terminal} == set(states.TERMINAL) == {State.COMPLETE, State.ERROR, State.CANCELED}
+    assert [s.value for s in State] == list(states.STATES) == ["PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELED", "UNKNOWN", "PRUNED"]
+    assert {s for s in State if s.is_terminal} == set(states.TERMINAL) == {State.COMPLETE, State.ERROR, State.CANCELED, State.PRUNED}
     assert {s for s in State if s.is_active} == set(states.ACTIVE)
     assert states.canonical_state("cancelled") is State.CANCELED
     assert State.ERROR == "ERROR" and json.dumps({"state": State.ERROR}) == '{"state": "ERROR"}'  # records stay plain

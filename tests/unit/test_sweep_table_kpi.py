@@ -86,3 +86,17 @@ def test_status_sweep_kpi_on_the_command_line(ended, cli):
     assert "KPIS" not in out.out and "val_loss=0.23" in out.out
     out = cli("tao_jobs.py", "status", done.views[0].id, "--kpi", "val_loss")
     assert out.rc == 2 and "--sweep" in out.err
+
+
+def test_a_pruned_trial_ranks_after_every_trial_that_ran_its_course(ended):
+    """A search's PRUNED trial stopped early: sweep best never crowns it over a finished trial, even when its value
+    (of fewer epochs) is lower; it stays in the ranking, last."""
+    _, done = ended
+    pruned = done.views[1].id  # the lowest val_loss of the three
+    records.mark(pruned, "PRUNED", message="PRUNED at epoch 2: val_loss 0.21, worse than the rung's cut 0.2")
+    win = sweeps.best(done.sweep, "val_loss", "min")
+    assert win.id == done.views[0].id and abs(win.value - 0.35) < 1e-9
+    assert [e["id"] for e in win.ranked] == [done.views[0].id, done.views[2].id, pruned]
+    assert win.ranked[-1]["state"] == "PRUNED"
+    rows = sweeps.status(done.sweep)
+    assert [r.state for r in rows] == ["COMPLETE", "PRUNED", "COMPLETE"]  # terminal: the record stays

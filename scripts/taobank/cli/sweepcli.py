@@ -20,10 +20,52 @@ def add_submit_flags(p: argparse.ArgumentParser) -> None:
                    "the cartesian product); each trial gets KEY=VALUE after its command")
     g.add_argument("--sweep-file", metavar="FILE", help="grid, explicit trials, or seeded random samples (YAML)")
     g.add_argument("--max-concurrent", type=int, metavar="K", help="at most K trials run at once (default: all)")
+    s = p.add_argument_group("search (an Optuna study its trials drive themselves; references/search.md)")
+    s.add_argument("--search", metavar="SAMPLER", help="tpe | random | grid | cmaes: each trial asks the study for "
+                   "its overrides as it starts")
+    s.add_argument("--trials", type=int, metavar="N", help="with --search: how many trials the study runs")
+    s.add_argument("--kpi", metavar="NAME", help="with --search: the KPI of status.json the study optimizes")
+    s.add_argument("--mode", choices=kpirank.MODES, help=f"with --search: {kpirank.MODE_HELP}")
+    s.add_argument("--space", action="append", metavar="KEY=EXPR", help="with --search (repeatable): "
+                   "KEY=loguniform(a,b) | uniform(a,b) | int(a,b) | choice(x,y,...)")
+    s.add_argument("--space-file", metavar="FILE", help="with --search: the space as a YAML mapping KEY: EXPR")
+    s.add_argument("--prune", default="asha", metavar="PRUNER", help="with --search: asha (default) | hyperband | "
+                   "median | none, over TAO's epochs")
+    s.add_argument("--search-seed", type=int, default=0, metavar="S", help="with --search: the samplers' seed "
+                   "(each trial's sampler is seeded from S and its index)")
+
+
+#: The flags only a search takes (a plain submit or sweep that names one is refused).
+SEARCH_ONLY = ("trials", "kpi", "mode", "space", "space_file", "search_seed")
+
+
+def search_of(args: argparse.Namespace, spec: dict) -> object | None:
+    """The search the flags describe (:class:`taobank.search.bundle.Staging`), None without ``--search``;
+    every setting checked before anything is read or created."""
+    if getattr(args, "search", None) is None:
+        given = [f"--{n.replace('_', '-')}" for n in SEARCH_ONLY if getattr(args, n, None) not in (None, 0, [])]
+        if given:
+            raise UsageError(f"{given[0]} belongs to a search: give --search tpe|random|grid|cmaes too")
+        return None
+    from ..search import bundle, settings, space
+
+    if getattr(args, "sweep", None) or getattr(args, "sweep_file", None):
+        raise UsageError("give --search or --sweep/--sweep-file, not both: a search chooses its trials' overrides")
+    if args.trials is None:
+        raise UsageError("--search needs --trials N: how many trials the study runs")
+    found = settings.make("", sampler=args.search, pruner=args.prune, trials=args.trials, kpi=args.kpi,
+                          mode=args.mode, space=space.of(args.space, args.space_file),
+                          seed=args.search_seed, action=str(spec.get("action") or ""))
+    return bundle.Staging(found)
 
 
 def trials_of(args: argparse.Namespace) -> list[dict[str, str]] | None:
-    """The trials the flags describe, or None (a plain submit); --max-concurrent alone is refused."""
+    """The trials the flags describe, or None (a plain submit); --max-concurrent alone is refused. A search's
+    trials have no overrides yet (each asks the study as it starts)."""
+    if getattr(args, "search", None) is not None:
+        search_of(args, {})  # every search setting checked before the spec is read
+        return [{} for _ in range(int(args.trials))]
+    search_of(args, {})  # a search flag without --search is refused
     trials = sweepfile.trials(getattr(args, "sweep", None), getattr(args, "sweep_file", None))
     if trials is None and getattr(args, "max_concurrent", None) is not None:
         raise UsageError("--max-concurrent limits a sweep: give --sweep or --sweep-file too")
@@ -38,12 +80,13 @@ def submit(platform: str, spec: dict, opts: object, trials: list[dict[str, str]]
     if getattr(args, "parent", None):
         opts = replace(opts, parent=args.parent)  # type: ignore[type-var]
     opts = replace(opts, spec_check=not getattr(args, "no_spec_check", False))  # type: ignore[type-var]
+    search = search_of(args, spec)
     if getattr(args, "dry_run", False):  # the trial table and what would be sent; nothing created
         shown = sweeps.preview(platform, spec, opts, trials, args.max_concurrent,  # type: ignore[arg-type]
                                parent_kpi=getattr(args, "parent_kpi", None),
                                parent_mode=getattr(args, "parent_mode", None),
                                allow_incomplete_parent=bool(getattr(args, "allow_incomplete_parent", False)),
-                               check=bool(getattr(args, "check", False)))
+                               check=bool(getattr(args, "check", False)), search=search)
         print_json(shown.to_dict()) if args.json else sys.stdout.write(shown.text())
         return EXIT_OK
     if getattr(args, "check", False):
@@ -51,14 +94,16 @@ def submit(platform: str, spec: dict, opts: object, trials: list[dict[str, str]]
     print_direction_note(getattr(args, "parent_kpi", None), getattr(args, "parent_mode", None), "--parent-mode")
     done = sweeps.submit(platform, spec, opts, trials, args.max_concurrent,  # type: ignore[arg-type]
                          parent_kpi=getattr(args, "parent_kpi", None), parent_mode=getattr(args, "parent_mode", None),
-                         allow_incomplete_parent=bool(getattr(args, "allow_incomplete_parent", False)))
+                         allow_incomplete_parent=bool(getattr(args, "allow_incomplete_parent", False)),
+                         search=search)
     print_gate_notes(f"sweep {done.sweep}", done.notes)
     if args.json:
         print_json(done.to_dict())
     elif args.quiet:
         print(done.sweep)
     else:
-        print(f"sweep {done.sweep} submitted: {len(done.views)} trials, at most {done.max_concurrent} at once")
+        what = "a search of " if search is not None else ""
+        print(f"sweep {done.sweep} submitted: {what}{len(done.views)} trials, at most {done.max_concurrent} at once")
         for v in done.views:
             print(f"  {v.id} {v.backend_ref or '-'} {' '.join(sweepfile.args_of(_overrides(v.id)))}")
         print(f"watch it: tao_jobs.py status --sweep {done.sweep}")
@@ -93,6 +138,9 @@ def status(args: argparse.Namespace, platform: str | None = None) -> int:
         print_json([r.to_dict() for r in rows])
     else:
         sys.stdout.write(sweeps.table(rows, headers=not getattr(args, "no_headers", False)))
+        line = sweeps.study_best_line(rows)
+        if line and not getattr(args, "no_headers", False):
+            print(line)
     if args.watch:
         return EXIT_FAILED if any(r.state == "ERROR" for r in rows) else EXIT_OK
     return EXIT_OK
@@ -114,12 +162,21 @@ def cancel(args: argparse.Namespace, platform: str | None = None) -> int:
 
 
 def add_sweep_verb(sub: argparse._SubParsersAction) -> None:
-    """``tao_jobs.py sweep best ID --kpi NAME [--mode min|max]``."""
+    """``tao_jobs.py sweep best ID --kpi NAME [--mode min|max]``; ``tao_jobs.py study ID [--dashboard]``."""
+    st = sub.add_parser("study", help="a search's study: every trial's parameters, state, epochs and value, and the "
+                        "best (--dashboard: served in optuna-dashboard on 127.0.0.1)")
+    st.add_argument("id", metavar="SWEEP")
+    st.add_argument("--dashboard", action="store_true", help="serve the study in optuna-dashboard on 127.0.0.1 "
+                    "(from a copy of its journal, refreshed; Ctrl-C stops it)")
+    st.add_argument("--port", type=int, default=8080, help="with --dashboard: the port (default 8080)")
+    st.add_argument("--json", action="store_true", help="the study's trials and best")
+    st.set_defaults(func=cmd_study)
     p = sub.add_parser("sweep", help="compare the trials of a sweep")
     verbs = p.add_subparsers(dest="sweep_verb", required=True)
     b = verbs.add_parser("best", help="the trial with the best KPI, and its best checkpoint")
     b.add_argument("id", metavar="SWEEP")
-    b.add_argument("--kpi", required=True, metavar="NAME", help="a KPI of status.json (val_loss, mAP ...)")
+    b.add_argument("--kpi", metavar="NAME", help="a KPI of status.json (val_loss, mAP ...); a search's own KPI when "
+                   "left out")
     b.add_argument("--mode", choices=kpirank.MODES, help=kpirank.MODE_HELP)
     b.add_argument("--json", action="store_true", help="the winner and every trial ranked")
     b.set_defaults(func=cmd_best)
@@ -148,3 +205,43 @@ def cmd_best(args: argparse.Namespace) -> int:
     else:
         print(win.line())
     return EXIT_OK if win.id else EXIT_FAILED
+
+
+def cmd_study(args: argparse.Namespace) -> int:
+    from .. import records, sweeps
+    from ..text import one_line
+
+    recs = sweeps.trial_records(args.id)
+    if sweeps.journal_text(args.id, recs[:1]) is None:
+        raise UsageError(f"sweep {args.id} is not a search (submit --search): it has no study")
+    if args.dashboard:
+        from ..search import dashboard
+
+        def fetch() -> str:
+            got = sweeps.journal_text(args.id, recs[:1])
+            return got[0] if got else ""
+
+        dashboard.serve(records.artifact_dir(recs[0].id) / dashboard.COPY_FILE, fetch, args.port,
+                        on_line=lambda line: print(line, file=sys.stderr, flush=True))
+        return EXIT_OK
+    found = sweeps.study(args.id, recs[:1])
+    trial_of = {r.id: r.trial for r in recs}
+    if args.json:
+        print_json({"sweep": args.id, "trials": [t.to_dict() | {"trial": trial_of.get(t.job_id)} for t in found.trials],
+                    "best": found.best.to_dict() if found.best else None})
+        return EXIT_OK
+    from ..progress.statusfile import format_number
+
+    rows = [("NUMBER", "TRIAL", "ID", "STATE", "EPOCHS", "VALUE", "OVERRIDES")]
+    for t in found.trials:
+        rows.append((str(t.number), str(trial_of.get(t.job_id, "-")), t.job_id or "-", t.state, str(t.epochs),
+                     format_number(t.value, 6) if t.value is not None else "-",
+                     one_line(" ".join(sweepfile.args_of(t.words())))))
+    widths = [max(len(r[i]) for r in rows) for i in range(6)]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r[:6], widths)) + "  " + r[6])
+    if found.best is not None:
+        b = found.best
+        print(f"best: number {b.number} {b.job_id} value {format_number(b.value, 6)} "
+              f"({' '.join(sweepfile.args_of(b.words()))})")
+    return EXIT_OK

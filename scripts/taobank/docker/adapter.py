@@ -47,6 +47,11 @@ class Docker(Platform):
     def read_status_files(self, rec: Record, *, live: bool) -> dict[str, str]:
         return observe.status_files(rec)
 
+    def read_search_file(self, rec: Record, path: str) -> str:
+        from . import search
+
+        return search.read_search_file(rec, path)
+
     def stop(self, recs: list[Record], context: dict) -> list[Stop]:
         return cancel.stop(recs)
 
@@ -84,6 +89,10 @@ class Docker(Platform):
 
             sweep.check(plans, batch.max_concurrent, gate)
         submit.check(plans, gate)
+        if batch.search is not None and batch.sweep:  # after the image is there: its python3 is run once
+            from . import search
+
+            search.check_search(plans, gate, batch.sweep, batch.search)
 
     def adopt(self, plan: DockerPlan, rec: Record, gate: Gate) -> Launch | None:  # type: ignore[override]
         return submit.adopt(plan, rec, gate)
@@ -98,17 +107,22 @@ class Docker(Platform):
         return submit.preview(typed, opts, engine=self.engine)
 
     def preview_sweep(self, specs: list[dict], opts: SubmitOptions, ids: list[str], batch: Batch) -> SweepPreview:
-        creates, start, folders, gpus = submit.preview_sweep([self.typed_spec(s) for s in specs], ids, batch, opts, engine=self.engine)
+        creates, start, folders, gpus = submit.preview_sweep([self.typed_spec(s) for s in specs], ids, batch, opts,
+                                                             engine=self.engine)
         held = len(ids) - batch.max_concurrent
         then = (f"; the {held} held trial(s) are started by the sweep's detached supervisor (tao_jobs.py sweep "
                 "supervise) as slots free" if held > 0 else "")
         mine = "; each running trial gets GPUs of its own, read from the host at submit" if gpus else ""
-        return SweepPreview(shared=[(f"start (after every create){then}{mine}", start)],
-                            trials=[[("create", c)] for c in creates], results_dirs=folders)
+        shared = [(f"start (after every create){then}{mine}", start)]
+        if batch.search is not None and batch.sweep:
+            shared.append(("search/study.json (beside search/search.pyz, the runner and Optuna; the folder mounted "
+                           "at /tao-search)", batch.search.settings_text(batch.sweep)))
+        return SweepPreview(shared=shared, trials=[[("create", c)] for c in creates], results_dirs=folders)
 
     # -- sweeps (the verbs: taobank.sweeps): a container per trial, the extra ones created and held
     holds_trials = True
     supervises_sweeps = True  # one host: a detached supervisor starts held trials (taobank.sweepsupervisor)
+    runs_searches = True  # the search's folder on this host, mounted in every trial's container (docker.sweep)
     sweep_access = f"{__package__}.sweep"
 
 

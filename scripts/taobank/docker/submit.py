@@ -278,6 +278,11 @@ def launch(plans: list[DockerPlan], recs: list[Record], batch: Batch) -> list[La
     made: list[str] = []
     folders: list[str] = []
     ids: dict[str, str] = {}
+    searched = ""
+    if batch.search is not None and batch.sweep:  # its folder first: every trial's container mounts it
+        from . import search
+
+        searched = search.stage_search(plans, batch.sweep, batch.search)
     try:
         for plan, rec, argv in zip(plans, recs, argvs):
             try:
@@ -307,6 +312,10 @@ def launch(plans: list[DockerPlan], recs: list[Record], batch: Batch) -> list[La
         raise
     except TaoError as exc:
         _undo(e, made, folders)
+        if searched:
+            from . import search
+
+            search.unstage_search(searched)
         raise TaoError(f"{exc}; " + ("nothing was left running" if alone else "every trial's container was removed")) \
             from None
     out = []
@@ -345,6 +354,10 @@ def preview_sweep(specs: list[DockerSpec], ids: list[str], batch: Batch, opts: S
     import shlex
 
     plans = [plan_submit(spec, opts, engine=engine, job_id=jid) for spec, jid in zip(specs, ids)]
+    if batch.search is not None and batch.sweep:  # as the launch makes them (the checks contact the engine: not here)
+        from . import search
+
+        search.wrap_trials(plans, batch.sweep, batch.search)
     name = plans[0].engine
     creates = [shlex.join([name, *argv]) + "\n" for argv in launch_argvs(plans, batch)]
     start = shlex.join([name, "start", *ids[:batch.max_concurrent]]) + "\n"

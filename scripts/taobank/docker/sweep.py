@@ -71,3 +71,4 @@ def release(recs: list[Record]) -> None:
     """Start these held trials: ONE ``docker start`` of their names per engine address."""
     for e, group in eng.Engine.grouped(recs):
         e.run(["start", *map(facts.container_of, group)], timeout=300, what=f"{e.name} start (release sweep trials)")
+

@@ -99,6 +99,12 @@ class Kubernetes(Platform):
 
     # -- sweeps (the verbs: taobank.sweeps): ONE Indexed Job; the Job controller keeps --max-concurrent itself
     sweep_access = f"{__package__}.sweep"
+    runs_searches = True  # the bundle in a ConfigMap every trial's pod mounts; the journal on the results volume
+
+    def read_search_file(self, rec: Record, path: str) -> str:
+        from . import sweep
+
+        return sweep.read_search_file(rec, path)
 
     def preview(self, spec: dict, opts: SubmitOptions) -> str:
         from ..render import dump_yaml

@@ -122,8 +122,13 @@ def check(plans: list[KubePlan], gate: Gate, batch: Batch) -> None:
     if batch.sweep:  # the secret lint once over what is sent: the Indexed Job and every trial's argv in its table
         refuse_batch(p)
         p.sweep_objs = sweepmod.build([q.spec for q in plans], [str(q.job_id) for q in plans], batch.sweep,
-                                      kube.namespace, batch.max_concurrent, creds=bool(p.creds), ngc=bool(p.ngc_key))
-        _lint(p.sweep_objs, "the sweep")
+                                      kube.namespace, batch.max_concurrent, creds=bool(p.creds), ngc=bool(p.ngc_key),
+                                      search=batch.search)
+        _lint([o for o in p.sweep_objs if "binaryData" not in o], "the sweep")
+        if batch.search is not None:  # each trial's record names the study's folder (status, sweep best read it)
+            folder = sweepmod.search_folder([q.spec for q in plans], [str(q.job_id) for q in plans], batch.sweep)
+            for q in plans:
+                q.backend["search_dir"] = folder
     else:
         for q in plans:
             _lint(q.objs, "the job spec")
@@ -201,7 +206,10 @@ def preview_sweep(specs: list[KubernetesSpec], ids: list[str], batch: Batch, *, 
     assert batch.sweep
     sweep = batch.sweep
     objs = sweepmod.build(specs, ids, sweep, namespace, batch.max_concurrent, creds=bool(names_only),
-                          ngc=ngc_pull_secret)
+                          ngc=ngc_pull_secret, search=batch.search)
+    for o in objs:  # a search's bundle: its bytes are not shown
+        if "binaryData" in o:
+            o["binaryData"] = {k: f"<{len(v) * 3 // 4} bytes>" for k, v in o["binaryData"].items()}
     if names_only:  # the sweep's one Secret of each kind, its values masked
         objs.append(credentials.masked(credentials.secret_object(render.cred_secret_name(sweep), namespace, sweep,
                                                                  names_only)))
@@ -227,6 +235,7 @@ def launch_sweep(kube: Kubectl, plans: list[KubePlan], recs: list[Record], batch
     p = plans[0]
     job, table = render.find(p.sweep_objs, "Job"), render.find(p.sweep_objs, "ConfigMap")
     assert job is not None and table is not None and batch.sweep
+    tables = [o for o in p.sweep_objs if o.get("kind") == "ConfigMap"]  # the trial table; a search's bundle
     sweep = batch.sweep
     held = {**job, "spec": {**job["spec"], "suspend": True}}
     made: list[dict] = []
@@ -242,7 +251,7 @@ def launch_sweep(kube: Kubectl, plans: list[KubePlan], recs: list[Record], batch
         made = json_objects(res.stdout)
         server = made[0] if made else held
         _check_sweep_job(job, server)
-        owned = [owned_by(table, server)]
+        owned = [owned_by(t, server) for t in tables]
         if p.creds:
             owned.append(owned_by(credentials.secret_object(render.cred_secret_name(sweep), kube.namespace, sweep,
                                                             p.creds), server))

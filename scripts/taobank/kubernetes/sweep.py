@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
+import posixpath
 import shlex
 from typing import Any, Mapping, Sequence
 
@@ -56,7 +57,7 @@ def plain_env(job: dict) -> dict[str, str]:
 
 
 def trial_table(sweep_id: str, namespace: str, specs: list[KubernetesSpec], ids: list[str],
-                env: dict[str, str] | None = None) -> dict:
+                env: dict[str, str] | None = None, search: Any = None) -> dict:
     """The ConfigMap every index reads its trial from; one line when it would not fit in one object. A trial's
     argv is stored as the kubelet would have expanded a single job's (``$(NAME)`` of ``env`` and of the trial's
     own results variables), since the trial's pod reads it from the table, where nothing expands it."""
@@ -67,7 +68,11 @@ def trial_table(sweep_id: str, namespace: str, specs: list[KubernetesSpec], ids:
         if results.name:
             data[f"{i}.folder"] = results.name
         mine = {**(env or {}), "TAO_JOB_ID": jid, **{e["name"]: str(e["value"]) for e in results.env()}}
-        data[f"{i}.argv"] = shlex.join(render.kube_expand(w, mine) for w in trial_argv(spec, results.pod_folder))
+        words = [render.kube_expand(w, mine) for w in trial_argv(spec, results.pod_folder)]
+        if search is not None:  # the runner first: it asks the study, then runs this argv
+            words = search.wrap(words, SEARCH_MOUNT, i, journal=posixpath.join(search_folder(specs, ids, sweep_id),
+                                                                              "journal.log"))
+        data[f"{i}.argv"] = shlex.join(words)
     size = sum(len(k) + len(v.encode()) for k, v in data.items())
     if size > MAX_TABLE_BYTES:
         fits = max(1, len(specs) * MAX_TABLE_BYTES // size)
@@ -99,8 +104,9 @@ def indexed(job: dict, sweep_id: str, n: int, k: int) -> dict:
 
 
 def build(specs: Sequence[KubernetesSpec | Mapping[str, Any]], ids: list[str], sweep_id: str, namespace: str, k: int, *, creds: bool,
-          ngc: bool) -> list[dict]:
-    """[the Indexed Job, its trial table]: what a sweep of ``specs`` (trial i: record ``ids[i]``) creates."""
+          ngc: bool, search: Any = None) -> list[dict]:
+    """[the Indexed Job, its trial table]: what a sweep of ``specs`` (trial i: record ``ids[i]``) creates; a
+    search (``search``: taobank.search.bundle.Staging) adds its bundle ConfigMap, mounted in every trial's pod."""
     typed = [KubernetesSpec.of(s) for s in specs]
     name = render.job_name_for(sweep_id)
     objs = render.render_manifests(typed[0], job_id=sweep_id, namespace=namespace, name=name,
@@ -109,7 +115,77 @@ def build(specs: Sequence[KubernetesSpec | Mapping[str, Any]], ids: list[str], s
                                    sweep_table=table_name(sweep_id))
     job = render.find(objs, "Job")
     assert job is not None
-    return [indexed(job, sweep_id, len(typed), k), trial_table(sweep_id, namespace, typed, ids, plain_env(job))]
+    out = [indexed(job, sweep_id, len(typed), k), trial_table(sweep_id, namespace, typed, ids, plain_env(job), search)]
+    if search is not None:
+        out.append(search_bundle(out[0], sweep_id, namespace, search))
+    return out
+
+
+# ------------------------------------------------------------------ a search (submit --search)
+#: Where every trial's pod sees the search's bundle and settings (a ConfigMap, read-only); the journal is on the
+#: shared results volume (:func:`search_folder`).
+SEARCH_MOUNT = "/tao-search"
+#: A ConfigMap holds at most 1 MiB.
+MAX_BUNDLE_BYTES = 1000 * 1024
+
+
+def search_folder(specs: Sequence[KubernetesSpec], ids: list[str], sweep_id: str) -> str:
+    """The study's folder on the shared results volume, as the pods see it: ``<results base>/<sweep id>/search``;
+    one line when the results are not on a volume every trial shares (tier C stages them per pod)."""
+    if render.staging_dir(specs[0]) is not None:
+        raise TaoError("a search keeps its study on the results volume every trial shares: give --pvc-mount (tier A), "
+                       "not tier C's per-pod staging (nothing was created)")
+    folder = resultsmod.plan(specs[0]).for_job(ids[0]).pod_folder
+    if not folder:
+        raise TaoError("a search keeps its study beside the trials' results: give the trials a results volume "
+                       "(--pvc-mount), not --no-results (nothing was created)")
+    return posixpath.join(posixpath.dirname(folder.rstrip("/")), sweep_id, "search")
+
+
+def search_bundle(job: dict, sweep_id: str, namespace: str, search: Any) -> dict:
+    """The search's ConfigMap (the bundle and the settings, as binary data) and its volume in the Job's pods."""
+    import base64
+
+    files = search.files(sweep_id)
+    if sum(len(v) for v in files.values()) > MAX_BUNDLE_BYTES:
+        raise TaoError("the search's bundle does not fit in one ConfigMap (1 MiB) (nothing was created)")
+    name = f"tao-search-{render.job_name_for(sweep_id)}"[:63].rstrip("-")
+    pod = job["spec"]["template"]["spec"]
+    pod.setdefault("volumes", []).append({"name": "tao-search", "configMap": {"name": name}})
+    main = next(c for c in pod["containers"] if c.get("name") == "main")
+    main.setdefault("volumeMounts", []).append({"name": "tao-search", "mountPath": SEARCH_MOUNT, "readOnly": True})
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": namespace,
+                         "labels": {**render.labels_for(sweep_id), SWEEP_LABEL: sweep_id}},
+            "binaryData": {k: base64.b64encode(v).decode() for k, v in files.items()}}
+
+
+#: $1 a file of the search's folder: its text, nothing while it does not exist.
+READ_SEARCH_FILE = 'f=$1; [ -f "$f" ] || exit 0; cat -- "$f"'
+
+
+def read_search_file(rec: Record, path: str) -> str:
+    """A file of the search's folder (the study's journal): ONE ``kubectl exec`` in a running pod of the sweep's
+    Job, or, once none runs, a helper pod on its volume (:mod:`taobank.kubernetes.volume_job`)."""
+    from . import volume_job
+
+    folder = str(rec.backend.get("search_dir") or "")
+    if not folder.startswith("/") or posixpath.dirname(path) != folder.rstrip("/") or "\n" in path:
+        raise TaoError(f"job {rec.id} is not a trial of a search (its record names no search folder)")
+    kube = Kubectl.for_record(rec)
+    name = rec.backend.get("name") or render.job_name_for(rec.id)
+    res = kube.run("exec", f"job/{name}", "-c", "main", "--", "sh", "-c", READ_SEARCH_FILE, "tao", path, check=False,
+                   what="kubectl exec (read the study's journal)")
+    if res.ok:
+        return res.stdout
+    spec = saved_spec(rec)
+    if spec is None:
+        raise TaoError(f"job {rec.id} has no saved job spec beside its record: its volume is unknown")
+    with volume_job.reader(kube, spec, purpose="reading the study's journal", for_job=rec.id) as pod:
+        got = pod.text(READ_SEARCH_FILE, [path], what="read the study's journal")
+    if not got.ok:
+        raise TaoError(f"could not read the study's journal {path}: {last_line(got.stderr)}")
+    return got.stdout
 
 
 def release(recs: list[Record]) -> None:

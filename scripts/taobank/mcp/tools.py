@@ -59,9 +59,13 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("submit_kubernetes", "tao_k8s", ("submit",), False, False, False,
              note="With dry_run: the manifest, nothing contacted. With sweep: many trials, one record each."),
     ToolSpec("submit_slurm", "tao_slurm", ("submit",), False, False, False,
-             note="With dry_run: the sbatch script, nothing contacted. With sweep: many trials, one record each."),
+             note="With dry_run: the sbatch script, nothing contacted. With sweep: many trials, one record each. "
+                  "With search (tpe, random, grid, cmaes; trials, kpi, space): an Optuna study its trials "
+                  "drive themselves, pruned ones end PRUNED."),
     ToolSpec("submit_docker", "tao_docker", ("submit",), False, False, False,
-             note="With dry_run: the engine command, nothing contacted. With sweep: many trials, one record each."),
+             note="With dry_run: the engine command, nothing contacted. With sweep: many trials, one record each. "
+                  "With search (tpe, random, grid, cmaes; trials, kpi, space): an Optuna study its trials "
+                  "drive themselves, pruned ones end PRUNED."),
     ToolSpec("list", "tao_jobs", ("list",), True, False, True, open_world=False, result=_ARRAY),
     ToolSpec("status", "tao_jobs", ("status",), False, False, True, result=_ARRAY, keep=("watch", "interval"),
              note="Records are refreshed (one query per platform); a SLURM infrastructure failure may be resubmitted "

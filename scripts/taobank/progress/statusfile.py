@@ -23,6 +23,7 @@ from typing import Any
 
 from ..errors import TaoError
 from ..safeparse import json_value
+from ..states import State
 
 #: The first line of a status file a reader cut to its end: ``#cut <size of the whole file>``.
 CUT = "#cut "
@@ -49,6 +50,9 @@ _FINISHED = re.compile(r"[A-Z][a-z_]{1,40} finished successfully\."
 #: Status words that end a run, as TAO or an older writer says them.
 SUCCESS_WORDS = frozenset({"SUCCESS", "COMPLETE", "COMPLETED", "DONE"})
 FAILURE_WORDS = frozenset({"FAILURE", "FAILED", "ERROR"})
+#: The word a search trial's runner (:mod:`taobank.search.trial`) appends once TAO has stopped, when the study's
+#: pruner stopped the run early: an end of its own, neither success nor failure.
+PRUNED: str = State.PRUNED.value
 
 Number = int | float
 
@@ -88,7 +92,10 @@ class Event(Fields):
 
     @property
     def outcome(self) -> str | None:
-        """"SUCCESS" or "FAILURE" when this line ends its run (TAO's success is a RUNNING line saying so)."""
+        """"SUCCESS", "FAILURE" or "PRUNED" when this line ends its run (TAO's success is a RUNNING line saying
+        so; PRUNED is the search runner's word after it stopped TAO)."""
+        if self.status == PRUNED:
+            return PRUNED
         if self.status in SUCCESS_WORDS or (self.status == "RUNNING" and _FINISHED.fullmatch(self.message or "")):
             return "SUCCESS"
         return "FAILURE" if self.status in FAILURE_WORDS else None
@@ -320,7 +327,7 @@ class Progress(Fields):
 
 
 def outcome(log: StatusLog) -> tuple[str, str | None] | None:
-    """How the latest run ended: ("SUCCESS" | "FAILURE", its message), or None while it has not."""
+    """How the latest run ended: ("SUCCESS" | "FAILURE" | "PRUNED", its message), or None while it has not."""
     for event in reversed(log.latest):
         if event.outcome is not None:
             return event.outcome, event.message
@@ -328,7 +335,7 @@ def outcome(log: StatusLog) -> tuple[str, str | None] | None:
 
 
 def text_outcome(text: str | None) -> dict[str, Any] | None:
-    """How the latest run in TAO's ``status.json`` ended (``{"status": "SUCCESS"|"FAILURE", "message"}``),
+    """How the latest run in TAO's ``status.json`` ended (``{"status": "SUCCESS"|"FAILURE"|"PRUNED", "message"}``),
     else None. Retries share the results folder, so an earlier attempt's end says nothing about this one;
     TAO's success is its "Train finished successfully." (or monitor_status's "... completed successfully")
     line. A whole-file JSON object or list (an older writer) is read as its lines."""

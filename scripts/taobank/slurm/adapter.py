@@ -57,9 +57,13 @@ class Slurm(Platform):
         return 0  # like kubectl logs -f: the logs were read (status says how the job ended)
 
     progress_in_sweep = True  # the one sweep command reads every job's status files
+    runs_searches = True  # the sweep's folder on the shared filesystem holds the study (taobank.slurm.sweep)
 
     def read_status_files(self, rec: Record, *, live: bool) -> dict[str, str]:
         return logs.status_files(rec)
+
+    def read_search_file(self, rec: Record, path: str) -> str:
+        return logs.search_file(rec, path)
 
     def stop(self, recs: list[Record], context: dict) -> list[Stop]:
         return cancel.stop(recs, observe.connection(context))
@@ -87,6 +91,10 @@ class Slurm(Platform):
 
     def check(self, plans: list[SlurmPlan], gate: Gate, batch: Batch) -> None:  # type: ignore[override]
         submit.check(plans, gate)
+        if batch.search is not None:
+            from . import sweep
+
+            sweep.check_search_site(plans[0], gate)
 
     def launch(self, plans: list[SlurmPlan], recs: list[Record], batch: Batch) -> list[Launch]:  # type: ignore[override]
         """One job: its folder staged and sbatched; a sweep: ONE job array over every trial's staged script."""
@@ -132,9 +140,12 @@ class Slurm(Platform):
         from . import sweep
 
         array, trials, folders = sweep.preview(specs, ids, batch, opts.env)
-        return SweepPreview(shared=[("array.sbatch (sbatch --parsable; SLURM runs at most "
-                                     f"{batch.max_concurrent} tasks at once)", array)],
-                            trials=[[t] for t in trials], results_dirs=folders)
+        shared = [("array.sbatch (sbatch --parsable; SLURM runs at most "
+                   f"{batch.max_concurrent} tasks at once)", array)]
+        if batch.search is not None:  # staged beside the array with it (the bundle's bytes are not shown)
+            shared.append(("search/study.json (beside search/search.pyz, the runner and Optuna)",
+                           batch.search.settings_text(batch.sweep)))
+        return SweepPreview(shared=shared, trials=[[t] for t in trials], results_dirs=folders)
 
 
 PLATFORM = Slurm()

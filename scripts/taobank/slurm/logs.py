@@ -8,6 +8,7 @@ import time
 from typing import Callable
 
 from .. import platform, states
+from ..errors import TaoError
 from . import facts, observe, remote
 from .ssh import Connection
 from ..records import Record
@@ -81,3 +82,23 @@ def status_files(rec: Record, *, conn: Connection | None = None) -> dict[str, st
     res = (conn or Connection()).script(READ_STATUS_SH, [location(rec).folder], what="read status.json",
                                         retry_on_drop=True)
     return split_files(res.stdout)
+
+
+#: $1 a file of a search's folder: its text, nothing when it does not exist yet (capped: a journal of 10,000
+#: trials is a few MB).
+READ_SEARCH_FILE = r'''
+f=$1
+[ -f "$f" ] || exit 0
+head -c 67108864 -- "$f"
+'''
+
+
+def search_file(rec: Record, path: str, *, conn: Connection | None = None) -> str:
+    """A file of the search ``rec`` is a trial of (the study's journal), ONE remote command; only a file in the
+    folder the record names (``search_dir``)."""
+    folder = str(rec.backend.get("search_dir") or "")
+    if not folder.startswith("/") or posixpath.dirname(path) != folder.rstrip("/") or "\n" in path:
+        raise TaoError(f"job {rec.id} is not a trial of a search (its record names no search folder)")
+    res = (conn or Connection()).script(READ_SEARCH_FILE, [path], what="read the study's journal",
+                                        retry_on_drop=True)
+    return res.stdout

@@ -8,12 +8,13 @@ script, its output going to the trial's log folder ``<name>-<array id>_<task>``.
 """
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 import shlex
 from dataclasses import dataclass
 from typing import Mapping
 
-from ..contract import UNSET, Batch, Facts, Launch
+from ..contract import UNSET, Batch, Facts, Gate, Launch
 from ..jobspec import given
 from ..errors import TaoError
 from . import chain, facts, render, storage
@@ -59,6 +60,47 @@ exec bash "${tao_scripts[$i]}" >> "$log/main.out" 2>> "$log/main.err"
 
 
 
+#: A search's site, checked before any record (ONE command on the login host; it leaves nothing behind). $1 the
+#: results base (its nearest existing folder is tested), $2 "python" to test the login host's python3 too (runtime
+#: none: the trials' runner runs on the nodes' python3, as on the login host). Prints the words of what failed.
+SEARCH_SITE = r'''
+b=$1
+while [ ! -d "$b" ] && [ "$b" != / ]; do b=$(dirname -- "$b"); done
+d=$(mktemp -d "$b/.tao-search-check.XXXXXX" 2>/dev/null) || { echo "no-write $b"; exit 0; }
+if ln -s tao "$d/lock" 2>/dev/null && ! ln -s tao "$d/lock" 2>/dev/null; then :; else echo "no-lock $b"; fi
+rm -rf -- "$d"
+if [ "$2" = python ]; then
+  python3 -c 'import sys, numpy; sys.exit(sys.version_info < (3, 10))' >/dev/null 2>&1 || echo "no-python"
+fi
+exit 0
+'''
+
+
+def check_search_site(sp: SlurmPlan, gate: Gate) -> None:
+    """A search needs a shared folder where creating a symbolic link is exclusive (Optuna's journal lock) and a
+    ``python3`` of 3.10 or later with numpy where its trials run: one line naming what to change when not."""
+    conn, p = sp.conn, sp.decided
+    assert conn is not None and p is not None
+    if p.chain is not None:  # a resubmitted attempt would ask the study again and resume another trial's checkpoint
+        raise TaoError("a search's trials cannot chain wall-time runs yet (--max-attempts/--max-total-time): give each "
+                       "trial a wall time that holds its epochs (nothing was submitted)")
+    host = conn.connect().entry
+    res = conn.script(SEARCH_SITE, [p.base, "python" if p.runtime == "none" else "-"], what="search site check")
+    said = res.stdout.split()
+    if "no-write" in said:
+        raise TaoError(f"cannot write in {said[said.index('no-write') + 1]} on {host}: a search keeps its study in the "
+                       "results base (nothing was submitted)")
+    if "no-lock" in said:
+        raise TaoError(f"the results base {p.base} on {host} cannot hold a search's study: creating a symbolic link "
+                       "there is not exclusive, and Optuna's journal lock needs it; use a shared filesystem that "
+                       "honours it (NFS, Lustre, a local disk) (nothing was submitted)")
+    if "no-python" in said:
+        raise TaoError(f"runtime none runs each search trial's runner with the nodes' python3, and {host}'s is missing, "
+                       "older than 3.10 or without numpy: install Python 3.10+ with numpy there, or run the trials "
+                       "in an image that has it (nothing was submitted)")
+    gate.lines.append(f"search site ok on {host} (journal lock{', python3 with numpy' if p.runtime == 'none' else ''})")
+
+
 @dataclass(kw_only=True)
 class TrialFacts(Facts):
     """What the record keeps of one trial of a sweep's array job: where it was staged, how it is retried, and
@@ -80,6 +122,8 @@ class TrialFacts(Facts):
     array_job_id: str = UNSET
     job_dir: str = UNSET
     log_dir: str = UNSET
+    #: a search's folder (the bundle, the settings, the study's journal), shared by every trial
+    search_dir: str = UNSET
 
 def array_script(sweep_id: str, sweep_dir: str, first: render.ScriptInput, names: list[str], dirs: list[str],
                  scripts: list[str], max_concurrent: int) -> str:
@@ -119,8 +163,12 @@ def preview(specs: list[dict], ids: list[str], batch: Batch, env: Mapping[str, s
     first = decided[0]
     image = (first.sqsh or first.pyxis_image) if first.runtime == "pyxis" else first.pyxis_image
     trials = []
-    for d, jid in zip(decided, ids):
-        text = render.render(script_input(d, jid, image))
+    search_dir = posixpath.join(storage.job_dir(first.base, batch.sweep), "search")
+    for i, (d, jid) in enumerate(zip(decided, ids)):
+        inp = script_input(d, jid, image)
+        if batch.search is not None:  # as the launch wraps it
+            inp = dataclasses.replace(inp, command=batch.search.wrap(inp.command, search_dir, i))
+        text = render.render(inp)
         render.lint_secrets(text, f"job_{jid}.sbatch")
         trials.append((f"job_{jid}.sbatch", text))
     array = array_for(batch.sweep, first.base, script_input(first, ids[0], image), ids, batch.max_concurrent)
@@ -143,11 +191,18 @@ def launch(plans: list[SlurmPlan], recs: list[Record], batch: Batch) -> list[Lau
     files: dict[str, str | bytes] = {}
     made: list[str] = [posixpath.join(sweep_dir, storage.LOG_DIR), posixpath.join(sweep_dir, "sbatch")]
     backends, names = [], []
+    search_dir = posixpath.join(sweep_dir, "search") if batch.search is not None else ""
+    if batch.search is not None:  # the study beside the array: every trial shares it
+        made.append(search_dir)
+        for name, data in batch.search.files(sweep_id).items():
+            files[f"{sweep_id}/search/{name}"] = data
     for p, rec in zip(plans, recs):
         jid = rec.id
         d = p.decided
         jdir, results = storage.job_dir(base, jid), storage.results_dir(base, jid)
         inp = script_input(d, jid, first.run_image)
+        if batch.search is not None:  # the trial's runner first: it asks the study, then runs this command
+            inp = dataclasses.replace(inp, command=batch.search.wrap(inp.command, search_dir, int(rec.trial or 0)))
         text = render.render(inp)
         render.lint_secrets(text, f"job_{jid}.sbatch")
         meta = {"job_id": jid, "sweep": sweep_id, "trial": rec.trial, "network_arch": rec.network_arch,
@@ -164,6 +219,8 @@ def launch(plans: list[SlurmPlan], recs: list[Record], batch: Batch) -> list[Lau
             staged_secrets=bool(d.secrets), self_retry=inp.self_retries > 0,
             **({"walltime_chain": True, "max_attempts": inp.chain.max_attempts} if inp.chain else {}),
             infra_retries=bool(given(d.spec.infra_retries, True))))
+        if search_dir:
+            backends[-1].search_dir = search_dir
     render.lint(render.render(script_input(first.decided, recs[0].id, first.run_image)), "trial.sbatch")
     array = array_for(sweep_id, base, script_input(first.decided, recs[0].id, first.run_image), names,
                       max_concurrent)
