@@ -61,7 +61,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
     adapter = platform.get("slurm")
     if args.dry_run:
         job_id = args.job_id or "preview-job"
-        script = verbcli.submit_lineage("slurm", spec, SubmitOptions(job_id=job_id), args, preview=adapter.preview)
+        script = verbcli.submit_lineage("slurm", spec, SubmitOptions(job_id=job_id, skip_nccl_probe=args.skip_nccl_probe),
+                                        args, preview=adapter.preview)
         if args.json:
             print_json({"job_id": job_id, "script": script})
         else:

@@ -146,9 +146,10 @@ def _submit(rec_platform: str, spec: dict, options: dict, *, dry_run: bool = Fal
         from . import taoargs
         from .contract import Gate
 
-        pipeline.check_specs(get(rec_platform), [taoargs.identified(spec)], opts, Gate())
+        gate = Gate()
+        pipeline.check_specs(get(rec_platform), [taoargs.identified(spec)], opts, gate)
         text = get(rec_platform).preview(spec, opts)
-        line = pipeline.UNCHECKED
+        line = "\n".join([pipeline.UNCHECKED, *gate.notes()])
     else:
         done = pipeline.dry_run(get(rec_platform), [spec], opts)
         try:
@@ -157,7 +158,7 @@ def _submit(rec_platform: str, spec: dict, options: dict, *, dry_run: bool = Fal
             if not done.pending:
                 raise
             text, done.left_out = get(rec_platform).preview(done.specs[0], done.opts), True
-        line = done.first_line()
+        line = "\n".join([done.first_line(), *done.gate.notes()])
     if note is not None:
         note(line)
     return text

@@ -28,6 +28,7 @@ class SpecRefused(TaoError):
     """Problems of the specs of a submit: the first is the message, the others ``details`` (one line each)."""
 
     def __init__(self, lines: list[str]) -> None:
+        self.lines = tuple(lines)  # as found, without the advice the last one carries
         last = f"{lines[-1]} ({SKIP})"
         shown = [*lines[:-1], last]
         super().__init__(shown[0])
@@ -56,16 +57,18 @@ def check(specs: Sequence[Mapping[str, Any]], read: Reader) -> tuple[list[str], 
     shell script, another program) is not judged. Lines of a batch of several name the trial (``trial 3:``)."""
     problems: list[str] = []
     notes: list[str] = []
+    shared: dict[str, list[int]] = {}  # an override's problem -> the trials that have it (said once)
+    judged = 0
     docs: dict[tuple[str, str], Any] = {}  # (network, path) -> the spec's mapping, None (unreadable) or an error
     for i, spec in enumerate(specs):
         found = taoargs.tao_command(spec)
         if found is None:
             continue
         network, action = found
+        judged += 1
         words = taoargs.command_words(spec) or []
         path = taoargs.spec_file_word(spec)
         doc: Any = None
-        where = f"trial {i}: " if len(specs) > 1 else ""
         if path:
             if (network, path) not in docs:
                 docs[(network, path)] = _read(spec, path, read)
@@ -78,8 +81,14 @@ def check(specs: Sequence[Mapping[str, Any]], read: Reader) -> tuple[list[str], 
                     problems.append(doc)
                 continue
         report = speccheck.check(network, action, doc, overrides_of(words[2:]), required=doc is not None)
-        problems += [f"{where}{line}" for line in report.lines()]
+        for line in report.lines():
+            shared.setdefault(line, []).append(i)
         notes += [n for n in report.notes if n not in notes]
+    for line, trials in shared.items():  # a problem every trial shares is one line, not one per trial
+        if len(specs) > 1 and len(trials) < judged:
+            line = f"trial {','.join(map(str, trials))}: {line}" if len(trials) <= 8 else \
+                f"trials {trials[0]}..{trials[-1]} ({len(trials)}): {line}"
+        problems.append(line)
     return problems, notes
 
 

@@ -65,6 +65,8 @@ def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dic
                              search=search is not None)
     adapter = get(platform_name)
     specs = [dict(spec) for _ in trials] if search is not None else [trial_spec(spec, t) for t in trials]
+    if search is not None:
+        _check_space(adapter, spec, opts, search)
     done = pipeline.submit(adapter, specs, opts, trials=trials, max_concurrent=max_concurrent, search=search)
     assert done.sweep is not None
     out = Submitted(done.sweep, done.views, done.max_concurrent, done.gate.text(), done.gate.notes())
@@ -163,6 +165,26 @@ def _ended(text: str) -> str:
     return text if text.endswith("\n") else text + "\n"
 
 
+def _check_space(adapter: Any, spec: dict, opts: SubmitOptions, search: Any) -> None:
+    """A search's space through the spec check at its edges (each key's bounds, each choice): the trials' own
+    specs carry no overrides until each asks the study, so this is where a bad key or range is refused."""
+    from . import pipeline, specgate
+    from .contract import Gate
+    from .search import space
+
+    if not opts.spec_check:
+        return
+    pipeline.check_specs(adapter, [taoargs.identified(dict(spec))], opts, Gate())  # the command's own, said plainly
+    problems: list[str] = []
+    for edge in space.edges(search.settings.space):
+        try:
+            pipeline.check_specs(adapter, [taoargs.identified(trial_spec(spec, edge))], opts, Gate())
+        except specgate.SpecRefused as exc:
+            problems += [f"--space {line}" for line in exc.lines if f"--space {line}" not in problems]
+    if problems:
+        raise specgate.SpecRefused(problems)
+
+
 def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dict[str, str]],
             max_concurrent: int | None = None, *, parent_kpi: str | None = None, parent_mode: str | None = None,
             allow_incomplete_parent: bool = False, check: bool = False, search: Any = None) -> Preview:
@@ -184,14 +206,17 @@ def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[di
     if search is not None and not getattr(adapter, "runs_searches", False):
         raise UsageError(f"--search does not run on {platform_name} yet")
     specs = [dict(spec) for _ in trials] if search is not None else [trial_spec(spec, t) for t in trials]
+    if search is not None:
+        _check_space(adapter, spec, opts, search)
     batch = Batch(max_concurrent=k, sweep=PREVIEW_SWEEP, search=search)
     if not check:  # (pipeline.dry_run checks the specs itself)
-        pipeline.check_specs(adapter, [taoargs.identified(s) for s in specs], opts, Gate())
+        gate = Gate()
+        pipeline.check_specs(adapter, [taoargs.identified(s) for s in specs], opts, gate)
         shown = adapter.preview_sweep(specs, opts, ids, batch)
         table = [{"trial": i, "id": jid, "overrides": dict(t), "results_dir": folder}
                  for i, (jid, t, folder) in enumerate(zip(ids, trials, shown.results_dirs))]
-        return Preview(PREVIEW_SWEEP, k, table, shown.shared, shown.trials, pipeline.UNCHECKED,
-                       searched=search is not None)
+        return Preview(PREVIEW_SWEEP, k, table, shown.shared, shown.trials,
+                       "\n".join([pipeline.UNCHECKED, *gate.notes()]), searched=search is not None)
     done = pipeline.dry_run(adapter, specs, opts, trials=trials, max_concurrent=max_concurrent, search=search)
     try:
         shown = adapter.preview_sweep(specs, opts, ids, batch)
@@ -202,7 +227,8 @@ def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[di
         shown = adapter.preview_sweep(done.specs, done.opts, ids, batch)
     table = [{"trial": i, "id": jid, "overrides": dict(t), "results_dir": folder}
              for i, (jid, t, folder) in enumerate(zip(ids, trials, shown.results_dirs))]
-    return Preview(PREVIEW_SWEEP, k, table, shown.shared, shown.trials, done.first_line(), searched=search is not None)
+    return Preview(PREVIEW_SWEEP, k, table, shown.shared, shown.trials,
+                   "\n".join([done.first_line(), *done.gate.notes()]), searched=search is not None)
 
 
 def _supervised(adapter: Any, sweep_id: str, recs: list[Record]) -> None:

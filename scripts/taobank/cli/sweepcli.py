@@ -29,14 +29,14 @@ def add_submit_flags(p: argparse.ArgumentParser) -> None:
     s.add_argument("--space", action="append", metavar="KEY=EXPR", help="with --search (repeatable): "
                    "KEY=loguniform(a,b) | uniform(a,b) | int(a,b) | choice(x,y,...)")
     s.add_argument("--space-file", metavar="FILE", help="with --search: the space as a YAML mapping KEY: EXPR")
-    s.add_argument("--prune", default="asha", metavar="PRUNER", help="with --search: asha (default) | hyperband | "
+    s.add_argument("--prune", metavar="PRUNER", help="with --search: asha (default) | hyperband | "
                    "median | none, over TAO's epochs")
     s.add_argument("--search-seed", type=int, default=0, metavar="S", help="with --search: the samplers' seed "
                    "(each trial's sampler is seeded from S and its index)")
 
 
 #: The flags only a search takes (a plain submit or sweep that names one is refused).
-SEARCH_ONLY = ("trials", "kpi", "mode", "space", "space_file", "search_seed")
+SEARCH_ONLY = ("trials", "kpi", "mode", "space", "space_file", "search_seed", "prune")
 
 
 def search_of(args: argparse.Namespace, spec: dict) -> object | None:
@@ -53,7 +53,7 @@ def search_of(args: argparse.Namespace, spec: dict) -> object | None:
         raise UsageError("give --search or --sweep/--sweep-file, not both: a search chooses its trials' overrides")
     if args.trials is None:
         raise UsageError("--search needs --trials N: how many trials the study runs")
-    found = settings.make("", sampler=args.search, pruner=args.prune, trials=args.trials, kpi=args.kpi,
+    found = settings.make("", sampler=args.search, pruner=args.prune or "asha", trials=args.trials, kpi=args.kpi,
                           mode=args.mode, space=space.of(args.space, args.space_file),
                           seed=args.search_seed, action=str(spec.get("action") or ""))
     return bundle.Staging(found)

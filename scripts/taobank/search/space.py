@@ -165,6 +165,17 @@ def of(flags: Iterable[str] | None, file: str | None) -> dict[str, Param]:
     return from_flags(flags) if flags else load(file or "")
 
 
+def edges(space: Mapping[str, Param]) -> list[dict[str, str]]:
+    """One override per value a space can reach at its edges (a range's bounds, each choice): what the spec
+    check is given, so an unknown key, a float for an integer key or a bound outside TAO's range is refused at
+    submit, not in every trial."""
+    out: list[dict[str, str]] = []
+    for key, param in space.items():
+        values = list(param.choices) if param.kind == "choice" else [repr(param.low), repr(param.high)]
+        out += [{key: value} for value in dict.fromkeys(values)]
+    return out
+
+
 def to_dict(space: Mapping[str, Param]) -> dict[str, dict[str, Any]]:
     return {k: p.to_dict() for k, p in space.items()}
 
