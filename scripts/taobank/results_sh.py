@@ -163,7 +163,7 @@ done
 #: receiver refuses). On Linux its stdout pipe holds 1 MiB (1031: F_SETPIPE_SZ), so sshd finds the next chunk
 #: queued while it encrypts. A file that shrinks while read ends the stream (exit 6): the receiver says it changed.
 SEND_PY = r"""
-import errno, os, re, signal, stat, sys, zlib
+import errno, os, re, select, signal, stat, sys, zlib
 signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 try:
     os.chdir(sys.argv[1])
@@ -181,7 +181,10 @@ if sys.platform.startswith("linux"):
         pass
 def put(data):
     while data:
-        data = data[os.write(1, data):]
+        try:
+            data = data[os.write(1, data):]
+        except BlockingIOError:
+            select.select([], [1], [])
 def send(*words):
     put(b" ".join(w if isinstance(w, bytes) else str(w).encode() for w in words) + b"\n")
 def block(fh, off, n):
@@ -196,6 +199,9 @@ def block(fh, off, n):
         while kernel and s < k:
             try:
                 m = os.sendfile(1, fh.fileno(), off + s, k - s)
+            except BlockingIOError:
+                select.select([], [1], [])
+                continue
             except OSError as e:
                 if e.errno not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
                     raise

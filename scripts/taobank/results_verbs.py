@@ -597,8 +597,9 @@ def prunable(rec: Record, loc: ResultsLocation, together: list[str] | tuple[str,
     """Refuse (one line) a job whose folder prune must not delete: active, not its own folder, or holding the
     results of another record (a live one always; a finished one unless it is pruned ``together``)."""
     if not rec.terminal:
-        raise TaoError(f"job {rec.id} is {rec.state}: its results may still be written; wait for it to end "
-                       f"(or cancel it: tao_jobs.py cancel {rec.id}) and prune it then")
+        raise TaoError(f"job {rec.id}'s record says {rec.state}: its results may still be written; if it ended "
+                       f"unseen, refresh the record (tao_jobs.py status {rec.id}), else wait for it to end (or cancel "
+                       f"it: tao_jobs.py cancel {rec.id}), then prune it")
     if not loc.own:
         raise TaoError(f"job {rec.id}: {loc.folder} is not the job's own folder ({loc.why_not_own}); prune "
                        "deletes only a folder named after the job: remove it yourself if you mean it")

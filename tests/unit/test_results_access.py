@@ -354,7 +354,7 @@ def test_prune_deletes_the_own_folder_on_a_writable_reader_after_yes(pod, cli):
 def test_prune_refuses_an_active_job(fake, cli, state):
     rec = k8s_job(state=state)
     out = cli("tao_jobs.py", "prune", rec["id"], "--yes")
-    assert out.rc == 1 and f"is {state}: its results may still be written" in out.err and fake.calls == []
+    assert out.rc == 1 and f"record says {state}: its results may still be written" in out.err and fake.calls == []
 
 
 def test_prune_refuses_exact_and_no_results_folders(fake, cli):

@@ -583,3 +583,39 @@ def test_the_receiver_widens_the_pipe_it_reads_and_leaves_anything_else_alone():
         assert fcntl.fcntl(out.fileno(), fcntl.F_GETPIPE_SZ) == results_sh.PIPE_BYTES
     os.close(w)
     results_sh._widen(io.BytesIO(b"x"))
+
+
+def test_the_sender_waits_on_a_non_blocking_stdout_instead_of_breaking_off(job, tmp_path):
+    """A container runtime may hand the sender a non-blocking stdout: a full pipe is EAGAIN, which must mean
+    'wait', not a stream cut short (a fetch that 'broke off' under load)."""
+    import fcntl
+    import time
+
+    big = job / "big.bin"
+    big.write_bytes(os.urandom(3 << 20))
+    st = big.stat()
+    r, w = os.pipe()
+    fcntl.fcntl(w, fcntl.F_SETFL, fcntl.fcntl(w, fcntl.F_GETFL) | os.O_NONBLOCK)
+    proc = subprocess.Popen(["/bin/sh", "-c", results_sh.SEND_FILES, "tao", str(job), str(1 << 20), ""],
+                            stdin=subprocess.PIPE, stdout=w, stderr=subprocess.PIPE)
+    os.close(w)
+    assert proc.stdin is not None
+    proc.stdin.write(f"0 {st.st_size} {int(st.st_mtime)} ./big.bin\n".encode())
+    proc.stdin.close()
+    got = bytearray()
+    while True:
+        time.sleep(0.002)  # a slow reader: the pipe fills and the sender meets EAGAIN
+        chunk = os.read(r, 16 << 10)
+        if not chunk:
+            break
+        got += chunk
+    os.close(r)
+    assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else b""
+    head, _, rest = bytes(got).partition(b"\n")
+    assert head.startswith(b"@@file crc32 0 ")
+    data, block = bytearray(), 1 << 20
+    for _ in range(3):  # each block's bytes, then its digest line
+        data += rest[:block]
+        line, _, rest = rest[block:].partition(b"\n")
+        assert line.startswith(b"@@sum ") and line.endswith(b" %d" % block), line
+    assert bytes(data) == big.read_bytes() and rest.startswith(b"@@end ")

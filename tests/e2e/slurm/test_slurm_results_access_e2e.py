@@ -112,6 +112,6 @@ def test_prune_refuses_an_active_job_without_touching_it(slurm_env):
     try:
         wait_state(rec["id"], ("RUNNING",), timeout=60)
         out = jobs("prune", rec["id"], "--yes", check=False)
-        assert out.returncode == 1 and "is RUNNING: its results may still be written" in out.stderr
+        assert out.returncode == 1 and "record says RUNNING: its results may still be written" in out.stderr
     finally:
         slurm_helpers_cancel(rec["id"])
