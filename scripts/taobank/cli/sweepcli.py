@@ -212,7 +212,8 @@ def cmd_study(args: argparse.Namespace) -> int:
     from ..text import one_line
 
     recs = sweeps.trial_records(args.id)
-    if sweeps.journal_text(args.id, recs[:1]) is None:
+    got = sweeps.journal_text(args.id, recs[:1])  # the one read: the study is made from it below
+    if got is None:
         raise UsageError(f"sweep {args.id} is not a search (submit --search): it has no study")
     if args.dashboard:
         from ..search import dashboard
@@ -224,7 +225,9 @@ def cmd_study(args: argparse.Namespace) -> int:
         dashboard.serve(records.artifact_dir(recs[0].id) / dashboard.COPY_FILE, fetch, args.port,
                         on_line=lambda line: print(line, file=sys.stderr, flush=True))
         return EXIT_OK
-    found = sweeps.study(args.id, recs[:1])
+    from ..search import journal
+
+    found = journal.read(got[0], args.id, where=f"the study journal {got[1]}")
     trial_of = {r.id: r.trial for r in recs}
     if args.json:
         print_json({"sweep": args.id, "trials": [t.to_dict() | {"trial": trial_of.get(t.job_id)} for t in found.trials],
@@ -242,6 +245,6 @@ def cmd_study(args: argparse.Namespace) -> int:
         print("  ".join(c.ljust(w) for c, w in zip(r[:6], widths)) + "  " + r[6])
     if found.best is not None:
         b = found.best
-        print(f"best: number {b.number} {b.job_id} value {format_number(b.value, 6)} "
+        print(f"best: number {b.number} {b.job_id} value {format_number(b.value, 6) if b.value is not None else '-'} "
               f"({' '.join(sweepfile.args_of(b.words()))})")
     return EXIT_OK
