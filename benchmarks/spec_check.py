@@ -125,12 +125,14 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         lines, _ = specgate.check(trials, read)
         sweep_s = time.perf_counter() - start
-        want = len(range(0, args.trials, 25))
-        if len(reads) != 1 or len(lines) != want or not all("did you mean train.num_epochs?" in ln for ln in lines):
+        want = list(range(0, args.trials, 25))
+        # one line for a problem the bad trials share, naming them ("trial 0,25: ..."); all of them: no prefix
+        named = [int(t) for ln in lines if ln.startswith("trial ") for t in ln[6:].split(":", 1)[0].split(",")]
+        if len(reads) != 1 or len(lines) != 1 or named != want or "did you mean train.num_epochs?" not in lines[0]:
             problems.append(f"a {args.trials}-trial sweep: {len(reads)} reads of its spec, {len(lines)} problem lines "
-                            f"(want 1 read, {want} lines)")
+                            f"naming trials {named} (want 1 read, 1 line naming {want})")
         print(f"sweep of {args.trials} trials, one pass        {sweep_s * 1000:7.1f} ms "
-              f"({len(reads)} read of its spec, {len(lines)} bad trials named)")
+              f"({len(reads)} read of its spec, {len(named)} bad trials named)")
     print(json.dumps({"check_ratio": round(check_s / base_s, 3), "submit_added_ms": round((with_s - without_s) * 1000, 1),
                       "sweep_ms": round(sweep_s * 1000, 1)}))
     for line in problems:

@@ -123,6 +123,8 @@ class Preview:
     checks: str = ""
     #: a search's preview: each trial's overrides are asked of the study as it starts
     searched: bool = False
+    #: the lines a user must see even with --json (``warning: ...``: the spec check skipped or a spec unread)
+    notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"sweep": self.sweep, "max_concurrent": self.max_concurrent, "trials": self.trials, "checks": self.checks,
@@ -215,8 +217,8 @@ def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[di
         shown = adapter.preview_sweep(specs, opts, ids, batch)
         table = [{"trial": i, "id": jid, "overrides": dict(t), "results_dir": folder}
                  for i, (jid, t, folder) in enumerate(zip(ids, trials, shown.results_dirs))]
-        return Preview(PREVIEW_SWEEP, k, table, shown.shared, shown.trials,
-                       "\n".join([pipeline.UNCHECKED, *gate.notes()]), searched=search is not None)
+        return Preview(PREVIEW_SWEEP, k, table, shown.shared, shown.trials, pipeline.UNCHECKED,
+                       searched=search is not None, notes=gate.notes())
     done = pipeline.dry_run(adapter, specs, opts, trials=trials, max_concurrent=max_concurrent, search=search)
     try:
         shown = adapter.preview_sweep(specs, opts, ids, batch)
@@ -227,8 +229,8 @@ def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[di
         shown = adapter.preview_sweep(done.specs, done.opts, ids, batch)
     table = [{"trial": i, "id": jid, "overrides": dict(t), "results_dir": folder}
              for i, (jid, t, folder) in enumerate(zip(ids, trials, shown.results_dirs))]
-    return Preview(PREVIEW_SWEEP, k, table, shown.shared, shown.trials,
-                   "\n".join([done.first_line(), *done.gate.notes()]), searched=search is not None)
+    return Preview(PREVIEW_SWEEP, k, table, shown.shared, shown.trials, done.first_line(),
+                   searched=search is not None, notes=done.gate.notes())
 
 
 def _supervised(adapter: Any, sweep_id: str, recs: list[Record]) -> None:

@@ -87,6 +87,7 @@ def submit(platform: str, spec: dict, opts: object, trials: list[dict[str, str]]
                                parent_mode=getattr(args, "parent_mode", None),
                                allow_incomplete_parent=bool(getattr(args, "allow_incomplete_parent", False)),
                                check=bool(getattr(args, "check", False)), search=search)
+        print_gate_notes("sweep preview:", shown.notes)
         print_json(shown.to_dict()) if args.json else sys.stdout.write(shown.text())
         return EXIT_OK
     if getattr(args, "check", False):
