@@ -83,6 +83,23 @@ def _start(driver: str | None) -> bool:
     return ok
 
 
+def _add_root_user(tar: tarfile.TarFile) -> None:
+    """/etc/passwd and /etc/group naming root: what a container's shell and `id` expect."""
+    for name, text in (("etc/passwd", "root:x:0:0:root:/root:/bin/sh\n"), ("etc/group", "root:x:0:\n")):
+        data = text.encode()
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+
+
+def _import(archive: bytes, image: str, path: str, *, timeout: float) -> None:
+    """``docker import`` of a root filesystem tar into the local engine as ``image`` with ``PATH=path``."""
+    res = subprocess.run(["docker", "import", "--change", f"ENV PATH={path}", "-", image], input=archive,
+                         capture_output=True, env={**os.environ, "DOCKER_HOST": env()["DOCKER_HOST"]}, timeout=timeout)
+    if res.returncode != 0:
+        raise TaoError(f"docker import of {image} failed: {res.stderr.decode(errors='replace').strip()[-200:]}")
+
+
 def _image() -> None:
     """Import the busybox image once (a tar of busybox and its applet links; no registry)."""
     if _docker(["image", "inspect", IMAGE], check=False, timeout=30).ok:
@@ -102,15 +119,8 @@ def _image() -> None:
                 info = tarfile.TarInfo(f"bin/{a}")
                 info.type, info.linkname = tarfile.SYMTYPE, "busybox"
                 tar.addfile(info)
-        for name, text in (("etc/passwd", "root:x:0:0:root:/root:/bin/sh\n"), ("etc/group", "root:x:0:\n")):
-            data = text.encode()
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    res = subprocess.run(["docker", "import", "--change", "ENV PATH=/bin", "-", IMAGE], input=buf.getvalue(),
-                         capture_output=True, env={**os.environ, "DOCKER_HOST": env()["DOCKER_HOST"]}, timeout=120)
-    if res.returncode != 0:
-        raise TaoError(f"docker import of {IMAGE} failed: {res.stderr.decode(errors='replace').strip()[-200:]}")
+        _add_root_user(tar)
+    _import(buf.getvalue(), IMAGE, "/bin", timeout=120)
 
 
 #: The image of the local search runs (submit --search): busybox as above plus the host's Debian Python 3.11 with
@@ -183,16 +193,8 @@ def _python_image() -> None:
         info = tarfile.TarInfo("usr/bin/python3")
         info.type, info.linkname = tarfile.SYMTYPE, "python3.11"
         tar.addfile(info)
-        for name, text in (("etc/passwd", "root:x:0:0:root:/root:/bin/sh\n"), ("etc/group", "root:x:0:\n")):
-            data = text.encode()
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    res = subprocess.run(["docker", "import", "--change", "ENV PATH=/usr/bin:/bin", "-", PYTHON_IMAGE],
-                         input=buf.getvalue(), capture_output=True,
-                         env={**os.environ, "DOCKER_HOST": env()["DOCKER_HOST"]}, timeout=600)
-    if res.returncode != 0:
-        raise TaoError(f"docker import of {PYTHON_IMAGE} failed: {res.stderr.decode(errors='replace').strip()[-200:]}")
+        _add_root_user(tar)
+    _import(buf.getvalue(), PYTHON_IMAGE, "/usr/bin:/bin", timeout=600)
 
 
 def up() -> dict[str, str]:

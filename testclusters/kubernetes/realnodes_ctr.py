@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from taobank.run import run
-from . import realnodes
+from . import images, realnodes
 from .cluster_state import _load_cluster
 
 
@@ -37,3 +37,16 @@ def _real_nodes(data: dict) -> list[realnodes.Node]:
 def _ctr(node: realnodes.Node, *args: str, check: bool = True, timeout: float = 120):
     return run(["ctr", "--address", str(node.socket), "--namespace", "k8s.io", *args], check=check,
                timeout=timeout, what=f"ctr ({node.name})")
+
+
+def ensure_image(image: "images.Image") -> str:
+    """``image`` present on every real node (imported from the image cache only where ``ctr`` lacks it: a warm
+    run costs one ``ctr images ls`` per node); returns its reference."""
+    archive = None
+    for node in _real_nodes(_load_cluster()):
+        listed = _ctr(node, "images", "ls", "-q", check=False, timeout=60)
+        if listed.ok and image.ref in listed.stdout.split():
+            continue
+        archive = archive or images.archive(image)
+        _ctr(node, "images", "import", str(archive), timeout=900)
+    return image.ref

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from taobank import pins
 from . import images
-from .cluster_state import _load_cluster
-from .realnodes_ctr import _ctr, _real_nodes
+from .realnodes_ctr import ensure_image
 
 
 def ref() -> str:
@@ -18,12 +17,4 @@ def ref() -> str:
 
 def ensure() -> str:
     """The image's reference, present on every real node."""
-    image = images.torch_cpu(str(pins.resolve("test_clusters.kubernetes.torch_cpu")))
-    archive = None
-    for node in _real_nodes(_load_cluster()):
-        listed = _ctr(node, "images", "ls", "-q", check=False, timeout=60)
-        if listed.ok and image.ref in listed.stdout.split():
-            continue
-        archive = archive or images.archive(image)
-        _ctr(node, "images", "import", str(archive), timeout=900)
-    return image.ref
+    return ensure_image(images.torch_cpu(str(pins.resolve("test_clusters.kubernetes.torch_cpu"))))
