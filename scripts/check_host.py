@@ -15,9 +15,10 @@ import shutil
 import sys
 from importlib import metadata
 
-from taobank import BANK_ROOT, pins
+from taobank import BANK_ROOT, pins, registry
 from taobank.cli.entry import print_json, run_main
 from taobank.errors import MissingDependency
+from taobank.registry import HostClient
 from taobank.run import run
 
 _REQ = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?:>=\s*([0-9][0-9A-Za-z.]*))?")
@@ -79,53 +80,35 @@ def check_requirements() -> list[dict]:
     return out
 
 
-def check_kubectl() -> dict:
-    need = _minimum("tools.kubectl_min")
-    fix = "install kubectl (https://kubernetes.io/docs/tasks/tools/) and put it on PATH"
-    if not shutil.which("kubectl"):
-        return _check("kubectl", False, "not on PATH", f">= {need or '(see versions.yaml)'}", fix)
-    res = run(["kubectl", "version", "--client", "-o", "json"], check=False, timeout=20)
-    m = re.search(r'"gitVersion"\s*:\s*"v?([^"]+)"', res.stdout)
-    found = m.group(1) if m else "unknown"
+def check_client(client: HostClient) -> dict:
+    """A platform's client (its package's ``INFO.client``): one of its programs on PATH, at the version needed."""
+    found = [name for name in client.programs if shutil.which(name)]
+    wanted = " or ".join(client.programs)
+    if not client.version_argv:
+        return _check(client.label, bool(found), ", ".join(found) or "not on PATH", wanted, client.install)
+    need = _minimum(client.minimum_key) if client.minimum_key else None
+    product = f"{client.product} " if client.product else ""
+    if not found:
+        return _check(client.label, False, "not on PATH", f"{product}>= {need or '(see versions.yaml)'}", client.install)
+    res = run(list(client.version_argv), check=False, timeout=20)
+    m = re.search(client.version_pattern, res.stdout + res.stderr)
+    version = m.group(1) if m else "unknown"
     if need is None:
-        return _check("kubectl", True, found, _UNREAD, "")
-    return _check("kubectl", bool(m) and at_least(found, need), found, f">= {need}", f"upgrade kubectl to >= {need}")
-
-
-def check_ssh() -> dict:
-    need = _minimum("tools.openssh_min")
-    if not shutil.which("ssh"):
-        return _check("ssh", False, "not on PATH", f"OpenSSH >= {need or '(see versions.yaml)'}",
-                      "install the OpenSSH client (apt-get install openssh-client)")
-    res = run(["ssh", "-V"], check=False, timeout=20)
-    m = re.search(r"OpenSSH_([0-9][0-9.p]*)", res.stderr + res.stdout)
-    found = m.group(1) if m else "unknown"
-    if need is None:
-        return _check("ssh", True, found, _UNREAD, "")
-    return _check("ssh", bool(m) and at_least(found, need), found, f"OpenSSH >= {need}", f"upgrade the OpenSSH client to >= {need}")
-
-
-def check_engine() -> dict:
-    """The Docker CLI (or podman): the one client a Docker-host job needs here."""
-    found = [name for name in ("docker", "podman") if shutil.which(name)]
-    return _check("engine", bool(found), ", ".join(found) or "not on PATH", "docker or podman",
-                  "install the Docker CLI (apt-get install docker.io) or podman")
-
-
-#: each platform's client check (one per platform of the registry: a test holds them together)
-CLIENT_CHECKS = {"kubernetes": check_kubectl, "slurm": check_ssh, "docker": check_engine}
+        return _check(client.label, True, version, _UNREAD, "")
+    return _check(client.label, bool(m) and at_least(version, need), version, f"{product}>= {need}",
+                  f"upgrade {client.upgrade or client.label} to >= {need}")
 
 
 def checks(platform: str | None) -> list[dict]:
     out = [check_python(), *check_requirements()]
     if platform:
-        out.append(CLIENT_CHECKS[platform]())
+        out.append(check_client(registry.info(platform).client))
     return out
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="check_host.py", description=__doc__.splitlines()[0])
-    parser.add_argument("--platform", choices=list(CLIENT_CHECKS), help="also check that platform's client")
+    parser.add_argument("--platform", choices=list(registry.names()), help="also check that platform's client")
     parser.add_argument("--json", action="store_true", help="print the checks as JSON")
     args = parser.parse_args(argv)
     results = checks(args.platform)

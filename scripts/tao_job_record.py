@@ -19,7 +19,7 @@ import argparse
 import sys
 
 from taobank.cli.entry import add_version, parse_kv, print_json, run_main
-from taobank.states import PLATFORMS
+from taobank.registry import names as platform_names
 
 
 def _one_line(value: object) -> str:
@@ -50,7 +50,7 @@ def main(argv: list[str]) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
 
     p = sub.add_parser("open", help="mint an id and store a PENDING record; prints the id")
-    p.add_argument("--platform", required=True, help=f"{', '.join(PLATFORMS)} (k8s for kubernetes)")
+    p.add_argument("--platform", required=True, help=f"{', '.join(platform_names())} (k8s for kubernetes)")
     p.add_argument("--image", required=True)
     p.add_argument("--network-arch", required=True)
     p.add_argument("--action", required=True)

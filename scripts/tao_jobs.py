@@ -35,11 +35,11 @@ def cmd_list(args: argparse.Namespace) -> int:
     from taobank import jobtable, records
     from taobank.platform import JobView
 
-    from taobank import states
+    from taobank import registry, states
     from taobank.errors import TaoError, UsageError
 
     try:  # a wrong filter is a usage error (exit 2), found before the store is read
-        platform = states.canonical_platform(args.platform) if args.platform else None
+        platform = registry.canonical(args.platform) if args.platform else None
         state = states.canonical_state(args.state) if args.state else None
     except TaoError as exc:
         raise UsageError(str(exc)) from None

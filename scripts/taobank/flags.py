@@ -7,7 +7,7 @@ list), so no adapter imports argparse or the command line.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 #: What a flag holds: one value; a repeatable list; repeatable KEY=VALUE pairs (a dict);
 #: True when given (``on``); False when given (``off``).
@@ -77,3 +77,16 @@ def put_secrets_and_command(spec: dict, values: Mapping[str, Any]) -> dict:
 
 def _same(value: Any) -> Any:
     return value
+
+
+class Declarations(Protocol):
+    """A platform's submit flags (its ``flags`` module, the adapter's ``flags`` attribute): the shared flags as
+    it spells them, its own, and how their values become its job spec."""
+
+    @property
+    def SHARED(self) -> Shared: ...
+
+    @property
+    def FLAGS(self) -> tuple[Flag, ...]: ...
+
+    def spec_from_flags(self, path: str | None, values: Mapping[str, Any]) -> dict[str, Any]: ...

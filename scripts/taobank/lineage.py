@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 from .states import State
-from . import checkpoints, records, savedspec, states, taoargs
+from . import checkpoints, records, registry, savedspec, states, taoargs
 from .cmdwords import shell_words
 from .contract import ResultsListing, SubmitOptions
 from .errors import TaoError, UsageError
@@ -200,9 +200,7 @@ def continue_job(platform: str | None, job_id: str, *, checkpoint: str | None = 
     spec, options = savedspec.load(job_id)
     spec = _with_search_values(rec, spec)
     if queue is not None:
-        if rec.platform != "kubernetes":
-            raise UsageError("--queue is a Kubernetes (Kueue) option")
-        spec = {**spec, "queue": queue}
+        spec = get(rec.platform).with_queue(spec, queue)
     if time_minutes is not None:  # before any cluster call: a platform without a limit refuses here
         spec = get(rec.platform).with_time_limit(spec, time_minutes)
     for key in ("namespace", "context"):  # where the job ran, unless the submit named it (Kubernetes)
@@ -262,7 +260,7 @@ def with_parent(platform: str, spec: dict, parent_id: str, *, allow_incomplete: 
     except TaoError:
         raise TaoError(f"--parent {parent_id}: there is no such job record (see tao_jobs.py list); nothing was "
                        "submitted") from None
-    if parent.platform != states.canonical_platform(platform):
+    if parent.platform != registry.canonical(platform):
         raise TaoError(f"--parent {parent_id} is a {parent.platform} job: a child runs on the same platform "
                        "to reach its results; nothing was submitted")
     if parent.state != State.COMPLETE and not allow_incomplete:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from . import names, nccl_verdicts, records, savedspec, specgate, states, taoargs
 from .contract import Batch, Gate, Launch, Plan, SubmitOptions
@@ -23,10 +23,8 @@ from .records import Record
 from .selection import load_for
 from .states import State
 
-#: A platform adapter (:class:`taobank.platform.Platform`; not imported here: the platform module calls this one)
-Platform = Any
-#: What an adapter's ``view`` returns (:class:`taobank.platform.JobView`)
-JobView = Any
+if TYPE_CHECKING:  # the platform module imports this one
+    from .platform import JobView, Platform
 
 
 @dataclass

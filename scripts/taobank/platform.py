@@ -18,12 +18,11 @@ and ``stop``, and for a job's results ``results_location``, ``list_results``,
 ``fetch_results`` and ``remove_results`` (answered by default from the module a
 platform names as ``results_access``; those verbs are :mod:`taobank.results_verbs`).
 The values they exchange are typed (:mod:`taobank.contract`).
-:func:`get` routes a platform name to its adapter, imported only when used (a
-SLURM verb never imports the Kubernetes code).
+:func:`get` routes a platform name to its adapter through the one registry (:mod:`taobank.registry`),
+imported only when used (a SLURM verb never imports the Kubernetes code).
 """
 from __future__ import annotations
 
-import importlib
 import math
 import time
 from abc import ABC, abstractmethod
@@ -32,23 +31,17 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from .states import State
-from . import records, states
+from . import records, registry, states
 from .text import one_line
 from .selection import (by_platform as by_platform, last_id as last_id,  # the verbs' record selection
                         load_for as load_for, select as select)
 from .contract import (Batch, Gate, Launch, Observation, Plan, ResultFile, ResultsListing, ResultsLocation, Stop,
                        SubmitOptions, SweepPreview, Transfer)
 from .errors import EXIT_FAILED, EXIT_OK, TaoError, UsageError
+from .flags import Declarations
 from .jobspec import JobSpec
 from .records import Record
-
-
-#: platform name -> module whose ``PLATFORM`` object implements the contract.
-ADAPTERS: dict[str, str] = {
-    "kubernetes": "taobank.kubernetes.adapter",
-    "slurm": "taobank.slurm.adapter",
-    "docker": "taobank.docker.adapter",
-}
+from .registry import PlatformInfo
 
 
 @dataclass
@@ -176,7 +169,17 @@ class ResultsAccess(Protocol):
 class Platform(ABC):
     """The hooks a platform implements; the core verbs below do the rest."""
 
-    name: str = ""
+    #: who the platform is (its package's ``INFO``: name, helper, aliases, host client)
+    info: PlatformInfo
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    @property
+    def helper(self) -> str:
+        """The helper a user runs for this platform (named in hints)."""
+        return self.info.helper
 
     def view(self, rec: Record) -> JobView:
         """The view of a record as stored (no backend call); platforms add their facts."""
@@ -269,8 +272,6 @@ class Platform(ABC):
         return None
 
     # -------------------------------------------------------------- submit: the core owns the order
-    #: the helper a user runs for this platform (named in hints)
-    helper: str = ""
 
     def submit(self, spec: dict[str, Any], opts: SubmitOptions) -> JobView:
         """One job: the core's one submit order (:func:`taobank.pipeline.submit`) over a batch of one."""
@@ -284,6 +285,8 @@ class Platform(ABC):
 
     #: the platform's typed spec (:mod:`taobank.jobspec`)
     spec_type: type[JobSpec] = JobSpec
+    #: its submit flags as data (its ``flags`` module: :mod:`taobank.flags`), which the command line reads
+    flags: Declarations
 
     def typed_spec(self, spec: Mapping[str, Any]) -> JobSpec:
         """A spec as stored or given (a file, flags, a sweep trial) checked and typed: the edge where it enters
@@ -322,6 +325,11 @@ class Platform(ABC):
         ran out of it). Default: refused, the platform has no limit to set."""
         raise TaoError(f"{self.name} jobs have no time limit: continue without --time-hours/--time-minutes")
 
+    def with_queue(self, spec: dict[str, Any], queue: str) -> dict[str, Any]:
+        """``spec`` sent to the scheduler's queue ``queue`` (``continue --queue``). Default: refused, the platform
+        has no queues the bank names."""
+        raise UsageError(f"--queue is not an option of {self.name} jobs (Kubernetes' Kueue queues are)")
+
     def resume(self, job_id: str) -> JobView:
         """``resume``: :meth:`relaunch`, and the record bound to what it found or made (by the core)."""
         from . import pipeline
@@ -347,31 +355,14 @@ class Platform(ABC):
     #: a sweep's launch stages ``Batch.search`` in a folder its trials share and wraps their commands
     #: (``submit --search``: taobank.search)
     runs_searches: bool = False
-    #: the module (dotted name, imported when needed) that answers the sweep hooks below where the platform has
-    #: them: ``release`` and ``read_status_many``
-    sweep_access: str | None = None
-
-    def _sweep_module(self) -> Any:
-        return importlib.import_module(self.sweep_access) if self.sweep_access else None
-
     def release_trials(self, recs: list[Record]) -> None:
         """Let these held trials run (one call for all); only for ``holds_trials`` platforms."""
-        release = getattr(self._sweep_module(), "release", None)
-        if release is None:
-            raise TaoError(f"{self.name} does not hold sweep trials")
-        release(recs)
+        raise TaoError(f"{self.name} does not hold sweep trials")
 
     def read_status_many(self, recs: list[Record]) -> dict[str, dict[str, str]]:
         """TAO's status files of several running jobs, ``{id: {path: text}}``, in as few calls as the platform
         can (default: one read per job)."""
-        many = getattr(self._sweep_module(), "read_status_many", None)
-        if many is not None:
-            read: dict[str, dict[str, str]] = many(recs)
-            return read
-        out: dict[str, dict[str, str]] = {}
-        for rec in recs:
-            out[Record.of(rec).id] = self.read_status_files(rec, live=True)
-        return out
+        return {Record.of(rec).id: self.read_status_files(rec, live=True) for rec in recs}
 
     # -------------------------------------------------------------- results: artifacts, fetch, prune
     # The verbs (validation, best checkpoint, verification, temp + rename, confirmation) are the core's:
@@ -432,13 +423,10 @@ class Platform(ABC):
         return kept
 
 def get(name: str) -> Platform:
-    """The adapter of platform ``name`` (``k8s`` is accepted for kubernetes)."""
-    canonical = states.canonical_platform(name)
-    adapter: Platform = importlib.import_module(ADAPTERS[canonical]).PLATFORM
-    return adapter
+    """The adapter of platform ``name`` (``k8s`` is accepted for kubernetes): the registry's."""
+    return registry.adapter(name)
 
 
-# ------------------------------------------------------------------ verbs
 def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = True) -> list[JobView]:
     """Refresh the chosen records (terminal ones are shown as stored) with one query per platform."""
     return refresh(select(platform, ids, "status"), retry=retry)

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Iterator, Mapping, TypeGuard, cast
 
 from .states import State
-from . import BANK_ROOT, fsio, names, safeparse, states
+from . import BANK_ROOT, fsio, names, registry, safeparse, states
 from .errors import TaoError
 from .redact import shown
 from .taoargs import OVERRIDE_KEY, OVERRIDE_VALUE
@@ -268,7 +268,7 @@ def _shape_problem(rec: Any, job_id: str) -> str | None:
         return "its id does not match the file name"
     if rec.get("state") not in states.STATES:
         return "unknown state"
-    if rec.get("platform") not in states.PLATFORMS:
+    if rec.get("platform") not in registry.names():
         return "unknown platform"
     if not isinstance(rec.get("backend"), dict):
         return "backend is not an object"
@@ -364,7 +364,7 @@ def _schema_ok(rec: Any) -> bool:
     r = rec
     if not (type(r["record_version"]) is int and r["record_version"] == 1
             and _text(r["id"], 0, 40) and _JOB_ID.search(r["id"])
-            and r["platform"] in states.PLATFORMS and type(r["platform"]) is str
+            and r["platform"] in registry.names() and type(r["platform"]) is str
             and _text(r["image"], 1, 512) and _text(r["network_arch"], 1, 256) and _text(r["action"], 1, 256)
             and (r.get("description") is None or _text(r["description"], 0, 200))
             and type(r["storage_tier"]) is str and r["storage_tier"] in ("A", "C")
@@ -560,7 +560,7 @@ def open_record(
     attempt = 1
     if retry_of is not None:
         parent = load(retry_of)
-        if parent["platform"] != states.canonical_platform(platform):
+        if parent["platform"] != registry.canonical(platform):
             raise TaoError(f"job {retry_of} is a {parent['platform']} job: a retry runs on the same platform")
         if parent["state"] not in states.TERMINAL:
             raise TaoError(f"job {retry_of} is {parent['state']}: mark it ERROR or CANCELED before opening a retry")
@@ -569,7 +569,7 @@ def open_record(
     rec: dict[str, Any] = {
         "record_version": RECORD_VERSION,
         "id": "",
-        "platform": states.canonical_platform(platform),
+        "platform": registry.canonical(platform),
         "image": _required("image", image),
         "network_arch": _required("network_arch", network_arch),
         "action": _required("action", action),
@@ -755,7 +755,7 @@ def list_records(platform: str | None = None, state: str | None = None, active: 
     A damaged or foreign file never hides the other jobs: it is skipped and,
     when ``problems`` is given, described there (one line each).
     """
-    plat = states.canonical_platform(platform) if platform else None
+    plat = registry.canonical(platform) if platform else None
     st = states.canonical_state(state) if state else None
     out = []
     for f in state_dir().glob("*.json"):

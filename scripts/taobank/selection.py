@@ -2,7 +2,7 @@
 every active one; a record of another platform is refused in one line that names the helper to use."""
 from __future__ import annotations
 
-from . import records
+from . import records, registry
 from .errors import TaoError
 from .records import Record
 
@@ -12,15 +12,14 @@ def load_for(job_id: str, platform: str | None, verb: str) -> Record:
     rec = records.get(job_id)
     if platform is not None and rec.platform != platform:
         other = rec.platform or "unknown"
-        helper = {"kubernetes": "tao_k8s.py", "slurm": "tao_slurm.py", "docker": "tao_docker.py"}.get(other, "tao_jobs.py")
+        owner = registry.info(other) if registry.known(other) else None
+        helper = owner.helper if owner else "tao_jobs.py"
         if verb in ("status", "logs", "cancel", "artifacts", "fetch", "prune"):
             hint = f"run {helper} {verb} {job_id} (or tao_jobs.py {verb} {job_id})"
         elif verb == "sweep":
             hint = f"its sweep belongs to {helper} (or tao_jobs.py status --sweep / cancel --sweep)"
         else:  # submit --job-id / resume exist on one platform each: say what finishes it there
-            hint = {"kubernetes": f"finish it with tao_k8s.py submit --job-id {job_id}",
-                    "slurm": f"finish it with tao_slurm.py resume {job_id}",
-                    "docker": f"finish it with tao_docker.py submit --job-id {job_id}"}.get(other, "see tao_jobs.py list")
+            hint = f"finish it with {helper} {owner.finish_verb} {job_id}" if owner else "see tao_jobs.py list"
         raise TaoError(f"job {job_id} is a {other} job, not {platform}: {hint}; nothing was done")
     return rec
 

@@ -83,18 +83,7 @@ ERR_CLASSES: tuple[str, ...] = ("ERR_INFRA", "ERR_PROGRAM")
 #: Who wrote a mark.
 SOURCES: tuple[str, ...] = ("agent", "poller", "backend-hook")
 
-PLATFORMS: tuple[str, ...] = ("kubernetes", "slurm", "docker")
-_PLATFORM_ALIASES = {"kubernetes": "kubernetes", "k8s": "kubernetes", "kube": "kubernetes", "slurm": "slurm",
-                     "docker": "docker"}
 _STATE_ALIASES = {"CANCELLED": "CANCELED"}
-
-
-def canonical_platform(name: str) -> str:
-    """``k8s``/``K8S``/``kube``/``Kubernetes`` -> ``kubernetes``; ``SLURM`` -> ``slurm``."""
-    key = str(name).strip().lower()
-    if key not in _PLATFORM_ALIASES:
-        raise TaoError(f"unknown platform {name!r}: use one of {', '.join(PLATFORMS)} (k8s is accepted for kubernetes)")
-    return _PLATFORM_ALIASES[key]
 
 
 def canonical_state(name: str) -> State:

@@ -8,7 +8,7 @@ records (``retry_of`` chains) and asks the adapter to clean up once a job has en
 from __future__ import annotations
 
 import os
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from . import names, records, states
 from .contract import Launch, Observation, Shown, Stop
@@ -16,21 +16,8 @@ from .errors import TaoError
 from .records import Record
 from .states import State
 
-
-class Adapter(Protocol):
-    """The hooks of :class:`taobank.platform.Platform` this module calls (named here, not imported: the
-    platform module imports this one). ``view`` returns the platform's ``JobView``."""
-
-    name: str
-
-    def view(self, rec: Record) -> Any: ...
-    def observe(self, recs: list[Record], *, context: dict) -> list[Observation]: ...
-    def ended(self, recs: list[Record], context: dict, *, carried_on: frozenset[str] = ...) -> dict[str, str]: ...
-    def max_retries(self) -> int: ...
-    def retry_backend(self, failed: Record, job_id: str, context: dict) -> dict: ...
-    def relaunch(self, job_id: str, context: dict) -> Launch | None: ...
-    def stop(self, recs: list[Record], context: dict) -> list[Stop]: ...
-    def clean_finished(self, rec: Record, context: dict) -> str | None: ...
+if TYPE_CHECKING:  # the platform module imports this one
+    from .platform import Platform as Adapter
 
 
 def refresh(adapter: Adapter, recs: list[Record], *, retry: bool = True) -> list[Any]:

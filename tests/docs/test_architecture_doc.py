@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from taobank import platform, states
+from taobank import platform, registry, states
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
 
@@ -34,7 +34,7 @@ def test_every_abstract_hook_is_in_the_doc():
 
 def test_the_doc_names_every_platform_and_the_layers():
     text = DOC.read_text()
-    for name in states.PLATFORMS:
+    for name in registry.names():
         assert f"{name}/" in text, name
     for layer in ("mcp", "cli", "campaign", "adapters", "core", "state", "leaves"):
         assert f'{layer}["' in text, layer

@@ -9,7 +9,7 @@ from taobank.contract import SubmitOptions
 from taobank.errors import TaoError
 from taobank.docker import render, submit
 from taobank.docker.spec import typed
-from taobank.jobspec import DockerSpec
+from taobank.docker.spec import DockerSpec
 
 
 def spec(**kw):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from taobank import redact, states
+from taobank import redact, registry, states
 
 BANK = Path(__file__).resolve().parents[2]
 
@@ -32,6 +32,6 @@ def test_schema_enums_match_states():
 
     schema = json.loads((BANK / "schemas" / "job-record.schema.json").read_text())
     assert tuple(schema["$defs"]["state"]["enum"]) == states.STATES
-    assert schema["properties"]["platform"]["enum"] == list(states.PLATFORMS)
+    assert schema["properties"]["platform"]["enum"] == list(registry.names())
     assert schema["properties"]["err_class"]["enum"] == [*states.ERR_CLASSES, None]
     assert schema["properties"]["transitions"]["items"]["properties"]["source"]["enum"] == list(states.SOURCES)

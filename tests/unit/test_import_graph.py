@@ -1,7 +1,8 @@
 """The runtime package's import graph: no cycles, and no arrow from the core up into a platform.
 
 The graph is grimp's (import-linter's own, the one ``lint-imports`` checks against ``.importlinter``):
-every import statement, those inside functions too, so a lazy import that only hides a cycle at
+every import statement but those for the type checker alone (under TYPE_CHECKING), those inside functions
+too, so a lazy import that only hides a cycle at
 start-up still fails here. import-linter's ``acyclic_siblings`` contract sees cycles between siblings
 only; this counts cycles between single modules.
 """
@@ -20,7 +21,7 @@ def _edges(package: str = "taobank") -> dict[str, set[str]]:
     """Each module of ``package`` -> the modules of it that it imports."""
     if str(SCRIPTS) not in sys.path:
         sys.path.insert(0, str(SCRIPTS))
-    graph = grimp.build_graph(package, cache_dir=None)
+    graph = grimp.build_graph(package, cache_dir=None, exclude_type_checking_imports=True)
     return {m: set(graph.find_modules_directly_imported_by(m)) - {m} for m in sorted(graph.modules)}
 
 

@@ -10,15 +10,19 @@ import pytest
 
 from taobank import jobspec
 from taobank.errors import TaoError
-from taobank.jobspec import BY_PLATFORM, DockerSpec, JobSpec, KubernetesSpec, SlurmSpec
+from taobank import platform, registry
+from taobank.docker.spec import DockerSpec
+from taobank.jobspec import JobSpec
+from taobank.kubernetes.spec import KubernetesSpec
+from taobank.slurm.spec import SlurmSpec
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 SHARED = {f.name for f in fields(JobSpec)}
 
 
-@pytest.mark.parametrize("platform", sorted(BY_PLATFORM))
-def test_every_schema_property_is_a_field_and_every_field_a_property(platform):
-    cls = BY_PLATFORM[platform]
+@pytest.mark.parametrize("name", registry.names())
+def test_every_schema_property_is_a_field_and_every_field_a_property(name):
+    cls = platform.get(name).spec_type
     schema = json.loads((SCHEMAS / cls.SCHEMA).read_text())
     props = set(schema["properties"])
     keys = cls.keys()
@@ -33,7 +37,7 @@ def test_every_schema_property_is_a_field_and_every_field_a_property(platform):
 
 
 def test_the_fields_every_platform_has_are_named_once():
-    everywhere = set.intersection(*(set(cls.keys()) for cls in BY_PLATFORM.values()))
+    everywhere = set.intersection(*(set(cls.keys()) for cls in (platform.get(n).spec_type for n in registry.names())))
     assert {"image", "command", "network_arch", "action", "env", "nccl_env", "cpus", "memory",
             "results_dir"} <= everywhere
     assert SlurmSpec.key("nodes") == "num_nodes" and KubernetesSpec.key("nodes") == "nodes"

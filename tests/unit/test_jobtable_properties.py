@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from taobank import jobtable, records, states
+from taobank import jobtable, records, registry, states
 from taobank.platform import JobView
 
 # what the record writer accepts on one-line fields: no control characters
@@ -54,7 +54,7 @@ def stored_records(draw, job_id: str, loose: bool = False) -> dict:
     backend = draw(st.dictionaries(st.sampled_from(["uid", "name", "slurm_job_id", "_x", "a.b-c", "staged_secrets"]),
                                    st.one_of(st.none(), st.booleans(), st.integers(), one_line), max_size=4))
     rec = {
-        "record_version": 1, "id": job_id, "platform": draw(st.sampled_from(states.PLATFORMS)),
+        "record_version": 1, "id": job_id, "platform": draw(st.sampled_from(registry.names())),
         "image": draw(one_line_), "network_arch": draw(one_line_), "action": draw(one_line_),
         "description": draw(st.one_of(st.none(), st.text(st.characters(blacklist_categories=("Cs",) if loose else
                                                                        ("Cc", "Cs")), max_size=200))),

@@ -9,7 +9,7 @@ from fakeproc import echo_applied, items, node, k8s_cluster
 from taobank.contract import SubmitOptions
 from taobank import platform, records
 from taobank.errors import TaoError
-from taobank.jobspec import KubernetesSpec
+from taobank.kubernetes.spec import KubernetesSpec
 from taobank.kubernetes import inputs
 
 WS = [{"pvc": "data", "mount_path": "/data", "read_only": True}, {"pvc": "ws", "mount_path": "/results"}]

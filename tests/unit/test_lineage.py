@@ -50,7 +50,13 @@ class Stand:
 def stand(state_dir, monkeypatch):
     made = Stand(["model_epoch_002.pth", "model_epoch_010.pth", "model_epoch_009.pth", "status.json",
                   "other/model_epoch_099.pth"])
-    monkeypatch.setattr(lineage, "get", lambda name: made)
+    real = lineage.get
+
+    def get(name):  # the stand, answering --queue as the named platform does
+        made.with_queue = real(name).with_queue
+        return made
+
+    monkeypatch.setattr(lineage, "get", get)
     return made
 
 
@@ -290,7 +296,13 @@ class RemoteStand(Stand):
 @pytest.fixture()
 def remote(state_dir, monkeypatch):
     made = RemoteStand(["model_epoch_002.pth", "model_epoch_010.pth", "status.json"])
-    monkeypatch.setattr(lineage, "get", lambda name: made)
+    real = lineage.get
+
+    def get(name):  # the stand, answering --queue as the named platform does
+        made.with_queue = real(name).with_queue
+        return made
+
+    monkeypatch.setattr(lineage, "get", get)
     return made
 
 
@@ -395,7 +407,7 @@ def test_continue_time_flags_reach_the_core_as_minutes(cli, stand):
 def test_continue_queue_moves_a_kubernetes_job_to_another_queue_and_is_refused_elsewhere(stand):
     from taobank.errors import UsageError
 
-    with pytest.raises(UsageError, match="--queue is a Kubernetes"):
+    with pytest.raises(UsageError, match="--queue is not an option of slurm jobs"):
         lineage.continue_job("slurm", job()["id"], queue="team-b")
     assert stand.submitted == []
     rec = records.open_record("kubernetes", "img", "dino", "train", "A", "/l/results/{id}")

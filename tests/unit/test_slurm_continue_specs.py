@@ -7,7 +7,7 @@ import hashlib
 
 import pytest
 
-from taobank.jobspec import SlurmSpec
+from taobank.slurm.spec import SlurmSpec
 from taobank import lineage, records, savedspec
 from taobank.contract import ResultFile, ResultsListing, ResultsLocation
 from taobank.errors import TaoError

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from taobank import states
+from taobank import registry, states
 from taobank.errors import TaoError
 
 
@@ -30,13 +30,13 @@ def test_table_shape():
 
 @pytest.mark.parametrize("alias", ["k8s", "K8S", "kube", "Kubernetes", " kubernetes "])
 def test_platform_aliases(alias):
-    assert states.canonical_platform(alias) == "kubernetes"
+    assert registry.canonical(alias) == "kubernetes"
 
 
 def test_platform_slurm_and_unknown():
-    assert states.canonical_platform("SLURM") == "slurm"
+    assert registry.canonical("SLURM") == "slurm"
     with pytest.raises(TaoError, match="unknown platform"):
-        states.canonical_platform("lsf")
+        registry.canonical("lsf")
 
 
 def test_canonical_state_and_classes():

@@ -148,7 +148,8 @@ def test_every_shown_field_is_a_view_field_or_a_known_extra(field):
 
 
 def test_of_types_a_mapping_by_its_schema_keys_and_keeps_a_typed_spec():
-    from taobank.jobspec import KubernetesSpec, SlurmSpec
+    from taobank.kubernetes.spec import KubernetesSpec
+    from taobank.slurm.spec import SlurmSpec
 
     typed = KubernetesSpec(image="i", cpus="2")
     assert KubernetesSpec.of(typed) is typed
@@ -165,9 +166,9 @@ def test_of_types_a_mapping_by_its_schema_keys_and_keeps_a_typed_spec():
 def test_with_gpu_args_is_the_dict_rule_on_the_typed_spec(platform, command):
     from taobank import taoargs
     from taobank.errors import TaoError
-    from taobank.jobspec import BY_PLATFORM
+    from taobank import platform as contract
 
-    cls = BY_PLATFORM[platform]
+    cls = contract.get(platform).spec_type
     spec = cls.from_dict({"image": "i", "command": command, "network_arch": "dino", "action": "train"})
     try:
         want = spec.updated(taoargs.with_gpu_args(spec.to_dict(), 2, 1))

@@ -7,18 +7,17 @@ Python (``KEY=VALUE`` pairs a dict, the argv after ``--`` a list) the adapter pl
 from __future__ import annotations
 
 import argparse
-import importlib
-from types import ModuleType
 from typing import Any
 
-from ..flags import Flag
+from .. import registry
+from ..flags import Declarations, Flag
 from . import jobflags
 from .entry import parse_kv
 
 
-def declaration(platform: str) -> ModuleType:
-    """The platform's flag declarations (``taobank.<platform>.flags``)."""
-    return importlib.import_module(f"taobank.{platform}.flags")
+def declaration(platform: str) -> Declarations:
+    """The platform's flag declarations (its adapter's ``flags``)."""
+    return registry.adapter(platform).flags
 
 
 def flags_of(platform: str) -> tuple[Flag, ...]:

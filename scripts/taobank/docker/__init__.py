@@ -5,3 +5,9 @@ One verb per module, like the other adapters: :mod:`.submit` (plan, checks, ``do
 :mod:`.results_access` (the results folder is a local bind mount), :mod:`.preflight`,
 :mod:`.registry` (NGC login and pull); :mod:`.engine` is the one way to call the engine's CLI.
 """
+from ..registry import HostClient, PlatformInfo
+
+#: who this platform is (:mod:`taobank.registry`)
+INFO = PlatformInfo(
+    name="docker", helper="tao_docker.py",
+    client=HostClient("engine", ("docker", "podman"), "install the Docker CLI (apt-get install docker.io) or podman"))

@@ -5,16 +5,16 @@ from dataclasses import replace
 from typing import Any, Callable, Mapping
 
 from ..contract import Batch, Gate, Launch, Observation, Stop, SubmitOptions, SweepPreview
-from ..jobspec import DockerSpec
+from .spec import DockerSpec
 from ..platform import JobView, Logs, Platform
-from . import cancel, facts, logs, observe, results_access, submit
+from . import INFO, cancel, flags, facts, logs, observe, results_access, submit
 from .submit import DockerPlan
 from ..records import Record
 
 
 class Docker(Platform):
-    name = facts.PLATFORM
-    helper = "tao_docker.py"
+    info = INFO
+    flags = flags
     results_access = results_access
     progress_in_sweep = True  # the results folder is local: the sweep reads every job's status files
     #: the engine chosen on the command line (--engine); None: $TAO_DOCKER_ENGINE or docker
@@ -123,7 +123,11 @@ class Docker(Platform):
     holds_trials = True
     supervises_sweeps = True  # one host: a detached supervisor starts held trials (taobank.sweepsupervisor)
     runs_searches = True  # the search's folder on this host, mounted in every trial's container (docker.sweep)
-    sweep_access = f"{__package__}.sweep"
+
+    def release_trials(self, recs: list[Record]) -> None:
+        from . import sweep
+
+        sweep.release(recs)
 
 
 def _continuing(spec: DockerSpec, job_id: str, engine: str | None) -> tuple[str | None, str | None, DockerSpec]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..errors import UsageError
-from ..jobspec import DockerSpec
+from .spec import DockerSpec
 from ..flags import Flag, Shared, merge, put, put_secrets_and_command
 
 SHARED = Shared(aliases={"cpus": ("--cpus-per-task",)},

@@ -4,14 +4,30 @@ from __future__ import annotations
 import math
 import os
 import re
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Mapping
 
 from .. import spec as core_spec
 from ..errors import TaoError
-from ..jobspec import DockerSpec
+from ..jobspec import JobSpec
 from ..paths import abs_path
 from ..redact import shown
 from . import facts
+
+
+@dataclass
+class DockerSpec(JobSpec):
+    """A Docker (or Podman) job (schemas/docker-job-spec.schema.json): one container on one host."""
+
+    SCHEMA: ClassVar[str] = "docker-job-spec.schema.json"
+    SPELLING: ClassVar[Mapping[str, str | None]] = {"nodes": None, "inputs": None, "master_port": None}
+
+    gpu_devices: list[str] | None = None
+    ipc_host: bool | None = None
+    mounts: list[dict[str, Any]] | None = None
+    network: str | None = None
+    pull: str | None = None
+    stop_grace_seconds: int | None = None
 
 SCHEMA_NAME = "docker-job-spec.schema.json"
 def validate(spec: Mapping[str, Any]) -> dict:

@@ -17,7 +17,7 @@ from .. import names, records
 from ..contract import Batch, Gate, Launch, Plan, SubmitOptions
 from ..envfile import check_job_env
 from ..errors import SubmitUncertain, TaoError
-from ..jobspec import DockerSpec
+from .spec import DockerSpec
 from ..paths import abs_path, is_under
 from . import engine as eng
 from . import facts, gpus, registry, render, spec as specmod, userns

@@ -3,8 +3,17 @@
 Every kubectl call goes through :class:`kubectl.Kubectl`, which always adds
 ``-n <namespace>`` and ``--context <context>`` (when one is set).
 """
+from ..registry import HostClient, PlatformInfo
 
 PLATFORM = "kubernetes"
+
+#: who this platform is (:mod:`taobank.registry`)
+INFO = PlatformInfo(
+    name=PLATFORM, helper="tao_k8s.py", aliases=("k8s", "kube"),
+    client=HostClient("kubectl", ("kubectl",), "install kubectl (https://kubernetes.io/docs/tasks/tools/) and put it on PATH",
+                      ("kubectl", "version", "--client", "-o", "json"), r'"gitVersion"\s*:\s*"v?([^"]+)"',
+                      "tools.kubectl_min"))
+
 #: Label put on every object a submit creates (Job, pods, Service, Secrets, ConfigMap).
 JOB_LABEL = "tao-job-id"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "tao-skill-bank"}

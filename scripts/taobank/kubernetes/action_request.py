@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .. import fsio, states
+from .. import fsio, registry, states
 from ..deps import require
 from ..errors import TaoError
 from ..paths import is_under
@@ -35,7 +35,7 @@ BUILTIN_ROOTS = ("/dev/shm", "/tmp", "/proc", "/sys")
 def load(path: str | Path) -> dict:
     req = specmod.load_file(path)
     specmod.validate(req, SCHEMA, f"action request {path}")
-    if states.canonical_platform(req["backend"]) != "kubernetes":
+    if registry.canonical(req["backend"]) != "kubernetes":
         raise TaoError(f"action request backend {req['backend']!r} is not kubernetes: use the matching platform skill")
     return req
 

@@ -5,9 +5,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .. import savedlogs
 from ..contract import Batch, Gate, Launch, Observation, Stop, SubmitOptions, SweepPreview
-from ..jobspec import KubernetesSpec
+from .spec import KubernetesSpec
 from ..platform import JobView, Logs, Platform
-from . import PLATFORM as NAME, cancel, credentials, logs, observe, results_access, submit
+from . import INFO, cancel, credentials, flags, logs, observe, results_access, submit
 from .submit import KubePlan
 from ..records import Record
 
@@ -16,8 +16,8 @@ PREVIEW_ID = "tao-render-preview"
 
 
 class Kubernetes(Platform):
-    name = NAME
-    helper = "tao_k8s.py"
+    info = INFO
+    flags = flags
     results_access = results_access  # artifacts / fetch / prune (the verbs: taobank.results_verbs)
 
     def view(self, rec: Record) -> JobView:
@@ -97,8 +97,20 @@ class Kubernetes(Platform):
 
         return fetched(spec, job, folder, files, replaces)
 
+    def with_queue(self, spec: dict, queue: str) -> dict:
+        return {**spec, "queue": queue}
+
     # -- sweeps (the verbs: taobank.sweeps): ONE Indexed Job; the Job controller keeps --max-concurrent itself
-    sweep_access = f"{__package__}.sweep"
+    def release_trials(self, recs: list[Record]) -> None:
+        from . import sweep
+
+        sweep.release(recs)
+
+    def read_status_many(self, recs: list[Record]) -> dict[str, dict[str, str]]:
+        from . import sweep
+
+        return sweep.read_status_many(recs)
+
     runs_searches = True  # the bundle in a ConfigMap every trial's pod mounts; the journal on the results volume
 
     def read_search_file(self, rec: Record, path: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..errors import TaoError, UsageError
-from ..jobspec import KubernetesSpec
+from .spec import KubernetesSpec
 from ..flags import Flag, Shared, merge, put
 
 SHARED = Shared(aliases={"cpus": ("--cpu",)},

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ..cmdwords import read_candidates, shell_words
 from ..errors import TaoError
-from ..jobspec import KubernetesSpec
+from .spec import KubernetesSpec
 from ..paths import is_under
 
 _INPUT_KEY = re.compile(r"(spec|config|dataset|data_?(root|dir|path|file)|annotation|label|image_dir|pretrain|"

@@ -17,7 +17,7 @@ from typing import Callable
 
 from .. import fsio, records
 from ..errors import TaoError
-from ..jobspec import KubernetesSpec
+from .spec import KubernetesSpec
 from ..run import last_line
 from ..text import one_line
 from .gates import GPU, _qty

@@ -14,7 +14,8 @@ from typing import Any, Mapping
 from .. import multinode as nodeguard, names, pins
 from ..contract import RESULTS_VAR
 from ..errors import TaoError
-from ..jobspec import KubernetesSpec, given
+from .spec import KubernetesSpec
+from ..jobspec import given
 from ..paths import is_under
 from ..render import render_yaml_documents
 from . import JOB_LABEL, MANAGED_BY

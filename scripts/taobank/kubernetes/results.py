@@ -21,7 +21,8 @@ from typing import Any, Mapping
 
 from ..contract import RESULTS_VAR
 from ..errors import TaoError
-from ..jobspec import KubernetesSpec, given
+from .spec import KubernetesSpec
+from ..jobspec import given
 from ..paths import is_under
 from ..records import ID_PLACEHOLDER, NO_RESULTS_DIR
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 
 from .. import checkpoints
-from ..jobspec import KubernetesSpec, given
+from .spec import KubernetesSpec
+from ..jobspec import given
 
 _ACTION = re.compile(r"[A-Za-z0-9_.-]+\Z")
 

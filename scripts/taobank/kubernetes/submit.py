@@ -28,7 +28,8 @@ from .. import fsio, names, pins, records, redact
 from ..spec import GENERIC
 from ..contract import UNSET, Batch, Facts, Gate, Launch, Plan, SubmitOptions
 from ..errors import TaoError
-from ..jobspec import KubernetesSpec, given
+from .spec import KubernetesSpec
+from ..jobspec import given
 from ..run import Result, last_line
 from . import JOB_LABEL, credentials, gates, queues, render
 from .objects import delete_options, find_jobs, owned_by

@@ -18,7 +18,8 @@ import posixpath
 import shlex
 from typing import Any, Mapping, Sequence
 
-from ..jobspec import KubernetesSpec, given
+from .spec import KubernetesSpec
+from ..jobspec import given
 from ..errors import TaoError
 from ..progress import READ_STATUS_SH, split_files
 from ..run import last_line

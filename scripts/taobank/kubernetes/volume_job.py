@@ -19,7 +19,7 @@ from typing import Any, BinaryIO, ContextManager, Iterator, Mapping
 
 from .. import pins
 from ..errors import TaoError
-from ..jobspec import KubernetesSpec
+from .spec import KubernetesSpec
 from . import MANAGED_BY, render
 from ..run import Result, pipe, signals_held, signals_interrupt
 from .kubectl import Kubectl

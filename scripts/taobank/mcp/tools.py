@@ -21,6 +21,7 @@ from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .. import registry
 from ..errors import UsageError
 from ..text import error_line, one_line
 
@@ -189,7 +190,7 @@ def _load_pairs() -> None:
     if not _PAIRS:
         from ..cli import specargs
 
-        for platform in ("kubernetes", "slurm", "docker"):
+        for platform in registry.names():
             _PAIRS.update(f.dest for f in specargs.flags_of(platform) if f.kind == "pairs")
 
 

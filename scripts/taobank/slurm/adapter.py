@@ -6,9 +6,9 @@ from typing import Any, Callable, Mapping
 
 from ..contract import Batch, Gate, Launch, Observation, Stop, SubmitOptions, SweepPreview
 from ..errors import UsageError
-from ..jobspec import SlurmSpec
+from .spec import SlurmSpec
 from ..platform import JobView, Logs, Platform
-from . import cancel, facts, logs, observe, resources, results_access, submit
+from . import INFO, cancel, flags, facts, logs, observe, resources, results_access, submit
 from .submit import SlurmPlan
 from ..records import Record
 
@@ -16,8 +16,8 @@ DEFAULT_TAIL = 200
 
 
 class Slurm(Platform):
-    name = facts.PLATFORM
-    helper = "tao_slurm.py"
+    info = INFO
+    flags = flags
     results_access = results_access  # artifacts / fetch / prune (the verbs: taobank.results_verbs)
 
     def view(self, rec: Record) -> JobView:
@@ -110,10 +110,6 @@ class Slurm(Platform):
         if out.get("timeout_hours"):
             del out["timeout_hours"]
         return {**out, "time_minutes": minutes}
-
-
-    # -- sweeps (the verbs: taobank.sweeps): one job array; SLURM itself keeps --max-concurrent (``%K``)
-    sweep_access = f"{__package__}.sweep"
 
     def spec_text(self, spec: Mapping[str, Any], path: str, opts: SubmitOptions) -> str | None:
         """The local file of an upload the command names as ``{specs}/NAME`` (``spec_files``)."""

@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 from .. import checkpoints
 from ..errors import TaoError
-from ..jobspec import SlurmSpec
+from .spec import SlurmSpec
 from .resources import Resources, defaults
 
 _DURATION = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([smhd]?)\s*\Z", re.IGNORECASE)

@@ -11,7 +11,7 @@ import os
 
 from .. import records
 from ..errors import TaoError
-from ..jobspec import SlurmSpec
+from .spec import SlurmSpec
 from . import uploads
 from ..records import Record
 

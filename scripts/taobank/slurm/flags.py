@@ -7,7 +7,7 @@ import os
 from typing import Any, Mapping
 
 from ..errors import UsageError
-from ..jobspec import SlurmSpec
+from .spec import SlurmSpec
 from ..flags import Flag, Shared, merge, put, put_secrets_and_command
 
 SHARED = Shared(aliases={"nodes": ("--num-nodes",), "cpus": ("--cpus-per-task",), "memory": ("--mem",)},

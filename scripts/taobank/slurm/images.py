@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..errors import TaoError
-from ..jobspec import SlurmSpec, given
+from .spec import SlurmSpec
+from ..jobspec import given
 from ..paths import abs_path
 
 _REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@#+-]*\Z")

@@ -27,7 +27,8 @@ from typing import Any, Mapping
 
 from .. import pins
 from ..errors import TaoError
-from ..jobspec import SlurmSpec, given
+from .spec import SlurmSpec
+from ..jobspec import given
 from ..s3results import ENDPOINT_ENV
 from ..sources import Prefetch, commands, plain_env, size_query
 

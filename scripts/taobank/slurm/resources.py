@@ -27,7 +27,8 @@ from typing import Any, Mapping
 
 from .. import pins
 from ..errors import TaoError
-from ..jobspec import SlurmSpec, given
+from .spec import SlurmSpec
+from ..jobspec import given
 
 _PARTITION = re.compile(r"[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*\Z")
 _ACCOUNT = re.compile(r"[A-Za-z0-9_.-]+\Z")

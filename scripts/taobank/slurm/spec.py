@@ -3,10 +3,56 @@ against schemas/slurm-job-spec.schema.json, and derive the pieces a submit needs
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Mapping
 
 from .. import spec as core_spec
-from ..jobspec import SlurmSpec
+from ..jobspec import JobSpec
+
+
+@dataclass
+class SlurmSpec(JobSpec):
+    """A SLURM job (schemas/slurm-job-spec.schema.json): an sbatch script on a shared filesystem."""
+
+    SCHEMA: ClassVar[str] = "slurm-job-spec.schema.json"
+    SPELLING: ClassVar[Mapping[str, str | None]] = {
+        "nodes": "num_nodes", "gpus": None, "cpus": "cpus_per_task", "results_dir": "results_base",
+        "shm_size": None, "workdir": None}
+    #: ``mem`` (sbatch's own word) was the key before ``memory`` (the flag's, every platform's)
+    ALIASES: ClassVar[Mapping[str, str]] = {"mem": "memory"}
+
+    num_gpus: int | None = None
+    max_num_gpus_per_node: int | None = None
+    partition: str | None = None
+    account: str | None = None
+    cluster_name: str | None = None
+    #: the wall time, one of three spellings, and an in-job timeout inside it
+    time: str | None = None
+    time_hours: float | None = None
+    time_minutes: float | None = None
+    timeout_hours: float | None = None
+    container_runtime: str | None = None
+    container_mounts: str | None = None
+    use_sqsh: bool | None = None
+    sqsh_cache_dir: str | None = None
+    force_reconvert_latest: bool | None = None
+    conversion_account: str | None = None
+    conversion_cpus: int | None = None
+    conversion_mem: str | None = None
+    conversion_partition: str | None = None
+    conversion_time_minutes: int | None = None
+    dataset: dict[str, Any] | None = None
+    specs: dict[str, Any] | None = None
+    spec_files: dict[str, str] | None = None
+    prefetch: dict[str, str] | None = None
+    prefetch_max_bytes: int | None = None
+    prefetch_partition: str | None = None
+    infra_retries: bool | None = None
+    use_requeue: bool | None = None
+    #: the wall-time chain: allocations in all, run time over all of them, the warning before the wall time
+    max_attempts: int | None = None
+    max_total_time: str | float | None = None
+    walltime_margin_seconds: int | None = None
 
 SCHEMA_NAME = "slurm-job-spec.schema.json"
 

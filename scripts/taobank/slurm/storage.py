@@ -20,7 +20,7 @@ from typing import Any, Iterable, Mapping
 from ..envfile import check_job_env, secret_values
 from ..contract import RESULTS_VAR
 from ..errors import TaoError
-from ..jobspec import SlurmSpec
+from .spec import SlurmSpec
 from ..paths import abs_path
 from ..redact import shown
 

@@ -19,7 +19,8 @@ from ..contract import Batch, Gate, Launch, Plan, SubmitOptions
 from ..envfile import check_secret_name
 from ..render import line_break_at
 from ..errors import SubmitUncertain, TaoError
-from ..jobspec import SlurmSpec, given
+from .spec import SlurmSpec
+from ..jobspec import given
 from ..run import last_line, output_lines
 from . import chain, cmdpaths, facts, images, mounts, prefetch, remote, render, resources, spec as specmod, status as st, storage, uploads
 from .ssh import Connection
