@@ -28,7 +28,7 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Generic, Mapping, Protocol, Sequence, TypeVar
 
 from .states import State
 from . import records, registry, states
@@ -166,8 +166,13 @@ class ResultsAccess(Protocol):
     def remove_results(self, rec: Record, loc: ResultsLocation) -> str: ...
 
 
-class Platform(ABC):
-    """The hooks a platform implements; the core verbs below do the rest."""
+SpecT = TypeVar("SpecT", bound=JobSpec)
+PlanT = TypeVar("PlanT", bound=Plan)
+
+
+class Platform(ABC, Generic[SpecT, PlanT]):
+    """The hooks a platform implements; the core verbs below do the rest. ``SpecT``: its typed job spec;
+    ``PlanT``: what its ``plan`` decides, which its ``check``, ``launch`` and ``adopt`` read."""
 
     #: who the platform is (its package's ``INFO``: name, helper, aliases, host client)
     info: PlatformInfo
@@ -284,38 +289,38 @@ class Platform(ABC):
         return view
 
     #: the platform's typed spec (:mod:`taobank.jobspec`)
-    spec_type: type[JobSpec] = JobSpec
+    spec_type: type[SpecT]
     #: its submit flags as data (its ``flags`` module: :mod:`taobank.flags`), which the command line reads
     flags: Declarations
 
-    def typed_spec(self, spec: Mapping[str, Any]) -> JobSpec:
+    def typed_spec(self, spec: Mapping[str, Any]) -> SpecT:
         """A spec as stored or given (a file, flags, a sweep trial) checked and typed: the edge where it enters
         the contract (:func:`taobank.pipeline.submit`). Default: the schema's check, then the type."""
         return self.spec_type.parse(spec, "job spec")
 
     @abstractmethod
-    def plan(self, spec: JobSpec, opts: SubmitOptions, rec: Record | None) -> Plan:
+    def plan(self, spec: SpecT, opts: SubmitOptions, rec: Record | None) -> PlanT:
         """Decide everything a submit can without a cluster call for the typed ``spec`` (:meth:`typed_spec`
         checked it; ``rec``: the record being finished, or None)."""
 
-    def adopt(self, plan: Plan, rec: Record, gate: Gate) -> Launch | None:
+    def adopt(self, plan: PlanT, rec: Record, gate: Gate) -> Launch | None:
         """A record being finished whose job exists already (an earlier submit died after creating it):
         its launch, so nothing is created twice (what was done goes to ``gate``); None when there is none.
         Default: never."""
         return None
 
     @abstractmethod
-    def cluster_key(self, plan: Plan) -> str:
+    def cluster_key(self, plan: PlanT) -> str:
         """Which cluster (and partition) the job would run on: the NCCL probe verdicts are kept per key."""
 
     @abstractmethod
-    def check(self, plans: list[Plan], gate: Gate, batch: Batch) -> None:
+    def check(self, plans: list[PlanT], gate: Gate, batch: Batch) -> None:
         """The read-only cluster checks before any record (capacity, permissions, paths) of the jobs of one
         launch (a sweep's trials differ only in their overrides): raise to refuse, add report lines and
         record facts to ``gate``; a platform may bind each job to a slot of ``batch.max_concurrent``."""
 
     @abstractmethod
-    def launch(self, plans: list[Plan], recs: list[Record], batch: Batch) -> list[Launch]:
+    def launch(self, plans: list[PlanT], recs: list[Record], batch: Batch) -> list[Launch]:
         """Create the jobs of the opened records (``recs[i]`` is ``plans[i]``'s; one job or a sweep alike),
         at most ``batch.max_concurrent`` running at once; one Launch each. On failure remove what was made,
         then raise. Never writes a record: facts to keep before it ends go to ``batch.checkpoint``."""
@@ -422,7 +427,7 @@ class Platform(ABC):
         kept: list[ResultFile] = remove(rec, loc, delete, keep)
         return kept
 
-def get(name: str) -> Platform:
+def get(name: str) -> Platform[Any, Any]:
     """The adapter of platform ``name`` (``k8s`` is accepted for kubernetes): the registry's."""
     return registry.adapter(name)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import TaoError
 
@@ -80,7 +80,7 @@ def canonical(name: str) -> str:
     raise TaoError(f"unknown platform {name!r}: use one of {', '.join(names())}" + (f" ({spelled})" if spelled else ""))
 
 
-def adapter(name: str) -> Platform:
+def adapter(name: str) -> Platform[Any, Any]:
     """The ``PLATFORM`` object of platform ``name`` (any spelling :func:`canonical` takes)."""
-    found: Platform = importlib.import_module(PACKAGES[canonical(name)] + ".adapter").PLATFORM
+    found: Platform[Any, Any] = importlib.import_module(PACKAGES[canonical(name)] + ".adapter").PLATFORM
     return found

@@ -12,7 +12,7 @@ from .submit import DockerPlan
 from ..records import Record
 
 
-class Docker(Platform):
+class Docker(Platform[DockerSpec, DockerPlan]):
     info = INFO
     flags = flags
     results_access = results_access
@@ -74,16 +74,16 @@ class Docker(Platform):
         return reachable(spec, parent, folder)
 
     # -- submit hooks (the order is the core's: Platform.submit)
-    def plan(self, spec: DockerSpec, opts: SubmitOptions, rec: Record | None) -> DockerPlan:  # type: ignore[override]
+    def plan(self, spec: DockerSpec, opts: SubmitOptions, rec: Record | None) -> DockerPlan:
         engine, host = self.engine, None
         if opts.continues:  # carry on where the job ran, reading its folder (the checkpoint is a host path in it)
             engine, host, spec = _continuing(spec, opts.continues, engine)
         return submit.plan_submit(spec, opts, engine=engine, job_id=rec.id if rec else None, engine_host=host)
 
-    def cluster_key(self, plan: DockerPlan) -> str:  # type: ignore[override]
+    def cluster_key(self, plan: DockerPlan) -> str:
         return f"docker:{plan.host or 'local'}"
 
-    def check(self, plans: list[DockerPlan], gate: Gate, batch: Batch) -> None:  # type: ignore[override]
+    def check(self, plans: list[DockerPlan], gate: Gate, batch: Batch) -> None:
         if batch.sweep:  # each trial with a folder and GPUs of its own
             from . import sweep
 
@@ -94,10 +94,10 @@ class Docker(Platform):
 
             search.check_search(plans, gate, batch.sweep, batch.search)
 
-    def adopt(self, plan: DockerPlan, rec: Record, gate: Gate) -> Launch | None:  # type: ignore[override]
+    def adopt(self, plan: DockerPlan, rec: Record, gate: Gate) -> Launch | None:
         return submit.adopt(plan, rec, gate)
 
-    def launch(self, plans: list[DockerPlan], recs: list[Record], batch: Batch) -> list[Launch]:  # type: ignore[override]
+    def launch(self, plans: list[DockerPlan], recs: list[Record], batch: Batch) -> list[Launch]:
         return submit.launch(plans, recs, batch)
 
     def preview(self, spec: dict, opts: SubmitOptions) -> str:

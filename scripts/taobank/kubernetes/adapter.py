@@ -15,7 +15,7 @@ from ..records import Record
 PREVIEW_ID = "tao-render-preview"
 
 
-class Kubernetes(Platform):
+class Kubernetes(Platform[KubernetesSpec, KubePlan]):
     info = INFO
     flags = flags
     results_access = results_access  # artifacts / fetch / prune (the verbs: taobank.results_verbs)
@@ -60,20 +60,20 @@ class Kubernetes(Platform):
         # the schema's check is the spec's last step where it is made (kubernetes.spec.finish: flags, the probe)
         return KubernetesSpec.from_dict(spec)
 
-    def plan(self, spec: KubernetesSpec, opts: SubmitOptions, rec: Record | None) -> KubePlan:  # type: ignore[override]
+    def plan(self, spec: KubernetesSpec, opts: SubmitOptions, rec: Record | None) -> KubePlan:
         return submit.plan(spec, opts, rec)
 
-    def adopt(self, plan: KubePlan, rec: Record, gate: Gate) -> Launch | None:  # type: ignore[override]
+    def adopt(self, plan: KubePlan, rec: Record, gate: Gate) -> Launch | None:
         return submit.adopt(plan, rec, gate)
 
-    def cluster_key(self, plan: KubePlan) -> str:  # type: ignore[override]
+    def cluster_key(self, plan: KubePlan) -> str:
         assert plan.kube is not None
         return plan.kube.cluster_key()
 
-    def check(self, plans: list[KubePlan], gate: Gate, batch: Batch) -> None:  # type: ignore[override]
+    def check(self, plans: list[KubePlan], gate: Gate, batch: Batch) -> None:
         submit.check(plans, gate, batch)
 
-    def launch(self, plans: list[KubePlan], recs: list[Record], batch: Batch) -> list[Launch]:  # type: ignore[override]
+    def launch(self, plans: list[KubePlan], recs: list[Record], batch: Batch) -> list[Launch]:
         return submit.launch(plans, recs, batch)
 
     def with_time_limit(self, spec: dict, minutes: float) -> dict:

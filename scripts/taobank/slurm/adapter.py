@@ -15,7 +15,7 @@ from ..records import Record
 DEFAULT_TAIL = 200
 
 
-class Slurm(Platform):
+class Slurm(Platform[SlurmSpec, SlurmPlan]):
     info = INFO
     flags = flags
     results_access = results_access  # artifacts / fetch / prune (the verbs: taobank.results_verbs)
@@ -76,7 +76,7 @@ class Slurm(Platform):
 
         return typed(spec)
 
-    def plan(self, spec: SlurmSpec, opts: SubmitOptions, rec: Record | None) -> SlurmPlan:  # type: ignore[override]
+    def plan(self, spec: SlurmSpec, opts: SubmitOptions, rec: Record | None) -> SlurmPlan:
         if rec is not None:
             raise UsageError(f"to finish an interrupted SLURM submit run tao_slurm.py resume {rec.id}")
         if opts.continues:  # the same spec files as the job it continues, or a refusal
@@ -85,18 +85,18 @@ class Slurm(Platform):
             continued.check(spec, opts.continues)
         return submit.plan_submit(spec, os.environ if opts.env is None else opts.env, opts.connection)
 
-    def cluster_key(self, plan: SlurmPlan) -> str:  # type: ignore[override]
+    def cluster_key(self, plan: SlurmPlan) -> str:
         assert plan.decided is not None
         return resources.cluster_key(plan.decided.spec, plan.env)
 
-    def check(self, plans: list[SlurmPlan], gate: Gate, batch: Batch) -> None:  # type: ignore[override]
+    def check(self, plans: list[SlurmPlan], gate: Gate, batch: Batch) -> None:
         submit.check(plans, gate)
         if batch.search is not None:
             from . import sweep
 
             sweep.check_search_site(plans[0], gate)
 
-    def launch(self, plans: list[SlurmPlan], recs: list[Record], batch: Batch) -> list[Launch]:  # type: ignore[override]
+    def launch(self, plans: list[SlurmPlan], recs: list[Record], batch: Batch) -> list[Launch]:
         """One job: its folder staged and sbatched; a sweep: ONE job array over every trial's staged script."""
         if batch.sweep is None and len(plans) == 1:
             return [submit.launch_one(plans[0], recs[0], batch)]
