@@ -417,6 +417,9 @@ def validate(rec: Mapping[str, Any]) -> None:
         if err is not None:
             where = "/".join(str(p) for p in err.absolute_path) or "record"
             raise TaoError(f"job record rejected at {where}: {err.message[:200]}")
+    if not registry.known(rec["platform"]):  # the schema says a name; the registry says which
+        raise TaoError(f"job record rejected at platform: {str(rec['platform'])[:40]!r} is not one of "
+                       f"{', '.join(registry.names())}")
     chain = _chain_problem(rec["state"], [t["state"] for t in rec["transitions"]])
     if chain:
         raise TaoError(f"job record rejected: {chain}")
