@@ -373,7 +373,11 @@ class Platform(ABC, Generic[SpecT, PlanT]):
     # The verbs (validation, best checkpoint, verification, temp + rename, confirmation) are the core's:
     # taobank.results_verbs. A platform only reads, streams and removes the folder, in a module of its own
     # with the functions location, list_results, fetch_results and remove_results (``results_access``).
-    results_access: ResultsAccess | None = None
+    @property
+    def results_access(self) -> ResultsAccess | None:
+        """The platform's results module (None: its jobs keep no results the bank reads); a property, so the
+        module is imported only by the verbs that read results."""
+        return None
 
     def _results(self, rec: Record, what: str) -> ResultsAccess:
         if self.results_access is None:

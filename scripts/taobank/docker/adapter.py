@@ -6,8 +6,8 @@ from typing import Any, Callable, Mapping
 
 from ..contract import Batch, Gate, Launch, Observation, Stop, SubmitOptions, SweepPreview
 from .spec import DockerSpec
-from ..platform import JobView, Logs, Platform
-from . import INFO, cancel, flags, facts, logs, observe, results_access, submit
+from ..platform import JobView, Logs, Platform, ResultsAccess
+from . import INFO, flags, facts, submit
 from .submit import DockerPlan
 from ..records import Record
 
@@ -15,7 +15,13 @@ from ..records import Record
 class Docker(Platform[DockerSpec, DockerPlan]):
     info = INFO
     flags = flags
-    results_access = results_access
+
+    @property
+    def results_access(self) -> ResultsAccess:  # artifacts / fetch / prune (the verbs: taobank.results_verbs)
+        from . import results_access
+
+        return results_access
+
     progress_in_sweep = True  # the results folder is local: the sweep reads every job's status files
     #: the engine chosen on the command line (--engine); None: $TAO_DOCKER_ENGINE or docker
     engine: str | None = None
@@ -32,19 +38,29 @@ class Docker(Platform[DockerSpec, DockerPlan]):
         return out
 
     def observe(self, recs: list[Record], *, context: dict) -> list[Observation]:
+        from . import observe
+
         return observe.observe(recs, context)
 
     def ended(self, recs: list[Record], context: dict, *, carried_on: frozenset[str] = frozenset()) -> dict[str, str]:
+        from . import observe
+
         return observe.ended(recs, context)
 
     def read_logs(self, rec: Record, *, tail: int | None) -> Logs:
+        from . import logs
+
         sections, source = logs.read(rec, tail or int(facts.default("logs_tail")))
         return Logs(rec.id, sections, source=source)
 
     def follow_logs(self, rec: Record, *, tail: int | None, emit: Callable[[str, str], None]) -> int:
+        from . import logs
+
         return logs.follow(rec, tail, emit)
 
     def read_status_files(self, rec: Record, *, live: bool) -> dict[str, str]:
+        from . import observe
+
         return observe.status_files(rec)
 
     def read_search_file(self, rec: Record, path: str) -> str:
@@ -53,9 +69,13 @@ class Docker(Platform[DockerSpec, DockerPlan]):
         return search.read_search_file(rec, path)
 
     def stop(self, recs: list[Record], context: dict) -> list[Stop]:
+        from . import cancel
+
         return cancel.stop(recs)
 
     def release_pruned(self, rec: Record) -> str | None:
+        from . import cancel
+
         return cancel.remove_finished(rec)
 
     def spec_text(self, spec: Mapping[str, Any], path: str, opts: SubmitOptions) -> str | None:

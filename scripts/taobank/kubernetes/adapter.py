@@ -6,8 +6,8 @@ from typing import Any, Callable, Mapping, Sequence
 from .. import savedlogs
 from ..contract import Batch, Gate, Launch, Observation, Stop, SubmitOptions, SweepPreview
 from .spec import KubernetesSpec
-from ..platform import JobView, Logs, Platform
-from . import INFO, cancel, credentials, flags, logs, observe, results_access, submit
+from ..platform import JobView, Logs, Platform, ResultsAccess
+from . import INFO, flags, submit
 from .submit import KubePlan
 from ..records import Record
 
@@ -18,24 +18,37 @@ PREVIEW_ID = "tao-render-preview"
 class Kubernetes(Platform[KubernetesSpec, KubePlan]):
     info = INFO
     flags = flags
-    results_access = results_access  # artifacts / fetch / prune (the verbs: taobank.results_verbs)
+
+    @property
+    def results_access(self) -> ResultsAccess:  # artifacts / fetch / prune (the verbs: taobank.results_verbs)
+        from . import results_access
+
+        return results_access
 
     def view(self, rec: Record) -> JobView:
         saved = savedlogs.saved(rec.id, "logs.txt")
         return JobView.from_record(rec, saved_logs=str(saved) if saved else None)
 
     def observe(self, recs: list[Record], *, context: dict) -> list[Observation]:
+        from . import observe
+
         # The Job controller itself replaces disrupted pods (podFailurePolicy): no observation asks for a retry.
         return observe.observe(recs, context)
 
     def ended(self, recs: list[Record], context: dict, *, carried_on: frozenset[str] = frozenset()) -> dict[str, str]:
+        from . import observe
+
         return observe.ended(recs, context)
 
     def read_logs(self, rec: Record, *, tail: int | None) -> Logs:
+        from . import logs
+
         text, source = logs.read_logs(rec, tail=tail)
         return Logs(rec.id, {"pods": text}, source=source)
 
     def follow_logs(self, rec: Record, *, tail: int | None, emit: Callable[[str, str], None]) -> int:
+        from . import logs
+
         return logs.follow_logs(rec, tail=tail, emit=emit)
 
     def read_status_files(self, rec: Record, *, live: bool) -> dict[str, str]:
@@ -44,9 +57,12 @@ class Kubernetes(Platform[KubernetesSpec, KubePlan]):
         return statusfiles.read(rec, live=live)
 
     def stop(self, recs: list[Record], context: dict) -> list[Stop]:
+        from . import cancel
+
         return cancel.stop(recs)
 
     def clean_finished(self, rec: Record, context: dict) -> str | None:
+        from . import credentials
         from .objects import index_of
 
         if index_of(rec) is not None:  # the sweep's Secrets serve its other trials: they go with its Job

@@ -7,8 +7,8 @@ from typing import Any, Callable, Mapping
 from ..contract import Batch, Gate, Launch, Observation, Stop, SubmitOptions, SweepPreview
 from ..errors import UsageError
 from .spec import SlurmSpec
-from ..platform import JobView, Logs, Platform
-from . import INFO, cancel, flags, facts, logs, observe, resources, results_access, submit
+from ..platform import JobView, Logs, Platform, ResultsAccess
+from . import INFO, flags, facts, resources, submit
 from .submit import SlurmPlan
 from ..records import Record
 
@@ -18,7 +18,13 @@ DEFAULT_TAIL = 200
 class Slurm(Platform[SlurmSpec, SlurmPlan]):
     info = INFO
     flags = flags
-    results_access = results_access  # artifacts / fetch / prune (the verbs: taobank.results_verbs)
+
+    @property
+    def results_access(self) -> ResultsAccess:  # artifacts / fetch / prune (the verbs: taobank.results_verbs)
+        from . import results_access
+
+        return results_access
+
 
     def view(self, rec: Record) -> JobView:
         b, seen = rec.backend, {}
@@ -28,21 +34,31 @@ class Slurm(Platform[SlurmSpec, SlurmPlan]):
         return JobView.of_backend(rec, "slurm_state", **seen)
 
     def observe(self, recs: list[Record], *, context: dict) -> list[Observation]:
+        from . import observe
+
         return observe.observe(recs, context)
 
     def ended(self, recs: list[Record], context: dict, *, carried_on: frozenset[str] = frozenset()) -> dict[str, str]:
+        from . import observe
+
         return observe.ended(recs, context, carried_on)
 
     def max_retries(self) -> int:
         return facts.max_retries()
 
     def retry_backend(self, failed: Record, job_id: str, context: dict) -> dict:
+        from . import observe
+
         return observe.retry_backend(failed, job_id, context)
 
     def relaunch(self, job_id: str, context: dict) -> Launch | None:
+        from . import observe
+
         return observe.relaunch(job_id, context)
 
     def read_logs(self, rec: Record, *, tail: int | None) -> Logs:
+        from . import logs
+
         out = logs.logs(rec.id, lines=tail or DEFAULT_TAIL)
         d = out["log_dir"]
         sections = {f"{d}/main.out": out["main.out"], f"{d}/main.err": out["main.err"]}
@@ -53,6 +69,8 @@ class Slurm(Platform[SlurmSpec, SlurmPlan]):
         return Logs(rec.id, sections)
 
     def follow_logs(self, rec: Record, *, tail: int | None, emit: Callable[[str, str], None]) -> int:
+        from . import logs
+
         logs.follow(rec.id, on_chunk=emit, tail=tail)
         return 0  # like kubectl logs -f: the logs were read (status says how the job ended)
 
@@ -60,12 +78,18 @@ class Slurm(Platform[SlurmSpec, SlurmPlan]):
     runs_searches = True  # the sweep's folder on the shared filesystem holds the study (taobank.slurm.sweep)
 
     def read_status_files(self, rec: Record, *, live: bool) -> dict[str, str]:
+        from . import logs
+
         return logs.status_files(rec)
 
     def read_search_file(self, rec: Record, path: str) -> str:
+        from . import logs
+
         return logs.search_file(rec, path)
 
     def stop(self, recs: list[Record], context: dict) -> list[Stop]:
+        from . import cancel, observe
+
         return cancel.stop(recs, observe.connection(context))
 
     # -- submit hooks (the order is the core's: Platform.submit)
