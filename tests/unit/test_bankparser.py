@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -128,12 +129,15 @@ def test_every_helper_exposes_the_parser_its_main_parses_with(helper):
     assert parser.prog == f"{helper}.py"
 
 
-def test_no_module_of_the_bank_builds_a_plain_argparse_parser():
-    """search/trial.py is the exception: it runs alone in a job's container (search.pyz), below the CLI's layer."""
+def test_no_module_of_the_bank_builds_a_plain_argparse_parser_or_assigns_to_argparse():
+    """search/trial.py builds a plain one: it runs alone in a job's container (search.pyz), below the CLI's layer.
+    An assignment to an argparse attribute, even one undone later, is a patch of the whole process."""
     files = [*SCRIPTS.glob("*.py"), *(SCRIPTS / "taobank").rglob("*.py")]
-    plain = [str(f.relative_to(SCRIPTS)) for f in files
-             if "argparse.ArgumentParser(" in f.read_text(encoding="utf-8") and f.name not in ("trial.py", "bankparser.py")]
+    texts = {str(f.relative_to(SCRIPTS)): f.read_text(encoding="utf-8") for f in files}
+    plain = [n for n, t in texts.items()
+             if "argparse.ArgumentParser(" in t and Path(n).name not in ("trial.py", "bankparser.py")]
     assert plain == []
+    assert [n for n, t in texts.items() if re.search(r"^\s*argparse(\.\w+)+\s*=[^=]|setattr\(argparse", t, re.M)] == []
 
 
 def test_the_mcp_tools_read_each_helper_s_build_parser():
