@@ -16,6 +16,7 @@ import sys
 from importlib import metadata
 
 from taobank import BANK_ROOT, pins, registry
+from taobank.cli.bankparser import BankParser
 from taobank.cli.entry import print_json, run_main
 from taobank.errors import MissingDependency
 from taobank.registry import HostClient
@@ -106,11 +107,16 @@ def checks(platform: str | None) -> list[dict]:
     return out
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="check_host.py", description=__doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's grammar (what main parses with)."""
+    parser = BankParser(prog="check_host.py", description=__doc__.splitlines()[0])
     parser.add_argument("--platform", choices=list(registry.names()), help="also check that platform's client")
     parser.add_argument("--json", action="store_true", help="print the checks as JSON")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
     results = checks(args.platform)
     ok = all(r["ok"] for r in results)
     if args.json:

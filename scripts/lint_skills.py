@@ -17,17 +17,23 @@ from pathlib import Path
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 from taobank import BANK_ROOT
+from taobank.cli.bankparser import BankParser
 from taobank.cli.entry import print_json, run_main
 from taobank.errors import TaoError
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="lint_skills.py", description=__doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's grammar (what main parses with)."""
+    parser = BankParser(prog="lint_skills.py", description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=BANK_ROOT, help="bank checkout to lint (default: this bank)")
     parser.add_argument("--skill", action="append", metavar="NAME", help="only this skill's per-skill rules (repeatable; bank-wide rules still run)")
     parser.add_argument("--rules", action="store_true", help="print the rules and exit")
     parser.add_argument("--json", action="store_true", help="print problems as JSON")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
 
     from devtools.skill_lint import RULES, lint
 

@@ -17,6 +17,7 @@ from pathlib import Path
 # The clusters are test infrastructure kept beside scripts/ (testclusters/), not in taobank.
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
+from taobank.cli.bankparser import BankParser
 from taobank.cli.entry import print_json, run_main
 from testclusters import PLATFORMS
 
@@ -30,12 +31,17 @@ def _print_env(env: dict[str, str]) -> None:
         print(f"export {key}={shlex.quote(value)}")
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="local_cluster.py", description=__doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's grammar (what main parses with)."""
+    parser = BankParser(prog="local_cluster.py", description=__doc__.splitlines()[0])
     parser.add_argument("action", choices=["up", "down", "status", "env"])
     parser.add_argument("platform", choices=PLATFORMS + ("k8s",))
     parser.add_argument("--json", action="store_true", help="machine-readable output")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
     mod = _module("kubernetes" if args.platform == "k8s" else args.platform)
     if args.action == "up":
         env = mod.up()

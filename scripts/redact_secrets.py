@@ -13,6 +13,7 @@ import argparse
 import sys
 
 from taobank import fsio
+from taobank.cli.bankparser import BankParser
 from taobank.cli.entry import print_json, run_main
 from taobank.errors import TaoError
 
@@ -31,11 +32,12 @@ def _read(path: str) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="redact_secrets.py", description=__doc__.split("\n\n")[0],
-                                 epilog="A line is allowed by a marker naming the rule and a reason, e.g. "
-                                 "'# lint-ok: credential-assignment fixed password of the local test cluster'; "
-                                 "lint lists every allowance it honoured.")
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's grammar (what main parses with)."""
+    ap = BankParser(prog="redact_secrets.py", description=__doc__.split("\n\n")[0],
+                    epilog="A line is allowed by a marker naming the rule and a reason, e.g. "
+                    "'# lint-ok: credential-assignment fixed password of the local test cluster'; "
+                    "lint lists every allowance it honoured.")
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("lint", help="check files (- for stdin) for inline credentials")
     p.add_argument("files", nargs="+")
@@ -44,7 +46,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("file", nargs="?", default="-")
     p = sub.add_parser("rules", help="list the lint rules")
     p.add_argument("--json", action="store_true")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
 
     from taobank import redact
 

@@ -14,6 +14,7 @@ import argparse
 import os
 import sys
 
+from taobank.cli.bankparser import BankParser
 from taobank.cli.entry import run_main
 from taobank.cli.specargs import spec_arguments, spec_from_args
 from taobank.errors import UsageError
@@ -45,8 +46,9 @@ def _request(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="render_k8s_job.py", description=__doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's grammar (what main parses with)."""
+    parser = BankParser(prog="render_k8s_job.py", description=__doc__.splitlines()[0])
     spec_arguments(parser, "kubernetes")
     parser.add_argument("--job-id", default="tao-render-preview", help="record id the labels carry")
     parser.add_argument("--namespace", default=os.environ.get("TAO_K8S_NAMESPACE") or "default")
@@ -58,7 +60,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--config-file", help="with --request (mode=config): the materialised config")
     parser.add_argument("--config-sha256")
     parser.add_argument("-o", "--output", help="write the YAML here instead of stdout")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
     if args.request:
         return _request(args)
     if not args.spec and not args.image:

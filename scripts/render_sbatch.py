@@ -10,17 +10,23 @@ from __future__ import annotations
 
 import argparse
 
+from taobank.cli.bankparser import BankParser
 from taobank.cli.entry import print_json, run_main
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="render_sbatch.py", description=__doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's grammar (what main parses with)."""
+    parser = BankParser(prog="render_sbatch.py", description=__doc__.splitlines()[0])
     parser.add_argument("--spec", required=True, help="job spec (YAML/JSON)")
     parser.add_argument("--job-id", default="preview-job", help="job id / SLURM job name to render with")
     parser.add_argument("--lint", action="store_true", help="also run bash -n, shellcheck and the secret lint")
     parser.add_argument("--directives", action="store_true", help="print only the #SBATCH lines")
     parser.add_argument("--json", action="store_true")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
     from taobank.slurm import render, spec as specmod
     from taobank.slurm import submit as slurm_submit
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import argparse
 
+from taobank.cli.bankparser import BankParser
 from taobank.cli.entry import print_json, run_main
 
 
-def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's grammar (what main parses with)."""
+    ap = BankParser(
         prog="resolve_versions_key.py",
         description="Print the value of a dotted versions.yaml key, e.g. images.tao_toolkit.pyt. "
         "Scalars print as YAML spells them (true/false, 3.8); a section prints as JSON. "
@@ -20,6 +22,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("key", nargs="?", help="dotted key, e.g. slurm.defaults.num_gpus")
     ap.add_argument("--json", action="store_true", help="print the value as JSON")
     ap.add_argument("--list", action="store_true", help="print every leaf key with its value")
+    return ap
+
+
+def main(argv: list[str]) -> int:
+    ap = build_parser()
     args = ap.parse_args(argv)
 
     from taobank import pins

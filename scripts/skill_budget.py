@@ -17,15 +17,21 @@ from pathlib import Path
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 from taobank import BANK_ROOT
+from taobank.cli.bankparser import BankParser
 from taobank.cli.entry import print_json, run_main
 from taobank.errors import TaoError
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="skill_budget.py", description=__doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's grammar (what main parses with)."""
+    parser = BankParser(prog="skill_budget.py", description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=BANK_ROOT, help="bank checkout (default: this bank)")
     parser.add_argument("--json", action="store_true", help="print the table as JSON")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
 
     from devtools.skill_budget import costs
 

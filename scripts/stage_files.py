@@ -17,6 +17,7 @@ import sys
 from pathlib import Path, PurePosixPath
 
 from taobank import fsio
+from taobank.cli.bankparser import BankParser
 from taobank.cli.entry import print_json, run_main
 from taobank.errors import TaoError
 
@@ -60,14 +61,19 @@ def plan(entries: list[str], src: Path, dest: Path) -> list[tuple[Path, Path]]:
     return pairs
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="stage_files.py", description=__doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's grammar (what main parses with)."""
+    parser = BankParser(prog="stage_files.py", description=__doc__.splitlines()[0])
     parser.add_argument("--list", required=True, help="file with one relative path per line, or - for stdin")
     parser.add_argument("--src", required=True, type=Path, help="source root the paths are relative to")
     parser.add_argument("--dest", required=True, type=Path, help="destination root (created if missing)")
     parser.add_argument("--dry-run", action="store_true", help="check and print, copy nothing")
     parser.add_argument("--json", action="store_true", help="print the copies as JSON")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
     if not args.src.is_dir():
         raise TaoError(f"--src {args.src} is not a directory")
     if args.list == "-":

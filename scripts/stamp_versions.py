@@ -10,11 +10,13 @@ from pathlib import Path
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 from devtools.stamp import DEFAULT_PATHS, RULE
+from taobank.cli.bankparser import BankParser
 from taobank.cli.entry import print_json, run_main
 
 
-def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's grammar (what main parses with)."""
+    ap = BankParser(
         prog="stamp_versions.py",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="A line holding a copied pin carries a marker comment '# versions-key: KEY' "
@@ -25,7 +27,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("paths", nargs="*", help=f"files or folders (default: {' '.join(DEFAULT_PATHS)})")
     ap.add_argument("--check", action="store_true", help="report drift, change nothing, exit 1 on drift")
     ap.add_argument("--json", action="store_true", help="print the drift list as JSON")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
 
     from devtools.stamp import stamp
 

@@ -20,14 +20,20 @@ sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 from devtools.plugin_manifests import differences, write
 from taobank import BANK_ROOT
+from taobank.cli.bankparser import BankParser
 from taobank.cli.entry import run_main
 from taobank.errors import TaoError
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="sync_plugin_manifests.py", description=__doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's grammar (what main parses with)."""
+    parser = BankParser(prog="sync_plugin_manifests.py", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only report differences (exit 1 if any)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
     diffs = differences(BANK_ROOT)
     if args.check:
         for rel, line, msg in diffs:

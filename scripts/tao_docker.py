@@ -126,6 +126,12 @@ def _engine_flag(p: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Every verb's grammar (what main parses with, and what the MCP tools read their schemas from)."""
     from taobank.cli.specargs import spec_arguments
 
     parser, sub = verbcli.parser("tao_docker.py", __doc__)
@@ -169,8 +175,7 @@ def main(argv: list[str]) -> int:
 
     for p in sub.choices.values():
         _engine_flag(p)
-    args = parser.parse_args(argv)
-    return args.func(args)
+    return parser
 
 
 if __name__ == "__main__":

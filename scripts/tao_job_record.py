@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from taobank.cli.bankparser import BankParser
 from taobank.cli.entry import add_version, parse_kv, print_json, run_main
 from taobank.registry import names as platform_names
 
@@ -42,10 +43,11 @@ def _show_text(rec: dict) -> None:
         print(f"  {_one_line(t.get('time'))} {t['state']} ({_one_line(t.get('source'))}){note}")
 
 
-def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="tao_job_record.py", description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog=__doc__.split("\n\n", 1)[1])
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's grammar (what main parses with)."""
+    ap = BankParser(prog="tao_job_record.py", description=__doc__.split("\n\n")[0],
+                    formatter_class=argparse.RawDescriptionHelpFormatter,
+                    epilog=__doc__.split("\n\n", 1)[1])
     add_version(ap)
     sub = ap.add_subparsers(dest="cmd", required=True)
 
@@ -86,8 +88,11 @@ def main(argv: list[str]) -> int:
 
     p = sub.add_parser("dir", help="print (and create) the job's mode-700 artifact folder")
     p.add_argument("id")
+    return ap
 
-    args = ap.parse_args(argv)
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
     from taobank import records
 
     if args.cmd == "open":

@@ -58,11 +58,17 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str]) -> int:
-    from taobank.cli import speccli
-
     if argv[:1] == ["spec"]:  # reads only the spec data: none of the job verbs' modules load
+        from taobank.cli import speccli
+
         return speccli.main(argv[1:])
-    from taobank.cli import verbcli
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Every verb's grammar (what main parses with, and what the MCP tools read their schemas from)."""
+    from taobank.cli import speccli, verbcli
 
     parser, sub = verbcli.parser("tao_jobs.py", __doc__)
     p = sub.add_parser("list", help="the job table from the records (no cluster contact)")
@@ -85,8 +91,7 @@ def main(argv: list[str]) -> int:
 
     sweepcli.add_sweep_verb(sub)
     speccli.add_spec_verb(sub)
-    args = parser.parse_args(argv)
-    return args.func(args)
+    return parser
 
 
 if __name__ == "__main__":

@@ -108,6 +108,12 @@ def _preflight(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Every verb's grammar (what main parses with, and what the MCP tools read their schemas from)."""
     from taobank.cli.specargs import spec_arguments
 
     parser, sub = verbcli.parser("tao_k8s.py", __doc__)
@@ -158,8 +164,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--namespace", help="default: $TAO_K8S_NAMESPACE or 'default'")
     p.add_argument("--context", help="default: $TAO_K8S_CONTEXT")
     p.set_defaults(func=_nccl_probe)
-    args = parser.parse_args(argv)
-    return args.func(args)
+    return parser
 
 
 if __name__ == "__main__":

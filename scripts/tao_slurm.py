@@ -147,6 +147,12 @@ def cmd_enroot(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Every verb's grammar (what main parses with, and what the MCP tools read their schemas from)."""
     from taobank.cli.specargs import spec_arguments
 
     parser, sub = verbcli.parser("tao_slurm.py", __doc__)
@@ -214,8 +220,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--json", action="store_true", help="the registry, machine lines, login host and file as JSON")
     p.set_defaults(func=cmd_enroot)
 
-    args = parser.parse_args(argv)
-    return args.func(args)
+    return parser
 
 
 if __name__ == "__main__":

@@ -56,15 +56,11 @@ class Outcome:
 
 
 @pytest.fixture()
-def cli(capsys, monkeypatch):
+def cli(capsys):
     """``cli("tao_k8s.py", "status", ID)``: the helper's main() through run_main, in this process."""
-    import argparse
     import importlib
 
     from taobank.cli.entry import run_main
-
-    # run_main makes argparse errors one line by patching ArgumentParser.error: undo it after the test
-    monkeypatch.setattr(argparse.ArgumentParser, "error", argparse.ArgumentParser.error)
 
     def invoke(helper: str, *argv: str) -> Outcome:
         main = importlib.import_module(helper.removesuffix(".py")).main

@@ -5,7 +5,6 @@ needed: the point is the helpers' own handling of hostile input).
 """
 from __future__ import annotations
 
-import argparse
 import importlib
 import time
 
@@ -41,7 +40,6 @@ def store(tmp_path, monkeypatch):
     monkeypatch.setenv("SLURM_HOSTNAME", "login.invalid")
     monkeypatch.setenv("TAO_SSH_CONTROL_DIR", str(tmp_path / "ssh"))
     monkeypatch.setattr(time, "sleep", lambda s: None)
-    monkeypatch.setattr(argparse.ArgumentParser, "error", argparse.ArgumentParser.error)
     for platform in ("kubernetes", "slurm"):
         rec = records.open_record(platform, "img", "dino", "train", "A", "/r")
         records.mark(rec["id"], "RUNNING", backend_ref="ns/x" if platform == "kubernetes" else "slurm:7",

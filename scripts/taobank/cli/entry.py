@@ -8,35 +8,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Callable, NoReturn
+from typing import Any, Callable
 
 from ..errors import EXIT_INTERRUPTED, TaoError, UsageError
 from ..text import error_line, one_line
 
 
-def _one_line_usage_error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
-    """argparse's usage error as ONE line (exit 2); the full usage is one ``--help`` away."""
-    parser.exit(2, error_line(f"{parser.prog}: {message} (see --help)") + "\n")
-
-
-_ARGPARSE_GET_VALUES = argparse.ArgumentParser._get_values
-
-
-def _get_values_keeping_dash_dash(self: argparse.ArgumentParser, action: argparse.Action, arg_strings: list) -> Any:
-    """``--flag=--`` is the value ``--`` (Python 3.11's argparse drops it and hands the action ``[]``)."""
-    if action.option_strings and action.nargs in (None, argparse.OPTIONAL) and arg_strings == ["--"]:
-        value = self._get_value(action, "--")
-        self._check_value(action, value)
-        return value
-    return _ARGPARSE_GET_VALUES(self, action, arg_strings)
-
-
 def run_main(main: Callable[[list[str]], int | None], argv: list[str] | None = None) -> None:
-    """Call ``main`` and turn a TaoError (or an argparse usage error) into one line on stderr."""
-    # Every helper's parsers (subcommands included) are built inside main(): make their
-    # usage errors one line like every other failure, without touching each script.
-    argparse.ArgumentParser.error = _one_line_usage_error  # type: ignore[method-assign, assignment]  # patched on purpose
-    argparse.ArgumentParser._get_values = _get_values_keeping_dash_dash  # type: ignore[method-assign]
+    """Call ``main`` and turn a TaoError into one line on stderr (a usage error is one line already: the helpers'
+    parsers are :class:`taobank.cli.bankparser.BankParser`)."""
     try:
         rc = main(sys.argv[1:] if argv is None else argv)
     except TaoError as exc:

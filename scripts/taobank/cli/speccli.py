@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .bankparser import BankParser
 from .entry import print_json
 
 
@@ -119,7 +120,7 @@ def add_spec_verb(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def main(argv: list[str], prog: str = "tao_jobs.py") -> int:
     """``spec`` alone (what ``tao_jobs.py spec ...`` runs without loading the job verbs)."""
-    p = argparse.ArgumentParser(prog=prog)
+    p = BankParser(prog=prog)
     sub = p.add_subparsers(dest="verb", required=True)
     add_spec_verb(sub)
     args, extra = p.parse_known_args(["spec", *argv])

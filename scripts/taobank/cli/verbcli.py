@@ -25,6 +25,7 @@ from typing import Callable
 from .. import jobstatus, kpirank, platform as core
 from ..errors import EXIT_FAILED, EXIT_OK, TaoError, UsageError
 from ..text import error_line, one_line, terminal_text
+from .bankparser import BankParser
 from .entry import add_version, print_direction_note, print_gate_notes, print_json
 
 #: old flag -> the flag that replaces it; the old one is accepted for one release
@@ -39,8 +40,8 @@ def deprecated(old: str) -> None:
 def parser(prog: str, doc: str) -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
     """The top-level parser of a helper: description from ``doc``'s first line, the rest as epilog."""
     lines = doc.strip("\n").splitlines()
-    p = argparse.ArgumentParser(prog=prog, description=lines[0], epilog="\n".join(lines[2:]),
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = BankParser(prog=prog, description=lines[0], epilog="\n".join(lines[2:]),
+                   formatter_class=argparse.RawDescriptionHelpFormatter)
     add_version(p)
     sub = p.add_subparsers(dest="verb", required=True)
     return p, sub

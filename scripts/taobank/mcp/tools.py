@@ -120,37 +120,15 @@ class Param:
         return s
 
 
-class _Parsed(Exception):
-    def __init__(self, parser: argparse.ArgumentParser) -> None:
-        super().__init__("parser")
-        self.parser = parser
-
-
 _LOCK = threading.RLock()  # one helper run at a time: they print through the process's sys.stdout
 _PARSERS: dict[str, argparse.ArgumentParser] = {}
 
 
 def helper_parser(script: str) -> argparse.ArgumentParser:
-    """The parser ``script``'s main builds: taken at its parse_args, before anything runs. Built under the lock
-    a helper runs under: parse_args is patched for the whole process meanwhile."""
-    if script in _PARSERS:
-        return _PARSERS[script]
-    with _LOCK:
-        if script not in _PARSERS:
-            module = importlib.import_module(script)
-            original = argparse.ArgumentParser.parse_args
-
-            def grab(self: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> Any:
-                raise _Parsed(self)
-
-            argparse.ArgumentParser.parse_args = grab  # type: ignore[method-assign]
-            try:
-                module.main([])
-            except _Parsed as got:
-                _PARSERS[script] = got.parser
-            finally:
-                argparse.ArgumentParser.parse_args = original  # type: ignore[method-assign]
-        return _PARSERS[script]
+    """The parser ``script``'s main parses with: its ``build_parser()``, built once (nothing of it runs)."""
+    if script not in _PARSERS:
+        _PARSERS[script] = importlib.import_module(script).build_parser()
+    return _PARSERS[script]
 
 
 def _sub(parser: argparse.ArgumentParser, word: str) -> tuple[argparse.ArgumentParser, str]:
@@ -435,8 +413,6 @@ def run(spec: ToolSpec, arguments: Any, on_line: Callable[[str], None] | None = 
     except UsageError as exc:
         return Outcome(exc.exit_code, "", error_line(exc) + "\n")
     module = importlib.import_module(spec.script)
-    for script in dict.fromkeys(t.script for t in TOOLS):  # every parser built before this run holds the lock
-        helper_parser(script)                               # they are built under (tools/list during a watch)
     out, err = io.StringIO(), _Lines(on_line)
     with _LOCK, redirect_stdout(out), redirect_stderr(err):
         try:
