@@ -16,7 +16,7 @@ import sys
 from importlib import metadata
 
 from taobank import BANK_ROOT, pins, registry
-from taobank.cli.bankparser import BankParser
+from taobank.cli.entry import BankParser
 from taobank.cli.entry import print_json, run_main
 from taobank.errors import MissingDependency
 from taobank.registry import HostClient

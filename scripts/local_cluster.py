@@ -17,7 +17,7 @@ from pathlib import Path
 # The clusters are test infrastructure kept beside scripts/ (testclusters/), not in taobank.
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
-from taobank.cli.bankparser import BankParser
+from taobank.cli.entry import BankParser
 from taobank.cli.entry import print_json, run_main
 from testclusters import PLATFORMS
 

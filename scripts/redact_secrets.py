@@ -13,7 +13,7 @@ import argparse
 import sys
 
 from taobank import fsio
-from taobank.cli.bankparser import BankParser
+from taobank.cli.entry import BankParser
 from taobank.cli.entry import print_json, run_main
 from taobank.errors import TaoError
 

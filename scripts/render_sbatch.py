@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from taobank.cli.bankparser import BankParser
+from taobank.cli.entry import BankParser
 from taobank.cli.entry import print_json, run_main
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 from taobank import BANK_ROOT
-from taobank.cli.bankparser import BankParser
+from taobank.cli.entry import BankParser
 from taobank.cli.entry import print_json, run_main
 from taobank.errors import TaoError
 

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path, PurePosixPath
 
 from taobank import fsio
-from taobank.cli.bankparser import BankParser
+from taobank.cli.entry import BankParser
 from taobank.cli.entry import print_json, run_main
 from taobank.errors import TaoError
 

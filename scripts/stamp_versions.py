@@ -10,7 +10,7 @@ from pathlib import Path
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 from devtools.stamp import DEFAULT_PATHS, RULE
-from taobank.cli.bankparser import BankParser
+from taobank.cli.entry import BankParser
 from taobank.cli.entry import print_json, run_main
 
 

@@ -20,7 +20,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 from devtools.plugin_manifests import differences, write
 from taobank import BANK_ROOT
-from taobank.cli.bankparser import BankParser
+from taobank.cli.entry import BankParser
 from taobank.cli.entry import run_main
 from taobank.errors import TaoError
 

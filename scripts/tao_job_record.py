@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from taobank.cli.bankparser import BankParser
+from taobank.cli.entry import BankParser
 from taobank.cli.entry import add_version, parse_kv, print_json, run_main
 from taobank.registry import names as platform_names
 

@@ -6,7 +6,7 @@ list), so no adapter imports argparse or the command line.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Protocol
 
 #: What a flag holds: one value; a repeatable list; repeatable KEY=VALUE pairs (a dict);
@@ -38,11 +38,16 @@ class Flag:
 
 @dataclass(frozen=True)
 class Shared:
-    """How a platform spells the flags every platform shares (:data:`taobank.cli.jobflags.SHARED`): extra
+    """How a platform spells the flags every platform shares (:data:`taobank.cli.specargs.SHARED`): extra
     spellings and its own help line per flag (its units), by the flag's value name."""
 
     aliases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     help: Mapping[str, str] = field(default_factory=dict)
+
+    def spell(self, flags: tuple[Flag, ...]) -> tuple[Flag, ...]:
+        """``flags`` (the shared ones) as this platform spells them."""
+        return tuple(replace(f, names=f.names + tuple(self.aliases.get(f.dest, ())), help=self.help.get(f.dest, f.help))
+                     for f in flags)
 
 
 def put(spec: dict, values: Mapping[str, Any], keys: Mapping[str, str],

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
 
-from . import speccheck, taoargs
+from . import taoargs
 from .errors import TaoError
 
 #: Where a platform says a spec path of the command can be read on this machine: its text, or None.
@@ -80,6 +80,8 @@ def check(specs: Sequence[Mapping[str, Any]], read: Reader) -> tuple[list[str], 
                 if doc not in problems:
                     problems.append(doc)
                 continue
+        from . import speccheck  # only for a TAO command: a plain command never loads the schemas
+
         report = speccheck.check(network, action, doc, overrides_of(words[2:]), required=doc is not None)
         for line in report.lines():
             shared.setdefault(line, []).append(i)
@@ -94,6 +96,8 @@ def check(specs: Sequence[Mapping[str, Any]], read: Reader) -> tuple[list[str], 
 
 def _read(spec: Mapping[str, Any], path: str, read: Reader) -> Any:
     """The spec file's mapping; None when the platform cannot read it here; its problem (one line) otherwise."""
+    from . import speccheck
+
     try:
         text = read(spec, path)
         if text is None:
@@ -105,6 +109,8 @@ def _read(spec: Mapping[str, Any], path: str, read: Reader) -> Any:
 
 def local_file(path: str) -> str | None:
     """A spec file on this machine (the host path a platform mapped ``path`` to), at most the check's size."""
+    from . import speccheck
+
     try:
         doc_path = path
         import os

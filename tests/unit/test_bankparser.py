@@ -1,4 +1,4 @@
-"""The bank's parser (taobank.cli.bankparser): one-line usage errors and ``--flag=--`` kept, on its own class only.
+"""The bank's parser (taobank.cli.entry): one-line usage errors and ``--flag=--`` kept, on its own class only.
 
 Every helper exposes ``build_parser()``; main and the MCP tools both read it, and nothing patches argparse.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from taobank.cli.bankparser import BankParser
+from taobank.cli.entry import BankParser
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 #: every helper whose main runs through taobank.cli.entry.run_main (a script of scripts/ that imports it)
@@ -87,7 +87,7 @@ def test_dash_dash_between_words_still_ends_the_options():
 def test_argparse_still_reads_an_option_value_through_the_hook_the_bank_parser_overrides():
     """BankParser._get_values overrides a private argparse method: this fails if argparse renames it, stops
     handing it an option's value words, or answers ``--x=--`` in a third way. Then read the comment in
-    taobank/cli/bankparser.py again: the override may have become a no-op to delete, or need another hook."""
+    taobank/cli/entry.py again: the override may have become a no-op to delete, or need another hook."""
     seen: list[list[str]] = []
 
     class Spy(argparse.ArgumentParser):
@@ -135,7 +135,7 @@ def test_no_module_of_the_bank_builds_a_plain_argparse_parser_or_assigns_to_argp
     files = [*SCRIPTS.glob("*.py"), *(SCRIPTS / "taobank").rglob("*.py")]
     texts = {str(f.relative_to(SCRIPTS)): f.read_text(encoding="utf-8") for f in files}
     plain = [n for n, t in texts.items()
-             if "argparse.ArgumentParser(" in t and Path(n).name not in ("trial.py", "bankparser.py")]
+             if "argparse.ArgumentParser(" in t and Path(n).name != "trial.py"]
     assert plain == []
     assert [n for n, t in texts.items() if re.search(r"^\s*argparse(\.\w+)+\s*=[^=]|setattr\(argparse", t, re.M)] == []
 

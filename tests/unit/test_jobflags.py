@@ -6,7 +6,7 @@ import argparse
 import pytest
 
 from taobank import registry, states
-from taobank.cli import jobflags, specargs
+from taobank.cli import specargs
 from taobank.errors import UsageError
 
 SHARED = ["--image", "nvcr.io/nvidia/tao/tao-toolkit:x", "--network-arch", "dino", "--action", "train",
@@ -38,12 +38,12 @@ def test_the_shared_flags_mean_the_same_request_on_both_platforms():
 
 def test_every_shared_flag_is_on_every_platform_and_mapped_by_it():
     """Each adapter says where the shared values go (Docker: one host, no nodes; SLURM derives its GPU keys)."""
-    shared = {f.dest for f in jobflags.SHARED} - {"spec", "env", "nccl_env"}
+    shared = {f.dest for f in specargs.SHARED} - {"spec", "env", "nccl_env"}
     derived = {"docker": {"nodes"}, "slurm": {"gpus_per_node"}}
     for platform in registry.names():
         parser = argparse.ArgumentParser()
         specargs.spec_arguments(parser, platform)
-        assert {f.dest for f in jobflags.SHARED} <= {a.dest for a in parser._actions}
+        assert {f.dest for f in specargs.SHARED} <= {a.dest for a in parser._actions}
         assert set(specargs.declaration(platform).SHARED_KEYS) == shared - derived.get(platform, set())
 
 

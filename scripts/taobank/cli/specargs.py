@@ -1,4 +1,5 @@
-"""Argv -> job spec for every platform: the grammar built from the adapter's flag declarations.
+"""Argv -> job spec for every platform: the flags every submit shares (one vocabulary: ``--nodes``,
+``--gpus-per-node``, ``--cpus``, ``--memory`` ...) and the grammar built from the adapter's flag declarations.
 
 Each adapter's ``flags`` module declares its submit flags as data (``SHARED``, ``FLAGS``) and says where
 each value goes (``spec_from_flags``); here they become argparse flags, and the parsed values plain
@@ -7,11 +8,11 @@ Python (``KEY=VALUE`` pairs a dict, the argv after ``--`` a list) the adapter pl
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import functools
+from typing import Any, Iterable
 
 from .. import registry
-from ..flags import Declarations, Flag
-from . import jobflags
+from ..flags import Declarations, Flag, Shared
 from .entry import parse_kv
 
 
@@ -20,15 +21,63 @@ def declaration(platform: str) -> Declarations:
     return registry.adapter(platform).flags
 
 
+#: The flags of every submit, by value name; a platform adds spellings and help (:class:`Shared`).
+SHARED: tuple[Flag, ...] = (
+    Flag(("--spec",), help="job spec file (YAML or JSON); flags override its values"),
+    Flag(("--image",)),
+    Flag(("--network-arch",), help="TAO network, e.g. dino (default: the one a TAO command names, "
+                                    "`dino train ...`; else custom, a generic command)"),
+    Flag(("--action",), help="TAO action, e.g. train (default: the one a TAO command names; else run)"),
+    Flag(("--nodes",), type=int, help="nodes (pods on Kubernetes)"),
+    Flag(("--gpus-per-node", "--gpus"), dest="gpus_per_node", type=int,
+         help="GPUs on each node (--gpus is a synonym)"),
+    Flag(("--cpus",)),
+    Flag(("--memory",)),
+    Flag(("--env",), kind="pairs", metavar="KEY=VALUE", help="non-secret env (repeatable)"),
+    Flag(("--nccl-env",), kind="pairs", metavar="NCCL_X=VALUE", help="per-cluster NCCL env (repeatable)"),
+)
+
+
+def shared_flags(platform: Shared) -> tuple[Flag, ...]:
+    """:data:`SHARED` as one platform spells them."""
+    return platform.spell(SHARED)
+
+
+def add_arguments(parser: argparse.ArgumentParser, flags: Iterable[Flag]) -> None:
+    """Each declared flag on ``parser``, in order; flags naming one ``exclusive`` group share it."""
+    groups: dict[str, argparse._MutuallyExclusiveGroup] = {}
+    for flag in flags:
+        target: argparse._ActionsContainer = parser
+        if flag.exclusive:
+            if flag.exclusive not in groups:
+                groups[flag.exclusive] = parser.add_mutually_exclusive_group()
+            target = groups[flag.exclusive]
+        kwargs: dict = {"dest": flag.dest, "help": argparse.SUPPRESS if flag.hidden else flag.help}
+        if flag.kind in ("value", "list", "pairs"):
+            if flag.type is not str:
+                kwargs["type"] = flag.type
+            if flag.choices is not None:
+                kwargs["choices"] = list(flag.choices)
+            if flag.metavar is not None:
+                kwargs["metavar"] = flag.metavar
+            if flag.kind != "value":
+                kwargs["action"] = "append"
+        else:
+            kwargs["action"] = "store_true" if flag.kind == "on" else "store_false"
+        kwargs["default"] = flag.default
+        target.add_argument(*flag.names, **kwargs)
+
+
+@functools.cache
 def flags_of(platform: str) -> tuple[Flag, ...]:
     """Every submit flag of ``platform``: the shared ones as it spells them, then its own."""
     decl = declaration(platform)
-    return jobflags.shared_flags(decl.SHARED) + tuple(decl.FLAGS)
+    return shared_flags(decl.SHARED) + tuple(decl.FLAGS)
 
 
 def spec_arguments(parser: argparse.ArgumentParser, platform: str) -> None:
     """The job spec flags of ``platform``'s submit (and of render_k8s_job.py for Kubernetes)."""
-    jobflags.add_arguments(parser, flags_of(platform))
+    add_arguments(parser, flags_of(platform))
 
 
 def values_of(args: argparse.Namespace, platform: str) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .bankparser import BankParser
+from .entry import BankParser
 from .entry import print_json
 
 

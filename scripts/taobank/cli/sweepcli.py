@@ -66,7 +66,8 @@ def trials_of(args: argparse.Namespace) -> list[dict[str, str]] | None:
         search_of(args, {})  # every search setting checked before the spec is read
         return [{} for _ in range(int(args.trials))]
     search_of(args, {})  # a search flag without --search is refused
-    trials = sweepfile.trials(getattr(args, "sweep", None), getattr(args, "sweep_file", None))
+    given, file = getattr(args, "sweep", None), getattr(args, "sweep_file", None)
+    trials = sweepfile.trials(given, file) if given or file else None
     if trials is None and getattr(args, "max_concurrent", None) is not None:
         raise UsageError("--max-concurrent limits a sweep: give --sweep or --sweep-file too")
     return trials

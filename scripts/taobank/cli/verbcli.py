@@ -22,10 +22,10 @@ import argparse
 import sys
 from typing import Callable
 
-from .. import jobstatus, kpirank, platform as core
+from .. import kpirank, platform as core
 from ..errors import EXIT_FAILED, EXIT_OK, TaoError, UsageError
 from ..text import error_line, one_line, terminal_text
-from .bankparser import BankParser
+from .entry import BankParser
 from .entry import add_version, print_direction_note, print_gate_notes, print_json
 
 #: old flag -> the flag that replaces it; the old one is accepted for one release
@@ -111,6 +111,8 @@ def _progress(as_json: bool) -> Callable[[str], None]:
 
 
 def cmd_status(args: argparse.Namespace, platform: str | None) -> int:
+    from .. import jobstatus
+
     if not 0.5 <= args.interval <= 3600:  # nan fails too
         raise UsageError("--interval must be between 0.5 and 3600 seconds")
     if getattr(args, "sweep", None):
@@ -430,6 +432,8 @@ def add_metrics(sub: argparse._SubParsersAction, platform: str | None) -> argpar
 
 
 def cmd_metrics(args: argparse.Namespace, platform: str | None) -> int:
+    from .. import jobstatus
+
     from .. import progress
     from ..progress.series import require_kpis
 

@@ -20,3 +20,7 @@ MANAGED_BY = {"app.kubernetes.io/managed-by": "tao-skill-bank"}
 #: Label on the objects a Job owns (Secrets, Service, ConfigMap): the Job's UID, so a cleanup by label
 #: deletes only what was made for that very Job, never a same-name object made for another.
 OWNER_UID_LABEL = "tao-job-uid"
+#: The label of a sweep's Job and its pods (the sweep id); cleanup of a failed create finds them by it.
+SWEEP_LABEL = "tao-sweep"
+#: The job spec as submitted, next to the record (artifact folder): logs reads the volume copy through it.
+SPEC_FILE = "spec.json"

@@ -11,12 +11,10 @@ from .render import FINAL_STATUS_PREFIX
 from . import results as resultsmod
 from . import status as smap
 from .kubectl import Kubectl
-from . import JOB_LABEL
+from . import JOB_LABEL, SPEC_FILE
 from .objects import INDEX_LABEL, index_of, pod_selector
 from ..records import Record
 
-#: The job spec as submitted, next to the record (artifact folder): logs reads the volume copy through it.
-SPEC_FILE = "spec.json"
 
 
 def pod_logs(kube: Kubectl, pod: dict, tail: int) -> str:

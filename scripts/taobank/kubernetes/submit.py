@@ -31,13 +31,10 @@ from ..errors import TaoError
 from .spec import KubernetesSpec
 from ..jobspec import given
 from ..run import Result, last_line
-from . import JOB_LABEL, credentials, gates, queues, render
+from . import JOB_LABEL, SPEC_FILE, SWEEP_LABEL, credentials, gates, queues, render
 from .objects import delete_options, find_jobs, owned_by
 from . import results as resultsmod
 from .kubectl import Kubectl, cluster_json, json_objects
-from .logs import SPEC_FILE
-from . import sweep as sweepmod
-from .sweep import SWEEP_LABEL
 from ..records import Record
 
 @dataclass
@@ -121,6 +118,8 @@ def check(plans: list[KubePlan], gate: Gate, batch: Batch) -> None:
     kube = p.kube
     assert kube is not None
     if batch.sweep:  # the secret lint once over what is sent: the Indexed Job and every trial's argv in its table
+        from . import sweep as sweepmod
+
         refuse_batch(p)
         p.sweep_objs = sweepmod.build([q.spec for q in plans], [str(q.job_id) for q in plans], batch.sweep,
                                       kube.namespace, batch.max_concurrent, creds=bool(p.creds), ngc=bool(p.ngc_key),
@@ -199,6 +198,8 @@ def preview_sweep(specs: list[KubernetesSpec], ids: list[str], batch: Batch, *, 
     """What a sweep's launch creates, contacting nothing: its one Indexed Job and trial table as :func:`check`
     builds them and the Secrets it would own, values masked (none is read), refused as :func:`check` refuses the
     batch; and each trial's results folder."""
+    from . import sweep as sweepmod
+
     spec = specs[0]
     names_only = dict.fromkeys(credentials.credential_names(secret_env, secrets_file), "")
     refuse_batch(KubePlan(spec=spec, image=given(spec.image, ""), network_arch="", action="",

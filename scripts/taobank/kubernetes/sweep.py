@@ -28,9 +28,8 @@ from . import results as resultsmod
 from .kubectl import Kubectl
 from .logs import final_status, saved_spec
 from ..records import Record
+from . import SWEEP_LABEL
 
-#: The label of a sweep's Job and its pods (the sweep id); cleanup of a failed create finds them by it.
-SWEEP_LABEL = "tao-sweep"
 #: A ConfigMap holds at most 1 MiB of data; the trial table stays well under it (the rest: metadata).
 MAX_TABLE_BYTES = 900 * 1024
 
