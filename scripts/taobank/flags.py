@@ -50,8 +50,8 @@ class Shared:
                      for f in flags)
 
 
-def put(spec: dict, values: Mapping[str, Any], keys: Mapping[str, str],
-        convert: Mapping[str, Callable[[Any], Any]] | None = None) -> dict:
+def put(spec: dict[str, Any], values: Mapping[str, Any], keys: Mapping[str, str],
+        convert: Mapping[str, Callable[[Any], Any]] | None = None) -> dict[str, Any]:
     """``spec`` with each given value (not None) written under its key, through ``convert`` where one is named."""
     for name, key in keys.items():
         value = values.get(name)
@@ -60,7 +60,7 @@ def put(spec: dict, values: Mapping[str, Any], keys: Mapping[str, str],
     return spec
 
 
-def merge(spec: dict, values: Mapping[str, Any], keys: Mapping[str, str]) -> dict:
+def merge(spec: dict[str, Any], values: Mapping[str, Any], keys: Mapping[str, str]) -> dict[str, Any]:
     """``spec`` with each given dict of pairs merged over the one under its key (the flags win)."""
     for name, key in keys.items():
         extra = values.get(name)
@@ -69,7 +69,7 @@ def merge(spec: dict, values: Mapping[str, Any], keys: Mapping[str, str]) -> dic
     return spec
 
 
-def put_secrets_and_command(spec: dict, values: Mapping[str, Any]) -> dict:
+def put_secrets_and_command(spec: dict[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
     """The secret names (``--secret-env``) added to the spec's secrets, and the argv after ``--`` as its
     command: how the platforms whose command is an argv (SLURM, Docker) fold them in."""
     names = list(values.get("secret_env") or [])

@@ -141,7 +141,7 @@ def script_for(backend: str, timeout: int = 300) -> str:
     return script.replace("RENDEZVOUS_S", str(int(timeout)))
 
 
-def backend_of(entry: dict | None) -> str:
+def backend_of(entry: dict[str, Any] | None) -> str:
     """A cached verdict's backend (verdicts from before backends existed were NCCL's)."""
     return str((entry or {}).get("backend") or "nccl")
 
@@ -153,7 +153,7 @@ _PULL_WORDS = ("ImagePullBackOff", "ErrImagePull", "InvalidImageName", "image pu
                "unauthorized", "Could not process JSON input", "enroot-import")
 
 
-def verdict_of(result: dict) -> str:
+def verdict_of(result: dict[str, Any]) -> str:
     """The probe's verdict by cause, from a terminal status result: ok | hang/timeout | program-missing |
     no-gpu (the NCCL probe found no CUDA GPU) | pull-failed | not-run | failed (the collective itself failed)."""
     if result["state"] == State.COMPLETE:
@@ -191,7 +191,7 @@ def advice_for(verdict: str, *, helper: str, job_id: str, network_advice: str) -
     }.get(verdict, network_advice)
 
 
-def wait_terminal(platform_name: str, job_id: str, deadline_s: float, interval: float) -> dict:
+def wait_terminal(platform_name: str, job_id: str, deadline_s: float, interval: float) -> dict[str, Any]:
     """Watch the job until it is terminal or the deadline passes (then cancel it)."""
     (view,) = platform.watch(platform_name, [job_id], on_line=lambda line: None, first=interval, cap=interval,
                              deadline=deadline_s)
@@ -208,9 +208,9 @@ def wait_terminal(platform_name: str, job_id: str, deadline_s: float, interval: 
             "message": f"still {result['state']} after {int(deadline_s)}s ({result.get('message') or ''}): canceled"}
 
 
-def run(platform_name: str, cluster: str, spec: dict, submit: Callable[[dict], str], *, nodes: int,
+def run(platform_name: str, cluster: str, spec: dict[str, Any], submit: Callable[[dict[str, Any]], str], *, nodes: int,
         gpus_per_node: int, timeout: int, helper: str, advice: str, force: bool = False, interval: float = 5.0,
-        max_wait: float | None = None, backend: str = "nccl") -> dict:
+        max_wait: float | None = None, backend: str = "nccl") -> dict[str, Any]:
     """Run (or reuse) the probe; returns {"verdict", "cached", "cluster", "job_id", "message", "advice", ...}.
 
     ``submit`` sends ``spec`` through the platform's ordinary submit and returns the job id;
@@ -236,8 +236,8 @@ def run(platform_name: str, cluster: str, spec: dict, submit: Callable[[dict], s
 
 
 
-def probe(platform_name: str, cluster: str, spec: dict, opts: SubmitOptions, *, nodes: int, gpus: int,
-          backend: str, timeout: int, advice: str, **kw: Any) -> dict:
+def probe(platform_name: str, cluster: str, spec: dict[str, Any], opts: SubmitOptions, *, nodes: int, gpus: int,
+          backend: str, timeout: int, advice: str, **kw: Any) -> dict[str, Any]:
     """:func:`run` with ``spec`` sent through the platform's ordinary submit (same gates and record)."""
     adapter = platform.get(platform_name)
     return run(adapter.name, cluster, spec, lambda s: adapter.submit(s, opts).id, nodes=nodes,

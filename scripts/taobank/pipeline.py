@@ -35,7 +35,7 @@ class Submitted:
     gate: Gate
     sweep: str | None = None
     max_concurrent: int = 1
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def check_concurrency(value: int | None, n: int) -> int:
@@ -50,7 +50,7 @@ def check_concurrency(value: int | None, n: int) -> int:
     return value
 
 
-def submit(adapter: Platform, specs: list[dict], opts: SubmitOptions, *,
+def submit(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: SubmitOptions, *,
            trials: Sequence[Mapping[str, str]] | None = None, max_concurrent: int | None = None,
            search: Any = None) -> Submitted:
     """Submit ``specs`` on ``adapter`` in the one order; ``trials`` (the overrides of each spec) makes them a
@@ -134,7 +134,7 @@ def pending_credentials(spec: Mapping[str, Any], opts: SubmitOptions) -> list[st
 
 
 def without_credentials(spec: Mapping[str, Any], opts: SubmitOptions,
-                        names: Sequence[str]) -> tuple[dict, SubmitOptions]:
+                        names: Sequence[str]) -> tuple[dict[str, Any], SubmitOptions]:
     """``spec`` and ``opts`` without the credentials ``names`` (a dry run checks the rest without them)."""
     out = dict(spec)
     if isinstance(out.get("secrets"), list):
@@ -159,7 +159,7 @@ class DryRun:
 
     gate: Gate
     pending: list[str]
-    specs: list[dict]
+    specs: list[dict[str, Any]]
     opts: SubmitOptions
     #: the preview was rendered without the ``pending`` credentials (the platform needs their values for it)
     left_out: bool = False
@@ -178,7 +178,7 @@ class DryRun:
                         + (f"; not checked: {'; '.join(skipped)}" if skipped else "; nothing was skipped"))
 
 
-def dry_run(adapter: Platform, specs: list[dict], opts: SubmitOptions, *,
+def dry_run(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: SubmitOptions, *,
             trials: Sequence[Mapping[str, str]] | None = None, max_concurrent: int | None = None,
             search: Any = None) -> DryRun:
     """The read-only checks a submit of ``specs`` runs before any record (plan, the NCCL verdict, the adapter's
@@ -204,7 +204,7 @@ def dry_run(adapter: Platform, specs: list[dict], opts: SubmitOptions, *,
     return DryRun(gate, pending, specs, opts)
 
 
-def check_specs(adapter: Platform, specs: list[dict], opts: SubmitOptions, gate: Gate) -> None:
+def check_specs(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: SubmitOptions, gate: Gate) -> None:
     """Every job's TAO spec and overrides checked in one pass (:mod:`taobank.specgate`); any problem refuses the
     submit, one line each. A spec this machine cannot read, and a skipped check, are warnings of the gate."""
     if not opts.spec_check:
@@ -219,11 +219,11 @@ def check_specs(adapter: Platform, specs: list[dict], opts: SubmitOptions, gate:
     gate.lines += [f"warning: {note}" for note in notes]
 
 
-def _nccl_verdict(adapter: Platform, plans: list[Plan], opts: SubmitOptions) -> dict:
+def _nccl_verdict(adapter: Platform[Any, Any], plans: list[Plan], opts: SubmitOptions) -> dict[str, Any]:
     """The NCCL probe verdict a multi-node job needs (the probe itself needs none): one per cluster key."""
     if opts.probe:
         return {}
-    verdict: dict = {}
+    verdict: dict[str, Any] = {}
     for key in dict.fromkeys(adapter.cluster_key(p) for p in plans if p.nodes > 1):
         verdict = nccl_verdicts.require_ok(adapter.name, key, helper=adapter.helper, skip=opts.skip_nccl_probe)
     return verdict
@@ -237,8 +237,8 @@ def nccl_line(verdict: Mapping[str, Any]) -> str:
             f"{nccl_verdicts.proves(verdict.get('nccl_probe_backend'))})")
 
 
-def _open(adapter: Platform, plans: list[Plan], opts: SubmitOptions, gate: Gate, sweep_id: str | None,
-          trials: Sequence[Mapping[str, str]] | None, k: int, search: dict | None = None) -> list[Record]:
+def _open(adapter: Platform[Any, Any], plans: list[Plan], opts: SubmitOptions, gate: Gate, sweep_id: str | None,
+          trials: Sequence[Mapping[str, str]] | None, k: int, search: dict[str, Any] | None = None) -> list[Record]:
     """Open every record (all folders checked in one pass first); on a failure, those opened say ERROR."""
     ids = [p.job_id or f"new-job-{i}" for i, p in enumerate(plans)]
     records.refuse_nested([(p.results_dir.replace(records.ID_PLACEHOLDER, j), j) for p, j in zip(plans, ids)],
@@ -275,7 +275,7 @@ def _fail(recs: list[Record], message: str) -> None:
             records.mark(rec.id, State.ERROR, message=message, err_class="ERR_PROGRAM")
 
 
-def _bind(adapter: Platform, recs: list[Record], launches: list[Launch]) -> list[JobView]:
+def _bind(adapter: Platform[Any, Any], recs: list[Record], launches: list[Launch]) -> list[JobView]:
     """Each record bound to what its launch made; a launch that made a job that cannot run as it is raises
     after binding (the record names the job, and the error says what to do)."""
     views = []
@@ -293,7 +293,7 @@ def _bind(adapter: Platform, recs: list[Record], launches: list[Launch]) -> list
     return views
 
 
-def relaunch(adapter: Platform, job_id: str) -> JobView:
+def relaunch(adapter: Platform[Any, Any], job_id: str) -> JobView:
     """Finish a launch an earlier submit began (:meth:`Platform.relaunch`) and bind the record to it."""
     try:
         launch = adapter.relaunch(job_id, {})

@@ -17,13 +17,15 @@ from .records import Record
 from .states import State
 
 if TYPE_CHECKING:  # the platform module imports this one
-    from .platform import Platform as Adapter
+    from .platform import Platform
+
+    Adapter = Platform[Any, Any]
 
 
 def refresh(adapter: Adapter, recs: list[Record], *, retry: bool = True) -> list[Any]:
     """Observe the active ``recs`` of one platform (one batched query), mark them, open the infrastructure
     retries the observations ask for, clean up what ended; their views, retries appended."""
-    context: dict = {}
+    context: dict[str, Any] = {}
     recs = [Record.of(r) for r in recs]
     seen = {o.job_id: o for o in adapter.observe(recs, context=context)}
     views: dict[str, tuple[Record, Observation | None]] = {}
@@ -55,7 +57,7 @@ def refresh(adapter: Adapter, recs: list[Record], *, retry: bool = True) -> list
     return out
 
 
-def _apply(adapter: Adapter, rec: Record, obs: Observation, retry: bool, context: dict,
+def _apply(adapter: Adapter, rec: Record, obs: Observation, retry: bool, context: dict[str, Any],
            views: dict[str, tuple[Record, Observation | None]], ended: list[Record], carried: set[str],
            notes: dict[str, str]) -> None:
     """What ``obs`` says of ``rec`` marked on its record (:func:`refresh`'s step for one job)."""
@@ -140,7 +142,7 @@ def claim_retry(rec: records.Record) -> bool:
     return True
 
 
-def open_retry(adapter: Adapter, failed: Record, context: dict) -> Record:
+def open_retry(adapter: Adapter, failed: Record, context: dict[str, Any]) -> Record:
     """A new record linked by ``retry_of`` that the adapter relaunches; it says so when that fails."""
     was = Record.of(failed)
     job_id = names.mint_job_id(was.network_arch, was.action)
@@ -161,7 +163,7 @@ def open_retry(adapter: Adapter, failed: Record, context: dict) -> Record:
 
 
 # ------------------------------------------------------------------ cancel: the one rule
-def stop(adapter: Adapter, recs: list[Record], context: dict, *, batch: bool) -> tuple[list[Any], list[str]]:
+def stop(adapter: Adapter, recs: list[Record], context: dict[str, Any], *, batch: bool) -> tuple[list[Any], list[str]]:
     """Stop the active ``recs`` of one platform (``batch``: in one adapter call, else one call per job) and mark
     each CANCELED, or how it really ended first; (views, one-line errors ``"<id>: ..."``)."""
     recs = [Record.of(r) for r in recs]
@@ -188,7 +190,7 @@ def stop(adapter: Adapter, recs: list[Record], context: dict, *, batch: bool) ->
     return views, errors
 
 
-def already_ended(adapter: Adapter, rec: Record, context: dict) -> Any:
+def already_ended(adapter: Adapter, rec: Record, context: dict[str, Any]) -> Any:
     """``cancel`` of a job that had ended: nothing to stop; what it still held is released (a note)."""
     note = adapter.clean_finished(rec, context)
     view = adapter.view(rec)
