@@ -59,15 +59,16 @@ def start(sweep_id: str, first_trial: str) -> int | None:
     It inherits this environment without credential variables: it only starts containers made already."""
     if running(first_trial):
         return None
-    helper = Path(__file__).resolve().parents[1] / "tao_jobs.py"
+    scripts = str(Path(__file__).resolve().parents[1])  # where the package is (the bank is not installed)
     env = {k: v for k, v in os.environ.items() if not is_credential_name(k)}
-    return spawn_detached([sys.executable, str(helper), "sweep", "supervise", sweep_id],
+    env["PYTHONPATH"] = os.pathsep.join([scripts, *filter(None, [os.environ.get("PYTHONPATH")])])
+    return spawn_detached([sys.executable, "-m", "taobank", "supervise", sweep_id],
                           log=_folder(first_trial) / LOG, env=env)
 
 
 def supervise(sweep_id: str, first_trial: str, look: Callable[[], list[Any]], *, interval: float = INTERVAL,
               sleep: Callable[[float], None] = time.sleep, on_line: Callable[[str], None] = lambda line: None) -> int:
-    """The supervisor's loop (``tao_jobs.py sweep supervise ID``): ``look`` at the sweep (its status rows,
+    """The supervisor's loop (``python3 -m taobank supervise ID``): ``look`` at the sweep (its status rows,
     which also starts held trials) until every trial has ended; 0, also when another supervisor holds the
     lock already."""
     path = _folder(first_trial) / LOCK

@@ -34,7 +34,7 @@ def test_a_real_child_that_writes_latin1_is_read_as_text_holding_every_byte():
 def sweep(docker_fake, fake):
     """A Docker sweep of three trials, one at a time: trial 0 runs, with a Latin-1 byte in its status.json and a
     checkpoint whose name is not UTF-8."""
-    fake.on("python3", lambda c: c.argv[2:4] == ["sweep", "supervise"], ok("4242\n"))
+    fake.on("python3", lambda c: c.argv[1:4] == ["-m", "taobank", "supervise"], ok("4242\n"))
     engine = Engine(fake)
     done = sweeps.submit("docker", SPEC, SubmitOptions(), [{"train.optim.lr": f"0.{i + 1}"} for i in range(3)], 1)
     ids = [r.id for r in sweeps.trial_records(done.sweep)]

@@ -86,7 +86,7 @@ class Engine:
 @pytest.fixture()
 def engine(docker_fake, fake):
     # the sweep's detached supervisor (taobank.sweepsupervisor): answered with a pid, nothing starts
-    fake.on("python3", lambda c: c.argv[2:4] == ["sweep", "supervise"], ok("4242\n"))
+    fake.on("python3", lambda c: c.argv[1:4] == ["-m", "taobank", "supervise"], ok("4242\n"))
     return Engine(fake)
 
 
@@ -108,7 +108,7 @@ def test_a_docker_sweep_costs_a_fixed_number_of_engine_calls(engine, n):
     assert [records.load(i)["backend"]["held"] for i in ids] == [i >= K for i in range(n)]
 
     # a sweep with held trials gets ONE detached supervisor, started by the submit (the sweep runs by itself)
-    supervisors = [c for c in engine.fake.calls if c.argv[2:4] == ["sweep", "supervise"]]
+    supervisors = [c for c in engine.fake.calls if c.argv[1:4] == ["-m", "taobank", "supervise"]]
     assert [c.argv[4:] for c in supervisors] == ([[done.sweep]] if n > K else [])
 
     # status --sweep: ONE inspect of every container, nothing to release

@@ -24,7 +24,7 @@ def staging() -> bundle.Staging:
 
 @pytest.fixture()
 def engine(docker_fake, fake):
-    fake.on("python3", lambda c: c.argv[2:4] == ["sweep", "supervise"], ok("4242\n"))
+    fake.on("python3", lambda c: c.argv[1:4] == ["-m", "taobank", "supervise"], ok("4242\n"))
     return Engine(fake)
 
 

@@ -157,7 +157,7 @@ def test_docker_sweep_preview_contacts_nothing_and_shows_the_commands_the_submit
     engine.on("docker", lambda c: c.argv[1] == "info", '{"ServerVersion": "20.10.24", "SecurityOptions": []}')
     engine.on("docker", lambda c: c.argv[1:3] == ["image", "inspect"], "sha256:1")
     engine.on("docker", lambda c: c.argv[1] in ("create", "start"), ok("cid\n"))
-    engine.on("python3", lambda c: c.argv[2:4] == ["sweep", "supervise"], ok("4242\n"))
+    engine.on("python3", lambda c: c.argv[1:4] == ["-m", "taobank", "supervise"], ok("4242\n"))
     done = sweeps.submit("docker", DOCKER_SPEC, SubmitOptions(), TRIALS, K)
     import shlex
 

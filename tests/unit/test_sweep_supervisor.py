@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import fcntl
 import os
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from fakeproc import ok
 from taobank import records, sweepsupervisor
 from taobank.errors import TaoError
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 
 
 class Row:
@@ -65,7 +69,8 @@ def test_it_starts_detached_without_credentials(fake, first, monkeypatch):
 
     monkeypatch.setattr(sweepsupervisor, "spawn_detached", spawn)
     assert sweepsupervisor.start("s-1", first) == 4242
-    assert seen["argv"][0] == sys.executable and seen["argv"][2:] == ["sweep", "supervise", "s-1"]
+    assert seen["argv"] == [sys.executable, "-m", "taobank", "supervise", "s-1"]
+    assert seen["env"]["PYTHONPATH"].split(os.pathsep)[0] == str(SCRIPTS)
     assert "NGC_KEY" not in seen["env"] and seen["env"]["TAO_DOCKER_RESULTS_DIR"] == "/r"
     assert seen["log"] == str(records.artifact_dir(first) / sweepsupervisor.LOG)
 
@@ -76,3 +81,18 @@ def test_the_runner_answers_a_detached_start_in_unit_tests(fake, tmp_path):
     fake.on("python3", lambda c: True, ok("77\n"))
     assert run.spawn_detached(["python3", "x"], log=tmp_path / "log", env={}) == 77
     assert not (tmp_path / "log").exists()
+
+
+def test_the_module_entry_supervises_a_sweep_and_refuses_bad_usage_in_one_line(state_dir, monkeypatch):
+    """``python3 -m taobank supervise ID`` (what start() spawns) runs the loop over the sweep's status; a sweep
+    without trials is one line, a wrong word the usage."""
+    env = {**os.environ, "PYTHONPATH": str(SCRIPTS), "TAO_STATE_DIR": str(state_dir)}
+    bad = subprocess.run([sys.executable, "-m", "taobank", "watch", "s-1"], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert bad.returncode == 2 and bad.stderr.strip() == "usage: python3 -m taobank supervise SWEEP_ID [--interval SECONDS]"
+    bad = subprocess.run([sys.executable, "-m", "taobank", "supervise", "s-1", "--interval", "0"], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--interval must be a positive number" in bad.stderr
+    none = subprocess.run([sys.executable, "-m", "taobank", "supervise", "nosuch-sweep"], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert none.returncode != 0 and len(none.stderr.strip().splitlines()) == 1 and "Traceback" not in none.stderr

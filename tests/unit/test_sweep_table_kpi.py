@@ -21,7 +21,7 @@ VALUES = ["350", "210", "480"]  # each trial's lowest val_loss, in thousandths (
 @pytest.fixture()
 def ended(docker_fake, fake):
     """A 3-trial sweep whose trials all ended, each folder holding 3 epochs of status lines."""
-    fake.on("python3", lambda c: c.argv[2:4] == ["sweep", "supervise"], ok("4242\n"))
+    fake.on("python3", lambda c: c.argv[1:4] == ["-m", "taobank", "supervise"], ok("4242\n"))
     engine = Engine(fake)
     done = sweeps.submit("docker", SPEC, SubmitOptions(), [{"fake.best_val": v} for v in VALUES], len(VALUES))
     for v, view in zip(VALUES, done.views):

@@ -182,20 +182,6 @@ def add_sweep_verb(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--mode", choices=kpirank.MODES, help=kpirank.MODE_HELP)
     b.add_argument("--json", action="store_true", help="the winner and every trial ranked")
     b.set_defaults(func=cmd_best)
-    s = verbs.add_parser("supervise", help="start the held trials of a Docker sweep as slots free, until every "
-                         "trial has ended (submit starts this detached; status restarts it if it died)")
-    s.add_argument("id", metavar="SWEEP")
-    s.add_argument("--interval", type=float, default=5.0, metavar="SECONDS", help="between two looks (default 5)")
-    s.set_defaults(func=cmd_supervise)
-
-
-def cmd_supervise(args: argparse.Namespace) -> int:
-    from .. import sweeps
-    from ..errors import UsageError
-
-    if not args.interval > 0:
-        raise UsageError("--interval must be a positive number of seconds")
-    return sweeps.supervise(args.id, interval=args.interval, on_line=lambda line: print(line, flush=True))
 
 
 def cmd_best(args: argparse.Namespace) -> int:
