@@ -40,6 +40,15 @@ _TYPE_WORDS = {"string": "text", "integer": "a whole number", "number": "a numbe
                "object": "an object", "array": "a list"}
 
 
+def _said(node: Mapping[str, Any]) -> str | None:
+    """What a schema node stands for, in words: its description (or its $ref's), or "null"."""
+    if "description" in node:
+        return str(node["description"])
+    if "$ref" in node:
+        return _said(schema()["$defs"][node["$ref"].rsplit("/", 1)[-1]])
+    return "null" if node.get("type") == "null" else None
+
+
 def _words(f: Failure) -> str:
     """One line for a schema failure, naming the field (never its value)."""
     from ..redact import shown
@@ -63,6 +72,9 @@ def _words(f: Failure) -> str:
         return f"{at} has a key that is not a field name"
     if f.keyword == "allOf" and "description" in f.node:
         return f"it breaks the rule {f.node['description']!r}"
+    branches = [_said(b) for b in f.node.get("oneOf", ())] if f.keyword == "oneOf" else []
+    if branches and all(branches):
+        return f"{at} is not {' or '.join(str(b) for b in branches)}"
     if "description" in f.node:
         return f"{at} is not {f.node['description']}"
     return f"{at} breaks the schema's {f.keyword}"
