@@ -67,3 +67,13 @@ def test_a_damaged_record_is_one_line_naming_the_field_never_its_value(change, w
 
 def test_a_non_object_is_not_a_record():
     assert shape.damage([], "x") == "not a JSON object"
+
+
+def test_a_str_subclass_is_text():
+    """A record built in code may hold taobank.states.State members (StrEnum): they are their names."""
+    from taobank.states import State
+
+    rec = {**_record(), "state": State.PENDING,
+           "transitions": [{**_record()["transitions"][0], "state": State.PENDING}]}
+    assert shape.damage(rec, "dino-train-abc12") is None
+    assert shape.damage({**rec, "state": State.RUNNING}, "dino-train-abc12").startswith("its transitions run")

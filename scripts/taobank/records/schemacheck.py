@@ -4,8 +4,9 @@ Why not jsonschema: every mark of every poll writes a record, and importing json
 start-up (benchmarks/helper_startup.py --check keeps it out of every record verb); a list reads every record.
 The schema file stays the one description of the record; this module only reads it. A keyword it does not
 know is refused when the schema is compiled, so the file can never say more than is checked
-(tests/unit/test_record_shape.py holds its verdicts to jsonschema's). Stricter than JSON Schema in one way: a
-number with a fraction part is never a whole number (``1.0``), and ``true`` is never ``1``.
+(tests/unit/test_records.py holds its verdicts to jsonschema's). Stricter than JSON Schema in one way: a
+float is never a whole number (``1.0``), and ``true`` is never ``1``. A subclass of a
+JSON value's type (``taobank.states.State``, a ``str``) is that value.
 """
 from __future__ import annotations
 
@@ -64,13 +65,33 @@ def _all(checks: Sequence[Check]) -> Check:
     return check
 
 
+#: the Python types json.loads makes; a subclass of one (a StrEnum such as taobank.states.State) stands for it
+_EXACT = frozenset((str, int, float, bool, type(None), dict, list))
+_BASES = (bool, str, int, float, dict, list)  # bool before int: a bool is no integer
+_PLAIN: dict[type, Callable[[Any], Any]] = {str: str.__str__, int: int.__int__, float: float.__float__}
+
+
+def _json_type(v: Any) -> type:
+    """The Python type of the JSON value ``v`` stands for (``State.RUNNING`` is text)."""
+    t = type(v)
+    if t in _EXACT:
+        return t
+    return next((b for b in _BASES if isinstance(v, b)), t)
+
+
 def _members(values: Sequence[Any], node: Mapping[str, Any], keyword: str) -> Check:
     """``enum``/``const``: JSON scalars compared with their type (``true`` is not ``1``)."""
     if not all(v is None or type(v) in (str, int, float, bool) for v in values):
         raise ValueError(f"schema {keyword} with a member that is not a scalar: not checked here")
     pairs = frozenset((type(v), v) for v in values)
-    kinds = frozenset(type(v) for v in values)
-    return lambda v: None if type(v) in kinds and (type(v), v) in pairs else Failure((), keyword, node)
+
+    def check(v: Any) -> Failure | None:
+        t = type(v)
+        if t not in _EXACT:
+            t = _json_type(v)
+            v = _PLAIN[t](v) if t in _PLAIN else v
+        return None if t not in (dict, list) and (t, v) in pairs else Failure((), keyword, node)
+    return check
 
 
 #: the keywords about a plain value (text, number, a member of a list)
@@ -92,6 +113,8 @@ def _scalar(s: Mapping[str, Any]) -> Check:  # noqa: C901 - one branch per keywo
 
     def check(v: Any) -> Failure | None:
         t = type(v)
+        if t not in _EXACT:
+            t = _json_type(v)
         if kinds is not None and t not in kinds:
             return Failure((), "type", s)
         if members is not None:
@@ -154,13 +177,13 @@ class _Compiler:
         out: list[Check] = []
         if "minItems" in s or "maxItems" in s:
             lo, hi = s.get("minItems", 0), s.get("maxItems", float("inf"))
-            out.append(lambda v: None if type(v) is not list or lo <= len(v) <= hi
+            out.append(lambda v: None if not isinstance(v, list) or lo <= len(v) <= hi
                        else Failure((), "minItems" if len(v) < lo else "maxItems", s))
         if "items" in s:
             item = self.node(s["items"])
 
             def items(v: Any) -> Failure | None:
-                if type(v) is list:
+                if isinstance(v, list):
                     for i, x in enumerate(v):
                         f = item(x)
                         if f is not None:
@@ -175,7 +198,7 @@ class _Compiler:
             need = tuple(s["required"])
 
             def required(v: Any) -> Failure | None:
-                if type(v) is dict:
+                if isinstance(v, dict):
                     for k in need:
                         if k not in v:
                             return Failure((), "required", s, k)
@@ -185,7 +208,7 @@ class _Compiler:
             deps = tuple((k, tuple(ks)) for k, ks in s["dependentRequired"].items())
 
             def dependent(v: Any) -> Failure | None:
-                if type(v) is dict:
+                if isinstance(v, dict):
                     for k, ks in deps:
                         if k in v:
                             for want in ks:
@@ -195,13 +218,13 @@ class _Compiler:
             out.append(dependent)
         if "minProperties" in s or "maxProperties" in s:
             lo, hi = s.get("minProperties", 0), s.get("maxProperties", float("inf"))
-            out.append(lambda v: None if type(v) is not dict or lo <= len(v) <= hi
+            out.append(lambda v: None if not isinstance(v, dict) or lo <= len(v) <= hi
                        else Failure((), "minProperties" if len(v) < lo else "maxProperties", s))
         if "propertyNames" in s:
             name = self.node(s["propertyNames"])
 
             def names(v: Any) -> Failure | None:
-                if type(v) is dict:
+                if isinstance(v, dict):
                     for k in v:
                         if name(k) is not None:
                             return Failure((), "propertyNames", s)
@@ -211,7 +234,7 @@ class _Compiler:
         extra = s.get("additionalProperties", True)
         if extra is False:
             def closed(v: Any) -> Failure | None:
-                if type(v) is dict:
+                if isinstance(v, dict):
                     for k in v:
                         if k not in props:
                             return Failure((), "additionalProperties", s, str(k))
@@ -221,7 +244,7 @@ class _Compiler:
             listed = tuple(props.items())
 
             def properties(v: Any) -> Failure | None:
-                if type(v) is dict:
+                if isinstance(v, dict):
                     for k, c in listed:
                         if k in v:
                             f = c(v[k])
@@ -233,7 +256,7 @@ class _Compiler:
             rest = self.node(extra)
 
             def others(v: Any) -> Failure | None:
-                if type(v) is dict:
+                if isinstance(v, dict):
                     for k, x in v.items():
                         if k not in props:
                             f = rest(x)
