@@ -51,6 +51,7 @@ def _record() -> dict:
     ({"backend": {"engine": 5}}, "backend engine is not text"),
     ({"backend": {"container": "--privileged"}}, "backend container is not a container name"),
     ({"backend": {NVAPI: "1"}}, "backend has a key that is not a field name"),
+    ({"backend": {"AKIA" + "ABCDEFGHIJ234567": [1]}}, "backend (a key not shown) is not text"),
     ({NVAPI: "1"}, "(value not shown: it looks like it carries a credential) is not a field of a record"),
     ({"message": NVAPI * 100}, "message breaks the schema's maxLength"),
     ({"trial": 0}, "sweep fields"), ({"sweep": "UPPER", "trial": 0, "overrides": {}}, "sweep fields"),

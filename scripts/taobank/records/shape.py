@@ -51,9 +51,10 @@ def _said(node: Mapping[str, Any]) -> str | None:
 
 def _words(f: Failure) -> str:
     """One line for a schema failure, naming the field (never its value)."""
-    from ..redact import shown
+    from ..redact import looks_like_secret, shown
 
-    at = " ".join(str(p) for p in f.path)
+    # a path holds the record's own keys (a backend key may be anything field-like): never one that looks secret
+    at = " ".join("(a key not shown)" if isinstance(p, str) and looks_like_secret(p) else str(p) for p in f.path)
     if (f.path and f.path[0] in SWEEP_FIELDS) or (not f.path and f.name in SWEEP_FIELDS):
         return "its sweep fields are not a sweep id, a trial number and key=value overrides"
     if f.keyword == "type":
