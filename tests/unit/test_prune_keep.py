@@ -297,7 +297,7 @@ def test_keep_best_over_a_sweeps_trials_keeps_only_the_winners_best(three_jobs, 
     _, jobs = three_jobs
     for trial, ((jid, folder), loss) in enumerate(zip(jobs, (0.3, 0.1, 0.2))):
         rec = records.load(jid)
-        records._replace(jid, {**rec, "sweep": "dino-train-5a5a5a5a", "trial": trial, "overrides": {"lr": str(trial)}})
+        records.store.replace(jid, {**rec, "sweep": "dino-train-5a5a5a5a", "trial": trial, "overrides": {"lr": str(trial)}})
         with open(os.path.join(folder, "status.json"), "w") as fh:  # each trial's best val_loss at epoch 2
             fh.write("".join(json.dumps({"status": "RUNNING", "epoch": e, "kpi": {"val_loss": loss + abs(e - 2)}})
                              + "\n" for e in range(4)))

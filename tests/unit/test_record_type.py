@@ -4,6 +4,8 @@ it was stored."""
 from __future__ import annotations
 
 import json
+import types
+import typing
 from dataclasses import FrozenInstanceError, fields
 from pathlib import Path
 
@@ -22,6 +24,32 @@ def test_every_schema_property_is_a_field_and_every_field_a_property():
     required = {f.name for f in fields(Record) if f.default is f.default_factory}  # no default: must be given
     assert required <= set(SCHEMA["required"])
     assert set(Record.OPTIONAL) == set(SCHEMA["properties"]) - set(SCHEMA["required"]) - {"description"}
+
+
+def _json_types(node: dict) -> set[str]:
+    """The JSON types a schema node allows (through $ref, const, enum, oneOf)."""
+    if "type" in node:
+        return {node["type"]} if isinstance(node["type"], str) else set(node["type"])
+    if "$ref" in node:
+        return _json_types(SCHEMA["$defs"][node["$ref"].rsplit("/", 1)[-1]])
+    if "const" in node or "enum" in node:
+        names = {str: "string", int: "integer", bool: "boolean", type(None): "null"}
+        return {names[type(v)] for v in ([node["const"]] if "const" in node else node["enum"])}
+    return set().union(*(_json_types(b) for b in node["oneOf"]))
+
+
+def test_every_fields_type_is_the_schemas():
+    """The dataclass and the schema say one shape: each field's Python type is its property's JSON type, and a
+    field may be None exactly when the property may be null or absent (Record.OPTIONAL)."""
+    python = {"string": str, "integer": int, "object": dict, "array": tuple}
+    hints = typing.get_type_hints(Record)
+    for f in fields(Record):
+        allowed = _json_types(SCHEMA["properties"][f.name])
+        args = typing.get_args(hints[f.name]) if typing.get_origin(hints[f.name]) in (types.UnionType, typing.Union) \
+            else (hints[f.name],)
+        plain = {typing.get_origin(a) or a for a in args if a is not type(None)}
+        assert plain == {python[t] for t in allowed - {"null"}}, f.name
+        assert (type(None) in args) == ("null" in allowed or f.name in Record.OPTIONAL), f.name
 
 
 def test_a_stored_record_reads_as_typed_values_and_writes_back_as_stored(state_dir):

@@ -68,8 +68,8 @@ def test_prune_refuses_a_folder_holding_a_live_jobs_results(slurm, cli):
 
 def test_a_sweep_checks_every_trial_folder_in_one_pass(fake, monkeypatch):
     calls = []
-    real = records.list_records
-    monkeypatch.setattr(records, "list_records", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = records.store.list_records
+    monkeypatch.setattr(records.store, "list_records", lambda *a, **k: calls.append(1) or real(*a, **k))
     records.refuse_nested([(f"/res/t{i}", f"t{i}") for i in range(50)], "docker")
     assert len(calls) == 1
 
@@ -89,7 +89,7 @@ def _damage(job_id: str, **changes) -> None:
 @pytest.mark.parametrize("change, words", [
     ({"trial": "abc"}, "sweep fields"), ({"overrides": "xyz"}, "sweep fields"),
     ({"overrides": {"a": "$(id)"}}, "sweep fields"), ({"backend": {"engine": 5}}, "backend engine is not text"),
-    ({"backend": {"engine": [1]}}, "not text, a whole number"), ({"backend": {"results_dir": "/"}}, "whole disk"),
+    ({"backend": {"poll": [1]}}, "backend poll is not text, a whole number or true/false"), ({"backend": {"results_dir": "/"}}, "whole disk"),
     ({"backend": {"results_dir": "/etc"}}, "named after the job"), ({"results_dir": "/"}, "whole disk"),
 ])
 def test_a_damaged_field_is_one_line_when_the_record_is_read(fake, change, words):

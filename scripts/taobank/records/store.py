@@ -1,0 +1,242 @@
+"""Where records live and how they are read and written: one JSON file per job in the state folder.
+
+* Location: ``$TAO_STATE_DIR`` or ``${XDG_STATE_HOME:-~/.local/state}/tao-skill-bank/jobs``;
+  the folder is mode 700, every file 600 whatever the umask.
+* Writes are atomic (temp file in the same folder, fsync, rename, fsync of the
+  folder): a writer killed at any point leaves the old or the new record.
+* A read-modify-write holds an exclusive ``fcntl`` lock on ``<id>.lock`` (:func:`state_lock`), so
+  concurrent marks from many processes lose no transition.
+* Every write and every read is checked by :mod:`.shape` (the schema and the transition table).
+* A new id is linked into place with ``os.link`` (fails if the name exists), so
+  a colliding id is minted again, never overwritten.
+"""
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import stat
+from contextlib import AbstractContextManager, contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator, cast
+
+from .. import fsio, names, registry, safeparse, states
+from ..errors import TaoError
+from ..redact import shown
+from . import shape
+from .record import Record
+
+STATE_DIR_ENV = "TAO_STATE_DIR"
+_MAX_RECORD_BYTES = 4 * 1024 * 1024
+
+
+# ---------------------------------------------------------------- paths
+def state_dir() -> Path:
+    """The record folder: created mode 700 when new; an existing one is used as it is, never chmod-ed.
+
+    Refused when another user owns it or when it is group/world-writable
+    (anyone could then plant or swap records there, e.g. ``TAO_STATE_DIR=/tmp``).
+    """
+    env = os.environ.get(STATE_DIR_ENV)
+    if env:
+        d = Path(env).expanduser()
+    else:
+        base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+        d = Path(base) / "tao-skill-bank" / "jobs"
+    d = d.absolute()
+    try:
+        if not d.exists():
+            d.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            d.mkdir(mode=0o700, exist_ok=True)
+        st = d.stat()
+    except OSError as exc:
+        raise TaoError(f"cannot use state directory {d}: {exc.strerror}: set {STATE_DIR_ENV} to a writable folder") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise TaoError(f"state directory {d} is not a folder: set {STATE_DIR_ENV} to a folder of your own")
+    if st.st_uid != os.getuid():
+        raise TaoError(f"state directory {d} belongs to another user: set {STATE_DIR_ENV} to a folder of your own")
+    if st.st_mode & 0o022:
+        raise TaoError(f"state directory {d} is writable by others (mode {oct(st.st_mode & 0o777)}): "
+                       f"chmod 700 {d}, or set {STATE_DIR_ENV} to a private folder")
+    return d
+
+
+def check_id(job_id: str) -> str:
+    """``job_id`` when it is a job id (a DNS-1035 label of at most :data:`names.MAX_ID_LEN`); else TaoError."""
+    if not isinstance(job_id, str) or not names.is_dns1035_label(job_id) or len(job_id) > names.MAX_ID_LEN:
+        raise TaoError(f"{shown(job_id)} is not a job id: ids are printed by 'tao_job_record.py open' (see 'list')")
+    return job_id
+
+
+def record_path(job_id: str) -> Path:
+    return state_dir() / f"{check_id(job_id)}.json"
+
+
+def artifact_dir(job_id: str) -> Path:
+    """Mode-700 folder beside the record for saved logs and other artifacts of the job (never a symlink)."""
+    load(job_id)  # only for jobs that exist
+    d = state_dir() / f"{job_id}.d"
+    try:
+        d.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(d)
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        raise TaoError(f"{d} is not a plain folder (a symlink or a file): remove it; the bank never follows links there")
+    if st.st_mode & 0o077:
+        os.chmod(d, 0o700)  # our own folder (checked above): keep its logs private
+    return d
+
+
+# ---------------------------------------------------------------- the lock
+@contextmanager
+def state_lock(name: str) -> Iterator[None]:
+    """Held (an exclusive ``flock``) across every process on this machine while the block runs: the lock file
+    ``name`` in the state folder, a plain file the bank made (never a link)."""
+    path = state_dir() / name
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):
+            raise TaoError(f"{path} is a symlink: remove it; the bank never follows links in its state folder") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise TaoError(f"{path} is not a plain file: remove it")
+    try:
+        os.fchmod(fd, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing drops the lock
+
+
+def locked(job_id: str) -> AbstractContextManager[None]:
+    """The lock every read-modify-write of ``job_id``'s record holds."""
+    return state_lock(f"{job_id}.lock")
+
+
+# ---------------------------------------------------------------- writes
+def now() -> str:
+    """A record's time stamp (UTC, microseconds)."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _write_temp(d: Path, job_id: str, rec: dict[str, Any]) -> str:
+    data = (json.dumps(rec, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+    return fsio.write_temp(d, f".{job_id}.", data)
+
+
+def replace(job_id: str, rec: dict[str, Any]) -> None:
+    """Write ``rec`` over the record of ``job_id`` (checked first; atomic; the caller holds :func:`locked`)."""
+    shape.validate(rec)
+    d = state_dir()
+    tmp = _write_temp(d, job_id, rec)
+    try:
+        os.replace(tmp, d / f"{job_id}.json")
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    fsio.fsync_dir(d)
+
+
+def create(job_id: str, rec: dict[str, Any]) -> bool:
+    """Put a new record in place unless the id exists (False then). Never overwrites."""
+    shape.validate(rec)
+    d = state_dir()
+    tmp = _write_temp(d, job_id, rec)
+    try:
+        os.link(tmp, d / f"{job_id}.json")
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(tmp)
+    fsio.fsync_dir(d)
+    return True
+
+
+def sweep_temps(job_id: str, min_age_s: float = 60.0) -> None:
+    """Remove temp files of writers killed mid-write (called under the record's lock)."""
+    import time
+
+    cutoff = time.time() - min_age_s
+    for tmp in state_dir().glob(f".{job_id}.*.tmp"):
+        try:
+            if tmp.stat().st_mtime < cutoff:
+                tmp.unlink()
+        except FileNotFoundError:
+            pass
+
+
+# ---------------------------------------------------------------- reads
+def read(path: Path) -> dict[str, Any]:
+    """A record file: a regular file (no symlink, no FIFO) holding a whole record (:func:`shape.damage`)."""
+    try:
+        raw = fsio.read_regular(path, "job record", max_bytes=_MAX_RECORD_BYTES, follow_links=False, missing_ok=True)
+    except TaoError as exc:
+        raise TaoError(f"{exc}: remove or restore it") from None
+    if raw is None:
+        raise TaoError(f"no job record {path.stem} in {path.parent}: see 'tao_jobs.py list'")
+    try:
+        rec = safeparse.json_value(raw, f"job record {path}")
+    except TaoError as exc:
+        raise TaoError(f"{exc}: restore it or remove it") from None
+    problem = shape.damage(rec, path.stem)
+    if problem:
+        raise TaoError(f"job record {path} is damaged ({problem}): restore it or remove it")
+    return cast(dict[str, Any], rec)  # the schema found a JSON object
+
+
+def load(job_id: str) -> dict[str, Any]:
+    """The record of ``job_id`` (TaoError if there is none)."""
+    return read(record_path(job_id))
+
+
+def get(job_id: str) -> Record:
+    """The record of ``job_id`` as typed values (TaoError if there is none)."""
+    return Record.of(load(job_id))
+
+
+def list_records(platform: str | None = None, state: str | None = None, active: bool = False,
+                 problems: list[str] | None = None, sweep: str | None = None) -> list[dict[str, Any]]:
+    """Records, oldest first, filtered by platform, state and/or activity.
+
+    A damaged or foreign file never hides the other jobs: it is skipped and,
+    when ``problems`` is given, described there (one line each).
+    """
+    plat = registry.canonical(platform) if platform else None
+    st = states.canonical_state(state) if state else None
+    out = []
+    for f in state_dir().glob("*.json"):
+        if not names.is_dns1035_label(f.stem):
+            continue
+        try:
+            rec = read(f)
+        except TaoError as exc:
+            if f.exists() or f.is_symlink():  # not merely removed while listing
+                if problems is not None:
+                    problems.append(str(exc))
+            continue
+        if plat and rec.get("platform") != plat:
+            continue
+        if st and rec.get("state") != st:
+            continue
+        if active and rec.get("state") not in states.ACTIVE:
+            continue
+        if sweep and rec.get("sweep") != sweep:
+            continue
+        out.append(rec)
+    out.sort(key=lambda r: (r.get("created_at", ""), r.get("id", "")))
+    return out
+
+
+def find(platform: str | None = None, state: str | None = None, active: bool = False,
+         problems: list[str] | None = None, sweep: str | None = None) -> list[Record]:
+    """:func:`list_records` as typed values."""
+    return [Record.of(r) for r in list_records(platform, state, active, problems, sweep)]
+
+
+__all__ = ["STATE_DIR_ENV", "state_dir", "check_id", "record_path", "artifact_dir", "state_lock", "locked", "now",
+           "replace", "create", "sweep_temps", "read", "load", "get", "list_records", "find"]

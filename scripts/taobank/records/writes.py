@@ -1,0 +1,179 @@
+"""The record's two writers: :func:`open_record` (a new PENDING record under a fresh id) and :func:`mark` (a
+move under the transition table of :mod:`taobank.states`). Free text passes through
+:func:`taobank.redact.redact_text`; a ``results_dir`` carrying credentials is refused."""
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping
+
+from .. import names, registry, states
+from ..errors import TaoError
+from ..states import State
+from . import store
+from .folders import ID_PLACEHOLDER, check_results_dir
+from .nesting import refuse_nested
+from .record import RECORD_VERSION
+from .shape import LINEAGE_FIELDS
+from .values import clean_backend, clean_text, description as clean_description, required
+
+STORAGE_TIERS = ("A", "C")
+_MAX_MINT_TRIES = 32
+
+
+def open_record(
+    platform: str,
+    image: str,
+    network_arch: str,
+    action: str,
+    storage_tier: str,
+    results_dir: str,
+    *,
+    retry_of: str | None = None,
+    backend: Mapping[str, Any] | None = None,
+    description: str | None = None,
+    job_id: str | None = None,
+    lineage: Mapping[str, str | None] | None = None,
+    sweep: tuple[str, int, Mapping[str, str]] | None = None,
+    check_folder: bool = True,
+) -> dict[str, Any]:
+    """Mint an id and store a PENDING record; returns it (``rec["id"]``).
+
+    ``job_id`` is an id minted up front (:func:`names.mint_job_id`, so a
+    platform can render names from it before the record exists); it is refused
+    if a record already has it.
+
+    ``results_dir`` may hold :data:`ID_PLACEHOLDER` (``/results/{id}``): it
+    becomes the minted id, so the record names the job's own folder.
+
+    ``retry_of`` links a retry to a finished parent (attempt = parent's + 1);
+    retrying a job that is still active is refused (it would run twice).
+
+    ``lineage`` (``parent``, ``continues``: job ids, checked by :mod:`taobank.lineage`) is stored as given.
+
+    ``check_folder``: refuse a results folder inside another record's folder, or holding one
+    (:func:`refuse_nested`); a sweep checks all its trials' folders in one pass and passes False.
+    """
+    tier = required("storage_tier", storage_tier).upper()
+    if tier not in STORAGE_TIERS:
+        raise TaoError(f"storage tier {storage_tier!r} is unknown: use A (mounted volume) or C (S3 staging)")
+    attempt = 1
+    if retry_of is not None:
+        parent = store.load(retry_of)
+        if parent["platform"] != registry.canonical(platform):
+            raise TaoError(f"job {retry_of} is a {parent['platform']} job: a retry runs on the same platform")
+        if parent["state"] not in states.TERMINAL:
+            raise TaoError(f"job {retry_of} is {parent['state']}: mark it ERROR or CANCELED before opening a retry")
+        attempt = parent["attempt"] + 1
+    now = store.now()
+    rec: dict[str, Any] = {
+        "record_version": RECORD_VERSION,
+        "id": "",
+        "platform": registry.canonical(platform),
+        "image": required("image", image),
+        "network_arch": required("network_arch", network_arch),
+        "action": required("action", action),
+        "description": clean_description(description),
+        "storage_tier": tier,
+        "results_dir": check_results_dir(results_dir),
+        "backend_ref": None,
+        "backend": clean_backend(backend),
+        "state": states.INITIAL.value,  # plain strings in the store (the enum is for code)
+        "err_class": None,
+        "message": None,
+        "transitions": [{"time": now, "state": states.INITIAL.value, "source": "agent", "message": "opened"}],
+        "retry_of": retry_of,
+        "attempt": attempt,
+        "created_at": now,
+        "updated_at": now,
+    }
+    for key, value in (lineage or {}).items():
+        if key not in LINEAGE_FIELDS:
+            raise TaoError(f"lineage field {key!r} is unknown: use {' or '.join(LINEAGE_FIELDS)}")
+        if value is not None:
+            rec[key] = store.check_id(value)
+    if sweep is not None:  # a sweep trial (taobank.sweeps): its sweep id, index and overrides
+        rec.update(sweep=sweep[0], trial=int(sweep[1]), overrides=dict(sweep[2]))
+    if "@" in rec["image"].split("/", 1)[0]:  # user:password@registry/...; a digest's @ comes after a /
+        raise TaoError("image carries credentials (user@ or user:pass@ before the registry): give the bare image "
+                       "reference and use a pull secret")
+    for field in ("image", "network_arch", "action"):  # stored as given (and arch/action shape the id)
+        if clean_text(rec[field]) != rec[field]:
+            raise TaoError(f"{field} looks like it carries a credential: give the bare value, never a secret")
+    template = rec["results_dir"]
+    if check_folder and retry_of is None:  # a retry carries on in its parent's folder, checked when that opened
+        new_id = job_id or "new-job"
+        refuse_nested([(template.replace(ID_PLACEHOLDER, new_id), new_id)], rec["platform"])
+    for _ in range(1 if job_id else _MAX_MINT_TRIES):
+        rec["id"] = store.check_id(job_id) if job_id else names.mint_job_id(rec["network_arch"], rec["action"])
+        rec["results_dir"] = template.replace(ID_PLACEHOLDER, rec["id"])  # one folder per job, named by its id
+        if store.create(rec["id"], rec):
+            return rec
+    if job_id:
+        raise TaoError(f"a record {job_id} exists already in {store.state_dir()}: submit again (a new id is minted)")
+    raise TaoError(f"could not mint a free job id after {_MAX_MINT_TRIES} tries in {store.state_dir()}: "
+                   "check the folder")
+
+
+def mark(
+    job_id: str,
+    state: str,
+    *,
+    backend_ref: str | None = None,
+    source: str = "agent",
+    message: str | None = None,
+    err_class: str | None = None,
+    backend: Mapping[str, Any] | None = None,
+    rebind: bool = False,
+) -> dict[str, Any]:
+    """Move a record to ``state`` under the transition table; returns the stored record.
+
+    ``rebind``: ``backend_ref`` may change (a job that resubmitted itself under the same record:
+    the ref follows the live backend job); otherwise a bound ref never changes.
+
+    Same state on an active record: updates backend_ref/backend/message only
+    (nothing is written when none of them changes).
+    Same state on a terminal record: no-op. Anything outside the table: TaoError.
+    """
+    new = states.canonical_state(state)
+    src = states.canonical_source(source)
+    cls = states.canonical_err_class(err_class) if err_class else None
+    if cls and new != State.ERROR:
+        raise TaoError(f"err_class {cls} is only allowed with --state ERROR (got {new})")
+    meta = clean_backend(backend)
+    msg = clean_text(message)
+    ref = None if backend_ref is None else required("backend_ref", backend_ref)
+    if ref is not None and clean_text(ref) != ref:
+        raise TaoError("backend_ref looks like it carries a credential: refused")
+    path = store.record_path(job_id)
+    with store.locked(job_id):
+        rec = store.read(path)
+        cur = rec["state"]
+        if cur in states.TERMINAL:
+            if new == cur:
+                return rec  # repeating a final mark (poller + agent) changes nothing
+            raise TaoError(f"job {job_id} is {cur} (terminal) and cannot become {new}: {states.allowed_text(cur)}")
+        if new != cur and not states.is_allowed(cur, new):
+            raise TaoError(f"illegal transition {cur} -> {new} for job {job_id}: {states.allowed_text(cur)}")
+        before = json.dumps(rec, sort_keys=True)
+        if ref is not None:
+            if rec["backend_ref"] not in (None, ref) and not rebind:
+                raise TaoError(f"job {job_id} is bound to backend_ref {rec['backend_ref']!r}: it cannot change to {ref!r}")
+            rec["backend_ref"] = ref
+        rec["backend"].update(meta)
+        if new == cur and (msg is None or msg == rec["message"]) and json.dumps(rec, sort_keys=True) == before:
+            return rec  # a poll that learnt nothing new writes nothing
+        now = store.now()
+        if msg is not None:
+            rec["message"] = msg
+        if new != cur:
+            rec["state"] = new.value
+            rec["transitions"].append({"time": now, "state": new.value, "source": src, "message": msg})
+            if new == State.ERROR:
+                rec["err_class"] = cls
+        rec["updated_at"] = now
+        store.replace(job_id, rec)
+        store.sweep_temps(job_id)
+        return rec
+
+
+__all__ = ["STORAGE_TIERS", "open_record", "mark"]

@@ -1,0 +1,44 @@
+"""Secret lint and redaction: the rules are data (:data:`rules.RULES`).
+
+``lint_text`` finds inline credentials in rendered manifests, sbatch scripts
+and shell snippets and reports the rule and ``file:line`` -- never the value,
+nor any part of it. ``redact_text`` returns the text with every value that
+``lint_text`` flags masked (the record store passes free text through it).
+``lint_objects`` lints manifests as sent: objects, never a re-wrapped dump.
+``is_credential_name`` is the one rule for "this variable name holds a secret".
+
+What is never flagged: references (``$VAR``, ``${VAR}``, ``$(cmd)``,
+``{{ tmpl }}``, ``valueFrom``/``secretRef``, another variable's name such as
+``NGC_API_KEY``), placeholders (``<your-key>``, ``***``, ``...``), names that
+only contain a credential word (``HF_TOKEN_PATH``, ``CRED_SECRET_FILE``,
+``NUM_TOKEN=5``).
+
+A reviewed line is allowed by a marker on that line naming the rule and a
+reason, e.g. ``# lint-ok: credential-assignment fixed password of the local
+test cluster``. Lint lists every allowance it honoured; a marker with an
+unknown rule or no reason is itself a finding (``bad-allowance``).
+
+Every scan is linear in the size of the text, with a small constant: a line
+rule's regex only finds where a value starts (``--token ``, ``HF_TOKEN=``), and
+the value is cut from the line's runs of value characters, each found once, so
+no long line is rescanned from every position; the YAML structure rules walk
+the lines once with a stack.
+
+The parts, one idea each: :mod:`.names` (which names hold a secret), :mod:`.values` (what a value looks like),
+:mod:`.rules` (the rule table), :mod:`.line_rules` and :mod:`.structure_rules` (the two kinds of scan),
+:mod:`.findings`, :mod:`.lint` (the scan over a text, allowances), :mod:`.masking` (redact_text) and
+:mod:`.quoting` (values fit for an error line).
+"""
+from __future__ import annotations
+
+from .findings import Finding
+from .lint import lint_objects, lint_text, looks_like_secret, rules_markdown, scan
+from .masking import redact_text
+from .names import is_credential_name
+from .quoting import shown, shown_keys, unknown_fields
+from .rules import RULE_NAMES, RULES, Rule
+from .values import MASK, PROSE_WORDS, is_reference
+
+__all__ = ["MASK", "PROSE_WORDS", "RULES", "RULE_NAMES", "Rule", "Finding", "is_credential_name", "is_reference",
+           "lint_text", "lint_objects", "looks_like_secret", "redact_text", "rules_markdown", "scan", "shown",
+           "shown_keys", "unknown_fields"]
