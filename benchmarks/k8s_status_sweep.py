@@ -35,7 +35,7 @@ def sh(argv: list[str], env: dict, stdin: str | None = None) -> subprocess.Compl
 
 def setup(n: int, env: dict) -> list[str]:
     from taobank import records
-    from taobank.kubernetes.render import render_manifests
+    from taobank.platforms.kubernetes.render import render_manifests
 
     ids, objs = [], []
     for _ in range(n):
@@ -45,7 +45,7 @@ def setup(n: int, env: dict) -> list[str]:
         objs += render_manifests({"image": "busybox", "command": "true", "gpus": 0, "no_results": True,
                                   "pod_annotations": {lk.KEEP_RUNNING_ANNOTATION: "true"}},
                                  job_id=rec["id"], namespace=NS)
-    from taobank.kubernetes.kubectl import json_objects
+    from taobank.platforms.kubernetes.kubectl import json_objects
 
     items = json_objects(sh(["kubectl", "-n", NS, "create", "-f", "-", "-o", "json"], env,
                             json.dumps({"apiVersion": "v1", "kind": "List", "items": objs})).stdout)

@@ -8,7 +8,7 @@ The default sizes take about 5 minutes on the local cluster (the naive baseline
 at N=100 is ~500 ssh sessions); every job runs `true` and is scancel-ed at the end.
 
 Counts come from the bank's own call log (taobank.run.CALLS: every ssh argv)
-classified by taobank.slurm.ssh.classify_argv: "connect" = a new SSH
+classified by taobank.platforms.slurm.ssh.classify_argv: "connect" = a new SSH
 connection (ControlMaster opened), "command" = one remote command over it,
 "control" = local ``ssh -O check``/``-G`` calls that open no connection.
 
@@ -46,9 +46,9 @@ sys.path[:0] = [str(BANK / "scripts"), str(BANK), str(BANK / "benchmarks")]  # t
 from taobank import records  # noqa: E402
 from taobank import run as runmod  # noqa: E402
 from testclusters import slurm as local_slurm  # noqa: E402
-from taobank.slurm import ssh  # noqa: E402
+from taobank.platforms.slurm import ssh  # noqa: E402
 from taobank import platform  # noqa: E402
-from taobank.slurm import submit as slurm_submit  # noqa: E402
+from taobank.platforms.slurm import submit as slurm_submit  # noqa: E402
 
 #: remote commands of one submit of SPEC: the preflight (paths, and the partition's node sizes before a record opens),
 #: stage, find by name (a lost sbatch answer is never resubmitted), sbatch

@@ -40,7 +40,7 @@ BANK = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(BANK / "scripts"), str(BANK), str(BANK / "benchmarks")]  # taobank, testclusters, checks.py
 
 from taobank import pins  # noqa: E402
-from taobank.slurm import ssh  # noqa: E402
+from taobank.platforms.slurm import ssh  # noqa: E402
 
 SLURM_SPEC = {"network_arch": "bench", "action": "noop", "num_gpus": 0, "cpus_per_task": 1, "time_hours": 0.25,
               "command": ["true"]}

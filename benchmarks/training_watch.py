@@ -59,7 +59,7 @@ sys.path[:0] = [str(BANK / "scripts"), str(BANK), str(BANK / "benchmarks")]  # t
 from taobank import records  # noqa: E402
 from taobank import run as runmod  # noqa: E402
 from taobank import platform  # noqa: E402
-from taobank.slurm import ssh  # noqa: E402
+from taobank.platforms.slurm import ssh  # noqa: E402
 
 from slurm_sweep import counts, plain_options, use_cluster  # noqa: E402
 
@@ -433,7 +433,7 @@ def k8s_fetch_case(size_mb: int, tmp: Path) -> dict:
     bank's fetch (its reader pod included) against a pod mounting the PVC plus `kubectl cp` (pod included)."""
     import testclusters.kubernetes as lk
     from taobank import pins
-    from taobank.kubernetes.logs import SPEC_FILE
+    from taobank.platforms.kubernetes.logs import SPEC_FILE
 
     env = dict(os.environ, **lk.env())
     os.environ.update(lk.env())

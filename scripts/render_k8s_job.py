@@ -23,8 +23,8 @@ from taobank.errors import UsageError
 def _request(args: argparse.Namespace) -> int:
     import json
 
-    from taobank.kubernetes import action_request
-    from taobank.kubernetes.render import render_manifests, sha256_text
+    from taobank.platforms.kubernetes import action_request
+    from taobank.platforms.kubernetes.render import render_manifests, sha256_text
     from taobank.render import dump_yaml
 
     req = action_request.load(args.request)
@@ -70,7 +70,7 @@ def main(argv: list[str]) -> int:
     if not args.spec and not args.image:
         raise UsageError("give --spec FILE or at least --image and --command/--args-json")
 
-    from taobank.kubernetes.render import render_manifests
+    from taobank.platforms.kubernetes.render import render_manifests
     from taobank.render import dump_yaml
 
     spec = spec_from_args(args, "kubernetes")

@@ -27,8 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    from taobank.slurm import render, spec as specmod
-    from taobank.slurm import submit as slurm_submit
+    from taobank.platforms.slurm import render, spec as specmod
+    from taobank.platforms.slurm import submit as slurm_submit
 
     text = slurm_submit.preview(specmod.load_file(args.spec), args.job_id)
     if args.lint:

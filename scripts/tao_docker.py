@@ -37,7 +37,7 @@ PLATFORM = "docker"
 
 def _adapter(args: argparse.Namespace):
     from taobank import platform
-    from taobank.docker import facts
+    from taobank.platforms.docker import facts
 
     adapter = platform.get(PLATFORM)
     adapter.engine = facts.engine_name(getattr(args, "engine", None))
@@ -81,7 +81,7 @@ def cmd_continue(args: argparse.Namespace) -> int:
 
 
 def cmd_preflight(args: argparse.Namespace) -> int:
-    from taobank.docker import preflight
+    from taobank.platforms.docker import preflight
 
     import os
 
@@ -95,9 +95,9 @@ def cmd_preflight(args: argparse.Namespace) -> int:
 
 
 def cmd_login(args: argparse.Namespace) -> int:
-    from taobank.docker import engine, registry
+    from taobank.platforms.docker import engine, registry
 
-    from taobank.docker.spec import check_image, refuse_secret
+    from taobank.platforms.docker.spec import check_image, refuse_secret
 
     check_image(args.registry, "--registry")  # before the key is read: a key pasted here is refused unshown
     refuse_secret(args.username, "--username")
@@ -110,7 +110,7 @@ def cmd_login(args: argparse.Namespace) -> int:
 def cmd_pull(args: argparse.Namespace) -> int:
     import sys
 
-    from taobank.docker import engine, registry
+    from taobank.platforms.docker import engine, registry
 
     from taobank.redact import redact_text
     from taobank.text import terminal_text

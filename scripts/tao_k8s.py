@@ -34,8 +34,8 @@ from taobank.errors import UsageError
 def _submit(args: argparse.Namespace) -> int:
     from taobank import platform
     from taobank.contract import SubmitOptions
-    from taobank.kubernetes import action_request
-    from taobank.kubernetes.adapter import PREVIEW_ID
+    from taobank.platforms.kubernetes import action_request
+    from taobank.platforms.kubernetes.adapter import PREVIEW_ID
     from taobank.cli.specargs import spec_from_args
 
     from taobank.cli import sweepcli
@@ -75,8 +75,8 @@ def _submit(args: argparse.Namespace) -> int:
 
 
 def _nccl_probe(args: argparse.Namespace) -> int:
-    from taobank.kubernetes import nccl_probe
-    from taobank.kubernetes.kubectl import Kubectl
+    from taobank.platforms.kubernetes import nccl_probe
+    from taobank.platforms.kubernetes.kubectl import Kubectl
 
     out = nccl_probe.probe(kube=Kubectl(args.namespace, args.context), nodes=args.nodes, gpus=args.gpus_per_node,
                            image=args.image, timeout=args.timeout, force=args.force, interval=args.interval,
@@ -89,8 +89,8 @@ def _nccl_probe(args: argparse.Namespace) -> int:
 
 def _preflight(args: argparse.Namespace) -> int:
     from taobank import spec as specmod
-    from taobank.kubernetes import preflight
-    from taobank.kubernetes.kubectl import Kubectl
+    from taobank.platforms.kubernetes import preflight
+    from taobank.platforms.kubernetes.kubectl import Kubectl
 
     pvcs = list(args.pvc or [])
     spec = specmod.load_file(args.spec) if args.spec else {}

@@ -83,7 +83,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_nccl_probe(args: argparse.Namespace) -> int:
-    from taobank.slurm import nccl_probe
+    from taobank.platforms.slurm import nccl_probe
 
     out = nccl_probe.probe(nodes=args.nodes, gpus=args.gpus_per_node, image=args.image, timeout=args.timeout,
                            force=args.force, interval=args.interval, max_wait=args.max_wait,
@@ -94,7 +94,7 @@ def cmd_nccl_probe(args: argparse.Namespace) -> int:
 
 
 def cmd_stage(args: argparse.Namespace) -> int:
-    from taobank.slurm import stage as slurm_stage
+    from taobank.platforms.slurm import stage as slurm_stage
 
     out = slurm_stage.stage_inputs(args.files, args.dest, force=args.force)
     if args.json:
@@ -106,7 +106,7 @@ def cmd_stage(args: argparse.Namespace) -> int:
 
 
 def cmd_preflight(args: argparse.Namespace) -> int:
-    from taobank.slurm import preflight
+    from taobank.platforms.slurm import preflight
 
     report = preflight.run_preflight(partition=args.partition, private_registry=args.private_registry,
                                      registry=args.registry)
@@ -119,7 +119,7 @@ def cmd_preflight(args: argparse.Namespace) -> int:
 
 
 def cmd_enroot(args: argparse.Namespace) -> int:
-    from taobank.slurm import preflight
+    from taobank.platforms.slurm import preflight
 
     key = os.environ.get(args.key_env, "")
     if args.dry_run:

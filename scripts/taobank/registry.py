@@ -20,9 +20,9 @@ if TYPE_CHECKING:
 
 #: platform name -> its package (``INFO`` in its ``__init__``, ``PLATFORM`` in its ``adapter`` module)
 PACKAGES: dict[str, str] = {
-    "kubernetes": "taobank.kubernetes",
-    "slurm": "taobank.slurm",
-    "docker": "taobank.docker",
+    "kubernetes": "taobank.platforms.kubernetes",
+    "slurm": "taobank.platforms.slurm",
+    "docker": "taobank.platforms.docker",
 }
 
 

@@ -1,6 +1,6 @@
 """Data sources a job may fetch before it runs (S3, Hugging Face, NGC): the URI grammar, the credentials each
 reads and the argv of each source's own CLI. Platform-neutral: a platform decides only where and when the
-fetch runs (SLURM: a CPU-only prefetch job, :mod:`taobank.slurm.prefetch`).
+fetch runs (SLURM: a CPU-only prefetch job, :mod:`taobank.platforms.slurm.prefetch`).
 
 * ``s3://bucket/key`` (a key ending in ``/`` is a prefix, copied recursively),
   ``hf://org/repo[/path/in/repo][@revision]`` (the seed's ``hf_model://`` too),

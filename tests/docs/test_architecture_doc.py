@@ -39,3 +39,15 @@ def test_the_doc_names_every_platform_and_the_layers():
     for layer in ("mcp", "cli", "campaign", "adapters", "core", "state", "leaves"):
         assert f'{layer}["' in text, layer
     assert "```mermaid" in text
+
+
+def test_the_add_a_platform_steps_are_what_the_toy_platform_needed():
+    """tests/support/toyplatform is made by the doc's steps alone: each file it has is one the steps name (and the
+    registry line), so a step the toy did not need, or a file the steps forgot, fails here."""
+    section = DOC.read_text().split("## Adding a fourth platform", 1)[1].split("\n## ", 1)[0]
+    toy = Path(__file__).resolve().parents[1] / "support" / "toyplatform"
+    made = sorted(p.name.replace("toy", "<name>") for p in toy.iterdir() if p.is_file())
+    assert made == ["<name>-job-spec.schema.json", "__init__.py", "adapter.py", "flags.py"]
+    for name in made:
+        assert f"`{name}`" in section or name in section, name
+    assert "`PACKAGES`" in section and "scripts/taobank/platforms/<name>/" in section

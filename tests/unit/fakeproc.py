@@ -8,7 +8,7 @@ instead of the OS. A call no rule matches fails the test at once
 kubectl calls are matched on the words after the global ``--context C`` and
 ``-n NS``; ssh calls on the remote command (the last argv element), split with
 :func:`shlex.split`. A ``sh -c SCRIPT tao ARGS...`` command is named after the
-:mod:`taobank.slurm.remote` constant its SCRIPT is (``SBATCH``, ``SWEEP``...).
+:mod:`taobank.platforms.slurm.remote` constant its SCRIPT is (``SBATCH``, ``SWEEP``...).
 ``ssh -O check`` answers 0 (the master is alive) and the local linters of a
 rendered sbatch script (``bash -n``, ``shellcheck``) pass, unless a rule says
 otherwise.
@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Sequence
 from taobank import results_sh
 from taobank.progress import READ_STATUS_SH
 from taobank.run import Result
-from taobank.slurm import cancel as slurm_cancel, logs as slurm_logs, remote, sweep as slurm_sweep
+from taobank.platforms.slurm import cancel as slurm_cancel, logs as slurm_logs, remote, sweep as slurm_sweep
 
 #: script text -> the remote.py constant's name (and the status-file reader's, which SLURM also runs; and the
 #: sweep's and the batched cancel's scripts, which live next to their verbs)
@@ -225,7 +225,7 @@ def applied_names(call: Call) -> Result:
     return ok("".join(f"{o['kind'].lower()}/{o['metadata']['name']}\n" for o in sent))
 
 
-#: what a submit's gates read in one call (taobank.kubernetes.queues.GATE_READ)
+#: what a submit's gates read in one call (taobank.platforms.kubernetes.queues.GATE_READ)
 KUEUE_GATE_READ = "localqueues.kueue.x-k8s.io,clusterqueues.kueue.x-k8s.io,nodes,pods"
 #: what a submit naming a queue reads (the namespace's LocalQueues and the ClusterQueues)
 KUEUE_QUEUES_READ = "localqueues.kueue.x-k8s.io,clusterqueues.kueue.x-k8s.io"

@@ -9,12 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "scripts" / "taobank"
-ADAPTERS = ("kubernetes", "slurm", "docker")
+ADAPTERS = ("platforms/kubernetes", "platforms/slurm", "platforms/docker")
 #: Modules that answer a problem only one platform has (no counterpart could be shared), not counted. Each
 #: needs its reason; code two platforms could share never belongs here.
 PLATFORM_ONLY = {
-    "kubernetes/queues.py": "Kueue, Kubernetes' queueing system (SLURM queues are its own partitions)",
-    "kubernetes/verdicts.py": "a Job deleted by its TTL takes its verdict along (sacct and the engine keep theirs)",
+    "platforms/kubernetes/queues.py": "Kueue, Kubernetes' queueing system (SLURM queues are its own partitions)",
+    "platforms/kubernetes/verdicts.py": "a Job deleted by its TTL takes its verdict along (sacct and the engine keep theirs)",
 }
 
 

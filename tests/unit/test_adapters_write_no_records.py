@@ -11,7 +11,7 @@ from pathlib import Path
 import taobank
 
 PACKAGE = Path(taobank.__file__).parent
-ADAPTERS = ("kubernetes", "slurm", "docker")
+ADAPTERS = ("platforms/kubernetes", "platforms/slurm", "platforms/docker")
 #: what an adapter may call on the record store: it reads, never writes
 READERS = {"load", "get", "find", "list_records", "artifact_dir", "state_dir", "record_path", "run_times", "folder_of", "within",
            "records_inside", "check_results_dir", "refuse_nested"}

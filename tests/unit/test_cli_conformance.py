@@ -55,7 +55,7 @@ class K8s:
     def tail_asked(self) -> list[str]:
         """The lines asked of the job's output: kubectl is asked for room for the final status lines too (a finished
         pod's last lines; left out), except when following."""
-        from taobank.kubernetes import logs as k8s_logs
+        from taobank.platforms.kubernetes import logs as k8s_logs
 
         return [str(int(w.split("=")[1]) - (0 if "--follow" in c.words else k8s_logs.FINAL_LINES_MAX))
                 for c in self.fake.kubectl_calls("logs") for w in c.words if w.startswith("--tail=")]

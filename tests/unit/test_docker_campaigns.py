@@ -15,7 +15,7 @@ from fakeproc import ok
 from taobank import lineage, records, sweeps
 from taobank.contract import SubmitOptions
 from taobank.errors import TaoError
-from taobank.docker.sweep import LABEL_SWEEP
+from taobank.platforms.docker.sweep import LABEL_SWEEP
 from taobank.states import State
 
 TRAINER = Path(__file__).resolve().parents[2] / "testclusters" / "fake_tao_train.sh"
@@ -285,7 +285,7 @@ def test_a_mount_on_the_jobs_own_results_folder_is_still_refused(engine, cli, tm
 
 # ------------------------------------------------------------------ GPUs of trials running at once
 def four_gpus(monkeypatch) -> None:
-    from taobank.docker import gpus
+    from taobank.platforms.docker import gpus
 
     monkeypatch.setattr(gpus, "host_gpus", lambda: [gpus.Gpu(str(i), f"GPU-{i}", "H200", "575.57", "9.0", 143771)
                                                   for i in range(4)])
@@ -321,7 +321,7 @@ def _active(gpu_indices: str, **backend) -> str:
 
 
 def test_gpus_in_use_are_the_active_jobs_of_the_same_engine_that_hold_them(engine):
-    from taobank.docker import gpus
+    from taobank.platforms.docker import gpus
 
     mine = _active("1")
     _active("0", held=True)                      # a held sweep trial has not started: it holds nothing yet
@@ -349,7 +349,7 @@ def test_every_slot_of_a_sweep_is_checked_against_the_jobs_running_and_the_cli_s
 
 
 def test_a_sweep_asking_for_gpus_on_a_host_without_them_is_told_why(engine, monkeypatch):
-    from taobank.docker import gpus
+    from taobank.platforms.docker import gpus
 
     monkeypatch.setattr(gpus, "host_gpus", lambda: None)
     with pytest.raises(TaoError, match=r"this host has none \(no nvidia-smi here \(no NVIDIA driver\)\): set gpus: 0"):

@@ -7,8 +7,8 @@ import pytest
 
 from taobank import envfile, records
 from taobank.contract import Batch, SubmitOptions
-from taobank.docker import render, submit
-from taobank.docker.spec import typed
+from taobank.platforms.docker import render, submit
+from taobank.platforms.docker.spec import typed
 from taobank.errors import TaoError
 
 TOKEN = "hf_abcdEFGHijklMNOPqrstUVWXyz012345"
@@ -26,8 +26,8 @@ def _core_error(env: dict) -> str:
 
 
 def test_a_credential_name_in_env_is_refused_by_the_core_rule_on_every_platform():
-    from taobank.kubernetes.render import render_manifests
-    from taobank.slurm import storage
+    from taobank.platforms.kubernetes.render import render_manifests
+    from taobank.platforms.slurm import storage
 
     want = _core_error({"HF_TOKEN": "x"})
     with pytest.raises(TaoError) as docker:

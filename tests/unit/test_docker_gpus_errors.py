@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from taobank.docker import gpus
+from taobank.platforms.docker import gpus
 from taobank.errors import TaoError
 
 STDERR = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"

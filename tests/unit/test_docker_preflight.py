@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from taobank.docker import gpus
+from taobank.platforms.docker import gpus
 
 H200 = "0, GPU-25f747c7-5737-5148-a3e8-1abaace93b36, NVIDIA H200, 580.159.04, 9.0, 143771\n"
 INFO = {"ServerVersion": "28.2.2", "Runtimes": {"runc": {}, "nvidia": {}}, "SecurityOptions": []}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from taobank.docker import spec as specmod
+from taobank.platforms.docker import spec as specmod
 from taobank.errors import TaoError
 
 
@@ -30,7 +30,7 @@ def test_pull_puts_the_image_after_the_end_of_options(fake, cli):
 
 
 def test_the_submit_image_check_uses_the_end_of_options_too(fake):
-    from taobank.docker import engine as eng, registry
+    from taobank.platforms.docker import engine as eng, registry
 
     fake.on("docker", lambda c: c.argv[1:3] == ["image", "inspect"], "sha256:1")
     assert registry.ensure_image(eng.Engine("docker"), "img:1", "missing", print) == "image img:1 present"

@@ -7,9 +7,9 @@ from hypothesis import example, given, settings, strategies as st
 
 from taobank.contract import SubmitOptions
 from taobank.errors import TaoError
-from taobank.docker import render, submit
-from taobank.docker.spec import typed
-from taobank.docker.spec import DockerSpec
+from taobank.platforms.docker import render, submit
+from taobank.platforms.docker.spec import typed
+from taobank.platforms.docker.spec import DockerSpec
 
 
 def spec(**kw):
@@ -119,7 +119,7 @@ def test_a_mount_reaches_argv_only_as_a_validated_absolute_path(host, target):
 @pytest.mark.parametrize("cpus", [float("nan"), float("inf"), 1e-300, 0.001, 0, -1, 1025])
 def test_cpus_must_be_a_sensible_finite_number(cpus):
     """Issue 38 item 9: ``cpus: .nan`` and ``1e-300`` passed the schema and reached ``--cpus``."""
-    from taobank.docker import spec as dspec
+    from taobank.platforms.docker import spec as dspec
 
     with pytest.raises(TaoError, match="cpus") as err:
         dspec.validate({"image": "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt", "command": ["x"], "cpus": cpus})

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from taobank.docker import render, userns
+from taobank.platforms.docker import render, userns
 
 #: `docker info --format '{{json .}}'` (trimmed) of a rootful 20.10 engine and of a rootless 28.x one
 DOCKER_ROOTFUL = {"ServerVersion": "20.10.24+dfsg1", "SecurityOptions": ["name=seccomp,profile=default"]}
@@ -42,7 +42,7 @@ def _engine(fake, engine: str, info: dict):
     ("podman", PODMAN_ROOTFUL, ["--user", "1234:99"], ["--userns"]),
 ])
 def test_the_run_has_the_engines_user_flags(fake, cli, tmp_path, monkeypatch, engine, info, want, gone):
-    monkeypatch.setattr("taobank.docker.submit.caller", lambda: "1234:99")
+    monkeypatch.setattr("taobank.platforms.docker.submit.caller", lambda: "1234:99")
     _engine(fake, engine, info)
     out = cli("tao_docker.py", "submit", "--engine", engine, "--image", "img:1", "--gpus", "0", "--results-dir",
               str(tmp_path), "--json", "--", "true")

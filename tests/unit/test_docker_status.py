@@ -6,7 +6,7 @@ import json
 import pytest
 
 from taobank import platform, records
-from taobank.docker import observe
+from taobank.platforms.docker import observe
 from taobank.states import State
 
 

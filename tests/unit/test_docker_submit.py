@@ -103,7 +103,7 @@ def test_a_refused_login_never_echoes_the_key(fake, cli, monkeypatch):
                                          ("/root/.ssh", ".ssh"), ("/proc", "processes"), ("/home/u/.ssh/id_rsa", "keys")])
 def test_risky_mounts_are_a_warning_line(host, words):
     """Issue 38 item 13: a mount that hands the job the host is never silent (a gate warning, seen under --quiet)."""
-    from taobank.docker.submit import risky_mounts
+    from taobank.platforms.docker.submit import risky_mounts
 
     (line,) = risky_mounts([(host, "/mnt", True)])
     assert line.startswith("warning: mount ") and "\n" not in line and (words in line or "keys" in line)

@@ -5,9 +5,9 @@ import pytest
 
 from fakeproc import SCRIPTS, FakeProcs, parse
 from taobank import run
-from taobank.kubernetes.kubectl import Kubectl
-from taobank.slurm import remote
-from taobank.slurm.ssh import Connection
+from taobank.platforms.kubernetes.kubectl import Kubectl
+from taobank.platforms.slurm import remote
+from taobank.platforms.slurm.ssh import Connection
 
 
 def test_kubectl_words_follow_the_globals():

@@ -93,7 +93,7 @@ def test_a_job_another_poller_saw_end_shows_its_final_epoch_not_the_one_last_see
     a watch in another shell, an MCP status), showed a stale `epoch 1/6` for good: the status line now reads its
     final lines once (from the log saved at its end: no call) and keeps them as final."""
     from taobank import savedlogs
-    from taobank.kubernetes import render
+    from taobank.platforms.kubernetes import render
 
     rec = k8s_record()
     records.artifact_dir(rec["id"]).joinpath("spec.json").write_text(json.dumps(K8S_SPEC))

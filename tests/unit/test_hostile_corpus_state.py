@@ -19,7 +19,7 @@ from test_docker_campaigns import SPEC, Engine
 from taobank import fsio, kpirank, platform, records
 from taobank.contract import SubmitOptions
 from taobank.errors import TaoError
-from taobank.slurm import resources
+from taobank.platforms.slurm import resources
 
 #: what must never reach a terminal raw: ESC, CSI (C1), BEL, CR, DEL, a bidi override, a lone surrogate
 RAW = ("\x1b", "\x9b", "\x07", "\r", "\x7f", "\u202e", "\udcff", "\udce9", "\ud800")

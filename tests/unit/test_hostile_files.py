@@ -14,7 +14,7 @@ import pytest
 
 from taobank import fsio, nccl_probe, pins, records, safeparse, spec
 from taobank.errors import TaoError
-from taobank.slurm import resources, ssh
+from taobank.platforms.slurm import resources, ssh
 
 BANK = Path(__file__).resolve().parents[2]
 SCRIPTS = BANK / "scripts"

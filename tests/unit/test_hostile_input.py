@@ -32,7 +32,7 @@ def _rec(**backend) -> records.Record:
     ("job_dir", "/x\n/y"), ("job_name", "--all"),
 ])
 def test_slurm_record_values_are_checked_before_argv(key, value):
-    from taobank.slurm import facts as slurm_facts
+    from taobank.platforms.slurm import facts as slurm_facts
 
     with pytest.raises(TaoError, match=f"backend.{key} that is not") as exc:
         slurm_facts.backend_of(_rec(**{key: value}))
@@ -44,15 +44,15 @@ def test_slurm_record_values_are_checked_before_argv(key, value):
     ("context", "--kubeconfig=/tmp/x"), ("nodes", "2; rm"),
 ])
 def test_kubernetes_record_values_are_checked_before_argv(key, value):
-    from taobank.kubernetes.kubectl import BACKEND_KINDS
+    from taobank.platforms.kubernetes.kubectl import BACKEND_KINDS
 
     with pytest.raises(TaoError, match=f"backend.{key} that is not"):
         recvalues.checked(_rec(**{key: value}), BACKEND_KINDS)
 
 
 def test_good_record_values_pass():
-    from taobank.kubernetes.kubectl import BACKEND_KINDS
-    from taobank.slurm import facts as slurm_facts
+    from taobank.platforms.kubernetes.kubectl import BACKEND_KINDS
+    from taobank.platforms.slurm import facts as slurm_facts
 
     b = slurm_facts.backend_of(_rec(slurm_job_id="123", script="/lustre/j/x.sbatch", job_name="dino-train-aaaaaaaa"))
     assert b["slurm_job_id"] == "123"
@@ -71,7 +71,7 @@ def test_is_under_normalises_and_refuses_dot_dot(path, root, inside):
 
 
 def test_tier_c_output_path_cannot_climb_out_of_staging():
-    from taobank.kubernetes import render
+    from taobank.platforms.kubernetes import render
 
     spec = {"image": "busybox", "command": "true", "storage_tier": "C", "results_dir": "s3://b/p",
             "s3_outputs": [{"path": "/tao-staging/../var/run/secrets/x", "uri": "s3://b/p/x"}]}
@@ -90,7 +90,7 @@ def test_a_bad_variable_name_is_never_echoed(name):
 
 
 def test_registry_is_a_host_name_not_a_pattern(monkeypatch):
-    from taobank.slurm import preflight
+    from taobank.platforms.slurm import preflight
 
     for bad in (".*", "nvcr.io/x", "a b", "-rf", "^machine"):
         with pytest.raises(TaoError, match="must be a host name"):
@@ -99,7 +99,7 @@ def test_registry_is_a_host_name_not_a_pattern(monkeypatch):
 
 def test_enroot_credentials_replace_only_the_exact_registry_line(tmp_path):
     """The remote script removes the line of exactly that registry (no regex), keeps the others."""
-    from taobank.slurm import remote
+    from taobank.platforms.slurm import remote
 
     home = tmp_path
     creds = home / ".config" / "enroot" / ".credentials"

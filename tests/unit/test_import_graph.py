@@ -14,7 +14,7 @@ from pathlib import Path
 import grimp
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
-PLATFORMS = ("taobank.kubernetes", "taobank.slurm", "taobank.docker")
+PLATFORMS = ("taobank.platforms.kubernetes", "taobank.platforms.slurm", "taobank.platforms.docker")
 
 
 def _edges(package: str = "taobank") -> dict[str, set[str]]:

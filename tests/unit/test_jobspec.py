@@ -11,10 +11,10 @@ import pytest
 from taobank import jobspec
 from taobank.errors import TaoError
 from taobank import platform, registry
-from taobank.docker.spec import DockerSpec
+from taobank.platforms.docker.spec import DockerSpec
 from taobank.jobspec import JobSpec
-from taobank.kubernetes.spec import KubernetesSpec
-from taobank.slurm.spec import SlurmSpec
+from taobank.platforms.kubernetes.spec import KubernetesSpec
+from taobank.platforms.slurm.spec import SlurmSpec
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 SHARED = {f.name for f in fields(JobSpec)}
@@ -63,8 +63,8 @@ def test_a_valid_spec_is_typed_and_written_back_as_it_was(cls, spec):
 
 
 def test_the_bank_s_own_specs_are_typed_too(monkeypatch):
-    from taobank.kubernetes import nccl_probe as k8s_probe
-    from taobank.slurm import nccl_probe as slurm_probe
+    from taobank.platforms.kubernetes import nccl_probe as k8s_probe
+    from taobank.platforms.slurm import nccl_probe as slurm_probe
 
     monkeypatch.delenv("TAO_K8S_NCCL_ENV", raising=False)
     k = k8s_probe.build_spec(nodes=2, gpus=1, image=None, timeout=60)
@@ -78,7 +78,7 @@ def test_slurm_reads_mem_as_an_alias_of_memory_and_writes_memory():
     old = {"command": "true", "mem": "8G"}
     assert SlurmSpec.parse(old).memory == "8G" and SlurmSpec.parse(old).to_dict() == {"command": "true", "memory": "8G"}
     assert SlurmSpec.of(old).memory == "8G"  # a spec saved before the rename, read back for continue
-    from taobank.slurm import spec as slurm_spec
+    from taobank.platforms.slurm import spec as slurm_spec
 
     assert slurm_spec.typed(old).memory == "8G"
     with pytest.raises(TaoError, match="both memory and mem"):
@@ -99,8 +99,8 @@ def test_refusals_name_the_field():
 
 
 def test_the_shared_flags_land_where_the_typed_spec_spells_them(monkeypatch):
-    from taobank.kubernetes import flags as k8s_flags
-    from taobank.slurm import flags as slurm_flags
+    from taobank.platforms.kubernetes import flags as k8s_flags
+    from taobank.platforms.slurm import flags as slurm_flags
 
     monkeypatch.delenv("TAO_K8S_NCCL_ENV", raising=False)
     given = {"image": "nvcr.io/x:1", "nodes": 2, "cpus": "8", "memory": "64G"}

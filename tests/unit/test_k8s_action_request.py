@@ -6,8 +6,8 @@ import json
 import pytest
 
 from taobank.errors import TaoError
-from taobank.kubernetes import action_request as ar
-from taobank.kubernetes.render import find, render_manifests, sha256_text
+from taobank.platforms.kubernetes import action_request as ar
+from taobank.platforms.kubernetes.render import find, render_manifests, sha256_text
 
 
 def write(tmp_path, req: dict):

@@ -9,8 +9,8 @@ from fakeproc import echo_applied, items, job, k8s_record
 from taobank import records
 from taobank.errors import TaoError
 from taobank.contract import SubmitOptions
-from taobank.kubernetes import render
-from taobank.kubernetes.adapter import PLATFORM
+from taobank.platforms.kubernetes import render
+from taobank.platforms.kubernetes.adapter import PLATFORM
 
 MULTI = {"image": "nvcr.io/nvidia/tao/tao-toolkit:x", "command": "echo hi", "gpus": 1, "nodes": 2,
          "mounts": [{"pvc": "ws", "mount_path": "/results"}]}

@@ -1,7 +1,7 @@
 """cancel's DeleteOptions: foreground propagation and the UID precondition (sent on stdin, so not in the call log)."""
 from __future__ import annotations
 
-from taobank.kubernetes.objects import delete_options
+from taobank.platforms.kubernetes.objects import delete_options
 
 
 def test_cancel_deletes_foreground_and_only_the_recorded_uid():

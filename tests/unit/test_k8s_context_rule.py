@@ -14,7 +14,7 @@ from fakeproc import echo_applied, items, job, node, pod, k8s_cluster
 from taobank.contract import SubmitOptions
 from taobank import platform, records, recvalues
 from taobank.errors import TaoError
-from taobank.kubernetes.kubectl import Kubectl
+from taobank.platforms.kubernetes.kubectl import Kubectl
 
 BAD_CONTEXTS = ["team a", "ctx=prod", "-dash", "kind~x", "--kubeconfig=/tmp/k", "-n", "a\nb", "ctx;id", "caf\u00e9",
                 "x" * 254, " lead", "tab\there"]

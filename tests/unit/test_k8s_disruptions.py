@@ -1,7 +1,7 @@
 """podFailurePolicy in status: a disrupted pod replaced by the Job controller is reported, never an ERROR."""
 from __future__ import annotations
 
-from taobank.kubernetes import status as smap
+from taobank.platforms.kubernetes import status as smap
 
 
 def _job(failed: int, active: int, succeeded: int = 0, cond: str | None = None) -> dict:

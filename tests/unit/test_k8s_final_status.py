@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from taobank import records, savedlogs
-from taobank.kubernetes import logs, render, sweep as sweepmod
+from taobank.platforms.kubernetes import logs, render, sweep as sweepmod
 
 EPOCH = ('{"date": "3/7/2025", "time": "9:5:3", "status": "RUNNING", "verbosity": "INFO", "message": "Training loop '
          'in progress", "epoch": 4, "max_epoch": 4, "step": 50, "max_step": 50, "kpi": {"val_loss": 0.25}}')

@@ -6,8 +6,8 @@ import os
 import pytest
 
 from taobank.errors import TaoError
-from taobank.kubernetes import gates
-from taobank.kubernetes.credentials import collect_credentials, read_secrets_file
+from taobank.platforms.kubernetes import gates
+from taobank.platforms.kubernetes.credentials import collect_credentials, read_secrets_file
 
 
 def node(name, gpus=8, ready=True, cordoned=False, taints=None, labels=None):
@@ -108,7 +108,7 @@ def test_secrets_file_must_be_private(tmp_path, monkeypatch):
 def test_secret_in_plain_env_is_refused_before_any_cluster_call(state_dir):
     from taobank import run
     from taobank.contract import SubmitOptions
-    from taobank.kubernetes.adapter import PLATFORM
+    from taobank.platforms.kubernetes.adapter import PLATFORM
 
     before = len(run.CALLS)
     spec = {"image": "busybox", "command": "true", "env": {"HF_TOKEN": "hf_abcdefghijklmnopqrstuvwxyz0123"}}

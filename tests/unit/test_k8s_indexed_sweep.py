@@ -13,7 +13,7 @@ from fakeproc import echo_applied, items, k8s_cluster, ok
 from taobank import records, sweeps
 from taobank.contract import SubmitOptions
 from taobank.errors import TaoError
-from taobank.kubernetes import render, status as smap, sweep as sweepmod
+from taobank.platforms.kubernetes import render, status as smap, sweep as sweepmod
 from taobank.states import State
 
 SPEC = {"image": "nvcr.io/nvidia/tao/tao-toolkit:x", "args": ["python", "train.py", "-e", "spec.yaml"], "gpus": 1,

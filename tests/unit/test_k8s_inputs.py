@@ -9,8 +9,8 @@ from fakeproc import echo_applied, items, node, k8s_cluster
 from taobank.contract import SubmitOptions
 from taobank import platform, records
 from taobank.errors import TaoError
-from taobank.kubernetes.spec import KubernetesSpec
-from taobank.kubernetes import inputs
+from taobank.platforms.kubernetes.spec import KubernetesSpec
+from taobank.platforms.kubernetes import inputs
 
 WS = [{"pvc": "data", "mount_path": "/data", "read_only": True}, {"pvc": "ws", "mount_path": "/results"}]
 
@@ -91,7 +91,7 @@ def test_a_missing_possible_output_only_warns(fake):
 
 
 def test_a_helper_pod_that_cannot_run_warns_instead_of_blocking(fake, monkeypatch):
-    from taobank.kubernetes import volume_job
+    from taobank.platforms.kubernetes import volume_job
 
     def stuck(*a, **k):
         raise TaoError("checking the inputs on the volumes: the helper Job tao-vol-1 did not finish in 120s "

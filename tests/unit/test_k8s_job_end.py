@@ -11,7 +11,7 @@ from fakeproc import items, job, k8s_record, pod
 from test_orchestration_k8s import SPEC, cluster
 from taobank.contract import SubmitOptions
 from taobank import platform, records
-from taobank.kubernetes import OWNER_UID_LABEL
+from taobank.platforms.kubernetes import OWNER_UID_LABEL
 
 IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:x"
 PULL_ERROR = (f'failed to pull and unpack image "{IMAGE}": failed to resolve reference "{IMAGE}": '

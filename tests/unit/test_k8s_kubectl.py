@@ -5,7 +5,7 @@ import pytest
 
 from taobank.records import Record
 from taobank.errors import TaoError
-from taobank.kubernetes.kubectl import Kubectl, json_objects
+from taobank.platforms.kubernetes.kubectl import Kubectl, json_objects
 
 
 def test_namespace_and_context_from_env(monkeypatch):

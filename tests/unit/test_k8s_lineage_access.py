@@ -8,8 +8,8 @@ import pytest
 
 from taobank import records
 from taobank.errors import TaoError
-from taobank.kubernetes import logs
-from taobank.kubernetes.lineage_access import reachable
+from taobank.platforms.kubernetes import logs
+from taobank.platforms.kubernetes.lineage_access import reachable
 
 A = {"pvc": "team-a", "mount_path": "/results"}
 
@@ -66,8 +66,8 @@ TIER_C = {"image": "img", "args": ["eval"], "storage_tier": "C", "results_dir": 
 
 
 def test_a_tier_c_job_downloads_the_files_it_uses_into_its_staging_folder(state_dir):
-    from taobank.kubernetes import render
-    from taobank.kubernetes.lineage_access import fetched
+    from taobank.platforms.kubernetes import render
+    from taobank.platforms.kubernetes.lineage_access import fetched
 
     mine = {"uri": "s3://b/data/cfg.yaml", "path": "/tao-staging/cfg.yaml"}
     spec, where = fetched({**TIER_C, "s3_inputs": [mine]}, _job("dino-train-1"), "s3://b/runs/dino-train-1",
@@ -81,7 +81,7 @@ def test_a_tier_c_job_downloads_the_files_it_uses_into_its_staging_folder(state_
 
 
 def test_a_tier_a_job_cannot_read_an_s3_parent(state_dir):
-    from taobank.kubernetes.lineage_access import fetched
+    from taobank.platforms.kubernetes.lineage_access import fetched
 
     with pytest.raises(TaoError, match="only as a tier C job") as exc:
         fetched({"image": "img", "args": ["eval"]}, _job("dino-train-1"), "s3://b/runs/dino-train-1", {"c": "m.pth"})
@@ -89,7 +89,7 @@ def test_a_tier_a_job_cannot_read_an_s3_parent(state_dir):
 
 
 def test_a_continued_jobs_old_checkpoint_download_is_dropped(state_dir):
-    from taobank.kubernetes.lineage_access import fetched
+    from taobank.platforms.kubernetes.lineage_access import fetched
 
     old = {"uri": "s3://b/runs/dino-train-1/model_epoch_002.pth", "path": "/tao-staging/from-dino-train-1/model_epoch_002.pth"}
     keep = {"uri": "s3://b/data/cfg.yaml", "path": "/tao-staging/cfg.yaml"}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from taobank.kubernetes.render import find, render_manifests
+from taobank.platforms.kubernetes.render import find, render_manifests
 
 JOB_ID = "dino-train-1a2b3c4d"
 WS = {"pvc": "ws", "mount_path": "/results"}

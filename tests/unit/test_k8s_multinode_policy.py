@@ -3,8 +3,8 @@ busy cluster queues them with a warning about partial starts."""
 from __future__ import annotations
 
 from taobank import pins
-from taobank.kubernetes import gates, render
-from taobank.kubernetes.gates import NodeGPUs
+from taobank.platforms.kubernetes import gates, render
+from taobank.platforms.kubernetes.gates import NodeGPUs
 
 
 def _job(nodes: int) -> dict:

@@ -11,7 +11,7 @@ import pytest
 from taobank import nccl_probe as core
 from taobank import pins
 from taobank.errors import TaoError
-from taobank.kubernetes import nccl_probe
+from taobank.platforms.kubernetes import nccl_probe
 
 
 def test_probe_script_is_valid_python_even_after_shell_quoting():
@@ -92,7 +92,7 @@ def test_probe_cli_passes_a_pull_secret_to_the_submit(cli, monkeypatch):
 
 
 def test_probe_spec_with_an_existing_pull_secret_renders_image_pull_secrets():
-    from taobank.kubernetes import render
+    from taobank.platforms.kubernetes import render
 
     spec = nccl_probe.build_spec(nodes=2, gpus=1, image="nvcr.io/nvidia/pytorch:x", timeout=60,
                                  image_pull_secret="site-pull")
@@ -102,7 +102,7 @@ def test_probe_spec_with_an_existing_pull_secret_renders_image_pull_secrets():
 
 
 def test_gloo_cpu_probe_runs_one_python_per_pod_one_pod_per_node_and_asks_for_no_gpu():
-    from taobank.kubernetes import render
+    from taobank.platforms.kubernetes import render
 
     cmd = core.probe_command(90, "gloo-cpu")
     argv = shlex.split(cmd)

@@ -6,7 +6,7 @@ import json
 from fakeproc import NO_KUEUE, items
 from test_k8s_gates import node
 
-from taobank.kubernetes import preflight
+from taobank.platforms.kubernetes import preflight
 
 V = {"clientVersion": {"gitVersion": "v1.34.1"}, "serverVersion": {"gitVersion": "v1.34.4"}}
 
@@ -42,7 +42,7 @@ def test_no_create_jobs_and_unbound_pvc_are_missing_exit_1(fake, cli):
 
 
 def test_version_skew_beyond_one_minor_is_reported(fake):
-    from taobank.kubernetes.kubectl import Kubectl
+    from taobank.platforms.kubernetes.kubectl import Kubectl
 
     cluster(fake, version={"clientVersion": {"gitVersion": "v1.32.4-dispatcher"},
                            "serverVersion": {"gitVersion": "v1.34.4"}})

@@ -5,8 +5,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from taobank.errors import TaoError
-from taobank.kubernetes import gates
-from taobank.kubernetes.status import observe
+from taobank.platforms.kubernetes import gates
+from taobank.platforms.kubernetes.status import observe
 
 COND_TYPES = ["Complete", "Failed", "FailureTarget", "SuccessCriteriaMet", "Suspended"]
 conds = st.lists(st.tuples(st.sampled_from(COND_TYPES), st.sampled_from(["True", "False", "Unknown"])),

@@ -11,8 +11,8 @@ from fakeproc import echo_applied, items, job, k8s_cluster, k8s_record, node
 from taobank import platform, records, sweeps
 from taobank.contract import SubmitOptions
 from taobank.errors import TaoError
-from taobank.kubernetes import queues
-from taobank.kubernetes.flags import spec_from_flags
+from taobank.platforms.kubernetes import queues
+from taobank.platforms.kubernetes.flags import spec_from_flags
 
 SPEC = {"image": "nvcr.io/nvidia/tao/tao-toolkit:x", "command": "echo hi", "gpus": 1, "no_results": True}
 LQ, CQ = "team-a", "gpu-cq"

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from taobank import pins
 from taobank.errors import TaoError
 from taobank.redact import is_credential_name
-from taobank.kubernetes import render
-from taobank.kubernetes.render import RENDEZVOUS_ENV, find, render_manifests
+from taobank.platforms.kubernetes import render
+from taobank.platforms.kubernetes.render import RENDEZVOUS_ENV, find, render_manifests
 from taobank.render import dump_yaml
 
 HOSTILE = [

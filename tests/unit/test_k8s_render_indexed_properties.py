@@ -6,8 +6,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from taobank import multinode
-from taobank.kubernetes import render
-from taobank.kubernetes.render import RENDEZVOUS_ENV, find, render_manifests
+from taobank.platforms.kubernetes import render
+from taobank.platforms.kubernetes.render import RENDEZVOUS_ENV, find, render_manifests
 from taobank.redact import is_credential_name
 from taobank.render import dump_yaml
 

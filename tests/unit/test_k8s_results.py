@@ -5,8 +5,8 @@ import pytest
 
 from taobank.contract import SubmitOptions
 from taobank.errors import TaoError
-from taobank.kubernetes import results
-from taobank.kubernetes.render import find, render_manifests
+from taobank.platforms.kubernetes import results
+from taobank.platforms.kubernetes.render import find, render_manifests
 
 JOB_ID = "dino-train-0a1b2c3d"
 WS = {"pvc": "ws", "mount_path": "/results"}
@@ -84,7 +84,7 @@ def test_output_copy_wraps_the_argv_unparsed_and_keeps_the_exit_code(tmp_path):
     """The wrapper, run by a real POSIX sh: output on stdout and in <folder>/logs/<host>.log, same exit code."""
     import subprocess
 
-    from taobank.kubernetes import render
+    from taobank.platforms.kubernetes import render
 
     spec = {"image": "i", "args": ["sh", "-c", 'echo "out $1"; echo err >&2; exit 7', "x", "a b; $(id)"],
             "mounts": [WS]}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from taobank.kubernetes.render import find, render_manifests
+from taobank.platforms.kubernetes.render import find, render_manifests
 
 KEY = "train.resume_training_checkpoint_path"
 BASE = {"image": "busybox", "action": "train", "gpus": 1, "mounts": [{"pvc": "c", "mount_path": "/results"}]}

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from taobank.kubernetes import status
-from taobank.kubernetes.status import observe
+from taobank.platforms.kubernetes import status
+from taobank.platforms.kubernetes.status import observe
 from taobank.states import next_move
 
 UID = "1111-2222"

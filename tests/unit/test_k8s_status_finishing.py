@@ -3,7 +3,7 @@
 Seen on the real local cluster: the pod Succeeded, the Job had no Complete
 condition yet, and status flapped RUNNING -> PENDING ("no pod yet") -> COMPLETE.
 """
-from taobank.kubernetes.status import observe
+from taobank.platforms.kubernetes.status import observe
 
 
 def _pod(phase: str) -> dict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from taobank.kubernetes import status as smap
+from taobank.platforms.kubernetes import status as smap
 
 SKILL = Path(__file__).resolve().parents[2] / "skills/tao-run-on-kubernetes/references/states.md"
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from taobank.kubernetes import render
+from taobank.platforms.kubernetes import render
 
 FAKE_AWS = """#!/bin/sh
 printf '%s\\n' "$*" >> "$AWS_LOG"

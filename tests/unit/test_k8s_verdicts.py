@@ -9,9 +9,9 @@ import pytest
 
 from fakeproc import echo_applied, items, k8s_record, ok
 from taobank import records
-from taobank.kubernetes import verdicts
-from taobank.kubernetes.logs import SPEC_FILE
-from taobank.kubernetes.render import find, render_manifests
+from taobank.platforms.kubernetes import verdicts
+from taobank.platforms.kubernetes.logs import SPEC_FILE
+from taobank.platforms.kubernetes.render import find, render_manifests
 from taobank.states import State
 
 WS = {"pvc": "ws", "mount_path": "/results"}

@@ -55,7 +55,7 @@ def test_lint_objects_reads_every_string_and_the_structure():
 def test_submit_refuses_a_credential_the_dump_would_fold(state_dir, pad):
     from taobank import run
     from taobank.contract import SubmitOptions
-    from taobank.kubernetes.adapter import PLATFORM
+    from taobank.platforms.kubernetes.adapter import PLATFORM
 
     before = len(run.CALLS)
     spec = {"image": "busybox", "command": "echo " + "y" * pad + " && tool --password " + SECRET, "no_results": True}

@@ -16,8 +16,8 @@ from hypothesis import given, settings, strategies as st
 
 from taobank import failures, multinode
 from taobank.cmdwords import shell_words
-from taobank.kubernetes import render as k8s_render
-from taobank.slurm import render as slurm_render, resources
+from taobank.platforms.kubernetes import render as k8s_render
+from taobank.platforms.slurm import render as slurm_render, resources
 
 JOB = "dino-train-0a1b2c3d"
 COPY = f"{multinode.LOCAL_PREFIX}{JOB}/0/spec.yaml"

@@ -9,8 +9,8 @@ from fakeproc import find_answer, ok, sacct_row, slurm_record, squeue_row, sweep
 from taobank.contract import SubmitOptions
 from taobank import platform, records
 from taobank.errors import SubmitUncertain, TaoError
-from taobank.slurm import storage
-from taobank.slurm import facts as slurm_facts
+from taobank.platforms.slurm import storage
+from taobank.platforms.slurm import facts as slurm_facts
 
 SPEC = {"network_arch": "dino", "action": "train", "container_runtime": "none", "num_gpus": 1,
         "command": ["python", "train.py"]}
@@ -618,7 +618,7 @@ def test_a_self_retrying_job_stopped_at_its_deadline_is_error_and_never_resubmit
 
 
 def test_the_conversion_is_held_until_the_training_job_exists_and_released_by_its_sbatch(slurm):
-    from taobank.slurm import remote
+    from taobank.platforms.slurm import remote
 
     assert "sbatch --parsable --hold" in remote.CONVERT
     # the training sbatch releases the conversion ($4) only after its own job was created and released
@@ -669,7 +669,7 @@ def test_the_paths_the_command_names_are_checked_in_the_one_preflight_command(sl
 
 @pytest.mark.parametrize("cached", ["empty", "not squashfs"])
 def test_an_empty_or_foreign_cached_sqsh_is_converted_again(slurm, cached):
-    from taobank.slurm import remote
+    from taobank.platforms.slurm import remote
 
     slurm.ssh("MISSING", lambda call: ok(f"{call.args[-1]} (empty or not a squashfs image)\n"))
     slurm.ssh("STAGE")
@@ -684,7 +684,7 @@ def test_an_empty_or_foreign_cached_sqsh_is_converted_again(slurm, cached):
 
 
 def test_a_given_sqsh_that_is_no_squashfs_image_is_refused_before_any_record(slurm):
-    from taobank.slurm import remote
+    from taobank.platforms.slurm import remote
 
     spec = {**PYXIS, "image": "/lustre/images/tao.sqsh"}
     slurm.ssh("MISSING", lambda call: ok(f"{call.args[-1]} (empty or not a squashfs image)\n"))

@@ -17,8 +17,8 @@ from hypothesis import given, settings, strategies as st
 
 from taobank import paths, spec
 from taobank.errors import TaoError
-from taobank.slurm import storage
-from taobank.slurm import submit as slurm_submit
+from taobank.platforms.slurm import storage
+from taobank.platforms.slurm import submit as slurm_submit
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 FORMATS = {spec.PATH_FORMAT, spec.LOCATION_FORMAT}

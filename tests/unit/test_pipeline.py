@@ -10,7 +10,7 @@ import pytest
 
 from taobank import nccl_verdicts, pipeline, records, sweeps
 from taobank import platform as core
-from taobank.slurm.spec import SlurmSpec
+from taobank.platforms.slurm.spec import SlurmSpec
 from taobank.contract import Batch, Launch, Plan, SubmitOptions
 from taobank.errors import SubmitUncertain, TaoError
 from taobank.platform import JobView

@@ -146,7 +146,7 @@ def test_kubernetes_keep_n_lists_then_deletes_in_a_writable_reader_pod(fake, cli
     from fakeproc import echo_applied, items
     from test_results_access import RUNNING_POD, exec_args, k8s_job, listing_text, script_of
 
-    monkeypatch.setattr("taobank.kubernetes.volume_job.time.sleep", lambda s: None)  # the reader pod, as there
+    monkeypatch.setattr("taobank.platforms.kubernetes.volume_job.time.sleep", lambda s: None)  # the reader pod, as there
     fake.kubectl("create", answer=echo_applied())
     fake.kubectl("get", "pods", "-l", answer=items([RUNNING_POD]))
     fake.kubectl("delete", "job", answer="")
@@ -172,7 +172,7 @@ def test_kubernetes_tier_c_keep_is_refused_with_what_to_do(fake, cli, monkeypatc
 
     rec = k8s_job()
     records.mark(rec["id"], "COMPLETE", backend={})
-    import taobank.kubernetes.results_access as ra
+    import taobank.platforms.kubernetes.results_access as ra
     from taobank.contract import ResultFile, ResultsListing
 
     monkeypatch.setattr(ra, "_is_s3", lambda r: True)

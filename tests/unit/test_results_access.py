@@ -97,7 +97,7 @@ def exec_args(call) -> list[str]:
 @pytest.fixture()
 def pod(fake, monkeypatch):
     """The reader pod: created, running at once, deleted; ``pod.answer(SCRIPT, answer)`` sets what it says."""
-    monkeypatch.setattr("taobank.kubernetes.volume_job.time.sleep", lambda s: None)
+    monkeypatch.setattr("taobank.platforms.kubernetes.volume_job.time.sleep", lambda s: None)
     fake.kubectl("create", answer=echo_applied())
     fake.kubectl("get", "pods", "-l", answer=items([RUNNING_POD]))
     fake.kubectl("delete", "job", answer="")

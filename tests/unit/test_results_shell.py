@@ -274,7 +274,7 @@ def docker_fetch(job: Path, dest: Path, paths: list[str], *, ended: bool = False
     from types import SimpleNamespace
 
     from taobank.contract import ResultsLocation
-    from taobank.docker import results_access
+    from taobank.platforms.docker import results_access
 
     seen = transfer(dest, links=links)
     rec = SimpleNamespace(id=job.name, terminal=ended)
@@ -285,7 +285,7 @@ def docker_fetch(job: Path, dest: Path, paths: list[str], *, ended: bool = False
 def test_docker_hard_links_a_finished_jobs_big_files_and_copies_the_rest(job, tmp_path, monkeypatch):
     """A finished job's checkpoint is linked, not copied (no byte moves; the job's file keeps its mode and time);
     small files, a running job's files and a link the filesystem refuses are copied."""
-    from taobank.docker import results_access
+    from taobank.platforms.docker import results_access
 
     big = job / CKPTS[0]
     big.write_bytes(b"x" * 4096)
@@ -345,7 +345,7 @@ def test_docker_copies_each_file_locally_and_refuses_links(job, tmp_path):
 
 def test_docker_never_follows_a_link_swapped_in_after_the_listing(job, tmp_path):
     """A training replacing a folder of its results with a link out between the listing and the copy."""
-    from taobank.docker.results_access import open_inside
+    from taobank.platforms.docker.results_access import open_inside
 
     os.close(open_inside(str(job), "train/status.json"))
     (job / "train").rename(job / "train-real")
@@ -359,7 +359,7 @@ def test_docker_never_follows_a_link_swapped_in_after_the_listing(job, tmp_path)
 
 
 def test_docker_names_a_file_rewritten_during_the_copy_and_keeps_nothing_of_it(job, tmp_path, monkeypatch):
-    from taobank.docker import results_access
+    from taobank.platforms.docker import results_access
 
     real = results_access._copy
 

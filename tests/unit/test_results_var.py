@@ -9,10 +9,10 @@ import pytest
 
 from taobank.contract import RESULTS_VAR, SubmitOptions
 from taobank.errors import TaoError
-from taobank.docker import render as drender, submit as dsubmit
-from taobank.docker.spec import typed
-from taobank.kubernetes.render import find, render_manifests
-from taobank.slurm import render as srender, resources, storage
+from taobank.platforms.docker import render as drender, submit as dsubmit
+from taobank.platforms.docker.spec import typed
+from taobank.platforms.kubernetes.render import find, render_manifests
+from taobank.platforms.slurm import render as srender, resources, storage
 
 JOB_ID = "dino-train-0a1b2c3d"
 

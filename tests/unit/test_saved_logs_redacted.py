@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from taobank import platform, records, savedlogs
-from taobank.docker import engine as eng, logs as docker_logs
+from taobank.platforms.docker import engine as eng, logs as docker_logs
 from taobank.states import State
 
 TOKEN = "hf_abcdEFGHijklMNOPqrstUVWXyz012345"
@@ -38,7 +38,7 @@ def test_docker_saves_the_finished_jobs_logs_redacted_and_logs_shows_that_copy(f
 
 
 def test_kubernetes_saves_through_the_same_helper(state_dir, monkeypatch):
-    from taobank.kubernetes import logs as k8s_logs
+    from taobank.platforms.kubernetes import logs as k8s_logs
 
     _rec("job-a-000001")
     seen = []

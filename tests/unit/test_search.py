@@ -152,7 +152,7 @@ def test_the_bundle_carries_optuna_and_the_runner_and_runs_without_this_path(tmp
     proc = subprocess.run([sys.executable, "-I", str(pyz), "--help"], capture_output=True, text=True, timeout=60,
                           cwd=tmp_path)
     assert proc.returncode == 0 and "--settings" in proc.stdout, proc.stderr
-    assert not [n for n in names if n.startswith(("taobank/slurm/", "taobank/cli/", "optuna/testing/"))]
+    assert not [n for n in names if n.startswith(("taobank/platforms/slurm/", "taobank/cli/", "optuna/testing/"))]
     st = bundle.Staging(_settings())
     files = st.files("sweep-1")
     assert json.loads(files["study.json"])["study"] == "sweep-1"
@@ -244,7 +244,7 @@ def test_a_torn_last_line_of_the_journal_is_not_read():
 
 # ------------------------------------------------------------------ the SLURM site check (its shell, run here)
 def _site(tmp_path: Path, path_dirs: list[Path], *args: str) -> list[str]:
-    from taobank.slurm.sweep import SEARCH_SITE
+    from taobank.platforms.slurm.sweep import SEARCH_SITE
 
     env = {"PATH": ":".join(str(d) for d in path_dirs)}
     proc = subprocess.run(["/bin/sh", "-c", SEARCH_SITE, "tao", *args], capture_output=True, text=True, env=env, timeout=60)

@@ -58,7 +58,7 @@ def test_an_image_without_python_is_refused_in_one_line_and_nothing_is_made(engi
 
 
 def test_a_journal_is_read_only_from_the_folder_the_record_names(engine, tmp_path):
-    from taobank.docker import search as sweep
+    from taobank.platforms.docker import search as sweep
 
     engine.fake.on("docker", PYTHON_RUNS, ok(""))
     done = sweeps.submit("docker", SPEC, SubmitOptions(), [{}, {}, {}], 2, search=staging())

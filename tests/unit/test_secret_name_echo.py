@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from taobank.errors import TaoError
-from taobank.kubernetes.credentials import collect_credentials
-from taobank.slurm.storage import collect_secrets
+from taobank.platforms.kubernetes.credentials import collect_credentials
+from taobank.platforms.slurm.storage import collect_secrets
 
 BANK = Path(__file__).resolve().parents[2]
 

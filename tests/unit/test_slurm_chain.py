@@ -15,7 +15,7 @@ from hypothesis import given, strategies as st
 from fakeproc import sacct_row, slurm_record, squeue_row, sweep_answer
 from taobank import platform, records
 from taobank.errors import TaoError
-from taobank.slurm import chain, render, resources, status as slurm_status, sweep as slurm_sweep
+from taobank.platforms.slurm import chain, render, resources, status as slurm_status, sweep as slurm_sweep
 
 JOB = "dino-train-5e6f7a8b"
 STANDINS = {

@@ -7,12 +7,12 @@ import hashlib
 
 import pytest
 
-from taobank.slurm.spec import SlurmSpec
+from taobank.platforms.slurm.spec import SlurmSpec
 from taobank import lineage, records, savedspec
 from taobank.contract import ResultFile, ResultsListing, ResultsLocation
 from taobank.errors import TaoError
 from taobank.cli import specargs
-from taobank.slurm import continued
+from taobank.platforms.slurm import continued
 
 
 def test_spec_file_flags_are_saved_as_absolute_paths(tmp_path, monkeypatch):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from taobank.slurm import render, resources, storage
+from taobank.platforms.slurm import render, resources, storage
 
 JOB = "dino-train-1a2b3c4d"
 STANDINS = {
@@ -93,7 +93,7 @@ def test_an_infrastructure_failure_resubmits_without_the_secrets_in_its_environm
 def test_a_sweep_trial_s_retry_is_a_job_of_its_own_and_its_hop_names_the_array_task(tmp_path):
     """The trial runs in array task 900_0 (its record's id): the hop starts there, so status follows it; the retry
     does not inherit TAO_SLURM_JOB_REF, so it reads its own log folder and writes its exit marker under its id."""
-    from taobank.slurm import status as slurm_status
+    from taobank.platforms.slurm import status as slurm_status
 
     job = run_job(tmp_path, fails_with(NCCL), ref="900_0")
     assert [(h["from"], h["next"]) for h in job["hops"]] == [("900_0", "555")], job

@@ -7,7 +7,7 @@ import pytest
 
 from taobank import pins
 from taobank.errors import TaoError
-from taobank.slurm import images
+from taobank.platforms.slurm import images
 
 
 @pytest.mark.parametrize("given,pyxis", [
@@ -65,7 +65,7 @@ def test_conversion_job_directives_come_from_pins_spec_and_env(tmp_path):
     assert (c.partition, c.cpus, c.mem, c.time_minutes) == ("cpu", 2, "4G", 20)
     assert _conv(tmp_path, spec={"conversion_partition": "convert", "conversion_account": "other"}).directives()[3:5] == [
         ("--partition", "convert"), ("--account", "other")]
-    from taobank.slurm import render
+    from taobank.platforms.slurm import render
 
     render.lint(images.render_conversion(c), "convert.sbatch")  # bash -n, shellcheck, secret lint
     with pytest.raises(TaoError, match="conversion_mem"):
@@ -152,7 +152,7 @@ def test_an_enroot_temp_path_that_is_no_path_is_refused(tmp_path, bad):
 
 
 def test_the_one_remote_check_refuses_an_empty_or_foreign_sqsh_and_only_after_the_mark(tmp_path):
-    from taobank.slurm import remote
+    from taobank.platforms.slurm import remote
 
     good, empty, html, data = (tmp_path / n for n in ("good.sqsh", "empty.sqsh", "html.sqsh", "data.json"))
     good.write_bytes(b"hsqs\x00rest")

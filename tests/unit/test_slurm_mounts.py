@@ -6,8 +6,8 @@ from hypothesis import given, strategies as hst
 
 from taobank.errors import TaoError
 from taobank.paths import is_under
-from taobank.slurm import mounts
-from taobank.slurm import submit as slurm_submit
+from taobank.platforms.slurm import mounts
+from taobank.platforms.slurm import submit as slurm_submit
 
 SPEC = {"network_arch": "dino", "action": "train", "command": ["true"], "num_gpus": 1, "cpus_per_task": 1,
         "time_hours": 0.5, "partition": "local", "image": "nvcr.io/nvidia/tao/tao-toolkit:7.1.0-pyt", "use_sqsh": False}
@@ -154,7 +154,7 @@ def test_runtime_none_still_checks_the_paths_the_command_names():
 
 def test_a_parents_folder_is_mounted_read_only_after_the_writable_results_base():
     """submit --parent: the child writes its own folder under the results base, and sees the parent's read-only."""
-    from taobank.slurm.lineage_access import reachable
+    from taobank.platforms.slurm.lineage_access import reachable
 
     parent = "/lustre/me/results/dino-train-1a2b3c4d"
     spec = reachable({**SPEC, "results_base": "/lustre/me", "command": ["x", f"ckpt={parent}/model_epoch_001.pth"]},

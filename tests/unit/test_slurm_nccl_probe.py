@@ -8,8 +8,8 @@ from taobank.contract import SubmitOptions
 from taobank import nccl_probe as core
 from taobank import platform, records
 from taobank.errors import TaoError
-from taobank.slurm import nccl_probe
-from taobank.slurm import submit as slurm_submit
+from taobank.platforms.slurm import nccl_probe
+from taobank.platforms.slurm import submit as slurm_submit
 
 TWO_NODES = {"network_arch": "dino", "action": "train", "container_runtime": "none", "num_nodes": 2, "num_gpus": 2,
              "partition": "gpu", "command": ["true"]}
@@ -84,8 +84,8 @@ def test_the_one_line_form_runs_the_same_script(capsys):
 
 @pytest.mark.parametrize("nodes,gpus", [(2, 1), (2, 4), (4, 2), (3, 4), (2, 7), (2, 8), (3, 8), (2, 16)])
 def test_any_nodes_by_gpus_per_node_resolves_to_exactly_that(nodes, gpus):
-    from taobank.slurm import resources
-    from taobank.slurm.nccl_probe import build_spec
+    from taobank.platforms.slurm import resources
+    from taobank.platforms.slurm.nccl_probe import build_spec
 
     res = resources.resolve(build_spec(nodes=nodes, gpus=gpus, image=None, timeout=60, partition="gpu"), {})
     assert (res.nodes, res.gpus_per_node) == (nodes, gpus)
@@ -96,7 +96,7 @@ def test_gloo_cpu_probe_asks_for_no_gpu_and_runs_one_python_per_node():
     spec = nccl_probe.build_spec(nodes=2, gpus=1, image=None, timeout=60, backend="gloo-cpu")
     assert spec["num_gpus"] == 0 and spec["num_nodes"] == 2 and spec["memory"] == core.pins.resolve("nccl_probe.slurm_mem")
     assert spec["command"].startswith("timeout -k 10 60 python3 -c ") and "torchrun" not in spec["command"]
-    from taobank.slurm import resources
+    from taobank.platforms.slurm import resources
 
     res = resources.resolve(spec, {})
     assert (res.nodes, res.gpus_per_node) == (2, 0)

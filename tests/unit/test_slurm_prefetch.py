@@ -1,4 +1,4 @@
-"""submit --prefetch (taobank.slurm.prefetch): parsing, the exact commands rendered (Hugging Face and NGC cannot
+"""submit --prefetch (taobank.platforms.slurm.prefetch): parsing, the exact commands rendered (Hugging Face and NGC cannot
 be reached from here: these pins are their only test), the cap, credentials, and the submit's one SBATCH command."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from fakeproc import find_answer, ok, sacct_row, slurm_record, squeue_row, sweep
 from taobank import platform, records
 from taobank.contract import SubmitOptions
 from taobank.errors import TaoError
-from taobank.slurm import prefetch, remote, status as slurm_status
+from taobank.platforms.slurm import prefetch, remote, status as slurm_status
 from taobank import sources
 from taobank.states import State
 
@@ -196,7 +196,7 @@ def test_submit_stages_the_prefetch_job_and_sbatches_both_in_one_command(slurm, 
 
 
 def storage_creds_absent(files: dict) -> bool:
-    from taobank.slurm import storage
+    from taobank.platforms.slurm import storage
 
     return storage.CREDS_FILE not in files
 
@@ -209,7 +209,7 @@ def test_sbatch_script_submits_prefetch_held_and_depends_on_it():
 
 
 def test_command_naming_prefetch_without_one_is_refused():
-    from taobank.slurm import submit
+    from taobank.platforms.slurm import submit
 
     with pytest.raises(TaoError, match="has no prefetch"):
         submit.plan(SPEC, {}, need_secrets=False)

@@ -5,7 +5,7 @@ import pytest
 
 
 def test_preflight_checks_the_conversion_partition_too(slurm, monkeypatch):
-    from taobank.slurm import preflight
+    from taobank.platforms.slurm import preflight
 
     answer = ("@@partitions\ngpu*|up|4:00:00|2|gpu:8\n@@base\nwritable\n@@enroot\nabsent\n@@pyxis\nyes\n"
               "@@sacct\nok\n")
@@ -23,7 +23,7 @@ def _answer(base: str) -> str:
 
 
 def test_a_new_users_base_that_submit_would_create_is_ok(slurm):
-    from taobank.slurm import preflight
+    from taobank.platforms.slurm import preflight
 
     slurm.ssh("PREFLIGHT", _answer("creatable /lustre/site"))
     report = preflight.run_preflight(partition="gpu")
@@ -39,7 +39,7 @@ def test_a_new_users_base_that_submit_would_create_is_ok(slurm):
 def test_the_remote_base_check_tells_creatable_from_absent(tmp_path):
     import subprocess
 
-    from taobank.slurm import remote
+    from taobank.platforms.slurm import remote
 
     check = remote.PREFLIGHT[remote.PREFLIGHT.index('echo "@@base"'):remote.PREFLIGHT.index('echo "@@enroot"')]
     (tmp_path / "file").write_text("")
@@ -57,7 +57,7 @@ KEY = "nvapi-" + "k" * 40
 
 
 def test_enroot_credentials_for_nvcr_io_write_both_ngc_machine_lines_key_on_stdin_only(slurm):
-    from taobank.slurm import preflight
+    from taobank.platforms.slurm import preflight
 
     slurm.ssh("ENROOT_CREDS", "")
     preflight.install_enroot_credentials("nvcr.io", KEY)
@@ -72,7 +72,7 @@ def test_the_remote_install_replaces_exactly_those_machine_lines(tmp_path):
     import os
     import subprocess
 
-    from taobank.slurm import remote
+    from taobank.platforms.slurm import remote
 
     creds = tmp_path / ".config" / "enroot" / ".credentials"
     creds.parent.mkdir(parents=True)
@@ -89,7 +89,7 @@ def test_the_remote_preflight_names_the_machines_and_never_prints_a_value(tmp_pa
     import os
     import subprocess
 
-    from taobank.slurm import remote
+    from taobank.platforms.slurm import remote
 
     check = remote.PREFLIGHT[remote.PREFLIGHT.index('echo "@@enroot"'):remote.PREFLIGHT.index('echo "@@pyxis"')]
     creds = tmp_path / ".config" / "enroot" / ".credentials"
@@ -102,7 +102,7 @@ def test_the_remote_preflight_names_the_machines_and_never_prints_a_value(tmp_pa
 
 @pytest.mark.parametrize("machines,ok", [([], False), (["nvcr.io"], False), (["nvcr.io", "authn.nvidia.com"], True)])
 def test_private_registry_preflight_needs_both_ngc_machine_lines(slurm, machines, ok):
-    from taobank.slurm import preflight
+    from taobank.platforms.slurm import preflight
 
     lines = "".join(f"machine {m}\n" for m in machines)
     slurm.ssh("PREFLIGHT", f"@@partitions\ngpu*|up|4:00:00|2|gpu:8\n@@base\nwritable\n@@enroot\n"

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as hst
 
 from taobank import multinode
 from taobank.errors import TaoError
-from taobank.slurm import render, resources
+from taobank.platforms.slurm import render, resources
 
 
 def make(**kw):

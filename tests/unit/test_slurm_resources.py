@@ -2,7 +2,7 @@
 import pytest
 
 from taobank.errors import TaoError
-from taobank.slurm import resources
+from taobank.platforms.slurm import resources
 
 
 def test_defaults_come_from_versions_yaml():

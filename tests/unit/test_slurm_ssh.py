@@ -5,7 +5,7 @@ import stat
 import pytest
 
 from taobank.errors import TaoError
-from taobank.slurm import ssh
+from taobank.platforms.slurm import ssh
 
 
 @pytest.mark.parametrize("spec,expect", [

@@ -5,7 +5,7 @@ import pytest
 
 from taobank.states import STATES
 from taobank.progress import statusfile
-from taobank.slurm import status as st
+from taobank.platforms.slurm import status as st
 
 # Recorded: squeue -h -o '%i|%T|%r|%j' ; sacct -n -X -P -o JobIDRaw,JobName,State,ExitCode
 SQUEUE = """\
@@ -215,7 +215,7 @@ def test_marker_parse():
 
 
 def test_sweep_output_parsing_and_accounting_fallback():
-    from taobank.slurm import observe as slurm_observe
+    from taobank.platforms.slurm import observe as slurm_observe
 
     text = ("@@squeue\n21|RUNNING|None|job-a\n@@rc 0\n@@sacct\n21|job-a|RUNNING|0:0\n22|job-b|COMPLETED|0:0\n@@rc 0\n"
             "@@marker /l/jobs/job-b/meta/exit.json\n{\"exit_code\":0,\"slurm_job_id\":\"22\"}\n\n"
@@ -273,7 +273,7 @@ def test_container_launch_failures_get_a_hint():
 def test_logs_of_a_record_whose_sbatch_answer_was_lost_points_to_resume(state_dir):
     from taobank import records
     from taobank.errors import TaoError
-    from taobank.slurm import logs as slurm_logs
+    from taobank.platforms.slurm import logs as slurm_logs
 
     rec = records.open_record("slurm", "none", "dino", "train", "A", "/lustre/results")
     records.mark(rec["id"], "PENDING", backend={"staged_dir": "/lustre/jobs/x", "job_name": rec["id"]})

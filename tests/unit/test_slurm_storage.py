@@ -6,7 +6,7 @@ import tarfile
 import pytest
 
 from taobank.errors import TaoError
-from taobank.slurm import storage
+from taobank.platforms.slurm import storage
 
 
 @pytest.mark.parametrize("uri,path", [

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import shlex
 
-from taobank.slurm import render, resources, sweep
+from taobank.platforms.slurm import render, resources, sweep
 
 
 def test_array_script_runs_the_task_s_trial_and_passes_the_lint():
@@ -23,7 +23,7 @@ def test_array_script_runs_the_task_s_trial_and_passes_the_lint():
 def test_the_sweep_and_batch_cancel_remote_scripts_are_shellcheck_clean(tmp_path):
     import subprocess
 
-    from taobank.slurm import cancel
+    from taobank.platforms.slurm import cancel
 
     for name, text in (("STAGE_MANY", sweep.STAGE_MANY), ("SBATCH_ARRAY", sweep.SBATCH_ARRAY),
                        ("CANCEL_MANY", cancel.CANCEL_MANY)):
@@ -34,7 +34,7 @@ def test_the_sweep_and_batch_cancel_remote_scripts_are_shellcheck_clean(tmp_path
 
 
 def test_batch_cancel_takes_only_checked_words_unquoted():
-    from taobank.slurm import cancel
+    from taobank.platforms.slurm import cancel
 
     assert all(cancel.JOB_ID.match(s) for s in ("123", "123_4"))
     assert not any(cancel.JOB_ID.match(s) for s in ("123 456", "1;rm", "-1", "12_", "1\n"))

@@ -9,8 +9,8 @@ from fakeproc import find_answer
 from taobank.contract import SubmitOptions
 from taobank import platform, records
 from taobank.errors import TaoError
-from taobank.slurm import uploads
-from taobank.slurm import stage as slurm_stage
+from taobank.platforms.slurm import uploads
+from taobank.platforms.slurm import stage as slurm_stage
 
 SPEC = {"network_arch": "dino", "action": "train", "container_runtime": "none", "num_gpus": 1,
         "command": ["dino", "train", "-e", "{specs}/train.yaml"]}
@@ -91,7 +91,7 @@ def test_spec_files_are_relative_to_the_spec_file_for_every_helper(tmp_path):
     import sys
     from pathlib import Path
 
-    from taobank.slurm import spec as specmod
+    from taobank.platforms.slurm import spec as specmod
 
     folder = tmp_path / "x"
     folder.mkdir()
@@ -112,7 +112,7 @@ def test_specs_in_a_string_command_is_one_shell_word_even_with_spaces(tmp_path):
     import shlex
     import subprocess
 
-    from taobank.slurm import uploads
+    from taobank.platforms.slurm import uploads
 
     folder = tmp_path / "my base" / "specs"
     folder.mkdir(parents=True)
@@ -172,7 +172,7 @@ def test_the_stage_script_checks_a_folder_by_its_manifest_and_refuses_an_existin
     """remote.STAGE_IN run by a real sh: unpack, check the manifest, refuse the folder a second time."""
     import subprocess
 
-    from taobank.slurm import remote, storage
+    from taobank.platforms.slurm import remote, storage
 
     ups = uploads.collect_tree(str(labels(tmp_path)), what="stage")
     dest = tmp_path / "dest"

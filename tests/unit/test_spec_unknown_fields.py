@@ -34,7 +34,7 @@ def test_a_short_field_like_key_is_named_with_its_near_miss_and_a_token_is_not(t
 
 
 def test_the_typed_spec_names_the_same_keys():
-    from taobank.docker.spec import DockerSpec
+    from taobank.platforms.docker.spec import DockerSpec
 
     with pytest.raises(TaoError) as got:
         DockerSpec.from_dict({"image": "busybox", "nope": 1, f"root:{HASH}:1": None})

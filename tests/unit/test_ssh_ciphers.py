@@ -2,7 +2,7 @@
 instructions; a site's own cipher list is never touched."""
 from __future__ import annotations
 
-from taobank.slurm import ssh
+from taobank.platforms.slurm import ssh
 
 
 def test_aes_gcm_first_only_over_the_default_order_on_an_aes_cpu():

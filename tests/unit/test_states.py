@@ -80,8 +80,8 @@ def test_the_state_enum_is_the_vocabulary_and_knows_its_ends():
 
 def test_one_observation_type_carries_both_platforms_exit_codes():
     from taobank.contract import Observation
-    from taobank.kubernetes import status as kstatus
-    from taobank.slurm import status as sstatus
+    from taobank.platforms.kubernetes import status as kstatus
+    from taobank.platforms.slurm import status as sstatus
 
     v = sstatus.verdict("ERROR", "killed", "FAILED", exit_code="0:9")
     assert isinstance(v, Observation) and (v.exit_code, v.signal, v.exit_status, v.observed) == (0, 9, "0:9", "FAILED")

@@ -10,7 +10,7 @@ from fakeproc import (KUEUE_GATE_READ, applied_names, echo_applied, items, k8s_c
                       sweep_answer)
 from taobank import records, sweeps
 from taobank.contract import SubmitOptions
-from taobank.kubernetes.sweep import SWEEP_LABEL
+from taobank.platforms.kubernetes.sweep import SWEEP_LABEL
 
 SIZES = (1, 10, 100)
 K = 2  # --max-concurrent

@@ -9,7 +9,7 @@ import pytest
 
 from taobank import lineage, platform as core, records, savedspec, sweeps
 from taobank.cli import sweepcli, verbcli
-from taobank.slurm.spec import SlurmSpec
+from taobank.platforms.slurm.spec import SlurmSpec
 from taobank.contract import Launch, Plan, ResultFile, ResultsListing, ResultsLocation, SubmitOptions
 from taobank.errors import TaoError, UsageError
 from taobank.platform import JobView

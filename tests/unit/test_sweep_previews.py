@@ -14,7 +14,7 @@ import yaml
 from fakeproc import k8s_cluster, ok
 from taobank import records, sweeps
 from taobank.contract import SubmitOptions
-from taobank.kubernetes.sweep import SWEEP_LABEL
+from taobank.platforms.kubernetes.sweep import SWEEP_LABEL
 
 LR = "train.optim.lr=0.1,0.2,0.3"
 TRIALS = [{"train.optim.lr": v} for v in ("0.1", "0.2", "0.3")]

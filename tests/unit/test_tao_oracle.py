@@ -13,14 +13,14 @@ import pytest
 from tests.support import tao_oracle as oracle
 from taobank import records, track, training
 from taobank.contract import Observation, ResultsLocation, TaoEnd
-from taobank.docker import observe as docker_observe
-from taobank.docker import results_access as docker_results
-from taobank.kubernetes import logs as k8s_logs
-from taobank.kubernetes import render as k8s_render
+from taobank.platforms.docker import observe as docker_observe
+from taobank.platforms.docker import results_access as docker_results
+from taobank.platforms.kubernetes import logs as k8s_logs
+from taobank.platforms.kubernetes import render as k8s_render
 from taobank.progress import best, parse, progress, series
 from taobank.records import Record
 from taobank.results_verbs import find_best
-from taobank.slurm import status as slurm_status
+from taobank.platforms.slurm import status as slurm_status
 from taobank.states import State
 
 JOB = "dino-train-0001"
@@ -229,7 +229,7 @@ def test_the_torch_stand_in_does_not_outlive_loading_lightning(tmp_path):
 def test_docker_cancel_of_a_job_that_ended_with_taos_failure_says_error(tmp_path):
     """A cancel that finds the container already ended reports it as status would: TAO's FAILURE with exit 0 is
     an error, not COMPLETE."""
-    from taobank.docker import cancel as docker_cancel
+    from taobank.platforms.docker import cancel as docker_cancel
 
     folder = _interrupted(tmp_path).folder.parent
     stop = docker_cancel._ended(_record(folder), docker_observe.classify({"Status": "exited", "ExitCode": 0}))

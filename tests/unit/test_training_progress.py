@@ -12,7 +12,7 @@ import pytest
 from fakeproc import SLURM_BASE, items, job, k8s_record, ok, pod, sacct_row, slurm_record, squeue_row, sweep_answer
 from taobank import jobstatus, records
 from taobank.errors import TaoError
-from taobank.kubernetes.logs import SPEC_FILE
+from taobank.platforms.kubernetes.logs import SPEC_FILE
 
 
 def line(epoch: int, loss: float, *, status: str = "RUNNING", max_epoch: int = 9) -> str:
@@ -147,7 +147,7 @@ def test_a_failed_progress_read_never_fails_the_status(fake, cli):
 
 
 def test_k8s_metrics_after_the_pods_are_gone_reads_the_volume(fake, cli, monkeypatch):
-    from taobank.kubernetes import volume_job
+    from taobank.platforms.kubernetes import volume_job
 
     rec = k8s_job(fake)
     fake.kubectl("exec", rc=1, stderr='Error from server (NotFound): jobs.batch "x" not found')
@@ -165,7 +165,7 @@ def test_k8s_metrics_after_the_pods_are_gone_reads_the_volume(fake, cli, monkeyp
 
 
 def test_progress_of_a_no_results_job_says_why(fake):
-    from taobank.kubernetes import statusfiles
+    from taobank.platforms.kubernetes import statusfiles
 
     rec = k8s_record()
     (records.artifact_dir(rec["id"]) / SPEC_FILE).write_text(json.dumps({"image": "i", "command": "c",
@@ -181,7 +181,7 @@ def test_the_slurm_sweep_reads_every_status_file_metrics_reads_and_none_outside_
     import os
     import subprocess
 
-    from taobank.slurm import observe as slurm_observe, remote
+    from taobank.platforms.slurm import observe as slurm_observe, remote
 
     folder = tmp_path / "results" / "custom-run-1"
     for rel in ("train/status.json", "evaluate/status.json", "status.json", "nested/deeper/status.json"):

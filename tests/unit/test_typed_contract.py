@@ -21,7 +21,7 @@ import pytest
 from taobank import contract
 from taobank.contract import UNSET, Observation, Shown, Stop
 from taobank.platform import JobView
-from taobank.slurm.status import SlurmObservation
+from taobank.platforms.slurm.status import SlurmObservation
 
 PKG = Path(__file__).resolve().parents[2] / "scripts" / "taobank"
 ADAPTER_DIRS = ("kubernetes", "slurm", "docker")
@@ -99,9 +99,9 @@ def test_the_contract_types_carry_no_other_dict_field():
 def test_no_adapter_passes_a_dict_of_many_loose_keys_into_a_contract_type():
     """Every dict literal an adapter hands a contract type (by keyword or by position) holds a handful of keys at
     most; what a view shows is never a dict. (A dict built up in a variable first is the typed Facts' job.)"""
-    from taobank.docker.submit import DockerPlan
-    from taobank.kubernetes.submit import KubePlan
-    from taobank.slurm.submit import SlurmPlan
+    from taobank.platforms.docker.submit import DockerPlan
+    from taobank.platforms.kubernetes.submit import KubePlan
+    from taobank.platforms.slurm.submit import SlurmPlan
 
     types = {c.__name__: c for c in (contract.Plan, contract.Gate, contract.Launch, Observation, Stop, KubePlan,
                                      SlurmPlan, DockerPlan, SlurmObservation)}
@@ -148,8 +148,8 @@ def test_every_shown_field_is_a_view_field_or_a_known_extra(field):
 
 
 def test_of_types_a_mapping_by_its_schema_keys_and_keeps_a_typed_spec():
-    from taobank.kubernetes.spec import KubernetesSpec
-    from taobank.slurm.spec import SlurmSpec
+    from taobank.platforms.kubernetes.spec import KubernetesSpec
+    from taobank.platforms.slurm.spec import SlurmSpec
 
     typed = KubernetesSpec(image="i", cpus="2")
     assert KubernetesSpec.of(typed) is typed
@@ -182,8 +182,8 @@ def test_with_gpu_args_is_the_dict_rule_on_the_typed_spec(platform, command):
 
 def test_typed_backend_facts_are_written_out_in_the_records_key_order():
     from taobank.contract import Launch
-    from taobank.kubernetes.submit import JobFacts
-    from taobank.slurm.sweep import TrialFacts
+    from taobank.platforms.kubernetes.submit import JobFacts
+    from taobank.platforms.slurm.sweep import TrialFacts
 
     job = JobFacts(uid=None, namespace="ns", name="j", context="", owned="", nodes=2)
     assert job.to_dict() == {"uid": None, "namespace": "ns", "name": "j", "context": "", "owned": "", "nodes": 2}

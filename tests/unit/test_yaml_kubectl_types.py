@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from taobank import render
 from tests.support.kube_objects import SCRIPT, objects
 from taobank.errors import TaoError
-from taobank.kubernetes.render import MAX_QUALIFIED_KEY_LEN, build_context, render_manifests
+from taobank.platforms.kubernetes.render import MAX_QUALIFIED_KEY_LEN, build_context, render_manifests
 
 #: Strings YAML 1.1 readers (PyYAML, go-yaml v2/v3) may read as something else when left plain.
 YAML11_FORMS = [

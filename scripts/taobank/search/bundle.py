@@ -59,8 +59,7 @@ def _pure_files(name: str) -> list[tuple[str, Path]]:
 
 #: Parts of the bank the runner never imports (the platforms, the command line, the MCP server) and Optuna's own
 #: test helpers: left out, the bundle is a quarter smaller (a Kubernetes ConfigMap holds at most 1 MiB).
-LEFT_OUT = frozenset({"taobank/kubernetes", "taobank/slurm", "taobank/docker", "taobank/cli", "taobank/mcp",
-                      "optuna/testing"})
+LEFT_OUT = frozenset({"taobank/platforms", "taobank/cli", "taobank/mcp", "optuna/testing"})
 
 
 def _kept(arc: str) -> bool:

@@ -17,9 +17,9 @@ from k8s_verbs_support import NAMESPACE
 
 import testclusters.kubernetes as lk
 from taobank import pins, records
-from taobank.kubernetes import render
-from taobank.kubernetes.kubectl import json_objects
-from taobank.kubernetes.results import NO_RESULTS
+from taobank.platforms.kubernetes import render
+from taobank.platforms.kubernetes.kubectl import json_objects
+from taobank.platforms.kubernetes.results import NO_RESULTS
 from taobank.states import State
 from tests.support.results_cli import tao_jobs
 

@@ -21,7 +21,7 @@ from k8s_verbs_support import NAMESPACE, k8s  # noqa: F401  (k8s is a fixture)
 
 import testclusters.kubernetes as lk
 from taobank import multinode
-from taobank.kubernetes import render
+from taobank.platforms.kubernetes import render
 from testclusters import tao_lightning
 from testclusters.kubernetes import torch_image
 from tests.support import lightning_ranks

@@ -51,7 +51,7 @@ def test_single_pod_submit_status_complete_logs(k8s):
     assert logs.returncode == 0
     from taobank import pins  # noqa: PLC0415
 
-    from taobank.kubernetes.logs import FINAL_LINES_MAX  # noqa: PLC0415
+    from taobank.platforms.kubernetes.logs import FINAL_LINES_MAX  # noqa: PLC0415
 
     tail = int(pins.resolve("kubernetes.logs_tail"))
     log_calls = [a for a in k8s.calls() if a[:2] == ["kubectl", "-n"] and "logs" in a]

@@ -21,7 +21,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from taobank.kubernetes.kubectl import json_objects
+from taobank.platforms.kubernetes.kubectl import json_objects
 from taobank.render import dump_yaml
 from tests.support.kube_objects import SCRIPT, objects
 
@@ -129,7 +129,7 @@ def test_control_a_plain_dump_is_retyped_by_kubectl(kubectl):
 
 def test_a_rendered_job_with_hostile_env_round_trips(kubectl, tmp_path: Path):
     """The reported symptom end to end: ``--env F=y L=1e3 I=09`` through render_manifests and kubectl."""
-    from taobank.kubernetes.render import find, render_manifests
+    from taobank.platforms.kubernetes.render import find, render_manifests
 
     env = {"F": "y", "L": "1e3", "I": "09", "O": "0o17", "T": "~", "D": "2001-12-14", "H": "0x1F", "M": "<<"}
     objs = render_manifests({"image": "busybox", "command": SCRIPT, "env": env, "no_results": True},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from taobank.slurm import ssh
+from taobank.platforms.slurm import ssh
 
 
 @pytest.fixture()

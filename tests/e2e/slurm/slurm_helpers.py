@@ -51,7 +51,7 @@ def wait_state(job_id: str, states=TERMINAL, timeout: float = 120, conn=None) ->
 def probe_gloo_ok() -> dict:
     """The gloo-cpu probe between the local nodes (a real TCP all-reduce), so multi-node submits pass the gate
     with no --skip-nccl-probe; its verdict is cached in the test's own record store."""
-    from taobank.slurm import nccl_probe
+    from taobank.platforms.slurm import nccl_probe
 
     out = nccl_probe.probe(backend="gloo-cpu", timeout=60, interval=1, cpus=1, runtime="none")
     assert out["verdict"] == "ok", out

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from taobank.slurm import ssh
+from taobank.platforms.slurm import ssh
 
 BANK = Path(__file__).resolve().parents[3]
 

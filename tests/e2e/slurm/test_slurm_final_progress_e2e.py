@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from taobank.slurm import logs as slurm_logs, submit as slurm_submit
+from taobank.platforms.slurm import logs as slurm_logs, submit as slurm_submit
 from testclusters import slurm as local_slurm, tao_lightning
 from tests.support.progress_wait import wait_for_progress
 from tests.support.results_cli import tao_jobs as jobs

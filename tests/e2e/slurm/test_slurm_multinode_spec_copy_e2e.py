@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from taobank.slurm import logs as slurm_logs, submit as slurm_submit
+from taobank.platforms.slurm import logs as slurm_logs, submit as slurm_submit
 from testclusters import slurm as local_slurm
 from tests.support import lightning_ranks
 

@@ -9,7 +9,7 @@ from slurm_helpers import base_spec, call_log, wait_state
 
 from taobank import records
 from taobank.errors import TaoError
-from taobank.slurm import submit as slurm_submit
+from taobank.platforms.slurm import submit as slurm_submit
 
 pytestmark = pytest.mark.e2e
 

@@ -15,8 +15,8 @@ import uuid
 import pytest
 
 from taobank import platform
-from taobank.slurm import logs as slurm_logs, submit as slurm_submit
-from taobank.slurm.ssh import Connection
+from taobank.platforms.slurm import logs as slurm_logs, submit as slurm_submit
+from taobank.platforms.slurm.ssh import Connection
 from testclusters.kubernetes import cluster_s3, s3
 
 sys.path.insert(0, os.path.dirname(__file__))

@@ -16,7 +16,7 @@ from slurm_helpers import base_spec, call_log, wait_state
 from slurm_helpers import cancel as slurm_helpers_cancel
 
 from taobank import results_sh
-from taobank.slurm import logs as slurm_logs, submit as slurm_submit
+from taobank.platforms.slurm import logs as slurm_logs, submit as slurm_submit
 from tests.support.results_cli import big_files, fetch_killed_half_way, tao_jobs as jobs, tree
 
 pytestmark = pytest.mark.e2e

@@ -17,7 +17,7 @@ import pytest
 from slurm_helpers import base_spec, wait_state
 
 from taobank import records
-from taobank.slurm import logs as slurm_logs, submit as slurm_submit
+from taobank.platforms.slurm import logs as slurm_logs, submit as slurm_submit
 from tests.support.results_cli import tao_jobs as jobs
 
 pytestmark = pytest.mark.e2e

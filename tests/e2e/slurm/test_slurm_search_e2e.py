@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from taobank.slurm.ssh import Connection
+from taobank.platforms.slurm.ssh import Connection
 from tests.support.results_cli import tao_jobs as jobs
 
 pytestmark = pytest.mark.e2e

@@ -8,8 +8,8 @@ import uuid
 import pytest
 
 from taobank.errors import TaoError
-from taobank.slurm import logs as slurm_logs, submit as slurm_submit
-from taobank.slurm.ssh import Connection
+from taobank.platforms.slurm import logs as slurm_logs, submit as slurm_submit
+from taobank.platforms.slurm.ssh import Connection
 
 sys.path.insert(0, os.path.dirname(__file__))
 from slurm_helpers import base_spec, wait_state  # noqa: E402
@@ -52,7 +52,7 @@ def test_a_job_without_the_required_account_is_refused_with_the_fix(slurm_env, m
 
 
 def _cached_image(env: dict, sub: str) -> tuple[str, str]:
-    from taobank.slurm import images
+    from taobank.platforms.slurm import images
 
     cache = env["SLURM_BASE_RESULTS_DIR"] + "/" + sub
     image = "nvcr.io/nvidia/tao/tao-toolkit:7.1.0-pyt"
@@ -183,7 +183,7 @@ def test_spec_files_reach_the_job_under_specs_checked_and_private(slurm_env, tmp
 
 def test_a_spec_file_changed_in_transit_is_refused_on_the_cluster(slurm_env, tmp_path, monkeypatch):
     from taobank import records
-    from taobank.slurm import uploads
+    from taobank.platforms.slurm import uploads
 
     train = tmp_path / "train.yaml"
     train.write_text("a: 1\n")

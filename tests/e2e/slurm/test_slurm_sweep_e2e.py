@@ -16,7 +16,7 @@ import pytest
 from slurm_helpers import call_log
 
 from taobank import records
-from taobank.slurm.ssh import Connection
+from taobank.platforms.slurm.ssh import Connection
 from tests.support.results_cli import tao_jobs as jobs
 
 pytestmark = pytest.mark.e2e

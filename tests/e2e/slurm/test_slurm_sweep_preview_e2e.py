@@ -11,7 +11,7 @@ import pytest
 from slurm_helpers import base_spec, call_log
 
 from taobank import records, sweeps
-from taobank.slurm.ssh import Connection
+from taobank.platforms.slurm.ssh import Connection
 
 pytestmark = pytest.mark.e2e
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from slurm_helpers import base_spec, wait_state
 
-from taobank.slurm import logs as slurm_logs, submit as slurm_submit
+from taobank.platforms.slurm import logs as slurm_logs, submit as slurm_submit
 from tests.support import tao_oracle as oracle
 from tests.support.results_cli import tao_jobs as jobs
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import sys
 
-from taobank.slurm import submit as slurm_submit
+from taobank.platforms.slurm import submit as slurm_submit
 
 sys.path.insert(0, os.path.dirname(__file__))
 from slurm_helpers import base_spec, wait_state  # noqa: E402

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from slurm_helpers import base_spec, call_log, wait_state
 
-from taobank.slurm import logs as slurm_logs, submit as slurm_submit
+from taobank.platforms.slurm import logs as slurm_logs, submit as slurm_submit
 from tests.support.progress_wait import wait_for_progress
 from tests.support.results_cli import tao_jobs as jobs
 

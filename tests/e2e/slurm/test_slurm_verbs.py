@@ -16,9 +16,9 @@ import pytest
 
 from taobank import platform, records
 from taobank.errors import TaoError
-from taobank.slurm import remote, ssh, storage
-from taobank.slurm import facts as slurm_facts, logs as slurm_logs, submit as slurm_submit
-from taobank.slurm.ssh import Connection
+from taobank.platforms.slurm import remote, ssh, storage
+from taobank.platforms.slurm import facts as slurm_facts, logs as slurm_logs, submit as slurm_submit
+from taobank.platforms.slurm.ssh import Connection
 from testclusters.slurm_conf import Layout, default_state_dir
 from tests.support.results_cli import tao_jobs as jobs
 
@@ -471,7 +471,7 @@ def test_follow_streams_both_logs_until_the_end(slurm_env):
 
 
 def test_enroot_credentials_install_keeps_the_key_off_argv(slurm_env, monkeypatch):
-    from taobank.slurm import preflight
+    from taobank.platforms.slurm import preflight
 
     with ArgvWatcher(SECRET) as watcher:
         host = preflight.install_enroot_credentials("nvcr.io", SECRET)
@@ -514,7 +514,7 @@ def test_status_falls_back_to_the_exit_marker_without_accounting(slurm_env, monk
 
 def test_failed_sqsh_conversion_job_ends_the_record_in_error_and_no_gpu_job_runs(slurm_env):
     # The local cluster has no enroot: the conversion job (its own CPU job) fails on the compute node.
-    from taobank.slurm import images
+    from taobank.platforms.slurm import images
 
     cache = slurm_env["env"]["SLURM_BASE_RESULTS_DIR"] + "/sqsh-cache-e2e"
     image = "nvcr.io/nvidia/tao/tao-toolkit:7.1.0-pyt"
@@ -556,7 +556,7 @@ def preflight_missing(paths: list[str]) -> list[str]:
 def test_pyxis_launch_line_reaches_srun_with_a_cached_sqsh(slurm_env):
     cache = slurm_env["env"]["SLURM_BASE_RESULTS_DIR"] + "/sqsh-cache-e2e2"
     image = "nvcr.io/nvidia/tao/tao-toolkit:7.1.0-pyt"
-    from taobank.slurm import images
+    from taobank.platforms.slurm import images
 
     sqsh = images.sqsh_path(image, cache)
     # a cached image (squashfs magic first): no conversion
@@ -727,7 +727,7 @@ def test_follow_with_tail_starts_at_the_last_lines(slurm_env):
 
 
 def test_a_refused_training_sbatch_cancels_its_held_conversion_job(slurm_env):
-    from taobank.slurm import images
+    from taobank.platforms.slurm import images
 
     cache = slurm_env["env"]["SLURM_BASE_RESULTS_DIR"] + "/sqsh-cache-e2e-refused"
     image = "nvcr.io/nvidia/tao/tao-toolkit:7.1.0-pyt"

@@ -1,0 +1,93 @@
+"""The one way the adapter calls the engine's CLI (docker or podman): argv lists through taobank.run,
+the record's engine and host, and the engine's refusals turned into one line a user can act on."""
+from __future__ import annotations
+
+import os
+from typing import Callable, Sequence
+
+from ... import run as runner
+from ...errors import TaoError
+from ...run import Result, last_line
+from . import facts
+from ...records import Record
+
+#: The variables that point the CLI at an engine; a job's value is recorded so a new shell finds it again.
+HOST_ENVS = {"docker": "DOCKER_HOST", "podman": "CONTAINER_HOST"}
+
+
+def host_now(engine: str) -> str | None:
+    """The engine address this shell uses (None: the CLI's default socket)."""
+    return os.environ.get(HOST_ENVS[engine]) or None
+
+
+def _env(engine: str, host: str | None) -> dict[str, str] | None:
+    return {HOST_ENVS[engine]: host} if host else None
+
+
+class Engine:
+    """The CLI of one engine at one address."""
+
+    def __init__(self, name: str | None = None, host: str | None = None) -> None:
+        self.name = facts.engine_name(name)
+        self.host = host if host is not None else host_now(self.name)
+
+    @classmethod
+    def of(cls, rec: Record) -> "Engine":
+        """The engine (and address) the record's job was started on."""
+        b = rec.backend
+        return cls(facts.engine_of(rec), b.get("engine_host") or None)
+
+    @classmethod
+    def grouped(cls, recs: list[Record]) -> list[tuple["Engine", list[Record]]]:
+        """``recs`` by the engine (and address) their jobs run on, in first-seen order: one call per engine."""
+        groups: dict[tuple[str, str], list[Record]] = {}
+        for rec in recs:
+            e = cls.of(rec)
+            groups.setdefault((e.name, e.host or ""), []).append(rec)
+        return [(cls(name, host or None), group) for (name, host), group in groups.items()]
+
+    def argv(self, words: Sequence[str]) -> list[str]:
+        return [self.name, *words]
+
+    def run(self, words: Sequence[str], *, check: bool = True, stdin: str | None = None, timeout: float = 120.0,
+            what: str | None = None) -> Result:
+        """Run ``<engine> WORDS``; a failure with ``check`` is one line naming the cause (no engine, socket
+        permission, unknown image ...)."""
+        label = what or f"{self.name} {words[0]}"
+        try:
+            res = runner.run(self.argv(words), stdin=stdin, timeout=timeout, check=False,
+                             env=_env(self.name, self.host), what=label)
+        except TaoError as exc:
+            raise TaoError(explain(self.name, str(exc), label)) from None
+        if check and not res.ok:
+            raise TaoError(explain(self.name, res.stderr or res.stdout, label, res.returncode))
+        return res
+
+    def stream(self, words: Sequence[str], on_text: Callable[[str], None], *, merge_stderr: bool = False) -> int:
+        """Run ``<engine> WORDS`` handing its output to ``on_text`` as it comes (pull progress, logs -f)."""
+        try:
+            return runner.stream(self.argv(words), on_text, env=_env(self.name, self.host),
+                                 merge_stderr=merge_stderr)
+        except TaoError as exc:
+            raise TaoError(explain(self.name, str(exc), f"{self.name} {words[0]}")) from None
+
+
+def explain(engine: str, text: str, what: str, code: int | None = None) -> str:
+    """The engine's error as one actionable line."""
+    low = (text or "").lower()
+    line = last_line(text or "") or "no output"
+    if "not found on path" in low:
+        return (f"{engine} not found on PATH: install the engine's CLI (Debian: apt-get install docker.io; "
+                f"or podman) or use --engine")
+    if "permission denied" in low and (".sock" in low or "connect" in low):
+        return (f"{engine}: permission denied on the engine's socket: add your user to the docker group "
+                f"(sudo usermod -aG docker $USER, then log in again) or use rootless {engine}; nothing was done")
+    # "connection refused" is the engine's only when its socket is named: a registry refusing is not the engine
+    if "cannot connect to the docker daemon" in low or "is the docker daemon running" in low \
+            or "unable to connect to podman" in low or ("connection refused" in low and ".sock" in low):
+        return (f"no {engine} engine answers ({line}): start it (sudo systemctl start {engine}) or point "
+                f"{HOST_ENVS[engine]} at it; nothing was done")
+    if "did not answer within" in low:
+        return f"{what}: the {engine} engine did not answer in time: check it ({engine} info) and retry"
+    rc = f" (exit {code})" if code is not None else ""
+    return f"{what} failed{rc}: {line}"

@@ -1,0 +1,540 @@
+"""Job spec -> Kubernetes manifests (a pure function: no I/O but the template).
+
+The templates in ``templates/k8s/`` hold the fixed skeleton; this module
+builds every variable part (containers, env, volumes) as Python data and
+passes it through :func:`taobank.render.render_yaml_documents`, which emits
+each value as JSON. Whatever a string holds, the parsed manifest carries
+exactly that string; optional fields are omitted, never rendered empty.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Mapping
+
+from ... import multinode as nodeguard, names, pins
+from ...contract import RESULTS_VAR
+from ...errors import TaoError
+from .spec import KubernetesSpec
+from ...jobspec import given
+from ...paths import is_under
+from ...render import render_yaml_documents
+from . import JOB_LABEL, MANAGED_BY
+from . import results as resultsmod, resume
+
+SINGLE_TEMPLATE = "k8s/single-pod-job.yaml.tmpl"
+INDEXED_TEMPLATE = "k8s/indexed-job.yaml.tmpl"
+
+#: The rendezvous variables a multi-node job sets; a user env may not override them.
+RENDEZVOUS_ENV = ("WORLD_SIZE", "NUM_GPU_PER_NODE", "NNODES", "NPROC_PER_NODE", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT")
+#: Names the bank itself sets in every pod.
+RESERVED_ENV = ("TAO_JOB_ID", "JOB_COMPLETION_INDEX", "TAO_STAGING_DIR", resultsmod.RESULTS_ENV, resultsmod.JOB_ENV,
+                RESULTS_VAR)
+INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
+CONFIG_SHA_ANNOTATION = "tao-skill-bank/config-sha256"
+#: Longest Job name: the Job controller names pods <job>-<index>-<5 chars> and
+#: sets hostname <job>-<index>; both must stay within 63 characters.
+MAX_NAME_LEN = 52
+
+# Tier C scripts. Values never enter the script text: URIs and paths arrive as
+# positional parameters ("$1" "$2"), so no quoting of user data is needed.
+_ENDPOINT = 'if [ -n "${S3_ENDPOINT_URL:-}" ]; then export AWS_ENDPOINT_URL="$S3_ENDPOINT_URL"; fi\n'
+FETCH_SCRIPT = (
+    "set -eu\n" + _ENDPOINT
+    + 'while [ "$#" -ge 2 ]; do\n'
+    + '  mkdir -p -- "$(dirname -- "$2")"\n'
+    + '  case "$1" in */) aws s3 cp --recursive "$1" "$2" ;; *) aws s3 cp "$1" "$2" ;; esac\n'
+    + "  shift 2\n"
+    + "done\n"
+)
+# Tier A with a results folder: the command's output (stdout and stderr) is also appended to
+# <results folder>/logs/<pod hostname>.log on the volume, so it survives the pod and its TTL with
+# nobody polling. The copy is best effort, the exit code is not: the wrapper waits for the command
+# itself (its code never passes through a file), a log that cannot be opened leaves the command
+# writing to the pod log alone, a TERM (eviction, cancel) goes to the command while tee (TERM
+# ignored) keeps draining, and a background child left holding the pipe cannot keep the pod alive:
+# tee gets a short grace after the command ends, then the wrapper exits with the command's code.
+# Beside the copy it leaves <pod hostname>.exit ("<code> <UTC end time>", written whole by a rename):
+# the verdict survives the Job's TTL, and status reads it once the Job is gone (taobank.platforms.kubernetes.verdicts).
+LOG_COPY_DIR = "logs"
+#: Before the wrapper exits, the last lines of TAO's status files go to the pod's log, each as
+#: "@@tao-final <path in the results folder> <line>": the log saved at the job's end then carries its final
+#: epoch and KPIs, read with no pod left to exec in (:func:`taobank.platforms.kubernetes.logs.final_status`). A run that
+#: writes a line per step can push its last epoch line out of those: when none of them carries an "epoch" key,
+#: the file's last line that does is printed first (one grep of the file, only then), so the lines stay in
+#: the file's order.
+FINAL_STATUS_PREFIX = "@@tao-final "
+FINAL_STATUS_LINES = 12
+FINAL_STATUS_SH = (
+    'r="$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID"\n'
+    'for s in "$r/status.json" "$r"/*/status.json; do\n'
+    '  [ -f "$s" ] || continue; p=${s#"$r"/}\n'
+    f'  {{ tail -n {FINAL_STATUS_LINES} -- "$s" | grep -q \'"epoch"\' || grep \'"epoch"\' -- "$s" | tail -n 1\n'
+    f'    tail -n {FINAL_STATUS_LINES} -- "$s"; }} 2>/dev/null | while IFS= read -r l || [ -n "$l" ]; do printf \'{FINAL_STATUS_PREFIX}%s %s\\n\' "$p" "$l"; done\n'
+    'done\n'
+)
+EXIT_MARKER_SUFFIX = ".exit"
+# Tier C (results staged, then uploaded): the main container runs the user's argv as "$@", prints the status
+# files' last lines as the pod ends (as LOG_WRAPPER does: the final epoch and KPIs once the pod is gone),
+# records the exit code for the uploader and exits with that same code (the user's status is preserved).
+MAIN_WRAPPER = (
+    'echo "$$" > "$TAO_STAGING_DIR/.tao-main-pid"\n'
+    'if [ -n "${TAO_API_RESULTS_DIR:-}" ]; then mkdir -p -- "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID"; fi\n'
+    '"$@"\n'
+    "rc=$?\n"
+    + FINAL_STATUS_SH +
+    'echo "$rc" > "$TAO_STAGING_DIR/.tao-exit"\n'
+    'exit "$rc"\n'
+)
+LOG_WRAPPER = (
+    'd="$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID/logs"; h="${HOSTNAME:-pod}"; f="/dev/shm/.tao-log-$h"\n'
+    '{ mkdir -p -- "$d" && true >> "$d/$h.log" && rm -f -- "$f" && mkfifo -- "$f"; } 2>/dev/null || exec "$@"\n'
+    '(trap "" TERM INT; exec tee -a -- "$d/$h.log" < "$f") &\n'
+    'tpid=$!\n'
+    '"$@" > "$f" 2>&1 &\n'
+    'cpid=$!\n'
+    "t=0\n"
+    "trap 't=1; kill -TERM \"$cpid\" 2>/dev/null' TERM INT\n"
+    'wait "$cpid"; rc=$?\n'
+    'while [ "$t" = 1 ]; do t=0; wait "$cpid"; r=$?; if [ "$r" != 127 ]; then rc=$r; fi; done\n'
+    "i=0\n"
+    'while kill -0 "$tpid" 2>/dev/null && [ "$i" -lt 20 ]; do sleep 0.1 2>/dev/null || sleep 1; i=$((i + 1)); done\n'
+    'kill -KILL "$tpid" 2>/dev/null; rm -f -- "$f"\n'
+    '{ printf "%s %s\\n" "$rc" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$d/$h.exit.tmp" && mv -f -- "$d/$h.exit.tmp" "$d/$h.exit"; } 2>/dev/null\n'
+    + FINAL_STATUS_SH +
+    'exit "$rc"\n'
+)
+# The uploader waits for the exit marker, or for the main process to vanish
+# without one (killed, e.g. OOM: the pod shares one process namespace), then
+# uploads whatever exists. Its own exit code reports the upload only.
+UPLOAD_SCRIPT = (
+    "set -u\n" + _ENDPOINT
+    + 'd="$TAO_STAGING_DIR"\n'
+    + 'while [ ! -f "$d/.tao-exit" ]; do\n'
+    + '  if [ -f "$d/.tao-main-pid" ] && ! kill -0 "$(cat -- "$d/.tao-main-pid")" 2>/dev/null; then break; fi\n'
+    + "  sleep 5\n"
+    + "done\n"
+    + "status=0\n"
+    + 'while [ "$#" -ge 2 ]; do\n'
+    + '  if [ -d "$1" ]; then aws s3 cp --recursive "$1" "$2" || status=1\n'
+    + '  elif [ -e "$1" ]; then aws s3 cp "$1" "$2" || status=1\n'
+    + '  else echo "tao-upload: $1 does not exist" >&2; status=1; fi\n'
+    + "  shift 2\n"
+    + "done\n"
+    + 'exit "$status"\n'
+)
+
+
+#: Where a sweep's trial table (one ConfigMap, its keys files) is mounted in every pod of the sweep's Job.
+SWEEP_DIR = "/tao-sweep"
+#: Exit code of a trial canceled before its pod started (its ``<index>.cancel`` key is set): a FailIndex exit.
+CANCELED_EXIT = 143
+# One index of a sweep's Indexed Job: its trial's record id, results folder name and argv come from the
+# table (keys <index>.id, <index>.folder, <index>.argv: shell-quoted words, set as "$@" by eval of `set --`,
+# so the words arrive exactly as submitted); a trial canceled before it started exits at once (FailIndex).
+SWEEP_PROLOGUE = (
+    f'd={SWEEP_DIR}; i="${{JOB_COMPLETION_INDEX:?}}"\n'
+    'if [ -e "$d/$i.cancel" ]; then echo "tao: sweep trial $i was canceled" >&2; exit '
+    f'{CANCELED_EXIT}; fi\n'
+    'TAO_JOB_ID=$(cat -- "$d/$i.id") && a=$(cat -- "$d/$i.argv") || exit 2\n'
+    'export TAO_JOB_ID\n'
+    'if [ -e "$d/$i.folder" ]; then TAO_API_JOB_ID=$(cat -- "$d/$i.folder"); export TAO_API_JOB_ID; '
+    f'{RESULTS_VAR}="$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID"; export {RESULTS_VAR}; fi\n'
+    'eval "set -- $a"\n'
+    'echo "tao: sweep trial $i ($TAO_JOB_ID)"\n'
+)
+
+
+def kube_expand(text: str, env: dict[str, str]) -> str:
+    """``text`` as the kubelet expands a container's command and args: ``$(NAME)`` becomes NAME's value when
+    ``env`` has it (else stays as written), ``$$`` becomes ``$``, any other ``$`` stays."""
+    out, i = [], 0
+    while i < len(text):
+        if text[i] == "$" and i + 1 < len(text):
+            if text[i + 1] == "$":
+                out.append("$")
+                i += 2
+                continue
+            if text[i + 1] == "(":
+                end = text.find(")", i + 2)
+                if end != -1:
+                    name = text[i + 2:end]
+                    out.append(env[name] if name in env else text[i:end + 1])
+                    i = end + 1
+                    continue
+                out.append("$(")
+                i += 2
+                continue
+            out.append(text[i:i + 2])
+            i += 2
+            continue
+        out.append(text[i])
+        i += 1
+    return "".join(out)
+
+
+def argv_of(spec: KubernetesSpec) -> list[str]:
+    """The user's argv as the pod runs it (shell text through /bin/sh -c), before the bank's wrappers."""
+    return ["/bin/sh", "-c", str(spec.command)] if spec.command is not None else list(spec.args or ())  # shell text
+
+
+def kube_literal(script: str) -> str:
+    """``script`` as it must stand in a container's command so the shell receives it unchanged.
+
+    The kubelet expands ``$(VAR)`` in command/args and turns ``$$`` into ``$``; doubling every
+    ``$`` of the bank's own scripts keeps ``$$``, ``$(...)`` and ``$((...))`` as written. The
+    user's argv is left alone: its ``$(VAR)`` expansion is a documented feature."""
+    return script.replace("$", "$$")
+
+
+def job_name_for(job_id: str) -> str:
+    """The Kubernetes object name for a record id (ids are already RFC 1035 labels)."""
+    name = job_id if names.is_dns1035_label(job_id) else names.sanitize_label(job_id, MAX_NAME_LEN)
+    if len(name) > MAX_NAME_LEN:
+        name = names.sanitize_label(name, MAX_NAME_LEN)
+    return name
+
+
+def cred_secret_name(job_id: str) -> str:
+    return f"tao-creds-{job_name_for(job_id)}"[:63].rstrip("-")
+
+
+def pull_secret_name(job_id: str) -> str:
+    return f"tao-pull-{job_name_for(job_id)}"[:63].rstrip("-")
+
+
+def config_map_name(job_id: str) -> str:
+    return f"tao-config-{job_name_for(job_id)}"[:63].rstrip("-")
+
+
+def labels_for(job_id: str) -> dict[str, str]:
+    return {JOB_LABEL: job_id, **MANAGED_BY}
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def failure_policy(multinode: bool = False) -> dict:
+    """podFailurePolicy: a disruption (drain, preemption, eviction) counts towards backoffLimit and the pod
+    is replaced; a non-zero exit of any container fails the Job at once (a bug does not run again).
+    The disruption rule comes first: an evicted container's own exit code (137, 143) is not its fault.
+    Multi-node: a replaced rank cannot rejoin ranks stuck in a collective (they would hang until the NCCL
+    timeout and then fail anyway), so a disruption fails the Job at once and says so."""
+    return {"rules": [
+        {"action": "FailJob" if multinode else "Count",
+         "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+        {"action": "FailJob", "onExitCodes": {"operator": "NotIn", "values": [0]}},
+    ]}
+
+
+def staging_dir(spec: KubernetesSpec | Mapping[str, Any]) -> str | None:
+    """The tier C shared emptyDir (None for tier A); a saved spec file's mapping is read as its typed spec."""
+    spec = KubernetesSpec.of(spec)
+    return (spec.staging_dir or "/tao-staging") if given(spec.storage_tier, "A") == "C" else None
+
+
+#: Longest label/annotation/nodeSelector key Kubernetes accepts: a DNS subdomain prefix, "/", a name.
+MAX_QUALIFIED_KEY_LEN = 253 + 1 + 63
+#: The spec's maps whose keys become label/annotation keys, with the flag that fills each (if any).
+_QUALIFIED_KEY_FIELDS = {"pod_labels": None, "pod_annotations": "--pod-annotation", "node_selector": "--node-selector"}
+
+
+def _check_key_lengths(spec: KubernetesSpec) -> None:
+    """Refuse a key no Kubernetes server accepts, naming the field (the API would refuse it later, less clearly)."""
+    for field, flag in _QUALIFIED_KEY_FIELDS.items():
+        for key in getattr(spec, field) or {}:
+            if len(str(key)) > MAX_QUALIFIED_KEY_LEN:
+                where = f"{field} ({flag})" if flag else field
+                raise TaoError(f"a {where} key is {len(str(key))} characters long: Kubernetes allows at most "
+                               f"{MAX_QUALIFIED_KEY_LEN} (a 253-character prefix, '/', a 63-character name): shorten it")
+
+
+def _check_env(spec: KubernetesSpec, multinode: bool) -> None:
+    from ...envfile import check_job_env
+
+    check_job_env(spec.env, spec.nccl_env,
+                  reserved=RESERVED_ENV + (RENDEZVOUS_ENV if multinode else ()))
+
+
+def _env_list(spec: KubernetesSpec, job_id: str, name: str, service: str, multinode: bool, staging: str | None,
+              results: resultsmod.Results) -> list[dict]:
+    env: list[dict] = [{"name": "TAO_JOB_ID", "value": job_id}, *results.env()]
+    if staging:
+        env.append({"name": "TAO_STAGING_DIR", "value": staging})
+    if multinode:
+        nodes = int(given(spec.nodes, 1))
+        gpus = int(given(spec.gpus, 1))
+        port = int(spec.master_port or pins.resolve("kubernetes.master_port"))
+        index_ref = {"fieldRef": {"fieldPath": f"metadata.annotations['{INDEX_ANNOTATION}']"}}
+        env += [
+            {"name": "WORLD_SIZE", "value": str(nodes)},  # TAO reads WORLD_SIZE as the node count
+            {"name": "NUM_GPU_PER_NODE", "value": str(gpus)},
+            {"name": "NNODES", "value": str(nodes)},
+            {"name": "NPROC_PER_NODE", "value": str(gpus)},
+            {"name": "NODE_RANK", "valueFrom": index_ref},
+            {"name": "MASTER_ADDR", "value": f"{name}-0.{service}"},
+            {"name": "MASTER_PORT", "value": str(port)},
+        ]
+    for key, value in (spec.nccl_env or {}).items():
+        env.append({"name": key, "value": str(value)})
+    for key, value in (spec.env or {}).items():
+        env.append({"name": key, "value": str(value)})
+    return env
+
+
+def volumes_and_mounts(spec: KubernetesSpec | Mapping[str, Any], shm_size: str) -> tuple[list[dict], list[dict]]:
+    """The pod's volumes and the main container's mounts: /dev/shm, then one volume per distinct source."""
+    spec = KubernetesSpec.of(spec)
+    volumes: list[dict] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm_size}}]
+    mounts: list[dict] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    seen_paths = {"/dev/shm"}
+    by_source: dict[tuple, str] = {}
+    for m in spec.mounts or []:
+        path = m["mount_path"]
+        if path in seen_paths:
+            raise TaoError(f"mount path {path} is used twice: give each mount its own path")
+        seen_paths.add(path)
+        if "pvc" in m:
+            key: tuple = ("pvc", m["pvc"])
+            source = {"persistentVolumeClaim": {"claimName": m["pvc"]}}
+        else:
+            key = ("nfs", m["nfs"]["server"], m["nfs"]["path"])
+            source = {"nfs": {"server": m["nfs"]["server"], "path": m["nfs"]["path"]}}
+        vol = by_source.get(key)
+        if vol is None:  # one volume per distinct source; aliases share it
+            vol = f"data-{len(by_source)}"
+            by_source[key] = vol
+            volumes.append({"name": vol, **source})
+        vm: dict[str, Any] = {"name": vol, "mountPath": path}
+        if m.get("sub_path"):
+            vm["subPath"] = m["sub_path"]
+        if m.get("read_only"):
+            vm["readOnly"] = True
+        mounts.append(vm)
+    return volumes, mounts
+
+
+def _resources(spec: KubernetesSpec) -> dict:
+    limits: dict[str, Any] = {}
+    requests: dict[str, Any] = {}
+    gpus = int(given(spec.gpus, 1))
+    if gpus > 0:
+        limits["nvidia.com/gpu"] = str(gpus)
+    if spec.cpus:
+        requests["cpu"] = spec.cpus
+    if spec.memory:
+        requests["memory"] = spec.memory
+    if spec.memory_limit:
+        limits["memory"] = spec.memory_limit
+    out: dict[str, dict] = {}
+    if limits:
+        out["limits"] = limits
+    if requests:
+        out["requests"] = requests
+    return out
+
+
+
+
+def build_context(
+    spec: KubernetesSpec | Mapping[str, Any],
+    *,
+    job_id: str,
+    namespace: str,
+    name: str | None = None,
+    cred_secret: str | None = None,
+    pull_secrets: list[str] | tuple[str, ...] = (),
+    config: dict | None = None,
+    retry_disruptions: bool = True,
+    sweep_table: str | None = None,
+) -> dict:
+    """Everything the templates need, as data.
+
+    ``retry_disruptions`` (a server with podFailurePolicy, see
+    :func:`failure_policy`) lets a disrupted pod be replaced; without it a
+    Job has ``backoffLimit: 0``.
+
+    ``cred_secret``/``pull_secrets`` are Secret *names*; they are referenced
+    only when given (a run without credentials has no envFrom and no
+    imagePullSecrets). ``config`` = {"text", "mount_path", "key"?} for a
+    config-mode request: the file goes into a ConfigMap mounted read-only.
+    ``sweep_table``: the name of a sweep's trial table (ConfigMap, :mod:`taobank.platforms.kubernetes.sweep`): the pod
+    is one index of an Indexed Job and reads its trial's id, folder and argv there (:data:`SWEEP_PROLOGUE`).
+    A mapping ``spec`` (a spec file, as ``render_k8s_job.py`` reads it) is read as its typed spec first.
+    """
+    spec = KubernetesSpec.of(spec)
+    name = name or job_name_for(job_id)
+    if not names.is_dns1035_label(name) or len(name) > MAX_NAME_LEN:
+        raise TaoError(f"job name {name!r} is not an RFC 1035 label of at most {MAX_NAME_LEN} characters")
+    if not names.is_dns1123_label(namespace):
+        raise TaoError(f"namespace {namespace!r} is not a valid Kubernetes namespace name")
+    nodes = int(given(spec.nodes, 1))
+    multinode = nodes > 1
+    _check_env(spec, multinode)
+    _check_key_lengths(spec)
+    if spec.command is not None and spec.args is not None:
+        raise TaoError("give either command (shell text) or args (native argv), not both")
+    if spec.command is None and not spec.args:
+        raise TaoError("the job spec needs command (shell text) or args (native argv)")
+    spec = spec.with_gpu_args(int(given(spec.gpus, 1)), nodes)  # TAO reads its GPUs from its argv
+    # TAO writes under its results_dir, not under $RESULTS_DIR
+    spec = spec.with_results_dir(resultsmod.plan(spec, staging=staging_dir(spec)).for_job(job_id).pod_folder)
+    tier = given(spec.storage_tier, "A")
+    shm = spec.shm_size or pins.resolve(
+        "kubernetes.shm_size_multinode" if multinode else "kubernetes.shm_size_single"
+    )
+    labels = labels_for(job_id)
+    pod_labels = {**(spec.pod_labels or {}), **labels}
+    pod_annotations = dict(spec.pod_annotations or {})
+    volumes, mounts = volumes_and_mounts(spec, shm)
+    env_from = [{"secretRef": {"name": cred_secret}}] if cred_secret else None
+
+    user_argv = [] if sweep_table else argv_of(spec)
+    if multinode and user_argv:  # each rank: its own spec copies, rank 0's name, no silent one-node fallback
+        user_argv = nodeguard.guarded(user_argv, job_id, nodes, literal=kube_literal)
+    staging = staging_dir(spec)
+    results = resultsmod.plan(spec, staging=staging).for_job(job_id)
+    init_containers: list[dict] = []
+    extra_containers: list[dict] = []
+    if tier == "C":
+        assert staging is not None  # tier C has its staging folder (staging_dir)
+        if staging in {m["mountPath"] for m in mounts}:
+            raise TaoError(f"staging_dir {staging} collides with a mount path")
+        for item in (spec.s3_inputs or []) + (spec.s3_outputs or []):
+            if not is_under(item["path"], staging):
+                raise TaoError(f"tier C path {item['path']} must be under staging_dir {staging} (the shared emptyDir)")
+        if not cred_secret:
+            raise TaoError("storage tier C needs S3 credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) in the per-job Secret")
+        volumes.append({"name": "staging", "emptyDir": {}})
+        stage_mount = {"name": "staging", "mountPath": staging}
+        mounts.append(stage_mount)
+        s3_image = pins.resolve("images.s3_client")
+        staging_env = [{"name": "TAO_STAGING_DIR", "value": staging}]
+        fetch_args = [x for i in spec.s3_inputs or [] for x in (i["uri"], i["path"])]
+        init_containers.append({
+            "name": "fetch",
+            "image": s3_image,
+            "command": ["/bin/sh", "-c", kube_literal(FETCH_SCRIPT), "tao-fetch", *fetch_args],
+            "env": staging_env,
+            "envFrom": env_from,
+            "volumeMounts": [stage_mount],
+        })
+        upload_args = [x for o in spec.s3_outputs or [] for x in (o["path"], o["uri"])]
+        if results.upload:
+            upload_args += list(results.upload)
+        extra_containers.append({
+            "name": "upload",
+            "image": s3_image,
+            "command": ["/bin/sh", "-c", kube_literal(UPLOAD_SCRIPT), "tao-upload", *upload_args],
+            "env": staging_env,
+            "envFrom": env_from,
+            "volumeMounts": [stage_mount],
+        })
+        command = ["/bin/sh", "-c", kube_literal(MAIN_WRAPPER), "tao-main", *user_argv]
+    elif spec.s3_inputs or spec.s3_outputs:
+        raise TaoError("s3_inputs/s3_outputs need storage_tier C")
+    elif results.pod_folder and given(spec.log_copy, True):
+        command = ["/bin/sh", "-c", kube_literal(LOG_WRAPPER), "tao-main", *user_argv]
+    else:
+        command = user_argv
+    if tier != "C" and resume.applies(spec, results.pod_folder):  # a replaced pod resumes (taobank.platforms.kubernetes.resume)
+        rest = command[2] if command is not user_argv else kube_literal('exec "$@"\n')
+        command = ["/bin/sh", "-c", kube_literal(resume.prologue(spec)) + rest, "tao-main", *user_argv]
+    if sweep_table:  # the trial's id, folder and argv first: everything after reads them as a single job's
+        if tier == "C":
+            raise TaoError("a Kubernetes sweep keeps its results on a mounted volume (tier A): submit tier C trials "
+                           "one by one")
+        if SWEEP_DIR in {m["mountPath"] for m in mounts}:
+            raise TaoError(f"mount path {SWEEP_DIR} is where a sweep's trial table is mounted: pick another path")
+        rest = command[2] if command is not user_argv else kube_literal('exec "$@"\n')
+        command = ["/bin/sh", "-c", kube_literal(SWEEP_PROLOGUE) + rest, "tao-main"]
+        volumes.append({"name": "tao-sweep", "configMap": {"name": sweep_table}})
+        mounts.append({"name": "tao-sweep", "mountPath": SWEEP_DIR, "readOnly": True})
+
+    config_map = None
+    if config is not None:
+        cm_name = config_map_name(job_id)
+        key = config.get("key") or "config"
+        digest = sha256_text(config["text"])
+        if config.get("sha256") and config["sha256"] != digest:
+            raise TaoError("config file content does not match its sha256: re-materialise the config and pass the new hash")
+        config_map = {
+            "name": cm_name,
+            "annotations": {CONFIG_SHA_ANNOTATION: digest},
+            "data": {key: config["text"]},
+        }
+        if config["mount_path"] in {m["mountPath"] for m in mounts}:
+            raise TaoError(f"config mount path {config['mount_path']} collides with another mount")
+        volumes.append({"name": "tao-config", "configMap": {"name": cm_name}})
+        mounts.append({"name": "tao-config", "mountPath": config["mount_path"], "subPath": key, "readOnly": True})
+        pod_annotations[CONFIG_SHA_ANNOTATION] = digest
+
+    main: dict[str, Any] = {"name": "main", "image": spec.image, "command": command}
+    if spec.workdir:
+        main["workingDir"] = spec.workdir
+    main["env"] = _env_list(spec, job_id, name, name, multinode, staging, results)
+    if env_from:
+        main["envFrom"] = env_from
+    resources = _resources(spec)
+    if resources:
+        main["resources"] = resources
+    main["volumeMounts"] = mounts
+    for c in init_containers + extra_containers:
+        if c["envFrom"] is None:
+            del c["envFrom"]
+
+    pulls = [{"name": s} for s in [*pull_secrets, *([spec.image_pull_secret] if spec.image_pull_secret else [])]]
+    return {
+        "name": name,
+        "service_name": name,
+        "namespace": namespace,
+        "labels": labels,
+        "pod_labels": pod_labels,
+        "pod_annotations": pod_annotations or None,
+        "selector": {JOB_LABEL: job_id},
+        "nodes": nodes,
+        "master_port": int(spec.master_port or pins.resolve("kubernetes.master_port")),
+        "backoff_limit": int(pins.resolve("kubernetes.disruption_retries")) if retry_disruptions and nodes == 1 else 0,
+        "pod_failure_policy": failure_policy(nodes > 1) if retry_disruptions else None,
+        "ttl_seconds_after_finished": int(
+            spec.ttl_seconds_after_finished if spec.ttl_seconds_after_finished is not None
+            else pins.resolve("kubernetes.ttl_seconds_after_finished")
+        ),
+        "active_deadline_seconds": spec.active_deadline_seconds,
+        "image_pull_secrets": pulls or None,
+        "node_selector": spec.node_selector or None,
+        "tolerations": spec.tolerations or None,
+        # one pod per node (the NCCL probe): pods of this job repel each other on a node
+        "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {JOB_LABEL: job_id}}, "topologyKey": "kubernetes.io/hostname"}]}}
+        if spec.one_pod_per_node and nodes > 1 else None,
+        "share_process_namespace": tier == "C",
+        "init_containers": init_containers or None,
+        "containers": [main, *extra_containers],
+        "volumes": volumes,
+        "config_map": config_map,
+    }
+
+
+def render_manifests(spec: KubernetesSpec | Mapping[str, Any], **kwargs: Any) -> list[dict]:
+    """Render the manifests for ``spec``: [ConfigMap?] [Service (multi-node)] Job."""
+    ctx = build_context(spec, **kwargs)
+    template = INDEXED_TEMPLATE if ctx["nodes"] > 1 else SINGLE_TEMPLATE
+    return render_yaml_documents(template, ctx)
+
+
+def find(objs: list[dict], kind: str) -> dict | None:
+    """The first object of ``kind`` in a rendered list."""
+    return next((o for o in objs if o.get("kind") == kind), None)
+
+
+def without_disruption_retry(objs: list[dict]) -> list[dict]:
+    """The manifests for a server without podFailurePolicy: the Job gets ``backoffLimit: 0`` and no policy
+    (what rendering with ``retry_disruptions=False`` gives), so the one render serves either server."""
+    out = []
+    for obj in objs:
+        if obj.get("kind") == "Job":
+            spec = {k: v for k, v in obj["spec"].items() if k != "podFailurePolicy"}
+            obj = {**obj, "spec": {**spec, "backoffLimit": 0}}
+        out.append(obj)
+    return out
