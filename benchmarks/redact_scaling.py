@@ -82,7 +82,7 @@ def counts(mod, text: str) -> tuple[int, int, int]:
     seen = {"vetted": 0, "chars": 0}
     # the rules' modules: ``mod`` alone, or since taobank.secrets the package it delegates to
     package = mod.__name__.rsplit(".", 1)[0] if "." in mod.__name__ else None
-    holder = sys.modules.get(f"{package}.secrets.line_rules", mod) if package else mod
+    holder = sys.modules.get(f"{package}.secrets.scanner", mod) if package else mod
     files = {mod.redact_text.__code__.co_filename} | {
         m.__file__ for name, m in list(sys.modules.items())
         if package and name.startswith(f"{package}.secrets.") and getattr(m, "__file__", None)}

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 from taobank import redact
-from taobank.secrets import line_rules
+from taobank.secrets import scanner as scan
 
 BANK = Path(__file__).resolve().parents[2]
 CLI = BANK / "scripts" / "redact_secrets.py"
@@ -497,14 +497,14 @@ def test_each_value_is_vetted_once_per_run(shape, monkeypatch):
     vetted a bounded number of times -- not once per position (which made TOKEN=<TOKEN=<... quadratic)."""
     n = 1 << 16
     seen = {"calls": 0, "chars": 0}
-    real = line_rules._value_ok
+    real = scan._value_ok
 
     def counting(rule, v):
         seen["calls"] += 1
         seen["chars"] += len(v)
         return real(rule, v)
 
-    monkeypatch.setattr(line_rules, "_value_ok", counting)
+    monkeypatch.setattr(scan, "_value_ok", counting)
     redact.lint_text(_line(shape, n))
     assert seen["calls"] <= n // 2 and seen["chars"] <= 2 * n + 8192, seen
 

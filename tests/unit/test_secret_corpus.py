@@ -15,7 +15,7 @@ import pytest
 from hypothesis import example, assume, given, settings, strategies as st
 
 from taobank import redact
-from taobank.secrets import line_rules
+from taobank.secrets import scanner as scan
 
 BANK = Path(__file__).resolve().parents[2]
 CORPUS = BANK / "tests" / "fixtures" / "secret_corpus"
@@ -189,5 +189,5 @@ def test_pre_filter_changes_no_finding(monkeypatch):
     """The per-rule needles only save time: without them every corpus text lints the same."""
     texts = [e["text"] for e in SECRETS + CLEAN]
     with_filter = [[(f.rule, f.line) for f in redact.lint_text(t)] for t in texts]
-    monkeypatch.setattr(line_rules, "_COMPILED", tuple((r, ("",), rxs) for r, _, rxs in line_rules._COMPILED))
+    monkeypatch.setattr(scan, "_COMPILED", tuple((r, ("",), rxs) for r, _, rxs in scan._COMPILED))
     assert [[(f.rule, f.line) for f in redact.lint_text(t)] for t in texts] == with_filter

@@ -99,7 +99,7 @@ def damage(rec: Any, job_id: str) -> str | None:
         return _words(f)
     if rec["id"] != job_id:
         return "its id does not match the file name"
-    if not registry.known(rec["platform"]):  # the schema says a name; the registry says which
+    if rec["platform"] not in registry.PACKAGES:  # the schema says a name; the registry says which
         return "unknown platform"
     return _chain_problem(rec["state"], [t["state"] for t in rec["transitions"]]) or folder_problem(rec)
 
@@ -110,7 +110,7 @@ def validate(rec: Mapping[str, Any]) -> None:
     if f is not None:
         where = "/".join(str(p) for p in f.path) or "record"
         raise TaoError(f"job record rejected at {where}: {_words(f)}")
-    if not registry.known(rec["platform"]):  # the schema says a name; the registry says which
+    if rec["platform"] not in registry.PACKAGES:  # the schema says a name; the registry says which
         raise TaoError(f"job record rejected at platform: unknown platform (one of {', '.join(registry.names())})")
     chain = _chain_problem(rec["state"], [t["state"] for t in rec["transitions"]])
     if chain:

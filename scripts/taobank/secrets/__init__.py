@@ -24,20 +24,17 @@ the value is cut from the line's runs of value characters, each found once, so
 no long line is rescanned from every position; the YAML structure rules walk
 the lines once with a stack.
 
-The parts, one idea each: :mod:`.names` (which names hold a secret), :mod:`.values` (what a value looks like),
-:mod:`.rules` (the rule table), :mod:`.line_rules` and :mod:`.structure_rules` (the two kinds of scan),
-:mod:`.findings`, :mod:`.lint` (the scan over a text, allowances), :mod:`.masking` (redact_text) and
-:mod:`.quoting` (values fit for an error line).
+The parts: :mod:`.names` (which names hold a secret), :mod:`.scanner` (what a secret value looks like, the rule
+table and the scan of lines, structures and texts: one module, since every line runs through all of it),
+:mod:`.masking` (redact_text) and :mod:`.quoting` (values fit for an error line).
 """
 from __future__ import annotations
 
-from .findings import Finding
-from .lint import lint_objects, lint_text, looks_like_secret, rules_markdown, scan
 from .masking import redact_text
 from .names import is_credential_name
 from .quoting import shown, shown_keys, unknown_fields
-from .rules import RULE_NAMES, RULES, Rule
-from .values import MASK, PROSE_WORDS, is_reference
+from .scanner import (MASK, PROSE_WORDS, RULE_NAMES, RULES, Finding, Rule, is_reference, lint_objects, lint_text,
+                   looks_like_secret, rules_markdown, scan)
 
 __all__ = ["MASK", "PROSE_WORDS", "RULES", "RULE_NAMES", "Rule", "Finding", "is_credential_name", "is_reference",
            "lint_text", "lint_objects", "looks_like_secret", "redact_text", "rules_markdown", "scan", "shown",

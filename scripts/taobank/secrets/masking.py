@@ -3,8 +3,7 @@ savers pass free text through)."""
 from __future__ import annotations
 
 
-from .lint import scan_all
-from .values import MASK
+from .scanner import MASK, scan_all
 
 
 def redact_text(text: str) -> str:

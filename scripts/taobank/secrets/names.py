@@ -62,6 +62,7 @@ def is_credential_name(name: str) -> bool:
     return last.endswith(_CRED_SUFFIX)
 
 
+@functools.lru_cache(maxsize=4096)
 def is_auth_name(name: str) -> bool:
     """``Authorization``, ``PROXY_AUTHORIZATION``: a header name, whose value holds a secret after a scheme."""
     words = _WORDS.findall(re.split(r"[./]", name)[-1])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from .lint import lint_text, looks_like_secret
+from .scanner import lint_text, looks_like_secret
 from .masking import redact_text
 
 
