@@ -171,6 +171,11 @@ def sweep_temps(job_id: str, min_age_s: float = 60.0) -> None:
 
 
 # ---------------------------------------------------------------- reads
+#: each record file's text as last read and found whole: a verb reads a record several times (status, its sweep,
+#: its view), and the same bytes need no second check
+_WHOLE: dict[str, bytes] = {}
+
+
 def read(path: Path) -> dict[str, Any]:
     """A record file: a regular file (no symlink, no FIFO) holding a whole record (:func:`shape.damage`)."""
     try:
@@ -179,6 +184,8 @@ def read(path: Path) -> dict[str, Any]:
         raise TaoError(f"{exc}: remove or restore it") from None
     if raw is None:
         raise TaoError(f"no job record {path.stem} in {path.parent}: see 'tao_jobs.py list'")
+    if _WHOLE.get(str(path)) == raw:  # these very bytes were found whole already: parse them, no second check
+        return cast(dict[str, Any], json.loads(raw))
     try:
         rec = safeparse.json_value(raw, f"job record {path}")
     except TaoError as exc:
@@ -186,6 +193,7 @@ def read(path: Path) -> dict[str, Any]:
     problem = shape.damage(rec, path.stem)
     if problem:
         raise TaoError(f"job record {path} is damaged ({problem}): restore it or remove it")
+    _WHOLE[str(path)] = raw
     return cast(dict[str, Any], rec)  # the schema found a JSON object
 
 

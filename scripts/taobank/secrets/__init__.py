@@ -25,16 +25,15 @@ no long line is rescanned from every position; the YAML structure rules walk
 the lines once with a stack.
 
 The parts: :mod:`.names` (which names hold a secret), :mod:`.scanner` (what a secret value looks like, the rule
-table and the scan of lines, structures and texts: one module, since every line runs through all of it),
-:mod:`.masking` (redact_text) and :mod:`.quoting` (values fit for an error line).
+table, the scan of lines, structures and texts, and masking: one module, since every line runs through all
+of it) and :mod:`.quoting` (values fit for an error line).
 """
 from __future__ import annotations
 
-from .masking import redact_text
 from .names import is_credential_name
 from .quoting import shown, shown_keys, unknown_fields
 from .scanner import (MASK, PROSE_WORDS, RULE_NAMES, RULES, Finding, Rule, is_reference, lint_objects, lint_text,
-                   looks_like_secret, rules_markdown, scan)
+                      looks_like_secret, redact_text, rules_markdown, scan)
 
 __all__ = ["MASK", "PROSE_WORDS", "RULES", "RULE_NAMES", "Rule", "Finding", "is_credential_name", "is_reference",
            "lint_text", "lint_objects", "looks_like_secret", "redact_text", "rules_markdown", "scan", "shown",

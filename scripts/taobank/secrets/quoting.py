@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from .scanner import lint_text, looks_like_secret
-from .masking import redact_text
+from .scanner import lint_text, looks_like_secret, redact_text
 
 
 #: past, so a token glued to an escape sequence is still seen as one.

@@ -1,6 +1,6 @@
 """The secret scanner: what a secret value looks like (the rules, their value tests), and the scan of a line, a
 YAML or env structure and whole texts and objects that finds them. One module, since every line of a manifest
-runs through all of it; which *names* hold a secret is :mod:`.names`, masking :mod:`.masking`, quoting
+runs through all of it; and the masking of a text by it. Which *names* hold a secret is :mod:`.names`, quoting
 :mod:`.quoting`. docs/secret-lint.md states the rules."""
 from __future__ import annotations
 
@@ -945,3 +945,39 @@ def looks_like_secret(text: str) -> bool:
     ``AKIA...``, ``ghp_...``) or a long random-looking word. Such text is never printed, not even in an
     error that says it is no valid name (a token pasted where a name belongs)."""
     return bool(text.strip()) and (has_random_piece(text) or bool(lint_text(text, "value")))
+
+
+# ------------------------------------------------------------ masking: a text with every value the lint flags replaced by MASK (what the record store and the log
+# savers pass free text through)
+def redact_text(text: str) -> str:
+    """``text`` with every value lint flags masked (allowance markers do not apply here). Every span any rule
+    found is masked, also one that overlaps a finding of another rule (it may reach further)."""
+    lines, _, hits = scan_all(text)
+    spans: dict[int, list[tuple[int, int]]] = {}
+    for h in hits:
+        for ln, s, e in [(h.line, h.start, h.end), *h.extra]:
+            if e > s:
+                spans.setdefault(ln, []).append((s, e))
+    if not spans:
+        return text
+    raw = text.splitlines(keepends=True)
+    for ln, ss in spans.items():
+        line = raw[ln]
+        body = line.rstrip("\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
+        nl = line[len(body):]
+        parts, pos = [], 0
+        for s, e in _merge(ss):
+            parts += [body[pos:s], MASK]
+            pos = e
+        raw[ln] = "".join(parts) + body[pos:] + nl
+    return "".join(raw)
+
+
+def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for s, e in sorted(spans):
+        if out and s <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
