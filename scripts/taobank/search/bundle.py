@@ -184,6 +184,28 @@ class Staging:
                 "--trial", str(int(trial)), *(["--journal", journal] if journal else []), "--",
                 *passing_arguments(argv)]
 
+    def prepare(self, study: str) -> str | None:
+        """At submit, after the platform's checks and before any record: a database study's database reached from
+        this machine and the study ``study`` created in it (one line that never shows its URL otherwise); the
+        gate's line, None for a journal study (its file is made by the first trial)."""
+        if not self.settings.storage_env:
+            return None
+        from . import storage
+
+        return storage.prepare(self.settings.storage_env, study, settingsmod.direction(self.settings))
+
+    def check_storage(self, pending: Sequence[str] = ()) -> str | None:
+        """A dry run's ``--check``: a database study's database reached from here, nothing written (its URL's
+        variable not set here, ``pending``: said, not checked)."""
+        name = self.settings.storage_env
+        if not name:
+            return None
+        if name in pending:
+            return f"study database ${name} not checked: {name} is not set here"
+        from . import storage
+
+        return storage.check_reachable(name)
+
     def summary(self) -> dict[str, Any]:
         """What each trial's record keeps of the search, as flat backend values (the table and ``sweep best``
         read them: :func:`summary_of`)."""

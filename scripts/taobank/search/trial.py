@@ -242,11 +242,14 @@ def open_study(s: settingsmod.Settings, journal: Path, trial_index: int) -> Any:
     unique study name make that safe); a storage that cannot be read is a one-line TaoError naming it."""
     optuna = settingsmod.optuna_module()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    storage, where = open_storage(s, journal)
+    where = f"the study database in ${s.storage_env}" if s.storage_env else f"the study journal {journal}"
     try:
+        storage, where = open_storage(s, journal)
         return optuna.create_study(storage=storage, study_name=s.study, direction=settingsmod.direction(s),
                                    sampler=settingsmod.sampler(s, trial_index), pruner=settingsmod.pruner(s),
                                    load_if_exists=True)
+    except TaoError:
+        raise
     except Exception as exc:  # Optuna raises many kinds on a damaged journal: all are this one line
         detail = str(exc).splitlines()[0][:200] if str(exc) else "no detail"
         if s.storage_env:
