@@ -74,7 +74,7 @@ def secrets_of(url: str) -> list[str]:
     ``user:password`` and everything before the host."""
     out = [url, url.split("://", 1)[-1]]
     rest = url.split("://", 1)[-1]
-    auth = rest.rsplit("@", 1)[0] if "@" in rest else ""
+    auth = rest.rsplit("@", 1)[0] if "@" in rest else rest  # no host: all of it may be the password
     if auth:
         out.append(auth)
         if ":" in auth:
