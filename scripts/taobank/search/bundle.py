@@ -141,6 +141,11 @@ def db_parts() -> tuple[bytes, ...]:
         for arc, path in _pure_files(name, sources_only=True, install=pin):
             if not arc.startswith(storage.DB_LEFT_OUT):
                 members[arc] = path.read_bytes()
+        dist = importlib.metadata.distribution(name)
+        for f in dist.files or []:  # its METADATA: pg8000 and scramp ask importlib.metadata for their version
+            parts = PurePosixPath(str(f)).parts
+            if len(parts) == 2 and parts[0].endswith(".dist-info") and parts[1] == "METADATA":
+                members[str(PurePosixPath(*parts))] = Path(str(dist.locate_file(f))).read_bytes()
     parts: list[dict[str, bytes]] = [{}]
     size = 0
     for arc in sorted(members):
