@@ -177,7 +177,7 @@ def cancel(args: argparse.Namespace, platform: str | None = None) -> int:
 def add_sweep_verb(sub: argparse._SubParsersAction) -> None:
     """``tao_jobs.py sweep best ID --kpi NAME [--mode min|max]``; ``tao_jobs.py study ID [--dashboard]``."""
     st = sub.add_parser("study", help="a search's study: every trial's parameters, state, epochs and value, and the "
-                        "best (--dashboard: served in optuna-dashboard on 127.0.0.1)")
+                        "best")
     st.add_argument("id", metavar="SWEEP")
     st.add_argument("--dashboard", action="store_true", help="serve the study in optuna-dashboard on 127.0.0.1 "
                     "(from a copy of its journal, refreshed; Ctrl-C stops it)")
