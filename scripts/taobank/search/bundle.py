@@ -143,9 +143,9 @@ def db_parts() -> tuple[bytes, ...]:
                 members[arc] = path.read_bytes()
         dist = importlib.metadata.distribution(name)
         for f in dist.files or []:  # its METADATA: pg8000 and scramp ask importlib.metadata for their version
-            parts = PurePosixPath(str(f)).parts
-            if len(parts) == 2 and parts[0].endswith(".dist-info") and parts[1] == "METADATA":
-                members[str(PurePosixPath(*parts))] = Path(str(dist.locate_file(f))).read_bytes()
+            words = PurePosixPath(str(f)).parts
+            if len(words) == 2 and words[0].endswith(".dist-info") and words[1] == "METADATA":
+                members[str(PurePosixPath(*words))] = Path(str(dist.locate_file(f))).read_bytes()
     parts: list[dict[str, bytes]] = [{}]
     size = 0
     for arc in sorted(members):
