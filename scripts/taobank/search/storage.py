@@ -124,9 +124,7 @@ def prepare(name: str, study: str, direction: str, env: Mapping[str, str] | None
     """At submit, from this machine: the database reached, Optuna's tables made and the study ``study`` created
     (a study of that name there already is refused); one line that never shows the URL otherwise. The line
     for the gate."""
-    from . import settings as settingsmod
-
-    optuna = settingsmod.optuna_module()
+    optuna = _need("optuna")
     url = url_from(name, env)
     storage = opened(url, name)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -146,9 +144,8 @@ def prepare(name: str, study: str, direction: str, env: Mapping[str, str] | None
 
 def check_reachable(name: str, env: Mapping[str, str] | None = None) -> str:
     """A dry run's check: the database reached from this machine, nothing written; the line for the gate."""
-    settingsmod_optuna()
     url = url_from(name, env)
-    import sqlalchemy
+    sqlalchemy = _need("sqlalchemy")
 
     engine = sqlalchemy.create_engine(url, connect_args={"timeout": CONNECT_TIMEOUT_SECONDS})
     try:
@@ -161,7 +158,14 @@ def check_reachable(name: str, env: Mapping[str, str] | None = None) -> str:
     return f"study database ${name} reached from here (its trials must reach it too)"
 
 
-def settingsmod_optuna() -> Any:
-    from . import settings as settingsmod
+def _need(module: str) -> Any:
+    """``module`` (Optuna, SQLAlchemy: this machine reaches the database too), or one line saying how to get it.
+    (:mod:`.settings` checks Optuna's release; it imports this module, so this one does not import it.)"""
+    import importlib
 
-    return settingsmod.optuna_module()
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        pins = " ".join(f"{n}=={v}" for n, v in DB_DISTRIBUTIONS.items() if n in ("sqlalchemy", "alembic", "pg8000"))
+        raise UsageError(f"a search with {FLAG} reaches its database from this machine too: pip install optuna "
+                         f"{pins}") from None
