@@ -183,3 +183,21 @@ def test_a_search_dry_run_on_every_platform_shows_the_name_never_the_url(passwor
               "--", "sh", "train.sh")
     assert got.rc != 0 and "it is not shown" in got.err
     assert_hidden(got.out + got.err, password)
+
+
+def test_the_staged_libraries_are_the_pinned_ones_and_each_part_fits_a_configmap():
+    """requirements-dev.txt pins what the parts carry (one list: storage.DB_DISTRIBUTIONS); each part fits a
+    Kubernetes ConfigMap beside nothing else; the parts carry no compiled file and no test suite."""
+    import io
+    import zipfile
+
+    pins = dict(line.split("==", 1) for line in (BANK / "requirements-dev.txt").read_text().splitlines()
+                if "==" in line and not line.startswith("#"))
+    for name, version in storage.DB_DISTRIBUTIONS.items():
+        assert pins.get(name) == version, name
+    parts = bundle.db_parts()
+    names = [n for p in parts for n in zipfile.ZipFile(io.BytesIO(p)).namelist()]
+    assert all(len(p) <= bundle.PART_BYTES for p in parts) and len(parts) >= 2
+    assert "pg8000/native.py" in names and "sqlalchemy/dialects/postgresql/pg8000.py" in names
+    assert "alembic/runtime/migration.py" in names and "scramp-1.5.0.dist-info/METADATA" in names
+    assert not [n for n in names if n.endswith((".so", ".pyc", ".pyd")) or n.startswith(storage.DB_LEFT_OUT)]
