@@ -120,10 +120,30 @@ def test_a_submit_creates_the_study_before_any_record_and_reads_it_back_from_the
         argv = engine.containers[view.id]["argv"]
         assert ["--env", NAME] == argv[argv.index(NAME) - 1:argv.index(NAME) + 1]
         assert records.load(view.id)["backend"]["search_storage_env"] == NAME
+    assert f"study database ${NAME} reached from a trial's container" in done.gate
+    (probe,) = [c.argv for c in docker_fake.calls if c.program == "docker" and "--check-storage" in c.argv]
+    assert ["--env", NAME] == probe[probe.index(NAME) - 1:probe.index(NAME) + 1]
     assert sweeps.study(done.sweep).trials == []  # from the database: no trial has asked yet
     seen = json.dumps([c.argv for c in docker_fake.calls]) + "".join(p.read_text() for p in
                                                                      (tmp_path / "state").glob("*.json"))
     assert_hidden(seen, database.password)
+
+
+def test_a_database_a_trials_container_cannot_reach_is_refused_in_one_line_before_anything(docker_fake, monkeypatch,
+                                                                                          tmp_path, state_dir):
+    from fakeproc import ok
+    from test_docker_campaigns import SPEC, Engine
+
+    monkeypatch.setenv(NAME, "postgresql://tao:NotReachedPassw0rd@10.9.9.9:5432/db")
+    engine = Engine(docker_fake)
+    said = f"tao-search: the study database in ${NAME} cannot be used (InterfaceError: Can't create a connection)\n"
+    engine.fake.on("docker", lambda c: c.argv[1] == "run" and "--rm" in c.argv, ok(""))
+    engine.fake.on("docker", lambda c: c.argv[1] == "run" and "--check-storage" in c.argv, ok(said, rc=3))
+    with pytest.raises(TaoError, match="a trial's container cannot reach its study database") as err:
+        sweeps.submit("docker", SPEC, SubmitOptions(), [{}, {}], 2, search=staging())
+    assert "\n" not in str(err.value) and "--network host" in str(err.value)
+    assert not engine.containers and not list(state_dir.glob("*.json"))
+    assert_hidden(str(err.value), "NotReachedPassw0rd")
 
 
 # ------------------------------------------------------------------ the URL appears nowhere, for any URL

@@ -66,8 +66,39 @@ def check_search(plans: list[DockerPlan], gate: Gate, sweep: str, search: Any) -
     if not res.ok:
         raise TaoError(f"the image {first.run.image} has no python3 of 3.10 or later with numpy, which each search "
                        "trial's runner needs (TAO's images have them); nothing was done")
+    if search.settings.storage_env:
+        gate.lines.append(check_database(e, first, probe, sweep, search))
     wrap_trials(plans, sweep, search)
     gate.lines.append(f"search folder {folder} (journal lock ok; the image runs python3 with numpy)")
+
+
+def check_database(e: eng.Engine, first: DockerPlan, probe: str, sweep: str, search: Any) -> str:
+    """A database study: ONE ``run --rm`` of the trial's image on the trial's network, the search's files in a
+    temporary folder mounted read-only, the runner's ``--check-storage`` reaching the database with the URL
+    given by NAME (``--env NAME``: the engine reads it from this environment) - where the trials will run."""
+    name = search.settings.storage_env
+    assert first.run is not None
+    user = ["--user", first.run.user] if first.run.user else []
+    network = ["--network", first.run.network] if first.run.network and first.run.network != "default" else []
+    try:
+        with tempfile.TemporaryDirectory(prefix=".tao-search-db-check.", dir=probe) as tmp:
+            os.chmod(tmp, 0o755)
+            for fname, data in search.files(sweep).items():
+                with open(os.path.join(tmp, fname), "wb") as fh:
+                    fh.write(data)
+            res = e.run(["run", "--rm", *user, *network, "--env", name, "--mount",
+                         f"type=bind,source={tmp},target={SEARCH_MOUNT},readonly", first.run.image, "python3",
+                         f"{SEARCH_MOUNT}/search.pyz", "--settings", f"{SEARCH_MOUNT}/study.json", "--check-storage"],
+                        check=False, timeout=300, what=f"{e.name} run (the study database from a trial's container)")
+    except OSError as exc:
+        raise TaoError(f"cannot write in {probe} for the study database's check ({exc.strerror}); nothing was "
+                       "done") from None
+    said = [ln.split("tao-search:", 1)[1].strip() for ln in res.stdout.splitlines() if "tao-search:" in ln]
+    if not res.ok:
+        why = said[-1] if said else f"exit {res.returncode}"
+        raise TaoError(f"a trial's container cannot reach its study database: {why} (give the trials a network "
+                       "that reaches it, e.g. --network host); nothing was done")
+    return f"study database ${name} reached from a trial's container"
 
 
 def wrap_trials(plans: list[DockerPlan], sweep: str, search: Any) -> None:

@@ -144,18 +144,23 @@ def prepare(name: str, study: str, direction: str, env: Mapping[str, str] | None
 
 def check_reachable(name: str, env: Mapping[str, str] | None = None) -> str:
     """A dry run's check: the database reached from this machine, nothing written; the line for the gate."""
-    url = url_from(name, env)
-    sqlalchemy = _need("sqlalchemy")
+    reach(url_from(name, env), name)
+    return f"study database ${name} reached from here (its trials must reach it too)"
 
-    engine = sqlalchemy.create_engine(url, connect_args={"timeout": CONNECT_TIMEOUT_SECONDS})
+
+def reach(url: str, name: str) -> None:
+    """One connection and ``SELECT 1`` (nothing written); one line that never shows the URL when it fails. The
+    submit's check from this machine, and from where the trials run (the runner's ``--check-storage``)."""
+    sqlalchemy = _need("sqlalchemy")
     try:
-        with engine.connect() as conn:
-            conn.execute(sqlalchemy.text("SELECT 1"))
+        engine = sqlalchemy.create_engine(url, connect_args={"timeout": CONNECT_TIMEOUT_SECONDS})
+        try:
+            with engine.connect() as conn:
+                conn.execute(sqlalchemy.text("SELECT 1"))
+        finally:
+            engine.dispose()
     except Exception as exc:
         raise TaoError(failure_line(exc, url, name)) from None
-    finally:
-        engine.dispose()
-    return f"study database ${name} reached from here (its trials must reach it too)"
 
 
 def _need(module: str) -> Any:

@@ -394,13 +394,38 @@ def finish(study: Any, trial: Any, s: settingsmod.Settings, reading: Reading, re
     return 0
 
 
+def check_storage(settings_path: Path) -> int:
+    """``--check-storage``: the study's database reached from here (where a trial runs), nothing written; one
+    line either way (the URL never shown). A journal study has nothing to reach."""
+    try:
+        s = settingsmod.Settings.from_dict(json.loads(settings_path.read_text(encoding="utf-8")))
+        if not s.storage_env:
+            say("the study is a journal file: no database to reach")
+            return 0
+        from . import storage
+
+        unpack_db_libraries(settings_path.parent)
+        storage.reach(storage.url_from(s.storage_env), s.storage_env)
+    except (OSError, ValueError, TaoError) as exc:
+        say(str(exc) if isinstance(exc, TaoError) else f"cannot read the study's settings {settings_path}: {exc}")
+        return EXIT_STUDY
+    say(f"study database ${s.storage_env} reached")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="search.pyz", description="one trial of a tao-skill-bank search")
     p.add_argument("--settings", required=True, help="the study's settings file (study.json)")
-    p.add_argument("--trial", type=int, required=True, help="the sweep's trial index (seeds the sampler)")
+    p.add_argument("--trial", type=int, help="the sweep's trial index (seeds the sampler)")
     p.add_argument("--journal", help="the study's journal, when it is not beside the settings")
+    p.add_argument("--check-storage", action="store_true", help="only check that the study's database is reached "
+                   "from here (the submit's site check)")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- TAO's argv")
     args = p.parse_args(argv)
+    if args.check_storage:
+        return check_storage(Path(args.settings))
+    if args.trial is None:
+        p.error("the following arguments are required: --trial")
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         say("no TAO command after --")

@@ -46,6 +46,7 @@ def test_trials_in_containers_share_one_study_in_postgresql_and_the_url_shows_no
     done = json.loads(res.stdout)
     sweep, ids = done["sweep"], [j["id"] for j in done["jobs"]]
     assert f"study database ${NAME} reached from here: study {sweep} created" in done["gate"]
+    assert f"study database ${NAME} reached from a trial's container" in done["gate"]
     folder = dk.results / sweep / "search"
     assert {p.name for p in folder.iterdir()} >= {"search.pyz", "study.json", "search-db-0.zip"}
 
@@ -80,3 +81,11 @@ def test_trials_in_containers_share_one_study_in_postgresql_and_the_url_shows_no
     assert database.password not in seen and NAME in (folder / "study.json").read_text()
     res = dk.run("tao_jobs.py", "study", sweep, drop=(NAME,))  # the database is read with this shell's URL
     assert res.returncode != 0 and f"{NAME} is not set" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    # on the engine's default network, 127.0.0.1 is the container's own: refused at submit, nothing made
+    before = dk.records()
+    res = dk.tao("submit", "--image", dk.image, "--gpus", "0", "--network-arch", "dino", "--action", "train",
+                 "--search", "tpe", "--trials", "2", "--kpi", "val_loss", "--space", "train.optim.lr=uniform(0.1,0.2)",
+                 "--study-storage-env", NAME, "--", "sh", "-c", TRAIN, "tao")
+    assert res.returncode != 0 and "a trial's container cannot reach its study database" in res.stderr, res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1 and database.password not in res.stdout + res.stderr
+    assert dk.records() == before
