@@ -211,6 +211,31 @@ class Staging:
 
         return storage.check_reachable(name)
 
+    def site(self, base: str, *, python: bool) -> tuple[str, list[str]]:
+        """(the site check's shell, its arguments) for the results base ``base`` (:mod:`.site`: the journal's lock
+        unless the study is in a database; ``python``: this shell's python3 too)."""
+        from . import site
+
+        return site.SEARCH_SITE, site.args(base, database=bool(self.settings.storage_env), python=python)
+
+    def site_problems(self, output: str) -> dict[str, str]:
+        from . import site
+
+        return site.problems(output)
+
+    @property
+    def python_check(self) -> str:
+        """What the runner needs of ``python3``, as ``python3 -c`` runs it (an engine that runs the image alone)."""
+        from . import site
+
+        return site.PYTHON_CHECK
+
+    @property
+    def lock_advice(self) -> str:
+        from . import site
+
+        return site.LOCK_ADVICE
+
     def summary(self) -> dict[str, Any]:
         """What each trial's record keeps of the search, as flat backend values (the table and ``sweep best``
         read them: :func:`summary_of`)."""
