@@ -221,3 +221,18 @@ def test_the_staged_libraries_are_the_pinned_ones_and_each_part_fits_a_configmap
     assert "pg8000/native.py" in names and "sqlalchemy/dialects/postgresql/pg8000.py" in names
     assert "alembic/runtime/migration.py" in names and "scramp-1.5.0.dist-info/METADATA" in names
     assert not [n for n in names if n.endswith((".so", ".pyc", ".pyd")) or n.startswith(storage.DB_LEFT_OUT)]
+
+
+def test_a_dry_run_check_reaches_the_database_from_here_and_writes_nothing(database, docker_fake, monkeypatch):
+    from fakeproc import ok
+    from test_docker_campaigns import SPEC, Engine
+
+    Engine(docker_fake).fake.on("docker", lambda c: c.argv[1] == "run" and "--rm" in c.argv, ok(""))
+    monkeypatch.setenv(NAME, database.url)
+    shown = sweeps.preview("docker", SPEC, SubmitOptions(), [{}, {}], 2, search=staging(), check=True)
+    assert f"study database ${NAME} reached from here (its trials must reach it too)" in shown.text()
+    with pytest.raises(TaoError, match="holds no study"):  # nothing was created in it
+        journal.read_database(NAME, sweeps.PREVIEW_SWEEP)
+    monkeypatch.delenv(NAME)
+    shown = sweeps.preview("docker", SPEC, SubmitOptions(), [{}, {}], 2, search=staging(), check=True)
+    assert f"study database ${NAME} not checked: {NAME} is not set here" in shown.text()
