@@ -32,10 +32,12 @@ class Database:
     port: int
     password: str
     folder: Path
+    #: the address the URL names (the first one the server listens on)
+    host: str = "127.0.0.1"
 
     @property
     def url(self) -> str:
-        return f"postgresql://{USER}:{self.password}@127.0.0.1:{self.port}/{DATABASE}"
+        return f"postgresql://{USER}:{self.password}@{self.host}:{self.port}/{DATABASE}"
 
 
 def binaries() -> Path:
@@ -62,8 +64,10 @@ def _as_postgres(argv: list[str]) -> list[str]:
 
 
 @contextlib.contextmanager
-def running(base: Path | None = None, *, listen: str = "127.0.0.1") -> Iterator[Database]:
-    """A PostgreSQL server on ``listen`` for the block's time (its data folder under ``base`` or a temporary one)."""
+def running(base: Path | None = None, *, listen: tuple[str, ...] = ("127.0.0.1",)) -> Iterator[Database]:
+    """A PostgreSQL server on the addresses ``listen`` for the block's time (its data folder under ``base`` or a
+    temporary one); its URL names the first address. Password (SCRAM) authentication from any client address
+    (a pod's, when an address other than 127.0.0.1 is listened on)."""
     bindir = binaries()
     folder = Path(tempfile.mkdtemp(prefix="tao-pg.", dir=base))
     password = secrets.token_hex(16)
@@ -81,12 +85,14 @@ def running(base: Path | None = None, *, listen: str = "127.0.0.1") -> Iterator[
         subprocess.run(_as_postgres([str(bindir / "initdb"), "-D", str(data), "-U", USER, f"--pwfile={pwfile}",
                                      "--auth=scram-sha-256", "-E", "UTF8", "--no-sync"]),
                        check=True, capture_output=True, timeout=120)
+        with open(data / "pg_hba.conf", "a", encoding="utf-8") as fh:  # a pod's address too (still a password)
+            fh.write("host all all 0.0.0.0/0 scram-sha-256\n")
         port = _free_port()
         log = open(folder / "server.log", "wb")
-        proc = subprocess.Popen(_as_postgres([str(bindir / "postgres"), "-D", str(data), "-h", listen,
+        proc = subprocess.Popen(_as_postgres([str(bindir / "postgres"), "-D", str(data), "-h", ",".join(listen),
                                               "-p", str(port), "-k", str(sock), "-c", "fsync=off"]),
                                 stdout=log, stderr=subprocess.STDOUT)
-        db = Database(port, password, folder)
+        db = Database(port, password, folder, listen[0])
         _wait(db, proc)
         yield db
     finally:
@@ -109,11 +115,11 @@ def _wait(db: Database, proc: subprocess.Popen, timeout: float = 60.0) -> None:
             text = (db.folder / "server.log").read_text(errors="replace")[-400:]
             raise TaoError(f"the local PostgreSQL exited {proc.returncode}: {text}")
         try:
-            pg8000.native.Connection(USER, host="127.0.0.1", port=db.port, password=db.password,
+            pg8000.native.Connection(USER, host=db.host, port=db.port, password=db.password,
                                      database=DATABASE, timeout=5).close()
             return
         except Exception:
             if time.time() > end:
-                raise TaoError(f"the local PostgreSQL did not accept connections on 127.0.0.1:{db.port} in "
+                raise TaoError(f"the local PostgreSQL did not accept connections on {db.host}:{db.port} in "
                                f"{timeout:g} s") from None
             time.sleep(0.3)
