@@ -398,10 +398,9 @@ def study_view(sweep_id: str, recs: list[Record] | None = None) -> dict[str, Any
     found = study(sweep_id, recs)
     if found is None:
         raise UsageError(f"sweep {sweep_id} is not a search (submit --search): it has no study")
-    trial_of = {r.id: r.trial for r in recs}
-    summary = None
     from .search import bundle
 
+    trial_of = {r.id: r.trial for r in recs}
     summary = bundle.summary_of(recs[0].backend) or {}
     return {"sweep": sweep_id, "kpi": summary.get("kpi"), "mode": summary.get("mode"),
             "trials": [t.to_dict() | {"trial": trial_of.get(t.job_id)} for t in found.trials],

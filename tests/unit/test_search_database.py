@@ -77,6 +77,15 @@ def test_trials_from_the_bundle_share_the_database_and_tao_never_sees_its_url(da
         env = (results / "env.txt").read_text()
         assert f"{NAME}=" not in env and database.password not in env  # TAO's process never sees it
     assert not (folder / "journal.log").exists()  # nothing went to a journal file
+    for url, rc, says in ((database.url, 0, f"study database ${NAME} reached"),
+                          (database.url.replace(database.password, "Wr0ngPassw0rdForCheck"), 3,
+                           "password authentication failed")):  # the submit's check from a trial's place
+        proc = subprocess.run([sys.executable, "-I", str(folder / "search.pyz"), "--settings",
+                               str(folder / "study.json"), "--check-storage"], capture_output=True, text=True,
+                              timeout=120, env={"PATH": "/usr/bin:/bin", NAME: url})
+        assert proc.returncode == rc and says in proc.stdout, proc.stdout + proc.stderr
+        assert_hidden(proc.stdout + proc.stderr, "Wr0ngPassw0rdForCheck")
+        assert_hidden(proc.stdout + proc.stderr, database.password)
     found = journal.read_database(NAME, "sweep-db1")
     assert sorted(t.job_id for t in found.trials) == ["job-0", "job-1"]
     assert {t.state for t in found.trials} == {"COMPLETE"} and found.best is not None

@@ -102,14 +102,12 @@ def failure_line(exc: BaseException, url: str, name: str) -> str:
     return f"the study database in ${name} cannot be used ({type(exc).__name__}: {scrub(text, url)[:240]})"
 
 
-def rdb(url: str, *, skip_checks: bool = False) -> Any:
-    """Optuna's RDB storage on ``url`` (SQLAlchemy with pg8000); its tables made when they are not there yet
-    (``skip_checks``: made by the submit already)."""
+def rdb(url: str) -> Any:
+    """Optuna's RDB storage on ``url`` (SQLAlchemy with pg8000); its tables made when they are not there yet."""
     from optuna.storages import RDBStorage
 
     return RDBStorage(url, engine_kwargs={"pool_pre_ping": True,
-                                          "connect_args": {"timeout": CONNECT_TIMEOUT_SECONDS}},
-                      skip_compatibility_check=skip_checks, skip_table_creation=skip_checks)
+                                          "connect_args": {"timeout": CONNECT_TIMEOUT_SECONDS}})
 
 
 def opened(url: str, name: str) -> Any:
