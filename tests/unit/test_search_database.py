@@ -9,6 +9,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -136,6 +137,33 @@ def test_a_submit_creates_the_study_before_any_record_and_reads_it_back_from_the
     seen = json.dumps([c.argv for c in docker_fake.calls]) + "".join(p.read_text() for p in
                                                                      (tmp_path / "state").glob("*.json"))
     assert_hidden(seen, database.password)
+    # the dashboard serves the study from the database itself (the real optuna-dashboard, its JSON API)
+    import os
+    import socket
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen([sys.executable, str(BANK / "scripts" / "tao_jobs.py"), "study", done.sweep,
+                               "--dashboard", "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env={**os.environ, "TAO_STATE_DIR": str(tmp_path / "state")})
+    try:
+        end = time.time() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/studies", timeout=5) as page:
+                    studies = json.loads(page.read())["study_summaries"]
+                break
+            except OSError:
+                assert server.poll() is None and time.time() < end, server.stderr.read() if server.stderr else ""
+                time.sleep(0.5)
+        assert done.sweep in [s["study_name"] for s in studies]
+    finally:
+        server.terminate()
+        _, err = server.communicate(timeout=30)
+    assert f"serving the study database in ${NAME} on http://127.0.0.1:{port}/" in err
+    assert_hidden(err, database.password)
 
 
 def test_a_database_a_trials_container_cannot_reach_is_refused_in_one_line_before_anything(docker_fake, monkeypatch,
@@ -164,24 +192,30 @@ PASSWORDS = st.text(st.characters(min_codepoint=33, max_codepoint=126, blacklist
 @given(password=PASSWORDS, user=st.sampled_from(["tao", "u", "optuna_user"]),
        scheme=st.sampled_from(["postgresql", "postgres", "postgresql+pg8000", "mysql", "http", ""]))
 def test_no_line_about_a_database_shows_its_url_or_password(password, user, scheme):
-    url = f"{scheme}://{user}:{password}@db.example:5432/studies" if scheme else f"{user}:{password}"
-    lines = []
-    try:
-        checked = storage.checked_url(url, NAME)
-        assert checked.startswith("postgresql+pg8000://")
-    except UsageError as exc:
-        lines.append(str(exc))
-    for said in (f"cannot connect to {url}", f"auth failed for {checked if scheme.startswith('postgres') else url}",
-                 f"password {password} refused", f"'M': 'bad password {password}'"):
-        lines.append(storage.failure_line(RuntimeError(said), url, NAME))
-        lines.append(storage.scrub(said, url))
-    for bad in (url, f"postgresql://{user}:{password}@h/db"):
-        with pytest.raises(TaoError) as err:
-            storage.check_name(bad)
-        lines.append(str(err.value))
-    for line in lines:
+    def lines(pw: str) -> list[str]:
+        url = f"{scheme}://{user}:{pw}@db.example:5432/studies" if scheme else f"{user}:{pw}"
+        out = []
+        try:
+            checked = storage.checked_url(url, NAME)
+            assert checked.startswith("postgresql+pg8000://")
+        except UsageError as exc:
+            out.append(str(exc))
+            checked = url
+        for said in (f"cannot connect to {url}", f"auth failed for {checked}", f"secret {pw} refused",
+                     f"'M': 'bad {pw}'"):
+            out.append(storage.failure_line(RuntimeError(said), url, NAME))
+            out.append(storage.scrub(said, url))
+        for bad in (url, f"postgresql://{user}:{pw}@h/db"):
+            with pytest.raises(TaoError) as err:
+                storage.check_name(bad)
+            out.append(str(err.value))
+        return out
+
+    # a piece of the password that the line holds with any other password is the line's own wording
+    for line, neutral in zip(lines(password), lines("~" * len(password))):
         assert "\n" not in line
-        assert_hidden(line, password)
+        assert password not in line, line
+        assert not [p for p in _pieces(password) if p in line and p not in neutral], line
 
 
 @hsettings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -189,6 +223,7 @@ def test_no_line_about_a_database_shows_its_url_or_password(password, user, sche
 def test_a_search_dry_run_on_every_platform_shows_the_name_never_the_url(password, cli, monkeypatch, tmp_path_factory):
     """Each helper's dry run (it contacts nothing) of a database study, the URL set in the environment: the output
     names the variable, never its value; the URL on the command line is refused unseen."""
+    password = "Zq7" + password  # no piece of it is a word the output may hold for its own reasons
     tmp = tmp_path_factory.mktemp("dry")
     monkeypatch.setenv("TAO_STATE_DIR", str(tmp / "state"))
     monkeypatch.setenv("TAO_DOCKER_RESULTS_DIR", str(tmp / "results"))

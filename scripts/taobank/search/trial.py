@@ -256,8 +256,9 @@ def open_study(s: settingsmod.Settings, journal: Path, trial_index: int) -> Any:
             from . import storage as storagemod
 
             detail = storagemod.scrub(detail, os.environ.get(s.storage_env, ""))
+        see = "" if s.storage_env else "; see references/search.md (a damaged journal)"
         raise TaoError(f"{where} cannot be read ({type(exc).__name__}: {detail}): this trial fails, the "
-                       "others go on; see references/search.md (a damaged journal)") from None
+                       f"others go on{see}") from None
 
 
 def tao_environment(s: settingsmod.Settings) -> dict[str, str] | None:
