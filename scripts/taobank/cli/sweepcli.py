@@ -34,7 +34,7 @@ def add_submit_flags(p: argparse.ArgumentParser) -> None:
     s.add_argument("--search-seed", type=int, default=0, metavar="S", help="with --search: the samplers' seed "
                    "(each trial's sampler is seeded from S and its index)")
     s.add_argument("--study-storage-env", metavar="NAME", help="with --search: keep the study in a PostgreSQL "
-                   "database, its URL (postgresql://USER:PASSWORD@HOST:PORT/DB) in the exported variable NAME; it "
+                   "database, its URL (postgresql://<user>:<password>@<host>:<port>/<database>) in the exported variable NAME; it "
                    "reaches the trials as a secret (default: a journal file on the results volume)")
     # the URL itself is a secret: taken only to be refused, unseen (search_of)
     s.add_argument("--study-storage", metavar="URL", help=argparse.SUPPRESS)

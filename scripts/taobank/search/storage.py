@@ -55,7 +55,7 @@ def checked_url(url: str, name: str) -> str:
     scheme, sep, rest = url.strip().partition("://")
     if not sep or scheme.lower() not in SCHEMES or not rest:
         raise UsageError(f"{name} does not hold a PostgreSQL URL (its value is not shown): export {name}="
-                         "postgresql://USER:PASSWORD@HOST:PORT/DATABASE")
+                         "postgresql://<user>:<password>@<host>:<port>/<database>")
     return f"{DRIVER}://{rest}"
 
 
@@ -65,7 +65,7 @@ def url_from(name: str, env: Mapping[str, str] | None = None) -> str:
     value = env.get(check_name(name))
     if not value:
         raise TaoError(f"{FLAG} {name}: {name} is not set in the environment: export it first (the study "
-                       "database's URL, postgresql://USER:PASSWORD@HOST:PORT/DATABASE)")
+                       "database's URL, postgresql://<user>:<password>@<host>:<port>/<database>)")
     return checked_url(value, name)
 
 
