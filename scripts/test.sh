@@ -24,9 +24,10 @@ python3 -m pip install -q --disable-pip-version-check -r requirements-dev.txt
 # from their config schemas and compared); without their own dependencies, which the tests never import.
 python3 -m pip install -q --disable-pip-version-check --no-deps -r requirements-tao.txt
 
-# Two no-cluster tests read the host's static busybox (the local images are made from it).
+# Two no-cluster tests read the host's static busybox (the local images are made from it); the database study's
+# tests start Debian's PostgreSQL on 127.0.0.1 (testclusters/postgres.py).
 step "host packages the no-cluster tests read"
-PYTHONPATH=scripts python3 -c 'from testclusters import apt; apt.ensure(("busybox-static",), "no-cluster tests")'
+PYTHONPATH=scripts python3 -c 'from testclusters import apt; apt.ensure(("busybox-static", "postgresql"), "no-cluster tests")'
 
 # tests/clients drive the real Claude Code and Codex CLIs: the versions pinned in
 # versions.yaml (agent_clients), installed once under ~/.cache/tao-skill-bank/npm/.

@@ -84,6 +84,8 @@ def submit(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Submi
         raise UsageError(f"--search does not run on {adapter.name} yet")
     batch = Batch(max_concurrent=k, sweep=sweep_id, checkpoint=_checkpoint, search=search)
     adapter.check(plans, gate, batch)
+    if search is not None and sweep_id is not None:  # a database study: reached and created now, before any record
+        gate.lines += [line for line in (search.prepare(sweep_id),) if line]
     if verdict:
         gate.lines.append(nccl_line(verdict))
         gate.backend.update(verdict)
@@ -199,6 +201,8 @@ def dry_run(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Subm
     verdict = _nccl_verdict(adapter, plans, opts)
     sweep_id = names.mint_job_id(plans[0].network_arch, "sweep") if sweep else None
     adapter.check(plans, gate, Batch(max_concurrent=k, sweep=sweep_id, search=search))
+    if search is not None:  # a database study: reached from here, nothing written (its URL's variable set here)
+        gate.lines += [line for line in (search.check_storage(pending),) if line]
     if verdict:
         gate.lines.append(nccl_line(verdict))
     return DryRun(gate, pending, specs, opts)

@@ -325,6 +325,13 @@ class Platform(ABC, Generic[SpecT, PlanT]):
         at most ``batch.max_concurrent`` running at once; one Launch each. On failure remove what was made,
         then raise. Never writes a record: facts to keep before it ends go to ``batch.checkpoint``."""
 
+    def with_secret(self, spec: dict[str, Any], opts: SubmitOptions, name: str) -> tuple[dict[str, Any], SubmitOptions]:
+        """``spec`` and ``opts`` with one more secret the job's processes get by ``name`` (as ``--secret-env
+        name`` would give it): the spec's ``secrets`` list here (SLURM, Docker); Kubernetes keeps secrets in
+        ``opts.secret_env``."""
+        names = list(spec.get("secrets") or [])
+        return {**spec, "secrets": list(dict.fromkeys(names + [name]))}, opts
+
     def with_time_limit(self, spec: dict[str, Any], minutes: float) -> dict[str, Any]:
         """``spec`` with its run-time limit set to ``minutes`` (``continue --time-*``: more time for a job that
         ran out of it). Default: refused, the platform has no limit to set."""

@@ -64,6 +64,7 @@ def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dic
                              parent_mode=parent_mode, allow_incomplete_parent=allow_incomplete_parent,
                              search=search is not None)
     adapter = get(platform_name)
+    spec, opts = with_study_secret(adapter, spec, opts, search)
     specs = [dict(spec) for _ in trials] if search is not None else [trial_spec(spec, t) for t in trials]
     if search is not None:
         _check_space(adapter, spec, opts, search)
@@ -72,6 +73,13 @@ def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dic
     out = Submitted(done.sweep, done.views, done.max_concurrent, done.gate.text(), done.gate.notes())
     _supervised(adapter, done.sweep, [records.get(v.id) for v in done.views])
     return out
+
+
+def with_study_secret(adapter: Any, spec: dict, opts: SubmitOptions, search: Any) -> tuple[dict, SubmitOptions]:
+    """A database study's URL reaches every trial as a secret, by the NAME its variable has
+    (``--study-storage-env``), on the platform's own secret channel (:meth:`taobank.platform.Platform.with_secret`)."""
+    name = getattr(getattr(search, "settings", None), "storage_env", "") if search is not None else ""
+    return adapter.with_secret(spec, opts, name) if name else (spec, opts)
 
 
 def _prepared(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dict[str, str]],
@@ -207,6 +215,7 @@ def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[di
     adapter = get(platform_name)
     if search is not None and not getattr(adapter, "runs_searches", False):
         raise UsageError(f"--search does not run on {platform_name} yet")
+    spec, opts = with_study_secret(adapter, spec, opts, search)
     specs = [dict(spec) for _ in trials] if search is not None else [trial_spec(spec, t) for t in trials]
     if search is not None:
         _check_space(adapter, spec, opts, search)
@@ -372,10 +381,57 @@ def study(sweep_id: str, recs: list[Record] | None = None) -> Any:
     journal, :func:`journal_text`), None for a plain sweep or one not launched yet."""
     from .search import journal
 
+    recs = recs or trial_records(sweep_id)
+    if journal.storage_env_of(recs[0]):  # a database study: read there, never through the platform
+        return journal.read_database(journal.storage_env_of(recs[0]), sweep_id)
     got = journal_text(sweep_id, recs)
     if got is None:
         return None
     return journal.read(got[0], sweep_id, where=f"the study journal {got[1]}")
+
+
+def study_view(sweep_id: str, recs: list[Record] | None = None) -> dict[str, Any]:
+    """A search's study as data (``tao_jobs.py study ID --json``, the MCP tool ``study``): each Optuna trial's
+    number, sweep trial, job id, state, epochs, value and parameters, and the best; one line for a sweep that
+    is not a search."""
+    recs = recs or trial_records(sweep_id)
+    found = study(sweep_id, recs)
+    if found is None:
+        raise UsageError(f"sweep {sweep_id} is not a search (submit --search): it has no study")
+    from .search import bundle
+
+    trial_of = {r.id: r.trial for r in recs}
+    summary = bundle.summary_of(recs[0].backend) or {}
+    return {"sweep": sweep_id, "kpi": summary.get("kpi"), "mode": summary.get("mode"),
+            "trials": [t.to_dict() | {"trial": trial_of.get(t.job_id)} for t in found.trials],
+            "best": found.best.to_dict() if found.best else None}
+
+
+def study_text(view: Mapping[str, Any]) -> str:
+    """:func:`study_view` as the table ``tao_jobs.py study ID`` prints: NUMBER TRIAL ID STATE EPOCHS VALUE
+    OVERRIDES, then the best."""
+    from .progress.statusfile import format_number
+    from .search.journal import StudyTrial
+    from .text import one_line
+
+    def words(t: Mapping[str, Any]) -> str:
+        return " ".join(sweepfile.args_of(StudyTrial(0, "", dict(t.get("params") or {})).words()))
+
+    def value(v: Any) -> str:
+        return format_number(v, 6) if isinstance(v, (int, float)) else "-"
+
+    rows = [("NUMBER", "TRIAL", "ID", "STATE", "EPOCHS", "VALUE", "OVERRIDES")]
+    for t in view["trials"]:
+        trial = t.get("trial")
+        rows.append((str(t["number"]), "-" if trial is None else str(trial), one_line(t.get("job_id") or "-"),
+                     one_line(str(t["state"])), str(t["epochs"]), value(t.get("value")), one_line(words(t))))
+    widths = [max(len(r[i]) for r in rows) for i in range(6)]
+    out = ["  ".join(c.ljust(w) for c, w in zip(r[:6], widths)) + "  " + r[6] for r in rows]
+    b = view.get("best")
+    if b is not None:
+        out.append(f"best: number {b['number']} {one_line(b.get('job_id') or '-')} value {value(b.get('value'))} "
+                   f"({one_line(words(b))})")
+    return "\n".join(out) + "\n"
 
 
 def _with_study(sweep_id: str, recs: list[Record], rows: list[Row]) -> None:

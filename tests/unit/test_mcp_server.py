@@ -36,7 +36,7 @@ def _check(schema: dict, value: object) -> None:
 def test_tools_list_and_a_call_answer_as_declared(session):
     listed = session.request("tools/list")["result"]["tools"]
     by = {t["name"]: t for t in listed}
-    assert len(by) == 18 and by["prune"]["annotations"]["destructiveHint"] is True
+    assert len(by) == 19 and by["prune"]["annotations"]["destructiveHint"] is True
     assert by["submit_slurm"]["inputSchema"]["properties"]["time_hours"]["type"] == "number"
     done = session.request("tools/call", {"name": "list", "arguments": {}})["result"]
     assert done["isError"] is False and done["structuredContent"] == {"result": [], "notes": [], "exit_code": 0}
@@ -77,7 +77,7 @@ def test_the_server_outlives_a_thousand_malformed_messages(session):
     for n in range(1000):
         session.send(MALFORMED[n % len(MALFORMED)])
     answer = session.request("tools/list", timeout=120)
-    assert len(answer["result"]["tools"]) == 18
+    assert len(answer["result"]["tools"]) == 19
     done = session.request("tools/call", {"name": "list", "arguments": {}})["result"]
     assert done["isError"] is False
     stderr = session.close()

@@ -213,3 +213,55 @@ def test_spec_template_and_spec_check_are_the_clis_answers(tmp_path):
     assert done.errors == [f"error: {done.result['problems'][0]['path']}: {done.result['problems'][0]['message']}"]
     done = tools.run(tools.by_name("spec_check"), {"file": str(spec), "network": "dino", "action": "train"})
     assert done.exit_code == 0 and done.result["ok"]
+
+
+def test_the_study_tool_returns_the_search_table_the_cli_prints(docker_fake, tmp_path, monkeypatch, capfd):
+    """A search on the fake engine whose trials really ran (the runner on the stand-in, one journal): the tool's
+    result is ``tao_jobs.py study ID --json`` (each trial's number, sweep trial, id, state, epochs, value and
+    parameters, and the best); a sweep that is not a search is the CLI's one line."""
+    import os
+
+    from fakeproc import ok
+    from test_docker_campaigns import SPEC, Engine
+    from test_search_launch import staging
+    from taobank import records, sweeps
+    from taobank.contract import SubmitOptions
+    from taobank.search import trial
+
+    docker_fake.on("python3", lambda c: c.argv[2:4] == ["sweep", "supervise"], ok("4242\n"))
+    engine = Engine(docker_fake)
+    engine.fake.on("docker", lambda c: c.argv[1] == "run" and "--rm" in c.argv, ok(""))
+    st_ = staging()
+    st_.settings.poll_seconds, st_.settings.action = 0.2, "train"
+    done = sweeps.submit("docker", SPEC, SubmitOptions(), [{}, {}], 2, search=st_)
+    folder = records.get(done.views[0].id).backend["search_dir"]
+    settings_path = os.path.join(folder, "study.json")
+    with open(settings_path, "w", encoding="utf-8") as fh:  # the stand-in writes status.json under train/
+        fh.write(st_.settings_text(done.sweep))
+    trainer = os.path.join(os.path.dirname(__file__), "..", "..", "testclusters", "fake_tao_train.sh")
+    for i, view in enumerate(done.views):
+        results = tmp_path / f"r{i}"
+        results.mkdir()
+        monkeypatch.setenv("TAO_API_JOB_ID", view.id)
+        assert trial.run(Path(settings_path), i, ["sh", trainer, "--results", str(results), "--epochs", "2", "-e",
+                                                  "x", "fake.lr_optimum=0.001"], results=results) == 0
+    capfd.readouterr()
+    got = tools.run(tools.by_name("study"), {"id": done.sweep})
+    assert got.exit_code == 0, got.stderr
+    table = got.result
+    assert table["sweep"] == done.sweep and table["kpi"] == "val_loss" and table["mode"] == "min"
+    assert sorted(t["job_id"] for t in table["trials"]) == sorted(v.id for v in done.views)
+    for t in table["trials"]:
+        assert t["state"] == "COMPLETE" and t["epochs"] == 2 and isinstance(t["value"], float)
+        assert set(t["params"]) == {"train.optim.lr"} and t["trial"] in (0, 1)
+    assert table["best"]["value"] == min(t["value"] for t in table["trials"])
+    shell = _cli("tao_jobs.py", "study", done.sweep, "--json",
+                 env={**os.environ, "TAO_STATE_DIR": str(tmp_path / "state")})
+    assert json.loads(shell.stdout) == table
+    text = _cli("tao_jobs.py", "study", done.sweep, env={**os.environ, "TAO_STATE_DIR": str(tmp_path / "state")})
+    assert text.stdout.startswith("NUMBER") and "best: number " in text.stdout
+    plain = sweeps.submit("docker", {**SPEC}, SubmitOptions(), [{"a": "1"}, {"a": "2"}], 2)
+    got = tools.run(tools.by_name("study"), {"id": plain.sweep})
+    assert got.exit_code != 0 and got.errors == [f"error: sweep {plain.sweep} is not a search (submit --search): "
+                                                 "it has no study"]
+    assert "dashboard" not in tools.input_schema(tools.by_name("study"))["properties"]

@@ -244,12 +244,14 @@ def test_a_torn_last_line_of_the_journal_is_not_read():
 
 # ------------------------------------------------------------------ the SLURM site check (its shell, run here)
 def _site(tmp_path: Path, path_dirs: list[Path], *args: str) -> list[str]:
-    from taobank.platforms.slurm.sweep import SEARCH_SITE
+    from taobank.search.site import SEARCH_SITE
 
     env = {"PATH": ":".join(str(d) for d in path_dirs)}
     proc = subprocess.run(["/bin/sh", "-c", SEARCH_SITE, "tao", *args], capture_output=True, text=True, env=env, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    return proc.stdout.split()
+    words = proc.stdout.split()
+    assert words[-1:] == ["site-checked"], words
+    return words[:-1]
 
 
 def test_the_site_check_finds_a_lock_that_is_not_exclusive_and_a_missing_python(tmp_path):
@@ -262,15 +264,16 @@ def test_the_site_check_finds_a_lock_that_is_not_exclusive_and_a_missing_python(
         os.symlink(shutil.which(name), tools / name)
     base = tmp_path / "base"
     base.mkdir()
-    assert _site(tmp_path, [tools], str(base / "not" / "yet"), "-") == []  # the nearest existing folder is tested
-    assert _site(tmp_path, [tools], str(base), "python") == ["no-python"]  # no python3 on this PATH
+    assert _site(tmp_path, [tools], str(base / "not" / "yet"), "lock", "-") == []  # the nearest existing folder
+    assert _site(tmp_path, [tools], str(base), "lock", "python") == ["no-python"]  # no python3 on this PATH
     os.symlink(sys.executable, tools / "python3")
-    assert _site(tmp_path, [tools], str(base), "python") == []
+    assert _site(tmp_path, [tools], str(base), "lock", "python") == []
     fake = tmp_path / "fake"
     fake.mkdir()
     (fake / "ln").write_text("#!/bin/sh\nexit 0\n")  # a filesystem where a second link "succeeds"
     (fake / "ln").chmod(0o755)
-    assert _site(tmp_path, [fake, tools], str(base), "-") == ["no-lock", str(base)]
+    assert _site(tmp_path, [fake, tools], str(base), "lock", "-") == ["no-lock", str(base)]
+    assert _site(tmp_path, [fake, tools], str(base), "-", "-") == []  # a database study needs no journal lock
     assert list(base.iterdir()) == []  # the check leaves nothing behind
 
 

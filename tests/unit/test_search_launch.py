@@ -87,7 +87,7 @@ def _staged(call) -> dict[str, bytes]:
 def test_a_slurm_search_is_one_site_check_more_and_stages_the_study_with_the_array(slurm):
     slurm.ssh("STAGE_MANY")
     slurm.ssh("SBATCH_ARRAY", "777\n")
-    slurm.ssh("SEARCH_SITE", "")
+    slurm.ssh("SEARCH_SITE", "site-checked\n")
     done = sweeps.submit("slurm", SLURM_SPEC, SubmitOptions(), [{}, {}, {}], 2, search=staging())
     assert [c.script for c in slurm.calls if c.program == "ssh" and not c.control] == [
         "MISSING", "SEARCH_SITE", "STAGE_MANY", "SBATCH_ARRAY"]
@@ -106,7 +106,7 @@ def test_a_slurm_search_is_one_site_check_more_and_stages_the_study_with_the_arr
 @pytest.mark.parametrize("said,says", [("no-lock /lustre", "not exclusive"), ("no-python", "python3"),
                                        ("no-write /lustre", "cannot write")])
 def test_a_slurm_site_that_cannot_run_a_search_is_refused_in_one_line_before_any_record(slurm, state_dir, said, says):
-    slurm.ssh("SEARCH_SITE", said + "\n")
+    slurm.ssh("SEARCH_SITE", said + "\nsite-checked\n")
     with pytest.raises(TaoError, match=says) as err:
         sweeps.submit("slurm", SLURM_SPEC, SubmitOptions(), [{}, {}, {}], 2, search=staging())
     assert "\n" not in str(err.value) and not list(state_dir.glob("*.json"))

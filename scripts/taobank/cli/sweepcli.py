@@ -33,15 +33,26 @@ def add_submit_flags(p: argparse.ArgumentParser) -> None:
                    "median | none, over TAO's epochs")
     s.add_argument("--search-seed", type=int, default=0, metavar="S", help="with --search: the samplers' seed "
                    "(each trial's sampler is seeded from S and its index)")
+    s.add_argument("--study-storage-env", metavar="NAME", help="with --search: keep the study in a PostgreSQL "
+                   "database, its URL (postgresql://<user>:<password>@<host>:<port>/<database>) in the exported variable NAME; it "
+                   "reaches the trials as a secret (default: a journal file on the results volume)")
+    # the URL itself is a secret: taken only to be refused, unseen (search_of)
+    s.add_argument("--study-storage", metavar="URL", help=argparse.SUPPRESS)
 
 
 #: The flags only a search takes (a plain submit or sweep that names one is refused).
-SEARCH_ONLY = ("trials", "kpi", "mode", "space", "space_file", "search_seed", "prune")
+SEARCH_ONLY = ("trials", "kpi", "mode", "space", "space_file", "search_seed", "prune", "study_storage_env")
 
 
 def search_of(args: argparse.Namespace, spec: dict) -> object | None:
     """The search the flags describe (:class:`taobank.search.bundle.Staging`), None without ``--search``;
     every setting checked before anything is read or created."""
+    if getattr(args, "study_storage", None) is not None:
+        from ..search import storage as storagemod
+
+        raise UsageError(f"--study-storage takes no URL on the command line (it holds a password; it is not shown): "
+                         f"export it and give {storagemod.FLAG} NAME, e.g. export TAO_STUDY_DB=postgresql://... "
+                         f"then {storagemod.FLAG} TAO_STUDY_DB")
     if getattr(args, "search", None) is None:
         given = [f"--{n.replace('_', '-')}" for n in SEARCH_ONLY if getattr(args, n, None) not in (None, 0, [])]
         if given:
@@ -55,7 +66,8 @@ def search_of(args: argparse.Namespace, spec: dict) -> object | None:
         raise UsageError("--search needs --trials N: how many trials the study runs")
     found = settings.make("", sampler=args.search, pruner=args.prune or "asha", trials=args.trials, kpi=args.kpi,
                           mode=args.mode, space=space.of(args.space, args.space_file),
-                          seed=args.search_seed, action=str(spec.get("action") or ""))
+                          seed=args.search_seed, action=str(spec.get("action") or ""),
+                          storage_env=getattr(args, "study_storage_env", None) or "")
     return bundle.Staging(found)
 
 
@@ -166,7 +178,7 @@ def cancel(args: argparse.Namespace, platform: str | None = None) -> int:
 def add_sweep_verb(sub: argparse._SubParsersAction) -> None:
     """``tao_jobs.py sweep best ID --kpi NAME [--mode min|max]``; ``tao_jobs.py study ID [--dashboard]``."""
     st = sub.add_parser("study", help="a search's study: every trial's parameters, state, epochs and value, and the "
-                        "best (--dashboard: served in optuna-dashboard on 127.0.0.1)")
+                        "best")
     st.add_argument("id", metavar="SWEEP")
     st.add_argument("--dashboard", action="store_true", help="serve the study in optuna-dashboard on 127.0.0.1 "
                     "(from a copy of its journal, refreshed; Ctrl-C stops it)")
@@ -197,42 +209,29 @@ def cmd_best(args: argparse.Namespace) -> int:
 
 def cmd_study(args: argparse.Namespace) -> int:
     from .. import records, sweeps
-    from ..text import one_line
+    from ..search import journal
 
     recs = sweeps.trial_records(args.id)
-    got = sweeps.journal_text(args.id, recs[:1])  # the one read: the study is made from it below
-    if got is None:
-        raise UsageError(f"sweep {args.id} is not a search (submit --search): it has no study")
+    storage_env = journal.storage_env_of(recs[0])
     if args.dashboard:
         from ..search import dashboard
+
+        say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+        if storage_env:  # a database study: served from the database, with the URL of this shell
+            dashboard.serve_database(storage_env, args.port, on_line=say)
+            return EXIT_OK
+        if sweeps.journal_text(args.id, recs[:1]) is None:
+            raise UsageError(f"sweep {args.id} is not a search (submit --search): it has no study")
 
         def fetch() -> str:
             got = sweeps.journal_text(args.id, recs[:1])
             return got[0] if got else ""
 
-        dashboard.serve(records.artifact_dir(recs[0].id) / dashboard.COPY_FILE, fetch, args.port,
-                        on_line=lambda line: print(line, file=sys.stderr, flush=True))
+        dashboard.serve(records.artifact_dir(recs[0].id) / dashboard.COPY_FILE, fetch, args.port, on_line=say)
         return EXIT_OK
-    from ..search import journal
-
-    found = journal.read(got[0], args.id, where=f"the study journal {got[1]}")
-    trial_of = {r.id: r.trial for r in recs}
+    view = sweeps.study_view(args.id, recs)  # the one read of its journal, or its database
     if args.json:
-        print_json({"sweep": args.id, "trials": [t.to_dict() | {"trial": trial_of.get(t.job_id)} for t in found.trials],
-                    "best": found.best.to_dict() if found.best else None})
-        return EXIT_OK
-    from ..progress.statusfile import format_number
-
-    rows = [("NUMBER", "TRIAL", "ID", "STATE", "EPOCHS", "VALUE", "OVERRIDES")]
-    for t in found.trials:
-        rows.append((str(t.number), str(trial_of.get(t.job_id, "-")), t.job_id or "-", t.state, str(t.epochs),
-                     format_number(t.value, 6) if t.value is not None else "-",
-                     one_line(" ".join(sweepfile.args_of(t.words())))))
-    widths = [max(len(r[i]) for r in rows) for i in range(6)]
-    for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r[:6], widths)) + "  " + r[6])
-    if found.best is not None:
-        b = found.best
-        print(f"best: number {b.number} {b.job_id} value {format_number(b.value, 6) if b.value is not None else '-'} "
-              f"({' '.join(sweepfile.args_of(b.words()))})")
+        print_json(view)
+    else:
+        sys.stdout.write(sweeps.study_text(view))
     return EXIT_OK

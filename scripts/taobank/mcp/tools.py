@@ -84,6 +84,10 @@ TOOLS: tuple[ToolSpec, ...] = (
                   "once the user agreed."),
     ToolSpec("continue", "tao_jobs", ("continue",), False, False, False),
     ToolSpec("sweep_best", "tao_jobs", ("sweep", "best"), True, False, True),
+    ToolSpec("study", "tao_jobs", ("study",), True, False, True, drop=("dashboard", "port"),
+             note="A search's study (submit with search): each Optuna trial's number, sweep trial, job id, state "
+                  "(COMPLETE, PRUNED, RUNNING, FAIL), epochs reported, value of the study's KPI and parameters, and "
+                  "the best; read from its journal (one read) or its database."),
     ToolSpec("spec_template", "tao_jobs", ("spec", "template"), True, False, True, open_world=False, keep=("json",),
              note="The YAML template (each key's TAO default, its description as a comment, REQUIRED for ???); with "
                   "json: its JSON Schema. Edit it, check it with spec_check, then submit."),

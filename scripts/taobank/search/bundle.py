@@ -37,21 +37,24 @@ MAIN = "from taobank.search.trial import main\nraise SystemExit(main())\n"
 _EPOCH = (1980, 1, 1, 0, 0, 0)
 
 
-def _pure_files(name: str) -> list[tuple[str, Path]]:
-    """(path inside the bundle, file here) of an installed pure-Python distribution's package files."""
+def _pure_files(name: str, *, sources_only: bool = False, install: str = "") -> list[tuple[str, Path]]:
+    """(path inside the bundle, file here) of an installed pure-Python distribution's package files
+    (``sources_only``: its ``.py`` files alone, for a distribution whose compiled speed-ups have pure fallbacks)."""
     try:
         dist = importlib.metadata.distribution(name)
     except importlib.metadata.PackageNotFoundError:
         raise UsageError(f"a search stages {name} from this machine, which does not have it: pip install "
-                         f"optuna=={settingsmod.OPTUNA_VERSION}") from None
+                         f"{install or f'optuna=={settingsmod.OPTUNA_VERSION}'}") from None
     wheel = dist.read_text("WHEEL") or ""
-    if "Root-Is-Purelib: true" not in wheel:
+    if "Root-Is-Purelib: true" not in wheel and not sources_only:
         raise UsageError(f"{name} is not installed as pure Python here: the search bundle cannot carry it")
     out = []
     for f in dist.files or []:
         parts = PurePosixPath(str(f)).parts
         if not parts or parts[0] in ("..", "/") or parts[0].endswith((".dist-info", ".data")) \
                 or "__pycache__" in parts or str(f).endswith((".pyc", ".pyo")):
+            continue
+        if sources_only and not str(f).endswith((".py", ".typed")):
             continue
         out.append((str(PurePosixPath(*parts)), Path(str(dist.locate_file(f)))))
     return out
@@ -97,6 +100,63 @@ def build(sampler: str = "tpe") -> bytes:
     return buf.getvalue()
 
 
+#: The most bytes of one part of a database study's libraries (:func:`db_parts`): a Kubernetes ConfigMap holds
+#: 1 MiB, and the bundle fills most of one.
+PART_BYTES = 900 * 1024
+DB_PART = "search-db-{}.zip"
+
+
+def _zip(members: Mapping[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for arc in sorted(members):
+            info = zipfile.ZipInfo(arc, _EPOCH)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            z.writestr(info, members[arc])
+    return buf.getvalue()
+
+
+@functools.lru_cache(maxsize=1)
+def db_parts() -> tuple[bytes, ...]:
+    """The libraries a database study needs (:data:`taobank.search.storage.DB_DISTRIBUTIONS`: SQLAlchemy,
+    Alembic, pg8000 ...), sources only, as zip files of at most :data:`PART_BYTES` each (a ConfigMap each on
+    Kubernetes); the trial's runner unpacks them (Alembic reads its migrations from real files) before Optuna
+    is imported. One line when one of them is missing here or not the pinned release."""
+    import zlib
+
+    from . import storage
+
+    members: dict[str, bytes] = {}
+    for name, version in storage.DB_DISTRIBUTIONS.items():
+        pin = f"{name}=={version}"
+        try:
+            have = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            raise UsageError(f"a search with {storage.FLAG} stages {name} from this machine, which does not have "
+                             f"it: pip install {pin}") from None
+        if have != version:
+            raise UsageError(f"a search with {storage.FLAG} stages {pin}; this machine has {have}: pip install {pin}")
+        for arc, path in _pure_files(name, sources_only=True, install=pin):
+            if not arc.startswith(storage.DB_LEFT_OUT):
+                members[arc] = path.read_bytes()
+        dist = importlib.metadata.distribution(name)
+        for f in dist.files or []:  # its METADATA: pg8000 and scramp ask importlib.metadata for their version
+            words = PurePosixPath(str(f)).parts
+            if len(words) == 2 and words[0].endswith(".dist-info") and words[1] == "METADATA":
+                members[str(PurePosixPath(*words))] = Path(str(dist.locate_file(f))).read_bytes()
+    parts: list[dict[str, bytes]] = [{}]
+    size = 0
+    for arc in sorted(members):
+        cost = len(zlib.compress(members[arc], 6)) + 100 + 2 * len(arc)
+        if parts[-1] and size + cost > PART_BYTES:
+            parts.append({})
+            size = 0
+        parts[-1][arc] = members[arc]
+        size += cost
+    return tuple(_zip(p) for p in parts)
+
+
 @dataclass
 class Staging:
     """What a search adds to a sweep's launch (``Batch.search``): the files of its folder and each trial's
@@ -110,8 +170,10 @@ class Staging:
         """``{name in the search folder: bytes}``: the bundle and the settings (the study named ``study``, the
         sweep's id)."""
         self.settings.study = study
-        return {BUNDLE_FILE: build(self.settings.sampler),
-                settingsmod.SETTINGS_FILE: self.settings.to_json().encode()}
+        out = {BUNDLE_FILE: build(self.settings.sampler), settingsmod.SETTINGS_FILE: self.settings.to_json().encode()}
+        if self.settings.storage_env:  # a database study: its libraries beside the bundle
+            out.update({DB_PART.format(i): part for i, part in enumerate(db_parts())})
+        return out
 
     def settings_text(self, study: str) -> str:
         """The settings file as staged for the study ``study`` (what a dry run shows)."""
@@ -126,12 +188,60 @@ class Staging:
                 "--trial", str(int(trial)), *(["--journal", journal] if journal else []), "--",
                 *passing_arguments(argv)]
 
+    def prepare(self, study: str) -> str | None:
+        """At submit, after the platform's checks and before any record: a database study's database reached from
+        this machine and the study ``study`` created in it (one line that never shows its URL otherwise); the
+        gate's line, None for a journal study (its file is made by the first trial)."""
+        if not self.settings.storage_env:
+            return None
+        from . import storage
+
+        return storage.prepare(self.settings.storage_env, study, settingsmod.direction(self.settings))
+
+    def check_storage(self, pending: Sequence[str] = ()) -> str | None:
+        """A dry run's ``--check``: a database study's database reached from here, nothing written (its URL's
+        variable not set here, ``pending``: said, not checked)."""
+        name = self.settings.storage_env
+        if not name:
+            return None
+        if name in pending:
+            return f"study database ${name} not checked: {name} is not set here"
+        from . import storage
+
+        return storage.check_reachable(name)
+
+    def site(self, base: str, *, python: bool) -> tuple[str, list[str]]:
+        """(the site check's shell, its arguments) for the results base ``base`` (:mod:`.site`: the journal's lock
+        unless the study is in a database; ``python``: this shell's python3 too)."""
+        from . import site
+
+        return site.SEARCH_SITE, site.args(base, database=bool(self.settings.storage_env), python=python)
+
+    def site_problems(self, output: str) -> dict[str, str]:
+        from . import site
+
+        return site.problems(output)
+
+    @property
+    def python_check(self) -> str:
+        """What the runner needs of ``python3``, as ``python3 -c`` runs it (an engine that runs the image alone)."""
+        from . import site
+
+        return site.PYTHON_CHECK
+
+    @property
+    def lock_advice(self) -> str:
+        from . import site
+
+        return site.LOCK_ADVICE
+
     def summary(self) -> dict[str, Any]:
         """What each trial's record keeps of the search, as flat backend values (the table and ``sweep best``
         read them: :func:`summary_of`)."""
         s = self.settings
         return {"search": s.sampler, "search_pruner": s.pruner, "search_trials": s.trials, "search_kpi": s.kpi,
-                "search_mode": s.mode, "search_mode_from": s.mode_from}
+                "search_mode": s.mode, "search_mode_from": s.mode_from,
+                **({"search_storage_env": s.storage_env} if s.storage_env else {})}
 
 
 def passing_arguments(argv: Sequence[str]) -> list[str]:
@@ -159,10 +269,11 @@ def journal_path(folder: str) -> str:
 
 
 def summary_of(backend: Mapping[str, Any]) -> dict[str, Any] | None:
-    """A record's search summary, ``{sampler, pruner, trials, kpi, mode, mode_from, dir}`` (None: not a search)."""
+    """A record's search summary, ``{sampler, pruner, trials, kpi, mode, mode_from, dir, storage_env}`` (None: not
+    a search; ``storage_env``: the NAME of the variable holding its database's URL, "" for a journal study)."""
     if not isinstance(backend.get("search"), str):
         return None
     return {"sampler": backend["search"], "pruner": backend.get("search_pruner"),
             "trials": backend.get("search_trials"), "kpi": backend.get("search_kpi"),
             "mode": backend.get("search_mode"), "mode_from": backend.get("search_mode_from") or "flag",
-            "dir": backend.get("search_dir")}
+            "dir": backend.get("search_dir"), "storage_env": backend.get("search_storage_env") or ""}

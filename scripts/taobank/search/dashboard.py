@@ -78,3 +78,18 @@ def serve(copy: Path, fetch: Callable[[], str], port: int, *, on_line: Callable[
         dash.run_server(JournalStorage(JournalFileBackend(str(copy))), host=HOST, port=port)
     finally:
         halt.set()
+
+
+def serve_database(storage_env: str, port: int, *, on_line: Callable[[str], None]) -> None:
+    """Serve a database study (its URL in this process's variable ``storage_env``, never shown) on
+    127.0.0.1:``port`` until interrupted: optuna-dashboard reads the database itself, live."""
+    from . import storage
+
+    dash = dashboard_module()
+    settingsmod.optuna_module()
+    if not 1 <= port <= 65535:
+        raise UsageError(f"--port {port} is not a port number")
+    url = storage.url_from(storage_env)
+    rdb = storage.opened(url, storage_env)
+    on_line(f"serving the study database in ${storage_env} on http://{HOST}:{port}/ (read live); Ctrl-C stops it")
+    dash.run_server(rdb, host=HOST, port=port)

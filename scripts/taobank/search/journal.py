@@ -78,6 +78,33 @@ def read(text: str, name: str, *, where: str = "the study journal") -> Study:
         except Exception as exc:  # a damaged journal, a study of another name: one line, whatever Optuna raised
             raise TaoError(f"{where} cannot be read as study {name} ({type(exc).__name__}: "
                            f"{str(exc).splitlines()[0][:160] if str(exc) else 'no detail'})") from None
+    return of_frozen(name, frozen, study.direction.name == "MINIMIZE")
+
+
+def read_database(storage_env: str, name: str) -> Study:
+    """The study ``name`` in the database whose URL is in this process's variable ``storage_env`` (a database
+    study: :mod:`taobank.search.storage`); one line that never shows the URL when it cannot be read."""
+    from . import storage
+
+    optuna = settingsmod.optuna_module()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    url = storage.url_from(storage_env)
+    rdb = storage.opened(url, storage_env)
+    try:
+        study = optuna.load_study(study_name=name, storage=rdb)
+        frozen = study.get_trials(deepcopy=False)
+        minimize = study.direction.name == "MINIMIZE"
+    except KeyError:
+        raise TaoError(f"the study database in ${storage_env} holds no study {name}") from None
+    except Exception as exc:
+        raise TaoError(storage.failure_line(exc, url, storage_env)) from None
+    finally:
+        rdb.engine.dispose()
+    return of_frozen(name, frozen, minimize)
+
+
+def of_frozen(name: str, frozen: list[Any], minimize: bool) -> Study:
+    """The study from Optuna's frozen trials."""
     trials = []
     for t in frozen:
         value = t.value if t.value is not None and math.isfinite(t.value) else None
@@ -87,7 +114,7 @@ def read(text: str, name: str, *, where: str = "the study journal") -> Study:
     done = [(t.value, t) for t in trials if t.state == "COMPLETE" and t.value is not None]
     best = None
     if done:
-        sign = 1.0 if study.direction.name == "MINIMIZE" else -1.0
+        sign = 1.0 if minimize else -1.0
         best = min(done, key=lambda vt: sign * vt[0])[1]
     return Study(name, trials, best)
 
@@ -106,8 +133,21 @@ def fetch(rec: Record) -> tuple[str, str] | None:
     return core.get(rec.platform).read_search_file(rec, path), path
 
 
+def storage_env_of(rec: Record) -> str:
+    """The NAME of the variable holding the URL of the database the search trial ``rec``'s study is in ("": its
+    study is a journal file)."""
+    from . import bundle
+
+    summary = bundle.summary_of(rec.backend)
+    return str(summary.get("storage_env") or "") if summary else ""
+
+
 def of_trial(rec: Record) -> "Study | None":
-    """The study the search trial ``rec`` belongs to, as Optuna reads it (None: not a search's trial)."""
+    """The study the search trial ``rec`` belongs to, as Optuna reads it (None: not a search's trial): from its
+    journal (one read through the platform) or its database (this machine must reach it, with the URL in the
+    same variable the submit named)."""
+    if storage_env_of(rec):
+        return read_database(storage_env_of(rec), str(rec.sweep or ""))
     got = fetch(rec)
     if got is None:
         return None

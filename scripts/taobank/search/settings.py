@@ -47,6 +47,9 @@ class Settings:
     stop_grace_seconds: float = STOP_GRACE_SECONDS
     #: where the mode came from: ``flag`` or ``name`` (:mod:`taobank.kpirank`)
     mode_from: str = "flag"
+    #: the NAME of the variable holding the study database's URL (``--study-storage-env``; never the URL): the
+    #: study is in that PostgreSQL database, not in the journal file (:mod:`taobank.search.storage`)
+    storage_env: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -54,7 +57,7 @@ class Settings:
                 "kpi": self.kpi, "mode": self.mode, "mode_from": self.mode_from, "seed": self.seed,
                 "action": self.action, "poll_seconds": self.poll_seconds,
                 "stop_grace_seconds": self.stop_grace_seconds, "space": spacemod.to_dict(self.space),
-                "optuna": OPTUNA_VERSION}
+                "optuna": OPTUNA_VERSION, **({"storage_env": self.storage_env} if self.storage_env else {})}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1, sort_keys=True) + "\n"
@@ -70,7 +73,8 @@ class Settings:
                       space=spacemod.from_dict(data["space"]), seed=data.get("seed", 0),
                       action=str(data.get("action") or ""), poll_seconds=float(data.get("poll_seconds", POLL_SECONDS)),
                       stop_grace_seconds=float(data.get("stop_grace_seconds", STOP_GRACE_SECONDS)),
-                      mode_from=str(data.get("mode_from") or "flag"))
+                      mode_from=str(data.get("mode_from") or "flag"),
+                      storage_env=str(data.get("storage_env") or ""))
         except (KeyError, TypeError, ValueError) as exc:
             raise UsageError(f"search settings lack or garble {exc}") from None
         return out.checked()
@@ -88,6 +92,10 @@ class Settings:
         if not self.kpi or not self.kpi.strip():
             raise UsageError("a search needs --kpi NAME: the KPI TAO writes to status.json that the study optimizes")
         kpirank.direction(self.kpi, self.mode)
+        if self.storage_env:
+            from . import storage
+
+            storage.check_name(self.storage_env)
         if not self.space:
             raise UsageError("a search needs a space: --space KEY=loguniform(a,b)")
         if not 0 < self.poll_seconds <= 3600 or not 0 < self.stop_grace_seconds <= 3600:
@@ -109,13 +117,14 @@ class Settings:
 
 
 def make(study: str, *, sampler: str, pruner: str, trials: int, kpi: str | None, mode: str | None,
-         space: Mapping[str, spacemod.Param], seed: int = 0, action: str = "") -> Settings:
+         space: Mapping[str, spacemod.Param], seed: int = 0, action: str = "", storage_env: str = "") -> Settings:
     """Settings from a submit's flags (``mode`` None: from the KPI's name, :func:`taobank.kpirank.direction`)."""
     if not kpi or not str(kpi).strip():
         raise UsageError("a search needs --kpi NAME: the KPI TAO writes to status.json that the study optimizes")
     way = kpirank.direction(kpi, mode)
     return Settings(study=study, sampler=str(sampler), pruner=str(pruner), trials=trials, kpi=str(kpi),
-                    mode=way.mode, mode_from=way.source, space=dict(space), seed=seed, action=action).checked()
+                    mode=way.mode, mode_from=way.source, space=dict(space), seed=seed, action=action,
+                    storage_env=storage_env or "").checked()
 
 
 # ------------------------------------------------------------------ the Optuna objects

@@ -170,8 +170,8 @@ def pruned_line(s: settingsmod.Settings, epoch: int, value: float, cut: float | 
 class Tao:
     """TAO's process, in a process group of its own (its workers are stopped with it)."""
 
-    def __init__(self, argv: Sequence[str]) -> None:
-        self.proc = subprocess.Popen(list(argv), start_new_session=True)
+    def __init__(self, argv: Sequence[str], env: dict[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen(list(argv), start_new_session=True, env=env)
 
     def poll(self) -> int | None:
         return self.proc.poll()
@@ -192,27 +192,84 @@ class Tao:
             return self.proc.wait()
 
 
-def open_study(s: settingsmod.Settings, journal: Path, trial_index: int) -> Any:
-    """The study on its journal, created by the first trial that gets here (the journal's lock makes that
-    safe); a journal that cannot be read is a one-line TaoError naming the file."""
-    optuna = settingsmod.optuna_module()
+def unpack_db_libraries(folder: Path) -> Path | None:
+    """A database study's libraries (``search-db-*.zip`` beside the settings, :func:`taobank.search.bundle.db_parts`)
+    and the bundle's Optuna unpacked in a private temporary folder put first on this process's path (Alembic
+    reads Optuna's migrations from real files, not from a zip); None when the folder has none. The folder is
+    removed when this process exits."""
+    import atexit
+    import shutil
+    import tempfile
+    import zipfile
+
+    from .bundle import DB_PART
+
+    parts = sorted(folder.glob(DB_PART.format("*")))
+    if not parts:
+        return None
+    try:
+        where = Path(tempfile.mkdtemp(prefix="tao-search-db."))
+        atexit.register(shutil.rmtree, where, True)
+        for part in parts:
+            with zipfile.ZipFile(part) as z:
+                z.extractall(where)
+        archive = getattr(getattr(sys.modules[__name__], "__loader__", None), "archive", None)
+        if archive and "optuna" not in sys.modules:  # Optuna too: its migrations are files Alembic lists
+            with zipfile.ZipFile(archive) as z:
+                z.extractall(where, [n for n in z.namelist() if n.startswith("optuna/")])
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise TaoError(f"cannot unpack the study database's libraries ({type(exc).__name__}: {exc})") from None
+    sys.path.insert(0, str(where))
+    return where
+
+
+def open_storage(s: settingsmod.Settings, journal: Path) -> tuple[Any, str]:
+    """(the study's storage, how a line names it): the journal file, or the database whose URL is in the variable
+    ``s.storage_env`` (never shown)."""
+    if s.storage_env:
+        from . import storage
+
+        url = storage.url_from(s.storage_env)
+        return storage.opened(url, s.storage_env), f"the study database in ${s.storage_env}"
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
 
+    return JournalStorage(JournalFileBackend(str(journal))), f"the study journal {journal}"
+
+
+def open_study(s: settingsmod.Settings, journal: Path, trial_index: int) -> Any:
+    """The study on its storage, created by the first trial that gets here (the journal's lock, the database's
+    unique study name make that safe); a storage that cannot be read is a one-line TaoError naming it."""
+    optuna = settingsmod.optuna_module()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    where = f"the study database in ${s.storage_env}" if s.storage_env else f"the study journal {journal}"
     try:
-        storage = JournalStorage(JournalFileBackend(str(journal)))
+        storage, where = open_storage(s, journal)
         return optuna.create_study(storage=storage, study_name=s.study, direction=settingsmod.direction(s),
                                    sampler=settingsmod.sampler(s, trial_index), pruner=settingsmod.pruner(s),
                                    load_if_exists=True)
+    except TaoError:
+        raise
     except Exception as exc:  # Optuna raises many kinds on a damaged journal: all are this one line
-        raise TaoError(f"the study journal {journal} cannot be read ({type(exc).__name__}: "
-                       f"{str(exc).splitlines()[0][:200] if str(exc) else 'no detail'}): this trial fails, the "
-                       "others go on; see references/search.md (a damaged journal)") from None
+        detail = str(exc).splitlines()[0][:200] if str(exc) else "no detail"
+        if s.storage_env:
+            from . import storage as storagemod
+
+            detail = storagemod.scrub(detail, os.environ.get(s.storage_env, ""))
+        see = "" if s.storage_env else "; see references/search.md (a damaged journal)"
+        raise TaoError(f"{where} cannot be read ({type(exc).__name__}: {detail}): this trial fails, the "
+                       f"others go on{see}") from None
+
+
+def tao_environment(s: settingsmod.Settings) -> dict[str, str] | None:
+    """TAO's environment: this process's, less the variable holding the study database's URL (None: unchanged)."""
+    if not s.storage_env:
+        return None
+    return {k: v for k, v in os.environ.items() if k != s.storage_env}
 
 
 def run(settings_path: Path, trial_index: int, argv: Sequence[str], *, results: Path, journal: Path | None = None,
-        start: Callable[[Sequence[str]], Tao] = Tao, sleep: Callable[[float], None] = time.sleep) -> int:
+        start: Callable[..., Tao] = Tao, sleep: Callable[[float], None] = time.sleep) -> int:
     """One trial, start to end (see the module text); the process's exit status. ``journal``: where the study's
     journal is when it is not beside the settings (Kubernetes: the settings are in a read-only ConfigMap, the
     journal on the shared results volume; its folder is made)."""
@@ -230,6 +287,8 @@ def run(settings_path: Path, trial_index: int, argv: Sequence[str], *, results: 
             say(f"cannot make the study's folder {journal.parent}: {exc.strerror}")
             return EXIT_STUDY
     try:
+        if s.storage_env:
+            unpack_db_libraries(settings_path.parent)
         study = open_study(s, journal, trial_index)
         trial = study.ask(settingsmod.distributions(s.space))
         # the bank's job id: TAO_JOB_ID where the folder's name may differ from it (a Kubernetes trial)
@@ -251,7 +310,8 @@ def run(settings_path: Path, trial_index: int, argv: Sequence[str], *, results: 
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1):
         signal.signal(sig, forward)
-    tao = start(list(argv) + words)
+    env = tao_environment(s)
+    tao = start(list(argv) + words, **({"env": env} if env is not None else {}))
     try:
         return follow(study, trial, s, tao, results, stopped, sleep)
     except Exception as exc:  # the journal failed under the study (damaged, its folder gone): one line, TAO stopped
@@ -262,7 +322,13 @@ def run(settings_path: Path, trial_index: int, argv: Sequence[str], *, results: 
         except Exception:
             pass
         first = str(exc).splitlines()[0][:200] if str(exc) else "no detail"
-        say(f"the study journal {journal} failed under this trial ({type(exc).__name__}: {first}): TAO stopped, "
+        where = f"the study journal {journal}"
+        if s.storage_env:
+            from . import storage as storagemod
+
+            first, where = storagemod.scrub(first, os.environ.get(s.storage_env, "")), \
+                f"the study database in ${s.storage_env}"
+        say(f"{where} failed under this trial ({type(exc).__name__}: {first}): TAO stopped, "
             "the trial fails; the others go on")
         return EXIT_STUDY
     except BaseException:
@@ -329,13 +395,38 @@ def finish(study: Any, trial: Any, s: settingsmod.Settings, reading: Reading, re
     return 0
 
 
+def check_storage(settings_path: Path) -> int:
+    """``--check-storage``: the study's database reached from here (where a trial runs), nothing written; one
+    line either way (the URL never shown). A journal study has nothing to reach."""
+    try:
+        s = settingsmod.Settings.from_dict(json.loads(settings_path.read_text(encoding="utf-8")))
+        if not s.storage_env:
+            say("the study is a journal file: no database to reach")
+            return 0
+        from . import storage
+
+        unpack_db_libraries(settings_path.parent)
+        storage.reach(storage.url_from(s.storage_env), s.storage_env)
+    except (OSError, ValueError, TaoError) as exc:
+        say(str(exc) if isinstance(exc, TaoError) else f"cannot read the study's settings {settings_path}: {exc}")
+        return EXIT_STUDY
+    say(f"study database ${s.storage_env} reached")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="search.pyz", description="one trial of a tao-skill-bank search")
     p.add_argument("--settings", required=True, help="the study's settings file (study.json)")
-    p.add_argument("--trial", type=int, required=True, help="the sweep's trial index (seeds the sampler)")
+    p.add_argument("--trial", type=int, help="the sweep's trial index (seeds the sampler)")
     p.add_argument("--journal", help="the study's journal, when it is not beside the settings")
+    p.add_argument("--check-storage", action="store_true", help="only check that the study's database is reached "
+                   "from here (the submit's site check)")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- TAO's argv")
     args = p.parse_args(argv)
+    if args.check_storage:
+        return check_storage(Path(args.settings))
+    if args.trial is None:
+        p.error("the following arguments are required: --trial")
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         say("no TAO command after --")

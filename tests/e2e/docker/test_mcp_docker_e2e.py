@@ -54,7 +54,7 @@ def test_watch_sends_progress_and_a_cancelled_call_stops_the_watch_not_the_job(d
                                        "_meta": {"progressToken": "watch-1"}})
         note = mcp.notification("notifications/progress", timeout=60)["params"]
         assert note["progressToken"] == "watch-1" and note["message"].startswith(jid), note
-        assert len(mcp.request("tools/list", timeout=30)["result"]["tools"]) == 18  # served during the watch
+        assert len(mcp.request("tools/list", timeout=30)["result"]["tools"]) == 19  # served during the watch
         assert mcp.request("ping", timeout=30)["result"] == {}
         mcp.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
                              "params": {"requestId": rid, "reason": "the user stopped waiting"}}))

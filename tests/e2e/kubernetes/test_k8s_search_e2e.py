@@ -37,6 +37,7 @@ def test_a_tpe_study_with_asha_runs_by_itself_prunes_and_finds_the_optimum(k8s, 
                    "--space", "train.optim.lr=loguniform(1e-5,1e-1)", "--prune", "asha")
     done = json.loads(proc.stdout)
     sweep = done["sweep"]
+    assert "search site ok on the results volume (journal lock" in done["gate"]  # a pod of the image checked it
     k8s.ids += [j["id"] for j in done["jobs"]] + [sweep]
     end = time.time() + 600
     while True:  # kubectl alone: the Indexed Job until it has ended

@@ -20,8 +20,6 @@ DockerPlan = Any
 
 #: Where every trial's container sees the search's folder (the bundle, the settings, the study's journal).
 SEARCH_MOUNT = "/tao-search"
-#: What the image must run: the trial's runner (python3 3.10+ with numpy, as TAO's images have).
-PYTHON_CHECK = "import sys, numpy; sys.exit(sys.version_info < (3, 10))"
 
 
 def search_folder(plans: list[DockerPlan], sweep: str) -> str:
@@ -30,15 +28,69 @@ def search_folder(plans: list[DockerPlan], sweep: str) -> str:
 
 
 def check_search(plans: list[DockerPlan], gate: Gate, sweep: str, search: Any) -> None:
-    """Before any record: the folder is new, creating a symbolic link beside it is exclusive (Optuna's journal
-    lock) and the image runs ``python3`` 3.10+ with numpy (ONE ``run --rm``); then each trial's container gets the
-    folder mounted and the runner in front of its command."""
+    """Before any record, the one rule of every platform (taobank.search.site): the folder is new, creating a
+    symbolic link beside it is exclusive (Optuna's journal lock; not for a study in a database) and the image runs
+    ``python3`` 3.10+ with numpy (ONE ``run --rm``); then each trial's container gets the folder mounted and the
+    runner in front of its command."""
     folder = search_folder(plans, sweep)
     if os.path.lexists(os.path.dirname(folder)):
         raise TaoError(f"{os.path.dirname(folder)} exists already: a search's folder is its own; nothing was done")
     probe = os.path.dirname(os.path.dirname(folder))
     while not os.path.isdir(probe):
         probe = os.path.dirname(probe)
+    if not search.settings.storage_env:
+        check_lock(probe, search)
+    lock_word = "" if search.settings.storage_env else "journal lock ok; "
+    first = plans[0]
+    assert first.run is not None
+    if gate.dry_run:  # a dry run pulls nothing: the image's python3 is run by the submit itself
+        wrap_trials(plans, sweep, search)
+        gate.lines.append(f"search folder {folder} ({lock_word}the image's python3 is checked at submit)")
+        return
+    e = eng.Engine(first.engine, first.host)
+    user = ["--user", first.run.user] if first.run.user else []
+    res = e.run(["run", "--rm", *user, first.run.image, "python3", "-c", search.python_check], check=False, timeout=300,
+                what=f"{e.name} run (the image's python3)")
+    if not res.ok:
+        raise TaoError(f"the image {first.run.image} has no python3 of 3.10 or later with numpy, which each search "
+                       "trial's runner needs (TAO's images have them); nothing was done")
+    if search.settings.storage_env:
+        gate.lines.append(check_database(e, first, probe, sweep, search))
+    wrap_trials(plans, sweep, search)
+    gate.lines.append(f"search folder {folder} ({lock_word}the image runs python3 with numpy)")
+
+
+def check_database(e: eng.Engine, first: DockerPlan, probe: str, sweep: str, search: Any) -> str:
+    """A database study: ONE ``run --rm`` of the trial's image on the trial's network, the search's files in a
+    temporary folder mounted read-only, the runner's ``--check-storage`` reaching the database with the URL
+    given by NAME (``--env NAME``: the engine reads it from this environment) - where the trials will run."""
+    name = search.settings.storage_env
+    assert first.run is not None
+    user = ["--user", first.run.user] if first.run.user else []
+    network = ["--network", first.run.network] if first.run.network and first.run.network != "default" else []
+    try:
+        with tempfile.TemporaryDirectory(prefix=".tao-search-db-check.", dir=probe) as tmp:
+            os.chmod(tmp, 0o755)
+            for fname, data in search.files(sweep).items():
+                with open(os.path.join(tmp, fname), "wb") as fh:
+                    fh.write(data)
+            res = e.run(["run", "--rm", *user, *network, "--env", name, "--mount",
+                         f"type=bind,source={tmp},target={SEARCH_MOUNT},readonly", first.run.image, "python3",
+                         f"{SEARCH_MOUNT}/search.pyz", "--settings", f"{SEARCH_MOUNT}/study.json", "--check-storage"],
+                        check=False, timeout=300, what=f"{e.name} run (the study database from a trial's container)")
+    except OSError as exc:
+        raise TaoError(f"cannot write in {probe} for the study database's check ({exc.strerror}); nothing was "
+                       "done") from None
+    said = [ln.split("tao-search:", 1)[1].strip() for ln in res.stdout.splitlines() if "tao-search:" in ln]
+    if not res.ok:
+        why = said[-1] if said else f"exit {res.returncode}"
+        raise TaoError(f"a trial's container cannot reach its study database: {why} (give the trials a network "
+                       "that reaches it, e.g. --network host); nothing was done")
+    return f"study database ${name} reached from a trial's container"
+
+
+def check_lock(probe: str, search: Any) -> None:
+    """Creating a symbolic link in ``probe`` is exclusive (Optuna's journal lock), or one line saying what to do."""
     try:
         with tempfile.TemporaryDirectory(prefix=".tao-search-check.", dir=probe) as tmp:
             os.symlink("tao", os.path.join(tmp, "lock"))
@@ -51,23 +103,8 @@ def check_search(plans: list[DockerPlan], gate: Gate, sweep: str, search: Any) -
         raise TaoError(f"cannot write in {probe}: a search keeps its study beside the results ({exc.strerror}); "
                        "nothing was done") from None
     if not exclusive:
-        raise TaoError(f"{probe} cannot hold a search's study: creating a symbolic link there is not exclusive, and "
-                       "Optuna's journal lock needs it; use another results base; nothing was done")
-    first = plans[0]
-    assert first.run is not None
-    if gate.dry_run:  # a dry run pulls nothing: the image's python3 is run by the submit itself
-        wrap_trials(plans, sweep, search)
-        gate.lines.append(f"search folder {folder} (journal lock ok; the image's python3 is checked at submit)")
-        return
-    e = eng.Engine(first.engine, first.host)
-    user = ["--user", first.run.user] if first.run.user else []
-    res = e.run(["run", "--rm", *user, first.run.image, "python3", "-c", PYTHON_CHECK], check=False, timeout=300,
-                what=f"{e.name} run (the image's python3)")
-    if not res.ok:
-        raise TaoError(f"the image {first.run.image} has no python3 of 3.10 or later with numpy, which each search "
-                       "trial's runner needs (TAO's images have them); nothing was done")
-    wrap_trials(plans, sweep, search)
-    gate.lines.append(f"search folder {folder} (journal lock ok; the image runs python3 with numpy)")
+        raise TaoError(f"{probe} cannot hold a search's journal: creating a symbolic link there is not exclusive, and "
+                       f"Optuna's journal lock needs it; {search.lock_advice}; nothing was done")
 
 
 def wrap_trials(plans: list[DockerPlan], sweep: str, search: Any) -> None:

@@ -92,6 +92,11 @@ class Kubernetes(Platform[KubernetesSpec, KubePlan]):
     def launch(self, plans: list[KubePlan], recs: list[Record], batch: Batch) -> list[Launch]:
         return submit.launch(plans, recs, batch)
 
+    def with_secret(self, spec: dict, opts: SubmitOptions, name: str) -> tuple[dict, SubmitOptions]:
+        from dataclasses import replace
+
+        return spec, replace(opts, secret_env=tuple(dict.fromkeys((*opts.secret_env, name))))
+
     def with_time_limit(self, spec: dict, minutes: float) -> dict:
         import math
 

@@ -144,7 +144,8 @@ def check(plans: list[KubePlan], gate: Gate, batch: Batch) -> None:
     if p.nodes > 1:
         multinode_version_gate(kube)
     input_paths = inputsmod.paths(p.spec, p.pod_folder).all if p.spec.check_inputs is not False else []
-    permission_gate(kube, needed_permissions(creds=bool(p.creds or p.ngc_key), inputs=bool(input_paths)))
+    site_pod = batch.search is not None and not gate.dry_run  # a search's site check reads its pod's output too
+    permission_gate(kube, needed_permissions(creds=bool(p.creds or p.ngc_key), inputs=bool(input_paths) or site_pod))
     # a sweep's Job is created suspended: that create is its server check (launch_sweep), one call less
     retry = True if batch.sweep else _server_check(kube, p.objs)
     if not retry:
@@ -156,6 +157,10 @@ def check(plans: list[KubePlan], gate: Gate, batch: Batch) -> None:
                           "with nobody polling")
     if input_paths:  # test -e next to the volumes, before a record or a GPU
         gate.lines.append(inputsmod.check(kube, p.spec, p.pod_folder))
+    if batch.search is not None and batch.sweep:  # the search's site, where its trials will run (a pod: not a dry run's)
+        folder = sweepmod.search_folder([q.spec for q in plans], [str(q.job_id) for q in plans], batch.sweep)
+        gate.lines.append("search site: checked at submit by a pod of the trials' image (a dry run makes none)"
+                          if gate.dry_run else sweepmod.check_search_site(kube, p.spec, folder, batch.search))
 
 
 def refuse_batch(p: KubePlan) -> None:

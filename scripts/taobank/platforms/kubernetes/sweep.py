@@ -117,7 +117,7 @@ def build(specs: Sequence[KubernetesSpec | Mapping[str, Any]], ids: list[str], s
     assert job is not None
     out = [indexed(job, sweep_id, len(typed), k), trial_table(sweep_id, namespace, typed, ids, plain_env(job), search)]
     if search is not None:
-        out.append(search_bundle(out[0], sweep_id, namespace, search))
+        out += search_bundle(out[0], sweep_id, namespace, search)
     return out
 
 
@@ -142,22 +142,69 @@ def search_folder(specs: Sequence[KubernetesSpec], ids: list[str], sweep_id: str
     return posixpath.join(posixpath.dirname(folder.rstrip("/")), sweep_id, "search")
 
 
-def search_bundle(job: dict, sweep_id: str, namespace: str, search: Any) -> dict:
-    """The search's ConfigMap (the bundle and the settings, as binary data) and its volume in the Job's pods."""
+def check_search_site(kube: Kubectl, spec: KubernetesSpec, folder: str, search: Any) -> str:
+    """The one site rule of every platform (taobank.search.site), where the trials will run: a helper Job of the
+    trials' own image on their results volume (writable, no GPU; its TTL removes it) runs the check - the
+    journal's lock where the study's folder will be (not for a study in a database) and the image's python3
+    3.10+ with numpy. What it finds wrong refuses the submit in one line; a check pod that cannot run in time
+    (the image still being pulled) is a warning, not a refusal (as the inputs' check). The gate's line."""
+    from . import volume_job
+
+    base = posixpath.dirname(posixpath.dirname(folder.rstrip("/")))
+    script, words = search.site(base, python=True)
+    try:
+        code, output = volume_job.run(kube, spec, ["/bin/sh", "-c", script, "tao-search-site", *words],
+                                      purpose="checking the search's site (the results volume, the image's python3)",
+                                      image=str(spec.image), writable=True)
+    except TaoError as exc:
+        return (f"warning: search site not checked ({exc}): a trial whose image has no python3 3.10+ with numpy, or "
+                "whose volume's lock fails, ends with one line in its log saying so")
+    said = search.site_problems(output)
+    if "no-write" in said:
+        raise TaoError(f"cannot write in {said['no-write']} on the results volume: a search keeps its study there "
+                       "(nothing was created)")
+    if "no-lock" in said:
+        raise TaoError(f"the results volume at {base} cannot hold a search's journal: creating a symbolic link there "
+                       f"is not exclusive, and Optuna's journal lock needs it; {search.lock_advice} (nothing was "
+                       "created)")
+    if "no-python" in said:
+        raise TaoError(f"the image {spec.image} has no python3 of 3.10 or later with numpy, which each search "
+                       "trial's runner needs (TAO's images have them) (nothing was created)")
+    if "unchecked" in said:
+        return (f"warning: search site not checked: the check pod of image {spec.image} ended (exit {code}) "
+                "before it finished (no /bin/sh in the image?)")
+    checked = ", ".join(w for w, on in (("journal lock", not search.settings.storage_env),
+                                        ("the image's python3 with numpy", True)) if on)
+    return f"search site ok on the results volume ({checked}; checked by a pod of the trials' image)"
+
+
+def search_bundle(job: dict, sweep_id: str, namespace: str, search: Any) -> list[dict]:
+    """The search's ConfigMaps (the bundle and the settings, and a database study's libraries, as binary data;
+    as many as their 1 MiB each needs) and their one volume in the Job's pods (projected: every file in
+    :data:`SEARCH_MOUNT`)."""
     import base64
 
     files = search.files(sweep_id)
-    if sum(len(v) for v in files.values()) > MAX_BUNDLE_BYTES:
-        raise TaoError("the search's bundle does not fit in one ConfigMap (1 MiB) (nothing was created)")
-    name = f"tao-search-{render.job_name_for(sweep_id)}"[:63].rstrip("-")
+    groups: list[dict[str, bytes]] = [{}]
+    for key in sorted(files, key=lambda k: (not k.endswith(".pyz"), k)):  # the bundle first
+        if len(files[key]) > MAX_BUNDLE_BYTES:
+            raise TaoError(f"the search's {key} does not fit in one ConfigMap (1 MiB) (nothing was created)")
+        if groups[-1] and sum(map(len, groups[-1].values())) + len(files[key]) > MAX_BUNDLE_BYTES:
+            groups.append({})
+        groups[-1][key] = files[key]
+    base = f"tao-search-{render.job_name_for(sweep_id)}"[:60].rstrip("-")
+    names = [base if i == 0 else f"{base}-{i}" for i in range(len(groups))]
     pod = job["spec"]["template"]["spec"]
-    pod.setdefault("volumes", []).append({"name": "tao-search", "configMap": {"name": name}})
+    volume: dict[str, Any] = {"name": "tao-search", "configMap": {"name": names[0]}} if len(names) == 1 else \
+        {"name": "tao-search", "projected": {"sources": [{"configMap": {"name": n}} for n in names]}}
+    pod.setdefault("volumes", []).append(volume)
     main = next(c for c in pod["containers"] if c.get("name") == "main")
     main.setdefault("volumeMounts", []).append({"name": "tao-search", "mountPath": SEARCH_MOUNT, "readOnly": True})
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": namespace,
-                         "labels": {**render.labels_for(sweep_id), SWEEP_LABEL: sweep_id}},
-            "binaryData": {k: base64.b64encode(v).decode() for k, v in files.items()}}
+    return [{"apiVersion": "v1", "kind": "ConfigMap",
+             "metadata": {"name": name, "namespace": namespace,
+                          "labels": {**render.labels_for(sweep_id), SWEEP_LABEL: sweep_id}},
+             "binaryData": {k: base64.b64encode(v).decode() for k, v in group.items()}}
+            for name, group in zip(names, groups)]
 
 
 #: $1 a file of the search's folder: its text, nothing while it does not exist.

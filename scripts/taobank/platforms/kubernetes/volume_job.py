@@ -31,16 +31,17 @@ FOR_JOB_LABEL = "tao-skill-bank/for-job"
 
 
 def manifest(spec: KubernetesSpec | Mapping[str, Any], name: str, namespace: str, argv: list[str], *,
-             deadline_s: int, writable: bool = False, for_job: str | None = None) -> dict:
-    """The helper Job: the job's mounts (read-only unless ``writable``: prune), its node placement and pull
-    secret, no GPU; labelled with the job whose results it reads (``for_job``), so each can be found alone. A
+             deadline_s: int, writable: bool = False, for_job: str | None = None, image: str | None = None) -> dict:
+    """The helper Job: the job's mounts (read-only unless ``writable``: prune, a search's site check), its node
+    placement and pull secret, no GPU; labelled with the job whose results it reads (``for_job``), so each can
+    be found alone; the pinned small image unless ``image`` (a search's site check runs the job's own). A
     mapping (the spec file saved beside a record) is read as its typed spec."""
     spec = KubernetesSpec.of(spec)
     volumes, mounts = render.volumes_and_mounts(spec, "64Mi")
     if not writable:
         mounts = [{**m, "readOnly": True} if m["mountPath"] != "/dev/shm" else m for m in mounts]
     pod: dict = {"restartPolicy": "Never", "containers": [{
-        "name": "check", "image": pins.resolve("kubernetes.volume_job_image"), "command": argv,
+        "name": "check", "image": image or pins.resolve("kubernetes.volume_job_image"), "command": argv,
         "volumeMounts": mounts, "resources": {"requests": {"cpu": "100m", "memory": "64Mi"},
                                               "limits": {"cpu": "1", "memory": "256Mi"}}}],
         "volumes": volumes}
@@ -58,11 +59,13 @@ def manifest(spec: KubernetesSpec | Mapping[str, Any], name: str, namespace: str
 
 
 def run(kube: Kubectl, spec: KubernetesSpec | Mapping[str, Any], argv: list[str], *, purpose: str, timeout_s: int | None = None,
-        sleep=time.sleep) -> tuple[int | None, str]:
-    """Run ``argv`` next to the job's volumes; (exit code or None if it never ended, its output)."""
+        sleep=time.sleep, image: str | None = None, writable: bool = False) -> tuple[int | None, str]:
+    """Run ``argv`` next to the job's volumes (``image``, ``writable``: :func:`manifest`); (exit code or None if
+    it never ended, its output)."""
     timeout_s = int(timeout_s or pins.resolve("kubernetes.volume_job_timeout_s"))
     name = f"tao-vol-{secrets.token_hex(4)}"
-    kube.apply([manifest(spec, name, kube.namespace, argv, deadline_s=timeout_s)], create=True)
+    kube.apply([manifest(spec, name, kube.namespace, argv, deadline_s=timeout_s, image=image, writable=writable)],
+               create=True)
     end = time.monotonic() + timeout_s + 15
     while True:
         pods = kube.items("pods", "-l", f"job-name={name}", what="kubectl get pods")

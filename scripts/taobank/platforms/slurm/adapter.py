@@ -118,7 +118,7 @@ class Slurm(Platform[SlurmSpec, SlurmPlan]):
         if batch.search is not None:
             from . import sweep
 
-            sweep.check_search_site(plans[0], gate)
+            sweep.check_search_site(plans[0], gate, batch.search)
 
     def launch(self, plans: list[SlurmPlan], recs: list[Record], batch: Batch) -> list[Launch]:
         """One job: its folder staged and sbatched; a sweep: ONE job array over every trial's staged script."""

@@ -12,7 +12,7 @@ import dataclasses
 import posixpath
 import shlex
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping
 
 from ...contract import UNSET, Batch, Facts, Gate, Launch
 from ...jobspec import given
@@ -60,23 +60,7 @@ exec bash "${tao_scripts[$i]}" >> "$log/main.out" 2>> "$log/main.err"
 
 
 
-#: A search's site, checked before any record (ONE command on the login host; it leaves nothing behind). $1 the
-#: results base (its nearest existing folder is tested), $2 "python" to test the login host's python3 too (runtime
-#: none: the trials' runner runs on the nodes' python3, as on the login host). Prints the words of what failed.
-SEARCH_SITE = r'''
-b=$1
-while [ ! -d "$b" ] && [ "$b" != / ]; do b=$(dirname -- "$b"); done
-d=$(mktemp -d "$b/.tao-search-check.XXXXXX" 2>/dev/null) || { echo "no-write $b"; exit 0; }
-if ln -s tao "$d/lock" 2>/dev/null && ! ln -s tao "$d/lock" 2>/dev/null; then :; else echo "no-lock $b"; fi
-rm -rf -- "$d"
-if [ "$2" = python ]; then
-  python3 -c 'import sys, numpy; sys.exit(sys.version_info < (3, 10))' >/dev/null 2>&1 || echo "no-python"
-fi
-exit 0
-'''
-
-
-def check_search_site(sp: SlurmPlan, gate: Gate) -> None:
+def check_search_site(sp: SlurmPlan, gate: Gate, search: Any) -> None:
     """A search needs a shared folder where creating a symbolic link is exclusive (Optuna's journal lock) and a
     ``python3`` of 3.10 or later with numpy where its trials run: one line naming what to change when not."""
     conn, p = sp.conn, sp.decided
@@ -85,20 +69,28 @@ def check_search_site(sp: SlurmPlan, gate: Gate) -> None:
         raise TaoError("a search's trials cannot chain wall-time runs yet (--max-attempts/--max-total-time): give each "
                        "trial a wall time that holds its epochs (nothing was submitted)")
     host = conn.connect().entry
-    res = conn.script(SEARCH_SITE, [p.base, "python" if p.runtime == "none" else "-"], what="search site check")
-    said = res.stdout.split()
+    database = bool(search.settings.storage_env)
+    # the one rule of every platform (taobank.search.site), ONE command on the login host, leaving nothing behind;
+    # runtime none: the trials' runner runs on the nodes' python3, as on the login host, so that one is tested too
+    script, words = search.site(p.base, python=p.runtime == "none")
+    res = conn.script(script, words, what="search site check")
+    said = search.site_problems(res.stdout)
     if "no-write" in said:
-        raise TaoError(f"cannot write in {said[said.index('no-write') + 1]} on {host}: a search keeps its study in the "
+        raise TaoError(f"cannot write in {said['no-write']} on {host}: a search keeps its study in the "
                        "results base (nothing was submitted)")
     if "no-lock" in said:
-        raise TaoError(f"the results base {p.base} on {host} cannot hold a search's study: creating a symbolic link "
-                       "there is not exclusive, and Optuna's journal lock needs it; use a shared filesystem that "
-                       "honours it (NFS, Lustre, a local disk) (nothing was submitted)")
+        raise TaoError(f"the results base {p.base} on {host} cannot hold a search's journal: creating a symbolic link "
+                       f"there is not exclusive, and Optuna's journal lock needs it; {search.lock_advice} (nothing was "
+                       "submitted)")
+    if "unchecked" in said:
+        raise TaoError(f"the search's site check did not finish on {host} ({res.stdout.strip()[-200:] or 'no output'})"
+                       " (nothing was submitted)")
     if "no-python" in said:
         raise TaoError(f"runtime none runs each search trial's runner with the nodes' python3, and {host}'s is missing, "
                        "older than 3.10 or without numpy: install Python 3.10+ with numpy there, or run the trials "
                        "in an image that has it (nothing was submitted)")
-    gate.lines.append(f"search site ok on {host} (journal lock{', python3 with numpy' if p.runtime == 'none' else ''})")
+    checked = [w for w, on in (("journal lock", not database), ("python3 with numpy", p.runtime == "none")) if on]
+    gate.lines.append(f"search site ok on {host} ({', '.join(checked) or 'writable'})")
 
 
 @dataclass(kw_only=True)

@@ -1,0 +1,57 @@
+"""What a site must give a search, checked before anything is created - ONE rule for every platform.
+
+* Where the study's journal lives (the results base every trial shares), creating a symbolic link is exclusive:
+  Optuna's ``JournalFileBackend`` locks the journal with one. A study kept in PostgreSQL
+  (``--study-storage-env``) needs no such lock, so the check is left out.
+* Where a trial runs, ``python3`` is 3.10 or later with numpy (the runner and Optuna run on it).
+
+:data:`SEARCH_SITE` checks both where a shell runs next to the results (SLURM: the login host; Kubernetes: a helper
+pod of the trial's image on the results volume); Docker's engine runs on this host, which tests the folder
+itself and runs the image's ``python3`` (:mod:`taobank.platforms.docker.search`). :func:`problems` reads the words it
+prints; each platform words the one line for its place. Adapters reach it through the search they are given
+(``Batch.search``: :meth:`taobank.search.bundle.Staging.site`), never by an import.
+"""
+from __future__ import annotations
+
+#: $1 the results base (its nearest existing folder is tested), $2 "lock" to test the journal's lock there (not
+#: for a database study), $3 "python" to test this shell's python3. Prints the words of what failed (``no-write
+#: DIR``, ``no-lock DIR``, ``no-python``) and leaves nothing behind.
+SEARCH_SITE = r'''
+b=$1
+while [ ! -d "$b" ] && [ "$b" != / ]; do b=$(dirname -- "$b"); done
+if [ "$2" = lock ]; then
+  d=$(mktemp -d "$b/.tao-search-check.XXXXXX" 2>/dev/null) || { echo "no-write $b"; exit 0; }
+  if ln -s tao "$d/lock" 2>/dev/null && ! ln -s tao "$d/lock" 2>/dev/null; then :; else echo "no-lock $b"; fi
+  rm -rf -- "$d"
+fi
+if [ "$3" = python ]; then
+  python3 -c 'import sys, numpy; sys.exit(sys.version_info < (3, 10))' >/dev/null 2>&1 || echo "no-python"
+fi
+echo "site-checked"
+exit 0
+'''
+#: What the runner needs of ``python3`` (the same test as :data:`SEARCH_SITE`'s, for an engine that runs it alone).
+PYTHON_CHECK = "import sys, numpy; sys.exit(sys.version_info < (3, 10))"
+#: What to do when the journal's lock does not work (every platform's line ends with it).
+LOCK_ADVICE = ("use a filesystem that honours it (NFS, Lustre, a local disk), or keep the study in PostgreSQL with "
+               "--study-storage-env NAME")
+
+
+def args(base: str, *, database: bool, python: bool) -> list[str]:
+    """:data:`SEARCH_SITE`'s arguments: the results base, whether the lock is tested, whether python3 is."""
+    return [base, "-" if database else "lock", "python" if python else "-"]
+
+
+def problems(output: str) -> dict[str, str]:
+    """``{word: folder or ""}`` of what :data:`SEARCH_SITE` found wrong; ``{"unchecked": ""}`` when it did not finish
+    (its last word is missing)."""
+    words = output.split()
+    found: dict[str, str] = {}
+    for i, w in enumerate(words):
+        if w in ("no-write", "no-lock"):
+            found[w] = words[i + 1] if i + 1 < len(words) else ""
+        elif w == "no-python":
+            found[w] = ""
+    if "site-checked" not in words:
+        found["unchecked"] = ""
+    return found
