@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from .. import kpirank, sweepfile
 from ..errors import EXIT_FAILED, EXIT_OK, UsageError
@@ -39,9 +40,11 @@ def add_submit_flags(p: argparse.ArgumentParser) -> None:
 SEARCH_ONLY = ("trials", "kpi", "mode", "space", "space_file", "search_seed", "prune")
 
 
-def search_of(args: argparse.Namespace, spec: dict) -> object | None:
+def search_of(args: argparse.Namespace, spec: dict | None) -> object | None:
     """The search the flags describe (:class:`taobank.search.bundle.Staging`), None without ``--search``;
-    every setting checked before anything is read or created."""
+    every setting checked before anything is read or created. ``spec`` None: the flags alone, before the job's
+    spec is built (a space left out is then TAO's AutoML keys, read with the spec's network: see
+    :func:`searched_space`)."""
     if getattr(args, "search", None) is None:
         given = [f"--{n.replace('_', '-')}" for n in SEARCH_ONLY if getattr(args, n, None) not in (None, 0, [])]
         if given:
@@ -53,19 +56,66 @@ def search_of(args: argparse.Namespace, spec: dict) -> object | None:
         raise UsageError("give --search or --sweep/--sweep-file, not both: a search chooses its trials' overrides")
     if args.trials is None:
         raise UsageError("--search needs --trials N: how many trials the study runs")
-    found = settings.make("", sampler=args.search, pruner=args.prune or "asha", trials=args.trials, kpi=args.kpi,
-                          mode=args.mode, space=space.of(args.space, args.space_file),
-                          seed=args.search_seed, action=str(spec.get("action") or ""))
+    chosen = space.of(args.space, args.space_file)
+    make = dict(sampler=args.search, pruner=args.prune or "asha", trials=args.trials, kpi=args.kpi, mode=args.mode,
+                seed=args.search_seed)
+    if spec is None:
+        settings.make("", **make, space=chosen, space_later=True)  # type: ignore[arg-type]
+        return None
+    checked = not getattr(args, "no_spec_check", False)
+    default: Any = None
+    if not chosen:
+        chosen, default = searched_space(spec)
+    try:
+        found = settings.make("", **make, space=chosen, action=str(spec.get("action") or ""))  # type: ignore[arg-type]
+    except UsageError as exc:
+        if default is None:
+            raise
+        raise UsageError(f"{exc} (the space is TAO's AutoML keys of {default.network} {default.action}: give "
+                         "--space to choose your own)") from None
+    if checked:
+        check_kpi(spec, found.kpi)
+    if default is not None:
+        sys.stderr.write("".join(f"{line}\n" for line in default.lines()))
     return bundle.Staging(found)
+
+
+def searched_space(spec: dict) -> tuple[dict, Any]:
+    """(the space, its :class:`taobank.search.automl.Default`) of a search given no ``--space``: TAO's AutoML
+    keys of the network and action the job runs."""
+    from .. import taoargs
+    from ..search import automl
+
+    job = taoargs.identified(dict(spec))
+    network, action = str(job.get("network_arch") or ""), str(job.get("action") or "")
+    if network in ("", taoargs.GENERIC["network_arch"]):
+        raise UsageError("a search without --space takes TAO's AutoML keys of the job's network: give --network-arch "
+                         "(or a command that runs TAO's entrypoint, dino train ...), or --space KEY=loguniform(a,b)")
+    default = automl.default(network, action)
+    return default.space, default
+
+
+def check_kpi(spec: dict, kpi: str) -> None:
+    """Refuse (one line listing what it logs) a KPI the job's network does not log, for a job that runs the pinned
+    TAO's entrypoint (the spec check's jobs; ``--no-spec-check`` skips it, for a site's custom build)."""
+    from .. import taoargs, taonetworks
+
+    found = taoargs.tao_command(taoargs.identified(dict(spec)))
+    if found is None or taonetworks.logs_kpi(found[0], kpi) is not False:
+        return
+    names, patterns = taonetworks.kpis(found[0]) or ([], [])
+    more = f" (and names matching TAO's {len(patterns)} patterns of its per-class KPIs)" if patterns else ""
+    raise UsageError(f"--kpi {kpi[:60]!r}: {found[0]} does not log it; TAO lists {', '.join(names)}{more}: give one "
+                     f"of them (nothing was submitted; --no-spec-check for a build that logs others)")
 
 
 def trials_of(args: argparse.Namespace) -> list[dict[str, str]] | None:
     """The trials the flags describe, or None (a plain submit); --max-concurrent alone is refused. A search's
     trials have no overrides yet (each asks the study as it starts)."""
     if getattr(args, "search", None) is not None:
-        search_of(args, {})  # every search setting checked before the spec is read
+        search_of(args, None)  # every search setting checked before the spec is read
         return [{} for _ in range(int(args.trials))]
-    search_of(args, {})  # a search flag without --search is refused
+    search_of(args, None)  # a search flag without --search is refused
     trials = sweepfile.trials(getattr(args, "sweep", None), getattr(args, "sweep_file", None))
     if trials is None and getattr(args, "max_concurrent", None) is not None:
         raise UsageError("--max-concurrent limits a sweep: give --sweep or --sweep-file too")
