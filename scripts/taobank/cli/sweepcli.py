@@ -25,10 +25,12 @@ def add_submit_flags(p: argparse.ArgumentParser) -> None:
     s.add_argument("--search", metavar="SAMPLER", help="tpe | random | grid | cmaes: each trial asks the study for "
                    "its overrides as it starts")
     s.add_argument("--trials", type=int, metavar="N", help="with --search: how many trials the study runs")
-    s.add_argument("--kpi", metavar="NAME", help="with --search: the KPI of status.json the study optimizes")
+    s.add_argument("--kpi", metavar="NAME", help="with --search: the KPI of status.json the study optimizes (one the "
+                   "network logs, as TAO lists it)")
     s.add_argument("--mode", choices=kpirank.MODES, help=f"with --search: {kpirank.MODE_HELP}")
     s.add_argument("--space", action="append", metavar="KEY=EXPR", help="with --search (repeatable): "
-                   "KEY=loguniform(a,b) | uniform(a,b) | int(a,b) | choice(x,y,...)")
+                   "KEY=loguniform(a,b) | uniform(a,b) | int(a,b) | choice(x,y,...); default: the keys TAO marks "
+                   "automl_enabled for the job's network, within TAO's ranges (said on stderr)")
     s.add_argument("--space-file", metavar="FILE", help="with --search: the space as a YAML mapping KEY: EXPR")
     s.add_argument("--prune", metavar="PRUNER", help="with --search: asha (default) | hyperband | "
                    "median | none, over TAO's epochs")
