@@ -45,14 +45,14 @@ SEARCH_ONLY = ("trials", "kpi", "mode", "space", "space_file", "search_seed", "p
 def search_of(args: argparse.Namespace, spec: dict | None) -> object | None:
     """The search the flags describe (:class:`taobank.search.bundle.Staging`), None without ``--search``;
     every setting checked before anything is read or created. ``spec`` None: the flags alone, before the job's
-    spec is built (a space left out is then TAO's AutoML keys, read with the spec's network: see
-    :func:`searched_space`)."""
+    spec is built (a space left out is then TAO's AutoML keys, read with the spec's network:
+    :func:`taobank.search.automl.of_job`)."""
     if getattr(args, "search", None) is None:
         given = [f"--{n.replace('_', '-')}" for n in SEARCH_ONLY if getattr(args, n, None) not in (None, 0, [])]
         if given:
             raise UsageError(f"{given[0]} belongs to a search: give --search tpe|random|grid|cmaes too")
         return None
-    from ..search import bundle, settings, space
+    from ..search import automl, bundle, settings, space
 
     if getattr(args, "sweep", None) or getattr(args, "sweep_file", None):
         raise UsageError("give --search or --sweep/--sweep-file, not both: a search chooses its trials' overrides")
@@ -67,7 +67,8 @@ def search_of(args: argparse.Namespace, spec: dict | None) -> object | None:
     checked = not getattr(args, "no_spec_check", False)
     default: Any = None
     if not chosen:
-        chosen, default = searched_space(spec)
+        default = automl.of_job(spec)
+        chosen = default.space
     try:
         found = settings.make("", **make, space=chosen, action=str(spec.get("action") or ""))  # type: ignore[arg-type]
     except UsageError as exc:
@@ -76,39 +77,10 @@ def search_of(args: argparse.Namespace, spec: dict | None) -> object | None:
         raise UsageError(f"{exc} (the space is TAO's AutoML keys of {default.network} {default.action}: give "
                          "--space to choose your own)") from None
     if checked:
-        check_kpi(spec, found.kpi)
+        automl.check_kpi(spec, found.kpi)
     if default is not None:
         sys.stderr.write("".join(f"{line}\n" for line in default.lines()))
     return bundle.Staging(found)
-
-
-def searched_space(spec: dict) -> tuple[dict, Any]:
-    """(the space, its :class:`taobank.search.automl.Default`) of a search given no ``--space``: TAO's AutoML
-    keys of the network and action the job runs."""
-    from .. import taoargs
-    from ..search import automl
-
-    job = taoargs.identified(dict(spec))
-    network, action = str(job.get("network_arch") or ""), str(job.get("action") or "")
-    if network in ("", taoargs.GENERIC["network_arch"]):
-        raise UsageError("a search without --space takes TAO's AutoML keys of the job's network: give --network-arch "
-                         "(or a command that runs TAO's entrypoint, dino train ...), or --space KEY=loguniform(a,b)")
-    default = automl.default(network, action)
-    return default.space, default
-
-
-def check_kpi(spec: dict, kpi: str) -> None:
-    """Refuse (one line listing what it logs) a KPI the job's network does not log, for a job that runs the pinned
-    TAO's entrypoint (the spec check's jobs; ``--no-spec-check`` skips it, for a site's custom build)."""
-    from .. import taoargs, taonetworks
-
-    found = taoargs.tao_command(taoargs.identified(dict(spec)))
-    if found is None or taonetworks.logs_kpi(found[0], kpi) is not False:
-        return
-    names, patterns = taonetworks.kpis(found[0]) or ([], [])
-    more = f" (and names matching TAO's {len(patterns)} patterns of its per-class KPIs)" if patterns else ""
-    raise UsageError(f"--kpi {kpi[:60]!r}: {found[0]} does not log it; TAO lists {', '.join(names)}{more}: give one "
-                     f"of them (nothing was submitted; --no-spec-check for a build that logs others)")
 
 
 def trials_of(args: argparse.Namespace) -> list[dict[str, str]] | None:

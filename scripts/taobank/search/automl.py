@@ -1,4 +1,5 @@
-"""The space of a search given no ``--space``: the keys TAO marks ``automl_enabled`` for the job's network.
+"""What TAO says of a search's job: the space given no ``--space`` (the keys TAO marks ``automl_enabled`` for the
+job's network), and the KPIs the network logs (:func:`check_kpi`).
 
 TAO's own AutoML (nvidia-tao-core's ``microservices/automl``) searches the keys its config dataclasses mark
 ``automl_enabled`` (its "automl default parameters"), each within the ``valid_min``/``valid_max``/
@@ -27,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import specs, taonetworks
+from .. import specs, taoargs, taonetworks
 from ..errors import UsageError
 from .space import Param
 
@@ -130,3 +131,25 @@ def default(network: str, action: str) -> Default:
         raise UsageError(f"{network} {action}: {why}, so a search needs a space: give --space KEY=loguniform(a,b) "
                          "(repeatable) or --space-file FILE")
     return found
+
+
+def of_job(spec: dict) -> Default:
+    """:func:`default` of the network and action a job runs (its command, or ``--network-arch``/``--action``)."""
+    job = taoargs.identified(dict(spec))
+    network, action = str(job.get("network_arch") or ""), str(job.get("action") or "")
+    if network in ("", taoargs.GENERIC["network_arch"]):
+        raise UsageError("a search without --space takes TAO's AutoML keys of the job's network: give --network-arch "
+                         "(or a command that runs TAO's entrypoint, dino train ...), or --space KEY=loguniform(a,b)")
+    return default(network, action)
+
+
+def check_kpi(spec: dict, kpi: str) -> None:
+    """Refuse (one line listing what it logs) a KPI the job's network does not log, TAO's own list, for a job that
+    runs the pinned TAO's entrypoint (the spec check's jobs: ``--no-spec-check`` skips both, for a custom build)."""
+    found = taoargs.tao_command(taoargs.identified(dict(spec)))
+    if found is None or taonetworks.logs_kpi(found[0], kpi) is not False:
+        return
+    names, patterns = taonetworks.kpis(found[0]) or ([], [])
+    more = f" (and names matching TAO's {len(patterns)} patterns of its per-class KPIs)" if patterns else ""
+    raise UsageError(f"--kpi {kpi[:60]!r}: {found[0]} does not log it; TAO lists {', '.join(names)}{more}: give one "
+                     "of them (nothing was submitted; --no-spec-check for a build that logs others)")
