@@ -13,6 +13,15 @@ PPEvalConfig"), so the table is read from them, never kept by hand: each row off
 - ``networks.<network>.plain_epoch_names``: its checkpoints carry the epoch unpadded (``checkpoint_epoch_1.pth``,
   not Lightning's ``model_epoch_001``): TAO's own list of them (``microservices/constants.py``
   ``MISSING_EPOCH_FORMAT_NETWORKS``), so such a network is not in the Lightning checkpoint family;
+- ``networks.<network>.checkpoint_family``: the bank's family of its checkpoints (versions.yaml
+  ``tao_checkpoints.families`` says each family's file names and resume keys, which TAO does not publish): a
+  network with TAO's padded epoch names is ``lightning``; one of ``MISSING_EPOCH_FORMAT_NETWORKS`` is
+  ``mmengine`` when its train section has mmengine's ``resume`` flag, else ``pcdet``;
+- ``networks.<network>.kpis`` / ``kpi_patterns``: the KPIs the network logs, as TAO's own API lists them
+  (``microservices/handlers/network_configs/<network>.config.json`` ``metrics``: ``available_metrics`` and
+  ``dynamic_metric_patterns``, regular expressions of the names it logs per class or step; a bank network TAO's API splits,
+  such as depth_net into depth_net_mono and depth_net_stereo, has the union); absent where TAO lists none;
+- ``networks.<network>.automl``: whether TAO's own AutoML takes the network (``AUTOML_DISABLED_NETWORKS``);
 - ``networks.<network>.image``: the image NVIDIA's launcher (``nvidia-tao``'s ``config/config.json``) runs the
   network in; ``images``: the launcher's PyTorch and deploy tags of the pinned TAO version;
 - ``networks.<network>.actions``: the actions TAO's API lists for the network.
@@ -94,6 +103,41 @@ def launcher_images() -> tuple[dict[str, str], dict[str, str]]:
     return tasks, pinned
 
 
+def checkpoint_family(plain_epoch_names: bool, train_resume_keys: list[str]) -> str:
+    """The bank's checkpoint family of a network (versions.yaml ``tao_checkpoints.families``): TAO's padded epoch
+    names (``model_epoch_001``) are Lightning's; of the unpadded ones, mmengine's trainer resumes by its
+    ``resume`` flag, OpenPCDet's by a checkpoint path alone."""
+    if not plain_epoch_names:
+        return "lightning"
+    return "mmengine" if "resume" in train_resume_keys else "pcdet"
+
+
+def api_metrics() -> dict[str, dict]:
+    """network -> ``kpis`` and ``kpi_patterns`` from TAO's API configs
+    (``network_configs/<name>.config.json``); a config of another name whose ``actions_mapping`` sends every
+    action (``*``) to the network counts for it."""
+    # the folder beside the handlers package (importing it would import the API server's dependencies)
+    folder = resources.files("nvidia_tao_core.microservices").joinpath("handlers", "network_configs")
+    out: dict[str, dict] = {}
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if not entry.name.endswith(".config.json"):
+            continue
+        cfg = json.loads(entry.read_text(encoding="utf-8"))
+        found = cfg.get("metrics")
+        if not isinstance(found, dict) or not found.get("available_metrics"):
+            continue
+        name = entry.name.removesuffix(".config.json")
+        network = str(((cfg.get("actions_mapping") or {}).get("*") or {}).get("network") or name)
+        row = out.setdefault(network, {"kpis": [], "kpi_patterns": []})
+        row["kpis"] += [str(m) for m in found["available_metrics"] if str(m) not in row["kpis"]]
+        row["kpi_patterns"] += [str(p) for p in found.get("dynamic_metric_patterns") or [] if str(p) not in
+                                row["kpi_patterns"]]
+    for row in out.values():
+        if not row["kpi_patterns"]:
+            del row["kpi_patterns"]
+    return out
+
+
 def build() -> dict:
     """The whole table, from the installed wheels (their versions must be the pinned one)."""
     return build_both()[0]
@@ -107,20 +151,27 @@ def build_both() -> tuple[dict, dict]:
         if _installed(dist) != TAO_VERSION:
             raise SystemExit(f"{dist} {_installed(dist)} is installed, the table is for {TAO_VERSION}: "
                              "pip install --no-deps -r requirements-tao.txt")
-    from nvidia_tao_core.microservices.constants import MISSING_EPOCH_FORMAT_NETWORKS
+    from nvidia_tao_core.microservices.constants import AUTOML_DISABLED_NETWORKS, MISSING_EPOCH_FORMAT_NETWORKS
 
     tasks, pinned = launcher_images()
     known = [network for network in sorted(tasks) if has_experiment_config(network)]
     specs, actions = tao_specs.build(TAO_VERSION, known)
+    metrics = api_metrics()
     networks = {}  # each row read off the network's spec schema: one reading of TAO's dataclasses for both files
     for network in known:
-        networks[network] = {"image": tasks[network], "plain_epoch_names": network in MISSING_EPOCH_FORMAT_NETWORKS,
-                             **tao_specs.facts(specs, network, GPU_KEYS, RESUME_KEYS),
-                             "actions": actions.get(network, [])}
+        plain = network in MISSING_EPOCH_FORMAT_NETWORKS
+        row = {"image": tasks[network], "plain_epoch_names": plain,
+               **tao_specs.facts(specs, network, GPU_KEYS, RESUME_KEYS)}
+        row["checkpoint_family"] = checkpoint_family(plain, row["sections"].get("train", {}).get("resume_keys", []))
+        row.update(metrics.get(network, {}))
+        row["automl"] = network not in AUTOML_DISABLED_NETWORKS
+        row["actions"] = actions.get(network, [])
+        networks[network] = row
     return {
         "tao_version": TAO_VERSION,
         "generated_by": "python3 -m devtools.tao_schema (from nvidia-tao-core and nvidia-tao "
-                        f"{TAO_VERSION}: config/<network>/default_config.py, nvidia_tao_cli/config/config.json)",
+                        f"{TAO_VERSION}: config/<network>/default_config.py, microservices' constants.py and "
+                        "handlers/network_configs/, nvidia_tao_cli/config/config.json)",
         "images": pinned,
         "networks": networks,
     }, specs

@@ -16,7 +16,8 @@ template of an action is rendered from the schema (:mod:`taobank.specs`), never 
 more than once (the same section in many networks) are stored once under ``$defs``. An ``enum`` marked
 ``x-enum-type`` is a Python Enum's names (TAO's Hydra runner refuses another value); any other ``enum``,
 ``minimum`` and ``maximum`` are TAO's ``valid_options``/``valid_min``/``valid_max``, which the runner does not
-enforce and the bank's check does.
+enforce and the bank's check does. A key TAO marks ``automl_enabled`` (the keys TAO's own AutoML searches by
+default) carries ``x-automl``: TAO's metadata of it as given (:func:`automl_facts`), and only those keys do.
 """
 from __future__ import annotations
 
@@ -232,11 +233,42 @@ def annotate(schema: dict, facts: dict, dropped: list[str], path: str = "") -> N
             target.update(rule)
         else:
             dropped.append(path)
+    if facts.get("automl_enabled") is True:
+        schema["x-automl"] = automl_facts(facts)
     props, fprops = schema.get("properties"), facts.get("properties")
     if isinstance(props, dict) and isinstance(fprops, dict):
         for key, sub in props.items():
             if isinstance(fprops.get(key), dict):
                 annotate(sub, fprops[key], dropped, f"{path}.{key}" if path else key)
+
+
+def _bound(value: Any) -> Any:
+    """A bound of TAO's metadata as JSON: a number, or ``"inf"``/``"-inf"`` for an open side."""
+    if isinstance(value, float) and math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return value
+
+
+def automl_facts(facts: dict) -> dict:
+    """What TAO's metadata says of a key it marks ``automl_enabled`` (``x-automl``; ``{}``: marked, nothing more):
+    ``valid_min``/``valid_max`` as given (an open side ``"inf"``), ``valid_options``, ``math_cond`` (``"> 0.0"``,
+    ``"/ 8"``, ``"> depends_on"``), ``depends_on`` (the key it is tied to) and ``parent_param`` (other keys are
+    tied to it): what TAO's own AutoML picks a value from, and what the bank's default search space is read
+    from (:mod:`taobank.search.automl`)."""
+    out: dict[str, Any] = {}
+    for ours, theirs in (("valid_min", "minimum"), ("valid_max", "maximum")):
+        value = facts.get(theirs)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[ours] = _bound(value)
+    options = facts.get("enum")
+    if isinstance(options, list) and options:
+        out["valid_options"] = list(options)
+    for key in ("math_cond", "depends_on"):
+        if isinstance(facts.get(key), str) and facts[key].strip():
+            out[key] = " ".join(facts[key].split())
+    if str(facts.get("parent_param") or "").upper() == "TRUE" or facts.get("parent_param") is True:
+        out["parent_param"] = True
+    return out
 
 
 # ------------------------------------------------------------------ the file
@@ -326,7 +358,7 @@ def build(tao_version: str, names: list[str]) -> tuple[dict, dict[str, list[str]
     data = {"tao_version": tao_version,
             "generated_by": f"python3 -m devtools.tao_schema (nvidia-tao-core {tao_version}: OmegaConf's structured "
                             "config of each ExperimentConfig for types, TAO's dataclass2json_converter for "
-                            "descriptions, valid_min/valid_max and valid_options)",
+                            "descriptions, valid_min/valid_max and valid_options, and automl_enabled keys' x-automl)",
             "$defs": defs, "networks": networks}
     return data, actions_of
 

@@ -1,5 +1,7 @@
 """How TAO names and finds its checkpoints, and how a run resumes: read from ONE table (versions.yaml
-``tao_checkpoints``), one row per network family (Lightning networks, mmengine's bevfusion).
+``tao_checkpoints``), one row per network family (Lightning networks, mmengine's bevfusion, OpenPCDet's
+pointpillars). Which family a network is in is TAO's own fact, generated into ``schemas/tao_networks.json``
+(:func:`taobank.taonetworks.checkpoint_family`); a network the pinned TAO lacks is in the default family.
 
 Used by ``continue`` and ``--parent`` (:mod:`taobank.lineage`, over a results listing) and by the
 platform code that resumes a replaced run (the shell function :func:`shell_finder`, rendered into the
@@ -12,7 +14,7 @@ import posixpath
 import re
 from typing import Iterable, Mapping, Sequence
 
-from . import pins
+from . import pins, taonetworks
 from .contract import ResultFile
 from .errors import TaoError
 
@@ -23,19 +25,21 @@ _KEY = re.compile(r"[A-Za-z0-9_.]*\Z")
 
 
 def family(network: str | None) -> str:
-    """The family of ``network`` (versions.yaml ``tao_checkpoints.networks``); unknown networks: the default."""
+    """The family of ``network`` (``schemas/tao_networks.json``, from TAO's facts); a network the pinned TAO does
+    not have (a site's custom build): versions.yaml ``tao_checkpoints.default_family``."""
     t = pins.resolve("tao_checkpoints")
-    for name, members in (t.get("networks") or {}).items():
-        if network in (members or []):
-            return str(name)
-    return str(t["default_family"])
+    found = taonetworks.checkpoint_family(network)
+    if found is not None and found not in (t.get("families") or {}):
+        raise TaoError(f"schemas/tao_networks.json files {network} in checkpoint family {found!r}, which versions.yaml "
+                       "tao_checkpoints.families lacks: add the family's names there")
+    return found or str(t["default_family"])
 
 
 def table(network: str | None = None) -> dict:
     """``tao_checkpoints`` of versions.yaml with the row of ``network``'s family, checked (globs and keys reach
     shell text)."""
     whole = dict(pins.resolve("tao_checkpoints"))
-    t = {k: v for k, v in whole.items() if k not in ("families", "networks")}
+    t = {k: v for k, v in whole.items() if k != "families"}
     t.update(whole["families"][family(network)])
     for key in ("latest_glob", "epoch_glob"):
         if not _GLOB.match(str(t[key])):

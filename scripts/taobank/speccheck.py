@@ -11,7 +11,6 @@ Each problem is one line naming its dotted path; an unknown key names the neares
 """
 from __future__ import annotations
 
-import difflib
 import math
 import os
 import re
@@ -331,6 +330,7 @@ class Checker:
     def unknown(self, path: str, parent: dict, key: str, how: str = "") -> None:
         siblings = list((parent.get("properties") or {}))
         prefix = path.rpartition(".")[0]
+        import difflib  # only when a key is wrong
         near = difflib.get_close_matches(key, siblings, n=1, cutoff=0.6)
         if near:
             hint = f"did you mean {prefix + '.' if prefix else ''}{near[0]}?"

@@ -7,7 +7,6 @@ any difference). A template is rendered from the schema (each key's default, its
 """
 from __future__ import annotations
 
-import difflib
 import functools
 import gzip
 import json
@@ -58,6 +57,7 @@ def listing() -> dict[str, list[str]]:
 
 
 def _close(word: str, known: list[str]) -> str:
+    import difflib  # only for a name the pinned TAO lacks
     near = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
     return f"did you mean {near[0]}? " if near else ""
 

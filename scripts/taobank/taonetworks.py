@@ -76,3 +76,35 @@ def plain_epoch_names(network: str) -> bool:
     """Whether the network's checkpoints carry the epoch unpadded (``checkpoint_epoch_1.pth``), unlike Lightning's
     ``model_epoch_001``: TAO's own list (nvidia-tao-core's ``MISSING_EPOCH_FORMAT_NETWORKS``)."""
     return bool((table()["networks"].get(network) or {}).get("plain_epoch_names"))
+
+
+def checkpoint_family(network: str | None) -> str | None:
+    """The checkpoint family (versions.yaml ``tao_checkpoints.families``) of a network the pinned TAO has, read
+    from TAO's own facts by the generator (its epoch naming, its train section's resume keys); None for another."""
+    found = (table()["networks"].get(network or "") or {}).get("checkpoint_family")
+    return str(found) if found else None
+
+
+def kpis(network: str) -> tuple[list[str], list[str]] | None:
+    """(the KPI names, the regular expressions of the names) ``network`` logs, as TAO's own API lists them; None
+    when TAO lists none for it (the bank cannot tell a KPI it does not log)."""
+    row = table()["networks"].get(network) or {}
+    if not row.get("kpis"):
+        return None
+    return [str(k) for k in row["kpis"]], [str(p) for p in row.get("kpi_patterns") or []]
+
+
+def logs_kpi(network: str, kpi: str) -> bool | None:
+    """Whether ``network`` logs ``kpi`` (a name TAO lists, or one of its patterns); None when TAO lists none."""
+    import re
+
+    found = kpis(network)
+    if found is None:
+        return None
+    names, patterns = found
+    return kpi in names or any(re.fullmatch(p, kpi) for p in patterns)
+
+
+def automl(network: str) -> bool:
+    """Whether TAO's own AutoML takes ``network`` (nvidia-tao-core's ``AUTOML_DISABLED_NETWORKS`` lacks it)."""
+    return bool((table()["networks"].get(network) or {}).get("automl", True))

@@ -27,7 +27,7 @@ def test_edges_give_each_bound_and_each_choice_once():
 
 
 def test_a_space_key_tao_lacks_a_float_for_a_whole_number_and_a_bound_past_taos_range_are_refused(tmp_path):
-    res = _docker_dry_run(tmp_path, "--search", "tpe", "--trials", "4", "--kpi", "val_loss",
+    res = _docker_dry_run(tmp_path, "--search", "tpe", "--trials", "4", "--kpi", "val_mAP50",
                           "--space", "train.bogus=uniform(1,2)", "--space", "train.num_epochs=uniform(0.5,2)",
                           "--space", "train.optim.lr=loguniform(1e-5,5)", "--", "dino", "train")
     assert res.returncode != 0 and res.stdout == ""
@@ -40,7 +40,7 @@ def test_a_space_key_tao_lacks_a_float_for_a_whole_number_and_a_bound_past_taos_
 
 
 def test_the_commands_own_problem_is_said_plainly_and_once_for_every_trial(tmp_path):
-    res = _docker_dry_run(tmp_path, "--search", "tpe", "--trials", "5", "--kpi", "val_loss",
+    res = _docker_dry_run(tmp_path, "--search", "tpe", "--trials", "5", "--kpi", "val_mAP50",
                           "--space", "train.optim.lr=loguniform(1e-5,0.1)", "--", "dino", "train",
                           "train.num_epochs=abc")
     assert res.returncode != 0

@@ -79,28 +79,32 @@ def test_the_image_pins_are_the_pair_nvidias_launcher_names():
     assert taonetworks.image("pyt").endswith(f":{taonetworks.tao_version()}-pyt")
 
 
-def test_the_checkpoint_families_name_networks_and_keys_the_pinned_tao_has():
+def test_every_network_is_in_a_checkpoint_family_whose_keys_its_train_section_has():
+    """The family is TAO's fact (the generated table), the family's names and keys the bank's (versions.yaml)."""
     t = pins.resolve("tao_checkpoints")
-    listed = [n for members in t["networks"].values() for n in members]
-    assert len(listed) == len(set(listed)), "a network in two families"
-    unknown = [n for n in listed if not taonetworks.known(n)]
-    assert not unknown, f"TAO {taonetworks.tao_version()} has no {unknown}"
-    for family, members in t["networks"].items():
+    assert "networks" not in t, "the family of a network is generated (schemas/tao_networks.json), not kept by hand"
+    for network in taonetworks.networks():
+        family = taonetworks.checkpoint_family(network)
+        assert family in t["families"], (network, family)
         row = t["families"][family]
         wanted = [k.partition("train.")[2] for k in (row["resume_path"], row["resume_flag"]) if k]
-        for network in members:
+        if "train" in taonetworks.table()["networks"][network]["sections"]:
             assert set(wanted) <= set(taonetworks.resume_keys(network)), (family, network)
-    # Lightning names its checkpoints model_epoch_{epoch:03d}: a network TAO says names them otherwise
-    # (pointpillars' checkpoint_epoch_1.pth, bevfusion's epoch_1.pth) is filed in a family of its own
-    lightning = set(t["networks"]["lightning"]) | ({n for n in taonetworks.networks() if n not in listed}
-                                                   if t["default_family"] == "lightning" else set())
-    misfiled = sorted(n for n in lightning if taonetworks.plain_epoch_names(n))
-    assert not misfiled, f"{misfiled} are in the Lightning checkpoint family but do not name checkpoints its way"
-    # the default family (Lightning's) resumes with a key every other known network's train section has
-    default = t["families"][t["default_family"]]["resume_path"].partition("train.")[2]
-    for network in taonetworks.networks():
-        if network not in listed and "train" in taonetworks.table()["networks"][network]["sections"]:
-            assert default in taonetworks.resume_keys(network), network
+        # Lightning names its checkpoints model_epoch_{epoch:03d}: a network TAO says names them otherwise
+        # (pointpillars' checkpoint_epoch_1.pth, bevfusion's epoch_1.pth) is in a family of its own
+        assert (family == "lightning") != taonetworks.plain_epoch_names(network), network
+    assert [taonetworks.checkpoint_family(n) for n in ("dino", "bevfusion", "pointpillars")] == \
+        ["lightning", "mmengine", "pcdet"]
+    assert taonetworks.checkpoint_family("some_custom_net") is None
+
+
+def test_the_kpis_a_network_logs_are_taos_own_list():
+    assert taonetworks.kpis("dino") == (["val_mAP50"], [])
+    assert taonetworks.logs_kpi("segformer", "val_miou") and not taonetworks.logs_kpi("segformer", "val_loss")
+    assert taonetworks.logs_kpi("sparse4d", "img_bbox_NuScenes/NDS")  # one of TAO's patterns of its names
+    assert taonetworks.logs_kpi("depth_net", "val/loss")  # depth_net_mono's and depth_net_stereo's, together
+    assert taonetworks.logs_kpi("nvdinov2", "anything") is None  # TAO lists none: not judged
+    assert not taonetworks.automl("mal") and taonetworks.automl("dino")
 
 
 def test_the_helpers_never_import_taos_packages():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from .. import kpirank, sweepfile
 from ..errors import EXIT_FAILED, EXIT_OK, UsageError
@@ -24,10 +25,12 @@ def add_submit_flags(p: argparse.ArgumentParser) -> None:
     s.add_argument("--search", metavar="SAMPLER", help="tpe | random | grid | cmaes: each trial asks the study for "
                    "its overrides as it starts")
     s.add_argument("--trials", type=int, metavar="N", help="with --search: how many trials the study runs")
-    s.add_argument("--kpi", metavar="NAME", help="with --search: the KPI of status.json the study optimizes")
+    s.add_argument("--kpi", metavar="NAME", help="with --search: the KPI of status.json the study optimizes (one the "
+                   "network logs, as TAO lists it)")
     s.add_argument("--mode", choices=kpirank.MODES, help=f"with --search: {kpirank.MODE_HELP}")
     s.add_argument("--space", action="append", metavar="KEY=EXPR", help="with --search (repeatable): "
-                   "KEY=loguniform(a,b) | uniform(a,b) | int(a,b) | choice(x,y,...)")
+                   "KEY=loguniform(a,b) | uniform(a,b) | int(a,b) | choice(x,y,...); default: the keys TAO marks "
+                   "automl_enabled for the job's network, within TAO's ranges (said on stderr)")
     s.add_argument("--space-file", metavar="FILE", help="with --search: the space as a YAML mapping KEY: EXPR")
     s.add_argument("--prune", metavar="PRUNER", help="with --search: asha (default) | hyperband | "
                    "median | none, over TAO's epochs")
@@ -44,9 +47,11 @@ def add_submit_flags(p: argparse.ArgumentParser) -> None:
 SEARCH_ONLY = ("trials", "kpi", "mode", "space", "space_file", "search_seed", "prune", "study_storage_env")
 
 
-def search_of(args: argparse.Namespace, spec: dict) -> object | None:
+def search_of(args: argparse.Namespace, spec: dict | None) -> object | None:
     """The search the flags describe (:class:`taobank.search.bundle.Staging`), None without ``--search``;
-    every setting checked before anything is read or created."""
+    every setting checked before anything is read or created. ``spec`` None: the flags alone, before the job's
+    spec is built (a space left out is then TAO's AutoML keys, read with the spec's network:
+    :func:`taobank.search.automl.of_job`)."""
     if getattr(args, "study_storage", None) is not None:
         from ..search import storage as storagemod
 
@@ -58,16 +63,34 @@ def search_of(args: argparse.Namespace, spec: dict) -> object | None:
         if given:
             raise UsageError(f"{given[0]} belongs to a search: give --search tpe|random|grid|cmaes too")
         return None
-    from ..search import bundle, settings, space
+    from ..search import automl, bundle, settings, space
 
     if getattr(args, "sweep", None) or getattr(args, "sweep_file", None):
         raise UsageError("give --search or --sweep/--sweep-file, not both: a search chooses its trials' overrides")
     if args.trials is None:
         raise UsageError("--search needs --trials N: how many trials the study runs")
-    found = settings.make("", sampler=args.search, pruner=args.prune or "asha", trials=args.trials, kpi=args.kpi,
-                          mode=args.mode, space=space.of(args.space, args.space_file),
-                          seed=args.search_seed, action=str(spec.get("action") or ""),
-                          storage_env=getattr(args, "study_storage_env", None) or "")
+    chosen = space.of(args.space, args.space_file)
+    make = dict(sampler=args.search, pruner=args.prune or "asha", trials=args.trials, kpi=args.kpi, mode=args.mode,
+                seed=args.search_seed, storage_env=getattr(args, "study_storage_env", None) or "")
+    if spec is None:
+        settings.make("", **make, space=chosen, space_later=True)  # type: ignore[arg-type]
+        return None
+    checked = not getattr(args, "no_spec_check", False)
+    default: Any = None
+    if not chosen:
+        default = automl.of_job(spec)
+        chosen = default.space
+    try:
+        found = settings.make("", **make, space=chosen, action=str(spec.get("action") or ""))  # type: ignore[arg-type]
+    except UsageError as exc:
+        if default is None:
+            raise
+        raise UsageError(f"{exc} (the space is TAO's AutoML keys of {default.network} {default.action}: give "
+                         "--space to choose your own)") from None
+    if checked:
+        automl.check_kpi(spec, found.kpi)
+    if default is not None:
+        sys.stderr.write("".join(f"{line}\n" for line in default.lines()))
     return bundle.Staging(found)
 
 
@@ -75,9 +98,9 @@ def trials_of(args: argparse.Namespace) -> list[dict[str, str]] | None:
     """The trials the flags describe, or None (a plain submit); --max-concurrent alone is refused. A search's
     trials have no overrides yet (each asks the study as it starts)."""
     if getattr(args, "search", None) is not None:
-        search_of(args, {})  # every search setting checked before the spec is read
+        search_of(args, None)  # every search setting checked before the spec is read
         return [{} for _ in range(int(args.trials))]
-    search_of(args, {})  # a search flag without --search is refused
+    search_of(args, None)  # a search flag without --search is refused
     given, file = getattr(args, "sweep", None), getattr(args, "sweep_file", None)
     trials = sweepfile.trials(given, file) if given or file else None
     if trials is None and getattr(args, "max_concurrent", None) is not None:

@@ -79,8 +79,9 @@ class Settings:
             raise UsageError(f"search settings lack or garble {exc}") from None
         return out.checked()
 
-    def checked(self) -> "Settings":
-        """These settings, or a one-line usage error naming the flag to change."""
+    def checked(self, *, space_later: bool = False) -> "Settings":
+        """These settings, or a one-line usage error naming the flag to change. ``space_later``: an empty space
+        is TAO's AutoML keys, read once the job's network is known (:mod:`taobank.search.automl`)."""
         if self.sampler not in SAMPLERS:
             raise UsageError(f"--search {self.sampler[:30]!r} is unknown: use one of {', '.join(SAMPLERS)}")
         if self.pruner not in PRUNERS:
@@ -97,6 +98,8 @@ class Settings:
 
             storage.check_name(self.storage_env)
         if not self.space:
+            if space_later:
+                return self
             raise UsageError("a search needs a space: --space KEY=loguniform(a,b)")
         if not 0 < self.poll_seconds <= 3600 or not 0 < self.stop_grace_seconds <= 3600:
             raise UsageError("search settings: poll_seconds and stop_grace_seconds must be within (0, 3600]")
@@ -117,14 +120,16 @@ class Settings:
 
 
 def make(study: str, *, sampler: str, pruner: str, trials: int, kpi: str | None, mode: str | None,
-         space: Mapping[str, spacemod.Param], seed: int = 0, action: str = "", storage_env: str = "") -> Settings:
-    """Settings from a submit's flags (``mode`` None: from the KPI's name, :func:`taobank.kpirank.direction`)."""
+         space: Mapping[str, spacemod.Param], seed: int = 0, action: str = "", space_later: bool = False,
+         storage_env: str = "") -> Settings:
+    """Settings from a submit's flags (``mode`` None: from the KPI's name, :func:`taobank.kpirank.direction`);
+    ``space_later``: an empty space is checked once TAO's AutoML keys fill it."""
     if not kpi or not str(kpi).strip():
         raise UsageError("a search needs --kpi NAME: the KPI TAO writes to status.json that the study optimizes")
     way = kpirank.direction(kpi, mode)
     return Settings(study=study, sampler=str(sampler), pruner=str(pruner), trials=trials, kpi=str(kpi),
                     mode=way.mode, mode_from=way.source, space=dict(space), seed=seed, action=action,
-                    storage_env=storage_env or "").checked()
+                    storage_env=storage_env or "").checked(space_later=space_later)
 
 
 # ------------------------------------------------------------------ the Optuna objects

@@ -155,13 +155,13 @@ def load(path: str) -> dict[str, Param]:
 
 
 def of(flags: Iterable[str] | None, file: str | None) -> dict[str, Param]:
-    """The space of a submit: ``--space`` flags or ``--space-file``, not both, at least one key."""
+    """The space of a submit: ``--space`` flags or ``--space-file``, not both; {} when neither is given (the
+    search then takes TAO's AutoML keys of the job's network: :mod:`taobank.search.automl`)."""
     flags = list(flags or [])
     if flags and file:
         raise UsageError("give --space flags or --space-file, not both")
     if not flags and not file:
-        raise UsageError("a search needs a space: --space KEY=loguniform(a,b) (repeatable) or --space-file FILE "
-                         "(the network's AutoML keys from TAO's schema are not read yet)")
+        return {}
     return from_flags(flags) if flags else load(file or "")
 
 
