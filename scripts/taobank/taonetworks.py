@@ -95,14 +95,17 @@ def kpis(network: str) -> tuple[list[str], list[str]] | None:
 
 
 def logs_kpi(network: str, kpi: str) -> bool | None:
-    """Whether ``network`` logs ``kpi`` (a name TAO lists, or one of its patterns); None when TAO lists none."""
+    """Whether ``network`` logs ``kpi`` (a name TAO lists, or one of its patterns); None when TAO lists none.
+
+    TAO's list is the KPIs its API offers to rank by (DINO: ``val_mAP50`` alone), not every one its trainer writes:
+    each trainer also writes its losses (``train_loss``, ``val_loss``) to status.json, so a loss is always taken."""
     import re
 
     found = kpis(network)
     if found is None:
         return None
     names, patterns = found
-    return kpi in names or any(re.fullmatch(p, kpi) for p in patterns)
+    return kpi in names or any(re.fullmatch(p, kpi) for p in patterns) or re.fullmatch(r"(train|val)_loss", kpi) is not None
 
 
 def automl(network: str) -> bool:

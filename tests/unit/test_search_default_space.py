@@ -84,14 +84,18 @@ def test_a_dry_run_without_space_says_the_space_on_stderr_and_stages_it(tmp_path
 
 
 def test_a_kpi_the_network_does_not_log_is_refused_in_one_line_and_nothing_is_created(tmp_path):
-    res = _dry_run(tmp_path, "--kpi", "val_loss", "--space", "train.optim.lr=loguniform(1e-5,1e-2)", "--",
+    res = _dry_run(tmp_path, "--kpi", "val_accuracy", "--space", "train.optim.lr=loguniform(1e-5,1e-2)", "--",
                    "dino", "train")
     assert res.returncode == 2 and res.stdout == ""
-    assert res.stderr.strip() == ("error: --kpi 'val_loss': dino does not log it; TAO lists val_mAP50: give one of "
-                                  "them (nothing was submitted; --no-spec-check for a build that logs others)")
+    assert res.stderr.strip() == ("error: --kpi 'val_accuracy': dino does not log it; TAO lists val_mAP50, and its "
+                                  "train_loss and val_loss: give one of them (nothing was submitted; --no-spec-check "
+                                  "for a build that logs others)")
+    # every TAO trainer writes its losses to status.json, whatever TAO's API lists
+    assert _dry_run(tmp_path, "--kpi", "val_loss", "--space", "train.optim.lr=loguniform(1e-5,1e-2)", "--",
+                    "dino", "train").returncode == 0
     assert not (tmp_path / "state").exists() or not any((tmp_path / "state").rglob("*.json"))
     # a custom build: --no-spec-check; a stand-in command (not TAO's entrypoint): not judged
-    assert _dry_run(tmp_path, "--kpi", "val_loss", "--no-spec-check", "--space", "train.optim.lr=loguniform(1e-5,1e-2)",
+    assert _dry_run(tmp_path, "--kpi", "val_accuracy", "--mode", "max", "--no-spec-check", "--space", "train.optim.lr=loguniform(1e-5,1e-2)",
                     "--", "dino", "train").returncode == 0
     assert _dry_run(tmp_path, "--kpi", "val_loss", "--network-arch", "dino", "--action", "train", "--space",
                     "train.optim.lr=loguniform(1e-5,1e-2)", "--", "sh", "-c", "true").returncode == 0

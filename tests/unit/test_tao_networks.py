@@ -100,7 +100,8 @@ def test_every_network_is_in_a_checkpoint_family_whose_keys_its_train_section_ha
 
 def test_the_kpis_a_network_logs_are_taos_own_list():
     assert taonetworks.kpis("dino") == (["val_mAP50"], [])
-    assert taonetworks.logs_kpi("segformer", "val_miou") and not taonetworks.logs_kpi("segformer", "val_loss")
+    assert taonetworks.logs_kpi("segformer", "val_miou") and not taonetworks.logs_kpi("segformer", "val_mAP")
+    assert taonetworks.logs_kpi("dino", "val_loss") and taonetworks.logs_kpi("dino", "train_loss")  # every trainer's
     assert taonetworks.logs_kpi("sparse4d", "img_bbox_NuScenes/NDS")  # one of TAO's patterns of its names
     assert taonetworks.logs_kpi("depth_net", "val/loss")  # depth_net_mono's and depth_net_stereo's, together
     assert taonetworks.logs_kpi("nvdinov2", "anything") is None  # TAO lists none: not judged

@@ -151,5 +151,6 @@ def check_kpi(spec: dict, kpi: str) -> None:
         return
     names, patterns = taonetworks.kpis(found[0]) or ([], [])
     more = f" (and names matching TAO's {len(patterns)} patterns of its per-class KPIs)" if patterns else ""
-    raise UsageError(f"--kpi {kpi[:60]!r}: {found[0]} does not log it; TAO lists {', '.join(names)}{more}: give one "
-                     "of them (nothing was submitted; --no-spec-check for a build that logs others)")
+    raise UsageError(f"--kpi {kpi[:60]!r}: {found[0]} does not log it; TAO lists {', '.join(names)}{more}, and its "
+                     "train_loss and val_loss: give one of them (nothing was submitted; --no-spec-check for a build "
+                     "that logs others)")
