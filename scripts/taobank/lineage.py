@@ -181,6 +181,20 @@ def _with_search_values(rec: Record, spec: dict) -> dict:
     return taoargs.append_args(spec, sweepfile.args_of(trial.words()))
 
 
+def _without_study_secret(rec: Record, spec: dict, options: dict) -> tuple[dict, dict]:
+    """A trial of a database study got the study's URL as a secret (``--study-storage-env``: the spec's
+    ``secrets`` or Kubernetes' ``secret_env``) for its runner alone; the continued job is a plain job outside the
+    study, and TAO must never see the URL's password."""
+    name = rec.backend.get("search_storage_env")
+    if not isinstance(name, str) or not name:
+        return spec, options
+    spec = {**spec, "secrets": [s for s in spec.get("secrets") or [] if s != name]}
+    if not spec["secrets"]:
+        del spec["secrets"]
+    options = {**options, "secret_env": [s for s in options.get("secret_env") or () if s != name]}
+    return spec, options
+
+
 def continue_job(platform: str | None, job_id: str, *, checkpoint: str | None = None,
                  description: str | None = None, dry_run: bool = False, time_minutes: float | None = None,
                  queue: str | None = None, check: bool = False, note: Callable[[str], None] | None = None,
@@ -199,6 +213,7 @@ def continue_job(platform: str | None, job_id: str, *, checkpoint: str | None = 
         raise TaoError(f"job {job_id} is {rec.state}: cancel it first (or wait for it to end), then continue it")
     spec, options = savedspec.load(job_id)
     spec = _with_search_values(rec, spec)
+    spec, options = _without_study_secret(rec, spec, options)
     if queue is not None:
         spec = get(rec.platform).with_queue(spec, queue)
     if time_minutes is not None:  # before any cluster call: a platform without a limit refuses here

@@ -127,10 +127,11 @@ def run(
     return res
 
 
-def spawn_detached(argv: Sequence[str], *, log: str | os.PathLike, env: Mapping[str, str]) -> int:
+def spawn_detached(argv: Sequence[str], *, log: str | os.PathLike, env: Mapping[str, str],
+                   cwd: str | os.PathLike | None = None) -> int:
     """Start ``argv`` in its own session (it outlives this process and its terminal), output appended to the
-    mode-600 file ``log``, ``env`` as its whole environment; its pid. Under :func:`fake_processes` the call is
-    answered (pid = the answer's stdout) and nothing starts."""
+    mode-600 file ``log``, ``env`` as its whole environment, in the folder ``cwd``; its pid. Under
+    :func:`fake_processes` the call is answered (pid = the answer's stdout) and nothing starts."""
     argv = _record([str(a) for a in argv])
     if _fake is not None:
         res = _fake(argv, None)
@@ -140,7 +141,7 @@ def spawn_detached(argv: Sequence[str], *, log: str | os.PathLike, env: Mapping[
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, start_new_session=True,
-                                close_fds=True, env=dict(env))
+                                close_fds=True, env=dict(env), cwd=cwd)
     except OSError as exc:
         raise TaoError(f"{os.path.basename(argv[0])} did not start: {exc.strerror}") from None
     finally:

@@ -62,8 +62,11 @@ def start(sweep_id: str, first_trial: str) -> int | None:
     scripts = str(Path(__file__).resolve().parents[1])  # where the package is (the bank is not installed)
     env = {k: v for k, v in os.environ.items() if not is_credential_name(k)}
     env["PYTHONPATH"] = os.pathsep.join([scripts, *filter(None, [os.environ.get("PYTHONPATH")])])
+    env[records.STATE_DIR_ENV] = str(records.state_dir())  # absolute: it runs in another folder
+    # run in the bank's own scripts folder: ``-m`` puts the working folder first on sys.path, and a ``taobank``
+    # package in the folder a user ran submit from must never be the one that runs
     return spawn_detached([sys.executable, "-m", "taobank", "supervise", sweep_id],
-                          log=_folder(first_trial) / LOG, env=env)
+                          log=_folder(first_trial) / LOG, env=env, cwd=scripts)
 
 
 def supervise(sweep_id: str, first_trial: str, look: Callable[[], list[Any]], *, interval: float = INTERVAL,

@@ -98,3 +98,13 @@ def test_a_database_study_skips_the_lock_and_sends_its_url_only_in_the_sweeps_se
     for c in fake.kubectl_calls("create"):
         assert "K8sDbPassw0rd" not in c.stdin
     assert all("K8sDbPassw0rd" not in json.dumps(records.load(v.id)) for v in done.views)
+
+
+def test_an_image_pulled_with_the_pull_secret_the_submit_creates_is_not_checked_and_the_gate_says_so(fake, monkeypatch):
+    """No pod can use the NGC pull Secret before the submit makes it: the check is skipped at once (a check pod
+    would only wait in ImagePullBackOff), said as a warning; the sweep goes on."""
+    monkeypatch.setenv("NGC_KEY", "nvapi-" + "k" * 60)
+    _site_pod(fake, "site-checked\n")
+    done = sweeps.submit("kubernetes", SPEC, SubmitOptions(ngc_pull_secret=True), [{}, {}], 2, search=staging())
+    assert "warning: search site not checked: the trials' image is pulled with the NGC pull secret" in done.gate
+    assert not [c for c in fake.kubectl_calls("create") if "tao-vol-" in (c.stdin or "")]

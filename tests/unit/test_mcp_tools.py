@@ -228,7 +228,7 @@ def test_the_study_tool_returns_the_search_table_the_cli_prints(docker_fake, tmp
     from taobank.contract import SubmitOptions
     from taobank.search import trial
 
-    docker_fake.on("python3", lambda c: c.argv[2:4] == ["sweep", "supervise"], ok("4242\n"))
+    docker_fake.on("python3", lambda c: c.argv[1:4] == ["-m", "taobank", "supervise"], ok("4242\n"))
     engine = Engine(docker_fake)
     engine.fake.on("docker", lambda c: c.argv[1] == "run" and "--rm" in c.argv, ok(""))
     st_ = staging()

@@ -274,6 +274,12 @@ def test_the_site_check_finds_a_lock_that_is_not_exclusive_and_a_missing_python(
     assert _site(tmp_path, [fake, tools], str(base), "lock", "-") == ["no-lock", str(base)]
     assert _site(tmp_path, [fake, tools], str(base), "-", "-") == []  # a database study needs no journal lock
     assert list(base.iterdir()) == []  # the check leaves nothing behind
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "mktemp").write_text("#!/bin/sh\nexit 1\n")  # a base no folder can be made in (read-only, full)
+    (full / "mktemp").chmod(0o755)
+    for lock in ("lock", "-"):  # refused for a database study too: TAO writes its results there
+        assert _site(tmp_path, [full, tools], str(base), lock, "-") == ["no-write", str(base)]
 
 
 def test_continue_of_a_search_trial_the_study_gave_no_values_is_one_line(state_dir):

@@ -121,7 +121,7 @@ def test_a_submit_creates_the_study_before_any_record_and_reads_it_back_from_the
     from test_docker_campaigns import SPEC, Engine
 
     monkeypatch.setenv(NAME, database.url)
-    docker_fake.on("python3", lambda c: c.argv[2:4] == ["sweep", "supervise"], ok("4242\n"))
+    docker_fake.on("python3", lambda c: c.argv[1:4] == ["-m", "taobank", "supervise"], ok("4242\n"))
     engine = Engine(docker_fake)
     engine.fake.on("docker", lambda c: c.argv[1] == "run" and "--rm" in c.argv, ok(""))
     done = sweeps.submit("docker", SPEC, SubmitOptions(), [{}, {}], 2, search=staging())
@@ -280,3 +280,19 @@ def test_a_dry_run_check_reaches_the_database_from_here_and_writes_nothing(datab
     monkeypatch.delenv(NAME)
     shown = sweeps.preview("docker", SPEC, SubmitOptions(), [{}, {}], 2, search=staging(), check=True)
     assert f"study database ${NAME} not checked: {NAME} is not set here" in shown.text()
+
+
+def test_a_continued_trial_of_a_database_study_does_not_carry_the_study_s_url(state_dir):
+    """The study's variable was the trial runner's; the continued job is a plain job outside the study, whose TAO
+    must never get the URL (Docker/SLURM keep it in the spec's secrets, Kubernetes in secret_env)."""
+    from taobank import lineage
+
+    rec = records.Record.of(records.open_record("docker", "img", "dino", "train", "A", "/r/{id}",
+                                                backend={"search_storage_env": NAME}))
+    spec = {"image": "img", "secrets": ["HF_TOKEN", NAME], "command": ["dino", "train"]}
+    kept, options = lineage._without_study_secret(rec, spec, {"secret_env": [NAME, "NGC_KEY"], "namespace": "n"})
+    assert kept["secrets"] == ["HF_TOKEN"] and options == {"secret_env": ["NGC_KEY"], "namespace": "n"}
+    kept, _ = lineage._without_study_secret(rec, {"image": "img", "secrets": [NAME]}, {})
+    assert "secrets" not in kept
+    plain = records.Record.of(records.open_record("docker", "img", "dino", "train", "A", "/r/{id}"))
+    assert lineage._without_study_secret(plain, spec, {"secret_env": [NAME]}) == (spec, {"secret_env": [NAME]})

@@ -88,8 +88,14 @@ def test_a_kpi_the_network_does_not_log_is_refused_in_one_line_and_nothing_is_cr
                    "dino", "train")
     assert res.returncode == 2 and res.stdout == ""
     assert res.stderr.strip() == ("error: --kpi 'val_accuracy': dino does not log it; TAO lists val_mAP50, and its "
-                                  "train_loss and val_loss: give one of them (nothing was submitted; --no-spec-check "
-                                  "for a build that logs others)")
+                                  "train_loss and val_loss: give one of them (nothing was submitted; --no-kpi-check "
+                                  "for a KPI its trainer writes all the same)")
+    # a KPI the trainer writes though TAO does not list it (DINO's val_mAP): --no-kpi-check, the spec still checked
+    assert _dry_run(tmp_path, "--kpi", "val_mAP", "--mode", "max", "--no-kpi-check", "--space",
+                    "train.optim.lr=loguniform(1e-5,1e-2)", "--", "dino", "train").returncode == 0
+    bad_spec = _dry_run(tmp_path, "--kpi", "val_mAP", "--mode", "max", "--no-kpi-check", "--space",
+                        "train.optim.lr=loguniform(1e-5,1e-2)", "--", "dino", "train", "train.num_epoch=3")
+    assert bad_spec.returncode != 0 and "train.num_epochs" in bad_spec.stderr
     # every TAO trainer writes its losses to status.json, whatever TAO's API lists
     assert _dry_run(tmp_path, "--kpi", "val_loss", "--space", "train.optim.lr=loguniform(1e-5,1e-2)", "--",
                     "dino", "train").returncode == 0

@@ -63,14 +63,16 @@ def test_it_starts_detached_without_credentials(fake, first, monkeypatch):
     monkeypatch.setenv("TAO_DOCKER_RESULTS_DIR", "/r")
     seen = {}
 
-    def spawn(argv, *, log, env):
-        seen.update(argv=argv, log=str(log), env=env)
+    def spawn(argv, *, log, env, cwd):
+        seen.update(argv=argv, log=str(log), env=env, cwd=cwd)
         return 4242
 
     monkeypatch.setattr(sweepsupervisor, "spawn_detached", spawn)
     assert sweepsupervisor.start("s-1", first) == 4242
     assert seen["argv"] == [sys.executable, "-m", "taobank", "supervise", "s-1"]
     assert seen["env"]["PYTHONPATH"].split(os.pathsep)[0] == str(SCRIPTS)
+    # in the bank's own folder (``-m`` looks in the working folder first), the state folder given absolute
+    assert seen["cwd"] == str(SCRIPTS) and seen["env"]["TAO_STATE_DIR"] == str(records.state_dir())
     assert "NGC_KEY" not in seen["env"] and seen["env"]["TAO_DOCKER_RESULTS_DIR"] == "/r"
     assert seen["log"] == str(records.artifact_dir(first) / sweepsupervisor.LOG)
 

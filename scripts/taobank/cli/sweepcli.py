@@ -26,7 +26,9 @@ def add_submit_flags(p: argparse.ArgumentParser) -> None:
                    "its overrides as it starts")
     s.add_argument("--trials", type=int, metavar="N", help="with --search: how many trials the study runs")
     s.add_argument("--kpi", metavar="NAME", help="with --search: the KPI of status.json the study optimizes (one the "
-                   "network logs, as TAO lists it)")
+                   "network logs, as TAO lists it, or its train_loss/val_loss)")
+    s.add_argument("--no-kpi-check", action="store_true", help="with --search: take a --kpi TAO does not list (a "
+                   "KPI its trainer writes all the same)")
     s.add_argument("--mode", choices=kpirank.MODES, help=f"with --search: {kpirank.MODE_HELP}")
     s.add_argument("--space", action="append", metavar="KEY=EXPR", help="with --search (repeatable): "
                    "KEY=loguniform(a,b) | uniform(a,b) | int(a,b) | choice(x,y,...); default: the keys TAO marks "
@@ -44,7 +46,8 @@ def add_submit_flags(p: argparse.ArgumentParser) -> None:
 
 
 #: The flags only a search takes (a plain submit or sweep that names one is refused).
-SEARCH_ONLY = ("trials", "kpi", "mode", "space", "space_file", "search_seed", "prune", "study_storage_env")
+SEARCH_ONLY = ("trials", "kpi", "mode", "space", "space_file", "search_seed", "prune", "study_storage_env",
+               "no_kpi_check")
 
 
 def search_of(args: argparse.Namespace, spec: dict | None) -> object | None:
@@ -75,7 +78,7 @@ def search_of(args: argparse.Namespace, spec: dict | None) -> object | None:
     if spec is None:
         settings.make("", **make, space=chosen, space_later=True)  # type: ignore[arg-type]
         return None
-    checked = not getattr(args, "no_spec_check", False)
+    checked = not getattr(args, "no_spec_check", False) and not getattr(args, "no_kpi_check", False)
     default: Any = None
     if not chosen:
         default = automl.of_job(spec)

@@ -152,5 +152,5 @@ def check_kpi(spec: dict, kpi: str) -> None:
     names, patterns = taonetworks.kpis(found[0]) or ([], [])
     more = f" (and names matching TAO's {len(patterns)} patterns of its per-class KPIs)" if patterns else ""
     raise UsageError(f"--kpi {kpi[:60]!r}: {found[0]} does not log it; TAO lists {', '.join(names)}{more}, and its "
-                     "train_loss and val_loss: give one of them (nothing was submitted; --no-spec-check for a build "
-                     "that logs others)")
+                     "train_loss and val_loss: give one of them (nothing was submitted; --no-kpi-check for a KPI its "
+                     "trainer writes all the same)")

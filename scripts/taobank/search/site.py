@@ -13,16 +13,19 @@ prints; each platform words the one line for its place. Adapters reach it throug
 """
 from __future__ import annotations
 
-#: $1 the results base (its nearest existing folder is tested), $2 "lock" to test the journal's lock there (not
-#: for a database study), $3 "python" to test this shell's python3. Prints the words of what failed (``no-write
+#: $1 the results base (its nearest existing folder is tested: writable, every study), $2 "lock" to test the
+#: journal's lock there (not for a database study), $3 "python" to test this shell's python3. Prints the words of what failed (``no-write
 #: DIR``, ``no-lock DIR``, ``no-python``) and leaves nothing behind.
 SEARCH_SITE = r'''
 b=$1
 while [ ! -d "$b" ] && [ "$b" != / ]; do b=$(dirname -- "$b"); done
-if [ "$2" = lock ]; then
-  d=$(mktemp -d "$b/.tao-search-check.XXXXXX" 2>/dev/null) || { echo "no-write $b"; exit 0; }
-  if ln -s tao "$d/lock" 2>/dev/null && ! ln -s tao "$d/lock" 2>/dev/null; then :; else echo "no-lock $b"; fi
+if d=$(mktemp -d "$b/.tao-search-check.XXXXXX" 2>/dev/null); then
+  if [ "$2" = lock ]; then
+    if ln -s tao "$d/lock" 2>/dev/null && ! ln -s tao "$d/lock" 2>/dev/null; then :; else echo "no-lock $b"; fi
+  fi
   rm -rf -- "$d"
+else
+  echo "no-write $b"
 fi
 if [ "$3" = python ]; then
   python3 -c 'import sys, numpy; sys.exit(sys.version_info < (3, 10))' >/dev/null 2>&1 || echo "no-python"

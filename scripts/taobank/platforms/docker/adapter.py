@@ -130,7 +130,7 @@ class Docker(Platform[DockerSpec, DockerPlan]):
         creates, start, folders, gpus = submit.preview_sweep([self.typed_spec(s) for s in specs], ids, batch, opts,
                                                              engine=self.engine)
         held = len(ids) - batch.max_concurrent
-        then = (f"; the {held} held trial(s) are started by the sweep's detached supervisor (tao_jobs.py sweep "
+        then = (f"; the {held} held trial(s) are started by the sweep's detached supervisor (python3 -m taobank "
                 "supervise) as slots free" if held > 0 else "")
         mine = "; each running trial gets GPUs of its own, read from the host at submit" if gpus else ""
         shared = [(f"start (after every create){then}{mine}", start)]
