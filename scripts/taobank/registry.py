@@ -49,6 +49,11 @@ class PlatformInfo:
     client: HostClient
     aliases: tuple[str, ...] = ()
     finish_verb: str = "submit --job-id"  # finishes a record whose submit died half-way
+    #: what its helper's ``submit --dry-run`` shows ("the manifest"): its helper's preflight and submit become the
+    #: MCP server's ``preflight_<name>``/``submit_<name>`` tools; "" (no helper of its own): no such tools
+    dry_run_shows: str = ""
+    #: its preflight's --json is a list of checks (else one object)
+    preflight_list: bool = False
 
 
 def names() -> tuple[str, ...]:

@@ -53,20 +53,21 @@ class ToolSpec:
     note: str = ""  # said after the verb's help line
 
 
+def _platform_tools() -> tuple[ToolSpec, ...]:
+    """Each platform of the registry with a helper of its own: its preflight, then its submit."""
+    infos = [registry.info(name) for name in registry.names()]
+    infos = [i for i in infos if i.dry_run_shows]
+    script = {i.name: i.helper.removesuffix(".py") for i in infos}
+    return (*(ToolSpec(f"preflight_{i.name}", script[i.name], ("preflight",), True, False, True,
+                       result=dict(_ARRAY if i.preflight_list else _OBJECT)) for i in infos),
+            *(ToolSpec(f"submit_{i.name}", script[i.name], ("submit",), False, False, False,
+                       note=f"With dry_run: {i.dry_run_shows}, nothing contacted. With sweep: many trials, one "
+                            "record each. With search (tpe, random, grid, cmaes; trials, kpi, space): an Optuna "
+                            "study its trials drive themselves, pruned ones end PRUNED.") for i in infos))
+
+
 TOOLS: tuple[ToolSpec, ...] = (
-    ToolSpec("preflight_kubernetes", "tao_k8s", ("preflight",), True, False, True, result=_ARRAY),
-    ToolSpec("preflight_slurm", "tao_slurm", ("preflight",), True, False, True),
-    ToolSpec("preflight_docker", "tao_docker", ("preflight",), True, False, True),
-    ToolSpec("submit_kubernetes", "tao_k8s", ("submit",), False, False, False,
-             note="With dry_run: the manifest, nothing contacted. With sweep: many trials, one record each."),
-    ToolSpec("submit_slurm", "tao_slurm", ("submit",), False, False, False,
-             note="With dry_run: the sbatch script, nothing contacted. With sweep: many trials, one record each. "
-                  "With search (tpe, random, grid, cmaes; trials, kpi, space): an Optuna study its trials "
-                  "drive themselves, pruned ones end PRUNED."),
-    ToolSpec("submit_docker", "tao_docker", ("submit",), False, False, False,
-             note="With dry_run: the engine command, nothing contacted. With sweep: many trials, one record each. "
-                  "With search (tpe, random, grid, cmaes; trials, kpi, space): an Optuna study its trials "
-                  "drive themselves, pruned ones end PRUNED."),
+    *_platform_tools(),
     ToolSpec("list", "tao_jobs", ("list",), True, False, True, open_world=False, result=_ARRAY),
     ToolSpec("status", "tao_jobs", ("status",), False, False, True, result=_ARRAY, keep=("watch", "interval"),
              note="Records are refreshed (one query per platform); a SLURM infrastructure failure may be resubmitted "

@@ -9,5 +9,5 @@ from ...registry import HostClient, PlatformInfo
 
 #: who this platform is (:mod:`taobank.registry`)
 INFO = PlatformInfo(
-    name="docker", helper="tao_docker.py",
+    dry_run_shows="the engine command", name="docker", helper="tao_docker.py",
     client=HostClient("engine", ("docker", "podman"), "install the Docker CLI (apt-get install docker.io) or podman"))

@@ -9,7 +9,7 @@ PLATFORM = "kubernetes"
 
 #: who this platform is (:mod:`taobank.registry`)
 INFO = PlatformInfo(
-    name=PLATFORM, helper="tao_k8s.py", aliases=("k8s", "kube"),
+    dry_run_shows="the manifest", preflight_list=True, name=PLATFORM, helper="tao_k8s.py", aliases=("k8s", "kube"),
     client=HostClient("kubectl", ("kubectl",), "install kubectl (https://kubernetes.io/docs/tasks/tools/) and put it on PATH",
                       ("kubectl", "version", "--client", "-o", "json"), r'"gitVersion"\s*:\s*"v?([^"]+)"',
                       "tools.kubectl_min"))
