@@ -67,7 +67,9 @@ def test_pods_share_one_study_in_postgresql_and_the_url_shows_nowhere(k8s, train
     res = tao_jobs("status", "--sweep", sweep, "--json", env={**k8s.env, **env})
     said.append(res.stdout + res.stderr)
     rows = json.loads(res.stdout)
-    assert len(rows) == TRIALS and {r["state"] for r in rows} == {"COMPLETE"}, rows
+    failed = [r["id"] for r in rows if r["state"] != "COMPLETE"]
+    logs = {i: tao_jobs("logs", i, "--tail", "30", env={**k8s.env, **env}).stdout[-3000:] for i in failed}
+    assert len(rows) == TRIALS and not failed, ([(r["id"], r["state"], r.get("message")) for r in rows], logs)
     for r in rows:
         assert set(r["overrides"]) == {"train.optim.lr"} and r["study"]["state"] == "COMPLETE", r
     res = tao_jobs("study", sweep, "--json", env={**k8s.env, **env})
