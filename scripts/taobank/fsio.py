@@ -60,12 +60,12 @@ MAX_READ_BYTES = 16 * 1024 * 1024
 def read_cache(path: Path | str, what: str, *, max_bytes: int = 1024 * 1024) -> dict:
     """A small JSON object the bank keeps as a cache (its own file, never followed through a link): {} when it is
     missing, unreadable, damaged or not an object, which only costs what the cache saves."""
-    from . import safeparse
+    from . import bounded_parse
     from .errors import TaoError
 
     try:
         raw = read_regular(path, what, max_bytes=max_bytes, follow_links=False, missing_ok=True)
-        data = safeparse.json_value(raw, what) if raw else {}
+        data = bounded_parse.json_value(raw, what) if raw else {}
     except TaoError:
         return {}
     return data if isinstance(data, dict) else {}

@@ -130,27 +130,27 @@ class JobSpec:
         return out
 
     def updated(self: T, changes: Mapping[str, Any]) -> T:
-        """This spec with ``changes`` (spec keys, as :func:`taobank.taoargs.with_gpu_args` returns them) applied."""
+        """This spec with ``changes`` (spec keys, as :func:`taobank.tao_command.with_gpu_args` returns them) applied."""
         return type(self).from_dict({**self.to_dict(), **changes})
 
     def with_gpu_args(self: T, gpus_per_node: int, nodes: int) -> T:
         """This spec whose TAO command uses the GPUs and nodes the job is given
-        (:func:`taobank.taoargs.with_gpu_args`, which reads only the command and what it runs)."""
-        from . import taoargs
+        (:func:`taobank.tao_command.with_gpu_args`, which reads only the command and what it runs)."""
+        from . import tao_command
 
         words = {"command": self.command, "args": getattr(self, "args", None), "action": self.action,
                  "network_arch": self.network_arch}
-        changed = taoargs.with_gpu_args({k: v for k, v in words.items() if v is not None}, gpus_per_node, nodes)
+        changed = tao_command.with_gpu_args({k: v for k, v in words.items() if v is not None}, gpus_per_node, nodes)
         return replace(self, **{k: changed[k] for k in ("command", "args") if k in changed and hasattr(self, k)})
 
     def with_results_dir(self: T, folder: str | None) -> T:
         """This spec whose TAO command writes into the job's folder ``folder`` (the value of ``$RESULTS_DIR`` in
-        the container; :func:`taobank.taoargs.with_results_dir`)."""
-        from . import taoargs
+        the container; :func:`taobank.tao_command.with_results_dir`)."""
+        from . import tao_command
 
         words = {"command": self.command, "args": getattr(self, "args", None), "action": self.action,
                  "network_arch": self.network_arch}
-        changed = taoargs.with_results_dir({k: v for k, v in words.items() if v is not None}, folder,
+        changed = tao_command.with_results_dir({k: v for k, v in words.items() if v is not None}, folder,
                                            kubelet=self.KUBELET_EXPANDS)
         return replace(self, **{k: changed[k] for k in ("command", "args") if k in changed and hasattr(self, k)})
 

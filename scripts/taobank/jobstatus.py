@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import AbstractSet, Any, Mapping, Sequence
 
 from . import platform as core
-from . import records, states, sweepslots, training
+from . import records, states, sweep_slots, training
 from .errors import TaoError
 from .platform import JobView
 from .records import Record
@@ -20,7 +20,7 @@ PROGRESS_HINT = "progress: status of this job alone shows its epoch, ETA and KPI
 def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = True,
            progress: bool = True, problems: list[str] | None = None) -> list[JobView]:
     """Refresh the chosen records with one query per platform (:func:`taobank.platform.refresh`); held sweep
-    trials are released as slots free (:func:`taobank.sweepslots.release`). ``progress``: read the progress of a
+    trials are released as slots free (:func:`taobank.sweep_slots.release`). ``progress``: read the progress of a
     lone running job the query could not read (sweeps read theirs in one batch instead). ``problems``: where
     the damaged records skipped among every active one are described (one line each)."""
     recs = core.select(platform, ids, "status", problems=problems)
@@ -31,7 +31,7 @@ def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = 
         running = [r for r in group if not r.terminal]
         if any(r.sweep for r in running):
             adapter = core.get(name)
-            for jid in sweepslots.release(adapter, running):
+            for jid in sweep_slots.release(adapter, running):
                 views[jid] = adapter.view(records.get(jid))
     shown = {v.id for v in out}
     out = [views[v.id] for v in out] + [v for i, v in views.items() if i not in shown]

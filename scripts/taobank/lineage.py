@@ -2,7 +2,7 @@
 
 * ``continue ID [--from CHECKPOINT]`` starts a NEW job that carries on a failed, canceled or
   timed-out job from its latest checkpoint (or the one named), with the spec it was submitted with
-  (:mod:`taobank.savedspec`) plus TAO's resume override; its record names the job it continues.
+  (:mod:`taobank.saved_specs`) plus TAO's resume override; its record names the job it continues.
 * ``submit --parent ID`` is an evaluate/export/inference job that uses a train job's results:
   ``{parent.results_dir}`` and ``{parent.checkpoint}`` in the command, args, env or specs become the
   parent's folder and its latest checkpoint; the record names the parent.
@@ -18,8 +18,8 @@ from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 from .states import State
-from . import checkpoints, records, registry, savedspec, states, taoargs
-from .cmdwords import shell_words
+from . import checkpoints, records, registry, saved_specs, states, tao_command
+from .command_words import shell_words
 from .contract import ResultsListing, SubmitOptions
 from .errors import TaoError, UsageError
 from .paths import is_path, is_under, rel_path
@@ -127,7 +127,7 @@ def _resumed_command(spec: dict, ckpt: str, job_id: str) -> dict:
         if checkpoints.names_resume(shell_words(out["command"]), network):
             raise TaoError(f"job {job_id} ran shell text that names a checkpoint already: submit it again with "
                            f"that word changed to {checkpoints.override(ckpt, network)}")
-        return taoargs.append_args(out, checkpoints.resume_args(ckpt, network))
+        return tao_command.append_args(out, checkpoints.resume_args(ckpt, network))
     raise TaoError(f"job {job_id}'s saved spec has no command: submit it again by hand")
 
 
@@ -138,16 +138,16 @@ def _submit(rec_platform: str, spec: dict, options: dict, *, dry_run: bool = Fal
     from . import pipeline
 
     kept: dict[str, Any] = {k: tuple(v) if k == "secret_env" else v for k, v in options.items()
-                            if k in savedspec.KEPT_OPTIONS}
+                            if k in saved_specs.KEPT_OPTIONS}
     opts = SubmitOptions(**kept, **lineage)
     if not dry_run:
         return get(rec_platform).submit(spec, opts)
     if not check:  # the spec check still runs (it contacts nothing): a preview refuses what the submit would
-        from . import taoargs
+        from . import tao_command
         from .contract import Gate
 
         gate = Gate()
-        pipeline.check_specs(get(rec_platform), [taoargs.identified(spec)], opts, gate)
+        pipeline.check_specs(get(rec_platform), [tao_command.identified(spec)], opts, gate)
         text = get(rec_platform).preview(spec, opts)
         line = "\n".join([pipeline.UNCHECKED, *gate.notes()])
     else:
@@ -168,7 +168,7 @@ def _submit(rec_platform: str, spec: dict, options: dict, *, dry_run: bool = Fal
 def _with_search_values(rec: Record, spec: dict) -> dict:
     """A search trial's spec with the values its study gave it (its record keeps none: the trial asked the study
     as it started): the continued job is a plain job with those overrides, outside the study."""
-    from . import sweepfile, taoargs
+    from . import sweepfile, tao_command
     from .search import journal
 
     if not isinstance(rec.backend.get("search"), str):  # taobank.search.bundle.summary_of
@@ -178,7 +178,7 @@ def _with_search_values(rec: Record, spec: dict) -> dict:
     if trial is None or not trial.params:
         raise TaoError(f"job {rec.id} is a trial of search {rec.sweep} whose study holds no values for it (it never "
                        "asked): nothing to continue; submit it again")
-    return taoargs.append_args(spec, sweepfile.args_of(trial.words()))
+    return tao_command.append_args(spec, sweepfile.args_of(trial.words()))
 
 
 def _without_study_secret(rec: Record, spec: dict, options: dict) -> tuple[dict, dict]:
@@ -211,7 +211,7 @@ def continue_job(platform: str | None, job_id: str, *, checkpoint: str | None = 
                        f"--parent {job_id}")
     if rec.state not in CONTINUABLE:
         raise TaoError(f"job {job_id} is {rec.state}: cancel it first (or wait for it to end), then continue it")
-    spec, options = savedspec.load(job_id)
+    spec, options = saved_specs.load(job_id)
     spec = _with_search_values(rec, spec)
     spec, options = _without_study_secret(rec, spec, options)
     if queue is not None:

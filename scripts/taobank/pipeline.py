@@ -16,11 +16,11 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from . import names, nccl_verdicts, records, savedspec, specgate, states, taoargs
+from . import names, nccl_verdicts, records, saved_specs, specgate, states, tao_command
 from .contract import Batch, Gate, Launch, Plan, SubmitOptions
 from .errors import SubmitUncertain, TaoError, UsageError
 from .records import Record
-from .selection import load_for
+from .record_selection import load_for
 from .states import State
 
 if TYPE_CHECKING:  # the platform module imports this one
@@ -58,7 +58,7 @@ def submit(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Submi
     :class:`taobank.search.bundle.Staging`) travels in the batch and its summary on every trial's record."""
     if not specs:
         raise UsageError("nothing to submit")
-    specs = [taoargs.identified(spec) for spec in specs]  # a TAO command names its network and action
+    specs = [tao_command.identified(spec) for spec in specs]  # a TAO command names its network and action
     gate = Gate()
     check_specs(adapter, specs, opts, gate)  # before any plan, gate or record: a bad spec costs nothing
     sweep = trials is not None
@@ -71,7 +71,7 @@ def submit(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Submi
         if rec.terminal:
             raise TaoError(f"record {opts.job_id} is {rec.state} already: open a new record to run again")
     plans = [adapter.plan(adapter.typed_spec(spec), opts, rec) for spec in specs]
-    gate.lines += [w for w in (taoargs.unseen_warning(specs[0]),) if w]
+    gate.lines += [w for w in (tao_command.unseen_warning(specs[0]),) if w]
     if rec is not None:
         launch = adapter.adopt(plans[0], rec, gate)
         if launch is not None:
@@ -92,7 +92,7 @@ def submit(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Submi
     recs = [rec] if rec is not None else _open(adapter, plans, opts, gate, sweep_id, trials, k,
                                                search.summary() if search is not None else None)
     for r, spec in zip(recs, specs):  # what `continue` runs again (no secret: names only)
-        savedspec.save(r.id, spec, {key: getattr(opts, key) for key in savedspec.KEPT_OPTIONS})
+        saved_specs.save(r.id, spec, {key: getattr(opts, key) for key in saved_specs.KEPT_OPTIONS})
     try:
         launches = adapter.launch(plans, recs, batch)
     except SubmitUncertain as exc:
@@ -191,13 +191,13 @@ def dry_run(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Subm
     pending = list(dict.fromkeys(n for spec in specs for n in pending_credentials(spec, opts)))
     shaped = [without_credentials(spec, opts, pending) for spec in specs]
     specs, opts = [s for s, _ in shaped], shaped[0][1]
-    typed = [taoargs.identified(spec) for spec in specs]
+    typed = [tao_command.identified(spec) for spec in specs]
     sweep = trials is not None
     k = check_concurrency(max_concurrent, len(typed)) if sweep else len(typed)
     plans = [adapter.plan(adapter.typed_spec(spec), replace(opts, job_id=None), None) for spec in typed]
     gate = Gate(dry_run=True)
     check_specs(adapter, typed, opts, gate)  # the spec check refuses first, as in a submit
-    gate.lines += [w for w in (taoargs.unseen_warning(typed[0]),) if w]
+    gate.lines += [w for w in (tao_command.unseen_warning(typed[0]),) if w]
     verdict = _nccl_verdict(adapter, plans, opts)
     sweep_id = names.mint_job_id(plans[0].network_arch, "sweep") if sweep else None
     adapter.check(plans, gate, Batch(max_concurrent=k, sweep=sweep_id, search=search))
@@ -212,7 +212,7 @@ def check_specs(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: 
     """Every job's TAO spec and overrides checked in one pass (:mod:`taobank.specgate`); any problem refuses the
     submit, one line each. A spec this machine cannot read, and a skipped check, are warnings of the gate."""
     if not opts.spec_check:
-        if any(taoargs.tao_command(spec) for spec in specs):
+        if any(tao_command.tao_command(spec) for spec in specs):
             gate.lines.append("warning: the spec check is skipped (--no-spec-check): TAO's own runner judges the "
                               "spec when the job starts")
         return

@@ -33,7 +33,7 @@ from typing import Any, Callable, Generic, Mapping, Protocol, Sequence, TypeVar
 from .states import State
 from . import records, registry, states
 from .text import one_line
-from .selection import (by_platform as by_platform, last_id as last_id,  # the verbs' record selection
+from .record_selection import (by_platform as by_platform, last_id as last_id,  # the verbs' record record_selection
                         load_for as load_for, select as select)
 from .contract import (Batch, Gate, Launch, Observation, Plan, ResultFile, ResultsListing, ResultsLocation, Stop,
                        SubmitOptions, SweepPreview, Transfer)

@@ -1,7 +1,7 @@
 """The spec check of a submit: every job's TAO experiment spec and overrides, before anything is created.
 
 A job whose command runs the pinned TAO's entrypoint for its network and action (``dino train -e spec.yaml
-train.num_epochs=10``, :func:`taobank.taoargs.tao_command`) is checked as ``tao_jobs.py spec check`` checks
+train.num_epochs=10``, :func:`taobank.tao_command.tao_command`) is checked as ``tao_jobs.py spec check`` checks
 it (:mod:`taobank.speccheck`): the spec file its ``-e`` names, read where the platform says this machine can
 read it (a Docker bind mount's host file, a SLURM upload, a Kubernetes staged config), with the command's
 ``key=value`` overrides. A spec the bank cannot read (a path inside the container, on a volume) is said so
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
 
-from . import taoargs
+from . import tao_command
 from .errors import TaoError
 
 #: Where a platform says a spec path of the command can be read on this machine: its text, or None.
@@ -61,13 +61,13 @@ def check(specs: Sequence[Mapping[str, Any]], read: Reader) -> tuple[list[str], 
     judged = 0
     docs: dict[tuple[str, str], Any] = {}  # (network, path) -> the spec's mapping, None (unreadable) or an error
     for i, spec in enumerate(specs):
-        found = taoargs.tao_command(spec)
+        found = tao_command.tao_command(spec)
         if found is None:
             continue
         network, action = found
         judged += 1
-        words = taoargs.command_words(spec) or []
-        path = taoargs.spec_file_word(spec)
+        words = tao_command.command_words(spec) or []
+        path = tao_command.spec_file_word(spec)
         doc: Any = None
         if path:
             if (network, path) not in docs:

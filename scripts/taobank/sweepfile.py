@@ -25,9 +25,9 @@ import re
 from typing import Any, Iterable, Mapping
 
 from .errors import UsageError
-from .taoargs import OVERRIDE_KEY, OVERRIDE_VALUE
+from .tao_command import OVERRIDE_KEY, OVERRIDE_VALUE
 
-#: A TAO override key and a value safe as one ``key=value`` argument: the rules are taobank.taoargs'.
+#: A TAO override key and a value safe as one ``key=value`` argument: the rules are taobank.tao_command'.
 KEY, VALUE = OVERRIDE_KEY, OVERRIDE_VALUE
 MAX_TRIALS = 10000
 MAX_LEN = 256
@@ -216,12 +216,12 @@ def from_data(data: Any) -> list[dict[str, str]]:
 def load(path: str) -> list[dict[str, str]]:
     """The trials of a sweep file: read by the one rule for files a flag names (a regular file under a size
     cap: a FIFO or /dev/zero is refused, never waited on), keys unique at every level."""
-    from . import fsio, safeparse
+    from . import fsio, bounded_parse
     from .errors import TaoError
 
     try:
         text = fsio.read_text(path, "sweep file", max_bytes=MAX_FILE_BYTES) or ""
-        data = safeparse.yaml_value(text, f"--sweep-file {path}", unique_keys=True)
+        data = bounded_parse.yaml_value(text, f"--sweep-file {path}", unique_keys=True)
     except TaoError as exc:
         raise UsageError(str(exc)) from None
     return from_data(data)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from . import kpirank, names, records, sweepfile, taoargs
+from . import kpirank, names, records, sweepfile, tao_command
 from .contract import SubmitOptions
 from .pipeline import check_concurrency
 from .errors import TaoError, UsageError
@@ -28,7 +28,7 @@ def trial_spec(spec: Mapping[str, Any], overrides: Mapping[str, str]) -> dict:
     the values are safe words already: :mod:`taobank.sweepfile`)."""
     if not any(isinstance(spec.get(k), (list, str)) for k in ("args", "command")):
         raise UsageError("a sweep needs a command (or args) to append the trials' key=value overrides to")
-    return taoargs.append_args(spec, sweepfile.args_of(overrides))
+    return tao_command.append_args(spec, sweepfile.args_of(overrides))
 
 
 @dataclass
@@ -184,11 +184,11 @@ def _check_space(adapter: Any, spec: dict, opts: SubmitOptions, search: Any) -> 
 
     if not opts.spec_check:
         return
-    pipeline.check_specs(adapter, [taoargs.identified(dict(spec))], opts, Gate())  # the command's own, said plainly
+    pipeline.check_specs(adapter, [tao_command.identified(dict(spec))], opts, Gate())  # the command's own, said plainly
     problems: list[str] = []
     for edge in space.edges(search.settings.space):
         try:
-            pipeline.check_specs(adapter, [taoargs.identified(trial_spec(spec, edge))], opts, Gate())
+            pipeline.check_specs(adapter, [tao_command.identified(trial_spec(spec, edge))], opts, Gate())
         except specgate.SpecRefused as exc:
             problems += [f"--space {line}" for line in exc.lines if f"--space {line}" not in problems]
     if problems:
@@ -222,7 +222,7 @@ def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[di
     batch = Batch(max_concurrent=k, sweep=PREVIEW_SWEEP, search=search)
     if not check:  # (pipeline.dry_run checks the specs itself)
         gate = Gate()
-        pipeline.check_specs(adapter, [taoargs.identified(s) for s in specs], opts, gate)
+        pipeline.check_specs(adapter, [tao_command.identified(s) for s in specs], opts, gate)
         shown = adapter.preview_sweep(specs, opts, ids, batch)
         table = [{"trial": i, "id": jid, "overrides": dict(t), "results_dir": folder}
                  for i, (jid, t, folder) in enumerate(zip(ids, trials, shown.results_dirs))]

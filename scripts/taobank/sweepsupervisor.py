@@ -1,12 +1,12 @@
 """A sweep that runs by itself on a platform whose held trials only the bank can start (one Docker host).
 
 Submit starts ONE detached supervisor per sweep (its own session: it outlives the shell and the helper). It
-runs the sweep's status in a loop, which starts held trials as slots free (:mod:`taobank.sweepslots`) and
+runs the sweep's status in a loop, which starts held trials as slots free (:mod:`taobank.sweep_slots`) and
 writes each trial's end to its record, and it stops when every trial has ended or been cancelled. A lock
 held while it runs keeps it one per sweep; if it dies, the lock goes with it, nothing is lost (the records
 and the containers are the state) and the next ``status`` of the sweep starts another. Starting a trial
 twice cannot happen: a release runs under a lock of its sweep and reads the records inside it
-(:func:`taobank.sweepslots.release`), and starting a running container does nothing. The loop survives any
+(:func:`taobank.sweep_slots.release`), and starting a running container does nothing. The loop survives any
 failure of one look (said on its log): the trials it would start next must not wait for a person.
 """
 from __future__ import annotations

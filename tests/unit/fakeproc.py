@@ -20,7 +20,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
-from taobank import results_sh
+from taobank import results_shell
 from taobank.progress import READ_STATUS_SH
 from taobank.run import Result
 from taobank.search import site as search_site
@@ -28,7 +28,7 @@ from taobank.platforms.slurm import cancel as slurm_cancel, logs as slurm_logs, 
 
 #: script text -> the remote.py constant's name (and the status-file reader's, which SLURM also runs; and the
 #: sweep's and the batched cancel's scripts, which live next to their verbs)
-SCRIPTS: dict[str, str] = {v: k for mod in (results_sh, slurm_sweep, slurm_cancel, slurm_logs, remote, search_site) for k, v in vars(mod).items()
+SCRIPTS: dict[str, str] = {v: k for mod in (results_shell, slurm_sweep, slurm_cancel, slurm_logs, remote, search_site) for k, v in vars(mod).items()
                            if k.isupper() and isinstance(v, str)}
 SCRIPTS[READ_STATUS_SH] = "READ_STATUS_SH"
 

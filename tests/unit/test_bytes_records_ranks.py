@@ -11,7 +11,7 @@ import pytest
 
 from fakeproc import ok
 from test_docker_campaigns import SPEC, Engine
-from taobank import fsio, jobstatus, kpirank, platform, records, run, sweeps, sweepslots, sweepsupervisor
+from taobank import fsio, jobstatus, kpirank, platform, records, run, sweeps, sweep_slots, sweepsupervisor
 from taobank.contract import SubmitOptions
 from taobank.errors import TaoError, UsageError
 
@@ -160,14 +160,14 @@ def test_two_releasers_never_start_one_trial_twice(sweep):
     def start(call):
         starts.append(call.argv[2:])
         if len(starts) == 1:  # the first releaser is starting trial 1: the second one comes in now
-            t = threading.Thread(target=lambda: second.setdefault("ids", sweepslots.release(adapter, stale)))
+            t = threading.Thread(target=lambda: second.setdefault("ids", sweep_slots.release(adapter, stale)))
             t.start()
             t.join(timeout=1.0)
             second["thread"] = t
         return real_start(call)
 
     engine.fake.on("docker", lambda c: c.argv[1] == "start", start)
-    assert sweepslots.release(adapter, records.find(sweep=sid)) == [ids[1]]
+    assert sweep_slots.release(adapter, records.find(sweep=sid)) == [ids[1]]
     second["thread"].join(timeout=10)
     assert starts == [[ids[1]]] and second["ids"] == []  # the second read under the lock: nothing held is free
     assert records.get(ids[1]).backend["held"] is False and records.get(ids[2]).backend["held"] is True
@@ -179,7 +179,7 @@ def test_a_held_trial_seen_running_is_never_started_again(sweep):
     records.mark(ids[1], "RUNNING")  # started by a releaser that stopped before it cleared "held"
     engine.containers[ids[1]].update(Status="exited", ExitCode=0)  # ... and it has run to its end since
     since = len(engine.fake.calls)
-    assert sweepslots.release(platform.get("docker"), records.find(sweep=sid)) == []
+    assert sweep_slots.release(platform.get("docker"), records.find(sweep=sid)) == []
     assert "start" not in engine.calls(since)  # its slot is busy until the record ends: trial 2 waits, 1 never reruns
 
 
@@ -332,5 +332,5 @@ def test_a_release_never_moves_a_trial_a_status_saw_start_back(sweep):
         return out
 
     engine.fake.on("docker", lambda c: c.argv[1] == "start", start)
-    assert sweepslots.release(platform.get("docker"), records.find(sweep=sid)) == [ids[1]]
+    assert sweep_slots.release(platform.get("docker"), records.find(sweep=sid)) == [ids[1]]
     assert records.get(ids[1]).state == "RUNNING" and records.get(ids[1]).backend["held"] is False

@@ -12,17 +12,17 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from taobank import checkpoints, results_sh
+from taobank import checkpoints, results_shell
 from taobank.contract import ResultFile
 
 SHELLS = [["sh"]] + ([["busybox", "sh"]] if shutil.which("busybox") else [])
 
 
 def listing(folder: Path):
-    """The results listing exactly as the clusters make it (results_sh.LIST_RESULTS in a local sh)."""
-    out = subprocess.run(["sh", "-c", results_sh.LIST_RESULTS, "tao", str(folder)], capture_output=True, text=True,
+    """The results listing exactly as the clusters make it (results_shell.LIST_RESULTS in a local sh)."""
+    out = subprocess.run(["sh", "-c", results_shell.LIST_RESULTS, "tao", str(folder)], capture_output=True, text=True,
                          check=True, env={**os.environ, "LC_ALL": "C"})
-    return results_sh.parse_listing(str(folder), out.stdout, status=False)
+    return results_shell.parse_listing(str(folder), out.stdout, status=False)
 
 
 def python_answer(folder: Path, action: str) -> str | None:

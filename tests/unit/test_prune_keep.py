@@ -13,7 +13,7 @@ import pytest
 
 from fakeproc import ok, slurm_record
 from test_docker_campaigns import Engine, SPEC
-from taobank import records, results_sh
+from taobank import records, results_shell
 
 STATUS = "".join(json.dumps({"status": "RUNNING", "epoch": e, "max_epoch": 3, "kpi": {"val_loss": v}}) + "\n"
                  for e, v in ((0, 0.9), (1, 0.2), (2, 0.5), (3, 0.6)))
@@ -101,14 +101,14 @@ def test_a_kept_file_that_changed_stops_the_deletion_on_the_cluster(tmp_path):
     (folder / "a.pth").write_text("aaaa")
     (folder / "b.pth").write_text("bb")
     args = [str(folder), folder.name, "k:3", "./a.pth", "d", "./b.pth"]
-    res = subprocess.run(["sh", "-c", results_sh.REMOVE_FILES, "tao", *args], capture_output=True, text=True)
+    res = subprocess.run(["sh", "-c", results_shell.REMOVE_FILES, "tao", *args], capture_output=True, text=True)
     assert res.returncode == 7 and "not the file listed" in res.stderr and (folder / "b.pth").exists()
     args[2] = "k:4"
-    res = subprocess.run(["sh", "-c", results_sh.REMOVE_FILES, "tao", *args], capture_output=True, text=True)
+    res = subprocess.run(["sh", "-c", results_shell.REMOVE_FILES, "tao", *args], capture_output=True, text=True)
     assert res.returncode == 0 and not (folder / "b.pth").exists(), res.stderr
     assert "@@kept 4 " in res.stdout and hashlib.sha256(b"aaaa").hexdigest() in res.stdout
     for bad in ("../x.pth", "./../x.pth", "/etc/passwd"):  # never a path out of the folder
-        res = subprocess.run(["sh", "-c", results_sh.REMOVE_FILES, "tao", str(folder), folder.name, "d", bad],
+        res = subprocess.run(["sh", "-c", results_shell.REMOVE_FILES, "tao", str(folder), folder.name, "d", bad],
                              capture_output=True, text=True)
         assert res.returncode == 4, bad
 

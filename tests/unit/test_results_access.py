@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from fakeproc import echo_applied, items, ok, slurm_record
-from taobank import fsio, records, results_sh, results_verbs
+from taobank import fsio, records, results_shell, results_verbs
 from taobank.errors import TaoError, UsageError
 from taobank.run import Result
 
@@ -48,12 +48,12 @@ def sent(files: dict[str, bytes], *, alg: str = "md5", digest: dict[str, str] | 
     for name, data in sorted(files.items()):
         off = (offset or {}).get(name, 0)
         out += f"@@file {alg} {off} {len(data)} {MTIME} ./{name}\n".encode()
-        for at in range(off, len(data), results_sh.BLOCK):
-            block = data[at:at + results_sh.BLOCK]
+        for at in range(off, len(data), results_shell.BLOCK):
+            block = data[at:at + results_shell.BLOCK]
             if alg == "md5":
                 value = hashlib.md5(block).hexdigest()
             else:
-                c = results_sh.PosixCksum()
+                c = results_shell.PosixCksum()
                 c.update(block)
                 value = "%d %d" % c.value()
             out += block + f"@@sum {(digest or {}).get(name) or value}\n".encode()
@@ -87,7 +87,7 @@ def script_of(call) -> str | None:
         return None
     text = call.words[call.words.index("sh") + 2]
     return next((k for k in ("LIST_RESULTS", "FILE_FACTS", "SEND_FILES", "REMOVE_FOLDER", "REMOVE_FILES")
-                 if getattr(results_sh, k) == text), "?")
+                 if getattr(results_shell, k) == text), "?")
 
 
 def exec_args(call) -> list[str]:
@@ -170,12 +170,12 @@ def test_fetch_verifies_and_renames_every_file(pod, cli, tmp_path):
     for name, data in want.items():
         assert (tmp_path / "dl" / name).read_bytes() == data
         assert int((tmp_path / "dl" / name).stat().st_mtime) == MTIME  # the cluster's: a rerun knows it has it
-    assert {f["verified"] for f in json.loads(out.out)} == {results_sh.VERIFIED["md5"]}
+    assert {f["verified"] for f in json.loads(out.out)} == {results_shell.VERIFIED["md5"]}
     assert out.err == ""  # --json: no progress line, nothing but the JSON
     assert sorted(os.listdir(tmp_path / "dl")) == ["logs", "model_epoch_004.pth"]  # no temp folder left
     facts, send = pod.kubectl_calls("exec")
     assert exec_args(facts) == [f"/results/{rec['id']}", "model_epoch_004.pth", "logs"]
-    assert exec_args(send) == [f"/results/{rec['id']}", str(results_sh.BLOCK)]
+    assert exec_args(send) == [f"/results/{rec['id']}", str(results_shell.BLOCK)]
     assert send.stdin == f"0 10 {MTIME} ./logs/pod-0.log\n0 5 {MTIME} ./model_epoch_004.pth\n"  # names on stdin
     assert "-i" in send.words
     again = cli("tao_jobs.py", "fetch", rec["id"], "model_epoch_004.pth", "logs", "--to", tmp_path / "dl", "--json")
@@ -209,7 +209,7 @@ def test_a_file_rewritten_during_the_fetch_is_named_and_not_kept(pod, cli, tmp_p
 
 def test_a_broken_stream_keeps_only_verified_bytes_and_a_rerun_resumes(pod, cli, tmp_path, monkeypatch):
     """Blocks of 4 bytes: the stream breaks in the third block; the rerun asks from byte 8 and ends whole."""
-    monkeypatch.setattr(results_sh, "BLOCK", 4)
+    monkeypatch.setattr(results_shell, "BLOCK", 4)
     rec = k8s_job()
     data = b"0123456789ab"
     want = {"model_epoch_004.pth": data}

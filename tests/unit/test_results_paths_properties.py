@@ -7,7 +7,7 @@ import posixpath
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from taobank import results_sh, results_verbs
+from taobank import results_shell, results_verbs
 from taobank.errors import TaoError, UsageError
 from taobank.paths import rel_path
 
@@ -57,7 +57,7 @@ def test_fetch_refuses_it_before_any_record_or_cluster_call(value, tmp_path_fact
 def test_a_name_the_cluster_lists_is_kept_only_inside_the_folder(raw):
     """Whatever name a (hostile) cluster lists, the facts keep only names that stay inside the folder, which
     are the only names a fetch writes (under the staging folder, then ``--to``)."""
-    facts = results_sh.parse_facts(FOLDER, f"3 1700000000 ./{raw}\n")
+    facts = results_shell.parse_facts(FOLDER, f"3 1700000000 ./{raw}\n")
     for f in facts:
         assert inside(f.path) and not f.path.startswith("/") and "\n" not in f.path
 
@@ -69,11 +69,11 @@ def test_a_hostile_stream_writes_only_inside_the_folder(raw, tmp_path_factory):
     base = tmp_path_factory.mktemp("x")
     into = base / "into"
     into.mkdir()
-    listed = results_sh.parse_facts(FOLDER, "2 1700000000 ./a.pth\n")
+    listed = results_shell.parse_facts(FOLDER, "2 1700000000 ./a.pth\n")
     stream = io.BytesIO(f"@@file crc32 0 2 1700000000 ./{raw}\n".encode("utf-8", "surrogateescape") + b"hi@@sum 1 2\n")
     seen = results_verbs._Transfer(into, False, results_verbs.Meter(None), None, into / ".staging")
     try:
-        results_sh.receive(stream, FOLDER, listed, seen)
+        results_shell.receive(stream, FOLDER, listed, seen)
     except TaoError:
         pass
     written = [p for p in base.rglob("*") if p.is_file() and p.name != "state.json"]

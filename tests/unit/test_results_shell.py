@@ -1,4 +1,4 @@
-"""The results scripts (taobank.results_sh) run for real with /bin/sh and busybox sh, as the login node and the
+"""The results scripts (taobank.results_shell) run for real with /bin/sh and busybox sh, as the login node and the
 reader pod run them: listing, the files' facts, the one-read stream verified block by block, the guarded rm."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from taobank import results_sh, results_verbs
+from taobank import results_shell, results_verbs
 from taobank.errors import TaoError
 from taobank.run import Result
 
@@ -22,7 +22,7 @@ SHELLS = [pytest.param(["/bin/sh"], id="sh"),
 
 
 class Local:
-    """A results_sh.Shell that runs the scripts here (what the pod and the login node do there)."""
+    """A results_shell.Shell that runs the scripts here (what the pod and the login node do there)."""
 
     def __init__(self, shell: list[str]) -> None:
         self.shell = shell
@@ -74,13 +74,13 @@ def job(tmp_path) -> Path:
 
 @pytest.mark.parametrize("shell", SHELLS)
 def test_listing_is_every_regular_file_with_status_files(shell, job):
-    got = results_sh.list_folder(Local(shell), str(job), status=True)
+    got = results_shell.list_folder(Local(shell), str(job), status=True)
     assert [f.path for f in got.files] == ["-rf", "a b.txt", *CKPTS, "train/status.json"]  # no link, no newline name
     assert got.links == {"train/dino_model_latest.pth": CKPTS[-1]}  # TAO's latest link, read as a link
     assert all(f.size == (job / f.path).stat().st_size and int(f.mtime) == int((job / f.path).stat().st_mtime)
                for f in got.files)
     assert list(got.status_files) == ["train/status.json"]
-    missing = results_sh.list_folder(Local(shell), str(job) + "-nope", status=False)
+    missing = results_shell.list_folder(Local(shell), str(job) + "-nope", status=False)
     assert missing.exists is False
 
 
@@ -99,16 +99,16 @@ def test_many_folders_in_one_command_list_as_each_one_alone(shell, job, tmp_path
             return super().text(script, args, what=what)
 
     folders = [str(job), str(job) + "-nope", str(other), str(tmp_path / "locked")]
-    got = results_sh.list_folders(Once(shell), folders, status=True)
+    got = results_shell.list_folders(Once(shell), folders, status=True)
     assert len(calls) == 1
     for folder, listing in zip(folders[:3], got[:3]):
-        alone = results_sh.list_folder(Local(shell), folder, status=True)
+        alone = results_shell.list_folder(Local(shell), folder, status=True)
         assert (listing.files, listing.status_files, listing.exists) == (alone.files, alone.status_files, alone.exists)
     assert got[1].exists is False and [f.path for f in got[2].files][-1] == "train/status.json"
     if os.geteuid() != 0:  # root reads a mode-0 folder anyway
         assert isinstance(got[3], TaoError) and "exit 3" in str(got[3])
     with pytest.raises(TaoError, match="newline"):
-        results_sh.list_folders(Local(shell), ["/a\nb"], status=False)
+        results_shell.list_folders(Local(shell), ["/a\nb"], status=False)
 
 
 def without(tmp_path: Path, *tools: str) -> str:
@@ -125,7 +125,7 @@ def test_fetch_sends_each_listed_file_once_verified_block_by_block(shell, job, t
     """One SEND_FILES command; each block's digest (python3's CRC-32 where the cluster has python3, else cksum,
     else md5sum) is checked here; names with spaces and a leading dash arrive, links and the newline name do not
     (the latter named in a note)."""
-    monkeypatch.setattr(results_sh, "BLOCK", results_sh.DD_BLOCK)  # several blocks: a 2.5 MiB checkpoint
+    monkeypatch.setattr(results_shell, "BLOCK", results_shell.DD_BLOCK)  # several blocks: a 2.5 MiB checkpoint
     (job / "train" / "big.pth").write_bytes(os.urandom((5 << 20) // 2))
     if sender != "python3":
         monkeypatch.setenv("PATH", without(tmp_path, *{"cksum": ["python3"], "md5sum": ["python3", "cksum"]}[sender]))
@@ -140,17 +140,17 @@ def test_fetch_sends_each_listed_file_once_verified_block_by_block(shell, job, t
             calls.append(script)
             return super().stream(script, args, stdin=stdin, what=what)
 
-    facts = results_sh.fetch_files(Once(shell), str(job), [], into, seen)
+    facts = results_shell.fetch_files(Once(shell), str(job), [], into, seen)
     assert {f.path for f in facts} == {"-rf", "a b.txt", *CKPTS, "train/big.pth", "train/status.json"}
-    assert calls == [results_sh.SEND_FILES]
+    assert calls == [results_shell.SEND_FILES]
     for f in facts:
         assert (into / f.path).read_bytes() == (job / f.path).read_bytes()
         if sender == "python3":
-            assert seen.fetched[f.path].verified == results_sh.VERIFIED["crc32"]
+            assert seen.fetched[f.path].verified == results_shell.VERIFIED["crc32"]
             continue
         alg = "crc" if cksum or shell == ["busybox", "sh"] and shutil.which("cksum") is None else "md5"
-        assert seen.fetched[f.path].verified in (results_sh.VERIFIED["crc"], results_sh.VERIFIED["md5"])
-        assert cksum is False or seen.fetched[f.path].verified == results_sh.VERIFIED[alg]
+        assert seen.fetched[f.path].verified in (results_shell.VERIFIED["crc"], results_shell.VERIFIED["md5"])
+        assert cksum is False or seen.fetched[f.path].verified == results_shell.VERIFIED[alg]
     assert seen.meter.done == sum(f.size for f in facts)
     assert not (into / "escape").exists() and not (into / "up").exists()
     assert len(notes) == 1 and "line?break" in notes[0] and "not fetched" in notes[0]
@@ -161,7 +161,7 @@ def test_fetch_sends_each_listed_file_once_verified_block_by_block(shell, job, t
                                       ("nope.pth", "is not in the results folder")])
 def test_a_path_through_a_link_or_absent_is_refused_on_the_cluster(shell, job, tmp_path, path, why):
     with pytest.raises(TaoError, match=why):
-        results_sh.fetch_files(Local(shell), str(job), [path], tmp_path, transfer(tmp_path))
+        results_shell.fetch_files(Local(shell), str(job), [path], tmp_path, transfer(tmp_path))
 
 
 #: SEND_FILES' third argument: "" lets it hand over to python3 (here: present), "sh" keeps the shell.
@@ -173,7 +173,7 @@ MODES = [pytest.param("", id="python3"), pytest.param("sh", id="sh")]
 def test_the_send_script_refuses_names_and_numbers_it_was_not_meant_to_get(shell, job, mode):
     for line in ("0 1 1 /etc/passwd\n", "0 1 1 ./a/../../../etc/passwd\n", "0 1 1 -rf\n", "x 1 1 ./-rf\n",
                  "0 $(id) 1 ./-rf\n"):
-        res = subprocess.run(shell + ["-c", results_sh.SEND_FILES, "tao", str(job), str(results_sh.BLOCK), mode],
+        res = subprocess.run(shell + ["-c", results_shell.SEND_FILES, "tao", str(job), str(results_shell.BLOCK), mode],
                              input=line.encode(), capture_output=True, timeout=60)
         assert res.returncode == 4 and res.stdout == b"", line
 
@@ -183,16 +183,16 @@ def test_the_send_script_refuses_names_and_numbers_it_was_not_meant_to_get(shell
 def test_the_send_script_resumes_only_a_file_that_did_not_change(shell, job, mode):
     f = job / "train" / "status.json"
     st = f.stat()
-    ask = f"{results_sh.DD_BLOCK} {st.st_size} {int(st.st_mtime)} ./train/status.json\n"
-    res = subprocess.run(shell + ["-c", results_sh.SEND_FILES, "tao", str(job), str(results_sh.BLOCK), mode],
+    ask = f"{results_shell.DD_BLOCK} {st.st_size} {int(st.st_mtime)} ./train/status.json\n"
+    res = subprocess.run(shell + ["-c", results_shell.SEND_FILES, "tao", str(job), str(results_shell.BLOCK), mode],
                          input=ask.encode(), capture_output=True, timeout=60)
     assert res.stdout.startswith(b"@@file ") and res.stdout.split(b" ")[2] == b"0"  # past the end: from 0
     big = job / "big.bin"
-    big.write_bytes(b"z" * (3 * results_sh.DD_BLOCK))
+    big.write_bytes(b"z" * (3 * results_shell.DD_BLOCK))
     st = big.stat()
-    for when, start in ((int(st.st_mtime), results_sh.DD_BLOCK), (int(st.st_mtime) - 5, 0)):
-        ask = f"{results_sh.DD_BLOCK} {st.st_size} {when} ./big.bin\n"
-        res = subprocess.run(shell + ["-c", results_sh.SEND_FILES, "tao", str(job), str(results_sh.BLOCK), mode],
+    for when, start in ((int(st.st_mtime), results_shell.DD_BLOCK), (int(st.st_mtime) - 5, 0)):
+        ask = f"{results_shell.DD_BLOCK} {st.st_size} {when} ./big.bin\n"
+        res = subprocess.run(shell + ["-c", results_shell.SEND_FILES, "tao", str(job), str(results_shell.BLOCK), mode],
                              input=ask.encode(), capture_output=True, timeout=60)
         head, _, rest = res.stdout.partition(b"\n")
         assert head.split(b" ")[1] == (b"crc32" if mode == "" else b"crc")
@@ -228,7 +228,7 @@ def test_a_file_rewritten_while_it_is_read_is_named_and_not_kept(job, tmp_path, 
     into = tmp_path / "into"
     seen = transfer(into)
     with pytest.raises(TaoError, match="train/status.json changed while being fetched"):
-        results_sh.fetch_files(Local(["/bin/sh"]), str(job), ["train/status.json", "a b.txt"], into, seen)
+        results_shell.fetch_files(Local(["/bin/sh"]), str(job), ["train/status.json", "a b.txt"], into, seen)
     assert not list(into.glob("**/status.json"))  # neither under its name nor as a temp copy
     assert (into / "a b.txt").read_text() == "space\n"
 
@@ -237,16 +237,16 @@ def test_a_file_rewritten_while_it_is_read_is_named_and_not_kept(job, tmp_path, 
 def test_remove_deletes_only_a_directory_named_as_asked(shell, job, tmp_path):
     sh = Local(shell)
     with pytest.raises(TaoError, match="is not named other"):
-        results_sh.remove_folder(sh, str(job), "other")
+        results_shell.remove_folder(sh, str(job), "other")
     (tmp_path / "link-1").symlink_to(job)
     with pytest.raises(TaoError, match="is not a directory"):
-        results_sh.remove_folder(sh, str(tmp_path / "link-1"), "link-1")
+        results_shell.remove_folder(sh, str(tmp_path / "link-1"), "link-1")
     with pytest.raises(TaoError, match="not an absolute folder"):
-        results_sh.remove_folder(sh, "job-1", "job-1")
+        results_shell.remove_folder(sh, "job-1", "job-1")
     assert job.is_dir()
-    assert results_sh.remove_folder(sh, str(job), "job-1") == f"deleted {job}"
+    assert results_shell.remove_folder(sh, str(job), "job-1") == f"deleted {job}"
     assert not job.exists() and (tmp_path / "secret").read_text() == "outside\n"  # a link's target is kept
-    assert "nothing to do" in results_sh.remove_folder(sh, str(job), "job-1")
+    assert "nothing to do" in results_shell.remove_folder(sh, str(job), "job-1")
 
 
 def test_an_unreadable_subfolder_is_a_note_not_a_failed_fetch(job, tmp_path, monkeypatch):
@@ -263,7 +263,7 @@ def test_an_unreadable_subfolder_is_a_note_not_a_failed_fetch(job, tmp_path, mon
     notes: list[str] = []
     into = tmp_path / "into"
     into.mkdir()
-    got = results_sh.fetch_files(Local(shell), str(job), ["train/status.json"], into, transfer(into, notes))
+    got = results_shell.fetch_files(Local(shell), str(job), ["train/status.json"], into, transfer(into, notes))
     assert [f.path for f in got] == ["train/status.json"] and (into / "train" / "status.json").is_file()
     assert len(notes) == 1 and "could not be read" in notes[0] and "\n" not in notes[0]
 
@@ -384,11 +384,11 @@ def test_the_send_script_refuses_a_folder_swapped_for_a_link_after_the_listing(s
     (job / "train").rename(job / "train-real")
     (job / "train").symlink_to(tmp_path / "outside")
     ask = f"0 {st.st_size} {int(st.st_mtime)} ./train/status.json\n"
-    res = subprocess.run(shell + ["-c", results_sh.SEND_FILES, "tao", str(job), str(results_sh.BLOCK), mode],
+    res = subprocess.run(shell + ["-c", results_shell.SEND_FILES, "tao", str(job), str(results_shell.BLOCK), mode],
                          input=ask.encode(), capture_output=True, timeout=60)
     assert res.stdout == b"@@outside ./train/status.json\n"
     with pytest.raises(TaoError, match="now leads out of the results folder"):
-        results_sh.receive(io.BytesIO(res.stdout), str(job), [results_sh.ResultFile("train/status.json", 1, 1.0)],
+        results_shell.receive(io.BytesIO(res.stdout), str(job), [results_shell.ResultFile("train/status.json", 1, 1.0)],
                            transfer(tmp_path / "into"))
 
 
@@ -463,9 +463,9 @@ def test_every_byte_value_arrives_whole_in_blocks_of_any_length(job, tmp_path, m
     """Files of 0 bytes, exactly one block, and blocks plus a tail: each byte value round-trips through each
     sender (python3 with the kernel sending, python3 writing from its buffer where the kernel cannot, the shell
     with cksum or md5sum) and the receiver's one reused buffer, whose reads straddle block ends."""
-    monkeypatch.setattr(results_sh, "BLOCK", results_sh.DD_BLOCK)
-    monkeypatch.setattr(results_sh, "READ_CHUNK", 300_001)  # reads that do not line up with blocks or files
-    sizes = {"empty.bin": 0, "one.bin": results_sh.DD_BLOCK, "tail.bin": 2 * results_sh.DD_BLOCK + 4097,
+    monkeypatch.setattr(results_shell, "BLOCK", results_shell.DD_BLOCK)
+    monkeypatch.setattr(results_shell, "READ_CHUNK", 300_001)  # reads that do not line up with blocks or files
+    sizes = {"empty.bin": 0, "one.bin": results_shell.DD_BLOCK, "tail.bin": 2 * results_shell.DD_BLOCK + 4097,
              "small.bin": 7}
     for name, size in sizes.items():
         (job / name).write_bytes(every_byte(size))
@@ -475,18 +475,18 @@ def test_every_byte_value_arrives_whole_in_blocks_of_any_length(job, tmp_path, m
         monkeypatch.setenv("PATH", without(tmp_path, *{"cksum": ["python3"], "md5sum": ["python3", "cksum"]}[sender]))
     into = tmp_path / "into"
     seen = transfer(into)
-    results_sh.fetch_files(Local(["/bin/sh"]), str(job), list(sizes), into, seen)
+    results_shell.fetch_files(Local(["/bin/sh"]), str(job), list(sizes), into, seen)
     for name, size in sizes.items():
         assert (into / name).read_bytes() == every_byte(size), name
     alg = {"python3": "crc32", "python3-write": "crc32", "cksum": "crc", "md5sum": "md5"}[sender]
-    assert {seen.fetched[n].verified for n in sizes if sizes[n]} == {results_sh.VERIFIED[alg]}
+    assert {seen.fetched[n].verified for n in sizes if sizes[n]} == {results_shell.VERIFIED[alg]}
     assert seen.meter.done == sum(sizes.values())
 
 
 def stream_of(job: Path, names: list[str], mode: str = "") -> bytes:
     """SEND_FILES' whole answer for ``names`` (each from byte 0)."""
     ask = "".join(f"0 {(job / n).stat().st_size} {int((job / n).stat().st_mtime)} ./{n}\n" for n in names)
-    res = subprocess.run(["/bin/sh", "-c", results_sh.SEND_FILES, "tao", str(job), str(results_sh.DD_BLOCK), mode],
+    res = subprocess.run(["/bin/sh", "-c", results_shell.SEND_FILES, "tao", str(job), str(results_shell.DD_BLOCK), mode],
                          input=ask.encode(), capture_output=True, timeout=60, check=True)
     return res.stdout
 
@@ -494,9 +494,9 @@ def stream_of(job: Path, names: list[str], mode: str = "") -> bytes:
 def data_at(stream: bytes, at: int) -> int:
     """Where byte ``at`` of the (one) file's content is in a SEND_FILES stream of blocks of DD_BLOCK bytes."""
     pos = stream.index(b"\n") + 1
-    while at >= results_sh.DD_BLOCK:
-        pos = stream.index(b"\n", pos + results_sh.DD_BLOCK) + 1  # past the block and its @@sum line
-        at -= results_sh.DD_BLOCK
+    while at >= results_shell.DD_BLOCK:
+        pos = stream.index(b"\n", pos + results_shell.DD_BLOCK) + 1  # past the block and its @@sum line
+        at -= results_shell.DD_BLOCK
     return pos + at
 
 
@@ -506,46 +506,46 @@ def test_one_changed_byte_anywhere_in_a_block_is_refused_and_nothing_kept(job, t
     (every block is checked, also after the first), or the stream cut short."""
     from taobank.contract import ResultFile
 
-    monkeypatch.setattr(results_sh, "BLOCK", results_sh.DD_BLOCK)
-    size = 2 * results_sh.DD_BLOCK + 10
+    monkeypatch.setattr(results_shell, "BLOCK", results_shell.DD_BLOCK)
+    size = 2 * results_shell.DD_BLOCK + 10
     (job / "big.pth").write_bytes(every_byte(size))
     st = (job / "big.pth").stat()
     f = ResultFile("big.pth", size, float(int(st.st_mtime)))
     good = stream_of(job, ["big.pth"], mode)
     assert good[data_at(good, size - 1) + 1:].startswith(b"@@sum ")
-    for at in (0, results_sh.DD_BLOCK // 2, results_sh.DD_BLOCK - 1, results_sh.DD_BLOCK + 5, size - 1):
+    for at in (0, results_shell.DD_BLOCK // 2, results_shell.DD_BLOCK - 1, results_shell.DD_BLOCK + 5, size - 1):
         bad = bytearray(good)
         bad[data_at(good, at)] ^= 0x01
         into = tmp_path / f"into-{at}"
         seen = transfer(into)
         with pytest.raises(TaoError, match="differ from the bytes read on the cluster"):
-            results_sh.receive(io.BytesIO(bytes(bad)), str(job), [f], seen)
+            results_shell.receive(io.BytesIO(bytes(bad)), str(job), [f], seen)
         assert not [p for p in into.rglob("big.pth")], at  # neither the final name nor a staged copy
     into = tmp_path / "into-cut"
     seen = transfer(into)
     with pytest.raises(TaoError, match="broke off"):
-        results_sh.receive(io.BytesIO(good[:data_at(good, results_sh.DD_BLOCK + 100)]), str(job), [f], seen)
-    results_sh.receive(io.BytesIO(good), str(job), [f], transfer(tmp_path / "into-good"))
+        results_shell.receive(io.BytesIO(good[:data_at(good, results_shell.DD_BLOCK + 100)]), str(job), [f], seen)
+    results_shell.receive(io.BytesIO(good), str(job), [f], transfer(tmp_path / "into-good"))
     assert (tmp_path / "into-good" / "big.pth").read_bytes() == every_byte(size)
 
 
 def test_a_file_rewritten_between_its_digest_and_its_send_is_refused(job, tmp_path, monkeypatch):
     """The kernel sends the bytes again from the file: a rewrite in between gives bytes the digest does not match,
     and nothing of the file is kept."""
-    monkeypatch.setattr(results_sh, "BLOCK", results_sh.DD_BLOCK)
-    (job / "big.pth").write_bytes(every_byte(results_sh.DD_BLOCK + 10))
+    monkeypatch.setattr(results_shell, "BLOCK", results_shell.DD_BLOCK)
+    (job / "big.pth").write_bytes(every_byte(results_shell.DD_BLOCK + 10))
     site(tmp_path, monkeypatch, REWRITE_BEFORE_SEND)
     into = tmp_path / "into"
     with pytest.raises(TaoError, match="big.pth: the bytes received differ"):
-        results_sh.fetch_files(Local(["/bin/sh"]), str(job), ["big.pth"], into, transfer(into))
+        results_shell.fetch_files(Local(["/bin/sh"]), str(job), ["big.pth"], into, transfer(into))
     assert not list(into.rglob("big.pth"))
 
 
 def test_a_fetch_cut_off_resumes_from_its_last_verified_block(job, tmp_path, monkeypatch):
     """The stream breaks inside the third block: the first two stay verified, the rerun asks from there and the
     file ends whole (the python3 sender starts at the offset asked)."""
-    monkeypatch.setattr(results_sh, "BLOCK", results_sh.DD_BLOCK)
-    size = 3 * results_sh.DD_BLOCK + 123
+    monkeypatch.setattr(results_shell, "BLOCK", results_shell.DD_BLOCK)
+    size = 3 * results_shell.DD_BLOCK + 123
     (job / "big.pth").write_bytes(every_byte(size))
     into = tmp_path / "into"
     asked: list[str] = []
@@ -563,13 +563,13 @@ def test_a_fetch_cut_off_resumes_from_its_last_verified_block(job, tmp_path, mon
             yield io.BytesIO(data if self.cut is None else data[:self.cut])
 
     with pytest.raises(TaoError, match="broke off"):
-        results_sh.fetch_files(Cut(2 * results_sh.DD_BLOCK + 5000), str(job), ["big.pth"], into, transfer(into))
+        results_shell.fetch_files(Cut(2 * results_shell.DD_BLOCK + 5000), str(job), ["big.pth"], into, transfer(into))
     assert not (into / "big.pth").exists()
     seen = transfer(into)
-    results_sh.fetch_files(Cut(None), str(job), ["big.pth"], into, seen)
-    assert asked[1].startswith(f"{2 * results_sh.DD_BLOCK} {size} ")
+    results_shell.fetch_files(Cut(None), str(job), ["big.pth"], into, seen)
+    assert asked[1].startswith(f"{2 * results_shell.DD_BLOCK} {size} ")
     assert (into / "big.pth").read_bytes() == every_byte(size)
-    assert seen.fetched["big.pth"].moved == size - 2 * results_sh.DD_BLOCK
+    assert seen.fetched["big.pth"].moved == size - 2 * results_shell.DD_BLOCK
 
 
 def test_the_receiver_widens_the_pipe_it_reads_and_leaves_anything_else_alone():
@@ -579,10 +579,10 @@ def test_the_receiver_widens_the_pipe_it_reads_and_leaves_anything_else_alone():
 
     r, w = os.pipe()
     with open(r, "rb") as out:
-        results_sh._widen(out)
-        assert fcntl.fcntl(out.fileno(), fcntl.F_GETPIPE_SZ) == results_sh.PIPE_BYTES
+        results_shell._widen(out)
+        assert fcntl.fcntl(out.fileno(), fcntl.F_GETPIPE_SZ) == results_shell.PIPE_BYTES
     os.close(w)
-    results_sh._widen(io.BytesIO(b"x"))
+    results_shell._widen(io.BytesIO(b"x"))
 
 
 def test_the_sender_waits_on_a_non_blocking_stdout_instead_of_breaking_off(job, tmp_path):
@@ -596,7 +596,7 @@ def test_the_sender_waits_on_a_non_blocking_stdout_instead_of_breaking_off(job, 
     st = big.stat()
     r, w = os.pipe()
     fcntl.fcntl(w, fcntl.F_SETFL, fcntl.fcntl(w, fcntl.F_GETFL) | os.O_NONBLOCK)
-    proc = subprocess.Popen(["/bin/sh", "-c", results_sh.SEND_FILES, "tao", str(job), str(1 << 20), ""],
+    proc = subprocess.Popen(["/bin/sh", "-c", results_shell.SEND_FILES, "tao", str(job), str(1 << 20), ""],
                             stdin=subprocess.PIPE, stdout=w, stderr=subprocess.PIPE)
     os.close(w)
     assert proc.stdin is not None

@@ -359,7 +359,7 @@ def test_slurm_sweep_best_lists_every_trial_in_one_remote_command(slurm, tmp_pat
     import subprocess
     from pathlib import Path
 
-    from taobank import results_sh
+    from taobank import results_shell
 
     monkeypatch.setenv("SLURM_BASE_RESULTS_DIR", str(tmp_path / "base"))
     slurm.ssh("STAGE_MANY")
@@ -373,7 +373,7 @@ def test_slurm_sweep_best_lists_every_trial_in_one_remote_command(slurm, tmp_pat
                         f"fake.best_val={v}"], check=True, capture_output=True)
 
     def login(call):
-        p = subprocess.run(["sh", "-c", results_sh.LIST_MANY, "tao", *call.args], capture_output=True, text=True)
+        p = subprocess.run(["sh", "-c", results_shell.LIST_MANY, "tao", *call.args], capture_output=True, text=True)
         return ok(p.stdout, p.returncode, p.stderr)
 
     slurm.ssh("LIST_MANY", login)

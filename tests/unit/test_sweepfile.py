@@ -91,7 +91,7 @@ def test_numbers_become_safe_words_or_one_line_errors(value):
 
 
 def test_the_override_rule_is_written_once():
-    """One regex per concept: sweepfile checks a trial's overrides with taoargs' rule, and the record schema's
+    """One regex per concept: sweepfile checks a trial's overrides with tao_command' rule, and the record schema's
     patterns (which the record store checks) say the same (anchored)."""
     import json
     from pathlib import Path
@@ -99,7 +99,7 @@ def test_the_override_rule_is_written_once():
     root = Path(__file__).resolve().parents[2]
     literal = sweepfile.VALUE.pattern
     holders = [p.relative_to(root).as_posix() for p in (root / "scripts").rglob("*.py") if literal in p.read_text()]
-    assert holders == ["scripts/taobank/taoargs.py"]
+    assert holders == ["scripts/taobank/tao_command.py"]
     ov = json.loads((root / "schemas" / "job-record.schema.json").read_text())["properties"]["overrides"]
     assert ov["additionalProperties"]["pattern"] == "^" + sweepfile.VALUE.pattern
     assert ov["propertyNames"]["pattern"] == "^" + sweepfile.KEY.pattern

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hst
 
-from taobank import taoargs
+from taobank import tao_command
 from taobank.errors import TaoError
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
@@ -24,17 +24,17 @@ def dino(command, action="train", **extra):
 
 
 def test_a_tao_command_gets_the_gpus_and_nodes_it_is_given():
-    assert taoargs.with_gpu_args(dino(["dino", "train", "-e", "/s.yaml"]), 8, 1)["command"] == \
+    assert tao_command.with_gpu_args(dino(["dino", "train", "-e", "/s.yaml"]), 8, 1)["command"] == \
         ["dino", "train", "-e", "/s.yaml", "train.num_gpus=8"]
-    assert taoargs.with_gpu_args(dino(["dino", "train", "-e", "/s.yaml"]), 4, 2)["command"][-2:] == \
+    assert tao_command.with_gpu_args(dino(["dino", "train", "-e", "/s.yaml"]), 4, 2)["command"][-2:] == \
         ["train.num_gpus=4", "train.num_nodes=2"]
     # shell text: quoted words at the end; Kubernetes argv in args
-    assert taoargs.with_gpu_args(dino("dino train -e '/my specs/s.yaml'"), 2, 1)["command"] == \
+    assert tao_command.with_gpu_args(dino("dino train -e '/my specs/s.yaml'"), 2, 1)["command"] == \
         "dino train -e '/my specs/s.yaml' train.num_gpus=2"
-    assert taoargs.with_gpu_args({"network_arch": "dino", "action": "evaluate", "args": ["dino", "evaluate"]},
+    assert tao_command.with_gpu_args({"network_arch": "dino", "action": "evaluate", "args": ["dino", "evaluate"]},
                                  2, 1)["args"] == ["dino", "evaluate", "evaluate.num_gpus=2"]
     # distill reads its GPUs from train (TAO's entrypoint says so); a full path to the entrypoint is the same
-    assert taoargs.gpu_args(dino(["/usr/local/bin/dino", "distill"], action="distill"), 2, 1) == ["train.num_gpus=2"]
+    assert tao_command.gpu_args(dino(["/usr/local/bin/dino", "distill"], action="distill"), 2, 1) == ["train.num_gpus=2"]
 
 
 @pytest.mark.parametrize("spec", [
@@ -45,36 +45,36 @@ def test_a_tao_command_gets_the_gpus_and_nodes_it_is_given():
     dino(["dino"]),
 ])
 def test_other_commands_are_left_as_they_are(spec):
-    assert taoargs.gpu_args(spec, 8, 2) == []
-    assert taoargs.with_gpu_args(spec, 8, 2) == spec
+    assert tao_command.gpu_args(spec, 8, 2) == []
+    assert tao_command.with_gpu_args(spec, 8, 2) == spec
 
 
 def test_no_gpus_no_words():
-    assert taoargs.gpu_args(dino(["dino", "train"]), 0, 1) == []
+    assert tao_command.gpu_args(dino(["dino", "train"]), 0, 1) == []
 
 
 def test_the_commands_own_values_are_kept_when_they_agree_and_refused_when_not():
     agree = dino(["dino", "train", "train.num_gpus=2", "train.gpu_ids=[0,1]", "train.num_nodes=2"])
-    assert taoargs.gpu_args(agree, 2, 2) == []
-    assert taoargs.gpu_args(dino(["dino", "train", "num_gpus=2"]), 2, 1) == []  # TAO finds it by substring too
-    assert taoargs.gpu_args(dino(["dino", "train", "train.gpu_ids=[0,1]"]), 2, 1) == ["train.num_gpus=2"]
+    assert tao_command.gpu_args(agree, 2, 2) == []
+    assert tao_command.gpu_args(dino(["dino", "train", "num_gpus=2"]), 2, 1) == []  # TAO finds it by substring too
+    assert tao_command.gpu_args(dino(["dino", "train", "train.gpu_ids=[0,1]"]), 2, 1) == ["train.num_gpus=2"]
     for words, gpus, nodes, named in [
         (["train.num_gpus=4"], 8, 1, "train.num_gpus=4"),
         (["train.gpu_ids=[0]"], 2, 1, "train.gpu_ids=[0]"),
         (["train.num_nodes=1"], 2, 2, "train.num_nodes=1"),
     ]:
         with pytest.raises(TaoError) as err:
-            taoargs.gpu_args(dino(["dino", "train", *words]), gpus, nodes)
+            tao_command.gpu_args(dino(["dino", "train", *words]), gpus, nodes)
         line = str(err.value)
         assert named in line and "\n" not in line and ("--gpus-per-node" in line or "--nodes" in line)
     with pytest.raises(TaoError, match="not a whole number"):
-        taoargs.gpu_args(dino(["dino", "train", "train.num_gpus=two"]), 2, 1)
+        tao_command.gpu_args(dino(["dino", "train", "train.num_gpus=two"]), 2, 1)
     with pytest.raises(TaoError, match="not a list of GPU indices"):
-        taoargs.gpu_args(dino(["dino", "train", "train.gpu_ids=[a]"]), 2, 1)
+        tao_command.gpu_args(dino(["dino", "train", "train.gpu_ids=[a]"]), 2, 1)
 
 
 _word = hst.text(hst.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=20).filter(
-    lambda w: not any(k in w for k in taoargs.GPU_KEYS) and not set(w) <= set(";&|<>()"))
+    lambda w: not any(k in w for k in tao_command.GPU_KEYS) and not set(w) <= set(";&|<>()"))
 
 
 @settings(max_examples=200, deadline=None)
@@ -83,7 +83,7 @@ _word = hst.text(hst.characters(blacklist_categories=("Cs", "Cc")), min_size=1, 
 def test_any_command_keeps_its_words_and_gains_only_the_counts(words, gpus, nodes, as_text):
     argv = ["dino", "train", *words]
     spec = dino(shlex.join(argv) if as_text else argv)
-    out = taoargs.with_gpu_args(spec, gpus, nodes)["command"]
+    out = tao_command.with_gpu_args(spec, gpus, nodes)["command"]
     got = shlex.split(out) if as_text else out
     expected = [f"train.num_gpus={gpus}"] + ([f"train.num_nodes={nodes}"] if nodes > 1 else [])
     assert got == argv + expected
@@ -140,23 +140,23 @@ def test_docker_dry_run_carries_the_count(tmp_path):
 
 def test_shell_text_gets_words_only_where_they_reach_its_one_command():
     """A YAML block's trailing newline is dropped; a comment or a second line would swallow or strand the words."""
-    assert taoargs.with_gpu_args(dino("dino train -e /s.yaml\n"), 2, 1)["command"] == \
+    assert tao_command.with_gpu_args(dino("dino train -e /s.yaml\n"), 2, 1)["command"] == \
         "dino train -e /s.yaml train.num_gpus=2"
     for text in ("dino train -e /s.yaml # 8 GPUs", "dino train -e /s.yaml\necho done"):
         with pytest.raises(TaoError, match="cannot be added to it safely: give the command as an argv list"):
-            taoargs.append_args(dino(text), ["train.optim.lr=0.1"])
+            tao_command.append_args(dino(text), ["train.optim.lr=0.1"])
     with pytest.raises(TaoError, match="argv list"):
-        taoargs.with_gpu_args(dino("dino train -e /s.yaml # note"), 2, 1)
-    assert taoargs.gpu_args(dino("dino train -e /s.yaml\necho done"), 2, 1) == []  # which line is TAO's?
+        tao_command.with_gpu_args(dino("dino train -e /s.yaml # note"), 2, 1)
+    assert tao_command.gpu_args(dino("dino train -e /s.yaml\necho done"), 2, 1) == []  # which line is TAO's?
 
 
 def test_a_tao_command_the_bank_cannot_add_to_gets_a_warning_line():
     for text in ("cd /w && dino train -e /s.yaml", "dino train -e /s.yaml\necho done", "FOO=1 /usr/bin/dino train"):
-        line = taoargs.unseen_warning(dino(text))
+        line = tao_command.unseen_warning(dino(text))
         assert line and line.startswith("warning: ") and "train.num_gpus=N" in line, text
     for spec in (dino(["dino", "train"]), dino("cd /w && dino train train.num_gpus=2"), dino("python3 x.py"),
                  dino(["dino", "export"], action="export")):
-        assert taoargs.unseen_warning(spec) is None, spec
+        assert tao_command.unseen_warning(spec) is None, spec
 
 
 # ------------------------------------------------------------------ the keys TAO's schema has, per network
@@ -167,37 +167,37 @@ def pp(action, *words, **extra):
 def test_only_the_keys_the_networks_schema_has_are_added():
     """TAO's Hydra runner refuses a key its schema lacks ("Key num_gpus not in PPEvalConfig"): pointpillars'
     evaluate and inference take no GPU count, its train takes one but no node count."""
-    assert taoargs.gpu_args(pp("evaluate", "-e", "/s.yaml"), 2, 1) == []
-    assert taoargs.gpu_args(pp("inference", "-e", "/s.yaml"), 2, 1) == []
-    assert taoargs.gpu_args(pp("train", "-e", "/s.yaml"), 2, 1) == ["train.num_gpus=2"]
+    assert tao_command.gpu_args(pp("evaluate", "-e", "/s.yaml"), 2, 1) == []
+    assert tao_command.gpu_args(pp("inference", "-e", "/s.yaml"), 2, 1) == []
+    assert tao_command.gpu_args(pp("train", "-e", "/s.yaml"), 2, 1) == ["train.num_gpus=2"]
     with pytest.raises(TaoError) as err:
-        taoargs.gpu_args(pp("train", "-e", "/s.yaml"), 2, 2)
+        tao_command.gpu_args(pp("train", "-e", "/s.yaml"), 2, 2)
     line = str(err.value)
     assert "pointpillars train has no train.num_nodes" in line and "--nodes 1" in line and "\n" not in line
 
 
 def test_a_network_the_pinned_tao_does_not_know_gets_no_keys_and_one_warning_line():
     spec = {"network_arch": "yolo_v4", "action": "train", "command": ["yolo_v4", "train", "-e", "/s.yaml"]}
-    assert taoargs.gpu_args(spec, 2, 1) == [] and taoargs.results_args(spec, "/r/j") == []
-    line = taoargs.unseen_warning(spec)
+    assert tao_command.gpu_args(spec, 2, 1) == [] and tao_command.results_args(spec, "/r/j") == []
+    line = tao_command.unseen_warning(spec)
     assert line and line.startswith("warning: TAO 6.26.3 has no network yolo_v4") and "\n" not in line
-    assert taoargs.unseen_warning(dino(["dino", "train"])) is None
+    assert tao_command.unseen_warning(dino(["dino", "train"])) is None
 
 
 # ------------------------------------------------------------------ network and action from the command
 @pytest.mark.parametrize("given", [{}, {"network_arch": "custom", "action": "run"}, {"network_arch": "dino"},
                                    {"action": "train"}, {"network_arch": "dino", "action": "train"}])
 def test_a_tao_command_names_its_network_and_action(given):
-    out = taoargs.identified({**given, "command": ["dino", "train", "-e", "/s.yaml"]})
+    out = tao_command.identified({**given, "command": ["dino", "train", "-e", "/s.yaml"]})
     assert (out["network_arch"], out["action"]) == ("dino", "train")
-    assert taoargs.identified({**given, "command": "/usr/local/bin/dino train -e /s.yaml"})["network_arch"] == "dino"
+    assert tao_command.identified({**given, "command": "/usr/local/bin/dino train -e /s.yaml"})["network_arch"] == "dino"
 
 
 @pytest.mark.parametrize("given,flag", [({"network_arch": "rtdetr"}, "--network-arch rtdetr"),
                                         ({"action": "evaluate"}, "--action evaluate")])
 def test_flags_that_contradict_the_command_are_refused_in_one_line(given, flag):
     with pytest.raises(TaoError) as err:
-        taoargs.identified({**given, "command": ["dino", "train", "-e", "/s.yaml"]})
+        tao_command.identified({**given, "command": ["dino", "train", "-e", "/s.yaml"]})
     line = str(err.value)
     assert line.startswith(flag) and "runs dino train" in line and "\n" not in line
 
@@ -206,24 +206,24 @@ def test_flags_that_contradict_the_command_are_refused_in_one_line(given, flag):
                                      ["dino", "--help"]])
 def test_other_commands_name_nothing(command):
     spec = {"network_arch": "custom", "action": "run", "command": command}
-    assert taoargs.identified(spec) == spec
+    assert tao_command.identified(spec) == spec
 
 
 # ------------------------------------------------------------------ results_dir: the job's folder, one rule
 def test_a_tao_command_writes_into_the_jobs_folder():
-    assert taoargs.results_args(dino(["dino", "train", "-e", "/s.yaml"]), "/r/job-1/") == ["results_dir=/r/job-1"]
+    assert tao_command.results_args(dino(["dino", "train", "-e", "/s.yaml"]), "/r/job-1/") == ["results_dir=/r/job-1"]
     for same in ("results_dir=/r/job-1", "results_dir=/r/job-1/"):
-        assert taoargs.results_args(dino(["dino", "train", same]), "/r/job-1") == [], same
-    assert taoargs.results_args(dino("dino train -e /s.yaml results_dir=$RESULTS_DIR"), "/r/job-1") == []
-    assert taoargs.results_args(dino(["python3", "train.py"]), "/r/job-1") == []   # not TAO's entrypoint
-    assert taoargs.results_args(dino(["dino", "train"]), None) == []               # a job that keeps no folder
-    assert taoargs.with_results_dir(dino("dino train -e '/my specs/s.yaml'"), "/r/j")["command"] == \
+        assert tao_command.results_args(dino(["dino", "train", same]), "/r/job-1") == [], same
+    assert tao_command.results_args(dino("dino train -e /s.yaml results_dir=$RESULTS_DIR"), "/r/job-1") == []
+    assert tao_command.results_args(dino(["python3", "train.py"]), "/r/job-1") == []   # not TAO's entrypoint
+    assert tao_command.results_args(dino(["dino", "train"]), None) == []               # a job that keeps no folder
+    assert tao_command.with_results_dir(dino("dino train -e '/my specs/s.yaml'"), "/r/j")["command"] == \
         "dino train -e '/my specs/s.yaml' results_dir=/r/j"
 
 
 def test_a_command_naming_another_folder_is_refused_in_one_line_naming_both():
     with pytest.raises(TaoError) as err:
-        taoargs.results_args(dino(["dino", "train", "results_dir=/elsewhere"]), "/r/job-1")
+        tao_command.results_args(dino(["dino", "train", "results_dir=/elsewhere"]), "/r/job-1")
     line = str(err.value)
     assert "results_dir=/elsewhere" in line and "/r/job-1" in line and "\n" not in line
 
@@ -294,15 +294,15 @@ def test_bad_input_is_refused_in_one_line_and_nothing_is_made(platform, words, e
 
 def test_a_tao_spec_file_naming_another_folder_is_refused_in_one_line():
     for text in ("epochs: 3\n", "results_dir: /r/job-1/\n", "results_dir: ${oc.env:RESULTS_DIR}\n", "[unclosed"):
-        taoargs.check_spec_results_dir("train.yaml", text, "/r/job-1")
-    taoargs.check_spec_results_dir("train.yaml", "results_dir: /r/dino_x_1\n", "/r/{id}")  # id not minted yet
+        tao_command.check_spec_results_dir("train.yaml", text, "/r/job-1")
+    tao_command.check_spec_results_dir("train.yaml", "results_dir: /r/dino_x_1\n", "/r/{id}")  # id not minted yet
     with pytest.raises(TaoError) as err:
-        taoargs.check_spec_results_dir("train.yaml", "results_dir: /results\n", "/r/{id}")
+        tao_command.check_spec_results_dir("train.yaml", "results_dir: /results\n", "/r/{id}")
     line = str(err.value)
     assert "train.yaml sets results_dir: /results" in line and "/r/<job id>" in line and "\n" not in line
-    assert taoargs.spec_file_word(dino(["dino", "train", "-e", "{specs}/t.yaml"])) == "{specs}/t.yaml"
-    assert taoargs.spec_file_word(dino(["dino", "train", "--experiment_spec_file={specs}/t.yaml"])) == "{specs}/t.yaml"
-    assert taoargs.spec_file_word(dino(["python3", "-e", "x"])) is None
+    assert tao_command.spec_file_word(dino(["dino", "train", "-e", "{specs}/t.yaml"])) == "{specs}/t.yaml"
+    assert tao_command.spec_file_word(dino(["dino", "train", "--experiment_spec_file={specs}/t.yaml"])) == "{specs}/t.yaml"
+    assert tao_command.spec_file_word(dino(["python3", "-e", "x"])) is None
 
 
 def test_slurm_refuses_an_uploaded_tao_spec_naming_another_folder(tmp_path):
@@ -323,16 +323,16 @@ def test_a_variable_only_counts_where_something_expands_it():
     ``$(RESULTS_DIR)`` in a Kubernetes pod's words, a shell ``$RESULTS_DIR`` in shell text."""
     for word in ("results_dir=$RESULTS_DIR", "results_dir=$(RESULTS_DIR)"):
         with pytest.raises(TaoError, match="not expanded in an argv list"):
-            taoargs.results_args(dino(["dino", "train", word]), "/r/j")
-    assert taoargs.results_args(dino(["dino", "train", "results_dir=$(RESULTS_DIR)"]), "/r/j", kubelet=True) == []
-    assert taoargs.results_args({**dino(None), "args": ["dino", "train", "results_dir=$(RESULTS_DIR)"]}, "/r/j",
+            tao_command.results_args(dino(["dino", "train", word]), "/r/j")
+    assert tao_command.results_args(dino(["dino", "train", "results_dir=$(RESULTS_DIR)"]), "/r/j", kubelet=True) == []
+    assert tao_command.results_args({**dino(None), "args": ["dino", "train", "results_dir=$(RESULTS_DIR)"]}, "/r/j",
                                 kubelet=True) == []
-    assert taoargs.results_args(dino("dino train results_dir=${RESULTS_DIR}"), "/r/j") == []
-    assert taoargs.results_args(dino('dino train "results_dir=$RESULTS_DIR"'), "/r/j") == []
+    assert tao_command.results_args(dino("dino train results_dir=${RESULTS_DIR}"), "/r/j") == []
+    assert tao_command.results_args(dino('dino train "results_dir=$RESULTS_DIR"'), "/r/j") == []
     for text in ("dino train 'results_dir=$RESULTS_DIR'", "dino train results_dir='$RESULTS_DIR'"):
         with pytest.raises(TaoError, match="in single quotes, which the shell does not expand"):
-            taoargs.results_args(dino(text), "/r/j")
-    assert taoargs.results_args({**dino(None), "args": [
+            tao_command.results_args(dino(text), "/r/j")
+    assert tao_command.results_args({**dino(None), "args": [
         "dino", "train", "results_dir=$(TAO_API_RESULTS_DIR)/$(TAO_API_JOB_ID)"]}, "/r/j", kubelet=True) == []
 
 

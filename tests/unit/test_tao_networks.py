@@ -109,7 +109,7 @@ def test_the_kpis_a_network_logs_are_taos_own_list():
 
 
 def test_the_helpers_never_import_taos_packages():
-    code = ("import sys; sys.path.insert(0, 'scripts'); from taobank import taoargs; "
-            "taoargs.gpu_args({'network_arch': 'dino', 'action': 'train', 'command': ['dino', 'train']}, 2, 1); "
+    code = ("import sys; sys.path.insert(0, 'scripts'); from taobank import tao_command; "
+            "tao_command.gpu_args({'network_arch': 'dino', 'action': 'train', 'command': ['dino', 'train']}, 2, 1); "
             "assert not [m for m in sys.modules if m.startswith(('nvidia_tao', 'omegaconf'))]")
     subprocess.run([sys.executable, "-c", code], cwd=BANK, check=True, timeout=60)

@@ -166,14 +166,14 @@ def test_of_types_a_mapping_by_its_schema_keys_and_keeps_a_typed_spec():
 @pytest.mark.parametrize("command", ["dino train -e /s.yaml", ["dino", "train", "-e", "/s.yaml"], "echo x",
                                      ["dino", "train", "train.num_gpus=2"]])
 def test_with_gpu_args_is_the_dict_rule_on_the_typed_spec(platform, command):
-    from taobank import taoargs
+    from taobank import tao_command
     from taobank.errors import TaoError
     from taobank import platform as contract
 
     cls = contract.get(platform).spec_type
     spec = cls.from_dict({"image": "i", "command": command, "network_arch": "dino", "action": "train"})
     try:
-        want = spec.updated(taoargs.with_gpu_args(spec.to_dict(), 2, 1))
+        want = spec.updated(tao_command.with_gpu_args(spec.to_dict(), 2, 1))
     except TaoError as exc:
         with pytest.raises(TaoError, match=str(exc)[:40].replace("[", r"\[").replace(".", r"\.")):
             spec.with_gpu_args(2, 1)

@@ -99,7 +99,7 @@ def values_of(args: argparse.Namespace, platform: str) -> dict[str, Any]:
 
 def spec_from_args(args: argparse.Namespace, platform: str) -> dict:
     """``--spec`` merged with the flags (flags win), validated by the platform; the network and action a TAO
-    command names (``dino train ...``) fill the ones neither gives (:func:`taobank.taoargs.identified`)."""
-    from .. import taoargs
+    command names (``dino train ...``) fill the ones neither gives (:func:`taobank.tao_command.identified`)."""
+    from .. import tao_command
 
-    return taoargs.identified(declaration(platform).spec_from_flags(args.spec, values_of(args, platform)))
+    return tao_command.identified(declaration(platform).spec_from_flags(args.spec, values_of(args, platform)))

@@ -598,17 +598,17 @@ def checked_preview(platform: str, preview: Callable, check: bool) -> Callable:
     not run (:data:`taobank.pipeline.UNCHECKED`); with it, the submit's read-only checks first
     (:func:`taobank.pipeline.dry_run`): what passed and what was still not checked (a credential not set here)."""
     def run(spec: dict, opts):  # type: ignore[no-untyped-def]
-        from .. import pipeline, taoargs
+        from .. import pipeline, tao_command
         from ..contract import Gate
 
         if not check:  # the spec check contacts nothing: it runs in every dry run
             gate = Gate()
-            pipeline.check_specs(core.get(platform), [taoargs.identified(spec)], opts, gate)
+            pipeline.check_specs(core.get(platform), [tao_command.identified(spec)], opts, gate)
             text = preview(spec, opts)
             print(pipeline.UNCHECKED, file=sys.stderr)
             for line in gate.notes():
                 print(one_line(line), file=sys.stderr)
-            warning = taoargs.unseen_warning(spec)  # a submit says it among its gate lines
+            warning = tao_command.unseen_warning(spec)  # a submit says it among its gate lines
             if warning:
                 print(warning, file=sys.stderr)
             return text

@@ -62,13 +62,13 @@ def needed(tool: str, arguments: Any) -> list[str]:
 def _saved(job: Any) -> dict:
     """The saved options of job ``job`` with its saved spec's ``secrets`` (what ``continue`` submits again);
     empty where none was kept (the helper says so)."""
-    from .. import records, savedspec
+    from .. import records, saved_specs
 
     if not isinstance(job, str):
         return {}
     try:
         records.load(job)  # a job id, of a job of these records (never a path)
-        spec, options = savedspec.load(job)
+        spec, options = saved_specs.load(job)
     except TaoError:
         return {}
     return {**options, "secrets": spec.get("secrets")}

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, cast
 
-from .. import fsio, names, registry, safeparse, states
+from .. import fsio, names, registry, bounded_parse, states
 from ..errors import TaoError
 from ..redact import shown
 from . import shape
@@ -187,7 +187,7 @@ def read(path: Path) -> dict[str, Any]:
     if _WHOLE.get(str(path)) == raw:  # these very bytes were found whole already: parse them, no second check
         return cast(dict[str, Any], json.loads(raw))
     try:
-        rec = safeparse.json_value(raw, f"job record {path}")
+        rec = bounded_parse.json_value(raw, f"job record {path}")
     except TaoError as exc:
         raise TaoError(f"{exc}: restore it or remove it") from None
     problem = shape.damage(rec, path.stem)

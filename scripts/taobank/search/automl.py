@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import specs, taoargs, taonetworks
+from .. import specs, tao_command, taonetworks
 from ..errors import UsageError
 from .space import Param
 
@@ -135,9 +135,9 @@ def default(network: str, action: str) -> Default:
 
 def of_job(spec: dict) -> Default:
     """:func:`default` of the network and action a job runs (its command, or ``--network-arch``/``--action``)."""
-    job = taoargs.identified(dict(spec))
+    job = tao_command.identified(dict(spec))
     network, action = str(job.get("network_arch") or ""), str(job.get("action") or "")
-    if network in ("", taoargs.GENERIC["network_arch"]):
+    if network in ("", tao_command.GENERIC["network_arch"]):
         raise UsageError("a search without --space takes TAO's AutoML keys of the job's network: give --network-arch "
                          "(or a command that runs TAO's entrypoint, dino train ...), or --space KEY=loguniform(a,b)")
     return default(network, action)
@@ -146,7 +146,7 @@ def of_job(spec: dict) -> Default:
 def check_kpi(spec: dict, kpi: str) -> None:
     """Refuse (one line listing what it logs) a KPI the job's network does not log, TAO's own list, for a job that
     runs the pinned TAO's entrypoint (the spec check's jobs: ``--no-spec-check`` skips both, for a custom build)."""
-    found = taoargs.tao_command(taoargs.identified(dict(spec)))
+    found = tao_command.tao_command(tao_command.identified(dict(spec)))
     if found is None or taonetworks.logs_kpi(found[0], kpi) is not False:
         return
     names, patterns = taonetworks.kpis(found[0]) or ([], [])

@@ -254,9 +254,9 @@ def passing_arguments(argv: Sequence[str]) -> list[str]:
         return argv
     text = argv[2]
     if len(argv) == 3:
-        from .. import taoargs
+        from .. import tao_command
 
-        taoargs.append_args({"command": text}, ["search.key=value"])  # one simple command, or one line
+        tao_command.append_args({"command": text}, ["search.key=value"])  # one simple command, or one line
         return [argv[0], "-c", f'{text.rstrip()} "$@"', "tao-search"]
     if "$@" not in text and "${@}" not in text:
         raise UsageError('the command is shell text with words of its own after it but no "$@": the overrides each '

@@ -144,11 +144,11 @@ def from_data(data: Any) -> dict[str, Param]:
 
 def load(path: str) -> dict[str, Param]:
     """The space of a file a flag names (a regular file under a size cap; keys unique)."""
-    from .. import fsio, safeparse
+    from .. import fsio, bounded_parse
 
     try:
         text = fsio.read_text(path, "space file", max_bytes=MAX_FILE_BYTES) or ""
-        data = safeparse.yaml_value(text, f"--space-file {path}", unique_keys=True)
+        data = bounded_parse.yaml_value(text, f"--space-file {path}", unique_keys=True)
     except TaoError as exc:
         raise UsageError(str(exc)) from None
     return from_data(data)

@@ -21,7 +21,7 @@ import k8s_verbs_support
 from k8s_verbs_support import BANK, ON_REAL
 
 import testclusters.kubernetes as lk
-from taobank import pins, results_sh
+from taobank import pins, results_shell
 from tests.support.results_cli import TAO_JOBS, big_files, fetch_killed_half_way, tao_jobs, tree
 
 pytestmark = pytest.mark.e2e
@@ -68,7 +68,7 @@ def test_artifacts_fetch_and_prune_through_a_reader_pod_on_the_pvc(k8s, trainer_
     dest = tmp_path / "all"
     got = json.loads(jobs(k8s, "fetch", jid, "--to", str(dest), "--json").stdout)
     assert tree(dest) == tree(on_pvc) and len({g["verified"] for g in got}) == 1
-    assert got[0]["verified"] in results_sh.VERIFIED.values()  # a digest computed in the reader pod as it read
+    assert got[0]["verified"] in results_shell.VERIFIED.values()  # a digest computed in the reader pod as it read
     one = tmp_path / "one"
     jobs(k8s, "fetch", jid, BEST, "logs", "--to", str(one))
     assert set(tree(one)) == {BEST} | {p for p in paths if p.startswith("logs/")}

@@ -15,7 +15,7 @@ import pytest
 from slurm_helpers import base_spec, call_log, wait_state
 from slurm_helpers import cancel as slurm_helpers_cancel
 
-from taobank import results_sh
+from taobank import results_shell
 from taobank.platforms.slurm import logs as slurm_logs, submit as slurm_submit
 from tests.support.results_cli import big_files, fetch_killed_half_way, tao_jobs as jobs, tree
 
@@ -54,7 +54,7 @@ def test_artifacts_fetch_and_prune_over_one_connection(slurm_env, tmp_path):
     before = ssh_commands(slurm_env["call_log"])
     got = json.loads(jobs("fetch", jid, "--to", str(tmp_path / "all"), "--json").stdout)
     assert ssh_commands(slurm_env["call_log"]) - before == 2  # facts (sizes), then each file read once
-    assert tree(tmp_path / "all") == tree(folder) and {g["verified"] for g in got} == {results_sh.VERIFIED["crc32"]}  # python3 on the login node
+    assert tree(tmp_path / "all") == tree(folder) and {g["verified"] for g in got} == {results_shell.VERIFIED["crc32"]}  # python3 on the login node
     before = ssh_commands(slurm_env["call_log"])
     same = json.loads(jobs("fetch", jid, "--to", str(tmp_path / "all"), "--json").stdout)
     assert {g["moved"] for g in same} == {0} and ssh_commands(slurm_env["call_log"]) - before == 1  # all here

@@ -1,5 +1,5 @@
 """Docker's side of artifacts, fetch and prune: the results folder is a local bind mount, so the shared
-scripts of :mod:`taobank.results_sh` run in a local ``sh`` (the same rules as on the clusters)."""
+scripts of :mod:`taobank.results_shell` run in a local ``sh`` (the same rules as on the clusters)."""
 from __future__ import annotations
 
 import errno
@@ -9,7 +9,7 @@ import stat
 from pathlib import Path
 from typing import BinaryIO, ContextManager
 
-from ... import results_sh
+from ... import results_shell
 from ...contract import ResultFile, ResultsListing, ResultsLocation, Transfer
 from ...errors import TaoError
 from ...paths import abs_path
@@ -19,10 +19,10 @@ from ...records import Record
 
 
 class _Local:
-    """This host as a :class:`taobank.results_sh.Shell`."""
+    """This host as a :class:`taobank.results_shell.Shell`."""
 
     def text(self, script: str, args: list[str], *, what: str) -> Result:
-        return run(["sh", "-c", script, "tao", *args], check=False, timeout=results_sh.TEXT_TIMEOUT_S, what=what)
+        return run(["sh", "-c", script, "tao", *args], check=False, timeout=results_shell.TEXT_TIMEOUT_S, what=what)
 
     def stream(self, script: str, args: list[str], *, stdin: str, what: str) -> ContextManager[BinaryIO]:
         return pipe(["sh", "-c", script, "tao", *args], stdin=stdin, what=what)
@@ -37,7 +37,7 @@ def location(rec: Record) -> ResultsLocation:
 
 
 def list_results(rec: Record, loc: ResultsLocation, *, status: bool) -> ResultsListing:
-    return results_sh.list_folder(_Local(), loc.folder, status=status)
+    return results_shell.list_folder(_Local(), loc.folder, status=status)
 
 
 def fetch_results(rec: Record, loc: ResultsLocation, paths: list[str], into: Path,
@@ -45,7 +45,7 @@ def fetch_results(rec: Record, loc: ResultsLocation, paths: list[str], into: Pat
     """The listing by the shared script (the same refusals as on a cluster), then each file: a finished job's big
     file (:data:`LINK_MIN`) as a reflink where the filesystem makes one, else a hard link where it allows (and the
     user did not ask for copies), else a local copy: ``copy_file_range`` (no byte through this process)."""
-    facts = results_sh.read_facts(_Local(), loc.folder, paths, transfer)
+    facts = results_shell.read_facts(_Local(), loc.folder, paths, transfer)
     done = 0
     changed: list[str] = []
     for f in facts:
@@ -160,13 +160,13 @@ def _copy(src: int, w, offset: int, size: int, done: int, transfer: Transfer) ->
 
 
 def remove_results(rec: Record, loc: ResultsLocation) -> str:
-    return results_sh.remove_folder(_Local(), loc.folder, rec.id)
+    return results_shell.remove_folder(_Local(), loc.folder, rec.id)
 
 
 def remove_files(rec: Record, loc: ResultsLocation, delete: list[str], keep: dict[str, int]) -> list[ResultFile]:
-    return results_sh.remove_files(_Local(), loc.folder, rec.id, delete, keep)
+    return results_shell.remove_files(_Local(), loc.folder, rec.id, delete, keep)
 
 
 def list_results_many(recs: list[Record], locs: list[ResultsLocation], *, status: bool) -> list[ResultsListing | TaoError]:
     """A sweep's folders in ONE local ``sh`` (the same script as SLURM's one remote command)."""
-    return results_sh.list_folders(_Local(), [loc.folder for loc in locs], status=status)
+    return results_shell.list_folders(_Local(), [loc.folder for loc in locs], status=status)

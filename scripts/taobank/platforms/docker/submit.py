@@ -132,7 +132,7 @@ def plan_submit(spec: DockerSpec, opts: SubmitOptions, *, engine: str | None = N
 
 
 def with_gpus(spec: DockerSpec, count: int) -> DockerSpec:
-    """``spec`` whose TAO command uses ``count`` GPUs (:func:`taobank.taoargs.with_gpu_args`)."""
+    """``spec`` whose TAO command uses ``count`` GPUs (:func:`taobank.tao_command.with_gpu_args`)."""
     return spec.with_gpu_args(count, 1)
 
 

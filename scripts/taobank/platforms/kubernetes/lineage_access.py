@@ -15,7 +15,7 @@ from __future__ import annotations
 import posixpath
 from typing import Sequence
 
-from ... import savedspec
+from ... import saved_specs
 from ...errors import TaoError
 from ...paths import is_under
 from .render import staging_dir
@@ -28,7 +28,7 @@ def _parent_spec(parent: Record) -> dict:
     spec = saved_spec(parent)
     if spec is None:
         try:
-            spec, _ = savedspec.load(parent.id)
+            spec, _ = saved_specs.load(parent.id)
         except TaoError:
             spec = {}
     return spec

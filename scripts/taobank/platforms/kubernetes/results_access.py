@@ -3,7 +3,7 @@
 Tier A: the job's folder is ``<parent>/<job id>`` under a volume the agent's
 machine cannot see. A short-lived reader pod (:func:`volume_job.reader`)
 mounts the job's volumes at the job's own paths, on the job's nodes; the
-scripts of :mod:`taobank.results_sh` run in it with ``kubectl exec`` (a
+scripts of :mod:`taobank.results_shell` run in it with ``kubectl exec`` (a
 byte-exact stream for the tar), and the pod is deleted at the end. Prune's
 pod mounts the volume writable; listing and fetching read-only.
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 import posixpath
 from pathlib import Path
 
-from ... import results_sh, s3results
+from ... import results_shell, s3results
 from ...contract import ResultFile, ResultsListing, ResultsLocation, Transfer
 from ...errors import TaoError
 from ...records import NO_RESULTS_DIR
@@ -67,7 +67,7 @@ def list_results(rec: Record, loc: ResultsLocation, *, status: bool) -> ResultsL
         return s3results.list_prefix(loc.folder, status=status)
     with volume_job.reader(Kubectl.for_record(rec), _spec(rec), purpose="listing the results",
                            for_job=rec.id) as pod:
-        return results_sh.list_folder(pod, loc.folder, status=status)
+        return results_shell.list_folder(pod, loc.folder, status=status)
 
 
 def fetch_results(rec: Record, loc: ResultsLocation, paths: list[str], into: Path,
@@ -76,7 +76,7 @@ def fetch_results(rec: Record, loc: ResultsLocation, paths: list[str], into: Pat
         return s3results.fetch(loc.folder, paths, into, transfer)
     with volume_job.reader(Kubectl.for_record(rec), _spec(rec), purpose="fetching the results",
                            for_job=rec.id) as pod:
-        return results_sh.fetch_files(pod, loc.folder, paths, into, transfer)
+        return results_shell.fetch_files(pod, loc.folder, paths, into, transfer)
 
 
 def remove_files(rec: Record, loc: ResultsLocation, delete: list[str], keep: dict[str, int]) -> list[ResultFile]:
@@ -85,7 +85,7 @@ def remove_files(rec: Record, loc: ResultsLocation, delete: list[str], keep: dic
                        "rm (prune --keep reads volumes only)")
     with volume_job.reader(Kubectl.for_record(rec), _spec(rec), purpose="pruning checkpoints",
                            writable=True, for_job=rec.id) as pod:
-        return results_sh.remove_files(pod, loc.folder, rec.id, delete, keep)
+        return results_shell.remove_files(pod, loc.folder, rec.id, delete, keep)
 
 
 def remove_results(rec: Record, loc: ResultsLocation) -> str:
@@ -93,4 +93,4 @@ def remove_results(rec: Record, loc: ResultsLocation) -> str:
         return s3results.remove(loc.folder, rec.id)
     with volume_job.reader(Kubectl.for_record(rec), _spec(rec), purpose="pruning the results",
                            writable=True, for_job=rec.id) as pod:
-        return results_sh.remove_folder(pod, loc.folder, rec.id)
+        return results_shell.remove_folder(pod, loc.folder, rec.id)

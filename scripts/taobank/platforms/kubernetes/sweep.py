@@ -237,7 +237,7 @@ def read_search_file(rec: Record, path: str) -> str:
 
 def release(recs: list[Record]) -> None:
     """Unsuspend held trials of a sweep made by 0.3.x (one Job per trial, those past ``--max-concurrent`` created
-    suspended; the core releases them as slots free, :mod:`taobank.sweepslots`): ONE ``kubectl patch`` per
+    suspended; the core releases them as slots free, :mod:`taobank.sweep_slots`): ONE ``kubectl patch`` per
     namespace naming them all. A sweep made now is one Indexed Job and holds no trial."""
     groups: dict[tuple, list[str]] = {}
     for rec in recs:

@@ -106,7 +106,7 @@ class Reader:
                               "sh", "-c", script, "tao", *args)
 
     def text(self, script: str, args: list[str], *, what: str) -> Result:
-        from ...results_sh import TEXT_TIMEOUT_S
+        from ...results_shell import TEXT_TIMEOUT_S
         from ...run import run
 
         return run(self.argv(script, args), check=False, timeout=TEXT_TIMEOUT_S, what=what)

@@ -6,7 +6,7 @@ the script text is code, every user value arrives as a positional argument
 """
 from __future__ import annotations
 
-from ... import results_sh
+from ... import results_shell
 
 #: Separates the data paths of :data:`MISSING` from the ``.sqsh`` images it checks.
 SQSH_MARK = "@@sqsh"
@@ -255,8 +255,8 @@ sacct -n -X -o JobID -S now-1hours >/dev/null 2>&1 && echo ok || echo unavailabl
 '''
 
 #: artifacts / fetch / prune: the results scripts shared with Kubernetes' reader pod, named here like every
-#: script run over ssh (folder as $1; see taobank.results_sh).
-LIST_RESULTS = results_sh.LIST_RESULTS
-FILE_FACTS = results_sh.FILE_FACTS
-SEND_FILES = results_sh.SEND_FILES
-REMOVE_FOLDER = results_sh.REMOVE_FOLDER
+#: script run over ssh (folder as $1; see taobank.results_shell).
+LIST_RESULTS = results_shell.LIST_RESULTS
+FILE_FACTS = results_shell.FILE_FACTS
+SEND_FILES = results_shell.SEND_FILES
+REMOVE_FOLDER = results_shell.REMOVE_FOLDER

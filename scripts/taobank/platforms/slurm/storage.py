@@ -111,7 +111,7 @@ def results_dir(base: str, job_id: str) -> str:
 
 def results_parent(results: str, job_id: str) -> str:
     """What TAO_API_RESULTS_DIR gets: the folder's parent (TAO's alias pair, with TAO_API_JOB_ID the folder's name).
-    TAO's own code reads neither: a TAO command is given ``results_dir=`` the folder (:mod:`taobank.taoargs`)."""
+    TAO's own code reads neither: a TAO command is given ``results_dir=`` the folder (:mod:`taobank.tao_command`)."""
     if posixpath.basename(results) != job_id:
         raise TaoError(f"results dir {results} does not end with the job id {job_id}: the container would write elsewhere")
     return posixpath.dirname(results)
