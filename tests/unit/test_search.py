@@ -176,7 +176,13 @@ def _trial(tmp_path: Path, path: Path, i: int, monkeypatch, *extra: str, epochs:
     monkeypatch.setenv("TAO_API_JOB_ID", f"job-{i}")
     argv = ["sh", str(TRAINER), "--results", str(results), "--epochs", str(epochs), "--sleep", "1", "-e", "x",
             "fake.lr_optimum=0.001", *extra]
-    return trial.run(path, i, argv, results=results), results
+    import signal
+
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1)}
+    rc = trial.run(path, i, argv, results=results)
+    # the runner forwards signals to TAO while it runs; after, a caller in the same process has its own handlers
+    assert {sig: signal.getsignal(sig) for sig in before} == before
+    return rc, results
 
 
 def test_trials_ask_report_prune_and_tell_through_one_journal(tmp_path, monkeypatch, capfd):

@@ -308,33 +308,39 @@ def run(settings_path: Path, trial_index: int, argv: Sequence[str], *, results: 
         if tao is not None:
             tao.signal(sig)
 
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1):
+    forwarded = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1)
+    before = {sig: signal.getsignal(sig) for sig in forwarded}
+    for sig in forwarded:
         signal.signal(sig, forward)
-    env = tao_environment(s)
-    tao = start(list(argv) + words, **({"env": env} if env is not None else {}))
     try:
-        return follow(study, trial, s, tao, results, stopped, sleep)
-    except Exception as exc:  # the journal failed under the study (damaged, its folder gone): one line, TAO stopped
-        if tao.poll() is None:
-            tao.stop(s.stop_grace_seconds)
+        env = tao_environment(s)
+        tao = start(list(argv) + words, **({"env": env} if env is not None else {}))
         try:
-            study.tell(trial, state=optuna.trial.TrialState.FAIL)
-        except Exception:
-            pass
-        first = str(exc).splitlines()[0][:200] if str(exc) else "no detail"
-        where = f"the study journal {journal}"
-        if s.storage_env:
-            from . import storage as storagemod
+            return follow(study, trial, s, tao, results, stopped, sleep)
+        except Exception as exc:  # the journal failed under the study (damaged, its folder gone): one line, TAO stopped
+            if tao.poll() is None:
+                tao.stop(s.stop_grace_seconds)
+            try:
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            except Exception:
+                pass
+            first = str(exc).splitlines()[0][:200] if str(exc) else "no detail"
+            where = f"the study journal {journal}"
+            if s.storage_env:
+                from . import storage as storagemod
 
-            first, where = storagemod.scrub(first, os.environ.get(s.storage_env, "")), \
-                f"the study database in ${s.storage_env}"
-        say(f"{where} failed under this trial ({type(exc).__name__}: {first}): TAO stopped, "
-            "the trial fails; the others go on")
-        return EXIT_STUDY
-    except BaseException:
-        if tao.poll() is None:  # an interrupt here must not leave TAO running unwatched, nor the trial RUNNING
-            tao.stop(s.stop_grace_seconds)
-        raise
+                first, where = storagemod.scrub(first, os.environ.get(s.storage_env, "")), \
+                    f"the study database in ${s.storage_env}"
+            say(f"{where} failed under this trial ({type(exc).__name__}: {first}): TAO stopped, "
+                "the trial fails; the others go on")
+            return EXIT_STUDY
+        except BaseException:
+            if tao.poll() is None:  # an interrupt here must not leave TAO running unwatched, nor the trial RUNNING
+                tao.stop(s.stop_grace_seconds)
+            raise
+    finally:  # the handlers were this trial's: a caller in the same process gets its own back
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
 
 
 def follow(study: Any, trial: Any, s: settingsmod.Settings, tao: Tao, results: Path, stopped: list[int],
