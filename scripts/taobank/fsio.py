@@ -132,3 +132,17 @@ def read_text(path: Path | str, what: str, **kwargs: object) -> str | None:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise TaoError(f"{what} {path} is not UTF-8 text: save it as UTF-8") from None
+
+
+def flag_yaml(path: str, flag: str, what: str, max_bytes: int) -> object:
+    """The YAML of a file a flag names (``--sweep-file``, ``--space-file``): a regular file under ``max_bytes`` (a
+    FIFO or /dev/zero refused, never waited on), parsed bounded with unique keys at every level; a problem is the
+    user's, one line (UsageError)."""
+    from . import bounded_parse
+    from .errors import TaoError, UsageError
+
+    try:
+        text = read_text(path, what, max_bytes=max_bytes) or ""
+        return bounded_parse.yaml_value(text, f"{flag} {path}", unique_keys=True)
+    except TaoError as exc:
+        raise UsageError(str(exc)) from None

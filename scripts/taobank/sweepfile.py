@@ -216,15 +216,9 @@ def from_data(data: Any) -> list[dict[str, str]]:
 def load(path: str) -> list[dict[str, str]]:
     """The trials of a sweep file: read by the one rule for files a flag names (a regular file under a size
     cap: a FIFO or /dev/zero is refused, never waited on), keys unique at every level."""
-    from . import fsio, bounded_parse
-    from .errors import TaoError
+    from . import fsio
 
-    try:
-        text = fsio.read_text(path, "sweep file", max_bytes=MAX_FILE_BYTES) or ""
-        data = bounded_parse.yaml_value(text, f"--sweep-file {path}", unique_keys=True)
-    except TaoError as exc:
-        raise UsageError(str(exc)) from None
-    return from_data(data)
+    return from_data(fsio.flag_yaml(path, "--sweep-file", "sweep file", MAX_FILE_BYTES))
 
 
 def trials(flags: Iterable[str] | None, file: str | None) -> list[dict[str, str]] | None:

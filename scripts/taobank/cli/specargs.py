@@ -12,7 +12,7 @@ import functools
 from typing import Any, Iterable
 
 from .. import registry
-from ..flags import Declarations, Flag, Shared
+from ..flags import Declarations, Flag
 from .entry import parse_kv
 
 
@@ -21,7 +21,7 @@ def declaration(platform: str) -> Declarations:
     return registry.adapter(platform).flags
 
 
-#: The flags of every submit, by value name; a platform adds spellings and help (:class:`Shared`).
+#: The flags of every submit, by value name; a platform adds spellings and help (:class:`taobank.flags.Shared`).
 SHARED: tuple[Flag, ...] = (
     Flag(("--spec",), help="job spec file (YAML or JSON); flags override its values"),
     Flag(("--image",)),
@@ -36,11 +36,6 @@ SHARED: tuple[Flag, ...] = (
     Flag(("--env",), kind="pairs", metavar="KEY=VALUE", help="non-secret env (repeatable)"),
     Flag(("--nccl-env",), kind="pairs", metavar="NCCL_X=VALUE", help="per-cluster NCCL env (repeatable)"),
 )
-
-
-def shared_flags(platform: Shared) -> tuple[Flag, ...]:
-    """:data:`SHARED` as one platform spells them."""
-    return platform.spell(SHARED)
 
 
 def add_arguments(parser: argparse.ArgumentParser, flags: Iterable[Flag]) -> None:
@@ -72,7 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser, flags: Iterable[Flag]) -> Non
 def flags_of(platform: str) -> tuple[Flag, ...]:
     """Every submit flag of ``platform``: the shared ones as it spells them, then its own."""
     decl = declaration(platform)
-    return shared_flags(decl.SHARED) + tuple(decl.FLAGS)
+    return decl.SHARED.spell(SHARED) + tuple(decl.FLAGS)
 
 
 def spec_arguments(parser: argparse.ArgumentParser, platform: str) -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from .. import sweepfile
-from ..errors import TaoError, UsageError
+from ..errors import UsageError
 
 KINDS = ("loguniform", "uniform", "int", "choice")
 _EXPR = re.compile(r"\s*([a-z]+)\s*\((.*)\)\s*\Z", re.S)
@@ -144,14 +144,9 @@ def from_data(data: Any) -> dict[str, Param]:
 
 def load(path: str) -> dict[str, Param]:
     """The space of a file a flag names (a regular file under a size cap; keys unique)."""
-    from .. import fsio, bounded_parse
+    from .. import fsio
 
-    try:
-        text = fsio.read_text(path, "space file", max_bytes=MAX_FILE_BYTES) or ""
-        data = bounded_parse.yaml_value(text, f"--space-file {path}", unique_keys=True)
-    except TaoError as exc:
-        raise UsageError(str(exc)) from None
-    return from_data(data)
+    return from_data(fsio.flag_yaml(path, "--space-file", "space file", MAX_FILE_BYTES))
 
 
 def of(flags: Iterable[str] | None, file: str | None) -> dict[str, Param]:
