@@ -12,6 +12,7 @@ import glob
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -38,6 +39,29 @@ class Database:
     @property
     def url(self) -> str:
         return f"postgresql://{USER}:{self.password}@{self.host}:{self.port}/{DATABASE}"
+
+    def processes(self) -> list[int]:
+        """The server's processes: its postmaster (``postmaster.pid``) and every backend it forked."""
+        main = int((self.folder / "data" / "postmaster.pid").read_text().split()[0])
+        out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(main)], capture_output=True, text=True)
+        return [main, *(int(p) for p in out.stdout.split())]
+
+    @contextlib.contextmanager
+    def stalled(self) -> Iterator[None]:
+        """The server frozen (SIGSTOP to every process of it) for the block's time, as a host stalled under load:
+        connections and answers wait; then it goes on (SIGCONT)."""
+        pids = self.processes()
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):  # a backend that ended meanwhile
+                os.kill(pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            # runuser stops itself when its child stops (su's job control) and must be woken too
+            parent = int(Path(f"/proc/{pids[0]}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            for pid in (*pids, parent):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
 
 
 def binaries() -> Path:
@@ -97,7 +121,10 @@ def running(base: Path | None = None, *, listen: tuple[str, ...] = ("127.0.0.1",
         yield db
     finally:
         if proc is not None:
-            proc.terminate()
+            try:  # fast shutdown (SIGINT to the postmaster): clients still connected are cut, not waited for
+                os.kill(int((data / "postmaster.pid").read_text().split()[0]), signal.SIGINT)
+            except (OSError, ValueError, IndexError):
+                proc.terminate()
             try:
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:

@@ -95,6 +95,42 @@ def test_trials_from_the_bundle_share_the_database_and_tao_never_sees_its_url(da
     assert "\n" not in str(err.value)
 
 
+def test_a_trial_waits_out_a_stalled_database_and_its_study_loses_nothing(database, tmp_path, monkeypatch):
+    """The server frozen (every process stopped, as a host stalled under load) while the trial reports its epochs:
+    each call times out, the runner says so and retries, TAO runs on; the server goes on and the trial ends
+    COMPLETE with every epoch in the study."""
+    monkeypatch.setenv(NAME, database.url)
+    st_ = staging(pruner="none", action="train")
+    st_.settings.poll_seconds, st_.settings.db_timeout_seconds = 0.2, 2.0
+    folder = tmp_path / "search"
+    folder.mkdir()
+    for name, data in st_.files("sweep-stall").items():
+        (folder / name).write_bytes(data)
+    st_.prepare("sweep-stall")
+    results = tmp_path / "r"
+    results.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-I", str(folder / "search.pyz"), "--settings", str(folder / "study.json"), "--trial", "0",
+         "--", "sh", str(TRAINER), "--results", str(results), "--epochs", "4", "--sleep", "1", "-e", "x",
+         "fake.lr_optimum=0.001"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={"PATH": "/usr/bin:/bin", "RESULTS_DIR": str(results), "TAO_API_JOB_ID": "job-stall", NAME: database.url})
+    assert proc.stdout is not None
+    said = [proc.stdout.readline()]
+    assert "trial 0 of study sweep-stall" in said[0], said  # asked: TAO starts now
+    with database.stalled():
+        time.sleep(7)
+    out, _ = proc.communicate(timeout=180)
+    said.append(out)
+    text = "".join(said)
+    assert proc.returncode == 0, text
+    assert f"the study database in ${NAME} did not answer" in text and "trying again in" in text, text
+    assert "tao-search: trial 0 COMPLETE" in text, text
+    assert_hidden(text, database.password)
+    (t,) = journal.read_database(NAME, "sweep-stall").trials
+    assert t.state == "COMPLETE" and t.job_id == "job-stall" and t.epochs == 4, t
+
+
 def test_a_database_that_cannot_be_used_is_one_line_without_its_password(database, monkeypatch):
     wrong = database.url.replace(database.password, "Wr0ngPassw0rdForTheTestOnly")
     monkeypatch.setenv(NAME, wrong)
@@ -296,3 +332,65 @@ def test_a_continued_trial_of_a_database_study_does_not_carry_the_study_s_url(st
     assert "secrets" not in kept
     plain = records.Record.of(records.open_record("docker", "img", "dino", "train", "A", "/r/{id}"))
     assert lineage._without_study_secret(plain, spec, {"secret_env": [NAME]}) == (spec, {"secret_env": [NAME]})
+
+
+# ------------------------------------------------------------------ patience with a database that does not answer
+class _Clock:
+    def __init__(self) -> None:
+        self.now, self.slept = 0.0, []
+
+    def sleep(self, s: float) -> None:
+        self.slept.append(s)
+        self.now += s
+
+
+def _patience(storage_env: str = NAME, patience: float = 60.0) -> tuple[trial.Patience, _Clock]:
+    s = staging(pruner="none").settings
+    s.storage_env, s.db_patience_seconds = storage_env, patience
+    clock = _Clock()
+    return trial.Patience(s, clock.sleep, lambda: clock.now), clock
+
+
+def test_patience_retries_a_database_that_does_not_answer_then_gives_up_with_the_last_error(capsys):
+    p, clock = _patience(patience=20)
+    calls = []
+
+    def flaky() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise TimeoutError("timed out")
+        return "ok"
+
+    assert p("reporting epoch 1", flaky) == "ok" and clock.slept == [1.0, 2.0]
+    assert capsys.readouterr().out.count(f"the study database in ${NAME} did not answer (reporting epoch 1: "
+                                         "TimeoutError); trying again in") == 2
+
+    def down() -> None:
+        raise ConnectionRefusedError("refused")
+
+    with pytest.raises(ConnectionRefusedError):
+        p("telling the trial's end", down)
+    assert sum(clock.slept[2:]) <= 20  # gave up inside its patience
+
+
+def test_patience_never_retries_a_wrong_call_nor_a_journal_study():
+    p, clock = _patience()
+    with pytest.raises(ValueError):
+        p("reporting", lambda: (_ for _ in ()).throw(ValueError("bad value")))
+    assert clock.slept == []
+    p, clock = _patience(storage_env="")
+    with pytest.raises(TimeoutError):  # a journal is a local file: a failure is not a wait
+        p("reporting", lambda: (_ for _ in ()).throw(TimeoutError("timed out")))
+    assert clock.slept == []
+
+
+def test_a_failure_wrapped_by_the_database_libraries_counts_by_what_it_came_from():
+    try:
+        try:
+            raise TimeoutError("timed out")
+        except TimeoutError:
+            raise TaoError("the study database cannot be read") from None
+    except TaoError as exc:
+        assert trial.unanswered(exc)  # the context, not the wrapper
+    assert not trial.unanswered(TaoError("password authentication failed"))
+    assert trial.unanswered(type("OperationalError", (Exception,), {})("server closed the connection"))

@@ -25,6 +25,10 @@ REDUCTION_FACTOR = 3
 POLL_SECONDS = 2.0
 #: Seconds a pruned TAO has after SIGTERM to write its last lines and exit, before SIGKILL.
 STOP_GRACE_SECONDS = 60.0
+#: A database study: seconds one call to the database may wait (connect or answer) before it counts as failed, and
+#: seconds a trial keeps retrying failed calls (a restarted server, a stalled host) before the trial fails.
+DB_TIMEOUT_SECONDS = 30.0
+DB_PATIENCE_SECONDS = 300.0
 MAX_TRIALS = 10000
 SETTINGS_FILE, JOURNAL_FILE = "study.json", "journal.log"
 
@@ -50,6 +54,8 @@ class Settings:
     #: the NAME of the variable holding the study database's URL (``--study-storage-env``; never the URL): the
     #: study is in that PostgreSQL database, not in the journal file (:mod:`taobank.search.storage`)
     storage_env: str = ""
+    db_timeout_seconds: float = DB_TIMEOUT_SECONDS
+    db_patience_seconds: float = DB_PATIENCE_SECONDS
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -57,7 +63,8 @@ class Settings:
                 "kpi": self.kpi, "mode": self.mode, "mode_from": self.mode_from, "seed": self.seed,
                 "action": self.action, "poll_seconds": self.poll_seconds,
                 "stop_grace_seconds": self.stop_grace_seconds, "space": spacemod.to_dict(self.space),
-                "optuna": OPTUNA_VERSION, **({"storage_env": self.storage_env} if self.storage_env else {})}
+                "optuna": OPTUNA_VERSION, **({"storage_env": self.storage_env, "db_timeout_seconds": self.db_timeout_seconds,
+                    "db_patience_seconds": self.db_patience_seconds} if self.storage_env else {})}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1, sort_keys=True) + "\n"
@@ -74,7 +81,9 @@ class Settings:
                       action=str(data.get("action") or ""), poll_seconds=float(data.get("poll_seconds", POLL_SECONDS)),
                       stop_grace_seconds=float(data.get("stop_grace_seconds", STOP_GRACE_SECONDS)),
                       mode_from=str(data.get("mode_from") or "flag"),
-                      storage_env=str(data.get("storage_env") or ""))
+                      storage_env=str(data.get("storage_env") or ""),
+                      db_timeout_seconds=float(data.get("db_timeout_seconds", DB_TIMEOUT_SECONDS)),
+                      db_patience_seconds=float(data.get("db_patience_seconds", DB_PATIENCE_SECONDS)))
         except (KeyError, TypeError, ValueError) as exc:
             raise UsageError(f"search settings lack or garble {exc}") from None
         return out.checked()
@@ -103,6 +112,9 @@ class Settings:
             raise UsageError("a search needs a space: --space KEY=loguniform(a,b)")
         if not 0 < self.poll_seconds <= 3600 or not 0 < self.stop_grace_seconds <= 3600:
             raise UsageError("search settings: poll_seconds and stop_grace_seconds must be within (0, 3600]")
+        if not 0 < self.db_timeout_seconds <= 3600 or not 0 <= self.db_patience_seconds <= 86400:
+            raise UsageError("search settings: db_timeout_seconds must be within (0, 3600], db_patience_seconds "
+                             "within [0, 86400]")
         if self.sampler == "grid":
             points = 1
             for p in self.space.values():

@@ -102,18 +102,21 @@ def failure_line(exc: BaseException, url: str, name: str) -> str:
     return f"the study database in ${name} cannot be used ({type(exc).__name__}: {scrub(text, url)[:240]})"
 
 
-def rdb(url: str) -> Any:
-    """Optuna's RDB storage on ``url`` (SQLAlchemy with pg8000); its tables made when they are not there yet."""
+def rdb(url: str, timeout: float = CONNECT_TIMEOUT_SECONDS) -> Any:
+    """Optuna's RDB storage on ``url`` (SQLAlchemy with pg8000); its tables made when they are not there yet.
+    ``timeout``: pg8000's socket timeout, for the connection and for every answer; each call has a connection
+    of its own."""
     from optuna.storages import RDBStorage
+    from sqlalchemy.pool import NullPool
 
-    return RDBStorage(url, engine_kwargs={"pool_pre_ping": True,
-                                          "connect_args": {"timeout": CONNECT_TIMEOUT_SECONDS}})
+    # no pool: a connection that timed out mid-answer is closed with its call, never handed to the next one
+    return RDBStorage(url, engine_kwargs={"poolclass": NullPool, "connect_args": {"timeout": timeout}})
 
 
-def opened(url: str, name: str) -> Any:
+def opened(url: str, name: str, timeout: float = CONNECT_TIMEOUT_SECONDS) -> Any:
     """:func:`rdb`, with any failure one line that never shows the URL."""
     try:
-        return rdb(url)
+        return rdb(url, timeout)
     except Exception as exc:  # SQLAlchemy, pg8000 and Optuna raise many kinds: all are this one line
         raise TaoError(failure_line(exc, url, name)) from None
 

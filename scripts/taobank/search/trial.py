@@ -16,7 +16,7 @@ TAO's process gets the environment it would get without a search). In order:
    failed, never wrote the KPI, or wrote only NaN; exit with TAO's code (1 when the KPI is missing).
 
 A signal to this process (cancel, the wall-time chain's USR1) goes to TAO's group as it is; a run ended
-that way is told FAIL. Every line this prints starts ``tao-search:``.
+that way is told FAIL. A database study's calls that get no answer are retried for a while (:class:`Patience`). Every line this prints starts ``tao-search:``.
 """
 from __future__ import annotations
 
@@ -44,6 +44,48 @@ EXIT_NO_KPI = 1
 
 def say(text: str) -> None:
     print(f"{PREFIX} {text}", flush=True)
+
+
+#: Exception classes of the database's client libraries (SQLAlchemy, pg8000, Optuna's RDB storage) that say the
+#: database did not answer, not that the call was wrong: a database study retries them.
+UNANSWERED = frozenset({"OperationalError", "InterfaceError", "DisconnectionError", "StorageInternalError"})
+
+
+def unanswered(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what it was raised from) says the database could not be reached or did not answer."""
+    seen: BaseException | None = exc
+    for _ in range(4):
+        if seen is None:
+            return False
+        if isinstance(seen, OSError) or type(seen).__name__ in UNANSWERED:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+class Patience:
+    """Calls to a study: a database study's are retried while the database does not answer (a server restarted,
+    a host stalled under load), for up to ``db_patience_seconds``, one line per retry, TAO running on meanwhile;
+    a journal study's run once (its file is local: a failure is not a wait)."""
+
+    def __init__(self, s: settingsmod.Settings, sleep: Callable[[float], None],
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.s, self.sleep, self.clock = s, sleep, clock
+
+    def __call__(self, what: str, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+        if not self.s.storage_env:
+            return fn(*args, **kw)
+        start, wait = self.clock(), 1.0
+        while True:
+            try:
+                return fn(*args, **kw)
+            except Exception as exc:
+                if not unanswered(exc) or self.clock() - start + wait > self.s.db_patience_seconds:
+                    raise
+                say(f"the study database in ${self.s.storage_env} did not answer ({what}: {type(exc).__name__}); "
+                    f"trying again in {wait:g} s")
+                self.sleep(wait)
+                wait = min(wait * 2, 30.0)
 
 
 def value_word(value: Any) -> str:
@@ -230,7 +272,7 @@ def open_storage(s: settingsmod.Settings, journal: Path) -> tuple[Any, str]:
         from . import storage
 
         url = storage.url_from(s.storage_env)
-        return storage.opened(url, s.storage_env), f"the study database in ${s.storage_env}"
+        return storage.opened(url, s.storage_env, s.db_timeout_seconds), f"the study database in ${s.storage_env}"
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
 
@@ -286,14 +328,16 @@ def run(settings_path: Path, trial_index: int, argv: Sequence[str], *, results: 
         except OSError as exc:
             say(f"cannot make the study's folder {journal.parent}: {exc.strerror}")
             return EXIT_STUDY
+    patience = Patience(s, sleep)
     try:
         if s.storage_env:
             unpack_db_libraries(settings_path.parent)
-        study = open_study(s, journal, trial_index)
-        trial = study.ask(settingsmod.distributions(s.space))
+        study = patience("opening the study", open_study, s, journal, trial_index)
+        trial = study.ask(settingsmod.distributions(s.space))  # not retried: a lost answer would leave a trial behind
         # the bank's job id: TAO_JOB_ID where the folder's name may differ from it (a Kubernetes trial)
-        trial.set_user_attr("job_id", os.environ.get("TAO_JOB_ID") or os.environ.get("TAO_API_JOB_ID", ""))
-        trial.set_user_attr("sweep_trial", trial_index)
+        patience("naming the trial", trial.set_user_attr, "job_id",
+                 os.environ.get("TAO_JOB_ID") or os.environ.get("TAO_API_JOB_ID", ""))
+        patience("naming the trial", trial.set_user_attr, "sweep_trial", trial_index)
     except TaoError as exc:
         say(str(exc))
         return EXIT_STUDY
@@ -316,12 +360,12 @@ def run(settings_path: Path, trial_index: int, argv: Sequence[str], *, results: 
         env = tao_environment(s)
         tao = start(list(argv) + words, **({"env": env} if env is not None else {}))
         try:
-            return follow(study, trial, s, tao, results, stopped, sleep)
+            return follow(study, trial, s, tao, results, stopped, sleep, patience)
         except Exception as exc:  # the journal failed under the study (damaged, its folder gone): one line, TAO stopped
             if tao.poll() is None:
                 tao.stop(s.stop_grace_seconds)
             try:
-                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                study.tell(trial, state=optuna.trial.TrialState.FAIL, skip_if_finished=True)
             except Exception:
                 pass
             first = str(exc).splitlines()[0][:200] if str(exc) else "no detail"
@@ -344,7 +388,7 @@ def run(settings_path: Path, trial_index: int, argv: Sequence[str], *, results: 
 
 
 def follow(study: Any, trial: Any, s: settingsmod.Settings, tao: Tao, results: Path, stopped: list[int],
-           sleep: Callable[[float], None]) -> int:
+           sleep: Callable[[float], None], patience: Patience) -> int:
     """Report each finished epoch, prune when the pruner says so, and tell the end (steps 3 to 5)."""
     optuna = settingsmod.optuna_module()
     reported: dict[int, float] = {}
@@ -355,39 +399,45 @@ def follow(study: Any, trial: Any, s: settingsmod.Settings, tao: Tao, results: P
         for epoch in sorted(set(reading.values) - set(reported)):
             value = reading.values[epoch]
             reported[epoch] = value
-            trial.report(value, epoch + 1)
-            if code is None and not stopped and trial.should_prune():
-                cut = cut_of(study, trial._trial_id, s, epoch + 1)
+            patience(f"reporting epoch {epoch + 1}", trial.report, value, epoch + 1)
+            if code is None and not stopped and patience("asking the pruner", trial.should_prune):
+                cut = patience("reading the rung's cut", cut_of, study, trial._trial_id, s, epoch + 1)
                 line = pruned_line(s, epoch, value, cut)
                 say(f"{line}: stopping TAO (SIGTERM, {s.stop_grace_seconds:g} s before SIGKILL)")
                 rc = tao.stop(s.stop_grace_seconds)
                 say(f"TAO stopped (exit {rc})")
                 if reading.file:
                     write_pruned(reading.file, line, epoch)
-                study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+                tell(patience, study, trial, state=optuna.trial.TrialState.PRUNED)
                 return 0
         if code is not None:
             break
         sleep(s.poll_seconds)
-    return finish(study, trial, s, reading, reported, code, stopped)
+    return finish(study, trial, s, reading, reported, code, stopped, patience)
+
+
+def tell(patience: Patience, study: Any, trial: Any, *values: float, state: Any = None) -> None:
+    """``study.tell``, retried as :class:`Patience` retries; a retry after a tell that did land is a no-op."""
+    patience("telling the trial's end", study.tell, trial, *values, **({"state": state} if state is not None else {}),
+             skip_if_finished=True)
 
 
 def finish(study: Any, trial: Any, s: settingsmod.Settings, reading: Reading, reported: dict[int, float],
-           code: int, stopped: list[int]) -> int:
+           code: int, stopped: list[int], patience: Patience) -> int:
     """Tell the study how the run ended; the trial's exit status."""
     optuna = settingsmod.optuna_module()
     fail = optuna.trial.TrialState.FAIL
     finite = [v for v in reported.values() if math.isfinite(v)]
     if stopped:
-        study.tell(trial, state=fail)
+        tell(patience, study, trial, state=fail)
         say(f"stopped by signal {stopped[0]}: trial {trial.number} told FAIL")
         return code if code else 128 + stopped[0]
     if code != 0:
-        study.tell(trial, state=fail)
+        tell(patience, study, trial, state=fail)
         say(f"TAO exited {code}: trial {trial.number} told FAIL")
         return code
     if not finite:
-        study.tell(trial, state=fail)
+        tell(patience, study, trial, state=fail)
         if reported:
             say(f"every {s.kpi} TAO wrote is NaN or infinite: trial {trial.number} told FAIL")
         else:
@@ -396,7 +446,7 @@ def finish(study: Any, trial: Any, s: settingsmod.Settings, reading: Reading, re
                 "--kpi one of those")
         return EXIT_NO_KPI
     best = min(finite) if s.mode == "min" else max(finite)
-    study.tell(trial, best)
+    tell(patience, study, trial, best)
     say(f"trial {trial.number} COMPLETE: best {s.kpi} {number(best)} over {len(reported)} epoch(s)")
     return 0
 
