@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from fakeproc import echo_applied, items, ok, slurm_record
-from taobank import fsio, records, results_shell, results_verbs
+from taobank import fsio, records, results_fetch, results_shell, results_verbs
 from taobank.errors import TaoError, UsageError
 from taobank.run import Result
 
@@ -238,7 +238,7 @@ def test_a_full_disk_is_one_line_and_leaves_no_partial_file(pod, cli, tmp_path, 
     want = {"a.pth": b"a" * 100, "b.pth": b"b" * 100}
     pod.answer("FILE_FACTS", facts_text(want))
     pod.answer("SEND_FILES", ok(sent(want)))  # type: ignore[arg-type]
-    real = results_verbs._Transfer.part
+    real = results_fetch._Transfer.part
     calls = []
 
     @contextlib.contextmanager
@@ -251,7 +251,7 @@ def test_a_full_disk_is_one_line_and_leaves_no_partial_file(pod, cli, tmp_path, 
                 raise OSError(errno.ENOSPC, "No space left on device")
             yield fh
 
-    monkeypatch.setattr(results_verbs._Transfer, "part", full)
+    monkeypatch.setattr(results_fetch._Transfer, "part", full)
     out = cli("tao_jobs.py", "fetch", rec["id"], "--to", tmp_path / "dl")
     assert out.rc == 1 and len(out.err_lines) == 1 and "the disk is full" in out.err, out
     assert "partial files were removed" in out.err
@@ -492,7 +492,7 @@ def test_slurm_refusal_on_the_cluster_is_one_line(slurm, cli):
 def test_progress_is_silent_for_ten_seconds_then_throttled():
     now = [0.0]
     lines: list[str] = []
-    meter = results_verbs.Meter(lines.append, clock=lambda: now[0])
+    meter = results_fetch.Meter(lines.append, clock=lambda: now[0])
     meter.total = 4 << 30
     for t in (1, 5, 9.9):
         now[0] = t
@@ -527,4 +527,4 @@ def test_usage_errors_come_before_any_record_is_read(fake, cli):
     with pytest.raises(UsageError):
         results_verbs.artifacts(None, "no-such-job", mode="median")
     with pytest.raises(TaoError):
-        results_verbs.fetch(None, "no-such-job", ["ok.pth"], Path("x"))
+        results_fetch.fetch(None, "no-such-job", ["ok.pth"], Path("x"))

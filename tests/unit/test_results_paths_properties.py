@@ -7,7 +7,7 @@ import posixpath
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from taobank import results_shell, results_verbs
+from taobank import results_fetch, results_shell
 from taobank.errors import TaoError, UsageError
 from taobank.paths import rel_path
 
@@ -49,7 +49,7 @@ def test_fetch_refuses_it_before_any_record_or_cluster_call(value, tmp_path_fact
         rel_path(value, "PATH")
     except TaoError:
         with pytest.raises(UsageError):  # before load_for: the job id need not even exist
-            results_verbs.fetch(None, "no-such-job", [value], tmp_path_factory.getbasetemp() / "never-made")
+            results_fetch.fetch(None, "no-such-job", [value], tmp_path_factory.getbasetemp() / "never-made")
         assert not (tmp_path_factory.getbasetemp() / "never-made").exists()
 
 
@@ -71,7 +71,7 @@ def test_a_hostile_stream_writes_only_inside_the_folder(raw, tmp_path_factory):
     into.mkdir()
     listed = results_shell.parse_facts(FOLDER, "2 1700000000 ./a.pth\n")
     stream = io.BytesIO(f"@@file crc32 0 2 1700000000 ./{raw}\n".encode("utf-8", "surrogateescape") + b"hi@@sum 1 2\n")
-    seen = results_verbs._Transfer(into, False, results_verbs.Meter(None), None, into / ".staging")
+    seen = results_fetch._Transfer(into, False, results_fetch.Meter(None), None, into / ".staging")
     try:
         results_shell.receive(stream, FOLDER, listed, seen)
     except TaoError:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from taobank import results_shell, results_verbs
+from taobank import results_fetch, results_shell
 from taobank.errors import TaoError
 from taobank.run import Result
 
@@ -37,12 +37,12 @@ class Local:
         return pipe(self.shell + ["-c", script, "tao", *args], stdin=stdin, what=what)
 
 
-def transfer(dest: Path, notes: list[str] | None = None, *, links: bool = True) -> results_verbs._Transfer:
+def transfer(dest: Path, notes: list[str] | None = None, *, links: bool = True) -> results_fetch._Transfer:
     """The core's side of a fetch into ``dest`` (its staging folder inside), counting bytes."""
     staging = dest / ".staging"
     staging.mkdir(parents=True, exist_ok=True)
-    meter = results_verbs.Meter(None)
-    return results_verbs._Transfer(dest, False, meter, None if notes is None else notes.append, staging, links=links)
+    meter = results_fetch.Meter(None)
+    return results_fetch._Transfer(dest, False, meter, None if notes is None else notes.append, staging, links=links)
 
 
 def shim(tmp_path: Path, name: str, body: str) -> str:
@@ -270,7 +270,7 @@ def test_an_unreadable_subfolder_is_a_note_not_a_failed_fetch(job, tmp_path, mon
 
 # ------------------------------------------------------------------ Docker: a local copy, the same refusals
 def docker_fetch(job: Path, dest: Path, paths: list[str], *, ended: bool = False,
-                 links: bool = True) -> results_verbs._Transfer:
+                 links: bool = True) -> results_fetch._Transfer:
     from types import SimpleNamespace
 
     from taobank.contract import ResultsLocation

@@ -295,7 +295,7 @@ def _progress_line() -> Callable[[str], None]:
 
 
 def cmd_fetch(args: argparse.Namespace, platform: str | None) -> int:
-    from .. import results_verbs
+    from .. import results_fetch, results_verbs
 
     words = list(args.words)
     if args.last:
@@ -316,9 +316,9 @@ def cmd_fetch(args: argparse.Namespace, platform: str | None) -> int:
         words = list(found.checkpoints)
     emit = _progress_line()
     try:  # --json: nothing but the JSON (no progress line)
-        got = results_verbs.fetch(platform, job_id, words, args.to, force=args.force, links=not args.copy,
-                                  emit=None if args.json else emit,
-                                  note=lambda text: print(one_line(f"note: {text}"), file=sys.stderr))
+        got = results_fetch.fetch(platform, job_id, words, args.to, force=args.force, links=not args.copy,
+                                 emit=None if args.json else emit,
+                                 note=lambda text: print(one_line(f"note: {text}"), file=sys.stderr))
     finally:
         if emit.tty and not args.json:  # type: ignore[attr-defined]
             sys.stderr.write("\r\033[K")
