@@ -29,13 +29,13 @@ def _rec(**backend) -> records.Record:
 @pytest.mark.parametrize("key,value", [
     ("slurm_job_id", "--user=u"), ("slurm_job_id", "12 34"), ("slurm_job_id", "-1"), ("slurm_job_id", "\u00b2"),
     ("script", "--wrap=id"), ("script", "relative/x.sbatch"), ("log_dir", "/a/../../etc"),
-    ("job_dir", "/x\n/y"), ("job_name", "--all"),
+    ("job_dir", "/x\n/y"), ("job_name", "--all"), ("chain_attempt", "7x"), ("max_attempts", "2; rm"),
 ])
 def test_slurm_record_values_are_checked_before_argv(key, value):
     from taobank.platforms.slurm import facts as slurm_facts
 
     with pytest.raises(TaoError, match=f"backend.{key} that is not") as exc:
-        slurm_facts.backend_of(_rec(**{key: value}))
+        slurm_facts.SlurmFacts.of(_rec(**{key: value}))
     assert value not in str(exc.value)
 
 
@@ -54,8 +54,10 @@ def test_good_record_values_pass():
     from taobank.platforms.kubernetes.kubectl import BACKEND_KINDS
     from taobank.platforms.slurm import facts as slurm_facts
 
-    b = slurm_facts.backend_of(_rec(slurm_job_id="123", script="/lustre/j/x.sbatch", job_name="dino-train-aaaaaaaa"))
-    assert b["slurm_job_id"] == "123"
+    b = slurm_facts.SlurmFacts.of(_rec(slurm_job_id=123, script="/lustre/j/x.sbatch", job_name="dino-train-aaaaaaaa",
+                                       staged_secrets=True, chain_attempt=2))
+    assert (b.slurm_job_id, b.script, b.folder, b.staged_secrets, b.chain_attempt, b.infra_retries) == \
+        ("123", "/lustre/j/x.sbatch", "", True, 2, True)  # numbers as text on a command line; unset flags default
     good = {"name": "dino-train-aaaaaaaa", "namespace": "tao-jobs", "uid": "1f0c3c2e-8d0b-4c43-9f4e-1d5c1a6b7e11",
             "context": "arn:aws:eks:us-east-1:123:cluster/gpu", "nodes": 2}
     assert record_values.checked(_rec(**good), BACKEND_KINDS) == {**good, "nodes": "2"}  # numbers come back as text

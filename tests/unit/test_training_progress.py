@@ -181,7 +181,7 @@ def test_the_slurm_sweep_reads_every_status_file_metrics_reads_and_none_outside_
     import os
     import subprocess
 
-    from taobank.platforms.slurm import observe as slurm_observe, remote
+    from taobank.platforms.slurm import facts as slurm_facts, observe as slurm_observe, remote
 
     folder = tmp_path / "results" / "custom-run-1"
     for rel in ("train/status.json", "evaluate/status.json", "status.json", "nested/deeper/status.json"):
@@ -197,12 +197,12 @@ def test_the_slurm_sweep_reads_every_status_file_metrics_reads_and_none_outside_
         (bin_dir / name).chmod(0o755)
     rec = records.Record.of(slurm_record())
     rec = records.Record.of({**rec.to_dict(), "backend": {**rec.backend, "results_dir": str(folder)}})
-    paths = slurm_observe._status_paths(rec)
+    paths = slurm_observe._status_paths(slurm_facts.SlurmFacts.of(rec))
     assert paths == [f"{folder}/status.json", f"{folder}/{remote.STATUS_GLOB}"]
     out = subprocess.run(["sh", "-c", remote.SWEEP, "sh", "1", *paths], capture_output=True, text=True, timeout=30,
                          env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}).stdout
     _, _, marks, _ = slurm_observe.parse_sweep(out)
-    texts = slurm_observe._status_texts(rec, marks)
+    texts = slurm_observe._status_texts(slurm_facts.SlurmFacts.of(rec), marks)
     assert sorted(texts) == ["evaluate/status.json", "status.json", "train/status.json"], texts
 
 

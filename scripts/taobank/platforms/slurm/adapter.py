@@ -5,7 +5,7 @@ import os
 from typing import Any, Callable, Mapping
 
 from ...contract import Batch, Gate, Launch, Observation, Stop, SubmitOptions, SweepPreview
-from ...errors import UsageError
+from ...errors import TaoError, UsageError
 from .spec import SlurmSpec
 from ...platform import JobView, Logs, Platform, ResultsAccess
 from . import INFO, flags, facts, resources, submit
@@ -27,10 +27,13 @@ class Slurm(Platform[SlurmSpec, SlurmPlan]):
 
 
     def view(self, rec: Record) -> JobView:
-        b, seen = rec.backend, {}
-        if b.get("walltime_chain"):  # the wall-time chain: the attempt and the run time of the attempts before it
-            seen = {"attempt": int(b.get("chain_attempt") or 1), "chain_seconds": int(b.get("chain_seconds") or 0),
-                    "max_attempts": b.get("max_attempts")}
+        seen: dict = {}
+        try:
+            b = facts.SlurmFacts.of(rec)
+        except TaoError:  # a damaged record is still shown (status of it says what is wrong)
+            b = facts.SlurmFacts()
+        if b.walltime_chain:  # the wall-time chain: the attempt and the run time of the attempts before it
+            seen = {"attempt": b.chain_attempt, "chain_seconds": b.chain_seconds, "max_attempts": b.max_attempts}
         return JobView.of_backend(rec, "slurm_state", **seen)
 
     def observe(self, recs: list[Record], *, context: dict) -> list[Observation]:

@@ -23,16 +23,16 @@ def stop(recs: list[Record], conn: Connection) -> list[Stop]:
 def cancel(rec: Record, *, conn: Connection) -> Stop:
     """scancel; a job that is gone or already ended counts as cancelled."""
     job_id = rec.id
-    b = facts.backend_of(rec)
-    jid = b.get("slurm_job_id")
-    if not jid and facts.job_dir_of(b):  # submitted but the answer was lost?
-        found = submit.find_by_name(conn, b.get("job_name") or job_id)
+    f = facts.SlurmFacts.of(rec)
+    jid: str | None = f.slurm_job_id
+    if not jid and f.folder:  # submitted but the answer was lost?
+        found = submit.find_by_name(conn, f.job_name or job_id)
         jid = found[-1] if found else None
     msg, outcome = "cancelled before it reached SLURM", "never_launched"
-    if b.get("convert_job_id"):  # the image conversion it waits for: a finished one answers "already completed"
-        conn.remote(["scancel", b["convert_job_id"]], check=False, what="scancel (image conversion)")
-    if b.get("prefetch_job_id"):  # the CPU-only prefetch it waits for
-        conn.remote(["scancel", b["prefetch_job_id"]], check=False, what="scancel (prefetch)")
+    if f.convert_job_id:  # the image conversion it waits for: a finished one answers "already completed"
+        conn.remote(["scancel", f.convert_job_id], check=False, what="scancel (image conversion)")
+    if f.prefetch_job_id:  # the CPU-only prefetch it waits for
+        conn.remote(["scancel", f.prefetch_job_id], check=False, what="scancel (prefetch)")
     if jid:
         res = conn.remote(["scancel", jid], check=False, what="scancel")
         if res.ok:
@@ -41,15 +41,15 @@ def cancel(rec: Record, *, conn: Connection) -> Stop:
             msg, outcome = f"SLURM job {jid} was already gone: counted as cancelled", "gone"
         else:
             raise TaoError(f"scancel {jid} failed: {last_line(res.stderr)}")
-    if jid and (b.get("self_retry") or b.get("walltime_chain")):
+    if jid and (f.self_retry or f.walltime_chain):
         # a job that resubmitted itself runs under another id with the same name: stop every one of them
-        conn.script(remote.CANCEL_NAME, [b.get("job_name") or job_id], check=False, what="scancel --name")
+        conn.script(remote.CANCEL_NAME, [f.job_name or job_id], check=False, what="scancel --name")
     # the job is stopped: the record says so (the backend state must not stay RUNNING either)
     done = Stop(job_id, outcome, msg, backend={"slurm_state": "CANCELLED"} if jid else {})
-    staged = [f for f, on in ((storage.CREDS_FILE, b.get("staged_secrets")),
-                              (prefetch.CREDS_FILE, b.get("staged_prefetch_secrets"))) if on]
-    if staged and (jdir := facts.job_dir_of(b)):
-        paths = [posixpath.join(jdir, f) for f in staged]
+    staged = [name for name, on in ((storage.CREDS_FILE, f.staged_secrets),
+                                    (prefetch.CREDS_FILE, f.staged_prefetch_secrets)) if on]
+    if staged and f.folder:
+        paths = [posixpath.join(f.folder, name) for name in staged]
         creds = " ".join(paths)
         try:
             conn.script(remote.REMOVE, paths, what="remove credentials")
@@ -86,9 +86,9 @@ def cancel_many(recs: list[Record], *, conn: Connection) -> list[Stop]:
     batch: list[Record] = []
     alone: list[Record] = []
     for rec in recs:
-        b = facts.backend_of(rec)
-        jid, name = str(b.get("slurm_job_id") or ""), str(b.get("job_name") or rec.id)
-        ok = JOB_ID.match(jid) and NAME.match(name) and not b.get("convert_job_id") and facts.job_dir_of(b)
+        f = facts.SlurmFacts.of(rec)
+        jid, name = f.slurm_job_id, f.job_name or rec.id
+        ok = JOB_ID.match(jid) and NAME.match(name) and not f.convert_job_id and f.folder
         (batch if ok and rec.state not in states.TERMINAL else alone).append(rec)
     out: list[Stop] = []
     for rec in alone:
@@ -98,12 +98,11 @@ def cancel_many(recs: list[Record], *, conn: Connection) -> list[Stop]:
             out.append(Stop(rec.id, error=str(exc)))
     if not batch:
         return out
-    backends = [facts.backend_of(r) for r in batch]
-    ids = [str(b["slurm_job_id"]) for b in backends]
-    names = [str(b.get("job_name") or r.id) for r, b in zip(batch, backends)
-             if b.get("self_retry") or b.get("walltime_chain")]
-    creds = [posixpath.join(jdir, storage.CREDS_FILE) for b in backends  # a batched job has its folder (above)
-             if b.get("staged_secrets") and (jdir := facts.job_dir_of(b))]
+    backends = [facts.SlurmFacts.of(r) for r in batch]
+    ids = [b.slurm_job_id for b in backends]
+    names = [b.job_name or r.id for r, b in zip(batch, backends) if b.self_retry or b.walltime_chain]
+    creds = [posixpath.join(b.folder, storage.CREDS_FILE) for b in backends  # a batched job has its folder (above)
+             if b.staged_secrets and b.folder]
     res = conn.script(CANCEL_MANY, [" ".join(ids), " ".join(names), *creds], check=False, what="scancel (many)")
     text = res.stdout
     rc = re.search(r"^@@rc (\d+)$", text, re.M)
@@ -122,8 +121,8 @@ def cancel_many(recs: list[Record], *, conn: Connection) -> list[Stop]:
             out.append(Stop(rec.id, error=f"scancel {jid} failed: {last_line(said) or 'exit ' + rc.group(1)}"))
             continue
         msg = f"scancel {jid}" if why is None else f"SLURM job {jid} was already gone: counted as cancelled"
-        if rm_failed and b.get("staged_secrets") and (jdir := facts.job_dir_of(b)):
-            cred_file = posixpath.join(jdir, storage.CREDS_FILE)
+        if rm_failed and b.staged_secrets and b.folder:
+            cred_file = posixpath.join(b.folder, storage.CREDS_FILE)
             msg += f"; the staged credentials {cred_file} could not be removed: delete that file on the cluster by hand"
         out.append(Stop(rec.id, "stopped" if why is None else "gone", msg, backend={"slurm_state": "CANCELLED"}))
     return out

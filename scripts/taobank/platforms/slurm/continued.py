@@ -18,7 +18,9 @@ from ...records import Record
 
 def _kept(rec: Record) -> dict[str, str]:
     """name -> sha256 the continued job was staged with (none for a record older than the digests)."""
-    text = str(rec.backend.get("spec_files") or "")
+    from .facts import SlurmFacts
+
+    text = SlurmFacts.of(rec).spec_files
     return dict(item.split("=", 1) for item in text.split(",") if "=" in item)
 
 

@@ -19,13 +19,13 @@ def logs(job_id: str, *, lines: int = 200, conn: Connection | None = None) -> di
     rec = platform.load_for(job_id, facts.PLATFORM, "logs")
     b = facts.require_submitted(rec)
     conn = conn or Connection()
-    out_f, err_f = posixpath.join(b["log_dir"], "main.out"), posixpath.join(b["log_dir"], "main.err")
+    out_f, err_f = posixpath.join(b.log_dir, "main.out"), posixpath.join(b.log_dir, "main.err")
     res = conn.script(remote.LOGS, [str(int(lines)), out_f, err_f], what="tail logs", retry_on_drop=True)
     body = res.stdout.split("@@out\n", 1)[-1]
     out_text, _, err_text = body.partition("@@err\n")
-    out = {"main.out": out_text, "main.err": err_text, "log_dir": b["log_dir"]}
-    for kind, what in (("convert", "conversion log"), ("prefetch", "prefetch log")):  # the helper jobs it waited for
-        log = b.get(f"{kind}_log")
+    out = {"main.out": out_text, "main.err": err_text, "log_dir": b.log_dir}
+    for kind, what, log in (("convert", "conversion log", b.convert_log),
+                            ("prefetch", "prefetch log", b.prefetch_log)):  # the helper jobs it waited for
         if log:
             tails = observe.sections(conn.script(remote.TAIL_FILES, [str(int(lines) * 200), log], what=what).stdout,
                                      "@@file ")
@@ -40,7 +40,7 @@ def follow(job_id: str, *, on_chunk: Callable[[str, str], None], conn: Connectio
     rec = platform.load_for(job_id, facts.PLATFORM, "logs")
     b = facts.require_submitted(rec)
     conn = conn or Connection()
-    out_f, err_f = posixpath.join(b["log_dir"], "main.out"), posixpath.join(b["log_dir"], "main.err")
+    out_f, err_f = posixpath.join(b.log_dir, "main.out"), posixpath.join(b.log_dir, "main.err")
     offs = [0, 0]
     first = [f"t{int(tail)}"] * 2 if tail else None
     polls = 0
@@ -96,7 +96,7 @@ head -c 67108864 -- "$f"
 def search_file(rec: Record, path: str, *, conn: Connection | None = None) -> str:
     """A file of the search ``rec`` is a trial of (the study's journal), ONE remote command; only a file in the
     folder the record names (``search_dir``)."""
-    folder = str(rec.backend.get("search_dir") or "")
+    folder = facts.SlurmFacts.of(rec).search_dir
     if not folder.startswith("/") or posixpath.dirname(path) != folder.rstrip("/") or "\n" in path:
         raise TaoError(f"job {rec.id} is not a trial of a search (its record names no search folder)")
     res = (conn or Connection()).script(READ_SEARCH_FILE, [path], what="read the study's journal",

@@ -3,10 +3,9 @@ every record, mapped to states. Only says what it saw: the core marks the record
 infrastructure failures (bounded) through :func:`retry_backend` and :func:`relaunch`."""
 from __future__ import annotations
 
-import dataclasses
 import posixpath
 import re
-from typing import Any, Mapping
+from typing import Mapping
 
 from ...states import State
 from ... import training
@@ -17,32 +16,30 @@ from .ssh import Connection
 from ...records import Record
 
 
-def _marker_path(b: Mapping[str, Any]) -> str | None:
+def _marker_path(b: facts.SlurmFacts) -> str | None:
     """The job's exit marker; None for a record that names no job folder (hand-made or damaged)."""
-    d = facts.job_dir_of(b)
-    return posixpath.join(d, storage.MARKER_FILE) if d else None
+    return posixpath.join(b.folder, storage.MARKER_FILE) if b.folder else None
 
 
-def _retries_path(b: Mapping[str, Any]) -> str | None:
+def _retries_path(b: facts.SlurmFacts) -> str | None:
     """What a job that resubmits itself appends to (``meta/retries.jsonl``): which SLURM job carries on."""
-    d = facts.job_dir_of(b)
-    return posixpath.join(d, storage.RETRIES_FILE) if d and (b.get("self_retry") or b.get("walltime_chain")) else None
+    return posixpath.join(b.folder, storage.RETRIES_FILE) if b.folder and (b.self_retry or b.walltime_chain) else None
 
 
-def _status_paths(rec: Record) -> list[str]:
+def _status_paths(b: facts.SlurmFacts) -> list[str]:
     """TAO's status files of a job, read in the sweep: its results folder's, and every sub-folder's (the action's,
     or the one a generic command's trainer names: the files metrics reads, the same rule chooses among them)."""
-    folder = rec.backend.get("results_dir")
+    folder = b.results_dir
     return [posixpath.join(folder, "status.json"), posixpath.join(folder, remote.STATUS_GLOB)] if folder else []
 
 
 _STATUS_REL = re.compile(r"(?:[^/]+/)?status\.json\Z")
 
 
-def _status_texts(rec: Record, marks: Mapping[str, str]) -> dict[str, str]:
+def _status_texts(b: facts.SlurmFacts, marks: Mapping[str, str]) -> dict[str, str]:
     """The job's status files the sweep read, ``{path relative to its results folder: text}`` (a file that does
     not exist prints an empty section: only files with lines count)."""
-    folder = rec.backend.get("results_dir")
+    folder = b.results_dir
     if not folder:
         return {}
     return {path[len(folder) + 1:]: text for path, text in marks.items()
@@ -76,33 +73,33 @@ def parse_sweep(text: str) -> tuple[dict, dict, dict[str, str], bool]:
 
 def sweep(conn: Connection, recs: list[Record]) -> dict[str, st.SlurmObservation]:
     """Verdict for every record: one remote command (one squeue + one sacct)."""
-    live = []
+    live: list[Record] = []
+    known: dict[str, facts.SlurmFacts] = {}
     for r in recs:
         if not r.backend.get("slurm_job_id"):
             continue
         try:
-            live.append(dataclasses.replace(r, backend=facts.backend_of(r)))
+            known[r.id] = facts.SlurmFacts.of(r)
+            live.append(r)
         except TaoError:
             if len(recs) == 1:
                 raise
             continue  # a damaged record is left as it is; it never hides the others (status of it alone says why)
     if not live:
         return {}
-    ids = ",".join(sorted({j for r in live for j in (r.backend["slurm_job_id"], r.backend.get("convert_job_id"),
-                                                     r.backend.get("prefetch_job_id")) if j},
-                          key=lambda j: tuple(int(x) for x in j.split("_"))))
-    files = [m for r in live for m in (_marker_path(r.backend), *_status_paths(r), _retries_path(r.backend))
-             if m]
+    ids = ",".join(sorted({j for b in known.values() for j in (b.slurm_job_id, b.convert_job_id, b.prefetch_job_id)
+                           if j}, key=lambda j: tuple(int(x) for x in j.split("_"))))
+    files = [m for b in known.values() for m in (_marker_path(b), *_status_paths(b), _retries_path(b)) if m]
     res = conn.script(remote.SWEEP, [ids] + files, what="squeue/sacct", retry_on_drop=True)
     squeue, sacct, marks, accounting = parse_sweep(res.stdout)
 
     def verdict(r: Record, log: str | None = None) -> st.SlurmObservation:
-        b = r.backend
-        jid = b["slurm_job_id"]
+        b = known[r.id]
+        jid = b.slurm_job_id
         moved = st.follow_retries(marks.get(_retries_path(b) or ""), jid)
         if moved and moved["reason"] == "walltime":  # the wall-time chain: the next attempt carries on
             return st.verdict(State.PENDING, f"wall time reached: continued as SLURM job {moved['next']} (attempt "
-                              f"{moved['attempt']} of {b.get('max_attempts') or '?'}, {_hms(moved['run_seconds'])} run "
+                              f"{moved['attempt']} of {b.max_attempts or '?'}, {_hms(moved['run_seconds'])} run "
                               "so far); it resumes from the latest checkpoint", moved=moved)
         if moved:  # the job resubmitted itself after an infrastructure failure: follow it
             return st.verdict(State.PENDING, f"infrastructure failure on {moved['failed_on'] or '?'}: the job resubmitted "
@@ -111,20 +108,20 @@ def sweep(conn: Connection, recs: list[Record]) -> dict[str, st.SlurmObservation
         marker = st.parse_marker(marks.get(_marker_path(b) or ""))
         if marker and str(marker.get("slurm_job_id")) != str(jid):
             marker = None  # an earlier attempt's marker in a shared job dir
-        texts = _status_texts(r, marks)
+        texts = _status_texts(b, marks)
         row = sacct.get(jid)
-        if row and b.get("memory"):  # what the job asked for, as submitted (sacct's ReqMem lags a job's end)
-            row = {**row, "req_mem": str(b["memory"])}
+        if row and b.memory:  # what the job asked for, as submitted (sacct's ReqMem lags a job's end)
+            row = {**row, "req_mem": b.memory}
         v = st.classify(squeue.get(jid), row, marker, accounting=accounting, log_tail=log,
                         tao=training.tao_end(texts, r.action))
-        if b.get("walltime_chain") and int(b.get("chain_attempt") or 1) > 1 and v.state in (State.PENDING, State.RUNNING):
-            v.message = (f"{v.message}; attempt {b['chain_attempt']} of {b.get('max_attempts') or '?'} "
-                         f"({_hms(int(b.get('chain_seconds') or 0))} run before it)")
-        cid = b.get("convert_job_id")
+        if b.walltime_chain and b.chain_attempt > 1 and v.state in (State.PENDING, State.RUNNING):
+            v.message = (f"{v.message}; attempt {b.chain_attempt} of {b.max_attempts or '?'} "
+                         f"({_hms(b.chain_seconds)} run before it)")
+        cid = b.convert_job_id
         if cid:
             v = st.with_conversion(v, squeue.get(cid) or sacct.get(cid), cid,
                                    log_tail=log)
-        pid = b.get("prefetch_job_id")
+        pid = b.prefetch_job_id
         if pid and not v.convert_log:
             v = st.with_prefetch(v, squeue.get(pid) or sacct.get(pid), pid, log_tail=log)
         seen = training.progress_of(texts, r.action) if texts else None
@@ -133,13 +130,12 @@ def sweep(conn: Connection, recs: list[Record]) -> dict[str, st.SlurmObservation
         return v
 
     def log_files(r: Record, v: st.SlurmObservation) -> list[str]:
-        b = r.backend
+        b = known[r.id]
         if v.convert_log:
-            return [b["convert_log"]] if b.get("convert_log") else []
+            return [b.convert_log] if b.convert_log else []
         if v.prefetch_log:
-            return [b["prefetch_log"]] if b.get("prefetch_log") else []
-        return [posixpath.join(b["log_dir"], "main.err"), posixpath.join(b["log_dir"], "main.out")] \
-            if b.get("log_dir") else []
+            return [b.prefetch_log] if b.prefetch_log else []
+        return [posixpath.join(b.log_dir, "main.err"), posixpath.join(b.log_dir, "main.out")] if b.log_dir else []
 
     out: dict[str, st.SlurmObservation] = {r.id: verdict(r) for r in live}
     need_logs = [r for r in live if out[r.id].needs_log and log_files(r, out[r.id])]
@@ -182,15 +178,15 @@ def observe(recs: list[Record], context: dict) -> list[Observation]:
 
 def _said(r: Record, v: st.SlurmObservation) -> Observation:
     """The observation as the core applies it: the record's facts, the job that carries on, why no retry."""
-    b = r.backend
+    b = facts.SlurmFacts.of(r)
     v.job_id = r.id
     moved = v.moved
     if moved:  # backend_ref and slurm_job_id follow the live SLURM job (job_name stays: cancel stops every job of it)
-        jid, name = moved["next"], b.get("job_name") or r.id
+        jid, name = moved["next"], b.job_name or r.id
         hop = {"self_retries": moved["attempt"], "excluded_nodes": moved["excluded"]} \
             if moved["reason"] != "walltime" else {"chain_attempt": moved["attempt"], "chain_seconds": moved["run_seconds"]}
         v.backend_ref = f"slurm:{jid}"
-        v.backend = {"slurm_job_id": jid, "log_dir": facts.log_dir_of(facts.backend_of(r), name, jid), **hop,
+        v.backend = {"slurm_job_id": jid, "log_dir": b.log_dir_for(name, jid), **hop,
                      "slurm_state": "REQUEUED"}
         return v
     v.backend = {"slurm_state": v.observed, "exit_code": v.exit_status}
@@ -198,14 +194,14 @@ def _said(r: Record, v: st.SlurmObservation) -> Observation:
         v.view.progress = v.progress
     if v.state == State.ERROR and v.retry:
         # NODE_FAIL/BOOT_FAIL: the job's own footer never ran, so only status can resubmit it
-        if b.get("self_retry") and v.observed == "DEADLINE":
+        if b.self_retry and v.observed == "DEADLINE":
             v.message += "; stopped at its deadline (its own retry check never ran): not resubmitted"
             v.retry = False
-        elif b.get("self_retry") and v.observed not in st.INFRA_STATES:
+        elif b.self_retry and v.observed not in st.INFRA_STATES:
             v.message += "; the job did not resubmit itself (retry limit reached, or sbatch refused on the node: see main.out)"
             v.retry = False
         else:
-            v.retry = bool(b.get("infra_retries", True))
+            v.retry = b.infra_retries
     else:
         v.retry = False
     return v
@@ -216,13 +212,13 @@ def ended(recs: list[Record], context: dict, carried_on: frozenset[str] = frozen
     carries on keeps its own (the retry sources them); a prefetch that never ran left its file too."""
     cleanup = []
     for r in recs:
-        b = facts.backend_of(r)
-        folder = facts.job_dir_of(b)
+        b = facts.SlurmFacts.of(r)
+        folder = b.folder
         if not folder:
             continue
-        if b.get("staged_secrets") and r.id not in carried_on:
+        if b.staged_secrets and r.id not in carried_on:
             cleanup.append(posixpath.join(folder, storage.CREDS_FILE))
-        if b.get("staged_prefetch_secrets"):
+        if b.staged_prefetch_secrets:
             cleanup.append(posixpath.join(folder, prefetch.CREDS_FILE))
     if cleanup:
         connection(context).script(remote.REMOVE, cleanup, what="remove credentials")
@@ -237,7 +233,7 @@ def retry_backend(failed: Record, job_id: str, context: dict) -> dict:
     conn = connection(context)
     backend = {k: b[k] for k in ("backend_type", "partition", "cluster_name", "container_runtime") if b.get(k) is not None}
     backend.update({k: b[k] for k in ("results_dir", "script", "staged_secrets", "self_retry", "infra_retries") if k in b})
-    backend["staged_dir"] = facts.job_dir_of(b)  # the same staged folder; job_dir comes with the new sbatch answer
+    backend["staged_dir"] = facts.SlurmFacts.of(failed).folder  # the same staged folder; job_dir comes with the new sbatch answer
     backend.update({"job_name": job_id, "login_host": conn.host.entry if conn.host else b.get("login_host")})
     return backend
 

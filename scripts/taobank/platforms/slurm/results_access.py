@@ -17,6 +17,7 @@ from ...contract import ResultFile, ResultsListing, ResultsLocation, Transfer
 from ...errors import TaoError
 from ...paths import abs_path
 from ...run import Result, pipe
+from . import facts
 from .ssh import Connection
 from ...records import Record
 
@@ -36,7 +37,7 @@ class _Login:
 
 def location(rec: Record) -> ResultsLocation:
     """The job's folder; its own when it is named after the job (a record keeping the parent is not)."""
-    folder = abs_path(rec.backend.get("results_dir") or rec.results_dir, "the record's results_dir")
+    folder = abs_path(facts.SlurmFacts.of(rec).results_dir or rec.results_dir, "the record's results_dir")
     if posixpath.basename(folder) != rec.id:
         return ResultsLocation(folder, False, f"the record keeps the parent folder, not <base>/results/{rec.id}")
     return ResultsLocation(folder, True)

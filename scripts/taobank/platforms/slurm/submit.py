@@ -260,12 +260,12 @@ def launch_one(sp: SlurmPlan, rec: Record, batch: Batch) -> Launch:
     except SubmitUncertain:
         raise
     except TaoError as exc:  # refused, not submitted: take back the staged folder (credentials and all)
-        cb = records.get(rec.id).backend
-        jdir = facts.job_dir_of(cb)
-        if not jdir or cb.get("slurm_job_id"):
+        cb = facts.SlurmFacts.of(records.get(rec.id))
+        jdir = cb.folder
+        if not jdir or cb.slurm_job_id:
             raise
         try:
-            conn.script(remote.UNSTAGE, [jdir, cb.get("results_dir") or "", rec.id], what="remove the staged job")
+            conn.script(remote.UNSTAGE, [jdir, cb.results_dir, rec.id], what="remove the staged job")
         except TaoError:
             raise TaoError(f"{exc}; also could not remove its staged folder {jdir} on the cluster (it may hold "
                            "credentials): delete it by hand") from None
@@ -405,12 +405,12 @@ def find_by_name(conn: Connection, name: str) -> list[str]:
 def resumable(job_id: str) -> Record:
     """The record of a submit to finish: a SLURM record that was staged (checked before any connection)."""
     rec = platform.load_for(job_id, facts.PLATFORM, "resume")
-    b = facts.backend_of(rec)
-    if b.get("slurm_job_id"):
+    b = facts.SlurmFacts.of(rec)
+    if b.slurm_job_id:
         return rec
     if rec.state in states.TERMINAL:
         raise TaoError(f"job {job_id} is {rec.state} and was never submitted to SLURM: nothing to resume; submit again")
-    if not facts.job_dir_of(b) or not b.get("script"):
+    if not b.folder or not b.script:
         raise TaoError(f"job {job_id} was never staged (no job folder or script in its record): nothing to resume; "
                        "submit it again with tao_slurm.py submit")
     return rec
@@ -420,7 +420,7 @@ def relaunch(job_id: str, conn: Connection | None = None) -> Launch | None:
     """``resume``: sbatch the staged script of a record that has none yet (reconciled by name first, never
     twice); None when it was submitted already."""
     rec = resumable(job_id)  # refused before any connection when there is nothing to resume
-    if rec.backend.get("slurm_job_id"):
+    if facts.SlurmFacts.of(rec).slurm_job_id:
         return None
     return sbatch(conn or Connection(), job_id)
 
@@ -432,24 +432,24 @@ def sbatch(conn: Connection, job_id: str) -> Launch:
     record's exact name is adopted instead of submitting a second one.
     """
     rec = resumable(job_id)
-    b = dict(rec.backend)
-    name = b.get("job_name") or job_id
-    jdir = facts.job_dir_of(b)
+    b = facts.SlurmFacts.of(rec)
+    name = b.job_name or job_id
+    jdir = b.folder
     if not jdir:  # resumable() refuses an unstaged record before it was submitted
         raise TaoError(f"job {job_id} has no job folder in its record: nothing to submit; submit it again")
     log_root = posixpath.join(jdir, storage.LOG_DIR)
     found = find_by_name(conn, name)
-    pre_arg = [b["prefetch_script"]] if b.get("prefetch_script") else []
+    pre_arg = [b.prefetch_script] if b.prefetch_script else []
     pre_id = ""
     if found:
         jid = found[-1]
-        res = conn.script(remote.ADOPT, [jid, log_root, name, b.get("convert_job_id") or ""] + (["prefetch"] if pre_arg else []),
+        res = conn.script(remote.ADOPT, [jid, log_root, name, b.convert_job_id] + (["prefetch"] if pre_arg else []),
                           what="adopt job")
         pre_id = _prefetch_id(res.stdout)
         how = f"adopted existing SLURM job {jid} (an earlier sbatch answer was lost)"
     else:
         try:
-            res = conn.script(remote.SBATCH, [b["script"], log_root, name, b.get("convert_job_id") or ""] + pre_arg,
+            res = conn.script(remote.SBATCH, [b.script, log_root, name, b.convert_job_id] + pre_arg,
                               check=False, what="sbatch")
             jid = res.stdout.strip().splitlines()[-1] if res.ok and res.stdout.strip() else ""
             pre_id = _prefetch_id(res.stdout)
@@ -469,13 +469,13 @@ def sbatch(conn: Connection, job_id: str) -> Launch:
                 raise TaoError(sbatch_error(res.stderr or res.stdout) if res is not None else
                                f"sbatch did not complete: {dropped}; nothing was submitted")
             jid = found[-1]
-            res = conn.script(remote.ADOPT, [jid, log_root, name, b.get("convert_job_id") or ""]
+            res = conn.script(remote.ADOPT, [jid, log_root, name, b.convert_job_id]
                               + (["prefetch"] if pre_arg else []), what="adopt job")
             pre_id = _prefetch_id(res.stdout)
             how = f"sbatch answer lost; reconciled to SLURM job {jid} by name"
         else:
             how = f"submitted as SLURM job {jid}"
-    backend = {"slurm_job_id": jid, "job_dir": jdir, "log_dir": facts.log_dir_of(b, name, jid),
+    backend = {"slurm_job_id": jid, "job_dir": jdir, "log_dir": b.log_dir_for(name, jid),
                "login_host": conn.connect().entry}
     if pre_id:  # the CPU-only prefetch job it waits for
         backend.update(prefetch_job_id=pre_id, prefetch_log=posixpath.join(

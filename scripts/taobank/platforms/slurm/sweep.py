@@ -230,7 +230,7 @@ def launch(plans: list[SlurmPlan], recs: list[Record], batch: Batch) -> list[Lau
     for i, b in enumerate(backends):
         ref = f"{aid}_{i}"
         b.slurm_job_id, b.array_job_id, b.job_dir = ref, aid, b.staged_dir
-        b.log_dir = facts.log_dir_of({"job_dir": b.job_dir}, b.job_name, ref)
+        b.log_dir = facts.SlurmFacts(job_dir=b.job_dir).log_dir_for(b.job_name, ref)
         out.append(Launch(f"slurm:{ref}", b, f"submitted as SLURM array task {ref}",
                           details={"job_dir": b.job_dir, "log_dir": b.log_dir}))
     return out
