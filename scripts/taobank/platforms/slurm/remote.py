@@ -112,9 +112,10 @@ case $jid in ''|*[!0-9]*) echo "unexpected sbatch answer: $out" >&2; exit 4;; es
 echo "$jid"
 '''
 
-#: Reconcile by exact job name: $1 name.
+#: Reconcile by exact job name: $1 name. squeue -t all: a job that already ended is still listed for MinJobAge
+#: (300 s by default), so a short job is found even before accounting (sacct) has recorded it.
 FIND = r'''
-squeue -h -o '%i|%T|%r|%j' --name="$1"
+squeue -h -t all -o '%i|%T|%r|%j' --name="$1"
 echo "@@sacct"
 sacct -n -X -P -o JobIDRaw,JobName,State,ExitCode --name="$1" -S now-14days 2>/dev/null
 true
