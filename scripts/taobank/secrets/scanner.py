@@ -1045,6 +1045,16 @@ def redact_text(text: str) -> str:
     return "".join(raw)
 
 
+
+def redact_texts(texts: Iterable[str]) -> list[str]:
+    """:func:`redact_text` of each text: one call for a batch (a record's fields, a table's cells)."""
+    return [redact_text(t) for t in texts]
+
+
+def credential_names(names: Iterable[str]) -> set[str]:
+    """Those of ``names`` that :func:`is_credential_name` holds a secret: one call for a record's keys."""
+    return {n for n in names if is_credential_name(n)}
+
 def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     for s, e in sorted(spans):
