@@ -11,6 +11,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import Iterable
 
 #: Bytes per read of a local copy (a fetch from Docker or S3): large enough for C speed, small enough for memory.
 CHUNK = 1 << 20
@@ -120,6 +121,19 @@ def read_regular(path: Path | str, what: str, *, max_bytes: int = MAX_READ_BYTES
         raise TaoError(f"{what} {p} is larger than {max_bytes} bytes: that is not a {what}", exit_code=2)
     return data
 
+
+def read_each(paths: Iterable[Path], what: str, **kwargs: object) -> list[tuple[Path, bytes | None, Exception | None]]:
+    """:func:`read_regular` of each path, one call for a folder's files (a list of records): ``(path, its bytes
+    or None, None)``, or ``(path, None, the one-line TaoError)`` for a file that cannot be read."""
+    from .errors import TaoError
+
+    out: list[tuple[Path, bytes | None, Exception | None]] = []
+    for p in paths:
+        try:
+            out.append((p, read_regular(p, what, **kwargs), None))  # type: ignore[arg-type]
+        except TaoError as exc:
+            out.append((p, None, exc))
+    return out
 
 def read_text(path: Path | str, what: str, **kwargs: object) -> str | None:
     """:func:`read_regular` decoded as UTF-8 (one-line TaoError when it is not)."""

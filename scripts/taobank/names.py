@@ -18,14 +18,22 @@ MAX_LABEL_LEN = 63
 SUFFIX_LEN = 8
 _ACTION_MAX = 12
 
-_DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?\Z")
+#: An RFC 1035 label of at most :data:`MAX_LABEL_LEN` characters, and a job id (one of at most :data:`MAX_ID_LEN`),
+#: each as one pattern (length included): the record store matches every file name of its folder against them.
+DNS1035_LABEL = re.compile(r"[a-z](?:[-a-z0-9]{0,%d}[a-z0-9])?\Z" % (MAX_LABEL_LEN - 2))
+JOB_ID = re.compile(r"[a-z](?:[-a-z0-9]{0,%d}[a-z0-9])?\Z" % (MAX_ID_LEN - 2))
 _DNS1123 = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 
 
 def is_dns1035_label(s: str) -> bool:
     """RFC 1035 label as Kubernetes checks it (Service names): ``[a-z]([-a-z0-9]*[a-z0-9])?``, <= 63."""
-    return isinstance(s, str) and 0 < len(s) <= MAX_LABEL_LEN and bool(_DNS1035.match(s))
+    return isinstance(s, str) and bool(DNS1035_LABEL.match(s))
+
+
+def is_job_id(s: object) -> bool:
+    """A job id: an RFC 1035 label of at most :data:`MAX_ID_LEN` characters."""
+    return isinstance(s, str) and bool(JOB_ID.match(s))
 
 
 def is_dns1123_label(s: str) -> bool:

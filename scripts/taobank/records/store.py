@@ -7,6 +7,8 @@
 * A read-modify-write holds an exclusive ``fcntl`` lock on ``<id>.lock`` (:func:`state_lock`), so
   concurrent marks from many processes lose no transition.
 * Every write and every read is checked by :mod:`.shape` (the schema and the transition table).
+* One job's results folder against the other records' (a prune of one job must never delete another's):
+  :func:`refuse_nested` when a job opens, :func:`records_inside` when one is pruned.
 * A new id is linked into place with ``os.link`` (fails if the name exists), so
   a colliding id is minted again, never overwritten.
 """
@@ -26,7 +28,7 @@ from .. import fsio, names, registry, bounded_parse, states
 from ..errors import TaoError
 from ..redact import shown
 from . import shape
-from .record import Record
+from .shape import Record, folder_of, within
 
 STATE_DIR_ENV = "TAO_STATE_DIR"
 _MAX_RECORD_BYTES = 4 * 1024 * 1024
@@ -65,7 +67,7 @@ def state_dir() -> Path:
 
 def check_id(job_id: str) -> str:
     """``job_id`` when it is a job id (a DNS-1035 label of at most :data:`names.MAX_ID_LEN`); else TaoError."""
-    if not isinstance(job_id, str) or not names.is_dns1035_label(job_id) or len(job_id) > names.MAX_ID_LEN:
+    if not isinstance(job_id, str) or not names.JOB_ID.match(job_id):
         raise TaoError(f"{shown(job_id)} is not a job id: ids are printed by 'tao_job_record.py open' (see 'list')")
     return job_id
 
@@ -182,6 +184,11 @@ def read(path: Path) -> dict[str, Any]:
         raw = fsio.read_regular(path, "job record", max_bytes=_MAX_RECORD_BYTES, follow_links=False, missing_ok=True)
     except TaoError as exc:
         raise TaoError(f"{exc}: remove or restore it") from None
+    return _whole(path, raw)
+
+
+def _whole(path: Path, raw: bytes | None) -> dict[str, Any]:
+    """The record in ``raw`` (the bytes of ``path``), parsed and checked; TaoError naming what is wrong."""
     if raw is None:
         raise TaoError(f"no job record {path.stem} in {path.parent}: see 'tao_jobs.py list'")
     if _WHOLE.get(str(path)) == raw:  # these very bytes were found whole already: parse them, no second check
@@ -217,11 +224,14 @@ def list_records(platform: str | None = None, state: str | None = None, active: 
     plat = registry.canonical(platform) if platform else None
     st = states.canonical_state(state) if state else None
     out = []
-    for f in state_dir().glob("*.json"):
-        if not names.is_dns1035_label(f.stem):
-            continue
+    files = [f for f in state_dir().glob("*.json") if names.DNS1035_LABEL.match(f.stem)]
+    # every file read in one call (the same checks as read(): a regular file, no link, bounded)
+    for f, raw, error in fsio.read_each(files, "job record", max_bytes=_MAX_RECORD_BYTES, follow_links=False,
+                                        missing_ok=True):
         try:
-            rec = read(f)
+            if error is not None:
+                raise TaoError(f"{error}: remove or restore it")
+            rec = _whole(f, raw)
         except TaoError as exc:
             if f.exists() or f.is_symlink():  # not merely removed while listing
                 if problems is not None:
@@ -246,5 +256,30 @@ def find(platform: str | None = None, state: str | None = None, active: bool = F
     return [Record.of(r) for r in list_records(platform, state, active, problems, sweep)]
 
 
+
+# ---------------------------------------------------------------- results folders against the other records
+def refuse_nested(folders: list[tuple[str, str]], platform: str) -> None:
+    """A new job's results folder (``(folder, job id)``) may neither lie inside another record's folder nor hold
+    one: ``prune`` of the outer job would delete the inner job's results (one pass over the records for all
+    ``folders``). Only a folder named after its job can be pruned, so only such an outer folder counts."""
+    others = [(r, folder_of(r)) for r in list_records(platform=platform)]
+    for new, new_id in folders:
+        for r, old in others:
+            if not old or new.rstrip("/") == old:
+                continue  # the same folder: a retry carries on in its parent's
+            if within(new, old) and old.rsplit("/", 1)[-1] == r["id"]:
+                raise TaoError(f"results folder {new} lies inside job {r['id']}'s folder {old}: pruning that job "
+                               "would delete it; choose a folder outside every job's folder")
+            if within(old, new) and new.rstrip("/").rsplit("/", 1)[-1] == new_id:
+                raise TaoError(f"results folder {new} holds job {r['id']}'s folder {old}: choose a folder that holds "
+                               "no other job's results")
+
+
+def records_inside(folder: str, platform: str, besides: str) -> list[dict[str, Any]]:
+    """The records (other than ``besides``) whose results lie in ``folder`` (inside it, or the same folder)."""
+    return [r for r in list_records(platform=platform) if r["id"] != besides and within(folder_of(r), folder)]
+
+
 __all__ = ["STATE_DIR_ENV", "state_dir", "check_id", "record_path", "artifact_dir", "state_lock", "locked", "now",
-           "replace", "create", "sweep_temps", "read", "load", "get", "list_records", "find"]
+           "replace", "create", "sweep_temps", "read", "load", "get", "list_records", "find",
+           "refuse_nested", "records_inside"]

@@ -15,10 +15,8 @@ from ..redact import credential_names, redact_texts
 from ..text import stored_texts
 from ..states import State
 from . import store
-from .folders import ID_PLACEHOLDER, check_results_dir
-from .nesting import refuse_nested
-from .record import RECORD_VERSION
-from .shape import LINEAGE_FIELDS
+from .shape import ID_PLACEHOLDER, LINEAGE_FIELDS, RECORD_VERSION, check_results_dir
+from .store import refuse_nested
 
 STORAGE_TIERS = ("A", "C")
 _MAX_MINT_TRIES = 32
