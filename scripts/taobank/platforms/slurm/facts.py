@@ -4,7 +4,7 @@ from __future__ import annotations
 import posixpath
 from typing import Any, Mapping
 
-from ... import pins, record_values, states
+from ... import names, pins, states
 from ...errors import TaoError
 from . import storage
 from ...records import Record
@@ -31,8 +31,8 @@ BACKEND_KINDS = {"slurm_job_id": "slurm_id", "array_job_id": "number", "convert_
 
 
 def backend_of(rec: Record) -> dict:
-    """The record's backend, every value checked for its kind (see :mod:`taobank.record_values`)."""
-    return record_values.checked(rec, BACKEND_KINDS)
+    """The record's backend, every value checked for its kind (see :mod:`taobank.names`)."""
+    return names.checked(rec, BACKEND_KINDS)
 
 
 def job_dir_of(backend: Mapping[str, Any]) -> str | None:
