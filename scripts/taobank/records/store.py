@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, cast
 
-from .. import fsio, names, registry, bounded_parse, states
+from .. import fsio, names, registry, states
 from ..errors import TaoError
 from ..redact import shown
 from . import shape
@@ -194,7 +194,7 @@ def _whole(path: Path, raw: bytes | None) -> dict[str, Any]:
     if _WHOLE.get(str(path)) == raw:  # these very bytes were found whole already: parse them, no second check
         return cast(dict[str, Any], json.loads(raw))
     try:
-        rec = bounded_parse.json_value(raw, f"job record {path}")
+        rec = fsio.json_value(raw, f"job record {path}")
     except TaoError as exc:
         raise TaoError(f"{exc}: restore it or remove it") from None
     problem = shape.damage(rec, path.stem)
