@@ -114,17 +114,6 @@ def is_allowed(current: str, new: str) -> bool:
     return new in TRANSITIONS.get(current, ())
 
 
-def chain_problem(state: str, chain: list[str]) -> str | None:
-    """What is wrong with a record's transitions (``chain``, the states in order) for a record in ``state``:
-    they must run from the initial state to ``state`` by the table's moves; None when they do."""
-    if chain[0] != INITIAL or chain[-1] != state:
-        return f"its transitions run {chain[0]} .. {chain[-1]}, not {INITIAL} .. {state}"
-    for a, b in zip(chain, chain[1:]):
-        if not is_allowed(a, b):
-            return f"its transition {a} -> {b} is not in the table"
-    return None
-
-
 @dataclass(frozen=True)
 class Move:
     """What one observation does to a record: the state to mark (None: leave the record as it is) and the

@@ -538,6 +538,16 @@ def _words(f: Failure) -> str:
     return f"{at} breaks the schema's {f.keyword}"
 
 
+def _chain_problem(state: str, chain: list[str]) -> str | None:
+    """The transitions must run from the initial state to ``state`` by the moves of the table of
+    :mod:`taobank.states` (:data:`states.TRANSITIONS`, the table :func:`states.is_allowed` reads)."""
+    if chain[0] != states.INITIAL or chain[-1] != state:
+        return f"its transitions run {chain[0]} .. {chain[-1]}, not {states.INITIAL} .. {state}"
+    for a, b in zip(chain, chain[1:]):
+        if b not in states.TRANSITIONS.get(a, ()):
+            return f"its transition {a} -> {b} is not in the table"
+    return None
+
 def damage(rec: Any, job_id: str) -> str | None:
     """What makes ``rec`` (read from ``<job_id>.json``) unusable as a record, as one line; None when it is
     whole. Cheap: a compiled check, no jsonschema import."""
@@ -548,7 +558,7 @@ def damage(rec: Any, job_id: str) -> str | None:
         return "its id does not match the file name"
     if rec["platform"] not in registry.PACKAGES:  # the schema says a name; the registry says which
         return "unknown platform"
-    return states.chain_problem(rec["state"], [t["state"] for t in rec["transitions"]]) or folder_problem(rec)
+    return _chain_problem(rec["state"], [t["state"] for t in rec["transitions"]]) or folder_problem(rec)
 
 
 def validate(rec: Mapping[str, Any]) -> None:
@@ -559,7 +569,7 @@ def validate(rec: Mapping[str, Any]) -> None:
         raise TaoError(f"job record rejected at {where}: {_words(f)}")
     if rec["platform"] not in registry.PACKAGES:  # the schema says a name; the registry says which
         raise TaoError(f"job record rejected at platform: unknown platform (one of {', '.join(registry.names())})")
-    chain = states.chain_problem(rec["state"], [t["state"] for t in rec["transitions"]])
+    chain = _chain_problem(rec["state"], [t["state"] for t in rec["transitions"]])
     if chain:
         raise TaoError(f"job record rejected: {chain}")
 

@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 
 from .. import names, registry, states
 from ..errors import TaoError
-from ..redact import credential_names, redact_texts
+from ..redact import secret_entries
 from ..text import stored_texts
 from ..states import State
 from . import store
@@ -53,13 +53,12 @@ def clean_text(text: str | None) -> str | None:
 
 def clean_backend(backend: Mapping[str, Any] | None) -> dict[str, Any]:
     """Backend metadata as stored: field-like keys, plain values, never a credential (refused, not masked).
-    The keys' names and the values go to the scanner once each, for all keys together."""
+    The keys and values go to the scanner in one call, for all keys together."""
     out: dict[str, Any] = {}
     if not backend:
         return out
-    texts = [k for k, v in backend.items() if isinstance(k, str) and isinstance(v, str) and v]
-    named = credential_names(texts)  # flags such as staged_secrets=true are fine: only a text value counts
-    masked = dict(zip(texts, redact_texts([backend[k] for k in texts])))
+    # flags such as staged_secrets=true are fine: only a text value counts, named or looking like a credential
+    secret = secret_entries([(k, v) for k, v in backend.items() if isinstance(k, str) and isinstance(v, str) and v])
     for k, v in backend.items():  # the first problem in key order, as before
         if not isinstance(k, str) or not _META_KEY.match(k):
             raise TaoError(f"backend metadata key {k!r} is invalid: use letters, digits, _ . - (max 64)")
@@ -67,10 +66,10 @@ def clean_backend(backend: Mapping[str, Any] | None) -> dict[str, Any]:
             raise TaoError(f"backend metadata {k} must be a string, integer or boolean")
         if isinstance(v, str):  # a cluster's answer with a byte that is not UTF-8: one line, never a crash mid-write
             encodable(v, f"backend metadata {k}")
-        if k in named:
+        if secret.get(k) == "name":
             raise TaoError(f"backend metadata {k} is named like a credential: never store secrets in a record")
         # the value alone: token shapes, user:pass@, signed URLs (keys are ours, e.g. cred_secret=tao-creds-x)
-        if k in masked and masked[k] != v:
+        if secret.get(k) == "value":
             raise TaoError(f"backend metadata {k} looks like a credential: never store secrets in a record")
         out[k] = v
     return out

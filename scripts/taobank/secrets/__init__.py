@@ -30,10 +30,10 @@ through all of it, and the scan asks the name rule of every key it meets.
 """
 from __future__ import annotations
 
-from .scanner import (MASK, PROSE_WORDS, RULE_NAMES, RULES, Finding, Rule, credential_names, is_credential_name,
+from .scanner import (MASK, PROSE_WORDS, RULE_NAMES, RULES, Finding, Rule, is_credential_name,
                       is_reference, lint_objects, lint_text, looks_like_secret, redact_text, redact_texts, rules_markdown,
-                      scan, shown, shown_keys, unknown_fields)
+                      scan, secret_entries, shown, shown_keys, unknown_fields)
 
-__all__ = ["MASK", "PROSE_WORDS", "RULES", "RULE_NAMES", "Rule", "Finding", "credential_names", "is_credential_name",
+__all__ = ["MASK", "PROSE_WORDS", "RULES", "RULE_NAMES", "Rule", "Finding", "is_credential_name",
            "is_reference", "lint_text", "lint_objects", "looks_like_secret", "redact_text", "redact_texts",
-           "rules_markdown", "scan", "shown", "shown_keys", "unknown_fields"]
+           "rules_markdown", "scan", "secret_entries", "shown", "shown_keys", "unknown_fields"]

@@ -1051,9 +1051,17 @@ def redact_texts(texts: Iterable[str]) -> list[str]:
     return [redact_text(t) for t in texts]
 
 
-def credential_names(names: Iterable[str]) -> set[str]:
-    """Those of ``names`` that :func:`is_credential_name` holds a secret: one call for a record's keys."""
-    return {n for n in names if is_credential_name(n)}
+def secret_entries(items: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Of ``(name, text value)`` pairs (a record's metadata), those that carry a secret, with why: ``"name"`` when
+    the name holds one (:func:`is_credential_name`), else ``"value"`` when :func:`redact_text` masks the value.
+    One call for all pairs."""
+    out: dict[str, str] = {}
+    for name, value in items:
+        if is_credential_name(name):
+            out[name] = "name"
+        elif redact_text(value) != value:
+            out[name] = "value"
+    return out
 
 def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
