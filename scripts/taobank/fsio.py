@@ -128,16 +128,36 @@ def read_regular(path: Path | str, what: str, *, max_bytes: int = MAX_READ_BYTES
     return data
 
 
-def read_each(paths: Iterable[Path], what: str, **kwargs: object) -> list[tuple[Path, bytes | None, Exception | None]]:
-    """:func:`read_regular` of each path, one call for a folder's files (a list of records): ``(path, its bytes
-    or None, None)``, or ``(path, None, the one-line TaoError)`` for a file that cannot be read."""
-    out: list[tuple[Path, bytes | None, Exception | None]] = []
+#: What :func:`read_json` gives: the file's bytes (None: missing), the JSON value (None when it did not parse), and
+#: the one-line error of the parse (None when it parsed).
+JsonRead = tuple["bytes | None", Any, "TaoError | None"]
+
+
+def read_json(path: Path | str, what: str, parsed_what: str, **kwargs: object) -> JsonRead:
+    """:func:`read_regular` and then :func:`json_value` (named ``parsed_what`` in its error) in one call: a file
+    that cannot be read raises, a document that does not parse comes back as its error, so a caller words the
+    two its own way (a record: "remove or restore it", "restore it or remove it")."""
+    raw = read_regular(path, what, **kwargs)  # type: ignore[arg-type]
+    if raw is None:
+        return None, None, None
+    try:
+        return raw, json_value(raw, parsed_what), None
+    except TaoError as exc:
+        return raw, None, exc
+
+
+def read_json_each(paths: Iterable[Path], what: str, **kwargs: object) -> list[tuple[Path, JsonRead | TaoError]]:
+    """:func:`read_json` of each path (its error named ``<what> <path>``), one call for a folder's files (a list
+    of records): ``(path, what read_json gives)``, or ``(path, the one-line TaoError)`` for a file that cannot be
+    read."""
+    out: list[tuple[Path, JsonRead | TaoError]] = []
     for p in paths:
         try:
-            out.append((p, read_regular(p, what, **kwargs), None))  # type: ignore[arg-type]
+            out.append((p, read_json(p, what, f"{what} {p}", **kwargs)))
         except TaoError as exc:
-            out.append((p, None, exc))
+            out.append((p, exc))
     return out
+
 
 def read_text(path: Path | str, what: str, **kwargs: object) -> str | None:
     """:func:`read_regular` decoded as UTF-8 (one-line TaoError when it is not)."""

@@ -181,22 +181,22 @@ _WHOLE: dict[str, bytes] = {}
 def read(path: Path) -> dict[str, Any]:
     """A record file: a regular file (no symlink, no FIFO) holding a whole record (:func:`shape.damage`)."""
     try:
-        raw = fsio.read_regular(path, "job record", max_bytes=_MAX_RECORD_BYTES, follow_links=False, missing_ok=True)
+        got = fsio.read_json(path, "job record", f"job record {path}", max_bytes=_MAX_RECORD_BYTES,
+                             follow_links=False, missing_ok=True)
     except TaoError as exc:
         raise TaoError(f"{exc}: remove or restore it") from None
-    return _whole(path, raw)
+    return _whole(path, got)
 
 
-def _whole(path: Path, raw: bytes | None) -> dict[str, Any]:
-    """The record in ``raw`` (the bytes of ``path``), parsed and checked; TaoError naming what is wrong."""
+def _whole(path: Path, got: fsio.JsonRead) -> dict[str, Any]:
+    """The record :func:`fsio.read_json` read from ``path``, checked; TaoError naming what is wrong."""
+    raw, rec, unparsed = got
     if raw is None:
         raise TaoError(f"no job record {path.stem} in {path.parent}: see 'tao_jobs.py list'")
-    if _WHOLE.get(str(path)) == raw:  # these very bytes were found whole already: parse them, no second check
-        return cast(dict[str, Any], json.loads(raw))
-    try:
-        rec = fsio.json_value(raw, f"job record {path}")
-    except TaoError as exc:
-        raise TaoError(f"{exc}: restore it or remove it") from None
+    if _WHOLE.get(str(path)) == raw:  # these very bytes were found whole already: no second check
+        return cast(dict[str, Any], rec)
+    if unparsed is not None:
+        raise TaoError(f"{unparsed}: restore it or remove it")
     problem = shape.damage(rec, path.stem)
     if problem:
         raise TaoError(f"job record {path} is damaged ({problem}): restore it or remove it")
@@ -226,12 +226,12 @@ def list_records(platform: str | None = None, state: str | None = None, active: 
     out = []
     files = [f for f in state_dir().glob("*.json") if names.DNS1035_LABEL.match(f.stem)]
     # every file read in one call (the same checks as read(): a regular file, no link, bounded)
-    for f, raw, error in fsio.read_each(files, "job record", max_bytes=_MAX_RECORD_BYTES, follow_links=False,
-                                        missing_ok=True):
+    for f, got in fsio.read_json_each(files, "job record", max_bytes=_MAX_RECORD_BYTES, follow_links=False,
+                                      missing_ok=True):
         try:
-            if error is not None:
-                raise TaoError(f"{error}: remove or restore it")
-            rec = _whole(f, raw)
+            if isinstance(got, TaoError):
+                raise TaoError(f"{got}: remove or restore it")
+            rec = _whole(f, got)
         except TaoError as exc:
             if f.exists() or f.is_symlink():  # not merely removed while listing
                 if problems is not None:
