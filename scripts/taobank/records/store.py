@@ -1,4 +1,5 @@
-"""Where records live and how they are read and written: one JSON file per job in the state folder.
+"""Where records live and how they are read and written: one JSON file per job in the state folder, read as
+typed values (:class:`Record`, what code reads instead of ``rec["..."]``).
 
 * Location: ``$TAO_STATE_DIR`` or ``${XDG_STATE_HOME:-~/.local/state}/tao-skill-bank/jobs``;
   the folder is mode 700, every file 600 whatever the umask.
@@ -20,18 +21,100 @@ import json
 import os
 import stat
 from contextlib import AbstractContextManager, contextmanager
-from datetime import datetime, timezone
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Iterator, cast
+from typing import Any, ClassVar, Iterator, Mapping, cast
 
 from .. import fsio, names, registry, states
 from ..errors import TaoError
 from ..redact import shown
+from ..states import State
 from . import shape
-from .shape import Record, folder_of, within
+from .shape import folder_of, within
 
 STATE_DIR_ENV = "TAO_STATE_DIR"
 _MAX_RECORD_BYTES = 4 * 1024 * 1024
+
+
+# ---------------------------------------------------------------- the record as typed values (what a read gives)
+#: The record format's version (the schema's ``record_version``).
+RECORD_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Record:
+    """One job's record as typed values (the store keeps it as JSON: :meth:`of` reads that, :meth:`to_dict`
+    writes it back); ``schemas/job-record.schema.json`` is the truth (tests/unit/test_record_type.py checks
+    every property is a field, every field a property, and their types alike). Code reads attributes, never
+    ``rec["..."]``."""
+
+    # what the schema requires and a reader cannot do without
+    id: str
+    platform: str
+    state: str
+    image: str
+    network_arch: str
+    action: str
+    #: the job's own results folder (a platform may keep a truer one in ``backend.results_dir``)
+    results_dir: str
+    backend: dict[str, Any]
+    transitions: tuple[dict[str, Any], ...]
+    attempt: int
+    created_at: str
+    updated_at: str
+    # the schema requires these too; a mapping built by hand may lack them (these defaults stand in)
+    storage_tier: str = "A"
+    backend_ref: str | None = None
+    err_class: str | None = None
+    message: str | None = None
+    retry_of: str | None = None
+    record_version: int = RECORD_VERSION
+    description: str | None = None
+    #: lineage: the job whose results it uses (submit --parent) and the job it continues
+    parent: str | None = None
+    continues: str | None = None
+    #: a sweep trial: its sweep id, index and overrides
+    sweep: str | None = None
+    trial: int | None = None
+    overrides: dict[str, str] | None = None
+
+    #: written only when set (a record without them is valid as it is)
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("parent", "continues", "sweep", "trial", "overrides")
+
+    @classmethod
+    def of(cls, rec: "Mapping[str, Any] | Record") -> "Record":
+        """A stored record (a mapping the store read and checked) as typed values (a Record as it is)."""
+        if isinstance(rec, Record):
+            return rec
+        known = {f.name for f in fields(cls)}
+        values: dict[str, Any] = {k: (tuple(v) if k == "transitions" else v) for k, v in rec.items() if k in known}
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as the store writes it."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["transitions"] = [dict(t) for t in self.transitions]
+        return {k: v for k, v in out.items() if not (k in self.OPTIONAL and v is None)}
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in states.TERMINAL
+
+    @property
+    def active(self) -> bool:
+        return self.state in states.ACTIVE
+
+
+def run_times(rec: Record) -> tuple[str | None, str | None]:
+    """(started_at, ended_at) from the transitions: when the job was first seen RUNNING and when it reached
+    its terminal state; None for what has not happened (or was never seen: a job may end between two polls)."""
+    trs = [t for t in rec.transitions if isinstance(t, Mapping)]
+    started = next((t.get("time") for t in trs if t.get("state") == State.RUNNING), None)
+    ended = None
+    if rec.terminal:
+        ended = next((t.get("time") for t in reversed(trs) if t.get("state") == rec.state), None) \
+            or rec.updated_at
+    return started, ended
 
 
 # ---------------------------------------------------------------- paths
@@ -121,11 +204,6 @@ def locked(job_id: str) -> AbstractContextManager[None]:
 
 
 # ---------------------------------------------------------------- writes
-def now() -> str:
-    """A record's time stamp (UTC, microseconds)."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 def _write_temp(d: Path, job_id: str, rec: dict[str, Any]) -> str:
     data = (json.dumps(rec, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
     return fsio.write_temp(d, f".{job_id}.", data)
@@ -280,6 +358,6 @@ def records_inside(folder: str, platform: str, besides: str) -> list[dict[str, A
     return [r for r in list_records(platform=platform) if r["id"] != besides and within(folder_of(r), folder)]
 
 
-__all__ = ["STATE_DIR_ENV", "state_dir", "check_id", "record_path", "artifact_dir", "state_lock", "locked", "now",
+__all__ = ["STATE_DIR_ENV", "state_dir", "check_id", "record_path", "artifact_dir", "state_lock", "locked",
            "replace", "create", "sweep_temps", "read", "load", "get", "list_records", "find",
-           "refuse_nested", "records_inside"]
+           "refuse_nested", "records_inside", "Record", "RECORD_VERSION", "run_times"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
 from .. import names, registry, states
@@ -15,11 +16,16 @@ from ..redact import secret_entries
 from ..text import stored_texts
 from ..states import State
 from . import store
-from .shape import ID_PLACEHOLDER, LINEAGE_FIELDS, RECORD_VERSION, check_results_dir
-from .store import refuse_nested
+from .shape import ID_PLACEHOLDER, LINEAGE_FIELDS, check_results_dir
+from .store import RECORD_VERSION, refuse_nested
 
 STORAGE_TIERS = ("A", "C")
 _MAX_MINT_TRIES = 32
+
+def now() -> str:
+    """A record's time stamp (UTC, microseconds)."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
 
 MAX_TEXT = 4096
 _META_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
@@ -140,7 +146,7 @@ def open_record(
         if parent["state"] not in states.TERMINAL:
             raise TaoError(f"job {retry_of} is {parent['state']}: mark it ERROR or CANCELED before opening a retry")
         attempt = parent["attempt"] + 1
-    now = store.now()
+    at = now()
     given = {"image": required("image", image), "network_arch": required("network_arch", network_arch),
              "action": required("action", action)}
     desc = _description(description)
@@ -162,11 +168,11 @@ def open_record(
         "state": states.INITIAL.value,  # plain strings in the store (the enum is for code)
         "err_class": None,
         "message": None,
-        "transitions": [{"time": now, "state": states.INITIAL.value, "source": "agent", "message": "opened"}],
+        "transitions": [{"time": at, "state": states.INITIAL.value, "source": "agent", "message": "opened"}],
         "retry_of": retry_of,
         "attempt": attempt,
-        "created_at": now,
-        "updated_at": now,
+        "created_at": at,
+        "updated_at": at,
     }
     for key, value in (lineage or {}).items():
         if key not in LINEAGE_FIELDS:
@@ -244,19 +250,19 @@ def mark(
         rec["backend"].update(meta)
         if new == cur and (msg is None or msg == rec["message"]) and json.dumps(rec, sort_keys=True) == before:
             return rec  # a poll that learnt nothing new writes nothing
-        now = store.now()
+        at = now()
         if msg is not None:
             rec["message"] = msg
         if new != cur:
             rec["state"] = new.value
-            rec["transitions"].append({"time": now, "state": new.value, "source": src, "message": msg})
+            rec["transitions"].append({"time": at, "state": new.value, "source": src, "message": msg})
             if new == State.ERROR:
                 rec["err_class"] = cls
-        rec["updated_at"] = now
+        rec["updated_at"] = at
         store.replace(job_id, rec)
         store.sweep_temps(job_id)
         return rec
 
 
-__all__ = ["STORAGE_TIERS", "MAX_TEXT", "open_record", "mark", "encodable", "clean_text", "clean_texts",
+__all__ = ["STORAGE_TIERS", "MAX_TEXT", "now", "open_record", "mark", "encodable", "clean_text", "clean_texts",
            "clean_backend", "required"]
