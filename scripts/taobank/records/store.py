@@ -22,6 +22,7 @@ import os
 import stat
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, fields
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, ClassVar, Iterator, Mapping, cast
 
@@ -204,6 +205,11 @@ def locked(job_id: str) -> AbstractContextManager[None]:
 
 
 # ---------------------------------------------------------------- writes
+def now() -> str:
+    """A record's time stamp (UTC, microseconds)."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 def _write_temp(d: Path, job_id: str, rec: dict[str, Any]) -> str:
     data = (json.dumps(rec, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
     return fsio.write_temp(d, f".{job_id}.", data)
@@ -358,6 +364,6 @@ def records_inside(folder: str, platform: str, besides: str) -> list[dict[str, A
     return [r for r in list_records(platform=platform) if r["id"] != besides and within(folder_of(r), folder)]
 
 
-__all__ = ["STATE_DIR_ENV", "state_dir", "check_id", "record_path", "artifact_dir", "state_lock", "locked",
+__all__ = ["STATE_DIR_ENV", "state_dir", "check_id", "record_path", "artifact_dir", "state_lock", "locked", "now",
            "replace", "create", "sweep_temps", "read", "load", "get", "list_records", "find",
            "refuse_nested", "records_inside", "Record", "RECORD_VERSION", "run_times"]

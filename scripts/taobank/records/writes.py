@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
 from .. import names, registry, states
@@ -21,11 +20,6 @@ from .store import RECORD_VERSION, refuse_nested
 
 STORAGE_TIERS = ("A", "C")
 _MAX_MINT_TRIES = 32
-
-def now() -> str:
-    """A record's time stamp (UTC, microseconds)."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
 
 MAX_TEXT = 4096
 _META_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
@@ -146,7 +140,7 @@ def open_record(
         if parent["state"] not in states.TERMINAL:
             raise TaoError(f"job {retry_of} is {parent['state']}: mark it ERROR or CANCELED before opening a retry")
         attempt = parent["attempt"] + 1
-    at = now()
+    plat = registry.canonical(platform)
     given = {"image": required("image", image), "network_arch": required("network_arch", network_arch),
              "action": required("action", action)}
     desc = _description(description)
@@ -158,7 +152,7 @@ def open_record(
     rec: dict[str, Any] = {
         "record_version": RECORD_VERSION,
         "id": "",
-        "platform": registry.canonical(platform),
+        "platform": plat,
         **given,
         "description": desc,
         "storage_tier": tier,
@@ -168,11 +162,11 @@ def open_record(
         "state": states.INITIAL.value,  # plain strings in the store (the enum is for code)
         "err_class": None,
         "message": None,
-        "transitions": [{"time": at, "state": states.INITIAL.value, "source": "agent", "message": "opened"}],
+        "transitions": [{"time": "", "state": states.INITIAL.value, "source": "agent", "message": "opened"}],
         "retry_of": retry_of,
         "attempt": attempt,
-        "created_at": at,
-        "updated_at": at,
+        "created_at": "",
+        "updated_at": "",
     }
     for key, value in (lineage or {}).items():
         if key not in LINEAGE_FIELDS:
@@ -191,6 +185,8 @@ def open_record(
     if check_folder and retry_of is None:  # a retry carries on in its parent's folder, checked when that opened
         new_id = job_id or "new-job"
         refuse_nested([(template.replace(ID_PLACEHOLDER, new_id), new_id)], rec["platform"])
+    at = store.now()  # stamped as it is stored
+    rec["transitions"][0]["time"] = rec["created_at"] = rec["updated_at"] = at
     for _ in range(1 if job_id else _MAX_MINT_TRIES):
         rec["id"] = store.check_id(job_id) if job_id else names.mint_job_id(rec["network_arch"], rec["action"])
         rec["results_dir"] = template.replace(ID_PLACEHOLDER, rec["id"])  # one folder per job, named by its id
@@ -250,7 +246,7 @@ def mark(
         rec["backend"].update(meta)
         if new == cur and (msg is None or msg == rec["message"]) and json.dumps(rec, sort_keys=True) == before:
             return rec  # a poll that learnt nothing new writes nothing
-        at = now()
+        at = store.now()
         if msg is not None:
             rec["message"] = msg
         if new != cur:
@@ -264,5 +260,5 @@ def mark(
         return rec
 
 
-__all__ = ["STORAGE_TIERS", "MAX_TEXT", "now", "open_record", "mark", "encodable", "clean_text", "clean_texts",
+__all__ = ["STORAGE_TIERS", "MAX_TEXT", "open_record", "mark", "encodable", "clean_text", "clean_texts",
            "clean_backend", "required"]
