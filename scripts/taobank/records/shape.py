@@ -478,8 +478,10 @@ def damage(rec: Any, job_id: str) -> str | None:
     return _chain_problem(rec["state"], [t["state"] for t in rec["transitions"]]) or folder_problem(rec)
 
 
-def validate(rec: Mapping[str, Any]) -> None:
-    """The schema plus the transition table; TaoError naming the first problem (a record about to be written)."""
+def validate(rec: Mapping[str, Any], job_id: str | None = None) -> bool:
+    """The schema plus the transition table; TaoError naming the first problem (a record about to be written).
+    True when ``rec``, stored as ``<job_id>.json``, is also whole as a read sees it (:func:`damage`: its id is the
+    file's name and its results folder its own), so the store need not check the bytes it wrote a second time."""
     f = _check()(rec)
     if f is not None:
         where = "/".join(str(p) for p in f.path) or "record"
@@ -489,7 +491,8 @@ def validate(rec: Mapping[str, Any]) -> None:
     chain = _chain_problem(rec["state"], [t["state"] for t in rec["transitions"]])
     if chain:
         raise TaoError(f"job record rejected: {chain}")
+    return rec["id"] == job_id and folder_problem(rec) is None
 
 
-__all__ = ["Failure", "Check", "Path", "compile_schema", "ANNOTATIONS", "KEYWORDS", "ID_PLACEHOLDER", "NO_RESULTS_DIR", "URI", "check_results_dir", "folder_of", "within",
-           "folder_problem", "SCHEMA_FILE", "LINEAGE_FIELDS", "SWEEP_FIELDS", "schema", "damage", "validate"]
+__all__ = ["Failure", "Check", "Path", "compile_schema", "ANNOTATIONS", "KEYWORDS", "ID_PLACEHOLDER", "NO_RESULTS_DIR",
+           "URI", "check_results_dir", "folder_of", "within", "folder_problem", "SCHEMA_FILE", "LINEAGE_FIELDS", "SWEEP_FIELDS", "schema", "damage", "validate"]

@@ -35,6 +35,9 @@ from .shape import folder_of, within
 
 STATE_DIR_ENV = "TAO_STATE_DIR"
 _MAX_RECORD_BYTES = 4 * 1024 * 1024
+#: each record file's text as last read and found whole, or as written after the same verdict: a verb reads a
+#: record several times (status, its sweep, its view), and the same bytes need no second check
+_WHOLE: dict[str, bytes] = {}
 
 
 # ---------------------------------------------------------------- the record as typed values (what a read gives)
@@ -210,29 +213,32 @@ def now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _write_temp(d: Path, job_id: str, rec: dict[str, Any]) -> str:
-    data = (json.dumps(rec, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
-    return fsio.write_temp(d, f".{job_id}.", data)
+def _encoded(rec: dict[str, Any]) -> bytes:
+    return (json.dumps(rec, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def replace(job_id: str, rec: dict[str, Any]) -> None:
     """Write ``rec`` over the record of ``job_id`` (checked first; atomic; the caller holds :func:`locked`)."""
-    shape.validate(rec)
+    whole = shape.validate(rec, job_id)
     d = state_dir()
-    tmp = _write_temp(d, job_id, rec)
+    data = _encoded(rec)
+    tmp = fsio.write_temp(d, f".{job_id}.", data)
     try:
         os.replace(tmp, d / f"{job_id}.json")
     except BaseException:
         os.unlink(tmp)
         raise
     fsio.fsync_dir(d)
+    if whole:  # these bytes were checked as a read checks them: a read of them by this process needs no second check
+        _WHOLE[str(d / f"{job_id}.json")] = data
 
 
 def create(job_id: str, rec: dict[str, Any]) -> bool:
     """Put a new record in place unless the id exists (False then). Never overwrites."""
-    shape.validate(rec)
+    whole = shape.validate(rec, job_id)
     d = state_dir()
-    tmp = _write_temp(d, job_id, rec)
+    data = _encoded(rec)
+    tmp = fsio.write_temp(d, f".{job_id}.", data)
     try:
         os.link(tmp, d / f"{job_id}.json")
     except FileExistsError:
@@ -240,6 +246,8 @@ def create(job_id: str, rec: dict[str, Any]) -> bool:
     finally:
         os.unlink(tmp)
     fsio.fsync_dir(d)
+    if whole:  # as in replace()
+        _WHOLE[str(d / f"{job_id}.json")] = data
     return True
 
 
@@ -257,11 +265,6 @@ def sweep_temps(job_id: str, min_age_s: float = 60.0) -> None:
 
 
 # ---------------------------------------------------------------- reads
-#: each record file's text as last read and found whole: a verb reads a record several times (status, its sweep,
-#: its view), and the same bytes need no second check
-_WHOLE: dict[str, bytes] = {}
-
-
 def read(path: Path) -> dict[str, Any]:
     """A record file: a regular file (no symlink, no FIFO) holding a whole record (:func:`shape.damage`)."""
     try:
