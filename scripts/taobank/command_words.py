@@ -8,7 +8,7 @@ from typing import Any, Iterator
 
 from .errors import TaoError
 from .paths import abs_path
-from .bounded_parse import yaml_value
+from .fsio import yaml_value
 
 #: A ``key=`` (or spec-file key) whose value the job writes: an output, never an input to check.
 OUTPUT_KEY = re.compile(r"(result|output|log|save|checkpoint_dir|ckpt_dir)", re.IGNORECASE)

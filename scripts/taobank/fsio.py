@@ -1,16 +1,28 @@
-"""Private, atomic file writes and bounded reads: the one way the bank writes and reads a file.
+"""Private, atomic file writes, bounded reads, and the bounded parse of what is read: the one way the bank writes
+and reads a file, and parses a document anyone may have written.
 
 A temp file in the same folder (created mode 600 whatever the umask), written
 and fsynced, then renamed over the target and the folder fsynced: a writer
 killed at any point leaves the old file or the new one, never a torn one.
+
+JSON and YAML from files and flags that anyone may have written are parsed here too (:func:`json_value`,
+:func:`yaml_value`): job specs, action requests, records, caches, versions.yaml, ``--args-json``. YAML aliases
+are refused (a few nested anchors expand to gigabytes), nesting is capped (deep nesting overflows the parser's
+recursion), and every parser error, including Python's limit on integer digits, becomes one line naming the
+source.
 """
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import Any, Iterable
+
+from .deps import require
+from .errors import TaoError, UsageError
 
 #: Bytes per read of a local copy (a fetch from Docker or S3): large enough for C speed, small enough for memory.
 CHUNK = 1 << 20
@@ -60,12 +72,9 @@ MAX_READ_BYTES = 16 * 1024 * 1024
 def read_cache(path: Path | str, what: str, *, max_bytes: int = 1024 * 1024) -> dict:
     """A small JSON object the bank keeps as a cache (its own file, never followed through a link): {} when it is
     missing, unreadable, damaged or not an object, which only costs what the cache saves."""
-    from . import bounded_parse
-    from .errors import TaoError
-
     try:
         raw = read_regular(path, what, max_bytes=max_bytes, follow_links=False, missing_ok=True)
-        data = bounded_parse.json_value(raw, what) if raw else {}
+        data = json_value(raw, what) if raw else {}
     except TaoError:
         return {}
     return data if isinstance(data, dict) else {}
@@ -81,8 +90,6 @@ def read_regular(path: Path | str, what: str, *, max_bytes: int = MAX_READ_BYTES
     False (the bank's own state files) refuses a symlink. ``missing_ok``: a
     missing file gives None.
     """
-    from .errors import TaoError
-
     p = Path(path)
     flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_links else os.O_NOFOLLOW)
     try:
@@ -121,10 +128,39 @@ def read_regular(path: Path | str, what: str, *, max_bytes: int = MAX_READ_BYTES
     return data
 
 
+#: What :func:`read_json` gives: the file's bytes (None: missing), the JSON value (None when it did not parse), and
+#: the one-line error of the parse (None when it parsed).
+JsonRead = tuple["bytes | None", Any, "TaoError | None"]
+
+
+def read_json(path: Path | str, what: str, parsed_what: str, **kwargs: object) -> JsonRead:
+    """:func:`read_regular` and then :func:`json_value` (named ``parsed_what`` in its error) in one call: a file
+    that cannot be read raises, a document that does not parse comes back as its error, so a caller words the
+    two its own way (a record: "remove or restore it", "restore it or remove it")."""
+    raw = read_regular(path, what, **kwargs)  # type: ignore[arg-type]
+    if raw is None:
+        return None, None, None
+    try:
+        return raw, json_value(raw, parsed_what), None
+    except TaoError as exc:
+        return raw, None, exc
+
+
+def read_json_each(paths: Iterable[Path], what: str, **kwargs: object) -> list[tuple[Path, JsonRead | TaoError]]:
+    """:func:`read_json` of each path (its error named ``<what> <path>``), one call for a folder's files (a list
+    of records): ``(path, what read_json gives)``, or ``(path, the one-line TaoError)`` for a file that cannot be
+    read."""
+    out: list[tuple[Path, JsonRead | TaoError]] = []
+    for p in paths:
+        try:
+            out.append((p, read_json(p, what, f"{what} {p}", **kwargs)))
+        except TaoError as exc:
+            out.append((p, exc))
+    return out
+
+
 def read_text(path: Path | str, what: str, **kwargs: object) -> str | None:
     """:func:`read_regular` decoded as UTF-8 (one-line TaoError when it is not)."""
-    from .errors import TaoError
-
     data = read_regular(path, what, **kwargs)  # type: ignore[arg-type]
     if data is None:
         return None
@@ -138,11 +174,157 @@ def flag_yaml(path: str, flag: str, what: str, max_bytes: int) -> object:
     """The YAML of a file a flag names (``--sweep-file``, ``--space-file``): a regular file under ``max_bytes`` (a
     FIFO or /dev/zero refused, never waited on), parsed bounded with unique keys at every level; a problem is the
     user's, one line (UsageError)."""
-    from . import bounded_parse
-    from .errors import TaoError, UsageError
-
     try:
         text = read_text(path, what, max_bytes=max_bytes) or ""
-        return bounded_parse.yaml_value(text, f"{flag} {path}", unique_keys=True)
+        return yaml_value(text, f"{flag} {path}", unique_keys=True)
     except TaoError as exc:
         raise UsageError(str(exc)) from None
+
+
+# ---------------------------------------------------------------- bounded parsing
+#: Deepest nesting a document may have; a job spec needs fewer than ten levels.
+MAX_DEPTH = 64
+
+
+def _depth_ok(value: Any) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            if depth > MAX_DEPTH:
+                return False
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return True
+
+
+def json_value(text: str | bytes, what: str) -> Any:
+    """``text`` parsed as JSON; one-line TaoError when it is not JSON or is nested deeper than MAX_DEPTH."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError, UnicodeDecodeError) as exc:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else "not valid JSON"
+        raise TaoError(f"{what} is {why}") from None
+    if not _depth_ok(value):
+        raise TaoError(f"{what} is nested deeper than {MAX_DEPTH} levels")
+    return value
+
+
+_LOADER: Any = None
+_UNIQUE_LOADER: Any = None
+
+
+def _loader() -> Any:
+    """A SafeLoader that refuses aliases and nesting deeper than MAX_DEPTH while composing (before any expansion)."""
+    global _LOADER
+    if _LOADER is None:
+        require("yaml")  # one line naming the package when PyYAML is missing
+        import yaml
+
+        class Loader(yaml.SafeLoader):
+            _depth = 0
+
+            def compose_node(self, parent: Any, index: Any) -> Any:
+                if self.check_event(yaml.AliasEvent):
+                    mark = self.peek_event().start_mark
+                    raise yaml.YAMLError(f"line {mark.line + 1}: YAML aliases (*name) are not accepted: "
+                                         "write the value out")
+                self._depth += 1
+                try:
+                    if self._depth > MAX_DEPTH:
+                        raise yaml.YAMLError(f"nested deeper than {MAX_DEPTH} levels")
+                    return super().compose_node(parent, index)
+                finally:
+                    self._depth -= 1
+
+        _LOADER = Loader
+    return _LOADER
+
+
+def _unique_loader() -> Any:
+    """:func:`_loader` that also refuses a key given twice in one mapping (YAML keeps the last one silently)."""
+    global _UNIQUE_LOADER
+    if _UNIQUE_LOADER is None:
+        yaml = require("yaml")
+
+        class UniqueLoader(_loader()):  # type: ignore[misc]
+            def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+                _no_key_twice(self, node)
+                return super().construct_mapping(node, deep=deep)
+
+        _UNIQUE_LOADER = UniqueLoader
+    return _UNIQUE_LOADER
+
+
+def _no_key_twice(loader: Any, node: Any) -> None:
+    """Refuse a mapping ``node`` that gives a key twice (YAML keeps the last one silently)."""
+    import yaml
+
+    seen: set = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            dup = key in seen
+            seen.add(key)
+        except TypeError:  # an unhashable key: the base class says so
+            dup = False
+        if dup:
+            raise yaml.YAMLError(f"line {key_node.start_mark.line + 1}: the key {str(key)[:60]!r} is given "
+                                 "twice in one mapping: give it once")
+
+
+_C_LOADERS: dict[bool, Any] = {}
+
+
+def _c_loader(yaml: Any, unique_keys: bool) -> Any:
+    """libyaml's SafeLoader (PyYAML's C parser, about 10x faster on a TAO spec), the unique-key rule of
+    :func:`_unique_loader` kept (mappings are still built in Python); None where PyYAML has no libyaml. Its
+    composer is C, so aliases and depth are refused by :func:`_events_ok` first."""
+    if not getattr(yaml, "__with_libyaml__", False):
+        return None
+    if unique_keys not in _C_LOADERS:
+        if unique_keys:
+            class CUniqueLoader(yaml.CSafeLoader):  # type: ignore[misc,name-defined]
+                def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+                    _no_key_twice(self, node)
+                    return super().construct_mapping(node, deep=deep)
+
+            _C_LOADERS[True] = CUniqueLoader
+        else:
+            _C_LOADERS[False] = yaml.CSafeLoader
+    return _C_LOADERS[unique_keys]
+
+
+def _events_ok(yaml: Any, text: str) -> None:
+    """The alias and depth rules of :func:`_loader`, on libyaml's parse events (before anything is built): a node
+    is as deep as the collections open around it, plus one."""
+    nodes, opening, closing = (yaml.ScalarEvent, yaml.AliasEvent), (yaml.MappingStartEvent, yaml.SequenceStartEvent), \
+        (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+    open_now = 0
+    for event in yaml.parse(text, Loader=yaml.CSafeLoader):
+        if isinstance(event, yaml.AliasEvent):
+            raise yaml.YAMLError(f"line {event.start_mark.line + 1}: YAML aliases (*name) are not accepted: "
+                                 "write the value out")
+        if isinstance(event, nodes + opening) and open_now + 1 > MAX_DEPTH:
+            raise yaml.YAMLError(f"nested deeper than {MAX_DEPTH} levels")
+        if isinstance(event, opening):
+            open_now += 1
+        elif isinstance(event, closing):
+            open_now -= 1
+
+
+def yaml_value(text: str, what: str, *, unique_keys: bool = False) -> Any:
+    """``text`` parsed as YAML (JSON is YAML); one-line TaoError naming ``what`` on any problem.
+    ``unique_keys``: a key given twice in one mapping is refused instead of silently keeping the last."""
+    yaml = require("yaml")
+    try:
+        fast = _c_loader(yaml, unique_keys) if isinstance(text, str) else None
+        if fast is not None:
+            _events_ok(yaml, text)
+            return yaml.load(text, Loader=fast)  # noqa: S506 - libyaml's SafeLoader
+        return yaml.load(text, Loader=_unique_loader() if unique_keys else _loader())  # noqa: S506 - SafeLoader
+    except yaml.YAMLError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TaoError(f"{what} is not valid YAML/JSON: {first}") from None
+    except (ValueError, RecursionError, OverflowError):  # e.g. an integer of more than 4,300 digits
+        raise TaoError(f"{what} holds a value YAML cannot represent here (a number too long, or nesting too deep)") from None

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from . import BANK_ROOT, fsio, bounded_parse
+from . import BANK_ROOT, fsio
 from .errors import TaoError
 
 #: Environment override of the pins file (tests, forks).
@@ -41,7 +41,7 @@ def load() -> dict:
     except OSError as exc:
         raise TaoError(f"cannot read {path}: {exc.strerror}", exit_code=2) from None
     text = fsio.read_text(path, "versions file", max_bytes=1024 * 1024) or ""
-    data = bounded_parse.yaml_value(text, str(path))
+    data = fsio.yaml_value(text, str(path))
     if not isinstance(data, dict):
         raise TaoError(f"{path} must be a YAML mapping of sections: fix the file")
     _cache[key] = data

@@ -2,10 +2,10 @@
 in :mod:`taobank.secrets`, one idea each."""
 from __future__ import annotations
 
-from .secrets import (MASK, PROSE_WORDS, RULE_NAMES, RULES, Finding, Rule, is_credential_name, is_reference,
-                      lint_objects, lint_text, looks_like_secret, redact_text, rules_markdown, scan, shown, shown_keys,
-                      unknown_fields)
+from .secrets import (MASK, PROSE_WORDS, RULE_NAMES, RULES, Finding, Rule, is_credential_name,
+                      is_reference, lint_objects, lint_text, looks_like_secret, redact_text, redact_texts, rules_markdown,
+                      scan, secret_entries, shown, shown_keys, unknown_fields)
 
-__all__ = ["MASK", "PROSE_WORDS", "RULES", "RULE_NAMES", "Rule", "Finding", "is_credential_name", "is_reference",
-           "lint_text", "lint_objects", "looks_like_secret", "redact_text", "rules_markdown", "scan", "shown",
-           "shown_keys", "unknown_fields"]
+__all__ = ["MASK", "PROSE_WORDS", "RULES", "RULE_NAMES", "Rule", "Finding", "is_credential_name",
+           "is_reference", "lint_text", "lint_objects", "looks_like_secret", "redact_text", "redact_texts",
+           "rules_markdown", "scan", "secret_entries", "shown", "shown_keys", "unknown_fields"]

@@ -187,7 +187,7 @@ class Artifacts:
 
 
 def _pruned_note(job_id: str) -> dict | None:
-    from .bounded_parse import json_value
+    from .fsio import json_value
 
     path = records.state_dir() / f"{job_id}.d" / PRUNED_FILE
     data = fsio.read_regular(path, "prune note", follow_links=False, missing_ok=True)

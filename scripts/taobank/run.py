@@ -121,7 +121,8 @@ def run(
         raise TaoError(f"{argv[0]} not found on PATH: install it or fix PATH") from None
     except subprocess.TimeoutExpired:
         raise TaoError(f"{label} did not answer within {timeout:.0f}s: check connectivity and retry") from None
-    res = Result(argv, proc.returncode, decode_output(proc.stdout), decode_error(proc.stderr))
+    # the child's bytes as they are: Result decodes them once, by the one rule (its __post_init__)
+    res = Result(argv, proc.returncode, proc.stdout, proc.stderr)  # type: ignore[arg-type]
     if check and not res.ok:
         raise TaoError(f"{label} failed (exit {res.returncode}): {last_line(res.stderr or res.stdout)}")
     return res

@@ -22,7 +22,7 @@ from .contract import ResultFile, ResultsListing, Transfer
 from .errors import TaoError
 from .paths import is_member
 from .run import last_line, pipe, run
-from .bounded_parse import json_value
+from .fsio import json_value
 from .fsio import CHUNK
 from .progress.remote import TAIL_BYTES
 from .progress.statusfile import CUT

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from . import fsio, records, bounded_parse
+from . import fsio, records
 from .errors import TaoError
 
 FILE = "submit-spec.json"
@@ -44,7 +44,7 @@ def load(job_id: str) -> tuple[dict, dict]:
     if raw is None:
         raise TaoError(f"job {job_id} has no saved spec ({path}): it was submitted before this bank kept one, "
                        "or by hand; submit it again with train.resume_training_checkpoint_path=<checkpoint>")
-    data = bounded_parse.json_value(raw, f"saved spec {path}")
+    data = fsio.json_value(raw, f"saved spec {path}")
     if isinstance(data, dict) and isinstance(data.get("not_kept"), str):
         raise TaoError(f"job {job_id}'s spec was not kept: {data['not_kept'][:200]}; pass secrets by name "
                        "(secrets / --secret-env) and submit it again with train.resume_training_checkpoint_path="

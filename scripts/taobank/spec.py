@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
-from . import BANK_ROOT, fsio, paths, bounded_parse
+from . import BANK_ROOT, fsio, paths
 from .deps import require
 from .errors import TaoError
 from .redact import shown, shown_keys, unknown_fields
@@ -32,7 +32,7 @@ def load_file(path: str | Path) -> dict:
     """Read a YAML or JSON mapping; one-line error when unreadable or not a mapping."""
     p = Path(path)
     text = fsio.read_text(p, "job spec", max_bytes=MAX_SPEC_BYTES)
-    data = bounded_parse.yaml_value(text or "", f"job spec {p}")
+    data = fsio.yaml_value(text or "", f"job spec {p}")
     if not isinstance(data, dict):
         raise TaoError(f"job spec {p} must hold a mapping of fields")
     return data

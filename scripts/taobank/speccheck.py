@@ -102,7 +102,7 @@ def read_spec(path: str) -> dict:
 
 def spec_mapping(text: str, what: str) -> dict:
     """YAML ``text`` as a spec mapping (empty text: an empty spec); one line naming ``what`` otherwise."""
-    from .bounded_parse import yaml_value
+    from .fsio import yaml_value
 
     if len(text) > MAX_SPEC_BYTES:
         raise TaoError(f"{what} is over the {MAX_SPEC_BYTES >> 20} MiB a TAO spec may be")

@@ -281,7 +281,7 @@ def spec_file_word(spec: Mapping[str, Any]) -> str | None:
 def check_spec_results_dir(name: str, text: str, folder: str) -> None:
     """Refuse, in one line naming both, a TAO experiment spec (``name``, its ``text``) whose top-level
     ``results_dir`` names another folder than the job's ``folder``."""
-    from .bounded_parse import yaml_value
+    from .fsio import yaml_value
 
     try:
         doc = yaml_value(text, f"spec file {name}")

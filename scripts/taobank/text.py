@@ -6,7 +6,7 @@ without importing the command line.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Iterable
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -28,6 +28,13 @@ def one_line(value: object, keep: str = "") -> str:
     hand edited): a credential the lint can see is masked too."""
     return escaped(_masked(str(value)), keep)
 
+
+def one_lines(values: Iterable[object], keep: str = "") -> list[str]:
+    """:func:`one_line` of each value (the cells of a table row, or of a whole table), masked in one call of the
+    scanner rather than one per value."""
+    from .redact import redact_texts
+
+    return [escaped(t, keep) for t in redact_texts([str(v) for v in values])]
 
 def escaped(text: str, keep: str = "") -> str:
     """``text`` with every character that is not printable shown escaped (``\x1b``, ``\n``, ``\u2028``): the
@@ -66,6 +73,13 @@ def valid_text(text: str) -> str:
     :func:`taobank.run.decode_output`) replaced by U+FFFD: text fit to parse, store in a record or encode."""
     return _SURROGATE.sub("\ufffd", text)
 
+
+def stored_texts(texts: Iterable[str]) -> list[str]:
+    """Free texts as a record stores them: each through :func:`valid_text`, then credentials masked, in one call
+    of the scanner for the whole batch (a record's fields)."""
+    from .redact import redact_texts
+
+    return redact_texts([valid_text(t) for t in texts])
 
 def error_line(message: object) -> str:
     """``error: MESSAGE`` as printed: credentials masked, control characters escaped (an exception's text may

@@ -124,7 +124,7 @@ def test_job_record_writes_need_no_dependency(bare_python, state_dir, tmp_path):
 
 
 def test_a_hand_edited_record_is_refused_in_one_line_without_jsonschema(bare_python, state_dir, tmp_path):
-    """The record store checks the schema itself (taobank.records.schemacheck): a record a write would refuse is
+    """The record store checks the schema itself (taobank.records.shape): a record a write would refuse is
     reported damaged, in the same one line, with or without jsonschema installed."""
     job = run([sys.executable, str(SCRIPTS / "tao_job_record.py"), *OPEN]).stdout.strip()
     path = state_dir / f"{job}.json"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from taobank import envfile, records, record_values
+from taobank import envfile, names, records
 from taobank.cli.entry import run_main
 from taobank.errors import TaoError
 from taobank.paths import is_under
@@ -47,7 +47,7 @@ def test_kubernetes_record_values_are_checked_before_argv(key, value):
     from taobank.platforms.kubernetes.kubectl import BACKEND_KINDS
 
     with pytest.raises(TaoError, match=f"backend.{key} that is not"):
-        record_values.checked(_rec(**{key: value}), BACKEND_KINDS)
+        names.checked(_rec(**{key: value}), BACKEND_KINDS)
 
 
 def test_good_record_values_pass():
@@ -60,7 +60,7 @@ def test_good_record_values_pass():
         ("123", "/lustre/j/x.sbatch", "", True, 2, True)  # numbers as text on a command line; unset flags default
     good = {"name": "dino-train-aaaaaaaa", "namespace": "tao-jobs", "uid": "1f0c3c2e-8d0b-4c43-9f4e-1d5c1a6b7e11",
             "context": "arn:aws:eks:us-east-1:123:cluster/gpu", "nodes": 2}
-    assert record_values.checked(_rec(**good), BACKEND_KINDS) == {**good, "nodes": "2"}  # numbers come back as text
+    assert names.checked(_rec(**good), BACKEND_KINDS) == {**good, "nodes": "2"}  # numbers come back as text
 
 
 @pytest.mark.parametrize("path,root,inside", [

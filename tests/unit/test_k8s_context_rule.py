@@ -12,13 +12,13 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fakeproc import echo_applied, items, job, node, pod, k8s_cluster
 from taobank.contract import SubmitOptions
-from taobank import platform, records, record_values
+from taobank import names, platform, records
 from taobank.errors import TaoError
 from taobank.platforms.kubernetes.kubectl import Kubectl
 
 BAD_CONTEXTS = ["team a", "ctx=prod", "-dash", "kind~x", "--kubeconfig=/tmp/k", "-n", "a\nb", "ctx;id", "caf\u00e9",
                 "x" * 254, " lead", "tab\there"]
-#: the characters a context name may hold (record_values.CONTEXT_RULE)
+#: the characters a context name may hold (names.CONTEXT_RULE)
 ALPHABET = "abcxyzABCXYZ0189@._:/+-"
 SPEC = {"image": "img", "command": "echo hi", "gpus": 1, "no_results": True}
 SUBMIT = ["tao_k8s.py", "submit", "--image", "img", "--command", "echo hi", "--no-results"]
@@ -96,7 +96,7 @@ def test_a_context_never_reaches_argv_as_an_option():
 @given(st.one_of(st.text(max_size=260), st.text(alphabet=ALPHABET + " =~é\n", max_size=260),
                  st.sampled_from(BAD_CONTEXTS)))
 def test_the_client_and_the_record_check_accept_the_same_contexts(context):
-    assert _client_accepts(context) == _record_accepts(context) == (context == "" or record_values.is_context_name(context))
+    assert _client_accepts(context) == _record_accepts(context) == (context == "" or names.is_context_name(context))
 
 
 @settings(max_examples=300, deadline=None)
@@ -112,7 +112,7 @@ def test_the_client_and_the_record_check_accept_the_same_namespaces(namespace):
     rec = _record({"namespace": namespace, "context": ""})
     client = accepts(lambda: Kubectl(namespace, ""))
     record = accepts(lambda: Kubectl.for_record(rec))
-    assert client == (record_values.is_namespace_name(namespace) or namespace == "")  # "" = the default
+    assert client == (names.is_namespace_name(namespace) or namespace == "")  # "" = the default
     assert namespace == "" or record == client
 
 

@@ -1,11 +1,11 @@
-"""The record's shape, written once (schemas/job-record.schema.json) and checked by taobank.records.schemacheck:
+"""The record's shape, written once (schemas/job-record.schema.json) and checked by taobank.records.shape:
 the checker refuses a keyword it cannot check (the file can never say more than is checked), and a damaged
 record is one line naming the field, never its value."""
 from __future__ import annotations
 
 import pytest
 
-from taobank.records import schemacheck, shape
+from taobank.records import shape
 
 NVAPI = "nvapi-" + "A1b2" * 16
 
@@ -25,14 +25,14 @@ def test_every_keyword_of_the_record_schema_is_checked():
                 yield from keywords(v)
 
     used = set(keywords(shape.schema()))
-    assert used <= schemacheck.KEYWORDS | schemacheck.ANNOTATIONS, used - schemacheck.KEYWORDS
+    assert used <= shape.KEYWORDS | shape.ANNOTATIONS, used - shape.KEYWORDS
 
 
 @pytest.mark.parametrize("schema", [{"format": "uri"}, {"properties": {"a": {"uniqueItems": True}}},
                                     {"$ref": "https://example.com/other.json"}])
 def test_a_keyword_the_checker_cannot_check_is_refused_at_compile_time(schema):
     with pytest.raises(ValueError, match="not checked|only refs inside"):
-        schemacheck.compile_schema(schema)
+        shape.compile_schema(schema)
 
 
 def _record() -> dict:

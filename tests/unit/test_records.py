@@ -270,7 +270,7 @@ def _agrees(rec: dict) -> bool:
 
 
 def test_the_compiled_record_check_agrees_with_jsonschema():
-    """validate() and every read check the schema by :mod:`taobank.records.schemacheck` (no jsonschema import):
+    """validate() and every read check the schema by :mod:`taobank.records.shape` (no jsonschema import):
     it accepts exactly what jsonschema accepts. Every field (and every transition field) set to every odd
     value, every field dropped, and the fields the schema ties together (state/err_class, retry_of/attempt,
     the sweep fields) in pairs."""

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..errors import TaoError
-from ..bounded_parse import json_value
+from ..fsio import json_value
 from ..states import State
 
 #: The first line of a status file a reader cut to its end: ``#cut <size of the whole file>``.

@@ -2,23 +2,22 @@
 
 The parts, one idea each:
 
-* :mod:`.record` -- :class:`Record`, a record as typed values (what code reads);
-* :mod:`.shape` -- the record's shape, written once in ``schemas/job-record.schema.json`` and checked by
-  :mod:`.schemacheck` (compiled once, no jsonschema import), plus the transition table and the id rule;
-* :mod:`.store` -- the state folder, the lock, atomic writes, reads and lists;
-* :mod:`.writes` -- the two writers, :func:`open_record` and :func:`mark`; :mod:`.values` cleans what they store;
-* :mod:`.folders` and :mod:`.nesting` -- results-folder rules, alone and against the other records.
+* :mod:`.shape` -- what a record is: the shape written once in ``schemas/job-record.schema.json`` and compiled
+  into plain checks (no jsonschema import), the results-folder rules, and the verdict on a whole record
+  (:func:`shape.damage`, :func:`validate`);
+* :mod:`.store` -- the state folder, the lock, atomic writes, reads and lists, what a read gives
+  (:class:`Record`, a record as typed values: what code reads), and one job's results folder against the other
+  records' (:func:`refuse_nested`, :func:`records_inside`);
+* :mod:`.writes` -- the two writers, :func:`open_record` and :func:`mark`, and the cleaning of what they store.
 
 Callers import this package (``from taobank import records``); the names below are its API.
 """
 from __future__ import annotations
 
-from .folders import ID_PLACEHOLDER, NO_RESULTS_DIR, check_results_dir, folder_of, within
-from .nesting import records_inside, refuse_nested
-from .record import RECORD_VERSION, Record, run_times
-from .shape import LINEAGE_FIELDS, SCHEMA_FILE, SWEEP_FIELDS, validate
-from .store import (STATE_DIR_ENV, artifact_dir, find, get, list_records, load, record_path, state_dir,
-                    state_lock)
+from .shape import (ID_PLACEHOLDER, LINEAGE_FIELDS, NO_RESULTS_DIR, SCHEMA_FILE, SWEEP_FIELDS, check_results_dir,
+                    folder_of, validate, within)
+from .store import (RECORD_VERSION, STATE_DIR_ENV, Record, artifact_dir, find, get, list_records, load, record_path,
+                    records_inside, refuse_nested, run_times, state_dir, state_lock)
 from .writes import STORAGE_TIERS, mark, open_record
 
 __all__ = ["Record", "RECORD_VERSION", "get", "find", "state_dir", "open_record", "mark", "load", "folder_of",

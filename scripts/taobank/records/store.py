@@ -1,4 +1,5 @@
-"""Where records live and how they are read and written: one JSON file per job in the state folder.
+"""Where records live and how they are read and written: one JSON file per job in the state folder, read as
+typed values (:class:`Record`, what code reads instead of ``rec["..."]``).
 
 * Location: ``$TAO_STATE_DIR`` or ``${XDG_STATE_HOME:-~/.local/state}/tao-skill-bank/jobs``;
   the folder is mode 700, every file 600 whatever the umask.
@@ -7,6 +8,8 @@
 * A read-modify-write holds an exclusive ``fcntl`` lock on ``<id>.lock`` (:func:`state_lock`), so
   concurrent marks from many processes lose no transition.
 * Every write and every read is checked by :mod:`.shape` (the schema and the transition table).
+* One job's results folder against the other records' (a prune of one job must never delete another's):
+  :func:`refuse_nested` when a job opens, :func:`records_inside` when one is pruned.
 * A new id is linked into place with ``os.link`` (fails if the name exists), so
   a colliding id is minted again, never overwritten.
 """
@@ -18,18 +21,104 @@ import json
 import os
 import stat
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, cast
+from typing import Any, ClassVar, Iterator, Mapping, cast
 
-from .. import fsio, names, registry, bounded_parse, states
+from .. import fsio, names, registry, states
 from ..errors import TaoError
 from ..redact import shown
+from ..states import State
 from . import shape
-from .record import Record
+from .shape import folder_of, within
 
 STATE_DIR_ENV = "TAO_STATE_DIR"
 _MAX_RECORD_BYTES = 4 * 1024 * 1024
+#: each record file's text as last read and found whole, or as written after the same verdict: a verb reads a
+#: record several times (status, its sweep, its view), and the same bytes need no second check
+_WHOLE: dict[str, bytes] = {}
+
+
+# ---------------------------------------------------------------- the record as typed values (what a read gives)
+#: The record format's version (the schema's ``record_version``).
+RECORD_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Record:
+    """One job's record as typed values (the store keeps it as JSON: :meth:`of` reads that, :meth:`to_dict`
+    writes it back); ``schemas/job-record.schema.json`` is the truth (tests/unit/test_record_type.py checks
+    every property is a field, every field a property, and their types alike). Code reads attributes, never
+    ``rec["..."]``."""
+
+    # what the schema requires and a reader cannot do without
+    id: str
+    platform: str
+    state: str
+    image: str
+    network_arch: str
+    action: str
+    #: the job's own results folder (a platform may keep a truer one in ``backend.results_dir``)
+    results_dir: str
+    backend: dict[str, Any]
+    transitions: tuple[dict[str, Any], ...]
+    attempt: int
+    created_at: str
+    updated_at: str
+    # the schema requires these too; a mapping built by hand may lack them (these defaults stand in)
+    storage_tier: str = "A"
+    backend_ref: str | None = None
+    err_class: str | None = None
+    message: str | None = None
+    retry_of: str | None = None
+    record_version: int = RECORD_VERSION
+    description: str | None = None
+    #: lineage: the job whose results it uses (submit --parent) and the job it continues
+    parent: str | None = None
+    continues: str | None = None
+    #: a sweep trial: its sweep id, index and overrides
+    sweep: str | None = None
+    trial: int | None = None
+    overrides: dict[str, str] | None = None
+
+    #: written only when set (a record without them is valid as it is)
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("parent", "continues", "sweep", "trial", "overrides")
+
+    @classmethod
+    def of(cls, rec: "Mapping[str, Any] | Record") -> "Record":
+        """A stored record (a mapping the store read and checked) as typed values (a Record as it is)."""
+        if isinstance(rec, Record):
+            return rec
+        known = {f.name for f in fields(cls)}
+        values: dict[str, Any] = {k: (tuple(v) if k == "transitions" else v) for k, v in rec.items() if k in known}
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as the store writes it."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["transitions"] = [dict(t) for t in self.transitions]
+        return {k: v for k, v in out.items() if not (k in self.OPTIONAL and v is None)}
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in states.TERMINAL
+
+    @property
+    def active(self) -> bool:
+        return self.state in states.ACTIVE
+
+
+def run_times(rec: Record) -> tuple[str | None, str | None]:
+    """(started_at, ended_at) from the transitions: when the job was first seen RUNNING and when it reached
+    its terminal state; None for what has not happened (or was never seen: a job may end between two polls)."""
+    trs = [t for t in rec.transitions if isinstance(t, Mapping)]
+    started = next((t.get("time") for t in trs if t.get("state") == State.RUNNING), None)
+    ended = None
+    if rec.terminal:
+        ended = next((t.get("time") for t in reversed(trs) if t.get("state") == rec.state), None) \
+            or rec.updated_at
+    return started, ended
 
 
 # ---------------------------------------------------------------- paths
@@ -65,7 +154,7 @@ def state_dir() -> Path:
 
 def check_id(job_id: str) -> str:
     """``job_id`` when it is a job id (a DNS-1035 label of at most :data:`names.MAX_ID_LEN`); else TaoError."""
-    if not isinstance(job_id, str) or not names.is_dns1035_label(job_id) or len(job_id) > names.MAX_ID_LEN:
+    if not isinstance(job_id, str) or not names.JOB_ID.match(job_id):
         raise TaoError(f"{shown(job_id)} is not a job id: ids are printed by 'tao_job_record.py open' (see 'list')")
     return job_id
 
@@ -124,29 +213,32 @@ def now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _write_temp(d: Path, job_id: str, rec: dict[str, Any]) -> str:
-    data = (json.dumps(rec, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
-    return fsio.write_temp(d, f".{job_id}.", data)
+def _encoded(rec: dict[str, Any]) -> bytes:
+    return (json.dumps(rec, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def replace(job_id: str, rec: dict[str, Any]) -> None:
     """Write ``rec`` over the record of ``job_id`` (checked first; atomic; the caller holds :func:`locked`)."""
-    shape.validate(rec)
+    whole = shape.validate(rec, job_id)
     d = state_dir()
-    tmp = _write_temp(d, job_id, rec)
+    data = _encoded(rec)
+    tmp = fsio.write_temp(d, f".{job_id}.", data)
     try:
         os.replace(tmp, d / f"{job_id}.json")
     except BaseException:
         os.unlink(tmp)
         raise
     fsio.fsync_dir(d)
+    if whole:  # these bytes were checked as a read checks them: a read of them by this process needs no second check
+        _WHOLE[str(d / f"{job_id}.json")] = data
 
 
 def create(job_id: str, rec: dict[str, Any]) -> bool:
     """Put a new record in place unless the id exists (False then). Never overwrites."""
-    shape.validate(rec)
+    whole = shape.validate(rec, job_id)
     d = state_dir()
-    tmp = _write_temp(d, job_id, rec)
+    data = _encoded(rec)
+    tmp = fsio.write_temp(d, f".{job_id}.", data)
     try:
         os.link(tmp, d / f"{job_id}.json")
     except FileExistsError:
@@ -154,6 +246,8 @@ def create(job_id: str, rec: dict[str, Any]) -> bool:
     finally:
         os.unlink(tmp)
     fsio.fsync_dir(d)
+    if whole:  # as in replace()
+        _WHOLE[str(d / f"{job_id}.json")] = data
     return True
 
 
@@ -171,25 +265,25 @@ def sweep_temps(job_id: str, min_age_s: float = 60.0) -> None:
 
 
 # ---------------------------------------------------------------- reads
-#: each record file's text as last read and found whole: a verb reads a record several times (status, its sweep,
-#: its view), and the same bytes need no second check
-_WHOLE: dict[str, bytes] = {}
-
-
 def read(path: Path) -> dict[str, Any]:
     """A record file: a regular file (no symlink, no FIFO) holding a whole record (:func:`shape.damage`)."""
     try:
-        raw = fsio.read_regular(path, "job record", max_bytes=_MAX_RECORD_BYTES, follow_links=False, missing_ok=True)
+        got = fsio.read_json(path, "job record", f"job record {path}", max_bytes=_MAX_RECORD_BYTES,
+                             follow_links=False, missing_ok=True)
     except TaoError as exc:
         raise TaoError(f"{exc}: remove or restore it") from None
+    return _whole(path, got)
+
+
+def _whole(path: Path, got: fsio.JsonRead) -> dict[str, Any]:
+    """The record :func:`fsio.read_json` read from ``path``, checked; TaoError naming what is wrong."""
+    raw, rec, unparsed = got
     if raw is None:
         raise TaoError(f"no job record {path.stem} in {path.parent}: see 'tao_jobs.py list'")
-    if _WHOLE.get(str(path)) == raw:  # these very bytes were found whole already: parse them, no second check
-        return cast(dict[str, Any], json.loads(raw))
-    try:
-        rec = bounded_parse.json_value(raw, f"job record {path}")
-    except TaoError as exc:
-        raise TaoError(f"{exc}: restore it or remove it") from None
+    if _WHOLE.get(str(path)) == raw:  # these very bytes were found whole already: no second check
+        return cast(dict[str, Any], rec)
+    if unparsed is not None:
+        raise TaoError(f"{unparsed}: restore it or remove it")
     problem = shape.damage(rec, path.stem)
     if problem:
         raise TaoError(f"job record {path} is damaged ({problem}): restore it or remove it")
@@ -217,11 +311,14 @@ def list_records(platform: str | None = None, state: str | None = None, active: 
     plat = registry.canonical(platform) if platform else None
     st = states.canonical_state(state) if state else None
     out = []
-    for f in state_dir().glob("*.json"):
-        if not names.is_dns1035_label(f.stem):
-            continue
+    files = [f for f in state_dir().glob("*.json") if names.DNS1035_LABEL.match(f.stem)]
+    # every file read in one call (the same checks as read(): a regular file, no link, bounded)
+    for f, got in fsio.read_json_each(files, "job record", max_bytes=_MAX_RECORD_BYTES, follow_links=False,
+                                      missing_ok=True):
         try:
-            rec = read(f)
+            if isinstance(got, TaoError):
+                raise TaoError(f"{got}: remove or restore it")
+            rec = _whole(f, got)
         except TaoError as exc:
             if f.exists() or f.is_symlink():  # not merely removed while listing
                 if problems is not None:
@@ -246,5 +343,30 @@ def find(platform: str | None = None, state: str | None = None, active: bool = F
     return [Record.of(r) for r in list_records(platform, state, active, problems, sweep)]
 
 
+
+# ---------------------------------------------------------------- results folders against the other records
+def refuse_nested(folders: list[tuple[str, str]], platform: str) -> None:
+    """A new job's results folder (``(folder, job id)``) may neither lie inside another record's folder nor hold
+    one: ``prune`` of the outer job would delete the inner job's results (one pass over the records for all
+    ``folders``). Only a folder named after its job can be pruned, so only such an outer folder counts."""
+    others = [(r, folder_of(r)) for r in list_records(platform=platform)]
+    for new, new_id in folders:
+        for r, old in others:
+            if not old or new.rstrip("/") == old:
+                continue  # the same folder: a retry carries on in its parent's
+            if within(new, old) and old.rsplit("/", 1)[-1] == r["id"]:
+                raise TaoError(f"results folder {new} lies inside job {r['id']}'s folder {old}: pruning that job "
+                               "would delete it; choose a folder outside every job's folder")
+            if within(old, new) and new.rstrip("/").rsplit("/", 1)[-1] == new_id:
+                raise TaoError(f"results folder {new} holds job {r['id']}'s folder {old}: choose a folder that holds "
+                               "no other job's results")
+
+
+def records_inside(folder: str, platform: str, besides: str) -> list[dict[str, Any]]:
+    """The records (other than ``besides``) whose results lie in ``folder`` (inside it, or the same folder)."""
+    return [r for r in list_records(platform=platform) if r["id"] != besides and within(folder_of(r), folder)]
+
+
 __all__ = ["STATE_DIR_ENV", "state_dir", "check_id", "record_path", "artifact_dir", "state_lock", "locked", "now",
-           "replace", "create", "sweep_temps", "read", "load", "get", "list_records", "find"]
+           "replace", "create", "sweep_temps", "read", "load", "get", "list_records", "find",
+           "refuse_nested", "records_inside", "Record", "RECORD_VERSION", "run_times"]

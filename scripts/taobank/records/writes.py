@@ -1,23 +1,99 @@
-"""The record's two writers: :func:`open_record` (a new PENDING record under a fresh id) and :func:`mark` (a
-move under the transition table of :mod:`taobank.states`). Free text passes through
-:func:`taobank.redact.redact_text`; a ``results_dir`` carrying credentials is refused."""
+"""The record's two writers, :func:`open_record` (a new PENDING record under a fresh id) and :func:`mark` (a
+move under the transition table of :mod:`taobank.states`), and what they clean before they store it: free text
+redacted and cut, backend metadata never a credential, required text non-empty and printable. A writer hands
+a record's texts to the scanner in one batch (:func:`taobank.text.stored_texts`), not one call per field; a
+``results_dir`` carrying credentials is refused."""
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+import re
+from typing import Any, Mapping, Sequence
 
 from .. import names, registry, states
 from ..errors import TaoError
+from ..redact import secret_entries
+from ..text import stored_texts
 from ..states import State
 from . import store
-from .folders import ID_PLACEHOLDER, check_results_dir
-from .nesting import refuse_nested
-from .record import RECORD_VERSION
-from .shape import LINEAGE_FIELDS
-from .values import clean_backend, clean_text, description as clean_description, required
+from .shape import ID_PLACEHOLDER, LINEAGE_FIELDS, check_results_dir
+from .store import RECORD_VERSION, refuse_nested
 
 STORAGE_TIERS = ("A", "C")
 _MAX_MINT_TRIES = 32
+
+MAX_TEXT = 4096
+_META_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+
+
+def encodable(text: str, what: str) -> str:
+    """``text`` when it can be written as UTF-8 (no lone surrogates); else TaoError naming ``what``."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise TaoError(f"{what} holds characters that are not valid text (lone surrogates): give plain UTF-8") from None
+    return text
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 3] + "..."
+
+
+def clean_texts(texts: Sequence[str | None]) -> list[str | None]:
+    """Free texts (a message, a name) as stored: valid UTF-8, credentials masked, at most :data:`MAX_TEXT`
+    characters each; None stays None. One call of the scanner for the batch."""
+    given = [str(t) for t in texts if t is not None]
+    done = iter(stored_texts(given))  # a byte of a cluster's answer that was not UTF-8: U+FFFD
+    return [None if t is None else _cut(next(done)) for t in texts]
+
+
+def clean_text(text: str | None) -> str | None:
+    """One free text as :func:`clean_texts` stores it."""
+    return clean_texts([text])[0]
+
+
+def clean_backend(backend: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Backend metadata as stored: field-like keys, plain values, never a credential (refused, not masked).
+    The keys and values go to the scanner in one call, for all keys together."""
+    out: dict[str, Any] = {}
+    if not backend:
+        return out
+    # flags such as staged_secrets=true are fine: only a text value counts, named or looking like a credential
+    secret = secret_entries([(k, v) for k, v in backend.items() if isinstance(k, str) and isinstance(v, str) and v])
+    for k, v in backend.items():  # the first problem in key order, as before
+        if not isinstance(k, str) or not _META_KEY.match(k):
+            raise TaoError(f"backend metadata key {k!r} is invalid: use letters, digits, _ . - (max 64)")
+        if v is not None and not isinstance(v, (str, int, bool)):
+            raise TaoError(f"backend metadata {k} must be a string, integer or boolean")
+        if isinstance(v, str):  # a cluster's answer with a byte that is not UTF-8: one line, never a crash mid-write
+            encodable(v, f"backend metadata {k}")
+        if secret.get(k) == "name":
+            raise TaoError(f"backend metadata {k} is named like a credential: never store secrets in a record")
+        # the value alone: token shapes, user:pass@, signed URLs (keys are ours, e.g. cred_secret=tao-creds-x)
+        if secret.get(k) == "value":
+            raise TaoError(f"backend metadata {k} looks like a credential: never store secrets in a record")
+        out[k] = v
+    return out
+
+
+def _description(value: str | None) -> str | None:
+    """Free text naming the job (submit --name): one line, at most 200 characters (its credential check is the
+    caller's, in the record's batch)."""
+    if value is None or not str(value).strip():
+        return None
+    text = " ".join(str(value).split())
+    if len(text) > 200:
+        raise TaoError("the job name/description is longer than 200 characters: shorten it")
+    return text
+
+
+def required(name: str, value: Any) -> str:
+    """A field that must hold text: stripped, non-empty, no control character."""
+    text = encodable("" if value is None else str(value).strip(), name)
+    if not text:
+        raise TaoError(f"{name} is required: pass a non-empty value")
+    if any(ord(c) < 32 for c in text):
+        raise TaoError(f"{name} contains a control character: refused")
+    return text
 
 
 def open_record(
@@ -64,15 +140,21 @@ def open_record(
         if parent["state"] not in states.TERMINAL:
             raise TaoError(f"job {retry_of} is {parent['state']}: mark it ERROR or CANCELED before opening a retry")
         attempt = parent["attempt"] + 1
-    now = store.now()
+    plat = registry.canonical(platform)
+    given = {"image": required("image", image), "network_arch": required("network_arch", network_arch),
+             "action": required("action", action)}
+    desc = _description(description)
+    # the record's free texts, masked in one batch: each must come back as it was (stored as given)
+    same = dict(zip(("description", *given), (t == c for t, c in zip((desc, *given.values()),
+                                                                      clean_texts([desc, *given.values()])))))
+    if desc is not None and not same["description"]:
+        raise TaoError("the job name/description looks like it carries a credential: refused")
     rec: dict[str, Any] = {
         "record_version": RECORD_VERSION,
         "id": "",
-        "platform": registry.canonical(platform),
-        "image": required("image", image),
-        "network_arch": required("network_arch", network_arch),
-        "action": required("action", action),
-        "description": clean_description(description),
+        "platform": plat,
+        **given,
+        "description": desc,
         "storage_tier": tier,
         "results_dir": check_results_dir(results_dir),
         "backend_ref": None,
@@ -80,11 +162,11 @@ def open_record(
         "state": states.INITIAL.value,  # plain strings in the store (the enum is for code)
         "err_class": None,
         "message": None,
-        "transitions": [{"time": now, "state": states.INITIAL.value, "source": "agent", "message": "opened"}],
+        "transitions": [{"time": "", "state": states.INITIAL.value, "source": "agent", "message": "opened"}],
         "retry_of": retry_of,
         "attempt": attempt,
-        "created_at": now,
-        "updated_at": now,
+        "created_at": "",
+        "updated_at": "",
     }
     for key, value in (lineage or {}).items():
         if key not in LINEAGE_FIELDS:
@@ -96,13 +178,15 @@ def open_record(
     if "@" in rec["image"].split("/", 1)[0]:  # user:password@registry/...; a digest's @ comes after a /
         raise TaoError("image carries credentials (user@ or user:pass@ before the registry): give the bare image "
                        "reference and use a pull secret")
-    for field in ("image", "network_arch", "action"):  # stored as given (and arch/action shape the id)
-        if clean_text(rec[field]) != rec[field]:
+    for field in given:  # stored as given (and arch/action shape the id)
+        if not same[field]:
             raise TaoError(f"{field} looks like it carries a credential: give the bare value, never a secret")
     template = rec["results_dir"]
     if check_folder and retry_of is None:  # a retry carries on in its parent's folder, checked when that opened
         new_id = job_id or "new-job"
         refuse_nested([(template.replace(ID_PLACEHOLDER, new_id), new_id)], rec["platform"])
+    at = store.now()  # stamped as it is stored
+    rec["transitions"][0]["time"] = rec["created_at"] = rec["updated_at"] = at
     for _ in range(1 if job_id else _MAX_MINT_TRIES):
         rec["id"] = store.check_id(job_id) if job_id else names.mint_job_id(rec["network_arch"], rec["action"])
         rec["results_dir"] = template.replace(ID_PLACEHOLDER, rec["id"])  # one folder per job, named by its id
@@ -140,9 +224,9 @@ def mark(
     if cls and new != State.ERROR:
         raise TaoError(f"err_class {cls} is only allowed with --state ERROR (got {new})")
     meta = clean_backend(backend)
-    msg = clean_text(message)
     ref = None if backend_ref is None else required("backend_ref", backend_ref)
-    if ref is not None and clean_text(ref) != ref:
+    msg, ref_seen = clean_texts([message, ref])  # one batch for the scanner
+    if ref is not None and ref_seen != ref:
         raise TaoError("backend_ref looks like it carries a credential: refused")
     path = store.record_path(job_id)
     with store.locked(job_id):
@@ -162,18 +246,19 @@ def mark(
         rec["backend"].update(meta)
         if new == cur and (msg is None or msg == rec["message"]) and json.dumps(rec, sort_keys=True) == before:
             return rec  # a poll that learnt nothing new writes nothing
-        now = store.now()
+        at = store.now()
         if msg is not None:
             rec["message"] = msg
         if new != cur:
             rec["state"] = new.value
-            rec["transitions"].append({"time": now, "state": new.value, "source": src, "message": msg})
+            rec["transitions"].append({"time": at, "state": new.value, "source": src, "message": msg})
             if new == State.ERROR:
                 rec["err_class"] = cls
-        rec["updated_at"] = now
+        rec["updated_at"] = at
         store.replace(job_id, rec)
         store.sweep_temps(job_id)
         return rec
 
 
-__all__ = ["STORAGE_TIERS", "open_record", "mark"]
+__all__ = ["STORAGE_TIERS", "MAX_TEXT", "open_record", "mark", "encodable", "clean_text", "clean_texts",
+           "clean_backend", "required"]

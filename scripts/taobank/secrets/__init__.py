@@ -24,17 +24,16 @@ the value is cut from the line's runs of value characters, each found once, so
 no long line is rescanned from every position; the YAML structure rules walk
 the lines once with a stack.
 
-The parts: :mod:`.names` (which names hold a secret), :mod:`.scanner` (what a secret value looks like, the rule
-table, the scan of lines, structures and texts, and masking: one module, since every line runs through all
-of it) and :mod:`.quoting` (values fit for an error line).
+One module, :mod:`.scanner`: which names hold a secret, what a secret value looks like, the rule table, the scan
+of lines, structures and texts, masking, and what of a value an error line may quote -- every line runs
+through all of it, and the scan asks the name rule of every key it meets.
 """
 from __future__ import annotations
 
-from .names import is_credential_name
-from .quoting import shown, shown_keys, unknown_fields
-from .scanner import (MASK, PROSE_WORDS, RULE_NAMES, RULES, Finding, Rule, is_reference, lint_objects, lint_text,
-                      looks_like_secret, redact_text, rules_markdown, scan)
+from .scanner import (MASK, PROSE_WORDS, RULE_NAMES, RULES, Finding, Rule, is_credential_name,
+                      is_reference, lint_objects, lint_text, looks_like_secret, redact_text, redact_texts, rules_markdown,
+                      scan, secret_entries, shown, shown_keys, unknown_fields)
 
-__all__ = ["MASK", "PROSE_WORDS", "RULES", "RULE_NAMES", "Rule", "Finding", "is_credential_name", "is_reference",
-           "lint_text", "lint_objects", "looks_like_secret", "redact_text", "rules_markdown", "scan", "shown",
-           "shown_keys", "unknown_fields"]
+__all__ = ["MASK", "PROSE_WORDS", "RULES", "RULE_NAMES", "Rule", "Finding", "is_credential_name",
+           "is_reference", "lint_text", "lint_objects", "looks_like_secret", "redact_text", "redact_texts",
+           "rules_markdown", "scan", "secret_entries", "shown", "shown_keys", "unknown_fields"]

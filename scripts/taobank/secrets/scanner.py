@@ -1,18 +1,90 @@
 """The secret scanner: what a secret value looks like (the rules, their value tests), and the scan of a line, a
 YAML or env structure and whole texts and objects that finds them. One module, since every line of a manifest
-runs through all of it; and the masking of a text by it. Which *names* hold a secret is :mod:`.names`, quoting
-:mod:`.quoting`. docs/secret-lint.md states the rules."""
+runs through all of it; and the masking of a text by it. Which *names* hold a secret is written here too (the
+scan asks it of every key it meets), and so is what of a value an error line may quote. docs/secret-lint.md
+states the rules."""
 from __future__ import annotations
 
 import base64
 import binascii
 import bisect
+import functools
 import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
-from .names import is_auth_name, is_credential_name, may_name_secret
+# ------------------------------------------------------------ names
+# Which names hold a secret: a variable, key, flag or header name (HF_TOKEN, NGC_API_KEY, Authorization) --
+# the one rule every part of the bank asks (docs/secret-lint.md states it in full).
+
+#: A last word that alone says "secret".
+_CRED_LAST = {"password", "passwd", "passphrase", "sshpass", "secret", "token", "apikey", "credential", "credentials",
+              "creds"}
+#: A single run-together word ending like this is a credential too: PGPASSWORD, AUTHTOKEN.
+_CRED_SUFFIX = ("password", "passwd", "passphrase", "secret", "token", "apikey")
+#: Credential only after another word: DB_PASS, SMTP_PW, GH_PAT, WANDB_KEY (a bare PASS=0 or KEY is not).
+_CRED_LAST_QUALIFIED = {"pass", "pw", "pwd", "pat", "key"}
+#: ``<word>_KEY`` where the word says what the key indexes, not what it unlocks.
+_KEY_NOT_CRED = {
+    "sort", "sorting", "primary", "foreign", "partition", "cache", "hash", "lookup", "join", "index", "group", "grouping",
+    "routing", "shard", "sharding", "row", "dict", "map", "metric", "label", "selector", "node", "topology",
+    "annotation", "data", "dataset", "batch", "image", "input", "output", "feature", "target", "field", "column",
+    "attr", "attribute", "public", "pub", "host", "hot", "idempotency", "dedup", "unique", "composite", "object", "obj",
+    "config", "state", "order", "match", "experiment", "run", "result", "file", "path", "dir", "env", "name", "id",
+    "type", "kind", "ref", "mode", "lock", "queue", "cursor", "page", "layout", "json", "yaml", "locale", "message",
+    "msg", "event", "topic", "stream", "record", "entry", "item", "version", "tag", "release", "cluster", "prefix",
+    "model", "checkpoint", "split", "class", "sample", "metadata", "schema", "translation", "lang", "search", "sub",
+}
+#: ``passwordKey``/``tokenKey`` name the key *inside* a Secret that holds the value (Helm values).
+_NAMES_A_KEY = {"password", "passwd", "pass", "pwd", "token", "credential", "credentials", "creds"}
+#: ``imagePullSecret``, ``tlsSecret``: the name of a Secret object, not its content.
+_SECRET_OBJECT_PREV = {"pull", "tls"}
+#: A first word that makes the whole name a reference (``existingSecret``) or a count (``NUM_TOKEN``, ``MAX_TOKENS``).
+#: ``pad_token``, ``eos_token``: a tokenizer's special tokens.
+_TOKENIZER_PREV = {"pad", "eos", "bos", "unk", "cls", "sep", "mask", "special", "start", "end", "stop", "image"}
+_NOT_CRED_FIRST = {"existing", "num", "n", "nb", "max", "min", "count", "total", "len", "length", "number"}
+_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+
+
+@functools.lru_cache(maxsize=4096)  # a long line repeats a few names many times
+def is_credential_name(name: str) -> bool:
+    """True when a variable or key named ``name`` holds a secret: HF_TOKEN, NGC_API_KEY, PGPASSWORD, WANDB_KEY.
+
+    Words split on ``_``, ``-``, ``.`` and camelCase; the last word decides, so HF_TOKEN_PATH,
+    CRED_SECRET_FILE and SECRET_NAME name a place, and SORT_KEY, MONKEY, MAX_TOKENS are no secret.
+    docs/secret-lint.md states the rule in full.
+    """
+    last_part = re.split(r"[./]", name.rstrip("./"))[-1]  # auth.password, example.com/token: the last part
+    words: list[str] = [w.lower() for w in _WORDS.findall(last_part)]
+    if not words or words[0] in _NOT_CRED_FIRST:
+        return False
+    last = words[-1]
+    prev = words[-2] if len(words) >= 2 else None
+    if last == "key":
+        return prev is not None and not {prev, prev.rstrip("s")} & (_KEY_NOT_CRED | _NAMES_A_KEY)
+    if last == "secret" and prev in _SECRET_OBJECT_PREV:
+        return False
+    if last == "token" and prev in _TOKENIZER_PREV:
+        return False
+    if (prev, last) == ("key", "base"):  # SECRET_KEY_BASE
+        return True
+    if last in _CRED_LAST or (prev is not None and last in _CRED_LAST_QUALIFIED):
+        return True
+    return last.endswith(_CRED_SUFFIX)
+
+
+@functools.lru_cache(maxsize=4096)
+def is_auth_name(name: str) -> bool:
+    """``Authorization``, ``PROXY_AUTHORIZATION``: a header name, whose value holds a secret after a scheme."""
+    words = _WORDS.findall(re.split(r"[./]", name)[-1])
+    return bool(words) and words[-1].lower() == "authorization"
+
+
+@functools.lru_cache(maxsize=4096)
+def may_name_secret(name: str) -> bool:
+    """A credential's name, or an authorization header's (whose value then must carry a scheme)."""
+    return is_credential_name(name) or is_auth_name(name)
 
 
 # ------------------------------------------------------------ values
@@ -973,6 +1045,24 @@ def redact_text(text: str) -> str:
     return "".join(raw)
 
 
+
+def redact_texts(texts: Iterable[str]) -> list[str]:
+    """:func:`redact_text` of each text: one call for a batch (a record's fields, a table's cells)."""
+    return [redact_text(t) for t in texts]
+
+
+def secret_entries(items: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Of ``(name, text value)`` pairs (a record's metadata), those that carry a secret, with why: ``"name"`` when
+    the name holds one (:func:`is_credential_name`), else ``"value"`` when :func:`redact_text` masks the value.
+    One call for all pairs."""
+    out: dict[str, str] = {}
+    for name, value in items:
+        if is_credential_name(name):
+            out[name] = "name"
+        elif redact_text(value) != value:
+            out[name] = "value"
+    return out
+
 def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     for s, e in sorted(spans):
@@ -981,3 +1071,42 @@ def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
         else:
             out.append((s, e))
     return out
+
+
+# ------------------------------------------------------------ quoting in an error line
+#: past, so a token glued to an escape sequence is still seen as one.
+_CONTROLS = re.compile(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*"
+                       r"(?:\x07|\x1b\\|\x9c)?|[\x00-\x1f\x7f-\x9f]")
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """A value fit to quote in an error line: repr'd and cut, or withheld when it looks like a credential
+    (looked at with its control sequences taken out: ``ESC[31m`` glued to a token hides nothing)."""
+    text = str(value)
+    bare = _CONTROLS.sub(" ", text)
+    if redact_text(text) != text or lint_text(text, "value") or redact_text(bare) != bare or lint_text(bare, "value"):
+        return "(value not shown: it looks like it carries a credential)"
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
+#: A mapping key an error may quote: a short field-like name. A line of some other file read as YAML (a spec
+#: path pointing at /etc/shadow: ``root:$6$...:``) or a token is no such key.
+_SHOWN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,39}\Z")
+
+
+def shown_keys(keys: Iterable[object]) -> tuple[list[str], int]:
+    """(the keys of a file's mapping an error may name, how many others it only counts): a key is named when it
+    is a short field-like name (:data:`_SHOWN_KEY`) that does not look like a credential; never any other text
+    of the file."""
+    every = list(keys)
+    named = [k for k in every if isinstance(k, str) and _SHOWN_KEY.match(k) and not looks_like_secret(k)]
+    return named, len(every) - len(named)
+
+
+def unknown_fields(named: list[str], others: int) -> str:
+    """The phrase of an unknown-field error: the ``named`` keys (as the caller writes them, from
+    :func:`shown_keys`), and how many ``others`` there are, never what they say."""
+    why = "(not field names: is it the right file?)" if others != 1 else "(not a field name: is it the right file?)"
+    if not named:
+        return f"{others} unknown field{'s' if others != 1 else ''}, not shown {why}"
+    return "unknown field " + ", ".join(named) + (f" and {others} more, not shown {why}" if others else "")

@@ -45,7 +45,7 @@ _OWN_KEYS = ("command", "results_dir", "storage_tier", "ttl_seconds_after_finish
 
 def spec_from_flags(path: str | None, values: Mapping[str, Any]) -> dict:
     """The spec file at ``path`` (if any) with the given flag values over it (flags win), then validated."""
-    from ... import bounded_parse, spec as specmod
+    from ... import fsio, spec as specmod
     from .spec import finish
 
     spec: dict = specmod.load_file(path) if path else {}
@@ -61,7 +61,7 @@ def spec_from_flags(path: str | None, values: Mapping[str, Any]) -> dict:
         spec.pop("args", None)
     if values.get("args_json") is not None:
         try:
-            argv = bounded_parse.json_value(values["args_json"], "--args-json")
+            argv = fsio.json_value(values["args_json"], "--args-json")
         except TaoError:
             raise UsageError("--args-json must be a JSON list of strings") from None
         spec["args"] = argv

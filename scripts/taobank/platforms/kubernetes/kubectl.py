@@ -3,7 +3,7 @@
 Built from ``TAO_K8S_NAMESPACE`` (default ``default``) and ``TAO_K8S_CONTEXT``
 or from a record's ``backend`` (so status/cancel talk to the cluster the job
 was submitted to). Both are checked here, by the rule a record's values are
-checked with (:mod:`taobank.record_values`): what submit accepts, status and cancel
+checked with (:mod:`taobank.names`): what submit accepts, status and cancel
 read back, and neither can reach kubectl as an option. All calls go through
 :func:`taobank.run.run`; Secret material only ever travels on stdin.
 
@@ -18,7 +18,7 @@ import json
 import os
 from typing import Any, Callable
 
-from ... import record_values
+from ... import names
 from ...errors import TaoError
 from ...run import Result, last_line, run, stream
 from ...records import Record
@@ -32,20 +32,20 @@ BACKEND_KINDS = {"namespace": "namespace", "name": "dns1123", "uid": "uid", "con
 
 
 def checked_namespace(value: str, source: str) -> str:
-    """``value`` if it is a namespace a record can carry back (:mod:`taobank.record_values`' rule), else one line
+    """``value`` if it is a namespace a record can carry back (:mod:`taobank.names`' rule), else one line
     naming where it came from (``source``: the flag or the variable)."""
-    if not record_values.is_namespace_name(value):
+    if not names.is_namespace_name(value):
         raise TaoError(f"namespace {value!r} (from {source}) is not a valid Kubernetes namespace name "
                        "(lower-case letters, digits and -, at most 63 characters): fix it")
     return value
 
 
 def checked_context(value: str, source: str) -> str:
-    """``value`` if it is a context name a record can carry back (:mod:`taobank.record_values`' rule), so
+    """``value`` if it is a context name a record can carry back (:mod:`taobank.names`' rule), so
     status and cancel can always reach a job submit created; checked before anything is created."""
-    if not record_values.is_context_name(value):
+    if not names.is_context_name(value):
         raise TaoError(f"context {value!r} (from {source}) is not a kubeconfig context name the bank can use "
-                       f"({record_values.CONTEXT_RULE}): rename it with kubectl config rename-context")
+                       f"({names.CONTEXT_RULE}): rename it with kubectl config rename-context")
     return value
 
 
@@ -60,11 +60,11 @@ class Kubectl:
 
     @classmethod
     def for_record(cls, rec: Record) -> "Kubectl":
-        b = record_values.checked(rec, BACKEND_KINDS)
+        b = names.checked(rec, BACKEND_KINDS)
         ns = b.get("namespace")
         if not ns and rec.backend_ref and "/" in rec.backend_ref:
             ref_ns = {"namespace": rec.backend_ref.split("/", 1)[0]}
-            ns = record_values.checked(dataclasses.replace(rec, backend=ref_ns), {"namespace": "namespace"})["namespace"]
+            ns = names.checked(dataclasses.replace(rec, backend=ref_ns), {"namespace": "namespace"})["namespace"]
         # the cluster the job went to, not whatever the environment says today
         return cls(ns, b.get("context", "") or "") if ns else cls()
 

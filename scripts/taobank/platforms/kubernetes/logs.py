@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from ... import fsio, pins, records, bounded_parse, savedlogs
+from ... import fsio, pins, records, savedlogs
 from ...errors import TaoError
 from . import render
 from .render import FINAL_STATUS_PREFIX
@@ -105,7 +105,7 @@ def saved_spec(rec: Record) -> dict | None:
     path = records.artifact_dir(rec.id) / SPEC_FILE
     if not path.is_file():
         return None
-    spec = bounded_parse.json_value(fsio.read_regular(path, "saved job spec", follow_links=False) or b"", f"saved job spec {path}")
+    spec = fsio.json_value(fsio.read_regular(path, "saved job spec", follow_links=False) or b"", f"saved job spec {path}")
     return spec if isinstance(spec, dict) else None
 
 

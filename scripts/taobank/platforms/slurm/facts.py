@@ -4,7 +4,7 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass, fields
 
-from ... import pins, record_values, states
+from ... import names, pins, states
 from ...errors import TaoError
 from . import storage
 from ...records import Record
@@ -69,8 +69,8 @@ class SlurmFacts:
 
     @classmethod
     def of(cls, rec: Record) -> "SlurmFacts":
-        """The record's facts, each checked (one line naming the first bad one: :mod:`taobank.record_values`)."""
-        b = record_values.checked(rec, BACKEND_KINDS)
+        """The record's facts, each checked (one line naming the first bad one: :mod:`taobank.names`)."""
+        b = names.checked(rec, BACKEND_KINDS)
 
         def text(key: str) -> str:
             value = b.get(key)
