@@ -99,8 +99,7 @@ class JobView:
     def of_backend(cls, rec: Record | Mapping[str, Any], observed_key: str, **seen: Any) -> "JobView":
         """The view where the record's ``backend`` keeps what the platform last said (``observed_key``), the
         exit code (a number, or accounting's ``rc:signal``) and the job's own results folder."""
-        rec = Record.of(rec)
-        b = rec.backend
+        b = rec.backend if isinstance(rec, Record) else rec.get("backend") or {}
         code = b.get("exit_code")
         if isinstance(code, str) and code.partition(":")[0].isdigit():
             code = int(code.partition(":")[0])
@@ -460,8 +459,9 @@ def refresh(recs: list[Record], *, retry: bool = True) -> list[JobView]:
     for name, group in groups.items():
         adapter = get(name)
         active = [r for r in group if not r.terminal]
-        for rec in group:
-            views[rec.id] = adapter.view(rec)
+        for rec in group:  # as stored; an active one's view is the refresh's
+            if rec.terminal:
+                views[rec.id] = adapter.view(rec)
         if active:
             try:
                 seen = track.refresh(adapter, active, retry=retry)

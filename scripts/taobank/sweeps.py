@@ -71,7 +71,7 @@ def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dic
     done = pipeline.submit(adapter, specs, opts, trials=trials, max_concurrent=max_concurrent, search=search)
     assert done.sweep is not None
     out = Submitted(done.sweep, done.views, done.max_concurrent, done.gate.text(), done.gate.notes())
-    _supervised(adapter, done.sweep, [records.get(v.id) for v in done.views])
+    _supervised(adapter, done.sweep, done.views, first=done.views[0].id)  # the views of the records as opened
     return out
 
 
@@ -242,15 +242,16 @@ def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[di
                    searched=search is not None, notes=done.gate.notes())
 
 
-def _supervised(adapter: Any, sweep_id: str, recs: list[Record]) -> None:
+def _supervised(adapter: Any, sweep_id: str, trials: list[Any], *, first: str) -> None:
     """A platform whose held trials only the bank can start gets a detached supervisor while any is held
-    (started here by submit, again by status if it died): the sweep runs with nobody calling status."""
+    (started here by submit, again by status if it died): the sweep runs with nobody calling status.
+    ``trials``: the trials' records or views (state and backend), ``first``: the sweep's first trial's id."""
     if not getattr(adapter, "supervises_sweeps", False):
         return
     from . import sweepsupervisor
 
-    if sweepsupervisor.wanted(recs):
-        sweepsupervisor.start(sweep_id, recs[0].id)
+    if sweepsupervisor.wanted(trials):
+        sweepsupervisor.start(sweep_id, first)
 
 
 def supervise(sweep_id: str, **kwargs: Any) -> int:
@@ -331,25 +332,27 @@ def _epoch(progress: Mapping[str, Any] | None) -> str:
     return str(p.get("line") or "")[:30]
 
 
-def status(sweep_id: str, *, retry: bool = True, kpi: str | None = None, mode: str | None = None) -> list[Row]:
+def status(sweep_id: str, *, retry: bool = True, kpi: str | None = None, mode: str | None = None,
+           recs: list[Record] | None = None) -> list[Row]:
     """Every trial's state, progress and latest KPIs: the platform's one batched query, plus at most one read
     of the status files of the trials it could not read in that query. With ``kpi``: each trial's best value
-    of it and its epoch too, as :func:`best` ranks them (its one listing of every trial's folder)."""
+    of it and its epoch too, as :func:`best` ranks them (its one listing of every trial's folder). ``recs``: the
+    trials as this command read them already (:func:`trial_records`): each record is read once per status."""
     from . import jobstatus, platform as core
 
     if kpi is not None:
         check_rank(kpi, mode)
-    recs = trial_records(sweep_id)
+    recs = recs or trial_records(sweep_id)
     active = {r.id for r in recs if not r.terminal}
-    views = jobstatus.status(None, [r.id for r in recs], retry=retry, progress=False)
+    views = jobstatus.status(None, recs=recs, retry=retry, progress=False)
     adapter = core.get(recs[0].platform)
-    _supervised(adapter, sweep_id, trial_records(sweep_id))
+    _supervised(adapter, sweep_id, views, first=recs[0].id)  # the trials as this status left them
     by_id = {r.id: r for r in recs}
     # running trials, and finished ones whose final progress is not known yet: one read (status's rule)
     now = jobstatus.ended_now(views, active)
     read = [v for v in views if v.id in by_id and v.state == State.RUNNING and not adapter.progress_in_sweep]
     jobstatus.keep_progress(views, read=read + [v for v in now["read"] if v.id in by_id],
-                            read_already=now["read_already"])
+                            read_already=now["read_already"], known=now["known"])
     rows = []
     for v in views:
         rec = by_id.get(v.id) or records.get(v.id)
@@ -474,13 +477,15 @@ def kpi_header(rows: list[Row]) -> str:
 
 def table(rows: list[Row], *, headers: bool = True) -> str:
     """The sweep table: TRIAL ID STATE PROGRESS OVERRIDES, then the KPI column (:func:`kpi_header`)."""
-    from .text import one_line
+    from .text import one_lines
 
     lines: list[tuple[str, ...]] = [("TRIAL", "ID", "STATE", "PROGRESS", "OVERRIDES", kpi_header(rows))] if headers else []
+    cells: list[object] = []
     for r in rows:
         state = f"{r.state} (held)" if r.held and r.state == State.PENDING else r.state
-        lines.append(tuple(one_line(c) for c in (r.trial, r.id, state, r.progress or "-",
-                                                 " ".join(sweepfile.args_of(r.overrides)), r.kpi_text())))
+        cells += [r.trial, r.id, state, r.progress or "-", " ".join(sweepfile.args_of(r.overrides)), r.kpi_text()]
+    clean = one_lines(cells)  # every cell cleaned in one call
+    lines += [tuple(clean[i:i + 6]) for i in range(0, len(clean), 6)]
     if not lines:
         return ""
     widths = [max(len(line[i]) for line in lines) for i in range(5)]

@@ -16,7 +16,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from . import records, states
 from .errors import TaoError
@@ -35,9 +35,10 @@ def _folder(first_trial: str) -> Path:
     return records.artifact_dir(first_trial)
 
 
-def wanted(recs: list[Record]) -> bool:
-    """A supervisor has work: a trial is still held (created, waiting for a slot)."""
-    return any(r.active and r.backend.get("held") for r in map(Record.of, recs))
+def wanted(trials: Sequence[Record | Any]) -> bool:
+    """A supervisor has work: a trial is still held (created, waiting for a slot). ``trials``: records or their
+    views (each has ``state`` and ``backend``)."""
+    return any(t.state in states.ACTIVE and (t.backend or {}).get("held") for t in trials)
 
 
 def running(first_trial: str) -> bool:

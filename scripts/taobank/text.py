@@ -6,7 +6,7 @@ without importing the command line.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Iterable
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -27,6 +27,15 @@ def one_line(value: object, keep: str = "") -> str:
     The one place that cleans text a helper prints from cluster, engine or job output (or from a record a
     hand edited): a credential the lint can see is masked too."""
     return escaped(_masked(str(value)), keep)
+
+
+def one_lines(values: Iterable[object]) -> list[str]:
+    """:func:`one_line` of each value, in one call (a table's cells: a table cleans its text at once): every
+    value masked, then every one escaped."""
+    from .redact import redact_text
+
+    masked = [redact_text(str(v)) for v in values]
+    return [escaped(m) for m in masked]
 
 
 def escaped(text: str, keep: str = "") -> str:

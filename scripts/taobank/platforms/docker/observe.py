@@ -16,7 +16,7 @@ from ...progress.remote import read_argv, split_files
 from ...run import run
 from ...states import State
 from . import engine as eng
-from . import facts, logs
+from . import logs
 from ...records import Record
 
 _SIGNALS = {130: "SIGINT", 134: "SIGABRT", 137: "SIGKILL", 139: "SIGSEGV", 143: "SIGTERM"}
@@ -94,12 +94,12 @@ def observe(recs: list[Record], context: dict) -> list[Observation]:
     the engine of each finished container is kept in ``context`` for :func:`ended`."""
     out = []
     for e, group in eng.Engine.grouped([r for r in recs if r.state not in states.TERMINAL and r.backend_ref]):
-        seen = inspect(e, [facts.container_of(r) for r in group])
+        seen = inspect(e, [eng.container_of(r) for r in group])
         for r in group:
-            st = seen.get(facts.container_of(r))
+            st = seen.get(eng.container_of(r))
             v = classify(st, memory=r.backend.get("memory"))
             if v.needs_log:
-                tail = e.run(["logs", "--tail", "200", facts.container_of(r)], check=False, what=f"{e.name} logs")
+                tail = e.run(["logs", "--tail", "200", eng.container_of(r)], check=False, what=f"{e.name} logs")
                 v = classify(st, memory=r.backend.get("memory"),
                              log_tail=(tail.stdout or "") + (tail.stderr or ""))
             said(r, v, _times(st) if v.state in (State.COMPLETE, State.ERROR) else {})
@@ -119,7 +119,7 @@ def ended(recs: list[Record], context: dict) -> dict[str, str]:
         if e is None:
             continue
         logs.save(r, e)  # once, at the end
-        finished.setdefault((e.name, e.host or ""), (e, []))[1].append(facts.container_of(r))
+        finished.setdefault((e.name, e.host or ""), (e, []))[1].append(eng.container_of(r))
     for e, names in finished.values():
         e.run(["rm", "--", *names], check=False, what=f"{e.name} rm")
     return {}

@@ -20,7 +20,7 @@ from ...errors import SubmitUncertain, TaoError
 from .spec import DockerSpec
 from ...paths import abs_path, is_under
 from . import engine as eng
-from . import facts, gpus, registry, render, spec as specmod, userns
+from . import gpus, registry, render, spec as specmod, userns
 from ...records import Record
 
 #: The key ``--ngc-pull-secret`` logs the engine in with (as Kubernetes makes its pull Secret from it).
@@ -63,13 +63,13 @@ def host_ram() -> int:
         return 0
 
 
-def shm_size(spec: DockerSpec, ram: int) -> str | None:
+def shm_size(spec: DockerSpec, ram: int, pins: Mapping[str, Any] | None = None) -> str | None:
     """The spec's size, or the pinned default capped at half the host's RAM (a tmpfs size caps, never reserves)."""
     if spec.ipc_host:
         return None
     if spec.shm_size:
         return str(spec.shm_size)
-    pinned = str(facts.default("shm_size"))
+    pinned = str(eng.default("shm_size", pins))
     if ram and size_bytes(pinned) > ram // 2:
         return f"{ram // 2 // 1024 ** 2}m"
     return pinned
@@ -86,37 +86,41 @@ def plan_submit(spec: DockerSpec, opts: SubmitOptions, *, engine: str | None = N
     """Everything decided without an engine call: the id, the folders, the argv (``engine_host``: the engine's address
     when it is not this shell's, e.g. the one a continued job ran on). ``spec`` is checked (:func:`specmod.typed`)."""
     env = os.environ if env is None else env
-    name = facts.engine_name(engine)
+    # what the engine module knows first (the engine, its address, the pinned defaults read once), then the
+    # rest of the plan in order
+    name = eng.engine_name(engine)
+    pinned = eng.defaults()
+    cres = eng.container_results_dir(pinned)
+    host = eng.host_now(name) or engine_host
     arch, action = str(spec.network_arch), str(spec.action)
     jid = job_id or opts.job_id or names.mint_job_id(arch, action)
-    base = specmod.results_base(spec, env)
+    base = specmod.results_base(spec, env, pinned)
     host_results = f"{base.rstrip('/')}/{jid}"
     mounts = []
     for m in spec.mounts or []:
         source = abs_path(m["host"], "mounts.host")
         target = abs_path(m["container"], "mounts.container")
         mounts.append((source, target, bool(m.get("read_only", True))))
-    cres = facts.container_results_dir()
     job_dir = f"{cres}/{jid}"
     for _, target, _ in mounts:  # another job's folder beside it (a --parent's) is fine; its own, or above it, not
         if is_under(target, job_dir) or is_under(job_dir, target):
             raise TaoError(f"mount target {target} covers or shadows {job_dir}, where the job's results folder is "
                            "mounted: choose another container path")
-    request = specmod.gpu_request(spec)
+    request = specmod.gpu_request(spec, pinned)
     if request != "all":  # TAO reads its GPUs from its argv; "all" is counted when check reads the host's GPUs
         spec = with_gpus(spec, len(request) if isinstance(request, list) else int(request))
     spec = spec.with_results_dir(job_dir)  # TAO writes under its results_dir, not under $RESULTS_DIR
     plain, nccl = check_job_env(spec.env, spec.nccl_env, reserved=render.RESERVED_ENV)
+    user, shm = caller(), shm_size(spec, host_ram() if ram is None else ram, pinned)
     rs = render.RunSpec(
         engine=name, job_id=jid, image=str(spec.image), command=specmod.command_argv(spec), host_results=host_results,
-        container_results=cres, user=caller(), gpus=request, cpus=None if spec.cpus is None else float(spec.cpus), memory=spec.memory,
-        shm_size=shm_size(spec, host_ram() if ram is None else ram), ipc_host=bool(spec.ipc_host),
+        container_results=cres, user=user, gpus=request, cpus=None if spec.cpus is None else float(spec.cpus), memory=spec.memory,
+        shm_size=shm, ipc_host=bool(spec.ipc_host),
         mounts=tuple(mounts), env=tuple(sorted({**nccl, **plain}.items())),
         secrets=tuple(spec.secrets or ()), network=spec.network,
         workdir=abs_path(spec.workdir, "workdir") if spec.workdir else None)
     render.lint_argv(render.run_argv(rs))  # before the preview and the run: a value pasted into env is refused
-    host = eng.host_now(name) or engine_host
-    grace = facts.default("stop_grace_seconds") if spec.stop_grace_seconds is None else spec.stop_grace_seconds
+    grace = eng.default("stop_grace_seconds", pinned) if spec.stop_grace_seconds is None else spec.stop_grace_seconds
     backend: dict[str, Any] = {"engine": name, "container": jid, "results_dir": host_results,
                                "stop_grace_seconds": int(grace),
                                "gpus": ",".join(request) if isinstance(request, list) else str(request)}
@@ -342,7 +346,7 @@ def launch_argvs(plans: list[DockerPlan], batch: Batch) -> list[list[str]]:
         run = plan.run if alone else dataclasses.replace(
             plan.run, labels={**plan.run.labels, LABEL_SWEEP: batch.sweep or ""})
         argvs.append(render.run_argv(run) if alone else render.create_argv(run))
-        render.lint_argv(argvs[-1])
+    render.lint_argv(*argvs)  # every job's argv in one lint
     return argvs
 
 
