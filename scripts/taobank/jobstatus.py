@@ -120,13 +120,14 @@ def remembered(job_id: str, base: Any = None) -> tuple[dict, bool]:
     return data["progress"], data.get("final") is True
 
 
-def _remember(job_id: str, progress: dict, *, final: bool, known: dict[str, tuple[dict, bool]]) -> None:
+def _remember(job_id: str, progress: dict, *, final: bool, known: dict[str, tuple[dict, bool]] | None = None) -> None:
     """Keep ``progress`` beside the record unless a final one is kept there (``known``: as this status read it,
-    updated here on each write)."""
+    updated here on each write; None: read now)."""
     import json
 
     from . import fsio
 
+    known = {} if known is None else known
     if (known.get(job_id) or remembered(job_id))[1]:
         return  # the final one stays
     try:

@@ -302,6 +302,11 @@ class Platform(ABC, Generic[SpecT, PlanT]):
         """Decide everything a submit can without a cluster call for the typed ``spec`` (:meth:`typed_spec`
         checked it; ``rec``: the record being finished, or None)."""
 
+    def plan_all(self, specs: list[SpecT], opts: SubmitOptions, rec: Record | None) -> list[PlanT]:
+        """The plans of every job of one launch (a sweep's trials), in order. Default: :meth:`plan` of each; an
+        adapter whose jobs share most of their plan (trials differ in their overrides) decides that part once."""
+        return [self.plan(spec, opts, rec) for spec in specs]
+
     def adopt(self, plan: PlanT, rec: Record, gate: Gate) -> Launch | None:
         """A record being finished whose job exists already (an earlier submit died after creating it):
         its launch, so nothing is created twice (what was done goes to ``gate``); None when there is none.

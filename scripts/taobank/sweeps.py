@@ -12,7 +12,7 @@ status and watch.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from . import kpirank, names, records, sweepfile, tao_command
 from .contract import SubmitOptions
@@ -26,9 +26,16 @@ from .states import State
 def trial_spec(spec: Mapping[str, Any], overrides: Mapping[str, str]) -> dict:
     """The job spec of one trial: its ``key=value`` arguments appended to the command (after ``-e spec.yaml``;
     the values are safe words already: :mod:`taobank.sweepfile`)."""
+    return trial_specs(spec, [overrides])[0]
+
+
+def trial_specs(spec: Mapping[str, Any], trials: Sequence[Mapping[str, str]]) -> list[dict]:
+    """:func:`trial_spec` of every trial: the command checked once for the sweep, each trial's arguments, then
+    each trial's spec."""
     if not any(isinstance(spec.get(k), (list, str)) for k in ("args", "command")):
         raise UsageError("a sweep needs a command (or args) to append the trials' key=value overrides to")
-    return tao_command.append_args(spec, sweepfile.args_of(overrides))
+    words = [sweepfile.args_of(t) for t in trials]
+    return [tao_command.append_args(spec, w) for w in words]
 
 
 @dataclass
@@ -65,7 +72,7 @@ def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dic
                              search=search is not None)
     adapter = get(platform_name)
     spec, opts = with_study_secret(adapter, spec, opts, search)
-    specs = [dict(spec) for _ in trials] if search is not None else [trial_spec(spec, t) for t in trials]
+    specs = [dict(spec) for _ in trials] if search is not None else trial_specs(spec, trials)
     if search is not None:
         _check_space(adapter, spec, opts, search)
     done = pipeline.submit(adapter, specs, opts, trials=trials, max_concurrent=max_concurrent, search=search)
@@ -216,7 +223,7 @@ def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[di
     if search is not None and not getattr(adapter, "runs_searches", False):
         raise UsageError(f"--search does not run on {platform_name} yet")
     spec, opts = with_study_secret(adapter, spec, opts, search)
-    specs = [dict(spec) for _ in trials] if search is not None else [trial_spec(spec, t) for t in trials]
+    specs = [dict(spec) for _ in trials] if search is not None else trial_specs(spec, trials)
     if search is not None:
         _check_space(adapter, spec, opts, search)
     batch = Batch(max_concurrent=k, sweep=PREVIEW_SWEEP, search=search)
@@ -608,5 +615,5 @@ def best(sweep_id: str, kpi: str | None, mode: str | kpirank.Direction | None = 
     return win
 
 
-__all__ = ["trial_spec", "submit", "Submitted", "preview", "Preview", "trial_records", "status", "table", "cancel", "best",
+__all__ = ["trial_spec", "trial_specs", "submit", "Submitted", "preview", "Preview", "trial_records", "status", "table", "cancel", "best",
            "Row", "Winner", "check_concurrency", "check_rank", "best_text", "kpi_header"]

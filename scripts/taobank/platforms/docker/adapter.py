@@ -101,6 +101,11 @@ class Docker(Platform[DockerSpec, DockerPlan]):
             engine, host, spec = _continuing(spec, opts.continues, engine)
         return submit.plan_submit(spec, opts, engine=engine, job_id=rec.id if rec else None, engine_host=host)
 
+    def plan_all(self, specs: list[DockerSpec], opts: SubmitOptions, rec: Record | None) -> list[DockerPlan]:
+        if opts.continues or rec is not None:
+            return super().plan_all(specs, opts, rec)
+        return submit.plan_all(specs, opts, engine=self.engine)  # a sweep's trials share most of their plan
+
     def cluster_key(self, plan: DockerPlan) -> str:
         return f"docker:{plan.host or 'local'}"
 
