@@ -16,7 +16,6 @@ from typing import Any, Mapping, Sequence
 
 from . import kpirank, names, records, sweepfile, tao_command
 from .contract import SubmitOptions
-from .pipeline import check_concurrency
 from .errors import TaoError, UsageError
 from .records import Record
 from .states import State
@@ -101,6 +100,8 @@ def _prepared(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[
             raise UsageError("a search needs a command (or args) to append each trial's key=value overrides to")
     else:
         trials = sweepfile.check_trials(trials)
+    from .pipeline import check_concurrency  # (a sweep's status never imports the submit order)
+
     check_concurrency(max_concurrent, len(trials))
     if opts.job_id:
         raise UsageError("--job-id names one job: a sweep mints one id per trial")
@@ -214,9 +215,10 @@ def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[di
     spec, trials = _prepared(platform_name, spec, opts, trials, max_concurrent, parent_kpi=parent_kpi,
                              parent_mode=parent_mode, allow_incomplete_parent=allow_incomplete_parent,
                              search=search is not None)
-    k = check_concurrency(max_concurrent, len(trials))
-    ids = preview_ids(len(trials))
     from . import pipeline
+
+    k = pipeline.check_concurrency(max_concurrent, len(trials))
+    ids = preview_ids(len(trials))
     from .contract import Batch, Gate
 
     adapter = get(platform_name)
@@ -447,6 +449,10 @@ def study_text(view: Mapping[str, Any]) -> str:
 def _with_study(sweep_id: str, recs: list[Record], rows: list[Row]) -> None:
     """A search's rows get their trial's parameters (the OVERRIDES column) and Optuna's view of the trial; a
     journal that cannot be read leaves the rows as the records say (status still answers)."""
+    from .search import is_search
+
+    if not recs or not is_search(recs[0].backend):  # a plain sweep: no study (nothing of the search imported)
+        return
     try:
         found = study(sweep_id, recs)
     except TaoError:
@@ -616,4 +622,4 @@ def best(sweep_id: str, kpi: str | None, mode: str | kpirank.Direction | None = 
 
 
 __all__ = ["trial_spec", "trial_specs", "submit", "Submitted", "preview", "Preview", "trial_records", "status", "table", "cancel", "best",
-           "Row", "Winner", "check_concurrency", "check_rank", "best_text", "kpi_header"]
+           "Row", "Winner", "check_rank", "best_text", "kpi_header"]

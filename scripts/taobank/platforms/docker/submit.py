@@ -20,7 +20,7 @@ from ...errors import SubmitUncertain, TaoError
 from .spec import DockerSpec
 from ...paths import abs_path, is_under
 from . import engine as eng
-from . import gpus, registry, render, spec as specmod, userns
+from . import registry, render, spec as specmod, userns
 from ...records import Record
 
 #: The key ``--ngc-pull-secret`` logs the engine in with (as Kubernetes makes its pull Secret from it).
@@ -203,6 +203,8 @@ def check(plans: list[DockerPlan], gate: Gate) -> None:
         each.run = dataclasses.replace(each.run, user=user, userns=ns)
     gate.lines.append(f"{plan.engine} engine {userns.version(info)}; the container {userns.note(plan.engine, is_rootless)}")
     check_limits(plan.run, info)
+    from . import gpus  # (its host reading is the checks': a status never imports it)
+
     got = gpus.check_request(plan.run.gpus, gpus.host_gpus() if plan.gpu_request not in (0, []) else [])
     count_all(plan, len(got))
     if got:
