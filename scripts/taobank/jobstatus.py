@@ -18,12 +18,14 @@ PROGRESS_HINT = "progress: status of this job alone shows its epoch, ETA and KPI
 
 
 def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = True,
-           progress: bool = True, problems: list[str] | None = None, recs: list[Record] | None = None) -> list[JobView]:
+           progress: bool = True, problems: list[str] | None = None, recs: list[Record] | None = None,
+           every_trial: bool = False) -> list[JobView]:
     """Refresh the chosen records with one query per platform (:func:`taobank.platform.refresh`); held sweep
     trials are released as slots free (:func:`taobank.sweep_slots.release`). ``progress``: read the progress of a
     lone running job the query could not read (sweeps read theirs in one batch instead). ``problems``: where
     the damaged records skipped among every active one are described (one line each). ``recs``: the records
-    this command read already (a sweep's trials, read once), instead of ``ids``."""
+    this command read already (a sweep's trials, read once), instead of ``ids``; ``every_trial``: they are every
+    trial of their sweeps (:func:`taobank.sweep_slots.release` reads again only a sweep with a held trial)."""
     if recs is None:
         recs = core.select(platform, ids, "status", problems=problems)
     active = {r.id for r in recs if not r.terminal}
@@ -33,7 +35,7 @@ def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = 
         running = [r for r in group if not r.terminal]
         if any(r.sweep for r in running):
             adapter = core.get(name)
-            for jid in sweep_slots.release(adapter, running):
+            for jid in sweep_slots.release(adapter, running, every_trial=every_trial):
                 views[jid] = adapter.view(records.get(jid))
     shown = {v.id for v in out}
     out = [views[v.id] for v in out] + [v for i, v in views.items() if i not in shown]

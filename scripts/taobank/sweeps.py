@@ -353,7 +353,7 @@ def status(sweep_id: str, *, retry: bool = True, kpi: str | None = None, mode: s
         check_rank(kpi, mode)
     recs = recs or trial_records(sweep_id)
     active = {r.id for r in recs if not r.terminal}
-    views = jobstatus.status(None, recs=recs, retry=retry, progress=False)
+    views = jobstatus.status(None, recs=recs, retry=retry, progress=False, every_trial=True)
     adapter = core.get(recs[0].platform)
     _supervised(adapter, sweep_id, views, first=recs[0].id)  # the trials as this status left them
     by_id = {r.id: r for r in recs}
