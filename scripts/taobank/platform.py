@@ -12,7 +12,8 @@ stopped; everything else is common and lives here, once:
 * the order of a submit: plan, NCCL gate, checks, open the record, launch, mark.
 
 A platform is a :class:`Platform` subclass that fills in the hooks: for
-submit ``plan``, ``check``, ``launch`` (and ``adopt``, ``cluster_key``,
+submit ``plan`` (``plan_all``: a launch's jobs at once, by default each planned alone), ``check``, ``launch``
+(and ``adopt``, ``cluster_key``,
 ``preview``), then ``observe`` (and ``ended``, ``relaunch`` for retries), ``read_logs``, ``follow_logs``
 and ``stop``, and for a job's results ``results_location``, ``list_results``,
 ``fetch_results`` and ``remove_results`` (answered by default from the module a
@@ -175,6 +176,15 @@ class Platform(ABC, Generic[SpecT, PlanT]):
 
     #: who the platform is (its package's ``INFO``: name, helper, aliases, host client)
     info: PlatformInfo
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A platform that says who it is in its class body (``info = INFO``) has its ``name`` as a plain class
+        attribute (read per record by the core: no call each time); one that sets ``info`` later keeps
+        :attr:`name` below."""
+        super().__init_subclass__(**kwargs)
+        info = cls.__dict__.get("info")
+        if isinstance(info, PlatformInfo):
+            setattr(cls, "name", info.name)
 
     @property
     def name(self) -> str:
