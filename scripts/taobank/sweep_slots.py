@@ -24,7 +24,7 @@ def release(adapter: Any, recs: list[Record], *, every_trial: bool = False) -> l
     ``every_trial``: ``recs`` are every active trial of their sweeps as this command read them (a sweep's
     status): a sweep none of them is held in has nothing to release and is not read again (a trial is made
     held or not, and once released is never held again)."""
-    recs = [Record.of(r) for r in recs]
+    recs = [r if isinstance(r, Record) else Record.of(r) for r in recs]
     held = {r.sweep for r in recs if r.sweep and (r.backend or {}).get("held")}
     # a record that says held is released on any platform: a sweep made by an older bank (Kubernetes 0.3.x held
     # per-trial Jobs suspended) still runs to its end after an upgrade

@@ -493,10 +493,11 @@ def table(rows: list[Row], *, headers: bool = True) -> str:
     from .text import one_lines
 
     lines: list[tuple[str, ...]] = [("TRIAL", "ID", "STATE", "PROGRESS", "OVERRIDES", kpi_header(rows))] if headers else []
+    words = [" ".join(sweepfile.args_of(r.overrides)) for r in rows]  # every row's OVERRIDES
     cells: list[object] = []
-    for r in rows:
+    for r, said in zip(rows, words):
         state = f"{r.state} (held)" if r.held and r.state == State.PENDING else r.state
-        cells += [r.trial, r.id, state, r.progress or "-", " ".join(sweepfile.args_of(r.overrides)), r.kpi_text()]
+        cells += [r.trial, r.id, state, r.progress or "-", said, r.kpi_text()]
     clean = one_lines(cells)  # every cell cleaned in one call
     lines += [tuple(clean[i:i + 6]) for i in range(0, len(clean), 6)]
     if not lines:
