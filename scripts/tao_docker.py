@@ -37,10 +37,10 @@ PLATFORM = "docker"
 
 def _adapter(args: argparse.Namespace):
     from taobank import platform
-    from taobank.platforms.docker import facts
+    from taobank.platforms.docker import engine as eng
 
     adapter = platform.get(PLATFORM)
-    adapter.engine = facts.engine_name(getattr(args, "engine", None))
+    adapter.engine = eng.engine_name(getattr(args, "engine", None))
     return adapter
 
 

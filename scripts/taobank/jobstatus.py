@@ -18,12 +18,16 @@ PROGRESS_HINT = "progress: status of this job alone shows its epoch, ETA and KPI
 
 
 def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = True,
-           progress: bool = True, problems: list[str] | None = None) -> list[JobView]:
+           progress: bool = True, problems: list[str] | None = None, recs: list[Record] | None = None,
+           every_trial: bool = False) -> list[JobView]:
     """Refresh the chosen records with one query per platform (:func:`taobank.platform.refresh`); held sweep
     trials are released as slots free (:func:`taobank.sweep_slots.release`). ``progress``: read the progress of a
     lone running job the query could not read (sweeps read theirs in one batch instead). ``problems``: where
-    the damaged records skipped among every active one are described (one line each)."""
-    recs = core.select(platform, ids, "status", problems=problems)
+    the damaged records skipped among every active one are described (one line each). ``recs``: the records
+    this command read already (a sweep's trials, read once), instead of ``ids``; ``every_trial``: they are every
+    trial of their sweeps (:func:`taobank.sweep_slots.release` reads again only a sweep with a held trial)."""
+    if recs is None:
+        recs = core.select(platform, ids, "status", problems=problems)
     active = {r.id for r in recs if not r.terminal}
     out = core.refresh(recs, retry=retry)
     views = {v.id: v for v in out}
@@ -31,7 +35,7 @@ def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = 
         running = [r for r in group if not r.terminal]
         if any(r.sweep for r in running):
             adapter = core.get(name)
-            for jid in sweep_slots.release(adapter, running):
+            for jid in sweep_slots.release(adapter, running, every_trial=every_trial):
                 views[jid] = adapter.view(records.get(jid))
     shown = {v.id for v in out}
     out = [views[v.id] for v in out] + [v for i, v in views.items() if i not in shown]
@@ -41,14 +45,18 @@ def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = 
     return out
 
 
-def ended_now(views: list[JobView], active: AbstractSet[str]) -> dict[str, Any]:
+def ended_now(views: list[JobView], active: AbstractSet[str], known: dict[str, tuple[dict, bool]] | None = None) -> dict[str, Any]:
     """:func:`keep_progress`'s arguments for the views that ended in this status (were ``active`` before it), or
     ended before without a final progress known (marked by another poller: a sweep's supervisor, a watch, an MCP
     status; else a finished job kept the epoch last seen running): read once now where the platform's
-    observation does not read status files (or did not see the job end), final as read where it does."""
-    ended = [v for v in views if v.state in states.TERMINAL and (v.id in active or not remembered(v.id)[1])]
-    read = [v for v in ended if v.id not in active or not core.get(v.platform).progress_in_sweep]
-    return {"read": read, "read_already": {v.id for v in ended if v not in read}}
+    observation does not read status files (or did not see the job end), final as read where it does.
+    ``known``: the progress remembered of each view, read here once (:func:`remembered_all`) and kept for
+    :func:`keep_progress` (given back under ``known``)."""
+    known = remembered_all(views) if known is None else known
+    ended = [v for v in views if v.state in states.TERMINAL and (v.id in active or not known[v.id][1])]
+    adapters = {p: core.get(p) for p in {v.platform for v in ended if v.id in active}}
+    read = [v for v in ended if v.id not in active or not adapters[v.platform].progress_in_sweep]
+    return {"read": read, "read_already": {v.id for v in ended if v not in read}, "known": known}
 
 
 #: The last progress status saw of a job, next to its record: a finished job keeps its final ``[epoch ...]`` and
@@ -56,15 +64,18 @@ def ended_now(views: list[JobView], active: AbstractSet[str]) -> dict[str, Any]:
 PROGRESS_FILE = "progress.json"
 
 
-def keep_progress(views: list[JobView], *, read: Sequence[JobView] = (), read_already: AbstractSet[str] = frozenset()) -> None:
+def keep_progress(views: list[JobView], *, read: Sequence[JobView] = (), read_already: AbstractSet[str] = frozenset(),
+                  known: dict[str, tuple[dict, bool]] | None = None) -> None:
     """The one rule for the progress a view shows, on every platform: what status read now (remembered, as the
     final one once the job has ended), else the remembered one. ``read``: views to read first when they have
     none, in one batched read per platform (running trials first: a Kubernetes pod reads its siblings' folders
     on the shared volume), each a final one once read after its end. ``read_already``: ended jobs whose status
-    files this status read already: final as they are, even with no progress (never read again)."""
+    files this status read already: final as they are, even with no progress (never read again). ``known``:
+    what :func:`remembered_all` read of these views (each remembered file read once per status)."""
+    known = remembered_all(views) if known is None else known
     for v in views:
         if v.id in read_already and not v.progress:
-            _remember(v.id, {}, final=True)
+            _remember(v.id, {}, final=True, known=known)
     unread = [v for v in read if not v.progress]
     for name, group in core.by_platform([records.get(v.id) for v in unread]).items():
         group.sort(key=lambda r: r.state != states.State.RUNNING)
@@ -76,26 +87,33 @@ def keep_progress(views: list[JobView], *, read: Sequence[JobView] = (), read_al
             if v.id in files:
                 v.progress = training.progress_of(files[v.id], v.action or None)
                 if not v.progress and v.state in states.TERMINAL:
-                    _remember(v.id, {}, final=True)  # read after its end, nothing there: not read again
+                    _remember(v.id, {}, final=True, known=known)  # read after its end, nothing there: not read again
     for v in views:
         if v.progress:
-            _remember(v.id, v.progress, final=v.state in states.TERMINAL)
+            _remember(v.id, v.progress, final=v.state in states.TERMINAL, known=known)
             continue
-        seen, final = remembered(v.id)
+        seen, final = known.get(v.id) or remembered(v.id)
         if seen and v.state in states.TERMINAL and not final and seen.get("line"):
             # its end could not be read: what status saw while it ran, said so (never shown as where it ended)
             seen = {**seen, "line": f"{seen['line']} (last seen running)", "last_seen_running": True}
         v.progress = seen or None
 
 
-def remembered(job_id: str) -> tuple[dict, bool]:
-    """(the progress last seen of ``job_id``, whether it is final: read after its end); ({}, False) when none."""
+def remembered_all(views: Sequence[JobView]) -> dict[str, tuple[dict, bool]]:
+    """:func:`remembered` of every view, by job id (the state folder found once)."""
+    base = records.state_dir()
+    return {v.id: remembered(v.id, base) for v in views}
+
+
+def remembered(job_id: str, base: Any = None) -> tuple[dict, bool]:
+    """(the progress last seen of ``job_id``, whether it is final: read after its end); ({}, False) when none.
+    ``base``: the state folder, when the caller found it already."""
     import json
 
     from . import fsio
 
     try:
-        path = records.state_dir() / f"{job_id}.d" / PROGRESS_FILE  # read without making the folder (every view)
+        path = (base or records.state_dir()) / f"{job_id}.d" / PROGRESS_FILE  # read without making the folder
         data = json.loads(fsio.read_regular(path, "progress", follow_links=False, missing_ok=True) or "null")
     except (TaoError, ValueError, OSError):
         return {}, False
@@ -104,18 +122,22 @@ def remembered(job_id: str) -> tuple[dict, bool]:
     return data["progress"], data.get("final") is True
 
 
-def _remember(job_id: str, progress: dict, *, final: bool) -> None:
+def _remember(job_id: str, progress: dict, *, final: bool, known: dict[str, tuple[dict, bool]] | None = None) -> None:
+    """Keep ``progress`` beside the record unless a final one is kept there (``known``: as this status read it,
+    updated here on each write; None: read now)."""
     import json
 
     from . import fsio
 
-    if remembered(job_id)[1]:
+    known = {} if known is None else known
+    if (known.get(job_id) or remembered(job_id))[1]:
         return  # the final one stays
     try:
         fsio.write_private(records.artifact_dir(job_id) / PROGRESS_FILE,
                            json.dumps({"progress": progress, "final": final}, sort_keys=True) + "\n")
     except (OSError, TaoError):
-        pass
+        return
+    known[job_id] = (progress, final)
 
 
 def watch(platform: str | None, ids: list[str] | None, **kwargs: Any) -> list[JobView]:
@@ -150,4 +172,4 @@ def metrics(platform: str | None, job_id: str) -> tuple[list[dict], Any, str]:
     return training.metrics_of(files, rec.action or None, job_id, ended=rec.state if rec.terminal else None)
 
 
-__all__ = ["PROGRESS_HINT", "PROGRESS_FILE", "status", "watch", "metrics", "keep_progress", "remembered"]
+__all__ = ["PROGRESS_HINT", "PROGRESS_FILE", "status", "watch", "metrics", "keep_progress", "remembered", "remembered_all"]

@@ -169,9 +169,9 @@ def _with_search_values(rec: Record, spec: dict) -> dict:
     """A search trial's spec with the values its study gave it (its record keeps none: the trial asked the study
     as it started): the continued job is a plain job with those overrides, outside the study."""
     from . import sweepfile, tao_command
-    from .search import journal
+    from .search import is_search, journal
 
-    if not isinstance(rec.backend.get("search"), str):  # taobank.search.bundle.summary_of
+    if not is_search(rec.backend):
         return spec
     found = journal.of_trial(rec)
     trial = found.by_job().get(rec.id) if found is not None else None

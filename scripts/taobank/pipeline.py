@@ -70,7 +70,7 @@ def submit(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Submi
         rec = load_for(opts.job_id, adapter.name, "submit --job-id")
         if rec.terminal:
             raise TaoError(f"record {opts.job_id} is {rec.state} already: open a new record to run again")
-    plans = [adapter.plan(adapter.typed_spec(spec), opts, rec) for spec in specs]
+    plans = adapter.plan_all([adapter.typed_spec(spec) for spec in specs], opts, rec)
     gate.lines += [w for w in (tao_command.unseen_warning(specs[0]),) if w]
     if rec is not None:
         launch = adapter.adopt(plans[0], rec, gate)
@@ -194,7 +194,7 @@ def dry_run(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Subm
     typed = [tao_command.identified(spec) for spec in specs]
     sweep = trials is not None
     k = check_concurrency(max_concurrent, len(typed)) if sweep else len(typed)
-    plans = [adapter.plan(adapter.typed_spec(spec), replace(opts, job_id=None), None) for spec in typed]
+    plans = adapter.plan_all([adapter.typed_spec(spec) for spec in typed], replace(opts, job_id=None), None)
     gate = Gate(dry_run=True)
     check_specs(adapter, typed, opts, gate)  # the spec check refuses first, as in a submit
     gate.lines += [w for w in (tao_command.unseen_warning(typed[0]),) if w]

@@ -12,7 +12,8 @@ stopped; everything else is common and lives here, once:
 * the order of a submit: plan, NCCL gate, checks, open the record, launch, mark.
 
 A platform is a :class:`Platform` subclass that fills in the hooks: for
-submit ``plan``, ``check``, ``launch`` (and ``adopt``, ``cluster_key``,
+submit ``plan`` (``plan_all``: a launch's jobs at once, by default each planned alone), ``check``, ``launch``
+(and ``adopt``, ``cluster_key``,
 ``preview``), then ``observe`` (and ``ended``, ``relaunch`` for retries), ``read_logs``, ``follow_logs``
 and ``stop``, and for a job's results ``results_location``, ``list_results``,
 ``fetch_results`` and ``remove_results`` (answered by default from the module a
@@ -99,8 +100,7 @@ class JobView:
     def of_backend(cls, rec: Record | Mapping[str, Any], observed_key: str, **seen: Any) -> "JobView":
         """The view where the record's ``backend`` keeps what the platform last said (``observed_key``), the
         exit code (a number, or accounting's ``rc:signal``) and the job's own results folder."""
-        rec = Record.of(rec)
-        b = rec.backend
+        b = rec.backend if isinstance(rec, Record) else rec.get("backend") or {}
         code = b.get("exit_code")
         if isinstance(code, str) and code.partition(":")[0].isdigit():
             code = int(code.partition(":")[0])
@@ -176,6 +176,15 @@ class Platform(ABC, Generic[SpecT, PlanT]):
 
     #: who the platform is (its package's ``INFO``: name, helper, aliases, host client)
     info: PlatformInfo
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A platform that says who it is in its class body (``info = INFO``) has its ``name`` as a plain class
+        attribute (read per record by the core: no call each time); one that sets ``info`` later keeps
+        :attr:`name` below."""
+        super().__init_subclass__(**kwargs)
+        info = cls.__dict__.get("info")
+        if isinstance(info, PlatformInfo):
+            setattr(cls, "name", info.name)
 
     @property
     def name(self) -> str:
@@ -302,6 +311,11 @@ class Platform(ABC, Generic[SpecT, PlanT]):
     def plan(self, spec: SpecT, opts: SubmitOptions, rec: Record | None) -> PlanT:
         """Decide everything a submit can without a cluster call for the typed ``spec`` (:meth:`typed_spec`
         checked it; ``rec``: the record being finished, or None)."""
+
+    def plan_all(self, specs: list[SpecT], opts: SubmitOptions, rec: Record | None) -> list[PlanT]:
+        """The plans of every job of one launch (a sweep's trials), in order. Default: :meth:`plan` of each; an
+        adapter whose jobs share most of their plan (trials differ in their overrides) decides that part once."""
+        return [self.plan(spec, opts, rec) for spec in specs]
 
     def adopt(self, plan: PlanT, rec: Record, gate: Gate) -> Launch | None:
         """A record being finished whose job exists already (an earlier submit died after creating it):
@@ -460,8 +474,9 @@ def refresh(recs: list[Record], *, retry: bool = True) -> list[JobView]:
     for name, group in groups.items():
         adapter = get(name)
         active = [r for r in group if not r.terminal]
-        for rec in group:
-            views[rec.id] = adapter.view(rec)
+        for rec in group:  # as stored; an active one's view is the refresh's
+            if rec.terminal:
+                views[rec.id] = adapter.view(rec)
         if active:
             try:
                 seen = track.refresh(adapter, active, retry=retry)

@@ -9,7 +9,12 @@ from .records import Record
 
 def load_for(job_id: str, platform: str | None, verb: str) -> Record:
     """The record of ``job_id``; refused in one line when it belongs to another platform."""
-    rec = records.get(job_id)
+    return owned(records.get(job_id), platform, verb)
+
+
+def owned(rec: Record, platform: str | None, verb: str) -> Record:
+    """``rec`` (read already) when it is of ``platform`` (None: any); refused in one line when it is another's."""
+    job_id = rec.id
     if platform is not None and rec.platform != platform:
         other = rec.platform or "unknown"
         owner = registry.info(other) if registry.known(other) else None

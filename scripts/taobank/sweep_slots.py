@@ -13,19 +13,25 @@ from .records import Record
 from .states import State
 
 
-def release(adapter: Any, recs: list[Record]) -> list[str]:
+def release(adapter: Any, recs: list[Record], *, every_trial: bool = False) -> list[str]:
     """Free slots of each sweep among ``recs`` given to its held trials, oldest trial first (one adapter call per
     sweep). Each sweep's records are read, started and marked under that sweep's lock (:func:`_sweep_lock`): two
     processes releasing at once (status, watch, the supervisor) never start one trial twice.
 
     A trial counts against ``max_concurrent`` while it is active and released. A trial bound to a slot
-    (``backend["slot"]``: the GPUs a Docker trial was made with) waits until no running trial holds it."""
+    (``backend["slot"]``: the GPUs a Docker trial was made with) waits until no running trial holds it.
+
+    ``every_trial``: ``recs`` are every active trial of their sweeps as this command read them (a sweep's
+    status): a sweep none of them is held in has nothing to release and is not read again (a trial is made
+    held or not, and once released is never held again)."""
+    recs = [r if isinstance(r, Record) else Record.of(r) for r in recs]
+    held = {r.sweep for r in recs if r.sweep and (r.backend or {}).get("held")}
     # a record that says held is released on any platform: a sweep made by an older bank (Kubernetes 0.3.x held
     # per-trial Jobs suspended) still runs to its end after an upgrade
-    if not getattr(adapter, "holds_trials", False) and not any((Record.of(r).backend or {}).get("held") for r in recs):
+    if not getattr(adapter, "holds_trials", False) and not held:
         return []
     out: list[str] = []
-    for sid in sorted({r.sweep for r in map(Record.of, recs) if r.sweep}):
+    for sid in sorted({r.sweep for r in recs if r.sweep and (r.sweep in held or not every_trial)}):
         with _sweep_lock(sid):
             # read under the lock: a releaser that read before another one started a trial would start it again
             chosen = _choose(records.find(platform=adapter.name, sweep=sid))

@@ -12,11 +12,10 @@ status and watch.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from . import kpirank, names, records, sweepfile, tao_command
 from .contract import SubmitOptions
-from .pipeline import check_concurrency
 from .errors import TaoError, UsageError
 from .records import Record
 from .states import State
@@ -26,9 +25,16 @@ from .states import State
 def trial_spec(spec: Mapping[str, Any], overrides: Mapping[str, str]) -> dict:
     """The job spec of one trial: its ``key=value`` arguments appended to the command (after ``-e spec.yaml``;
     the values are safe words already: :mod:`taobank.sweepfile`)."""
+    return trial_specs(spec, [overrides])[0]
+
+
+def trial_specs(spec: Mapping[str, Any], trials: Sequence[Mapping[str, str]]) -> list[dict]:
+    """:func:`trial_spec` of every trial: the command checked once for the sweep, each trial's arguments, then
+    each trial's spec."""
     if not any(isinstance(spec.get(k), (list, str)) for k in ("args", "command")):
         raise UsageError("a sweep needs a command (or args) to append the trials' key=value overrides to")
-    return tao_command.append_args(spec, sweepfile.args_of(overrides))
+    words = [sweepfile.args_of(t) for t in trials]
+    return [tao_command.append_args(spec, w) for w in words]
 
 
 @dataclass
@@ -65,13 +71,13 @@ def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dic
                              search=search is not None)
     adapter = get(platform_name)
     spec, opts = with_study_secret(adapter, spec, opts, search)
-    specs = [dict(spec) for _ in trials] if search is not None else [trial_spec(spec, t) for t in trials]
+    specs = [dict(spec) for _ in trials] if search is not None else trial_specs(spec, trials)
     if search is not None:
         _check_space(adapter, spec, opts, search)
     done = pipeline.submit(adapter, specs, opts, trials=trials, max_concurrent=max_concurrent, search=search)
     assert done.sweep is not None
     out = Submitted(done.sweep, done.views, done.max_concurrent, done.gate.text(), done.gate.notes())
-    _supervised(adapter, done.sweep, [records.get(v.id) for v in done.views])
+    _supervised(adapter, done.sweep, done.views, first=done.views[0].id)  # the views of the records as opened
     return out
 
 
@@ -94,6 +100,8 @@ def _prepared(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[
             raise UsageError("a search needs a command (or args) to append each trial's key=value overrides to")
     else:
         trials = sweepfile.check_trials(trials)
+    from .pipeline import check_concurrency  # (a sweep's status never imports the submit order)
+
     check_concurrency(max_concurrent, len(trials))
     if opts.job_id:
         raise UsageError("--job-id names one job: a sweep mints one id per trial")
@@ -207,16 +215,17 @@ def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[di
     spec, trials = _prepared(platform_name, spec, opts, trials, max_concurrent, parent_kpi=parent_kpi,
                              parent_mode=parent_mode, allow_incomplete_parent=allow_incomplete_parent,
                              search=search is not None)
-    k = check_concurrency(max_concurrent, len(trials))
-    ids = preview_ids(len(trials))
     from . import pipeline
+
+    k = pipeline.check_concurrency(max_concurrent, len(trials))
+    ids = preview_ids(len(trials))
     from .contract import Batch, Gate
 
     adapter = get(platform_name)
     if search is not None and not getattr(adapter, "runs_searches", False):
         raise UsageError(f"--search does not run on {platform_name} yet")
     spec, opts = with_study_secret(adapter, spec, opts, search)
-    specs = [dict(spec) for _ in trials] if search is not None else [trial_spec(spec, t) for t in trials]
+    specs = [dict(spec) for _ in trials] if search is not None else trial_specs(spec, trials)
     if search is not None:
         _check_space(adapter, spec, opts, search)
     batch = Batch(max_concurrent=k, sweep=PREVIEW_SWEEP, search=search)
@@ -242,15 +251,16 @@ def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[di
                    searched=search is not None, notes=done.gate.notes())
 
 
-def _supervised(adapter: Any, sweep_id: str, recs: list[Record]) -> None:
+def _supervised(adapter: Any, sweep_id: str, trials: list[Any], *, first: str) -> None:
     """A platform whose held trials only the bank can start gets a detached supervisor while any is held
-    (started here by submit, again by status if it died): the sweep runs with nobody calling status."""
+    (started here by submit, again by status if it died): the sweep runs with nobody calling status.
+    ``trials``: the trials' records or views (state and backend), ``first``: the sweep's first trial's id."""
     if not getattr(adapter, "supervises_sweeps", False):
         return
     from . import sweepsupervisor
 
-    if sweepsupervisor.wanted(recs):
-        sweepsupervisor.start(sweep_id, recs[0].id)
+    if sweepsupervisor.wanted(trials):
+        sweepsupervisor.start(sweep_id, first)
 
 
 def supervise(sweep_id: str, **kwargs: Any) -> int:
@@ -331,25 +341,27 @@ def _epoch(progress: Mapping[str, Any] | None) -> str:
     return str(p.get("line") or "")[:30]
 
 
-def status(sweep_id: str, *, retry: bool = True, kpi: str | None = None, mode: str | None = None) -> list[Row]:
+def status(sweep_id: str, *, retry: bool = True, kpi: str | None = None, mode: str | None = None,
+           recs: list[Record] | None = None) -> list[Row]:
     """Every trial's state, progress and latest KPIs: the platform's one batched query, plus at most one read
     of the status files of the trials it could not read in that query. With ``kpi``: each trial's best value
-    of it and its epoch too, as :func:`best` ranks them (its one listing of every trial's folder)."""
+    of it and its epoch too, as :func:`best` ranks them (its one listing of every trial's folder). ``recs``: the
+    trials as this command read them already (:func:`trial_records`): each record is read once per status."""
     from . import jobstatus, platform as core
 
     if kpi is not None:
         check_rank(kpi, mode)
-    recs = trial_records(sweep_id)
+    recs = recs or trial_records(sweep_id)
     active = {r.id for r in recs if not r.terminal}
-    views = jobstatus.status(None, [r.id for r in recs], retry=retry, progress=False)
+    views = jobstatus.status(None, recs=recs, retry=retry, progress=False, every_trial=True)
     adapter = core.get(recs[0].platform)
-    _supervised(adapter, sweep_id, trial_records(sweep_id))
+    _supervised(adapter, sweep_id, views, first=recs[0].id)  # the trials as this status left them
     by_id = {r.id: r for r in recs}
     # running trials, and finished ones whose final progress is not known yet: one read (status's rule)
     now = jobstatus.ended_now(views, active)
     read = [v for v in views if v.id in by_id and v.state == State.RUNNING and not adapter.progress_in_sweep]
     jobstatus.keep_progress(views, read=read + [v for v in now["read"] if v.id in by_id],
-                            read_already=now["read_already"])
+                            read_already=now["read_already"], known=now["known"])
     rows = []
     for v in views:
         rec = by_id.get(v.id) or records.get(v.id)
@@ -437,6 +449,10 @@ def study_text(view: Mapping[str, Any]) -> str:
 def _with_study(sweep_id: str, recs: list[Record], rows: list[Row]) -> None:
     """A search's rows get their trial's parameters (the OVERRIDES column) and Optuna's view of the trial; a
     journal that cannot be read leaves the rows as the records say (status still answers)."""
+    from .search import is_search
+
+    if not recs or not is_search(recs[0].backend):  # a plain sweep: no study (nothing of the search imported)
+        return
     try:
         found = study(sweep_id, recs)
     except TaoError:
@@ -474,13 +490,16 @@ def kpi_header(rows: list[Row]) -> str:
 
 def table(rows: list[Row], *, headers: bool = True) -> str:
     """The sweep table: TRIAL ID STATE PROGRESS OVERRIDES, then the KPI column (:func:`kpi_header`)."""
-    from .text import one_line
+    from .text import one_lines
 
     lines: list[tuple[str, ...]] = [("TRIAL", "ID", "STATE", "PROGRESS", "OVERRIDES", kpi_header(rows))] if headers else []
-    for r in rows:
+    words = [" ".join(sweepfile.args_of(r.overrides)) for r in rows]  # every row's OVERRIDES
+    cells: list[object] = []
+    for r, said in zip(rows, words):
         state = f"{r.state} (held)" if r.held and r.state == State.PENDING else r.state
-        lines.append(tuple(one_line(c) for c in (r.trial, r.id, state, r.progress or "-",
-                                                 " ".join(sweepfile.args_of(r.overrides)), r.kpi_text())))
+        cells += [r.trial, r.id, state, r.progress or "-", said, r.kpi_text()]
+    clean = one_lines(cells)  # every cell cleaned in one call
+    lines += [tuple(clean[i:i + 6]) for i in range(0, len(clean), 6)]
     if not lines:
         return ""
     widths = [max(len(line[i]) for line in lines) for i in range(5)]
@@ -603,5 +622,5 @@ def best(sweep_id: str, kpi: str | None, mode: str | kpirank.Direction | None = 
     return win
 
 
-__all__ = ["trial_spec", "submit", "Submitted", "preview", "Preview", "trial_records", "status", "table", "cancel", "best",
-           "Row", "Winner", "check_concurrency", "check_rank", "best_text", "kpi_header"]
+__all__ = ["trial_spec", "trial_specs", "submit", "Submitted", "preview", "Preview", "trial_records", "status", "table", "cancel", "best",
+           "Row", "Winner", "check_rank", "best_text", "kpi_header"]

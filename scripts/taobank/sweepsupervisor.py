@@ -16,7 +16,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from . import records, states
 from .errors import TaoError
@@ -35,14 +35,16 @@ def _folder(first_trial: str) -> Path:
     return records.artifact_dir(first_trial)
 
 
-def wanted(recs: list[Record]) -> bool:
-    """A supervisor has work: a trial is still held (created, waiting for a slot)."""
-    return any(r.active and r.backend.get("held") for r in map(Record.of, recs))
+def wanted(trials: Sequence[Record | Any]) -> bool:
+    """A supervisor has work: a trial is still held (created, waiting for a slot). ``trials``: records or their
+    views (each has ``state`` and ``backend``)."""
+    return any(t.state in states.ACTIVE and (t.backend or {}).get("held") for t in trials)
 
 
-def running(first_trial: str) -> bool:
-    """Whether a supervisor holds the lock of the sweep whose first trial is ``first_trial`` now."""
-    path = _folder(first_trial) / LOCK
+def running(first_trial: str, folder: Path | None = None) -> bool:
+    """Whether a supervisor holds the lock of the sweep whose first trial is ``first_trial`` now (``folder``: its
+    folder, :func:`_folder`, when the caller has it)."""
+    path = (folder or _folder(first_trial)) / LOCK
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -57,7 +59,8 @@ def start(sweep_id: str, first_trial: str) -> int | None:
     """Start the sweep's supervisor, detached (its own session, no terminal); the pid, or None when one runs.
 
     It inherits this environment without credential variables: it only starts containers made already."""
-    if running(first_trial):
+    folder = _folder(first_trial)
+    if running(first_trial, folder):
         return None
     scripts = str(Path(__file__).resolve().parents[1])  # where the package is (the bank is not installed)
     env = {k: v for k, v in os.environ.items() if not is_credential_name(k)}
@@ -66,7 +69,7 @@ def start(sweep_id: str, first_trial: str) -> int | None:
     # run in the bank's own scripts folder: ``-m`` puts the working folder first on sys.path, and a ``taobank``
     # package in the folder a user ran submit from must never be the one that runs
     return spawn_detached([sys.executable, "-m", "taobank", "supervise", sweep_id],
-                          log=_folder(first_trial) / LOG, env=env, cwd=scripts)
+                          log=folder / LOG, env=env, cwd=scripts)
 
 
 def supervise(sweep_id: str, first_trial: str, look: Callable[[], list[Any]], *, interval: float = INTERVAL,

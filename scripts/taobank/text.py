@@ -36,6 +36,7 @@ def one_lines(values: Iterable[object], keep: str = "") -> list[str]:
 
     return [escaped(t, keep) for t in redact_texts([str(v) for v in values])]
 
+
 def escaped(text: str, keep: str = "") -> str:
     """``text`` with every character that is not printable shown escaped (``\x1b``, ``\n``, ``\u2028``): the
     cleaning of :func:`one_line` without its masking. Printable text comes back unchanged."""

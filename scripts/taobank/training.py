@@ -14,15 +14,23 @@ from .contract import TaoEnd
 from .errors import TaoError
 
 
-def chosen_log(files: Mapping[str, str], action: str | None) -> tuple[str, tao.StatusLog] | None:
-    """(the status file to report, parsed), by :func:`taobank.progress.pick`; None when there is none."""
-    chosen = tao.pick(dict(files), action)
+def chosen_log(files: Mapping[str, str], action: str | None, chosen: str | None = "") -> tuple[str, tao.StatusLog] | None:
+    """(the status file to report, parsed), by :func:`taobank.progress.pick` (``chosen``: picked already);
+    None when there is none."""
+    chosen = tao.pick(dict(files), action) if chosen == "" else chosen
     return None if chosen is None else (chosen, tao.parse(files[chosen]))
 
 
-def progress_of(files: Mapping[str, str], action: str | None) -> dict[str, Any] | None:
-    """The progress the status files show (``line`` is its one-line form), or None when there is none."""
-    found = chosen_log(files, action)
+def progress_and_end(files: Mapping[str, str], action: str | None) -> tuple[dict[str, Any] | None, TaoEnd | None]:
+    """(:func:`progress_of`, :func:`tao_end`) of the same status files, the file to report picked once."""
+    chosen = tao.pick(dict(files), action)
+    return progress_of(files, action, chosen), tao_end(files, action, chosen)
+
+
+def progress_of(files: Mapping[str, str], action: str | None, chosen: str | None = "") -> dict[str, Any] | None:
+    """The progress the status files show (``line`` is its one-line form), or None when there is none
+    (``chosen``: the file :func:`taobank.progress.pick` picked already)."""
+    found = chosen_log(files, action, chosen)
     if found is None:
         return None
     chosen, log = found
@@ -33,10 +41,10 @@ def progress_of(files: Mapping[str, str], action: str | None) -> dict[str, Any] 
     return {**now.to_dict(), "line": line, "file": chosen, "skipped_lines": log.skipped}
 
 
-def tao_end(files: Mapping[str, str], action: str | None) -> TaoEnd | None:
+def tao_end(files: Mapping[str, str], action: str | None, chosen: str | None = "") -> TaoEnd | None:
     """How the latest run in the job's status file ended, None while it has not said; what
-    :attr:`taobank.contract.Observation.tao_end` holds."""
-    chosen = tao.pick(dict(files), action)
+    :attr:`taobank.contract.Observation.tao_end` holds (``chosen``: the file picked already)."""
+    chosen = tao.pick(dict(files), action) if chosen == "" else chosen
     ended = tao.statusfile.text_outcome(files[chosen]) if chosen else None
     return TaoEnd(ended["status"], ended["message"]) if ended else None
 
@@ -64,4 +72,4 @@ def metrics_of(files: Mapping[str, str], action: str | None, job_id: str, *,
     return rows, log, chosen
 
 
-__all__ = ["chosen_log", "progress_of", "tao_end", "metrics_of"]
+__all__ = ["chosen_log", "progress_of", "progress_and_end", "tao_end", "metrics_of"]

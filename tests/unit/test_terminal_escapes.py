@@ -61,3 +61,11 @@ def test_the_sweep_table_escapes_every_cell():
                        {"val\x1b[31m": 0.5})]
     text = sweeps.table(rows)
     assert "\x1b" not in text and "\x07" not in text and text.count("\n") == 2
+
+
+def test_a_table_cleaned_in_one_call_is_cleaned_as_each_cell_alone():
+    from taobank.text import one_lines
+
+    cells = ["plain", "a\x1b[2Jb", "x\ny", 7, None, "token=nvapi-" + "k" * 40, "caf\udce9", "tab\there"]
+    assert one_lines(cells) == [one_line(c) for c in cells]
+    assert one_lines([]) == []

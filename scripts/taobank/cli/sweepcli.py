@@ -156,24 +156,30 @@ def _overrides(job_id: str) -> dict:
     return dict(records.get(job_id).overrides or {})
 
 
-def _own(sweep_id: str, platform: str | None) -> None:
-    """A platform helper drives only its own platform's sweeps (as it does jobs); tao_jobs.py drives any."""
-    from .. import platform as core, sweeps
+def _own(sweep_id: str, platform: str | None) -> list | None:
+    """A platform helper drives only its own platform's sweeps (as it does jobs); tao_jobs.py drives any.
+    The trials it read (passed on: each record read once per command), None when it read none."""
+    from .. import sweeps
+    from ..record_selection import owned
 
-    if platform is not None:
-        core.load_for(sweeps.trial_records(sweep_id)[0].id, platform, "sweep")
+    if platform is None:
+        return None
+    recs = sweeps.trial_records(sweep_id)
+    owned(recs[0], platform, "sweep")
+    return recs
 
 
 def status(args: argparse.Namespace, platform: str | None = None) -> int:
     from .. import jobstatus, sweeps
 
-    _own(args.sweep, platform)
+    recs = _own(args.sweep, platform)
     if args.watch:
-        ids = [r.id for r in sweeps.trial_records(args.sweep)]
+        ids = [r.id for r in recs or sweeps.trial_records(args.sweep)]
         jobstatus.watch(None, ids, on_line=lambda line: print(line, flush=True), retry=not args.no_retry,
                         first=args.interval)
+        recs = None  # the watch moved them on: read again
     rows = sweeps.status(args.sweep, retry=not args.no_retry, kpi=getattr(args, "kpi", None),
-                         mode=getattr(args, "mode", None))
+                         mode=getattr(args, "mode", None), recs=recs)
     if args.json:
         print_json([r.to_dict() for r in rows])
     else:

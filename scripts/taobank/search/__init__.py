@@ -12,3 +12,12 @@ epoch's KPI from TAO's status.json, stops TAO when the pruner says so and tells 
 * :mod:`.bundle`   the bundle (Optuna and the runner in one zip application) and the trial's wrapped command
 * :mod:`.journal`  the study read back on this machine (the sweep table's parameters, ``sweep best``)
 """
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+
+def is_search(backend: Mapping[str, Any]) -> bool:
+    """Whether a record's ``backend`` is a search trial's (its summary: :func:`taobank.search.bundle.summary_of`);
+    read without importing the search's modules (a plain sweep's status needs none of them)."""
+    return isinstance(backend.get("search"), str)

@@ -271,7 +271,9 @@ def journal_path(folder: str) -> str:
 def summary_of(backend: Mapping[str, Any]) -> dict[str, Any] | None:
     """A record's search summary, ``{sampler, pruner, trials, kpi, mode, mode_from, dir, storage_env}`` (None: not
     a search; ``storage_env``: the NAME of the variable holding its database's URL, "" for a journal study)."""
-    if not isinstance(backend.get("search"), str):
+    from . import is_search
+
+    if not is_search(backend):
         return None
     return {"sampler": backend["search"], "pruner": backend.get("search_pruner"),
             "trials": backend.get("search_trials"), "kpi": backend.get("search_kpi"),

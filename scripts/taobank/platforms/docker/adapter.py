@@ -7,7 +7,8 @@ from typing import Any, Callable, Mapping
 from ...contract import Batch, Gate, Launch, Observation, Stop, SubmitOptions, SweepPreview
 from .spec import DockerSpec
 from ...platform import JobView, Logs, Platform, ResultsAccess
-from . import INFO, flags, facts, submit
+from . import INFO, flags, submit
+from . import engine as eng
 from .submit import DockerPlan
 from ...records import Record
 
@@ -34,7 +35,7 @@ class Docker(Platform[DockerSpec, DockerPlan]):
 
     def view(self, rec: Record) -> JobView:
         out = JobView.of_backend(rec, "container_state", reason=rec.backend.get("reason"))
-        out.extra.setdefault("container", facts.container_of(rec))
+        out.extra.setdefault("container", eng.container_of(rec))
         return out
 
     def observe(self, recs: list[Record], *, context: dict) -> list[Observation]:
@@ -50,7 +51,7 @@ class Docker(Platform[DockerSpec, DockerPlan]):
     def read_logs(self, rec: Record, *, tail: int | None) -> Logs:
         from . import logs
 
-        sections, source = logs.read(rec, tail or int(facts.default("logs_tail")))
+        sections, source = logs.read(rec, tail or int(eng.default("logs_tail")))
         return Logs(rec.id, sections, source=source)
 
     def follow_logs(self, rec: Record, *, tail: int | None, emit: Callable[[str, str], None]) -> int:
@@ -99,6 +100,11 @@ class Docker(Platform[DockerSpec, DockerPlan]):
         if opts.continues:  # carry on where the job ran, reading its folder (the checkpoint is a host path in it)
             engine, host, spec = _continuing(spec, opts.continues, engine)
         return submit.plan_submit(spec, opts, engine=engine, job_id=rec.id if rec else None, engine_host=host)
+
+    def plan_all(self, specs: list[DockerSpec], opts: SubmitOptions, rec: Record | None) -> list[DockerPlan]:
+        if opts.continues or rec is not None:
+            return super().plan_all(specs, opts, rec)
+        return submit.plan_all(specs, opts, engine=self.engine)  # a sweep's trials share most of their plan
 
     def cluster_key(self, plan: DockerPlan) -> str:
         return f"docker:{plan.host or 'local'}"
@@ -164,9 +170,9 @@ def _continuing(spec: DockerSpec, job_id: str, engine: str | None) -> tuple[str 
         reaching = with_folder(mounts, rec, folder)
         if reaching is not mounts:
             spec = replace(spec, mounts=reaching)
-    if engine and facts.engine_name(engine) != facts.engine_of(rec):  # another engine: this shell's address
+    if engine and eng.engine_name(engine) != eng.engine_of(rec):  # another engine: this shell's address
         return engine, None, spec
-    return facts.engine_of(rec), b.get("engine_host") or None, spec
+    return eng.engine_of(rec), b.get("engine_host") or None, spec
 
 
 PLATFORM = Docker()

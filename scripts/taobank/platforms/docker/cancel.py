@@ -9,7 +9,7 @@ from ...contract import Observation, Stop
 from ...errors import TaoError
 from ...states import State
 from . import engine as eng
-from . import facts, logs, observe
+from . import logs, observe
 from ...records import Record
 
 GONE = "canceled: its container was already gone (removed outside the bank); nothing to stop"
@@ -29,7 +29,7 @@ def _ended(rec: Record, seen: Observation) -> Stop:
 
 def cancel(rec: Record) -> Stop:
     e = eng.Engine.of(rec)
-    name = facts.container_of(rec)
+    name = eng.container_of(rec)
     before = observe.inspect(e, [name]).get(name)
     if before is None:
         return Stop(rec.id, "gone", GONE)
@@ -40,7 +40,7 @@ def cancel(rec: Record) -> Stop:
         e.run(["rm", "--force", name], what=f"{e.name} rm")
         return Stop(rec.id, "stopped", "canceled before it started: its container was removed",
                     backend={"container_state": "removed"})
-    grace = int(rec.backend.get("stop_grace_seconds") or facts.default("stop_grace_seconds"))
+    grace = int(rec.backend.get("stop_grace_seconds") or eng.default("stop_grace_seconds"))
     e.run(["stop", "--time", str(grace), name], check=False, timeout=grace + 60, what=f"{e.name} stop")
     after = observe.inspect(e, [name]).get(name) or {}
     how = f"stopped (SIGTERM, then SIGKILL after {grace}s)"
@@ -57,7 +57,7 @@ def remove_finished(rec: Record) -> str | None:
     """A finished job's container, still there (a canceled one, or one whose end no status saw): its logs saved,
     then removed (``rm`` without --force: never a running one); a note, or None when it was gone already."""
     e = eng.Engine.of(rec)
-    name = facts.container_of(rec)
+    name = eng.container_of(rec)
     seen = observe.inspect(e, [name]).get(name)
     if seen is None:
         return None
@@ -86,7 +86,7 @@ def cancel_many(recs: list[Record]) -> list[Stop]:
 
 
 def _cancel_group(e: eng.Engine, group: list[Record]) -> list[Stop]:
-    names = {r.id: facts.container_of(r) for r in group}
+    names = {r.id: eng.container_of(r) for r in group}
     seen = observe.inspect(e, list(names.values()))
     out: list[Stop] = []
     running: list[Record] = []
@@ -112,7 +112,7 @@ def _cancel_group(e: eng.Engine, group: list[Record]) -> list[Stop]:
             out.append(Stop(rec.id, "stopped", "canceled before it started (a held sweep trial): its container "
                             "was removed", backend={"container_state": "removed"}))
     if running:
-        grace = max(int(r.backend.get("stop_grace_seconds") or facts.default("stop_grace_seconds"))
+        grace = max(int(r.backend.get("stop_grace_seconds") or eng.default("stop_grace_seconds"))
                     for r in running)
         e.run(["stop", "--time", str(grace), *(names[r.id] for r in running)], check=False,
               timeout=grace + 120, what=f"{e.name} stop")

@@ -1,15 +1,60 @@
 """The one way the adapter calls the engine's CLI (docker or podman): argv lists through taobank.run,
-the record's engine and host, and the engine's refusals turned into one line a user can act on."""
+the record's engine and host, and the engine's refusals turned into one line a user can act on; and the
+platform's names, labels and pinned defaults (one place: every module of the adapter calls the engine)."""
 from __future__ import annotations
 
 import os
-from typing import Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-from ... import run as runner
+from ... import pins, run as runner
 from ...errors import TaoError
 from ...run import Result, last_line
-from . import facts
 from ...records import Record
+
+PLATFORM = "docker"
+#: Engines whose CLI the adapter drives; podman takes the same words (where it differs, render says so).
+ENGINES = ("docker", "podman")
+ENGINE_ENV = "TAO_DOCKER_ENGINE"
+RESULTS_ENV = "TAO_DOCKER_RESULTS_DIR"
+#: Labels on every container the bank starts: the job id, and the bank's mark (docker ps --filter label=...).
+LABEL_JOB = "org.tao-skill-bank.job-id"
+LABEL_BANK = "org.tao-skill-bank.managed"
+
+
+def defaults() -> Mapping[str, Any]:
+    """The pinned defaults (versions.yaml ``docker.defaults``), read once for every value a plan needs."""
+    found = pins.resolve("docker.defaults")
+    return found if isinstance(found, Mapping) else {}
+
+
+def default(key: str, pinned: Mapping[str, Any] | None = None) -> Any:
+    """One pinned default: from ``pinned`` (:func:`defaults`, read already) when it has it, else the pins."""
+    if pinned is not None and key in pinned:
+        return pinned[key]
+    return pins.resolve(f"docker.defaults.{key}")
+
+
+def engine_name(value: str | None = None) -> str:
+    """``--engine``, else $TAO_DOCKER_ENGINE, else docker; anything else is refused in one line."""
+    name = (value or os.environ.get(ENGINE_ENV) or "docker").strip().lower()
+    if name not in ENGINES:
+        raise TaoError(f"engine {name!r} is not supported: use docker or podman (--engine or {ENGINE_ENV})")
+    return name
+
+
+def engine_of(rec: Record) -> str:
+    """The engine a record's job runs under (recorded at submit)."""
+    return engine_name(rec.backend.get("engine") or "docker")
+
+
+def container_of(rec: Record) -> str:
+    """The container's name: the job id itself (unique on the host, a DNS label)."""
+    return rec.backend.get("container") or rec.id
+
+
+def container_results_dir(pinned: Mapping[str, Any] | None = None) -> str:
+    return str(default("container_results_dir", pinned)).rstrip("/") or "/results"
+
 
 #: The variables that point the CLI at an engine; a job's value is recorded so a new shell finds it again.
 HOST_ENVS = {"docker": "DOCKER_HOST", "podman": "CONTAINER_HOST"}
@@ -28,14 +73,14 @@ class Engine:
     """The CLI of one engine at one address."""
 
     def __init__(self, name: str | None = None, host: str | None = None) -> None:
-        self.name = facts.engine_name(name)
+        self.name = engine_name(name)
         self.host = host if host is not None else host_now(self.name)
 
     @classmethod
     def of(cls, rec: Record) -> "Engine":
         """The engine (and address) the record's job was started on."""
         b = rec.backend
-        return cls(facts.engine_of(rec), b.get("engine_host") or None)
+        return cls(engine_of(rec), b.get("engine_host") or None)
 
     @classmethod
     def grouped(cls, recs: list[Record]) -> list[tuple["Engine", list[Record]]]:

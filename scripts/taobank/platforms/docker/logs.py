@@ -10,7 +10,6 @@ from typing import Callable
 from ... import savedlogs
 from ...errors import TaoError
 from . import engine as eng
-from . import facts
 from ...records import Record
 
 #: Lines of each stream kept beside the record when the job ends.
@@ -20,7 +19,7 @@ SAVED = "container-logs.json"
 
 def save(rec: Record, e: eng.Engine) -> None:
     """Keep the finished job's last lines (best effort: a container already gone has nothing to give)."""
-    res = e.run(["logs", "--tail", str(SAVED_TAIL), facts.container_of(rec)], check=False, what=f"{e.name} logs")
+    res = e.run(["logs", "--tail", str(SAVED_TAIL), eng.container_of(rec)], check=False, what=f"{e.name} logs")
     if res.ok:
         savedlogs.save(rec.id, SAVED, {"stdout": res.stdout, "stderr": res.stderr})
 
@@ -29,7 +28,7 @@ def read(rec: Record, tail: int) -> tuple[dict[str, str], str]:
     """(``{"stdout": ..., "stderr": ...}``, source): the last ``tail`` lines of each stream (stderr only when it has
     any), live from the container, or "saved" when the container is gone."""
     e = eng.Engine.of(rec)
-    name = facts.container_of(rec)
+    name = eng.container_of(rec)
     res = e.run(["logs", "--tail", str(tail), name], check=False, what=f"{e.name} logs")
     if not res.ok:
         if "no such container" in (res.stderr or "").lower():
@@ -45,9 +44,9 @@ def read(rec: Record, tail: int) -> tuple[dict[str, str], str]:
 def follow(rec: Record, tail: int | None, emit: Callable[[str, str], None]) -> int:
     """``docker logs --follow``: stdout through ``emit``, stderr straight to ours; returns when the container ends."""
     e = eng.Engine.of(rec)
-    words = ["logs", "--follow"] + (["--tail", str(tail)] if tail else []) + [facts.container_of(rec)]
+    words = ["logs", "--follow"] + (["--tail", str(tail)] if tail else []) + [eng.container_of(rec)]
     rc = e.stream(words, lambda text: emit("stdout", text))
     if rc != 0:
-        raise TaoError(f"{e.name} logs --follow {facts.container_of(rec)} ended with exit {rc}: is the container "
+        raise TaoError(f"{e.name} logs --follow {eng.container_of(rec)} ended with exit {rc}: is the container "
                        f"still there? (tao_docker.py status {rec.id})")
     return 0

@@ -16,7 +16,7 @@ from ...progress.remote import read_argv, split_files
 from ...run import run
 from ...states import State
 from . import engine as eng
-from . import facts, logs
+from . import logs
 from ...records import Record
 
 _SIGNALS = {130: "SIGINT", 134: "SIGABRT", 137: "SIGKILL", 139: "SIGSEGV", 143: "SIGTERM"}
@@ -52,7 +52,7 @@ def classify(state: Mapping[str, Any] | None, *, memory: str | None = None, log_
         return Observation(State.COMPLETE, "exit code 0", observed=status, exit_code=0)
     sig = _SIGNALS.get(code or 0)
     why = f"exit code {code}" + (f" ({sig})" if sig else "")
-    infra = failures.infra_log_match(log_tail)
+    infra = failures.infra_log_match(log_tail) if log_tail else None  # no log read yet: nothing to match
     if infra:
         return Observation(State.ERROR, f"{why}: {failures.why(infra)}", err_class="ERR_INFRA", reason=infra,
                            observed=status, exit_code=code)
@@ -94,12 +94,13 @@ def observe(recs: list[Record], context: dict) -> list[Observation]:
     the engine of each finished container is kept in ``context`` for :func:`ended`."""
     out = []
     for e, group in eng.Engine.grouped([r for r in recs if r.state not in states.TERMINAL and r.backend_ref]):
-        seen = inspect(e, [facts.container_of(r) for r in group])
-        for r in group:
-            st = seen.get(facts.container_of(r))
+        containers = [eng.container_of(r) for r in group]
+        seen = inspect(e, containers)
+        for r, name in zip(group, containers):
+            st = seen.get(name)
             v = classify(st, memory=r.backend.get("memory"))
             if v.needs_log:
-                tail = e.run(["logs", "--tail", "200", facts.container_of(r)], check=False, what=f"{e.name} logs")
+                tail = e.run(["logs", "--tail", "200", name], check=False, what=f"{e.name} logs")
                 v = classify(st, memory=r.backend.get("memory"),
                              log_tail=(tail.stdout or "") + (tail.stderr or ""))
             said(r, v, _times(st) if v.state in (State.COMPLETE, State.ERROR) else {})
@@ -119,7 +120,7 @@ def ended(recs: list[Record], context: dict) -> dict[str, str]:
         if e is None:
             continue
         logs.save(r, e)  # once, at the end
-        finished.setdefault((e.name, e.host or ""), (e, []))[1].append(facts.container_of(r))
+        finished.setdefault((e.name, e.host or ""), (e, []))[1].append(eng.container_of(r))
     for e, names in finished.values():
         e.run(["rm", "--", *names], check=False, what=f"{e.name} rm")
     return {}
@@ -142,9 +143,7 @@ def said(rec: Record, v: Observation, extra: Mapping[str, Any] | None = None) ->
     v.job_id = rec.id
     v.backend = {"container_state": v.observed, "exit_code": v.exit_code, "reason": v.reason, **(extra or {})}
     if v.state in (State.RUNNING, State.COMPLETE, State.ERROR):
-        files = status_files(rec)
-        seen = training.progress_of(files, rec.action)
+        seen, v.tao_end = training.progress_and_end(status_files(rec), rec.action)
         if seen:
             v.view.progress = seen
-        v.tao_end = training.tao_end(files, rec.action)
     return v

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from ... import redact
 from ...contract import RESULTS_VAR
 from ...errors import TaoError
-from . import facts
+from . import engine as eng
 
 #: What the bank itself sets in the container: a spec's env may not override them (the job would lose its folder).
 RESERVED_ENV = ("TAO_API_RESULTS_DIR", "TAO_API_JOB_ID", RESULTS_VAR)
@@ -62,7 +62,7 @@ def run_argv(s: RunSpec) -> list[str]:
     """``run -d ...`` (the engine's words, without the engine's name)."""
     job_dir = f"{s.container_results}/{s.job_id}"
     argv = ["run", "--detach", "--name", s.job_id, "--init",
-            "--label", f"{facts.LABEL_JOB}={s.job_id}", "--label", f"{facts.LABEL_BANK}=true"]
+            "--label", f"{eng.LABEL_JOB}={s.job_id}", "--label", f"{eng.LABEL_BANK}=true"]
     for key, value in sorted(s.labels.items()):
         argv += ["--label", f"{key}={value}"]
     if s.user:
@@ -100,9 +100,10 @@ def create_argv(s: RunSpec) -> list[str]:
     return ["create", *argv[2:]]
 
 
-def lint_argv(argv: list[str]) -> None:
-    """The bank's secret lint over the argv (what ``ps`` and ``docker inspect`` show); the value is never echoed."""
-    findings = redact.lint_objects([argv], "docker run argv")
+def lint_argv(*argvs: list[str]) -> None:
+    """The bank's secret lint over the argv (what ``ps`` and ``docker inspect`` show), every job's in one call;
+    the value is never echoed."""
+    findings = redact.lint_objects(list(argvs), "docker run argv")
     if findings:
         raise TaoError(f"the docker run command line would hold what looks like a secret ({findings[0].rule}): pass "
                        "credentials with --secret-env NAME (the value stays in your environment), never in env or "

@@ -12,7 +12,7 @@ from ...errors import TaoError
 from ...jobspec import JobSpec
 from ...paths import abs_path
 from ...redact import shown
-from . import facts
+from . import engine as eng
 
 
 @dataclass
@@ -74,18 +74,19 @@ def command_argv(spec: DockerSpec) -> list[str]:
     return core_spec.argv_of(spec.command, "sh")
 
 
-def results_base(spec: DockerSpec, env: Mapping[str, str] | None = None) -> str:
-    """The host folder that holds every job's results folder: the spec's, $TAO_DOCKER_RESULTS_DIR, or the pin."""
+def results_base(spec: DockerSpec, env: Mapping[str, str] | None = None, pinned: Mapping[str, Any] | None = None) -> str:
+    """The host folder that holds every job's results folder: the spec's, $TAO_DOCKER_RESULTS_DIR, or the pin
+    (``pinned``: :func:`taobank.platforms.docker.engine.defaults`, read already)."""
     env = os.environ if env is None else env
-    raw = spec.results_dir or env.get(facts.RESULTS_ENV) or str(facts.default("results_base"))
+    raw = spec.results_dir or env.get(eng.RESULTS_ENV) or str(eng.default("results_base", pinned))
     return abs_path(os.path.expanduser(raw), "results_dir")
 
 
-def gpu_request(spec: DockerSpec) -> int | str | list[str]:
+def gpu_request(spec: DockerSpec, pinned: Mapping[str, Any] | None = None) -> int | str | list[str]:
     """What the job asks for: a count, ``"all"``, or named devices (a list)."""
     if spec.gpu_devices:
         return [str(d) for d in spec.gpu_devices]
-    value = facts.default("gpus") if spec.gpus is None else spec.gpus
+    value = eng.default("gpus", pinned) if spec.gpus is None else spec.gpus
     if value != "all" and (not isinstance(value, int) or value < 0):
         raise TaoError(f"gpus {value!r}: give a number of GPUs (0 for none) or all")
     return value

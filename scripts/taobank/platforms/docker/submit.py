@@ -20,7 +20,7 @@ from ...errors import SubmitUncertain, TaoError
 from .spec import DockerSpec
 from ...paths import abs_path, is_under
 from . import engine as eng
-from . import facts, gpus, registry, render, spec as specmod, userns
+from . import registry, render, spec as specmod, userns
 from ...records import Record
 
 #: The key ``--ngc-pull-secret`` logs the engine in with (as Kubernetes makes its pull Secret from it).
@@ -63,13 +63,13 @@ def host_ram() -> int:
         return 0
 
 
-def shm_size(spec: DockerSpec, ram: int) -> str | None:
+def shm_size(spec: DockerSpec, ram: int, pins: Mapping[str, Any] | None = None) -> str | None:
     """The spec's size, or the pinned default capped at half the host's RAM (a tmpfs size caps, never reserves)."""
     if spec.ipc_host:
         return None
     if spec.shm_size:
         return str(spec.shm_size)
-    pinned = str(facts.default("shm_size"))
+    pinned = str(eng.default("shm_size", pins))
     if ram and size_bytes(pinned) > ram // 2:
         return f"{ram // 2 // 1024 ** 2}m"
     return pinned
@@ -80,55 +80,99 @@ def caller() -> str:
     return f"{os.getuid()}:{os.getgid()}"
 
 
-def plan_submit(spec: DockerSpec, opts: SubmitOptions, *, engine: str | None = None, job_id: str | None = None,
-                env: Mapping[str, str] | None = None, ram: int | None = None,
-                engine_host: str | None = None) -> DockerPlan:
-    """Everything decided without an engine call: the id, the folders, the argv (``engine_host``: the engine's address
-    when it is not this shell's, e.g. the one a continued job ran on). ``spec`` is checked (:func:`specmod.typed`)."""
-    env = os.environ if env is None else env
-    name = facts.engine_name(engine)
-    arch, action = str(spec.network_arch), str(spec.action)
-    jid = job_id or opts.job_id or names.mint_job_id(arch, action)
-    base = specmod.results_base(spec, env)
-    host_results = f"{base.rstrip('/')}/{jid}"
+@dataclass(frozen=True)
+class _Shared:
+    """What the plan of a job takes from everything but its command: the same for every trial of a sweep (the
+    trials differ only in their overrides), so a sweep decides it once (:func:`plan_all`)."""
+
+    name: str
+    host: str | None
+    cres: str
+    base: str
+    mounts: tuple[tuple[str, str, bool], ...]
+    request: Any
+    env: tuple[tuple[str, str], ...]
+    user: str
+    shm: str | None
+    grace: int
+
+
+def _shared(spec: DockerSpec, *, engine: str | None, env: Mapping[str, str], ram: int | None,
+            engine_host: str | None) -> _Shared:
+    """The part of :func:`plan_submit` that does not read the job's command or id: the engine module first (the
+    engine, its address, the pinned defaults read once), then the folders, the GPUs, the environment."""
+    name = eng.engine_name(engine)
+    pinned = eng.defaults()
+    cres = eng.container_results_dir(pinned)
+    host = eng.host_now(name) or engine_host
+    base = specmod.results_base(spec, env, pinned)
     mounts = []
     for m in spec.mounts or []:
         source = abs_path(m["host"], "mounts.host")
         target = abs_path(m["container"], "mounts.container")
         mounts.append((source, target, bool(m.get("read_only", True))))
-    cres = facts.container_results_dir()
-    job_dir = f"{cres}/{jid}"
-    for _, target, _ in mounts:  # another job's folder beside it (a --parent's) is fine; its own, or above it, not
+    request = specmod.gpu_request(spec, pinned)
+    plain, nccl = check_job_env(spec.env, spec.nccl_env, reserved=render.RESERVED_ENV)
+    grace = eng.default("stop_grace_seconds", pinned) if spec.stop_grace_seconds is None else spec.stop_grace_seconds
+    return _Shared(name, host, cres, base, tuple(mounts), request, tuple(sorted({**nccl, **plain}.items())), caller(),
+                   shm_size(spec, host_ram() if ram is None else ram, pinned), int(grace))
+
+
+def plan_submit(spec: DockerSpec, opts: SubmitOptions, *, engine: str | None = None, job_id: str | None = None,
+                env: Mapping[str, str] | None = None, ram: int | None = None,
+                engine_host: str | None = None, shared: _Shared | None = None) -> DockerPlan:
+    """Everything decided without an engine call: the id, the folders, the argv (``engine_host``: the engine's address
+    when it is not this shell's, e.g. the one a continued job ran on). ``spec`` is checked (:func:`specmod.typed`).
+    ``shared``: what another job of the same launch decided that this one shares (:func:`plan_all`)."""
+    env = os.environ if env is None else env
+    if shared is None:
+        shared = _shared(spec, engine=engine, env=env, ram=ram, engine_host=engine_host)
+    arch, action = str(spec.network_arch), str(spec.action)
+    jid = job_id or opts.job_id or names.mint_job_id(arch, action)
+    host_results = f"{shared.base.rstrip('/')}/{jid}"
+    job_dir = f"{shared.cres}/{jid}"
+    for _, target, _ in shared.mounts:  # another job's folder beside it (a --parent's) is fine; its own, or above, not
         if is_under(target, job_dir) or is_under(job_dir, target):
             raise TaoError(f"mount target {target} covers or shadows {job_dir}, where the job's results folder is "
                            "mounted: choose another container path")
-    request = specmod.gpu_request(spec)
+    request = shared.request
     if request != "all":  # TAO reads its GPUs from its argv; "all" is counted when check reads the host's GPUs
         spec = with_gpus(spec, len(request) if isinstance(request, list) else int(request))
     spec = spec.with_results_dir(job_dir)  # TAO writes under its results_dir, not under $RESULTS_DIR
-    plain, nccl = check_job_env(spec.env, spec.nccl_env, reserved=render.RESERVED_ENV)
     rs = render.RunSpec(
-        engine=name, job_id=jid, image=str(spec.image), command=specmod.command_argv(spec), host_results=host_results,
-        container_results=cres, user=caller(), gpus=request, cpus=None if spec.cpus is None else float(spec.cpus), memory=spec.memory,
-        shm_size=shm_size(spec, host_ram() if ram is None else ram), ipc_host=bool(spec.ipc_host),
-        mounts=tuple(mounts), env=tuple(sorted({**nccl, **plain}.items())),
-        secrets=tuple(spec.secrets or ()), network=spec.network,
-        workdir=abs_path(spec.workdir, "workdir") if spec.workdir else None)
+        engine=shared.name, job_id=jid, image=str(spec.image), command=specmod.command_argv(spec),
+        host_results=host_results, container_results=shared.cres, user=shared.user, gpus=request,
+        cpus=None if spec.cpus is None else float(spec.cpus), memory=spec.memory, shm_size=shared.shm,
+        ipc_host=bool(spec.ipc_host), mounts=shared.mounts, env=shared.env, secrets=tuple(spec.secrets or ()),
+        network=spec.network, workdir=abs_path(spec.workdir, "workdir") if spec.workdir else None)
     render.lint_argv(render.run_argv(rs))  # before the preview and the run: a value pasted into env is refused
-    host = eng.host_now(name) or engine_host
-    grace = facts.default("stop_grace_seconds") if spec.stop_grace_seconds is None else spec.stop_grace_seconds
-    backend: dict[str, Any] = {"engine": name, "container": jid, "results_dir": host_results,
-                               "stop_grace_seconds": int(grace),
+    backend: dict[str, Any] = {"engine": shared.name, "container": jid, "results_dir": host_results,
+                               "stop_grace_seconds": shared.grace,
                                "gpus": ",".join(request) if isinstance(request, list) else str(request)}
-    if host:
-        backend["engine_host"] = host
+    if shared.host:
+        backend["engine_host"] = shared.host
     if spec.memory:
         backend["memory"] = str(spec.memory)
     return DockerPlan(spec=spec, image=str(spec.image), network_arch=arch, action=action,
-                      storage_tier="A", results_dir=host_results, backend=backend, job_id=jid, run=rs, engine=name,
-                      host=host, gpu_request=request, pull=spec.pull or "missing",
-                      must_exist=[m[0] for m in mounts], finishing=bool(opts.job_id),
+                      storage_tier="A", results_dir=host_results, backend=backend, job_id=jid, run=rs,
+                      engine=shared.name, host=shared.host, gpu_request=request, pull=spec.pull or "missing",
+                      must_exist=[m[0] for m in shared.mounts], finishing=bool(opts.job_id),
                       login_registry=registry.image_registry(str(spec.image)) if opts.ngc_pull_secret else None)
+
+
+def plan_all(specs: list[DockerSpec], opts: SubmitOptions, *, engine: str | None = None,
+             env: Mapping[str, str] | None = None, ram: int | None = None,
+             job_ids: list[str] | None = None) -> list[DockerPlan]:
+    """The plans of one launch's jobs (a sweep's trials): what they share (:class:`_Shared`) decided once for
+    the jobs whose specs differ from the first one's in their command alone, the rest planned on their own.
+    ``job_ids``: the ids to plan them under (a preview's placeholders), else minted."""
+    env = os.environ if env is None else env
+    first = dict(specs[0].__dict__, command=None, args=None) if specs else {}
+    shared = _shared(specs[0], engine=engine, env=env, ram=ram, engine_host=None) if specs else None
+    ids: list[str | None] = list(job_ids) if job_ids is not None else [None] * len(specs)
+    return [plan_submit(spec, opts, engine=engine, env=env, ram=ram, job_id=jid,
+                        shared=shared if dict(spec.__dict__, command=None, args=None) == first else None)
+            for spec, jid in zip(specs, ids)]
 
 
 def with_gpus(spec: DockerSpec, count: int) -> DockerSpec:
@@ -159,6 +203,8 @@ def check(plans: list[DockerPlan], gate: Gate) -> None:
         each.run = dataclasses.replace(each.run, user=user, userns=ns)
     gate.lines.append(f"{plan.engine} engine {userns.version(info)}; the container {userns.note(plan.engine, is_rootless)}")
     check_limits(plan.run, info)
+    from . import gpus  # (its host reading is the checks': a status never imports it)
+
     got = gpus.check_request(plan.run.gpus, gpus.host_gpus() if plan.gpu_request not in (0, []) else [])
     count_all(plan, len(got))
     if got:
@@ -342,7 +388,7 @@ def launch_argvs(plans: list[DockerPlan], batch: Batch) -> list[list[str]]:
         run = plan.run if alone else dataclasses.replace(
             plan.run, labels={**plan.run.labels, LABEL_SWEEP: batch.sweep or ""})
         argvs.append(render.run_argv(run) if alone else render.create_argv(run))
-        render.lint_argv(argvs[-1])
+    render.lint_argv(*argvs)  # every job's argv in one lint
     return argvs
 
 
@@ -353,7 +399,7 @@ def preview_sweep(specs: list[DockerSpec], ids: list[str], batch: Batch, opts: S
     submit gives each running trial GPUs of its own after reading the host's (:func:`taobank.platforms.docker.sweep.check`)."""
     import shlex
 
-    plans = [plan_submit(spec, opts, engine=engine, job_id=jid) for spec, jid in zip(specs, ids)]
+    plans = plan_all(specs, opts, engine=engine, job_ids=ids)
     if batch.search is not None and batch.sweep:  # as the launch makes them (the checks contact the engine: not here)
         from . import search
 

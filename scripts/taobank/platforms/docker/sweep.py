@@ -12,7 +12,7 @@ from dataclasses import replace
 from ...contract import Gate
 from ...errors import TaoError
 from . import engine as eng
-from . import facts, gpus
+from . import gpus
 from .submit import LABEL_SWEEP, DockerPlan, count_all  # noqa: F401  (the sweep label)
 from ...records import Record
 
@@ -70,5 +70,5 @@ def gpu_slots(request: int | str | list[str], k: int) -> list[list[str]]:
 def release(recs: list[Record]) -> None:
     """Start these held trials: ONE ``docker start`` of their names per engine address."""
     for e, group in eng.Engine.grouped(recs):
-        e.run(["start", *map(facts.container_of, group)], timeout=300, what=f"{e.name} start (release sweep trials)")
+        e.run(["start", *map(eng.container_of, group)], timeout=300, what=f"{e.name} start (release sweep trials)")
 
