@@ -451,7 +451,7 @@ def build_context(
         volumes.append({"name": "tao-sweep", "configMap": {"name": sweep_table}})
         mounts.append({"name": "tao-sweep", "mountPath": SWEEP_DIR, "readOnly": True})
 
-    config_map = None
+    config_map: dict[str, Any] = {"config_map_name": None, "config_map_annotations": None, "config_map_data": None}
     if config is not None:
         cm_name = config_map_name(job_id)
         key = config.get("key") or "config"
@@ -459,9 +459,9 @@ def build_context(
         if config.get("sha256") and config["sha256"] != digest:
             raise TaoError("config file content does not match its sha256: re-materialise the config and pass the new hash")
         config_map = {
-            "name": cm_name,
-            "annotations": {CONFIG_SHA_ANNOTATION: digest},
-            "data": {key: config["text"]},
+            "config_map_name": cm_name,
+            "config_map_annotations": {CONFIG_SHA_ANNOTATION: digest},
+            "config_map_data": {key: config["text"]},
         }
         if config["mount_path"] in {m["mountPath"] for m in mounts}:
             raise TaoError(f"config mount path {config['mount_path']} collides with another mount")
@@ -512,7 +512,7 @@ def build_context(
         "init_containers": init_containers or None,
         "containers": [main, *extra_containers],
         "volumes": volumes,
-        "config_map": config_map,
+        **config_map,
     }
 
 
