@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 from .states import State
 from . import checkpoints, records, registry, saved_specs, states, tao_command
-from .command_words import shell_words
+from .tao_command import shell_words
 from .contract import ResultsListing, SubmitOptions
 from .errors import TaoError, UsageError
 from .paths import is_path, is_under, rel_path

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ...command_words import read_candidates, shell_words
+from ...tao_command import read_candidates, shell_words
 from ...errors import TaoError
 from .spec import KubernetesSpec
 from ...paths import is_under
