@@ -5,9 +5,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ... import savedlogs
 from ...contract import Batch, Gate, Launch, Observation, Stop, SubmitOptions, SweepPreview
+from . import spec as specmod
 from .spec import KubernetesSpec
 from ...platform import JobView, Logs, Platform, ResultsAccess
-from . import INFO, flags, submit
+from . import INFO, submit
 from .submit import KubePlan
 from ...records import Record
 
@@ -17,7 +18,7 @@ PREVIEW_ID = "tao-render-preview"
 
 class Kubernetes(Platform[KubernetesSpec, KubePlan]):
     info = INFO
-    flags = flags
+    flags = specmod  # its submit flags as data, beside its job spec
 
     @property
     def results_access(self) -> ResultsAccess:  # artifacts / fetch / prune (the verbs: taobank.results_verbs)

@@ -14,7 +14,7 @@ from ...states import State
 from ... import states
 from ...errors import TaoError
 from ... import savedlogs, training
-from . import JOB_LABEL, credentials, logs, queues, verdicts
+from . import JOB_LABEL, credentials, gates, logs, verdicts
 from . import status as smap
 from .kubectl import Kubectl
 from .objects import index_of, sweep_of
@@ -76,8 +76,8 @@ def observe(recs: list[Record], context: dict) -> list[Observation]:
         by_id = smap.group_items(items)
         # the Workloads of the Jobs Kueue holds (labelled for a queue, suspended) in ONE more call, only then
         held = {j["metadata"]["uid"] for e in by_id.values() for j in e["jobs"]
-                if queues.queue_of(j) and (j.get("spec") or {}).get("suspend")}
-        wls = queues.workloads(kube, list(held)) if held else {}
+                if gates.queue_of(j) and (j.get("spec") or {}).get("suspend")}
+        wls = gates.workloads(kube, list(held)) if held else {}
         gone = [r for r in group if r.backend_ref and _gone(r, by_id.get(_label(r)))]
         kept = verdicts.read_gone(kube, gone) if gone else {}
         for rec in group:
@@ -88,7 +88,7 @@ def observe(recs: list[Record], context: dict) -> list[Observation]:
             obs, pods, job = _observe_record(kube, rec, by_id.get(_label(rec)))
             uid = ((job or {}).get("metadata") or {}).get("uid")
             if job is not None and uid in held and obs.state == State.PENDING:  # why Kueue has not admitted it
-                obs.reason, obs.message = queues.explain(job, wls.get(str(uid)), (rec.backend or {}).get("cluster_queue"))
+                obs.reason, obs.message = gates.explain(job, wls.get(str(uid)), (rec.backend or {}).get("cluster_queue"))
             if rec.id in kept:  # the Job is gone: its verdict is the exit marker its pod left on the volume
                 obs, text = kept[rec.id]
                 if text:

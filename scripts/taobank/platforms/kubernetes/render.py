@@ -4,11 +4,13 @@ The templates in ``templates/k8s/`` hold the fixed skeleton; this module
 builds every variable part (containers, env, volumes) as Python data and
 passes it through :func:`taobank.render.render_yaml_documents`, which emits
 each value as JSON. Whatever a string holds, the parsed manifest carries
-exactly that string; optional fields are omitted, never rendered empty.
+exactly that string; optional fields are omitted, never rendered empty. A single-pod
+train job on a volume gets the resume prologue (:func:`resume_prologue`).
 """
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any, Mapping
 
 from ... import multinode as nodeguard, names, pins
@@ -19,7 +21,8 @@ from ...jobspec import given
 from ...paths import is_under
 from ...render import render_yaml_documents
 from . import JOB_LABEL, MANAGED_BY
-from . import results as resultsmod, resume
+from . import results as resultsmod
+from ... import checkpoints
 
 SINGLE_TEMPLATE = "k8s/single-pod-job.yaml.tmpl"
 INDEXED_TEMPLATE = "k8s/indexed-job.yaml.tmpl"
@@ -437,9 +440,9 @@ def build_context(
         command = ["/bin/sh", "-c", kube_literal(LOG_WRAPPER), "tao-main", *user_argv]
     else:
         command = user_argv
-    if tier != "C" and resume.applies(spec, results.pod_folder):  # a replaced pod resumes (taobank.platforms.kubernetes.resume)
+    if tier != "C" and resumes(spec, results.pod_folder):  # a replaced pod resumes (resume_prologue)
         rest = command[2] if command is not user_argv else kube_literal('exec "$@"\n')
-        command = ["/bin/sh", "-c", kube_literal(resume.prologue(spec)) + rest, "tao-main", *user_argv]
+        command = ["/bin/sh", "-c", kube_literal(resume_prologue(spec)) + rest, "tao-main", *user_argv]
     if sweep_table:  # the trial's id, folder and argv first: everything after reads them as a single job's
         if tier == "C":
             raise TaoError("a Kubernetes sweep keeps its results on a mounted volume (tier A): submit tier C trials "
@@ -538,3 +541,33 @@ def without_disruption_retry(objs: list[dict]) -> list[dict]:
             obj = {**obj, "spec": {**spec, "backoffLimit": 0}}
         out.append(obj)
     return out
+
+
+# ------------------------------------------------------------ the resume prologue
+# A replaced pod resumes: after an eviction, a preemption or a lost node (``DisruptionTarget``), the Job
+# controller starts the same pod again (podFailurePolicy ``Count``, bounded by ``backoffLimit``); this
+# prologue makes that pod carry on from the newest checkpoint on the job's volume, not epoch 0.
+#
+# The prologue looks in the job's results folder (``$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID`` and its action's
+# sub-folder) with the one table (:mod:`taobank.checkpoints`) and appends TAO's resume override to the
+# argv (replacing an earlier one); a first pod finds nothing and runs the argv as given. Only a
+# single-pod train job with an argv command (``args``) and results on a volume (tier A) gets it: shell
+# text cannot take an argument safely, a multi-node Job is failed on a disruption, and a tier C pod's
+# folder is an emptyDir that dies with it.
+_ACTION = re.compile(r"[A-Za-z0-9_.-]+\Z")
+
+
+def resumes(spec: KubernetesSpec, pod_folder: str | None) -> bool:
+    return (bool(pod_folder) and isinstance(spec.args, list) and int(given(spec.nodes, 1)) == 1
+            and given(spec.storage_tier, "A") == "A" and checkpoints.resumes(spec.action))
+
+
+def resume_prologue(spec: KubernetesSpec) -> str:
+    """sh text that rewrites ``"$@"`` to resume from the newest checkpoint in the job's folder."""
+    action = str(spec.action or "")
+    action = action if _ACTION.match(action) and action not in (".", "..") else "-"
+    network = spec.network_arch
+    return (checkpoints.shell_finder(network)
+            + f'tao_ckpt=$(tao_latest_checkpoint "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID" {action} || true)\n'
+            + checkpoints.resume_set(network=network))
+
