@@ -339,7 +339,12 @@ def _resources(spec: KubernetesSpec) -> dict:
 
 
 
-def build_context(
+def build_context(spec: KubernetesSpec | Mapping[str, Any], **kwargs: Any) -> dict:
+    """Everything the templates need, as data (:func:`_context`)."""
+    return _context(spec, **kwargs)[0]
+
+
+def _context(
     spec: KubernetesSpec | Mapping[str, Any],
     *,
     job_id: str,
@@ -350,8 +355,9 @@ def build_context(
     config: dict | None = None,
     retry_disruptions: bool = True,
     sweep_table: str | None = None,
-) -> dict:
-    """Everything the templates need, as data.
+) -> tuple[dict, resultsmod.Results]:
+    """Everything the templates need, as data, and the job's results plan (``{id}`` for the job id: computed
+    once here, and handed to submit with the manifests by :func:`render_job`).
 
     ``retry_disruptions`` (a server with podFailurePolicy, see
     :func:`failure_policy`) lets a disrupted pod be replaced; without it a
@@ -381,7 +387,10 @@ def build_context(
         raise TaoError("the job spec needs command (shell text) or args (native argv)")
     spec = spec.with_gpu_args(int(given(spec.gpus, 1)), nodes)  # TAO reads its GPUs from its argv
     # TAO writes under its results_dir, not under $RESULTS_DIR
-    spec = spec.with_results_dir(resultsmod.plan(spec, staging=staging_dir(spec)).for_job(job_id).pod_folder)
+    staging = staging_dir(spec)
+    planned = resultsmod.plan(spec, staging=staging)
+    results = planned.for_job(job_id)
+    spec = spec.with_results_dir(results.pod_folder)
     tier = given(spec.storage_tier, "A")
     shm = spec.shm_size or pins.resolve(
         "kubernetes.shm_size_multinode" if multinode else "kubernetes.shm_size_single"
@@ -395,8 +404,6 @@ def build_context(
     user_argv = [] if sweep_table else argv_of(spec)
     if multinode and user_argv:  # each rank: its own spec copies, rank 0's name, no silent one-node fallback
         user_argv = nodeguard.guarded(user_argv, job_id, nodes, literal=kube_literal)
-    staging = staging_dir(spec)
-    results = resultsmod.plan(spec, staging=staging).for_job(job_id)
     init_containers: list[dict] = []
     extra_containers: list[dict] = []
     if tier == "C":
@@ -516,14 +523,19 @@ def build_context(
         "containers": [main, *extra_containers],
         "volumes": volumes,
         **config_map,
-    }
+    }, planned
 
 
 def render_manifests(spec: KubernetesSpec | Mapping[str, Any], **kwargs: Any) -> list[dict]:
     """Render the manifests for ``spec``: [ConfigMap?] [Service (multi-node)] Job."""
-    ctx = build_context(spec, **kwargs)
+    return render_job(spec, **kwargs)[0]
+
+
+def render_job(spec: KubernetesSpec | Mapping[str, Any], **kwargs: Any) -> tuple[list[dict], resultsmod.Results]:
+    """The manifests for ``spec`` and its results plan (``{id}`` for the job id), each made once."""
+    ctx, planned = _context(spec, **kwargs)
     template = INDEXED_TEMPLATE if ctx["nodes"] > 1 else SINGLE_TEMPLATE
-    return render_yaml_documents(template, ctx)
+    return render_yaml_documents(template, ctx), planned
 
 
 def find(objs: list[dict], kind: str) -> dict | None:

@@ -96,10 +96,9 @@ def plan(spec: KubernetesSpec, opts: SubmitOptions, rec: Record | None) -> KubeP
     arch, action = spec.network_arch or GENERIC["network_arch"], spec.action or GENERIC["action"]
     jid = rec.id if rec is not None else names.mint_job_id(arch, action)
     config = dict(opts.config) if opts.config is not None else None
-    objs = render.render_manifests(spec, job_id=jid, namespace=kube.namespace, name=render.job_name_for(jid),
+    objs, results = render.render_job(spec, job_id=jid, namespace=kube.namespace, name=render.job_name_for(jid),
                                    cred_secret=render.cred_secret_name(jid) if creds else None,
                                    pull_secrets=[render.pull_secret_name(jid)] if ngc_key else [], config=config)
-    results = resultsmod.plan(spec, staging=render.staging_dir(spec))
     return KubePlan(spec=spec, image=str(spec.image), network_arch=arch, action=action,
                     storage_tier=spec.storage_tier or "A", results_dir=results.folder,
                     nodes=int(spec.nodes or 1), job_id=jid,
@@ -603,7 +602,7 @@ def _adopt(kube: Kubectl, rec: Record, job: dict, spec: KubernetesSpec, creds: d
     if ngc_key:
         credentials.create_secret(kube, owned_by(credentials.pull_secret_object(pull_name, ns, jid, ngc_key), job))
         existing["secret"].add(pull_name)
-    objs = render.render_manifests(spec, job_id=jid, namespace=ns, name=name,
+    objs, results = render.render_job(spec, job_id=jid, namespace=ns, name=name,
                                    cred_secret=cred_name if (creds or cred_name in wanted) else None,
                                    pull_secrets=[pull_name] if (ngc_key or pull_name in wanted) else [],
                                    config=config)
