@@ -29,7 +29,7 @@ from __future__ import annotations
 import argparse
 
 from taobank.cli import verbcli
-from taobank.cli.entry import print_gate_notes, print_json, run_main
+from taobank.cli.entry import print_gate_notes, print_json, run_main, spec_arguments, spec_from_args
 from taobank.errors import UsageError
 
 PLATFORM = "docker"
@@ -47,8 +47,6 @@ def _adapter(args: argparse.Namespace):
 def cmd_submit(args: argparse.Namespace) -> int:
     from taobank.cli import sweepcli
     from taobank.contract import SubmitOptions
-    from taobank.cli.specargs import spec_from_args
-
     trials = sweepcli.trials_of(args)  # a bad sweep is refused before anything else is read
     spec = spec_from_args(args, PLATFORM)
     adapter = _adapter(args)
@@ -132,8 +130,6 @@ def main(argv: list[str]) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """Every verb's grammar (what main parses with, and what the MCP tools read their schemas from)."""
-    from taobank.cli.specargs import spec_arguments
-
     parser, sub = verbcli.parser("tao_docker.py", __doc__)
 
     p = sub.add_parser("submit", help="check, then start one job as a detached container")

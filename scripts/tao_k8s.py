@@ -27,7 +27,7 @@ import argparse
 import sys
 
 from taobank.cli import verbcli
-from taobank.cli.entry import parse_kv, print_gate_notes, print_json, run_main
+from taobank.cli.entry import parse_kv, print_gate_notes, print_json, run_main, spec_arguments, spec_from_args
 from taobank.errors import UsageError
 
 
@@ -36,8 +36,6 @@ def _submit(args: argparse.Namespace) -> int:
     from taobank.contract import SubmitOptions
     from taobank.platforms.kubernetes import action_request
     from taobank.platforms.kubernetes.adapter import PREVIEW_ID
-    from taobank.cli.specargs import spec_from_args
-
     from taobank.cli import sweepcli
 
     trials = sweepcli.trials_of(args)  # a bad sweep is refused before anything else is read
@@ -114,8 +112,6 @@ def main(argv: list[str]) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """Every verb's grammar (what main parses with, and what the MCP tools read their schemas from)."""
-    from taobank.cli.specargs import spec_arguments
-
     parser, sub = verbcli.parser("tao_k8s.py", __doc__)
     p = sub.add_parser("submit", help="gate, open record, render, lint, dry-run, apply, mark")
     spec_arguments(p, "kubernetes")

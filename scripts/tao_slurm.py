@@ -30,7 +30,7 @@ import argparse
 import os
 
 from taobank.cli import verbcli
-from taobank.cli.entry import parse_kv, print_json, run_main
+from taobank.cli.entry import parse_kv, print_json, run_main, spec_arguments, spec_from_args
 from taobank.errors import UsageError
 
 
@@ -49,8 +49,6 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if args.job_id and not args.dry_run:
         raise UsageError(f"--job-id only names a --dry-run preview here: to finish an interrupted SLURM submit run "
                          f"tao_slurm.py resume {args.job_id}")
-    from taobank.cli.specargs import spec_from_args
-
     from taobank.cli import sweepcli
 
     trials = sweepcli.trials_of(args)
@@ -153,8 +151,6 @@ def main(argv: list[str]) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """Every verb's grammar (what main parses with, and what the MCP tools read their schemas from)."""
-    from taobank.cli.specargs import spec_arguments
-
     parser, sub = verbcli.parser("tao_slurm.py", __doc__)
 
     p = sub.add_parser("submit", help="stage, render and sbatch one job")

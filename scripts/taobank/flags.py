@@ -1,6 +1,6 @@
 """Command-line flags as data: each adapter declares what its submit accepts and where each value goes.
 
-The command line (:mod:`taobank.cli.specargs`) builds the argparse grammar from these declarations and
+The command line (:mod:`taobank.cli.entry`) builds the argparse grammar from these declarations and
 hands the adapter plain values (a ``KEY=VALUE`` flag already a dict, the argv after ``--`` already a
 list), so no adapter imports argparse or the command line.
 """
@@ -38,7 +38,7 @@ class Flag:
 
 @dataclass(frozen=True)
 class Shared:
-    """How a platform spells the flags every platform shares (:data:`taobank.cli.specargs.SHARED`): extra
+    """How a platform spells the flags every platform shares (:data:`taobank.cli.entry.SHARED`): extra
     spellings and its own help line per flag (its units), by the flag's value name."""
 
     aliases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)

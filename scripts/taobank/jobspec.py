@@ -22,7 +22,7 @@ def given(value: Any, default: Any) -> Any:
     return default if value is None else value
 
 
-#: The shared submit flags (:data:`taobank.cli.specargs.SHARED`) that set a shared field, by flag value name.
+#: The shared submit flags (:data:`taobank.cli.entry.SHARED`) that set a shared field, by flag value name.
 FLAG_FIELDS = {"image": "image", "network_arch": "network_arch", "action": "action", "nodes": "nodes",
                "gpus_per_node": "gpus", "cpus": "cpus", "memory": "memory"}
 

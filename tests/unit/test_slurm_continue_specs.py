@@ -11,7 +11,7 @@ from taobank.platforms.slurm.spec import SlurmSpec
 from taobank import lineage, records, saved_specs
 from taobank.contract import ResultFile, ResultsListing, ResultsLocation
 from taobank.errors import TaoError
-from taobank.cli import specargs
+from taobank.cli import entry
 from taobank.platforms.slurm import continued
 
 
@@ -19,9 +19,9 @@ def test_spec_file_flags_are_saved_as_absolute_paths(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "train.yaml").write_text("a: 1\n")
     parser = argparse.ArgumentParser()
-    specargs.spec_arguments(parser, "slurm")
+    entry.spec_arguments(parser, "slurm")
     parser.add_argument("command", nargs=argparse.REMAINDER)
-    spec = specargs.spec_from_args(parser.parse_args(["--image", "i:1", "--spec-file", "./train.yaml",
+    spec = entry.spec_from_args(parser.parse_args(["--image", "i:1", "--spec-file", "./train.yaml",
                                                       "--spec-file", "e=train.yaml", "--", "true"]), "slurm")
     assert spec["spec_files"] == {"train.yaml": str(tmp_path / "train.yaml"), "e": str(tmp_path / "train.yaml")}
 

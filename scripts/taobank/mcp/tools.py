@@ -171,10 +171,10 @@ _PAIRS: set[str] = set()
 
 def _load_pairs() -> None:
     if not _PAIRS:
-        from ..cli import specargs
+        from ..cli import entry
 
         for platform in registry.names():
-            _PAIRS.update(f.dest for f in specargs.flags_of(platform) if f.kind == "pairs")
+            _PAIRS.update(f.dest for f in entry.flags_of(platform) if f.kind == "pairs")
 
 
 def params(spec: ToolSpec) -> list[Param]:
