@@ -27,7 +27,7 @@ import argparse
 import sys
 
 from taobank.cli import verbcli
-from taobank.cli.entry import parse_kv, print_gate_notes, print_json, run_main, spec_arguments, spec_from_args
+from taobank.cli.entry import deprecated, parse_kv, print_gate_notes, print_json, run_main, spec_arguments, spec_from_args
 from taobank.errors import UsageError
 
 
@@ -41,7 +41,7 @@ def _submit(args: argparse.Namespace) -> int:
     trials = sweepcli.trials_of(args)  # a bad sweep is refused before anything else is read
     secret_env = list(args.secret_env or [])
     if args.secret:
-        verbcli.deprecated("--secret")
+        deprecated("--secret")
         secret_env += args.secret
 
     config = None

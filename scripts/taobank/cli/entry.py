@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, NoReturn
 from ..errors import EXIT_INTERRUPTED, TaoError, UsageError
 from ..text import error_line, one_line
 from .. import registry
-from ..flags import Declarations, Flag
+from ..jobspec import Declarations, Flag
 
 
 class BankParser(argparse.ArgumentParser):
@@ -110,6 +110,15 @@ def print_json(data: Any) -> None:
     print(json.dumps(data, indent=2, sort_keys=True, default=str))
 
 
+#: old flag -> the flag that replaces it; the old one is accepted for one release
+DEPRECATED = {"--lines": "--tail", "--secret": "--secret-env"}
+
+
+def deprecated(old: str) -> None:
+    print(f"warning: {old} is deprecated and will be removed in the next release: use {DEPRECATED[old]}",
+          file=sys.stderr)
+
+
 def parse_kv(items: list[str] | None, flag: str) -> dict[str, str]:
     """``["K=V", ...]`` from a repeatable ``flag`` into a dict; one-line error otherwise."""
     out: dict[str, str] = {}
@@ -155,7 +164,7 @@ def declaration(platform: str) -> Declarations:
     return registry.adapter(platform).flags
 
 
-#: The flags of every submit, by value name; a platform adds spellings and help (:class:`taobank.flags.Shared`).
+#: The flags of every submit, by value name; a platform adds spellings and help (:class:`taobank.jobspec.Shared`).
 SHARED: tuple[Flag, ...] = (
     Flag(("--spec",), help="job spec file (YAML or JSON); flags override its values"),
     Flag(("--image",)),
@@ -211,8 +220,6 @@ def spec_arguments(parser: argparse.ArgumentParser, platform: str) -> None:
 
 def values_of(args: argparse.Namespace, platform: str) -> dict[str, Any]:
     """The declared flags' values from ``args``, as the adapter takes them."""
-    from .verbcli import deprecated
-
     values: dict[str, Any] = {}
     for flag in flags_of(platform):
         value = getattr(args, flag.dest, None)

@@ -26,16 +26,7 @@ from .. import kpirank, platform as core
 from ..errors import EXIT_FAILED, EXIT_OK, TaoError, UsageError
 from ..text import error_line, one_line, terminal_text
 from .entry import BankParser
-from .entry import add_version, print_direction_note, print_gate_notes, print_json
-
-#: old flag -> the flag that replaces it; the old one is accepted for one release
-DEPRECATED = {"--lines": "--tail", "--secret": "--secret-env"}
-
-
-def deprecated(old: str) -> None:
-    print(f"warning: {old} is deprecated and will be removed in the next release: use {DEPRECATED[old]}",
-          file=sys.stderr)
-
+from .entry import add_version, deprecated, print_direction_note, print_gate_notes, print_json
 
 def parser(prog: str, doc: str) -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
     """The top-level parser of a helper: description from ``doc``'s first line, the rest as epilog."""

@@ -7,9 +7,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
 from ... import envfile
-from ...jobspec import JobSpec
+from ...jobspec import Flag, JobSpec, Shared, merge, put
 from ...errors import TaoError, UsageError
-from ...flags import Flag, Shared, merge, put
 
 
 @dataclass
