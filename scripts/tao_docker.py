@@ -45,15 +45,14 @@ def _adapter(args: argparse.Namespace):
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from taobank.cli import sweepcli
     from taobank.contract import SubmitOptions
-    trials = sweepcli.trials_of(args)  # a bad sweep is refused before anything else is read
+    trials = verbcli.trials_of(args)  # a bad sweep is refused before anything else is read
     spec = spec_from_args(args, PLATFORM)
     adapter = _adapter(args)
     if trials is not None:
         if args.parent:
             raise UsageError("--parent names one job's results: submit the sweep's trials without it, or one by one")
-        return sweepcli.submit(PLATFORM, spec, SubmitOptions(job_id=args.job_id, description=args.description,
+        return verbcli.sweep_submit(PLATFORM, spec, SubmitOptions(job_id=args.job_id, description=args.description,
                                                              ngc_pull_secret=args.ngc_pull_secret), trials, args)
     if args.dry_run:
         text = verbcli.submit_lineage(PLATFORM, spec, SubmitOptions(job_id=args.job_id,
@@ -140,9 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "registry as $oauthtoken with $NGC_KEY (on stdin, never argv), as Kubernetes makes its pull Secret")
     verbcli.add_parent(p)
     verbcli.add_submit_outputs(p)
-    from taobank.cli import sweepcli
 
-    sweepcli.add_submit_flags(p)
+    verbcli.add_submit_flags(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- command args (overrides the spec's command)")
     p.set_defaults(func=cmd_submit)
 

@@ -109,18 +109,18 @@ def test_settings_travel_as_json_and_make_optunas_own_objects():
 
 
 def test_the_cli_refuses_search_flags_alone_and_checks_before_reading_the_spec():
-    from taobank.cli import sweepcli
+    from taobank.cli import verbcli
 
     p = argparse.ArgumentParser()
-    sweepcli.add_submit_flags(p)
+    verbcli.add_submit_flags(p)
     with pytest.raises(UsageError, match="belongs to a search"):
-        sweepcli.trials_of(p.parse_args(["--kpi", "val_loss"]))
+        verbcli.trials_of(p.parse_args(["--kpi", "val_loss"]))
     with pytest.raises(UsageError, match="not both"):
-        sweepcli.trials_of(p.parse_args(["--search", "tpe", "--trials", "2", "--sweep", "a=1,2", "--kpi", "val_loss",
+        verbcli.trials_of(p.parse_args(["--search", "tpe", "--trials", "2", "--sweep", "a=1,2", "--kpi", "val_loss",
                                          "--space", LR]))
     with pytest.raises(UsageError, match="needs --trials"):
-        sweepcli.trials_of(p.parse_args(["--search", "tpe", "--kpi", "val_loss", "--space", LR]))
-    got = sweepcli.trials_of(p.parse_args(["--search", "tpe", "--trials", "3", "--kpi", "val_loss", "--space", LR]))
+        verbcli.trials_of(p.parse_args(["--search", "tpe", "--kpi", "val_loss", "--space", LR]))
+    got = verbcli.trials_of(p.parse_args(["--search", "tpe", "--trials", "3", "--kpi", "val_loss", "--space", LR]))
     assert got == [{}, {}, {}]
 
 

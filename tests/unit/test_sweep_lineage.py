@@ -8,7 +8,7 @@ import argparse
 import pytest
 
 from taobank import lineage, platform as core, records, saved_specs, sweeps
-from taobank.cli import sweepcli, verbcli
+from taobank.cli import verbcli
 from taobank.platforms.slurm.spec import SlurmSpec
 from taobank.contract import Launch, Plan, ResultFile, ResultsListing, ResultsLocation, SubmitOptions
 from taobank.errors import TaoError, UsageError
@@ -104,7 +104,7 @@ def test_the_helpers_hand_the_parent_flags_to_the_sweep(stand):
     parent = parent_job()
     args = argparse.Namespace(parent=parent["id"], parent_kpi=None, parent_mode="min",
                               allow_incomplete_parent=False, max_concurrent=None, json=False, quiet=True)
-    assert sweepcli.submit("slurm", dict(SPEC), SubmitOptions(), TRIALS, args) == 0
+    assert verbcli.sweep_submit("slurm", dict(SPEC), SubmitOptions(), TRIALS, args) == 0
     trial_ids = [r["id"] for r in records.list_records() if r.get("sweep")]
     assert len(trial_ids) == 2 and all(records.load(i)["parent"] == parent["id"] for i in trial_ids)
     with pytest.raises(UsageError, match="--parent ID"):  # a plain submit does not drop --parent-kpi either
