@@ -208,6 +208,13 @@ class Shared:
                      for f in flags)
 
 
+#: ``--mode`` of every verb that ranks by a KPI (submit's ``--parent-mode``, ``--search``'s too): its choices and
+#: its help line (the rule is :func:`taobank.kpirank.direction`'s).
+KPI_MODES = ("min", "max")
+KPI_MODE_HELP = ("best is the lowest (min) or highest (max) value; default: from the KPI's name (lower for a loss, "
+                 "cost or error, higher for mAP, accuracy, IoU, F1, recall ...; any other name needs --mode)")
+
+
 def put(spec: dict[str, Any], values: Mapping[str, Any], keys: Mapping[str, str],
         convert: Mapping[str, Callable[[Any], Any]] | None = None) -> dict[str, Any]:
     """``spec`` with each given value (not None) written under its key, through ``convert`` where one is named."""

@@ -23,8 +23,9 @@ import argparse
 import sys
 from typing import Any, Callable
 
-from .. import kpirank, platform as core, sweepfile
+from .. import platform as core, sweepfile
 from ..errors import EXIT_FAILED, EXIT_OK, TaoError, UsageError
+from ..jobspec import KPI_MODE_HELP, KPI_MODES
 from ..text import error_line, one_line, terminal_text
 from .entry import BankParser, add_version, deprecated, print_direction_note, print_gate_notes, print_json
 
@@ -77,7 +78,7 @@ def add_status(sub: argparse._SubParsersAction, platform: str | None) -> argpars
     p.add_argument("--sweep", metavar="SWEEP", help="one table of a sweep's trials (overrides, progress, KPIs)")
     p.add_argument("--kpi", metavar="NAME", help="with --sweep: each trial's best value of this KPI and its epoch, "
                    "as sweep best ranks them (default: the latest value of every KPI)")
-    p.add_argument("--mode", choices=kpirank.MODES, help=f"with --kpi: {kpirank.MODE_HELP}")
+    p.add_argument("--mode", choices=KPI_MODES, help=f"with --kpi: {KPI_MODE_HELP}")
     p.set_defaults(func=lambda a: cmd_status(a, platform))
     return p
 
@@ -234,7 +235,7 @@ def add_artifacts(sub: argparse._SubParsersAction, platform: str | None) -> argp
     p.add_argument("id", metavar="ID", nargs="?")
     add_last(p, platform)
     p.add_argument("--kpi", metavar="NAME", help="mark the best checkpoint by this KPI of status.json (val_loss ...)")
-    p.add_argument("--mode", choices=kpirank.MODES, help=kpirank.MODE_HELP)
+    p.add_argument("--mode", choices=KPI_MODES, help=KPI_MODE_HELP)
     p.add_argument("--json", action="store_true", help='{"folder", "files": [...], "best": {...}}')
     p.set_defaults(func=lambda a: cmd_artifacts(a, platform))
     return p
@@ -264,7 +265,7 @@ def add_fetch(sub: argparse._SubParsersAction, platform: str | None) -> argparse
     p.add_argument("--best", action="store_true", help="only the best checkpoint by --kpi (as artifacts --kpi "
                    "finds it), in place of PATHs")
     p.add_argument("--kpi", metavar="NAME", help="with --best: the KPI that ranks the checkpoints (val_loss)")
-    p.add_argument("--mode", choices=kpirank.MODES, help=f"with --best: {kpirank.MODE_HELP}")
+    p.add_argument("--mode", choices=KPI_MODES, help=f"with --best: {KPI_MODE_HELP}")
     p.add_argument("--json", action="store_true", help="a JSON list of the files fetched")
     p.set_defaults(func=lambda a: cmd_fetch(a, platform))
     return p
@@ -330,7 +331,7 @@ def add_prune(sub: argparse._SubParsersAction, platform: str | None) -> argparse
                    "last (the one continue resumes from) or the N newest; the kept ones are checked intact. "
                    "Trials of one sweep named together with --keep best: the winner keeps its best, the others none")
     p.add_argument("--kpi", metavar="NAME", help="with --keep best: the KPI of status.json to rank by (val_loss ...)")
-    p.add_argument("--mode", choices=kpirank.MODES, help=f"with --keep best: {kpirank.MODE_HELP}")
+    p.add_argument("--mode", choices=KPI_MODES, help=f"with --keep best: {KPI_MODE_HELP}")
     p.add_argument("--dry-run", action="store_true", help="list each file that would go (and its size), per job; "
                    "delete nothing")
     p.add_argument("--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)")
@@ -578,7 +579,7 @@ def add_parent(p: argparse.ArgumentParser) -> None:
                    help="use a parent that is not COMPLETE (what it left so far)")
     p.add_argument("--parent-kpi", metavar="NAME", help="{parent.checkpoint} is the checkpoint of the epoch where "
                    "this KPI (as in status.json, e.g. val_loss) is best, not the newest")
-    p.add_argument("--parent-mode", choices=kpirank.MODES, help=f"with --parent-kpi: {kpirank.MODE_HELP}")
+    p.add_argument("--parent-mode", choices=KPI_MODES, help=f"with --parent-kpi: {KPI_MODE_HELP}")
 
 
 def checked_preview(platform: str, preview: Callable, check: bool) -> Callable:
@@ -655,7 +656,7 @@ def add_submit_flags(p: argparse.ArgumentParser) -> None:
                    "network logs, as TAO lists it, or its train_loss/val_loss)")
     s.add_argument("--no-kpi-check", action="store_true", help="with --search: take a --kpi TAO does not list (a "
                    "KPI its trainer writes all the same)")
-    s.add_argument("--mode", choices=kpirank.MODES, help=f"with --search: {kpirank.MODE_HELP}")
+    s.add_argument("--mode", choices=KPI_MODES, help=f"with --search: {KPI_MODE_HELP}")
     s.add_argument("--space", action="append", metavar="KEY=EXPR", help="with --search (repeatable): "
                    "KEY=loguniform(a,b) | uniform(a,b) | int(a,b) | choice(x,y,...); default: the keys TAO marks "
                    "automl_enabled for the job's network, within TAO's ranges (said on stderr)")
@@ -843,7 +844,7 @@ def add_sweep_verb(sub: argparse._SubParsersAction) -> None:
     b.add_argument("id", metavar="SWEEP")
     b.add_argument("--kpi", metavar="NAME", help="a KPI of status.json (val_loss, mAP ...); a search's own KPI when "
                    "left out")
-    b.add_argument("--mode", choices=kpirank.MODES, help=kpirank.MODE_HELP)
+    b.add_argument("--mode", choices=KPI_MODES, help=KPI_MODE_HELP)
     b.add_argument("--json", action="store_true", help="the winner and every trial ranked")
     b.set_defaults(func=cmd_best)
 
