@@ -8,7 +8,6 @@ from ... import fsio, pins, records, bounded_parse, savedlogs
 from ...errors import TaoError
 from . import render
 from .render import FINAL_STATUS_PREFIX
-from . import results as resultsmod
 from . import status as smap
 from .kubectl import Kubectl
 from . import JOB_LABEL, SPEC_FILE
@@ -122,7 +121,7 @@ def volume_logs(kube: Kubectl, rec: Record, tail: int) -> str | None:
         return None
     if spec.get("storage_tier", "A") != "A" or not spec.get("log_copy", True):
         return None
-    folder = resultsmod.plan(spec).for_job(rec.id).pod_folder
+    folder = render.results_plan(spec).for_job(rec.id).pod_folder
     if not folder:
         return None
     _, text = volume_job.run(kube, spec, ["/bin/sh", "-c", _READ_LOGS, "tao-logs", f"{folder}/{render.LOG_COPY_DIR}",

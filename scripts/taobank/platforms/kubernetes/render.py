@@ -4,33 +4,42 @@ The templates in ``templates/k8s/`` hold the fixed skeleton; this module
 builds every variable part (containers, env, volumes) as Python data and
 passes it through :func:`taobank.render.render_yaml_documents`, which emits
 each value as JSON. Whatever a string holds, the parsed manifest carries
-exactly that string; optional fields are omitted, never rendered empty. A single-pod
-train job on a volume gets the resume prologue (:func:`resume_prologue`).
+exactly that string; optional fields are omitted, never rendered empty. Where the job's results go is
+decided here too (:func:`results_plan`: the one rule, which status, logs and results read back), and a
+single-pod train job on a volume gets the resume prologue (:func:`resume_prologue`).
 """
 from __future__ import annotations
 
 import hashlib
+import posixpath
 import re
+from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ... import multinode as nodeguard, names, pins
+from ... import checkpoints, multinode as nodeguard, names, pins
 from ...contract import RESULTS_VAR
 from ...errors import TaoError
 from .spec import KubernetesSpec
 from ...jobspec import given
 from ...paths import is_under
+from ...records import ID_PLACEHOLDER, NO_RESULTS_DIR
 from ...render import render_yaml_documents
 from . import JOB_LABEL, MANAGED_BY
-from . import results as resultsmod
-from ... import checkpoints
 
 SINGLE_TEMPLATE = "k8s/single-pod-job.yaml.tmpl"
 INDEXED_TEMPLATE = "k8s/indexed-job.yaml.tmpl"
 
+#: The variables the TAO container reads to know where to write (the parent + the folder name).
+RESULTS_ENV = "TAO_API_RESULTS_DIR"
+JOB_ENV = "TAO_API_JOB_ID"
+#: What the record keeps for a job that was told to keep no results (--no-results).
+NO_RESULTS = NO_RESULTS_DIR
+#: Under the tier C staging emptyDir, where the results are written before the upload.
+STAGED_RESULTS = "results"
 #: The rendezvous variables a multi-node job sets; a user env may not override them.
 RENDEZVOUS_ENV = ("WORLD_SIZE", "NUM_GPU_PER_NODE", "NNODES", "NPROC_PER_NODE", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT")
 #: Names the bank itself sets in every pod.
-RESERVED_ENV = ("TAO_JOB_ID", "JOB_COMPLETION_INDEX", "TAO_STAGING_DIR", resultsmod.RESULTS_ENV, resultsmod.JOB_ENV,
+RESERVED_ENV = ("TAO_JOB_ID", "JOB_COMPLETION_INDEX", "TAO_STAGING_DIR", RESULTS_ENV, JOB_ENV,
                 RESULTS_VAR)
 INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 CONFIG_SHA_ANNOTATION = "tao-skill-bank/config-sha256"
@@ -232,7 +241,10 @@ def failure_policy(multinode: bool = False) -> dict:
 
 def staging_dir(spec: KubernetesSpec | Mapping[str, Any]) -> str | None:
     """The tier C shared emptyDir (None for tier A); a saved spec file's mapping is read as its typed spec."""
-    spec = KubernetesSpec.of(spec)
+    return _staging(KubernetesSpec.of(spec))
+
+
+def _staging(spec: KubernetesSpec) -> str | None:
     return (spec.staging_dir or "/tao-staging") if given(spec.storage_tier, "A") == "C" else None
 
 
@@ -260,7 +272,7 @@ def _check_env(spec: KubernetesSpec, multinode: bool) -> None:
 
 
 def _env_list(spec: KubernetesSpec, job_id: str, name: str, service: str, multinode: bool, staging: str | None,
-              results: resultsmod.Results) -> list[dict]:
+              results: Results) -> list[dict]:
     env: list[dict] = [{"name": "TAO_JOB_ID", "value": job_id}, *results.env()]
     if staging:
         env.append({"name": "TAO_STAGING_DIR", "value": staging})
@@ -287,7 +299,10 @@ def _env_list(spec: KubernetesSpec, job_id: str, name: str, service: str, multin
 
 def volumes_and_mounts(spec: KubernetesSpec | Mapping[str, Any], shm_size: str) -> tuple[list[dict], list[dict]]:
     """The pod's volumes and the main container's mounts: /dev/shm, then one volume per distinct source."""
-    spec = KubernetesSpec.of(spec)
+    return _volumes_and_mounts(KubernetesSpec.of(spec), shm_size)
+
+
+def _volumes_and_mounts(spec: KubernetesSpec, shm_size: str) -> tuple[list[dict], list[dict]]:
     volumes: list[dict] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm_size}}]
     mounts: list[dict] = [{"name": "dshm", "mountPath": "/dev/shm"}]
     seen_paths = {"/dev/shm"}
@@ -355,7 +370,7 @@ def _context(
     config: dict | None = None,
     retry_disruptions: bool = True,
     sweep_table: str | None = None,
-) -> tuple[dict, resultsmod.Results]:
+) -> tuple[dict, Results]:
     """Everything the templates need, as data, and the job's results plan (``{id}`` for the job id: computed
     once here, and handed to submit with the manifests by :func:`render_job`).
 
@@ -387,8 +402,8 @@ def _context(
         raise TaoError("the job spec needs command (shell text) or args (native argv)")
     spec = spec.with_gpu_args(int(given(spec.gpus, 1)), nodes)  # TAO reads its GPUs from its argv
     # TAO writes under its results_dir, not under $RESULTS_DIR
-    staging = staging_dir(spec)
-    planned = resultsmod.plan(spec, staging=staging)
+    staging = _staging(spec)
+    planned = _results_plan(spec, staging)
     results = planned.for_job(job_id)
     spec = spec.with_results_dir(results.pod_folder)
     tier = given(spec.storage_tier, "A")
@@ -398,7 +413,7 @@ def _context(
     labels = labels_for(job_id)
     pod_labels = {**(spec.pod_labels or {}), **labels}
     pod_annotations = dict(spec.pod_annotations or {})
-    volumes, mounts = volumes_and_mounts(spec, shm)
+    volumes, mounts = _volumes_and_mounts(spec, shm)
     env_from = [{"secretRef": {"name": cred_secret}}] if cred_secret else None
 
     user_argv = [] if sweep_table else argv_of(spec)
@@ -531,7 +546,7 @@ def render_manifests(spec: KubernetesSpec | Mapping[str, Any], **kwargs: Any) ->
     return render_job(spec, **kwargs)[0]
 
 
-def render_job(spec: KubernetesSpec | Mapping[str, Any], **kwargs: Any) -> tuple[list[dict], resultsmod.Results]:
+def render_job(spec: KubernetesSpec | Mapping[str, Any], **kwargs: Any) -> tuple[list[dict], Results]:
     """The manifests for ``spec`` and its results plan (``{id}`` for the job id), each made once."""
     ctx, planned = _context(spec, **kwargs)
     template = INDEXED_TEMPLATE if ctx["nodes"] > 1 else SINGLE_TEMPLATE
@@ -583,3 +598,102 @@ def resume_prologue(spec: KubernetesSpec) -> str:
             + f'tao_ckpt=$(tao_latest_checkpoint "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID" {action} || true)\n'
             + checkpoints.resume_set(network=network))
 
+
+# ------------------------------------------------------------ where the results go
+# Where a Kubernetes job's results go: the one rule, used by the renderer and by submit.
+#
+# A pod's own filesystem is deleted with the pod, so ``results_dir`` must be
+# under a mounted volume (tier A) or an ``s3://`` prefix that the upload
+# sidecar fills at the end (tier C, written under the staging emptyDir
+# first). Anything else is refused in one line.
+#
+# One folder per job by default: ``results_dir`` is the parent and the job
+# writes ``<results_dir>/<job id>``; with no ``results_dir`` the parent is the
+# first writable mount. ``results_exact: true`` makes ``results_dir`` the
+# folder itself. The container learns the place through ``RESULTS_DIR`` (the
+# folder, the name every platform sets) and the variables TAO reads,
+# ``TAO_API_RESULTS_DIR`` (the parent) and ``TAO_API_JOB_ID`` (the folder's
+# name: the job id unless exact); the record keeps the folder.
+@dataclass(frozen=True)
+class Results:
+    """Where one job's results go. ``folder`` is what the record keeps (``{id}`` = the job id)."""
+
+    folder: str
+    parent: str | None = None  # TAO_API_RESULTS_DIR in the pod (None: no results kept)
+    name: str | None = None  # TAO_API_JOB_ID in the pod
+    upload: tuple[str, str] | None = None  # tier C: (path in the pod, s3:// URI) the sidecar uploads
+
+    @property
+    def pod_folder(self) -> str | None:
+        return posixpath.join(self.parent, self.name) if self.parent and self.name else None
+
+    def env(self) -> list[dict]:
+        if self.parent is None:
+            return []
+        return [{"name": RESULTS_ENV, "value": self.parent}, {"name": JOB_ENV, "value": self.name},
+                {"name": RESULTS_VAR, "value": self.pod_folder}]
+
+    def for_job(self, job_id: str) -> "Results":
+        """The same plan with the job id in place of the placeholder."""
+        def sub(v):
+            return v.replace(ID_PLACEHOLDER, job_id) if isinstance(v, str) else v
+        up = (sub(self.upload[0]), sub(self.upload[1])) if self.upload else None
+        return Results(sub(self.folder), sub(self.parent), sub(self.name), up)
+
+
+def _mounts(spec: KubernetesSpec) -> list[dict]:
+    return list(spec.mounts or [])
+
+
+def results_plan(spec: KubernetesSpec | Mapping[str, Any], *, staging: str | None = None) -> Results:
+    """The results plan of ``spec`` (TaoError when they would be lost). ``{id}`` stands for the job id. A
+    mapping (the spec file saved beside a record) is read as its typed spec."""
+    return _results_plan(KubernetesSpec.of(spec), staging)
+
+
+def _results_plan(spec: KubernetesSpec, staging: str | None) -> Results:
+    if spec.no_results:
+        if spec.results_dir:
+            raise TaoError("give results_dir or no_results, not both")
+        return Results(NO_RESULTS)
+    exact = bool(spec.results_exact)
+    tier = given(spec.storage_tier, "A")
+    wanted = spec.results_dir
+    writable = [m for m in _mounts(spec) if not m.get("read_only")]
+    if wanted is None:
+        if exact:
+            raise TaoError("results_exact needs results_dir: name the folder")
+        if not writable:
+            raise TaoError("results_dir: nothing mounted to keep results on (the pod's own disk is deleted with it): "
+                           "mount a volume (--pvc-mount CLAIM:/results), give an s3:// results_dir (tier C), "
+                           "or --no-results")
+        wanted = writable[0]["mount_path"]
+    wanted = str(wanted).rstrip("/") or "/"
+    if wanted.startswith("s3://"):
+        if tier != "C":
+            raise TaoError(f"results_dir {wanted} is an S3 prefix: that needs storage_tier C (the upload sidecar), "
+                           "or put results_dir under a mounted volume")
+        if not staging:
+            raise TaoError("tier C results need the staging folder")
+        if len(wanted) <= len("s3://") or ".." in wanted.split("/"):
+            raise TaoError(f"results_dir {wanted} names no bucket: give s3://bucket/prefix")
+        base = posixpath.join(staging, STAGED_RESULTS)
+        name = posixpath.basename(wanted) if exact else ID_PLACEHOLDER
+        folder = wanted if exact else f"{wanted}/{ID_PLACEHOLDER}"
+        return Results(folder, base, name, (posixpath.join(base, name), folder))
+    if not wanted.startswith("/") or ".." in wanted.split("/"):
+        raise TaoError(f"results_dir {wanted} must be an absolute path under a mounted volume or an s3:// prefix")
+    under = [m for m in _mounts(spec) if is_under(wanted, m["mount_path"])]
+    if not under:
+        mounted = ", ".join(m["mount_path"] for m in _mounts(spec)) or "none"
+        raise TaoError(f"results_dir {wanted} is on no mounted volume (mounted: {mounted}), so the results would be "
+                       "deleted with the pod: mount one there (--pvc-mount CLAIM:PATH) or use an s3:// prefix (tier C)")
+    deepest = max(under, key=lambda m: len(m["mount_path"]))
+    if deepest.get("read_only"):
+        raise TaoError(f"results_dir {wanted} is on {deepest['mount_path']}, which is mounted read-only: "
+                       "pick a writable mount")
+    if exact:
+        if wanted == "/":
+            raise TaoError("results_dir / cannot be a job's folder")
+        return Results(wanted, posixpath.dirname(wanted), posixpath.basename(wanted))
+    return Results(posixpath.join(wanted, ID_PLACEHOLDER), wanted, ID_PLACEHOLDER)

@@ -33,7 +33,6 @@ from ...jobspec import given
 from ...run import Result, last_line
 from . import JOB_LABEL, OWNER_UID_LABEL, SPEC_FILE, SWEEP_LABEL, credentials, gates, render
 from .objects import delete_options, find_jobs
-from . import results as resultsmod
 from .kubectl import Kubectl, cluster_json, json_objects
 from ...records import Record
 
@@ -227,7 +226,7 @@ def preview_sweep(specs: list[KubernetesSpec], ids: list[str], batch: Batch, *, 
     if ngc_pull_secret:
         objs.append(credentials.masked(credentials.pull_secret_object(render.pull_secret_name(sweep), namespace,
                                                                       sweep, "")))
-    folders = [resultsmod.plan(s, staging=render.staging_dir(s)).for_job(jid).folder for s, jid in zip(specs, ids)]
+    folders = [render.results_plan(s, staging=render.staging_dir(s)).for_job(jid).folder for s, jid in zip(specs, ids)]
     return objs, folders
 
 
