@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from . import names, nccl_verdicts, records, saved_specs, states, tao_command
+from . import jobfiles, names, nccl_verdicts, records, states, tao_command
 from .contract import Batch, Gate, Launch, Plan, SubmitOptions
 from .errors import SubmitUncertain, TaoError, UsageError
 from .records import Record
@@ -92,7 +92,7 @@ def submit(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Submi
     recs = [rec] if rec is not None else _open(adapter, plans, opts, gate, sweep_id, trials, k,
                                                search.summary() if search is not None else None)
     for r, spec in zip(recs, specs):  # what `continue` runs again (no secret: names only)
-        saved_specs.save(r.id, spec, {key: getattr(opts, key) for key in saved_specs.KEPT_OPTIONS})
+        jobfiles.save_spec(r.id, spec, {key: getattr(opts, key) for key in jobfiles.KEPT_OPTIONS})
     try:
         launches = adapter.launch(plans, recs, batch)
     except SubmitUncertain as exc:

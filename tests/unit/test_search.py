@@ -290,11 +290,11 @@ def test_the_site_check_finds_a_lock_that_is_not_exclusive_and_a_missing_python(
 
 def test_continue_of_a_search_trial_the_study_gave_no_values_is_one_line(state_dir):
     """A PRUNED trial continues with its study's values (the SLURM e2e shows it); one that never asked has none."""
-    from taobank import lineage, records, saved_specs
+    from taobank import jobfiles, lineage, records
 
     rec = records.open_record("slurm", "none", "dino", "train", "A", "/lustre/results", sweep=("dino-sweep-1", 0, {}),
                               backend={"search": "tpe", "search_kpi": "val_loss"})
-    saved_specs.save(rec["id"], {"network_arch": "dino", "action": "train", "command": ["true"]}, {})
+    jobfiles.save_spec(rec["id"], {"network_arch": "dino", "action": "train", "command": ["true"]}, {})
     records.mark(rec["id"], "PRUNED", message="PRUNED at epoch 1: val_loss 1.4, worse than the rung's cut 0.6")
     with pytest.raises(TaoError, match="trial of search dino-sweep-1 whose study holds no values") as err:
         lineage.continue_job("slurm", rec["id"])

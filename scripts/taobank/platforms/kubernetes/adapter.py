@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
 
-from ... import savedlogs
+from ... import jobfiles
 from ...contract import Batch, Gate, Launch, Observation, Stop, SubmitOptions, SweepPreview
 from . import spec as specmod
 from .spec import KubernetesSpec
@@ -27,7 +27,7 @@ class Kubernetes(Platform[KubernetesSpec, KubePlan]):
         return results_access
 
     def view(self, rec: Record) -> JobView:
-        saved = savedlogs.saved(rec.id, "logs.txt")
+        saved = jobfiles.saved_logs(rec.id, "logs.txt")
         return JobView.from_record(rec, saved_logs=str(saved) if saved else None)
 
     def observe(self, recs: list[Record], *, context: dict) -> list[Observation]:
