@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .deps import require
-from .errors import TaoError
+from .errors import TaoError, require
 
 #: Deepest nesting a document may have; a job spec needs fewer than ten levels.
 MAX_DEPTH = 64

@@ -25,8 +25,7 @@ import shlex
 from typing import Any, Literal
 
 from . import BANK_ROOT
-from .deps import require
-from .errors import TaoError
+from .errors import TaoError, require
 
 TEMPLATES = BANK_ROOT / "templates"
 
