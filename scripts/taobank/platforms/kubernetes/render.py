@@ -509,6 +509,7 @@ def _context(
             del c["envFrom"]
 
     pulls = [{"name": s} for s in [*pull_secrets, *([spec.image_pull_secret] if spec.image_pull_secret else [])]]
+    policy = failure_policy(nodes > 1) if retry_disruptions else None
     return {
         "name": name,
         "service_name": name,
@@ -520,7 +521,7 @@ def _context(
         "nodes": nodes,
         "master_port": int(spec.master_port or pins.resolve("kubernetes.master_port")),
         "backoff_limit": int(pins.resolve("kubernetes.disruption_retries")) if retry_disruptions and nodes == 1 else 0,
-        "pod_failure_policy": failure_policy(nodes > 1) if retry_disruptions else None,
+        "pod_failure_policy": policy,
         "ttl_seconds_after_finished": int(
             spec.ttl_seconds_after_finished if spec.ttl_seconds_after_finished is not None
             else pins.resolve("kubernetes.ttl_seconds_after_finished")

@@ -88,6 +88,9 @@ FLAGS = (
 SHARED_KEYS = KubernetesSpec.flag_keys()
 _OWN_KEYS = ("command", "results_dir", "storage_tier", "ttl_seconds_after_finished", "active_deadline_seconds",
              "image_pull_secret", "results_exact", "no_results", "check_inputs", "queue")
+_OWN = {key: key for key in _OWN_KEYS}
+#: the KEY=VALUE flags merged over the spec's own mappings (the flags win per key)
+_MERGED = {"env": "env", "nccl_env": "nccl_env", "node_selector": "node_selector", "pod_annotation": "pod_annotations"}
 
 
 def spec_from_flags(path: str | None, values: Mapping[str, Any]) -> dict:
@@ -96,8 +99,8 @@ def spec_from_flags(path: str | None, values: Mapping[str, Any]) -> dict:
 
     spec: dict = specmod.load_file(path) if path else {}
     put(spec, values, SHARED_KEYS)
-    merge(spec, values, {"env": "env", "nccl_env": "nccl_env"})
-    put(spec, values, {key: key for key in _OWN_KEYS})
+    merge(spec, values, _MERGED)
+    put(spec, values, _OWN)
     for unit, seconds in (("time_hours", 3600), ("time_minutes", 60)):
         if values.get(unit) is not None:
             if not 0 < values[unit] < 1e7:
@@ -112,7 +115,6 @@ def spec_from_flags(path: str | None, values: Mapping[str, Any]) -> dict:
             raise UsageError("--args-json must be a JSON list of strings") from None
         spec["args"] = argv
         spec.pop("command", None)
-    merge(spec, values, {"node_selector": "node_selector", "pod_annotation": "pod_annotations"})
     for item in values.get("pvc_mount") or []:
         claim, sep, mount = item.partition(":")
         if not sep:
