@@ -241,11 +241,12 @@ def failure_policy(multinode: bool = False) -> dict:
 
 def staging_dir(spec: KubernetesSpec | Mapping[str, Any]) -> str | None:
     """The tier C shared emptyDir (None for tier A); a saved spec file's mapping is read as its typed spec."""
-    return _staging(KubernetesSpec.of(spec))
+    typed = KubernetesSpec.of(spec)
+    return _staging(typed, given(typed.storage_tier, "A"))
 
 
-def _staging(spec: KubernetesSpec) -> str | None:
-    return (spec.staging_dir or "/tao-staging") if given(spec.storage_tier, "A") == "C" else None
+def _staging(spec: KubernetesSpec, tier: str) -> str | None:
+    return (spec.staging_dir or "/tao-staging") if tier == "C" else None
 
 
 #: Longest label/annotation/nodeSelector key Kubernetes accepts: a DNS subdomain prefix, "/", a name.
@@ -392,7 +393,8 @@ def _context(
         raise TaoError(f"job name {name!r} is not an RFC 1035 label of at most {MAX_NAME_LEN} characters")
     if not names.is_dns1123_label(namespace):
         raise TaoError(f"namespace {namespace!r} is not a valid Kubernetes namespace name")
-    nodes = int(given(spec.nodes, 1))
+    nodes_given, gpus_given, tier = given(spec.nodes, 1), given(spec.gpus, 1), given(spec.storage_tier, "A")
+    nodes = int(nodes_given)
     multinode = nodes > 1
     _check_env(spec, multinode)
     _check_key_lengths(spec)
@@ -400,13 +402,12 @@ def _context(
         raise TaoError("give either command (shell text) or args (native argv), not both")
     if spec.command is None and not spec.args:
         raise TaoError("the job spec needs command (shell text) or args (native argv)")
-    spec = spec.with_gpu_args(int(given(spec.gpus, 1)), nodes)  # TAO reads its GPUs from its argv
+    spec = spec.with_gpu_args(int(gpus_given), nodes)  # TAO reads its GPUs from its argv
     # TAO writes under its results_dir, not under $RESULTS_DIR
-    staging = _staging(spec)
-    planned = _results_plan(spec, staging)
+    staging = _staging(spec, tier)
+    planned = _results_plan(spec, staging, tier)
     results = planned.for_job(job_id)
     spec = spec.with_results_dir(results.pod_folder)
-    tier = given(spec.storage_tier, "A")
     shm = spec.shm_size or pins.resolve(
         "kubernetes.shm_size_multinode" if multinode else "kubernetes.shm_size_single"
     )
@@ -649,16 +650,16 @@ def _mounts(spec: KubernetesSpec) -> list[dict]:
 def results_plan(spec: KubernetesSpec | Mapping[str, Any], *, staging: str | None = None) -> Results:
     """The results plan of ``spec`` (TaoError when they would be lost). ``{id}`` stands for the job id. A
     mapping (the spec file saved beside a record) is read as its typed spec."""
-    return _results_plan(KubernetesSpec.of(spec), staging)
+    typed = KubernetesSpec.of(spec)
+    return _results_plan(typed, staging, given(typed.storage_tier, "A"))
 
 
-def _results_plan(spec: KubernetesSpec, staging: str | None) -> Results:
+def _results_plan(spec: KubernetesSpec, staging: str | None, tier: str) -> Results:
     if spec.no_results:
         if spec.results_dir:
             raise TaoError("give results_dir or no_results, not both")
         return Results(NO_RESULTS)
     exact = bool(spec.results_exact)
-    tier = given(spec.storage_tier, "A")
     wanted = spec.results_dir
     writable = [m for m in _mounts(spec) if not m.get("read_only")]
     if wanted is None:
