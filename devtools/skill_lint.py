@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from taobank.deps import require
+from taobank.errors import require
 
 RULES: dict[str, str] = {
     "frontmatter": "SKILL.md starts with a '---' YAML mapping holding only name, description, license, compatibility (1-500 chars), metadata (strings to strings), allowed-tools",

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from taobank import BANK_ROOT, pins
-from taobank.taonetworks import GPU_KEYS, RESUME_KEYS, TABLE_FILE
+from taobank.tao_command import GPU_KEYS, RESUME_KEYS, TABLE_FILE
 
 #: The TAO version the table is read from: the version of the pinned training image (versions.yaml).
 TAO_VERSION = str(pins.resolve("images.tao_toolkit.pyt")).rpartition(":")[2].removesuffix("-pyt")

@@ -14,9 +14,7 @@ import argparse
 import os
 import sys
 
-from taobank.cli.entry import BankParser
-from taobank.cli.entry import run_main
-from taobank.cli.specargs import spec_arguments, spec_from_args
+from taobank.cli.entry import BankParser, run_main, spec_arguments, spec_from_args
 from taobank.errors import UsageError
 
 

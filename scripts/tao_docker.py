@@ -29,7 +29,7 @@ from __future__ import annotations
 import argparse
 
 from taobank.cli import verbcli
-from taobank.cli.entry import print_gate_notes, print_json, run_main
+from taobank.cli.entry import print_gate_notes, print_json, run_main, spec_arguments, spec_from_args
 from taobank.errors import UsageError
 
 PLATFORM = "docker"
@@ -45,17 +45,14 @@ def _adapter(args: argparse.Namespace):
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from taobank.cli import sweepcli
     from taobank.contract import SubmitOptions
-    from taobank.cli.specargs import spec_from_args
-
-    trials = sweepcli.trials_of(args)  # a bad sweep is refused before anything else is read
+    trials = verbcli.trials_of(args)  # a bad sweep is refused before anything else is read
     spec = spec_from_args(args, PLATFORM)
     adapter = _adapter(args)
     if trials is not None:
         if args.parent:
             raise UsageError("--parent names one job's results: submit the sweep's trials without it, or one by one")
-        return sweepcli.submit(PLATFORM, spec, SubmitOptions(job_id=args.job_id, description=args.description,
+        return verbcli.sweep_submit(PLATFORM, spec, SubmitOptions(job_id=args.job_id, description=args.description,
                                                              ngc_pull_secret=args.ngc_pull_secret), trials, args)
     if args.dry_run:
         text = verbcli.submit_lineage(PLATFORM, spec, SubmitOptions(job_id=args.job_id,
@@ -132,8 +129,6 @@ def main(argv: list[str]) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """Every verb's grammar (what main parses with, and what the MCP tools read their schemas from)."""
-    from taobank.cli.specargs import spec_arguments
-
     parser, sub = verbcli.parser("tao_docker.py", __doc__)
 
     p = sub.add_parser("submit", help="check, then start one job as a detached container")
@@ -144,9 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "registry as $oauthtoken with $NGC_KEY (on stdin, never argv), as Kubernetes makes its pull Secret")
     verbcli.add_parent(p)
     verbcli.add_submit_outputs(p)
-    from taobank.cli import sweepcli
 
-    sweepcli.add_submit_flags(p)
+    verbcli.add_submit_flags(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- command args (overrides the spec's command)")
     p.set_defaults(func=cmd_submit)
 

@@ -87,9 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     verbcli.add_metrics(sub, None)
     verbcli.add_results(sub, None)
     verbcli.add_continue(sub, None)
-    from taobank.cli import sweepcli
 
-    sweepcli.add_sweep_verb(sub)
+    verbcli.add_sweep_verb(sub)
     speccli.add_spec_verb(sub)
     return parser
 

@@ -27,7 +27,7 @@ import argparse
 import sys
 
 from taobank.cli import verbcli
-from taobank.cli.entry import parse_kv, print_gate_notes, print_json, run_main
+from taobank.cli.entry import deprecated, parse_kv, print_gate_notes, print_json, run_main, spec_arguments, spec_from_args
 from taobank.errors import UsageError
 
 
@@ -36,14 +36,11 @@ def _submit(args: argparse.Namespace) -> int:
     from taobank.contract import SubmitOptions
     from taobank.platforms.kubernetes import action_request
     from taobank.platforms.kubernetes.adapter import PREVIEW_ID
-    from taobank.cli.specargs import spec_from_args
 
-    from taobank.cli import sweepcli
-
-    trials = sweepcli.trials_of(args)  # a bad sweep is refused before anything else is read
+    trials = verbcli.trials_of(args)  # a bad sweep is refused before anything else is read
     secret_env = list(args.secret_env or [])
     if args.secret:
-        verbcli.deprecated("--secret")
+        deprecated("--secret")
         secret_env += args.secret
 
     config = None
@@ -59,7 +56,7 @@ def _submit(args: argparse.Namespace) -> int:
                             ngc_pull_secret=args.ngc_pull_secret, config=config, description=args.description,
                             require_free=args.require_free, skip_nccl_probe=args.skip_nccl_probe)
     if trials is not None:
-        return sweepcli.submit("kubernetes", spec, options, trials, args)
+        return verbcli.sweep_submit("kubernetes", spec, options, trials, args)
     adapter = platform.get("kubernetes")
     if args.dry_run:
         text = verbcli.submit_lineage("kubernetes", spec, options, args, preview=adapter.preview)
@@ -114,8 +111,6 @@ def main(argv: list[str]) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """Every verb's grammar (what main parses with, and what the MCP tools read their schemas from)."""
-    from taobank.cli.specargs import spec_arguments
-
     parser, sub = verbcli.parser("tao_k8s.py", __doc__)
     p = sub.add_parser("submit", help="gate, open record, render, lint, dry-run, apply, mark")
     spec_arguments(p, "kubernetes")
@@ -137,9 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--context", help="default: $TAO_K8S_CONTEXT")
     verbcli.add_parent(p)
     verbcli.add_submit_outputs(p)
-    from taobank.cli import sweepcli
 
-    sweepcli.add_submit_flags(p)
+    verbcli.add_submit_flags(p)
     p.set_defaults(func=_submit)
     verbcli.add_common(sub, "kubernetes")
     verbcli.add_results(sub, "kubernetes")

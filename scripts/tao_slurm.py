@@ -30,7 +30,7 @@ import argparse
 import os
 
 from taobank.cli import verbcli
-from taobank.cli.entry import parse_kv, print_json, run_main
+from taobank.cli.entry import parse_kv, print_json, run_main, spec_arguments, spec_from_args
 from taobank.errors import UsageError
 
 
@@ -49,14 +49,11 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if args.job_id and not args.dry_run:
         raise UsageError(f"--job-id only names a --dry-run preview here: to finish an interrupted SLURM submit run "
                          f"tao_slurm.py resume {args.job_id}")
-    from taobank.cli.specargs import spec_from_args
 
-    from taobank.cli import sweepcli
-
-    trials = sweepcli.trials_of(args)
+    trials = verbcli.trials_of(args)
     spec = spec_from_args(args, "slurm")
     if trials is not None:
-        return sweepcli.submit("slurm", spec, SubmitOptions(description=args.description,
+        return verbcli.sweep_submit("slurm", spec, SubmitOptions(description=args.description,
                                                            skip_nccl_probe=args.skip_nccl_probe), trials, args)
     adapter = platform.get("slurm")
     if args.dry_run:
@@ -153,8 +150,6 @@ def main(argv: list[str]) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """Every verb's grammar (what main parses with, and what the MCP tools read their schemas from)."""
-    from taobank.cli.specargs import spec_arguments
-
     parser, sub = verbcli.parser("tao_slurm.py", __doc__)
 
     p = sub.add_parser("submit", help="stage, render and sbatch one job")
@@ -164,9 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--job-id", help="with --dry-run: the id the preview uses")
     verbcli.add_parent(p)
     verbcli.add_submit_outputs(p)
-    from taobank.cli import sweepcli
 
-    sweepcli.add_submit_flags(p)
+    verbcli.add_submit_flags(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- command args (overrides the spec's command)")
     p.set_defaults(func=cmd_submit)
 

@@ -1,7 +1,7 @@
 """How TAO names and finds its checkpoints, and how a run resumes: read from ONE table (versions.yaml
 ``tao_checkpoints``), one row per network family (Lightning networks, mmengine's bevfusion, OpenPCDet's
 pointpillars). Which family a network is in is TAO's own fact, generated into ``schemas/tao_networks.json``
-(:func:`taobank.taonetworks.checkpoint_family`); a network the pinned TAO lacks is in the default family.
+(:func:`taobank.tao_command.checkpoint_family`); a network the pinned TAO lacks is in the default family.
 
 Used by ``continue`` and ``--parent`` (:mod:`taobank.lineage`, over a results listing) and by the
 platform code that resumes a replaced run (the shell function :func:`shell_finder`, rendered into the
@@ -14,7 +14,7 @@ import posixpath
 import re
 from typing import Iterable, Mapping, Sequence
 
-from . import pins, taonetworks
+from . import pins, tao_command
 from .contract import ResultFile
 from .errors import TaoError
 
@@ -28,7 +28,7 @@ def family(network: str | None) -> str:
     """The family of ``network`` (``schemas/tao_networks.json``, from TAO's facts); a network the pinned TAO does
     not have (a site's custom build): versions.yaml ``tao_checkpoints.default_family``."""
     t = pins.resolve("tao_checkpoints")
-    found = taonetworks.checkpoint_family(network)
+    found = tao_command.checkpoint_family(network)
     if found is not None and found not in (t.get("families") or {}):
         raise TaoError(f"schemas/tao_networks.json files {network} in checkpoint family {found!r}, which versions.yaml "
                        "tao_checkpoints.families lacks: add the family's names there")

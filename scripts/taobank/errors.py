@@ -1,5 +1,10 @@
-"""The one exception type for failures a user must act on, and the exit codes of every helper."""
+"""The one exception type for failures a user must act on, the exit codes of every helper, and the import of a
+third-party package that fails as one (:func:`require`)."""
 from __future__ import annotations
+
+import importlib
+import sys
+from types import ModuleType
 
 #: Exit codes of every verb of every helper (README "Exit codes").
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -26,7 +31,7 @@ class UsageError(TaoError):
 
 
 class MissingDependency(TaoError):
-    """A third-party Python package the helper needs is not installed (see :mod:`taobank.deps`)."""
+    """A third-party Python package the helper needs is not installed (see :func:`require`)."""
 
 
 class SubmitUncertain(TaoError):
@@ -37,3 +42,20 @@ class SubmitUncertain(TaoError):
     def __init__(self, message: str, note: str | None = None) -> None:
         super().__init__(message)
         self.note = note
+
+
+# import name -> pip distribution name
+_PIP_NAMES = {"yaml": "pyyaml", "jsonschema": "jsonschema", "jinja2": "jinja2"}
+
+
+def require(module: str) -> ModuleType:
+    """Import ``module`` or raise MissingDependency (a TaoError) naming the pip package to install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        pip_name = _PIP_NAMES.get(module, module)
+        raise MissingDependency(
+            f"missing Python dependency '{pip_name}': run "
+            f"'{sys.executable} -m pip install {pip_name}' "
+            f"(or pip install -r requirements.txt in the bank)"
+        ) from None

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
-from .deps import require
+from .errors import require
 from .errors import TaoError, UsageError
 
 #: Bytes per read of a local copy (a fetch from Docker or S3): large enough for C speed, small enough for memory.

@@ -5,11 +5,14 @@ classes are the same vocabulary as Python types, and ``tests/unit/test_jobspec.p
 schemas both ways (every schema property is a field, every field a property or a shared one the platform
 lacks). A platform spells a shared field its own way (SLURM's ``num_nodes`` is the shared ``nodes``):
 ``SPELLING`` says how, ``None`` where the platform has no such field (a Docker job runs on one host).
+
+The submit flags that fill a spec are declared here too, as data (:class:`Flag`, :class:`Shared`): each adapter
+says what its submit accepts and where each value goes; the command line builds its grammar from them.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
-from typing import Any, ClassVar, Mapping, TypeVar
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Callable, ClassVar, Mapping, Protocol, TypeVar
 
 from .errors import TaoError
 from .redact import shown_keys, unknown_fields
@@ -22,7 +25,7 @@ def given(value: Any, default: Any) -> Any:
     return default if value is None else value
 
 
-#: The shared submit flags (:data:`taobank.cli.specargs.SHARED`) that set a shared field, by flag value name.
+#: The shared submit flags (:data:`taobank.cli.entry.SHARED`) that set a shared field, by flag value name.
 FLAG_FIELDS = {"image": "image", "network_arch": "network_arch", "action": "action", "nodes": "nodes",
                "gpus_per_node": "gpus", "cpus": "cpus", "memory": "memory"}
 
@@ -156,3 +159,104 @@ class JobSpec:
 
 
 __all__ = ["given", "JobSpec", "FLAG_FIELDS"]
+
+
+# ------------------------------------------------------------ the submit flags, as data
+# Command-line flags as data: each adapter declares what its submit accepts and where each value goes.
+#
+# The command line (:mod:`taobank.cli.entry`) builds the argparse grammar from these declarations and
+# hands the adapter plain values (a ``KEY=VALUE`` flag already a dict, the argv after ``--`` already a
+# list), so no adapter imports argparse or the command line.
+#: What a flag holds: one value; a repeatable list; repeatable KEY=VALUE pairs (a dict);
+#: True when given (``on``); False when given (``off``).
+KINDS = ("value", "list", "pairs", "on", "off")
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One flag: its spellings, what it holds, its help line (``hidden``: accepted, never listed)."""
+
+    names: tuple[str, ...]
+    dest: str = ""
+    kind: str = "value"
+    type: Callable[[str], Any] = str
+    help: str | None = None
+    metavar: str | None = None
+    choices: tuple[str, ...] | None = None
+    default: Any = None
+    hidden: bool = False
+    exclusive: str = ""  # flags naming the same group may not be given together
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"flag {self.names[0]}: kind {self.kind!r} is not one of {', '.join(KINDS)}")
+        if not self.dest:
+            object.__setattr__(self, "dest", self.names[0].lstrip("-").replace("-", "_"))
+
+
+@dataclass(frozen=True)
+class Shared:
+    """How a platform spells the flags every platform shares (:data:`taobank.cli.entry.SHARED`): extra
+    spellings and its own help line per flag (its units), by the flag's value name."""
+
+    aliases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    help: Mapping[str, str] = field(default_factory=dict)
+
+    def spell(self, flags: tuple[Flag, ...]) -> tuple[Flag, ...]:
+        """``flags`` (the shared ones) as this platform spells them."""
+        return tuple(replace(f, names=f.names + tuple(self.aliases.get(f.dest, ())), help=self.help.get(f.dest, f.help))
+                     for f in flags)
+
+
+#: ``--mode`` of every verb that ranks by a KPI (submit's ``--parent-mode``, ``--search``'s too): its choices and
+#: its help line (the rule is :func:`taobank.kpirank.direction`'s).
+KPI_MODES = ("min", "max")
+KPI_MODE_HELP = ("best is the lowest (min) or highest (max) value; default: from the KPI's name (lower for a loss, "
+                 "cost or error, higher for mAP, accuracy, IoU, F1, recall ...; any other name needs --mode)")
+
+
+def put(spec: dict[str, Any], values: Mapping[str, Any], keys: Mapping[str, str],
+        convert: Mapping[str, Callable[[Any], Any]] | None = None) -> dict[str, Any]:
+    """``spec`` with each given value (not None) written under its key, through ``convert`` where one is named."""
+    for name, key in keys.items():
+        value = values.get(name)
+        if value is not None:
+            spec[key] = (convert or {}).get(name, _same)(value)
+    return spec
+
+
+def merge(spec: dict[str, Any], values: Mapping[str, Any], keys: Mapping[str, str]) -> dict[str, Any]:
+    """``spec`` with each given dict of pairs merged over the one under its key (the flags win)."""
+    for name, key in keys.items():
+        extra = values.get(name)
+        if extra:
+            spec[key] = {**(spec.get(key) or {}), **extra}
+    return spec
+
+
+def put_secrets_and_command(spec: dict[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+    """The secret names (``--secret-env``) added to the spec's secrets, and the argv after ``--`` as its
+    command: how the platforms whose command is an argv (SLURM, Docker) fold them in."""
+    names = list(values.get("secret_env") or [])
+    if names:
+        spec["secrets"] = list(dict.fromkeys(list(spec.get("secrets") or []) + names))
+    if values.get("command"):
+        spec["command"] = list(values["command"])
+    return spec
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+class Declarations(Protocol):
+    """A platform's submit flags (its ``flags`` module, the adapter's ``flags`` attribute): the shared flags as
+    it spells them, its own, and how their values become its job spec."""
+
+    @property
+    def SHARED(self) -> Shared: ...
+
+    @property
+    def FLAGS(self) -> tuple[Flag, ...]: ...
+
+    def spec_from_flags(self, path: str | None, values: Mapping[str, Any]) -> dict[str, Any]: ...

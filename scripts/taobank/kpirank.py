@@ -14,14 +14,8 @@ import re
 from dataclasses import dataclass
 
 from .errors import UsageError
+from .jobspec import KPI_MODES
 from .text import one_line
-
-MODES = ("min", "max")
-
-#: What ``--mode`` says on every ranking verb when it is left out.
-MODE_HELP = ("best is the lowest (min) or highest (max) value; default: from the KPI's name (lower for a loss, "
-             "cost or error, higher for mAP, accuracy, IoU, F1, recall ...; any other name needs --mode)")
-
 
 @dataclass(frozen=True)
 class Direction:
@@ -73,7 +67,7 @@ def direction(kpi: str | None, mode: str | Direction | None) -> Direction:
             raise UsageError(f"cannot tell from its name which way KPI {one_line(str(kpi))[:60]!r} is better: add "
                              "--mode min (lower is better) or --mode max")
         return Direction(way, inferred=True)
-    if mode not in MODES:
+    if mode not in KPI_MODES:
         raise UsageError(f"--mode {str(mode)[:40]!r} is unknown: use min or max (or leave it out: from the KPI's "
                          "name)")
     return Direction(mode)
@@ -89,4 +83,4 @@ def inferred_note(kpi: str | None, mode: str | None, flag: str = "--mode") -> st
             f"{flag} {'max' if way.mode == 'min' else 'min'} ranks the other way")
 
 
-__all__ = ["MODES", "MODE_HELP", "Direction", "from_name", "direction", "inferred_note"]
+__all__ = ["Direction", "from_name", "direction", "inferred_note"]

@@ -2,7 +2,7 @@
 
 * ``continue ID [--from CHECKPOINT]`` starts a NEW job that carries on a failed, canceled or
   timed-out job from its latest checkpoint (or the one named), with the spec it was submitted with
-  (:mod:`taobank.saved_specs`) plus TAO's resume override; its record names the job it continues.
+  (:mod:`taobank.jobfiles`) plus TAO's resume override; its record names the job it continues.
 * ``submit --parent ID`` is an evaluate/export/inference job that uses a train job's results:
   ``{parent.results_dir}`` and ``{parent.checkpoint}`` in the command, args, env or specs become the
   parent's folder and its latest checkpoint; the record names the parent.
@@ -18,8 +18,8 @@ from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 from .states import State
-from . import checkpoints, records, registry, saved_specs, states, tao_command
-from .command_words import shell_words
+from . import checkpoints, jobfiles, records, registry, states, tao_command
+from .tao_command import shell_words
 from .contract import ResultsListing, SubmitOptions
 from .errors import TaoError, UsageError
 from .paths import is_path, is_under, rel_path
@@ -138,7 +138,7 @@ def _submit(rec_platform: str, spec: dict, options: dict, *, dry_run: bool = Fal
     from . import pipeline
 
     kept: dict[str, Any] = {k: tuple(v) if k == "secret_env" else v for k, v in options.items()
-                            if k in saved_specs.KEPT_OPTIONS}
+                            if k in jobfiles.KEPT_OPTIONS}
     opts = SubmitOptions(**kept, **lineage)
     if not dry_run:
         return get(rec_platform).submit(spec, opts)
@@ -211,7 +211,7 @@ def continue_job(platform: str | None, job_id: str, *, checkpoint: str | None = 
                        f"--parent {job_id}")
     if rec.state not in CONTINUABLE:
         raise TaoError(f"job {job_id} is {rec.state}: cancel it first (or wait for it to end), then continue it")
-    spec, options = saved_specs.load(job_id)
+    spec, options = jobfiles.load_spec(job_id)
     spec = _with_search_values(rec, spec)
     spec, options = _without_study_secret(rec, spec, options)
     if queue is not None:

@@ -24,7 +24,7 @@ import re
 from typing import Callable, Sequence
 
 from . import pins
-from .command_words import shell_words
+from .tao_command import shell_words
 
 #: The lines TAO logs when its multi-node set-up failed and the node falls back to one node (the first one
 #: carries the reason). Matched as plain substrings of a log line.

@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from . import names, nccl_verdicts, records, saved_specs, specgate, states, tao_command
+from . import jobfiles, names, nccl_verdicts, records, states, tao_command
 from .contract import Batch, Gate, Launch, Plan, SubmitOptions
 from .errors import SubmitUncertain, TaoError, UsageError
 from .records import Record
@@ -92,7 +92,7 @@ def submit(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Submi
     recs = [rec] if rec is not None else _open(adapter, plans, opts, gate, sweep_id, trials, k,
                                                search.summary() if search is not None else None)
     for r, spec in zip(recs, specs):  # what `continue` runs again (no secret: names only)
-        saved_specs.save(r.id, spec, {key: getattr(opts, key) for key in saved_specs.KEPT_OPTIONS})
+        jobfiles.save_spec(r.id, spec, {key: getattr(opts, key) for key in jobfiles.KEPT_OPTIONS})
     try:
         launches = adapter.launch(plans, recs, batch)
     except SubmitUncertain as exc:
@@ -211,11 +211,14 @@ def dry_run(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Subm
 def check_specs(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: SubmitOptions, gate: Gate) -> None:
     """Every job's TAO spec and overrides checked in one pass (:mod:`taobank.specgate`); any problem refuses the
     submit, one line each. A spec this machine cannot read, and a skipped check, are warnings of the gate."""
+    if not any(tao_command.tao_command(spec) for spec in specs):
+        return  # no job runs TAO's entrypoint: nothing to judge (specgate judges only those)
     if not opts.spec_check:
-        if any(tao_command.tao_command(spec) for spec in specs):
-            gate.lines.append("warning: the spec check is skipped (--no-spec-check): TAO's own runner judges the "
-                              "spec when the job starts")
+        gate.lines.append("warning: the spec check is skipped (--no-spec-check): TAO's own runner judges the "
+                          "spec when the job starts")
         return
+    from . import specgate  # only for a TAO command: a plain command never loads the check
+
     reader = getattr(adapter, "spec_text", None)  # a Platform has one (None: nothing readable here)
     problems, notes = specgate.check(specs, lambda spec, path: reader(spec, path, opts) if reader else None)
     if problems:

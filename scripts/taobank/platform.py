@@ -39,7 +39,7 @@ from .record_selection import (by_platform as by_platform, last_id as last_id,  
 from .contract import (Batch, Gate, Launch, Observation, Plan, ResultFile, ResultsListing, ResultsLocation, Stop,
                        SubmitOptions, SweepPreview, Transfer)
 from .errors import EXIT_FAILED, EXIT_OK, TaoError, UsageError
-from .flags import Declarations
+from .jobspec import Declarations
 from .jobspec import JobSpec
 from .records import Record
 from .registry import PlatformInfo
@@ -299,7 +299,7 @@ class Platform(ABC, Generic[SpecT, PlanT]):
 
     #: the platform's typed spec (:mod:`taobank.jobspec`)
     spec_type: type[SpecT]
-    #: its submit flags as data (its ``flags`` module: :mod:`taobank.flags`), which the command line reads
+    #: its submit flags as data (its ``flags`` module: :mod:`taobank.jobspec`), which the command line reads
     flags: Declarations
 
     def typed_spec(self, spec: Mapping[str, Any]) -> SpecT:

@@ -1,15 +1,17 @@
 """Template rendering where every value is escaped by construction.
 
-Templates are Jinja2 files whose every ``{{ expression }}`` passes through a
-``finalize`` hook, so a value can never be pasted in raw:
+Templates are Jinja2 files; a value can never be pasted in raw:
 
-* ``kind="yaml"``: each value is emitted as JSON (a YAML flow scalar/collection;
-  a mapping key too long for an implicit YAML key as an explicit ``? key``),
-  then the text is parsed back with ``yaml.safe_load``. Any string, whatever
-  quotes, newlines, ``{{`` or YAML fragments it holds, lands as exactly that
-  string in the parsed object.
-* ``kind="shell"``: each value is emitted with :func:`shlex.quote`; values with
-  a newline or NUL are refused (they could add ``#SBATCH`` lines or commands).
+* ``kind="yaml"``: before the template renders, every context value is made
+  into its JSON text (a YAML flow scalar/collection; a mapping key too long for
+  an implicit YAML key as an explicit ``? key``), all at once (:func:`_ready`);
+  the template only places that text (``{{ name }}``) and tests which values are
+  set (``{% if "name" in given %}``), then the text is parsed back with
+  ``yaml.safe_load``. Any string, whatever quotes, newlines, ``{{`` or YAML
+  fragments it holds, lands as exactly that string in the parsed object.
+* ``kind="shell"``: each ``{{ expression }}`` passes through a ``finalize`` hook
+  that emits it with :func:`shlex.quote`; values with a newline or NUL are
+  refused (they could add ``#SBATCH`` lines or commands).
 
 ``Raw`` marks the rare fragment a template must emit verbatim (it is produced
 by code, never by user input).
@@ -23,8 +25,7 @@ import shlex
 from typing import Any, Literal
 
 from . import BANK_ROOT
-from .deps import require
-from .errors import TaoError
+from .errors import TaoError, require
 
 TEMPLATES = BANK_ROOT / "templates"
 
@@ -65,10 +66,15 @@ def _flow(value: Any) -> str:
     return _json_scalar(value)
 
 
-def _json_value(value: Any) -> str:
-    if isinstance(value, Raw):
-        return str(value)
-    return _flow(value)
+def _ready(context: dict[str, Any]) -> dict[str, Any]:
+    """The context of a YAML template: each value as its flow text (a :class:`Raw` one as it is), plus
+    ``given``, the names whose value is set (true, non-empty), for the template's optional blocks. Made in
+    one pass before rendering, so the template never calls back per expression."""
+    if "given" in context:
+        raise TaoError("a YAML template context may not name a value 'given' (a bug in the bank)")
+    ready: dict[str, Any] = {k: v if isinstance(v, Raw) else _flow(v) for k, v in context.items()}
+    ready["given"] = frozenset(k for k, v in context.items() if v)
+    return ready
 
 
 def line_break_at(value: Any, where: str = "") -> str | None:
@@ -111,7 +117,7 @@ def _env_for(kind: str, templates: str):
     """One environment per kind and folder: its templates are compiled once per process (a 1,000-trial sweep
     renders 1,000 times)."""
     jinja2 = require("jinja2")
-    finalize = _json_value if kind == "yaml" else shell_value
+    finalize = None if kind == "yaml" else shell_value  # YAML values arrive as text (_ready)
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(templates),
         undefined=jinja2.StrictUndefined,
@@ -126,7 +132,7 @@ def _env_for(kind: str, templates: str):
 def render_text(template: str, context: dict[str, Any], kind: Literal["yaml", "shell"]) -> str:
     """Render ``templates/<template>`` with every value escaped for ``kind``."""
     try:
-        return _env(kind).get_template(template).render(**context)
+        return _env(kind).get_template(template).render(**(_ready(context) if kind == "yaml" else context))
     except TaoError:
         raise
     except Exception as exc:  # jinja2 errors: undefined variable, syntax

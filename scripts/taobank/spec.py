@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from . import BANK_ROOT, fsio, paths
-from .deps import require
-from .errors import TaoError
+from .errors import TaoError, require
 from .redact import shown, shown_keys, unknown_fields
 
 SCHEMAS = BANK_ROOT / "schemas"

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from . import BANK_ROOT, taonetworks
+from . import BANK_ROOT, tao_command
 from .errors import TaoError
 
 #: The generated data, relative to the bank's root: ``<network>.json.gz`` each, ``_common.json.gz`` shared.
@@ -47,13 +47,13 @@ def tao_version() -> str:
 
 def actions(network: str) -> list[str]:
     """The actions of ``network`` (from the table: ``spec list`` reads nothing else)."""
-    row = taonetworks.table()["networks"].get(network) or {}
+    row = tao_command.table()["networks"].get(network) or {}
     return list(row.get("actions") or [])
 
 
 def listing() -> dict[str, list[str]]:
     """network -> its actions, for every network the pinned TAO has."""
-    return {n: actions(n) for n in taonetworks.networks()}
+    return {n: actions(n) for n in tao_command.networks()}
 
 
 def _close(word: str, known: list[str]) -> str:
@@ -64,13 +64,13 @@ def _close(word: str, known: list[str]) -> str:
 
 def check_known(network: str, action: str) -> None:
     """Refuse, in one line listing the known ones, a network or action the pinned TAO does not have."""
-    if not taonetworks.known(network):
-        known = taonetworks.networks()
-        raise TaoError(f"TAO {taonetworks.tao_version()} has no network {str(network)[:60]!r}: "
+    if not tao_command.known(network):
+        known = tao_command.networks()
+        raise TaoError(f"TAO {tao_command.tao_version()} has no network {str(network)[:60]!r}: "
                        f"{_close(network, known)}known: {', '.join(known)}")
     have = actions(network)
     if action not in have:
-        raise TaoError(f"{network} has no action {str(action)[:60]!r} in TAO {taonetworks.tao_version()}: "
+        raise TaoError(f"{network} has no action {str(action)[:60]!r} in TAO {tao_command.tao_version()}: "
                        f"{_close(action, have)}known: {', '.join(have)}")
 
 

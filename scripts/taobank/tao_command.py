@@ -1,4 +1,6 @@
-"""The ``key=value`` arguments the bank adds to a job's TAO command, and how they are added.
+"""The pinned TAO and a job's command line: what TAO accepts per network (the checked-in table, read once), a
+command's words (one tokenizer, one output rule for every platform's path checks), the absolute paths it and
+its spec files name, and the ``key=value`` arguments the bank adds to a TAO command.
 
 TAO's entrypoint (``dino train -e spec.yaml KEY=VALUE ...``) does not look at
 the GPUs a scheduler gave the container: it takes ``num_gpus``, ``gpu_ids``
@@ -6,7 +8,7 @@ and ``num_nodes`` from its own command line (found by substring), else from
 the spec file's section of the action, else one GPU on one node. So a job
 given 8 GPUs trains on one unless the command says ``train.num_gpus=8``.
 :func:`with_gpu_args` says it, for the actions TAO counts GPUs for and only
-with the keys the network's own schema has (:mod:`taobank.taonetworks`: TAO's
+with the keys the network's own schema has (:func:`section_keys`: TAO's
 Hydra runner refuses any other), and refuses a command whose own values
 disagree with what the job is given. Nor does TAO look at ``RESULTS_DIR``:
 it writes under its ``results_dir`` override, so :func:`results_args` passes
@@ -20,21 +22,108 @@ dataset keys and the GPU arguments all go through it.
 from __future__ import annotations
 
 import ast
+import functools
+import json
 import posixpath
 import re
 import shlex
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
-from . import taonetworks
-from .command_words import OPERATORS, shell_words
+from . import BANK_ROOT
+from .fsio import yaml_value
 from .errors import TaoError
+from .paths import abs_path
 from .spec import GENERIC
+
+#: A ``key=`` (or spec-file key) whose value the job writes: an output, never an input to check.
+OUTPUT_KEY = re.compile(r"(result|output|log|save|checkpoint_dir|ckpt_dir)", re.IGNORECASE)
+#: What follows one of these is written by the shell, not read.
+REDIRECTS = frozenset({">", ">>", "&>", ">|"})
+#: Characters of shell operators: a word made of them only is no path.
+OPERATORS = frozenset(";&|<>()")
+
+
+def shell_words(text: str) -> list[str]:
+    """``text`` split as the shell would (operators as their own words); [] when its quotes do not balance."""
+    lex = shlex.shlex(text, posix=True, punctuation_chars=True)
+    lex.whitespace_split = True
+    try:
+        return list(lex)
+    except ValueError:  # unbalanced quotes: the shell will say so; nothing to check here
+        return []
+
+
+def skipped(word: str, before: str) -> bool:
+    """A shell operator, or the target of a redirection: no path the job reads."""
+    return set(word) <= OPERATORS or before in REDIRECTS
+
+
+def read_candidates(words: list[str]) -> Iterator[tuple[str, str, str]]:
+    """``(word before, candidate, key)`` for each word that may name something the job reads: the value
+    of a ``key=value`` word (``key`` set), else the word itself (``key`` ""). Operators, redirection
+    targets and values of output keys are left out; each platform classifies what remains."""
+    for i, word in enumerate(words):
+        before = words[i - 1] if i else ""
+        if skipped(word, before):
+            continue
+        key, sep, value = word.partition("=")
+        if sep and OUTPUT_KEY.search(key):
+            continue
+        keyed = bool(sep) and not key.startswith("/")
+        yield before, (value if keyed else word), (key if keyed else "")
+
+
+_OUTPUT_FLAGS = frozenset({"-o", "-r"})
+#: Shell expansions, globs, quotes, regex and operator characters, whitespace: such a word is no path to check.
+_NOT_A_PATH = re.compile(r"[*?\[\]$`{}^|()<>;&!'\"\\#%~=\s]")
+
+
+def _is_output_flag(word: str) -> bool:
+    return word in _OUTPUT_FLAGS or (word.startswith("--") and bool(OUTPUT_KEY.search(word)))
+
+
+def _paths_in(text: str, what: str) -> Iterator[str]:
+    """The paths of one value: ``/a`` or a ``,``/``:`` list of them; each passes the one path rule."""
+    if not text.startswith("/") or "://" in text or _NOT_A_PATH.search(text):
+        return
+    for part in re.split(r"[,:]", text):
+        if part.startswith("/") and part.strip("/"):
+            yield abs_path(part, what)
+
+
+def command_paths(command: str | list[str] | None, argv: list[str]) -> list[str]:
+    """Paths the command reads: ``argv`` word by word, or the shell words of a string ``command``."""
+    words = shell_words(command) if isinstance(command, str) else list(argv)
+    out: list[str] = []
+    for before, cand, _key in read_candidates(words):
+        if not _is_output_flag(before):
+            out += _paths_in(cand, "path in the command")
+    return out
+
+
+def _yaml_paths(node: Any, key: str, what: str) -> Iterator[str]:
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _yaml_paths(v, str(k), what)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _yaml_paths(v, key, what)
+    elif isinstance(node, str) and not OUTPUT_KEY.search(key):
+        yield from _paths_in(node, what)
+
+
+def spec_file_paths(name: str, data: bytes) -> list[str]:
+    """Paths the values of an uploaded YAML/JSON spec file name (its keys say which are outputs)."""
+    try:
+        doc = yaml_value(data.decode("utf-8"), f"spec file {name}")
+    except (TaoError, UnicodeDecodeError):
+        return []
+    return list(_yaml_paths(doc, "", f"path in spec file {name}"))
+
 
 #: TAO actions whose entrypoint reads GPU and node counts -> the spec section the keys live in
 #: (distill trains: TAO reads its GPUs from ``train``). Other actions (export, gen_trt_engine) use one GPU.
 GPU_ACTIONS: dict[str, str] = {"train": "train", "evaluate": "evaluate", "inference": "inference", "distill": "train"}
-#: The keys TAO's entrypoint looks for, by the name it splits on.
-GPU_KEYS = taonetworks.GPU_KEYS
 #: What an action word of a TAO command looks like (``train``, ``gen_trt_engine``).
 _ACTION = re.compile(r"[a-z][a-z0-9_]*\Z")
 #: The words a command may use for the job's folder instead of its path: the variable every platform sets, where
@@ -114,7 +203,7 @@ def tao_command(spec: Mapping[str, Any]) -> tuple[str, str] | None:
     (``dino train ...``, the network one TAO knows); None for any other command."""
     words = command_words(spec)
     arch, action = str(spec.get("network_arch") or ""), str(spec.get("action") or "")
-    if not words or len(words) < 2 or not taonetworks.known(arch):
+    if not words or len(words) < 2 or not known(arch):
         return None
     return (arch, action) if posixpath.basename(words[0]) == arch and words[1] == action else None
 
@@ -127,7 +216,7 @@ def identified(spec: Mapping[str, Any]) -> dict:
     if not words or len(words) < 2:
         return out
     network, action = posixpath.basename(words[0]), words[1]
-    if not taonetworks.known(network) or not _ACTION.match(action):
+    if not known(network) or not _ACTION.match(action):
         return out
     for key, found, flag in (("network_arch", network, "--network-arch"), ("action", action, "--action")):
         given = out.get(key)
@@ -181,7 +270,7 @@ def gpu_args(spec: Mapping[str, Any], gpus_per_node: int, nodes: int) -> list[st
     if section is None or gpus_per_node < 1:
         return []
     network, action = str(spec["network_arch"]), str(spec["action"])
-    keys = taonetworks.section_keys(network, section)
+    keys = section_keys(network, section)
     words = command_words(spec) or []
     asked = {"num_gpus": gpus_per_node, "gpu_ids": gpus_per_node, "num_nodes": nodes}
     unit = {"num_gpus": "GPUs per node", "gpu_ids": "GPUs per node", "num_nodes": "nodes"}
@@ -193,8 +282,8 @@ def gpu_args(spec: Mapping[str, Any], gpus_per_node: int, nodes: int) -> list[st
                            f"{unit[key]}: drop it from the command (the bank passes {section}.{key}) or ask for "
                            f"{_count(*found, key)} with {flag}")
     if nodes > 1 and "num_nodes" not in keys:
-        raise TaoError(f"{network} {action} has no {section}.num_nodes in TAO {taonetworks.tao_version()}'s schema "
-                       f"({taonetworks.TABLE_FILE}): it runs on one node; ask for --nodes 1")
+        raise TaoError(f"{network} {action} has no {section}.num_nodes in TAO {tao_version()}'s schema "
+                       f"({TABLE_FILE}): it runs on one node; ask for --nodes 1")
     extra = [] if _given(words, "num_gpus") or "num_gpus" not in keys else [f"{section}.num_gpus={gpus_per_node}"]
     if nodes > 1 and not _given(words, "num_nodes"):
         extra.append(f"{section}.num_nodes={nodes}")
@@ -218,7 +307,7 @@ def results_args(spec: Mapping[str, Any], folder: str | None, *, kubelet: bool =
     ``$RESULTS_DIR`` where it is expanded: in shell text, and ``$(RESULTS_DIR)`` where the ``kubelet`` runs it);
     a command that names another folder, or a variable nothing expands, is refused in one line naming both."""
     found = tao_command(spec)
-    if found is None or not folder or not taonetworks.takes_results_dir(found[0]):
+    if found is None or not folder or not takes_results_dir(found[0]):
         return []
     given = [w.partition("=")[2] for w in command_words(spec) or [] if w.partition("=")[0].lstrip("+") == "results_dir"
              and "=" in w]
@@ -253,8 +342,8 @@ def unseen_warning(spec: Mapping[str, Any]) -> str | None:
         return None
     if not any(w == arch or w.endswith("/" + arch) for w in shell_words(text) or text.split()):
         return None
-    if not taonetworks.known(arch):
-        return (f"warning: TAO {taonetworks.tao_version()} has no network {arch} ({taonetworks.TABLE_FILE}), so the "
+    if not known(arch):
+        return (f"warning: TAO {tao_version()} has no network {arch} ({TABLE_FILE}), so the "
                 f"bank adds no GPU keys: add {section}.num_gpus=N (GPUs per node) to the command yourself if {arch} "
                 "takes it, or TAO trains on one GPU")
     return (f"warning: the command runs {arch} in a form the bank cannot add {section}.num_gpus to: add "
@@ -281,8 +370,6 @@ def spec_file_word(spec: Mapping[str, Any]) -> str | None:
 def check_spec_results_dir(name: str, text: str, folder: str) -> None:
     """Refuse, in one line naming both, a TAO experiment spec (``name``, its ``text``) whose top-level
     ``results_dir`` names another folder than the job's ``folder``."""
-    from .fsio import yaml_value
-
     try:
         doc = yaml_value(text, f"spec file {name}")
     except TaoError:
@@ -304,3 +391,109 @@ def with_gpu_args(spec: Mapping[str, Any], gpus_per_node: int, nodes: int) -> di
 def with_results_dir(spec: Mapping[str, Any], folder: str | None, *, kubelet: bool = False) -> dict:
     """``spec`` whose TAO command writes into the job's folder (:func:`results_args`)."""
     return append_args(spec, results_args(spec, folder, kubelet=kubelet))
+
+
+# ------------------------------------------------------------ the networks of the pinned TAO
+# What the pinned TAO accepts, per network: the checked-in table ``schemas/tao_networks.json``.
+#
+# The table is generated from NVIDIA's own packages (``python3 -m devtools.tao_schema``: the config dataclasses
+# of ``nvidia-tao-core`` and the image list of ``nvidia-tao``, at the pinned TAO version) and a unit test
+# regenerates it and fails on any difference. The bank reads only this file at run time: TAO's packages are
+# test dependencies, never the helpers'.
+#: Where the table lives, relative to the bank's root.
+TABLE_FILE = "schemas/tao_networks.json"
+#: The keys TAO's entrypoint reads the GPUs and nodes from, by the name it splits the command on.
+GPU_KEYS = ("num_gpus", "gpu_ids", "num_nodes")
+#: The keys a run resumes with: Lightning's checkpoint path, mmengine's flag and checkpoint.
+RESUME_KEYS = ("resume_training_checkpoint_path", "resume", "pretrained_checkpoint")
+
+
+@functools.lru_cache(maxsize=1)
+def table() -> dict[str, Any]:
+    """The whole table (read once)."""
+    path = BANK_ROOT / TABLE_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise TaoError(f"{TABLE_FILE} cannot be read ({exc.__class__.__name__}): restore it from git") from None
+    if not isinstance(data, dict) or not isinstance(data.get("networks"), dict):
+        raise TaoError(f"{TABLE_FILE} has no networks: regenerate it with python3 -m devtools.tao_schema")
+    return data
+
+
+def tao_version() -> str:
+    """The TAO version the table was read from."""
+    return str(table()["tao_version"])
+
+
+def known(network: str | None) -> bool:
+    """Whether the pinned TAO has ``network`` (a config schema and an image of NVIDIA's launcher)."""
+    return bool(network) and network in table()["networks"]
+
+
+def networks() -> list[str]:
+    return sorted(table()["networks"])
+
+
+def section_keys(network: str, section: str) -> list[str]:
+    """The GPU and node keys (of :data:`GPU_KEYS`) the network's ``section`` takes; [] for one it lacks."""
+    row = table()["networks"].get(network) or {}
+    return list((row.get("sections") or {}).get(section, {}).get("gpu_keys") or [])
+
+
+def resume_keys(network: str) -> list[str]:
+    """The resume keys (of :data:`RESUME_KEYS`) the network's ``train`` section takes."""
+    row = table()["networks"].get(network) or {}
+    return list((row.get("sections") or {}).get("train", {}).get("resume_keys") or [])
+
+
+def takes_results_dir(network: str) -> bool:
+    """Whether the network's experiment config has ``results_dir`` at its top level."""
+    return bool((table()["networks"].get(network) or {}).get("results_dir"))
+
+
+def image(kind: str) -> str | None:
+    """The image NVIDIA's launcher names for the pinned TAO version: ``pyt`` or ``deploy`` (None: it names none)."""
+    value = (table().get("images") or {}).get(kind)
+    return str(value) if value else None
+
+
+def plain_epoch_names(network: str) -> bool:
+    """Whether the network's checkpoints carry the epoch unpadded (``checkpoint_epoch_1.pth``), unlike Lightning's
+    ``model_epoch_001``: TAO's own list (nvidia-tao-core's ``MISSING_EPOCH_FORMAT_NETWORKS``)."""
+    return bool((table()["networks"].get(network) or {}).get("plain_epoch_names"))
+
+
+def checkpoint_family(network: str | None) -> str | None:
+    """The checkpoint family (versions.yaml ``tao_checkpoints.families``) of a network the pinned TAO has, read
+    from TAO's own facts by the generator (its epoch naming, its train section's resume keys); None for another."""
+    found = (table()["networks"].get(network or "") or {}).get("checkpoint_family")
+    return str(found) if found else None
+
+
+def kpis(network: str) -> tuple[list[str], list[str]] | None:
+    """(the KPI names, the regular expressions of the names) ``network`` logs, as TAO's own API lists them; None
+    when TAO lists none for it (the bank cannot tell a KPI it does not log)."""
+    row = table()["networks"].get(network) or {}
+    if not row.get("kpis"):
+        return None
+    return [str(k) for k in row["kpis"]], [str(p) for p in row.get("kpi_patterns") or []]
+
+
+def logs_kpi(network: str, kpi: str) -> bool | None:
+    """Whether ``network`` logs ``kpi`` (a name TAO lists, or one of its patterns); None when TAO lists none.
+
+    TAO's list is the KPIs its API offers to rank by (DINO: ``val_mAP50`` alone), not every one its trainer writes:
+    each trainer also writes its losses (``train_loss``, ``val_loss``) to status.json, so a loss is always taken."""
+    import re
+
+    found = kpis(network)
+    if found is None:
+        return None
+    names, patterns = found
+    return kpi in names or any(re.fullmatch(p, kpi) for p in patterns) or re.fullmatch(r"(train|val)_loss", kpi) is not None
+
+
+def automl(network: str) -> bool:
+    """Whether TAO's own AutoML takes ``network`` (nvidia-tao-core's ``AUTOML_DISABLED_NETWORKS`` lacks it)."""
+    return bool((table()["networks"].get(network) or {}).get("automl", True))

@@ -226,7 +226,7 @@ def applied_names(call: Call) -> Result:
     return ok("".join(f"{o['kind'].lower()}/{o['metadata']['name']}\n" for o in sent))
 
 
-#: what a submit's gates read in one call (taobank.platforms.kubernetes.queues.GATE_READ)
+#: what a submit's gates read in one call (taobank.platforms.kubernetes.gates.GATE_READ)
 KUEUE_GATE_READ = "localqueues.kueue.x-k8s.io,clusterqueues.kueue.x-k8s.io,nodes,pods"
 #: what a submit naming a queue reads (the namespace's LocalQueues and the ClusterQueues)
 KUEUE_QUEUES_READ = "localqueues.kueue.x-k8s.io,clusterqueues.kueue.x-k8s.io"

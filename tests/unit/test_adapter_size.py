@@ -13,7 +13,6 @@ ADAPTERS = ("platforms/kubernetes", "platforms/slurm", "platforms/docker")
 #: Modules that answer a problem only one platform has (no counterpart could be shared), not counted. Each
 #: needs its reason; code two platforms could share never belongs here.
 PLATFORM_ONLY = {
-    "platforms/kubernetes/queues.py": "Kueue, Kubernetes' queueing system (SLURM queues are its own partitions)",
     "platforms/kubernetes/verdicts.py": "a Job deleted by its TTL takes its verdict along (sacct and the engine keep theirs)",
 }
 

@@ -92,7 +92,7 @@ def test_a_job_another_poller_saw_end_shows_its_final_epoch_not_the_one_last_see
     """Issue 49: a Kubernetes job seen at epoch 1/6, then marked COMPLETE by another poller (a sweep's supervisor,
     a watch in another shell, an MCP status), showed a stale `epoch 1/6` for good: the status line now reads its
     final lines once (from the log saved at its end: no call) and keeps them as final."""
-    from taobank import savedlogs
+    from taobank import jobfiles
     from taobank.platforms.kubernetes import render
 
     rec = k8s_record()
@@ -101,7 +101,7 @@ def test_a_job_another_poller_saw_end_shows_its_final_epoch_not_the_one_last_see
                                                     pod(rec["id"], f"uid-{rec['id']}", "Succeeded")]))
     jobstatus._remember(rec["id"], {"epoch": 0, "max_epoch": 5, "line": "epoch 1/6"}, final=False)  # seen running
     last = status_text(5, 0.125, max_epoch=5).split("|", 1)[1]
-    savedlogs.save(rec["id"], "logs.txt", f"trained\n{render.FINAL_STATUS_PREFIX}status.json {last}")
+    jobfiles.save_logs(rec["id"], "logs.txt", f"trained\n{render.FINAL_STATUS_PREFIX}status.json {last}")
     records.mark(rec["id"], "COMPLETE", message="Job complete")  # by another poller
     out = cli("tao_jobs.py", "status", rec["id"])
     assert "COMPLETE" in out.out and "[epoch 6/6 val_loss=0.125]" in out.out, out

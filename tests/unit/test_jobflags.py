@@ -6,7 +6,7 @@ import argparse
 import pytest
 
 from taobank import registry, states
-from taobank.cli import specargs
+from taobank.cli import entry
 from taobank.errors import UsageError
 
 SHARED = ["--image", "nvcr.io/nvidia/tao/tao-toolkit:x", "--network-arch", "dino", "--action", "train",
@@ -15,14 +15,14 @@ SHARED = ["--image", "nvcr.io/nvidia/tao/tao-toolkit:x", "--network-arch", "dino
 
 def parsed(platform: str, argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    specargs.spec_arguments(parser, platform)
+    entry.spec_arguments(parser, platform)
     if platform in ("slurm", "docker"):
         parser.add_argument("command", nargs=argparse.REMAINDER)
     return parser.parse_args(argv)
 
 
 def spec(platform: str, argv: list[str]) -> dict:
-    return specargs.spec_from_args(parsed(platform, argv), platform)
+    return entry.spec_from_args(parsed(platform, argv), platform)
 
 
 def test_the_shared_flags_mean_the_same_request_on_both_platforms():
@@ -38,13 +38,13 @@ def test_the_shared_flags_mean_the_same_request_on_both_platforms():
 
 def test_every_shared_flag_is_on_every_platform_and_mapped_by_it():
     """Each adapter says where the shared values go (Docker: one host, no nodes; SLURM derives its GPU keys)."""
-    shared = {f.dest for f in specargs.SHARED} - {"spec", "env", "nccl_env"}
+    shared = {f.dest for f in entry.SHARED} - {"spec", "env", "nccl_env"}
     derived = {"docker": {"nodes"}, "slurm": {"gpus_per_node"}}
     for platform in registry.names():
         parser = argparse.ArgumentParser()
-        specargs.spec_arguments(parser, platform)
-        assert {f.dest for f in specargs.SHARED} <= {a.dest for a in parser._actions}
-        assert set(specargs.declaration(platform).SHARED_KEYS) == shared - derived.get(platform, set())
+        entry.spec_arguments(parser, platform)
+        assert {f.dest for f in entry.SHARED} <= {a.dest for a in parser._actions}
+        assert set(entry.declaration(platform).SHARED_KEYS) == shared - derived.get(platform, set())
 
 
 def test_no_adapter_imports_argparse_or_the_command_line():
@@ -101,9 +101,9 @@ def test_each_declared_flag_becomes_one_argparse_flag():
     """The grammar is the declarations: every spelling, hidden ones unlisted, exclusive groups enforced."""
     for platform in registry.names():
         parser = argparse.ArgumentParser()
-        specargs.spec_arguments(parser, platform)
+        entry.spec_arguments(parser, platform)
         actions = {a.dest: a for a in parser._actions}
-        for flag in specargs.flags_of(platform):
+        for flag in entry.flags_of(platform):
             action = actions[flag.dest]
             assert tuple(action.option_strings) == flag.names
             assert (action.help == argparse.SUPPRESS) == flag.hidden
@@ -112,7 +112,7 @@ def test_each_declared_flag_becomes_one_argparse_flag():
 
 
 def test_key_value_flags_reach_the_adapter_as_dicts_and_the_argv_as_a_list():
-    values = specargs.values_of(parsed("slurm", ["--env", "A=1", "--secret-env", "T", "--", "dino", "train"]), "slurm")
+    values = entry.values_of(parsed("slurm", ["--env", "A=1", "--secret-env", "T", "--", "dino", "train"]), "slurm")
     assert (values["env"], values["secret_env"], values["command"]) == ({"A": "1"}, ["T"], ["dino", "train"])
     with pytest.raises(UsageError, match="--env must look like KEY=VALUE"):
-        specargs.values_of(parsed("docker", ["--env", "A", "--", "true"]), "docker")
+        entry.values_of(parsed("docker", ["--env", "A", "--", "true"]), "docker")

@@ -99,7 +99,7 @@ def test_refusals_name_the_field():
 
 
 def test_the_shared_flags_land_where_the_typed_spec_spells_them(monkeypatch):
-    from taobank.platforms.kubernetes import flags as k8s_flags
+    from taobank.platforms.kubernetes import spec as k8s_flags
     from taobank.platforms.slurm import flags as slurm_flags
 
     monkeypatch.delenv("TAO_K8S_NCCL_ENV", raising=False)

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from taobank import records, savedlogs
+from taobank import jobfiles, records
 from taobank.platforms.kubernetes import logs, render, sweep as sweepmod
 
 EPOCH = ('{"date": "3/7/2025", "time": "9:5:3", "status": "RUNNING", "verbosity": "INFO", "message": "Training loop '
@@ -34,7 +34,7 @@ def test_status_reads_an_ended_jobs_final_lines_from_its_saved_log_and_logs_leav
                                                 backend={"namespace": "ns", "context": ""}))
     multi = "".join(f"[rank {r} pod-{r}] {line}\n" for r in (0, 1) for line in
                     ("trained", f"{render.FINAL_STATUS_PREFIX}train/status.json {EPOCH}"))
-    savedlogs.save(rec.id, "logs.txt", multi)
+    jobfiles.save_logs(rec.id, "logs.txt", multi)
     rec = records.Record.of(records.mark(rec.id, "COMPLETE", message="done"))
     got = sweepmod.read_status_many([rec])  # no pod to exec in, no call
     assert got == {rec.id: {"train/status.json": EPOCH + "\n"}} and fake.calls == []
@@ -76,7 +76,7 @@ def test_per_step_lines_after_the_last_epoch_line_leave_it_printed_first_and_sta
 
     rec = records.Record.of(records.open_record("kubernetes", "img", "dino", "train", "A", "/results/{id}",
                                                 backend={"namespace": "ns", "context": ""}))
-    savedlogs.save(rec.id, "logs.txt", out.stdout)
+    jobfiles.save_logs(rec.id, "logs.txt", out.stdout)
     from taobank import training
 
     got = training.progress_of(logs.final_status(rec.id), "train")
@@ -111,7 +111,7 @@ def test_logs_tail_of_a_finished_pod_shows_the_jobs_last_lines_not_nothing(state
     out = cli("tao_jobs.py", "logs", rec["id"], "--tail", "2", "--follow")  # nothing more will come: no stream
     assert out.rc == 0 and out.out == "epoch 3 done\nepoch 4 done\n", out
     fake.kubectl("get", "pods", answer=items([]))  # the pods are gone: the log saved at the end
-    savedlogs.save(rec["id"], "logs.txt", written + final)
+    jobfiles.save_logs(rec["id"], "logs.txt", written + final)
     out = cli("tao_jobs.py", "logs", rec["id"], "--tail", "2")
     assert out.rc == 0 and out.out.endswith("epoch 3 done\nepoch 4 done\n") and "@@tao-final" not in out.out, out
 

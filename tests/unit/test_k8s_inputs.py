@@ -10,7 +10,7 @@ from taobank.contract import SubmitOptions
 from taobank import platform, records
 from taobank.errors import TaoError
 from taobank.platforms.kubernetes.spec import KubernetesSpec
-from taobank.platforms.kubernetes import inputs
+from taobank.platforms.kubernetes import gates
 
 WS = [{"pvc": "data", "mount_path": "/data", "read_only": True}, {"pvc": "ws", "mount_path": "/results"}]
 
@@ -20,14 +20,14 @@ def test_paths_named_under_mounts_are_inputs_outputs_are_not():
             "args": ["dino", "train", "-e", "/data/specs/train.yaml", "dataset.root=/data/coco",
                      "results_dir=/results/run1", "output_dir=/data/out", "/etc/hosts", "/data/*.json",
                      "/results/r/{id}/x", "/data/coco"]}
-    found = inputs.paths(KubernetesSpec.from_dict(spec), "/results/r")
+    found = gates.input_paths(KubernetesSpec.from_dict(spec), "/results/r")
     assert found.required == ["/data/coco/annotations.json", "/data/specs/train.yaml", "/data/coco"]
     assert found.possible == []  # the bare /data/coco is already required through dataset.root
     cmd = {"image": "i", "mounts": WS, "command": "cat /data/s.yaml; dino train -e '/data/a b.yaml' > /data/log.txt"}
-    found = inputs.paths(KubernetesSpec.from_dict(cmd), "/results/x")
+    found = gates.input_paths(KubernetesSpec.from_dict(cmd), "/results/x")
     assert (found.required, found.possible) == (["/data/a b.yaml"], ["/data/s.yaml"])
     with pytest.raises(TaoError, match="input /elsewhere/x is on no mounted volume"):
-        inputs.paths(KubernetesSpec(image="i", mounts=WS, inputs=["/elsewhere/x"]), None)
+        gates.input_paths(KubernetesSpec(image="i", mounts=WS, inputs=["/elsewhere/x"]), None)
 
 
 @pytest.mark.parametrize("command,required,possible", [
@@ -39,12 +39,12 @@ def test_paths_named_under_mounts_are_inputs_outputs_are_not():
     ("train spec_file=/data/s.yaml train.checkpoint_dir=/data/ck log_file=/data/l", ["/data/s.yaml"], []),
 ])
 def test_only_plain_inputs_are_required(command, required, possible):
-    found = inputs.paths(KubernetesSpec(image="i", mounts=WS, command=command), None)
+    found = gates.input_paths(KubernetesSpec(image="i", mounts=WS, command=command), None)
     assert (found.required, found.possible) == (required, possible)
 
 
 def test_verdict_reads_the_check_output():
-    assert inputs.verdict(["/a", "/b", "/c"], "ok /a\nmissing /b\n") == (["/b"], ["/c"])
+    assert gates.input_verdict(["/a", "/b", "/c"], "ok /a\nmissing /b\n") == (["/b"], ["/c"])
 
 
 def _cluster(fake, output: str) -> None:

@@ -11,16 +11,16 @@ from fakeproc import echo_applied, items, job, k8s_cluster, k8s_record, node
 from taobank import platform, records, sweeps
 from taobank.contract import SubmitOptions
 from taobank.errors import TaoError
-from taobank.platforms.kubernetes import queues
-from taobank.platforms.kubernetes.flags import spec_from_flags
+from taobank.platforms.kubernetes import gates
+from taobank.platforms.kubernetes.spec import spec_from_flags
 
 SPEC = {"image": "nvcr.io/nvidia/tao/tao-toolkit:x", "command": "echo hi", "gpus": 1, "no_results": True}
 LQ, CQ = "team-a", "gpu-cq"
-QUEUES_READ = f"{queues.LOCAL_QUEUES},{queues.CLUSTER_QUEUES}"
+QUEUES_READ = f"{gates.LOCAL_QUEUES},{gates.CLUSTER_QUEUES}"
 
 
 def local_queue(name: str, cq: str = CQ) -> dict:
-    return {"apiVersion": queues.LOCAL_QUEUES, "kind": "LocalQueue", "metadata": {"name": name, "namespace": "default"},
+    return {"apiVersion": gates.LOCAL_QUEUES, "kind": "LocalQueue", "metadata": {"name": name, "namespace": "default"},
             "spec": {"clusterQueue": cq}}
 
 
@@ -34,9 +34,9 @@ def cluster_queue(gpus: int = 4, used: int = 1) -> dict:
 def kueue_cluster(fake, *lqs: dict, cq: dict | None = None) -> None:
     """The usual fake cluster, with Kueue: these LocalQueues in the namespace and the ClusterQueue readable."""
     k8s_cluster(fake)
-    fake.kubectl("get", queues.LOCAL_QUEUES, answer=items(list(lqs)))
-    fake.kubectl("get", queues.CLUSTER_QUEUES, answer=cq or cluster_queue())
-    fake.kubectl("get", queues.GATE_READ, answer=items([*lqs, cq or cluster_queue(), node("gpu-0", 8)]))
+    fake.kubectl("get", gates.LOCAL_QUEUES, answer=items(list(lqs)))
+    fake.kubectl("get", gates.CLUSTER_QUEUES, answer=cq or cluster_queue())
+    fake.kubectl("get", gates.GATE_READ, answer=items([*lqs, cq or cluster_queue(), node("gpu-0", 8)]))
     fake.kubectl("get", QUEUES_READ, answer=items([*lqs, cq or cluster_queue()]))
 
 
@@ -52,9 +52,9 @@ def words(fake) -> list[str]:
 def test_label_jobs_labels_and_suspends_only_the_job_and_copies():
     objs = [{"kind": "Job", "metadata": {"name": "j", "labels": {"a": "b"}}, "spec": {}},
             {"kind": "Service", "metadata": {"name": "s"}}]
-    out = queues.label_jobs(objs, "q", partial=True)
-    assert out[0]["metadata"]["labels"] == {"a": "b", queues.QUEUE_LABEL: "q"} and out[0]["spec"]["suspend"] is True
-    assert out[0]["metadata"]["annotations"] == {queues.MIN_PARALLELISM_ANNOTATION: "1"}
+    out = gates.label_jobs(objs, "q", partial=True)
+    assert out[0]["metadata"]["labels"] == {"a": "b", gates.QUEUE_LABEL: "q"} and out[0]["spec"]["suspend"] is True
+    assert out[0]["metadata"]["annotations"] == {gates.MIN_PARALLELISM_ANNOTATION: "1"}
     assert out[1] is objs[1] and "suspend" not in objs[0]["spec"]  # the input is not changed
 
 
@@ -68,7 +68,7 @@ def test_a_queued_submit_labels_the_job_suspended_and_skips_the_capacity_gate(fa
     kueue_cluster(fake, local_queue(LQ))
     view = platform.get("kubernetes").submit({**SPEC, "queue": LQ}, SubmitOptions())
     job_ = created_job(fake)
-    assert job_["metadata"]["labels"][queues.QUEUE_LABEL] == LQ and job_["spec"]["suspend"] is True
+    assert job_["metadata"]["labels"][gates.QUEUE_LABEL] == LQ and job_["spec"]["suspend"] is True
     assert "get nodes,pods" not in words(fake)  # the quota is the queue's, not the nodes'
     dry = [c for c in fake.kubectl_calls("create", "--dry-run=server")][0]
     assert json.loads(dry.stdin)["items"][0]["spec"]["suspend"] is True  # the server judged the very Job created
@@ -80,7 +80,7 @@ def test_a_queued_submit_labels_the_job_suspended_and_skips_the_capacity_gate(fa
 def test_the_namespaces_default_local_queue_is_used_when_none_is_named_and_said(fake, state_dir):
     kueue_cluster(fake, local_queue("default"), local_queue(LQ))
     view = platform.get("kubernetes").submit(SPEC, SubmitOptions())
-    assert created_job(fake)["metadata"]["labels"][queues.QUEUE_LABEL] == "default"
+    assert created_job(fake)["metadata"]["labels"][gates.QUEUE_LABEL] == "default"
     (note,) = [n for n in view.extra["gate_notes"] if "default LocalQueue" in n]
     assert note.startswith("queued: no --queue given") and "--queue NAME" in note
 
@@ -89,7 +89,7 @@ def test_no_queue_named_and_no_default_queue_is_a_plain_submit(fake, state_dir):
     kueue_cluster(fake, local_queue(LQ))
     view = platform.get("kubernetes").submit(SPEC, SubmitOptions())
     job_ = created_job(fake)
-    assert queues.QUEUE_LABEL not in job_["metadata"]["labels"] and "suspend" not in job_["spec"]
+    assert gates.QUEUE_LABEL not in job_["metadata"]["labels"] and "suspend" not in job_["spec"]
     # the capacity gate as before, on the nodes and pods of the gates' one read
     assert "get nodes,pods" not in words(fake) and "gpu-0 8/8 free" in view.extra["gate"]
 
@@ -127,7 +127,7 @@ def test_an_unreadable_cluster_queue_leaves_the_quota_unknown(fake, state_dir):
     kueue_cluster(fake, local_queue(LQ))
     forbidden = 'Error from server (Forbidden): clusterqueues is forbidden'
     fake.kubectl("get", QUEUES_READ, rc=1, stderr=forbidden)  # so the one read is refused: step by step
-    fake.kubectl("get", queues.CLUSTER_QUEUES, rc=1, stderr=forbidden)
+    fake.kubectl("get", gates.CLUSTER_QUEUES, rc=1, stderr=forbidden)
     view = platform.get("kubernetes").submit({**SPEC, "queue": LQ}, SubmitOptions())
     assert "GPU quota not readable" in view.extra["gate"]
 
@@ -142,21 +142,21 @@ def test_a_queued_sweep_is_one_suspended_workload_admitted_partially(fake, state
     (owned,) = fake.kubectl_calls("apply", "--server-side")
     assert [o["kind"] for o in json.loads(owned.stdin)["items"]] == ["ConfigMap"]  # Kueue unsuspends it, not us
     assert job_["spec"]["completionMode"] == "Indexed" and job_["spec"]["suspend"] is True
-    assert job_["metadata"]["labels"][queues.QUEUE_LABEL] == LQ
-    assert job_["metadata"]["annotations"][queues.MIN_PARALLELISM_ANNOTATION] == "1"
+    assert job_["metadata"]["labels"][gates.QUEUE_LABEL] == LQ
+    assert job_["metadata"]["annotations"][gates.MIN_PARALLELISM_ANNOTATION] == "1"
     assert all(records.load(v.id)["backend"]["queue"] == LQ for v in done.views)
 
 
 # ------------------------------------------------------------------ status
 def held(jid: str, uid: str) -> dict:
     j = job(jid, uid, condition="Suspended")
-    j["metadata"]["labels"][queues.QUEUE_LABEL] = LQ
+    j["metadata"]["labels"][gates.QUEUE_LABEL] = LQ
     j["spec"]["suspend"] = True
     return j
 
 
 def workload(uid: str, **conds: tuple[str, str, str]) -> dict:
-    return {"kind": "Workload", "metadata": {"name": f"job-{uid}", "labels": {queues.JOB_UID_LABEL: uid}},
+    return {"kind": "Workload", "metadata": {"name": f"job-{uid}", "labels": {gates.JOB_UID_LABEL: uid}},
             "status": {"conditions": [{"type": t, "status": s, "reason": r, "message": m}
                                       for t, (s, r, m) in conds.items()]}}
 
@@ -170,30 +170,30 @@ def test_status_says_queued_waiting_for_quota_with_one_workloads_call_for_all(fa
     recs = [queued_record() for _ in range(3)]
     fake.kubectl("get", "jobs,pods", answer=items([held(r["id"], f"uid-{r['id']}") for r in recs]))
     msg = "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor f"
-    fake.kubectl("get", queues.WORKLOADS, answer=items(
+    fake.kubectl("get", gates.WORKLOADS, answer=items(
         [workload(f"uid-{r['id']}", QuotaReserved=("False", "Pending", msg)) for r in recs]))
     views = platform.status("kubernetes")
     assert [v.state for v in views] == ["PENDING"] * 3
     assert all(v.message == f"QUEUED: waiting for quota in ClusterQueue {CQ}: {msg}" for v in views), views[0].message
-    (wl_call,) = fake.kubectl_calls("get", queues.WORKLOADS)
-    assert wl_call.words[2:4] == ["-l", f"{queues.JOB_UID_LABEL} in ({','.join(sorted('uid-' + r['id'] for r in recs))})"]
+    (wl_call,) = fake.kubectl_calls("get", gates.WORKLOADS)
+    assert wl_call.words[2:4] == ["-l", f"{gates.JOB_UID_LABEL} in ({','.join(sorted('uid-' + r['id'] for r in recs))})"]
     assert len(fake.of("kubectl")) == 2
 
 
 def test_status_of_a_job_kueue_does_not_hold_costs_no_workloads_call(fake, state_dir):
     rec = queued_record()
     running = job(rec["id"], f"uid-{rec['id']}")
-    running["metadata"]["labels"][queues.QUEUE_LABEL] = LQ  # admitted: unsuspended
+    running["metadata"]["labels"][gates.QUEUE_LABEL] = LQ  # admitted: unsuspended
     fake.kubectl("get", "jobs,pods", answer=items([running]))
     platform.status("kubernetes", [rec["id"]])
-    assert not fake.kubectl_calls("get", queues.WORKLOADS)
+    assert not fake.kubectl_calls("get", gates.WORKLOADS)
 
 
 def test_status_of_an_unqueued_suspended_job_stays_suspended(fake, state_dir):
     rec = k8s_record(state="PENDING")
     fake.kubectl("get", "jobs,pods", answer=items([job(rec["id"], f"uid-{rec['id']}", condition="Suspended")]))
     (view,) = platform.status("kubernetes", [rec["id"]])
-    assert view.message == "the Job is suspended" and not fake.kubectl_calls("get", queues.WORKLOADS)
+    assert view.message == "the Job is suspended" and not fake.kubectl_calls("get", gates.WORKLOADS)
 
 
 @pytest.mark.parametrize("conds, reason, text", [
@@ -205,11 +205,11 @@ def test_status_of_an_unqueued_suspended_job_stays_suspended(fake, state_dir):
 ])
 def test_explain_inadmissible_and_evicted(conds, reason, text):
     j = held("j", "u")
-    assert queues.explain(j, workload("u", **conds), CQ) == (reason, text)
+    assert gates.explain(j, workload("u", **conds), CQ) == (reason, text)
 
 
 def test_explain_before_kueue_made_the_workload():
-    assert queues.explain(held("j", "u"), None, None) == (
+    assert gates.explain(held("j", "u"), None, None) == (
         "Queued", "QUEUED in LocalQueue team-a: waiting for Kueue to make its Workload")
 
 
@@ -217,16 +217,16 @@ def test_a_preempted_running_job_goes_back_to_pending_with_kueues_reason(fake, s
     rec = queued_record()
     records.mark(rec["id"], "RUNNING")
     fake.kubectl("get", "jobs,pods", answer=items([held(rec["id"], f"uid-{rec['id']}")]))
-    fake.kubectl("get", queues.WORKLOADS, answer=items([workload(
+    fake.kubectl("get", gates.WORKLOADS, answer=items([workload(
         f"uid-{rec['id']}", Evicted=("True", "Preempted", "preempted"))]))
     (view,) = platform.status("kubernetes", [rec["id"]])
     assert view.state == "PENDING" and view.message.startswith("QUEUED again: evicted by Kueue (Preempted")
 
 
 def test_gpu_quota_and_usage_read_from_the_queues():
-    assert queues.gpu_quota(cluster_queue(gpus=3)) == 3
-    assert queues.gpu_quota({"spec": {"resourceGroups": [{"flavors": [{"resources": [{"name": "cpu"}]}]}]}}) is None
-    assert queues.gpu_usage(cluster_queue(used=2)["status"]) == 2
+    assert gates.gpu_quota(cluster_queue(gpus=3)) == 3
+    assert gates.gpu_quota({"spec": {"resourceGroups": [{"flavors": [{"resources": [{"name": "cpu"}]}]}]}}) is None
+    assert gates.gpu_usage(cluster_queue(used=2)["status"]) == 2
 
 
 def test_a_named_queue_reads_no_node_or_pod_even_when_they_could_never_fit(fake, state_dir):
@@ -239,24 +239,24 @@ def test_a_named_queue_reads_no_node_or_pod_even_when_they_could_never_fit(fake,
 
 def test_a_user_who_may_not_list_it_all_is_remembered_and_read_step_by_step_without_a_refused_read(fake, state_dir):
     kueue_cluster(fake, local_queue(LQ))
-    fake.kubectl("get", queues.GATE_READ, rc=1, stderr="Error from server (Forbidden): clusterqueues.kueue.x-k8s.io "
+    fake.kubectl("get", gates.GATE_READ, rc=1, stderr="Error from server (Forbidden): clusterqueues.kueue.x-k8s.io "
                  'is forbidden: User "u" cannot list resource "clusterqueues" at the cluster scope')
     submit = platform.get("kubernetes").submit
     submit(SPEC, SubmitOptions())
     assert [w for w in words(fake) if w.startswith("get ")] == [
-        f"get {queues.GATE_READ}", f"get {queues.LOCAL_QUEUES}", "get nodes,pods"]
+        f"get {gates.GATE_READ}", f"get {gates.LOCAL_QUEUES}", "get nodes,pods"]
     n = len(fake.calls)
     submit(SPEC, SubmitOptions())
-    assert gate_reads(fake, n) == [f"get {queues.LOCAL_QUEUES}", "get nodes,pods"]  # as before the one read
+    assert gate_reads(fake, n) == [f"get {gates.LOCAL_QUEUES}", "get nodes,pods"]  # as before the one read
 
 
 def test_a_user_who_may_not_list_local_queues_submits_unqueued_with_a_warning_unless_a_queue_is_named(fake, state_dir):
     k8s_cluster(fake)
     forbidden = ('Error from server (Forbidden): localqueues.kueue.x-k8s.io is forbidden: User "u" cannot list '
                  'resource "localqueues"')
-    fake.kubectl("get", queues.GATE_READ, rc=1, stderr=forbidden)
+    fake.kubectl("get", gates.GATE_READ, rc=1, stderr=forbidden)
     fake.kubectl("get", QUEUES_READ, rc=1, stderr=forbidden)
-    fake.kubectl("get", queues.LOCAL_QUEUES, rc=1, stderr=forbidden)
+    fake.kubectl("get", gates.LOCAL_QUEUES, rc=1, stderr=forbidden)
     view = platform.get("kubernetes").submit(SPEC, SubmitOptions())
     assert view.extra["gate_notes"] == ["warning: not queued: you may not list Kueue LocalQueues in namespace default, "
                                         "so a default one is not used either"]
@@ -276,7 +276,7 @@ def test_a_cluster_without_kueue_is_asked_once_then_remembered_for_a_while(fake,
     k8s_cluster(fake)
     submit = platform.get("kubernetes").submit
     submit(SPEC, SubmitOptions())
-    assert gate_reads(fake) == [f"get {queues.GATE_READ}", "get nodes,pods"]
+    assert gate_reads(fake) == [f"get {gates.GATE_READ}", "get nodes,pods"]
     n = len(fake.calls)
     submit(SPEC, SubmitOptions())  # remembered: nodes and pods alone
     assert gate_reads(fake, n) == ["get nodes,pods"]
@@ -287,23 +287,23 @@ def test_a_cluster_without_kueue_is_asked_once_then_remembered_for_a_while(fake,
     n = len(fake.calls)
     kubeconfig.write_text("current-context: b, a longer file\n")  # another cluster (or context): asked again
     submit(SPEC, SubmitOptions())
-    assert gate_reads(fake, n) == [f"get {queues.GATE_READ}", "get nodes,pods"]
+    assert gate_reads(fake, n) == [f"get {gates.GATE_READ}", "get nodes,pods"]
     n = len(fake.calls)
-    monkeypatch.setattr(queues, "MEMORY_TTL_S", 0)  # what was learnt has expired: asked again
+    monkeypatch.setattr(gates, "MEMORY_TTL_S", 0)  # what was learnt has expired: asked again
     submit(SPEC, SubmitOptions())
-    assert gate_reads(fake, n) == [f"get {queues.GATE_READ}", "get nodes,pods"]
+    assert gate_reads(fake, n) == [f"get {gates.GATE_READ}", "get nodes,pods"]
 
 
 def test_kueue_installed_later_is_found_once_the_memory_expires_and_a_damaged_memory_is_no_error(fake, state_dir,
                                                                                                 monkeypatch):
     k8s_cluster(fake)
     platform.get("kubernetes").submit(SPEC, SubmitOptions())
-    assert queues.remembered(queues.Kubectl()) == queues.ABSENT
-    (state_dir / queues.MEMORY_FILE).write_text("{not json")
-    assert queues.remembered(queues.Kubectl()) is None
+    assert gates.remembered(gates.Kubectl()) == gates.ABSENT
+    (state_dir / gates.MEMORY_FILE).write_text("{not json")
+    assert gates.remembered(gates.Kubectl()) is None
     kueue_cluster(fake, local_queue("default"))  # Kueue now, with a default LocalQueue
     view = platform.get("kubernetes").submit(SPEC, SubmitOptions())
     job_ = json.loads(fake.kubectl_calls("create", "-f")[-1].stdin)["items"][0]
-    assert job_["metadata"]["labels"][queues.QUEUE_LABEL] == "default"
+    assert job_["metadata"]["labels"][gates.QUEUE_LABEL] == "default"
     assert "default LocalQueue" in " ".join(view.extra["gate_notes"])
-    assert queues.remembered(queues.Kubectl()) is None
+    assert gates.remembered(gates.Kubectl()) is None

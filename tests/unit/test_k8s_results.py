@@ -5,7 +5,7 @@ import pytest
 
 from taobank.contract import SubmitOptions
 from taobank.errors import TaoError
-from taobank.platforms.kubernetes import results
+from taobank.platforms.kubernetes import render
 from taobank.platforms.kubernetes.render import find, render_manifests
 
 JOB_ID = "dino-train-0a1b2c3d"
@@ -19,7 +19,7 @@ def pod_env(spec: dict) -> dict:
 
 def test_default_is_one_folder_per_job_under_the_first_writable_mount():
     spec = {"image": "i", "command": "c", "mounts": [{"pvc": "data", "mount_path": "/data", "read_only": True}, WS]}
-    plan = results.plan(spec).for_job(JOB_ID)
+    plan = render.results_plan(spec).for_job(JOB_ID)
     assert plan.folder == f"/results/{JOB_ID}" == plan.pod_folder
     env = pod_env(spec)
     assert env["TAO_API_RESULTS_DIR"] == "/results" and env["TAO_API_JOB_ID"] == JOB_ID  # parent + folder name
@@ -27,8 +27,8 @@ def test_default_is_one_folder_per_job_under_the_first_writable_mount():
 
 def test_given_results_dir_is_the_parent_unless_exact():
     spec = {"image": "i", "command": "c", "mounts": [WS], "results_dir": "/results/dino"}
-    assert results.plan(spec).for_job(JOB_ID).folder == f"/results/dino/{JOB_ID}"
-    exact = results.plan({**spec, "results_exact": True}).for_job(JOB_ID)
+    assert render.results_plan(spec).for_job(JOB_ID).folder == f"/results/dino/{JOB_ID}"
+    exact = render.results_plan({**spec, "results_exact": True}).for_job(JOB_ID)
     assert (exact.folder, exact.parent, exact.name) == ("/results/dino", "/results", "dino")
     env = pod_env({**spec, "results_exact": True})
     assert env["TAO_API_RESULTS_DIR"] + "/" + env["TAO_API_JOB_ID"] == "/results/dino"
@@ -53,7 +53,7 @@ def test_results_that_would_be_lost_are_refused_in_one_line(spec, why):
 
 def test_tier_c_results_are_staged_then_uploaded_to_the_jobs_own_prefix():
     spec = {"image": "i", "command": "c", "storage_tier": "C", "results_dir": "s3://bucket/runs/"}
-    plan = results.plan(spec, staging="/tao-staging").for_job(JOB_ID)
+    plan = render.results_plan(spec, staging="/tao-staging").for_job(JOB_ID)
     assert plan.folder == f"s3://bucket/runs/{JOB_ID}"
     job = find(render_manifests(spec, job_id=JOB_ID, namespace="default", cred_secret="c"), "Job")
     main, upload = job["spec"]["template"]["spec"]["containers"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from taobank.errors import UsageError
-from taobank.platforms.kubernetes.flags import spec_from_flags
+from taobank.platforms.kubernetes.spec import spec_from_flags
 
 BASE = {"image": "i", "command": "c"}
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from taobank.records import Record
-from taobank import checkpoints, lineage, records, saved_specs
+from taobank import checkpoints, jobfiles, lineage, records
 from taobank.contract import ResultFile, ResultsListing, ResultsLocation
 from taobank.errors import TaoError
 from taobank.platform import JobView
@@ -62,7 +62,7 @@ def stand(state_dir, monkeypatch):
 
 def job(state: str = "CANCELED", action: str = "train", command=None) -> dict:
     rec = records.open_record("slurm", "img", "dino", action, "A", "/l/results/{id}")
-    saved_specs.save(rec["id"], {"action": action, "command": command or ["dino", "train", "-e", "s.yaml"]},
+    jobfiles.save_spec(rec["id"], {"action": action, "command": command or ["dino", "train", "-e", "s.yaml"]},
                    {"secret_env": ("NGC_KEY",), "namespace": None})
     if state != "PENDING":
         records.mark(rec["id"], "RUNNING")
@@ -256,9 +256,9 @@ def test_any_from_text_is_a_file_of_the_folder_or_one_line(named):
 
 def test_a_spec_holding_a_credential_is_never_kept(state_dir):
     rec = records.open_record("slurm", "img", "dino", "train", "A", "/l/{id}")
-    saved_specs.save(rec["id"], {"command": ["x"], "env": {"AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}})
+    jobfiles.save_spec(rec["id"], {"command": ["x"], "env": {"AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}})
     with pytest.raises(TaoError, match="spec was not kept"):
-        saved_specs.load(rec["id"])
+        jobfiles.load_spec(rec["id"])
 
 
 def test_parent_checkpoint_best_by_a_kpi(stand):
@@ -308,7 +308,7 @@ def remote(state_dir, monkeypatch):
 
 def s3_job(state: str) -> dict:
     rec = records.open_record("slurm", "img", "dino", "train", "C", "s3://b/runs/{id}")
-    saved_specs.save(rec["id"], {"action": "train", "args": ["dino", "train", "-e", "s.yaml"]}, {})
+    jobfiles.save_spec(rec["id"], {"action": "train", "args": ["dino", "train", "-e", "s.yaml"]}, {})
     records.mark(rec["id"], "RUNNING")
     records.mark(rec["id"], state, err_class="ERR_PROGRAM" if state == "ERROR" else None)
     return records.load(rec["id"])
@@ -328,7 +328,7 @@ def test_continue_from_s3_downloads_the_checkpoint_and_resumes_from_the_copy(rem
 
 def test_continuing_a_continued_s3_job_drops_the_download_it_resumed_from(remote):
     old = s3_job("ERROR")
-    saved_specs.save(old["id"], {"action": "train", "args": ["dino", "train", f"{KEY}=/stage/from-x/model_epoch_001.pth"]},
+    jobfiles.save_spec(old["id"], {"action": "train", "args": ["dino", "train", f"{KEY}=/stage/from-x/model_epoch_001.pth"]},
                    {})
     lineage.continue_job(None, old["id"])
     spec, _ = remote.submitted[-1]
@@ -379,7 +379,7 @@ def test_continue_with_more_time_sets_the_platforms_own_limit(stand, monkeypatch
     from taobank import platform as core
 
     old = job(state="ERROR", command=["dino", "train", "-e", "s.yaml"])
-    saved_specs.save(old["id"], {"action": "train", "command": ["dino", "train"], "time_hours": 1,
+    jobfiles.save_spec(old["id"], {"action": "train", "command": ["dino", "train"], "time_hours": 1,
                                "timeout_hours": 0.9})
     slurm = core.get("slurm")
     monkeypatch.setattr(stand, "with_time_limit", slurm.with_time_limit, raising=False)
@@ -411,7 +411,7 @@ def test_continue_queue_moves_a_kubernetes_job_to_another_queue_and_is_refused_e
         lineage.continue_job("slurm", job()["id"], queue="team-b")
     assert stand.submitted == []
     rec = records.open_record("kubernetes", "img", "dino", "train", "A", "/l/results/{id}")
-    saved_specs.save(rec["id"], {"action": "train", "command": ["dino", "train", "-e", "s.yaml"], "queue": "team-a"}, {})
+    jobfiles.save_spec(rec["id"], {"action": "train", "command": ["dino", "train", "-e", "s.yaml"], "queue": "team-a"}, {})
     records.mark(rec["id"], "RUNNING")
     records.mark(rec["id"], "CANCELED")
     lineage.continue_job(None, rec["id"])

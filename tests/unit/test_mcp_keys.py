@@ -74,10 +74,10 @@ def test_needed_names_come_from_the_call_only(tmp_path):
 
 
 def test_continue_needs_what_its_job_was_submitted_with(state_dir, creds, tmp_path):
-    from taobank import records, saved_specs
+    from taobank import jobfiles, records
 
     rec = records.open_record("docker", "img", "dino", "train", "A", "/l/results/{id}")
-    saved_specs.save(rec["id"], {"action": "train", "secrets": ["HF_TOKEN"]},
+    jobfiles.save_spec(rec["id"], {"action": "train", "secrets": ["HF_TOKEN"]},
                    {"secret_env": ("WANDB_API_KEY",), "ngc_pull_secret": True})
     assert credentials.needed("continue", {"id": rec["id"]}) == ["WANDB_API_KEY", "HF_TOKEN", "NGC_KEY"]
     for other in ("no-such-job", "../../etc", 7, None):  # the helper says what is wrong with these

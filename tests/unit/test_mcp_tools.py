@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from taobank.cli import specargs
+from taobank.cli import entry
 from taobank.mcp import tools
 
 BANK = Path(__file__).resolve().parents[2]
@@ -51,7 +51,7 @@ def test_no_schema_has_a_field_for_a_secret_value():
 def test_submit_schema_is_the_declared_flag_vocabulary(platform):
     """One source: every listed flag the CLI declares for a platform's submit is a property, typed as declared."""
     props = _schemas()[f"submit_{platform}"]["properties"]
-    for flag in specargs.flags_of(platform):
+    for flag in entry.flags_of(platform):
         if flag.hidden:
             continue
         prop = flag.names[0][2:].replace("-", "_")

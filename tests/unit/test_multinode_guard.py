@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from taobank import failures, multinode
-from taobank.command_words import shell_words
+from taobank.tao_command import shell_words
 from taobank.platforms.kubernetes import render as k8s_render
 from taobank.platforms.slurm import render as slurm_render, resources
 

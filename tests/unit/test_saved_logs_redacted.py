@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from taobank import platform, records, savedlogs
+from taobank import jobfiles, platform, records
 from taobank.platforms.docker import engine as eng, logs as docker_logs
 from taobank.states import State
 
@@ -13,9 +13,9 @@ TOKEN = "hf_abcdEFGHijklMNOPqrstUVWXyz012345"
 
 def test_the_core_helper_redacts_text_and_streams(state_dir):
     _rec("job-a-000001")
-    path = savedlogs.save("job-a-000001", "logs.txt", f"epoch 1\nlogin with {TOKEN}\n")
+    path = jobfiles.save_logs("job-a-000001", "logs.txt", f"epoch 1\nlogin with {TOKEN}\n")
     assert TOKEN not in path.read_text() and "epoch 1" in path.read_text() and oct(path.stat().st_mode)[-3:] == "600"
-    path = savedlogs.save("job-a-000001", "s.json", {"stdout": f"token={TOKEN}\n", "stderr": "ok\n"})
+    path = jobfiles.save_logs("job-a-000001", "s.json", {"stdout": f"token={TOKEN}\n", "stderr": "ok\n"})
     data = json.loads(path.read_text())
     assert TOKEN not in path.read_text() and data["stderr"] == "ok\n"
 
@@ -42,9 +42,9 @@ def test_kubernetes_saves_through_the_same_helper(state_dir, monkeypatch):
 
     _rec("job-a-000001")
     seen = []
-    real = savedlogs.save
+    real = jobfiles.save_logs
     monkeypatch.setattr(k8s_logs, "format_logs", lambda kube, pods, tail, **kw: f"rank 0 {TOKEN}\n")
-    monkeypatch.setattr(savedlogs, "save", lambda *a: seen.append(a[:2]) or real(*a))
+    monkeypatch.setattr(jobfiles, "save_logs", lambda *a: seen.append(a[:2]) or real(*a))
     path = k8s_logs.save_final_logs(None, records.get("job-a-000001"), [{"metadata": {"name": "p"}}])
     assert seen == [("job-a-000001", "logs.txt")]
     text = open(path).read()

@@ -109,18 +109,18 @@ def test_settings_travel_as_json_and_make_optunas_own_objects():
 
 
 def test_the_cli_refuses_search_flags_alone_and_checks_before_reading_the_spec():
-    from taobank.cli import sweepcli
+    from taobank.cli import verbcli
 
     p = argparse.ArgumentParser()
-    sweepcli.add_submit_flags(p)
+    verbcli.add_submit_flags(p)
     with pytest.raises(UsageError, match="belongs to a search"):
-        sweepcli.trials_of(p.parse_args(["--kpi", "val_loss"]))
+        verbcli.trials_of(p.parse_args(["--kpi", "val_loss"]))
     with pytest.raises(UsageError, match="not both"):
-        sweepcli.trials_of(p.parse_args(["--search", "tpe", "--trials", "2", "--sweep", "a=1,2", "--kpi", "val_loss",
+        verbcli.trials_of(p.parse_args(["--search", "tpe", "--trials", "2", "--sweep", "a=1,2", "--kpi", "val_loss",
                                          "--space", LR]))
     with pytest.raises(UsageError, match="needs --trials"):
-        sweepcli.trials_of(p.parse_args(["--search", "tpe", "--kpi", "val_loss", "--space", LR]))
-    got = sweepcli.trials_of(p.parse_args(["--search", "tpe", "--trials", "3", "--kpi", "val_loss", "--space", LR]))
+        verbcli.trials_of(p.parse_args(["--search", "tpe", "--kpi", "val_loss", "--space", LR]))
+    got = verbcli.trials_of(p.parse_args(["--search", "tpe", "--trials", "3", "--kpi", "val_loss", "--space", LR]))
     assert got == [{}, {}, {}]
 
 
@@ -290,11 +290,11 @@ def test_the_site_check_finds_a_lock_that_is_not_exclusive_and_a_missing_python(
 
 def test_continue_of_a_search_trial_the_study_gave_no_values_is_one_line(state_dir):
     """A PRUNED trial continues with its study's values (the SLURM e2e shows it); one that never asked has none."""
-    from taobank import lineage, records, saved_specs
+    from taobank import jobfiles, lineage, records
 
     rec = records.open_record("slurm", "none", "dino", "train", "A", "/lustre/results", sweep=("dino-sweep-1", 0, {}),
                               backend={"search": "tpe", "search_kpi": "val_loss"})
-    saved_specs.save(rec["id"], {"network_arch": "dino", "action": "train", "command": ["true"]}, {})
+    jobfiles.save_spec(rec["id"], {"network_arch": "dino", "action": "train", "command": ["true"]}, {})
     records.mark(rec["id"], "PRUNED", message="PRUNED at epoch 1: val_loss 1.4, worse than the rung's cut 0.6")
     with pytest.raises(TaoError, match="trial of search dino-sweep-1 whose study holds no values") as err:
         lineage.continue_job("slurm", rec["id"])

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from taobank import speccheck, taonetworks
+from taobank import speccheck, tao_command
 from taobank.errors import UsageError
 from taobank.search import automl, space
 
@@ -46,7 +46,7 @@ def test_booleans_options_conditions_and_lists():
     assert automl.param("a.b", {"type": "number", "default": 0.0}, {"valid_min": 0.0, "valid_max": "inf"})[0] is None
 
 
-@pytest.mark.parametrize("network", taonetworks.networks())
+@pytest.mark.parametrize("network", tao_command.networks())
 def test_every_default_space_passes_the_spec_check_at_its_edges(network):
     try:
         found = automl.default(network, "train")

@@ -8,10 +8,10 @@ import hashlib
 import pytest
 
 from taobank.platforms.slurm.spec import SlurmSpec
-from taobank import lineage, records, saved_specs
+from taobank import jobfiles, lineage, records
 from taobank.contract import ResultFile, ResultsListing, ResultsLocation
 from taobank.errors import TaoError
-from taobank.cli import specargs
+from taobank.cli import entry
 from taobank.platforms.slurm import continued
 
 
@@ -19,9 +19,9 @@ def test_spec_file_flags_are_saved_as_absolute_paths(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "train.yaml").write_text("a: 1\n")
     parser = argparse.ArgumentParser()
-    specargs.spec_arguments(parser, "slurm")
+    entry.spec_arguments(parser, "slurm")
     parser.add_argument("command", nargs=argparse.REMAINDER)
-    spec = specargs.spec_from_args(parser.parse_args(["--image", "i:1", "--spec-file", "./train.yaml",
+    spec = entry.spec_from_args(parser.parse_args(["--image", "i:1", "--spec-file", "./train.yaml",
                                                       "--spec-file", "e=train.yaml", "--", "true"]), "slurm")
     assert spec["spec_files"] == {"train.yaml": str(tmp_path / "train.yaml"), "e": str(tmp_path / "train.yaml")}
 
@@ -31,7 +31,7 @@ def canceled_job(spec_file, text: str) -> dict:
     sha = hashlib.sha256(text.encode()).hexdigest()
     records.mark(rec["id"], "RUNNING", backend_ref="slurm:5", backend={"spec_files": f"train.yaml={sha}"})
     records.mark(rec["id"], "CANCELED")
-    saved_specs.save(rec["id"], {"network_arch": "dino", "action": "train", "container_runtime": "none",
+    jobfiles.save_spec(rec["id"], {"network_arch": "dino", "action": "train", "container_runtime": "none",
                                "command": ["dino", "train", "-e", "{specs}/train.yaml"],
                                "spec_files": {"train.yaml": str(spec_file)}})
     return records.load(rec["id"])
@@ -41,7 +41,7 @@ def test_a_changed_or_relative_spec_file_is_refused(state_dir, tmp_path, monkeyp
     spec_file = tmp_path / "train.yaml"
     spec_file.write_text("train: {num_epochs: 10}\n")
     rec = canceled_job(spec_file, "train: {num_epochs: 10}\n")
-    spec, _ = saved_specs.load(rec["id"])
+    spec, _ = jobfiles.load_spec(rec["id"])
     monkeypatch.chdir("/")  # continue from any folder reads the same file
     continued.check(SlurmSpec.from_dict(spec), rec["id"])
     spec_file.write_text("train: {num_epochs: 99}\n")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from taobank import speccheck, specs, taonetworks
+from taobank import speccheck, specs, tao_command
 from taobank.errors import TaoError
 
 BANK = Path(__file__).resolve().parents[2]
@@ -40,8 +40,8 @@ def dino_train(tmp_path) -> Path:
 def test_list_names_every_network_and_its_actions():
     r = jobs("list", "--json")
     data = json.loads(r.stdout)
-    assert data["tao_version"] == taonetworks.tao_version()
-    assert set(data["networks"]) == set(taonetworks.networks())
+    assert data["tao_version"] == tao_command.tao_version()
+    assert set(data["networks"]) == set(tao_command.networks())
     assert "train" in data["networks"]["dino"] and "dataset_convert" in data["networks"]["pointpillars"]
 
 
@@ -50,7 +50,7 @@ def test_a_template_checks_clean_and_a_typo_names_the_real_key(dino_train):
     assert r.returncode == 0 and r.stdout.startswith("ok: "), r.stdout + r.stderr
     r = jobs("check", str(dino_train), "train.num_epoch=10", "--network", "dino", "--action", "train")
     assert r.returncode == 1 and r.stdout.strip().splitlines() == [
-        f"train.num_epoch: no such key in dino's spec (TAO {taonetworks.tao_version()}): did you mean train.num_epochs?"]
+        f"train.num_epoch: no such key in dino's spec (TAO {tao_command.tao_version()}): did you mean train.num_epochs?"]
 
 
 def test_check_names_each_problem_on_its_own_line_with_its_path(tmp_path):

@@ -7,8 +7,8 @@ import argparse
 
 import pytest
 
-from taobank import lineage, platform as core, records, saved_specs, sweeps
-from taobank.cli import sweepcli, verbcli
+from taobank import jobfiles, lineage, platform as core, records, sweeps
+from taobank.cli import verbcli
 from taobank.platforms.slurm.spec import SlurmSpec
 from taobank.contract import Launch, Plan, ResultFile, ResultsListing, ResultsLocation, SubmitOptions
 from taobank.errors import TaoError, UsageError
@@ -107,7 +107,7 @@ def test_the_helpers_hand_the_parent_flags_to_the_sweep(stand):
     parent = parent_job()
     args = argparse.Namespace(parent=parent["id"], parent_kpi=None, parent_mode="min",
                               allow_incomplete_parent=False, max_concurrent=None, json=False, quiet=True)
-    assert sweepcli.submit("slurm", dict(SPEC), SubmitOptions(), TRIALS, args) == 0
+    assert verbcli.sweep_submit("slurm", dict(SPEC), SubmitOptions(), TRIALS, args) == 0
     trial_ids = [r["id"] for r in records.list_records() if r.get("sweep")]
     assert len(trial_ids) == 2 and all(records.load(i)["parent"] == parent["id"] for i in trial_ids)
     with pytest.raises(UsageError, match="--parent ID"):  # a plain submit does not drop --parent-kpi either
@@ -117,15 +117,15 @@ def test_the_helpers_hand_the_parent_flags_to_the_sweep(stand):
 def test_every_trial_keeps_its_spec_so_continue_runs_that_trial(stand):
     done = sweeps.submit("slurm", {"command": ["dino", "train", "-e", "s.yaml"]}, SubmitOptions(secret_env=("K",)),
                          TRIALS)
-    spec, options = saved_specs.load(done.views[1].id)
+    spec, options = jobfiles.load_spec(done.views[1].id)
     assert spec["command"] == ["dino", "train", "-e", "s.yaml", "evaluate.batch_size=16"]
     assert options == {"secret_env": ["K"]}
 
 
 def test_a_spec_not_kept_says_why(state_dir):
     rec = records.open_record("slurm", "img", "dino", "train", "A", "/l/{id}")
-    saved_specs.save(rec["id"], {"command": ["x"], "env": {"AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}})
+    jobfiles.save_spec(rec["id"], {"command": ["x"], "env": {"AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}})
     with pytest.raises(TaoError, match="not kept: a value in its spec looks like a credential") as exc:
-        saved_specs.load(rec["id"])
+        jobfiles.load_spec(rec["id"])
     assert "wJalr" not in str(exc.value) and "before this bank kept one" not in str(exc.value)
-    assert "wJalr" not in (records.artifact_dir(rec["id"]) / saved_specs.FILE).read_text()
+    assert "wJalr" not in (records.artifact_dir(rec["id"]) / jobfiles.SPEC_FILE).read_text()

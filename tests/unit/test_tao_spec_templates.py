@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from support.tao_runner import Job, run_many
-from taobank import speccheck, specs, taonetworks
+from taobank import speccheck, specs, tao_command
 
 
 def fill_value(node: dict) -> object:
@@ -56,7 +56,7 @@ def filled(doc: dict, paths: list[str], schema: dict) -> dict:
     return doc
 
 
-@pytest.mark.parametrize("network", taonetworks.networks())
+@pytest.mark.parametrize("network", tao_command.networks())
 def test_every_template_passes_its_own_check_and_taos_runner(network):
     jobs = []
     for action in specs.actions(network):
@@ -79,7 +79,7 @@ def test_every_template_passes_its_own_check_and_taos_runner(network):
 
 def test_a_template_says_each_keys_description_and_limits():
     text = specs.template("dino", "train")
-    assert text.startswith(f"# dino train spec: TAO {taonetworks.tao_version()}")
+    assert text.startswith(f"# dino train spec: TAO {tao_command.tao_version()}")
     lines = text.splitlines()
     at = lines.index("  num_gpus: 1")
     assert lines[at - 1].startswith("  # ") and "[1..inf]" in lines[at - 1]

@@ -62,13 +62,13 @@ def needed(tool: str, arguments: Any) -> list[str]:
 def _saved(job: Any) -> dict:
     """The saved options of job ``job`` with its saved spec's ``secrets`` (what ``continue`` submits again);
     empty where none was kept (the helper says so)."""
-    from .. import records, saved_specs
+    from .. import jobfiles, records
 
     if not isinstance(job, str):
         return {}
     try:
         records.load(job)  # a job id, of a job of these records (never a path)
-        spec, options = saved_specs.load(job)
+        spec, options = jobfiles.load_spec(job)
     except TaoError:
         return {}
     return {**options, "secrets": spec.get("secrets")}

@@ -1,7 +1,7 @@
 """The MCP tools as data, each a helper verb: its schema from the helper's own parser, its run the helper's own main.
 
 A tool's input schema is read off the argparse parser the helper builds (itself built from the flag
-declarations, :mod:`taobank.flags`), so the CLI and the tools share one vocabulary: ``--gpus-per-node``
+declarations, :mod:`taobank.jobspec`), so the CLI and the tools share one vocabulary: ``--gpus-per-node``
 is ``gpus_per_node``. A call's typed arguments become the helper's argv as ``--flag=value`` words and
 positionals after ``--`` (a value is never read as an option), and the helper's ``main`` runs through
 :func:`taobank.cli.entry.run_main` with ``--json``: the same records, gates and one-line errors as a shell.
@@ -165,16 +165,16 @@ def _kind_of(action: argparse.Action) -> tuple[str, str]:
     return numeric, numeric
 
 
-#: the declared KEY=VALUE flags (:mod:`taobank.flags` kind "pairs") of every platform
+#: the declared KEY=VALUE flags (:mod:`taobank.jobspec` kind "pairs") of every platform
 _PAIRS: set[str] = set()
 
 
 def _load_pairs() -> None:
     if not _PAIRS:
-        from ..cli import specargs
+        from ..cli import entry
 
         for platform in registry.names():
-            _PAIRS.update(f.dest for f in specargs.flags_of(platform) if f.kind == "pairs")
+            _PAIRS.update(f.dest for f in entry.flags_of(platform) if f.kind == "pairs")
 
 
 def params(spec: ToolSpec) -> list[Param]:

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import specs, tao_command, taonetworks
+from .. import specs, tao_command
 from ..errors import UsageError
 from .space import Param
 
@@ -111,7 +111,7 @@ def param(key: str, node: dict, facts: dict) -> tuple[Param | None, str]:
 
 def default(network: str, action: str) -> Default:
     """The space of ``network action`` from TAO's AutoML keys; a one-line usage error when it has none."""
-    if not taonetworks.known(network):
+    if not tao_command.known(network):
         raise UsageError(f"a search without --space takes TAO's AutoML keys of the job's network, and the pinned TAO "
                          f"has no network {str(network)[:60]!r}: give --space KEY=loguniform(a,b) (repeatable)")
     s = specs.spec(network, action)
@@ -125,8 +125,8 @@ def default(network: str, action: str) -> Default:
             found.left_out[key] = why
         else:
             found.space[key] = got
-    if not found.space or not taonetworks.automl(network):
-        why = "TAO's AutoML does not take it" if not taonetworks.automl(network) else \
+    if not found.space or not tao_command.automl(network):
+        why = "TAO's AutoML does not take it" if not tao_command.automl(network) else \
             "TAO marks none of its keys for AutoML with a usable range"
         raise UsageError(f"{network} {action}: {why}, so a search needs a space: give --space KEY=loguniform(a,b) "
                          "(repeatable) or --space-file FILE")
@@ -147,9 +147,9 @@ def check_kpi(spec: dict, kpi: str) -> None:
     """Refuse (one line listing what it logs) a KPI the job's network does not log, TAO's own list, for a job that
     runs the pinned TAO's entrypoint (the spec check's jobs: ``--no-spec-check`` skips both, for a custom build)."""
     found = tao_command.tao_command(tao_command.identified(dict(spec)))
-    if found is None or taonetworks.logs_kpi(found[0], kpi) is not False:
+    if found is None or tao_command.logs_kpi(found[0], kpi) is not False:
         return
-    names, patterns = taonetworks.kpis(found[0]) or ([], [])
+    names, patterns = tao_command.kpis(found[0]) or ([], [])
     more = f" (and names matching TAO's {len(patterns)} patterns of its per-class KPIs)" if patterns else ""
     raise UsageError(f"--kpi {kpi[:60]!r}: {found[0]} does not log it; TAO lists {', '.join(names)}{more}, and its "
                      "train_loss and val_loss: give one of them (nothing was submitted; --no-kpi-check for a KPI its "

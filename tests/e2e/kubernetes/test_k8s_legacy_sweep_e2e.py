@@ -19,7 +19,7 @@ import testclusters.kubernetes as lk
 from taobank import pins, records
 from taobank.platforms.kubernetes import render
 from taobank.platforms.kubernetes.kubectl import json_objects
-from taobank.platforms.kubernetes.results import NO_RESULTS
+from taobank.platforms.kubernetes.render import NO_RESULTS
 from taobank.states import State
 from tests.support.results_cli import tao_jobs
 

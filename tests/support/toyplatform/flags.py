@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from taobank.flags import Flag, Shared
+from taobank.jobspec import Flag, Shared
 
 SHARED = Shared()
 FLAGS: tuple[Flag, ...] = ()

@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 from ...errors import UsageError
 from .spec import DockerSpec
-from ...flags import Flag, Shared, merge, put, put_secrets_and_command
+from ...jobspec import Flag, Shared, merge, put, put_secrets_and_command
 
 SHARED = Shared(aliases={"cpus": ("--cpus-per-task",)},
                 help={"cpus": "a CPU quota for the container: 4 or 0.5",

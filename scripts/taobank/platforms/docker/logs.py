@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ... import savedlogs
+from ... import jobfiles
 from ...errors import TaoError
 from . import engine as eng
 from ...records import Record
@@ -21,7 +21,7 @@ def save(rec: Record, e: eng.Engine) -> None:
     """Keep the finished job's last lines (best effort: a container already gone has nothing to give)."""
     res = e.run(["logs", "--tail", str(SAVED_TAIL), eng.container_of(rec)], check=False, what=f"{e.name} logs")
     if res.ok:
-        savedlogs.save(rec.id, SAVED, {"stdout": res.stdout, "stderr": res.stderr})
+        jobfiles.save_logs(rec.id, SAVED, {"stdout": res.stdout, "stderr": res.stderr})
 
 
 def read(rec: Record, tail: int) -> tuple[dict[str, str], str]:
@@ -32,7 +32,7 @@ def read(rec: Record, tail: int) -> tuple[dict[str, str], str]:
     res = e.run(["logs", "--tail", str(tail), name], check=False, what=f"{e.name} logs")
     if not res.ok:
         if "no such container" in (res.stderr or "").lower():
-            saved = savedlogs.read_streams(rec.id, SAVED, tail, ("stdout", "stderr"))
+            saved = jobfiles.read_log_streams(rec.id, SAVED, tail, ("stdout", "stderr"))
             if saved is not None:
                 return {k: v for k, v in saved.items() if v or k == "stdout"}, "saved"
             raise TaoError(f"job {rec.id}: its container {name} is gone (removed outside the bank) and no copy of "

@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import fsio, registry, states
-from ...deps import require
-from ...errors import TaoError
+from ...errors import TaoError, require
 from ...paths import is_under
 from ... import spec as specmod
 from .render import sha256_text

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
 
-from ... import savedlogs
+from ... import jobfiles
 from ...contract import Batch, Gate, Launch, Observation, Stop, SubmitOptions, SweepPreview
+from . import spec as specmod
 from .spec import KubernetesSpec
 from ...platform import JobView, Logs, Platform, ResultsAccess
-from . import INFO, flags, submit
+from . import INFO, submit
 from .submit import KubePlan
 from ...records import Record
 
@@ -17,7 +18,7 @@ PREVIEW_ID = "tao-render-preview"
 
 class Kubernetes(Platform[KubernetesSpec, KubePlan]):
     info = INFO
-    flags = flags
+    flags = specmod  # its submit flags as data, beside its job spec
 
     @property
     def results_access(self) -> ResultsAccess:  # artifacts / fetch / prune (the verbs: taobank.results_verbs)
@@ -26,7 +27,7 @@ class Kubernetes(Platform[KubernetesSpec, KubePlan]):
         return results_access
 
     def view(self, rec: Record) -> JobView:
-        saved = savedlogs.saved(rec.id, "logs.txt")
+        saved = jobfiles.saved_logs(rec.id, "logs.txt")
         return JobView.from_record(rec, saved_logs=str(saved) if saved else None)
 
     def observe(self, recs: list[Record], *, context: dict) -> list[Observation]:

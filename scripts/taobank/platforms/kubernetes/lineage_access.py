@@ -15,7 +15,7 @@ from __future__ import annotations
 import posixpath
 from typing import Sequence
 
-from ... import saved_specs
+from ... import jobfiles
 from ...errors import TaoError
 from ...paths import is_under
 from .render import staging_dir
@@ -28,7 +28,7 @@ def _parent_spec(parent: Record) -> dict:
     spec = saved_spec(parent)
     if spec is None:
         try:
-            spec, _ = saved_specs.load(parent.id)
+            spec, _ = jobfiles.load_spec(parent.id)
         except TaoError:
             spec = {}
     return spec

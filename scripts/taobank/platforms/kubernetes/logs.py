@@ -4,11 +4,10 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from ... import fsio, pins, records, savedlogs
+from ... import fsio, jobfiles, pins, records
 from ...errors import TaoError
 from . import render
 from .render import FINAL_STATUS_PREFIX
-from . import results as resultsmod
 from . import status as smap
 from .kubectl import Kubectl
 from . import JOB_LABEL, SPEC_FILE
@@ -42,7 +41,7 @@ def save_final_logs(kube: Kubectl, rec: Record, pods: list[dict]) -> str | None:
     """Write the pods' logs next to the record (they vanish with ttlSecondsAfterFinished)."""
     if not pods:
         return None
-    return str(savedlogs.save(rec.id, "logs.txt", final_logs(kube, pods)))
+    return str(jobfiles.save_logs(rec.id, "logs.txt", final_logs(kube, pods)))
 
 
 def final_logs(kube: Kubectl, pods: list[dict]) -> str:
@@ -89,7 +88,7 @@ def read_logs(rec: Record, *, tail: int | None = None) -> tuple[str, str]:
     pods = _live_pods(kube, rec)
     if pods:
         return format_logs(kube, pods, tail, as_written=True), "live"
-    saved = savedlogs.read(rec.id, "logs.txt", None)  # whole (cut per pod when saved): its last lines are the final ones
+    saved = jobfiles.read_logs(rec.id, "logs.txt", None)  # whole (cut per pod when saved): its last lines are the final ones
     if saved is not None:
         return _last_lines(_without_final(saved), tail), "saved"
     kept = volume_logs(kube, rec, tail)
@@ -122,7 +121,7 @@ def volume_logs(kube: Kubectl, rec: Record, tail: int) -> str | None:
         return None
     if spec.get("storage_tier", "A") != "A" or not spec.get("log_copy", True):
         return None
-    folder = resultsmod.plan(spec).for_job(rec.id).pod_folder
+    folder = render.results_plan(spec).for_job(rec.id).pod_folder
     if not folder:
         return None
     _, text = volume_job.run(kube, spec, ["/bin/sh", "-c", _READ_LOGS, "tao-logs", f"{folder}/{render.LOG_COPY_DIR}",
@@ -156,7 +155,7 @@ def save_final_logs_many(kube: Kubectl, selector: str, pods_of: dict[str, list[d
     """Save the logs of many jobs' pods (``{job id: its pods}``, all matched by ``selector``) with ONE ``kubectl
     logs -l`` (every pod's lines prefixed with its name, split here); when that call fails, pod by pod."""
     for jid, text in final_logs_many(kube, selector, pods_of).items():
-        savedlogs.save(jid, "logs.txt", text)
+        jobfiles.save_logs(jid, "logs.txt", text)
 
 
 def final_logs_many(kube: Kubectl, selector: str, pods_of: dict[str, list[dict]]) -> dict[str, str]:
@@ -195,7 +194,7 @@ def final_status(job_id: str) -> dict[str, str] | None:
     from the log saved at its end: ``{path: text}``, in the file's order (its last epoch line first when per-step
     lines pushed it out of the last ones); None when no saved log carries them (a pod killed, say).
     A multi-node job's pods print the same folder: the first one's lines are kept."""
-    return final_lines(savedlogs.read(job_id, "logs.txt", None))  # whole: it was cut per pod when saved
+    return final_lines(jobfiles.read_logs(job_id, "logs.txt", None))  # whole: it was cut per pod when saved
 
 
 def final_lines(text: str | None) -> dict[str, str] | None:

@@ -1,28 +1,15 @@
-"""The Job and the objects it owns: owner references, lookup by the job-id label, delete options."""
+"""The Job and the objects it owns: lookup by the job-id label, pod selectors, delete options (owner references
+are made where the owned objects are created: :func:`taobank.platforms.kubernetes.submit.owned_by`)."""
 from __future__ import annotations
 
 from ... import names
 from ...errors import TaoError
-from . import JOB_LABEL, OWNER_UID_LABEL
+from . import JOB_LABEL
 from .kubectl import Kubectl
 from ...records import Record
 
 #: The completion index label the Job controller puts on an Indexed Job's pods (Kubernetes >= 1.28).
 INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
-
-
-def owner_reference(job: dict) -> dict:
-    """The ownerReference that makes an object a dependent of ``job``: TTL or cancel GC removes it."""
-    meta = job["metadata"]
-    return {"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"], "uid": meta["uid"]}
-
-
-def owned_by(obj: dict, job: dict) -> dict:
-    """``obj`` with its ownerReferences set, so it is created owned (no patch afterwards), and labelled
-    with the Job's UID (:data:`OWNER_UID_LABEL`), so a cleanup by label finds only this Job's objects."""
-    meta = obj["metadata"]
-    labels = {**(meta.get("labels") or {}), OWNER_UID_LABEL: job["metadata"]["uid"]}
-    return {**obj, "metadata": {**meta, "labels": labels, "ownerReferences": [owner_reference(job)]}}
 
 
 def find_jobs(kube: Kubectl, job_id: str) -> list[dict]:

@@ -13,8 +13,8 @@ from ...contract import Observation, Shown
 from ...states import State
 from ... import states
 from ...errors import TaoError
-from ... import savedlogs, training
-from . import JOB_LABEL, credentials, logs, queues, verdicts
+from ... import jobfiles, training
+from . import JOB_LABEL, credentials, gates, logs, verdicts
 from . import status as smap
 from .kubectl import Kubectl
 from .objects import index_of, sweep_of
@@ -76,8 +76,8 @@ def observe(recs: list[Record], context: dict) -> list[Observation]:
         by_id = smap.group_items(items)
         # the Workloads of the Jobs Kueue holds (labelled for a queue, suspended) in ONE more call, only then
         held = {j["metadata"]["uid"] for e in by_id.values() for j in e["jobs"]
-                if queues.queue_of(j) and (j.get("spec") or {}).get("suspend")}
-        wls = queues.workloads(kube, list(held)) if held else {}
+                if gates.queue_of(j) and (j.get("spec") or {}).get("suspend")}
+        wls = gates.workloads(kube, list(held)) if held else {}
         gone = [r for r in group if r.backend_ref and _gone(r, by_id.get(_label(r)))]
         kept = verdicts.read_gone(kube, gone) if gone else {}
         for rec in group:
@@ -88,7 +88,7 @@ def observe(recs: list[Record], context: dict) -> list[Observation]:
             obs, pods, job = _observe_record(kube, rec, by_id.get(_label(rec)))
             uid = ((job or {}).get("metadata") or {}).get("uid")
             if job is not None and uid in held and obs.state == State.PENDING:  # why Kueue has not admitted it
-                obs.reason, obs.message = queues.explain(job, wls.get(str(uid)), (rec.backend or {}).get("cluster_queue"))
+                obs.reason, obs.message = gates.explain(job, wls.get(str(uid)), (rec.backend or {}).get("cluster_queue"))
             if rec.id in kept:  # the Job is gone: its verdict is the exit marker its pod left on the volume
                 obs, text = kept[rec.id]
                 if text:
@@ -155,13 +155,13 @@ def ended(recs: list[Record], context: dict) -> dict[str, str]:
         if kube is None:
             continue
         if rec.id in context.get("final_logs", {}):  # read as it was seen complete (TAO's last word)
-            savedlogs.save(rec.id, "logs.txt", context["final_logs"][rec.id])
+            jobfiles.save_logs(rec.id, "logs.txt", context["final_logs"][rec.id])
         elif pods and index_of(rec) is not None:  # a sweep's trials that ended now: one logs call for them all
             trials.setdefault((kube.context, kube.namespace, sweep_of(rec)), (kube, {}))[1][rec.id] = pods
         elif pods:
             logs.save_final_logs(kube, rec, pods)
         elif rec.id in context.get("volume_logs", {}):  # the Job was gone: the copy read with its exit marker
-            savedlogs.save(rec.id, "logs.txt", context["volume_logs"][rec.id])
+            jobfiles.save_logs(rec.id, "logs.txt", context["volume_logs"][rec.id])
         if index_of(rec) is not None and rec.backend.get("uid") not in context.get("sweeps_ended", set()):
             continue  # a sweep's Secrets serve every trial: deleted once its Job has ended (else with the Job)
         if credentials.credential_secrets(rec) and rec.backend.get("uid"):

@@ -138,17 +138,16 @@ def pvc_finding(kube: Kubectl, claim: str) -> Finding:
 
 def queues_finding(kube: Kubectl, wanted: str | None = None) -> Finding:
     """Kueue: where a submit goes (submit's own rule and refusals) and each LocalQueue with its quota and use."""
-    from . import queues
 
     try:
-        queue, _, _ = queues.choose(kube, wanted, gpus=0)
-        lqs = queues.local_queues(kube) or []
+        queue, _, _ = gates.choose(kube, wanted, gpus=0)
+        lqs = gates.local_queues(kube) or []
     except TaoError as exc:
         return Finding("MISSING" if wanted else "WARN", "queues", str(exc))
     if not lqs:
         return Finding("INFO", "queues", "no Kueue LocalQueue in namespace " + kube.namespace + ": not queued")
     rows = [dict(zip(("name", "cluster_queue", "gpu_quota", "gpus_in_use"), ((q.get("metadata") or {}).get("name"),
-                                                                          *queues.describe(kube, q)))) for q in lqs]
+                                                                          *gates.describe(kube, q)))) for q in lqs]
     return Finding("OK" if queue else "INFO", "queues", f"Kueue LocalQueues in namespace {kube.namespace}: {len(rows)}; "
                    + (f"a submit goes to LocalQueue {queue}" if queue else "a submit is not queued (--queue NAME)"),
                    details=tuple(f"{r['name']} -> ClusterQueue {r['cluster_queue']}: GPU quota "

@@ -4,30 +4,42 @@ The templates in ``templates/k8s/`` hold the fixed skeleton; this module
 builds every variable part (containers, env, volumes) as Python data and
 passes it through :func:`taobank.render.render_yaml_documents`, which emits
 each value as JSON. Whatever a string holds, the parsed manifest carries
-exactly that string; optional fields are omitted, never rendered empty.
+exactly that string; optional fields are omitted, never rendered empty. Where the job's results go is
+decided here too (:func:`results_plan`: the one rule, which status, logs and results read back), and a
+single-pod train job on a volume gets the resume prologue (:func:`resume_prologue`).
 """
 from __future__ import annotations
 
 import hashlib
+import posixpath
+import re
+from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ... import multinode as nodeguard, names, pins
+from ... import checkpoints, multinode as nodeguard, names, pins
 from ...contract import RESULTS_VAR
 from ...errors import TaoError
 from .spec import KubernetesSpec
 from ...jobspec import given
 from ...paths import is_under
+from ...records import ID_PLACEHOLDER, NO_RESULTS_DIR
 from ...render import render_yaml_documents
 from . import JOB_LABEL, MANAGED_BY
-from . import results as resultsmod, resume
 
 SINGLE_TEMPLATE = "k8s/single-pod-job.yaml.tmpl"
 INDEXED_TEMPLATE = "k8s/indexed-job.yaml.tmpl"
 
+#: The variables the TAO container reads to know where to write (the parent + the folder name).
+RESULTS_ENV = "TAO_API_RESULTS_DIR"
+JOB_ENV = "TAO_API_JOB_ID"
+#: What the record keeps for a job that was told to keep no results (--no-results).
+NO_RESULTS = NO_RESULTS_DIR
+#: Under the tier C staging emptyDir, where the results are written before the upload.
+STAGED_RESULTS = "results"
 #: The rendezvous variables a multi-node job sets; a user env may not override them.
 RENDEZVOUS_ENV = ("WORLD_SIZE", "NUM_GPU_PER_NODE", "NNODES", "NPROC_PER_NODE", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT")
 #: Names the bank itself sets in every pod.
-RESERVED_ENV = ("TAO_JOB_ID", "JOB_COMPLETION_INDEX", "TAO_STAGING_DIR", resultsmod.RESULTS_ENV, resultsmod.JOB_ENV,
+RESERVED_ENV = ("TAO_JOB_ID", "JOB_COMPLETION_INDEX", "TAO_STAGING_DIR", RESULTS_ENV, JOB_ENV,
                 RESULTS_VAR)
 INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 CONFIG_SHA_ANNOTATION = "tao-skill-bank/config-sha256"
@@ -229,8 +241,12 @@ def failure_policy(multinode: bool = False) -> dict:
 
 def staging_dir(spec: KubernetesSpec | Mapping[str, Any]) -> str | None:
     """The tier C shared emptyDir (None for tier A); a saved spec file's mapping is read as its typed spec."""
-    spec = KubernetesSpec.of(spec)
-    return (spec.staging_dir or "/tao-staging") if given(spec.storage_tier, "A") == "C" else None
+    typed = KubernetesSpec.of(spec)
+    return _staging(typed, given(typed.storage_tier, "A"))
+
+
+def _staging(spec: KubernetesSpec, tier: str) -> str | None:
+    return (spec.staging_dir or "/tao-staging") if tier == "C" else None
 
 
 #: Longest label/annotation/nodeSelector key Kubernetes accepts: a DNS subdomain prefix, "/", a name.
@@ -257,7 +273,7 @@ def _check_env(spec: KubernetesSpec, multinode: bool) -> None:
 
 
 def _env_list(spec: KubernetesSpec, job_id: str, name: str, service: str, multinode: bool, staging: str | None,
-              results: resultsmod.Results) -> list[dict]:
+              results: Results) -> list[dict]:
     env: list[dict] = [{"name": "TAO_JOB_ID", "value": job_id}, *results.env()]
     if staging:
         env.append({"name": "TAO_STAGING_DIR", "value": staging})
@@ -284,7 +300,10 @@ def _env_list(spec: KubernetesSpec, job_id: str, name: str, service: str, multin
 
 def volumes_and_mounts(spec: KubernetesSpec | Mapping[str, Any], shm_size: str) -> tuple[list[dict], list[dict]]:
     """The pod's volumes and the main container's mounts: /dev/shm, then one volume per distinct source."""
-    spec = KubernetesSpec.of(spec)
+    return _volumes_and_mounts(KubernetesSpec.of(spec), shm_size)
+
+
+def _volumes_and_mounts(spec: KubernetesSpec, shm_size: str) -> tuple[list[dict], list[dict]]:
     volumes: list[dict] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm_size}}]
     mounts: list[dict] = [{"name": "dshm", "mountPath": "/dev/shm"}]
     seen_paths = {"/dev/shm"}
@@ -336,7 +355,12 @@ def _resources(spec: KubernetesSpec) -> dict:
 
 
 
-def build_context(
+def build_context(spec: KubernetesSpec | Mapping[str, Any], **kwargs: Any) -> dict:
+    """Everything the templates need, as data (:func:`_context`)."""
+    return _context(spec, **kwargs)[0]
+
+
+def _context(
     spec: KubernetesSpec | Mapping[str, Any],
     *,
     job_id: str,
@@ -347,8 +371,9 @@ def build_context(
     config: dict | None = None,
     retry_disruptions: bool = True,
     sweep_table: str | None = None,
-) -> dict:
-    """Everything the templates need, as data.
+) -> tuple[dict, Results]:
+    """Everything the templates need, as data, and the job's results plan (``{id}`` for the job id: computed
+    once here, and handed to submit with the manifests by :func:`render_job`).
 
     ``retry_disruptions`` (a server with podFailurePolicy, see
     :func:`failure_policy`) lets a disrupted pod be replaced; without it a
@@ -368,7 +393,8 @@ def build_context(
         raise TaoError(f"job name {name!r} is not an RFC 1035 label of at most {MAX_NAME_LEN} characters")
     if not names.is_dns1123_label(namespace):
         raise TaoError(f"namespace {namespace!r} is not a valid Kubernetes namespace name")
-    nodes = int(given(spec.nodes, 1))
+    nodes_given, gpus_given, tier = given(spec.nodes, 1), given(spec.gpus, 1), given(spec.storage_tier, "A")
+    nodes = int(nodes_given)
     multinode = nodes > 1
     _check_env(spec, multinode)
     _check_key_lengths(spec)
@@ -376,24 +402,24 @@ def build_context(
         raise TaoError("give either command (shell text) or args (native argv), not both")
     if spec.command is None and not spec.args:
         raise TaoError("the job spec needs command (shell text) or args (native argv)")
-    spec = spec.with_gpu_args(int(given(spec.gpus, 1)), nodes)  # TAO reads its GPUs from its argv
+    spec = spec.with_gpu_args(int(gpus_given), nodes)  # TAO reads its GPUs from its argv
     # TAO writes under its results_dir, not under $RESULTS_DIR
-    spec = spec.with_results_dir(resultsmod.plan(spec, staging=staging_dir(spec)).for_job(job_id).pod_folder)
-    tier = given(spec.storage_tier, "A")
+    staging = _staging(spec, tier)
+    planned = _results_plan(spec, staging, tier)
+    results = planned.for_job(job_id)
+    spec = spec.with_results_dir(results.pod_folder)
     shm = spec.shm_size or pins.resolve(
         "kubernetes.shm_size_multinode" if multinode else "kubernetes.shm_size_single"
     )
     labels = labels_for(job_id)
     pod_labels = {**(spec.pod_labels or {}), **labels}
     pod_annotations = dict(spec.pod_annotations or {})
-    volumes, mounts = volumes_and_mounts(spec, shm)
+    volumes, mounts = _volumes_and_mounts(spec, shm)
     env_from = [{"secretRef": {"name": cred_secret}}] if cred_secret else None
 
     user_argv = [] if sweep_table else argv_of(spec)
     if multinode and user_argv:  # each rank: its own spec copies, rank 0's name, no silent one-node fallback
         user_argv = nodeguard.guarded(user_argv, job_id, nodes, literal=kube_literal)
-    staging = staging_dir(spec)
-    results = resultsmod.plan(spec, staging=staging).for_job(job_id)
     init_containers: list[dict] = []
     extra_containers: list[dict] = []
     if tier == "C":
@@ -437,9 +463,9 @@ def build_context(
         command = ["/bin/sh", "-c", kube_literal(LOG_WRAPPER), "tao-main", *user_argv]
     else:
         command = user_argv
-    if tier != "C" and resume.applies(spec, results.pod_folder):  # a replaced pod resumes (taobank.platforms.kubernetes.resume)
+    if tier != "C" and resumes(spec, results.pod_folder):  # a replaced pod resumes (resume_prologue)
         rest = command[2] if command is not user_argv else kube_literal('exec "$@"\n')
-        command = ["/bin/sh", "-c", kube_literal(resume.prologue(spec)) + rest, "tao-main", *user_argv]
+        command = ["/bin/sh", "-c", kube_literal(resume_prologue(spec)) + rest, "tao-main", *user_argv]
     if sweep_table:  # the trial's id, folder and argv first: everything after reads them as a single job's
         if tier == "C":
             raise TaoError("a Kubernetes sweep keeps its results on a mounted volume (tier A): submit tier C trials "
@@ -451,7 +477,7 @@ def build_context(
         volumes.append({"name": "tao-sweep", "configMap": {"name": sweep_table}})
         mounts.append({"name": "tao-sweep", "mountPath": SWEEP_DIR, "readOnly": True})
 
-    config_map = None
+    config_map: dict[str, Any] = {"config_map_name": None, "config_map_annotations": None, "config_map_data": None}
     if config is not None:
         cm_name = config_map_name(job_id)
         key = config.get("key") or "config"
@@ -459,9 +485,9 @@ def build_context(
         if config.get("sha256") and config["sha256"] != digest:
             raise TaoError("config file content does not match its sha256: re-materialise the config and pass the new hash")
         config_map = {
-            "name": cm_name,
-            "annotations": {CONFIG_SHA_ANNOTATION: digest},
-            "data": {key: config["text"]},
+            "config_map_name": cm_name,
+            "config_map_annotations": {CONFIG_SHA_ANNOTATION: digest},
+            "config_map_data": {key: config["text"]},
         }
         if config["mount_path"] in {m["mountPath"] for m in mounts}:
             raise TaoError(f"config mount path {config['mount_path']} collides with another mount")
@@ -484,6 +510,7 @@ def build_context(
             del c["envFrom"]
 
     pulls = [{"name": s} for s in [*pull_secrets, *([spec.image_pull_secret] if spec.image_pull_secret else [])]]
+    policy = failure_policy(nodes > 1) if retry_disruptions else None
     return {
         "name": name,
         "service_name": name,
@@ -495,7 +522,7 @@ def build_context(
         "nodes": nodes,
         "master_port": int(spec.master_port or pins.resolve("kubernetes.master_port")),
         "backoff_limit": int(pins.resolve("kubernetes.disruption_retries")) if retry_disruptions and nodes == 1 else 0,
-        "pod_failure_policy": failure_policy(nodes > 1) if retry_disruptions else None,
+        "pod_failure_policy": policy,
         "ttl_seconds_after_finished": int(
             spec.ttl_seconds_after_finished if spec.ttl_seconds_after_finished is not None
             else pins.resolve("kubernetes.ttl_seconds_after_finished")
@@ -512,15 +539,20 @@ def build_context(
         "init_containers": init_containers or None,
         "containers": [main, *extra_containers],
         "volumes": volumes,
-        "config_map": config_map,
-    }
+        **config_map,
+    }, planned
 
 
 def render_manifests(spec: KubernetesSpec | Mapping[str, Any], **kwargs: Any) -> list[dict]:
     """Render the manifests for ``spec``: [ConfigMap?] [Service (multi-node)] Job."""
-    ctx = build_context(spec, **kwargs)
+    return render_job(spec, **kwargs)[0]
+
+
+def render_job(spec: KubernetesSpec | Mapping[str, Any], **kwargs: Any) -> tuple[list[dict], Results]:
+    """The manifests for ``spec`` and its results plan (``{id}`` for the job id), each made once."""
+    ctx, planned = _context(spec, **kwargs)
     template = INDEXED_TEMPLATE if ctx["nodes"] > 1 else SINGLE_TEMPLATE
-    return render_yaml_documents(template, ctx)
+    return render_yaml_documents(template, ctx), planned
 
 
 def find(objs: list[dict], kind: str) -> dict | None:
@@ -538,3 +570,132 @@ def without_disruption_retry(objs: list[dict]) -> list[dict]:
             obj = {**obj, "spec": {**spec, "backoffLimit": 0}}
         out.append(obj)
     return out
+
+
+# ------------------------------------------------------------ the resume prologue
+# A replaced pod resumes: after an eviction, a preemption or a lost node (``DisruptionTarget``), the Job
+# controller starts the same pod again (podFailurePolicy ``Count``, bounded by ``backoffLimit``); this
+# prologue makes that pod carry on from the newest checkpoint on the job's volume, not epoch 0.
+#
+# The prologue looks in the job's results folder (``$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID`` and its action's
+# sub-folder) with the one table (:mod:`taobank.checkpoints`) and appends TAO's resume override to the
+# argv (replacing an earlier one); a first pod finds nothing and runs the argv as given. Only a
+# single-pod train job with an argv command (``args``) and results on a volume (tier A) gets it: shell
+# text cannot take an argument safely, a multi-node Job is failed on a disruption, and a tier C pod's
+# folder is an emptyDir that dies with it.
+_ACTION = re.compile(r"[A-Za-z0-9_.-]+\Z")
+
+
+def resumes(spec: KubernetesSpec, pod_folder: str | None) -> bool:
+    return (bool(pod_folder) and isinstance(spec.args, list) and int(given(spec.nodes, 1)) == 1
+            and given(spec.storage_tier, "A") == "A" and checkpoints.resumes(spec.action))
+
+
+def resume_prologue(spec: KubernetesSpec) -> str:
+    """sh text that rewrites ``"$@"`` to resume from the newest checkpoint in the job's folder."""
+    action = str(spec.action or "")
+    action = action if _ACTION.match(action) and action not in (".", "..") else "-"
+    network = spec.network_arch
+    return (checkpoints.shell_finder(network)
+            + f'tao_ckpt=$(tao_latest_checkpoint "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID" {action} || true)\n'
+            + checkpoints.resume_set(network=network))
+
+
+# ------------------------------------------------------------ where the results go
+# Where a Kubernetes job's results go: the one rule, used by the renderer and by submit.
+#
+# A pod's own filesystem is deleted with the pod, so ``results_dir`` must be
+# under a mounted volume (tier A) or an ``s3://`` prefix that the upload
+# sidecar fills at the end (tier C, written under the staging emptyDir
+# first). Anything else is refused in one line.
+#
+# One folder per job by default: ``results_dir`` is the parent and the job
+# writes ``<results_dir>/<job id>``; with no ``results_dir`` the parent is the
+# first writable mount. ``results_exact: true`` makes ``results_dir`` the
+# folder itself. The container learns the place through ``RESULTS_DIR`` (the
+# folder, the name every platform sets) and the variables TAO reads,
+# ``TAO_API_RESULTS_DIR`` (the parent) and ``TAO_API_JOB_ID`` (the folder's
+# name: the job id unless exact); the record keeps the folder.
+@dataclass(frozen=True)
+class Results:
+    """Where one job's results go. ``folder`` is what the record keeps (``{id}`` = the job id)."""
+
+    folder: str
+    parent: str | None = None  # TAO_API_RESULTS_DIR in the pod (None: no results kept)
+    name: str | None = None  # TAO_API_JOB_ID in the pod
+    upload: tuple[str, str] | None = None  # tier C: (path in the pod, s3:// URI) the sidecar uploads
+
+    @property
+    def pod_folder(self) -> str | None:
+        return posixpath.join(self.parent, self.name) if self.parent and self.name else None
+
+    def env(self) -> list[dict]:
+        if self.parent is None:
+            return []
+        return [{"name": RESULTS_ENV, "value": self.parent}, {"name": JOB_ENV, "value": self.name},
+                {"name": RESULTS_VAR, "value": self.pod_folder}]
+
+    def for_job(self, job_id: str) -> "Results":
+        """The same plan with the job id in place of the placeholder."""
+        def sub(v):
+            return v.replace(ID_PLACEHOLDER, job_id) if isinstance(v, str) else v
+        up = (sub(self.upload[0]), sub(self.upload[1])) if self.upload else None
+        return Results(sub(self.folder), sub(self.parent), sub(self.name), up)
+
+
+def _mounts(spec: KubernetesSpec) -> list[dict]:
+    return list(spec.mounts or [])
+
+
+def results_plan(spec: KubernetesSpec | Mapping[str, Any], *, staging: str | None = None) -> Results:
+    """The results plan of ``spec`` (TaoError when they would be lost). ``{id}`` stands for the job id. A
+    mapping (the spec file saved beside a record) is read as its typed spec."""
+    typed = KubernetesSpec.of(spec)
+    return _results_plan(typed, staging, given(typed.storage_tier, "A"))
+
+
+def _results_plan(spec: KubernetesSpec, staging: str | None, tier: str) -> Results:
+    if spec.no_results:
+        if spec.results_dir:
+            raise TaoError("give results_dir or no_results, not both")
+        return Results(NO_RESULTS)
+    exact = bool(spec.results_exact)
+    wanted = spec.results_dir
+    writable = [m for m in _mounts(spec) if not m.get("read_only")]
+    if wanted is None:
+        if exact:
+            raise TaoError("results_exact needs results_dir: name the folder")
+        if not writable:
+            raise TaoError("results_dir: nothing mounted to keep results on (the pod's own disk is deleted with it): "
+                           "mount a volume (--pvc-mount CLAIM:/results), give an s3:// results_dir (tier C), "
+                           "or --no-results")
+        wanted = writable[0]["mount_path"]
+    wanted = str(wanted).rstrip("/") or "/"
+    if wanted.startswith("s3://"):
+        if tier != "C":
+            raise TaoError(f"results_dir {wanted} is an S3 prefix: that needs storage_tier C (the upload sidecar), "
+                           "or put results_dir under a mounted volume")
+        if not staging:
+            raise TaoError("tier C results need the staging folder")
+        if len(wanted) <= len("s3://") or ".." in wanted.split("/"):
+            raise TaoError(f"results_dir {wanted} names no bucket: give s3://bucket/prefix")
+        base = posixpath.join(staging, STAGED_RESULTS)
+        name = posixpath.basename(wanted) if exact else ID_PLACEHOLDER
+        folder = wanted if exact else f"{wanted}/{ID_PLACEHOLDER}"
+        return Results(folder, base, name, (posixpath.join(base, name), folder))
+    if not wanted.startswith("/") or ".." in wanted.split("/"):
+        raise TaoError(f"results_dir {wanted} must be an absolute path under a mounted volume or an s3:// prefix")
+    under = [m for m in _mounts(spec) if is_under(wanted, m["mount_path"])]
+    if not under:
+        mounted = ", ".join(m["mount_path"] for m in _mounts(spec)) or "none"
+        raise TaoError(f"results_dir {wanted} is on no mounted volume (mounted: {mounted}), so the results would be "
+                       "deleted with the pod: mount one there (--pvc-mount CLAIM:PATH) or use an s3:// prefix (tier C)")
+    deepest = max(under, key=lambda m: len(m["mount_path"]))
+    if deepest.get("read_only"):
+        raise TaoError(f"results_dir {wanted} is on {deepest['mount_path']}, which is mounted read-only: "
+                       "pick a writable mount")
+    if exact:
+        if wanted == "/":
+            raise TaoError("results_dir / cannot be a job's folder")
+        return Results(wanted, posixpath.dirname(wanted), posixpath.basename(wanted))
+    return Results(posixpath.join(wanted, ID_PLACEHOLDER), wanted, ID_PLACEHOLDER)

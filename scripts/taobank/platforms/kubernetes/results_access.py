@@ -12,18 +12,18 @@ with this machine's AWS CLI (:mod:`taobank.s3results`).
 
 Where the folder is comes from the spec saved beside the record at submit
 (:func:`logs.saved_spec`), through the same rule that placed it
-(:func:`results.plan`).
+(:func:`render.results_plan`).
 """
 from __future__ import annotations
 
 import posixpath
 from pathlib import Path
 
+from . import render
 from ... import results_shell, s3results
 from ...contract import ResultFile, ResultsListing, ResultsLocation, Transfer
 from ...errors import TaoError
 from ...records import NO_RESULTS_DIR
-from . import results as resultsmod
 from . import volume_job
 from .kubectl import Kubectl
 from .logs import saved_spec
@@ -52,7 +52,7 @@ def location(rec: Record) -> ResultsLocation:
     else:
         spec = _spec(rec)
         exact = bool(spec.get("results_exact"))
-        folder = resultsmod.plan(spec).for_job(rec.id).pod_folder or ""
+        folder = render.results_plan(spec).for_job(rec.id).pod_folder or ""
         if not folder:
             raise TaoError(f"job {rec.id} kept no results folder on a volume")
     if exact:

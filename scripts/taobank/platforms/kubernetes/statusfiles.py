@@ -6,7 +6,6 @@ from ...errors import TaoError
 from ...progress import read_argv, split_files
 from ...run import last_line
 from . import render
-from . import results as resultsmod
 from .kubectl import Kubectl
 from .logs import saved_spec
 from ...records import Record
@@ -18,7 +17,7 @@ def read(rec: Record, *, live: bool) -> dict[str, str]:
     if spec is None:
         raise TaoError(f"job {rec.id} has no saved spec next to its record (submitted by an older bank?): its "
                        "results folder is unknown")
-    folder = resultsmod.plan(spec, staging=render.staging_dir(spec)).for_job(rec.id).pod_folder
+    folder = render.results_plan(spec, staging=render.staging_dir(spec)).for_job(rec.id).pod_folder
     if not folder:
         raise TaoError(f"job {rec.id} keeps no results (--no-results): there is no status file to read")
     kube = Kubectl.for_record(rec)

@@ -31,9 +31,8 @@ from ...errors import TaoError
 from .spec import KubernetesSpec
 from ...jobspec import given
 from ...run import Result, last_line
-from . import JOB_LABEL, SPEC_FILE, SWEEP_LABEL, credentials, gates, queues, render
-from .objects import delete_options, find_jobs, owned_by
-from . import results as resultsmod
+from . import JOB_LABEL, OWNER_UID_LABEL, SPEC_FILE, SWEEP_LABEL, credentials, gates, render
+from .objects import delete_options, find_jobs
 from .kubectl import Kubectl, cluster_json, json_objects
 from ...records import Record
 
@@ -96,10 +95,9 @@ def plan(spec: KubernetesSpec, opts: SubmitOptions, rec: Record | None) -> KubeP
     arch, action = spec.network_arch or GENERIC["network_arch"], spec.action or GENERIC["action"]
     jid = rec.id if rec is not None else names.mint_job_id(arch, action)
     config = dict(opts.config) if opts.config is not None else None
-    objs = render.render_manifests(spec, job_id=jid, namespace=kube.namespace, name=render.job_name_for(jid),
+    objs, results = render.render_job(spec, job_id=jid, namespace=kube.namespace, name=render.job_name_for(jid),
                                    cred_secret=render.cred_secret_name(jid) if creds else None,
                                    pull_secrets=[render.pull_secret_name(jid)] if ngc_key else [], config=config)
-    results = resultsmod.plan(spec, staging=render.staging_dir(spec))
     return KubePlan(spec=spec, image=str(spec.image), network_arch=arch, action=action,
                     storage_tier=spec.storage_tier or "A", results_dir=results.folder,
                     nodes=int(spec.nodes or 1), job_id=jid,
@@ -112,8 +110,6 @@ def check(plans: list[KubePlan], gate: Gate, batch: Batch) -> None:
     """The read-only checks, cheapest first; the server's dry-run verdict on the very manifests launched (a
     sweep: its suspended Job's create, :func:`launch_sweep`). The jobs of one launch (a sweep's trials) differ
     only in their overrides: the first one is checked for all."""
-    from . import inputs as inputsmod
-
     p = plans[0]
     kube = p.kube
     assert kube is not None
@@ -133,17 +129,17 @@ def check(plans: list[KubePlan], gate: Gate, batch: Batch) -> None:
         for q in plans:
             _lint(q.objs, "the job spec")
     # GPUs admitted at once: all the pods' (a sweep's: one trial's, with partial admission)
-    queue, cluster_queue, lines = queues.queue_or_capacity(
+    queue, cluster_queue, lines = gates.queue_or_capacity(
         kube, p.spec, capacity=lambda read: capacity_gate(kube, p.spec, require_free=p.require_free, read=read))
     gate.lines += lines
     if queue:  # Kueue admits it against the queue's quota: the node capacity gate stepped aside
         gate.backend.update({"queue": queue, "cluster_queue": cluster_queue})
         for q in plans:
-            q.objs = queues.label_jobs(q.objs, queue)
-        p.sweep_objs = queues.label_jobs(p.sweep_objs, queue, partial=True)
+            q.objs = gates.label_jobs(q.objs, queue)
+        p.sweep_objs = gates.label_jobs(p.sweep_objs, queue, partial=True)
     if p.nodes > 1:
         multinode_version_gate(kube)
-    input_paths = inputsmod.paths(p.spec, p.pod_folder).all if p.spec.check_inputs is not False else []
+    input_paths = gates.input_paths(p.spec, p.pod_folder).all if p.spec.check_inputs is not False else []
     site_pod = batch.search is not None and not gate.dry_run  # a search's site check reads its pod's output too
     permission_gate(kube, needed_permissions(creds=bool(p.creds or p.ngc_key), inputs=bool(input_paths) or site_pod))
     # a sweep's Job is created suspended: that create is its server check (launch_sweep), one call less
@@ -156,7 +152,7 @@ def check(plans: list[KubePlan], gate: Gate, batch: Batch) -> None:
         gate.lines.append(f"one Indexed Job runs the {len(plans)} trials, at most {batch.max_concurrent} at once, "
                           "with nobody polling")
     if input_paths:  # test -e next to the volumes, before a record or a GPU
-        gate.lines.append(inputsmod.check(kube, p.spec, p.pod_folder))
+        gate.lines.append(gates.check_inputs(kube, p.spec, p.pod_folder))
     if batch.search is not None and batch.sweep:  # the search's site, where its trials will run (a pod: not a dry run's)
         folder = sweepmod.search_folder([q.spec for q in plans], [str(q.job_id) for q in plans], batch.sweep)
         if gate.dry_run:
@@ -230,7 +226,7 @@ def preview_sweep(specs: list[KubernetesSpec], ids: list[str], batch: Batch, *, 
     if ngc_pull_secret:
         objs.append(credentials.masked(credentials.pull_secret_object(render.pull_secret_name(sweep), namespace,
                                                                       sweep, "")))
-    folders = [resultsmod.plan(s, staging=render.staging_dir(s)).for_job(jid).folder for s, jid in zip(specs, ids)]
+    folders = [render.results_plan(s, staging=render.staging_dir(s)).for_job(jid).folder for s, jid in zip(specs, ids)]
     return objs, folders
 
 
@@ -309,6 +305,20 @@ def _check_sweep_job(sent: dict, kept: dict) -> None:
                        "trial's failure would end the sweep: submit the trials one by one, or upgrade")
 
 
+def owner_reference(job: dict) -> dict:
+    """The ownerReference that makes an object a dependent of ``job``: TTL or cancel GC removes it."""
+    meta = job["metadata"]
+    return {"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"], "uid": meta["uid"]}
+
+
+def owned_by(obj: dict, job: dict) -> dict:
+    """``obj`` with its ownerReferences set, so it is created owned (no patch afterwards), and labelled
+    with the Job's UID (:data:`OWNER_UID_LABEL`), so a cleanup by label finds only this Job's objects."""
+    meta = obj["metadata"]
+    labels = {**(meta.get("labels") or {}), OWNER_UID_LABEL: job["metadata"]["uid"]}
+    return {**obj, "metadata": {**meta, "labels": labels, "ownerReferences": [owner_reference(job)]}}
+
+
 def _create_owned(kube: Kubectl, p: KubePlan, jid: str, job: dict) -> list[tuple[str, str]]:
     """The objects a Job owns (its Secrets, Service, ConfigMap), created owned by it; (kind, name) of each."""
     owned: list[tuple[str, str]] = []
@@ -380,7 +390,7 @@ def capacity_gate(kube: Kubectl, spec: KubernetesSpec, *, require_free: bool = F
                   read: list[dict] | None = None) -> str:
     """Allocatable and free GPUs on schedulable nodes (see :mod:`gates`); returns the figures line.
     Nodes and every namespace's pods come in ONE read (finished pods too: a field selector would refuse
-    nodes; they count for nothing), or are ``read`` already (the gates' one read, :func:`queues.queue_or_capacity`);
+    nodes; they count for nothing), or are ``read`` already (the gates' one read, :func:`gates.queue_or_capacity`);
     a user who may not read one of them gets the narrower reads below.
     Without permission to list nodes the gate cannot judge: it says so and lets the submit go on."""
     gpus, nodes = int(1 if spec.gpus is None else spec.gpus), int(spec.nodes or 1)
@@ -591,7 +601,7 @@ def _adopt(kube: Kubectl, rec: Record, job: dict, spec: KubernetesSpec, creds: d
     if ngc_key:
         credentials.create_secret(kube, owned_by(credentials.pull_secret_object(pull_name, ns, jid, ngc_key), job))
         existing["secret"].add(pull_name)
-    objs = render.render_manifests(spec, job_id=jid, namespace=ns, name=name,
+    objs, results = render.render_job(spec, job_id=jid, namespace=ns, name=name,
                                    cred_secret=cred_name if (creds or cred_name in wanted) else None,
                                    pull_secrets=[pull_name] if (ngc_key or pull_name in wanted) else [],
                                    config=config)

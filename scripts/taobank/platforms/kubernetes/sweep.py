@@ -24,7 +24,6 @@ from ...errors import TaoError
 from ...progress import READ_STATUS_SH, split_files
 from ...run import last_line
 from . import render
-from . import results as resultsmod
 from .kubectl import Kubectl
 from .logs import final_status, saved_spec
 from ...records import Record
@@ -63,7 +62,7 @@ def trial_table(sweep_id: str, namespace: str, specs: list[KubernetesSpec], ids:
     own results variables), since the trial's pod reads it from the table, where nothing expands it."""
     data: dict[str, str] = {}
     for i, (spec, jid) in enumerate(zip(specs, ids)):
-        results = resultsmod.plan(spec, staging=render.staging_dir(spec)).for_job(jid)
+        results = render.results_plan(spec, staging=render.staging_dir(spec)).for_job(jid)
         data[f"{i}.id"] = jid
         if results.name:
             data[f"{i}.folder"] = results.name
@@ -135,7 +134,7 @@ def search_folder(specs: Sequence[KubernetesSpec], ids: list[str], sweep_id: str
     if render.staging_dir(specs[0]) is not None:
         raise TaoError("a search keeps its study on the results volume every trial shares: give --pvc-mount (tier A), "
                        "not tier C's per-pod staging (nothing was created)")
-    folder = resultsmod.plan(specs[0]).for_job(ids[0]).pod_folder
+    folder = render.results_plan(specs[0]).for_job(ids[0]).pod_folder
     if not folder:
         raise TaoError("a search keeps its study beside the trials' results: give the trials a results volume "
                        "(--pvc-mount), not --no-results (nothing was created)")
@@ -268,7 +267,7 @@ def read_status_many(recs: list[Record]) -> dict[str, dict[str, str]]:
         spec = saved_spec(rec)
         if spec is None:
             continue
-        folder = resultsmod.plan(spec, staging=render.staging_dir(spec)).for_job(rec.id).pod_folder
+        folder = render.results_plan(spec, staging=render.staging_dir(spec)).for_job(rec.id).pod_folder
         if folder and folder.startswith("/") and "\n" not in folder:
             folders[rec.id] = folder
     if not folders:

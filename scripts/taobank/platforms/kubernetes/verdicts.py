@@ -19,7 +19,6 @@ from ...errors import TaoError
 from ...run import last_line
 from ...states import State
 from . import render
-from . import results as resultsmod
 from . import status as smap
 from .kubectl import Kubectl
 from .logs import saved_spec
@@ -145,7 +144,7 @@ def logs_folder(rec: Record) -> tuple[dict | None, str | None, str]:
         return None, None, "and its spec was not kept beside the record (an older bank): no exit marker to read"
     if spec.get("storage_tier", "A") != "A":
         return spec, None, "and a tier C job keeps no exit marker on a volume"
-    folder = resultsmod.plan(spec).for_job(rec.id).pod_folder
+    folder = render.results_plan(spec).for_job(rec.id).pod_folder
     if not folder:
         return spec, None, "and it kept no results folder (--no-results), so no exit marker"
     if not spec.get("log_copy", True):

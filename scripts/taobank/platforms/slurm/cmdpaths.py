@@ -1,5 +1,5 @@
-"""Which of the paths a job's command and uploaded spec files name (:func:`taobank.command_words.command_paths`,
-:func:`taobank.command_words.spec_file_paths`) SLURM checks and mounts.
+"""Which of the paths a job's command and uploaded spec files name (:func:`taobank.tao_command.command_paths`,
+:func:`taobank.tao_command.spec_file_paths`) SLURM checks and mounts.
 
 Pyxis shows the container only what is mounted, so a spec file at
 ``/lustre/other/train.yaml`` named after ``-e`` is invisible when only the

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 from ...errors import UsageError
 from .spec import SlurmSpec
-from ...flags import Flag, Shared, merge, put, put_secrets_and_command
+from ...jobspec import Flag, Shared, merge, put, put_secrets_and_command
 
 SHARED = Shared(aliases={"nodes": ("--num-nodes",), "cpus": ("--cpus-per-task",), "memory": ("--mem",)},
                 help={"cpus": "CPUs per task (a whole number)", "memory": "memory per node: 16G, 64000M ..."})

@@ -14,7 +14,7 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from ... import command_words, pins, platform, records, sources, states
+from ... import pins, platform, records, sources, states, tao_command
 from ...contract import Batch, Gate, Launch, Plan, SubmitOptions
 from ...envfile import check_secret_name
 from ...render import line_break_at
@@ -131,8 +131,6 @@ def command_of(spec: SlurmSpec, overrides: Mapping[str, str], results: str | Non
 def _check_spec_results(spec: SlurmSpec, spec_files: list[uploads.Upload], folder: str) -> None:
     """The TAO experiment spec the command names (``-e {specs}/NAME``) may not send TAO's results to another folder
     than the job's (:func:`taobank.tao_command.check_spec_results_dir`); a spec on the cluster is not read here."""
-    from ... import tao_command
-
     word = tao_command.spec_file_word({"command": spec.command, "network_arch": spec.network_arch, "action": spec.action})
     prefix = uploads.PLACEHOLDER + "/"
     if not word or not word.startswith(prefix):
@@ -145,9 +143,9 @@ def _check_spec_results(spec: SlurmSpec, spec_files: list[uploads.Upload], folde
 def named_paths(command: str | list[str] | None, argv: list[str], spec_files: Iterable[uploads.Upload],
                 mounted: Iterable[str]) -> list[str]:
     """Cluster paths the command and the uploaded spec files name (:mod:`taobank.platforms.slurm.cmdpaths`)."""
-    found = command_words.command_paths(command, argv)
+    found = tao_command.command_paths(command, argv)
     for u in spec_files:
-        found += command_words.spec_file_paths(u.name, u.data)
+        found += tao_command.spec_file_paths(u.name, u.data)
     return cmdpaths.cluster_paths(found, mounted)
 
 
