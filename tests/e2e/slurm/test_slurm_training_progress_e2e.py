@@ -32,7 +32,7 @@ def test_status_shows_progress_mid_run_and_metrics_the_series_after(slurm_env):
     rec = slurm_submit.submit(base_spec(
         container_runtime="none", spec_files={"fake_tao_train.sh": str(TRAINER)},
         command=["sh", "-c", f'exec sh "$1" --results "$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID" --epochs {EPOCHS} '
-                 "--sleep 3 --action train", "tao", "{specs}/fake_tao_train.sh"]))
+                 "--sleep 5 --action train", "tao", "{specs}/fake_tao_train.sh"]))  # a window wide enough under load
     jid = rec["id"]
     commands: list[int] = []
 
