@@ -157,6 +157,17 @@ class JobSpec:
                                            kubelet=self.KUBELET_EXPANDS)
         return replace(self, **{k: changed[k] for k in ("command", "args") if k in changed and hasattr(self, k)})
 
+    def with_job_args(self: T, gpus_per_node: int, nodes: int, folder: str | None) -> T:
+        """:meth:`with_gpu_args`, then :meth:`with_results_dir` (:func:`taobank.tao_command.with_job_args`: the
+        command reads and is rewritten in one call)."""
+        from . import tao_command
+
+        words = {"command": self.command, "args": getattr(self, "args", None), "action": self.action,
+                 "network_arch": self.network_arch}
+        changed = tao_command.with_job_args({k: v for k, v in words.items() if v is not None}, gpus_per_node, nodes,
+                                            folder, kubelet=self.KUBELET_EXPANDS)
+        return replace(self, **{k: changed[k] for k in ("command", "args") if k in changed and hasattr(self, k)})
+
 
 __all__ = ["given", "JobSpec", "FLAG_FIELDS"]
 

@@ -31,6 +31,8 @@ def collect_credentials(secret_env: list[str] | tuple[str, ...] = (), secrets_fi
 
 
 def _from_env(secret_env: list[str] | tuple[str, ...]) -> dict[str, str]:
+    if not secret_env:  # no name to read
+        return {}
     return envfile.secret_values(secret_env, os.environ, what="--secret-env name",
                                  unset="--secret-env {name}: {name} is not set in the environment: export it first")
 
