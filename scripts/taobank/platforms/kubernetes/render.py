@@ -10,7 +10,9 @@ single-pod train job on a volume gets the resume prologue (:func:`resume_prologu
 """
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
 import posixpath
 import re
 from dataclasses import dataclass
@@ -392,15 +394,15 @@ def _context(
     is one index of an Indexed Job and reads its trial's id, folder and argv there (:data:`SWEEP_PROLOGUE`).
     A mapping ``spec`` (a spec file, as ``render_k8s_job.py`` reads it) is read as its typed spec first.
     """
-    spec = KubernetesSpec.of(spec)
-    # the spec's defaults read once, here (every part below gets the values)
-    nodes_given, gpus_given, tier, log_copy = (given(spec.nodes, 1), given(spec.gpus, 1), given(spec.storage_tier, "A"),
-                                               given(spec.log_copy, True))
     name = name or job_name_for(job_id)
     if not _is_label(name) or len(name) > MAX_NAME_LEN:
         raise TaoError(f"job name {name!r} is not an RFC 1035 label of at most {MAX_NAME_LEN} characters")
     if not names.is_dns1123_label(namespace):
         raise TaoError(f"namespace {namespace!r} is not a valid Kubernetes namespace name")
+    spec = KubernetesSpec.of(spec)
+    # the spec's defaults read once, here (every part below gets the values)
+    nodes_given, gpus_given, tier, log_copy = (given(spec.nodes, 1), given(spec.gpus, 1), given(spec.storage_tier, "A"),
+                                               given(spec.log_copy, True))
     nodes = int(nodes_given)
     multinode = nodes > 1
     _check_env(spec, multinode)
@@ -561,6 +563,38 @@ def render_job(spec: KubernetesSpec | Mapping[str, Any], **kwargs: Any) -> tuple
     ctx, planned = _context(spec, **kwargs)
     template = INDEXED_TEMPLATE if ctx["nodes"] > 1 else SINGLE_TEMPLATE
     return render_yaml_documents(template, ctx), planned
+
+
+# ------------------------------------------------------------ the per-job Secrets
+# Their values come from the caller's environment (names given) or a mode-600 env-file
+# (:func:`taobank.platforms.kubernetes.submit.collect_credentials`) and reach the cluster on stdin only; a dry run
+# shows every value masked.
+def secret_object(name: str, namespace: str, job_id: str, creds: dict[str, str]) -> dict:
+    return {
+        "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels_for(job_id)},
+        "data": {k: base64.b64encode(v.encode()).decode() for k, v in creds.items()},
+    }
+
+
+def pull_secret_object(name: str, namespace: str, job_id: str, key: str, registry: str = "nvcr.io") -> dict:
+    user = "$oauthtoken"
+    auth = base64.b64encode(f"{user}:{key}".encode()).decode()
+    cfg = json.dumps({"auths": {registry: {"username": user, "password": key, "auth": auth}}})
+    return {
+        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels_for(job_id)},
+        "data": {".dockerconfigjson": base64.b64encode(cfg.encode()).decode()},
+    }
+
+
+#: What a dry run shows in place of every Secret value: never the value, not even its base64.
+MASKED = "<masked>"
+
+
+def masked(obj: dict) -> dict:
+    """A Secret object with every data value replaced by :data:`MASKED` (the keys stay)."""
+    return {**obj, "data": {key: MASKED for key in obj.get("data") or {}}}
 
 
 def find(objs: list[dict], kind: str) -> dict | None:
