@@ -95,8 +95,9 @@ class JobSpec:
         """A valid spec mapping (:meth:`parse` checks it first) as this type; an unknown key is refused."""
         spec = cls.canonical(spec)
         by_key = {key: name for name, key in cls.keys().items()}
-        named, others = shown_keys(sorted((k for k in spec if k not in by_key), key=str))
-        if named or others:
+        unknown = sorted((k for k in spec if k not in by_key), key=str)
+        if unknown:  # named where a key may be shown, else only counted
+            named, others = shown_keys(unknown)
             raise TaoError(f"{cls.__name__}: {unknown_fields(named, others)} (see schemas/{cls.SCHEMA})")
         return cls(**{by_key[k]: v for k, v in spec.items()})
 

@@ -27,17 +27,7 @@ from .. import platform as core, sweepfile
 from ..errors import EXIT_FAILED, EXIT_OK, TaoError, UsageError
 from ..jobspec import KPI_MODE_HELP, KPI_MODES
 from ..text import error_line, one_line, terminal_text
-from .entry import BankParser, add_version, deprecated, print_direction_note, print_gate_notes, print_json
-
-
-def parser(prog: str, doc: str) -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
-    """The top-level parser of a helper: description from ``doc``'s first line, the rest as epilog."""
-    lines = doc.strip("\n").splitlines()
-    p = BankParser(prog=prog, description=lines[0], epilog="\n".join(lines[2:]),
-                   formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_version(p)
-    sub = p.add_subparsers(dest="verb", required=True)
-    return p, sub
+from .entry import BankParser, deprecated, print_direction_note, print_gate_notes, print_json
 
 
 # ------------------------------------------------------------------ --last

@@ -134,13 +134,13 @@ def plan(spec: KubernetesSpec, opts: SubmitOptions, rec: Record | None) -> KubeP
     """Credentials read, names chosen, manifests rendered: no cluster call yet (the secret lint is check's and
     adopt's, first thing: once per sweep, over what it sends)."""
     kube = target(opts, rec)
+    arch, action = spec.network_arch or GENERIC["network_arch"], spec.action or GENERIC["action"]
+    jid = rec.id if rec is not None else names.mint_job_id(arch, action)
     creds = collect_credentials(opts.secret_env, opts.secrets_file)
     ngc_key = None
     if opts.ngc_pull_secret:
         check_ngc_key()
         ngc_key = os.environ.get("NGC_KEY")
-    arch, action = spec.network_arch or GENERIC["network_arch"], spec.action or GENERIC["action"]
-    jid = rec.id if rec is not None else names.mint_job_id(arch, action)
     config = dict(opts.config) if opts.config is not None else None
     objs, results = render.render_job(spec, job_id=jid, namespace=kube.namespace, name=render.job_name_for(jid),
                                    cred_secret=render.cred_secret_name(jid) if creds else None,
