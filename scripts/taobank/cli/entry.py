@@ -23,6 +23,23 @@ from .. import registry
 from ..jobspec import Declarations, Flag
 
 
+#: The flags of every submit, by value name; a platform adds spellings and help (:class:`taobank.jobspec.Shared`).
+SHARED: tuple[Flag, ...] = (
+    Flag(("--spec",), help="job spec file (YAML or JSON); flags override its values"),
+    Flag(("--image",)),
+    Flag(("--network-arch",), help="TAO network, e.g. dino (default: the one a TAO command names, "
+                                    "`dino train ...`; else custom, a generic command)"),
+    Flag(("--action",), help="TAO action, e.g. train (default: the one a TAO command names; else run)"),
+    Flag(("--nodes",), type=int, help="nodes (pods on Kubernetes)"),
+    Flag(("--gpus-per-node", "--gpus"), dest="gpus_per_node", type=int,
+         help="GPUs on each node (--gpus is a synonym)"),
+    Flag(("--cpus",)),
+    Flag(("--memory",)),
+    Flag(("--env",), kind="pairs", metavar="KEY=VALUE", help="non-secret env (repeatable)"),
+    Flag(("--nccl-env",), kind="pairs", metavar="NCCL_X=VALUE", help="per-cluster NCCL env (repeatable)"),
+)
+
+
 class BankParser(argparse.ArgumentParser):
     """An ArgumentParser with one-line usage errors; ``add_subparsers`` makes its subparsers of this class too."""
 
@@ -173,23 +190,6 @@ def parser(prog: str, doc: str) -> tuple[argparse.ArgumentParser, argparse._SubP
 def declaration(platform: str) -> Declarations:
     """The platform's flag declarations (its adapter's ``flags``), looked up once per process (as :func:`flags_of`)."""
     return registry.adapter(platform).flags
-
-
-#: The flags of every submit, by value name; a platform adds spellings and help (:class:`taobank.jobspec.Shared`).
-SHARED: tuple[Flag, ...] = (
-    Flag(("--spec",), help="job spec file (YAML or JSON); flags override its values"),
-    Flag(("--image",)),
-    Flag(("--network-arch",), help="TAO network, e.g. dino (default: the one a TAO command names, "
-                                    "`dino train ...`; else custom, a generic command)"),
-    Flag(("--action",), help="TAO action, e.g. train (default: the one a TAO command names; else run)"),
-    Flag(("--nodes",), type=int, help="nodes (pods on Kubernetes)"),
-    Flag(("--gpus-per-node", "--gpus"), dest="gpus_per_node", type=int,
-         help="GPUs on each node (--gpus is a synonym)"),
-    Flag(("--cpus",)),
-    Flag(("--memory",)),
-    Flag(("--env",), kind="pairs", metavar="KEY=VALUE", help="non-secret env (repeatable)"),
-    Flag(("--nccl-env",), kind="pairs", metavar="NCCL_X=VALUE", help="per-cluster NCCL env (repeatable)"),
-)
 
 
 def add_arguments(parser: argparse.ArgumentParser, flags: Iterable[Flag]) -> None:
