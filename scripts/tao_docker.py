@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import argparse
 
-from taobank.cli import verbcli
+from taobank.cli import entry, verbcli
 from taobank.cli.entry import print_gate_notes, print_json, run_main, spec_arguments, spec_from_args
 from taobank.errors import UsageError
 
@@ -129,7 +129,7 @@ def main(argv: list[str]) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """Every verb's grammar (what main parses with, and what the MCP tools read their schemas from)."""
-    parser, sub = verbcli.parser("tao_docker.py", __doc__)
+    parser, sub = entry.parser("tao_docker.py", __doc__)
 
     p = sub.add_parser("submit", help="check, then start one job as a detached container")
     spec_arguments(p, PLATFORM)

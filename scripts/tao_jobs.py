@@ -68,9 +68,9 @@ def main(argv: list[str]) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """Every verb's grammar (what main parses with, and what the MCP tools read their schemas from)."""
-    from taobank.cli import speccli, verbcli
+    from taobank.cli import entry, speccli, verbcli
 
-    parser, sub = verbcli.parser("tao_jobs.py", __doc__)
+    parser, sub = entry.parser("tao_jobs.py", __doc__)
     p = sub.add_parser("list", help="the job table from the records (no cluster contact)")
     p.add_argument("--platform", help="kubernetes (k8s), slurm or docker")
     p.add_argument("--state", help="PENDING RUNNING COMPLETE ERROR CANCELED UNKNOWN PRUNED")

@@ -26,7 +26,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from taobank.cli import verbcli
+from taobank.cli import entry, verbcli
 from taobank.cli.entry import deprecated, parse_kv, print_gate_notes, print_json, run_main, spec_arguments, spec_from_args
 from taobank.errors import UsageError
 
@@ -57,9 +57,8 @@ def _submit(args: argparse.Namespace) -> int:
                             require_free=args.require_free, skip_nccl_probe=args.skip_nccl_probe)
     if trials is not None:
         return verbcli.sweep_submit("kubernetes", spec, options, trials, args)
-    adapter = platform.get("kubernetes")
     if args.dry_run:
-        text = verbcli.submit_lineage("kubernetes", spec, options, args, preview=adapter.preview)
+        text = verbcli.submit_lineage("kubernetes", spec, options, args, preview=platform.get("kubernetes").preview)
         print_json({"job_id": args.job_id or PREVIEW_ID, "manifest": text}) if args.json \
             else sys.stdout.write(text)
         return 0
@@ -111,7 +110,7 @@ def main(argv: list[str]) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """Every verb's grammar (what main parses with, and what the MCP tools read their schemas from)."""
-    parser, sub = verbcli.parser("tao_k8s.py", __doc__)
+    parser, sub = entry.parser("tao_k8s.py", __doc__)
     p = sub.add_parser("submit", help="gate, open record, render, lint, dry-run, apply, mark")
     spec_arguments(p, "kubernetes")
     p.add_argument("--request", help="producer action request (schemas/action-request.schema.json)")

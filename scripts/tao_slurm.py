@@ -29,7 +29,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from taobank.cli import verbcli
+from taobank.cli import entry, verbcli
 from taobank.cli.entry import parse_kv, print_json, run_main, spec_arguments, spec_from_args
 from taobank.errors import UsageError
 
@@ -150,7 +150,7 @@ def main(argv: list[str]) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """Every verb's grammar (what main parses with, and what the MCP tools read their schemas from)."""
-    parser, sub = verbcli.parser("tao_slurm.py", __doc__)
+    parser, sub = entry.parser("tao_slurm.py", __doc__)
 
     p = sub.add_parser("submit", help="stage, render and sbatch one job")
     spec_arguments(p, "slurm")

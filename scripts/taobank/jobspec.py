@@ -95,8 +95,9 @@ class JobSpec:
         """A valid spec mapping (:meth:`parse` checks it first) as this type; an unknown key is refused."""
         spec = cls.canonical(spec)
         by_key = {key: name for name, key in cls.keys().items()}
-        named, others = shown_keys(sorted((k for k in spec if k not in by_key), key=str))
-        if named or others:
+        unknown = sorted((k for k in spec if k not in by_key), key=str)
+        if unknown:  # named where a key may be shown, else only counted
+            named, others = shown_keys(unknown)
             raise TaoError(f"{cls.__name__}: {unknown_fields(named, others)} (see schemas/{cls.SCHEMA})")
         return cls(**{by_key[k]: v for k, v in spec.items()})
 
@@ -155,6 +156,17 @@ class JobSpec:
                  "network_arch": self.network_arch}
         changed = tao_command.with_results_dir({k: v for k, v in words.items() if v is not None}, folder,
                                            kubelet=self.KUBELET_EXPANDS)
+        return replace(self, **{k: changed[k] for k in ("command", "args") if k in changed and hasattr(self, k)})
+
+    def with_job_args(self: T, gpus_per_node: int, nodes: int, folder: str | None) -> T:
+        """:meth:`with_gpu_args`, then :meth:`with_results_dir` (:func:`taobank.tao_command.with_job_args`: the
+        command reads and is rewritten in one call)."""
+        from . import tao_command
+
+        words = {"command": self.command, "args": getattr(self, "args", None), "action": self.action,
+                 "network_arch": self.network_arch}
+        changed = tao_command.with_job_args({k: v for k, v in words.items() if v is not None}, gpus_per_node, nodes,
+                                            folder, kubelet=self.KUBELET_EXPANDS)
         return replace(self, **{k: changed[k] for k in ("command", "args") if k in changed and hasattr(self, k)})
 
 

@@ -131,8 +131,12 @@ def _env_for(kind: str, templates: str):
 
 def render_text(template: str, context: dict[str, Any], kind: Literal["yaml", "shell"]) -> str:
     """Render ``templates/<template>`` with every value escaped for ``kind``."""
+    return _rendered(_env(kind), template, context, kind)
+
+
+def _rendered(env: Any, template: str, context: dict[str, Any], kind: Literal["yaml", "shell"]) -> str:
     try:
-        return _env(kind).get_template(template).render(**(_ready(context) if kind == "yaml" else context))
+        return env.get_template(template).render(**(_ready(context) if kind == "yaml" else context))
     except TaoError:
         raise
     except Exception as exc:  # jinja2 errors: undefined variable, syntax
@@ -141,8 +145,9 @@ def render_text(template: str, context: dict[str, Any], kind: Literal["yaml", "s
 
 def render_yaml_documents(template: str, context: dict[str, Any]) -> list[dict]:
     """Render a YAML template and parse it back into objects (one per document)."""
+    env = _env("yaml")  # both libraries required at once (jinja2 the first time only: the environment is kept)
     yaml = require("yaml")
-    text = render_text(template, context, "yaml")
+    text = _rendered(env, template, context, "yaml")
     try:
         # libyaml's safe loader when present (the same documents, parsed in C): every value is emitted as JSON
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

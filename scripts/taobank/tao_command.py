@@ -393,6 +393,12 @@ def with_results_dir(spec: Mapping[str, Any], folder: str | None, *, kubelet: bo
     return append_args(spec, results_args(spec, folder, kubelet=kubelet))
 
 
+def with_job_args(spec: Mapping[str, Any], gpus_per_node: int, nodes: int, folder: str | None, *,
+                  kubelet: bool = False) -> dict:
+    """:func:`with_gpu_args`, then :func:`with_results_dir`: the command a job runs, in one call."""
+    return with_results_dir(with_gpu_args(spec, gpus_per_node, nodes), folder, kubelet=kubelet)
+
+
 # ------------------------------------------------------------ the networks of the pinned TAO
 # What the pinned TAO accepts, per network: the checked-in table ``schemas/tao_networks.json``.
 #

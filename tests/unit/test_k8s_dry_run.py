@@ -13,7 +13,7 @@ from test_orchestration_k8s import cluster
 from taobank.contract import SubmitOptions
 from taobank import platform, records
 from taobank.platforms.kubernetes import render
-from taobank.platforms.kubernetes.credentials import MASKED
+from taobank.platforms.kubernetes.render import MASKED
 
 HF = "hf_dryrunvalue7f3a9c1d5e0b"
 AWS = "aws-dry-run-secret-4c2e9a7b1d"

@@ -7,7 +7,7 @@ import pytest
 
 from taobank.errors import TaoError
 from taobank.platforms.kubernetes import gates
-from taobank.platforms.kubernetes.credentials import collect_credentials, read_secrets_file
+from taobank.platforms.kubernetes.submit import collect_credentials, read_secrets_file
 
 
 def node(name, gpus=8, ready=True, cordoned=False, taints=None, labels=None):

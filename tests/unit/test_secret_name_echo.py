@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from taobank.errors import TaoError
-from taobank.platforms.kubernetes.credentials import collect_credentials
+from taobank.platforms.kubernetes.submit import collect_credentials
 from taobank.platforms.slurm.storage import collect_secrets
 
 BANK = Path(__file__).resolve().parents[2]

@@ -23,6 +23,23 @@ from .. import registry
 from ..jobspec import Declarations, Flag
 
 
+#: The flags of every submit, by value name; a platform adds spellings and help (:class:`taobank.jobspec.Shared`).
+SHARED: tuple[Flag, ...] = (
+    Flag(("--spec",), help="job spec file (YAML or JSON); flags override its values"),
+    Flag(("--image",)),
+    Flag(("--network-arch",), help="TAO network, e.g. dino (default: the one a TAO command names, "
+                                    "`dino train ...`; else custom, a generic command)"),
+    Flag(("--action",), help="TAO action, e.g. train (default: the one a TAO command names; else run)"),
+    Flag(("--nodes",), type=int, help="nodes (pods on Kubernetes)"),
+    Flag(("--gpus-per-node", "--gpus"), dest="gpus_per_node", type=int,
+         help="GPUs on each node (--gpus is a synonym)"),
+    Flag(("--cpus",)),
+    Flag(("--memory",)),
+    Flag(("--env",), kind="pairs", metavar="KEY=VALUE", help="non-secret env (repeatable)"),
+    Flag(("--nccl-env",), kind="pairs", metavar="NCCL_X=VALUE", help="per-cluster NCCL env (repeatable)"),
+)
+
+
 class BankParser(argparse.ArgumentParser):
     """An ArgumentParser with one-line usage errors; ``add_subparsers`` makes its subparsers of this class too."""
 
@@ -152,6 +169,16 @@ def add_version(p: argparse.ArgumentParser) -> None:
     p.add_argument("--version", action=_Version, help="print the bank version and exit")
 
 
+def parser(prog: str, doc: str) -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
+    """The top-level parser of a helper: description from ``doc``'s first line, the rest as epilog."""
+    lines = doc.strip("\n").splitlines()
+    p = BankParser(prog=prog, description=lines[0], epilog="\n".join(lines[2:]),
+                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_version(p)
+    sub = p.add_subparsers(dest="verb", required=True)
+    return p, sub
+
+
 # ------------------------------------------------------------ argv -> job spec
 # Argv -> job spec for every platform: the flags every submit shares (one vocabulary: ``--nodes``,
 # ``--gpus-per-node``, ``--cpus``, ``--memory`` ...) and the grammar built from the adapter's flag declarations.
@@ -159,26 +186,10 @@ def add_version(p: argparse.ArgumentParser) -> None:
 # Each adapter's ``flags`` module declares its submit flags as data (``SHARED``, ``FLAGS``) and says where
 # each value goes (``spec_from_flags``); here they become argparse flags, and the parsed values plain
 # Python (``KEY=VALUE`` pairs a dict, the argv after ``--`` a list) the adapter places in its spec.
+@functools.cache
 def declaration(platform: str) -> Declarations:
-    """The platform's flag declarations (its adapter's ``flags``)."""
+    """The platform's flag declarations (its adapter's ``flags``), looked up once per process (as :func:`flags_of`)."""
     return registry.adapter(platform).flags
-
-
-#: The flags of every submit, by value name; a platform adds spellings and help (:class:`taobank.jobspec.Shared`).
-SHARED: tuple[Flag, ...] = (
-    Flag(("--spec",), help="job spec file (YAML or JSON); flags override its values"),
-    Flag(("--image",)),
-    Flag(("--network-arch",), help="TAO network, e.g. dino (default: the one a TAO command names, "
-                                    "`dino train ...`; else custom, a generic command)"),
-    Flag(("--action",), help="TAO action, e.g. train (default: the one a TAO command names; else run)"),
-    Flag(("--nodes",), type=int, help="nodes (pods on Kubernetes)"),
-    Flag(("--gpus-per-node", "--gpus"), dest="gpus_per_node", type=int,
-         help="GPUs on each node (--gpus is a synonym)"),
-    Flag(("--cpus",)),
-    Flag(("--memory",)),
-    Flag(("--env",), kind="pairs", metavar="KEY=VALUE", help="non-secret env (repeatable)"),
-    Flag(("--nccl-env",), kind="pairs", metavar="NCCL_X=VALUE", help="per-cluster NCCL env (repeatable)"),
-)
 
 
 def add_arguments(parser: argparse.ArgumentParser, flags: Iterable[Flag]) -> None:
@@ -238,4 +249,5 @@ def spec_from_args(args: argparse.Namespace, platform: str) -> dict:
     command names (``dino train ...``) fill the ones neither gives (:func:`taobank.tao_command.identified`)."""
     from .. import tao_command
 
-    return tao_command.identified(declaration(platform).spec_from_flags(args.spec, values_of(args, platform)))
+    values = values_of(args, platform)
+    return tao_command.identified(declaration(platform).spec_from_flags(args.spec, values))

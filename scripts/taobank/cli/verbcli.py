@@ -23,21 +23,11 @@ import argparse
 import sys
 from typing import Any, Callable
 
-from .. import platform as core, sweepfile
+from .. import platform as core, registry, sweepfile
 from ..errors import EXIT_FAILED, EXIT_OK, TaoError, UsageError
 from ..jobspec import KPI_MODE_HELP, KPI_MODES
 from ..text import error_line, one_line, terminal_text
-from .entry import BankParser, add_version, deprecated, print_direction_note, print_gate_notes, print_json
-
-
-def parser(prog: str, doc: str) -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
-    """The top-level parser of a helper: description from ``doc``'s first line, the rest as epilog."""
-    lines = doc.strip("\n").splitlines()
-    p = BankParser(prog=prog, description=lines[0], epilog="\n".join(lines[2:]),
-                   formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_version(p)
-    sub = p.add_subparsers(dest="verb", required=True)
-    return p, sub
+from .entry import BankParser, deprecated, print_direction_note, print_gate_notes, print_json
 
 
 # ------------------------------------------------------------------ --last
@@ -630,7 +620,7 @@ def submit_lineage(platform: str, spec: dict, opts, args: argparse.Namespace, pr
     if not getattr(args, "parent", None):
         if getattr(args, "parent_kpi", None) is not None or getattr(args, "allow_incomplete_parent", False):
             raise UsageError("--parent-kpi and --allow-incomplete-parent choose from a parent: give --parent ID too")
-        return preview(spec, opts) if preview is not None else core.get(platform).submit(spec, opts)
+        return preview(spec, opts) if preview is not None else registry.adapter(platform).submit(spec, opts)
     print_direction_note(args.parent_kpi, args.parent_mode, "--parent-mode")
     return lineage.submit_with_parent(platform, spec, replace(opts, parent=args.parent),
                                       allow_incomplete=args.allow_incomplete_parent, kpi=args.parent_kpi,

@@ -1,92 +1,17 @@
-"""Job credentials on Kubernetes: the per-job Secrets, from the caller's environment to their removal.
+"""Job credentials on Kubernetes: removing a job's per-job Secrets when it ends (status) or at cancel.
 
-Values come from this process's environment (names given) or a mode-600
-env-file, reach the cluster on stdin only, and are deleted when the job ends
-(the garbage collector takes them with the Job otherwise). A dry run shows
-every value masked.
+Submit reads the values (this process's environment, names given, or a mode-600 env-file) and sends them on
+stdin (:mod:`taobank.platforms.kubernetes.submit`); the Secret objects are rendered with the job's manifests
+(:func:`taobank.platforms.kubernetes.render.secret_object`). Here they are deleted when the job ends (the
+garbage collector takes them with the Job otherwise).
 """
 from __future__ import annotations
 
-import base64
-import json
-import os
-
 from ...states import State
-from ... import envfile
 from ...errors import TaoError
-from . import OWNER_UID_LABEL, render
+from . import OWNER_UID_LABEL
 from .kubectl import Kubectl
 from ...records import Record
-
-
-def read_secrets_file(path: str) -> dict[str, str]:
-    """KEY=VALUE lines from a file only its owner can read (mode 600 or stricter)."""
-    return envfile.read(path, what="secrets file", private=True)
-
-
-def collect_credentials(secret_env: list[str] | tuple[str, ...] = (), secrets_file: str | None = None) -> dict[str, str]:
-    """Secret values from this process's environment (names given) and/or a mode-600 env-file."""
-    creds = read_secrets_file(secrets_file) if secrets_file else {}
-    return {**creds, **_from_env(secret_env)}
-
-
-def _from_env(secret_env: list[str] | tuple[str, ...]) -> dict[str, str]:
-    return envfile.secret_values(secret_env, os.environ, what="--secret-env name",
-                                 unset="--secret-env {name}: {name} is not set in the environment: export it first")
-
-
-def credential_names(secret_env: list[str] | tuple[str, ...] = (), secrets_file: str | None = None) -> list[str]:
-    """The names submit puts in the per-job Secret, checked as submit checks them, for a dry run: each
-    --secret-env variable must be set and the file private and well formed; no value is kept or shown."""
-    found = list(read_secrets_file(secrets_file)) if secrets_file else []  # the keys only
-    return list(dict.fromkeys(found + list(_from_env(secret_env))))
-
-
-def check_ngc_key() -> None:
-    """--ngc-pull-secret needs NGC_KEY set (a dry run checks only that)."""
-    if not os.environ.get("NGC_KEY"):
-        raise TaoError("--ngc-pull-secret needs NGC_KEY in the environment: export NGC_KEY first")
-
-
-def secret_object(name: str, namespace: str, job_id: str, creds: dict[str, str]) -> dict:
-    return {
-        "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-        "metadata": {"name": name, "namespace": namespace, "labels": render.labels_for(job_id)},
-        "data": {k: base64.b64encode(v.encode()).decode() for k, v in creds.items()},
-    }
-
-
-def pull_secret_object(name: str, namespace: str, job_id: str, key: str, registry: str = "nvcr.io") -> dict:
-    user = "$oauthtoken"
-    auth = base64.b64encode(f"{user}:{key}".encode()).decode()
-    cfg = json.dumps({"auths": {registry: {"username": user, "password": key, "auth": auth}}})
-    return {
-        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
-        "metadata": {"name": name, "namespace": namespace, "labels": render.labels_for(job_id)},
-        "data": {".dockerconfigjson": base64.b64encode(cfg.encode()).decode()},
-    }
-
-
-#: What a dry run shows in place of every Secret value: never the value, not even its base64.
-MASKED = "<masked>"
-
-
-def masked(obj: dict) -> dict:
-    """A Secret object with every data value replaced by :data:`MASKED` (the keys stay)."""
-    return {**obj, "data": {key: MASKED for key in obj.get("data") or {}}}
-
-
-def create_secret(kube: Kubectl, obj: dict) -> None:
-    """Create (or, on a resumed submit, replace) a Secret sent on stdin; never ``apply``
-    (apply would copy the data into the last-applied-configuration annotation)."""
-    body = json.dumps(obj)
-    res = kube.run("create", "-f", "-", stdin=body, check=False, what="kubectl create secret")
-    if res.ok:
-        return
-    if "AlreadyExists" in res.stderr or "already exists" in res.stderr:
-        kube.run("replace", "-f", "-", stdin=body, what="kubectl replace secret")
-        return
-    raise TaoError(f"creating Secret {obj['metadata']['name']} failed: {res.stderr.strip().splitlines()[-1] if res.stderr.strip() else 'no output'}")
 
 
 def credential_secrets(rec: Record) -> list[str]:

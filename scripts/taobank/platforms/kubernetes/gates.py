@@ -410,8 +410,7 @@ def queue_or_capacity(kube: Kubectl, spec: KubernetesSpec, *,
         res = kube.run("get", GATE_READ, "--all-namespaces", "-o", "json", check=False,
                        what="kubectl get localqueues,clusterqueues,nodes,pods --all-namespaces")
         err = res.stderr or res.stdout
-        if res.ok:
-            remember(kube, None)
+        if res.ok:  # nothing was remembered for this cluster (known is None): nothing to drop
             lqs, cqs, node_items, pods = split_gate_read(kube, _items(res.stdout, "kubectl get nodes,pods"))
             queue, cq, lines = choose(kube, None, gpus=gpus, lqs=lqs, cqs=cqs)
             return queue, cq, lines if queue else [*lines, capacity([*node_items, *pods])]

@@ -81,8 +81,9 @@ class Kubectl:
         with ``check`` a failure is one line naming ``what`` and the last line kubectl said."""
         label = what or f"kubectl {args[0]}"
         res = run(self.argv(*args), stdin=stdin, check=False, timeout=timeout, what=label)
-        res = dataclasses.replace(res, stderr=terminal_text(res.stderr))
-        if check and not res.ok:
+        if res.stderr:  # cleaned in place: a Result made again would decode its text a second time
+            res.stderr = terminal_text(res.stderr)
+        if check and res.returncode != 0:
             raise TaoError(f"{label} failed (exit {res.returncode}): {one_line(last_line(res.stderr or res.stdout))}")
         return res
 

@@ -10,7 +10,9 @@ single-pod train job on a volume gets the resume prologue (:func:`resume_prologu
 """
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
 import posixpath
 import re
 from dataclasses import dataclass
@@ -200,10 +202,15 @@ def kube_literal(script: str) -> str:
 
 def job_name_for(job_id: str) -> str:
     """The Kubernetes object name for a record id (ids are already RFC 1035 labels)."""
-    name = job_id if names.is_dns1035_label(job_id) else names.sanitize_label(job_id, MAX_NAME_LEN)
+    name = job_id if _is_label(job_id) else names.sanitize_label(job_id, MAX_NAME_LEN)
     if len(name) > MAX_NAME_LEN:
         name = names.sanitize_label(name, MAX_NAME_LEN)
     return name
+
+
+def _is_label(s: object) -> bool:
+    """An RFC 1035 label of at most 63 characters: :data:`taobank.names.DNS1035_LABEL`, the one pattern."""
+    return isinstance(s, str) and bool(names.DNS1035_LABEL.match(s))
 
 
 def cred_secret_name(job_id: str) -> str:
@@ -266,6 +273,8 @@ def _check_key_lengths(spec: KubernetesSpec) -> None:
 
 
 def _check_env(spec: KubernetesSpec, multinode: bool) -> None:
+    if not spec.env and not spec.nccl_env:  # no name to check
+        return
     from ...envfile import check_job_env
 
     check_job_env(spec.env, spec.nccl_env,
@@ -273,14 +282,13 @@ def _check_env(spec: KubernetesSpec, multinode: bool) -> None:
 
 
 def _env_list(spec: KubernetesSpec, job_id: str, name: str, service: str, multinode: bool, staging: str | None,
-              results: Results) -> list[dict]:
+              results: Results, port: int) -> list[dict]:
     env: list[dict] = [{"name": "TAO_JOB_ID", "value": job_id}, *results.env()]
     if staging:
         env.append({"name": "TAO_STAGING_DIR", "value": staging})
     if multinode:
         nodes = int(given(spec.nodes, 1))
         gpus = int(given(spec.gpus, 1))
-        port = int(spec.master_port or pins.resolve("kubernetes.master_port"))
         index_ref = {"fieldRef": {"fieldPath": f"metadata.annotations['{INDEX_ANNOTATION}']"}}
         env += [
             {"name": "WORLD_SIZE", "value": str(nodes)},  # TAO reads WORLD_SIZE as the node count
@@ -333,10 +341,9 @@ def _volumes_and_mounts(spec: KubernetesSpec, shm_size: str) -> tuple[list[dict]
     return volumes, mounts
 
 
-def _resources(spec: KubernetesSpec) -> dict:
+def _resources(spec: KubernetesSpec, gpus: int) -> dict:
     limits: dict[str, Any] = {}
     requests: dict[str, Any] = {}
-    gpus = int(given(spec.gpus, 1))
     if gpus > 0:
         limits["nvidia.com/gpu"] = str(gpus)
     if spec.cpus:
@@ -387,13 +394,15 @@ def _context(
     is one index of an Indexed Job and reads its trial's id, folder and argv there (:data:`SWEEP_PROLOGUE`).
     A mapping ``spec`` (a spec file, as ``render_k8s_job.py`` reads it) is read as its typed spec first.
     """
-    spec = KubernetesSpec.of(spec)
     name = name or job_name_for(job_id)
-    if not names.is_dns1035_label(name) or len(name) > MAX_NAME_LEN:
+    if not _is_label(name) or len(name) > MAX_NAME_LEN:
         raise TaoError(f"job name {name!r} is not an RFC 1035 label of at most {MAX_NAME_LEN} characters")
     if not names.is_dns1123_label(namespace):
         raise TaoError(f"namespace {namespace!r} is not a valid Kubernetes namespace name")
-    nodes_given, gpus_given, tier = given(spec.nodes, 1), given(spec.gpus, 1), given(spec.storage_tier, "A")
+    spec = KubernetesSpec.of(spec)
+    # the spec's defaults read once, here (every part below gets the values)
+    nodes_given, gpus_given, tier, log_copy = (given(spec.nodes, 1), given(spec.gpus, 1), given(spec.storage_tier, "A"),
+                                               given(spec.log_copy, True))
     nodes = int(nodes_given)
     multinode = nodes > 1
     _check_env(spec, multinode)
@@ -402,15 +411,19 @@ def _context(
         raise TaoError("give either command (shell text) or args (native argv), not both")
     if spec.command is None and not spec.args:
         raise TaoError("the job spec needs command (shell text) or args (native argv)")
-    spec = spec.with_gpu_args(int(gpus_given), nodes)  # TAO reads its GPUs from its argv
-    # TAO writes under its results_dir, not under $RESULTS_DIR
     staging = _staging(spec, tier)
     planned = _results_plan(spec, staging, tier)
     results = planned.for_job(job_id)
-    spec = spec.with_results_dir(results.pod_folder)
+    # TAO reads its GPUs from its argv, and writes under its results_dir, not under $RESULTS_DIR
+    spec = spec.with_job_args(int(gpus_given), nodes, results.pod_folder)
+    # the pinned defaults, read together
     shm = spec.shm_size or pins.resolve(
         "kubernetes.shm_size_multinode" if multinode else "kubernetes.shm_size_single"
     )
+    master_port = int(spec.master_port or pins.resolve("kubernetes.master_port"))
+    backoff_limit = int(pins.resolve("kubernetes.disruption_retries")) if retry_disruptions and nodes == 1 else 0
+    ttl = int(spec.ttl_seconds_after_finished if spec.ttl_seconds_after_finished is not None
+              else pins.resolve("kubernetes.ttl_seconds_after_finished"))
     labels = labels_for(job_id)
     pod_labels = {**(spec.pod_labels or {}), **labels}
     pod_annotations = dict(spec.pod_annotations or {})
@@ -459,7 +472,7 @@ def _context(
         command = ["/bin/sh", "-c", kube_literal(MAIN_WRAPPER), "tao-main", *user_argv]
     elif spec.s3_inputs or spec.s3_outputs:
         raise TaoError("s3_inputs/s3_outputs need storage_tier C")
-    elif results.pod_folder and given(spec.log_copy, True):
+    elif results.pod_folder and log_copy:
         command = ["/bin/sh", "-c", kube_literal(LOG_WRAPPER), "tao-main", *user_argv]
     else:
         command = user_argv
@@ -498,10 +511,10 @@ def _context(
     main: dict[str, Any] = {"name": "main", "image": spec.image, "command": command}
     if spec.workdir:
         main["workingDir"] = spec.workdir
-    main["env"] = _env_list(spec, job_id, name, name, multinode, staging, results)
+    main["env"] = _env_list(spec, job_id, name, name, multinode, staging, results, master_port)
     if env_from:
         main["envFrom"] = env_from
-    resources = _resources(spec)
+    resources = _resources(spec, int(gpus_given))
     if resources:
         main["resources"] = resources
     main["volumeMounts"] = mounts
@@ -520,13 +533,10 @@ def _context(
         "pod_annotations": pod_annotations or None,
         "selector": {JOB_LABEL: job_id},
         "nodes": nodes,
-        "master_port": int(spec.master_port or pins.resolve("kubernetes.master_port")),
-        "backoff_limit": int(pins.resolve("kubernetes.disruption_retries")) if retry_disruptions and nodes == 1 else 0,
+        "master_port": master_port,
+        "backoff_limit": backoff_limit,
         "pod_failure_policy": policy,
-        "ttl_seconds_after_finished": int(
-            spec.ttl_seconds_after_finished if spec.ttl_seconds_after_finished is not None
-            else pins.resolve("kubernetes.ttl_seconds_after_finished")
-        ),
+        "ttl_seconds_after_finished": ttl,
         "active_deadline_seconds": spec.active_deadline_seconds,
         "image_pull_secrets": pulls or None,
         "node_selector": spec.node_selector or None,
@@ -553,6 +563,38 @@ def render_job(spec: KubernetesSpec | Mapping[str, Any], **kwargs: Any) -> tuple
     ctx, planned = _context(spec, **kwargs)
     template = INDEXED_TEMPLATE if ctx["nodes"] > 1 else SINGLE_TEMPLATE
     return render_yaml_documents(template, ctx), planned
+
+
+# ------------------------------------------------------------ the per-job Secrets
+# Their values come from the caller's environment (names given) or a mode-600 env-file
+# (:func:`taobank.platforms.kubernetes.submit.collect_credentials`) and reach the cluster on stdin only; a dry run
+# shows every value masked.
+def secret_object(name: str, namespace: str, job_id: str, creds: dict[str, str]) -> dict:
+    return {
+        "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels_for(job_id)},
+        "data": {k: base64.b64encode(v.encode()).decode() for k, v in creds.items()},
+    }
+
+
+def pull_secret_object(name: str, namespace: str, job_id: str, key: str, registry: str = "nvcr.io") -> dict:
+    user = "$oauthtoken"
+    auth = base64.b64encode(f"{user}:{key}".encode()).decode()
+    cfg = json.dumps({"auths": {registry: {"username": user, "password": key, "auth": auth}}})
+    return {
+        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels_for(job_id)},
+        "data": {".dockerconfigjson": base64.b64encode(cfg.encode()).decode()},
+    }
+
+
+#: What a dry run shows in place of every Secret value: never the value, not even its base64.
+MASKED = "<masked>"
+
+
+def masked(obj: dict) -> dict:
+    """A Secret object with every data value replaced by :data:`MASKED` (the keys stay)."""
+    return {**obj, "data": {key: MASKED for key in obj.get("data") or {}}}
 
 
 def find(objs: list[dict], kind: str) -> dict | None:

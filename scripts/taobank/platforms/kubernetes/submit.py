@@ -24,14 +24,14 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from ... import fsio, names, pins, records, redact
+from ... import envfile, fsio, names, pins, records, redact
 from ...spec import GENERIC
 from ...contract import UNSET, Batch, Facts, Gate, Launch, Plan, SubmitOptions
 from ...errors import TaoError
 from .spec import KubernetesSpec
 from ...jobspec import given
 from ...run import Result, last_line
-from . import JOB_LABEL, OWNER_UID_LABEL, SPEC_FILE, SWEEP_LABEL, credentials, gates, render
+from . import JOB_LABEL, OWNER_UID_LABEL, SPEC_FILE, SWEEP_LABEL, gates, render
 from .objects import delete_options, find_jobs
 from .kubectl import Kubectl, cluster_json, json_objects
 from ...records import Record
@@ -83,17 +83,64 @@ def target(opts: SubmitOptions, rec: Record | None) -> Kubectl:
     return Kubectl(opts.namespace, opts.context)
 
 
+# ------------------------------------------------------------ the per-job credentials
+# Values from this process's environment (names given) or a mode-600 env-file, sent on stdin only; deleted
+# when the job ends (:mod:`taobank.platforms.kubernetes.credentials`), or by the garbage collector with the Job.
+def read_secrets_file(path: str) -> dict[str, str]:
+    """KEY=VALUE lines from a file only its owner can read (mode 600 or stricter)."""
+    return envfile.read(path, what="secrets file", private=True)
+
+
+def collect_credentials(secret_env: list[str] | tuple[str, ...] = (), secrets_file: str | None = None) -> dict[str, str]:
+    """Secret values from this process's environment (names given) and/or a mode-600 env-file."""
+    creds = read_secrets_file(secrets_file) if secrets_file else {}
+    return {**creds, **_from_env(secret_env)}
+
+
+def _from_env(secret_env: list[str] | tuple[str, ...]) -> dict[str, str]:
+    if not secret_env:  # no name to read
+        return {}
+    return envfile.secret_values(secret_env, os.environ, what="--secret-env name",
+                                 unset="--secret-env {name}: {name} is not set in the environment: export it first")
+
+
+def credential_names(secret_env: list[str] | tuple[str, ...] = (), secrets_file: str | None = None) -> list[str]:
+    """The names submit puts in the per-job Secret, checked as submit checks them, for a dry run: each
+    --secret-env variable must be set and the file private and well formed; no value is kept or shown."""
+    found = list(read_secrets_file(secrets_file)) if secrets_file else []  # the keys only
+    return list(dict.fromkeys(found + list(_from_env(secret_env))))
+
+
+def check_ngc_key() -> None:
+    """--ngc-pull-secret needs NGC_KEY set (a dry run checks only that)."""
+    if not os.environ.get("NGC_KEY"):
+        raise TaoError("--ngc-pull-secret needs NGC_KEY in the environment: export NGC_KEY first")
+
+
+def create_secret(kube: Kubectl, obj: dict) -> None:
+    """Create (or, on a resumed submit, replace) a Secret sent on stdin; never ``apply``
+    (apply would copy the data into the last-applied-configuration annotation)."""
+    body = json.dumps(obj)
+    res = kube.run("create", "-f", "-", stdin=body, check=False, what="kubectl create secret")
+    if res.ok:
+        return
+    if "AlreadyExists" in res.stderr or "already exists" in res.stderr:
+        kube.run("replace", "-f", "-", stdin=body, what="kubectl replace secret")
+        return
+    raise TaoError(f"creating Secret {obj['metadata']['name']} failed: {res.stderr.strip().splitlines()[-1] if res.stderr.strip() else 'no output'}")
+
+
 def plan(spec: KubernetesSpec, opts: SubmitOptions, rec: Record | None) -> KubePlan:
     """Credentials read, names chosen, manifests rendered: no cluster call yet (the secret lint is check's and
     adopt's, first thing: once per sweep, over what it sends)."""
     kube = target(opts, rec)
-    creds = credentials.collect_credentials(opts.secret_env, opts.secrets_file)
-    ngc_key = None
-    if opts.ngc_pull_secret:
-        credentials.check_ngc_key()
-        ngc_key = os.environ.get("NGC_KEY")
     arch, action = spec.network_arch or GENERIC["network_arch"], spec.action or GENERIC["action"]
     jid = rec.id if rec is not None else names.mint_job_id(arch, action)
+    creds = collect_credentials(opts.secret_env, opts.secrets_file)
+    ngc_key = None
+    if opts.ngc_pull_secret:
+        check_ngc_key()
+        ngc_key = os.environ.get("NGC_KEY")
     config = dict(opts.config) if opts.config is not None else None
     objs, results = render.render_job(spec, job_id=jid, namespace=kube.namespace, name=render.job_name_for(jid),
                                    cred_secret=render.cred_secret_name(jid) if creds else None,
@@ -209,7 +256,7 @@ def preview_sweep(specs: list[KubernetesSpec], ids: list[str], batch: Batch, *, 
     from . import sweep as sweepmod
 
     spec = specs[0]
-    names_only = dict.fromkeys(credentials.credential_names(secret_env, secrets_file), "")
+    names_only = dict.fromkeys(credential_names(secret_env, secrets_file), "")
     refuse_batch(KubePlan(spec=spec, image=given(spec.image, ""), network_arch="", action="",
                           storage_tier=given(spec.storage_tier, "A"), results_dir="", nodes=int(given(spec.nodes, 1)),
                           creds=names_only, ngc_key="<masked>" if ngc_pull_secret else None, config=config))
@@ -221,10 +268,10 @@ def preview_sweep(specs: list[KubernetesSpec], ids: list[str], batch: Batch, *, 
         if "binaryData" in o:
             o["binaryData"] = {k: f"<{len(v) * 3 // 4} bytes>" for k, v in o["binaryData"].items()}
     if names_only:  # the sweep's one Secret of each kind, its values masked
-        objs.append(credentials.masked(credentials.secret_object(render.cred_secret_name(sweep), namespace, sweep,
+        objs.append(render.masked(render.secret_object(render.cred_secret_name(sweep), namespace, sweep,
                                                                  names_only)))
     if ngc_pull_secret:
-        objs.append(credentials.masked(credentials.pull_secret_object(render.pull_secret_name(sweep), namespace,
+        objs.append(render.masked(render.pull_secret_object(render.pull_secret_name(sweep), namespace,
                                                                       sweep, "")))
     folders = [render.results_plan(s, staging=render.staging_dir(s)).for_job(jid).folder for s, jid in zip(specs, ids)]
     return objs, folders
@@ -263,10 +310,10 @@ def launch_sweep(kube: Kubectl, plans: list[KubePlan], recs: list[Record], batch
         _check_sweep_job(job, server)
         owned = [owned_by(t, server) for t in tables]
         if p.creds:
-            owned.append(owned_by(credentials.secret_object(render.cred_secret_name(sweep), kube.namespace, sweep,
+            owned.append(owned_by(render.secret_object(render.cred_secret_name(sweep), kube.namespace, sweep,
                                                             p.creds), server))
         if p.ngc_key:
-            owned.append(owned_by(credentials.pull_secret_object(render.pull_secret_name(sweep), kube.namespace,
+            owned.append(owned_by(render.pull_secret_object(render.pull_secret_name(sweep), kube.namespace,
                                                                  sweep, p.ngc_key), server))
         release = [] if QUEUE_LABEL in (job["metadata"].get("labels") or {}) else \
             [{**job, "spec": {**job["spec"], "suspend": False}}]
@@ -324,12 +371,12 @@ def _create_owned(kube: Kubectl, p: KubePlan, jid: str, job: dict) -> list[tuple
     owned: list[tuple[str, str]] = []
     if p.creds:
         cred_name = render.cred_secret_name(jid)
-        credentials.create_secret(kube, owned_by(credentials.secret_object(cred_name, kube.namespace, jid, p.creds),
+        create_secret(kube, owned_by(render.secret_object(cred_name, kube.namespace, jid, p.creds),
                                                  job))
         owned.append(("secret", cred_name))
     if p.ngc_key:
         pull_name = render.pull_secret_name(jid)
-        credentials.create_secret(kube, owned_by(credentials.pull_secret_object(
+        create_secret(kube, owned_by(render.pull_secret_object(
             pull_name, kube.namespace, jid, p.ngc_key or ""), job))
         owned.append(("secret", pull_name))
     rest = [owned_by(o, job) for o in p.objs if o.get("kind") in ("Service", "ConfigMap")]
@@ -486,17 +533,17 @@ def preview(spec: KubernetesSpec, *, namespace: str, job_id: str, secret_env: li
     names and references (envFrom, imagePullSecrets), every Secret value masked. Contacts nothing; no
     value is read from the environment (only that the variables are set) and of a secrets file only
     the keys are kept."""
-    names = credentials.credential_names(secret_env, secrets_file)
+    names = credential_names(secret_env, secrets_file)
     if ngc_pull_secret:
-        credentials.check_ngc_key()
+        check_ngc_key()
     cred_name = render.cred_secret_name(job_id) if names else None
     pull_name = render.pull_secret_name(job_id) if ngc_pull_secret else None
     objs = render.render_manifests(spec, job_id=job_id, namespace=namespace, cred_secret=cred_name,
                                    pull_secrets=[pull_name] if pull_name else [], config=config)
     _lint(objs, "the job spec")
-    secrets = [credentials.masked(credentials.secret_object(cred_name, namespace, job_id, dict.fromkeys(names, "")))] if cred_name else []
+    secrets = [render.masked(render.secret_object(cred_name, namespace, job_id, dict.fromkeys(names, "")))] if cred_name else []
     if pull_name:
-        secrets.append(credentials.masked(credentials.pull_secret_object(pull_name, namespace, job_id, "")))
+        secrets.append(render.masked(render.pull_secret_object(pull_name, namespace, job_id, "")))
     job = _job(objs)
     return [job, *secrets, *[o for o in objs if o is not job]]
 
@@ -522,7 +569,7 @@ def _dry_run(kube: Kubectl, objs: list[dict]) -> tuple[list[dict] | None, Result
 
 def _job(objs: list[dict]) -> dict:
     """The Job of rendered manifests (every render makes one)."""
-    job = render.find(objs, "Job")
+    job = next((o for o in objs if o.get("kind") == "Job"), None)
     assert job is not None
     return job
 
@@ -596,10 +643,10 @@ def _adopt(kube: Kubectl, rec: Record, job: dict, spec: KubernetesSpec, creds: d
     # credentials given again: (re)create the per-job Secrets (one deleted by hand leaves the pod in
     # CreateContainerConfigError); the object names are the ones the Job already references
     if creds:
-        credentials.create_secret(kube, owned_by(credentials.secret_object(cred_name, ns, jid, creds), job))
+        create_secret(kube, owned_by(render.secret_object(cred_name, ns, jid, creds), job))
         existing["secret"].add(cred_name)
     if ngc_key:
-        credentials.create_secret(kube, owned_by(credentials.pull_secret_object(pull_name, ns, jid, ngc_key), job))
+        create_secret(kube, owned_by(render.pull_secret_object(pull_name, ns, jid, ngc_key), job))
         existing["secret"].add(pull_name)
     objs, results = render.render_job(spec, job_id=jid, namespace=ns, name=name,
                                    cred_secret=cred_name if (creds or cred_name in wanted) else None,

@@ -41,8 +41,7 @@ def table_name(sweep_id: str) -> str:
 def trial_argv(spec: KubernetesSpec, folder: str | None) -> list[str]:
     """A trial's argv as its pod runs it: the same rule as a single job's (TAO's GPU arguments added, and its
     results folder ``folder``, the trial's ``$RESULTS_DIR``)."""
-    return render.argv_of(spec.with_gpu_args(int(given(spec.gpus, 1)), int(given(spec.nodes, 1)))
-                          .with_results_dir(folder))
+    return render.argv_of(spec.with_job_args(int(given(spec.gpus, 1)), int(given(spec.nodes, 1)), folder))
 
 
 def plain_env(job: dict) -> dict[str, str]:
