@@ -70,8 +70,16 @@ def check_image(value: object, what: str = "image") -> str:
 
 def command_argv(spec: DockerSpec) -> list[str]:
     """A list is the container's argv; a string runs under ``sh -c``."""
-    assert spec.command is not None  # the schema requires it
-    return core_spec.argv_of(spec.command, "sh")
+    return command_argvs([spec])[0]
+
+
+def command_argvs(specs: list[DockerSpec]) -> list[list[str]]:
+    """:func:`command_argv` of each spec (a sweep's trials), one call."""
+    out = []
+    for spec in specs:
+        assert spec.command is not None  # the schema requires it
+        out.append(core_spec.argv_of(spec.command, "sh"))
+    return out
 
 
 def results_base(spec: DockerSpec, env: Mapping[str, str] | None = None, pinned: Mapping[str, Any] | None = None) -> str:
