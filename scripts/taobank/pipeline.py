@@ -70,7 +70,7 @@ def submit(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Submi
         rec = load_for(opts.job_id, adapter.name, "submit --job-id")
         if rec.terminal:
             raise TaoError(f"record {opts.job_id} is {rec.state} already: open a new record to run again")
-    plans = adapter.plan_all([adapter.typed_spec(spec) for spec in specs], opts, rec)
+    plans = adapter.plan_all(adapter.typed_specs(specs), opts, rec)
     gate.lines += [w for w in (tao_command.unseen_warning(specs[0]),) if w]
     if rec is not None:
         launch = adapter.adopt(plans[0], rec, gate)
@@ -194,7 +194,7 @@ def dry_run(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Subm
     typed = [tao_command.identified(spec) for spec in specs]
     sweep = trials is not None
     k = check_concurrency(max_concurrent, len(typed)) if sweep else len(typed)
-    plans = adapter.plan_all([adapter.typed_spec(spec) for spec in typed], replace(opts, job_id=None), None)
+    plans = adapter.plan_all(adapter.typed_specs(typed), replace(opts, job_id=None), None)
     gate = Gate(dry_run=True)
     check_specs(adapter, typed, opts, gate)  # the spec check refuses first, as in a submit
     gate.lines += [w for w in (tao_command.unseen_warning(typed[0]),) if w]
@@ -211,7 +211,7 @@ def dry_run(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Subm
 def check_specs(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: SubmitOptions, gate: Gate) -> None:
     """Every job's TAO spec and overrides checked in one pass (:mod:`taobank.specgate`); any problem refuses the
     submit, one line each. A spec this machine cannot read, and a skipped check, are warnings of the gate."""
-    if not any(tao_command.tao_command(spec) for spec in specs):
+    if not any([tao_command.tao_command(spec) for spec in specs]):  # pure: each spec judged in one run of calls
         return  # no job runs TAO's entrypoint: nothing to judge (specgate judges only those)
     if not opts.spec_check:
         gate.lines.append("warning: the spec check is skipped (--no-spec-check): TAO's own runner judges the "

@@ -352,10 +352,11 @@ def launch(plans: list[DockerPlan], recs: list[Record], batch: Batch) -> list[La
         from . import search
 
         searched = search.stage_search(plans, batch.sweep, batch.search)
+    own = [_own_empty_folder(plan) for plan in plans]  # each job's folder is its own: none changes another's
     try:
-        for plan, rec, argv in zip(plans, recs, argvs):
+        for plan, rec, argv, taken in zip(plans, recs, argvs, own):
             try:
-                if not _own_empty_folder(plan):
+                if not taken:
                     os.makedirs(plan.results_dir, mode=0o755)
                     folders.append(plan.results_dir)
             except OSError as exc:
