@@ -33,6 +33,7 @@ def save_specs(jobs: Sequence[tuple[str, Mapping[str, Any]]], options: Mapping[s
     order: the texts linted in one run of scanner calls, the jobs' folders found in one read of their records."""
     opts = {k: v for k, v in (options or {}).items() if k in KEPT_OPTIONS and v not in (None, (), [], False)}
     kept = {k: list(v) if isinstance(v, tuple) else v for k, v in opts.items()}
+    ids = [job_id for job_id, _ in jobs]
     texts, failure = [], None
     for job_id, spec in jobs:  # a spec that cannot be kept ends the batch: the ones before it are kept
         try:
@@ -48,7 +49,7 @@ def save_specs(jobs: Sequence[tuple[str, Mapping[str, Any]]], options: Mapping[s
             rules = ", ".join(sorted({f.rule for f in hits}))
             texts[n] = json.dumps({"not_kept": f"a value in its spec looks like a credential ({rules}); the bank "
                                                "never writes one down"}, sort_keys=True)
-    folders = records.artifact_dirs([job_id for job_id, _ in jobs[:len(texts)]])
+    folders = records.artifact_dirs(ids[:len(texts)])
     for folder, text in zip(folders, texts):
         if isinstance(folder, TaoError):
             raise folder

@@ -248,26 +248,27 @@ def _open(adapter: Platform[Any, Any], plans: list[Plan], opts: SubmitOptions, g
           trials: Sequence[Mapping[str, str]] | None, k: int, search: dict[str, Any] | None = None) -> list[Record]:
     """Open every record (all folders checked in one pass first); on a failure, those opened say ERROR."""
     ids = [p.job_id or f"new-job-{i}" for i, p in enumerate(plans)]
-    records.refuse_nested([(p.results_dir.replace(records.ID_PLACEHOLDER, j), j) for p, j in zip(plans, ids)],
-                          adapter.name)
     backend_extra: dict[str, Any] = {"max_concurrent": k} if sweep_id else {}
     if search is not None:
         backend_extra.update(search)
     lineage = {"parent": opts.parent, "continues": opts.continues}
+    openings = [records.Opening(
+        plan.image, plan.network_arch, plan.action, plan.storage_tier, plan.results_dir,
+        backend={**plan.backend, **gate.backend, **backend_extra}, description=opts.description,
+        job_id=plan.job_id, lineage=lineage,
+        sweep=(sweep_id, i, dict(trials[i])) if sweep_id and trials is not None else None)
+        for i, plan in enumerate(plans)]
+    records.refuse_nested([(p.results_dir.replace(records.ID_PLACEHOLDER, j), j) for p, j in zip(plans, ids)],
+                          adapter.name)
     opened: list[dict[str, Any]] = []
     try:
-        records.open_records(adapter.name, [records.Opening(
-            plan.image, plan.network_arch, plan.action, plan.storage_tier, plan.results_dir,
-            backend={**plan.backend, **gate.backend, **backend_extra}, description=opts.description,
-            job_id=plan.job_id, lineage=lineage,
-            sweep=(sweep_id, i, dict(trials[i])) if sweep_id and trials is not None else None)
-            for i, plan in enumerate(plans)], check_folder=False, opened=opened)
+        records.open_records(adapter.name, openings, check_folder=False, opened=opened)
     except TaoError as exc:
         if sweep_id is None:
             raise
-        _fail([Record.of(r) for r in opened], f"sweep {sweep_id} not submitted: {exc}")
+        _fail(list(map(Record.of, opened)), f"sweep {sweep_id} not submitted: {exc}")
         raise TaoError(f"sweep not submitted ({exc}); nothing was launched") from None
-    return [Record.of(r) for r in opened]
+    return list(map(Record.of, opened))
 
 
 def _checkpoint(job_id: str, message: str, backend: Mapping[str, Any]) -> None:
@@ -289,19 +290,18 @@ def _fail(recs: list[Record], message: str) -> None:
 def _bind(adapter: Platform[Any, Any], recs: list[Record], launches: list[Launch]) -> list[JobView]:
     """Each record bound to what its launch made; a launch that made a job that cannot run as it is raises
     after binding (the record names the job, and the error says what to do)."""
-    facts = [launch.facts() for launch in launches]
     marks: list[records.Marking] = []
     unread: TaoError | None = None
-    for cur, launch, backend in zip(records.get_each([rec.id for rec in recs]), launches, facts):
+    for cur, launch in zip(records.get_each([rec.id for rec in recs]), launches):
         if isinstance(cur, TaoError):  # as binding them one by one: those before it are bound, then it raises
             unread = cur
             break
         marks.append(records.Marking(cur.id, cur.state if cur.active else states.INITIAL,
-                                     backend_ref=launch.backend_ref, backend=backend, message=launch.message))
-    bound = [Record.of(rec) for rec in records.mark_many(marks)]
+                                     backend_ref=launch.backend_ref, backend=launch.facts(), message=launch.message))
+    bound = list(map(Record.of, records.mark_many(marks)))
     if unread is not None:
         raise unread
-    views = [adapter.view(rec) for rec in bound]
+    views = list(map(adapter.view, bound))
     for view, launch in zip(views, launches):
         view.extra.update(launch.details)
     errors = [launch.error for launch in launches if launch.error]

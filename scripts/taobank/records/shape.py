@@ -346,9 +346,8 @@ def check_results_dirs(values: Sequence[str]) -> list[str | TaoError]:
         except TaoError as exc:
             out.append(exc)
     # the credential lint last, for every folder the rules above let through (one run of scanner calls)
-    linted = [bool(lint_text(v, "results_dir")) if isinstance(v, str) else False for v in out]
-    return [TaoError("results_dir looks like it carries a credential: give the bare path or URI") if bad else v
-            for v, bad in zip(out, linted)]
+    return [TaoError("results_dir looks like it carries a credential: give the bare path or URI")
+            if isinstance(v, str) and lint_text(v, "results_dir") else v for v in out]
 
 
 def _results_dir(value: str) -> str:

@@ -279,18 +279,18 @@ def replace_each(recs: list[tuple[str, dict[str, Any]]]) -> None:
 
 def create(job_id: str, rec: dict[str, Any]) -> bool:
     """Put a new record in place unless the id exists (False then). Never overwrites."""
-    made, refused = create_each([(job_id, rec)])
+    made, refused = _write_each([(job_id, rec)], new=True)
     if refused is not None:
         raise refused
     return made == 1
 
 
-def create_each(recs: list[tuple[str, dict[str, Any]]]) -> tuple[int, TaoError | None]:
-    """:func:`create` of each ``(job id, record)`` in order, never over a record that exists: (how many were put in
+def create_each(recs: list[dict[str, Any]]) -> tuple[int, TaoError | None]:
+    """:func:`create` of each record under its id, in order, never over a record that exists: (how many were put in
     place, the one-line TaoError of the record the check rejected). All checked in one call, then written in one
     call, up to the first record whose id exists or that the check rejects (None: the batch stopped at an id that
     exists, or made all)."""
-    return _write_each(recs, new=True)
+    return _write_each([(rec["id"], rec) for rec in recs], new=True)
 
 
 def _write_each(recs: list[tuple[str, dict[str, Any]]], *, new: bool) -> tuple[int, TaoError | None]:

@@ -5,6 +5,7 @@ a record's texts to the scanner in one batch (:func:`taobank.text.stored_texts`)
 ``results_dir`` carrying credentials is refused."""
 from __future__ import annotations
 
+import copy
 import json
 import re
 from dataclasses import dataclass
@@ -43,8 +44,12 @@ def _cut(text: str) -> str:
 def clean_texts(texts: Sequence[str | None]) -> list[str | None]:
     """Free texts (a message, a name) as stored: valid UTF-8, credentials masked, at most :data:`MAX_TEXT`
     characters each; None stays None. One call of the scanner for the batch."""
-    given = [str(t) for t in texts if t is not None]
-    done = iter(stored_texts(given))  # a byte of a cluster's answer that was not UTF-8: U+FFFD
+    return _put_back(texts, stored_texts([str(t) for t in texts if t is not None]))
+
+
+def _put_back(texts: Sequence[str | None], stored: list[str]) -> list[str | None]:
+    """``texts`` as :func:`clean_texts` gives them, from what :func:`stored_texts` made of those not None."""
+    done = iter(stored)  # a byte of a cluster's answer that was not UTF-8: U+FFFD
     return [None if t is None else _cut(next(done)) for t in texts]
 
 
@@ -186,6 +191,7 @@ def open_records(platform: str, openings: Sequence[Opening], *, check_folder: bo
     ``check_folder``: every new folder against the stored records' (:func:`refuse_nested`, one pass).
     """
     out = opened if opened is not None else []
+    entries = [_text_entries(o.backend) for o in openings]
     # what is judged by a call into another module, for the whole batch first (nothing raises here)
     tiers: list[str | TaoError] = []
     givens: list[tuple[dict[str, str], str | None] | TaoError] = []
@@ -198,13 +204,15 @@ def open_records(platform: str, openings: Sequence[Opening], *, check_folder: bo
             givens.append(_given(o))
         except TaoError as exc:
             givens.append(exc)
-    texts = [[desc, *given.values()] for given, desc in (g for g in givens if not isinstance(g, TaoError))]
-    masked = iter(clean_texts([t for each in texts for t in each]))
-    # the record's free texts, masked in one batch: each must come back as it was (stored as given)
+    texts = [t for g in givens if not isinstance(g, TaoError) for t in (g[1], *g[0].values())]
+    given_texts = [str(t) for t in texts if t is not None]
+    folders = check_results_dirs([o.results_dir for o in openings])
+    stored = stored_texts(given_texts)  # the record's free texts, masked in one batch (clean_texts)
+    secrets = secret_entries_each(entries)
+    masked = iter(_put_back(texts, stored))
+    # each must come back as it was (stored as given)
     same = [None if isinstance(g, TaoError) else
             [t == next(masked) for t in (g[1], *g[0].values())] for g in givens]
-    folders = check_results_dirs([o.results_dir for o in openings])
-    secrets = secret_entries_each([_text_entries(o.backend) for o in openings])
     # each record's checks in the order open_record runs them; the first refused record ends the batch
     recs: list[dict[str, Any]] = []
     failure: TaoError | None = None
@@ -235,7 +243,7 @@ def open_records(platform: str, openings: Sequence[Opening], *, check_folder: bo
     tries = [1] * len(recs)
     done = 0
     while done < len(recs):
-        made, refused = store.create_each([(rec["id"], rec) for rec in recs[done:]])
+        made, refused = store.create_each(recs[done:])
         out += recs[done:done + made]
         done += made
         if refused is not None:
@@ -364,6 +372,11 @@ def mark_many(marks: Sequence[Marking]) -> list[dict[str, Any]]:
     call. A batch refused at its n-th mark writes the marks before it (as marking them one by one would) and
     then raises."""
     n = len(marks)
+    ids = [m.job_id for m in marks]
+    entries = [_text_entries(m.backend) for m in marks]
+    # each mark's message and backend_ref as required() passes it on, masked in one batch below (clean_texts)
+    texts = [t for m in marks for t in (m.message, None if m.backend_ref is None else str(m.backend_ref).strip())]
+    given_texts = [str(t) for t in texts if t is not None]
     errs: list[TaoError | None] = [None] * n
     moves: list[tuple[State, str, str | None]] = []
     for k, m in enumerate(marks):  # the names (states' own words)
@@ -373,7 +386,8 @@ def mark_many(marks: Sequence[Marking]) -> list[dict[str, Any]]:
         except TaoError as exc:
             errs[k] = exc
             moves.append((State.ERROR, "", None))
-    secrets = secret_entries_each([_text_entries(m.backend) for m in marks])
+    secrets = secret_entries_each(entries)
+    cleaned = _put_back(texts, stored_texts(given_texts))
     metas: list[dict[str, Any]] = [{}] * n
     refs: list[str | None] = [None] * n
     for k, m in enumerate(marks):
@@ -387,82 +401,77 @@ def mark_many(marks: Sequence[Marking]) -> list[dict[str, Any]]:
             refs[k] = None if m.backend_ref is None else required("backend_ref", m.backend_ref)
         except TaoError as exc:
             errs[k] = exc
-    live = [k for k in range(n) if errs[k] is None]
-    cleaned = iter(clean_texts([t for k in live for t in (marks[k].message, refs[k])]))  # one batch for the scanner
     msgs: list[str | None] = [None] * n
-    for k in live:
-        msgs[k], ref_seen = next(cleaned), next(cleaned)
-        if refs[k] is not None and ref_seen != refs[k]:
+    for k in range(n):
+        msgs[k], ref_seen = cleaned[2 * k], cleaned[2 * k + 1]
+        if errs[k] is None and refs[k] is not None and ref_seen != refs[k]:
             errs[k] = TaoError("backend_ref looks like it carries a credential: refused")
-    paths: list[Path | None] = [None] * n
+    checked: list[Path] = []  # the paths of the marks before the first refused one, at least
     for k, m in enumerate(marks):
         if errs[k] is None:
             try:
-                paths[k] = store.record_path(m.job_id)
+                checked.append(store.record_path(m.job_id))
             except TaoError as exc:
                 errs[k] = exc
-    first = next((k for k in range(n) if errs[k] is not None), n)
-    with store.locked_each([m.job_id for m in marks[:first]]):
-        return _moved(marks[:first], moves, refs, metas, msgs, paths, errs[first] if first < n else None)
-
-
-def _moved(marks: Sequence[Marking], moves: list[tuple[State, str, str | None]], refs: list[str | None],
-           metas: list[dict[str, Any]], msgs: list[str | None], paths: list[Path | None],
-           failure: TaoError | None) -> list[dict[str, Any]]:
-    """The locked part of :func:`mark_many`: ``marks`` (all checked) read, moved and written; ``failure``, the
-    error of the mark after them, raised once they are written."""
-    import copy
-
-    read = store.read_each([p for p in paths[:len(marks)] if p is not None])
-    stamps = store.stamps(len(marks))
+    first = n  # the marks before the first refused one are done; its error is raised once they are written
+    for k, err in enumerate(errs):
+        if err is not None:
+            first = k
+            break
+    failure = errs[first] if first < n else None
+    marks = marks[:first]
     current: dict[str, dict[str, Any]] = {}
     out: list[dict[str, Any]] = []
     changed: dict[str, dict[str, Any]] = {}
-    try:
-        for k, m in enumerate(marks):
-            job_id, (new, src, cls), ref, msg = m.job_id, moves[k], refs[k], msgs[k]
-            got = copy.deepcopy(current[job_id]) if job_id in current else read[k]
-            if isinstance(got, TaoError):
-                raise got
-            rec = got
-            cur = rec["state"]
-            if cur in states.TERMINAL:
-                if new == cur:
-                    out.append(rec)  # repeating a final mark (poller + agent) changes nothing
-                    continue
-                raise TaoError(f"job {job_id} is {cur} (terminal) and cannot become {new}: {states.allowed_text(cur)}")
-            if new != cur and not states.is_allowed(cur, new):
-                raise TaoError(f"illegal transition {cur} -> {new} for job {job_id}: {states.allowed_text(cur)}")
-            before = json.dumps(rec, sort_keys=True)
-            if ref is not None:
-                if rec["backend_ref"] not in (None, ref) and not m.rebind:
-                    raise TaoError(f"job {job_id} is bound to backend_ref {rec['backend_ref']!r}: it cannot change "
-                                   f"to {ref!r}")
-                rec["backend_ref"] = ref
-            rec["backend"].update(metas[k])
-            if new == cur and (msg is None or msg == rec["message"]) and json.dumps(rec, sort_keys=True) == before:
-                out.append(rec)  # a poll that learnt nothing new writes nothing
-                current[job_id] = rec
-                continue
-            at = stamps[k]
-            if msg is not None:
-                rec["message"] = msg
-            if new != cur:
-                rec["state"] = new.value
-                rec["transitions"].append({"time": at, "state": new.value, "source": src, "message": msg})
-                if new == State.ERROR:
-                    rec["err_class"] = cls
-            rec["updated_at"] = at
-            out.append(rec)
-            current[job_id] = changed[job_id] = rec
-    except TaoError as exc:
-        failure = exc
-    if changed:
+    with store.locked_each(ids[:first]):
+        read = store.read_each(checked[:first])
+        stamps = store.stamps(first)
         try:
-            store.replace_each(list(changed.items()))
-        finally:
-            for job_id in changed:
-                store.sweep_temps(job_id)
+            for k, m in enumerate(marks):
+                job_id, (new, src, cls), ref, msg = m.job_id, moves[k], refs[k], msgs[k]
+                got = copy.deepcopy(current[job_id]) if job_id in current else read[k]  # a job marked twice
+                if isinstance(got, TaoError):
+                    raise got
+                rec = got
+                cur = rec["state"]
+                if cur in states.TERMINAL:
+                    if new == cur:
+                        out.append(rec)  # repeating a final mark (poller + agent) changes nothing
+                        continue
+                    raise TaoError(f"job {job_id} is {cur} (terminal) and cannot become {new}: "
+                                   f"{states.allowed_text(cur)}")
+                if new != cur and not states.is_allowed(cur, new):
+                    raise TaoError(f"illegal transition {cur} -> {new} for job {job_id}: {states.allowed_text(cur)}")
+                before = json.dumps(rec, sort_keys=True)
+                if ref is not None:
+                    if rec["backend_ref"] not in (None, ref) and not m.rebind:
+                        raise TaoError(f"job {job_id} is bound to backend_ref {rec['backend_ref']!r}: it cannot "
+                                       f"change to {ref!r}")
+                    rec["backend_ref"] = ref
+                rec["backend"].update(metas[k])
+                if new == cur and (msg is None or msg == rec["message"]) and json.dumps(rec, sort_keys=True) == before:
+                    out.append(rec)  # a poll that learnt nothing new writes nothing
+                    current[job_id] = rec
+                    continue
+                at = stamps[k]
+                if msg is not None:
+                    rec["message"] = msg
+                if new != cur:
+                    rec["state"] = new.value
+                    rec["transitions"].append({"time": at, "state": new.value, "source": src, "message": msg})
+                    if new == State.ERROR:
+                        rec["err_class"] = cls
+                rec["updated_at"] = at
+                out.append(rec)
+                current[job_id] = changed[job_id] = rec
+        except TaoError as exc:
+            failure = exc
+        if changed:
+            try:
+                store.replace_each(list(changed.items()))
+            finally:
+                for job_id in changed:
+                    store.sweep_temps(job_id)
     if failure is not None:
         raise failure
     return out
