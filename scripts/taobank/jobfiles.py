@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from . import fsio, records
 from .errors import TaoError
@@ -25,20 +25,37 @@ KEPT_OPTIONS = ("secret_env", "secrets_file", "ngc_pull_secret", "config", "name
 
 def save_spec(job_id: str, spec: Mapping[str, Any], options: Mapping[str, Any] | None = None) -> None:
     """Keep ``spec`` (as given to submit) and the repeatable ``options`` of job ``job_id``."""
+    save_specs([(job_id, spec)], options)
+
+
+def save_specs(jobs: Sequence[tuple[str, Mapping[str, Any]]], options: Mapping[str, Any] | None = None) -> None:
+    """:func:`save_spec` of each ``(job id, spec)`` (a sweep's trials, submitted with the same ``options``), in
+    order: the texts linted in one run of scanner calls, the jobs' folders found in one read of their records."""
     opts = {k: v for k, v in (options or {}).items() if k in KEPT_OPTIONS and v not in (None, (), [], False)}
-    data = {"spec": dict(spec), "options": {k: list(v) if isinstance(v, tuple) else v for k, v in opts.items()}}
-    try:
-        text = json.dumps(data, sort_keys=True, default=str)
-    except (TypeError, ValueError) as exc:
-        raise TaoError(f"the spec of job {job_id} cannot be kept as JSON ({exc})") from None
+    kept = {k: list(v) if isinstance(v, tuple) else v for k, v in opts.items()}
+    ids = [job_id for job_id, _ in jobs]
+    texts, failure = [], None
+    for job_id, spec in jobs:  # a spec that cannot be kept ends the batch: the ones before it are kept
+        try:
+            texts.append(json.dumps({"spec": dict(spec), "options": kept}, sort_keys=True, default=str))
+        except (TypeError, ValueError) as exc:
+            failure = TaoError(f"the spec of job {job_id} cannot be kept as JSON ({exc})")
+            break
     from .redact import lint_text
 
-    found = lint_text(text, SPEC_FILE)
-    if found:  # a value that looks like a credential is never written down: only why (continue says it)
-        rules = ", ".join(sorted({f.rule for f in found}))
-        text = json.dumps({"not_kept": f"a value in its spec looks like a credential ({rules}); the bank never "
-                                       "writes one down"}, sort_keys=True)
-    fsio.write_private(records.artifact_dir(job_id) / SPEC_FILE, text + "\n")
+    found = [lint_text(text, SPEC_FILE) for text in texts]
+    for n, hits in enumerate(found):
+        if hits:  # a value that looks like a credential is never written down: only why (continue says it)
+            rules = ", ".join(sorted({f.rule for f in hits}))
+            texts[n] = json.dumps({"not_kept": f"a value in its spec looks like a credential ({rules}); the bank "
+                                               "never writes one down"}, sort_keys=True)
+    folders = records.artifact_dirs(ids[:len(texts)])
+    for folder, text in zip(folders, texts):
+        if isinstance(folder, TaoError):
+            raise folder
+        fsio.write_private(folder / SPEC_FILE, text + "\n")
+    if failure is not None:
+        raise failure
 
 
 def load_spec(job_id: str) -> tuple[dict, dict]:

@@ -70,7 +70,7 @@ def submit(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Submi
         rec = load_for(opts.job_id, adapter.name, "submit --job-id")
         if rec.terminal:
             raise TaoError(f"record {opts.job_id} is {rec.state} already: open a new record to run again")
-    plans = adapter.plan_all([adapter.typed_spec(spec) for spec in specs], opts, rec)
+    plans = adapter.plan_all(adapter.typed_specs(specs), opts, rec)
     gate.lines += [w for w in (tao_command.unseen_warning(specs[0]),) if w]
     if rec is not None:
         launch = adapter.adopt(plans[0], rec, gate)
@@ -91,14 +91,14 @@ def submit(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Submi
         gate.backend.update(verdict)
     recs = [rec] if rec is not None else _open(adapter, plans, opts, gate, sweep_id, trials, k,
                                                search.summary() if search is not None else None)
-    for r, spec in zip(recs, specs):  # what `continue` runs again (no secret: names only)
-        jobfiles.save_spec(r.id, spec, {key: getattr(opts, key) for key in jobfiles.KEPT_OPTIONS})
+    # what `continue` runs again (no secret: names only)
+    jobfiles.save_specs([(r.id, spec) for r, spec in zip(recs, specs)],
+                        {key: getattr(opts, key) for key in jobfiles.KEPT_OPTIONS})
     try:
         launches = adapter.launch(plans, recs, batch)
     except SubmitUncertain as exc:
         if exc.note:
-            for r in recs:
-                records.mark(r.id, State.PENDING, message=exc.note)
+            records.mark_many([records.Marking(r.id, State.PENDING, message=exc.note) for r in recs])
         raise
     except TaoError as exc:
         if sweep_id is None:
@@ -194,7 +194,7 @@ def dry_run(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Subm
     typed = [tao_command.identified(spec) for spec in specs]
     sweep = trials is not None
     k = check_concurrency(max_concurrent, len(typed)) if sweep else len(typed)
-    plans = adapter.plan_all([adapter.typed_spec(spec) for spec in typed], replace(opts, job_id=None), None)
+    plans = adapter.plan_all(adapter.typed_specs(typed), replace(opts, job_id=None), None)
     gate = Gate(dry_run=True)
     check_specs(adapter, typed, opts, gate)  # the spec check refuses first, as in a submit
     gate.lines += [w for w in (tao_command.unseen_warning(typed[0]),) if w]
@@ -211,7 +211,7 @@ def dry_run(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Subm
 def check_specs(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: SubmitOptions, gate: Gate) -> None:
     """Every job's TAO spec and overrides checked in one pass (:mod:`taobank.specgate`); any problem refuses the
     submit, one line each. A spec this machine cannot read, and a skipped check, are warnings of the gate."""
-    if not any(tao_command.tao_command(spec) for spec in specs):
+    if not any([tao_command.tao_command(spec) for spec in specs]):  # pure: each spec judged in one run of calls
         return  # no job runs TAO's entrypoint: nothing to judge (specgate judges only those)
     if not opts.spec_check:
         gate.lines.append("warning: the spec check is skipped (--no-spec-check): TAO's own runner judges the "
@@ -248,26 +248,27 @@ def _open(adapter: Platform[Any, Any], plans: list[Plan], opts: SubmitOptions, g
           trials: Sequence[Mapping[str, str]] | None, k: int, search: dict[str, Any] | None = None) -> list[Record]:
     """Open every record (all folders checked in one pass first); on a failure, those opened say ERROR."""
     ids = [p.job_id or f"new-job-{i}" for i, p in enumerate(plans)]
-    records.refuse_nested([(p.results_dir.replace(records.ID_PLACEHOLDER, j), j) for p, j in zip(plans, ids)],
-                          adapter.name)
     backend_extra: dict[str, Any] = {"max_concurrent": k} if sweep_id else {}
     if search is not None:
         backend_extra.update(search)
     lineage = {"parent": opts.parent, "continues": opts.continues}
-    out: list[Record] = []
+    openings = [records.Opening(
+        plan.image, plan.network_arch, plan.action, plan.storage_tier, plan.results_dir,
+        backend={**plan.backend, **gate.backend, **backend_extra}, description=opts.description,
+        job_id=plan.job_id, lineage=lineage,
+        sweep=(sweep_id, i, dict(trials[i])) if sweep_id and trials is not None else None)
+        for i, plan in enumerate(plans)]
+    records.refuse_nested([(p.results_dir.replace(records.ID_PLACEHOLDER, j), j) for p, j in zip(plans, ids)],
+                          adapter.name)
+    opened: list[dict[str, Any]] = []
     try:
-        for i, plan in enumerate(plans):
-            out.append(Record.of(records.open_record(
-                adapter.name, plan.image, plan.network_arch, plan.action, plan.storage_tier, plan.results_dir,
-                backend={**plan.backend, **gate.backend, **backend_extra}, description=opts.description,
-                job_id=plan.job_id, lineage=lineage, check_folder=False,
-                sweep=(sweep_id, i, dict(trials[i])) if sweep_id and trials is not None else None)))
+        records.open_records(adapter.name, openings, check_folder=False, opened=opened)
     except TaoError as exc:
         if sweep_id is None:
             raise
-        _fail(out, f"sweep {sweep_id} not submitted: {exc}")
+        _fail(list(map(Record.of, opened)), f"sweep {sweep_id} not submitted: {exc}")
         raise TaoError(f"sweep not submitted ({exc}); nothing was launched") from None
-    return out
+    return list(map(Record.of, opened))
 
 
 def _checkpoint(job_id: str, message: str, backend: Mapping[str, Any]) -> None:
@@ -276,24 +277,33 @@ def _checkpoint(job_id: str, message: str, backend: Mapping[str, Any]) -> None:
 
 def _fail(recs: list[Record], message: str) -> None:
     """Every record the launch did not bind says ERROR with why (a bound one stays as the launch left it)."""
-    for rec in recs:
-        cur = records.get(rec.id)
+    marks: list[records.Marking] = []
+    for cur in records.get_each([rec.id for rec in recs]):
+        if isinstance(cur, TaoError):  # as reading them one by one: those before it are marked, then it raises
+            records.mark_many(marks)
+            raise cur
         if not cur.terminal and not cur.backend_ref:
-            records.mark(rec.id, State.ERROR, message=message, err_class="ERR_PROGRAM")
+            marks.append(records.Marking(cur.id, State.ERROR, message=message, err_class="ERR_PROGRAM"))
+    records.mark_many(marks)
 
 
 def _bind(adapter: Platform[Any, Any], recs: list[Record], launches: list[Launch]) -> list[JobView]:
     """Each record bound to what its launch made; a launch that made a job that cannot run as it is raises
     after binding (the record names the job, and the error says what to do)."""
-    views = []
-    for rec, launch in zip(recs, launches):
-        cur = records.get(rec.id)
-        state = cur.state if cur.active else states.INITIAL
-        bound = Record.of(records.mark(rec.id, state, backend_ref=launch.backend_ref, backend=launch.facts(),
-                                       message=launch.message))
-        view = adapter.view(bound)
+    marks: list[records.Marking] = []
+    unread: TaoError | None = None
+    for cur, launch in zip(records.get_each([rec.id for rec in recs]), launches):
+        if isinstance(cur, TaoError):  # as binding them one by one: those before it are bound, then it raises
+            unread = cur
+            break
+        marks.append(records.Marking(cur.id, cur.state if cur.active else states.INITIAL,
+                                     backend_ref=launch.backend_ref, backend=launch.facts(), message=launch.message))
+    bound = list(map(Record.of, records.mark_many(marks)))
+    if unread is not None:
+        raise unread
+    views = list(map(adapter.view, bound))
+    for view, launch in zip(views, launches):
         view.extra.update(launch.details)
-        views.append(view)
     errors = [launch.error for launch in launches if launch.error]
     if errors:
         raise TaoError(errors[0])

@@ -307,6 +307,11 @@ class Platform(ABC, Generic[SpecT, PlanT]):
         the contract (:func:`taobank.pipeline.submit`). Default: the schema's check, then the type."""
         return self.spec_type.parse(spec, "job spec")
 
+    def typed_specs(self, specs: Sequence[Mapping[str, Any]]) -> list[SpecT]:
+        """:meth:`typed_spec` of each spec of one launch (a sweep's trials), in order, refused at the first spec
+        it refuses. Default: one by one; an adapter may check them all in one pass."""
+        return [self.typed_spec(spec) for spec in specs]
+
     @abstractmethod
     def plan(self, spec: SpecT, opts: SubmitOptions, rec: Record | None) -> PlanT:
         """Decide everything a submit can without a cluster call for the typed ``spec`` (:meth:`typed_spec`

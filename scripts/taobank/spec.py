@@ -9,7 +9,7 @@ import difflib
 import functools
 import json
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from . import BANK_ROOT, fsio, paths
 from .errors import TaoError, require
@@ -74,6 +74,18 @@ def validate_job(spec: Mapping[str, Any], schema_name: str, what: str) -> dict:
     """A platform's job spec checked against its schema; an unset network_arch/action is :data:`GENERIC`."""
     validate(dict(spec), schema_name, what)
     return {**GENERIC, **spec}
+
+
+def validate_jobs(specs: Sequence[Mapping[str, Any]], schema_name: str, what: str) -> list[dict | TaoError]:
+    """:func:`validate_job` of each spec (a sweep's trials), one call: the spec as checked, or the one-line
+    TaoError that refuses it."""
+    out: list[dict | TaoError] = []
+    for spec in specs:
+        try:
+            out.append(validate_job(spec, schema_name, what))
+        except TaoError as exc:
+            out.append(exc)
+    return out
 
 
 def command_argv(spec: Mapping[str, Any], shell: str) -> list[str]:

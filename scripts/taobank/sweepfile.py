@@ -46,6 +46,36 @@ def check_key(key: Any) -> str:
 
 def value_text(key: str, value: Any) -> str:
     """The value as TAO reads it (numbers in their shortest form, booleans lower-case), checked."""
+    return value_texts(key, [value])[0]
+
+
+def value_texts(key: str, values: Iterable[Any]) -> list[str]:
+    """:func:`value_text` of each value of ``key`` (a ``--sweep`` flag's), in one call: each value's own rules,
+    then the credential lint of those that pass in one run of scanner calls; the first value refused, in order,
+    raises what :func:`value_text` of it alone raises."""
+    from .redact import lint_text
+
+    texts: list[str | UsageError] = []
+    for value in values:
+        try:
+            texts.append(_plain_text(key, value))
+        except UsageError as exc:
+            texts.append(exc)
+    # it reaches argv, the record and the saved spec: never a credential
+    linted = [isinstance(t, str) and bool(lint_text(t, "sweep value")) for t in texts]
+    out = []
+    for text, bad in zip(texts, linted):
+        if isinstance(text, UsageError):
+            raise text
+        if bad:
+            raise UsageError(f"sweep value of {key} looks like a credential (not shown): pass secrets by name "
+                             "(--secret-env NAME), never as an override")
+        out.append(text)
+    return out
+
+
+def _plain_text(key: str, value: Any) -> str:
+    """The rules of :func:`value_text` but its credential lint."""
     if isinstance(value, bool):
         text = "true" if value else "false"
     elif isinstance(value, int):
@@ -63,11 +93,6 @@ def value_text(key: str, value: Any) -> str:
     if len(text) > MAX_LEN or not VALUE.match(text):
         raise UsageError(f"sweep value of {key} is not safe as one key=value argument (spaces, quotes, commas, = and "
                          "shell characters are refused): use letters, digits and _.+-/:@%")
-    from .redact import lint_text
-
-    if lint_text(text, "sweep value"):  # it reaches argv, the record and the saved spec: never a credential
-        raise UsageError(f"sweep value of {key} looks like a credential (not shown): pass secrets by name "
-                         "(--secret-env NAME), never as an override")
     return text
 
 
@@ -101,7 +126,7 @@ def parse_flags(items: Iterable[str]) -> dict[str, list[str]]:
         check_key(key)
         if key in grid:
             raise UsageError(f"--sweep names {key} twice: give all its values in one flag (KEY=V1,V2)")
-        grid[key] = _unique(key, [value_text(key, v) for v in rest.split(",")])
+        grid[key] = _unique(key, value_texts(key, rest.split(",")))
     return grid
 
 
@@ -201,7 +226,7 @@ def from_data(data: Any) -> list[dict[str, str]]:
             check_key(key)
             if not isinstance(values, list):
                 values = [values]
-            out[key] = _unique(key, [value_text(key, v) for v in values])
+            out[key] = _unique(key, value_texts(key, values))
         return product(out)
     if form == "trials":
         items = data["trials"]

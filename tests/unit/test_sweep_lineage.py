@@ -41,6 +41,9 @@ class SweepStand:
     def typed_spec(self, spec):
         return SlurmSpec.from_dict(spec)
 
+    def typed_specs(self, specs):  # the contract's default: each spec typed on its own
+        return [self.typed_spec(spec) for spec in specs]
+
     # a sweep
     def plan(self, spec, opts, rec):
         self.planned.append(spec)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from ...contract import Batch, Gate, Launch, Observation, Stop, SubmitOptions, SweepPreview
 from .spec import DockerSpec
@@ -32,6 +32,11 @@ class Docker(Platform[DockerSpec, DockerPlan]):
         from .spec import typed
 
         return typed(spec)
+
+    def typed_specs(self, specs: Sequence[Mapping[str, Any]]) -> list[DockerSpec]:
+        from .spec import typed_all
+
+        return typed_all(specs)
 
     def view(self, rec: Record) -> JobView:
         out = JobView.of_backend(rec, "container_state", reason=rec.backend.get("reason"))

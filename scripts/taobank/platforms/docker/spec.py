@@ -5,7 +5,7 @@ import math
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Mapping, Sequence
 
 from ... import spec as core_spec
 from ...errors import TaoError
@@ -33,15 +33,38 @@ SCHEMA_NAME = "docker-job-spec.schema.json"
 def validate(spec: Mapping[str, Any]) -> dict:
     """Schema check (the first error as one line naming the field); unset network_arch/action are generic."""
     out = core_spec.validate_job(spec, SCHEMA_NAME, "Docker job spec")
-    cpus = spec.get("cpus")
-    if isinstance(cpus, float) and not math.isfinite(cpus):  # NaN passes every JSON Schema bound
-        raise TaoError("Docker job spec: cpus must be a finite number of CPUs (0.01 to 1024), e.g. cpus: 8")
+    if _not_finite(spec):
+        raise TaoError(_NOT_FINITE)
     return out
+
+
+_NOT_FINITE = "Docker job spec: cpus must be a finite number of CPUs (0.01 to 1024), e.g. cpus: 8"
+
+
+def _not_finite(spec: Mapping[str, Any]) -> bool:
+    """NaN passes every JSON Schema bound."""
+    cpus = spec.get("cpus")
+    return isinstance(cpus, float) and not math.isfinite(cpus)
 
 
 def typed(spec: Mapping[str, Any]) -> DockerSpec:
     """A spec mapping (a file, flags) checked (:func:`validate`) and typed: the edge where a Docker spec enters."""
-    return DockerSpec.from_dict(validate(spec))
+    return typed_all([spec])[0]
+
+
+def typed_all(specs: Sequence[Mapping[str, Any]]) -> list[DockerSpec]:
+    """:func:`typed` of each spec (a sweep's trials), in order: the schema checks in one call, then each spec's
+    remaining checks and its type; the first spec refused raises what :func:`typed` of it alone raises."""
+    checked = core_spec.validate_jobs(specs, SCHEMA_NAME, "Docker job spec")
+    bad = [_not_finite(spec) for spec in specs]
+    out = []
+    for got, nan in zip(checked, bad):
+        if isinstance(got, TaoError):
+            raise got
+        if nan:
+            raise TaoError(_NOT_FINITE)
+        out.append(DockerSpec.from_dict(got))
+    return out
 
 
 def refuse_secret(text: str, what: str) -> str:
@@ -70,8 +93,16 @@ def check_image(value: object, what: str = "image") -> str:
 
 def command_argv(spec: DockerSpec) -> list[str]:
     """A list is the container's argv; a string runs under ``sh -c``."""
-    assert spec.command is not None  # the schema requires it
-    return core_spec.argv_of(spec.command, "sh")
+    return command_argvs([spec])[0]
+
+
+def command_argvs(specs: list[DockerSpec]) -> list[list[str]]:
+    """:func:`command_argv` of each spec (a sweep's trials), one call."""
+    out = []
+    for spec in specs:
+        assert spec.command is not None  # the schema requires it
+        out.append(core_spec.argv_of(spec.command, "sh"))
+    return out
 
 
 def results_base(spec: DockerSpec, env: Mapping[str, str] | None = None, pinned: Mapping[str, Any] | None = None) -> str:

@@ -127,49 +127,67 @@ def plan_submit(spec: DockerSpec, opts: SubmitOptions, *, engine: str | None = N
     env = os.environ if env is None else env
     if shared is None:
         shared = _shared(spec, engine=engine, env=env, ram=ram, engine_host=engine_host)
-    arch, action = str(spec.network_arch), str(spec.action)
-    jid = job_id or opts.job_id or names.mint_job_id(arch, action)
-    host_results = f"{shared.base.rstrip('/')}/{jid}"
-    job_dir = f"{shared.cres}/{jid}"
-    for _, target, _ in shared.mounts:  # another job's folder beside it (a --parent's) is fine; its own, or above, not
-        if is_under(target, job_dir) or is_under(job_dir, target):
-            raise TaoError(f"mount target {target} covers or shadows {job_dir}, where the job's results folder is "
-                           "mounted: choose another container path")
+    return _plans([spec], opts, [job_id], shared)[0]
+
+
+def _plans(specs: list[DockerSpec], opts: SubmitOptions, job_ids: list[str | None],
+           shared: _Shared) -> list[DockerPlan]:
+    """The plans of jobs that share ``shared`` (:func:`plan_submit` of each), each step taken for all of them in
+    one pass: their ids, their folders, their TAO commands told their GPUs and folder, their argv (linted in one
+    call, before the preview and the run: a value pasted into env is refused)."""
+    jids = [job_id or opts.job_id or names.mint_job_id(str(spec.network_arch), str(spec.action))
+            for spec, job_id in zip(specs, job_ids)]
+    for jid in jids:
+        job_dir = f"{shared.cres}/{jid}"
+        for _, target, _ in shared.mounts:  # another job's folder beside it (a --parent's) is fine; its own, or above, not
+            if is_under(target, job_dir) or is_under(job_dir, target):
+                raise TaoError(f"mount target {target} covers or shadows {job_dir}, where the job's results folder "
+                               "is mounted: choose another container path")
     request = shared.request
     if request != "all":  # TAO reads its GPUs from its argv; "all" is counted when check reads the host's GPUs
-        spec = with_gpus(spec, len(request) if isinstance(request, list) else int(request))
-    spec = spec.with_results_dir(job_dir)  # TAO writes under its results_dir, not under $RESULTS_DIR
-    rs = render.RunSpec(
-        engine=shared.name, job_id=jid, image=str(spec.image), command=specmod.command_argv(spec),
-        host_results=host_results, container_results=shared.cres, user=shared.user, gpus=request,
-        cpus=None if spec.cpus is None else float(spec.cpus), memory=spec.memory, shm_size=shared.shm,
+        specs = with_gpus_each(specs, len(request) if isinstance(request, list) else int(request))
+    # TAO writes under its results_dir, not under $RESULTS_DIR
+    specs = [spec.with_results_dir(f"{shared.cres}/{jid}") for spec, jid in zip(specs, jids)]
+    commands = specmod.command_argvs(specs)
+    workdirs = [abs_path(spec.workdir, "workdir") if spec.workdir else None for spec in specs]
+    runs = [render.RunSpec(
+        engine=shared.name, job_id=jid, image=str(spec.image), command=command,
+        host_results=f"{shared.base.rstrip('/')}/{jid}", container_results=shared.cres, user=shared.user,
+        gpus=request, cpus=None if spec.cpus is None else float(spec.cpus), memory=spec.memory, shm_size=shared.shm,
         ipc_host=bool(spec.ipc_host), mounts=shared.mounts, env=shared.env, secrets=tuple(spec.secrets or ()),
-        network=spec.network, workdir=abs_path(spec.workdir, "workdir") if spec.workdir else None)
-    render.lint_argv(render.run_argv(rs))  # before the preview and the run: a value pasted into env is refused
-    backend: dict[str, Any] = {"engine": shared.name, "container": jid, "results_dir": host_results,
-                               "stop_grace_seconds": shared.grace,
-                               "gpus": ",".join(request) if isinstance(request, list) else str(request)}
-    if shared.host:
-        backend["engine_host"] = shared.host
-    if spec.memory:
-        backend["memory"] = str(spec.memory)
-    return DockerPlan(spec=spec, image=str(spec.image), network_arch=arch, action=action,
-                      storage_tier="A", results_dir=host_results, backend=backend, job_id=jid, run=rs,
-                      engine=shared.name, host=shared.host, gpu_request=request, pull=spec.pull or "missing",
-                      must_exist=[m[0] for m in shared.mounts], finishing=bool(opts.job_id),
-                      login_registry=registry.image_registry(str(spec.image)) if opts.ngc_pull_secret else None)
+        network=spec.network, workdir=workdir) for spec, jid, command, workdir in zip(specs, jids, commands, workdirs)]
+    render.lint_argv(*[render.run_argv(rs) for rs in runs])  # every job's argv in one lint
+    login = [registry.image_registry(str(spec.image)) if opts.ngc_pull_secret else None for spec in specs]
+    plans = []
+    for spec, jid, rs, registry_host in zip(specs, jids, runs, login):
+        backend: dict[str, Any] = {"engine": shared.name, "container": jid, "results_dir": rs.host_results,
+                                   "stop_grace_seconds": shared.grace,
+                                   "gpus": ",".join(request) if isinstance(request, list) else str(request)}
+        if shared.host:
+            backend["engine_host"] = shared.host
+        if spec.memory:
+            backend["memory"] = str(spec.memory)
+        plans.append(DockerPlan(spec=spec, image=str(spec.image), network_arch=str(spec.network_arch),
+                                action=str(spec.action), storage_tier="A", results_dir=rs.host_results,
+                                backend=backend, job_id=jid, run=rs, engine=shared.name, host=shared.host,
+                                gpu_request=request, pull=spec.pull or "missing",
+                                must_exist=[m[0] for m in shared.mounts], finishing=bool(opts.job_id),
+                                login_registry=registry_host))
+    return plans
 
 
 def plan_all(specs: list[DockerSpec], opts: SubmitOptions, *, engine: str | None = None,
              env: Mapping[str, str] | None = None, ram: int | None = None,
              job_ids: list[str] | None = None) -> list[DockerPlan]:
     """The plans of one launch's jobs (a sweep's trials): what they share (:class:`_Shared`) decided once for
-    the jobs whose specs differ from the first one's in their command alone, the rest planned on their own.
-    ``job_ids``: the ids to plan them under (a preview's placeholders), else minted."""
+    the jobs whose specs differ from the first one's in their command alone (planned together, :func:`_plans`),
+    the rest planned on their own. ``job_ids``: the ids to plan them under (a preview's placeholders), else minted."""
     env = os.environ if env is None else env
     first = dict(specs[0].__dict__, command=None, args=None) if specs else {}
     shared = _shared(specs[0], engine=engine, env=env, ram=ram, engine_host=None) if specs else None
     ids: list[str | None] = list(job_ids) if job_ids is not None else [None] * len(specs)
+    if shared is not None and all(dict(spec.__dict__, command=None, args=None) == first for spec in specs):
+        return _plans(specs, opts, ids, shared)  # a sweep's trials: the usual case
     return [plan_submit(spec, opts, engine=engine, env=env, ram=ram, job_id=jid,
                         shared=shared if dict(spec.__dict__, command=None, args=None) == first else None)
             for spec, jid in zip(specs, ids)]
@@ -177,7 +195,12 @@ def plan_all(specs: list[DockerSpec], opts: SubmitOptions, *, engine: str | None
 
 def with_gpus(spec: DockerSpec, count: int) -> DockerSpec:
     """``spec`` whose TAO command uses ``count`` GPUs (:func:`taobank.tao_command.with_gpu_args`)."""
-    return spec.with_gpu_args(count, 1)
+    return with_gpus_each([spec], count)[0]
+
+
+def with_gpus_each(specs: list[DockerSpec], count: int) -> list[DockerSpec]:
+    """:func:`with_gpus` of each spec (a sweep's trials), one call."""
+    return [spec.with_gpu_args(count, 1) for spec in specs]
 
 
 def preview(spec: DockerSpec, opts: SubmitOptions, engine: str | None = None) -> str:
@@ -329,10 +352,11 @@ def launch(plans: list[DockerPlan], recs: list[Record], batch: Batch) -> list[La
         from . import search
 
         searched = search.stage_search(plans, batch.sweep, batch.search)
+    own = [_own_empty_folder(plan) for plan in plans]  # each job's folder is its own: none changes another's
     try:
-        for plan, rec, argv in zip(plans, recs, argvs):
+        for plan, rec, argv, taken in zip(plans, recs, argvs, own):
             try:
-                if not _own_empty_folder(plan):
+                if not taken:
                     os.makedirs(plan.results_dir, mode=0o755)
                     folders.append(plan.results_dir)
             except OSError as exc:
