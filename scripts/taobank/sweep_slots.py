@@ -10,6 +10,7 @@ from typing import Any
 
 from . import records
 from .records import Record
+from .records.store import get_many
 from .states import State
 
 
@@ -37,10 +38,13 @@ def release(adapter: Any, recs: list[Record], *, every_trial: bool = False) -> l
             chosen = _choose(records.find(platform=adapter.name, sweep=sid))
             if chosen:
                 adapter.release_trials(chosen)
+                # each one's state as it is now (one read): a status that takes no sweep lock may have seen it start
+                now = get_many([r.id for r in chosen])
                 for r in chosen:
-                    # its state as it is now: a status that takes no sweep lock may have seen it start meanwhile
-                    records.mark(r.id, records.get(r.id).state, backend={"held": False},
-                                 message="released (a sweep slot is free)")
+                    cur = now[r.id]
+                    if not isinstance(cur, Record):
+                        raise cur
+                    records.mark(r.id, cur.state, backend={"held": False}, message="released (a sweep slot is free)")
         out += [r.id for r in chosen]
     return out
 
