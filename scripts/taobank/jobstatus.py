@@ -12,7 +12,7 @@ from . import records, states, sweep_slots, training
 from .errors import TaoError
 from .platform import JobView
 from .records import Record
-from .records.store import get_many
+from .records.store import get_each
 
 #: What ``status`` says of a running job whose progress it did not read (one more call per job).
 PROGRESS_HINT = "progress: status of this job alone shows its epoch, ETA and KPIs"
@@ -102,10 +102,8 @@ def keep_progress(views: list[JobView], *, read: Sequence[JobView] = (), read_al
 
 def _records(ids: list[str]) -> list[Record]:
     """The records of ``ids`` read now, in one read (:func:`taobank.records.get` of each)."""
-    got = get_many(ids)
     out = []
-    for jid in ids:
-        rec = got[jid]
+    for rec in get_each(ids):
         if not isinstance(rec, Record):
             raise rec
         out.append(rec)

@@ -10,7 +10,7 @@ from typing import Any
 
 from . import records
 from .records import Record
-from .records.store import get_many
+from .records.store import get_each
 from .states import State
 
 
@@ -39,9 +39,7 @@ def release(adapter: Any, recs: list[Record], *, every_trial: bool = False) -> l
             if chosen:
                 adapter.release_trials(chosen)
                 # each one's state as it is now (one read): a status that takes no sweep lock may have seen it start
-                now = get_many([r.id for r in chosen])
-                for r in chosen:
-                    cur = now[r.id]
+                for r, cur in zip(chosen, get_each([r.id for r in chosen])):
                     if not isinstance(cur, Record):
                         raise cur
                     records.mark(r.id, cur.state, backend={"held": False}, message="released (a sweep slot is free)")

@@ -14,7 +14,7 @@ from . import names, records, states
 from .contract import Launch, Observation, Shown, Stop
 from .errors import TaoError
 from .records import Record
-from .records.store import get_many
+from .records.store import get_each
 from .states import State
 
 if TYPE_CHECKING:  # the platform module imports this one
@@ -35,7 +35,7 @@ def refresh(adapter: Adapter, recs: list[Record], *, retry: bool = True) -> list
     carried: set[str] = set()
     notes: dict[str, str] = {}
     asked = [(r, o) for r in recs for o in [seen.get(r.id)] if o is not None and o.asked]
-    now = get_many([r.id for r, _ in asked])  # another poller may have moved them since they were chosen
+    now = dict(zip([r.id for r, _ in asked], get_each([r.id for r, _ in asked])))  # another poller may have moved them
     for _, told in asked:
         tao_last_word(told)
     read = [(r, o, cur) for r, o in asked for cur in [now[r.id]] if isinstance(cur, Record)]

@@ -370,25 +370,3 @@ def records_inside(folder: str, platform: str, besides: str) -> list[dict[str, A
 __all__ = ["STATE_DIR_ENV", "state_dir", "check_id", "record_path", "artifact_dir", "state_lock", "locked", "now",
            "replace", "create", "sweep_temps", "read", "load", "get", "list_records", "find",
            "refuse_nested", "records_inside", "Record", "RECORD_VERSION", "run_times"]
-
-
-# ---------------------------------------------------------------- a batch read (appended by status46)
-def get_many(job_ids: list[str]) -> dict[str, Record | TaoError]:
-    """:func:`get` of each id in ONE read of their files (a status re-reads the records it is about to mark:
-    another poller may have moved them): by id, the record, or the one-line TaoError :func:`get` raises."""
-    out: dict[str, Record | TaoError] = {}
-    paths: dict[Path, str] = {}
-    for jid in job_ids:
-        try:
-            paths[record_path(jid)] = jid
-        except TaoError as exc:
-            out[jid] = exc
-    for path, got in fsio.read_json_each(list(paths), "job record", max_bytes=_MAX_RECORD_BYTES,
-                                         follow_links=False, missing_ok=True):
-        try:
-            if isinstance(got, TaoError):
-                raise TaoError(f"{got}: remove or restore it")
-            out[paths[path]] = Record.of(_whole(path, got))
-        except TaoError as exc:
-            out[paths[path]] = exc
-    return out
