@@ -19,7 +19,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from .errors import require
 from .errors import TaoError, UsageError
@@ -51,6 +51,34 @@ def fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def write_each(folder: Path, files: Sequence[tuple[str, str, bytes]], *, new: bool = False) -> int:
+    """Each ``(name, temp prefix, data)`` of ``files`` written in order as one file of ``folder``, each as
+    :func:`write_private` writes one (a mode-600 temp file, fsynced, then moved into place and the folder
+    fsynced), one call for a batch (a sweep's records). ``new``: a file is linked into place, never over one that
+    exists; the batch stops at the first whose name exists. Returns how many were written (``len(files)``: all);
+    an error raises once the files before it are in place."""
+    for n, (name, prefix, data) in enumerate(files):
+        tmp = write_temp(folder, prefix, data)
+        try:
+            if new:
+                os.link(tmp, folder / name)
+            else:
+                os.replace(tmp, folder / name)
+        except FileExistsError:
+            if new:
+                return n
+            raise
+        except BaseException:
+            if not new:
+                os.unlink(tmp)
+            raise
+        finally:
+            if new:
+                os.unlink(tmp)
+        fsync_dir(folder)
+    return len(files)
 
 
 def write_private(path: Path | str, text: str | bytes) -> None:

@@ -328,9 +328,34 @@ URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 def check_results_dir(value: str) -> str:
     """An absolute path or a ``scheme://`` URI without credentials; anything else is refused."""
+    got = check_results_dirs([value])[0]
+    if isinstance(got, TaoError):
+        raise got
+    return got
+
+
+def check_results_dirs(values: Sequence[str]) -> list[str | TaoError]:
+    """:func:`check_results_dir` of each value (the folders of a batch of records), in one call: the folder as
+    stored, or the one-line TaoError that refuses it."""
+    from ..redact import lint_text
+
+    out: list[str | TaoError] = []
+    for value in values:
+        try:
+            out.append(_results_dir(value))
+        except TaoError as exc:
+            out.append(exc)
+    # the credential lint last, for every folder the rules above let through (one run of scanner calls)
+    linted = [bool(lint_text(v, "results_dir")) if isinstance(v, str) else False for v in out]
+    return [TaoError("results_dir looks like it carries a credential: give the bare path or URI") if bad else v
+            for v, bad in zip(out, linted)]
+
+
+def _results_dir(value: str) -> str:
+    """The rules of :func:`check_results_dir` but its credential lint."""
     from urllib.parse import urlsplit
 
-    from ..redact import lint_text, shown
+    from ..redact import shown
 
     v = str(value).strip()
     if not v:
@@ -350,8 +375,6 @@ def check_results_dir(value: str) -> str:
         raise TaoError(f"results_dir {shown(v)} is not absolute ({hint}): give /abs/path or a URI such as s3://bucket/prefix")
     if ".." in v.split("/"):
         raise TaoError(f"results_dir {shown(v)} contains '..': give the resolved path")
-    if lint_text(v, "results_dir"):
-        raise TaoError("results_dir looks like it carries a credential: give the bare path or URI")
     return v
 
 
@@ -494,5 +517,18 @@ def validate(rec: Mapping[str, Any], job_id: str | None = None) -> bool:
     return rec["id"] == job_id and folder_problem(rec) is None
 
 
+def validate_each(recs: Sequence[tuple[Mapping[str, Any], str | None]]) -> list[bool | TaoError]:
+    """:func:`validate` of each ``(record, job id)`` of a batch about to be written, in one call: its verdict, or
+    the one-line TaoError that rejects it (the store writes the records before the first rejected one)."""
+    out: list[bool | TaoError] = []
+    for rec, job_id in recs:
+        try:
+            out.append(validate(rec, job_id))
+        except TaoError as exc:
+            out.append(exc)
+    return out
+
+
 __all__ = ["Failure", "Check", "Path", "compile_schema", "ANNOTATIONS", "KEYWORDS", "ID_PLACEHOLDER", "NO_RESULTS_DIR",
-           "URI", "check_results_dir", "folder_of", "within", "folder_problem", "SCHEMA_FILE", "LINEAGE_FIELDS", "SWEEP_FIELDS", "schema", "damage", "validate"]
+           "URI", "check_results_dir", "check_results_dirs", "folder_of", "within", "folder_problem", "SCHEMA_FILE", "LINEAGE_FIELDS", "SWEEP_FIELDS", "schema", "damage", "validate",
+           "validate_each"]

@@ -20,9 +20,9 @@ import fcntl
 import json
 import os
 import stat
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, fields
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, ClassVar, Iterator, Mapping, cast
 
@@ -165,8 +165,28 @@ def record_path(job_id: str) -> Path:
 
 def artifact_dir(job_id: str) -> Path:
     """Mode-700 folder beside the record for saved logs and other artifacts of the job (never a symlink)."""
-    load(job_id)  # only for jobs that exist
-    d = state_dir() / f"{job_id}.d"
+    got = artifact_dirs([job_id])[0]
+    if isinstance(got, TaoError):
+        raise got
+    return got
+
+
+def artifact_dirs(job_ids: list[str]) -> list[Path | TaoError]:
+    """:func:`artifact_dir` of each job in order (a sweep's trials), their records read in one pass; the list
+    ends at the first job :func:`artifact_dir` refuses, with its one-line TaoError."""
+    out: list[Path | TaoError] = []
+    for job_id, got in zip(job_ids, get_each(job_ids)):  # only for jobs that exist
+        try:
+            if isinstance(got, TaoError):
+                raise got
+            out.append(_artifact_dir(state_dir() / f"{job_id}.d"))
+        except TaoError as exc:
+            out.append(exc)
+            break
+    return out
+
+
+def _artifact_dir(d: Path) -> Path:
     try:
         d.mkdir(mode=0o700)
     except FileExistsError:
@@ -207,10 +227,37 @@ def locked(job_id: str) -> AbstractContextManager[None]:
     return state_lock(f"{job_id}.lock")
 
 
+@contextmanager
+def locked_each(job_ids: list[str]) -> Iterator[None]:
+    """:func:`locked` of every one of ``job_ids`` at once (a batch's read-modify-write), taken in the order of
+    the ids: two processes that lock batches that overlap never wait on each other in a circle."""
+    with ExitStack() as stack:
+        for job_id in sorted(set(job_ids)):
+            stack.enter_context(locked(job_id))
+        yield
+
+
 # ---------------------------------------------------------------- writes
 def now() -> str:
     """A record's time stamp (UTC, microseconds)."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.now(timezone.utc).strftime(_STAMP)
+
+
+_STAMP = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+def stamps(n: int) -> list[str]:
+    """``n`` time stamps as :func:`now` gives them, each later than the one before: the records of a batch,
+    stamped together, keep their order when sorted by time (as records stamped one by one did)."""
+    out: list[str] = []
+    last = None
+    for _ in range(n):
+        at = datetime.now(timezone.utc)
+        if last is not None and at <= last:
+            at = last + timedelta(microseconds=1)
+        out.append(at.strftime(_STAMP))
+        last = at
+    return out
 
 
 def _encoded(rec: dict[str, Any]) -> bytes:
@@ -219,36 +266,47 @@ def _encoded(rec: dict[str, Any]) -> bytes:
 
 def replace(job_id: str, rec: dict[str, Any]) -> None:
     """Write ``rec`` over the record of ``job_id`` (checked first; atomic; the caller holds :func:`locked`)."""
-    whole = shape.validate(rec, job_id)
-    d = state_dir()
-    data = _encoded(rec)
-    tmp = fsio.write_temp(d, f".{job_id}.", data)
-    try:
-        os.replace(tmp, d / f"{job_id}.json")
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    fsio.fsync_dir(d)
-    if whole:  # these bytes were checked as a read checks them: a read of them by this process needs no second check
-        _WHOLE[str(d / f"{job_id}.json")] = data
+    replace_each([(job_id, rec)])
+
+
+def replace_each(recs: list[tuple[str, dict[str, Any]]]) -> None:
+    """:func:`replace` of each ``(job id, record)`` in order (the caller holds their locks): all checked in one
+    call, then written in one call; a record the check rejects raises once the ones before it are written."""
+    _, refused = _write_each(recs, new=False)
+    if refused is not None:
+        raise refused
 
 
 def create(job_id: str, rec: dict[str, Any]) -> bool:
     """Put a new record in place unless the id exists (False then). Never overwrites."""
-    whole = shape.validate(rec, job_id)
+    made, refused = create_each([(job_id, rec)])
+    if refused is not None:
+        raise refused
+    return made == 1
+
+
+def create_each(recs: list[tuple[str, dict[str, Any]]]) -> tuple[int, TaoError | None]:
+    """:func:`create` of each ``(job id, record)`` in order, never over a record that exists: (how many were put in
+    place, the one-line TaoError of the record the check rejected). All checked in one call, then written in one
+    call, up to the first record whose id exists or that the check rejects (None: the batch stopped at an id that
+    exists, or made all)."""
+    return _write_each(recs, new=True)
+
+
+def _write_each(recs: list[tuple[str, dict[str, Any]]], *, new: bool) -> tuple[int, TaoError | None]:
+    if not recs:
+        return 0, None
+    verdicts = shape.validate_each([(rec, job_id) for job_id, rec in recs])
+    good = next((n for n, v in enumerate(verdicts) if isinstance(v, TaoError)), len(recs))
     d = state_dir()
-    data = _encoded(rec)
-    tmp = fsio.write_temp(d, f".{job_id}.", data)
-    try:
-        os.link(tmp, d / f"{job_id}.json")
-    except FileExistsError:
-        return False
-    finally:
-        os.unlink(tmp)
-    fsio.fsync_dir(d)
-    if whole:  # as in replace()
-        _WHOLE[str(d / f"{job_id}.json")] = data
-    return True
+    datas = [_encoded(rec) for _, rec in recs[:good]]
+    made = fsio.write_each(d, [(f"{job_id}.json", f".{job_id}.", data) for (job_id, _), data in zip(recs, datas)],
+                           new=new)
+    for (job_id, _), data, whole in zip(recs[:made], datas, verdicts):
+        if whole:  # these bytes were checked as a read checks them: a read of them by this process needs no second check
+            _WHOLE[str(d / f"{job_id}.json")] = data
+    bad = verdicts[good] if made == good and good < len(recs) else None
+    return made, bad if isinstance(bad, TaoError) else None
 
 
 def sweep_temps(job_id: str, min_age_s: float = 60.0) -> None:
@@ -267,12 +325,25 @@ def sweep_temps(job_id: str, min_age_s: float = 60.0) -> None:
 # ---------------------------------------------------------------- reads
 def read(path: Path) -> dict[str, Any]:
     """A record file: a regular file (no symlink, no FIFO) holding a whole record (:func:`shape.damage`)."""
-    try:
-        got = fsio.read_json(path, "job record", f"job record {path}", max_bytes=_MAX_RECORD_BYTES,
-                             follow_links=False, missing_ok=True)
-    except TaoError as exc:
-        raise TaoError(f"{exc}: remove or restore it") from None
-    return _whole(path, got)
+    got = read_each([path])[0]
+    if isinstance(got, TaoError):
+        raise got
+    return got
+
+
+def read_each(paths: list[Path]) -> list[dict[str, Any] | TaoError]:
+    """:func:`read` of each record file (a batch's), one call: the record, or the one-line TaoError a read of
+    it alone raises."""
+    out: list[dict[str, Any] | TaoError] = []
+    for path, got in fsio.read_json_each(paths, "job record", max_bytes=_MAX_RECORD_BYTES, follow_links=False,
+                                         missing_ok=True):
+        try:
+            if isinstance(got, TaoError):
+                raise TaoError(f"{got}: remove or restore it")
+            out.append(_whole(path, got))
+        except TaoError as exc:
+            out.append(exc)
+    return out
 
 
 def _whole(path: Path, got: fsio.JsonRead) -> dict[str, Any]:
@@ -299,6 +370,23 @@ def load(job_id: str) -> dict[str, Any]:
 def get(job_id: str) -> Record:
     """The record of ``job_id`` as typed values (TaoError if there is none)."""
     return Record.of(load(job_id))
+
+
+def get_each(job_ids: list[str]) -> list[Record | TaoError]:
+    """:func:`get` of each job (a batch's), its records read in one pass: the record, or the one-line TaoError
+    :func:`get` of it raises."""
+    paths: list[Path | TaoError] = []
+    for job_id in job_ids:
+        try:
+            paths.append(record_path(job_id))
+        except TaoError as exc:
+            paths.append(exc)
+    read = iter(read_each([p for p in paths if isinstance(p, Path)]))
+    out: list[Record | TaoError] = []
+    for p in paths:
+        got = p if isinstance(p, TaoError) else next(read)
+        out.append(got if isinstance(got, TaoError) else Record.of(got))
+    return out
 
 
 def list_records(platform: str | None = None, state: str | None = None, active: bool = False,
@@ -367,6 +455,7 @@ def records_inside(folder: str, platform: str, besides: str) -> list[dict[str, A
     return [r for r in list_records(platform=platform) if r["id"] != besides and within(folder_of(r), folder)]
 
 
-__all__ = ["STATE_DIR_ENV", "state_dir", "check_id", "record_path", "artifact_dir", "state_lock", "locked", "now",
-           "replace", "create", "sweep_temps", "read", "load", "get", "list_records", "find",
+__all__ = ["STATE_DIR_ENV", "state_dir", "check_id", "record_path", "artifact_dir", "artifact_dirs", "state_lock", "locked",
+           "locked_each", "now", "stamps", "replace", "replace_each", "create", "create_each", "sweep_temps", "read",
+           "read_each", "load", "get", "get_each", "list_records", "find",
            "refuse_nested", "records_inside", "Record", "RECORD_VERSION", "run_times"]

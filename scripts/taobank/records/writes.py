@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .. import names, registry, states
 from ..errors import TaoError
-from ..redact import secret_entries
+from ..redact import secret_entries, secret_entries_each
 from ..text import stored_texts
 from ..states import State
 from . import store
-from .shape import ID_PLACEHOLDER, LINEAGE_FIELDS, check_results_dir
+from .shape import ID_PLACEHOLDER, LINEAGE_FIELDS, check_results_dirs
 from .store import RECORD_VERSION, refuse_nested
 
 STORAGE_TIERS = ("A", "C")
@@ -54,12 +56,19 @@ def clean_text(text: str | None) -> str | None:
 def clean_backend(backend: Mapping[str, Any] | None) -> dict[str, Any]:
     """Backend metadata as stored: field-like keys, plain values, never a credential (refused, not masked).
     The keys and values go to the scanner in one call, for all keys together."""
+    return _checked_backend(backend, secret_entries(_text_entries(backend)))
+
+
+def _text_entries(backend: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """The pairs of ``backend`` the scanner judges: flags such as staged_secrets=true are fine, only a text value
+    counts, named or looking like a credential."""
+    return [(k, v) for k, v in (backend or {}).items() if isinstance(k, str) and isinstance(v, str) and v]
+
+
+def _checked_backend(backend: Mapping[str, Any] | None, secret: Mapping[str, str]) -> dict[str, Any]:
+    """:func:`clean_backend` given the scanner's verdict on its pairs (:func:`secret_entries`)."""
     out: dict[str, Any] = {}
-    if not backend:
-        return out
-    # flags such as staged_secrets=true are fine: only a text value counts, named or looking like a credential
-    secret = secret_entries([(k, v) for k, v in backend.items() if isinstance(k, str) and isinstance(v, str) and v])
-    for k, v in backend.items():  # the first problem in key order, as before
+    for k, v in (backend or {}).items():  # the first problem in key order, as before
         if not isinstance(k, str) or not _META_KEY.match(k):
             raise TaoError(f"backend metadata key {k!r} is invalid: use letters, digits, _ . - (max 64)")
         if v is not None and not isinstance(v, (str, int, bool)):
@@ -96,6 +105,23 @@ def required(name: str, value: Any) -> str:
     return text
 
 
+@dataclass(frozen=True)
+class Opening:
+    """One new record of :func:`open_records`: what :func:`open_record` takes but the platform."""
+
+    image: str
+    network_arch: str
+    action: str
+    storage_tier: str
+    results_dir: str
+    retry_of: str | None = None
+    backend: Mapping[str, Any] | None = None
+    description: str | None = None
+    job_id: str | None = None
+    lineage: Mapping[str, str | None] | None = None
+    sweep: tuple[str, int, Mapping[str, str]] | None = None
+
+
 def open_record(
     platform: str,
     image: str,
@@ -112,7 +138,7 @@ def open_record(
     sweep: tuple[str, int, Mapping[str, str]] | None = None,
     check_folder: bool = True,
 ) -> dict[str, Any]:
-    """Mint an id and store a PENDING record; returns it (``rec["id"]``).
+    """Mint an id and store a PENDING record; returns it (``rec["id"]``): :func:`open_records` of one.
 
     ``job_id`` is an id minted up front (:func:`names.mint_job_id`, so a
     platform can render names from it before the record exists); it is refused
@@ -129,26 +155,133 @@ def open_record(
     ``check_folder``: refuse a results folder inside another record's folder, or holding one
     (:func:`refuse_nested`); a sweep checks all its trials' folders in one pass and passes False.
     """
+    return open_records(platform, [Opening(image, network_arch, action, storage_tier, results_dir, retry_of=retry_of,
+                                           backend=backend, description=description, job_id=job_id,
+                                           lineage=lineage, sweep=sweep)], check_folder=check_folder)[0]
+
+
+def _tier(storage_tier: str) -> str:
     tier = required("storage_tier", storage_tier).upper()
     if tier not in STORAGE_TIERS:
         raise TaoError(f"storage tier {storage_tier!r} is unknown: use A (mounted volume) or C (S3 staging)")
-    attempt = 1
-    if retry_of is not None:
-        parent = store.load(retry_of)
-        if parent["platform"] != registry.canonical(platform):
-            raise TaoError(f"job {retry_of} is a {parent['platform']} job: a retry runs on the same platform")
-        if parent["state"] not in states.TERMINAL:
-            raise TaoError(f"job {retry_of} is {parent['state']}: mark it ERROR or CANCELED before opening a retry")
-        attempt = parent["attempt"] + 1
-    plat = registry.canonical(platform)
-    given = {"image": required("image", image), "network_arch": required("network_arch", network_arch),
-             "action": required("action", action)}
-    desc = _description(description)
+    return tier
+
+
+def _given(o: Opening) -> tuple[dict[str, str], str | None]:
+    """The required texts of ``o`` and its description, as stored (before their credential check)."""
+    given = {"image": required("image", o.image), "network_arch": required("network_arch", o.network_arch),
+             "action": required("action", o.action)}
+    return given, _description(o.description)
+
+
+def open_records(platform: str, openings: Sequence[Opening], *, check_folder: bool = True,
+                 opened: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Store a PENDING record for each of ``openings`` on ``platform`` (a sweep's trials; one job is a batch of
+    one), in order; returns them. Each record is cleaned and checked as :func:`open_record` says, in the same
+    order of checks, with one scanner call for all their texts, one for all their results folders and one for
+    all their backends; the records are checked by the schema in one call and written in one call.
+
+    A batch refused at its n-th record stores the records before it (as opening them one by one would) and then
+    raises; ``opened`` (a list) receives each record once it is stored, so a caller can undo a batch cut short.
+    ``check_folder``: every new folder against the stored records' (:func:`refuse_nested`, one pass).
+    """
+    out = opened if opened is not None else []
+    # what is judged by a call into another module, for the whole batch first (nothing raises here)
+    tiers: list[str | TaoError] = []
+    givens: list[tuple[dict[str, str], str | None] | TaoError] = []
+    for o in openings:
+        try:
+            tiers.append(_tier(o.storage_tier))
+        except TaoError as exc:
+            tiers.append(exc)
+        try:
+            givens.append(_given(o))
+        except TaoError as exc:
+            givens.append(exc)
+    texts = [[desc, *given.values()] for given, desc in (g for g in givens if not isinstance(g, TaoError))]
+    masked = iter(clean_texts([t for each in texts for t in each]))
     # the record's free texts, masked in one batch: each must come back as it was (stored as given)
-    same = dict(zip(("description", *given), (t == c for t, c in zip((desc, *given.values()),
-                                                                      clean_texts([desc, *given.values()])))))
-    if desc is not None and not same["description"]:
+    same = [None if isinstance(g, TaoError) else
+            [t == next(masked) for t in (g[1], *g[0].values())] for g in givens]
+    folders = check_results_dirs([o.results_dir for o in openings])
+    secrets = secret_entries_each([_text_entries(o.backend) for o in openings])
+    # each record's checks in the order open_record runs them; the first refused record ends the batch
+    recs: list[dict[str, Any]] = []
+    failure: TaoError | None = None
+    plat: str | None = None
+    lineage_ids: dict[str, str] = {}
+    for i, o in enumerate(openings):
+        try:
+            rec = _record(o, tiers[i], givens[i], same[i], folders[i], secrets[i], platform, plat, lineage_ids)
+        except TaoError as exc:
+            failure = exc
+            break
+        plat = rec["platform"]
+        recs.append(rec)
+    templates = [rec["results_dir"] for rec in recs]
+    if check_folder:  # a retry carries on in its parent's folder, checked when that opened
+        refuse_nested([(t.replace(ID_PLACEHOLDER, o.job_id or "new-job"), o.job_id or "new-job")
+                       for t, o in zip(templates, openings) if o.retry_of is None], platform)
+    for rec, at in zip(recs, store.stamps(len(recs))):  # stamped as they are stored
+        rec["transitions"][0]["time"] = rec["created_at"] = rec["updated_at"] = at
+    for i, (rec, o) in enumerate(zip(recs, openings)):
+        try:
+            rec["id"] = store.check_id(o.job_id) if o.job_id else names.mint_job_id(rec["network_arch"], rec["action"])
+        except TaoError as exc:
+            del recs[i:]
+            failure = exc
+            break
+        rec["results_dir"] = templates[i].replace(ID_PLACEHOLDER, rec["id"])  # one folder per job, named by its id
+    tries = [1] * len(recs)
+    done = 0
+    while done < len(recs):
+        made, refused = store.create_each([(rec["id"], rec) for rec in recs[done:]])
+        out += recs[done:done + made]
+        done += made
+        if refused is not None:
+            raise refused
+        if done == len(recs):
+            break
+        rec, o = recs[done], openings[done]  # its id exists already
+        if o.job_id:
+            raise TaoError(f"a record {o.job_id} exists already in {store.state_dir()}: submit again (a new id is "
+                           "minted)")
+        if tries[done] >= _MAX_MINT_TRIES:
+            raise TaoError(f"could not mint a free job id after {_MAX_MINT_TRIES} tries in {store.state_dir()}: "
+                           "check the folder")
+        tries[done] += 1
+        rec["id"] = names.mint_job_id(rec["network_arch"], rec["action"])
+        rec["results_dir"] = templates[done].replace(ID_PLACEHOLDER, rec["id"])
+    if failure is not None:
+        raise failure
+    return recs
+
+
+def _record(o: Opening, tier: str | TaoError, given_desc: tuple[dict[str, str], str | None] | TaoError,
+            same: list[bool] | None, folder: str | TaoError, secret: Mapping[str, str], platform: str,
+            plat: str | None, lineage_ids: dict[str, str]) -> dict[str, Any]:
+    """The record ``o`` opens (no id, no time yet), from what the batch's scanner calls found; TaoError naming
+    the first problem, in :func:`open_record`'s order. ``plat``: ``platform``'s canonical name when an earlier
+    record of the batch found it."""
+    if isinstance(tier, TaoError):
+        raise tier
+    attempt = 1
+    if o.retry_of is not None:
+        parent = store.load(o.retry_of)
+        if parent["platform"] != registry.canonical(platform):
+            raise TaoError(f"job {o.retry_of} is a {parent['platform']} job: a retry runs on the same platform")
+        if parent["state"] not in states.TERMINAL:
+            raise TaoError(f"job {o.retry_of} is {parent['state']}: mark it ERROR or CANCELED before opening a retry")
+        attempt = parent["attempt"] + 1
+    plat = plat or registry.canonical(platform)
+    if isinstance(given_desc, TaoError):
+        raise given_desc
+    given, desc = given_desc
+    assert same is not None
+    if desc is not None and not same[0]:
         raise TaoError("the job name/description looks like it carries a credential: refused")
+    if isinstance(folder, TaoError):
+        raise folder
     rec: dict[str, Any] = {
         "record_version": RECORD_VERSION,
         "id": "",
@@ -156,46 +289,48 @@ def open_record(
         **given,
         "description": desc,
         "storage_tier": tier,
-        "results_dir": check_results_dir(results_dir),
+        "results_dir": folder,
         "backend_ref": None,
-        "backend": clean_backend(backend),
+        "backend": _checked_backend(o.backend, secret),
         "state": states.INITIAL.value,  # plain strings in the store (the enum is for code)
         "err_class": None,
         "message": None,
         "transitions": [{"time": "", "state": states.INITIAL.value, "source": "agent", "message": "opened"}],
-        "retry_of": retry_of,
+        "retry_of": o.retry_of,
         "attempt": attempt,
         "created_at": "",
         "updated_at": "",
     }
-    for key, value in (lineage or {}).items():
+    for key, value in (o.lineage or {}).items():
         if key not in LINEAGE_FIELDS:
             raise TaoError(f"lineage field {key!r} is unknown: use {' or '.join(LINEAGE_FIELDS)}")
         if value is not None:
-            rec[key] = store.check_id(value)
-    if sweep is not None:  # a sweep trial (taobank.sweeps): its sweep id, index and overrides
-        rec.update(sweep=sweep[0], trial=int(sweep[1]), overrides=dict(sweep[2]))
+            if value not in lineage_ids:  # the batch's trials share their lineage: each id checked once
+                lineage_ids[value] = store.check_id(value)
+            rec[key] = lineage_ids[value]
+    if o.sweep is not None:  # a sweep trial (taobank.sweeps): its sweep id, index and overrides
+        rec.update(sweep=o.sweep[0], trial=int(o.sweep[1]), overrides=dict(o.sweep[2]))
     if "@" in rec["image"].split("/", 1)[0]:  # user:password@registry/...; a digest's @ comes after a /
         raise TaoError("image carries credentials (user@ or user:pass@ before the registry): give the bare image "
                        "reference and use a pull secret")
-    for field in given:  # stored as given (and arch/action shape the id)
-        if not same[field]:
+    for field, ok in zip(given, same[1:]):  # stored as given (and arch/action shape the id)
+        if not ok:
             raise TaoError(f"{field} looks like it carries a credential: give the bare value, never a secret")
-    template = rec["results_dir"]
-    if check_folder and retry_of is None:  # a retry carries on in its parent's folder, checked when that opened
-        new_id = job_id or "new-job"
-        refuse_nested([(template.replace(ID_PLACEHOLDER, new_id), new_id)], rec["platform"])
-    at = store.now()  # stamped as it is stored
-    rec["transitions"][0]["time"] = rec["created_at"] = rec["updated_at"] = at
-    for _ in range(1 if job_id else _MAX_MINT_TRIES):
-        rec["id"] = store.check_id(job_id) if job_id else names.mint_job_id(rec["network_arch"], rec["action"])
-        rec["results_dir"] = template.replace(ID_PLACEHOLDER, rec["id"])  # one folder per job, named by its id
-        if store.create(rec["id"], rec):
-            return rec
-    if job_id:
-        raise TaoError(f"a record {job_id} exists already in {store.state_dir()}: submit again (a new id is minted)")
-    raise TaoError(f"could not mint a free job id after {_MAX_MINT_TRIES} tries in {store.state_dir()}: "
-                   "check the folder")
+    return rec
+
+
+@dataclass(frozen=True)
+class Marking:
+    """One move of :func:`mark_many`: what :func:`mark` takes."""
+
+    job_id: str
+    state: str
+    backend_ref: str | None = None
+    source: str = "agent"
+    message: str | None = None
+    err_class: str | None = None
+    backend: Mapping[str, Any] | None = None
+    rebind: bool = False
 
 
 def mark(
@@ -209,7 +344,7 @@ def mark(
     backend: Mapping[str, Any] | None = None,
     rebind: bool = False,
 ) -> dict[str, Any]:
-    """Move a record to ``state`` under the transition table; returns the stored record.
+    """Move a record to ``state`` under the transition table; returns the stored record (:func:`mark_many` of one).
 
     ``rebind``: ``backend_ref`` may change (a job that resubmitted itself under the same record:
     the ref follows the live backend job); otherwise a bound ref never changes.
@@ -218,47 +353,120 @@ def mark(
     (nothing is written when none of them changes).
     Same state on a terminal record: no-op. Anything outside the table: TaoError.
     """
-    new = states.canonical_state(state)
-    src = states.canonical_source(source)
-    cls = states.canonical_err_class(err_class) if err_class else None
-    if cls and new != State.ERROR:
-        raise TaoError(f"err_class {cls} is only allowed with --state ERROR (got {new})")
-    meta = clean_backend(backend)
-    ref = None if backend_ref is None else required("backend_ref", backend_ref)
-    msg, ref_seen = clean_texts([message, ref])  # one batch for the scanner
-    if ref is not None and ref_seen != ref:
-        raise TaoError("backend_ref looks like it carries a credential: refused")
-    path = store.record_path(job_id)
-    with store.locked(job_id):
-        rec = store.read(path)
-        cur = rec["state"]
-        if cur in states.TERMINAL:
-            if new == cur:
-                return rec  # repeating a final mark (poller + agent) changes nothing
-            raise TaoError(f"job {job_id} is {cur} (terminal) and cannot become {new}: {states.allowed_text(cur)}")
-        if new != cur and not states.is_allowed(cur, new):
-            raise TaoError(f"illegal transition {cur} -> {new} for job {job_id}: {states.allowed_text(cur)}")
-        before = json.dumps(rec, sort_keys=True)
-        if ref is not None:
-            if rec["backend_ref"] not in (None, ref) and not rebind:
-                raise TaoError(f"job {job_id} is bound to backend_ref {rec['backend_ref']!r}: it cannot change to {ref!r}")
-            rec["backend_ref"] = ref
-        rec["backend"].update(meta)
-        if new == cur and (msg is None or msg == rec["message"]) and json.dumps(rec, sort_keys=True) == before:
-            return rec  # a poll that learnt nothing new writes nothing
-        at = store.now()
-        if msg is not None:
-            rec["message"] = msg
-        if new != cur:
-            rec["state"] = new.value
-            rec["transitions"].append({"time": at, "state": new.value, "source": src, "message": msg})
-            if new == State.ERROR:
-                rec["err_class"] = cls
-        rec["updated_at"] = at
-        store.replace(job_id, rec)
-        store.sweep_temps(job_id)
-        return rec
+    return mark_many([Marking(job_id, state, backend_ref, source, message, err_class, backend, rebind)])[0]
 
 
-__all__ = ["STORAGE_TIERS", "MAX_TEXT", "open_record", "mark", "encodable", "clean_text", "clean_texts",
-           "clean_backend", "required"]
+def mark_many(marks: Sequence[Marking]) -> list[dict[str, Any]]:
+    """Each of ``marks`` done as :func:`mark` does it, in order (a sweep's trials bound after their launch);
+    returns the stored records. What is asked is checked first, each mark in :func:`mark`'s order of checks
+    with one scanner call for all backends and one for all texts; then every record of the batch is locked
+    (:func:`store.locked_each`), read in one call, moved, checked by the schema in one call and written in one
+    call. A batch refused at its n-th mark writes the marks before it (as marking them one by one would) and
+    then raises."""
+    n = len(marks)
+    errs: list[TaoError | None] = [None] * n
+    moves: list[tuple[State, str, str | None]] = []
+    for k, m in enumerate(marks):  # the names (states' own words)
+        try:
+            moves.append((states.canonical_state(m.state), states.canonical_source(m.source),
+                          states.canonical_err_class(m.err_class) if m.err_class else None))
+        except TaoError as exc:
+            errs[k] = exc
+            moves.append((State.ERROR, "", None))
+    secrets = secret_entries_each([_text_entries(m.backend) for m in marks])
+    metas: list[dict[str, Any]] = [{}] * n
+    refs: list[str | None] = [None] * n
+    for k, m in enumerate(marks):
+        if errs[k] is not None:
+            continue
+        try:
+            new, _, cls = moves[k]
+            if cls and new != State.ERROR:
+                raise TaoError(f"err_class {cls} is only allowed with --state ERROR (got {new})")
+            metas[k] = _checked_backend(m.backend, secrets[k])
+            refs[k] = None if m.backend_ref is None else required("backend_ref", m.backend_ref)
+        except TaoError as exc:
+            errs[k] = exc
+    live = [k for k in range(n) if errs[k] is None]
+    cleaned = iter(clean_texts([t for k in live for t in (marks[k].message, refs[k])]))  # one batch for the scanner
+    msgs: list[str | None] = [None] * n
+    for k in live:
+        msgs[k], ref_seen = next(cleaned), next(cleaned)
+        if refs[k] is not None and ref_seen != refs[k]:
+            errs[k] = TaoError("backend_ref looks like it carries a credential: refused")
+    paths: list[Path | None] = [None] * n
+    for k, m in enumerate(marks):
+        if errs[k] is None:
+            try:
+                paths[k] = store.record_path(m.job_id)
+            except TaoError as exc:
+                errs[k] = exc
+    first = next((k for k in range(n) if errs[k] is not None), n)
+    with store.locked_each([m.job_id for m in marks[:first]]):
+        return _moved(marks[:first], moves, refs, metas, msgs, paths, errs[first] if first < n else None)
+
+
+def _moved(marks: Sequence[Marking], moves: list[tuple[State, str, str | None]], refs: list[str | None],
+           metas: list[dict[str, Any]], msgs: list[str | None], paths: list[Path | None],
+           failure: TaoError | None) -> list[dict[str, Any]]:
+    """The locked part of :func:`mark_many`: ``marks`` (all checked) read, moved and written; ``failure``, the
+    error of the mark after them, raised once they are written."""
+    import copy
+
+    read = store.read_each([p for p in paths[:len(marks)] if p is not None])
+    stamps = store.stamps(len(marks))
+    current: dict[str, dict[str, Any]] = {}
+    out: list[dict[str, Any]] = []
+    changed: dict[str, dict[str, Any]] = {}
+    try:
+        for k, m in enumerate(marks):
+            job_id, (new, src, cls), ref, msg = m.job_id, moves[k], refs[k], msgs[k]
+            got = copy.deepcopy(current[job_id]) if job_id in current else read[k]
+            if isinstance(got, TaoError):
+                raise got
+            rec = got
+            cur = rec["state"]
+            if cur in states.TERMINAL:
+                if new == cur:
+                    out.append(rec)  # repeating a final mark (poller + agent) changes nothing
+                    continue
+                raise TaoError(f"job {job_id} is {cur} (terminal) and cannot become {new}: {states.allowed_text(cur)}")
+            if new != cur and not states.is_allowed(cur, new):
+                raise TaoError(f"illegal transition {cur} -> {new} for job {job_id}: {states.allowed_text(cur)}")
+            before = json.dumps(rec, sort_keys=True)
+            if ref is not None:
+                if rec["backend_ref"] not in (None, ref) and not m.rebind:
+                    raise TaoError(f"job {job_id} is bound to backend_ref {rec['backend_ref']!r}: it cannot change "
+                                   f"to {ref!r}")
+                rec["backend_ref"] = ref
+            rec["backend"].update(metas[k])
+            if new == cur and (msg is None or msg == rec["message"]) and json.dumps(rec, sort_keys=True) == before:
+                out.append(rec)  # a poll that learnt nothing new writes nothing
+                current[job_id] = rec
+                continue
+            at = stamps[k]
+            if msg is not None:
+                rec["message"] = msg
+            if new != cur:
+                rec["state"] = new.value
+                rec["transitions"].append({"time": at, "state": new.value, "source": src, "message": msg})
+                if new == State.ERROR:
+                    rec["err_class"] = cls
+            rec["updated_at"] = at
+            out.append(rec)
+            current[job_id] = changed[job_id] = rec
+    except TaoError as exc:
+        failure = exc
+    if changed:
+        try:
+            store.replace_each(list(changed.items()))
+        finally:
+            for job_id in changed:
+                store.sweep_temps(job_id)
+    if failure is not None:
+        raise failure
+    return out
+
+
+__all__ = ["STORAGE_TIERS", "MAX_TEXT", "Opening", "Marking", "open_record", "open_records", "mark", "mark_many",
+           "encodable", "clean_text", "clean_texts", "clean_backend", "required"]

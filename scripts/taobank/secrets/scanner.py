@@ -1063,6 +1063,12 @@ def secret_entries(items: Iterable[tuple[str, str]]) -> dict[str, str]:
             out[name] = "value"
     return out
 
+
+def secret_entries_each(groups: Iterable[Iterable[tuple[str, str]]]) -> list[dict[str, str]]:
+    """:func:`secret_entries` of each group of pairs (the metadata of each record of a batch): one call for all."""
+    return [secret_entries(items) for items in groups]
+
+
 def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     for s, e in sorted(spans):
