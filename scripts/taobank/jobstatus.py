@@ -12,7 +12,7 @@ from . import records, states, sweep_slots, training
 from .errors import TaoError
 from .platform import JobView
 from .records import Record
-from .records.store import get_each
+from .records.store import artifact_dirs, get_each
 
 #: What ``status`` says of a running job whose progress it did not read (one more call per job).
 PROGRESS_HINT = "progress: status of this job alone shows its epoch, ETA and KPIs"
@@ -150,6 +150,14 @@ def _remember(job_id: str, progress: dict, *, final: bool, known: dict[str, tupl
     _remember_all([(job_id, progress, final)], {} if known is None else known)
 
 
+def _folder(job_id: str) -> Any:
+    """The artifact folder of ``job_id`` (None when it cannot be made)."""
+    try:
+        return records.artifact_dir(job_id)
+    except (OSError, TaoError):
+        return None
+
+
 def _remember_all(kept: list[tuple[str, dict, bool]], known: dict[str, tuple[dict, bool]]) -> None:
     """:func:`_remember` of each ``(job id, progress, final)`` (in one step for all: their folders, then the
     files); ``known`` is updated on each write."""
@@ -159,11 +167,13 @@ def _remember_all(kept: list[tuple[str, dict, bool]], known: dict[str, tuple[dic
 
     todo = [(jid, p, f) for jid, p, f in kept if not (known.get(jid) or remembered(jid))[1]]  # a final one stays
     folders: list[Any] = []
-    for jid, _, _ in todo:
+    while len(folders) < len(todo):  # their folders in one pass (one that is refused: None, the pass goes on after it)
+        rest = [jid for jid, _, _ in todo[len(folders):]]
         try:
-            folders.append(records.artifact_dir(jid))
-        except (OSError, TaoError):
-            folders.append(None)
+            got: list[Any] = artifact_dirs(rest)
+        except OSError:  # the folder of one could not be made: each alone
+            got = [_folder(jid) for jid in rest]
+        folders += [None if isinstance(f, TaoError) else f for f in got] or [None]
     for (jid, progress, final), folder in zip(todo, folders):
         if folder is None:
             continue

@@ -10,7 +10,9 @@ from typing import Any
 
 from . import records
 from .records import Record
+from .errors import TaoError
 from .records.store import get_each
+from .records.writes import Marking, mark_many
 from .states import State
 
 
@@ -39,10 +41,18 @@ def release(adapter: Any, recs: list[Record], *, every_trial: bool = False) -> l
             if chosen:
                 adapter.release_trials(chosen)
                 # each one's state as it is now (one read): a status that takes no sweep lock may have seen it start
+                marks: list[Marking] = []
+                unread: TaoError | None = None
                 for r, cur in zip(chosen, get_each([r.id for r in chosen])):
                     if not isinstance(cur, Record):
-                        raise cur
-                    records.mark(r.id, cur.state, backend={"held": False}, message="released (a sweep slot is free)")
+                        unread = cur  # the ones before it are marked, as one by one
+                        break
+                    marks.append(Marking(r.id, cur.state, backend={"held": False},
+                                         message="released (a sweep slot is free)"))
+                if marks:
+                    mark_many(marks)  # one batch
+                if unread is not None:
+                    raise unread
         out += [r.id for r in chosen]
     return out
 

@@ -15,6 +15,7 @@ from .contract import Launch, Observation, Shown, Stop
 from .errors import TaoError
 from .records import Record
 from .records.store import get_each
+from .records.writes import Marking, mark_many
 from .states import State
 
 if TYPE_CHECKING:  # the platform module imports this one
@@ -39,6 +40,7 @@ def refresh(adapter: Adapter, recs: list[Record], *, retry: bool = True) -> list
     for _, told in asked:
         tao_last_word(told)
     read = [(r, o, cur) for r, o in asked for cur in [now[r.id]] if isinstance(cur, Record)]
+    marking: list[tuple[Record, Record, Observation, Marking, bool]] = []
     moves = dict(zip([r.id for r, _, _ in read], states.next_moves(
         [(cur.state, o.state, o.message, cur.message, o.keep_if) for _, o, cur in read])))
     for rec in recs:
@@ -46,12 +48,24 @@ def refresh(adapter: Adapter, recs: list[Record], *, retry: bool = True) -> list
         if obs is None or not obs.asked:  # never launched, or not asked: the record stays as it is
             views[rec.id] = (rec, obs)
             continue
+        views[rec.id] = (rec, None)  # its place among the views (the marks below are one batch)
         try:
             cur = now[rec.id]
             if not isinstance(cur, Record):
                 raise cur
-            _apply(adapter, cur, obs, moves[rec.id], retry, context, views, ended, carried, notes)
+            planned = _planned(adapter, cur, obs, moves[rec.id], retry, views, carried, notes)
         except TaoError as exc:  # this record alone (damaged, or refused the mark): the others go on
+            views[rec.id] = (rec, None)
+            notes[rec.id] = f"not updated: {exc}"
+            continue
+        if planned is not None:
+            marking.append((rec, cur, obs, *planned))
+    for (rec, cur, obs, _, relaunch), got in zip(marking, _marked([m for _, _, _, m, _ in marking])):
+        try:
+            if isinstance(got, TaoError):
+                raise got
+            _apply(adapter, cur, Record.of(got), obs, relaunch, context, views, ended, carried)
+        except TaoError as exc:  # this record alone (refused the mark, or its retry could not be opened)
             views[rec.id] = (rec, None)
             notes[rec.id] = f"not updated: {exc}"
     if ended:
@@ -69,16 +83,17 @@ def refresh(adapter: Adapter, recs: list[Record], *, retry: bool = True) -> list
     return out
 
 
-def _apply(adapter: Adapter, cur: Record, obs: Observation, move: states.Move, retry: bool, context: dict[str, Any],
-           views: dict[str, tuple[Record, Observation | None]], ended: list[Record], carried: set[str],
-           notes: dict[str, str]) -> None:
-    """What ``obs`` says of ``cur`` (its record as read again now; ``move``: :func:`taobank.states.next_move` of
-    the two, TAO's last word applied) marked on its record (:func:`refresh`'s step for one job)."""
+def _planned(adapter: Adapter, cur: Record, obs: Observation, move: states.Move, retry: bool,
+             views: dict[str, tuple[Record, Observation | None]], carried: set[str],
+             notes: dict[str, str]) -> tuple[Marking, bool] | None:
+    """The mark ``obs`` asks of ``cur`` (its record as read again now; ``move``: :func:`taobank.states.next_move`
+    of the two, TAO's last word applied) and whether an infrastructure retry is resubmitted after it; None when
+    the record stays as it is (:func:`refresh`'s step for one job)."""
     if move.state is None:
         views[cur.id] = (cur, obs)
         if cur.terminal and obs.state != cur.state:
             notes[cur.id] = f"{obs.message}; the record is terminal ({cur.state}) and stays the source of truth"
-        return
+        return None
     message, relaunch = move.message, False
     if move.state == State.ERROR and obs.retry and retry:
         message, relaunch, goes_on = _retry_verdict(adapter, cur, message or obs.message)
@@ -87,10 +102,33 @@ def _apply(adapter: Adapter, cur: Record, obs: Observation, move: states.Move, r
     if obs.cut_short and move.state in (State.ERROR, State.CANCELED) and cur.id not in carried:
         # first, so a table that cuts long messages still shows what to do
         message = f"{states.continue_hint(cur.id, obs.cut_short)}; {message or obs.message}"
-    marked = Record.of(records.mark(cur.id, move.state, source="poller", message=message,
-                                    err_class=obs.err_class if move.state == State.ERROR else None,
-                                    backend={k: v for k, v in obs.backend.items() if v is not None} or None,
-                                    backend_ref=obs.backend_ref, rebind=obs.backend_ref is not None))
+    return Marking(cur.id, move.state, backend_ref=obs.backend_ref, source="poller", message=message,
+                   err_class=obs.err_class if move.state == State.ERROR else None,
+                   backend={k: v for k, v in obs.backend.items() if v is not None} or None,
+                   rebind=obs.backend_ref is not None), relaunch
+
+
+def _marked(marks: list[Marking]) -> list[dict[str, Any] | TaoError]:
+    """Every mark of one status in one batch (:func:`taobank.records.writes.mark_many`); when one is refused,
+    each is marked alone instead, so the others still move (a mark the batch wrote already changes nothing)."""
+    if not marks:
+        return []
+    try:
+        return list(mark_many(marks))
+    except TaoError:
+        pass
+    out: list[dict[str, Any] | TaoError] = []
+    for m in marks:
+        try:
+            out.extend(mark_many([m]))
+        except TaoError as exc:
+            out.append(exc)
+    return out
+
+
+def _apply(adapter: Adapter, cur: Record, marked: Record, obs: Observation, relaunch: bool, context: dict[str, Any],
+           views: dict[str, tuple[Record, Observation | None]], ended: list[Record], carried: set[str]) -> None:
+    """``cur`` marked as ``marked``: its view, the infrastructure retry it asked for, and its end."""
     views[cur.id] = (marked, obs)
     if relaunch:
         nxt = open_retry(adapter, marked, context)
