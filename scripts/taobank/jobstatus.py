@@ -77,7 +77,7 @@ def keep_progress(views: list[JobView], *, read: Sequence[JobView] = (), read_al
     known = remembered_all(views) if known is None else known
     ended_empty: list[tuple[str, dict, bool]] = [(v.id, {}, True) for v in views if v.id in read_already and not v.progress]
     unread = [v for v in read if not v.progress]
-    for name, group in core.by_platform(_records([v.id for v in unread]) if unread else []).items():
+    for name, group in core.by_platform(_records([v.id for v in unread])).items() if unread else ():
         group.sort(key=lambda r: r.state != states.State.RUNNING)
         try:
             files = core.get(name).read_status_many(group)

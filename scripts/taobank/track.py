@@ -60,11 +60,14 @@ def refresh(adapter: Adapter, recs: list[Record], *, retry: bool = True) -> list
             continue
         if planned is not None:
             marking.append((rec, cur, obs, *planned))
-    for (rec, cur, obs, _, relaunch), got in zip(marking, _marked([m for _, _, _, m, _ in marking])):
+    done = _marked([m for _, _, _, m, _ in marking])
+    typed = [g if isinstance(g, TaoError) else Record.of(g) for g in done]
+    moved = [not isinstance(g, TaoError) and g.terminal and not cur.terminal for (_, cur, _, _, _), g in zip(marking, typed)]
+    for (rec, cur, obs, _, relaunch), got, ends in zip(marking, typed, moved):
         try:
             if isinstance(got, TaoError):
                 raise got
-            _apply(adapter, cur, Record.of(got), obs, relaunch, context, views, ended, carried)
+            _apply(adapter, cur, got, obs, relaunch, ends, context, views, ended, carried)
         except TaoError as exc:  # this record alone (refused the mark, or its retry could not be opened)
             views[rec.id] = (rec, None)
             notes[rec.id] = f"not updated: {exc}"
@@ -126,16 +129,18 @@ def _marked(marks: list[Marking]) -> list[dict[str, Any] | TaoError]:
     return out
 
 
-def _apply(adapter: Adapter, cur: Record, marked: Record, obs: Observation, relaunch: bool, context: dict[str, Any],
-           views: dict[str, tuple[Record, Observation | None]], ended: list[Record], carried: set[str]) -> None:
-    """``cur`` marked as ``marked``: its view, the infrastructure retry it asked for, and its end."""
+def _apply(adapter: Adapter, cur: Record, marked: Record, obs: Observation, relaunch: bool, ends: bool,
+           context: dict[str, Any], views: dict[str, tuple[Record, Observation | None]], ended: list[Record],
+           carried: set[str]) -> None:
+    """``cur`` marked as ``marked``: its view, the infrastructure retry it asked for, and its end (``ends``: the
+    mark ended it)."""
     views[cur.id] = (marked, obs)
     if relaunch:
         nxt = open_retry(adapter, marked, context)
         views[nxt.id] = (nxt, None)
         if nxt.state == State.ERROR:  # the resubmit failed: the chain ends here
             carried.discard(cur.id)
-    if marked.terminal and not cur.terminal:
+    if ends:
         ended.append(marked)
 
 

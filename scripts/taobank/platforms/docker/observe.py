@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from ... import failures, records, states, training
+from ... import records, states, training
 from ...contract import Observation
 from ...errors import TaoError
 from ...progress.remote import read_argv, read_many_argv, split_files, split_many
@@ -58,6 +58,8 @@ def classify(state: Mapping[str, Any] | None, *, memory: str | None = None, log_
         return Observation(State.COMPLETE, "exit code 0", observed=status, exit_code=0)
     sig = _SIGNALS.get(code or 0)
     why = f"exit code {code}" + (f" ({sig})" if sig else "")
+    from ... import failures  # (imported where a failure is read)
+
     if infra is _UNMATCHED:
         infra = failures.infra_log_match(log_tail) if log_tail else None  # no log read yet: nothing to match
     if infra:
@@ -109,6 +111,8 @@ def observe(recs: list[Record], context: dict) -> list[Observation]:
         views = [classify(st, memory=r.backend.get("memory")) for r, st in zip(group, found)]
         failed = [i for i, v in enumerate(views) if v.needs_log]
         tails = [e.run(["logs", "--tail", "200", containers[i]], check=False, what=f"{e.name} logs") for i in failed]
+        from ... import failures  # (imported where a failure is read)
+
         infra = [failures.infra_log_match(t) for t in [(r.stdout or "") + (r.stderr or "") for r in tails]]
         for i, tail, match in zip(failed, tails, infra):
             views[i] = classify(found[i], memory=group[i].backend.get("memory"),
