@@ -12,6 +12,7 @@ from . import records, states, sweep_slots, training
 from .errors import TaoError
 from .platform import JobView
 from .records import Record
+from .records.store import artifact_dirs, get_each
 
 #: What ``status`` says of a running job whose progress it did not read (one more call per job).
 PROGRESS_HINT = "progress: status of this job alone shows its epoch, ETA and KPIs"
@@ -28,18 +29,19 @@ def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = 
     trial of their sweeps (:func:`taobank.sweep_slots.release` reads again only a sweep with a held trial)."""
     if recs is None:
         recs = core.select(platform, ids, "status", problems=problems)
-    active = {r.id for r in recs if not r.terminal}
     out = core.refresh(recs, retry=retry)
     views = {v.id: v for v in out}
     for name, group in core.by_platform(recs).items():
         running = [r for r in group if not r.terminal]
         if any(r.sweep for r in running):
             adapter = core.get(name)
-            for jid in sweep_slots.release(adapter, running, every_trial=every_trial):
-                views[jid] = adapter.view(records.get(jid))
+            released = sweep_slots.release(adapter, running, every_trial=every_trial)
+            for view in adapter.views(_records(released)) if released else []:
+                views[view.id] = view
     shown = {v.id for v in out}
     out = [views[v.id] for v in out] + [v for i, v in views.items() if i not in shown]
     if progress:
+        active = {r.id for r in recs if not r.terminal}
         _add_progress(out, {r.id: r for r in recs})
         keep_progress(out, **ended_now(out, active))
     return out
@@ -73,11 +75,9 @@ def keep_progress(views: list[JobView], *, read: Sequence[JobView] = (), read_al
     files this status read already: final as they are, even with no progress (never read again). ``known``:
     what :func:`remembered_all` read of these views (each remembered file read once per status)."""
     known = remembered_all(views) if known is None else known
-    for v in views:
-        if v.id in read_already and not v.progress:
-            _remember(v.id, {}, final=True, known=known)
+    ended_empty: list[tuple[str, dict, bool]] = [(v.id, {}, True) for v in views if v.id in read_already and not v.progress]
     unread = [v for v in read if not v.progress]
-    for name, group in core.by_platform([records.get(v.id) for v in unread]).items():
+    for name, group in core.by_platform(_records([v.id for v in unread])).items() if unread else ():
         group.sort(key=lambda r: r.state != states.State.RUNNING)
         try:
             files = core.get(name).read_status_many(group)
@@ -87,10 +87,11 @@ def keep_progress(views: list[JobView], *, read: Sequence[JobView] = (), read_al
             if v.id in files:
                 v.progress = training.progress_of(files[v.id], v.action or None)
                 if not v.progress and v.state in states.TERMINAL:
-                    _remember(v.id, {}, final=True, known=known)  # read after its end, nothing there: not read again
+                    ended_empty.append((v.id, {}, True))  # read after its end, nothing there: not read again
+    _remember_all(ended_empty, known)
+    _remember_all([(v.id, v.progress, v.state in states.TERMINAL) for v in views if v.progress], known)
     for v in views:
         if v.progress:
-            _remember(v.id, v.progress, final=v.state in states.TERMINAL, known=known)
             continue
         seen, final = known.get(v.id) or remembered(v.id)
         if seen and v.state in states.TERMINAL and not final and seen.get("line"):
@@ -99,25 +100,46 @@ def keep_progress(views: list[JobView], *, read: Sequence[JobView] = (), read_al
         v.progress = seen or None
 
 
+def _records(ids: list[str]) -> list[Record]:
+    """The records of ``ids`` read now, in one read (:func:`taobank.records.get` of each)."""
+    out = []
+    for rec in get_each(ids):
+        if not isinstance(rec, Record):
+            raise rec
+        out.append(rec)
+    return out
+
+
 def remembered_all(views: Sequence[JobView]) -> dict[str, tuple[dict, bool]]:
-    """:func:`remembered` of every view, by job id (the state folder found once)."""
+    """:func:`remembered` of every view, by job id: the state folder found once, every file read in one call."""
+    from . import fsio
+
     base = records.state_dir()
-    return {v.id: remembered(v.id, base) for v in views}
+    got = fsio.read_json_each([base / f"{v.id}.d" / PROGRESS_FILE for v in views], "progress",
+                              follow_links=False, missing_ok=True)
+    return {v.id: _remembered_in(read) for v, (_, read) in zip(views, got)}
 
 
 def remembered(job_id: str, base: Any = None) -> tuple[dict, bool]:
     """(the progress last seen of ``job_id``, whether it is final: read after its end); ({}, False) when none.
     ``base``: the state folder, when the caller found it already."""
-    import json
-
     from . import fsio
 
     try:
         path = (base or records.state_dir()) / f"{job_id}.d" / PROGRESS_FILE  # read without making the folder
-        data = json.loads(fsio.read_regular(path, "progress", follow_links=False, missing_ok=True) or "null")
-    except (TaoError, ValueError, OSError):
+        got: Any = fsio.read_json(path, "progress", f"progress {path}", follow_links=False, missing_ok=True)
+    except (TaoError, OSError) as exc:
+        got = exc
+    return _remembered_in(got)
+
+
+def _remembered_in(got: Any) -> tuple[dict, bool]:
+    """What a read of a remembered progress file gave (:func:`taobank.fsio.read_json`, or its error) as
+    (progress, final); ({}, False) for none, or for a file that cannot be read or is not one the bank wrote."""
+    if not isinstance(got, tuple):
         return {}, False
-    if not isinstance(data, dict) or not isinstance(data.get("progress"), dict):
+    raw, data, unparsed = got
+    if raw is None or unparsed is not None or not isinstance(data, dict) or not isinstance(data.get("progress"), dict):
         return {}, False
     return data["progress"], data.get("final") is True
 
@@ -125,19 +147,42 @@ def remembered(job_id: str, base: Any = None) -> tuple[dict, bool]:
 def _remember(job_id: str, progress: dict, *, final: bool, known: dict[str, tuple[dict, bool]] | None = None) -> None:
     """Keep ``progress`` beside the record unless a final one is kept there (``known``: as this status read it,
     updated here on each write; None: read now)."""
+    _remember_all([(job_id, progress, final)], {} if known is None else known)
+
+
+def _folder(job_id: str) -> Any:
+    """The artifact folder of ``job_id`` (None when it cannot be made)."""
+    try:
+        return records.artifact_dir(job_id)
+    except (OSError, TaoError):
+        return None
+
+
+def _remember_all(kept: list[tuple[str, dict, bool]], known: dict[str, tuple[dict, bool]]) -> None:
+    """:func:`_remember` of each ``(job id, progress, final)`` (in one step for all: their folders, then the
+    files); ``known`` is updated on each write."""
     import json
 
     from . import fsio
 
-    known = {} if known is None else known
-    if (known.get(job_id) or remembered(job_id))[1]:
-        return  # the final one stays
-    try:
-        fsio.write_private(records.artifact_dir(job_id) / PROGRESS_FILE,
-                           json.dumps({"progress": progress, "final": final}, sort_keys=True) + "\n")
-    except (OSError, TaoError):
-        return
-    known[job_id] = (progress, final)
+    todo = [(jid, p, f) for jid, p, f in kept if not (known.get(jid) or remembered(jid))[1]]  # a final one stays
+    folders: list[Any] = []
+    while len(folders) < len(todo):  # their folders in one pass (one that is refused: None, the pass goes on after it)
+        rest = [jid for jid, _, _ in todo[len(folders):]]
+        try:
+            got: list[Any] = artifact_dirs(rest)
+        except OSError:  # the folder of one could not be made: each alone
+            got = [_folder(jid) for jid in rest]
+        folders += [None if isinstance(f, TaoError) else f for f in got] or [None]
+    for (jid, progress, final), folder in zip(todo, folders):
+        if folder is None:
+            continue
+        try:
+            fsio.write_private(folder / PROGRESS_FILE, json.dumps({"progress": progress, "final": final},
+                                                                   sort_keys=True) + "\n")
+        except (OSError, TaoError):
+            continue
+        known[jid] = (progress, final)
 
 
 def watch(platform: str | None, ids: list[str] | None, **kwargs: Any) -> list[JobView]:

@@ -81,8 +81,13 @@ class JobView:
 
     @classmethod
     def from_record(cls, rec: Record | Mapping[str, Any], **seen: Any) -> "JobView":
-        r = Record.of(rec)
-        started, ended = records.run_times(r)
+        r = rec if isinstance(rec, Record) else Record.of(rec)
+        return cls._built(r, records.run_times(r), seen)
+
+    @classmethod
+    def _built(cls, r: Record, times: tuple[str | None, str | None], seen: Mapping[str, Any]) -> "JobView":
+        """The view of ``r`` (``times``: its :func:`taobank.records.run_times`) with ``seen`` laid over it."""
+        started, ended = times
         view = cls(
             id=r.id, platform=r.platform, state=r.state, err_class=r.err_class, message=r.message,
             backend_ref=r.backend_ref, attempt=int(r.attempt or 1), retry_of=r.retry_of, parent=r.parent,
@@ -100,14 +105,25 @@ class JobView:
     def of_backend(cls, rec: Record | Mapping[str, Any], observed_key: str, **seen: Any) -> "JobView":
         """The view where the record's ``backend`` keeps what the platform last said (``observed_key``), the
         exit code (a number, or accounting's ``rc:signal``) and the job's own results folder."""
-        b = rec.backend if isinstance(rec, Record) else rec.get("backend") or {}
-        code = b.get("exit_code")
-        if isinstance(code, str) and code.partition(":")[0].isdigit():
-            code = int(code.partition(":")[0])
-        if b.get("results_dir"):  # the job's own folder (records made before it was the top-level value kept the parent)
-            seen.setdefault("results_dir", b["results_dir"])
-        return cls.from_record(rec, observed=b.get(observed_key), exit_code=code if isinstance(code, int) else None,
-                               **seen)
+        return cls.of_backends([rec], observed_key, [seen])[0]
+
+    @classmethod
+    def of_backends(cls, recs: Sequence[Record | Mapping[str, Any]], observed_key: str,
+                    seen: Sequence[Mapping[str, Any]] | None = None) -> list["JobView"]:
+        """:meth:`of_backend` of several records (``seen``: each one's facts), in one step for all."""
+        typed = [r if isinstance(r, Record) else Record.of(r) for r in recs]
+        times = [records.run_times(r) for r in typed]
+        out = []
+        for r, when, facts in zip(typed, times, seen if seen is not None else [{} for _ in typed]):
+            b = r.backend or {}
+            code = b.get("exit_code")
+            if isinstance(code, str) and code.partition(":")[0].isdigit():
+                code = int(code.partition(":")[0])
+            shown = {"observed": b.get(observed_key), "exit_code": code if isinstance(code, int) else None, **facts}
+            if b.get("results_dir"):  # the job's own folder (records made before it was the top-level value kept the parent)
+                shown.setdefault("results_dir", b["results_dir"])
+            out.append(cls._built(r, when, shown))
+        return out
 
     @property
     def terminal(self) -> bool:
@@ -198,6 +214,10 @@ class Platform(ABC, Generic[SpecT, PlanT]):
     def view(self, rec: Record) -> JobView:
         """The view of a record as stored (no backend call); platforms add their facts."""
         return JobView.from_record(rec)
+
+    def views(self, recs: Sequence[Record]) -> list[JobView]:
+        """:meth:`view` of each record (a status's batch); a platform may build them in one step."""
+        return [self.view(rec) for rec in recs]
 
     @abstractmethod
     def observe(self, recs: list[Record], *, context: dict[str, Any]) -> list[Observation]:
@@ -473,15 +493,15 @@ def refresh(recs: list[Record], *, retry: bool = True) -> list[JobView]:
     others: its jobs are shown as stored with the reason."""
     from . import track
 
-    recs = [Record.of(r) for r in recs]
+    recs = [r if isinstance(r, Record) else Record.of(r) for r in recs]
     views: dict[str, JobView] = {}
     groups = by_platform(recs)
     for name, group in groups.items():
         adapter = get(name)
-        active = [r for r in group if not r.terminal]
-        for rec in group:  # as stored; an active one's view is the refresh's
-            if rec.terminal:
-                views[rec.id] = adapter.view(rec)
+        ended = {r.id for r in group if r.terminal}
+        active = [r for r in group if r.id not in ended]
+        for view in adapter.views([r for r in group if r.id in ended]):  # as stored; an active one's is the refresh's
+            views[view.id] = view
         if active:
             try:
                 seen = track.refresh(adapter, active, retry=retry)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from enum import Enum
+from typing import Sequence
 
 from .errors import TaoError
 
@@ -150,6 +151,12 @@ def next_move(current: str, observed: str, message: str | None, *, recorded: str
     if not is_allowed(current, observed):
         return Move(None)
     return Move(State(observed), text)
+
+
+def next_moves(seen: Sequence[tuple[str, str, str | None, str | None, str | None]]) -> list[Move]:
+    """:func:`next_move` of several records at once (a status's batch): each ``(current, observed, message,
+    recorded, keep_if)``."""
+    return [next_move(c, o, m, recorded=r, keep_if=k) for c, o, m, r, k in seen]
 
 
 #: Why a job was cut short (``Observation.cut_short``): it ran out of its time, or the cluster took its place.

@@ -10,6 +10,9 @@ from typing import Any
 
 from . import records
 from .records import Record
+from .errors import TaoError
+from .records.store import get_each
+from .records.writes import Marking, mark_many
 from .states import State
 
 
@@ -37,10 +40,19 @@ def release(adapter: Any, recs: list[Record], *, every_trial: bool = False) -> l
             chosen = _choose(records.find(platform=adapter.name, sweep=sid))
             if chosen:
                 adapter.release_trials(chosen)
-                for r in chosen:
-                    # its state as it is now: a status that takes no sweep lock may have seen it start meanwhile
-                    records.mark(r.id, records.get(r.id).state, backend={"held": False},
-                                 message="released (a sweep slot is free)")
+                # each one's state as it is now (one read): a status that takes no sweep lock may have seen it start
+                marks: list[Marking] = []
+                unread: TaoError | None = None
+                for r, cur in zip(chosen, get_each([r.id for r in chosen])):
+                    if not isinstance(cur, Record):
+                        unread = cur  # the ones before it are marked, as one by one
+                        break
+                    marks.append(Marking(r.id, cur.state, backend={"held": False},
+                                         message="released (a sweep slot is free)"))
+                if marks:
+                    mark_many(marks)  # one batch
+                if unread is not None:
+                    raise unread
         out += [r.id for r in chosen]
     return out
 

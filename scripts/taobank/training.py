@@ -7,7 +7,7 @@ action (``<results>/train/status.json``).
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from . import progress as tao
 from .contract import TaoEnd
@@ -25,6 +25,14 @@ def progress_and_end(files: Mapping[str, str], action: str | None) -> tuple[dict
     """(:func:`progress_of`, :func:`tao_end`) of the same status files, the file to report picked once."""
     chosen = tao.pick(dict(files), action)
     return progress_of(files, action, chosen), tao_end(files, action, chosen)
+
+
+def progress_and_end_many(files: Sequence[Mapping[str, str]], actions: Sequence[str | None]
+                          ) -> list[tuple[dict[str, Any] | None, TaoEnd | None]]:
+    """:func:`progress_and_end` of several jobs' status files (a sweep's trials), each file to report picked
+    first for all."""
+    chosen = [tao.pick(dict(f), a) for f, a in zip(files, actions)]
+    return [(progress_of(f, a, c), tao_end(f, a, c)) for f, a, c in zip(files, actions, chosen)]
 
 
 def progress_of(files: Mapping[str, str], action: str | None, chosen: str | None = "") -> dict[str, Any] | None:
@@ -72,4 +80,4 @@ def metrics_of(files: Mapping[str, str], action: str | None, job_id: str, *,
     return rows, log, chosen
 
 
-__all__ = ["chosen_log", "progress_of", "progress_and_end", "tao_end", "metrics_of"]
+__all__ = ["chosen_log", "progress_of", "progress_and_end", "progress_and_end_many", "tao_end", "metrics_of"]

@@ -11,7 +11,7 @@ import pytest
 
 from fakeproc import ok
 from test_docker_campaigns import SPEC, Engine
-from taobank import fsio, jobstatus, kpirank, platform, records, run, sweeps, sweep_slots, sweepsupervisor
+from taobank import fsio, jobstatus, kpirank, platform, records, run, sweeps, sweep_slots, sweepsupervisor, track
 from taobank.contract import SubmitOptions
 from taobank.errors import TaoError, UsageError
 
@@ -134,14 +134,16 @@ def test_one_record_whose_mark_fails_leaves_the_others_marked(docker_fake, monke
     docker_fake.on("docker", lambda c: c.argv[1:3] == ["container", "inspect"], json.dumps(
         [{"Name": f"/{i}", "Id": i, "State": {"Status": "running", "Running": True}} for i in ids]))
     docker_fake.on("sh", lambda c: True, "")
-    real = records.mark
+    real = track.mark_many
 
-    def mark(job_id, state, **kw):
-        if job_id == ids[1]:
-            raise TaoError("job record is damaged: restore it")
-        return real(job_id, state, **kw)
+    def mark_many(marks):  # status marks in one batch: refused at ids[1], the marks before it written (as the store does)
+        k = next((n for n, m in enumerate(marks) if m.job_id == ids[1]), None)
+        if k is None:
+            return real(marks)
+        real(marks[:k])
+        raise TaoError("job record is damaged: restore it")
 
-    monkeypatch.setattr(records, "mark", mark)
+    monkeypatch.setattr(track, "mark_many", mark_many)
     views = {v.id: v for v in platform.status("docker")}
     assert views[ids[0]].state == views[ids[2]].state == "RUNNING"
     assert views[ids[1]].state == "PENDING" and "not updated: job record is damaged" in views[ids[1]].message

@@ -163,6 +163,9 @@ def test_the_core_marks_the_record_error_whatever_the_platform_said(tmp_path, st
 
             return JobView.from_record(rec)
 
+        def views(self, recs):  # Platform.views: the views of a status's batch
+            return [self.view(r) for r in recs]
+
         def ended(self, recs, context, *, carried_on=frozenset()):
             return {}
 

@@ -25,6 +25,9 @@ class Adapter:
     def view(self, rec):
         return JobView.from_record(rec)
 
+    def views(self, recs):  # Platform.views: the views of a status's batch
+        return [self.view(r) for r in recs]
+
     def observe(self, recs, *, context):
         return [self.seen[r.id] for r in recs if r.id in self.seen]
 

@@ -59,6 +59,32 @@ def read_argv(results_dir: str) -> list[str]:
     return ["sh", "-c", READ_STATUS_SH, "tao", results_dir]
 
 
+#: ``$0``: :data:`READ_STATUS_SH`, ``$@``: the folders. Each folder's output follows a line :data:`FOLDER` (a content
+#: line starts with ``|``, so none can be taken for it).
+READ_MANY_SH = 'for d in "$@"; do echo "#status-folder"; sh -c "$0" tao "$d"; done; exit 0'
+FOLDER = "#status-folder"
+
+
+def read_many_argv(results_dirs: list[str]) -> list[str]:
+    """The argv that prints the status files of every folder of ``results_dirs`` in ONE command (a sweep's
+    trials on one host), each folder checked as :func:`read_argv` checks it; :func:`split_many` reads it."""
+    for d in results_dirs:
+        read_argv(d)
+    return ["sh", "-c", READ_MANY_SH, READ_STATUS_SH, *results_dirs]
+
+
+def split_many(output: str | None, n: int) -> list[dict[str, str]]:
+    """:data:`READ_MANY_SH`'s output as each folder's :func:`split_files`, in order (``n`` folders; a folder its
+    output lacks has none)."""
+    parts: list[list[str]] = []
+    for line in valid_text(output or "").split("\n"):  # checked once for every folder
+        if line == FOLDER:
+            parts.append([])
+        elif parts:
+            parts[-1].append(line)
+    return [_split("\n".join(p)) for p in parts[:n]] + [{} for _ in range(n - len(parts[:n]))]
+
+
 def split_files(output: str | None) -> dict[str, str]:
     """:data:`READ_STATUS_SH`'s output as ``{relative path: text}``; lines outside a file are ignored.
 
@@ -66,10 +92,14 @@ def split_files(output: str | None) -> dict[str, str]:
     cut it mid-line), so no half line is ever parsed as a whole one, and starts with ``#cut <size>``
     (:func:`taobank.progress.statusfile.parse` reads it as ``StatusLog.cut_size``).
     """
+    return _split(valid_text(output or ""))  # JSON text: a byte that was not UTF-8 is U+FFFD
+
+
+def _split(text: str) -> dict[str, str]:
     files: dict[str, list[str]] = {}
     sizes: dict[str, int] = {}
     current: list[str] | None = None
-    for line in valid_text(output or "").split("\n"):  # JSON text: a byte that was not UTF-8 is U+FFFD
+    for line in text.split("\n"):
         if line.startswith("|"):
             if current is not None:
                 current.append(line[1:])

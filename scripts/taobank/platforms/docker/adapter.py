@@ -39,8 +39,12 @@ class Docker(Platform[DockerSpec, DockerPlan]):
         return typed_all(specs)
 
     def view(self, rec: Record) -> JobView:
-        out = JobView.of_backend(rec, "container_state", reason=rec.backend.get("reason"))
-        out.extra.setdefault("container", eng.container_of(rec))
+        return self.views([rec])[0]
+
+    def views(self, recs: Sequence[Record]) -> list[JobView]:
+        out = JobView.of_backends(recs, "container_state", [{"reason": r.backend.get("reason")} for r in recs])
+        for view, name in zip(out, [eng.container_of(r) for r in recs]):
+            view.extra.setdefault("container", name)
         return out
 
     def observe(self, recs: list[Record], *, context: dict) -> list[Observation]:

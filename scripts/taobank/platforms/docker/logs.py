@@ -19,9 +19,17 @@ SAVED = "container-logs.json"
 
 def save(rec: Record, e: eng.Engine) -> None:
     """Keep the finished job's last lines (best effort: a container already gone has nothing to give)."""
-    res = e.run(["logs", "--tail", str(SAVED_TAIL), eng.container_of(rec)], check=False, what=f"{e.name} logs")
-    if res.ok:
-        jobfiles.save_logs(rec.id, SAVED, {"stdout": res.stdout, "stderr": res.stderr})
+    save_many([(rec, e)])
+
+
+def save_many(ended: list[tuple[Record, eng.Engine]]) -> None:
+    """:func:`save` of several finished jobs (``(record, its engine)``): every log read, then every copy kept."""
+    names = [eng.container_of(rec) for rec, _ in ended]
+    said = [e.run(["logs", "--tail", str(SAVED_TAIL), name], check=False, what=f"{e.name} logs")
+            for (_, e), name in zip(ended, names)]
+    for (rec, _), res, ok in zip(ended, said, [res.ok for res in said]):
+        if ok:
+            jobfiles.save_logs(rec.id, SAVED, {"stdout": res.stdout, "stderr": res.stderr})
 
 
 def read(rec: Record, tail: int) -> tuple[dict[str, str], str]:

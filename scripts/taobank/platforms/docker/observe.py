@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from ... import failures, records, states, training
+from ... import records, states, training
 from ...contract import Observation
 from ...errors import TaoError
-from ...progress.remote import read_argv, split_files
+from ...progress.remote import read_argv, read_many_argv, split_files, split_many
 from ...run import run
 from ...states import State
 from . import engine as eng
@@ -22,8 +22,14 @@ from ...records import Record
 _SIGNALS = {130: "SIGINT", 134: "SIGABRT", 137: "SIGKILL", 139: "SIGSEGV", 143: "SIGTERM"}
 
 
-def classify(state: Mapping[str, Any] | None, *, memory: str | None = None, log_tail: str = "") -> Observation:
-    """One container's ``.State`` (None: the container is gone) as an Observation."""
+#: :func:`classify`'s ``infra`` when the log tail is still to be matched
+_UNMATCHED: Any = object()
+
+
+def classify(state: Mapping[str, Any] | None, *, memory: str | None = None, log_tail: str = "",
+             infra: str | None = _UNMATCHED) -> Observation:
+    """One container's ``.State`` (None: the container is gone) as an Observation. ``infra``: the
+    infrastructure pattern ``log_tail`` matches (:func:`taobank.failures.infra_log_match`), when matched already."""
     if state is None:
         return Observation(State.UNKNOWN, "the container is gone (removed outside the bank, e.g. docker rm): how "
                            "the job ended is not known; its results folder may still hold its output",
@@ -52,7 +58,10 @@ def classify(state: Mapping[str, Any] | None, *, memory: str | None = None, log_
         return Observation(State.COMPLETE, "exit code 0", observed=status, exit_code=0)
     sig = _SIGNALS.get(code or 0)
     why = f"exit code {code}" + (f" ({sig})" if sig else "")
-    infra = failures.infra_log_match(log_tail) if log_tail else None  # no log read yet: nothing to match
+    from ... import failures  # (imported where a failure is read)
+
+    if infra is _UNMATCHED:
+        infra = failures.infra_log_match(log_tail) if log_tail else None  # no log read yet: nothing to match
     if infra:
         return Observation(State.ERROR, f"{why}: {failures.why(infra)}", err_class="ERR_INFRA", reason=infra,
                            observed=status, exit_code=code)
@@ -90,23 +99,31 @@ def status_files(rec: Record) -> dict[str, str]:
 
 
 def observe(recs: list[Record], context: dict) -> list[Observation]:
-    """What the engines say of ``recs``, one inspect per engine address (progress read for the jobs that ran);
-    the engine of each finished container is kept in ``context`` for :func:`ended`."""
+    """What the engines say of ``recs``, one inspect per engine address, in one pass per step for all of them:
+    classified, the log tail of each failure read (one ``logs`` per failed container) and matched, then the
+    status files of every job that ran read in ONE command (progress); the engine of each finished container is
+    kept in ``context`` for :func:`ended`."""
     out = []
     for e, group in eng.Engine.grouped([r for r in recs if r.state not in states.TERMINAL and r.backend_ref]):
         containers = [eng.container_of(r) for r in group]
         seen = inspect(e, containers)
-        for r, name in zip(group, containers):
-            st = seen.get(name)
-            v = classify(st, memory=r.backend.get("memory"))
-            if v.needs_log:
-                tail = e.run(["logs", "--tail", "200", name], check=False, what=f"{e.name} logs")
-                v = classify(st, memory=r.backend.get("memory"),
-                             log_tail=(tail.stdout or "") + (tail.stderr or ""))
-            said(r, v, _times(st) if v.state in (State.COMPLETE, State.ERROR) else {})
-            if v.state in (State.COMPLETE, State.ERROR) and st is not None:
+        found = [seen.get(name) for name in containers]
+        views = [classify(st, memory=r.backend.get("memory")) for r, st in zip(group, found)]
+        failed = [i for i, v in enumerate(views) if v.needs_log]
+        tails = [e.run(["logs", "--tail", "200", containers[i]], check=False, what=f"{e.name} logs") for i in failed]
+        from ... import failures  # (imported where a failure is read)
+
+        infra = [failures.infra_log_match(t) for t in [(r.stdout or "") + (r.stderr or "") for r in tails]]
+        for i, tail, match in zip(failed, tails, infra):
+            views[i] = classify(found[i], memory=group[i].backend.get("memory"),
+                                log_tail=(tail.stdout or "") + (tail.stderr or ""), infra=match)
+        ended = [v.state in (State.COMPLETE, State.ERROR) for v in views]
+        for r, v, st, done in zip(group, views, found, ended):
+            said(r, v, _times(st) if done else {}, files=None)
+            if done and st is not None:
                 context.setdefault("engines", {})[r.id] = e
-            out.append(v)
+        with_progress(group, views)
+        out += views
     return out
 
 
@@ -115,12 +132,10 @@ def ended(recs: list[Record], context: dict) -> dict[str, str]:
     ONE ``rm`` per engine (a container's saved configuration holds its secrets)."""
     engines: dict[str, eng.Engine] = context.get("engines", {})
     finished: dict[tuple[str, str], tuple[eng.Engine, list[str]]] = {}
-    for r in recs:
-        e = engines.get(r.id)
-        if e is None:
-            continue
-        logs.save(r, e)  # once, at the end
-        finished.setdefault((e.name, e.host or ""), (e, []))[1].append(eng.container_of(r))
+    done = [(r, engines[r.id]) for r in recs if r.id in engines]
+    logs.save_many(done)  # once, at the end
+    for (r, e), name in zip(done, [eng.container_of(r) for r, _ in done]):
+        finished.setdefault((e.name, e.host or ""), (e, []))[1].append(name)
     for e, names in finished.values():
         e.run(["rm", "--", *names], check=False, what=f"{e.name} rm")
     return {}
@@ -137,13 +152,32 @@ def _times(st: Mapping[str, Any] | None) -> dict:
     return out
 
 
-def said(rec: Record, v: Observation, extra: Mapping[str, Any] | None = None) -> Observation:
+def said(rec: Record, v: Observation, extra: Mapping[str, Any] | None = None, *,
+         files: Any = ()) -> Observation:
     """The observation as the core applies it: the engine's facts for the record (``extra``: a finished
-    container's start and end), and the progress of a job that ran (shown, never stored)."""
+    container's start and end), and the progress of a job that ran (shown, never stored; ``files=None``: the
+    caller reads it, :func:`with_progress`)."""
     v.job_id = rec.id
     v.backend = {"container_state": v.observed, "exit_code": v.exit_code, "reason": v.reason, **(extra or {})}
-    if v.state in (State.RUNNING, State.COMPLETE, State.ERROR):
-        seen, v.tao_end = training.progress_and_end(status_files(rec), rec.action)
+    if files is not None:
+        with_progress([rec], [v])
+    return v
+
+
+def with_progress(recs: list[Record], views: list[Observation]) -> None:
+    """The progress and TAO's last word of each job that ran (``views``: their observations, in order): every
+    local results folder's status files read in ONE command, then each picked and parsed."""
+    ran = [(r, v) for r, v in zip(recs, views) if v.state in (State.RUNNING, State.COMPLETE, State.ERROR)]
+    if not ran:
+        return
+    folders = [r.backend.get("results_dir") or r.results_dir for r, _ in ran]
+    kept = [i for i, f in enumerate(folders) if f and f != records.NO_RESULTS_DIR]
+    files: list[dict[str, str]] = [{} for _ in ran]
+    if kept:
+        res = run(read_many_argv([folders[i] for i in kept]), check=False, timeout=30, what="reading status files")
+        for i, got in zip(kept, split_many(res.stdout, len(kept)) if res.ok else []):
+            files[i] = got
+    for (_, v), (seen, end) in zip(ran, training.progress_and_end_many(files, [r.action for r, _ in ran])):
+        v.tao_end = end
         if seen:
             v.view.progress = seen
-    return v
