@@ -172,7 +172,8 @@ class _Transfer:
                 fh.seek(offset)
             self._state[file.path] = {"size": file.size, "mtime": int(file.mtime), "have": offset}
             _write_state(self.staging, self._state)
-            self._from[file.path] = offset
+            if not offset or file.path not in self._from:  # a resumed stream keeps where this run began
+                self._from[file.path] = offset
             yield fh
 
     def verified(self, file: ResultFile, upto: int) -> None:

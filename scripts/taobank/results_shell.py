@@ -20,6 +20,7 @@ import io
 import re
 import shlex
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, ContextManager, Protocol, cast
 
@@ -425,15 +426,40 @@ def read_facts(shell: Shell, folder: str, paths: list[str], transfer: Transfer) 
     return facts
 
 
+#: Times a stream that ended early with no error (``kubectl exec`` can cut its output and still exit 0) is resumed
+#: from its last verified block, each only after the one before moved some bytes.
+RESUMES = 3
+
+
+@dataclass
+class Progress:
+    """Where a fetch's stream stands: each file not yet whole (path: the file as last announced and its verified
+    bytes), and the bytes moved by this fetch so far."""
+
+    left: dict[str, tuple[ResultFile, int]]
+    moved: int = 0
+
+
 def fetch_files(shell: Shell, folder: str, paths: list[str], into: Path, transfer: Transfer) -> list[ResultFile]:
-    """At most two commands: the files' sizes and mtimes, then :data:`SEND_FILES` of what is not here yet (each
-    byte read once on the cluster, its digest computed in the same pass and checked here as it is written)."""
+    """Two commands: the files' sizes and mtimes, then :data:`SEND_FILES` of what is not here yet (each byte read
+    once on the cluster, its digest computed in the same pass and checked here as it is written); a stream cut
+    short is asked again from its last verified block (:data:`RESUMES`)."""
     facts = read_facts(shell, folder, paths, transfer)
-    todo = [(f, have) for f in facts if (have := transfer.have(f)) is not None]
-    if todo:
-        asked = "".join(f"{have} {f.size} {int(f.mtime)} ./{f.path}\n" for f, have in todo)
-        with shell.stream(SEND_FILES, [folder, str(BLOCK)], stdin=asked, what=f"sending files of {folder}") as out:
-            receive(out, folder, [f for f, _ in todo], transfer)
+    progress = Progress({f.path: (f, have) for f in facts if (have := transfer.have(f)) is not None})
+    resumes = RESUMES
+    while progress.left:
+        asked = "".join(f"{have} {f.size} {int(f.mtime)} ./{f.path}\n" for f, have in progress.left.values())
+        moved = progress.moved
+        try:
+            with shell.stream(SEND_FILES, [folder, str(BLOCK)], stdin=asked, what=f"sending files of {folder}") as out:
+                receive(out, folder, [f for f, _ in progress.left.values()], transfer, progress)
+        except StreamCut:
+            if not resumes or progress.moved == moved:  # nothing came through the last try: the link is down
+                raise
+            resumes -= 1
+            transfer.note(f"the stream from {folder} ended early with no error; resumed from the last verified block")
+            continue
+        break
     return facts
 
 
@@ -494,8 +520,12 @@ VERIFIED = {"crc": f"size+cksum CRC-32 per {BLOCK >> 20} MiB read on the cluster
             "md5": f"size+md5 per {BLOCK >> 20} MiB read on the cluster"}
 
 
+class StreamCut(TaoError):
+    """The stream ended before the bytes it announced: a file cut short while read, or a connection dropped."""
+
+
 def _broke(name: str) -> TaoError:
-    return TaoError(f"the download of {name} broke off: it changed size while being fetched (a training still "
+    return StreamCut(f"the download of {name} broke off: it changed size while being fetched (a training still "
                     "writing it) or the connection dropped; nothing unverified was kept: run the fetch again")
 
 
@@ -515,11 +545,15 @@ def _widen(out: BinaryIO) -> None:
         pass
 
 
-def receive(out: BinaryIO, folder: str, files: list[ResultFile], transfer: Transfer) -> None:
-    """Write :data:`SEND_FILES`' stream of ``files``, block by verified block, through ``transfer``."""
+def receive(out: BinaryIO, folder: str, files: list[ResultFile], transfer: Transfer,
+            progress: Progress | None = None) -> None:
+    """Write :data:`SEND_FILES`' stream of ``files``, block by verified block, through ``transfer``;
+    ``progress`` is kept up to date, so a cut stream can be asked again from its last verified block."""
+    progress = progress or Progress({})
+    remaining = progress.left
     pending = {f.path: f for f in files}
     changed: list[str] = []
-    done = 0
+    done = progress.moved
     buf = memoryview(bytearray(READ_CHUNK))
     readinto = cast(io.BufferedIOBase, out).readinto  # a pipe opened in binary mode (run.pipe), or bytes in tests
     _widen(out)
@@ -530,6 +564,7 @@ def receive(out: BinaryIO, folder: str, files: list[ResultFile], transfer: Trans
         if line.startswith(b"@@gone ./"):
             name = line[9:].rstrip(b"\n").decode("utf-8", "replace")
             gone = pending.pop(name, None)
+            remaining.pop(name, None)
             if gone is not None:
                 transfer.discard(gone)
                 transfer.note(f"{name} was deleted from {folder} while the fetch ran (a training rotating its "
@@ -549,6 +584,7 @@ def receive(out: BinaryIO, folder: str, files: list[ResultFile], transfer: Trans
         if (size, mtime) != (f.size, int(f.mtime)):
             f = ResultFile(f.path, size, float(mtime))
         pos = off
+        remaining[name] = (f, pos)
         with transfer.part(f, off) as w:
             while pos < size:
                 n = min(BLOCK, size - pos)
@@ -563,6 +599,7 @@ def receive(out: BinaryIO, folder: str, files: list[ResultFile], transfer: Trans
                     w.write(view)
                     left -= k
                     done += k
+                    progress.moved = done
                     transfer.advance(done)
                 s = _SUM.fullmatch(out.readline(200))
                 if s is None:
@@ -579,14 +616,17 @@ def receive(out: BinaryIO, folder: str, files: list[ResultFile], transfer: Trans
                 pos += n
                 w.flush()
                 transfer.verified(f, pos)
+                remaining[name] = (f, pos)
         end = out.readline(200)
         if end != f"@@end {size} {mtime}\n".encode():
             if not end.startswith(b"@@end "):
                 raise _broke(name)
             transfer.discard(f)
             changed.append(name)
+            remaining[name] = (f, 0)  # a stream cut later asks for it whole again
             continue
         transfer.finish(f, VERIFIED[alg])
+        remaining.pop(name, None)
     if changed:
         raise TaoError(f"{', '.join(changed)} changed while being fetched (a training still writing it): nothing of "
                        "it was kept; the other files were fetched; fetch it again once it is written")

@@ -231,6 +231,55 @@ def test_a_broken_stream_keeps_only_verified_bytes_and_a_rerun_resumes(pod, cli,
     assert os.listdir(tmp_path / "dl") == ["model_epoch_004.pth"]
 
 
+def test_a_stream_cut_short_with_no_error_is_resumed_from_its_last_verified_block(pod, cli, tmp_path, monkeypatch):
+    """kubectl exec can end its output early and exit 0: the fetch asks again from the last verified block (each
+    retry only after the last one moved a block) and the user gets the whole file in one run."""
+    monkeypatch.setattr(results_shell, "BLOCK", 4)
+    rec = k8s_job()
+    data = b"0123456789ab"
+    want = {"model_epoch_004.pth": data}
+    pod.answer("FILE_FACTS", facts_text(want))
+    full, rest = sent(want), sent(want, offset={"model_epoch_004.pth": 4})
+    # the fake answers with the rule given last first: the third stream, the second, then the first
+    pod.answer("SEND_FILES", ok(sent(want, offset={"model_epoch_004.pth": 8})))  # type: ignore[arg-type]
+    pod.answer("SEND_FILES", ok(rest[:rest.index(b"89ab") + 1]), times=1)  # type: ignore[arg-type]
+    pod.answer("SEND_FILES", ok(full[:full.index(b"4567") + 6]), times=1)  # type: ignore[arg-type]
+    out = cli("tao_jobs.py", "fetch", rec["id"], "--to", tmp_path / "dl", "--json")
+    assert out.rc == 0, out
+    assert [c.stdin for c in pod.kubectl_calls("exec")[-3:]] == [
+        f"{n} 12 {MTIME} ./model_epoch_004.pth\n" for n in (0, 4, 8)]
+    assert out.err.count("ended early with no error; resumed from the last verified block") == 2, out.err
+    assert (tmp_path / "dl" / "model_epoch_004.pth").read_bytes() == data
+    (got,) = json.loads(out.out)
+    assert got["moved"] == len(data)
+
+
+def test_a_stream_that_moves_nothing_is_not_asked_again(pod, cli, tmp_path, monkeypatch):
+    monkeypatch.setattr(results_shell, "BLOCK", 4)
+    rec = k8s_job()
+    want = {"model_epoch_004.pth": b"0123456789ab"}
+    pod.answer("FILE_FACTS", facts_text(want))
+    full = sent(want)
+    pod.answer("SEND_FILES", ok(full[:full.index(b"0123")]))  # type: ignore[arg-type]
+    out = cli("tao_jobs.py", "fetch", rec["id"], "--to", tmp_path / "dl")
+    assert out.rc == 1 and len(out.err_lines) == 1 and "broke off" in out.err, out
+    assert len([c for c in pod.kubectl_calls("exec") if c.stdin]) == 1  # not one byte came: no retry
+    assert not (tmp_path / "dl" / "model_epoch_004.pth").exists()
+
+
+def test_a_stream_cut_again_and_again_is_resumed_a_bounded_number_of_times(pod, cli, tmp_path, monkeypatch):
+    monkeypatch.setattr(results_shell, "BLOCK", 4)
+    rec = k8s_job()
+    want = {"model_epoch_004.pth": b"0123456789ab"}
+    pod.answer("FILE_FACTS", facts_text(want))
+    full = sent(want)
+    pod.answer("SEND_FILES", ok(full[:full.index(b"0123") + 2]))  # type: ignore[arg-type]
+    out = cli("tao_jobs.py", "fetch", rec["id"], "--to", tmp_path / "dl")
+    assert out.rc == 1 and "broke off" in out.err_lines[-1], out
+    assert len([c for c in pod.kubectl_calls("exec") if c.stdin]) == 1 + results_shell.RESUMES
+    assert not (tmp_path / "dl" / "model_epoch_004.pth").exists()
+
+
 def test_a_full_disk_is_one_line_and_leaves_no_partial_file(pod, cli, tmp_path, monkeypatch):
     import errno
 

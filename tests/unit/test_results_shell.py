@@ -562,6 +562,7 @@ def test_a_fetch_cut_off_resumes_from_its_last_verified_block(job, tmp_path, mon
                 data = out.read()
             yield io.BytesIO(data if self.cut is None else data[:self.cut])
 
+    monkeypatch.setattr(results_shell, "RESUMES", 0)  # the run gives up at the first cut; a rerun resumes
     with pytest.raises(TaoError, match="broke off"):
         results_shell.fetch_files(Cut(2 * results_shell.DD_BLOCK + 5000), str(job), ["big.pth"], into, transfer(into))
     assert not (into / "big.pth").exists()
@@ -570,6 +571,29 @@ def test_a_fetch_cut_off_resumes_from_its_last_verified_block(job, tmp_path, mon
     assert asked[1].startswith(f"{2 * results_shell.DD_BLOCK} {size} ")
     assert (into / "big.pth").read_bytes() == every_byte(size)
     assert seen.fetched["big.pth"].moved == size - 2 * results_shell.DD_BLOCK
+
+
+def test_a_fetch_cut_off_twice_resumes_in_the_same_run(job, tmp_path, monkeypatch):
+    """A stream that ends early with no error is asked again from its last verified block, in the same run."""
+    monkeypatch.setattr(results_shell, "BLOCK", results_shell.DD_BLOCK)
+    size = 3 * results_shell.DD_BLOCK + 123
+    (job / "big.pth").write_bytes(every_byte(size))
+    into = tmp_path / "into"
+    asked: list[str] = []
+
+    class CutEach(Local):
+        @contextlib.contextmanager
+        def stream(self, script, args, *, stdin, what):
+            asked.append(stdin)
+            with super().stream(script, args, stdin=stdin, what=what) as out:
+                data = out.read()
+            yield io.BytesIO(data[:results_shell.DD_BLOCK + 5000])
+
+    seen = transfer(into)
+    results_shell.fetch_files(CutEach(["/bin/sh"]), str(job), ["big.pth"], into, seen)
+    assert [a.split()[0] for a in asked] == ["0", str(results_shell.DD_BLOCK), str(2 * results_shell.DD_BLOCK)]
+    assert (into / "big.pth").read_bytes() == every_byte(size)
+    assert seen.fetched["big.pth"].moved == size
 
 
 def test_the_receiver_widens_the_pipe_it_reads_and_leaves_anything_else_alone():
