@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from taobank.errors import require
+from taobank.errors import missing
 
 RULES: dict[str, str] = {
     "frontmatter": "SKILL.md starts with a '---' YAML mapping holding only name, description, license, compatibility (1-500 chars), metadata (strings to strings), allowed-tools",
@@ -147,7 +147,10 @@ def check_frontmatter(rel: str, skill_dir: Path, text: str) -> list[Problem]:
     fm, _ = split_frontmatter(text)
     if fm is None:
         return [Problem(rel, 1, "frontmatter", "no YAML frontmatter: start the file with '---', the fields, and '---'")]
-    yaml = require("yaml")
+    try:
+        import yaml
+    except ImportError:
+        raise missing("yaml") from None
     try:
         data = yaml.safe_load(fm)
     except yaml.YAMLError as exc:
@@ -200,7 +203,9 @@ def check_metadata(rel: str, text: str, root: Path) -> list[Problem]:
     if fm is None:
         return []
     try:
-        data = require("yaml").safe_load(fm)
+        import yaml
+
+        data = yaml.safe_load(fm)
     except Exception:  # noqa: BLE001 - check_frontmatter reports the YAML error
         return []
     meta = data.get("metadata") if isinstance(data, dict) else None

@@ -1,10 +1,8 @@
-"""The one exception type for failures a user must act on, the exit codes of every helper, and the import of a
-third-party package that fails as one (:func:`require`)."""
+"""The one exception type for failures a user must act on, the exit codes of every helper, and the one line of a
+third-party package that is not installed (:func:`missing`)."""
 from __future__ import annotations
 
-import importlib
 import sys
-from types import ModuleType
 
 #: Exit codes of every verb of every helper (README "Exit codes").
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -31,7 +29,7 @@ class UsageError(TaoError):
 
 
 class MissingDependency(TaoError):
-    """A third-party Python package the helper needs is not installed (see :func:`require`)."""
+    """A third-party Python package the helper needs is not installed (see :func:`missing`)."""
 
 
 class SubmitUncertain(TaoError):
@@ -48,14 +46,10 @@ class SubmitUncertain(TaoError):
 _PIP_NAMES = {"yaml": "pyyaml", "jsonschema": "jsonschema", "jinja2": "jinja2"}
 
 
-def require(module: str) -> ModuleType:
-    """Import ``module`` or raise MissingDependency (a TaoError) naming the pip package to install."""
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        pip_name = _PIP_NAMES.get(module, module)
-        raise MissingDependency(
-            f"missing Python dependency '{pip_name}': run "
-            f"'{sys.executable} -m pip install {pip_name}' "
-            f"(or pip install -r requirements.txt in the bank)"
-        ) from None
+def missing(module: str) -> MissingDependency:
+    """The one-line error of a failed ``import module`` (raise it ``from None``), naming the pip package to
+    install. Callers import the module themselves (``try: import yaml except ImportError: raise missing(...)``):
+    the import is then a dictionary look-up once loaded, no call of a helper."""
+    pip_name = _PIP_NAMES.get(module, module)
+    return MissingDependency(f"missing Python dependency '{pip_name}': run '{sys.executable} -m pip install "
+                             f"{pip_name}' (or pip install -r requirements.txt in the bank)")

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from .errors import require
+from .errors import missing
 from .errors import TaoError, UsageError
 
 #: Bytes per read of a local copy (a fetch from Docker or S3): large enough for C speed, small enough for memory.
@@ -246,8 +246,10 @@ def _loader() -> Any:
     """A SafeLoader that refuses aliases and nesting deeper than MAX_DEPTH while composing (before any expansion)."""
     global _LOADER
     if _LOADER is None:
-        require("yaml")  # one line naming the package when PyYAML is missing
-        import yaml
+        try:
+            import yaml
+        except ImportError:
+            raise missing("yaml") from None
 
         class Loader(yaml.SafeLoader):
             _depth = 0
@@ -273,7 +275,10 @@ def _unique_loader() -> Any:
     """:func:`_loader` that also refuses a key given twice in one mapping (YAML keeps the last one silently)."""
     global _UNIQUE_LOADER
     if _UNIQUE_LOADER is None:
-        yaml = require("yaml")
+        try:
+            import yaml
+        except ImportError:
+            raise missing("yaml") from None
 
         class UniqueLoader(_loader()):  # type: ignore[misc]
             def construct_mapping(self, node: Any, deep: bool = False) -> Any:
@@ -344,7 +349,10 @@ def _events_ok(yaml: Any, text: str) -> None:
 def yaml_value(text: str, what: str, *, unique_keys: bool = False) -> Any:
     """``text`` parsed as YAML (JSON is YAML); one-line TaoError naming ``what`` on any problem.
     ``unique_keys``: a key given twice in one mapping is refused instead of silently keeping the last."""
-    yaml = require("yaml")
+    try:
+        import yaml
+    except ImportError:
+        raise missing("yaml") from None
     try:
         fast = _c_loader(yaml, unique_keys) if isinstance(text, str) else None
         if fast is not None:

@@ -28,18 +28,18 @@ def save_spec(job_id: str, spec: Mapping[str, Any], options: Mapping[str, Any] |
     save_specs([(job_id, spec)], options)
 
 
-def save_specs(jobs: Sequence[tuple[str, Mapping[str, Any]]], options: Mapping[str, Any] | None = None) -> None:
+def save_specs(jobs: Sequence[tuple[str | records.Record, Mapping[str, Any]]],
+               options: Mapping[str, Any] | None = None) -> None:
     """:func:`save_spec` of each ``(job id, spec)`` (a sweep's trials, submitted with the same ``options``), in
     order: the texts linted in one run of scanner calls, the jobs' folders found in one read of their records."""
     opts = {k: v for k, v in (options or {}).items() if k in KEPT_OPTIONS and v not in (None, (), [], False)}
     kept = {k: list(v) if isinstance(v, tuple) else v for k, v in opts.items()}
-    ids = [job_id for job_id, _ in jobs]
     texts, failure = [], None
-    for job_id, spec in jobs:  # a spec that cannot be kept ends the batch: the ones before it are kept
+    for job, spec in jobs:  # a spec that cannot be kept ends the batch: the ones before it are kept
         try:
             texts.append(json.dumps({"spec": dict(spec), "options": kept}, sort_keys=True, default=str))
         except (TypeError, ValueError) as exc:
-            failure = TaoError(f"the spec of job {job_id} cannot be kept as JSON ({exc})")
+            failure = TaoError(f"the spec of job {getattr(job, 'id', job)} cannot be kept as JSON ({exc})")
             break
     from .redact import lint_text
 
@@ -49,7 +49,7 @@ def save_specs(jobs: Sequence[tuple[str, Mapping[str, Any]]], options: Mapping[s
             rules = ", ".join(sorted({f.rule for f in hits}))
             texts[n] = json.dumps({"not_kept": f"a value in its spec looks like a credential ({rules}); the bank "
                                                "never writes one down"}, sort_keys=True)
-    folders = records.artifact_dirs(ids[:len(texts)])
+    folders = records.artifact_dirs([job for job, _ in jobs[:len(texts)]])  # a Record in hand is not read again
     for folder, text in zip(folders, texts):
         if isinstance(folder, TaoError):
             raise folder
@@ -76,13 +76,13 @@ def load_spec(job_id: str) -> tuple[dict, dict]:
 
 
 # ------------------------------------------------------------ final logs
-def save_logs(job_id: str, name: str, content: str | Mapping[str, str]) -> Path:
+def save_logs(job: str | records.Record, name: str, content: str | Mapping[str, str]) -> Path:
     """Write ``content`` (one text, or named streams kept as JSON) to ``<artifact dir>/name``, redacted."""
     if isinstance(content, str):
         text = redact_text(content)
     else:
         text = json.dumps({k: redact_text(str(v or "")) for k, v in content.items()})
-    path = records.artifact_dir(job_id) / name
+    path = records.artifact_dir(job) / name
     fsio.write_private(path, text)
     return path
 

@@ -143,11 +143,10 @@ def _submit(rec_platform: str, spec: dict, options: dict, *, dry_run: bool = Fal
     if not dry_run:
         return get(rec_platform).submit(spec, opts)
     if not check:  # the spec check still runs (it contacts nothing): a preview refuses what the submit would
-        from . import tao_command
         from .contract import Gate
 
         gate = Gate()
-        pipeline.check_specs(get(rec_platform), [tao_command.identified(spec)], opts, gate)
+        pipeline.check_specs(get(rec_platform), [spec], opts, gate)
         text = get(rec_platform).preview(spec, opts)
         line = "\n".join([pipeline.UNCHECKED, *gate.notes()])
     else:

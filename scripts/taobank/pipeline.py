@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from . import jobfiles, names, nccl_verdicts, records, states, tao_command
+from . import jobfiles, names, nccl_verdicts, records, tao_command
 from .contract import Batch, Gate, Launch, Plan, SubmitOptions
 from .errors import SubmitUncertain, TaoError, UsageError
 from .records import Record
@@ -58,9 +58,8 @@ def submit(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Submi
     :class:`taobank.search.bundle.Staging`) travels in the batch and its summary on every trial's record."""
     if not specs:
         raise UsageError("nothing to submit")
-    specs = [tao_command.identified(spec) for spec in specs]  # a TAO command names its network and action
     gate = Gate()
-    check_specs(adapter, specs, opts, gate)  # before any plan, gate or record: a bad spec costs nothing
+    specs = check_specs(adapter, specs, opts, gate)  # before any plan, gate or record: a bad spec costs nothing
     sweep = trials is not None
     k = check_concurrency(max_concurrent, len(specs)) if sweep else len(specs)
     rec = None
@@ -92,7 +91,7 @@ def submit(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Submi
     recs = [rec] if rec is not None else _open(adapter, plans, opts, gate, sweep_id, trials, k,
                                                search.summary() if search is not None else None)
     # what `continue` runs again (no secret: names only)
-    jobfiles.save_specs([(r.id, spec) for r, spec in zip(recs, specs)],
+    jobfiles.save_specs(list(zip(recs, specs)),
                         {key: getattr(opts, key) for key in jobfiles.KEPT_OPTIONS})
     try:
         launches = adapter.launch(plans, recs, batch)
@@ -191,12 +190,11 @@ def dry_run(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Subm
     pending = list(dict.fromkeys(n for spec in specs for n in pending_credentials(spec, opts)))
     shaped = [without_credentials(spec, opts, pending) for spec in specs]
     specs, opts = [s for s, _ in shaped], shaped[0][1]
-    typed = [tao_command.identified(spec) for spec in specs]
+    gate = Gate(dry_run=True)
+    typed = check_specs(adapter, specs, opts, gate)  # the spec check refuses first, as in a submit
     sweep = trials is not None
     k = check_concurrency(max_concurrent, len(typed)) if sweep else len(typed)
     plans = adapter.plan_all(adapter.typed_specs(typed), replace(opts, job_id=None), None)
-    gate = Gate(dry_run=True)
-    check_specs(adapter, typed, opts, gate)  # the spec check refuses first, as in a submit
     gate.lines += [w for w in (tao_command.unseen_warning(typed[0]),) if w]
     verdict = _nccl_verdict(adapter, plans, opts)
     sweep_id = names.mint_job_id(plans[0].network_arch, "sweep") if sweep else None
@@ -208,15 +206,18 @@ def dry_run(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Subm
     return DryRun(gate, pending, specs, opts)
 
 
-def check_specs(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: SubmitOptions, gate: Gate) -> None:
-    """Every job's TAO spec and overrides checked in one pass (:mod:`taobank.specgate`); any problem refuses the
+def check_specs(adapter: Platform[Any, Any], specs: Sequence[Mapping[str, Any]], opts: SubmitOptions,
+                gate: Gate) -> list[dict[str, Any]]:
+    """The specs with the network and action their TAO command names (:func:`taobank.tao_command.identified`),
+    every job's TAO spec and overrides checked in one pass (:mod:`taobank.specgate`); any problem refuses the
     submit, one line each. A spec this machine cannot read, and a skipped check, are warnings of the gate."""
-    if not any([tao_command.tao_command(spec) for spec in specs]):  # pure: each spec judged in one run of calls
-        return  # no job runs TAO's entrypoint: nothing to judge (specgate judges only those)
+    specs, runs_tao = tao_command.identified_each(specs)
+    if not runs_tao:
+        return specs  # no job runs TAO's entrypoint: nothing to judge (specgate judges only those)
     if not opts.spec_check:
         gate.lines.append("warning: the spec check is skipped (--no-spec-check): TAO's own runner judges the "
                           "spec when the job starts")
-        return
+        return specs
     from . import specgate  # only for a TAO command: a plain command never loads the check
 
     reader = getattr(adapter, "spec_text", None)  # a Platform has one (None: nothing readable here)
@@ -224,6 +225,7 @@ def check_specs(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: 
     if problems:
         raise specgate.SpecRefused(problems)
     gate.lines += [f"warning: {note}" for note in notes]
+    return specs
 
 
 def _nccl_verdict(adapter: Platform[Any, Any], plans: list[Plan], opts: SubmitOptions) -> dict[str, Any]:
@@ -290,17 +292,11 @@ def _fail(recs: list[Record], message: str) -> None:
 def _bind(adapter: Platform[Any, Any], recs: list[Record], launches: list[Launch]) -> list[JobView]:
     """Each record bound to what its launch made; a launch that made a job that cannot run as it is raises
     after binding (the record names the job, and the error says what to do)."""
-    marks: list[records.Marking] = []
-    unread: TaoError | None = None
-    for cur, launch in zip(records.get_each([rec.id for rec in recs]), launches):
-        if isinstance(cur, TaoError):  # as binding them one by one: those before it are bound, then it raises
-            unread = cur
-            break
-        marks.append(records.Marking(cur.id, cur.state if cur.active else states.INITIAL,
-                                     backend_ref=launch.backend_ref, backend=launch.facts(), message=launch.message))
-    bound = list(map(Record.of, records.mark_many(marks)))
-    if unread is not None:
-        raise unread
+    # state None: each keeps its state while active (a poll may have seen it run), else the first; read and
+    # moved under the lock in one pass (one that cannot be read: those before it are bound, then it raises)
+    bound = list(map(Record.of, records.mark_many([
+        records.Marking(rec.id, None, backend_ref=launch.backend_ref, backend=launch.facts(), message=launch.message)
+        for rec, launch in zip(recs, launches)])))
     views = list(map(adapter.view, bound))
     for view, launch in zip(views, launches):
         view.extra.update(launch.details)

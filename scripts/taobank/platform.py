@@ -45,6 +45,18 @@ from .records import Record
 from .registry import PlatformInfo
 
 
+def run_times(rec: Record) -> tuple[str | None, str | None]:
+    """(started_at, ended_at) from the transitions: when the job was first seen RUNNING and when it reached
+    its terminal state; None for what has not happened (or was never seen: a job may end between two polls)."""
+    trs = [t for t in rec.transitions if isinstance(t, Mapping)]
+    started = next((t.get("time") for t in trs if t.get("state") == State.RUNNING), None)
+    ended = None
+    if rec.terminal:
+        ended = next((t.get("time") for t in reversed(trs) if t.get("state") == rec.state), None) \
+            or rec.updated_at
+    return started, ended
+
+
 @dataclass
 class JobView:
     """One job as every verb reports it, whatever the platform (``--json`` prints ``to_dict()``)."""
@@ -66,7 +78,7 @@ class JobView:
     results_dir: str | None = None
     created_at: str = ""
     updated_at: str = ""
-    #: when the job was first seen RUNNING / reached its end (records.run_times); the table's DURATION
+    #: when the job was first seen RUNNING / reached its end (run_times); the table's DURATION
     started_at: str | None = None
     ended_at: str | None = None
     #: what the backend said this time (None when it was not asked)
@@ -82,11 +94,11 @@ class JobView:
     @classmethod
     def from_record(cls, rec: Record | Mapping[str, Any], **seen: Any) -> "JobView":
         r = rec if isinstance(rec, Record) else Record.of(rec)
-        return cls._built(r, records.run_times(r), seen)
+        return cls._built(r, run_times(r), seen)
 
     @classmethod
     def _built(cls, r: Record, times: tuple[str | None, str | None], seen: Mapping[str, Any]) -> "JobView":
-        """The view of ``r`` (``times``: its :func:`taobank.records.run_times`) with ``seen`` laid over it."""
+        """The view of ``r`` (``times``: its :func:`run_times`) with ``seen`` laid over it."""
         started, ended = times
         view = cls(
             id=r.id, platform=r.platform, state=r.state, err_class=r.err_class, message=r.message,
@@ -112,7 +124,7 @@ class JobView:
                     seen: Sequence[Mapping[str, Any]] | None = None) -> list["JobView"]:
         """:meth:`of_backend` of several records (``seen``: each one's facts), in one step for all."""
         typed = [r if isinstance(r, Record) else Record.of(r) for r in recs]
-        times = [records.run_times(r) for r in typed]
+        times = [run_times(r) for r in typed]
         out = []
         for r, when, facts in zip(typed, times, seen if seen is not None else [{} for _ in typed]):
             b = r.backend or {}

@@ -25,7 +25,7 @@ import shlex
 from typing import Any, Literal
 
 from . import BANK_ROOT
-from .errors import TaoError, require
+from .errors import TaoError, missing
 
 TEMPLATES = BANK_ROOT / "templates"
 
@@ -116,7 +116,10 @@ def _env(kind: str):
 def _env_for(kind: str, templates: str):
     """One environment per kind and folder: its templates are compiled once per process (a 1,000-trial sweep
     renders 1,000 times)."""
-    jinja2 = require("jinja2")
+    try:
+        import jinja2
+    except ImportError:
+        raise missing("jinja2") from None
     finalize = None if kind == "yaml" else shell_value  # YAML values arrive as text (_ready)
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(templates),
@@ -146,7 +149,10 @@ def _rendered(env: Any, template: str, context: dict[str, Any], kind: Literal["y
 def render_yaml_documents(template: str, context: dict[str, Any]) -> list[dict]:
     """Render a YAML template and parse it back into objects (one per document)."""
     env = _env("yaml")  # both libraries required at once (jinja2 the first time only: the environment is kept)
-    yaml = require("yaml")
+    try:
+        import yaml
+    except ImportError:
+        raise missing("yaml") from None
     text = _rendered(env, template, context, "yaml")
     try:
         # libyaml's safe loader when present (the same documents, parsed in C): every value is emitted as JSON
@@ -177,8 +183,10 @@ def _quoting_dumper() -> type:
 
     PyYAML leaves ``y``, ``1e3``, ``09``, ``0o17`` or ``2001-12-14`` unquoted (strings to its YAML 1.1
     resolver) and kubectl reads them back as true, 1000, 9, 15...: a quoted scalar is a string to all."""
-    require("yaml")  # one line naming the package when PyYAML is missing
-    import yaml
+    try:
+        import yaml
+    except ImportError:
+        raise missing("yaml") from None
 
     class QuotingDumper(yaml.SafeDumper):
         def represent_str(self, data: str):
@@ -201,7 +209,10 @@ def dump_yaml(objects: list[dict]) -> str:
 
     Every string value is double-quoted (see :func:`_quoting_dumper`), with escapes for what is
     not printable ASCII; a multi-line string (a script) stays one quoted scalar with ``\\n``."""
-    yaml = require("yaml")
+    try:
+        import yaml
+    except ImportError:
+        raise missing("yaml") from None
     # allow_unicode=False: PyYAML's emitter writes NEL (U+0085) raw, where its own loader reads it as a
     # line break; escaping non-ASCII keeps every string round-tripping exactly.
     return yaml.dump_all(objects, Dumper=_quoting_dumper(), sort_keys=False, default_flow_style=False,

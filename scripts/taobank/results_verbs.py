@@ -502,7 +502,7 @@ def _execute(plan: PrunePlan) -> Pruned:
     rec, adapter, loc = plan.rec, plan.adapter, plan.loc
     if plan.keep is None:
         pruned = Pruned(rec.id, loc.folder, True, adapter.remove_results(rec, loc))
-        fsio.write_private(records.artifact_dir(rec.id) / PRUNED_FILE, _note_json(loc.folder))
+        fsio.write_private(records.artifact_dir(rec) / PRUNED_FILE, _note_json(loc.folder))
         return pruned
     sizes = {f.path: f.size for f in plan.listing.files}
     if not plan.gone and not plan.links:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from . import BANK_ROOT, fsio, paths
-from .errors import TaoError, require
+from .errors import TaoError, missing
 from .redact import shown, shown_keys, unknown_fields
 
 SCHEMAS = BANK_ROOT / "schemas"
@@ -40,7 +40,10 @@ def load_file(path: str | Path) -> dict:
 @functools.lru_cache(maxsize=None)
 def validator(schema_name: str) -> Any:
     """The (cached) Draft 2020-12 validator of ``schemas/<schema_name>``: the bank's one schema validator."""
-    jsonschema = require("jsonschema")
+    try:
+        import jsonschema
+    except ImportError:
+        raise missing("jsonschema") from None
     schema = json.loads((SCHEMAS / schema_name).read_text(encoding="utf-8"))
     return jsonschema.Draft202012Validator(schema, format_checker=_formats(jsonschema))
 

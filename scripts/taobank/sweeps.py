@@ -192,11 +192,11 @@ def _check_space(adapter: Any, spec: dict, opts: SubmitOptions, search: Any) -> 
 
     if not opts.spec_check:
         return
-    pipeline.check_specs(adapter, [tao_command.identified(dict(spec))], opts, Gate())  # the command's own, said plainly
+    pipeline.check_specs(adapter, [spec], opts, Gate())  # the command's own, said plainly
     problems: list[str] = []
     for edge in space.edges(search.settings.space):
         try:
-            pipeline.check_specs(adapter, [tao_command.identified(trial_spec(spec, edge))], opts, Gate())
+            pipeline.check_specs(adapter, [trial_spec(spec, edge)], opts, Gate())
         except specgate.SpecRefused as exc:
             problems += [f"--space {line}" for line in exc.lines if f"--space {line}" not in problems]
     if problems:
@@ -231,7 +231,7 @@ def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[di
     batch = Batch(max_concurrent=k, sweep=PREVIEW_SWEEP, search=search)
     if not check:  # (pipeline.dry_run checks the specs itself)
         gate = Gate()
-        pipeline.check_specs(adapter, [tao_command.identified(s) for s in specs], opts, gate)
+        pipeline.check_specs(adapter, specs, opts, gate)
         shown = adapter.preview_sweep(specs, opts, ids, batch)
         table = [{"trial": i, "id": jid, "overrides": dict(t), "results_dir": folder}
                  for i, (jid, t, folder) in enumerate(zip(ids, trials, shown.results_dirs))]

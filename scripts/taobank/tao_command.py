@@ -228,6 +228,12 @@ def identified(spec: Mapping[str, Any]) -> dict:
     return out
 
 
+def identified_each(specs: Sequence[Mapping[str, Any]]) -> tuple[list[dict], bool]:
+    """:func:`identified` of each spec, and whether any of them runs TAO's entrypoint (:func:`tao_command`)."""
+    out = [identified(spec) for spec in specs]
+    return out, any([tao_command(spec) for spec in out])  # a list: each spec judged, as a batch is
+
+
 def gpu_section(spec: Mapping[str, Any]) -> str | None:
     """The spec section TAO reads the GPU counts from, when the command runs TAO's entrypoint for the spec's network
     and an action that counts GPUs (``dino train ...``); None for any other command."""

@@ -187,7 +187,7 @@ def _retry_verdict(adapter: Adapter, rec: records.Record, message: str) -> tuple
 
 def claim_retry(rec: records.Record) -> bool:
     """Only one poller may resubmit a failed record: the one that creates this file."""
-    path = records.artifact_dir(rec.id) / f"{rec.platform or 'job'}-retry.claim"
+    path = records.artifact_dir(rec) / f"{rec.platform or 'job'}-retry.claim"
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:

@@ -13,7 +13,7 @@ import taobank
 PACKAGE = Path(taobank.__file__).parent
 ADAPTERS = ("platforms/kubernetes", "platforms/slurm", "platforms/docker")
 #: what an adapter may call on the record store: it reads, never writes
-READERS = {"load", "get", "find", "list_records", "artifact_dir", "state_dir", "record_path", "run_times", "folder_of", "within",
+READERS = {"load", "get", "find", "list_records", "artifact_dir", "state_dir", "record_path", "folder_of", "within",
            "records_inside", "check_results_dir", "refuse_nested"}
 
 

@@ -18,10 +18,16 @@ from taobank.states import State
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "schemas" / "job-record.schema.json").read_text())
 
 
+def stored(cls=Record) -> list:
+    """The fields a record stores (``terminal`` and ``active`` are derived from its state, never stored)."""
+    return [f for f in fields(cls) if f.init]
+
+
 def test_every_schema_property_is_a_field_and_every_field_a_property():
-    names = {f.name for f in fields(Record)}
+    names = {f.name for f in stored()}
     assert names == set(SCHEMA["properties"])
-    required = {f.name for f in fields(Record) if f.default is f.default_factory}  # no default: must be given
+    assert {f.name for f in fields(Record) if not f.init} == {"terminal", "active"}
+    required = {f.name for f in stored() if f.default is f.default_factory}  # no default: must be given
     assert required <= set(SCHEMA["required"])
     assert set(Record.OPTIONAL) == set(SCHEMA["properties"]) - set(SCHEMA["required"]) - {"description"}
 
@@ -43,7 +49,7 @@ def test_every_fields_type_is_the_schemas():
     field may be None exactly when the property may be null or absent (Record.OPTIONAL)."""
     python = {"string": str, "integer": int, "object": dict, "array": tuple}
     hints = typing.get_type_hints(Record)
-    for f in fields(Record):
+    for f in stored():
         allowed = _json_types(SCHEMA["properties"][f.name])
         args = typing.get_args(hints[f.name]) if typing.get_origin(hints[f.name]) in (types.UnionType, typing.Union) \
             else (hints[f.name],)

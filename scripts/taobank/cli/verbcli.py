@@ -876,7 +876,7 @@ def cmd_study(args: argparse.Namespace) -> int:
             got = sweeps.journal_text(args.id, recs[:1])
             return got[0] if got else ""
 
-        dashboard.serve(records.artifact_dir(recs[0].id) / dashboard.COPY_FILE, fetch, args.port, on_line=say)
+        dashboard.serve(records.artifact_dir(recs[0]) / dashboard.COPY_FILE, fetch, args.port, on_line=say)
         return EXIT_OK
     view = sweeps.study_view(args.id, recs)  # the one read of its journal, or its database
     if args.json:

@@ -17,11 +17,11 @@ from __future__ import annotations
 from .shape import (ID_PLACEHOLDER, LINEAGE_FIELDS, NO_RESULTS_DIR, SCHEMA_FILE, SWEEP_FIELDS, check_results_dir,
                     folder_of, validate, within)
 from .store import (RECORD_VERSION, STATE_DIR_ENV, Record, artifact_dir, artifact_dirs, find, get, get_each, list_records, load, record_path,
-                    records_inside, refuse_nested, run_times, state_dir, state_lock)
+                    records_inside, refuse_nested, state_dir, state_lock)
 from .writes import STORAGE_TIERS, Marking, Opening, mark, mark_many, open_record, open_records
 
 __all__ = ["Record", "RECORD_VERSION", "get", "find", "state_dir", "open_record", "open_records", "Opening", "mark", "mark_many",
            "Marking", "get_each", "artifact_dirs", "load", "folder_of",
-           "within", "refuse_nested", "records_inside", "list_records", "run_times", "artifact_dir",
+           "within", "refuse_nested", "records_inside", "list_records", "artifact_dir",
            "check_results_dir", "validate", "record_path", "state_lock", "STATE_DIR_ENV", "SCHEMA_FILE",
            "STORAGE_TIERS", "ID_PLACEHOLDER", "NO_RESULTS_DIR", "LINEAGE_FIELDS", "SWEEP_FIELDS"]

@@ -500,6 +500,11 @@ def damage(rec: Any, job_id: str) -> str | None:
     return _chain_problem(rec["state"], [t["state"] for t in rec["transitions"]]) or folder_problem(rec)
 
 
+def damage_each(recs: Sequence[tuple[Any, str]]) -> list[str | None]:
+    """:func:`damage` of each ``(record, job id)`` read in one pass, in one call."""
+    return [damage(rec, job_id) for rec, job_id in recs]
+
+
 def validate(rec: Mapping[str, Any], job_id: str | None = None) -> bool:
     """The schema plus the transition table; TaoError naming the first problem (a record about to be written).
     True when ``rec``, stored as ``<job_id>.json``, is also whole as a read sees it (:func:`damage`: its id is the

@@ -21,10 +21,10 @@ import json
 import os
 import stat
 from contextlib import AbstractContextManager, ExitStack, contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, ClassVar, Iterator, Mapping, cast
+from typing import Any, ClassVar, Iterator, Mapping, Sequence, cast
 
 from .. import fsio, names, registry, states
 from ..errors import TaoError
@@ -82,6 +82,10 @@ class Record:
     trial: int | None = None
     overrides: dict[str, str] | None = None
 
+    #: derived from ``state`` when the record is made (not stored): it has ended / it may still change
+    terminal: bool = field(init=False, repr=False, compare=False)
+    active: bool = field(init=False, repr=False, compare=False)
+
     #: written only when set (a record without them is valid as it is)
     OPTIONAL: ClassVar[tuple[str, ...]] = ("parent", "continues", "sweep", "trial", "overrides")
 
@@ -90,35 +94,19 @@ class Record:
         """A stored record (a mapping the store read and checked) as typed values (a Record as it is)."""
         if isinstance(rec, Record):
             return rec
-        known = {f.name for f in fields(cls)}
+        known = {f.name for f in fields(cls) if f.init}
         values: dict[str, Any] = {k: (tuple(v) if k == "transitions" else v) for k, v in rec.items() if k in known}
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
         """The record as the store writes it."""
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
         out["transitions"] = [dict(t) for t in self.transitions]
         return {k: v for k, v in out.items() if not (k in self.OPTIONAL and v is None)}
 
-    @property
-    def terminal(self) -> bool:
-        return self.state in states.TERMINAL
-
-    @property
-    def active(self) -> bool:
-        return self.state in states.ACTIVE
-
-
-def run_times(rec: Record) -> tuple[str | None, str | None]:
-    """(started_at, ended_at) from the transitions: when the job was first seen RUNNING and when it reached
-    its terminal state; None for what has not happened (or was never seen: a job may end between two polls)."""
-    trs = [t for t in rec.transitions if isinstance(t, Mapping)]
-    started = next((t.get("time") for t in trs if t.get("state") == State.RUNNING), None)
-    ended = None
-    if rec.terminal:
-        ended = next((t.get("time") for t in reversed(trs) if t.get("state") == rec.state), None) \
-            or rec.updated_at
-    return started, ended
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "terminal", self.state in states.TERMINAL)
+        object.__setattr__(self, "active", self.state in states.ACTIVE)
 
 
 # ---------------------------------------------------------------- paths
@@ -163,23 +151,27 @@ def record_path(job_id: str) -> Path:
     return state_dir() / f"{check_id(job_id)}.json"
 
 
-def artifact_dir(job_id: str) -> Path:
-    """Mode-700 folder beside the record for saved logs and other artifacts of the job (never a symlink)."""
-    got = artifact_dirs([job_id])[0]
+def artifact_dir(job: str | Record) -> Path:
+    """Mode-700 folder beside the record for saved logs and other artifacts of the job (never a symlink); a job
+    given by its id has its record read first (a folder only for a job that exists), a Record in hand does not."""
+    got = artifact_dirs([job])[0]
     if isinstance(got, TaoError):
         raise got
     return got
 
 
-def artifact_dirs(job_ids: list[str]) -> list[Path | TaoError]:
-    """:func:`artifact_dir` of each job in order (a sweep's trials), their records read in one pass; the list
-    ends at the first job :func:`artifact_dir` refuses, with its one-line TaoError."""
+def artifact_dirs(jobs: Sequence[str | Record]) -> list[Path | TaoError]:
+    """:func:`artifact_dir` of each job in order (a sweep's trials), the records of those given by id read in
+    one pass; the list ends at the first job :func:`artifact_dir` refuses, with its one-line TaoError."""
+    ids = [j for j in jobs if isinstance(j, str)]
+    read = iter(get_each(ids) if ids else [])  # only for jobs that exist
     out: list[Path | TaoError] = []
-    for job_id, got in zip(job_ids, get_each(job_ids)):  # only for jobs that exist
+    for job in jobs:
         try:
+            got = next(read) if isinstance(job, str) else job
             if isinstance(got, TaoError):
                 raise got
-            out.append(_artifact_dir(state_dir() / f"{job_id}.d"))
+            out.append(_artifact_dir(state_dir() / f"{got.id}.d"))
         except TaoError as exc:
             out.append(exc)
             break
@@ -334,32 +326,37 @@ def read(path: Path) -> dict[str, Any]:
 def read_each(paths: list[Path]) -> list[dict[str, Any] | TaoError]:
     """:func:`read` of each record file (a batch's), one call: the record, or the one-line TaoError a read of
     it alone raises."""
+    return _wholes(fsio.read_json_each(paths, "job record", max_bytes=_MAX_RECORD_BYTES, follow_links=False,
+                                       missing_ok=True))
+
+
+def _wholes(reads: list[tuple[Path, fsio.JsonRead | TaoError]]) -> list[dict[str, Any] | TaoError]:
+    """The records :func:`fsio.read_json_each` read (path, what it read), each checked (those not already found whole
+    in these very bytes by the shape's check, all in one call): the record, or a TaoError naming what is wrong."""
     out: list[dict[str, Any] | TaoError] = []
-    for path, got in fsio.read_json_each(paths, "job record", max_bytes=_MAX_RECORD_BYTES, follow_links=False,
-                                         missing_ok=True):
-        try:
-            if isinstance(got, TaoError):
-                raise TaoError(f"{got}: remove or restore it")
-            out.append(_whole(path, got))
-        except TaoError as exc:
-            out.append(exc)
+    todo: list[tuple[int, bytes]] = []  # (where in out, the bytes read)
+    for path, got in reads:
+        if isinstance(got, TaoError):
+            out.append(TaoError(f"{got}: remove or restore it"))
+            continue
+        raw, rec, unparsed = got
+        if raw is None:
+            out.append(TaoError(f"no job record {path.stem} in {path.parent}: see 'tao_jobs.py list'"))
+        elif _WHOLE.get(str(path)) == raw:  # these very bytes were found whole already: no second check
+            out.append(cast(dict[str, Any], rec))
+        elif unparsed is not None:
+            out.append(TaoError(f"{unparsed}: restore it or remove it"))
+        else:
+            todo.append((len(out), raw))
+            out.append(cast(dict[str, Any], rec))  # the schema found a JSON object (checked just below)
+    problems = shape.damage_each([(out[k], reads[k][0].stem) for k, _ in todo]) if todo else []
+    for (k, raw), problem in zip(todo, problems):
+        path = reads[k][0]
+        if problem:
+            out[k] = TaoError(f"job record {path} is damaged ({problem}): restore it or remove it")
+        else:
+            _WHOLE[str(path)] = raw
     return out
-
-
-def _whole(path: Path, got: fsio.JsonRead) -> dict[str, Any]:
-    """The record :func:`fsio.read_json` read from ``path``, checked; TaoError naming what is wrong."""
-    raw, rec, unparsed = got
-    if raw is None:
-        raise TaoError(f"no job record {path.stem} in {path.parent}: see 'tao_jobs.py list'")
-    if _WHOLE.get(str(path)) == raw:  # these very bytes were found whole already: no second check
-        return cast(dict[str, Any], rec)
-    if unparsed is not None:
-        raise TaoError(f"{unparsed}: restore it or remove it")
-    problem = shape.damage(rec, path.stem)
-    if problem:
-        raise TaoError(f"job record {path} is damaged ({problem}): restore it or remove it")
-    _WHOLE[str(path)] = raw
-    return cast(dict[str, Any], rec)  # the schema found a JSON object
 
 
 def load(job_id: str) -> dict[str, Any]:
@@ -396,21 +393,17 @@ def list_records(platform: str | None = None, state: str | None = None, active: 
     A damaged or foreign file never hides the other jobs: it is skipped and,
     when ``problems`` is given, described there (one line each).
     """
-    plat = registry.canonical(platform) if platform else None
+    plat = (platform if platform in registry.PACKAGES else registry.canonical(platform)) if platform else None
     st = states.canonical_state(state) if state else None
     out = []
     files = [f for f in state_dir().glob("*.json") if names.DNS1035_LABEL.match(f.stem)]
     # every file read in one call (the same checks as read(): a regular file, no link, bounded)
-    for f, got in fsio.read_json_each(files, "job record", max_bytes=_MAX_RECORD_BYTES, follow_links=False,
-                                      missing_ok=True):
-        try:
-            if isinstance(got, TaoError):
-                raise TaoError(f"{got}: remove or restore it")
-            rec = _whole(f, got)
-        except TaoError as exc:
+    for f, rec in zip(files, _wholes(fsio.read_json_each(files, "job record", max_bytes=_MAX_RECORD_BYTES,
+                                                         follow_links=False, missing_ok=True))):
+        if isinstance(rec, TaoError):
             if f.exists() or f.is_symlink():  # not merely removed while listing
                 if problems is not None:
-                    problems.append(str(exc))
+                    problems.append(str(rec))
             continue
         if plat and rec.get("platform") != plat:
             continue
@@ -458,4 +451,4 @@ def records_inside(folder: str, platform: str, besides: str) -> list[dict[str, A
 __all__ = ["STATE_DIR_ENV", "state_dir", "check_id", "record_path", "artifact_dir", "artifact_dirs", "state_lock", "locked",
            "locked_each", "now", "stamps", "replace", "replace_each", "create", "create_each", "sweep_temps", "read",
            "read_each", "load", "get", "get_each", "list_records", "find",
-           "refuse_nested", "records_inside", "Record", "RECORD_VERSION", "run_times"]
+           "refuse_nested", "records_inside", "Record", "RECORD_VERSION"]

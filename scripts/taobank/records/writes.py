@@ -281,7 +281,8 @@ def _record(o: Opening, tier: str | TaoError, given_desc: tuple[dict[str, str], 
         if parent["state"] not in states.TERMINAL:
             raise TaoError(f"job {o.retry_of} is {parent['state']}: mark it ERROR or CANCELED before opening a retry")
         attempt = parent["attempt"] + 1
-    plat = plat or registry.canonical(platform)
+    # a canonical name (an adapter's own) needs no look-up
+    plat = plat or (platform if platform in registry.PACKAGES else registry.canonical(platform))
     if isinstance(given_desc, TaoError):
         raise given_desc
     given, desc = given_desc
@@ -329,10 +330,11 @@ def _record(o: Opening, tier: str | TaoError, given_desc: tuple[dict[str, str], 
 
 @dataclass(frozen=True)
 class Marking:
-    """One move of :func:`mark_many`: what :func:`mark` takes."""
+    """One move of :func:`mark_many`: what :func:`mark` takes; ``state`` None binds a record just launched (it
+    keeps its state while active, else goes to the first one: a record ended meanwhile refuses the bind)."""
 
     job_id: str
-    state: str
+    state: str | None
     backend_ref: str | None = None
     source: str = "agent"
     message: str | None = None
@@ -378,16 +380,21 @@ def mark_many(marks: Sequence[Marking]) -> list[dict[str, Any]]:
     texts = [t for m in marks for t in (m.message, None if m.backend_ref is None else str(m.backend_ref).strip())]
     given_texts = [str(t) for t in texts if t is not None]
     errs: list[TaoError | None] = [None] * n
-    moves: list[tuple[State, str, str | None]] = []
-    for k, m in enumerate(marks):  # the names (states' own words)
+    moves: list[tuple[State | None, str, str | None]] = []
+    for k, m in enumerate(marks):  # the names (states' own words; a State and a known source are already)
+        if (m.state is None or isinstance(m.state, State)) and m.source in states.SOURCES and not m.err_class:
+            moves.append((m.state, m.source, None))
+            continue
         try:
-            moves.append((states.canonical_state(m.state), states.canonical_source(m.source),
+            moves.append((None if m.state is None else states.canonical_state(m.state),
+                          states.canonical_source(m.source),
                           states.canonical_err_class(m.err_class) if m.err_class else None))
         except TaoError as exc:
             errs[k] = exc
             moves.append((State.ERROR, "", None))
+    stored = stored_texts(given_texts)
     secrets = secret_entries_each(entries)
-    cleaned = _put_back(texts, stored_texts(given_texts))
+    cleaned = _put_back(texts, stored)
     metas: list[dict[str, Any]] = [{}] * n
     refs: list[str | None] = [None] * n
     for k, m in enumerate(marks):
@@ -428,12 +435,13 @@ def mark_many(marks: Sequence[Marking]) -> list[dict[str, Any]]:
         stamps = store.stamps(first)
         try:
             for k, m in enumerate(marks):
-                job_id, (new, src, cls), ref, msg = m.job_id, moves[k], refs[k], msgs[k]
+                job_id, (asked, src, cls), ref, msg = m.job_id, moves[k], refs[k], msgs[k]
                 got = copy.deepcopy(current[job_id]) if job_id in current else read[k]  # a job marked twice
                 if isinstance(got, TaoError):
                     raise got
                 rec = got
                 cur = rec["state"]
+                new = asked if asked is not None else State(cur) if cur in states.ACTIVE else states.INITIAL
                 if cur in states.TERMINAL:
                     if new == cur:
                         out.append(rec)  # repeating a final mark (poller + agent) changes nothing

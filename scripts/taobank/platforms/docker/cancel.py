@@ -63,7 +63,7 @@ def remove_finished(rec: Record) -> str | None:
         return None
     if seen.get("Running"):
         return f"its container {name} still runs: not removed (cancel it first)"
-    if not (records.artifact_dir(rec.id) / logs.SAVED).is_file():
+    if not (records.artifact_dir(rec) / logs.SAVED).is_file():
         logs.save(rec, e)
     res = e.run(["rm", "--", name], check=False, what=f"{e.name} rm")
     return f"removed its container {name}" if res.ok else f"could not remove its container {name}: {e.name} rm {name}"

@@ -29,7 +29,7 @@ def save_many(ended: list[tuple[Record, eng.Engine]]) -> None:
             for (_, e), name in zip(ended, names)]
     for (rec, _), res, ok in zip(ended, said, [res.ok for res in said]):
         if ok:
-            jobfiles.save_logs(rec.id, SAVED, {"stdout": res.stdout, "stderr": res.stderr})
+            jobfiles.save_logs(rec, SAVED, {"stdout": res.stdout, "stderr": res.stderr})
 
 
 def read(rec: Record, tail: int) -> tuple[dict[str, str], str]:

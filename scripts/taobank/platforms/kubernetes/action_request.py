@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import fsio, registry, states
-from ...errors import TaoError, require
+from ...errors import TaoError, missing
 from ...paths import is_under
 from ... import spec as specmod
 from .render import sha256_text
@@ -45,7 +45,10 @@ def materialize(req: dict) -> str:
         raise TaoError("only mode=config requests have a config to materialise")
     if req.get("config_format") == "json":
         return json.dumps(req["config"], indent=2, sort_keys=False) + "\n"
-    yaml = require("yaml")
+    try:
+        import yaml
+    except ImportError:
+        raise missing("yaml") from None
     return yaml.safe_dump(req["config"], sort_keys=False, default_flow_style=False)
 
 

@@ -41,7 +41,7 @@ def save_final_logs(kube: Kubectl, rec: Record, pods: list[dict]) -> str | None:
     """Write the pods' logs next to the record (they vanish with ttlSecondsAfterFinished)."""
     if not pods:
         return None
-    return str(jobfiles.save_logs(rec.id, "logs.txt", final_logs(kube, pods)))
+    return str(jobfiles.save_logs(rec, "logs.txt", final_logs(kube, pods)))
 
 
 def final_logs(kube: Kubectl, pods: list[dict]) -> str:
@@ -101,7 +101,7 @@ def read_logs(rec: Record, *, tail: int | None = None) -> tuple[str, str]:
 def saved_spec(rec: Record) -> dict | None:
     """The job spec as submitted (kept beside the record): where its volumes and results folder are; None
     for a record without one (made by an older helper)."""
-    path = records.artifact_dir(rec.id) / SPEC_FILE
+    path = records.artifact_dir(rec) / SPEC_FILE
     if not path.is_file():
         return None
     spec = fsio.json_value(fsio.read_regular(path, "saved job spec", follow_links=False) or b"", f"saved job spec {path}")

@@ -155,13 +155,13 @@ def ended(recs: list[Record], context: dict) -> dict[str, str]:
         if kube is None:
             continue
         if rec.id in context.get("final_logs", {}):  # read as it was seen complete (TAO's last word)
-            jobfiles.save_logs(rec.id, "logs.txt", context["final_logs"][rec.id])
+            jobfiles.save_logs(rec, "logs.txt", context["final_logs"][rec.id])
         elif pods and index_of(rec) is not None:  # a sweep's trials that ended now: one logs call for them all
             trials.setdefault((kube.context, kube.namespace, sweep_of(rec)), (kube, {}))[1][rec.id] = pods
         elif pods:
             logs.save_final_logs(kube, rec, pods)
         elif rec.id in context.get("volume_logs", {}):  # the Job was gone: the copy read with its exit marker
-            jobfiles.save_logs(rec.id, "logs.txt", context["volume_logs"][rec.id])
+            jobfiles.save_logs(rec, "logs.txt", context["volume_logs"][rec.id])
         if index_of(rec) is not None and rec.backend.get("uid") not in context.get("sweeps_ended", set()):
             continue  # a sweep's Secrets serve every trial: deleted once its Job has ended (else with the Job)
         if credentials.credential_secrets(rec) and rec.backend.get("uid"):

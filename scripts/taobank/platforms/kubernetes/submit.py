@@ -231,7 +231,7 @@ def launch(plans: list[KubePlan], recs: list[Record], batch: Batch) -> list[Laun
     assert kube is not None
     for p, rec in zip(plans, recs):
         # the spec (secret-free: linted) stays with the record: logs reads the volume copy through it
-        fsio.write_private(records.artifact_dir(rec.id) / SPEC_FILE,
+        fsio.write_private(records.artifact_dir(rec) / SPEC_FILE,
                            json.dumps(p.spec.to_dict(), sort_keys=True) + "\n")
     if batch.sweep:
         return launch_sweep(kube, plans, recs, batch)
