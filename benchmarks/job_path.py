@@ -28,7 +28,7 @@ BANK = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(BANK / "scripts"), str(BANK)]
 
 #: (files, switches) no run may pass; the issue's targets beside them.
-CEILINGS = {"k8s-submit": (31, 185), "docker-sweep-submit": (39, 282), "docker-status-sweep": (42, 280)}
+CEILINGS = {"k8s-submit": (30, 150), "docker-sweep-submit": (38, 235), "docker-status-sweep": (38, 175)}
 TARGETS = {"k8s-submit": (30, 144), "docker-sweep-submit": (None, 282), "docker-status-sweep": (None, 146)}
 
 

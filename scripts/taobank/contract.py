@@ -65,6 +65,9 @@ class Plan:
     backend: dict[str, Any] = field(default_factory=dict)
     #: the id the record will get (minted up front so names can be rendered once), or None
     job_id: str | None = None
+    #: files the platform keeps beside the record (name: text, secret-free), written by the core with the saved
+    #: spec before the launch (the Kubernetes spec its logs and results readers mount the job's volumes by)
+    kept: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

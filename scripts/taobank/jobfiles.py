@@ -29,15 +29,17 @@ def save_spec(job_id: str, spec: Mapping[str, Any], options: Mapping[str, Any] |
 
 
 def save_specs(jobs: Sequence[tuple[str | records.Record, Mapping[str, Any]]],
-               options: Mapping[str, Any] | None = None) -> None:
-    """:func:`save_spec` of each ``(job id, spec)`` (a sweep's trials, submitted with the same ``options``), in
-    order: the texts linted in one run of scanner calls, the jobs' folders found in one read of their records."""
+               options: Mapping[str, Any] | None = None, files: Sequence[Mapping[str, str]] = ()) -> None:
+    """:func:`save_spec` of each ``(job id or record, spec)`` (a sweep's trials, submitted with the same
+    ``options``), in order, with each job's ``files`` (:attr:`taobank.contract.Plan.kept`, written as given): the
+    texts linted in one run of scanner calls, the folders of the jobs given by id found in one read."""
     opts = {k: v for k, v in (options or {}).items() if k in KEPT_OPTIONS and v not in (None, (), [], False)}
     kept = {k: list(v) if isinstance(v, tuple) else v for k, v in opts.items()}
-    texts, failure = [], None
+    texts, failure, held = [], None, []
     for job, spec in jobs:  # a spec that cannot be kept ends the batch: the ones before it are kept
         try:
             texts.append(json.dumps({"spec": dict(spec), "options": kept}, sort_keys=True, default=str))
+            held.append(job)
         except (TypeError, ValueError) as exc:
             failure = TaoError(f"the spec of job {getattr(job, 'id', job)} cannot be kept as JSON ({exc})")
             break
@@ -49,11 +51,13 @@ def save_specs(jobs: Sequence[tuple[str | records.Record, Mapping[str, Any]]],
             rules = ", ".join(sorted({f.rule for f in hits}))
             texts[n] = json.dumps({"not_kept": f"a value in its spec looks like a credential ({rules}); the bank "
                                                "never writes one down"}, sort_keys=True)
-    folders = records.artifact_dirs([job for job, _ in jobs[:len(texts)]])  # a Record in hand is not read again
-    for folder, text in zip(folders, texts):
+    folders = records.artifact_dirs(held)  # a Record in hand is not read again
+    for folder, text, more in zip(folders, texts, [*files, *[{}] * (len(texts) - len(files))]):
         if isinstance(folder, TaoError):
             raise folder
         fsio.write_private(folder / SPEC_FILE, text + "\n")
+        for name, content in more.items():
+            fsio.write_private(folder / name, content)
     if failure is not None:
         raise failure
 
@@ -78,13 +82,34 @@ def load_spec(job_id: str) -> tuple[dict, dict]:
 # ------------------------------------------------------------ final logs
 def save_logs(job: str | records.Record, name: str, content: str | Mapping[str, str]) -> Path:
     """Write ``content`` (one text, or named streams kept as JSON) to ``<artifact dir>/name``, redacted."""
-    if isinstance(content, str):
-        text = redact_text(content)
-    else:
-        text = json.dumps({k: redact_text(str(v or "")) for k, v in content.items()})
-    path = records.artifact_dir(job) / name
-    fsio.write_private(path, text)
-    return path
+    got = save_logs_each([(job, name, content)])[0]
+    if isinstance(got, TaoError):
+        raise got
+    return got
+
+
+def save_logs_each(items: Sequence[tuple[str | records.Record, str, str | Mapping[str, str]]]) -> list[Path | TaoError]:
+    """:func:`save_logs` of each ``(job, name, content)`` (a sweep's trials that ended together): all redacted,
+    their folders found in one pass, then written; the list ends at the first job whose folder is refused."""
+    texts: list[str] = []
+    jobs: list[str | records.Record] = []
+    for job, _, content in items:  # every text through the scanner, one after another
+        jobs.append(job)
+        if isinstance(content, str):
+            texts.append(redact_text(content))
+            continue
+        streams: dict[str, str] = {}
+        for k, v in content.items():
+            streams[k] = redact_text(str(v or ""))
+        texts.append(json.dumps(streams))
+    out: list[Path | TaoError] = []
+    for folder, (_, name, _), text in zip(records.artifact_dirs(jobs), items, texts):
+        if isinstance(folder, TaoError):
+            out.append(folder)
+            break
+        fsio.write_private(folder / name, text)
+        out.append(folder / name)
+    return out
 
 
 def saved_logs(job_id: str, name: str) -> Path | None:

@@ -30,33 +30,37 @@ def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = 
     if recs is None:
         recs = core.select(platform, ids, "status", problems=problems)
     out = core.refresh(recs, retry=retry)
-    views = {v.id: v for v in out}
+    released: list[JobView] = []
     for name, group in core.by_platform(recs).items():
         running = [r for r in group if not r.terminal]
         if any(r.sweep for r in running):
             adapter = core.get(name)
-            released = sweep_slots.release(adapter, running, every_trial=every_trial)
-            for view in adapter.views(_records(released)) if released else []:
-                views[view.id] = view
+            freed = sweep_slots.release(adapter, running, every_trial=every_trial)
+            released += adapter.views(_records(freed)) if freed else []
+    views = {v.id: v for v in out}
+    for view in released:
+        views[view.id] = view
     shown = {v.id for v in out}
     out = [views[v.id] for v in out] + [v for i, v in views.items() if i not in shown]
     if progress:
         active = {r.id for r in recs if not r.terminal}
         _add_progress(out, {r.id: r for r in recs})
-        keep_progress(out, **ended_now(out, active))
+        keep_progress(out, **ended_now(out, active), held={r.id: r for r in recs})
     return out
 
 
-def ended_now(views: list[JobView], active: AbstractSet[str], known: dict[str, tuple[dict, bool]] | None = None) -> dict[str, Any]:
+def ended_now(views: list[JobView], active: AbstractSet[str], known: dict[str, tuple[dict, bool]] | None = None,
+              adapters: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """:func:`keep_progress`'s arguments for the views that ended in this status (were ``active`` before it), or
     ended before without a final progress known (marked by another poller: a sweep's supervisor, a watch, an MCP
     status; else a finished job kept the epoch last seen running): read once now where the platform's
     observation does not read status files (or did not see the job end), final as read where it does.
     ``known``: the progress remembered of each view, read here once (:func:`remembered_all`) and kept for
-    :func:`keep_progress` (given back under ``known``)."""
+    :func:`keep_progress` (given back under ``known``). ``adapters``: those the caller holds, by platform name."""
     known = remembered_all(views) if known is None else known
     ended = [v for v in views if v.state in states.TERMINAL and (v.id in active or not known[v.id][1])]
-    adapters = {p: core.get(p) for p in {v.platform for v in ended if v.id in active}}
+    held = adapters or {}
+    adapters = {p: held.get(p) or core.get(p) for p in {v.platform for v in ended if v.id in active}}
     read = [v for v in ended if v.id not in active or not adapters[v.platform].progress_in_sweep]
     return {"read": read, "read_already": {v.id for v in ended if v not in read}, "known": known}
 
@@ -67,13 +71,14 @@ PROGRESS_FILE = "progress.json"
 
 
 def keep_progress(views: list[JobView], *, read: Sequence[JobView] = (), read_already: AbstractSet[str] = frozenset(),
-                  known: dict[str, tuple[dict, bool]] | None = None) -> None:
+                  known: dict[str, tuple[dict, bool]] | None = None, held: Mapping[str, Record] | None = None) -> None:
     """The one rule for the progress a view shows, on every platform: what status read now (remembered, as the
     final one once the job has ended), else the remembered one. ``read``: views to read first when they have
     none, in one batched read per platform (running trials first: a Kubernetes pod reads its siblings' folders
     on the shared volume), each a final one once read after its end. ``read_already``: ended jobs whose status
     files this status read already: final as they are, even with no progress (never read again). ``known``:
-    what :func:`remembered_all` read of these views (each remembered file read once per status)."""
+    what :func:`remembered_all` read of these views (each remembered file read once per status). ``held``: the
+    records this status read already, by id (their folders are found without reading them again)."""
     known = remembered_all(views) if known is None else known
     ended_empty: list[tuple[str, dict, bool]] = [(v.id, {}, True) for v in views if v.id in read_already and not v.progress]
     unread = [v for v in read if not v.progress]
@@ -88,8 +93,8 @@ def keep_progress(views: list[JobView], *, read: Sequence[JobView] = (), read_al
                 v.progress = training.progress_of(files[v.id], v.action or None)
                 if not v.progress and v.state in states.TERMINAL:
                     ended_empty.append((v.id, {}, True))  # read after its end, nothing there: not read again
-    _remember_all(ended_empty, known)
-    _remember_all([(v.id, v.progress, v.state in states.TERMINAL) for v in views if v.progress], known)
+    _remember_all(ended_empty + [(v.id, v.progress, v.state in states.TERMINAL) for v in views if v.progress], known,
+                  held or {})
     for v in views:
         if v.progress:
             continue
@@ -158,7 +163,8 @@ def _folder(job_id: str) -> Any:
         return None
 
 
-def _remember_all(kept: list[tuple[str, dict, bool]], known: dict[str, tuple[dict, bool]]) -> None:
+def _remember_all(kept: list[tuple[str, dict, bool]], known: dict[str, tuple[dict, bool]],
+                  held: Mapping[str, Record] | None = None) -> None:
     """:func:`_remember` of each ``(job id, progress, final)`` (in one step for all: their folders, then the
     files); ``known`` is updated on each write."""
     import json
@@ -170,10 +176,13 @@ def _remember_all(kept: list[tuple[str, dict, bool]], known: dict[str, tuple[dic
     while len(folders) < len(todo):  # their folders in one pass (one that is refused: None, the pass goes on after it)
         rest = [jid for jid, _, _ in todo[len(folders):]]
         try:
-            got: list[Any] = artifact_dirs(rest)
+            got: list[Any] = artifact_dirs([(held or {}).get(jid) or jid for jid in rest])
         except OSError:  # the folder of one could not be made: each alone
             got = [_folder(jid) for jid in rest]
-        folders += [None if isinstance(f, TaoError) else f for f in got] or [None]
+        for f in got:
+            folders.append(None if isinstance(f, TaoError) else f)
+        if not got:
+            folders.append(None)
     for (jid, progress, final), folder in zip(todo, folders):
         if folder is None:
             continue

@@ -13,6 +13,7 @@ ends (a SLURM folder staged) it hands to ``Batch.checkpoint``, which this module
 from __future__ import annotations
 
 import os
+from operator import attrgetter
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
@@ -70,7 +71,9 @@ def submit(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Submi
         if rec.terminal:
             raise TaoError(f"record {opts.job_id} is {rec.state} already: open a new record to run again")
     plans = adapter.plan_all(adapter.typed_specs(specs), opts, rec)
-    gate.lines += [w for w in (tao_command.unseen_warning(specs[0]),) if w]
+    unseen = tao_command.unseen_warning(specs[0])
+    if unseen:
+        gate.lines.append(unseen)
     if rec is not None:
         launch = adapter.adopt(plans[0], rec, gate)
         if launch is not None:
@@ -91,8 +94,7 @@ def submit(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Submi
     recs = [rec] if rec is not None else _open(adapter, plans, opts, gate, sweep_id, trials, k,
                                                search.summary() if search is not None else None)
     # what `continue` runs again (no secret: names only)
-    jobfiles.save_specs(list(zip(recs, specs)),
-                        {key: getattr(opts, key) for key in jobfiles.KEPT_OPTIONS})
+    jobfiles.save_specs(list(zip(recs, specs)), vars(opts), list(map(attrgetter("kept"), plans)))
     try:
         launches = adapter.launch(plans, recs, batch)
     except SubmitUncertain as exc:
@@ -195,7 +197,9 @@ def dry_run(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Subm
     sweep = trials is not None
     k = check_concurrency(max_concurrent, len(typed)) if sweep else len(typed)
     plans = adapter.plan_all(adapter.typed_specs(typed), replace(opts, job_id=None), None)
-    gate.lines += [w for w in (tao_command.unseen_warning(typed[0]),) if w]
+    unseen = tao_command.unseen_warning(typed[0])
+    if unseen:
+        gate.lines.append(unseen)
     verdict = _nccl_verdict(adapter, plans, opts)
     sweep_id = names.mint_job_id(plans[0].network_arch, "sweep") if sweep else None
     adapter.check(plans, gate, Batch(max_concurrent=k, sweep=sweep_id, search=search))
@@ -300,9 +304,9 @@ def _bind(adapter: Platform[Any, Any], recs: list[Record], launches: list[Launch
     views = list(map(adapter.view, bound))
     for view, launch in zip(views, launches):
         view.extra.update(launch.details)
-    errors = [launch.error for launch in launches if launch.error]
-    if errors:
-        raise TaoError(errors[0])
+    for launch in launches:
+        if launch.error:
+            raise TaoError(launch.error)
     return views
 
 

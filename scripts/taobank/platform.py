@@ -489,9 +489,8 @@ class Platform(ABC, Generic[SpecT, PlanT]):
         kept: list[ResultFile] = remove(rec, loc, delete, keep)
         return kept
 
-def get(name: str) -> Platform[Any, Any]:
-    """The adapter of platform ``name`` (``k8s`` is accepted for kubernetes): the registry's."""
-    return registry.adapter(name)
+#: The adapter of platform ``name`` (``k8s`` is accepted for kubernetes): the registry's own look-up.
+get = registry.adapter
 
 
 def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = True) -> list[JobView]:
@@ -512,8 +511,8 @@ def refresh(recs: list[Record], *, retry: bool = True) -> list[JobView]:
         adapter = get(name)
         ended = {r.id for r in group if r.terminal}
         active = [r for r in group if r.id not in ended]
-        for view in adapter.views([r for r in group if r.id in ended]):  # as stored; an active one's is the refresh's
-            views[view.id] = view
+        for view in adapter.views([r for r in group if r.id in ended]) if ended else ():  # as stored; an active
+            views[view.id] = view  # one's is the refresh's
         if active:
             try:
                 seen = track.refresh(adapter, active, retry=retry)

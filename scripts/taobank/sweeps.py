@@ -353,15 +353,20 @@ def status(sweep_id: str, *, retry: bool = True, kpi: str | None = None, mode: s
         check_rank(kpi, mode)
     recs = recs or trial_records(sweep_id)
     active = {r.id for r in recs if not r.terminal}
+    by_id = {r.id: r for r in recs}
     views = jobstatus.status(None, recs=recs, retry=retry, progress=False, every_trial=True)
     adapter = core.get(recs[0].platform)
     _supervised(adapter, sweep_id, views, first=recs[0].id)  # the trials as this status left them
-    by_id = {r.id: r for r in recs}
     # running trials, and finished ones whose final progress is not known yet: one read (status's rule)
-    now = jobstatus.ended_now(views, active)
-    read = [v for v in views if v.id in by_id and v.state == State.RUNNING and not adapter.progress_in_sweep]
-    jobstatus.keep_progress(views, read=read + [v for v in now["read"] if v.id in by_id],
-                            read_already=now["read_already"], known=now["known"])
+    now = jobstatus.ended_now(views, active, adapters={adapter.name: adapter})
+    read = []
+    for v in views:
+        if v.id in by_id and v.state == State.RUNNING and not adapter.progress_in_sweep:
+            read.append(v)
+    for v in now["read"]:
+        if v.id in by_id:
+            read.append(v)
+    jobstatus.keep_progress(views, read=read, read_already=now["read_already"], known=now["known"], held=by_id)
     rows = []
     for v in views:
         rec = by_id.get(v.id) or records.get(v.id)

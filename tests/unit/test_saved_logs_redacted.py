@@ -46,6 +46,6 @@ def test_kubernetes_saves_through_the_same_helper(state_dir, monkeypatch):
     monkeypatch.setattr(k8s_logs, "format_logs", lambda kube, pods, tail, **kw: f"rank 0 {TOKEN}\n")
     monkeypatch.setattr(jobfiles, "save_logs", lambda *a: seen.append(a[:2]) or real(*a))
     path = k8s_logs.save_final_logs(None, records.get("job-a-000001"), [{"metadata": {"name": "p"}}])
-    assert seen == [("job-a-000001", "logs.txt")]
+    assert [(getattr(job, "id", job), name) for job, name in seen] == [("job-a-000001", "logs.txt")]
     text = open(path).read()
     assert text.startswith("rank 0 ") and TOKEN not in text

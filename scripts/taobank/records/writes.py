@@ -382,8 +382,9 @@ def mark_many(marks: Sequence[Marking]) -> list[dict[str, Any]]:
     errs: list[TaoError | None] = [None] * n
     moves: list[tuple[State | None, str, str | None]] = []
     for k, m in enumerate(marks):  # the names (states' own words; a State and a known source are already)
-        if (m.state is None or isinstance(m.state, State)) and m.source in states.SOURCES and not m.err_class:
-            moves.append((m.state, m.source, None))
+        if (m.state is None or m.state in states.STATES) and m.source in states.SOURCES \
+                and (not m.err_class or m.err_class in states.ERR_CLASSES):
+            moves.append((None if m.state is None else State(m.state), m.source, m.err_class or None))
             continue
         try:
             moves.append((None if m.state is None else states.canonical_state(m.state),

@@ -5,10 +5,11 @@ When status first sees a job end, the last lines of each stream are saved beside
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Mapping
 
 from ... import jobfiles
 from ...errors import TaoError
+from ...run import Result
 from . import engine as eng
 from ...records import Record
 
@@ -22,14 +23,14 @@ def save(rec: Record, e: eng.Engine) -> None:
     save_many([(rec, e)])
 
 
-def save_many(ended: list[tuple[Record, eng.Engine]]) -> None:
-    """:func:`save` of several finished jobs (``(record, its engine)``): every log read, then every copy kept."""
-    names = [eng.container_of(rec) for rec, _ in ended]
-    said = [e.run(["logs", "--tail", str(SAVED_TAIL), name], check=False, what=f"{e.name} logs")
-            for (_, e), name in zip(ended, names)]
-    for (rec, _), res, ok in zip(ended, said, [res.ok for res in said]):
-        if ok:
-            jobfiles.save_logs(rec, SAVED, {"stdout": res.stdout, "stderr": res.stderr})
+def save_many(ended: list[tuple[Record, eng.Engine]], read: Mapping[str, Result] | None = None) -> None:
+    """:func:`save` of several finished jobs (``(record, its engine)``): every log read (``read``: the tails of
+    :data:`SAVED_TAIL` lines already read this status, by job id: not read again), then every copy kept at once."""
+    read = read or {}
+    said = [read.get(rec.id) or e.run(["logs", "--tail", str(SAVED_TAIL), eng.container_of(rec)], check=False,
+                                      what=f"{e.name} logs") for rec, e in ended]
+    jobfiles.save_logs_each([(rec, SAVED, {"stdout": res.stdout, "stderr": res.stderr})
+                             for (rec, _), res in zip(ended, said) if res.returncode == 0])
 
 
 def read(rec: Record, tail: int) -> tuple[dict[str, str], str]:

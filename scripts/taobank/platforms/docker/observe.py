@@ -26,6 +26,16 @@ _SIGNALS = {130: "SIGINT", 134: "SIGABRT", 137: "SIGKILL", 139: "SIGSEGV", 143: 
 _UNMATCHED: Any = object()
 
 
+#: Lines of each stream a failure's infrastructure patterns are matched on (the end of the saved tail).
+MATCHED_TAIL = 200
+
+
+def _last(text: str | None, n: int) -> str:
+    """The last ``n`` lines of ``text`` (as ``docker logs --tail n`` gives them)."""
+    lines = (text or "").splitlines(keepends=True)
+    return "".join(lines[-n:])
+
+
 def classify(state: Mapping[str, Any] | None, *, memory: str | None = None, log_tail: str = "",
              infra: str | None = _UNMATCHED) -> Observation:
     """One container's ``.State`` (None: the container is gone) as an Observation. ``infra``: the
@@ -110,10 +120,14 @@ def observe(recs: list[Record], context: dict) -> list[Observation]:
         found = [seen.get(name) for name in containers]
         views = [classify(st, memory=r.backend.get("memory")) for r, st in zip(group, found)]
         failed = [i for i, v in enumerate(views) if v.needs_log]
-        tails = [e.run(["logs", "--tail", "200", containers[i]], check=False, what=f"{e.name} logs") for i in failed]
+        # the tail kept beside the record once the job ends (logs.save_many): read once, matched on its end
+        tails = [e.run(["logs", "--tail", str(logs.SAVED_TAIL), containers[i]], check=False, what=f"{e.name} logs")
+                 for i in failed]
+        context.setdefault("logs", {}).update((group[i].id, t) for i, t in zip(failed, tails))
         from ... import failures  # (imported where a failure is read)
 
-        infra = [failures.infra_log_match(t) for t in [(r.stdout or "") + (r.stderr or "") for r in tails]]
+        infra = [failures.infra_log_match(t) for t in [_last(r.stdout, MATCHED_TAIL) + _last(r.stderr, MATCHED_TAIL)
+                                                       for r in tails]]
         for i, tail, match in zip(failed, tails, infra):
             views[i] = classify(found[i], memory=group[i].backend.get("memory"),
                                 log_tail=(tail.stdout or "") + (tail.stderr or ""), infra=match)
@@ -133,7 +147,7 @@ def ended(recs: list[Record], context: dict) -> dict[str, str]:
     engines: dict[str, eng.Engine] = context.get("engines", {})
     finished: dict[tuple[str, str], tuple[eng.Engine, list[str]]] = {}
     done = [(r, engines[r.id]) for r in recs if r.id in engines]
-    logs.save_many(done)  # once, at the end
+    logs.save_many(done, context.get("logs"))  # once, at the end (the failures' tails read already)
     for (r, e), name in zip(done, [eng.container_of(r) for r, _ in done]):
         finished.setdefault((e.name, e.host or ""), (e, []))[1].append(name)
     for e, names in finished.values():

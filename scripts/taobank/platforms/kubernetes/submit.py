@@ -24,7 +24,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from ... import envfile, fsio, names, pins, records, redact
+from ... import envfile, names, pins, redact
 from ...spec import GENERIC
 from ...contract import UNSET, Batch, Facts, Gate, Launch, Plan, SubmitOptions
 from ...errors import TaoError
@@ -150,7 +150,9 @@ def plan(spec: KubernetesSpec, opts: SubmitOptions, rec: Record | None) -> KubeP
                     nodes=int(spec.nodes or 1), job_id=jid,
                     backend={"namespace": kube.namespace, "context": kube.context or ""},
                     kube=kube, objs=objs, creds=creds, ngc_key=ngc_key, config=config,
-                    pod_folder=results.for_job(jid).pod_folder, require_free=opts.require_free)
+                    pod_folder=results.for_job(jid).pod_folder, require_free=opts.require_free,
+                    # the spec (secret-free: linted) stays with the record: logs reads the volume copy through it
+                    kept={SPEC_FILE: json.dumps(spec.to_dict(), sort_keys=True) + "\n"})
 
 
 def check(plans: list[KubePlan], gate: Gate, batch: Batch) -> None:
@@ -194,7 +196,7 @@ def check(plans: list[KubePlan], gate: Gate, batch: Batch) -> None:
     if not retry:
         for plan in plans:
             plan.objs = render.without_disruption_retry(plan.objs)
-    gate.lines.append(retry_line(retry, p.nodes))
+    gate.lines.append(retry_line(retry, p.nodes, _job(p.objs)["spec"].get("backoffLimit", 0)))
     if batch.sweep:
         gate.lines.append(f"one Indexed Job runs the {len(plans)} trials, at most {batch.max_concurrent} at once, "
                           "with nobody polling")
@@ -229,10 +231,6 @@ def launch(plans: list[KubePlan], recs: list[Record], batch: Batch) -> list[Laun
     deletes what was made."""
     kube = plans[0].kube
     assert kube is not None
-    for p, rec in zip(plans, recs):
-        # the spec (secret-free: linted) stays with the record: logs reads the volume copy through it
-        fsio.write_private(records.artifact_dir(rec) / SPEC_FILE,
-                           json.dumps(p.spec.to_dict(), sort_keys=True) + "\n")
     if batch.sweep:
         return launch_sweep(kube, plans, recs, batch)
     jobs = [_job(p.objs) for p in plans]
@@ -492,8 +490,8 @@ def multinode_version_gate(kube: Kubectl) -> None:
     gates.check_version(found, pins.resolve("kubernetes.min_version_multinode"))
 
 
-def retry_line(retry: bool, nodes: int) -> str:
-    """The gate report's line on what a pod disruption does to this Job."""
+def retry_line(retry: bool, nodes: int, limit: int) -> str:
+    """The gate report's line on what a pod disruption does to this Job (``limit``: its rendered backoffLimit)."""
     if not retry:
         since = pins.resolve("kubernetes.min_version_pod_failure_policy")
         return (f"the server does not keep podFailurePolicy (Kubernetes before {since}, or its JobPodFailurePolicy "
@@ -501,7 +499,6 @@ def retry_line(retry: bool, nodes: int) -> str:
     if nodes > 1:
         return ("a pod disruption (drain, preemption, eviction) fails the multi-node Job at once (a replaced rank "
                 "cannot rejoin the others), as does a non-zero exit")
-    limit = int(pins.resolve("kubernetes.disruption_retries"))
     return f"pod disruptions (drain, preemption, eviction) retried up to {limit} times, a non-zero exit fails at once"
 
 
