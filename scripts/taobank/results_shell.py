@@ -438,6 +438,8 @@ class Progress:
 
     left: dict[str, tuple[ResultFile, int]]
     moved: int = 0
+    #: :attr:`moved` at the last verified block (a cut stream's bytes after it are sent again)
+    kept: int = 0
 
 
 def fetch_files(shell: Shell, folder: str, paths: list[str], into: Path, transfer: Transfer) -> list[ResultFile]:
@@ -449,13 +451,14 @@ def fetch_files(shell: Shell, folder: str, paths: list[str], into: Path, transfe
     resumes = RESUMES
     while progress.left:
         asked = "".join(f"{have} {f.size} {int(f.mtime)} ./{f.path}\n" for f, have in progress.left.values())
-        moved = progress.moved
+        came = progress.moved
         try:
             with shell.stream(SEND_FILES, [folder, str(BLOCK)], stdin=asked, what=f"sending files of {folder}") as out:
                 receive(out, folder, [f for f, _ in progress.left.values()], transfer, progress)
         except StreamCut:
-            if not resumes or progress.moved == moved:  # nothing came through the last try: the link is down
+            if not resumes or progress.moved == came:  # nothing came through the last try: the link is down
                 raise
+            progress.moved = progress.kept  # the cut block's bytes come again
             resumes -= 1
             transfer.note(f"the stream from {folder} ended early with no error; resumed from the last verified block")
             continue
@@ -617,6 +620,7 @@ def receive(out: BinaryIO, folder: str, files: list[ResultFile], transfer: Trans
                 w.flush()
                 transfer.verified(f, pos)
                 remaining[name] = (f, pos)
+                progress.kept = done
         end = out.readline(200)
         if end != f"@@end {size} {mtime}\n".encode():
             if not end.startswith(b"@@end "):

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from taobank import jobfiles, platform, records
 from taobank.platforms.docker import engine as eng, logs as docker_logs
+from taobank.errors import TaoError
 from taobank.states import State
 
 TOKEN = "hf_abcdEFGHijklMNOPqrstUVWXyz012345"
@@ -49,3 +52,20 @@ def test_kubernetes_saves_through_the_same_helper(state_dir, monkeypatch):
     assert [(getattr(job, "id", job), name) for job, name in seen] == [("job-a-000001", "logs.txt")]
     text = open(path).read()
     assert text.startswith("rank 0 ") and TOKEN not in text
+
+
+def test_docker_reads_again_a_tail_whose_first_read_failed_and_a_refused_folder_is_said(fake):
+    """The tail a failure's classification read is kept only when that read worked; a job whose folder is not a
+    plain folder is one line, as saving it alone is (its logs are never dropped unsaid)."""
+    from taobank.run import Result
+
+    rec = records.Record.of(_rec("job-a-000002"))
+    fake.on("docker", lambda c: c.argv[1] == "logs", "epoch 3\n")
+    docker_logs.save_many([(rec, eng.Engine("docker"))], {rec.id: Result([], 1, "", "engine busy")})
+    saved = json.loads((records.artifact_dir(rec) / docker_logs.SAVED).read_text())
+    assert saved["stdout"] == "epoch 3\n"
+    other = records.Record.of(_rec("job-a-000003"))
+    folder = records.state_dir() / f"{other.id}.d"
+    folder.write_text("not a folder")
+    with pytest.raises(TaoError, match="not a plain folder"):
+        docker_logs.save_many([(other, eng.Engine("docker"))])

@@ -27,10 +27,17 @@ def save_many(ended: list[tuple[Record, eng.Engine]], read: Mapping[str, Result]
     """:func:`save` of several finished jobs (``(record, its engine)``): every log read (``read``: the tails of
     :data:`SAVED_TAIL` lines already read this status, by job id: not read again), then every copy kept at once."""
     read = read or {}
-    said = [read.get(rec.id) or e.run(["logs", "--tail", str(SAVED_TAIL), eng.container_of(rec)], check=False,
-                                      what=f"{e.name} logs") for rec, e in ended]
-    jobfiles.save_logs_each([(rec, SAVED, {"stdout": res.stdout, "stderr": res.stderr})
-                             for (rec, _), res in zip(ended, said) if res.returncode == 0])
+    said = []
+    for rec, e in ended:
+        got = read.get(rec.id)
+        if got is None or got.returncode != 0:  # not read yet, or that read failed: read now
+            got = e.run(["logs", "--tail", str(SAVED_TAIL), eng.container_of(rec)], check=False, what=f"{e.name} logs")
+        said.append(got)
+    saved = jobfiles.save_logs_each([(rec, SAVED, {"stdout": res.stdout, "stderr": res.stderr})
+                                     for (rec, _), res in zip(ended, said) if res.returncode == 0])
+    for kept in saved:  # as saving them one by one: those before a refused folder are kept, then it raises
+        if isinstance(kept, TaoError):
+            raise kept
 
 
 def read(rec: Record, tail: int) -> tuple[dict[str, str], str]:

@@ -32,8 +32,10 @@ MATCHED_TAIL = 200
 
 def _last(text: str | None, n: int) -> str:
     """The last ``n`` lines of ``text`` (as ``docker logs --tail n`` gives them)."""
-    lines = (text or "").splitlines(keepends=True)
-    return "".join(lines[-n:])
+    lines = (text or "").split("\n")  # line feeds only: a progress bar's carriage returns stay in their line
+    if lines and lines[-1] == "":
+        lines.pop()
+    return "".join(line + "\n" for line in lines[-n:])
 
 
 def classify(state: Mapping[str, Any] | None, *, memory: str | None = None, log_tail: str = "",
