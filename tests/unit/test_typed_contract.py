@@ -28,7 +28,7 @@ ADAPTER_DIRS = ("platforms/kubernetes", "platforms/slurm", "platforms/docker")
 
 #: (file under scripts/taobank, function): where a spec is still turned into a dict, and why
 SPEC_TO_DICT_ALLOWED = {
-    ("platforms/kubernetes/submit.py", "launch"): "the spec file saved beside the record (a document written out)",
+    ("platforms/kubernetes/submit.py", "plan"): "the spec file kept beside the record (Plan.kept: a document written out)",
     ("platforms/slurm/submit.py", "plan"): "the newline check names the field as the spec file spells it",
 }
 
@@ -37,6 +37,7 @@ DICT_FIELDS_ALLOWED = {
     ("SubmitOptions", "config"): "a staged config file: text, mount path, key, sha256 (4 keys, one shape)",
     ("SubmitOptions", "env"): "SLURM: the settings (os.environ's shape: a map of variables, not loose keys)",
     ("Plan", "backend"): "the record's backend facts known before launch: stored as they are",
+    ("Plan", "kept"): "file name -> text kept beside the record (a map of documents, not loose keys)",
     ("Gate", "backend"): "the record's backend facts the checks found: stored as they are",
     ("Launch", "backend"): "a few backend facts as a map, or the platform's typed Facts (a Kubernetes Job, a SLURM "
                            "sweep trial), written out as the record's backend",
