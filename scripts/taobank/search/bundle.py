@@ -222,18 +222,18 @@ class Staging:
 
         return site.problems(output)
 
+    def site_refusal(self, said: dict[str, str], **place: str) -> str | None:
+        """:func:`.site.refusal`: the one line for what the site check found wrong (None: nothing)."""
+        from . import site
+
+        return site.refusal(said, **place)
+
     @property
     def python_check(self) -> str:
         """What the runner needs of ``python3``, as ``python3 -c`` runs it (an engine that runs the image alone)."""
         from . import site
 
         return site.PYTHON_CHECK
-
-    @property
-    def lock_advice(self) -> str:
-        from . import site
-
-        return site.LOCK_ADVICE
 
     def summary(self) -> dict[str, Any]:
         """What each trial's record keeps of the search, as flat backend values (the table and ``sweep best``

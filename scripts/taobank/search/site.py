@@ -40,6 +40,21 @@ LOCK_ADVICE = ("use a filesystem that honours it (NFS, Lustre, a local disk), or
                "--study-storage-env NAME")
 
 
+def refusal(said: dict[str, str], *, base: str, where: str, python_fix: str, nothing: str) -> str | None:
+    """The one line refusing a search's site for the first of :func:`problems`' findings (a folder it cannot write,
+    a journal lock that does not hold, no usable ``python3``); None when none. Each platform names the place
+    (``where``: "on the results volume", "on login-1"), how to give the trials a ``python3`` (``python_fix``) and
+    what was left undone (``nothing``)."""
+    if "no-write" in said:
+        return f"cannot write in {said['no-write']} {where}: a search keeps its study in the results base ({nothing})"
+    if "no-lock" in said:
+        return (f"the results base {base} {where} cannot hold a search's journal: creating a symbolic link there is "
+                f"not exclusive, and Optuna's journal lock needs it; {LOCK_ADVICE} ({nothing})")
+    if "no-python" in said:
+        return f"{python_fix} ({nothing})"
+    return None
+
+
 def args(base: str, *, database: bool, python: bool) -> list[str]:
     """:data:`SEARCH_SITE`'s arguments: the results base, whether the lock is tested, whether python3 is."""
     return [base, "-" if database else "lock", "python" if python else "-"]

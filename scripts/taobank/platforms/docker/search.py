@@ -102,9 +102,9 @@ def check_lock(probe: str, search: Any) -> None:
     except OSError as exc:
         raise TaoError(f"cannot write in {probe}: a search keeps its study beside the results ({exc.strerror}); "
                        "nothing was done") from None
-    if not exclusive:
-        raise TaoError(f"{probe} cannot hold a search's journal: creating a symbolic link there is not exclusive, and "
-                       f"Optuna's journal lock needs it; {search.lock_advice}; nothing was done")
+    if not exclusive:  # the one wording of every platform (taobank.search.site.refusal)
+        raise TaoError(search.site_refusal({"no-lock": probe}, base=probe, where="on this host", python_fix="",
+                                           nothing="nothing was done"))
 
 
 def wrap_trials(plans: list[DockerPlan], sweep: str, search: Any) -> None:

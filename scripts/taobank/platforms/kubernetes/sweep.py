@@ -158,16 +158,12 @@ def check_search_site(kube: Kubectl, spec: KubernetesSpec, folder: str, search: 
         return (f"warning: search site not checked ({exc}): a trial whose image has no python3 3.10+ with numpy, or "
                 "whose volume's lock fails, ends with one line in its log saying so")
     said = search.site_problems(output)
-    if "no-write" in said:
-        raise TaoError(f"cannot write in {said['no-write']} on the results volume: a search keeps its study there "
-                       "(nothing was created)")
-    if "no-lock" in said:
-        raise TaoError(f"the results volume at {base} cannot hold a search's journal: creating a symbolic link there "
-                       f"is not exclusive, and Optuna's journal lock needs it; {search.lock_advice} (nothing was "
-                       "created)")
-    if "no-python" in said:
-        raise TaoError(f"the image {spec.image} has no python3 of 3.10 or later with numpy, which each search "
-                       "trial's runner needs (TAO's images have them) (nothing was created)")
+    refused = search.site_refusal(
+        said, base=base, where="on the results volume", nothing="nothing was created",
+        python_fix=f"the image {spec.image} has no python3 of 3.10 or later with numpy, which each search trial's "
+                   "runner needs (TAO's images have them)")
+    if refused:
+        raise TaoError(refused)
     if "unchecked" in said:
         return (f"warning: search site not checked: the check pod of image {spec.image} ended (exit {code}) "
                 "before it finished (no /bin/sh in the image?)")

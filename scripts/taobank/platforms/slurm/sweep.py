@@ -75,20 +75,16 @@ def check_search_site(sp: SlurmPlan, gate: Gate, search: Any) -> None:
     script, words = search.site(p.base, python=p.runtime == "none")
     res = conn.script(script, words, what="search site check")
     said = search.site_problems(res.stdout)
-    if "no-write" in said:
-        raise TaoError(f"cannot write in {said['no-write']} on {host}: a search keeps its study in the "
-                       "results base (nothing was submitted)")
-    if "no-lock" in said:
-        raise TaoError(f"the results base {p.base} on {host} cannot hold a search's journal: creating a symbolic link "
-                       f"there is not exclusive, and Optuna's journal lock needs it; {search.lock_advice} (nothing was "
-                       "submitted)")
-    if "unchecked" in said:
+    refused = search.site_refusal(
+        said, base=p.base, where=f"on {host}", nothing="nothing was submitted",
+        python_fix=f"runtime none runs each search trial's runner with the nodes' python3, and {host}'s is missing, "
+                   "older than 3.10 or without numpy: install Python 3.10+ with numpy there, or run the trials in an "
+                   "image that has it")
+    if "unchecked" in said and "no-write" not in said and "no-lock" not in said:  # said before a python3 finding
         raise TaoError(f"the search's site check did not finish on {host} ({res.stdout.strip()[-200:] or 'no output'})"
                        " (nothing was submitted)")
-    if "no-python" in said:
-        raise TaoError(f"runtime none runs each search trial's runner with the nodes' python3, and {host}'s is missing, "
-                       "older than 3.10 or without numpy: install Python 3.10+ with numpy there, or run the trials "
-                       "in an image that has it (nothing was submitted)")
+    if refused:
+        raise TaoError(refused)
     checked = [w for w, on in (("journal lock", not database), ("python3 with numpy", p.runtime == "none")) if on]
     gate.lines.append(f"search site ok on {host} ({', '.join(checked) or 'writable'})")
 
