@@ -1,6 +1,7 @@
 """A Kubernetes job's verdict outlives its Job: the wrapper's exit marker, read back once TTL deleted the Job."""
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import re
 import subprocess
@@ -46,6 +47,16 @@ def test_the_wrapper_leaves_the_exit_code_and_end_time_beside_the_log_copy_and_s
     obs = verdicts.verdict(kept[str(logs)], 1)
     assert (obs.state, obs.err_class, obs.exit_code) == (State.ERROR, "ERR_PROGRAM", 3)
     assert f"exited with code 3 at {ended}" in obs.message and "last log lines: line 42" in obs.message
+
+
+def test_wrappers_sharing_a_host_name_and_dev_shm_each_leave_their_marker(tmp_path):
+    """Two containers with one host name over one /dev/shm (a restart, parallel tests) keep their own fifo."""
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        codes = list(pool.map(lambda i: run_wrapper(tmp_path / str(i), f"echo {i}; exit {i}"), range(8)))
+    assert codes == list(range(8))
+    for i in range(8):
+        logs = tmp_path / str(i) / "job-1" / "logs"
+        assert (logs / "p-0.exit").read_text().split()[0] == str(i) and (logs / "p-0.log").read_text() == f"{i}\n"
 
 
 def test_one_pod_the_last_marker_decides_a_disrupted_pod_was_replaced():

@@ -67,6 +67,7 @@ FETCH_SCRIPT = (
 # writing to the pod log alone, a TERM (eviction, cancel) goes to the command while tee (TERM
 # ignored) keeps draining, and a background child left holding the pipe cannot keep the pod alive:
 # tee gets a short grace after the command ends, then the wrapper exits with the command's code.
+# The fifo carries the shell's pid as well as the host: two wrappers sharing /dev/shm never take each other's.
 # Beside the copy it leaves <pod hostname>.exit ("<code> <UTC end time>", written whole by a rename):
 # the verdict survives the Job's TTL, and status reads it once the Job is gone (taobank.platforms.kubernetes.verdicts).
 LOG_COPY_DIR = "logs"
@@ -100,7 +101,7 @@ MAIN_WRAPPER = (
     'exit "$rc"\n'
 )
 LOG_WRAPPER = (
-    'd="$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID/logs"; h="${HOSTNAME:-pod}"; f="/dev/shm/.tao-log-$h"\n'
+    'd="$TAO_API_RESULTS_DIR/$TAO_API_JOB_ID/logs"; h="${HOSTNAME:-pod}"; f="/dev/shm/.tao-log-$h.$$"\n'
     '{ mkdir -p -- "$d" && true >> "$d/$h.log" && rm -f -- "$f" && mkfifo -- "$f"; } 2>/dev/null || exec "$@"\n'
     '(trap "" TERM INT; exec tee -a -- "$d/$h.log" < "$f") &\n'
     'tpid=$!\n'
