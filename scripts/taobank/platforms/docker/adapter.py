@@ -70,9 +70,17 @@ class Docker(Platform[DockerSpec, DockerPlan]):
         return logs.follow(rec, tail, emit)
 
     def read_status_files(self, rec: Record, *, live: bool) -> dict[str, str]:
-        from . import observe
+        """TAO's status files of the job's local results folder (the same reader script as the other platforms);
+        read here, beside the record's facts, so a sweep's status walks through no more files than it must."""
+        from ... import records
+        from ...progress.remote import read_argv, split_files
+        from ...run import run
 
-        return observe.status_files(rec)
+        folder = eng.DockerFacts.of(rec).folder
+        if not folder or folder == records.NO_RESULTS_DIR:
+            return {}
+        res = run(read_argv(folder), check=False, timeout=30, what="reading status files")
+        return split_files(res.stdout) if res.ok else {}
 
     def read_search_file(self, rec: Record, path: str) -> str:
         from . import search

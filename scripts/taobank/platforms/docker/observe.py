@@ -12,7 +12,7 @@ from typing import Any, Mapping
 from ... import records, states, training
 from ...contract import Observation
 from ...errors import TaoError
-from ...progress.remote import read_argv, read_many_argv, split_files, split_many
+from ...progress.remote import read_many_argv, split_many
 from ...run import run
 from ...states import State
 from . import engine as eng
@@ -99,15 +99,6 @@ def inspect(e: eng.Engine, names: list[str]) -> dict[str, dict]:
         if name and isinstance(row.get("State"), dict):
             out[name] = {**row["State"], "Id": row.get("Id")}
     return out
-
-
-def status_files(rec: Record) -> dict[str, str]:
-    """TAO's status files of the job's local results folder (the same reader script as the other platforms)."""
-    folder = eng.DockerFacts.of(rec).folder
-    if not folder or folder == records.NO_RESULTS_DIR:
-        return {}
-    res = run(read_argv(folder), check=False, timeout=30, what="reading status files")
-    return split_files(res.stdout) if res.ok else {}
 
 
 def observe(recs: list[Record], context: dict) -> list[Observation]:
