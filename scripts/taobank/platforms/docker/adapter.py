@@ -42,9 +42,10 @@ class Docker(Platform[DockerSpec, DockerPlan]):
         return self.views([rec])[0]
 
     def views(self, recs: Sequence[Record]) -> list[JobView]:
-        out = JobView.of_backends(recs, "container_state", [{"reason": r.backend.get("reason")} for r in recs])
-        for view, name in zip(out, [eng.container_of(r) for r in recs]):
-            view.extra.setdefault("container", name)
+        facts = [eng.DockerFacts.of(r) for r in recs]
+        out = JobView.of_backends(recs, "container_state", [{"reason": f.reason} for f in facts])
+        for view, f in zip(out, facts):
+            view.extra.setdefault("container", f.container)
         return out
 
     def observe(self, recs: list[Record], *, context: dict) -> list[Observation]:
@@ -69,9 +70,17 @@ class Docker(Platform[DockerSpec, DockerPlan]):
         return logs.follow(rec, tail, emit)
 
     def read_status_files(self, rec: Record, *, live: bool) -> dict[str, str]:
-        from . import observe
+        """TAO's status files of the job's local results folder (the same reader script as the other platforms);
+        read here, beside the record's facts, so a sweep's status walks through no more files than it must."""
+        from ... import records
+        from ...progress.remote import read_argv, split_files
+        from ...run import run
 
-        return observe.status_files(rec)
+        folder = eng.DockerFacts.of(rec).folder
+        if not folder or folder == records.NO_RESULTS_DIR:
+            return {}
+        res = run(read_argv(folder), check=False, timeout=30, what="reading status files")
+        return split_files(res.stdout) if res.ok else {}
 
     def read_search_file(self, rec: Record, path: str) -> str:
         from . import search
@@ -172,8 +181,8 @@ def _continuing(spec: DockerSpec, job_id: str, engine: str | None) -> tuple[str 
     from .lineage_access import with_folder
 
     rec = records.get(job_id)
-    b = rec.backend
-    folder = b.get("results_dir") or rec.results_dir
+    facts = eng.DockerFacts.of(rec)
+    folder = facts.folder
     if folder and folder != records.NO_RESULTS_DIR:
         mounts = list(spec.mounts or [])
         reaching = with_folder(mounts, rec, folder)
@@ -181,7 +190,7 @@ def _continuing(spec: DockerSpec, job_id: str, engine: str | None) -> tuple[str 
             spec = replace(spec, mounts=reaching)
     if engine and eng.engine_name(engine) != eng.engine_of(rec):  # another engine: this shell's address
         return engine, None, spec
-    return eng.engine_of(rec), b.get("engine_host") or None, spec
+    return eng.engine_of(rec), facts.engine_host or None, spec
 
 
 PLATFORM = Docker()

@@ -29,18 +29,19 @@ def _ended(rec: Record, seen: Observation) -> Stop:
 
 def cancel(rec: Record) -> Stop:
     e = eng.Engine.of(rec)
-    name = eng.container_of(rec)
+    facts = eng.DockerFacts.of(rec)
+    name = facts.container
     before = observe.inspect(e, [name]).get(name)
     if before is None:
         return Stop(rec.id, "gone", GONE)
-    seen = observe.classify(before, memory=rec.backend.get("memory"))
+    seen = observe.classify(before, memory=facts.memory)
     if seen.state in (State.COMPLETE, State.ERROR):  # it ended before the cancel: say how
         return _ended(rec, seen)
     if str(before.get("Status") or "").lower() == "created":  # never started (a held sweep trial): remove it
         e.run(["rm", "--force", name], what=f"{e.name} rm")
         return Stop(rec.id, "stopped", "canceled before it started: its container was removed",
                     backend={"container_state": "removed"})
-    grace = int(rec.backend.get("stop_grace_seconds") or eng.default("stop_grace_seconds"))
+    grace = _grace(facts)
     e.run(["stop", "--time", str(grace), name], check=False, timeout=grace + 60, what=f"{e.name} stop")
     after = observe.inspect(e, [name]).get(name) or {}
     how = f"stopped (SIGTERM, then SIGKILL after {grace}s)"
@@ -86,7 +87,8 @@ def cancel_many(recs: list[Record]) -> list[Stop]:
 
 
 def _cancel_group(e: eng.Engine, group: list[Record]) -> list[Stop]:
-    names = {r.id: eng.container_of(r) for r in group}
+    facts = {r.id: eng.DockerFacts.of(r) for r in group}
+    names = {r.id: facts[r.id].container for r in group}
     seen = observe.inspect(e, list(names.values()))
     out: list[Stop] = []
     running: list[Record] = []
@@ -96,7 +98,7 @@ def _cancel_group(e: eng.Engine, group: list[Record]) -> list[Stop]:
         if st is None:
             out.append(Stop(rec.id, "gone", GONE))
             continue
-        v = observe.classify(st, memory=rec.backend.get("memory"))
+        v = observe.classify(st, memory=facts[rec.id].memory)
         if v.state in (State.COMPLETE, State.ERROR):  # it ended before the cancel: say how
             out.append(_ended(rec, v))
         elif str(st.get("Status") or "").lower() == "created":
@@ -112,8 +114,7 @@ def _cancel_group(e: eng.Engine, group: list[Record]) -> list[Stop]:
             out.append(Stop(rec.id, "stopped", "canceled before it started (a held sweep trial): its container "
                             "was removed", backend={"container_state": "removed"}))
     if running:
-        grace = max(int(r.backend.get("stop_grace_seconds") or eng.default("stop_grace_seconds"))
-                    for r in running)
+        grace = max(_grace(facts[r.id]) for r in running)
         e.run(["stop", "--time", str(grace), *(names[r.id] for r in running)], check=False,
               timeout=grace + 120, what=f"{e.name} stop")
         after = observe.inspect(e, [names[r.id] for r in running])
@@ -129,3 +130,8 @@ def _cancel_group(e: eng.Engine, group: list[Record]) -> list[Stop]:
                             backend={"container_state": "exited",
                                      **({"exit_code": code} if isinstance(code, int) else {})}))
     return out
+
+
+def _grace(facts: eng.DockerFacts) -> int:
+    """Seconds between SIGTERM and SIGKILL: the job's own, else the pinned default."""
+    return int(eng.default("stop_grace_seconds")) if facts.stop_grace_seconds is None else facts.stop_grace_seconds

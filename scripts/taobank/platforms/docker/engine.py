@@ -1,9 +1,11 @@
 """The one way the adapter calls the engine's CLI (docker or podman): argv lists through taobank.run,
-the record's engine and host, and the engine's refusals turned into one line a user can act on; and the
-platform's names, labels and pinned defaults (one place: every module of the adapter calls the engine)."""
+the record's engine and host, and the engine's refusals turned into one line a user can act on; the
+platform's names, labels and pinned defaults (one place: every module of the adapter calls the engine); and a
+record's backend read back typed (:class:`DockerFacts`), the adapter's one reader of what submit recorded."""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from ... import pins, run as runner
@@ -42,14 +44,61 @@ def engine_name(value: str | None = None) -> str:
     return name
 
 
+@dataclass(frozen=True)
+class DockerFacts:
+    """A Docker record's backend read back typed (:meth:`of`), with the defaults the adapter always read it with:
+    None (or "") for what the record does not hold, since a record an older bank wrote may lack a key."""
+
+    #: the engine the job runs under (None: docker; :func:`engine_of` checks it)
+    engine: str | None = None
+    #: the engine's address recorded at submit (None: the CLI's default socket)
+    engine_host: str | None = None
+    #: the container's name: the recorded one, else the job id itself (unique on the host, a DNS label)
+    container: str = ""
+    #: the job's own results folder: the recorded one, else the record's results_dir
+    folder: str = ""
+    #: the memory limit the job asked for (``--memory``), named when the kernel kills it for it
+    memory: str | None = None
+    #: the engine's last reason, as status recorded it
+    reason: str | None = None
+    #: seconds between SIGTERM and SIGKILL at cancel (None: the pinned default)
+    stop_grace_seconds: int | None = None
+    #: a sweep trial created but not started yet (it holds no GPU)
+    held: bool = False
+    #: the GPUs the job was given, comma-separated
+    gpu_indices: str = ""
+    #: a search's folder (settings, journal), shared by a sweep's trials
+    search_dir: str = ""
+
+    @classmethod
+    def of(cls, rec: Record) -> "DockerFacts":
+        """The record's facts. A value of another type reads as text (falsy stays falsy, None stays None), a
+        number that is none as None: the tolerance every read had."""
+        b = rec.backend or {}
+
+        def text(key: str) -> str | None:
+            value = b.get(key)
+            return value if value is None or isinstance(value, str) else str(value) if value else ""
+
+        grace = b.get("stop_grace_seconds")
+        try:
+            seconds = int(grace) if grace else None
+        except (TypeError, ValueError, OverflowError):
+            seconds = None
+        return cls(engine=text("engine"), engine_host=text("engine_host"), container=text("container") or rec.id,
+                   folder=text("results_dir") or rec.results_dir, memory=text("memory"), reason=text("reason"),
+                   stop_grace_seconds=seconds, held=bool(b.get("held")), gpu_indices=text("gpu_indices") or "",
+                   search_dir=text("search_dir") or "")
+
+
 def engine_of(rec: Record) -> str:
     """The engine a record's job runs under (recorded at submit)."""
-    return engine_name(rec.backend.get("engine") or "docker")
+    return engine_name(DockerFacts.of(rec).engine or "docker")
 
 
 def container_of(rec: Record) -> str:
     """The container's name: the job id itself (unique on the host, a DNS label)."""
-    return rec.backend.get("container") or rec.id
+    return DockerFacts.of(rec).container
 
 
 def container_results_dir(pinned: Mapping[str, Any] | None = None) -> str:
@@ -79,8 +128,8 @@ class Engine:
     @classmethod
     def of(cls, rec: Record) -> "Engine":
         """The engine (and address) the record's job was started on."""
-        b = rec.backend
-        return cls(engine_of(rec), b.get("engine_host") or None)
+        facts = DockerFacts.of(rec)
+        return cls(engine_name(facts.engine or "docker"), facts.engine_host or None)
 
     @classmethod
     def grouped(cls, recs: list[Record]) -> list[tuple["Engine", list[Record]]]:

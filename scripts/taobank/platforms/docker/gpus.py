@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from ... import pins
 from ...errors import TaoError
 from ...run import last_line, run
+from . import engine as eng
 
 QUERY = ["nvidia-smi", "--query-gpu=index,uuid,name,driver_version,compute_cap,memory.total",
          "--format=csv,noheader,nounits"]
@@ -87,9 +88,9 @@ def in_use(host: str | None, besides: str | None = None) -> dict[str, str]:
 
     out: dict[str, str] = {}
     for rec in records.find(platform="docker", active=True):
-        b = rec.backend
-        if rec.id != besides and not b.get("held") and (b.get("engine_host") or None) == (host or None):
-            for index in str(b.get("gpu_indices") or "").split(","):
+        f = eng.DockerFacts.of(rec)
+        if rec.id != besides and not f.held and (f.engine_host or None) == (host or None):
+            for index in f.gpu_indices.split(","):
                 if index:
                     out.setdefault(index, rec.id)
     return out

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 from ... import records, states, training
 from ...contract import Observation
 from ...errors import TaoError
-from ...progress.remote import read_argv, read_many_argv, split_files, split_many
+from ...progress.remote import read_many_argv, split_many
 from ...run import run
 from ...states import State
 from . import engine as eng
@@ -101,15 +101,6 @@ def inspect(e: eng.Engine, names: list[str]) -> dict[str, dict]:
     return out
 
 
-def status_files(rec: Record) -> dict[str, str]:
-    """TAO's status files of the job's local results folder (the same reader script as the other platforms)."""
-    folder = rec.backend.get("results_dir") or rec.results_dir
-    if not folder or folder == records.NO_RESULTS_DIR:
-        return {}
-    res = run(read_argv(folder), check=False, timeout=30, what="reading status files")
-    return split_files(res.stdout) if res.ok else {}
-
-
 def observe(recs: list[Record], context: dict) -> list[Observation]:
     """What the engines say of ``recs``, one inspect per engine address, in one pass per step for all of them:
     classified, the log tail of each failure read (one ``logs`` per failed container) and matched, then the
@@ -117,10 +108,11 @@ def observe(recs: list[Record], context: dict) -> list[Observation]:
     kept in ``context`` for :func:`ended`."""
     out = []
     for e, group in eng.Engine.grouped([r for r in recs if r.state not in states.TERMINAL and r.backend_ref]):
-        containers = [eng.container_of(r) for r in group]
+        facts = [eng.DockerFacts.of(r) for r in group]
+        containers = [f.container for f in facts]
         seen = inspect(e, containers)
         found = [seen.get(name) for name in containers]
-        views = [classify(st, memory=r.backend.get("memory")) for r, st in zip(group, found)]
+        views = [classify(st, memory=f.memory) for f, st in zip(facts, found)]
         failed = [i for i, v in enumerate(views) if v.needs_log]
         # the tail kept beside the record once the job ends (logs.save_many): read once, matched on its end
         tails = [e.run(["logs", "--tail", str(logs.SAVED_TAIL), containers[i]], check=False, what=f"{e.name} logs")
@@ -131,14 +123,14 @@ def observe(recs: list[Record], context: dict) -> list[Observation]:
         infra = [failures.infra_log_match(t) for t in [_last(r.stdout, MATCHED_TAIL) + _last(r.stderr, MATCHED_TAIL)
                                                        for r in tails]]
         for i, tail, match in zip(failed, tails, infra):
-            views[i] = classify(found[i], memory=group[i].backend.get("memory"),
+            views[i] = classify(found[i], memory=facts[i].memory,
                                 log_tail=(tail.stdout or "") + (tail.stderr or ""), infra=match)
         ended = [v.state in (State.COMPLETE, State.ERROR) for v in views]
         for r, v, st, done in zip(group, views, found, ended):
             said(r, v, _times(st) if done else {}, files=None)
             if done and st is not None:
                 context.setdefault("engines", {})[r.id] = e
-        with_progress(group, views)
+        with_progress(group, views, facts)
         out += views
     return out
 
@@ -180,20 +172,22 @@ def said(rec: Record, v: Observation, extra: Mapping[str, Any] | None = None, *,
     return v
 
 
-def with_progress(recs: list[Record], views: list[Observation]) -> None:
-    """The progress and TAO's last word of each job that ran (``views``: their observations, in order): every
-    local results folder's status files read in ONE command, then each picked and parsed."""
-    ran = [(r, v) for r, v in zip(recs, views) if v.state in (State.RUNNING, State.COMPLETE, State.ERROR)]
+def with_progress(recs: list[Record], views: list[Observation], facts: list[eng.DockerFacts] | None = None) -> None:
+    """The progress and TAO's last word of each job that ran (``views``: their observations, in order; ``facts``:
+    their records' facts, when read already): every local results folder's status files read in ONE command, then
+    each picked and parsed."""
+    facts = facts if facts is not None else [eng.DockerFacts.of(r) for r in recs]
+    ran = [(r, v, f) for r, v, f in zip(recs, views, facts) if v.state in (State.RUNNING, State.COMPLETE, State.ERROR)]
     if not ran:
         return
-    folders = [r.backend.get("results_dir") or r.results_dir for r, _ in ran]
+    folders = [f.folder for _, _, f in ran]
     kept = [i for i, f in enumerate(folders) if f and f != records.NO_RESULTS_DIR]
     files: list[dict[str, str]] = [{} for _ in ran]
     if kept:
         res = run(read_many_argv([folders[i] for i in kept]), check=False, timeout=30, what="reading status files")
         for i, got in zip(kept, split_many(res.stdout, len(kept)) if res.ok else []):
             files[i] = got
-    for (_, v), (seen, end) in zip(ran, training.progress_and_end_many(files, [r.action for r, _ in ran])):
+    for (_, v, _), (seen, end) in zip(ran, training.progress_and_end_many(files, [r.action for r, _, _ in ran])):
         v.tao_end = end
         if seen:
             v.view.progress = seen

@@ -16,6 +16,7 @@ from ...paths import abs_path
 from ...fsio import CHUNK
 from ...run import Result, pipe, run
 from ...records import Record
+from . import engine as eng
 
 
 class _Local:
@@ -29,7 +30,7 @@ class _Local:
 
 
 def location(rec: Record) -> ResultsLocation:
-    folder = abs_path(rec.backend.get("results_dir") or rec.results_dir, "the record's results_dir")
+    folder = abs_path(eng.DockerFacts.of(rec).folder, "the record's results_dir")
     if posixpath.basename(folder) != rec.id:  # every Docker job writes <base>/<id>: anything else is damage
         raise TaoError(f"job {rec.id}: its record names {folder} as its results folder, which is not named "
                        "after the job: refused (restore the record, or read the folder yourself)")

@@ -144,7 +144,7 @@ def read_search_file(rec: Record, path: str) -> str:
     """A file of the search's folder on this host ("" before it exists); only in the folder the record names."""
     from ... import fsio
 
-    folder = str(rec.backend.get("search_dir") or "")
+    folder = eng.DockerFacts.of(rec).search_dir
     if not folder or os.path.dirname(path) != folder.rstrip("/"):
         raise TaoError(f"job {rec.id} is not a trial of a search (its record names no search folder)")
     return fsio.read_text(path, "the study journal", max_bytes=64 * 1024 * 1024, missing_ok=True) or ""

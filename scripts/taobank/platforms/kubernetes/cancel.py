@@ -14,7 +14,7 @@ from ...errors import TaoError
 from . import JOB_LABEL, credentials, logs
 from . import status as smap
 from . import sweep as sweepmod
-from .kubectl import Kubectl, cluster_json
+from .kubectl import KubeFacts, Kubectl, cluster_json
 from .objects import INDEX_LABEL, delete_options, find_jobs, index_of, sweep_of
 from ...records import Record
 
@@ -25,9 +25,9 @@ def stop(recs: list[Record]) -> list[Stop]:
     trials: dict[tuple, list[Record]] = {}
     rest = []
     for rec in recs:
-        b = rec.backend
-        if index_of(rec) is not None and rec.backend_ref and b.get("uid") and b.get("name"):
-            trials.setdefault((b.get("namespace"), b.get("context"), b["uid"]), []).append(rec)
+        f = KubeFacts.of(rec)
+        if f.index is not None and rec.backend_ref and f.uid and f.name:
+            trials.setdefault((f.namespace, f.context, f.uid), []).append(rec)
         else:
             rest.append(rec)
     out = [cancel(rest[0])] if len(rest) == 1 else cancel_many(rest) if rest else []
@@ -46,11 +46,11 @@ def cancel_trials(group: list[Record]) -> list[Stop]:
     of their pods (exit 143: FailIndex), the other trials untouched. The running pods' output stays in their
     results folders (``logs/``); the Job keeps the rest until its TTL."""
     kube = Kubectl.for_record(group[0])
-    b = group[0].backend
-    name, uid, sweep = b["name"], b["uid"], sweep_of(group[0])
+    f = KubeFacts.of(group[0])
+    name, uid, sweep = f.name or "", f.uid or "", sweep_of(group[0])  # (stop groups trials holding both)
     mine = {r.id for r in group}
     others = [r for r in records.find(platform=group[0].platform) if r.sweep == sweep
-              and r.id not in mine and r.state in states.ACTIVE and r.backend.get("uid") == uid]
+              and r.id not in mine and r.state in states.ACTIVE and KubeFacts.of(r).uid == uid]
     if not others:
         res = kube.run("delete", "--raw", f"/apis/batch/v1/namespaces/{kube.namespace}/jobs/{name}", "-f", "-",
                        stdin=json.dumps(delete_options(uid)), check=False, what="kubectl delete job (the sweep)")
@@ -110,8 +110,8 @@ def cancel(rec: Record) -> Stop:
     """Delete the recorded Job (only if its UID matches), its Secrets/Service/ConfigMap."""
     job_id = rec.id
     kube = Kubectl.for_record(rec)  # checks every backend value before it reaches kubectl
-    b = rec.backend
-    name, uid = b.get("name"), b.get("uid")
+    f = KubeFacts.of(rec)
+    name, uid = f.name, f.uid
     if not rec.backend_ref or not uid or not name:
         # an interrupted submit may have created its Secret and even its Job before binding the record:
         # find them by the job-id label (the id is random, so the label is ours)
@@ -172,9 +172,9 @@ def cancel_many(recs: list[Record]) -> list[Stop]:
     groups: dict[tuple, list[Record]] = {}
     out: list[Stop] = []
     alone = []
+    facts = {rec.id: KubeFacts.of(rec) for rec in recs}
     for rec in recs:
-        b = rec.backend
-        if rec.state in states.TERMINAL or not rec.backend_ref or not b.get("uid"):
+        if rec.state in states.TERMINAL or not rec.backend_ref or not facts[rec.id].uid:
             alone.append(rec)
             continue
         try:
@@ -199,15 +199,16 @@ def cancel_many(recs: list[Record]) -> list[Stop]:
             labelled.setdefault((meta.get("labels") or {}).get(JOB_LABEL), set()).add(meta.get("uid"))
         going, pods_of = [], {}
         for rec in group:
-            job = by_uid.get(rec.backend["uid"])
-            if labelled.get(rec.id, set()) - {rec.backend["uid"]}:
+            f = facts[rec.id]
+            job = by_uid.get(f.uid)
+            if labelled.get(rec.id, set()) - {f.uid}:
                 # a Job of another UID carries its label: the delete by label would take it too, so this one
                 # goes through cancel() (a delete of its own UID only, a server-side precondition)
                 alone.append(rec)
                 continue
             if job is None:  # gone
                 out.append(Stop(rec.id, "gone", "the Job was already gone", view=Shown(deleted=False),
-                                said=f"Job {rec.backend.get('name')} already deleted"))
+                                said=f"Job {f.name} already deleted"))
                 continue
             mine = smap.pods_of(job, pods)
             obs = smap.observe(job, mine)
@@ -238,7 +239,7 @@ def cancel_many(recs: list[Record]) -> list[Stop]:
             note = f"; their Secrets/Services/ConfigMaps were not deleted now ({exc}): the garbage collector removes them"
         for rec in going:  # the Jobs are going: the records say so, whatever the cleanup above did
             out.append(Stop(rec.id, "stopped", "canceled by the agent (Job deleted, foreground)", view=Shown(deleted=True),
-                            said=f"Job {namespace}/{rec.backend.get('name')} deleted{note}"))
+                            said=f"Job {namespace}/{facts[rec.id].name} deleted{note}"))
     for rec in alone:
         try:
             out.append(cancel(rec))

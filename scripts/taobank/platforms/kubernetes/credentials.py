@@ -10,14 +10,13 @@ from __future__ import annotations
 from ...states import State
 from ...errors import TaoError
 from . import OWNER_UID_LABEL
-from .kubectl import Kubectl
+from .kubectl import KubeFacts, Kubectl
 from ...records import Record
 
 
 def credential_secrets(rec: Record) -> list[str]:
     """The names of the credential Secrets submit made for the record's Job (``backend.owned``)."""
-    owned = str(rec.backend.get("owned") or "")
-    return [item.split("/", 1)[1] for item in owned.split(",") if item.startswith("secret/")]
+    return [item.split("/", 1)[1] for item in KubeFacts.of(rec).owned.split(",") if item.startswith("secret/")]
 
 
 def delete_credentials(kube: Kubectl, uids: list[str]) -> list[str]:
@@ -40,7 +39,7 @@ def kept_note(exc: Exception) -> str:
 def remove_credentials(rec: Record) -> str | None:
     """``cancel`` of a job that already finished: delete its credential Secrets (status does it when it sees
     the end; this covers a job nobody polled). The note for the cancel line, or None (nothing held)."""
-    uid = rec.backend.get("uid")
+    uid = KubeFacts.of(rec).uid
     if rec.state == State.CANCELED or not uid or not credential_secrets(rec):
         return None  # a canceled Job was deleted: the garbage collector took its Secrets with it
     return credentials_note(Kubectl.for_record(rec), uid)

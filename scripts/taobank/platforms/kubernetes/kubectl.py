@@ -5,7 +5,8 @@ or from a record's ``backend`` (so status/cancel talk to the cluster the job
 was submitted to). Both are checked here, by the rule a record's values are
 checked with (:mod:`taobank.names`): what submit accepts, status and cancel
 read back, and neither can reach kubectl as an option. All calls go through
-:func:`taobank.run.run`; Secret material only ever travels on stdin.
+:func:`taobank.run.run`; Secret material only ever travels on stdin. A record's backend is read back here
+too, typed (:class:`KubeFacts`): the adapter's one reader of what submit recorded.
 
 Everything the cluster says enters the bank here, cleaned for a terminal before anyone reads it: kubectl's
 stderr (an admission webhook's words, "Error from server ...") and every string of its JSON answers
@@ -29,6 +30,55 @@ CONTEXT_ENV = "TAO_K8S_CONTEXT"
 #: The kind of every Kubernetes backend value of a record that reaches a kubectl command line.
 BACKEND_KINDS = {"namespace": "namespace", "name": "dns1123", "uid": "uid", "context": "context", "nodes": "number",
                  "index": "number"}
+#: The record's backend fact saying its gone Job's folder was read and held no marker (UTC time of the look):
+#: a finished pod wrote its marker before its Job could be deleted, so later statuses do not look again.
+LOOKED = "exit_marker_none"
+
+
+@dataclasses.dataclass(frozen=True)
+class KubeFacts:
+    """A Kubernetes record's backend read back typed (:meth:`of`), with the defaults the adapter always read it
+    with: None (or "") for what the record does not hold, since a record an older bank wrote may lack a key.
+    Never an error here: what reaches kubectl is checked by :meth:`Kubectl.for_record` (:mod:`taobank.names`)."""
+
+    namespace: str | None = None
+    #: the kubeconfig context (None or "": the current one)
+    context: str | None = None
+    #: the Job's name (None: ``render.job_name_for`` of the record's id)
+    name: str | None = None
+    uid: str | None = None
+    #: what the Job owns, ``kind/name`` comma-separated (its credential Secrets among them)
+    owned: str = ""
+    #: pods that run at once (None: not recorded)
+    nodes: int | None = None
+    #: a sweep's trial: its completion index in the sweep's Indexed Job (None: a Job of its own)
+    index: int | None = None
+    #: a search's folder (settings, journal), shared by a sweep's trials
+    search_dir: str = ""
+    #: the Kueue ClusterQueue behind the job's queue, as the gate found it
+    cluster_queue: str | None = None
+    #: when a gone Job's results folder was read and held no exit marker (:data:`LOOKED`)
+    looked: str | None = None
+
+    @classmethod
+    def of(cls, rec: Record) -> "KubeFacts":
+        """The record's facts. A value of another type reads as text (falsy stays falsy, None stays None), a
+        number that is none as None: the tolerance every read had."""
+        b = rec.backend or {}
+
+        def text(key: str) -> str | None:
+            value = b.get(key)
+            return value if value is None or isinstance(value, str) else str(value) if value else ""
+
+        nodes, index = b.get("nodes"), b.get("index")
+        try:
+            count = int(nodes) if nodes else None
+        except (TypeError, ValueError, OverflowError):
+            count = None
+        return cls(namespace=text("namespace"), context=text("context"), name=text("name"), uid=text("uid"),
+                   owned=text("owned") or "", nodes=count,
+                   index=index if isinstance(index, int) and not isinstance(index, bool) and index >= 0 else None,
+                   search_dir=text("search_dir") or "", cluster_queue=text("cluster_queue"), looked=text(LOOKED))
 
 
 def checked_namespace(value: str, source: str) -> str:
@@ -60,13 +110,14 @@ class Kubectl:
 
     @classmethod
     def for_record(cls, rec: Record) -> "Kubectl":
-        b = names.checked(rec, BACKEND_KINDS)
-        ns = b.get("namespace")
+        names.checked(rec, BACKEND_KINDS)  # every value that reaches kubectl, checked first (one line on a bad one)
+        facts = KubeFacts.of(rec)
+        ns = facts.namespace
         if not ns and rec.backend_ref and "/" in rec.backend_ref:
             ref_ns = {"namespace": rec.backend_ref.split("/", 1)[0]}
             ns = names.checked(dataclasses.replace(rec, backend=ref_ns), {"namespace": "namespace"})["namespace"]
         # the cluster the job went to, not whatever the environment says today
-        return cls(ns, b.get("context", "") or "") if ns else cls()
+        return cls(ns, facts.context or "") if ns else cls()
 
     def argv(self, *args: str) -> list[str]:
         out = ["kubectl"]

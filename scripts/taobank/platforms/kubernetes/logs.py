@@ -9,9 +9,9 @@ from ...errors import TaoError
 from . import render
 from .render import FINAL_STATUS_PREFIX
 from . import status as smap
-from .kubectl import Kubectl
+from .kubectl import KubeFacts, Kubectl
 from . import JOB_LABEL, SPEC_FILE
-from .objects import INDEX_LABEL, index_of, pod_selector
+from .objects import INDEX_LABEL, pod_selector
 from ...records import Record
 
 
@@ -76,7 +76,7 @@ def format_logs(kube: Kubectl, pods: list[dict], tail: int, *, as_written: bool 
 
 def _live_pods(kube: Kubectl, rec: Record) -> list[dict]:
     """The job's pods (only those owned by the recorded Job UID)."""
-    uid = rec.backend.get("uid")
+    uid = KubeFacts.of(rec).uid
     return [p for p in kube.items("pods", "-l", pod_selector(rec), what="kubectl get pods")
             if not uid or any(o.get("uid") == uid for o in p["metadata"].get("ownerReferences") or [])]
 
@@ -138,7 +138,8 @@ def follow_logs(rec: Record, *, emit: Callable[[str, str], None], tail: int | No
         text, _ = read_logs(rec, tail=tail)  # nothing more will come: what the job wrote, without the final lines
         emit("pods", text)
         return 0
-    nodes = len(pods) if index_of(rec) is not None else int(rec.backend.get("nodes") or len(pods))
+    facts = KubeFacts.of(rec)
+    nodes = len(pods) if facts.index is not None or facts.nodes is None else facts.nodes
     return kube.stream("logs", "-l", pod_selector(rec), "--follow", "--prefix", "--all-containers=true",
                        f"--tail={tail}", f"--max-log-requests={max(2 * nodes + 2, 5)}",
                        on_text=lambda text: emit("pods", text))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ... import names
 from ...errors import TaoError
 from . import JOB_LABEL
-from .kubectl import Kubectl
+from .kubectl import KubeFacts, Kubectl
 from ...records import Record
 
 #: The completion index label the Job controller puts on an Indexed Job's pods (Kubernetes >= 1.28).
@@ -24,8 +24,7 @@ def delete_options(uid: str, propagation: str = "Foreground") -> dict:
 
 def index_of(rec: Record) -> int | None:
     """The completion index of a trial run by a sweep's Indexed Job (None: a Job of its own)."""
-    value = rec.backend.get("index")
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    return KubeFacts.of(rec).index
 
 
 def pod_selector(rec: Record) -> str:

@@ -16,7 +16,7 @@ from ...errors import TaoError
 from ... import jobfiles, training
 from . import JOB_LABEL, credentials, gates, logs, verdicts
 from . import status as smap
-from .kubectl import Kubectl
+from .kubectl import KubeFacts, Kubectl
 from .objects import index_of, sweep_of
 from ...records import Record
 
@@ -26,12 +26,12 @@ def _label(rec: Record) -> str:
     return sweep_of(rec) if index_of(rec) is not None else rec.id
 
 
-def _observe_record(kube: Kubectl, rec: Record, entry: dict | None) -> tuple[Observation, list[dict], dict | None]:
-    b = rec.backend
+def _observe_record(kube: Kubectl, rec: Record, f: KubeFacts,
+                    entry: dict | None) -> tuple[Observation, list[dict], dict | None]:
     entry = entry or {"jobs": [], "pods": []}
-    job = smap.pick_job(entry["jobs"], b.get("uid"), b.get("name"))
+    job = smap.pick_job(entry["jobs"], f.uid, f.name)
     pods = smap.pods_of(job, entry["pods"])
-    index = index_of(rec)
+    index = f.index
     if index is not None:  # a sweep's trial: its own completion index of the sweep's Job
         pods = [p for p in pods if smap.pod_rank(p) == index]
 
@@ -49,10 +49,12 @@ def observe(recs: list[Record], context: dict) -> list[Observation]:
     """What the cluster says of ``recs``, with one list call per (context, namespace); the pods of each job
     are kept in ``context`` for :func:`ended`."""
     groups: dict[tuple, list[Record]] = {}
+    facts: dict[str, KubeFacts] = {}
     out = []
     for rec in recs:
         try:
             kube = Kubectl.for_record(rec)
+            facts[rec.id] = KubeFacts.of(rec)
             _label(rec)
         except TaoError as exc:  # a damaged record is reported, never allowed to hide the others
             if len(recs) == 1:
@@ -78,25 +80,26 @@ def observe(recs: list[Record], context: dict) -> list[Observation]:
         held = {j["metadata"]["uid"] for e in by_id.values() for j in e["jobs"]
                 if gates.queue_of(j) and (j.get("spec") or {}).get("suspend")}
         wls = gates.workloads(kube, list(held)) if held else {}
-        gone = [r for r in group if r.backend_ref and _gone(r, by_id.get(_label(r)))]
+        gone = [r for r in group if r.backend_ref and _gone(facts[r.id], by_id.get(_label(r)))]
         kept = verdicts.read_gone(kube, gone) if gone else {}
         for rec in group:
             if not rec.backend_ref:
                 out.append(_unasked(rec, "NotLaunched",
                                     "not launched (no backend_ref): run submit --job-id " + rec.id))
                 continue
-            obs, pods, job = _observe_record(kube, rec, by_id.get(_label(rec)))
+            f = facts[rec.id]
+            obs, pods, job = _observe_record(kube, rec, f, by_id.get(_label(rec)))
             uid = ((job or {}).get("metadata") or {}).get("uid")
             if job is not None and uid in held and obs.state == State.PENDING:  # why Kueue has not admitted it
-                obs.reason, obs.message = gates.explain(job, wls.get(str(uid)), (rec.backend or {}).get("cluster_queue"))
+                obs.reason, obs.message = gates.explain(job, wls.get(str(uid)), f.cluster_queue)
             if rec.id in kept:  # the Job is gone: its verdict is the exit marker its pod left on the volume
                 obs, text = kept[rec.id]
                 if text:
                     context.setdefault("volume_logs", {})[rec.id] = text
             context.setdefault("pods", {})[rec.id] = (kube, pods)
-            if index_of(rec) is not None and job is not None and (smap.condition(job, "Complete") or
-                                                                  smap.condition(job, "Failed")):
-                context.setdefault("sweeps_ended", set()).add(rec.backend.get("uid"))
+            if f.index is not None and job is not None and (smap.condition(job, "Complete") or
+                                                            smap.condition(job, "Failed")):
+                context.setdefault("sweeps_ended", set()).add(f.uid)
             obs.job_id = rec.id
             obs.view = Shown(observed=obs.state, reason=obs.reason, pods=obs.pods, exit_code=obs.exit_code,
                              pod_attempts=obs.pod_attempts)
@@ -127,10 +130,9 @@ def _last_words(kube: Kubectl, completing: list[tuple[Record, Observation, list[
     context.setdefault("final_logs", {}).update(texts)
 
 
-def _gone(rec: Record, entry: dict | None) -> bool:
-    """The record's Job is not in the answer (deleted by its TTL, or by hand)."""
-    b = rec.backend
-    return smap.pick_job((entry or {}).get("jobs") or [], b.get("uid"), b.get("name")) is None
+def _gone(f: KubeFacts, entry: dict | None) -> bool:
+    """The record's Job (``f``: its facts) is not in the answer (deleted by its TTL, or by hand)."""
+    return smap.pick_job((entry or {}).get("jobs") or [], f.uid, f.name) is None
 
 
 def _unasked(rec: Record, reason: str, message: str) -> Observation:
@@ -148,30 +150,31 @@ def ended(recs: list[Record], context: dict) -> dict[str, str]:
     per job. The Job itself stays until its TTL for status and logs. A failed delete only adds a note (the
     garbage collector removes the Secrets with the Job)."""
     seen = context.get("pods", {})
-    groups: dict[tuple, tuple[Kubectl, list[Record]]] = {}
+    groups: dict[tuple, tuple[Kubectl, list[tuple[Record, str]]]] = {}
     trials: dict[tuple, tuple[Kubectl, dict[str, list[dict]]]] = {}
     for rec in recs:
         kube, pods = seen.get(rec.id, (None, []))
         if kube is None:
             continue
+        f = KubeFacts.of(rec)
         if rec.id in context.get("final_logs", {}):  # read as it was seen complete (TAO's last word)
             jobfiles.save_logs(rec, "logs.txt", context["final_logs"][rec.id])
-        elif pods and index_of(rec) is not None:  # a sweep's trials that ended now: one logs call for them all
+        elif pods and f.index is not None:  # a sweep's trials that ended now: one logs call for them all
             trials.setdefault((kube.context, kube.namespace, sweep_of(rec)), (kube, {}))[1][rec.id] = pods
         elif pods:
             logs.save_final_logs(kube, rec, pods)
         elif rec.id in context.get("volume_logs", {}):  # the Job was gone: the copy read with its exit marker
             jobfiles.save_logs(rec, "logs.txt", context["volume_logs"][rec.id])
-        if index_of(rec) is not None and rec.backend.get("uid") not in context.get("sweeps_ended", set()):
+        if f.index is not None and f.uid not in context.get("sweeps_ended", set()):
             continue  # a sweep's Secrets serve every trial: deleted once its Job has ended (else with the Job)
-        if credentials.credential_secrets(rec) and rec.backend.get("uid"):
-            groups.setdefault((kube.context, kube.namespace), (kube, []))[1].append(rec)
+        if credentials.credential_secrets(rec) and f.uid:
+            groups.setdefault((kube.context, kube.namespace), (kube, []))[1].append((rec, f.uid))
     for (_, _, sweep), (kube, pods_of) in trials.items():
         logs.save_final_logs_many(kube, logs.trials_selector(sweep, pods_of), pods_of)
     notes: dict[str, str] = {}
     for kube, group in groups.values():
         try:
-            credentials.delete_credentials(kube, [rec.backend["uid"] for rec in group])
+            credentials.delete_credentials(kube, [uid for _, uid in group])
         except TaoError as exc:
-            notes.update({rec.id: credentials.kept_note(exc) for rec in group})
+            notes.update({rec.id: credentials.kept_note(exc) for rec, _ in group})
     return notes

@@ -6,7 +6,7 @@ from ...errors import TaoError
 from ...progress import read_argv, split_files
 from ...run import last_line
 from . import render
-from .kubectl import Kubectl
+from .kubectl import KubeFacts, Kubectl
 from .logs import saved_spec
 from ...records import Record
 
@@ -21,7 +21,7 @@ def read(rec: Record, *, live: bool) -> dict[str, str]:
     if not folder:
         raise TaoError(f"job {rec.id} keeps no results (--no-results): there is no status file to read")
     kube = Kubectl.for_record(rec)
-    name = rec.backend.get("name") or render.job_name_for(rec.id)
+    name = KubeFacts.of(rec).name or render.job_name_for(rec.id)
     res = kube.run("exec", f"job/{name}", "-c", "main", "--", *read_argv(folder), check=False,
                    what="kubectl exec (read status.json)")
     if res.ok:

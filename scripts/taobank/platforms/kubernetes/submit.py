@@ -33,7 +33,7 @@ from ...jobspec import given
 from ...run import Result, last_line
 from . import JOB_LABEL, OWNER_UID_LABEL, SPEC_FILE, SWEEP_LABEL, gates, render
 from .objects import delete_options, find_jobs
-from .kubectl import Kubectl, cluster_json, json_objects
+from .kubectl import KubeFacts, Kubectl, cluster_json, json_objects
 from ...records import Record
 
 @dataclass
@@ -72,7 +72,7 @@ class JobFacts(Facts):
 def target(opts: SubmitOptions, rec: Record | None) -> Kubectl:
     """Where to submit: the record's own namespace/context when finishing one (an explicit other one is
     refused, so its Job is found there, never created twice), else the flags or the environment."""
-    if rec is not None and rec.backend.get("namespace"):
+    if rec is not None and KubeFacts.of(rec).namespace:
         mine = Kubectl.for_record(rec)
         if (opts.namespace or opts.context) and (Kubectl(opts.namespace, opts.context).namespace, opts.context or None) \
                 != (mine.namespace, mine.context or None):

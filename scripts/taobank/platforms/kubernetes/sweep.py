@@ -24,7 +24,7 @@ from ...errors import TaoError
 from ...progress import READ_STATUS_SH, split_files
 from ...run import last_line
 from . import render
-from .kubectl import Kubectl
+from .kubectl import KubeFacts, Kubectl
 from .logs import final_status, saved_spec
 from ...records import Record
 from . import SWEEP_LABEL
@@ -210,11 +210,12 @@ def read_search_file(rec: Record, path: str) -> str:
     Job, or, once none runs, a helper pod on its volume (:mod:`taobank.platforms.kubernetes.volume_job`)."""
     from . import volume_job
 
-    folder = str(rec.backend.get("search_dir") or "")
+    facts = KubeFacts.of(rec)
+    folder = facts.search_dir
     if not folder.startswith("/") or posixpath.dirname(path) != folder.rstrip("/") or "\n" in path:
         raise TaoError(f"job {rec.id} is not a trial of a search (its record names no search folder)")
     kube = Kubectl.for_record(rec)
-    name = rec.backend.get("name") or render.job_name_for(rec.id)
+    name = facts.name or render.job_name_for(rec.id)
     res = kube.run("exec", f"job/{name}", "-c", "main", "--", "sh", "-c", READ_SEARCH_FILE, "tao", path, check=False,
                    what="kubectl exec (read the study's journal)")
     if res.ok:
@@ -236,7 +237,7 @@ def release(recs: list[Record]) -> None:
     groups: dict[tuple, list[str]] = {}
     for rec in recs:
         kube = Kubectl.for_record(rec)
-        name = (rec.backend or {}).get("name") or render.job_name_for(rec.id)
+        name = KubeFacts.of(rec).name or render.job_name_for(rec.id)
         groups.setdefault((kube.namespace, kube.context), []).append(name)
     for (namespace, context), names in groups.items():
         Kubectl(namespace, context).run("patch", "job", *names, "--type", "merge", "-p", '{"spec":{"suspend":false}}',
@@ -273,7 +274,7 @@ def read_status_many(recs: list[Record]) -> dict[str, dict[str, str]]:
             return ended
         raise TaoError("no trial is running: its pod would read the others' status files")
     kube = Kubectl.for_record(first)
-    name = first.backend.get("name") or render.job_name_for(first.id)
+    name = KubeFacts.of(first).name or render.job_name_for(first.id)
     res = kube.run("exec", f"job/{name}", "-c", "main", "--", "sh", "-c", READ_MANY_SH, "tao", *folders.values(),
                    check=False, what="kubectl exec (read the trials' status.json)")
     if not res.ok:

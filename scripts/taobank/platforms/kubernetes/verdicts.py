@@ -20,7 +20,7 @@ from ...run import last_line
 from ...states import State
 from . import render
 from . import status as smap
-from .kubectl import Kubectl
+from .kubectl import LOOKED, KubeFacts, Kubectl
 from .logs import saved_spec
 from ...records import Record
 
@@ -40,9 +40,6 @@ exit 0
 '''
 #: How many lines of each log copy status keeps (saved beside the record, the last few in the message).
 TAIL_LINES = 200
-#: The record's backend fact saying its gone Job's folder was read and held no marker (UTC time of the look):
-#: a finished pod wrote its marker before its Job could be deleted, so later statuses do not look again.
-LOOKED = "exit_marker_none"
 
 
 @dataclass(frozen=True)
@@ -164,8 +161,9 @@ def read_gone(kube: Kubectl, recs: list[Record]) -> dict[str, tuple[Observation,
     saying why."""
     out: dict[str, tuple[Observation, str]] = {}
     groups: dict[str, tuple[dict, list[tuple[Record, str]]]] = {}
+    facts = {rec.id: KubeFacts.of(rec) for rec in recs}
     for rec in recs:
-        looked = rec.backend.get(LOOKED)
+        looked = facts[rec.id].looked
         if looked:
             out[rec.id] = (verdict(None, 1, f"and left no exit marker (its results folder was read at {looked})"), "")
             continue
@@ -191,8 +189,8 @@ def read_gone(kube: Kubectl, recs: list[Record]) -> dict[str, tuple[Observation,
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         for rec, folder in members:
             kept = found.get(folder) or Kept(folder, [], {})
-            nodes = int(rec.backend.get("nodes") or 1)
-            obs = verdict(kept, nodes)
+            nodes = facts[rec.id].nodes
+            obs = verdict(kept, 1 if nodes is None else nodes)
             if not kept.markers:  # read, and nothing there: remembered, so no later status starts a helper for it
                 obs.backend[LOOKED] = now
             out[rec.id] = (obs, kept.log_text() if kept.logs else "")
