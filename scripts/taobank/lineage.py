@@ -93,7 +93,16 @@ def _fetched(spec: dict, rec: Record, folder: str, paths: dict[str, str],
     if not _remote(folder):
         return spec, paths
     rel = {k: v[len(folder.rstrip("/")) + 1:] for k, v in paths.items()}
-    return get(rec.platform).lineage_fetch(spec, rec, folder, rel, replaces)
+    adapter = get(rec.platform)
+    typed, where = adapter.lineage_fetch(_typed(adapter, spec), rec, folder, rel, replaces)
+    return typed.to_dict(), where
+
+
+def _typed(adapter: Any, spec: dict) -> Any:
+    """``spec`` as the platform's typed spec for a hook that changes it (``to_dict()`` gives the mapping back): by
+    its schema's keys, an unknown key refused, no value judged (a placeholder may still stand in one; the one
+    schema check is the submit's)."""
+    return adapter.spec_type.from_dict(spec)
 
 
 def _argv(spec: dict) -> list[str]:
@@ -140,23 +149,24 @@ def _submit(rec_platform: str, spec: dict, options: dict, *, dry_run: bool = Fal
     kept: dict[str, Any] = {k: tuple(v) if k == "secret_env" else v for k, v in options.items()
                             if k in jobfiles.KEPT_OPTIONS}
     opts = SubmitOptions(**kept, **lineage)
+    adapter = get(rec_platform)
     if not dry_run:
-        return get(rec_platform).submit(spec, opts)
+        return adapter.submit(spec, opts)
     if not check:  # the spec check still runs (it contacts nothing): a preview refuses what the submit would
         from .contract import Gate
 
         gate = Gate()
-        pipeline.check_specs(get(rec_platform), [spec], opts, gate)
-        text = get(rec_platform).preview(spec, opts)
+        pipeline.check_specs(adapter, [spec], opts, gate)
+        text = adapter.preview(adapter.typed_spec(spec), opts)
         line = "\n".join([pipeline.UNCHECKED, *gate.notes()])
     else:
-        done = pipeline.dry_run(get(rec_platform), [spec], opts)
+        done = pipeline.dry_run(adapter, [spec], opts)
         try:
-            text = get(rec_platform).preview(spec, opts)
+            text = adapter.preview(adapter.typed_spec(spec), opts)
         except TaoError:
             if not done.pending:
                 raise
-            text, done.left_out = get(rec_platform).preview(done.specs[0], done.opts), True
+            text, done.left_out = adapter.preview(adapter.typed_spec(done.specs[0]), done.opts), True
         line = "\n".join([done.first_line(), *done.gate.notes()])
     if note is not None:
         note(line)
@@ -214,9 +224,11 @@ def continue_job(platform: str | None, job_id: str, *, checkpoint: str | None = 
     spec = _with_search_values(rec, spec)
     spec, options = _without_study_secret(rec, spec, options)
     if queue is not None:
-        spec = get(rec.platform).with_queue(spec, queue)
+        adapter = get(rec.platform)
+        spec = adapter.with_queue(_typed(adapter, spec), queue).to_dict()
     if time_minutes is not None:  # before any cluster call: a platform without a limit refuses here
-        spec = get(rec.platform).with_time_limit(spec, time_minutes)
+        adapter = get(rec.platform)
+        spec = adapter.with_time_limit(_typed(adapter, spec), time_minutes).to_dict()
     for key in ("namespace", "context"):  # where the job ran, unless the submit named it (Kubernetes)
         if not options.get(key) and rec.backend.get(key):
             options[key] = rec.backend[key]
@@ -306,7 +318,11 @@ def with_parent(platform: str, spec: dict, parent_id: str, *, allow_incomplete: 
         table["{parent.checkpoint}"] = posixpath.join(loc.folder, latest.path)
     table = {k: _plain(v, parent_id) for k, v in table.items()}
     child = _substitute(dict(spec), {**table, "{parent.checkpoint}": table.get("{parent.checkpoint}", "")})
-    return child if _remote(loc.folder) else get(parent.platform).lineage_access(child, parent, loc.folder)
+    if _remote(loc.folder):
+        return child
+    adapter = get(parent.platform)
+    reached: dict = adapter.lineage_access(_typed(adapter, child), parent, loc.folder).to_dict()
+    return reached
 
 
 def submit_with_parent(platform: str, spec: dict, opts: SubmitOptions, *, allow_incomplete: bool = False,

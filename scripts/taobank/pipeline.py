@@ -225,7 +225,10 @@ def check_specs(adapter: Platform[Any, Any], specs: Sequence[Mapping[str, Any]],
     from . import specgate  # only for a TAO command: a plain command never loads the check
 
     reader = getattr(adapter, "spec_text", None)  # a Platform has one (None: nothing readable here)
-    problems, notes = specgate.check(specs, lambda spec, path: reader(spec, path, opts) if reader else None)
+    # the hook reads the typed spec; typed as a spec file read back is (JobSpec.of: the schema's keys, nothing
+    # refused), so the one schema check stays where the submit makes it (typed_specs, after this check)
+    problems, notes = specgate.check(
+        specs, lambda spec, path: reader(adapter.spec_type.of(spec), path, opts) if reader else None)
     if problems:
         raise specgate.SpecRefused(problems)
     gate.lines += [f"warning: {note}" for note in notes]

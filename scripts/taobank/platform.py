@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Generic, Mapping, Protocol, Sequence, TypeVar
 
@@ -297,13 +297,13 @@ class Platform(ABC, Generic[SpecT, PlanT]):
         on Docker its exited container (a call per job, so not on every cancel of a finished sweep)."""
         return self.clean_finished(rec, {})
 
-    def lineage_access(self, spec: dict[str, Any], parent: Record, folder: str) -> dict[str, Any]:
+    def lineage_access(self, spec: SpecT, parent: Record, folder: str) -> SpecT:
         """``spec`` of a child job (``submit --parent``) able to read the parent's results ``folder`` (as the
         parent saw it). Default: unchanged (the folder is on storage every job of the platform sees)."""
         return spec
 
-    def lineage_fetch(self, spec: dict[str, Any], job: Record, folder: str, files: dict[str, str],
-                      replaces: Sequence[str] = ()) -> tuple[dict[str, Any], dict[str, str]]:
+    def lineage_fetch(self, spec: SpecT, job: Record, folder: str, files: dict[str, str],
+                      replaces: Sequence[str] = ()) -> tuple[SpecT, dict[str, str]]:
         """``job``'s results are in object storage (``folder`` is an ``s3://`` prefix, no job can mount it):
         ``spec`` of a new job that downloads ``files`` (name -> path inside ``folder``) before it runs, and
         where each lands as that job sees it; an earlier download to a path in ``replaces`` (the checkpoint
@@ -311,7 +311,7 @@ class Platform(ABC, Generic[SpecT, PlanT]):
         raise TaoError(f"job {job.id} keeps its results in {folder}, and {self.name} jobs cannot download them: "
                        "fetch the checkpoint (tao_jobs.py fetch) and put it where the job can read it")
 
-    def spec_text(self, spec: Mapping[str, Any], path: str, opts: SubmitOptions) -> str | None:
+    def spec_text(self, spec: SpecT, path: str, opts: SubmitOptions) -> str | None:
         """The text of the TAO spec file the job's command names as ``path`` (``-e path``), read where this
         machine can read it, for the core's spec check (:mod:`taobank.specgate`); None when it cannot (a path
         inside the container). Default: None."""
@@ -319,11 +319,13 @@ class Platform(ABC, Generic[SpecT, PlanT]):
 
     # -------------------------------------------------------------- submit: the core owns the order
 
-    def submit(self, spec: dict[str, Any], opts: SubmitOptions) -> JobView:
-        """One job: the core's one submit order (:func:`taobank.pipeline.submit`) over a batch of one."""
+    def submit(self, mapping: dict[str, Any], opts: SubmitOptions) -> JobView:
+        """One job: the core's one submit order (:func:`taobank.pipeline.submit`) over a batch of one. ``mapping``:
+        the spec as given (flags, a file, a saved spec), typed by that order after its spec check (the one edge
+        where a mapping enters: :meth:`typed_specs`)."""
         from . import pipeline
 
-        done = pipeline.submit(self, [spec], opts)
+        done = pipeline.submit(self, [mapping], opts)
         view: JobView = done.views[0]
         view.extra["gate"] = done.gate.text()
         view.extra["gate_notes"] = done.gate.notes()
@@ -334,15 +336,16 @@ class Platform(ABC, Generic[SpecT, PlanT]):
     #: its submit flags as data (its ``flags`` module: :mod:`taobank.jobspec`), which the command line reads
     flags: Declarations
 
-    def typed_spec(self, spec: Mapping[str, Any]) -> SpecT:
+    def typed_spec(self, mapping: Mapping[str, Any]) -> SpecT:
         """A spec as stored or given (a file, flags, a sweep trial) checked and typed: the edge where it enters
-        the contract (:func:`taobank.pipeline.submit`). Default: the schema's check, then the type."""
-        return self.spec_type.parse(spec, "job spec")
+        the contract (:func:`taobank.pipeline.submit`, a preview). Default: the schema's check, then the type.
+        Every other hook takes and returns the typed spec; ``to_dict()`` gives the mapping back."""
+        return self.spec_type.parse(mapping, "job spec")
 
-    def typed_specs(self, specs: Sequence[Mapping[str, Any]]) -> list[SpecT]:
+    def typed_specs(self, mappings: Sequence[Mapping[str, Any]]) -> list[SpecT]:
         """:meth:`typed_spec` of each spec of one launch (a sweep's trials), in order, refused at the first spec
         it refuses. Default: one by one; an adapter may check them all in one pass."""
-        return [self.typed_spec(spec) for spec in specs]
+        return [self.typed_spec(mapping) for mapping in mappings]
 
     @abstractmethod
     def plan(self, spec: SpecT, opts: SubmitOptions, rec: Record | None) -> PlanT:
@@ -376,19 +379,18 @@ class Platform(ABC, Generic[SpecT, PlanT]):
         at most ``batch.max_concurrent`` running at once; one Launch each. On failure remove what was made,
         then raise. Never writes a record: facts to keep before it ends go to ``batch.checkpoint``."""
 
-    def with_secret(self, spec: dict[str, Any], opts: SubmitOptions, name: str) -> tuple[dict[str, Any], SubmitOptions]:
+    def with_secret(self, spec: SpecT, opts: SubmitOptions, name: str) -> tuple[SpecT, SubmitOptions]:
         """``spec`` and ``opts`` with one more secret the job's processes get by ``name`` (as ``--secret-env
         name`` would give it): the spec's ``secrets`` list here (SLURM, Docker); Kubernetes keeps secrets in
         ``opts.secret_env``."""
-        names = list(spec.get("secrets") or [])
-        return {**spec, "secrets": list(dict.fromkeys(names + [name]))}, opts
+        return replace(spec, secrets=list(dict.fromkeys([*(spec.secrets or []), name]))), opts
 
-    def with_time_limit(self, spec: dict[str, Any], minutes: float) -> dict[str, Any]:
+    def with_time_limit(self, spec: SpecT, minutes: float) -> SpecT:
         """``spec`` with its run-time limit set to ``minutes`` (``continue --time-*``: more time for a job that
         ran out of it). Default: refused, the platform has no limit to set."""
         raise TaoError(f"{self.name} jobs have no time limit: continue without --time-hours/--time-minutes")
 
-    def with_queue(self, spec: dict[str, Any], queue: str) -> dict[str, Any]:
+    def with_queue(self, spec: SpecT, queue: str) -> SpecT:
         """``spec`` sent to the scheduler's queue ``queue`` (``continue --queue``). Default: refused, the platform
         has no queues the bank names."""
         raise UsageError(f"--queue is not an option of {self.name} jobs (Kubernetes' Kueue queues are)")
@@ -401,10 +403,10 @@ class Platform(ABC, Generic[SpecT, PlanT]):
         return view
 
     @abstractmethod
-    def preview(self, spec: dict[str, Any], opts: SubmitOptions) -> str:
+    def preview(self, spec: SpecT, opts: SubmitOptions) -> str:
         """What submit would send (manifest or script text), contacting nothing."""
 
-    def preview_sweep(self, specs: list[dict[str, Any]], opts: SubmitOptions, ids: list[str], batch: Batch) -> SweepPreview:
+    def preview_sweep(self, specs: list[SpecT], opts: SubmitOptions, ids: list[str], batch: Batch) -> SweepPreview:
         """What a sweep's submit would send for the trials ``specs`` (ids ``ids``, ``batch.sweep`` the sweep's),
         rendered by the functions its launch uses, contacting nothing; refused as that submit would be. The
         trial table is the core's (:func:`taobank.sweeps.preview`)."""

@@ -85,7 +85,10 @@ def with_study_secret(adapter: Any, spec: dict, opts: SubmitOptions, search: Any
     """A database study's URL reaches every trial as a secret, by the NAME its variable has
     (``--study-storage-env``), on the platform's own secret channel (:meth:`taobank.platform.Platform.with_secret`)."""
     name = getattr(getattr(search, "settings", None), "storage_env", "") if search is not None else ""
-    return adapter.with_secret(spec, opts, name) if name else (spec, opts)
+    if not name:
+        return spec, opts
+    typed, opts = adapter.with_secret(adapter.spec_type.from_dict(spec), opts, name)  # by its keys; judged at submit
+    return typed.to_dict(), opts
 
 
 def _prepared(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dict[str, str]],
@@ -232,19 +235,19 @@ def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[di
     if not check:  # (pipeline.dry_run checks the specs itself)
         gate = Gate()
         pipeline.check_specs(adapter, specs, opts, gate)
-        shown = adapter.preview_sweep(specs, opts, ids, batch)
+        shown = adapter.preview_sweep(adapter.typed_specs(specs), opts, ids, batch)
         table = [{"trial": i, "id": jid, "overrides": dict(t), "results_dir": folder}
                  for i, (jid, t, folder) in enumerate(zip(ids, trials, shown.results_dirs))]
         return Preview(PREVIEW_SWEEP, k, table, shown.shared, shown.trials, pipeline.UNCHECKED,
                        searched=search is not None, notes=gate.notes())
     done = pipeline.dry_run(adapter, specs, opts, trials=trials, max_concurrent=max_concurrent, search=search)
     try:
-        shown = adapter.preview_sweep(specs, opts, ids, batch)
+        shown = adapter.preview_sweep(adapter.typed_specs(specs), opts, ids, batch)
     except TaoError:
         if not done.pending:
             raise
         done.left_out = True  # a platform that needs the credentials' values to render them
-        shown = adapter.preview_sweep(done.specs, done.opts, ids, batch)
+        shown = adapter.preview_sweep(adapter.typed_specs(done.specs), done.opts, ids, batch)
     table = [{"trial": i, "id": jid, "overrides": dict(t), "results_dir": folder}
              for i, (jid, t, folder) in enumerate(zip(ids, trials, shown.results_dirs))]
     return Preview(PREVIEW_SWEEP, k, table, shown.shared, shown.trials, done.first_line(),

@@ -57,6 +57,6 @@ def test_the_default_lineage_fetch_refuses_a_parent_in_object_storage_in_one_lin
     their jobs."""
     jid = _record("s3://bucket/runs/" + JOB)
     with pytest.raises(TaoError) as exc:
-        platform.get(name).lineage_fetch({}, records.get(jid), "s3://bucket/runs/" + JOB, {"model.pth": "model.pth"})
+        platform.get(name).lineage_fetch(platform.get(name).spec_type(), records.get(jid), "s3://bucket/runs/" + JOB, {"model.pth": "model.pth"})
     assert f"job {jid} keeps its results in s3://bucket/runs/{JOB}" in str(exc.value)
     assert "\n" not in str(exc.value)

@@ -10,8 +10,14 @@ from taobank import records
 from taobank.errors import TaoError
 from taobank.platforms.kubernetes import logs
 from taobank.platforms.kubernetes.lineage_access import reachable
+from taobank.platforms.kubernetes.spec import KubernetesSpec
 
 A = {"pvc": "team-a", "mount_path": "/results"}
+
+
+def k8s(spec: dict) -> KubernetesSpec:
+    """The typed spec the hooks take (as the core types a spec for them)."""
+    return KubernetesSpec.from_dict(spec)
 
 
 def _job(job_id: str) -> records.Record:
@@ -37,28 +43,28 @@ def parent_with(mount: dict) -> tuple[records.Record, str]:
 def test_another_volume_at_the_parents_path_is_refused(state_dir, child):
     parent, folder = parent_with(A)
     with pytest.raises(TaoError, match="but the parent's results folder .* is on PVC team-a") as exc:
-        reachable({"mounts": [child]}, parent, folder)
+        reachable(k8s({"mounts": [child]}), parent, folder)
     assert "\n" not in str(exc.value) and "nothing was submitted" in str(exc.value)
 
 
 def test_nfs_exports_and_sub_paths_are_compared_as_places(state_dir):
     parent, folder = parent_with({"nfs": {"server": "nas", "path": "/export/a"}, "mount_path": "/results"})
     with pytest.raises(TaoError, match="NFS nas:/export/a"):
-        reachable({"mounts": [{"nfs": {"server": "nas", "path": "/export/b"}, "mount_path": "/results"}]},
+        reachable(k8s({"mounts": [{"nfs": {"server": "nas", "path": "/export/b"}, "mount_path": "/results"}]}),
                   parent, folder)
-    same = {"mounts": [{"nfs": {"server": "nas", "path": "/export/a/"}, "mount_path": "/results"}]}
+    same = k8s({"mounts": [{"nfs": {"server": "nas", "path": "/export/a/"}, "mount_path": "/results"}]})
     assert reachable(same, parent, folder) == same
     parent, folder = parent_with({"pvc": "ws", "mount_path": "/results", "sub_path": "runs"})
-    deeper = {"mounts": [{"pvc": "ws", "mount_path": "/results", "sub_path": "runs/"}]}
+    deeper = k8s({"mounts": [{"pvc": "ws", "mount_path": "/results", "sub_path": "runs/"}]})
     assert reachable(deeper, parent, folder) == deeper
 
 
 def test_the_same_volume_is_used_as_mounted_and_an_uncovered_folder_gets_the_parents_mount_read_only(state_dir):
     parent, folder = parent_with(A)
-    same = {"mounts": [{"pvc": "team-a", "mount_path": "/results"}]}
+    same = k8s({"mounts": [{"pvc": "team-a", "mount_path": "/results"}]})
     assert reachable(same, parent, folder) == same
-    out = reachable({"mounts": [{"pvc": "data", "mount_path": "/data"}]}, parent, folder)
-    assert out["mounts"][-1] == {**A, "read_only": True}
+    out = reachable(k8s({"mounts": [{"pvc": "data", "mount_path": "/data"}]}), parent, folder)
+    assert out.mounts is not None and out.mounts[-1] == {**A, "read_only": True}
 
 
 # ------------------------------------------------------------------ a parent whose results are in S3 (tier C)
@@ -70,21 +76,21 @@ def test_a_tier_c_job_downloads_the_files_it_uses_into_its_staging_folder(state_
     from taobank.platforms.kubernetes.lineage_access import fetched
 
     mine = {"uri": "s3://b/data/cfg.yaml", "path": "/tao-staging/cfg.yaml"}
-    spec, where = fetched({**TIER_C, "s3_inputs": [mine]}, _job("dino-train-1"), "s3://b/runs/dino-train-1",
+    spec, where = fetched(k8s({**TIER_C, "s3_inputs": [mine]}), _job("dino-train-1"), "s3://b/runs/dino-train-1",
                           {"ckpt": "train/model_epoch_002.pth"})
     assert where == {"ckpt": "/tao-staging/from-dino-train-1/train/model_epoch_002.pth"}
-    assert spec["s3_inputs"] == [mine, {"uri": "s3://b/runs/dino-train-1/train/model_epoch_002.pth",
-                                        "path": where["ckpt"]}]
+    assert spec.s3_inputs == [mine, {"uri": "s3://b/runs/dino-train-1/train/model_epoch_002.pth",
+                                     "path": where["ckpt"]}]
     objs = render.render_manifests(spec, job_id="dino-evaluate-2", namespace="ns", cred_secret="c")
     fetch = render.find(objs, "Job")["spec"]["template"]["spec"]["initContainers"][0]
-    assert fetch["command"][-2:] == [spec["s3_inputs"][1]["uri"], where["ckpt"]]  # the init container fetches it
+    assert fetch["command"][-2:] == [spec.s3_inputs[1]["uri"], where["ckpt"]]  # the init container fetches it
 
 
 def test_a_tier_a_job_cannot_read_an_s3_parent(state_dir):
     from taobank.platforms.kubernetes.lineage_access import fetched
 
     with pytest.raises(TaoError, match="only as a tier C job") as exc:
-        fetched({"image": "img", "args": ["eval"]}, _job("dino-train-1"), "s3://b/runs/dino-train-1", {"c": "m.pth"})
+        fetched(k8s({"image": "img", "args": ["eval"]}), _job("dino-train-1"), "s3://b/runs/dino-train-1", {"c": "m.pth"})
     assert "\n" not in str(exc.value) and "nothing was submitted" in str(exc.value)
 
 
@@ -93,7 +99,7 @@ def test_a_continued_jobs_old_checkpoint_download_is_dropped(state_dir):
 
     old = {"uri": "s3://b/runs/dino-train-1/model_epoch_002.pth", "path": "/tao-staging/from-dino-train-1/model_epoch_002.pth"}
     keep = {"uri": "s3://b/data/cfg.yaml", "path": "/tao-staging/cfg.yaml"}
-    spec, where = fetched({**TIER_C, "s3_inputs": [old, keep]}, _job("dino-train-2"), "s3://b/runs/dino-train-2",
+    spec, where = fetched(k8s({**TIER_C, "s3_inputs": [old, keep]}), _job("dino-train-2"), "s3://b/runs/dino-train-2",
                           {"checkpoint": "model_epoch_004.pth"}, [old["path"]])
-    assert spec["s3_inputs"] == [keep, {"uri": "s3://b/runs/dino-train-2/model_epoch_004.pth",
-                                        "path": where["checkpoint"]}]
+    assert spec.s3_inputs == [keep, {"uri": "s3://b/runs/dino-train-2/model_epoch_004.pth",
+                                     "path": where["checkpoint"]}]

@@ -3,6 +3,7 @@ refusals (one line, nothing created), what the new record names; and the one che
 from __future__ import annotations
 
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,14 +14,18 @@ from taobank import checkpoints, jobfiles, lineage, records
 from taobank.contract import ResultFile, ResultsListing, ResultsLocation
 from taobank.errors import TaoError
 from taobank.platform import JobView
+from taobank.platforms.kubernetes.spec import KubernetesSpec
+from taobank.platforms.slurm.spec import SlurmSpec
 
 KEY = "train.resume_training_checkpoint_path"
 
 
 class Stand:
-    """A platform that lists a fixed folder and records what it was asked to submit."""
+    """A platform that lists a fixed folder and records what it was asked to submit; its hooks take the typed spec
+    (of the platform it stands in for)."""
 
     name = "slurm"
+    spec_type: type = SlurmSpec
 
     def __init__(self, files: list[str], exists: bool = True) -> None:
         self.files = [ResultFile(p, 1, float(i)) for i, p in enumerate(files)]
@@ -34,7 +39,10 @@ class Stand:
         return ResultsListing(loc.folder, self.files if self.exists else [], exists=self.exists)
 
     def lineage_access(self, spec, parent, folder):
-        return {**spec, "reached": folder}
+        return replace(spec, inputs=[*(spec.inputs or []), folder])  # the folder reached: named in the spec
+
+    def typed_spec(self, mapping):
+        return self.spec_type.from_dict(mapping)
 
     def submit(self, spec, opts):
         self.submitted.append((spec, opts))
@@ -43,7 +51,7 @@ class Stand:
         return JobView.from_record(rec)
 
     def preview(self, spec, opts):
-        return f"preview {spec['command']}"
+        return f"preview {spec.command}"
 
 
 @pytest.fixture()
@@ -52,8 +60,8 @@ def stand(state_dir, monkeypatch):
                   "other/model_epoch_099.pth"])
     real = lineage.get
 
-    def get(name):  # the stand, answering --queue as the named platform does
-        made.with_queue = real(name).with_queue
+    def get(name):  # the stand, answering --queue as the named platform does (with its typed spec)
+        made.with_queue, made.spec_type = real(name).with_queue, real(name).spec_type
         return made
 
     monkeypatch.setattr(lineage, "get", get)
@@ -146,7 +154,7 @@ def test_parent_placeholders_are_filled_and_the_folder_reached(stand):
     child = lineage.with_parent("slurm", {"command": ["eval", "-e", "s.yaml", "evaluate.checkpoint={parent.checkpoint}"],
                                           "env": {"IN": "{parent.results_dir}/x"}}, parent["id"])
     assert child["command"][-1] == f"evaluate.checkpoint={folder}/model_epoch_010.pth"
-    assert child["env"]["IN"] == f"{folder}/x" and child["reached"] == folder
+    assert child["env"]["IN"] == f"{folder}/x" and child["inputs"] == [folder]
 
 
 @pytest.mark.parametrize("case,needle", [("missing", "no such job record"), ("k8s", "is a kubernetes job"),
@@ -283,14 +291,21 @@ def test_parent_checkpoint_best_by_a_kpi(stand):
 
 # ------------------------------------------------------------------ results in object storage
 class RemoteStand(Stand):
-    """Results under an s3:// prefix: the platform downloads what a new job uses (``lineage_fetch``)."""
+    """Results under an s3:// prefix: the platform downloads what a new job uses (``lineage_fetch``: what it was
+    asked to fetch and to drop is kept in ``fetches``)."""
+
+    spec_type = KubernetesSpec  # a spec with args, as a Kubernetes tier C job's
+
+    def __init__(self, files: list[str]) -> None:
+        super().__init__(files)
+        self.fetches: list[tuple[dict, list]] = []
 
     def lineage_access(self, spec, parent, folder):
         raise AssertionError("an S3 folder is never mounted")
 
     def lineage_fetch(self, spec, job, folder, files, replaces=()):
-        return ({**spec, "fetch": {k: f"{folder}/{v}" for k, v in files.items()}, "dropped": list(replaces)},
-                {k: f"/stage/from-{job.id}/{v}" for k, v in files.items()})
+        self.fetches.append(({k: f"{folder}/{v}" for k, v in files.items()}, list(replaces)))
+        return spec, {k: f"/stage/from-{job.id}/{v}" for k, v in files.items()}
 
 
 @pytest.fixture()
@@ -322,8 +337,8 @@ def test_continue_from_s3_downloads_the_checkpoint_and_resumes_from_the_copy(rem
     view = lineage.continue_job(None, old["id"], checkpoint=f"{folder}/{chosen}" if named == "URI" else named)
     spec, _ = remote.submitted[-1]
     local = f"/stage/from-{old['id']}/{chosen}"
-    assert spec["args"][-1] == f"{KEY}={local}" and spec["fetch"] == {"checkpoint": f"{folder}/{chosen}"}
-    assert view.extra["continues_from"] == local and spec["dropped"] == []
+    assert spec["args"][-1] == f"{KEY}={local}" and remote.fetches[-1][0] == {"checkpoint": f"{folder}/{chosen}"}
+    assert view.extra["continues_from"] == local and remote.fetches[-1][1] == []
 
 
 def test_continuing_a_continued_s3_job_drops_the_download_it_resumed_from(remote):
@@ -332,7 +347,7 @@ def test_continuing_a_continued_s3_job_drops_the_download_it_resumed_from(remote
                    {})
     lineage.continue_job(None, old["id"])
     spec, _ = remote.submitted[-1]
-    assert spec["dropped"] == ["/stage/from-x/model_epoch_001.pth"]
+    assert remote.fetches[-1][1] == ["/stage/from-x/model_epoch_001.pth"]
     assert spec["args"] == ["dino", "train", f"{KEY}=/stage/from-{old['id']}/model_epoch_010.pth"]
 
 
@@ -340,8 +355,9 @@ def test_an_s3_parents_checkpoint_is_downloaded_and_its_folder_cannot_be_named(r
     parent = s3_job("COMPLETE")
     child = lineage.with_parent("slurm", {"args": ["eval", "evaluate.checkpoint={parent.checkpoint}"]}, parent["id"])
     assert child["args"][-1] == f"evaluate.checkpoint=/stage/from-{parent['id']}/model_epoch_010.pth"
-    assert child["fetch"] == {"{parent.checkpoint}": f"{parent['results_dir']}/model_epoch_010.pth"}
-    assert lineage.with_parent("slurm", {"args": ["eval"]}, parent["id"])["fetch"] == {}  # nothing named: nothing fetched
+    assert remote.fetches[-1][0] == {"{parent.checkpoint}": f"{parent['results_dir']}/model_epoch_010.pth"}
+    lineage.with_parent("slurm", {"args": ["eval"]}, parent["id"])
+    assert remote.fetches[-1][0] == {}  # nothing named: nothing fetched
     with pytest.raises(TaoError, match=r"no job can mount: \{parent.results_dir\} has no folder") as err:
         lineage.with_parent("slurm", {"args": ["eval", "{parent.results_dir}/x"]}, parent["id"])
     assert "\n" not in str(err.value)
@@ -351,7 +367,7 @@ def test_a_platform_that_cannot_download_refuses_in_one_line(state_dir):
     from taobank import platform
 
     with pytest.raises(TaoError, match="slurm jobs cannot download them: fetch the checkpoint") as err:
-        platform.get("slurm").lineage_fetch({}, _REC, "s3://b/r/dino-train-1", {"c": "m.pth"})
+        platform.get("slurm").lineage_fetch(SlurmSpec(), _REC, "s3://b/r/dino-train-1", {"c": "m.pth"})
     assert str(err.value).startswith(f"job {_REC.id} keeps its results in s3://") and "\n" not in str(err.value)
 
 
@@ -386,7 +402,8 @@ def test_continue_with_more_time_sets_the_platforms_own_limit(stand, monkeypatch
     lineage.continue_job("slurm", old["id"], time_minutes=150)
     spec, _ = stand.submitted[-1]
     assert spec["time_minutes"] == 150 and "time_hours" not in spec and "timeout_hours" not in spec
-    assert core.get("kubernetes").with_time_limit({"image": "x"}, 2.5) == {"image": "x", "active_deadline_seconds": 150}
+    assert core.get("kubernetes").with_time_limit(KubernetesSpec(image="x"), 2.5) == \
+        KubernetesSpec(image="x", active_deadline_seconds=150)
     monkeypatch.setattr(stand, "with_time_limit", core.get("docker").with_time_limit, raising=False)
     before = len(stand.submitted)
     with pytest.raises(TaoError, match="docker jobs have no time limit: continue without --time-hours"):

@@ -155,15 +155,16 @@ def test_runtime_none_still_checks_the_paths_the_command_names():
 def test_a_parents_folder_is_mounted_read_only_after_the_writable_results_base():
     """submit --parent: the child writes its own folder under the results base, and sees the parent's read-only."""
     from taobank.platforms.slurm.lineage_access import reachable
+    from taobank.platforms.slurm.spec import SlurmSpec
 
     parent = "/lustre/me/results/dino-train-1a2b3c4d"
-    spec = reachable({**SPEC, "results_base": "/lustre/me", "command": ["x", f"ckpt={parent}/model_epoch_001.pth"]},
+    spec = reachable(SlurmSpec.parse({**SPEC, "results_base": "/lustre/me", "command": ["x", f"ckpt={parent}/model_epoch_001.pth"]}),
                      {"id": "dino-train-1a2b3c4d"}, parent)
     assert mount_line(slurm_submit.preview(spec, "dino-train-00000000", env={})).split(",") == \
         ["/lustre", f"{parent}:{parent}:ro"]
-    spec = reachable({**SPEC, "results_base": "/scratch/me", "container_mounts": "/opt/t:/t:ro"},
+    spec = reachable(SlurmSpec.parse({**SPEC, "results_base": "/scratch/me", "container_mounts": "/opt/t:/t:ro"}),
                      {"id": "dino-train-1a2b3c4d"}, parent)
     assert mount_line(slurm_submit.preview(spec, "dino-train-00000000", env={})).split(",") == \
         ["/scratch", "/opt/t:/t:ro", f"{parent}:{parent}:ro"]
-    mine = {**SPEC, "container_mounts": f"{parent}:{parent}"}
+    mine = SlurmSpec.parse({**SPEC, "container_mounts": f"{parent}:{parent}"})
     assert reachable(mine, {"id": "p"}, parent) == mine  # the user's own mount of that folder wins

@@ -21,6 +21,7 @@ class SweepStand:
 
     name = "slurm"
     helper = "tao_slurm.py"
+    spec_type = SlurmSpec
 
     def __init__(self) -> None:
         self.planned: list[dict] = []

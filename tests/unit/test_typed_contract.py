@@ -202,3 +202,76 @@ def test_typed_backend_facts_are_written_out_in_the_records_key_order():
                                          "slurm_job_id"]
     plain = {"container_id": "c"}
     assert Launch("c", plain, "started").facts() is plain
+
+
+#: Platform methods that take a spec as a mapping, and why: the edges where a spec as given (flags, a file, a saved
+#: spec) enters the contract. Every other method takes the platform's typed spec (``SpecT``).
+MAPPING_EDGES = {
+    "typed_spec": "the one conversion: a mapping checked and typed",
+    "typed_specs": "typed_spec of each spec of one launch",
+    "submit": "the core's submit order over a batch of one: its spec check reads the mapping, then it types it",
+}
+
+
+def _mentions_a_mapping(annotation: str) -> bool:
+    """The annotation text names a dict or a Mapping anywhere (``dict``, ``Mapping[str, Any] | None``,
+    ``list[dict]``, ``SpecT | Mapping``)."""
+    names = {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(ast.parse(annotation, mode="eval"))
+             if isinstance(n, (ast.Name, ast.Attribute))}
+    return bool(names & {"dict", "Dict", "Mapping", "MutableMapping"})
+
+
+def _platform_classes() -> list[type]:
+    """The contract's class and every adapter's (the three platforms and the toy of tests/support)."""
+    import sys
+
+    from taobank import platform as contract_module
+
+    support = str(Path(__file__).resolve().parents[1] / "support")
+    if support not in sys.path:
+        sys.path.insert(0, support)
+    from toyplatform.adapter import Toy
+
+    adapters = [type(contract_module.get(name)) for name in ("kubernetes", "slurm", "docker")]
+    return [contract_module.Platform, *adapters, Toy]
+
+
+def test_no_platform_method_takes_a_spec_as_a_dict():
+    """A hook gets and gives the platform's typed spec (``Platform.typed_spec`` makes one, ``to_dict()`` gives the
+    mapping back): no method of the contract or of an adapter has a ``spec``/``specs`` parameter annotated as a
+    dict or a Mapping (or none at all), and only the named edges take a mapping under any other name."""
+    import inspect
+
+    found, edges = [], set()
+    for cls in _platform_classes():
+        for name, fn in inspect.getmembers(cls, inspect.isfunction):
+            if fn.__qualname__.split(".")[0] != cls.__name__:
+                continue  # inherited: checked on the class that defines it
+            for param in list(inspect.signature(fn).parameters.values())[1:]:
+                note = param.annotation
+                text = note if isinstance(note, str) else getattr(note, "__name__", repr(note))
+                if param.name in ("spec", "specs"):
+                    if note is inspect.Parameter.empty or _mentions_a_mapping(text):
+                        found.append(f"{cls.__name__}.{name}({param.name}: {text})")
+                elif "spec" in param.name or param.name in ("mapping", "mappings"):
+                    if _mentions_a_mapping(text):
+                        edges.add(name)
+    assert found == [], f"a hook takes a spec as a dict: {found} (take the platform's typed spec, SpecT)"
+    assert edges <= set(MAPPING_EDGES), f"a new edge takes a spec as a mapping: {sorted(edges - set(MAPPING_EDGES))}"
+    assert len(_platform_classes()) == 5
+
+
+def test_the_check_sees_a_spec_taken_as_a_dict():
+    """The check above can fail: a hook written the old way is found."""
+    import inspect
+
+    from taobank.platform import Platform
+
+    class Old(Platform):  # type: ignore[type-arg]
+        def preview(self, spec: dict, opts):  # type: ignore[no-untyped-def, override]
+            return ""
+
+    note = inspect.signature(Old.preview).parameters["spec"].annotation
+    assert _mentions_a_mapping(note if isinstance(note, str) else note.__name__)
+    assert _mentions_a_mapping("Mapping[str, Any] | None") and _mentions_a_mapping("list[dict[str, Any]]")
+    assert not _mentions_a_mapping("SpecT") and not _mentions_a_mapping("KubernetesSpec")

@@ -575,15 +575,18 @@ def add_parent(p: argparse.ArgumentParser) -> None:
 def checked_preview(platform: str, preview: Callable, check: bool) -> Callable:
     """``preview`` with the dry run's first line on stderr: without ``check`` (``--check``) which checks it did
     not run (:data:`taobank.pipeline.UNCHECKED`); with it, the submit's read-only checks first
-    (:func:`taobank.pipeline.dry_run`): what passed and what was still not checked (a credential not set here)."""
+    (:func:`taobank.pipeline.dry_run`): what passed and what was still not checked (a credential not set here).
+    ``preview`` is the platform's (:meth:`taobank.platform.Platform.preview`): it gets the spec typed, as a submit
+    types it."""
     def run(spec: dict, opts):  # type: ignore[no-untyped-def]
         from .. import pipeline, tao_command
         from ..contract import Gate
 
+        adapter = core.get(platform)
         if not check:  # the spec check contacts nothing: it runs in every dry run
             gate = Gate()
-            pipeline.check_specs(core.get(platform), [tao_command.identified(spec)], opts, gate)
-            text = preview(spec, opts)
+            pipeline.check_specs(adapter, [tao_command.identified(spec)], opts, gate)
+            text = preview(adapter.typed_spec(spec), opts)
             print(pipeline.UNCHECKED, file=sys.stderr)
             for line in gate.notes():
                 print(one_line(line), file=sys.stderr)
@@ -591,13 +594,14 @@ def checked_preview(platform: str, preview: Callable, check: bool) -> Callable:
             if warning:
                 print(warning, file=sys.stderr)
             return text
-        done = pipeline.dry_run(core.get(platform), [spec], opts)
+        done = pipeline.dry_run(adapter, [spec], opts)
         try:
-            text = preview(spec, opts)
+            text = preview(adapter.typed_spec(spec), opts)
         except TaoError:
             if not done.pending:
                 raise
-            text, done.left_out = preview(done.specs[0], done.opts), True  # a platform that needs the values
+            # a platform that needs the values
+            text, done.left_out = preview(adapter.typed_spec(done.specs[0]), done.opts), True
         print(done.first_line(), file=sys.stderr)
         for note in done.gate.notes():
             print(note, file=sys.stderr)

@@ -54,8 +54,8 @@ class Toy(Platform[ToySpec, Plan]):
             out.append(Launch(backend_ref=f"toy/{rec.id}", backend={}, message=f"{rec.id} runs in memory"))
         return out
 
-    def preview(self, spec: dict[str, Any], opts: SubmitOptions) -> str:
-        return json.dumps(spec, sort_keys=True)
+    def preview(self, spec: ToySpec, opts: SubmitOptions) -> str:
+        return json.dumps(spec.to_dict(), sort_keys=True)
 
     def observe(self, recs: list[Record], *, context: dict[str, Any]) -> list[Observation]:
         return [Observation(job_id=rec.id, state=JOBS[rec.id]) for rec in recs if rec.id in JOBS]

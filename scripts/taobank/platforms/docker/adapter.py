@@ -28,15 +28,15 @@ class Docker(Platform[DockerSpec, DockerPlan]):
     engine: str | None = None
     spec_type = DockerSpec
 
-    def typed_spec(self, spec: Mapping[str, Any]) -> DockerSpec:
+    def typed_spec(self, mapping: Mapping[str, Any]) -> DockerSpec:
         from .spec import typed
 
-        return typed(spec)
+        return typed(mapping)
 
-    def typed_specs(self, specs: Sequence[Mapping[str, Any]]) -> list[DockerSpec]:
+    def typed_specs(self, mappings: Sequence[Mapping[str, Any]]) -> list[DockerSpec]:
         from .spec import typed_all
 
-        return typed_all(specs)
+        return typed_all(mappings)
 
     def view(self, rec: Record) -> JobView:
         return self.views([rec])[0]
@@ -97,17 +97,17 @@ class Docker(Platform[DockerSpec, DockerPlan]):
 
         return cancel.remove_finished(rec)
 
-    def spec_text(self, spec: Mapping[str, Any], path: str, opts: SubmitOptions) -> str | None:
+    def spec_text(self, spec: DockerSpec, path: str, opts: SubmitOptions) -> str | None:
         """The host file a bind mount (``--mount HOST:CONTAINER``) puts at the container's ``path``."""
         from ... import specgate
 
-        for mount in spec.get("mounts") or []:
+        for mount in spec.mounts or []:
             inside, host = str(mount.get("container") or "").rstrip("/"), str(mount.get("host") or "")
             if inside and host and (path == inside or path.startswith(inside + "/")):
                 return specgate.local_file(host.rstrip("/") + path[len(inside):])
         return None
 
-    def lineage_access(self, spec: dict, parent: Record, folder: str) -> dict:
+    def lineage_access(self, spec: DockerSpec, parent: Record, folder: str) -> DockerSpec:
         from .lineage_access import reachable
 
         return reachable(spec, parent, folder)
@@ -144,15 +144,13 @@ class Docker(Platform[DockerSpec, DockerPlan]):
     def launch(self, plans: list[DockerPlan], recs: list[Record], batch: Batch) -> list[Launch]:
         return submit.launch(plans, recs, batch)
 
-    def preview(self, spec: dict, opts: SubmitOptions) -> str:
-        typed = self.typed_spec(spec)
+    def preview(self, spec: DockerSpec, opts: SubmitOptions) -> str:
         if opts.continues:
-            _, _, typed = _continuing(typed, opts.continues, self.engine)
-        return submit.preview(typed, opts, engine=self.engine)
+            _, _, spec = _continuing(spec, opts.continues, self.engine)
+        return submit.preview(spec, opts, engine=self.engine)
 
-    def preview_sweep(self, specs: list[dict], opts: SubmitOptions, ids: list[str], batch: Batch) -> SweepPreview:
-        creates, start, folders, gpus = submit.preview_sweep([self.typed_spec(s) for s in specs], ids, batch, opts,
-                                                             engine=self.engine)
+    def preview_sweep(self, specs: list[DockerSpec], opts: SubmitOptions, ids: list[str], batch: Batch) -> SweepPreview:
+        creates, start, folders, gpus = submit.preview_sweep(specs, ids, batch, opts, engine=self.engine)
         held = len(ids) - batch.max_concurrent
         then = (f"; the {held} held trial(s) are started by the sweep's detached supervisor (python3 -m taobank "
                 "supervise) as slots free" if held > 0 else "")

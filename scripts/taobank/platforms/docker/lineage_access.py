@@ -8,10 +8,12 @@ shows it there.
 from __future__ import annotations
 
 import posixpath
+from dataclasses import replace
 
 from ...errors import TaoError
 from ...paths import is_under
 from ...records import Record
+from .spec import DockerSpec
 
 
 def _same_path(folder: str, mount: dict) -> bool:
@@ -21,11 +23,11 @@ def _same_path(folder: str, mount: dict) -> bool:
         posixpath.normpath(host) == posixpath.normpath(target)
 
 
-def reachable(spec: dict, parent: Record, folder: str) -> dict:
+def reachable(spec: DockerSpec, parent: Record, folder: str) -> DockerSpec:
     """``spec`` whose container sees ``folder`` (read-only) at its host path; one line when a mount is in the way."""
-    mounts = list(spec.get("mounts") or [])
+    mounts = list(spec.mounts or [])
     out = with_folder(mounts, parent, folder)
-    return spec if out is mounts else {**spec, "mounts": out}
+    return spec if out is mounts else replace(spec, mounts=out)
 
 
 def with_folder(mounts: list[dict], parent: Record, folder: str) -> list[dict]:

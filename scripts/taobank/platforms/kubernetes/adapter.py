@@ -73,9 +73,9 @@ class Kubernetes(Platform[KubernetesSpec, KubePlan]):
     # -- submit hooks (the order is the core's: Platform.submit)
     spec_type = KubernetesSpec
 
-    def typed_spec(self, spec: Mapping[str, Any]) -> KubernetesSpec:
+    def typed_spec(self, mapping: Mapping[str, Any]) -> KubernetesSpec:
         # the schema's check is the spec's last step where it is made (kubernetes.spec.finish: flags, the probe)
-        return KubernetesSpec.from_dict(spec)
+        return KubernetesSpec.from_dict(mapping)
 
     def plan(self, spec: KubernetesSpec, opts: SubmitOptions, rec: Record | None) -> KubePlan:
         return submit.plan(spec, opts, rec)
@@ -93,34 +93,37 @@ class Kubernetes(Platform[KubernetesSpec, KubePlan]):
     def launch(self, plans: list[KubePlan], recs: list[Record], batch: Batch) -> list[Launch]:
         return submit.launch(plans, recs, batch)
 
-    def with_secret(self, spec: dict, opts: SubmitOptions, name: str) -> tuple[dict, SubmitOptions]:
+    def with_secret(self, spec: KubernetesSpec, opts: SubmitOptions, name: str) -> tuple[KubernetesSpec, SubmitOptions]:
         from dataclasses import replace
 
         return spec, replace(opts, secret_env=tuple(dict.fromkeys((*opts.secret_env, name))))
 
-    def with_time_limit(self, spec: dict, minutes: float) -> dict:
+    def with_time_limit(self, spec: KubernetesSpec, minutes: float) -> KubernetesSpec:
         import math
+        from dataclasses import replace
 
-        return {**spec, "active_deadline_seconds": max(1, math.ceil(minutes * 60))}
+        return replace(spec, active_deadline_seconds=max(1, math.ceil(minutes * 60)))
 
-    def spec_text(self, spec: Mapping[str, Any], path: str, opts: SubmitOptions) -> str | None:
+    def spec_text(self, spec: KubernetesSpec, path: str, opts: SubmitOptions) -> str | None:
         """The staged config file of an action request (``--request`` with ``--config-file``) at ``path``."""
         config = opts.config or {}
         return str(config["text"]) if config.get("mount_path") == path and "text" in config else None
 
-    def lineage_access(self, spec: dict, parent: Record, folder: str) -> dict:
+    def lineage_access(self, spec: KubernetesSpec, parent: Record, folder: str) -> KubernetesSpec:
         from .lineage_access import reachable
 
         return reachable(spec, parent, folder)
 
-    def lineage_fetch(self, spec: dict, job: Record, folder: str, files: dict[str, str],
-                      replaces: Sequence[str] = ()) -> tuple[dict, dict[str, str]]:
+    def lineage_fetch(self, spec: KubernetesSpec, job: Record, folder: str, files: dict[str, str],
+                      replaces: Sequence[str] = ()) -> tuple[KubernetesSpec, dict[str, str]]:
         from .lineage_access import fetched
 
         return fetched(spec, job, folder, files, replaces)
 
-    def with_queue(self, spec: dict, queue: str) -> dict:
-        return {**spec, "queue": queue}
+    def with_queue(self, spec: KubernetesSpec, queue: str) -> KubernetesSpec:
+        from dataclasses import replace
+
+        return replace(spec, queue=queue)
 
     # -- sweeps (the verbs: taobank.sweeps): ONE Indexed Job; the Job controller keeps --max-concurrent itself
     def release_trials(self, recs: list[Record]) -> None:
@@ -140,25 +143,25 @@ class Kubernetes(Platform[KubernetesSpec, KubePlan]):
 
         return sweep.read_search_file(rec, path)
 
-    def preview(self, spec: dict, opts: SubmitOptions) -> str:
+    def preview(self, spec: KubernetesSpec, opts: SubmitOptions) -> str:
         from ...render import dump_yaml
         from .kubectl import Kubectl
 
         # the same checks of --namespace/--context as a real submit: a dry run that passes, submits
         namespace = Kubectl(opts.namespace, opts.context).namespace
-        objs = submit.preview(KubernetesSpec.of(spec), namespace=namespace, job_id=opts.job_id or PREVIEW_ID,
+        objs = submit.preview(spec, namespace=namespace, job_id=opts.job_id or PREVIEW_ID,
                               secret_env=opts.secret_env, secrets_file=opts.secrets_file,
                               ngc_pull_secret=opts.ngc_pull_secret,
                               config=dict(opts.config) if opts.config is not None else None)
         return dump_yaml(objs)
 
-    def preview_sweep(self, specs: list[dict], opts: SubmitOptions, ids: list[str], batch: Batch) -> SweepPreview:
+    def preview_sweep(self, specs: list[KubernetesSpec], opts: SubmitOptions, ids: list[str], batch: Batch) -> SweepPreview:
         from ...render import dump_yaml
         from .kubectl import Kubectl
 
         namespace = Kubectl(opts.namespace, opts.context).namespace
         objs, folders = submit.preview_sweep(
-            [KubernetesSpec.of(s) for s in specs], ids, batch, namespace=namespace, secret_env=opts.secret_env, secrets_file=opts.secrets_file,
+            specs, ids, batch, namespace=namespace, secret_env=opts.secret_env, secrets_file=opts.secrets_file,
             ngc_pull_secret=opts.ngc_pull_secret, config=dict(opts.config) if opts.config is not None else None)
         shared = [(f"{o['kind']} {o['metadata']['name']}", dump_yaml([o])) for o in objs]
         return SweepPreview(shared=shared, trials=[[] for _ in ids], results_dirs=folders)

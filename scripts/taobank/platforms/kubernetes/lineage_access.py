@@ -13,12 +13,14 @@ the files it names (the checkpoint) in its fetch init container, as ``s3_inputs`
 from __future__ import annotations
 
 import posixpath
+from dataclasses import replace
 from typing import Sequence
 
 from ... import jobfiles
 from ...errors import TaoError
 from ...paths import is_under
 from .render import staging_dir
+from .spec import KubernetesSpec
 from ...records import Record
 
 
@@ -58,10 +60,10 @@ def _named(m: dict) -> str:
     return text + (f" (sub_path {m['sub_path']})" if m.get("sub_path") else "")
 
 
-def reachable(spec: dict, parent: Record, folder: str) -> dict:
+def reachable(spec: KubernetesSpec, parent: Record, folder: str) -> KubernetesSpec:
     """``spec`` whose pod sees ``folder`` of the parent's volume; one line when it would see another volume there,
     or when the parent's volume cannot be named."""
-    mounts = list(spec.get("mounts") or [])
+    mounts = list(spec.mounts or [])
     src = _covering(list(_parent_spec(parent).get("mounts") or []), folder)
     mine = _covering(mounts, folder)
     if mine is not None:
@@ -81,11 +83,11 @@ def reachable(spec: dict, parent: Record, folder: str) -> dict:
     if any(m.get("mount_path") == src["mount_path"] for m in mounts):
         raise TaoError(f"--parent {parent.id}: this job mounts something else at {src['mount_path']}, where the "
                        "parent's results volume is: mount that volume there instead; nothing was submitted")
-    return {**spec, "mounts": mounts + [{**src, "read_only": True}]}
+    return replace(spec, mounts=mounts + [{**src, "read_only": True}])
 
 
-def fetched(spec: dict, job: Record, folder: str, files: dict[str, str],
-            replaces: Sequence[str] = ()) -> tuple[dict, dict[str, str]]:
+def fetched(spec: KubernetesSpec, job: Record, folder: str, files: dict[str, str],
+            replaces: Sequence[str] = ()) -> tuple[KubernetesSpec, dict[str, str]]:
     """``spec`` downloading ``files`` (name -> path inside the S3 ``folder`` of ``job``) into its staging
     folder before the command runs (``s3_inputs``), and their paths there; the entries that downloaded to a
     path in ``replaces`` go (a continued job's old checkpoint). One line when ``spec`` is not tier C."""
@@ -94,11 +96,11 @@ def fetched(spec: dict, job: Record, folder: str, files: dict[str, str],
         raise TaoError(f"job {job.id} keeps its results in S3 ({folder}): a job reads them only as a tier C job, "
                        "whose fetch step downloads them: give it storage_tier C, an s3:// results_dir and the S3 "
                        "credentials (--secret-env AWS_ACCESS_KEY_ID ...); nothing was submitted")
-    inputs = [i for i in spec.get("s3_inputs") or [] if i.get("path") not in replaces]
+    inputs = [i for i in spec.s3_inputs or [] if i.get("path") not in replaces]
     where: dict[str, str] = {}
     for name, rel in files.items():
         local = posixpath.join(staging, f"from-{job.id}", rel)
         if not any(i.get("path") == local for i in inputs):
             inputs.append({"uri": f"{folder.rstrip('/')}/{rel}", "path": local})
         where[name] = local
-    return {**spec, "s3_inputs": inputs}, where
+    return replace(spec, s3_inputs=inputs), where

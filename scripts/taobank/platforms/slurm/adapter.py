@@ -98,10 +98,10 @@ class Slurm(Platform[SlurmSpec, SlurmPlan]):
     # -- submit hooks (the order is the core's: Platform.submit)
     spec_type = SlurmSpec
 
-    def typed_spec(self, spec: Mapping[str, Any]) -> SlurmSpec:
+    def typed_spec(self, mapping: Mapping[str, Any]) -> SlurmSpec:
         from .spec import typed
 
-        return typed(spec)
+        return typed(mapping)
 
     def plan(self, spec: SlurmSpec, opts: SubmitOptions, rec: Record | None) -> SlurmPlan:
         if rec is not None:
@@ -131,35 +131,35 @@ class Slurm(Platform[SlurmSpec, SlurmPlan]):
 
         return sweep.launch(plans, recs, batch)
 
-    def with_time_limit(self, spec: dict, minutes: float) -> dict:
-        # the wall time, one spelling; an explicit in-job timeout goes back to its default share of it
-        out = {k: v for k, v in spec.items() if k not in ("time", "time_hours", "time_minutes")}
-        if out.get("timeout_hours"):
-            del out["timeout_hours"]
-        return {**out, "time_minutes": minutes}
+    def with_time_limit(self, spec: SlurmSpec, minutes: float) -> SlurmSpec:
+        from dataclasses import replace
 
-    def spec_text(self, spec: Mapping[str, Any], path: str, opts: SubmitOptions) -> str | None:
+        # the wall time, one spelling; an explicit in-job timeout goes back to its default share of it
+        return replace(spec, time=None, time_hours=None, time_minutes=minutes,
+                       timeout_hours=None if spec.timeout_hours else spec.timeout_hours)
+
+    def spec_text(self, spec: SlurmSpec, path: str, opts: SubmitOptions) -> str | None:
         """The local file of an upload the command names as ``{specs}/NAME`` (``spec_files``)."""
         from ... import specgate
         from .uploads import PLACEHOLDER
 
         name = path[len(PLACEHOLDER) + 1:] if path.startswith(PLACEHOLDER + "/") else None
-        local = (spec.get("spec_files") or {}).get(name) if name else None
+        local = (spec.spec_files or {}).get(name) if name else None
         return specgate.local_file(str(local)) if local else None
 
-    def lineage_access(self, spec: dict, parent: Record, folder: str) -> dict:
+    def lineage_access(self, spec: SlurmSpec, parent: Record, folder: str) -> SlurmSpec:
         from .lineage_access import reachable
 
         return reachable(spec, parent, folder)
 
-    def preview(self, spec: dict, opts: SubmitOptions) -> str:
+    def preview(self, spec: SlurmSpec, opts: SubmitOptions) -> str:
         if opts.continues:
             from . import continued
 
-            continued.check(self.typed_spec(spec), opts.continues)
+            continued.check(spec, opts.continues)
         return submit.preview(spec, opts.job_id or "preview-job", opts.env)
 
-    def preview_sweep(self, specs: list[dict], opts: SubmitOptions, ids: list[str], batch: Batch) -> SweepPreview:
+    def preview_sweep(self, specs: list[SlurmSpec], opts: SubmitOptions, ids: list[str], batch: Batch) -> SweepPreview:
         from . import sweep
 
         array, trials, folders = sweep.preview(specs, ids, batch, opts.env)

@@ -9,15 +9,18 @@ as the user on the host and nothing can be made read-only for it; the mount is t
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from . import mounts, resources
 from ...records import Record
+from .spec import SlurmSpec
 
 
-def reachable(spec: dict, parent: Record, folder: str) -> dict:
+def reachable(spec: SlurmSpec, parent: Record, folder: str) -> SlurmSpec:
     """``spec`` with the parent's ``folder`` mounted read-only at its own path (a mount the user gave there wins)."""
-    given = spec.get("container_mounts") or resources.defaults()["container_mounts"]
+    given = spec.container_mounts or resources.defaults()["container_mounts"]
     extra = mounts.parse(given)
     ro = mounts.parse(f"{folder}:{folder}:ro")[0]  # the one path rule (no ',' ':' or spaces: Pyxis splits on them)
     if any(m.dst == ro.dst for m in extra):
         return spec
-    return {**spec, "container_mounts": ",".join(m.text() for m in [*extra, ro])}
+    return replace(spec, container_mounts=",".join(m.text() for m in [*extra, ro]))

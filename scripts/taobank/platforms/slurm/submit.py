@@ -299,7 +299,7 @@ def script_input(p: Decisions, job_id: str, image: str | None) -> render.ScriptI
         network=str(p.spec.network_arch or ""))
 
 
-def preview(spec: Mapping[str, Any], job_id: str, env: Mapping[str, str] | None = None) -> str:
+def preview(spec: SlurmSpec | Mapping[str, Any], job_id: str, env: Mapping[str, str] | None = None) -> str:
     """The sbatch script a submit would write (no cluster contact, no secrets needed), refused as the submit
     would refuse it when it holds a credential: a preview never prints one."""
     p = plan(spec, env, need_secrets=False)

@@ -12,7 +12,7 @@ import dataclasses
 import posixpath
 import shlex
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ...contract import UNSET, Batch, Facts, Gate, Launch
 from ...jobspec import given
@@ -20,6 +20,9 @@ from ...errors import TaoError
 from . import chain, facts, render, storage
 from .submit import SlurmPlan, _staged_files, script_input
 from ...records import Record
+
+if TYPE_CHECKING:
+    from .spec import SlurmSpec
 
 #: $1 the jobs folder (parent of every staged folder), $2 the number of trials; then folders to make.
 #: stdin: base64 tar relative to $1. Refused before anything is written when N > MaxArraySize.
@@ -140,7 +143,8 @@ def array_for(sweep_id: str, base: str, first: render.ScriptInput, ids: list[str
     return array_script(sweep_id, storage.job_dir(base, sweep_id), first, ids, dirs, scripts, max_concurrent)
 
 
-def preview(specs: list[dict], ids: list[str], batch: Batch, env: Mapping[str, str] | None = None
+def preview(specs: Sequence[SlurmSpec | Mapping[str, Any]], ids: list[str], batch: Batch,
+            env: Mapping[str, str] | None = None
             ) -> tuple[str, list[tuple[str, str]], list[str]]:
     """(the array script, each trial's script, each trial's results folder) as the launch renders them,
     contacting nothing; refused as the launch refuses a script holding a credential."""
