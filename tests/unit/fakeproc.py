@@ -181,6 +181,11 @@ class FakeProcs:
     def count(self, script: str) -> int:
         return self.scripts().count(script)
 
+    def ssh_calls(self, script: str) -> list[Call]:
+        """The ssh calls of one remote command (a remote.py constant's name, or a plain argv's first word such as
+        "scancel"): read a call by what it is, not by where it sits in :attr:`calls`."""
+        return [c for c in self.of("ssh") if (c.script or c.words[0]) == script]
+
 
 # ---------------------------------------------------------------- Kubernetes objects
 def items(objs: Iterable[dict]) -> dict:
