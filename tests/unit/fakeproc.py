@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
@@ -255,6 +256,11 @@ def k8s_cluster(fake: "FakeProcs", nodes: Iterable[dict] | None = None, pods: It
 
 
 # ---------------------------------------------------------------- SLURM answers
+#: the remote commands of a plain SLURM submit, each once (the preflight check, the staging, the look for a job of
+#: that name, the sbatch): compare ``Counter(fake.scripts())`` with it where the cost, not the order, is the claim
+PLAIN_SUBMIT = Counter(["MISSING", "STAGE", "FIND", "SBATCH"])
+
+
 def squeue_row(jid: str, state: str, name: str, reason: str = "None") -> str:
     return f"{jid}|{state}|{reason}|{name}"
 
