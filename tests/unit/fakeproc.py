@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
@@ -181,6 +182,11 @@ class FakeProcs:
     def count(self, script: str) -> int:
         return self.scripts().count(script)
 
+    def ssh_calls(self, script: str) -> list[Call]:
+        """The ssh calls of one remote command (a remote.py constant's name, or a plain argv's first word such as
+        "scancel"): read a call by what it is, not by where it sits in :attr:`calls`."""
+        return [c for c in self.of("ssh") if (c.script or c.words[0]) == script]
+
 
 # ---------------------------------------------------------------- Kubernetes objects
 def items(objs: Iterable[dict]) -> dict:
@@ -250,6 +256,11 @@ def k8s_cluster(fake: "FakeProcs", nodes: Iterable[dict] | None = None, pods: It
 
 
 # ---------------------------------------------------------------- SLURM answers
+#: the remote commands of a plain SLURM submit, each once (the preflight check, the staging, the look for a job of
+#: that name, the sbatch): compare ``Counter(fake.scripts())`` with it where the cost, not the order, is the claim
+PLAIN_SUBMIT = Counter(["MISSING", "STAGE", "FIND", "SBATCH"])
+
+
 def squeue_row(jid: str, state: str, name: str, reason: str = "None") -> str:
     return f"{jid}|{state}|{reason}|{name}"
 

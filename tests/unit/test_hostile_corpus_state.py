@@ -298,11 +298,11 @@ def test_slurm_node_sizes(slurm, sinfo, ask, refused):
     except TaoError as exc:
         assert refused and "nothing was submitted" in str(exc) and "\n" not in str(exc), exc
         assert not any(c in str(exc) for c in RAW)
-        assert records.list_records() == [] and slurm.scripts() == ["MISSING"]
+        assert records.list_records() == [] and not {"STAGE", "SBATCH"} & set(slurm.scripts())
         return
     assert not refused, "a job no node can hold was submitted"
     (rec,) = records.list_records()
-    assert rec["state"] == "PENDING" and slurm.scripts() == ["MISSING", "STAGE", "FIND", "SBATCH"]
+    assert rec["state"] == "PENDING" and slurm.count("SBATCH") == 1
 
 
 def test_memory_sizes_are_read_as_slurm_reads_them():

@@ -102,6 +102,8 @@ def test_busy_gpus_queue_the_job_with_per_node_figures_unless_require_free(fake,
 def test_a_plain_submit_costs_four_kubectl_calls_then_three(fake):
     cluster(fake)
     view = platform.get("kubernetes").submit(SPEC, SubmitOptions())
+    # kept as a sequence: a call-cost test, and the order is the contract (the gate, then the server dry run,
+    # then the one create)
     calls = [c.words[:2] for c in fake.of("kubectl")]
     assert calls == [["get", KUEUE_GATE_READ], ["get", "nodes,pods"], ["create", "--dry-run=server"],
                      ["create", "-f"]], calls
@@ -110,7 +112,7 @@ def test_a_plain_submit_costs_four_kubectl_calls_then_three(fake):
     platform.get("kubernetes").submit(SPEC, SubmitOptions())
     assert [c.words[:2] for c in fake.calls[n:] if c.program == "kubectl"] == \
         [["get", "nodes,pods"], ["create", "--dry-run=server"], ["create", "-f"]]
-    job = json.loads(fake.of("kubectl")[-1].stdin)["items"][0]
+    job = json.loads(fake.kubectl_calls("create", "-f")[-1].stdin)["items"][0]
     assert "podFailurePolicy" in job["spec"] and "pod disruptions (drain, preemption, eviction) retried" in view.extra["gate"]
 
 

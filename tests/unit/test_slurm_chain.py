@@ -233,7 +233,7 @@ def test_status_follows_the_next_attempt_under_the_same_record(slurm):
     (view,), _ = platform.cancel("slurm", [rec["id"]])
     assert view.state == "CANCELED"
     assert [c.words for c in slurm.of("ssh") if c.words[:1] == ["scancel"]] == [["scancel", "102"]]
-    assert slurm.scripts()[-1] == "CANCEL_NAME"  # a job it resubmitted meanwhile goes too
+    assert [c.args for c in slurm.ssh_calls("CANCEL_NAME")] == [[rec["id"]]]  # a job it resubmitted meanwhile goes too
 
 
 def test_follow_retries_reads_the_reason():

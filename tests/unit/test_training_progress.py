@@ -60,7 +60,7 @@ def test_slurm_metrics_reads_the_series_in_one_command_also_after_the_end(slurm,
     assert out.rc == 0, out
     data = json.loads(out.out)
     assert [r["epoch"] for r in data["rows"]] == [0, 1, 2] and data["rows"][-1]["train_loss"] == 0.41
-    assert slurm.count("READ_STATUS_SH") == 1 and slurm.of("ssh")[-1].args == [folder]
+    assert [c.args for c in slurm.ssh_calls("READ_STATUS_SH")] == [[folder]]  # one read, of the job's folder
     csv = cli("tao_jobs.py", "metrics", rec["id"], "--csv")
     assert csv.out.splitlines()[0] == "epoch,train_loss" and csv.out.splitlines()[-1] == "2,0.41"
     table = cli("tao_slurm.py", "metrics", rec["id"])
