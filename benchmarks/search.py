@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """A search's quality and cost against a grid and against random search, measured in one run (real Optuna 5.0.0,
-real journal storage on a file; the bank's own sampler and pruner settings, taobank.search.settings).
+real journal storage on a file; the bank's own sampler and pruner settings, taobank.campaign.search.settings).
 
   python3 benchmarks/search.py [--trials 24] [--concurrent 4] [--epochs 9] [--seeds 10] [--check]
 
 The trainer is the stand-in's curve in Python (testclusters/fake_tao_train.sh with fake.lr_optimum=0.001): the
 val_loss of epoch e (0-based, of E) is 0.4 + 0.25 * log10(lr / 0.001)^2 + 0.02 * (e - b)^2 with b = (2E+2)//3 - 1,
 plus a noise of at most 0.01 drawn from (lr, e); its optimum is 0.4. K trials run in lockstep (one epoch each per
-tick), each reporting every epoch as the trial's runner does (taobank.search.trial: report, should_prune, tell the
+tick), each reporting every epoch as the trial's runner does (taobank.campaign.search.trial: report, should_prune, tell the
 best epoch's value; a pruned trial's epochs stop there), a new trial asked as one ends, N in all.
 
 For each seed it measures:
@@ -37,7 +37,7 @@ from pathlib import Path
 BANK = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(BANK / "scripts")]
 
-from taobank.search import settings as settingsmod, space  # noqa: E402
+from taobank.campaign.search import settings as settingsmod, space  # noqa: E402
 
 LOW, HIGH, OPTIMUM_LR, OPTIMUM = 1e-5, 1e-1, 1e-3, 0.4
 

@@ -47,7 +47,7 @@ from taobank import records  # noqa: E402
 from taobank import run as runmod  # noqa: E402
 from testclusters import slurm as local_slurm  # noqa: E402
 from taobank.platforms.slurm import ssh  # noqa: E402
-from taobank import platform  # noqa: E402
+from taobank.core import platform  # noqa: E402
 from taobank.platforms.slurm import submit as slurm_submit  # noqa: E402
 
 #: remote commands of one submit of SPEC: the preflight (paths, and the partition's node sizes before a record opens),

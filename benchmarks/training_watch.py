@@ -58,7 +58,7 @@ sys.path[:0] = [str(BANK / "scripts"), str(BANK), str(BANK / "benchmarks")]  # t
 
 from taobank import records  # noqa: E402
 from taobank import run as runmod  # noqa: E402
-from taobank import platform  # noqa: E402
+from taobank.core import platform  # noqa: E402
 from taobank.platforms.slurm import ssh  # noqa: E402
 
 from slurm_sweep import counts, plain_options, use_cluster  # noqa: E402

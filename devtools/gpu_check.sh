@@ -17,7 +17,7 @@ except Exception as e:
     print("torch check failed:", e)
 PY
 echo "== NCCL probe program (world size 1) under torchrun"
-PYTHONPATH=scripts python3 -c "from taobank.nccl_probe import SCRIPT; print(SCRIPT)" > /tmp/probe.py || echo "could not write the probe program from taobank.nccl_probe"
+PYTHONPATH=scripts python3 -c "from taobank.core.nccl_probe import SCRIPT; print(SCRIPT)" > /tmp/probe.py || echo "could not write the probe program from taobank.core.nccl_probe"
 if python3 -c "import torch" 2>/dev/null; then
   timeout 180 python3 -m torch.distributed.run --nnodes=1 --nproc-per-node=1 /tmp/probe.py; echo "probe exit=$?"
 else

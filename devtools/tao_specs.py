@@ -254,7 +254,7 @@ def automl_facts(facts: dict) -> dict:
     ``valid_min``/``valid_max`` as given (an open side ``"inf"``), ``valid_options``, ``math_cond`` (``"> 0.0"``,
     ``"/ 8"``, ``"> depends_on"``), ``depends_on`` (the key it is tied to) and ``parent_param`` (other keys are
     tied to it): what TAO's own AutoML picks a value from, and what the bank's default search space is read
-    from (:mod:`taobank.search.automl`)."""
+    from (:mod:`taobank.campaign.search.automl`)."""
     out: dict[str, Any] = {}
     for ours, theirs in (("valid_min", "minimum"), ("valid_max", "maximum")):
         value = facts.get(theirs)

@@ -36,7 +36,7 @@ PLATFORM = "docker"
 
 
 def _adapter(args: argparse.Namespace):
-    from taobank import platform
+    from taobank.core import platform
     from taobank.platforms.docker import engine as eng
 
     adapter = platform.get(PLATFORM)
@@ -71,7 +71,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 def cmd_continue(args: argparse.Namespace) -> int:
     """The core's continue, on the engine the job ran on unless --engine names another."""
-    from taobank import platform
+    from taobank.core import platform
 
     platform.get(PLATFORM).engine = args.engine
     return verbcli.cmd_continue(args, PLATFORM)

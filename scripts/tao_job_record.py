@@ -111,7 +111,7 @@ def main(argv: list[str]) -> int:
         else:
             print(f"{rec['id']} {rec['state']}")
     elif args.cmd == "show" and args.lineage:
-        from taobank import lineage
+        from taobank.campaign import lineage
 
         chain = lineage.chain(args.id)
         if args.json:
@@ -135,7 +135,7 @@ def main(argv: list[str]) -> int:
         if args.json:
             print_json(recs)
         else:
-            from taobank import jobtable
+            from taobank.campaign import jobtable
 
             sys.stdout.write(jobtable.render(recs, headers=not args.no_headers))
     elif args.cmd == "dir":

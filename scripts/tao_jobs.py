@@ -32,8 +32,9 @@ from taobank.text import one_line
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from taobank import jobtable, records
-    from taobank.platform import JobView
+    from taobank.campaign import jobtable
+    from taobank import records
+    from taobank.core.platform import JobView
 
     from taobank import registry, states
     from taobank.errors import TaoError, UsageError

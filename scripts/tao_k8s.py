@@ -32,7 +32,7 @@ from taobank.errors import UsageError
 
 
 def _submit(args: argparse.Namespace) -> int:
-    from taobank import platform
+    from taobank.core import platform
     from taobank.contract import SubmitOptions
     from taobank.platforms.kubernetes import action_request
     from taobank.platforms.kubernetes.adapter import PREVIEW_ID

@@ -43,7 +43,7 @@ def _details(view) -> list[str]:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from taobank import platform
+    from taobank.core import platform
     from taobank.contract import SubmitOptions
 
     if args.job_id and not args.dry_run:
@@ -72,7 +72,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from taobank import platform
+    from taobank.core import platform
 
     view = platform.get("slurm").resume(args.id)
     print_json(view.to_dict()) if args.json else print(view.line())

@@ -3,7 +3,7 @@
   python3 -m taobank supervise SWEEP_ID [--interval SECONDS]
 
 a Docker sweep's supervisor, started detached by submit (and again by a status that finds it gone); it starts
-held trials as slots free until every trial has ended (:func:`taobank.sweeps.supervise`).
+held trials as slots free until every trial has ended (:func:`taobank.campaign.sweeps.supervise`).
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def main(argv: list[str]) -> int:
     if len(argv) == 4 and not (interval and interval > 0):
         print(error_line("--interval must be a positive number of seconds"), file=sys.stderr)
         return 2
-    from . import sweeps
+    from .campaign import sweeps
 
     try:
         kwargs = {"interval": interval} if interval else {}

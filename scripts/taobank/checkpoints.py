@@ -3,7 +3,7 @@
 pointpillars). Which family a network is in is TAO's own fact, generated into ``schemas/tao_networks.json``
 (:func:`taobank.tao_command.checkpoint_family`); a network the pinned TAO lacks is in the default family.
 
-Used by ``continue`` and ``--parent`` (:mod:`taobank.lineage`, over a results listing) and by the
+Used by ``continue`` and ``--parent`` (:mod:`taobank.campaign.lineage`, over a results listing) and by the
 platform code that resumes a replaced run (the shell function :func:`shell_finder`, rendered into the
 SLURM batch script and the Kubernetes pod wrapper). Nothing here guesses a name per network: the
 table says what each family's trainer writes and which network is in which family.

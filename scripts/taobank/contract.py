@@ -1,6 +1,6 @@
 """The typed values that pass between the core and a platform adapter.
 
-The core owns the order of a submit (:meth:`taobank.platform.Platform.submit`);
+The core owns the order of a submit (:meth:`taobank.core.platform.Platform.submit`);
 an adapter only fills in what differs. These are the shapes both sides agree
 on, so an adapter never receives a loose mapping of options.
 """
@@ -40,7 +40,7 @@ class SubmitOptions:
     #: SLURM: the settings (os.environ when None) and an open connection to reuse
     env: Mapping[str, str] | None = None
     connection: Any = None
-    #: lineage (taobank.lineage): the job whose results this one uses / the job it continues
+    #: lineage (taobank.campaign.lineage): the job whose results this one uses / the job it continues
     parent: str | None = None
     continues: str | None = None
     #: check each TAO job's experiment spec and overrides against the pinned TAO's schema before anything is
@@ -104,7 +104,7 @@ class Batch:
     #: the core's writer for what a launch has done before it ends (a SLURM job folder staged), so a
     #: launch that dies half-way leaves a record that can be finished: ``checkpoint(job_id, message, backend)``
     checkpoint: Callable[[str, str, Mapping[str, Any]], None] = _no_checkpoint
-    #: a search's staging (:class:`taobank.search.bundle.Staging`), None for any other batch: the adapter stages
+    #: a search's staging (:class:`taobank.campaign.search.bundle.Staging`), None for any other batch: the adapter stages
     #: ``search.files(sweep)`` in a folder every trial shares and runs ``search.wrap(argv, folder, trial)``
     search: Any = None
 
@@ -150,14 +150,14 @@ UNSET: Any = _Unset()
 class Shown:
     """What a job's view shows from one poll or stop beyond its record, never stored (the same fields on every
     platform). A field set replaces the view's own (None included); one left :data:`UNSET` leaves it. The core
-    lays it over the view (:mod:`taobank.track`): the view's fields by name, the others into its extra facts, in
+    lays it over the view (:mod:`taobank.core.track`): the view's fields by name, the others into its extra facts, in
     this order."""
 
     observed: str | None = UNSET
     reason: str | None = UNSET
     message: str | None = UNSET
     exit_code: int | None = UNSET
-    #: how the training goes (:func:`taobank.training.progress_of`)
+    #: how the training goes (:func:`taobank.core.training.progress_of`)
     progress: dict[str, Any] | None = UNSET
     #: Kubernetes: the pods' summaries, the pods run so far
     pods: list[dict[str, Any]] = UNSET
@@ -189,7 +189,7 @@ class Observation:
 
     An adapter only reads the platform and says what it saw; the core applies the one transition rule
     (:func:`taobank.states.next_move`), writes the record, and opens an infrastructure retry when ``retry``
-    says so (:mod:`taobank.track`)."""
+    says so (:mod:`taobank.core.track`)."""
 
     state: State
     message: str = ""
@@ -224,8 +224,8 @@ class Observation:
     #: the job ended because it was cut short, not by itself: "time limit" or "preempted" (``states.CUT_SHORT``);
     #: the core adds the one ``continue`` hint to the record's message (``states.continue_hint``)
     cut_short: str | None = None
-    #: how TAO's status file says the run ended, when the adapter read it (:func:`taobank.training.tao_end`):
-    #: TAO's last word decides a clean exit (:mod:`taobank.track`)
+    #: how TAO's status file says the run ended, when the adapter read it (:func:`taobank.core.training.tao_end`):
+    #: TAO's last word decides a clean exit (:mod:`taobank.core.track`)
     tao_end: TaoEnd | None = None
 
     @property
@@ -252,7 +252,7 @@ STOP_OUTCOMES = ("stopped", "gone", "never_launched", "ended")
 
 @dataclass
 class Stop:
-    """What an adapter's ``stop`` did to one job; the core marks the record (:func:`taobank.track.cancel`)."""
+    """What an adapter's ``stop`` did to one job; the core marks the record (:func:`taobank.core.track.cancel`)."""
 
     job_id: str
     #: stopped / gone (already gone) / never_launched / ended (it really ended first: ``state`` says how)

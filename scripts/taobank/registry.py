@@ -3,7 +3,7 @@
 A platform's package says who it is in ``INFO`` (:class:`PlatformInfo`: its helper, the other spellings users
 type, the client this machine needs), read without importing anything heavy, so ``check_host.py`` works on a
 host that lacks the bank's dependencies. Its ``adapter`` module's ``PLATFORM`` object implements the contract
-(:class:`taobank.platform.Platform`); everything else a platform has (flags, spec type, results and sweep
+(:class:`taobank.core.platform.Platform`); everything else a platform has (flags, spec type, results and sweep
 access, NCCL probe) is a typed attribute of that object. Adding a platform is a folder and one line here.
 An adapter is imported only when asked for: a SLURM verb never imports the Kubernetes code.
 """
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import TaoError
 
 if TYPE_CHECKING:
-    from .platform import Platform
+    from .core.platform import Platform
 
 #: platform name -> its package (``INFO`` in its ``__init__``, ``PLATFORM`` in its ``adapter`` module)
 PACKAGES: dict[str, str] = {

@@ -134,7 +134,7 @@ _SHELL_REFS = ("$RESULTS_DIR", "${RESULTS_DIR}", "$TAO_API_RESULTS_DIR/$TAO_API_
 _KUBELET_REFS = ("$(RESULTS_DIR)", "$(TAO_API_RESULTS_DIR)/$(TAO_API_JOB_ID)")
 
 #: A TAO override key: dotted identifiers (``train.optim.lr``); never starts like an option. The one rule
-#: for sweeps (:mod:`taobank.sweepfile`) and the records that store a trial's overrides.
+#: for sweeps (:mod:`taobank.campaign.sweepfile`) and the records that store a trial's overrides.
 OVERRIDE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_0-9]+)*\Z")
 #: A value safe as one ``key=value`` argument anywhere (argv, ``sh -c`` text, sbatch, a manifest):
 #: no space, quote, comma, ``=``, shell or glob character. Brackets hold TAO list values (``[1,2]`` needs a file).

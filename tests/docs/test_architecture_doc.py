@@ -4,7 +4,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from taobank import platform, registry, states
+from taobank.core import platform
+from taobank import registry, states
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
 

@@ -25,7 +25,7 @@ def fake(state_dir, monkeypatch):
 def docker_fake(fake, monkeypatch, tmp_path):
     """The fake runner answering for a local Docker engine: results under tmp_path, no DOCKER_HOST, no engine
     remembered from another test."""
-    from taobank import platform
+    from taobank.core import platform
 
     monkeypatch.setenv("TAO_DOCKER_RESULTS_DIR", str(tmp_path / "results"))
     monkeypatch.delenv("DOCKER_HOST", raising=False)

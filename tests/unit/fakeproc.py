@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Sequence
 from taobank import results_shell
 from taobank.progress import READ_STATUS_SH
 from taobank.run import Result
-from taobank.search import site as search_site
+from taobank.campaign.search import site as search_site
 from taobank.platforms.slurm import cancel as slurm_cancel, logs as slurm_logs, remote, sweep as slurm_sweep
 
 #: script text -> the remote.py constant's name (and the status-file reader's, which SLURM also runs; and the

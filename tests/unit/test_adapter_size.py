@@ -25,7 +25,7 @@ def test_the_adapters_together_are_smaller_than_the_core():
     adapters = [f for name in ADAPTERS for f in sorted((PACKAGE / name).glob("*.py"))
                 if f.relative_to(PACKAGE).as_posix() not in PLATFORM_ONLY]
     assert all((PACKAGE / m).is_file() for m in PLATFORM_ONLY)
-    core = sorted(PACKAGE.glob("*.py")) + [f for sub in ("progress", "records", "secrets") for f in sorted((PACKAGE / sub).glob("*.py"))]
+    core = sorted(PACKAGE.glob("*.py")) + [f for sub in ("progress", "records", "secrets", "core", "campaign") for f in sorted((PACKAGE / sub).glob("*.py"))]
     assert len(adapters) > 30 and len(core) > 40  # the globs found the package
     a, c = _lines(adapters), _lines(core)
     assert a < c, (f"the adapters ({a} lines) outgrew the core ({c} lines): move what they share up into the core "

@@ -1,7 +1,7 @@
 """The core owns a record after launch (issue 31, item 2): no adapter module calls a record writer.
 
 Adapters may read records (``records.load``, ``artifact_dir``, ``state_dir`` ...); every mark, every opened
-record, is the core's (:mod:`taobank.track`, :meth:`taobank.platform.Platform.submit`).
+record, is the core's (:mod:`taobank.core.track`, :meth:`taobank.core.platform.Platform.submit`).
 """
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def test_no_adapter_module_writes_a_record():
         calls = writer_calls(path)
         if calls:
             bad[rel] = calls
-    assert not bad, f"adapter modules write records (the core's job, taobank.track): {bad}"
+    assert not bad, f"adapter modules write records (the core's job, taobank.core.track): {bad}"
 
 
 def test_the_walk_finds_a_writer(tmp_path):

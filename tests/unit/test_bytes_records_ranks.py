@@ -12,7 +12,9 @@ import pytest
 
 from fakeproc import PLAIN_SUBMIT, ok
 from test_docker_campaigns import SPEC, Engine
-from taobank import fsio, jobstatus, kpirank, platform, records, run, sweeps, sweep_slots, sweepsupervisor, track
+from taobank import fsio, kpirank, records, run
+from taobank.campaign import jobstatus, sweeps
+from taobank.core import platform, sweep_slots, sweepsupervisor, track
 from taobank.contract import SubmitOptions
 from taobank.errors import TaoError, UsageError
 

@@ -183,7 +183,7 @@ def test_each_network_family_has_its_names_and_resume_keys(tmp_path: Path):
 
 
 def test_artifacts_reports_the_links(tmp_path: Path):
-    from taobank.results_verbs import Artifacts
+    from taobank.campaign.results_verbs import Artifacts
 
     (tmp_path / "model_epoch_001.pth").write_text("x")
     (tmp_path / "dino_latest.pth").symlink_to("model_epoch_001.pth")

@@ -486,7 +486,7 @@ def test_watch_without_ids_follows_every_active_job(world, helper, cli):
 
 # ------------------------------------------------------------------ watch: one line per job change
 def test_watch_of_several_jobs_prints_one_line_per_job_change(world):
-    from taobank import platform
+    from taobank.core import platform
 
     a, b, c = world.record(), world.record(), world.record()
     polls = [{a: "RUNNING", b: "RUNNING", c: "RUNNING"}, {a: "COMPLETE"}, {a: "COMPLETE"}, {c: "COMPLETE"},

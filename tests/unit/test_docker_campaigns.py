@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from fakeproc import ok
-from taobank import lineage, records, sweeps
+from taobank.campaign import lineage, sweeps
+from taobank import records
 from taobank.contract import SubmitOptions
 from taobank.errors import TaoError
 from taobank.platforms.docker.sweep import LABEL_SWEEP
@@ -100,7 +101,7 @@ def counted(calls: list[str]) -> dict[str, int]:
 
 @pytest.fixture()
 def engine(docker_fake, fake):
-    # the sweep's detached supervisor (taobank.sweepsupervisor): answered with a pid, nothing starts
+    # the sweep's detached supervisor (taobank.core.sweepsupervisor): answered with a pid, nothing starts
     fake.on("python3", lambda c: c.argv[1:4] == ["-m", "taobank", "supervise"], ok("4242\n"))
     return Engine(fake)
 
@@ -204,7 +205,7 @@ def test_sweep_best_lists_every_trial_folder_in_one_local_command(engine, fake):
 def test_a_held_trial_canceled_alone_is_removed_not_stopped(engine, fake):
     done = sweeps.submit("docker", SPEC, SubmitOptions(), [{"train.optim.lr": str(i)} for i in range(3)], 1)
     held = done.views[2].id
-    from taobank import platform
+    from taobank.core import platform
 
     since = len(fake.calls)
     (view,), errors = platform.cancel("docker", [held])
@@ -327,7 +328,7 @@ def test_trials_running_at_once_get_gpus_of_their_own_and_wait_for_their_slot(en
     assert [a[2:] for a in engine.argvs("start", since)] == [[ids[3]]]
     assert engine.containers[ids[2]]["Status"] == "created"
     # a job submitted beside the sweep on the same GPUs is told so (the record store: no engine call)
-    from taobank import platform
+    from taobank.core import platform
 
     view = platform.get("docker").submit({**SPEC, "gpus": 2}, SubmitOptions())
     assert view.extra["gate_notes"] == [f"warning: GPU 0,1 to job {ids[0]} (active in the records): the jobs would "
@@ -406,7 +407,7 @@ def test_every_trial_of_an_all_gpus_sweep_tells_tao_the_hosts_count(engine, monk
 
 
 def test_submit_and_sweeps_warn_when_tao_cannot_be_told_its_gpus(engine, monkeypatch):
-    from taobank import platform
+    from taobank.core import platform
 
     four_gpus(monkeypatch)
     spec = {**SPEC, "gpus": 2, "command": "cd /tmp && dino train -e /specs/train.yaml"}
@@ -418,7 +419,7 @@ def test_submit_and_sweeps_warn_when_tao_cannot_be_told_its_gpus(engine, monkeyp
 
 
 def test_a_network_the_pinned_tao_does_not_know_gets_no_keys_and_a_warning(engine, monkeypatch):
-    from taobank import platform
+    from taobank.core import platform
 
     four_gpus(monkeypatch)
     spec = {**SPEC, "gpus": 2, "network_arch": "yolo_v4", "command": ["yolo_v4", "train", "-e", "/specs/train.yaml"]}

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from taobank import platform, records
+from taobank.core import platform
+from taobank import records
 from taobank.errors import TaoError
 from taobank.states import State
 

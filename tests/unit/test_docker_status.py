@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from taobank import platform, records
+from taobank.core import platform
+from taobank import records
 from taobank.platforms.docker import observe
 from taobank.states import State
 

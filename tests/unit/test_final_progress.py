@@ -8,7 +8,8 @@ import json
 
 from fakeproc import items, job, k8s_record, pod
 from test_sweep_call_counts import K8S_SPEC, Cluster, kubectl_calls
-from taobank import jobstatus, records, sweeps
+from taobank.campaign import jobstatus, sweeps
+from taobank import records
 from taobank.contract import SubmitOptions
 
 
@@ -92,7 +93,7 @@ def test_a_job_another_poller_saw_end_shows_its_final_epoch_not_the_one_last_see
     """Issue 49: a Kubernetes job seen at epoch 1/6, then marked COMPLETE by another poller (a sweep's supervisor,
     a watch in another shell, an MCP status), showed a stale `epoch 1/6` for good: the status line now reads its
     final lines once (from the log saved at its end: no call) and keeps them as final."""
-    from taobank import jobfiles
+    from taobank.core import jobfiles
     from taobank.platforms.kubernetes import render
 
     rec = k8s_record()

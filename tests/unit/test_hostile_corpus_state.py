@@ -16,7 +16,8 @@ import pytest
 
 from fakeproc import ok
 from test_docker_campaigns import SPEC, Engine
-from taobank import fsio, kpirank, platform, records
+from taobank import fsio, kpirank, records
+from taobank.core import platform
 from taobank.contract import SubmitOptions
 from taobank.errors import TaoError
 from taobank.platforms.slurm import resources

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from taobank import fsio, nccl_probe, pins, records, spec
+from taobank import fsio, pins, records, spec
+from taobank.core import nccl_probe
 from taobank.errors import TaoError
 from taobank.platforms.slurm import resources, ssh
 

@@ -10,7 +10,8 @@ import pytest
 
 from taobank import jobspec
 from taobank.errors import TaoError
-from taobank import platform, registry
+from taobank.core import platform
+from taobank import registry
 from taobank.platforms.docker.spec import DockerSpec
 from taobank.jobspec import JobSpec
 from taobank.platforms.kubernetes.spec import KubernetesSpec

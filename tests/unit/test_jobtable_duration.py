@@ -6,8 +6,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from taobank import jobtable
-from taobank.platform import JobView
+from taobank.campaign import jobtable
+from taobank.core.platform import JobView
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
 NOW = T0 + timedelta(hours=2)

@@ -13,8 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from taobank import jobtable, records, registry, states
-from taobank.platform import JobView
+from taobank.campaign import jobtable
+from taobank import records, registry, states
+from taobank.core.platform import JobView
 
 # what the record writer accepts on one-line fields: no control characters
 one_line = st.text(st.characters(blacklist_categories=("Cc", "Cs")), min_size=1, max_size=80)

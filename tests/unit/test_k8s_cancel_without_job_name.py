@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from fakeproc import items, job, pod
-from taobank import platform, records
+from taobank.core import platform
+from taobank import records
 
 
 def test_cancel_finds_the_job_by_its_label_when_the_record_names_no_job(fake):

@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fakeproc import echo_applied, items, job, node, pod, k8s_cluster
 from taobank.contract import SubmitOptions
-from taobank import names, platform, records
+from taobank import names, records
+from taobank.core import platform
 from taobank.errors import TaoError
 from taobank.platforms.kubernetes.kubectl import Kubectl
 

@@ -11,7 +11,8 @@ import yaml
 from fakeproc import k8s_record
 from test_orchestration_k8s import cluster
 from taobank.contract import SubmitOptions
-from taobank import platform, records
+from taobank.core import platform
+from taobank import records
 from taobank.platforms.kubernetes import render
 from taobank.platforms.kubernetes.render import MASKED
 

@@ -8,7 +8,8 @@ import subprocess
 
 import pytest
 
-from taobank import jobfiles, records
+from taobank.core import jobfiles
+from taobank import records
 from taobank.platforms.kubernetes import logs, render, sweep as sweepmod
 
 EPOCH = ('{"date": "3/7/2025", "time": "9:5:3", "status": "RUNNING", "verbosity": "INFO", "message": "Training loop '
@@ -77,7 +78,7 @@ def test_per_step_lines_after_the_last_epoch_line_leave_it_printed_first_and_sta
     rec = records.Record.of(records.open_record("kubernetes", "img", "dino", "train", "A", "/results/{id}",
                                                 backend={"namespace": "ns", "context": ""}))
     jobfiles.save_logs(rec.id, "logs.txt", out.stdout)
-    from taobank import training
+    from taobank.core import training
 
     got = training.progress_of(logs.final_status(rec.id), "train")
     assert (got["epoch"], got["max_epoch"], got["step"]) == (3, 4, 70), got

@@ -10,7 +10,8 @@ import subprocess
 import pytest
 
 from fakeproc import echo_applied, items, k8s_cluster, ok
-from taobank import records, sweeps
+from taobank import records
+from taobank.campaign import sweeps
 from taobank.contract import SubmitOptions
 from taobank.errors import TaoError
 from taobank.platforms.kubernetes import render, status as smap, sweep as sweepmod
@@ -143,7 +144,7 @@ def test_status_of_one_trial_reads_its_sweeps_job_and_its_own_pods(fake):
     fake.kubectl("get", "jobs,pods", answer=items([job, pod(0, "Succeeded", 0), pod(1, "Failed", 3),
                                                    pod(2, "Running")]))
     fake.kubectl("logs", answer="boom\n")
-    from taobank import platform as core
+    from taobank.core import platform as core
 
     views = core.status(None, [done.views[1].id])
     (get,) = fake.kubectl_calls("get", "jobs,pods")
@@ -215,7 +216,7 @@ def test_cancel_of_a_finished_trial_leaves_the_sweeps_secret_alone(fake, monkeyp
     done = sweeps.submit("kubernetes", SPEC, SubmitOptions(secret_env=("HF_TOKEN",)), trials(2), 2)
     records.mark(done.views[0].id, State.COMPLETE, message="done")
     fake.kubectl("delete", answer=ok(""))
-    from taobank import platform as core
+    from taobank.core import platform as core
 
     views, errors = core.cancel(None, [done.views[0].id])
     assert errors == [] and not fake.kubectl_calls("delete")

@@ -7,7 +7,8 @@ import pytest
 
 from fakeproc import echo_applied, items, node, k8s_cluster
 from taobank.contract import SubmitOptions
-from taobank import platform, records
+from taobank.core import platform
+from taobank import records
 from taobank.errors import TaoError
 from taobank.platforms.kubernetes.spec import KubernetesSpec
 from taobank.platforms.kubernetes import gates

@@ -10,7 +10,8 @@ import pytest
 from fakeproc import items, job, k8s_record, pod
 from test_orchestration_k8s import SPEC, cluster
 from taobank.contract import SubmitOptions
-from taobank import platform, records
+from taobank.core import platform
+from taobank import records
 from taobank.platforms.kubernetes import OWNER_UID_LABEL
 
 IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:x"

@@ -5,7 +5,8 @@ patched."""
 from __future__ import annotations
 
 from fakeproc import items, ok
-from taobank import jobstatus, records
+from taobank.campaign import jobstatus
+from taobank import records
 from taobank.states import State
 
 SWEEP = "dino-sweep-old03x"

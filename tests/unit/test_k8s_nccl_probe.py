@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from taobank import nccl_probe as core
+from taobank.core import nccl_probe as core
 from taobank import pins
 from taobank.errors import TaoError
 from taobank.platforms.kubernetes import nccl_probe
@@ -61,7 +61,7 @@ def test_probe_cli_passes_a_pull_secret_to_the_submit(cli, monkeypatch):
     """The probe image is on nvcr.io like TAO's: --ngc-pull-secret / --image-pull-secret reach the core submit."""
     from types import SimpleNamespace
 
-    from taobank import platform
+    from taobank.core import platform
 
     sent = []
 

@@ -8,7 +8,9 @@ import json
 import pytest
 
 from fakeproc import echo_applied, items, job, k8s_cluster, k8s_record, node
-from taobank import platform, records, sweeps
+from taobank.core import platform
+from taobank import records
+from taobank.campaign import sweeps
 from taobank.contract import SubmitOptions
 from taobank.errors import TaoError
 from taobank.platforms.kubernetes import gates

@@ -71,7 +71,8 @@ def test_no_results_sets_nothing_and_the_user_cannot_override_the_results_env():
 
 def test_the_record_keeps_the_jobs_folder(fake, state_dir):
     from fakeproc import echo_applied, items, node, k8s_cluster
-    from taobank import platform, records
+    from taobank.core import platform
+    from taobank import records
 
     k8s_cluster(fake)
     fake.kubectl("apply", answer=echo_applied())

@@ -1,6 +1,6 @@
 """A search's site on Kubernetes, checked before anything is created (fake kubectl): a helper Job of the trials'
 own image on their results volume (writable, no GPU) runs the one site rule of every platform
-(taobank.search.site: the journal's lock, python3 3.10+ with numpy); what it finds wrong refuses in one line, a
+(taobank.campaign.search.site: the journal's lock, python3 3.10+ with numpy); what it finds wrong refuses in one line, a
 check pod that cannot run in time is a warning. A study in PostgreSQL skips the lock and its URL travels in the
 sweep's Secret, by NAME."""
 from __future__ import annotations
@@ -10,10 +10,11 @@ import json
 import pytest
 
 from fakeproc import items, k8s_cluster
-from taobank import records, sweeps
+from taobank import records
+from taobank.campaign import sweeps
 from taobank.contract import SubmitOptions
 from taobank.errors import TaoError
-from taobank.search import bundle, settings, site, space
+from taobank.campaign.search import bundle, settings, site, space
 
 SPEC = {"image": "nvcr.io/nvidia/tao/tao-toolkit:6", "gpus": 0, "command": "sh train.sh",
         "mounts": [{"pvc": "ws", "mount_path": "/results"}]}
@@ -75,7 +76,7 @@ def test_a_site_that_passes_is_said_and_a_stuck_check_pod_is_a_warning(fake, mon
 def test_a_database_study_skips_the_lock_and_sends_its_url_only_in_the_sweeps_secret(fake, monkeypatch):
     url = "postgresql://tao:K8sDbPassw0rdForTests@db.example:5432/studies"
     monkeypatch.setenv("TAO_STUDY_DB", url)
-    from taobank.search import storage
+    from taobank.campaign.search import storage
 
     monkeypatch.setattr(storage, "prepare", lambda name, study, direction, env=None: f"study {study} created")
     _site_pod(fake, "site-checked\n")

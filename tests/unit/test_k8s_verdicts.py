@@ -179,7 +179,7 @@ def test_an_unknown_record_gets_its_verdict_once_the_marker_is_read(fake, cli):
 
 
 def test_sweep_trials_whose_jobs_are_gone_get_their_verdicts_in_the_sweep_table(fake):
-    from taobank import sweeps
+    from taobank.campaign import sweeps
 
     spec = {"image": "i", "command": "c", "mounts": [WS]}
     ids = []

@@ -1,4 +1,4 @@
-"""continue and --parent, the core's rules (taobank.lineage) over a stand-in platform: which checkpoint, which
+"""continue and --parent, the core's rules (taobank.campaign.lineage) over a stand-in platform: which checkpoint, which
 refusals (one line, nothing created), what the new record names; and the one checkpoint table."""
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ import pytest
 from hypothesis import given, strategies as st
 
 from taobank.records import Record
-from taobank import checkpoints, jobfiles, lineage, records
+from taobank import checkpoints, records
+from taobank.core import jobfiles
+from taobank.campaign import lineage
 from taobank.contract import ResultFile, ResultsListing, ResultsLocation
 from taobank.errors import TaoError
-from taobank.platform import JobView
+from taobank.core.platform import JobView
 from taobank.platforms.kubernetes.spec import KubernetesSpec
 from taobank.platforms.slurm.spec import SlurmSpec
 
@@ -364,7 +366,7 @@ def test_an_s3_parents_checkpoint_is_downloaded_and_its_folder_cannot_be_named(r
 
 
 def test_a_platform_that_cannot_download_refuses_in_one_line(state_dir):
-    from taobank import platform
+    from taobank.core import platform
 
     with pytest.raises(TaoError, match="slurm jobs cannot download them: fetch the checkpoint") as err:
         platform.get("slurm").lineage_fetch(SlurmSpec(), _REC, "s3://b/r/dino-train-1", {"c": "m.pth"})
@@ -392,7 +394,7 @@ def test_a_long_from_value_is_cut_in_the_error(named):
 def test_continue_with_more_time_sets_the_platforms_own_limit(stand, monkeypatch):
     """``continue --time-*``: the new job's spec carries the limit as its platform spells it; Docker, which has
     none, refuses before anything is read or made."""
-    from taobank import platform as core
+    from taobank.core import platform as core
 
     old = job(state="ERROR", command=["dino", "train", "-e", "s.yaml"])
     jobfiles.save_spec(old["id"], {"action": "train", "command": ["dino", "train"], "time_hours": 1,

@@ -74,7 +74,8 @@ def test_needed_names_come_from_the_call_only(tmp_path):
 
 
 def test_continue_needs_what_its_job_was_submitted_with(state_dir, creds, tmp_path):
-    from taobank import jobfiles, records
+    from taobank.core import jobfiles
+    from taobank import records
 
     rec = records.open_record("docker", "img", "dino", "train", "A", "/l/results/{id}")
     jobfiles.save_spec(rec["id"], {"action": "train", "secrets": ["HF_TOKEN"]},

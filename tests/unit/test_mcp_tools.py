@@ -224,9 +224,10 @@ def test_the_study_tool_returns_the_search_table_the_cli_prints(docker_fake, tmp
     from fakeproc import ok
     from test_docker_campaigns import SPEC, Engine
     from test_search_launch import staging
-    from taobank import records, sweeps
+    from taobank import records
+    from taobank.campaign import sweeps
     from taobank.contract import SubmitOptions
-    from taobank.search import trial
+    from taobank.campaign.search import trial
 
     docker_fake.on("python3", lambda c: c.argv[1:4] == ["-m", "taobank", "supervise"], ok("4242\n"))
     engine = Engine(docker_fake)

@@ -6,7 +6,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from taobank import nccl_probe, records
+from taobank.core import nccl_probe
+from taobank import records
 from taobank.cli.verbcli import nccl_report
 from taobank.errors import TaoError
 

@@ -7,7 +7,8 @@ import pytest
 
 from fakeproc import KUEUE_GATE_READ, echo_applied, items, job, k8s_cluster, k8s_record, node, ok, pod
 from taobank.contract import SubmitOptions
-from taobank import platform, records
+from taobank.core import platform
+from taobank import records
 from taobank.errors import TaoError
 
 SPEC = {"image": "nvcr.io/nvidia/tao/tao-toolkit:x", "command": "echo hi", "gpus": 4,
@@ -178,7 +179,7 @@ def two_nodes(fake) -> None:
 
 
 def test_multi_node_needs_an_ok_nccl_verdict_or_a_recorded_skip(fake, cli):
-    from taobank import nccl_probe
+    from taobank.core import nccl_probe
 
     two_nodes(fake)
     argv = ["tao_k8s.py", "submit", "--image", "img", "--command", "x", "--nodes", "2", "--gpus", "1", "--no-results"]

@@ -7,7 +7,8 @@ import pytest
 
 from fakeproc import find_answer, ok, sacct_row, slurm_record, squeue_row, sweep_answer
 from taobank.contract import SubmitOptions
-from taobank import platform, records
+from taobank.core import platform
+from taobank import records
 from taobank.errors import SubmitUncertain, TaoError
 from taobank.platforms.slurm import storage
 from taobank.platforms.slurm import facts as slurm_facts

@@ -1,4 +1,4 @@
-"""The one submit order (taobank.pipeline) over a stand-in platform: a single job and a sweep go through the same
+"""The one submit order (taobank.core.pipeline) over a stand-in platform: a single job and a sweep go through the same
 gates and the same ONE adapter launch; a multi-node sweep trial gets the NCCL gate line a single job gets; what a
 launch leaves behind is written by the core alone."""
 from __future__ import annotations
@@ -8,12 +8,14 @@ from datetime import datetime, timezone
 
 import pytest
 
-from taobank import nccl_verdicts, pipeline, records, sweeps
-from taobank import platform as core
+from taobank.core import nccl_verdicts, pipeline
+from taobank import records
+from taobank.campaign import sweeps
+from taobank.core import platform as core
 from taobank.platforms.slurm.spec import SlurmSpec
 from taobank.contract import Batch, Launch, Plan, SubmitOptions
 from taobank.errors import SubmitUncertain, TaoError
-from taobank.platform import JobView
+from taobank.core.platform import JobView
 
 SPEC = {"command": ["dino", "train", "-e", "s.yaml"]}
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from taobank import platform, registry
+from taobank.core import platform
+from taobank import registry
 from taobank.errors import TaoError
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"

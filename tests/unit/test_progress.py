@@ -447,7 +447,7 @@ def test_no_nan_reaches_the_plots():
 
 
 def test_epochs_are_shown_from_one_in_the_status_line_and_the_sweep_table():
-    from taobank import sweeps
+    from taobank.campaign import sweeps
 
     assert statusfile.epoch_text(9, 9) == "10/10" and statusfile.epoch_text(0, 0) == "1/1"
     assert statusfile.epoch_text(2, None) == "3"

@@ -1,6 +1,6 @@
 """artifacts, fetch and prune on every platform, against the fake kubectl / ssh / aws: no cluster.
 
-The core (taobank.results_verbs) owns validation, the best checkpoint,
+The core (taobank.campaign.results_verbs) owns validation, the best checkpoint,
 verification, temp + rename and confirmation; these tests drive it through
 the Kubernetes reader pod (tier A), S3 (tier C) and SLURM's one connection.
 """
@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from fakeproc import echo_applied, items, ok, slurm_record
-from taobank import fsio, records, results_fetch, results_shell, results_verbs
+from taobank import fsio, records, results_shell
+from taobank.campaign import results_fetch, results_verbs
 from taobank.errors import TaoError, UsageError
 from taobank.run import Result
 

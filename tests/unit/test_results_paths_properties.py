@@ -7,7 +7,8 @@ import posixpath
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from taobank import results_fetch, results_shell
+from taobank.campaign import results_fetch
+from taobank import results_shell
 from taobank.errors import TaoError, UsageError
 from taobank.paths import rel_path
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from taobank import results_fetch, results_shell
+from taobank.campaign import results_fetch
+from taobank import results_shell
 from taobank.errors import TaoError
 from taobank.run import Result
 

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from taobank import jobfiles, platform, records
+from taobank.core import jobfiles, platform
+from taobank import records
 from taobank.platforms.docker import engine as eng, logs as docker_logs
 from taobank.errors import TaoError
 from taobank.states import State

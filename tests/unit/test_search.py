@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from taobank.errors import TaoError, UsageError
-from taobank.search import bundle, journal, settings, space, trial
+from taobank.campaign.search import bundle, journal, settings, space, trial
 
 BANK = Path(__file__).resolve().parents[2]
 TRAINER = BANK / "testclusters" / "fake_tao_train.sh"
@@ -141,7 +141,7 @@ def test_the_bundle_carries_optuna_and_the_runner_and_runs_without_this_path(tmp
     assert data == bundle.build.__wrapped__("tpe")  # the same install makes the same bytes
     names = zipfile.ZipFile(io.BytesIO(data)).namelist()
     for need in ("__main__.py", "optuna/__init__.py", "optuna/storages/journal/_file.py", "colorlog/__init__.py",
-                 "tqdm/__init__.py", "packaging/version.py", "taobank/search/trial.py",
+                 "tqdm/__init__.py", "packaging/version.py", "taobank/campaign/search/trial.py",
                  "taobank/progress/statusfile.py"):
         assert need in names, need
     assert not [n for n in names if n.endswith(".pyc") or "__pycache__" in n or ".dist-info" in n]
@@ -249,7 +249,7 @@ def test_a_torn_last_line_of_the_journal_is_not_read():
 
 # ------------------------------------------------------------------ the SLURM site check (its shell, run here)
 def _site(tmp_path: Path, path_dirs: list[Path], *args: str) -> list[str]:
-    from taobank.search.site import SEARCH_SITE
+    from taobank.campaign.search.site import SEARCH_SITE
 
     env = {"PATH": ":".join(str(d) for d in path_dirs)}
     proc = subprocess.run(["/bin/sh", "-c", SEARCH_SITE, "tao", *args], capture_output=True, text=True, env=env, timeout=60)
@@ -290,7 +290,9 @@ def test_the_site_check_finds_a_lock_that_is_not_exclusive_and_a_missing_python(
 
 def test_continue_of_a_search_trial_the_study_gave_no_values_is_one_line(state_dir):
     """A PRUNED trial continues with its study's values (the SLURM e2e shows it); one that never asked has none."""
-    from taobank import jobfiles, lineage, records
+    from taobank.core import jobfiles
+    from taobank.campaign import lineage
+    from taobank import records
 
     rec = records.open_record("slurm", "none", "dino", "train", "A", "/lustre/results", sweep=("dino-sweep-1", 0, {}),
                               backend={"search": "tpe", "search_kpi": "val_loss"})

@@ -81,7 +81,7 @@ def test_the_dashboard_shows_the_studys_trials_and_follows_the_journal(tmp_path,
     copy = tmp_path / "state" / "study-journal.log"
     port = free_port()
     code = ("import sys; sys.path.insert(0, sys.argv[1]); from pathlib import Path; "
-            "from taobank.search import dashboard; src = Path(sys.argv[2]); "
+            "from taobank.campaign.search import dashboard; src = Path(sys.argv[2]); "
             "dashboard.serve(Path(sys.argv[3]), src.read_text, int(sys.argv[4]), on_line=print, every=0.5)")
     server = subprocess.Popen([sys.executable, "-c", code, str(BANK / "scripts"), str(source), str(copy), str(port)],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -108,7 +108,7 @@ def test_the_dashboard_shows_the_studys_trials_and_follows_the_journal(tmp_path,
 
 
 def test_the_dashboard_serves_this_machine_only_and_needs_its_package():
-    from taobank.search import dashboard
+    from taobank.campaign.search import dashboard
 
     assert dashboard.HOST == "127.0.0.1"
     assert dashboard.dashboard_module().__version__ == dashboard.DASHBOARD_VERSION

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings as hsettings, strategies as st
 
-from taobank import records, sweeps
+from taobank import records
+from taobank.campaign import sweeps
 from taobank.contract import SubmitOptions
 from taobank.errors import TaoError, UsageError
-from taobank.search import bundle, journal, settings, space, storage, trial
+from taobank.campaign.search import bundle, journal, settings, space, storage, trial
 
 BANK = Path(__file__).resolve().parents[2]
 TRAINER = BANK / "testclusters" / "fake_tao_train.sh"
@@ -330,7 +331,7 @@ def test_a_dry_run_check_reaches_the_database_from_here_and_writes_nothing(datab
 def test_a_continued_trial_of_a_database_study_does_not_carry_the_study_s_url(state_dir):
     """The study's variable was the trial runner's; the continued job is a plain job outside the study, whose TAO
     must never get the URL (Docker/SLURM keep it in the spec's secrets, Kubernetes in secret_env)."""
-    from taobank import lineage
+    from taobank.campaign import lineage
 
     rec = records.Record.of(records.open_record("docker", "img", "dino", "train", "A", "/r/{id}",
                                                 backend={"search_storage_env": NAME}))

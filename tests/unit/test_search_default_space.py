@@ -1,4 +1,4 @@
-"""A search given no ``--space`` takes the keys TAO marks ``automl_enabled`` (taobank.search.automl), and a
+"""A search given no ``--space`` takes the keys TAO marks ``automl_enabled`` (taobank.campaign.search.automl), and a
 search's ``--kpi`` must be one the network logs (TAO's own list), both before anything is created."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from taobank import speccheck, tao_command
 from taobank.errors import UsageError
-from taobank.search import automl, space
+from taobank.campaign.search import automl, space
 
 BANK = Path(__file__).resolve().parents[2]
 

@@ -10,10 +10,11 @@ import pytest
 
 from fakeproc import ok
 from test_docker_campaigns import SPEC, Engine
-from taobank import records, sweeps
+from taobank import records
+from taobank.campaign import sweeps
 from taobank.contract import SubmitOptions
 from taobank.errors import TaoError, UsageError
-from taobank.search import bundle, settings, space
+from taobank.campaign.search import bundle, settings, space
 
 PYTHON_RUNS = lambda c: c.argv[1] == "run" and "--rm" in c.argv  # noqa: E731  (the image's python3 check)
 

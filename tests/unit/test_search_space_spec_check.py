@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from taobank import specgate, tao_command
-from taobank.search import space
+from taobank.campaign.search import space
 
 BANK = Path(__file__).resolve().parents[2]
 

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from fakeproc import sacct_row, slurm_record, squeue_row, sweep_answer
-from taobank import platform, records
+from taobank.core import platform
+from taobank import records
 from taobank.errors import TaoError
 from taobank.platforms.slurm import chain, render, resources, status as slurm_status, sweep as slurm_sweep
 

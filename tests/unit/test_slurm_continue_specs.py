@@ -8,7 +8,9 @@ import hashlib
 import pytest
 
 from taobank.platforms.slurm.spec import SlurmSpec
-from taobank import jobfiles, lineage, records
+from taobank.core import jobfiles
+from taobank.campaign import lineage
+from taobank import records
 from taobank.contract import ResultFile, ResultsListing, ResultsLocation
 from taobank.errors import TaoError
 from taobank.cli import entry

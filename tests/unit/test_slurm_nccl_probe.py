@@ -1,12 +1,13 @@
-"""SLURM NCCL probe: a thin adapter over taobank.nccl_probe (key, spec, submit) and the multi-node gate."""
+"""SLURM NCCL probe: a thin adapter over taobank.core.nccl_probe (key, spec, submit) and the multi-node gate."""
 from __future__ import annotations
 
 import pytest
 
 from fakeproc import find_answer, sacct_row, sweep_answer
 from taobank.contract import SubmitOptions
-from taobank import nccl_probe as core
-from taobank import platform, records
+from taobank.core import nccl_probe as core
+from taobank.core import platform
+from taobank import records
 from taobank.errors import TaoError
 from taobank.platforms.slurm import nccl_probe
 from taobank.platforms.slurm import submit as slurm_submit

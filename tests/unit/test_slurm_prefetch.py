@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from fakeproc import PLAIN_SUBMIT, find_answer, ok, sacct_row, slurm_record, squeue_row, sweep_answer  # noqa: F401
-from taobank import platform, records
+from taobank.core import platform
+from taobank import records
 from taobank.contract import SubmitOptions
 from taobank.errors import TaoError
 from taobank.platforms.slurm import prefetch, remote, status as slurm_status

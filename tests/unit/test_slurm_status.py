@@ -161,7 +161,7 @@ def test_the_exit_marker_names_an_out_of_memory_kill_without_accounting():
 def test_taos_last_word_is_kept_for_the_core_and_its_success_wins_over_a_failed_wrapper():
     """A clean exit after TAO's FAILURE is the core's one rule (track.tao_last_word), not SLURM's: classify says
     what SLURM saw and keeps TAO's word on the observation; TAO's SUCCESS after a failed wrapper is SLURM's own."""
-    from taobank import track
+    from taobank.core import track
     from taobank.contract import TaoEnd
 
     failed = TaoEnd("FAILURE", "Train was interrupted")
@@ -235,7 +235,7 @@ def test_sweep_output_parsing_and_accounting_fallback():
 
 def test_only_one_poller_claims_a_retry(state_dir):
     from taobank import records
-    from taobank import track
+    from taobank.core import track
 
     rec = records.get(records.open_record("slurm", "none", "dino", "train", "A", "/lustre/results")["id"])
     assert track.claim_retry(rec) is True
@@ -302,7 +302,7 @@ def test_tao_status_counts_only_entries_since_the_last_started(lines, want):
 def test_a_search_trial_whose_runner_wrote_pruned_ends_pruned_through_the_core_rule():
     """The runner appends PRUNED once TAO has stopped and exits 0: SLURM sees COMPLETED, the core's one rule
     (track.tao_last_word) makes the record PRUNED with the runner's line; a non-zero exit stays an error."""
-    from taobank import track
+    from taobank.core import track
     from taobank.contract import TaoEnd
 
     said = "PRUNED at epoch 3: val_loss 0.91, worse than the rung's cut 0.62"

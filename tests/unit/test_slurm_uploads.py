@@ -8,7 +8,8 @@ import pytest
 
 from fakeproc import PLAIN_SUBMIT, find_answer
 from taobank.contract import SubmitOptions
-from taobank import platform, records
+from taobank.core import platform
+from taobank import records
 from taobank.errors import TaoError
 from taobank.platforms.slurm import uploads
 from taobank.platforms.slurm import stage as slurm_stage

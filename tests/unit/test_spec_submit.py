@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from taobank import pipeline, platform, specgate, specs
+from taobank.core import pipeline, platform
+from taobank import specgate, specs
 from taobank.contract import Gate, SubmitOptions
 from taobank.errors import TaoError
 

@@ -8,7 +8,8 @@ import pytest
 
 from fakeproc import (KUEUE_GATE_READ, applied_names, echo_applied, items, k8s_cluster, node, ok, sacct_row, squeue_row,
                       sweep_answer)
-from taobank import records, sweeps
+from taobank import records
+from taobank.campaign import sweeps
 from taobank.contract import SubmitOptions
 from taobank.platforms.kubernetes.sweep import SWEEP_LABEL
 
@@ -275,7 +276,7 @@ def test_kubernetes_cancel_of_one_trial_stops_its_index_alone(fake):
     cluster = Cluster(fake)
     done = sweeps.submit("kubernetes", K8S_SPEC, SubmitOptions(), trials(4), K)
     ids = [v.id for v in done.views]
-    from taobank import platform as core
+    from taobank.core import platform as core
 
     views, errors = core.cancel(None, [ids[1], ids[3]])
     assert errors == [] and not cluster.deleted
@@ -295,7 +296,7 @@ def test_kubernetes_cancel_of_trials_together_is_one_patch_and_one_delete(fake):
     done = sweeps.submit("kubernetes", K8S_SPEC, SubmitOptions(), trials(5), K)
     ids = [v.id for v in done.views]
     cluster.done.add(2)  # ended after the last status: the record still says PENDING
-    from taobank import platform as core
+    from taobank.core import platform as core
 
     views, errors = core.cancel(None, ids[1:4], batch=True)
     assert errors == [] and not cluster.deleted

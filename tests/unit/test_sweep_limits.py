@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from taobank import sweepfile
+from taobank.campaign import sweepfile
 from taobank.errors import UsageError
 
 AWS_SECRET = "wJalrXUtnFEMI/" + "K7MDENG/bPxRfiCYEXAMPLEKEY"  # AWS's documented example, joined at run time

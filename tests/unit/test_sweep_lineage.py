@@ -1,4 +1,4 @@
-"""A sweep and the jobs it builds on (taobank.sweeps over a stand-in platform): ``--parent`` is applied once and
+"""A sweep and the jobs it builds on (taobank.campaign.sweeps over a stand-in platform): ``--parent`` is applied once and
 named on every trial record; every trial keeps its spec so ``continue`` works on one trial; a spec that was not
 kept says why."""
 from __future__ import annotations
@@ -7,12 +7,14 @@ import argparse
 
 import pytest
 
-from taobank import jobfiles, lineage, platform as core, records, sweeps
+from taobank.core import jobfiles, platform as core
+from taobank.campaign import lineage, sweeps
+from taobank import records
 from taobank.cli import verbcli
 from taobank.platforms.slurm.spec import SlurmSpec
 from taobank.contract import Launch, Plan, ResultFile, ResultsListing, ResultsLocation, SubmitOptions
 from taobank.errors import TaoError, UsageError
-from taobank.platform import JobView
+from taobank.core.platform import JobView
 from taobank.states import State
 
 

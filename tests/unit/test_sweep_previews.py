@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from fakeproc import k8s_cluster, ok
-from taobank import records, sweeps
+from taobank import records
+from taobank.campaign import sweeps
 from taobank.contract import SubmitOptions
 from taobank.platforms.kubernetes.sweep import SWEEP_LABEL
 

@@ -1,4 +1,4 @@
-"""The detached supervisor of a Docker sweep (taobank.sweepsupervisor): one per sweep (a lock), it looks at the
+"""The detached supervisor of a Docker sweep (taobank.core.sweepsupervisor): one per sweep (a lock), it looks at the
 sweep until every trial has ended, survives a passing error, and starts with no credential in its environment."""
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from fakeproc import ok
-from taobank import records, sweepsupervisor
+from taobank import records
+from taobank.core import sweepsupervisor
 from taobank.errors import TaoError
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"

@@ -11,7 +11,8 @@ import pytest
 
 from test_docker_campaigns import SPEC, TRAINER, Engine
 from fakeproc import ok
-from taobank import records, sweeps
+from taobank import records
+from taobank.campaign import sweeps
 from taobank.contract import SubmitOptions
 from taobank.errors import UsageError
 

@@ -8,7 +8,8 @@ import shlex
 import pytest
 from hypothesis import given, strategies as st
 
-from taobank import records, sweepfile, sweeps
+from taobank import records
+from taobank.campaign import sweepfile, sweeps
 from taobank.records import shape
 from taobank.errors import TaoError, UsageError
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.support import tao_oracle as oracle
-from taobank import records, track, training
+from taobank import records
+from taobank.core import track, training
 from taobank.contract import Observation, ResultsLocation, TaoEnd
 from taobank.platforms.docker import observe as docker_observe
 from taobank.platforms.docker import results_access as docker_results
@@ -19,7 +20,7 @@ from taobank.platforms.kubernetes import logs as k8s_logs
 from taobank.platforms.kubernetes import render as k8s_render
 from taobank.progress import best, parse, progress, series
 from taobank.records import Record
-from taobank.results_verbs import find_best
+from taobank.campaign.results_verbs import find_best
 from taobank.platforms.slurm import status as slurm_status
 from taobank.states import State
 
@@ -159,7 +160,7 @@ def test_the_core_marks_the_record_error_whatever_the_platform_said(tmp_path, st
             return [obs]
 
         def view(self, rec):
-            from taobank.platform import JobView
+            from taobank.core.platform import JobView
 
             return JobView.from_record(rec)
 

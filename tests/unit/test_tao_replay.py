@@ -18,7 +18,7 @@ import pytest
 from taobank import checkpoints
 from taobank.contract import ResultFile, ResultsListing
 from taobank.progress import best, parse, progress, series, statusfile
-from taobank.results_verbs import find_best
+from taobank.campaign.results_verbs import find_best
 from tests.support import tao_oracle as oracle
 
 ROOT = Path(__file__).resolve().parents[2]

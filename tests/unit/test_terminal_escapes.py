@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from taobank import records, sweeps
+from taobank import records
+from taobank.campaign import sweeps
 from taobank.cli.entry import run_main
 from taobank.text import error_line, one_line, terminal_text
 from taobank.errors import TaoError

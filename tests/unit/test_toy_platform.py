@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from taobank import platform, records, registry, sweeps
+from taobank.core import platform
+from taobank import records, registry
+from taobank.campaign import sweeps
 from taobank.contract import SubmitOptions
 
 SUPPORT = Path(__file__).resolve().parents[1] / "support"

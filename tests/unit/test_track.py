@@ -1,4 +1,4 @@
-"""The core owns the record after launch (taobank.track): an adapter that only observes and stops, the core marks.
+"""The core owns the record after launch (taobank.core.track): an adapter that only observes and stops, the core marks.
 
 A stand-in adapter shows the rules without a cluster: what an observation does (one rule, states.next_move),
 what ended is cleaned up once, an infrastructure retry is opened by the core and relaunched by the adapter,
@@ -6,9 +6,10 @@ and one cancel rule for every outcome a stop reports.
 """
 from __future__ import annotations
 
-from taobank import records, track
+from taobank import records
+from taobank.core import track
 from taobank.contract import Launch, Observation, Shown, Stop
-from taobank.platform import JobView
+from taobank.core.platform import JobView
 from taobank.states import State
 
 

@@ -10,7 +10,8 @@ import json
 import pytest
 
 from fakeproc import SLURM_BASE, items, job, k8s_record, ok, pod, sacct_row, slurm_record, squeue_row, sweep_answer
-from taobank import jobstatus, records
+from taobank.campaign import jobstatus
+from taobank import records
 from taobank.errors import TaoError
 from taobank.platforms.kubernetes.logs import SPEC_FILE
 

@@ -20,7 +20,7 @@ import pytest
 
 from taobank import contract
 from taobank.contract import UNSET, Observation, Shown, Stop
-from taobank.platform import JobView
+from taobank.core.platform import JobView
 from taobank.platforms.slurm.status import SlurmObservation
 
 PKG = Path(__file__).resolve().parents[2] / "scripts" / "taobank"
@@ -44,7 +44,7 @@ DICT_FIELDS_ALLOWED = {
     ("Launch", "details"): "facts shown with the new job (at most 5 keys, see below)",
     ("Observation", "backend"): "the record's backend facts: stored as they are",
     ("Stop", "backend"): "the record's backend facts: stored as they are",
-    ("Shown", "progress"): "TAO's training progress as taobank.training reads it (JobView.progress, shown as is)",
+    ("Shown", "progress"): "TAO's training progress as taobank.core.training reads it (JobView.progress, shown as is)",
     ("ResultsListing", "status_files"): "relative path -> file text (a map, not loose keys)",
     ("ResultsListing", "links"): "link path -> target path (a map, not loose keys)",
 }
@@ -133,7 +133,7 @@ def test_an_observation_has_no_loose_extra_and_shows_a_typed_view():
 
 
 def test_shown_lays_only_what_is_set_over_the_view_in_field_order():
-    from taobank.track import _overlay
+    from taobank.core.track import _overlay
 
     view = JobView(id="j", platform="kubernetes", state="RUNNING", observed="old", exit_code=3,
                    extra={"pod_attempts": 9})
@@ -169,7 +169,7 @@ def test_of_types_a_mapping_by_its_schema_keys_and_keeps_a_typed_spec():
 def test_with_gpu_args_is_the_dict_rule_on_the_typed_spec(platform, command):
     from taobank import tao_command
     from taobank.errors import TaoError
-    from taobank import platform as contract
+    from taobank.core import platform as contract
 
     cls = contract.get(platform).spec_type
     spec = cls.from_dict({"image": "i", "command": command, "network_arch": "dino", "action": "train"})
@@ -225,7 +225,7 @@ def _platform_classes() -> list[type]:
     """The contract's class and every adapter's (the three platforms and the toy of tests/support)."""
     import sys
 
-    from taobank import platform as contract_module
+    from taobank.core import platform as contract_module
 
     support = str(Path(__file__).resolve().parents[1] / "support")
     if support not in sys.path:
@@ -265,7 +265,7 @@ def test_the_check_sees_a_spec_taken_as_a_dict():
     """The check above can fail: a hook written the old way is found."""
     import inspect
 
-    from taobank.platform import Platform
+    from taobank.core.platform import Platform
 
     class Old(Platform):  # type: ignore[type-arg]
         def preview(self, spec: dict, opts):  # type: ignore[no-untyped-def, override]

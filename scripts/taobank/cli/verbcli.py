@@ -1,5 +1,5 @@
 """One command-line grammar for the job verbs of every helper (tao_k8s.py, tao_slurm.py, tao_jobs.py), the sweep
-flags and verbs included (the work is taobank.sweeps).
+flags and verbs included (the work is taobank.campaign.sweeps).
 
   status [ID... | --last] [--watch] [--interval S] [--no-retry] [--json]   --json is always a list
   logs ID | --last [--tail N] [-f/--follow] [--json]
@@ -23,7 +23,9 @@ import argparse
 import sys
 from typing import Any, Callable
 
-from .. import platform as core, registry, sweepfile
+from ..core import platform as core
+from .. import registry
+from ..campaign import sweepfile
 from ..errors import EXIT_FAILED, EXIT_OK, TaoError, UsageError
 from ..jobspec import KPI_MODE_HELP, KPI_MODES
 from ..text import error_line, one_line, terminal_text
@@ -94,7 +96,7 @@ def _progress(as_json: bool) -> Callable[[str], None]:
 
 
 def cmd_status(args: argparse.Namespace, platform: str | None) -> int:
-    from .. import jobstatus
+    from ..campaign import jobstatus
 
     if not 0.5 <= args.interval <= 3600:  # nan fails too
         raise UsageError("--interval must be between 0.5 and 3600 seconds")
@@ -123,7 +125,7 @@ def cmd_status(args: argparse.Namespace, platform: str | None) -> int:
     elif not views:
         print(f"no active {platform or ''} jobs".replace("  ", " "))
     elif getattr(args, "table", False):
-        from .. import jobtable
+        from ..campaign import jobtable
 
         sys.stdout.write(jobtable.render(views, headers=not args.no_headers))
     else:
@@ -232,7 +234,7 @@ def add_artifacts(sub: argparse._SubParsersAction, platform: str | None) -> argp
 
 
 def cmd_artifacts(args: argparse.Namespace, platform: str | None) -> int:
-    from .. import results_verbs
+    from ..campaign import results_verbs
 
     found = results_verbs.artifacts(platform, one_job(args, platform, "artifacts"), kpi=args.kpi, mode=args.mode)
     if args.json:
@@ -274,7 +276,7 @@ def _progress_line() -> Callable[[str], None]:
 
 
 def cmd_fetch(args: argparse.Namespace, platform: str | None) -> int:
-    from .. import results_fetch, results_verbs
+    from ..campaign import results_fetch, results_verbs
 
     words = list(args.words)
     if args.last:
@@ -353,7 +355,7 @@ def answer(question: str, wait_s: float | None = None) -> bool:
 
 
 def cmd_prune(args: argparse.Namespace, platform: str | None) -> int:
-    from .. import results_verbs
+    from ..campaign import results_verbs
 
     results_verbs.keep_rule(args.keep, args.kpi, args.mode)  # a usage error before any question
     if args.dry_run:
@@ -411,7 +413,7 @@ def add_metrics(sub: argparse._SubParsersAction, platform: str | None) -> argpar
 
 
 def cmd_metrics(args: argparse.Namespace, platform: str | None) -> int:
-    from .. import jobstatus
+    from ..campaign import jobstatus
 
     from .. import progress
     from ..progress.series import require_kpis
@@ -502,7 +504,7 @@ def add_nccl_probe(sub: argparse._SubParsersAction, help: str) -> argparse.Argum
 
 def nccl_report(out: dict, *, as_json: bool) -> int:
     """Print a probe result the one way both helpers do; the exit code is 0 only for ``ok``."""
-    from ..nccl_probe import PROVES, backend_of
+    from ..core.nccl_probe import PROVES, backend_of
 
     ok = out["verdict"] == "ok"
     if as_json:
@@ -544,7 +546,7 @@ def add_continue(sub: argparse._SubParsersAction, platform: str | None) -> argpa
 
 
 def cmd_continue(args: argparse.Namespace, platform: str | None) -> int:
-    from .. import lineage
+    from ..campaign import lineage
 
     minutes = args.time_minutes if args.time_hours is None else args.time_hours * 60
     if args.check and not args.dry_run:
@@ -574,12 +576,13 @@ def add_parent(p: argparse.ArgumentParser) -> None:
 
 def checked_preview(platform: str, preview: Callable, check: bool) -> Callable:
     """``preview`` with the dry run's first line on stderr: without ``check`` (``--check``) which checks it did
-    not run (:data:`taobank.pipeline.UNCHECKED`); with it, the submit's read-only checks first
-    (:func:`taobank.pipeline.dry_run`): what passed and what was still not checked (a credential not set here).
-    ``preview`` is the platform's (:meth:`taobank.platform.Platform.preview`): it gets the spec typed, as a submit
+    not run (:data:`taobank.core.pipeline.UNCHECKED`); with it, the submit's read-only checks first
+    (:func:`taobank.core.pipeline.dry_run`): what passed and what was still not checked (a credential not set here).
+    ``preview`` is the platform's (:meth:`taobank.core.platform.Platform.preview`): it gets the spec typed, as a submit
     types it."""
     def run(spec: dict, opts):  # type: ignore[no-untyped-def]
-        from .. import pipeline, tao_command
+        from ..core import pipeline
+        from .. import tao_command
         from ..contract import Gate
 
         adapter = core.get(platform)
@@ -611,10 +614,10 @@ def checked_preview(platform: str, preview: Callable, check: bool) -> Callable:
 
 
 def submit_lineage(platform: str, spec: dict, opts, args: argparse.Namespace, preview: Callable | None = None):
-    """The submit (or with ``preview`` the dry run) of a spec, through :mod:`taobank.lineage` with --parent."""
+    """The submit (or with ``preview`` the dry run) of a spec, through :mod:`taobank.campaign.lineage` with --parent."""
     from dataclasses import replace
 
-    from .. import lineage
+    from ..campaign import lineage
 
     opts = replace(opts, spec_check=not getattr(args, "no_spec_check", False))
     if preview is not None:
@@ -632,7 +635,7 @@ def submit_lineage(platform: str, spec: dict, opts, args: argparse.Namespace, pr
 
 
 # ------------------------------------------------------------------ sweeps
-# The sweep flags and verbs of the helpers (one grammar for every platform; the work is taobank.sweeps).
+# The sweep flags and verbs of the helpers (one grammar for every platform; the work is taobank.campaign.sweeps).
 #
 # submit ... --sweep KEY=V1,V2 [--sweep KEY2=...] | --sweep-file sweep.yaml [--max-concurrent K] [--dry-run]
 # status --sweep ID [--kpi NAME [--mode min|max]] [--watch] [--json]     cancel --sweep ID     tao_jobs.py sweep best ID --kpi NAME [--mode min|max]
@@ -672,12 +675,12 @@ SEARCH_ONLY = ("trials", "kpi", "mode", "space", "space_file", "search_seed", "p
 
 
 def search_of(args: argparse.Namespace, spec: dict | None) -> object | None:
-    """The search the flags describe (:class:`taobank.search.bundle.Staging`), None without ``--search``;
+    """The search the flags describe (:class:`taobank.campaign.search.bundle.Staging`), None without ``--search``;
     every setting checked before anything is read or created. ``spec`` None: the flags alone, before the job's
     spec is built (a space left out is then TAO's AutoML keys, read with the spec's network:
-    :func:`taobank.search.automl.of_job`)."""
+    :func:`taobank.campaign.search.automl.of_job`)."""
     if getattr(args, "study_storage", None) is not None:
-        from ..search import storage as storagemod
+        from ..campaign.search import storage as storagemod
 
         raise UsageError(f"--study-storage takes no URL on the command line (it holds a password; it is not shown): "
                          f"export it and give {storagemod.FLAG} NAME, e.g. export TAO_STUDY_DB=postgresql://... "
@@ -687,7 +690,7 @@ def search_of(args: argparse.Namespace, spec: dict | None) -> object | None:
         if given:
             raise UsageError(f"{given[0]} belongs to a search: give --search tpe|random|grid|cmaes too")
         return None
-    from ..search import automl, bundle, settings, space
+    from ..campaign.search import automl, bundle, settings, space
 
     if getattr(args, "sweep", None) or getattr(args, "sweep_file", None):
         raise UsageError("give --search or --sweep/--sweep-file, not both: a search chooses its trials' overrides")
@@ -733,7 +736,7 @@ def trials_of(args: argparse.Namespace) -> list[dict[str, str]] | None:
 
 
 def sweep_submit(platform: str, spec: dict, opts: object, trials: list[dict[str, str]], args: argparse.Namespace) -> int:
-    from .. import sweeps
+    from ..campaign import sweeps
 
     from dataclasses import replace
 
@@ -780,8 +783,8 @@ def _sweep_overrides(job_id: str) -> dict:
 def _own_sweep(sweep_id: str, platform: str | None) -> list | None:
     """A platform helper drives only its own platform's sweeps (as it does jobs); tao_jobs.py drives any.
     The trials it read (passed on: each record read once per command), None when it read none."""
-    from .. import sweeps
-    from ..record_selection import owned
+    from ..campaign import sweeps
+    from ..core.record_selection import owned
 
     if platform is None:
         return None
@@ -791,7 +794,7 @@ def _own_sweep(sweep_id: str, platform: str | None) -> list | None:
 
 
 def sweep_status(args: argparse.Namespace, platform: str | None = None) -> int:
-    from .. import jobstatus, sweeps
+    from ..campaign import jobstatus, sweeps
 
     recs = _own_sweep(args.sweep, platform)
     if args.watch:
@@ -814,7 +817,7 @@ def sweep_status(args: argparse.Namespace, platform: str | None = None) -> int:
 
 
 def sweep_cancel(args: argparse.Namespace, platform: str | None = None) -> int:
-    from .. import sweeps
+    from ..campaign import sweeps
 
     _own_sweep(args.sweep, platform)
     views, errors = sweeps.cancel(args.sweep)
@@ -850,7 +853,7 @@ def add_sweep_verb(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_best(args: argparse.Namespace) -> int:
-    from .. import sweeps
+    from ..campaign import sweeps
 
     win = sweeps.best(args.id, args.kpi, args.mode)
     if args.json:
@@ -861,13 +864,14 @@ def cmd_best(args: argparse.Namespace) -> int:
 
 
 def cmd_study(args: argparse.Namespace) -> int:
-    from .. import records, sweeps
-    from ..search import journal
+    from .. import records
+    from ..campaign import sweeps
+    from ..campaign.search import journal
 
     recs = sweeps.trial_records(args.id)
     storage_env = journal.storage_env_of(recs[0])
     if args.dashboard:
-        from ..search import dashboard
+        from ..campaign.search import dashboard
 
         say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
         if storage_env:  # a database study: served from the database, with the URL of this shell

@@ -62,7 +62,8 @@ def needed(tool: str, arguments: Any) -> list[str]:
 def _saved(job: Any) -> dict:
     """The saved options of job ``job`` with its saved spec's ``secrets`` (what ``continue`` submits again);
     empty where none was kept (the helper says so)."""
-    from .. import jobfiles, records
+    from ..core import jobfiles
+    from .. import records
 
     if not isinstance(job, str):
         return {}

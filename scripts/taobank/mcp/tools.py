@@ -285,7 +285,7 @@ def confirmation(spec: ToolSpec, arguments: Any) -> str | None:
 
 def prune_question(question: str, plans: list) -> str:
     """prune's question with what its dry run lists: files and bytes of each job, and in all."""
-    from ..results_verbs import human
+    from ..campaign.results_verbs import human
 
     each = [f"{one_line(str(p.get('id')))}: {len(p.get('files') or [])} file(s), {human(int(p.get('bytes') or 0))}"
             for p in plans[:20] if isinstance(p, dict)]

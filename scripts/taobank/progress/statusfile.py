@@ -50,7 +50,7 @@ _FINISHED = re.compile(r"[A-Z][a-z_]{1,40} finished successfully\."
 #: Status words that end a run, as TAO or an older writer says them.
 SUCCESS_WORDS = frozenset({"SUCCESS", "COMPLETE", "COMPLETED", "DONE"})
 FAILURE_WORDS = frozenset({"FAILURE", "FAILED", "ERROR"})
-#: The word a search trial's runner (:mod:`taobank.search.trial`) appends once TAO has stopped, when the study's
+#: The word a search trial's runner (:mod:`taobank.campaign.search.trial`) appends once TAO has stopped, when the study's
 #: pruner stopped the run early: an end of its own, neither success nor failure.
 PRUNED: str = State.PRUNED.value
 

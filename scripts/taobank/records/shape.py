@@ -414,9 +414,9 @@ def folder_problem(rec: Mapping[str, Any]) -> str | None:
 
 # ---------------------------------------------------------------- the record's rules
 SCHEMA_FILE = BANK_ROOT / "schemas" / "job-record.schema.json"
-#: optional: lineage (taobank.lineage), absent on records that have none
+#: optional: lineage (taobank.campaign.lineage), absent on records that have none
 LINEAGE_FIELDS = ("parent", "continues")
-#: a sweep trial's fields (taobank.sweeps): all three on a trial, absent on every other record
+#: a sweep trial's fields (taobank.campaign.sweeps): all three on a trial, absent on every other record
 SWEEP_FIELDS = ("sweep", "trial", "overrides")
 
 

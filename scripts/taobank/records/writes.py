@@ -155,7 +155,7 @@ def open_record(
     ``retry_of`` links a retry to a finished parent (attempt = parent's + 1);
     retrying a job that is still active is refused (it would run twice).
 
-    ``lineage`` (``parent``, ``continues``: job ids, checked by :mod:`taobank.lineage`) is stored as given.
+    ``lineage`` (``parent``, ``continues``: job ids, checked by :mod:`taobank.campaign.lineage`) is stored as given.
 
     ``check_folder``: refuse a results folder inside another record's folder, or holding one
     (:func:`refuse_nested`); a sweep checks all its trials' folders in one pass and passes False.
@@ -317,7 +317,7 @@ def _record(o: Opening, tier: str | TaoError, given_desc: tuple[dict[str, str], 
             if value not in lineage_ids:  # the batch's trials share their lineage: each id checked once
                 lineage_ids[value] = store.check_id(value)
             rec[key] = lineage_ids[value]
-    if o.sweep is not None:  # a sweep trial (taobank.sweeps): its sweep id, index and overrides
+    if o.sweep is not None:  # a sweep trial (taobank.campaign.sweeps): its sweep id, index and overrides
         rec.update(sweep=o.sweep[0], trial=int(o.sweep[1]), overrides=dict(o.sweep[2]))
     if "@" in rec["image"].split("/", 1)[0]:  # user:password@registry/...; a digest's @ comes after a /
         raise TaoError("image carries credentials (user@ or user:pass@ before the registry): give the bare image "

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from k8s_verbs_support import gloo_probe_on_real_nodes, k8s  # noqa: F401  (k8s is a fixture)
 
-from taobank import nccl_probe
+from taobank.core import nccl_probe
 import testclusters.kubernetes as lk
 
 pytestmark = pytest.mark.e2e

@@ -7,7 +7,8 @@ import threading
 import time
 from pathlib import Path
 
-from taobank import platform, records
+from taobank.core import platform
+from taobank import records
 
 TERMINAL = ("COMPLETE", "ERROR", "CANCELED")
 

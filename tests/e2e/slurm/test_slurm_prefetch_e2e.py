@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from taobank import platform
+from taobank.core import platform
 from taobank.platforms.slurm import logs as slurm_logs, submit as slurm_submit
 from taobank.platforms.slurm.ssh import Connection
 from testclusters.kubernetes import cluster_s3, s3

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from slurm_helpers import base_spec, call_log
 
-from taobank import records, sweeps
+from taobank import records
+from taobank.campaign import sweeps
 from taobank.platforms.slurm.ssh import Connection
 
 pytestmark = pytest.mark.e2e

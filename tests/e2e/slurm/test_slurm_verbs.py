@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from taobank import platform, records
+from taobank.core import platform
+from taobank import records
 from taobank.errors import TaoError
 from taobank.platforms.slurm import remote, ssh, storage
 from taobank.platforms.slurm import facts as slurm_facts, logs as slurm_logs, submit as slurm_submit

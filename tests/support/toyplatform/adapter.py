@@ -8,7 +8,7 @@ from typing import Any, Callable, ClassVar
 
 from taobank.contract import Batch, Gate, Launch, Observation, Plan, Stop, SubmitOptions
 from taobank.jobspec import JobSpec
-from taobank.platform import Logs, Platform
+from taobank.core.platform import Logs, Platform
 from taobank.records import Record
 from taobank.states import State
 

@@ -6,7 +6,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ...contract import Batch, Gate, Launch, Observation, Stop, SubmitOptions, SweepPreview
 from .spec import DockerSpec
-from ...platform import JobView, Logs, Platform, ResultsAccess
+from ...core.platform import JobView, Logs, Platform, ResultsAccess
 from . import INFO, flags, submit
 from . import engine as eng
 from .submit import DockerPlan
@@ -18,7 +18,7 @@ class Docker(Platform[DockerSpec, DockerPlan]):
     flags = flags
 
     @property
-    def results_access(self) -> ResultsAccess:  # artifacts / fetch / prune (the verbs: taobank.results_verbs)
+    def results_access(self) -> ResultsAccess:  # artifacts / fetch / prune (the verbs: taobank.campaign.results_verbs)
         from . import results_access
 
         return results_access
@@ -161,9 +161,9 @@ class Docker(Platform[DockerSpec, DockerPlan]):
                            "at /tao-search)", batch.search.settings_text(batch.sweep)))
         return SweepPreview(shared=shared, trials=[[("create", c)] for c in creates], results_dirs=folders)
 
-    # -- sweeps (the verbs: taobank.sweeps): a container per trial, the extra ones created and held
+    # -- sweeps (the verbs: taobank.campaign.sweeps): a container per trial, the extra ones created and held
     holds_trials = True
-    supervises_sweeps = True  # one host: a detached supervisor starts held trials (taobank.sweepsupervisor)
+    supervises_sweeps = True  # one host: a detached supervisor starts held trials (taobank.core.sweepsupervisor)
     runs_searches = True  # the search's folder on this host, mounted in every trial's container (docker.sweep)
 
     def release_trials(self, recs: list[Record]) -> None:

@@ -4,7 +4,8 @@ A container never started (a held sweep trial) is removed. :func:`cancel_many` d
 Only stops and says what happened (:class:`taobank.contract.Stop`); the core marks the records."""
 from __future__ import annotations
 
-from ... import records, track
+from ... import records
+from ...core import track
 from ...contract import Observation, Stop
 from ...errors import TaoError
 from ...states import State

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
-from ... import jobfiles
+from ...core import jobfiles
 from ...errors import TaoError
 from ...run import Result
 from . import engine as eng

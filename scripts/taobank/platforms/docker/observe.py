@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from ... import records, states, training
+from ... import records, states
+from ...core import training
 from ...contract import Observation
 from ...errors import TaoError
 from ...progress.remote import read_many_argv, split_many

@@ -28,7 +28,7 @@ def search_folder(plans: list[DockerPlan], sweep: str) -> str:
 
 
 def check_search(plans: list[DockerPlan], gate: Gate, sweep: str, search: Any) -> None:
-    """Before any record, the one rule of every platform (taobank.search.site): the folder is new, creating a
+    """Before any record, the one rule of every platform (taobank.campaign.search.site): the folder is new, creating a
     symbolic link beside it is exclusive (Optuna's journal lock; not for a study in a database) and the image runs
     ``python3`` 3.10+ with numpy (ONE ``run --rm``); then each trial's container gets the folder mounted and the
     runner in front of its command."""
@@ -102,7 +102,7 @@ def check_lock(probe: str, search: Any) -> None:
     except OSError as exc:
         raise TaoError(f"cannot write in {probe}: a search keeps its study beside the results ({exc.strerror}); "
                        "nothing was done") from None
-    if not exclusive:  # the one wording of every platform (taobank.search.site.refusal)
+    if not exclusive:  # the one wording of every platform (taobank.campaign.search.site.refusal)
         raise TaoError(search.site_refusal({"no-lock": probe}, base=probe, where="on this host", python_fix="",
                                            nothing="nothing was done"))
 

@@ -1,6 +1,6 @@
 """submit on one Docker host: plan (no engine call), read-only checks, then ``docker run --detach``.
 
-The core owns the order (:meth:`taobank.platform.Platform.submit`). Everything that can be refused is
+The core owns the order (:meth:`taobank.core.platform.Platform.submit`). Everything that can be refused is
 refused in :func:`check`, before the record opens: no engine, no socket permission, GPUs the host does
 not have, a bind-mount path that does not exist, a secret not set, an image that cannot be had.
 """

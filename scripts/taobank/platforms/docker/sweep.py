@@ -48,7 +48,7 @@ def check(plans: list[DockerPlan], max_concurrent: int, gate: Gate) -> None:
 def gpu_slots(request: int | str | list[str], k: int) -> list[list[str]]:
     """The GPUs of each of ``k`` trials running at once, none shared: ``--gpus N`` alone would give every
     container the host's first N. Trial i is made with slot ``i % k`` and starts when that slot is free
-    (:mod:`taobank.sweep_slots`). [] when no GPU is asked for; one line when the host has too few, or when
+    (:mod:`taobank.core.sweep_slots`). [] when no GPU is asked for; one line when the host has too few, or when
     the trials ask for the same named devices."""
     if request in (0, []):
         return []

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
 
-from ... import jobfiles
+from ...core import jobfiles
 from ...contract import Batch, Gate, Launch, Observation, Stop, SubmitOptions, SweepPreview
 from . import spec as specmod
 from .spec import KubernetesSpec
-from ...platform import JobView, Logs, Platform, ResultsAccess
+from ...core.platform import JobView, Logs, Platform, ResultsAccess
 from . import INFO, submit
 from .submit import KubePlan
 from ...records import Record
@@ -21,7 +21,7 @@ class Kubernetes(Platform[KubernetesSpec, KubePlan]):
     flags = specmod  # its submit flags as data, beside its job spec
 
     @property
-    def results_access(self) -> ResultsAccess:  # artifacts / fetch / prune (the verbs: taobank.results_verbs)
+    def results_access(self) -> ResultsAccess:  # artifacts / fetch / prune (the verbs: taobank.campaign.results_verbs)
         from . import results_access
 
         return results_access
@@ -125,7 +125,7 @@ class Kubernetes(Platform[KubernetesSpec, KubePlan]):
 
         return replace(spec, queue=queue)
 
-    # -- sweeps (the verbs: taobank.sweeps): ONE Indexed Job; the Job controller keeps --max-concurrent itself
+    # -- sweeps (the verbs: taobank.campaign.sweeps): ONE Indexed Job; the Job controller keeps --max-concurrent itself
     def release_trials(self, recs: list[Record]) -> None:
         from . import sweep
 

@@ -16,7 +16,7 @@ import posixpath
 from dataclasses import replace
 from typing import Sequence
 
-from ... import jobfiles
+from ...core import jobfiles
 from ...errors import TaoError
 from ...paths import is_under
 from .render import staging_dir

@@ -4,7 +4,8 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from ... import fsio, jobfiles, pins, records
+from ... import fsio, pins, records
+from ...core import jobfiles
 from ...errors import TaoError
 from . import render
 from .render import FINAL_STATUS_PREFIX

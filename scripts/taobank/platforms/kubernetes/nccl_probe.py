@@ -1,13 +1,13 @@
 """Kubernetes side of the NCCL probe: the cluster key, the probe's job spec and its submit.
 
 The probe goes through the core's submit (same gates, record; a pull Secret only when asked for);
-the verdict, wait and per-cluster cache are :mod:`taobank.nccl_probe`'s. On the
+the verdict, wait and per-cluster cache are :mod:`taobank.core.nccl_probe`'s. On the
 local kwok nodes no container runs: the probe then exercises the lifecycle
 only, never real NCCL traffic.
 """
 from __future__ import annotations
 
-from ... import nccl_probe as core
+from ...core import nccl_probe as core
 from ... import pins
 from ...contract import SubmitOptions
 from .kubectl import Kubectl

@@ -4,7 +4,7 @@ Kueue holds (labelled for a queue, suspended) add ONE ``kubectl get workloads`` 
 Kueue's reason (waiting for quota, inadmissible, evicted).
 
 This module only says what the cluster shows (:func:`observe`); the core marks the records
-(:mod:`taobank.track`) and then calls :func:`ended`: a job that ended has its logs saved and its
+(:mod:`taobank.core.track`) and then calls :func:`ended`: a job that ended has its logs saved and its
 credential Secrets deleted (one call per namespace).
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ from ...contract import Observation, Shown
 from ...states import State
 from ... import states
 from ...errors import TaoError
-from ... import jobfiles, training
+from ...core import jobfiles, training
 from . import JOB_LABEL, credentials, gates, logs, verdicts
 from . import status as smap
 from .kubectl import KubeFacts, Kubectl

@@ -104,7 +104,7 @@ def indexed(job: dict, sweep_id: str, n: int, k: int) -> dict:
 def build(specs: Sequence[KubernetesSpec | Mapping[str, Any]], ids: list[str], sweep_id: str, namespace: str, k: int, *, creds: bool,
           ngc: bool, search: Any = None) -> list[dict]:
     """[the Indexed Job, its trial table]: what a sweep of ``specs`` (trial i: record ``ids[i]``) creates; a
-    search (``search``: taobank.search.bundle.Staging) adds its bundle ConfigMap, mounted in every trial's pod."""
+    search (``search``: taobank.campaign.search.bundle.Staging) adds its bundle ConfigMap, mounted in every trial's pod."""
     typed = [KubernetesSpec.of(s) for s in specs]
     name = render.job_name_for(sweep_id)
     objs = render.render_manifests(typed[0], job_id=sweep_id, namespace=namespace, name=name,
@@ -141,7 +141,7 @@ def search_folder(specs: Sequence[KubernetesSpec], ids: list[str], sweep_id: str
 
 
 def check_search_site(kube: Kubectl, spec: KubernetesSpec, folder: str, search: Any) -> str:
-    """The one site rule of every platform (taobank.search.site), where the trials will run: a helper Job of the
+    """The one site rule of every platform (taobank.campaign.search.site), where the trials will run: a helper Job of the
     trials' own image on their results volume (writable, no GPU; its TTL removes it) runs the check - the
     journal's lock where the study's folder will be (not for a study in a database) and the image's python3
     3.10+ with numpy. What it finds wrong refuses the submit in one line; a check pod that cannot run in time
@@ -232,7 +232,7 @@ def read_search_file(rec: Record, path: str) -> str:
 
 def release(recs: list[Record]) -> None:
     """Unsuspend held trials of a sweep made by 0.3.x (one Job per trial, those past ``--max-concurrent`` created
-    suspended; the core releases them as slots free, :mod:`taobank.sweep_slots`): ONE ``kubectl patch`` per
+    suspended; the core releases them as slots free, :mod:`taobank.core.sweep_slots`): ONE ``kubectl patch`` per
     namespace naming them all. A sweep made now is one Indexed Job and holds no trial."""
     groups: dict[tuple, list[str]] = {}
     for rec in recs:

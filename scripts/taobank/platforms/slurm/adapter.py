@@ -7,7 +7,7 @@ from typing import Any, Callable, Mapping
 from ...contract import Batch, Gate, Launch, Observation, Stop, SubmitOptions, SweepPreview
 from ...errors import TaoError, UsageError
 from .spec import SlurmSpec
-from ...platform import JobView, Logs, Platform, ResultsAccess
+from ...core.platform import JobView, Logs, Platform, ResultsAccess
 from . import INFO, flags, facts, resources, submit
 from .submit import SlurmPlan
 from ...records import Record
@@ -20,7 +20,7 @@ class Slurm(Platform[SlurmSpec, SlurmPlan]):
     flags = flags
 
     @property
-    def results_access(self) -> ResultsAccess:  # artifacts / fetch / prune (the verbs: taobank.results_verbs)
+    def results_access(self) -> ResultsAccess:  # artifacts / fetch / prune (the verbs: taobank.campaign.results_verbs)
         from . import results_access
 
         return results_access

@@ -7,7 +7,8 @@ import secrets as _secrets
 import time
 from typing import Callable
 
-from ... import platform, states
+from ...core import platform
+from ... import states
 from ...errors import TaoError
 from . import facts, observe, remote
 from .ssh import Connection

@@ -2,7 +2,7 @@
 
 The probe is an ordinary SLURM job through the core's submit (same render,
 staging and record); the all-reduce script, verdict rule, wait and
-per-cluster cache are :mod:`taobank.nccl_probe`'s. Infrastructure retries are
+per-cluster cache are :mod:`taobank.core.nccl_probe`'s. Infrastructure retries are
 off for it: an NCCL failure is the verdict, not something to resubmit.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-from ... import nccl_probe as core
+from ...core import nccl_probe as core
 from ... import pins
 from ...contract import SubmitOptions
 from . import resources

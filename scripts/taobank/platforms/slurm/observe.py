@@ -8,7 +8,7 @@ import re
 from typing import Mapping
 
 from ...states import State
-from ... import training
+from ...core import training
 from ...contract import Launch, Observation
 from ...errors import TaoError
 from . import facts, prefetch, remote, status as st, storage, submit

@@ -170,7 +170,7 @@ def parse_marker(text: str | None) -> dict[str, Any] | None:
 def _tao_success(tao: TaoEnd, slurm_state: str | None, code: str | None) -> SlurmObservation:
     """TAO said its run finished (its "<Action> finished successfully." line): COMPLETE, whatever the
     wrapper did afterwards (an ``srun`` teardown error after the work was written). SLURM's own rule; the
-    other way round (a clean exit after TAO's FAILURE) is the core's one rule (:func:`taobank.track.tao_last_word`)."""
+    other way round (a clean exit after TAO's FAILURE) is the core's one rule (:func:`taobank.core.track.tao_last_word`)."""
     said = f": {tao.message}" if tao.message else ""
     note = "" if code in (None, "", "0:0") else f"; the wrapper exited {code} afterwards"
     return verdict(State.COMPLETE, f"TAO status.json: {tao.status}{said}{note}", slurm_state, exit_code=code)
@@ -230,8 +230,8 @@ def classify(squeue: Mapping[str, str] | None, sacct: Mapping[str, str] | None,
              accounting: bool = True, tao: TaoEnd | None = None) -> SlurmObservation:
     """Decide the state of one SLURM job from what the batched queries saw.
 
-    ``tao``: how TAO's ``status.json`` says the run ended (:func:`taobank.training.tao_end`), kept on the
-    observation for the core's one rule (:func:`taobank.track.tao_last_word`: a clean exit after TAO's
+    ``tao``: how TAO's ``status.json`` says the run ended (:func:`taobank.core.training.tao_end`), kept on the
+    observation for the core's one rule (:func:`taobank.core.track.tao_last_word`: a clean exit after TAO's
     FAILURE is an ERROR); here only TAO's SUCCESS after a failed wrapper counts (COMPLETE).
     """
     v = _classify(squeue, sacct, marker, log_tail=log_tail, accounting=accounting, tao=tao)

@@ -14,7 +14,8 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from ... import pins, platform, records, sources, states, tao_command
+from ... import pins, records, sources, states, tao_command
+from ...core import platform
 from ...contract import Batch, Gate, Launch, Plan, SubmitOptions
 from ...envfile import check_secret_name
 from ...render import line_break_at
@@ -63,7 +64,7 @@ class Decisions:
 def plan(spec: SlurmSpec | Mapping[str, Any], env: Mapping[str, str] | None = None, *,
          need_secrets: bool = True) -> Decisions:
     """Everything a submit decides without touching the cluster (fails early). A typed spec was checked where
-    it was typed (:meth:`taobank.platform.Platform.typed_spec`); a mapping (a file, a preview) is checked here."""
+    it was typed (:meth:`taobank.core.platform.Platform.typed_spec`); a mapping (a file, a preview) is checked here."""
     env = os.environ if env is None else env
     spec = spec if isinstance(spec, SlurmSpec) else specmod.typed(spec)
     # the script's text is made of the spec's values: the check names the field as the spec file spells it
@@ -272,7 +273,7 @@ def launch_one(sp: SlurmPlan, rec: Record, batch: Batch) -> Launch:
 
 def submit(spec: Mapping[str, Any], *, conn: Connection | None = None, env: Mapping[str, str] | None = None,
            description: str | None = None, skip_nccl_probe: bool = False, probe: bool = False) -> dict:
-    """The core's submit (:meth:`taobank.platform.Platform.submit`) with SLURM's options; the stored record."""
+    """The core's submit (:meth:`taobank.core.platform.Platform.submit`) with SLURM's options; the stored record."""
     opts = SubmitOptions(connection=conn, env=env, description=description, skip_nccl_probe=skip_nccl_probe,
                          probe=probe)
     return records.load(platform.get(facts.PLATFORM).submit(dict(spec), opts).id)

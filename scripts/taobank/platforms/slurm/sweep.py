@@ -73,7 +73,7 @@ def check_search_site(sp: SlurmPlan, gate: Gate, search: Any) -> None:
                        "trial a wall time that holds its epochs (nothing was submitted)")
     host = conn.connect().entry
     database = bool(search.settings.storage_env)
-    # the one rule of every platform (taobank.search.site), ONE command on the login host, leaving nothing behind;
+    # the one rule of every platform (taobank.campaign.search.site), ONE command on the login host, leaving nothing behind;
     # runtime none: the trials' runner runs on the nodes' python3, as on the login host, so that one is tested too
     script, words = search.site(p.base, python=p.runtime == "none")
     res = conn.script(script, words, what="search site check")

@@ -9,7 +9,7 @@
 pod of the trial's image on the results volume); Docker's engine runs on this host, which tests the folder
 itself and runs the image's ``python3`` (:mod:`taobank.platforms.docker.search`). :func:`problems` reads the words it
 prints; each platform words the one line for its place. Adapters reach it through the search they are given
-(``Batch.search``: :meth:`taobank.search.bundle.Staging.site`), never by an import.
+(``Batch.search``: :meth:`taobank.campaign.search.bundle.Staging.site`), never by an import.
 """
 from __future__ import annotations
 

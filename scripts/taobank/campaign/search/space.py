@@ -1,9 +1,9 @@
 """A search space: ``KEY=loguniform(a,b)|uniform(a,b)|int(a,b)|choice(x,y,...)``, from flags or a file.
 
-Pure (no Optuna here: :mod:`taobank.search.settings` makes its distributions). Every bound and choice is
+Pure (no Optuna here: :mod:`taobank.campaign.search.settings` makes its distributions). Every bound and choice is
 checked once, at submit, so a trial never meets a space Optuna would refuse: an empty or inverted range, a
 log range touching 0, a choice of one value (a fixed value belongs in the command), a choice TAO could not
-take as one ``key=value`` argument (:func:`taobank.sweepfile.value_text`'s rule).
+take as one ``key=value`` argument (:func:`taobank.campaign.sweepfile.value_text`'s rule).
 
 Space file (YAML or JSON): a mapping of key to the same expression::
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from .. import sweepfile
-from ..errors import UsageError
+from ...errors import UsageError
 
 KINDS = ("loguniform", "uniform", "int", "choice")
 _EXPR = re.compile(r"\s*([a-z]+)\s*\((.*)\)\s*\Z", re.S)
@@ -144,14 +144,14 @@ def from_data(data: Any) -> dict[str, Param]:
 
 def load(path: str) -> dict[str, Param]:
     """The space of a file a flag names (a regular file under a size cap; keys unique)."""
-    from .. import fsio
+    from ... import fsio
 
     return from_data(fsio.flag_yaml(path, "--space-file", "space file", MAX_FILE_BYTES))
 
 
 def of(flags: Iterable[str] | None, file: str | None) -> dict[str, Param]:
     """The space of a submit: ``--space`` flags or ``--space-file``, not both; {} when neither is given (the
-    search then takes TAO's AutoML keys of the job's network: :mod:`taobank.search.automl`)."""
+    search then takes TAO's AutoML keys of the job's network: :mod:`taobank.campaign.search.automl`)."""
     flags = list(flags or [])
     if flags and file:
         raise UsageError("give --space flags or --space-file, not both")

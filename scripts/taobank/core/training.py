@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from . import progress as tao
-from .contract import TaoEnd
-from .errors import TaoError
+from .. import progress as tao
+from ..contract import TaoEnd
+from ..errors import TaoError
 
 
 def chosen_log(files: Mapping[str, str], action: str | None, chosen: str | None = "") -> tuple[str, tao.StatusLog] | None:

@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 from typing import Callable
 
-from ..errors import TaoError, UsageError
+from ...errors import TaoError, UsageError
 from . import journal, settings as settingsmod
 
 DASHBOARD_VERSION = "0.21.0"

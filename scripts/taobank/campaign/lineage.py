@@ -2,7 +2,7 @@
 
 * ``continue ID [--from CHECKPOINT]`` starts a NEW job that carries on a failed, canceled or
   timed-out job from its latest checkpoint (or the one named), with the spec it was submitted with
-  (:mod:`taobank.jobfiles`) plus TAO's resume override; its record names the job it continues.
+  (:mod:`taobank.core.jobfiles`) plus TAO's resume override; its record names the job it continues.
 * ``submit --parent ID`` is an evaluate/export/inference job that uses a train job's results:
   ``{parent.results_dir}`` and ``{parent.checkpoint}`` in the command, args, env or specs become the
   parent's folder and its latest checkpoint; the record names the parent.
@@ -17,15 +17,16 @@ import posixpath
 from dataclasses import replace
 from typing import Any, Callable, Sequence
 
-from .states import State
-from . import checkpoints, jobfiles, records, registry, states, tao_command
-from .tao_command import shell_words
-from .contract import ResultsListing, SubmitOptions
-from .errors import TaoError, UsageError
-from .paths import is_path, is_under, rel_path
-from .redact import shown
-from .platform import get, load_for
-from .records import Record
+from ..states import State
+from .. import checkpoints, records, registry, states, tao_command
+from ..core import jobfiles
+from ..tao_command import shell_words
+from ..contract import ResultsListing, SubmitOptions
+from ..errors import TaoError, UsageError
+from ..paths import is_path, is_under, rel_path
+from ..redact import shown
+from ..core.platform import get, load_for
+from ..records import Record
 
 #: What a child's spec may name (replaced by text; nothing else of the form ``{parent.X}`` is allowed).
 PLACEHOLDERS = ("{parent.results_dir}", "{parent.checkpoint}")
@@ -143,8 +144,8 @@ def _resumed_command(spec: dict, ckpt: str, job_id: str) -> dict:
 def _submit(rec_platform: str, spec: dict, options: dict, *, dry_run: bool = False, check: bool = False,
             note: Callable[[str], None] | None = None, **lineage: Any) -> Any:
     """The submit, or with ``dry_run`` its preview; ``note`` gets the dry run's first line (with ``check`` the
-    submit's read-only checks ran first: :func:`taobank.pipeline.dry_run`; else what it did not check)."""
-    from . import pipeline
+    submit's read-only checks ran first: :func:`taobank.core.pipeline.dry_run`; else what it did not check)."""
+    from ..core import pipeline
 
     kept: dict[str, Any] = {k: tuple(v) if k == "secret_env" else v for k, v in options.items()
                             if k in jobfiles.KEPT_OPTIONS}
@@ -153,7 +154,7 @@ def _submit(rec_platform: str, spec: dict, options: dict, *, dry_run: bool = Fal
     if not dry_run:
         return adapter.submit(spec, opts)
     if not check:  # the spec check still runs (it contacts nothing): a preview refuses what the submit would
-        from .contract import Gate
+        from ..contract import Gate
 
         gate = Gate()
         pipeline.check_specs(adapter, [spec], opts, gate)
@@ -177,7 +178,8 @@ def _submit(rec_platform: str, spec: dict, options: dict, *, dry_run: bool = Fal
 def _with_search_values(rec: Record, spec: dict) -> dict:
     """A search trial's spec with the values its study gave it (its record keeps none: the trial asked the study
     as it started): the continued job is a plain job with those overrides, outside the study."""
-    from . import sweepfile, tao_command
+    from . import sweepfile
+    from .. import tao_command
     from .search import is_search, journal
 
     if not is_search(rec.backend):

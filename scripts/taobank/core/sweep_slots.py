@@ -1,19 +1,19 @@
 """Sweep concurrency for platforms whose trials are created held: which held trials may run now.
 
 Its own module (records and states only) so the core's status can release trials without importing
-the sweep verbs (:mod:`taobank.sweeps`), which import the core.
+the sweep verbs (:mod:`taobank.campaign.sweeps`), which import the core.
 """
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from typing import Any
 
-from . import records
-from .records import Record
-from .errors import TaoError
-from .records.store import get_each
-from .records.writes import Marking, mark_many
-from .states import State
+from .. import records
+from ..records import Record
+from ..errors import TaoError
+from ..records.store import get_each
+from ..records.writes import Marking, mark_many
+from ..states import State
 
 
 def release(adapter: Any, recs: list[Record], *, every_trial: bool = False) -> list[str]:

@@ -13,8 +13,8 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import TaoError
-from ..records import Record
+from ...errors import TaoError
+from ...records import Record
 from . import settings as settingsmod
 
 
@@ -83,7 +83,7 @@ def read(text: str, name: str, *, where: str = "the study journal") -> Study:
 
 def read_database(storage_env: str, name: str) -> Study:
     """The study ``name`` in the database whose URL is in this process's variable ``storage_env`` (a database
-    study: :mod:`taobank.search.storage`); one line that never shows the URL when it cannot be read."""
+    study: :mod:`taobank.campaign.search.storage`); one line that never shows the URL when it cannot be read."""
     from . import storage
 
     optuna = settingsmod.optuna_module()
@@ -121,9 +121,9 @@ def of_frozen(name: str, frozen: list[Any], minimize: bool) -> Study:
 
 def fetch(rec: Record) -> tuple[str, str] | None:
     """(the text of the study journal of the search ``rec`` is a trial of, where it is): ONE read through the
-    platform (:meth:`taobank.platform.Platform.read_search_file`); None for a record of no search (or not
+    platform (:meth:`taobank.core.platform.Platform.read_search_file`); None for a record of no search (or not
     launched yet)."""
-    from .. import platform as core
+    from ...core import platform as core
     from . import bundle
 
     summary = bundle.summary_of(rec.backend)

@@ -1,7 +1,7 @@
 """The trial-side runner of a search: one trial of the study, run where the trial runs, with nobody polling.
 
 ``python3 <sweep>/search/search.pyz --settings <sweep>/search/study.json --trial I -- TAO ARGV...``
-(the bundle, :mod:`taobank.search.bundle`, holds Optuna and this package; it is on this process's path only:
+(the bundle, :mod:`taobank.campaign.search.bundle`, holds Optuna and this package; it is on this process's path only:
 TAO's process gets the environment it would get without a search). In order:
 
 1. open the study (Optuna's JournalStorage on the journal file beside the settings; its own file lock) and
@@ -10,7 +10,7 @@ TAO's process gets the environment it would get without a search). In order:
 3. read TAO's status.json every ``poll_seconds`` (a local read; the bank's one parser): each epoch's KPI,
    once the epoch has ended, is ``report``-ed (step = epochs done), and ``should_prune`` asked;
 4. pruned: SIGTERM to TAO's process group, a grace, SIGKILL; then a ``PRUNED`` line appended to TAO's
-   status.json (the core reads it as the trial's end: :func:`taobank.track.tao_last_word`) and ``tell``
+   status.json (the core reads it as the trial's end: :func:`taobank.core.track.tao_last_word`) and ``tell``
    PRUNED; exit 0;
 5. TAO ended by itself: ``tell`` the best epoch's value (the rule ``sweep best`` ranks by), or FAIL when it
    failed, never wrote the KPI, or wrote only NaN; exit with TAO's code (1 when the KPI is missing).
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..errors import TaoError
+from ...errors import TaoError
 from . import settings as settingsmod
 
 PREFIX = "tao-search:"
@@ -124,8 +124,8 @@ class Reading:
 def read(results: Path, action: str, kpi: str) -> Reading:
     """The study's KPI per finished epoch. An epoch counts once a later epoch is written or the run ended: TAO
     writes the next epoch's validation before that epoch's line, so the last row is not final until then."""
-    from ..progress import remote, statusfile
-    from ..progress.series import key_column, kpi_names, series
+    from ...progress import remote, statusfile
+    from ...progress.series import key_column, kpi_names, series
 
     files = status_files(results)
     chosen = remote.pick(files, action or None)
@@ -235,7 +235,7 @@ class Tao:
 
 
 def unpack_db_libraries(folder: Path) -> Path | None:
-    """A database study's libraries (``search-db-*.zip`` beside the settings, :func:`taobank.search.bundle.db_parts`)
+    """A database study's libraries (``search-db-*.zip`` beside the settings, :func:`taobank.campaign.search.bundle.db_parts`)
     and the bundle's Optuna unpacked in a private temporary folder put first on this process's path (Alembic
     reads Optuna's migrations from real files, not from a zip); None when the folder has none. The folder is
     removed when this process exits."""

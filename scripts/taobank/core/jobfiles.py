@@ -14,9 +14,9 @@ import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from . import fsio, records
-from .errors import TaoError
-from .redact import redact_text
+from .. import fsio, records
+from ..errors import TaoError
+from ..redact import redact_text
 
 SPEC_FILE = "submit-spec.json"
 #: The submit options repeated by ``continue`` (names and places only: no value of a secret).
@@ -43,7 +43,7 @@ def save_specs(jobs: Sequence[tuple[str | records.Record, Mapping[str, Any]]],
         except (TypeError, ValueError) as exc:
             failure = TaoError(f"the spec of job {getattr(job, 'id', job)} cannot be kept as JSON ({exc})")
             break
-    from .redact import lint_text
+    from ..redact import lint_text
 
     found = [lint_text(text, SPEC_FILE) for text in texts]
     for n, hits in enumerate(found):

@@ -2,9 +2,9 @@
 every active one; a record of another platform is refused in one line that names the helper to use."""
 from __future__ import annotations
 
-from . import records, registry
-from .errors import TaoError
-from .records import Record
+from .. import records, registry
+from ..errors import TaoError
+from ..records import Record
 
 
 def load_for(job_id: str, platform: str | None, verb: str) -> Record:

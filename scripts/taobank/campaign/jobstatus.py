@@ -1,18 +1,19 @@
 """status as the campaign layer reports it: the core's refresh, then held sweep trials released as slots free
 and training progress read, so the core's status stays observe-and-mark only (it imports no campaign feature).
 
-The command line calls these (``status``, ``watch``, ``metrics``); :mod:`taobank.platform` keeps the core verbs.
+The command line calls these (``status``, ``watch``, ``metrics``); :mod:`taobank.core.platform` keeps the core verbs.
 """
 from __future__ import annotations
 
 from typing import AbstractSet, Any, Mapping, Sequence
 
-from . import platform as core
-from . import records, states, sweep_slots, training
-from .errors import TaoError
-from .platform import JobView
-from .records import Record
-from .records.store import artifact_dirs, get_each
+from ..core import platform as core
+from .. import records, states
+from ..core import sweep_slots, training
+from ..errors import TaoError
+from ..core.platform import JobView
+from ..records import Record
+from ..records.store import artifact_dirs, get_each
 
 #: What ``status`` says of a running job whose progress it did not read (one more call per job).
 PROGRESS_HINT = "progress: status of this job alone shows its epoch, ETA and KPIs"
@@ -21,12 +22,12 @@ PROGRESS_HINT = "progress: status of this job alone shows its epoch, ETA and KPI
 def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = True,
            progress: bool = True, problems: list[str] | None = None, recs: list[Record] | None = None,
            every_trial: bool = False) -> list[JobView]:
-    """Refresh the chosen records with one query per platform (:func:`taobank.platform.refresh`); held sweep
-    trials are released as slots free (:func:`taobank.sweep_slots.release`). ``progress``: read the progress of a
+    """Refresh the chosen records with one query per platform (:func:`taobank.core.platform.refresh`); held sweep
+    trials are released as slots free (:func:`taobank.core.sweep_slots.release`). ``progress``: read the progress of a
     lone running job the query could not read (sweeps read theirs in one batch instead). ``problems``: where
     the damaged records skipped among every active one are described (one line each). ``recs``: the records
     this command read already (a sweep's trials, read once), instead of ``ids``; ``every_trial``: they are every
-    trial of their sweeps (:func:`taobank.sweep_slots.release` reads again only a sweep with a held trial)."""
+    trial of their sweeps (:func:`taobank.core.sweep_slots.release` reads again only a sweep with a held trial)."""
     if recs is None:
         recs = core.select(platform, ids, "status", problems=problems)
     out = core.refresh(recs, retry=retry)
@@ -117,7 +118,7 @@ def _records(ids: list[str]) -> list[Record]:
 
 def remembered_all(views: Sequence[JobView]) -> dict[str, tuple[dict, bool]]:
     """:func:`remembered` of every view, by job id: the state folder found once, every file read in one call."""
-    from . import fsio
+    from .. import fsio
 
     base = records.state_dir()
     got = fsio.read_json_each([base / f"{v.id}.d" / PROGRESS_FILE for v in views], "progress",
@@ -128,7 +129,7 @@ def remembered_all(views: Sequence[JobView]) -> dict[str, tuple[dict, bool]]:
 def remembered(job_id: str, base: Any = None) -> tuple[dict, bool]:
     """(the progress last seen of ``job_id``, whether it is final: read after its end); ({}, False) when none.
     ``base``: the state folder, when the caller found it already."""
-    from . import fsio
+    from .. import fsio
 
     try:
         path = (base or records.state_dir()) / f"{job_id}.d" / PROGRESS_FILE  # read without making the folder
@@ -169,7 +170,7 @@ def _remember_all(kept: list[tuple[str, dict, bool]], known: dict[str, tuple[dic
     files); ``known`` is updated on each write."""
     import json
 
-    from . import fsio
+    from .. import fsio
 
     todo = [(jid, p, f) for jid, p, f in kept if not (known.get(jid) or remembered(jid))[1]]  # a final one stays
     folders: list[Any] = []
@@ -195,7 +196,7 @@ def _remember_all(kept: list[tuple[str, dict, bool]], known: dict[str, tuple[dic
 
 
 def watch(platform: str | None, ids: list[str] | None, **kwargs: Any) -> list[JobView]:
-    """:func:`taobank.platform.watch` polling with :func:`status` (held trials released, progress lines)."""
+    """:func:`taobank.core.platform.watch` polling with :func:`status` (held trials released, progress lines)."""
     return core.watch(platform, ids, poll=status, **kwargs)
 
 

@@ -19,7 +19,7 @@ import os
 import re
 from typing import Any, Mapping
 
-from ..errors import TaoError, UsageError
+from ...errors import TaoError, UsageError
 
 #: The URL schemes taken (psycopg2 is compiled and cannot travel: every URL is opened with pg8000).
 SCHEMES = ("postgresql", "postgres", "postgresql+pg8000")
@@ -40,7 +40,7 @@ CONNECT_TIMEOUT_SECONDS = 15
 
 def check_name(name: object) -> str:
     """The NAME of the exported variable that holds the database URL; a URL pasted in its place is refused unseen."""
-    from ..envfile import check_secret_name
+    from ...envfile import check_secret_name
 
     if isinstance(name, str) and "://" in name:
         raise UsageError(f"{FLAG} takes the NAME of an exported variable holding the database URL, never the URL "
@@ -84,7 +84,7 @@ def secrets_of(url: str) -> list[str]:
 
 def scrub(text: str, url: str) -> str:
     """``text`` with every part of ``url`` that holds the password masked, then the bank's redaction."""
-    from ..redact import MASK, redact_text
+    from ...redact import MASK, redact_text
 
     for part in secrets_of(url):
         text = text.replace(part, MASK)

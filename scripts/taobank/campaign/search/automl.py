@@ -5,7 +5,7 @@ TAO's own AutoML (nvidia-tao-core's ``microservices/automl``) searches the keys 
 ``automl_enabled`` (its "automl default parameters"), each within the ``valid_min``/``valid_max``/
 ``valid_options`` of the same metadata; the generator keeps those facts as ``x-automl`` on each such key
 (``schemas/tao_specs/``). The bank takes the keys of the sections the action reads and turns each into one
-expression of :mod:`taobank.search.space`, by these rules (references/search.md says them to users):
+expression of :mod:`taobank.campaign.search.space`, by these rules (references/search.md says them to users):
 
 - a boolean: ``choice(true,false)``; a key with ``valid_options``: ``choice`` of them;
 - an integer: ``int(valid_min, valid_max)``; an open top (``inf``) is TAO's default, as TAO's AutoML takes it;
@@ -28,8 +28,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import specs, tao_command
-from ..errors import UsageError
+from ... import specs, tao_command
+from ...errors import UsageError
 from .space import Param
 
 #: A float default below this, and a decade or more under its range's top, is searched on a log scale.

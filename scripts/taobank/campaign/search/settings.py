@@ -11,8 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .. import kpirank
-from ..errors import UsageError
+from ... import kpirank
+from ...errors import UsageError
 from . import space as spacemod
 
 #: The Optuna release the bank stages and tests (requirements-dev.txt pins the same).
@@ -52,7 +52,7 @@ class Settings:
     #: where the mode came from: ``flag`` or ``name`` (:mod:`taobank.kpirank`)
     mode_from: str = "flag"
     #: the NAME of the variable holding the study database's URL (``--study-storage-env``; never the URL): the
-    #: study is in that PostgreSQL database, not in the journal file (:mod:`taobank.search.storage`)
+    #: study is in that PostgreSQL database, not in the journal file (:mod:`taobank.campaign.search.storage`)
     storage_env: str = ""
     db_timeout_seconds: float = DB_TIMEOUT_SECONDS
     db_patience_seconds: float = DB_PATIENCE_SECONDS
@@ -90,7 +90,7 @@ class Settings:
 
     def checked(self, *, space_later: bool = False) -> "Settings":
         """These settings, or a one-line usage error naming the flag to change. ``space_later``: an empty space
-        is TAO's AutoML keys, read once the job's network is known (:mod:`taobank.search.automl`)."""
+        is TAO's AutoML keys, read once the job's network is known (:mod:`taobank.campaign.search.automl`)."""
         if self.sampler not in SAMPLERS:
             raise UsageError(f"--search {self.sampler[:30]!r} is unknown: use one of {', '.join(SAMPLERS)}")
         if self.pruner not in PRUNERS:

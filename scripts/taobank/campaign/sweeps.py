@@ -3,7 +3,7 @@
 Written once for every platform. A sweep is N trial records sharing a sweep
 id (``sweep``, ``trial``, ``overrides`` on each record); each trial is an
 ordinary job (status, logs, cancel, artifacts work on it alone). A sweep is
-submitted in the same order as one job (:func:`taobank.pipeline.submit`: plan
+submitted in the same order as one job (:func:`taobank.core.pipeline.submit`: plan
 every trial, gate, open every record, ONE batched launch: a SLURM job array, a
 Kubernetes Indexed Job, Docker containers). An adapter whose trials are created
 held (``Platform.holds_trials``) gets them released here, as slots free, during
@@ -14,17 +14,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from . import kpirank, names, records, sweepfile, tao_command
-from .contract import SubmitOptions
-from .errors import TaoError, UsageError
-from .records import Record
-from .states import State
+from .. import kpirank, names, records, tao_command
+from . import sweepfile
+from ..contract import SubmitOptions
+from ..errors import TaoError, UsageError
+from ..records import Record
+from ..states import State
 
 
 
 def trial_spec(spec: Mapping[str, Any], overrides: Mapping[str, str]) -> dict:
     """The job spec of one trial: its ``key=value`` arguments appended to the command (after ``-e spec.yaml``;
-    the values are safe words already: :mod:`taobank.sweepfile`)."""
+    the values are safe words already: :mod:`taobank.campaign.sweepfile`)."""
     return trial_specs(spec, [overrides])[0]
 
 
@@ -56,15 +57,15 @@ class Submitted:
 def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dict[str, str]],
            max_concurrent: int | None = None, *, parent_kpi: str | None = None, parent_mode: str | None = None,
            allow_incomplete_parent: bool = False, search: Any = None) -> Submitted:
-    """Every trial submitted in the one submit order (:func:`taobank.pipeline.submit`); nothing half-submitted.
+    """Every trial submitted in the one submit order (:func:`taobank.core.pipeline.submit`); nothing half-submitted.
 
     A bad trial or a failed gate leaves no record; a launch that fails marks every trial it did not create
     ERROR. ``opts.parent`` (``--parent``): the parent's placeholders are filled once
-    (:func:`taobank.lineage.with_parent`, ``parent_kpi`` as ``--parent-kpi``) and every trial record names
+    (:func:`taobank.campaign.lineage.with_parent`, ``parent_kpi`` as ``--parent-kpi``) and every trial record names
     the parent. Each trial's spec is kept (``continue`` runs one trial again). ``search``
-    (:class:`taobank.search.bundle.Staging`): the trials have no overrides; each asks the study as it starts."""
-    from . import pipeline
-    from .platform import get
+    (:class:`taobank.campaign.search.bundle.Staging`): the trials have no overrides; each asks the study as it starts."""
+    from ..core import pipeline
+    from ..core.platform import get
 
     spec, trials = _prepared(platform_name, spec, opts, trials, max_concurrent, parent_kpi=parent_kpi,
                              parent_mode=parent_mode, allow_incomplete_parent=allow_incomplete_parent,
@@ -83,7 +84,7 @@ def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dic
 
 def with_study_secret(adapter: Any, spec: dict, opts: SubmitOptions, search: Any) -> tuple[dict, SubmitOptions]:
     """A database study's URL reaches every trial as a secret, by the NAME its variable has
-    (``--study-storage-env``), on the platform's own secret channel (:meth:`taobank.platform.Platform.with_secret`)."""
+    (``--study-storage-env``), on the platform's own secret channel (:meth:`taobank.core.platform.Platform.with_secret`)."""
     name = getattr(getattr(search, "settings", None), "storage_env", "") if search is not None else ""
     if not name:
         return spec, opts
@@ -103,7 +104,7 @@ def _prepared(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[
             raise UsageError("a search needs a command (or args) to append each trial's key=value overrides to")
     else:
         trials = sweepfile.check_trials(trials)
-    from .pipeline import check_concurrency  # (a sweep's status never imports the submit order)
+    from ..core.pipeline import check_concurrency  # (a sweep's status never imports the submit order)
 
     check_concurrency(max_concurrent, len(trials))
     if opts.job_id:
@@ -155,7 +156,7 @@ class Preview:
         its difference from trial 0's (trials differ only in their overrides and names)."""
         import difflib
 
-        from .text import one_line
+        from ..text import one_line
 
         asked = "(asked of the study as it starts)" if self.searched else ""
         rows = [("TRIAL", "ID", "OVERRIDES", "RESULTS")] + [
@@ -189,8 +190,9 @@ def _ended(text: str) -> str:
 def _check_space(adapter: Any, spec: dict, opts: SubmitOptions, search: Any) -> None:
     """A search's space through the spec check at its edges (each key's bounds, each choice): the trials' own
     specs carry no overrides until each asks the study, so this is where a bad key or range is refused."""
-    from . import pipeline, specgate
-    from .contract import Gate
+    from ..core import pipeline
+    from .. import specgate
+    from ..contract import Gate
     from .search import space
 
     if not opts.spec_check:
@@ -212,17 +214,17 @@ def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[di
     """What ``submit`` would do with these trials, contacting nothing that changes state and opening no record:
     the same checks, every trial's spec as submit builds it, the platform's rendering of what it sends
     (:meth:`Platform.preview_sweep`, the functions its launch uses) and the trial table. ``check``: the submit's
-    read-only checks first (:func:`taobank.pipeline.dry_run`), else the preview says it did not run them."""
-    from .platform import get
+    read-only checks first (:func:`taobank.core.pipeline.dry_run`), else the preview says it did not run them."""
+    from ..core.platform import get
 
     spec, trials = _prepared(platform_name, spec, opts, trials, max_concurrent, parent_kpi=parent_kpi,
                              parent_mode=parent_mode, allow_incomplete_parent=allow_incomplete_parent,
                              search=search is not None)
-    from . import pipeline
+    from ..core import pipeline
 
     k = pipeline.check_concurrency(max_concurrent, len(trials))
     ids = preview_ids(len(trials))
-    from .contract import Batch, Gate
+    from ..contract import Batch, Gate
 
     adapter = get(platform_name)
     if search is not None and not getattr(adapter, "runs_searches", False):
@@ -260,15 +262,15 @@ def _supervised(adapter: Any, sweep_id: str, trials: list[Any], *, first: str) -
     ``trials``: the trials' records or views (state and backend), ``first``: the sweep's first trial's id."""
     if not getattr(adapter, "supervises_sweeps", False):
         return
-    from . import sweepsupervisor
+    from ..core import sweepsupervisor
 
     if sweepsupervisor.wanted(trials):
         sweepsupervisor.start(sweep_id, first)
 
 
 def supervise(sweep_id: str, **kwargs: Any) -> int:
-    """Run the sweep's supervisor loop here (what the detached one runs): :func:`taobank.sweepsupervisor.supervise`."""
-    from . import sweepsupervisor
+    """Run the sweep's supervisor loop here (what the detached one runs): :func:`taobank.core.sweepsupervisor.supervise`."""
+    from ..core import sweepsupervisor
 
     first = trial_records(sweep_id)[0].id
     return sweepsupervisor.supervise(sweep_id, first, lambda: status(sweep_id), **kwargs)
@@ -311,7 +313,7 @@ class Row:
 
     def kpi_text(self) -> str:
         """The KPI cell: the ranking KPI's best value and its epoch when the table ranks, else the latest KPIs."""
-        from .progress.statusfile import format_number
+        from ..progress.statusfile import format_number
 
         if self.best is not None:
             return best_text(self.best)
@@ -322,7 +324,7 @@ class Row:
 def best_text(entry: Mapping[str, Any]) -> str:
     """A ranked trial's value as people read it: ``val_loss 0.41 @ep3`` (the epoch counted from 1, as
     :func:`taobank.progress.statusfile.epoch_text` counts it; ``@step120`` when TAO wrote steps only)."""
-    from .progress.statusfile import epoch_text, format_number
+    from ..progress.statusfile import epoch_text, format_number
 
     value, at, key = entry.get("value"), entry.get("at"), entry.get("key") or "epoch"
     if not isinstance(value, (int, float)):
@@ -336,7 +338,7 @@ def _kpis(progress: Mapping[str, Any] | None) -> dict:
 
 
 def _epoch(progress: Mapping[str, Any] | None) -> str:
-    from .progress.statusfile import epoch_text
+    from ..progress.statusfile import epoch_text
 
     p = progress or {}
     if isinstance(p.get("epoch"), int) and isinstance(p.get("max_epoch"), int):
@@ -350,7 +352,8 @@ def status(sweep_id: str, *, retry: bool = True, kpi: str | None = None, mode: s
     of the status files of the trials it could not read in that query. With ``kpi``: each trial's best value
     of it and its epoch too, as :func:`best` ranks them (its one listing of every trial's folder). ``recs``: the
     trials as this command read them already (:func:`trial_records`): each record is read once per status."""
-    from . import jobstatus, platform as core
+    from . import jobstatus
+    from ..core import platform as core
 
     if kpi is not None:
         check_rank(kpi, mode)
@@ -397,7 +400,7 @@ def journal_text(sweep_id: str, recs: list[Record] | None = None) -> tuple[str, 
 
 
 def study(sweep_id: str, recs: list[Record] | None = None) -> Any:
-    """The study of a search sweep as Optuna reads it (:class:`taobank.search.journal.Study`: ONE read of its
+    """The study of a search sweep as Optuna reads it (:class:`taobank.campaign.search.journal.Study`: ONE read of its
     journal, :func:`journal_text`), None for a plain sweep or one not launched yet."""
     from .search import journal
 
@@ -430,9 +433,9 @@ def study_view(sweep_id: str, recs: list[Record] | None = None) -> dict[str, Any
 def study_text(view: Mapping[str, Any]) -> str:
     """:func:`study_view` as the table ``tao_jobs.py study ID`` prints: NUMBER TRIAL ID STATE EPOCHS VALUE
     OVERRIDES, then the best."""
-    from .progress.statusfile import format_number
+    from ..progress.statusfile import format_number
     from .search.journal import StudyTrial
-    from .text import one_line
+    from ..text import one_line
 
     def words(t: Mapping[str, Any]) -> str:
         return " ".join(sweepfile.args_of(StudyTrial(0, "", dict(t.get("params") or {})).words()))
@@ -479,7 +482,7 @@ def _with_study(sweep_id: str, recs: list[Record], rows: list[Row]) -> None:
 
 def study_best_line(rows: list[Row]) -> str | None:
     """``best so far: trial 5 dino-train-1 (train.optim.lr=0.00091) val_loss 0.4``: the study's best trial."""
-    from .progress.statusfile import format_number
+    from ..progress.statusfile import format_number
 
     for r in rows:
         if r.study and r.study.get("best") and isinstance(r.study.get("value"), (int, float)):
@@ -498,7 +501,7 @@ def kpi_header(rows: list[Row]) -> str:
 
 def table(rows: list[Row], *, headers: bool = True) -> str:
     """The sweep table: TRIAL ID STATE PROGRESS OVERRIDES, then the KPI column (:func:`kpi_header`)."""
-    from .text import one_lines
+    from ..text import one_lines
 
     lines: list[tuple[str, ...]] = [("TRIAL", "ID", "STATE", "PROGRESS", "OVERRIDES", kpi_header(rows))] if headers else []
     words = [" ".join(sweepfile.args_of(r.overrides)) for r in rows]  # every row's OVERRIDES
@@ -517,7 +520,7 @@ def table(rows: list[Row], *, headers: bool = True) -> str:
 def cancel(sweep_id: str) -> tuple[list[Any], list[str]]:
     """Cancel every trial of the sweep (held ones too) in one batch per platform (one scancel of every array
     task; one delete of the Kubernetes Indexed Job); (views, one-line errors)."""
-    from . import platform as core
+    from ..core import platform as core
 
     recs = trial_records(sweep_id)
     return core.cancel(None, [r.id for r in recs], batch=True)
@@ -545,8 +548,8 @@ class Winner:
         return dict(self.__dict__)
 
     def line(self) -> str:
-        from .text import one_line
-        from .progress.statusfile import format_number
+        from ..text import one_line
+        from ..progress.statusfile import format_number
 
         if self.id is None:
             return one_line(f"sweep {self.sweep}: no trial has {self.kpi} yet ({self.note})")
@@ -569,7 +572,8 @@ def best(sweep_id: str, kpi: str | None, mode: str | kpirank.Direction | None = 
 
     Every trial's folder is listed in one batch (SLURM: one remote command for all); each trial's value comes
     from the same rule as ``artifacts --kpi`` (results_verbs.find_best)."""
-    from . import platform as core, results_verbs
+    from ..core import platform as core
+    from . import results_verbs
 
     recs = trial_records(sweep_id)
     from .search import bundle

@@ -17,13 +17,14 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from .states import State
-from . import pins, platform
+from ..states import State
+from .. import pins
+from . import platform
 from . import nccl_verdicts
-from .nccl_verdicts import (CACHE_FILE, STAMP, age_days, cache_path, cached, fresh_ok,
-                            load_cache, require_ok, save_verdict)
-from .contract import SubmitOptions
-from .errors import TaoError, UsageError
+from .nccl_verdicts import (CACHE_FILE, STAMP, age_days, cache_path, cached, fresh_ok, load_cache, require_ok,
+                            save_verdict)
+from ..contract import SubmitOptions
+from ..errors import TaoError, UsageError
 
 TIMEOUT_EXIT = 124  # what coreutils ``timeout`` returns when it had to stop the command
 WAIT_SLACK_S = 600  # scheduling + image pull on top of --timeout before the agent gives up waiting
@@ -245,7 +246,7 @@ def probe(platform_name: str, cluster: str, spec: dict[str, Any], opts: SubmitOp
                advice=advice, backend=backend, **kw)
 
 
-#: The verdict cache and gate live in :mod:`taobank.nccl_verdicts`; named here too for the probe's callers.
+#: The verdict cache and gate live in :mod:`taobank.core.nccl_verdicts`; named here too for the probe's callers.
 __all__ = ["SCRIPT", "one_line_python", "gpu_precheck", "probe_command", "check_request", "probe", "GLOO_CPU_SCRIPT", "BACKENDS", "PROVES", "script_for", "backend_of", "check_backend", "TIMEOUT_EXIT", "WAIT_SLACK_S", "MISSING_EXITS", "verdict_of", "advice_for", "wait_terminal", "run", "pins",
            "CACHE_FILE", "STAMP", "age_days", "cache_path", "cached", "fresh_ok", "load_cache", "require_ok",
            "save_verdict"]

@@ -1,6 +1,6 @@
 """The NCCL probe verdicts, cached per cluster, and the gate multi-node submits pass.
 
-Kept apart from the probe run (:mod:`taobank.nccl_probe`), which submits and
+Kept apart from the probe run (:mod:`taobank.core.nccl_probe`), which submits and
 watches a job through the core verbs: the core's submit reads the gate from
 here without importing the verbs that run it.
 """
@@ -11,8 +11,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TypeGuard
 
-from . import fsio, pins, records
-from .errors import TaoError
+from .. import fsio, pins, records
+from ..errors import TaoError
 
 CACHE_FILE = "nccl-probe.cache.json"  # the dot keeps it out of list_records (the stem is no record id)
 STAMP = "%Y-%m-%dT%H:%M:%SZ"  # checked_at, UTC

@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Iterable
 
-from . import names, records, states
-from .contract import Launch, Observation, Shown, Stop
-from .errors import TaoError
-from .records import Record
-from .records.store import get_each
-from .records.writes import Marking, mark_many
-from .states import State
+from .. import names, records, states
+from ..contract import Launch, Observation, Shown, Stop
+from ..errors import TaoError
+from ..records import Record
+from ..records.store import get_each
+from ..records.writes import Marking, mark_many
+from ..states import State
 
 if TYPE_CHECKING:  # the platform module imports this one
     from .platform import Platform
@@ -150,7 +150,7 @@ def tao_last_word(obs: Observation) -> Observation:
     end whose status file ends in PRUNED (a search trial's runner stopped TAO for the study's pruner) is PRUNED."""
     end = obs.tao_end
     if obs.state == State.COMPLETE and end is not None and end.status == State.PRUNED:
-        # a search trial its study's pruner stopped: the runner stopped TAO and ended cleanly (taobank.search)
+        # a search trial its study's pruner stopped: the runner stopped TAO and ended cleanly (taobank.campaign.search)
         obs.state, obs.err_class, obs.retry = State.PRUNED, None, False
         obs.message = end.message or "PRUNED by the study's pruner"
         return obs

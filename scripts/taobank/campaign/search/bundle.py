@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Mapping, Sequence
 
-from ..errors import UsageError
+from ...errors import UsageError
 from . import settings as settingsmod
 
 #: The distributions the bundle carries (import names = distribution names here), and the optional ones.
@@ -32,7 +32,7 @@ OPTIONAL = ("cmaes",)
 BUNDLE_FILE = "search.pyz"
 #: The sweep's sub-folder holding the bundle, the settings and the journal.
 FOLDER = "search"
-MAIN = "from taobank.search.trial import main\nraise SystemExit(main())\n"
+MAIN = "from taobank.campaign.search.trial import main\nraise SystemExit(main())\n"
 #: Fixed file times: the same install makes the same bytes.
 _EPOCH = (1980, 1, 1, 0, 0, 0)
 
@@ -71,7 +71,7 @@ def _kept(arc: str) -> bool:
 
 def _bank_files() -> list[tuple[str, Path]]:
     """The bank's package (the runner and the code it reads status files with), sources only."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     return [(str(PurePosixPath("taobank", *p.relative_to(root).parts)), p) for p in sorted(root.rglob("*.py"))
             if "__pycache__" not in p.parts]
 
@@ -119,7 +119,7 @@ def _zip(members: Mapping[str, bytes]) -> bytes:
 
 @functools.lru_cache(maxsize=1)
 def db_parts() -> tuple[bytes, ...]:
-    """The libraries a database study needs (:data:`taobank.search.storage.DB_DISTRIBUTIONS`: SQLAlchemy,
+    """The libraries a database study needs (:data:`taobank.campaign.search.storage.DB_DISTRIBUTIONS`: SQLAlchemy,
     Alembic, pg8000 ...), sources only, as zip files of at most :data:`PART_BYTES` each (a ConfigMap each on
     Kubernetes); the trial's runner unpacks them (Alembic reads its migrations from real files) before Optuna
     is imported. One line when one of them is missing here or not the pinned release."""
@@ -254,7 +254,7 @@ def passing_arguments(argv: Sequence[str]) -> list[str]:
         return argv
     text = argv[2]
     if len(argv) == 3:
-        from .. import tao_command
+        from ... import tao_command
 
         tao_command.append_args({"command": text}, ["search.key=value"])  # one simple command, or one line
         return [argv[0], "-c", f'{text.rstrip()} "$@"', "tao-search"]

@@ -1,8 +1,8 @@
 """A job's results: ``artifacts`` (list, best checkpoint) and ``prune`` (delete); ``fetch`` (download, verified)
-is :mod:`taobank.results_fetch`.
+is :mod:`taobank.campaign.results_fetch`.
 
 The verbs are written once, over four platform hooks
-(:meth:`~taobank.platform.Platform.results_location`, ``list_results``,
+(:meth:`~taobank.core.platform.Platform.results_location`, ``list_results``,
 ``fetch_results``, ``remove_results``); a platform only reads, streams and
 removes. What is decided here, the same everywhere:
 
@@ -24,11 +24,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from . import checkpoints, fsio, kpirank, records
-from .contract import ResultFile, ResultsListing, ResultsLocation
-from .errors import TaoError, UsageError
-from .platform import get, load_for
-from .records import Record
+from .. import checkpoints, fsio, kpirank, records
+from ..contract import ResultFile, ResultsListing, ResultsLocation
+from ..errors import TaoError, UsageError
+from ..core.platform import get, load_for
+from ..records import Record
 
 #: Beside the record: where and when prune deleted the job's results.
 PRUNED_FILE = "pruned.json"
@@ -79,14 +79,14 @@ class Best:
         return kpirank.Direction(self.mode, self.inferred)
 
     def to_dict(self) -> dict:
-        from .progress.statusfile import json_number
+        from ..progress.statusfile import json_number
 
         return {"kpi": self.kpi, "mode": self.mode, "mode_from": self.direction.source, self.key: self.at, "value": json_number(self.value)
                 if self.value is not None else None, "checkpoints": self.checkpoints, "status_file": self.status_file,
                 "note": self.note, "cut": self.cut}
 
     def line(self) -> str:
-        from .progress.statusfile import format_number
+        from ..progress.statusfile import format_number
 
         if self.at is None:
             return f"best {self.kpi} ({self.direction.text()}): {self.note}"
@@ -98,9 +98,9 @@ class Best:
 def find_best(listing: ResultsListing, kpi: str, mode: str | kpirank.Direction | None, action: str | None) -> Best:
     """The checkpoint of the epoch where ``kpi`` is best (``mode``: min, max, or None for the direction of its name,
     :func:`taobank.kpirank.direction`); a KPI name the status file lacks is a TaoError."""
-    from .progress import best, key_column, series
-    from .progress.series import kpi_names
-    from .training import chosen_log
+    from ..progress import best, key_column, series
+    from ..progress.series import kpi_names
+    from ..core.training import chosen_log
 
     way = kpirank.direction(kpi, mode)
     found = Best(kpi, way.mode, inferred=way.inferred)
@@ -159,7 +159,7 @@ class Artifacts:
         """The text form: a header line, a table (SIZE, MODIFIED, KIND, PATH), the best line."""
         from datetime import datetime, timezone
 
-        from .text import one_line
+        from ..text import one_line
 
         ls = self.listing
         if not ls.exists:
@@ -187,7 +187,7 @@ class Artifacts:
 
 
 def _pruned_note(job_id: str) -> dict | None:
-    from .fsio import json_value
+    from ..fsio import json_value
 
     path = records.state_dir() / f"{job_id}.d" / PRUNED_FILE
     data = fsio.read_regular(path, "prune note", follow_links=False, missing_ok=True)
@@ -236,7 +236,7 @@ class Pruned:
         return out
 
     def line(self) -> str:
-        from .text import one_line
+        from ..text import one_line
 
         return one_line(f"{self.id}: {self.message}")
 
@@ -331,7 +331,7 @@ class PrunePlan:
 
     def line(self) -> str:
         """One line: the job, what goes (files, bytes) and what stays."""
-        from .text import one_line
+        from ..text import one_line
 
         head = f"{self.rec.id} ({self.rec.state})"
         if self.keep is None:
@@ -349,7 +349,7 @@ class PrunePlan:
 
     def lines(self) -> list[str]:
         """:meth:`line`, then each file (and link) that would go, with its size."""
-        from .text import one_line
+        from ..text import one_line
 
         return [self.line()] + [one_line(f"  {f.path} ({human(f.size)})") for f in self.gone] + \
             [one_line(f"  {name} (link)") for name in self.links]
@@ -472,7 +472,7 @@ def _sweep_winner(sweep: str, group: list[PrunePlan], kpi: str,
     win = next(p for p in group if p.rec.id == win_id)
     top = bests[win_id]
     ranked_by = {"kpi": kpi, "mode": top.mode, "mode_from": top.direction.source, "sweep": sweep, "winner": win_id}
-    from .progress.statusfile import format_number
+    from ..progress.statusfile import format_number
 
     value = f"{kpi} {format_number(top.value, 6)}"
     out = []
@@ -530,7 +530,7 @@ def prune(platform: str | None, ids: list[str], *, confirm: Callable[[str], bool
     """Delete each finished job's own results folder or, with ``keep``, the checkpoints of it ``keep`` does not
     choose, after ONE ``confirm(question)`` for all of them (the question lists every file that would go:
     :func:`plan_text`); (results, one-line errors). Either releases what the finished job still holds
-    (:meth:`~taobank.platform.Platform.release_pruned`: a Docker container).
+    (:meth:`~taobank.core.platform.Platform.release_pruned`: a Docker container).
 
     One job's failure does not stop the others. ``preview`` False (``--yes``: nobody reads the question): a whole
     folder is not listed first.

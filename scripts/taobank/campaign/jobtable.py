@@ -4,9 +4,9 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Iterable, Mapping
 
-from . import states
-from .platform import JobView
-from .records import Record
+from .. import states
+from ..core.platform import JobView
+from ..records import Record
 
 COLUMNS = ("ID", "NAME", "ARCH/ACTION", "PLATFORM", "BACKEND", "SUBMITTED", "DURATION", "ATTEMPT", "PARENT", "STATE",
            "MESSAGE")
@@ -82,7 +82,7 @@ def row(job: JobView | Record | Mapping[str, Any], now: datetime | None = None) 
 def _cell(value: object) -> str:
     """One table cell on one line: whitespace runs (newlines included) become one space, other control
     characters are shown escaped, so no field can split or forge a row."""
-    from .text import one_line
+    from ..text import one_line
 
     return one_line(" ".join(str(value).split())) or "-"
 

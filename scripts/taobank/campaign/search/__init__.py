@@ -18,6 +18,6 @@ from typing import Any, Mapping
 
 
 def is_search(backend: Mapping[str, Any]) -> bool:
-    """Whether a record's ``backend`` is a search trial's (its summary: :func:`taobank.search.bundle.summary_of`);
+    """Whether a record's ``backend`` is a search trial's (its summary: :func:`taobank.campaign.search.bundle.summary_of`);
     read without importing the search's modules (a plain sweep's status needs none of them)."""
     return isinstance(backend.get("search"), str)

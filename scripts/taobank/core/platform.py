@@ -7,7 +7,7 @@ stopped; everything else is common and lives here, once:
 * choosing the records of a verb (ids given, ``--all``, or every active one),
 * the watch loop (backoff, retry chains followed, one progress line per job change),
 * terminal-state handling and the exit-code rule; what an observation or a stop does to a record is
-  :mod:`taobank.track`'s (adapters never write records).
+  :mod:`taobank.core.track`'s (adapters never write records).
 
 * the order of a submit: plan, NCCL gate, checks, open the record, launch, mark.
 
@@ -17,7 +17,7 @@ submit ``plan`` (``plan_all``: a launch's jobs at once, by default each planned 
 ``preview``), then ``observe`` (and ``ended``, ``relaunch`` for retries), ``read_logs``, ``follow_logs``
 and ``stop``, and for a job's results ``results_location``, ``list_results``,
 ``fetch_results`` and ``remove_results`` (answered by default from the module a
-platform names as ``results_access``; those verbs are :mod:`taobank.results_verbs`).
+platform names as ``results_access``; those verbs are :mod:`taobank.campaign.results_verbs`).
 The values they exchange are typed (:mod:`taobank.contract`).
 :func:`get` routes a platform name to its adapter through the one registry (:mod:`taobank.registry`),
 imported only when used (a SLURM verb never imports the Kubernetes code).
@@ -31,18 +31,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Generic, Mapping, Protocol, Sequence, TypeVar
 
-from .states import State
-from . import records, registry, states
-from .text import one_line
-from .record_selection import (by_platform as by_platform, last_id as last_id,  # the verbs' record record_selection
-                        load_for as load_for, select as select)
-from .contract import (Batch, Gate, Launch, Observation, Plan, ResultFile, ResultsListing, ResultsLocation, Stop,
-                       SubmitOptions, SweepPreview, Transfer)
-from .errors import EXIT_FAILED, EXIT_OK, TaoError, UsageError
-from .jobspec import Declarations
-from .jobspec import JobSpec
-from .records import Record
-from .registry import PlatformInfo
+from ..states import State
+from .. import records, registry, states
+from ..text import one_line
+from .record_selection import by_platform as by_platform, last_id as last_id, load_for as load_for, select as select
+from ..contract import (Batch, Gate, Launch, Observation, Plan, ResultFile, ResultsListing, ResultsLocation, Stop,
+                        SubmitOptions, SweepPreview, Transfer)
+from ..errors import EXIT_FAILED, EXIT_OK, TaoError, UsageError
+from ..jobspec import Declarations
+from ..jobspec import JobSpec
+from ..records import Record
+from ..registry import PlatformInfo
 
 
 def run_times(rec: Record) -> tuple[str | None, str | None]:
@@ -320,7 +319,7 @@ class Platform(ABC, Generic[SpecT, PlanT]):
     # -------------------------------------------------------------- submit: the core owns the order
 
     def submit(self, mapping: dict[str, Any], opts: SubmitOptions) -> JobView:
-        """One job: the core's one submit order (:func:`taobank.pipeline.submit`) over a batch of one. ``mapping``:
+        """One job: the core's one submit order (:func:`taobank.core.pipeline.submit`) over a batch of one. ``mapping``:
         the spec as given (flags, a file, a saved spec), typed by that order after its spec check (the one edge
         where a mapping enters: :meth:`typed_specs`)."""
         from . import pipeline
@@ -338,7 +337,7 @@ class Platform(ABC, Generic[SpecT, PlanT]):
 
     def typed_spec(self, mapping: Mapping[str, Any]) -> SpecT:
         """A spec as stored or given (a file, flags, a sweep trial) checked and typed: the edge where it enters
-        the contract (:func:`taobank.pipeline.submit`, a preview). Default: the schema's check, then the type.
+        the contract (:func:`taobank.core.pipeline.submit`, a preview). Default: the schema's check, then the type.
         Every other hook takes and returns the typed spec; ``to_dict()`` gives the mapping back."""
         return self.spec_type.parse(mapping, "job spec")
 
@@ -409,16 +408,16 @@ class Platform(ABC, Generic[SpecT, PlanT]):
     def preview_sweep(self, specs: list[SpecT], opts: SubmitOptions, ids: list[str], batch: Batch) -> SweepPreview:
         """What a sweep's submit would send for the trials ``specs`` (ids ``ids``, ``batch.sweep`` the sweep's),
         rendered by the functions its launch uses, contacting nothing; refused as that submit would be. The
-        trial table is the core's (:func:`taobank.sweeps.preview`)."""
+        trial table is the core's (:func:`taobank.campaign.sweeps.preview`)."""
         raise TaoError(f"a sweep preview is not available on {self.name}: submit one trial with --dry-run")
 
-    # -------------------------------------------------------------- sweeps (the verbs: taobank.sweeps)
+    # -------------------------------------------------------------- sweeps (the verbs: taobank.campaign.sweeps)
     #: trials are created held and released by the core as slots free (else the platform limits them itself)
     holds_trials: bool = False
     #: held trials are started by a detached supervisor on this machine (the machine the jobs run on)
     supervises_sweeps: bool = False
     #: a sweep's launch stages ``Batch.search`` in a folder its trials share and wraps their commands
-    #: (``submit --search``: taobank.search)
+    #: (``submit --search``: taobank.campaign.search)
     runs_searches: bool = False
     def release_trials(self, recs: list[Record]) -> None:
         """Let these held trials run (one call for all); only for ``holds_trials`` platforms."""
@@ -431,7 +430,7 @@ class Platform(ABC, Generic[SpecT, PlanT]):
 
     # -------------------------------------------------------------- results: artifacts, fetch, prune
     # The verbs (validation, best checkpoint, verification, temp + rename, confirmation) are the core's:
-    # taobank.results_verbs. A platform only reads, streams and removes the folder, in a module of its own
+    # taobank.campaign.results_verbs. A platform only reads, streams and removes the folder, in a module of its own
     # with the functions location, list_results, fetch_results and remove_results (``results_access``).
     @property
     def results_access(self) -> ResultsAccess | None:
@@ -501,7 +500,7 @@ def status(platform: str | None, ids: list[str] | None = None, *, retry: bool = 
 
 
 def refresh(recs: list[Record], *, retry: bool = True) -> list[JobView]:
-    """Observe the active ``recs`` (one query per platform) and apply what was seen (:func:`taobank.track.refresh`);
+    """Observe the active ``recs`` (one query per platform) and apply what was seen (:func:`taobank.core.track.refresh`);
     their views in order, retries opened now after them. One platform that cannot be asked does not hide the
     others: its jobs are shown as stored with the reason."""
     from . import track

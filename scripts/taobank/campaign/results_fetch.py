@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator
 
-from .contract import ResultFile
-from .errors import TaoError, UsageError
-from .paths import rel_path
-from .platform import get, load_for
+from ..contract import ResultFile
+from ..errors import TaoError, UsageError
+from ..paths import rel_path
+from ..core.platform import get, load_for
 from .results_verbs import human
-from .run import signals_interrupt
+from ..run import signals_interrupt
 
 #: A transfer says nothing for this long (seconds), then shows bytes so far at most every EVERY_S.
 QUIET_S = 10.0
@@ -86,7 +86,7 @@ class Fetched:
         return {**self.file.to_dict(), "local": self.local, "verified": self.verified, "moved": self.moved}
 
     def line(self) -> str:
-        from .text import one_line
+        from ..text import one_line
 
         return one_line(f"{self.local} ({human(self.file.size)}, {self.verified})")
 

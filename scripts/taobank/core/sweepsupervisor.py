@@ -1,12 +1,12 @@
 """A sweep that runs by itself on a platform whose held trials only the bank can start (one Docker host).
 
 Submit starts ONE detached supervisor per sweep (its own session: it outlives the shell and the helper). It
-runs the sweep's status in a loop, which starts held trials as slots free (:mod:`taobank.sweep_slots`) and
+runs the sweep's status in a loop, which starts held trials as slots free (:mod:`taobank.core.sweep_slots`) and
 writes each trial's end to its record, and it stops when every trial has ended or been cancelled. A lock
 held while it runs keeps it one per sweep; if it dies, the lock goes with it, nothing is lost (the records
 and the containers are the state) and the next ``status`` of the sweep starts another. Starting a trial
 twice cannot happen: a release runs under a lock of its sweep and reads the records inside it
-(:func:`taobank.sweep_slots.release`), and starting a running container does nothing. The loop survives any
+(:func:`taobank.core.sweep_slots.release`), and starting a running container does nothing. The loop survives any
 failure of one look (said on its log): the trials it would start next must not wait for a person.
 """
 from __future__ import annotations
@@ -18,12 +18,12 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from . import records, states
-from .errors import TaoError
-from .records import Record
-from .redact import is_credential_name
-from .run import spawn_detached
-from .text import one_line
+from .. import records, states
+from ..errors import TaoError
+from ..records import Record
+from ..redact import is_credential_name
+from ..run import spawn_detached
+from ..text import one_line
 
 #: Files beside the sweep's first trial record: the lock the running supervisor holds, and its log.
 LOCK, LOG = "sweep-supervisor.lock", "sweep-supervisor.log"
@@ -62,7 +62,7 @@ def start(sweep_id: str, first_trial: str) -> int | None:
     folder = _folder(first_trial)
     if running(first_trial, folder):
         return None
-    scripts = str(Path(__file__).resolve().parents[1])  # where the package is (the bank is not installed)
+    scripts = str(Path(__file__).resolve().parents[2])  # where the package is (the bank is not installed)
     env = {k: v for k, v in os.environ.items() if not is_credential_name(k)}
     env["PYTHONPATH"] = os.pathsep.join([scripts, *filter(None, [os.environ.get("PYTHONPATH")])])
     env[records.STATE_DIR_ENV] = str(records.state_dir())  # absolute: it runs in another folder

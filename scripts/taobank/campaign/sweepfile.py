@@ -24,8 +24,8 @@ import random
 import re
 from typing import Any, Iterable, Mapping
 
-from .errors import UsageError
-from .tao_command import OVERRIDE_KEY, OVERRIDE_VALUE
+from ..errors import UsageError
+from ..tao_command import OVERRIDE_KEY, OVERRIDE_VALUE
 
 #: A TAO override key and a value safe as one ``key=value`` argument: the rules are taobank.tao_command'.
 KEY, VALUE = OVERRIDE_KEY, OVERRIDE_VALUE
@@ -53,7 +53,7 @@ def value_texts(key: str, values: Iterable[Any]) -> list[str]:
     """:func:`value_text` of each value of ``key`` (a ``--sweep`` flag's), in one call: each value's own rules,
     then the credential lint of those that pass in one run of scanner calls; the first value refused, in order,
     raises what :func:`value_text` of it alone raises."""
-    from .redact import lint_text
+    from ..redact import lint_text
 
     texts: list[str | UsageError] = []
     for value in values:
@@ -241,7 +241,7 @@ def from_data(data: Any) -> list[dict[str, str]]:
 def load(path: str) -> list[dict[str, str]]:
     """The trials of a sweep file: read by the one rule for files a flag names (a regular file under a size
     cap: a FIFO or /dev/zero is refused, never waited on), keys unique at every level."""
-    from . import fsio
+    from .. import fsio
 
     return from_data(fsio.flag_yaml(path, "--sweep-file", "sweep file", MAX_FILE_BYTES))
 

@@ -17,12 +17,13 @@ from operator import attrgetter
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from . import jobfiles, names, nccl_verdicts, records, tao_command
-from .contract import Batch, Gate, Launch, Plan, SubmitOptions
-from .errors import SubmitUncertain, TaoError, UsageError
-from .records import Record
+from . import jobfiles, nccl_verdicts
+from .. import names, records, tao_command
+from ..contract import Batch, Gate, Launch, Plan, SubmitOptions
+from ..errors import SubmitUncertain, TaoError, UsageError
+from ..records import Record
 from .record_selection import load_for
-from .states import State
+from ..states import State
 
 if TYPE_CHECKING:  # the platform module imports this one
     from .platform import JobView, Platform
@@ -56,7 +57,7 @@ def submit(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Submi
            search: Any = None) -> Submitted:
     """Submit ``specs`` on ``adapter`` in the one order; ``trials`` (the overrides of each spec) makes them a
     sweep, launched together with at most ``max_concurrent`` running at once; ``search`` (a sweep's study,
-    :class:`taobank.search.bundle.Staging`) travels in the batch and its summary on every trial's record."""
+    :class:`taobank.campaign.search.bundle.Staging`) travels in the batch and its summary on every trial's record."""
     if not specs:
         raise UsageError("nothing to submit")
     gate = Gate()
@@ -120,7 +121,7 @@ def pending_credentials(spec: Mapping[str, Any], opts: SubmitOptions) -> list[st
     """The credential names this submit takes (the spec's ``secrets``, ``--secret-env``, NGC_KEY for
     ``--ngc-pull-secret``) that this process's environment lacks. A word that is not a name is left to the
     platform, which refuses it unseen."""
-    from .envfile import check_secret_name
+    from ..envfile import check_secret_name
 
     listed = spec.get("secrets")
     names = [n for n in (listed if isinstance(listed, list) else []) if isinstance(n, str)]
@@ -169,7 +170,7 @@ class DryRun:
 
     def first_line(self) -> str:
         """One line: the checks ran and passed (their report), then what was not checked and why."""
-        from .text import one_line
+        from ..text import one_line
 
         skipped = list(self.gate.skipped)
         if self.pending:
@@ -222,7 +223,7 @@ def check_specs(adapter: Platform[Any, Any], specs: Sequence[Mapping[str, Any]],
         gate.lines.append("warning: the spec check is skipped (--no-spec-check): TAO's own runner judges the "
                           "spec when the job starts")
         return specs
-    from . import specgate  # only for a TAO command: a plain command never loads the check
+    from .. import specgate  # only for a TAO command: a plain command never loads the check
 
     reader = getattr(adapter, "spec_text", None)  # a Platform has one (None: nothing readable here)
     # the hook reads the typed spec; typed as a spec file read back is (JobSpec.of: the schema's keys, nothing
