@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, ClassVar, Mapping, Protocol, TypeVar
 
 from .errors import TaoError
-from .redact import shown_keys, unknown_fields
+from .redact import shown_keys
 
 T = TypeVar("T", bound="JobSpec")
 
@@ -95,11 +95,26 @@ class JobSpec:
         """A valid spec mapping (:meth:`parse` checks it first) as this type; an unknown key is refused."""
         spec = cls.canonical(spec)
         by_key = {key: name for name, key in cls.keys().items()}
-        unknown = sorted((k for k in spec if k not in by_key), key=str)
-        if unknown:  # named where a key may be shown, else only counted
-            named, others = shown_keys(unknown)
-            raise TaoError(f"{cls.__name__}: {unknown_fields(named, others)} (see schemas/{cls.SCHEMA})")
+        unknown = [k for k in spec if k not in by_key]
+        if unknown:  # the schema's own words: each key that may be shown with its nearest known key
+            from .spec import unknown_keys
+
+            raise TaoError(f"invalid job spec: field (top level): {unknown_keys(unknown, list(by_key))} "
+                           f"(see schemas/{cls.SCHEMA})")
         return cls(**{by_key[k]: v for k, v in spec.items()})
+
+    @classmethod
+    def given(cls: type[T], spec: Mapping[str, Any]) -> T:
+        """A spec as given, before its values are judged (a placeholder may still stand in one; the submit's
+        schema check judges them), typed for a hook that changes it: an unknown key or a null refused in the
+        schema's own words, as the submit would refuse them (:meth:`to_dict` drops a null)."""
+        nulls = sorted((k for k, v in spec.items() if v is None), key=str)
+        if nulls:
+            named, others = shown_keys(nulls)
+            which = ", ".join(named) + (f" and {others} more" if others else "") if named else f"{others} fields"
+            raise TaoError(f"invalid job spec: field {which}: null is not a value (leave the key out) "
+                           f"(see schemas/{cls.SCHEMA})")
+        return cls.from_dict(spec)
 
     @classmethod
     def of(cls: type[T], spec: "T | Mapping[str, Any]") -> T:

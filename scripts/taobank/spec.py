@@ -105,6 +105,17 @@ def argv_of(cmd: str | list[str], shell: str) -> list[str]:
 _QUIET_FIELDS = {"env", "nccl_env", "config", "secrets"}
 
 
+def unknown_keys(unknown: Sequence[object], known: Sequence[str]) -> str:
+    """The phrase for keys a schema does not know: each one an error may show with its nearest known key, the
+    others only counted (:func:`taobank.redact.shown_keys`)."""
+    named, others = shown_keys(sorted(unknown, key=str))
+    hints = []
+    for key in named:
+        near = difflib.get_close_matches(key, list(known), n=1)
+        hints.append(f"{key!r} (did you mean {near[0]!r}?)" if near else repr(key))
+    return unknown_fields(hints, others)
+
+
 def _safe_message(err: Any) -> str:
     """jsonschema's message without the offending value where it could be a whole spec or a secret."""
     if err.validator in ("oneOf", "anyOf"):
@@ -113,13 +124,9 @@ def _safe_message(err: Any) -> str:
         return f"needs exactly one of: {' | '.join(shapes)}" if shapes else "matches none of the allowed shapes"
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
         known = sorted((err.schema.get("properties") or {}).keys())
-        named, others = shown_keys(sorted((k for k in err.instance if k not in known), key=str))
-        hints = []
-        for key in named:
-            near = difflib.get_close_matches(key, known, n=1)
-            hints.append(f"{key!r} (did you mean {near[0]!r}?)" if near else repr(key))
-        if hints or others:
-            return unknown_fields(hints, others)
+        unknown = [k for k in err.instance if k not in known]
+        if unknown:
+            return unknown_keys(unknown, known)
     if err.validator == "format" and err.validator_value in (PATH_FORMAT, LOCATION_FORMAT):
         uri = " or such a URI (lustre:///path, s3://bucket/path)" if err.validator_value == LOCATION_FORMAT else ""
         return f"{shown(err.instance)} is not {paths.ALLOWED}{uri}"

@@ -23,7 +23,7 @@ def writer_calls(path: Path) -> list[str]:
     aliases: set[str] = set()  # names bound to the records module
     direct: dict[str, str] = {}  # names imported from it -> their name there
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module in (None, "taobank") and node.level in (0, 2):
+        if isinstance(node, ast.ImportFrom) and (node.module == "taobank" if node.level == 0 else node.module is None):
             aliases |= {a.asname or a.name for a in node.names if a.name == "records"}
         if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("records"):
             direct.update({a.asname or a.name: a.name for a in node.names})
@@ -62,6 +62,9 @@ def test_no_adapter_module_writes_a_record():
 def test_the_walk_finds_a_writer(tmp_path):
     """The checker itself: each way of reaching a writer is caught, a reader is not."""
     sample = tmp_path / "x.py"
-    sample.write_text("from .. import records\nfrom ..records import mark as m, load\nimport taobank.records as r\n"
+    sample.write_text("from ... import records\nfrom ...records import mark as m, load\nimport taobank.records as r\n"
                       "records.mark('a', 'RUNNING')\nm('a', 'ERROR')\nr.open_record()\nrecords.load('a')\nload('a')\n")
     assert sorted(writer_calls(sample)) == ["4: records.mark", "5: records.mark", "6: records.open_record"]
+    for prefix in ("from taobank import records", "from .. import records"):  # each depth of a platform's package
+        sample.write_text(f"{prefix}\nrecords.mark_many([])\n")
+        assert writer_calls(sample) == ["2: records.mark_many"], prefix

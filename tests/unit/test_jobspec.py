@@ -91,7 +91,7 @@ def test_slurm_reads_mem_as_an_alias_of_memory_and_writes_memory():
 def test_refusals_name_the_field():
     with pytest.raises(TaoError, match="num_nodes"):
         DockerSpec.from_dict({"image": "x", "command": "y", "num_nodes": 2})
-    with pytest.raises(TaoError, match="unknown field nodes"):
+    with pytest.raises(TaoError, match="unknown field 'nodes'"):
         DockerSpec.from_dict({"image": "x", "command": "y", "nodes": 2})  # one host: no nodes
     with pytest.raises(TaoError, match="has no nodes"):
         DockerSpec(image="x", command="y", nodes=2).to_dict()

@@ -83,7 +83,8 @@ def test_the_preview_job_is_the_job_submit_creates(fake, creds):
     rec = k8s_record(launched=False)  # tao_job_record.py open: the id both runs use
     options = SubmitOptions(job_id=rec["id"], secret_env=("HF_TOKEN",), ngc_pull_secret=True)
     spec = {"image": "nvcr.io/nvidia/tao/tao-toolkit:x", "command": "echo hi", "no_results": True, "gpus": 1}
-    preview = list(yaml.safe_load_all(platform.get("kubernetes").preview(spec, options)))
+    kube = platform.get("kubernetes")
+    preview = list(yaml.safe_load_all(kube.preview(kube.typed_spec(spec), options)))
     assert fake.calls == []
     cluster(fake)
     fake.kubectl("get", "jobs", "-l", answer={"items": []})

@@ -173,6 +173,19 @@ def test_parent_refusals_are_one_line(stand, case, needle):
     assert "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize("extra,needle", [
+    ({"imag": "x"}, "invalid job spec: field (top level): unknown field 'imag' (did you mean 'image'?)"),
+    ({"nodes": None}, "invalid job spec: field nodes: null is not a value (leave the key out)")])
+def test_a_childs_spec_is_refused_in_the_schemas_own_words_before_its_parent_is_reached(stand, extra, needle):
+    """The platform's hook types the child's spec before the submit's schema check: the same refusal, and a null
+    the submit would refuse is not dropped on the way (to_dict leaves nulls out)."""
+    parent = job(state="COMPLETE")
+    with pytest.raises(TaoError) as err:
+        lineage.with_parent("slurm", {"command": ["eval", "{parent.results_dir}"], **extra}, parent["id"])
+    assert needle in str(err.value) and "\n" not in str(err.value)
+    assert stand.submitted == []
+
+
 def test_an_incomplete_parent_when_asked_and_a_missing_checkpoint(stand):
     pid = job(state="ERROR")["id"]
     assert lineage.with_parent("slurm", {"command": ["x"]}, pid, allow_incomplete=True)["command"] == ["x"]
@@ -306,8 +319,11 @@ class RemoteStand(Stand):
         raise AssertionError("an S3 folder is never mounted")
 
     def lineage_fetch(self, spec, job, folder, files, replaces=()):
+        """As Kubernetes does: the downloads join the spec's ``s3_inputs`` (what the submitted spec must carry)."""
         self.fetches.append(({k: f"{folder}/{v}" for k, v in files.items()}, list(replaces)))
-        return spec, {k: f"/stage/from-{job.id}/{v}" for k, v in files.items()}
+        inputs = [{"uri": f"{folder}/{v}", "path": f"/stage/from-{job.id}/{v}"} for v in files.values()]
+        return (replace(spec, s3_inputs=[i for i in spec.s3_inputs or [] if i["path"] not in replaces] + inputs),
+                {k: f"/stage/from-{job.id}/{v}" for k, v in files.items()})
 
 
 @pytest.fixture()
@@ -340,16 +356,19 @@ def test_continue_from_s3_downloads_the_checkpoint_and_resumes_from_the_copy(rem
     spec, _ = remote.submitted[-1]
     local = f"/stage/from-{old['id']}/{chosen}"
     assert spec["args"][-1] == f"{KEY}={local}" and remote.fetches[-1][0] == {"checkpoint": f"{folder}/{chosen}"}
+    assert spec["s3_inputs"] == [{"uri": f"{folder}/{chosen}", "path": local}]  # the download travels with the job
     assert view.extra["continues_from"] == local and remote.fetches[-1][1] == []
 
 
 def test_continuing_a_continued_s3_job_drops_the_download_it_resumed_from(remote):
     old = s3_job("ERROR")
-    jobfiles.save_spec(old["id"], {"action": "train", "args": ["dino", "train", f"{KEY}=/stage/from-x/model_epoch_001.pth"]},
-                   {})
+    jobfiles.save_spec(old["id"], {"action": "train", "args": ["dino", "train", f"{KEY}=/stage/from-x/model_epoch_001.pth"],
+                                   "s3_inputs": [{"uri": "s3://b/x/model_epoch_001.pth",
+                                                  "path": "/stage/from-x/model_epoch_001.pth"}]}, {})
     lineage.continue_job(None, old["id"])
     spec, _ = remote.submitted[-1]
     assert remote.fetches[-1][1] == ["/stage/from-x/model_epoch_001.pth"]
+    assert [i["path"] for i in spec["s3_inputs"]] == [f"/stage/from-{old['id']}/model_epoch_010.pth"]  # old one gone
     assert spec["args"] == ["dino", "train", f"{KEY}=/stage/from-{old['id']}/model_epoch_010.pth"]
 
 

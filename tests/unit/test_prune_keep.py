@@ -165,8 +165,9 @@ def test_kubernetes_keep_n_lists_then_deletes_in_a_writable_reader_pod(fake, cli
     remove = [c for c in pod.kubectl_calls("exec") if "./model_epoch_000.pth" in c.words][0]
     assert exec_args(remove)[:4] == [f"/results/{rec['id']}", rec["id"], f"k:{len(newest)}", "./model_epoch_003.pth"]
     readers = [json.loads(c.stdin)["items"][0] for c in pod.kubectl_calls("create")]
-    assert any(not any(m.get("readOnly") for m in r["spec"]["template"]["spec"]["containers"][0]["volumeMounts"])
-               for r in readers)  # the delete ran in a writable reader
+    writable = [not any(m.get("readOnly") for m in r["spec"]["template"]["spec"]["containers"][0]["volumeMounts"])
+                for r in readers]
+    assert writable == [False, True]  # the listing read through a read-only reader, the delete ran in a writable one
 
 
 def test_kubernetes_tier_c_keep_is_refused_with_what_to_do(fake, cli, monkeypatch):

@@ -38,7 +38,7 @@ def test_the_typed_spec_names_the_same_keys():
 
     with pytest.raises(TaoError) as got:
         DockerSpec.from_dict({"image": "busybox", "nope": 1, f"root:{HASH}:1": None})
-    assert "unknown field nope and 1 more, not shown" in str(got.value) and HASH not in str(got.value)
+    assert "unknown field 'nope' and 1 more, not shown" in str(got.value) and HASH not in str(got.value)
 
 
 @pytest.mark.parametrize("key,named", [

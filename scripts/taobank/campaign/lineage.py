@@ -100,10 +100,9 @@ def _fetched(spec: dict, rec: Record, folder: str, paths: dict[str, str],
 
 
 def _typed(adapter: Any, spec: dict) -> Any:
-    """``spec`` as the platform's typed spec for a hook that changes it (``to_dict()`` gives the mapping back): by
-    its schema's keys, an unknown key refused, no value judged (a placeholder may still stand in one; the one
-    schema check is the submit's)."""
-    return adapter.spec_type.from_dict(spec)
+    """``spec`` as the platform's typed spec for a hook that changes it (``to_dict()`` gives the mapping back):
+    :meth:`taobank.jobspec.JobSpec.given`."""
+    return adapter.spec_type.given(spec)
 
 
 def _argv(spec: dict) -> list[str]:

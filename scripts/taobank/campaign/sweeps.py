@@ -88,7 +88,7 @@ def with_study_secret(adapter: Any, spec: dict, opts: SubmitOptions, search: Any
     name = getattr(getattr(search, "settings", None), "storage_env", "") if search is not None else ""
     if not name:
         return spec, opts
-    typed, opts = adapter.with_secret(adapter.spec_type.from_dict(spec), opts, name)  # by its keys; judged at submit
+    typed, opts = adapter.with_secret(adapter.spec_type.given(spec), opts, name)  # judged at submit
     return typed.to_dict(), opts
 
 
