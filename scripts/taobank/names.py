@@ -16,7 +16,7 @@ from __future__ import annotations
 import posixpath
 import re
 import unicodedata
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from .errors import TaoError
 
@@ -155,3 +155,20 @@ def checked(rec: Record, kinds: Mapping[str, str]) -> dict:
         if kind in ("number", "slurm_id") and not isinstance(value, bool):
             b[key] = str(value)  # one type for what goes on a command line
     return b
+
+
+def backend_read(backend: Mapping[str, Any], texts: Sequence[str], counts: Sequence[str] = ()) -> dict[str, Any]:
+    """Backend values read back in one call, with the tolerance an adapter's typed facts read them with: each of
+    ``texts`` as text (None stays None, a string as it is, another truthy value as its text, another falsy one as
+    ""), each of ``counts`` as a whole number (None when missing, falsy or not one)."""
+    out: dict[str, Any] = {}
+    for key in texts:
+        value = backend.get(key)
+        out[key] = value if value is None or isinstance(value, str) else str(value) if value else ""
+    for key in counts:
+        value = backend.get(key)
+        try:
+            out[key] = int(value) if value else None
+        except (TypeError, ValueError, OverflowError):
+            out[key] = None
+    return out

@@ -275,3 +275,26 @@ def test_the_check_sees_a_spec_taken_as_a_dict():
     assert _mentions_a_mapping(note if isinstance(note, str) else note.__name__)
     assert _mentions_a_mapping("Mapping[str, Any] | None") and _mentions_a_mapping("list[dict[str, Any]]")
     assert not _mentions_a_mapping("SpecT") and not _mentions_a_mapping("KubernetesSpec")
+
+
+def test_kubernetes_and_docker_facts_read_an_odd_backend_as_every_read_did():
+    """Each adapter reads its record's backend through one typed class: a missing key is None (or ""), a number
+    where text was written reads as its text, a count that is none (or not one) as None, and the fallbacks hold
+    (Docker's container is the job id, its folder the record's)."""
+    from types import SimpleNamespace
+
+    from taobank.platforms.docker.engine import DockerFacts
+    from taobank.platforms.kubernetes.kubectl import LOOKED, KubeFacts
+
+    rec = SimpleNamespace(id="dino-train-1a2b3c4d", results_dir="/r/dino-train-1a2b3c4d", backend={})
+    assert KubeFacts.of(rec) == KubeFacts()
+    assert DockerFacts.of(rec) == DockerFacts(container=rec.id, folder=rec.results_dir)
+    rec.backend = {"namespace": "ns", "name": 7, "uid": 0, "nodes": "2", "index": True, LOOKED: "t",
+                   "engine": "podman", "stop_grace_seconds": "soon", "held": 1, "gpu_indices": None, "container": ""}
+    kube, dock = KubeFacts.of(rec), DockerFacts.of(rec)
+    assert (kube.namespace, kube.name, kube.uid, kube.nodes, kube.index, kube.looked) == ("ns", "7", "", 2, None, "t")
+    assert (dock.engine, dock.stop_grace_seconds, dock.held, dock.gpu_indices, dock.container) == \
+        ("podman", None, True, "", rec.id)
+    rec.backend = {"nodes": 0, "index": 3, "stop_grace_seconds": 30}
+    assert (KubeFacts.of(rec).nodes, KubeFacts.of(rec).index, DockerFacts.of(rec).stop_grace_seconds) == \
+        (None, 3, 30)

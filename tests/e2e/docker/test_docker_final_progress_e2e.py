@@ -15,7 +15,7 @@ pytestmark = pytest.mark.e2e
 FAKE = f"{BANK / 'testclusters'}:/fake"
 TRAIN = 'exec sh /fake/fake_tao_train.sh --results "$RESULTS_DIR" --epochs 4 --sleep 2 "$@"'
 #: the core's refresh of one job, as any poller other than status does it (no progress read, none remembered)
-REFRESH = ("import sys; sys.path.insert(0, sys.argv[1]); from taobank import platform; "
+REFRESH = ("import sys; sys.path.insert(0, sys.argv[1]); from taobank.core import platform; "
            "(v,) = platform.refresh([platform.load_for(sys.argv[2], 'docker', 'status')]); print(v.state)")
 
 

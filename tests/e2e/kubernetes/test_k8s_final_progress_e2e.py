@@ -28,7 +28,7 @@ trainer_on_pvc = k8s_verbs_support.trainer_on_pvc
 BUSYBOX = str(pins.resolve("images.busybox"))
 EPOCHS = 6
 #: the core's refresh of one job, as any poller other than status does it (no progress read, none remembered)
-REFRESH = ("import sys; sys.path.insert(0, sys.argv[1]); from taobank import platform; "
+REFRESH = ("import sys; sys.path.insert(0, sys.argv[1]); from taobank.core import platform; "
            "(v,) = platform.refresh([platform.load_for(sys.argv[2], 'kubernetes', 'status')]); print(v.state)")
 
 

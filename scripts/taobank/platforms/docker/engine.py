@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from ... import pins, run as runner
+from ... import names, pins, run as runner
 from ...errors import TaoError
 from ...run import Result, last_line
 from ...records import Record
@@ -75,20 +75,12 @@ class DockerFacts:
         """The record's facts. A value of another type reads as text (falsy stays falsy, None stays None), a
         number that is none as None: the tolerance every read had."""
         b = rec.backend or {}
-
-        def text(key: str) -> str | None:
-            value = b.get(key)
-            return value if value is None or isinstance(value, str) else str(value) if value else ""
-
-        grace = b.get("stop_grace_seconds")
-        try:
-            seconds = int(grace) if grace else None
-        except (TypeError, ValueError, OverflowError):
-            seconds = None
-        return cls(engine=text("engine"), engine_host=text("engine_host"), container=text("container") or rec.id,
-                   folder=text("results_dir") or rec.results_dir, memory=text("memory"), reason=text("reason"),
-                   stop_grace_seconds=seconds, held=bool(b.get("held")), gpu_indices=text("gpu_indices") or "",
-                   search_dir=text("search_dir") or "")
+        v = names.backend_read(b, ("engine", "engine_host", "container", "results_dir", "memory", "reason",
+                                   "gpu_indices", "search_dir"), counts=("stop_grace_seconds",))
+        return cls(engine=v["engine"], engine_host=v["engine_host"], container=v["container"] or rec.id,
+                   folder=v["results_dir"] or rec.results_dir, memory=v["memory"], reason=v["reason"],
+                   stop_grace_seconds=v["stop_grace_seconds"], held=bool(b.get("held")),
+                   gpu_indices=v["gpu_indices"] or "", search_dir=v["search_dir"] or "")
 
 
 def engine_of(rec: Record) -> str:

@@ -65,20 +65,13 @@ class KubeFacts:
         """The record's facts. A value of another type reads as text (falsy stays falsy, None stays None), a
         number that is none as None: the tolerance every read had."""
         b = rec.backend or {}
-
-        def text(key: str) -> str | None:
-            value = b.get(key)
-            return value if value is None or isinstance(value, str) else str(value) if value else ""
-
-        nodes, index = b.get("nodes"), b.get("index")
-        try:
-            count = int(nodes) if nodes else None
-        except (TypeError, ValueError, OverflowError):
-            count = None
-        return cls(namespace=text("namespace"), context=text("context"), name=text("name"), uid=text("uid"),
-                   owned=text("owned") or "", nodes=count,
+        index = b.get("index")
+        v = names.backend_read(b, ("namespace", "context", "name", "uid", "owned", "search_dir", "cluster_queue",
+                                   LOOKED), counts=("nodes",))
+        return cls(namespace=v["namespace"], context=v["context"], name=v["name"], uid=v["uid"],
+                   owned=v["owned"] or "", nodes=v["nodes"],
                    index=index if isinstance(index, int) and not isinstance(index, bool) and index >= 0 else None,
-                   search_dir=text("search_dir") or "", cluster_queue=text("cluster_queue"), looked=text(LOOKED))
+                   search_dir=v["search_dir"] or "", cluster_queue=v["cluster_queue"], looked=v[LOOKED])
 
 
 def checked_namespace(value: str, source: str) -> str:
