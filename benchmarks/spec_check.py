@@ -63,13 +63,13 @@ def interleaved(a: list[str], b: list[str], n: int, env: dict) -> tuple[float, f
 _PROBE = """
 import functools, runpy, sys
 sys.path.insert(0, {scripts!r})
-from taobank import specs
-READ, _file = [], specs._file
+from taobank import tao_spec_schema
+READ, _file = [], tao_spec_schema._file
 @functools.lru_cache(maxsize=None)
 def _spy(name):
     READ.append(name)
     return _file(name)
-specs._file = _spy
+tao_spec_schema._file = _spy
 sys.argv = {argv!r}
 try:
     runpy.run_path({path!r}, run_name="__main__")
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, default=100)
     parser.add_argument("--check", action="store_true", help="exit 1 unless the counts hold")
     args = parser.parse_args(argv)
-    from taobank import specgate, specs
+    from taobank import tao_spec_gate, tao_spec_schema
 
     problems: list[str] = []
     jobs = [sys.executable, str(BANK / "scripts" / "tao_jobs.py")]
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         folder = Path(tmp) / "specs"
         folder.mkdir()
         spec = folder / "train.yaml"
-        spec.write_text(specs.template("dino", "train"), encoding="utf-8")
+        spec.write_text(tao_spec_schema.template("dino", "train"), encoding="utf-8")
         check = [*jobs, "spec", "check", str(spec), *OVERRIDES, "--network", "dino", "--action", "train"]
 
         base_s, _ = timed([sys.executable, "-c", "import yaml, jsonschema"], args.n)
@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
                    "command": ["dino", "train", "-e", "/specs/train.yaml", f"train.optim.lr={0.0001 * (i + 1):.4f}",
                                *(["train.num_epoch=3"] if i % 25 == 0 else [])]} for i in range(args.trials)]
         start = time.perf_counter()
-        lines, _ = specgate.check(trials, read)
+        lines, _ = tao_spec_gate.check(trials, read)
         sweep_s = time.perf_counter() - start
         want = list(range(0, args.trials, 25))
         # one line for a problem the bad trials share, naming them ("trial 0,25: ..."); all of them: no prefix

@@ -12,7 +12,7 @@ built from two of nvidia-tao-core's views of the same dataclasses:
   (``minimum``/``maximum``) and ``valid_options`` (``enum``).
 
 Each key's default is the schema's ``default`` (``???``: a value TAO requires and has none for), so the
-template of an action is rendered from the schema (:mod:`taobank.specs`), never stored twice. Sub-schemas met
+template of an action is rendered from the schema (:mod:`taobank.tao_spec_schema`), never stored twice. Sub-schemas met
 more than once (the same section in many networks) are stored once under ``$defs``. An ``enum`` marked
 ``x-enum-type`` is a Python Enum's names (TAO's Hydra runner refuses another value); any other ``enum``,
 ``minimum`` and ``maximum`` are TAO's ``valid_options``/``valid_min``/``valid_max``, which the runner does not
@@ -33,8 +33,8 @@ import typing
 from pathlib import Path
 from typing import Any
 
-#: Where the data lives, relative to the bank's root (taobank.specs reads it): a file per network (a check reads
-#: one) and the shared part (the TAO version, the sub-schemas several networks use).
+#: Where the data lives, relative to the bank's root (taobank.tao_spec_schema reads it): a file per network (a
+#: check reads one) and the shared part (the TAO version, the sub-schemas several networks use).
 SPECS_DIR = "schemas/tao_specs"
 COMMON = "_common"
 #: A sub-schema is shared under $defs when it is met this many times and is at least this big (JSON chars).

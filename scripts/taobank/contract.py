@@ -44,7 +44,7 @@ class SubmitOptions:
     parent: str | None = None
     continues: str | None = None
     #: check each TAO job's experiment spec and overrides against the pinned TAO's schema before anything is
-    #: created (taobank.specgate); False: --no-spec-check (a TAO the bank does not know, a site's own build)
+    #: created (taobank.tao_spec_gate); False: --no-spec-check (a TAO the bank does not know, a site's own build)
     spec_check: bool = True
 
 

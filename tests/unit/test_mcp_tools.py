@@ -198,14 +198,14 @@ def test_a_key_pasted_into_env_is_refused_and_never_echoed(state_dir, tool):
 
 def test_spec_template_and_spec_check_are_the_clis_answers(tmp_path):
     """An agent gets the YAML template (or with json its schema), and the check's problems, each with its path."""
-    from taobank import specs
+    from taobank import tao_spec_schema
 
     done = tools.run(tools.by_name("spec_template"), {"network": "dino", "action": "train"})
-    assert done.exit_code == 0 and done.result == specs.template("dino", "train").strip()
+    assert done.exit_code == 0 and done.result == tao_spec_schema.template("dino", "train").strip()
     done = tools.run(tools.by_name("spec_template"), {"network": "dino", "action": "train", "json": True})
     assert done.result["x-tao"]["network"] == "dino" and "train" in done.result["properties"]
     spec = tmp_path / "train.yaml"
-    spec.write_text(specs.template("dino", "train"))
+    spec.write_text(tao_spec_schema.template("dino", "train"))
     done = tools.run(tools.by_name("spec_check"), {"file": str(spec), "overrides": ["train.num_epoch=10"],
                                                    "network": "dino", "action": "train"})
     assert done.exit_code == 1 and not done.result["ok"]

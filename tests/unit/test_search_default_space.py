@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from taobank import speccheck, tao_command
+from taobank import tao_spec_check, tao_command
 from taobank.errors import UsageError
 from taobank.campaign.search import automl, space
 
@@ -54,7 +54,7 @@ def test_every_default_space_passes_the_spec_check_at_its_edges(network):
         assert "give --space" in str(exc) and "\n" not in str(exc)
         return
     for edge in space.edges(found.space):
-        report = speccheck.check(network, "train", None, [f"{k}={v}" for k, v in edge.items()], required=False)
+        report = tao_spec_check.check(network, "train", None, [f"{k}={v}" for k, v in edge.items()], required=False)
         assert not report.lines(), (edge, report.lines())
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from taobank import specgate, tao_command
+from taobank import tao_spec_gate, tao_command
 from taobank.campaign.search import space
 
 BANK = Path(__file__).resolve().parents[2]
@@ -51,12 +51,12 @@ def test_the_commands_own_problem_is_said_plainly_and_once_for_every_trial(tmp_p
 
 def test_a_sweep_names_only_the_trials_a_problem_is_in():
     specs = [tao_command.identified({"command": ["dino", "train", f"train.num_epochs={v}"]}) for v in ("1", "x", "y")]
-    problems, _ = specgate.check(specs, lambda spec, path: None)
+    problems, _ = tao_spec_gate.check(specs, lambda spec, path: None)
     assert problems == ["trial 1: train.num_epochs: 'x' is not a whole number",
                         "trial 2: train.num_epochs: 'y' is not a whole number"]
     shared = [tao_command.identified({"command": ["dino", "train", "train.num_epoch=3", f"train.optim.lr={v}"]})
               for v in ("0.1", "0.2")]
-    problems, _ = specgate.check(shared, lambda spec, path: None)
+    problems, _ = tao_spec_gate.check(shared, lambda spec, path: None)
     assert len(problems) == 1 and problems[0].startswith("train.num_epoch: no such key")
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from taobank import speccheck, specs, tao_command
+from taobank import tao_spec_check, tao_spec_schema, tao_command
 from taobank.errors import TaoError
 
 BANK = Path(__file__).resolve().parents[2]
@@ -33,7 +33,7 @@ def one_line_error(r: subprocess.CompletedProcess, rc: int = 1) -> str:
 @pytest.fixture()
 def dino_train(tmp_path) -> Path:
     path = tmp_path / "train.yaml"
-    path.write_text(specs.template("dino", "train"), encoding="utf-8")
+    path.write_text(tao_spec_schema.template("dino", "train"), encoding="utf-8")
     return path
 
 
@@ -84,7 +84,7 @@ def test_template_json_is_a_json_schema_that_jsonschema_takes():
     doc = json.loads(jobs("template", "dino", "train", "--json").stdout)
     jsonschema.Draft202012Validator.check_schema(doc)
     validator = jsonschema.Draft202012Validator(doc)
-    template = speccheck.spec_mapping(specs.template("dino", "train"), "t")
+    template = tao_spec_check.spec_mapping(tao_spec_schema.template("dino", "train"), "t")
     assert not list(validator.iter_errors(template))
     template["train"]["num_epoch"] = 10
     assert [e.validator for e in validator.iter_errors(template)] == ["additionalProperties"]
@@ -97,19 +97,19 @@ def test_template_json_is_a_json_schema_that_jsonschema_takes():
     ("a=${oc.env:RESULTS_DIR}", "${oc.env:RESULTS_DIR}"), ("a=", ""), ("a=inf", float("inf")),
 ])
 def test_override_values_read_as_hydra_reads_them(word, value):
-    assert speccheck.parse_override(word).value == value
+    assert tao_spec_check.parse_override(word).value == value
 
 
 def test_a_number_longer_than_python_converts_is_text_and_refused_for_an_integer():
-    assert speccheck.parse_override("a=" + "9" * 5000).value == "9" * 5000
-    report = speccheck.check("dino", "train", {}, ["train.num_epochs=" + "9" * 5000])
+    assert tao_spec_check.parse_override("a=" + "9" * 5000).value == "9" * 5000
+    report = tao_spec_check.check("dino", "train", {}, ["train.num_epochs=" + "9" * 5000])
     assert [p.kind for p in report.problems] == ["type"]
 
 
 @pytest.mark.parametrize("word,op,has_value", [("+a.b=1", "+", True), ("++a=1", "++", True), ("~a.b", "~", False),
                                                ("a.b_c=1", "", True)])
 def test_override_operators(word, op, has_value):
-    ov = speccheck.parse_override(word)
+    ov = tao_spec_check.parse_override(word)
     assert (ov.op, ov.has_value) == (op, has_value)
 
 
@@ -119,7 +119,7 @@ def test_override_operators(word, op, has_value):
 ])
 def test_a_bad_override_is_one_line(word, said):
     with pytest.raises(TaoError, match=said):
-        speccheck.parse_override(word)
+        tao_spec_check.parse_override(word)
 
 
 def test_bad_input_is_one_line_each(tmp_path, dino_train):
@@ -187,10 +187,11 @@ def test_any_document_and_override_is_problems_or_one_line_never_a_traceback():
     def run(doc, words):
         overrides = [f"{op}{key}={value}" for op, key, value in words]
         try:
-            report = speccheck.check("dino", "train", doc, overrides)
+            report = tao_spec_check.check("dino", "train", doc, overrides)
         except TaoError:
             return
         assert all("\n" not in line for line in report.lines())
 
     run()
-    assert speccheck.check("dino", "train", {"train": {"a\nb": 1}}).lines()[0].startswith("train.a\\nb: no such key")
+    first = tao_spec_check.check("dino", "train", {"train": {"a\nb": 1}}).lines()[0]
+    assert first.startswith("train.a\\nb: no such key")

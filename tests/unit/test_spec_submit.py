@@ -1,4 +1,4 @@
-"""The spec check of a submit (taobank.specgate through pipeline.check_specs), above the platform contract.
+"""The spec check of a submit (taobank.tao_spec_gate through pipeline.check_specs), above the platform contract.
 
 Each platform only says where a spec file the command names is readable here; the check, its lines and the
 opt-out are the core's. Nothing here contacts a cluster: the refusal comes before any plan.
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from taobank.core import pipeline, platform
-from taobank import specgate, specs
+from taobank import tao_spec_gate, tao_spec_schema
 from taobank.contract import Gate, SubmitOptions
 from taobank.errors import TaoError
 
@@ -18,7 +18,7 @@ def template(tmp_path):
     folder = tmp_path / "specs"
     folder.mkdir()
     path = folder / "train.yaml"
-    path.write_text(specs.template("dino", "train"), encoding="utf-8")
+    path.write_text(tao_spec_schema.template("dino", "train"), encoding="utf-8")
     return path
 
 
@@ -26,8 +26,8 @@ def job(*words: str, **kw) -> dict:
     return {"network_arch": "dino", "action": "train", "command": ["dino", "train", *words], **kw}
 
 
-def refused(name: str, specs_: list[dict], opts: SubmitOptions | None = None) -> specgate.SpecRefused:
-    with pytest.raises(specgate.SpecRefused) as got:
+def refused(name: str, specs_: list[dict], opts: SubmitOptions | None = None) -> tao_spec_gate.SpecRefused:
+    with pytest.raises(tao_spec_gate.SpecRefused) as got:
         pipeline.check_specs(platform.get(name), specs_, opts or SubmitOptions(), Gate())
     return got.value
 
@@ -72,7 +72,7 @@ def test_every_problem_is_a_line_and_a_sweep_names_its_trials(template):
     lines = [str(err), *err.details]
     assert lines[0] == "trial 1: train.optim.lr: 'abc' is not a number"
     assert lines[1].startswith("trial 3: train.optim.lr: 5 is above TAO's maximum 1") and \
-        lines[1].endswith(f"({specgate.SKIP})")
+        lines[1].endswith(f"({tao_spec_gate.SKIP})")
 
 
 def test_no_spec_check_skips_with_a_warning_and_other_commands_are_not_judged():
@@ -100,7 +100,7 @@ def test_a_spec_file_that_is_not_yaml_is_one_line_once_for_a_sweep(template):
     (["--experiment_spec_file=/s.yaml", "x=1"], ["x=1"]),
 ])
 def test_the_overrides_of_a_tao_command(words, want):
-    assert specgate.overrides_of(words) == want
+    assert tao_spec_gate.overrides_of(words) == want
 
 
 def test_the_refusal_comes_before_any_record(state_dir, template):

@@ -15,23 +15,24 @@ import pytest
 import yaml
 
 from support.tao_runner import Job, run, run_many
-from taobank import speccheck, specs
+from taobank import tao_spec_check, tao_spec_schema
 from test_tao_spec_templates import filled, required_paths
 
 #: network, action: spread over the families of TAO's configs (Lightning, mmengine, its own trainers)
 CASES = [("dino", "train"), ("dino", "evaluate"), ("classification_pyt", "train"), ("pointpillars", "train"),
          ("segformer", "inference"), ("ocrnet", "train"), ("visual_changenet", "train"), ("mae", "export")]
 PER_CASE = 27
-RUNNER_KINDS = speccheck.RUNNER_KINDS | {"required"}
+RUNNER_KINDS = tao_spec_check.RUNNER_KINDS | {"required"}
 
 
 def base(network: str, action: str) -> tuple[dict, dict, list[tuple[str, dict]]]:
-    s = specs.spec(network, action)
-    doc = yaml.safe_load(specs.template(network, action))
+    s = tao_spec_schema.spec(network, action)
+    doc = yaml.safe_load(tao_spec_schema.template(network, action))
     need = required_paths(doc, s.reads)
     doc = filled(doc, need, s.schema)
-    leaves = [(p, n) for p, n in specs.walk(s.schema) if p.split(".")[0] in s.reads and p.split(".")[0] in doc
-              and not specs.is_section(n) and _at(doc, p) is not None and _at(doc, p) != specs.MISSING]
+    leaves = [(p, n) for p, n in tao_spec_schema.walk(s.schema) if p.split(".")[0] in s.reads and p.split(".")[0] in doc
+              and not tao_spec_schema.is_section(n) and _at(doc, p) is not None
+              and _at(doc, p) != tao_spec_schema.MISSING]
     return doc, {"need": need, "reads": s.reads}, leaves
 
 
@@ -56,7 +57,7 @@ def _misspelt(rng, key):
 
 
 def _wrong(rng, node):
-    kinds = [k for k in specs.types(node) if k != "null"]
+    kinds = [k for k in tao_spec_schema.types(node) if k != "null"]
     if kinds == ["integer"]:
         return rng.choice(["abc", 1.5, [1], {"a": 1}, "1.5"])
     if kinds == ["number"]:
@@ -71,7 +72,7 @@ def _wrong(rng, node):
 
 
 def _converted(rng, node, value):
-    kinds = [k for k in specs.types(node) if k != "null"]
+    kinds = [k for k in tao_spec_schema.types(node) if k != "null"]
     if kinds == ["integer"] and isinstance(value, int):
         return str(value)
     if kinds == ["number"] and isinstance(value, float) and value.is_integer():
@@ -84,12 +85,12 @@ def _converted(rng, node, value):
 
 
 def _outside(node):
-    target = specs.deref(node.get("items")) if "array" in specs.types(node) else node
-    if "enum" in target and "string" in specs.types(target) and not target.get("x-enum-type"):
+    target = tao_spec_schema.deref(node.get("items")) if "array" in tao_spec_schema.types(node) else node
+    if "enum" in target and "string" in tao_spec_schema.types(target) and not target.get("x-enum-type"):
         return "not_an_option_of_tao"
-    if "minimum" in target and "integer" in specs.types(target):
+    if "minimum" in target and "integer" in tao_spec_schema.types(target):
         return int(target["minimum"]) - 1
-    if "maximum" in target and "number" in specs.types(target):
+    if "maximum" in target and "number" in tao_spec_schema.types(target):
         return float(target["maximum"]) + 1.0
     return None
 
@@ -109,14 +110,16 @@ def mutations(network: str, action: str, n: int) -> list[tuple[str, dict, list[s
         *parents, leaf = path.split(".")
         if kind == 0:
             bad = ".".join([*parents, _misspelt(rng, leaf)])
-            if _at(doc, bad) is None and bad not in dict(specs.walk(specs.spec(network, action).schema)):
+            known = dict(tao_spec_schema.walk(tao_spec_schema.spec(network, action).schema))
+            if _at(doc, bad) is None and bad not in known:
                 out.append((f"override {bad}", d, [f"{bad}={yaml.safe_dump(value, default_flow_style=True).strip().removesuffix('...').strip()}"
                                                    if not isinstance(value, str) else f"{bad}=x"], None))
         elif kind == 1:
             bad = _misspelt(rng, leaf)
             holder = _at(d, ".".join(parents)) if parents else d
             if isinstance(holder, dict) and bad not in holder and bad not in (
-                    specs.deref(dict(specs.walk(specs.spec(network, action).schema)).get(".".join(parents), {}))
+                    tao_spec_schema.deref(dict(tao_spec_schema.walk(tao_spec_schema.spec(network, action).schema))
+                                    .get(".".join(parents), {}))
                     .get("properties") or {}):
                 holder[bad] = value
                 out.append((f"file {'.'.join([*parents, bad])}", d, [], None))
@@ -135,7 +138,7 @@ def mutations(network: str, action: str, n: int) -> list[tuple[str, dict, list[s
                 _set(d, path, conv)
                 out.append((f"file {path}={conv!r} (TAO converts it)", d, [], True))
         elif kind == 5:
-            if "null" not in specs.types(node) and specs.types(node):
+            if "null" not in tao_spec_schema.types(node) and tao_spec_schema.types(node):
                 out.append((f"override {path}=null", d, [f"{path}=null"], None))
         elif kind == 6:
             if info["need"]:
@@ -155,7 +158,8 @@ def mutations(network: str, action: str, n: int) -> list[tuple[str, dict, list[s
             out.append((f"override ~{path}", d, [f"~{path}"], None))
         elif kind == 11:
             top = path.split(".")[0]
-            if specs.is_section(specs.deref(specs.spec(network, action).schema["properties"][top])):
+            tops = tao_spec_schema.spec(network, action).schema["properties"]
+            if tao_spec_schema.is_section(tao_spec_schema.deref(tops[top])):
                 out.append((f"override {top}=5 (a section)", d, [f"{top}=5"], False))
     assert len(out) == n, (network, action, len(out))
     return out
@@ -163,14 +167,14 @@ def mutations(network: str, action: str, n: int) -> list[tuple[str, dict, list[s
 
 @pytest.mark.parametrize("network,action", CASES)
 def test_the_runner_and_spec_check_agree_on_every_mutated_spec(network, action):
-    reads = specs.spec(network, action).reads
+    reads = tao_spec_schema.spec(network, action).reads
     corpus = mutations(network, action, PER_CASE)
     texts = [yaml.safe_dump(doc, sort_keys=False) for _, doc, _, _ in corpus]
     verdicts = run_many([Job(network, action, text, tuple(overrides), reads)  # TAO's runner, the case in one batch
                          for text, (_, _, overrides, _) in zip(texts, corpus)])
     disagree = []
     for text, (what, doc, overrides, expected), (ok, said) in zip(texts, corpus, verdicts):
-        report = speccheck.check(network, action, speccheck.spec_mapping(text, "spec"), overrides)
+        report = tao_spec_check.check(network, action, tao_spec_check.spec_mapping(text, "spec"), overrides)
         refused = [p for p in report.problems if p.kind in RUNNER_KINDS]
         if ok == bool(refused) or (expected is not None and ok != expected):
             disagree.append(f"{what}: runner {'accepts' if ok else 'refuses'}, check says {report.lines()} "
@@ -197,7 +201,7 @@ def test_values_outside_taos_ranges_and_options_pass_the_runner_and_not_the_chec
             continue
         word = f"{path}={bad}"
         ok, said = run(exp, spec_file, [word], info["reads"])
-        report = speccheck.check(network, action, doc, [word])
+        report = tao_spec_check.check(network, action, doc, [word])
         assert ok, (word, said[-500:])
         assert [p.kind for p in report.problems] in (["range"], ["options"]), (word, report.lines())
         tried += 1
@@ -211,7 +215,7 @@ def test_the_oracles_shortcuts_change_no_verdict(monkeypatch):
     runner accepts and refuses, TAO's runner as it is says the same."""
     from support import tao_runner
 
-    reads = specs.spec("dino", "train").reads
+    reads = tao_spec_schema.spec("dino", "train").reads
     jobs = [Job("dino", "train", yaml.safe_dump(doc, sort_keys=False), tuple(overrides), reads)
             for _, doc, overrides, _ in mutations("dino", "train", 12)]
     quick = [tao_runner._one(job) for job in jobs]

@@ -191,7 +191,7 @@ def _check_space(adapter: Any, spec: dict, opts: SubmitOptions, search: Any) -> 
     """A search's space through the spec check at its edges (each key's bounds, each choice): the trials' own
     specs carry no overrides until each asks the study, so this is where a bad key or range is refused."""
     from ..core import pipeline
-    from .. import specgate
+    from .. import tao_spec_gate
     from ..contract import Gate
     from .search import space
 
@@ -202,10 +202,10 @@ def _check_space(adapter: Any, spec: dict, opts: SubmitOptions, search: Any) -> 
     for edge in space.edges(search.settings.space):
         try:
             pipeline.check_specs(adapter, [trial_spec(spec, edge)], opts, Gate())
-        except specgate.SpecRefused as exc:
+        except tao_spec_gate.SpecRefused as exc:
             problems += [f"--space {line}" for line in exc.lines if f"--space {line}" not in problems]
     if problems:
-        raise specgate.SpecRefused(problems)
+        raise tao_spec_gate.SpecRefused(problems)
 
 
 def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dict[str, str]],

@@ -19,34 +19,34 @@ from .entry import print_json
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from .. import specs
+    from .. import tao_spec_schema
 
-    found = specs.listing()
+    found = tao_spec_schema.listing()
     if args.json:
-        print_json({"tao_version": specs.tao_version(), "networks": found})
+        print_json({"tao_version": tao_spec_schema.tao_version(), "networks": found})
         return 0
     width = max(map(len, found)) if found else 0
-    print(f"TAO {specs.tao_version()}: {len(found)} networks")
+    print(f"TAO {tao_spec_schema.tao_version()}: {len(found)} networks")
     for network, actions in found.items():
         print(f"{network:<{width}}  {' '.join(actions)}")
     return 0
 
 
 def cmd_template(args: argparse.Namespace) -> int:
-    from .. import specs
+    from .. import tao_spec_schema
 
     if args.json:
-        print_json(specs.schema_document(args.network, args.action))
+        print_json(tao_spec_schema.schema_document(args.network, args.action))
     else:
-        sys.stdout.write(specs.template(args.network, args.action))
+        sys.stdout.write(tao_spec_schema.template(args.network, args.action))
     return 0
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
-    from .. import specs
+    from .. import tao_spec_schema
     from ..text import one_line
 
-    rows = specs.keys(args.network, args.action, args.pattern)
+    rows = tao_spec_schema.keys(args.network, args.action, args.pattern)
     if args.json:
         print_json(rows)
         return 0
@@ -63,17 +63,17 @@ def cmd_keys(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from .. import speccheck, specs
+    from .. import tao_spec_check, tao_spec_schema
     from ..text import one_line
 
-    specs.check_known(args.network, args.action)
-    doc = speccheck.read_spec(args.file)
-    report = speccheck.check(args.network, args.action, doc, args.overrides)
+    tao_spec_schema.check_known(args.network, args.action)
+    doc = tao_spec_check.read_spec(args.file)
+    report = tao_spec_check.check(args.network, args.action, doc, args.overrides)
     if args.json:
         for line in report.lines():  # said on stderr too: an MCP client lists them as the call's errors
             print(one_line(f"error: {line}"), file=sys.stderr)
         print_json({"ok": report.ok, "network": args.network, "action": args.action,
-                    "tao_version": specs.tao_version(), "notes": report.notes,
+                    "tao_version": tao_spec_schema.tao_version(), "notes": report.notes,
                     "problems": [{"path": p.path, "kind": p.kind, "message": p.text} for p in report.problems]})
         return 0 if report.ok else 1
     for note in report.notes:
@@ -82,7 +82,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(one_line(line))
     if report.ok:
         extra = f" with {len(args.overrides)} overrides" if args.overrides else ""
-        print(f"ok: {args.file}{extra} is a valid {args.network} {args.action} spec for TAO {specs.tao_version()}")
+        print(f"ok: {args.file}{extra} is a valid {args.network} {args.action} spec "
+              f"for TAO {tao_spec_schema.tao_version()}")
         return 0
     return 1
 

@@ -214,24 +214,24 @@ def dry_run(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Subm
 def check_specs(adapter: Platform[Any, Any], specs: Sequence[Mapping[str, Any]], opts: SubmitOptions,
                 gate: Gate) -> list[dict[str, Any]]:
     """The specs with the network and action their TAO command names (:func:`taobank.tao_command.identified`),
-    every job's TAO spec and overrides checked in one pass (:mod:`taobank.specgate`); any problem refuses the
+    every job's TAO spec and overrides checked in one pass (:mod:`taobank.tao_spec_gate`); any problem refuses the
     submit, one line each. A spec this machine cannot read, and a skipped check, are warnings of the gate."""
     specs, runs_tao = tao_command.identified_each(specs)
     if not runs_tao:
-        return specs  # no job runs TAO's entrypoint: nothing to judge (specgate judges only those)
+        return specs  # no job runs TAO's entrypoint: nothing to judge (tao_spec_gate judges only those)
     if not opts.spec_check:
         gate.lines.append("warning: the spec check is skipped (--no-spec-check): TAO's own runner judges the "
                           "spec when the job starts")
         return specs
-    from .. import specgate  # only for a TAO command: a plain command never loads the check
+    from .. import tao_spec_gate  # only for a TAO command: a plain command never loads the check
 
     reader = getattr(adapter, "spec_text", None)  # a Platform has one (None: nothing readable here)
     # the hook reads the typed spec; typed as a spec file read back is (JobSpec.of: the schema's keys, nothing
     # refused), so the one schema check stays where the submit makes it (typed_specs, after this check)
-    problems, notes = specgate.check(
+    problems, notes = tao_spec_gate.check(
         specs, lambda spec, path: reader(adapter.spec_type.of(spec), path, opts) if reader else None)
     if problems:
-        raise specgate.SpecRefused(problems)
+        raise tao_spec_gate.SpecRefused(problems)
     gate.lines += [f"warning: {note}" for note in notes]
     return specs
 

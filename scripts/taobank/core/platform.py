@@ -312,7 +312,7 @@ class Platform(ABC, Generic[SpecT, PlanT]):
 
     def spec_text(self, spec: SpecT, path: str, opts: SubmitOptions) -> str | None:
         """The text of the TAO spec file the job's command names as ``path`` (``-e path``), read where this
-        machine can read it, for the core's spec check (:mod:`taobank.specgate`); None when it cannot (a path
+        machine can read it, for the core's spec check (:mod:`taobank.tao_spec_gate`); None when it cannot (a path
         inside the container). Default: None."""
         return None
 

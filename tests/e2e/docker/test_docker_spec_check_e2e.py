@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from docker_support import Docker
-from taobank import specs
+from taobank import tao_spec_schema
 
 pytestmark = pytest.mark.e2e
 
@@ -28,7 +28,7 @@ def refused(dk: Docker, *args: str) -> list[str]:
 
 def test_a_dino_submit_with_a_misspelt_key_is_refused_in_one_line(dk, tmp_path):
     (tmp_path / "specs").mkdir()
-    (tmp_path / "specs" / "train.yaml").write_text(specs.template("dino", "train"), encoding="utf-8")
+    (tmp_path / "specs" / "train.yaml").write_text(tao_spec_schema.template("dino", "train"), encoding="utf-8")
     lines = refused(dk, "--mount", f"{tmp_path / 'specs'}:/specs", "--", "dino", "train", "-e", "/specs/train.yaml",
                     "train.num_epoch=10")
     assert len(lines) == 1 and lines[0].startswith("error: train.num_epoch: ") and \

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from taobank import records, specs
+from taobank import records, tao_spec_schema
 
 pytestmark = pytest.mark.e2e
 TAO_SLURM = Path(__file__).resolve().parents[3] / "scripts" / "tao_slurm.py"
@@ -24,7 +24,7 @@ def submit(*args: str) -> subprocess.CompletedProcess:
 
 def test_a_dino_submit_with_a_misspelt_key_is_refused_in_one_line(slurm_env, tmp_path):
     spec = tmp_path / "train.yaml"
-    spec.write_text(specs.template("dino", "train"), encoding="utf-8")
+    spec.write_text(tao_spec_schema.template("dino", "train"), encoding="utf-8")
     res = submit("--spec-file", f"train.yaml={spec}", "--", "dino", "train", "-e", "{specs}/train.yaml",
                  "train.num_epoch=10")
     assert res.returncode == 1, (res.stdout, res.stderr)

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ... import specs, tao_command
+from ... import tao_spec_schema, tao_command
 from ...errors import UsageError
 from .space import Param
 
@@ -75,7 +75,7 @@ def param(key: str, node: dict, facts: dict) -> tuple[Param | None, str]:
     cond = facts.get("math_cond")
     if isinstance(cond, str) and cond and not _LOWER.match(cond):
         return None, f"TAO's condition {cond!r} is not a range"
-    kinds = [k for k in specs.types(node) if k != "null"]
+    kinds = [k for k in tao_spec_schema.types(node) if k != "null"]
     options = facts.get("valid_options") or node.get("enum")
     if kinds == ["boolean"]:
         return Param(key, "choice", choices=("true", "false")), ""
@@ -114,9 +114,9 @@ def default(network: str, action: str) -> Default:
     if not tao_command.known(network):
         raise UsageError(f"a search without --space takes TAO's AutoML keys of the job's network, and the pinned TAO "
                          f"has no network {str(network)[:60]!r}: give --space KEY=loguniform(a,b) (repeatable)")
-    s = specs.spec(network, action)
+    s = tao_spec_schema.spec(network, action)
     found = Default(network, action, {})
-    for key, node in specs.walk(s.schema):
+    for key, node in tao_spec_schema.walk(s.schema):
         facts = node.get("x-automl")
         if not isinstance(facts, dict) or key.split(".")[0] not in s.reads:
             continue

@@ -99,12 +99,12 @@ class Docker(Platform[DockerSpec, DockerPlan]):
 
     def spec_text(self, spec: DockerSpec, path: str, opts: SubmitOptions) -> str | None:
         """The host file a bind mount (``--mount HOST:CONTAINER``) puts at the container's ``path``."""
-        from ... import specgate
+        from ... import tao_spec_gate
 
         for mount in spec.mounts or []:
             inside, host = str(mount.get("container") or "").rstrip("/"), str(mount.get("host") or "")
             if inside and host and (path == inside or path.startswith(inside + "/")):
-                return specgate.local_file(host.rstrip("/") + path[len(inside):])
+                return tao_spec_gate.local_file(host.rstrip("/") + path[len(inside):])
         return None
 
     def lineage_access(self, spec: DockerSpec, parent: Record, folder: str) -> DockerSpec:

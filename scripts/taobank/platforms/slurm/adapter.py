@@ -140,12 +140,12 @@ class Slurm(Platform[SlurmSpec, SlurmPlan]):
 
     def spec_text(self, spec: SlurmSpec, path: str, opts: SubmitOptions) -> str | None:
         """The local file of an upload the command names as ``{specs}/NAME`` (``spec_files``)."""
-        from ... import specgate
+        from ... import tao_spec_gate
         from .uploads import PLACEHOLDER
 
         name = path[len(PLACEHOLDER) + 1:] if path.startswith(PLACEHOLDER + "/") else None
         local = (spec.spec_files or {}).get(name) if name else None
-        return specgate.local_file(str(local)) if local else None
+        return tao_spec_gate.local_file(str(local)) if local else None
 
     def lineage_access(self, spec: SlurmSpec, parent: Record, folder: str) -> SlurmSpec:
         from .lineage_access import reachable

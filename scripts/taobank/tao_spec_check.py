@@ -7,7 +7,7 @@ override ``key=value`` sets a key that exists, ``+key=value`` adds one that does
 ``valid_options``, and required values (``???``) of the sections the action reads left unset.
 
 Each problem is one line naming its dotted path; an unknown key names the nearest real one
-("did you mean train.num_epochs?"). The schema is :mod:`taobank.specs`' (generated from nvidia-tao-core).
+("did you mean train.num_epochs?"). The schema is :mod:`taobank.tao_spec_schema`' (generated from nvidia-tao-core).
 """
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from . import specs
+from . import tao_spec_schema
 from .errors import TaoError
-from .specs import MISSING, deref, is_section, types
+from .tao_spec_schema import MISSING, deref, is_section, types
 
 #: The largest spec file read (TAO's specs are a few KiB; a bigger file is not a spec).
 MAX_SPEC_BYTES = 1 << 20
@@ -316,16 +316,16 @@ class Checker:
     """One check of one network action: merge a spec and overrides onto TAO's defaults, collecting problems."""
 
     def __init__(self, network: str, action: str) -> None:
-        self.spec = specs.spec(network, action)
+        self.spec = tao_spec_schema.spec(network, action)
         self.report = Report()
-        self.merged: dict = specs.default(self.spec.schema) or {}
+        self.merged: dict = tao_spec_schema.default(self.spec.schema) or {}
 
     def add(self, path: str, kind: str, text: str) -> None:
         self.report.problems.append(Problem(path, kind, text))
 
     # -------------------------------------------------------------- suggestions
     def _all_paths(self) -> list[str]:
-        return [p for p, _ in specs.walk(self.spec.schema)]
+        return [p for p, _ in tao_spec_schema.walk(self.spec.schema)]
 
     def unknown(self, path: str, parent: dict, key: str, how: str = "") -> None:
         siblings = list((parent.get("properties") or {}))
@@ -339,7 +339,8 @@ class Checker:
             far = difflib.get_close_matches(path, self._all_paths(), n=1, cutoff=0.75)
             hint = f"did you mean {(leaf or far)[0]}?" if (leaf or far) else \
                 f"see tao_jobs.py spec keys {self.spec.network} {self.spec.action} {prefix or ''}".rstrip()
-        self.add(path, "unknown", f"no such key in {self.spec.network}'s spec (TAO {specs.tao_version()}){how}: {hint}")
+        self.add(path, "unknown",
+                 f"no such key in {self.spec.network}'s spec (TAO {tao_spec_schema.tao_version()}){how}: {hint}")
 
     # -------------------------------------------------------------- merge
     def merge(self, node: dict, base: Any, value: Any, path: str) -> Any:
@@ -357,7 +358,7 @@ class Checker:
                 self.add(path, "type", f"{_shown(value)} is not a mapping: {path} is a section "
                                        f"(give its keys: {path}.KEY=VALUE)")
                 return base
-            out = dict(base) if isinstance(base, dict) else (specs.default({**node, "default": {}}) or {})
+            out = dict(base) if isinstance(base, dict) else (tao_spec_schema.default({**node, "default": {}}) or {})
             for key, sub in value.items():
                 here = f"{path}.{key}" if path else str(key)
                 props = node.get("properties") or {}

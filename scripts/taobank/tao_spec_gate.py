@@ -2,7 +2,7 @@
 
 A job whose command runs the pinned TAO's entrypoint for its network and action (``dino train -e spec.yaml
 train.num_epochs=10``, :func:`taobank.tao_command.tao_command`) is checked as ``tao_jobs.py spec check`` checks
-it (:mod:`taobank.speccheck`): the spec file its ``-e`` names, read where the platform says this machine can
+it (:mod:`taobank.tao_spec_check`): the spec file its ``-e`` names, read where the platform says this machine can
 read it (a Docker bind mount's host file, a SLURM upload, a Kubernetes staged config), with the command's
 ``key=value`` overrides. A spec the bank cannot read (a path inside the container, on a volume) is said so
 and the overrides are still checked. Every job of a batch (a sweep's trials) is checked in one pass, each
@@ -80,9 +80,9 @@ def check(specs: Sequence[Mapping[str, Any]], read: Reader) -> tuple[list[str], 
                 if doc not in problems:
                     problems.append(doc)
                 continue
-        from . import speccheck  # only for a TAO command: a plain command never loads the schemas
+        from . import tao_spec_check  # only for a TAO command: a plain command never loads the schemas
 
-        report = speccheck.check(network, action, doc, overrides_of(words[2:]), required=doc is not None)
+        report = tao_spec_check.check(network, action, doc, overrides_of(words[2:]), required=doc is not None)
         for line in report.lines():
             shared.setdefault(line, []).append(i)
         notes += [n for n in report.notes if n not in notes]
@@ -96,20 +96,20 @@ def check(specs: Sequence[Mapping[str, Any]], read: Reader) -> tuple[list[str], 
 
 def _read(spec: Mapping[str, Any], path: str, read: Reader) -> Any:
     """The spec file's mapping; None when the platform cannot read it here; its problem (one line) otherwise."""
-    from . import speccheck
+    from . import tao_spec_check
 
     try:
         text = read(spec, path)
         if text is None:
             return None
-        return speccheck.spec_mapping(text, f"spec file {path}")
+        return tao_spec_check.spec_mapping(text, f"spec file {path}")
     except TaoError as exc:
         return str(exc)
 
 
 def local_file(path: str) -> str | None:
     """A spec file on this machine (the host path a platform mapped ``path`` to), at most the check's size."""
-    from . import speccheck
+    from . import tao_spec_check
 
     try:
         doc_path = path
@@ -118,10 +118,10 @@ def local_file(path: str) -> str | None:
         if not os.path.isfile(doc_path):
             return None
         size = os.stat(doc_path).st_size
-        if size > speccheck.MAX_SPEC_BYTES:
-            raise TaoError(f"spec file {path} is over the {speccheck.MAX_SPEC_BYTES >> 20} MiB a TAO spec may be")
+        if size > tao_spec_check.MAX_SPEC_BYTES:
+            raise TaoError(f"spec file {path} is over the {tao_spec_check.MAX_SPEC_BYTES >> 20} MiB a TAO spec may be")
         with open(doc_path, "rb") as handle:
-            return handle.read(speccheck.MAX_SPEC_BYTES + 1).decode("utf-8")
+            return handle.read(tao_spec_check.MAX_SPEC_BYTES + 1).decode("utf-8")
     except UnicodeDecodeError:
         raise TaoError(f"spec file {path} is not UTF-8 text") from None
     except OSError as exc:

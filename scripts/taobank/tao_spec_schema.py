@@ -3,7 +3,7 @@
 The data is ``schemas/tao_specs/`` (a file per network), generated from nvidia-tao-core's config dataclasses with the table
 ``schemas/tao_networks.json`` by ``python3 -m devtools.tao_schema`` (a unit test regenerates both and fails on
 any difference). A template is rendered from the schema (each key's default, its description as a comment,
-``???`` for a value TAO requires), so the data holds each fact once. :mod:`taobank.speccheck` checks a spec.
+``???`` for a value TAO requires), so the data holds each fact once. :mod:`taobank.tao_spec_check` checks a spec.
 """
 from __future__ import annotations
 
