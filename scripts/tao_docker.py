@@ -57,7 +57,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if args.dry_run:
         text = verbcli.submit_lineage(PLATFORM, spec, SubmitOptions(job_id=args.job_id,
                                                                     ngc_pull_secret=args.ngc_pull_secret),
-                                      args, preview=adapter.preview)
+                                      args, dry_run=True)
         print_json({"job_id": args.job_id or "preview-job", "command": text.strip()}) if args.json else print(text, end="")
         return 0
     view = verbcli.submit_lineage(PLATFORM, spec, SubmitOptions(job_id=args.job_id, description=args.description,

@@ -32,7 +32,6 @@ from taobank.errors import UsageError
 
 
 def _submit(args: argparse.Namespace) -> int:
-    from taobank.core import platform
     from taobank.contract import SubmitOptions
     from taobank.platforms.kubernetes import action_request
     from taobank.platforms.kubernetes.adapter import PREVIEW_ID
@@ -58,7 +57,7 @@ def _submit(args: argparse.Namespace) -> int:
     if trials is not None:
         return verbcli.sweep_submit("kubernetes", spec, options, trials, args)
     if args.dry_run:
-        text = verbcli.submit_lineage("kubernetes", spec, options, args, preview=platform.get("kubernetes").preview)
+        text = verbcli.submit_lineage("kubernetes", spec, options, args, dry_run=True)
         print_json({"job_id": args.job_id or PREVIEW_ID, "manifest": text}) if args.json \
             else sys.stdout.write(text)
         return 0

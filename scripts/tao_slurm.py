@@ -43,7 +43,6 @@ def _details(view) -> list[str]:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from taobank.core import platform
     from taobank.contract import SubmitOptions
 
     if args.job_id and not args.dry_run:
@@ -55,11 +54,10 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if trials is not None:
         return verbcli.sweep_submit("slurm", spec, SubmitOptions(description=args.description,
                                                            skip_nccl_probe=args.skip_nccl_probe), trials, args)
-    adapter = platform.get("slurm")
     if args.dry_run:
         job_id = args.job_id or "preview-job"
         script = verbcli.submit_lineage("slurm", spec, SubmitOptions(job_id=job_id, skip_nccl_probe=args.skip_nccl_probe),
-                                        args, preview=adapter.preview)
+                                        args, dry_run=True)
         if args.json:
             print_json({"job_id": job_id, "script": script})
         else:

@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 from ..states import State
-from .. import checkpoints, records, registry, states, tao_command
+from .. import checkpoints, records, registry, tao_command
 from ..core import jobfiles
 from ..tao_command import shell_words
 from ..contract import ResultsListing, SubmitOptions
@@ -95,14 +95,8 @@ def _fetched(spec: dict, rec: Record, folder: str, paths: dict[str, str],
         return spec, paths
     rel = {k: v[len(folder.rstrip("/")) + 1:] for k, v in paths.items()}
     adapter = get(rec.platform)
-    typed, where = adapter.lineage_fetch(_typed(adapter, spec), rec, folder, rel, replaces)
+    typed, where = adapter.lineage_fetch(adapter.spec_type.given(spec), rec, folder, rel, replaces)
     return typed.to_dict(), where
-
-
-def _typed(adapter: Any, spec: dict) -> Any:
-    """``spec`` as the platform's typed spec for a hook that changes it (``to_dict()`` gives the mapping back):
-    :meth:`taobank.jobspec.JobSpec.given`."""
-    return adapter.spec_type.given(spec)
 
 
 def _argv(spec: dict) -> list[str]:
@@ -152,22 +146,8 @@ def _submit(rec_platform: str, spec: dict, options: dict, *, dry_run: bool = Fal
     adapter = get(rec_platform)
     if not dry_run:
         return adapter.submit(spec, opts)
-    if not check:  # the spec check still runs (it contacts nothing): a preview refuses what the submit would
-        from ..contract import Gate
-
-        gate = Gate()
-        pipeline.check_specs(adapter, [spec], opts, gate)
-        text = adapter.preview(adapter.typed_spec(spec), opts)
-        line = "\n".join([pipeline.UNCHECKED, *gate.notes()])
-    else:
-        done = pipeline.dry_run(adapter, [spec], opts)
-        try:
-            text = adapter.preview(adapter.typed_spec(spec), opts)
-        except TaoError:
-            if not done.pending:
-                raise
-            text, done.left_out = adapter.preview(adapter.typed_spec(done.specs[0]), done.opts), True
-        line = "\n".join([done.first_line(), *done.gate.notes()])
+    text, lines = pipeline.preview(adapter, spec, opts, check=check)
+    line = "\n".join(lines)
     if note is not None:
         note(line)
     return text
@@ -226,10 +206,10 @@ def continue_job(platform: str | None, job_id: str, *, checkpoint: str | None = 
     spec, options = _without_study_secret(rec, spec, options)
     if queue is not None:
         adapter = get(rec.platform)
-        spec = adapter.with_queue(_typed(adapter, spec), queue).to_dict()
+        spec = adapter.with_queue(adapter.spec_type.given(spec), queue).to_dict()
     if time_minutes is not None:  # before any cluster call: a platform without a limit refuses here
         adapter = get(rec.platform)
-        spec = adapter.with_time_limit(_typed(adapter, spec), time_minutes).to_dict()
+        spec = adapter.with_time_limit(adapter.spec_type.given(spec), time_minutes).to_dict()
     for key in ("namespace", "context"):  # where the job ran, unless the submit named it (Kubernetes)
         if not options.get(key) and rec.backend.get(key):
             options[key] = rec.backend[key]
@@ -322,7 +302,7 @@ def with_parent(platform: str, spec: dict, parent_id: str, *, allow_incomplete: 
     if _remote(loc.folder):
         return child
     adapter = get(parent.platform)
-    reached: dict = adapter.lineage_access(_typed(adapter, child), parent, loc.folder).to_dict()
+    reached: dict = adapter.lineage_access(adapter.spec_type.given(child), parent, loc.folder).to_dict()
     return reached
 
 

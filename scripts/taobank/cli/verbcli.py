@@ -29,7 +29,7 @@ from ..campaign import sweepfile
 from ..errors import EXIT_FAILED, EXIT_OK, TaoError, UsageError
 from ..jobspec import KPI_MODE_HELP, KPI_MODES
 from ..text import error_line, one_line, terminal_text
-from .entry import BankParser, deprecated, print_direction_note, print_gate_notes, print_json
+from .entry import deprecated, print_direction_note, print_gate_notes, print_json
 
 
 # ------------------------------------------------------------------ --last
@@ -574,55 +574,29 @@ def add_parent(p: argparse.ArgumentParser) -> None:
     p.add_argument("--parent-mode", choices=KPI_MODES, help=f"with --parent-kpi: {KPI_MODE_HELP}")
 
 
-def checked_preview(platform: str, preview: Callable, check: bool) -> Callable:
-    """``preview`` with the dry run's first line on stderr: without ``check`` (``--check``) which checks it did
-    not run (:data:`taobank.core.pipeline.UNCHECKED`); with it, the submit's read-only checks first
-    (:func:`taobank.core.pipeline.dry_run`): what passed and what was still not checked (a credential not set here).
-    ``preview`` is the platform's (:meth:`taobank.core.platform.Platform.preview`): it gets the spec typed, as a submit
-    types it."""
+def checked_preview(platform: str, check: bool) -> Callable:
+    """The platform's preview of a spec, with the dry run's lines on stderr (:func:`taobank.core.pipeline.preview`:
+    without ``check`` (``--check``) which checks it did not run; with it, the submit's read-only checks first)."""
     def run(spec: dict, opts):  # type: ignore[no-untyped-def]
         from ..core import pipeline
-        from .. import tao_command
-        from ..contract import Gate
 
-        adapter = core.get(platform)
-        if not check:  # the spec check contacts nothing: it runs in every dry run
-            gate = Gate()
-            pipeline.check_specs(adapter, [tao_command.identified(spec)], opts, gate)
-            text = preview(adapter.typed_spec(spec), opts)
-            print(pipeline.UNCHECKED, file=sys.stderr)
-            for line in gate.notes():
-                print(one_line(line), file=sys.stderr)
-            warning = tao_command.unseen_warning(spec)  # a submit says it among its gate lines
-            if warning:
-                print(warning, file=sys.stderr)
-            return text
-        done = pipeline.dry_run(adapter, [spec], opts)
-        try:
-            text = preview(adapter.typed_spec(spec), opts)
-        except TaoError:
-            if not done.pending:
-                raise
-            # a platform that needs the values
-            text, done.left_out = preview(adapter.typed_spec(done.specs[0]), done.opts), True
-        print(done.first_line(), file=sys.stderr)
-        for note in done.gate.notes():
-            print(note, file=sys.stderr)
+        text, lines = pipeline.preview(core.get(platform), spec, opts, check=check)
+        for line in lines:
+            print(line, file=sys.stderr)
         return text
 
     return run
 
 
-def submit_lineage(platform: str, spec: dict, opts, args: argparse.Namespace, preview: Callable | None = None):
-    """The submit (or with ``preview`` the dry run) of a spec, through :mod:`taobank.campaign.lineage` with --parent."""
+def submit_lineage(platform: str, spec: dict, opts, args: argparse.Namespace, dry_run: bool = False):
+    """The submit (or the dry run) of a spec, through :mod:`taobank.campaign.lineage` with --parent."""
     from dataclasses import replace
 
     from ..campaign import lineage
 
     opts = replace(opts, spec_check=not getattr(args, "no_spec_check", False))
-    if preview is not None:
-        preview = checked_preview(platform, preview, bool(getattr(args, "check", False)))
-    elif getattr(args, "check", False):
+    preview = checked_preview(platform, bool(getattr(args, "check", False))) if dry_run else None
+    if preview is None and getattr(args, "check", False):
         raise UsageError("--check runs a dry run's read-only checks: give --dry-run too")
     if not getattr(args, "parent", None):
         if getattr(args, "parent_kpi", None) is not None or getattr(args, "allow_incomplete_parent", False):

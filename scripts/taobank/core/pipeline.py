@@ -211,6 +211,31 @@ def dry_run(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Subm
     return DryRun(gate, pending, specs, opts)
 
 
+def preview(adapter: Platform[Any, Any], spec: dict[str, Any], opts: SubmitOptions, *,
+            check: bool) -> tuple[str, list[str]]:
+    """(what a submit of ``spec`` would send, the lines a dry run says of its checks). The spec check runs in
+    every dry run (it contacts nothing); without ``check`` the first line says which checks did not run
+    (:data:`UNCHECKED`), with it the submit's read-only checks run first (:func:`dry_run`) and it says what passed
+    and what was still not checked (a credential not set here, left out of the preview if the platform needs
+    its value to render it)."""
+    from ..text import one_line
+
+    if not check:
+        gate = Gate()
+        check_specs(adapter, [spec], opts, gate)
+        text = adapter.preview(adapter.typed_spec(spec), opts)
+        unseen = tao_command.unseen_warning(spec)  # a submit says it among its gate lines
+        return text, [UNCHECKED, *(one_line(line) for line in gate.notes()), *([unseen] if unseen else [])]
+    done = dry_run(adapter, [spec], opts)
+    try:
+        text = adapter.preview(adapter.typed_spec(spec), opts)
+    except TaoError:
+        if not done.pending:
+            raise
+        text, done.left_out = adapter.preview(adapter.typed_spec(done.specs[0]), done.opts), True
+    return text, [done.first_line(), *(one_line(line) for line in done.gate.notes())]
+
+
 def check_specs(adapter: Platform[Any, Any], specs: Sequence[Mapping[str, Any]], opts: SubmitOptions,
                 gate: Gate) -> list[dict[str, Any]]:
     """The specs with the network and action their TAO command names (:func:`taobank.tao_command.identified`),
