@@ -28,11 +28,11 @@ FAKE_TAO = textwrap.dedent("""\
     spec = sys.argv[sys.argv.index("-e") + 1]
     print("spec:", open(spec).read().strip(), flush=True)
     open(spec, "a").write("# rewritten\\n")  # TAO writes its spec file back in place
-    if os.environ.get("FALL"):
-        for line in ("[Multinode] Error overriding configs: Invalid master address: r0.svc",
-                     "[Multinode] Using default configs."):
-            print(f"\\x1b[33;20m2026 - [TAO Toolkit] - WARNING - {line} (entrypoint.py:1)\\x1b[0m", file=sys.stderr,
-                  flush=True)
+    if os.environ.get("FALL"):  # both lines in one write: the guard's TERM on the first cannot fall between them
+        sys.stderr.write("".join(f"\\x1b[33;20m2026 - [TAO Toolkit] - WARNING - {line} (entrypoint.py:1)\\x1b[0m\\n"
+                                 for line in ("[Multinode] Error overriding configs: Invalid master address: r0.svc",
+                                              "[Multinode] Using default configs.")))
+        sys.stderr.flush()
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
         time.sleep(60)
     print("trained", flush=True)
