@@ -390,9 +390,10 @@ class Transfer(Protocol):
     """What the core hands a platform's fetch: told the files before any byte moves, then each file's bytes,
     block by verified block (written under a temp name, renamed when whole: a rerun resumes)."""
 
-    def start(self, files: list[ResultFile]) -> None:
+    def start(self, files: list[ResultFile], links: dict[str, str] | None = None) -> None:
         """The files the cluster is about to send (with its sizes): the core refuses here, before the transfer
-        (an existing file without --force, nothing to fetch)."""
+        (an existing file without --force, nothing to fetch). ``links``: the folder's symbolic links among the
+        paths asked (link path -> target path, both relative; TAO's ``*_latest.pth``), made again here."""
 
     def have(self, file: ResultFile) -> int | None:
         """Verified bytes of ``file`` kept from an earlier run (send from there); None: it is here whole already."""

@@ -30,24 +30,11 @@ from .paths import is_member
 from .progress.remote import READ_STATUS_SH, split_files
 from .run import Result, last_line, output_lines
 
-#: $1: the results folder. "@@missing" when it does not exist; else "@@files", one "<size> <mtime> ./<name>"
-#: line per regular file (no link is followed), then per symbolic link whose target is a regular file inside
-#: the folder "@@link ./<name>" and "@@to ./<target>" (a file whose name a line cannot carry: "@@odd N", a newline
-#: or backslash shown as "?"; the target relative to the folder: TAO's
-#: ``*_latest.pth`` link, which taobank.checkpoints.latest reads), then "@@status" and TAO's status files
-#: (progress.remote.READ_STATUS_SH, the same $1).
-LIST_RESULTS = r'''
-if [ ! -d "$1" ]; then echo "@@missing"; exit 0; fi
-cd -- "$1" || exit 3
-echo "@@files"
-find . -type f -exec sh -c '
-  for f do
-    case $f in *"
-"*|*\\*) printf "@@odd %s\n" "$(printf %s "$f" | tr "\n\\\\" "??")"; continue ;; esac
-    stat -c "%s %Y %n" "$f" 2>/dev/null
-  done' tao-stat {} +
-root=$(pwd -P)
-find . -type l -exec sh -c '
+#: Shell text for ``find ... -type l -exec sh -c "$LINKS" tao-link "$root" {} +`` (run with the folder as the current
+#: directory, $root its physical path): per symbolic link whose target is a regular file inside the folder,
+#: "@@link ./<name>" and "@@to ./<target>" (the target relative to the folder); links with a name or target a line
+#: cannot carry are skipped. Set as a shell variable first (:data:`_SET_LINKS`).
+_LINKS = r'''
   root=$1; shift
   for f do
     case $f in *"
@@ -58,16 +45,38 @@ find . -type l -exec sh -c '
     case $t in *"
 "*|*\\*) continue ;; esac
     printf "@@link %s\n@@to ./%s\n" "$f" "${t#"$root"/}"
-  done' tao-link "$root" {} +
+  done'''
+_SET_LINKS = "LINKS='" + _LINKS + "'\n"
+
+#: $1: the results folder. "@@missing" when it does not exist; else "@@files", one "<size> <mtime> ./<name>"
+#: line per regular file (no link is followed), then per symbolic link whose target is a regular file inside
+#: the folder "@@link ./<name>" and "@@to ./<target>" (a file whose name a line cannot carry: "@@odd N", a newline
+#: or backslash shown as "?"; the target relative to the folder: TAO's
+#: ``*_latest.pth`` link, which taobank.checkpoints.latest reads), then "@@status" and TAO's status files
+#: (progress.remote.READ_STATUS_SH, the same $1).
+LIST_RESULTS = _SET_LINKS + r'''
+if [ ! -d "$1" ]; then echo "@@missing"; exit 0; fi
+cd -- "$1" || exit 3
+echo "@@files"
+find . -type f -exec sh -c '
+  for f do
+    case $f in *"
+"*|*\\*) printf "@@odd %s\n" "$(printf %s "$f" | tr "\n\\\\" "??")"; continue ;; esac
+    stat -c "%s %Y %n" "$f" 2>/dev/null
+  done' tao-stat {} +
+root=$(pwd -P)
+find . -type l -exec sh -c "$LINKS" tao-link "$root" {} +
 echo "@@status"
 ''' + READ_STATUS_SH
 
 #: $1: the results folder, then the relative paths asked for (none: everything). Per regular file under
 #: them: "<size> <mtime> ./<name>" (no file is read: the bytes are read once, by :data:`SEND_FILES`); a path that
-#: is missing: "@@absent P"; a path that leaves the folder (through a symbolic link): "@@outside P"; a name a
+#: is missing: "@@absent P"; a path that leaves the folder (through a symbolic link), or a link to anything but a
+#: regular file inside it: "@@outside P"; per symbolic link under them (or named) whose target is a regular file
+#: inside the folder, that file's line too when named, and "@@link ./<name>" "@@to ./<target>"; a name a
 #: line cannot carry (a newline or a backslash): "@@odd N" with those characters as "?"; a path with a part
 #: find could not read (a subfolder without permission): "@@unreadable P" (a note, not a failed fetch).
-FILE_FACTS = r"""
+FILE_FACTS = _SET_LINKS + r"""
 [ -d "$1" ] || { echo "the results folder $1 does not exist" >&2; exit 3; }
 cd -- "$1" || exit 3
 root=$(pwd -P)
@@ -76,15 +85,24 @@ shift
 for p do
   if [ "$p" = . ]; then q=.; else q=./$p; fi
   if [ ! -e "$q" ] && [ ! -L "$q" ]; then echo "@@absent $p"; continue; fi
-  if [ -L "$q" ]; then echo "@@outside $p"; continue; fi
   up=$(cd -P -- "$(dirname -- "$q")" && pwd -P) || { echo "@@absent $p"; continue; }
   case $up in "$root" | "$root"/*) ;; *) echo "@@outside $p"; continue ;; esac
+  if [ -L "$q" ]; then
+    t=$(readlink -f -- "$q" 2>/dev/null) || t=""
+    case $t in "$root"/*) ;; *) echo "@@outside $p"; continue ;; esac
+    case $t in *"
+"*|*\\*) echo "@@outside $p"; continue ;; esac
+    if [ ! -f "$t" ]; then echo "@@outside $p"; continue; fi
+    s=$(stat -c "%s %Y" "$t") && echo "$s ./${t#"$root"/}" && sh -c "$LINKS" tao-link "$root" "$q"
+    continue
+  fi
   find "$q" -type f -exec sh -c '
     for f do
       case $f in *"
 "*|*\\*) printf "@@odd %s\n" "$(printf %s "$f" | tr "\n\\\\" "??")"; continue ;; esac
       s=$(stat -c "%s %Y" "$f") && echo "$s $f"
     done' tao-stat {} + 2>/dev/null || echo "@@unreadable $p"
+  find "$q" -type l -exec sh -c "$LINKS" tao-link "$root" {} + 2>/dev/null || :  # (an unreadable part: said above)
 done
 """
 
@@ -335,11 +353,19 @@ def parse_listing(folder: str, text: str, *, status: bool) -> ResultsListing:
                           left_out=sorted(left_out))
 
 
-def parse_facts(folder: str, text: str, notes: list[str] | None = None) -> list[ResultFile]:
+def parse_facts(folder: str, text: str, notes: list[str] | None = None,
+                links: dict[str, str] | None = None) -> list[ResultFile]:
     """:data:`FILE_FACTS`' output as files; a path outside or absent is one-line TaoError; a path find could not
-    wholly read, or a name a line cannot carry, adds a line to ``notes``."""
+    wholly read, or a name a line cannot carry, adds a line to ``notes``; each link to a file inside the folder is
+    added to ``links`` (link path -> target path)."""
     out: dict[str, ResultFile] = {}
-    for line in output_lines(text):
+    lines = output_lines(text)
+    for i, line in enumerate(lines):
+        if line.startswith("@@link ./") and i + 1 < len(lines) and lines[i + 1].startswith("@@to ./"):
+            name, target = line[len("@@link ./"):], lines[i + 1][len("@@to ./"):]
+            if links is not None and is_member(name) and is_member(target):
+                links[name] = target
+            continue
         if line.startswith("@@unreadable ") and notes is not None:
             what = "the folder" if line[13:] == "." else line[13:]
             notes.append(f"part of {what} in {folder} could not be read (permissions): its readable files were "
@@ -418,11 +444,12 @@ def list_folders(shell: Shell, folders: list[str], *, status: bool) -> list[Resu
 def read_facts(shell: Shell, folder: str, paths: list[str], transfer: Transfer) -> list[ResultFile]:
     """:data:`FILE_FACTS` in one command: the files under ``paths``; the transfer is told (notes, then start)."""
     notes: list[str] = []
+    links: dict[str, str] = {}
     what = f"reading {folder}"
-    facts = parse_facts(folder, _checked(shell.text(FILE_FACTS, [folder, *paths], what=what), what), notes)
+    facts = parse_facts(folder, _checked(shell.text(FILE_FACTS, [folder, *paths], what=what), what), notes, links)
     for line in notes:
         transfer.note(line)
-    transfer.start(facts)
+    transfer.start(facts, dict(sorted(links.items())))
     return facts
 
 

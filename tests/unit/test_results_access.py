@@ -189,6 +189,24 @@ def test_fetch_verifies_and_renames_every_file(pod, cli, tmp_path):
     assert len(execs(pod, "SEND_FILES")) == 1  # the rerun moved no byte
 
 
+def test_fetch_makes_the_clusters_links_again_and_counts_them_apart(pod, cli, tmp_path):
+    """TAO's ``*_latest.pth`` link arrives as a link to the fetched checkpoint, not as a second copy of its bytes."""
+    rec = k8s_job()
+    want = {"train/model_epoch_004.pth": b"four\n"}
+    pod.answer("FILE_FACTS", facts_text(want) + "@@link ./train/dino_model_latest.pth\n@@to ./train/model_epoch_004.pth\n"
+               "@@link ./bad\n@@to ./../outside\n")
+    pod.answer("SEND_FILES", ok(sent(want)))  # type: ignore[arg-type]
+    out = cli("tao_jobs.py", "fetch", rec["id"], "train", "--to", tmp_path / "dl")
+    assert out.rc == 0 and out.err == "", out
+    assert out.out.splitlines()[0] == f"fetched 1 files and 1 link (5 B) of {rec['id']}, each verified:"
+    assert out.out.splitlines()[2] == (f"  {tmp_path / 'dl' / 'train' / 'dino_model_latest.pth'} -> "
+                                       "train/model_epoch_004.pth (a link, as on the cluster)")
+    assert os.readlink(tmp_path / "dl" / "train" / "dino_model_latest.pth") == "model_epoch_004.pth"
+    assert not (tmp_path / "dl" / "bad").exists() and not (tmp_path / "outside").exists()
+    got = json.loads(cli("tao_jobs.py", "fetch", rec["id"], "train", "--to", tmp_path / "dl", "--json").out)
+    assert [g.get("link_to") for g in got] == [None, "train/model_epoch_004.pth"]
+
+
 @pytest.mark.parametrize("alg", ["md5", "crc"])
 def test_a_digest_mismatch_leaves_nothing_under_the_final_name(pod, cli, tmp_path, alg):
     rec = k8s_job()

@@ -165,6 +165,57 @@ def test_a_path_through_a_link_or_absent_is_refused_on_the_cluster(shell, job, t
         results_shell.fetch_files(Local(shell), str(job), [path], tmp_path, transfer(tmp_path))
 
 
+LATEST = "train/dino_model_latest.pth"  # the fake trainer's link to its last checkpoint, as TAO's
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_taos_latest_link_comes_back_as_a_relative_link_to_its_fetched_checkpoint(shell, job, tmp_path):
+    into, notes = tmp_path / "into", []
+    seen = transfer(into, notes)
+    facts = results_shell.fetch_files(Local(shell), str(job), [], into, seen)
+    assert LATEST not in {f.path for f in facts}  # no bytes of it move: it is the checkpoint's second name
+    assert seen.cluster_links == {LATEST: CKPTS[-1]}  # "escape" and "up" lead out of the folder: not links
+    made = results_fetch._make_links(into, seen.cluster_links, seen.fetched, False, notes.append)
+    link = into / LATEST
+    assert os.readlink(link) == Path(CKPTS[-1]).name  # relative, as TAO's: the fetched folder can move
+    assert link.read_bytes() == (job / CKPTS[-1]).read_bytes()
+    assert [(m.file.path, m.link_to, m.local) for m in made] == [(LATEST, CKPTS[-1], str(link))]
+    assert made[0].to_dict()["link_to"] == CKPTS[-1] and "->" in made[0].line()
+    again = results_fetch._make_links(into, seen.cluster_links, seen.fetched, False, notes.append)
+    assert [m.link_to for m in again] == [CKPTS[-1]] and notes == [n for n in notes if "line?break" in n]
+
+    # named alone, the link brings its target
+    one = tmp_path / "one"
+    seen = transfer(one)
+    facts = results_shell.fetch_files(Local(shell), str(job), [LATEST], one, seen)
+    assert [f.path for f in facts] == [CKPTS[-1]] and seen.cluster_links == {LATEST: CKPTS[-1]}
+
+    # a link named that leads to a folder, or out of the results folder: refused as before
+    (job / "to-train").symlink_to("train")
+    for path in ("to-train", "escape"):
+        with pytest.raises(TaoError, match="is a link or leads out"):
+            results_shell.fetch_files(Local(shell), str(job), [path], tmp_path / "x", transfer(tmp_path / "x"))
+
+
+def test_a_link_is_made_only_over_nothing_or_with_force_and_only_to_a_fetched_file(job, tmp_path):
+    into, notes = tmp_path / "into", []
+    seen = transfer(into, notes)
+    results_shell.fetch_files(Local(["/bin/sh"]), str(job), ["train"], into, seen)
+    links = {**seen.cluster_links, "train/other_latest.pth": "not-fetched.pth"}
+    (into / LATEST).write_text("mine\n")  # a file of the user's where the link goes
+    made = results_fetch._make_links(into, links, seen.fetched, False, notes.append)
+    assert made == [] and (into / LATEST).read_text() == "mine\n"
+    assert len(notes) == 2 and "exists (pass --force" in notes[0] and "not-fetched.pth, which was not fetched" in notes[1]
+    assert not (into / "train" / "other_latest.pth").exists()
+    made = results_fetch._make_links(into, links, seen.fetched, True, notes.append)
+    assert [m.file.path for m in made] == [LATEST] and os.readlink(into / LATEST) == Path(CKPTS[-1]).name
+    (into / LATEST).unlink()
+    (into / LATEST).mkdir()  # a folder is never replaced, --force or not
+    notes.clear()
+    assert results_fetch._make_links(into, seen.cluster_links, seen.fetched, True, notes.append) == []
+    assert "is a folder" in notes[0] and (into / LATEST).is_dir()
+
+
 #: SEND_FILES' third argument: "" lets it hand over to python3 (here: present), "sh" keeps the shell.
 MODES = [pytest.param("", id="python3"), pytest.param("sh", id="sh")]
 

@@ -81,13 +81,18 @@ class Fetched:
     verified: str
     #: bytes of it this run moved (less than its size when an interrupted fetch was resumed; 0: already here)
     moved: int = 0
+    #: a symbolic link made again here: its target's path in the results folder (``file`` is the target's size)
+    link_to: str | None = None
 
     def to_dict(self) -> dict:
-        return {**self.file.to_dict(), "local": self.local, "verified": self.verified, "moved": self.moved}
+        extra = {"link_to": self.link_to} if self.link_to else {}
+        return {**self.file.to_dict(), "local": self.local, "verified": self.verified, "moved": self.moved, **extra}
 
     def line(self) -> str:
         from ..text import one_line
 
+        if self.link_to:
+            return one_line(f"{self.local} -> {self.link_to} ({self.verified})")
         return one_line(f"{self.local} ({human(self.file.size)}, {self.verified})")
 
 
@@ -100,6 +105,7 @@ class _Transfer:
         self.dest, self.force, self.meter, self.links = dest, force, meter, links
         self.staging = staging or dest
         self.files: list[ResultFile] = []
+        self.cluster_links: dict[str, str] = {}  # the folder's symbolic links (made again once fetched)
         self.fetched: dict[str, Fetched] = {}
         self._note = note
         self._have: dict[str, int | None] = {}
@@ -112,7 +118,8 @@ class _Transfer:
         if self._note is not None:
             self._note(text)
 
-    def start(self, files: list[ResultFile]) -> None:
+    def start(self, files: list[ResultFile], links: dict[str, str] | None = None) -> None:
+        self.cluster_links = dict(links or {})
         if not files:
             raise TaoError("nothing to fetch: the paths hold no regular file")
         for f in files:
@@ -254,13 +261,19 @@ def _write_state(staging: Path, state: dict[str, dict]) -> None:
     os.replace(tmp, staging / STATE_FILE)
 
 
-def _final_target(dest: Path, rel: str, force: bool) -> Path:
-    """Where ``rel`` goes under ``dest``; refused when a file is there (without ``force``) or the way is blocked."""
+def _way_clear(dest: Path, rel: str) -> Path:
+    """``dest / rel``, once no folder on the way there is a file or a link (a write would land elsewhere)."""
     target = dest / rel
     for parent in list(target.parents)[: len(Path(rel).parts) - 1]:
         if parent.is_symlink() or (parent.exists() and not parent.is_dir()):
             raise TaoError(f"{parent} is in the way of {rel} (a file or a link, not a folder): move it or pick "
                            "another --to")
+    return target
+
+
+def _final_target(dest: Path, rel: str, force: bool) -> Path:
+    """Where ``rel`` goes under ``dest``; refused when a file is there (without ``force``) or the way is blocked."""
+    target = _way_clear(dest, rel)
     if target.is_symlink() or target.is_dir():
         raise TaoError(f"{target} exists and is not a plain file: move it or pick another --to")
     if target.exists() and not force:
@@ -334,7 +347,39 @@ def fetch(platform: str | None, job_id: str, paths: list[str], to: str | Path, *
             raise TaoError(f"{missing[0]} did not arrive: run the fetch again")
         if shared:  # every file placed: nothing to resume
             shutil.rmtree(staging, ignore_errors=True)
-        return [transfer.fetched[f.path] for f in facts]
+        made = _make_links(dest, transfer.cluster_links, transfer.fetched, force, transfer.note)
+        return [transfer.fetched[f.path] for f in facts] + made
+
+
+def _make_links(dest: Path, links: dict[str, str], fetched: dict[str, Fetched], force: bool,
+                note: Callable[[str], None]) -> list[Fetched]:
+    """The cluster's links to fetched files made again under ``dest``, relative as TAO makes its ``*_latest.pth``
+    (the folder can move); one already here is kept; one whose target was not fetched, or whose name is taken
+    (without ``force``), is said and not made."""
+    out = []
+    for name, target in links.items():
+        if target not in fetched:
+            note(f"{name} is a link to {target}, which was not fetched: the link was not made (fetch {target} too)")
+            continue
+        path, to = dest / name, os.path.relpath(target, os.path.dirname(name) or ".")
+        try:
+            _way_clear(dest, name)
+            if path.is_dir() and not path.is_symlink():
+                raise TaoError(f"{path} is a folder")
+            if (path.exists() or path.is_symlink()) and not force and not (path.is_symlink() and os.readlink(path) == to):
+                raise TaoError(f"{path} exists (pass --force to replace it)")
+        except TaoError as exc:
+            note(f"the link {name} -> {target} was not made: {exc}")
+            continue
+        if not (path.is_symlink() and os.readlink(path) == to):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.tao-link")
+            tmp.unlink(missing_ok=True)
+            os.symlink(to, tmp)
+            os.replace(tmp, path)
+        f = fetched[target].file
+        out.append(Fetched(ResultFile(name, f.size, f.mtime), str(path), "a link, as on the cluster", link_to=target))
+    return out
 
 
 @contextmanager

@@ -306,10 +306,13 @@ def cmd_fetch(args: argparse.Namespace, platform: str | None) -> int:
     if args.json:
         print_json([f.to_dict() for f in got])
     else:
-        total = sum(f.file.size for f in got)
-        moved = sum(f.moved for f in got)
+        files = [f for f in got if not f.link_to]
+        total = sum(f.file.size for f in files)
+        moved = sum(f.moved for f in files)
         now = "" if moved == total else f", {results_verbs.human(moved)} moved by this run"
-        print(f"fetched {len(got)} files ({results_verbs.human(total)}{now}) of {job_id}, each verified:")
+        links = len(got) - len(files)
+        and_links = f" and {links} link{'s' if links > 1 else ''}" if links else ""
+        print(f"fetched {len(files)} files{and_links} ({results_verbs.human(total)}{now}) of {job_id}, each verified:")
         for f in got:
             print(f"  {f.line()}")
     return EXIT_OK

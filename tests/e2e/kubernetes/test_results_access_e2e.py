@@ -8,6 +8,7 @@ host folder), so the test needs no image of its own.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import shutil
 import subprocess
@@ -67,8 +68,12 @@ def test_artifacts_fetch_and_prune_through_a_reader_pod_on_the_pvc(k8s, trainer_
 
     dest = tmp_path / "all"
     got = json.loads(jobs(k8s, "fetch", jid, "--to", str(dest), "--json").stdout)
-    assert tree(dest) == tree(on_pvc) and len({g["verified"] for g in got}) == 1
-    assert got[0]["verified"] in results_shell.VERIFIED.values()  # a digest computed in the reader pod as it read
+    files = [g for g in got if not g.get("link_to")]
+    assert tree(dest) == tree(on_pvc) and len({g["verified"] for g in files}) == 1
+    assert files[0]["verified"] in results_shell.VERIFIED.values()  # a digest computed in the reader pod as it read
+    latest = {g["path"]: g["link_to"] for g in got if g.get("link_to")}  # TAO's latest link: a link here too
+    assert latest == {p: str(Path(p).parent / os.readlink(on_pvc / p)) for p in latest} and len(latest) == 1
+    assert all((dest / p).is_symlink() and (dest / p).read_bytes() == (on_pvc / p).read_bytes() for p in latest)
     one = tmp_path / "one"
     jobs(k8s, "fetch", jid, BEST, "logs", "--to", str(one))
     assert set(tree(one)) == {BEST} | {p for p in paths if p.startswith("logs/")}

@@ -54,7 +54,12 @@ def test_artifacts_fetch_and_prune_over_one_connection(slurm_env, tmp_path):
     before = ssh_commands(slurm_env["call_log"])
     got = json.loads(jobs("fetch", jid, "--to", str(tmp_path / "all"), "--json").stdout)
     assert ssh_commands(slurm_env["call_log"]) - before == 2  # facts (sizes), then each file read once
-    assert tree(tmp_path / "all") == tree(folder) and {g["verified"] for g in got} == {results_shell.VERIFIED["crc32"]}  # python3 on the login node
+    files = [g for g in got if not g.get("link_to")]
+    assert tree(tmp_path / "all") == tree(folder) and {g["verified"] for g in files} == {results_shell.VERIFIED["crc32"]}  # python3 on the login node
+    (link,) = [p.relative_to(folder).as_posix() for p in folder.rglob("*_model_latest.pth")]  # TAO's latest link
+    latest = [g for g in got if g.get("link_to")]  # made again here (no second copy of its bytes)
+    assert [(g["path"], g["link_to"]) for g in latest] == [(link, os.path.join("train", os.readlink(folder / link)))]
+    assert (tmp_path / "all" / link).is_symlink() and (tmp_path / "all" / link).read_bytes() == (folder / link).read_bytes()
     before = ssh_commands(slurm_env["call_log"])
     same = json.loads(jobs("fetch", jid, "--to", str(tmp_path / "all"), "--json").stdout)
     assert {g["moved"] for g in same} == {0} and ssh_commands(slurm_env["call_log"]) - before == 1  # all here
