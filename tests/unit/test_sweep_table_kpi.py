@@ -58,8 +58,9 @@ def test_with_a_ranking_kpi_each_cell_is_that_kpis_best_value_and_epoch_as_sweep
     text = sweeps.table(rows)
     head, *lines = text.splitlines()
     assert head.split()[-3:] == ["BEST", "val_loss", "(min)"]
-    assert [line.split("  ")[-1] for line in lines] == ["val_loss 0.35 @ep2", "val_loss 0.21 @ep2",
-                                                        "val_loss 0.48 @ep2"]
+    # TAO's epoch 1, as artifacts --kpi says it and the checkpoint's name carries it (model_epoch_001)
+    assert [line.split("  ")[-1] for line in lines] == ["val_loss 0.35 @ep1", "val_loss 0.21 @ep1",
+                                                        "val_loss 0.48 @ep1"]
     assert rows[0].to_dict()["best"] == {"kpi": "val_loss", "mode": "min", "mode_from": "flag", "value": 0.35, "key": "epoch", "at": 1}
 
 
@@ -80,7 +81,10 @@ def test_status_sweep_kpi_on_the_command_line(ended, cli):
     _, done = ended
     out = cli("tao_jobs.py", "status", "--sweep", done.sweep, "--kpi", "val_loss")
     assert out.rc == 0, out
-    assert "BEST val_loss (min, from the KPI's name)" in out.out.splitlines()[0] and "val_loss 0.21 @ep2" in out.out
+    assert "BEST val_loss (min, from the KPI's name)" in out.out.splitlines()[0] and "val_loss 0.21 @ep1" in out.out
+    best_id = next(line.split()[1] for line in out.out.splitlines() if "val_loss 0.21 @ep1" in line)
+    arts = cli("tao_jobs.py", "artifacts", best_id, "--kpi", "val_loss")
+    assert "at epoch 1:" in arts.out, arts  # one epoch, one number: the table's and artifacts' agree
     out = cli("tao_jobs.py", "status", "--sweep", done.sweep, "--kpi", "val_loss", "--mode", "max", "--json")
     assert [r["best"]["value"] for r in json.loads(out.out)] == [0.37, 0.23, 0.5]
     out = cli("tao_jobs.py", "status", "--sweep", done.sweep, "--no-headers")

@@ -322,14 +322,14 @@ class Row:
 
 
 def best_text(entry: Mapping[str, Any]) -> str:
-    """A ranked trial's value as people read it: ``val_loss 0.41 @ep3`` (the epoch counted from 1, as
-    :func:`taobank.progress.statusfile.epoch_text` counts it; ``@step120`` when TAO wrote steps only)."""
-    from ..progress.statusfile import epoch_text, format_number
+    """A ranked trial's value as people read it: ``val_loss 0.41 @ep3`` (TAO's epoch, as ``artifacts --kpi`` and
+    the checkpoint's name ``model_epoch_003`` give it; ``@step120`` when TAO wrote steps only)."""
+    from ..progress.statusfile import format_number
 
     value, at, key = entry.get("value"), entry.get("at"), entry.get("key") or "epoch"
     if not isinstance(value, (int, float)):
         return "-"
-    where = "" if not isinstance(at, int) else f" @ep{epoch_text(at, None)}" if key == "epoch" else f" @{key}{at}"
+    where = "" if not isinstance(at, int) else f" @ep{at}" if key == "epoch" else f" @{key}{at}"
     return f"{entry.get('kpi')} {format_number(value, 4)}{where}"
 
 
