@@ -53,6 +53,14 @@ def docker_cluster() -> dict[str, str]:
     return _cluster("docker")
 
 
+@pytest.fixture(autouse=True)
+def _no_real_record_store(request, tmp_path, monkeypatch) -> None:
+    """Every test without a cluster gets a private TAO_STATE_DIR (the one :func:`state_dir` names), so none can
+    write a record into the user's own store, even one that forgot to ask for it."""
+    if request.node.get_closest_marker("e2e") is None:
+        monkeypatch.setenv("TAO_STATE_DIR", str(tmp_path / "state"))
+
+
 @pytest.fixture()
 def state_dir(tmp_path, monkeypatch) -> Path:
     """A private TAO_STATE_DIR for one test (the record store lives there)."""

@@ -31,7 +31,11 @@ def check_secret_name(name: object, what: str = "secret name") -> str:
     """The NAME of an exported variable that holds a secret; a token pasted in its place is refused unseen."""
     from .redact import looks_like_secret
 
-    key = check_name(name, what)
+    try:
+        key = check_name(name, what)
+    except TaoError:
+        raise TaoError(f"a {what} is not a variable name (it is not shown, in case it is the secret itself): give the "
+                       "NAME of an exported variable that holds it (e.g. NGC_KEY), never the value") from None
     if looks_like_secret(key):
         raise TaoError(f"a {what} looks like a credential value (not shown): give the NAME of an exported variable "
                        "(e.g. HF_TOKEN), never the value")

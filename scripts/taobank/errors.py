@@ -32,6 +32,14 @@ class MissingDependency(TaoError):
     """A third-party Python package the helper needs is not installed (see :func:`missing`)."""
 
 
+class NotInResults(TaoError):
+    """A PATH asked of a job's results folder is not there (the verb, which knows the job, says which to list)."""
+
+    def __init__(self, path: str, folder: str) -> None:
+        super().__init__(f"{path} is not in the results folder {folder}")
+        self.path, self.folder = path, folder
+
+
 class SubmitUncertain(TaoError):
     """A launch may or may not have created the job (its answer was lost): the record stays PENDING for a
     resume, which looks before it creates anything. ``note``: what the record should say meanwhile (the core

@@ -264,7 +264,9 @@ def merge(spec: dict[str, Any], values: Mapping[str, Any], keys: Mapping[str, st
 def put_secrets_and_command(spec: dict[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
     """The secret names (``--secret-env``) added to the spec's secrets, and the argv after ``--`` as its
     command: how the platforms whose command is an argv (SLURM, Docker) fold them in."""
-    names = list(values.get("secret_env") or [])
+    from .envfile import check_secret_name
+
+    names = [check_secret_name(n, "--secret-env value") for n in values.get("secret_env") or []]
     if names:
         spec["secrets"] = list(dict.fromkeys(list(spec.get("secrets") or []) + names))
     if values.get("command"):

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, ContextManager, Protocol, cast
 
 from .contract import ResultFile, ResultsListing, Transfer
-from .errors import TaoError
+from .errors import NotInResults, TaoError
 from .paths import is_member
 from .progress.remote import READ_STATUS_SH, split_files
 from .run import Result, last_line, output_lines
@@ -376,7 +376,7 @@ def parse_facts(folder: str, text: str, notes: list[str] | None = None,
                          "written safely here; rename it on the cluster and fetch it again")
             continue
         if line.startswith("@@absent "):
-            raise TaoError(f"{line[9:]} is not in the results folder {folder}: see tao_jobs.py artifacts ID")
+            raise NotInResults(line[9:], folder)
         if line.startswith("@@outside "):
             raise TaoError(f"{line[10:]} is a link or leads out of the results folder {folder}: refused")
         m = _FILE.fullmatch(line)

@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 
 from .contract import ResultFile, ResultsListing, Transfer
-from .errors import TaoError
+from .errors import NotInResults, TaoError
 from .paths import is_member
 from .run import last_line, pipe, run
 from .fsio import json_value
@@ -106,7 +106,7 @@ def fetch(uri: str, paths: list[str], into: Path, transfer: Transfer) -> list[Re
     chosen = [f for f in listing.files if not paths or any(f.path == p or f.path.startswith(p + "/") for p in paths)]
     for p in paths:
         if not any(f.path == p or f.path.startswith(p + "/") for f in listing.files):
-            raise TaoError(f"{p} is not in the results folder {uri}: see tao_jobs.py artifacts ID")
+            raise NotInResults(p, uri)
     transfer.start(chosen)
     done = 0
     for f in chosen:

@@ -128,3 +128,23 @@ def test_a_tier_c_pod_prints_its_final_lines_too(tmp_path):
     assert out.returncode == 3 and (stage / ".tao-exit").read_text().strip() == "3"
     assert out.stdout == f"run\n{render.FINAL_STATUS_PREFIX}train/status.json {EPOCH}\n"
     assert logs.final_lines(out.stdout) == {"train/status.json": EPOCH + "\n"}
+
+
+def test_pods_deleted_between_the_listing_and_their_logs_leave_no_false_saved_log(state_dir, fake, cli):
+    """A short TTL can delete a finished Job's pods between ``get pods`` and ``logs``: kubectl's NotFound is not
+    the job's output, so nothing is saved as its logs (status would show it as "the logs saved when it ended"),
+    and ``logs`` goes on to what is left (here: nothing, said in one line)."""
+    from fakeproc import items, k8s_record, pod
+
+    from taobank.platforms.kubernetes.kubectl import Kubectl
+
+    rec = k8s_record(state="COMPLETE")
+    pods = [pod(rec["id"], f"uid-{rec['id']}", "Succeeded")]
+    fake.kubectl("get", "pods", answer=items(pods))
+    fake.kubectl("logs", rc=1, stderr=f'Error from server (NotFound): pods "{pods[0]["metadata"]["name"]}" not found')
+    record = records.Record.of(records.get(rec["id"]))
+    assert logs.final_logs(Kubectl.for_record(record), pods) is None
+    assert logs.save_final_logs(Kubectl.for_record(record), record, pods) is None
+    assert jobfiles.saved_logs(rec["id"], "logs.txt") is None
+    out = cli("tao_jobs.py", "logs", rec["id"])
+    assert out.rc == 1 and "no saved logs" in out.err and "NotFound" not in out.out, out

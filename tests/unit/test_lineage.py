@@ -100,9 +100,12 @@ def test_continue_from_a_named_checkpoint_replaces_an_earlier_override(stand):
 @pytest.mark.parametrize("state,needle", [("COMPLETE", "nothing to continue"), ("PENDING", "cancel it first")])
 def test_continue_refuses_a_job_that_is_not_over_or_succeeded(stand, state, needle):
     old = job(state=state)
-    with pytest.raises(TaoError, match=needle):
+    with pytest.raises(TaoError, match=needle) as err:
         lineage.continue_job("slurm", old["id"])
     assert stand.submitted == []
+    if state == "COMPLETE":  # a finished training: how to train it further, with the network's own resume key
+        assert (f"submit a train job with --parent {old['id']}, train.resume_training_checkpoint_path="
+                "{parent.checkpoint} and a larger train.num_epochs") in str(err.value)
 
 
 @pytest.mark.parametrize("named,needle", [

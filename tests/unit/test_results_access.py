@@ -189,6 +189,18 @@ def test_fetch_verifies_and_renames_every_file(pod, cli, tmp_path):
     assert len(execs(pod, "SEND_FILES")) == 1  # the rerun moved no byte
 
 
+def test_a_path_not_in_the_folder_names_the_jobs_listing_and_leaves_no_empty_folder(pod, cli, tmp_path):
+    rec = k8s_job()
+    pod.answer("FILE_FACTS", "@@absent nope.pth\n")
+    out = cli("tao_jobs.py", "fetch", rec["id"], "nope.pth", "--to", tmp_path / "new" / "dl")
+    assert out.rc == 1 and out.err_lines == [f"error: nope.pth is not in the results folder /results/{rec['id']}: "
+                                             f"see tao_jobs.py artifacts {rec['id']}"], out
+    assert not (tmp_path / "new" / "dl").exists()  # the --to this fetch made is gone again
+    (tmp_path / "mine").mkdir()
+    assert cli("tao_jobs.py", "fetch", rec["id"], "nope.pth", "--to", tmp_path / "mine").rc == 1
+    assert (tmp_path / "mine").is_dir()  # one the user had stays
+
+
 def test_fetch_makes_the_clusters_links_again_and_counts_them_apart(pod, cli, tmp_path):
     """TAO's ``*_latest.pth`` link arrives as a link to the fetched checkpoint, not as a second copy of its bytes."""
     rec = k8s_job()
@@ -198,9 +210,9 @@ def test_fetch_makes_the_clusters_links_again_and_counts_them_apart(pod, cli, tm
     pod.answer("SEND_FILES", ok(sent(want)))  # type: ignore[arg-type]
     out = cli("tao_jobs.py", "fetch", rec["id"], "train", "--to", tmp_path / "dl")
     assert out.rc == 0 and out.err == "", out
-    assert out.out.splitlines()[0] == f"fetched 1 files and 1 link (5 B) of {rec['id']}, each verified:"
+    assert out.out.splitlines()[0] == f"fetched 1 file and 1 link (5 B) of {rec['id']}, each verified:"
     assert out.out.splitlines()[2] == (f"  {tmp_path / 'dl' / 'train' / 'dino_model_latest.pth'} -> "
-                                       "train/model_epoch_004.pth (a link, as on the cluster)")
+                                       "model_epoch_004.pth (a link, as in the results folder)")  # as ls -l says
     assert os.readlink(tmp_path / "dl" / "train" / "dino_model_latest.pth") == "model_epoch_004.pth"
     assert not (tmp_path / "dl" / "bad").exists() and not (tmp_path / "outside").exists()
     got = json.loads(cli("tao_jobs.py", "fetch", rec["id"], "train", "--to", tmp_path / "dl", "--json").out)
@@ -216,7 +228,7 @@ def test_a_digest_mismatch_leaves_nothing_under_the_final_name(pod, cli, tmp_pat
                                                              else "123 5"})))  # type: ignore[arg-type]
     out = cli("tao_jobs.py", "fetch", rec["id"], "--to", tmp_path / "dl")
     assert out.rc == 1 and "differ from the bytes read on the cluster" in out.err and len(out.err_lines) == 1, out
-    assert list((tmp_path / "dl").iterdir()) == []  # no copy, not even a temp one
+    assert not (tmp_path / "dl").exists()  # no copy, not even a temp one (nor the --to this fetch made)
 
 
 def test_a_file_rewritten_during_the_fetch_is_named_and_not_kept(pod, cli, tmp_path):
@@ -250,7 +262,7 @@ def test_a_broken_stream_keeps_only_verified_bytes_and_a_rerun_resumes(pod, cli,
     out = cli("tao_jobs.py", "fetch", rec["id"], "--to", tmp_path / "dl")
     assert out.rc == 0, out
     assert execs(pod, "SEND_FILES")[-1].stdin == f"8 12 {MTIME} ./model_epoch_004.pth\n"  # only what is missing
-    assert "fetched 1 files" in out.out
+    assert "fetched 1 file (" in out.out
     assert (tmp_path / "dl" / "model_epoch_004.pth").read_bytes() == data
     assert os.listdir(tmp_path / "dl") == ["model_epoch_004.pth"]
 

@@ -135,3 +135,19 @@ def _refused_unseen(argv: list[str], tmp_path) -> None:
                                                      "SLURM_USER": "me"})
     out = res.stdout + res.stderr
     assert res.returncode != 0 and _HF[:12] not in out and _AK[:10] not in out and "Traceback" not in out, out
+
+
+NGC_LIKE = "nv" + "api-" + "AbCdEfGh12345678" * 4  # a key with a dash: not even a variable name
+
+
+@pytest.mark.parametrize("helper", ["tao_slurm.py", "tao_docker.py", "tao_k8s.py"])
+@pytest.mark.parametrize("token", [NGC_LIKE, TOKENS[0]])
+def test_a_token_given_to_secret_env_is_refused_on_every_helper_as_a_name_it_is_not(helper, token, cli, fake):
+    """The refusal says what the flag takes (a variable's NAME), not a spec field the user never wrote."""
+    out = cli(helper, "submit", "--image", "nvcr.io/x/y:1", "--network-arch", "dino", "--action", "train",
+              "--secret-env", token, "--dry-run",
+              *(["--command", "dino train"] if helper == "tao_k8s.py" else ["--", "dino", "train"]))
+    assert out.rc != 0 and len(out.err_lines) == 1, out
+    _assert_not_shown(out.err, token)
+    assert "NAME of an exported variable" in out.err and "schema" not in out.err
+    assert not [p for p in _pieces(token) if p in out.out]

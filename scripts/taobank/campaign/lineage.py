@@ -197,8 +197,11 @@ def continue_job(platform: str | None, job_id: str, *, checkpoint: str | None = 
         raise UsageError("--time-hours/--time-minutes must be a positive number")
     rec = load_for(job_id, platform, "continue")
     if rec.state == State.COMPLETE:
+        keys = tao_command.resume_keys(rec.network_arch or "") if rec.action == "train" else []
+        further = (f"; to train it further, submit a train job with --parent {job_id}, "
+                   f"train.{keys[0]}={{parent.checkpoint}} and a larger train.num_epochs") if keys else ""
         raise TaoError(f"job {job_id} is COMPLETE: nothing to continue; to use its results submit with "
-                       f"--parent {job_id}")
+                       f"--parent {job_id}{further}")
     if rec.state not in CONTINUABLE:
         raise TaoError(f"job {job_id} is {rec.state}: cancel it first (or wait for it to end), then continue it")
     spec, options = jobfiles.load_spec(job_id)

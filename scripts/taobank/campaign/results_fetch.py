@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import os
+import posixpath
 import shutil
 import stat
 import tempfile
@@ -22,14 +23,18 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterator
+from typing import TYPE_CHECKING, BinaryIO, Callable, Iterator
 
-from ..contract import ResultFile
-from ..errors import TaoError, UsageError
+from ..contract import ResultFile, ResultsLocation
+from ..errors import NotInResults, TaoError, UsageError
 from ..paths import rel_path
 from ..core.platform import get, load_for
 from .results_verbs import human
 from ..run import signals_interrupt
+
+if TYPE_CHECKING:
+    from ..core.platform import Platform
+    from ..records import Record
 
 #: A transfer says nothing for this long (seconds), then shows bytes so far at most every EVERY_S.
 QUIET_S = 10.0
@@ -91,8 +96,9 @@ class Fetched:
     def line(self) -> str:
         from ..text import one_line
 
-        if self.link_to:
-            return one_line(f"{self.local} -> {self.link_to} ({self.verified})")
+        if self.link_to:  # as ls -l shows the local link
+            to = posixpath.relpath(self.link_to, posixpath.dirname(self.file.path) or ".")
+            return one_line(f"{self.local} -> {to} ({self.verified})")
         return one_line(f"{self.local} ({human(self.file.size)}, {self.verified})")
 
 
@@ -318,6 +324,7 @@ def fetch(platform: str | None, job_id: str, paths: list[str], to: str | Path, *
     adapter = get(rec.platform)
     loc = adapter.results_location(rec)
     dest = Path(to)
+    made_dest = not dest.exists() and not dest.is_symlink()
     try:
         dest.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
@@ -325,10 +332,26 @@ def fetch(platform: str | None, job_id: str, paths: list[str], to: str | Path, *
     if not dest.is_dir():
         raise TaoError(f"--to {dest} is not a folder")
     meter = Meter(emit, clock=clock)
+    try:
+        return _fetch_into(rec, adapter, loc, wanted, dest, force, meter, note, links)
+    except BaseException:
+        if made_dest:  # a refused fetch leaves no empty --to behind (nor a staging folder with nothing to resume)
+            try:
+                dest.rmdir()
+            except OSError:
+                pass
+        raise
+
+
+def _fetch_into(rec: Record, adapter: Platform, loc: ResultsLocation, wanted: list[str], dest: Path, force: bool,
+                meter: Meter, note: Callable[[str], None] | None, links: bool) -> list[Fetched]:
     with signals_interrupt(), _staging(dest, rec.id) as (staging, shared):  # kill: verified bytes stay
         transfer = _Transfer(dest, force, meter, note, staging, links=links)
         try:
-            facts = adapter.fetch_results(rec, loc, wanted, staging, transfer)
+            try:
+                facts = adapter.fetch_results(rec, loc, wanted, staging, transfer)
+            except NotInResults as exc:
+                raise TaoError(f"{exc}: see tao_jobs.py artifacts {rec.id}") from None
         except OSError as exc:
             if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
                 raise
@@ -378,7 +401,8 @@ def _make_links(dest: Path, links: dict[str, str], fetched: dict[str, Fetched], 
             os.symlink(to, tmp)
             os.replace(tmp, path)
         f = fetched[target].file
-        out.append(Fetched(ResultFile(name, f.size, f.mtime), str(path), "a link, as on the cluster", link_to=target))
+        out.append(Fetched(ResultFile(name, f.size, f.mtime), str(path), "a link, as in the results folder",
+                           link_to=target))
     return out
 
 

@@ -312,7 +312,8 @@ def cmd_fetch(args: argparse.Namespace, platform: str | None) -> int:
         now = "" if moved == total else f", {results_verbs.human(moved)} moved by this run"
         links = len(got) - len(files)
         and_links = f" and {links} link{'s' if links > 1 else ''}" if links else ""
-        print(f"fetched {len(files)} files{and_links} ({results_verbs.human(total)}{now}) of {job_id}, each verified:")
+        print(f"fetched {len(files)} file{'s' if len(files) != 1 else ''}{and_links} ({results_verbs.human(total)}{now}) "
+              f"of {job_id}, each verified:")
         for f in got:
             print(f"  {f.line()}")
     return EXIT_OK

@@ -195,7 +195,9 @@ def test_a_canceled_trial_stops_alone_and_the_supervisor_runs_the_others_to_thei
         time.sleep(0.3)
     (view,) = json.loads(dk.ok("cancel", ids[0], "--json").stdout)
     assert view["state"] == "CANCELED", view
-    assert dk.docker("inspect", "--format", "{{.State.Running}}", ids[1]).stdout.strip() == "true"  # untouched
+    # untouched: still running, or (a loaded machine's slow cancel) already ended by itself with 0
+    running, code = dk.docker("inspect", "--format", "{{.State.Running}} {{.State.ExitCode}}", ids[1]).stdout.split()
+    assert running == "true" or code == "0", (running, code)
 
     def stored(jid: str) -> str:  # the record file itself: reading it calls nothing
         return json.loads((dk.tmp / "state" / f"{jid}.json").read_text())["state"]

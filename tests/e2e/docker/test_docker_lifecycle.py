@@ -21,6 +21,9 @@ for e in 1 2 3; do
   echo "checkpoint $e" > "$RESULTS_DIR/model_epoch_00$e.pth"
   echo "epoch $e done"
   sleep 1
+  # after its first epoch it waits (at most 60 s) for the test to have seen it RUNNING: a loaded machine's
+  # status call may take longer than the whole training
+  i=0; while [ "$e" = 1 ] && [ ! -e "$RESULTS_DIR/seen" ] && [ "$i" -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
 done
 '''
 
@@ -36,6 +39,7 @@ def test_a_training_completes_with_progress_and_results_owned_by_the_caller(dk):
     assert job["state"] == "PENDING" and job["platform"] == "docker"
     seen = dk.wait(jid, lambda v: v["state"] == "RUNNING" and v.get("progress"), timeout=30)
     assert seen["progress"]["line"].startswith("epoch "), seen
+    (dk.results / jid / "seen").touch()
     # a new process with no DOCKER_HOST in its environment: the record knows where the job runs
     watched = dk.tao("status", jid, "--watch", "--interval", "0.5", "--json", drop=("DOCKER_HOST",), timeout=120)
     assert watched.returncode == 0, watched.stderr

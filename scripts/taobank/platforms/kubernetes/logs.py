@@ -17,10 +17,10 @@ from ...records import Record
 
 
 
-def pod_logs(kube: Kubectl, pod: dict, tail: int) -> str:
+def pod_logs(kube: Kubectl, pod: dict, tail: int, gone: list[str] | None = None) -> str:
     """Every container's output of one pod. When one container cannot answer (the main container
     still waiting behind a failed fetch initContainer, say), each container is asked on its own, so
-    the one that failed is still shown."""
+    the one that failed is still shown. A pod deleted meanwhile is added to ``gone``."""
     name = pod["metadata"]["name"]
     res = kube.run("logs", name, "--all-containers=true", f"--tail={tail}", check=False, what="kubectl logs")
     if res.ok:
@@ -35,19 +35,24 @@ def pod_logs(kube: Kubectl, pod: dict, tail: int) -> str:
     if chunks:
         return "".join(chunks)
     why = (res.stderr or "").strip().splitlines()
+    if gone is not None and why and "NotFound" in why[-1]:
+        gone.append(name)  # deleted since it was listed (the Job's TTL): nothing of it can be read any more
     return f"# no logs from pod {name}: {why[-1] if why else 'kubectl logs failed'}\n"
 
 
 def save_final_logs(kube: Kubectl, rec: Record, pods: list[dict]) -> str | None:
-    """Write the pods' logs next to the record (they vanish with ttlSecondsAfterFinished)."""
-    if not pods:
-        return None
-    return str(jobfiles.save_logs(rec, "logs.txt", final_logs(kube, pods)))
+    """Write the pods' logs next to the record (they vanish with ttlSecondsAfterFinished); None when there were
+    none to save."""
+    text = final_logs(kube, pods) if pods else None
+    return None if text is None else str(jobfiles.save_logs(rec, "logs.txt", text))
 
 
-def final_logs(kube: Kubectl, pods: list[dict]) -> str:
-    """The pods' logs as they are saved at the job's end (the pinned tail of each)."""
-    return format_logs(kube, pods, int(pins.resolve("kubernetes.logs_tail")))
+def final_logs(kube: Kubectl, pods: list[dict]) -> str | None:
+    """The pods' logs as they are saved at the job's end (the pinned tail of each); None when every pod was
+    deleted before it could be read (never saved as the job's logs: ``logs`` then reads the volume's copy)."""
+    gone: list[str] = []
+    text = format_logs(kube, pods, int(pins.resolve("kubernetes.logs_tail")), gone=gone)
+    return None if pods and len(gone) == len(pods) else text
 
 
 #: The most lines a pod prints as it ends (:data:`render.FINAL_STATUS_SH`: two status files, each its last lines
@@ -55,7 +60,8 @@ def final_logs(kube: Kubectl, pods: list[dict]) -> str:
 FINAL_LINES_MAX = 2 * (render.FINAL_STATUS_LINES + 1)
 
 
-def format_logs(kube: Kubectl, pods: list[dict], tail: int, *, as_written: bool = False) -> str:
+def format_logs(kube: Kubectl, pods: list[dict], tail: int, *, as_written: bool = False,
+                gone: list[str] | None = None) -> str:
     """Logs of every pod, rank by rank; multi-pod output prefixes each line with [rank N pod]. ``as_written``:
     each pod's last ``tail`` lines of what the job wrote, the bank's final status lines left out (a finished
     pod's last lines are those: ``logs --tail 5`` would show nothing)."""
@@ -63,7 +69,7 @@ def format_logs(kube: Kubectl, pods: list[dict], tail: int, *, as_written: bool 
     chunks = []
     for pod in pods:
         name = pod["metadata"]["name"]
-        text = pod_logs(kube, pod, tail + FINAL_LINES_MAX) if as_written else pod_logs(kube, pod, tail)
+        text = pod_logs(kube, pod, tail + FINAL_LINES_MAX if as_written else tail, gone)
         if as_written:
             text = _last_lines(_without_final(text), tail)
         if len(pods) == 1:
@@ -88,7 +94,10 @@ def read_logs(rec: Record, *, tail: int | None = None) -> tuple[str, str]:
     tail = tail if tail is not None else int(pins.resolve("kubernetes.logs_tail"))
     pods = _live_pods(kube, rec)
     if pods:
-        return format_logs(kube, pods, tail, as_written=True), "live"
+        gone: list[str] = []
+        text = format_logs(kube, pods, tail, as_written=True, gone=gone)
+        if len(gone) < len(pods):  # else deleted since listed (the TTL): read on as if there were none
+            return text, "live"
     saved = jobfiles.read_logs(rec.id, "logs.txt", None)  # whole (cut per pod when saved): its last lines are the final ones
     if saved is not None:
         return _last_lines(_without_final(saved), tail), "saved"
@@ -171,7 +180,8 @@ def final_logs_many(kube: Kubectl, selector: str, pods_of: dict[str, list[dict]]
                    f"--max-log-requests={max(5, 2 * len(pods))}", "--ignore-errors=true", check=False,
                    what="kubectl logs (many pods)")
     if not res.ok:
-        return {jid: format_logs(kube, mine, tail) for jid, mine in pods_of.items() if mine}
+        each = {jid: final_logs(kube, mine) for jid, mine in pods_of.items() if mine}
+        return {jid: text for jid, text in each.items() if text is not None}
     lines: dict[str, list[str]] = {}
     for line in res.stdout.splitlines(keepends=True):
         if line.startswith("[pod/") and "] " in line:

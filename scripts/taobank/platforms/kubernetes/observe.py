@@ -122,7 +122,9 @@ def _last_words(kube: Kubectl, completing: list[tuple[Record, Observation, list[
         if index_of(rec) is not None:
             trials.setdefault(sweep_of(rec), {})[rec.id] = pods
         else:
-            texts[rec.id] = logs.final_logs(kube, pods)
+            text = logs.final_logs(kube, pods)
+            if text is not None:
+                texts[rec.id] = text
     for sweep, pods_of in trials.items():
         texts.update(logs.final_logs_many(kube, logs.trials_selector(sweep, pods_of), pods_of))
     for rec, obs, _ in completing:
