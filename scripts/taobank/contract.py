@@ -85,8 +85,8 @@ class Gate:
         return "; ".join(line for line in self.lines if line)
 
     def notes(self) -> list[str]:
-        """The lines a user must see even under --quiet/--json: ``queued: ...`` and ``warning: ...``."""
-        return [line for line in self.lines if line.startswith(("queued: ", "warning: "))]
+        """The lines a user must see even under --quiet/--json: ``queued: ...``, ``note: ...`` and ``warning: ...``."""
+        return [line for line in self.lines if line.startswith(("queued: ", "note: ", "warning: "))]
 
 
 def _no_checkpoint(job_id: str, message: str, backend: Mapping[str, Any]) -> None:

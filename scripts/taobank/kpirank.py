@@ -73,6 +73,11 @@ def direction(kpi: str | None, mode: str | Direction | None) -> Direction:
     return Direction(mode)
 
 
+def check_mode(mode: str | None) -> None:
+    """An unknown ``mode`` as :func:`direction` refuses it (None: left to the KPI's name, judged later)."""
+    direction(None, mode)
+
+
 def inferred_note(kpi: str | None, mode: str | None, flag: str = "--mode") -> str | None:
     """The note a verb prints where a ranking it made is not shown by itself (``--parent-kpi``): which way ``kpi``
     was ranked when ``flag`` was left out; None when it was given (or there is no KPI)."""
@@ -83,4 +88,4 @@ def inferred_note(kpi: str | None, mode: str | None, flag: str = "--mode") -> st
             f"{flag} {'max' if way.mode == 'min' else 'min'} ranks the other way")
 
 
-__all__ = ["Direction", "from_name", "direction", "inferred_note"]
+__all__ = ["Direction", "from_name", "direction", "check_mode", "inferred_note"]

@@ -156,7 +156,30 @@ def test_best_without_a_matching_checkpoint_or_status_file_says_so(pod, cli):
     assert "no status.json in the results folder" in out.out
     pod.answer("LIST_RESULTS", listing_text(files, {"status.json": STATUS}))
     out = cli("tao_jobs.py", "artifacts", rec["id"], "--kpi", "val_los", "--mode", "min")
-    assert out.rc == 1 and out.err_lines == ["error: no KPI 'val_los' in the status file: it has train_loss, val_loss"]
+    assert out.rc == 1 and out.err_lines == ["error: no KPI 'val_los' in the status file (did you mean 'val_loss'?): "
+                                             "it has train_loss, val_loss"]
+
+
+def test_a_mistyped_kpi_is_said_first_whatever_the_mode(pod, cli):
+    """`artifacts ID --kpi val_los` without --mode: the KPI the status file lacks (and the nearest one) is the line,
+    not "cannot tell which way val_los is better: add --mode" (which sent the user to --mode first)."""
+    rec = k8s_job()
+    pod.answer("LIST_RESULTS", listing_text(FILES, {"status.json": STATUS}))
+    out = cli("tao_jobs.py", "artifacts", rec["id"], "--kpi", "val_los")
+    assert out.rc == 1 and out.err_lines == ["error: no KPI 'val_los' in the status file (did you mean 'val_loss'?): "
+                                             "it has train_loss, val_loss"], out
+    # a KPI the file has, whose name says no direction: --mode is still asked for (a usage error)
+    pod.answer("LIST_RESULTS", listing_text(FILES, {"status.json": STATUS.replace("val_loss", "val_metric")}))
+    out = cli("tao_jobs.py", "artifacts", rec["id"], "--kpi", "val_metric")
+    assert out.rc == 2 and "cannot tell from its name which way KPI 'val_metric' is better" in out.err, out
+    # no status file to look in: the direction is asked for as before
+    pod.answer("LIST_RESULTS", listing_text(FILES))
+    out = cli("tao_jobs.py", "artifacts", rec["id"], "--kpi", "val_los")
+    assert out.rc == 2 and "add --mode min" in out.err, out
+    # an unknown --mode is refused before the folder is listed
+    calls = len(pod.calls)
+    out = cli("tao_jobs.py", "artifacts", rec["id"], "--kpi", "val_los", "--mode", "best")
+    assert out.rc == 2 and len(pod.calls) == calls, out
 
 
 def test_a_missing_folder_is_said_in_one_line(pod, cli):

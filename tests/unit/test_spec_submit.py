@@ -80,11 +80,76 @@ def test_no_spec_check_skips_with_a_warning_and_other_commands_are_not_judged():
     pipeline.check_specs(platform.get("docker"), [job("train.num_epoch=3")], SubmitOptions(spec_check=False), gate)
     assert gate.notes() == ["warning: the spec check is skipped (--no-spec-check): TAO's own runner judges the spec "
                             "when the job starts"]
-    gate = Gate()
     for other in ({"network_arch": "dino", "action": "train", "command": "sh -c 'dino train x=1'"},
                   {"network_arch": "dino", "action": "train", "command": ["python3", "train.py", "a.b=1"]},
                   {"network_arch": "mynet", "action": "train", "command": ["mynet", "train", "a=1"]}):
+        gate = Gate()  # not judged (a bad value passes), but said: its key=value words reach the program unchecked
         pipeline.check_specs(platform.get("docker"), [other], SubmitOptions(), gate)
+        assert gate.notes() == [f"note: {tao_spec_gate.NOT_TAO_FORM}"], other
+        assert gate.skipped == []
+
+
+STAND_IN = ["sh", "-c", 'exec sh /fake/fake_tao_train.sh --results "$RESULTS_DIR" --epochs 5 "$@"', "tao"]
+
+
+def stand_in(*extra: str) -> dict:
+    return {"network_arch": "dino", "action": "train", "command": [*STAND_IN, *extra]}
+
+
+def test_a_command_not_in_taos_form_with_overrides_is_one_note_and_a_dry_runs_skipped_check():
+    """Issue: the spec check did nothing for the skills' stand-in (`sh -c '...' tao train.num_epoch=3`) and said
+    nothing, and a dry run with --check then claimed nothing was skipped. It is still not judged (the bank cannot
+    know the program is TAO), but a submit says so in one note, and a dry run lists it among what it skipped."""
+    gate = Gate()
+    pipeline.check_specs(platform.get("docker"), [stand_in("train.num_epoch=3")], SubmitOptions(), gate)
+    assert gate.notes() == [f"note: {tao_spec_gate.NOT_TAO_FORM}"]
+    assert "`<network> <action>` form; its arguments were not checked" in gate.notes()[0]
+    dry = Gate(dry_run=True)
+    specs = pipeline.check_specs(platform.get("docker"), [stand_in("train.num_epoch=3")], SubmitOptions(), dry)
+    assert dry.lines == [] and dry.skipped == [tao_spec_gate.NOT_TAO_FORM_SKIPPED]
+    said = pipeline.DryRun(dry, [], specs, SubmitOptions()).first_line()
+    assert "nothing was skipped" not in said and f"not checked: {tao_spec_gate.NOT_TAO_FORM_SKIPPED}" in said
+    # a sweep's trials (each its overrides): one note for the batch
+    gate = Gate()
+    pipeline.check_specs(platform.get("docker"), [stand_in(f"fake.best_val={v}") for v in (100, 300)],
+                         SubmitOptions(), gate)
+    assert gate.notes() == [f"note: {tao_spec_gate.NOT_TAO_FORM}"]
+
+
+def test_continue_of_the_stand_in_is_not_noisy_for_its_own_resume_override():
+    """continue appends TAO's resume override itself: that word alone is no user argument left unchecked."""
+    resume = "train.resume_training_checkpoint_path=/res/a/train/model_epoch_001.pth"
+    gate = Gate()
+    pipeline.check_specs(platform.get("docker"), [stand_in(resume)], SubmitOptions(continues="dino-train-0000000a"), gate)
+    assert gate.lines == []
+    pipeline.check_specs(platform.get("docker"), [stand_in("train.num_epoch=3", resume)],
+                         SubmitOptions(continues="dino-train-0000000a"), gate)
+    assert gate.notes() == [f"note: {tao_spec_gate.NOT_TAO_FORM}"]
+
+
+@pytest.mark.parametrize("command", [
+    STAND_IN,  # the stand-in alone: no argument TAO would read, nothing to say
+    ["python3", "train.py", "--lr=0.1"],  # an option, not an override
+    "NCCL_DEBUG=INFO python3 train.py",  # an environment assignment
+    ["true"],
+])
+def test_a_command_without_override_words_is_not_noisy(command):
+    gate = Gate()
+    pipeline.check_specs(platform.get("docker"), [{"network_arch": "dino", "action": "train", "command": command}],
+                         SubmitOptions(), gate)
+    assert gate.lines == [] and gate.skipped == []
+
+
+def test_an_opted_out_check_is_never_said_nothing_was_skipped():
+    """--dry-run --check --no-spec-check: the summary lists the spec check as skipped; --no-spec-check silences the
+    stand-in's note."""
+    dry = Gate(dry_run=True)
+    specs = pipeline.check_specs(platform.get("docker"), [job("train.num_epochs=3")], SubmitOptions(spec_check=False),
+                                 dry)
+    said = pipeline.DryRun(dry, [], specs, SubmitOptions()).first_line()
+    assert said.endswith("not checked: the spec check (--no-spec-check)")
+    gate = Gate()
+    pipeline.check_specs(platform.get("docker"), [stand_in("train.num_epoch=3")], SubmitOptions(spec_check=False), gate)
     assert gate.lines == []
 
 

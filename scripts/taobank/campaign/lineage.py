@@ -26,6 +26,7 @@ from ..errors import TaoError, UsageError
 from ..paths import is_path, is_under, rel_path
 from ..redact import shown
 from ..core.platform import get, load_for
+from ..core.record_selection import explained
 from ..records import Record
 
 #: What a child's spec may name (replaced by text; nothing else of the form ``{parent.X}`` is allowed).
@@ -267,6 +268,12 @@ def with_parent(platform: str, spec: dict, parent_id: str, *, allow_incomplete: 
     as ``artifacts --kpi`` finds it, instead of the newest."""
     try:
         parent = records.get(parent_id)
+    except records.UnknownJob as exc:
+        known = explained(exc, platform, "submit --parent")
+        if known is not exc:  # a sweep's id, or a job's BACKEND
+            raise TaoError(f"--parent {known}; nothing was submitted") from None
+        raise TaoError(f"--parent {parent_id}: there is no such job record (see tao_jobs.py list); nothing was "
+                       "submitted") from None
     except TaoError:
         raise TaoError(f"--parent {parent_id}: there is no such job record (see tao_jobs.py list); nothing was "
                        "submitted") from None

@@ -97,14 +97,18 @@ class Best:
 
 def find_best(listing: ResultsListing, kpi: str, mode: str | kpirank.Direction | None, action: str | None) -> Best:
     """The checkpoint of the epoch where ``kpi`` is best (``mode``: min, max, or None for the direction of its name,
-    :func:`taobank.kpirank.direction`); a KPI name the status file lacks is a TaoError."""
+    :func:`taobank.kpirank.direction`); a KPI name the status file lacks is a TaoError (naming the nearest one
+    there is), said before a direction the name does not give."""
     from ..progress import best, key_column, series
-    from ..progress.series import kpi_names
+    from ..progress.series import kpi_names, require_kpis
     from ..core.training import chosen_log
 
+    chosen = chosen_log(listing.status_files, action)
+    rows = series(chosen[1]) if chosen is not None else []
+    if kpi_names(rows) and kpi not in kpi_names(rows):
+        require_kpis(rows, [kpi])  # a misspelt KPI is said first, whatever the mode: its line names the nearest
     way = kpirank.direction(kpi, mode)
     found = Best(kpi, way.mode, inferred=way.inferred)
-    chosen = chosen_log(listing.status_files, action)
     if chosen is None:
         found.note = "no status.json in the results folder (TAO writes one per training), so no KPI to rank by"
         return found
@@ -112,7 +116,6 @@ def find_best(listing: ResultsListing, kpi: str, mode: str | kpirank.Direction |
     found.status_file = rel
     if log.cut_size:
         found.cut = f"{rel} is {log.cut_size} bytes: only its end was read, its first epochs not ranked"
-    rows = series(log)
     if not rows or not kpi_names(rows):
         found.note = f"{rel} holds no KPI values yet"
         return found
@@ -203,14 +206,17 @@ def _pruned_note(job_id: str) -> dict | None:
 def artifacts(platform: str | None, job_id: str, *, kpi: str | None = None, mode: str | None = None) -> Artifacts:
     """The job's results folder as the cluster sees it now (one remote command), with the best checkpoint
     (``mode`` None: the direction of the KPI's name)."""
-    kpirank.direction(kpi, mode)  # an unknown mode before any cluster call
+    kpirank.check_mode(mode)  # an unknown mode before any cluster call
     if kpi is not None and not kpi.strip():
         raise UsageError("--kpi needs a KPI name (as in status.json, e.g. val_loss)")
     rec = load_for(job_id, platform, "artifacts")
     adapter = get(rec.platform)
     loc = adapter.results_location(rec)
     listing = adapter.list_results(rec, loc, status=kpi is not None)
+    # a KPI the status files lack is said before a direction its name does not give (find_best's order)
     found = find_best(listing, kpi, mode, rec.action) if kpi is not None and listing.exists else None
+    if kpi is not None and found is None:
+        kpirank.direction(kpi, mode)  # no status file to look in: the direction is still needed
     return Artifacts(rec.id, rec.platform, listing, found, None if listing.exists else _pruned_note(rec.id))
 
 

@@ -105,11 +105,11 @@ def os_error_line(exc: OSError) -> str:
 
 
 def print_gate_notes(name: str, notes: list[str]) -> None:
-    """The gate's ``queued:`` and ``warning:`` lines (:meth:`Gate.notes`) on stderr, seen even under
+    """The gate's ``queued:``, ``note:`` and ``warning:`` lines (:meth:`Gate.notes`) on stderr, seen even under
     --quiet/--json; ``name`` is the job or sweep they are about."""
     for line in notes:
         word, _, rest = line.partition(": ")
-        print(one_line(f"{'note' if word == 'queued' else 'warning'}: {name} {rest}"), file=sys.stderr)
+        print(one_line(f"{'note' if word in ('queued', 'note') else 'warning'}: {name} {rest}"), file=sys.stderr)
 
 
 def print_direction_note(kpi: str | None, mode: str | None, flag: str) -> None:

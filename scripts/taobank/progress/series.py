@@ -30,6 +30,7 @@ do not carry across runs.
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import math
 from typing import Any, Sequence
@@ -139,6 +140,14 @@ def kpi_names(rows: Sequence[Row]) -> list[str]:
     return list(rows[0])[1:] if rows else []
 
 
+def nearest_kpi(name: str, names: Sequence[str]) -> str | None:
+    """The one of ``names`` a mistyped KPI ``name`` most likely meant (``val_los``: ``val_loss``; case aside), None
+    when none is near enough (``val_loss`` is not ``train_loss``)."""
+    lowered = {n.lower(): n for n in names}
+    near = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.75)
+    return lowered[near[0]] if near else None
+
+
 def require_kpis(rows: Sequence[Row], wanted: Sequence[str]) -> None:
     """One-line TaoError naming the KPIs that exist when one of ``wanted`` is not among them."""
     names = kpi_names(rows)
@@ -147,7 +156,8 @@ def require_kpis(rows: Sequence[Row], wanted: Sequence[str]) -> None:
         return
     if not names:
         raise TaoError(f"no KPI {missing[0]!r}: the status file holds no KPI values yet")
-    raise TaoError(f"no KPI {missing[0]!r} in the status file: it has {', '.join(names)}")
+    nearest = f" (did you mean {near!r}?)" if (near := nearest_kpi(str(missing[0]), names)) else ""
+    raise TaoError(f"no KPI {missing[0]!r} in the status file{nearest}: it has {', '.join(names)}")
 
 
 def best(rows: Sequence[Row], kpi: str, mode: str = "min") -> Row:

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from .shape import (ID_PLACEHOLDER, LINEAGE_FIELDS, NO_RESULTS_DIR, SCHEMA_FILE, SWEEP_FIELDS, check_results_dir,
                     folder_of, validate, within)
-from .store import (RECORD_VERSION, STATE_DIR_ENV, Record, artifact_dir, artifact_dirs, find, get, get_each, list_records, load, record_path,
+from .store import (RECORD_VERSION, STATE_DIR_ENV, NoRecord, NotAJobId, Record, UnknownJob, artifact_dir, artifact_dirs, find, get, get_each, list_records, load, record_path,
                     records_inside, refuse_nested, state_dir, state_lock)
 from .writes import STORAGE_TIERS, Marking, Opening, mark, mark_many, open_record, open_records
 
-__all__ = ["Record", "RECORD_VERSION", "get", "find", "state_dir", "open_record", "open_records", "Opening", "mark", "mark_many",
+__all__ = ["Record", "RECORD_VERSION", "UnknownJob", "NoRecord", "NotAJobId", "get", "find", "state_dir", "open_record", "open_records", "Opening", "mark", "mark_many",
            "Marking", "get_each", "artifact_dirs", "load", "folder_of",
            "within", "refuse_nested", "records_inside", "list_records", "artifact_dir",
            "check_results_dir", "validate", "record_path", "state_lock", "STATE_DIR_ENV", "SCHEMA_FILE",

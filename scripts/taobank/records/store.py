@@ -140,10 +140,32 @@ def state_dir() -> Path:
     return d
 
 
+class UnknownJob(TaoError):
+    """No job of this machine's records goes by ``word``: no record has that id (:class:`NoRecord`), or the word is
+    no job id at all (:class:`NotAJobId`). A verb that knows what it was asked may say what the word is instead
+    (a sweep's id, a job's backend id: :func:`taobank.core.record_selection.explained`)."""
+
+    def __init__(self, message: str, word: str) -> None:
+        super().__init__(message)
+        self.word = word
+
+
+class NoRecord(UnknownJob):
+    """The word is a job id, but no record of the state folder has it."""
+
+
+class NotAJobId(UnknownJob):
+    """The word is not a job id (a DNS-1035 label of at most :data:`names.MAX_ID_LEN`)."""
+
+
+#: Where a user finds a job's id (what an unknown id's line says).
+WHERE_IDS_ARE = "a job's id is the one submit printed (dino-train-1a2b3c4d), and tao_jobs.py list shows each job's under ID"
+
+
 def check_id(job_id: str) -> str:
-    """``job_id`` when it is a job id (a DNS-1035 label of at most :data:`names.MAX_ID_LEN`); else TaoError."""
+    """``job_id`` when it is a job id (a DNS-1035 label of at most :data:`names.MAX_ID_LEN`); else :class:`NotAJobId`."""
     if not isinstance(job_id, str) or not names.JOB_ID.match(job_id):
-        raise TaoError(f"{shown(job_id)} is not a job id: ids are printed by 'tao_job_record.py open' (see 'list')")
+        raise NotAJobId(f"{shown(job_id)} is not a job id: {WHERE_IDS_ARE}", str(job_id))
     return job_id
 
 
@@ -341,7 +363,7 @@ def _wholes(reads: list[tuple[Path, fsio.JsonRead | TaoError]]) -> list[dict[str
             continue
         raw, rec, unparsed = got
         if raw is None:
-            out.append(TaoError(f"no job record {path.stem} in {path.parent}: see 'tao_jobs.py list'"))
+            out.append(NoRecord(f"no job record {path.stem} in {path.parent}: see 'tao_jobs.py list'", path.stem))
         elif _WHOLE.get(str(path)) == raw:  # these very bytes were found whole already: no second check
             out.append(cast(dict[str, Any], rec))
         elif unparsed is not None:
@@ -451,4 +473,4 @@ def records_inside(folder: str, platform: str, besides: str) -> list[dict[str, A
 __all__ = ["STATE_DIR_ENV", "state_dir", "check_id", "record_path", "artifact_dir", "artifact_dirs", "state_lock", "locked",
            "locked_each", "now", "stamps", "replace", "replace_each", "create", "create_each", "sweep_temps", "read",
            "read_each", "load", "get", "get_each", "list_records", "find",
-           "refuse_nested", "records_inside", "Record", "RECORD_VERSION"]
+           "refuse_nested", "records_inside", "Record", "RECORD_VERSION", "UnknownJob", "NoRecord", "NotAJobId"]
