@@ -194,10 +194,11 @@ class SlurmPlan(Plan):
     force: bool = False
 
 
-def plan_submit(spec: SlurmSpec, env: Mapping[str, str], conn: Connection | None = None) -> SlurmPlan:
+def plan_submit(spec: SlurmSpec, env: Mapping[str, str], conn: Connection | None = None, *,
+                need_secrets: bool = True) -> SlurmPlan:
     """:func:`plan` as the core's submit takes it: the typed spec in, the spec the job runs (its GPU count
-    added to TAO's argv) typed in the plan."""
-    p = plan(spec, env)
+    added to TAO's argv) typed in the plan (``need_secrets`` False: a dry run's, no credential read)."""
+    p = plan(spec, env, need_secrets=need_secrets)
     s = p.spec
     return SlurmPlan(spec=s, image=p.image or facts.NO_IMAGE, network_arch=str(s.network_arch),
                      action=str(s.action),
