@@ -29,3 +29,17 @@ def test_a_credential_in_the_name_or_the_image_is_refused_alike_before_kubectl(k
     state = Path(k8s.env["TAO_STATE_DIR"])
     assert not state.exists() or not list(state.glob("*.json"))
 
+
+def test_a_sweeps_dry_run_check_refuses_a_missing_namespace_as_its_submit_does(k8s):
+    """The sweep's submit learns of it from its Job's create, after the trial records opened (each then says
+    ERROR); its ``--dry-run --check`` asks the server's dry run of that create, and refuses before any record."""
+    args = [*BASE, "--image", "busybox", "--namespace", "tao-no-such-ns", "--sweep", "a=1,2"]
+    said = "error: namespace tao-no-such-ns does not exist: set TAO_K8S_NAMESPACE (or --namespace) to an existing one"
+    checked = k8s.tao(*args, "--dry-run", "--check", check=False)
+    assert checked.returncode == 1 and checked.stderr.startswith(said), checked.stderr
+    assert len(checked.stderr.strip().splitlines()) == 1
+    assert not list(Path(k8s.env["TAO_STATE_DIR"]).glob("*.json"))
+    submitted = k8s.tao(*args, check=False)
+    assert submitted.returncode == 1 and "namespace tao-no-such-ns does not exist" in submitted.stderr
+    good = k8s.tao(*BASE, "--image", "busybox", "--sweep", "a=1,2", "--dry-run", "--check", check=False)
+    assert good.returncode == 0, good.stderr
