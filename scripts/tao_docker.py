@@ -49,19 +49,17 @@ def cmd_submit(args: argparse.Namespace) -> int:
     trials = verbcli.trials_of(args)  # a bad sweep is refused before anything else is read
     spec = spec_from_args(args, PLATFORM)
     adapter = _adapter(args)
+    # one set of options for the submit and its dry run: the dry run checks what the submit is given
+    options = SubmitOptions(job_id=args.job_id, description=args.description, ngc_pull_secret=args.ngc_pull_secret)
     if trials is not None:
         if args.parent:
             raise UsageError("--parent names one job's results: submit the sweep's trials without it, or one by one")
-        return verbcli.sweep_submit(PLATFORM, spec, SubmitOptions(job_id=args.job_id, description=args.description,
-                                                             ngc_pull_secret=args.ngc_pull_secret), trials, args)
+        return verbcli.sweep_submit(PLATFORM, spec, options, trials, args)
     if args.dry_run:
-        text = verbcli.submit_lineage(PLATFORM, spec, SubmitOptions(job_id=args.job_id,
-                                                                    ngc_pull_secret=args.ngc_pull_secret),
-                                      args, dry_run=True)
+        text = verbcli.submit_lineage(PLATFORM, spec, options, args, dry_run=True)
         print_json({"job_id": args.job_id or "preview-job", "command": text.strip()}) if args.json else print(text, end="")
         return 0
-    view = verbcli.submit_lineage(PLATFORM, spec, SubmitOptions(job_id=args.job_id, description=args.description,
-                                                                ngc_pull_secret=args.ngc_pull_secret), args)
+    view = verbcli.submit_lineage(PLATFORM, spec, options, args)
     print_gate_notes(view.id, view.extra.get("gate_notes") or [])
     verbcli.print_submitted(view, args, [f"container: {view.extra.get('container', view.id)} "
                                          f"({adapter.engine} ps --filter label=org.tao-skill-bank.job-id={view.id})",

@@ -43,6 +43,8 @@ def _details(view) -> list[str]:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from taobank.contract import SubmitOptions
 
     if args.job_id and not args.dry_run:
@@ -51,20 +53,19 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
     trials = verbcli.trials_of(args)
     spec = spec_from_args(args, "slurm")
+    # one set of options for the submit and its dry run: the dry run checks what the submit is given
+    options = SubmitOptions(description=args.description, skip_nccl_probe=args.skip_nccl_probe)
     if trials is not None:
-        return verbcli.sweep_submit("slurm", spec, SubmitOptions(description=args.description,
-                                                           skip_nccl_probe=args.skip_nccl_probe), trials, args)
+        return verbcli.sweep_submit("slurm", spec, options, trials, args)
     if args.dry_run:
         job_id = args.job_id or "preview-job"
-        script = verbcli.submit_lineage("slurm", spec, SubmitOptions(job_id=job_id, skip_nccl_probe=args.skip_nccl_probe),
-                                        args, dry_run=True)
+        script = verbcli.submit_lineage("slurm", spec, replace(options, job_id=job_id), args, dry_run=True)
         if args.json:
             print_json({"job_id": job_id, "script": script})
         else:
             print(script, end="")
         return 0
-    view = verbcli.submit_lineage("slurm", spec, SubmitOptions(description=args.description,
-                                                               skip_nccl_probe=args.skip_nccl_probe), args)
+    view = verbcli.submit_lineage("slurm", spec, options, args)
     verbcli.print_submitted(view, args, _details(view))
     return 0
 

@@ -46,6 +46,9 @@ class SubmitOptions:
     #: check each TAO job's experiment spec and overrides against the pinned TAO's schema before anything is
     #: created (taobank.tao_spec_gate); False: --no-spec-check (a TAO the bank does not know, a site's own build)
     spec_check: bool = True
+    #: False: a dry run without --check plans (its preview names the credentials, never shows them, and needs
+    #: none set): a platform that would read a value to plan (SLURM's prefetch keys) leaves it unread
+    credential_values: bool = True
 
 
 @dataclass

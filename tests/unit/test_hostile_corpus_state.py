@@ -275,7 +275,7 @@ SIZES = [
     (N, {"partition": "cpu", "num_gpus": 0, "cpus_per_task": 256}, False),
     (N, {"partition": "cpu", "num_gpus": 1}, True), (N, {"partition": "gpu,cpu", "cpus_per_task": 200,
                                                             "num_gpus": 0}, False),
-    (N, {"partition": "other", "cpus_per_task": 9999}, False),  # sinfo said nothing of it: sbatch decides
+    (N, {"partition": "other", "cpus_per_task": 9999}, True),  # no partition of sinfo's: sbatch would refuse it
     ("", {"cpus_per_task": 9999}, False), ("@@node garbage\n@@node \x1b[2J\n", {"cpus_per_task": 9999}, False),
     ("@@node gpu*|n1|x|y|z\n", {"cpus_per_task": 9999}, False), ("@@node gpu*|n1|-1|5|gpu:1\n", {}, False),
     ("@@node gpu*|n1|99999999999999999999|1|gpu:1\n", {"cpus_per_task": 9999, "num_gpus": 1}, False),

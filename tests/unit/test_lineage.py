@@ -13,7 +13,7 @@ from taobank.records import Record
 from taobank import checkpoints, records
 from taobank.core import jobfiles
 from taobank.campaign import lineage
-from taobank.contract import ResultFile, ResultsListing, ResultsLocation
+from taobank.contract import Plan, ResultFile, ResultsListing, ResultsLocation
 from taobank.errors import TaoError
 from taobank.core.platform import JobView
 from taobank.platforms.kubernetes.spec import KubernetesSpec
@@ -54,6 +54,12 @@ class Stand:
 
     def preview(self, spec, opts):
         return f"preview {spec.command}"
+
+    def typed_specs(self, mappings):  # the contract's defaults: each spec typed, and planned, on its own
+        return [self.typed_spec(m) for m in mappings]
+
+    def plan_all(self, specs, opts, rec):
+        return [Plan(spec, "img", "dino", str(spec.action or "train"), "A", "/l/results/{id}") for spec in specs]
 
 
 @pytest.fixture()

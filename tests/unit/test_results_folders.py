@@ -71,6 +71,9 @@ def test_a_sweep_checks_every_trial_folder_in_one_pass(fake, monkeypatch):
     real = records.store.list_records
     monkeypatch.setattr(records.store, "list_records", lambda *a, **k: calls.append(1) or real(*a, **k))
     records.refuse_nested([(f"/res/t{i}", f"t{i}") for i in range(50)], "docker")
+    assert calls == [] and not records.store._state_path().exists()  # no record folder: nothing read, none made
+    records.open_record("docker", "img:1", "dino", "train", "A", "/other/{id}")
+    records.refuse_nested([(f"/res/t{i}", f"t{i}") for i in range(50)], "docker")
     assert len(calls) == 1
 
 

@@ -224,7 +224,7 @@ def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[di
 
     k = pipeline.check_concurrency(max_concurrent, len(trials))
     ids = preview_ids(len(trials))
-    from ..contract import Batch, Gate
+    from ..contract import Batch
 
     adapter = get(platform_name)
     if search is not None and not getattr(adapter, "runs_searches", False):
@@ -234,9 +234,9 @@ def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[di
     if search is not None:
         _check_space(adapter, spec, opts, search)
     batch = Batch(max_concurrent=k, sweep=PREVIEW_SWEEP, search=search)
-    if not check:  # (pipeline.dry_run checks the specs itself)
-        gate = Gate()
-        pipeline.check_specs(adapter, specs, opts, gate)
+    if not check:  # what contacts nothing (the specs, the records) is checked in every dry run
+        gate = pipeline.dry_run(adapter, specs, opts, trials=trials, max_concurrent=max_concurrent, search=search,
+                                check=False).gate
         shown = adapter.preview_sweep(adapter.typed_specs(specs), opts, ids, batch)
         table = [{"trial": i, "id": jid, "overrides": dict(t), "results_dir": folder}
                  for i, (jid, t, folder) in enumerate(zip(ids, trials, shown.results_dirs))]

@@ -1,12 +1,14 @@
 """The one submit order, for one job and for N alike (a single job is a batch of one).
 
 validate and plan every job (no cluster call) -> gates: the GPU-count warning, the NCCL verdict of a
-multi-node job (every trial of a sweep alike), the adapter's read-only checks over the whole list ->
-open every record -> ONE adapter launch of the list -> bind each record to what was made.
+multi-node job (every trial of a sweep alike), what opening the records would refuse (:func:`check_records`,
+no cluster call), the adapter's read-only checks over the whole list -> open every record -> ONE adapter launch
+of the list -> bind each record to what was made. A dry run (:func:`dry_run`) runs the same checks in the same
+order up to the records, and opens none.
 
-Everything that can be refused without a record is refused before any opens (a bad spec costs no
-cluster call; a failed gate leaves no record). A launch that fails marks every record it did not bind
-ERROR (the adapter removes what it made); one whose outcome is unknown (:class:`SubmitUncertain`)
+Everything that can be refused without a record is refused before any opens (a bad spec, or a credential in
+the job's name, costs no cluster call; a failed gate leaves no record). A launch that fails marks every record it
+did not bind ERROR (the adapter removes what it made); one whose outcome is unknown (:class:`SubmitUncertain`)
 leaves it PENDING for a resume. The adapter never writes a record: what it learns before its launch
 ends (a SLURM folder staged) it hands to ``Batch.checkpoint``, which this module writes.
 """
@@ -86,14 +88,16 @@ def submit(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Submi
     if search is not None and not getattr(adapter, "runs_searches", False):
         raise UsageError(f"--search does not run on {adapter.name} yet")
     batch = Batch(max_concurrent=k, sweep=sweep_id, checkpoint=_checkpoint, search=search)
+    summary = search.summary() if search is not None else None
+    # what the records would refuse, before the cluster is contacted (a dry run checks it there too)
+    checked = check_records(adapter, plans, opts, gate, sweep_id, trials, k, summary) if rec is None else None
     adapter.check(plans, gate, batch)
     if search is not None and sweep_id is not None:  # a database study: reached and created now, before any record
         gate.lines += [line for line in (search.prepare(sweep_id),) if line]
     if verdict:
         gate.lines.append(nccl_line(verdict))
         gate.backend.update(verdict)
-    recs = [rec] if rec is not None else _open(adapter, plans, opts, gate, sweep_id, trials, k,
-                                               search.summary() if search is not None else None)
+    recs = [rec] if rec is not None else _open(adapter, plans, opts, gate, sweep_id, trials, k, summary, checked)
     # what `continue` runs again (no secret: names only)
     jobfiles.save_specs(list(zip(recs, specs)), vars(opts), list(map(attrgetter("kept"), plans)))
     try:
@@ -184,10 +188,13 @@ class DryRun:
 
 def dry_run(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: SubmitOptions, *,
             trials: Sequence[Mapping[str, str]] | None = None, max_concurrent: int | None = None,
-            search: Any = None) -> DryRun:
-    """The read-only checks a submit of ``specs`` runs before any record (plan, the NCCL verdict, the adapter's
-    check with ``Gate.dry_run``: no pull, no login), with the credentials this process lacks left out and
-    named; raises as that submit would. Opens no record, launches nothing."""
+            search: Any = None, check: bool = True) -> DryRun:
+    """The read-only checks a submit of ``specs`` runs before any record, in its order, with the credentials this
+    process lacks left out and named; raises as that submit would. Opens no record, launches nothing. Every dry
+    run checks what contacts nothing: the spec check, the plan, and what opening the records would refuse
+    (:func:`check_records`: a credential in the name, the image or the results folder; a folder inside another
+    job's). ``check`` (``--check``): then the NCCL verdict and the adapter's checks with ``Gate.dry_run`` (no
+    pull, no login)."""
     if not specs:
         raise UsageError("nothing to submit")
     pending = list(dict.fromkeys(n for spec in specs for n in pending_credentials(spec, opts)))
@@ -197,12 +204,16 @@ def dry_run(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Subm
     typed = check_specs(adapter, specs, opts, gate)  # the spec check refuses first, as in a submit
     sweep = trials is not None
     k = check_concurrency(max_concurrent, len(typed)) if sweep else len(typed)
-    plans = adapter.plan_all(adapter.typed_specs(typed), replace(opts, job_id=None), None)
+    # without --check no credential is needed: the plan reads none (its preview names them)
+    plans = adapter.plan_all(adapter.typed_specs(typed), replace(opts, job_id=None, credential_values=check), None)
     unseen = tao_command.unseen_warning(typed[0])
     if unseen:
         gate.lines.append(unseen)
-    verdict = _nccl_verdict(adapter, plans, opts)
+    verdict = _nccl_verdict(adapter, plans, opts) if check else {}
     sweep_id = names.mint_job_id(plans[0].network_arch, "sweep") if sweep else None
+    check_records(adapter, plans, opts, gate, sweep_id, trials, k, search.summary() if search is not None else None)
+    if not check:
+        return DryRun(gate, pending, specs, opts)
     adapter.check(plans, gate, Batch(max_concurrent=k, sweep=sweep_id, search=search))
     if search is not None:  # a database study: reached from here, nothing written (its URL's variable set here)
         gate.lines += [line for line in (search.check_storage(pending),) if line]
@@ -213,19 +224,18 @@ def dry_run(adapter: Platform[Any, Any], specs: list[dict[str, Any]], opts: Subm
 
 def preview(adapter: Platform[Any, Any], spec: dict[str, Any], opts: SubmitOptions, *,
             check: bool) -> tuple[str, list[str]]:
-    """(what a submit of ``spec`` would send, the lines a dry run says of its checks). The spec check runs in
-    every dry run (it contacts nothing); without ``check`` the first line says which checks did not run
-    (:data:`UNCHECKED`), with it the submit's read-only checks run first (:func:`dry_run`) and it says what passed
-    and what was still not checked (a credential not set here, left out of the preview if the platform needs
-    its value to render it)."""
+    """(what a submit of ``spec`` would send, the lines a dry run says of its checks). The checks that contact
+    nothing run in every dry run (the spec check, what the record would refuse: :func:`dry_run` without
+    ``check``), before anything is rendered: a preview never shows what the submit refuses as a credential.
+    Without ``check`` the first line says which checks did not run (:data:`UNCHECKED`), with it the submit's
+    read-only checks run first (:func:`dry_run`) and it says what passed and what was still not checked (a
+    credential not set here, left out of the preview if the platform needs its value to render it)."""
     from ..text import one_line
 
     if not check:
-        gate = Gate()
-        check_specs(adapter, [spec], opts, gate)
+        gate = dry_run(adapter, [spec], opts, check=False).gate  # what contacts nothing: the spec, the records
         text = adapter.preview(adapter.typed_spec(spec), opts)
-        unseen = tao_command.unseen_warning(spec)  # a submit says it among its gate lines
-        return text, [UNCHECKED, *(one_line(line) for line in gate.notes()), *([unseen] if unseen else [])]
+        return text, [UNCHECKED, *(one_line(line) for line in gate.notes())]
     done = dry_run(adapter, [spec], opts)
     try:
         text = adapter.preview(adapter.typed_spec(spec), opts)
@@ -292,9 +302,11 @@ def nccl_line(verdict: Mapping[str, Any]) -> str:
             f"{nccl_verdicts.proves(verdict.get('nccl_probe_backend'))})")
 
 
-def _open(adapter: Platform[Any, Any], plans: list[Plan], opts: SubmitOptions, gate: Gate, sweep_id: str | None,
-          trials: Sequence[Mapping[str, str]] | None, k: int, search: dict[str, Any] | None = None) -> list[Record]:
-    """Open every record (all folders checked in one pass first); on a failure, those opened say ERROR."""
+def _openings(adapter: Platform[Any, Any], plans: list[Plan], opts: SubmitOptions, gate: Gate, sweep_id: str | None,
+              trials: Sequence[Mapping[str, str]] | None, k: int,
+              search: dict[str, Any] | None) -> tuple[list[records.Opening], list[tuple[str, str]]]:
+    """The records ``plans`` open (:class:`taobank.records.Opening`), and each one's results folder with its id
+    (a placeholder where none is minted yet) for :func:`taobank.records.refuse_nested`."""
     ids = [p.job_id or f"new-job-{i}" for i, p in enumerate(plans)]
     backend_extra: dict[str, Any] = {"max_concurrent": k} if sweep_id else {}
     if search is not None:
@@ -306,11 +318,31 @@ def _open(adapter: Platform[Any, Any], plans: list[Plan], opts: SubmitOptions, g
         job_id=plan.job_id, lineage=lineage,
         sweep=(sweep_id, i, dict(trials[i])) if sweep_id and trials is not None else None)
         for i, plan in enumerate(plans)]
-    records.refuse_nested([(p.results_dir.replace(records.ID_PLACEHOLDER, j), j) for p, j in zip(plans, ids)],
-                          adapter.name)
+    return openings, [(p.results_dir.replace(records.ID_PLACEHOLDER, j), j) for p, j in zip(plans, ids)]
+
+
+def check_records(adapter: Platform[Any, Any], plans: list[Plan], opts: SubmitOptions, gate: Gate,
+                  sweep_id: str | None, trials: Sequence[Mapping[str, str]] | None, k: int,
+                  search: dict[str, Any] | None = None) -> records.Checked:
+    """What opening the records of ``plans`` would refuse, refused now and nothing stored: a credential in the job's
+    name (``--name``), image or results folder, a folder inside another job's, a bad lineage id
+    (:func:`taobank.records.check_openings`). A submit runs it before the adapter's checks contact the cluster, and
+    every dry run runs it (:func:`dry_run`), so neither sends nor shows what the record would refuse. Returns what
+    was judged (the submit's :func:`_open` does not judge it again)."""
+    openings, folders = _openings(adapter, plans, opts, gate, sweep_id, trials, k, search)
+    records.refuse_nested(folders, adapter.name)
+    return records.check_openings(adapter.name, openings, check_folder=False)
+
+
+def _open(adapter: Platform[Any, Any], plans: list[Plan], opts: SubmitOptions, gate: Gate, sweep_id: str | None,
+          trials: Sequence[Mapping[str, str]] | None, k: int, search: dict[str, Any] | None = None,
+          checked: records.Checked | None = None) -> list[Record]:
+    """Open every record (``checked``: what :func:`check_records` judged of them, their folders against the other
+    records' included); on a failure, those opened say ERROR."""
+    openings, _ = _openings(adapter, plans, opts, gate, sweep_id, trials, k, search)
     opened: list[dict[str, Any]] = []
     try:
-        records.open_records(adapter.name, openings, check_folder=False, opened=opened)
+        records.open_records(adapter.name, openings, check_folder=False, opened=opened, checked=checked)
     except TaoError as exc:
         if sweep_id is None:
             raise

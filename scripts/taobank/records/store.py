@@ -110,19 +110,22 @@ class Record:
 
 
 # ---------------------------------------------------------------- paths
+def _state_path() -> Path:
+    """Where the record folder is (``$TAO_STATE_DIR``, else under ``$XDG_STATE_HOME``), made or not."""
+    env = os.environ.get(STATE_DIR_ENV)
+    if env:
+        return Path(env).expanduser().absolute()
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return (Path(base) / "tao-skill-bank" / "jobs").absolute()
+
+
 def state_dir() -> Path:
     """The record folder: created mode 700 when new; an existing one is used as it is, never chmod-ed.
 
     Refused when another user owns it or when it is group/world-writable
     (anyone could then plant or swap records there, e.g. ``TAO_STATE_DIR=/tmp``).
     """
-    env = os.environ.get(STATE_DIR_ENV)
-    if env:
-        d = Path(env).expanduser()
-    else:
-        base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-        d = Path(base) / "tao-skill-bank" / "jobs"
-    d = d.absolute()
+    d = _state_path()
     try:
         if not d.exists():
             d.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -451,7 +454,10 @@ def find(platform: str | None = None, state: str | None = None, active: bool = F
 def refuse_nested(folders: list[tuple[str, str]], platform: str) -> None:
     """A new job's results folder (``(folder, job id)``) may neither lie inside another record's folder nor hold
     one: ``prune`` of the outer job would delete the inner job's results (one pass over the records for all
-    ``folders``). Only a folder named after its job can be pruned, so only such an outer folder counts."""
+    ``folders``). Only a folder named after its job can be pruned, so only such an outer folder counts. No record
+    folder yet: no record, nothing to refuse (and none is made: a dry run checks this, and makes nothing)."""
+    if not _state_path().exists():
+        return
     others = [(r, folder_of(r)) for r in list_records(platform=platform)]
     for new, new_id in folders:
         for r, old in others:

@@ -179,8 +179,20 @@ def _given(o: Opening) -> tuple[dict[str, str], str | None]:
     return given, _description(o.description)
 
 
+@dataclass(frozen=True)
+class Checked:
+    """What :func:`check_openings` judged of a batch: its free texts and results folders and the scanner's answers
+    on them, so the :func:`open_records` of the same batch does not ask again of what is unchanged (a backend,
+    which the platform's checks may add to, is judged anew)."""
+
+    texts: tuple[str, ...]
+    stored: tuple[str, ...]
+    dirs: tuple[str, ...]
+    folders: tuple[str | TaoError, ...]
+
+
 def open_records(platform: str, openings: Sequence[Opening], *, check_folder: bool = True,
-                 opened: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+                 opened: list[dict[str, Any]] | None = None, checked: Checked | None = None) -> list[dict[str, Any]]:
     """Store a PENDING record for each of ``openings`` on ``platform`` (a sweep's trials; one job is a batch of
     one), in order; returns them. Each record is cleaned and checked as :func:`open_record` says, in the same
     order of checks, with one scanner call for all their texts, one for all their results folders and one for
@@ -189,57 +201,12 @@ def open_records(platform: str, openings: Sequence[Opening], *, check_folder: bo
     A batch refused at its n-th record stores the records before it (as opening them one by one would) and then
     raises; ``opened`` (a list) receives each record once it is stored, so a caller can undo a batch cut short.
     ``check_folder``: every new folder against the stored records' (:func:`refuse_nested`, one pass).
+    ``checked``: what :func:`check_openings` found of this batch before (what is unchanged is not judged again).
     """
     out = opened if opened is not None else []
-    entries = [_text_entries(o.backend) for o in openings]
-    # what is judged by a call into another module, for the whole batch first (nothing raises here)
-    tiers: list[str | TaoError] = []
-    givens: list[tuple[dict[str, str], str | None] | TaoError] = []
-    for o in openings:
-        try:
-            tiers.append(_tier(o.storage_tier))
-        except TaoError as exc:
-            tiers.append(exc)
-        try:
-            givens.append(_given(o))
-        except TaoError as exc:
-            givens.append(exc)
-    texts = [t for g in givens if not isinstance(g, TaoError) for t in (g[1], *g[0].values())]
-    given_texts = [str(t) for t in texts if t is not None]
-    folders = check_results_dirs([o.results_dir for o in openings])
-    stored = stored_texts(given_texts)  # the record's free texts, masked in one batch (clean_texts)
-    secrets = secret_entries_each(entries)
-    masked = iter(_put_back(texts, stored))
-    # each must come back as it was (stored as given)
-    same = [None if isinstance(g, TaoError) else
-            [t == next(masked) for t in (g[1], *g[0].values())] for g in givens]
-    # each record's checks in the order open_record runs them; the first refused record ends the batch
-    recs: list[dict[str, Any]] = []
-    failure: TaoError | None = None
-    plat: str | None = None
-    lineage_ids: dict[str, str] = {}
-    for i, o in enumerate(openings):
-        try:
-            rec = _record(o, tiers[i], givens[i], same[i], folders[i], secrets[i], platform, plat, lineage_ids)
-        except TaoError as exc:
-            failure = exc
-            break
-        plat = rec["platform"]
-        recs.append(rec)
-    templates = [rec["results_dir"] for rec in recs]
-    if check_folder:  # a retry carries on in its parent's folder, checked when that opened
-        refuse_nested([(t.replace(ID_PLACEHOLDER, o.job_id or "new-job"), o.job_id or "new-job")
-                       for t, o in zip(templates, openings) if o.retry_of is None], platform)
+    recs, templates, failure, _ = _checked(platform, openings, check_folder, checked)
     for rec, at in zip(recs, store.stamps(len(recs))):  # stamped as they are stored
         rec["transitions"][0]["time"] = rec["created_at"] = rec["updated_at"] = at
-    for i, (rec, o) in enumerate(zip(recs, openings)):
-        try:
-            rec["id"] = store.check_id(o.job_id) if o.job_id else names.mint_job_id(rec["network_arch"], rec["action"])
-        except TaoError as exc:
-            del recs[i:]
-            failure = exc
-            break
-        rec["results_dir"] = templates[i].replace(ID_PLACEHOLDER, rec["id"])  # one folder per job, named by its id
     tries = [1] * len(recs)
     done = 0
     while done < len(recs):
@@ -265,6 +232,80 @@ def open_records(platform: str, openings: Sequence[Opening], *, check_folder: bo
     return recs
 
 
+def check_openings(platform: str, openings: Sequence[Opening], *, check_folder: bool = True) -> Checked:
+    """Every check :func:`open_records` makes of ``openings``, nothing stored: its first refusal, raised as it
+    raises it (a credential in the name, the image or the results folder; a bad id; a folder inside another
+    job's). A submit and its dry run make it before any cluster call, so that what the record would refuse is
+    refused before anything is contacted, made or shown (:func:`taobank.core.pipeline.check_records`). Returns
+    what it judged, for the :func:`open_records` of the same batch."""
+    _, _, failure, seen = _checked(platform, openings, check_folder, None)
+    if failure is not None:
+        raise failure
+    return seen
+
+
+def _checked(platform: str, openings: Sequence[Opening], check_folder: bool,
+             seen: Checked | None) -> tuple[list[dict[str, Any]], list[str], TaoError | None, Checked]:
+    """The records ``openings`` open, checked in :func:`open_record`'s order and nothing stored: (the records
+    before the first refused one, each with an id and its folder named by it; their folders' templates; that
+    refusal, or None; what was judged). A folder inside another record's (``check_folder``) raises at once, as it
+    did before any record of the batch was stored. ``seen``: the scanner's answers on the same texts and folders,
+    taken as they are."""
+    entries = [_text_entries(o.backend) for o in openings]
+    # what is judged by a call into another module, for the whole batch first (nothing raises here)
+    tiers: list[str | TaoError] = []
+    givens: list[tuple[dict[str, str], str | None] | TaoError] = []
+    for o in openings:
+        try:
+            tiers.append(_tier(o.storage_tier))
+        except TaoError as exc:
+            tiers.append(exc)
+        try:
+            givens.append(_given(o))
+        except TaoError as exc:
+            givens.append(exc)
+    texts = [t for g in givens if not isinstance(g, TaoError) for t in (g[1], *g[0].values())]
+    given_texts = tuple(str(t) for t in texts if t is not None)
+    dirs = tuple(o.results_dir for o in openings)
+    if seen is None or (seen.texts, seen.dirs) != (given_texts, dirs):
+        # the record's free texts, masked in one batch (clean_texts), and the folders, each judged once
+        seen = Checked(given_texts, tuple(stored_texts(list(given_texts))), dirs,
+                       tuple(check_results_dirs(list(dirs))))
+    folders, stored = list(seen.folders), list(seen.stored)
+    secrets = secret_entries_each(entries)
+    masked = iter(_put_back(texts, stored))
+    # each must come back as it was (stored as given)
+    same = [None if isinstance(g, TaoError) else
+            [t == next(masked) for t in (g[1], *g[0].values())] for g in givens]
+    # each record's checks in the order open_record runs them; the first refused record ends the batch
+    recs: list[dict[str, Any]] = []
+    failure: TaoError | None = None
+    plat: str | None = None
+    lineage_ids: dict[str, str] = {}
+    for i, o in enumerate(openings):
+        try:
+            rec = _record(o, tiers[i], givens[i], same[i], folders[i], secrets[i], platform, plat, lineage_ids)
+        except TaoError as exc:
+            failure = exc
+            break
+        plat = rec["platform"]
+        recs.append(rec)
+    templates = [rec["results_dir"] for rec in recs]
+    if check_folder:  # a retry carries on in its parent's folder, checked when that opened
+        refuse_nested([(t.replace(ID_PLACEHOLDER, o.job_id or "new-job"), o.job_id or "new-job")
+                       for t, o in zip(templates, openings) if o.retry_of is None], platform)
+    for i, (rec, o) in enumerate(zip(recs, openings)):
+        try:
+            rec["id"] = store.check_id(o.job_id) if o.job_id else names.mint_job_id(rec["network_arch"], rec["action"])
+        except TaoError as exc:
+            del recs[i:]
+            del templates[i:]
+            failure = exc
+            break
+        rec["results_dir"] = templates[i].replace(ID_PLACEHOLDER, rec["id"])  # one folder per job, named by its id
+    return recs, templates, failure, seen
+
+
 def _record(o: Opening, tier: str | TaoError, given_desc: tuple[dict[str, str], str | None] | TaoError,
             same: list[bool] | None, folder: str | TaoError, secret: Mapping[str, str], platform: str,
             plat: str | None, lineage_ids: dict[str, str]) -> dict[str, Any]:
@@ -288,7 +329,8 @@ def _record(o: Opening, tier: str | TaoError, given_desc: tuple[dict[str, str], 
     given, desc = given_desc
     assert same is not None
     if desc is not None and not same[0]:
-        raise TaoError("the job name/description looks like it carries a credential: refused")
+        raise TaoError("the job name/description (--name) looks like it carries a credential, so it is refused (the "
+                       "value is not shown): give a name that holds no secret")
     if isinstance(folder, TaoError):
         raise folder
     rec: dict[str, Any] = {

@@ -191,7 +191,10 @@ def check(plans: list[KubePlan], gate: Gate, batch: Batch) -> None:
     input_paths = gates.input_paths(p.spec, p.pod_folder).all if p.spec.check_inputs is not False else []
     site_pod = batch.search is not None and not gate.dry_run  # a search's site check reads its pod's output too
     permission_gate(kube, needed_permissions(creds=bool(p.creds or p.ngc_key), inputs=bool(input_paths) or site_pod))
-    # a sweep's Job is created suspended: that create is its server check (launch_sweep), one call less
+    # a sweep's Job is created suspended: that create is its server check (launch_sweep), one call less; a dry
+    # run creates nothing, so the server's dry run of that same create stands in for it
+    if batch.sweep and gate.dry_run:
+        _sweep_server_check(kube, p.sweep_objs)
     retry = True if batch.sweep else _server_check(kube, p.objs)
     if not retry:
         for plan in plans:
@@ -585,6 +588,19 @@ def _server_check(kube: Kubectl, objs: list[dict]) -> bool:
         raise _refusal(kube, res, "kubectl create --dry-run=server")
     kept = next((o for o in made if o.get("kind") == "Job"), {})
     return wants and "podFailurePolicy" in (kept.get("spec") or {})
+
+
+def _sweep_server_check(kube: Kubectl, objs: list[dict]) -> None:
+    """A sweep's dry run: the server's dry run of the create :func:`launch_sweep` makes (its Indexed Job,
+    suspended), refused as that create is refused (a missing namespace, a field the API rejects, what RBAC forbids,
+    a server that drops the per-trial retry fields), so a sweep whose dry run passes is not refused there."""
+    job = render.find(objs, "Job")
+    assert job is not None
+    held = {**job, "spec": {**job["spec"], "suspend": True}}
+    made, res = _dry_run(kube, [held])
+    if made is None:
+        raise _refusal(kube, res, "kubectl create --dry-run=server (the sweep's Indexed Job)")
+    _check_sweep_job(job, made[0] if made else held)
 
 
 def _refusal(kube: Kubectl, res: Result, what: str) -> TaoError:

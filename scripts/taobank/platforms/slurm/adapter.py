@@ -110,7 +110,8 @@ class Slurm(Platform[SlurmSpec, SlurmPlan]):
             from . import continued
 
             continued.check(spec, opts.continues)
-        return submit.plan_submit(spec, os.environ if opts.env is None else opts.env, opts.connection)
+        return submit.plan_submit(spec, os.environ if opts.env is None else opts.env, opts.connection,
+                                  need_secrets=opts.credential_values)
 
     def cluster_key(self, plan: SlurmPlan) -> str:
         assert plan.decided is not None

@@ -11,18 +11,22 @@ from ... import results_shell
 #: Separates the data paths of :data:`MISSING` from the ``.sqsh`` images it checks.
 SQSH_MARK = "@@sqsh"
 #: An argument of :data:`MISSING` that prints the size of every node of every partition (``@@node
-#: PARTITION|NODE|CPUS|MEMORY_MB|GRES`` lines, :func:`taobank.platforms.slurm.resources.node_sizes`) in the same command.
+#: PARTITION|NODE|CPUS|MEMORY_MB|GRES`` lines, :func:`taobank.platforms.slurm.resources.node_sizes`) and the name of
+#: every partition (``@@part NAME``, :func:`taobank.platforms.slurm.resources.partitions`) in the same command.
 NODES_MARK = "@@nodes"
 
 #: Print every argument path that does not exist (one remote command for all). After SQSH_MARK, a
 #: ``.sqsh`` that is empty or lacks the squashfs magic (``hsqs``, its first 4 bytes: a failed or
 #: half-copied import) is printed too, as ``PATH (empty or not a squashfs image)``. NODES_MARK: the nodes'
-#: sizes as sinfo has them (nothing when sinfo cannot say).
+#: sizes and the partitions as sinfo has them, hidden ones too (``-a``: sbatch takes them); nothing when sinfo
+#: cannot say.
 MISSING = r'''
 sq=0
 for p do
   if [ "$p" = @@sqsh ]; then sq=1; continue; fi
-  if [ "$p" = @@nodes ] && [ "$sq" = 0 ]; then sinfo -h -N -o '@@node %P|%N|%c|%m|%G' 2>/dev/null; continue; fi
+  if [ "$p" = @@nodes ] && [ "$sq" = 0 ]; then
+    sinfo -a -h -N -o '@@node %P|%N|%c|%m|%G' 2>/dev/null; sinfo -a -h -o '@@part %P' 2>/dev/null; continue
+  fi
   if [ ! -e "$p" ]; then printf '%s\n' "$p"
   elif [ "$sq" = 1 ] && [ "$(head -c 4 -- "$p" 2>/dev/null | tr -c 'a-z' .)" != hsqs ]; then
     printf '%s (empty or not a squashfs image)\n' "$p"

@@ -287,23 +287,72 @@ def node_sizes(text: str) -> list[NodeSize]:
     return out
 
 
+#: a partition sinfo names: ``@@part NAME`` (every partition, one without nodes too) or the first field of an
+#: ``@@node`` line; a name the job could not name (:data:`_PARTITION`) is no partition of its
+_PART_LINE = re.compile(r"@@(?:part ([A-Za-z0-9_.-]+\*?)\Z|node ([A-Za-z0-9_.-]+\*?)\|)")
+
+
+def partitions(text: str) -> list[str]:
+    """The partitions sinfo names in the ``@@part NAME`` and ``@@node PARTITION|...`` lines of
+    :data:`taobank.platforms.slurm.remote.MISSING`, the default one marked ``*`` as sinfo marks it; [] when it
+    named none (sinfo could not say: nothing is refused for it)."""
+    found = (m[1] or m[2] for m in map(_PART_LINE.match, (line.strip() for line in text.split("\n"))) if m)
+    return list(dict.fromkeys(found))
+
+
+def unknown_partition(asked: list[tuple[str, str, str]], known: list[str]) -> str | None:
+    """Why sbatch would refuse a submit naming ``asked`` (``(what, partition or comma list, what sets it)``, e.g.
+    ``("partition", "gpuu", "--partition or SLURM_PARTITION")``) with ``Invalid partition name specified`` (every
+    name of a list must exist), or None: each exists, or sinfo named no partition (``known`` empty: the scheduler
+    has the last word). One line naming the partitions there are."""
+    names = {k.rstrip("*") for k in known}
+    if not names:
+        return None
+    for what, value, fix in asked:
+        bad = [p for p in value.split(",") if p and p not in names]
+        if bad:
+            have = ", ".join(sorted(k.rstrip("*") + (" (the default)" if k.endswith("*") else "") for k in set(known)))
+            named = f"{what} {bad[0]} is not a partition" if len(bad) == 1 else \
+                f"{what}s {', '.join(bad)} are not partitions"
+            return f"{named} of this cluster (sinfo lists {have}): set {fix} to one of them; nothing was submitted"
+    return None
+
+
+def partition_line(res: Resources, nodes: list[NodeSize]) -> str | None:
+    """The gate's line for the job's partition(s) as sinfo has them (how many of its nodes could hold the job),
+    None when sinfo listed none of its nodes."""
+    mine, fit = _fitting(res, nodes)
+    if not mine:
+        return None
+    where = f"partition {res.partition}" if res.partition else "the default partition"
+    return f"{where}: {len({n.name for n in fit})} of its {len({n.name for n in mine})} node(s) can hold the job"
+
+
 def memory_mb(size: str) -> int:
     """A SLURM size (``64G``, ``500M``, ``1048576K``; a bare number is MB) in MB, rounded up."""
     value, unit = (int(size[:-1]), size[-1]) if size[-1] in "KMGT" else (int(size), "M")
     return math.ceil(value * {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 ** 2}[unit])
 
 
+def _fitting(res: Resources, nodes: list[NodeSize]) -> tuple[list[NodeSize], list[NodeSize]]:
+    """(the nodes of the job's partition(s), or of the default one; those of them that can hold one task of the
+    job: its CPUs per task, ``--mem`` and GPUs per node)."""
+    wanted = set(res.partition.split(",")) if res.partition else None
+    mine = [n for n in nodes if (n.partition in wanted if wanted else n.default)]
+    need_mem = memory_mb(res.mem) if res.mem else 0
+    return mine, [n for n in mine if n.cpus >= res.cpus_per_task and n.memory_mb >= need_mem
+                  and n.gpus >= res.gpus_per_node]
+
+
 def too_big(res: Resources, nodes: list[NodeSize]) -> str | None:
     """Why the job's partition(s) cannot run ``res`` (``--nodes`` nodes, each with ``--cpus-per-task`` CPUs,
     ``--mem`` and ``--gres gpu:N``: what sbatch refuses outright), or None: it fits, or sinfo said nothing of the
     partition (its scheduler has the last word)."""
-    wanted = set(res.partition.split(",")) if res.partition else None
-    mine = [n for n in nodes if (n.partition in wanted if wanted else n.default)]
+    mine, fitting = _fitting(res, nodes)
     if not mine:
         return None
     need_mem = memory_mb(res.mem) if res.mem else 0
-    fit = {n.name for n in mine if n.cpus >= res.cpus_per_task and n.memory_mb >= need_mem
-           and n.gpus >= res.gpus_per_node}
+    fit = {n.name for n in fitting}
     if len(fit) >= res.nodes:
         return None
     cpus, mem, gpus = (max(n.cpus for n in mine), max(n.memory_mb for n in mine), max(n.gpus for n in mine))

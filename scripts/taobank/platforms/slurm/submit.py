@@ -151,19 +151,21 @@ def named_paths(command: str | list[str] | None, argv: list[str], spec_files: It
 
 
 def preflight_paths(conn: Connection, paths: Iterable[str], sqsh_files: Iterable[str] = (), *,
-                    nodes: list[resources.NodeSize] | None = None) -> list[str]:
+                    nodes: list[resources.NodeSize] | None = None, parts: list[str] | None = None) -> list[str]:
     """Paths (of ``paths``) missing on the login host, and ``sqsh_files`` missing or not squashfs
     (``PATH (empty or not a squashfs image)``): ONE remote command. ``nodes``: filled with the size of every
-    node of every partition (sinfo, in that same command)."""
+    node of every partition, and ``parts`` with every partition's name (sinfo, in that same command)."""
     paths, sqsh_files = list(paths), list(sqsh_files)
-    if not paths and not sqsh_files and nodes is None:
+    sinfo = nodes is not None or parts is not None
+    if not paths and not sqsh_files and not sinfo:
         return []
-    args = ([remote.NODES_MARK] if nodes is not None else []) + paths + (
-        [remote.SQSH_MARK] + sqsh_files if sqsh_files else [])
+    args = ([remote.NODES_MARK] if sinfo else []) + paths + ([remote.SQSH_MARK] + sqsh_files if sqsh_files else [])
     res = conn.script(remote.MISSING, args, what="test -e", retry_on_drop=True)
     if nodes is not None:
         nodes += resources.node_sizes(res.stdout)
-    return [line for line in output_lines(res.stdout) if line and not line.startswith("@@node ")]
+    if parts is not None:
+        parts += resources.partitions(res.stdout)
+    return [line for line in output_lines(res.stdout) if line and not line.startswith(("@@node ", "@@part "))]
 
 
 def _staged_files(p: Decisions, job_id: str, job_dir: str, results: str, script: str,
@@ -194,10 +196,11 @@ class SlurmPlan(Plan):
     force: bool = False
 
 
-def plan_submit(spec: SlurmSpec, env: Mapping[str, str], conn: Connection | None = None) -> SlurmPlan:
+def plan_submit(spec: SlurmSpec, env: Mapping[str, str], conn: Connection | None = None, *,
+                need_secrets: bool = True) -> SlurmPlan:
     """:func:`plan` as the core's submit takes it: the typed spec in, the spec the job runs (its GPU count
-    added to TAO's argv) typed in the plan."""
-    p = plan(spec, env)
+    added to TAO's argv) typed in the plan (``need_secrets`` False: a dry run's, no credential read)."""
+    p = plan(spec, env, need_secrets=need_secrets)
     s = p.spec
     return SlurmPlan(spec=s, image=p.image or facts.NO_IMAGE, network_arch=str(s.network_arch),
                      action=str(s.action),
@@ -212,7 +215,8 @@ def plan_submit(spec: SlurmSpec, env: Mapping[str, str], conn: Connection | None
 
 def check_one(sp: SlurmPlan, gate: Gate) -> None:
     """ONE remote command on the login host: every input and every path the command names exists, a cached
-    .sqsh is a squashfs image (a bad one is converted again), and a node of the partition is large enough."""
+    .sqsh is a squashfs image (a bad one is converted again), every partition the submit sbatches to exists
+    (the job's, its image conversion's, its prefetch's) and a node of the job's partition is large enough."""
     p = sp.decided
     assert p is not None  # plan_submit made it
     conn = sp.conn = sp.conn or Connection(sp.env)
@@ -221,22 +225,45 @@ def check_one(sp: SlurmPlan, gate: Gate) -> None:
     sqsh_checks = ([given_sqsh] if given_sqsh else []) + ([p.sqsh] if p.sqsh else [])
     wanted = list(p.required) + list(p.named)
     nodes: list[resources.NodeSize] = []
-    missing = preflight_paths(conn, wanted, sqsh_checks, nodes=nodes)
-    refused = resources.too_big(p.resources, nodes)  # what sbatch would refuse after the record opened
+    parts: list[str] = []
+    missing = preflight_paths(conn, wanted, sqsh_checks, nodes=nodes, parts=parts)
+    cache_bad = [m for m in missing if m.split(" ")[0] == p.sqsh]  # missing, empty or no squashfs: converted below
+    sp.force = bool(given(p.spec.force_reconvert_latest, resources.defaults()["force_reconvert_latest"]))
+    sp.convert = bool(p.sqsh and p.pyxis_image and images.needs_conversion(p.pyxis_image, not cache_bad, sp.force))
+    # what sbatch would refuse after the job folder was staged: a partition that does not exist, a node too small
+    refused = resources.unknown_partition(sbatched_partitions(sp), parts) or resources.too_big(p.resources, nodes)
     if refused:
         raise TaoError(refused)
-    cache_bad = [m for m in missing if m.split(" ")[0] == p.sqsh]  # missing, empty or no squashfs: converted below
     data_missing = [m for m in missing if m not in cache_bad]
     if data_missing:
         raise TaoError(f"missing on the cluster ({conn.connect().entry}): {', '.join(data_missing)}; put the data on the "
                        "shared filesystem or fix the paths (nothing was submitted)")
-    sp.force = bool(given(p.spec.force_reconvert_latest, resources.defaults()["force_reconvert_latest"]))
-    sp.convert = bool(p.sqsh and p.pyxis_image and images.needs_conversion(p.pyxis_image, not cache_bad, sp.force))
     sp.run_image = (p.sqsh or p.pyxis_image) if p.runtime == "pyxis" else p.pyxis_image
+    line = resources.partition_line(p.resources, nodes)
+    if line:
+        gate.lines.append(line)
+    elif not parts and gate.dry_run:
+        gate.skipped.append(f"the partition (sinfo on {conn.connect().entry} listed none; sbatch judges it)")
     if wanted:
         gate.lines.append(f"{len(wanted)} path(s) found on {conn.connect().entry}")
     if sp.convert:
         gate.lines.append(f"{p.pyxis_image} is converted to {p.sqsh} first")
+
+
+def sbatched_partitions(sp: SlurmPlan) -> list[tuple[str, str, str]]:
+    """Every partition the submit of ``sp`` sbatches a job to, as :func:`resources.unknown_partition` takes them:
+    the job's, its image conversion's (when it converts) and its prefetch job's."""
+    p = sp.decided
+    out = [("partition", p.resources.partition, "--partition or SLURM_PARTITION")]
+    if sp.convert:
+        conv = conversion_job(p, "check", force=sp.force, env=sp.env)
+        out.append(("the image conversion's partition", conv.partition,
+                    "conversion_partition or TAO_SLURM_CONVERSION_PARTITION"))
+    pre = prefetch_job(p, "check", sp.env)
+    if pre:
+        out.append(("the prefetch job's partition", pre.partition,
+                    "prefetch_partition or TAO_SLURM_PREFETCH_PARTITION"))
+    return out
 
 
 def check(plans: list[SlurmPlan], gate: Gate) -> None:
