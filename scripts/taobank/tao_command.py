@@ -509,3 +509,33 @@ def logs_kpi(network: str, kpi: str) -> bool | None:
 def automl(network: str) -> bool:
     """Whether TAO's own AutoML takes ``network`` (nvidia-tao-core's ``AUTOML_DISABLED_NETWORKS`` lacks it)."""
     return bool((table()["networks"].get(network) or {}).get("automl", True))
+
+
+#: What a submit says (a note on stderr) of a command that is not TAO's entrypoint form but carries words TAO would
+#: read as overrides (a stand-in such as ``sh -c '...' tao train.num_epochs=3``): they reach the program as they
+#: are, and the bank cannot know that program is TAO, so they are not checked.
+NOT_TAO_FORM = ("spec check: the command is not TAO's `<network> <action>` form; its arguments were not checked "
+                "(tao_jobs.py spec check FILE KEY=VALUE... --network N --action A checks them)")
+#: What a dry run's check summary lists among what it did not check, for the same command.
+NOT_TAO_FORM_SKIPPED = "the spec check (the command is not TAO's `<network> <action>` form; its arguments were not checked)"
+#: A word a Hydra runner reads as an override: ``key=value`` (``+key=``, ``++key=``), dotted identifiers with a
+#: lower-case letter (an all-capitals ``NAME=value`` is an environment assignment, ``--flag=value`` an option).
+_OVERRIDE_LIKE = re.compile(r"\+{0,2}([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)=")
+
+
+def carries_overrides(spec: Mapping[str, Any], besides: Sequence[str] = ()) -> bool:
+    """Whether the job's command or args (an argv list, or shell text; a word holding spaces, such as ``sh -c``'s
+    script, read as shell words too) carry a ``key=value`` word TAO would take for an override; a key of
+    ``besides`` does not count (the resume override ``continue`` adds: the bank's own word, not the user's)."""
+    words: list[str] = []
+    for value in (spec.get("command"), spec.get("args")):
+        if isinstance(value, list):
+            words += [str(w) for w in value]
+        elif isinstance(value, str):
+            words += shell_words(value)
+    for word in words:
+        for part in (shell_words(word) if len(word.split()) > 1 else [word]):
+            found = _OVERRIDE_LIKE.match(part)
+            if found and any(c.islower() for c in found.group(1)) and found.group(1) not in besides:
+                return True
+    return False

@@ -10,7 +10,6 @@ spec file read once; any problem refuses the whole submit, one line per problem.
 """
 from __future__ import annotations
 
-import re
 from typing import Any, Callable, Mapping, Sequence
 
 from . import tao_command
@@ -23,36 +22,6 @@ _VALUE_FLAGS = frozenset({"-e", "--experiment_spec_file", "--experiment_spec", "
                           "--gpus", "--num_nodes", "-m", "--model_path", "--gpu_index"})
 #: What says how to skip the check, on the last line of a refusal.
 SKIP = "nothing was submitted; fix the spec (tao_jobs.py spec check), or --no-spec-check for a TAO the bank does not know"
-
-
-#: What a submit says (a note on stderr) of a command that is not TAO's entrypoint form but carries words TAO would
-#: read as overrides (a stand-in such as ``sh -c '...' tao train.num_epochs=3``): they reach the program as they
-#: are, and the bank cannot know that program is TAO, so they are not checked.
-NOT_TAO_FORM = ("spec check: the command is not TAO's `<network> <action>` form; its arguments were not checked "
-                "(tao_jobs.py spec check FILE KEY=VALUE... --network N --action A checks them)")
-#: What a dry run's check summary lists among what it did not check, for the same command.
-NOT_TAO_FORM_SKIPPED = "the spec check (the command is not TAO's `<network> <action>` form; its arguments were not checked)"
-#: A word a Hydra runner reads as an override: ``key=value`` (``+key=``, ``++key=``), dotted identifiers with a
-#: lower-case letter (an all-capitals ``NAME=value`` is an environment assignment, ``--flag=value`` an option).
-_OVERRIDE_LIKE = re.compile(r"\+{0,2}([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)=")
-
-
-def carries_overrides(spec: Mapping[str, Any], besides: Sequence[str] = ()) -> bool:
-    """Whether the job's command or args (an argv list, or shell text; a word holding spaces, such as ``sh -c``'s
-    script, read as shell words too) carry a ``key=value`` word TAO would take for an override; a key of
-    ``besides`` does not count (the resume override ``continue`` adds: the bank's own word, not the user's)."""
-    words: list[str] = []
-    for value in (spec.get("command"), spec.get("args")):
-        if isinstance(value, list):
-            words += [str(w) for w in value]
-        elif isinstance(value, str):
-            words += tao_command.shell_words(value)
-    for word in words:
-        for part in (tao_command.shell_words(word) if len(word.split()) > 1 else [word]):
-            found = _OVERRIDE_LIKE.match(part)
-            if found and any(c.islower() for c in found.group(1)) and found.group(1) not in besides:
-                return True
-    return False
 
 
 class SpecRefused(TaoError):

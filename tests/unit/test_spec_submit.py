@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from taobank.core import pipeline, platform
-from taobank import tao_spec_gate, tao_spec_schema
+from taobank import tao_command, tao_spec_gate, tao_spec_schema
 from taobank.contract import Gate, SubmitOptions
 from taobank.errors import TaoError
 
@@ -85,7 +85,7 @@ def test_no_spec_check_skips_with_a_warning_and_other_commands_are_not_judged():
                   {"network_arch": "mynet", "action": "train", "command": ["mynet", "train", "a=1"]}):
         gate = Gate()  # not judged (a bad value passes), but said: its key=value words reach the program unchecked
         pipeline.check_specs(platform.get("docker"), [other], SubmitOptions(), gate)
-        assert gate.notes() == [f"note: {tao_spec_gate.NOT_TAO_FORM}"], other
+        assert gate.notes() == [f"note: {tao_command.NOT_TAO_FORM}"], other
         assert gate.skipped == []
 
 
@@ -102,18 +102,18 @@ def test_a_command_not_in_taos_form_with_overrides_is_one_note_and_a_dry_runs_sk
     know the program is TAO), but a submit says so in one note, and a dry run lists it among what it skipped."""
     gate = Gate()
     pipeline.check_specs(platform.get("docker"), [stand_in("train.num_epoch=3")], SubmitOptions(), gate)
-    assert gate.notes() == [f"note: {tao_spec_gate.NOT_TAO_FORM}"]
+    assert gate.notes() == [f"note: {tao_command.NOT_TAO_FORM}"]
     assert "`<network> <action>` form; its arguments were not checked" in gate.notes()[0]
     dry = Gate(dry_run=True)
     specs = pipeline.check_specs(platform.get("docker"), [stand_in("train.num_epoch=3")], SubmitOptions(), dry)
-    assert dry.lines == [] and dry.skipped == [tao_spec_gate.NOT_TAO_FORM_SKIPPED]
+    assert dry.lines == [] and dry.skipped == [tao_command.NOT_TAO_FORM_SKIPPED]
     said = pipeline.DryRun(dry, [], specs, SubmitOptions()).first_line()
-    assert "nothing was skipped" not in said and f"not checked: {tao_spec_gate.NOT_TAO_FORM_SKIPPED}" in said
+    assert "nothing was skipped" not in said and f"not checked: {tao_command.NOT_TAO_FORM_SKIPPED}" in said
     # a sweep's trials (each its overrides): one note for the batch
     gate = Gate()
     pipeline.check_specs(platform.get("docker"), [stand_in(f"fake.best_val={v}") for v in (100, 300)],
                          SubmitOptions(), gate)
-    assert gate.notes() == [f"note: {tao_spec_gate.NOT_TAO_FORM}"]
+    assert gate.notes() == [f"note: {tao_command.NOT_TAO_FORM}"]
 
 
 def test_continue_of_the_stand_in_is_not_noisy_for_its_own_resume_override():
@@ -124,7 +124,7 @@ def test_continue_of_the_stand_in_is_not_noisy_for_its_own_resume_override():
     assert gate.lines == []
     pipeline.check_specs(platform.get("docker"), [stand_in("train.num_epoch=3", resume)],
                          SubmitOptions(continues="dino-train-0000000a"), gate)
-    assert gate.notes() == [f"note: {tao_spec_gate.NOT_TAO_FORM}"]
+    assert gate.notes() == [f"note: {tao_command.NOT_TAO_FORM}"]
 
 
 @pytest.mark.parametrize("command", [

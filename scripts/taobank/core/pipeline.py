@@ -253,17 +253,15 @@ def check_specs(adapter: Platform[Any, Any], specs: Sequence[Mapping[str, Any]],
     submit, one line each. A spec this machine cannot read, and a skipped check, are warnings of the gate; a
     command that is not TAO's entrypoint form is not judged, and when it carries ``key=value`` words it is a note
     of the gate (a dry run's gate lists it among what it skipped: its summary never says nothing was skipped)."""
-    from .. import tao_spec_gate  # (the check itself, tao_spec_check and the schemas, loads for a TAO command only)
-
     specs, runs_tao = tao_command.identified_each(specs)
     if not runs_tao:  # no job runs TAO's entrypoint: nothing to judge (tao_spec_gate judges only those) ...
         # ... but arguments TAO would read are said to be unchecked (not the resume override continue adds itself)
-        if opts.spec_check and any(tao_spec_gate.carries_overrides(
+        if opts.spec_check and any(tao_command.carries_overrides(
                 spec, checkpoints.resume_keys(spec.get("network_arch")) if opts.continues else ()) for spec in specs):
             if gate.dry_run:  # said so, not left silent (a dry run lists it among what it did not check)
-                gate.skipped.append(tao_spec_gate.NOT_TAO_FORM_SKIPPED)
+                gate.skipped.append(tao_command.NOT_TAO_FORM_SKIPPED)
             else:
-                gate.lines.append(f"note: {tao_spec_gate.NOT_TAO_FORM}")
+                gate.lines.append(f"note: {tao_command.NOT_TAO_FORM}")
         return specs
     if not opts.spec_check:
         if gate.dry_run:
@@ -272,6 +270,7 @@ def check_specs(adapter: Platform[Any, Any], specs: Sequence[Mapping[str, Any]],
             gate.lines.append("warning: the spec check is skipped (--no-spec-check): TAO's own runner judges the "
                               "spec when the job starts")
         return specs
+    from .. import tao_spec_gate  # only for a TAO command: a plain command never loads the check
 
     reader = getattr(adapter, "spec_text", None)  # a Platform has one (None: nothing readable here)
     # the hook reads the typed spec; typed as a spec file read back is (JobSpec.of: the schema's keys, nothing

@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -189,6 +189,9 @@ class Checked:
     stored: tuple[str, ...]
     dirs: tuple[str, ...]
     folders: tuple[str | TaoError, ...]
+    #: each record's backend text entries and the scanner's secret entries of them (asked again when they differ)
+    entries: tuple[tuple[tuple[str, str], ...], ...] = ()
+    secrets: tuple[dict[str, str], ...] = ()
 
 
 def open_records(platform: str, openings: Sequence[Opening], *, check_folder: bool = True,
@@ -271,8 +274,11 @@ def _checked(platform: str, openings: Sequence[Opening], check_folder: bool,
         # the record's free texts, masked in one batch (clean_texts), and the folders, each judged once
         seen = Checked(given_texts, tuple(stored_texts(list(given_texts))), dirs,
                        tuple(check_results_dirs(list(dirs))))
+    keyed = tuple(map(tuple, entries))
+    if seen.entries != keyed or len(seen.secrets) != len(keyed):  # a backend the platform's checks added to
+        seen = replace(seen, entries=keyed, secrets=tuple(secret_entries_each(entries)))
     folders, stored = list(seen.folders), list(seen.stored)
-    secrets = secret_entries_each(entries)
+    secrets = list(seen.secrets)
     masked = iter(_put_back(texts, stored))
     # each must come back as it was (stored as given)
     same = [None if isinstance(g, TaoError) else
