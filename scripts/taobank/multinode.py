@@ -50,7 +50,9 @@ _PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*\Z")
 _GUARD_LINES = (
     'w=$1; nodes=$2; n=$3; shift 3; copies="";',
     'while [ "$n" -gt 0 ]; do',
-    '  if ! (umask 077 && mkdir -p -- "${2%/*}" && cp -- "$1" "$2"); then',
+    # copied under a name of this node's own, then renamed: nodes that share /dev/shm (several on one host) never
+    # meet half a file or each other's create
+    '  if ! (umask 077 && mkdir -p -- "${2%/*}" && cp -- "$1" "$2.${NODE_RANK:-x}.$$" && mv -f -- "$2.${NODE_RANK:-x}.$$" "$2"); then',
     f'    echo "tao: cannot copy the spec file $1 to this node\'s own $2 (TAO rewrites it on every node): fix the path" >&2; exit {COPY_EXIT};',
     '  fi;',
     # the spec's siblings are linked beside the copy: Hydra reads a spec's defaults (dataset/..., model/...) from

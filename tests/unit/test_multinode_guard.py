@@ -235,3 +235,19 @@ def test_slurm_tasks_run_under_the_guard_on_their_own_spec_copy():
     assert task == ["/bin/sh", "-c", multinode.GUARD_SCRIPT, "tao-node", str(multinode.rank0_name_wait_s()), "2", "1",
                     spec_path, copy, "dino", "train", "-e", copy]
     slurm_render.lint(text)  # bash -n, shellcheck, the secret lint
+
+
+def test_nodes_sharing_dev_shm_copy_the_spec_at_once_and_all_start(tmp_path):
+    """Several nodes on one host (the local SLURM cluster) share /dev/shm: their copies of one job's spec went to one
+    path, and a node whose cp met the other's create failed with 'File exists' (exit 66, its peers then timed out).
+    Each copies under a name of its own, then renames."""
+    spec = tmp_path / "train.yaml"
+    spec.write_text("train: {num_epochs: 1}\n" * 2000)  # a copy that takes a moment
+    job = f"unit-{secrets.token_hex(4)}"
+    argv, pairs = multinode.node_local_specs(["tao", "-e", str(spec)], job)
+    guard = multinode.guard_argv(["/bin/sh", "-c", 'cmp -s "$0" "$1"; r=$?; sleep 3; exit $r', pairs[0][1], str(spec)],
+                                pairs, 8, 0)  # each reads its copy first, then holds it (a training)
+    nodes = [subprocess.Popen(guard, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={"PATH": os.environ["PATH"], "NODE_RANK": str(rank)}) for rank in range(8)]
+    results = [(n.wait(timeout=60), n.stderr.read()) for n in nodes]
+    assert [rc for rc, _ in results] == [0] * 8, results
