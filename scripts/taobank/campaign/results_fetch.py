@@ -387,14 +387,15 @@ def _make_links(dest: Path, links: dict[str, str], fetched: dict[str, Fetched], 
         path, to = dest / name, os.path.relpath(target, os.path.dirname(name) or ".")
         try:
             _way_clear(dest, name)
+            same = path.is_symlink() and os.readlink(path) == to  # made by an earlier fetch
             if path.is_dir() and not path.is_symlink():
                 raise TaoError(f"{path} is a folder")
-            if (path.exists() or path.is_symlink()) and not force and not (path.is_symlink() and os.readlink(path) == to):
+            if (path.exists() or path.is_symlink()) and not force and not same:
                 raise TaoError(f"{path} exists (pass --force to replace it)")
         except TaoError as exc:
             note(f"the link {name} -> {target} was not made: {exc}")
             continue
-        if not (path.is_symlink() and os.readlink(path) == to):
+        if not same:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(f".{path.name}.tao-link")
             tmp.unlink(missing_ok=True)

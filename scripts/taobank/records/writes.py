@@ -275,7 +275,7 @@ def _checked(platform: str, openings: Sequence[Opening], check_folder: bool,
         seen = Checked(given_texts, tuple(stored_texts(list(given_texts))), dirs,
                        tuple(check_results_dirs(list(dirs))))
     keyed = tuple(map(tuple, entries))
-    if seen.entries != keyed or len(seen.secrets) != len(keyed):  # a backend the platform's checks added to
+    if seen.entries != keyed:  # not yet judged, or a backend the platform's checks added to
         seen = replace(seen, entries=keyed, secrets=tuple(secret_entries_each(entries)))
     folders, stored = list(seen.folders), list(seen.stored)
     secrets = list(seen.secrets)
