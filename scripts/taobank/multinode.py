@@ -11,7 +11,8 @@ that node trains alone, and the job may still end COMPLETE. Three causes, three 
   just truncated it), or a read-only one (a ConfigMap): each node gets its own copy in a node-local
   writable folder and the command names the copy (:func:`node_local_specs`);
 * rank 0's name (``<job>-0.<service>`` on Kubernetes) not resolvable yet when a pod starts: the node waits
-  for it, bounded (``multinode.rank0_name_wait_s``), and stops the job in one line when it never comes;
+  until it resolves steadily (:data:`STEADY_ANSWERS` answers in a row), bounded
+  (``multinode.rank0_name_wait_s``), and stops the job in one line when it never comes;
 * any other fallback: the node's output is watched for TAO's line; the node stops its command and exits
   :data:`FALLBACK_EXIT`, so the job fails with that line instead of training on one node.
 
@@ -34,6 +35,8 @@ FALLBACK_LINES = ("[Multinode] Error overriding configs", "[Multinode] Using def
 COPY_EXIT = 66
 NAME_EXIT = 69
 FALLBACK_EXIT = 70
+#: After a wait, how many answers in a row make rank 0's name count as resolved.
+STEADY_ANSWERS = 3
 #: The node-local folder of a job's spec copies is this prefix + the job id: /dev/shm is writable and per node on
 #: every platform (the Kubernetes pod's own memory volume, the SLURM node's tmpfs, which every user's jobs on the
 #: node share: so no folder of its own there, which another user would own).
@@ -67,13 +70,17 @@ _GUARD_LINES = (
     '  if command -v getent >/dev/null 2>&1; then getent ahostsv4 "$1" >/dev/null 2>&1;',
     '  else python3 -c "import socket,sys; socket.gethostbyname(sys.argv[1])" "$1" 2>/dev/null; fi;',
     '};',
+    # A name that has just come up may still answer now and then not (a DNS replica or cache behind the others,
+    # a slice rewritten): after a wait it must resolve STEADY_ANSWERS times in a row, a second apart, since TAO
+    # asks once more and falls back on one miss.
+    f'tao_steady() {{ k=0; while tao_resolves "$1"; do k=$((k + 1)); [ "$k" -ge {STEADY_ANSWERS} ] && return 0; sleep 1; done; return 1; }};',
     'if [ "$w" -gt 0 ] && ! command -v getent >/dev/null 2>&1 && ! command -v python3 >/dev/null 2>&1; then',
     '  echo "tao: warning: cannot check that rank 0\'s name resolves here (no getent or python3)" >&2; w=0;',
     'fi;',
     'if [ "$w" -gt 0 ] && [ -n "${MASTER_ADDR:-}" ] && ! tao_resolves "$MASTER_ADDR"; then',
     '  echo "tao: waiting up to $w s for rank 0\'s name $MASTER_ADDR to resolve";',
     '  s=$(date +%s);',
-    '  until tao_resolves "$MASTER_ADDR"; do',
+    '  until tao_steady "$MASTER_ADDR"; do',
     '    if [ $(( $(date +%s) - s )) -ge "$w" ]; then',
     '      echo "tao: rank 0\'s name $MASTER_ADDR did not resolve within $w s on node rank ${NODE_RANK:-?} of $nodes: '
     'the job stops rather than train on one node (check the job\'s headless Service and the cluster DNS)" >&2;',

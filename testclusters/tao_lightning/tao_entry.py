@@ -59,7 +59,9 @@ def multinode_error(env: dict, spec_file: str | None) -> str | None:
 
     try:
         socket.gethostbyname(env["MASTER_ADDR"])
-    except OSError:
+    except OSError as exc:
+        # TAO says only its own words; the stand-in also says why (a miss or a DNS timeout), for a failed test
+        print(f"tao stand-in: resolving {env['MASTER_ADDR']}: {exc}", file=sys.stderr, flush=True)
         return f"Invalid master address: {env['MASTER_ADDR']}"
     if spec_file:
         import yaml

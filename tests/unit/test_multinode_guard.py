@@ -9,6 +9,7 @@ import shlex
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -173,6 +174,34 @@ def test_a_name_that_resolves_later_lets_the_node_start(fake_tao, tmp_path):
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert out.splitlines()[:2] == ["tao: rank 0's name r0.svc resolves", "started"]
+
+
+def test_a_name_that_answers_only_now_and_then_keeps_the_node_waiting(fake_tao, tmp_path):
+    """Just after it comes up, a name may resolve once and miss the next time (TAO asks once more, and falls back
+    on a miss): the node starts only once it resolves several times in a row. Here every other answer misses
+    until a file appears."""
+    script, _spec = fake_tao
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "getent").write_text(f"""#!/bin/sh
+n=$(cat {tmp_path}/n 2>/dev/null || echo 0); n=$((n + 1)); echo "$n" > {tmp_path}/n
+[ -e {tmp_path}/steady ] || [ $((n % 2)) = 0 ]
+""")
+    (shim / "getent").chmod(0o755)
+    argv = multinode.guard_argv(["sh", "-c", "echo started"], [], 2, 60)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={"PATH": f"{shim}:{os.environ['PATH']}", "MASTER_ADDR": "r0.svc"})
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "tao: waiting up to 60 s for rank 0's name r0.svc to resolve\n"
+    deadline = time.time() + 30
+    while int((tmp_path / "n").read_text()) < 6 and time.time() < deadline:  # several single answers came
+        time.sleep(0.2)
+    assert int((tmp_path / "n").read_text()) >= 6 and proc.poll() is None  # ... and the node still waits
+    (tmp_path / "steady").touch()
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert out.splitlines() == ["tao: rank 0's name r0.svc resolves", "started"]
+    assert int((tmp_path / "n").read_text()) >= 6 + multinode.STEADY_ANSWERS - 1
 
 
 def test_a_node_where_tao_falls_back_to_one_node_fails_the_job_with_taos_line(fake_tao):
