@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -105,3 +106,20 @@ def test_a_pruned_trial_ranks_after_every_trial_that_ran_its_course(ended):
     assert win.ranked[-1]["state"] == "PRUNED"
     rows = sweeps.status(done.sweep)
     assert [r.state for r in rows] == ["COMPLETE", "PRUNED", "COMPLETE"]  # terminal: the record stays
+
+
+def test_a_mistyped_kpi_is_said_before_the_direction_its_name_lacks(ended, cli):
+    """`sweep best ID --kpi val_los` (a name that says no direction): the line names the KPI the trials have,
+    not "add --mode" first (which fixed nothing). A name they have that gives no direction still asks for --mode."""
+    _, done = ended
+    for argv in (("sweep", "best", done.sweep, "--kpi", "val_los"),
+                 ("status", "--sweep", done.sweep, "--kpi", "val_los")):
+        out = cli("tao_jobs.py", *argv)
+        assert out.rc == 1 and len(out.err_lines) == 1, out
+        assert out.err_lines[0].startswith("error: no KPI 'val_los' in the status file (did you mean 'val_loss'?)"), out
+    out = cli("tao_jobs.py", "sweep", "best", done.sweep, "--kpi", "val_los", "--mode", "min")
+    assert out.rc == 1 and "no trial has val_los yet (trial 0: no KPI 'val_los'" in out.out, out  # each trial's note
+    for status in Path(records.load(done.views[1].id)["backend"]["results_dir"]).rglob("status.json"):
+        status.write_text(status.read_text().replace("val_mAP", "val_metric"))  # one trial has such a KPI
+    out = cli("tao_jobs.py", "sweep", "best", done.sweep, "--kpi", "val_metric")
+    assert out.rc == 2 and "cannot tell from its name which way KPI 'val_metric' is better" in out.err, out

@@ -129,3 +129,15 @@ def test_parent_given_a_sweep_or_a_backend_id_says_which_job(fake, cli):
         lineage.with_parent("slurm", {"command": "true"}, "slurm:267")
     assert f"--parent slurm:267 is job {jid} (its SLURM id" in str(got.value) and f"use that id: --parent {jid}" in \
         str(got.value)
+
+
+@pytest.mark.parametrize("argv", [("status", "--sweep"), ("cancel", "--sweep"), ("sweep", "best")])
+def test_a_jobs_id_given_as_a_sweep_says_it_is_a_job(fake, cli, argv):
+    trial = sweep_trials()[1]
+    jid = docker_record("c0ffee" * 10)
+    extra = ["--kpi", "val_loss"] if argv[0] == "sweep" else []
+    line = one_error(cli("tao_jobs.py", *argv, jid, *extra))
+    assert line == f"error: {jid} is a job, not a sweep: tao_jobs.py status {jid} shows it", line
+    line = one_error(cli("tao_jobs.py", *argv, trial, *extra))
+    assert line == f"error: {trial} is trial 1 of sweep {SWEEP}, not a sweep: use the sweep's id {SWEEP}", line
+    assert fake.calls == []

@@ -283,9 +283,21 @@ def trial_records(sweep_id: str, platform: str | None = None) -> list[Record]:
         raise UsageError(f"sweep id {str(sweep_id)[:60]!r} is not an id: see tao_jobs.py list")
     recs = records.find(platform=platform, sweep=sweep_id)
     if not recs:
-        raise TaoError(f"no trials of sweep {sweep_id} in {records.state_dir()}: see tao_jobs.py list")
+        raise TaoError(_not_a_sweep(sweep_id) or f"no trials of sweep {sweep_id} in {records.state_dir()}: "
+                       "see tao_jobs.py list")
     recs.sort(key=lambda r: (int(r.trial or 0), r.attempt or 1))
     return recs
+
+
+def _not_a_sweep(word: str) -> str | None:
+    """What ``word`` is when it is a job's id rather than a sweep's (the error path only reads its record)."""
+    try:
+        rec = records.get(word)
+    except TaoError:
+        return None
+    if rec.sweep:
+        return f"{word} is trial {rec.trial} of sweep {rec.sweep}, not a sweep: use the sweep's id {rec.sweep}"
+    return f"{word} is a job, not a sweep: tao_jobs.py status {word} shows it"
 
 
 @dataclass
@@ -380,11 +392,11 @@ def status(sweep_id: str, *, retry: bool = True, kpi: str | None = None, mode: s
                         _epoch(v.progress), _kpis(v.progress), bool(rec.backend.get("held"))))
     _with_study(sweep_id, recs, rows)
     if kpi is not None:
-        way = kpirank.direction(kpi, mode)
-        ranked = {e["id"]: e for e in best(sweep_id, kpi, way).ranked}
+        win = best(sweep_id, kpi, mode)
+        ranked = {e["id"]: e for e in win.ranked}
         for row in rows:
             entry = ranked.get(row.id) or {}
-            row.best = {"kpi": kpi, "mode": way.mode, "mode_from": way.source,
+            row.best = {"kpi": kpi, "mode": win.mode, "mode_from": win.mode_from,
                         **{k: entry.get(k) for k in ("value", "key", "at")}}
     return rows
 
@@ -561,10 +573,23 @@ class Winner:
 
 
 def check_rank(kpi: str | None, mode: str | kpirank.Direction | None) -> None:
-    """A ranking KPI and mode :func:`best` can use (None: from the KPI's name), or a one-line usage error."""
-    kpirank.direction(kpi, mode)
+    """A ranking KPI and mode :func:`best` can use, or a one-line usage error. A name that gives no direction with
+    no ``mode`` is judged by :func:`best`, once a status file shows whether the name is misspelt."""
+    if not isinstance(mode, kpirank.Direction):
+        kpirank.check_mode(mode)
     if not kpi or not kpi.strip():
         raise UsageError("--kpi needs a KPI name (as in status.json, e.g. val_loss)")
+
+
+#: The direction :func:`best` reads the trials with while the KPI's name gives none (only to see who has the KPI).
+_PROBE = kpirank.Direction("min", False)
+
+
+def _known_direction(kpi: str, mode: str | kpirank.Direction | None) -> kpirank.Direction | None:
+    """The ranking's direction when ``mode`` or the KPI's name gives it, else None."""
+    if mode is None and kpirank.from_name(kpi) is None:
+        return None
+    return kpirank.direction(kpi, mode)
 
 
 def best(sweep_id: str, kpi: str | None, mode: str | kpirank.Direction | None = None) -> Winner:
@@ -585,9 +610,10 @@ def best(sweep_id: str, kpi: str | None, mode: str | kpirank.Direction | None = 
             mode = kpirank.Direction(str(searched["mode"]), searched.get("mode_from") == "name")
     check_rank(kpi, mode)
     assert kpi is not None  # check_rank refuses a missing KPI
-    way = kpirank.direction(kpi, mode)
-    win = Winner(sweep_id, kpi, way.mode, way.source)
+    known = _known_direction(kpi, mode)
     notes = []
+    ranked: list[dict] = []
+    misspelt: TaoError | None = None
     located = []
     for rec in recs:
         try:
@@ -602,19 +628,25 @@ def best(sweep_id: str, kpi: str | None, mode: str | kpirank.Direction | None = 
         try:
             if isinstance(listing, TaoError):
                 raise listing
-            b = results_verbs.find_best(listing, kpi, way, rec.action) if listing.exists else None
+            # (no direction known yet: a stand-in one finds which trials have the KPI; nothing is ranked by it)
+            b = results_verbs.find_best(listing, kpi, known or _PROBE, rec.action) if listing.exists else None
         except TaoError as exc:
+            misspelt = misspelt or (exc if not isinstance(listing, TaoError) else None)
             notes.append(f"trial {rec.trial}: {exc}")
             continue
-        win.ranked.append({"trial": rec.trial, "id": rec.id, "state": rec.state,
-                           "overrides": rec.overrides or {}, "value": b.value if b else None,
-                           "key": b.key if b else None, "at": b.at if b else None,
-                           "checkpoints": b.checkpoints if b else [], "folder": listing.folder})
-    scored = [e for e in win.ranked if isinstance(e["value"], (int, float))]
+        ranked.append({"trial": rec.trial, "id": rec.id, "state": rec.state,
+                       "overrides": rec.overrides or {}, "value": b.value if b else None,
+                       "key": b.key if b else None, "at": b.at if b else None,
+                       "checkpoints": b.checkpoints if b else [], "folder": listing.folder})
+    if known is None and misspelt is not None and not any(e["value"] is not None for e in ranked):
+        raise misspelt  # no trial has the KPI, and one names those it has: the name first, then the direction
+    way = known or kpirank.direction(kpi, mode)
+    win = Winner(sweep_id, kpi, way.mode, way.source)
+    scored = [e for e in ranked if isinstance(e["value"], (int, float))]
     scored.sort(key=lambda e: e["value"], reverse=(way.mode == "max"))
     # a pruned trial stopped early: it ranks after every trial that ran its course (its value is of fewer epochs)
     scored = [e for e in scored if e["state"] != State.PRUNED] + [e for e in scored if e["state"] == State.PRUNED]
-    win.ranked = scored + [e for e in win.ranked if e not in scored]
+    win.ranked = scored + [e for e in ranked if e not in scored]
     if searched is not None:
         try:
             found = study(sweep_id, recs)
