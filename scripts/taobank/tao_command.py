@@ -516,6 +516,9 @@ def automl(network: str) -> bool:
 #: are, and the bank cannot know that program is TAO, so they are not checked.
 NOT_TAO_FORM = ("spec check: the command is not TAO's `<network> <action>` form; its arguments were not checked "
                 "(tao_jobs.py spec check FILE KEY=VALUE... --network N --action A checks them)")
+#: What a search's submit says (a note) of its space when its command is not TAO's entrypoint form.
+NOT_TAO_FORM_SPACE = ("spec check: the command is not TAO's `<network> <action>` form; the search space (--space) "
+                      "was not checked against TAO's spec")
 #: What a dry run's check summary lists among what it did not check, for the same command.
 NOT_TAO_FORM_SKIPPED = "the spec check (the command is not TAO's `<network> <action>` form; its arguments were not checked)"
 #: A word a Hydra runner reads as an override: ``key=value`` (``+key=``, ``++key=``), dotted identifiers with a

@@ -103,8 +103,10 @@ def test_a_kpi_the_network_does_not_log_is_refused_in_one_line_and_nothing_is_cr
     # a custom build: --no-spec-check; a stand-in command (not TAO's entrypoint): not judged
     assert _dry_run(tmp_path, "--kpi", "val_accuracy", "--mode", "max", "--no-spec-check", "--space", "train.optim.lr=loguniform(1e-5,1e-2)",
                     "--", "dino", "train").returncode == 0
-    assert _dry_run(tmp_path, "--kpi", "val_loss", "--network-arch", "dino", "--action", "train", "--space",
-                    "train.optim.lr=loguniform(1e-5,1e-2)", "--", "sh", "-c", "true").returncode == 0
+    stand_in = _dry_run(tmp_path, "--kpi", "val_loss", "--network-arch", "dino", "--action", "train", "--space",
+                        "train.optim.bogus=loguniform(1e-5,1e-2)", "--", "sh", "-c", "true")
+    assert stand_in.returncode == 0  # ... and said so: its space was not checked either
+    assert f"note: sweep preview: {tao_command.NOT_TAO_FORM_SPACE}" in stand_in.stderr.splitlines(), stand_in
     # one of TAO's patterns of a network's per-class names is a KPI it logs
     assert _dry_run(tmp_path, "--kpi", "img_bbox_NuScenes/NDS", "--mode", "max", "--space",
                     "train.optim.lr=loguniform(1e-5,1e-2)", "--", "sparse4d", "train").returncode == 0

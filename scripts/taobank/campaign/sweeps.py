@@ -73,11 +73,11 @@ def submit(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dic
     adapter = get(platform_name)
     spec, opts = with_study_secret(adapter, spec, opts, search)
     specs = [dict(spec) for _ in trials] if search is not None else trial_specs(spec, trials)
-    if search is not None:
-        _check_space(adapter, spec, opts, search)
+    unchecked = _check_space(adapter, spec, opts, search) if search is not None else []
     done = pipeline.submit(adapter, specs, opts, trials=trials, max_concurrent=max_concurrent, search=search)
     assert done.sweep is not None
-    out = Submitted(done.sweep, done.views, done.max_concurrent, done.gate.text(), done.gate.notes())
+    out = Submitted(done.sweep, done.views, done.max_concurrent, "; ".join(filter(None, [done.gate.text(), *unchecked])),
+                    done.gate.notes() + unchecked)
     _supervised(adapter, done.sweep, done.views, first=done.views[0].id)  # the views of the records as opened
     return out
 
@@ -187,16 +187,19 @@ def _ended(text: str) -> str:
     return text if text.endswith("\n") else text + "\n"
 
 
-def _check_space(adapter: Any, spec: dict, opts: SubmitOptions, search: Any) -> None:
+def _check_space(adapter: Any, spec: dict, opts: SubmitOptions, search: Any) -> list[str]:
     """A search's space through the spec check at its edges (each key's bounds, each choice): the trials' own
-    specs carry no overrides until each asks the study, so this is where a bad key or range is refused."""
+    specs carry no overrides until each asks the study, so this is where a bad key or range is refused. Returns
+    the note a submit says when the command is not TAO's (its space cannot be judged)."""
     from ..core import pipeline
     from .. import tao_spec_gate
     from ..contract import Gate
     from .search import space
 
     if not opts.spec_check:
-        return
+        return []
+    if not tao_command.identified_each([spec])[1]:
+        return [f"note: {tao_command.NOT_TAO_FORM_SPACE}"]
     pipeline.check_specs(adapter, [spec], opts, Gate())  # the command's own, said plainly
     problems: list[str] = []
     for edge in space.edges(search.settings.space):
@@ -206,6 +209,7 @@ def _check_space(adapter: Any, spec: dict, opts: SubmitOptions, search: Any) -> 
             problems += [f"--space {line}" for line in exc.lines if f"--space {line}" not in problems]
     if problems:
         raise tao_spec_gate.SpecRefused(problems)
+    return []
 
 
 def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[dict[str, str]],
@@ -231,8 +235,7 @@ def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[di
         raise UsageError(f"--search does not run on {platform_name} yet")
     spec, opts = with_study_secret(adapter, spec, opts, search)
     specs = [dict(spec) for _ in trials] if search is not None else trial_specs(spec, trials)
-    if search is not None:
-        _check_space(adapter, spec, opts, search)
+    unchecked = _check_space(adapter, spec, opts, search) if search is not None else []
     batch = Batch(max_concurrent=k, sweep=PREVIEW_SWEEP, search=search)
     if not check:  # what contacts nothing (the specs, the records) is checked in every dry run
         gate = pipeline.dry_run(adapter, specs, opts, trials=trials, max_concurrent=max_concurrent, search=search,
@@ -241,7 +244,7 @@ def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[di
         table = [{"trial": i, "id": jid, "overrides": dict(t), "results_dir": folder}
                  for i, (jid, t, folder) in enumerate(zip(ids, trials, shown.results_dirs))]
         return Preview(PREVIEW_SWEEP, k, table, shown.shared, shown.trials, pipeline.UNCHECKED,
-                       searched=search is not None, notes=gate.notes())
+                       searched=search is not None, notes=gate.notes() + unchecked)
     done = pipeline.dry_run(adapter, specs, opts, trials=trials, max_concurrent=max_concurrent, search=search)
     try:
         shown = adapter.preview_sweep(adapter.typed_specs(specs), opts, ids, batch)
@@ -253,7 +256,7 @@ def preview(platform_name: str, spec: dict, opts: SubmitOptions, trials: list[di
     table = [{"trial": i, "id": jid, "overrides": dict(t), "results_dir": folder}
              for i, (jid, t, folder) in enumerate(zip(ids, trials, shown.results_dirs))]
     return Preview(PREVIEW_SWEEP, k, table, shown.shared, shown.trials, done.first_line(),
-                   searched=search is not None, notes=done.gate.notes())
+                   searched=search is not None, notes=done.gate.notes() + unchecked)
 
 
 def _supervised(adapter: Any, sweep_id: str, trials: list[Any], *, first: str) -> None:
