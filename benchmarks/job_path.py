@@ -22,6 +22,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 BANK = Path(__file__).resolve().parents[1]
@@ -103,6 +104,20 @@ def k8s_submit(state: str) -> dict[str, dict]:
     return {"k8s-submit": figures}
 
 
+def _settled(sweep: str, env: dict[str, str], timeout: float = 120) -> None:
+    """Wait (unmeasured) until the sweep's first trials run and the others are held: the status measured then
+    always meets the same states (a status of trials still being created or started walks other rooms)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        res = subprocess.run([sys.executable, "scripts/tao_docker.py", "status", "--sweep", sweep, "--json"],
+                             cwd=BANK, env=env, capture_output=True, text=True, timeout=300)
+        states = [row.get("state") for row in json.loads(res.stdout or "[]")] if res.returncode == 0 else []
+        if states.count("RUNNING") == 2 and states.count("PENDING") == len(states) - 2:
+            return
+        time.sleep(1)
+    raise SystemExit(f"sweep {sweep}: its first 2 trials did not run within {timeout:.0f} s")
+
+
 def docker_sweep(state: str) -> dict[str, dict]:
     import testclusters.docker as ld
 
@@ -110,9 +125,10 @@ def docker_sweep(state: str) -> dict[str, dict]:
         env = {**os.environ, **ld.env(), "TAO_STATE_DIR": state}
         sub, out = measured(["scripts/tao_docker.py", "submit", "--json", "--image", ld.IMAGE, "--gpus", "0",
                              "--results-dir", results, "--sweep", "train.optim.lr=0.1,0.2,0.3,0.4",
-                             "--max-concurrent", "2", "--", "sleep", "30"], env)
+                             "--max-concurrent", "2", "--", "sh", "-c", "sleep 30", "trial"], env)
         sweep = json.loads(out)["sweep"]
         try:
+            _settled(sweep, env)
             status, _ = measured(["scripts/tao_docker.py", "status", "--sweep", sweep], env)
         finally:
             subprocess.run([sys.executable, "scripts/tao_docker.py", "cancel", "--sweep", sweep], cwd=BANK, env=env,
