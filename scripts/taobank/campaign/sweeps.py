@@ -286,21 +286,12 @@ def trial_records(sweep_id: str, platform: str | None = None) -> list[Record]:
         raise UsageError(f"sweep id {str(sweep_id)[:60]!r} is not an id: see tao_jobs.py list")
     recs = records.find(platform=platform, sweep=sweep_id)
     if not recs:
-        raise TaoError(_not_a_sweep(sweep_id) or f"no trials of sweep {sweep_id} in {records.state_dir()}: "
+        from ..core.record_selection import job_not_sweep
+
+        raise TaoError(job_not_sweep(sweep_id) or f"no trials of sweep {sweep_id} in {records.state_dir()}: "
                        "see tao_jobs.py list")
     recs.sort(key=lambda r: (int(r.trial or 0), r.attempt or 1))
     return recs
-
-
-def _not_a_sweep(word: str) -> str | None:
-    """What ``word`` is when it is a job's id rather than a sweep's (the error path only reads its record)."""
-    try:
-        rec = records.get(word)
-    except TaoError:
-        return None
-    if rec.sweep:
-        return f"{word} is trial {rec.trial} of sweep {rec.sweep}, not a sweep: use the sweep's id {rec.sweep}"
-    return f"{word} is a job, not a sweep: tao_jobs.py status {word} shows it"
 
 
 @dataclass
@@ -588,13 +579,6 @@ def check_rank(kpi: str | None, mode: str | kpirank.Direction | None) -> None:
 _PROBE = kpirank.Direction("min", False)
 
 
-def _known_direction(kpi: str, mode: str | kpirank.Direction | None) -> kpirank.Direction | None:
-    """The ranking's direction when ``mode`` or the KPI's name gives it, else None."""
-    if mode is None and kpirank.from_name(kpi) is None:
-        return None
-    return kpirank.direction(kpi, mode)
-
-
 def best(sweep_id: str, kpi: str | None, mode: str | kpirank.Direction | None = None) -> Winner:
     """Rank the trials by their best ``kpi`` (each trial's status.json), and name the winner's checkpoint.
 
@@ -613,7 +597,8 @@ def best(sweep_id: str, kpi: str | None, mode: str | kpirank.Direction | None = 
             mode = kpirank.Direction(str(searched["mode"]), searched.get("mode_from") == "name")
     check_rank(kpi, mode)
     assert kpi is not None  # check_rank refuses a missing KPI
-    known = _known_direction(kpi, mode)
+    # the direction when --mode or the KPI's name gives it; else judged after the trials show the name is theirs
+    known = None if mode is None and kpirank.from_name(kpi) is None else kpirank.direction(kpi, mode)
     notes = []
     ranked: list[dict] = []
     misspelt: TaoError | None = None

@@ -40,6 +40,18 @@ def explained(exc: records.UnknownJob, platform: str | None, verb: str) -> TaoEr
     return exc
 
 
+def job_not_sweep(word: str) -> str | None:
+    """The line of a word given as a sweep's id that no trial has, when it is a job's or trial's id (the other way
+    round from :func:`explained`); None otherwise. Only this error path reads the record."""
+    try:
+        rec = records.get(word)
+    except TaoError:
+        return None
+    if rec.sweep:
+        return f"{word} is trial {rec.trial} of sweep {rec.sweep}, not a sweep: use the sweep's id {rec.sweep}"
+    return f"{word} is a job, not a sweep: tao_jobs.py status {word} shows it"
+
+
 def owned(rec: Record, platform: str | None, verb: str) -> Record:
     """``rec`` (read already) when it is of ``platform`` (None: any); refused in one line when it is another's."""
     job_id = rec.id
